@@ -1,0 +1,99 @@
+"""One exception family for everything a user can cause.
+
+Each error carries a message (what is wrong), an optional hint (what to do) and an exit code.
+The CLI prints ``error: <message> (<hint>)`` as one line on stderr and exits with the code;
+anything else escaping a command is a bug and becomes :class:`InternalError`.
+
+Exit codes (documented in the README):
+
+====  ============================================================
+0     success
+1     generic failure
+2     usage error (bad flag or argument value)
+3     bad input: file missing or unreadable, not a valid model or image
+4     a required tool or package is missing (TensorFlow, edgetpu_compiler, ...)
+5     conversion failed
+6     verification failed (int8 model disagrees with the float model)
+7     the model is not (fully) Edge TPU compatible (``check --strict``)
+8     the Edge TPU compiler failed or timed out
+9     device or runtime failure (delegate, interpreter, invoke)
+70    internal error (a bug in edgekit: please report it with ``--debug``)
+====  ============================================================
+"""
+
+from __future__ import annotations
+
+
+class EdgekitError(Exception):
+    """Base class: an error a user can act on."""
+
+    exit_code = 1
+
+    def __init__(self, message: str, hint: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.hint = hint
+
+    def __str__(self) -> str:
+        return f"{self.message} ({self.hint})" if self.hint else self.message
+
+
+class UsageError(EdgekitError):
+    exit_code = 2
+
+
+class InputError(EdgekitError):
+    """A file the user gave is missing, unreadable or not what it should be."""
+
+    exit_code = 3
+
+
+class InvalidModelError(InputError):
+    """The bytes are not a valid TFLite flatbuffer."""
+
+    def __init__(self, why: str, hint: str | None = None):
+        super().__init__(f"not a valid TFLite model: {why}", hint)
+        self.why = why
+
+
+class MissingDependencyError(EdgekitError):
+    exit_code = 4
+
+
+class ConversionError(EdgekitError):
+    exit_code = 5
+
+
+class VerificationError(EdgekitError):
+    exit_code = 6
+
+
+class CompatibilityError(EdgekitError):
+    exit_code = 7
+
+
+class CompilerError(EdgekitError):
+    exit_code = 8
+
+
+class DeviceError(EdgekitError):
+    exit_code = 9
+
+
+class InternalError(EdgekitError):
+    exit_code = 70
+
+
+EXIT_CODES = {
+    0: "success",
+    1: "generic failure",
+    UsageError.exit_code: "usage error",
+    InputError.exit_code: "bad input (file missing/unreadable, invalid model or image)",
+    MissingDependencyError.exit_code: "required tool or package missing",
+    ConversionError.exit_code: "conversion failed",
+    VerificationError.exit_code: "verification failed",
+    CompatibilityError.exit_code: "not fully Edge TPU compatible (--strict)",
+    CompilerError.exit_code: "Edge TPU compiler failed or timed out",
+    DeviceError.exit_code: "device or runtime failure",
+    InternalError.exit_code: "internal error (a bug)",
+}

@@ -1,0 +1,175 @@
+"""The one preprocessing: image → input tensor, shared by calibration and inference.
+
+A :class:`PreprocessSpec` says how an image becomes the float tensor the Keras model was trained on:
+resize to (width, height) with a filter, convert to RGB/BGR/grayscale, then ``(pixels - mean) / std``.
+``edgekit quantize`` records the spec with its output; ``edgekit classify`` reads it back and applies
+the same function, then quantizes with the model's input scale and zero point.
+
+For a model from elsewhere, :func:`spec_from_input_quantization` derives the spec from the input
+tensor's own quantization: post-training quantization sets it from the float range seen during
+calibration, so feeding raw pixels to a uint8 input (pixels - 128 to an int8 input) reproduces a
+linear normalization over the full pixel range exactly (see ../shared/DESIGN.md, "One preprocessing").
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit.errors import InputError, UsageError
+
+SPEC_VERSION = 1
+RESIZE_FILTERS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming")
+CHANNEL_ORDERS = ("RGB", "BGR", "L")
+# Named scalings: (mean, std) applied to 0..255 pixels.
+SCALINGS: dict[str, tuple[float, float]] = {
+    "raw": (0.0, 1.0),          # 0..255
+    "0..1": (0.0, 255.0),
+    "-1..1": (127.5, 127.5),
+}
+MAX_IMAGE_PIXELS = 64 * 1024 * 1024  # larger images are refused as decompression bombs
+
+
+@dataclass(frozen=True)
+class PreprocessSpec:
+    """How an image becomes a model input. ``mean``/``std`` have one value or one per channel."""
+
+    width: int
+    height: int
+    channels: str = "RGB"
+    resize: str = "lanczos"
+    mean: tuple[float, ...] = (0.0,)
+    std: tuple[float, ...] = (1.0,)
+
+    def __post_init__(self) -> None:
+        if self.width < 1 or self.height < 1:
+            raise UsageError(f"input size must be positive, got {self.width}x{self.height}")
+        if self.channels not in CHANNEL_ORDERS:
+            raise UsageError(f"unknown channel order {self.channels!r}", f"use one of {', '.join(CHANNEL_ORDERS)}")
+        if self.resize not in RESIZE_FILTERS:
+            raise UsageError(f"unknown resize filter {self.resize!r}", f"use one of {', '.join(RESIZE_FILTERS)}")
+        n = 1 if self.channels == "L" else 3
+        for name, values in (("mean", self.mean), ("std", self.std)):
+            if len(values) not in (1, n):
+                raise UsageError(f"--{name} needs 1 or {n} values, got {len(values)}")
+        if any(s == 0 for s in self.std):
+            raise UsageError("--std must not be zero")
+
+    @property
+    def num_channels(self) -> int:
+        return 1 if self.channels == "L" else 3
+
+    @classmethod
+    def with_scaling(cls, width: int, height: int, scaling: str, **kw: Any) -> "PreprocessSpec":
+        if scaling not in SCALINGS:
+            raise UsageError(f"unknown scaling {scaling!r}", f"use one of {', '.join(SCALINGS)} or --mean/--std")
+        mean, std = SCALINGS[scaling]
+        return cls(width, height, mean=(mean,), std=(std,), **kw)
+
+    @property
+    def scaling_name(self) -> str | None:
+        """The named scaling this spec's mean/std equal, if any."""
+        for name, (m, s) in SCALINGS.items():
+            if set(self.mean) == {m} and set(self.std) == {s}:
+                return name
+        return None
+
+    def describe(self) -> str:
+        scale = self.scaling_name or f"mean={list(self.mean)} std={list(self.std)}"
+        return f"{self.width}x{self.height} {self.channels}, {self.resize} resize, scaling {scale}"
+
+    def to_dict(self) -> dict[str, Any]:
+        d = asdict(self)
+        d["mean"], d["std"] = list(self.mean), list(self.std)
+        return {"version": SPEC_VERSION, **d}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "PreprocessSpec":
+        try:
+            return cls(int(d["width"]), int(d["height"]), str(d.get("channels", "RGB")),
+                       str(d.get("resize", "lanczos")), tuple(float(v) for v in d.get("mean", (0.0,))),
+                       tuple(float(v) for v in d.get("std", (1.0,))))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"recorded preprocessing is malformed: {exc}") from None
+
+
+def spec_from_input_quantization(width: int, height: int, channels: int, dtype: str,
+                                 scale: float | None, zero_point: int | None) -> PreprocessSpec:
+    """The default spec for a model whose recorded preprocessing is unknown.
+
+    uint8 input: mean = zero_point, std = 1/scale, so the quantized input equals the raw pixels.
+    int8 input: the same shifted by 128, so the quantized input is pixels - 128.
+    Float or unquantized input: raw pixels.
+    """
+    order = "L" if channels == 1 else "RGB"
+    if dtype in ("uint8", "int8") and scale:
+        shift = 128 if dtype == "int8" else 0
+        return PreprocessSpec(width, height, order, mean=(float(zero_point or 0) + shift,), std=(1.0 / scale,))
+    return PreprocessSpec(width, height, order)
+
+
+def open_image(path: str | Path):
+    """Open an image fully decoded, EXIF-rotated, refusing decompression bombs. Raises InputError."""
+    from PIL import Image, ImageOps, UnidentifiedImageError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            with Image.open(path) as im:
+                if im.width * im.height > MAX_IMAGE_PIXELS:
+                    raise InputError(f"{path}: image is too large ({im.width}x{im.height} pixels)",
+                                     f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are refused as possible decompression bombs")
+                im.load()
+                return ImageOps.exif_transpose(im)
+    except InputError:
+        raise
+    except FileNotFoundError:
+        raise InputError(f"{path}: no such file") from None
+    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
+        raise InputError(f"{path}: image is too large", "refused as a possible decompression bomb") from None
+    except UnidentifiedImageError:
+        raise InputError(f"{path}: not an image Pillow can read") from None
+    except (OSError, SyntaxError, ValueError) as exc:
+        raise InputError(f"{path}: cannot decode image ({exc})") from None
+
+
+def to_float(image, spec: PreprocessSpec) -> np.ndarray:
+    """Image (PIL or HxWxC uint8 array) → float32 HxWxC tensor, normalized per ``spec``."""
+    from PIL import Image
+
+    if isinstance(image, np.ndarray):
+        image = Image.fromarray(image)
+    image = image.convert("L" if spec.channels == "L" else "RGB")
+    if image.size != (spec.width, spec.height):
+        image = image.resize((spec.width, spec.height), getattr(Image.Resampling, spec.resize.upper()))
+    x = np.asarray(image, dtype=np.float32)
+    if spec.channels == "L":
+        x = x[..., None]
+    elif spec.channels == "BGR":
+        x = x[..., ::-1]
+    return (x - np.asarray(spec.mean, np.float32)) / np.asarray(spec.std, np.float32)
+
+
+def quantize(x: np.ndarray, dtype: str, scale: float | None, zero_point: int | None) -> np.ndarray:
+    """Float tensor → the model's input dtype: ``round(x / scale + zero_point)``, clipped."""
+    if dtype in ("float32", "float16"):
+        return x.astype(dtype)
+    info = np.iinfo(dtype)
+    q = np.rint(x / scale + (zero_point or 0)) if scale else np.rint(x)
+    return np.clip(q, info.min, info.max).astype(dtype)
+
+
+def dequantize(q: np.ndarray, scale: float | None, zero_point: int | None) -> np.ndarray:
+    """Integer tensor → float32 with ``scale * (q - zero_point)``; float tensors pass through."""
+    if not scale or q.dtype.kind == "f":
+        return q.astype(np.float32)
+    return (scale * (q.astype(np.int64) - (zero_point or 0))).astype(np.float32)
+
+
+def prepare(image, spec: PreprocessSpec, dtype: str, scale: float | None, zero_point: int | None) -> np.ndarray:
+    """Image → batch-of-one model input for an input of ``dtype`` with the given quantization."""
+    return quantize(to_float(image, spec), dtype, scale, zero_point)[None, ...]

@@ -1,0 +1,465 @@
+"""Read a .tflite model without TensorFlow.
+
+:func:`load` (a path) and :meth:`ModelInfo.from_bytes` parse the TensorFlow Lite flatbuffer with a
+small bounds-checked reader written against TensorFlow Lite's ``schema.fbs``: every offset, vector
+length and string is checked against the file before it is followed, so a damaged or hostile file
+raises :class:`~edgekit.errors.InvalidModelError` ("not a valid TFLite model: <why>") and never
+crashes, hangs or allocates more than the file's own size. Large files are memory-mapped and
+constant buffers are never copied, so parsing time grows with the number of ops and tensors, not
+with the parameter bytes.
+"""
+
+from __future__ import annotations
+
+import mmap
+import os
+import struct
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any
+
+from edgekit._schema_names import BUILTIN_OPS, TENSOR_TYPES
+from edgekit.errors import InputError, InvalidModelError
+
+EDGETPU_CUSTOM_OP = "edgetpu-custom-op"
+FILE_IDENTIFIER = b"TFL3"
+
+_ITEM_SIZE = {"?": 1, "b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8, "f": 4, "d": 8}
+_NUMPY_DTYPES = {
+    "float32": "<f4", "float16": "<f2", "float64": "<f8", "int8": "i1", "uint8": "u1",
+    "int16": "<i2", "uint16": "<u2", "int32": "<i4", "uint32": "<u4", "int64": "<i8",
+    "uint64": "<u8", "bool": "?",
+}
+
+
+class _Reader:
+    """Bounds-checked access to flatbuffer tables, vectors and strings in one byte buffer."""
+
+    def __init__(self, buf: Any):
+        self.buf = buf
+        self.size = len(buf)
+
+    def _check(self, pos: int, n: int, what: str) -> None:
+        if pos < 0 or n < 0 or pos + n > self.size:
+            raise InvalidModelError(f"{what} at offset {pos} (+{n} bytes) lies outside the file ({self.size} bytes)")
+
+    def scalar(self, fmt: str, pos: int, what: str = "value") -> Any:
+        self._check(pos, _ITEM_SIZE[fmt], what)
+        return struct.unpack_from("<" + fmt, self.buf, pos)[0]
+
+    def deref(self, pos: int, what: str) -> int:
+        """Follow the uoffset stored at ``pos``."""
+        target = pos + self.scalar("I", pos, what)
+        self._check(target, 4, what)
+        return target
+
+    def table(self, pos: int, what: str) -> "_Table":
+        self._check(pos, 4, what)
+        vtable = pos - self.scalar("i", pos, what)
+        self._check(vtable, 4, f"{what} vtable")
+        vt_size = self.scalar("H", vtable, f"{what} vtable")
+        if vt_size < 4 or vt_size % 2:
+            raise InvalidModelError(f"{what} has a malformed vtable (size {vt_size})")
+        self._check(vtable, vt_size, f"{what} vtable")
+        return _Table(self, pos, vtable, vt_size, what)
+
+    def vector(self, pos: int, item_size: int, what: str) -> tuple[int, int]:
+        """(start, length) of the vector at ``pos``, its whole extent checked."""
+        length = self.scalar("I", pos, f"{what} length")
+        self._check(pos + 4, length * item_size, what)
+        return pos + 4, length
+
+
+class _Table:
+    __slots__ = ("r", "pos", "vtable", "vt_size", "what")
+
+    def __init__(self, r: _Reader, pos: int, vtable: int, vt_size: int, what: str):
+        self.r, self.pos, self.vtable, self.vt_size, self.what = r, pos, vtable, vt_size, what
+
+    def _field(self, slot: int) -> int:
+        entry = 4 + 2 * slot
+        if entry >= self.vt_size:
+            return 0
+        off = self.r.scalar("H", self.vtable + entry)
+        return self.pos + off if off else 0
+
+    def scalar(self, slot: int, fmt: str, default: Any = 0) -> Any:
+        p = self._field(slot)
+        return self.r.scalar(fmt, p, self.what) if p else default
+
+    def table(self, slot: int, what: str) -> "_Table | None":
+        p = self._field(slot)
+        return self.r.table(self.r.deref(p, what), what) if p else None
+
+    def string(self, slot: int, what: str) -> str | None:
+        p = self._field(slot)
+        if not p:
+            return None
+        start, n = self.r.vector(self.r.deref(p, what), 1, what)
+        return bytes(self.r.buf[start:start + n]).decode("utf-8", errors="replace")
+
+    def raw_vector(self, slot: int, item_size: int, what: str) -> tuple[int, int]:
+        p = self._field(slot)
+        if not p:
+            return 0, 0
+        return self.r.vector(self.r.deref(p, what), item_size, what)
+
+    def scalars(self, slot: int, fmt: str, what: str) -> tuple:
+        start, n = self.raw_vector(slot, _ITEM_SIZE[fmt], what)
+        return struct.unpack_from(f"<{n}{fmt}", self.r.buf, start) if n else ()
+
+    def tables(self, slot: int, what: str) -> list["_Table"]:
+        start, n = self.raw_vector(slot, 4, what)
+        return [self.r.table(self.r.deref(start + 4 * i, what), f"{what}[{i}]") for i in range(n)]
+
+
+# Scalar builtin options worth exposing, by op name: (field name, slot, struct format, default).
+_FUSED = ("fused_activation_function", "b")
+_OPTIONS: dict[str, list[tuple[str, int, str, Any]]] = {
+    "CONV_2D": [("padding", 0, "b", 0), ("stride_w", 1, "i", 0), ("stride_h", 2, "i", 0),
+                ("fused_activation_function", 3, "b", 0), ("dilation_w_factor", 4, "i", 1),
+                ("dilation_h_factor", 5, "i", 1)],
+    "DEPTHWISE_CONV_2D": [("padding", 0, "b", 0), ("stride_w", 1, "i", 0), ("stride_h", 2, "i", 0),
+                          ("depth_multiplier", 3, "i", 0), ("fused_activation_function", 4, "b", 0),
+                          ("dilation_w_factor", 5, "i", 1), ("dilation_h_factor", 6, "i", 1)],
+    "FULLY_CONNECTED": [("fused_activation_function", 0, "b", 0), ("weights_format", 1, "b", 0),
+                        ("keep_num_dims", 2, "?", False)],
+    "CONCATENATION": [("axis", 0, "i", 0), ("fused_activation_function", 1, "b", 0)],
+    "STRIDED_SLICE": [("begin_mask", 0, "i", 0), ("end_mask", 1, "i", 0), ("ellipsis_mask", 2, "i", 0),
+                      ("new_axis_mask", 3, "i", 0), ("shrink_axis_mask", 4, "i", 0), ("offset", 5, "?", False)],
+    "PACK": [("values_count", 0, "i", 0), ("axis", 1, "i", 0)],
+    "UNPACK": [("num", 0, "i", 0), ("axis", 1, "i", 0)],
+    "SOFTMAX": [("beta", 0, "f", 0.0)],
+    "RESIZE_BILINEAR": [("align_corners", 2, "?", False), ("half_pixel_centers", 3, "?", False)],
+    "RESIZE_NEAREST_NEIGHBOR": [("align_corners", 0, "?", False), ("half_pixel_centers", 1, "?", False)],
+    "ADD": [("fused_activation_function", 0, "b", 0)],
+    "SUB": [("fused_activation_function", 0, "b", 0)],
+    "MUL": [("fused_activation_function", 0, "b", 0)],
+    "SPLIT": [("num_splits", 0, "i", 0)],
+    "TRANSPOSE_CONV": [("padding", 0, "b", 0), ("stride_w", 1, "i", 0), ("stride_h", 2, "i", 0),
+                       ("fused_activation_function", 3, "b", 0)],
+}
+for _pool in ("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"):
+    _OPTIONS[_pool] = [("padding", 0, "b", 0), ("stride_w", 1, "i", 0), ("stride_h", 2, "i", 0),
+                       ("filter_width", 3, "i", 0), ("filter_height", 4, "i", 0),
+                       ("fused_activation_function", 5, "b", 0)]
+for _reducer in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY"):
+    _OPTIONS[_reducer] = [("keep_dims", 0, "?", False)]
+_OPTIONS["UNIDIRECTIONAL_SEQUENCE_LSTM"] = [("fused_activation_function", 0, "b", 0), ("time_major", 3, "?", False)]
+
+
+@dataclass(frozen=True)
+class Quantization:
+    """Affine quantization: ``real = scale * (q - zero_point)``, per tensor or per channel."""
+
+    scales: tuple[float, ...]
+    zero_points: tuple[int, ...]
+    quantized_dimension: int = 0
+
+    @property
+    def per_channel(self) -> bool:
+        return len(self.scales) > 1
+
+    @property
+    def scale(self) -> float:
+        return self.scales[0]
+
+    @property
+    def zero_point(self) -> int:
+        return self.zero_points[0] if self.zero_points else 0
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    index: int
+    name: str
+    shape: tuple[int, ...]
+    shape_signature: tuple[int, ...]
+    dtype: str
+    quantization: Quantization | None
+    buffer: int
+    buffer_bytes: int
+    is_variable: bool = False
+
+    @property
+    def is_constant(self) -> bool:
+        """A compile-time constant: its data is stored in the model."""
+        return self.buffer_bytes > 0
+
+    @property
+    def is_dynamic(self) -> bool:
+        return any(d < 0 for d in self.shape_signature)
+
+
+@dataclass(frozen=True)
+class OpInfo:
+    index: int
+    name: str
+    version: int
+    custom_code: str | None
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+    options: dict[str, Any] = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True)
+class SubgraphInfo:
+    index: int
+    name: str
+    tensors: tuple[TensorInfo, ...]
+    ops: tuple[OpInfo, ...]
+    inputs: tuple[int, ...]
+    outputs: tuple[int, ...]
+
+    def tensor(self, i: int) -> TensorInfo | None:
+        """Tensor ``i``, or None for an optional input (index -1)."""
+        return self.tensors[i] if 0 <= i < len(self.tensors) else None
+
+
+@dataclass(frozen=True)
+class _Buffer:
+    start: int
+    size: int
+
+
+class ModelInfo:
+    """Everything edgekit needs to know about a .tflite model, read from its bytes."""
+
+    def __init__(self, data: Any, path: str | None = None):
+        self._data = data
+        self.path = path
+        self.size_bytes = len(data)
+        try:
+            self._parse(_Reader(data))
+        except InvalidModelError:
+            raise
+        except (struct.error, ValueError, IndexError, OverflowError, MemoryError, RecursionError) as exc:
+            raise InvalidModelError(f"malformed flatbuffer ({type(exc).__name__}: {exc})") from exc
+
+    @classmethod
+    def from_bytes(cls, data: bytes | bytearray | memoryview, path: str | None = None) -> "ModelInfo":
+        return cls(memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data, path)
+
+    # -- parsing -------------------------------------------------------------------------------
+    def _parse(self, r: _Reader) -> None:
+        if r.size < 8:
+            raise InvalidModelError(f"file is too small ({r.size} bytes)")
+        ident = bytes(r.buf[4:8])
+        if ident != FILE_IDENTIFIER:
+            raise InvalidModelError(f"file identifier is {ident!r}, expected {FILE_IDENTIFIER!r}")
+        model = r.table(r.deref(0, "root table"), "model")
+        self.schema_version: int = model.scalar(0, "I")
+        self.description: str = model.string(3, "model description") or ""
+
+        self._buffers: list[_Buffer] = []
+        for b in model.tables(4, "buffers"):
+            offset, size = b.scalar(1, "Q"), b.scalar(2, "Q")
+            if offset > 1:  # data outside the flatbuffer (models over 2 GB)
+                r._check(offset, size, "external buffer")
+                self._buffers.append(_Buffer(offset, size))
+            else:
+                start, n = b.raw_vector(0, 1, "buffer data")
+                self._buffers.append(_Buffer(start, n))
+
+        opcodes = []
+        for oc in model.tables(1, "operator codes"):
+            code = max(oc.scalar(0, "b"), oc.scalar(3, "i"))  # codes >127 only in builtin_code
+            name = BUILTIN_OPS.get(code, f"BUILTIN_{code}")
+            opcodes.append((name, oc.scalar(2, "i", 1), oc.string(1, "custom code")))
+
+        self.subgraphs: tuple[SubgraphInfo, ...] = tuple(
+            self._parse_subgraph(i, g, opcodes) for i, g in enumerate(model.tables(2, "subgraphs")))
+        if not self.subgraphs:
+            raise InvalidModelError("the model has no subgraph")
+
+        self.metadata: dict[str, bytes] = {}
+        for i, m in enumerate(model.tables(6, "metadata")):
+            name = m.string(0, "metadata name") or f"metadata_{i}"
+            self.metadata[name] = self._buffer_bytes(m.scalar(1, "I"), "metadata buffer")
+
+    def _parse_subgraph(self, index: int, g: _Table, opcodes: list) -> SubgraphInfo:
+        tensors = []
+        for t_index, t in enumerate(g.tables(0, f"subgraph {index} tensors")):
+            shape = t.scalars(0, "i", "tensor shape")
+            signature = t.scalars(7, "i", "tensor shape signature") or shape
+            type_code = t.scalar(1, "b")
+            q = t.table(4, "quantization")
+            quant = None
+            if q is not None:
+                scales = q.scalars(2, "f", "quantization scales")
+                if scales:
+                    quant = Quantization(scales, q.scalars(3, "q", "quantization zero points"), q.scalar(6, "i"))
+            buf_index = t.scalar(2, "I")
+            if buf_index >= len(self._buffers) and self._buffers:
+                raise InvalidModelError(f"tensor {t_index} refers to buffer {buf_index} of {len(self._buffers)}")
+            buf_bytes = self._buffers[buf_index].size if buf_index < len(self._buffers) else 0
+            tensors.append(TensorInfo(
+                index=t_index, name=t.string(3, "tensor name") or "", shape=tuple(shape),
+                shape_signature=tuple(signature), dtype=TENSOR_TYPES.get(type_code, f"type_{type_code}"),
+                quantization=quant, buffer=buf_index, buffer_bytes=buf_bytes, is_variable=bool(t.scalar(5, "?"))))
+        n = len(tensors)
+
+        def tensor_refs(values: tuple, what: str) -> tuple[int, ...]:
+            for v in values:
+                if v < -1 or v >= n:
+                    raise InvalidModelError(f"{what} refers to tensor {v}, but subgraph {index} has {n}")
+            return tuple(values)
+
+        ops = []
+        for o_index, o in enumerate(g.tables(3, f"subgraph {index} operators")):
+            code_index = o.scalar(0, "I")
+            if code_index >= len(opcodes):
+                raise InvalidModelError(f"operator {o_index} uses opcode {code_index}, but the model has {len(opcodes)}")
+            name, version, custom = opcodes[code_index]
+            options = {}
+            if name in _OPTIONS:
+                opt = o.table(4, f"operator {o_index} options")
+                options = {k: (opt.scalar(slot, fmt, d) if opt else d) for k, slot, fmt, d in _OPTIONS[name]}
+            ops.append(OpInfo(o_index, name, version, custom,
+                              tensor_refs(o.scalars(1, "i", "operator inputs"), f"operator {o_index}"),
+                              tensor_refs(o.scalars(2, "i", "operator outputs"), f"operator {o_index}"),
+                              options))
+        return SubgraphInfo(index, g.string(4, "subgraph name") or "", tuple(tensors), tuple(ops),
+                            tensor_refs(g.scalars(1, "i", "subgraph inputs"), "subgraph inputs"),
+                            tensor_refs(g.scalars(2, "i", "subgraph outputs"), "subgraph outputs"))
+
+    def _buffer_bytes(self, index: int, what: str) -> bytes:
+        if index >= len(self._buffers):
+            raise InvalidModelError(f"{what} {index} does not exist ({len(self._buffers)} buffers)")
+        b = self._buffers[index]
+        return bytes(self._data[b.start:b.start + b.size])
+
+    # -- views -----------------------------------------------------------------------------------
+    @property
+    def main(self) -> SubgraphInfo:
+        return self.subgraphs[0]
+
+    @property
+    def ops(self) -> tuple[OpInfo, ...]:
+        """Ops of the main subgraph in execution order."""
+        return self.main.ops
+
+    @property
+    def tensors(self) -> tuple[TensorInfo, ...]:
+        return self.main.tensors
+
+    @property
+    def inputs(self) -> list[TensorInfo]:
+        return [self.main.tensors[i] for i in self.main.inputs if i >= 0]
+
+    @property
+    def outputs(self) -> list[TensorInfo]:
+        return [self.main.tensors[i] for i in self.main.outputs if i >= 0]
+
+    @cached_property
+    def is_compiled(self) -> bool:
+        """True when the Edge TPU compiler has replaced ops with its custom op."""
+        return any(op.custom_code == EDGETPU_CUSTOM_OP for g in self.subgraphs for op in g.ops)
+
+    @cached_property
+    def param_bytes(self) -> int:
+        """Bytes of constant tensor data (weights, biases, constants), each buffer counted once."""
+        used = {t.buffer for g in self.subgraphs for t in g.tensors if t.buffer_bytes}
+        return sum(self._buffers[i].size for i in used)
+
+    @property
+    def min_runtime_version(self) -> str | None:
+        raw = self.metadata.get("min_runtime_version")
+        return raw.rstrip(b"\0").decode("ascii", "replace") if raw else None
+
+    @cached_property
+    def has_dynamic_shapes(self) -> bool:
+        return any(t.is_dynamic for g in self.subgraphs for t in g.tensors)
+
+    @cached_property
+    def quantization_state(self) -> str:
+        """``full-int8`` (no float computation), ``float`` (no integer ops) or ``mixed``.
+
+        Looks at every op's activation tensors (non-constant inputs and outputs): an op computing
+        on float32/float16 is a float op. Compiled Edge TPU ops count as integer.
+        """
+        float_ops = int_ops = 0
+        for g in self.subgraphs:
+            for op in g.ops:
+                if op.custom_code == EDGETPU_CUSTOM_OP:
+                    int_ops += 1
+                    continue
+                dtypes = {t.dtype for i in op.inputs + op.outputs if (t := g.tensor(i)) and not t.is_constant}
+                if dtypes & {"float32", "float16", "float64", "bfloat16"}:
+                    float_ops += 1
+                else:
+                    int_ops += 1
+        if float_ops and int_ops:
+            return "mixed"
+        return "float" if float_ops else "full-int8"
+
+    def op_histogram(self) -> dict[tuple[str, int], int]:
+        """Count of ops by (name, version) over all subgraphs."""
+        hist: dict[tuple[str, int], int] = {}
+        for g in self.subgraphs:
+            for op in g.ops:
+                key = (op.custom_code if op.name == "CUSTOM" and op.custom_code else op.name, op.version)
+                hist[key] = hist.get(key, 0) + 1
+        return hist
+
+    def constant_value(self, tensor: TensorInfo):
+        """The data of a constant tensor as a numpy array (a view, not a copy), or None."""
+        import numpy as np
+
+        if not tensor.is_constant or tensor.dtype not in _NUMPY_DTYPES:
+            return None
+        b = self._buffers[tensor.buffer]
+        dtype = np.dtype(_NUMPY_DTYPES[tensor.dtype])
+        count = b.size // dtype.itemsize
+        arr = np.frombuffer(self._data, dtype=dtype, count=count, offset=b.start)
+        n = 1
+        for d in tensor.shape:
+            n *= d
+        return arr.reshape(tensor.shape) if n == count else arr
+
+
+def load(path: str | os.PathLike) -> ModelInfo:
+    """Parse the model file at ``path`` (memory-mapped, never copied)."""
+    p = Path(path)
+    if p.is_dir():
+        raise InputError(f"{p} is a directory, not a .tflite file")
+    try:
+        with open(p, "rb") as f:
+            size = os.fstat(f.fileno()).st_size
+            data: Any = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+    except FileNotFoundError:
+        raise InputError(f"no such file: {p}", "check the path") from None
+    except OSError as exc:
+        raise InputError(f"cannot read {p}: {exc.strerror or exc}") from None
+    return ModelInfo(data, str(p))
+
+
+def tensor_summary(t: TensorInfo) -> dict[str, Any]:
+    q = t.quantization
+    return {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "shape_signature": list(t.shape_signature),
+            "scale": q.scale if q and not q.per_channel else (list(q.scales) if q else None),
+            "zero_point": q.zero_point if q and not q.per_channel else (list(q.zero_points) if q else None)}
+
+
+def summary(info: ModelInfo) -> dict[str, Any]:
+    """The JSON document of ``edgekit inspect`` (schema in the README)."""
+    return {
+        "path": info.path,
+        "size_bytes": info.size_bytes,
+        "edgetpu_compiled": info.is_compiled,
+        "subgraphs": len(info.subgraphs),
+        "schema_version": info.schema_version,
+        "description": info.description,
+        "min_runtime_version": info.min_runtime_version,
+        "quantization": info.quantization_state,
+        "dynamic_shapes": info.has_dynamic_shapes,
+        "param_bytes": info.param_bytes,
+        "inputs": [tensor_summary(t) for t in info.inputs],
+        "outputs": [tensor_summary(t) for t in info.outputs],
+        "ops": [{"index": op.index, "name": op.name, "version": op.version, "custom_code": op.custom_code,
+                 **({"subgraph": g.index} if g.index else {})}
+                for g in info.subgraphs for op in g.ops],
+        "op_histogram": [{"name": n, "version": v, "count": c} for (n, v), c in sorted(info.op_histogram().items())],
+        "metadata": sorted(info.metadata),
+    }

@@ -1,0 +1,84 @@
+"""edgekit.tflite_model against the real interpreter, on every real model in ../shared/testdata."""
+
+from __future__ import annotations
+
+import pytest
+
+from edgekit import tflite_model
+from edgekit.errors import InputError, InvalidModelError
+from tests.conftest import shared_models, shared_file
+
+MODELS = shared_models()
+
+
+def _interpreter_ops(path) -> list[str]:
+    from ai_edge_litert.interpreter import Interpreter, OpResolverType
+
+    interp = Interpreter(model_path=str(path),
+                         experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    return [d["op_name"] for d in interp._get_ops_details()]
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
+def test_ops_match_the_real_interpreter(path):
+    info = tflite_model.load(path)
+    ours = [op.custom_code if op.name == "CUSTOM" else op.name for op in info.ops]
+    assert ours == _interpreter_ops(path)
+
+
+@pytest.mark.parametrize("path", MODELS, ids=[p.name for p in MODELS])
+def test_io_tensors_match_the_real_interpreter(path):
+    from ai_edge_litert.interpreter import Interpreter
+
+    info = tflite_model.load(path)
+    interp = Interpreter(model_path=str(path))
+    for ours, theirs in [(info.inputs, interp.get_input_details()), (info.outputs, interp.get_output_details())]:
+        assert [t.name for t in ours] == [d["name"] for d in theirs]
+        assert [list(t.shape) for t in ours] == [d["shape"].tolist() for d in theirs]
+        assert [list(t.shape_signature) for t in ours] == [d["shape_signature"].tolist() for d in theirs]
+        assert [t.dtype for t in ours] == [d["dtype"].__name__ for d in theirs]
+        for t, d in zip(ours, theirs):
+            scale, zp = d["quantization"]
+            assert (t.quantization.scale if t.quantization else 0.0) == pytest.approx(scale)
+            assert (t.quantization.zero_point if t.quantization else 0) == zp
+
+
+def test_compiled_pair_is_told_apart():
+    cpu = tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant.tflite"))
+    tpu = tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"))
+    assert not cpu.is_compiled and tpu.is_compiled
+    assert [op.custom_code for op in tpu.ops] == ["edgetpu-custom-op"]
+    assert cpu.quantization_state == "full-int8"
+    assert cpu.min_runtime_version == "1.5.0"
+    assert cpu.op_histogram()[("CONV_2D", 1)] == 15
+    # weights of 0.25-width MobileNet v1: ~470k parameters at one byte each, plus int32 biases
+    assert 400_000 < cpu.param_bytes < 600_000
+
+
+def test_constant_values_are_readable():
+    info = tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant.tflite"))
+    conv = info.ops[0]
+    weights = info.tensors[conv.inputs[1]]
+    arr = info.constant_value(weights)
+    assert arr.shape == weights.shape and arr.dtype.name == "uint8"
+    assert info.constant_value(info.inputs[0]) is None
+    assert conv.options["stride_w"] == 2 and conv.options["dilation_w_factor"] == 1
+
+
+@pytest.mark.parametrize("data, why", [
+    (b"", "too small"),
+    (b"\x00" * 7, "too small"),
+    (b"\x10\x00\x00\x00TFL2" + b"\x00" * 32, "file identifier"),
+    (b"\xff\xff\xff\x7fTFL3" + b"\x00" * 32, "outside the file"),
+])
+def test_garbage_is_refused_with_our_error(data, why):
+    with pytest.raises(InvalidModelError, match=why) as exc:
+        tflite_model.ModelInfo.from_bytes(data)
+    assert str(exc.value).startswith("not a valid TFLite model: ")
+
+
+def test_missing_file_and_directory(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        tflite_model.load(tmp_path / "absent.tflite")
+    with pytest.raises(InputError, match="directory"):
+        tflite_model.load(tmp_path)
