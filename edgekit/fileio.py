@@ -1,0 +1,45 @@
+"""Nothing half-written: outputs go to a temporary file in the target folder and are renamed into place."""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from edgekit.errors import InputError, UsageError
+
+
+def refuse_overwriting_input(output: str | os.PathLike, *inputs: str | os.PathLike) -> None:
+    """Raise UsageError when ``output`` is (the same file as) one of ``inputs``."""
+    out = Path(output)
+    for i in inputs:
+        src = Path(i)
+        same = out.resolve() == src.resolve() or (out.exists() and src.exists() and os.path.samefile(out, src))
+        if same:
+            raise UsageError(f"output {out} would overwrite the input {src}", "choose another output path with -o")
+
+
+@contextlib.contextmanager
+def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside ``target``; on success rename it onto ``target``, else remove it."""
+    target = Path(target)
+    folder = target.parent if str(target.parent) else Path(".")
+    if not folder.is_dir():
+        raise InputError(f"output folder {folder} does not exist", "create it first or choose another -o")
+    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
+    os.close(fd)
+    tmp_path = Path(tmp)
+    try:
+        yield tmp_path
+        os.chmod(tmp_path, 0o644)
+        os.replace(tmp_path, target)
+    finally:
+        tmp_path.unlink(missing_ok=True)
+
+
+def write_bytes_atomic(target: str | os.PathLike, data: bytes) -> Path:
+    with atomic_path(target) as tmp:
+        tmp.write_bytes(data)
+    return Path(target)
