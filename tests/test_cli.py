@@ -1,0 +1,92 @@
+"""The command-line conventions every command shares: one error line, exit codes, --json, --debug, light start."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from click.testing import CliRunner
+
+from edgekit import __version__
+from edgekit.cli import cli
+from edgekit.errors import EXIT_CODES, InputError
+from tests.conftest import shared_file
+
+
+def run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "edgekit", *args], capture_output=True, text=True, timeout=120)
+
+
+def test_version_and_help_import_no_tensorflow():
+    code = ("import sys, time; t=time.perf_counter(); from edgekit.cli import main\n"
+            "try:\n    main(['--help'])\nexcept SystemExit: pass\n"
+            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
+            "assert not [m for m in sys.modules if m.startswith('edgekit.converters.')], 'converters imported'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "quantize" in proc.stdout or "inspect" in proc.stdout
+    assert run("--version").stdout.strip() == f"edgekit, version {__version__}"
+
+
+def test_help_starts_fast():
+    run("--version")  # warm the file cache
+    best = min(_timed(run, "--help") for _ in range(3))
+    assert best < 1.0, f"edgekit --help took {best:.2f}s"  # the 0.3 s goal is measured without interpreter start in the benchmark
+
+
+def _timed(fn, *args) -> float:
+    t = time.perf_counter()
+    fn(*args)
+    return time.perf_counter() - t
+
+
+def test_inspect_json_schema():
+    path = shared_file("mobilenet_v1_0.25_128_quant.tflite")
+    result = CliRunner().invoke(cli, ["inspect", str(path), "--json"])
+    assert result.exit_code == 0, result.output
+    d = json.loads(result.output)
+    assert {"path", "size_bytes", "edgetpu_compiled", "subgraphs", "inputs", "outputs", "ops"} <= set(d)
+    assert d["size_bytes"] == path.stat().st_size and d["edgetpu_compiled"] is False and d["subgraphs"] == 1
+    assert d["inputs"] == [{"name": "input", "dtype": "uint8", "shape": [1, 128, 128, 3],
+                            "shape_signature": [1, 128, 128, 3], "scale": 0.0078125, "zero_point": 128}]
+    assert d["outputs"][0]["shape"] == [1, 1001]
+    assert len(d["ops"]) == 31 and d["ops"][0] == {"index": 0, "name": "CONV_2D", "version": 1, "custom_code": None}
+    assert d["quantization"] == "full-int8" and d["dynamic_shapes"] is False
+
+
+def test_inspect_text_of_compiled_model():
+    path = shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")
+    result = CliRunner().invoke(cli, ["inspect", str(path)])
+    assert result.exit_code == 0
+    assert "Edge TPU compiled: yes" in result.output
+    assert "edgetpu-custom-op" in result.output
+
+
+def test_bad_model_is_one_line_with_exit_code(tmp_path):
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"\x00" * 64)
+    proc = run("inspect", str(bad))
+    assert proc.returncode == InputError.exit_code == 3
+    assert proc.stderr.strip().splitlines() == [
+        "error: not a valid TFLite model: file identifier is b'\\x00\\x00\\x00\\x00', expected b'TFL3'"]
+    assert "Traceback" not in proc.stderr
+
+
+def test_missing_file_gets_a_hint_and_debug_shows_traceback(tmp_path):
+    proc = run("inspect", str(tmp_path / "nope.tflite"))
+    assert proc.returncode == 3
+    assert proc.stderr.strip() == f"error: no such file: {tmp_path / 'nope.tflite'} (check the path)"
+    debug = run("--debug", "inspect", str(tmp_path / "nope.tflite"))
+    assert debug.returncode != 0 and "Traceback" in debug.stderr and "InputError" in debug.stderr
+    per_command = run("inspect", str(tmp_path / "nope.tflite"), "--debug")
+    assert "Traceback" in per_command.stderr
+
+
+def test_exit_codes_are_documented_in_the_readme():
+    from tests.conftest import REPO
+
+    readme = (REPO / "README.md").read_text()
+    for code in EXIT_CODES:
+        assert f"| {code} |" in readme, f"exit code {code} missing from the README table"
