@@ -128,6 +128,113 @@ def inspect(model: str, as_json: bool) -> None:
     emit(as_json, tflite_model.summary(tflite_model.load(model)), _render_inspect)
 
 
+# -------------------------------------------------------------------------------------- classify
+def _render_classify(d: dict[str, Any]) -> str:
+    first = "" if d["first_inference_ms"] is None else f", first inference {d['first_inference_ms']:.1f} ms"
+    lines = [f"{d['model']} on {d['device']} ({d['backend']}){first}"]
+    for r in d["results"]:
+        lines.append(f"{r['image']}  ({r['ms']:.1f} ms)")
+        lines += [f"  {t['score']:.5f}  {t['id']:>5}  {t['label'] if t['label'] is not None else ''}".rstrip()
+                  for t in r["top"]] or ["  (no class at or above the threshold)"]
+    return "\n".join(lines)
+
+
+@command
+@click.argument("images", nargs=-1, required=True)
+@click.option("--model", "-m", required=True, type=click.Path(dir_okay=False),
+              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin).")
+@click.option("--labels", "-l", type=click.Path(dir_okay=False),
+              help="Labels: '0 cat', '0: cat' or one per line (default: the labels recorded with the model).")
+@click.option("--top-k", "-k", default=5, show_default=True, type=click.IntRange(min=1), help="Classes per image.")
+@click.option("--threshold", "-t", default=0.0, show_default=True, type=float, help="Keep scores >= this.")
+@click.option("--device", "-d", default="auto", show_default=True,
+              help="auto, cpu, usb, usb:N, pci, pci:N or :N (pycoral's grammar).")
+@click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
+@click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
+@json_option
+@quiet_option
+def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int, threshold: float, device: str,
+             mean: str | None, std: str | None, as_json: bool, quiet: bool) -> None:
+    """Classify images (files, folders, globs) on an Edge TPU, or on the CPU where there is none.
+
+    Exit code 0 when every image was classified, 3 when any image failed (the rest are still reported).
+    """
+    from edgekit.devices import classify as classify_mod
+    from edgekit.errors import InputError
+
+    bar: Any = None
+
+    def on_start(n: int) -> None:
+        nonlocal bar
+        if not quiet and n > 1 and sys.stderr.isatty():
+            bar = click.progressbar(length=n, label="classifying", file=sys.stderr)
+            bar.render_progress()
+
+    def on_image(_path: str) -> None:
+        if bar is not None:
+            bar.update(1)
+
+    notes: list[str] = []
+    try:
+        report = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
+                                       mean=classify_mod.parse_floats(mean, "mean"),
+                                       std=classify_mod.parse_floats(std, "std"),
+                                       on_start=on_start, on_image=on_image, notes=notes)
+    finally:
+        if bar is not None:
+            bar.render_finish()
+        for note in notes:
+            if not quiet or note.startswith("warning:"):
+                click.echo(note if note.startswith("warning:") else f"note: {note}", err=True)
+    doc = report.to_dict()
+    emit(as_json, doc, _render_classify)
+    if doc["errors"]:
+        if not as_json:
+            for e in doc["errors"]:
+                click.echo(f"error: {e['error']}", err=True)
+        total = len(doc["errors"]) + len(doc["results"])
+        click.echo(f"error: {len(doc['errors'])} of {total} image(s) could not be classified", err=True)
+        sys.exit(InputError.exit_code)
+
+
+# -------------------------------------------------------------------------------------- devices
+def _render_devices(d: dict[str, Any]) -> str:
+    if not d["devices"]:
+        return "no Edge TPU found (USB 1a6e:089a / 18d1:9302, PCIe /dev/apex_N); `edgekit doctor` says why"
+    lines = []
+    for x in d["devices"]:
+        extra = [f"id {x['usb_id']}"] if x["usb_id"] else []
+        if x["temperature_c"] is not None:
+            extra.append(f"{x['temperature_c']:.1f} C")
+        lines.append(f"{x['device']:<7} {x['path']}  {x['state']}" + (f" ({', '.join(extra)})" if extra else ""))
+    return "\n".join(lines)
+
+
+@command
+@json_option
+def devices(as_json: bool) -> None:
+    """List the Edge TPUs on this machine (USB Accelerators and PCIe/M.2/Dev Board)."""
+    from edgekit.devices.discovery import list_devices
+
+    emit(as_json, {"devices": [d.to_dict() for d in list_devices()]}, _render_devices)
+
+
+# --------------------------------------------------------------------------------------- doctor
+@command
+@json_option
+def doctor(as_json: bool) -> None:
+    """Check this machine for running and compiling Edge TPU models; each problem comes with its fix.
+
+    Exit code 0 when no check failed (warnings allowed), 1 when any failed.
+    """
+    from edgekit import doctor as doctor_mod
+
+    doc = doctor_mod.report(doctor_mod.run_checks())
+    emit(as_json, doc, doctor_mod.render)
+    if not doc["ok"]:
+        sys.exit(1)
+
+
 def main(argv: list[str] | None = None) -> None:
     cli.main(args=argv, prog_name="edgekit")
 

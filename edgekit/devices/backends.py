@@ -1,0 +1,371 @@
+"""The interpreter factory: which TFLite interpreter package runs a model, on which device.
+
+Backends, in order of preference (``EDGEKIT_BACKEND=<name>`` forces one):
+
+- ``pycoral``: Google's pycoral from Coral's apt repo or wheels (never the unrelated PyPI package
+  of the same name, which has no ``pycoral/utils/edgetpu.py``); Edge TPU models go through its
+  ``make_interpreter``.
+- ``ai_edge_litert``: LiteRT, the maintained successor of tflite-runtime.
+- ``tflite_runtime``: the older standalone package (what Coral boards ship).
+- ``tensorflow``: ``tensorflow.lite``, with a warning. This is the only place the runtime half may
+  import TensorFlow, lazily, as a last resort.
+
+Devices use pycoral's grammar, parsed once by :func:`parse_device`: ``auto``, ``cpu``, ``usb``,
+``usb:N``, ``pci``, ``pci:N``, ``:N``. :func:`open_model` decides where a model runs and why.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import os
+import platform
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from edgekit.errors import DeviceError, InputError, MissingDependencyError, UsageError
+
+BACKENDS = ("pycoral", "ai_edge_litert", "tflite_runtime", "tensorflow")
+BACKEND_ENV = "EDGEKIT_BACKEND"
+
+# pycoral/utils/edgetpu.py: the Edge TPU delegate library per OS.
+EDGETPU_LIBRARIES = {"Linux": "libedgetpu.so.1", "Darwin": "libedgetpu.1.dylib", "Windows": "edgetpu.dll"}
+
+DEVICE_GRAMMAR = "auto, cpu, usb, usb:N, pci, pci:N or :N"
+_DEVICE_RE = re.compile(r"^(?:(auto|cpu)|(usb|pci)(?::(\d+))?|:(\d+))$")
+
+
+# ------------------------------------------------------------------------------------ devices
+@dataclass(frozen=True)
+class DeviceSpec:
+    """A parsed ``--device``: kind is auto, cpu, usb, pci or any (``:N``); index is N or None."""
+
+    kind: str
+    index: int | None = None
+
+    @property
+    def wants_edgetpu(self) -> bool:
+        return self.kind in ("usb", "pci", "any")
+
+    @property
+    def delegate_option(self) -> str | None:
+        """The ``device`` option of the Edge TPU delegate (None: any Edge TPU)."""
+        if self.kind in ("auto", "cpu"):
+            return None
+        prefix = "" if self.kind == "any" else self.kind
+        return prefix if self.index is None else f"{prefix}:{self.index}"
+
+    def __str__(self) -> str:
+        return self.kind if self.kind in ("auto", "cpu") else str(self.delegate_option)
+
+
+def parse_device(text: str | None) -> DeviceSpec:
+    """Parse pycoral's device grammar; raise UsageError for anything else."""
+    m = _DEVICE_RE.match((text or "auto").strip().lower())
+    if not m:
+        raise UsageError(f"unknown device {text!r}", f"use one of {DEVICE_GRAMMAR}")
+    plain, bus, bus_index, any_index = m.groups()
+    if plain:
+        return DeviceSpec(plain)
+    if bus:
+        return DeviceSpec(bus, int(bus_index) if bus_index is not None else None)
+    return DeviceSpec("any", int(any_index))
+
+
+def edgetpu_library(system: str | None = None) -> str:
+    """The file name of the Edge TPU delegate library on this OS (``platform.system()`` by default)."""
+    system = system or platform.system()
+    try:
+        return EDGETPU_LIBRARIES[system]
+    except KeyError:
+        raise DeviceError(f"the Edge TPU runtime does not exist for {system}",
+                          "run on the CPU with --device cpu") from None
+
+
+# ----------------------------------------------------------------------------------- backends
+@dataclass
+class Backend:
+    """One interpreter package: its ``Interpreter`` class and ``load_delegate`` function."""
+
+    name: str
+    version: str
+    interpreter_cls: Any
+    load_delegate: Callable[..., Any]
+    make_edgetpu_interpreter: Callable[..., Any] | None = None  # pycoral's make_interpreter
+    warning: str | None = None
+
+    def interpreter(self, model_path: str, delegates: list | None = None, num_threads: int | None = None) -> Any:
+        """A CPU (or delegated) interpreter with tensors allocated; a model that cannot load raises."""
+        kwargs: dict[str, Any] = {"model_path": str(model_path)}
+        if delegates:
+            kwargs["experimental_delegates"] = delegates
+        if num_threads:
+            kwargs["num_threads"] = num_threads
+        try:
+            interp = self.interpreter_cls(**kwargs)
+            interp.allocate_tensors()
+        except (ValueError, RuntimeError, SystemError, AttributeError) as exc:
+            raise self._explain_load_error(model_path, exc) from None
+        return interp
+
+    def _explain_load_error(self, model_path: str, exc: Exception) -> Exception:
+        text = str(exc)
+        if self.name in ("tflite_runtime", "pycoral") and ("_ARRAY_API" in text or isinstance(exc, SystemError)):
+            import numpy
+
+            if int(numpy.__version__.split(".")[0]) >= 2:
+                return MissingDependencyError(
+                    f"tflite-runtime {self.version} cannot run with numpy {numpy.__version__}",
+                    "tflite-runtime is built against numpy 1.x: pip install 'numpy<2', or use ai-edge-litert")
+        if "edgetpu-custom-op" in text:
+            return DeviceError(f"{model_path}: the model is compiled for the Edge TPU and cannot run on the CPU",
+                               "pass the CPU model it was compiled from instead")
+        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+        return InputError(f"{model_path}: the {self.name} interpreter cannot load the model ({first})")
+
+
+def _module_version(module: Any, dist: str) -> str:
+    version = getattr(module, "__version__", None)
+    if version:
+        return str(version)
+    try:  # importlib.metadata scans site-packages: only when the module does not say
+        from importlib.metadata import version as dist_version
+
+        return dist_version(dist)
+    except Exception:
+        return "unknown"
+
+
+def google_pycoral_available() -> bool:
+    """True for Google's pycoral (has ``pycoral/utils/edgetpu.py``), without importing anything."""
+    try:
+        spec = importlib.util.find_spec("pycoral")
+    except (ImportError, ValueError):
+        return False
+    locations = (spec and spec.submodule_search_locations) or []
+    return any((Path(loc) / "utils" / "edgetpu.py").is_file() for loc in locations)
+
+
+def _load_backend(name: str) -> Backend:
+    """Import one backend; ImportError when its package is missing."""
+    if name == "pycoral":
+        if not google_pycoral_available():
+            raise ImportError("Google's pycoral (pycoral.utils.edgetpu) is not installed")
+        edgetpu = importlib.import_module("pycoral.utils.edgetpu")
+        tflite = importlib.import_module("tflite_runtime.interpreter")
+        pycoral = importlib.import_module("pycoral")
+        return Backend(name, _module_version(pycoral, "pycoral"), tflite.Interpreter, tflite.load_delegate,
+                       make_edgetpu_interpreter=edgetpu.make_interpreter)
+    if name == "ai_edge_litert":
+        mod = importlib.import_module("ai_edge_litert.interpreter")
+        return Backend(name, _module_version(importlib.import_module("ai_edge_litert"), "ai-edge-litert"),
+                       mod.Interpreter, mod.load_delegate)
+    if name == "tflite_runtime":
+        mod = importlib.import_module("tflite_runtime.interpreter")
+        return Backend(name, _module_version(importlib.import_module("tflite_runtime"), "tflite-runtime"),
+                       mod.Interpreter, mod.load_delegate)
+    if name == "tensorflow":
+        tf = importlib.import_module("tensorflow")
+        return Backend(name, str(tf.__version__), tf.lite.Interpreter, tf.lite.experimental.load_delegate,
+                       warning=("no TFLite interpreter package found, falling back to tensorflow.lite "
+                                "(slow to import, deprecated): pip install ai-edge-litert"))
+    raise UsageError(f"unknown backend {name!r}", f"{BACKEND_ENV} must be one of {', '.join(BACKENDS)}")
+
+
+_CACHE: dict[str, Backend] = {}
+
+
+def select_backend(name: str | None = None) -> Backend:
+    """The backend named (or in ``$EDGEKIT_BACKEND``), else the first one installed in preference order."""
+    name = name or os.environ.get(BACKEND_ENV) or None
+    key = name or "<auto>"
+    if key in _CACHE:
+        return _CACHE[key]
+    if name:
+        try:
+            backend = _load_backend(name)
+        except ImportError as exc:
+            raise MissingDependencyError(f"backend {name} (from {BACKEND_ENV} or --backend) is not usable: {exc}",
+                                         f"install it or choose one of {', '.join(BACKENDS)}") from None
+    else:
+        for candidate in BACKENDS:
+            # Cheap existence check first: importing a missing TensorFlow must not cost anything.
+            top = "tflite_runtime" if candidate == "pycoral" else candidate
+            if candidate == "pycoral" and not google_pycoral_available():
+                continue
+            if importlib.util.find_spec(top) is None:
+                continue
+            try:
+                backend = _load_backend(candidate)
+                break
+            except ImportError:
+                continue
+        else:
+            raise MissingDependencyError(
+                "no TFLite interpreter package is installed",
+                "pip install ai-edge-litert (or tflite-runtime 'numpy<2'; on a Coral board: apt-get install python3-pycoral)")
+    _CACHE[key] = backend
+    return backend
+
+
+# ------------------------------------------------------------------------------------ delegate
+_NOT_INSTALLED = ("cannot open shared object file", "image not found", "library not loaded", "no such file",
+                  "could not find module", "error 126")
+
+
+def explain_delegate_error(exc: BaseException, library: str, device: DeviceSpec | None = None,
+                           system: str | None = None) -> DeviceError:
+    """Turn what ``load_delegate`` raised into a DeviceError that says the likely cause and the fix."""
+    system = system or platform.system()
+    text = str(exc).strip()
+    first = text.splitlines()[0] if text else type(exc).__name__
+    where = f" ({device.delegate_option})" if device and device.delegate_option else ""
+    lowered = text.lower()
+    missing = any(s in lowered for s in _NOT_INSTALLED) and "failed to load delegate" not in lowered
+    if isinstance(exc, OSError) or missing:
+        install = {
+            "Linux": "install the Edge TPU runtime from Coral's apt repo: sudo apt-get install libedgetpu1-std "
+                     "(https://coral.ai/docs/accelerator/get-started/)",
+            "Darwin": "install the Edge TPU runtime (Coral's edgetpu_runtime install.sh, or brew) so that "
+                      "libedgetpu.1.dylib is on the library path",
+            "Windows": "install the Edge TPU runtime (Coral's edgetpu_runtime install.bat) so that edgetpu.dll "
+                       "is on PATH",
+        }.get(system, "install the Edge TPU runtime")
+        return DeviceError(f"the Edge TPU runtime {library} is not installed or not on the library path ({first})",
+                           f"{install}; or run on the CPU with --device cpu")
+    fixes = ("check that the Edge TPU is plugged in and listed by `edgekit devices`; "
+             "USB: install Coral's udev rule and add yourself to the plugdev group, then replug; "
+             "PCIe/M.2: load the gasket-dkms driver (apex) and join the apex group; "
+             "`edgekit doctor` checks each of these")
+    return DeviceError(f"the Edge TPU runtime {library} is installed but found no usable Edge TPU{where} ({first})",
+                       fixes)
+
+
+def _quiet_failed_delegate_cleanup() -> None:
+    """Silence the ``Delegate.__del__`` AttributeError that every interpreter package prints after a failed load.
+
+    Their ``Delegate.__del__`` reads ``self._library``, which a failed ``__init__`` never set; the
+    noise ("Exception ignored in: <function Delegate.__del__ ...>") would follow our one-line error.
+    """
+    previous = sys.unraisablehook
+    if getattr(previous, "_edgekit_quiet", False):
+        return
+
+    def hook(unraisable: Any) -> None:
+        exc, obj = unraisable.exc_value, unraisable.object
+        if isinstance(exc, AttributeError) and "_library" in str(exc) and "Delegate.__del__" in repr(obj):
+            return
+        previous(unraisable)
+
+    hook._edgekit_quiet = True  # type: ignore[attr-defined]
+    sys.unraisablehook = hook
+
+
+def load_edgetpu_delegate(backend: Backend, device: DeviceSpec, library: str | None = None) -> Any:
+    """The Edge TPU delegate for ``device``, or a DeviceError explaining why it could not load."""
+    library = library or edgetpu_library()
+    option = device.delegate_option
+    _quiet_failed_delegate_cleanup()
+    try:
+        return backend.load_delegate(library, {"device": option} if option else {})
+    except (OSError, ValueError, RuntimeError) as exc:
+        error = explain_delegate_error(exc, library, device)
+    raise error  # outside the except block: the failed Delegate is freed now, not with our error
+
+
+# ------------------------------------------------------------------------------------ open_model
+@dataclass
+class OpenedModel:
+    """An interpreter ready to run, and where and why it runs there."""
+
+    interpreter: Any
+    model_path: str          # the file actually running (the CPU twin when a compiled model fell back)
+    requested_path: str
+    device: str              # "cpu", or the Edge TPU device string ("usb:0", "pci", ":0", "edgetpu")
+    backend: Backend
+    notes: list[str] = field(default_factory=list)
+
+
+def _cpu_twin_or_fail(model_path: Path, why: str) -> Path:
+    from edgekit.model_record import cpu_model_path
+
+    twin = cpu_model_path(model_path)
+    if twin != model_path and twin.is_file():
+        return twin
+    expected = twin if twin != model_path else model_path.with_name(model_path.stem + "_cpu.tflite")
+    raise DeviceError(f"{model_path} is compiled for the Edge TPU and needs one to run, but {why}",
+                      f"pass the CPU model it was compiled from (expected {expected}) to run on the CPU, "
+                      "or attach an Edge TPU")
+
+
+def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto", *, backend: Backend | None = None,
+               num_threads: int | None = None, is_compiled: bool | None = None,
+               find_devices: Callable[[], list] | None = None) -> OpenedModel:
+    """Open ``model_path`` on ``device``.
+
+    ``auto``: the Edge TPU when the model is compiled and a device and the delegate are there, else
+    the CPU, with a one-line reason in ``notes``. A compiled model that cannot use an Edge TPU runs
+    its CPU twin (``x_edgetpu.tflite`` → ``x.tflite``) when there is one, else DeviceError.
+    An explicit ``usb``/``pci``/``:N`` never falls back silently: it raises DeviceError.
+    """
+    spec = device if isinstance(device, DeviceSpec) else parse_device(device)
+    path = Path(model_path)
+    if is_compiled is None:
+        from edgekit import tflite_model
+
+        is_compiled = tflite_model.load(path).is_compiled
+    backend = backend or select_backend()
+    notes = [backend.warning] if backend.warning else []
+
+    def on_cpu(run_path: Path) -> OpenedModel:
+        return OpenedModel(backend.interpreter(str(run_path), num_threads=num_threads), str(run_path), str(path),
+                           "cpu", backend, notes)
+
+    if not is_compiled:
+        if spec.wants_edgetpu:
+            raise UsageError(f"{path} is not compiled for the Edge TPU, so it cannot run on {spec}",
+                             "compile it first (edgekit compile), pass its _edgetpu.tflite, or use --device cpu")
+        if spec.kind == "auto":
+            twin = path.with_name(path.stem + "_edgetpu" + path.suffix)
+            hint = f"; pass {twin.name} to use an Edge TPU" if twin.is_file() else ""
+            notes.append(f"running on the CPU: {path.name} is not compiled for the Edge TPU{hint}")
+        return on_cpu(path)
+
+    if spec.kind == "cpu":
+        twin = _cpu_twin_or_fail(path, "--device cpu was requested")
+        notes.append(f"running the CPU model {twin.name} beside {path.name} (--device cpu)")
+        return on_cpu(twin)
+
+    try:
+        interp = _edgetpu_interpreter(backend, path, spec, num_threads)
+    except DeviceError as exc:
+        if spec.kind != "auto":
+            raise
+        reason = exc.message
+        if find_devices is not None and not find_devices():
+            reason = "no Edge TPU found"
+        twin = _cpu_twin_or_fail(path, reason)
+        notes.append(f"running the CPU model {twin.name} instead of {path.name}: {reason}")
+        return on_cpu(twin)
+    label = spec.delegate_option or "edgetpu"
+    return OpenedModel(interp, str(path), str(path), label, backend, notes)
+
+
+def _edgetpu_interpreter(backend: Backend, path: Path, spec: DeviceSpec, num_threads: int | None) -> Any:
+    if backend.make_edgetpu_interpreter is not None:  # Google's pycoral: its own factory
+        try:
+            interp = backend.make_edgetpu_interpreter(str(path), device=spec.delegate_option)
+            interp.allocate_tensors()
+            return interp
+        except (OSError, ValueError, RuntimeError) as exc:
+            raise explain_delegate_error(exc, edgetpu_library(), spec) from None
+    delegate = load_edgetpu_delegate(backend, spec)
+    try:
+        return backend.interpreter(str(path), delegates=[delegate], num_threads=num_threads)
+    except InputError as exc:
+        # e.g. "Package requires runtime version (14), which is newer than this runtime version (13)"
+        raise DeviceError(f"the Edge TPU could not prepare {path.name}: {exc.message}",
+                          "update libedgetpu, or recompile with edgetpu_compiler -m <your runtime version>") from None

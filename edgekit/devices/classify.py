@@ -1,0 +1,311 @@
+"""Image classification on an Edge TPU or the CPU: labels, scoring and the classify runner.
+
+Scoring follows pycoral's ``adapters/classify.py``: scores are the first output, flattened and
+dequantized (``scale * (q - zero_point)``); :func:`top_k` keeps the ``k`` best with
+``score >= threshold``. Ties are broken by the lower class id, so results never depend on the
+sort algorithm. Preprocessing is edgekit's one function (:mod:`edgekit.preprocess`) with the spec
+recorded by ``edgekit quantize`` when there is one, else the spec derived from the input's own
+quantization (raw pixels into uint8, pixels - 128 into int8).
+
+Decoding and resizing run in a small thread pool ahead of inference (Pillow releases the GIL), so
+a folder of images keeps the interpreter busy; results still come back in input order.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import re
+import time
+from collections import deque
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Iterable, Iterator
+
+import numpy as np
+
+from edgekit.errors import DeviceError, EdgekitError, InputError, UsageError
+
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
+
+
+# ------------------------------------------------------------------------------------- labels
+def parse_labels(text: str) -> dict[int, str]:
+    """Labels in pycoral's formats: ``0 cat`` / ``0: cat`` lines, or one label per line (id = line number).
+
+    Written like pycoral's ``utils/dataset.read_label_file`` so both read a file the same way.
+    """
+    labels: dict[int, str] = {}
+    for row, line in enumerate(text.splitlines()):
+        pair = re.split(r"[:\s]+", line.strip(), maxsplit=1)
+        if len(pair) == 2 and pair[0].strip().isdigit():
+            labels[int(pair[0])] = pair[1].strip()
+        else:
+            labels[row] = line.strip()
+    return labels
+
+
+def read_labels(path: str | os.PathLike) -> dict[int, str]:
+    try:
+        return parse_labels(Path(path).read_text(encoding="utf-8-sig"))
+    except FileNotFoundError:
+        raise InputError(f"labels file {path} does not exist") from None
+    except UnicodeDecodeError:
+        raise InputError(f"labels file {path} is not UTF-8 text") from None
+    except OSError as exc:
+        raise InputError(f"cannot read labels file {path}: {exc.strerror or exc}") from None
+
+
+# ------------------------------------------------------------------------------------- scoring
+def top_k(scores: np.ndarray, k: int | None = None, threshold: float = float("-inf")) -> list[tuple[int, float]]:
+    """The ``k`` highest ``(class id, score)`` pairs with ``score >= threshold``, best first.
+
+    Equal scores are ordered by class id (lowest first), so the result is deterministic.
+    """
+    s = np.asarray(scores, dtype=np.float64).ravel()
+    keep = np.flatnonzero(s >= threshold)
+    order = keep[np.lexsort((keep, -s[keep]))]
+    if k is not None:
+        order = order[:max(k, 0)]
+    return [(int(i), float(s[i])) for i in order]
+
+
+# ------------------------------------------------------------------------------------- images
+def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]:
+    """Files, folders (their images, sorted, not recursive) and globs → (image paths, errors)."""
+    images: list[str] = []
+    errors: list[dict[str, str]] = []
+    for arg in args:
+        p = Path(arg)
+        if p.is_dir():
+            found = sorted(str(c) for c in p.iterdir() if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file())
+            if not found:
+                errors.append({"image": arg, "error": f"{arg}: folder holds no images ({', '.join(sorted(IMAGE_EXTENSIONS))})"})
+            images += found
+        elif p.exists():
+            images.append(arg)
+        elif glob.has_magic(arg):
+            found = sorted(m for m in glob.glob(arg, recursive=True) if Path(m).is_file())
+            if not found:
+                errors.append({"image": arg, "error": f"{arg}: no file matches this pattern"})
+            images += found
+        else:
+            errors.append({"image": arg, "error": f"{arg}: no such file"})
+    return images, errors
+
+
+def parse_floats(text: str | None, name: str) -> tuple[float, ...] | None:
+    """``"127.5"`` or ``"123.7,116.3,103.5"`` → a tuple of floats (UsageError otherwise)."""
+    if text is None:
+        return None
+    try:
+        values = tuple(float(v) for v in str(text).replace(" ", "").split(","))
+    except ValueError:
+        raise UsageError(f"--{name} {text!r} is not a number or a comma-separated list of numbers") from None
+    return values
+
+
+# ------------------------------------------------------------------------------------- runner
+@dataclass
+class ImageResult:
+    image: str
+    ms: float
+    top: list[dict[str, Any]]
+
+
+@dataclass
+class ClassifyReport:
+    """The document ``edgekit classify --json`` prints (schema in the README)."""
+
+    model: str
+    device: str
+    backend: str
+    first_inference_ms: float | None = None
+    results: list[ImageResult] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"model": self.model, "device": self.device, "backend": self.backend,
+                "first_inference_ms": self.first_inference_ms,
+                "results": [{"image": r.image, "ms": r.ms, "top": r.top} for r in self.results],
+                "errors": self.errors}
+
+
+def _quantization(details: dict[str, Any]) -> tuple[float | None, int | None]:
+    scale, zero_point = details.get("quantization", (0.0, 0))
+    return (float(scale) or None), int(zero_point)
+
+
+class Classifier:
+    """A model opened on a device, with its preprocessing and labels, ready to classify images."""
+
+    def __init__(self, model: str | os.PathLike, device: str = "auto", labels: str | os.PathLike | None = None,
+                 mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
+                 backend: Any = None, num_threads: int | None = None):
+        from edgekit import preprocess, tflite_model
+        from edgekit.devices import backends
+        from edgekit.model_record import find_record
+
+        self.notes: list[str] = []
+        requested = tflite_model.load(model)
+        find_devices = None
+        if requested.is_compiled:
+            from edgekit.devices.discovery import list_devices
+
+            find_devices = list_devices
+        self.opened = backends.open_model(model, device, backend=backend, num_threads=num_threads,
+                                          is_compiled=requested.is_compiled, find_devices=find_devices)
+        self.notes += self.opened.notes
+        interp = self.opened.interpreter
+        inp = interp.get_input_details()[0]
+        out = interp.get_output_details()[0]
+        self._input_index, self._output_index = inp["index"], out["index"]
+        self.input_dtype = np.dtype(inp["dtype"]).name
+        self.input_scale, self.input_zero_point = _quantization(inp)
+        self.output_scale, self.output_zero_point = _quantization(out)
+        self.num_classes = int(np.prod(out["shape"]))
+        shape = [int(d) for d in inp["shape"]]
+        if len(shape) != 4:
+            raise InputError(f"{model}: expected an image input [1, height, width, channels], got {shape}")
+        _, height, width, channels = shape
+
+        record = find_record(model, requested.metadata)
+        if record is None and self.opened.model_path != str(model):
+            run_info = tflite_model.load(self.opened.model_path)
+            record = find_record(self.opened.model_path, run_info.metadata)
+        rec = record[0] if record else None
+        if rec is not None and rec.preprocess is not None:
+            spec = rec.preprocess
+            self.spec_source = f"recorded ({record[1]})"
+            if (spec.width, spec.height) != (width, height):
+                self.notes.append(f"the recorded input size {spec.width}x{spec.height} differs from the model's "
+                                  f"{width}x{height}; resizing to the model's")
+                spec = replace(spec, width=width, height=height)
+        else:
+            spec = preprocess.spec_from_input_quantization(width, height, channels, self.input_dtype,
+                                                           self.input_scale, self.input_zero_point)
+            self.spec_source = "derived from the input quantization"
+        if mean is not None or std is not None:
+            spec = replace(spec, mean=mean if mean is not None else spec.mean, std=std if std is not None else spec.std)
+            self.spec_source = "--mean/--std"
+        self.spec = spec
+
+        if labels is not None:
+            self.labels: dict[int, str] = read_labels(labels)
+        elif rec is not None and rec.labels:
+            self.labels = dict(enumerate(rec.labels))
+        else:
+            self.labels = {}
+        if self.labels and len(self.labels) != self.num_classes:
+            self.notes.append(f"warning: {len(self.labels)} labels but the model has {self.num_classes} classes; "
+                              "labels may be shifted (e.g. a missing 'background' line)")
+        self.first_inference_ms: float | None = None
+
+    # -- steps ----------------------------------------------------------------------------------
+    def prepare(self, image_path: str) -> np.ndarray:
+        """Image file → the model's input tensor (InputError for an unreadable or refused image)."""
+        from edgekit import preprocess
+
+        try:
+            image = preprocess.open_image(image_path)
+            return preprocess.prepare(image, self.spec, self.input_dtype, self.input_scale, self.input_zero_point)
+        except EdgekitError:
+            raise
+        except Exception as exc:  # Pillow plugins raise many types on hostile files
+            raise InputError(f"{image_path}: cannot decode image ({type(exc).__name__}: {exc})") from None
+
+    def infer(self, tensor: np.ndarray) -> tuple[np.ndarray, float]:
+        """Run one input; the dequantized scores and the invoke time in milliseconds."""
+        from edgekit.preprocess import dequantize
+
+        interp = self.opened.interpreter
+        interp.set_tensor(self._input_index, tensor)
+        start = time.perf_counter()
+        try:
+            interp.invoke()
+        except (RuntimeError, ValueError) as exc:
+            raise DeviceError(f"inference failed on {self.opened.device}: {str(exc).strip().splitlines()[0]}",
+                              "the model or the runtime is broken; `edgekit doctor` may tell which") from None
+        ms = (time.perf_counter() - start) * 1000.0
+        if self.first_inference_ms is None:
+            self.first_inference_ms = ms
+        raw = interp.get_tensor(self._output_index).ravel()
+        return dequantize(raw, self.output_scale, self.output_zero_point), ms
+
+    def label(self, class_id: int) -> str | None:
+        return self.labels.get(class_id)
+
+    def classify_tensor(self, tensor: np.ndarray, k: int | None, threshold: float) -> tuple[list[dict[str, Any]], float]:
+        scores, ms = self.infer(tensor)
+        return [{"id": i, "label": self.label(i), "score": s} for i, s in top_k(scores, k, threshold)], ms
+
+    def prepared(self, images: list[str], workers: int | None = None) -> Iterator[tuple[str, np.ndarray | None, InputError | None]]:
+        """Preprocessed inputs in order, decoded ``workers`` at a time ahead of the consumer."""
+        workers = default_workers() if workers is None else workers
+        if workers <= 1 or len(images) <= 1:
+            for path in images:
+                try:
+                    yield path, self.prepare(path), None
+                except InputError as exc:
+                    yield path, None, exc
+            return
+        from concurrent.futures import ThreadPoolExecutor
+
+        ahead = 2 * workers
+        with ThreadPoolExecutor(max_workers=workers, thread_name_prefix="edgekit-decode") as pool:
+            pending: deque = deque()
+            feed = iter(images)
+            for path in feed:
+                pending.append((path, pool.submit(self.prepare, path)))
+                if len(pending) >= ahead:
+                    break
+            while pending:
+                path, future = pending.popleft()
+                nxt = next(feed, None)
+                if nxt is not None:
+                    pending.append((nxt, pool.submit(self.prepare, nxt)))
+                try:
+                    yield path, future.result(), None
+                except InputError as exc:
+                    yield path, None, exc
+
+    def run(self, images: list[str], k: int | None = 5, threshold: float = 0.0, workers: int | None = None,
+            on_image: Callable[[str], None] | None = None) -> ClassifyReport:
+        """Classify every image; one that cannot be read is reported in ``errors`` and the rest go on."""
+        report = ClassifyReport(self.opened.model_path, self.opened.device, self.opened.backend.name)
+        for path, tensor, error in self.prepared(images, workers):
+            if error is not None:
+                report.errors.append({"image": path, "error": error.message + (f" ({error.hint})" if error.hint else "")})
+            else:
+                top, ms = self.classify_tensor(tensor, k, threshold)
+                report.results.append(ImageResult(path, round(ms, 3), top))
+            if on_image:
+                on_image(path)
+        report.first_inference_ms = None if self.first_inference_ms is None else round(self.first_inference_ms, 3)
+        return report
+
+
+def default_workers() -> int:
+    """Decode threads: one per core, at most 4 (inference runs in the calling thread)."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "auto",
+             labels: str | os.PathLike | None = None, k: int | None = 5, threshold: float = 0.0,
+             mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
+             workers: int | None = None, on_start: Callable[[int], None] | None = None,
+             on_image: Callable[[str], None] | None = None, notes: list[str] | None = None) -> ClassifyReport:
+    """Expand ``images`` (files, folders, globs), classify them all, and return the report.
+
+    ``notes`` (when given) receives the one-line messages for the user: where the model runs and
+    why, and label-count warnings. ``on_start(n)`` and ``on_image(path)`` drive a progress bar.
+    """
+    paths, errors = expand_images(images)
+    classifier = Classifier(model, device, labels, mean, std)
+    if notes is not None:
+        notes.extend(classifier.notes)
+    if on_start:
+        on_start(len(paths))
+    report = classifier.run(paths, k, threshold, workers, on_image)
+    report.errors = errors + report.errors
+    return report

@@ -1,0 +1,353 @@
+"""``edgekit doctor``: what this machine has for running (and compiling) Edge TPU models, and what to fix.
+
+Each check is ok, info, warn or fail; every warn and fail carries the fix. The text output is made
+to be pasted into a bug report. Nothing here imports TensorFlow or an interpreter's native code:
+package versions come from ``importlib.metadata``, the compiler is asked ``--version`` in a
+subprocess with a timeout, and libedgetpu's version is read in a child process (a broken library
+cannot crash the doctor). Every path the checks read is a field of :class:`Probe`, so tests point
+them at fake trees.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+import sys
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+from edgekit import __version__
+
+OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
+
+# edgetpu_compiler major version → the runtime version its models need by default (coral.ai
+# "compiler-and-runtime-versions").
+COMPILER_MIN_RUNTIME = {"16": 14, "15": 13, "14": 13, "2": 13, "1": 10}
+TFLITE_OF_COMPILER_16 = (2, 5)  # compiler 16 / libedgetpu 16 embed TensorFlow Lite 2.5
+
+KNOWN_LIBEDGETPU_DIRS = {
+    "Linux": ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf",
+              "/usr/lib", "/usr/local/lib", "/lib"],
+    "Darwin": ["/usr/local/lib", "/opt/homebrew/lib"],
+    "Windows": [r"C:\Windows\System32", r"C:\Program Files\EdgeTPU"],
+}
+UDEV_DIRS = ("/etc/udev/rules.d", "/lib/udev/rules.d", "/usr/lib/udev/rules.d")
+UDEV_RULES = ('SUBSYSTEM=="usb",ATTRS{idVendor}=="1a6e",ATTRS{idProduct}=="089a",GROUP="plugdev"\n'
+              'SUBSYSTEM=="usb",ATTRS{idVendor}=="18d1",ATTRS{idProduct}=="9302",GROUP="plugdev"')
+
+
+@dataclass
+class Check:
+    name: str
+    status: str
+    detail: str
+    fix: str | None = None
+
+
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _current_groups() -> list[str]:
+    try:
+        import grp
+
+        return sorted({grp.getgrgid(g).gr_name for g in os.getgroups()})
+    except (ImportError, KeyError, OSError):
+        return []
+
+
+@dataclass
+class Probe:
+    """Where the checks look. The defaults describe this machine; tests replace them with fake trees."""
+
+    sys_root: str = "/sys"
+    dev_root: str = "/dev"
+    udev_dirs: tuple[str, ...] = UDEV_DIRS
+    lib_dirs: list[str] | None = None           # None: the known folders for this OS
+    find_library: bool = True                    # also ask ctypes.util.find_library
+    read_runtime_version: bool = True
+    groups: list[str] | None = None              # None: this process's groups
+    is_root: bool | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    system: str = field(default_factory=platform.system)
+    dist_version: Callable[[str], str | None] = _dist_version
+    use_pycoral: bool = True
+
+
+def _version_tuple(v: str | None) -> tuple[int, ...]:
+    return tuple(int(x) for x in re.findall(r"\d+", v or "")[:3])
+
+
+# ------------------------------------------------------------------------------------- checks
+def check_python(p: Probe) -> Check:
+    v = sys.version_info
+    detail = f"{platform.python_implementation()} {v.major}.{v.minor}.{v.micro} ({sys.executable})"
+    if (v.major, v.minor) > (3, 9):
+        detail += "; Coral's pycoral/tflite-runtime 2.5 wheels stop at 3.9, edgekit uses ai-edge-litert instead"
+    return Check("python", INFO, detail)
+
+
+def check_platform(p: Probe) -> Check:
+    pretty = ""
+    try:
+        m = re.search(r'^PRETTY_NAME="?([^"\n]*)', Path("/etc/os-release").read_text(), re.M)
+        pretty = f" ({m.group(1)})" if m else ""
+    except OSError:
+        pass
+    return Check("platform", INFO, f"{p.system} {platform.release()} {platform.machine()}{pretty}")
+
+
+def check_packages(p: Probe) -> Check:
+    names = ["ai-edge-litert", "tflite-runtime", "pycoral", "numpy", "pillow", "click", "tensorflow",
+             "tensorflow-cpu"]
+    found = {n: p.dist_version(n) for n in names}
+    detail = ", ".join(f"{n} {v}" for n, v in found.items() if v) or "none"
+    return Check("packages", INFO, detail)
+
+
+def check_pycoral(p: Probe) -> Check | None:
+    from edgekit.devices.backends import google_pycoral_available
+
+    version = p.dist_version("pycoral")
+    if google_pycoral_available():
+        return Check("pycoral", OK, f"Google's pycoral {version or ''} (Edge TPU models go through its make_interpreter)")
+    if version:
+        return Check("pycoral", WARN, f"the installed 'pycoral' {version} is not Google's Coral library "
+                     "(PyPI's pycoral is an unrelated GIS tool)",
+                     "pip uninstall pycoral; on Debian/Mendel use apt-get install python3-pycoral if you want it "
+                     "(edgekit works without it)")
+    return None
+
+
+def check_interpreter(p: Probe) -> Check:
+    import importlib.util
+
+    from edgekit.devices.backends import BACKEND_ENV, google_pycoral_available
+
+    forced = p.env.get(BACKEND_ENV)
+    available = [name for name, mod in (("ai_edge_litert", "ai_edge_litert"), ("tflite_runtime", "tflite_runtime"),
+                                        ("tensorflow", "tensorflow")) if importlib.util.find_spec(mod)]
+    if google_pycoral_available() and "tflite_runtime" in available:
+        available.insert(0, "pycoral")
+    if not available:
+        return Check("interpreter", FAIL, "no TFLite interpreter package is installed",
+                     "pip install ai-edge-litert (on a Coral board: apt-get install python3-pycoral)")
+    chosen = forced or available[0]
+    detail = f"edgekit will use {chosen}" + (f" ({BACKEND_ENV}={forced})" if forced else "")
+    if chosen == "tensorflow":
+        return Check("interpreter", WARN, detail + " (tensorflow.lite: slow to import, deprecated)",
+                     "pip install ai-edge-litert")
+    if forced and forced not in available:
+        return Check("interpreter", FAIL, f"{BACKEND_ENV}={forced}, but it is not installed "
+                     f"(installed: {', '.join(available)})", f"install it or unset {BACKEND_ENV}")
+    return Check("interpreter", OK, detail + f" (installed: {', '.join(available)})")
+
+
+def check_numpy(p: Probe) -> Check:
+    numpy_v = p.dist_version("numpy")
+    tflrt = p.dist_version("tflite-runtime")
+    if numpy_v is None:
+        return Check("numpy", FAIL, "numpy is not installed", "pip install numpy")
+    if tflrt and _version_tuple(tflrt) >= (2,) and _version_tuple(numpy_v) >= (2,):
+        return Check("numpy", FAIL, f"tflite-runtime {tflrt} is built against numpy 1.x and fails with numpy {numpy_v} "
+                     "(AttributeError: _ARRAY_API not found)", "pip install 'numpy<2' (or use ai-edge-litert)")
+    return Check("numpy", OK, f"numpy {numpy_v}" + (f" works with tflite-runtime {tflrt}" if tflrt else ""))
+
+
+def find_libedgetpu(p: Probe) -> str | None:
+    from edgekit.devices.backends import EDGETPU_LIBRARIES
+
+    name = EDGETPU_LIBRARIES.get(p.system)
+    if not name:
+        return None
+    dirs = p.lib_dirs if p.lib_dirs is not None else KNOWN_LIBEDGETPU_DIRS.get(p.system, [])
+    for d in dirs:
+        candidate = Path(d) / name
+        if candidate.exists():
+            return str(candidate)
+    if p.find_library:
+        import ctypes.util
+
+        found = ctypes.util.find_library("edgetpu")
+        if found:
+            return found
+    return None
+
+
+def libedgetpu_version(path: str, timeout: float = 10.0) -> str | None:
+    """``edgetpu_version()`` from the library, read in a child process so a broken library cannot crash us."""
+    code = ("import ctypes,sys; lib=ctypes.CDLL(sys.argv[1]); f=lib.edgetpu_version; "
+            "f.restype=ctypes.c_char_p; print(f().decode())")
+    try:
+        out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    return out.stdout.strip() or None if out.returncode == 0 else None
+
+
+def check_libedgetpu(p: Probe, devices: list) -> Check:
+    from edgekit.devices.backends import EDGETPU_LIBRARIES
+
+    name = EDGETPU_LIBRARIES.get(p.system)
+    if not name:
+        return Check("libedgetpu", WARN, f"there is no Edge TPU runtime for {p.system}", "run on the CPU")
+    path = find_libedgetpu(p)
+    if path is None:
+        fix = {"Linux": "sudo apt-get install libedgetpu1-std (Coral's apt repo: "
+                        "https://coral.ai/docs/accelerator/get-started/)",
+               "Darwin": "install Coral's edgetpu_runtime (install.sh) or brew's libedgetpu",
+               "Windows": "install Coral's edgetpu_runtime (install.bat)"}.get(p.system, "install the Edge TPU runtime")
+        status = FAIL if devices else WARN
+        why = "an Edge TPU is attached but cannot be used" if devices else "classify runs on the CPU only"
+        return Check("libedgetpu", status, f"{name} not found: {why}", fix)
+    version = libedgetpu_version(path) if p.read_runtime_version else None
+    return Check("libedgetpu", OK, f"{path}" + (f" ({version})" if version else " (version not readable)"))
+
+
+def check_devices(p: Probe, devices: list) -> Check:
+    if not devices:
+        return Check("devices", WARN, "no Edge TPU found (USB 1a6e:089a / 18d1:9302, /dev/apex_N)",
+                     "plug in the USB Accelerator (a USB 3 port and cable help); PCIe/M.2 and the Dev Board need "
+                     "the gasket-dkms driver for /dev/apex_0")
+    parts = []
+    for d in devices:
+        temp = f", {d.temperature_c:.1f} C" if d.temperature_c is not None else ""
+        parts.append(f"{d.device} {d.path} ({d.state}{temp})")
+    bad = [d for d in devices if d.state != "ready" and d.type == "pci"]
+    if bad:
+        return Check("devices", WARN, "; ".join(parts), "check the apex udev rule and group, then reload the gasket/apex modules")
+    return Check("devices", OK, "; ".join(parts))
+
+
+def check_udev(p: Probe, devices: list) -> Check | None:
+    if p.system != "Linux":
+        return None
+    for d in p.udev_dirs:
+        try:
+            files = sorted(Path(d).glob("*.rules"))
+        except OSError:
+            continue
+        for f in files:
+            try:
+                text = f.read_text(errors="replace").lower()
+            except OSError:
+                continue
+            if "1a6e" in text and "18d1" in text:
+                return Check("udev rule", OK, f"{f} lists the Edge TPU USB ids")
+    usb_present = any(d.type == "usb" for d in devices)
+    return Check("udev rule", FAIL if usb_present and not _is_root(p) else WARN,
+                 "no udev rule for the USB Edge TPU (1a6e:089a, 18d1:9302): only root can open it",
+                 "install libedgetpu1-std (it ships the rule), or write these two lines to "
+                 "/etc/udev/rules.d/99-edgetpu-accelerator.rules: " + UDEV_RULES.replace("\n", " ; ")
+                 + " then: sudo udevadm control --reload-rules && sudo udevadm trigger, and replug")
+
+
+def _is_root(p: Probe) -> bool:
+    if p.is_root is not None:
+        return p.is_root
+    return hasattr(os, "geteuid") and os.geteuid() == 0
+
+
+def check_groups(p: Probe, devices: list) -> Check | None:
+    if p.system != "Linux":
+        return None
+    if _is_root(p):
+        return Check("groups", OK, "running as root: no group membership needed")
+    groups = p.groups if p.groups is not None else _current_groups()
+    missing = [g for g in ("plugdev", "apex") if g not in groups]
+    if not missing:
+        return Check("groups", OK, "member of plugdev (USB) and apex (PCIe)")
+    needed = {"plugdev": any(d.type == "usb" for d in devices), "apex": any(d.type == "pci" for d in devices)}
+    status = FAIL if any(needed[g] for g in missing) else WARN
+    return Check("groups", status, f"not in group(s) {', '.join(missing)} (groups: {', '.join(groups) or 'none'})",
+                 " ; ".join(f"sudo usermod -aG {g} $USER" for g in missing) + ", then log out and back in")
+
+
+def check_compiler(p: Probe, timeout: float = 10.0) -> Check:
+    exe = p.env.get("EDGETPU_COMPILER") or shutil.which("edgetpu_compiler", path=p.env.get("PATH"))
+    if not exe:
+        return Check("edgetpu_compiler", WARN, "not found (only needed for edgekit compile)",
+                     "x86-64 Debian/Ubuntu: sudo apt-get install edgetpu-compiler (Coral's apt repo); "
+                     "elsewhere use Docker or Coral's Colab notebook; or set EDGETPU_COMPILER=/path/to/edgetpu_compiler")
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return Check("edgetpu_compiler", FAIL, f"{exe} --version did not answer within {timeout:.0f} s",
+                     "check the binary (a wrong architecture or a hung install)")
+    except OSError as exc:
+        return Check("edgetpu_compiler", FAIL, f"{exe} cannot run: {exc.strerror or exc}",
+                     "it runs only on x86-64 Linux; check EDGETPU_COMPILER / PATH")
+    m = re.search(r"version\s+(\d+(?:\.\d+)*)", out.stdout + out.stderr, re.I)
+    if not m:
+        return Check("edgetpu_compiler", WARN, f"{exe}: version not recognized in {out.stdout.strip()[:80]!r}",
+                     "reinstall edgetpu-compiler")
+    version = m.group(1)
+    runtime = COMPILER_MIN_RUNTIME.get(version.split(".")[0])
+    extra = f"; its models need Edge TPU runtime {runtime} or newer by default (-m to target older)" if runtime else ""
+    return Check("edgetpu_compiler", OK, f"{exe}: version {version}{extra}")
+
+
+def check_tensorflow(p: Probe) -> Check:
+    for dist in ("tensorflow", "tensorflow-cpu", "tf-nightly", "tensorflow-macos"):
+        version = p.dist_version(dist)
+        if version:
+            break
+    else:
+        return Check("tensorflow", INFO, "not installed (only edgekit quantize needs it: pip install 'edgekit[convert]')")
+    if _version_tuple(version)[:2] > TFLITE_OF_COMPILER_16:
+        return Check("tensorflow", INFO, f"{dist} {version}: its converter can write op versions newer than "
+                     "TFLite 2.5, which edgetpu_compiler 16 refuses (\"Didn't find op for builtin opcode\"); "
+                     "the ops of a quantized model must stay at versions TFLite 2.5 knows")
+    return Check("tensorflow", INFO, f"{dist} {version}: op versions match edgetpu_compiler 16 (TFLite 2.5)")
+
+
+def check_runtime_pairing(p: Probe, lib_found: bool) -> Check | None:
+    tflrt = p.dist_version("tflite-runtime")
+    if lib_found and tflrt and _version_tuple(tflrt) >= (2, 12):
+        return Check("runtime pairing", WARN, f"tflite-runtime {tflrt} with Coral's libedgetpu 16 is reported to "
+                     "segfault (google-coral/edgetpu#812)",
+                     "use tflite-runtime 2.5.0.post1 (python3-tflite-runtime) or a libedgetpu rebuilt for your TFLite")
+    return None
+
+
+# ------------------------------------------------------------------------------------- report
+def run_checks(probe: Probe | None = None) -> list[Check]:
+    """Every check, in the order a bug report reads best."""
+    from edgekit.devices.discovery import list_devices
+
+    p = probe or Probe()
+    devices = list_devices(p.sys_root, p.dev_root, use_pycoral=p.use_pycoral)
+    lib = check_libedgetpu(p, devices)
+    checks = [check_python(p), check_platform(p), check_packages(p), check_pycoral(p), check_interpreter(p),
+              check_numpy(p), lib, check_runtime_pairing(p, lib.status == OK), check_devices(p, devices),
+              check_udev(p, devices), check_groups(p, devices), check_compiler(p), check_tensorflow(p)]
+    return [c for c in checks if c is not None]
+
+
+def report(checks: list[Check]) -> dict[str, Any]:
+    """The ``edgekit doctor --json`` document."""
+    return {"edgekit": __version__, "ok": not any(c.status == FAIL for c in checks),
+            "checks": [asdict(c) for c in checks]}
+
+
+def render(doc: dict[str, Any]) -> str:
+    tags = {OK: " ok ", INFO: "info", WARN: "WARN", FAIL: "FAIL"}
+    lines = [f"edgekit {doc['edgekit']} doctor (paste this into a bug report)"]
+    for c in doc["checks"]:
+        lines.append(f"[{tags.get(c['status'], c['status'])}] {c['name']}: {c['detail']}")
+        if c["fix"] and c["status"] in (WARN, FAIL):
+            lines.append(f"       fix: {c['fix']}")
+    fails = sum(c["status"] == FAIL for c in doc["checks"])
+    warns = sum(c["status"] == WARN for c in doc["checks"])
+    lines.append(f"{fails} problem(s), {warns} warning(s)")
+    return "\n".join(lines)

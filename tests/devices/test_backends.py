@@ -1,0 +1,170 @@
+"""The interpreter factory: device grammar, backend choice, and the real delegate-loading failure."""
+
+from __future__ import annotations
+
+import ctypes.util
+import importlib.util
+import os
+import subprocess
+import sys
+
+import pytest
+
+from edgekit.devices import backends as B
+from edgekit.errors import DeviceError, MissingDependencyError, UsageError
+from tests.conftest import shared_file
+
+
+# ------------------------------------------------------------------------------ device grammar
+@pytest.mark.parametrize("text, kind, index, option", [
+    ("auto", "auto", None, None), ("cpu", "cpu", None, None), ("usb", "usb", None, "usb"),
+    ("usb:1", "usb", 1, "usb:1"), ("pci", "pci", None, "pci"), ("pci:0", "pci", 0, "pci:0"),
+    (":2", "any", 2, ":2"), (" USB:0 ", "usb", 0, "usb:0"), (None, "auto", None, None),
+])
+def test_device_grammar(text, kind, index, option):
+    spec = B.parse_device(text)
+    assert (spec.kind, spec.index, spec.delegate_option) == (kind, index, option)
+    assert B.parse_device(str(spec)) == spec  # one grammar both ways
+
+
+@pytest.mark.parametrize("text", ["tpu", "usb:", "usb:x", "pci:-1", "gpu", "usb0", "auto:1", "cpu:0", ":"])
+def test_device_grammar_refuses_everything_else(text):
+    with pytest.raises(UsageError, match="usb:N"):
+        B.parse_device(text)
+
+
+@pytest.mark.parametrize("system, library", [("Linux", "libedgetpu.so.1"), ("Darwin", "libedgetpu.1.dylib"),
+                                             ("Windows", "edgetpu.dll")])
+def test_delegate_library_per_os(system, library):
+    assert B.edgetpu_library(system) == library
+
+
+def test_no_delegate_library_on_other_systems():
+    with pytest.raises(DeviceError, match="--device cpu"):
+        B.edgetpu_library("FreeBSD")
+
+
+# ------------------------------------------------------------------------------ backend choice
+def test_backend_follows_the_environment_and_preference_order():
+    backend = B.select_backend()
+    forced = os.environ.get(B.BACKEND_ENV)
+    if forced:  # the tflite-runtime leg of `make test` sets EDGEKIT_BACKEND=tflite_runtime
+        assert backend.name == forced
+    elif importlib.util.find_spec("ai_edge_litert"):
+        assert backend.name == "ai_edge_litert"
+    assert backend.version != "unknown"
+
+
+def test_unknown_backend_name_is_refused():
+    with pytest.raises(UsageError, match="EDGEKIT_BACKEND"):
+        B.select_backend("onnxruntime")
+
+
+def test_forced_backend_that_is_missing_says_so(monkeypatch):
+    missing = next((n for n in ("tflite_runtime", "ai_edge_litert") if importlib.util.find_spec(n) is None), None)
+    if missing is None:
+        pytest.skip("both interpreter packages are installed here")
+    monkeypatch.setattr(B, "_CACHE", {})
+    with pytest.raises(MissingDependencyError, match=missing):
+        B.select_backend(missing)
+
+
+def test_pypi_pycoral_gis_tool_is_not_mistaken_for_googles(tmp_path, monkeypatch):
+    """A stand-in for PyPI's unrelated 'pycoral' (one pycoral/pycoral.py): it must not count as Coral's."""
+    fake = tmp_path / "pycoral"
+    fake.mkdir()
+    (fake / "__init__.py").write_text("raise RuntimeError('must not be imported')\n")
+    (fake / "pycoral.py").write_text("")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert B.google_pycoral_available() is False
+    (fake / "utils").mkdir()
+    (fake / "utils" / "edgetpu.py").write_text("")
+    assert B.google_pycoral_available() is True
+
+
+# ------------------------------------------------------------------------------ delegate loading
+INTERPRETER_PACKAGES = [
+    pytest.param("ai_edge_litert", id="ai_edge_litert"),
+    pytest.param("tflite_runtime", id="tflite_runtime"),
+    pytest.param("tensorflow", id="tensorflow", marks=pytest.mark.tf),
+]
+
+
+@pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")  # the raw call's Delegate.__del__
+@pytest.mark.parametrize("name", INTERPRETER_PACKAGES)
+def test_real_load_delegate_error_becomes_an_actionable_device_error(name):
+    if importlib.util.find_spec(name) is None:
+        pytest.skip(f"{name} is not installed in this environment")
+    if name == "tensorflow" and "tflite_runtime" in sys.modules:
+        pytest.skip("importing tensorflow after tflite_runtime breaks tflite_runtime (toolchain.md pitfall 4)")
+    if ctypes.util.find_library("edgetpu"):
+        pytest.skip("libedgetpu is installed here, so loading it does not fail this way")
+    backend = B._load_backend(name)
+    with pytest.raises(OSError, match="libedgetpu.so.1: cannot open shared object file"):
+        backend.load_delegate("libedgetpu.so.1", {"device": "usb"})  # what the package itself raises
+    with pytest.raises(DeviceError) as info:
+        B.load_edgetpu_delegate(backend, B.parse_device("usb:0"))
+    err = info.value
+    assert "libedgetpu.so.1 is not installed" in err.message and "cannot open shared object file" in err.message
+    assert "sudo apt-get install libedgetpu1-std" in err.hint and "--device cpu" in err.hint
+
+
+def test_failed_delegate_leaves_no_noise_on_stderr():
+    """The packages' Delegate.__del__ prints 'Exception ignored ... _library' after a failed load; we hide it."""
+    if ctypes.util.find_library("edgetpu"):
+        pytest.skip("libedgetpu is installed here")
+    code = ("import gc\nfrom edgekit.devices import backends as B\n"
+            "try:\n    B.load_edgetpu_delegate(B.select_backend(), B.parse_device('usb'))\n"
+            "except Exception as e:\n    print(type(e).__name__)\ngc.collect()\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert proc.stdout.strip() == "DeviceError"
+    assert "Exception ignored" not in proc.stderr and "_library" not in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("exc, system, says, fix", [
+    # pycoral#108 / edgetpu#694: the library loads but finds no usable device.
+    (ValueError("Failed to load delegate from libedgetpu.so.1\n"), "Linux", "installed but found no usable Edge TPU",
+     "plugdev"),
+    (ValueError("Failed to load delegate from edgetpu.dll"), "Windows", "installed but found no usable Edge TPU",
+     "edgekit devices"),
+    (OSError("libedgetpu.so.1: cannot open shared object file: No such file or directory"), "Linux",
+     "not installed", "libedgetpu1-std"),
+    (OSError("Could not find module 'edgetpu.dll' (or one of its dependencies)."), "Windows", "not installed",
+     "install.bat"),
+    (OSError("dlopen(libedgetpu.1.dylib, 6): image not found"), "Darwin", "not installed", "libedgetpu.1.dylib"),
+])
+def test_delegate_errors_name_the_cause_and_the_fix(exc, system, says, fix):
+    err = B.explain_delegate_error(exc, B.edgetpu_library(system), B.parse_device("usb"), system)
+    assert says in err.message and fix in err.hint
+    assert err.exit_code == 9
+
+
+# ------------------------------------------------------------------------------ open_model
+def test_auto_on_a_cpu_model_runs_on_the_cpu_with_a_reason():
+    opened = B.open_model(shared_file("mobilenet_v1_0.25_128_quant.tflite"), "auto")
+    assert opened.device == "cpu"
+    assert any("not compiled for the Edge TPU" in n and "_edgetpu.tflite" in n for n in opened.notes)
+
+
+def test_cpu_on_a_compiled_model_runs_its_twin():
+    compiled = shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")
+    opened = B.open_model(compiled, "cpu")
+    assert opened.model_path == str(shared_file("mobilenet_v1_0.25_128_quant.tflite")) and opened.device == "cpu"
+
+
+def test_explicit_edgetpu_on_a_cpu_model_is_refused():
+    with pytest.raises(UsageError, match="not compiled"):
+        B.open_model(shared_file("mobilenet_v1_0.25_128_quant.tflite"), "pci:0")
+
+
+def test_explicit_edgetpu_without_runtime_does_not_fall_back():
+    if ctypes.util.find_library("edgetpu"):
+        pytest.skip("libedgetpu is installed here")
+    with pytest.raises(DeviceError, match="libedgetpu"):
+        B.open_model(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "usb")
+
+
+def test_compiled_model_on_a_plain_interpreter_explains_itself():
+    backend = B.select_backend()
+    with pytest.raises(DeviceError, match="compiled for the Edge TPU"):
+        backend.interpreter(str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")))

@@ -1,0 +1,329 @@
+"""edgekit classify: parity with pycoral's classify_image.py, scoring, labels, bad images, records, --json."""
+
+from __future__ import annotations
+
+import ctypes.util
+import json
+import shutil
+import struct
+import zlib
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from edgekit.cli import cli
+from edgekit.devices import classify as C
+from edgekit.devices.backends import select_backend
+from edgekit.errors import DeviceError, InputError
+from edgekit.model_record import ModelRecord, sidecar_path
+from edgekit.preprocess import PreprocessSpec
+from tests.conftest import shared_file
+
+MODEL = "mobilenet_v1_0.25_128_quant.tflite"
+COMPILED = "mobilenet_v1_0.25_128_quant_edgetpu.tflite"
+IMAGES = ["cat.bmp", "grace_hopper.bmp"]
+
+
+def no_edgetpu_runtime() -> None:
+    """Tests of the CPU fallback need a machine without libedgetpu (like this one and CI)."""
+    if ctypes.util.find_library("edgetpu"):
+        pytest.skip("libedgetpu is installed here: the fallback tests assume it is absent")
+
+
+# ------------------------------------------------------------------------------ pycoral parity
+def pycoral_classify_image(model: Path, image: Path, mean: float = 128.0, std: float = 128.0) -> np.ndarray:
+    """pycoral examples/classify_image.py (HEAD 46f06c8), step by step, returning the dequantized scores.
+
+    Written out from ../shared/reference/edgetpu.md §4.5-4.6 with the same interpreter package
+    edgekit uses, so the only difference left is edgekit's own code.
+    """
+    from PIL import Image
+
+    interpreter = select_backend().interpreter_cls(model_path=str(model))
+    interpreter.allocate_tensors()
+    details = interpreter.get_input_details()[0]
+    assert details["dtype"] == np.uint8, "Only support uint8 input type."
+    _, height, width, _ = details["shape"]
+    size = (int(width), int(height))  # common.input_size: (width, height)
+    image = Image.open(image).convert("RGB").resize(size, Image.LANCZOS)
+    params = details["quantization_parameters"]
+    scale, zero_point = params["scales"], params["zero_points"]
+    if abs(scale * std - 1) < 1e-5 and abs(mean - zero_point) < 1e-5:
+        data = np.asarray(image)
+    else:
+        normalized = (np.asarray(image) - mean) / (std * scale) + zero_point
+        np.clip(normalized, 0, 255, out=normalized)
+        data = normalized.astype(np.uint8)
+    interpreter.tensor(details["index"])()[0][:, :] = data  # common.set_input
+    interpreter.invoke()
+    out = interpreter.get_output_details()[0]
+    scores = interpreter.tensor(out["index"])().flatten()  # classify.get_scores
+    if np.issubdtype(out["dtype"], np.integer):
+        o_scale, o_zero = out["quantization"]
+        scores = o_scale * (scores.astype(np.int64) - o_zero)
+    return scores
+
+
+def pycoral_get_classes_from_scores(scores: np.ndarray, top_k: int, score_threshold: float = 0.0):
+    """pycoral adapters/classify.get_classes_from_scores."""
+    top_k = min(top_k, len(scores))
+    classes = np.argpartition(scores, -top_k)[-top_k:]
+    classes = [c for c in classes if scores[c] >= score_threshold]
+    return sorted(((int(c), float(scores[c])) for c in classes), key=lambda c: c[1], reverse=True)
+
+
+@pytest.mark.parametrize("image", IMAGES)
+def test_same_top1_and_scores_as_pycoral_classify_image(image):
+    model, img = shared_file(MODEL), shared_file(image)
+    theirs = pycoral_classify_image(model, img)
+    clf = C.Classifier(model)
+    ours, _ = clf.infer(clf.prepare(str(img)))
+    assert np.max(np.abs(ours - theirs)) <= 1 / 256
+    best = theirs.max()
+    (our_id, our_score), = C.top_k(ours, 1)
+    assert abs(our_score - best) <= 1 / 256
+    tied = sorted(int(i) for i in np.flatnonzero(theirs == best))
+    assert our_id == tied[0]  # pycoral's own pick among ties is arbitrary; ours is the lowest id
+    their_top = pycoral_get_classes_from_scores(theirs, 5)
+    assert {round(s, 6) for _, s in C.top_k(ours, 5)} == {round(s, 6) for _, s in their_top}
+
+
+def test_known_classes_on_coral_images():
+    """The real model's verdicts (the cat ties between two cat classes: the lower id wins)."""
+    labels = shared_file("imagenet_labels.txt")
+    report = C.classify([str(shared_file(i)) for i in IMAGES], shared_file(MODEL), labels=labels, k=2)
+    assert [r.top[0]["label"] for r in report.results] == ["tiger cat", "academic gown, academic robe, judge's robe"]
+    cat = report.results[0].top
+    assert cat[0]["score"] == cat[1]["score"] and cat[0]["id"] < cat[1]["id"]
+    assert report.errors == [] and report.device == "cpu"
+
+
+# ------------------------------------------------------------------------------ top_k
+def test_top_k_orders_by_score_then_lowest_id_and_applies_threshold():
+    scores = np.array([0.1, 0.5, 0.2, 0.5, 0.05, 0.5])
+    assert C.top_k(scores, 3) == [(1, 0.5), (3, 0.5), (5, 0.5)]
+    assert C.top_k(scores, 10, threshold=0.2) == [(1, 0.5), (3, 0.5), (5, 0.5), (2, 0.2)]
+    assert C.top_k(scores, 2, threshold=0.9) == []
+    assert C.top_k(scores[::-1].copy(), 1) == [(0, 0.5)]  # permuted input: still the lowest id of the tie
+
+
+def test_top_k_agrees_with_pycoral_where_there_are_no_ties():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        scores = rng.permutation(rng.integers(0, 10_000, size=50).astype(np.float64))
+        scores = np.unique(scores)[rng.permutation(len(np.unique(scores)))]  # distinct values
+        k = int(rng.integers(1, len(scores)))
+        t = float(rng.choice(scores))
+        assert C.top_k(scores, k, t) == pycoral_get_classes_from_scores(scores, k, t)
+
+
+# ------------------------------------------------------------------------------ labels
+@pytest.mark.parametrize("text, expected", [
+    ("0 cat\n1 dog\n", {0: "cat", 1: "dog"}),
+    ("0: cat\n1:dog\n2 :  sea lion\n", {0: "cat", 1: "dog", 2: "sea lion"}),
+    ("background\ntench, Tinca tinca\n", {0: "background", 1: "tench, Tinca tinca"}),
+    ("3 cat\n7  dog\n", {3: "cat", 7: "dog"}),
+])
+def test_labels_in_pycorals_formats(text, expected):
+    assert C.parse_labels(text) == expected
+
+
+def test_real_imagenet_labels_are_one_per_line_with_background_first():
+    labels = C.read_labels(shared_file("imagenet_labels.txt"))
+    assert len(labels) == 1001 and labels[0] == "background" and labels[283] == "tiger cat"
+
+
+def test_missing_labels_file_is_an_input_error(tmp_path):
+    with pytest.raises(InputError, match="does not exist"):
+        C.read_labels(tmp_path / "nope.txt")
+
+
+def test_label_count_mismatch_warns_with_both_numbers(tmp_path):
+    short = tmp_path / "labels.txt"
+    short.write_text("\n".join(f"class {i}" for i in range(1000)) + "\n")
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)),
+                                      "-l", str(short), "--quiet"])
+    assert result.exit_code == 0, result.output
+    assert "warning: 1000 labels but the model has 1001 classes" in result.stderr
+
+
+# ------------------------------------------------------------------------------ images
+def _png_header_only(path: Path, width: int, height: int) -> None:
+    """A valid PNG whose header claims width x height: tiny on disk, huge when decoded."""
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+    ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
+    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64))
+                     + chunk(b"IEND", b""))
+
+
+@pytest.fixture()
+def bad_images(tmp_path) -> dict[str, Path]:
+    from PIL import Image
+
+    rng = np.random.default_rng(1)
+    good = tmp_path / "good.jpg"
+    Image.fromarray(rng.integers(0, 255, (96, 96, 3), dtype=np.uint8)).save(good, quality=90)
+    truncated = tmp_path / "truncated.jpg"
+    truncated.write_bytes(good.read_bytes()[: good.stat().st_size // 2])
+    text = tmp_path / "notes.jpg"
+    text.write_text("this is not an image\n")
+    bomb = tmp_path / "bomb.png"
+    _png_header_only(bomb, 30_000, 30_000)
+    return {"good": good, "truncated": truncated, "text": text, "bomb": bomb}
+
+
+def test_bad_images_are_reported_and_the_rest_go_on(bad_images):
+    order = ["truncated", "good", "text", "bomb"]
+    report = C.classify([str(bad_images[n]) for n in order] + [str(shared_file("cat.bmp"))], shared_file(MODEL))
+    assert [r.image for r in report.results] == [str(bad_images["good"]), str(shared_file("cat.bmp"))]
+    errors = {Path(e["image"]).stem: e["error"] for e in report.errors}
+    assert set(errors) == {"truncated", "notes", "bomb"}
+    assert "truncated" in errors["truncated"] or "cannot decode" in errors["truncated"]
+    assert "not an image" in errors["notes"]
+    assert "too large" in errors["bomb"] and "decompression bomb" in errors["bomb"]
+
+
+def test_folders_globs_and_missing_files(tmp_path):
+    from PIL import Image
+
+    for name in ["b.png", "a.jpg", "c.bmp"]:
+        Image.new("RGB", (8, 8), (10, 200, 30)).save(tmp_path / name)
+    (tmp_path / "readme.txt").write_text("not an image")
+    (tmp_path / "empty").mkdir()
+    images, errors = C.expand_images([str(tmp_path), str(tmp_path / "*.png"), str(tmp_path / "x*.jpg"),
+                                      str(tmp_path / "missing.jpg"), str(tmp_path / "empty")])
+    assert images == [str(tmp_path / n) for n in ["a.jpg", "b.png", "c.bmp", "b.png"]]
+    assert [Path(e["image"]).name for e in errors] == ["x*.jpg", "missing.jpg", "empty"]
+    assert "no file matches" in errors[0]["error"] and "no such file" in errors[1]["error"]
+
+
+def test_prefetching_gives_the_same_results_in_the_same_order():
+    paths = [str(shared_file(n)) for n in IMAGES * 4]
+    clf = C.Classifier(shared_file(MODEL))
+    seq = clf.run(paths, k=3, workers=1)
+    par = clf.run(paths, k=3, workers=3)
+    assert [(r.image, r.top) for r in seq.results] == [(r.image, r.top) for r in par.results]
+
+
+# ------------------------------------------------------------------------------ preprocessing
+def _record_copy(tmp_path: Path, spec: PreprocessSpec | None, labels: list[str] | None) -> Path:
+    model = tmp_path / "mine.tflite"
+    shutil.copy(shared_file(MODEL), model)
+    sidecar_path(model).write_text(ModelRecord(spec, labels).to_json())
+    return model
+
+
+def test_recorded_preprocessing_and_labels_are_used_without_flags(tmp_path):
+    spec = PreprocessSpec(128, 128, mean=(127.5,), std=(127.5,), resize="bilinear")
+    labels = [f"recorded {i}" for i in range(1001)]
+    model = _record_copy(tmp_path, spec, labels)
+    cat = str(shared_file("cat.bmp"))
+    recorded = C.Classifier(model)
+    assert recorded.spec == spec and recorded.spec_source.startswith("recorded")
+    flagged = C.Classifier(shared_file(MODEL), mean=(127.5,), std=(127.5,))
+    default = C.Classifier(shared_file(MODEL))
+    from dataclasses import replace
+    flagged.spec = replace(flagged.spec, resize="bilinear")
+    r_scores, _ = recorded.infer(recorded.prepare(cat))
+    f_scores, _ = flagged.infer(flagged.prepare(cat))
+    d_scores, _ = default.infer(default.prepare(cat))
+    assert np.array_equal(r_scores, f_scores)
+    assert not np.array_equal(r_scores, d_scores)  # the record really changed the preprocessing
+    top = recorded.run([cat], k=1).results[0].top[0]
+    assert top["label"] == f"recorded {top['id']}"
+
+
+def test_record_of_the_cpu_twin_is_found_for_a_compiled_model(tmp_path):
+    no_edgetpu_runtime()
+    labels = [f"twin {i}" for i in range(1001)]
+    model = _record_copy(tmp_path, None, labels)
+    compiled = tmp_path / "mine_edgetpu.tflite"
+    shutil.copy(shared_file(COMPILED), compiled)
+    report = C.classify([str(shared_file("cat.bmp"))], compiled, k=1)
+    assert report.model == str(model) and report.device == "cpu"
+    assert report.results[0].top[0]["label"].startswith("twin ")
+
+
+def test_mean_std_override_reproduces_classify_image_with_other_values():
+    model, cat = shared_file(MODEL), shared_file("cat.bmp")
+    theirs = pycoral_classify_image(model, cat, mean=100.0, std=64.0)
+    clf = C.Classifier(model, mean=(100.0,), std=(64.0,))
+    ours, _ = clf.infer(clf.prepare(str(cat)))
+    assert np.max(np.abs(ours - theirs)) <= 1 / 256 + 1e-9
+
+
+@pytest.mark.parametrize("text, expected", [("127.5", (127.5,)), ("1, 2,3", (1.0, 2.0, 3.0))])
+def test_parse_floats(text, expected):
+    assert C.parse_floats(text, "mean") == expected
+
+
+def test_parse_floats_refuses_words():
+    from edgekit.errors import UsageError
+
+    with pytest.raises(UsageError, match="--std"):
+        C.parse_floats("wide", "std")
+
+
+# ------------------------------------------------------------------------------ compiled models
+def test_compiled_model_without_edgetpu_runs_its_cpu_twin_and_says_so():
+    no_edgetpu_runtime()
+    notes: list[str] = []
+    report = C.classify([str(shared_file("cat.bmp"))], shared_file(COMPILED), k=1, notes=notes)
+    assert report.device == "cpu" and report.model == str(shared_file(MODEL))
+    assert any(MODEL in n and "instead of" in n for n in notes)
+
+
+def test_compiled_model_without_twin_fails_naming_the_file_to_pass(tmp_path):
+    no_edgetpu_runtime()
+    alone = tmp_path / "alone_edgetpu.tflite"
+    shutil.copy(shared_file(COMPILED), alone)
+    with pytest.raises(DeviceError) as info:
+        C.classify([str(shared_file("cat.bmp"))], alone)
+    assert "needs" in info.value.message and "alone.tflite" in str(info.value)
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(alone)])
+    assert result.exit_code == DeviceError.exit_code
+    assert result.stderr.count("\n") == 1 and "alone.tflite" in result.stderr
+
+
+# ------------------------------------------------------------------------------ --json
+def test_json_schema_and_exit_codes(bad_images):
+    cat, hopper = str(shared_file("cat.bmp")), str(shared_file("grace_hopper.bmp"))
+    args = ["classify", cat, hopper, "-m", str(shared_file(MODEL)), "-l", str(shared_file("imagenet_labels.txt")),
+            "-k", "3", "--json", "--quiet"]
+    ok = CliRunner().invoke(cli, args)
+    assert ok.exit_code == 0, ok.output
+    doc = json.loads(ok.stdout)
+    assert list(doc) == ["model", "device", "backend", "first_inference_ms", "results", "errors"]
+    assert doc["device"] == "cpu" and doc["backend"] == select_backend().name and doc["errors"] == []
+    assert isinstance(doc["first_inference_ms"], float) and doc["first_inference_ms"] > 0
+    assert [r["image"] for r in doc["results"]] == [cat, hopper]
+    for r in doc["results"]:
+        assert set(r) == {"image", "ms", "top"} and isinstance(r["ms"], float) and len(r["top"]) == 3
+        for t in r["top"]:
+            assert set(t) == {"id", "label", "score"}
+            assert isinstance(t["id"], int) and isinstance(t["label"], str) and 0 <= t["score"] <= 1
+
+    partial = CliRunner().invoke(cli, args + [str(bad_images["text"])])
+    assert partial.exit_code == InputError.exit_code
+    doc = json.loads(partial.stdout)
+    assert len(doc["results"]) == 2 and doc["errors"] == [
+        {"image": str(bad_images["text"]), "error": f"{bad_images['text']}: not an image Pillow can read"}]
+    assert "1 of 3 image(s) could not be classified" in partial.stderr
+
+
+def test_text_output_without_labels_shows_ids():
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("grace_hopper.bmp")), "-m",
+                                      str(shared_file(MODEL)), "-k", "1", "--quiet"])
+    assert result.exit_code == 0, result.output
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith(str(shared_file(MODEL))) and " on cpu " in lines[0]
+    assert lines[2].split() == ["0.32812", "401"]
+
+
+def test_bad_device_string_is_a_usage_error():
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)),
+                                      "--device", "tpu0"])
+    assert result.exit_code == 2 and "usb:N" in result.stderr
