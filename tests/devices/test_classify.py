@@ -91,12 +91,16 @@ def test_same_top1_and_scores_as_pycoral_classify_image(image):
 
 
 def test_known_classes_on_coral_images():
-    """The real model's verdicts (the cat ties between two cat classes: the lower id wins)."""
+    """The real model's verdicts, whichever interpreter package runs it.
+
+    LiteRT's kernels score the cat a tie between two cat classes (the lower id wins);
+    tflite-runtime 2.14's round differently and do not tie.
+    """
     labels = shared_file("imagenet_labels.txt")
     report = C.classify([str(shared_file(i)) for i in IMAGES], shared_file(MODEL), labels=labels, k=2)
     assert [r.top[0]["label"] for r in report.results] == ["tiger cat", "academic gown, academic robe, judge's robe"]
     cat = report.results[0].top
-    assert cat[0]["score"] == cat[1]["score"] and cat[0]["id"] < cat[1]["id"]
+    assert cat[0]["score"] > cat[1]["score"] or cat[0]["id"] < cat[1]["id"]
     assert report.errors == [] and report.device == "cpu"
 
 
