@@ -128,6 +128,107 @@ def inspect(model: str, as_json: bool) -> None:
     emit(as_json, tflite_model.summary(tflite_model.load(model)), _render_inspect)
 
 
+# -------------------------------------------------------------------------------------- quantize
+def _floats(value: str | None, flag: str) -> tuple[float, ...] | None:
+    if value is None:
+        return None
+    try:
+        return tuple(float(v) for v in value.replace(" ", "").split(","))
+    except ValueError:
+        raise click.BadParameter(f"expected one number or R,G,B, got {value!r}", param_hint=flag) from None
+
+
+def _size(value: str | None) -> tuple[int, int] | None:
+    if value is None:
+        return None
+    parts = value.lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise click.BadParameter(f"expected WIDTHxHEIGHT such as 224x224, got {value!r}", param_hint="--input-size")
+    return int(parts[0]), int(parts[1])
+
+
+def _render_quantize(d: dict[str, Any]) -> str:
+    src, io = d["source"], d["io"]
+    def q(t: dict[str, Any]) -> str:
+        return f"{t['dtype']} {'x'.join(map(str, t['shape']))} scale={t['scale']:.6g} zero_point={t['zero_point']}"
+    cal = d["calibration"]
+    lines = [
+        f"{d['output']}: full-int8, {d['size_bytes']:,} bytes (source {src['format']}, {src['size_bytes']:,} bytes)",
+        f"Preprocessing: {d['preprocess']['description']} (from {d['preprocess']['origin']})",
+        f"Calibration: {cal['samples']} samples from {cal['source']} ({cal['kind']}"
+        + (f", {cal['classes']} classes" if cal["classes"] else "") + f"), {cal['holdout_samples']} held back",
+        f"Input:  {q(io['input'])}",
+        f"Output: {q(io['output'])}",
+        "Ops: " + ", ".join(f"{h['count']}x {h['name']} v{h['version']}" for h in d["op_histogram"]),
+        "Edge TPU checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16, "
+        "per-tensor Dense weights: passed" + ("" if d["remedy"] == d["remedies_tried"][0] else f" (with {d['remedy']})"),
+    ]
+    v = d["verification"]
+    if v:
+        lines.append(f"Verification: top-1 agreement {v['top1_agreement']:.1%} on {v['samples']} "
+                     f"{'held-back' if v['held_back'] else 'calibration'} samples, mean |score diff| "
+                     f"{v['mean_abs_diff']:.4f} (minimum {v['min_agreement']:g})")
+    else:
+        lines.append("Verification: skipped (--no-verify)")
+    lines.append(f"Record: {d['record']} and metadata 'edgekit' inside the model"
+                 + (f" ({d['labels']} labels)" if d["labels"] else ""))
+    return "\n".join(lines)
+
+
+@command
+@click.argument("model", type=click.Path())
+@click.option("--calib", help="Calibration data: an image folder (flat or one subfolder per class), .npy, .npz, "
+              "TFRecord file(s), or 'random' (plumbing tests only). Default: the data recorded beside the model.")
+@click.option("--samples", default=300, show_default=True, type=click.IntRange(min=1),
+              help="Calibration samples (seeded, balanced across classes).")
+@click.option("--seed", default=0, show_default=True, type=int, help="Seed for drawing the samples.")
+@click.option("--tfrecord-key", default="image/encoded", show_default=True,
+              help="Feature holding the encoded image in TFRecord examples.")
+@click.option("--arch", help="For weights-only files: module.py:function or package.module:function that builds the model.")
+@click.option("--custom-objects", type=click.Path(dir_okay=False),
+              help="A .py file defining the model's custom layers/functions.")
+@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file).")
+@click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]),
+              help="Input scaling the model was trained with (default: from the model or its record, else 0..1).")
+@click.option("--mean", default=None, help="Mean subtracted from 0..255 pixels (one value or R,G,B); overrides --scaling.")
+@click.option("--std", default=None, help="Std dividing the pixels after the mean (one value or R,G,B).")
+@click.option("--resize", type=click.Choice(["lanczos", "bilinear", "bicubic", "nearest", "box", "hamming"]),
+              help="Resize filter (default lanczos).")
+@click.option("--channels", type=click.Choice(["RGB", "BGR", "L"]), help="Channel order (default RGB, L for 1 channel).")
+@click.option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size.")
+@click.option("--io", "io_type", type=click.Choice(["uint8", "int8"]), default="uint8", show_default=True,
+              help="Input/output tensor type.")
+@click.option("--labels", type=click.Path(dir_okay=False), help="Labels file to record with the model.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Output .tflite (default <stem>_int8.tflite beside the input).")
+@click.option("--min-agreement", default=0.9, show_default=True, type=click.FloatRange(0.0, 1.0),
+              help="Fail (exit 6, output kept) when int8 top-1 agrees with float on fewer held-back samples.")
+@click.option("--no-verify", is_flag=True, help="Skip comparing the int8 model with the float model.")
+@click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output.")
+@json_option
+@quiet_option
+def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_key: str, arch: str | None,
+             custom_objects: str | None, trust_model: bool, scaling: str | None, mean: str | None, std: str | None,
+             resize: str | None, channels: str | None, input_size: str | None, io_type: str, labels: str | None,
+             output: str | None, min_agreement: float, no_verify: bool, verbose: bool, as_json: bool,
+             quiet: bool) -> None:
+    """Quantize a Keras model (.keras, .h5, weights + --arch, SavedModel) to a verified full-int8 .tflite.
+
+    Exit codes: 0 ok, 2 usage, 3 bad input, 4 TensorFlow missing, 5 conversion failed,
+    6 verification failed (output kept).
+    """
+    from edgekit.converters.quantize import QuantizeOptions, quantize as run_quantize
+
+    opts = QuantizeOptions(model=model, output=output, calib=calib, samples=samples, seed=seed,
+                           tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects,
+                           trust_model=trust_model, scaling=scaling, mean=_floats(mean, "--mean"),
+                           std=_floats(std, "--std"), resize=resize, channels=channels, input_size=_size(input_size),
+                           io=io_type, labels=labels, min_agreement=min_agreement, verify=not no_verify,
+                           verbose=verbose, show_progress=not quiet,
+                           on_warning=lambda w: click.echo(f"warning: {w}", err=True))
+    result = run_quantize(opts)
+    emit(as_json, result.summary, _render_quantize)
+
+
 # -------------------------------------------------------------------------------------- classify
 def _render_classify(d: dict[str, Any]) -> str:
     first = "" if d["first_inference_ms"] is None else f", first inference {d['first_inference_ms']:.1f} ms"

@@ -47,3 +47,38 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         for marker, (available, reason) in reasons.items():
             if marker in item.keywords and not available:
                 item.add_marker(pytest.mark.skip(reason=reason))
+
+
+# ------------------------------------------------------------------ the digits CNN (needs TensorFlow)
+# Built once per session and shared: scikit-learn's digits as 32x32 RGB PNGs in class folders
+# (train/ and test/), the small CNN trained on train/ and saved as .h5 with its record, and its
+# full-int8 quantization by `edgekit quantize` (library call, calibrated on train/).
+@pytest.fixture(scope="session")
+def digits_folders(tmp_path_factory):
+    from edgekit.training import digits
+
+    return digits.write_digits(tmp_path_factory.mktemp("digits"))
+
+
+@pytest.fixture(scope="session")
+def digits_keras(digits_folders, tmp_path_factory):
+    """SimpleNamespace(model, path (.h5 with a record beside it), test_accuracy)."""
+    from types import SimpleNamespace
+
+    from edgekit.converters.tf_quiet import import_tensorflow, silenced
+    from edgekit.training import digits
+
+    import_tensorflow()
+    with silenced():
+        model, stats = digits.train(digits_folders)
+        path = digits.save(model, tmp_path_factory.mktemp("digits_model") / "digits.h5", digits_folders)
+    return SimpleNamespace(model=model, path=path, test_accuracy=stats["test_accuracy"])
+
+
+@pytest.fixture(scope="session")
+def digits_int8(digits_keras, digits_folders):
+    """The QuantizeResult of quantizing digits.h5 (output digits_int8.tflite beside it)."""
+    from edgekit.converters.quantize import QuantizeOptions, quantize
+
+    return quantize(QuantizeOptions(model=str(digits_keras.path), calib=str(digits_folders.train),
+                                    show_progress=False))

@@ -1,0 +1,279 @@
+"""Calibration data for full-integer quantization: real inputs, preprocessed like inference will be.
+
+Sources: a folder of images (flat, or one subfolder per class), a ``.npy``/``.npz`` array, TFRecord
+files with an encoded-image feature (the Cloud TPU format), or ``random`` (noise, for plumbing
+tests only). Every image goes through :func:`edgekit.preprocess.to_float`, the same function
+``classify`` uses, because a calibration set preprocessed differently from inference is the most
+common cause of int8 accuracy loss. Samples are drawn seeded and balanced across classes; a second,
+disjoint draw is held back to verify the int8 model against the float one.
+"""
+
+from __future__ import annotations
+
+import glob
+import io
+import os
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Iterator, Sequence, TypeVar
+
+import numpy as np
+
+from edgekit.errors import InputError, UsageError
+from edgekit.preprocess import PreprocessSpec, open_image, to_float
+
+IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
+TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record")
+DEFAULT_SAMPLES = 300
+DEFAULT_HOLDOUT = 100
+MIN_RECOMMENDED = 100
+DEFAULT_TFRECORD_KEY = "image/encoded"
+TFRECORD_LABEL_KEYS = ("image/class/label", "label")
+MAX_TFRECORD_SCAN = 5000
+RANDOM_WARNING = ("CALIBRATING ON RANDOM NOISE: the int8 model's accuracy is meaningless. "
+                  "Use --calib random only to test the plumbing; pass real images with --calib for a usable model.")
+CALIB_EXAMPLE = "--calib path/to/images/  (a folder of training images, flat or one subfolder per class; also .npy, .npz, .tfrecord)"
+
+T = TypeVar("T")
+
+
+@dataclass
+class CalibrationData:
+    """Preprocessed float32 batches: ``calib`` feeds the converter, ``holdout`` the verification."""
+
+    calib: np.ndarray
+    holdout: np.ndarray
+    kind: str                      # images | npy | npz | tfrecord | random
+    source: str
+    classes: list[str] | None = None
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    def summary(self) -> dict[str, Any]:
+        return {"source": self.source, "kind": self.kind, "samples": int(len(self.calib)),
+                "holdout_samples": int(len(self.holdout)), "classes": len(self.classes) if self.classes else None,
+                "random": self.kind == "random"}
+
+
+# ------------------------------------------------------------------------------------------ progress
+def progress(items: Sequence[T] | Iterable[T], length: int, label: str, stream: IO[str] | None,
+             enabled: bool = True) -> Iterator[T]:
+    """Iterate with a progress bar on ``stream`` (stderr) when enabled and it is a terminal."""
+    stream = stream or sys.stderr
+    if not enabled or not getattr(stream, "isatty", lambda: False)():
+        yield from items
+        return
+    import click
+
+    with click.progressbar(items, length=length, label=label, file=stream) as bar:
+        yield from bar
+
+
+# ------------------------------------------------------------------------------------------ sampling
+def split_balanced(groups: Sequence[Sequence[T]], samples: int, holdout: int,
+                   seed: int) -> tuple[list[T], list[T]]:
+    """Draw disjoint calibration and held-back lists, seeded, round-robin over the groups (classes).
+
+    When there is not enough for both, a quarter of the pool (at most ``holdout``) is held back.
+    """
+    rng = np.random.default_rng(seed)
+    shuffled = [[g[i] for i in rng.permutation(len(g))] for g in groups if len(g)]
+    total = sum(len(g) for g in shuffled)
+    if total >= samples + holdout:
+        n_hold = holdout
+    else:
+        n_hold = min(holdout, total // 4)
+    n_cal = min(samples, total - n_hold)
+    order: list[T] = []
+    depth = 0
+    while len(order) < n_cal + n_hold:
+        for g in shuffled:
+            if depth < len(g):
+                order.append(g[depth])
+        depth += 1
+    order = order[:n_cal + n_hold]
+    return order[:n_cal], order[n_cal:]
+
+
+# ------------------------------------------------------------------------------------------ sources
+def list_images(folder: Path) -> tuple[list[list[Path]], list[str] | None]:
+    """Image files grouped by class subfolder (``None`` classes for a flat folder)."""
+    def images_in(d: Path) -> list[Path]:
+        return sorted(f for f in d.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
+
+    subdirs = sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
+    groups = [(d.name, images_in(d)) for d in subdirs]
+    groups = [(n, files) for n, files in groups if files]
+    flat = images_in(folder)
+    if groups and not flat:
+        return [files for _, files in groups], [n for n, _ in groups]
+    if flat:
+        return [flat], None
+    raise InputError(f"--calib {folder}: no images found (looked for {', '.join(sorted(IMAGE_SUFFIXES))}, "
+                     "flat or one subfolder per class)")
+
+
+def _tfrecord_files(source: str) -> list[str]:
+    p = Path(source)
+    if p.is_dir():
+        files = sorted(str(f) for f in p.iterdir() if f.suffix.lower() in TFRECORD_SUFFIXES)
+    elif any(ch in source for ch in "*?["):
+        files = sorted(glob.glob(source))
+    else:
+        files = [source] if p.is_file() else []
+    if not files:
+        raise InputError(f"--calib {source}: no TFRecord files found")
+    return files
+
+
+def _is_tfrecord(source: str) -> bool:
+    name = source.lower()
+    if name.endswith(TFRECORD_SUFFIXES) or ".tfrecord" in name:
+        return True
+    p = Path(source)
+    return p.is_dir() and any(f.suffix.lower() in TFRECORD_SUFFIXES for f in p.iterdir()) and not any(
+        f.suffix.lower() in IMAGE_SUFFIXES or f.is_dir() for f in p.iterdir())
+
+
+def _read_tfrecords(source: str, key: str) -> tuple[list[list[bytes]], list[str] | None, list[str]]:
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    tf = import_tensorflow()
+    files = _tfrecord_files(source)
+    by_label: dict[Any, list[bytes]] = {}
+    notes: list[str] = []
+    count = 0
+    try:
+        for raw in tf.data.TFRecordDataset(files):
+            example = tf.train.Example.FromString(raw.numpy())
+            feats = example.features.feature
+            if key not in feats or not feats[key].bytes_list.value:
+                present = ", ".join(sorted(feats)) or "none"
+                raise InputError(f"--calib {source}: TFRecord example has no encoded image under {key!r} "
+                                 f"(features present: {present})", "name the feature with --tfrecord-key KEY")
+            label = None
+            for lk in TFRECORD_LABEL_KEYS:
+                if lk in feats and feats[lk].int64_list.value:
+                    label = int(feats[lk].int64_list.value[0])
+                    break
+            by_label.setdefault(label, []).append(bytes(feats[key].bytes_list.value[0]))
+            count += 1
+            if count >= MAX_TFRECORD_SCAN:
+                notes.append(f"sampled from the first {MAX_TFRECORD_SCAN} records")
+                break
+    except InputError:
+        raise
+    except Exception as exc:  # DataLossError for corrupt files, DecodeError for non-Example records
+        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"--calib {source}: cannot read TFRecord: {first}") from None
+    labels = sorted(by_label, key=lambda v: (v is None, v))
+    classes = [str(v) for v in labels] if len(labels) > 1 and None not in by_label else None
+    return [by_label[v] for v in labels], classes, notes
+
+
+def _read_array(source: Path) -> tuple[np.ndarray, np.ndarray | None]:
+    try:
+        if source.suffix.lower() == ".npy":
+            return np.load(source, allow_pickle=False), None
+        with np.load(source, allow_pickle=False) as z:
+            names = list(z.files)
+            xkey = next((k for k in ("x", "images", "x_train", "data", "x_calib") if k in names), None)
+            xkey = xkey or next((k for k in names if z[k].ndim >= 3), None)
+            if xkey is None:
+                raise InputError(f"--calib {source}: no image array in the .npz (arrays: {', '.join(names)})",
+                                 "store the images as an (N, H, W, C) array named 'x'")
+            ykey = next((k for k in ("y", "labels", "y_train") if k in names), None)
+            return z[xkey], (z[ykey] if ykey else None)
+    except InputError:
+        raise
+    except (OSError, ValueError, EOFError) as exc:
+        raise InputError(f"--calib {source}: cannot read the array ({exc})") from None
+
+
+# ------------------------------------------------------------------------------------------ main
+def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, holdout: int = DEFAULT_HOLDOUT,
+         seed: int = 0, tfrecord_key: str = DEFAULT_TFRECORD_KEY, stream: IO[str] | None = None,
+         show_progress: bool = True) -> CalibrationData:
+    """Read, sample and preprocess calibration data from ``source`` (see the module docstring)."""
+    if samples < 1:
+        raise UsageError("--samples must be at least 1")
+    h, w, c = spec.height, spec.width, spec.num_channels
+    if source == "random":
+        rng = np.random.default_rng(seed)
+        pixels = rng.integers(0, 256, (samples + holdout, h, w, 3 if c == 3 else 1), dtype=np.uint8)
+        items = [to_float(px if c == 3 else px[..., 0], spec) for px in pixels]
+        held = np.stack(items[samples:]) if holdout else np.zeros((0, h, w, c), np.float32)
+        return CalibrationData(np.stack(items[:samples]), held, "random", "random", warnings=[RANDOM_WARNING])
+
+    path = Path(source)
+    decode: Callable[[Any], np.ndarray]
+    notes: list[str] = []
+    if _is_tfrecord(source):
+        groups, classes, notes = _read_tfrecords(source, tfrecord_key)
+        kind = "tfrecord"
+
+        def decode(b: bytes) -> np.ndarray:
+            try:
+                return to_float(open_image(io.BytesIO(b)), spec)
+            except InputError as exc:
+                raise InputError(f"--calib {source}: a record's {tfrecord_key!r} is not a readable image "
+                                 f"({exc.message.split(': ', 1)[-1]})") from None
+    elif path.is_dir():
+        groups, classes = list_images(path)
+        kind = "images"
+
+        def decode(f: Path) -> np.ndarray:
+            return to_float(open_image(f), spec)
+    elif path.suffix.lower() in (".npy", ".npz") and path.is_file():
+        x, y = _read_array(path)
+        kind = path.suffix.lower()[1:]
+        if x.ndim not in (3, 4) or len(x) == 0:
+            raise InputError(f"--calib {source}: expected an (N, H, W, C) image array, got shape {x.shape}")
+        if x.dtype == np.uint8:
+            def decode(i: int) -> np.ndarray:
+                return to_float(x[i] if x[i].ndim == 2 or x[i].shape[-1] != 1 else x[i][..., 0], spec)
+        elif x.dtype.kind == "f":
+            if tuple(x.shape[1:]) != (h, w, c):
+                raise InputError(f"--calib {source}: float array of shape {tuple(x.shape[1:])} per sample, "
+                                 f"but the model takes {(h, w, c)}",
+                                 "store uint8 images (edgekit preprocesses them) or already-preprocessed inputs of the model's shape")
+            notes.append("float array used as model inputs as is (no preprocessing applied)")
+
+            def decode(i: int) -> np.ndarray:
+                return x[i].astype(np.float32)
+        else:
+            raise InputError(f"--calib {source}: array dtype {x.dtype} is neither uint8 images nor float inputs")
+        if y is not None and len(y) == len(x):
+            labels = np.asarray(y).reshape(len(y), -1).argmax(1) if np.asarray(y).ndim > 1 else np.asarray(y)
+            values = sorted(set(labels.tolist()))
+            groups = [[i for i in range(len(x)) if labels[i] == v] for v in values]
+            classes = [str(v) for v in values]
+        else:
+            groups, classes = [list(range(len(x)))], None
+    elif not path.exists():
+        raise InputError(f"--calib {source}: no such file or folder", f"example: {CALIB_EXAMPLE}")
+    else:
+        raise InputError(f"--calib {source}: unsupported calibration source",
+                         f"example: {CALIB_EXAMPLE}")
+
+    chosen, held = split_balanced(groups, samples, holdout, seed)
+    tensors = [decode(item) for item in progress(chosen + held, len(chosen) + len(held),
+                                                 "Reading calibration data", stream, show_progress)]
+    empty = np.zeros((0, h, w, c), np.float32)
+    data = CalibrationData(np.stack(tensors[:len(chosen)]).astype(np.float32),
+                           np.stack(tensors[len(chosen):]).astype(np.float32) if held else empty,
+                           kind, source, classes, notes=notes)
+    if len(chosen) < MIN_RECOMMENDED:
+        data.warnings.append(f"only {len(chosen)} calibration samples (fewer than {MIN_RECOMMENDED}): "
+                             "int8 ranges may be poorly estimated; give more data or a larger --samples")
+    if not held:
+        data.notes.append("too little data to hold any back: verification uses the calibration samples")
+    return data
+
+
+def describe_missing(model_path: str) -> UsageError:
+    """The refusal when no calibration data was given and none is recorded beside the model."""
+    return UsageError(f"no calibration data for {os.path.basename(model_path)}: full-int8 quantization needs "
+                      "real inputs to measure activation ranges",
+                      f"pass {CALIB_EXAMPLE}; `--calib random` only to test the plumbing")

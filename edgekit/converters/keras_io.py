@@ -1,0 +1,298 @@
+"""Load a Keras image classifier from any format Keras has had, ready for a batch-1 conversion.
+
+Formats: Keras 3 ``.keras``; legacy ``.h5`` full models (Keras 2 tf.keras/tf_keras or Keras 3);
+weights-only ``.h5``/``.weights.h5`` plus an architecture function (``--arch``, the Colab pattern of
+``tpu_model.save_weights`` and a ``create_model()`` rebuilt on the CPU); SavedModel directories
+(Keras 2 ``model.save``, Keras 3 ``model.export``). A model built under a distribution strategy
+loads on a plain CPU because nothing here enters a strategy scope.
+
+Keras safe mode stays on unless the user passes ``--trust-model``: a Lambda layer stores Python
+code in the file, and loading it would run that code.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import inspect
+import re
+import sys
+import tempfile
+import zipfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from edgekit.converters.tf_quiet import import_tensorflow, silenced
+from edgekit.errors import ConversionError, InputError, UsageError
+
+KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
+_SCALING_LAYERS = ("Rescaling", "Normalization")
+
+
+@dataclass
+class LoadedModel:
+    """A float model that maps a float32 (N, H, W, C) batch to class scores."""
+
+    path: Path
+    format: str                                   # keras | h5 | weights+arch | savedmodel
+    input_shape: tuple[int | None, int | None, int]  # (height, width, channels)
+    call: Callable[[Any], Any]                    # tf-traceable: float32 batch tensor -> scores tensor
+    raw_pixel_input: bool | None = None           # a Rescaling/Normalization layer at the input (None: unknown)
+    keras_model: Any = None
+    notes: list[str] = field(default_factory=list)
+
+    def concrete_function(self, height: int, width: int) -> Any:
+        """A concrete function with a static batch-1 input: the converter then writes static shapes."""
+        tf = import_tensorflow()
+        spec = tf.TensorSpec([1, height, width, self.input_shape[2]], tf.float32, name="input")
+        return tf.function(self.call).get_concrete_function(spec)
+
+    def predict(self, x: np.ndarray, batch_size: int = 64) -> np.ndarray:
+        """Float scores for a preprocessed float32 batch."""
+        tf = import_tensorflow()
+        fn = getattr(self, "_predict_fn", None)
+        if fn is None:
+            fn = self._predict_fn = tf.function(self.call)
+        outs = [np.asarray(fn(tf.constant(x[i:i + batch_size], tf.float32)))
+                for i in range(0, len(x), batch_size)]
+        return np.concatenate(outs).reshape(len(x), -1)
+
+
+def default_output_stem(path: str | Path) -> str:
+    """``model.h5`` → ``model``, ``model.weights.h5`` → ``model``, ``saved_model_dir/`` → ``saved_model_dir``."""
+    p = Path(path)
+    name = p.name if p.is_dir() else p.stem
+    return name.removesuffix(".weights")
+
+
+def load(path: str | Path, arch: str | None = None, custom_objects: str | None = None,
+         trust_model: bool = False, verbose: bool = False) -> LoadedModel:
+    """Load a Keras model or SavedModel from ``path`` (see the module docstring for formats)."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"no such file or directory: {p}", "check the model path")
+    if p.is_dir():
+        if not (p / "saved_model.pb").is_file() and not (p / "saved_model.pbtxt").is_file():
+            raise InputError(f"{p} is a directory but not a SavedModel (no saved_model.pb in it)",
+                             "pass a .keras or .h5 file, or a SavedModel directory")
+        if arch:
+            raise UsageError("--arch applies to weights-only .h5 files, not to a SavedModel directory")
+        return _load_saved_model(p, verbose)
+    suffix = p.suffix.lower()
+    if suffix == ".tflite":
+        raise InputError(f"{p} is already a TFLite model", "use `edgekit inspect` or `edgekit check` on it")
+    if suffix not in KERAS_SUFFIXES:
+        raise InputError(f"{p}: unsupported model format {suffix or '(no suffix)'!r}",
+                         "pass a Keras .keras or .h5 file, a weights-only .h5 with --arch, or a SavedModel directory")
+    kind = _sniff(p)
+    extra = _custom_objects(custom_objects) if custom_objects else {}
+    if kind == "weights":
+        if not arch:
+            raise UsageError(f"{p} holds only weights (no architecture)",
+                             "pass the function that builds the model: --arch model_def.py:create_model "
+                             "or --arch package.module:create_model")
+        model = _build_arch(arch, verbose)
+        _load_weights(model, p, verbose)
+        return _from_keras(p, "weights+arch", model)
+    if arch:
+        raise UsageError(f"{p} is a full model (it has its architecture); --arch is only for weights-only files")
+    model = _load_full(p, extra, trust_model, verbose)
+    return _from_keras(p, "keras" if kind == "keras" else "h5", model)
+
+
+# ------------------------------------------------------------------------------------------ sniffing
+def _sniff(p: Path) -> str:
+    """keras (a .keras zip with a config) | full (HDF5 with model_config) | weights (HDF5 without)."""
+    if p.suffix.lower() == ".keras":
+        if not zipfile.is_zipfile(p):
+            raise InputError(f"{p}: not a valid .keras file (not a zip archive; damaged or truncated?)")
+        with zipfile.ZipFile(p) as z:
+            names = set(z.namelist())
+        if "config.json" not in names:
+            raise InputError(f"{p}: not a valid .keras file (no config.json inside)")
+        return "keras"
+    import h5py
+
+    try:
+        with h5py.File(p, "r") as f:
+            return "full" if "model_config" in f.attrs else "weights"
+    except OSError as exc:
+        raise InputError(f"{p}: not a valid HDF5 file ({exc}; damaged or truncated?)") from None
+
+
+def _custom_objects(module_path: str) -> dict[str, Any]:
+    """Classes and functions a user module defines (or its CUSTOM_OBJECTS dict), for deserialization."""
+    module = _import_user_module(module_path, "--custom-objects")
+    explicit = getattr(module, "CUSTOM_OBJECTS", None)
+    if isinstance(explicit, dict):
+        return dict(explicit)
+    return {name: obj for name, obj in vars(module).items()
+            if (inspect.isclass(obj) or inspect.isfunction(obj)) and getattr(obj, "__module__", None) == module.__name__}
+
+
+def _import_user_module(spec: str, flag: str) -> Any:
+    """Import ``file.py`` or ``package.module`` (the current directory is importable)."""
+    try:
+        if spec.endswith(".py"):
+            file = Path(spec)
+            if not file.is_file():
+                raise InputError(f"{flag}: no such file {file}")
+            sys.path.insert(0, str(file.resolve().parent))
+            name = f"_edgekit_user_{file.stem}"
+            mod_spec = importlib.util.spec_from_file_location(name, file)
+            module = importlib.util.module_from_spec(mod_spec)
+            sys.modules[name] = module
+            mod_spec.loader.exec_module(module)
+            return module
+        if "." not in sys.path and "" not in sys.path:
+            sys.path.insert(0, "")
+        return importlib.import_module(spec)
+    except InputError:
+        raise
+    except ModuleNotFoundError as exc:
+        raise InputError(f"{flag}: cannot import {spec!r} ({exc})",
+                         "give a path to a .py file or an importable package.module") from None
+    except Exception as exc:  # the user's code failed while importing
+        raise InputError(f"{flag}: importing {spec!r} failed: {type(exc).__name__}: {exc}") from None
+
+
+def _build_arch(arch: str, verbose: bool) -> Any:
+    if ":" not in arch:
+        raise UsageError(f"--arch {arch!r} does not name a function",
+                         "use --arch model_def.py:create_model or --arch package.module:create_model")
+    where, func_name = arch.rsplit(":", 1)
+    import_tensorflow(verbose)
+    module = _import_user_module(where, "--arch")
+    fn = getattr(module, func_name, None)
+    if not callable(fn):
+        raise UsageError(f"--arch: {where} has no function {func_name!r}")
+    try:
+        with silenced(verbose):
+            model = fn()
+    except Exception as exc:
+        raise InputError(f"--arch: {arch}() failed: {type(exc).__name__}: {exc}") from None
+    if not hasattr(model, "load_weights") or not hasattr(model, "inputs"):
+        raise UsageError(f"--arch: {arch}() returned {type(model).__name__}, not a Keras model")
+    return model
+
+
+def _mismatch_layer(message: str) -> str | None:
+    for pattern in (r"object <\w+ name=([^,>\s]+)", r"named ([\w./-]+)", r"[Ll]ayer ['\"]([^'\"]+)['\"]",
+                    r"Variable path=([\w-]+)/"):
+        m = re.search(pattern, message)
+        if m:
+            return m.group(1)
+    return None
+
+
+def _load_weights(model: Any, p: Path, verbose: bool) -> None:
+    import h5py
+
+    with h5py.File(p, "r") as f:
+        legacy = "layer_names" in f.attrs  # the Keras 2 (and Keras 3 legacy) layout
+    target = p
+    with tempfile.TemporaryDirectory() as tmp:
+        # Keras 3 picks its reader by name: `.weights.h5` means the new layout, other `.h5` the legacy one.
+        if legacy and p.name.endswith(".weights.h5"):
+            target = Path(tmp) / "weights.h5"
+            target.symlink_to(p.resolve())
+        elif not legacy and not p.name.endswith(".weights.h5"):
+            target = Path(tmp) / "model.weights.h5"
+            target.symlink_to(p.resolve())
+        try:
+            with silenced(verbose):
+                model.load_weights(str(target))
+        except (ValueError, KeyError, TypeError) as exc:
+            layer = _mismatch_layer(str(exc))
+            where = f" at layer {layer!r}" if layer else ""
+            first = str(exc).strip().splitlines()[0][:200]
+            raise InputError(f"{p}: the weights do not fit the --arch model{where}: {first}",
+                             "--arch must build exactly the architecture the weights were saved from") from None
+
+
+def _load_full(p: Path, custom: dict[str, Any], trust_model: bool, verbose: bool) -> Any:
+    import_tensorflow(verbose)
+    import keras
+
+    try:
+        with silenced(verbose):
+            return keras.models.load_model(str(p), compile=False, safe_mode=not trust_model,
+                                           custom_objects=custom or None)
+    except Exception as exc:  # Keras raises ValueError/TypeError/KeyError/OSError for all of these
+        text = str(exc)
+        if "Lambda" in text and "safe_mode" in text:
+            raise InputError(f"{p} contains a Lambda layer: loading it would run Python code stored in the file",
+                             "only if you trust where the file came from, pass --trust-model") from None
+        m = re.search(r"(?:Could not locate (?:class|function)|Unknown (?:layer|object|class)):? ['\"]?([\w.]+)", text)
+        if m:
+            raise InputError(f"{p} needs the custom class or function {m.group(1)!r} to load",
+                             "pass the module that defines it: --custom-objects my_layers.py") from None
+        first = text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
+        raise InputError(f"{p}: Keras could not load the model: {first}") from None
+
+
+# ------------------------------------------------------------------------------------------ wrapping
+def _input_shape(shape: Any, p: Path) -> tuple[int | None, int | None, int]:
+    dims = list(shape)
+    if len(dims) != 4 or dims[-1] not in (1, 3):
+        raise ConversionError(f"{p}: input shape {tuple(dims)} is not an image batch (N, H, W, 1 or 3)",
+                              "edgekit quantize handles image classifiers with one HxWx1 or HxWx3 input")
+    h, w, c = (None if d is None else int(d) for d in dims[1:])
+    return h, w, int(c)
+
+
+def _has_scaling_layer(model: Any) -> bool:
+    """True when the first layer after the input rescales or normalizes (so the model takes raw pixels)."""
+    layers = [layer for layer in getattr(model, "layers", []) if type(layer).__name__ != "InputLayer"]
+    if not layers:
+        return False
+    first = layers[0]
+    if type(first).__name__ in _SCALING_LAYERS:
+        return True
+    return hasattr(first, "layers") and _has_scaling_layer(first)
+
+
+def _from_keras(p: Path, fmt: str, model: Any) -> LoadedModel:
+    inputs = getattr(model, "inputs", None) or []
+    if len(inputs) != 1:
+        raise ConversionError(f"{p}: the model has {len(inputs)} inputs; edgekit quantize handles one image input")
+
+    def call(x: Any) -> Any:
+        out = model(x, training=False)
+        if isinstance(out, dict):
+            out = out[sorted(out)[0]]
+        elif isinstance(out, (list, tuple)):
+            out = out[0]
+        return out
+
+    return LoadedModel(p, fmt, _input_shape(inputs[0].shape, p), call, _has_scaling_layer(model), model)
+
+
+def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
+    tf = import_tensorflow(verbose)
+    try:
+        with silenced(verbose):
+            obj = tf.saved_model.load(str(p))
+    except Exception as exc:
+        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
+        raise InputError(f"{p}: TensorFlow could not load the SavedModel: {first}") from None
+    signatures = dict(getattr(obj, "signatures", {}) or {})
+    if not signatures:
+        raise InputError(f"{p}: the SavedModel has no serving signature",
+                         "save it with model.export(dir) (Keras 3) or model.save(dir) (Keras 2)")
+    sig = signatures.get("serving_default") or signatures[sorted(signatures)[0]]
+    specs = sig.structured_input_signature[1]
+    if len(specs) != 1:
+        raise ConversionError(f"{p}: the serving signature has {len(specs)} inputs; edgekit quantize handles one image input")
+    (name, spec), = specs.items()
+
+    def call(x: Any) -> Any:
+        out = sig(**{name: x})
+        return out[sorted(out)[0]] if isinstance(out, dict) else out
+
+    loaded = LoadedModel(p, "savedmodel", _input_shape(spec.shape, p), call, None)
+    loaded._saved_model = obj  # keep the variables alive while the functions are used
+    return loaded

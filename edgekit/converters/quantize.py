@@ -1,0 +1,407 @@
+"""``edgekit quantize``: a Keras model → a verified full-int8 .tflite the Edge TPU compiler accepts.
+
+Steps: load the model (:mod:`keras_io`), settle the preprocessing spec (recorded → model → flags),
+read calibration data through that spec (:mod:`calibration`), convert with TFLITE_BUILTINS_INT8,
+uint8 (or int8) I/O, a static batch-1 input and per-tensor Dense weights, then check the result
+the way edgetpu_compiler 16 will (integer everywhere, static shapes, op versions within its table,
+see :mod:`op_versions`), trying the remedies that work in TensorFlow 2.21 before giving up.
+Finally the int8 model is verified against the float one on held-back samples, and the spec,
+labels, versions and agreement are recorded inside the model (metadata ``edgekit``) and beside it
+(``<stem>.edgekit.json``), so ``classify`` needs no flags.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable
+
+import numpy as np
+
+from edgekit import __version__, model_record, tflite_model
+from edgekit.converters import calibration, keras_io
+from edgekit.converters.tf_quiet import import_tensorflow, silenced
+from edgekit.errors import ConversionError, InputError, UsageError, VerificationError
+from edgekit.fileio import refuse_overwriting_input, write_bytes_atomic
+from edgekit.preprocess import PreprocessSpec, dequantize, quantize as quantize_tensor
+
+DEFAULT_MIN_AGREEMENT = 0.9
+IO_TYPES = ("uint8", "int8")
+# Converter settings tried in order when the output fails a check. The old (TOCO) converter would
+# be the classic remedy, but it is gone in TF 2.21 (experimental_new_converter=False raises).
+REMEDIES: list[tuple[str, dict[str, Any]]] = [
+    ("per-tensor Dense weights", {}),
+    ("per-tensor weights for every layer", {"_experimental_disable_per_channel": True}),
+    ("the legacy calibration quantizer", {"experimental_new_quantizer": False}),
+]
+
+
+@dataclass
+class QuantizeOptions:
+    """Everything ``edgekit quantize`` takes; defaults match the CLI's."""
+
+    model: str
+    output: str | None = None
+    calib: str | None = None
+    samples: int = calibration.DEFAULT_SAMPLES
+    holdout: int = calibration.DEFAULT_HOLDOUT
+    seed: int = 0
+    tfrecord_key: str = calibration.DEFAULT_TFRECORD_KEY
+    arch: str | None = None
+    custom_objects: str | None = None
+    trust_model: bool = False
+    scaling: str | None = None
+    mean: tuple[float, ...] | None = None
+    std: tuple[float, ...] | None = None
+    resize: str | None = None
+    channels: str | None = None
+    input_size: tuple[int, int] | None = None     # (width, height) for models of any input size
+    io: str = "uint8"
+    labels: str | None = None
+    min_agreement: float = DEFAULT_MIN_AGREEMENT
+    verify: bool = True
+    verbose: bool = False
+    show_progress: bool = True
+    on_warning: Callable[[str], None] | None = None  # called as each warning arises (the CLI prints it)
+
+
+@dataclass
+class EdgeTpuProblem:
+    """One reason edgetpu_compiler 16 would reject (or not fully map) the converted model."""
+
+    kind: str   # float-op | dynamic-shape | op-version | per-channel-dense | io-type
+    op: str | None
+    message: str
+
+
+@dataclass
+class QuantizeResult:
+    output: Path
+    record_path: Path
+    summary: dict[str, Any]
+    warnings: list[str] = field(default_factory=list)
+
+
+# ------------------------------------------------------------------------------------------ spec
+def resolve_spec(loaded: keras_io.LoadedModel, opts: QuantizeOptions,
+                 recorded: PreprocessSpec | None) -> tuple[PreprocessSpec, str, list[str]]:
+    """The preprocessing spec, where it came from (flags/record/model/assumed) and any warnings."""
+    h, w, c = loaded.input_shape
+    warnings: list[str] = []
+    if opts.input_size:
+        if (w and w != opts.input_size[0]) or (h and h != opts.input_size[1]):
+            raise UsageError(f"--input-size {opts.input_size[0]}x{opts.input_size[1]} differs from the model's "
+                             f"fixed input {w}x{h}", "leave --input-size out for this model")
+        w, h = opts.input_size
+    elif not (h and w):
+        if recorded:
+            w, h = recorded.width, recorded.height
+        else:
+            raise UsageError("the model accepts any input size", "choose the size to compile for: --input-size 224x224")
+    if recorded is not None:
+        base_channels, base_resize = recorded.channels, recorded.resize
+        mean, std, origin = recorded.mean, recorded.std, "the record beside the model"
+    else:
+        base_channels, base_resize = ("L" if c == 1 else "RGB"), "lanczos"
+        if loaded.raw_pixel_input:
+            mean, std, origin = (0.0,), (1.0,), "the model: Rescaling/Normalization at its input"
+        else:
+            mean, std, origin = (0.0,), (255.0,), "an assumption"
+    if opts.scaling:
+        named = PreprocessSpec.with_scaling(1, 1, opts.scaling)
+        mean, std, origin = named.mean, named.std, "the flags"
+    if opts.mean is not None or opts.std is not None:
+        mean, std, origin = opts.mean or (0.0,), opts.std or (1.0,), "the flags"
+    elif origin == "an assumption":
+        warnings.append("the model has no Rescaling/Normalization layer at its input and no record says how it "
+                        "was trained: assuming pixels scaled to 0..1 (pass --scaling raw|0..1|-1..1 or --mean/--std)")
+    channels = opts.channels or base_channels
+    if (channels == "L") != (c == 1):
+        raise UsageError(f"--channels {channels} does not fit the model's {c}-channel input",
+                         "use L for 1-channel models, RGB or BGR for 3-channel ones")
+    spec = PreprocessSpec(int(w), int(h), channels, opts.resize or base_resize, tuple(mean), tuple(std))
+    return spec, origin, warnings
+
+
+def read_labels(path: str) -> list[str]:
+    """One label per line, or ``<id> <label>`` / ``<id>: <label>`` lines (ids may skip)."""
+    try:
+        lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()]
+    except FileNotFoundError:
+        raise InputError(f"--labels {path}: no such file") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--labels {path}: cannot read ({exc})") from None
+    while lines and not lines[-1]:
+        lines.pop()
+    pairs = [re.match(r"^(\d+)[:\s]+(.+)$", ln) for ln in lines]
+    if lines and all(pairs):
+        table = {int(m.group(1)): m.group(2).strip() for m in pairs if m}
+        return [table.get(i, str(i)) for i in range(max(table) + 1)]
+    if not lines:
+        raise InputError(f"--labels {path}: the file is empty")
+    return lines
+
+
+# ------------------------------------------------------------------------------------------ conversion
+def convert(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str = "uint8",
+            settings: dict[str, Any] | None = None, stream: IO[str] | None = None, show_progress: bool = True,
+            verbose: bool = False) -> bytes:
+    """Full-integer conversion with a static batch-1 input; raises ConversionError with TF's reason."""
+    tf = import_tensorflow(verbose)
+    dtype = {"uint8": tf.uint8, "int8": tf.int8}[io_type]
+    with silenced(verbose) as (real_err, log):
+        try:
+            cf = loaded.concrete_function(spec.height, spec.width)
+            # from_concrete_functions([cf]) without the trackable: passing the model fails (toolchain.md, 3).
+            conv = tf.lite.TFLiteConverter.from_concrete_functions([cf])
+            conv.optimizations = [tf.lite.Optimize.DEFAULT]
+
+            def representative() -> Any:
+                for x in calibration.progress(calib_x, len(calib_x), "Calibrating", stream or real_err, show_progress):
+                    yield [x[None].astype(np.float32)]
+
+            conv.representative_dataset = representative
+            conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+            conv.inference_input_type = dtype
+            conv.inference_output_type = dtype
+            # TF >= 2.16 quantizes Dense weights per channel; the Edge TPU toolchain expects one scale.
+            conv._experimental_disable_per_channel_quantization_for_dense_layers = True
+            for key, value in (settings or {}).items():
+                setattr(conv, key, value)
+            return bytes(conv.convert())
+        except Exception as exc:
+            error = exc
+    reasons = [ln for ln in str(error).splitlines() if "error" in ln.lower()] or log.error_lines()
+    reason = "; ".join(r.strip() for r in reasons[:3])[:500] or f"{type(error).__name__}: {str(error)[:300]}"
+    raise ConversionError(f"TensorFlow could not convert the model to full int8: {reason}",
+                          "every op must have an int8 kernel (TFLITE_BUILTINS_INT8); rerun with --verbose for "
+                          "TensorFlow's log")
+
+
+def edgetpu_problems(info: tflite_model.ModelInfo, io_type: str) -> list[EdgeTpuProblem]:
+    """The structural checks edgetpu_compiler 16 applies: integer ops, static shapes, op versions."""
+    from edgekit.converters import op_versions
+
+    problems: list[EdgeTpuProblem] = []
+    g = info.main
+    float_kinds = {"float32", "float16", "float64", "bfloat16"}
+    for op in info.ops:
+        dtypes = {t.dtype for i in op.inputs + op.outputs if (t := g.tensor(i)) and not t.is_constant}
+        if dtypes & float_kinds:
+            problems.append(EdgeTpuProblem("float-op", op.name, f"{op.name} (op {op.index}) computes in float"))
+        why = op_versions.version_problem(op.name, op.version)
+        if why:
+            problems.append(EdgeTpuProblem("op-version", op.name, why))
+        if op.name == "FULLY_CONNECTED" and len(op.inputs) > 1:
+            weights = g.tensor(op.inputs[1])
+            if weights is not None and weights.quantization and weights.quantization.per_channel:
+                problems.append(EdgeTpuProblem("per-channel-dense", op.name,
+                                               f"FULLY_CONNECTED (op {op.index}) has per-channel weights"))
+    dynamic = [t for t in g.tensors if t.is_dynamic]
+    if dynamic:
+        problems.append(EdgeTpuProblem("dynamic-shape", None, f"tensor {dynamic[0].name!r} has a dynamic shape "
+                                       f"{list(dynamic[0].shape_signature)}"))
+    for t in info.inputs + info.outputs:
+        if t.dtype != io_type:
+            problems.append(EdgeTpuProblem("io-type", None, f"I/O tensor {t.name!r} is {t.dtype}, not {io_type}"))
+    return problems
+
+
+def convert_checked(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str,
+                    stream: IO[str] | None, show_progress: bool, verbose: bool) -> tuple[bytes, str, list[str]]:
+    """Convert, check, and retry with each remedy until the checks pass: (model, remedy used, tried)."""
+    tried: list[str] = []
+    first_problems: list[EdgeTpuProblem] | None = None
+    for name, settings in REMEDIES:
+        try:
+            data = convert(loaded, calib_x, spec, io_type, settings, stream, show_progress and not tried, verbose)
+        except ConversionError:
+            if not tried:
+                raise
+            tried.append(name)
+            continue
+        tried.append(name)
+        problems = edgetpu_problems(tflite_model.ModelInfo.from_bytes(data), io_type)
+        if not problems:
+            return data, name, tried
+        first_problems = first_problems or problems
+    assert first_problems is not None
+    listed = "; ".join(dict.fromkeys(p.message for p in first_problems))
+    raise ConversionError(f"the int8 model would not pass edgetpu_compiler 16: {listed}",
+                          f"tried {', '.join(tried)}; change or remove the named op in the Keras model "
+                          "(see the README's Edge TPU notes)")
+
+
+# ------------------------------------------------------------------------------------------ verification
+def _interpreter(model: bytes) -> Any:
+    try:
+        from ai_edge_litert.interpreter import Interpreter
+    except ImportError:  # pragma: no cover - platforms without ai-edge-litert
+        import tensorflow as tf
+        Interpreter = tf.lite.Interpreter
+    interp = Interpreter(model_content=model, num_threads=1)
+    interp.allocate_tensors()
+    return interp
+
+
+def run_int8(model: bytes, x: np.ndarray) -> np.ndarray:
+    """Dequantized scores of the int8 model for a float32 batch (already preprocessed), one at a time."""
+    interp = _interpreter(model)
+    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
+    in_scale, in_zp = inp["quantization"]
+    out_scale, out_zp = out["quantization"]
+    scores = []
+    for sample in x:
+        interp.set_tensor(inp["index"], quantize_tensor(sample[None], inp["dtype"].__name__, in_scale, in_zp))
+        interp.invoke()
+        scores.append(dequantize(interp.get_tensor(out["index"]), out_scale, out_zp).reshape(-1))
+    return np.stack(scores) if scores else np.zeros((0, 0), np.float32)
+
+
+def agreement(float_scores: np.ndarray, int8_scores: np.ndarray) -> dict[str, float]:
+    """Top-1 agreement and mean/max absolute score difference between two (N, classes) arrays."""
+    diff = np.abs(float_scores - int8_scores)
+    return {"samples": int(len(float_scores)),
+            "top1_agreement": float(np.mean(float_scores.argmax(1) == int8_scores.argmax(1))),
+            "mean_abs_diff": float(diff.mean()), "max_abs_diff": float(diff.max())}
+
+
+# ------------------------------------------------------------------------------------------ main
+def default_output(model: str | Path) -> Path:
+    p = Path(model)
+    return (p.parent if not p.is_dir() else p.resolve().parent) / f"{keras_io.default_output_stem(p)}_int8.tflite"
+
+
+def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] | None:
+    """A record written beside the Keras model (``edgekit train`` writes ``<stem>.edgekit.json``)."""
+    p = Path(model)
+    candidates = [model_record.sidecar_path(p),
+                  p.with_name(keras_io.default_output_stem(p) + model_record.SIDECAR_SUFFIX)]
+    for c in dict.fromkeys(candidates):
+        if c.is_file() and not p.is_dir():
+            return model_record.ModelRecord.from_json(c.read_bytes(), str(c)), c
+    return None
+
+
+def _io_summary(t: tflite_model.TensorInfo) -> dict[str, Any]:
+    q = t.quantization
+    return {"dtype": t.dtype, "shape": list(t.shape), "scale": q.scale if q else None,
+            "zero_point": q.zero_point if q else None}
+
+
+def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeResult:
+    """Run the whole ``edgekit quantize`` flow (see the module docstring). Raises EdgekitError subclasses."""
+    if opts.io not in IO_TYPES:
+        raise UsageError(f"--io {opts.io!r} is not one of {', '.join(IO_TYPES)}")
+    if not 0.0 <= opts.min_agreement <= 1.0:
+        raise UsageError(f"--min-agreement {opts.min_agreement} is not between 0 and 1")
+    output = Path(opts.output) if opts.output else default_output(opts.model)
+    if Path(opts.model).exists():
+        refuse_overwriting_input(output, opts.model)
+    if output.suffix.lower() != ".tflite":
+        raise UsageError(f"output {output} does not end in .tflite", "choose an output path like -o model_int8.tflite")
+    labels = read_labels(opts.labels) if opts.labels else None
+    found = recorded_beside(opts.model)
+    record, record_file = found if found else (None, None)
+
+    calib_source = opts.calib
+    if calib_source is None:
+        recorded_calib = (record.extra.get("calibration") or {}).get("source") if record else None
+        if not recorded_calib:
+            raise calibration.describe_missing(opts.model)
+        calib_path = Path(recorded_calib)
+        calib_source = str(calib_path if calib_path.is_absolute() else record_file.parent / calib_path)
+
+    loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose)
+    spec, spec_origin, spec_warnings = resolve_spec(loaded, opts, record.preprocess if record else None)
+    warnings: list[str] = []
+
+    def warn(messages: list[str]) -> None:
+        for m in messages:
+            warnings.append(m)
+            if opts.on_warning:
+                opts.on_warning(m)
+
+    warn(spec_warnings)
+    if labels is None and record and record.labels:
+        labels = record.labels
+
+    holdout = opts.holdout if opts.verify else 0
+    data = calibration.load(calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
+                            stream, opts.show_progress)
+    warn(data.warnings)
+
+    model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, stream,
+                                                 opts.show_progress, opts.verbose)
+    info = tflite_model.ModelInfo.from_bytes(model_bytes)
+    n_classes = int(np.prod(info.outputs[0].shape))
+    if labels is not None and len(labels) != n_classes:
+        warn([f"{len(labels)} labels for {n_classes} model outputs"])
+
+    verification = None
+    if opts.verify:
+        sample = data.holdout if len(data.holdout) else data.calib[: calibration.DEFAULT_HOLDOUT]
+        with silenced(opts.verbose):
+            float_scores = loaded.predict(sample)
+            int8_scores = run_int8(model_bytes, sample)
+        verification = {**agreement(float_scores, int8_scores),
+                        "min_agreement": opts.min_agreement,
+                        "held_back": bool(len(data.holdout))}
+        verification["passed"] = verification["top1_agreement"] >= opts.min_agreement
+
+    tf = import_tensorflow()
+    import keras
+
+    rec = model_record.ModelRecord(spec, labels, {
+        "created_by": f"edgekit quantize {__version__}",
+        "source_model": {"name": Path(opts.model).name, "format": loaded.format},
+        "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__},
+        "io": opts.io,
+        "calibration": data.summary(),
+        "verification": verification,
+    })
+    final = _with_record(model_bytes, rec)
+    write_bytes_atomic(output, final)
+    record_path = model_record.sidecar_path(output)
+    write_bytes_atomic(record_path, rec.to_json().encode())
+
+    out_info = tflite_model.ModelInfo.from_bytes(final)
+    src = Path(opts.model)
+    src_size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file()) if src.is_dir() else src.stat().st_size
+    summary = {
+        "output": str(output),
+        "record": str(record_path),
+        "source": {"path": str(src), "format": loaded.format, "size_bytes": src_size},
+        "size_bytes": out_info.size_bytes,
+        "preprocess": {**spec.to_dict(), "origin": spec_origin, "description": spec.describe()},
+        "labels": len(labels) if labels else None,
+        "calibration": {**data.summary(), "notes": data.notes},
+        "io": {"input": _io_summary(out_info.inputs[0]), "output": _io_summary(out_info.outputs[0])},
+        "op_histogram": [{"name": n, "version": v, "count": c}
+                         for (n, v), c in sorted(out_info.op_histogram().items())],
+        "checks": {"full_int8": True, "static_shapes": True, "op_versions_within_compiler": True,
+                   "per_tensor_dense": True},
+        "remedy": remedy,
+        "remedies_tried": tried,
+        "verification": verification,
+        "warnings": warnings,
+    }
+    result = QuantizeResult(output, record_path, summary, warnings)
+    if verification and not verification["passed"]:
+        raise VerificationError(
+            f"int8 model agrees with the float model on {verification['top1_agreement']:.1%} of "
+            f"{verification['samples']} held-back samples (top-1), below --min-agreement "
+            f"{opts.min_agreement:g}; mean |score difference| {verification['mean_abs_diff']:.4f}; "
+            f"output kept at {output}",
+            "check that --calib holds real training images preprocessed like training (see --scaling), "
+            "or lower --min-agreement")
+    return result
+
+
+def _with_record(model: bytes, rec: model_record.ModelRecord) -> bytes:
+    from edgekit.converters.tflite_metadata import set_metadata
+
+    data = set_metadata(model, model_record.METADATA_NAME, rec.to_json().encode())
+    tflite_model.ModelInfo.from_bytes(data)  # must still parse
+    return data

@@ -1,0 +1,188 @@
+"""edgekit quantize on the digits CNN: accuracy, Edge TPU structure, recorded preprocessing, CLI behaviour."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from edgekit import model_record, tflite_model
+from edgekit.cli import cli
+from edgekit.preprocess import open_image, prepare, to_float
+
+pytestmark = pytest.mark.tf
+
+
+@pytest.fixture(scope="module")
+def held_out(digits_folders):
+    from edgekit.training import digits
+
+    return digits.load_folder(digits_folders.test)
+
+
+@pytest.fixture(scope="module")
+def float_top1(digits_keras, held_out):
+    x, _, _ = held_out
+    return digits_keras.model.predict(x, verbose=0).argmax(1)
+
+
+def _interpreter(path):
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_path=str(path), num_threads=1)
+    interp.allocate_tensors()
+    return interp
+
+
+def test_int8_accuracy_within_one_point_of_float(digits_int8, held_out, float_top1):
+    from edgekit.converters.quantize import run_int8
+
+    x, y, _ = held_out
+    float_acc = float(np.mean(float_top1 == y))
+    int8_acc = float(np.mean(run_int8(digits_int8.output.read_bytes(), x).argmax(1) == y))
+    assert float_acc > 0.9, f"the digits CNN did not learn ({float_acc:.1%})"
+    assert abs(float_acc - int8_acc) <= 0.01, (float_acc, int8_acc)
+
+
+def test_output_passes_the_edge_tpu_structural_checks(digits_int8):
+    from edgekit.converters import op_versions
+
+    info = tflite_model.load(digits_int8.output)
+    assert digits_int8.output.name == "digits_int8.tflite"          # default name, beside the input
+    assert info.quantization_state == "full-int8"
+    assert not info.has_dynamic_shapes
+    assert [list(t.shape_signature) for t in info.inputs] == [[1, 32, 32, 3]]
+    assert [t.dtype for t in info.inputs + info.outputs] == ["uint8", "uint8"]
+    assert [(op.name, op.version) for op in info.ops
+            if op_versions.version_problem(op.name, op.version)] == []
+    names = [op.name for op in info.ops]
+    assert "SHAPE" not in names and "STRIDED_SLICE" not in names     # static batch: a single RESHAPE
+    assert "MUL" not in names and "ADD" not in names                 # BatchNorm folded into CONV_2D
+    for op in info.ops:
+        if op.name == "FULLY_CONNECTED":
+            assert not info.tensors[op.inputs[1]].quantization.per_channel
+    assert digits_int8.summary["verification"]["top1_agreement"] >= 0.9
+
+
+def test_record_is_inside_the_model_and_beside_it(digits_int8):
+    from edgekit.training import digits
+
+    info = tflite_model.load(digits_int8.output)
+    inside = model_record.ModelRecord.from_json(info.metadata["edgekit"])
+    beside = model_record.ModelRecord.from_json(model_record.sidecar_path(digits_int8.output).read_text())
+    for rec in (inside, beside):
+        assert rec.preprocess == digits.SPEC
+        assert rec.labels == digits.CLASSES
+        assert rec.extra["verification"]["samples"] == 100
+        assert rec.extra["versions"]["tensorflow"]
+    assert info.metadata["edgekit"].decode() == beside.to_json()
+    _interpreter(digits_int8.output).invoke()   # the edited flatbuffer still loads and runs
+
+
+def test_recorded_preprocessing_reproduces_the_float_model(digits_int8, held_out, float_top1):
+    """What classify does with no flags: prepare() with the recorded spec, then the int8 model."""
+    _, _, paths = held_out
+    info = tflite_model.load(digits_int8.output)
+    rec, _ = model_record.find_record(digits_int8.output, info.metadata)
+    interp = _interpreter(digits_int8.output)
+    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
+    top1 = []
+    for p in paths:
+        interp.set_tensor(inp["index"], prepare(open_image(p), rec.preprocess, "uint8", *inp["quantization"]))
+        interp.invoke()
+        top1.append(int(interp.get_tensor(out["index"]).argmax()))
+    assert np.mean(np.asarray(top1) == float_top1) >= 0.98
+
+
+def test_classify_cli_with_no_preprocessing_flags_agrees(digits_int8, digits_folders, held_out, float_top1):
+    if "classify" not in cli.commands:
+        pytest.skip("edgekit classify is not built yet")
+    _, _, paths = held_out
+    result = CliRunner().invoke(cli, ["classify", *map(str, paths), "-m", str(digits_int8.output),
+                                      "-k", "1", "--json", "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    by_image = {os.path.realpath(r["image"]): int(r["top"][0]["id"]) for r in doc["results"]}
+    top1 = [by_image[os.path.realpath(p)] for p in paths]
+    assert len(top1) == len(paths)
+    assert np.mean(np.asarray(top1) == float_top1) >= 0.98
+
+
+def test_cli_json_is_clean_and_tensorflow_noise_stays_off_the_terminal(digits_keras, digits_folders, tmp_path):
+    out = tmp_path / "q.tflite"
+    proc = subprocess.run([sys.executable, "-m", "edgekit", "quantize", str(digits_keras.path), "--calib",
+                           str(digits_folders.train), "--samples", "60", "-o", str(out), "--json"],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["output"] == str(out) and out.is_file()
+    assert doc["calibration"]["samples"] == 60 and doc["calibration"]["classes"] == 10
+    assert doc["io"]["input"]["dtype"] == "uint8" and doc["verification"]["passed"]
+    assert doc["size_bytes"] < doc["source"]["size_bytes"]
+    # only our own warning (fewer than 100 samples) reaches stderr: no absl/C++/Keras lines
+    assert [ln for ln in proc.stderr.splitlines() if ln.strip()] == [f"warning: {doc['warnings'][0]}"]
+    assert "fewer than 100" in proc.stderr
+
+
+def test_int8_io_option(digits_keras, digits_folders, tmp_path):
+    out = tmp_path / "io8.tflite"
+    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
+                                      "--io", "int8", "-o", str(out), "--quiet"])
+    assert result.exit_code == 0, result.output
+    info = tflite_model.load(out)
+    assert [t.dtype for t in info.inputs + info.outputs] == ["int8", "int8"]
+    assert info.inputs[0].quantization.zero_point == -128
+    assert "QUANTIZE" not in [op.name for op in info.ops]
+    assert "top-1 agreement" in result.stdout
+
+
+def test_no_calibration_data_is_refused_with_the_flag_shown(digits_keras, tmp_path):
+    bare = tmp_path / "model.h5"
+    shutil.copy(digits_keras.path, bare)  # no record beside it
+    result = CliRunner().invoke(cli, ["quantize", str(bare)])
+    assert result.exit_code == 2
+    assert "no calibration data" in result.stderr and "--calib path/to/images/" in result.stderr
+    assert not (tmp_path / "model_int8.tflite").exists()
+
+
+def test_calib_random_warns_loudly(digits_keras, tmp_path):
+    out = tmp_path / "random.tflite"
+    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", "random", "--samples", "20",
+                                      "--no-verify", "-o", str(out)])
+    assert result.exit_code == 0, result.output
+    assert "RANDOM NOISE" in result.stderr and "meaningless" in result.stderr
+    rec = model_record.ModelRecord.from_json(model_record.sidecar_path(out).read_text())
+    assert rec.extra["calibration"]["random"] is True
+
+
+def test_output_never_overwrites_the_input(digits_keras):
+    before = digits_keras.path.read_bytes()
+    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "-o", str(digits_keras.path)])
+    assert result.exit_code == 2 and "would overwrite the input" in result.stderr
+    assert digits_keras.path.read_bytes() == before
+
+
+def test_verification_failure_exits_6_with_the_numbers_and_keeps_the_output(digits_folders, tmp_path):
+    """A model whose class scores differ by less than one uint8 step: int8 loses the decision."""
+    from edgekit.converters.tf_quiet import silenced
+    from edgekit.training import digits
+
+    model = digits.build_cnn(seed=3)
+    last = model.layers[-1]
+    kernel, bias = last.get_weights()
+    last.set_weights([kernel * 1e-3, bias])
+    path = tmp_path / "flat.keras"
+    with silenced():
+        model.save(path)
+    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(digits_folders.train),
+                                      "--scaling", "0..1", "--samples", "100"])
+    assert result.exit_code == 6, result.output
+    assert "held-back samples (top-1), below --min-agreement 0.9" in result.stderr
+    assert "%" in result.stderr and "mean |score difference|" in result.stderr
+    assert (tmp_path / "flat_int8.tflite").is_file() and (tmp_path / "flat_int8.edgekit.json").is_file()
