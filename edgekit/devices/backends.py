@@ -19,7 +19,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import platform
 import re
 import sys
 from dataclasses import dataclass, field
@@ -75,9 +74,19 @@ def parse_device(text: str | None) -> DeviceSpec:
     return DeviceSpec("any", int(any_index))
 
 
+def current_system() -> str:
+    """What ``platform.system()`` says, without importing ``platform`` (it costs start-up time)."""
+    known = {"linux": "Linux", "darwin": "Darwin", "win32": "Windows", "cygwin": "Windows"}
+    if sys.platform in known:
+        return known[sys.platform]
+    import platform
+
+    return platform.system()
+
+
 def edgetpu_library(system: str | None = None) -> str:
-    """The file name of the Edge TPU delegate library on this OS (``platform.system()`` by default)."""
-    system = system or platform.system()
+    """The file name of the Edge TPU delegate library on this OS (the running one by default)."""
+    system = system or current_system()
     try:
         return EDGETPU_LIBRARIES[system]
     except KeyError:
@@ -219,7 +228,7 @@ _NOT_INSTALLED = ("cannot open shared object file", "image not found", "library 
 def explain_delegate_error(exc: BaseException, library: str, device: DeviceSpec | None = None,
                            system: str | None = None) -> DeviceError:
     """Turn what ``load_delegate`` raised into a DeviceError that says the likely cause and the fix."""
-    system = system or platform.system()
+    system = system or current_system()
     text = str(exc).strip()
     first = text.splitlines()[0] if text else type(exc).__name__
     where = f" ({device.delegate_option})" if device and device.delegate_option else ""

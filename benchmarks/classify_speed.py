@@ -1,0 +1,234 @@
+"""How fast is `edgekit classify` against a bare LiteRT loop written like pycoral's classify_image.py?
+
+All three measured in this run, on the CPU (there is no Edge TPU here), printed as ratios and written
+to benchmarks/out/classify_speed.json:
+
+1. warm per-image overhead: edgekit, decoding in the calling thread, over the bare loop (goal <= 1.05);
+2. throughput over a folder of 200 generated JPEGs: the bare sequential loop's time over edgekit's
+   (decode and resize overlapped with inference; goal >= 1.5);
+3. cold start: `edgekit classify` from process start to printed result over a bare script doing the
+   same (goal <= 1.2).
+
+Usage: python benchmarks/classify_speed.py [MODEL] [--images N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+REPO = Path(__file__).resolve().parents[1]
+DEFAULT_MODEL = REPO.parent / "shared" / "testdata" / "mobilenet_v1_0.25_128_quant.tflite"
+
+BARE_SCRIPT = '''
+# pycoral examples/classify_image.py (HEAD 46f06c8), one inference, LiteRT's Interpreter in place of
+# make_interpreter (there is no Edge TPU here) and pycoral's helpers written inline.
+import argparse, re, time
+import numpy as np
+from PIL import Image
+from ai_edge_litert.interpreter import Interpreter
+
+
+def read_label_file(file_path):
+  with open(file_path, 'r', encoding='utf-8') as f:
+    lines = f.readlines()
+  ret = {}
+  for row_number, content in enumerate(lines):
+    pair = re.split(r'[:\\s]+', content.strip(), maxsplit=1)
+    if len(pair) == 2 and pair[0].strip().isdigit():
+      ret[int(pair[0])] = pair[1].strip()
+    else:
+      ret[row_number] = content.strip()
+  return ret
+
+
+def main():
+  parser = argparse.ArgumentParser()
+  parser.add_argument('-m', '--model', required=True)
+  parser.add_argument('-i', '--input', required=True)
+  parser.add_argument('-l', '--labels')
+  parser.add_argument('-k', '--top_k', type=int, default=1)
+  parser.add_argument('-t', '--threshold', type=float, default=0.0)
+  parser.add_argument('-a', '--input_mean', type=float, default=128.0)
+  parser.add_argument('-s', '--input_std', type=float, default=128.0)
+  args = parser.parse_args()
+  labels = read_label_file(args.labels) if args.labels else {}
+  interpreter = Interpreter(model_path=args.model)
+  interpreter.allocate_tensors()
+  d = interpreter.get_input_details()[0]
+  if d['dtype'] != np.uint8:
+    raise ValueError('Only support uint8 input type.')
+  size = (int(d['shape'][2]), int(d['shape'][1]))
+  image = Image.open(args.input).convert('RGB').resize(size, Image.LANCZOS)
+  params = d['quantization_parameters']
+  scale, zero_point = params['scales'], params['zero_points']
+  mean, std = args.input_mean, args.input_std
+  if abs(scale * std - 1) < 1e-5 and abs(mean - zero_point) < 1e-5:
+    data = np.asarray(image)
+  else:
+    normalized_input = (np.asarray(image) - mean) / (std * scale) + zero_point
+    np.clip(normalized_input, 0, 255, out=normalized_input)
+    data = normalized_input.astype(np.uint8)
+  interpreter.tensor(d['index'])()[0][:, :] = data
+  start = time.perf_counter()
+  interpreter.invoke()
+  inference_time = time.perf_counter() - start
+  o = interpreter.get_output_details()[0]
+  o_scale, o_zero = o['quantization']
+  scores = o_scale * (interpreter.tensor(o['index'])().flatten().astype(np.int64) - o_zero)
+  top_k = min(args.top_k, len(scores))
+  classes = [c for c in np.argpartition(scores, -top_k)[-top_k:] if scores[c] >= args.threshold]
+  print('%.1fms' % (inference_time * 1000))
+  for c in sorted(classes, key=lambda c: scores[c], reverse=True):
+    print('%s: %.5f' % (labels.get(c, c), scores[c]))
+
+
+if __name__ == '__main__':
+  main()
+'''
+
+
+def make_images(folder: Path, n: int, size: tuple[int, int] = (640, 480)) -> list[str]:
+    """Photo-sized JPEGs with smooth structure and noise, so decoding costs what a real photo costs."""
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    w, h = size
+    yy, xx = np.mgrid[0:h, 0:w].astype(np.float32)
+    paths = []
+    for i in range(n):
+        fx, fy, phase = rng.uniform(0.005, 0.05, 2).tolist() + [rng.uniform(0, 6.28)]
+        base = 127 + 100 * np.sin(xx * fx + phase)[..., None] * np.cos(yy * fy)[..., None] * np.array([1, 0.6, -0.8])
+        img = np.clip(base + rng.normal(0, 12, (h, w, 3)), 0, 255).astype(np.uint8)
+        p = folder / f"img_{i:03d}.jpg"
+        Image.fromarray(img).save(p, quality=90)
+        paths.append(str(p))
+    return paths
+
+
+def bare_loop(model: str, paths: list[str]) -> float:
+    """classify_image.py's steps for each image, in sequence; returns seconds."""
+    from PIL import Image
+    from ai_edge_litert.interpreter import Interpreter
+
+    interpreter = Interpreter(model_path=model)
+    interpreter.allocate_tensors()
+    d = interpreter.get_input_details()[0]
+    o = interpreter.get_output_details()[0]
+    size = (int(d["shape"][2]), int(d["shape"][1]))
+    scale, zero = d["quantization"]
+    o_scale, o_zero = o["quantization"]
+    identity = abs(scale * 128 - 1) < 1e-5 and abs(128 - zero) < 1e-5
+    start = time.perf_counter()
+    for p in paths:
+        image = Image.open(p).convert("RGB").resize(size, Image.LANCZOS)
+        if identity:
+            data = np.asarray(image)
+        else:
+            data = np.clip((np.asarray(image) - 128.0) / (128.0 * scale) + zero, 0, 255).astype(np.uint8)
+        interpreter.tensor(d["index"])()[0][:, :] = data
+        interpreter.invoke()
+        scores = o_scale * (interpreter.tensor(o["index"])().flatten().astype(np.int64) - o_zero)
+        top = np.argpartition(scores, -5)[-5:]
+        sorted(((int(c), float(scores[c])) for c in top), key=lambda c: c[1], reverse=True)
+    return time.perf_counter() - start
+
+
+def edgekit_loop(model: str, paths: list[str], workers: int | None) -> float:
+    from edgekit.devices.classify import Classifier
+
+    clf = Classifier(model, device="cpu")
+    start = time.perf_counter()
+    report = clf.run(paths, k=5, workers=workers)
+    elapsed = time.perf_counter() - start
+    assert len(report.results) == len(paths), report.errors[:3]
+    return elapsed
+
+
+def best_of(fn, repeat: int) -> float:
+    return min(fn() for _ in range(repeat))
+
+
+def cold_start(cmd: list[str], repeat: int) -> float:
+    # As a user runs it: bytecode caches on (this sandbox sets PYTHONDONTWRITEBYTECODE, which would
+    # recompile edgekit's own modules from source on every start while site-packages have .pyc files).
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    times = []
+    for _ in range(repeat):
+        t = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
+        times.append(time.perf_counter() - t)
+        if proc.returncode != 0:
+            raise SystemExit(f"{cmd[:3]} failed: {proc.stderr[-500:]}")
+    return statistics.median(times)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("model", nargs="?", default=str(DEFAULT_MODEL))
+    ap.add_argument("--images", type=int, default=200)
+    ap.add_argument("--repeat", type=int, default=3)
+    args = ap.parse_args()
+    if not Path(args.model).is_file():
+        raise SystemExit(f"model not found: {args.model} (pass a uint8 .tflite classifier)")
+
+    with tempfile.TemporaryDirectory() as tmp:
+        folder = Path(tmp)
+        paths = make_images(folder, args.images)
+        bare_loop(args.model, paths[:20])  # warm caches and the interpreter code
+        edgekit_loop(args.model, paths[:20], 1)
+
+        # 1. warm per-image overhead (both sequential)
+        bare_seq = best_of(lambda: bare_loop(args.model, paths), args.repeat)
+        ek_seq = best_of(lambda: edgekit_loop(args.model, paths, 1), args.repeat)
+        # 2. throughput with decode overlapped with inference
+        ek_par = best_of(lambda: edgekit_loop(args.model, paths, None), args.repeat)
+        # 3. cold start
+        script = folder / "bare_classify.py"
+        script.write_text(BARE_SCRIPT)
+        labels = Path(args.model).with_name("imagenet_labels.txt")
+        label_args = ["-l", str(labels)] if labels.is_file() else []
+        edgekit_cmd = [sys.executable, "-m", "edgekit", "classify", paths[0], "-m", args.model, "-k", "1", "--quiet",
+                       *label_args]
+        bare_cmd = [sys.executable, str(script), "-m", args.model, "-i", paths[0], *label_args]
+        cold_start(edgekit_cmd, 1), cold_start(bare_cmd, 1)  # warm the file cache
+        cold_ek, cold_bare = [], []
+        for _ in range(2 * args.repeat + 1):  # interleaved, so load from other processes hits both alike
+            cold_ek.append(cold_start(edgekit_cmd, 1))
+            cold_bare.append(cold_start(bare_cmd, 1))
+        cold_ek, cold_bare = statistics.median(cold_ek), statistics.median(cold_bare)
+
+    n = len(paths)
+    result = {
+        "model": args.model, "images": n, "cpu_count": os.cpu_count(),
+        "bare_sequential_ms_per_image": 1000 * bare_seq / n,
+        "edgekit_sequential_ms_per_image": 1000 * ek_seq / n,
+        "edgekit_prefetch_ms_per_image": 1000 * ek_par / n,
+        "overhead_ratio": ek_seq / bare_seq, "overhead_goal": 1.05,
+        "throughput_ratio": bare_seq / ek_par, "throughput_goal": 1.5,
+        "cold_start_edgekit_s": cold_ek, "cold_start_bare_s": cold_bare,
+        "cold_start_ratio": cold_ek / cold_bare, "cold_start_goal": 1.2,
+    }
+    print(f"model {Path(args.model).name}, {n} images of 640x480, {os.cpu_count()} cores")
+    print(f"1. warm per-image overhead: edgekit {result['edgekit_sequential_ms_per_image']:.2f} ms vs bare "
+          f"{result['bare_sequential_ms_per_image']:.2f} ms  ->  ratio {result['overhead_ratio']:.3f} (goal <= 1.05)")
+    print(f"2. throughput over {n} images: bare {bare_seq:.2f} s vs edgekit {ek_par:.2f} s  ->  "
+          f"{result['throughput_ratio']:.2f}x (goal >= 1.5)")
+    print(f"3. cold start: edgekit {cold_ek * 1000:.0f} ms vs bare script {cold_bare * 1000:.0f} ms  ->  "
+          f"ratio {result['cold_start_ratio']:.3f} (goal <= 1.2)")
+    out = REPO / "benchmarks" / "out"
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "classify_speed.json").write_text(json.dumps(result, indent=2))
+
+
+if __name__ == "__main__":
+    main()
