@@ -229,6 +229,113 @@ def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_ke
     emit(as_json, result.summary, _render_quantize)
 
 
+# ----------------------------------------------------------------------------------------- check
+@command
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--min-runtime", default=14, show_default=True, type=click.IntRange(10, 14),
+              help="Lowest Edge TPU runtime to stay compatible with (edgetpu_compiler -m; compiler 16 defaults to 14).")
+@click.option("--strict", is_flag=True, help="Exit 7 unless every op maps to the Edge TPU.")
+@json_option
+def check(model: str, min_runtime: int, strict: bool, as_json: bool) -> None:
+    """Predict, offline and on any OS, which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
+
+    Exit codes: 0 (also for a partial mapping), 3 bad model, 7 with --strict when any op stays on the CPU.
+    """
+    from edgekit import tflite_model
+    from edgekit.converters import compatibility
+    from edgekit.errors import CompatibilityError
+
+    report = compatibility.check_model(tflite_model.load(model), min_runtime)
+    if as_json:
+        emit(True, report.to_dict(), str)
+    else:
+        click.echo(compatibility.render(report))
+    if strict and not report.fully_mappable:
+        first = next((o for o in report.ops if o.target == "cpu"), None)
+        raise CompatibilityError(
+            f"{report.cpu_ops} of {len(report.ops)} ops would run on the CPU"
+            + (f" (first: #{first.index} {first.name}: {first.reason})" if first else ""),
+            "see the advice above (or --json) for what to change")
+
+
+# --------------------------------------------------------------------------------------- compile
+def _render_compile(d: dict[str, Any]) -> str:
+    from edgekit.converters.compatibility import format_table
+
+    def size(n: int | None) -> str:
+        return "?" if n is None else f"{n / 1024 / 1024:.2f} MiB"
+
+    lines = [f"edgetpu_compiler {d['compiler_version']}: compiled {d['input_model']}"
+             + (f" in {d['compile_ms']} ms" if d["compile_ms"] is not None else "")]
+    if d["segments"]:
+        for s in d["segments"]:
+            lines.append(f"  segment {s['output_model']}: {s['total_ops']} ops, on-chip {size(s['on_chip_used_bytes'])}, "
+                         f"off-chip {size(s['off_chip_used_bytes'])}")
+    else:
+        lines.append(f"Output: {d['output_model']} ({size(d['output_size_bytes'])}); Edge TPU subgraphs: {d['subgraphs']}")
+        lines.append(f"Parameters on-chip {size(d['on_chip_used_bytes'])}, off-chip (streamed) "
+                     f"{size(d['off_chip_used_bytes'])}, on-chip remaining {size(d['on_chip_remaining_bytes'])}")
+    if d["ops"]:
+        lines += ["", format_table((r["operator"], r["count"], r["status"]) for r in d["ops"]), ""]
+    per = d["ops_per_status"]
+    mapped = per.get("Mapped to Edge TPU", 0)
+    lines.append(f"Ops: {mapped} on the Edge TPU, {sum(per.values()) - mapped} on the CPU")
+    lines.append("Files: " + ", ".join(d["outputs"]))
+    dis = d.get("check_disagreements")
+    if dis is not None:
+        lines.append("edgekit check agreed with the compiler on every op type" if not dis else
+                     "edgekit check disagreed with the compiler:\n  " + "\n  ".join(dis))
+    return "\n".join(lines)
+
+
+@cli.command("compile")
+@debug_option
+@click.argument("model", type=click.Path(dir_okay=False))
+@click.option("--output-dir", "-o", "out_dir", type=click.Path(file_okay=False),
+              help="Folder for the compiled model and its .log (default: beside the input).")
+@click.option("--min-runtime", default=14, show_default=True, type=click.IntRange(10, 14),
+              help="Lowest Edge TPU runtime the model must run on (edgetpu_compiler -m).")
+@click.option("--segments", type=click.IntRange(min=1), help="Split into N pipeline segments (edgetpu_compiler -n).")
+@click.option("--search-delegate", is_flag=True,
+              help="If the whole model fails, compile the largest leading part that works (edgetpu_compiler -d).")
+@click.option("--timeout", default=180.0, show_default=True, type=click.FloatRange(min=1),
+              help="Seconds before the compile is stopped.")
+@json_option
+def compile_command(model: str, out_dir: str | None, min_runtime: int, segments: int | None, search_delegate: bool,
+                    timeout: float, as_json: bool) -> None:
+    """Run Coral's edgetpu_compiler (x86-64 Linux) and report its mapping; fall back to `check` elsewhere.
+
+    Exit codes: 0 ok, 3 bad model, 4 no edgetpu_compiler here (the offline `check` result is printed
+    first), 8 the compiler failed or timed out (with the fix when the failure is a known one).
+    """
+    from pathlib import Path
+
+    from edgekit import tflite_model
+    from edgekit.converters import compatibility, edgetpu_compiler as etc
+
+    info = tflite_model.load(model)
+    prediction = compatibility.check_model(info, min_runtime)
+    compiler = etc.find_compiler()
+    if compiler is None:
+        err = etc.missing_compiler_error()
+        if as_json:
+            emit(True, {"compiled": False, "reason": err.message, "check": prediction.to_dict()}, str)
+        else:
+            click.echo(f"{err.message}; here is the offline prediction (`edgekit check`) instead:\n")
+            click.echo(compatibility.render(prediction))
+        raise err
+    report = etc.compile_model(model, out_dir, min_runtime=min_runtime, segments=segments,
+                               search_delegate=search_delegate, timeout=timeout, compiler=compiler)
+    doc = report.to_dict()
+    compiled = [Path(p) for p in report.outputs if p.endswith("_edgetpu.tflite")]
+    if len(compiled) == 1 and not (segments and segments > 1):
+        actual = etc.compiled_split(info, tflite_model.load(compiled[0]))
+    else:
+        actual = report.split_by_type()
+    doc["check_disagreements"] = etc.disagreements(prediction.split_by_type(), actual)
+    emit(as_json, doc, _render_compile)
+
+
 # -------------------------------------------------------------------------------------- classify
 def _render_classify(d: dict[str, Any]) -> str:
     first = "" if d["first_inference_ms"] is None else f", first inference {d['first_inference_ms']:.1f} ms"

@@ -1,0 +1,519 @@
+"""Drive the real ``edgetpu_compiler`` and read what it says.
+
+Three parts, kept apart:
+
+* pure parsers over text (:func:`parse_compiler_output`, :func:`parse_operation_log`,
+  :func:`parse_size`, :func:`diagnose`), tested on real compiler outputs copied into
+  ``tests/fixtures/compiler``;
+* one narrow seam that runs a subprocess (:func:`run_subprocess`, an argument list, never a
+  shell, under a timeout), replaceable in tests;
+* :func:`compile_model`, which finds the compiler, runs it into a private folder inside the output
+  folder, checks its exit code *and* its output (it can exit 0 after "Compilation failed!"), parses
+  stdout and the ``.log``, and only then renames the outputs into place.
+
+``edgetpu_compiler`` exists only for x86-64 Linux (Debian/Ubuntu packages from Coral's apt
+repository); elsewhere :func:`find_compiler` returns None and the CLI falls back to ``check``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+import subprocess
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from edgekit.errors import CompilerError, InputError, MissingDependencyError, UsageError
+
+ENV_VAR = "EDGETPU_COMPILER"
+DEFAULT_TIMEOUT_S = 180
+INSTALL_HINT = (
+    "on Debian/Ubuntu x86-64: "
+    "curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg | sudo gpg --dearmor -o /etc/apt/keyrings/coral.gpg && "
+    "echo 'deb [signed-by=/etc/apt/keyrings/coral.gpg] https://packages.cloud.google.com/apt coral-edgetpu-stable main' "
+    "| sudo tee /etc/apt/sources.list.d/coral-edgetpu.list && sudo apt-get update && "
+    "sudo apt-get install edgetpu-compiler; or set EDGETPU_COMPILER=/path/to/edgetpu_compiler"
+)
+OTHER_PLATFORM_HINT = (
+    "edgetpu_compiler is built only for x86-64 Linux: run `edgekit compile` in an x86-64 Debian/Ubuntu "
+    "machine, container or VM, or in Coral's Colab notebook "
+    "(https://colab.research.google.com/github/google-coral/tutorials/blob/master/compile_for_edgetpu.ipynb)"
+)
+
+_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(B|KiB|MiB|GiB)\s*$")
+_VERSION = re.compile(r"Edge TPU Compiler version (\S+)")
+_ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\S.*?)\s*$")
+_HEADER = re.compile(r"^Operator\s+Count\s+Status\s*$")
+
+
+# ------------------------------------------------------------------------------------ reports
+@dataclass(frozen=True)
+class OpLogRow:
+    """One row of the compiler's operation table."""
+
+    operator: str
+    count: int
+    status: str
+
+    @property
+    def mapped(self) -> bool:
+        return self.status == "Mapped to Edge TPU"
+
+
+@dataclass
+class ModelSection:
+    """What the compiler printed about one output model (one per segment with ``-n``)."""
+
+    input_model: str | None = None
+    input_size_bytes: int | None = None
+    output_model: str | None = None
+    output_size_bytes: int | None = None
+    on_chip_used_bytes: int | None = None
+    on_chip_remaining_bytes: int | None = None
+    off_chip_used_bytes: int | None = None
+    subgraphs: int | None = None
+    total_ops: int | None = None
+    edgetpu_ops: int | None = None
+    cpu_ops: int | None = None
+    operation_log: str | None = None
+    ops: list[OpLogRow] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "input_model": self.input_model, "input_size_bytes": self.input_size_bytes,
+            "output_model": self.output_model, "output_size_bytes": self.output_size_bytes,
+            "on_chip_used_bytes": self.on_chip_used_bytes, "on_chip_remaining_bytes": self.on_chip_remaining_bytes,
+            "off_chip_used_bytes": self.off_chip_used_bytes, "subgraphs": self.subgraphs,
+            "total_ops": self.total_ops, "edgetpu_ops": self.edgetpu_ops, "cpu_ops": self.cpu_ops,
+            "operation_log": self.operation_log,
+            "ops": [{"operator": r.operator, "count": r.count, "status": r.status} for r in self.ops],
+        }
+
+
+@dataclass
+class CompileReport:
+    """Everything one run of edgetpu_compiler said, parsed."""
+
+    compiler_version: str | None
+    succeeded: bool
+    compile_ms: int | None = None
+    sections: list[ModelSection] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+    attempts: int = 0  # "Try to compile segment with N ops" lines (--search-delegate)
+    intermediate_tensors: list[str] = field(default_factory=list)
+    outputs: list[str] = field(default_factory=list)  # files put into the output folder
+    command: list[str] = field(default_factory=list)
+    returncode: int | None = None
+
+    @property
+    def main(self) -> ModelSection:
+        return self.sections[-1] if self.sections else ModelSection()
+
+    @property
+    def ops(self) -> list[OpLogRow]:
+        return [r for s in self.sections for r in s.ops]
+
+    def ops_per_status(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.ops:
+            out[r.status] = out.get(r.status, 0) + r.count
+        return out
+
+    def split_by_type(self) -> dict[str, Counter]:
+        """{"edgetpu": Counter(op -> n), "cpu": Counter(...)} from the operation table."""
+        out = {"edgetpu": Counter(), "cpu": Counter()}
+        for r in self.ops:
+            out["edgetpu" if r.mapped else "cpu"][r.operator] += r.count
+        return out
+
+    def to_dict(self) -> dict[str, Any]:
+        m = self.main
+        return {
+            "compiler_version": self.compiler_version,
+            "succeeded": self.succeeded,
+            "compile_ms": self.compile_ms,
+            "returncode": self.returncode,
+            "command": self.command,
+            "input_model": m.input_model,
+            "output_model": m.output_model,
+            "input_size_bytes": m.input_size_bytes,
+            "output_size_bytes": m.output_size_bytes,
+            "on_chip_used_bytes": m.on_chip_used_bytes,
+            "on_chip_remaining_bytes": m.on_chip_remaining_bytes,
+            "off_chip_used_bytes": m.off_chip_used_bytes,
+            "subgraphs": m.subgraphs,
+            "total_ops": m.total_ops,
+            "edgetpu_ops": m.edgetpu_ops,
+            "cpu_ops": m.cpu_ops,
+            "ops_per_status": self.ops_per_status(),
+            "ops": [{"operator": r.operator, "count": r.count, "status": r.status} for r in self.ops],
+            "segments": [s.to_dict() for s in self.sections] if len(self.sections) > 1 else [],
+            "outputs": self.outputs,
+            "errors": self.errors,
+        }
+
+
+# ------------------------------------------------------------------------------------ parsers
+def parse_size(text: str) -> int:
+    """``"1.30MiB"`` -> bytes (rounded). Raises ValueError on anything else."""
+    m = _SIZE.match(text)
+    if not m:
+        raise ValueError(f"not a compiler size: {text!r}")
+    return int(round(float(m.group(1)) * _UNITS[m.group(2)]))
+
+
+def parse_version(text: str) -> str | None:
+    """``"16.0.384591198"`` from ``edgetpu_compiler --version`` (or any of its outputs)."""
+    m = _VERSION.search(text)
+    return m.group(1) if m else None
+
+
+def version_major(version: str | None) -> int | None:
+    try:
+        return int(version.split(".")[0]) if version else None
+    except ValueError:
+        return None
+
+
+def _parse_table(lines: list[str], start: int) -> tuple[list[OpLogRow], int]:
+    """Rows after the header at ``start``; returns (rows, index of the first line after the table)."""
+    rows = []
+    i = start + 1
+    while i < len(lines) and not lines[i].strip():
+        i += 1
+    while i < len(lines):
+        m = _ROW.match(lines[i])
+        if not m:
+            break
+        rows.append(OpLogRow(m.group(1), int(m.group(2)), m.group(3)))
+        i += 1
+    return rows, i
+
+
+def parse_operation_log(text: str) -> tuple[str | None, str | None, str | None, list[OpLogRow]]:
+    """(compiler version, input, output, rows) of a ``*_edgetpu.log`` file (first model in it)."""
+    lines = text.splitlines()
+    version = parse_version(text)
+    inp = out = None
+    rows: list[OpLogRow] = []
+    for i, line in enumerate(lines):
+        if line.startswith("Input: ") and inp is None:
+            inp = line[len("Input: "):].strip()
+        elif line.startswith("Output: ") and out is None:
+            out = line[len("Output: "):].strip()
+        elif _HEADER.match(line):
+            rows, _ = _parse_table(lines, i)
+            break
+    return version, inp, out, rows
+
+
+_FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
+    "Input model": ("input_model", str),
+    "Input size": ("input_size_bytes", parse_size),
+    "Output model": ("output_model", str),
+    "Output size": ("output_size_bytes", parse_size),
+    "On-chip memory used for caching model parameters": ("on_chip_used_bytes", parse_size),
+    "On-chip memory remaining for caching model parameters": ("on_chip_remaining_bytes", parse_size),
+    "Off-chip memory used for streaming uncached model parameters": ("off_chip_used_bytes", parse_size),
+    "Number of Edge TPU subgraphs": ("subgraphs", int),
+    "Total number of operations": ("total_ops", int),
+    "Operation log": ("operation_log", str),
+    "Number of operations that will run on Edge TPU": ("edgetpu_ops", int),
+    "Number of operations that will run on CPU": ("cpu_ops", int),
+}
+_COMPILED_IN = re.compile(r"^Models? compiled successfully in (\d+) ms\.")
+
+
+def parse_compiler_output(text: str, returncode: int | None = None) -> CompileReport:
+    """Parse the console output of one ``edgetpu_compiler`` run (versions 2.x, 14, 15, 16).
+
+    ``succeeded`` needs both a zero exit code (when given) and the compiler's own word: v16 ends
+    with "Compilation succeeded!"; older versions print "Model compiled successfully" and no
+    failure line.
+    """
+    lines = text.splitlines()
+    report = CompileReport(parse_version(text), False, returncode=returncode)
+    section: ModelSection | None = None
+    saw_success_line = saw_failure_line = False
+    final_word: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i].rstrip()
+        stripped = line.strip()
+        m = _COMPILED_IN.match(stripped)
+        if m:
+            report.compile_ms = int(m.group(1))
+            saw_success_line = True
+        elif stripped.startswith("Try to compile segment with"):
+            report.attempts += 1
+        elif stripped.startswith("Intermediate tensors:"):
+            report.intermediate_tensors = [t for t in stripped.split(":", 1)[1].strip().split(",") if t]
+        elif stripped.startswith("Compilation succeeded!"):
+            final_word = "succeeded"
+        elif stripped.startswith("Compilation failed!"):
+            final_word = "failed"
+        elif (stripped.startswith("ERROR:") or stripped.startswith("Compilation failed:")
+              or stripped.startswith("Invalid model") or stripped in ("Model could not be parsed", "Model not quantized")
+              or "Internal compiler error" in stripped or stripped.startswith("Failed")):
+            report.errors.append(stripped)
+            saw_failure_line = True
+        elif _HEADER.match(stripped):
+            rows, i = _parse_table(lines, i)
+            (section or _new_section(report)).ops.extend(rows)
+            continue
+        elif ":" in stripped:
+            key, _, value = stripped.partition(":")
+            if key in _FIELDS:
+                attr, conv = _FIELDS[key]
+                if key == "Input model" or section is None:
+                    section = _new_section(report)
+                try:
+                    setattr(section, attr, conv(value.strip()))
+                except ValueError:
+                    report.errors.append(f"unparsed compiler line: {stripped}")
+        i += 1
+    ok_exit = returncode in (None, 0)
+    if final_word is not None:  # v16 always ends with its verdict
+        report.succeeded = ok_exit and final_word == "succeeded"
+    else:
+        report.succeeded = ok_exit and saw_success_line and not saw_failure_line
+    return report
+
+
+def _new_section(report: CompileReport) -> ModelSection:
+    s = ModelSection()
+    report.sections.append(s)
+    return s
+
+
+# ------------------------------------------------------------------------------- known failures
+_OP_VERSION = re.compile(r"Didn't find op for builtin opcode '(\w+)' version '(\d+)'")
+_RUNTIME = re.compile(r"Package requires runtime version \((\d+)\), which is newer than this runtime version \((\d+)\)")
+
+
+def diagnose(text: str) -> tuple[str, str] | None:
+    """(what is wrong, what to do) for a known compiler or runtime failure in ``text``, else None."""
+    m = _OP_VERSION.search(text)
+    if m:
+        from edgekit.converters.op_versions import version_problem
+
+        op, v = m.group(1), int(m.group(2))
+        why = version_problem(op, v) or f"{op} v{v} is newer than the compiler's TensorFlow Lite"
+        return (f"edgetpu_compiler cannot parse the model: {why}",
+                "re-convert the model so that its op versions are ones TensorFlow Lite 2.5 knows "
+                "(`edgekit quantize` checks this; `edgekit check` lists every op version problem)")
+    if "builtin_code out of range" in text:
+        return ("edgetpu_compiler cannot parse the model: an op is newer than its TensorFlow Lite 2.5",
+                "use only classic TFLite builtin ops; `edgekit check` names the op")
+    m = _RUNTIME.search(text)
+    if m:
+        need, have = m.group(1), m.group(2)
+        return (f"the model was compiled for Edge TPU runtime {need}, but this runtime is version {have}",
+                f"recompile with `edgekit compile --min-runtime {have}` (edgetpu_compiler -m {have}), "
+                "or update libedgetpu on the device")
+    if "Model not quantized" in text:
+        return ("edgetpu_compiler refused the model: 'Model not quantized' (some ops compute in float)",
+                "quantize the whole model to int8 with integer I/O: `edgekit quantize`")
+    if "dynamic-sized tensors" in text:
+        return ("edgetpu_compiler refused the model: it has dynamic-sized tensors (e.g. a batch dimension of -1)",
+                "convert with a fixed batch of 1: keras.Input(shape, batch_size=1), or a tf.function with "
+                "TensorSpec([1, H, W, C]); `edgekit quantize` does this")
+    if "large activation tensors" in text:
+        return ("edgetpu_compiler failed: 'Compilation failed due to large activation tensors in model'",
+                "reduce the input resolution or the widest layers, or retry with --search-delegate "
+                "(maps the largest part that compiles) or --segments N")
+    m = re.search(r"Encountered unresolved custom op: ([^.\s]+)", text)
+    if m:
+        return (f"edgetpu_compiler failed: the model contains the custom op {m.group(1)!r}, unknown to its TensorFlow Lite",
+                "remove the custom op and run that step on the CPU after the Edge TPU model")
+    if "Internal compiler error" in text:
+        return ("edgetpu_compiler crashed ('Internal compiler error. Aborting!')",
+                "retry with --search-delegate, or without -a style options, or simplify the model around the ops "
+                "`edgekit check` flags; report it to google-coral/edgetpu with the model if it persists")
+    if "Model could not be parsed" in text or "Invalid model" in text:
+        return ("edgetpu_compiler could not parse the model",
+                "check that it loads in TensorFlow Lite and that `edgekit check` reports no op-version problem")
+    if "Model failed in Tflite interpreter" in text:
+        return ("edgetpu_compiler could not run the model in its TensorFlow Lite interpreter",
+                "make sure the model loads and runs with TensorFlow Lite 2.5-era ops (`edgekit check`)")
+    return None
+
+
+# ------------------------------------------------------------------------------------ the seam
+@dataclass
+class RunResult:
+    returncode: int
+    stdout: str
+    stderr: str
+
+
+Runner = Callable[[list[str], float], RunResult]
+
+
+def run_subprocess(argv: list[str], timeout: float) -> RunResult:
+    """Run ``argv`` (no shell) with a timeout; the one place edgekit starts the compiler."""
+    try:
+        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
+                           stdin=subprocess.DEVNULL, errors="replace")
+    except subprocess.TimeoutExpired:
+        raise CompilerError(f"edgetpu_compiler did not finish within {timeout:g} s and was stopped",
+                            "raise --timeout, or compile a smaller part with --search-delegate or --segments N")
+    except FileNotFoundError:
+        raise MissingDependencyError(f"cannot run {argv[0]}: no such file", INSTALL_HINT)
+    except PermissionError:
+        raise MissingDependencyError(f"cannot run {argv[0]}: not executable", f"chmod +x {argv[0]}")
+    return RunResult(p.returncode, p.stdout or "", p.stderr or "")
+
+
+# --------------------------------------------------------------------------------- find and run
+def platform_supported() -> bool:
+    """edgetpu_compiler is built for x86-64 Linux only."""
+    return platform.system() == "Linux" and platform.machine().lower() in ("x86_64", "amd64")
+
+
+def find_compiler() -> str | None:
+    """Path of the compiler: ``$EDGETPU_COMPILER`` (a path or a command name), else ``edgetpu_compiler`` on PATH."""
+    env = os.environ.get(ENV_VAR)
+    if env:
+        found = shutil.which(env)
+        if not found:
+            raise MissingDependencyError(f"{ENV_VAR}={env} is not an executable file",
+                                         f"point {ENV_VAR} at edgetpu_compiler, or unset it to search PATH")
+        return found
+    return shutil.which("edgetpu_compiler")
+
+
+def missing_compiler_error() -> MissingDependencyError:
+    """The error for "no compiler here", saying exactly why."""
+    system, machine = platform.system(), platform.machine()
+    if not platform_supported():
+        return MissingDependencyError(
+            f"edgetpu_compiler does not exist for {system} {machine}: it is built only for x86-64 Linux",
+            OTHER_PLATFORM_HINT)
+    return MissingDependencyError("edgetpu_compiler is not installed (not on PATH, EDGETPU_COMPILER unset)",
+                                  INSTALL_HINT)
+
+
+def compiler_version(compiler: str, runner: Runner = run_subprocess, timeout: float = 30) -> str:
+    res = runner([compiler, "--version"], timeout)
+    version = parse_version(res.stdout + res.stderr)
+    if res.returncode != 0 or not version:
+        raise CompilerError(f"{compiler} --version failed (exit {res.returncode}): "
+                            f"{(res.stdout + res.stderr).strip()[:200] or 'no output'}",
+                            "check that it is Coral's edgetpu_compiler and that it runs on this machine")
+    return version
+
+
+def output_names(model: Path, segments: int | None = None) -> list[str]:
+    """The files the compiler writes for ``model`` (plus their .log files)."""
+    stem = model.stem
+    if segments and segments > 1:
+        names = [f"{stem}_segment_{i}_of_{segments}_edgetpu" for i in range(segments)]
+    else:
+        names = [f"{stem}_edgetpu"]
+    return [n + ext for n in names for ext in (".tflite", ".log")]
+
+
+def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = None, *,
+                  min_runtime: int = 14, segments: int | None = None, search_delegate: bool = False,
+                  timeout: float = DEFAULT_TIMEOUT_S, compiler: str | None = None,
+                  runner: Runner = run_subprocess) -> CompileReport:
+    """Compile ``model`` with the real edgetpu_compiler; outputs land in ``out_dir`` only on success.
+
+    Raises MissingDependencyError (no compiler), CompilerError (a failure, with its fix),
+    InputError/UsageError for bad arguments.
+    """
+    model = Path(model)
+    if not model.is_file():
+        raise InputError(f"no such file: {model}", "check the path")
+    out = Path(out_dir) if out_dir is not None else (model.parent if str(model.parent) else Path("."))
+    if not out.is_dir():
+        raise InputError(f"output folder {out} does not exist", "create it first or choose another -o")
+    if segments is not None and segments < 1:
+        raise UsageError("--segments must be at least 1")
+    if timeout <= 0:
+        raise UsageError("--timeout must be positive")
+    compiler = compiler or find_compiler()
+    if not compiler:
+        raise missing_compiler_error()
+    version = compiler_version(compiler, runner)
+    major = version_major(version) or 0
+    if search_delegate and major < 16:
+        raise UsageError(f"--search-delegate needs edgetpu_compiler 16 (found {version})")
+
+    work = Path(tempfile.mkdtemp(prefix=".edgekit-compile-", dir=out))
+    try:
+        argv = [compiler, "--out_dir", str(work), "--show_operations", "--min_runtime_version", str(min_runtime)]
+        if major >= 16:
+            argv += ["--timeout_sec", str(max(1, int(timeout)))]
+        if segments and segments > 1:
+            argv += ["--num_segments", str(segments)]
+        if search_delegate:
+            argv += ["--search_delegate"]
+        argv.append(str(model.resolve()))
+        # The compiler enforces its own timeout (v16); ours is the backstop.
+        res = runner(argv, timeout + 30)
+        text = res.stdout + ("\n" + res.stderr if res.stderr else "")
+        report = parse_compiler_output(text, res.returncode)
+        report.command = argv
+        report.compiler_version = report.compiler_version or version
+        expected = output_names(model, segments)
+        produced = [n for n in expected if (work / n).is_file()]
+        models = [n for n in produced if n.endswith(".tflite")]
+        if not report.succeeded or not models:
+            known = diagnose(text)
+            if known:
+                raise CompilerError(*known)
+            if "timeout period" in text and "completed within timeout period" not in text:
+                raise CompilerError("edgetpu_compiler stopped at its own timeout",
+                                    "raise --timeout, or use --search-delegate / --segments N")
+            if res.returncode != 0:
+                last = report.errors[-3:] or text.strip().splitlines()[-1:] or ["no output"]
+                raise CompilerError(f"edgetpu_compiler failed (exit {res.returncode}): {' | '.join(last)}",
+                                    "run `edgekit check` on the model to see what the compiler cannot take")
+            if not models:
+                raise CompilerError(
+                    "edgetpu_compiler reported success but wrote no model" if report.succeeded else
+                    "edgetpu_compiler did not succeed: " + (" | ".join(report.errors[-3:]) or "no reason given"),
+                    "run `edgekit check` on the model; rerun with --debug for the full compiler output")
+        # Fill in the op table from the .log files when stdout had none.
+        if not report.ops:
+            for n in produced:
+                if n.endswith(".log"):
+                    _, _, _, rows = parse_operation_log((work / n).read_text(errors="replace"))
+                    target = next((s for s in report.sections if s.operation_log and
+                                   Path(s.operation_log).name == n), None)
+                    (target or (report.sections[0] if report.sections else _new_section(report))).ops.extend(rows)
+        for n in produced:  # rename into place: same filesystem, atomic per file
+            os.replace(work / n, out / n)
+            report.outputs.append(str(out / n))
+        return report
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def compiled_split(cpu_model, compiled_model) -> dict[str, Counter]:
+    """Per-op-type split of a real compile: mapped = CPU-model ops minus builtin ops left in the compiled model."""
+    before = Counter(op.name for op in cpu_model.ops)
+    after = Counter(op.name for op in compiled_model.ops if op.name != "CUSTOM" or
+                    op.custom_code != "edgetpu-custom-op")
+    return {"edgetpu": before - after, "cpu": after}
+
+
+def disagreements(predicted: dict[str, Counter], actual: dict[str, Counter]) -> list[str]:
+    """Lines naming every op type whose Edge TPU/CPU split differs between check and the compiler."""
+    out = []
+    names = sorted(set(predicted["edgetpu"]) | set(predicted["cpu"]) | set(actual["edgetpu"]) | set(actual["cpu"]))
+    for n in names:
+        p = (predicted["edgetpu"][n], predicted["cpu"][n])
+        a = (actual["edgetpu"][n], actual["cpu"][n])
+        if p != a:
+            out.append(f"{n}: check predicted {p[0]} on the Edge TPU / {p[1]} on the CPU, "
+                       f"the compiler mapped {a[0]} / {a[1]}")
+    return out

@@ -1,0 +1,364 @@
+"""edgekit check: the offline prediction against the real compiler's results.
+
+Ground truth: the compiled pairs in ../shared/testdata (mapped = CPU-model ops minus the builtin
+ops left in the _edgetpu file, by type) and the real compiler logs in tests/fixtures/compiler.
+Rule-by-rule cases use small models synthesized with tests/tflite_builder.py.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections import Counter
+from pathlib import Path
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from edgekit import tflite_model
+from edgekit.cli import cli
+from edgekit.converters import compatibility as C
+from edgekit.converters.compatibility import check_model
+from edgekit.converters.edgetpu_compiler import compiled_split, parse_operation_log
+from tests.conftest import shared_file, shared_models
+from tests.tflite_builder import S, GraphBuilder, conv_chain
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compiler"
+PAIRS = [p for p in shared_models() if (p.parent / f"{p.stem}_edgetpu.tflite").exists()]
+
+
+def _info(data: bytes) -> tflite_model.ModelInfo:
+    return tflite_model.ModelInfo.from_bytes(data, "synthetic.tflite")
+
+
+# ------------------------------------------------------------------------------ the compiled pairs
+@pytest.mark.parametrize("cpu_path", PAIRS, ids=[p.stem for p in PAIRS])
+def test_split_by_op_type_equals_the_real_compiler(cpu_path):
+    cpu = tflite_model.load(cpu_path)
+    compiled = tflite_model.load(cpu_path.parent / f"{cpu_path.stem}_edgetpu.tflite")
+    actual = compiled_split(cpu, compiled)
+    predicted = check_model(cpu).split_by_type()
+    assert +predicted["edgetpu"] == +actual["edgetpu"]
+    assert +predicted["cpu"] == +actual["cpu"]
+
+
+def test_pairs_are_all_there():
+    assert {p.stem for p in PAIRS} >= {"mobilenet_v1_0.25_128_quant", "keras_lstm_mnist_ptq", "split_concat",
+                                       "deeplabv3_mnv2_dm05_pascal_quant"} or not PAIRS
+
+
+def test_deeplab_eight_cpu_ops_and_the_op_that_breaks_the_graph():
+    report = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite")))
+    cpu = [o for o in report.ops if o.target == "cpu"]
+    assert Counter(o.name for o in cpu) == Counter(
+        {"RESIZE_BILINEAR": 3, "CONV_2D": 2, "CONCATENATION": 1, "QUANTIZE": 1, "ARG_MAX": 1})
+    assert [o.index for o in cpu] == list(range(64, 72))
+    first = cpu[0]
+    assert (first.name, first.reason) == ("RESIZE_BILINEAR", C.UNSPECIFIED) and "align_corners" in first.detail
+    # ops 62/63 feed the CPU part but do not depend on #64: mapped, as in the compiled file
+    assert report.ops[62].target == report.ops[63].target == "edgetpu"
+    assert {o.reason for o in cpu if o.name in ("CONV_2D", "CONCATENATION")} == {C.MORE_THAN_ONE_SUBGRAPH}
+    assert report.ops[65].reason == C.UNSPECIFIED          # QUANTIZE cut off: "otherwise supported" (#342)
+    assert report.ops[71].reason == C.NOT_SUPPORTED        # ARG_MAX
+    assert report.verdict == "partial" and report.subgraphs == 1
+    assert any("#64 RESIZE_BILINEAR breaks the graph" in a for a in report.advice)
+
+
+def test_the_compiled_file_keeps_the_ops_check_puts_on_the_cpu():
+    cpu = tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"))
+    compiled = tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant_edgetpu.tflite"))
+    predicted_cpu = [o.name for o in check_model(cpu).ops if o.target == "cpu"]
+    assert predicted_cpu == [op.name for op in compiled.ops if op.name != "CUSTOM"]  # same order too
+
+
+def test_already_compiled_model_says_so_and_lists_what_stays_on_the_cpu():
+    report = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant_edgetpu.tflite")))
+    assert report.compiled and report.verdict == "partial"
+    assert report.problems[0].code == "already_compiled"
+    assert "3 x RESIZE_BILINEAR" in report.problems[0].message
+    full = check_model(tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")))
+    assert full.compiled and full.verdict == "full" and "nothing is left on the CPU" in full.problems[0].message
+
+
+# --------------------------------------------------------------- the one-subgraph rule, in detail
+def _float_io_model() -> bytes:
+    """float in -> QUANTIZE -> CONV -> CONV -> DEQUANTIZE -> float out: the first op is unmappable."""
+    gb = GraphBuilder()
+    x = gb.tensor([1, 8, 8, 4], "float32", scale=None)
+    q = gb.tensor([1, 8, 8, 4], "int8")
+    gb.op("QUANTIZE", [x], [q])
+    h = q
+    for _ in range(2):
+        w = gb.tensor([4, 1, 1, 4], "int8", data=np.ones((4, 1, 1, 4)))
+        b = gb.tensor([4], "int32", data=np.zeros(4), scale=0.001)
+        y = gb.tensor([1, 8, 8, 4], "int8")
+        gb.op("CONV_2D", [h, w, b], [y], version=3, strideW=1, strideH=1, dilationWFactor=1, dilationHFactor=1)
+        h = y
+    out = gb.tensor([1, 8, 8, 4], "float32", scale=None)
+    gb.op("DEQUANTIZE", [h], [out], version=2)
+    return gb.build([x], [out])
+
+
+def test_unmappable_first_op_does_not_push_the_rest_to_the_cpu():
+    """Float I/O: the real compiler maps everything between the edge QUANTIZE/DEQUANTIZE (fixture logs)."""
+    report = check_model(_info(_float_io_model()))
+    assert [(o.name, o.target) for o in report.ops] == [
+        ("QUANTIZE", "cpu"), ("CONV_2D", "edgetpu"), ("CONV_2D", "edgetpu"), ("DEQUANTIZE", "cpu")]
+    # the status words for these two are the ones the real compiler used in both float-I/O logs
+    for log in ("v15_float_io_mnist4.log", "v16_float_io_yolov8s_160_CPU.log"):
+        _, _, _, rows = parse_operation_log((FIXTURES / log).read_text())
+        real = {(r.operator, r.status) for r in rows if r.operator in ("QUANTIZE", "DEQUANTIZE") and not r.mapped}
+        ours = {(o.name, o.reason) for o in report.ops if o.target == "cpu"}
+        assert real == ours, log
+
+
+def _two_branches(unmappable_first: bool) -> bytes:
+    """input -> [branch A: ARG_MAX-like unsupported op | branch B: conv] in execution order A then B."""
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4, 4, 8], "int8")
+    a = gb.tensor([1, 4, 4, 8], "int8")
+    gb.op("CONV_2D", [x, gb.tensor([8, 1, 1, 8], "int8", data=np.ones((8, 1, 1, 8))),
+                      gb.tensor([8], "int32", data=np.zeros(8), scale=0.001)], [a], strideW=1, strideH=1,
+          dilationWFactor=1, dilationHFactor=1)
+    if unmappable_first:
+        bad = gb.tensor([1, 4, 4, 8], "int8")
+        gb.op("FLOOR", [a], [bad])           # not an Edge TPU op
+    b = gb.tensor([1, 4, 4, 8], "int8")
+    gb.op("ADD", [a, a], [b])                # independent of the unmappable op
+    return gb.build([x], [b] + ([bad] if unmappable_first else []))
+
+
+def test_later_op_that_does_not_depend_on_the_unmappable_one_stays_mapped():
+    report = check_model(_info(_two_branches(True)))
+    assert [(o.name, o.target) for o in report.ops] == [("CONV_2D", "edgetpu"), ("FLOOR", "cpu"), ("ADD", "edgetpu")]
+    assert report.ops[1].reason == C.NOT_SUPPORTED
+
+
+def test_ops_that_depend_on_the_unmappable_one_are_cut_off():
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4, 4, 8], "int8")
+    a = gb.tensor([1, 4, 4, 8], "int8")
+    gb.op("ADD", [x, x], [a])                # starts the first (Edge TPU) run
+    h = gb.tensor([1, 4, 4, 8], "int8")
+    gb.op("FLOOR", [a], [h])                 # unmappable
+    y = gb.tensor([1, 4, 4, 8], "int8")
+    gb.op("ADD", [a, a], [y])                # later, independent of FLOOR: joins the first run
+    z = gb.tensor([1, 4, 4, 8], "int8")
+    gb.op("ADD", [h, y], [z])                # depends on FLOOR: a second mappable run
+    q = gb.tensor([1, 4, 4, 8], "uint8")
+    gb.op("QUANTIZE", [z], [q])
+    report = check_model(_info(gb.build([x], [q])))
+    assert [(o.name, o.target, o.reason) for o in report.ops] == [
+        ("ADD", "edgetpu", C.MAPPED), ("FLOOR", "cpu", C.NOT_SUPPORTED), ("ADD", "edgetpu", C.MAPPED),
+        ("ADD", "cpu", C.MORE_THAN_ONE_SUBGRAPH), ("QUANTIZE", "cpu", C.UNSPECIFIED)]
+    assert any("#1 FLOOR breaks the graph" in a for a in report.advice)
+
+
+def test_an_unmappable_op_before_any_mappable_one_cuts_nothing():
+    """Like float I/O: the first run is a CPU run, the Edge TPU subgraph is the run after it."""
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4, 4, 8], "int8")
+    h = gb.tensor([1, 4, 4, 8], "int8")
+    gb.op("FLOOR", [x], [h])
+    z = gb.tensor([1, 4, 4, 8], "int8")
+    gb.op("ADD", [h, x], [z])
+    report = check_model(_info(gb.build([x], [z])))
+    assert [o.target for o in report.ops] == ["cpu", "edgetpu"]
+
+
+def test_partition_runs_alternate_like_tflite():
+    report_runs = C.partition(_info(_float_io_model()).main, [False, True, True, False])
+    assert report_runs == [(False, [0]), (True, [1, 2]), (False, [3])]
+
+
+# ------------------------------------------------------------------------------ whole-model problems
+def test_float_model_is_not_quantized_and_says_how_to_fix_it():
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4], "float32", scale=None)
+    w = gb.tensor([3, 4], "float32", data=np.ones((3, 4)), scale=None)
+    y = gb.tensor([1, 3], "float32", scale=None)
+    gb.op("FULLY_CONNECTED", [x, w, -1], [y])
+    report = check_model(_info(gb.build([x], [y])))
+    assert report.verdict == "none"
+    assert report.ops[0].reason == C.DATA_TYPE
+    p = next(p for p in report.problems if p.code == "not_quantized")
+    assert "not quantized" in p.message and "edgekit quantize" in p.hint
+
+
+def test_dynamic_batch_is_fatal():
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4, 4, 8], "int8", signature=[-1, 4, 4, 8])
+    y = gb.tensor([1, 4, 4, 8], "int8", signature=[-1, 4, 4, 8])
+    gb.op("ADD", [x, x], [y])
+    report = check_model(_info(gb.build([x], [y])))
+    assert report.verdict == "none" and report.ops[0].reason == C.DYNAMIC
+    p = report.problems[0]
+    assert p.fatal and p.code == "dynamic_shapes" and "batch_size=1" in p.hint
+
+
+def test_op_version_beyond_the_compiler_is_fatal():
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4, 4, 8], "int8")
+    y = gb.tensor([1, 4, 4, 8], "int8")
+    gb.op("CONV_2D", [x, gb.tensor([8, 1, 1, 8], "int8", data=np.ones((8, 1, 1, 8))),
+                      gb.tensor([8], "int32", data=np.zeros(8), scale=0.001)], [y], version=6,
+          strideW=1, strideH=1, dilationWFactor=1, dilationHFactor=1)
+    report = check_model(_info(gb.build([x], [y])))
+    assert report.verdict == "none" and report.ops[0].reason == C.PARSE_FAILED
+    assert "CONV_2D v6 needs TensorFlow Lite 2.9.0" in report.problems[0].message
+    assert report.ops[0].detail == f"otherwise: {C.MAPPED}"
+
+
+def test_unknown_custom_op_is_fatal_but_the_detection_postprocess_is_not():
+    for code, fatal in (("Atan", True), ("TFLite_Detection_PostProcess", False)):
+        gb = GraphBuilder()
+        x = gb.tensor([1, 8], "int8")
+        y = gb.tensor([1, 8], "int8")
+        gb.op("CUSTOM", [x], [y], custom_code=code)
+        report = check_model(_info(gb.build([x], [y])))
+        assert any(p.fatal for p in report.problems) == fatal, code
+        assert report.ops[0].target == "cpu"
+
+
+# ------------------------------------------------------------------------------------ op rules
+def _single(name, in_shape, out_shape, extra_inputs=(), dtype="int8", **options):
+    gb = GraphBuilder()
+    x = gb.tensor(in_shape, dtype)
+    y = gb.tensor(out_shape, dtype)
+    ins = [x] + [f(gb) for f in extra_inputs]
+    gb.op(name, ins, [y], **options)
+    return check_model(_info(gb.build([x], [y]))).ops[0]
+
+
+def test_softmax_limits():
+    assert _single("SOFTMAX", [1, 1001], [1, 1001], beta=1.0).target == "edgetpu"
+    big = _single("SOFTMAX", [1, 20000], [1, 20000], beta=1.0)
+    assert big.target == "cpu" and "16,000" in big.detail
+    assert _single("SOFTMAX", [1, 4, 4, 10], [1, 4, 4, 10], beta=1.0).target == "cpu"
+
+
+def test_strided_slice_needs_unit_strides():
+    args = [lambda g: g.const([0, 0, 0, 0]), lambda g: g.const([1, 4, 4, 8])]
+    ok = _single("STRIDED_SLICE", [1, 4, 4, 8], [1, 4, 4, 8], args + [lambda g: g.const([1, 1, 1, 1])])
+    bad = _single("STRIDED_SLICE", [1, 4, 4, 8], [1, 2, 2, 8], args + [lambda g: g.const([1, 2, 2, 1])])
+    assert ok.target == "edgetpu" and bad.target == "cpu" and "strides" in bad.detail
+
+
+def test_fully_connected_rules():
+    def w(per_channel):
+        def make(g):
+            return g.tensor([3, 8], "int8", data=np.ones((3, 8)), scale=[0.1, 0.2, 0.3] if per_channel else 0.1,
+                            zero_point=[0, 0, 0] if per_channel else 0)
+        return make
+    bias = lambda g: g.tensor([3], "int32", data=np.zeros(3), scale=0.001)  # noqa: E731
+    assert _single("FULLY_CONNECTED", [1, 8], [1, 3], [w(False), bias], version=4).target == "edgetpu"
+    pc = _single("FULLY_CONNECTED", [1, 8], [1, 3], [w(True), bias], version=4)
+    assert pc.target == "cpu" and "per-channel" in pc.detail and "per tensor" in pc.fix
+    keep = _single("FULLY_CONNECTED", [1, 8], [1, 3], [w(False), bias], version=9, keepNumDims=True)
+    assert keep.reason == C.VERSION and "Flatten" in keep.fix
+
+
+def test_rank_rule_only_three_innermost_dims_may_exceed_one():
+    assert _single("ADD", [1, 4, 4, 8], [1, 4, 4, 8], [lambda g: g.tensor([1, 4, 4, 8], "int8")]).target == "edgetpu"
+    bad = _single("ADD", [2, 4, 4, 8], [2, 4, 4, 8], [lambda g: g.tensor([2, 4, 4, 8], "int8")])
+    assert bad.reason == C.RANK
+
+
+def test_concatenation_with_a_constant_must_be_two_inputs_of_zeros():
+    zeros = lambda g: g.tensor([1, 4, 4, 2], "int8", data=np.zeros((1, 4, 4, 2)))  # noqa: E731
+    ones = lambda g: g.tensor([1, 4, 4, 2], "int8", data=np.ones((1, 4, 4, 2)))  # noqa: E731
+    assert _single("CONCATENATION", [1, 4, 4, 8], [1, 4, 4, 10], [zeros], axis=3).target == "edgetpu"
+    assert _single("CONCATENATION", [1, 4, 4, 8], [1, 4, 4, 10], [ones], axis=3).target == "cpu"
+
+
+def test_pool_with_fused_activation_and_runtime_too_old():
+    relu = _single("MAX_POOL_2D", [1, 4, 4, 8], [1, 2, 2, 8], strideW=2, strideH=2, filterWidth=2, filterHeight=2,
+                   fusedActivationFunction=S.ActivationFunctionType.RELU)
+    assert relu.target == "cpu" and "fused activation" in relu.detail
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4, 8], "int8")
+    y = gb.tensor([1, 8, 4], "int8")
+    gb.op("TRANSPOSE", [x, gb.const([0, 2, 1])], [y])
+    info = _info(gb.build([x], [y]))
+    assert check_model(info).ops[0].target == "edgetpu"
+    old = check_model(info, min_runtime=13).ops[0]
+    assert old.reason == C.RUNTIME and "--min-runtime 14" in old.fix
+
+
+def test_min_runtime_out_of_range_is_a_usage_error():
+    from edgekit.errors import UsageError
+
+    with pytest.raises(UsageError):
+        check_model(_info(conv_chain(1)), min_runtime=15)
+
+
+def test_parameters_beyond_the_cache_are_estimated_off_chip():
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4096], "int8")
+    w = gb.tensor([2500, 4096], "int8", data=np.zeros((2500, 4096), np.int8))   # ~9.8 MiB
+    y = gb.tensor([1, 2500], "int8")
+    gb.op("FULLY_CONNECTED", [x, w, -1], [y], version=4)
+    report = check_model(_info(gb.build([x], [y])))
+    assert report.on_chip_bytes_estimate == C.PARAMETER_CACHE_BYTES
+    assert report.off_chip_bytes_estimate == 2500 * 4096 - C.PARAMETER_CACHE_BYTES
+    assert any(p.code == "off_chip" for p in report.problems)
+
+
+# ----------------------------------------------------------------------------------- the report
+def test_json_schema():
+    d = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"))).to_dict()
+    assert {"model", "verdict", "ops", "summary", "problems"} <= set(d)
+    assert set(d["ops"][0]) >= {"index", "name", "version", "target", "reason"}
+    assert set(d["summary"]) == {"edgetpu_ops", "cpu_ops", "subgraphs", "param_bytes", "on_chip_bytes_estimate",
+                                 "off_chip_bytes_estimate"}
+    assert d["summary"]["edgetpu_ops"] == 64 and d["summary"]["cpu_ops"] == 8
+    json.dumps(d)
+
+
+def test_table_looks_like_the_compilers_operation_log():
+    text = C.format_table([("CONV_2D", 36, C.MAPPED)])
+    real = (FIXTURES / "v16_full_yolov5s_160.log").read_text().splitlines()
+    assert text.splitlines()[0] == real[4]          # "Operator                       Count      Status"
+    assert text.splitlines()[2] == "CONV_2D                        36         Mapped to Edge TPU"
+
+
+def test_check_imports_no_tensorflow():
+    code = ("import sys; from edgekit.converters import compatibility; import edgekit.cli; "
+            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
+    subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
+
+
+# ------------------------------------------------------------------------------------------- CLI
+def test_cli_check_text_json_and_strict():
+    path = str(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"))
+    r = CliRunner().invoke(cli, ["check", path])
+    assert r.exit_code == 0, r.output
+    assert "Operator                       Count      Status" in r.output
+    assert "More than one subgraph is not supported" in r.output
+    assert "Verdict: PARTIAL: 64 of 72 ops on the Edge TPU" in r.output
+    assert "Op #64 RESIZE_BILINEAR breaks the graph" in r.output
+    r = CliRunner().invoke(cli, ["check", path, "--json"])
+    assert json.loads(r.output)["verdict"] == "partial"
+    r = CliRunner().invoke(cli, ["check", path, "--strict"])
+    assert r.exit_code == 7
+    r = CliRunner().invoke(cli, ["check", str(shared_file("mobilenet_v1_0.25_128_quant.tflite")), "--strict"])
+    assert r.exit_code == 0 and "Verdict: FULL" in r.output
+
+
+def test_cli_check_on_compiled_model_and_bad_input(tmp_path):
+    r = CliRunner().invoke(cli, ["check", str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"))])
+    assert r.exit_code == 0 and "ALREADY COMPILED" in r.output
+    bad = tmp_path / "bad.tflite"
+    bad.write_bytes(b"not a model")
+    r = CliRunner().invoke(cli, ["check", str(bad)])
+    assert r.exit_code == 3
+    r = CliRunner().invoke(cli, ["check", str(bad), "--min-runtime", "9"])
+    assert r.exit_code == 2
+
+
+@pytest.mark.tf
+def test_a_model_made_by_edgekit_quantize_is_fully_mappable(digits_int8):
+    report = check_model(tflite_model.load(digits_int8.output))
+    assert report.verdict == "full", [(o.name, o.reason, o.detail) for o in report.ops if o.target == "cpu"]
