@@ -189,7 +189,7 @@ def edgetpu_problems(info: tflite_model.ModelInfo, io_type: str) -> list[EdgeTpu
     for op in info.ops:
         dtypes = {t.dtype for i in op.inputs + op.outputs if (t := g.tensor(i)) and not t.is_constant}
         if dtypes & float_kinds:
-            problems.append(EdgeTpuProblem("float-op", op.name, f"{op.name} (op {op.index}) computes in float"))
+            problems.append(EdgeTpuProblem("float-op", op.name, f"{op.name} (op {op.index}) computes in float: no int8 kernel"))
         why = op_versions.version_problem(op.name, op.version)
         if why:
             problems.append(EdgeTpuProblem("op-version", op.name, why))
@@ -198,6 +198,9 @@ def edgetpu_problems(info: tflite_model.ModelInfo, io_type: str) -> list[EdgeTpu
             if weights is not None and weights.quantization and weights.quantization.per_channel:
                 problems.append(EdgeTpuProblem("per-channel-dense", op.name,
                                                f"FULLY_CONNECTED (op {op.index}) has per-channel weights"))
+    float_ops = [p for p in problems if p.kind == "float-op"]
+    if any(p.op not in ("QUANTIZE", "DEQUANTIZE") for p in float_ops):  # name the op, not its converters
+        problems = [p for p in problems if p.kind != "float-op" or p.op not in ("QUANTIZE", "DEQUANTIZE")]
     dynamic = [t for t in g.tensors if t.is_dynamic]
     if dynamic:
         problems.append(EdgeTpuProblem("dynamic-shape", None, f"tensor {dynamic[0].name!r} has a dynamic shape "
@@ -229,8 +232,8 @@ def convert_checked(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: Pre
     assert first_problems is not None
     listed = "; ".join(dict.fromkeys(p.message for p in first_problems))
     raise ConversionError(f"the int8 model would not pass edgetpu_compiler 16: {listed}",
-                          f"tried {', '.join(tried)}; change or remove the named op in the Keras model "
-                          "(see the README's Edge TPU notes)")
+                          f"tried {', '.join(tried)}; replace the named op in the Keras model with one the "
+                          "Edge TPU supports (e.g. relu for gelu/elu)")
 
 
 # ------------------------------------------------------------------------------------------ verification

@@ -186,3 +186,24 @@ def test_verification_failure_exits_6_with_the_numbers_and_keeps_the_output(digi
     assert "held-back samples (top-1), below --min-agreement 0.9" in result.stderr
     assert "%" in result.stderr and "mean |score difference|" in result.stderr
     assert (tmp_path / "flat_int8.tflite").is_file() and (tmp_path / "flat_int8.edgekit.json").is_file()
+
+
+@pytest.mark.parametrize("activation, named", [("gelu", "GELU needs TensorFlow Lite 2.9.0"),
+                                               ("elu", "ELU (op 3) computes in float")])
+def test_ops_the_compiler_would_reject_are_named_after_trying_the_remedies(tmp_path, activation, named):
+    import keras
+
+    from edgekit.converters.tf_quiet import silenced
+
+    inp = keras.Input((8, 8, 3))
+    x = keras.layers.Conv2D(4, 3, activation=activation)(inp)
+    model = keras.Model(inp, keras.layers.Dense(3, activation="softmax")(keras.layers.Flatten()(x)))
+    path = tmp_path / f"{activation}.keras"
+    with silenced():
+        model.save(path)
+    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", "random", "--samples", "20", "--no-verify"])
+    assert result.exit_code == 5, result.output
+    assert "would not pass edgetpu_compiler 16" in result.stderr and named in result.stderr
+    assert "tried per-tensor Dense weights, per-tensor weights for every layer" in result.stderr
+    assert "QUANTIZE" not in result.stderr
+    assert not (tmp_path / f"{activation}_int8.tflite").exists()

@@ -1,0 +1,175 @@
+"""Calibration sources: image folders, arrays, TFRecords, random; sampling, warnings, progress."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from edgekit.converters import calibration
+from edgekit.errors import InputError
+from edgekit.preprocess import PreprocessSpec
+
+SPEC = PreprocessSpec.with_scaling(8, 8, "0..1")
+
+
+def _write(folder, name, value, mode="RGB", size=(8, 8)):
+    folder.mkdir(parents=True, exist_ok=True)
+    color = value if mode == "L" else (value, value, value) if mode == "RGB" else (value, value, value, 255)
+    Image.new(mode, size, color).save(folder / name)
+
+
+def _class_tree(root, counts):
+    """One subfolder per class; every pixel of class k's images has value 10*k (to tell them apart)."""
+    for k, n in enumerate(counts):
+        for i in range(n):
+            _write(root / f"class{k}", f"{i}.png", 10 * k)
+    return root
+
+
+def test_class_folders_are_sampled_balanced_and_seeded(tmp_path):
+    root = _class_tree(tmp_path / "imgs", [50, 10, 40])
+    data = calibration.load(str(root), SPEC, samples=30, holdout=6, seed=1)
+    assert data.kind == "images" and data.classes == ["class0", "class1", "class2"]
+    assert data.calib.shape == (30, 8, 8, 3) and data.holdout.shape == (6, 8, 8, 3)
+    per_class = np.bincount(np.rint(data.calib[:, 0, 0, 0] * 255 / 10).astype(int), minlength=3)
+    assert per_class.tolist() == [10, 10, 10]
+    again = calibration.load(str(root), SPEC, samples=30, holdout=6, seed=1)
+    np.testing.assert_array_equal(again.calib, data.calib)
+
+
+def test_held_back_samples_are_disjoint_from_calibration():
+    groups = [list(range(0, 100)), list(range(100, 130))]
+    calib, held = calibration.split_balanced(groups, samples=40, holdout=20, seed=0)
+    assert len(calib) == 40 and len(held) == 20 and not set(calib) & set(held)
+    assert sum(i >= 100 for i in calib) == 20  # balanced: half from the small class
+    other, _ = calibration.split_balanced(groups, samples=40, holdout=20, seed=1)
+    assert other != calib
+
+
+def test_small_pools_keep_a_quarter_back():
+    calib, held = calibration.split_balanced([list(range(40))], samples=300, holdout=100, seed=0)
+    assert (len(calib), len(held)) == (30, 10)
+
+
+def test_flat_folder_grayscale_rgba_and_exif_orientation(tmp_path):
+    folder = tmp_path / "flat"
+    _write(folder, "gray.png", 51, mode="L")
+    _write(folder, "rgba.png", 102, mode="RGBA")
+    # 8 wide x 4 high, left half black and right half white, EXIF orientation 6 (rotate 90° clockwise):
+    # upright it is 4 wide x 8 high with the white half at the bottom.
+    im = Image.new("RGB", (8, 4), (0, 0, 0))
+    im.paste((255, 255, 255), (4, 0, 8, 4))
+    exif = Image.Exif()
+    exif[0x0112] = 6
+    im.save(folder / "rotated.jpg", exif=exif, quality=100)
+    spec = PreprocessSpec.with_scaling(4, 8, "0..1")
+    data = calibration.load(str(folder), spec, samples=3, holdout=0)
+    assert data.classes is None and data.calib.shape == (3, 8, 4, 3)
+    by_mean = sorted(data.calib, key=lambda a: float(a.mean()))
+    rotated = [a for a in data.calib if a.max() - a.min() > 0.5][0]
+    assert rotated[:4].mean() < 0.1 and rotated[4:].mean() > 0.9
+    values = sorted(round(float(a.mean()) * 255) for a in by_mean if a.max() - a.min() < 0.1)
+    assert values == [51, 102]
+    assert any("fewer than 100" in w for w in data.warnings)
+
+
+def test_npy_uint8_images_are_preprocessed(tmp_path):
+    x = np.full((12, 16, 16, 3), 255, np.uint8)
+    np.save(tmp_path / "x.npy", x)
+    data = calibration.load(str(tmp_path / "x.npy"), SPEC, samples=8, holdout=4)
+    assert data.kind == "npy" and data.calib.shape == (8, 8, 8, 3)  # resized to the spec
+    assert np.allclose(data.calib, 1.0)
+
+
+def test_npz_with_labels_is_balanced_and_float_inputs_pass_through(tmp_path):
+    x = np.zeros((30, 8, 8, 3), np.float32)
+    y = np.array([0] * 20 + [1] * 10)
+    x[y == 1] = 0.5
+    np.savez(tmp_path / "d.npz", x=x, y=y)
+    data = calibration.load(str(tmp_path / "d.npz"), SPEC, samples=10, holdout=0)
+    assert data.classes == ["0", "1"]
+    assert np.isclose(data.calib, 0.5).all(axis=(1, 2, 3)).sum() == 5
+    assert any("as is" in n for n in data.notes)
+
+
+def test_float_array_of_the_wrong_shape_is_refused(tmp_path):
+    np.save(tmp_path / "bad.npy", np.zeros((4, 9, 9, 3), np.float32))
+    with pytest.raises(InputError, match=r"float array of shape \(9, 9, 3\)"):
+        calibration.load(str(tmp_path / "bad.npy"), SPEC)
+
+
+def test_missing_and_empty_sources(tmp_path):
+    with pytest.raises(InputError, match="no such file or folder") as exc:
+        calibration.load(str(tmp_path / "nope"), SPEC)
+    assert "--calib path/to/images/" in exc.value.hint
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(InputError, match="no images found"):
+        calibration.load(str(tmp_path / "empty"), SPEC)
+    missing = calibration.describe_missing("model.h5")
+    assert "--calib path/to/images/" in missing.hint and "--calib random" in missing.hint
+
+
+def test_random_calibration_warns_loudly():
+    data = calibration.load("random", SPEC, samples=5, holdout=2)
+    assert data.kind == "random" and data.calib.shape == (5, 8, 8, 3) and len(data.holdout) == 2
+    assert 0.0 <= data.calib.min() and data.calib.max() <= 1.0
+    assert data.warnings == [calibration.RANDOM_WARNING] and "meaningless" in calibration.RANDOM_WARNING
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_progress_bar_only_on_a_terminal_and_not_when_quiet():
+    plain = io.StringIO()
+    assert list(calibration.progress(range(3), 3, "Reading", plain)) == [0, 1, 2]
+    assert plain.getvalue() == ""
+    term = _Terminal()
+    assert list(calibration.progress(range(3), 3, "Reading", term)) == [0, 1, 2]
+    assert "Reading" in term.getvalue()
+    quiet = _Terminal()
+    list(calibration.progress(range(3), 3, "Reading", quiet, enabled=False))
+    assert quiet.getvalue() == ""
+
+
+def _png(value):
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), (value,) * 3).save(buf, "PNG")
+    return buf.getvalue()
+
+
+@pytest.fixture(scope="module")
+def tfrecord(tmp_path_factory):
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    tf = import_tensorflow()
+    path = tmp_path_factory.mktemp("tfr") / "train-00000-of-00001.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as w:
+        for i in range(24):
+            label = i % 2
+            feats = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(200 * label)])),
+                     "img": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(100)])),
+                     "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+            w.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
+    return path
+
+
+@pytest.mark.tf
+def test_tfrecord_default_key_and_labels(tfrecord):
+    data = calibration.load(str(tfrecord), SPEC, samples=10, holdout=4)
+    assert data.kind == "tfrecord" and data.classes == ["0", "1"]
+    assert data.calib.shape == (10, 8, 8, 3)
+    assert sorted(set(np.round(data.calib[:, 0, 0, 0] * 255).astype(int).tolist())) == [0, 200]
+
+
+@pytest.mark.tf
+def test_tfrecord_custom_key_and_missing_key(tfrecord):
+    data = calibration.load(str(tfrecord), SPEC, samples=4, holdout=0, tfrecord_key="img")
+    assert np.allclose(data.calib * 255, 100, atol=0.5)
+    with pytest.raises(InputError, match="no encoded image under 'jpeg'") as exc:
+        calibration.load(str(tfrecord), SPEC, tfrecord_key="jpeg")
+    assert "image/encoded" in exc.value.message and "--tfrecord-key" in exc.value.hint
