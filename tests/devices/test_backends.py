@@ -168,3 +168,59 @@ def test_compiled_model_on_a_plain_interpreter_explains_itself():
     backend = B.select_backend()
     with pytest.raises(DeviceError, match="compiled for the Edge TPU"):
         backend.interpreter(str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")))
+
+
+# ------------------------------------------------------------------------------ Edge TPU plumbing
+class _StandInInterpreter:
+    """A stand-in for an interpreter with the Edge TPU delegate (no Edge TPU here): records its arguments."""
+
+    made: list[dict] = []
+
+    def __init__(self, **kwargs):
+        _StandInInterpreter.made.append(kwargs)
+
+    def allocate_tensors(self) -> None:
+        pass
+
+
+def _stand_in_backend(calls: list) -> B.Backend:
+    def load_delegate(library, options=None):
+        calls.append((library, options))
+        return "delegate"
+    _StandInInterpreter.made = []
+    return B.Backend("stand-in", "0", _StandInInterpreter, load_delegate)
+
+
+@pytest.mark.parametrize("device, option, label", [("usb:1", {"device": "usb:1"}, "usb:1"), ("auto", {}, "edgetpu"),
+                                                   (":0", {"device": ":0"}, ":0"), ("pci", {"device": "pci"}, "pci")])
+def test_edgetpu_path_passes_pycorals_device_option_to_the_delegate(device, option, label):
+    """Plumbing only: which library and options reach load_delegate, and what the run reports."""
+    calls: list = []
+    opened = B.open_model(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), device,
+                          backend=_stand_in_backend(calls))
+    assert calls == [(B.edgetpu_library(), option)]
+    assert _StandInInterpreter.made[0]["experimental_delegates"] == ["delegate"]
+    assert opened.device == label and opened.model_path.endswith("_edgetpu.tflite") and opened.notes == []
+
+
+def test_pycoral_backend_goes_through_its_make_interpreter():
+    seen: list = []
+
+    def make_interpreter(path, device=None):
+        seen.append((path, device))
+        return _StandInInterpreter()
+    backend = B.Backend("pycoral", "2.0.0", _StandInInterpreter, lambda *a: None, make_edgetpu_interpreter=make_interpreter)
+    opened = B.open_model(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "usb:0", backend=backend)
+    assert seen == [(str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")), "usb:0")] and opened.device == "usb:0"
+
+
+@pytest.mark.edgetpu
+def test_on_a_real_edgetpu_the_compiled_model_agrees_with_the_cpu_model():
+    from edgekit.devices.classify import classify
+
+    images = [str(shared_file("cat.bmp")), str(shared_file("grace_hopper.bmp"))]
+    tpu = classify(images, shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), k=1)
+    cpu = classify(images, shared_file("mobilenet_v1_0.25_128_quant.tflite"), k=1)
+    assert tpu.device != "cpu"
+    for a, b in zip(tpu.results, cpu.results):
+        assert abs(a.top[0]["score"] - b.top[0]["score"]) <= 2 / 256
