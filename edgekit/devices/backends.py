@@ -16,6 +16,7 @@ Devices use pycoral's grammar, parsed once by :func:`parse_device`: ``auto``, ``
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
@@ -23,7 +24,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from edgekit.errors import DeviceError, InputError, MissingDependencyError, UsageError
 
@@ -114,8 +115,9 @@ class Backend:
         if num_threads:
             kwargs["num_threads"] = num_threads
         try:
-            interp = self.interpreter_cls(**kwargs)
-            interp.allocate_tensors()
+            with _quiet_native_stderr():
+                interp = self.interpreter_cls(**kwargs)
+                interp.allocate_tensors()
         except (ValueError, RuntimeError, SystemError, AttributeError) as exc:
             raise self._explain_load_error(model_path, exc) from None
         return interp
@@ -134,6 +136,46 @@ class Backend:
                                "pass the CPU model it was compiled from instead")
         first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
         return InputError(f"{model_path}: the {self.name} interpreter cannot load the model ({first})")
+
+
+_NATIVE_NOISE = ("INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",)
+
+
+@contextlib.contextmanager
+def _quiet_native_stderr() -> Iterator[None]:
+    """Drop the runtime's "INFO: Created ... XNNPACK delegate" line that its C++ code writes to fd 2.
+
+    Everything else the native code writes is passed on. The pipe's write end is non-blocking,
+    so a flood of native output can be cut short but can never hang the interpreter.
+    """
+    try:
+        fd = sys.stderr.fileno()
+    except (AttributeError, OSError, ValueError):  # stderr replaced (tests, notebooks): nothing to filter
+        yield
+        return
+    sys.stderr.flush()
+    saved = os.dup(fd)
+    read_end, write_end = os.pipe()
+    os.set_blocking(write_end, False)
+    os.dup2(write_end, fd)
+    os.close(write_end)
+    try:
+        yield
+    finally:
+        os.dup2(saved, fd)
+        os.close(saved)
+        os.set_blocking(read_end, False)
+        chunks = []
+        try:
+            while chunk := os.read(read_end, 65536):
+                chunks.append(chunk)
+        except BlockingIOError:
+            pass
+        os.close(read_end)
+        kept = [line for line in b"".join(chunks).decode(errors="replace").splitlines()
+                if line.strip() and line.strip() not in _NATIVE_NOISE]
+        if kept:
+            sys.stderr.write("\n".join(kept) + "\n")
 
 
 def _module_version(module: Any, dist: str) -> str:

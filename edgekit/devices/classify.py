@@ -164,9 +164,16 @@ class Classifier:
         self.input_scale, self.input_zero_point = _quantization(inp)
         self.output_scale, self.output_zero_point = _quantization(out)
         self.num_classes = int(np.prod(out["shape"]))
+        out_shape = [int(d) for d in out["shape"]]
+        if sum(d > 1 for d in out_shape) > 1:
+            raise InputError(f"{model}: not a classifier: its output has shape {out_shape}, not one score per class",
+                             "edgekit classify needs an output of shape [1, classes]")
         shape = [int(d) for d in inp["shape"]]
-        if len(shape) != 4:
-            raise InputError(f"{model}: expected an image input [1, height, width, channels], got {shape}")
+        self._input_shape = tuple(shape)
+        if len(shape) == 3:  # [1, height, width]: a grayscale image without its channel axis (e.g. MNIST)
+            shape.append(1)
+        if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3):
+            raise InputError(f"{model}: expected an image input [1, height, width, 1 or 3], got {list(self._input_shape)}")
         _, height, width, channels = shape
 
         record = find_record(model, requested.metadata)
@@ -208,7 +215,8 @@ class Classifier:
 
         try:
             image = preprocess.open_image(image_path)
-            return preprocess.prepare(image, self.spec, self.input_dtype, self.input_scale, self.input_zero_point)
+            tensor = preprocess.prepare(image, self.spec, self.input_dtype, self.input_scale, self.input_zero_point)
+            return tensor.reshape(self._input_shape) if tensor.shape != self._input_shape else tensor
         except EdgekitError:
             raise
         except Exception as exc:  # Pillow plugins raise many types on hostile files

@@ -331,3 +331,18 @@ def test_bad_device_string_is_a_usage_error():
     result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)),
                                       "--device", "tpu0"])
     assert result.exit_code == 2 and "usb:N" in result.stderr
+
+
+# ------------------------------------------------------------------------------ other real models
+def test_grayscale_input_without_channel_axis_reads_the_mnist_nine():
+    """keras_lstm_mnist_ptq takes [1, 28, 28] (no channel axis): the real digit must come out as 9."""
+    report = C.classify([str(shared_file("mnist_nine.bmp"))], shared_file("keras_lstm_mnist_ptq.tflite"), k=1)
+    assert report.errors == [] and report.results[0].top[0]["id"] == 9 and report.results[0].top[0]["score"] > 0.9
+
+
+@pytest.mark.parametrize("model, says", [("deeplabv3_mnv2_dm05_pascal_quant.tflite", "not a classifier"),
+                                         ("model_invoking_error.tflite", "cannot load the model")])
+def test_models_that_are_not_image_classifiers_are_refused_in_one_line(model, says):
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(model))])
+    assert result.exit_code == InputError.exit_code
+    assert result.stderr.startswith("error: ") and says in result.stderr and "Traceback" not in result.stderr

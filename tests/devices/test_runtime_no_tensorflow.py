@@ -80,5 +80,6 @@ def test_edgekit_classify_entry_point_without_tensorflow(no_tf_env):
     assert proc.returncode == 0, proc.stderr
     assert "tiger cat" not in proc.stdout and " 283" in proc.stdout  # no labels given: ids only
     assert "Exception ignored" not in proc.stderr and "Traceback" not in proc.stderr
+    assert "XNNPACK" not in proc.stderr  # the runtime's native INFO line is filtered out
     if not ctypes.util.find_library("edgetpu"):  # no Edge TPU runtime here: the fallback says why
         assert "note: running the CPU model mobilenet_v1_0.25_128_quant.tflite" in proc.stderr
