@@ -269,10 +269,12 @@ def _render_compile(d: dict[str, Any]) -> str:
              + (f" in {d['compile_ms']} ms" if d["compile_ms"] is not None else "")]
     if d["segments"]:
         for s in d["segments"]:
-            lines.append(f"  segment {s['output_model']}: {s['total_ops']} ops, on-chip {size(s['on_chip_used_bytes'])}, "
+            lines.append(f"  segment {s['output_model']}: {s['total_ops']} ops, "
+                         f"on-chip {size(s['on_chip_used_bytes'])}, "
                          f"off-chip {size(s['off_chip_used_bytes'])}")
     else:
-        lines.append(f"Output: {d['output_model']} ({size(d['output_size_bytes'])}); Edge TPU subgraphs: {d['subgraphs']}")
+        lines.append(f"Output: {d['output_model']} ({size(d['output_size_bytes'])}); "
+                     f"Edge TPU subgraphs: {d['subgraphs']}")
         lines.append(f"Parameters on-chip {size(d['on_chip_used_bytes'])}, off-chip (streamed) "
                      f"{size(d['off_chip_used_bytes'])}, on-chip remaining {size(d['on_chip_remaining_bytes'])}")
     if d["ops"]:

@@ -106,7 +106,8 @@ class GraphBuilder:
 
     def build(self, inputs: list[int], outputs: list[int]) -> bytes:
         g = S.SubGraphT()
-        g.tensors, g.operators, g.inputs, g.outputs, g.name = self.tensors, self.ops, list(inputs), list(outputs), "main"
+        g.tensors, g.operators, g.name = self.tensors, self.ops, "main"
+        g.inputs, g.outputs = list(inputs), list(outputs)
         m = S.ModelT()
         m.version = 3
         m.operatorCodes = self.codes

@@ -34,8 +34,10 @@ ENV_VAR = "EDGETPU_COMPILER"
 DEFAULT_TIMEOUT_S = 180
 INSTALL_HINT = (
     "on Debian/Ubuntu x86-64: "
-    "curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg | sudo gpg --dearmor -o /etc/apt/keyrings/coral.gpg && "
-    "echo 'deb [signed-by=/etc/apt/keyrings/coral.gpg] https://packages.cloud.google.com/apt coral-edgetpu-stable main' "
+    "curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg "
+    "| sudo gpg --dearmor -o /etc/apt/keyrings/coral.gpg && "
+    "echo 'deb [signed-by=/etc/apt/keyrings/coral.gpg] "
+    "https://packages.cloud.google.com/apt coral-edgetpu-stable main' "
     "| sudo tee /etc/apt/sources.list.d/coral-edgetpu.list && sudo apt-get update && "
     "sudo apt-get install edgetpu-compiler; or set EDGETPU_COMPILER=/path/to/edgetpu_compiler"
 )
@@ -259,7 +261,8 @@ def parse_compiler_output(text: str, returncode: int | None = None) -> CompileRe
         elif stripped.startswith("Compilation failed!"):
             final_word = "failed"
         elif (stripped.startswith("ERROR:") or stripped.startswith("Compilation failed:")
-              or stripped.startswith("Invalid model") or stripped in ("Model could not be parsed", "Model not quantized")
+              or stripped.startswith("Invalid model")
+              or stripped in ("Model could not be parsed", "Model not quantized")
               or "Internal compiler error" in stripped or stripped.startswith("Failed")):
             report.errors.append(stripped)
             saw_failure_line = True
@@ -330,7 +333,8 @@ def diagnose(text: str) -> tuple[str, str] | None:
                 "(maps the largest part that compiles) or --segments N")
     m = re.search(r"Encountered unresolved custom op: ([^.\s]+)", text)
     if m:
-        return (f"edgetpu_compiler failed: the model contains the custom op {m.group(1)!r}, unknown to its TensorFlow Lite",
+        return (f"edgetpu_compiler failed: the model contains the custom op {m.group(1)!r}, "
+                "unknown to its TensorFlow Lite",
                 "remove the custom op and run that step on the CPU after the Edge TPU model")
     if "Internal compiler error" in text:
         return ("edgetpu_compiler crashed ('Internal compiler error. Aborting!')",
@@ -457,8 +461,8 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
         if search_delegate:
             argv += ["--search_delegate"]
         argv.append(str(model.resolve()))
-        # The compiler enforces its own timeout (v16); ours is the backstop.
-        res = runner(argv, timeout + 30)
+        # The compiler enforces its own timeout (v16); ours is the backstop, a little later.
+        res = runner(argv, timeout + min(30.0, timeout))
         text = res.stdout + ("\n" + res.stderr if res.stderr else "")
         report = parse_compiler_output(text, res.returncode)
         report.command = argv

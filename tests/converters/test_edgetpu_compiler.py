@@ -1,0 +1,363 @@
+"""edgekit compile: parsers on real compiler outputs, plumbing with a stand-in, the real compiler when present.
+
+The parsers are tested on real edgetpu_compiler outputs copied verbatim into
+tests/fixtures/compiler (sources in SOURCES.md there). The subprocess plumbing (timeout, exit
+code, missing binary, outputs moved into place) is tested with
+tests/fixtures/compiler/standin_edgetpu_compiler.py, a STAND-IN that replays those outputs; it is
+never evidence that the real compiler works. Tests marked ``compiler`` run the real
+edgetpu_compiler whenever it is on PATH (or EDGETPU_COMPILER).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import stat
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from edgekit import tflite_model
+from edgekit.cli import cli
+from edgekit.converters import edgetpu_compiler as etc
+from edgekit.converters.compatibility import check_model
+from edgekit.errors import CompilerError, MissingDependencyError
+from tests.conftest import shared_file
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compiler"
+STANDIN = FIXTURES / "standin_edgetpu_compiler.py"
+
+
+def fixture(name: str) -> str:
+    return (FIXTURES / name).read_text()
+
+
+def test_every_fixture_names_its_source():
+    listed = fixture("SOURCES.md")
+    files = [p.name for p in FIXTURES.iterdir() if p.suffix in (".txt", ".log")]
+    assert len(files) >= 15
+    for name in files:
+        assert f"`{name}`" in listed, f"{name} is not listed in SOURCES.md"
+
+
+# ------------------------------------------------------------------------------------- parsers
+@pytest.mark.parametrize("text, expected", [("0.00B", 0), ("1.75KiB", 1792), ("7.37MiB", round(7.37 * 1024 ** 2)),
+                                            ("1.00GiB", 1024 ** 3), ("322.25KiB", 329984)])
+def test_parse_size(text, expected):
+    assert etc.parse_size(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "7.37 MB", "-1B", "MiB"])
+def test_parse_size_refuses_other_text(text):
+    with pytest.raises(ValueError):
+        etc.parse_size(text)
+
+
+def test_v16_partial_mapping_stdout():
+    r = etc.parse_compiler_output(fixture("v16_partial_yolov5s_224_stdout.txt"), returncode=0)
+    m = r.main
+    assert r.compiler_version == "16.0.384591198" and r.succeeded and r.compile_ms == 3173
+    assert (m.input_model, m.output_model) == ("yolov5s-int8-224.tflite", "yolov5s-int8-224_edgetpu.tflite")
+    assert m.input_size_bytes == etc.parse_size("7.37MiB") and m.output_size_bytes == etc.parse_size("8.34MiB")
+    assert (m.on_chip_used_bytes, m.on_chip_remaining_bytes, m.off_chip_used_bytes) == (
+        etc.parse_size("6.08MiB"), 0, etc.parse_size("1.70MiB"))
+    assert (m.subgraphs, m.total_ops, m.edgetpu_ops, m.cpu_ops) == (2, 294, 289, 5)
+    assert m.operation_log == "yolov5s-int8-224_edgetpu.log"
+    assert len(r.ops) == 17
+    per = r.ops_per_status()
+    # the table agrees with the summary lines the compiler printed above it
+    assert per["Mapped to Edge TPU"] == 289 and sum(per.values()) - 289 == 5
+    split = r.split_by_type()
+    assert split["cpu"]["QUANTIZE"] == 2 and split["edgetpu"]["QUANTIZE"] == 24
+
+
+def test_v16_full_mapping_log_and_v15_logs():
+    version, inp, out, rows = etc.parse_operation_log(fixture("v16_full_yolov5s_160.log"))
+    assert (version, inp, out) == ("16.0.384591198", "yolov5s-int8.tflite", "yolov5s-int8_edgetpu.tflite")
+    assert len(rows) == 11 and all(r.mapped for r in rows) and sum(r.count for r in rows) == 262
+    version, _, _, rows = etc.parse_operation_log(fixture("v15_full_mnist7.log"))
+    assert version == "15.0.340273435" and all(r.mapped for r in rows)
+    _, _, _, rows = etc.parse_operation_log(fixture("v15_float_io_mnist4.log"))
+    assert {r.operator for r in rows if not r.mapped} == {"QUANTIZE", "DEQUANTIZE"}
+
+
+def test_older_console_formats():
+    v15 = etc.parse_compiler_output(fixture("v15_partial_stdout.txt"))
+    assert v15.compiler_version == "15.0.340273435" and v15.succeeded
+    assert (v15.main.edgetpu_ops, v15.main.cpu_ops, v15.main.off_chip_used_bytes) == (117, 48, 0)
+    assert v15.main.output_model == "./EdgeTPU/model_edgetpu.tflite" and v15.ops == []
+    v14 = etc.parse_compiler_output(fixture("v14_no_subgraph_stdout_excerpt.txt"))
+    assert v14.compiler_version == "14.1.317412892" and v14.succeeded and v14.main.subgraphs == 0
+    assert v14.main.total_ops == 42 and v14.compile_ms == 70
+    v2 = etc.parse_compiler_output(fixture("v2_1_partial_stdout_excerpt.txt"))
+    assert v2.compiler_version == "2.1.302470888" and v2.main.on_chip_remaining_bytes == etc.parse_size("7.75KiB")
+    assert [r.status for r in v2.ops].count("More than one subgraph is not supported") == 2
+
+
+def test_search_delegate_output():
+    r = etc.parse_compiler_output(fixture("v16_full_search_delegate_stdout_excerpt.txt"))
+    assert r.succeeded and r.attempts == 1 and r.main.off_chip_used_bytes == etc.parse_size("41.75KiB")
+    assert all(row.mapped for row in r.ops)
+
+
+@pytest.mark.parametrize("name, words, hint_words", [
+    ("v16_op_version_transpose_conv.txt", "TRANSPOSE_CONV v4 needs TensorFlow Lite 2.13.0", "re-convert"),
+    ("v16_op_version_exp.txt", "EXP v2 needs a TensorFlow Lite release newer than 2.5.0", "re-convert"),
+    ("v16_op_version_quantize.txt", "QUANTIZE v3 needs TensorFlow Lite 2.7.0", "re-convert"),
+    ("v16_dynamic_tensors.txt", "dynamic-sized tensors", "batch_size=1"),
+    ("v16_large_activations.txt", "large activation tensors", "--search-delegate"),
+    ("v14_internal_error.txt", "Internal compiler error", "--search-delegate"),
+    ("v15_internal_error.txt", "Internal compiler error", "--search-delegate"),
+    ("v14_not_quantized.txt", "Model not quantized", "edgekit quantize"),
+    ("runtime_mismatch.txt", "compiled for Edge TPU runtime 14, but this runtime is version 13", "--min-runtime 13"),
+])
+def test_known_failures_become_clear_errors(name, words, hint_words):
+    text = fixture(name)
+    if name != "runtime_mismatch.txt":
+        assert not etc.parse_compiler_output(text, returncode=0).succeeded
+    message, hint = etc.diagnose(text)
+    assert words in message and hint_words in hint
+
+
+def test_success_text_with_a_failing_exit_code_is_a_failure():
+    assert not etc.parse_compiler_output(fixture("v16_partial_yolov5s_224_stdout.txt"), returncode=1).succeeded
+    assert etc.diagnose(fixture("v16_partial_yolov5s_224_stdout.txt")) is None
+
+
+def test_version_parsing():
+    assert etc.parse_version(fixture("v16_version.txt")) == "16.0.384591198"
+    assert etc.version_major("16.0.384591198") == 16 and etc.version_major(None) is None
+
+
+# ---------------------------------------------------------------------------- plumbing (stand-in)
+@pytest.fixture
+def standin(tmp_path, monkeypatch):
+    """A stand-in named edgetpu_compiler first on PATH; returns a function setting its behaviour."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    exe = bin_dir / "edgetpu_compiler"
+    exe.write_text(f"#!{sys.executable}\nimport runpy, sys\nsys.exit(runpy.run_path({str(STANDIN)!r}, "
+                   "run_name='standin')['main'](sys.argv[1:]))\n")
+    exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
+    monkeypatch.delenv("EDGETPU_COMPILER", raising=False)
+    monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+    argv_file = tmp_path / "argv.json"
+    monkeypatch.setenv("STANDIN_ARGV_FILE", str(argv_file))
+
+    def configure(**env: str) -> Path:
+        for k, v in env.items():
+            monkeypatch.setenv(f"STANDIN_{k}", str(v))
+        return argv_file
+
+    return configure
+
+
+@pytest.fixture
+def model_copy(tmp_path):
+    src = shared_file("split_concat.tflite")
+    dst = tmp_path / "in" / "split_concat.tflite"
+    dst.parent.mkdir()
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def test_outputs_move_into_place_and_the_argument_list(standin, model_copy, tmp_path):
+    argv_file = standin(OUTPUT_MODEL=shared_file("split_concat_edgetpu.tflite"))
+    out = tmp_path / "out"
+    out.mkdir()
+    before = model_copy.read_bytes()
+    report = etc.compile_model(model_copy, out)
+    assert report.succeeded and report.compiler_version == "16.0.384591198"
+    assert sorted(Path(p).name for p in report.outputs) == ["split_concat_edgetpu.log", "split_concat_edgetpu.tflite"]
+    assert (out / "split_concat_edgetpu.tflite").read_bytes() == shared_file("split_concat_edgetpu.tflite").read_bytes()
+    assert _leftovers(out) == [] and model_copy.read_bytes() == before
+    argv = json.loads(argv_file.read_text())
+    assert argv[-1] == str(model_copy.resolve())
+    for flag in ("--out_dir", "--show_operations", "--min_runtime_version", "--timeout_sec"):
+        assert flag in argv
+    assert argv[argv.index("--min_runtime_version") + 1] == "14"
+
+
+def test_default_output_folder_is_beside_the_model_and_existing_outputs_are_replaced(standin, model_copy):
+    standin()
+    (model_copy.parent / "split_concat_edgetpu.tflite").write_bytes(b"old")
+    etc.compile_model(model_copy)
+    assert (model_copy.parent / "split_concat_edgetpu.tflite").read_bytes() == model_copy.read_bytes()
+    assert _leftovers(model_copy.parent) == []
+
+
+def test_nonzero_exit_code_fails_even_with_success_text(standin, model_copy, tmp_path):
+    standin(EXIT=1)
+    with pytest.raises(CompilerError, match=r"exit 1"):
+        etc.compile_model(model_copy, tmp_path)
+    assert not (tmp_path / "split_concat_edgetpu.tflite").exists() and _leftovers(tmp_path) == []
+
+
+def test_failure_text_with_exit_zero_is_still_a_failure(standin, model_copy, tmp_path):
+    standin(STDOUT="v16_large_activations.txt", EXIT=0)
+    with pytest.raises(CompilerError, match="large activation tensors") as e:
+        etc.compile_model(model_copy, tmp_path)
+    assert "--segments" in e.value.hint
+    assert not (tmp_path / "split_concat_edgetpu.tflite").exists()
+
+
+def test_known_failure_with_no_outputs(standin, model_copy, tmp_path):
+    standin(STDOUT="v16_dynamic_tensors.txt", EXIT=1, WRITE=0)
+    with pytest.raises(CompilerError, match="dynamic-sized tensors") as e:
+        etc.compile_model(model_copy, tmp_path)
+    assert e.value.exit_code == 8 and "batch_size=1" in e.value.hint
+    assert list(tmp_path.glob("*_edgetpu.*")) == [] and _leftovers(tmp_path) == []
+
+
+def test_success_text_but_no_output_file(standin, model_copy, tmp_path):
+    standin(WRITE=0)
+    with pytest.raises(CompilerError, match="wrote no model"):
+        etc.compile_model(model_copy, tmp_path)
+
+
+def test_timeout_stops_the_compiler(standin, model_copy, tmp_path):
+    standin(SLEEP=20)
+    with pytest.raises(CompilerError, match="did not finish within") as e:
+        etc.compile_model(model_copy, tmp_path, timeout=1)
+    assert "--timeout" in e.value.hint and _leftovers(tmp_path) == []
+
+
+def test_op_table_from_the_log_when_stdout_has_none(standin, model_copy, tmp_path):
+    standin(STDOUT="v15_partial_stdout.txt", LOG="v15_float_io_mnist4.log")
+    report = etc.compile_model(model_copy, tmp_path)
+    assert [r.operator for r in report.ops if not r.mapped] == ["QUANTIZE", "DEQUANTIZE"]
+
+
+def test_segments_are_all_moved_into_place(standin, model_copy, tmp_path):
+    argv_file = standin()
+    report = etc.compile_model(model_copy, tmp_path, segments=2)
+    names = sorted(Path(p).name for p in report.outputs)
+    assert names == ["split_concat_segment_0_of_2_edgetpu.log", "split_concat_segment_0_of_2_edgetpu.tflite",
+                     "split_concat_segment_1_of_2_edgetpu.log", "split_concat_segment_1_of_2_edgetpu.tflite"]
+    argv = json.loads(argv_file.read_text())
+    assert argv[argv.index("--num_segments") + 1] == "2"
+
+
+def test_missing_binary(monkeypatch, tmp_path, model_copy):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("EDGETPU_COMPILER", raising=False)
+    assert etc.find_compiler() is None
+    with pytest.raises(MissingDependencyError) as e:
+        etc.compile_model(model_copy, tmp_path)
+    assert e.value.exit_code == 4
+    monkeypatch.setenv("EDGETPU_COMPILER", str(tmp_path / "nope"))
+    with pytest.raises(MissingDependencyError, match="EDGETPU_COMPILER"):
+        etc.find_compiler()
+    not_exec = tmp_path / "edgetpu_compiler"
+    not_exec.write_text("#!/bin/sh\n")
+    not_exec.chmod(0o644)
+    with pytest.raises(MissingDependencyError):
+        etc.run_subprocess([str(not_exec), "--version"], 5)
+
+
+def test_missing_compiler_message_says_exactly_why(monkeypatch):
+    monkeypatch.setattr(etc.platform, "system", lambda: "Darwin")
+    monkeypatch.setattr(etc.platform, "machine", lambda: "arm64")
+    e = etc.missing_compiler_error()
+    assert "does not exist for Darwin arm64" in e.message and "x86-64 Linux" in e.message
+    monkeypatch.setattr(etc.platform, "system", lambda: "Linux")
+    monkeypatch.setattr(etc.platform, "machine", lambda: "x86_64")
+    e = etc.missing_compiler_error()
+    assert "not installed" in e.message and "apt-get install edgetpu-compiler" in e.hint
+
+
+def test_runner_seam_is_replaceable(model_copy, tmp_path):
+    calls = []
+
+    def runner(argv, timeout):
+        calls.append(argv)
+        if "--version" in argv:
+            return etc.RunResult(0, fixture("v16_version.txt"), "")
+        return etc.RunResult(1, fixture("v16_op_version_exp.txt"), "")
+
+    with pytest.raises(CompilerError, match="EXP v2"):
+        etc.compile_model(model_copy, tmp_path, compiler="/opt/edgetpu_compiler", runner=runner)
+    assert calls[0] == ["/opt/edgetpu_compiler", "--version"] and calls[1][0] == "/opt/edgetpu_compiler"
+
+
+# ------------------------------------------------------------------------------------------- CLI
+def test_cli_compile_without_compiler_prints_check_and_exits_4(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("EDGETPU_COMPILER", raising=False)
+    path = str(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"))
+    r = CliRunner().invoke(cli, ["compile", path])
+    assert r.exit_code == 4
+    assert "offline prediction" in r.stdout and "Verdict: PARTIAL" in r.stdout
+    assert "edgetpu_compiler" in r.stderr and r.stderr.startswith("error: ")
+    r = CliRunner().invoke(cli, ["compile", path, "--json"])
+    assert r.exit_code == 4
+    doc = json.loads(r.stdout)
+    assert doc["compiled"] is False and doc["check"]["verdict"] == "partial"
+
+
+def test_cli_compile_compares_with_check(standin, tmp_path):
+    model = tmp_path / "deeplab.tflite"
+    shutil.copyfile(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"), model)
+    standin(OUTPUT_MODEL=shared_file("deeplabv3_mnv2_dm05_pascal_quant_edgetpu.tflite"))
+    r = CliRunner().invoke(cli, ["compile", str(model)])
+    assert r.exit_code == 0, r.output
+    assert "edgekit check agreed with the compiler on every op type" in r.output
+    assert "Operator                       Count      Status" in r.output
+    r = CliRunner().invoke(cli, ["compile", str(model), "--json"])
+    doc = json.loads(r.stdout)
+    assert doc["check_disagreements"] == [] and doc["succeeded"] and doc["compiler_version"] == "16.0.384591198"
+
+
+def test_cli_compile_prints_disagreements(standin, tmp_path):
+    model = tmp_path / "deeplab.tflite"
+    shutil.copyfile(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"), model)
+    standin()  # the stand-in "compiles" by copying the input: nothing mapped
+    r = CliRunner().invoke(cli, ["compile", str(model)])
+    assert r.exit_code == 0
+    assert "edgekit check disagreed with the compiler" in r.output
+    assert "CONV_2D: check predicted 36 on the Edge TPU / 2 on the CPU, the compiler mapped 0 / 38" in r.output
+
+
+def test_cli_compile_failure_exit_code(standin, model_copy):
+    standin(STDOUT="v16_op_version_quantize.txt", EXIT=1, WRITE=0)
+    r = CliRunner().invoke(cli, ["compile", str(model_copy)])
+    assert r.exit_code == 8 and "QUANTIZE v3" in r.stderr
+
+
+# --------------------------------------------------------------------------- the real compiler
+REAL_PAIRS = ["mobilenet_v1_0.25_128_quant", "keras_lstm_mnist_ptq", "split_concat",
+              "deeplabv3_mnv2_dm05_pascal_quant"]
+
+
+@pytest.mark.compiler
+@pytest.mark.parametrize("stem", REAL_PAIRS)
+def test_real_compiler_agrees_with_check(stem, tmp_path):
+    src = shared_file(f"{stem}.tflite")
+    report = etc.compile_model(src, tmp_path)
+    assert report.succeeded and report.compiler_version
+    info = tflite_model.load(src)
+    actual = etc.compiled_split(info, tflite_model.load(tmp_path / f"{stem}_edgetpu.tflite"))
+    assert etc.disagreements(check_model(info).split_by_type(), actual) == []
+    assert report.split_by_type()["edgetpu"] == actual["edgetpu"]
+
+
+@pytest.mark.compiler
+def test_real_compiler_version():
+    compiler = etc.find_compiler()
+    assert etc.version_major(etc.compiler_version(compiler)) >= 14
+
+
+def test_cli_compile_segments(standin, model_copy):
+    standin()
+    r = CliRunner().invoke(cli, ["compile", str(model_copy), "--segments", "2", "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert len([p for p in doc["outputs"] if p.endswith(".tflite")]) == 2
+    assert isinstance(doc["check_disagreements"], list)
