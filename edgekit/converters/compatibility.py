@@ -264,10 +264,12 @@ def _check_op(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int) ->
         raise _Rule(UNSPECIFIED, f"quantizes a {float_in[0].dtype} input: the model has float I/O",
                     "use integer (uint8/int8) model inputs: `edgekit quantize` makes them")
     if name not in SUPPORTED_OPS:
-        if bad and name != "ARG_MAX":
-            types = sorted({t.dtype for t in bad})
-            raise _Rule(DATA_TYPE, f"{name} on {', '.join(types)} data, and {name} is not an Edge TPU op",
-                        FIX_QUANTIZE if set(types) & _FLOAT_TYPES else FIX_MOVE_TO_END)
+        # float/int16 data is reported as a data-type problem (DEQUANTIZE in real logs); index
+        # outputs (int32/int64 of ARG_MAX and the like) do not change the verdict "not supported".
+        odd = sorted({t.dtype for t in bad if t.dtype in _FLOAT_TYPES | {"int16"}})
+        if odd:
+            raise _Rule(DATA_TYPE, f"{name} on {', '.join(odd)} data, and {name} is not an Edge TPU op",
+                        FIX_QUANTIZE if set(odd) & _FLOAT_TYPES else FIX_MOVE_TO_END)
         raise _Rule(NOT_SUPPORTED, f"{name} is not in the Edge TPU's supported-op table", FIX_MOVE_TO_END)
     if bad:
         types = sorted({t.dtype for t in bad})
@@ -434,10 +436,8 @@ def _squeeze(info, g, op, ins, outs):
         if d != 1:
             break
         leading += 1
-    # The squeezed dims are the 1s of the input that are missing from the output; all of them must be leading.
-    kept_after_leading = [d for d in t.shape[leading:]]
-    if [d for d in kept_after_leading if d != 1] != [d for d in out.shape if d != 1] or \
-            sum(1 for d in kept_after_leading if d == 1) > sum(1 for d in out.shape if d == 1):
+    # Fine when the output is the input minus some of its leading 1s (no relayout needed).
+    if not any(tuple(out.shape) == tuple(t.shape[k:]) for k in range(leading + 1)):
         raise _Rule(UNSPECIFIED, f"{_shape(t)} -> {_shape(out)} squeezes an inner dimension (needs a relayout)",
                     "squeeze only leading dimensions of size 1")
 

@@ -362,3 +362,17 @@ def test_cli_check_on_compiled_model_and_bad_input(tmp_path):
 def test_a_model_made_by_edgekit_quantize_is_fully_mappable(digits_int8):
     report = check_model(tflite_model.load(digits_int8.output))
     assert report.verdict == "full", [(o.name, o.reason, o.detail) for o in report.ops if o.target == "cpu"]
+
+
+def test_squeeze_only_of_leading_ones():
+    assert _single("SQUEEZE", [1, 1, 10], [10]).target == "edgetpu"
+    assert _single("SQUEEZE", [1, 5, 1, 10], [1, 5, 10]).target == "cpu"
+
+
+def test_unsupported_op_on_integers_is_not_supported_and_dequantize_is_a_data_type_problem():
+    assert _single("FLOOR_MOD", [1, 8], [1, 8], [lambda g: g.tensor([1, 8], "int8")]).reason == C.NOT_SUPPORTED
+    gb = GraphBuilder()
+    x = gb.tensor([1, 8], "int8")
+    y = gb.tensor([1, 8], "float32", scale=None)
+    gb.op("DEQUANTIZE", [x], [y], version=2)
+    assert check_model(_info(gb.build([x], [y]))).ops[0].reason == C.DATA_TYPE
