@@ -346,9 +346,9 @@ def _cpu_twin_or_fail(model_path: Path, why: str) -> Path:
     twin = cpu_model_path(model_path)
     if twin != model_path and twin.is_file():
         return twin
-    expected = twin if twin != model_path else model_path.with_name(model_path.stem + "_cpu.tflite")
+    which = f"{twin}, not found" if twin != model_path else "the edgetpu_compiler's input"
     raise DeviceError(f"{model_path} is compiled for the Edge TPU and needs one to run, but {why}",
-                      f"pass the CPU model it was compiled from (expected {expected}) to run on the CPU, "
+                      f"to run on the CPU, pass the CPU model it was compiled from ({which}); "
                       "or attach an Edge TPU")
 
 
@@ -395,7 +395,7 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
     except DeviceError as exc:
         if spec.kind != "auto":
             raise
-        reason = exc.message
+        reason = f"{exc.message}; `edgekit doctor` tells what to fix"
         if find_devices is not None and not find_devices():
             reason = "no Edge TPU found"
         twin = _cpu_twin_or_fail(path, reason)

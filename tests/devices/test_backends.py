@@ -152,6 +152,16 @@ def test_cpu_on_a_compiled_model_runs_its_twin():
     assert opened.model_path == str(shared_file("mobilenet_v1_0.25_128_quant.tflite")) and opened.device == "cpu"
 
 
+def test_auto_with_a_device_but_no_runtime_falls_back_naming_the_runtime():
+    """A device is listed (a stand-in list: there is none here) but libedgetpu is missing: say that, not 'no device'."""
+    if ctypes.util.find_library("edgetpu"):
+        pytest.skip("libedgetpu is installed here")
+    opened = B.open_model(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "auto",
+                          find_devices=lambda: ["stand-in usb:0"])
+    assert opened.device == "cpu" and opened.model_path.endswith("mobilenet_v1_0.25_128_quant.tflite")
+    assert f"{B.edgetpu_library()} is not installed" in opened.notes[-1] and "edgekit doctor" in opened.notes[-1]
+
+
 def test_explicit_edgetpu_on_a_cpu_model_is_refused():
     with pytest.raises(UsageError, match="not compiled"):
         B.open_model(shared_file("mobilenet_v1_0.25_128_quant.tflite"), "pci:0")
