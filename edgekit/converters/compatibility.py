@@ -571,6 +571,8 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
             "quantized models, and the compiler refuses it ('Model not quantized') or maps nothing",
             FIX_QUANTIZE, tuple(op.index for op in g.ops)))
 
+    if info.quantization_state == "float" and not fatal:
+        advice.append("The model is not quantized: " + FIX_QUANTIZE + ".")
     if fatal:
         status = fatal[0][0]
         verdicts = [OpVerdict(op.index, op.name, op.version, "cpu", status,
@@ -744,8 +746,9 @@ def render(report: CheckReport) -> str:
     else:
         lines.append(f"Parameters: {report.param_bytes:,} bytes")
     for p in report.problems:
-        if p.fatal:
-            lines.append(f"FATAL: {p.message}")
+        if p.code == "already_compiled":
+            continue
+        lines.append(f"{'FATAL' if p.fatal else 'Problem'}: {p.message}" + (f"\n  fix: {p.hint}" if p.hint else ""))
     total = len(report.ops)
     word = {"full": "FULL", "partial": "PARTIAL", "none": "NONE"}[report.verdict]
     lines.append(f"Verdict: {word}: {report.edgetpu_ops} of {total} ops on the Edge TPU "

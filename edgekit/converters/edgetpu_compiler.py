@@ -399,7 +399,7 @@ def missing_compiler_error() -> MissingDependencyError:
     if not platform_supported():
         return MissingDependencyError(
             f"edgetpu_compiler does not exist for {system} {machine}: it is built only for x86-64 Linux",
-            OTHER_PLATFORM_HINT)
+            f"{OTHER_PLATFORM_HINT}; to install it there, {INSTALL_HINT}")
     return MissingDependencyError("edgetpu_compiler is not installed (not on PATH, EDGETPU_COMPILER unset)",
                                   INSTALL_HINT)
 

@@ -376,3 +376,16 @@ def test_unsupported_op_on_integers_is_not_supported_and_dequantize_is_a_data_ty
     y = gb.tensor([1, 8], "float32", scale=None)
     gb.op("DEQUANTIZE", [x], [y], version=2)
     assert check_model(_info(gb.build([x], [y]))).ops[0].reason == C.DATA_TYPE
+
+
+def test_cli_check_on_a_float_model_says_not_quantized(tmp_path):
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4], "float32", scale=None)
+    w = gb.tensor([3, 4], "float32", data=np.ones((3, 4)), scale=None)
+    y = gb.tensor([1, 3], "float32", scale=None)
+    gb.op("FULLY_CONNECTED", [x, w, -1], [y])
+    path = tmp_path / "float.tflite"
+    path.write_bytes(gb.build([x], [y]))
+    r = CliRunner().invoke(cli, ["check", str(path)])
+    assert r.exit_code == 0
+    assert "not quantized" in r.output and "edgekit quantize" in r.output and "Verdict: NONE" in r.output
