@@ -185,8 +185,8 @@ class Classifier:
             spec = rec.preprocess
             self.spec_source = f"recorded ({record[1]})"
             if (spec.width, spec.height) != (width, height):
-                self.notes.append(f"the recorded input size {spec.width}x{spec.height} differs from the model's "
-                                  f"{width}x{height}; resizing to the model's")
+                self.notes.append(f"warning: the recorded input size {spec.width}x{spec.height} differs from the "
+                                  f"model's {width}x{height}; resizing to the model's")
                 spec = replace(spec, width=width, height=height)
         else:
             spec = preprocess.spec_from_input_quantization(width, height, channels, self.input_dtype,
@@ -195,6 +195,9 @@ class Classifier:
         if mean is not None or std is not None:
             spec = replace(spec, mean=mean if mean is not None else spec.mean, std=std if std is not None else spec.std)
             self.spec_source = "--mean/--std"
+        if spec.num_channels != channels:
+            raise InputError(f"{model}: the preprocessing ({self.spec_source}) makes {spec.num_channels}-channel "
+                             f"images but the model takes {channels} channel(s)")
         self.spec = spec
 
         if labels is not None:

@@ -240,6 +240,12 @@ def test_recorded_preprocessing_and_labels_are_used_without_flags(tmp_path):
     assert top["label"] == f"recorded {top['id']}"
 
 
+def test_recorded_preprocessing_that_does_not_fit_the_model_is_refused(tmp_path):
+    model = _record_copy(tmp_path, PreprocessSpec(128, 128, channels="L"), None)
+    with pytest.raises(InputError, match="1-channel images but the model takes 3"):
+        C.Classifier(model)
+
+
 def test_record_of_the_cpu_twin_is_found_for_a_compiled_model(tmp_path):
     no_edgetpu_runtime()
     labels = [f"twin {i}" for i in range(1001)]
