@@ -282,7 +282,7 @@ def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] 
     candidates = [model_record.sidecar_path(p),
                   p.with_name(keras_io.default_output_stem(p) + model_record.SIDECAR_SUFFIX)]
     for c in dict.fromkeys(candidates):
-        if c.is_file() and not p.is_dir():
+        if c.is_file():
             return model_record.ModelRecord.from_json(c.read_bytes(), str(c)), c
     return None
 

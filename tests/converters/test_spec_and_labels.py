@@ -1,0 +1,106 @@
+"""The preprocessing spec edgekit quantize settles on (record → model → flags), labels, input sizes."""
+
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from edgekit import model_record, tflite_model
+from edgekit.cli import cli
+from edgekit.converters.keras_io import LoadedModel
+from edgekit.converters.quantize import QuantizeOptions, read_labels, resolve_spec
+from edgekit.errors import InputError, UsageError
+from edgekit.preprocess import PreprocessSpec
+
+
+def _loaded(shape=(32, 32, 3), raw=False):
+    return LoadedModel(path=None, format="keras", input_shape=shape, call=None, raw_pixel_input=raw)
+
+
+def test_rescaling_layer_means_raw_pixels():
+    spec, origin, warnings = resolve_spec(_loaded(raw=True), QuantizeOptions(model="m"), None)
+    assert (spec.mean, spec.std, spec.scaling_name) == ((0.0,), (1.0,), "raw")
+    assert "Rescaling" in origin and warnings == []
+
+
+def test_unknown_scaling_assumes_0_to_1_and_says_so():
+    spec, origin, warnings = resolve_spec(_loaded(), QuantizeOptions(model="m"), None)
+    assert spec.scaling_name == "0..1" and origin == "an assumption"
+    assert "--scaling" in warnings[0]
+
+
+def test_record_then_flags_override():
+    recorded = PreprocessSpec(32, 32, "BGR", "bilinear", (127.5,), (127.5,))
+    spec, origin, _ = resolve_spec(_loaded(), QuantizeOptions(model="m"), recorded)
+    assert spec == recorded and origin == "the record beside the model"
+    opts = QuantizeOptions(model="m", mean=(123.7, 116.3, 103.5), std=(58.4,), resize="bicubic", channels="RGB")
+    spec, origin, _ = resolve_spec(_loaded(), opts, recorded)
+    assert (spec.mean, spec.std, spec.resize, spec.channels) == ((123.7, 116.3, 103.5), (58.4,), "bicubic", "RGB")
+    assert origin == "the flags"
+    spec, _, _ = resolve_spec(_loaded(), QuantizeOptions(model="m", scaling="-1..1"), None)
+    assert spec.scaling_name == "-1..1"
+
+
+def test_grayscale_models_and_channel_mismatch():
+    spec, _, _ = resolve_spec(_loaded((28, 28, 1)), QuantizeOptions(model="m"), None)
+    assert spec.channels == "L" and (spec.width, spec.height) == (28, 28)
+    with pytest.raises(UsageError, match="does not fit the model's 1-channel input"):
+        resolve_spec(_loaded((28, 28, 1)), QuantizeOptions(model="m", channels="RGB"), None)
+
+
+def test_any_size_models_need_input_size():
+    with pytest.raises(UsageError, match="accepts any input size") as exc:
+        resolve_spec(_loaded((None, None, 3)), QuantizeOptions(model="m"), None)
+    assert "--input-size 224x224" in exc.value.hint
+    spec, _, _ = resolve_spec(_loaded((None, None, 3)), QuantizeOptions(model="m", input_size=(40, 30)), None)
+    assert (spec.width, spec.height) == (40, 30)
+    with pytest.raises(UsageError, match="differs from the model's fixed input"):
+        resolve_spec(_loaded(), QuantizeOptions(model="m", input_size=(40, 30)), None)
+
+
+@pytest.mark.parametrize("text, labels", [
+    ("cat\ndog\n\n", ["cat", "dog"]),
+    ("0 cat\n1 dog\n", ["cat", "dog"]),
+    ("0: background\n2: dog\n", ["background", "1", "dog"]),
+])
+def test_label_files(tmp_path, text, labels):
+    (tmp_path / "l.txt").write_text(text)
+    assert read_labels(str(tmp_path / "l.txt")) == labels
+
+
+def test_missing_or_empty_label_file(tmp_path):
+    with pytest.raises(InputError, match="no such file"):
+        read_labels(str(tmp_path / "nope.txt"))
+    (tmp_path / "empty.txt").write_text("\n")
+    with pytest.raises(InputError, match="empty"):
+        read_labels(str(tmp_path / "empty.txt"))
+
+
+@pytest.mark.tf
+def test_real_rescaling_model_any_size_and_labels_end_to_end(tmp_path):
+    import keras
+
+    from edgekit.converters.tf_quiet import silenced
+
+    inp = keras.Input((None, None, 3))
+    x = keras.layers.Rescaling(1 / 255.0)(inp)
+    x = keras.layers.Conv2D(4, 3, use_bias=False)(x)
+    x = keras.layers.GlobalAveragePooling2D()(x)
+    model = keras.Model(inp, keras.layers.Dense(2, activation="softmax")(x))
+    path = tmp_path / "any.keras"
+    with silenced():
+        model.save(path)
+    (tmp_path / "labels.txt").write_text("no\nyes\nmaybe\n")
+    args = ["quantize", str(path), "--calib", "random", "--samples", "10", "--no-verify", "--input-size", "24x20",
+            "--labels", str(tmp_path / "labels.txt")]
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 0, result.output
+    assert "3 labels for 2 model outputs" in result.stderr
+    out = tmp_path / "any_int8.tflite"
+    info = tflite_model.load(out)
+    assert list(info.inputs[0].shape_signature) == [1, 20, 24, 3]
+    rec, _ = model_record.find_record(out, info.metadata)
+    assert rec.preprocess.scaling_name == "raw" and (rec.preprocess.width, rec.preprocess.height) == (24, 20)
+    assert rec.labels == ["no", "yes", "maybe"]
+    bad = CliRunner().invoke(cli, ["quantize", str(path), "--calib", "random", "--input-size", "24"])
+    assert bad.exit_code == 2 and "WIDTHxHEIGHT" in bad.stderr
