@@ -165,17 +165,25 @@ def lambda_model(tmp_path_factory):
     inp = keras.Input((16, 16, 3))
     x = keras.layers.Lambda(lambda t: t * 2.0)(inp)
     out = keras.layers.Dense(3, activation="softmax")(keras.layers.Flatten()(x))
-    path = tmp_path_factory.mktemp("lambda") / "lambda.keras"
+    folder = tmp_path_factory.mktemp("lambda")
     with silenced():
-        keras.Model(inp, out).save(path)
-    return path
+        for suffix in (".keras", ".h5"):
+            keras.Model(inp, out).save(folder / f"lambda{suffix}")
+    return folder
 
 
-def test_lambda_layers_are_refused_unless_trusted(lambda_model):
+@pytest.mark.parametrize("suffix", [".keras", ".h5"])
+def test_lambda_layers_are_refused_unless_trusted(lambda_model, suffix):
+    path = lambda_model / f"lambda{suffix}"
     with pytest.raises(InputError, match="contains a Lambda layer") as exc:
-        keras_io.load(lambda_model)
+        keras_io.load(path)
     assert "--trust-model" in exc.value.hint
-    assert keras_io.load(lambda_model, trust_model=True).input_shape == (16, 16, 3)
+    assert keras_io.load(path, trust_model=True).input_shape == (16, 16, 3)
+
+
+@pytest.mark.parametrize("name, stem", [("m.h5", "m"), ("m.weights.h5", "m"), ("m.keras", "m"), ("dir", "dir")])
+def test_default_output_stem(tmp_path, name, stem):
+    assert keras_io.default_output_stem(tmp_path / name) == stem
 
 
 CUSTOM_SOURCE = textwrap.dedent('''

@@ -207,3 +207,14 @@ def test_ops_the_compiler_would_reject_are_named_after_trying_the_remedies(tmp_p
     assert "tried per-tensor Dense weights, per-tensor weights for every layer" in result.stderr
     assert "QUANTIZE" not in result.stderr
     assert not (tmp_path / f"{activation}_int8.tflite").exists()
+
+
+def test_without_calib_the_data_recorded_beside_the_model_is_used(digits_keras, digits_folders, tmp_path):
+    out = tmp_path / "recorded.tflite"
+    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "-o", str(out), "--samples", "50",
+                                      "--no-verify", "--json"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert os.path.realpath(doc["calibration"]["source"]) == os.path.realpath(digits_folders.train)
+    assert doc["preprocess"]["origin"] == "the record beside the model" and doc["labels"] == 10
+    assert doc["verification"] is None
