@@ -240,6 +240,20 @@ def test_recorded_preprocessing_and_labels_are_used_without_flags(tmp_path):
     assert top["label"] == f"recorded {top['id']}"
 
 
+def test_record_inside_the_model_metadata_is_used(tmp_path):
+    """How `edgekit quantize` ships its record: a metadata entry named 'edgekit' (no sidecar here)."""
+    pytest.importorskip("ai_edge_litert", reason="writing metadata uses ai-edge-litert's schema module")
+    from edgekit.converters.tflite_metadata import set_metadata
+    from edgekit.model_record import METADATA_NAME
+
+    record = ModelRecord(PreprocessSpec(128, 128, mean=(127.5,), std=(127.5,)), [f"meta {i}" for i in range(1001)])
+    model = tmp_path / "with_metadata.tflite"
+    model.write_bytes(set_metadata(shared_file(MODEL).read_bytes(), METADATA_NAME, record.to_json().encode()))
+    clf = C.Classifier(model)
+    assert clf.spec_source == "recorded (model metadata)" and clf.spec == record.preprocess
+    assert clf.run([str(shared_file("cat.bmp"))], k=1).results[0].top[0]["label"].startswith("meta ")
+
+
 def test_recorded_preprocessing_that_does_not_fit_the_model_is_refused(tmp_path):
     model = _record_copy(tmp_path, PreprocessSpec(128, 128, channels="L"), None)
     with pytest.raises(InputError, match="1-channel images but the model takes 3"):
