@@ -151,6 +151,8 @@ def _quiet_native_stderr() -> Iterator[None]:
     try:
         fd = sys.stderr.fileno()
     except (AttributeError, OSError, ValueError):  # stderr replaced (tests, notebooks): nothing to filter
+        fd = -1
+    if fd < 0 or os.name != "posix":  # non-blocking pipes need POSIX (Windows only from Python 3.12)
         yield
         return
     sys.stderr.flush()
