@@ -7,7 +7,6 @@ reproduce the Keras model on image/255.
 
 from __future__ import annotations
 
-from pathlib import Path
 
 import numpy as np
 import pytest

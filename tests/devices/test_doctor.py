@@ -7,7 +7,6 @@ The compiler in these tests is a stand-in script that prints the real compiler's
 from __future__ import annotations
 
 import json
-import os
 import stat
 import sys
 from pathlib import Path
