@@ -42,6 +42,7 @@ class LoadedModel:
     call: Callable[[Any], Any]                    # tf-traceable: float32 batch tensor -> scores tensor
     raw_pixel_input: bool | None = None           # a Rescaling/Normalization layer at the input (None: unknown)
     keras_model: Any = None
+    fixed_batch: int | None = None                # a SavedModel signature with a static batch size
     notes: list[str] = field(default_factory=list)
 
     def concrete_function(self, height: int, width: int) -> Any:
@@ -56,8 +57,13 @@ class LoadedModel:
         fn = getattr(self, "_predict_fn", None)
         if fn is None:
             fn = self._predict_fn = tf.function(self.call)
-        outs = [np.asarray(fn(tf.constant(x[i:i + batch_size], tf.float32)))
-                for i in range(0, len(x), batch_size)]
+        step = self.fixed_batch or batch_size
+        outs = []
+        for i in range(0, len(x), step):
+            chunk = x[i:i + step]
+            if self.fixed_batch and len(chunk) < step:  # pad the last chunk to the static batch
+                chunk = np.concatenate([chunk, np.zeros((step - len(chunk),) + chunk.shape[1:], chunk.dtype)])
+            outs.append(np.asarray(fn(tf.constant(chunk, tf.float32)))[:len(x) - i])
         return np.concatenate(outs).reshape(len(x), -1)
 
 
@@ -293,6 +299,10 @@ def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
         out = sig(**{name: x})
         return out[sorted(out)[0]] if isinstance(out, dict) else out
 
-    loaded = LoadedModel(p, "savedmodel", _input_shape(spec.shape, p), call, None)
+    batch = spec.shape[0] if len(spec.shape) else None
+    if batch not in (None, 1):
+        raise ConversionError(f"{p}: the serving signature takes a fixed batch of {batch}; the Edge TPU needs 1",
+                              "export it again with a batch of 1 or None, e.g. model.export(dir)")
+    loaded = LoadedModel(p, "savedmodel", _input_shape(spec.shape, p), call, None, fixed_batch=batch)
     loaded._saved_model = obj  # keep the variables alive while the functions are used
     return loaded

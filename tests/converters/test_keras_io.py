@@ -78,6 +78,8 @@ def art(tmp_path_factory):
         model.save(out / "k3_full.h5")
         model.save_weights(out / "k3.weights.h5")
         model.export(out / "k3_savedmodel", verbose=False)
+        model.export(out / "k3_savedmodel_batch1", verbose=False,  # toolchain.md's way to force batch 1
+                     input_signature=[keras.InputSpec(shape=(1, 16, 16, 3), dtype="float32")])
     np.save(out / "k3_expected.npy", model.predict(x / 255.0, verbose=0))
     return SimpleNamespace(dir=out, x=x.astype(np.float32) / 255.0)
 
@@ -91,6 +93,7 @@ FORMATS = [
     ("k3_full.h5", None, "k3", "h5"),
     ("k3.weights.h5", "tinypkg.nets:create_model", "k3", "weights+arch"),
     ("k3_savedmodel", None, "k3", "savedmodel"),
+    ("k3_savedmodel_batch1", None, "k3", "savedmodel"),
     ("mirrored.keras", None, "mirrored", "keras"),
     ("mirrored.weights.h5", "tiny_arch.py:create_model", "mirrored", "weights+arch"),
     ("mirrored_savedmodel", None, "mirrored", "savedmodel"),
