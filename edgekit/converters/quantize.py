@@ -307,6 +307,9 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     labels = read_labels(opts.labels) if opts.labels else None
     found = recorded_beside(opts.model)
     record, record_file = found if found else (None, None)
+    if record_file and model_record.sidecar_path(output).resolve() == record_file.resolve():
+        raise UsageError(f"output {output} would overwrite the input's record {record_file}",
+                         "choose another output path with -o, e.g. the default <stem>_int8.tflite")
 
     calib_source = opts.calib
     if calib_source is None:

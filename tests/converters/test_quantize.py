@@ -166,6 +166,9 @@ def test_output_never_overwrites_the_input(digits_keras):
     result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "-o", str(digits_keras.path)])
     assert result.exit_code == 2 and "would overwrite the input" in result.stderr
     assert digits_keras.path.read_bytes() == before
+    record = model_record.sidecar_path(digits_keras.path)
+    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "-o", str(record.with_name("digits.tflite"))])
+    assert result.exit_code == 2 and "would overwrite the input's record" in result.stderr
 
 
 def test_verification_failure_exits_6_with_the_numbers_and_keeps_the_output(digits_folders, tmp_path):
