@@ -81,7 +81,8 @@ def main() -> None:
 
     image = sorted((folders.test / "7").glob("*.png"))[0]
     if "classify" in cli.commands:
-        say("6. Classify", f"""`edgekit classify` runs the int8 model on one held-out image of a 7 ({image.name}). There is
+        say("6. Classify", f"""`edgekit classify` runs the int8 model on one held-out image of a 7
+            ({image.name}). There is
             no Edge TPU here, so it runs on the CPU; it needs no preprocessing flags because the model carries
             its record. With a Coral attached, compile the model first (`edgekit compile`) and classify the
             *_edgetpu.tflite instead.""")

@@ -14,9 +14,10 @@ import glob
 import io
 import os
 import sys
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable, Iterable, Iterator, Sequence, TypeVar
+from typing import IO, Any, TypeVar
 
 import numpy as np
 
@@ -33,7 +34,8 @@ TFRECORD_LABEL_KEYS = ("image/class/label", "label")
 MAX_TFRECORD_SCAN = 5000
 RANDOM_WARNING = ("CALIBRATING ON RANDOM NOISE: the int8 model's accuracy is meaningless. "
                   "Use --calib random only to test the plumbing; pass real images with --calib for a usable model.")
-CALIB_EXAMPLE = "--calib path/to/images/  (a folder of training images, flat or one subfolder per class; also .npy, .npz, .tfrecord)"
+CALIB_EXAMPLE = ("--calib path/to/images/  (a folder of training images, flat or one subfolder per class; "
+                 "also .npy, .npz, .tfrecord)")
 
 T = TypeVar("T")
 
@@ -51,8 +53,8 @@ class CalibrationData:
     notes: list[str] = field(default_factory=list)
 
     def summary(self) -> dict[str, Any]:
-        return {"source": self.source, "kind": self.kind, "samples": int(len(self.calib)),
-                "holdout_samples": int(len(self.holdout)), "classes": len(self.classes) if self.classes else None,
+        return {"source": self.source, "kind": self.kind, "samples": len(self.calib),
+                "holdout_samples": len(self.holdout), "classes": len(self.classes) if self.classes else None,
                 "random": self.kind == "random"}
 
 
@@ -237,7 +239,8 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
             if tuple(x.shape[1:]) != (h, w, c):
                 raise InputError(f"--calib {source}: float array of shape {tuple(x.shape[1:])} per sample, "
                                  f"but the model takes {(h, w, c)}",
-                                 "store uint8 images (edgekit preprocesses them) or already-preprocessed inputs of the model's shape")
+                                 "store uint8 images (edgekit preprocesses them) or already-preprocessed "
+                                 "inputs of the model's shape")
             notes.append("float array used as model inputs as is (no preprocessing applied)")
 
             def decode(i: int) -> np.ndarray:

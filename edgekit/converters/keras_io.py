@@ -19,9 +19,10 @@ import re
 import sys
 import tempfile
 import zipfile
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -136,7 +137,8 @@ def _custom_objects(module_path: str) -> dict[str, Any]:
     if isinstance(explicit, dict):
         return dict(explicit)
     return {name: obj for name, obj in vars(module).items()
-            if (inspect.isclass(obj) or inspect.isfunction(obj)) and getattr(obj, "__module__", None) == module.__name__}
+            if (inspect.isclass(obj) or inspect.isfunction(obj))
+            and getattr(obj, "__module__", None) == module.__name__}
 
 
 def _import_user_module(spec: str, flag: str) -> Any:
@@ -292,7 +294,8 @@ def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
     sig = signatures.get("serving_default") or signatures[sorted(signatures)[0]]
     specs = sig.structured_input_signature[1]
     if len(specs) != 1:
-        raise ConversionError(f"{p}: the serving signature has {len(specs)} inputs; edgekit quantize handles one image input")
+        raise ConversionError(f"{p}: the serving signature has {len(specs)} inputs; "
+                              "edgekit quantize handles one image input")
     (name, spec), = specs.items()
 
     def call(x: Any) -> Any:

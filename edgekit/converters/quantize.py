@@ -13,9 +13,10 @@ labels, versions and agreement are recorded inside the model (metadata ``edgekit
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 import numpy as np
 
@@ -24,7 +25,8 @@ from edgekit.converters import calibration, keras_io
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, UsageError, VerificationError
 from edgekit.fileio import refuse_overwriting_input, write_bytes_atomic
-from edgekit.preprocess import PreprocessSpec, dequantize, quantize as quantize_tensor
+from edgekit.preprocess import PreprocessSpec, dequantize
+from edgekit.preprocess import quantize as quantize_tensor
 
 DEFAULT_MIN_AGREEMENT = 0.9
 IO_TYPES = ("uint8", "int8")
@@ -189,7 +191,8 @@ def edgetpu_problems(info: tflite_model.ModelInfo, io_type: str) -> list[EdgeTpu
     for op in info.ops:
         dtypes = {t.dtype for i in op.inputs + op.outputs if (t := g.tensor(i)) and not t.is_constant}
         if dtypes & float_kinds:
-            problems.append(EdgeTpuProblem("float-op", op.name, f"{op.name} (op {op.index}) computes in float: no int8 kernel"))
+            problems.append(EdgeTpuProblem("float-op", op.name,
+                                           f"{op.name} (op {op.index}) computes in float: no int8 kernel"))
         why = op_versions.version_problem(op.name, op.version)
         if why:
             problems.append(EdgeTpuProblem("op-version", op.name, why))
@@ -265,7 +268,7 @@ def run_int8(model: bytes, x: np.ndarray) -> np.ndarray:
 def agreement(float_scores: np.ndarray, int8_scores: np.ndarray) -> dict[str, float]:
     """Top-1 agreement and mean/max absolute score difference between two (N, classes) arrays."""
     diff = np.abs(float_scores - int8_scores)
-    return {"samples": int(len(float_scores)),
+    return {"samples": len(float_scores),
             "top1_agreement": float(np.mean(float_scores.argmax(1) == int8_scores.argmax(1))),
             "mean_abs_diff": float(diff.mean()), "max_abs_diff": float(diff.max())}
 

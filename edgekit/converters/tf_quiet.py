@@ -15,7 +15,8 @@ import os
 import sys
 import tempfile
 import warnings
-from typing import IO, Any, Iterator
+from collections.abc import Iterator
+from typing import IO, Any
 
 from edgekit.errors import MissingDependencyError
 

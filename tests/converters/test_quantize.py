@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from edgekit import model_record, tflite_model
 from edgekit.cli import cli
-from edgekit.preprocess import open_image, prepare, to_float
+from edgekit.preprocess import open_image, prepare
 
 pytestmark = pytest.mark.tf
 
