@@ -137,20 +137,28 @@ def open_image(path: str | Path):
         raise InputError(f"{path}: cannot decode image ({exc})") from None
 
 
-def to_float(image, spec: PreprocessSpec) -> np.ndarray:
-    """Image (PIL or HxWxC uint8 array) → float32 HxWxC tensor, normalized per ``spec``."""
+def pixels(image, spec: PreprocessSpec) -> np.ndarray:
+    """Image (PIL or HxWxC uint8 array) → HxWxC pixel array: mode, size and channel order per ``spec``."""
     from PIL import Image
 
     if isinstance(image, np.ndarray):
         image = Image.fromarray(image)
-    image = image.convert("L" if spec.channels == "L" else "RGB")
+    mode = "L" if spec.channels == "L" else "RGB"
+    if image.mode != mode:
+        image = image.convert(mode)
     if image.size != (spec.width, spec.height):
         image = image.resize((spec.width, spec.height), getattr(Image.Resampling, spec.resize.upper()))
-    x = np.asarray(image, dtype=np.float32)
+    x = np.asarray(image)
     if spec.channels == "L":
         x = x[..., None]
     elif spec.channels == "BGR":
         x = x[..., ::-1]
+    return x
+
+
+def to_float(image, spec: PreprocessSpec) -> np.ndarray:
+    """Image (PIL or HxWxC uint8 array) → float32 HxWxC tensor, normalized per ``spec``."""
+    x = pixels(image, spec).astype(np.float32)
     return (x - np.asarray(spec.mean, np.float32)) / np.asarray(spec.std, np.float32)
 
 
@@ -170,6 +178,25 @@ def dequantize(q: np.ndarray, scale: float | None, zero_point: int | None) -> np
     return (scale * (q.astype(np.int64) - (zero_point or 0))).astype(np.float32)
 
 
+def _integer_shift(spec: PreprocessSpec, dtype: str, scale: float | None, zero_point: int | None) -> int | None:
+    """The shift s when normalizing then quantizing is just ``pixels - s`` (0 for uint8, 128 for int8), else None.
+
+    Like classify_image.py's shortcut (``|scale*std - 1| < 1e-5`` and ``|mean - zero_point| < 1e-5``):
+    within those tolerances the float path rounds every 0..255 pixel to exactly the same integer.
+    """
+    shift = {"uint8": 0, "int8": 128}.get(dtype)
+    if shift is None or not scale:
+        return None
+    zp = zero_point or 0
+    if all(abs(scale * s - 1) < 1e-5 for s in spec.std) and all(abs(m - (zp + shift)) < 1e-5 for m in spec.mean):
+        return shift
+    return None
+
+
 def prepare(image, spec: PreprocessSpec, dtype: str, scale: float | None, zero_point: int | None) -> np.ndarray:
     """Image → batch-of-one model input for an input of ``dtype`` with the given quantization."""
+    shift = _integer_shift(spec, dtype, scale, zero_point)
+    if shift is not None:  # same result as the float path, without the float round trip
+        x = pixels(image, spec)
+        return (x.astype(np.int16) - shift).astype(dtype)[None, ...] if shift else np.ascontiguousarray(x)[None, ...]
     return quantize(to_float(image, spec), dtype, scale, zero_point)[None, ...]

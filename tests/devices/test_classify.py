@@ -279,6 +279,26 @@ def test_mean_std_override_reproduces_classify_image_with_other_values():
     assert np.max(np.abs(ours - theirs)) <= 1 / 256 + 1e-9
 
 
+@pytest.mark.parametrize("dtype, scale, zero_point, channels", [
+    ("uint8", 1 / 128, 128, "RGB"), ("uint8", 0.003921568859368563, 0, "RGB"), ("int8", 0.003921568859368563, -128, "BGR"),
+    ("int8", 1 / 128, 0, "L"), ("uint8", 1.0, 0, "RGB"), ("uint8", 1 / 128 * (1 + 9e-6), 128, "RGB"),
+])
+def test_integer_shortcut_of_prepare_equals_the_float_path(dtype, scale, zero_point, channels):
+    """prepare() skips the float round trip when it maps pixels to pixels (- 128): it must change nothing."""
+    from PIL import Image
+
+    from edgekit import preprocess as P
+
+    rng = np.random.default_rng(7)
+    image = Image.fromarray(rng.integers(0, 256, (40, 50, 3), dtype=np.uint8))
+    spec = P.spec_from_input_quantization(32, 24, 1 if channels == "L" else 3, dtype, scale, zero_point)
+    spec = PreprocessSpec(32, 24, channels, "bilinear", spec.mean, spec.std)
+    assert P._integer_shift(spec, dtype, scale, zero_point) is not None  # the shortcut is taken
+    fast = P.prepare(image, spec, dtype, scale, zero_point)
+    slow = P.quantize(P.to_float(image, spec), dtype, scale, zero_point)[None, ...]
+    assert fast.dtype == slow.dtype and fast.shape == slow.shape and np.array_equal(fast, slow)
+
+
 @pytest.mark.parametrize("text, expected", [("127.5", (127.5,)), ("1, 2,3", (1.0, 2.0, 3.0))])
 def test_parse_floats(text, expected):
     assert C.parse_floats(text, "mean") == expected
