@@ -136,25 +136,57 @@ def _quantization(details: dict[str, Any]) -> tuple[float | None, int | None]:
     return (float(scale) or None), int(zero_point)
 
 
+# edgekit.tflite_model's FILE_IDENTIFIER and EDGETPU_CUSTOM_OP, repeated so that a plain model
+# does not pay for importing the reader (a test checks they agree).
+_TFLITE_IDENTIFIER = b"TFL3"
+_EDGETPU_CUSTOM_OP = b"edgetpu-custom-op"
+
+
+def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
+    """(is compiled for the Edge TPU, metadata entries) of a model, parsing it only when that can matter.
+
+    A model whose bytes contain neither the Edge TPU custom op's name nor the record's metadata name
+    is a plain CPU model without a record: the full parse (a few ms per start, most of it for
+    nothing) is skipped. Anything else, including a file that is not a TFLite model, goes through
+    :func:`edgekit.tflite_model.load`, which also gives the precise error.
+    """
+    import mmap
+
+    from edgekit.model_record import METADATA_NAME
+
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            plain = (data[4:8] == _TFLITE_IDENTIFIER and data.find(_EDGETPU_CUSTOM_OP) < 0
+                     and data.find(METADATA_NAME.encode()) < 0)
+    except (OSError, ValueError):  # missing, unreadable, empty, a folder: let load() say which
+        plain = False
+    if plain:
+        return False, {}
+    from edgekit import tflite_model
+
+    info = tflite_model.load(path)
+    return info.is_compiled, info.metadata
+
+
 class Classifier:
     """A model opened on a device, with its preprocessing and labels, ready to classify images."""
 
     def __init__(self, model: str | os.PathLike, device: str = "auto", labels: str | os.PathLike | None = None,
                  mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
                  backend: Any = None, num_threads: int | None = None):
-        from edgekit import preprocess, tflite_model
+        from edgekit import preprocess
         from edgekit.devices import backends
         from edgekit.model_record import find_record
 
         self.notes: list[str] = []
-        requested = tflite_model.load(model)
+        is_compiled, metadata = model_facts(model)
         find_devices = None
-        if requested.is_compiled:
+        if is_compiled:
             from edgekit.devices.discovery import list_devices
 
             find_devices = list_devices
         self.opened = backends.open_model(model, device, backend=backend, num_threads=num_threads,
-                                          is_compiled=requested.is_compiled, find_devices=find_devices)
+                                          is_compiled=is_compiled, find_devices=find_devices)
         self.notes += self.opened.notes
         interp = self.opened.interpreter
         inp = interp.get_input_details()[0]
@@ -176,10 +208,9 @@ class Classifier:
             raise InputError(f"{model}: expected an image input [1, height, width, 1 or 3], got {list(self._input_shape)}")
         _, height, width, channels = shape
 
-        record = find_record(model, requested.metadata)
+        record = find_record(model, metadata)
         if record is None and self.opened.model_path != str(model):
-            run_info = tflite_model.load(self.opened.model_path)
-            record = find_record(self.opened.model_path, run_info.metadata)
+            record = find_record(self.opened.model_path, model_facts(self.opened.model_path)[1])
         rec = record[0] if record else None
         if rec is not None and rec.preprocess is not None:
             spec = rec.preprocess

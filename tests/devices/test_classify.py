@@ -386,3 +386,19 @@ def test_models_that_are_not_image_classifiers_are_refused_in_one_line(model, sa
     result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(model))])
     assert result.exit_code == InputError.exit_code
     assert result.stderr.startswith("error: ") and says in result.stderr and "Traceback" not in result.stderr
+
+
+def test_model_facts_skip_the_parse_only_where_it_cannot_matter(tmp_path):
+    from edgekit import tflite_model
+
+    assert C._TFLITE_IDENTIFIER == tflite_model.FILE_IDENTIFIER
+    assert C._EDGETPU_CUSTOM_OP == tflite_model.EDGETPU_CUSTOM_OP.encode()
+    assert C.model_facts(shared_file(MODEL)) == (False, {})
+    compiled, _ = C.model_facts(shared_file(COMPILED))
+    assert compiled is True
+    not_a_model = tmp_path / "x.tflite"
+    not_a_model.write_bytes(b"hello world, not a model")
+    with pytest.raises(InputError, match="not a valid TFLite model"):
+        C.model_facts(not_a_model)
+    with pytest.raises(InputError, match="no such file"):
+        C.model_facts(tmp_path / "missing.tflite")
