@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -22,17 +21,8 @@ sys.path.insert(0, str(REPO))
 
 from edgekit import tflite_model  # noqa: E402
 from edgekit.converters.compatibility import check_model  # noqa: E402
+from benchmarks.timing import best_of  # noqa: E402
 from tests.tflite_builder import conv_chain  # noqa: E402
-
-
-def best_of(fn, repeat: int = 7) -> float:
-    fn()  # warm the page cache and lazy imports
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
 
 
 def check_time(path: Path) -> float:

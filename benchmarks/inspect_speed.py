@@ -5,6 +5,7 @@
 3. inspect time vs op count at fixed bytes (should grow ~linearly).
 
 Goal (issue 2): inspect of the ~100 MB model well under 1 s; time grows with ops, not bytes.
+Models are synthesized without TensorFlow (tests/tflite_builder.py). Exit code 1 when the goal is missed.
 """
 
 from __future__ import annotations
@@ -12,22 +13,14 @@ from __future__ import annotations
 import json
 import sys
 import tempfile
-import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from synthetic_models import fc_chain  # noqa: E402
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
 
+from benchmarks.timing import best_of  # noqa: E402
 from edgekit import tflite_model  # noqa: E402
-
-
-def best_of(fn, repeat: int = 5) -> float:
-    times = []
-    for _ in range(repeat):
-        t = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - t)
-    return min(times)
+from tests.tflite_builder import fc_chain  # noqa: E402
 
 
 def inspect_time(path: Path) -> float:
@@ -37,22 +30,19 @@ def inspect_time(path: Path) -> float:
 def litert_load_time(path: Path) -> float:
     from ai_edge_litert.interpreter import Interpreter
 
-    def load():
-        Interpreter(model_path=str(path)).allocate_tensors()
-
-    return best_of(load, repeat=3)
+    return best_of(lambda: Interpreter(model_path=str(path)).allocate_tensors(), repeat=3)
 
 
-def main() -> None:
+def main() -> int:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
-        def make(name, **kw) -> Path:
+        def make(name: str, **kw) -> Path:
             p = Path(tmp) / f"{name}.tflite"
             p.write_bytes(fc_chain(**kw))
             return p
 
-        big = make("big", num_ops=8, width=256, weight_bytes_per_op=12_500_000)
-        small = make("small", num_ops=8, width=256, weight_bytes_per_op=125_000)
+        big = make("big", num_ops=8, width=256, padding_bytes=12_500_000)
+        small = make("small", num_ops=8, width=256, padding_bytes=125_000)
         ops100 = make("ops100", num_ops=100, width=16)
         ops1000 = make("ops1000", num_ops=1000, width=16)
 
@@ -64,17 +54,18 @@ def main() -> None:
         out["inspect_1000_ops_s"] = inspect_time(ops1000)
 
     print(f"model: {out['big_model_mb']:.0f} MB, 8 ops")
-    print(f"  edgekit inspect          {out['inspect_big_s'] * 1000:8.1f} ms")
-    print(f"  LiteRT load + allocate   {out['litert_load_big_s'] * 1000:8.1f} ms")
-    print(f"  ratio inspect/LiteRT     {out['inspect_big_s'] / out['litert_load_big_s']:8.3f}")
+    print(f"  edgekit inspect          {out['inspect_big_s'] * 1000:8.2f} ms")
+    print(f"  LiteRT load + allocate   {out['litert_load_big_s'] * 1000:8.2f} ms")
+    print(f"  ratio inspect/LiteRT     {out['inspect_big_s'] / out['litert_load_big_s']:8.2f}")
     print(f"bytes: 100 MB vs 1 MB at 8 ops     time ratio {out['inspect_big_s'] / out['inspect_small_s']:.2f} (bytes ratio 100)")
     print(f"ops: 1000 vs 100 at fixed width     time ratio {out['inspect_1000_ops_s'] / out['inspect_100_ops_s']:.2f} (ops ratio 10)")
-    verdict = out["inspect_big_s"] < 0.25
-    print(f"goal: inspect of the 100 MB model well under 1 s: {'met' if verdict else 'NOT met'}")
-    dest = Path(__file__).resolve().parent / "out"
+    met = out["inspect_big_s"] < 0.25
+    print(f"goal: inspect of the 100 MB model well under 1 s (< 0.25 s): {'met' if met else 'NOT met'}")
+    dest = REPO / "benchmarks" / "out"
     dest.mkdir(exist_ok=True)
     (dest / "inspect_speed.json").write_text(json.dumps(out, indent=2))
+    return 0 if met else 1
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -146,3 +146,20 @@ def conv_chain(n_convs: int, channels: int = 32, size: int = 16, seed: int = 0) 
     probs = gb.tensor([1, 10], "int8", scale=1 / 256, zero_point=-128)
     gb.op("SOFTMAX", [logits], [probs], version=2, beta=1.0)
     return gb.build([first], [probs])
+
+
+def fc_chain(num_ops: int, width: int, padding_bytes: int = 0, seed: int = 0) -> bytes:
+    """``num_ops`` int8 FULLY_CONNECTED layers of ``width`` units; each adds an unused constant of
+    ``padding_bytes``, so the file grows while the graph stays the same (for size-scaling benchmarks)."""
+    rng = np.random.default_rng(seed)
+    gb = GraphBuilder()
+    x = first = gb.tensor([1, width], "int8", name="input")
+    for i in range(num_ops):
+        w = gb.tensor([width, width], "int8", data=rng.integers(-127, 127, (width, width)), name=f"fc{i}/weights")
+        b = gb.tensor([width], "int32", data=np.zeros(width), scale=0.0004, name=f"fc{i}/bias")
+        if padding_bytes:
+            gb.tensor([padding_bytes], "int8", data=np.zeros(padding_bytes), name=f"fc{i}/padding")
+        y = gb.tensor([1, width], "int8", name=f"fc{i}/out")
+        gb.op("FULLY_CONNECTED", [x, w, b], [y], version=4)
+        x = y
+    return gb.build([first], [x])
