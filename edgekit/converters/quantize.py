@@ -303,8 +303,9 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     if not 0.0 <= opts.min_agreement <= 1.0:
         raise UsageError(f"--min-agreement {opts.min_agreement} is not between 0 and 1")
     output = Path(opts.output) if opts.output else default_output(opts.model)
-    if Path(opts.model).exists():
-        refuse_overwriting_input(output, opts.model)
+    if not Path(opts.model).exists():
+        raise InputError(f"no such file or folder: {opts.model}", "check the path")
+    refuse_overwriting_input(output, opts.model)
     if output.suffix.lower() != ".tflite":
         raise UsageError(f"output {output} does not end in .tflite", "choose an output path like -o model_int8.tflite")
     labels = read_labels(opts.labels) if opts.labels else None

@@ -151,6 +151,12 @@ def test_no_calibration_data_is_refused_with_the_flag_shown(digits_keras, tmp_pa
     assert not (tmp_path / "model_int8.tflite").exists()
 
 
+def test_missing_model_is_named_before_anything_else(tmp_path):
+    result = CliRunner().invoke(cli, ["quantize", str(tmp_path / "absent.h5")])
+    assert result.exit_code == 3
+    assert result.stderr.strip() == f"error: no such file or folder: {tmp_path / 'absent.h5'} (check the path)"
+
+
 def test_calib_random_warns_loudly(digits_keras, tmp_path):
     out = tmp_path / "random.tflite"
     result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", "random", "--samples", "20",
