@@ -72,13 +72,13 @@ def top_k(scores: np.ndarray, k: int | None = None, threshold: float = float("-i
 
 # ------------------------------------------------------------------------------------- images
 def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]:
-    """Files, folders (their images, sorted, not recursive) and globs → (image paths, errors)."""
+    """Files, folders (their images and those of their subfolders, sorted) and globs → (image paths, errors)."""
     images: list[str] = []
     errors: list[dict[str, str]] = []
     for arg in args:
         p = Path(arg)
         if p.is_dir():
-            found = sorted(str(c) for c in p.iterdir() if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file())
+            found = sorted(str(c) for c in p.rglob("*") if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file())
             if not found:
                 errors.append({"image": arg, "error": f"{arg}: folder holds no images ({', '.join(sorted(IMAGE_EXTENSIONS))})"})
             images += found

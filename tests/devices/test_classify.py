@@ -204,6 +204,16 @@ def test_folders_globs_and_missing_files(tmp_path):
     assert "no file matches" in errors[0]["error"] and "no such file" in errors[1]["error"]
 
 
+def test_a_folder_of_class_folders_is_searched_recursively(tmp_path):
+    from PIL import Image
+
+    for name in ["cats/b.png", "cats/a.png", "dogs/deep/c.jpg"]:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (8, 8)).save(tmp_path / name)
+    images, errors = C.expand_images([str(tmp_path)])
+    assert images == [str(tmp_path / n) for n in ["cats/a.png", "cats/b.png", "dogs/deep/c.jpg"]] and not errors
+
+
 def test_prefetching_gives_the_same_results_in_the_same_order():
     paths = [str(shared_file(n)) for n in IMAGES * 4]
     clf = C.Classifier(shared_file(MODEL))
