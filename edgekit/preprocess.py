@@ -116,21 +116,23 @@ def open_image(path: str | Path):
     """Open an image fully decoded, EXIF-rotated, refusing decompression bombs. Raises InputError."""
     from PIL import Image, ImageOps, UnidentifiedImageError
 
+    # Pillow warns on big images before our own, stricter pixel-count check refuses them. A filter,
+    # re-added on each call, rather than warnings.catch_warnings(), which is not thread-safe (classify
+    # decodes in threads).
+    warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
+    too_large = (f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are refused as possible decompression bombs")
     try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            with Image.open(path) as im:
-                if im.width * im.height > MAX_IMAGE_PIXELS:
-                    raise InputError(f"{path}: image is too large ({im.width}x{im.height} pixels)",
-                                     f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are refused as possible decompression bombs")
-                im.load()
-                return ImageOps.exif_transpose(im)
+        with Image.open(path) as im:
+            if im.width * im.height > MAX_IMAGE_PIXELS:
+                raise InputError(f"{path}: image is too large ({im.width}x{im.height} pixels)", too_large)
+            im.load()
+            return ImageOps.exif_transpose(im)
     except InputError:
         raise
     except FileNotFoundError:
         raise InputError(f"{path}: no such file") from None
-    except (Image.DecompressionBombError, Image.DecompressionBombWarning):
-        raise InputError(f"{path}: image is too large", "refused as a possible decompression bomb") from None
+    except Image.DecompressionBombError:
+        raise InputError(f"{path}: image is too large", too_large) from None
     except UnidentifiedImageError:
         raise InputError(f"{path}: not an image Pillow can read") from None
     except (OSError, SyntaxError, ValueError) as exc:

@@ -1,0 +1,64 @@
+"""The one preprocessing function, shared by calibration and inference."""
+
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from PIL import Image
+
+from edgekit.errors import InputError, UsageError
+from edgekit.preprocess import PreprocessSpec, open_image, prepare, spec_from_input_quantization, to_float
+from tests.devices.test_classify import _png_header_only
+
+
+@pytest.mark.parametrize("width, height", [(9_000, 9_000), (9_500, 9_500), (30_000, 30_000)],
+                         ids=["over-our-limit", "over-pillow-warning", "over-pillow-error"])
+def test_decompression_bombs_are_refused_quietly(tmp_path, width, height):
+    bomb = tmp_path / "bomb.png"
+    _png_header_only(bomb, width, height)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no Pillow warning may leak to the user either
+        with pytest.raises(InputError, match="too large") as exc:
+            open_image(bomb)
+    assert "decompression bomb" in str(exc.value)
+
+
+def test_exif_orientation_is_applied(tmp_path):
+    img = Image.new("RGB", (40, 20), (255, 0, 0))
+    exif = Image.Exif()
+    exif[0x0112] = 6  # rotate 90° clockwise when shown
+    img.save(tmp_path / "rotated.jpg", exif=exif)
+    assert open_image(tmp_path / "rotated.jpg").size == (20, 40)
+
+
+@pytest.mark.parametrize("dtype, scale, zero_point, shift", [("uint8", 1 / 128, 128, 0), ("uint8", 1 / 255, 0, 0),
+                                                             ("int8", 1 / 255, -128, 128), ("uint8", 1.0, 0, 0)])
+def test_default_spec_feeds_raw_pixels(dtype, scale, zero_point, shift):
+    """Without a record, the input's own quantization decides: raw pixels (uint8), pixels - 128 (int8)."""
+    rgb = np.random.default_rng(0).integers(0, 256, (8, 8, 3), dtype=np.uint8)
+    spec = spec_from_input_quantization(8, 8, 3, dtype, scale, zero_point)
+    q = prepare(rgb, spec, dtype, scale, zero_point)
+    assert q.dtype == np.dtype(dtype) and q.shape == (1, 8, 8, 3)
+    np.testing.assert_array_equal(q[0].astype(int), rgb.astype(int) - shift)
+
+
+def test_recorded_scaling_then_quantization_matches_the_float_model_input():
+    rgb = np.random.default_rng(1).integers(0, 256, (4, 4, 3), dtype=np.uint8)
+    spec = PreprocessSpec.with_scaling(4, 4, "-1..1")
+    x = to_float(rgb, spec)
+    np.testing.assert_allclose(x, rgb / 127.5 - 1, atol=1e-6)
+    q = prepare(rgb, spec, "int8", 2 / 255, 0)  # a -1..1 range quantized symmetrically
+    np.testing.assert_allclose(q[0] * (2 / 255), x, atol=1 / 255 + 1e-6)
+
+
+def test_spec_round_trips_and_refuses_nonsense():
+    spec = PreprocessSpec(32, 24, "BGR", "bilinear", (1.0, 2.0, 3.0), (4.0, 5.0, 6.0))
+    assert PreprocessSpec.from_dict(spec.to_dict()) == spec
+    with pytest.raises(UsageError, match="--std must not be zero"):
+        PreprocessSpec(8, 8, std=(0.0,))
+    with pytest.raises(UsageError, match="1 or 3 values"):
+        PreprocessSpec(8, 8, mean=(1.0, 2.0))
+    with pytest.raises(InputError, match="malformed"):
+        PreprocessSpec.from_dict({"height": 3})
