@@ -103,7 +103,8 @@ def _render_inspect(d: dict[str, Any]) -> str:
         f"Edge TPU compiled: {'yes' if d['edgetpu_compiled'] else 'no'}",
         f"Quantization: {d['quantization']}",
         f"Shapes: {'DYNAMIC (some dimension is -1 in shape_signature)' if d['dynamic_shapes'] else 'static'}",
-        f"Parameters: {d['param_bytes']:,} bytes",
+        f"Parameters: {d['param_bytes']:,} bytes"
+        + (f" on the CPU, {d['edgetpu_bytes']:,} bytes of compiled Edge TPU program" if d["edgetpu_compiled"] else ""),
     ]
     if d["min_runtime_version"]:
         lines.append(f"Min TFLite runtime: {d['min_runtime_version']}")

@@ -201,6 +201,7 @@ class OpInfo:
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
     options: dict[str, Any] = field(default_factory=dict, compare=False)
+    custom_options_bytes: int = 0  # for edgetpu-custom-op: the compiled Edge TPU program and its parameters
 
 
 @dataclass(frozen=True)
@@ -319,10 +320,18 @@ class ModelInfo:
             ops.append(OpInfo(o_index, name, version, custom,
                               tensor_refs(o.scalars(1, "i", "operator inputs"), f"operator {o_index}"),
                               tensor_refs(o.scalars(2, "i", "operator outputs"), f"operator {o_index}"),
-                              options))
+                              options, self._custom_options_bytes(o)))
         return SubgraphInfo(index, g.string(4, "subgraph name") or "", tuple(tensors), tuple(ops),
                             tensor_refs(g.scalars(1, "i", "subgraph inputs"), "subgraph inputs"),
                             tensor_refs(g.scalars(2, "i", "subgraph outputs"), "subgraph outputs"))
+
+    @staticmethod
+    def _custom_options_bytes(op: _Table) -> int:
+        n = op.raw_vector(5, 1, "custom options")[1]
+        large = op.scalar(10, "Q")  # custom options stored after the flatbuffer (models over 2 GB)
+        if not n and large:
+            op.r._check(op.scalar(9, "Q"), large, "large custom options")
+        return n or large
 
     def _buffer_bytes(self, index: int, what: str) -> bytes:
         if index >= len(self._buffers):
@@ -362,6 +371,11 @@ class ModelInfo:
         """Bytes of constant tensor data (weights, biases, constants), each buffer counted once."""
         used = {t.buffer for g in self.subgraphs for t in g.tensors if t.buffer_bytes}
         return sum(self._buffers[i].size for i in used)
+
+    @cached_property
+    def edgetpu_bytes(self) -> int:
+        """Bytes of the compiled Edge TPU programs (their parameters included); 0 when not compiled."""
+        return sum(op.custom_options_bytes for g in self.subgraphs for op in g.ops if op.custom_code == EDGETPU_CUSTOM_OP)
 
     @property
     def min_runtime_version(self) -> str | None:
@@ -455,6 +469,7 @@ def summary(info: ModelInfo) -> dict[str, Any]:
         "quantization": info.quantization_state,
         "dynamic_shapes": info.has_dynamic_shapes,
         "param_bytes": info.param_bytes,
+        "edgetpu_bytes": info.edgetpu_bytes,
         "inputs": [tensor_summary(t) for t in info.inputs],
         "outputs": [tensor_summary(t) for t in info.outputs],
         "ops": [{"index": op.index, "name": op.name, "version": op.version, "custom_code": op.custom_code,

@@ -82,3 +82,10 @@ def test_missing_file_and_directory(tmp_path):
         tflite_model.load(tmp_path / "absent.tflite")
     with pytest.raises(InputError, match="directory"):
         tflite_model.load(tmp_path)
+
+
+def test_compiled_program_bytes_are_reported():
+    info = tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"))
+    # the compiled program carries the ~470 KB of weights that left the CPU model's buffers
+    assert info.param_bytes == 0 and 470_000 < info.edgetpu_bytes < info.size_bytes
+    assert tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant.tflite")).edgetpu_bytes == 0
