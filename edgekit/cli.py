@@ -357,7 +357,8 @@ def _render_classify(d: dict[str, Any]) -> str:
 @click.option("--labels", "-l", type=click.Path(dir_okay=False),
               help="Labels: '0 cat', '0: cat' or one per line (default: the labels recorded with the model).")
 @click.option("--top-k", "-k", default=5, show_default=True, type=click.IntRange(min=1), help="Classes per image.")
-@click.option("--threshold", "-t", default=0.0, show_default=True, type=float, help="Keep scores >= this.")
+@click.option("--threshold", "-t", default=float("-inf"), type=float,
+              help="Keep only scores >= this (default: keep all; a model without softmax has negative scores).")
 @click.option("--device", "-d", default="auto", show_default=True,
               help="auto, cpu, usb, usb:N, pci, pci:N or :N (pycoral's grammar).")
 @click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
@@ -388,8 +389,7 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     notes: list[str] = []
     try:
         report = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
-                                       mean=classify_mod.parse_floats(mean, "mean"),
-                                       std=classify_mod.parse_floats(std, "std"),
+                                       mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
                                        on_start=on_start, on_image=on_image, notes=notes)
     finally:
         if bar is not None:

@@ -130,26 +130,23 @@ def check_pycoral(p: Probe) -> Check | None:
 
 
 def check_interpreter(p: Probe) -> Check:
-    import importlib.util
-
-    from edgekit.devices.backends import BACKEND_ENV, google_pycoral_available
+    from edgekit.devices.backends import BACKEND_ENV, google_pycoral_available, module_available
 
     forced = p.env.get(BACKEND_ENV)
-    available = [name for name, mod in (("ai_edge_litert", "ai_edge_litert"), ("tflite_runtime", "tflite_runtime"),
-                                        ("tensorflow", "tensorflow")) if importlib.util.find_spec(mod)]
+    available = [name for name in ("ai_edge_litert", "tflite_runtime", "tensorflow") if module_available(name)]
     if google_pycoral_available() and "tflite_runtime" in available:
         available.insert(0, "pycoral")
     if not available:
         return Check("interpreter", FAIL, "no TFLite interpreter package is installed",
                      "pip install ai-edge-litert (on a Coral board: apt-get install python3-pycoral)")
+    if forced and forced not in available:
+        return Check("interpreter", FAIL, f"{BACKEND_ENV}={forced}, but it is not installed "
+                     f"(installed: {', '.join(available)})", f"install it or unset {BACKEND_ENV}")
     chosen = forced or available[0]
     detail = f"edgekit will use {chosen}" + (f" ({BACKEND_ENV}={forced})" if forced else "")
     if chosen == "tensorflow":
         return Check("interpreter", WARN, detail + " (tensorflow.lite: slow to import, deprecated)",
                      "pip install ai-edge-litert")
-    if forced and forced not in available:
-        return Check("interpreter", FAIL, f"{BACKEND_ENV}={forced}, but it is not installed "
-                     f"(installed: {', '.join(available)})", f"install it or unset {BACKEND_ENV}")
     return Check("interpreter", OK, detail + f" (installed: {', '.join(available)})")
 
 
@@ -192,7 +189,7 @@ def libedgetpu_version(path: str, timeout: float = 10.0) -> str | None:
         out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=timeout)
     except (OSError, subprocess.TimeoutExpired):
         return None
-    return out.stdout.strip() or None if out.returncode == 0 else None
+    return (out.stdout.strip() or None) if out.returncode == 0 else None
 
 
 def check_libedgetpu(p: Probe, devices: list) -> Check:

@@ -13,6 +13,7 @@ linear normalization over the full pixel range exactly (see ../shared/DESIGN.md,
 
 from __future__ import annotations
 
+import math
 import warnings
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -58,6 +59,8 @@ class PreprocessSpec:
                 raise UsageError(f"--{name} needs 1 or {n} values, got {len(values)}")
         if any(s == 0 for s in self.std):
             raise UsageError("--std must not be zero")
+        if not all(math.isfinite(v) for v in self.mean + self.std):
+            raise UsageError(f"--mean and --std must be finite numbers, got mean={list(self.mean)} std={list(self.std)}")
 
     @property
     def num_channels(self) -> int:

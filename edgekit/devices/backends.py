@@ -192,6 +192,14 @@ def _module_version(module: Any, dist: str) -> str:
         return "unknown"
 
 
+def module_available(name: str) -> bool:
+    """True when ``name`` is installed, found without importing it (a failing import hook counts as absent)."""
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
 def google_pycoral_available() -> bool:
     """True for Google's pycoral (has ``pycoral/utils/edgetpu.py``), without importing anything."""
     try:
@@ -249,7 +257,7 @@ def select_backend(name: str | None = None) -> Backend:
             top = "tflite_runtime" if candidate == "pycoral" else candidate
             if candidate == "pycoral" and not google_pycoral_available():
                 continue
-            if importlib.util.find_spec(top) is None:
+            if not module_available(top):
                 continue
             try:
                 backend = _load_backend(candidate)

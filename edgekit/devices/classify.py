@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from edgekit.errors import DeviceError, EdgekitError, InputError, UsageError
+from edgekit.errors import DeviceError, EdgekitError, InputError
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
 
@@ -33,10 +33,11 @@ IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", 
 def parse_labels(text: str) -> dict[int, str]:
     """Labels in pycoral's formats: ``0 cat`` / ``0: cat`` lines, or one label per line (id = line number).
 
-    Written like pycoral's ``utils/dataset.read_label_file`` so both read a file the same way.
+    Written like pycoral's ``utils/dataset.read_label_file`` so both read a file the same way, except
+    that blank lines at the end are not labels (they would make the label count look wrong).
     """
     labels: dict[int, str] = {}
-    for row, line in enumerate(text.splitlines()):
+    for row, line in enumerate(text.rstrip().splitlines()):
         pair = re.split(r"[:\s]+", line.strip(), maxsplit=1)
         if len(pair) == 2 and pair[0].strip().isdigit():
             labels[int(pair[0])] = pair[1].strip()
@@ -77,7 +78,9 @@ def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]
     errors: list[dict[str, str]] = []
     for arg in args:
         p = Path(arg)
-        if p.is_dir():
+        if not arg.strip():  # Path("") is the current folder: an unset shell variable must not scan it
+            errors.append({"image": arg, "error": "an image argument is empty"})
+        elif p.is_dir():
             found = sorted(str(c) for c in p.rglob("*") if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file())
             if not found:
                 errors.append({"image": arg, "error": f"{arg}: folder holds no images ({', '.join(sorted(IMAGE_EXTENSIONS))})"})
@@ -92,17 +95,6 @@ def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]
         else:
             errors.append({"image": arg, "error": f"{arg}: no such file"})
     return images, errors
-
-
-def parse_floats(text: str | None, name: str) -> tuple[float, ...] | None:
-    """``"127.5"`` or ``"123.7,116.3,103.5"`` → a tuple of floats (UsageError otherwise)."""
-    if text is None:
-        return None
-    try:
-        values = tuple(float(v) for v in str(text).replace(" ", "").split(","))
-    except ValueError:
-        raise UsageError(f"--{name} {text!r} is not a number or a comma-separated list of numbers") from None
-    return values
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -163,9 +155,13 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
     if plain:
         return False, {}
     from edgekit import tflite_model
+    from edgekit.errors import InvalidModelError
 
-    info = tflite_model.load(path)
-    return info.is_compiled, info.metadata
+    try:
+        info = tflite_model.load(path)
+        return info.is_compiled, info.metadata
+    except InvalidModelError as exc:  # its message does not say which file
+        raise InputError(f"{path}: {exc.message}", exc.hint or "pass a .tflite model with -m/--model") from None
 
 
 class Classifier:
@@ -311,7 +307,7 @@ class Classifier:
                 except InputError as exc:
                     yield path, None, exc
 
-    def run(self, images: list[str], k: int | None = 5, threshold: float = 0.0, workers: int | None = None,
+    def run(self, images: list[str], k: int | None = 5, threshold: float = float("-inf"), workers: int | None = None,
             on_image: Callable[[str], None] | None = None) -> ClassifyReport:
         """Classify every image; one that cannot be read is reported in ``errors`` and the rest go on."""
         report = ClassifyReport(self.opened.model_path, self.opened.device, self.opened.backend.name)
@@ -333,7 +329,7 @@ def default_workers() -> int:
 
 
 def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "auto",
-             labels: str | os.PathLike | None = None, k: int | None = 5, threshold: float = 0.0,
+             labels: str | os.PathLike | None = None, k: int | None = 5, threshold: float = float("-inf"),
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
              workers: int | None = None, on_start: Callable[[int], None] | None = None,
              on_image: Callable[[str], None] | None = None, notes: list[str] | None = None) -> ClassifyReport:

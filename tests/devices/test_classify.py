@@ -134,6 +134,15 @@ def test_labels_in_pycorals_formats(text, expected):
     assert C.parse_labels(text) == expected
 
 
+def test_blank_lines_at_the_end_of_a_labels_file_are_not_labels(tmp_path):
+    labels = tmp_path / "labels.txt"
+    labels.write_text("".join(f"class {i}\n" for i in range(1001)) + "\n\n")
+    assert len(C.read_labels(labels)) == 1001
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)),
+                                      "-l", str(labels), "-k", "1"])
+    assert result.exit_code == 0 and "warning" not in result.stderr
+
+
 def test_real_imagenet_labels_are_one_per_line_with_background_first():
     labels = C.read_labels(shared_file("imagenet_labels.txt"))
     assert len(labels) == 1001 and labels[0] == "background" and labels[283] == "tiger cat"
@@ -202,6 +211,16 @@ def test_folders_globs_and_missing_files(tmp_path):
     assert images == [str(tmp_path / n) for n in ["a.jpg", "b.png", "c.bmp", "b.png"]]
     assert [Path(e["image"]).name for e in errors] == ["x*.jpg", "missing.jpg", "empty"]
     assert "no file matches" in errors[0]["error"] and "no such file" in errors[1]["error"]
+
+
+def test_an_empty_image_argument_is_an_error_not_the_current_folder(tmp_path, monkeypatch):
+    """`edgekit classify "$IMG"` with IMG unset must not classify every image under the working folder."""
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "here.png")
+    monkeypatch.chdir(tmp_path)
+    images, errors = C.expand_images(["", " "])
+    assert images == [] and [e["error"] for e in errors] == ["an image argument is empty"] * 2
 
 
 def test_a_folder_of_class_folders_is_searched_recursively(tmp_path):
@@ -309,16 +328,23 @@ def test_integer_shortcut_of_prepare_equals_the_float_path(dtype, scale, zero_po
     assert fast.dtype == slow.dtype and fast.shape == slow.shape and np.array_equal(fast, slow)
 
 
-@pytest.mark.parametrize("text, expected", [("127.5", (127.5,)), ("1, 2,3", (1.0, 2.0, 3.0))])
-def test_parse_floats(text, expected):
-    assert C.parse_floats(text, "mean") == expected
+def test_mean_std_flags_take_one_value_or_one_per_channel():
+    model, cat = shared_file(MODEL), shared_file("cat.bmp")
+    theirs = pycoral_classify_image(model, cat, mean=100.0, std=64.0)
+    result = CliRunner().invoke(cli, ["classify", str(cat), "-m", str(model), "--mean", "100, 100,100", "--std", "64",
+                                      "-k", "1", "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    top = json.loads(result.stdout)["results"][0]["top"][0]
+    assert top["id"] == int(np.argmax(theirs)) and abs(top["score"] - theirs.max()) <= 1 / 256
 
 
-def test_parse_floats_refuses_words():
-    from edgekit.errors import UsageError
-
-    with pytest.raises(UsageError, match="--std"):
-        C.parse_floats("wide", "std")
+@pytest.mark.parametrize("flags, says", [(["--std", "wide"], "--std"), (["--mean", "1,2"], "1 or 3 values"),
+                                         (["--std", "nan"], "finite"), (["--mean", "inf"], "finite"),
+                                         (["--std", "0"], "not be zero")])
+def test_bad_mean_std_values_are_usage_errors_not_garbage_scores(flags, says):
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)), *flags])
+    assert result.exit_code == 2 and says in result.stderr and result.stdout == ""
+    assert "Traceback" not in result.stderr and "RuntimeWarning" not in result.stderr
 
 
 # ------------------------------------------------------------------------------ compiled models
@@ -396,6 +422,40 @@ def test_models_that_are_not_image_classifiers_are_refused_in_one_line(model, sa
     result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(model))])
     assert result.exit_code == InputError.exit_code
     assert result.stderr.startswith("error: ") and says in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("wrong", ["imagenet_labels.txt", "cat.bmp"])
+def test_a_file_that_is_not_a_model_is_named_in_the_error(wrong):
+    path = shared_file(wrong)
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(path)])
+    assert result.exit_code == InputError.exit_code
+    assert result.stderr.startswith(f"error: {path}: not a valid TFLite model") and result.stderr.count("\n") == 1
+    assert "-m/--model" in result.stderr
+
+
+def _logits_model(path: Path) -> Path:
+    """A uint8 [1,2,2,1] input reshaped to 4 output scores (scale 1/64, zero point 128): like logits, some negative."""
+    builder = pytest.importorskip("tests.tflite_builder", reason="building a model uses ai-edge-litert's schema module")
+    gb = builder.GraphBuilder()
+    x = gb.tensor([1, 2, 2, 1], "uint8", scale=1 / 64, zero_point=128, name="input")
+    y = gb.tensor([1, 4], "uint8", scale=1 / 64, zero_point=128, name="logits")
+    gb.op("RESHAPE", [x, gb.const([1, 4])], [y])
+    path.write_bytes(gb.build([x], [y]))
+    return path
+
+
+def test_negative_scores_of_a_model_without_softmax_are_shown_by_default(tmp_path):
+    from PIL import Image
+
+    model = _logits_model(tmp_path / "logits.tflite")
+    image = tmp_path / "four.png"
+    Image.fromarray(np.array([[0, 64], [128, 200]], dtype=np.uint8), "L").save(image)
+    result = CliRunner().invoke(cli, ["classify", str(image), "-m", str(model), "-k", "4", "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    top = json.loads(result.stdout)["results"][0]["top"]
+    assert [(t["id"], t["score"]) for t in top] == [(3, 1.125), (2, 0.0), (1, -1.0), (0, -2.0)]
+    result = CliRunner().invoke(cli, ["classify", str(image), "-m", str(model), "-t", "0", "--json", "--quiet"])
+    assert [t["id"] for t in json.loads(result.stdout)["results"][0]["top"]] == [3, 2]
 
 
 def test_model_facts_skip_the_parse_only_where_it_cannot_matter(tmp_path):

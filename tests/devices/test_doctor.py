@@ -120,6 +120,16 @@ def test_compiler_from_the_environment_variable_and_its_failures(tmp_path):
     assert check.status == Doc.OK and "15.0.340273435" in check.detail and "runtime 13" in check.detail
 
 
+@pytest.mark.parametrize("forced", ["tensorflow", "tflite_runtime", "ai_edge_litert"])
+def test_a_forced_backend_that_is_not_installed_fails(tmp_path, forced):
+    from edgekit.devices.backends import module_available
+
+    if module_available(forced):
+        pytest.skip(f"{forced} is installed here")
+    check = Doc.check_interpreter(probe(tmp_path, env={"EDGEKIT_BACKEND": forced}))
+    assert check.status == Doc.FAIL and f"EDGEKIT_BACKEND={forced}, but it is not installed" in check.detail
+
+
 def test_doctor_command_json_and_exit_code():
     result = CliRunner().invoke(cli, ["doctor", "--json"])
     doc = json.loads(result.stdout)
