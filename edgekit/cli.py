@@ -369,15 +369,24 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
              mean: str | None, std: str | None, as_json: bool, quiet: bool) -> None:
     """Classify images (files, folders, globs) on an Edge TPU, or on the CPU where there is none.
 
-    Exit code 0 when every image was classified, 3 when any image failed (the rest are still reported).
+    Exit codes: 0 ok, 2 usage, 3 an image failed (the rest are still reported) or a bad model or labels
+    file, 4 no interpreter package, 9 the Edge TPU or the interpreter failed.
     """
     from edgekit.devices import classify as classify_mod
     from edgekit.errors import InputError
 
     bar: Any = None
+    notes: list[str] = []
+
+    def show_notes() -> None:
+        for note in notes:
+            if not quiet or note.startswith("warning:"):
+                click.echo(note if note.startswith("warning:") else f"note: {note}", err=True)
+        notes.clear()
 
     def on_start(n: int) -> None:
         nonlocal bar
+        show_notes()  # before the work: where the model runs (a fallback to the CPU) is news to see first
         if not quiet and n > 1 and sys.stderr.isatty():
             bar = click.progressbar(length=n, label="classifying", file=sys.stderr)
             bar.render_progress()
@@ -386,7 +395,6 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
         if bar is not None:
             bar.update(1)
 
-    notes: list[str] = []
     try:
         report = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
                                        mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
@@ -394,9 +402,7 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     finally:
         if bar is not None:
             bar.render_finish()
-        for note in notes:
-            if not quiet or note.startswith("warning:"):
-                click.echo(note if note.startswith("warning:") else f"note: {note}", err=True)
+        show_notes()
     doc = report.to_dict()
     emit(as_json, doc, _render_classify)
     if doc["errors"]:

@@ -356,6 +356,22 @@ def test_compiled_model_without_edgetpu_runs_its_cpu_twin_and_says_so():
     assert any(MODEL in n and "instead of" in n for n in notes)
 
 
+def test_the_fallback_note_is_shown_before_the_images_are_worked_on(monkeypatch):
+    """With a big folder the user must learn at once that the model runs on the CPU, not after minutes."""
+    import click
+
+    no_edgetpu_runtime()
+    events: list[str] = []
+    echo, prepare = click.echo, C.Classifier.prepare
+    monkeypatch.setattr(click, "echo", lambda message=None, **kw: (events.append(f"echo {message}"), echo(message, **kw)))
+    monkeypatch.setattr(C.Classifier, "prepare", lambda self, path: (events.append("prepare"), prepare(self, path))[1])
+    cat = str(shared_file("cat.bmp"))
+    result = CliRunner().invoke(cli, ["classify", cat, cat, cat, "-m", str(shared_file(COMPILED)), "-k", "1"])
+    assert result.exit_code == 0, result.output
+    note = next(i for i, e in enumerate(events) if e.startswith("echo note: running the CPU model"))
+    assert note < events.index("prepare")
+
+
 def test_compiled_model_without_twin_fails_naming_the_file_to_pass(tmp_path):
     no_edgetpu_runtime()
     alone = tmp_path / "alone_edgetpu.tflite"
