@@ -315,20 +315,20 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int, segments:
 
     from edgekit import tflite_model
     from edgekit.converters import compatibility, edgetpu_compiler as etc
+    from edgekit.errors import MissingDependencyError
 
     info = tflite_model.load(model)
     prediction = compatibility.check_model(info, min_runtime)
-    compiler = etc.find_compiler()
-    if compiler is None:
-        err = etc.missing_compiler_error()
+    try:
+        report = etc.compile_model(model, out_dir, min_runtime=min_runtime, segments=segments,
+                                   search_delegate=search_delegate, timeout=timeout)
+    except MissingDependencyError as err:  # no compiler here: the offline prediction instead
         if as_json:
             emit(True, {"compiled": False, "reason": err.message, "check": prediction.to_dict()}, str)
         else:
             click.echo(f"{err.message}; here is the offline prediction (`edgekit check`) instead:\n")
             click.echo(compatibility.render(prediction))
-        raise err
-    report = etc.compile_model(model, out_dir, min_runtime=min_runtime, segments=segments,
-                               search_delegate=search_delegate, timeout=timeout, compiler=compiler)
+        raise
     doc = report.to_dict()
     compiled = [Path(p) for p in report.outputs if p.endswith("_edgetpu.tflite")]
     if len(compiled) == 1 and not (segments and segments > 1):

@@ -107,6 +107,9 @@ _PARAM_INPUTS: dict[str, tuple[tuple[int, str], ...]] = {
 }
 _FUSED_ACTIVATION_NOT_ALLOWED = {"AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION"}
 
+#: The detail of a mappable op left outside the one Edge TPU subgraph.
+CUT_OFF = "mappable, but outside the one Edge TPU subgraph"
+
 # What to change, by rule.
 FIX_QUANTIZE = ("quantize the whole model to int8 (full-integer post-training quantization with integer I/O): "
                 "`edgekit quantize`")
@@ -571,7 +574,7 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
             "quantized models, and the compiler refuses it ('Model not quantized') or maps nothing",
             FIX_QUANTIZE, tuple(op.index for op in g.ops)))
 
-    if info.quantization_state == "float" and not fatal:
+    if info.quantization_state == "float":
         advice.append("The model is not quantized: " + FIX_QUANTIZE + ".")
     if fatal:
         status = fatal[0][0]
@@ -579,7 +582,7 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
                               f"otherwise: {r[0]}" + (f" ({r[1]})" if r[1] else ""), r[2])
                     for op, r in zip(g.ops, judged)]
         problems = [p for _, p in fatal] + problems
-        advice = [f"{p.message}. Fix: {p.hint}" for _, p in fatal if p.hint]
+        advice = [f"{p.message}. Fix: {p.hint}" for _, p in fatal if p.hint] + advice
         return CheckReport(info.path, "none", verdicts, 0, info.param_bytes, 0, 0, problems, advice,
                            min_runtime)
 
@@ -591,8 +594,7 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
             verdicts.append(OpVerdict(op.index, op.name, op.version, "edgetpu", MAPPED))
         elif reason == MAPPED:
             words = UNSPECIFIED if op.name == "QUANTIZE" else MORE_THAN_ONE_SUBGRAPH
-            verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", words,
-                                      "mappable, but outside the one Edge TPU subgraph"))
+            verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", words, CUT_OFF))
         else:
             verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", reason, detail, fix))
 
@@ -605,8 +607,8 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
 
     n_tpu = len(tpu_run)
     verdict = "full" if n_tpu == len(g.ops) and g.ops else ("none" if n_tpu == 0 else "partial")
-    problems += _cpu_problems(g, verdicts, runs)
-    advice += _advice(g, verdicts, runs, mappable)
+    problems += _cpu_problems(verdicts)
+    advice += _advice(g, verdicts, mappable)
     if off_chip:
         problems.append(Problem(
             "off_chip", f"about {_mib(tpu_params)} of parameters for a ~8 MiB on-chip cache: ~{_mib(off_chip)} "
@@ -626,12 +628,11 @@ def _mib(n: int) -> str:
     return f"{n / 1024 / 1024:.2f} MiB"
 
 
-def _cpu_problems(g: SubgraphInfo, verdicts: list[OpVerdict], runs) -> list[Problem]:
+def _cpu_problems(verdicts: list[OpVerdict]) -> list[Problem]:
     """One problem per (reason, detail) among the unmappable ops."""
     grouped: dict[tuple[str, str, str | None], list[int]] = {}
     for v in verdicts:
-        if v.target == "cpu" and v.reason not in (MORE_THAN_ONE_SUBGRAPH,) and not (
-                v.reason == UNSPECIFIED and v.detail and v.detail.startswith("mappable")):
+        if v.target == "cpu" and v.detail != CUT_OFF:
             grouped.setdefault((v.reason, f"{v.name}: {v.detail or v.reason}", v.fix), []).append(v.index)
     codes = {NOT_SUPPORTED: "unsupported_op", DATA_TYPE: "data_type", VERSION: "op_version_not_mapped",
              NOT_CONSTANT: "not_constant", RANK: "rank", RUNTIME: "runtime", UNSPECIFIED: "limitation"}
@@ -643,11 +644,10 @@ def _cpu_problems(g: SubgraphInfo, verdicts: list[OpVerdict], runs) -> list[Prob
     return out
 
 
-def _advice(g: SubgraphInfo, verdicts: list[OpVerdict], runs, mappable: list[bool]) -> list[str]:
+def _advice(g: SubgraphInfo, verdicts: list[OpVerdict], mappable: list[bool]) -> list[str]:
     """Name the op that breaks the graph and what to change."""
     out: list[str] = []
-    cut = [v for v in verdicts if v.reason in (MORE_THAN_ONE_SUBGRAPH,) or
-           (v.reason == UNSPECIFIED and v.detail and v.detail.startswith("mappable"))]
+    cut = [v for v in verdicts if v.detail == CUT_OFF]
     if not cut:
         cpu = [v for v in verdicts if v.target == "cpu"]
         if cpu and len(cpu) < len(verdicts):

@@ -21,14 +21,17 @@ import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+from edgekit import tflite_model
 from edgekit.errors import CompilerError, InputError, MissingDependencyError, UsageError
+from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo
 
 ENV_VAR = "EDGETPU_COMPILER"
 DEFAULT_TIMEOUT_S = 180
@@ -86,17 +89,6 @@ class ModelSection:
     operation_log: str | None = None
     ops: list[OpLogRow] = field(default_factory=list)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "input_model": self.input_model, "input_size_bytes": self.input_size_bytes,
-            "output_model": self.output_model, "output_size_bytes": self.output_size_bytes,
-            "on_chip_used_bytes": self.on_chip_used_bytes, "on_chip_remaining_bytes": self.on_chip_remaining_bytes,
-            "off_chip_used_bytes": self.off_chip_used_bytes, "subgraphs": self.subgraphs,
-            "total_ops": self.total_ops, "edgetpu_ops": self.edgetpu_ops, "cpu_ops": self.cpu_ops,
-            "operation_log": self.operation_log,
-            "ops": [{"operator": r.operator, "count": r.count, "status": r.status} for r in self.ops],
-        }
-
 
 @dataclass
 class CompileReport:
@@ -108,7 +100,6 @@ class CompileReport:
     sections: list[ModelSection] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     attempts: int = 0  # "Try to compile segment with N ops" lines (--search-delegate)
-    intermediate_tensors: list[str] = field(default_factory=list)
     outputs: list[str] = field(default_factory=list)  # files put into the output folder
     command: list[str] = field(default_factory=list)
     returncode: int | None = None
@@ -135,27 +126,17 @@ class CompileReport:
         return out
 
     def to_dict(self) -> dict[str, Any]:
-        m = self.main
+        main = {k: v for k, v in asdict(self.main).items() if k not in ("operation_log", "ops")}
         return {
             "compiler_version": self.compiler_version,
             "succeeded": self.succeeded,
             "compile_ms": self.compile_ms,
             "returncode": self.returncode,
             "command": self.command,
-            "input_model": m.input_model,
-            "output_model": m.output_model,
-            "input_size_bytes": m.input_size_bytes,
-            "output_size_bytes": m.output_size_bytes,
-            "on_chip_used_bytes": m.on_chip_used_bytes,
-            "on_chip_remaining_bytes": m.on_chip_remaining_bytes,
-            "off_chip_used_bytes": m.off_chip_used_bytes,
-            "subgraphs": m.subgraphs,
-            "total_ops": m.total_ops,
-            "edgetpu_ops": m.edgetpu_ops,
-            "cpu_ops": m.cpu_ops,
+            **main,
             "ops_per_status": self.ops_per_status(),
-            "ops": [{"operator": r.operator, "count": r.count, "status": r.status} for r in self.ops],
-            "segments": [s.to_dict() for s in self.sections] if len(self.sections) > 1 else [],
+            "ops": [asdict(r) for r in self.ops],
+            "segments": [asdict(s) for s in self.sections] if len(self.sections) > 1 else [],
             "outputs": self.outputs,
             "errors": self.errors,
         }
@@ -254,8 +235,6 @@ def parse_compiler_output(text: str, returncode: int | None = None) -> CompileRe
             saw_success_line = True
         elif stripped.startswith("Try to compile segment with"):
             report.attempts += 1
-        elif stripped.startswith("Intermediate tensors:"):
-            report.intermediate_tensors = [t for t in stripped.split(":", 1)[1].strip().split(",") if t]
         elif stripped.startswith("Compilation succeeded!"):
             final_word = "succeeded"
         elif stripped.startswith("Compilation failed!"):
@@ -361,18 +340,44 @@ Runner = Callable[[list[str], float], RunResult]
 
 
 def run_subprocess(argv: list[str], timeout: float) -> RunResult:
-    """Run ``argv`` (no shell) with a timeout; the one place edgekit starts the compiler."""
+    """Run ``argv`` (no shell) with a timeout; the one place edgekit starts the compiler.
+
+    The compiler compiles in a child process of its own ("Compilation child process completed
+    within timeout period"), so it runs in a new session and a timeout or Ctrl-C stops the whole
+    process group, not just the parent.
+    """
     try:
-        p = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False,
-                           stdin=subprocess.DEVNULL, errors="replace")
-    except subprocess.TimeoutExpired:
-        raise CompilerError(f"edgetpu_compiler did not finish within {timeout:g} s and was stopped",
-                            "raise --timeout, or compile a smaller part with --search-delegate or --segments N")
+        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                             text=True, errors="replace", start_new_session=True)
     except FileNotFoundError:
         raise MissingDependencyError(f"cannot run {argv[0]}: no such file", INSTALL_HINT)
     except PermissionError:
         raise MissingDependencyError(f"cannot run {argv[0]}: not executable", f"chmod +x {argv[0]}")
-    return RunResult(p.returncode, p.stdout or "", p.stderr or "")
+    try:
+        stdout, stderr = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        _stop(p)
+        raise CompilerError(f"edgetpu_compiler did not finish within {timeout:g} s and was stopped",
+                            "raise --timeout, or compile a smaller part with --search-delegate or --segments N")
+    except BaseException:  # Ctrl-C does not reach a process in another session: stop it here
+        _stop(p)
+        raise
+    return RunResult(p.returncode, stdout or "", stderr or "")
+
+
+def _stop(p: subprocess.Popen) -> None:
+    """Kill ``p`` and every process of its group, then reap it."""
+    try:
+        if hasattr(os, "killpg"):
+            os.killpg(p.pid, signal.SIGKILL)
+        else:
+            p.kill()
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        p.communicate(timeout=5)
+    except subprocess.TimeoutExpired:
+        pass
 
 
 # --------------------------------------------------------------------------------- find and run
@@ -443,6 +448,9 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
         raise UsageError("--segments must be at least 1")
     if timeout <= 0:
         raise UsageError("--timeout must be positive")
+    if tflite_model.load(model).is_compiled:
+        raise InputError(f"{model} is already compiled for the Edge TPU (it contains {EDGETPU_CUSTOM_OP})",
+                         "compile the model from before edgetpu_compiler (the file without _edgetpu)")
     compiler = compiler or find_compiler()
     if not compiler:
         raise missing_compiler_error()
@@ -451,7 +459,11 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
     if search_delegate and major < 16:
         raise UsageError(f"--search-delegate needs edgetpu_compiler 16 (found {version})")
 
-    work = Path(tempfile.mkdtemp(prefix=".edgekit-compile-", dir=out))
+    try:
+        work = Path(tempfile.mkdtemp(prefix=".edgekit-compile-", dir=out))
+    except OSError as e:
+        raise InputError(f"cannot write into the output folder {out}: {e.strerror}",
+                         "choose a writable folder with -o") from None
     try:
         argv = [compiler, "--out_dir", str(work), "--show_operations", "--min_runtime_version", str(min_runtime)]
         if major >= 16:
@@ -481,11 +493,10 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
                 last = report.errors[-3:] or text.strip().splitlines()[-1:] or ["no output"]
                 raise CompilerError(f"edgetpu_compiler failed (exit {res.returncode}): {' | '.join(last)}",
                                     "run `edgekit check` on the model to see what the compiler cannot take")
-            if not models:
-                raise CompilerError(
-                    "edgetpu_compiler reported success but wrote no model" if report.succeeded else
-                    "edgetpu_compiler did not succeed: " + (" | ".join(report.errors[-3:]) or "no reason given"),
-                    "run `edgekit check` on the model; rerun with --debug for the full compiler output")
+            raise CompilerError(
+                "edgetpu_compiler reported success but wrote no model" if report.succeeded else
+                "edgetpu_compiler did not succeed: " + (" | ".join(report.errors[-3:]) or "no reason given"),
+                "run `edgekit check` on the model; rerun with --debug for the full compiler output")
         # Fill in the op table from the .log files when stdout had none.
         if not report.ops:
             for n in produced:
@@ -502,11 +513,10 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
         shutil.rmtree(work, ignore_errors=True)
 
 
-def compiled_split(cpu_model, compiled_model) -> dict[str, Counter]:
+def compiled_split(cpu_model: ModelInfo, compiled_model: ModelInfo) -> dict[str, Counter]:
     """Per-op-type split of a real compile: mapped = CPU-model ops minus builtin ops left in the compiled model."""
     before = Counter(op.name for op in cpu_model.ops)
-    after = Counter(op.name for op in compiled_model.ops if op.name != "CUSTOM" or
-                    op.custom_code != "edgetpu-custom-op")
+    after = Counter(op.name for op in compiled_model.ops if op.custom_code != EDGETPU_CUSTOM_OP)
     return {"edgetpu": before - after, "cpu": after}
 
 

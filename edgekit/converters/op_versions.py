@@ -247,8 +247,3 @@ def version_problem(op_name: str, version: int) -> str | None:
              else f"needs a TensorFlow Lite release newer than {COMPILER_TFLITE}")
     return (f"{op_name} v{version} {needs}; edgetpu_compiler 16 knows versions up to {ceiling} "
             f"(TFLite {COMPILER_TFLITE[:3]})")
-
-
-def compiler_ceiling() -> dict[str, int]:
-    """Every op the compiler's TFLite knows, with its highest version."""
-    return {op: v for op in _RELEASES if (v := max_compiler_version(op)) is not None}

@@ -187,6 +187,18 @@ def test_float_model_is_not_quantized_and_says_how_to_fix_it():
     assert "not quantized" in p.message and "edgekit quantize" in p.hint
 
 
+def test_float_model_with_a_dynamic_batch_is_still_told_to_quantize():
+    """What a plain TFLiteConverter gives for a Keras model: float ops and a batch of -1."""
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4], "float32", scale=None, signature=[-1, 4])
+    w = gb.tensor([3, 4], "float32", data=np.ones((3, 4)), scale=None)
+    y = gb.tensor([1, 3], "float32", scale=None, signature=[-1, 3])
+    gb.op("FULLY_CONNECTED", [x, w, -1], [y])
+    report = check_model(_info(gb.build([x], [y])))
+    assert [p.code for p in report.problems] == ["dynamic_shapes", "not_quantized"]
+    assert any("not quantized" in a and "edgekit quantize" in a for a in report.advice)
+
+
 def test_dynamic_batch_is_fatal():
     gb = GraphBuilder()
     x = gb.tensor([1, 4, 4, 8], "int8", signature=[-1, 4, 4, 8])

@@ -15,6 +15,7 @@ import os
 import shutil
 import stat
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -24,7 +25,7 @@ from edgekit import tflite_model
 from edgekit.cli import cli
 from edgekit.converters import edgetpu_compiler as etc
 from edgekit.converters.compatibility import check_model
-from edgekit.errors import CompilerError, MissingDependencyError
+from edgekit.errors import CompilerError, InputError, MissingDependencyError
 from tests.conftest import shared_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compiler"
@@ -222,11 +223,66 @@ def test_success_text_but_no_output_file(standin, model_copy, tmp_path):
         etc.compile_model(model_copy, tmp_path)
 
 
-def test_timeout_stops_the_compiler(standin, model_copy, tmp_path):
-    standin(SLEEP=20)
+def _alive(pid: int) -> bool:
+    """A process that exists and is not a zombie (a killed orphan may wait unreaped in a container)."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (FileNotFoundError, ProcessLookupError):
+        return False
+
+
+def test_timeout_stops_the_compiler_and_its_child_process(standin, model_copy, tmp_path):
+    pid_file = tmp_path / "child.pid"
+    standin(SLEEP=20, CHILD_PID_FILE=pid_file)
     with pytest.raises(CompilerError, match="did not finish within") as e:
         etc.compile_model(model_copy, tmp_path, timeout=1)
     assert "--timeout" in e.value.hint and _leftovers(tmp_path) == []
+    if sys.platform.startswith("linux"):  # the compiling child is stopped too, not left running
+        pid = int(pid_file.read_text())
+        for _ in range(50):
+            if not _alive(pid):
+                break
+            time.sleep(0.05)
+        assert not _alive(pid)
+
+
+def test_unknown_failure_text_with_outputs_and_exit_zero_is_a_failure(standin, model_copy, tmp_path):
+    """Synthetic text (a real success output whose verdict line says failed): nothing is moved into place."""
+    text = fixture("v16_partial_yolov5s_224_stdout.txt").replace("Compilation succeeded!", "Compilation failed!")
+    stdout = tmp_path / "failed.txt"
+    stdout.write_text(text)
+    out = tmp_path / "out"
+    out.mkdir()
+    standin(STDOUT=stdout, EXIT=0)
+    with pytest.raises(CompilerError, match="did not succeed"):
+        etc.compile_model(model_copy, out)
+    assert list(out.iterdir()) == []
+
+
+def test_an_already_compiled_model_is_refused_before_running_the_compiler(model_copy, tmp_path):
+    compiled = tmp_path / "split_concat_edgetpu.tflite"
+    shutil.copyfile(shared_file("split_concat_edgetpu.tflite"), compiled)
+
+    def runner(argv, timeout):
+        raise AssertionError("the compiler must not run")
+
+    with pytest.raises(InputError, match="already compiled") as e:
+        etc.compile_model(compiled, tmp_path, compiler="/opt/edgetpu_compiler", runner=runner)
+    assert "without _edgetpu" in e.value.hint and e.value.exit_code == 3
+
+
+def test_unwritable_output_folder_is_a_bad_input(standin, model_copy, tmp_path, monkeypatch):
+    """Permission denied is simulated (the tests may run as root, who can write anywhere)."""
+    standin()
+
+    def denied(**_kw):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(etc.tempfile, "mkdtemp", denied)
+    r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(tmp_path)])
+    assert r.exit_code == 3
+    assert r.stderr == f"error: cannot write into the output folder {tmp_path}: Permission denied " \
+                       "(choose a writable folder with -o)\n"
 
 
 def test_op_table_from_the_log_when_stdout_has_none(standin, model_copy, tmp_path):
@@ -300,6 +356,15 @@ def test_cli_compile_without_compiler_prints_check_and_exits_4(monkeypatch, tmp_
     assert r.exit_code == 4
     doc = json.loads(r.stdout)
     assert doc["compiled"] is False and doc["check"]["verdict"] == "partial"
+
+
+def test_cli_compile_names_bad_arguments_before_a_missing_compiler(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    monkeypatch.delenv("EDGETPU_COMPILER", raising=False)
+    r = CliRunner().invoke(cli, ["compile", str(shared_file("split_concat_edgetpu.tflite"))])
+    assert r.exit_code == 3 and "already compiled" in r.stderr
+    r = CliRunner().invoke(cli, ["compile", str(shared_file("split_concat.tflite")), "-o", str(tmp_path / "nope")])
+    assert r.exit_code == 3 and "does not exist" in r.stderr
 
 
 def test_cli_compile_compares_with_check(standin, tmp_path):
