@@ -345,7 +345,7 @@ def _render_classify(d: dict[str, Any]) -> str:
     lines = [f"{d['model']} on {d['device']} ({d['backend']}){first}"]
     for r in d["results"]:
         lines.append(f"{r['image']}  ({r['ms']:.1f} ms)")
-        lines += [f"  {t['score']:.5f}  {t['id']:>5}  {t['label'] if t['label'] is not None else ''}".rstrip()
+        lines += [f"  {t['score']:8.5f}  {t['id']:>5}  {t['label'] if t['label'] is not None else ''}".rstrip()
                   for t in r["top"]] or ["  (no class at or above the threshold)"]
     return "\n".join(lines)
 

@@ -449,11 +449,11 @@ def test_a_file_that_is_not_a_model_is_named_in_the_error(wrong):
     assert "-m/--model" in result.stderr
 
 
-def _logits_model(path: Path) -> Path:
+def _logits_model(path: Path, signature: list[int] | None = None) -> Path:
     """A uint8 [1,2,2,1] input reshaped to 4 output scores (scale 1/64, zero point 128): like logits, some negative."""
     builder = pytest.importorskip("tests.tflite_builder", reason="building a model uses ai-edge-litert's schema module")
     gb = builder.GraphBuilder()
-    x = gb.tensor([1, 2, 2, 1], "uint8", scale=1 / 64, zero_point=128, name="input")
+    x = gb.tensor([1, 2, 2, 1], "uint8", scale=1 / 64, zero_point=128, name="input", signature=signature)
     y = gb.tensor([1, 4], "uint8", scale=1 / 64, zero_point=128, name="logits")
     gb.op("RESHAPE", [x, gb.const([1, 4])], [y])
     path.write_bytes(gb.build([x], [y]))
@@ -472,6 +472,16 @@ def test_negative_scores_of_a_model_without_softmax_are_shown_by_default(tmp_pat
     assert [(t["id"], t["score"]) for t in top] == [(3, 1.125), (2, 0.0), (1, -1.0), (0, -2.0)]
     result = CliRunner().invoke(cli, ["classify", str(image), "-m", str(model), "-t", "0", "--json", "--quiet"])
     assert [t["id"] for t in json.loads(result.stdout)["results"][0]["top"]] == [3, 2]
+
+
+def test_an_input_of_any_size_is_refused_rather_than_fed_1x1_images(tmp_path):
+    """The interpreter reports 1 for a dynamic dimension; resizing every image to that is silent garbage."""
+    model = _logits_model(tmp_path / "any_size.tflite", signature=[1, -1, -1, 1])
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(model)])
+    assert result.exit_code == InputError.exit_code and result.stdout == ""
+    assert "input size is not fixed (shape signature [1, -1, -1, 1])" in result.stderr and "--input-size" in result.stderr
+    batch_free = _logits_model(tmp_path / "any_batch.tflite", signature=[-1, 2, 2, 1])  # a free batch is fine
+    assert CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(batch_free)]).exit_code == 0
 
 
 def test_model_facts_skip_the_parse_only_where_it_cannot_matter(tmp_path):
