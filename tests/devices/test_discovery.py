@@ -78,3 +78,21 @@ def test_devices_command_json_schema():
     assert list(doc) == ["devices"]
     for d in doc["devices"]:
         assert set(d) == {"type", "path", "device", "state", "usb_id", "temperature_c", "source"}
+
+
+def test_devices_command_on_a_fake_machine_with_two_edge_tpus(tmp_path, monkeypatch):
+    """The command as a user reads it, with discovery pointed at a stand-in tree (USB + PCIe)."""
+    sys_root, dev_root = tmp_path / "sys", tmp_path / "dev"
+    fake_usb(sys_root, "2-1", "1a6e", "089a")
+    fake_apex(sys_root, dev_root, 0, temp="47500")
+    real = D.list_devices
+    monkeypatch.setattr(D, "list_devices", lambda: real(sys_root, dev_root, use_pycoral=False))
+    text = CliRunner().invoke(cli, ["devices"])
+    assert text.exit_code == 0, text.output
+    usb, pci = text.stdout.splitlines()
+    assert usb.split()[:2] == ["usb:0", str(sys_root / "bus/usb/devices/2-1")] and "id 1a6e:089a" in usb
+    assert "firmware not loaded" in usb
+    assert pci.split()[:3] == ["pci:0", str(dev_root / "apex_0"), "ready"] and "47.5 C" in pci
+    doc = json.loads(CliRunner().invoke(cli, ["devices", "--json"]).stdout)
+    assert [(d["device"], d["usb_id"], d["temperature_c"]) for d in doc["devices"]] == [
+        ("usb:0", "1a6e:089a", None), ("pci:0", None, 47.5)]
