@@ -652,7 +652,8 @@ def _advice(g: SubgraphInfo, verdicts: list[OpVerdict], mappable: list[bool]) ->
         cpu = [v for v in verdicts if v.target == "cpu"]
         if cpu and len(cpu) < len(verdicts):
             names = ", ".join(f"#{v.index} {v.name}" for v in cpu[:5]) + (" ..." if len(cpu) > 5 else "")
-            out.append(f"Only {names} run(s) on the CPU, at the edges of the graph; the Edge TPU subgraph is whole.")
+            out.append(f"Only {names} run(s) on the CPU; no op the Edge TPU could run is cut off by it, "
+                       "so the Edge TPU subgraph is whole.")
             for v in cpu:
                 if v.fix:
                     out.append(f"To map #{v.index} {v.name} too: {v.fix}.")

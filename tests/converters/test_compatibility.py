@@ -134,6 +134,7 @@ def test_later_op_that_does_not_depend_on_the_unmappable_one_stays_mapped():
     report = check_model(_info(_two_branches(True)))
     assert [(o.name, o.target) for o in report.ops] == [("CONV_2D", "edgetpu"), ("FLOOR", "cpu"), ("ADD", "edgetpu")]
     assert report.ops[1].reason == C.NOT_SUPPORTED
+    assert report.advice[0].startswith("Only #1 FLOOR run(s) on the CPU; no op the Edge TPU could run is cut off")
 
 
 def test_ops_that_depend_on_the_unmappable_one_are_cut_off():

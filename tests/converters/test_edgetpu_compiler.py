@@ -414,6 +414,16 @@ def test_real_compiler_agrees_with_check(stem, tmp_path):
 
 
 @pytest.mark.compiler
+@pytest.mark.tf
+def test_real_compiler_maps_every_op_of_a_model_made_by_edgekit_quantize(digits_int8, tmp_path):
+    src = Path(digits_int8.output)
+    report = etc.compile_model(src, tmp_path)
+    assert report.succeeded
+    actual = etc.compiled_split(tflite_model.load(src), tflite_model.load(tmp_path / f"{src.stem}_edgetpu.tflite"))
+    assert +actual["cpu"] == {} and check_model(tflite_model.load(src)).verdict == "full"
+
+
+@pytest.mark.compiler
 def test_real_compiler_version():
     compiler = etc.find_compiler()
     assert etc.version_major(etc.compiler_version(compiler)) >= 14
