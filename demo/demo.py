@@ -22,7 +22,7 @@ OUT = Path(__file__).resolve().parent / "out"
 
 
 def say(title: str, text: str) -> None:
-    print(f"\n=== {title}\n" + textwrap.fill(textwrap.dedent(text).strip(), 100), flush=True)
+    print(f"\n=== {title}\n" + textwrap.fill(" ".join(text.split()), 100), flush=True)
 
 
 def run(*args: str) -> None:
@@ -67,7 +67,9 @@ def main() -> None:
         calibration images (balanced across the class folders) through the same preprocessing that
         classify will use, converts with int8 ops, uint8 input/output and a fixed batch of 1, checks
         what edgetpu_compiler 16 would reject, and compares the int8 model with the float one on 100
-        held-back images. The preprocessing and labels are recorded inside the .tflite and beside it.""")
+        held-back images. The preprocessing and labels are recorded inside the .tflite and beside it.
+        (--calib is spelled out here; the record beside digits_cnn.h5 names the training folder, so
+        `edgekit quantize demo/out/digits_cnn.h5` alone would use it.)""")
     int8 = OUT / "digits_cnn_int8.tflite"
     run("quantize", str(model_path), "--calib", str(folders.train), "-o", str(int8))
 

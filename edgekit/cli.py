@@ -168,7 +168,8 @@ def _render_quantize(d: dict[str, Any]) -> str:
     if v:
         lines.append(f"Verification: top-1 agreement {v['top1_agreement']:.1%} on {v['samples']} "
                      f"{'held-back' if v['held_back'] else 'calibration'} samples, mean |score diff| "
-                     f"{v['mean_abs_diff']:.4f} (minimum {v['min_agreement']:g})")
+                     f"{v['mean_abs_diff']:.4f} (minimum {v['min_agreement']:g})"
+                     + ("" if v["passed"] else ": FAILED"))
     else:
         lines.append("Verification: skipped (--no-verify)")
     lines.append(f"Record: {d['record']} and metadata 'edgekit' inside the model"
@@ -217,7 +218,7 @@ def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_ke
     Exit codes: 0 ok, 2 usage, 3 bad input, 4 TensorFlow missing, 5 conversion failed,
     6 verification failed (output kept).
     """
-    from edgekit.converters.quantize import QuantizeOptions, quantize as run_quantize
+    from edgekit.converters.quantize import AgreementError, QuantizeOptions, quantize as run_quantize
 
     opts = QuantizeOptions(model=model, output=output, calib=calib, samples=samples, seed=seed,
                            tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects,
@@ -226,7 +227,11 @@ def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_ke
                            io=io_type, labels=labels, min_agreement=min_agreement, verify=not no_verify,
                            verbose=verbose, show_progress=not quiet,
                            on_warning=lambda w: click.echo(f"warning: {w}", err=True))
-    result = run_quantize(opts)
+    try:
+        result = run_quantize(opts)
+    except AgreementError as exc:  # the output is kept: describe it, then fail with exit 6
+        emit(as_json, exc.result.summary, _render_quantize)
+        raise
     emit(as_json, result.summary, _render_quantize)
 
 

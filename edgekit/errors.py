@@ -38,6 +38,12 @@ class EdgekitError(Exception):
         return f"{self.message} ({self.hint})" if self.hint else self.message
 
 
+def first_line(exc: BaseException, limit: int = 300) -> str:
+    """The first line of an exception's text (its type name when it has none), for one-line messages."""
+    text = str(exc).strip()
+    return text.splitlines()[0][:limit] if text else type(exc).__name__
+
+
 class UsageError(EdgekitError):
     exit_code = 2
 

@@ -21,13 +21,19 @@ def refuse_overwriting_input(output: str | os.PathLike, *inputs: str | os.PathLi
             raise UsageError(f"output {out} would overwrite the input {src}", "choose another output path with -o")
 
 
+def require_output_folder(target: str | os.PathLike) -> Path:
+    """The folder ``target`` will be written in; InputError when it does not exist (check before slow work)."""
+    folder = Path(target).parent
+    if not folder.is_dir():
+        raise InputError(f"output folder {folder} does not exist", "create it first or choose another -o")
+    return folder
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success rename it onto ``target``, else remove it."""
     target = Path(target)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise InputError(f"output folder {folder} does not exist", "create it first or choose another -o")
+    folder = require_output_folder(target)
     fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
     os.close(fd)
     tmp_path = Path(tmp)

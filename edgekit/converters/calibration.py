@@ -21,7 +21,7 @@ from typing import IO, Any, TypeVar
 
 import numpy as np
 
-from edgekit.errors import InputError, UsageError
+from edgekit.errors import InputError, UsageError, first_line
 from edgekit.preprocess import PreprocessSpec, open_image, to_float
 
 IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
@@ -116,11 +116,15 @@ def list_images(folder: Path) -> tuple[list[list[Path]], list[str] | None]:
                      "flat or one subfolder per class)")
 
 
+def _is_glob(source: str) -> bool:
+    return any(ch in source for ch in "*?[")
+
+
 def _tfrecord_files(source: str) -> list[str]:
     p = Path(source)
     if p.is_dir():
         files = sorted(str(f) for f in p.iterdir() if f.suffix.lower() in TFRECORD_SUFFIXES)
-    elif any(ch in source for ch in "*?["):
+    elif _is_glob(source):
         files = sorted(glob.glob(source))
     else:
         files = [source] if p.is_file() else []
@@ -167,8 +171,7 @@ def _read_tfrecords(source: str, key: str) -> tuple[list[list[bytes]], list[str]
     except InputError:
         raise
     except Exception as exc:  # DataLossError for corrupt files, DecodeError for non-Example records
-        first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"--calib {source}: cannot read TFRecord: {first}") from None
+        raise InputError(f"--calib {source}: cannot read TFRecord: {first_line(exc, 200)}") from None
     labels = sorted(by_label, key=lambda v: (v is None, v))
     classes = [str(v) for v in labels] if len(labels) > 1 and None not in by_label else None
     return [by_label[v] for v in labels], classes, notes
@@ -189,17 +192,37 @@ def _read_array(source: Path) -> tuple[np.ndarray, np.ndarray | None]:
             return z[xkey], (z[ykey] if ykey else None)
     except InputError:
         raise
-    except (OSError, ValueError, EOFError) as exc:
-        raise InputError(f"--calib {source}: cannot read the array ({exc})") from None
+    except ValueError as exc:  # numpy's "pickled (object) data" also for files that are no .npy at all
+        if "pickle" in str(exc):
+            raise InputError(f"--calib {source}: not a NumPy array of numbers (not a .npy/.npz file, or it holds "
+                             "Python objects, which edgekit never unpickles)",
+                             "save the images with np.save / np.savez as a uint8 (N, H, W, C) array") from None
+        raise InputError(f"--calib {source}: cannot read the array ({first_line(exc)})") from None
+    except (OSError, EOFError) as exc:
+        raise InputError(f"--calib {source}: cannot read the array ({first_line(exc)})") from None
 
 
 # ------------------------------------------------------------------------------------------ main
+def check_exists(source: str, recorded_in: str | Path | None = None) -> None:
+    """Refuse a calibration path that does not exist (``random`` and globs pass), before any slow work.
+
+    ``recorded_in`` names the record the source came from when the user gave no ``--calib``.
+    """
+    if source == "random" or _is_glob(source) or Path(source).exists():
+        return
+    if recorded_in:
+        raise InputError(f"the calibration data recorded in {recorded_in} is gone: no such file or folder {source}",
+                         f"pass it explicitly: {CALIB_EXAMPLE}")
+    raise InputError(f"--calib {source}: no such file or folder", f"example: {CALIB_EXAMPLE}")
+
+
 def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, holdout: int = DEFAULT_HOLDOUT,
          seed: int = 0, tfrecord_key: str = DEFAULT_TFRECORD_KEY, stream: IO[str] | None = None,
          show_progress: bool = True) -> CalibrationData:
     """Read, sample and preprocess calibration data from ``source`` (see the module docstring)."""
     if samples < 1:
         raise UsageError("--samples must be at least 1")
+    check_exists(source)
     h, w, c = spec.height, spec.width, spec.num_channels
     if source == "random":
         rng = np.random.default_rng(seed)
@@ -254,11 +277,11 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
             classes = [str(v) for v in values]
         else:
             groups, classes = [list(range(len(x)))], None
-    elif not path.exists():
-        raise InputError(f"--calib {source}: no such file or folder", f"example: {CALIB_EXAMPLE}")
+    elif path.suffix.lower() in IMAGE_SUFFIXES:
+        raise InputError(f"--calib {source} is a single image; calibration needs a few hundred",
+                         f"pass the folder that holds the images: --calib {path.parent}")
     else:
-        raise InputError(f"--calib {source}: unsupported calibration source",
-                         f"example: {CALIB_EXAMPLE}")
+        raise InputError(f"--calib {source}: unsupported calibration source", f"example: {CALIB_EXAMPLE}")
 
     chosen, held = split_balanced(groups, samples, holdout, seed)
     tensors = [decode(item) for item in progress(chosen + held, len(chosen) + len(held),
@@ -270,7 +293,7 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
     if len(chosen) < MIN_RECOMMENDED:
         data.warnings.append(f"only {len(chosen)} calibration samples (fewer than {MIN_RECOMMENDED}): "
                              "int8 ranges may be poorly estimated; give more data or a larger --samples")
-    if not held:
+    if holdout and not held:
         data.notes.append("too little data to hold any back: verification uses the calibration samples")
     return data
 

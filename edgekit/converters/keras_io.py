@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
-from edgekit.errors import ConversionError, InputError, UsageError
+from edgekit.errors import ConversionError, InputError, UsageError, first_line
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 _SCALING_LAYERS = ("Rescaling", "Normalization")
@@ -71,7 +71,7 @@ class LoadedModel:
 def default_output_stem(path: str | Path) -> str:
     """``model.h5`` → ``model``, ``model.weights.h5`` → ``model``, ``saved_model_dir/`` → ``saved_model_dir``."""
     p = Path(path)
-    name = p.name if p.is_dir() else p.stem
+    name = p.resolve().name if p.is_dir() else p.stem  # resolved: `.` names its folder
     return name.removesuffix(".weights")
 
 
@@ -216,8 +216,7 @@ def _load_weights(model: Any, p: Path, verbose: bool) -> None:
         except (ValueError, KeyError, TypeError) as exc:
             layer = _mismatch_layer(str(exc))
             where = f" at layer {layer!r}" if layer else ""
-            first = str(exc).strip().splitlines()[0][:200]
-            raise InputError(f"{p}: the weights do not fit the --arch model{where}: {first}",
+            raise InputError(f"{p}: the weights do not fit the --arch model{where}: {first_line(exc, 200)}",
                              "--arch must build exactly the architecture the weights were saved from") from None
 
 
@@ -238,8 +237,7 @@ def _load_full(p: Path, custom: dict[str, Any], trust_model: bool, verbose: bool
         if m:
             raise InputError(f"{p} needs the custom class or function {m.group(1)!r} to load",
                              "pass the module that defines it: --custom-objects my_layers.py") from None
-        first = text.strip().splitlines()[0][:300] if text.strip() else type(exc).__name__
-        raise InputError(f"{p}: Keras could not load the model: {first}") from None
+        raise InputError(f"{p}: Keras could not load the model: {first_line(exc)}") from None
 
 
 # ------------------------------------------------------------------------------------------ wrapping
@@ -285,8 +283,7 @@ def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
         with silenced(verbose):
             obj = tf.saved_model.load(str(p))
     except Exception as exc:
-        first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
-        raise InputError(f"{p}: TensorFlow could not load the SavedModel: {first}") from None
+        raise InputError(f"{p}: TensorFlow could not load the SavedModel: {first_line(exc)}") from None
     signatures = dict(getattr(obj, "signatures", {}) or {})
     if not signatures:
         raise InputError(f"{p}: the SavedModel has no serving signature",

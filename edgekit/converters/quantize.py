@@ -24,7 +24,7 @@ from edgekit import __version__, model_record, tflite_model
 from edgekit.converters import calibration, keras_io
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, UsageError, VerificationError
-from edgekit.fileio import refuse_overwriting_input, write_bytes_atomic
+from edgekit.fileio import refuse_overwriting_input, require_output_folder, write_bytes_atomic
 from edgekit.preprocess import PreprocessSpec, dequantize
 from edgekit.preprocess import quantize as quantize_tensor
 
@@ -83,6 +83,14 @@ class QuantizeResult:
     record_path: Path
     summary: dict[str, Any]
     warnings: list[str] = field(default_factory=list)
+
+
+class AgreementError(VerificationError):
+    """The int8 model disagrees with the float one too often; the output is kept and ``result`` describes it."""
+
+    def __init__(self, message: str, hint: str, result: QuantizeResult):
+        super().__init__(message, hint)
+        self.result = result
 
 
 # ------------------------------------------------------------------------------------------ spec
@@ -282,6 +290,7 @@ def default_output(model: str | Path) -> Path:
 def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] | None:
     """A record written beside the Keras model (``edgekit train`` writes ``<stem>.edgekit.json``)."""
     p = Path(model)
+    p = p.resolve() if p.is_dir() else p  # `.` or `..` for a SavedModel: the record sits beside the folder
     candidates = [model_record.sidecar_path(p),
                   p.with_name(keras_io.default_output_stem(p) + model_record.SIDECAR_SUFFIX)]
     for c in dict.fromkeys(candidates):
@@ -308,6 +317,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     refuse_overwriting_input(output, opts.model)
     if output.suffix.lower() != ".tflite":
         raise UsageError(f"output {output} does not end in .tflite", "choose an output path like -o model_int8.tflite")
+    require_output_folder(output)  # before the slow work, like every check below up to keras_io.load
     labels = read_labels(opts.labels) if opts.labels else None
     found = recorded_beside(opts.model)
     record, record_file = found if found else (None, None)
@@ -322,6 +332,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
             raise calibration.describe_missing(opts.model)
         calib_path = Path(recorded_calib)
         calib_source = str(calib_path if calib_path.is_absolute() else record_file.parent / calib_path)
+    calibration.check_exists(calib_source, record_file if opts.calib is None else None)
 
     loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose)
     spec, spec_origin, spec_warnings = resolve_spec(loaded, opts, record.preprocess if record else None)
@@ -399,13 +410,14 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     }
     result = QuantizeResult(output, record_path, summary, warnings)
     if verification and not verification["passed"]:
-        raise VerificationError(
+        kind = "held-back" if verification["held_back"] else "calibration"
+        raise AgreementError(
             f"int8 model agrees with the float model on {verification['top1_agreement']:.1%} of "
-            f"{verification['samples']} held-back samples (top-1), below --min-agreement "
+            f"{verification['samples']} {kind} samples (top-1), below --min-agreement "
             f"{opts.min_agreement:g}; mean |score difference| {verification['mean_abs_diff']:.4f}; "
             f"output kept at {output}",
             "check that --calib holds real training images preprocessed like training (see --scaling), "
-            "or lower --min-agreement")
+            "or lower --min-agreement", result)
     return result
 
 

@@ -112,6 +112,17 @@ def test_missing_and_empty_sources(tmp_path):
     assert "--calib path/to/images/" in missing.hint and "--calib random" in missing.hint
 
 
+def test_a_single_image_or_a_non_array_file_is_refused_with_what_to_pass(tmp_path):
+    _write(tmp_path / "imgs", "one.png", 10)
+    with pytest.raises(InputError, match="is a single image") as exc:
+        calibration.load(str(tmp_path / "imgs" / "one.png"), SPEC)
+    assert exc.value.hint == f"pass the folder that holds the images: --calib {tmp_path / 'imgs'}"
+    (tmp_path / "notes.npy").write_text("not an array\n")
+    with pytest.raises(InputError, match="not a NumPy array of numbers") as exc:
+        calibration.load(str(tmp_path / "notes.npy"), SPEC)
+    assert "allow_pickle" not in str(exc.value) and "np.save" in exc.value.hint
+
+
 def test_random_calibration_warns_loudly():
     data = calibration.load("random", SPEC, samples=5, holdout=2)
     assert data.kind == "random" and data.calib.shape == (5, 8, 8, 3) and len(data.holdout) == 2

@@ -198,6 +198,17 @@ def test_default_output_stem(tmp_path, name, stem):
     assert keras_io.default_output_stem(tmp_path / name) == stem
 
 
+def test_savedmodel_given_as_dot_is_named_after_its_folder(art, monkeypatch):
+    """`cd saved_model_dir && edgekit quantize .` writes ../saved_model_dir_int8.tflite."""
+    monkeypatch.chdir(art.dir / "k3_savedmodel")
+    result = CliRunner().invoke(cli, ["quantize", ".", "--calib", "../x.npz", "--scaling", "0..1", "--no-verify",
+                                      "--quiet"])
+    assert result.exit_code == 0, result.output
+    out = art.dir / "k3_savedmodel_int8.tflite"
+    assert tflite_model.load(out).quantization_state == "full-int8"
+    assert (art.dir / "k3_savedmodel_int8.edgekit.json").is_file()
+
+
 CUSTOM_SOURCE = textwrap.dedent('''
     import keras
 

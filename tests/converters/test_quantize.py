@@ -157,6 +157,37 @@ def test_missing_model_is_named_before_anything_else(tmp_path):
     assert result.stderr.strip() == f"error: no such file or folder: {tmp_path / 'absent.h5'} (check the path)"
 
 
+def test_cheap_mistakes_are_refused_before_the_model_is_loaded(digits_keras, digits_folders, tmp_path,
+                                                               monkeypatch):
+    """A typo in --calib or -o fails at once, not after TensorFlow has loaded and converted the model."""
+    from edgekit.converters import keras_io
+
+    def must_not_load(*args, **kwargs):
+        raise AssertionError("the model was loaded before the mistake was reported")
+
+    monkeypatch.setattr(keras_io, "load", must_not_load)
+    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(tmp_path / "typo")])
+    assert result.exit_code == 3, result.output
+    assert f"--calib {tmp_path / 'typo'}: no such file or folder" in result.stderr
+    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
+                                      "-o", str(tmp_path / "no_such_folder" / "m.tflite")])
+    assert result.exit_code == 3, result.output
+    assert f"output folder {tmp_path / 'no_such_folder'} does not exist" in result.stderr
+
+
+def test_recorded_calibration_that_is_gone_says_where_it_was_recorded(digits_keras, tmp_path):
+    model = tmp_path / "m.h5"
+    shutil.copy(digits_keras.path, model)
+    record = model_record.ModelRecord.from_json(model_record.sidecar_path(digits_keras.path).read_text())
+    record.extra["calibration"] = {"source": "moved/train"}
+    model_record.sidecar_path(model).write_text(record.to_json())
+    result = CliRunner().invoke(cli, ["quantize", str(model)])
+    assert result.exit_code == 3, result.output
+    assert (f"error: the calibration data recorded in {model_record.sidecar_path(model)} is gone: "
+            f"no such file or folder {tmp_path / 'moved' / 'train'}") in result.stderr
+    assert "pass it explicitly: --calib path/to/images/" in result.stderr
+
+
 def test_calib_random_warns_loudly(digits_keras, tmp_path):
     out = tmp_path / "random.tflite"
     result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", "random", "--samples", "20",
@@ -189,12 +220,20 @@ def test_verification_failure_exits_6_with_the_numbers_and_keeps_the_output(digi
     path = tmp_path / "flat.keras"
     with silenced():
         model.save(path)
-    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(digits_folders.train),
-                                      "--scaling", "0..1", "--samples", "100"])
+    args = ["quantize", str(path), "--calib", str(digits_folders.train), "--scaling", "0..1", "--samples", "100"]
+    result = CliRunner().invoke(cli, args)
     assert result.exit_code == 6, result.output
     assert "held-back samples (top-1), below --min-agreement 0.9" in result.stderr
     assert "%" in result.stderr and "mean |score difference|" in result.stderr
     assert (tmp_path / "flat_int8.tflite").is_file() and (tmp_path / "flat_int8.edgekit.json").is_file()
+    assert "(minimum 0.9): FAILED" in result.stdout      # the kept output is still described
+    # --json: the document (with the numbers) on stdout, the one-line error on stderr, exit 6
+    result = CliRunner().invoke(cli, args + ["--json", "--quiet"])
+    assert result.exit_code == 6, result.output
+    doc = json.loads(result.stdout)
+    assert doc["verification"]["passed"] is False and doc["verification"]["top1_agreement"] < 0.9
+    assert doc["output"] == str(tmp_path / "flat_int8.tflite")
+    assert result.stderr.startswith("error: int8 model agrees with the float model on ")
 
 
 @pytest.mark.parametrize("activation, named", [("gelu", "GELU needs TensorFlow Lite 2.9.0"),
@@ -227,3 +266,4 @@ def test_without_calib_the_data_recorded_beside_the_model_is_used(digits_keras, 
     assert os.path.realpath(doc["calibration"]["source"]) == os.path.realpath(digits_folders.train)
     assert doc["preprocess"]["origin"] == "the record beside the model" and doc["labels"] == 10
     assert doc["verification"] is None
+    assert doc["calibration"]["holdout_samples"] == 0 and doc["calibration"]["notes"] == []  # nothing to verify
