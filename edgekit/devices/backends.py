@@ -22,6 +22,7 @@ import importlib.util
 import os
 import re
 import sys
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
@@ -105,7 +106,7 @@ class Backend:
     interpreter_cls: Any
     load_delegate: Callable[..., Any]
     make_edgetpu_interpreter: Callable[..., Any] | None = None  # pycoral's make_interpreter
-    warning: str | None = None
+    warning: str | None = None  # a "warning: ..." line for the user (tensorflow.lite chosen for lack of better)
 
     def interpreter(self, model_path: str, delegates: list | None = None, num_threads: int | None = None) -> Any:
         """A CPU (or delegated) interpreter with tensors allocated; a model that cannot load raises."""
@@ -229,10 +230,10 @@ def _load_backend(name: str) -> Backend:
         return Backend(name, _module_version(importlib.import_module("tflite_runtime"), "tflite-runtime"),
                        mod.Interpreter, mod.load_delegate)
     if name == "tensorflow":
+        os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # its start-up log lines mean nothing to a classify user
+        warnings.filterwarnings("ignore", r".*tf\.lite\.Interpreter is deprecated", UserWarning)  # we warn already
         tf = importlib.import_module("tensorflow")
-        return Backend(name, str(tf.__version__), tf.lite.Interpreter, tf.lite.experimental.load_delegate,
-                       warning=("no TFLite interpreter package found, falling back to tensorflow.lite "
-                                "(slow to import, deprecated): pip install ai-edge-litert"))
+        return Backend(name, str(tf.__version__), tf.lite.Interpreter, tf.lite.experimental.load_delegate)
     raise UsageError(f"unknown backend {name!r}", f"{BACKEND_ENV} must be one of {', '.join(BACKENDS)}")
 
 
@@ -261,9 +262,12 @@ def select_backend(name: str | None = None) -> Backend:
                 continue
             try:
                 backend = _load_backend(candidate)
-                break
             except ImportError:
                 continue
+            if candidate == "tensorflow":  # chosen, not forced: say that a lighter package is wanted
+                backend.warning = ("warning: no TFLite interpreter package found, falling back to tensorflow.lite "
+                                   "(slow to import, deprecated): pip install ai-edge-litert")
+            break
         else:
             raise MissingDependencyError(
                 "no TFLite interpreter package is installed",

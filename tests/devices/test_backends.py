@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ctypes.util
 import importlib.util
+import json
 import os
 import subprocess
 import sys
@@ -53,6 +54,28 @@ def test_backend_follows_the_environment_and_preference_order():
     elif importlib.util.find_spec("ai_edge_litert"):
         assert backend.name == "ai_edge_litert"
     assert backend.version != "unknown"
+
+
+@pytest.mark.tf
+def test_tensorflow_as_the_last_resort_warns_even_with_quiet(monkeypatch):
+    """Only TensorFlow installed (the other packages hidden): it runs, and --quiet does not hide why it is slow."""
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+
+    if "tflite_runtime" in sys.modules:
+        pytest.skip("importing tensorflow after tflite_runtime breaks tflite_runtime (toolchain.md pitfall 4)")
+    monkeypatch.delenv(B.BACKEND_ENV, raising=False)
+    monkeypatch.setattr(B, "_CACHE", {})
+    monkeypatch.setattr(B, "module_available", lambda name: name == "tensorflow")
+    monkeypatch.setattr(B, "google_pycoral_available", lambda: False)
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-k", "1", "--quiet", "--json",
+                                      "-m", str(shared_file("mobilenet_v1_0.25_128_quant.tflite"))])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["backend"] == "tensorflow"
+    assert "warning: no TFLite interpreter package found" in result.stderr and "pip install ai-edge-litert" in result.stderr
+    monkeypatch.setattr(B, "_CACHE", {})
+    assert B.select_backend("tensorflow").warning is None  # asked for by name: no warning
 
 
 def test_unknown_backend_name_is_refused():
