@@ -309,8 +309,9 @@ def _render_compile(d: dict[str, Any]) -> str:
 @click.option("--timeout", default=180.0, show_default=True, type=click.FloatRange(min=1),
               help="Seconds before the compile is stopped.")
 @json_option
+@quiet_option
 def compile_command(model: str, out_dir: str | None, min_runtime: int, segments: int | None, search_delegate: bool,
-                    timeout: float, as_json: bool) -> None:
+                    timeout: float, as_json: bool, quiet: bool) -> None:
     """Run Coral's edgetpu_compiler (x86-64 Linux) and report its mapping; fall back to `check` elsewhere.
 
     Exit codes: 0 ok, 3 bad model, 4 no edgetpu_compiler here (the offline `check` result is printed
@@ -324,9 +325,13 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int, segments:
 
     info = tflite_model.load(model)
     prediction = compatibility.check_model(info, min_runtime)
+    def note(message: str) -> None:
+        if not quiet and sys.stderr.isatty():
+            click.echo(message, err=True)
+
     try:
         report = etc.compile_model(model, out_dir, min_runtime=min_runtime, segments=segments,
-                                   search_delegate=search_delegate, timeout=timeout)
+                                   search_delegate=search_delegate, timeout=timeout, notify=note)
     except MissingDependencyError as err:  # no compiler here: the offline prediction instead
         if as_json:
             emit(True, {"compiled": False, "reason": err.message, "check": prediction.to_dict()}, str)

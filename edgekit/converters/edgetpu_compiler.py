@@ -432,9 +432,10 @@ def output_names(model: Path, segments: int | None = None) -> list[str]:
 def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = None, *,
                   min_runtime: int = 14, segments: int | None = None, search_delegate: bool = False,
                   timeout: float = DEFAULT_TIMEOUT_S, compiler: str | None = None,
-                  runner: Runner = run_subprocess) -> CompileReport:
+                  runner: Runner = run_subprocess, notify: Callable[[str], None] | None = None) -> CompileReport:
     """Compile ``model`` with the real edgetpu_compiler; outputs land in ``out_dir`` only on success.
 
+    ``notify`` gets one line saying what runs just before the (possibly long) compile starts.
     Raises MissingDependencyError (no compiler), CompilerError (a failure, with its fix),
     InputError/UsageError for bad arguments.
     """
@@ -473,6 +474,8 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
         if search_delegate:
             argv += ["--search_delegate"]
         argv.append(str(model.resolve()))
+        if notify:
+            notify(f"running edgetpu_compiler {version} on {model.name} (stopped after {timeout:g} s)...")
         # The compiler enforces its own timeout (v16); ours is the backstop, a little later.
         res = runner(argv, timeout + min(30.0, timeout))
         text = res.stdout + ("\n" + res.stderr if res.stderr else "")

@@ -186,6 +186,15 @@ def test_outputs_move_into_place_and_the_argument_list(standin, model_copy, tmp_
     assert argv[argv.index("--min_runtime_version") + 1] == "14"
 
 
+def test_a_note_says_what_runs_before_the_compile_starts(standin, model_copy, tmp_path):
+    standin()
+    notes: list[str] = []
+    etc.compile_model(model_copy, tmp_path, timeout=60, notify=notes.append)
+    assert notes == ["running edgetpu_compiler 16.0.384591198 on split_concat.tflite (stopped after 60 s)..."]
+    r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(tmp_path), "--quiet"])
+    assert r.exit_code == 0 and r.stderr == ""
+
+
 def test_default_output_folder_is_beside_the_model_and_existing_outputs_are_replaced(standin, model_copy):
     standin()
     (model_copy.parent / "split_concat_edgetpu.tflite").write_bytes(b"old")
