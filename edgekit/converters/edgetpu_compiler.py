@@ -329,6 +329,13 @@ def diagnose(text: str) -> tuple[str, str] | None:
 
 
 # ------------------------------------------------------------------------------------ the seam
+TIMEOUT_HINT = "raise --timeout, or compile a smaller part with --search-delegate or --segments N"
+
+
+class CompilerTimeout(CompilerError):
+    """The compiler ran past its time and was stopped."""
+
+
 @dataclass
 class RunResult:
     returncode: int
@@ -357,8 +364,8 @@ def run_subprocess(argv: list[str], timeout: float) -> RunResult:
         stdout, stderr = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _stop(p)
-        raise CompilerError(f"edgetpu_compiler did not finish within {timeout:g} s and was stopped",
-                            "raise --timeout, or compile a smaller part with --search-delegate or --segments N")
+        raise CompilerTimeout(f"{Path(argv[0]).name} did not finish within {timeout:g} s and was stopped",
+                              TIMEOUT_HINT) from None
     except BaseException:  # Ctrl-C does not reach a process in another session: stop it here
         _stop(p)
         raise
@@ -477,7 +484,11 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
         if notify:
             notify(f"running edgetpu_compiler {version} on {model.name} (stopped after {timeout:g} s)...")
         # The compiler enforces its own timeout (v16); ours is the backstop, a little later.
-        res = runner(argv, timeout + min(30.0, timeout))
+        try:
+            res = runner(argv, timeout + min(30.0, timeout))
+        except CompilerTimeout:
+            raise CompilerTimeout(f"edgetpu_compiler did not finish within --timeout {timeout:g} s and was stopped",
+                                  TIMEOUT_HINT) from None
         text = res.stdout + ("\n" + res.stderr if res.stderr else "")
         report = parse_compiler_output(text, res.returncode)
         report.command = argv
@@ -490,8 +501,7 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
             if known:
                 raise CompilerError(*known)
             if "timeout period" in text and "completed within timeout period" not in text:
-                raise CompilerError("edgetpu_compiler stopped at its own timeout",
-                                    "raise --timeout, or use --search-delegate / --segments N")
+                raise CompilerTimeout("edgetpu_compiler stopped at its own timeout", TIMEOUT_HINT)
             if res.returncode != 0:
                 last = report.errors[-3:] or text.strip().splitlines()[-1:] or ["no output"]
                 raise CompilerError(f"edgetpu_compiler failed (exit {res.returncode}): {' | '.join(last)}",

@@ -243,7 +243,7 @@ def _alive(pid: int) -> bool:
 def test_timeout_stops_the_compiler_and_its_child_process(standin, model_copy, tmp_path):
     pid_file = tmp_path / "child.pid"
     standin(SLEEP=20, CHILD_PID_FILE=pid_file)
-    with pytest.raises(CompilerError, match="did not finish within") as e:
+    with pytest.raises(CompilerError, match=r"did not finish within --timeout 1 s") as e:
         etc.compile_model(model_copy, tmp_path, timeout=1)
     assert "--timeout" in e.value.hint and _leftovers(tmp_path) == []
     if sys.platform.startswith("linux"):  # the compiling child is stopped too, not left running
