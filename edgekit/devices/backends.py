@@ -125,13 +125,6 @@ class Backend:
 
     def _explain_load_error(self, model_path: str, exc: Exception) -> Exception:
         text = str(exc)
-        if self.name in ("tflite_runtime", "pycoral") and ("_ARRAY_API" in text or isinstance(exc, SystemError)):
-            import numpy
-
-            if int(numpy.__version__.split(".")[0]) >= 2:
-                return MissingDependencyError(
-                    f"tflite-runtime {self.version} cannot run with numpy {numpy.__version__}",
-                    "tflite-runtime is built against numpy 1.x: pip install 'numpy<2', or use ai-edge-litert")
         if "edgetpu-custom-op" in text:
             return DeviceError(f"{model_path}: the model is compiled for the Edge TPU and cannot run on the CPU",
                                "pass the CPU model it was compiled from instead")
@@ -211,8 +204,21 @@ def google_pycoral_available() -> bool:
     return any((Path(loc) / "utils" / "edgetpu.py").is_file() for loc in locations)
 
 
+def _require_numpy_1(tflite_runtime_version: str) -> None:
+    """Every tflite-runtime wheel is built against numpy 1.x; with numpy 2 its first interpreter fails after
+    numpy prints a page of warning and traceback. Refuse before that, with the fix."""
+    import numpy
+
+    if int(numpy.__version__.split(".")[0]) >= 2:
+        raise MissingDependencyError(f"tflite-runtime {tflite_runtime_version} cannot run with numpy {numpy.__version__}",
+                                     "tflite-runtime is built against numpy 1.x: pip install 'numpy<2', "
+                                     "or use ai-edge-litert")
+
+
 def _load_backend(name: str) -> Backend:
-    """Import one backend; ImportError when its package is missing."""
+    """Import one backend; ImportError when its package is missing, MissingDependencyError when it cannot run."""
+    if name in ("pycoral", "tflite_runtime"):
+        _require_numpy_1(_module_version(importlib.import_module("tflite_runtime"), "tflite-runtime"))
     if name == "pycoral":
         if not google_pycoral_available():
             raise ImportError("Google's pycoral (pycoral.utils.edgetpu) is not installed")
@@ -250,9 +256,10 @@ def select_backend(name: str | None = None) -> Backend:
         try:
             backend = _load_backend(name)
         except ImportError as exc:
-            raise MissingDependencyError(f"backend {name} (from {BACKEND_ENV} or --backend) is not usable: {exc}",
+            raise MissingDependencyError(f"backend {name} (from {BACKEND_ENV}) is not usable: {exc}",
                                          f"install it or choose one of {', '.join(BACKENDS)}") from None
     else:
+        unusable: MissingDependencyError | None = None
         for candidate in BACKENDS:
             # Cheap existence check first: importing a missing TensorFlow must not cost anything.
             top = "tflite_runtime" if candidate == "pycoral" else candidate
@@ -264,11 +271,16 @@ def select_backend(name: str | None = None) -> Backend:
                 backend = _load_backend(candidate)
             except ImportError:
                 continue
+            except MissingDependencyError as exc:  # installed but cannot run here (tflite-runtime with numpy 2)
+                unusable = unusable or exc
+                continue
             if candidate == "tensorflow":  # chosen, not forced: say that a lighter package is wanted
                 backend.warning = ("warning: no TFLite interpreter package found, falling back to tensorflow.lite "
                                    "(slow to import, deprecated): pip install ai-edge-litert")
             break
         else:
+            if unusable is not None:
+                raise unusable
             raise MissingDependencyError(
                 "no TFLite interpreter package is installed",
                 "pip install ai-edge-litert (or tflite-runtime 'numpy<2'; on a Coral board: apt-get install python3-pycoral)")

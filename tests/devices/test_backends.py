@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 
 import pytest
 
@@ -90,6 +91,32 @@ def test_forced_backend_that_is_missing_says_so(monkeypatch):
     monkeypatch.setattr(B, "_CACHE", {})
     with pytest.raises(MissingDependencyError, match=missing):
         B.select_backend(missing)
+
+
+def test_tflite_runtime_with_numpy_2_is_one_error_with_the_fix(monkeypatch):
+    """A stand-in tflite_runtime 2.14.0 (its native interpreter would print numpy's page of warning and
+    traceback before failing): refused before it is touched, forced or chosen, exit 4 with the fix."""
+    import numpy
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+
+    if int(numpy.__version__.split(".")[0]) < 2:
+        pytest.skip("numpy 1 here: tflite-runtime runs")
+    fake = types.ModuleType("tflite_runtime")  # no tflite_runtime.interpreter: importing it would fail the test
+    fake.__version__ = "2.14.0"
+    monkeypatch.setitem(sys.modules, "tflite_runtime", fake)
+    monkeypatch.setattr(B, "_CACHE", {})
+    with pytest.raises(MissingDependencyError, match="tflite-runtime 2.14.0 cannot run with numpy") as info:
+        B.select_backend("tflite_runtime")
+    assert "numpy<2" in info.value.hint
+    monkeypatch.setattr(B, "module_available", lambda name: name == "tflite_runtime")  # the only package here
+    monkeypatch.delenv(B.BACKEND_ENV, raising=False)
+    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")),
+                                      "-m", str(shared_file("mobilenet_v1_0.25_128_quant.tflite"))])
+    assert result.exit_code == MissingDependencyError.exit_code
+    assert result.stderr.startswith("error: tflite-runtime 2.14.0 cannot run with numpy") and "numpy<2" in result.stderr
+    assert result.stderr.count("\n") == 1
 
 
 def test_pypi_pycoral_gis_tool_is_not_mistaken_for_googles(tmp_path, monkeypatch):
