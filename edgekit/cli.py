@@ -301,8 +301,9 @@ def _render_compile(d: dict[str, Any]) -> str:
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--output-dir", "-o", "out_dir", type=click.Path(file_okay=False),
               help="Folder for the compiled model and its .log (default: beside the input).")
-@click.option("--min-runtime", default=14, show_default=True, type=click.IntRange(10, 14),
-              help="Lowest Edge TPU runtime the model must run on (edgetpu_compiler -m).")
+@click.option("--min-runtime", type=click.IntRange(10, 14),
+              help="Lowest Edge TPU runtime the model must run on (edgetpu_compiler -m; default: the compiler's "
+              "own, 14 for compiler 16).")
 @click.option("--segments", type=click.IntRange(min=1), help="Split into N pipeline segments (edgetpu_compiler -n).")
 @click.option("--search-delegate", is_flag=True,
               help="If the whole model fails, compile the largest leading part that works (edgetpu_compiler -d).")
@@ -310,8 +311,8 @@ def _render_compile(d: dict[str, Any]) -> str:
               help="Seconds before the compile is stopped.")
 @json_option
 @quiet_option
-def compile_command(model: str, out_dir: str | None, min_runtime: int, segments: int | None, search_delegate: bool,
-                    timeout: float, as_json: bool, quiet: bool) -> None:
+def compile_command(model: str, out_dir: str | None, min_runtime: int | None, segments: int | None,
+                    search_delegate: bool, timeout: float, as_json: bool, quiet: bool) -> None:
     """Run Coral's edgetpu_compiler (x86-64 Linux) and report its mapping; fall back to `check` elsewhere.
 
     Exit codes: 0 ok, 3 bad model, 4 no edgetpu_compiler here (the offline `check` result is printed
@@ -324,7 +325,8 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int, segments:
     from edgekit.errors import MissingDependencyError
 
     info = tflite_model.load(model)
-    prediction = compatibility.check_model(info, min_runtime)
+    prediction = compatibility.check_model(info, min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME)
+
     def note(message: str) -> None:
         if not quiet and sys.stderr.isatty():
             click.echo(message, err=True)

@@ -437,11 +437,12 @@ def output_names(model: Path, segments: int | None = None) -> list[str]:
 
 
 def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = None, *,
-                  min_runtime: int = 14, segments: int | None = None, search_delegate: bool = False,
+                  min_runtime: int | None = None, segments: int | None = None, search_delegate: bool = False,
                   timeout: float = DEFAULT_TIMEOUT_S, compiler: str | None = None,
                   runner: Runner = run_subprocess, notify: Callable[[str], None] | None = None) -> CompileReport:
     """Compile ``model`` with the real edgetpu_compiler; outputs land in ``out_dir`` only on success.
 
+    ``min_runtime`` None leaves the Edge TPU runtime to target at the compiler's default.
     ``notify`` gets one line saying what runs just before the (possibly long) compile starts.
     Raises MissingDependencyError (no compiler), CompilerError (a failure, with its fix),
     InputError/UsageError for bad arguments.
@@ -473,7 +474,9 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
         raise InputError(f"cannot write into the output folder {out}: {e.strerror}",
                          "choose a writable folder with -o") from None
     try:
-        argv = [compiler, "--out_dir", str(work), "--show_operations", "--min_runtime_version", str(min_runtime)]
+        argv = [compiler, "--out_dir", str(work), "--show_operations"]
+        if min_runtime is not None:  # else the compiler's own default (14 for compiler 16, 13 for 14/15)
+            argv += ["--min_runtime_version", str(min_runtime)]
         if major >= 16:
             argv += ["--timeout_sec", str(max(1, int(timeout)))]
         if segments and segments > 1:

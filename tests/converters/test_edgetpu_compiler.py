@@ -181,9 +181,12 @@ def test_outputs_move_into_place_and_the_argument_list(standin, model_copy, tmp_
     assert _leftovers(out) == [] and model_copy.read_bytes() == before
     argv = json.loads(argv_file.read_text())
     assert argv[-1] == str(model_copy.resolve())
-    for flag in ("--out_dir", "--show_operations", "--min_runtime_version", "--timeout_sec"):
+    for flag in ("--out_dir", "--show_operations", "--timeout_sec"):
         assert flag in argv
-    assert argv[argv.index("--min_runtime_version") + 1] == "14"
+    assert "--min_runtime_version" not in argv  # the compiler's own default (older compilers know no runtime 14)
+    etc.compile_model(model_copy, out, min_runtime=13)
+    argv = json.loads(argv_file.read_text())
+    assert argv[argv.index("--min_runtime_version") + 1] == "13"
 
 
 def test_a_note_says_what_runs_before_the_compile_starts(standin, model_copy, tmp_path):
@@ -445,3 +448,13 @@ def test_cli_compile_segments(standin, model_copy):
     doc = json.loads(r.stdout)
     assert len([p for p in doc["outputs"] if p.endswith(".tflite")]) == 2
     assert isinstance(doc["check_disagreements"], list)
+
+
+def test_cli_compile_passes_min_runtime_only_when_given(standin, model_copy, tmp_path):
+    argv_file = standin()
+    assert CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(tmp_path)]).exit_code == 0
+    assert "--min_runtime_version" not in json.loads(argv_file.read_text())
+    r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(tmp_path), "--min-runtime", "13"])
+    assert r.exit_code == 0
+    argv = json.loads(argv_file.read_text())
+    assert argv[argv.index("--min_runtime_version") + 1] == "13"
