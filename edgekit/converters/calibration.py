@@ -249,7 +249,10 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
         kind = "images"
 
         def decode(f: Path) -> np.ndarray:
-            return to_float(open_image(f), spec)
+            try:
+                return to_float(open_image(f), spec)
+            except InputError as exc:
+                raise InputError(f"--calib {source}: {exc.message}", exc.hint or "remove or replace that file") from None
     elif path.suffix.lower() in (".npy", ".npz") and path.is_file():
         x, y = _read_array(path)
         kind = path.suffix.lower()[1:]

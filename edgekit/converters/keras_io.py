@@ -19,8 +19,8 @@ import re
 import sys
 import tempfile
 import zipfile
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +31,8 @@ from edgekit.errors import ConversionError, InputError, UsageError, first_line
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 _SCALING_LAYERS = ("Rescaling", "Normalization")
+# Layers that leave pixel values as they are at inference: augmentation (Random*) is off, resizing keeps the range.
+_VALUE_PRESERVING_LAYERS = ("InputLayer", "Resizing", "CenterCrop")
 
 
 @dataclass
@@ -42,9 +44,8 @@ class LoadedModel:
     input_shape: tuple[int | None, int | None, int]  # (height, width, channels)
     call: Callable[[Any], Any]                    # tf-traceable: float32 batch tensor -> scores tensor
     raw_pixel_input: bool | None = None           # a Rescaling/Normalization layer at the input (None: unknown)
-    keras_model: Any = None
+    owner: Any = None                             # the Keras model or loaded SavedModel that ``call`` uses
     fixed_batch: int | None = None                # a SavedModel signature with a static batch size
-    notes: list[str] = field(default_factory=list)
 
     def concrete_function(self, height: int, width: int) -> Any:
         """A concrete function with a static batch-1 input: the converter then writes static shapes."""
@@ -250,15 +251,26 @@ def _input_shape(shape: Any, p: Path) -> tuple[int | None, int | None, int]:
     return h, w, int(c)
 
 
+def _flat_layers(model: Any) -> Iterator[Any]:
+    """The model's layers in order, nested models (e.g. a data_augmentation Sequential) opened up."""
+    for layer in getattr(model, "layers", []):
+        if hasattr(layer, "layers"):
+            yield from _flat_layers(layer)
+        else:
+            yield layer
+
+
 def _has_scaling_layer(model: Any) -> bool:
-    """True when the first layer after the input rescales or normalizes (so the model takes raw pixels)."""
-    layers = [layer for layer in getattr(model, "layers", []) if type(layer).__name__ != "InputLayer"]
-    if not layers:
-        return False
-    first = layers[0]
-    if type(first).__name__ in _SCALING_LAYERS:
-        return True
-    return hasattr(first, "layers") and _has_scaling_layer(first)
+    """True when the first layer that changes pixel values rescales or normalizes them (the model takes raw pixels).
+
+    Augmentation and resizing layers in front (the Keras tutorials' ``data_augmentation``) are looked past.
+    """
+    for layer in _flat_layers(model):
+        name = type(layer).__name__
+        if name in _VALUE_PRESERVING_LAYERS or name.startswith("Random"):
+            continue
+        return name in _SCALING_LAYERS
+    return False
 
 
 def _from_keras(p: Path, fmt: str, model: Any) -> LoadedModel:
@@ -303,6 +315,5 @@ def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
     if batch not in (None, 1):
         raise ConversionError(f"{p}: the serving signature takes a fixed batch of {batch}; the Edge TPU needs 1",
                               "export it again with a batch of 1 or None, e.g. model.export(dir)")
-    loaded = LoadedModel(p, "savedmodel", _input_shape(spec.shape, p), call, None, fixed_batch=batch)
-    loaded._saved_model = obj  # keep the variables alive while the functions are used
-    return loaded
+    # owner=obj keeps the SavedModel's variables alive while its functions are used
+    return LoadedModel(p, "savedmodel", _input_shape(spec.shape, p), call, None, owner=obj, fixed_batch=batch)

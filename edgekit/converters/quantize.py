@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -81,8 +81,7 @@ class EdgeTpuProblem:
 class QuantizeResult:
     output: Path
     record_path: Path
-    summary: dict[str, Any]
-    warnings: list[str] = field(default_factory=list)
+    summary: dict[str, Any]   # what the CLI prints (--json schema in the README), warnings included
 
 
 class AgreementError(VerificationError):
@@ -408,7 +407,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         "verification": verification,
         "warnings": warnings,
     }
-    result = QuantizeResult(output, record_path, summary, warnings)
+    result = QuantizeResult(output, record_path, summary)
     if verification and not verification["passed"]:
         kind = "held-back" if verification["held_back"] else "calibration"
         raise AgreementError(

@@ -123,6 +123,15 @@ def test_a_single_image_or_a_non_array_file_is_refused_with_what_to_pass(tmp_pat
     assert "allow_pickle" not in str(exc.value) and "np.save" in exc.value.hint
 
 
+def test_an_unreadable_image_in_the_folder_is_named_with_what_to_do(tmp_path):
+    root = _class_tree(tmp_path / "imgs", [3, 3])
+    (root / "class1" / "broken.png").write_text("not a png")
+    with pytest.raises(InputError) as exc:
+        calibration.load(str(root), SPEC, samples=10, holdout=0)
+    assert str(exc.value) == (f"--calib {root}: {root / 'class1' / 'broken.png'}: not an image Pillow can read "
+                              "(remove or replace that file)")
+
+
 def test_random_calibration_warns_loudly():
     data = calibration.load("random", SPEC, samples=5, holdout=2)
     assert data.kind == "random" and data.calib.shape == (5, 8, 8, 3) and len(data.holdout) == 2

@@ -77,6 +77,28 @@ def test_missing_or_empty_label_file(tmp_path):
 
 
 @pytest.mark.tf
+def test_rescaling_behind_augmentation_and_resizing_still_means_raw_pixels(tmp_path):
+    """The Keras tutorials' layout: a data_augmentation Sequential, Resizing, then Rescaling(1/255)."""
+    import keras
+
+    from edgekit.converters import keras_io
+    from edgekit.converters.tf_quiet import silenced
+
+    augment = keras.Sequential([keras.layers.RandomFlip("horizontal"), keras.layers.RandomRotation(0.1)])
+    inp = keras.Input((40, 40, 3))
+    x = keras.layers.Rescaling(1 / 255.0)(keras.layers.Resizing(32, 32)(augment(inp)))
+    out = keras.layers.Dense(2, activation="softmax")(keras.layers.GlobalAveragePooling2D()(x))
+    plain_out = keras.layers.Dense(2)(keras.layers.GlobalAveragePooling2D()(keras.layers.Conv2D(4, 3)(augment(inp))))
+    with silenced():
+        keras.Model(inp, out).save(tmp_path / "tutorial.keras")
+        keras.Model(inp, plain_out).save(tmp_path / "plain.keras")
+    spec, origin, warnings = resolve_spec(keras_io.load(tmp_path / "tutorial.keras"), QuantizeOptions(model="m"), None)
+    assert spec.scaling_name == "raw" and "Rescaling" in origin and warnings == []
+    spec, origin, _ = resolve_spec(keras_io.load(tmp_path / "plain.keras"), QuantizeOptions(model="m"), None)
+    assert spec.scaling_name == "0..1" and origin == "an assumption"   # a Conv first: nothing says raw pixels
+
+
+@pytest.mark.tf
 def test_real_rescaling_model_any_size_and_labels_end_to_end(tmp_path):
     import keras
 
