@@ -286,8 +286,11 @@ def _render_compile(d: dict[str, Any]) -> str:
     if d["ops"]:
         lines += ["", format_table((r["operator"], r["count"], r["status"]) for r in d["ops"]), ""]
     per = d["ops_per_status"]
-    mapped = per.get("Mapped to Edge TPU", 0)
-    lines.append(f"Ops: {mapped} on the Edge TPU, {sum(per.values()) - mapped} on the CPU")
+    if per:
+        mapped = per.get("Mapped to Edge TPU", 0)
+        lines.append(f"Ops: {mapped} on the Edge TPU, {sum(per.values()) - mapped} on the CPU")
+    elif d["edgetpu_ops"] is not None:  # no op table, only the compiler's summary lines
+        lines.append(f"Ops: {d['edgetpu_ops']} on the Edge TPU, {d['cpu_ops']} on the CPU")
     lines.append("Files: " + ", ".join(d["outputs"]))
     dis = d.get("check_disagreements")
     if dis is not None:
@@ -315,7 +318,8 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
                     search_delegate: bool, timeout: float, as_json: bool, quiet: bool) -> None:
     """Run Coral's edgetpu_compiler (x86-64 Linux) and report its mapping; fall back to `check` elsewhere.
 
-    Exit codes: 0 ok, 3 bad model, 4 no edgetpu_compiler here (the offline `check` result is printed
+    Exit codes: 0 ok, 2 bad option, 3 bad input (model missing, invalid or already compiled; output
+    folder missing or not writable), 4 no edgetpu_compiler here (the offline `check` result is printed
     first), 8 the compiler failed or timed out (with the fix when the failure is a known one).
     """
     from pathlib import Path

@@ -458,3 +458,12 @@ def test_cli_compile_passes_min_runtime_only_when_given(standin, model_copy, tmp
     assert r.exit_code == 0
     argv = json.loads(argv_file.read_text())
     assert argv[argv.index("--min_runtime_version") + 1] == "13"
+
+
+def test_cli_compile_without_an_op_table_prints_the_compilers_own_counts(standin, model_copy, tmp_path):
+    """v15 prints no table to stdout; here the .log has none either (the stand-in writes an empty one)."""
+    empty_log = tmp_path / "empty.log"
+    empty_log.write_text("")
+    standin(STDOUT="v15_partial_stdout.txt", LOG=empty_log)
+    r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(tmp_path)])
+    assert r.exit_code == 0 and "Ops: 117 on the Edge TPU, 48 on the CPU" in r.output
