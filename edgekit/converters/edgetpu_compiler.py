@@ -512,7 +512,8 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
             raise CompilerError(
                 "edgetpu_compiler reported success but wrote no model" if report.succeeded else
                 "edgetpu_compiler did not succeed: " + (" | ".join(report.errors[-3:]) or "no reason given"),
-                "run `edgekit check` on the model; rerun with --debug for the full compiler output")
+                f"run `edgekit check` on the model; `{Path(compiler).name} -s {model}` shows the compiler's "
+                "full output")
         # Fill in the op table from the .log files when stdout had none.
         if not report.ops:
             for n in produced:

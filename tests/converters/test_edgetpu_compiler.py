@@ -231,8 +231,9 @@ def test_known_failure_with_no_outputs(standin, model_copy, tmp_path):
 
 def test_success_text_but_no_output_file(standin, model_copy, tmp_path):
     standin(WRITE=0)
-    with pytest.raises(CompilerError, match="wrote no model"):
+    with pytest.raises(CompilerError, match="wrote no model") as e:
         etc.compile_model(model_copy, tmp_path)
+    assert f"edgetpu_compiler -s {model_copy}" in e.value.hint
 
 
 def _alive(pid: int) -> bool:
