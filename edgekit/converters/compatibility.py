@@ -707,7 +707,8 @@ def _check_compiled(info: ModelInfo, min_runtime: int) -> CheckReport:
     cpu = [v for v in verdicts if v.target == "cpu"]
     n_sub = sum(1 for v in verdicts if v.target == "edgetpu")
     verdict = "full" if not cpu else "partial"
-    msg = "the model is already compiled for the Edge TPU (it contains edgetpu-custom-op)"
+    msg = (f"the model is already compiled for the Edge TPU (it contains {EDGETPU_CUSTOM_OP}: "
+           f"{info.edgetpu_bytes:,} bytes of Edge TPU program and parameters)")
     if cpu:
         hist = Counter(v.name for v in cpu)
         msg += "; still on the CPU: " + ", ".join(f"{n} x {name}" for name, n in hist.items())
@@ -745,7 +746,7 @@ def render(report: CheckReport) -> str:
         lines.append(f"Parameters: {report.param_bytes:,} bytes; Edge TPU ops ~{_mib(report.on_chip_bytes_estimate)} "
                      f"on-chip, ~{_mib(report.off_chip_bytes_estimate or 0)} off-chip (streamed), of a ~8 MiB cache")
     else:
-        lines.append(f"Parameters: {report.param_bytes:,} bytes")
+        lines.append(f"Parameters{' of the CPU ops' if report.compiled else ''}: {report.param_bytes:,} bytes")
     for p in report.problems:
         if p.code == "already_compiled":
             continue

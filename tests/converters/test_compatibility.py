@@ -338,7 +338,7 @@ def test_table_looks_like_the_compilers_operation_log():
 
 
 def test_check_imports_no_tensorflow():
-    code = ("import sys; from edgekit.converters import compatibility; import edgekit.cli; "
+    code = ("import sys; from edgekit.converters import compatibility, edgetpu_compiler; import edgekit.cli; "
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
 
@@ -363,6 +363,8 @@ def test_cli_check_text_json_and_strict():
 def test_cli_check_on_compiled_model_and_bad_input(tmp_path):
     r = CliRunner().invoke(cli, ["check", str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"))])
     assert r.exit_code == 0 and "ALREADY COMPILED" in r.output
+    # its parameters live in the Edge TPU program, not in "0 bytes" of parameters
+    assert "bytes of Edge TPU program and parameters" in r.output and "Parameters of the CPU ops: 0 bytes" in r.output
     bad = tmp_path / "bad.tflite"
     bad.write_bytes(b"not a model")
     r = CliRunner().invoke(cli, ["check", str(bad)])
