@@ -391,6 +391,12 @@ def test_cli_compile_compares_with_check(standin, tmp_path):
     r = CliRunner().invoke(cli, ["compile", str(model), "--json"])
     doc = json.loads(r.stdout)
     assert doc["check_disagreements"] == [] and doc["succeeded"] and doc["compiler_version"] == "16.0.384591198"
+    assert set(doc) == {  # the schema in the README
+        "compiler_version", "succeeded", "compile_ms", "returncode", "command", "input_model", "output_model",
+        "input_size_bytes", "output_size_bytes", "on_chip_used_bytes", "on_chip_remaining_bytes",
+        "off_chip_used_bytes", "subgraphs", "total_ops", "edgetpu_ops", "cpu_ops", "ops_per_status", "ops",
+        "segments", "outputs", "errors", "check_disagreements"}
+    assert set(doc["ops"][0]) == {"operator", "count", "status"}
 
 
 def test_cli_compile_prints_disagreements(standin, tmp_path):
