@@ -1,10 +1,11 @@
 """``edgekit doctor``: what this machine has for running (and compiling) Edge TPU models, and what to fix.
 
 Each check is ok, info, warn or fail; every warn and fail carries the fix. The text output is made
-to be pasted into a bug report. Nothing here imports TensorFlow or an interpreter's native code:
-package versions come from ``importlib.metadata``, the compiler is asked ``--version`` in a
-subprocess with a timeout, and libedgetpu's version is read in a child process (a broken library
-cannot crash the doctor). Every path the checks read is a field of :class:`Probe`, so tests point
+to be pasted into a bug report. Nothing here imports TensorFlow or an interpreter's native code
+(only Google's pycoral, when installed, is asked for its ``list_edge_tpus()``): package versions
+come from ``importlib.metadata``, the compiler is asked ``--version`` in a subprocess with a
+timeout, and libedgetpu's version is read in a child process (a broken library cannot crash the
+doctor). Every path the checks read is a field of :class:`Probe`, so tests point
 them at fake trees.
 """
 
