@@ -25,7 +25,7 @@ Limits of the derivation:
 * An op none of whose versions is 2.5.0 or earlier (GELU, VAR_HANDLE, ...) is unknown to the
   compiler's TFLite: :func:`max_compiler_version` returns None.
 * Parsing is not mapping: a version the compiler parses may still be left on the CPU (e.g.
-  FULLY_CONNECTED v9+ with ``keep_num_dims`` gets "Operation version not supported"). That is
+  FULLY_CONNECTED with ``keep_num_dims``, v5 and up, gets "Operation version not supported"). That is
   :mod:`edgekit.converters.compatibility`'s business, not this module's.
 """
 

@@ -19,11 +19,11 @@ def test_conv_2d_v5_parses_and_v6_is_rejected():
 
 
 def test_fully_connected_v9_parses_v10_and_later_do_not():
-    # v9 (keep_num_dims) parses; the compiler then reports "Operation version not supported".
+    # v9 parses (whether it maps is compatibility's business, e.g. keep_num_dims from v5 on does not).
     assert max_compiler_version("FULLY_CONNECTED") == 9
     assert version_problem("FULLY_CONNECTED", 9) is None
     assert "2.11.0" in version_problem("FULLY_CONNECTED", 10)
-    # v12 (TF 2.17, google-coral/edgetpu#879) is newer than the transcribed map: still rejected.
+    # v12 (TF 2.17) is newer than the transcribed map: still rejected.
     assert "newer than 2.5.0" in version_problem("FULLY_CONNECTED", 12)
 
 
