@@ -13,6 +13,7 @@ from __future__ import annotations
 import glob
 import io
 import os
+import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -171,7 +172,10 @@ def _read_tfrecords(source: str, key: str) -> tuple[list[list[bytes]], list[str]
     except InputError:
         raise
     except Exception as exc:  # DataLossError for corrupt files, DecodeError for non-Example records
-        raise InputError(f"--calib {source}: cannot read TFRecord: {first_line(exc, 200)}") from None
+        # TensorFlow wraps the reason in "{{function_node ...}} ... [Op:IteratorGetNext]"
+        reason = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:\w+\].*", "", first_line(exc, 1000))[:200]
+        raise InputError(f"--calib {source}: cannot read TFRecord: {reason}",
+                         "the file is damaged or truncated, or is not a TFRecord of tf.train.Example") from None
     labels = sorted(by_label, key=lambda v: (v is None, v))
     classes = [str(v) for v in labels] if len(labels) > 1 and None not in by_label else None
     return [by_label[v] for v in labels], classes, notes
@@ -287,6 +291,8 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
         raise InputError(f"--calib {source}: unsupported calibration source", f"example: {CALIB_EXAMPLE}")
 
     chosen, held = split_balanced(groups, samples, holdout, seed)
+    if not chosen:  # e.g. TFRecord files with no records
+        raise InputError(f"--calib {source}: no samples in it", f"example: {CALIB_EXAMPLE}")
     tensors = [decode(item) for item in progress(chosen + held, len(chosen) + len(held),
                                                  "Reading calibration data", stream, show_progress)]
     empty = np.zeros((0, h, w, c), np.float32)

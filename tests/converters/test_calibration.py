@@ -187,6 +187,18 @@ def test_tfrecord_default_key_and_labels(tfrecord):
 
 
 @pytest.mark.tf
+def test_damaged_or_empty_tfrecords_are_bad_input(tfrecord, tmp_path):
+    cut = tmp_path / "cut.tfrecord"
+    cut.write_bytes(tfrecord.read_bytes()[:300])
+    with pytest.raises(InputError, match=r"cannot read TFRecord: truncated record") as exc:
+        calibration.load(str(cut), SPEC)
+    assert "{{" not in str(exc.value) and "damaged or truncated" in exc.value.hint
+    (tmp_path / "empty.tfrecord").write_bytes(b"")
+    with pytest.raises(InputError, match="no samples in it"):
+        calibration.load(str(tmp_path / "empty.tfrecord"), SPEC)
+
+
+@pytest.mark.tf
 def test_tfrecord_custom_key_and_missing_key(tfrecord):
     data = calibration.load(str(tfrecord), SPEC, samples=4, holdout=0, tfrecord_key="img")
     assert np.allclose(data.calib * 255, 100, atol=0.5)

@@ -193,8 +193,11 @@ def test_lambda_layers_are_refused_unless_trusted(lambda_model, suffix):
     assert keras_io.load(path, trust_model=True).input_shape == (16, 16, 3)
 
 
-@pytest.mark.parametrize("name, stem", [("m.h5", "m"), ("m.weights.h5", "m"), ("m.keras", "m"), ("dir", "dir")])
+@pytest.mark.parametrize("name, stem", [("m.h5", "m"), ("m.weights.h5", "m"), ("m.keras", "m"),
+                                        ("saved.v2/", "saved.v2")])
 def test_default_output_stem(tmp_path, name, stem):
+    if name.endswith("/"):
+        (tmp_path / name).mkdir()   # a SavedModel folder keeps its whole name, dots included
     assert keras_io.default_output_stem(tmp_path / name) == stem
 
 
