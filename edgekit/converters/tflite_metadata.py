@@ -20,6 +20,11 @@ def _schema() -> Any:
     return schema
 
 
+def _name(entry: Any) -> str:
+    n = entry.name
+    return n.decode() if isinstance(n, bytes) else str(n)
+
+
 def set_metadata(model: bytes, name: str, data: bytes) -> bytes:
     """``model`` with metadata entry ``name`` set to ``data`` (replacing an existing one)."""
     import flatbuffers
@@ -27,18 +32,16 @@ def set_metadata(model: bytes, name: str, data: bytes) -> bytes:
 
     schema = _schema()
     m = schema.ModelT.InitFromPackedBuf(bytearray(model), 0)
-    buf = schema.BufferT()
-    buf.data = np.frombuffer(data, dtype=np.uint8)
     m.buffers = list(m.buffers or [])
-    m.buffers.append(buf)
-    entry = schema.MetadataT()
-    entry.name = name
-    entry.buffer = len(m.buffers) - 1
-    def entry_name(e: Any) -> str:
-        n = e.name
-        return n.decode() if isinstance(n, bytes) else str(n)
-
-    m.metadata = [e for e in (m.metadata or []) if entry_name(e) != name] + [entry]
+    m.metadata = list(m.metadata or [])
+    entry = next((e for e in m.metadata if _name(e) == name), None)
+    if entry is None:  # a new buffer and entry; an existing entry's buffer is reused, not left behind
+        m.buffers.append(schema.BufferT())
+        entry = schema.MetadataT()
+        entry.name = name
+        entry.buffer = len(m.buffers) - 1
+        m.metadata.append(entry)
+    m.buffers[entry.buffer].data = np.frombuffer(data, dtype=np.uint8)
     builder = flatbuffers.Builder(len(model) + len(data) + 1024)
     builder.Finish(m.Pack(builder), file_identifier=FILE_IDENTIFIER)
     return bytes(builder.Output())
