@@ -121,7 +121,8 @@ def check_pycoral(p: Probe) -> Check | None:
 
     version = p.dist_version("pycoral")
     if google_pycoral_available():
-        return Check("pycoral", OK, f"Google's pycoral {version or ''} (Edge TPU models go through its make_interpreter)")
+        return Check("pycoral", OK,
+                     f"Google's pycoral {version or ''} (Edge TPU models go through its make_interpreter)")
     if version:
         return Check("pycoral", WARN, f"the installed 'pycoral' {version} is not Google's Coral library "
                      "(PyPI's pycoral is an unrelated GIS tool)",
@@ -223,7 +224,8 @@ def check_devices(p: Probe, devices: list) -> Check:
         parts.append(f"{d.device} {d.path} ({d.state}{temp})")
     bad = [d for d in devices if d.state != "ready" and d.type == "pci"]
     if bad:
-        return Check("devices", WARN, "; ".join(parts), "check the apex udev rule and group, then reload the gasket/apex modules")
+        return Check("devices", WARN, "; ".join(parts),
+                     "check the apex udev rule and group, then reload the gasket/apex modules")
     return Check("devices", OK, "; ".join(parts))
 
 
@@ -276,7 +278,8 @@ def check_compiler(p: Probe, timeout: float = 10.0) -> Check:
     if not exe:
         return Check("edgetpu_compiler", WARN, "not found (only needed for edgekit compile)",
                      "x86-64 Debian/Ubuntu: sudo apt-get install edgetpu-compiler (Coral's apt repo); "
-                     "elsewhere use Docker or Coral's Colab notebook; or set EDGETPU_COMPILER=/path/to/edgetpu_compiler")
+                     "elsewhere use Docker or Coral's Colab notebook; "
+                     "or set EDGETPU_COMPILER=/path/to/edgetpu_compiler")
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -301,7 +304,8 @@ def check_tensorflow(p: Probe) -> Check:
         if version:
             break
     else:
-        return Check("tensorflow", INFO, "not installed (only edgekit quantize needs it: pip install 'edgekit[convert]')")
+        return Check("tensorflow", INFO,
+                     "not installed (only edgekit quantize needs it: pip install 'edgekit[convert]')")
     if _version_tuple(version)[:2] > TFLITE_OF_COMPILER_16:
         return Check("tensorflow", INFO, f"{dist} {version}: its converter can write op versions newer than "
                      "TFLite 2.5, which edgetpu_compiler 16 refuses (\"Didn't find op for builtin opcode\"); "

@@ -210,9 +210,9 @@ def _require_numpy_1(tflite_runtime_version: str) -> None:
     import numpy
 
     if int(numpy.__version__.split(".")[0]) >= 2:
-        raise MissingDependencyError(f"tflite-runtime {tflite_runtime_version} cannot run with numpy {numpy.__version__}",
-                                     "tflite-runtime is built against numpy 1.x: pip install 'numpy<2', "
-                                     "or use ai-edge-litert")
+        raise MissingDependencyError(
+            f"tflite-runtime {tflite_runtime_version} cannot run with numpy {numpy.__version__}",
+            "tflite-runtime is built against numpy 1.x: pip install 'numpy<2', or use ai-edge-litert")
 
 
 def _load_backend(name: str) -> Backend:
@@ -283,7 +283,8 @@ def select_backend(name: str | None = None) -> Backend:
                 raise unusable
             raise MissingDependencyError(
                 "no TFLite interpreter package is installed",
-                "pip install ai-edge-litert (or tflite-runtime 'numpy<2'; on a Coral board: apt-get install python3-pycoral)")
+                "pip install ai-edge-litert (or tflite-runtime 'numpy<2'; "
+                "on a Coral board: apt-get install python3-pycoral)")
     _CACHE[key] = backend
     return backend
 

@@ -83,7 +83,8 @@ def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]
         elif p.is_dir():
             found = sorted(str(c) for c in p.rglob("*") if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file())
             if not found:
-                errors.append({"image": arg, "error": f"{arg}: folder holds no images ({', '.join(sorted(IMAGE_EXTENSIONS))})"})
+                kinds = ", ".join(sorted(IMAGE_EXTENSIONS))
+                errors.append({"image": arg, "error": f"{arg}: folder holds no images ({kinds})"})
             images += found
         elif p.exists():
             images.append(arg)
@@ -201,7 +202,8 @@ class Classifier:
         if len(shape) == 3:  # [1, height, width]: a grayscale image without its channel axis (e.g. MNIST)
             shape.append(1)
         if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3):
-            raise InputError(f"{model}: expected an image input [1, height, width, 1 or 3], got {list(self._input_shape)}")
+            raise InputError(f"{model}: expected an image input [1, height, width, 1 or 3], "
+                             f"got {list(self._input_shape)}")
         signature = [int(d) for d in inp.get("shape_signature", shape)]
         if any(d < 0 for d in signature[1:]):  # the interpreter shows 1 for such a dimension: 1x1 images otherwise
             raise InputError(f"{model}: the input size is not fixed (shape signature {signature})",
@@ -278,11 +280,13 @@ class Classifier:
     def label(self, class_id: int) -> str | None:
         return self.labels.get(class_id)
 
-    def classify_tensor(self, tensor: np.ndarray, k: int | None, threshold: float) -> tuple[list[dict[str, Any]], float]:
+    def classify_tensor(self, tensor: np.ndarray, k: int | None,
+                        threshold: float) -> tuple[list[dict[str, Any]], float]:
         scores, ms = self.infer(tensor)
         return [{"id": i, "label": self.label(i), "score": s} for i, s in top_k(scores, k, threshold)], ms
 
-    def prepared(self, images: list[str], workers: int | None = None) -> Iterator[tuple[str, np.ndarray | None, InputError | None]]:
+    def prepared(self, images: list[str],
+                 workers: int | None = None) -> Iterator[tuple[str, np.ndarray | None, InputError | None]]:
         """Preprocessed inputs in order, decoded ``workers`` at a time ahead of the consumer."""
         workers = default_workers() if workers is None else workers
         if workers <= 1 or len(images) <= 1:
@@ -318,7 +322,7 @@ class Classifier:
         report = ClassifyReport(self.opened.model_path, self.opened.device, self.opened.backend.name)
         for path, tensor, error in self.prepared(images, workers):
             if error is not None:
-                report.errors.append({"image": path, "error": error.message + (f" ({error.hint})" if error.hint else "")})
+                report.errors.append({"image": path, "error": str(error)})
             else:
                 top, ms = self.classify_tensor(tensor, k, threshold)
                 report.results.append(ImageResult(path, round(ms, 3), top))

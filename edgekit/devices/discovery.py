@@ -81,7 +81,8 @@ def pci_devices(sys_root: str | Path = "/sys", dev_root: str | Path = "/dev") ->
     for n in sorted(indices):
         raw = _read(Path(sys_root) / "class" / "apex" / f"apex_{n}" / "temp")
         temp = int(raw) / 1000.0 if raw and raw.lstrip("-").isdigit() else None
-        state = "ready" if indices[n] else f"driver sees it but {Path(dev_root) / f'apex_{n}'} is missing (check udev / the apex group)"
+        node = Path(dev_root) / f"apex_{n}"
+        state = "ready" if indices[n] else f"driver sees it but {node} is missing (check udev / the apex group)"
         found.append(EdgeTpuDevice("pci", str(Path(dev_root) / f"apex_{n}"), f"pci:{len(found)}", state,
                                    temperature_c=temp))
     return found

@@ -74,7 +74,8 @@ def test_tensorflow_as_the_last_resort_warns_even_with_quiet(monkeypatch):
                                       "-m", str(shared_file("mobilenet_v1_0.25_128_quant.tflite"))])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["backend"] == "tensorflow"
-    assert "warning: no TFLite interpreter package found" in result.stderr and "pip install ai-edge-litert" in result.stderr
+    assert "warning: no TFLite interpreter package found" in result.stderr
+    assert "pip install ai-edge-litert" in result.stderr
     monkeypatch.setattr(B, "_CACHE", {})
     assert B.select_backend("tensorflow").warning is None  # asked for by name: no warning
 
@@ -269,9 +270,11 @@ def test_pycoral_backend_goes_through_its_make_interpreter():
     def make_interpreter(path, device=None):
         seen.append((path, device))
         return _StandInInterpreter()
-    backend = B.Backend("pycoral", "2.0.0", _StandInInterpreter, lambda *a: None, make_edgetpu_interpreter=make_interpreter)
+    backend = B.Backend("pycoral", "2.0.0", _StandInInterpreter, lambda *a: None,
+                        make_edgetpu_interpreter=make_interpreter)
     opened = B.open_model(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "usb:0", backend=backend)
-    assert seen == [(str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")), "usb:0")] and opened.device == "usb:0"
+    assert seen == [(str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")), "usb:0")]
+    assert opened.device == "usb:0"
 
 
 @pytest.mark.edgetpu

@@ -309,7 +309,8 @@ def test_mean_std_override_reproduces_classify_image_with_other_values():
 
 
 @pytest.mark.parametrize("dtype, scale, zero_point, channels", [
-    ("uint8", 1 / 128, 128, "RGB"), ("uint8", 0.003921568859368563, 0, "RGB"), ("int8", 0.003921568859368563, -128, "BGR"),
+    ("uint8", 1 / 128, 128, "RGB"), ("uint8", 0.003921568859368563, 0, "RGB"),
+    ("int8", 0.003921568859368563, -128, "BGR"),
     ("int8", 1 / 128, 0, "L"), ("uint8", 1.0, 0, "RGB"), ("uint8", 1 / 128 * (1 + 9e-6), 128, "RGB"),
 ])
 def test_integer_shortcut_of_prepare_equals_the_float_path(dtype, scale, zero_point, channels):
@@ -363,7 +364,8 @@ def test_the_fallback_note_is_shown_before_the_images_are_worked_on(monkeypatch)
     no_edgetpu_runtime()
     events: list[str] = []
     echo, prepare = click.echo, C.Classifier.prepare
-    monkeypatch.setattr(click, "echo", lambda message=None, **kw: (events.append(f"echo {message}"), echo(message, **kw)))
+    monkeypatch.setattr(click, "echo",
+                        lambda message=None, **kw: (events.append(f"echo {message}"), echo(message, **kw)))
     monkeypatch.setattr(C.Classifier, "prepare", lambda self, path: (events.append("prepare"), prepare(self, path))[1])
     cat = str(shared_file("cat.bmp"))
     result = CliRunner().invoke(cli, ["classify", cat, cat, cat, "-m", str(shared_file(COMPILED)), "-k", "1"])
@@ -479,7 +481,8 @@ def test_an_input_of_any_size_is_refused_rather_than_fed_1x1_images(tmp_path):
     model = _logits_model(tmp_path / "any_size.tflite", signature=[1, -1, -1, 1])
     result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(model)])
     assert result.exit_code == InputError.exit_code and result.stdout == ""
-    assert "input size is not fixed (shape signature [1, -1, -1, 1])" in result.stderr and "--input-size" in result.stderr
+    assert "input size is not fixed (shape signature [1, -1, -1, 1])" in result.stderr
+    assert "--input-size" in result.stderr
     batch_free = _logits_model(tmp_path / "any_batch.tflite", signature=[-1, 2, 2, 1])  # a free batch is fine
     assert CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(batch_free)]).exit_code == 0
 
