@@ -72,8 +72,14 @@ def top_k(scores: np.ndarray, k: int | None = None, threshold: float = float("-i
 
 
 # ------------------------------------------------------------------------------------- images
+def _hidden(relative: Path) -> bool:
+    """A dot file or a file in a dot folder: macOS's ``._photo.jpg`` companions, ``.ipynb_checkpoints``..."""
+    return any(part.startswith(".") for part in relative.parts)
+
+
 def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]:
-    """Files, folders (their images and those of their subfolders, sorted) and globs → (image paths, errors)."""
+    """Files, folders (their images and those of their subfolders, sorted; hidden ones skipped, as by a
+    glob's ``*``) and globs → (image paths, errors)."""
     images: list[str] = []
     errors: list[dict[str, str]] = []
     for arg in args:
@@ -81,7 +87,8 @@ def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]
         if not arg.strip():  # Path("") is the current folder: an unset shell variable must not scan it
             errors.append({"image": arg, "error": "an image argument is empty"})
         elif p.is_dir():
-            found = sorted(str(c) for c in p.rglob("*") if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file())
+            found = sorted(str(c) for c in p.rglob("*") if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file()
+                           and not _hidden(c.relative_to(p)))
             if not found:
                 kinds = ", ".join(sorted(IMAGE_EXTENSIONS))
                 errors.append({"image": arg, "error": f"{arg}: folder holds no images ({kinds})"})

@@ -233,6 +233,22 @@ def test_a_folder_of_class_folders_is_searched_recursively(tmp_path):
     assert images == [str(tmp_path / n) for n in ["cats/a.png", "cats/b.png", "dogs/deep/c.jpg"]] and not errors
 
 
+def test_hidden_files_in_a_folder_are_skipped_like_a_glob_skips_them(tmp_path):
+    """A folder copied from a Mac holds '._a.png' companions that are not images; a notebook leaves checkpoints."""
+    from PIL import Image
+
+    Image.new("RGB", (8, 8)).save(tmp_path / "a.png")
+    (tmp_path / "._a.png").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
+    (tmp_path / ".ipynb_checkpoints").mkdir()
+    Image.new("RGB", (8, 8)).save(tmp_path / ".ipynb_checkpoints" / "a-checkpoint.png")
+    hidden_root = tmp_path / ".cache" / "photos"  # a hidden folder given by name is searched
+    hidden_root.mkdir(parents=True)
+    Image.new("RGB", (8, 8)).save(hidden_root / "b.png")
+    assert C.expand_images([str(tmp_path)]) == ([str(tmp_path / "a.png")], [])
+    assert C.expand_images([str(tmp_path / "*.png")]) == ([str(tmp_path / "a.png")], [])
+    assert C.expand_images([str(hidden_root)]) == ([str(hidden_root / "b.png")], [])
+
+
 def test_prefetching_gives_the_same_results_in_the_same_order():
     paths = [str(shared_file(n)) for n in IMAGES * 4]
     clf = C.Classifier(shared_file(MODEL))
