@@ -31,6 +31,7 @@ from typing import Any, Callable
 
 from edgekit import tflite_model
 from edgekit.errors import CompilerError, InputError, MissingDependencyError, UsageError
+from edgekit.fileio import require_output_folder
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo
 
 ENV_VAR = "EDGETPU_COMPILER"
@@ -450,9 +451,7 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
     model = Path(model)
     if not model.is_file():
         raise InputError(f"no such file: {model}", "check the path")
-    out = Path(out_dir) if out_dir is not None else (model.parent if str(model.parent) else Path("."))
-    if not out.is_dir():
-        raise InputError(f"output folder {out} does not exist", "create it first or choose another -o")
+    out = require_output_folder(Path(model.parent if out_dir is None else out_dir) / output_names(model)[0])
     if segments is not None and segments < 1:
         raise UsageError("--segments must be at least 1")
     if timeout <= 0:
