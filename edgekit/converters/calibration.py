@@ -22,10 +22,11 @@ from typing import IO, Any, TypeVar
 
 import numpy as np
 
+from edgekit.devices.classify import IMAGE_EXTENSIONS
 from edgekit.errors import InputError, UsageError, first_line
 from edgekit.preprocess import PreprocessSpec, open_image, to_float
 
-IMAGE_SUFFIXES = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
+IMAGE_SUFFIXES = IMAGE_EXTENSIONS  # the images classify reads are the images calibration reads
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record")
 DEFAULT_SAMPLES = 300
 DEFAULT_HOLDOUT = 100

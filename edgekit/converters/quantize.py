@@ -12,7 +12,6 @@ labels, versions and agreement are recorded inside the model (metadata ``edgekit
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -134,22 +133,16 @@ def resolve_spec(loaded: keras_io.LoadedModel, opts: QuantizeOptions,
 
 
 def read_labels(path: str) -> list[str]:
-    """One label per line, or ``<id> <label>`` / ``<id>: <label>`` lines (ids may skip)."""
-    try:
-        lines = [ln.strip() for ln in Path(path).read_text(encoding="utf-8").splitlines()]
-    except FileNotFoundError:
-        raise InputError(f"--labels {path}: no such file") from None
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"--labels {path}: cannot read ({exc})") from None
-    while lines and not lines[-1]:
-        lines.pop()
-    pairs = [re.match(r"^(\d+)[:\s]+(.+)$", ln) for ln in lines]
-    if lines and all(pairs):
-        table = {int(m.group(1)): m.group(2).strip() for m in pairs if m}
-        return [table.get(i, str(i)) for i in range(max(table) + 1)]
-    if not lines:
+    """The labels file read exactly as ``classify`` reads it (pycoral's formats), as a list by class id.
+
+    ``<id> <label>`` / ``<id>: <label>`` lines or one label per line; ids that are skipped get their number.
+    """
+    from edgekit.devices.classify import read_labels as read_label_file
+
+    table = read_label_file(path)
+    if not table:
         raise InputError(f"--labels {path}: the file is empty")
-    return lines
+    return [table.get(i, str(i)) for i in range(max(table) + 1)]
 
 
 # ------------------------------------------------------------------------------------------ conversion

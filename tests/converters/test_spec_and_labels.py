@@ -62,14 +62,24 @@ def test_any_size_models_need_input_size():
     ("cat\ndog\n\n", ["cat", "dog"]),
     ("0 cat\n1 dog\n", ["cat", "dog"]),
     ("0: background\n2: dog\n", ["background", "1", "dog"]),
+    ("\ufeff0 cat\n1 dog\n", ["cat", "dog"]),          # a BOM from a Windows editor
 ])
 def test_label_files(tmp_path, text, labels):
-    (tmp_path / "l.txt").write_text(text)
+    (tmp_path / "l.txt").write_text(text, encoding="utf-8")
     assert read_labels(str(tmp_path / "l.txt")) == labels
 
 
+def test_recorded_labels_are_the_ones_classify_would_read(testdata):
+    """One reader for both commands: the labels quantize records are those classify shows."""
+    from edgekit.devices.classify import read_labels as classify_labels
+
+    path = testdata / "imagenet_labels.txt"
+    table = classify_labels(path)
+    assert read_labels(str(path)) == [table[i] for i in range(len(table))]
+
+
 def test_missing_or_empty_label_file(tmp_path):
-    with pytest.raises(InputError, match="no such file"):
+    with pytest.raises(InputError, match="does not exist"):
         read_labels(str(tmp_path / "nope.txt"))
     (tmp_path / "empty.txt").write_text("\n")
     with pytest.raises(InputError, match="empty"):
