@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from edgekit.converters.op_versions import version_problem
+from edgekit.errors import InvalidModelError, UsageError
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo, OpInfo, SubgraphInfo, TensorInfo
 
 # ---------------------------------------------------------------------------------- status words
@@ -256,6 +257,9 @@ def _check_op(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int) ->
     if name == "CUSTOM":
         raise _Rule(DATA_TYPE if op.custom_code in KNOWN_CUSTOM_OPS else NOT_SUPPORTED,
                     f"custom op {op.custom_code!r} runs on the CPU", FIX_MOVE_TO_END)
+    if name in SUPPORTED_OPS and (not ins or ins[0] is None or not outs or outs[0] is None):
+        raise InvalidModelError(f"op #{op.index} {name} has no input or no output tensor",
+                                "re-export the model; TensorFlow Lite would not run it either")
 
     # Data types: the Edge TPU computes on 8-bit integers only.
     activations = [t for t in ins + outs if t is not None and not t.is_constant and not t.is_variable]
@@ -513,8 +517,6 @@ def partition(g: SubgraphInfo, mappable: list[bool]) -> list[tuple[bool, list[in
 def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME) -> CheckReport:
     """Predict what ``edgetpu_compiler -m min_runtime`` (compiler 16, default flags) does with ``info``."""
     if min_runtime not in SUPPORTED_MIN_RUNTIMES:
-        from edgekit.errors import UsageError
-
         raise UsageError(f"--min-runtime {min_runtime} is not a runtime edgetpu_compiler 16 targets",
                          f"use {SUPPORTED_MIN_RUNTIMES.start}..{SUPPORTED_MIN_RUNTIMES.stop - 1} (default 14)")
     if info.is_compiled:

@@ -393,6 +393,17 @@ def test_unsupported_op_on_integers_is_not_supported_and_dequantize_is_a_data_ty
     assert check_model(_info(gb.build([x], [y]))).ops[0].reason == C.DATA_TYPE
 
 
+def test_an_op_without_its_tensors_is_a_bad_model_not_a_crash(tmp_path):
+    gb = GraphBuilder()
+    x = gb.tensor([1, 10], "int8")
+    gb.op("SOFTMAX", [x], [], beta=1.0)
+    path = tmp_path / "broken.tflite"
+    path.write_bytes(gb.build([x], [x]))
+    r = CliRunner().invoke(cli, ["check", str(path)])
+    assert r.exit_code == 3
+    assert r.stderr.startswith("error: not a valid TFLite model: op #0 SOFTMAX has no input or no output tensor")
+
+
 def test_cli_check_on_a_float_model_says_not_quantized(tmp_path):
     gb = GraphBuilder()
     x = gb.tensor([1, 4], "float32", scale=None)
