@@ -245,7 +245,8 @@ def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_ke
 def check(model: str, min_runtime: int, strict: bool, as_json: bool) -> None:
     """Predict, offline and on any OS, which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
 
-    Exit codes: 0 (also for a partial mapping), 3 bad model, 7 with --strict when any op stays on the CPU.
+    Exit codes: 0 (also for a partial mapping), 2 bad option, 3 bad model, 7 with --strict when any op
+    stays on the CPU.
     """
     from edgekit import tflite_model
     from edgekit.converters import compatibility
