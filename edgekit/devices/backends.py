@@ -432,6 +432,21 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
     return OpenedModel(interp, str(path), str(path), label, backend, notes)
 
 
+# What libedgetpu says when a model was compiled for a newer runtime than its own (edgetpu.md §3).
+_RUNTIME_MISMATCH = re.compile(r"requires runtime version \((\d+)\), which is newer than this runtime version "
+                               r"\((\d+)\)")
+
+
+def _runtime_mismatch(path: Path, text: str) -> DeviceError | None:
+    m = _RUNTIME_MISMATCH.search(text)
+    if not m:
+        return None
+    need, have = m.groups()
+    return DeviceError(f"{path.name} needs Edge TPU runtime {need} but the libedgetpu here is runtime {have}",
+                       f"recompile it for this runtime: edgekit compile --min-runtime {have} "
+                       f"(edgetpu_compiler -m {have}); or update libedgetpu")
+
+
 def _edgetpu_interpreter(backend: Backend, path: Path, spec: DeviceSpec, num_threads: int | None) -> Any:
     if backend.make_edgetpu_interpreter is not None:  # Google's pycoral: its own factory
         try:
@@ -439,11 +454,11 @@ def _edgetpu_interpreter(backend: Backend, path: Path, spec: DeviceSpec, num_thr
             interp.allocate_tensors()
             return interp
         except (OSError, ValueError, RuntimeError) as exc:
-            raise explain_delegate_error(exc, edgetpu_library(), spec) from None
+            raise _runtime_mismatch(path, str(exc)) or explain_delegate_error(exc, edgetpu_library(), spec) from None
     delegate = load_edgetpu_delegate(backend, spec)
     try:
         return backend.interpreter(str(path), delegates=[delegate], num_threads=num_threads)
     except InputError as exc:
-        # e.g. "Package requires runtime version (14), which is newer than this runtime version (13)"
-        raise DeviceError(f"the Edge TPU could not prepare {path.name}: {exc.message}",
-                          "update libedgetpu, or recompile with edgetpu_compiler -m <your runtime version>") from None
+        raise _runtime_mismatch(path, exc.message) or DeviceError(
+            f"the Edge TPU could not prepare {path.name}: {exc.message}",
+            "update libedgetpu, or recompile the model with edgekit compile") from None

@@ -264,6 +264,38 @@ def test_edgetpu_path_passes_pycorals_device_option_to_the_delegate(device, opti
     assert opened.device == label and opened.model_path.endswith("_edgetpu.tflite") and opened.notes == []
 
 
+RUNTIME_MISMATCH = ("Failed to prepare for TPU. Failed precondition: Package requires runtime version (14), which "
+                    "is newer than this runtime version (13).Node number 2 (EdgeTpuDelegateForCustomOp) failed to "
+                    "prepare.")
+
+
+class _StandInOldRuntime(_StandInInterpreter):
+    """A stand-in for an interpreter whose libedgetpu (runtime 13) is older than the model's compiler wanted."""
+
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        self.on_edgetpu = "experimental_delegates" in kwargs
+
+    def allocate_tensors(self) -> None:
+        if self.on_edgetpu:  # the real message (edgetpu.md §3; google-coral/edgetpu#435)
+            raise RuntimeError(RUNTIME_MISMATCH)
+
+
+@pytest.mark.parametrize("pycoral", [False, True], ids=["load_delegate", "pycoral"])
+def test_a_model_compiled_for_a_newer_runtime_says_which_and_how_to_recompile(pycoral):
+    compiled = shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")
+    def make_interpreter(path, device=None):  # pycoral's: the delegate is already in
+        return _StandInOldRuntime(experimental_delegates=["edgetpu"])
+    backend = B.Backend("stand-in", "0", _StandInOldRuntime, lambda library, options=None: "delegate",
+                        make_edgetpu_interpreter=make_interpreter if pycoral else None)
+    with pytest.raises(DeviceError) as info:
+        B.open_model(compiled, "usb", backend=backend)
+    assert info.value.message == f"{compiled.name} needs Edge TPU runtime 14 but the libedgetpu here is runtime 13"
+    assert "edgekit compile --min-runtime 13" in info.value.hint and info.value.exit_code == 9
+    opened = B.open_model(compiled, "auto", backend=backend)  # auto: the CPU model beside it, and why
+    assert opened.device == "cpu" and "needs Edge TPU runtime 14" in opened.notes[-1]
+
+
 def test_pycoral_backend_goes_through_its_make_interpreter():
     seen: list = []
 
