@@ -22,10 +22,20 @@ def refuse_overwriting_input(output: str | os.PathLike, *inputs: str | os.PathLi
 
 
 def require_output_folder(target: str | os.PathLike) -> Path:
-    """The folder ``target`` will be written in; InputError when it does not exist (check before slow work)."""
+    """The folder ``target`` will be written in; InputError when it is missing or not writable.
+
+    Meant to be called before slow work, so a wrong ``-o`` fails at once. Writability is probed by
+    creating a temporary file (permission bits alone say nothing for root or a read-only mount).
+    """
     folder = Path(target).parent
     if not folder.is_dir():
         raise InputError(f"output folder {folder} does not exist", "create it first or choose another -o")
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise InputError(f"cannot write in output folder {folder} ({exc.strerror or exc})",
+                         "choose another -o") from None
     return folder
 
 
@@ -41,6 +51,8 @@ def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
         yield tmp_path
         os.chmod(tmp_path, 0o644)
         os.replace(tmp_path, target)
+    except OSError as exc:  # disk full, target is a folder, ...: the user's to fix, not a bug
+        raise InputError(f"cannot write {target} ({exc.strerror or exc})", "choose another -o") from None
     finally:
         tmp_path.unlink(missing_ok=True)
 

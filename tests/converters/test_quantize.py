@@ -173,6 +173,11 @@ def test_cheap_mistakes_are_refused_before_the_model_is_loaded(digits_keras, dig
                                       "-o", str(tmp_path / "no_such_folder" / "m.tflite")])
     assert result.exit_code == 3, result.output
     assert f"output folder {tmp_path / 'no_such_folder'} does not exist" in result.stderr
+    if os.path.isdir("/proc/self"):  # Linux: a folder where nobody, not even root, can create a file
+        result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
+                                          "-o", "/proc/m.tflite"])
+        assert result.exit_code == 3, result.output
+        assert "cannot write in output folder /proc" in result.stderr
 
 
 def test_recorded_calibration_that_is_gone_says_where_it_was_recorded(digits_keras, tmp_path):
