@@ -217,11 +217,10 @@ def _require_numpy_1(tflite_runtime_version: str) -> None:
 
 def _load_backend(name: str) -> Backend:
     """Import one backend; ImportError when its package is missing, MissingDependencyError when it cannot run."""
-    if name in ("pycoral", "tflite_runtime"):
-        _require_numpy_1(_module_version(importlib.import_module("tflite_runtime"), "tflite-runtime"))
     if name == "pycoral":
         if not google_pycoral_available():
             raise ImportError("Google's pycoral (pycoral.utils.edgetpu) is not installed")
+        _require_numpy_1(_module_version(importlib.import_module("tflite_runtime"), "tflite-runtime"))
         edgetpu = importlib.import_module("pycoral.utils.edgetpu")
         tflite = importlib.import_module("tflite_runtime.interpreter")
         pycoral = importlib.import_module("pycoral")
@@ -232,9 +231,10 @@ def _load_backend(name: str) -> Backend:
         return Backend(name, _module_version(importlib.import_module("ai_edge_litert"), "ai-edge-litert"),
                        mod.Interpreter, mod.load_delegate)
     if name == "tflite_runtime":
+        version = _module_version(importlib.import_module("tflite_runtime"), "tflite-runtime")
+        _require_numpy_1(version)
         mod = importlib.import_module("tflite_runtime.interpreter")
-        return Backend(name, _module_version(importlib.import_module("tflite_runtime"), "tflite-runtime"),
-                       mod.Interpreter, mod.load_delegate)
+        return Backend(name, version, mod.Interpreter, mod.load_delegate)
     if name == "tensorflow":
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # its start-up log lines mean nothing to a classify user
         warnings.filterwarnings("ignore", r".*tf\.lite\.Interpreter is deprecated", UserWarning)  # we warn already
