@@ -98,6 +98,9 @@ class PreprocessSpec:
                        tuple(float(v) for v in d.get("std", (1.0,))))
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"recorded preprocessing is malformed: {exc}") from None
+        except UsageError as exc:  # a value __post_init__ refuses: the record is at fault, not a flag
+            raise InputError(f"recorded preprocessing is malformed: {exc.message.replace('--', '')}",
+                             "re-create the model with edgekit quantize, or pass --mean/--std") from None
 
 
 def spec_from_input_quantization(width: int, height: int, channels: int, dtype: str,

@@ -62,3 +62,5 @@ def test_spec_round_trips_and_refuses_nonsense():
         PreprocessSpec(8, 8, mean=(1.0, 2.0))
     with pytest.raises(InputError, match="malformed"):
         PreprocessSpec.from_dict({"height": 3})
+    with pytest.raises(InputError, match="recorded preprocessing is malformed: std must not be zero"):
+        PreprocessSpec.from_dict({**spec.to_dict(), "std": [0.0]})
