@@ -243,12 +243,23 @@ def _load_full(p: Path, custom: dict[str, Any], trust_model: bool, verbose: bool
 
 # ------------------------------------------------------------------------------------------ wrapping
 def _input_shape(shape: Any, p: Path) -> tuple[int | None, int | None, int]:
+    """(height, width, channels) of an (N, H, W, 1 or 3) input; (N, H, W) is grayscale without a channel axis."""
     dims = list(shape)
+    if len(dims) == 3:
+        dims.append(1)
     if len(dims) != 4 or dims[-1] not in (1, 3):
-        raise ConversionError(f"{p}: input shape {tuple(dims)} is not an image batch (N, H, W, 1 or 3)",
+        raise ConversionError(f"{p}: input shape {tuple(shape)} is not an image batch (N, H, W, 1 or 3)",
                               "edgekit quantize handles image classifiers with one HxWx1 or HxWx3 input")
     h, w, c = (None if d is None else int(d) for d in dims[1:])
     return h, w, int(c)
+
+
+def _drop_channel_axis(shape: Any, call: Callable[[Any], Any]) -> Callable[[Any], Any]:
+    """For an (N, H, W) input (the Keras MNIST tutorials' models): the int8 model takes (1, H, W, 1) like any
+    grayscale model, and the channel axis is dropped before the Keras model sees the batch."""
+    if len(shape) != 3:
+        return call
+    return lambda x: call(x[..., 0])
 
 
 def _flat_layers(model: Any) -> Iterator[Any]:
@@ -286,7 +297,9 @@ def _from_keras(p: Path, fmt: str, model: Any) -> LoadedModel:
             out = out[0]
         return out
 
-    return LoadedModel(p, fmt, _input_shape(inputs[0].shape, p), call, _has_scaling_layer(model), model)
+    shape = inputs[0].shape
+    return LoadedModel(p, fmt, _input_shape(shape, p), _drop_channel_axis(shape, call), _has_scaling_layer(model),
+                       model)
 
 
 def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
@@ -316,4 +329,5 @@ def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
         raise ConversionError(f"{p}: the serving signature takes a fixed batch of {batch}; the Edge TPU needs 1",
                               "export it again with a batch of 1 or None, e.g. model.export(dir)")
     # owner=obj keeps the SavedModel's variables alive while its functions are used
-    return LoadedModel(p, "savedmodel", _input_shape(spec.shape, p), call, None, owner=obj, fixed_batch=batch)
+    return LoadedModel(p, "savedmodel", _input_shape(spec.shape, p), _drop_channel_axis(spec.shape, call), None,
+                       owner=obj, fixed_batch=batch)

@@ -109,6 +109,27 @@ def test_rescaling_behind_augmentation_and_resizing_still_means_raw_pixels(tmp_p
 
 
 @pytest.mark.tf
+def test_a_model_without_a_channel_axis_is_grayscale(digits_folders, tmp_path):
+    """The Keras MNIST tutorials' model: Input((28, 28)) then Flatten; calibrated on RGB images, made L."""
+    import keras
+
+    from edgekit.converters.tf_quiet import silenced
+
+    keras.utils.set_random_seed(0)
+    model = keras.Sequential([keras.Input((28, 28)), keras.layers.Flatten(),
+                              keras.layers.Dense(10, activation="softmax")])
+    with silenced():
+        model.save(tmp_path / "mnist.keras")
+    result = CliRunner().invoke(cli, ["quantize", str(tmp_path / "mnist.keras"), "--calib", str(digits_folders.train),
+                                      "--scaling", "0..1", "--samples", "100", "--quiet", "--json"])
+    assert result.exit_code == 0, result.output
+    info = tflite_model.load(tmp_path / "mnist_int8.tflite")
+    assert list(info.inputs[0].shape_signature) == [1, 28, 28, 1] and info.quantization_state == "full-int8"
+    rec, _ = model_record.find_record(tmp_path / "mnist_int8.tflite", info.metadata)
+    assert rec.preprocess.channels == "L"
+
+
+@pytest.mark.tf
 def test_real_rescaling_model_any_size_and_labels_end_to_end(tmp_path):
     import keras
 
