@@ -28,6 +28,7 @@ from edgekit.preprocess import PreprocessSpec, dequantize
 from edgekit.preprocess import quantize as quantize_tensor
 
 DEFAULT_MIN_AGREEMENT = 0.9
+CREATED_BY = "edgekit quantize"   # marks the records this command writes: records of a .tflite, not of a Keras model
 IO_TYPES = ("uint8", "int8")
 # Converter settings tried in order when the output fails a check. The old (TOCO) converter would
 # be the classic remedy, but it is gone in TF 2.21 (experimental_new_converter=False raises).
@@ -280,14 +281,20 @@ def default_output(model: str | Path) -> Path:
 
 
 def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] | None:
-    """A record written beside the Keras model (``edgekit train`` writes ``<stem>.edgekit.json``)."""
+    """A record written beside the Keras model (``edgekit train`` writes ``<stem>.edgekit.json``).
+
+    A record this command wrote is skipped: ``-o model.tflite`` puts the output's record at
+    ``model.edgekit.json``, beside ``model.h5`` too, and it describes the .tflite, not the Keras model.
+    """
     p = Path(model)
     p = p.resolve() if p.is_dir() else p  # `.` or `..` for a SavedModel: the record sits beside the folder
     candidates = [model_record.sidecar_path(p),
                   p.with_name(keras_io.default_output_stem(p) + model_record.SIDECAR_SUFFIX)]
     for c in dict.fromkeys(candidates):
         if c.is_file():
-            return model_record.ModelRecord.from_json(c.read_bytes(), str(c)), c
+            record = model_record.ModelRecord.from_json(c.read_bytes(), str(c))
+            if not str(record.extra.get("created_by", "")).startswith(CREATED_BY):
+                return record, c
     return None
 
 
@@ -367,7 +374,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     import keras
 
     rec = model_record.ModelRecord(spec, labels, {
-        "created_by": f"edgekit quantize {__version__}",
+        "created_by": f"{CREATED_BY} {__version__}",
         "source_model": {"name": Path(opts.model).name, "format": loaded.format},
         "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__},
         "io": opts.io,

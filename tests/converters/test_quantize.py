@@ -213,6 +213,19 @@ def test_output_never_overwrites_the_input(digits_keras):
     assert result.exit_code == 2 and "would overwrite the input's record" in result.stderr
 
 
+def test_rerunning_with_an_output_named_like_the_model_works(digits_keras, digits_folders, tmp_path):
+    """`-o model.tflite` writes model.edgekit.json beside model.h5: the output's record, not a training record."""
+    model = tmp_path / "m.h5"
+    shutil.copy(digits_keras.path, model)
+    args = ["quantize", str(model), "--calib", str(digits_folders.train), "--samples", "20", "--no-verify",
+            "-o", str(tmp_path / "m.tflite"), "--json", "--quiet"]
+    for _ in range(2):
+        result = CliRunner().invoke(cli, args)
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["preprocess"]["origin"] == "an assumption"   # not "the record beside"
+    assert (tmp_path / "m.edgekit.json").is_file()
+
+
 def test_verification_failure_exits_6_with_the_numbers_and_keeps_the_output(digits_folders, tmp_path):
     """A model whose class scores differ by less than one uint8 step: int8 loses the decision."""
     from edgekit.converters.tf_quiet import silenced
