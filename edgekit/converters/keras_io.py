@@ -96,7 +96,7 @@ def load(path: str | Path, arch: str | None = None, custom_objects: str | None =
         raise InputError(f"{p}: unsupported model format {suffix or '(no suffix)'!r}",
                          "pass a Keras .keras or .h5 file, a weights-only .h5 with --arch, or a SavedModel directory")
     kind = _sniff(p)
-    extra = _custom_objects(custom_objects) if custom_objects else {}
+    extra = _custom_objects(custom_objects, verbose) if custom_objects else {}
     if kind == "weights":
         if not arch:
             raise UsageError(f"{p} holds only weights (no architecture)",
@@ -131,8 +131,9 @@ def _sniff(p: Path) -> str:
         raise InputError(f"{p}: not a valid HDF5 file ({exc}; damaged or truncated?)") from None
 
 
-def _custom_objects(module_path: str) -> dict[str, Any]:
+def _custom_objects(module_path: str, verbose: bool) -> dict[str, Any]:
     """Classes and functions a user module defines (or its CUSTOM_OBJECTS dict), for deserialization."""
+    import_tensorflow(verbose)  # quietly, before the module's own `import keras` would, noisily
     module = _import_user_module(module_path, "--custom-objects")
     explicit = getattr(module, "CUSTOM_OBJECTS", None)
     if isinstance(explicit, dict):

@@ -115,9 +115,12 @@ def test_classify_cli_with_no_preprocessing_flags_agrees(digits_int8, digits_fol
 
 
 def test_cli_json_is_clean_and_tensorflow_noise_stays_off_the_terminal(digits_keras, digits_folders, tmp_path):
+    """Also when a --custom-objects module imports keras itself (that import used to print TF's C++ log)."""
     out = tmp_path / "q.tflite"
+    (tmp_path / "my_layers.py").write_text("import keras\n\nclass Unused(keras.layers.Layer):\n    pass\n")
     proc = subprocess.run([sys.executable, "-m", "edgekit", "quantize", str(digits_keras.path), "--calib",
-                           str(digits_folders.train), "--samples", "60", "-o", str(out), "--json"],
+                           str(digits_folders.train), "--samples", "60", "-o", str(out), "--json",
+                           "--custom-objects", str(tmp_path / "my_layers.py")],
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
