@@ -46,6 +46,9 @@ def main(out: Path) -> None:
         model.save_weights(out / "k2_weights.h5")
         model.save(out / "k2_savedmodel")
         np.save(out / "k2_expected.npy", model.predict(x, verbose=0))
+        inp = k2.Input((16, 16, 3))   # a Lambda layer: Python bytecode stored in the file
+        lam = k2.layers.Dense(3)(k2.layers.Flatten()(k2.layers.Lambda(lambda t: t * 2.0)(inp)))
+        k2.Model(inp, lam).save(out / "k2_lambda.h5")
 
     # Keras 3 under MirroredStrategy over the two logical CPUs.
     import keras

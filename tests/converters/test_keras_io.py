@@ -184,9 +184,13 @@ def lambda_model(tmp_path_factory):
     return folder
 
 
-@pytest.mark.parametrize("suffix", [".keras", ".h5"])
-def test_lambda_layers_are_refused_unless_trusted(lambda_model, suffix):
-    path = lambda_model / f"lambda{suffix}"
+@pytest.mark.parametrize("suffix", [".keras", ".h5", "keras2.h5"])
+def test_lambda_layers_are_refused_unless_trusted(lambda_model, art, suffix):
+    if suffix == "keras2.h5":   # saved by tf_keras, as a 2019 Colab notebook would
+        _need_tf_keras()
+        path = art.dir / "k2_lambda.h5"
+    else:
+        path = lambda_model / f"lambda{suffix}"
     with pytest.raises(InputError, match="contains a Lambda layer") as exc:
         keras_io.load(path)
     assert "--trust-model" in exc.value.hint
