@@ -1,9 +1,11 @@
 """What edgekit records with a model it made: preprocessing, labels and provenance.
 
 The record is JSON, stored twice so that it survives every tool in the chain:
-- inside the .tflite as a metadata entry named ``edgekit`` (TFLite keeps unknown metadata, and
-  the Edge TPU compiler copies model metadata into ``*_edgetpu.tflite``);
-- as a sidecar file ``<model stem>.edgekit.json`` beside the model (for tools that drop metadata).
+- inside the .tflite as a metadata entry named ``edgekit`` (TFLite keeps unknown metadata);
+- as a sidecar file ``<model stem>.edgekit.json`` beside the model, for tools that drop metadata.
+  Whether edgetpu_compiler keeps our entry is unverified (Coral's compiled test models kept
+  ``TFLITE_METADATA`` but lost ``min_runtime_version``), so for ``x_edgetpu.tflite`` the record of
+  its CPU twin ``x.tflite`` is used too.
 
 ``classify`` finds it with :func:`find_record` and needs no preprocessing flags for such a model.
 This module is pure (no TensorFlow), so the runtime half can read records on a board.

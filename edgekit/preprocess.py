@@ -56,7 +56,8 @@ class PreprocessSpec:
         n = 1 if self.channels == "L" else 3
         for name, values in (("mean", self.mean), ("std", self.std)):
             if len(values) not in (1, n):
-                raise UsageError(f"--{name} needs 1 or {n} values, got {len(values)}")
+                expected = "1 value" if n == 1 else f"1 or {n} values"
+                raise UsageError(f"--{name} needs {expected} for {self.channels} input, got {len(values)}")
         if any(s == 0 for s in self.std):
             raise UsageError("--std must not be zero")
         if not all(math.isfinite(v) for v in self.mean + self.std):

@@ -60,6 +60,8 @@ def test_spec_round_trips_and_refuses_nonsense():
         PreprocessSpec(8, 8, std=(0.0,))
     with pytest.raises(UsageError, match="1 or 3 values"):
         PreprocessSpec(8, 8, mean=(1.0, 2.0))
+    with pytest.raises(UsageError, match="--std needs 1 value for L input, got 3"):
+        PreprocessSpec(8, 8, "L", std=(1.0, 2.0, 3.0))
     with pytest.raises(InputError, match="malformed"):
         PreprocessSpec.from_dict({"height": 3})
     with pytest.raises(InputError, match="recorded preprocessing is malformed: std must not be zero"):
