@@ -14,20 +14,17 @@ from __future__ import annotations
 import os
 import platform
 import re
-import shutil
 import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Mapping
 
-from edgekit import __version__
+from edgekit import __version__, compiler_locator
+from edgekit.errors import MissingDependencyError
 
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
 
-# edgetpu_compiler major version → the runtime version its models need by default (coral.ai
-# "compiler-and-runtime-versions").
-COMPILER_MIN_RUNTIME = {"16": 14, "15": 13, "14": 13, "2": 13, "1": 10}
 TFLITE_OF_COMPILER_16 = (2, 5)  # compiler 16 / libedgetpu 16 embed TensorFlow Lite 2.5
 
 KNOWN_LIBEDGETPU_DIRS = {
@@ -274,12 +271,14 @@ def check_groups(p: Probe, devices: list) -> Check | None:
 
 
 def check_compiler(p: Probe, timeout: float = 10.0) -> Check:
-    exe = p.env.get("EDGETPU_COMPILER") or shutil.which("edgetpu_compiler", path=p.env.get("PATH"))
+    try:
+        exe = compiler_locator.find_compiler(p.env)
+    except MissingDependencyError as exc:
+        return Check("edgetpu_compiler", FAIL, exc.message, exc.hint)
     if not exe:
         return Check("edgetpu_compiler", WARN, "not found (only needed for edgekit compile)",
-                     "x86-64 Debian/Ubuntu: sudo apt-get install edgetpu-compiler (Coral's apt repo); "
-                     "elsewhere use Docker or Coral's Colab notebook; "
-                     "or set EDGETPU_COMPILER=/path/to/edgetpu_compiler")
+                     compiler_locator.INSTALL_HINT if compiler_locator.platform_supported()
+                     else compiler_locator.OTHER_PLATFORM_HINT)
     try:
         out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -288,12 +287,11 @@ def check_compiler(p: Probe, timeout: float = 10.0) -> Check:
     except OSError as exc:
         return Check("edgetpu_compiler", FAIL, f"{exe} cannot run: {exc.strerror or exc}",
                      "it runs only on x86-64 Linux; check EDGETPU_COMPILER / PATH")
-    m = re.search(r"version\s+(\d+(?:\.\d+)*)", out.stdout + out.stderr, re.I)
-    if not m:
+    version = compiler_locator.parse_version(out.stdout + out.stderr)
+    if not version:
         return Check("edgetpu_compiler", WARN, f"{exe}: version not recognized in {out.stdout.strip()[:80]!r}",
                      "reinstall edgetpu-compiler")
-    version = m.group(1)
-    runtime = COMPILER_MIN_RUNTIME.get(version.split(".")[0])
+    runtime = compiler_locator.default_min_runtime(version)
     extra = f"; its models need Edge TPU runtime {runtime} or newer by default (-m to target older)" if runtime else ""
     return Check("edgetpu_compiler", OK, f"{exe}: version {version}{extra}")
 

@@ -30,30 +30,15 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgekit import tflite_model
+from edgekit.compiler_locator import (  # noqa: F401  (part of this module's API)
+    ENV_VAR, INSTALL_HINT, OTHER_PLATFORM_HINT, find_compiler, parse_version, platform_supported, version_major)
 from edgekit.errors import CompilerError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import require_output_folder
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo
 
-ENV_VAR = "EDGETPU_COMPILER"
 DEFAULT_TIMEOUT_S = 180
-INSTALL_HINT = (
-    "on Debian/Ubuntu x86-64: "
-    "curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg "
-    "| sudo gpg --dearmor -o /etc/apt/keyrings/coral.gpg && "
-    "echo 'deb [signed-by=/etc/apt/keyrings/coral.gpg] "
-    "https://packages.cloud.google.com/apt coral-edgetpu-stable main' "
-    "| sudo tee /etc/apt/sources.list.d/coral-edgetpu.list && sudo apt-get update && "
-    "sudo apt-get install edgetpu-compiler; or set EDGETPU_COMPILER=/path/to/edgetpu_compiler"
-)
-OTHER_PLATFORM_HINT = (
-    "edgetpu_compiler is built only for x86-64 Linux: run `edgekit compile` in an x86-64 Debian/Ubuntu "
-    "machine, container or VM, or in Coral's Colab notebook "
-    "(https://colab.research.google.com/github/google-coral/tutorials/blob/master/compile_for_edgetpu.ipynb)"
-)
-
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(B|KiB|MiB|GiB)\s*$")
-_VERSION = re.compile(r"Edge TPU Compiler version (\S+)")
 _ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\S.*?)\s*$")
 _HEADER = re.compile(r"^Operator\s+Count\s+Status\s*$")
 
@@ -150,19 +135,6 @@ def parse_size(text: str) -> int:
     if not m:
         raise ValueError(f"not a compiler size: {text!r}")
     return int(round(float(m.group(1)) * _UNITS[m.group(2)]))
-
-
-def parse_version(text: str) -> str | None:
-    """``"16.0.384591198"`` from ``edgetpu_compiler --version`` (or any of its outputs)."""
-    m = _VERSION.search(text)
-    return m.group(1) if m else None
-
-
-def version_major(version: str | None) -> int | None:
-    try:
-        return int(version.split(".")[0]) if version else None
-    except ValueError:
-        return None
 
 
 def _parse_table(lines: list[str], start: int) -> tuple[list[OpLogRow], int]:
@@ -389,23 +361,6 @@ def _stop(p: subprocess.Popen) -> None:
 
 
 # --------------------------------------------------------------------------------- find and run
-def platform_supported() -> bool:
-    """edgetpu_compiler is built for x86-64 Linux only."""
-    return platform.system() == "Linux" and platform.machine().lower() in ("x86_64", "amd64")
-
-
-def find_compiler() -> str | None:
-    """Path of the compiler: ``$EDGETPU_COMPILER`` (a path or a command name), else ``edgetpu_compiler`` on PATH."""
-    env = os.environ.get(ENV_VAR)
-    if env:
-        found = shutil.which(env)
-        if not found:
-            raise MissingDependencyError(f"{ENV_VAR}={env} is not an executable file",
-                                         f"point {ENV_VAR} at edgetpu_compiler, or unset it to search PATH")
-        return found
-    return shutil.which("edgetpu_compiler")
-
-
 def missing_compiler_error() -> MissingDependencyError:
     """The error for "no compiler here", saying exactly why."""
     system, machine = platform.system(), platform.machine()

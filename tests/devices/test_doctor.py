@@ -118,6 +118,8 @@ def test_compiler_from_the_environment_variable_and_its_failures(tmp_path):
     old = stand_in_compiler(tmp_path / "elsewhere", "print('Edge TPU Compiler version 15.0.340273435')")
     check = Doc.check_compiler(probe(tmp_path, env={"EDGETPU_COMPILER": str(old), "PATH": ""}))
     assert check.status == Doc.OK and "15.0.340273435" in check.detail and "runtime 13" in check.detail
+    check = Doc.check_compiler(probe(tmp_path, env={"EDGETPU_COMPILER": str(tmp_path / "nope"), "PATH": ""}))
+    assert check.status == Doc.FAIL and "is not an executable file" in check.detail and "unset it" in check.fix
 
 
 @pytest.mark.parametrize("forced", ["tensorflow", "tflite_runtime", "ai_edge_litert"])

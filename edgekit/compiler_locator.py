@@ -1,0 +1,76 @@
+"""Where ``edgetpu_compiler`` is and which version it is, for ``compile`` and ``doctor`` alike.
+
+Light on purpose (no TensorFlow, nothing from ``edgekit.converters``), so that ``doctor`` can use it
+on a Coral board. Running the compiler and reading its output live in
+``edgekit.converters.edgetpu_compiler``.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import re
+import shutil
+from typing import Mapping
+
+from edgekit.errors import MissingDependencyError
+
+ENV_VAR = "EDGETPU_COMPILER"
+INSTALL_HINT = (
+    "on Debian/Ubuntu x86-64: "
+    "curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg "
+    "| sudo gpg --dearmor -o /etc/apt/keyrings/coral.gpg && "
+    "echo 'deb [signed-by=/etc/apt/keyrings/coral.gpg] "
+    "https://packages.cloud.google.com/apt coral-edgetpu-stable main' "
+    "| sudo tee /etc/apt/sources.list.d/coral-edgetpu.list && sudo apt-get update && "
+    "sudo apt-get install edgetpu-compiler; or set EDGETPU_COMPILER=/path/to/edgetpu_compiler"
+)
+OTHER_PLATFORM_HINT = (
+    "edgetpu_compiler is built only for x86-64 Linux: run `edgekit compile` in an x86-64 Debian/Ubuntu "
+    "machine, container or VM, or in Coral's Colab notebook "
+    "(https://colab.research.google.com/github/google-coral/tutorials/blob/master/compile_for_edgetpu.ipynb)"
+)
+# Compiler major version → the Edge TPU runtime its models need by default (coral.ai
+# "compiler-and-runtime-versions"; ../shared/reference/edgetpu.md §2.3).
+COMPILER_MIN_RUNTIME = {16: 14, 15: 13, 14: 13, 2: 13, 1: 10}
+
+_VERSION = re.compile(r"Edge TPU Compiler version (\S+)")
+
+
+def platform_supported() -> bool:
+    """edgetpu_compiler is built for x86-64 Linux only."""
+    return platform.system() == "Linux" and platform.machine().lower() in ("x86_64", "amd64")
+
+
+def find_compiler(env: Mapping[str, str] | None = None) -> str | None:
+    """Path of the compiler: ``$EDGETPU_COMPILER`` (a path or a command name), else ``edgetpu_compiler`` on PATH.
+
+    Raises MissingDependencyError when ``EDGETPU_COMPILER`` is set but names no executable.
+    """
+    env = os.environ if env is None else env
+    named = env.get(ENV_VAR)
+    if named:
+        found = shutil.which(named, path=env.get("PATH"))
+        if not found:
+            raise MissingDependencyError(f"{ENV_VAR}={named} is not an executable file",
+                                         f"point {ENV_VAR} at edgetpu_compiler, or unset it to search PATH")
+        return found
+    return shutil.which("edgetpu_compiler", path=env.get("PATH"))
+
+
+def parse_version(text: str) -> str | None:
+    """``"16.0.384591198"`` from ``edgetpu_compiler --version`` (or any of its outputs)."""
+    m = _VERSION.search(text)
+    return m.group(1) if m else None
+
+
+def version_major(version: str | None) -> int | None:
+    try:
+        return int(version.split(".")[0]) if version else None
+    except ValueError:
+        return None
+
+
+def default_min_runtime(version: str | None) -> int | None:
+    """The Edge TPU runtime a compiler of this version targets unless told ``-m``."""
+    return COMPILER_MIN_RUNTIME.get(version_major(version) or -1)
