@@ -135,12 +135,12 @@ def check_interpreter(p: Probe) -> Check:
     available = [name for name in ("ai_edge_litert", "tflite_runtime", "tensorflow") if module_available(name)]
     if google_pycoral_available() and "tflite_runtime" in available:
         available.insert(0, "pycoral")
+    if forced and forced not in available:
+        return Check("interpreter", FAIL, f"{BACKEND_ENV}={forced}, but it is not installed "
+                     f"(installed: {', '.join(available) or 'none'})", f"install it or unset {BACKEND_ENV}")
     if not available:
         return Check("interpreter", FAIL, "no TFLite interpreter package is installed",
                      "pip install ai-edge-litert (on a Coral board: apt-get install python3-pycoral)")
-    if forced and forced not in available:
-        return Check("interpreter", FAIL, f"{BACKEND_ENV}={forced}, but it is not installed "
-                     f"(installed: {', '.join(available)})", f"install it or unset {BACKEND_ENV}")
     chosen = forced or available[0]
     detail = f"edgekit will use {chosen}" + (f" ({BACKEND_ENV}={forced})" if forced else "")
     if chosen == "tensorflow":
