@@ -3,7 +3,8 @@
 TensorFlow and Keras write to stdout ("Saved artifact at ...") and stderr (absl and C++ logs, some
 of which ignore TF_CPP_MIN_LOG_LEVEL in 2.21), so :func:`silenced` redirects file descriptors 1
 and 2 (and ``sys.stdout``/``sys.stderr``) into a temporary log while it runs. It yields the real
-stderr so progress bars still reach the user. With ``verbose=True`` nothing is hidden.
+stderr so progress bars still reach the user. With ``verbose=True`` nothing is hidden, but what
+TensorFlow writes to stdout goes to stderr, so that stdout holds only the command's output.
 """
 
 from __future__ import annotations
@@ -38,8 +39,9 @@ class CapturedLog:
 def silenced(verbose: bool = False) -> Iterator[tuple[IO[str], CapturedLog]]:
     """Run a block with stdout/stderr (fds and Python streams) captured; yield (real stderr, log)."""
     log = CapturedLog()
-    if verbose:
-        yield sys.stderr, log
+    if verbose:  # show everything, but on stderr: stdout carries the command's own output (--json)
+        with _stdout_to_stderr():
+            yield sys.stderr, log
         return
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
@@ -79,6 +81,28 @@ def silenced(verbose: bool = False) -> Iterator[tuple[IO[str], CapturedLog]]:
         tmp.seek(0)
         log.text = tmp.read().decode("utf-8", "replace")
         tmp.close()
+
+
+@contextlib.contextmanager
+def _stdout_to_stderr() -> Iterator[None]:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    try:
+        saved = os.dup(1)
+    except OSError:
+        saved = None
+    if saved is not None:
+        os.dup2(2, 1)
+    try:
+        with contextlib.redirect_stdout(sys.stderr):
+            yield
+    finally:
+        with contextlib.suppress(Exception):
+            sys.stderr.flush()
+        if saved is not None:
+            os.dup2(saved, 1)
+            os.close(saved)
 
 
 def import_tensorflow(verbose: bool = False) -> Any:

@@ -133,6 +133,21 @@ def test_cli_json_is_clean_and_tensorflow_noise_stays_off_the_terminal(digits_ke
     assert "fewer than 100" in proc.stderr
 
 
+def test_verbose_shows_tensorflow_output_on_stderr_so_json_stays_clean(capfd):
+    """What TensorFlow prints (Python or C++) reaches the user with --verbose, but never stdout."""
+    import os
+
+    from edgekit.converters.tf_quiet import silenced
+
+    for verbose in (True, False):
+        with silenced(verbose):
+            print("python-level noise")
+            os.write(1, b"native noise\n")
+        out, err = capfd.readouterr()
+        assert out == ""
+        assert ("python-level noise" in err and "native noise" in err) == verbose
+
+
 def test_int8_io_option(digits_keras, digits_folders, tmp_path):
     out = tmp_path / "io8.tflite"
     result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
