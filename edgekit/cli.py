@@ -7,6 +7,7 @@ import TensorFlow (each command imports what it needs when it runs).
 from __future__ import annotations
 
 import json
+import math
 import os
 import sys
 from typing import Any, Callable
@@ -65,10 +66,21 @@ def command(fn: Callable) -> Callable:
     return cli.command()(debug_option(fn))
 
 
+def _json_safe(x: Any) -> Any:
+    """NaN and infinities become null: JSON has no such numbers, and strict parsers refuse them."""
+    if isinstance(x, float):
+        return x if math.isfinite(x) else None
+    if isinstance(x, dict):
+        return {k: _json_safe(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_json_safe(v) for v in x]
+    return x
+
+
 def emit(as_json: bool, data: Any, render: Callable[[Any], str]) -> None:
     """Print ``data`` as JSON, or as the text ``render`` makes of it."""
     if as_json:
-        click.echo(json.dumps(data, indent=2, default=str))
+        click.echo(json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False))
     else:
         click.echo(render(data))
 

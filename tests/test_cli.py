@@ -7,6 +7,8 @@ import subprocess
 import sys
 import time
 
+import pytest
+
 from click.testing import CliRunner
 
 from edgekit import __version__
@@ -90,3 +92,11 @@ def test_exit_codes_are_documented_in_the_readme():
     readme = (REPO / "README.md").read_text()
     for code in EXIT_CODES:
         assert f"| {code} |" in readme, f"exit code {code} missing from the README table"
+
+
+def test_json_output_is_strict_json_even_for_non_finite_numbers(capsys):
+    from edgekit.cli import emit
+
+    emit(True, {"score": float("nan"), "top": [{"score": float("-inf")}, {"score": 0.5}]}, str)
+    assert json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in JSON")) == {
+        "score": None, "top": [{"score": None}, {"score": 0.5}]}
