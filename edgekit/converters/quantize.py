@@ -313,6 +313,8 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     output = Path(opts.output) if opts.output else default_output(opts.model)
     if not Path(opts.model).exists():
         raise InputError(f"no such file or folder: {opts.model}", "check the path")
+    if Path(opts.model).suffix.lower() == ".tflite":  # said before "no calibration data", which would mislead
+        raise InputError(f"{opts.model} is already a TFLite model", "use `edgekit inspect` or `edgekit check` on it")
     refuse_overwriting_input(output, opts.model)
     if output.suffix.lower() != ".tflite":
         raise UsageError(f"output {output} does not end in .tflite", "choose an output path like -o model_int8.tflite")

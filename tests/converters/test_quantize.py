@@ -175,6 +175,15 @@ def test_missing_model_is_named_before_anything_else(tmp_path):
     assert result.stderr.strip() == f"error: no such file or folder: {tmp_path / 'absent.h5'} (check the path)"
 
 
+def test_a_tflite_given_as_the_model_is_named_not_asked_for_calibration(tmp_path):
+    tflite = tmp_path / "model_int8.tflite"
+    tflite.write_bytes(b"\x1c\x00\x00\x00TFL3")
+    result = CliRunner().invoke(cli, ["quantize", str(tflite)])  # no --calib, no record beside it
+    assert result.exit_code == 3, result.output
+    assert result.stderr.startswith(f"error: {tflite} is already a TFLite model")
+    assert "calibration" not in result.stderr
+
+
 def test_cheap_mistakes_are_refused_before_the_model_is_loaded(digits_keras, digits_folders, tmp_path,
                                                                monkeypatch):
     """A typo in --calib or -o fails at once, not after TensorFlow has loaded and converted the model."""
