@@ -277,7 +277,8 @@ def agreement(float_scores: np.ndarray, int8_scores: np.ndarray) -> dict[str, fl
 # ------------------------------------------------------------------------------------------ main
 def default_output(model: str | Path) -> Path:
     p = Path(model)
-    return (p.parent if not p.is_dir() else p.resolve().parent) / f"{keras_io.default_output_stem(p)}_int8.tflite"
+    base = p.resolve() if p.name in ("", "..") else p  # "." and ".." name no folder of their own
+    return base.parent / f"{keras_io.default_output_stem(p)}_int8.tflite"
 
 
 def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] | None:

@@ -312,3 +312,15 @@ def test_without_calib_the_data_recorded_beside_the_model_is_used(digits_keras, 
     assert doc["preprocess"]["origin"] == "the record beside the model" and doc["labels"] == 10
     assert doc["verification"] is None
     assert doc["calibration"]["holdout_samples"] == 0 and doc["calibration"]["notes"] == []  # nothing to verify
+
+
+@pytest.mark.parametrize("typed, expected", [("saved", "saved_int8.tflite"), ("saved/", "saved_int8.tflite"),
+                                             ("sub/model.h5", "sub/model_int8.tflite")])
+def test_default_output_is_beside_the_input_as_typed(tmp_path, monkeypatch, typed, expected):
+    from edgekit.converters.quantize import default_output
+
+    (tmp_path / "saved").mkdir()
+    monkeypatch.chdir(tmp_path)
+    assert str(default_output(typed)) == expected
+    monkeypatch.chdir(tmp_path / "saved")
+    assert default_output(".") == tmp_path / "saved_int8.tflite"
