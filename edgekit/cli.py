@@ -25,6 +25,11 @@ def _debug_requested(ctx: click.Context) -> bool:
 class _Group(click.Group):
     """Turns every EdgekitError into one line on stderr and its exit code; anything else is a bug."""
 
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """In the order a Coral user works (quantize, check, compile, classify), then the tools."""
+        order = ["quantize", "check", "compile", "classify", "inspect", "devices", "doctor"]
+        return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
+
     def invoke(self, ctx: click.Context) -> Any:
         try:
             return super().invoke(ctx)

@@ -28,7 +28,8 @@ def test_version_and_help_import_no_tensorflow():
             "assert not [m for m in sys.modules if m.startswith('edgekit.converters.')], 'converters imported'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
-    assert "quantize" in proc.stdout or "inspect" in proc.stdout
+    listed = [line.split()[0] for line in proc.stdout.split("Commands:")[1].strip().splitlines()]
+    assert listed == ["quantize", "check", "compile", "classify", "inspect", "devices", "doctor"]
     assert run("--version").stdout.strip() == f"edgekit, version {__version__}"
 
 
