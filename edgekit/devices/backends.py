@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
-from edgekit.errors import DeviceError, InputError, MissingDependencyError, UsageError
+from edgekit.errors import DeviceError, InputError, MissingDependencyError, UsageError, first_line
 
 BACKENDS = ("pycoral", "ai_edge_litert", "tflite_runtime", "tensorflow")
 BACKEND_ENV = "EDGEKIT_BACKEND"
@@ -128,8 +128,7 @@ class Backend:
         if "edgetpu-custom-op" in text:
             return DeviceError(f"{model_path}: the model is compiled for the Edge TPU and cannot run on the CPU",
                                "pass the CPU model it was compiled from instead")
-        first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
-        return InputError(f"{model_path}: the {self.name} interpreter cannot load the model ({first})")
+        return InputError(f"{model_path}: the {self.name} interpreter cannot load the model ({first_line(exc)})")
 
 
 _NATIVE_NOISE = ("INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",)
@@ -299,7 +298,7 @@ def explain_delegate_error(exc: BaseException, library: str, device: DeviceSpec 
     """Turn what ``load_delegate`` raised into a DeviceError that says the likely cause and the fix."""
     system = system or current_system()
     text = str(exc).strip()
-    first = text.splitlines()[0] if text else type(exc).__name__
+    first = first_line(exc)
     where = f" ({device.delegate_option})" if device and device.delegate_option else ""
     lowered = text.lower()
     missing = any(s in lowered for s in _NOT_INSTALLED) and "failed to load delegate" not in lowered

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from edgekit.errors import DeviceError, EdgekitError, InputError
+from edgekit.errors import DeviceError, EdgekitError, InputError, first_line
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
 
@@ -276,7 +276,7 @@ class Classifier:
         try:
             interp.invoke()
         except (RuntimeError, ValueError) as exc:
-            raise DeviceError(f"inference failed on {self.opened.device}: {str(exc).strip().splitlines()[0]}",
+            raise DeviceError(f"inference failed on {self.opened.device}: {first_line(exc)}",
                               "the model or the runtime is broken; `edgekit doctor` may tell which") from None
         ms = (time.perf_counter() - start) * 1000.0
         if self.first_inference_ms is None:
