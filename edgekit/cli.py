@@ -165,6 +165,16 @@ def _size(value: str | None) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])
 
 
+def _render_search(search: dict[str, Any]) -> str:
+    """The accuracy of each preprocessing convention quantize tried, best first."""
+    lines = [f"Preprocessing tried on {search['samples']} labelled calibration samples ({search['classes']} classes, "
+             f"chance {search['chance']:.1%}):"]
+    for row in search["table"]:
+        mark = "  <- chosen" if row["convention"] == search["chosen"] else ""
+        lines.append(f"  {row['convention']:<6} {row['accuracy']:6.1%}   {row['flags']}{mark}")
+    return "\n".join(lines)
+
+
 def _render_quantize(d: dict[str, Any]) -> str:
     src, io = d["source"], d["io"]
     def q(t: dict[str, Any]) -> str:
@@ -181,12 +191,18 @@ def _render_quantize(d: dict[str, Any]) -> str:
         "Edge TPU checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16, "
         "per-tensor Dense weights: passed" + ("" if d["remedy"] == d["remedies_tried"][0] else f" (with {d['remedy']})"),
     ]
+    search = d["preprocess"].get("search")
+    if search:
+        lines[1:1] = [_render_search(search)]
     v = d["verification"]
     if v:
         lines.append(f"Verification: top-1 agreement {v['top1_agreement']:.1%} on {v['samples']} "
                      f"{'held-back' if v['held_back'] else 'calibration'} samples, mean |score diff| "
                      f"{v['mean_abs_diff']:.4f} (minimum {v['min_agreement']:g})"
                      + ("" if v["passed"] else ": FAILED"))
+        if v.get("float_top1") is not None:
+            lines.append(f"Accuracy on the labels: float {v['float_top1']:.1%}, int8 {v['int8_top1']:.1%} "
+                         f"({v['accuracy_drop']:+.1f} points lost; at most {v['max_accuracy_drop']:g} allowed)")
     else:
         lines.append("Verification: skipped (--no-verify)")
     lines.append(f"Record: {d['record']} and metadata 'edgekit' inside the model"
@@ -221,6 +237,9 @@ def _render_quantize(d: dict[str, Any]) -> str:
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Output .tflite (default <stem>_int8.tflite beside the input).")
 @click.option("--min-agreement", default=0.9, show_default=True, type=click.FloatRange(0.0, 1.0),
               help="Fail (exit 6, output kept) when int8 top-1 agrees with float on fewer held-back samples.")
+@click.option("--max-accuracy-drop", default=1.0, show_default=True, type=click.FloatRange(0.0, 100.0),
+              help="With labelled calibration data: fail (exit 6, output kept) when int8 top-1 accuracy is more "
+              "than this many points below float's.")
 @click.option("--no-verify", is_flag=True, help="Skip comparing the int8 model with the float model.")
 @click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output.")
 @json_option
@@ -228,26 +247,34 @@ def _render_quantize(d: dict[str, Any]) -> str:
 def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_key: str, arch: str | None,
              custom_objects: str | None, trust_model: bool, scaling: str | None, mean: str | None, std: str | None,
              resize: str | None, channels: str | None, input_size: str | None, io_type: str, labels: str | None,
-             output: str | None, min_agreement: float, no_verify: bool, verbose: bool, as_json: bool,
-             quiet: bool) -> None:
+             output: str | None, min_agreement: float, max_accuracy_drop: float, no_verify: bool, verbose: bool,
+             as_json: bool, quiet: bool) -> None:
     """Quantize a Keras model (.keras, .h5, weights + --arch, SavedModel) to a verified full-int8 .tflite.
 
-    Exit codes: 0 ok, 2 usage, 3 bad input, 4 TensorFlow missing, 5 conversion failed,
-    6 verification failed (output kept).
+    Exit codes: 0 ok, 2 usage (also: nothing says the preprocessing and the data has no labels),
+    3 bad input, 4 TensorFlow missing, 5 conversion failed, 6 verification failed (output kept) or
+    no preprocessing convention clearly wins on the labelled data (nothing written).
     """
+    from edgekit.converters.preprocess_search import PreprocessingRefused
     from edgekit.converters.quantize import AgreementError, QuantizeOptions, quantize as run_quantize
 
     opts = QuantizeOptions(model=model, output=output, calib=calib, samples=samples, seed=seed,
                            tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects,
                            trust_model=trust_model, scaling=scaling, mean=_floats(mean, "--mean"),
                            std=_floats(std, "--std"), resize=resize, channels=channels, input_size=_size(input_size),
-                           io=io_type, labels=labels, min_agreement=min_agreement, verify=not no_verify,
+                           io=io_type, labels=labels, min_agreement=min_agreement,
+                           max_accuracy_drop=max_accuracy_drop, verify=not no_verify,
                            verbose=verbose, show_progress=not quiet,
                            on_warning=lambda w: click.echo(f"warning: {w}", err=True))
     try:
         result = run_quantize(opts)
     except AgreementError as exc:  # the output is kept: describe it, then fail with exit 6
         emit(as_json, exc.result.summary, _render_quantize)
+        raise
+    except PreprocessingRefused as exc:  # nothing written: show the measurements the refusal rests on
+        emit(as_json, {"output": None, "error": str(exc), "preprocess": {"origin": None,
+                                                                        "search": exc.result.to_dict()}},
+             lambda d: _render_search(d["preprocess"]["search"]))
         raise
     emit(as_json, result.summary, _render_quantize)
 

@@ -13,7 +13,7 @@ Exit codes (documented in the README):
 3     bad input: file missing or unreadable, not a valid model or image
 4     a required tool or package is missing (TensorFlow, edgetpu_compiler, ...)
 5     conversion failed
-6     verification failed (int8 model disagrees with the float model)
+6     verification failed (int8 disagrees with float or loses accuracy; preprocessing not established)
 7     the model is not (fully) Edge TPU compatible (``check --strict``)
 8     the Edge TPU compiler failed or timed out
 9     device or runtime failure (delegate, interpreter, invoke)

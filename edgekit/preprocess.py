@@ -171,6 +171,16 @@ def to_float(image, spec: PreprocessSpec) -> np.ndarray:
     return (x - np.asarray(spec.mean, np.float32)) / np.asarray(spec.std, np.float32)
 
 
+def normalize_rgb(x: np.ndarray, spec: PreprocessSpec) -> np.ndarray:
+    """(..., H, W, C) pixels in RGB (or L) order, already resized → what :func:`to_float` gives for ``spec``.
+
+    Lets one decoded batch be normalized under several specs (quantize tries the conventions on it).
+    """
+    if spec.channels == "BGR":
+        x = x[..., ::-1]
+    return (x.astype(np.float32) - np.asarray(spec.mean, np.float32)) / np.asarray(spec.std, np.float32)
+
+
 def quantize(x: np.ndarray, dtype: str, scale: float | None, zero_point: int | None) -> np.ndarray:
     """Float tensor → the model's input dtype: ``round(x / scale + zero_point)``, clipped."""
     if dtype in ("float32", "float16"):

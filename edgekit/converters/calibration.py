@@ -2,7 +2,8 @@
 
 Sources: a folder of images (flat, or one subfolder per class), a ``.npy``/``.npz`` array, TFRecord
 files with an encoded-image feature (the Cloud TPU format), or ``random`` (noise, for plumbing
-tests only). Every image goes through :func:`edgekit.preprocess.to_float`, the same function
+tests only). Every image goes through :func:`edgekit.preprocess.pixels` and the spec's normalization,
+the same steps as :func:`edgekit.preprocess.to_float`, the function
 ``classify`` uses, because a calibration set preprocessed differently from inference is the most
 common cause of int8 accuracy loss. Samples are drawn seeded and balanced across classes; a second,
 disjoint draw is held back to verify the int8 model against the float one.
@@ -16,7 +17,7 @@ import os
 import re
 import sys
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, TypeVar
 
@@ -24,7 +25,7 @@ import numpy as np
 
 from edgekit.devices.classify import IMAGE_EXTENSIONS
 from edgekit.errors import InputError, UsageError, first_line
-from edgekit.preprocess import PreprocessSpec, open_image, to_float
+from edgekit.preprocess import PreprocessSpec, normalize_rgb, open_image, pixels
 
 IMAGE_SUFFIXES = IMAGE_EXTENSIONS  # the images classify reads are the images calibration reads
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record")
@@ -53,6 +54,29 @@ class CalibrationData:
     classes: list[str] | None = None
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    # The same samples as resized uint8 pixels in RGB (or L) order, so another spec can be applied
+    # (None for float arrays, which are model inputs already), and their class ids where the data
+    # says them: the position of the class folder in sorted order (Keras's image_dataset_from_directory
+    # order), a TFRecord's image/class/label, an .npz's y.
+    calib_pixels: np.ndarray | None = None
+    holdout_pixels: np.ndarray | None = None
+    calib_labels: np.ndarray | None = None
+    holdout_labels: np.ndarray | None = None
+
+    @property
+    def labelled(self) -> bool:
+        return self.calib_labels is not None
+
+    @property
+    def class_names(self) -> list[str] | None:
+        """Class names worth recording as labels: class folder names (TFRecord and .npz give only ids)."""
+        return self.classes if self.kind == "images" else None
+
+    def use(self, spec: PreprocessSpec) -> None:
+        """Renormalize ``calib`` and ``holdout`` under another spec of the same size (float arrays stay)."""
+        if self.calib_pixels is not None:
+            self.calib = normalize_rgb(self.calib_pixels, spec)
+            self.holdout = normalize_rgb(self.holdout_pixels, spec)
 
     def summary(self) -> dict[str, Any]:
         return {"source": self.source, "kind": self.kind, "samples": len(self.calib),
@@ -229,43 +253,51 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
         raise UsageError("--samples must be at least 1")
     check_exists(source)
     h, w, c = spec.height, spec.width, spec.num_channels
+    rgb = replace(spec, channels="L" if c == 1 else "RGB")  # decode once; use() applies any spec's order
     if source == "random":
         rng = np.random.default_rng(seed)
-        pixels = rng.integers(0, 256, (samples + holdout, h, w, 3 if c == 3 else 1), dtype=np.uint8)
-        items = [to_float(px if c == 3 else px[..., 0], spec) for px in pixels]
-        held = np.stack(items[samples:]) if holdout else np.zeros((0, h, w, c), np.float32)
-        return CalibrationData(np.stack(items[:samples]), held, "random", "random", warnings=[RANDOM_WARNING])
+        noise = rng.integers(0, 256, (samples + holdout, h, w, 3 if c == 3 else 1), dtype=np.uint8)
+        px = np.stack([pixels(n if c == 3 else n[..., 0], rgb) for n in noise])
+        data = CalibrationData(np.zeros(0), np.zeros(0), "random", "random", warnings=[RANDOM_WARNING],
+                               calib_pixels=px[:samples], holdout_pixels=px[samples:])
+        data.use(spec)
+        return data
 
     path = Path(source)
     decode: Callable[[Any], np.ndarray]
     notes: list[str] = []
+    is_float = False  # float arrays are model inputs already: no pixels to renormalize
     if _is_tfrecord(source):
         groups, classes, notes = _read_tfrecords(source, tfrecord_key)
         kind = "tfrecord"
+        class_ids = [int(c) for c in classes] if classes else None
 
         def decode(b: bytes) -> np.ndarray:
             try:
-                return to_float(open_image(io.BytesIO(b)), spec)
+                return pixels(open_image(io.BytesIO(b)), rgb)
             except InputError as exc:
                 raise InputError(f"--calib {source}: a record's {tfrecord_key!r} is not a readable image "
                                  f"({exc.message.split(': ', 1)[-1]})") from None
     elif path.is_dir():
         groups, classes = list_images(path)
         kind = "images"
+        class_ids = list(range(len(classes))) if classes else None
 
         def decode(f: Path) -> np.ndarray:
             try:
-                return to_float(open_image(f), spec)
+                return pixels(open_image(f), rgb)
             except InputError as exc:
                 raise InputError(f"--calib {source}: {exc.message}", exc.hint or "remove or replace that file") from None
     elif path.suffix.lower() in (".npy", ".npz") and path.is_file():
         x, y = _read_array(path)
         kind = path.suffix.lower()[1:]
+        is_float = x.dtype.kind == "f"
+        class_ids = None
         if x.ndim not in (3, 4) or len(x) == 0:
             raise InputError(f"--calib {source}: expected an (N, H, W, C) image array, got shape {x.shape}")
         if x.dtype == np.uint8:
             def decode(i: int) -> np.ndarray:
-                return to_float(x[i] if x[i].ndim == 2 or x[i].shape[-1] != 1 else x[i][..., 0], spec)
+                return pixels(x[i] if x[i].ndim == 2 or x[i].shape[-1] != 1 else x[i][..., 0], rgb)
         elif x.dtype.kind == "f":
             if tuple(x.shape[1:]) != (h, w, c):
                 raise InputError(f"--calib {source}: float array of shape {tuple(x.shape[1:])} per sample, "
@@ -283,23 +315,34 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
             values = sorted(set(labels.tolist()))
             groups = [[i for i in range(len(x)) if labels[i] == v] for v in values]
             classes = [str(v) for v in values]
+            class_ids = [int(v) for v in values] if labels.dtype.kind in "iub" else None
         else:
             groups, classes = [list(range(len(x)))], None
+            class_ids = None
     elif path.suffix.lower() in IMAGE_SUFFIXES:
         raise InputError(f"--calib {source} is a single image; calibration needs a few hundred",
                          f"pass the folder that holds the images: --calib {path.parent}")
     else:
         raise InputError(f"--calib {source}: unsupported calibration source", f"example: {CALIB_EXAMPLE}")
 
-    chosen, held = split_balanced(groups, samples, holdout, seed)
+    tagged = [[(k, item) for item in g] for k, g in enumerate(groups)]  # each item with its group
+    chosen, held = split_balanced(tagged, samples, holdout, seed)
     if not chosen:  # e.g. TFRecord files with no records
         raise InputError(f"--calib {source}: no samples in it", f"example: {CALIB_EXAMPLE}")
-    tensors = [decode(item) for item in progress(chosen + held, len(chosen) + len(held),
-                                                 "Reading calibration data", stream, show_progress)]
-    empty = np.zeros((0, h, w, c), np.float32)
-    data = CalibrationData(np.stack(tensors[:len(chosen)]).astype(np.float32),
-                           np.stack(tensors[len(chosen):]).astype(np.float32) if held else empty,
-                           kind, source, classes, notes=notes)
+    tensors = [decode(item) for _, item in progress(chosen + held, len(chosen) + len(held),
+                                                    "Reading calibration data", stream, show_progress)]
+    empty = np.zeros((0, h, w, c), np.float32 if is_float else np.uint8)
+    first = np.stack(tensors[:len(chosen)])
+    rest = np.stack(tensors[len(chosen):]) if held else empty
+    if is_float:
+        data = CalibrationData(first.astype(np.float32), rest.astype(np.float32), kind, source, classes, notes=notes)
+    else:
+        data = CalibrationData(np.zeros(0), np.zeros(0), kind, source, classes, notes=notes,
+                               calib_pixels=first, holdout_pixels=rest)
+        data.use(spec)
+    if class_ids is not None:
+        data.calib_labels = np.asarray([class_ids[k] for k, _ in chosen], np.int64)
+        data.holdout_labels = np.asarray([class_ids[k] for k, _ in held], np.int64)
     if len(chosen) < MIN_RECOMMENDED:
         data.warnings.append(f"only {len(chosen)} calibration samples (fewer than {MIN_RECOMMENDED}): "
                              "int8 ranges may be poorly estimated; give more data or a larger --samples")

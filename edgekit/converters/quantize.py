@@ -5,9 +5,12 @@ read calibration data through that spec (:mod:`calibration`), convert with TFLIT
 uint8 (or int8) I/O, a static batch-1 input and per-tensor Dense weights, then check the result
 the way edgetpu_compiler 16 will (integer everywhere, static shapes, op versions within its table,
 see :mod:`op_versions`), trying the remedies that work in TensorFlow 2.21 before giving up.
-Finally the int8 model is verified against the float one on held-back samples, and the spec,
-labels, versions and agreement are recorded inside the model (metadata ``edgekit``) and beside it
-(``<stem>.edgekit.json``), so ``classify`` needs no flags.
+When nothing settles the preprocessing (or a Rescaling layer suggests it) and the calibration data
+is labelled, it is found by measuring the float model's accuracy under each convention
+(:mod:`preprocess_search`). Finally the int8 model is verified against the float one on held-back
+samples (agreement, and top-1 accuracy of both when labelled), and the spec, labels (``--labels``,
+else the class folder names), versions and numbers are recorded inside the model (metadata
+``edgekit``) and beside it (``<stem>.edgekit.json``), so ``classify`` needs no flags.
 """
 
 from __future__ import annotations
@@ -19,8 +22,9 @@ from typing import IO, Any
 
 import numpy as np
 
-from edgekit import __version__, model_record, tflite_model
-from edgekit.converters import calibration, keras_io
+from edgekit import __version__, metrics, model_record, tflite_model
+from edgekit.converters import calibration, keras_io, preprocess_search
+from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, UsageError, VerificationError
 from edgekit.fileio import refuse_overwriting_input, require_output_folder, write_bytes_atomic
@@ -28,6 +32,7 @@ from edgekit.preprocess import PreprocessSpec, dequantize
 from edgekit.preprocess import quantize as quantize_tensor
 
 DEFAULT_MIN_AGREEMENT = 0.9
+DEFAULT_MAX_ACCURACY_DROP = 1.0   # percentage points of top-1 the int8 model may lose against float
 CREATED_BY = "edgekit quantize"   # marks the records this command writes: records of a .tflite, not of a Keras model
 IO_TYPES = ("uint8", "int8")
 # Converter settings tried in order when the output fails a check. The old (TOCO) converter would
@@ -62,6 +67,7 @@ class QuantizeOptions:
     io: str = "uint8"
     labels: str | None = None
     min_agreement: float = DEFAULT_MIN_AGREEMENT
+    max_accuracy_drop: float = DEFAULT_MAX_ACCURACY_DROP
     verify: bool = True
     verbose: bool = False
     show_progress: bool = True
@@ -95,7 +101,11 @@ class AgreementError(VerificationError):
 # ------------------------------------------------------------------------------------------ spec
 def resolve_spec(loaded: keras_io.LoadedModel, opts: QuantizeOptions,
                  recorded: PreprocessSpec | None) -> tuple[PreprocessSpec, str, list[str]]:
-    """The preprocessing spec, where it came from (flags/record/model/assumed) and any warnings."""
+    """The preprocessing spec, where it came from (flags/record/model, else ``UNDECIDED``) and any warnings.
+
+    An undecided spec (0..1 as a placeholder) is settled on the calibration data by
+    :func:`preprocess_search.settle`, or refused.
+    """
     h, w, c = loaded.input_shape
     warnings: list[str] = []
     if opts.input_size:
@@ -110,21 +120,22 @@ def resolve_spec(loaded: keras_io.LoadedModel, opts: QuantizeOptions,
             raise UsageError("the model accepts any input size", "choose the size to compile for: --input-size 224x224")
     if recorded is not None:
         base_channels, base_resize = recorded.channels, recorded.resize
-        mean, std, origin = recorded.mean, recorded.std, "the record beside the model"
+        mean, std, origin = recorded.mean, recorded.std, ORIGIN_RECORD
     else:
         base_channels, base_resize = ("L" if c == 1 else "RGB"), "lanczos"
         if loaded.raw_pixel_input:
-            mean, std, origin = (0.0,), (1.0,), "the model: Rescaling/Normalization at its input"
+            mean, std, origin = (0.0,), (1.0,), ORIGIN_MODEL
         else:
-            mean, std, origin = (0.0,), (255.0,), "an assumption"
+            mean, std, origin = (0.0,), (255.0,), UNDECIDED
     if opts.scaling:
         named = PreprocessSpec.with_scaling(1, 1, opts.scaling)
-        mean, std, origin = named.mean, named.std, "the flags"
+        mean, std, origin = named.mean, named.std, ORIGIN_FLAGS
     if opts.mean is not None or opts.std is not None:
-        mean, std, origin = opts.mean or (0.0,), opts.std or (1.0,), "the flags"
-    elif origin == "an assumption":
-        warnings.append("the model has no Rescaling/Normalization layer at its input and no record says how it "
-                        "was trained: assuming pixels scaled to 0..1 (pass --scaling raw|0..1|-1..1 or --mean/--std)")
+        mean, std, origin = opts.mean or (0.0,), opts.std or (1.0,), ORIGIN_FLAGS
+    elif opts.channels and origin == UNDECIDED:  # --channels alone settles the order, not the scaling
+        origin = ORIGIN_FLAGS
+        warnings.append(f"--channels {opts.channels} without --scaling or --mean/--std: assuming pixels scaled "
+                        "to 0..1")
     channels = opts.channels or base_channels
     if (channels == "L") != (c == 1):
         raise UsageError(f"--channels {channels} does not fit the model's {c}-channel input",
@@ -266,12 +277,35 @@ def run_int8(model: bytes, x: np.ndarray) -> np.ndarray:
     return np.stack(scores) if scores else np.zeros((0, 0), np.float32)
 
 
-def agreement(float_scores: np.ndarray, int8_scores: np.ndarray) -> dict[str, float]:
-    """Top-1 agreement and mean/max absolute score difference between two (N, classes) arrays."""
-    diff = np.abs(float_scores - int8_scores)
-    return {"samples": len(float_scores),
-            "top1_agreement": float(np.mean(float_scores.argmax(1) == int8_scores.argmax(1))),
-            "mean_abs_diff": float(diff.mean()), "max_abs_diff": float(diff.max())}
+agreement = metrics.agreement
+
+
+def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray | None,
+           opts: QuantizeOptions, held_back: bool) -> dict[str, Any]:
+    """The verification block: agreement, and with labels float/int8 top-1 and the drop; ``passed``."""
+    v: dict[str, Any] = {**metrics.agreement(float_scores, int8_scores), "min_agreement": opts.min_agreement,
+                         "held_back": held_back, "labelled": labels is not None, "float_top1": None,
+                         "int8_top1": None, "accuracy_drop": None, "max_accuracy_drop": opts.max_accuracy_drop,
+                         "float_near_chance": None}
+    failures = []
+    if v["top1_agreement"] < opts.min_agreement:
+        failures.append(f"int8 model agrees with the float model on {v['top1_agreement']:.1%} (top-1), below "
+                        f"--min-agreement {opts.min_agreement:g}")
+    if labels is not None:
+        classes = float_scores.shape[1]
+        v["float_top1"] = metrics.top_k_accuracy(float_scores, labels)
+        v["int8_top1"] = metrics.top_k_accuracy(int8_scores, labels)
+        v["accuracy_drop"] = round(100 * (v["float_top1"] - v["int8_top1"]), 6)   # points
+        v["float_near_chance"] = metrics.near_chance(v["float_top1"], len(labels), classes)
+        if v["accuracy_drop"] > opts.max_accuracy_drop:
+            failures.append(f"int8 top-1 {v['int8_top1']:.1%} is {v['accuracy_drop']:.1f} points below float "
+                            f"{v['float_top1']:.1%}, more than --max-accuracy-drop {opts.max_accuracy_drop:g}")
+        if v["float_near_chance"]:
+            failures.append(f"the float model itself is near chance ({v['float_top1']:.1%} top-1, "
+                            f"{classes} classes)")
+    v["passed"] = not failures
+    v["failures"] = failures
+    return v
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -305,12 +339,38 @@ def _io_summary(t: tflite_model.TensorInfo) -> dict[str, Any]:
             "zero_point": q.zero_point if q else None}
 
 
+def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationData, spec: PreprocessSpec,
+                   origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None],
+                   stream: IO[str] | None) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool]:
+    """Settle the spec on the calibration data (see :mod:`preprocess_search`) and apply it to ``data``.
+
+    Returns (spec, origin, search result or None, whether the data's labels measure accuracy).
+    """
+    with silenced(opts.verbose):
+        classes = int(loaded.predict(data.calib[:1]).shape[1])
+    unusable = preprocess_search.labels_problem(data, classes)
+    if data.labelled and unusable:
+        warn([f"the calibration labels are neither recorded nor used to measure accuracy: {unusable}"])
+
+    def bar(names: list[str]) -> Any:
+        return calibration.progress(names, len(names), "Trying preprocessing", stream, opts.show_progress)
+
+    with silenced(opts.verbose):
+        spec, origin, search, warnings = preprocess_search.settle(origin, spec, data, loaded.predict, classes,
+                                                                  unusable, bar)
+    warn(warnings)
+    data.use(spec)
+    return spec, origin, search, unusable is None
+
+
 def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeResult:
     """Run the whole ``edgekit quantize`` flow (see the module docstring). Raises EdgekitError subclasses."""
     if opts.io not in IO_TYPES:
         raise UsageError(f"--io {opts.io!r} is not one of {', '.join(IO_TYPES)}")
     if not 0.0 <= opts.min_agreement <= 1.0:
         raise UsageError(f"--min-agreement {opts.min_agreement} is not between 0 and 1")
+    if not 0.0 <= opts.max_accuracy_drop <= 100.0:
+        raise UsageError(f"--max-accuracy-drop {opts.max_accuracy_drop} is not between 0 and 100 (points)")
     output = Path(opts.output) if opts.output else default_output(opts.model)
     if not Path(opts.model).exists():
         raise InputError(f"no such file or folder: {opts.model}", "check the path")
@@ -354,6 +414,9 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     data = calibration.load(calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
                             stream, opts.show_progress)
     warn(data.warnings)
+    spec, spec_origin, search, labelled = settle_on_data(loaded, data, spec, spec_origin, opts, warn, stream)
+    if labels is None and data.class_names and labelled:
+        labels = data.class_names   # class folder names, in Keras's order: what classify should print
 
     model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, stream,
                                                  opts.show_progress, opts.verbose)
@@ -364,14 +427,15 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
 
     verification = None
     if opts.verify:
-        sample = data.holdout if len(data.holdout) else data.calib[: calibration.DEFAULT_HOLDOUT]
+        held_back = bool(len(data.holdout))
+        sample = data.holdout if held_back else data.calib[: calibration.DEFAULT_HOLDOUT]
+        truth = None
+        if labelled:
+            truth = data.holdout_labels if held_back else data.calib_labels[: calibration.DEFAULT_HOLDOUT]
         with silenced(opts.verbose):
             float_scores = loaded.predict(sample)
             int8_scores = run_int8(model_bytes, sample)
-        verification = {**agreement(float_scores, int8_scores),
-                        "min_agreement": opts.min_agreement,
-                        "held_back": bool(len(data.holdout))}
-        verification["passed"] = verification["top1_agreement"] >= opts.min_agreement
+        verification = verify(float_scores, int8_scores, truth, opts, held_back)
 
     tf = import_tensorflow()
     import keras
@@ -382,6 +446,8 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__},
         "io": opts.io,
         "calibration": data.summary(),
+        "preprocess_origin": spec_origin,
+        "preprocess_search": search.to_dict() if search else None,
         "verification": verification,
     })
     final = _with_record(model_bytes, rec)
@@ -397,7 +463,8 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         "record": str(record_path),
         "source": {"path": str(src), "format": loaded.format, "size_bytes": src_size},
         "size_bytes": out_info.size_bytes,
-        "preprocess": {**spec.to_dict(), "origin": spec_origin, "description": spec.describe()},
+        "preprocess": {**spec.to_dict(), "origin": spec_origin, "description": spec.describe(),
+                       "search": search.to_dict() if search else None},
         "labels": len(labels) if labels else None,
         "calibration": {**data.summary(), "notes": data.notes},
         "io": {"input": _io_summary(out_info.inputs[0]), "output": _io_summary(out_info.outputs[0])},
@@ -414,12 +481,10 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     if verification and not verification["passed"]:
         kind = "held-back" if verification["held_back"] else "calibration"
         raise AgreementError(
-            f"int8 model agrees with the float model on {verification['top1_agreement']:.1%} of "
-            f"{verification['samples']} {kind} samples (top-1), below --min-agreement "
-            f"{opts.min_agreement:g}; mean |score difference| {verification['mean_abs_diff']:.4f}; "
-            f"output kept at {output}",
-            "check that --calib holds real training images preprocessed like training (see --scaling), "
-            "or lower --min-agreement", result)
+            f"on {verification['samples']} {kind} samples: " + "; ".join(verification["failures"])
+            + f"; mean |score difference| {verification['mean_abs_diff']:.4f}; output kept at {output}",
+            "check that --calib holds real training images of the model's classes, preprocessed like training "
+            "(see --scaling), or relax --min-agreement / --max-accuracy-drop", result)
     return result
 
 

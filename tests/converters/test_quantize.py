@@ -244,12 +244,12 @@ def test_rerunning_with_an_output_named_like_the_model_works(digits_keras, digit
     """`-o model.tflite` writes model.edgekit.json beside model.h5: the output's record, not a training record."""
     model = tmp_path / "m.h5"
     shutil.copy(digits_keras.path, model)
-    args = ["quantize", str(model), "--calib", str(digits_folders.train), "--samples", "20", "--no-verify",
+    args = ["quantize", str(model), "--calib", str(digits_folders.train), "--samples", "150", "--no-verify",
             "-o", str(tmp_path / "m.tflite"), "--json", "--quiet"]
     for _ in range(2):
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0, result.output
-        assert json.loads(result.stdout)["preprocess"]["origin"] == "an assumption"   # not "the record beside"
+        assert json.loads(result.stdout)["preprocess"]["origin"] == "the labelled calibration data"  # not the record
     assert (tmp_path / "m.edgekit.json").is_file()
 
 
@@ -268,7 +268,9 @@ def test_verification_failure_exits_6_with_the_numbers_and_keeps_the_output(digi
     args = ["quantize", str(path), "--calib", str(digits_folders.train), "--scaling", "0..1", "--samples", "100"]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 6, result.output
-    assert "held-back samples (top-1), below --min-agreement 0.9" in result.stderr
+    assert "on 100 held-back samples: int8 model agrees with the float model on" in result.stderr
+    assert "(top-1), below --min-agreement 0.9" in result.stderr
+    assert "the float model itself is near chance" in result.stderr        # an untrained model, labelled data
     assert "%" in result.stderr and "mean |score difference|" in result.stderr
     assert (tmp_path / "flat_int8.tflite").is_file() and (tmp_path / "flat_int8.edgekit.json").is_file()
     assert "(minimum 0.9): FAILED" in result.stdout      # the kept output is still described
@@ -278,7 +280,7 @@ def test_verification_failure_exits_6_with_the_numbers_and_keeps_the_output(digi
     doc = json.loads(result.stdout)
     assert doc["verification"]["passed"] is False and doc["verification"]["top1_agreement"] < 0.9
     assert doc["output"] == str(tmp_path / "flat_int8.tflite")
-    assert result.stderr.startswith("error: int8 model agrees with the float model on ")
+    assert result.stderr.startswith("error: on 100 held-back samples: int8 model agrees with the float model on ")
 
 
 @pytest.mark.parametrize("activation, named", [("gelu", "GELU needs TensorFlow Lite 2.9.0"),
@@ -294,7 +296,8 @@ def test_ops_the_compiler_would_reject_are_named_after_trying_the_remedies(tmp_p
     path = tmp_path / f"{activation}.keras"
     with silenced():
         model.save(path)
-    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", "random", "--samples", "20", "--no-verify"])
+    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", "random", "--samples", "20", "--no-verify",
+                                      "--scaling", "0..1"])
     assert result.exit_code == 5, result.output
     assert "would not pass edgetpu_compiler 16" in result.stderr and named in result.stderr
     assert "tried per-tensor Dense weights, per-tensor weights for every layer" in result.stderr

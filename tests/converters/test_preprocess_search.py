@@ -1,0 +1,276 @@
+"""quantize finds the preprocessing from labelled class folders, records the folder names as labels,
+and measures int8 against float accuracy (issue 11).
+
+Each fixture model is trained (seconds) on the digits with its preprocessing outside the model, in
+one of the keras.applications conventions, and quantized with class-folder calibration and no flags.
+The accuracy checks recompute the preprocessing here, from numpy, not from edgekit's record.
+"""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from edgekit import metrics, model_record, tflite_model
+from edgekit.cli import cli
+from edgekit.converters import preprocess_search
+from edgekit.converters.preprocess_search import ORIGIN_DATA, Trial, decide
+from edgekit.preprocess import PreprocessSpec, open_image, pixels, quantize as quantize_input, to_float
+
+MEAN = np.array([0.485, 0.456, 0.406], np.float32)
+STD = np.array([0.229, 0.224, 0.225], np.float32)
+# How each convention is written in training code (keras.applications.imagenet_utils.preprocess_input),
+# on RGB uint8 pixels: the ground truth the tests hold edgekit's choice against.
+TRUE_PREPROCESSING = {
+    "raw": lambda x: x.astype(np.float32),
+    "0..1": lambda x: x.astype(np.float32) / 255.0,
+    "-1..1": lambda x: x.astype(np.float32) / 127.5 - 1.0,
+    "torch": lambda x: (x.astype(np.float32) / 255.0 - MEAN) / STD,
+    "caffe": lambda x: x[..., ::-1].astype(np.float32) - np.array([103.939, 116.779, 123.68], np.float32),
+}
+RGB = PreprocessSpec(32, 32, "RGB")
+
+
+# ------------------------------------------------------------------------------------------ pure parts
+def _trial(name, correct):
+    return Trial(name, preprocess_search.convention_spec(name, RGB), np.asarray(correct, bool))
+
+
+def test_a_clear_winner_is_chosen_and_a_close_race_or_chance_is_refused():
+    n = 200
+    good = np.ones(n, bool)
+    good[:6] = False                                    # 97%
+    poor = np.arange(n) % 2 == 0                        # 50%
+    result = decide([_trial("raw", poor), _trial("0..1", good)], 10)
+    assert (result.verdict, result.best.name, result.tied) == ("chosen", "0..1", [])
+    almost = good.copy()
+    almost[6:9] = False                                 # 95.5%: 3 samples apart is no evidence
+    result = decide([_trial("raw", almost), _trial("0..1", good)], 10)
+    assert (result.verdict, result.tied) == ("too-close", ["raw"])
+    message, hint = preprocess_search.describe_refusal(result)
+    assert "not clearly better than raw" in message and "--scaling 0..1" in hint and "--scaling raw" in hint
+    chance = np.arange(n) % 8 == 0                      # 12.5% with 10 classes
+    result = decide([_trial("raw", chance), _trial("0..1", np.zeros(n, bool))], 10)
+    assert result.verdict == "near-chance"
+    assert "near chance" in preprocess_search.describe_refusal(result)[0]
+
+
+def test_near_chance_scales_with_classes_and_samples():
+    assert metrics.near_chance(0.19, 200, 10) and not metrics.near_chance(0.25, 200, 10)
+    assert not metrics.near_chance(0.05, 1000, 1000)   # 50x chance
+    assert metrics.near_chance(0.003, 200, 1000)
+
+
+def test_each_convention_is_one_spec_that_to_float_applies():
+    image = (np.random.default_rng(0).random((32, 32, 3)) * 255).astype(np.uint8)
+    for name, truth in TRUE_PREPROCESSING.items():
+        spec = preprocess_search.convention_spec(name, RGB)
+        assert np.allclose(to_float(image, spec), truth(image), atol=1e-4), name
+    assert preprocess_search.flags_for(preprocess_search.convention_spec("caffe", RGB)) == \
+        "--mean 103.939,116.779,123.68 --std 1 --channels BGR"
+
+
+def test_top_k_accuracy():
+    scores = np.array([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
+    assert metrics.top_k_accuracy(scores, np.array([1, 1, 0]), 1) == pytest.approx(1 / 3)
+    assert metrics.top_k_accuracy(scores, np.array([1, 1, 0]), 2) == 1.0    # a tie: the lower class id is in
+    assert metrics.top_k_accuracy(scores, np.array([1, 1, 1]), 2) == pytest.approx(2 / 3)
+    assert metrics.top_k_accuracy(scores, np.array([1, 2, 1]), 5) == 1.0
+
+
+# ------------------------------------------------------------------------------------------ real models
+
+
+def _rgb_pixels(folder):
+    from edgekit.training import digits
+
+    x, y, paths = digits.load_folder(folder, RGB)
+    return x.astype(np.uint8), y, paths
+
+
+@pytest.fixture(scope="session")
+def digits_pixels(digits_folders):
+    return _rgb_pixels(digits_folders.train), _rgb_pixels(digits_folders.test)
+
+
+def _train(x, y, epochs=4, seed=0, wrap=None):
+    from edgekit.converters.tf_quiet import import_tensorflow, silenced
+    from edgekit.training import digits
+
+    import_tensorflow()
+    with silenced():
+        model = digits.build_cnn(seed=seed)
+        if wrap:
+            model = wrap(model)
+        model.fit(x, y, batch_size=32, epochs=epochs, verbose=0, shuffle=True)
+    return model
+
+
+def _quantize(path, calib, **kw):
+    from edgekit.converters.quantize import QuantizeOptions, quantize
+
+    return quantize(QuantizeOptions(model=str(path), calib=str(calib), samples=200, show_progress=False, **kw))
+
+
+def _int8_accuracy(tflite_path, x_float, y):
+    """Top-1 of the int8 model on inputs preprocessed here, quantized with the model's own input scale."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_path=str(tflite_path), num_threads=2)
+    interp.allocate_tensors()
+    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
+    scale, zp = inp["quantization"]
+    right = 0
+    for sample, label in zip(x_float, y):
+        interp.set_tensor(inp["index"], quantize_input(sample[None], "uint8", scale, zp))
+        interp.invoke()
+        right += int(interp.get_tensor(out["index"]).argmax() == label)
+    return right / len(y)
+
+
+@pytest.fixture(scope="session")
+def conventions(digits_pixels, digits_folders, tmp_path_factory):
+    """name → (Keras model, QuantizeResult): trained under that convention, quantized with no flags (once)."""
+    built = {}
+
+    def get(name):
+        if name not in built:
+            (x, y, _), _ = digits_pixels
+            model = _train(TRUE_PREPROCESSING[name](x), y)
+            path = tmp_path_factory.mktemp("convention") / "model.keras"
+            model.save(path)
+            built[name] = model, _quantize(path, digits_folders.train)
+        return built[name]
+
+    return get
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("name", list(TRUE_PREPROCESSING))
+def test_quantize_finds_each_convention_and_int8_stays_within_a_point_of_float(name, conventions, digits_pixels):
+    model, result = conventions(name)
+    _, (xt, yt, _) = digits_pixels
+    pre = result.summary["preprocess"]
+    assert pre["origin"] == ORIGIN_DATA and pre["search"]["chosen"] == name, pre["search"]
+    x_true = TRUE_PREPROCESSING[name](xt)
+    float_acc = float(np.mean(model.predict(x_true, verbose=0).argmax(1) == yt))
+    int8_acc = _int8_accuracy(result.output, x_true, yt)
+    assert float_acc > 0.85, f"the {name} model did not learn ({float_acc:.1%})"
+    assert abs(float_acc - int8_acc) <= 0.01, (name, float_acc, int8_acc)
+    # the record reproduces the convention (classify applies it with no flags) and names the classes
+    rec = model_record.ModelRecord.from_json(tflite_model.load(result.output).metadata["edgekit"])
+    image = open_image(_rgb_paths(digits_pixels)[0])
+    assert np.allclose(to_float(image, rec.preprocess), TRUE_PREPROCESSING[name](pixels(image, RGB)), atol=1e-4)
+    assert rec.labels == [str(i) for i in range(10)]
+    v = result.summary["verification"]
+    assert v["labelled"] and v["passed"] and v["float_top1"] > 0.8 and v["accuracy_drop"] <= 1.0
+
+
+def _rgb_paths(digits_pixels):
+    return digits_pixels[1][2]
+
+
+@pytest.mark.tf
+def test_savedmodel_export_with_rescaling_inside_is_found_to_take_raw_pixels(digits_pixels, digits_folders,
+                                                                           tmp_path_factory):
+    import keras
+
+    (x, y, _), (xt, yt, _) = digits_pixels
+
+    def with_rescaling(cnn):
+        inp = keras.Input((32, 32, 3))
+        model = keras.Model(inp, cnn(keras.layers.Rescaling(1 / 255.0)(inp)))
+        model.compile(optimizer=keras.optimizers.Adam(2e-3), loss="sparse_categorical_crossentropy")
+        return model
+
+    model = _train(x.astype(np.float32), y, wrap=with_rescaling)
+    folder = tmp_path_factory.mktemp("exported") / "digits_export"
+    from edgekit.converters.tf_quiet import silenced
+
+    with silenced():
+        model.export(folder)
+    result = _quantize(folder, digits_folders.train)
+    assert result.summary["source"]["format"] == "savedmodel"
+    assert result.summary["preprocess"]["search"]["chosen"] == "raw"
+    float_acc = float(np.mean(model.predict(xt.astype(np.float32), verbose=0).argmax(1) == yt))
+    int8_acc = _int8_accuracy(result.output, xt.astype(np.float32), yt)
+    assert float_acc > 0.85 and abs(float_acc - int8_acc) <= 0.01, (float_acc, int8_acc)
+
+
+@pytest.mark.tf
+def test_a_model_trained_on_noise_labels_is_refused_with_the_table(digits_pixels, digits_folders, tmp_path):
+    (x, y, _), _ = digits_pixels
+    noise = np.random.default_rng(1).integers(0, 10, len(y))
+    model = _train(x.astype(np.float32) / 255.0, noise, epochs=2)
+    path = tmp_path / "noise.keras"
+    model.save(path)
+    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(digits_folders.train),
+                                      "--samples", "200", "--quiet"])
+    assert result.exit_code == 6, result.output
+    assert "near chance under every preprocessing convention" in result.stderr
+    for name in TRUE_PREPROCESSING:
+        assert f"  {name}" in result.stdout                  # the table, one line per convention
+    assert "--scaling -1..1" in result.stdout and "--channels BGR" in result.stdout
+    assert not (tmp_path / "noise_int8.tflite").exists()
+    as_json = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(digits_folders.train),
+                                       "--samples", "200", "--quiet", "--json"])
+    doc = json.loads(as_json.stdout)
+    assert as_json.exit_code == 6 and doc["output"] is None
+    assert doc["preprocess"]["search"]["verdict"] == "near-chance"
+    assert {r["convention"] for r in doc["preprocess"]["search"]["table"]} == set(TRUE_PREPROCESSING)
+
+
+@pytest.mark.tf
+def test_without_labels_nothing_is_assumed(conventions, digits_folders, tmp_path):
+    """A flat folder (no classes) and no record or flag: refused with the flags to pass (exit 2)."""
+    import shutil
+
+    model, _ = conventions("0..1")
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    for f in sorted(digits_folders.train.glob("*/*.png"))[:60]:
+        shutil.copy(f, flat / f"{f.parent.name}_{f.name}")
+    path = tmp_path / "m.keras"
+    model.save(path)
+    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(flat), "--quiet"])
+    assert result.exit_code == 2, result.output
+    assert "the calibration data has no labels" in result.stderr
+    assert "--scaling 0..1" in result.stderr and "--channels BGR" in result.stderr
+    # a class-folder set whose class count does not fit the outputs: a warning, and no labels recorded
+    three = tmp_path / "three"
+    for c in "012":
+        shutil.copytree(digits_folders.train / c, three / c)
+    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(three), "--scaling", "0..1",
+                                      "--no-verify", "--quiet", "--json"])
+    assert result.exit_code == 0, result.output
+    assert "3 class folders for 10 model outputs" in result.stderr
+    assert json.loads(result.stdout)["labels"] is None
+
+
+@pytest.mark.tf
+def test_int8_losing_accuracy_fails_with_both_numbers(conventions, digits_folders, tmp_path):
+    """Class scores squeezed below one uint8 step: float still right, int8 loses the decision (exit 6)."""
+    import keras
+
+    from edgekit.converters.tf_quiet import silenced
+
+    model, _ = conventions("-1..1")
+
+    squeezed = keras.models.clone_model(model)
+    squeezed.set_weights(model.get_weights())
+    last = squeezed.layers[-1]
+    kernel, bias = last.get_weights()
+    last.set_weights([kernel * 2e-3, bias * 2e-3])
+    path = tmp_path / "squeezed.keras"
+    with silenced():
+        squeezed.save(path)
+    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(digits_folders.train), "--scaling",
+                                      "-1..1", "--samples", "100", "--min-agreement", "0", "--json", "--quiet"])
+    assert result.exit_code == 6, result.output
+    v = json.loads(result.stdout)["verification"]
+    assert v["float_top1"] > 0.85 and v["accuracy_drop"] > 1.0 and not v["passed"]
+    assert "points below float" in result.stderr and "--max-accuracy-drop 1" in result.stderr
+    assert (tmp_path / "squeezed_int8.tflite").is_file()
