@@ -413,8 +413,9 @@ def _render_classify(d: dict[str, Any]) -> str:
 
 @command
 @click.argument("images", nargs=-1, required=True)
-@click.option("--model", "-m", required=True, type=click.Path(dir_okay=False),
-              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin).")
+@click.option("--model", "-m", required=True, type=click.Path(),
+              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
+              "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified).")
 @click.option("--labels", "-l", type=click.Path(dir_okay=False),
               help="Labels: '0 cat', '0: cat' or one per line (default: the labels recorded with the model).")
 @click.option("--top-k", "-k", default=5, show_default=True, type=click.IntRange(min=1), help="Classes per image.")

@@ -172,26 +172,86 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
         raise InputError(f"{path}: {exc.message}", exc.hint or "pass a .tflite model with -m/--model") from None
 
 
-class Classifier:
-    """A model opened on a device, with its preprocessing and labels, ready to classify images."""
+@dataclass
+class LoadedModel:
+    """What :class:`ModelLoader` opened: the interpreter, where it runs, and what was recorded about the model."""
 
-    def __init__(self, model: str | os.PathLike, device: str = "auto", labels: str | os.PathLike | None = None,
-                 mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-                 backend: Any = None, num_threads: int | None = None):
-        from edgekit import preprocess
-        from edgekit.devices import backends
+    opened: Any                                  # backends.OpenedModel
+    spec: Any = None                             # the recorded PreprocessSpec, None when there is none
+    spec_source: str | None = None               # where it was recorded ("model metadata", a sidecar, a bundle)
+    labels: dict[int, str] | None = None         # the recorded labels
+    notes: list[str] = field(default_factory=list)
+    bundle: Any = None                           # manifest.Bundle when the model came from a bundle folder
+
+
+class ModelLoader:
+    """Opens a model on a device (Polygraphy's loader half): backend, delegate, fallback to the CPU twin.
+
+    ``model`` is a .tflite file or a bundle folder written by ``edgekit build``. From a bundle it
+    picks the compiled model unless ``device`` is ``cpu`` (or there is none), and verifies the
+    sha256 of every file it may load (the model, its CPU twin, the labels) before opening anything.
+    Calling the loader opens the model and returns a :class:`LoadedModel`.
+    """
+
+    def __init__(self, model: str | os.PathLike, device: str = "auto", backend: Any = None,
+                 num_threads: int | None = None):
+        self.model, self.device, self.backend, self.num_threads = model, device, backend, num_threads
+
+    def __call__(self) -> LoadedModel:
+        if Path(self.model).is_dir():
+            return self._load_bundle()
         from edgekit.model_record import find_record
 
-        self.notes: list[str] = []
-        is_compiled, metadata = model_facts(model)
+        is_compiled, metadata = model_facts(self.model)
+        opened = self._open(self.model, is_compiled)
+        record = find_record(self.model, metadata)
+        if record is None and opened.model_path != str(self.model):
+            record = find_record(opened.model_path, model_facts(opened.model_path)[1])
+        rec = record[0] if record else None
+        return LoadedModel(opened, rec.preprocess if rec else None, f"recorded ({record[1]})" if record else None,
+                           dict(enumerate(rec.labels)) if rec is not None and rec.labels else None,
+                           list(opened.notes))
+
+    def _open(self, path: str | os.PathLike, is_compiled: bool) -> Any:
+        from edgekit.devices import backends
+
         find_devices = None
         if is_compiled:
             from edgekit.devices.discovery import list_devices
 
             find_devices = list_devices
-        self.opened = backends.open_model(model, device, backend=backend, num_threads=num_threads,
-                                          is_compiled=is_compiled, find_devices=find_devices)
-        self.notes += self.opened.notes
+        return backends.open_model(path, self.device, backend=self.backend, num_threads=self.num_threads,
+                                   is_compiled=is_compiled, find_devices=find_devices)
+
+    def _load_bundle(self) -> LoadedModel:
+        from edgekit import manifest
+        from edgekit.devices.backends import parse_device
+        from edgekit.preprocess import PreprocessSpec
+
+        bundle = manifest.load(self.model)
+        spec = PreprocessSpec.from_dict(bundle.preprocess)
+        compiled = bundle.edgetpu_model is not None and parse_device(self.device).kind != "cpu"
+        chosen = bundle.edgetpu_model if compiled else bundle.cpu_model
+        for rel in dict.fromkeys([chosen, bundle.cpu_model] + ([bundle.labels] if bundle.labels else [])):
+            bundle.verified(rel)  # before anything is opened: a changed file is refused, not loaded
+        labels = read_labels(bundle.path(bundle.labels)) if bundle.labels else None
+        opened = self._open(bundle.path(chosen), compiled)
+        return LoadedModel(opened, spec, f"recorded (bundle {self.model})", labels, list(opened.notes), bundle)
+
+
+class Classifier:
+    """The runner half: images through a model that a :class:`ModelLoader` opened, with its preprocessing and labels."""
+
+    def __init__(self, model: str | os.PathLike | ModelLoader, device: str = "auto",
+                 labels: str | os.PathLike | None = None, mean: tuple[float, ...] | None = None,
+                 std: tuple[float, ...] | None = None, backend: Any = None, num_threads: int | None = None):
+        from edgekit import preprocess
+
+        loader = model if isinstance(model, ModelLoader) else ModelLoader(model, device, backend, num_threads)
+        model = loader.model
+        self.loaded = loaded = loader()
+        self.opened = loaded.opened
+        self.notes: list[str] = list(loaded.notes)
         interp = self.opened.interpreter
         inp = interp.get_input_details()[0]
         out = interp.get_output_details()[0]
@@ -218,13 +278,9 @@ class Classifier:
                              "the Edge TPU needs one too")
         _, height, width, channels = shape
 
-        record = find_record(model, metadata)
-        if record is None and self.opened.model_path != str(model):
-            record = find_record(self.opened.model_path, model_facts(self.opened.model_path)[1])
-        rec = record[0] if record else None
-        if rec is not None and rec.preprocess is not None:
-            spec = rec.preprocess
-            self.spec_source = f"recorded ({record[1]})"
+        if loaded.spec is not None:
+            spec = loaded.spec
+            self.spec_source = str(loaded.spec_source)
             if (spec.width, spec.height) != (width, height):
                 self.notes.append(f"warning: the recorded input size {spec.width}x{spec.height} differs from the "
                                   f"model's {width}x{height}; resizing to the model's")
@@ -243,10 +299,8 @@ class Classifier:
 
         if labels is not None:
             self.labels: dict[int, str] = read_labels(labels)
-        elif rec is not None and rec.labels:
-            self.labels = dict(enumerate(rec.labels))
         else:
-            self.labels = {}
+            self.labels = dict(loaded.labels or {})
         if self.labels and len(self.labels) != self.num_classes:
             self.notes.append(f"warning: {len(self.labels)} labels but the model has {self.num_classes} classes; "
                               "labels may be shifted (e.g. a missing 'background' line)")

@@ -86,3 +86,13 @@ def test_edgekit_classify_entry_point_without_tensorflow(no_tf_env):
     assert "XNNPACK" not in proc.stderr  # the runtime's native INFO line is filtered out
     if not ctypes.util.find_library("edgetpu"):  # no Edge TPU runtime here: the fallback says why
         assert "note: running the CPU model mobilenet_v1_0.25_128_quant.tflite" in proc.stderr
+
+
+def test_classify_from_a_bundle_without_tensorflow(no_tf_env, tmp_path):
+    from tests.devices.test_bundle import make_bundle
+
+    bundle = make_bundle(tmp_path / "bundle")
+    proc = subprocess.run([sys.executable, "-m", "edgekit", "classify", str(shared_file("cat.bmp")),
+                           "-m", str(bundle), "-k", "1"], capture_output=True, text=True, timeout=180, env=no_tf_env)
+    assert proc.returncode == 0, proc.stderr
+    assert "tiger cat" in proc.stdout  # the labels came from the bundle

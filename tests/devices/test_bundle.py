@@ -1,0 +1,175 @@
+"""Bundles (edgekit/manifest.py) on the runtime side: written all at once, classified from, refused when unsafe.
+
+The bundle here is made from Coral's real MobileNet pair (CPU model + compiled model) and its labels,
+with the preprocessing derived from the input quantization, so these tests need no TensorFlow and
+also run in the tflite-runtime leg.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from edgekit import manifest
+from edgekit.cli import cli
+from edgekit.devices import backends
+from edgekit.devices import classify as C
+from edgekit.errors import InputError, UsageError
+from edgekit.preprocess import spec_from_input_quantization
+from tests.conftest import shared_file
+from tests.devices.test_classify import COMPILED, IMAGES, MODEL, no_edgetpu_runtime
+
+SPEC = spec_from_input_quantization(128, 128, 3, "uint8", 1 / 128, 128)
+
+
+def make_bundle(target: Path) -> Path:
+    cpu, compiled, labels = shared_file(MODEL), shared_file(COMPILED), shared_file("imagenet_labels.txt")
+    doc = manifest.make_manifest(
+        models={"cpu": MODEL, "edgetpu": COMPILED}, labels=manifest.LABELS_NAME, preprocess=SPEC.to_dict(),
+        input={"shape": [1, 128, 128, 3], "dtype": "uint8", "scale": 1 / 128, "zero_point": 128},
+        versions={"edgekit": "test", "tensorflow": None, "edgetpu_compiler": None}, reports={"check": None})
+    return manifest.write_bundle(target, {MODEL: cpu, COMPILED: compiled, manifest.LABELS_NAME: labels}, doc)
+
+
+@pytest.fixture()
+def bundle(tmp_path) -> Path:
+    return make_bundle(tmp_path / "bundle")
+
+
+def test_written_bundle_lists_every_file_with_its_sha256(bundle):
+    doc = json.loads((bundle / "manifest.json").read_text())
+    assert doc["format"] == "edgekit-bundle" and doc["format_version"] == 1 and doc["created"].endswith("Z")
+    listed = {e["path"]: e for e in doc["files"]}
+    on_disk = {p.name for p in bundle.iterdir() if p.name != "manifest.json"}
+    assert set(listed) == on_disk == {MODEL, COMPILED, "labels.txt"}
+    for name, e in listed.items():
+        assert e["sha256"] == manifest.sha256_file(shared_file(MODEL if name == MODEL else
+                                                               COMPILED if name == COMPILED else "imagenet_labels.txt"))
+        assert e["size_bytes"] == (bundle / name).stat().st_size
+    assert not [p for p in bundle.parent.iterdir() if p.name.startswith(".")], "temporary folders left behind"
+    manifest.load(bundle).verify_all()
+
+
+def test_classify_from_bundle_equals_classify_from_its_files(bundle):
+    no_edgetpu_runtime()
+    images = [str(shared_file(i)) for i in IMAGES]
+    notes: list[str] = []
+    from_bundle = C.classify(images, bundle, k=3, notes=notes).to_dict()
+    from_files = C.classify(images, shared_file(COMPILED), k=3, labels=shared_file("imagenet_labels.txt")).to_dict()
+    assert [r["top"] for r in from_bundle["results"]] == [r["top"] for r in from_files["results"]]
+    assert from_bundle["results"][0]["top"][0]["label"]  # labels came from the bundle
+    assert from_bundle["model"] == str(bundle / MODEL)  # no Edge TPU here: its CPU model ran
+    assert any(MODEL in n for n in notes)
+    cpu = C.classify(images, bundle, device="cpu", k=3).to_dict()
+    assert [r["top"] for r in cpu["results"]] == [r["top"] for r in from_files["results"]]
+
+
+def test_bundle_from_the_cli_json(bundle):
+    no_edgetpu_runtime()
+    out = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(bundle), "--json", "-q"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["device"] == "cpu" and doc["model"].endswith(MODEL) and doc["results"][0]["top"][0]["label"]
+
+
+@pytest.fixture()
+def no_open(monkeypatch):
+    """Fail the test if anything is opened: a refused bundle must load nothing."""
+    opened: list = []
+    monkeypatch.setattr(backends, "open_model", lambda *a, **k: opened.append(a) or pytest.fail("model opened"))
+    return opened
+
+
+@pytest.mark.parametrize("victim", [MODEL, COMPILED, "labels.txt"])
+def test_a_changed_file_is_refused_with_exit_3_and_nothing_is_loaded(bundle, victim, no_open):
+    path = bundle / victim
+    data = bytearray(path.read_bytes())
+    data[-1] ^= 1
+    path.write_bytes(bytes(data))
+    with pytest.raises(manifest.BundleError, match=f"{victim} has changed since the bundle was built"):
+        C.Classifier(bundle)
+    out = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(bundle)])
+    assert out.exit_code == 3 and "has changed since the bundle was built" in out.stderr
+    assert out.stderr.count("\n") == 1 and no_open == []
+
+
+def _rewrite(bundle: Path, change) -> None:
+    doc = json.loads((bundle / "manifest.json").read_text())
+    change(doc)
+    (bundle / "manifest.json").write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("outside", ["../elsewhere.tflite", "/etc/passwd", "sub/../../x.tflite", "C:/x.tflite"])
+@pytest.mark.parametrize("field", ["models.cpu", "labels", "files"])
+def test_a_manifest_pointing_outside_is_refused_with_exit_3(bundle, outside, field, no_open):
+    def change(doc):
+        if field == "models.cpu":
+            doc["models"] = {"cpu": outside, "edgetpu": None}
+        elif field == "labels":
+            doc["labels"] = outside
+        else:
+            doc["files"].append({"path": outside, "sha256": "0" * 64, "size_bytes": 1})
+
+    _rewrite(bundle, change)
+    out = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(bundle)])
+    assert out.exit_code == 3, out.output
+    assert "outside the bundle" in out.stderr or "not a relative POSIX path" in out.stderr
+    assert no_open == []
+
+
+def test_a_symlink_leading_out_of_the_bundle_is_refused(bundle, tmp_path, no_open):
+    if os.name != "posix":
+        pytest.skip("symbolic links need POSIX")
+    outside = tmp_path / "outside.tflite"
+    shutil.copy(bundle / MODEL, outside)
+    (bundle / MODEL).unlink()
+    (bundle / MODEL).symlink_to(outside)  # same bytes, so only the path check can refuse it
+    with pytest.raises(manifest.BundleError, match="through a symbolic link"):
+        manifest.load(bundle)
+    assert CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(bundle)]).exit_code == 3
+
+
+@pytest.mark.parametrize("change, message", [
+    (lambda d: d.update(format="other"), "'format' is not"),
+    (lambda d: d.update(format_version=99), "newer than this edgekit reads"),
+    (lambda d: d["models"].update(edgetpu="other_edgetpu.tflite"), "named after the CPU model"),
+    (lambda d: d.update(files=[e for e in d["files"] if e["path"] != "labels.txt"]), "not listed in 'files'"),
+])
+def test_a_malformed_manifest_is_refused(bundle, change, message):
+    _rewrite(bundle, change)
+    with pytest.raises(InputError, match=message):
+        manifest.load(bundle)
+
+
+def test_a_folder_without_manifest_is_not_a_bundle(tmp_path):
+    out = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(tmp_path)])
+    assert out.exit_code == 3 and "not a bundle (no manifest.json)" in out.stderr
+
+
+def test_write_bundle_replaces_a_bundle_but_never_another_folder(bundle, tmp_path):
+    before = json.loads((bundle / "manifest.json").read_text())
+    make_bundle(bundle)  # an existing bundle is replaced whole
+    assert manifest.load(bundle).entries.keys() == {e["path"] for e in before["files"]}
+    precious = tmp_path / "photos"
+    precious.mkdir()
+    (precious / "a.jpg").write_bytes(b"x")
+    with pytest.raises(UsageError, match="exists and is not an edgekit bundle"):
+        make_bundle(precious)
+    assert [p.name for p in precious.iterdir()] == ["a.jpg"]
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_a_failed_write_leaves_no_bundle(tmp_path):
+    doc = manifest.make_manifest(models={"cpu": "m.tflite"}, labels=None, preprocess=SPEC.to_dict(), input={},
+                                 versions={}, reports={})
+    with pytest.raises(manifest.BundleError, match="cannot write bundle"):
+        manifest.write_bundle(tmp_path / "b", {"m.tflite": tmp_path / "missing.tflite"}, doc)
+    assert list(tmp_path.iterdir()) == []
+    with pytest.raises(InputError, match="points outside the bundle"):
+        manifest.write_bundle(tmp_path / "b", {"../m.tflite": b"x"}, doc)
+    assert list(tmp_path.iterdir()) == []
