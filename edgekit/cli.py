@@ -284,9 +284,12 @@ def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_ke
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--min-runtime", default=14, show_default=True, type=click.IntRange(10, 14),
               help="Lowest Edge TPU runtime to stay compatible with (edgetpu_compiler -m; compiler 16 defaults to 14).")
+@click.option("--allow-multiple-subgraphs", "-a", "multiple_subgraphs", is_flag=True,
+              help="Predict a compile with edgetpu_compiler -a (--enable_multiple_subgraphs): every mappable run "
+              "of ops becomes its own Edge TPU subgraph.")
 @click.option("--strict", is_flag=True, help="Exit 7 unless every op maps to the Edge TPU.")
 @json_option
-def check(model: str, min_runtime: int, strict: bool, as_json: bool) -> None:
+def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, as_json: bool) -> None:
     """Predict, offline and on any OS, which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
 
     Exit codes: 0 (also for a partial mapping), 2 bad option, 3 bad model, 7 with --strict when any op
@@ -296,7 +299,7 @@ def check(model: str, min_runtime: int, strict: bool, as_json: bool) -> None:
     from edgekit.converters import compatibility
     from edgekit.errors import CompatibilityError
 
-    report = compatibility.check_model(tflite_model.load(model), min_runtime)
+    report = compatibility.check_model(tflite_model.load(model), min_runtime, multiple_subgraphs)
     if as_json:
         emit(True, report.to_dict(), str)
     else:

@@ -23,6 +23,8 @@ from edgekit._schema_names import BUILTIN_OPS, TENSOR_TYPES
 from edgekit.errors import InputError, InvalidModelError
 
 EDGETPU_CUSTOM_OP = "edgetpu-custom-op"
+#: Tensor types that make an op a float op (the Edge TPU computes on 8-bit integers only).
+FLOAT_DTYPES = frozenset({"float32", "float16", "float64", "bfloat16"})
 FILE_IDENTIFIER = b"TFL3"
 
 _ITEM_SIZE = {"?": 1, "b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8, "f": 4, "d": 8}
@@ -400,7 +402,7 @@ class ModelInfo:
                     int_ops += 1
                     continue
                 dtypes = {t.dtype for i in op.inputs + op.outputs if (t := g.tensor(i)) and not t.is_constant}
-                if dtypes & {"float32", "float16", "float64", "bfloat16"}:
+                if dtypes & FLOAT_DTYPES:
                     float_ops += 1
                 else:
                     int_ops += 1

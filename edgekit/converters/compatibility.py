@@ -1,51 +1,54 @@
-"""Offline Edge TPU compatibility: which op the real ``edgetpu_compiler`` 16 would map, and why.
+"""Offline Edge TPU compatibility: the one engine that knows what ``edgetpu_compiler`` 15/16 maps.
 
 Pure rules over :class:`edgekit.tflite_model.ModelInfo`; no TensorFlow, no subprocess, any OS.
-:func:`check_model` gives every op of the main subgraph a ``target`` (``edgetpu`` or ``cpu``) and
-a ``reason`` in the compiler's own status words where one is known (its operation log says
-"Mapped to Edge TPU", "More than one subgraph is not supported", "Operation is working on an
-unsupported data type", ...), plus a ``detail`` saying which rule fired.
+Everything edgekit knows about the compiler lives here, as data:
 
-Sources of the rules (see also ``../shared/reference/edgetpu.md``):
+* :data:`RULES`: per supported op, the minimum Edge TPU runtime and its constraints. A
+  :class:`Constraint` is a small predicate with the compiler's status words, the fix, the evidence
+  it rests on and a confidence: ``confirmed`` (a real compile shows it: a compiled pair in
+  ``../shared/testdata``, a compiler log in ``tests/fixtures/compiler``, or compiler output pasted
+  in a public issue) or ``likely`` (Coral's documentation or an inference only). Constraints in
+  :data:`COMMON` apply to every supported op.
+* :func:`judge` gives one op's :class:`Judgement` (a value, never raised).
+* :func:`fatal_problems` lists what makes the compiler refuse the whole model.
+* :func:`place` is the partitioning: which mappable ops land in which Edge TPU subgraph.
+* :func:`check_model` puts them together into a :class:`CheckReport`; ``quantize`` gates its
+  output with :func:`quantize_gate`, built from the same report.
 
-* the supported-op table and its "known limitations" from coral.ai (models-intro), with the
-  minimum Edge TPU runtime each op needs;
-* the op-version ceiling of compiler 16: :mod:`edgekit.converters.op_versions`;
-* status words copied from real compiler logs (``tests/fixtures/compiler``).
+**Partitioning.** The compiler runs as a TensorFlow Lite delegate ("Restored original execution
+plan after delegate application failure" is TFLite's message), and TFLite groups a delegate's
+graph, in execution order, into alternating runs of mappable and unmappable ops, a run absorbing
+every op of its kind whose inputs are ready. Without ``-a`` the first mappable run is the one Edge
+TPU subgraph and every other mappable op stays on the CPU as "More than one subgraph is not
+supported" (a QUANTIZE there reads "Operation is otherwise supported, but not mapped due to some
+unspecified limitation", google-coral/edgetpu#342). With ``-a`` (``--enable_multiple_subgraphs``)
+every mappable run becomes an Edge TPU subgraph. Evidence:
 
-**The one-subgraph rule.** Without ``-a`` the compiler makes exactly one Edge TPU subgraph. Which
-ops land in it follows TensorFlow Lite's delegate partitioning (the compiler runs as a TFLite
-delegate: "Restored original execution plan after delegate application failure" is TFLite's
-message): ops are grouped, in execution order, into alternating runs of mappable and unmappable
-ops, a run absorbing every op of its kind whose inputs are ready; the first mappable run becomes
-the Edge TPU subgraph. Every other mappable op stays on the CPU as "More than one subgraph is not
-supported" (a QUANTIZE there is reported as "Operation is otherwise supported, but not mapped due
-to some unspecified limitation", as in google-coral/edgetpu#342). The evidence:
-
-* deeplabv3 (``../shared/testdata``): everything from the first unmappable op (#64
-  RESIZE_BILINEAR) on, all 8 ops of which depend on it, stays on the CPU, and ops #62/#63, which
-  feed the CPU part but do not depend on #64, are mapped;
-* a float-I/O model whose *first* op (QUANTIZE from float) is unmappable still gets all its other
-  ops mapped (``yolov8s_integer_quant_edgetpu_160_CPU.log`` in the fixtures; f0cal/google-coral#20),
-  so it is not "everything after the first unmappable op in execution order";
-* google-coral/edgetpu#342: a 2-op first run is kept even though later runs are far larger, so it
-  is the *first* mappable run, not the largest.
-
-The compiled pairs in ``../shared/testdata`` cannot tell "ops that depend on the unmappable one"
-from "all later ops" apart (every op after deeplab's #64 depends on it); the float-I/O evidence
-can, and it favours the dependency-based partitioning implemented here.
+* deeplabv3 (both pairs): everything that depends on the first unmappable op (#64
+  RESIZE_BILINEAR) stays on the CPU; ops #62/#63, which feed the CPU part but do not depend on it,
+  are mapped;
+* float I/O (``v16_float_io_yolov8s_160_CPU.log``, ``v15_float_io_mnist4.log``, pair
+  ``coralmicro__yamnet_spectra_in``): an unmappable *first* op cuts nothing off;
+* google-coral/edgetpu#342: the first mappable run is kept even when later ones are larger;
+* pair ``srgan__srgan_quant_2`` (three ``edgetpu-custom-op`` in the compiled file, so compiled with
+  ``-a``): the runs between its two 5-D RESHAPE/TRANSPOSE/RESHAPE groups became three Edge TPU
+  subgraphs, exactly the mappable runs;
+* pair ``coral_wifi_webserver__yolov8n_full_integer_quant`` and its log: the ops that depend on
+  the refused TRANSPOSEs are "More than one subgraph is not supported", the rest mapped.
 """
 
 from __future__ import annotations
 
 import heapq
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from edgekit.converters.op_versions import version_problem
 from edgekit.errors import InvalidModelError, UsageError
-from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo, OpInfo, SubgraphInfo, TensorInfo
+from edgekit.tflite_model import (EDGETPU_CUSTOM_OP, FLOAT_DTYPES, ModelInfo, OpInfo, SubgraphInfo,
+                                  TensorInfo)
 
 # ---------------------------------------------------------------------------------- status words
 MAPPED = "Mapped to Edge TPU"
@@ -63,6 +66,9 @@ PARSE_FAILED = "Model could not be parsed"
 DYNAMIC = "Model has dynamic-sized tensors"
 CUSTOM_UNRESOLVED = "Encountered unresolved custom op"
 
+CONFIRMED = "confirmed"  # a real compile shows it
+LIKELY = "likely"        # documentation or inference only
+
 COMPILER_DEFAULT_MIN_RUNTIME = 14
 SUPPORTED_MIN_RUNTIMES = range(10, 15)
 #: On-chip parameter cache of the Edge TPU (~8 MB, coral.ai pipeline and multiple-edgetpu docs).
@@ -71,50 +77,71 @@ SUPPORTED_MIN_RUNTIMES = range(10, 15)
 PARAMETER_CACHE_BYTES = 8 * 1024 * 1024
 
 _QUANT_TYPES = {"int8", "uint8"}
-_FLOAT_TYPES = {"float32", "float16", "float64", "bfloat16"}
 _CONST_OK_TYPES = {"int8", "uint8", "int32"}
 
-#: Ops the Edge TPU supports (coral.ai supported-operations table, 40 ops), by TFLite builtin
-#: name, with the Edge TPU runtime each needs (10 = every runtime). Runtime numbers for the newer
-#: ops come from the coral.ai table as remembered in ../shared/reference/edgetpu.md (unverified).
-SUPPORTED_OPS: dict[str, int] = {
-    "ADD": 10, "AVERAGE_POOL_2D": 10, "CONCATENATION": 10, "CONV_2D": 10, "DEPTHWISE_CONV_2D": 10,
-    "EXPAND_DIMS": 13, "FULLY_CONNECTED": 10, "L2_NORMALIZATION": 10, "LOGISTIC": 10,
-    "LSTM": 14, "UNIDIRECTIONAL_SEQUENCE_LSTM": 14, "MAXIMUM": 10, "MAX_POOL_2D": 10, "MEAN": 10,
-    "MINIMUM": 10, "MUL": 10, "PACK": 13, "PAD": 10, "PRELU": 13, "QUANTIZE": 13, "REDUCE_MAX": 14,
-    "REDUCE_MIN": 14, "RELU": 10, "RELU6": 10, "RELU_N1_TO_1": 10, "RESHAPE": 10,
-    "RESIZE_BILINEAR": 10, "RESIZE_NEAREST_NEIGHBOR": 10, "RSQRT": 14, "SLICE": 10, "SOFTMAX": 10,
-    "SPACE_TO_DEPTH": 10, "SPLIT": 10, "SQUEEZE": 10, "STRIDED_SLICE": 10, "SUB": 10, "SUM": 13,
-    "SQUARED_DIFFERENCE": 14, "TANH": 10, "TRANSPOSE": 14, "TRANSPOSE_CONV": 13,
-}
-#: Custom ops the compiler's TensorFlow Lite resolves (they stay on the CPU); any other custom op
-#: makes the compile fail ("ERROR: Encountered unresolved custom op: Atan.").
+# Evidence, named once (files in ../shared/testdata/pairs, logs in tests/fixtures/compiler).
+DOCS = "coral.ai models-intro supported-operations table and its known limitations (documentation only)"
+EV_YOLOV8N = ("pair coral_wifi_webserver__yolov8n_full_integer_quant (compiler 16.0.384591198) and its "
+              "_edgetpu.log")
+EV_SRGAN = "pair srgan__srgan_quant_2 (compiled with -a: three edgetpu-custom-op)"
+EV_FLOAT_IO = ("logs v16_float_io_yolov8s_160_CPU.log, v15_float_io_mnist4.log; pair "
+               "coralmicro__yamnet_spectra_in")
+EV_DEEPLAB = "pairs deeplabv3_mnv2_dm05_pascal_quant and coral-edgetpu__deeplabv3_mnv2_pascal_quant"
+EV_DECODERS = ("pairs posenet__posenet_mobilenet_v1_075_353_481_quant_decoder, bodypix__*_decoder "
+               "(Coral's own, built by compiling the part before the custom op and joining it back: "
+               "google-coral/project-posenet#19)")
+EV_UNRESOLVED = ("compiler 2.0 on PosenetDecoderOp (google-coral/project-posenet#19) and compiler 16 on "
+                 "Atan ('Encountered unresolved custom op: Atan', public notes) refused the model")
+EV_DYNAMIC = ("log v16_dynamic_tensors.txt (google-coral/edgetpu#829: a Keras EfficientNet converted with a "
+              "-1 batch, whose Reshape layers get a shape computed at run time); pair srgan__srgan_quant_2 "
+              "compiled despite -1 batches, its shapes being constant")
+
+#: Op types a real compile shows mapped (the pairs and the fixture logs); the other supported ops
+#: rest on Coral's table alone, so check says "likely" when it maps them.
+SEEN_MAPPED = frozenset({
+    "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED",
+    "LOGISTIC", "MAX_POOL_2D", "MEAN", "MUL", "PAD", "PRELU", "QUANTIZE", "RESHAPE",
+    "RESIZE_NEAREST_NEIGHBOR", "SOFTMAX", "SPLIT", "STRIDED_SLICE", "SUB", "TANH", "TRANSPOSE",
+    "UNIDIRECTIONAL_SEQUENCE_LSTM"})
+
+#: Custom ops the compiler's TensorFlow Lite resolves (they stay on the CPU as "Operation is
+#: working on an unsupported data type": tensorflow/models#10695 and other public logs).
 KNOWN_CUSTOM_OPS = {"TFLite_Detection_PostProcess"}
 
-# Constant "param" inputs by op: (input position, what it is).
-_PARAM_INPUTS: dict[str, tuple[tuple[int, str], ...]] = {
-    "CONV_2D": ((1, "filter"), (2, "bias")),
-    "DEPTHWISE_CONV_2D": ((1, "filter"), (2, "bias")),
-    "FULLY_CONNECTED": ((1, "weights"), (2, "bias")),
-    "TRANSPOSE_CONV": ((0, "output shape"), (1, "filter"), (3, "bias")),
-    "PRELU": ((1, "alpha"),),
-    "PAD": ((1, "paddings"),),
-    "MEAN": ((1, "axis"),), "SUM": ((1, "axis"),), "REDUCE_MAX": ((1, "axis"),), "REDUCE_MIN": ((1, "axis"),),
-    "STRIDED_SLICE": ((1, "begin"), (2, "end"), (3, "strides")),
-    "SLICE": ((1, "begin"), (2, "size")),
-    "RESIZE_BILINEAR": ((1, "size"),), "RESIZE_NEAREST_NEIGHBOR": ((1, "size"),),
-    "SPLIT": ((0, "axis"),), "TRANSPOSE": ((1, "permutation"),), "RESHAPE": ((1, "shape"),),
-    "EXPAND_DIMS": ((1, "axis"),),
-}
-_FUSED_ACTIVATION_NOT_ALLOWED = {"AVERAGE_POOL_2D", "MAX_POOL_2D", "CONCATENATION"}
-
-#: The detail of a mappable op left outside the one Edge TPU subgraph.
+#: The detail of a mappable op left outside the Edge TPU subgraph(s).
 CUT_OFF = "mappable, but outside the one Edge TPU subgraph"
 
 # What to change, by rule.
 FIX_QUANTIZE = ("quantize the whole model to int8 (full-integer post-training quantization with integer I/O): "
                 "`edgekit quantize`")
 FIX_MOVE_TO_END = "replace it with a supported op, or move it after the last op that should run on the Edge TPU"
+
+# Row-size limit (yolov8n pair + log, and the yolov5s logs): a tensor whose two innermost
+# dimensions hold more than this many values is refused ("unspecified limitation"), whatever the
+# op. Mapped at most 134,400 (yolov8n SOFTMAX/CONV_2D on 1x4x8400x16; the yolov5s 160 concat
+# 1x1575x85 = 133,875 in v16_full_yolov5s_160.log); refused from 230,400 (yolov8n RESHAPE
+# 1x144x1600) and, inferred from the architecture, 199,920 (yolov5s 224 RESHAPE 1x2352x85 in
+# v16_partial_yolov5s_224_stdout.txt). The limit is placed inside that gap.
+ROW_LIMIT = 196_608
+# TRANSPOSE moves data across the whole tensor: yolov8n maps it on 1x20x20x144 (57,600 values)
+# and refuses it on 1x40x40x144 (230,400) and larger. The limit is placed inside that gap.
+TRANSPOSE_LIMIT = 65_536
+
+
+# ------------------------------------------------------------------------------------- values
+@dataclass(frozen=True)
+class Judgement:
+    """One op on its own: MAPPED, or the status words of the first rule it fails, and why."""
+
+    status: str
+    detail: str | None = None
+    fix: str | None = None
+    evidence: str | None = None
+    confidence: str = CONFIRMED
+
+    @property
+    def mappable(self) -> bool:
+        return self.status == MAPPED
 
 
 @dataclass(frozen=True)
@@ -128,10 +155,13 @@ class OpVerdict:
     reason: str  # the compiler's status words where known
     detail: str | None = None
     fix: str | None = None
+    confidence: str = CONFIRMED
+    subgraph: int | None = None  # which Edge TPU subgraph (0-based), for target "edgetpu"
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "version": self.version, "target": self.target,
-                "reason": self.reason, "detail": self.detail}
+                "reason": self.reason, "detail": self.detail, "confidence": self.confidence,
+                "subgraph": self.subgraph}
 
 
 @dataclass(frozen=True)
@@ -143,72 +173,59 @@ class Problem:
     hint: str | None = None
     ops: tuple[int, ...] = ()
     fatal: bool = False  # the compiler would refuse the whole model
+    status: str | None = None  # for fatal problems: the words every op gets
+    confidence: str = CONFIRMED
 
     def to_dict(self) -> dict[str, Any]:
         return {"code": self.code, "message": self.message, "hint": self.hint, "ops": list(self.ops),
-                "fatal": self.fatal}
+                "fatal": self.fatal, "confidence": self.confidence}
 
 
-@dataclass
-class CheckReport:
-    """The offline prediction of one compile (JSON schema: README, ``edgekit check --json``)."""
+@dataclass(frozen=True)
+class OpContext:
+    """What a constraint looks at: the op, its tensors, the model, the target runtime."""
 
-    model: str | None
-    verdict: str  # "full" | "partial" | "none"
-    ops: list[OpVerdict]
-    subgraphs: int
-    param_bytes: int
-    on_chip_bytes_estimate: int | None
-    off_chip_bytes_estimate: int | None
-    problems: list[Problem] = field(default_factory=list)
-    advice: list[str] = field(default_factory=list)
-    min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
-    compiled: bool = False
+    info: ModelInfo
+    g: SubgraphInfo
+    op: OpInfo
+    ins: list[TensorInfo | None]
+    outs: list[TensorInfo | None]
+    min_runtime: int
 
     @property
-    def edgetpu_ops(self) -> int:
-        return sum(1 for o in self.ops if o.target == "edgetpu")
+    def activations(self) -> list[TensorInfo]:
+        return [t for t in self.ins + self.outs if t is not None and not t.is_constant]
 
-    @property
-    def cpu_ops(self) -> int:
-        return sum(1 for o in self.ops if o.target == "cpu")
+    def const_ints(self, pos: int) -> list[int] | None:
+        t = self.ins[pos] if pos < len(self.ins) else None
+        if t is None or not t.is_constant or t.dtype not in ("int32", "int64"):
+            return None
+        v = self.info.constant_value(t)
+        return None if v is None else [int(x) for x in v.reshape(-1)]
 
-    @property
-    def fully_mappable(self) -> bool:
-        return self.verdict == "full"
 
-    def split_by_type(self) -> dict[str, Counter]:
-        """{"edgetpu": Counter(op name -> n), "cpu": Counter(...)}, the way a compiled pair is scored."""
-        out = {"edgetpu": Counter(), "cpu": Counter()}
-        for o in self.ops:
-            out[o.target][o.name] += 1
-        return out
+#: A constraint's test: None when the op meets it, else what is wrong (or (what, fix)).
+Test = Callable[[OpContext], "str | tuple[str, str] | None"]
 
-    def table(self) -> list[tuple[str, int, str]]:
-        """Rows of the compiler's operation log: (operator, count, status), in first-seen order."""
-        counts: dict[tuple[str, str], int] = {}
-        for o in self.ops:
-            counts[(o.name, o.reason)] = counts.get((o.name, o.reason), 0) + 1
-        return [(name, n, status) for (name, status), n in counts.items()]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "verdict": self.verdict,
-            "compiled": self.compiled,
-            "min_runtime": self.min_runtime,
-            "ops": [o.to_dict() for o in self.ops],
-            "summary": {
-                "edgetpu_ops": self.edgetpu_ops,
-                "cpu_ops": self.cpu_ops,
-                "subgraphs": self.subgraphs,
-                "param_bytes": self.param_bytes,
-                "on_chip_bytes_estimate": self.on_chip_bytes_estimate,
-                "off_chip_bytes_estimate": self.off_chip_bytes_estimate,
-            },
-            "problems": [p.to_dict() for p in self.problems],
-            "advice": list(self.advice),
-        }
+@dataclass(frozen=True)
+class Constraint:
+    """One condition an op must meet to be mapped, with what the compiler says when it is not."""
+
+    test: Test
+    status: str
+    fix: str | None
+    evidence: str
+    confidence: str = LIKELY
+
+
+@dataclass(frozen=True)
+class OpRule:
+    """A supported op: the Edge TPU runtime it needs, its constant params and its constraints."""
+
+    min_runtime: int = 10
+    params: tuple[tuple[int, str], ...] = ()  # (input position, what it is): must be constant
+    constraints: tuple[Constraint, ...] = ()
 
 
 # ------------------------------------------------------------------------------------ helpers
@@ -216,228 +233,244 @@ def _shape(t: TensorInfo) -> str:
     return "x".join(map(str, t.shape)) or "scalar"
 
 
-def _const_ints(info: ModelInfo, t: TensorInfo | None) -> list[int] | None:
-    if t is None or not t.is_constant or t.dtype not in ("int32", "int64"):
-        return None
-    v = info.constant_value(t)
-    return None if v is None else [int(x) for x in v.reshape(-1)]
-
-
 def _normalize_axes(axes: Iterable[int], rank: int) -> set[int]:
     return {a + rank if a < 0 else a for a in axes}
 
 
-def _rank_problem(t: TensorInfo) -> bool:
-    """More than 3 dimensions and one of the outer ones exceeds 1."""
-    return len(t.shape) > 3 and any(d > 1 for d in t.shape[:-3])
-
-
-class _Rule(Exception):
-    """Raised inside the per-op judge: the op is not mappable."""
-
-    def __init__(self, reason: str, detail: str, fix: str | None = None):
-        super().__init__(detail)
-        self.reason, self.detail, self.fix = reason, detail, fix
-
-
-def _judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int) -> tuple[str, str | None, str | None]:
-    """(reason, detail, fix) for one op on its own; reason MAPPED when it could run on the Edge TPU."""
-    try:
-        _check_op(info, g, op, min_runtime)
-    except _Rule as r:
-        return r.reason, r.detail, r.fix
-    return MAPPED, None, None
-
-
-def _check_op(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int) -> None:
-    name = op.name
-    ins = [g.tensor(i) for i in op.inputs]
-    outs = [g.tensor(i) for i in op.outputs]
-
-    if name == "CUSTOM":
-        raise _Rule(DATA_TYPE if op.custom_code in KNOWN_CUSTOM_OPS else NOT_SUPPORTED,
-                    f"custom op {op.custom_code!r} runs on the CPU", FIX_MOVE_TO_END)
-    if name in SUPPORTED_OPS and (not ins or ins[0] is None or not outs or outs[0] is None):
-        raise InvalidModelError(f"op #{op.index} {name} has no input or no output tensor",
-                                "re-export the model; TensorFlow Lite would not run it either")
-
-    # Data types: the Edge TPU computes on 8-bit integers only.
-    activations = [t for t in ins + outs if t is not None and not t.is_constant and not t.is_variable]
-    float_in = [t for t in activations if t.dtype in _FLOAT_TYPES]
-    bad = [t for t in activations if t.dtype not in _QUANT_TYPES]
-    bad += [t for t in ins if t is not None and t.is_constant and t.dtype not in _CONST_OK_TYPES]
-    bad += [t for t in ins if t is not None and t.is_variable and t.dtype not in _QUANT_TYPES | {"int16"}]
-    if name == "QUANTIZE" and float_in and not any(t.dtype not in _QUANT_TYPES for t in outs if t):
-        raise _Rule(UNSPECIFIED, f"quantizes a {float_in[0].dtype} input: the model has float I/O",
-                    "use integer (uint8/int8) model inputs: `edgekit quantize` makes them")
-    if name not in SUPPORTED_OPS:
-        # float/int16 data is reported as a data-type problem (DEQUANTIZE in real logs); index
-        # outputs (int32/int64 of ARG_MAX and the like) do not change the verdict "not supported".
-        odd = sorted({t.dtype for t in bad if t.dtype in _FLOAT_TYPES | {"int16"}})
-        if odd:
-            raise _Rule(DATA_TYPE, f"{name} on {', '.join(odd)} data, and {name} is not an Edge TPU op",
-                        FIX_QUANTIZE if set(odd) & _FLOAT_TYPES else FIX_MOVE_TO_END)
-        raise _Rule(NOT_SUPPORTED, f"{name} is not in the Edge TPU's supported-op table", FIX_MOVE_TO_END)
-    if bad:
-        types = sorted({t.dtype for t in bad})
-        fix = FIX_QUANTIZE if set(types) & _FLOAT_TYPES else (
-            "use 8-bit activations (no 16x8 quantization)" if "int16" in types else FIX_MOVE_TO_END)
-        raise _Rule(DATA_TYPE, f"works on {', '.join(types)} tensors; the Edge TPU computes on int8/uint8 only", fix)
-
-    # Runtime version needed for this op.
-    need = SUPPORTED_OPS[name]
-    if need > min_runtime:
-        raise _Rule(RUNTIME, f"{name} needs Edge TPU runtime {need}; compiling for runtime {min_runtime}",
-                    f"compile with --min-runtime {need} (the device then needs libedgetpu runtime {need} or newer)")
-
-    # Compile-time constant params.
-    for pos, what in _PARAM_INPUTS.get(name, ()):
-        t = g.tensor(op.inputs[pos]) if pos < len(op.inputs) else None
-        if t is not None and not t.is_constant:
-            if name == "RESHAPE" and pos == 1:
-                continue  # RESHAPE may take its shape from options; a computed shape shows as dynamic
-            raise _Rule(NOT_CONSTANT, f"the {what} (input {pos}) is computed at run time",
-                        "make weights and shape/axis params constants of the model (freeze the graph)")
-
-    # Rank: only the three innermost dimensions may exceed 1.
-    for t in ins + outs:
-        if t is not None and not t.is_constant and _rank_problem(t):
-            raise _Rule(RANK, f"tensor {t.name!r} is {_shape(t)}: only the 3 innermost dimensions may exceed 1",
-                        "keep tensors at most 4-D with a batch of 1")
-
-    opt = op.options
-    if name in _FUSED_ACTIVATION_NOT_ALLOWED and opt.get("fused_activation_function", 0):
-        raise _Rule(UNSPECIFIED, f"{name} with a fused activation function",
-                    "apply the activation as a separate layer (ReLU after the pooling/concatenation)")
-    rule = _OP_RULES.get(name)
-    if rule:
-        rule(info, g, op, ins, outs)
-
-
-# --------------------------------------------------------------------------- per-op limitations
-def _conv(info, g, op, ins, outs):
-    o = op.options
-    if o.get("dilation_w_factor", 1) != o.get("dilation_h_factor", 1):
-        raise _Rule(UNSPECIFIED, f"dilation {o['dilation_h_factor']}x{o['dilation_w_factor']} differs in x and y",
-                    "use the same dilation rate in both spatial dimensions")
-
-
-def _fully_connected(info, g, op, ins, outs):
-    o = op.options
-    if o.get("keep_num_dims"):
-        raise _Rule(VERSION, "keep_num_dims=True (a Dense layer applied to a 3-D or 4-D input)",
-                    "Flatten (or Reshape to 2-D) before the Dense layer")
-    if o.get("weights_format", 0) != 0:
-        raise _Rule(UNSPECIFIED, "weights are not in the default format",
-                    "convert with the default fully-connected weights format")
-    out = outs[0] if outs else None
-    if out is not None and sum(1 for d in out.shape if d > 1) > 1:
-        raise _Rule(UNSPECIFIED, f"output is {_shape(out)}; the Edge TPU needs a one-dimensional FC output",
-                    "Flatten before the Dense layer so that its output is [1, units]")
-    w = ins[1] if len(ins) > 1 else None
-    if w is not None and w.quantization is not None and w.quantization.per_channel:
-        raise _Rule(UNSPECIFIED, f"per-channel weights ({len(w.quantization.scales)} scales); the Edge TPU "
-                                 "toolchain expects per-tensor FULLY_CONNECTED weights",
-                    "quantize Dense weights per tensor: `edgekit quantize` does "
-                    "(converter._experimental_disable_per_channel_quantization_for_dense_layers = True)")
-
-
-def _softmax(info, g, op, ins, outs):
-    t = ins[0]
+def _elements(t: TensorInfo) -> int:
     n = 1
     for d in t.shape:
         n *= d
-    if sum(1 for d in t.shape if d > 1) > 1:
-        raise _Rule(UNSPECIFIED, f"input is {_shape(t)}; the Edge TPU supports only a 1-D softmax",
-                    "apply the softmax over a flattened [1, N] tensor, or on the CPU after the model")
-    if n > 16000:
-        raise _Rule(UNSPECIFIED, f"{n} elements; the Edge TPU softmax takes at most 16,000",
-                    "drop the final softmax (take argmax of the logits) or apply it on the CPU")
+    return n
 
 
-def _strided_slice(info, g, op, ins, outs):
-    strides = _const_ints(info, ins[3] if len(ins) > 3 else None)
-    o = op.options
+# ------------------------------------------------------------------------ common constraints
+def _data_types(c: OpContext) -> tuple[str, str] | None:
+    bad = [t for t in c.activations if t.dtype not in _QUANT_TYPES and not t.is_variable]
+    bad += [t for t in c.ins if t is not None and t.is_constant and t.dtype not in _CONST_OK_TYPES]
+    bad += [t for t in c.ins if t is not None and t.is_variable and t.dtype not in _QUANT_TYPES | {"int16"}]
+    if not bad:
+        return None
+    types = sorted({t.dtype for t in bad})
+    fix = FIX_QUANTIZE if set(types) & FLOAT_DTYPES else (
+        "use 8-bit activations (no 16x8 quantization)" if "int16" in types else FIX_MOVE_TO_END)
+    return f"works on {', '.join(types)} tensors; the Edge TPU computes on int8/uint8 only", fix
+
+
+def _runtime(c: OpContext) -> tuple[str, str] | None:
+    need = RULES[c.op.name].min_runtime
+    if need <= c.min_runtime:
+        return None
+    return (f"{c.op.name} needs Edge TPU runtime {need}; compiling for runtime {c.min_runtime}",
+            f"compile with --min-runtime {need} (the device then needs libedgetpu runtime {need} or newer)")
+
+
+def _constant_params(c: OpContext) -> str | None:
+    for pos, what in RULES[c.op.name].params:
+        t = c.ins[pos] if pos < len(c.ins) else None
+        if t is not None and not t.is_constant:
+            return f"the {what} (input {pos}) is computed at run time"
+    return None
+
+
+def _rank(c: OpContext) -> str | None:
+    for t in c.activations:
+        if len(t.shape) > 3 and any(d > 1 for d in t.shape[:-3]):
+            return f"tensor {t.name!r} is {_shape(t)}: only the 3 innermost dimensions may exceed 1"
+    return None
+
+
+def _row_size(c: OpContext) -> str | None:
+    for t in c.activations:
+        row = t.shape[-1] * (t.shape[-2] if len(t.shape) > 1 else 1) if t.shape else 1
+        if row > ROW_LIMIT:
+            return (f"tensor {t.name!r} is {_shape(t)}: its two innermost dimensions hold {row:,} values, more "
+                    f"than the Edge TPU maps (~{ROW_LIMIT:,}; heuristic)")
+    return None
+
+
+COMMON: tuple[Constraint, ...] = (
+    Constraint(_data_types, DATA_TYPE, None, "logs v15_float_io_mnist4.log, v16_float_io_yolov8s_160_CPU.log "
+               "(DEQUANTIZE), v14_not_quantized.txt", CONFIRMED),
+    Constraint(_runtime, RUNTIME, None, "coral.ai supported-operations table, runtime column (documentation "
+               "only; no log shows the compiler's words)"),
+    Constraint(_constant_params, NOT_CONSTANT, "make weights and shape/axis params constants of the model "
+               "(freeze the graph)", DOCS),
+    Constraint(_rank, RANK, "keep tensors at most 4-D with a batch of 1",
+               f"{EV_SRGAN}: its 5-D RESHAPE/TRANSPOSE stayed on the CPU; google-coral/edgetpu#708", CONFIRMED),
+    Constraint(_row_size, UNSPECIFIED, "keep detection post-processing (decode, concat over all anchors) on the "
+               "CPU: cut the model before it, or export without it",
+               f"{EV_YOLOV8N}; logs v16_full_yolov5s_160.log, v16_partial_yolov5s_224_stdout.txt", LIKELY),
+)
+
+
+# ---------------------------------------------------------------------------- per-op constraints
+def _no_fused_activation(c: OpContext) -> str | None:
+    if c.op.options.get("fused_activation_function", 0):
+        return f"{c.op.name} with a fused activation function"
+    return None
+
+
+NO_FUSED_ACTIVATION = Constraint(_no_fused_activation, UNSPECIFIED,
+                                 "apply the activation as a separate layer (ReLU after the pooling/concatenation)",
+                                 DOCS)
+
+
+def _equal_dilation(c: OpContext) -> str | None:
+    o = c.op.options
+    if o.get("dilation_w_factor", 1) != o.get("dilation_h_factor", 1):
+        return f"dilation {o['dilation_h_factor']}x{o['dilation_w_factor']} differs in x and y"
+    return None
+
+
+CONV = (Constraint(_equal_dilation, UNSPECIFIED, "use the same dilation rate in both spatial dimensions", DOCS),)
+
+
+def _fc_keep_num_dims(c: OpContext) -> str | None:
+    return "keep_num_dims=True (a Dense layer applied to a 3-D or 4-D input)" if c.op.options.get("keep_num_dims") \
+        else None
+
+
+def _fc_weights_format(c: OpContext) -> str | None:
+    return "weights are not in the default format" if c.op.options.get("weights_format", 0) != 0 else None
+
+
+def _fc_output_1d(c: OpContext) -> str | None:
+    out = c.outs[0]
+    if out is not None and sum(1 for d in out.shape if d > 1) > 1:
+        return f"output is {_shape(out)}; the Edge TPU needs a one-dimensional FC output"
+    return None
+
+
+def per_channel_fc(c: OpContext) -> str | None:
+    w = c.ins[1] if len(c.ins) > 1 else None
+    if w is not None and w.quantization is not None and w.quantization.per_channel:
+        return (f"per-channel weights ({len(w.quantization.scales)} scales); the Edge TPU toolchain expects "
+                "per-tensor FULLY_CONNECTED weights")
+    return None
+
+
+FULLY_CONNECTED = (
+    Constraint(_fc_keep_num_dims, VERSION, "Flatten (or Reshape to 2-D) before the Dense layer", DOCS),
+    Constraint(_fc_weights_format, UNSPECIFIED, "convert with the default fully-connected weights format", DOCS),
+    Constraint(_fc_output_1d, UNSPECIFIED, "Flatten before the Dense layer so that its output is [1, units]", DOCS),
+    Constraint(per_channel_fc, UNSPECIFIED, "quantize Dense weights per tensor: `edgekit quantize` does "
+               "(converter._experimental_disable_per_channel_quantization_for_dense_layers = True)", DOCS),
+)
+
+
+def _softmax_axis(c: OpContext) -> str | None:
+    t = c.ins[0]
+    if t is not None and t.shape and t.shape[-1] > 16000:
+        return f"softmax over {t.shape[-1]:,} values; the Edge TPU softmax takes at most 16,000"
+    return None
+
+
+# Coral documents "1-D input only"; the yolov8n log shows SOFTMAX on 1x4x8400x16 as otherwise
+# mappable ("More than one subgraph is not supported"), and the yolov8s 160 log maps it: only the
+# documented 16,000-value limit is kept, on the softmax axis.
+SOFTMAX = (Constraint(_softmax_axis, UNSPECIFIED, "drop the final softmax (take argmax of the logits) or apply "
+                      "it on the CPU", DOCS + f"; the 1-D rule is contradicted by {EV_YOLOV8N}"),)
+
+
+def _strided_slice_strides(c: OpContext) -> str | None:
+    strides = c.const_ints(3)
     if strides is not None and any(s != 1 for s in strides):
-        raise _Rule(UNSPECIFIED, f"strides {strides}; only strides of 1 are supported",
-                    "slice with stride 1 (use a pooling or a strided convolution to subsample)")
-    if o.get("ellipsis_mask") or o.get("new_axis_mask"):
-        raise _Rule(UNSPECIFIED, "uses ellipsis_mask or new_axis_mask", "index with plain begin/end ranges")
+        return f"strides {strides}; only strides of 1 are supported"
+    return None
 
 
-def _batch_axis_rule(what: str):
-    def rule(info, g, op, ins, outs):
-        t = ins[0]
-        axes = _const_ints(info, ins[1] if len(ins) > 1 else None)
-        if axes is None or len(t.shape) < 4:
-            return
-        axes_n = _normalize_axes(axes, len(t.shape))
-        if 0 in axes_n:
-            raise _Rule(UNSPECIFIED, f"{what} over the batch dimension (axis {sorted(axes_n)})",
-                        f"do not {what} over the batch dimension")
-        if op.name == "MEAN" and len(t.shape) - 1 in axes_n and t.shape[-1] % 4:
-            raise _Rule(UNSPECIFIED, f"mean over the channel dimension of depth {t.shape[-1]} (not a multiple of 4)",
-                        "reduce over x/y only, or make the depth a multiple of 4")
-    return rule
+def _strided_slice_masks(c: OpContext) -> str | None:
+    o = c.op.options
+    return "uses ellipsis_mask or new_axis_mask" if o.get("ellipsis_mask") or o.get("new_axis_mask") else None
 
 
-def _pad(info, g, op, ins, outs):
-    pads = _const_ints(info, ins[1] if len(ins) > 1 else None)
-    if pads and len(ins[0].shape) >= 4 and any(pads[:2]):
-        raise _Rule(UNSPECIFIED, f"pads the batch dimension by {pads[:2]}", "do not pad the batch dimension")
+STRIDED_SLICE = (
+    Constraint(_strided_slice_strides, UNSPECIFIED, "slice with stride 1 (use a pooling or a strided convolution "
+               "to subsample)", DOCS),
+    Constraint(_strided_slice_masks, UNSPECIFIED, "index with plain begin/end ranges", DOCS),
+)
 
 
-def _pack(info, g, op, ins, outs):
-    out = outs[0]
-    axis = op.options.get("axis", 0)
+def _reduce_axes(c: OpContext) -> str | None:
+    t = c.ins[0]
+    axes = c.const_ints(1)
+    if t is None or axes is None or len(t.shape) < 4:
+        return None
+    axes_n = _normalize_axes(axes, len(t.shape))
+    if 0 in axes_n:
+        return f"reduce over the batch dimension (axis {sorted(axes_n)})"
+    if c.op.name == "MEAN" and len(t.shape) - 1 in axes_n and t.shape[-1] % 4:
+        return f"mean over the channel dimension of depth {t.shape[-1]} (not a multiple of 4)"
+    return None
+
+
+REDUCE = (Constraint(_reduce_axes, UNSPECIFIED, "reduce over x/y only, never over the batch dimension", DOCS),)
+
+
+def _pad_batch(c: OpContext) -> str | None:
+    pads = c.const_ints(1)
+    t = c.ins[0]
+    if pads and t is not None and len(t.shape) >= 4 and any(pads[:2]):
+        return f"pads the batch dimension by {pads[:2]}"
+    return None
+
+
+def _pack_batch(c: OpContext) -> str | None:
+    out = c.outs[0]
+    axis = c.op.options.get("axis", 0)
     if axis < 0:
         axis += len(out.shape)
     if axis == 0 and len(out.shape) >= 4 and out.shape[0] > 1:
-        raise _Rule(UNSPECIFIED, "packs along the batch dimension", "pack along an inner dimension")
+        return "packs along the batch dimension"
+    return None
 
 
-def _concatenation(info, g, op, ins, outs):
-    consts = [t for t in ins if t is not None and t.is_constant]
+def _concat_constant(c: OpContext) -> str | None:
+    consts = [t for t in c.ins if t is not None and t.is_constant]
     if not consts:
-        return
-    if len(ins) != 2:
-        raise _Rule(UNSPECIFIED, f"{len(ins)} inputs, {len(consts)} of them constant; with a constant input "
-                                 "there must be exactly 2 inputs", "concatenate constants in a separate step")
-    v = info.constant_value(consts[0])
+        return None
+    if len(c.ins) != 2:
+        return (f"{len(c.ins)} inputs, {len(consts)} of them constant; with a constant input there must be "
+                "exactly 2 inputs")
+    v = c.info.constant_value(consts[0])
     q = consts[0].quantization
     zero = q.zero_point if q else 0
     if v is None or bool((v != zero).any()):
-        raise _Rule(UNSPECIFIED, "a constant input that is not all zeros (only zero-padding is supported)",
-                    "feed the constant as a model input, or use PAD for zero padding")
+        return "a constant input that is not all zeros (only zero-padding is supported)"
+    return None
 
 
-def _resize(info, g, op, ins, outs):
-    t, out = ins[0], outs[0]
+def _resize(c: OpContext) -> str | None:
+    t, out = c.ins[0], c.outs[0]
     if len(t.shape) != 4 or len(out.shape) != 4:
-        raise _Rule(UNSPECIFIED, f"{_shape(t)} -> {_shape(out)}; input and output must be 3-D (batch 1, H, W, C)",
-                    "resize 4-D NHWC tensors with batch 1")
-    align = op.options.get("align_corners", False)
+        return f"{_shape(t)} -> {_shape(out)}; input and output must be 3-D (batch 1, H, W, C)"
+    align = c.op.options.get("align_corners", False)
     for axis, label in ((1, "height"), (2, "width")):
         i, o = t.shape[axis], out.shape[axis]
         if i == o:
             continue
         if align:
             if i == 1 or o == 1:
-                raise _Rule(UNSPECIFIED, f"{label} {i} -> {o} with align_corners=True: no integer scale factor "
-                                         "(the corner-aligned scale is undefined for a size of 1)",
-                            "for a 1x1 input, broadcast instead of resizing (e.g. UpSampling2D/tile), or resize "
-                            "with align_corners=False; otherwise move the resize after the last Edge TPU op")
+                return (f"{label} {i} -> {o} with align_corners=True: no integer scale factor (the corner-aligned "
+                        "scale is undefined for a size of 1)")
             a, b = i - 1, o - 1
         else:
             a, b = i, o
         if max(a, b) % min(a, b):
-            raise _Rule(UNSPECIFIED, f"{label} {i} -> {o}{' (align_corners)' if align else ''}: not an integer "
-                                     "scale factor; the Edge TPU resizes by integer factors only (heuristic)",
-                        "resize by an integer factor (e.g. x2), or move the resize after the last Edge TPU op")
+            return (f"{label} {i} -> {o}{' (align_corners)' if align else ''}: not an integer scale factor; the "
+                    "Edge TPU resizes by integer factors only (heuristic)")
+    return None
 
 
-def _squeeze(info, g, op, ins, outs):
-    t, out = ins[0], outs[0]
+RESIZE = (Constraint(_resize, UNSPECIFIED, "resize by an integer factor (e.g. x2) without align_corners from a "
+                     "size of 1, or move the resize after the last Edge TPU op",
+                     f"{EV_DEEPLAB}: RESIZE_BILINEAR 1 -> 33 with align_corners stays on the CPU; the integer-factor "
+                     "part is a heuristic", LIKELY),)
+
+
+def _squeeze(c: OpContext) -> str | None:
+    t, out = c.ins[0], c.outs[0]
     leading = 0
     for d in t.shape:
         if d != 1:
@@ -445,24 +478,175 @@ def _squeeze(info, g, op, ins, outs):
         leading += 1
     # Fine when the output is the input minus some of its leading 1s (no relayout needed).
     if not any(tuple(out.shape) == tuple(t.shape[k:]) for k in range(leading + 1)):
-        raise _Rule(UNSPECIFIED, f"{_shape(t)} -> {_shape(out)} squeezes an inner dimension (needs a relayout)",
-                    "squeeze only leading dimensions of size 1")
+        return f"{_shape(t)} -> {_shape(out)} squeezes an inner dimension (needs a relayout)"
+    return None
 
 
-def _prelu(info, g, op, ins, outs):
-    alpha = ins[1] if len(ins) > 1 else None
+def _prelu(c: OpContext) -> str | None:
+    alpha = c.ins[1] if len(c.ins) > 1 else None
     if alpha is not None and sum(1 for d in alpha.shape[:-1] if d > 1):
-        raise _Rule(UNSPECIFIED, f"alpha is {_shape(alpha)}; it must be 1-D (only the innermost dimension > 1)",
-                    "Keras PReLU with shared_axes=[1, 2]")
+        return f"alpha is {_shape(alpha)}; it must be 1-D (only the innermost dimension > 1)"
+    return None
 
 
-_OP_RULES = {
-    "CONV_2D": _conv, "DEPTHWISE_CONV_2D": _conv, "FULLY_CONNECTED": _fully_connected, "SOFTMAX": _softmax,
-    "STRIDED_SLICE": _strided_slice, "MEAN": _batch_axis_rule("reduce"), "SUM": _batch_axis_rule("reduce"),
-    "REDUCE_MAX": _batch_axis_rule("reduce"), "REDUCE_MIN": _batch_axis_rule("reduce"), "PAD": _pad,
-    "PACK": _pack, "CONCATENATION": _concatenation, "RESIZE_BILINEAR": _resize,
-    "RESIZE_NEAREST_NEIGHBOR": _resize, "SQUEEZE": _squeeze, "PRELU": _prelu,
+def _transpose_size(c: OpContext) -> str | None:
+    t = c.ins[0]
+    if t is not None and _elements(t) > TRANSPOSE_LIMIT:
+        return (f"transposes {_elements(t):,} values ({_shape(t)}); the Edge TPU maps TRANSPOSE only on small "
+                f"tensors (~{TRANSPOSE_LIMIT:,}; heuristic)")
+    return None
+
+
+TRANSPOSE = (Constraint(_transpose_size, UNSPECIFIED, "transpose on the CPU after the Edge TPU part, or keep "
+                        "the layout NHWC", EV_YOLOV8N + ": TRANSPOSE mapped on 57,600 values, refused from 230,400",
+                        LIKELY),)
+
+_AXIS = ((1, "axis"),)
+#: The supported ops (coral.ai supported-operations table), by TFLite builtin name. Runtime numbers
+#: for the newer ops come from the coral.ai table as remembered in ../shared/reference/edgetpu.md.
+RULES: dict[str, OpRule] = {
+    "ADD": OpRule(), "SUB": OpRule(), "MUL": OpRule(), "MAXIMUM": OpRule(), "MINIMUM": OpRule(),
+    "AVERAGE_POOL_2D": OpRule(constraints=(NO_FUSED_ACTIVATION,)),
+    "MAX_POOL_2D": OpRule(constraints=(NO_FUSED_ACTIVATION,)),
+    "CONCATENATION": OpRule(constraints=(NO_FUSED_ACTIVATION, Constraint(
+        _concat_constant, UNSPECIFIED, "feed the constant as a model input, or use PAD for zero padding", DOCS))),
+    "CONV_2D": OpRule(params=((1, "filter"), (2, "bias")), constraints=CONV),
+    "DEPTHWISE_CONV_2D": OpRule(params=((1, "filter"), (2, "bias")), constraints=CONV),
+    "TRANSPOSE_CONV": OpRule(13, ((0, "output shape"), (1, "filter"), (3, "bias"))),
+    "FULLY_CONNECTED": OpRule(params=((1, "weights"), (2, "bias")), constraints=FULLY_CONNECTED),
+    "EXPAND_DIMS": OpRule(13, _AXIS), "SQUEEZE": OpRule(constraints=(Constraint(
+        _squeeze, UNSPECIFIED, "squeeze only leading dimensions of size 1", DOCS),)),
+    "L2_NORMALIZATION": OpRule(), "LOGISTIC": OpRule(), "TANH": OpRule(),
+    "RELU": OpRule(), "RELU6": OpRule(), "RELU_N1_TO_1": OpRule(),
+    "LSTM": OpRule(14), "UNIDIRECTIONAL_SEQUENCE_LSTM": OpRule(14),
+    "MEAN": OpRule(params=_AXIS, constraints=REDUCE), "SUM": OpRule(13, _AXIS, REDUCE),
+    "REDUCE_MAX": OpRule(14, _AXIS, REDUCE), "REDUCE_MIN": OpRule(14, _AXIS, REDUCE),
+    "PACK": OpRule(13, constraints=(Constraint(_pack_batch, UNSPECIFIED, "pack along an inner dimension", DOCS),)),
+    "PAD": OpRule(params=((1, "paddings"),), constraints=(Constraint(
+        _pad_batch, UNSPECIFIED, "do not pad the batch dimension", DOCS),)),
+    "PRELU": OpRule(13, ((1, "alpha"),), (Constraint(_prelu, UNSPECIFIED, "Keras PReLU with shared_axes=[1, 2]",
+                                                     DOCS),)),
+    "QUANTIZE": OpRule(13),
+    "RESHAPE": OpRule(),  # a computed shape input makes the whole model dynamic: see fatal_problems
+    "RESIZE_BILINEAR": OpRule(params=((1, "size"),), constraints=RESIZE),
+    "RESIZE_NEAREST_NEIGHBOR": OpRule(params=((1, "size"),), constraints=RESIZE),
+    "RSQRT": OpRule(14), "SQUARED_DIFFERENCE": OpRule(14),
+    "SLICE": OpRule(params=((1, "begin"), (2, "size"))),
+    "SOFTMAX": OpRule(constraints=SOFTMAX),
+    "SPACE_TO_DEPTH": OpRule(),
+    "SPLIT": OpRule(params=((0, "axis"),)),
+    "STRIDED_SLICE": OpRule(params=((1, "begin"), (2, "end"), (3, "strides")), constraints=STRIDED_SLICE),
+    "TRANSPOSE": OpRule(14, ((1, "permutation"),), TRANSPOSE),
 }
+
+
+# ------------------------------------------------------------------------------------ one op
+def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
+          ) -> Judgement:
+    """Whether ``op`` could run on the Edge TPU on its own (before partitioning), and if not why."""
+    name = op.name
+    ins = [g.tensor(i) for i in op.inputs]
+    outs = [g.tensor(i) for i in op.outputs]
+    if name == "CUSTOM":
+        floats = any(t is not None and t.dtype in FLOAT_DTYPES for t in ins + outs)
+        if op.custom_code in KNOWN_CUSTOM_OPS:
+            return Judgement(DATA_TYPE, f"custom op {op.custom_code!r} runs on the CPU", FIX_MOVE_TO_END,
+                             "tensorflow/models#10695 and other public compiler logs", CONFIRMED)
+        return Judgement(DATA_TYPE if floats else NOT_SUPPORTED, f"custom op {op.custom_code!r} runs on the CPU",
+                         FIX_MOVE_TO_END, EV_DECODERS, LIKELY)
+    rule = RULES.get(name)
+    if rule is not None and (not ins or ins[0] is None or not outs or outs[0] is None):
+        raise InvalidModelError(f"op #{op.index} {name} has no input or no output tensor",
+                                "re-export the model; TensorFlow Lite would not run it either")
+    c = OpContext(info, g, op, ins, outs, min_runtime)
+    if rule is None:
+        # float/int16 data is reported as a data-type problem (DEQUANTIZE in real logs); index
+        # outputs (int32/int64 of ARG_MAX and the like) do not change the verdict "not supported".
+        odd = sorted({t.dtype for t in c.activations if t.dtype in FLOAT_DTYPES | {"int16"}})
+        if odd:
+            return Judgement(DATA_TYPE, f"{name} on {', '.join(odd)} data, and {name} is not an Edge TPU op",
+                             FIX_QUANTIZE if set(odd) & FLOAT_DTYPES else FIX_MOVE_TO_END, EV_FLOAT_IO, CONFIRMED)
+        return Judgement(NOT_SUPPORTED, f"{name} is not in the Edge TPU's supported-op table", FIX_MOVE_TO_END,
+                         DOCS + "; ARG_MAX in the deeplab pairs, GATHER/LEAKY_RELU in public logs", CONFIRMED)
+    if name == "QUANTIZE" and any(t.dtype in FLOAT_DTYPES for t in ins if t is not None) \
+            and all(t.dtype in _QUANT_TYPES for t in outs if t is not None):
+        return Judgement(UNSPECIFIED, f"quantizes a {ins[0].dtype} input: the model has float I/O",
+                         "use integer (uint8/int8) model inputs: `edgekit quantize` makes them", EV_FLOAT_IO,
+                         CONFIRMED)
+    for k in COMMON + rule.constraints:
+        why = k.test(c)
+        if why is not None:
+            detail, fix = why if isinstance(why, tuple) else (why, k.fix)
+            return Judgement(k.status, detail, fix, k.evidence, k.confidence)
+    return Judgement(MAPPED, evidence=None if name in SEEN_MAPPED else DOCS,
+                     confidence=CONFIRMED if name in SEEN_MAPPED else LIKELY)
+
+
+# ----------------------------------------------------------------------- whole-model failures
+#: Inputs that set an op's output shape. When one is computed at run time, TensorFlow Lite makes
+#: the output a dynamic-sized tensor, and the compiler, a delegate for static-sized tensors only,
+#: fails: "Attempting to use a delegate that only supports static-sized tensors with a graph that
+#: has dynamic-sized tensors" (TFLite's kernels call SetTensorToDynamic for exactly these; evidence:
+#: EV_DYNAMIC). A -1 in ``shape_signature`` alone does not: TFLite allocates the stored shape.
+SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
+    "RESHAPE": (1,), "RESIZE_BILINEAR": (1,), "RESIZE_NEAREST_NEIGHBOR": (1,), "STRIDED_SLICE": (1, 2, 3),
+    "SLICE": (1, 2), "PAD": (1,), "PADV2": (1,), "MIRROR_PAD": (1,), "TILE": (1,), "BROADCAST_TO": (1,),
+    "FILL": (0,), "MEAN": (1,), "SUM": (1,), "REDUCE_MAX": (1,), "REDUCE_MIN": (1,), "REDUCE_PROD": (1,),
+    "REDUCE_ANY": (1,), "TRANSPOSE": (1,), "EXPAND_DIMS": (1,), "SPLIT": (0,), "SPLIT_V": (1, 2),
+    "TRANSPOSE_CONV": (0,), "SPACE_TO_BATCH_ND": (1, 2), "BATCH_TO_SPACE_ND": (1, 2), "ARG_MAX": (1,),
+    "ARG_MIN": (1,), "ONE_HOT": (1,), "TOPK_V2": (1,), "RANGE": (0, 1, 2),
+}
+#: Ops whose output size depends on the data itself: always dynamic.
+ALWAYS_DYNAMIC = {"WHERE", "UNIQUE", "NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5"}
+
+
+def dynamic_ops(g: SubgraphInfo) -> list[tuple[OpInfo, str]]:
+    """Ops whose output shape is only known at run time, with what makes it so."""
+    out = []
+    for op in g.ops:
+        if op.name in ALWAYS_DYNAMIC:
+            out.append((op, f"{op.name} output sizes depend on the data"))
+            continue
+        for pos in SHAPE_INPUTS.get(op.name, ()):
+            t = g.tensor(op.inputs[pos]) if pos < len(op.inputs) else None
+            if t is not None and not t.is_constant:
+                out.append((op, f"{op.name}'s input {pos} ({t.name!r}), which sets its output shape, is computed "
+                                "at run time"))
+                break
+    return out
+
+
+def fatal_problems(info: ModelInfo) -> list[Problem]:
+    """What makes edgetpu_compiler refuse the whole model (each problem says so, and how to fix it)."""
+    g = info.main
+    out: list[Problem] = []
+    # Every op of every subgraph (control-flow bodies too) must parse. One message per (op, version).
+    unparsable: dict[tuple[str, int], str] = {}
+    main_unparsable: list[int] = []
+    for sub in info.subgraphs:
+        for op in sub.ops:
+            why = version_problem(op.name, op.version)
+            if why:
+                unparsable.setdefault((op.name, op.version), why)
+                if sub is g:
+                    main_unparsable.append(op.index)
+    if unparsable:
+        whys = list(unparsable.values())
+        out.append(Problem(
+            "op_version", "edgetpu_compiler 16 cannot parse this model ('Didn't find op for builtin opcode'): "
+            + "; ".join(whys[:3]) + (f"; and {len(whys) - 3} more" if len(whys) > 3 else ""),
+            "convert with op versions TFLite 2.5 knows: `edgekit quantize` checks them; with plain TensorFlow "
+            "avoid int16 activations and newer op features", tuple(main_unparsable), True, PARSE_FAILED))
+    dyn = dynamic_ops(g)
+    if dyn:
+        first, why = dyn[0]
+        out.append(Problem(
+            "dynamic_shapes", f"op #{first.index} makes a dynamic-sized tensor ({why}): the compiler fails with "
+            "'Attempting to use a delegate that only supports static-sized tensors'",
+            "convert with a fixed batch of 1 so that shapes fold to constants: keras.Input(shape, batch_size=1), "
+            "or a tf.function with TensorSpec([1, H, W, C]); `edgekit quantize` does this",
+            tuple(op.index for op, _ in dyn), True, DYNAMIC, LIKELY))
+    return out
 
 
 # ------------------------------------------------------------------------------ partitioning
@@ -513,104 +697,164 @@ def partition(g: SubgraphInfo, mappable: list[bool]) -> list[tuple[bool, list[in
     return runs
 
 
+def place(g: SubgraphInfo, mappable: list[bool], multiple_subgraphs: bool = False) -> list[int | None]:
+    """The Edge TPU subgraph (0, 1, ...) of every op, or None for the CPU.
+
+    Without ``multiple_subgraphs`` (the compiler's default) only the first mappable run is an Edge
+    TPU subgraph; with it (``-a``) every mappable run is one.
+    """
+    where: list[int | None] = [None] * len(g.ops)
+    n = 0
+    for kind, run in partition(g, mappable):
+        if not kind or (n and not multiple_subgraphs):
+            continue
+        for i in run:
+            where[i] = n
+        n += 1
+    return where
+
+
+# ------------------------------------------------------------------------------------- report
+@dataclass
+class CheckReport:
+    """The offline prediction of one compile (JSON schema: README, ``edgekit check --json``)."""
+
+    model: str | None
+    verdict: str  # "full" | "partial" | "none"
+    ops: list[OpVerdict]
+    subgraphs: int
+    param_bytes: int
+    on_chip_bytes_estimate: int | None
+    off_chip_bytes_estimate: int | None
+    problems: list[Problem] = field(default_factory=list)
+    advice: list[str] = field(default_factory=list)
+    min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
+    compiled: bool = False
+    multiple_subgraphs: bool = False
+
+    @property
+    def edgetpu_ops(self) -> int:
+        return sum(1 for o in self.ops if o.target == "edgetpu")
+
+    @property
+    def cpu_ops(self) -> int:
+        return sum(1 for o in self.ops if o.target == "cpu")
+
+    @property
+    def fully_mappable(self) -> bool:
+        return self.verdict == "full"
+
+    @property
+    def fatal(self) -> list[Problem]:
+        return [p for p in self.problems if p.fatal]
+
+    def split_by_type(self) -> dict[str, Counter]:
+        """{"edgetpu": Counter(op name -> n), "cpu": Counter(...)}, the way a compiled pair is scored."""
+        out = {"edgetpu": Counter(), "cpu": Counter()}
+        for o in self.ops:
+            out[o.target][o.name] += 1
+        return out
+
+    def table(self) -> list[tuple[str, int, str]]:
+        """Rows of the compiler's operation log: (operator, count, status), in first-seen order."""
+        counts: dict[tuple[str, str], int] = {}
+        for o in self.ops:
+            counts[(o.name, o.reason)] = counts.get((o.name, o.reason), 0) + 1
+        return [(name, n, status) for (name, status), n in counts.items()]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "model": self.model,
+            "verdict": self.verdict,
+            "compiled": self.compiled,
+            "min_runtime": self.min_runtime,
+            "multiple_subgraphs": self.multiple_subgraphs,
+            "ops": [o.to_dict() for o in self.ops],
+            "summary": {
+                "edgetpu_ops": self.edgetpu_ops,
+                "cpu_ops": self.cpu_ops,
+                "subgraphs": self.subgraphs,
+                "likely_ops": sum(1 for o in self.ops if o.confidence == LIKELY),
+                "param_bytes": self.param_bytes,
+                "on_chip_bytes_estimate": self.on_chip_bytes_estimate,
+                "off_chip_bytes_estimate": self.off_chip_bytes_estimate,
+            },
+            "problems": [p.to_dict() for p in self.problems],
+            "advice": list(self.advice),
+        }
+
+
 # -------------------------------------------------------------------------------------- check
-def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME) -> CheckReport:
-    """Predict what ``edgetpu_compiler -m min_runtime`` (compiler 16, default flags) does with ``info``."""
+def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME,
+                multiple_subgraphs: bool = False) -> CheckReport:
+    """Predict what ``edgetpu_compiler -m min_runtime [-a]`` (compiler 16) does with ``info``."""
     if min_runtime not in SUPPORTED_MIN_RUNTIMES:
         raise UsageError(f"--min-runtime {min_runtime} is not a runtime edgetpu_compiler 16 targets",
                          f"use {SUPPORTED_MIN_RUNTIMES.start}..{SUPPORTED_MIN_RUNTIMES.stop - 1} (default 14)")
     if info.is_compiled:
         return _check_compiled(info, min_runtime)
     g = info.main
-    problems: list[Problem] = []
-    advice: list[str] = []
+    judged = [judge(info, g, op, min_runtime) for op in g.ops]
+    fatal = fatal_problems(info)
+    problems: list[Problem] = list(fatal)
+    advice: list[str] = [f"{p.message}. Fix: {p.hint}" for p in fatal if p.hint]
 
-    judged = [_judge(info, g, op, min_runtime) for op in g.ops]
-    mappable = [r[0] == MAPPED for r in judged]
-
-    # Whole-model failures: the compiler refuses the model.
-    fatal: list[tuple[str, Problem]] = []
-    # Every op of every subgraph (control-flow bodies too) must parse. One message per (op, version).
-    unparsable: dict[tuple[str, int], str] = {}
-    main_unparsable: list[int] = []
-    for sub in info.subgraphs:
-        for op in sub.ops:
-            why = version_problem(op.name, op.version)
-            if why:
-                unparsable.setdefault((op.name, op.version), why)
-                if sub is g:
-                    main_unparsable.append(op.index)
-    if unparsable:
-        whys = list(unparsable.values())
-        fatal.append((PARSE_FAILED, Problem(
-            "op_version", "edgetpu_compiler 16 cannot parse this model ('Didn't find op for builtin opcode'): "
-            + "; ".join(whys[:3]) + (f"; and {len(whys) - 3} more" if len(whys) > 3 else ""),
-            "convert with op versions TFLite 2.5 knows: `edgekit quantize` checks them; with plain TensorFlow "
-            "avoid int16 activations and newer op features", tuple(main_unparsable), fatal=True)))
-    if info.has_dynamic_shapes:
-        dyn = [t for t in g.tensors if t.is_dynamic]
-        first = dyn[0] if dyn else None
-        fatal.append((DYNAMIC, Problem(
-            "dynamic_shapes", "the model has dynamic-sized tensors"
-            + (f" (e.g. {first.name!r} with shape signature {list(first.shape_signature)})" if first else "")
-            + ": the compiler fails with 'Attempting to use a delegate that only supports static-sized tensors'",
-            "convert with a fixed batch of 1: keras.Input(shape, batch_size=1), or a tf.function with "
-            "TensorSpec([1, H, W, C]); `edgekit quantize` does this", fatal=True)))
-    unresolved = [op for op in g.ops if op.name == "CUSTOM" and op.custom_code not in KNOWN_CUSTOM_OPS
-                  and op.custom_code != EDGETPU_CUSTOM_OP]
-    if unresolved:
-        fatal.append((CUSTOM_UNRESOLVED, Problem(
-            "custom_op", f"custom op {unresolved[0].custom_code!r} is unknown to the compiler's TensorFlow Lite: "
-            f"the compile fails with 'Encountered unresolved custom op: {unresolved[0].custom_code}'",
-            "remove the custom op from the model and run that step on the CPU after the Edge TPU model",
-            tuple(op.index for op in unresolved), fatal=True)))
+    custom = [op for op in g.ops if op.name == "CUSTOM" and op.custom_code not in KNOWN_CUSTOM_OPS]
+    if custom:
+        code = custom[0].custom_code
+        problems.append(Problem(
+            "custom_op", f"custom op {code!r} is not one the compiler's TensorFlow Lite knows: edgetpu_compiler "
+            f"may refuse the model ('{CUSTOM_UNRESOLVED}: {code}', as compilers 2.0 and 16 did); the placement "
+            "shown is what Coral's own models with such an op got, by compiling the part before it",
+            "if the compile fails, compile the model without the custom op (cut it off before the op) and run the "
+            "op on the CPU after the Edge TPU part", tuple(op.index for op in custom), confidence=LIKELY))
     if len(info.subgraphs) > 1:
         problems.append(Problem(
             "control_flow", f"the model has {len(info.subgraphs)} subgraphs (control flow such as WHILE/IF); "
             "only the main subgraph is checked and the Edge TPU maps none of the control-flow ops",
-            "unroll loops and conditionals (e.g. unroll=True for Keras RNNs)"))
-
+            "unroll loops and conditionals (e.g. unroll=True for Keras RNNs)", confidence=LIKELY))
     if info.quantization_state == "float":
         problems.append(Problem(
             "not_quantized", "the model is not quantized (float ops): the Edge TPU runs only fully 8-bit "
             "quantized models, and the compiler refuses it ('Model not quantized') or maps nothing",
             FIX_QUANTIZE, tuple(op.index for op in g.ops)))
-
-    if info.quantization_state == "float":
         advice.append("The model is not quantized: " + FIX_QUANTIZE + ".")
-    if fatal:
-        status = fatal[0][0]
-        verdicts = [OpVerdict(op.index, op.name, op.version, "cpu", status,
-                              f"otherwise: {r[0]}" + (f" ({r[1]})" if r[1] else ""), r[2])
-                    for op, r in zip(g.ops, judged)]
-        problems = [p for _, p in fatal] + problems
-        advice = [f"{p.message}. Fix: {p.hint}" for _, p in fatal if p.hint] + advice
-        return CheckReport(info.path, "none", verdicts, 0, info.param_bytes, 0, 0, problems, advice,
-                           min_runtime)
 
-    runs = partition(g, mappable)
-    tpu_run: set[int] = next((set(r) for kind, r in runs if kind), set())
+    if fatal:
+        first = fatal[0]
+        verdicts = [OpVerdict(op.index, op.name, op.version, "cpu", first.status or first.message,
+                              f"otherwise: {j.status}" + (f" ({j.detail})" if j.detail else ""), j.fix,
+                              first.confidence) for op, j in zip(g.ops, judged)]
+        return CheckReport(info.path, "none", verdicts, 0, info.param_bytes, 0, 0, problems, advice,
+                           min_runtime, multiple_subgraphs=multiple_subgraphs)
+
+    mappable = [j.mappable for j in judged]
+    where = place(g, mappable, multiple_subgraphs)
+    cut_confidence = LIKELY if any(j.confidence == LIKELY for j in judged if not j.mappable) else CONFIRMED
     verdicts = []
-    for op, (reason, detail, fix) in zip(g.ops, judged):
-        if reason == MAPPED and op.index in tpu_run:
-            verdicts.append(OpVerdict(op.index, op.name, op.version, "edgetpu", MAPPED))
-        elif reason == MAPPED:
+    for op, j, sub in zip(g.ops, judged, where):
+        if sub is not None:
+            verdicts.append(OpVerdict(op.index, op.name, op.version, "edgetpu", MAPPED, None, None, j.confidence,
+                                      sub))
+        elif j.mappable:
             words = UNSPECIFIED if op.name == "QUANTIZE" else MORE_THAN_ONE_SUBGRAPH
-            verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", words, CUT_OFF))
+            verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", words, CUT_OFF, None, cut_confidence))
         else:
-            verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", reason, detail, fix))
+            verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", j.status, j.detail, j.fix,
+                                      j.confidence))
 
     # Parameters of the Edge TPU ops against the on-chip cache.
-    buffers = {t.buffer: t.buffer_bytes for i in tpu_run for k in g.ops[i].inputs
+    tpu_ops = [i for i, s in enumerate(where) if s is not None]
+    buffers = {t.buffer: t.buffer_bytes for i in tpu_ops for k in g.ops[i].inputs
                if k >= 0 and (t := g.tensors[k]).is_constant}
     tpu_params = sum(buffers.values())
     on_chip = min(tpu_params, PARAMETER_CACHE_BYTES)
     off_chip = tpu_params - on_chip
 
-    n_tpu = len(tpu_run)
-    verdict = "full" if n_tpu == len(g.ops) and g.ops else ("none" if n_tpu == 0 else "partial")
+    n_sub = len({s for s in where if s is not None})
+    verdict = "full" if len(tpu_ops) == len(g.ops) and g.ops else ("none" if not tpu_ops else "partial")
     problems += _cpu_problems(verdicts)
-    advice += _advice(g, verdicts, mappable)
+    advice += _advice(g, verdicts, mappable, multiple_subgraphs)
     if off_chip:
         problems.append(Problem(
             "off_chip", f"about {_mib(tpu_params)} of parameters for a ~8 MiB on-chip cache: ~{_mib(off_chip)} "
@@ -622,31 +866,62 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     elif tpu_params > 6 * 1024 * 1024:
         advice.append(f"Parameters ({_mib(tpu_params)}) are close to the ~8 MiB cache; the compiler caches ~6-7.6 MiB "
                       "in practice, so some may be streamed.")
-    return CheckReport(info.path, verdict, verdicts, 1 if n_tpu else 0, info.param_bytes, on_chip, off_chip,
-                       problems, advice, min_runtime)
+    return CheckReport(info.path, verdict, verdicts, n_sub, info.param_bytes, on_chip, off_chip,
+                       problems, advice, min_runtime, multiple_subgraphs=multiple_subgraphs)
+
+
+def quantize_gate(report: CheckReport, io_type: str, info: ModelInfo) -> list[Problem]:
+    """What makes a freshly quantized model unfit for the compiler, from its check report.
+
+    The fatal problems, float compute the converter left behind (a data-type problem), per-channel
+    FULLY_CONNECTED weights, and model I/O that is not ``io_type``. Empty when the model is fit.
+    """
+    out = list(report.fatal)
+    floats = [p for p in report.problems if p.code == "data_type"]
+    names = {o.index: o.name for o in report.ops}
+    # Name the float op itself, not the DEQUANTIZE/QUANTIZE the converter put around it.
+    real = [p for p in floats if any(names.get(i) not in ("QUANTIZE", "DEQUANTIZE") for i in p.ops)]
+    out += real or floats
+    out += [p for p in report.problems if p.code == "per_channel_weights"]
+    for t in info.inputs + info.outputs:
+        if t.dtype != io_type:
+            out.append(Problem("io_type", f"I/O tensor {t.name!r} is {t.dtype}, not {io_type}"))
+    return out
+
+
+def gate_checks(report: CheckReport) -> dict[str, Any]:
+    """quantize's ``checks`` JSON, computed from the output's check report."""
+    codes = {p.code for p in report.problems}
+    return {"full_int8": not codes & {"data_type", "not_quantized"}, "static_shapes": "dynamic_shapes" not in codes,
+            "op_versions_within_compiler": "op_version" not in codes,
+            "per_tensor_dense": "per_channel_weights" not in codes, "edgetpu_verdict": report.verdict}
 
 
 def _mib(n: int) -> str:
     return f"{n / 1024 / 1024:.2f} MiB"
 
 
+_PROBLEM_CODES = {NOT_SUPPORTED: "unsupported_op", DATA_TYPE: "data_type", VERSION: "op_version_not_mapped",
+                  NOT_CONSTANT: "not_constant", RANK: "rank", RUNTIME: "runtime", UNSPECIFIED: "limitation"}
+
+
 def _cpu_problems(verdicts: list[OpVerdict]) -> list[Problem]:
     """One problem per (reason, detail) among the unmappable ops."""
-    grouped: dict[tuple[str, str, str | None], list[int]] = {}
+    grouped: dict[tuple[str, str, str | None, str], list[int]] = {}
     for v in verdicts:
         if v.target == "cpu" and v.detail != CUT_OFF:
-            grouped.setdefault((v.reason, f"{v.name}: {v.detail or v.reason}", v.fix), []).append(v.index)
-    codes = {NOT_SUPPORTED: "unsupported_op", DATA_TYPE: "data_type", VERSION: "op_version_not_mapped",
-             NOT_CONSTANT: "not_constant", RANK: "rank", RUNTIME: "runtime", UNSPECIFIED: "limitation"}
+            key = (v.reason, f"{v.name}: {v.detail or v.reason}", v.fix, v.confidence)
+            grouped.setdefault(key, []).append(v.index)
     out = []
-    for (reason, text, fix), idx in grouped.items():
+    for (reason, text, fix, confidence), idx in grouped.items():
         where = f"op #{idx[0]}" if len(idx) == 1 else f"{len(idx)} ops (#{', #'.join(map(str, idx[:5]))}" + \
             (", ...)" if len(idx) > 5 else ")")
-        out.append(Problem(codes.get(reason, "limitation"), f"{where} {text}", fix, tuple(idx)))
+        code = "per_channel_weights" if "per-channel weights" in text else _PROBLEM_CODES.get(reason, "limitation")
+        out.append(Problem(code, f"{where} {text}", fix, tuple(idx), confidence=confidence))
     return out
 
 
-def _advice(g: SubgraphInfo, verdicts: list[OpVerdict], mappable: list[bool]) -> list[str]:
+def _advice(g: SubgraphInfo, verdicts: list[OpVerdict], mappable: list[bool], multiple: bool) -> list[str]:
     """Name the op that breaks the graph and what to change."""
     out: list[str] = []
     cut = [v for v in verdicts if v.detail == CUT_OFF]
@@ -654,8 +929,9 @@ def _advice(g: SubgraphInfo, verdicts: list[OpVerdict], mappable: list[bool]) ->
         cpu = [v for v in verdicts if v.target == "cpu"]
         if cpu and len(cpu) < len(verdicts):
             names = ", ".join(f"#{v.index} {v.name}" for v in cpu[:5]) + (" ..." if len(cpu) > 5 else "")
-            out.append(f"Only {names} run(s) on the CPU; no op the Edge TPU could run is cut off by it, "
-                       "so the Edge TPU subgraph is whole.")
+            whole = ("every mappable run is its own Edge TPU subgraph (-a)" if multiple else
+                     "no op the Edge TPU could run is cut off by it, so the Edge TPU subgraph is whole")
+            out.append(f"Only {names} run(s) on the CPU; {whole}.")
             for v in cpu:
                 if v.fix:
                     out.append(f"To map #{v.index} {v.name} too: {v.fix}.")
@@ -663,10 +939,8 @@ def _advice(g: SubgraphInfo, verdicts: list[OpVerdict], mappable: list[bool]) ->
         return out
     # The breaking op: the earliest unmappable op that some cut-off mappable op depends on.
     producer = {t: op.index for op in g.ops for t in op.outputs}
-    cut_set = {v.index for v in cut}
     breakers: dict[int, int] = {}
-    for i in sorted(cut_set):
-        # walk up the dependencies of a cut-off op to find unmappable ancestors
+    for i in sorted(v.index for v in cut):
         stack, seen = [i], {i}
         while stack:
             j = stack.pop()
@@ -691,23 +965,25 @@ def _advice(g: SubgraphInfo, verdicts: list[OpVerdict], mappable: list[bool]) ->
     others = sorted(b for b in breakers if b != first)
     if others:
         out.append("Also unmappable before CPU-side ops: " + ", ".join(f"#{b} {verdicts[b].name}" for b in others[:5]))
-    out.append("Or compile with -a (edgetpu_compiler --enable_multiple_subgraphs, experimental) to map the later "
-               "ops into further Edge TPU subgraphs; measure latency with and without it.")
+    out.append("Or compile with -a (edgetpu_compiler --enable_multiple_subgraphs, experimental; `edgekit check -a` "
+               "predicts it) to map the later ops into further Edge TPU subgraphs; measure latency with and "
+               "without it.")
     return out
 
 
 def _check_compiled(info: ModelInfo, min_runtime: int) -> CheckReport:
     g = info.main
     verdicts = []
+    n_sub = 0
     for op in g.ops:
         if op.custom_code == EDGETPU_CUSTOM_OP:
             verdicts.append(OpVerdict(op.index, EDGETPU_CUSTOM_OP, op.version, "edgetpu", MAPPED,
-                                      "an Edge TPU subgraph made by edgetpu_compiler"))
+                                      "an Edge TPU subgraph made by edgetpu_compiler", subgraph=n_sub))
+            n_sub += 1
         else:
             name = op.custom_code if op.name == "CUSTOM" and op.custom_code else op.name
             verdicts.append(OpVerdict(op.index, name, op.version, "cpu", "Left on the CPU by the compiler"))
     cpu = [v for v in verdicts if v.target == "cpu"]
-    n_sub = sum(1 for v in verdicts if v.target == "edgetpu")
     verdict = "full" if not cpu else "partial"
     msg = (f"the model is already compiled for the Edge TPU (it contains {EDGETPU_CUSTOM_OP}: "
            f"{info.edgetpu_bytes:,} bytes of Edge TPU program and parameters)")
@@ -719,7 +995,7 @@ def _check_compiled(info: ModelInfo, min_runtime: int) -> CheckReport:
     problems = [Problem("already_compiled", msg, "check or compile the model from before edgetpu_compiler "
                         "(the file without _edgetpu)")]
     return CheckReport(info.path, verdict, verdicts, n_sub, info.param_bytes, None, None, problems,
-                       [msg[0].upper() + msg[1:] + "."], min_runtime, compiled=True)
+                       [msg[0].upper() + msg[1:] + "."], min_runtime, compiled=True, multiple_subgraphs=n_sub > 1)
 
 
 # ----------------------------------------------------------------------------------- rendering
@@ -732,17 +1008,24 @@ def format_table(rows: Iterable[tuple[str, int, str]]) -> str:
 
 def render(report: CheckReport) -> str:
     """Human-readable text for ``edgekit check``."""
-    lines = [f"Edge TPU check: {report.model or '<model>'} (edgetpu_compiler 16 rules, --min-runtime "
-             f"{report.min_runtime})"]
+    flags = f"--min-runtime {report.min_runtime}" + (", -a" if report.multiple_subgraphs and not report.compiled
+                                                      else "")
+    lines = [f"Edge TPU check: {report.model or '<model>'} (edgetpu_compiler 16 rules, {flags})"]
     if report.compiled:
         lines.append("This model is ALREADY COMPILED for the Edge TPU.")
     lines += ["", format_table(report.table()), ""]
     lines.append("Ops:")
+    many = report.subgraphs > 1
     for v in report.ops:
         mark = "TPU" if v.target == "edgetpu" else "CPU"
+        if many and v.subgraph is not None:
+            mark += str(v.subgraph)
         extra = "" if v.target == "edgetpu" and not v.detail else f"  {v.reason}" + (
             f" ({v.detail})" if v.detail else "")
-        lines.append(f"  #{v.index:<4} {mark}  {v.name} v{v.version}{extra}")
+        likely = "  [likely]" if v.confidence == LIKELY else ""
+        lines.append(f"  #{v.index:<4} {mark:<4} {v.name} v{v.version}{extra}{likely}")
+    if any(v.confidence == LIKELY for v in report.ops):
+        lines.append("  [likely]: rests on Coral's documentation or a heuristic, not on a real compile")
     lines.append("")
     if report.on_chip_bytes_estimate is not None:
         lines.append(f"Parameters: {report.param_bytes:,} bytes; Edge TPU ops ~{_mib(report.on_chip_bytes_estimate)} "
@@ -752,7 +1035,10 @@ def render(report: CheckReport) -> str:
     for p in report.problems:
         if p.code == "already_compiled":
             continue
-        lines.append(f"{'FATAL' if p.fatal else 'Problem'}: {p.message}" + (f"\n  fix: {p.hint}" if p.hint else ""))
+        tag = "FATAL" if p.fatal else "Problem"
+        if p.confidence == LIKELY:
+            tag += " (likely)"
+        lines.append(f"{tag}: {p.message}" + (f"\n  fix: {p.hint}" if p.hint else ""))
     total = len(report.ops)
     word = {"full": "FULL", "partial": "PARTIAL", "none": "NONE"}[report.verdict]
     lines.append(f"Verdict: {word}: {report.edgetpu_ops} of {total} ops on the Edge TPU "

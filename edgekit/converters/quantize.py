@@ -23,7 +23,7 @@ from typing import IO, Any
 import numpy as np
 
 from edgekit import __version__, metrics, model_record, tflite_model
-from edgekit.converters import calibration, keras_io, preprocess_search
+from edgekit.converters import calibration, compatibility, keras_io, preprocess_search
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, UsageError, VerificationError
@@ -72,15 +72,6 @@ class QuantizeOptions:
     verbose: bool = False
     show_progress: bool = True
     on_warning: Callable[[str], None] | None = None  # called as each warning arises (the CLI prints it)
-
-
-@dataclass
-class EdgeTpuProblem:
-    """One reason edgetpu_compiler 16 would reject (or not fully map) the converted model."""
-
-    kind: str   # float-op | dynamic-shape | op-version | per-channel-dense | io-type
-    op: str | None
-    message: str
 
 
 @dataclass
@@ -193,44 +184,11 @@ def convert(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessS
                           "TensorFlow's log")
 
 
-def edgetpu_problems(info: tflite_model.ModelInfo, io_type: str) -> list[EdgeTpuProblem]:
-    """The structural checks edgetpu_compiler 16 applies: integer ops, static shapes, op versions."""
-    from edgekit.converters import op_versions
-
-    problems: list[EdgeTpuProblem] = []
-    g = info.main
-    float_kinds = {"float32", "float16", "float64", "bfloat16"}
-    for op in info.ops:
-        dtypes = {t.dtype for i in op.inputs + op.outputs if (t := g.tensor(i)) and not t.is_constant}
-        if dtypes & float_kinds:
-            problems.append(EdgeTpuProblem("float-op", op.name,
-                                           f"{op.name} (op {op.index}) computes in float: no int8 kernel"))
-        why = op_versions.version_problem(op.name, op.version)
-        if why:
-            problems.append(EdgeTpuProblem("op-version", op.name, why))
-        if op.name == "FULLY_CONNECTED" and len(op.inputs) > 1:
-            weights = g.tensor(op.inputs[1])
-            if weights is not None and weights.quantization and weights.quantization.per_channel:
-                problems.append(EdgeTpuProblem("per-channel-dense", op.name,
-                                               f"FULLY_CONNECTED (op {op.index}) has per-channel weights"))
-    float_ops = [p for p in problems if p.kind == "float-op"]
-    if any(p.op not in ("QUANTIZE", "DEQUANTIZE") for p in float_ops):  # name the op, not its converters
-        problems = [p for p in problems if p.kind != "float-op" or p.op not in ("QUANTIZE", "DEQUANTIZE")]
-    dynamic = [t for t in g.tensors if t.is_dynamic]
-    if dynamic:
-        problems.append(EdgeTpuProblem("dynamic-shape", None, f"tensor {dynamic[0].name!r} has a dynamic shape "
-                                       f"{list(dynamic[0].shape_signature)}"))
-    for t in info.inputs + info.outputs:
-        if t.dtype != io_type:
-            problems.append(EdgeTpuProblem("io-type", None, f"I/O tensor {t.name!r} is {t.dtype}, not {io_type}"))
-    return problems
-
-
 def convert_checked(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str,
                     stream: IO[str] | None, show_progress: bool, verbose: bool) -> tuple[bytes, str, list[str]]:
     """Convert, check, and retry with each remedy until the checks pass: (model, remedy used, tried)."""
     tried: list[str] = []
-    first_problems: list[EdgeTpuProblem] | None = None
+    first_problems: list[compatibility.Problem] | None = None
     for name, settings in REMEDIES:
         try:
             data = convert(loaded, calib_x, spec, io_type, settings, stream, show_progress and not tried, verbose)
@@ -240,7 +198,8 @@ def convert_checked(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: Pre
             tried.append(name)
             continue
         tried.append(name)
-        problems = edgetpu_problems(tflite_model.ModelInfo.from_bytes(data), io_type)
+        info = tflite_model.ModelInfo.from_bytes(data)
+        problems = compatibility.quantize_gate(compatibility.check_model(info), io_type, info)
         if not problems:
             return data, name, tried
         first_problems = first_problems or problems
@@ -470,8 +429,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         "io": {"input": _io_summary(out_info.inputs[0]), "output": _io_summary(out_info.outputs[0])},
         "op_histogram": [{"name": n, "version": v, "count": c}
                          for (n, v), c in sorted(out_info.op_histogram().items())],
-        "checks": {"full_int8": True, "static_shapes": True, "op_versions_within_compiler": True,
-                   "per_tensor_dense": True},
+        "checks": compatibility.gate_checks(compatibility.check_model(out_info)),
         "remedy": remedy,
         "remedies_tried": tried,
         "verification": verification,

@@ -22,11 +22,16 @@ from edgekit.cli import cli
 from edgekit.converters import compatibility as C
 from edgekit.converters.compatibility import check_model
 from edgekit.converters.edgetpu_compiler import compiled_split, parse_operation_log
-from tests.conftest import shared_file, shared_models
+from benchmarks.check_fidelity import find_pairs, format_rows, score_pair, summarize
+from tests.conftest import TESTDATA, shared_file
 from tests.tflite_builder import S, GraphBuilder, conv_chain
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compiler"
-PAIRS = [p for p in shared_models() if (p.parent / f"{p.stem}_edgetpu.tflite").exists()]
+PAIRS = find_pairs([TESTDATA, TESTDATA / "pairs"])
+NO_PAIRS = f"no compiled pairs (X.tflite beside X_edgetpu.tflite) in {TESTDATA} or its pairs/ folder"
+#: Pairs no evidence-supported rule reproduces, with the reason (asserted to still differ, so that
+#: a pair that starts to agree is taken off the list). None today.
+UNMATCHED: dict[str, str] = {}
 
 
 def _info(data: bytes) -> tflite_model.ModelInfo:
@@ -34,19 +39,72 @@ def _info(data: bytes) -> tflite_model.ModelInfo:
 
 
 # ------------------------------------------------------------------------------ the compiled pairs
-@pytest.mark.parametrize("cpu_path", PAIRS, ids=[p.stem for p in PAIRS])
-def test_split_by_op_type_equals_the_real_compiler(cpu_path):
-    cpu = tflite_model.load(cpu_path)
-    compiled = tflite_model.load(cpu_path.parent / f"{cpu_path.stem}_edgetpu.tflite")
-    actual = compiled_split(cpu, compiled)
-    predicted = check_model(cpu).split_by_type()
-    assert +predicted["edgetpu"] == +actual["edgetpu"]
-    assert +predicted["cpu"] == +actual["cpu"]
+@pytest.mark.skipif(not PAIRS, reason=NO_PAIRS)
+def test_regression_table_over_every_compiled_pair():
+    """Check's CPU split (per op type) and verdict against the real compiler, on every pair.
+
+    A pair shows where each op ran, not why: status words are asserted only where a log exists.
+    """
+    rows = [score_pair(cpu, compiled) for cpu, compiled in PAIRS]
+    print("\n" + format_rows(rows))
+    wrong = [r for r in rows if (r["predicted_cpu"], r["verdict"]) != (r["actual_cpu"], r["actual_verdict"])]
+    assert {r["pair"] for r in wrong} == set(UNMATCHED), format_rows(wrong)
+    assert summarize(rows)["verdicts_right"] >= len(rows) - len(UNMATCHED)
 
 
-def test_pairs_are_all_there():
-    assert {p.stem for p in PAIRS} >= {"mobilenet_v1_0.25_128_quant", "keras_lstm_mnist_ptq", "split_concat",
-                                       "deeplabv3_mnv2_dm05_pascal_quant"} or not PAIRS
+@pytest.mark.skipif(not PAIRS, reason=NO_PAIRS)
+def test_the_pairs_the_rules_rest_on_are_there():
+    names = {cpu.stem for cpu, _ in PAIRS}
+    assert names >= {"mobilenet_v1_0.25_128_quant", "keras_lstm_mnist_ptq", "split_concat",
+                     "deeplabv3_mnv2_dm05_pascal_quant"}
+    if (TESTDATA / "pairs").is_dir():
+        assert len([n for n in names if "__" in n]) >= 10
+
+
+@pytest.mark.skipif(not PAIRS, reason=NO_PAIRS)
+@pytest.mark.parametrize("cpu_path", [c for c, e in PAIRS if (c.parent / f"{e.stem}.log").exists()],
+                         ids=lambda p: p.stem)
+def test_status_words_equal_the_log_beside_the_pair(cpu_path):
+    """Where the compiler's .log sits beside a pair, check's operation table equals it row for row."""
+    _, _, _, rows = parse_operation_log((cpu_path.parent / f"{cpu_path.stem}_edgetpu.log").read_text())
+    ours = check_model(tflite_model.load(cpu_path)).table()
+    assert sorted(ours) == sorted((r.operator, r.count, r.status) for r in rows)
+
+
+def test_yolov8n_refused_ops_are_the_large_tail_tensors():
+    """The yolov8n log's 13 "unspecified limitation" ops: TRANSPOSE over 65,536 values and tensors whose
+    two innermost dimensions exceed the row limit; softmax on 1x4x8400x16 is mappable (cut off)."""
+    report = check_model(tflite_model.load(shared_file(
+        "pairs/coral_wifi_webserver__yolov8n_full_integer_quant.tflite")))
+    refused = Counter(o.name for o in report.ops if o.reason == C.UNSPECIFIED)
+    assert refused == Counter({"TRANSPOSE": 4, "RESHAPE": 3, "CONCATENATION": 2, "STRIDED_SLICE": 2,
+                               "LOGISTIC": 1, "QUANTIZE": 1})
+    softmax = next(o for o in report.ops if o.name == "SOFTMAX")
+    assert softmax.reason == C.MORE_THAN_ONE_SUBGRAPH
+    assert all(o.confidence == C.LIKELY for o in report.ops if o.reason == C.UNSPECIFIED)
+
+
+def test_srgan_with_a_dynamic_batch_compiles_into_three_subgraphs_with_a():
+    """-1 batches with constant shapes compile; its 5-D RESHAPE/TRANSPOSE split the model (rank rule)."""
+    info = tflite_model.load(shared_file("pairs/srgan__srgan_quant_2.tflite"))
+    assert info.has_dynamic_shapes                               # -1 in every shape_signature
+    multi = check_model(info, multiple_subgraphs=True)
+    assert multi.verdict == "partial" and multi.subgraphs == 3 and not multi.fatal
+    assert {o.subgraph for o in multi.ops if o.target == "edgetpu"} == {0, 1, 2}
+    assert Counter(o.name for o in multi.ops if o.target == "cpu") == Counter({"RESHAPE": 4, "TRANSPOSE": 2})
+    assert {o.reason for o in multi.ops if o.target == "cpu"} == {C.RANK}
+    single = check_model(info)
+    assert single.subgraphs == 1 and single.ops[73].reason == C.MORE_THAN_ONE_SUBGRAPH
+
+
+def test_a_decoder_custom_op_stays_on_the_cpu_and_warns_the_compile_may_fail():
+    report = check_model(tflite_model.load(shared_file(
+        "pairs/posenet__posenet_mobilenet_v1_075_353_481_quant_decoder.tflite")))
+    assert report.verdict == "partial" and report.cpu_ops == 1
+    last = report.ops[-1]
+    assert (last.name, last.target, last.confidence) == ("CUSTOM", "cpu", C.LIKELY)
+    p = next(p for p in report.problems if p.code == "custom_op")
+    assert not p.fatal and p.confidence == C.LIKELY and "PosenetDecoderOp" in p.message
 
 
 def test_deeplab_eight_cpu_ops_and_the_op_that_breaks_the_graph():
@@ -188,27 +246,40 @@ def test_float_model_is_not_quantized_and_says_how_to_fix_it():
     assert "not quantized" in p.message and "edgekit quantize" in p.hint
 
 
-def test_float_model_with_a_dynamic_batch_is_still_told_to_quantize():
-    """What a plain TFLiteConverter gives for a Keras model: float ops and a batch of -1."""
+def test_float_model_with_a_dynamic_batch_is_told_to_quantize_not_to_fix_the_batch():
+    """What a plain TFLiteConverter gives for a Keras model: float ops and a batch of -1 (constant shapes)."""
     gb = GraphBuilder()
     x = gb.tensor([1, 4], "float32", scale=None, signature=[-1, 4])
     w = gb.tensor([3, 4], "float32", data=np.ones((3, 4)), scale=None)
     y = gb.tensor([1, 3], "float32", scale=None, signature=[-1, 3])
     gb.op("FULLY_CONNECTED", [x, w, -1], [y])
     report = check_model(_info(gb.build([x], [y])))
-    assert [p.code for p in report.problems] == ["dynamic_shapes", "not_quantized"]
+    assert [p.code for p in report.problems] == ["not_quantized", "data_type"]
     assert any("not quantized" in a and "edgekit quantize" in a for a in report.advice)
 
 
-def test_dynamic_batch_is_fatal():
+def test_a_minus_one_batch_alone_is_not_fatal():
+    """srgan's pair: -1 in every shape_signature, constant shapes, compiled (TFLite allocates the stored shape)."""
     gb = GraphBuilder()
     x = gb.tensor([1, 4, 4, 8], "int8", signature=[-1, 4, 4, 8])
     y = gb.tensor([1, 4, 4, 8], "int8", signature=[-1, 4, 4, 8])
     gb.op("ADD", [x, x], [y])
     report = check_model(_info(gb.build([x], [y])))
-    assert report.verdict == "none" and report.ops[0].reason == C.DYNAMIC
+    assert report.verdict == "full" and not report.fatal
+
+
+def test_a_shape_computed_at_run_time_is_fatal():
+    """A Keras Reshape in a -1-batch model: SHAPE -> ... -> RESHAPE with a computed shape (edgetpu#829)."""
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4, 4, 8], "int8", signature=[-1, 4, 4, 8])
+    shape = gb.tensor([2], "int32", scale=None)
+    gb.op("SHAPE", [x], [shape])
+    y = gb.tensor([1, 128], "int8", signature=[-1, 128])
+    gb.op("RESHAPE", [x, shape], [y])
+    report = check_model(_info(gb.build([x], [y])))
+    assert report.verdict == "none" and report.ops[1].reason == C.DYNAMIC
     p = report.problems[0]
-    assert p.fatal and p.code == "dynamic_shapes" and "batch_size=1" in p.hint
+    assert p.fatal and p.code == "dynamic_shapes" and "batch_size=1" in p.hint and "op #1" in p.message
 
 
 def test_op_version_beyond_the_compiler_is_fatal():
@@ -224,15 +295,17 @@ def test_op_version_beyond_the_compiler_is_fatal():
     assert report.ops[0].detail == f"otherwise: {C.MAPPED}"
 
 
-def test_unknown_custom_op_is_fatal_but_the_detection_postprocess_is_not():
-    for code, fatal in (("Atan", True), ("TFLite_Detection_PostProcess", False)):
+def test_custom_ops_stay_on_the_cpu_and_only_unknown_ones_warn():
+    for code, warned in (("Atan", True), ("TFLite_Detection_PostProcess", False)):
         gb = GraphBuilder()
         x = gb.tensor([1, 8], "int8")
         y = gb.tensor([1, 8], "int8")
         gb.op("CUSTOM", [x], [y], custom_code=code)
         report = check_model(_info(gb.build([x], [y])))
-        assert any(p.fatal for p in report.problems) == fatal, code
+        assert not report.fatal, code
+        assert any(p.code == "custom_op" for p in report.problems) == warned, code
         assert report.ops[0].target == "cpu"
+        assert report.ops[0].confidence == (C.LIKELY if warned else C.CONFIRMED)
 
 
 # ------------------------------------------------------------------------------------ op rules
@@ -249,7 +322,8 @@ def test_softmax_limits():
     assert _single("SOFTMAX", [1, 1001], [1, 1001], beta=1.0).target == "edgetpu"
     big = _single("SOFTMAX", [1, 20000], [1, 20000], beta=1.0)
     assert big.target == "cpu" and "16,000" in big.detail
-    assert _single("SOFTMAX", [1, 4, 4, 10], [1, 4, 4, 10], beta=1.0).target == "cpu"
+    # Coral documents 1-D only; the yolov8n log shows SOFTMAX on 1x4x8400x16 otherwise mappable
+    assert _single("SOFTMAX", [1, 4, 4, 10], [1, 4, 4, 10], beta=1.0).target == "edgetpu"
 
 
 def test_strided_slice_needs_unit_strides():
@@ -323,9 +397,11 @@ def test_parameters_beyond_the_cache_are_estimated_off_chip():
 def test_json_schema():
     d = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"))).to_dict()
     assert {"model", "verdict", "ops", "summary", "problems"} <= set(d)
-    assert set(d["ops"][0]) >= {"index", "name", "version", "target", "reason"}
-    assert set(d["summary"]) == {"edgetpu_ops", "cpu_ops", "subgraphs", "param_bytes", "on_chip_bytes_estimate",
-                                 "off_chip_bytes_estimate"}
+    assert set(d["ops"][0]) == {"index", "name", "version", "target", "reason", "detail", "confidence", "subgraph"}
+    assert set(d["summary"]) == {"edgetpu_ops", "cpu_ops", "subgraphs", "likely_ops", "param_bytes",
+                                 "on_chip_bytes_estimate", "off_chip_bytes_estimate"}
+    assert d["multiple_subgraphs"] is False and {o["confidence"] for o in d["ops"]} <= {"confirmed", "likely"}
+    assert {o["subgraph"] for o in d["ops"] if o["target"] == "edgetpu"} == {0}
     assert d["summary"]["edgetpu_ops"] == 64 and d["summary"]["cpu_ops"] == 8
     json.dumps(d)
 

@@ -284,7 +284,7 @@ def test_verification_failure_exits_6_with_the_numbers_and_keeps_the_output(digi
 
 
 @pytest.mark.parametrize("activation, named", [("gelu", "GELU needs TensorFlow Lite 2.9.0"),
-                                               ("elu", "ELU (op 3) computes in float")])
+                                               ("elu", "ELU: ELU on float32 data")])
 def test_ops_the_compiler_would_reject_are_named_after_trying_the_remedies(tmp_path, activation, named):
     import keras
 

@@ -1,0 +1,111 @@
+"""How often does `edgekit check` agree with the real edgetpu_compiler? Prints agreement on compiled pairs.
+
+A compiled pair is ``X.tflite`` beside ``X_edgetpu.tflite`` made from it by the real compiler. For
+each pair, check predicts the CPU model; the compiled model shows which ops the compiler left on
+the CPU (every builtin op still in it) and how many Edge TPU subgraphs it made. Scores:
+
+* op placement: per op type, the ops check puts on the CPU against the ops the compiler left there;
+  a pair scores (ops - sum over types of |predicted - actual|) / ops, the total weights pairs by ops;
+* verdict: ``full`` (nothing left on the CPU), ``none`` (no Edge TPU subgraph) or ``partial``.
+
+A compiled file with several ``edgetpu-custom-op`` was compiled with ``-a`` (a default compile
+makes one Edge TPU subgraph), so that pair is checked with ``multiple_subgraphs=True``
+(``--default-flags`` turns this off).
+
+    python benchmarks/check_fidelity.py [FOLDER ...] [--json] [--default-flags]
+
+Default folders: ../shared/testdata and ../shared/testdata/pairs. Exit code 1 when no pair is found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+from edgekit import tflite_model  # noqa: E402
+from edgekit.converters.compatibility import check_model  # noqa: E402
+from edgekit.converters.edgetpu_compiler import compiled_split  # noqa: E402
+from edgekit.errors import EdgekitError  # noqa: E402
+from edgekit.tflite_model import EDGETPU_CUSTOM_OP  # noqa: E402
+
+DEFAULT_FOLDERS = [REPO.parent / "shared" / "testdata", REPO.parent / "shared" / "testdata" / "pairs"]
+
+
+def find_pairs(folders: list[Path]) -> list[tuple[Path, Path]]:
+    """(CPU model, compiled model) for every ``*_edgetpu.tflite`` whose source model sits beside it."""
+    pairs = []
+    for folder in folders:
+        for compiled in sorted(Path(folder).glob("*_edgetpu.tflite")):
+            cpu = compiled.with_name(compiled.name[: -len("_edgetpu.tflite")] + ".tflite")
+            if cpu.is_file():
+                pairs.append((cpu, compiled))
+    return pairs
+
+
+def score_pair(cpu_path: Path, compiled_path: Path, infer_flags: bool = True) -> dict:
+    """Check's prediction for one pair against what the compiler did."""
+    cpu, compiled = tflite_model.load(cpu_path), tflite_model.load(compiled_path)
+    subgraphs = sum(1 for op in compiled.ops if op.custom_code == EDGETPU_CUSTOM_OP)
+    multiple = infer_flags and subgraphs > 1
+    actual = compiled_split(cpu, compiled)
+    actual_verdict = "none" if not subgraphs else ("full" if not +actual["cpu"] else "partial")
+    try:
+        report = check_model(cpu, multiple_subgraphs=multiple)
+        predicted, verdict = report.split_by_type()["cpu"], report.verdict
+    except EdgekitError as exc:  # a model check refuses: every op counts as wrong
+        predicted, verdict = Counter({"<error>": len(cpu.ops)}), f"error: {exc.message}"
+    types = set(predicted) | set(actual["cpu"])
+    wrong = sum(abs(predicted[t] - actual["cpu"][t]) for t in types)
+    n = len(cpu.ops)
+    return {"pair": cpu_path.stem, "ops": n, "agreeing_ops": max(n - wrong, 0), "multiple_subgraphs": multiple,
+            "verdict": verdict, "actual_verdict": actual_verdict,
+            "predicted_cpu": dict(sorted((+predicted).items())), "actual_cpu": dict(sorted((+actual["cpu"]).items()))}
+
+
+def summarize(rows: list[dict]) -> dict:
+    ops = sum(r["ops"] for r in rows)
+    return {"pairs": len(rows), "ops": ops,
+            "op_agreement": sum(r["agreeing_ops"] for r in rows) / ops if ops else 0.0,
+            "exact_pairs": sum(r["agreeing_ops"] == r["ops"] for r in rows),
+            "verdicts_right": sum(r["verdict"] == r["actual_verdict"] for r in rows)}
+
+
+def format_rows(rows: list[dict]) -> str:
+    lines = [f"{'pair':<64} {'ops':>4} {'agree':>6}  verdict (check / compiler)"]
+    for r in rows:
+        flag = " -a" if r["multiple_subgraphs"] else ""
+        lines.append(f"{r['pair'][:64]:<64} {r['ops']:>4} {r['agreeing_ops'] / r['ops']:>6.1%}  "
+                     f"{r['verdict']} / {r['actual_verdict']}{flag}")
+        if r["predicted_cpu"] != r["actual_cpu"]:
+            lines.append(f"    CPU ops: check {r['predicted_cpu']}, compiler {r['actual_cpu']}")
+    s = summarize(rows)
+    lines.append(f"op placement agreement {s['op_agreement']:.1%} over {s['ops']} ops in {s['pairs']} pairs; "
+                 f"{s['exact_pairs']} pairs exact; verdicts right {s['verdicts_right']}/{s['pairs']}")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("folders", nargs="*", type=Path, help="folders holding X.tflite + X_edgetpu.tflite pairs")
+    ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
+    ap.add_argument("--default-flags", action="store_true",
+                    help="check every pair as a default compile (do not infer -a from the compiled file)")
+    args = ap.parse_args(argv)
+    pairs = find_pairs(args.folders or DEFAULT_FOLDERS)
+    if not pairs:
+        print("error: no compiled pairs (X.tflite beside X_edgetpu.tflite) found (give folders holding them)",
+              file=sys.stderr)
+        return 1
+    rows = [score_pair(c, e, not args.default_flags) for c, e in pairs]
+    print(json.dumps({"summary": summarize(rows), "pairs": rows}, indent=1) if args.json else format_rows(rows))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
