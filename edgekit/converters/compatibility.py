@@ -450,6 +450,8 @@ def _resize(c: OpContext) -> str | None:
         i, o = t.shape[axis], out.shape[axis]
         if i == o:
             continue
+        if min(i, o) <= 0:
+            return f"{label} {i} -> {o}: a size 0 has no scale factor"
         if align:
             if i == 1 or o == 1:
                 return (f"{label} {i} -> {o} with align_corners=True: no integer scale factor (the corner-aligned "
