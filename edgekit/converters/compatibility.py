@@ -405,7 +405,24 @@ def _reduce_axes(c: OpContext) -> str | None:
     return None
 
 
+def _mean_positions(c: OpContext) -> str | None:
+    t = c.ins[0]
+    positions = 1
+    for d in (t.shape[:-1] if t is not None else ()):
+        positions *= d
+    if positions > MEAN_POSITIONS_LIMIT:
+        return (f"mean over a {_shape(t)} input ({positions:,} positions); the Edge TPU maps MEAN only on smaller "
+                f"inputs (~{MEAN_POSITIONS_LIMIT:,} positions; heuristic)")
+    return None
+
+
 REDUCE = (Constraint(_reduce_axes, UNSPECIFIED, "reduce over x/y only, never over the batch dimension", DOCS),)
+# google-coral/edgetpu#461: Coral's engineer found MEAN on 1x256x128x3 (32,768 positions) not mapped;
+# split into 1x64x128x3 pieces (8,192) it mapped. The limit is placed inside that gap.
+MEAN_POSITIONS_LIMIT = 16_384
+MEAN = REDUCE + (Constraint(_mean_positions, UNSPECIFIED, "split the input (e.g. into horizontal bands) and "
+                            "average the parts, or pool first (AVERAGE_POOL_2D) to fewer positions",
+                            "google-coral/edgetpu#461 (Coral's answer and the user's test)", LIKELY),)
 
 
 def _pad_batch(c: OpContext) -> str | None:
@@ -521,7 +538,7 @@ RULES: dict[str, OpRule] = {
     "L2_NORMALIZATION": OpRule(), "LOGISTIC": OpRule(), "TANH": OpRule(),
     "RELU": OpRule(), "RELU6": OpRule(), "RELU_N1_TO_1": OpRule(),
     "LSTM": OpRule(14), "UNIDIRECTIONAL_SEQUENCE_LSTM": OpRule(14),
-    "MEAN": OpRule(params=_AXIS, constraints=REDUCE), "SUM": OpRule(13, _AXIS, REDUCE),
+    "MEAN": OpRule(params=_AXIS, constraints=MEAN), "SUM": OpRule(13, _AXIS, REDUCE),
     "REDUCE_MAX": OpRule(14, _AXIS, REDUCE), "REDUCE_MIN": OpRule(14, _AXIS, REDUCE),
     "PACK": OpRule(13, constraints=(Constraint(_pack_batch, UNSPECIFIED, "pack along an inner dimension", DOCS),)),
     "PAD": OpRule(params=((1, "paddings"),), constraints=(Constraint(
@@ -596,10 +613,11 @@ SHAPE_INPUTS: dict[str, tuple[int, ...]] = {
     "FILL": (0,), "MEAN": (1,), "SUM": (1,), "REDUCE_MAX": (1,), "REDUCE_MIN": (1,), "REDUCE_PROD": (1,),
     "REDUCE_ANY": (1,), "TRANSPOSE": (1,), "EXPAND_DIMS": (1,), "SPLIT": (0,), "SPLIT_V": (1, 2),
     "TRANSPOSE_CONV": (0,), "SPACE_TO_BATCH_ND": (1, 2), "BATCH_TO_SPACE_ND": (1, 2), "ARG_MAX": (1,),
-    "ARG_MIN": (1,), "ONE_HOT": (1,), "TOPK_V2": (1,), "RANGE": (0, 1, 2),
+    "ARG_MIN": (1,), "ONE_HOT": (1,), "TOPK_V2": (1,), "RANGE": (0, 1, 2), "WHERE": (0,),
+    "NON_MAX_SUPPRESSION_V4": (2,), "NON_MAX_SUPPRESSION_V5": (2,),
 }
 #: Ops whose output size depends on the data itself: always dynamic.
-ALWAYS_DYNAMIC = {"WHERE", "UNIQUE", "NON_MAX_SUPPRESSION_V4", "NON_MAX_SUPPRESSION_V5"}
+ALWAYS_DYNAMIC = {"UNIQUE"}
 
 
 def dynamic_ops(g: SubgraphInfo) -> list[tuple[OpInfo, str]]:

@@ -491,3 +491,18 @@ def test_cli_check_on_a_float_model_says_not_quantized(tmp_path):
     r = CliRunner().invoke(cli, ["check", str(path)])
     assert r.exit_code == 0
     assert "not quantized" in r.output and "edgekit quantize" in r.output and "Verdict: NONE" in r.output
+
+
+def test_mean_over_many_positions_stays_on_the_cpu():
+    """google-coral/edgetpu#461: MEAN on 1x256x128x3 not mapped; on 1x64x128x3 pieces it mapped."""
+    big = _single("MEAN", [1, 256, 128, 3], [1, 1, 1, 3], [lambda g: g.const([1, 2])], keepDims=True)
+    small = _single("MEAN", [1, 64, 128, 3], [1, 1, 1, 3], [lambda g: g.const([1, 2])], keepDims=True)
+    assert (big.target, big.reason, big.confidence) == ("cpu", C.UNSPECIFIED, C.LIKELY) and "32,768" in big.detail
+    assert small.target == "edgetpu"
+
+
+def test_row_size_limit_applies_to_any_op_on_a_wide_tensor():
+    """yolov8n: LOGISTIC on 1x80x8400 refused; ADD on 1x2x8400 mappable (the two innermost dims count)."""
+    wide = _single("LOGISTIC", [1, 80, 8400], [1, 80, 8400])
+    narrow = _single("LOGISTIC", [1, 2, 8400], [1, 2, 8400])
+    assert wide.reason == C.UNSPECIFIED and "672,000" in wide.detail and narrow.target == "edgetpu"
