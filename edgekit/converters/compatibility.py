@@ -138,6 +138,7 @@ class Judgement:
     fix: str | None = None
     evidence: str | None = None
     confidence: str = CONFIRMED
+    code: str | None = None  # the problem code, when not the one of its status words
 
     @property
     def mappable(self) -> bool:
@@ -157,6 +158,7 @@ class OpVerdict:
     fix: str | None = None
     confidence: str = CONFIRMED
     subgraph: int | None = None  # which Edge TPU subgraph (0-based), for target "edgetpu"
+    code: str | None = field(default=None, compare=False)  # the problem code of the rule that fired
 
     def to_dict(self) -> dict[str, Any]:
         return {"index": self.index, "name": self.name, "version": self.version, "target": self.target,
@@ -217,6 +219,7 @@ class Constraint:
     fix: str | None
     evidence: str
     confidence: str = LIKELY
+    code: str | None = None  # the problem code, when not the one of its status words
 
 
 @dataclass(frozen=True)
@@ -355,7 +358,8 @@ FULLY_CONNECTED = (
     Constraint(_fc_weights_format, UNSPECIFIED, "convert with the default fully-connected weights format", DOCS),
     Constraint(_fc_output_1d, UNSPECIFIED, "Flatten before the Dense layer so that its output is [1, units]", DOCS),
     Constraint(per_channel_fc, UNSPECIFIED, "quantize Dense weights per tensor: `edgekit quantize` does "
-               "(converter._experimental_disable_per_channel_quantization_for_dense_layers = True)", DOCS),
+               "(converter._experimental_disable_per_channel_quantization_for_dense_layers = True)", DOCS,
+               code="per_channel_weights"),
 )
 
 
@@ -596,7 +600,7 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
         why = k.test(c)
         if why is not None:
             detail, fix = why if isinstance(why, tuple) else (why, k.fix)
-            return Judgement(k.status, detail, fix, k.evidence, k.confidence)
+            return Judgement(k.status, detail, fix, k.evidence, k.confidence, k.code)
     return Judgement(MAPPED, evidence=None if name in SEEN_MAPPED else DOCS,
                      confidence=CONFIRMED if name in SEEN_MAPPED else LIKELY)
 
@@ -861,7 +865,7 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
             verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", words, CUT_OFF, None, cut_confidence))
         else:
             verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", j.status, j.detail, j.fix,
-                                      j.confidence))
+                                      j.confidence, code=j.code))
 
     # Parameters of the Edge TPU ops against the on-chip cache.
     tpu_ops = [i for i, s in enumerate(where) if s is not None]
@@ -927,16 +931,16 @@ _PROBLEM_CODES = {NOT_SUPPORTED: "unsupported_op", DATA_TYPE: "data_type", VERSI
 
 def _cpu_problems(verdicts: list[OpVerdict]) -> list[Problem]:
     """One problem per (reason, detail) among the unmappable ops."""
-    grouped: dict[tuple[str, str, str | None, str], list[int]] = {}
+    grouped: dict[tuple[str, str, str | None, str, str | None], list[int]] = {}
     for v in verdicts:
         if v.target == "cpu" and v.detail != CUT_OFF:
-            key = (v.reason, f"{v.name}: {v.detail or v.reason}", v.fix, v.confidence)
+            key = (v.reason, f"{v.name}: {v.detail or v.reason}", v.fix, v.confidence, v.code)
             grouped.setdefault(key, []).append(v.index)
     out = []
-    for (reason, text, fix, confidence), idx in grouped.items():
+    for (reason, text, fix, confidence, code), idx in grouped.items():
         where = f"op #{idx[0]}" if len(idx) == 1 else f"{len(idx)} ops (#{', #'.join(map(str, idx[:5]))}" + \
             (", ...)" if len(idx) > 5 else ")")
-        code = "per_channel_weights" if "per-channel weights" in text else _PROBLEM_CODES.get(reason, "limitation")
+        code = code or _PROBLEM_CODES.get(reason, "limitation")
         out.append(Problem(code, f"{where} {text}", fix, tuple(idx), confidence=confidence))
     return out
 

@@ -506,3 +506,21 @@ def test_row_size_limit_applies_to_any_op_on_a_wide_tensor():
     wide = _single("LOGISTIC", [1, 80, 8400], [1, 80, 8400])
     narrow = _single("LOGISTIC", [1, 2, 8400], [1, 2, 8400])
     assert wide.reason == C.UNSPECIFIED and "672,000" in wide.detail and narrow.target == "edgetpu"
+
+
+def test_quantize_gate_and_its_checks_come_from_the_same_report():
+    """What quantize rejects its output for, and its `checks` JSON, computed from check's report."""
+    gb = GraphBuilder()
+    x = gb.tensor([1, 8], "uint8")
+    w = gb.tensor([3, 8], "int8", data=np.ones((3, 8)), scale=[0.1, 0.2, 0.3], zero_point=[0, 0, 0])
+    y = gb.tensor([1, 3], "uint8")
+    gb.op("FULLY_CONNECTED", [x, w, -1], [y], version=4)
+    info = _info(gb.build([x], [y]))
+    report = check_model(info)
+    gate = C.quantize_gate(report, "uint8", info)
+    assert [p.code for p in gate] == ["per_channel_weights"]
+    assert C.gate_checks(report) == {"full_int8": True, "static_shapes": True, "op_versions_within_compiler": True,
+                                     "per_tensor_dense": False, "edgetpu_verdict": "none"}
+    assert [p.code for p in C.quantize_gate(report, "int8", info)] == ["per_channel_weights", "io_type", "io_type"]
+    ok = check_model(_info(conv_chain(2)))
+    assert C.gate_checks(ok)["edgetpu_verdict"] == "full" and all(C.gate_checks(ok).values())
