@@ -133,7 +133,7 @@ def open_image(path: str | Path):
             if im.width * im.height > MAX_IMAGE_PIXELS:
                 raise InputError(f"{path}: image is too large ({im.width}x{im.height} pixels)", too_large)
             im.load()
-            return ImageOps.exif_transpose(im)
+            return to_8bit(ImageOps.exif_transpose(im), path, im.format)
     except InputError:
         raise
     except FileNotFoundError:
@@ -146,12 +146,52 @@ def open_image(path: str | Path):
         raise InputError(f"{path}: cannot decode image ({exc})") from None
 
 
+def _full_scale(mode: str, image_format: str | None, peak: float) -> float:
+    """The value that means full brightness in a high-bit-depth image of ``mode``."""
+    if mode.startswith("I;16"):
+        return 65535.0
+    if mode == "I" and image_format == "PNG":  # older Pillow opens a 16-bit grey PNG as "I"
+        return 65535.0
+    # "I" (32-bit integers, e.g. TIFF) and "F" (floats) say nothing of their range: take the smallest
+    # usual full scale that holds every pixel (floats 0..1, then 8 bits, then 16 bits).
+    scales = (1.0, 255.0, 65535.0) if mode == "F" else (255.0, 65535.0)
+    for full in scales:
+        if peak <= full:
+            return full
+    return 0.0
+
+
+def to_8bit(image, path: Any = "image", image_format: str | None = None):
+    """A 16-bit, 32-bit integer or float image (Pillow modes I;16*, I, F) → 8-bit grayscale, scaled.
+
+    Pillow's own ``convert("L")``/``convert("RGB")`` clips such pixels at 255 instead of scaling them
+    (a 16-bit image turns almost all white), so they are scaled here before any other step: 16-bit
+    images by 255/65535, 32-bit integer and float images by the smallest full scale that holds their
+    pixels (0..1, 0..255 or 0..65535); other ranges, negative or non-finite pixels are refused.
+    Every other mode passes through unchanged.
+    """
+    from PIL import Image
+
+    mode = image.mode
+    if not (mode.startswith("I;16") or mode in ("I", "F")):
+        return image
+    x = np.asarray(image, dtype=np.float64)
+    low = float(x.min()) if x.size else 0.0
+    peak = float(x.max()) if x.size else 0.0
+    full = _full_scale(mode, image_format, peak) if math.isfinite(peak) and math.isfinite(low) else 0.0
+    if low < 0 or full == 0.0:
+        raise InputError(f"{path}: {mode} pixels range from {low:g} to {peak:g}, not 0..1, 0..255 or 0..65535",
+                         "save the image with 8- or 16-bit unsigned pixels")
+    return Image.fromarray(np.rint(x * (255.0 / full)).astype(np.uint8))
+
+
 def pixels(image, spec: PreprocessSpec) -> np.ndarray:
-    """Image (PIL or HxWxC uint8 array) → HxWxC pixel array: mode, size and channel order per ``spec``."""
+    """Image (PIL, or an HxWxC uint8 or HxW uint16 array) → HxWxC uint8 pixel array: mode, size and channel order per ``spec``."""
     from PIL import Image
 
     if isinstance(image, np.ndarray):
         image = Image.fromarray(image)
+    image = to_8bit(image)
     mode = "L" if spec.channels == "L" else "RGB"
     if image.mode != mode:
         image = image.convert(mode)

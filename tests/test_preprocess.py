@@ -66,3 +66,41 @@ def test_spec_round_trips_and_refuses_nonsense():
         PreprocessSpec.from_dict({"height": 3})
     with pytest.raises(InputError, match="recorded preprocessing is malformed: std must not be zero"):
         PreprocessSpec.from_dict({**spec.to_dict(), "std": [0.0]})
+
+
+# ------------------------------------------------------------------ high-bit-depth images (issue 9, item 0)
+def _gradient16() -> np.ndarray:
+    return (np.arange(48 * 40).reshape(40, 48) * 34 % 65536).astype(np.uint16)
+
+
+@pytest.mark.parametrize("suffix, dtype, full", [(".png", np.uint16, 65535), (".tif", np.uint16, 65535),
+                                                 (".tif", np.int32, 65535), (".tif", np.float32, 1.0)],
+                         ids=["16-bit-png", "16-bit-tiff", "32-bit-int-tiff", "float-tiff-0..1"])
+def test_high_bit_depth_images_are_scaled_to_8_bits_not_clipped(tmp_path, suffix, dtype, full):
+    """Pillow's own convert() clips a 16-bit pixel at 255 (a grey image turns white): scale instead."""
+    g16 = _gradient16()
+    values = g16.astype(np.float64) / 65535 * full
+    path = tmp_path / f"grey{suffix}"
+    Image.fromarray(values.astype(dtype)).save(path)
+    assert Image.open(path).mode in ("I;16", "I", "F")  # really a high-bit-depth file
+    expected = np.rint(g16 / 257.0).astype(np.uint8)
+    spec = PreprocessSpec(48, 40, "L")
+    np.testing.assert_allclose(prepare(open_image(path), spec, "uint8", 1.0, 0)[0, ..., 0].astype(int),
+                               expected.astype(int), atol=1)
+    rgb = PreprocessSpec(48, 40, "RGB")
+    px = prepare(open_image(path), rgb, "uint8", 1.0, 0)[0]
+    np.testing.assert_allclose(px[..., 1].astype(int), expected.astype(int), atol=1)
+
+
+def test_a_16bit_array_is_scaled_too():
+    g16 = _gradient16()
+    px = prepare(g16, PreprocessSpec(48, 40, "L"), "uint8", 1.0, 0)[0, ..., 0]
+    np.testing.assert_array_equal(px, np.rint(g16 / 257.0).astype(np.uint8))
+
+
+def test_float_pixels_outside_every_usual_range_are_refused(tmp_path):
+    path = tmp_path / "weird.tif"
+    Image.fromarray(np.full((4, 4), -3.5, np.float32)).save(path)
+    with pytest.raises(InputError, match=r"weird.tif: F pixels range from -3.5 to -3.5") as exc:
+        open_image(path)
+    assert "8- or 16-bit" in exc.value.hint

@@ -76,6 +76,16 @@ def test_flat_folder_grayscale_rgba_and_exif_orientation(tmp_path):
     assert any("fewer than 100" in w for w in data.warnings)
 
 
+def test_16bit_calibration_images_are_scaled_like_at_inference(tmp_path):
+    """A folder of 16-bit PNG/TIFF greys calibrates on the same values as their 8-bit copies (not white)."""
+    folder = tmp_path / "imgs16"
+    folder.mkdir()
+    for i, (value, suffix) in enumerate([(51, ".png"), (102, ".tif"), (204, ".png")]):
+        Image.fromarray(np.full((8, 8), value * 257, np.uint16)).save(folder / f"{i}{suffix}")
+    data = calibration.load(str(folder), SPEC, samples=3, holdout=0)
+    assert sorted(round(float(a.mean()) * 255) for a in data.calib) == [51, 102, 204]
+
+
 def test_npy_uint8_images_are_preprocessed(tmp_path):
     x = np.full((12, 16, 16, 3), 255, np.uint8)
     np.save(tmp_path / "x.npy", x)

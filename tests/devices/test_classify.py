@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from PIL import Image
 
 from edgekit.cli import cli
 from edgekit.devices import classify as C
@@ -517,3 +518,16 @@ def test_model_facts_skip_the_parse_only_where_it_cannot_matter(tmp_path):
         C.model_facts(not_a_model)
     with pytest.raises(InputError, match="no such file"):
         C.model_facts(tmp_path / "missing.tflite")
+
+
+def test_a_16bit_image_is_classified_like_its_8bit_copy(tmp_path):
+    """Issue 9 item 0: Pillow turned a 16-bit grey cat all white ("nail"); scaled, it is the 8-bit cat."""
+    grey = np.asarray(Image.open(shared_file("cat.bmp")).convert("L"))
+    Image.fromarray(grey).save(tmp_path / "cat8.png")
+    Image.fromarray(grey.astype(np.uint16) * 257).save(tmp_path / "cat16.png")
+    Image.fromarray(grey.astype(np.uint16) * 257).save(tmp_path / "cat16.tif")
+    report = C.classify([str(tmp_path / n) for n in ("cat8.png", "cat16.png", "cat16.tif")], shared_file(MODEL), k=3)
+    tops = [[t["id"] for t in r.top] for r in report.results]
+    assert len(tops) == 3 and 281 <= tops[0][0] <= 285, tops  # ImageNet ids 281-285 are cats
+    assert tops[1] == tops[0] and tops[2] == tops[0], tops
+    assert [r.top for r in report.results[1:]] == [report.results[0].top] * 2
