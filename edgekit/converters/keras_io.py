@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
-from edgekit.errors import ConversionError, InputError, UsageError, first_line
+from edgekit.errors import ConversionError, InputError, MissingDependencyError, UsageError, first_line
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 _SCALING_LAYERS = ("Rescaling", "Normalization")
@@ -95,7 +95,7 @@ def load(path: str | Path, arch: str | None = None, custom_objects: str | None =
     if suffix not in KERAS_SUFFIXES:
         raise InputError(f"{p}: unsupported model format {suffix or '(no suffix)'!r}",
                          "pass a Keras .keras or .h5 file, a weights-only .h5 with --arch, or a SavedModel directory")
-    kind = _sniff(p)
+    kind = _sniff(p, verbose)
     extra = _custom_objects(custom_objects, verbose) if custom_objects else {}
     if kind == "weights":
         if not arch:
@@ -112,7 +112,7 @@ def load(path: str | Path, arch: str | None = None, custom_objects: str | None =
 
 
 # ------------------------------------------------------------------------------------------ sniffing
-def _sniff(p: Path) -> str:
+def _sniff(p: Path, verbose: bool = False) -> str:
     """keras (a .keras zip with a config) | full (HDF5 with model_config) | weights (HDF5 without)."""
     if p.suffix.lower() == ".keras":
         if not zipfile.is_zipfile(p):
@@ -122,7 +122,11 @@ def _sniff(p: Path) -> str:
         if "config.json" not in names:
             raise InputError(f"{p}: not a valid .keras file (no config.json inside)")
         return "keras"
-    import h5py
+    try:
+        import h5py
+    except ImportError:  # the light install (no TensorFlow, which brings h5py): say what to install
+        import_tensorflow(verbose)
+        raise MissingDependencyError("h5py is needed to read .h5 models", "pip install h5py") from None
 
     try:
         with h5py.File(p, "r") as f:
