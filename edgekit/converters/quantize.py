@@ -26,7 +26,7 @@ from edgekit import __version__, metrics, model_record, tflite_model
 from edgekit.converters import calibration, compatibility, keras_io, preprocess_search
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
-from edgekit.errors import ConversionError, InputError, UsageError, VerificationError
+from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
 from edgekit.fileio import refuse_overwriting_input, require_output_folder, write_bytes_atomic
 from edgekit.preprocess import PreprocessSpec, dequantize
 from edgekit.preprocess import quantize as quantize_tensor
@@ -410,6 +410,16 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         "verification": verification,
     })
     final = _with_record(model_bytes, rec)
+    # What was verified is the converter's output; what is written is that model repacked with the
+    # record. The repack must not change a single output: run the verification samples (or a few
+    # calibration samples with --no-verify) through the final bytes too.
+    probe = sample if opts.verify else data.calib[:8]
+    with silenced(opts.verbose):
+        before = int8_scores if opts.verify else run_int8(model_bytes, probe)
+        after = run_int8(final, probe)
+    if not np.array_equal(before, after):
+        raise InternalError("adding the record to the model changed its outputs "
+                            f"(on {len(probe)} samples, max |difference| {float(np.abs(after - before).max()):g})")
     write_bytes_atomic(output, final)
     record_path = model_record.sidecar_path(output)
     write_bytes_atomic(record_path, rec.to_json().encode())
@@ -449,6 +459,8 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
 def _with_record(model: bytes, rec: model_record.ModelRecord) -> bytes:
     from edgekit.converters.tflite_metadata import set_metadata
 
-    data = set_metadata(model, model_record.METADATA_NAME, rec.to_json().encode())
-    tflite_model.ModelInfo.from_bytes(data)  # must still parse
+    record = rec.to_json().encode()
+    data = set_metadata(model, model_record.METADATA_NAME, record)
+    if tflite_model.ModelInfo.from_bytes(data).metadata.get(model_record.METADATA_NAME) != record:
+        raise InternalError("the record written into the model does not read back")
     return data

@@ -327,3 +327,27 @@ def test_default_output_is_beside_the_input_as_typed(tmp_path, monkeypatch, type
     assert str(default_output(typed)) == expected
     monkeypatch.chdir(tmp_path / "saved")
     assert default_output(".") == tmp_path / "saved_int8.tflite"
+
+
+def test_the_bytes_written_are_the_bytes_verified(digits_keras, digits_folders, tmp_path, monkeypatch):
+    """Adding the record repacks the model: a repack that changed a weight must not be written as verified."""
+    from edgekit.converters import tflite_metadata
+
+    real = tflite_metadata.set_metadata
+
+    def damaging(model: bytes, name: str, data: bytes) -> bytes:
+        out = bytearray(real(model, name, data))
+        info = tflite_model.ModelInfo.from_bytes(bytes(out))
+        conv = next(op for op in info.ops if op.name == "CONV_2D")
+        weights = info._buffers[info.tensors[conv.inputs[1]].buffer]
+        out[weights.start:weights.start + weights.size] = bytes(weights.size)  # zero the first convolution
+        return bytes(out)
+
+    monkeypatch.setattr(tflite_metadata, "set_metadata", damaging)
+    out = tmp_path / "m.tflite"
+    for extra in ([], ["--no-verify"]):
+        result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
+                                          "--samples", "50", "-o", str(out), "--quiet", *extra])
+        assert result.exit_code == 70, result.output
+        assert "adding the record to the model changed its outputs" in result.stderr
+        assert not out.exists()
