@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import signal
 import sys
 from typing import Any, Callable
 
@@ -39,9 +40,11 @@ class _Group(click.Group):
             if _debug_requested(ctx):
                 raise
             _fail(exc)
-        except KeyboardInterrupt:
-            click.echo("interrupted", err=True)
-            sys.exit(130)
+        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (_Stopped): cleanups have run
+            signum = getattr(exc, "signum", signal.SIGINT)
+            click.echo("interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}",
+                       err=True)
+            sys.exit(128 + signum)
         except Exception as exc:  # a bug: say so, briefly
             if _debug_requested(ctx):
                 raise
@@ -265,7 +268,8 @@ def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_ke
                            io=io_type, labels=labels, min_agreement=min_agreement,
                            max_accuracy_drop=max_accuracy_drop, verify=not no_verify,
                            verbose=verbose, show_progress=not quiet,
-                           on_warning=lambda w: click.echo(f"warning: {w}", err=True))
+                           on_warning=lambda w: click.echo(f"warning: {w}", err=True),
+                           on_note=None if quiet else lambda n: click.echo(f"note: {n}", err=True))
     try:
         result = run_quantize(opts)
     except AgreementError as exc:  # the output is kept: describe it, then fail with exit 6
@@ -351,7 +355,7 @@ def _render_compile(d: dict[str, Any]) -> str:
 @debug_option
 @click.argument("model", type=click.Path(dir_okay=False))
 @click.option("--output-dir", "-o", "out_dir", type=click.Path(file_okay=False),
-              help="Folder for the compiled model and its .log (default: beside the input).")
+              help="Folder for the compiled model and its .log (default: beside the input; created if missing).")
 @click.option("--min-runtime", type=click.IntRange(10, 14),
               help="Lowest Edge TPU runtime the model must run on (edgetpu_compiler -m; default: the compiler's "
               "own, 14 for compiler 16).")
@@ -367,7 +371,7 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
     """Run Coral's edgetpu_compiler (x86-64 Linux) and report its mapping; fall back to `check` elsewhere.
 
     Exit codes: 0 ok, 2 bad option, 3 bad input (model missing, invalid or already compiled; output
-    folder missing or not writable), 4 no edgetpu_compiler here (the offline `check` result is printed
+    folder that cannot be created or written in), 4 no edgetpu_compiler here (the offline `check` result is printed
     first), 8 the compiler failed or timed out (with the fix when the failure is a known one).
     """
     from pathlib import Path
@@ -385,7 +389,8 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
 
     try:
         report = etc.compile_model(model, out_dir, min_runtime=min_runtime, segments=segments,
-                                   search_delegate=search_delegate, timeout=timeout, notify=note)
+                                   search_delegate=search_delegate, timeout=timeout, notify=note,
+                                   on_note=None if quiet else lambda n: click.echo(f"note: {n}", err=True))
     except MissingDependencyError as err:  # no compiler here: the offline prediction instead
         if as_json:
             emit(True, {"compiled": False, "reason": err.message, "check": prediction.to_dict()}, str)
@@ -517,7 +522,28 @@ def doctor(as_json: bool) -> None:
         sys.exit(1)
 
 
+class _Stopped(KeyboardInterrupt):
+    """SIGTERM or SIGHUP, raised like Ctrl-C so the same cleanups run (temporary files, the compiler's group)."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _raise_stopped(signum: int, _frame: Any) -> None:
+    raise _Stopped(signum)
+
+
+def _stop_like_ctrl_c() -> None:
+    """SIGTERM and SIGHUP stop a run as Ctrl-C does (a SIGHUP ignored by nohup stays ignored)."""
+    for name in ("SIGTERM", "SIGHUP"):
+        sig = getattr(signal, name, None)
+        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
+            signal.signal(sig, _raise_stopped)
+
+
 def main(argv: list[str] | None = None) -> None:
+    _stop_like_ctrl_c()
     cli.main(args=argv, prog_name="edgekit")
 
 

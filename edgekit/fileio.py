@@ -1,14 +1,23 @@
-"""Nothing half-written: outputs go to a temporary file in the target folder and are renamed into place."""
+"""Nothing half-written: outputs go to temporary files in the target folder and are renamed into place.
+
+A run with several outputs (quantize's model and record, compile's models and logs) publishes them
+together: every file is written first, then all are renamed under a lock on their folder, with
+SIGINT/SIGTERM/SIGHUP held back meanwhile, so a run leaves all its outputs or none, and two runs
+writing the same outputs cannot leave a mix of both. Files get the mode the user's umask gives.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import os
+import signal
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Callable, Iterator, Sequence
 
 from edgekit.errors import InputError, UsageError
+
+STOP_SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM", "SIGHUP") if hasattr(signal, name))
 
 
 def refuse_overwriting_input(output: str | os.PathLike, *inputs: str | os.PathLike) -> None:
@@ -21,15 +30,24 @@ def refuse_overwriting_input(output: str | os.PathLike, *inputs: str | os.PathLi
             raise UsageError(f"output {out} would overwrite the input {src}", "choose another output path with -o")
 
 
-def require_output_folder(target: str | os.PathLike) -> Path:
-    """The folder ``target`` will be written in; InputError when it is missing or not writable.
+def require_output_folder(target: str | os.PathLike, notify: Callable[[str], None] | None = None) -> Path:
+    """The folder ``target`` will be written in, created (and ``notify`` told) when it is missing.
 
-    Meant to be called before slow work, so a wrong ``-o`` fails at once. Writability is probed by
-    creating a temporary file (permission bits alone say nothing for root or a read-only mount).
+    Meant to be called before slow work, so a wrong ``-o`` fails at once: InputError when the folder
+    cannot be created or written in. Writability is probed by creating a temporary file (permission
+    bits alone say nothing for root or a read-only mount).
     """
     folder = Path(target).parent
     if not folder.is_dir():
-        raise InputError(f"output folder {folder} does not exist", "create it first or choose another -o")
+        if folder.exists() or folder.is_symlink():
+            raise InputError(f"output folder {folder} is not a folder", "choose another -o")
+        try:
+            folder.mkdir(parents=True)
+        except OSError as exc:
+            raise InputError(f"cannot create output folder {folder} ({exc.strerror or exc})",
+                             "create it yourself or choose another -o") from None
+        if notify:
+            notify(f"created output folder {folder}")
     try:
         with tempfile.TemporaryFile(dir=folder):
             pass
@@ -39,25 +57,114 @@ def require_output_folder(target: str | os.PathLike) -> Path:
     return folder
 
 
+def file_mode() -> int:
+    """The mode a new file gets under the user's umask (0o666 & ~umask), as open() would give it."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o666 & ~mask
+
+
+def refuse_folders(targets: Sequence[Path]) -> None:
+    """InputError when an output path is taken by a folder (renaming a file onto it would fail)."""
+    for t in targets:
+        if t.is_dir():
+            raise InputError(f"cannot write {t}: a folder of that name is in the way",
+                             "move or remove that folder, or choose another -o")
+
+
+@contextlib.contextmanager
+def _folder_lock(folders: Sequence[Path]) -> Iterator[None]:
+    """An exclusive flock on each folder (sorted, so two runs cannot deadlock); none where unsupported."""
+    try:
+        import fcntl
+    except ImportError:  # Windows: no flock; renames are still atomic one by one
+        yield
+        return
+    fds = []
+    try:
+        for folder in sorted({f.resolve() for f in folders}):
+            fd = os.open(folder, os.O_RDONLY)
+            fds.append(fd)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        for fd in fds:
+            os.close(fd)  # closing releases the lock
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """SIGINT/SIGTERM/SIGHUP wait until the block ends (then act as usual): renames are not cut in half."""
+    held = hasattr(signal, "pthread_sigmask")
+    if held:
+        old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+    try:
+        yield
+    finally:
+        if held:
+            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+
+
+def publish(sources: Sequence[Path], targets: Sequence[Path]) -> None:
+    """Rename every ``sources[i]`` onto ``targets[i]`` (same filesystem), all or none.
+
+    Under a lock on the target folders, with stop signals held. A target taken by a folder is refused
+    before anything moves; if a rename still fails, the targets already renamed are removed.
+    """
+    targets = [Path(t) for t in targets]
+    mode = file_mode()
+    with _signals_held(), _folder_lock([t.parent for t in targets]):
+        refuse_folders(targets)
+        done: list[Path] = []
+        try:
+            for src, dst in zip(sources, targets):
+                os.chmod(src, mode)
+                os.replace(src, dst)
+                done.append(dst)
+        except OSError as exc:
+            for d in done:
+                d.unlink(missing_ok=True)
+            raise InputError(f"cannot write {dst} ({exc.strerror or exc})", "choose another -o") from None
+
+
+@contextlib.contextmanager
+def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
+    """Yield one temporary path beside each target; on success :func:`publish` them all, else remove them."""
+    paths = [Path(t) for t in targets]
+    for t in paths:
+        require_output_folder(t)
+    refuse_folders(paths)
+    tmps: list[Path] = []
+    try:
+        for t in paths:
+            fd, tmp = tempfile.mkstemp(prefix=f".{t.name}.", suffix=".tmp", dir=t.parent)
+            os.close(fd)
+            tmps.append(Path(tmp))
+        yield tmps
+        publish(tmps, paths)
+    except OSError as exc:  # disk full while writing, ...: the user's to fix, not a bug
+        raise InputError(f"cannot write {', '.join(str(p) for p in paths)} ({exc.strerror or exc})",
+                         "free some space or choose another -o") from None
+    finally:
+        for tmp in tmps:
+            tmp.unlink(missing_ok=True)
+
+
 @contextlib.contextmanager
 def atomic_path(target: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside ``target``; on success rename it onto ``target``, else remove it."""
-    target = Path(target)
-    folder = require_output_folder(target)
-    fd, tmp = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=folder)
-    os.close(fd)
-    tmp_path = Path(tmp)
-    try:
-        yield tmp_path
-        os.chmod(tmp_path, 0o644)
-        os.replace(tmp_path, target)
-    except OSError as exc:  # disk full, target is a folder, ...: the user's to fix, not a bug
-        raise InputError(f"cannot write {target} ({exc.strerror or exc})", "choose another -o") from None
-    finally:
-        tmp_path.unlink(missing_ok=True)
+    with atomic_paths(target) as (tmp,):
+        yield tmp
 
 
 def write_bytes_atomic(target: str | os.PathLike, data: bytes) -> Path:
     with atomic_path(target) as tmp:
         tmp.write_bytes(data)
     return Path(target)
+
+
+def write_all_atomic(files: dict[Path, bytes]) -> None:
+    """Write every ``{target: bytes}`` together: all of them end up in place, or none."""
+    with atomic_paths(*files) as tmps:
+        for tmp, data in zip(tmps, files.values()):
+            tmp.write_bytes(data)

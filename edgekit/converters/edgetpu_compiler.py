@@ -33,7 +33,7 @@ from edgekit import tflite_model
 from edgekit.compiler_locator import (  # noqa: F401  (part of this module's API)
     ENV_VAR, INSTALL_HINT, OTHER_PLATFORM_HINT, find_compiler, parse_version, platform_supported, version_major)
 from edgekit.errors import CompilerError, InputError, MissingDependencyError, UsageError
-from edgekit.fileio import require_output_folder
+from edgekit.fileio import publish, refuse_folders, require_output_folder
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo
 
 DEFAULT_TIMEOUT_S = 180
@@ -395,18 +395,21 @@ def output_names(model: Path, segments: int | None = None) -> list[str]:
 def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = None, *,
                   min_runtime: int | None = None, segments: int | None = None, search_delegate: bool = False,
                   timeout: float = DEFAULT_TIMEOUT_S, compiler: str | None = None,
-                  runner: Runner = run_subprocess, notify: Callable[[str], None] | None = None) -> CompileReport:
+                  runner: Runner = run_subprocess, notify: Callable[[str], None] | None = None,
+                  on_note: Callable[[str], None] | None = None) -> CompileReport:
     """Compile ``model`` with the real edgetpu_compiler; outputs land in ``out_dir`` only on success.
 
     ``min_runtime`` None leaves the Edge TPU runtime to target at the compiler's default.
-    ``notify`` gets one line saying what runs just before the (possibly long) compile starts.
+    ``notify`` gets one line saying what runs just before the (possibly long) compile starts;
+    ``on_note`` a line for what the user should know (a missing output folder was created).
     Raises MissingDependencyError (no compiler), CompilerError (a failure, with its fix),
     InputError/UsageError for bad arguments.
     """
     model = Path(model)
     if not model.is_file():
         raise InputError(f"no such file: {model}", "check the path")
-    out = require_output_folder(Path(model.parent if out_dir is None else out_dir) / output_names(model)[0])
+    out = require_output_folder(Path(model.parent if out_dir is None else out_dir) / output_names(model)[0], on_note)
+    refuse_folders([out / n for n in output_names(model, segments)])
     if segments is not None and segments < 1:
         raise UsageError("--segments must be at least 1")
     if timeout <= 0:
@@ -476,9 +479,8 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
                     target = next((s for s in report.sections if s.operation_log and
                                    Path(s.operation_log).name == n), None)
                     (target or (report.sections[0] if report.sections else _new_section(report))).ops.extend(rows)
-        for n in produced:  # rename into place: same filesystem, atomic per file
-            os.replace(work / n, out / n)
-            report.outputs.append(str(out / n))
+        publish([work / n for n in produced], [out / n for n in produced])  # all or none
+        report.outputs.extend(str(out / n) for n in produced)
         return report
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -27,7 +27,7 @@ from edgekit.converters import calibration, compatibility, keras_io, preprocess_
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
-from edgekit.fileio import refuse_overwriting_input, require_output_folder, write_bytes_atomic
+from edgekit.fileio import refuse_overwriting_input, require_output_folder, write_all_atomic
 from edgekit.preprocess import PreprocessSpec, dequantize
 from edgekit.preprocess import quantize as quantize_tensor
 
@@ -72,6 +72,7 @@ class QuantizeOptions:
     verbose: bool = False
     show_progress: bool = True
     on_warning: Callable[[str], None] | None = None  # called as each warning arises (the CLI prints it)
+    on_note: Callable[[str], None] | None = None     # informational lines (e.g. "created output folder ...")
 
 
 @dataclass
@@ -338,7 +339,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     refuse_overwriting_input(output, opts.model)
     if output.suffix.lower() != ".tflite":
         raise UsageError(f"output {output} does not end in .tflite", "choose an output path like -o model_int8.tflite")
-    require_output_folder(output)  # before the slow work, like every check below up to keras_io.load
+    require_output_folder(output, opts.on_note)  # before the slow work, like every check below up to keras_io.load
     labels = read_labels(opts.labels) if opts.labels else None
     found = recorded_beside(opts.model)
     record, record_file = found if found else (None, None)
@@ -420,9 +421,8 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     if not np.array_equal(before, after):
         raise InternalError("adding the record to the model changed its outputs "
                             f"(on {len(probe)} samples, max |difference| {float(np.abs(after - before).max()):g})")
-    write_bytes_atomic(output, final)
     record_path = model_record.sidecar_path(output)
-    write_bytes_atomic(record_path, rec.to_json().encode())
+    write_all_atomic({output: final, record_path: rec.to_json().encode()})  # both or neither
 
     out_info = tflite_model.ModelInfo.from_bytes(final)
     src = Path(opts.model)

@@ -376,8 +376,66 @@ def test_cli_compile_names_bad_arguments_before_a_missing_compiler(monkeypatch, 
     monkeypatch.delenv("EDGETPU_COMPILER", raising=False)
     r = CliRunner().invoke(cli, ["compile", str(shared_file("split_concat_edgetpu.tflite"))])
     assert r.exit_code == 3 and "already compiled" in r.stderr
-    r = CliRunner().invoke(cli, ["compile", str(shared_file("split_concat.tflite")), "-o", str(tmp_path / "nope")])
-    assert r.exit_code == 3 and "does not exist" in r.stderr
+    (tmp_path / "afile").write_text("")
+    r = CliRunner().invoke(cli, ["compile", str(shared_file("split_concat.tflite")), "-o", str(tmp_path / "afile" / "sub")])
+    assert r.exit_code == 3 and f"cannot create output folder {tmp_path / 'afile' / 'sub'}" in r.stderr
+
+
+def test_a_missing_output_folder_is_created_and_said(standin, model_copy, tmp_path):
+    standin(OUTPUT_MODEL=shared_file("split_concat_edgetpu.tflite"))
+    out = tmp_path / "new" / "deeper"
+    r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(out)])
+    assert r.exit_code == 0, r.output
+    assert f"note: created output folder {out}" in r.stderr
+    assert (out / "split_concat_edgetpu.tflite").is_file() and (out / "split_concat_edgetpu.log").is_file()
+    r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(tmp_path / "q"), "--quiet"])
+    assert r.exit_code == 0 and "created" not in r.stderr
+
+
+@pytest.mark.parametrize("in_the_way", ["split_concat_edgetpu.log", "split_concat_edgetpu.tflite"])
+def test_a_folder_in_the_way_of_an_output_writes_nothing(standin, model_copy, tmp_path, in_the_way):
+    """Was: exit 70 with the compiled model already in place and the .log missing."""
+    argv_file = standin(OUTPUT_MODEL=shared_file("split_concat_edgetpu.tflite"))
+    out = tmp_path / "out"
+    (out / in_the_way).mkdir(parents=True)
+    r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(out)])
+    assert r.exit_code == 3, r.output
+    assert r.stderr.strip().splitlines() == [f"error: cannot write {out / in_the_way}: a folder of that name is "
+                                             "in the way (move or remove that folder, or choose another -o)"]
+    assert sorted(p.name for p in out.iterdir()) == [in_the_way] and not argv_file.exists()  # compiler not run
+
+
+@pytest.mark.skipif(not hasattr(os, "killpg"), reason="process groups are POSIX")
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP", "SIGINT"])
+def test_a_stop_signal_stops_the_compiler_group_and_cleans_up(standin, model_copy, tmp_path, signame):
+    """SIGTERM/SIGHUP did not reach the compiler (its own session): it ran on, orphaned, and the
+    .edgekit-compile-* folder stayed. Now every stop signal acts as Ctrl-C does."""
+    import signal
+    import subprocess
+
+    pid_file = tmp_path / "child.pid"
+    argv_file = standin(SLEEP=30, CHILD_PID_FILE=pid_file)
+    out = tmp_path / "out"
+    out.mkdir()
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    p = subprocess.Popen([sys.executable, "-m", "edgekit", "compile", str(model_copy), "-o", str(out)],
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    for _ in range(600):
+        if pid_file.exists() and pid_file.read_text():
+            break
+        time.sleep(0.05)
+    assert argv_file.exists(), "the stand-in never started"
+    child = int(pid_file.read_text())
+    p.send_signal(getattr(signal, signame))
+    _, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + getattr(signal, signame), err
+    assert err.strip() == ("interrupted" if signame == "SIGINT" else f"stopped by {signame}")
+    for _ in range(50):
+        if not _alive(child):
+            break
+        time.sleep(0.05)
+    assert not _alive(child)
+    assert list(out.iterdir()) == []  # no .edgekit-compile-* folder, no output
 
 
 def test_cli_compile_compares_with_check(standin, tmp_path):

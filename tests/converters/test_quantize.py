@@ -149,10 +149,11 @@ def test_verbose_shows_tensorflow_output_on_stderr_so_json_stays_clean(capfd):
 
 
 def test_int8_io_option(digits_keras, digits_folders, tmp_path):
-    out = tmp_path / "io8.tflite"
+    out = tmp_path / "new_folder" / "io8.tflite"  # a missing -o folder is created, and said
     result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
-                                      "--io", "int8", "-o", str(out), "--quiet"])
+                                      "--io", "int8", "-o", str(out)])
     assert result.exit_code == 0, result.output
+    assert f"note: created output folder {out.parent}" in result.stderr
     info = tflite_model.load(out)
     assert [t.dtype for t in info.inputs + info.outputs] == ["int8", "int8"]
     assert info.inputs[0].quantization.zero_point == -128
@@ -196,10 +197,11 @@ def test_cheap_mistakes_are_refused_before_the_model_is_loaded(digits_keras, dig
     result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(tmp_path / "typo")])
     assert result.exit_code == 3, result.output
     assert f"--calib {tmp_path / 'typo'}: no such file or folder" in result.stderr
+    (tmp_path / "afile").write_text("")
     result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
-                                      "-o", str(tmp_path / "no_such_folder" / "m.tflite")])
+                                      "-o", str(tmp_path / "afile" / "sub" / "m.tflite")])
     assert result.exit_code == 3, result.output
-    assert f"output folder {tmp_path / 'no_such_folder'} does not exist" in result.stderr
+    assert f"cannot create output folder {tmp_path / 'afile' / 'sub'}" in result.stderr
     if os.path.isdir("/proc/self"):  # Linux: a folder where nobody, not even root, can create a file
         result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
                                           "-o", "/proc/m.tflite"])

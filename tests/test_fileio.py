@@ -1,0 +1,118 @@
+"""Nothing half-written: several outputs appear together or not at all, under the user's umask."""
+
+from __future__ import annotations
+
+import errno
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from edgekit import fileio
+from edgekit.errors import InputError
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_disk_full_on_the_second_output_leaves_neither(tmp_path, monkeypatch):
+    """Was: quantize wrote the model, then failed on its record: a model without its record."""
+    real = Path.write_bytes
+    calls = []
+
+    def full_on_second(self, data):
+        calls.append(self)
+        if len(calls) == 2:
+            raise OSError(errno.ENOSPC, "No space left on device")
+        return real(self, data)
+
+    monkeypatch.setattr(Path, "write_bytes", full_on_second)
+    with pytest.raises(InputError, match="No space left on device"):
+        fileio.write_all_atomic({tmp_path / "m.tflite": b"model", tmp_path / "m.edgekit.json": b"{}"})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_failed_rename_takes_back_the_outputs_already_renamed(tmp_path, monkeypatch):
+    real = os.replace
+
+    def second_fails(src, dst):
+        if str(dst).endswith(".json"):
+            raise OSError(errno.EIO, "Input/output error")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", second_fails)
+    with pytest.raises(InputError, match="Input/output error"):
+        fileio.write_all_atomic({tmp_path / "m.tflite": b"model", tmp_path / "m.edgekit.json": b"{}"})
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_concurrent_writers_of_the_same_outputs_never_mix(tmp_path, monkeypatch):
+    """Two runs to one -o: the one that renames second must not slip in between the other's renames."""
+    real = os.replace
+    first_renamed = threading.Event()
+
+    def slow_for_a(src, dst):
+        real(src, dst)
+        if threading.current_thread().name == "A" and str(dst).endswith(".tflite"):
+            first_renamed.set()
+            time.sleep(0.5)  # B runs now; without the lock it renames both of its files here
+
+    monkeypatch.setattr(os, "replace", slow_for_a)
+    model, record = tmp_path / "m.tflite", tmp_path / "m.edgekit.json"
+    a = threading.Thread(name="A", target=fileio.write_all_atomic, args=({model: b"A", record: b"A"},))
+    a.start()
+    assert first_renamed.wait(10)
+    fileio.write_all_atomic({model: b"B", record: b"B"})
+    a.join()
+    assert model.read_bytes() == record.read_bytes()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.edgekit.json", "m.tflite"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="umask is POSIX")
+@pytest.mark.parametrize("umask, mode", [(0o077, 0o600), (0o002, 0o664), (0o022, 0o644)])
+def test_written_files_follow_the_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        fileio.write_bytes_atomic(tmp_path / "out.tflite", b"x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "out.tflite").stat().st_mode & 0o777 == mode
+
+
+def test_an_output_folder_is_created_and_said(tmp_path):
+    said = []
+    folder = fileio.require_output_folder(tmp_path / "a" / "b" / "m.tflite", said.append)
+    assert folder.is_dir() and said == [f"created output folder {tmp_path / 'a' / 'b'}"]
+    fileio.require_output_folder(tmp_path / "a" / "b" / "m.tflite", said.append)
+    assert len(said) == 1
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGHUP"])
+def test_sigterm_and_sighup_while_writing_leave_no_temporary_file(tmp_path, signame):
+    """Was: the default action killed the process at once, leaving .out.tflite.XXXX.tmp behind."""
+    script = f"""
+import sys, time
+from pathlib import Path
+from edgekit.cli import _stop_like_ctrl_c
+from edgekit.fileio import atomic_paths
+_stop_like_ctrl_c()
+try:
+    with atomic_paths(Path({str(tmp_path)!r}) / "out.tflite", Path({str(tmp_path)!r}) / "out.edgekit.json") as tmps:
+        tmps[0].write_bytes(b"half")
+        print("writing", flush=True)
+        time.sleep(30)
+except KeyboardInterrupt as exc:
+    sys.exit(128 + exc.signum)
+"""
+    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                         env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert p.stdout.readline().strip() == "writing"
+    p.send_signal(getattr(signal, signame))
+    p.communicate(timeout=30)
+    assert p.returncode == 128 + getattr(signal, signame)
+    assert list(tmp_path.iterdir()) == []
