@@ -20,8 +20,8 @@ plan after delegate application failure" is TFLite's message), and TFLite groups
 graph, in execution order, into alternating runs of mappable and unmappable ops, a run absorbing
 every op of its kind whose inputs are ready. Without ``-a`` the first mappable run is the one Edge
 TPU subgraph and every other mappable op stays on the CPU as "More than one subgraph is not
-supported" (a QUANTIZE there reads "Operation is otherwise supported, but not mapped due to some
-unspecified limitation", google-coral/edgetpu#342). With ``-a`` (``--enable_multiple_subgraphs``)
+supported" (a QUANTIZE fed by an unmappable op reads "Operation is otherwise supported, but not
+mapped due to some unspecified limitation", google-coral/edgetpu#342). With ``-a`` (``--enable_multiple_subgraphs``)
 every mappable run becomes an Edge TPU subgraph. Evidence:
 
 * deeplabv3 (both pairs): everything that depends on the first unmappable op (#64
@@ -59,8 +59,7 @@ DATA_TYPE = "Operation is working on an unsupported data type"
 VERSION = "Operation version not supported"
 NOT_CONSTANT = "Filter, bias, or other param is not constant at compile-time"
 RANK = "Tensor has unsupported rank"  # the compiler's words start so (google-coral/edgetpu#708)
-# Not the compiler's words (no log shows what it says here):
-RUNTIME = "Operation needs a newer Edge TPU runtime than --min-runtime"
+STRIDES = "Only Strided-Slice with unitary strides supported"  # compiler 15 log (yolov5s, public README)
 # Whole-model failures: the compiler refuses the model, nothing is mapped.
 PARSE_FAILED = "Model could not be parsed"
 DYNAMIC = "Model has dynamic-sized tensors"
@@ -295,8 +294,10 @@ def _row_size(c: OpContext) -> str | None:
 COMMON: tuple[Constraint, ...] = (
     Constraint(_data_types, DATA_TYPE, None, "logs v15_float_io_mnist4.log, v16_float_io_yolov8s_160_CPU.log "
                "(DEQUANTIZE), v14_not_quantized.txt", CONFIRMED),
-    Constraint(_runtime, RUNTIME, None, "coral.ai supported-operations table, runtime column (documentation "
-               "only; no log shows the compiler's words)"),
+    # Compiler 15 (default runtime 13) logs show TRANSPOSE (runtime 14) as "Operation not supported"
+    # (yolov5s in a public README, google-coral/edgetpu#342); the runtime numbers are Coral's table.
+    Constraint(_runtime, NOT_SUPPORTED, None, "coral.ai supported-operations table, runtime column; compiler 15 "
+               "logs (TRANSPOSE: 'Operation not supported')", code="runtime"),
     Constraint(_constant_params, NOT_CONSTANT, "make weights and shape/axis params constants of the model "
                "(freeze the graph)", DOCS),
     Constraint(_rank, RANK, "keep tensors at most 4-D with a batch of 1",
@@ -390,8 +391,9 @@ def _strided_slice_masks(c: OpContext) -> str | None:
 
 
 STRIDED_SLICE = (
-    Constraint(_strided_slice_strides, UNSPECIFIED, "slice with stride 1 (use a pooling or a strided convolution "
-               "to subsample)", DOCS),
+    Constraint(_strided_slice_strides, STRIDES, "slice with stride 1 (use a pooling or a strided convolution "
+               "to subsample)", DOCS + "; the status words from a compiler 15 log (yolov5s, public README)",
+               CONFIRMED),
     Constraint(_strided_slice_masks, UNSPECIFIED, "index with plain begin/end ranges", DOCS),
 )
 
@@ -854,6 +856,7 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
 
     mappable = [j.mappable for j in judged]
     where = place(g, mappable, multiple_subgraphs)
+    producer = {t: op.index for op in g.ops for t in op.outputs}
     cut_confidence = LIKELY if any(j.confidence == LIKELY for j in judged if not j.mappable) else CONFIRMED
     verdicts = []
     for op, j, sub in zip(g.ops, judged, where):
@@ -861,7 +864,12 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
             verdicts.append(OpVerdict(op.index, op.name, op.version, "edgetpu", MAPPED, None, None, j.confidence,
                                       sub))
         elif j.mappable:
-            words = UNSPECIFIED if op.name == "QUANTIZE" else MORE_THAN_ONE_SUBGRAPH
+            # A cut-off QUANTIZE fed by an unmappable op reads "unspecified limitation" (deeplab's #65
+            # in google-coral/edgetpu#60, #342, #461); other cut-off QUANTIZEs read "More than one
+            # subgraph" (24 of them in a compiler 15 yolov5s log).
+            fed = [producer.get(t) for t in op.inputs]
+            words = UNSPECIFIED if op.name == "QUANTIZE" and any(p is not None and not mappable[p] for p in fed) \
+                else MORE_THAN_ONE_SUBGRAPH
             verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", words, CUT_OFF, None, cut_confidence))
         else:
             verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", j.status, j.detail, j.fix,
@@ -926,7 +934,7 @@ def _mib(n: int) -> str:
 
 
 _PROBLEM_CODES = {NOT_SUPPORTED: "unsupported_op", DATA_TYPE: "data_type", VERSION: "op_version_not_mapped",
-                  NOT_CONSTANT: "not_constant", RANK: "rank", RUNTIME: "runtime", UNSPECIFIED: "limitation"}
+                  NOT_CONSTANT: "not_constant", RANK: "rank", STRIDES: "limitation", UNSPECIFIED: "limitation"}
 
 
 def _cpu_problems(verdicts: list[OpVerdict]) -> list[Problem]:

@@ -211,7 +211,7 @@ def test_ops_that_depend_on_the_unmappable_one_are_cut_off():
     report = check_model(_info(gb.build([x], [q])))
     assert [(o.name, o.target, o.reason) for o in report.ops] == [
         ("ADD", "edgetpu", C.MAPPED), ("FLOOR", "cpu", C.NOT_SUPPORTED), ("ADD", "edgetpu", C.MAPPED),
-        ("ADD", "cpu", C.MORE_THAN_ONE_SUBGRAPH), ("QUANTIZE", "cpu", C.UNSPECIFIED)]
+        ("ADD", "cpu", C.MORE_THAN_ONE_SUBGRAPH), ("QUANTIZE", "cpu", C.MORE_THAN_ONE_SUBGRAPH)]
     assert any("#1 FLOOR breaks the graph" in a for a in report.advice)
 
 
@@ -371,7 +371,7 @@ def test_pool_with_fused_activation_and_runtime_too_old():
     info = _info(gb.build([x], [y]))
     assert check_model(info).ops[0].target == "edgetpu"
     old = check_model(info, min_runtime=13).ops[0]
-    assert old.reason == C.RUNTIME and "--min-runtime 14" in old.fix
+    assert old.reason == C.NOT_SUPPORTED and "needs Edge TPU runtime 14" in old.detail and "--min-runtime 14" in old.fix
 
 
 def test_min_runtime_out_of_range_is_a_usage_error():
