@@ -4,7 +4,8 @@
 2. train a small Edge-TPU-friendly CNN on them for a few seconds and save it as .h5;
 3. `edgekit quantize` it to a verified full-int8 .tflite, calibrated on the image folder;
 4. `edgekit inspect` the result; 5. `edgekit check` it for the Edge TPU (when built);
-6. `edgekit classify` one held-out image with the int8 model on the CPU (when built).
+6. `edgekit classify` one held-out image with the int8 model on the CPU (when built);
+7. `edgekit evaluate` the int8 model on the held-out folders against the float model.
 Everything goes to demo/out/.
 """
 
@@ -91,6 +92,10 @@ def main() -> None:
         run("classify", str(image), "-m", str(int8), "-k", "3")
     else:
         say("6. Classify", "`edgekit classify` is not built yet in this checkout.")
+    say("7. Evaluate", """`edgekit evaluate` measures the int8 model's top-1/top-5 on the held-out class folders and,
+        with --reference, the float model's on the same images, their agreement, the classes that changed
+        most and each layer's own int8 error (TensorFlow Lite's quantization debugger).""")
+    run("evaluate", "-m", str(int8), "--data", str(folders.test), "--reference", str(model_path))
     print("\ndemo finished: outputs in demo/out/")
 
 

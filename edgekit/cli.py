@@ -28,7 +28,7 @@ class _Group(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """In the order a Coral user works (quantize, check, compile, classify), then the tools."""
-        order = ["quantize", "check", "compile", "classify", "inspect", "devices", "doctor"]
+        order = ["quantize", "check", "compile", "classify", "evaluate", "benchmark", "inspect", "devices", "doctor"]
         return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -481,6 +481,100 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
                 click.echo(f"error: {e['error']}", err=True)
         total = len(doc["errors"]) + len(doc["results"])
         click.echo(f"error: {len(doc['errors'])} of {total} image(s) could not be classified", err=True)
+        sys.exit(InputError.exit_code)
+
+
+# -------------------------------------------------------------------------------------- evaluate
+def _render_evaluate(d: dict[str, Any]) -> str:
+    def pct(v: float | None) -> str:
+        return "n/a" if v is None else f"{v:.1%}"
+
+    lines = [f"{d['model']} on {d['device']} ({d['backend']}): {d['samples']} samples, {d['classes']} classes",
+             f"Preprocessing: {d['preprocess']['source']}; labels: {d['labels_from']}",
+             f"int8 top-1 {pct(d['top1'])}, top-5 {pct(d['top5'])}"]
+    r = d.get("reference")
+    if r:
+        lines += [f"float ({r['model']}) top-1 {pct(r['top1'])}, top-5 {pct(r['top5'])}",
+                  f"Agreement (top-1) {pct(r['top1_agreement'])}; score difference mean {r['mean_abs_diff']:.4f}, "
+                  f"max {r['max_abs_diff']:.4f}",
+                  "Classes that changed most (float -> int8 top-1):"]
+        lines += [f"  {c['id']:>4} {c['label'] or '':<16} {pct(c['float_top1'])} -> {pct(c['int8_top1'])} "
+                  f"({c['samples']} samples)" for c in r["class_changes"]]
+        if r["layers"]:
+            lines.append("Layers with the largest int8 error (RMS error / RMS of the float output, each layer "
+                         "on the same input):")
+            lines += [f"  {x['relative_rms_error']:8.4f}  {x['op']:<18} {x['tensor'][:90]}" for x in r["layers"][:5]]
+        elif r["layers_error"]:
+            lines.append(f"Per-layer report unavailable: {r['layers_error']}")
+    return "\n".join(lines)
+
+
+@command
+@click.option("--model", "-m", required=True, type=click.Path(dir_okay=False),
+              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin).")
+@click.option("--data", required=True, type=click.Path(),
+              help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y.")
+@click.option("--reference", type=click.Path(),
+              help="The float Keras model (.keras, .h5, SavedModel) to compare with; needs TensorFlow.")
+@click.option("--no-layers", is_flag=True, help="With --reference: skip the per-layer error report.")
+@click.option("--labels", "-l", type=click.Path(dir_okay=False),
+              help="Labels file (default: recorded with the model); class folders named as labels match by name.")
+@click.option("--arch", help="For a weights-only --reference: module.py:function that builds the model.")
+@click.option("--custom-objects", type=click.Path(dir_okay=False), help="A .py file with the reference's custom layers.")
+@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers in --reference.")
+@click.option("--device", "-d", default="auto", show_default=True, help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
+@click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
+@click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
+@click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output (--reference).")
+@json_option
+@quiet_option
+def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labels: str | None, arch: str | None,
+             custom_objects: str | None, trust_model: bool, device: str, mean: str | None, std: str | None,
+             threads: int | None, verbose: bool, as_json: bool, quiet: bool) -> None:
+    """Top-1/top-5 accuracy of a .tflite model on labelled data; with --reference, against the float model.
+
+    Exit codes: 0 ok, 2 usage, 3 bad model, data or labels, 4 no interpreter package (or TensorFlow
+    for --reference), 9 the Edge TPU or the interpreter failed.
+    """
+    from edgekit.devices import evaluate as evaluate_mod
+
+    labelled = evaluate_mod.read_set(data)
+    bar: Any = None
+
+    def on_start(n: int) -> None:
+        nonlocal bar
+        if not quiet and n > 1 and sys.stderr.isatty():
+            bar = click.progressbar(length=n, label="evaluating", file=sys.stderr)
+            bar.render_progress()
+
+    def on_item() -> None:
+        if bar is not None:
+            bar.update(1)
+
+    try:
+        ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean, "--mean"), _floats(std, "--std"),
+                                   num_threads=threads, labels=labels, on_start=on_start, on_item=on_item)
+    finally:
+        if bar is not None:
+            bar.render_finish()
+    for note in ev.notes:
+        if not quiet or note.startswith("warning:"):
+            click.echo(note if note.startswith("warning:") else f"note: {note}", err=True)
+    doc = ev.to_dict()
+    doc["reference"] = None
+    if reference:
+        from edgekit.converters import reference as reference_mod
+
+        doc["reference"] = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
+                                                 layers=not no_layers, verbose=verbose)
+    emit(as_json, doc, _render_evaluate)
+    if doc["errors"]:
+        from edgekit.errors import InputError
+
+        for e in doc["errors"]:
+            click.echo(f"error: {e['error']}", err=True)
+        click.echo(f"error: {len(doc['errors'])} of {len(labelled)} sample(s) could not be read", err=True)
         sys.exit(InputError.exit_code)
 
 

@@ -23,6 +23,7 @@ from typing import IO, Any, TypeVar
 
 import numpy as np
 
+from edgekit.datasets import list_images
 from edgekit.devices.classify import IMAGE_EXTENSIONS
 from edgekit.errors import InputError, UsageError, first_line
 from edgekit.preprocess import PreprocessSpec, normalize_rgb, open_image, pixels
@@ -125,23 +126,6 @@ def split_balanced(groups: Sequence[Sequence[T]], samples: int, holdout: int,
 
 
 # ------------------------------------------------------------------------------------------ sources
-def list_images(folder: Path) -> tuple[list[list[Path]], list[str] | None]:
-    """Image files grouped by class subfolder (``None`` classes for a flat folder)."""
-    def images_in(d: Path) -> list[Path]:
-        return sorted(f for f in d.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_SUFFIXES)
-
-    subdirs = sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
-    groups = [(d.name, images_in(d)) for d in subdirs]
-    groups = [(n, files) for n, files in groups if files]
-    flat = images_in(folder)
-    if groups and not flat:
-        return [files for _, files in groups], [n for n, _ in groups]
-    if flat:
-        return [flat], None
-    raise InputError(f"--calib {folder}: no images found (looked for {', '.join(sorted(IMAGE_SUFFIXES))}, "
-                     "flat or one subfolder per class)")
-
-
 def _is_glob(source: str) -> bool:
     return any(ch in source for ch in "*?[")
 

@@ -150,31 +150,37 @@ def read_labels(path: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ conversion
+def make_converter(loaded: keras_io.LoadedModel, spec: PreprocessSpec, representative: Callable[[], Any],
+                   io_type: str | None = "uint8", settings: dict[str, Any] | None = None) -> Any:
+    """The TFLiteConverter quantize uses (``io_type`` None keeps float I/O, as the quantization debugger needs)."""
+    tf = import_tensorflow()
+    cf = loaded.concrete_function(spec.height, spec.width)
+    # from_concrete_functions([cf]) without the trackable: passing the model fails (toolchain.md, 3).
+    conv = tf.lite.TFLiteConverter.from_concrete_functions([cf])
+    conv.optimizations = [tf.lite.Optimize.DEFAULT]
+    conv.representative_dataset = representative
+    conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    if io_type:
+        conv.inference_input_type = conv.inference_output_type = {"uint8": tf.uint8, "int8": tf.int8}[io_type]
+    # TF >= 2.16 quantizes Dense weights per channel; the Edge TPU toolchain expects one scale.
+    conv._experimental_disable_per_channel_quantization_for_dense_layers = True
+    for key, value in (settings or {}).items():
+        setattr(conv, key, value)
+    return conv
+
+
 def convert(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str = "uint8",
             settings: dict[str, Any] | None = None, stream: IO[str] | None = None, show_progress: bool = True,
             verbose: bool = False) -> bytes:
     """Full-integer conversion with a static batch-1 input; raises ConversionError with TF's reason."""
     tf = import_tensorflow(verbose)
-    dtype = {"uint8": tf.uint8, "int8": tf.int8}[io_type]
     with silenced(verbose) as (real_err, log):
         try:
-            cf = loaded.concrete_function(spec.height, spec.width)
-            # from_concrete_functions([cf]) without the trackable: passing the model fails (toolchain.md, 3).
-            conv = tf.lite.TFLiteConverter.from_concrete_functions([cf])
-            conv.optimizations = [tf.lite.Optimize.DEFAULT]
-
             def representative() -> Any:
                 for x in calibration.progress(calib_x, len(calib_x), "Calibrating", stream or real_err, show_progress):
                     yield [x[None].astype(np.float32)]
 
-            conv.representative_dataset = representative
-            conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
-            conv.inference_input_type = dtype
-            conv.inference_output_type = dtype
-            # TF >= 2.16 quantizes Dense weights per channel; the Edge TPU toolchain expects one scale.
-            conv._experimental_disable_per_channel_quantization_for_dense_layers = True
-            for key, value in (settings or {}).items():
-                setattr(conv, key, value)
+            conv = make_converter(loaded, spec, representative, io_type, settings)
             return bytes(conv.convert())
         except Exception as exc:
             error = exc

@@ -1,0 +1,153 @@
+"""``edgekit evaluate``: a .tflite model's top-1/top-5 accuracy over a labelled set, on the Edge TPU or the CPU.
+
+Runtime half: no TensorFlow. The model is opened like ``classify`` opens it (a compiled model on the
+Edge TPU when there is one, else its CPU twin, said in ``notes``) and each sample is preprocessed
+with the model's recorded spec (or the spec derived from its input quantization, or ``--mean/--std``)
+by the same function. The scores and labels are kept so a float reference can be compared
+(:mod:`edgekit.converters.reference`, which needs TensorFlow).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from edgekit import metrics
+from edgekit.errors import InputError
+
+
+@dataclass
+class LabelledSet:
+    """What ``--data`` names: image files with class ids, or arrays (uint8 images / float inputs) with ids."""
+
+    source: str
+    kind: str                               # images | npz
+    labels: np.ndarray
+    paths: list[str] | None = None
+    arrays: np.ndarray | None = None
+    class_names: list[str] | None = None    # class folder names, by class id
+
+    def __len__(self) -> int:
+        return len(self.labels)
+
+
+def read_set(source: str | os.PathLike) -> LabelledSet:
+    """A class-folder tree (folders sorted = class ids, as Keras reads them) or an .npz with x and y."""
+    from edgekit.datasets import list_images, read_labelled_arrays
+
+    p = Path(source)
+    if p.is_dir():
+        groups, classes = list_images(p, "--data")
+        if classes is None:
+            raise InputError(f"--data {p}: a flat folder has no labels",
+                             "put the images in one subfolder per class (named as the classes, sorted as trained)")
+        paths = [str(f) for g in groups for f in g]
+        labels = np.asarray([k for k, g in enumerate(groups) for _ in g], np.int64)
+        return LabelledSet(str(p), "images", labels, paths=paths, class_names=classes)
+    if p.suffix.lower() == ".npz" and p.is_file():
+        x, y = read_labelled_arrays(p)
+        return LabelledSet(str(p), "npz", y, arrays=x)
+    if not p.exists():
+        raise InputError(f"--data {p}: no such file or folder")
+    raise InputError(f"--data {p}: not a class-folder tree or an .npz", "pass a folder with one subfolder per class, "
+                     "or an .npz with x (images) and y (labels)")
+
+
+def align_labels(data: LabelledSet, recorded: dict[int, str], classes: int) -> tuple[np.ndarray, str]:
+    """Class ids for the model's outputs, and how they were matched.
+
+    Folder names found among the model's labels are matched by name (a model with a 'background'
+    class 0 still lines up); otherwise folder k is output k, which needs as many folders as outputs.
+    """
+    if data.class_names and recorded:
+        by_name = {name: i for i, name in sorted(recorded.items(), reverse=True)}
+        if all(n in by_name for n in data.class_names):
+            ids = np.asarray([by_name[n] for n in data.class_names], np.int64)
+            return ids[data.labels], "class folder names matched to the model's labels"
+    if data.class_names:
+        if len(data.class_names) != classes:
+            raise InputError(f"--data {data.source}: {len(data.class_names)} class folders for {classes} model "
+                             "outputs, and their names are not the model's labels",
+                             "use one folder per output class, named as the labels (or sorted as in training)")
+        return data.labels, "class folders in sorted order (Keras's order)"
+    if len(data.labels) and (data.labels.min() < 0 or data.labels.max() >= classes):
+        raise InputError(f"--data {data.source}: labels run from {data.labels.min()} to {data.labels.max()}, "
+                         f"outside the model's {classes} outputs")
+    return data.labels, "the labels in the arrays"
+
+
+@dataclass
+class Evaluation:
+    model: str
+    device: str
+    backend: str
+    spec_source: str
+    spec: Any
+    labels_from: str
+    scores: np.ndarray                      # (N, classes), dequantized
+    labels: np.ndarray                      # (N,) class ids
+    names: dict[int, str]
+    notes: list[str] = field(default_factory=list)
+    errors: list[dict[str, str]] = field(default_factory=list)
+    kept: list[int] = field(default_factory=list)   # indices into the set of the samples scored
+
+    def to_dict(self) -> dict[str, Any]:
+        n, classes = self.scores.shape if self.scores.ndim == 2 else (0, 0)
+        per_class = []
+        predicted = self.scores.argmax(1) if n else np.zeros(0, np.int64)
+        for c in sorted(set(self.labels.tolist())):
+            mask = self.labels == c
+            per_class.append({"id": int(c), "label": self.names.get(int(c)), "samples": int(mask.sum()),
+                              "top1": float(np.mean(predicted[mask] == c))})
+        return {"model": self.model, "device": self.device, "backend": self.backend,
+                "preprocess": {**self.spec.to_dict(), "source": self.spec_source}, "labels_from": self.labels_from,
+                "samples": int(n), "classes": int(classes),
+                "top1": metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
+                "top5": metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
+                "per_class": per_class, "errors": self.errors}
+
+
+def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
+             mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
+             num_threads: int | None = None, labels: str | os.PathLike | None = None,
+             on_start: Callable[[int], None] | None = None,
+             on_item: Callable[[], None] | None = None) -> Evaluation:
+    """Run the model over every sample of ``data``; unreadable images go to ``errors``, the rest are scored."""
+    from edgekit import preprocess
+    from edgekit.devices.classify import Classifier
+
+    clf = Classifier(model, device, labels, mean, std, num_threads=num_threads)
+    ids, labels_from = align_labels(data, clf.labels, clf.num_classes)
+    if on_start:
+        on_start(len(data))
+    scores, kept, errors = [], [], []
+    if data.paths is not None:
+        for i, (path, tensor, error) in enumerate(clf.prepared(data.paths)):
+            if error is not None:
+                errors.append({"image": path, "error": str(error)})
+            else:
+                scores.append(clf.infer(tensor)[0])
+                kept.append(i)
+            if on_item:
+                on_item()
+    else:
+        x = data.arrays
+        for i in range(len(x)):
+            if x.dtype == np.uint8:
+                image = x[i][..., 0] if x[i].ndim == 3 and x[i].shape[-1] == 1 else x[i]
+                tensor = preprocess.prepare(image, clf.spec, clf.input_dtype, clf.input_scale, clf.input_zero_point)
+            else:  # float arrays are model inputs already
+                tensor = preprocess.quantize(x[i][None].astype(np.float32), clf.input_dtype, clf.input_scale,
+                                             clf.input_zero_point)
+            scores.append(clf.infer(tensor.reshape(clf._input_shape))[0])
+            kept.append(i)
+            if on_item:
+                on_item()
+    matrix = np.stack(scores) if scores else np.zeros((0, clf.num_classes), np.float32)
+    names = clf.labels or dict(enumerate(data.class_names or []))
+    return Evaluation(clf.opened.model_path, clf.opened.device, clf.opened.backend.name, clf.spec_source, clf.spec,
+                      labels_from, matrix, ids[kept], names, list(clf.notes), errors, kept)

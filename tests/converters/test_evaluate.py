@@ -1,0 +1,96 @@
+"""edgekit evaluate on the digits models: numbers recomputed here, and a layer broken on purpose named worst."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from edgekit.cli import cli
+from edgekit.preprocess import quantize as quantize_input
+
+pytestmark = pytest.mark.tf
+
+
+def _int8_scores(path, x_float):
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_path=str(path), num_threads=1)
+    interp.allocate_tensors()
+    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
+    scale, zp = inp["quantization"]
+    rows = []
+    for sample in x_float:
+        interp.set_tensor(inp["index"], quantize_input(sample[None], "uint8", scale, zp))
+        interp.invoke()
+        rows.append(interp.get_tensor(out["index"]).ravel().astype(np.float32))
+    return np.stack(rows)
+
+
+def test_evaluate_reports_int8_and_float_accuracy_recomputed_independently(digits_int8, digits_keras, digits_folders):
+    from edgekit.training import digits
+
+    result = CliRunner().invoke(cli, ["evaluate", "-m", str(digits_int8.output), "--data", str(digits_folders.test),
+                                      "--reference", str(digits_keras.path), "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    x, y, _ = digits.load_folder(digits_folders.test)       # 0..1, written here, not read from the record
+    int8 = _int8_scores(digits_int8.output, x)
+    floats = digits_keras.model.predict(x, verbose=0)
+    top5 = np.mean([label in np.argsort(-s, kind="stable")[:5] for s, label in zip(int8, y)])
+    assert doc["samples"] == len(y) and doc["classes"] == 10
+    assert doc["top1"] == pytest.approx(np.mean(int8.argmax(1) == y))
+    assert doc["top5"] == pytest.approx(top5)
+    ref = doc["reference"]
+    assert ref["top1"] == pytest.approx(np.mean(floats.argmax(1) == y))
+    assert ref["top1_agreement"] == pytest.approx(np.mean(floats.argmax(1) == int8.argmax(1)))
+    assert doc["labels_from"].startswith("class folder names") and doc["per_class"][3]["label"] == "3"
+    assert ref["layers"] and ref["layers_error"] is None
+    text = CliRunner().invoke(cli, ["evaluate", "-m", str(digits_int8.output), "--data", str(digits_folders.test),
+                                    "--quiet"])
+    assert text.exit_code == 0 and f"int8 top-1 {doc['top1']:.1%}" in text.stdout
+
+
+def test_per_layer_report_names_the_layer_broken_on_purpose(digits_keras, digits_folders, tmp_path):
+    """An outlier weight on an input that is always zero: float unchanged, the int8 weight range wrecked."""
+    import keras
+
+    from edgekit.converters.quantize import QuantizeOptions, quantize
+    from edgekit.converters.tf_quiet import silenced
+    from edgekit.training import digits
+
+    model = keras.models.clone_model(digits_keras.model)
+    model.set_weights(digits_keras.model.get_weights())
+    dense = next(layer for layer in model.layers if isinstance(layer, keras.layers.Dense))
+    x, _, _ = digits.load_folder(digits_folders.train)
+    features = keras.Model(model.inputs[0], dense.input)(x[:400]).numpy()
+    dead = int(np.argmin(np.abs(features).max(0)))               # a Flatten feature that stays (near) zero
+    kernel, bias = dense.get_weights()
+    kernel[dead, :] = 200 * np.abs(kernel).max()   # every column's int8 range (per-tensor or per-channel) wrecked
+    dense.set_weights([kernel, bias])
+    path = tmp_path / "broken.keras"
+    with silenced():
+        model.save(path)
+    out = quantize(QuantizeOptions(model=str(path), calib=str(digits_folders.train), scaling="0..1", samples=100,
+                                   verify=False, show_progress=False)).output
+    result = CliRunner().invoke(cli, ["evaluate", "-m", str(out), "--data", str(digits_folders.test),
+                                      "--reference", str(path), "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    ref = json.loads(result.stdout)["reference"]
+    worst = ref["layers"][0]
+    # the first Dense (ReLU fused into it), not the logits Dense after it
+    assert worst["op"] == "FULLY_CONNECTED" and "Relu" in worst["tensor"], ref["layers"][:3]
+    assert worst["relative_rms_error"] > 0.5 and worst["relative_rms_error"] > 2 * ref["layers"][1]["relative_rms_error"]
+    assert ref["top1"] > 0.85 and ref["class_changes"][0]["change"] < 0     # float fine, int8 lost classes
+
+
+def test_evaluate_refuses_data_it_cannot_label(digits_int8, tmp_path):
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    result = CliRunner().invoke(cli, ["evaluate", "-m", str(digits_int8.output), "--data", str(flat)])
+    assert result.exit_code == 3 and "no images found" in result.stderr
+    np.savez(tmp_path / "bad.npz", x=np.zeros((2, 32, 32, 3), np.uint8), y=np.array([3, 12]))
+    result = CliRunner().invoke(cli, ["evaluate", "-m", str(digits_int8.output), "--data", str(tmp_path / "bad.npz")])
+    assert result.exit_code == 3 and "outside the model's 10 outputs" in result.stderr

@@ -1,0 +1,46 @@
+"""edgekit evaluate's runtime half on a real Coral model, without TensorFlow (runs under tflite-runtime too)."""
+
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+from click.testing import CliRunner
+
+from edgekit.cli import cli
+from tests.conftest import shared_file
+
+
+def test_class_folders_named_as_the_labels_are_matched_by_name(tmp_path):
+    model = shared_file("mobilenet_v1_0.25_128_quant.tflite")
+    labels = shared_file("imagenet_labels.txt")
+    # Egyptian cat (286) holds the cat, military uniform (653) Grace Hopper: not sorted ids, matched by name
+    for folder, image in (("Egyptian cat", "cat.bmp"), ("military uniform", "grace_hopper.bmp")):
+        (tmp_path / "data" / folder).mkdir(parents=True)
+        shutil.copy(shared_file(image), tmp_path / "data" / folder / image)
+    result = CliRunner().invoke(cli, ["evaluate", "-m", str(model), "--data", str(tmp_path / "data"), "-l",
+                                      str(labels), "--device", "cpu", "--threads", "1", "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["labels_from"] == "class folder names matched to the model's labels"
+    assert doc["samples"] == 2 and doc["classes"] == 1001 and doc["reference"] is None
+    # classify says: cat → 283 tiger cat / 286 Egyptian cat (tied, lower id first); Grace Hopper → 401, 668...
+    assert doc["top1"] == 0.0 and doc["top5"] == 1.0
+    assert [c["id"] for c in doc["per_class"]] == [286, 653]
+
+
+def test_arrays_without_matching_folders_need_as_many_outputs(tmp_path):
+    model = shared_file("mobilenet_v1_0.25_128_quant.tflite")
+    for c in ("a", "b"):
+        (tmp_path / "two" / c).mkdir(parents=True)
+        shutil.copy(shared_file("cat.bmp"), tmp_path / "two" / c / "x.bmp")
+    result = CliRunner().invoke(cli, ["evaluate", "-m", str(model), "--data", str(tmp_path / "two")])
+    assert result.exit_code == 3 and "2 class folders for 1001 model outputs" in result.stderr
+    from PIL import Image
+
+    x = np.stack([np.asarray(Image.open(shared_file("cat.bmp")).convert("RGB").resize((128, 128)))])
+    np.savez(tmp_path / "cat.npz", x=x, y=np.array([286]))
+    result = CliRunner().invoke(cli, ["evaluate", "-m", str(model), "--data", str(tmp_path / "cat.npz"), "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["top5"] == 1.0
