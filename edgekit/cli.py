@@ -578,6 +578,71 @@ def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labe
         sys.exit(InputError.exit_code)
 
 
+# ------------------------------------------------------------------------------------- benchmark
+def _render_benchmark(d: dict[str, Any]) -> str:
+    threads = f", {d['threads']} threads" if d["threads"] else ""
+    lines = [f"{d['model']} on {d['device']} ({d['backend']}{threads})",
+             f"Load {d['load_ms']:.1f} ms; first inference {d['first_inference_ms']:.2f} ms",
+             f"{d['iterations']} inferences after {d['warmup']} warm-up: min {d['min_ms']:.3f}  p50 {d['p50_ms']:.3f}  "
+             f"p90 {d['p90_ms']:.3f}  p99 {d['p99_ms']:.3f}  max {d['max_ms']:.3f}  mean {d['mean_ms']:.3f} ms",
+             f"Throughput {d['throughput_per_s']:.1f} inferences/s"]
+    c = d["comparison"]
+    if c:
+        lines.append(f"Against {c['saved']}: p50 {c['baseline_ms']:.3f} -> {c['current_ms']:.3f} ms "
+                     f"({c['change']:+.1%}; more than +{c['max_slowdown']:.0%} is a regression)"
+                     + (": REGRESSION" if c["regression"] else ""))
+    return "\n".join(lines)
+
+
+@command
+@click.option("--model", "-m", required=True, type=click.Path(dir_okay=False),
+              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin).")
+@click.option("--device", "-d", default="auto", show_default=True, help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
+@click.option("-n", "iterations", default=100, show_default=True, type=click.IntRange(min=1),
+              help="Timed inferences.")
+@click.option("--warmup", default=10, show_default=True, type=click.IntRange(min=0),
+              help="Untimed inferences after the first, before timing.")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
+@click.option("--save", type=click.Path(dir_okay=False), help="Write this run's JSON document to FILE.")
+@click.option("--compare", "compare_with", type=click.Path(dir_okay=False),
+              help="A file written by --save: exit 10 when p50 latency grew by more than --max-slowdown.")
+@click.option("--max-slowdown", default=20.0, show_default=True, type=click.FloatRange(min=0),
+              help="Percent of p50 latency growth --compare allows.")
+@json_option
+@quiet_option
+def benchmark(model: str, device: str, iterations: int, warmup: int, threads: int | None, save: str | None,
+              compare_with: str | None, max_slowdown: float, as_json: bool, quiet: bool) -> None:
+    """Time loading and inference of a model on the Edge TPU or the CPU: latency percentiles, throughput.
+
+    Exit codes: 0 ok, 2 usage, 3 bad model or --compare file, 4 no interpreter package, 9 the Edge TPU
+    or the interpreter failed, 10 slower than the --compare run by more than --max-slowdown.
+    """
+    from edgekit.devices import benchmark as benchmark_mod, latency
+    from edgekit.errors import RegressionError
+    from edgekit.fileio import write_bytes_atomic
+
+    saved = benchmark_mod.read_saved(compare_with) if compare_with else None
+    doc = benchmark_mod.benchmark(model, device, iterations, warmup, threads)
+    for note in doc["notes"]:
+        if not quiet:
+            click.echo(f"note: {note}", err=True)
+    for warning in doc["warnings"]:
+        click.echo(f"warning: {warning}", err=True)
+    if saved is not None:
+        doc["comparison"] = {"saved": compare_with, **latency.compare(doc, saved, max_slowdown / 100.0)}
+        if saved.get("model") != doc["model"] or saved.get("device") != doc["device"]:
+            click.echo(f"warning: {compare_with} timed {saved.get('model')} on {saved.get('device')}; this run "
+                       f"{doc['model']} on {doc['device']}", err=True)
+    if save:
+        write_bytes_atomic(save, (json.dumps(_json_safe(doc), indent=2) + "\n").encode())
+    emit(as_json, doc, _render_benchmark)
+    c = doc["comparison"]
+    if c and c["regression"]:
+        raise RegressionError(f"p50 latency {c['current_ms']:.3f} ms is {c['change']:+.1%} against "
+                              f"{c['baseline_ms']:.3f} ms in {compare_with}, more than --max-slowdown {max_slowdown:g}%",
+                              "look for ops that left the Edge TPU, fewer threads, or a busy or throttled CPU")
+
+
 # -------------------------------------------------------------------------------------- devices
 def _render_devices(d: dict[str, Any]) -> str:
     if not d["devices"]:

@@ -17,6 +17,7 @@ Exit codes (documented in the README):
 7     the model is not (fully) Edge TPU compatible (``check --strict``)
 8     the Edge TPU compiler failed or timed out
 9     device or runtime failure (delegate, interpreter, invoke)
+10    ``benchmark --compare``: slower than the saved run by more than allowed
 70    internal error (a bug in edgekit: please report it with ``--debug``)
 ====  ============================================================
 """
@@ -86,6 +87,12 @@ class DeviceError(EdgekitError):
     exit_code = 9
 
 
+class RegressionError(EdgekitError):
+    """``benchmark --compare``: slower than the saved run by more than allowed."""
+
+    exit_code = 10
+
+
 class InternalError(EdgekitError):
     exit_code = 70
 
@@ -101,5 +108,6 @@ EXIT_CODES = {
     CompatibilityError.exit_code: "not fully Edge TPU compatible (--strict)",
     CompilerError.exit_code: "Edge TPU compiler failed or timed out",
     DeviceError.exit_code: "device or runtime failure",
+    RegressionError.exit_code: "benchmark slower than the saved run (--compare)",
     InternalError.exit_code: "internal error (a bug)",
 }

@@ -1,0 +1,85 @@
+"""``edgekit benchmark``: how fast a model loads and runs on this machine's Edge TPU or CPU.
+
+The model is opened the way ``classify`` opens it (:class:`~edgekit.devices.classify.ModelLoader`)
+and timed loading; then invoke() alone is timed on a fixed input (the first call apart: the Edge TPU
+loads the model's parameters then, the CPU allocates), after ``warmup`` untimed calls. Statistics
+come from :mod:`edgekit.devices.latency`, which the Dev Board runner shares.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+from edgekit.devices import latency
+from edgekit.errors import DeviceError, InputError, first_line
+
+
+def default_threads() -> int:
+    """CPU interpreter threads when none are asked for: one per core, at most 4."""
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warmup: int = 10,
+              threads: int | None = None, clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
+    """The document ``edgekit benchmark --json`` prints (schema in the README)."""
+    from edgekit.devices.classify import ModelLoader
+
+    threads = threads or default_threads()
+    start = clock()
+    loaded = ModelLoader(model, device, num_threads=threads)()
+    load_ms = (clock() - start) * 1000.0
+    opened = loaded.opened
+    interp = opened.interpreter
+    inp = interp.get_input_details()[0]
+    rng = np.random.default_rng(0)
+    dtype = np.dtype(inp["dtype"])
+    shape = [int(d) for d in inp["shape"]]
+    if dtype.kind in "iu":
+        info = np.iinfo(dtype)
+        data = rng.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
+    else:
+        data = rng.random(shape).astype(dtype)
+    interp.set_tensor(inp["index"], data)
+
+    def run() -> None:
+        try:
+            interp.invoke()
+        except (RuntimeError, ValueError) as exc:
+            raise DeviceError(f"inference failed on {opened.device}: {first_line(exc)}",
+                              "the model or the runtime is broken; `edgekit doctor` may tell which") from None
+
+    timing = latency.measure(run, n, warmup, clock)
+    governors = latency.cpu_governors()
+    warnings = []
+    if governors and any(g != "performance" for g in governors):
+        warnings.append(f"CPU frequency governor is {'/'.join(sorted(set(governors)))}, not performance: latencies "
+                        "vary with the clock (sudo cpupower frequency-set -g performance for stable numbers)")
+    return {
+        "model": opened.model_path, "device": opened.device, "backend": opened.backend.name,
+        "threads": threads if opened.device == "cpu" else None,
+        "load_ms": load_ms, "first_inference_ms": timing.pop("first_ms"),
+        "iterations": n, "warmup": warmup, **timing,
+        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
+                    "governors": sorted(set(governors)) if governors else None},
+        "notes": list(loaded.notes), "warnings": warnings, "comparison": None,
+    }
+
+
+def read_saved(path: str | os.PathLike) -> dict[str, Any]:
+    """A document written by ``--save`` (InputError when it is not one)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        float(doc["p50_ms"])
+        return doc
+    except FileNotFoundError:
+        raise InputError(f"--compare {path}: no such file", "save a run first with --save FILE") from None
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise InputError(f"--compare {path}: not a saved benchmark ({first_line(exc)})",
+                         "pass a file written by edgekit benchmark --save") from None
