@@ -28,11 +28,11 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgekit import tflite_model  # noqa: E402
-from edgekit.converters.compatibility import check_model  # noqa: E402
-from edgekit.converters.edgetpu_compiler import compiled_split  # noqa: E402
-from edgekit.errors import EdgekitError  # noqa: E402
-from edgekit.tflite_model import EDGETPU_CUSTOM_OP  # noqa: E402
+from edgekit import tflite_model
+from edgekit.converters.compatibility import check_model
+from edgekit.converters.edgetpu_compiler import compiled_split
+from edgekit.errors import EdgekitError
+from edgekit.tflite_model import EDGETPU_CUSTOM_OP
 
 DEFAULT_FOLDERS = [REPO.parent / "shared" / "testdata", REPO.parent / "shared" / "testdata" / "pairs"]
 

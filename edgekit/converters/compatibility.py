@@ -41,14 +41,13 @@ from __future__ import annotations
 
 import heapq
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import Any
 
 from edgekit.converters.op_versions import version_problem
 from edgekit.errors import InvalidModelError, UsageError
-from edgekit.tflite_model import (EDGETPU_CUSTOM_OP, FLOAT_DTYPES, ModelInfo, OpInfo, SubgraphInfo,
-                                  TensorInfo)
+from edgekit.tflite_model import EDGETPU_CUSTOM_OP, FLOAT_DTYPES, ModelInfo, OpInfo, SubgraphInfo, TensorInfo
 
 # ---------------------------------------------------------------------------------- status words
 MAPPED = "Mapped to Edge TPU"
@@ -120,7 +119,10 @@ FIX_MOVE_TO_END = "replace it with a supported op, or move it after the last op 
 # op. Mapped at most 134,400 (yolov8n SOFTMAX/CONV_2D on 1x4x8400x16; the yolov5s 160 concat
 # 1x1575x85 = 133,875 in v16_full_yolov5s_160.log); refused from 230,400 (yolov8n RESHAPE
 # 1x144x1600) and, inferred from the architecture, 199,920 (yolov5s 224 RESHAPE 1x2352x85 in
-# v16_partial_yolov5s_224_stdout.txt). The limit is placed inside that gap.
+# v16_partial_yolov5s_224_stdout.txt). The limit is placed inside that gap. Known gap: in
+# google-coral/edgetpu#490 (EfficientDet-Lite0, 9 classes) LOGISTIC on the 1x19206x9 class tensor
+# (172,854) is refused while CONCATENATION of the same tensor is mappable, so LOGISTIC may have a
+# lower limit; one case is too few to place it.
 ROW_LIMIT = 196_608
 # TRANSPOSE moves data across the whole tensor: yolov8n maps it on 1x20x20x144 (57,600 values)
 # and refuses it on 1x40x40x144 (230,400) and larger. The limit is placed inside that gap.
@@ -636,8 +638,8 @@ def dynamic_ops(g: SubgraphInfo) -> list[tuple[OpInfo, str]]:
         for pos in SHAPE_INPUTS.get(op.name, ()):
             t = g.tensor(op.inputs[pos]) if pos < len(op.inputs) else None
             if t is not None and not t.is_constant:
-                out.append((op, f"{op.name}'s input {pos} ({t.name!r}), which sets its output shape, is computed "
-                                "at run time"))
+                why = f"{op.name}'s input {pos} ({t.name!r}), which sets its output shape, is computed at run time"
+                out.append((op, why))
                 break
     return out
 

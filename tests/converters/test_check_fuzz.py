@@ -118,7 +118,7 @@ def test_cli_check_on_a_truncated_real_model_is_one_clean_line(tmp_path):
 
     from edgekit.cli import cli
 
-    data = SEED_BYTES[sorted(SEED_BYTES)[0]]
+    data = SEED_BYTES[min(SEED_BYTES)]
     bad = tmp_path / "cut.tflite"
     bad.write_bytes(data[: len(data) // 2])
     r = CliRunner().invoke(cli, ["check", str(bad), "--json"])

@@ -17,14 +17,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
+from benchmarks.check_fidelity import find_pairs, format_rows, score_pair, summarize
 from edgekit import tflite_model
 from edgekit.cli import cli
 from edgekit.converters import compatibility as C
 from edgekit.converters.compatibility import check_model
-from edgekit.converters.edgetpu_compiler import compiled_split, parse_operation_log
-from benchmarks.check_fidelity import find_pairs, format_rows, score_pair, summarize
+from edgekit.converters.edgetpu_compiler import parse_operation_log
 from tests.conftest import TESTDATA, shared_file
-from tests.tflite_builder import S, GraphBuilder, conv_chain
+from tests.tflite_builder import GraphBuilder, S, conv_chain
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compiler"
 PAIRS = find_pairs([TESTDATA, TESTDATA / "pairs"])
@@ -339,7 +339,7 @@ def test_fully_connected_rules():
             return g.tensor([3, 8], "int8", data=np.ones((3, 8)), scale=[0.1, 0.2, 0.3] if per_channel else 0.1,
                             zero_point=[0, 0, 0] if per_channel else 0)
         return make
-    bias = lambda g: g.tensor([3], "int32", data=np.zeros(3), scale=0.001)  # noqa: E731
+    bias = lambda g: g.tensor([3], "int32", data=np.zeros(3), scale=0.001)
     assert _single("FULLY_CONNECTED", [1, 8], [1, 3], [w(False), bias], version=4).target == "edgetpu"
     pc = _single("FULLY_CONNECTED", [1, 8], [1, 3], [w(True), bias], version=4)
     assert pc.target == "cpu" and "per-channel" in pc.detail and "per tensor" in pc.fix
@@ -354,8 +354,8 @@ def test_rank_rule_only_three_innermost_dims_may_exceed_one():
 
 
 def test_concatenation_with_a_constant_must_be_two_inputs_of_zeros():
-    zeros = lambda g: g.tensor([1, 4, 4, 2], "int8", data=np.zeros((1, 4, 4, 2)))  # noqa: E731
-    ones = lambda g: g.tensor([1, 4, 4, 2], "int8", data=np.ones((1, 4, 4, 2)))  # noqa: E731
+    zeros = lambda g: g.tensor([1, 4, 4, 2], "int8", data=np.zeros((1, 4, 4, 2)))
+    ones = lambda g: g.tensor([1, 4, 4, 2], "int8", data=np.ones((1, 4, 4, 2)))
     assert _single("CONCATENATION", [1, 4, 4, 8], [1, 4, 4, 10], [zeros], axis=3).target == "edgetpu"
     assert _single("CONCATENATION", [1, 4, 4, 8], [1, 4, 4, 10], [ones], axis=3).target == "cpu"
 
