@@ -20,7 +20,9 @@ from edgekit.errors import EdgekitError, InternalError
 
 
 def _debug_requested(ctx: click.Context) -> bool:
-    return bool(ctx.find_root().meta.get("edgekit.debug") or os.environ.get("EDGEKIT_DEBUG"))
+    """--debug, or EDGEKIT_DEBUG set to anything but empty, 0, false, no or off."""
+    env = os.environ.get("EDGEKIT_DEBUG", "").strip().lower()
+    return bool(ctx.find_root().meta.get("edgekit.debug")) or env not in ("", "0", "false", "no", "off")
 
 
 class _Group(click.Group):
@@ -37,22 +39,24 @@ class _Group(click.Group):
         except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
             raise
         except EdgekitError as exc:
-            if _debug_requested(ctx):
-                raise
-            _fail(exc)
+            _fail(exc, _debug_requested(ctx))
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (_Stopped): cleanups have run
             signum = getattr(exc, "signum", signal.SIGINT)
             click.echo("interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}",
                        err=True)
             sys.exit(128 + signum)
         except Exception as exc:  # a bug: say so, briefly
-            if _debug_requested(ctx):
-                raise
             _fail(InternalError(f"internal error: {type(exc).__name__}: {exc}",
-                                "this is a bug in edgekit; rerun with --debug and report the traceback"))
+                                "this is a bug in edgekit; rerun with --debug and report the traceback"),
+                  _debug_requested(ctx))
 
 
-def _fail(exc: EdgekitError) -> None:
+def _fail(exc: EdgekitError, debug: bool = False) -> None:
+    """The one error line and the documented exit code; with debug, the traceback first (same exit code)."""
+    if debug:
+        import traceback
+
+        traceback.print_exc(file=sys.stderr)
     click.echo(f"error: {exc}", err=True)
     sys.exit(exc.exit_code)
 

@@ -83,9 +83,22 @@ def test_missing_file_gets_a_hint_and_debug_shows_traceback(tmp_path):
     assert proc.returncode == 3
     assert proc.stderr.strip() == f"error: no such file: {tmp_path / 'nope.tflite'} (check the path)"
     debug = run("--debug", "inspect", str(tmp_path / "nope.tflite"))
-    assert debug.returncode != 0 and "Traceback" in debug.stderr and "InputError" in debug.stderr
+    assert debug.returncode == 3, "--debug must keep the documented exit code"
+    assert "Traceback" in debug.stderr and "InputError" in debug.stderr
+    assert debug.stderr.strip().splitlines()[-1] == proc.stderr.strip()
     per_command = run("inspect", str(tmp_path / "nope.tflite"), "--debug")
-    assert "Traceback" in per_command.stderr
+    assert "Traceback" in per_command.stderr and per_command.returncode == 3
+
+
+@pytest.mark.parametrize("value, shown", [("1", True), ("yes", True), ("0", False), ("false", False),
+                                          ("False", False), ("off", False), ("", False)])
+def test_edgekit_debug_environment_values(tmp_path, monkeypatch, value, shown):
+    """EDGEKIT_DEBUG=0 or =false turned tracebacks on; they mean off."""
+    monkeypatch.setenv("EDGEKIT_DEBUG", value)
+    result = CliRunner().invoke(cli, ["inspect", str(tmp_path / "nope.tflite")])
+    assert result.exit_code == 3
+    assert ("Traceback" in result.stderr) is shown
+    assert result.stderr.strip().splitlines()[-1].startswith("error: no such file:")
 
 
 def test_exit_codes_are_documented_in_the_readme():
