@@ -16,7 +16,7 @@ from typing import Any, Callable
 import click
 
 from edgekit import __version__
-from edgekit.errors import EdgekitError, InternalError
+from edgekit.errors import EdgekitError, InternalError, UsageError
 
 
 def _debug_requested(ctx: click.Context) -> bool:
@@ -160,7 +160,8 @@ def _floats(value: str | None, flag: str) -> tuple[float, ...] | None:
     try:
         return tuple(float(v) for v in value.replace(" ", "").split(","))
     except ValueError:
-        raise click.BadParameter(f"expected one number or R,G,B, got {value!r}", param_hint=flag) from None
+        raise UsageError(f"{flag} expects one number or R,G,B, got {value!r}",
+                         f"e.g. {flag} 127.5, or one value per channel: {flag} 123.7,116.3,103.5") from None
 
 
 def _size(value: str | None) -> tuple[int, int] | None:
@@ -168,7 +169,7 @@ def _size(value: str | None) -> tuple[int, int] | None:
         return None
     parts = value.lower().split("x")
     if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise click.BadParameter(f"expected WIDTHxHEIGHT such as 224x224, got {value!r}", param_hint="--input-size")
+        raise UsageError(f"--input-size expects WIDTHxHEIGHT, got {value!r}", "e.g. --input-size 224x224")
     return int(parts[0]), int(parts[1])
 
 

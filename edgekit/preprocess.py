@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -32,6 +32,8 @@ SCALINGS: dict[str, tuple[float, float]] = {
     "0..1": (0.0, 255.0),
     "-1..1": (127.5, 127.5),
 }
+MIN_STD = 1e-6        # smaller (or negative) divisors make pixel values overflow float32 or flip them
+MAX_MEAN_STD = 1e30   # float32 stays finite
 MAX_IMAGE_PIXELS = 64 * 1024 * 1024  # larger images are refused as decompression bombs
 
 
@@ -57,11 +59,16 @@ class PreprocessSpec:
         for name, values in (("mean", self.mean), ("std", self.std)):
             if len(values) not in (1, n):
                 expected = "1 value" if n == 1 else f"1 or {n} values"
-                raise UsageError(f"--{name} needs {expected} for {self.channels} input, got {len(values)}")
+                raise UsageError(f"--{name} needs {expected} for {self.channels} input, got {len(values)}",
+                                 "one value for all channels" + ("" if n == 1 else ", or R,G,B"))
+        if not all(math.isfinite(v) and abs(v) <= MAX_MEAN_STD for v in self.mean + self.std):
+            raise UsageError(f"--mean and --std must be finite numbers, got mean={list(self.mean)} std={list(self.std)}",
+                             f"pass values on 0..255 pixels, e.g. --mean 127.5 --std 127.5")
         if any(s == 0 for s in self.std):
-            raise UsageError("--std must not be zero")
-        if not all(math.isfinite(v) for v in self.mean + self.std):
-            raise UsageError(f"--mean and --std must be finite numbers, got mean={list(self.mean)} std={list(self.std)}")
+            raise UsageError("--std must not be zero", "pass the divisor on 0..255 pixels, e.g. --std 255 for 0..1")
+        if any(s < MIN_STD for s in self.std):
+            raise UsageError(f"--std must be at least {MIN_STD:g}, got {list(self.std)}",
+                             "pass the divisor on 0..255 pixels, e.g. --std 255 for 0..1")
 
     @property
     def num_channels(self) -> int:
@@ -102,6 +109,19 @@ class PreprocessSpec:
         except UsageError as exc:  # a value __post_init__ refuses: the record is at fault, not a flag
             raise InputError(f"recorded preprocessing is malformed: {exc.message.replace('--', '')}",
                              "re-create the model with edgekit quantize, or pass --mean/--std") from None
+
+
+def with_mean_std(spec: PreprocessSpec, mean: tuple[float, ...] | None,
+                  std: tuple[float, ...] | None) -> PreprocessSpec:
+    """``spec`` with ``--mean``/``--std`` applied: the one rule for quantize and classify alike.
+
+    The flags describe the whole normalization ``(pixel - mean) / std`` on their own: given alone,
+    ``--mean`` means std 1 and ``--std`` means mean 0, whatever the spec had (neither given: ``spec``).
+    """
+    if mean is None and std is None:
+        return spec
+    return replace(spec, mean=tuple(mean) if mean is not None else (0.0,),
+                   std=tuple(std) if std is not None else (1.0,))
 
 
 def spec_from_input_quantization(width: int, height: int, channels: int, dtype: str,

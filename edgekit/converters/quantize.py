@@ -28,7 +28,7 @@ from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORI
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
 from edgekit.fileio import refuse_overwriting_input, require_output_folder, write_all_atomic
-from edgekit.preprocess import PreprocessSpec, dequantize
+from edgekit.preprocess import PreprocessSpec, dequantize, with_mean_std
 from edgekit.preprocess import quantize as quantize_tensor
 
 DEFAULT_MIN_AGREEMENT = 0.9
@@ -123,7 +123,8 @@ def resolve_spec(loaded: keras_io.LoadedModel, opts: QuantizeOptions,
         named = PreprocessSpec.with_scaling(1, 1, opts.scaling)
         mean, std, origin = named.mean, named.std, ORIGIN_FLAGS
     if opts.mean is not None or opts.std is not None:
-        mean, std, origin = opts.mean or (0.0,), opts.std or (1.0,), ORIGIN_FLAGS
+        flags = with_mean_std(PreprocessSpec(1, 1), opts.mean, opts.std)
+        mean, std, origin = flags.mean, flags.std, ORIGIN_FLAGS
     elif opts.channels and origin == UNDECIDED:  # --channels alone settles the order, not the scaling
         origin = ORIGIN_FLAGS
         warnings.append(f"--channels {opts.channels} without --scaling or --mean/--std: assuming pixels scaled "

@@ -290,7 +290,7 @@ class Classifier:
                                                            self.input_scale, self.input_zero_point)
             self.spec_source = "derived from the input quantization"
         if mean is not None or std is not None:
-            spec = replace(spec, mean=mean if mean is not None else spec.mean, std=std if std is not None else spec.std)
+            spec = preprocess.with_mean_std(spec, mean, std)
             self.spec_source = "--mean/--std"
         if spec.num_channels != channels:
             raise InputError(f"{model}: the preprocessing ({self.spec_source}) makes {spec.num_channels}-channel "

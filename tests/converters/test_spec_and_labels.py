@@ -42,6 +42,22 @@ def test_record_then_flags_override():
     assert spec.scaling_name == "-1..1"
 
 
+def test_std_alone_means_mean_0_as_in_quantize():
+    """One rule for --mean/--std alone (issue 9 item 4): classify kept the recorded/derived mean, quantize 0."""
+    from edgekit.devices import classify as C
+    from tests.conftest import shared_file
+    from tests.devices.test_classify import MODEL
+
+    clf = C.Classifier(shared_file(MODEL), std=(64.0,))   # the derived spec has mean 128 (the input's zero point)
+    spec, _, _ = resolve_spec(_loaded(), QuantizeOptions(model="m", std=(64.0,)),
+                              PreprocessSpec(32, 32, mean=(128.0,), std=(128.0,)))
+    assert (clf.spec.mean, clf.spec.std) == ((0.0,), (64.0,)) == (spec.mean, spec.std)
+    clf = C.Classifier(shared_file(MODEL), mean=(100.0,))
+    spec, _, _ = resolve_spec(_loaded(), QuantizeOptions(model="m", mean=(100.0,)),
+                              PreprocessSpec(32, 32, mean=(128.0,), std=(128.0,)))
+    assert (clf.spec.mean, clf.spec.std) == ((100.0,), (1.0,)) == (spec.mean, spec.std)
+
+
 def test_grayscale_models_and_channel_mismatch():
     spec, _, _ = resolve_spec(_loaded((28, 28, 1)), QuantizeOptions(model="m"), None)
     assert spec.channels == "L" and (spec.width, spec.height) == (28, 28)

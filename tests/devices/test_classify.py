@@ -358,11 +358,15 @@ def test_mean_std_flags_take_one_value_or_one_per_channel():
 
 @pytest.mark.parametrize("flags, says", [(["--std", "wide"], "--std"), (["--mean", "1,2"], "1 or 3 values"),
                                          (["--std", "nan"], "finite"), (["--mean", "inf"], "finite"),
-                                         (["--std", "0"], "not be zero")])
+                                         (["--std", "0"], "not be zero"), (["--std", "1e-300"], "at least 1e-06"),
+                                         (["--std=-64"], "at least 1e-06"), (["--mean", "1e300"], "finite")])
 def test_bad_mean_std_values_are_usage_errors_not_garbage_scores(flags, says):
     result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)), *flags])
     assert result.exit_code == 2 and says in result.stderr and result.stdout == ""
     assert "Traceback" not in result.stderr and "RuntimeWarning" not in result.stderr
+    line = result.stderr.strip()
+    assert len(line.splitlines()) == 1 and line.endswith(")") and " (" in line  # what to do, too
+
 
 
 # ------------------------------------------------------------------------------ compiled models
