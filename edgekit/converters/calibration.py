@@ -13,9 +13,11 @@ from __future__ import annotations
 
 import glob
 import io
+import math
 import os
 import re
 import sys
+import zipfile
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -190,8 +192,45 @@ def _read_tfrecords(source: str, key: str) -> tuple[list[list[bytes]], list[str]
     return [by_label[v] for v in labels], classes, notes
 
 
+def _not_an_array(source: Any) -> InputError:
+    return InputError(f"--calib {source}: not a NumPy array of numbers (not a .npy/.npz file, or it holds "
+                      "Python objects, which edgekit never unpickles)", ARRAY_HINT)
+
+
+def _check_npy_header(f: IO[bytes], available: int, where: str) -> None:
+    """Refuse an array whose header promises more bytes than there are, before numpy allocates them."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(f)
+    except ValueError:
+        raise _not_an_array(where) from None
+    if version not in ((1, 0), (2, 0)):  # 3.0 (utf-8 field names) is rare: left to np.load
+        return
+    shape, _, dtype = (fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0)(f)
+    needed = math.prod(shape) * dtype.itemsize
+    available -= f.tell()  # the header's own bytes
+    if needed > available:
+        raise InputError(f"--calib {where}: its header says {tuple(shape)} {dtype} ({needed:,} bytes) but the file "
+                         f"holds {available:,} (truncated or damaged)", "save the array again with np.save")
+
+
+def _check_headers(source: Path) -> None:
+    """:func:`_check_npy_header` for a .npy, or for every array of a .npz (a zip of .npy members)."""
+    if source.suffix.lower() == ".npy":
+        with open(source, "rb") as f:
+            _check_npy_header(f, source.stat().st_size, str(source))
+        return
+    with zipfile.ZipFile(source) as z:
+        for info in z.infolist():
+            if info.filename.endswith(".npy"):
+                with z.open(info) as f:
+                    head = io.BytesIO(f.read(65536 + 16))  # a header is at most a few KiB
+                _check_npy_header(head, info.file_size, f"{source} ({info.filename[:-4]})")
+
+
 def _read_array(source: Path) -> tuple[np.ndarray, np.ndarray | None]:
     try:
+        _check_headers(source)
         if source.suffix.lower() == ".npy":
             return np.load(source, allow_pickle=False), None
         with np.load(source, allow_pickle=False) as z:
@@ -207,12 +246,13 @@ def _read_array(source: Path) -> tuple[np.ndarray, np.ndarray | None]:
         raise
     except ValueError as exc:  # numpy's "pickled (object) data" also for files that are no .npy at all
         if "pickle" in str(exc):
-            raise InputError(f"--calib {source}: not a NumPy array of numbers (not a .npy/.npz file, or it holds "
-                             "Python objects, which edgekit never unpickles)",
-                             "save the images with np.save / np.savez as a uint8 (N, H, W, C) array") from None
-        raise InputError(f"--calib {source}: cannot read the array ({first_line(exc)})") from None
-    except (OSError, EOFError) as exc:
-        raise InputError(f"--calib {source}: cannot read the array ({first_line(exc)})") from None
+            raise _not_an_array(source) from None
+        raise InputError(f"--calib {source}: cannot read the array ({first_line(exc)})", ARRAY_HINT) from None
+    except (OSError, EOFError, zipfile.BadZipFile) as exc:
+        raise InputError(f"--calib {source}: cannot read the array ({first_line(exc)})", ARRAY_HINT) from None
+
+
+ARRAY_HINT = "save the images with np.save / np.savez as a uint8 (N, H, W, C) array"
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -278,7 +318,15 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
         is_float = x.dtype.kind == "f"
         class_ids = None
         if x.ndim not in (3, 4) or len(x) == 0:
-            raise InputError(f"--calib {source}: expected an (N, H, W, C) image array, got shape {x.shape}")
+            raise InputError(f"--calib {source}: expected an (N, H, W, C) image array, got shape {x.shape}",
+                             ARRAY_HINT)
+        if x.dtype == np.uint8 and x.ndim == 4 and x.shape[-1] not in (1, 3, 4):
+            raise InputError(f"--calib {source}: images with {x.shape[-1]} channels (shape {x.shape})",
+                             "store 1 (grey), 3 (RGB) or 4 (RGBA) channels, as (N, H, W, C)")
+        if x.dtype.kind == "f" and not np.isfinite(x).all():
+            raise InputError(f"--calib {source}: the array holds NaN or infinite values "
+                             f"({int(np.count_nonzero(~np.isfinite(x)))} of {x.size})",
+                             "replace them (np.nan_to_num) or drop those samples")
         if x.dtype == np.uint8:
             def decode(i: int) -> np.ndarray:
                 return pixels(x[i] if x[i].ndim == 2 or x[i].shape[-1] != 1 else x[i][..., 0], rgb)
@@ -293,7 +341,8 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
             def decode(i: int) -> np.ndarray:
                 return x[i].astype(np.float32)
         else:
-            raise InputError(f"--calib {source}: array dtype {x.dtype} is neither uint8 images nor float inputs")
+            raise InputError(f"--calib {source}: array dtype {x.dtype} is neither uint8 images nor float inputs",
+                             "save 0..255 images as uint8 (x.astype(np.uint8)), or preprocessed model inputs as float32")
         if y is not None and len(y) == len(x):
             labels = np.asarray(y).reshape(len(y), -1).argmax(1) if np.asarray(y).ndim > 1 else np.asarray(y)
             values = sorted(set(labels.tolist()))

@@ -215,3 +215,53 @@ def test_tfrecord_custom_key_and_missing_key(tfrecord):
     with pytest.raises(InputError, match="no encoded image under 'jpeg'") as exc:
         calibration.load(str(tfrecord), SPEC, tfrecord_key="jpeg")
     assert "image/encoded" in exc.value.message and "--tfrecord-key" in exc.value.hint
+
+
+def _huge_header_npy(path, shape=(1_200_000, 1024, 1024, 3)):
+    """A real .npy header claiming ~3.4 TiB of uint8, followed by a few bytes: nothing may allocate that."""
+    with open(path, "wb") as f:
+        np.lib.format.write_array_header_1_0(f, {"descr": "|u1", "fortran_order": False, "shape": shape})
+        f.write(bytes(64))
+
+
+@pytest.mark.parametrize("kind", ["npy", "npz"])
+def test_an_array_header_bigger_than_the_file_is_refused_before_allocating(tmp_path, kind):
+    """Was: exit 70 MemoryError (numpy allocated what the header said)."""
+    path = tmp_path / "big.npy"
+    _huge_header_npy(path)
+    if kind == "npz":
+        import zipfile
+        with zipfile.ZipFile(tmp_path / "big.npz", "w") as z:
+            z.write(path, "x.npy")
+        path = tmp_path / "big.npz"
+    with pytest.raises(InputError, match=r"header says \(1200000, 1024, 1024, 3\) uint8 \(3,774,873,600,000 bytes\)"
+                                         r" but the file holds 64 ") as exc:
+        calibration.load(str(path), SPEC)
+    assert "np.save" in exc.value.hint
+
+
+@pytest.mark.parametrize("channels", [2, 5])
+def test_images_with_an_odd_channel_count_are_named(tmp_path, channels):
+    """Was: exit 70 TypeError from Pillow."""
+    np.save(tmp_path / "x.npy", np.zeros((4, 8, 8, channels), np.uint8))
+    with pytest.raises(InputError, match=f"images with {channels} channels") as exc:
+        calibration.load(str(tmp_path / "x.npy"), SPEC)
+    assert "3 (RGB)" in exc.value.hint
+
+
+def test_nan_in_a_float_array_is_bad_input_not_a_conversion_failure(tmp_path):
+    x = np.zeros((6, 8, 8, 3), np.float32)
+    x[2, 1, 1, 0] = np.nan
+    x[3, 1, 1, 0] = np.inf
+    np.save(tmp_path / "x.npy", x)
+    with pytest.raises(InputError, match=r"NaN or infinite values \(2 of 1152\)") as exc:
+        calibration.load(str(tmp_path / "x.npy"), SPEC)
+    assert exc.value.exit_code == 3 and "nan_to_num" in exc.value.hint
+
+
+@pytest.mark.parametrize("dtype", [np.int64, np.bool_])
+def test_integer_and_bool_arrays_say_what_to_store(tmp_path, dtype):
+    np.save(tmp_path / "x.npy", np.zeros((4, 8, 8, 3), dtype))
+    with pytest.raises(InputError, match="neither uint8 images nor float inputs") as exc:
+        calibration.load(str(tmp_path / "x.npy"), SPEC)
+    assert "astype(np.uint8)" in exc.value.hint
