@@ -11,7 +11,15 @@ TFLRT_PY := $(TFLRT_VENV)/bin/python
 TFLRT_STAMP := $(TFLRT_VENV)/.edgekit-installed
 TFLRT_PACKAGES := 'numpy<2' tflite-runtime==2.14.0 pillow click pytest
 
-.PHONY: test test-tflrt demo venv clean
+# The `remote` tests' board: a Python 3.7 venv like a Coral Dev Board's (Mendel: Debian 10, Python 3.7), with the
+# oldest tflite-runtime on PyPI for 3.7 (Mendel ships 2.5). Made once where a Python 3.7 exists (pyenv, apt).
+PY37 ?= $(shell for p in $(wildcard $(HOME)/.pyenv/versions/3.7*/bin/python3.7) python3.7; do \
+                $$p -c '' 2>/dev/null && { command -v $$p; break; }; done)
+PY37_VENV := .venv-py37
+PY37_STAMP := $(PY37_VENV)/.edgekit-installed
+PY37_PACKAGES := 'numpy<1.22' 'Pillow<10' tflite-runtime==2.7.0
+
+.PHONY: test test-tflrt venv-py37 demo venv clean
 
 venv: $(STAMP)
 
@@ -25,6 +33,7 @@ $(STAMP): pyproject.toml Makefile
 	@touch $(STAMP)
 
 test: $(STAMP)
+	@$(MAKE) --no-print-directory venv-py37
 	$(PY) -m pytest
 	@$(MAKE) --no-print-directory test-tflrt
 
@@ -43,8 +52,20 @@ $(TFLRT_STAMP): pyproject.toml Makefile
 	$(TFLRT_PY) -m pip install --quiet --no-deps -e .
 	@touch $(TFLRT_STAMP)
 
+venv-py37:
+	@if [ -z "$(PY37)" ]; then \
+	  echo "SKIPPED the Python 3.7 board venv: no python3.7 here (pyenv install 3.7.16); the SSH tests use this Python"; \
+	elif ! $(MAKE) --no-print-directory $(PY37_STAMP); then \
+	  echo "SKIPPED the Python 3.7 board venv: could not set up $(PY37_VENV) (see pip above); the SSH tests use this Python"; \
+	fi
+
+$(PY37_STAMP):
+	@test -x $(PY37_VENV)/bin/python || $(PY37) -m venv $(PY37_VENV)
+	$(PY37_VENV)/bin/python -m pip install --quiet --only-binary=:all: $(PY37_PACKAGES)
+	@touch $(PY37_STAMP)
+
 demo: $(STAMP)
 	$(PY) demo/demo.py
 
 clean:
-	rm -rf $(VENV) $(TFLRT_VENV) build dist *.egg-info .pytest_cache demo/out
+	rm -rf $(VENV) $(TFLRT_VENV) $(PY37_VENV) build dist *.egg-info .pytest_cache demo/out

@@ -30,7 +30,8 @@ class _Group(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """In the order a Coral user works (quantize, check, compile, classify), then the tools."""
-        order = ["quantize", "check", "compile", "classify", "evaluate", "benchmark", "inspect", "devices", "doctor"]
+        order = ["quantize", "check", "compile", "classify", "evaluate", "benchmark", "deploy", "inspect", "devices",
+                 "doctor"]
         return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -413,6 +414,75 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
     emit(as_json, doc, _render_compile)
 
 
+# ------------------------------------------------------------------------------------------ ssh
+_SSH_DEFAULTS = {"port": None, "identity": None, "remote_path": "edgekit", "python": "python3", "known_hosts": None,
+                 "accept_new_host_key": False, "connect_timeout": 10.0, "timeout": 300.0}
+
+
+def ssh_options(fn: Callable) -> Callable:
+    """The options of every command that reaches a board over SSH (deploy --to, classify --on)."""
+    options = [
+        click.option("--port", "-p", type=click.IntRange(1, 65535), help="SSH port on the board (default 22)."),
+        click.option("--identity", "-i", type=click.Path(dir_okay=False),
+                     help="Private key to log in with (default: ssh's own keys and agent; never a password)."),
+        click.option("--path", "remote_path", default=_SSH_DEFAULTS["remote_path"], show_default=True,
+                     help="Folder on the board for bundles and the runner (relative: in the login user's home)."),
+        click.option("--python", default=_SSH_DEFAULTS["python"], show_default=True,
+                     help="Python on the board (3.7 or newer, with numpy, Pillow and pycoral or tflite_runtime)."),
+        click.option("--known-hosts", type=click.Path(dir_okay=False),
+                     help="known_hosts file to check the board's host key against (default: ssh's own)."),
+        click.option("--accept-new-host-key", is_flag=True,
+                     help="Trust and record the host key of a board not yet in known_hosts (a CHANGED key is still refused)."),
+        click.option("--connect-timeout", default=_SSH_DEFAULTS["connect_timeout"], show_default=True,
+                     type=click.FloatRange(min=1), help="Seconds to wait for the SSH connection."),
+        click.option("--timeout", default=_SSH_DEFAULTS["timeout"], show_default=True, type=click.FloatRange(min=1),
+                     help="Seconds each remote step (listing, copying, running) may take."),
+    ]
+    for option in reversed(options):
+        fn = option(fn)
+    return fn
+
+
+def _ssh_target(destination: str, ssh: dict[str, Any]) -> Any:
+    from edgekit.devices.remote import SshTarget
+
+    return SshTarget(destination, port=ssh["port"], identity=ssh["identity"], known_hosts=ssh["known_hosts"],
+                     accept_new_host_key=ssh["accept_new_host_key"], connect_timeout=ssh["connect_timeout"],
+                     timeout=ssh["timeout"], python=ssh["python"])
+
+
+def _deploy_notes(d: dict[str, Any]) -> list[str]:
+    if not d["uploaded"] and not d["deleted"]:
+        return [f"{d['bundle']} on {d['target']} is up to date (Python {d['python']}, {d['interpreter']})"]
+    return [f"deployed to {d['target']}:{d['bundle']}: {len(d['uploaded'])} file(s) copied ({d['bytes_sent']:,} bytes), "
+            f"{d['unchanged']} unchanged, {len(d['deleted'])} removed (Python {d['python']}, {d['interpreter']})"]
+
+
+def _render_deploy(d: dict[str, Any]) -> str:
+    return _deploy_notes(d)[0]
+
+
+@command
+@click.argument("bundle", type=click.Path())
+@click.option("--to", "to", required=True, metavar="USER@HOST", help="The board, e.g. mendel@192.168.100.2.")
+@ssh_options
+@json_option
+@quiet_option
+def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None:
+    """Copy a bundle and edgekit's runner to a Coral Dev Board over SSH (only files whose sha256 differs there).
+
+    The board needs python3 (3.7 or newer), numpy, Pillow and pycoral or tflite_runtime (Mendel's apt
+    packages); not edgekit. Then `edgekit classify IMAGES --on USER@HOST -m BUNDLE` runs there.
+
+    Exit codes: 0 ok, 2 usage, 3 not a bundle (or a file differs from its manifest), 4 no ssh client,
+    9 the board cannot be reached, its host key is unknown or changed, the login is refused, it lacks
+    python3 or a package, or copying failed.
+    """
+    from edgekit.devices import remote
+
+    emit(as_json, remote.deploy(bundle, _ssh_target(to, ssh), ssh["remote_path"]), _render_deploy)
+
+
 # -------------------------------------------------------------------------------------- classify
 def _render_classify(d: dict[str, Any]) -> str:
     first = "" if d["first_inference_ms"] is None else f", first inference {d['first_inference_ms']:.1f} ms"
@@ -428,7 +498,8 @@ def _render_classify(d: dict[str, Any]) -> str:
 @click.argument("images", nargs=-1, required=True)
 @click.option("--model", "-m", required=True, type=click.Path(),
               help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
-              "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified).")
+              "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified; "
+              "with --on, a bundle only).")
 @click.option("--labels", "-l", type=click.Path(dir_okay=False),
               help="Labels: '0 cat', '0: cat' or one per line (default: the labels recorded with the model).")
 @click.option("--top-k", "-k", default=5, show_default=True, type=click.IntRange(min=1), help="Classes per image.")
@@ -438,17 +509,23 @@ def _render_classify(d: dict[str, Any]) -> str:
               help="auto, cpu, usb, usb:N, pci, pci:N or :N (pycoral's grammar).")
 @click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
 @click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
+@click.option("--on", "on", metavar="USER@HOST",
+              help="Run on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m when needed.")
+@ssh_options
 @json_option
 @quiet_option
 def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int, threshold: float, device: str,
-             mean: str | None, std: str | None, as_json: bool, quiet: bool) -> None:
+             mean: str | None, std: str | None, on: str | None, as_json: bool, quiet: bool, **ssh: Any) -> None:
     """Classify images (files, folders, globs) on an Edge TPU, or on the CPU where there is none.
 
+    With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
+
     Exit codes: 0 ok, 2 usage, 3 an image failed (the rest are still reported) or a bad model or labels
-    file, 4 no interpreter package, 9 the Edge TPU or the interpreter failed.
+    file, 4 no interpreter package, 9 the Edge TPU or the interpreter failed, or (--on) the board cannot
+    be reached, its host key is unknown or changed, the login is refused, or it lacks python3 or packages.
     """
     from edgekit.devices import classify as classify_mod
-    from edgekit.errors import InputError
+    from edgekit.errors import InputError, UsageError
 
     bar: Any = None
     notes: list[str] = []
@@ -470,15 +547,27 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
         if bar is not None:
             bar.update(1)
 
+    if on is None and any(ssh[name] != default for name, default in _SSH_DEFAULTS.items()):
+        raise UsageError("--port, --identity, --path, --python, --known-hosts and --accept-new-host-key need --on")
     try:
-        report = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
-                                       mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                                       on_start=on_start, on_image=on_image, notes=notes)
+        if on is not None:
+            from edgekit.devices import remote
+
+            if labels is not None:
+                raise UsageError("--labels cannot be combined with --on", "the labels come from the bundle")
+            doc = remote.classify(list(images), model, _ssh_target(on, ssh), path=ssh["remote_path"],
+                                  device=device, k=top_k, threshold=threshold, mean=_floats(mean, "--mean"),
+                                  std=_floats(std, "--std"), notes=notes,
+                                  on_deployed=lambda d: notes.extend(_deploy_notes(d)))
+        else:
+            report = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
+                                           mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
+                                           on_start=on_start, on_image=on_image, notes=notes)
+            doc = report.to_dict()
     finally:
         if bar is not None:
             bar.render_finish()
         show_notes()
-    doc = report.to_dict()
     emit(as_json, doc, _render_classify)
     if doc["errors"]:
         if not as_json:

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.errors import InputError, UsageError
+from edgekit.errors import EdgekitError, InputError, UsageError
 
 SPEC_VERSION = 1
 RESIZE_FILTERS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming")
@@ -216,7 +216,9 @@ def pixels(image, spec: PreprocessSpec) -> np.ndarray:
     if image.mode != mode:
         image = image.convert(mode)
     if image.size != (spec.width, spec.height):
-        image = image.resize((spec.width, spec.height), getattr(Image.Resampling, spec.resize.upper()))
+        # Image.Resampling is Pillow >= 9.1; older Pillows (the Dev Board's python3-pil) name the filters on Image
+        filters = getattr(Image, "Resampling", Image)
+        image = image.resize((spec.width, spec.height), getattr(filters, spec.resize.upper()))
     x = np.asarray(image)
     if spec.channels == "L":
         x = x[..., None]
@@ -279,3 +281,18 @@ def prepare(image, spec: PreprocessSpec, dtype: str, scale: float | None, zero_p
         x = pixels(image, spec)
         return (x.astype(np.int16) - shift).astype(dtype)[None, ...] if shift else np.ascontiguousarray(x)[None, ...]
     return quantize(to_float(image, spec), dtype, scale, zero_point)[None, ...]
+
+
+def prepare_file(path: str, spec: PreprocessSpec, dtype: str, scale: float | None, zero_point: int | None,
+                 shape: tuple[int, ...] | None = None) -> np.ndarray:
+    """Image file → the model's input tensor (reshaped to ``shape`` when given); InputError when it cannot be read.
+
+    What ``edgekit classify`` and the board runner both do with each image.
+    """
+    try:
+        tensor = prepare(open_image(path), spec, dtype, scale, zero_point)
+        return tensor.reshape(shape) if shape is not None and tensor.shape != tuple(shape) else tensor
+    except EdgekitError:
+        raise
+    except Exception as exc:  # Pillow plugins raise many types on hostile files
+        raise InputError(f"{path}: cannot decode image ({type(exc).__name__}: {exc})") from None

@@ -11,6 +11,8 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 TESTDATA = Path(os.environ.get("EDGEKIT_TESTDATA", REPO.parent / "shared" / "testdata"))
+# The OpenSSH server the `remote` tests start on 127.0.0.1 (Debian's openssh-server; .ci/run installs it).
+SSHD = shutil.which("sshd") or "/usr/sbin/sshd"
 
 
 def shared_file(name: str) -> Path:
@@ -36,12 +38,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     has_tf = importlib.util.find_spec("tensorflow") is not None
     has_compiler = bool(shutil.which(os.environ.get("EDGETPU_COMPILER", "edgetpu_compiler")))
     has_edgetpu = bool(os.environ.get("EDGEKIT_EDGETPU"))
-    has_remote = bool(os.environ.get("EDGEKIT_REMOTE"))
+    has_sshd = os.access(SSHD, os.X_OK)
     reasons = {
         "tf": (has_tf, "TensorFlow is not installed (pip install 'edgekit[convert]')"),
         "compiler": (has_compiler, "no real edgetpu_compiler on PATH (x86-64 Linux only; see README)"),
         "edgetpu": (has_edgetpu, "needs a real Edge TPU: set EDGEKIT_EDGETPU=1 where one is attached"),
-        "remote": (has_remote, "needs a Coral board over SSH: set EDGEKIT_REMOTE=user@host"),
+        "remote": (has_sshd, f"no OpenSSH server ({SSHD}) to test SSH against: apt-get install openssh-server"),
     }
     for item in items:
         for marker, (available, reason) in reasons.items():

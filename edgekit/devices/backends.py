@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-import importlib.util
 import os
 import re
 import sys
@@ -27,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
+# Shared with the runner deploy ships to a board (stdlib only), so both find packages the same way.
+from edgekit.devices.board_runner import google_pycoral_available, module_available  # noqa: F401
 from edgekit.errors import DeviceError, InputError, MissingDependencyError, UsageError, first_line
 
 BACKENDS = ("pycoral", "ai_edge_litert", "tflite_runtime", "tensorflow")
@@ -183,24 +184,6 @@ def _module_version(module: Any, dist: str) -> str:
         return dist_version(dist)
     except Exception:
         return "unknown"
-
-
-def module_available(name: str) -> bool:
-    """True when ``name`` is installed, found without importing it (a failing import hook counts as absent)."""
-    try:
-        return importlib.util.find_spec(name) is not None
-    except (ImportError, ValueError):
-        return False
-
-
-def google_pycoral_available() -> bool:
-    """True for Google's pycoral (has ``pycoral/utils/edgetpu.py``), without importing anything."""
-    try:
-        spec = importlib.util.find_spec("pycoral")
-    except (ImportError, ValueError):
-        return False
-    locations = (spec and spec.submodule_search_locations) or []
-    return any((Path(loc) / "utils" / "edgetpu.py").is_file() for loc in locations)
 
 
 def _require_numpy_1(tflite_runtime_version: str) -> None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import glob
 import os
-import re
 import time
 from collections import deque
 from dataclasses import dataclass, field, replace
@@ -24,28 +23,13 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from edgekit.errors import DeviceError, EdgekitError, InputError, first_line
+from edgekit.classes import parse_labels, top_k  # noqa: F401 (part of this module's API)
+from edgekit.errors import DeviceError, InputError, first_line
 
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
 
 
 # ------------------------------------------------------------------------------------- labels
-def parse_labels(text: str) -> dict[int, str]:
-    """Labels in pycoral's formats: ``0 cat`` / ``0: cat`` lines, or one label per line (id = line number).
-
-    Written like pycoral's ``utils/dataset.read_label_file`` so both read a file the same way, except
-    that blank lines at the end are not labels (they would make the label count look wrong).
-    """
-    labels: dict[int, str] = {}
-    for row, line in enumerate(text.rstrip().splitlines()):
-        pair = re.split(r"[:\s]+", line.strip(), maxsplit=1)
-        if len(pair) == 2 and pair[0].strip().isdigit():
-            labels[int(pair[0])] = pair[1].strip()
-        else:
-            labels[row] = line.strip()
-    return labels
-
-
 def read_labels(path: str | os.PathLike) -> dict[int, str]:
     try:
         return parse_labels(Path(path).read_text(encoding="utf-8-sig"))
@@ -55,20 +39,6 @@ def read_labels(path: str | os.PathLike) -> dict[int, str]:
         raise InputError(f"labels file {path} is not UTF-8 text") from None
     except OSError as exc:
         raise InputError(f"cannot read labels file {path}: {exc.strerror or exc}") from None
-
-
-# ------------------------------------------------------------------------------------- scoring
-def top_k(scores: np.ndarray, k: int | None = None, threshold: float = float("-inf")) -> list[tuple[int, float]]:
-    """The ``k`` highest ``(class id, score)`` pairs with ``score >= threshold``, best first.
-
-    Equal scores are ordered by class id (lowest first), so the result is deterministic.
-    """
-    s = np.asarray(scores, dtype=np.float64).ravel()
-    keep = np.flatnonzero(s >= threshold)
-    order = keep[np.lexsort((keep, -s[keep]))]
-    if k is not None:
-        order = order[:max(k, 0)]
-    return [(int(i), float(s[i])) for i in order]
 
 
 # ------------------------------------------------------------------------------------- images
@@ -309,16 +279,10 @@ class Classifier:
     # -- steps ----------------------------------------------------------------------------------
     def prepare(self, image_path: str) -> np.ndarray:
         """Image file → the model's input tensor (InputError for an unreadable or refused image)."""
-        from edgekit import preprocess
+        from edgekit.preprocess import prepare_file
 
-        try:
-            image = preprocess.open_image(image_path)
-            tensor = preprocess.prepare(image, self.spec, self.input_dtype, self.input_scale, self.input_zero_point)
-            return tensor.reshape(self._input_shape) if tensor.shape != self._input_shape else tensor
-        except EdgekitError:
-            raise
-        except Exception as exc:  # Pillow plugins raise many types on hostile files
-            raise InputError(f"{image_path}: cannot decode image ({type(exc).__name__}: {exc})") from None
+        return prepare_file(image_path, self.spec, self.input_dtype, self.input_scale, self.input_zero_point,
+                            self._input_shape)
 
     def infer(self, tensor: np.ndarray) -> tuple[np.ndarray, float]:
         """Run one input; the dequantized scores and the invoke time in milliseconds."""

@@ -1,0 +1,352 @@
+"""A Coral Dev Board over SSH: deploy a bundle and the board runner, classify there, map the results back.
+
+SSH is the system OpenSSH client (``ssh`` in a subprocess: no new dependency, and the user's
+``~/.ssh/config``, agent and keys work as they do in a shell). Every connection is made with
+``BatchMode=yes`` (no password or passphrase prompt: key or agent authentication only), host keys
+checked against known_hosts (``StrictHostKeyChecking=yes``; ``accept-new`` only with
+``--accept-new-host-key``, which still refuses a changed key), and a connect timeout; each remote
+command has its own timeout. ssh's failures become one DeviceError line (exit 9) that says which:
+unreachable host, unknown or changed host key, refused login.
+
+Nothing but the board's ``python3`` is needed to start: ``probe`` and ``unpack`` are sent to it on
+stdin (the runner's own source, then the data), so one connection lists what is there and one
+copies what differs (by sha256); the third runs the deployed runner with the images as a tar on
+stdin. See :mod:`edgekit.devices.board_runner` for the layout on the board.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import tarfile
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Callable
+
+from edgekit.devices import board_runner
+from edgekit.errors import DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
+
+DEFAULT_PATH = "edgekit"  # on the board, relative to the login user's home
+RUNNER_MODULE = "edgekit.devices.board_runner"
+# Runs the runner's source sent on stdin (first line: its length in bytes), leaving the rest of stdin to it.
+_BOOTSTRAP = ("import sys;b=sys.stdin.buffer;n=int(b.readline());"
+              "exec(compile(b.read(n),'edgekit-board-runner','exec'))")
+_DESTINATION = re.compile(r"^(?:[^@\s/:]+@)?[A-Za-z0-9_.\-]+$")
+
+
+@dataclass(frozen=True)
+class SshTarget:
+    """Where and how to connect: ``user@host`` and the options of ``deploy --to`` / ``classify --on``."""
+
+    destination: str
+    port: int | None = None
+    identity: str | None = None
+    known_hosts: str | None = None
+    accept_new_host_key: bool = False
+    connect_timeout: float = 10.0
+    timeout: float = 300.0
+    python: str = "python3"
+
+    def __post_init__(self) -> None:
+        if not _DESTINATION.match(self.destination) or self.destination.split("@")[-1].startswith("-"):
+            raise UsageError(f"not an SSH destination: {self.destination!r}", "use user@host, e.g. mendel@192.168.100.2")
+        if self.identity is not None and not Path(self.identity).is_file():
+            raise InputError(f"--identity {self.identity}: no such key file")
+        if self.known_hosts is not None and not Path(self.known_hosts).parent.is_dir():
+            raise InputError(f"--known-hosts {self.known_hosts}: its folder does not exist")
+
+    @property
+    def host(self) -> str:
+        return self.destination.split("@")[-1]
+
+    def ssh_argv(self, remote_command: str) -> list[str]:
+        ssh = shutil.which("ssh")
+        if ssh is None:
+            raise MissingDependencyError("no ssh client on PATH", "install OpenSSH's client: apt-get install openssh-client")
+        argv = [ssh, "-T", "-o", "BatchMode=yes",
+                "-o", f"StrictHostKeyChecking={'accept-new' if self.accept_new_host_key else 'yes'}",
+                "-o", f"ConnectTimeout={max(1, round(self.connect_timeout))}",
+                "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3",
+                "-o", "PasswordAuthentication=no", "-o", "KbdInteractiveAuthentication=no",
+                "-o", "LogLevel=ERROR"]
+        if self.port is not None:
+            argv += ["-p", str(self.port)]
+        if self.identity is not None:
+            argv += ["-i", str(self.identity), "-o", "IdentitiesOnly=yes"]
+        if self.known_hosts is not None:
+            argv += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
+        return argv + [self.destination, remote_command]
+
+    def run(self, remote_command: str, stdin: bytes | Any = b"", timeout: float | None = None,
+            what: str = "the command") -> subprocess.CompletedProcess:
+        """Run a shell command on the target; ssh's own failures (exit 255) raise a one-line DeviceError."""
+        timeout = self.timeout if timeout is None else timeout
+        kwargs: dict[str, Any] = {"input": stdin} if isinstance(stdin, bytes) else {"stdin": stdin}
+        try:
+            proc = subprocess.run(self.ssh_argv(remote_command), capture_output=True, timeout=timeout, **kwargs)
+        except subprocess.TimeoutExpired:
+            raise DeviceError(f"{self.destination}: {what} did not finish within {timeout:g} s",
+                              "check that the board is up and not overloaded; raise --timeout for large jobs") from None
+        if proc.returncode == 255:
+            raise explain_ssh_failure(proc.stderr.decode(errors="replace"), self)
+        return proc
+
+    def python_command(self, *args: str) -> str:
+        """The shell command running the runner's source (sent on stdin) with ``args`` on the target's Python."""
+        return " ".join([shlex.quote(self.python), "-c", shlex.quote(_BOOTSTRAP), *map(shlex.quote, args)])
+
+
+def explain_ssh_failure(stderr: str, target: SshTarget) -> DeviceError:
+    """What ssh's exit 255 means, as one line with the fix (its stderr, as OpenSSH words it)."""
+    text = stderr.strip()
+    lines = [line for line in text.splitlines() if line.strip() and not line.startswith("@@@")]
+    last = lines[-1].strip() if lines else "ssh exited with 255 and said nothing"
+    where = f"{target.host} port {target.port or 22}"
+    known = target.known_hosts or "~/.ssh/known_hosts"
+    if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text or "Host key for" in text and "has changed" in text:
+        return DeviceError(f"the host key of {where} has CHANGED since it was recorded in {known}: the board may "
+                           "have been reinstalled, or someone may be intercepting the connection",
+                           f"if you know why it changed, remove the old key with ssh-keygen -R {target.host} "
+                           f"(-f {known}) and connect again with --accept-new-host-key")
+    if "Host key verification failed" in text or "host key is known" in text:
+        return DeviceError(f"{where} is not in {known}, so its identity cannot be verified",
+                           "check its host key fingerprint, then rerun with --accept-new-host-key to record it "
+                           "(or ssh to it once yourself)")
+    if "Permission denied" in text or "Too many authentication failures" in text:
+        return DeviceError(f"{target.destination} refused the login ({last})",
+                           "pass the right key with --identity KEY or load it into ssh-agent; edgekit never "
+                           "asks for passwords. On a Dev Board, install your key with `mdt pushkey`")
+    unreachable = ("Connection refused", "timed out", "No route to host", "Could not resolve hostname",
+                   "Network is unreachable", "Connection closed", "Connection reset", "kex_exchange_identification",
+                   "Name or service not known", "Temporary failure in name resolution")
+    if any(s in text for s in unreachable):
+        return DeviceError(f"cannot reach {where}: {last}",
+                           "check the address, that the board is powered and on the network, and that sshd "
+                           "runs on it (--port for another port)")
+    if "Identity file" in text or "Load key" in text:
+        return DeviceError(f"ssh could not use the key: {last}", "pass a readable private key with --identity")
+    return DeviceError(f"ssh to {where} failed: {last}", "run ssh to it yourself to see more")
+
+
+# ------------------------------------------------------------------------------------ bundle
+@dataclass
+class LocalBundle:
+    """A bundle folder on this machine: its name and every file (manifest.json included) with its sha256."""
+
+    path: Path
+    manifest: dict[str, Any]
+    files: dict[str, str]  # relative posix path -> sha256
+
+    @property
+    def name(self) -> str:
+        return self.path.resolve().name
+
+
+def read_bundle(path: str | os.PathLike) -> LocalBundle:
+    """Read and verify a bundle: every file the manifest lists exists and matches its sha256."""
+    folder = Path(path)
+    manifest_path = folder / board_runner.MANIFEST
+    if not folder.is_dir():
+        raise InputError(f"{folder}: not a bundle folder", "make one with edgekit build; --on and deploy take a bundle")
+    if not manifest_path.is_file():
+        raise InputError(f"{folder}: no {board_runner.MANIFEST}, so not an edgekit bundle", "make one with edgekit build")
+    manifest = board_runner.read_manifest(str(folder))
+    entries = manifest.get("files")
+    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("path"), str)
+                                                 and isinstance(e.get("sha256"), str) for e in entries):
+        raise InputError(f"{manifest_path}: 'files' must list {{path, sha256}} entries")
+    files = {board_runner.MANIFEST: board_runner.sha256_file(manifest_path)}
+    for entry in entries:
+        rel = entry["path"]
+        pure = PurePosixPath(rel)
+        if pure.is_absolute() or ".." in pure.parts or rel == board_runner.MANIFEST:
+            raise InputError(f"{manifest_path}: refusing the file entry {rel!r}")
+        local = folder / Path(*pure.parts)
+        if not local.is_file():
+            raise InputError(f"{folder}: {rel} is listed in the manifest but missing", "rebuild the bundle")
+        if board_runner.sha256_file(local) != entry["sha256"].lower():
+            raise InputError(f"{folder}: {rel} does not match its sha256 in the manifest (changed after the build)",
+                             "rebuild the bundle with edgekit build")
+        files[rel] = entry["sha256"].lower()
+    for key, rel in [("models.cpu", manifest["models"]["cpu"]), ("models.edgetpu", manifest["models"].get("edgetpu")),
+                     ("labels", manifest.get("labels"))]:
+        if rel is not None and rel not in files:
+            raise InputError(f"{manifest_path}: {key} names {rel!r}, which is not among its files")
+    return LocalBundle(folder, manifest, files)
+
+
+def runtime_files() -> dict[str, Path]:
+    """The runner's files: remote path under the target folder -> local file."""
+    root = Path(__file__).resolve().parents[2]
+    return {f"runtime/{rel}": root / rel for rel in board_runner.SHIPPED_MODULES}
+
+
+# ------------------------------------------------------------------------------------ deploy
+def _runner_source() -> bytes:
+    source = Path(board_runner.__file__).read_bytes()
+    return str(len(source)).encode() + b"\n" + source
+
+
+def _check_python(target: SshTarget, proc: subprocess.CompletedProcess) -> dict[str, Any]:
+    """The probe's JSON, or the DeviceError for a target whose Python cannot run the runner."""
+    err = proc.stderr.decode(errors="replace").strip()
+    last = err.splitlines()[-1] if err else f"exit {proc.returncode}"
+    if proc.returncode in (126, 127):
+        raise DeviceError(f"{target.destination} has no {target.python} ({last})",
+                          "install Python 3.7 or newer there (Mendel has python3), or name it with --python")
+    if proc.returncode != 0 or not proc.stdout.strip():
+        old = "SyntaxError" in err or "invalid syntax" in err
+        raise DeviceError(f"{target.python} on {target.destination} cannot run edgekit's runner ({last})",
+                          f"it needs Python {'.'.join(map(str, board_runner.MIN_PYTHON))} or newer; "
+                          "name another one with --python" if old else "rerun with --debug, or run it there by hand")
+    try:
+        return json.loads(proc.stdout)
+    except ValueError:
+        raise DeviceError(f"{target.destination}: the runner's probe printed no JSON ({proc.stdout[:80]!r})") from None
+
+
+def _check_packages(target: SshTarget, facts: dict[str, Any]) -> str:
+    """The interpreter package the runner will use there, or the DeviceError naming what is missing."""
+    py = facts["python"]
+    if tuple(int(x) for x in py.split(".")[:2]) < board_runner.MIN_PYTHON:
+        raise DeviceError(f"{target.python} on {target.destination} is Python {py}; the runner needs 3.7 or newer",
+                          "name a newer one with --python")
+    pk = facts["packages"]
+    missing = [name for name, ok in (("numpy", pk["numpy"]), ("Pillow", pk["pillow"])) if not ok]
+    interpreter = next((n for n in ("pycoral", "tflite_runtime", "ai_edge_litert") if pk.get(n)), None)
+    if interpreter is None:
+        missing.append("an interpreter package (pycoral or tflite_runtime)")
+    if missing:
+        raise DeviceError(f"Python {py} on {target.destination} ({facts['executable']}) lacks {', '.join(missing)}",
+                          "on a Coral Dev Board: sudo apt-get install python3-pycoral python3-pil; elsewhere: "
+                          f"{target.python} -m pip install numpy Pillow tflite-runtime")
+    version = tuple(int(x) for x in re.findall(r"\d+", str(pk["pillow"]))[:2])
+    if version < board_runner.MIN_PILLOW:
+        raise DeviceError(f"Pillow {pk['pillow']} on {target.destination} is too old for the runner "
+                          f"(needs {'.'.join(map(str, board_runner.MIN_PILLOW))} or newer)",
+                          f"{target.python} -m pip install --user 'Pillow<10'")
+    return interpreter
+
+
+def deploy(bundle: str | os.PathLike, target: SshTarget, path: str = DEFAULT_PATH,
+           bundle_files: LocalBundle | None = None) -> dict[str, Any]:
+    """Copy the bundle and the runner to ``target:path``, skipping files whose sha256 already matches there.
+
+    Returns the document ``edgekit deploy --json`` prints.
+    """
+    local = bundle_files or read_bundle(bundle)
+    if not path or path.startswith("-"):
+        raise UsageError(f"--path {path!r} is not a folder name")
+    wanted: dict[str, tuple[Path, str]] = {f"bundles/{local.name}/{rel}": (local.path / rel, sha)
+                                           for rel, sha in local.files.items()}
+    wanted.update({rel: (file, board_runner.sha256_file(file)) for rel, file in runtime_files().items()})
+    subdirs = [f"bundles/{local.name}", "runtime"]
+    facts = _check_python(target, target.run(target.python_command("probe", path, *subdirs), _runner_source(),
+                                             what="listing the target folder"))
+    interpreter = _check_packages(target, facts)
+    there: dict[str, str] = facts["files"]
+    upload = sorted(rel for rel, (_, sha) in wanted.items() if there.get(rel) != sha)
+    delete = sorted(rel for rel in there if rel not in wanted and (rel.startswith("runtime/edgekit/")
+                                                                      or rel.startswith(f"bundles/{local.name}/")))
+    sent = 0
+    if upload or delete:
+        with tempfile.TemporaryFile() as stdin:
+            stdin.write(_runner_source())
+            start = stdin.tell()
+            with tarfile.open(fileobj=stdin, mode="w") as tar:
+                for rel in upload:
+                    tar.add(str(wanted[rel][0]), arcname=rel, recursive=False)
+            sent = stdin.tell() - start
+            stdin.seek(0)
+            args = ["unpack", path] + [f"--delete={rel}" for rel in delete]
+            proc = target.run(target.python_command(*args), stdin, what="copying the bundle")
+        if proc.returncode != 0:
+            err = proc.stderr.decode(errors="replace").strip().splitlines()
+            raise DeviceError(f"copying to {target.destination}:{path} failed ({err[-1] if err else proc.returncode})",
+                              "check the free space and permissions of --path there")
+    return {"target": target.destination, "path": path, "bundle": f"{path}/bundles/{local.name}",
+            "python": facts["python"], "interpreter": interpreter,
+            "uploaded": upload, "deleted": delete, "unchanged": len(wanted) - len(upload), "bytes_sent": sent}
+
+
+# ------------------------------------------------------------------------------------ classify
+def _runner_failure(target: SshTarget, proc: subprocess.CompletedProcess) -> EdgekitError:
+    """The runner's own ``error: ...`` line (with its exit code), or a DeviceError with the last line it wrote."""
+    from edgekit import errors
+
+    lines = proc.stderr.decode(errors="replace").strip().splitlines()
+    said = next((line[len("error: "):] for line in reversed(lines) if line.startswith("error: ")), None)
+    if said is None:
+        last = lines[-1] if lines else f"exit {proc.returncode}"
+        return DeviceError(f"the runner failed on {target.destination}: {last}", "deploy again; rerun with --debug")
+    by_code = {cls.exit_code: cls for cls in (errors.UsageError, errors.InputError, errors.MissingDependencyError,
+                                              errors.DeviceError)}
+    return by_code.get(proc.returncode, DeviceError)(f"on {target.destination}: {said}")
+
+
+def _notes_from(stderr: bytes) -> list[str]:
+    return [line for line in stderr.decode(errors="replace").splitlines()
+            if line.startswith("note: ") or line.startswith("warning: ")]
+
+
+def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
+             device: str = "auto", k: int = 5, threshold: float = float("-inf"),
+             mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
+             notes: list[str] | None = None, on_deployed: Callable[[dict[str, Any]], None] | None = None
+             ) -> dict[str, Any]:
+    """Deploy when needed, send the images, classify them on the target: the ``edgekit classify --json`` document.
+
+    ``images`` are expanded here as ``edgekit classify`` does (files, folders, globs); results name
+    them as given. ``device`` names the model file and device as ``user@host:...``.
+    """
+    from edgekit.devices.backends import parse_device
+    from edgekit.devices.classify import expand_images
+
+    spec = parse_device(device)
+    device_arg = spec.kind if spec.kind in ("auto", "cpu") else str(spec.delegate_option)
+    paths, errors = expand_images(images)
+    local = read_bundle(bundle)
+    deployed = deploy(bundle, target, path, local)
+    if on_deployed:
+        on_deployed(deployed)
+    names = [f"{i:06d}{Path(p).suffix.lower()}" for i, p in enumerate(paths)]
+    command = ["--device", device_arg, "--top-k", str(k), f"--threshold={threshold}", "--images-tar", "-"]
+    if mean is not None:
+        command += ["--mean", ",".join(map(repr, mean))]
+    if std is not None:
+        command += ["--std", ",".join(map(repr, std))]
+    remote = (f"cd {shlex.quote(path + '/runtime')} && {shlex.quote(target.python)} -m {RUNNER_MODULE} classify "
+              f"--bundle {shlex.quote('../bundles/' + local.name)} " + " ".join(map(shlex.quote, command)))
+    with tempfile.TemporaryFile() as tar_file:
+        with tarfile.open(fileobj=tar_file, mode="w") as tar:
+            for name, p in zip(names, paths):
+                try:
+                    tar.add(p, arcname=name, recursive=False)
+                except OSError as exc:  # unreadable here: reported like classify reports it
+                    errors.append({"image": p, "error": f"{p}: cannot read ({exc.strerror or exc})"})
+        tar_file.seek(0)
+        proc = target.run(remote, tar_file, what="classifying")
+    if notes is not None:
+        notes.extend(_notes_from(proc.stderr))
+    if proc.returncode != 0:
+        raise _runner_failure(target, proc)
+    try:
+        report = json.loads(proc.stdout)
+    except ValueError:
+        raise DeviceError(f"the runner on {target.destination} printed no JSON ({proc.stdout[:80]!r})") from None
+    local_name = dict(zip(names, paths))
+    for entry in report["results"] + report["errors"]:
+        sent = entry["image"]
+        entry["image"] = local_name.get(sent, sent)
+        if "error" in entry:
+            entry["error"] = entry["error"].replace(sent, entry["image"])
+    model = PurePosixPath(report["model"]).name
+    report["model"] = f"{target.destination}:{path}/bundles/{local.name}/{model}"
+    report["device"] = f"{report['device']} on {target.destination}"
+    report["errors"] = errors + report["errors"]
+    return report

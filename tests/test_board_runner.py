@@ -1,0 +1,109 @@
+"""The board runner and what it ships need no more than Python 3.7, numpy, Pillow and an interpreter package."""
+
+from __future__ import annotations
+
+import ast
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from edgekit.devices import board_runner, remote
+from tests.conftest import REPO
+
+SHIPPED = {rel: REPO / rel for rel in board_runner.SHIPPED_MODULES}
+THIRD_PARTY = {"numpy", "PIL", "tflite_runtime", "pycoral", "ai_edge_litert"}
+
+
+def vermin(*args: str) -> subprocess.CompletedProcess:
+    """Run vermin (the test extra installs it beside this Python)."""
+    exe = Path(sys.executable).with_name("vermin")
+    return subprocess.run([str(exe) if exe.is_file() else "vermin", "--no-tips", *args], capture_output=True, text=True)
+
+
+def _imports(path: Path) -> set[str]:
+    """Every module a file imports anywhere (also inside functions), as dotted names."""
+    names = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names |= {a.name for a in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module != "__future__":
+            names.add(node.module)
+            if node.module == "edgekit" or node.module.startswith("edgekit."):  # from edgekit import preprocess
+                names |= {f"{node.module}.{a.name}" for a in node.names}
+    return names
+
+
+def test_shipped_files_are_the_ones_deploy_copies():
+    assert set(remote.runtime_files()) == {f"runtime/{rel}" for rel in SHIPPED}
+    assert all(p.is_file() for p in SHIPPED.values())
+
+
+@pytest.mark.parametrize("rel", sorted(SHIPPED))
+def test_shipped_file_imports_only_the_allowlist(rel):
+    """Standard library, numpy, Pillow, an interpreter package, and edgekit modules that are shipped too."""
+    bad = []
+    for name in _imports(SHIPPED[rel]):
+        top = name.split(".")[0]
+        if top == "edgekit":
+            as_module, as_package = name.replace(".", "/") + ".py", name.replace(".", "/") + "/__init__.py"
+            if as_module not in SHIPPED and as_package not in SHIPPED and not _is_name_in_shipped(name):
+                bad.append(name)
+        elif top not in sys.stdlib_module_names and top not in THIRD_PARTY:
+            bad.append(name)
+    assert not bad, f"{rel} imports {bad}: not available on a Coral board (ship it, or do without)"
+
+
+def _is_name_in_shipped(name: str) -> bool:
+    """``from edgekit.classes import top_k`` names a function of a shipped module, not a module."""
+    module = name.rsplit(".", 1)[0].replace(".", "/") + ".py"
+    return module in SHIPPED
+
+
+def test_the_allowlist_check_catches_a_forbidden_import(tmp_path):
+    bad = tmp_path / "bad.py"
+    bad.write_text("def f():\n    import click\n    from edgekit.devices import backends\n")
+    assert {"click", "edgekit.devices.backends"} <= _imports(bad)
+
+
+def test_vermin_says_python_37_is_enough():
+    """vermin (PyPI) finds the minimum Python version of each shipped file from its syntax and stdlib use."""
+    proc = vermin("--violations", "--target=3.7-", *map(str, SHIPPED.values()))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    proc = vermin(*map(str, SHIPPED.values()))
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    minimum = re.search(r"Minimum required versions:.*?3\.(\d+)", proc.stdout)
+    assert minimum and int(minimum.group(1)) <= 7, proc.stdout
+
+
+def test_vermin_would_catch_newer_syntax(tmp_path):
+    newer = tmp_path / "newer.py"
+    newer.write_text("if (n := 3):\n    print(f'{n=}')\n")
+    proc = vermin("--violations", "--target=3.7-", str(newer))
+    assert proc.returncode != 0 and "3.8" in proc.stdout
+
+
+def test_runner_standalone_on_the_board(tmp_path):
+    """What the README shows for use on the board itself, under the board's Python (3.7 when there is one)."""
+    from tests.test_remote import TARGET_PYTHON, make_bundle
+    from tests.conftest import shared_file
+
+    make_bundle(tmp_path / "bundles" / "m")
+    runtime = tmp_path / "runtime"
+    for rel, path in SHIPPED.items():
+        (runtime / rel).parent.mkdir(parents=True, exist_ok=True)
+        (runtime / rel).write_bytes(path.read_bytes())
+    image = str(shared_file("cat.bmp"))
+    proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
+                           "../bundles/m", "--top-k", "1", image], cwd=runtime, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["results"][0]["image"] == image and doc["results"][0]["top"][0]["label"] == "tiger cat"
+    assert doc["device"] == "cpu" and doc["model"] == "../bundles/m/mobilenet_v1_0.25_128_quant.tflite"
+    assert "note: running the CPU model" in proc.stderr
+    missing = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
+                              "../bundles/none", image], cwd=runtime, capture_output=True, text=True)
+    assert missing.returncode == 3 and missing.stderr.startswith("error: ../bundles/none: no manifest.json")

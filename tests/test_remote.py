@@ -1,0 +1,332 @@
+"""deploy, classify --on through a real OpenSSH server on 127.0.0.1, with a Python 3.7 venv as the board's python3.
+
+One sshd per session (its own host key, authorized key and config in a temporary folder, on a free
+port, stopped after) and one deployed bundle of Coral's real MobileNet, reused by every test.
+The board's ``python3`` is .venv-py37 (Python 3.7, numpy<1.22, Pillow, tflite-runtime 2.7.0, as on
+a Coral Dev Board; ``make venv-py37``) when it exists, else this test run's own Python.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pwd
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+from click.testing import CliRunner
+
+from edgekit.cli import cli
+from edgekit.devices import board_runner
+from edgekit.preprocess import spec_from_input_quantization
+from tests.conftest import REPO, SSHD, shared_file
+
+pytestmark = pytest.mark.remote
+
+PY37 = Path(os.environ.get("EDGEKIT_TARGET_PYTHON", REPO / ".venv-py37" / "bin" / "python"))
+TARGET_PYTHON = PY37 if PY37.is_file() else Path(sys.executable)
+MODEL = "mobilenet_v1_0.25_128_quant"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _keygen(path: Path) -> Path:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", path.name, "-f", str(path)], check=True)
+    return path
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory):
+    """A real OpenSSH server on 127.0.0.1 letting this user in with ``key`` only."""
+    d = tmp_path_factory.mktemp("sshd")
+    host_key, key, wrong_key = _keygen(d / "host_key"), _keygen(d / "client_key"), _keygen(d / "wrong_key")
+    (d / "authorized_keys").write_text(Path(f"{key}.pub").read_text())
+    port = _free_port()
+    user = pwd.getpwuid(os.getuid()).pw_name
+    (d / "sshd_config").write_text(f"""\
+Port {port}
+ListenAddress 127.0.0.1
+HostKey {host_key}
+PidFile none
+AuthorizedKeysFile {d / 'authorized_keys'}
+AllowUsers {user}
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+PermitRootLogin prohibit-password
+StrictModes no
+UsePAM no
+""")
+    if os.getuid() == 0:
+        os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation folder
+    log = open(d / "sshd.log", "wb")
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stdout=log, stderr=log)
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            break
+        except OSError:
+            if proc.poll() is not None or time.monotonic() > deadline:
+                proc.kill()
+                pytest.fail(f"sshd did not start: {(d / 'sshd.log').read_text()}")
+            time.sleep(0.05)
+    known_hosts = d / "known_hosts"
+    known_hosts.write_text(f"[127.0.0.1]:{port} {Path(f'{host_key}.pub').read_text()}")
+    yield SimpleNamespace(port=port, user=user, key=key, wrong_key=wrong_key, known_hosts=known_hosts, dir=d,
+                          destination=f"{user}@127.0.0.1")
+    proc.terminate()
+    try:
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+    log.close()
+
+
+@pytest.fixture(autouse=True)
+def _no_agent(monkeypatch):
+    """Only the keys a test names: no ssh-agent of whoever runs the tests."""
+    monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
+
+
+def make_bundle(folder: Path, mean=None, std=None) -> Path:
+    """A bundle in issue 12's format, written by hand from Coral's real MobileNet pair and labels."""
+    import hashlib
+
+    folder.mkdir(parents=True)
+    files = {}
+    for name in (f"{MODEL}.tflite", f"{MODEL}_edgetpu.tflite", "imagenet_labels.txt"):
+        data = shared_file(name).read_bytes()
+        (folder / name).write_bytes(data)
+        files[name] = data
+    spec = spec_from_input_quantization(128, 128, 3, "uint8", 0.0078125, 128)
+    if mean is not None:
+        spec = type(spec)(128, 128, mean=mean, std=std)
+    manifest = {"format": "edgekit-bundle", "format_version": 1, "created": "2026-11-23T20:00:00Z",
+                "models": {"cpu": f"{MODEL}.tflite", "edgetpu": f"{MODEL}_edgetpu.tflite"},
+                "labels": "imagenet_labels.txt",
+                "files": [{"path": n, "sha256": hashlib.sha256(b).hexdigest(), "size_bytes": len(b)}
+                          for n, b in files.items()],
+                "preprocess": spec.to_dict(),
+                "input": {"shape": [1, 128, 128, 3], "dtype": "uint8", "scale": 0.0078125, "zero_point": 128},
+                "versions": {}, "reports": {}, "accuracy": None}
+    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
+    return folder
+
+
+def ssh_args(sshd, remote_path: Path, *extra: str) -> list[str]:
+    # --python: the login shell's own rc files may put another python3 first on PATH
+    return ["--port", str(sshd.port), "--identity", str(sshd.key), "--known-hosts", str(sshd.known_hosts),
+            "--path", str(remote_path), "--python", str(TARGET_PYTHON), *extra]
+
+
+def invoke(*args: str):
+    return CliRunner().invoke(cli, list(args))
+
+
+@pytest.fixture(scope="session")
+def deployed(sshd, tmp_path_factory):
+    """The MobileNet bundle deployed once: SimpleNamespace(bundle, remote_path, first (deploy's JSON))."""
+    bundle = make_bundle(tmp_path_factory.mktemp("bundle") / "mobilenet")
+    remote_path = tmp_path_factory.mktemp("board") / "edgekit"
+    result = invoke("deploy", str(bundle), "--to", sshd.destination, *ssh_args(sshd, remote_path), "--json")
+    assert result.exit_code == 0, result.output
+    return SimpleNamespace(bundle=bundle, remote_path=remote_path, first=json.loads(result.stdout))
+
+
+# ------------------------------------------------------------------------------------ deploy
+def test_deploy_copies_the_bundle_and_runner_then_only_what_changed(sshd, deployed):
+    first = deployed.first
+    shipped = {f"runtime/{m}" for m in board_runner.SHIPPED_MODULES}
+    bundle_files = {f"bundles/mobilenet/{n}" for n in ("manifest.json", f"{MODEL}.tflite", f"{MODEL}_edgetpu.tflite",
+                                                       "imagenet_labels.txt")}
+    assert set(first["uploaded"]) == shipped | bundle_files and first["unchanged"] == 0
+    assert first["python"].startswith("3.7.") or TARGET_PYTHON != PY37
+    assert first["interpreter"] in ("tflite_runtime", "ai_edge_litert")
+    for rel in bundle_files:  # byte-identical on the "board"
+        local = deployed.bundle / rel.split("/", 2)[2]
+        assert (deployed.remote_path / rel).read_bytes() == local.read_bytes()
+
+    again = invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
+                   *ssh_args(sshd, deployed.remote_path), "--json")
+    assert again.exit_code == 0, again.output
+    doc = json.loads(again.stdout)
+    assert doc["uploaded"] == [] and doc["deleted"] == [] and doc["bytes_sent"] == 0
+    assert doc["unchanged"] == len(shipped | bundle_files)
+
+
+def test_deploy_replaces_a_changed_file_and_removes_a_stray_one(sshd, tmp_path):
+    bundle = make_bundle(tmp_path / "b")
+    remote_path = tmp_path / "board"
+    args = ["deploy", str(bundle), "--to", sshd.destination, *ssh_args(sshd, remote_path), "--json"]
+    assert invoke(*args).exit_code == 0
+    there = remote_path / "bundles" / "b"
+    (there / "imagenet_labels.txt").write_text("tampered\n")
+    (there / "stray.bin").write_bytes(b"x")
+    doc = json.loads(invoke(*args).stdout)
+    assert doc["uploaded"] == ["bundles/b/imagenet_labels.txt"] and doc["deleted"] == ["bundles/b/stray.bin"]
+    assert (there / "imagenet_labels.txt").read_bytes() == (bundle / "imagenet_labels.txt").read_bytes()
+    assert not (there / "stray.bin").exists()
+
+
+# ------------------------------------------------------------------------------------ classify --on
+def _classify_both(sshd, deployed, images, python, *args):
+    local = invoke("classify", *images, "-m", str(deployed.bundle / f"{MODEL}.tflite"),
+                   "--labels", str(deployed.bundle / "imagenet_labels.txt"), "--json", *args)
+    assert local.exit_code == 0, local.output
+    remote = invoke("classify", *images, "--on", sshd.destination, "-m", str(deployed.bundle),
+                    *ssh_args(sshd, deployed.remote_path), "--python", str(python), "--json", *args)
+    assert remote.exit_code == 0, remote.output
+    return json.loads(local.stdout), json.loads(remote.stdout), remote
+
+
+def test_classify_on_the_board_equals_the_local_run(sshd, deployed):
+    """With the same interpreter package at both ends (this Python as the board's), the very same results."""
+    images = [str(shared_file("cat.bmp")), str(shared_file("grace_hopper.bmp"))]
+    ours, theirs, remote = _classify_both(sshd, deployed, images, sys.executable, "-k", "3")
+    assert set(theirs) == set(ours)
+    assert [r["image"] for r in theirs["results"]] == images
+    assert [r["top"] for r in theirs["results"]] == [r["top"] for r in ours["results"]]
+    assert theirs["results"][0]["top"][0]["label"] == "tiger cat"
+    assert theirs["backend"] == ours["backend"]
+    assert theirs["device"] == f"cpu on {sshd.destination}"  # no Edge TPU here: the CPU model, said so
+    assert theirs["model"] == f"{sshd.destination}:{deployed.remote_path}/bundles/mobilenet/{MODEL}.tflite"
+    assert "running the CPU model" in remote.stderr
+
+
+def test_classify_on_python37_feeds_the_same_tensor(sshd, deployed, tmp_path):
+    """On the Python 3.7 board: the runner's scores are exactly tflite-runtime 2.7's on edgekit's local input tensor.
+
+    (Different TFLite versions round int8 kernels differently: 2.7 and LiteRT's scores may differ by a few
+    quanta, so the equality is checked against the board's own interpreter, on the locally made tensor.)
+    """
+    if TARGET_PYTHON != PY37:
+        pytest.skip(f"no Python 3.7 board venv ({PY37}): make venv-py37 (needs a python3.7, e.g. pyenv install 3.7.16)")
+    import numpy as np
+
+    from edgekit import preprocess
+
+    images = [str(shared_file("cat.bmp")), str(shared_file("grace_hopper.bmp"))]
+    ours, theirs, remote = _classify_both(sshd, deployed, images, PY37, "-k", "5")
+    assert [r["top"][0]["id"] for r in theirs["results"]] == [r["top"][0]["id"] for r in ours["results"]]
+    assert theirs["backend"] == "tflite_runtime" and "is up to date (Python 3.7.16" in remote.stderr
+    spec = spec_from_input_quantization(128, 128, 3, "uint8", 0.0078125, 128)
+    for i, image in enumerate(images):
+        np.save(tmp_path / f"{i}.npy", preprocess.prepare(preprocess.open_image(image), spec, "uint8", 0.0078125, 128))
+    code = ("import sys, json, numpy as np\nfrom tflite_runtime.interpreter import Interpreter\n"
+            "it = Interpreter(sys.argv[1]); it.allocate_tensors(); out = []\n"
+            "for p in sys.argv[2:]:\n"
+            "    it.set_tensor(it.get_input_details()[0]['index'], np.load(p)); it.invoke()\n"
+            "    out.append(it.get_tensor(it.get_output_details()[0]['index']).ravel().tolist())\n"
+            "print(json.dumps(out))")
+    proc = subprocess.run([str(PY37), "-c", code, str(deployed.bundle / f"{MODEL}.tflite"),
+                           *[str(tmp_path / f"{i}.npy") for i in range(len(images))]],
+                          capture_output=True, text=True, check=True)
+    for raw, result in zip(json.loads(proc.stdout), theirs["results"]):
+        scores = 0.00390625 * np.asarray(raw, np.float64)  # the output's scale, zero point 0
+        best = np.argsort(-scores, kind="stable")[:5]
+        assert [(t["id"], t["score"]) for t in result["top"]] == [(int(i), float(scores[i])) for i in best]
+
+
+def test_classify_on_applies_the_recorded_preprocessing(sshd, tmp_path):
+    """A bundle recording mean/std 127.5 (the float path of the one preprocessing) = local --mean/--std 127.5."""
+    bundle = make_bundle(tmp_path / "scaled", mean=(127.5,), std=(127.5,))
+    image = str(shared_file("grace_hopper.bmp"))
+    local = invoke("classify", image, "-m", str(bundle / f"{MODEL}.tflite"), "--labels",
+                   str(bundle / "imagenet_labels.txt"), "--mean", "127.5", "--std", "127.5", "--json")
+    remote = invoke("classify", image, "--on", sshd.destination, "-m", str(bundle),
+                    *ssh_args(sshd, tmp_path / "board"), "--python", sys.executable, "--json", "--device", "cpu")
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    ours, theirs = json.loads(local.stdout)["results"], json.loads(remote.stdout)["results"]
+    assert theirs[0]["top"] == ours[0]["top"]
+    default = invoke("classify", image, "-m", str(bundle / f"{MODEL}.tflite"), "--json")
+    assert json.loads(default.stdout)["results"][0]["top"] != theirs[0]["top"]  # the spec made a difference
+
+
+def test_classify_on_reports_a_bad_image_and_goes_on(sshd, deployed, tmp_path):
+    bad = tmp_path / "broken.jpg"
+    bad.write_bytes(b"not an image")
+    good = str(shared_file("cat.bmp"))
+    result = invoke("classify", str(bad), good, str(tmp_path / "missing.png"), "--on", sshd.destination,
+                    "-m", str(deployed.bundle), *ssh_args(sshd, deployed.remote_path), "--json")
+    assert result.exit_code == 3
+    doc = json.loads(result.stdout)
+    assert [r["image"] for r in doc["results"]] == [good]
+    assert [e["image"] for e in doc["errors"]] == [str(tmp_path / "missing.png"), str(bad)]
+    assert doc["errors"][1]["error"].startswith(f"{bad}: ")
+    assert "error: 2 of 3 image(s) could not be classified" in result.stderr
+
+
+# ------------------------------------------------------------------------------------ errors
+def _one_error_line(result, code: int) -> str:
+    assert result.exit_code == code, result.output
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: "), result.stderr
+    return lines[0]
+
+
+def test_unknown_host_key_is_refused_unless_accepted(sshd, deployed, tmp_path):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    args = ["deploy", str(deployed.bundle), "--to", sshd.destination, *ssh_args(sshd, deployed.remote_path),
+            "--known-hosts", str(empty)]
+    line = _one_error_line(invoke(*args), 9)
+    assert "is not in" in line and "--accept-new-host-key" in line
+    assert invoke(*args, "--accept-new-host-key").exit_code == 0
+    host_key = Path(f"{sshd.dir / 'host_key'}.pub").read_text().split()[1]
+    assert host_key in empty.read_text()  # recorded (Debian's ssh hashes the host name): the next run needs no flag
+    assert invoke(*args).exit_code == 0
+
+
+def test_changed_host_key_is_refused_even_with_accept_new(sshd, deployed, tmp_path):
+    other = _keygen(tmp_path / "other_host_key")
+    changed = tmp_path / "known_hosts"
+    changed.write_text(f"[127.0.0.1]:{sshd.port} {Path(f'{other}.pub').read_text()}")
+    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
+                                  *ssh_args(sshd, deployed.remote_path), "--known-hosts", str(changed),
+                                  "--accept-new-host-key"), 9)
+    assert "CHANGED" in line and "ssh-keygen -R" in line
+
+
+def test_wrong_key_is_a_refused_login(sshd, deployed):
+    line = _one_error_line(invoke("classify", str(shared_file("cat.bmp")), "--on", sshd.destination,
+                                  "-m", str(deployed.bundle), *ssh_args(sshd, deployed.remote_path),
+                                  "--identity", str(sshd.wrong_key)), 9)
+    assert "refused the login" in line and "--identity" in line
+
+
+def test_unreachable_host(sshd, deployed):
+    closed = str(_free_port())
+    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
+                                  *ssh_args(sshd, deployed.remote_path), "--port", closed), 9)
+    assert f"cannot reach 127.0.0.1 port {closed}" in line and "Connection refused" in line
+
+
+def test_target_without_python3(sshd, deployed):
+    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
+                                  *ssh_args(sshd, deployed.remote_path), "--python", "python3.99"), 9)
+    assert "has no python3.99" in line and "--python" in line
+
+
+def test_target_without_an_interpreter_package(sshd, deployed, tmp_path):
+    bare = tmp_path / "bare"  # a Python with nothing installed: no numpy, Pillow or interpreter package
+    subprocess.run([str(TARGET_PYTHON), "-m", "venv", "--without-pip", str(bare)], check=True)
+    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
+                                  *ssh_args(sshd, tmp_path / "board"), "--python", str(bare / "bin" / "python")), 9)
+    assert "lacks numpy, Pillow, an interpreter package (pycoral or tflite_runtime)" in line
+    assert "apt-get install python3-pycoral" in line
+    assert not (tmp_path / "board").exists()  # nothing copied to a board that cannot run it
+
+
+def test_ssh_options_need_on(deployed):
+    result = invoke("classify", str(shared_file("cat.bmp")), "-m", str(deployed.bundle), "--port", "2222")
+    assert result.exit_code == 2 and "need --on" in result.stderr
