@@ -47,7 +47,9 @@ SHIPPED_MODULES = (
     "edgekit/devices/board_runner.py",
 )
 MIN_PYTHON = (3, 7)
-MIN_PILLOW = (6, 0)  # ImageOps.exif_transpose, which edgekit.preprocess.open_image uses
+# edgekit.preprocess.open_image uses ImageOps.exif_transpose (Pillow 6.0) and UnidentifiedImageError (7.0);
+# Mendel's python3-pil (Debian 10) is 5.4, so a Dev Board needs a pip-installed Pillow.
+MIN_PILLOW = (7, 0)
 MANIFEST = "manifest.json"
 BUNDLE_FORMAT = "edgekit-bundle"
 BUNDLE_FORMAT_VERSION = 1

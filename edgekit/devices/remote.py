@@ -223,13 +223,14 @@ def _check_packages(target: SshTarget, facts: dict[str, Any]) -> str:
         missing.append("an interpreter package (pycoral or tflite_runtime)")
     if missing:
         raise DeviceError(f"Python {py} on {target.destination} ({facts['executable']}) lacks {', '.join(missing)}",
-                          "on a Coral Dev Board: sudo apt-get install python3-pycoral python3-pil; elsewhere: "
-                          f"{target.python} -m pip install numpy Pillow tflite-runtime")
+                          "on a Coral Dev Board: sudo apt-get install python3-pycoral, and Pillow with pip; "
+                          f"elsewhere: {target.python} -m pip install numpy Pillow tflite-runtime")
     version = tuple(int(x) for x in re.findall(r"\d+", str(pk["pillow"]))[:2])
     if version < board_runner.MIN_PILLOW:
         raise DeviceError(f"Pillow {pk['pillow']} on {target.destination} is too old for the runner "
                           f"(needs {'.'.join(map(str, board_runner.MIN_PILLOW))} or newer)",
-                          f"{target.python} -m pip install --user 'Pillow<10'")
+                          f"{target.python} -m pip install --user --upgrade pip, then "
+                          f"{target.python} -m pip install --user 'Pillow>=7,<10'")
     return interpreter
 
 
