@@ -106,4 +106,8 @@ def test_runner_standalone_on_the_board(tmp_path):
     assert "note: running the CPU model" in proc.stderr
     missing = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
                               "../bundles/none", image], cwd=runtime, capture_output=True, text=True)
-    assert missing.returncode == 3 and missing.stderr.startswith("error: ../bundles/none: no manifest.json")
+    assert missing.returncode == 3 and missing.stderr.startswith("error: ../bundles/none: no such bundle folder")
+    (tmp_path / "bundles" / "m" / "imagenet_labels.txt").write_text("changed\n")
+    changed = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
+                              "../bundles/m", image], cwd=runtime, capture_output=True, text=True)
+    assert changed.returncode == 3 and "imagenet_labels.txt has changed since the bundle was built" in changed.stderr

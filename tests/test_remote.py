@@ -180,8 +180,7 @@ def test_deploy_replaces_a_changed_file_and_removes_a_stray_one(sshd, tmp_path):
 
 # ------------------------------------------------------------------------------------ classify --on
 def _classify_both(sshd, deployed, images, python, *args):
-    local = invoke("classify", *images, "-m", str(deployed.bundle / f"{MODEL}.tflite"),
-                   "--labels", str(deployed.bundle / "imagenet_labels.txt"), "--json", *args)
+    local = invoke("classify", *images, "-m", str(deployed.bundle), "--json", *args)
     assert local.exit_code == 0, local.output
     remote = invoke("classify", *images, "--on", sshd.destination, "-m", str(deployed.bundle),
                     *ssh_args(sshd, deployed.remote_path), "--python", str(python), "--json", *args)
@@ -238,11 +237,10 @@ def test_classify_on_python37_feeds_the_same_tensor(sshd, deployed, tmp_path):
 
 
 def test_classify_on_applies_the_recorded_preprocessing(sshd, tmp_path):
-    """A bundle recording mean/std 127.5 (the float path of the one preprocessing) = local --mean/--std 127.5."""
+    """A bundle recording mean/std 127.5 (the float path of the one preprocessing), run here and there."""
     bundle = make_bundle(tmp_path / "scaled", mean=(127.5,), std=(127.5,))
     image = str(shared_file("grace_hopper.bmp"))
-    local = invoke("classify", image, "-m", str(bundle / f"{MODEL}.tflite"), "--labels",
-                   str(bundle / "imagenet_labels.txt"), "--mean", "127.5", "--std", "127.5", "--json")
+    local = invoke("classify", image, "-m", str(bundle), "--json")
     remote = invoke("classify", image, "--on", sshd.destination, "-m", str(bundle),
                     *ssh_args(sshd, tmp_path / "board"), "--python", sys.executable, "--json", "--device", "cpu")
     assert local.exit_code == 0 and remote.exit_code == 0, remote.output
@@ -330,3 +328,10 @@ def test_target_without_an_interpreter_package(sshd, deployed, tmp_path):
 def test_ssh_options_need_on(deployed):
     result = invoke("classify", str(shared_file("cat.bmp")), "-m", str(deployed.bundle), "--port", "2222")
     assert result.exit_code == 2 and "need --on" in result.stderr
+
+
+def test_deploy_refuses_a_changed_bundle_before_connecting(tmp_path):
+    bundle = make_bundle(tmp_path / "b")
+    (bundle / "imagenet_labels.txt").write_text("edited\n")
+    line = _one_error_line(invoke("deploy", str(bundle), "--to", "nobody@127.0.0.1", "--port", str(_free_port())), 3)
+    assert "imagenet_labels.txt has changed since the bundle was built" in line  # exit 3, not "cannot reach" (9)

@@ -43,6 +43,7 @@ SHIPPED_MODULES = (
     "edgekit/errors.py",
     "edgekit/preprocess.py",
     "edgekit/classes.py",
+    "edgekit/manifest.py",
     "edgekit/devices/__init__.py",
     "edgekit/devices/board_runner.py",
 )
@@ -50,9 +51,6 @@ MIN_PYTHON = (3, 7)
 # edgekit.preprocess.open_image uses ImageOps.exif_transpose (Pillow 6.0) and UnidentifiedImageError (7.0);
 # Mendel's python3-pil (Debian 10) is 5.4, so a Dev Board needs a pip-installed Pillow.
 MIN_PILLOW = (7, 0)
-MANIFEST = "manifest.json"
-BUNDLE_FORMAT = "edgekit-bundle"
-BUNDLE_FORMAT_VERSION = 1
 # The Edge TPU delegate library on Linux (pycoral/utils/edgetpu.py, _EDGETPU_SHARED_LIB).
 EDGETPU_LIBRARY = "libedgetpu.so.1"
 # Exit codes of edgekit/errors.py, for the commands that run before edgekit.errors is installed.
@@ -61,6 +59,7 @@ EXIT_INPUT, EXIT_DEVICE = 3, 9
 
 # ------------------------------------------------------------------------------ probe / unpack
 def sha256_file(path: str) -> str:
+    """(edgekit.manifest has its twin: this one runs in ``probe``, before anything is installed.)"""
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -189,43 +188,23 @@ def _backend():
                                  "apt-get install python3-pycoral (Coral's apt repo), or pip3 install tflite-runtime")
 
 
-def read_manifest(bundle: str) -> dict:
-    from edgekit.errors import InputError
-
-    path = os.path.join(bundle, MANIFEST)
-    try:
-        with open(path, encoding="utf-8") as f:
-            manifest = json.load(f)
-    except FileNotFoundError:
-        raise InputError("%s: no %s, so not an edgekit bundle" % (bundle, MANIFEST),
-                         "deploy a bundle made by edgekit build") from None
-    except ValueError as exc:
-        raise InputError("%s is not valid JSON (%s)" % (path, exc)) from None
-    if not isinstance(manifest, dict) or manifest.get("format") != BUNDLE_FORMAT:
-        raise InputError("%s is not an edgekit bundle manifest" % path)
-    if manifest.get("format_version") != BUNDLE_FORMAT_VERSION:
-        raise InputError("%s has bundle format version %r; this runner reads version %d"
-                         % (path, manifest.get("format_version"), BUNDLE_FORMAT_VERSION),
-                         "deploy it again with the edgekit that built it")
-    models = manifest.get("models")
-    if not isinstance(models, dict) or not isinstance(models.get("cpu"), str):
-        raise InputError("%s names no CPU model (models.cpu)" % path)
-    return manifest
-
-
-def open_bundle(bundle: str, device: str = "auto") -> tuple:
-    """(Loaded, manifest): the bundle's Edge TPU model when ``device`` allows and one works, else its CPU model.
+def open_bundle(path: str, device: str = "auto") -> tuple:
+    """(Loaded, edgekit.manifest.Bundle): the Edge TPU model when ``device`` allows and one works, else the CPU model.
 
     ``device``: ``auto`` (the Edge TPU, falling back to the CPU model with a note), ``cpu``, or the
     Edge TPU delegate's device option (``usb``, ``usb:0``, ``pci``, ``:0``, ...), which never falls back.
+    Like ``edgekit classify -m BUNDLE``, every file it may load is checked against its sha256 first.
     """
+    from edgekit import manifest
     from edgekit.errors import DeviceError, InputError, UsageError
 
-    manifest = read_manifest(bundle)
+    bundle = manifest.load(path)
+    etpu = None if device == "cpu" else bundle.edgetpu_model
+    for rel in [bundle.cpu_model] + [r for r in (etpu, bundle.labels) if r]:
+        bundle.verified(rel)  # before anything is opened: a changed file is refused, not loaded
     name, interpreter_cls, load_delegate, make_interpreter = _backend()
-    cpu_path = os.path.join(bundle, manifest["models"]["cpu"])
-    etpu = manifest["models"].get("edgetpu")
-    etpu_path = os.path.join(bundle, etpu) if etpu else None
+    cpu_path = str(bundle.path(bundle.cpu_model))
+    etpu_path = str(bundle.path(etpu)) if etpu else None
     notes = []
 
     def on_cpu() -> Loaded:
@@ -237,13 +216,13 @@ def open_bundle(bundle: str, device: str = "auto") -> tuple:
         return Loaded(interpreter, cpu_path, "cpu", name, notes)
 
     if device == "cpu":
-        return on_cpu(), manifest
+        return on_cpu(), bundle
     if etpu_path is None:
         if device != "auto":
             raise UsageError("the bundle has no Edge TPU model, so it cannot run on %s" % device,
                              "build the bundle from a compiled model, or use --device cpu")
         notes.append("running on the CPU: the bundle has no Edge TPU model")
-        return on_cpu(), manifest
+        return on_cpu(), bundle
     option = None if device == "auto" else device
     try:
         if make_interpreter is not None:
@@ -258,8 +237,8 @@ def open_bundle(bundle: str, device: str = "auto") -> tuple:
             raise DeviceError(reason, "check the board's Edge TPU (`edgekit doctor` on the board), or use --device auto")
         notes.append("running the CPU model %s instead of %s: %s"
                      % (os.path.basename(cpu_path), os.path.basename(etpu_path), reason))
-        return on_cpu(), manifest
-    return Loaded(interpreter, etpu_path, option or "edgetpu", name, notes), manifest
+        return on_cpu(), bundle
+    return Loaded(interpreter, etpu_path, option or "edgetpu", name, notes), bundle
 
 
 class BundleClassifier:
@@ -272,7 +251,7 @@ class BundleClassifier:
         from edgekit.classes import parse_labels
         from edgekit.errors import InputError
 
-        self.loaded, manifest = open_bundle(bundle, device)
+        self.loaded, opened = open_bundle(bundle, device)
         self.notes = self.loaded.notes
         interpreter = self.loaded.interpreter
         inp, out = interpreter.get_input_details()[0], interpreter.get_output_details()[0]
@@ -287,7 +266,7 @@ class BundleClassifier:
             raise InputError("%s: expected an image input [1, height, width, 1 or 3], got %s"
                              % (self.loaded.model_path, list(self._input_shape)))
         _, height, width, channels = shape
-        recorded = manifest.get("preprocess")
+        recorded = opened.preprocess
         if recorded:
             spec = preprocess.PreprocessSpec.from_dict(recorded)
             if (spec.width, spec.height) != (width, height):
@@ -305,8 +284,8 @@ class BundleClassifier:
                              % (bundle, spec.num_channels, channels))
         self.spec = spec
         self.labels = {}
-        if manifest.get("labels"):
-            path = os.path.join(bundle, manifest["labels"])
+        if opened.labels:
+            path = str(opened.path(opened.labels))
             try:
                 with open(path, encoding="utf-8-sig") as f:
                     self.labels = parse_labels(f.read())

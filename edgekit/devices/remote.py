@@ -136,10 +136,9 @@ def explain_ssh_failure(stderr: str, target: SshTarget) -> DeviceError:
 # ------------------------------------------------------------------------------------ bundle
 @dataclass
 class LocalBundle:
-    """A bundle folder on this machine: its name and every file (manifest.json included) with its sha256."""
+    """A verified bundle folder on this machine: its name and every file (manifest.json included) with its sha256."""
 
     path: Path
-    manifest: dict[str, Any]
     files: dict[str, str]  # relative posix path -> sha256
 
     @property
@@ -148,36 +147,14 @@ class LocalBundle:
 
 
 def read_bundle(path: str | os.PathLike) -> LocalBundle:
-    """Read and verify a bundle: every file the manifest lists exists and matches its sha256."""
-    folder = Path(path)
-    manifest_path = folder / board_runner.MANIFEST
-    if not folder.is_dir():
-        raise InputError(f"{folder}: not a bundle folder", "make one with edgekit build; --on and deploy take a bundle")
-    if not manifest_path.is_file():
-        raise InputError(f"{folder}: no {board_runner.MANIFEST}, so not an edgekit bundle", "make one with edgekit build")
-    manifest = board_runner.read_manifest(str(folder))
-    entries = manifest.get("files")
-    if not isinstance(entries, list) or not all(isinstance(e, dict) and isinstance(e.get("path"), str)
-                                                 and isinstance(e.get("sha256"), str) for e in entries):
-        raise InputError(f"{manifest_path}: 'files' must list {{path, sha256}} entries")
-    files = {board_runner.MANIFEST: board_runner.sha256_file(manifest_path)}
-    for entry in entries:
-        rel = entry["path"]
-        pure = PurePosixPath(rel)
-        if pure.is_absolute() or ".." in pure.parts or rel == board_runner.MANIFEST:
-            raise InputError(f"{manifest_path}: refusing the file entry {rel!r}")
-        local = folder / Path(*pure.parts)
-        if not local.is_file():
-            raise InputError(f"{folder}: {rel} is listed in the manifest but missing", "rebuild the bundle")
-        if board_runner.sha256_file(local) != entry["sha256"].lower():
-            raise InputError(f"{folder}: {rel} does not match its sha256 in the manifest (changed after the build)",
-                             "rebuild the bundle with edgekit build")
-        files[rel] = entry["sha256"].lower()
-    for key, rel in [("models.cpu", manifest["models"]["cpu"]), ("models.edgetpu", manifest["models"].get("edgetpu")),
-                     ("labels", manifest.get("labels"))]:
-        if rel is not None and rel not in files:
-            raise InputError(f"{manifest_path}: {key} names {rel!r}, which is not among its files")
-    return LocalBundle(folder, manifest, files)
+    """Read a bundle and verify every file it lists against its sha256 (InputError, exit 3, when one differs)."""
+    from edgekit import manifest
+
+    bundle = manifest.load(path)
+    bundle.verify_all()
+    files = {manifest.MANIFEST_NAME: manifest.sha256_file(bundle.root / manifest.MANIFEST_NAME)}
+    files.update({rel: entry["sha256"] for rel, entry in bundle.entries.items()})
+    return LocalBundle(bundle.root, files)
 
 
 def runtime_files() -> dict[str, Path]:
@@ -240,12 +217,14 @@ def deploy(bundle: str | os.PathLike, target: SshTarget, path: str = DEFAULT_PAT
 
     Returns the document ``edgekit deploy --json`` prints.
     """
+    from edgekit import manifest
+
     local = bundle_files or read_bundle(bundle)
     if not path or path.startswith("-"):
         raise UsageError(f"--path {path!r} is not a folder name")
     wanted: dict[str, tuple[Path, str]] = {f"bundles/{local.name}/{rel}": (local.path / rel, sha)
                                            for rel, sha in local.files.items()}
-    wanted.update({rel: (file, board_runner.sha256_file(file)) for rel, file in runtime_files().items()})
+    wanted.update({rel: (file, manifest.sha256_file(file)) for rel, file in runtime_files().items()})
     subdirs = [f"bundles/{local.name}", "runtime"]
     facts = _check_python(target, target.run(target.python_command("probe", path, *subdirs), _runner_source(),
                                              what="listing the target folder"))
