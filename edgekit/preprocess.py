@@ -139,6 +139,34 @@ def spec_from_input_quantization(width: int, height: int, channels: int, dtype: 
     return PreprocessSpec(width, height, order)
 
 
+def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None, width: int, height: int,
+                   channels: int, dtype: str, scale: float | None, zero_point: int | None,
+                   mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
+                   name: str = "model") -> tuple[PreprocessSpec, str, list[str]]:
+    """(spec, where it came from, warnings): what ``classify`` (here and on a board) applies to a model's input.
+
+    The recorded spec (resized to the model's input with a warning when the sizes differ), else the
+    one the input's quantization implies; then ``--mean``/``--std`` by :func:`with_mean_std`.
+    InputError when the spec's channels do not match the model's.
+    """
+    notes = []
+    if recorded is not None:
+        spec, source = recorded, str(recorded_source or "recorded")
+        if (spec.width, spec.height) != (width, height):
+            notes.append(f"warning: the recorded input size {spec.width}x{spec.height} differs from the "
+                         f"model's {width}x{height}; resizing to the model's")
+            spec = replace(spec, width=width, height=height)
+    else:
+        spec = spec_from_input_quantization(width, height, channels, dtype, scale, zero_point)
+        source = "derived from the input quantization"
+    if mean is not None or std is not None:
+        spec, source = with_mean_std(spec, mean, std), "--mean/--std"
+    if spec.num_channels != channels:
+        raise InputError(f"{name}: the preprocessing ({source}) makes {spec.num_channels}-channel "
+                         f"images but the model takes {channels} channel(s)")
+    return spec, source, notes
+
+
 def open_image(path: str | Path):
     """Open an image fully decoded, EXIF-rotated, refusing decompression bombs. Raises InputError."""
     from PIL import Image, ImageOps, UnidentifiedImageError

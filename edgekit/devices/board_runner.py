@@ -266,22 +266,11 @@ class BundleClassifier:
             raise InputError("%s: expected an image input [1, height, width, 1 or 3], got %s"
                              % (self.loaded.model_path, list(self._input_shape)))
         _, height, width, channels = shape
-        recorded = opened.preprocess
-        if recorded:
-            spec = preprocess.PreprocessSpec.from_dict(recorded)
-            if (spec.width, spec.height) != (width, height):
-                self.notes.append("warning: the recorded input size %dx%d differs from the model's %dx%d; "
-                                  "resizing to the model's" % (spec.width, spec.height, width, height))
-                spec = preprocess.PreprocessSpec(width, height, spec.channels, spec.resize, spec.mean, spec.std)
-        else:
-            spec = preprocess.spec_from_input_quantization(width, height, channels, self.input_dtype,
-                                                           self.input_scale, self.input_zero_point)
-        if mean is not None or std is not None:
-            spec = preprocess.PreprocessSpec(spec.width, spec.height, spec.channels, spec.resize,
-                                             spec.mean if mean is None else mean, spec.std if std is None else std)
-        if spec.num_channels != channels:
-            raise InputError("%s: the preprocessing makes %d-channel images but the model takes %d channel(s)"
-                             % (bundle, spec.num_channels, channels))
+        recorded = preprocess.PreprocessSpec.from_dict(opened.preprocess) if opened.preprocess else None
+        spec, _, warnings = preprocess.spec_for_model(recorded, "recorded (bundle)", width, height, channels,
+                                                      self.input_dtype, self.input_scale, self.input_zero_point,
+                                                      mean, std, name=bundle)
+        self.notes += warnings
         self.spec = spec
         self.labels = {}
         if opened.labels:

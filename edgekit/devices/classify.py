@@ -17,7 +17,7 @@ import glob
 import os
 import time
 from collections import deque
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
@@ -248,23 +248,10 @@ class Classifier:
                              "the Edge TPU needs one too")
         _, height, width, channels = shape
 
-        if loaded.spec is not None:
-            spec = loaded.spec
-            self.spec_source = str(loaded.spec_source)
-            if (spec.width, spec.height) != (width, height):
-                self.notes.append(f"warning: the recorded input size {spec.width}x{spec.height} differs from the "
-                                  f"model's {width}x{height}; resizing to the model's")
-                spec = replace(spec, width=width, height=height)
-        else:
-            spec = preprocess.spec_from_input_quantization(width, height, channels, self.input_dtype,
-                                                           self.input_scale, self.input_zero_point)
-            self.spec_source = "derived from the input quantization"
-        if mean is not None or std is not None:
-            spec = preprocess.with_mean_std(spec, mean, std)
-            self.spec_source = "--mean/--std"
-        if spec.num_channels != channels:
-            raise InputError(f"{model}: the preprocessing ({self.spec_source}) makes {spec.num_channels}-channel "
-                             f"images but the model takes {channels} channel(s)")
+        spec, self.spec_source, warnings = preprocess.spec_for_model(
+            loaded.spec, loaded.spec_source, width, height, channels, self.input_dtype, self.input_scale,
+            self.input_zero_point, mean, std, name=str(model))
+        self.notes += warnings
         self.spec = spec
 
         if labels is not None:
