@@ -443,6 +443,14 @@ def ssh_options(fn: Callable) -> Callable:
     return fn
 
 
+def _require_on(on: str | None, ssh: dict[str, Any]) -> None:
+    from edgekit.errors import UsageError
+
+    if on is None and any(ssh[name] != default for name, default in _SSH_DEFAULTS.items()):
+        raise UsageError("--port, --identity, --path, --python, --known-hosts, --accept-new-host-key and the "
+                         "timeouts need --on")
+
+
 def _ssh_target(destination: str, ssh: dict[str, Any]) -> Any:
     from edgekit.devices.remote import SshTarget
 
@@ -547,8 +555,7 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
         if bar is not None:
             bar.update(1)
 
-    if on is None and any(ssh[name] != default for name, default in _SSH_DEFAULTS.items()):
-        raise UsageError("--port, --identity, --path, --python, --known-hosts and --accept-new-host-key need --on")
+    _require_on(on, ssh)
     try:
         if on is not None:
             from edgekit.devices import remote
@@ -689,8 +696,9 @@ def _render_benchmark(d: dict[str, Any]) -> str:
 
 
 @command
-@click.option("--model", "-m", required=True, type=click.Path(dir_okay=False),
-              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin).")
+@click.option("--model", "-m", required=True, type=click.Path(),
+              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
+              "or a bundle folder (with --on, a bundle only).")
 @click.option("--device", "-d", default="auto", show_default=True, help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
 @click.option("-n", "iterations", default=100, show_default=True, type=click.IntRange(min=1),
               help="Timed inferences.")
@@ -702,21 +710,39 @@ def _render_benchmark(d: dict[str, Any]) -> str:
               help="A file written by --save: exit 10 when p50 latency grew by more than --max-slowdown.")
 @click.option("--max-slowdown", default=20.0, show_default=True, type=click.FloatRange(min=0),
               help="Percent of p50 latency growth --compare allows.")
+@click.option("--on", "on", metavar="USER@HOST",
+              help="Time it on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m when needed.")
+@ssh_options
 @json_option
 @quiet_option
 def benchmark(model: str, device: str, iterations: int, warmup: int, threads: int | None, save: str | None,
-              compare_with: str | None, max_slowdown: float, as_json: bool, quiet: bool) -> None:
+              compare_with: str | None, max_slowdown: float, on: str | None, as_json: bool, quiet: bool,
+              **ssh: Any) -> None:
     """Time loading and inference of a model on the Edge TPU or the CPU: latency percentiles, throughput.
 
+    With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
+
     Exit codes: 0 ok, 2 usage, 3 bad model or --compare file, 4 no interpreter package, 9 the Edge TPU
-    or the interpreter failed, 10 slower than the --compare run by more than --max-slowdown.
+    or the interpreter failed (or, with --on, the board cannot be reached or lacks python3 or packages),
+    10 slower than the --compare run by more than --max-slowdown.
     """
     from edgekit.devices import benchmark as benchmark_mod, latency
     from edgekit.errors import RegressionError
     from edgekit.fileio import write_bytes_atomic
 
+    _require_on(on, ssh)
     saved = benchmark_mod.read_saved(compare_with) if compare_with else None
-    doc = benchmark_mod.benchmark(model, device, iterations, warmup, threads)
+    if on is not None:
+        from edgekit.devices import remote
+
+        def deployed(d: dict[str, Any]) -> None:
+            if not quiet:
+                click.echo(f"note: {_deploy_notes(d)[0]}", err=True)
+
+        doc = remote.benchmark(model, _ssh_target(on, ssh), path=ssh["remote_path"], device=device, n=iterations,
+                               warmup=warmup, threads=threads, on_deployed=deployed)
+    else:
+        doc = benchmark_mod.benchmark(model, device, iterations, warmup, threads)
     for note in doc["notes"]:
         if not quiet:
             click.echo(f"note: {note}", err=True)

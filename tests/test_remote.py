@@ -264,6 +264,27 @@ def test_classify_on_reports_a_bad_image_and_goes_on(sshd, deployed, tmp_path):
     assert "error: 2 of 3 image(s) could not be classified" in result.stderr
 
 
+# ------------------------------------------------------------------------------------ benchmark --on
+def test_benchmark_on_the_board_has_the_local_schema(sshd, deployed, tmp_path):
+    local = invoke("benchmark", "-m", str(deployed.bundle), "-n", "20", "--warmup", "2", "--json")
+    assert local.exit_code == 0, local.output
+    saved = tmp_path / "board.json"
+    remote = invoke("benchmark", "--on", sshd.destination, "-m", str(deployed.bundle),
+                    *ssh_args(sshd, deployed.remote_path), "-n", "20", "--warmup", "2", "--threads", "1",
+                    "--json", "--save", str(saved))
+    assert remote.exit_code == 0, remote.output
+    ours, theirs = json.loads(local.stdout), json.loads(remote.stdout)
+    assert set(theirs) == set(ours) and set(theirs["machine"]) == set(ours["machine"])
+    assert theirs["device"] == f"cpu on {sshd.destination}" and theirs["threads"] == 1
+    assert theirs["model"] == f"{sshd.destination}:{deployed.remote_path}/bundles/mobilenet/{MODEL}.tflite"
+    assert theirs["backend"] == ("tflite_runtime" if TARGET_PYTHON == PY37 else ours["backend"])
+    assert len(theirs["latencies_ms"]) == theirs["count"] == theirs["iterations"] == 20 and theirs["warmup"] == 2
+    assert theirs["min_ms"] <= theirs["p50_ms"] <= theirs["p90_ms"] <= theirs["p99_ms"] <= theirs["max_ms"]
+    assert theirs["min_ms"] == min(theirs["latencies_ms"]) > 0 and theirs["load_ms"] > 0
+    assert any("running the CPU model" in n for n in theirs["notes"])
+    assert json.loads(saved.read_text())["p50_ms"] == theirs["p50_ms"]  # --save works as locally
+
+
 # ------------------------------------------------------------------------------------ errors
 def _one_error_line(result, code: int) -> str:
     assert result.exit_code == code, result.output

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import time
 from pathlib import Path
 from typing import Any, Callable
@@ -21,9 +20,7 @@ from edgekit.devices import latency
 from edgekit.errors import DeviceError, InputError, first_line
 
 
-def default_threads() -> int:
-    """CPU interpreter threads when none are asked for: one per core, at most 4."""
-    return max(1, min(4, os.cpu_count() or 1))
+default_threads = latency.default_threads
 
 
 def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warmup: int = 10,
@@ -57,18 +54,13 @@ def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warm
 
     timing = latency.measure(run, n, warmup, clock)
     governors = latency.cpu_governors()
-    warnings = []
-    if governors and any(g != "performance" for g in governors):
-        warnings.append(f"CPU frequency governor is {'/'.join(sorted(set(governors)))}, not performance: latencies "
-                        "vary with the clock (sudo cpupower frequency-set -g performance for stable numbers)")
     return {
         "model": opened.model_path, "device": opened.device, "backend": opened.backend.name,
         "threads": threads if opened.device == "cpu" else None,
         "load_ms": load_ms, "first_inference_ms": timing.pop("first_ms"),
         "iterations": n, "warmup": warmup, **timing,
-        "machine": {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
-                    "governors": sorted(set(governors)) if governors else None},
-        "notes": list(loaded.notes), "warnings": warnings, "comparison": None,
+        "machine": latency.machine(governors),
+        "notes": list(loaded.notes), "warnings": latency.governor_warnings(governors), "comparison": None,
     }
 
 

@@ -20,6 +20,8 @@ exit codes)::
     unpack DIR [--delete P]...    a tar on stdin -> files under DIR, each written beside and renamed
     classify --bundle B [--device D] [--top-k K] [--threshold=T] [--mean M] [--std S] IMAGES... | --images-tar -
                                   the document of ``edgekit classify --json``
+    benchmark --bundle B [--device D] [-n N] [--warmup K] [--threads T]
+                                  the document of ``edgekit benchmark --json``
 
 On the board itself: ``cd DIR/runtime && python3 -m edgekit.devices.board_runner classify --bundle
 ../bundles/NAME image.jpg``.
@@ -46,6 +48,7 @@ SHIPPED_MODULES = (
     "edgekit/manifest.py",
     "edgekit/devices/__init__.py",
     "edgekit/devices/board_runner.py",
+    "edgekit/devices/latency.py",
 )
 MIN_PYTHON = (3, 7)
 # edgekit.preprocess.open_image uses ImageOps.exif_transpose (Pillow 6.0) and UnidentifiedImageError (7.0);
@@ -188,7 +191,7 @@ def _backend():
                                  "apt-get install python3-pycoral (Coral's apt repo), or pip3 install tflite-runtime")
 
 
-def open_bundle(path: str, device: str = "auto") -> tuple:
+def open_bundle(path: str, device: str = "auto", num_threads=None) -> tuple:
     """(Loaded, edgekit.manifest.Bundle): the Edge TPU model when ``device`` allows and one works, else the CPU model.
 
     ``device``: ``auto`` (the Edge TPU, falling back to the CPU model with a note), ``cpu``, or the
@@ -209,7 +212,8 @@ def open_bundle(path: str, device: str = "auto") -> tuple:
 
     def on_cpu() -> Loaded:
         try:
-            interpreter = interpreter_cls(model_path=cpu_path)
+            kwargs = {"num_threads": num_threads} if num_threads else {}
+            interpreter = interpreter_cls(model_path=cpu_path, **kwargs)
             interpreter.allocate_tensors()
         except (ValueError, RuntimeError) as exc:
             raise InputError("%s: the %s interpreter cannot load the model (%s)" % (cpu_path, name, _first_line(exc)))
@@ -330,6 +334,45 @@ class BundleClassifier:
 
 
 # ------------------------------------------------------------------------------ command line
+def benchmark(bundle: str, device: str = "auto", n: int = 100, warmup: int = 10, threads=None) -> dict:
+    """The document of ``edgekit benchmark --json``: the bundle's model loaded, then invoke() alone timed."""
+    import numpy as np
+
+    from edgekit.devices import latency
+    from edgekit.errors import DeviceError
+
+    threads = threads or latency.default_threads()
+    start = time.perf_counter()
+    loaded, _ = open_bundle(bundle, device, threads)
+    load_ms = (time.perf_counter() - start) * 1000.0
+    interpreter = loaded.interpreter
+    inp = interpreter.get_input_details()[0]
+    dtype = np.dtype(inp["dtype"])
+    shape = [int(d) for d in inp["shape"]]
+    rng = np.random.RandomState(0)  # numpy 1.16 (Mendel's) has no default_rng
+    if dtype.kind in "iu":
+        data = rng.randint(np.iinfo(dtype).min, int(np.iinfo(dtype).max) + 1, shape).astype(dtype)
+    else:
+        data = rng.random_sample(shape).astype(dtype)
+    interpreter.set_tensor(inp["index"], data)
+
+    def run() -> None:
+        try:
+            interpreter.invoke()
+        except (RuntimeError, ValueError) as exc:
+            raise DeviceError("inference failed on %s: %s" % (loaded.device, _first_line(exc))) from None
+
+    timing = latency.measure(run, n, warmup)
+    governors = latency.cpu_governors()
+    doc = {"model": loaded.model_path, "device": loaded.device, "backend": loaded.backend,
+           "threads": threads if loaded.device == "cpu" else None, "load_ms": load_ms,
+           "first_inference_ms": timing.pop("first_ms"), "iterations": n, "warmup": warmup}
+    doc.update(timing)
+    doc.update({"machine": latency.machine(governors), "notes": list(loaded.notes),
+                "warnings": latency.governor_warnings(governors), "comparison": None})
+    return doc
+
+
 def _numbers(text):
     return None if text is None else tuple(float(v) for v in text.split(","))
 
@@ -352,6 +395,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--std", type=_numbers)
     p.add_argument("--images-tar", help="'-': the images come as a tar on stdin (named as its members)")
     p.add_argument("images", nargs="*")
+    p = sub.add_parser("benchmark")
+    p.add_argument("--bundle", required=True)
+    p.add_argument("--device", default="auto")
+    p.add_argument("-n", type=int, default=100)
+    p.add_argument("--warmup", type=int, default=10)
+    p.add_argument("--threads", type=int)
     return parser
 
 
@@ -392,11 +441,13 @@ def main(argv=None) -> int:
             doc = unpack(args.root, sys.stdin.buffer, args.delete)
         elif args.command == "classify":
             doc = _classify(args)
+        elif args.command == "benchmark":
+            doc = benchmark(args.bundle, args.device, args.n, args.warmup, args.threads)
         else:
             _parser().print_usage(sys.stderr)
             return 2
     except (ValueError, OSError, tarfile.TarError) as exc:
-        if args.command == "classify":  # edgekit.errors is there: everything else is a bug
+        if args.command in ("classify", "benchmark"):  # edgekit.errors is there: everything else is a bug
             raise
         sys.stderr.write("error: %s\n" % _first_line(exc))
         return EXIT_INPUT if isinstance(exc, (ValueError, tarfile.TarError)) else EXIT_DEVICE

@@ -86,3 +86,27 @@ def cpu_governors(root: str = "/sys/devices/system/cpu") -> Optional[List[str]]:
         except OSError:
             continue
     return found or None
+
+
+def default_threads() -> int:
+    """CPU interpreter threads when none are asked for: one per core, at most 4."""
+    import os
+
+    return max(1, min(4, os.cpu_count() or 1))
+
+
+def machine(governors: Optional[List[str]] = None) -> Dict[str, object]:
+    """What a benchmark document says about the machine it ran on (``governors``: :func:`cpu_governors`)."""
+    import os
+    import platform
+
+    return {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
+            "governors": sorted(set(governors)) if governors else None}
+
+
+def governor_warnings(governors: Optional[List[str]]) -> List[str]:
+    """A warning when a CPU's frequency governor is not ``performance``: latencies then move with the clock."""
+    if governors and any(g != "performance" for g in governors):
+        return ["CPU frequency governor is %s, not performance: latencies vary with the clock "
+                "(sudo cpupower frequency-set -g performance for stable numbers)" % "/".join(sorted(set(governors)))]
+    return []

@@ -274,6 +274,33 @@ def _notes_from(stderr: bytes) -> list[str]:
             if line.startswith("note: ") or line.startswith("warning: ")]
 
 
+def _device_arg(device: str) -> str:
+    """``--device`` in pycoral's grammar (parsed here, once) → the runner's: auto, cpu or the delegate's option."""
+    from edgekit.devices.backends import parse_device
+
+    spec = parse_device(device)
+    return spec.kind if spec.kind in ("auto", "cpu") else str(spec.delegate_option)
+
+
+def _run_runner(target: SshTarget, path: str, bundle_name: str, command: str, args: list[str], stdin: Any,
+                what: str, notes: list[str] | None) -> dict[str, Any]:
+    """Run the deployed runner's ``command`` on the bundle; its JSON document, named as seen from here."""
+    remote = (f"cd {shlex.quote(path + '/runtime')} && {shlex.quote(target.python)} -m {RUNNER_MODULE} {command} "
+              f"--bundle {shlex.quote('../bundles/' + bundle_name)} " + " ".join(map(shlex.quote, args)))
+    proc = target.run(remote, stdin, what=what)
+    if notes is not None:
+        notes.extend(_notes_from(proc.stderr))
+    if proc.returncode != 0:
+        raise _runner_failure(target, proc)
+    try:
+        doc = json.loads(proc.stdout)
+    except ValueError:
+        raise DeviceError(f"the runner on {target.destination} printed no JSON ({proc.stdout[:80]!r})") from None
+    doc["model"] = f"{target.destination}:{path}/bundles/{bundle_name}/{PurePosixPath(doc['model']).name}"
+    doc["device"] = f"{doc['device']} on {target.destination}"
+    return doc
+
+
 def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
              device: str = "auto", k: int = 5, threshold: float = float("-inf"),
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
@@ -282,26 +309,21 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
     """Deploy when needed, send the images, classify them on the target: the ``edgekit classify --json`` document.
 
     ``images`` are expanded here as ``edgekit classify`` does (files, folders, globs); results name
-    them as given. ``device`` names the model file and device as ``user@host:...``.
+    them as given; ``model`` and ``device`` name the target (``user@host:...``, ``... on user@host``).
     """
-    from edgekit.devices.backends import parse_device
     from edgekit.devices.classify import expand_images
 
-    spec = parse_device(device)
-    device_arg = spec.kind if spec.kind in ("auto", "cpu") else str(spec.delegate_option)
+    args = ["--device", _device_arg(device), "--top-k", str(k), f"--threshold={threshold}", "--images-tar", "-"]
+    if mean is not None:
+        args += ["--mean", ",".join(map(repr, mean))]
+    if std is not None:
+        args += ["--std", ",".join(map(repr, std))]
     paths, errors = expand_images(images)
     local = read_bundle(bundle)
     deployed = deploy(bundle, target, path, local)
     if on_deployed:
         on_deployed(deployed)
     names = [f"{i:06d}{Path(p).suffix.lower()}" for i, p in enumerate(paths)]
-    command = ["--device", device_arg, "--top-k", str(k), f"--threshold={threshold}", "--images-tar", "-"]
-    if mean is not None:
-        command += ["--mean", ",".join(map(repr, mean))]
-    if std is not None:
-        command += ["--std", ",".join(map(repr, std))]
-    remote = (f"cd {shlex.quote(path + '/runtime')} && {shlex.quote(target.python)} -m {RUNNER_MODULE} classify "
-              f"--bundle {shlex.quote('../bundles/' + local.name)} " + " ".join(map(shlex.quote, command)))
     with tempfile.TemporaryFile() as tar_file:
         with tarfile.open(fileobj=tar_file, mode="w") as tar:
             for name, p in zip(names, paths):
@@ -310,23 +332,26 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
                 except OSError as exc:  # unreadable here: reported like classify reports it
                     errors.append({"image": p, "error": f"{p}: cannot read ({exc.strerror or exc})"})
         tar_file.seek(0)
-        proc = target.run(remote, tar_file, what="classifying")
-    if notes is not None:
-        notes.extend(_notes_from(proc.stderr))
-    if proc.returncode != 0:
-        raise _runner_failure(target, proc)
-    try:
-        report = json.loads(proc.stdout)
-    except ValueError:
-        raise DeviceError(f"the runner on {target.destination} printed no JSON ({proc.stdout[:80]!r})") from None
+        report = _run_runner(target, path, local.name, "classify", args, tar_file, "classifying", notes)
     local_name = dict(zip(names, paths))
     for entry in report["results"] + report["errors"]:
         sent = entry["image"]
         entry["image"] = local_name.get(sent, sent)
         if "error" in entry:
             entry["error"] = entry["error"].replace(sent, entry["image"])
-    model = PurePosixPath(report["model"]).name
-    report["model"] = f"{target.destination}:{path}/bundles/{local.name}/{model}"
-    report["device"] = f"{report['device']} on {target.destination}"
     report["errors"] = errors + report["errors"]
     return report
+
+
+def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH, device: str = "auto",
+              n: int = 100, warmup: int = 10, threads: int | None = None,
+              on_deployed: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
+    """Deploy when needed and time the bundle's model on the target: the ``edgekit benchmark --json`` document."""
+    args = ["--device", _device_arg(device), "-n", str(n), "--warmup", str(warmup)]
+    if threads is not None:
+        args += ["--threads", str(threads)]
+    local = read_bundle(bundle)
+    deployed = deploy(bundle, target, path, local)
+    if on_deployed:
+        on_deployed(deployed)
+    return _run_runner(target, path, local.name, "benchmark", args, b"", "benchmarking", None)

@@ -74,7 +74,7 @@ def test_the_statistics_module_runs_on_a_dev_board():
     tree = ast.parse(source, feature_version=(3, 7))
     imported = {a.name.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
     imported |= {n.module.split(".")[0] for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) and n.module}
-    assert imported <= {"__future__", "math", "time", "typing", "glob"}, imported
+    assert imported <= {"__future__", "math", "time", "typing", "glob", "os", "platform"}, imported
 
 
 @pytest.mark.parametrize("name", ["mobilenet_v1_0.25_128_quant.tflite", "mobilenet_v1_0.25_128_quant_edgetpu.tflite"])
