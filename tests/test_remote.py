@@ -346,6 +346,23 @@ def test_target_without_an_interpreter_package(sshd, deployed, tmp_path):
     assert not (tmp_path / "board").exists()  # nothing copied to a board that cannot run it
 
 
+def test_a_remote_step_that_hangs_is_stopped_by_timeout(sshd, deployed, tmp_path):
+    slow = tmp_path / "slow-python"  # a "python" on the board that never answers
+    slow.write_text("#!/bin/sh\nsleep 8\n")
+    slow.chmod(0o755)
+    started = time.monotonic()
+    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
+                                  *ssh_args(sshd, tmp_path / "board"), "--python", str(slow), "--timeout", "2"), 9)
+    assert "listing the target folder did not finish within 2 s" in line and "--timeout" in line
+    assert time.monotonic() - started < 20
+
+
+def test_tilde_path_is_the_login_home():
+    from edgekit.devices.remote import _shell_path
+
+    assert _shell_path("~/edge kit/runtime") == "~/'edge kit/runtime'" and _shell_path("a b") == "'a b'"
+
+
 def test_ssh_options_need_on(deployed):
     result = invoke("classify", str(shared_file("cat.bmp")), "-m", str(deployed.bundle), "--port", "2222")
     assert result.exit_code == 2 and "need --on" in result.stderr

@@ -274,6 +274,11 @@ def _notes_from(stderr: bytes) -> list[str]:
             if line.startswith("note: ") or line.startswith("warning: ")]
 
 
+def _shell_path(path: str) -> str:
+    """``path`` quoted for the target's shell, a leading ``~/`` left for it to expand (as the runner's own commands do)."""
+    return "~/" + shlex.quote(path[2:]) if path.startswith("~/") else shlex.quote(path)
+
+
 def _device_arg(device: str) -> str:
     """``--device`` in pycoral's grammar (parsed here, once) → the runner's: auto, cpu or the delegate's option."""
     from edgekit.devices.backends import parse_device
@@ -285,7 +290,7 @@ def _device_arg(device: str) -> str:
 def _run_runner(target: SshTarget, path: str, bundle_name: str, command: str, args: list[str], stdin: Any,
                 what: str, notes: list[str] | None) -> dict[str, Any]:
     """Run the deployed runner's ``command`` on the bundle; its JSON document, named as seen from here."""
-    remote = (f"cd {shlex.quote(path + '/runtime')} && {shlex.quote(target.python)} -m {RUNNER_MODULE} {command} "
+    remote = (f"cd {_shell_path(path + '/runtime')} && {shlex.quote(target.python)} -m {RUNNER_MODULE} {command} "
               f"--bundle {shlex.quote('../bundles/' + bundle_name)} " + " ".join(map(shlex.quote, args)))
     proc = target.run(remote, stdin, what=what)
     if notes is not None:
