@@ -479,8 +479,9 @@ def _render_deploy(d: dict[str, Any]) -> str:
 def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None:
     """Copy a bundle and edgekit's runner to a Coral Dev Board over SSH (only files whose sha256 differs there).
 
-    The board needs python3 (3.7 or newer), numpy, Pillow and pycoral or tflite_runtime (Mendel's apt
-    packages); not edgekit. Then `edgekit classify IMAGES --on USER@HOST -m BUNDLE` runs there.
+    The board needs python3 (3.7 or newer), numpy, Pillow 7 or newer and pycoral or tflite_runtime
+    (Coral's apt packages; on Mendel, Pillow from pip: see the README); not edgekit. Then
+    `edgekit classify IMAGES --on USER@HOST -m BUNDLE` and `edgekit benchmark --on ...` run there.
 
     Exit codes: 0 ok, 2 usage, 3 not a bundle (or a file differs from its manifest), 4 no ssh client,
     9 the board cannot be reached, its host key is unknown or changed, the login is refused, it lacks
