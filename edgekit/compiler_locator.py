@@ -64,6 +64,37 @@ def parse_version(text: str) -> str | None:
     return m.group(1) if m else None
 
 
+VERSION_TIMEOUT_S = 10.0  # `edgetpu_compiler --version` answers at once; a hang is a broken install
+NOT_COMPILER_HINT = (f"point {ENV_VAR} (or PATH) at Coral's edgetpu_compiler, and check that it runs here "
+                     "(x86-64 Linux)")
+
+
+def version_from_output(exe: str, returncode: int, text: str) -> str:
+    """The version ``exe --version`` printed, or MissingDependencyError, one line, saying what it printed."""
+    version = parse_version(text)
+    if version:
+        return version
+    lines = text.strip().splitlines()
+    said = repr(lines[0].strip()[:80]) if lines else "nothing"
+    raise MissingDependencyError(f"{exe} is not a working edgetpu_compiler: `--version` exited {returncode} and "
+                                 f"printed {said}, not a version", NOT_COMPILER_HINT)
+
+
+def probe_version(exe: str, timeout: float = VERSION_TIMEOUT_S) -> str:
+    """Run ``exe --version`` (with a timeout) and return the version; MissingDependencyError when it cannot."""
+    import subprocess
+
+    try:
+        out = subprocess.run([exe, "--version"], capture_output=True, text=True, errors="replace",
+                             timeout=timeout, stdin=subprocess.DEVNULL)
+    except subprocess.TimeoutExpired:
+        raise MissingDependencyError(f"{exe} --version did not answer within {timeout:g} s",
+                                     NOT_COMPILER_HINT) from None
+    except OSError as exc:
+        raise MissingDependencyError(f"{exe} cannot run: {exc.strerror or exc}", NOT_COMPILER_HINT) from None
+    return version_from_output(exe, out.returncode, out.stdout + out.stderr)
+
+
 def version_major(version: str | None) -> int | None:
     try:
         return int(version.split(".")[0]) if version else None

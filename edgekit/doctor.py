@@ -270,7 +270,7 @@ def check_groups(p: Probe, devices: list) -> Check | None:
                  " ; ".join(f"sudo usermod -aG {g} $USER" for g in missing) + ", then log out and back in")
 
 
-def check_compiler(p: Probe, timeout: float = 10.0) -> Check:
+def check_compiler(p: Probe, timeout: float = compiler_locator.VERSION_TIMEOUT_S) -> Check:
     try:
         exe = compiler_locator.find_compiler(p.env)
     except MissingDependencyError as exc:
@@ -280,17 +280,9 @@ def check_compiler(p: Probe, timeout: float = 10.0) -> Check:
                      compiler_locator.INSTALL_HINT if compiler_locator.platform_supported()
                      else compiler_locator.OTHER_PLATFORM_HINT)
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, timeout=timeout)
-    except subprocess.TimeoutExpired:
-        return Check("edgetpu_compiler", FAIL, f"{exe} --version did not answer within {timeout:.0f} s",
-                     "check the binary (a wrong architecture or a hung install)")
-    except OSError as exc:
-        return Check("edgetpu_compiler", FAIL, f"{exe} cannot run: {exc.strerror or exc}",
-                     "it runs only on x86-64 Linux; check EDGETPU_COMPILER / PATH")
-    version = compiler_locator.parse_version(out.stdout + out.stderr)
-    if not version:
-        return Check("edgetpu_compiler", WARN, f"{exe}: version not recognized in {out.stdout.strip()[:80]!r}",
-                     "reinstall edgetpu-compiler")
+        version = compiler_locator.probe_version(exe, timeout)
+    except MissingDependencyError as exc:  # the same probe and words as `edgekit compile`
+        return Check("edgetpu_compiler", FAIL, exc.message, exc.hint)
     runtime = compiler_locator.default_min_runtime(version)
     extra = f"; its models need Edge TPU runtime {runtime} or newer by default (-m to target older)" if runtime else ""
     return Check("edgetpu_compiler", OK, f"{exe}: version {version}{extra}")

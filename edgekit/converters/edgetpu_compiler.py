@@ -31,7 +31,8 @@ from typing import Any, Callable
 
 from edgekit import tflite_model
 from edgekit.compiler_locator import (  # noqa: F401  (part of this module's API)
-    ENV_VAR, INSTALL_HINT, OTHER_PLATFORM_HINT, find_compiler, parse_version, platform_supported, version_major)
+    ENV_VAR, INSTALL_HINT, NOT_COMPILER_HINT, OTHER_PLATFORM_HINT, VERSION_TIMEOUT_S, find_compiler, parse_version,
+    platform_supported, version_from_output, version_major)
 from edgekit.errors import CompilerError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import publish, refuse_folders, require_output_folder
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo
@@ -372,14 +373,18 @@ def missing_compiler_error() -> MissingDependencyError:
                                   INSTALL_HINT)
 
 
-def compiler_version(compiler: str, runner: Runner = run_subprocess, timeout: float = 30) -> str:
-    res = runner([compiler, "--version"], timeout)
-    version = parse_version(res.stdout + res.stderr)
-    if res.returncode != 0 or not version:
-        raise CompilerError(f"{compiler} --version failed (exit {res.returncode}): "
-                            f"{(res.stdout + res.stderr).strip()[:200] or 'no output'}",
-                            "check that it is Coral's edgetpu_compiler and that it runs on this machine")
-    return version
+def compiler_version(compiler: str, runner: Runner = run_subprocess, timeout: float = VERSION_TIMEOUT_S) -> str:
+    """``compiler --version`` through the runner seam, read as :func:`compiler_locator.probe_version` reads it.
+
+    Anything that gives no version is no usable compiler (MissingDependencyError: ``compile`` then
+    shows ``check``'s prediction), and a hang costs ``timeout`` (10 s), not the compile's ``--timeout``.
+    """
+    try:
+        res = runner([compiler, "--version"], timeout)
+    except CompilerTimeout:
+        raise MissingDependencyError(f"{compiler} --version did not answer within {timeout:g} s",
+                                     NOT_COMPILER_HINT) from None
+    return version_from_output(compiler, res.returncode, res.stdout + res.stderr)
 
 
 def output_names(model: Path, segments: int | None = None) -> list[str]:
@@ -420,7 +425,7 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
     compiler = compiler or find_compiler()
     if not compiler:
         raise missing_compiler_error()
-    version = compiler_version(compiler, runner)
+    version = compiler_version(compiler, runner, VERSION_TIMEOUT_S)
     major = version_major(version) or 0
     if search_delegate and major < 16:
         raise UsageError(f"--search-delegate needs edgetpu_compiler 16 (found {version})")

@@ -532,3 +532,42 @@ def test_cli_compile_without_an_op_table_prints_the_compilers_own_counts(standin
     standin(STDOUT="v15_partial_stdout.txt", LOG=empty_log)
     r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(tmp_path)])
     assert r.exit_code == 0 and "Ops: 117 on the Edge TPU, 48 on the CPU" in r.output
+
+
+@pytest.mark.skipif(not (Path("/bin/true").exists() and Path("/bin/false").exists()), reason="needs /bin/true, /bin/false")
+@pytest.mark.parametrize("exe, code", [("/bin/false", 1), ("/bin/true", 0)])
+def test_a_compiler_that_prints_no_version_is_no_compiler(monkeypatch, exe, code):
+    """Was: a 4-line error with the banner pasted in, "failed (exit 0)", and empty --json stdout."""
+    monkeypatch.setenv("EDGETPU_COMPILER", exe)
+    model = str(shared_file("split_concat.tflite"))
+    r = CliRunner().invoke(cli, ["compile", model])
+    assert r.exit_code == 4, r.output
+    lines = r.stderr.strip().splitlines()  # GNU's print their --version banner: its first line is quoted
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"error: {exe} is not a working edgetpu_compiler: `--version` exited {code} and "
+                               "printed ")
+    assert lines[0].endswith(", not a version (point EDGETPU_COMPILER (or PATH) at Coral's edgetpu_compiler, "
+                             "and check that it runs here (x86-64 Linux))")
+    assert "offline prediction" in r.stdout
+    r = CliRunner().invoke(cli, ["compile", model, "--json"])
+    assert r.exit_code == 4 and json.loads(r.stdout)["compiled"] is False
+
+
+def test_a_banner_without_a_version_is_quoted_on_one_line(standin, model_copy, tmp_path):
+    exe = tmp_path / "bin" / "edgetpu_compiler"
+    exe.write_text("#!/bin/sh\necho 'Some Other Tool 1.2'\necho 'usage: ...'\necho 'more'\nexit 2\n")
+    r = CliRunner().invoke(cli, ["compile", str(model_copy)])
+    assert r.exit_code == 4
+    assert len(r.stderr.strip().splitlines()) == 1 and "printed 'Some Other Tool 1.2', not a version" in r.stderr
+
+
+def test_a_hanging_version_probe_costs_its_own_short_timeout(standin, model_copy, tmp_path, monkeypatch):
+    """Was: a fixed 30 s, and a hint to raise --timeout, which does not apply to the probe."""
+    exe = tmp_path / "bin" / "edgetpu_compiler"
+    exe.write_text("#!/bin/sh\nsleep 30\n")
+    monkeypatch.setattr(etc, "VERSION_TIMEOUT_S", 0.5)
+    start = time.monotonic()
+    r = CliRunner().invoke(cli, ["compile", str(model_copy), "--timeout", "600"])
+    assert time.monotonic() - start < 10
+    assert r.exit_code == 4 and f"{exe} --version did not answer within 0.5 s" in r.stderr
+    assert "--timeout" not in r.stderr
