@@ -16,7 +16,7 @@ from typing import Any, Callable
 import click
 
 from edgekit import __version__
-from edgekit.errors import EdgekitError, InternalError, UsageError
+from edgekit.errors import EdgekitError, InputError, InternalError, UsageError
 
 
 def _debug_requested(ctx: click.Context) -> bool:
@@ -47,7 +47,9 @@ class _Group(click.Group):
                        err=True)
             sys.exit(128 + signum)
         except Exception as exc:  # a bug: say so, briefly
-            _fail(InternalError(f"internal error: {type(exc).__name__}: {exc}",
+            from edgekit.errors import first_line
+
+            _fail(InternalError(f"internal error: {type(exc).__name__}: {first_line(exc)}",
                                 "this is a bug in edgekit; rerun with --debug and report the traceback"),
                   _debug_requested(ctx))
 
@@ -60,6 +62,29 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
         traceback.print_exc(file=sys.stderr)
     click.echo(f"error: {exc}", err=True)
     sys.exit(exc.exit_code)
+
+
+class _BadInputParameter(click.ClickException):
+    """A path argument that names a folder where a file is expected: bad input (one line, exit 3), not usage."""
+
+    exit_code = InputError.exit_code
+
+    def show(self, file: Any = None) -> None:
+        click.echo(f"error: {self.message}", err=True)
+
+
+class FilePath(click.Path):
+    """``FilePath()`` whose "is a directory" is one error line and exit 3 (the README's bad input)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(dir_okay=False, **kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if os.path.isdir(value):
+            flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else None
+            raise _BadInputParameter(f"{flag + ' ' if flag else ''}{value} is a folder, not a file "
+                                     "(pass a file path)")
+        return super().convert(value, param, ctx)
 
 
 def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
@@ -145,7 +170,7 @@ def _render_inspect(d: dict[str, Any]) -> str:
 
 
 @command
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=FilePath())
 @json_option
 def inspect(model: str, as_json: bool) -> None:
     """Summarize a .tflite model without TensorFlow: I/O, quantization, ops, shapes."""
@@ -229,7 +254,7 @@ def _render_quantize(d: dict[str, Any]) -> str:
 @click.option("--tfrecord-key", default="image/encoded", show_default=True,
               help="Feature holding the encoded image in TFRecord examples.")
 @click.option("--arch", help="For weights-only files: module.py:function or package.module:function that builds the model.")
-@click.option("--custom-objects", type=click.Path(dir_okay=False),
+@click.option("--custom-objects", type=FilePath(),
               help="A .py file defining the model's custom layers/functions.")
 @click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file).")
 @click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]),
@@ -242,8 +267,8 @@ def _render_quantize(d: dict[str, Any]) -> str:
 @click.option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size.")
 @click.option("--io", "io_type", type=click.Choice(["uint8", "int8"]), default="uint8", show_default=True,
               help="Input/output tensor type.")
-@click.option("--labels", type=click.Path(dir_okay=False), help="Labels file to record with the model.")
-@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Output .tflite (default <stem>_int8.tflite beside the input).")
+@click.option("--labels", type=FilePath(), help="Labels file to record with the model.")
+@click.option("--output", "-o", type=FilePath(), help="Output .tflite (default <stem>_int8.tflite beside the input).")
 @click.option("--min-agreement", default=0.9, show_default=True, type=click.FloatRange(0.0, 1.0),
               help="Fail (exit 6, output kept) when int8 top-1 agrees with float on fewer held-back samples.")
 @click.option("--max-accuracy-drop", default=1.0, show_default=True, type=click.FloatRange(0.0, 100.0),
@@ -291,7 +316,7 @@ def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_ke
 
 # ----------------------------------------------------------------------------------------- check
 @command
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=FilePath())
 @click.option("--min-runtime", default=14, show_default=True, type=click.IntRange(10, 14),
               help="Lowest Edge TPU runtime to stay compatible with (edgetpu_compiler -m; compiler 16 defaults to 14).")
 @click.option("--allow-multiple-subgraphs", "-a", "multiple_subgraphs", is_flag=True,
@@ -359,7 +384,7 @@ def _render_compile(d: dict[str, Any]) -> str:
 
 @cli.command("compile")
 @debug_option
-@click.argument("model", type=click.Path(dir_okay=False))
+@click.argument("model", type=FilePath())
 @click.option("--output-dir", "-o", "out_dir", type=click.Path(file_okay=False),
               help="Folder for the compiled model and its .log (default: beside the input; created if missing).")
 @click.option("--min-runtime", type=click.IntRange(10, 14),
@@ -423,13 +448,13 @@ def ssh_options(fn: Callable) -> Callable:
     """The options of every command that reaches a board over SSH (deploy --to, classify --on)."""
     options = [
         click.option("--port", "-p", type=click.IntRange(1, 65535), help="SSH port on the board (default 22)."),
-        click.option("--identity", "-i", type=click.Path(dir_okay=False),
+        click.option("--identity", "-i", type=FilePath(),
                      help="Private key to log in with (default: ssh's own keys and agent; never a password)."),
         click.option("--path", "remote_path", default=_SSH_DEFAULTS["remote_path"], show_default=True,
                      help="Folder on the board for bundles and the runner (relative: in the login user's home)."),
         click.option("--python", default=_SSH_DEFAULTS["python"], show_default=True,
                      help="Python on the board (3.7 or newer, with numpy, Pillow and pycoral or tflite_runtime)."),
-        click.option("--known-hosts", type=click.Path(dir_okay=False),
+        click.option("--known-hosts", type=FilePath(),
                      help="known_hosts file to check the board's host key against (default: ssh's own)."),
         click.option("--accept-new-host-key", is_flag=True,
                      help="Trust and record the host key of a board not yet in known_hosts (a CHANGED key is still refused)."),
@@ -509,7 +534,7 @@ def _render_classify(d: dict[str, Any]) -> str:
               help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
               "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified; "
               "with --on, a bundle only).")
-@click.option("--labels", "-l", type=click.Path(dir_okay=False),
+@click.option("--labels", "-l", type=FilePath(),
               help="Labels: '0 cat', '0: cat' or one per line (default: the labels recorded with the model).")
 @click.option("--top-k", "-k", default=5, show_default=True, type=click.IntRange(min=1), help="Classes per image.")
 @click.option("--threshold", "-t", default=float("-inf"), type=float,
@@ -577,12 +602,9 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
             bar.render_finish()
         show_notes()
     emit(as_json, doc, _render_classify)
-    if doc["errors"]:
-        if not as_json:
-            for e in doc["errors"]:
-                click.echo(f"error: {e['error']}", err=True)
-        total = len(doc["errors"]) + len(doc["results"])
-        click.echo(f"error: {len(doc['errors'])} of {total} image(s) could not be classified", err=True)
+    if doc["errors"]:  # one line per image that failed, with its fix (also beside --json); the rest were classified
+        for e in doc["errors"]:
+            click.echo(f"error: {e['error']}", err=True)
         sys.exit(InputError.exit_code)
 
 
@@ -612,17 +634,17 @@ def _render_evaluate(d: dict[str, Any]) -> str:
 
 
 @command
-@click.option("--model", "-m", required=True, type=click.Path(dir_okay=False),
+@click.option("--model", "-m", required=True, type=FilePath(),
               help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin).")
 @click.option("--data", required=True, type=click.Path(),
               help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y.")
 @click.option("--reference", type=click.Path(),
               help="The float Keras model (.keras, .h5, SavedModel) to compare with; needs TensorFlow.")
 @click.option("--no-layers", is_flag=True, help="With --reference: skip the per-layer error report.")
-@click.option("--labels", "-l", type=click.Path(dir_okay=False),
+@click.option("--labels", "-l", type=FilePath(),
               help="Labels file (default: recorded with the model); class folders named as labels match by name.")
 @click.option("--arch", help="For a weights-only --reference: module.py:function that builds the model.")
-@click.option("--custom-objects", type=click.Path(dir_okay=False), help="A .py file with the reference's custom layers.")
+@click.option("--custom-objects", type=FilePath(), help="A .py file with the reference's custom layers.")
 @click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers in --reference.")
 @click.option("--device", "-d", default="auto", show_default=True, help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
 @click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
@@ -706,8 +728,8 @@ def _render_benchmark(d: dict[str, Any]) -> str:
 @click.option("--warmup", default=10, show_default=True, type=click.IntRange(min=0),
               help="Untimed inferences after the first, before timing.")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
-@click.option("--save", type=click.Path(dir_okay=False), help="Write this run's JSON document to FILE.")
-@click.option("--compare", "compare_with", type=click.Path(dir_okay=False),
+@click.option("--save", type=FilePath(), help="Write this run's JSON document to FILE.")
+@click.option("--compare", "compare_with", type=FilePath(),
               help="A file written by --save: exit 10 when p50 latency grew by more than --max-slowdown.")
 @click.option("--max-slowdown", default=20.0, show_default=True, type=click.FloatRange(min=0),
               help="Percent of p50 latency growth --compare allows.")

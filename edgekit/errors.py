@@ -58,8 +58,11 @@ class InputError(EdgekitError):
 class InvalidModelError(InputError):
     """The bytes are not a valid TFLite flatbuffer."""
 
+    DEFAULT_HINT = ("pass a .tflite file (a Keras model goes to `edgekit quantize` first); "
+                    "a damaged file must be copied or exported again")
+
     def __init__(self, why: str, hint: str | None = None):
-        super().__init__(f"not a valid TFLite model: {why}", hint)
+        super().__init__(f"not a valid TFLite model: {why}", hint or self.DEFAULT_HINT)
         self.why = why
 
 

@@ -24,6 +24,7 @@ from edgekit.preprocess import PreprocessSpec
 METADATA_NAME = "edgekit"
 SIDECAR_SUFFIX = ".edgekit.json"
 RECORD_VERSION = 1
+RECORD_HINT = "fix or delete that file (edgekit quantize writes it again)"
 
 
 @dataclass
@@ -44,13 +45,16 @@ class ModelRecord:
             if not isinstance(d, dict):
                 raise ValueError("not a JSON object")
         except ValueError as exc:
-            raise InputError(f"{source}: edgekit record is not valid JSON ({exc})") from None
+            raise InputError(f"{source}: edgekit record is not valid JSON ({exc})", RECORD_HINT) from None
         spec = d.pop("preprocess", None)
         labels = d.pop("labels", None)
         d.pop("record_version", None)
         if labels is not None and not (isinstance(labels, list) and all(isinstance(x, str) for x in labels)):
-            raise InputError(f"{source}: edgekit record has malformed labels")
-        return cls(PreprocessSpec.from_dict(spec) if spec else None, labels, d)
+            raise InputError(f"{source}: edgekit record has malformed labels", RECORD_HINT)
+        try:
+            return cls(PreprocessSpec.from_dict(spec) if spec else None, labels, d)
+        except InputError as exc:
+            raise InputError(f"{source}: {exc.message}", exc.hint or RECORD_HINT) from None
 
 
 def sidecar_path(model_path: str | Path) -> Path:

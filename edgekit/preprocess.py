@@ -185,13 +185,19 @@ def open_image(path: str | Path):
     except InputError:
         raise
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
+        raise InputError(f"{path}: no such file", "check the path") from None
     except Image.DecompressionBombError:
         raise InputError(f"{path}: image is too large", too_large) from None
     except UnidentifiedImageError:
-        raise InputError(f"{path}: not an image Pillow can read") from None
+        raise InputError(f"{path}: not an image Pillow can read",
+                         "pass JPEG, PNG, BMP, GIF, WebP, TIFF or PPM images") from None
+    except IsADirectoryError:
+        raise InputError(f"{path}: a folder, not an image", "pass the folder itself, not as a file") from None
     except (OSError, SyntaxError, ValueError) as exc:
-        raise InputError(f"{path}: cannot decode image ({exc})") from None
+        text = str(exc).strip()
+        why = text.splitlines()[0][:200] if text else type(exc).__name__
+        raise InputError(f"{path}: cannot decode image ({why})",
+                         "the file is damaged or truncated: save or copy it again") from None
 
 
 def _full_scale(mode: str, image_format: str | None, peak: float) -> float:

@@ -439,7 +439,7 @@ def load(path: str | os.PathLike) -> ModelInfo:
     """Parse the model file at ``path`` (memory-mapped, never copied)."""
     p = Path(path)
     if p.is_dir():
-        raise InputError(f"{p} is a directory, not a .tflite file")
+        raise InputError(f"{p} is a folder, not a .tflite file", "pass the .tflite file itself")
     try:
         with open(p, "rb") as f:
             size = os.fstat(f.fileno()).st_size
@@ -447,8 +447,15 @@ def load(path: str | os.PathLike) -> ModelInfo:
     except FileNotFoundError:
         raise InputError(f"no such file: {p}", "check the path") from None
     except OSError as exc:
-        raise InputError(f"cannot read {p}: {exc.strerror or exc}") from None
-    return ModelInfo(data, str(p))
+        raise InputError(f"cannot read {p}: {exc.strerror or exc}", "check the file's permissions") from None
+    try:
+        return ModelInfo(data, str(p))
+    except InvalidModelError:
+        keras = {b"\x89HDF\r\n\x1a\n": "a Keras .h5 (HDF5) file", b"PK\x03\x04": "a zip file (a Keras .keras?)"}
+        kind = next((v for k, v in keras.items() if bytes(data[:len(k)]) == k), None)
+        if kind:
+            raise InvalidModelError(f"{p} is {kind}", f"quantize it first: edgekit quantize {p}") from None
+        raise
 
 
 def tensor_summary(t: TensorInfo) -> dict[str, Any]:

@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import pytest
 
@@ -74,7 +75,9 @@ def test_bad_model_is_one_line_with_exit_code(tmp_path):
     proc = run("inspect", str(bad))
     assert proc.returncode == InputError.exit_code == 3
     assert proc.stderr.strip().splitlines() == [
-        "error: not a valid TFLite model: file identifier is b'\\x00\\x00\\x00\\x00', expected b'TFL3'"]
+        "error: not a valid TFLite model: file identifier is b'\\x00\\x00\\x00\\x00', expected b'TFL3' "
+        "(pass a .tflite file (a Keras model goes to `edgekit quantize` first); a damaged file must be copied or "
+        "exported again)"]
     assert "Traceback" not in proc.stderr
 
 
@@ -115,3 +118,52 @@ def test_json_output_is_strict_json_even_for_non_finite_numbers(capsys):
     emit(True, {"score": float("nan"), "top": [{"score": float("-inf")}, {"score": 0.5}]}, str)
     assert json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in JSON")) == {
         "score": None, "top": [{"score": None}, {"score": 0.5}]}
+
+
+# ------------------------------------------------------- every error line says what to do (issue 9, item 11)
+def one_error_line_with_its_fix(stderr: str) -> str:
+    """The README's error convention: exactly one line, `error: <what is wrong> (<what to do>)`."""
+    lines = [line for line in stderr.strip().splitlines() if not line.startswith(("warning:", "note:"))]
+    assert len(lines) == 1, stderr
+    assert lines[0].startswith("error: ") and lines[0].endswith(")") and " (" in lines[0], lines[0]
+    return lines[0]
+
+
+def _bad_runtime_inputs(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
+    model, cat = str(shared_file("mobilenet_v1_0.25_128_quant.tflite")), str(shared_file("cat.bmp"))
+    (tmp / "latin1.txt").write_bytes("caf\xe9\n".encode("latin-1"))
+    (tmp / "a_folder").mkdir()
+    h5 = tmp / "model.h5"
+    h5.write_bytes(b"\x89HDF\r\n\x1a\n" + bytes(600))
+    stray = tmp / "copy.tflite"
+    stray.write_bytes(Path(model).read_bytes())
+    (tmp / "copy.edgekit.json").write_text("{not json")
+    return {  # name: (argv, exit code, what the line must say)
+        "labels missing": (["classify", cat, "-m", model, "-l", str(tmp / "nope.txt")], 3, "does not exist"),
+        "labels not UTF-8": (["classify", cat, "-m", model, "-l", str(tmp / "latin1.txt")], 3, "not UTF-8"),
+        "--mean not a number": (["classify", cat, "-m", model, "--mean", "grey"], 2, "--mean expects one number"),
+        "--std count": (["classify", cat, "-m", model, "--std", "1,2"], 2, "--std needs 1 or 3 values"),
+        "not a TFLite model": (["check", str(REPO_README)], 3, "not a valid TFLite model"),
+        "a .h5 given to check": (["check", str(h5)], 3, "is a Keras .h5 (HDF5) file (quantize it first"),
+        "a .h5 given to inspect": (["inspect", str(h5)], 3, "is a Keras .h5"),
+        "a corrupt record beside the model": (["classify", cat, "-m", str(stray)], 3, "fix or delete that file"),
+        "a folder as the model": (["inspect", str(tmp / "a_folder")], 3, "is a folder, not a file"),
+        "a folder as labels": (["classify", cat, "-m", model, "-l", str(tmp / "a_folder")], 3,
+                               "--labels " + str(tmp / "a_folder") + " is a folder"),
+        "a folder as an image": (["classify", str(tmp / "a_folder"), "-m", model], 3, "folder holds no images"),
+    }
+
+
+REPO_README = Path(__file__).resolve().parents[1] / "README.md"
+BAD_RUNTIME_INPUTS = ["labels missing", "labels not UTF-8", "--mean not a number", "--std count",
+                      "not a TFLite model", "a .h5 given to check", "a .h5 given to inspect",
+                      "a corrupt record beside the model", "a folder as the model", "a folder as labels",
+                      "a folder as an image"]
+
+
+@pytest.mark.parametrize("case", BAD_RUNTIME_INPUTS)
+def test_each_bad_input_is_one_line_with_what_to_do(tmp_path, case):
+    argv, code, says = _bad_runtime_inputs(tmp_path)[case]
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == code, result.output
+    assert says in one_error_line_with_its_fix(result.stderr)

@@ -80,7 +80,7 @@ def test_garbage_is_refused_with_our_error(data, why):
 def test_missing_file_and_directory(tmp_path):
     with pytest.raises(InputError, match="no such file"):
         tflite_model.load(tmp_path / "absent.tflite")
-    with pytest.raises(InputError, match="directory"):
+    with pytest.raises(InputError, match="is a folder, not a .tflite file"):
         tflite_model.load(tmp_path)
 
 

@@ -141,7 +141,9 @@ def _tfrecord_files(source: str) -> list[str]:
     else:
         files = [source] if p.is_file() else []
     if not files:
-        raise InputError(f"--calib {source}: no TFRecord files found")
+        raise InputError(f"--calib {source}: no TFRecord files found",
+                         "check the folder or glob (quote it so the shell leaves the * alone), "
+                         "e.g. --calib 'data/train-*.tfrecord'")
     return files
 
 
@@ -311,7 +313,7 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
             try:
                 return pixels(open_image(f), rgb)
             except InputError as exc:
-                raise InputError(f"--calib {source}: {exc.message}", exc.hint or "remove or replace that file") from None
+                raise InputError(f"--calib {source}: {exc.message}", "remove or replace that file") from None
     elif path.suffix.lower() in (".npy", ".npz") and path.is_file():
         x, y = _read_array(path)
         kind = path.suffix.lower()[1:]
@@ -352,6 +354,11 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
         else:
             groups, classes = [list(range(len(x)))], None
             class_ids = None
+    elif _is_glob(source):  # a glob is read as TFRecord files only (README): say so, not "a single image"
+        folder = path.parent if not _is_glob(str(path.parent)) else None
+        raise InputError(f"--calib {source}: a glob names TFRecord files only, and this one names none",
+                         f"pass the folder that holds the images: --calib {folder}" if folder
+                         else f"pass a folder of images; example: {CALIB_EXAMPLE}")
     elif path.suffix.lower() in IMAGE_SUFFIXES:
         raise InputError(f"--calib {source} is a single image; calibration needs a few hundred",
                          f"pass the folder that holds the images: --calib {path.parent}")

@@ -153,7 +153,7 @@ def _import_user_module(spec: str, flag: str) -> Any:
         if spec.endswith(".py"):
             file = Path(spec)
             if not file.is_file():
-                raise InputError(f"{flag}: no such file {file}")
+                raise InputError(f"{flag}: no such file {file}", "check the path to the .py file")
             sys.path.insert(0, str(file.resolve().parent))
             name = f"_edgekit_user_{file.stem}"
             mod_spec = importlib.util.spec_from_file_location(name, file)
@@ -170,7 +170,9 @@ def _import_user_module(spec: str, flag: str) -> Any:
         raise InputError(f"{flag}: cannot import {spec!r} ({exc})",
                          "give a path to a .py file or an importable package.module") from None
     except Exception as exc:  # the user's code failed while importing
-        raise InputError(f"{flag}: importing {spec!r} failed: {type(exc).__name__}: {exc}") from None
+        shows = f"python {spec}" if spec.endswith(".py") else f"python -c 'import {spec}'"
+        raise InputError(f"{flag}: importing {spec!r} failed: {type(exc).__name__}: {first_line(exc)}",
+                         f"fix the error in {spec}; `{shows}` shows its traceback") from None
 
 
 def _build_arch(arch: str, verbose: bool) -> Any:
@@ -313,7 +315,9 @@ def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
         with silenced(verbose):
             obj = tf.saved_model.load(str(p))
     except Exception as exc:
-        raise InputError(f"{p}: TensorFlow could not load the SavedModel: {first_line(exc)}") from None
+        raise InputError(f"{p}: TensorFlow could not load the SavedModel: {first_line(exc)}",
+                         "export it again (model.export(dir) in Keras 3, model.save(dir) in Keras 2), or pass "
+                         "the .keras/.h5 file") from None
     signatures = dict(getattr(obj, "signatures", {}) or {})
     if not signatures:
         raise InputError(f"{p}: the SavedModel has no serving signature",

@@ -348,7 +348,15 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         raise UsageError(f"output {output} does not end in .tflite", "choose an output path like -o model_int8.tflite")
     require_output_folder(output, opts.on_note)  # before the slow work, like every check below up to keras_io.load
     labels = read_labels(opts.labels) if opts.labels else None
-    found = recorded_beside(opts.model)
+    try:
+        found = recorded_beside(opts.model)
+        unreadable_record = None
+    except InputError as exc:  # a stray, broken record must not block a run that names its own data
+        if opts.calib is None:
+            raise
+        found, unreadable_record = None, f"ignoring the record beside the model: {exc}"
+        if opts.on_warning:  # said now: loading the model takes a while
+            opts.on_warning(unreadable_record)
     record, record_file = found if found else (None, None)
     if record_file and model_record.sidecar_path(output).resolve() == record_file.resolve():
         raise UsageError(f"output {output} would overwrite the input's record {record_file}",
@@ -373,6 +381,8 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
             if opts.on_warning:
                 opts.on_warning(m)
 
+    if unreadable_record:
+        warnings.append(unreadable_record)
     warn(spec_warnings)
     if labels is None and record and record.labels:
         labels = record.labels

@@ -34,11 +34,13 @@ def read_labels(path: str | os.PathLike) -> dict[int, str]:
     try:
         return parse_labels(Path(path).read_text(encoding="utf-8-sig"))
     except FileNotFoundError:
-        raise InputError(f"labels file {path} does not exist") from None
+        raise InputError(f"labels file {path} does not exist", "check the path, or leave the labels out") from None
     except UnicodeDecodeError:
-        raise InputError(f"labels file {path} is not UTF-8 text") from None
+        raise InputError(f"labels file {path} is not UTF-8 text",
+                         "save it as UTF-8, one label per line (or `0 cat` lines)") from None
     except OSError as exc:
-        raise InputError(f"cannot read labels file {path}: {exc.strerror or exc}") from None
+        raise InputError(f"cannot read labels file {path}: {exc.strerror or exc}",
+                         "pass a readable text file, one label per line") from None
 
 
 # ------------------------------------------------------------------------------------- images
@@ -55,23 +57,24 @@ def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]
     for arg in args:
         p = Path(arg)
         if not arg.strip():  # Path("") is the current folder: an unset shell variable must not scan it
-            errors.append({"image": arg, "error": "an image argument is empty"})
+            errors.append({"image": arg, "error": "an image argument is empty (is a shell variable unset?)"})
         elif p.is_dir():
             found = sorted(str(c) for c in p.rglob("*") if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file()
                            and not _hidden(c.relative_to(p)))
             if not found:
                 kinds = ", ".join(sorted(IMAGE_EXTENSIONS))
-                errors.append({"image": arg, "error": f"{arg}: folder holds no images ({kinds})"})
+                errors.append({"image": arg, "error": f"{arg}: folder holds no images (only {kinds} files are read)"})
             images += found
         elif p.exists():
             images.append(arg)
         elif glob.has_magic(arg):
             found = sorted(m for m in glob.glob(arg, recursive=True) if Path(m).is_file())
             if not found:
-                errors.append({"image": arg, "error": f"{arg}: no file matches this pattern"})
+                errors.append({"image": arg, "error": f"{arg}: no file matches this pattern (check the folder and the "
+                                                      "pattern; quote it so the shell leaves the * alone)"})
             images += found
         else:
-            errors.append({"image": arg, "error": f"{arg}: no such file"})
+            errors.append({"image": arg, "error": f"{arg}: no such file (check the path)"})
     return images, errors
 
 
@@ -139,7 +142,8 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
         info = tflite_model.load(path)
         return info.is_compiled, info.metadata
     except InvalidModelError as exc:  # its message does not say which file
-        raise InputError(f"{path}: {exc.message}", exc.hint or "pass a .tflite model with -m/--model") from None
+        generic = not exc.hint or exc.hint == InvalidModelError.DEFAULT_HINT
+        raise InputError(f"{path}: {exc.message}", "pass a .tflite model with -m/--model" if generic else exc.hint) from None
 
 
 @dataclass

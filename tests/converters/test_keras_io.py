@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import shutil
 import subprocess
 import sys
 import textwrap
@@ -251,3 +252,62 @@ def test_custom_layers_need_custom_objects(tmp_path):
 def test_full_model_with_arch_is_a_usage_error(art):
     with pytest.raises(UsageError, match="only for weights-only files"):
         keras_io.load(art.dir / "k3.keras", arch="tiny_arch.py:create_model")
+
+
+# ------------------------------------------------------- every error line says what to do (issue 9, item 11)
+def _weights_only_h5(path):
+    import h5py
+
+    with h5py.File(path, "w") as f:
+        f.create_group("dense")
+    return path
+
+
+@pytest.mark.parametrize("case", ["--arch file missing", "--custom-objects file missing", "corrupt SavedModel",
+                                  "TFRecord glob without a match", "image glob"])
+def test_each_bad_conversion_input_is_one_line_with_what_to_do(tmp_path, case, monkeypatch):
+    from tests.test_cli import one_error_line_with_its_fix
+
+    weights = _weights_only_h5(tmp_path / "w.weights.h5")
+    (tmp_path / "sm").mkdir()
+    (tmp_path / "sm" / "saved_model.pb").write_bytes(b"\x00garbage")
+    (tmp_path / "imgs").mkdir()
+    argv, code, says = {
+        "--arch file missing": (["quantize", str(weights), "--arch", str(tmp_path / "nope.py") + ":f",
+                                 "--calib", "random"], 3, "no such file"),
+        "--custom-objects file missing": (["quantize", str(weights), "--custom-objects", str(tmp_path / "no.py"),
+                                           "--calib", "random"], 3, "--custom-objects: no such file"),
+        "corrupt SavedModel": (["quantize", str(tmp_path / "sm"), "--calib", "random"], 3,
+                               "TensorFlow could not load the SavedModel"),
+    }.get(case, (None, None, None))
+    if argv is None:  # calibration sources, read after the model: checked on the library call
+        from edgekit.converters import calibration
+        from edgekit.errors import InputError
+        from edgekit.preprocess import PreprocessSpec
+
+        source = str(tmp_path / "none" / "*.tfrecord") if "TFRecord" in case else str(tmp_path / "imgs" / "*.png")
+        with pytest.raises(InputError) as exc:
+            calibration.load(source, PreprocessSpec(8, 8))
+        line = f"error: {exc.value}"
+        assert exc.value.hint, line
+        assert ("no TFRecord files found" if "TFRecord" in case else "a glob names TFRecord files only") in line
+        return
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == code, result.output
+    assert says in one_error_line_with_its_fix(result.stderr)
+
+
+def test_a_broken_record_beside_the_model_does_not_block_a_run_with_calib(digits_keras, tmp_path, monkeypatch):
+    """Was: exit 3 on the stray record even though --calib says where the data is."""
+    model = tmp_path / "m.h5"
+    shutil.copy(digits_keras.path, model)
+    (tmp_path / "m.edgekit.json").write_text("{broken")
+
+    def reached(*args, **kwargs):
+        raise keras_io.InputError("the model loader was reached", "test sentinel")
+
+    monkeypatch.setattr(keras_io, "load", reached)
+    result = CliRunner().invoke(cli, ["quantize", str(model), "--calib", "random"])
+    assert "warning: ignoring the record beside the model" in result.stderr and "the model loader was reached" in result.stderr
+    result = CliRunner().invoke(cli, ["quantize", str(model)])  # without --calib the record is needed: refused
+    assert result.exit_code == 3 and "fix or delete that file" in result.stderr

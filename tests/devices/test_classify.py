@@ -195,7 +195,10 @@ def test_bad_images_are_reported_and_the_rest_go_on(bad_images):
     assert [r.image for r in report.results] == [str(bad_images["good"]), str(shared_file("cat.bmp"))]
     errors = {Path(e["image"]).stem: e["error"] for e in report.errors}
     assert set(errors) == {"truncated", "notes", "bomb"}
-    assert "truncated" in errors["truncated"] or "cannot decode" in errors["truncated"]
+    # what is said after the file name (which alone contains "truncated"): the reason, then the fix
+    said = {k: v.split(": ", 1)[1] for k, v in errors.items()}
+    assert said["truncated"].startswith("cannot decode image (") and "truncated" in said["truncated"]
+    assert said["truncated"].endswith("(the file is damaged or truncated: save or copy it again)")
     assert "not an image" in errors["notes"]
     assert "too large" in errors["bomb"] and "decompression bomb" in errors["bomb"]
 
@@ -221,7 +224,7 @@ def test_an_empty_image_argument_is_an_error_not_the_current_folder(tmp_path, mo
     Image.new("RGB", (8, 8)).save(tmp_path / "here.png")
     monkeypatch.chdir(tmp_path)
     images, errors = C.expand_images(["", " "])
-    assert images == [] and [e["error"] for e in errors] == ["an image argument is empty"] * 2
+    assert images == [] and [e["error"] for e in errors] == ["an image argument is empty (is a shell variable unset?)"] * 2
 
 
 def test_a_folder_of_class_folders_is_searched_recursively(tmp_path):
@@ -428,9 +431,13 @@ def test_json_schema_and_exit_codes(bad_images):
     partial = CliRunner().invoke(cli, args + [str(bad_images["text"])])
     assert partial.exit_code == InputError.exit_code
     doc = json.loads(partial.stdout)
-    assert len(doc["results"]) == 2 and doc["errors"] == [
-        {"image": str(bad_images["text"]), "error": f"{bad_images['text']}: not an image Pillow can read"}]
-    assert "1 of 3 image(s) could not be classified" in partial.stderr
+    said = (f"{bad_images['text']}: not an image Pillow can read "
+            "(pass JPEG, PNG, BMP, GIF, WebP, TIFF or PPM images)")
+    assert len(doc["results"]) == 2 and doc["errors"] == [{"image": str(bad_images["text"]), "error": said}]
+    assert partial.stderr.strip().splitlines() == [f"error: {said}"]  # one line for one bad image
+    text = CliRunner().invoke(cli, [a for a in args if a != "--json"] + [str(bad_images["text"])])
+    assert text.exit_code == 3 and text.stderr.strip().splitlines()[-1:] == [f"error: {said}"]
+    assert sum(line.startswith("error:") for line in text.stderr.splitlines()) == 1
 
 
 def test_text_output_without_labels_shows_ids():
