@@ -261,7 +261,8 @@ def test_classify_on_reports_a_bad_image_and_goes_on(sshd, deployed, tmp_path):
     assert [r["image"] for r in doc["results"]] == [good]
     assert [e["image"] for e in doc["errors"]] == [str(tmp_path / "missing.png"), str(bad)]
     assert doc["errors"][1]["error"].startswith(f"{bad}: ")
-    assert "error: 2 of 3 image(s) could not be classified" in result.stderr
+    assert [line for line in result.stderr.splitlines() if line.startswith("error: ")] == [  # one line per image
+        f"error: {e['error']}" for e in doc["errors"]]
 
 
 # ------------------------------------------------------------------------------------ benchmark --on
