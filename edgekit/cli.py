@@ -30,8 +30,8 @@ class _Group(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """In the order a Coral user works (quantize, check, compile, classify), then the tools."""
-        order = ["quantize", "check", "compile", "classify", "evaluate", "benchmark", "deploy", "inspect", "devices",
-                 "doctor"]
+        order = ["train", "quantize", "check", "compile", "build", "classify", "evaluate", "benchmark", "deploy",
+                 "inspect", "devices", "doctor"]
         return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -177,6 +177,62 @@ def inspect(model: str, as_json: bool) -> None:
     from edgekit import tflite_model
 
     emit(as_json, tflite_model.summary(tflite_model.load(model)), _render_inspect)
+
+
+# ----------------------------------------------------------------------------------------- train
+def _render_train(d: dict[str, Any]) -> str:
+    data, s = d["data"], d["strategy"]
+    val = d["validation_accuracy"]
+    return "\n".join([
+        f"{d['output']}: {d['arch']} trained {len(d['epochs'])} epoch(s) in {d['seconds']:.1f} s"
+        + (f", validation accuracy {val:.1%}" if val is not None else ""),
+        f"Data: {data['source']} ({data['kind']}, {data['classes']} classes, {data['train_samples']} training, "
+        f"{data['validation_samples']} validation examples)",
+        f"Strategy: {s['kind']} ({s['reason']}), {s['replicas']} replica(s), global batch {d['global_batch']}",
+        f"Preprocessing: {d['preprocess']['description']}",
+        f"Record: {d['record']} (preprocessing, labels, data): `edgekit quantize {d['output']}` needs no flags",
+    ])
+
+
+@command
+@click.argument("data", type=click.Path())
+@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The model to write (.keras).")
+@click.option("--arch", default="cnn", show_default=True,
+              help="cnn, mobilenetv2, or module.py:function / package.module:function called as "
+              "function(input_shape, num_classes).")
+@click.option("--width", default=1.0, show_default=True, type=click.FloatRange(min=0.05),
+              help="Width multiplier of mobilenetv2.")
+@click.option("--epochs", default=10, show_default=True, type=click.IntRange(min=1))
+@click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1),
+              help="Per replica: the global batch is this times the replicas (TPU cores, GPUs).")
+@click.option("--input-size", help="WIDTHxHEIGHT images are resized to (default: the first image's size).")
+@click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]), default="0..1", show_default=True,
+              help="Pixel scaling the model is trained with (recorded for quantize and classify).")
+@click.option("--channels", type=click.Choice(["RGB", "BGR", "L"]), default="RGB", show_default=True)
+@click.option("--validation-split", default=0.2, show_default=True, type=click.FloatRange(0.0, 0.9),
+              help="Share of each class held out for the per-epoch validation accuracy.")
+@click.option("--learning-rate", default=2e-3, show_default=True, type=click.FloatRange(min=0.0, min_open=True))
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--tfrecord-key", default="image/encoded", show_default=True,
+              help="Feature holding the encoded image in TFRecord examples (labels: image/class/label).")
+@json_option
+@quiet_option
+def train(data: str, output: str, arch: str, width: float, epochs: int, batch_size: int, input_size: str | None,
+          scaling: str, channels: str, validation_split: float, learning_rate: float, seed: int, tfrecord_key: str,
+          as_json: bool, quiet: bool) -> None:
+    """Train a Keras classifier on class folders or TFRecords, on a TPU, several GPUs or one device.
+
+    Exit codes: 0 ok, 2 usage, 3 bad data, 4 TensorFlow missing.
+    """
+    from edgekit.training.train import TrainOptions, train as run_train
+
+    doc = run_train(TrainOptions(data=data, output=output, arch=arch, width=width, epochs=epochs,
+                                 batch_size=batch_size, input_size=_size(input_size), scaling=scaling,
+                                 channels=channels, validation_split=validation_split, learning_rate=learning_rate,
+                                 seed=seed, tfrecord_key=tfrecord_key, show_progress=not quiet,
+                                 on_message=lambda m: click.echo(m if m.startswith("warning:") else f"note: {m}",
+                                                                 err=True)))
+    emit(as_json, doc, _render_train)
 
 
 # -------------------------------------------------------------------------------------- quantize

@@ -69,25 +69,11 @@ def load_folder(folder: str | Path, spec: PreprocessSpec = SPEC) -> tuple[np.nda
 def build_cnn(input_shape: tuple[int, int, int] = (SIZE, SIZE, 3), num_classes: int = 10, seed: int = 0) -> Any:
     """Conv(no bias)-BN-ReLU ×2 with MaxPool and Dropout, then Dense: small and fully int8/Edge TPU mappable."""
     import keras
-    from keras import layers
+
+    from edgekit.training.archs import small_cnn
 
     keras.utils.set_random_seed(seed)
-    model = keras.Sequential([
-        keras.Input(input_shape),
-        layers.Conv2D(16, 3, padding="same", use_bias=False),
-        layers.BatchNormalization(),
-        layers.ReLU(),
-        layers.MaxPooling2D(),
-        layers.Conv2D(32, 3, padding="same", use_bias=False),
-        layers.BatchNormalization(),
-        layers.ReLU(),
-        layers.MaxPooling2D(),
-        layers.Dropout(0.2),
-        layers.Flatten(),
-        layers.Dense(64, activation="relu"),
-        layers.Dropout(0.2),
-        layers.Dense(num_classes, activation="softmax"),
-    ], name="digits_cnn")
+    model = small_cnn(input_shape, num_classes)
     model.compile(optimizer=keras.optimizers.Adam(2e-3), loss="sparse_categorical_crossentropy",
                   metrics=["accuracy"])
     return model

@@ -1,0 +1,329 @@
+"""``edgekit train``: a Keras classifier trained on an image folder or TFRecords, ready for ``edgekit quantize``.
+
+The input pipeline is tf.data: parallel decode, cache, shuffle, batch, prefetch (AUTOTUNE). Each image
+goes through edgekit's one preprocessing: decoding, channel order and resizing are
+:func:`edgekit.preprocess.pixels` itself (called through ``tf.numpy_function``; Pillow releases the GIL,
+so the parallel map decodes in parallel), and the normalization ``(pixels - mean) / std`` runs in
+TensorFlow on the batch, computing in float32 what :func:`edgekit.preprocess.to_float` computes (a
+test checks they agree exactly). The spec and the labels (class folder names, sorted as Keras sorts
+them) are recorded beside the model, so ``edgekit quantize model.keras`` needs no flags.
+
+The model is built and compiled inside the strategy :mod:`edgekit.training.strategy` picks, the
+global batch is the per-replica batch times the replicas, and on a TPU ``steps_per_execution`` runs
+several steps per call (TensorFlow's TPU guide: it keeps the TPU busy between host round trips).
+"""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any, Callable
+
+import numpy as np
+
+from edgekit import __version__
+from edgekit.errors import InputError, UsageError, first_line
+from edgekit.model_record import ModelRecord, sidecar_path
+from edgekit.preprocess import PreprocessSpec, open_image, pixels
+
+CREATED_BY = "edgekit train"
+TPU_STEPS_PER_EXECUTION = 32
+DEFAULT_TFRECORD_LABEL_KEY = "image/class/label"
+
+
+@dataclass
+class TrainOptions:
+    data: str
+    output: str
+    arch: str = "cnn"
+    width: float = 1.0                       # mobilenetv2's width multiplier
+    epochs: int = 10
+    batch_size: int = 32                     # per replica
+    input_size: tuple[int, int] | None = None  # (width, height); default: the first image's size
+    scaling: str = "0..1"
+    channels: str = "RGB"
+    validation_split: float = 0.2
+    learning_rate: float = 2e-3
+    seed: int = 0
+    tfrecord_key: str = "image/encoded"
+    show_progress: bool = True
+    on_message: Callable[[str], None] | None = None  # the strategy line and advice (epoch lines go to stderr)
+
+
+@dataclass
+class TrainingData:
+    """The examples of DATA: image paths (folders) or serialized tf.train.Example bytes (TFRecords)."""
+
+    source: str
+    kind: str                 # images | tfrecord
+    items: list[Any]          # paths, or encoded image bytes
+    labels: np.ndarray
+    class_names: list[str]
+    first_size: tuple[int, int] = (0, 0)
+
+    def split(self, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
+        """(train indices, validation indices): ``fraction`` of each class held out, seeded."""
+        rng = np.random.default_rng(seed)
+        train, val = [], []
+        for k in range(len(self.class_names)):
+            idx = np.flatnonzero(self.labels == k)
+            rng.shuffle(idx)
+            n_val = int(round(len(idx) * fraction)) if len(idx) > 1 else 0
+            val += list(idx[:n_val])
+            train += list(idx[n_val:])
+        return np.asarray(sorted(train), np.int64), np.asarray(sorted(val), np.int64)
+
+
+def read_data(source: str, tfrecord_key: str = "image/encoded") -> TrainingData:
+    """A class-folder image set, or TFRecord file(s) of tf.train.Example with an encoded image and an int label."""
+    from edgekit.converters import calibration
+    from edgekit.datasets import list_images
+
+    if not Path(source).exists() and not calibration._is_glob(source):
+        raise InputError(f"DATA {source} does not exist", "pass a folder with one subfolder per class, or TFRecords")
+    if calibration._is_tfrecord(source):
+        return _read_tfrecords(source, tfrecord_key)
+    if not Path(source).is_dir():
+        raise InputError(f"DATA {source} is neither a folder of class folders nor TFRecord files")
+    groups, classes = list_images(Path(source), "DATA")
+    if classes is None or len(classes) < 2:
+        raise InputError(f"DATA {source}: training needs one subfolder per class, at least two",
+                         "put each class's images in a folder named after the class")
+    items = [str(p) for g in groups for p in g]
+    labels = np.concatenate([np.full(len(g), k, np.int64) for k, g in enumerate(groups)])
+    first = open_image(items[0])
+    return TrainingData(source, "images", items, labels, classes, first.size)
+
+
+def _read_tfrecords(source: str, key: str) -> TrainingData:
+    from edgekit.converters import calibration
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    tf = import_tensorflow()
+    files = calibration._tfrecord_files(source)
+    items, labels = [], []
+    try:
+        for raw in tf.data.TFRecordDataset(files):
+            ex = tf.train.Example.FromString(raw.numpy()).features.feature
+            if key not in ex or DEFAULT_TFRECORD_LABEL_KEY not in ex:
+                raise InputError(f"DATA {source}: a TFRecord example lacks {key!r} or {DEFAULT_TFRECORD_LABEL_KEY!r} "
+                                 f"(features present: {', '.join(sorted(ex)) or 'none'})",
+                                 "name the image feature with --tfrecord-key; labels must be int64 class ids")
+            items.append(ex[key].bytes_list.value[0])
+            labels.append(int(ex[DEFAULT_TFRECORD_LABEL_KEY].int64_list.value[0]))
+    except tf.errors.OpError as exc:
+        raise InputError(f"DATA {source}: cannot read TFRecord: {first_line(exc)}") from None
+    if not items:
+        raise InputError(f"DATA {source}: the TFRecord files hold no examples")
+    y = np.asarray(labels, np.int64)
+    if y.min() < 0:
+        raise InputError(f"DATA {source}: negative class id {int(y.min())} in {DEFAULT_TFRECORD_LABEL_KEY!r}")
+    first = open_image(io.BytesIO(items[0]))
+    return TrainingData(source, "tfrecord", items, y, [str(i) for i in range(int(y.max()) + 1)], first.size)
+
+
+def _decoder(data: TrainingData, spec: PreprocessSpec) -> Callable[[Any], np.ndarray]:
+    """Item (path or encoded bytes) → HxWxC uint8 pixels, by edgekit.preprocess.pixels."""
+    def decode(item: Any) -> np.ndarray:
+        where = item.decode() if data.kind == "images" else io.BytesIO(item)
+        return pixels(open_image(where), spec)
+
+    return decode
+
+
+def dataset(data: TrainingData, indices: np.ndarray, spec: PreprocessSpec, batch: int, *, shuffle: bool,
+            seed: int = 0, drop_remainder: bool = False) -> Any:
+    """The tf.data pipeline: decode in parallel → cache → shuffle → batch → normalize → prefetch."""
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    tf = import_tensorflow()
+    autotune = tf.data.AUTOTUNE
+    decode = _decoder(data, spec)
+    shape = (spec.height, spec.width, spec.num_channels)
+    items = [data.items[i] for i in indices]
+    ds = tf.data.Dataset.from_tensor_slices((tf.constant(items, tf.string), data.labels[indices]))
+
+    def load(item: Any, label: Any) -> tuple[Any, Any]:
+        x = tf.numpy_function(decode, [item], tf.uint8, stateful=False)
+        return tf.ensure_shape(x, shape), label
+
+    ds = ds.map(load, num_parallel_calls=autotune, deterministic=True).cache()
+    if shuffle:
+        ds = ds.shuffle(len(items), seed=seed, reshuffle_each_iteration=True)
+    mean = tf.constant(spec.mean, tf.float32)
+    std = tf.constant(spec.std, tf.float32)
+    ds = ds.batch(batch, drop_remainder=drop_remainder)
+    ds = ds.map(lambda x, y: ((tf.cast(x, tf.float32) - mean) / std, y), num_parallel_calls=autotune)
+    return ds.prefetch(autotune)
+
+
+def check_arch(arch: str) -> None:
+    from edgekit.training.archs import ARCHS
+
+    if arch not in ARCHS and ":" not in arch:
+        raise UsageError(f"unknown --arch {arch!r}", f"use one of {', '.join(ARCHS)}, or module.py:function")
+
+
+def build_model(arch: str, input_shape: tuple[int, int, int], num_classes: int, width: float = 1.0) -> Any:
+    """A built-in architecture by name, or ``module.py:fn`` / ``package.module:fn`` called as fn(input_shape, num_classes)."""
+    from edgekit.training.archs import ARCHS
+
+    if arch in ARCHS:
+        kwargs = {"width": width} if arch == "mobilenetv2" else {}
+        return ARCHS[arch](input_shape, num_classes, **kwargs)
+    check_arch(arch)
+    from edgekit.converters.keras_io import _import_user_module
+
+    where, name = arch.rsplit(":", 1)
+    fn = getattr(_import_user_module(where, "--arch"), name, None)
+    if not callable(fn):
+        raise UsageError(f"--arch: {where} has no function {name!r}")
+    try:
+        model = fn(input_shape, num_classes)
+    except Exception as exc:
+        raise InputError(f"--arch: {arch}(input_shape, num_classes) failed: {type(exc).__name__}: {exc}") from None
+    if not hasattr(model, "fit"):
+        raise UsageError(f"--arch: {arch}() returned {type(model).__name__}, not a Keras model")
+    return model
+
+
+class _Progress:
+    """A Keras callback: a batch progress bar on a terminal's stderr, one line per epoch, the history."""
+
+    def __init__(self, steps: int, epochs: int, show: bool, stream: IO[str] | None = None):
+        import keras
+
+        outer = self
+        self.epochs: list[dict[str, Any]] = []
+        self.stream = stream or sys.stderr
+        self.bar: Any = None
+        tty = show and getattr(self.stream, "isatty", lambda: False)()
+
+        class Callback(keras.callbacks.Callback):
+            def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
+                outer.start = time.perf_counter()
+                if tty:
+                    import click
+
+                    outer.bar = click.progressbar(length=steps, label=f"epoch {epoch + 1}/{epochs}", file=outer.stream)
+                    outer.bar.render_progress()
+
+            def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
+                if outer.bar is not None:
+                    outer.bar.update(1)
+
+            def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
+                if outer.bar is not None:
+                    outer.bar.render_finish()
+                    outer.bar = None
+                logs = {k: float(v) for k, v in (logs or {}).items()}
+                row = {"epoch": epoch + 1, "loss": logs.get("loss"), "accuracy": logs.get("accuracy"),
+                       "val_loss": logs.get("val_loss"), "val_accuracy": logs.get("val_accuracy"),
+                       "seconds": round(time.perf_counter() - outer.start, 3)}
+                outer.epochs.append(row)
+                if show:
+                    val = (f", validation accuracy {row['val_accuracy']:.1%}" if row["val_accuracy"] is not None
+                           else "")
+                    outer.stream.write(f"epoch {epoch + 1}/{epochs}: loss {row['loss']:.4f}, accuracy "
+                                       f"{row['accuracy']:.1%}{val} ({row['seconds']:.1f} s)\n")
+                    outer.stream.flush()
+
+        self.callback = Callback()
+
+
+def _save_keras(model: Any, output: Path) -> None:
+    """model.save() into a temporary folder beside ``output`` (Keras wants the real suffix), then rename."""
+    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    try:
+        model.save(tmp / output.name)
+        os.chmod(tmp / output.name, 0o644)
+        os.replace(tmp / output.name, output)
+    except OSError as exc:
+        raise InputError(f"cannot write {output} ({exc.strerror or exc})", "choose another -o") from None
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+
+
+def train(opts: TrainOptions) -> dict[str, Any]:
+    """Train, save ``opts.output`` and its record; return the summary ``edgekit train --json`` prints."""
+    from edgekit.converters.tf_quiet import import_tensorflow, silenced
+    from edgekit.fileio import require_output_folder, write_bytes_atomic
+    from edgekit.training import strategy as strategy_mod
+
+    output = Path(opts.output)
+    if output.suffix not in (".keras", ".h5"):
+        raise UsageError(f"-o {output}: the model is saved as .keras (or .h5)", "name the output model.keras")
+    if output.is_dir():
+        raise UsageError(f"-o {output} is a folder", "name the output file, e.g. model.keras")
+    require_output_folder(output)
+    if opts.epochs < 1 or opts.batch_size < 1 or not 0.0 <= opts.validation_split < 1.0:
+        raise UsageError("--epochs and --batch-size must be positive, --validation-split in [0, 1)")
+    check_arch(opts.arch)
+    data = read_data(opts.data, opts.tfrecord_key)
+    width, height = opts.input_size or data.first_size
+    spec = PreprocessSpec.with_scaling(width, height, opts.scaling, channels=opts.channels)
+    tf = import_tensorflow()
+    import keras
+
+    choice = strategy_mod.resolve()
+    global_batch, advice = strategy_mod.global_batch(opts.batch_size, choice)
+    say = opts.on_message or (lambda _m: None)
+    if opts.show_progress:
+        say(f"strategy: {choice.kind} ({choice.reason}), {choice.replicas} replica(s), global batch {global_batch}")
+    for a in advice:
+        say(f"warning: {a}")
+    train_idx, val_idx = data.split(opts.validation_split, opts.seed)
+    if len(train_idx) == 0:
+        raise InputError(f"DATA {opts.data}: no training examples left after the validation split")
+    on_tpu = choice.kind == "tpu"  # TPUs need static shapes: every batch full
+    train_ds = dataset(data, train_idx, spec, global_batch, shuffle=True, seed=opts.seed, drop_remainder=on_tpu)
+    val_ds = dataset(data, val_idx, spec, global_batch, shuffle=False) if len(val_idx) else None
+    steps = len(train_idx) // global_batch if on_tpu else -(-len(train_idx) // global_batch)
+    if steps == 0:
+        raise UsageError(f"the global batch {global_batch} is larger than the {len(train_idx)} training examples",
+                         "lower --batch-size")
+
+    keras.utils.set_random_seed(opts.seed)
+    with choice.strategy.scope():
+        model = build_model(opts.arch, (height, width, spec.num_channels), len(data.class_names), opts.width)
+        model.compile(optimizer=keras.optimizers.Adam(opts.learning_rate), loss="sparse_categorical_crossentropy",
+                      metrics=["accuracy"], steps_per_execution=TPU_STEPS_PER_EXECUTION if on_tpu else 1)
+    start = time.perf_counter()
+    try:
+        with silenced() as (stderr, _log):  # TensorFlow's noise hidden; the epoch lines reach the real stderr
+            progress = _Progress(steps, opts.epochs, opts.show_progress, stderr)
+            model.fit(train_ds, validation_data=val_ds, epochs=opts.epochs, verbose=0, callbacks=[progress.callback])
+    except tf.errors.OpError as exc:  # an image that does not decode surfaces here, from inside tf.numpy_function
+        text = str(exc)
+        line = next((ln for ln in text.splitlines() if "InputError" in ln), first_line(exc))
+        raise InputError(f"training failed on DATA {opts.data}: {line.split('InputError:')[-1].strip()}",
+                         "remove or fix the file, then train again") from None
+    seconds = time.perf_counter() - start
+
+    _save_keras(model, output)
+    try:
+        calib = os.path.relpath(Path(opts.data).resolve(), output.resolve().parent)
+    except ValueError:  # another drive on Windows
+        calib = str(Path(opts.data).resolve())
+    summary_data = {"source": opts.data, "kind": data.kind, "classes": len(data.class_names),
+                    "train_samples": int(len(train_idx)), "validation_samples": int(len(val_idx))}
+    training = {"arch": opts.arch, "width": opts.width if opts.arch == "mobilenetv2" else None,
+                "epochs": opts.epochs, "batch_per_replica": opts.batch_size, "global_batch": global_batch,
+                "strategy": choice.to_dict(), "tensorflow": tf.__version__}
+    record = ModelRecord(spec, data.class_names, {"created_by": CREATED_BY, "edgekit": __version__,
+                                                  "calibration": {"source": calib}, "training": training})
+    record_path = sidecar_path(output)
+    write_bytes_atomic(record_path, record.to_json().encode())
+    last = progress.epochs[-1] if progress.epochs else {}
+    return {"output": str(output), "record": str(record_path), "arch": opts.arch, "labels": data.class_names,
+            "data": summary_data, "preprocess": {**spec.to_dict(), "description": spec.describe()},
+            "strategy": choice.to_dict(), "batch_per_replica": opts.batch_size, "global_batch": global_batch,
+            "steps_per_execution": TPU_STEPS_PER_EXECUTION if on_tpu else 1, "advice": advice,
+            "epochs": progress.epochs, "validation_accuracy": last.get("val_accuracy"),
+            "seconds": round(seconds, 3)}
