@@ -131,10 +131,12 @@ def cli() -> None:
 
     \b
     Typical flow:
+      edgekit train images/ -o model.keras           # optional: train an Edge-TPU-friendly model
       edgekit quantize model.h5 --calib images/      # full-int8 .tflite, verified
       edgekit check model_int8.tflite                # offline Edge TPU op mapping
       edgekit compile model_int8.tflite              # runs edgetpu_compiler
       edgekit classify image.jpg -m model_int8_edgetpu.tflite
+      edgekit build model.keras -o bundle/           # all of it into one deployable folder
     """
 
 
@@ -571,6 +573,53 @@ def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None
     from edgekit.devices import remote
 
     emit(as_json, remote.deploy(bundle, _ssh_target(to, ssh), ssh["remote_path"]), _render_deploy)
+# ----------------------------------------------------------------------------------------- build
+def _render_build(d: dict[str, Any]) -> str:
+    m = d["manifest"]
+    check = m["reports"]["check"]
+    lines = [f"{d['bundle']}/: bundle of {len(m['files'])} file(s), sha256 of each in manifest.json"]
+    lines += [f"  {e['path']}  {e['size_bytes']:,} bytes" for e in m["files"]]
+    lines.append(f"CPU model: {m['models']['cpu']}; Edge TPU model: {m['models']['edgetpu'] or 'none (not compiled)'}")
+    lines.append(f"Check: {check['verdict']} ({check['summary']['edgetpu_ops']} ops on the Edge TPU, "
+                 f"{check['summary']['cpu_ops']} on the CPU)")
+    q = d["quantize"].get("verification") or {}
+    if q:
+        lines.append(f"Verification: top-1 agreement {q['top1_agreement']:.1%} on {q['samples']} samples")
+    lines.append(f"Run it: edgekit classify IMAGES -m {d['bundle']}")
+    return "\n".join(lines)
+
+
+@command
+@click.argument("model", type=click.Path())
+@click.option("--output", "-o", required=True, type=click.Path(), help="The bundle folder to write.")
+@click.option("--calib", help="Calibration data, as for quantize (default: the data recorded beside the model).")
+@click.option("--samples", default=300, show_default=True, type=click.IntRange(min=1), help="Calibration samples.")
+@click.option("--seed", default=0, show_default=True, type=int)
+@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file).")
+@click.option("--min-runtime", type=click.IntRange(10, 14),
+              help="Lowest Edge TPU runtime to compile for (default: the compiler's, 14 for compiler 16).")
+@click.option("--timeout", default=180.0, show_default=True, type=click.FloatRange(min=1),
+              help="Seconds before the compile is stopped.")
+@click.option("--no-compile", is_flag=True, help="A CPU-only bundle, even where edgetpu_compiler exists.")
+@json_option
+@quiet_option
+def build(model: str, output: str, calib: str | None, samples: int, seed: int, trust_model: bool,
+          min_runtime: int | None, timeout: float, no_compile: bool, as_json: bool, quiet: bool) -> None:
+    """Keras model → deployable bundle: quantize, check, compile (where edgetpu_compiler exists), manifest.json.
+
+    Exit codes: 0 ok, 2 usage (also an existing -o that is not a bundle), 3 bad input, 4 TensorFlow
+    missing, 5 conversion failed, 6 verification failed, 8 the compiler failed. No bundle on failure.
+    """
+    from edgekit.converters.build import BuildOptions, build as run_build
+
+    def note(message: str) -> None:
+        if message.startswith("warning:") or not quiet:
+            click.echo(message, err=True)
+
+    doc = run_build(BuildOptions(model=model, output=output, calib=calib, samples=samples, seed=seed,
+                                 trust_model=trust_model, min_runtime=min_runtime, timeout=timeout,
+                                 compile=not no_compile, show_progress=not quiet, on_note=note))
+    emit(as_json, doc, _render_build)
 
 
 # -------------------------------------------------------------------------------------- classify

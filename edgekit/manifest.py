@@ -216,6 +216,17 @@ def make_manifest(*, models: Dict[str, Optional[str]], labels: Optional[str], pr
             "reports": {"check": reports.get("check"), "compile": reports.get("compile")}, "accuracy": accuracy}
 
 
+def check_target(target: Union[str, os.PathLike]) -> None:
+    """Refuse an output that exists and is not a bundle, or whose folder is missing (before any slow work)."""
+    target = Path(target)
+    if target.exists() or target.is_symlink():
+        if target.is_symlink() or not is_bundle(target):
+            raise _UsageErrorBase("output %s exists and is not an edgekit bundle" % target,
+                                  "choose a new folder with -o (an existing bundle is replaced, nothing else is)")
+    if not target.parent.is_dir():
+        raise BundleError("output folder %s does not exist" % target.parent, "create it first or choose another -o")
+
+
 def write_bundle(target: Union[str, os.PathLike], sources: Dict[str, Union[str, os.PathLike, bytes]],
                  manifest: Dict[str, Any]) -> Path:
     """Write a bundle folder at ``target`` all at once: ``sources`` maps bundle paths to files or bytes.
@@ -225,13 +236,8 @@ def write_bundle(target: Union[str, os.PathLike], sources: Dict[str, Union[str, 
     refused, so a wrong ``-o`` never deletes a user's folder.
     """
     target = Path(target)
-    if target.exists() or target.is_symlink():
-        if target.is_symlink() or not is_bundle(target):
-            raise _UsageErrorBase("output %s exists and is not an edgekit bundle" % target,
-                                  "choose a new folder with -o (an existing bundle is replaced, nothing else is)")
+    check_target(target)
     parent = target.parent
-    if not parent.is_dir():
-        raise BundleError("output folder %s does not exist" % parent, "create it first or choose another -o")
     try:
         tmp = Path(tempfile.mkdtemp(prefix=".%s." % target.name, suffix=".tmp", dir=str(parent)))
     except OSError as exc:

@@ -1,0 +1,106 @@
+"""``edgekit build``: one command from a Keras model to a deployable bundle.
+
+quantize → check → compile (when edgetpu_compiler is here) → bundle (:mod:`edgekit.manifest`). Every
+step writes into a temporary folder beside the bundle; the bundle itself appears all at once at the
+end, or not at all when a step fails (quantize's verification included: no bundle of a bad model).
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from edgekit import __version__, manifest, tflite_model
+from edgekit.errors import MissingDependencyError, UsageError
+
+
+@dataclass
+class BuildOptions:
+    model: str
+    output: str
+    calib: str | None = None
+    samples: int = 300
+    seed: int = 0
+    trust_model: bool = False
+    min_runtime: int | None = None       # edgetpu_compiler -m; None: the compiler's default (14 for compiler 16)
+    timeout: float = 180.0
+    compile: bool = True                 # False: a CPU-only bundle even where the compiler exists
+    show_progress: bool = True
+    on_note: Callable[[str], None] = field(default=lambda _m: None)
+
+
+def _tensor(t: tflite_model.TensorInfo) -> dict[str, Any]:
+    q = t.quantization
+    scale, zero_point = (float(q.scales[0]), int(q.zero_points[0])) if q and q.scales else (None, None)
+    return {"shape": [int(d) for d in t.shape], "dtype": t.dtype, "scale": scale, "zero_point": zero_point}
+
+
+def build(opts: BuildOptions) -> dict[str, Any]:
+    """Build the bundle; return the document ``edgekit build --json`` prints."""
+    from edgekit.compiler_locator import find_compiler
+    from edgekit.converters import compatibility
+    from edgekit.converters.edgetpu_compiler import compile_model
+    from edgekit.converters.quantize import QuantizeOptions, quantize
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    target = Path(opts.output)
+    manifest.check_target(target)  # before minutes of work: a wrong -o fails now
+    stem = Path(opts.model.rstrip("/\\")).stem
+    stem = stem if stem.endswith("_int8") else stem + "_int8"
+    notes: list[str] = []
+    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".work", dir=target.parent))
+    try:
+        cpu = work / f"{stem}.tflite"
+        q = quantize(QuantizeOptions(model=opts.model, output=str(cpu), calib=opts.calib, samples=opts.samples,
+                                     seed=opts.seed, trust_model=opts.trust_model, show_progress=opts.show_progress,
+                                     on_warning=lambda w: opts.on_note(f"warning: {w}")))
+        info = tflite_model.load(cpu)
+        min_runtime = opts.min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME
+        check = compatibility.check_model(info, min_runtime)
+        compile_report = compiled = None
+        if not opts.compile:
+            notes.append("not compiled (--no-compile): the bundle holds the CPU model only")
+        elif not find_compiler():
+            notes.append("no edgetpu_compiler here (x86-64 Linux only): the bundle holds the CPU model only; "
+                         "build on a machine with the compiler to add the Edge TPU model")
+        else:
+            try:
+                report = compile_model(cpu, work, min_runtime=opts.min_runtime, timeout=opts.timeout,
+                                       notify=opts.on_note if opts.show_progress else None)
+            except MissingDependencyError as exc:  # found but unusable (e.g. a wrong EDGETPU_COMPILER)
+                notes.append(f"not compiled: {exc.message}; the bundle holds the CPU model only")
+            else:
+                compile_report = report.to_dict()
+                compiled = work / f"{stem}_edgetpu.tflite"
+        for n in notes:
+            opts.on_note(f"note: {n}")
+        record = _record_of(cpu)  # what quantize recorded inside the model: the spec and labels, as recorded
+        labels = record.labels
+        sources: dict[str, Any] = {cpu.name: cpu}
+        if compiled is not None:
+            sources[compiled.name] = compiled
+        if labels:
+            sources[manifest.LABELS_NAME] = ("\n".join(labels) + "\n").encode()
+        tf = import_tensorflow()
+        doc = manifest.make_manifest(
+            models={"cpu": cpu.name, "edgetpu": compiled.name if compiled else None},
+            labels=manifest.LABELS_NAME if labels else None,
+            preprocess=record.preprocess.to_dict(),
+            input=_tensor(info.inputs[0]),
+            versions={"edgekit": __version__, "tensorflow": tf.__version__,
+                      "edgetpu_compiler": compile_report["compiler_version"] if compile_report else None},
+            reports={"check": check.to_dict(), "compile": compile_report}, accuracy=None)
+        manifest.write_bundle(target, sources, doc)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    written = manifest.load(target).manifest
+    return {"bundle": str(target), "manifest": written, "quantize": q.summary, "notes": notes}
+
+
+def _record_of(model: Path) -> Any:
+    from edgekit.model_record import METADATA_NAME, ModelRecord
+
+    return ModelRecord.from_json(tflite_model.load(model).metadata[METADATA_NAME], str(model))
