@@ -61,10 +61,11 @@ def main() -> None:
         to full int8 with calibration images read through the same preprocessing (taken from the record, so no
         flags), verifies the int8 model against the float one, predicts the Edge TPU op mapping (`edgekit
         check`), compiles with edgetpu_compiler where it exists (x86-64 Linux; not here, so the bundle holds the
-        CPU model only), and writes the folder all at once: the model(s), labels.txt and manifest.json with
-        each file's sha256, the preprocessing, the input spec, the versions and the reports.""")
+        CPU model only), measures the int8 model's accuracy on the held-out images (--eval), and writes the
+        folder all at once: the model(s), labels.txt and manifest.json with each file's sha256, the
+        preprocessing, the input spec, the versions, the reports and the accuracy.""")
     bundle = OUT / "bundle"
-    run("build", str(model), "-o", str(bundle))
+    run("build", str(model), "-o", str(bundle), "--eval", str(folders.test))
     manifest = json.loads((bundle / "manifest.json").read_text())
     print(f"\nmanifest.json: models {manifest['models']}, labels {manifest['labels']}, "
           f"check verdict {manifest['reports']['check']['verdict']}, files "
@@ -79,7 +80,7 @@ def main() -> None:
     say("5. Evaluate", """`edgekit evaluate` measures the bundle's int8 model's top-1/top-5 on the held-out class
         folders and, with --reference, the float model's on the same images, their agreement, the classes that
         changed most and each layer's own int8 error (TensorFlow Lite's quantization debugger).""")
-    run("evaluate", "-m", str(bundle / manifest["models"]["cpu"]), "--data", str(folders.test),
+    run("evaluate", "-m", str(bundle), "--data", str(folders.test),
         "--reference", str(model))
     print("\ndemo finished: outputs in demo/out/ (copy demo/out/bundle/ to a Coral to run it there)")
 

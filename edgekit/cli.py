@@ -585,6 +585,10 @@ def _render_build(d: dict[str, Any]) -> str:
     q = d["quantize"].get("verification") or {}
     if q:
         lines.append(f"Verification: top-1 agreement {q['top1_agreement']:.1%} on {q['samples']} samples")
+    acc = m["accuracy"]
+    if acc:
+        lines.append(f"Accuracy on {acc['data']}: top-1 {acc['top1']:.1%}, top-5 {acc['top5']:.1%} "
+                     f"({acc['samples']} samples, the CPU int8 model)")
     lines.append(f"Run it: edgekit classify IMAGES -m {d['bundle']}")
     return "\n".join(lines)
 
@@ -593,6 +597,9 @@ def _render_build(d: dict[str, Any]) -> str:
 @click.argument("model", type=click.Path())
 @click.option("--output", "-o", required=True, type=click.Path(), help="The bundle folder to write.")
 @click.option("--calib", help="Calibration data, as for quantize (default: the data recorded beside the model).")
+@click.option("--eval", "eval_data", type=click.Path(),
+              help="Labelled data (class folders or .npz, as for evaluate): the int8 model's accuracy goes into "
+              "manifest.json.")
 @click.option("--samples", default=300, show_default=True, type=click.IntRange(min=1), help="Calibration samples.")
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file).")
@@ -603,7 +610,7 @@ def _render_build(d: dict[str, Any]) -> str:
 @click.option("--no-compile", is_flag=True, help="A CPU-only bundle, even where edgetpu_compiler exists.")
 @json_option
 @quiet_option
-def build(model: str, output: str, calib: str | None, samples: int, seed: int, trust_model: bool,
+def build(model: str, output: str, calib: str | None, eval_data: str | None, samples: int, seed: int, trust_model: bool,
           min_runtime: int | None, timeout: float, no_compile: bool, as_json: bool, quiet: bool) -> None:
     """Keras model → deployable bundle: quantize, check, compile (where edgetpu_compiler exists), manifest.json.
 
@@ -616,7 +623,7 @@ def build(model: str, output: str, calib: str | None, samples: int, seed: int, t
         if message.startswith("warning:") or not quiet:
             click.echo(message, err=True)
 
-    doc = run_build(BuildOptions(model=model, output=output, calib=calib, samples=samples, seed=seed,
+    doc = run_build(BuildOptions(model=model, output=output, calib=calib, eval=eval_data, samples=samples, seed=seed,
                                  trust_model=trust_model, min_runtime=min_runtime, timeout=timeout,
                                  compile=not no_compile, show_progress=not quiet, on_note=note))
     emit(as_json, doc, _render_build)
@@ -739,8 +746,9 @@ def _render_evaluate(d: dict[str, Any]) -> str:
 
 
 @command
-@click.option("--model", "-m", required=True, type=FilePath(),
-              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin).")
+@click.option("--model", "-m", required=True, type=click.Path(),
+              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
+              "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified).")
 @click.option("--data", required=True, type=click.Path(),
               help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y.")
 @click.option("--reference", type=click.Path(),
@@ -826,7 +834,8 @@ def _render_benchmark(d: dict[str, Any]) -> str:
 @command
 @click.option("--model", "-m", required=True, type=click.Path(),
               help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
-              "or a bundle folder (with --on, a bundle only).")
+              "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified; with --on, "
+              "a bundle only).")
 @click.option("--device", "-d", default="auto", show_default=True, help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
 @click.option("-n", "iterations", default=100, show_default=True, type=click.IntRange(min=1),
               help="Timed inferences.")

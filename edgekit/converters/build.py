@@ -1,8 +1,9 @@
 """``edgekit build``: one command from a Keras model to a deployable bundle.
 
-quantize → check → compile (when edgetpu_compiler is here) → bundle (:mod:`edgekit.manifest`). Every
-step writes into a temporary folder beside the bundle; the bundle itself appears all at once at the
-end, or not at all when a step fails (quantize's verification included: no bundle of a bad model).
+quantize → check → compile (when edgetpu_compiler is here) → evaluate (``--eval``) → bundle
+(:mod:`edgekit.manifest`). Every step writes into a temporary folder beside the bundle; the bundle
+itself appears all at once at the end, or not at all when a step fails (quantize's verification
+included: no bundle of a bad model).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgekit import __version__, manifest, tflite_model
-from edgekit.errors import MissingDependencyError, UsageError
+from edgekit.errors import InputError, MissingDependencyError
 
 
 @dataclass
@@ -22,6 +23,7 @@ class BuildOptions:
     model: str
     output: str
     calib: str | None = None
+    eval: str | None = None              # labelled data: the int8 model's accuracy goes into the manifest
     samples: int = 300
     seed: int = 0
     trust_model: bool = False
@@ -45,9 +47,11 @@ def build(opts: BuildOptions) -> dict[str, Any]:
     from edgekit.converters.edgetpu_compiler import compile_model
     from edgekit.converters.quantize import QuantizeOptions, quantize
     from edgekit.converters.tf_quiet import import_tensorflow
+    from edgekit.devices import evaluate as evaluate_mod
 
     target = Path(opts.output)
     manifest.check_target(target)  # before minutes of work: a wrong -o fails now
+    eval_set = evaluate_mod.read_set(opts.eval) if opts.eval else None  # a wrong --eval fails now too
     stem = Path(opts.model.rstrip("/\\")).stem
     stem = stem if stem.endswith("_int8") else stem + "_int8"
     notes: list[str] = []
@@ -84,6 +88,13 @@ def build(opts: BuildOptions) -> dict[str, Any]:
             sources[compiled.name] = compiled
         if labels:
             sources[manifest.LABELS_NAME] = ("\n".join(labels) + "\n").encode()
+        accuracy = None
+        if eval_set is not None:  # the CPU model: the same int8 arithmetic the Edge TPU runs, on any machine
+            ev = evaluate_mod.evaluate(cpu, eval_set, "cpu")
+            if ev.errors:
+                raise InputError(f"--eval {opts.eval}: {len(ev.errors)} sample(s) could not be read "
+                                 f"(first: {ev.errors[0]['error']})", "fix or remove them, then build again")
+            accuracy = {**ev.to_dict(), "model": cpu.name, "data": str(opts.eval)}
         tf = import_tensorflow()
         doc = manifest.make_manifest(
             models={"cpu": cpu.name, "edgetpu": compiled.name if compiled else None},
@@ -92,7 +103,7 @@ def build(opts: BuildOptions) -> dict[str, Any]:
             input=_tensor(info.inputs[0]),
             versions={"edgekit": __version__, "tensorflow": tf.__version__,
                       "edgetpu_compiler": compile_report["compiler_version"] if compile_report else None},
-            reports={"check": check.to_dict(), "compile": compile_report}, accuracy=None)
+            reports={"check": check.to_dict(), "compile": compile_report}, accuracy=accuracy)
         manifest.write_bundle(target, sources, doc)
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -171,7 +171,7 @@ def check_arch(arch: str) -> None:
 
 
 def build_model(arch: str, input_shape: tuple[int, int, int], num_classes: int, width: float = 1.0) -> Any:
-    """A built-in architecture by name, or ``module.py:fn`` / ``package.module:fn`` called as fn(input_shape, num_classes)."""
+    """A built-in architecture by name, or ``module.py:fn`` / ``package.module:fn`` (fn(input_shape, num_classes))."""
     from edgekit.training.archs import ARCHS
 
     if arch in ARCHS:

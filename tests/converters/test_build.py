@@ -25,13 +25,14 @@ def _build(args: list[str]) -> dict:
 
 
 @pytest.fixture(scope="module")
-def built(digits_keras, tmp_path_factory):
-    """`edgekit build digits.h5 -o bundle/` (calibration data from the record beside the model)."""
+def built(digits_keras, digits_folders, tmp_path_factory):
+    """`edgekit build digits.h5 --eval test/ -o bundle/` (calibration data from the record beside the model)."""
     target = tmp_path_factory.mktemp("build") / "bundle"
-    return target, _build([str(digits_keras.path), "-o", str(target), "--no-compile"])
+    return target, _build([str(digits_keras.path), "-o", str(target), "--no-compile",
+                           "--eval", str(digits_folders.test)])
 
 
-def test_bundle_manifest_describes_the_built_model(built, digits_keras):
+def test_bundle_manifest_describes_the_built_model(built, digits_keras, digits_folders):
     target, doc = built
     m = json.loads((target / "manifest.json").read_text())
     assert doc["manifest"] == m and doc["bundle"] == str(target)
@@ -42,7 +43,9 @@ def test_bundle_manifest_describes_the_built_model(built, digits_keras):
     assert m["input"] == {"shape": [1, 32, 32, 3], "dtype": "uint8", "scale": pytest.approx(1 / 255), "zero_point": 0}
     assert m["versions"]["edgekit"] and m["versions"]["tensorflow"] and m["versions"]["edgetpu_compiler"] is None
     assert m["reports"]["check"]["verdict"] == "full" and m["reports"]["compile"] is None
-    assert m["accuracy"] is None
+    acc = m["accuracy"]  # the evaluate document of the bundle's CPU model on --eval
+    assert acc["model"] == "digits_int8.tflite" and acc["samples"] == len(list(digits_folders.test.rglob("*.png")))
+    assert acc["top1"] >= 0.9 and acc["labels_from"]
     assert {e["path"] for e in m["files"]} == {"digits_int8.tflite", "labels.txt"}
     manifest.load(target).verify_all()
     assert not [p for p in target.parent.iterdir() if p.name.startswith(".")], "work folders left behind"
@@ -92,4 +95,5 @@ def test_build_with_a_compiler_adds_the_compiled_model_and_its_report(standin, d
     assert m["models"] == {"cpu": "digits_int8.tflite", "edgetpu": "digits_int8_edgetpu.tflite"}
     assert m["reports"]["compile"]["succeeded"] is True and m["versions"]["edgetpu_compiler"]
     assert {e["path"] for e in m["files"]} == {"digits_int8.tflite", "digits_int8_edgetpu.tflite", "labels.txt"}
+    assert m["accuracy"] is None  # no --eval
     manifest.load(tmp_path / "bundle").verify_all()

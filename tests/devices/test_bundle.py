@@ -173,3 +173,22 @@ def test_a_failed_write_leaves_no_bundle(tmp_path):
     with pytest.raises(InputError, match="points outside the bundle"):
         manifest.write_bundle(tmp_path / "b", {"../m.tflite": b"x"}, doc)
     assert list(tmp_path.iterdir()) == []
+
+
+def test_evaluate_and_benchmark_take_a_bundle(bundle):
+    no_edgetpu_runtime()
+    out = CliRunner().invoke(cli, ["benchmark", "-m", str(bundle), "-n", "3", "--warmup", "1", "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["model"].endswith(MODEL)
+    data = bundle.parent / "data"
+    (data / "tiger cat").mkdir(parents=True)
+    shutil.copy(shared_file("cat.bmp"), data / "tiger cat" / "cat.bmp")
+    out = CliRunner().invoke(cli, ["evaluate", "-m", str(bundle), "--data", str(data), "--json"])
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["samples"] == 1
+    data_bytes = bytearray((bundle / MODEL).read_bytes())
+    data_bytes[-1] ^= 1
+    (bundle / MODEL).write_bytes(bytes(data_bytes))  # changed: refused by both
+    for args in (["benchmark", "-m", str(bundle)], ["evaluate", "-m", str(bundle), "--data", str(data)]):
+        out = CliRunner().invoke(cli, args)
+        assert out.exit_code == 3 and "has changed since the bundle was built" in out.stderr

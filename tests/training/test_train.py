@@ -73,8 +73,10 @@ def test_labels_are_the_sorted_class_folders(digits_folders, tmp_path):
 def test_cnn_trains_to_a_sensible_accuracy_and_records_spec_and_labels(trained_cnn, digits_folders):
     path, doc = trained_cnn
     assert path.is_file() and doc["output"] == str(path)
-    assert doc["strategy"]["kind"] in ("default", "mirrored") and doc["global_batch"] == 32 * doc["strategy"]["replicas"]
-    assert [e["epoch"] for e in doc["epochs"]] == [1, 2, 3] and all(e["val_accuracy"] is not None for e in doc["epochs"])
+    assert doc["strategy"]["kind"] in ("default", "mirrored")
+    assert doc["global_batch"] == 32 * doc["strategy"]["replicas"]
+    assert [e["epoch"] for e in doc["epochs"]] == [1, 2, 3]
+    assert all(e["val_accuracy"] is not None for e in doc["epochs"])
     assert doc["validation_accuracy"] >= 0.9, doc["epochs"]
     record = ModelRecord.from_json(sidecar_path(path).read_bytes())
     assert record.labels == [str(i) for i in range(10)]
