@@ -573,6 +573,8 @@ def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None
     from edgekit.devices import remote
 
     emit(as_json, remote.deploy(bundle, _ssh_target(to, ssh), ssh["remote_path"]), _render_deploy)
+
+
 # ----------------------------------------------------------------------------------------- build
 def _render_build(d: dict[str, Any]) -> str:
     m = d["manifest"]
