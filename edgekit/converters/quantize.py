@@ -164,26 +164,59 @@ def make_converter(loaded: keras_io.LoadedModel, spec: PreprocessSpec, represent
     if io_type:
         conv.inference_input_type = conv.inference_output_type = {"uint8": tf.uint8, "int8": tf.int8}[io_type]
     # TF >= 2.16 quantizes Dense weights per channel; the Edge TPU toolchain expects one scale.
-    conv._experimental_disable_per_channel_quantization_for_dense_layers = True
-    for key, value in (settings or {}).items():
-        setattr(conv, key, value)
+    # If TensorFlow drops this setting, Dense weights come out per channel and the Edge TPU gate names them.
+    apply_settings(conv, {DENSE_PER_TENSOR: True})
+    missing = apply_settings(conv, settings or {})
+    if missing:
+        raise SettingMissing(missing)
     return conv
+
+
+DENSE_PER_TENSOR = "_experimental_disable_per_channel_quantization_for_dense_layers"
+
+
+class SettingMissing(Exception):
+    """The converter has no attribute of that name (TensorFlow renamed or removed it): setting it would do nothing."""
+
+    def __init__(self, names: list[str]):
+        super().__init__(", ".join(names))
+        self.names = names
+
+
+def apply_settings(conv: Any, settings: dict[str, Any]) -> list[str]:
+    """Set each private converter attribute that exists; return the names that do not (nothing is set for them).
+
+    ``setattr`` on a renamed attribute would silently add a new one that TensorFlow never reads.
+    """
+    missing = [k for k in settings if not hasattr(conv, k)]
+    for key, value in settings.items():
+        if key not in missing:
+            setattr(conv, key, value)
+    return missing
 
 
 def convert(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str = "uint8",
             settings: dict[str, Any] | None = None, stream: IO[str] | None = None, show_progress: bool = True,
             verbose: bool = False) -> bytes:
     """Full-integer conversion with a static batch-1 input; raises ConversionError with TF's reason."""
-    tf = import_tensorflow(verbose)
+    import_tensorflow(verbose)
+    ours: list[BaseException] = []  # an error in edgekit's own calibration feed is a bug, not TF's refusal
     with silenced(verbose) as (real_err, log):
-        try:
-            def representative() -> Any:
-                for x in calibration.progress(calib_x, len(calib_x), "Calibrating", stream or real_err, show_progress):
+        def representative() -> Any:
+            try:
+                for x in calibration.progress(calib_x, len(calib_x), "Calibrating", stream or real_err,
+                                              show_progress):
                     yield [x[None].astype(np.float32)]
+            except Exception as exc:
+                ours.append(exc)
+                raise
 
-            conv = make_converter(loaded, spec, representative, io_type, settings)
+        conv = make_converter(loaded, spec, representative, io_type, settings)  # edgekit's code: bugs propagate
+        try:
             return bytes(conv.convert())
-        except Exception as exc:
+        except Exception as exc:  # TensorFlow's refusal (ConverterError, ValueError, ...), unless it was ours
+            if ours:
+                raise ours[0] from None
             error = exc
     reasons = [ln for ln in str(error).splitlines() if "error" in ln.lower()] or log.error_lines()
     reason = "; ".join(r.strip() for r in reasons[:3])[:500] or f"{type(error).__name__}: {str(error)[:300]}"
@@ -197,14 +230,22 @@ def convert_checked(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: Pre
     """Convert, check, and retry with each remedy until the checks pass: (model, remedy used, tried)."""
     tried: list[str] = []
     first_problems: list[compatibility.Problem] | None = None
+    outputs: list[bytes] = []
     for name, settings in REMEDIES:
         try:
             data = convert(loaded, calib_x, spec, io_type, settings, stream, show_progress and not tried, verbose)
+        except SettingMissing as exc:  # say so rather than run the same conversion again under a false name
+            tried.append(f"{name} (skipped: this TensorFlow has no converter setting {', '.join(exc.names)})")
+            continue
         except ConversionError:
             if not tried:
                 raise
             tried.append(name)
             continue
+        if any(data == before for before in outputs):  # the setting was accepted but changed nothing
+            tried.append(f"{name} (no effect: the same model as before)")
+            continue
+        outputs.append(data)
         tried.append(name)
         info = tflite_model.ModelInfo.from_bytes(data)
         problems = compatibility.quantize_gate(compatibility.check_model(info), io_type, info)

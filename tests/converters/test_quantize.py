@@ -353,3 +353,34 @@ def test_the_bytes_written_are_the_bytes_verified(digits_keras, digits_folders, 
         assert result.exit_code == 70, result.output
         assert "adding the record to the model changed its outputs" in result.stderr
         assert not out.exists()
+
+
+def test_a_converter_setting_tensorflow_lacks_is_not_set_silently():
+    """setattr on a renamed private attribute adds one TensorFlow never reads: refuse to pretend."""
+    from edgekit.converters.quantize import apply_settings
+
+    class Converter:
+        _experimental_disable_per_channel = False
+
+    conv = Converter()
+    assert apply_settings(conv, {"_experimental_disable_per_channel": True, "_renamed_in_tf_3": True}) == [
+        "_renamed_in_tf_3"]
+    assert conv._experimental_disable_per_channel is True and not hasattr(conv, "_renamed_in_tf_3")
+
+
+def test_a_bug_in_edgekit_during_conversion_is_an_internal_error_not_exit_5(digits_keras, tmp_path, monkeypatch):
+    """Was: the broad except around conversion said "TensorFlow could not convert" (exit 5) for our own bug."""
+    from edgekit.converters import calibration
+
+    def broken_progress(items, *args, **kwargs):
+        raise AttributeError("'NoneType' object has no attribute 'write'")  # a bug in edgekit's feed
+
+    monkeypatch.setattr(calibration, "progress", broken_progress)
+    x = np.zeros((4, 32, 32, 3), np.float32)
+    from edgekit.converters import keras_io
+    from edgekit.converters.quantize import convert
+    from edgekit.preprocess import PreprocessSpec
+
+    loaded = keras_io.load(digits_keras.path)
+    with pytest.raises(AttributeError, match="no attribute 'write'"):
+        convert(loaded, x, PreprocessSpec(32, 32), "uint8")
