@@ -294,7 +294,8 @@ def _has_scaling_layer(model: Any) -> bool:
 def _from_keras(p: Path, fmt: str, model: Any) -> LoadedModel:
     inputs = getattr(model, "inputs", None) or []
     if len(inputs) != 1:
-        raise ConversionError(f"{p}: the model has {len(inputs)} inputs; edgekit quantize handles one image input")
+        raise ConversionError(f"{p}: the model has {len(inputs)} inputs; edgekit quantize handles one image input",
+                              "save the image classifier alone, as a model with one (N, H, W, C) input")
 
     def call(x: Any) -> Any:
         out = model(x, training=False)
@@ -326,7 +327,8 @@ def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
     specs = sig.structured_input_signature[1]
     if len(specs) != 1:
         raise ConversionError(f"{p}: the serving signature has {len(specs)} inputs; "
-                              "edgekit quantize handles one image input")
+                              "edgekit quantize handles one image input",
+                              "export the image classifier alone, with one (N, H, W, C) input")
     (name, spec), = specs.items()
 
     def call(x: Any) -> Any:

@@ -174,8 +174,13 @@ class ModelLoader:
     def __call__(self) -> LoadedModel:
         if Path(self.model).is_dir():
             return self._load_bundle()
-        from edgekit.model_record import find_record
+        from edgekit.model_record import cpu_model_path, find_record
 
+        twin = cpu_model_path(self.model)
+        if not Path(self.model).exists() and twin != Path(self.model) and twin.is_file():
+            # the quick start without edgetpu_compiler: step 3 made no compiled model
+            raise InputError(f"no such file: {self.model}",
+                             f"compile it first (edgekit compile {twin}), or run the CPU model: -m {twin}")
         is_compiled, metadata = model_facts(self.model)
         opened = self._open(self.model, is_compiled)
         record = find_record(self.model, metadata)
