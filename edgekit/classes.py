@@ -38,3 +38,23 @@ def top_k(scores: np.ndarray, k: int | None = None, threshold: float = float("-i
     if k is not None:
         order = order[:max(k, 0)]
     return [(int(i), float(s[i])) for i in order]
+
+
+def read_labels(path):
+    """A labels file read by :func:`parse_labels` (UTF-8, a BOM allowed); InputError with the fix when it cannot be.
+
+    For ``classify`` and ``quantize --labels`` alike (the board runner reads its bundle's labels itself).
+    """
+    from edgekit.errors import InputError
+
+    try:
+        with open(path, encoding="utf-8-sig") as f:
+            return parse_labels(f.read())
+    except FileNotFoundError:
+        raise InputError("labels file %s does not exist" % path, "check the path, or leave the labels out") from None
+    except UnicodeDecodeError:
+        raise InputError("labels file %s is not UTF-8 text" % path,
+                         "save it as UTF-8, one label per line (or `0 cat` lines)") from None
+    except OSError as exc:
+        raise InputError("cannot read labels file %s: %s" % (path, exc.strerror or exc),
+                         "pass a readable text file, one label per line") from None

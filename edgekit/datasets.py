@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgekit.devices.classify import IMAGE_EXTENSIONS
+from edgekit.preprocess import IMAGE_EXTENSIONS
 from edgekit.errors import InputError, first_line
 
 X_KEYS = ("x", "images", "x_train", "data", "x_calib", "x_test")

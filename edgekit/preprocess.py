@@ -34,6 +34,7 @@ SCALINGS: dict[str, tuple[float, float]] = {
 }
 MIN_STD = 1e-6        # smaller (or negative) divisors make pixel values overflow float32 or flip them
 MAX_MEAN_STD = 1e30   # float32 stays finite
+IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
 MAX_IMAGE_PIXELS = 64 * 1024 * 1024  # larger images are refused as decompression bombs
 
 

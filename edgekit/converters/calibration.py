@@ -26,9 +26,8 @@ from typing import IO, Any, TypeVar
 import numpy as np
 
 from edgekit.datasets import list_images
-from edgekit.devices.classify import IMAGE_EXTENSIONS
 from edgekit.errors import InputError, UsageError, first_line
-from edgekit.preprocess import PreprocessSpec, normalize_rgb, open_image, pixels
+from edgekit.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
 
 IMAGE_SUFFIXES = IMAGE_EXTENSIONS  # the images classify reads are the images calibration reads
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record")

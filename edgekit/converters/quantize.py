@@ -142,7 +142,7 @@ def read_labels(path: str) -> list[str]:
 
     ``<id> <label>`` / ``<id>: <label>`` lines or one label per line; ids that are skipped get their number.
     """
-    from edgekit.devices.classify import read_labels as read_label_file
+    from edgekit.classes import read_labels as read_label_file
 
     table = read_label_file(path)
     if not table:

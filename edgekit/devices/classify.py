@@ -23,24 +23,9 @@ from typing import Any, Callable, Iterable, Iterator
 
 import numpy as np
 
-from edgekit.classes import parse_labels, top_k  # noqa: F401 (part of this module's API)
+from edgekit.classes import parse_labels, read_labels, top_k  # noqa: F401 (part of this module's API)
 from edgekit.errors import DeviceError, InputError, first_line
-
-IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
-
-
-# ------------------------------------------------------------------------------------- labels
-def read_labels(path: str | os.PathLike) -> dict[int, str]:
-    try:
-        return parse_labels(Path(path).read_text(encoding="utf-8-sig"))
-    except FileNotFoundError:
-        raise InputError(f"labels file {path} does not exist", "check the path, or leave the labels out") from None
-    except UnicodeDecodeError:
-        raise InputError(f"labels file {path} is not UTF-8 text",
-                         "save it as UTF-8, one label per line (or `0 cat` lines)") from None
-    except OSError as exc:
-        raise InputError(f"cannot read labels file {path}: {exc.strerror or exc}",
-                         "pass a readable text file, one label per line") from None
+from edgekit.preprocess import IMAGE_EXTENSIONS  # noqa: F401 (part of this module's API)
 
 
 # ------------------------------------------------------------------------------------- images
