@@ -439,22 +439,40 @@ def test_a_stop_signal_stops_the_compiler_group_and_cleans_up(standin, model_cop
 
 
 def test_cli_compile_compares_with_check(standin, tmp_path):
+    """The stand-in hands over deeplab's real compiled model with console text that names deeplab and no
+    op table (there is no recorded deeplab log): it used to replay yolov5s's log beside deeplab's model,
+    a report mixing two models. The comparison rests on the real compiled pair only."""
     model = tmp_path / "deeplab.tflite"
     shutil.copyfile(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"), model)
-    standin(OUTPUT_MODEL=shared_file("deeplabv3_mnv2_dm05_pascal_quant_edgetpu.tflite"))
+    text = fixture("v16_version.txt").strip() + "\n\nModel compiled successfully in 1000 ms.\n\n" \
+        "Input model: deeplab.tflite\nOutput model: deeplab_edgetpu.tflite\n"
+    (tmp_path / "stdout.txt").write_text(text)
+    (tmp_path / "log.txt").write_text("Edge TPU Compiler version 16.0.384591198\nInput: deeplab.tflite\n")
+    standin(OUTPUT_MODEL=shared_file("deeplabv3_mnv2_dm05_pascal_quant_edgetpu.tflite"),
+            STDOUT=tmp_path / "stdout.txt", LOG=tmp_path / "log.txt")
     r = CliRunner().invoke(cli, ["compile", str(model)])
     assert r.exit_code == 0, r.output
     assert "edgekit check agreed with the compiler on every op type" in r.output
-    assert "Operator                       Count      Status" in r.output
     r = CliRunner().invoke(cli, ["compile", str(model), "--json"])
     doc = json.loads(r.stdout)
     assert doc["check_disagreements"] == [] and doc["succeeded"] and doc["compiler_version"] == "16.0.384591198"
+    assert doc["input_model"] == "deeplab.tflite" and doc["ops"] == []  # nothing from another model
     assert set(doc) == {  # the schema in the README
         "compiler_version", "succeeded", "compile_ms", "returncode", "command", "input_model", "output_model",
         "input_size_bytes", "output_size_bytes", "on_chip_used_bytes", "on_chip_remaining_bytes",
         "off_chip_used_bytes", "subgraphs", "total_ops", "edgetpu_ops", "cpu_ops", "ops_per_status", "ops",
         "segments", "outputs", "errors", "check_disagreements"}
+
+
+def test_the_op_table_of_a_real_log_is_rendered():
+    """The op table part of the report, from one real recorded compile (yolov5s: stdout and log together)."""
+    from edgekit.cli import _render_compile
+
+    report = etc.parse_compiler_output(fixture("v16_partial_yolov5s_224_stdout.txt"), 0)
+    doc = report.to_dict()
     assert set(doc["ops"][0]) == {"operator", "count", "status"}
+    text = _render_compile({**doc, "check_disagreements": None})
+    assert "Operator                       Count      Status" in text and "yolov5s-int8-224.tflite" in text
 
 
 def test_cli_compile_prints_disagreements(standin, tmp_path):

@@ -101,8 +101,6 @@ def test_recorded_preprocessing_reproduces_the_float_model(digits_int8, held_out
 
 
 def test_classify_cli_with_no_preprocessing_flags_agrees(digits_int8, digits_folders, held_out, float_top1):
-    if "classify" not in cli.commands:
-        pytest.skip("edgekit classify is not built yet")
     _, _, paths = held_out
     result = CliRunner().invoke(cli, ["classify", *map(str, paths), "-m", str(digits_int8.output),
                                       "-k", "1", "--json", "--device", "cpu"])
