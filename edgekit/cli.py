@@ -105,9 +105,22 @@ def command(fn: Callable) -> Callable:
 
 
 def _json_safe(x: Any) -> Any:
-    """NaN and infinities become null: JSON has no such numbers, and strict parsers refuse them."""
+    """NaN and infinities become null: JSON has no such numbers, and strict parsers refuse them.
+
+    A file name that is not UTF-8 reaches Python with lone surrogates (PEP 383), which strict parsers
+    refuse too: its undecodable bytes are written as ``\\xNN`` instead.
+    """
     if isinstance(x, float):
         return x if math.isfinite(x) else None
+    if isinstance(x, str):
+        try:
+            x.encode("utf-8")
+        except UnicodeEncodeError:
+            try:
+                return x.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+            except UnicodeEncodeError:  # a surrogate no file system decoding made
+                return x.encode("utf-8", "backslashreplace").decode("utf-8")
+        return x
     if isinstance(x, dict):
         return {k: _json_safe(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -697,6 +710,8 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
 
     _require_on(on, ssh)
     try:
+        if math.isnan(threshold):
+            raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
         if on is not None:
             from edgekit.devices import remote
 

@@ -164,7 +164,11 @@ def _read_tfrecords(source: str, key: str) -> tuple[list[list[bytes]], list[str]
     notes: list[str] = []
     count = 0
     try:
-        for raw in tf.data.TFRecordDataset(files):
+        # One record from each file in turn, so the records scanned (at most MAX_TFRECORD_SCAN) come from
+        # every shard: shards written class by class are not read as only the first classes.
+        records = tf.data.Dataset.from_tensor_slices(files).interleave(
+            tf.data.TFRecordDataset, cycle_length=len(files), block_length=1, deterministic=True)
+        for raw in records:
             example = tf.train.Example.FromString(raw.numpy())
             feats = example.features.feature
             if key not in feats or not feats[key].bytes_list.value:
@@ -179,7 +183,8 @@ def _read_tfrecords(source: str, key: str) -> tuple[list[list[bytes]], list[str]
             by_label.setdefault(label, []).append(bytes(feats[key].bytes_list.value[0]))
             count += 1
             if count >= MAX_TFRECORD_SCAN:
-                notes.append(f"sampled from the first {MAX_TFRECORD_SCAN} records")
+                notes.append(f"sampled from the first {MAX_TFRECORD_SCAN} records, taken in turn from each of "
+                             f"{len(files)} file(s)")
                 break
     except InputError:
         raise

@@ -252,7 +252,7 @@ class Classifier:
             self.labels: dict[int, str] = read_labels(labels)
         else:
             self.labels = dict(loaded.labels or {})
-        if self.labels and len(self.labels) != self.num_classes:
+        if (self.labels or labels is not None) and len(self.labels) != self.num_classes:  # an empty file too
             self.notes.append(f"warning: {len(self.labels)} labels but the model has {self.num_classes} classes; "
                               "labels may be shifted (e.g. a missing 'background' line)")
         self.first_inference_ms: float | None = None

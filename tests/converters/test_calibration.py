@@ -189,6 +189,25 @@ def tfrecord(tmp_path_factory):
 
 
 @pytest.mark.tf
+def test_tfrecord_shards_written_class_by_class_are_all_sampled(tmp_path, monkeypatch):
+    """Was: the first MAX_TFRECORD_SCAN records in file order, i.e. only the first shard's class."""
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    tf = import_tensorflow()
+    for label in range(3):  # one class per shard, 20 records each
+        with tf.io.TFRecordWriter(str(tmp_path / f"train-{label:05d}-of-00003.tfrecord")) as w:
+            for _ in range(20):
+                feats = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(80 * label)])),
+                         "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+                w.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
+    monkeypatch.setattr(calibration, "MAX_TFRECORD_SCAN", 15)
+    data = calibration.load(str(tmp_path), SPEC, samples=9, holdout=3)
+    assert data.classes == ["0", "1", "2"]
+    assert sorted(np.bincount(data.calib_labels).tolist()) == [3, 3, 3]
+    assert any("taken in turn from each of 3 file(s)" in n for n in data.notes)
+
+
+@pytest.mark.tf
 def test_tfrecord_default_key_and_labels(tfrecord):
     data = calibration.load(str(tfrecord), SPEC, samples=10, holdout=4)
     assert data.kind == "tfrecord" and data.classes == ["0", "1"]

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import ctypes.util
 import json
+import os
 import shutil
 import struct
+import sys
 import zlib
 from pathlib import Path
 
@@ -542,3 +544,21 @@ def test_a_16bit_image_is_classified_like_its_8bit_copy(tmp_path):
     assert len(tops) == 3 and 281 <= tops[0][0] <= 285, tops  # ImageNet ids 281-285 are cats
     assert tops[1] == tops[0] and tops[2] == tops[0], tops
     assert [r.top for r in report.results[1:]] == [report.results[0].top] * 2
+
+
+def test_small_things_a_user_meets(tmp_path):
+    """Issue 9, item 12: -t nan kept nothing with exit 0; an empty labels file gave no count warning;
+    a file name that is not UTF-8 came out in --json as a lone surrogate strict parsers refuse."""
+    model, cat = str(shared_file(MODEL)), shared_file("cat.bmp")
+    r = CliRunner().invoke(cli, ["classify", str(cat), "-m", model, "-t", "nan"])
+    assert r.exit_code == 2 and "-t/--threshold nan keeps no score" in r.stderr
+    (tmp_path / "empty.txt").write_text("")
+    r = CliRunner().invoke(cli, ["classify", str(cat), "-m", model, "-l", str(tmp_path / "empty.txt"), "-k", "1"])
+    assert r.exit_code == 0 and "warning: 0 labels but the model has 1001 classes" in r.stderr
+    if sys.platform.startswith("linux"):  # file names are bytes there
+        odd = os.fsdecode(os.fsencode(str(tmp_path)) + b"/caf\xe9.bmp")
+        shutil.copy(cat, odd)
+        r = CliRunner().invoke(cli, ["classify", odd, "-m", model, "-k", "1", "--json"])
+        assert r.exit_code == 0, r.output
+        r.stdout.encode("utf-8")  # no lone surrogate left
+        assert json.loads(r.stdout)["results"][0]["image"].endswith("caf\\xe9.bmp")
