@@ -22,7 +22,7 @@ from edgekit.devices import classify as C
 from edgekit.errors import InputError, UsageError
 from edgekit.preprocess import spec_from_input_quantization
 from tests.conftest import shared_file
-from tests.devices.test_classify import COMPILED, IMAGES, MODEL, no_edgetpu_runtime
+from tests.devices.test_classify import COMPILED, IMAGES, MODEL, no_edgetpu  # noqa: F401 (a fixture)
 
 SPEC = spec_from_input_quantization(128, 128, 3, "uint8", 1 / 128, 128)
 
@@ -55,8 +55,7 @@ def test_written_bundle_lists_every_file_with_its_sha256(bundle):
     manifest.load(bundle).verify_all()
 
 
-def test_classify_from_bundle_equals_classify_from_its_files(bundle):
-    no_edgetpu_runtime()
+def test_classify_from_bundle_equals_classify_from_its_files(bundle, no_edgetpu):
     images = [str(shared_file(i)) for i in IMAGES]
     notes: list[str] = []
     from_bundle = C.classify(images, bundle, k=3, notes=notes).to_dict()
@@ -69,8 +68,7 @@ def test_classify_from_bundle_equals_classify_from_its_files(bundle):
     assert [r["top"] for r in cpu["results"]] == [r["top"] for r in from_files["results"]]
 
 
-def test_bundle_from_the_cli_json(bundle):
-    no_edgetpu_runtime()
+def test_bundle_from_the_cli_json(bundle, no_edgetpu):
     out = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(bundle), "--json", "-q"])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
@@ -175,8 +173,7 @@ def test_a_failed_write_leaves_no_bundle(tmp_path):
     assert list(tmp_path.iterdir()) == []
 
 
-def test_evaluate_and_benchmark_take_a_bundle(bundle):
-    no_edgetpu_runtime()
+def test_evaluate_and_benchmark_take_a_bundle(bundle, no_edgetpu):
     out = CliRunner().invoke(cli, ["benchmark", "-m", str(bundle), "-n", "3", "--warmup", "1", "--json"])
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["model"].endswith(MODEL)
