@@ -199,10 +199,9 @@ def check_libedgetpu(p: Probe, devices: list) -> Check:
         return Check("libedgetpu", WARN, f"there is no Edge TPU runtime for {p.system}", "run on the CPU")
     path = find_libedgetpu(p)
     if path is None:
-        fix = {"Linux": "sudo apt-get install libedgetpu1-std (Coral's apt repo: "
-                        "https://coral.ai/docs/accelerator/get-started/)",
-               "Darwin": "install Coral's edgetpu_runtime (install.sh) or brew's libedgetpu",
-               "Windows": "install Coral's edgetpu_runtime (install.bat)"}.get(p.system, "install the Edge TPU runtime")
+        from edgekit.devices.backends import EDGETPU_INSTALL_HINTS
+
+        fix = EDGETPU_INSTALL_HINTS.get(p.system, "install the Edge TPU runtime")
         status = FAIL if devices else WARN
         why = "an Edge TPU is attached but cannot be used" if devices else "classify runs on the CPU only"
         return Check("libedgetpu", status, f"{name} not found: {why}", fix)

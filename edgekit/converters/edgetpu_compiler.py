@@ -31,7 +31,7 @@ from typing import Any, Callable
 
 from edgekit import tflite_model
 from edgekit.compiler_locator import (  # noqa: F401  (part of this module's API)
-    ENV_VAR, INSTALL_HINT, NOT_COMPILER_HINT, OTHER_PLATFORM_HINT, VERSION_TIMEOUT_S, find_compiler, parse_version,
+    ENV_VAR, INSTALL_HINT, NOT_COMPILER_HINT, RUNTIME_MISMATCH, OTHER_PLATFORM_HINT, VERSION_TIMEOUT_S, find_compiler, parse_version,
     platform_supported, version_from_output, version_major)
 from edgekit.errors import CompilerError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import publish, refuse_folders, require_output_folder
@@ -250,7 +250,7 @@ def _new_section(report: CompileReport) -> ModelSection:
 
 # ------------------------------------------------------------------------------- known failures
 _OP_VERSION = re.compile(r"Didn't find op for builtin opcode '(\w+)' version '(\d+)'")
-_RUNTIME = re.compile(r"Package requires runtime version \((\d+)\), which is newer than this runtime version \((\d+)\)")
+_RUNTIME = RUNTIME_MISMATCH
 
 
 def diagnose(text: str) -> tuple[str, str] | None:

@@ -272,6 +272,15 @@ def select_backend(name: str | None = None) -> Backend:
 
 
 # ------------------------------------------------------------------------------------ delegate
+# How to install libedgetpu per OS: for classify's delegate errors and doctor's check alike.
+EDGETPU_INSTALL_HINTS = {
+    "Linux": "install the Edge TPU runtime from Coral's apt repo: sudo apt-get install libedgetpu1-std "
+             "(https://coral.ai/docs/accelerator/get-started/)",
+    "Darwin": "install the Edge TPU runtime (Coral's edgetpu_runtime install.sh, or brew) so that "
+              "libedgetpu.1.dylib is on the library path",
+    "Windows": "install the Edge TPU runtime (Coral's edgetpu_runtime install.bat) so that edgetpu.dll "
+               "is on PATH",
+}
 _NOT_INSTALLED = ("cannot open shared object file", "image not found", "library not loaded", "no such file",
                   "could not find module", "error 126")
 
@@ -286,14 +295,7 @@ def explain_delegate_error(exc: BaseException, library: str, device: DeviceSpec 
     lowered = text.lower()
     missing = any(s in lowered for s in _NOT_INSTALLED) and "failed to load delegate" not in lowered
     if isinstance(exc, OSError) or missing:
-        install = {
-            "Linux": "install the Edge TPU runtime from Coral's apt repo: sudo apt-get install libedgetpu1-std "
-                     "(https://coral.ai/docs/accelerator/get-started/)",
-            "Darwin": "install the Edge TPU runtime (Coral's edgetpu_runtime install.sh, or brew) so that "
-                      "libedgetpu.1.dylib is on the library path",
-            "Windows": "install the Edge TPU runtime (Coral's edgetpu_runtime install.bat) so that edgetpu.dll "
-                       "is on PATH",
-        }.get(system, "install the Edge TPU runtime")
+        install = EDGETPU_INSTALL_HINTS.get(system, "install the Edge TPU runtime")
         return DeviceError(f"the Edge TPU runtime {library} is not installed or not on the library path ({first})",
                            f"{install}; or run on the CPU with --device cpu")
     fixes = ("check that the Edge TPU is plugged in and listed by `edgekit devices`; "
@@ -414,9 +416,7 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
     return OpenedModel(interp, str(path), str(path), label, backend, notes)
 
 
-# What libedgetpu says when a model was compiled for a newer runtime than its own (edgetpu.md §3).
-_RUNTIME_MISMATCH = re.compile(r"requires runtime version \((\d+)\), which is newer than this runtime version "
-                               r"\((\d+)\)")
+from edgekit.compiler_locator import RUNTIME_MISMATCH as _RUNTIME_MISMATCH  # noqa: E402 (one regex for both)
 
 
 def _runtime_mismatch(path: Path, text: str) -> DeviceError | None:
