@@ -156,3 +156,21 @@ def test_each_bad_input_is_one_line_with_what_to_do(tmp_path, case):
     result = CliRunner().invoke(cli, argv)
     assert result.exit_code == code, result.output
     assert says in one_error_line_with_its_fix(result.stderr)
+
+
+def test_cli_defaults_are_the_library_constants():
+    """The CLI types its defaults as literals (--help must not import converters/): they must stay equal to
+    the constants the library uses when called directly."""
+    from edgekit.converters import calibration, compatibility, edgetpu_compiler, quantize
+
+    def default(command: str, name: str):
+        return next(p.default for p in cli.commands[command].params if p.name == name)
+
+    assert default("quantize", "samples") == calibration.DEFAULT_SAMPLES
+    assert default("quantize", "tfrecord_key") == calibration.DEFAULT_TFRECORD_KEY
+    assert default("quantize", "min_agreement") == quantize.DEFAULT_MIN_AGREEMENT
+    assert default("quantize", "max_accuracy_drop") == quantize.DEFAULT_MAX_ACCURACY_DROP
+    assert list(next(p for p in cli.commands["quantize"].params if p.name == "io_type").type.choices) == list(
+        quantize.IO_TYPES)
+    assert default("compile", "timeout") == edgetpu_compiler.DEFAULT_TIMEOUT_S
+    assert default("check", "min_runtime") == compatibility.COMPILER_DEFAULT_MIN_RUNTIME
