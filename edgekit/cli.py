@@ -6,7 +6,6 @@ import TensorFlow (each command imports what it needs when it runs).
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import signal
@@ -131,6 +130,8 @@ def _json_safe(x: Any) -> Any:
 def emit(as_json: bool, data: Any, render: Callable[[Any], str]) -> None:
     """Print ``data`` as JSON, or as the text ``render`` makes of it."""
     if as_json:
+        import json  # here, not at the top: a text run never pays for it (cold start, issue 11)
+
         click.echo(json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False))
     else:
         click.echo(render(data))
@@ -670,13 +671,15 @@ def _render_classify(d: dict[str, Any]) -> str:
               help="auto, cpu, usb, usb:N, pci, pci:N or :N (pycoral's grammar).")
 @click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
 @click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
 @click.option("--on", "on", metavar="USER@HOST",
               help="Run on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m when needed.")
 @ssh_options
 @json_option
 @quiet_option
 def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int, threshold: float, device: str,
-             mean: str | None, std: str | None, on: str | None, as_json: bool, quiet: bool, **ssh: Any) -> None:
+             mean: str | None, std: str | None, threads: int | None, on: str | None, as_json: bool, quiet: bool,
+             **ssh: Any) -> None:
     """Classify images (files, folders, globs) on an Edge TPU, or on the CPU where there is none.
 
     With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
@@ -717,6 +720,8 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
 
             if labels is not None:
                 raise UsageError("--labels cannot be combined with --on", "the labels come from the bundle")
+            if threads is not None:
+                raise UsageError("--threads cannot be combined with --on", "the board's runner picks its threads")
             doc = remote.classify(list(images), model, _ssh_target(on, ssh), path=ssh["remote_path"],
                                   device=device, k=top_k, threshold=threshold, mean=_floats(mean, "--mean"),
                                   std=_floats(std, "--std"), notes=notes,
@@ -724,7 +729,7 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
         else:
             report = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
                                            mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                                           on_start=on_start, on_image=on_image, notes=notes)
+                                           num_threads=threads, on_start=on_start, on_image=on_image, notes=notes)
             doc = report.to_dict()
     finally:
         if bar is not None:
@@ -908,6 +913,8 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
             click.echo(f"warning: {compare_with} timed {saved.get('model')} on {saved.get('device')}; this run "
                        f"{doc['model']} on {doc['device']}", err=True)
     if save:
+        import json
+
         write_bytes_atomic(save, (json.dumps(_json_safe(doc), indent=2) + "\n").encode())
     emit(as_json, doc, _render_benchmark)
     c = doc["comparison"]

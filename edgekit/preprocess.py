@@ -36,6 +36,7 @@ MIN_STD = 1e-6        # smaller (or negative) divisors make pixel values overflo
 MAX_MEAN_STD = 1e30   # float32 stays finite
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
 MAX_IMAGE_PIXELS = 64 * 1024 * 1024  # larger images are refused as decompression bombs
+EXIF_ORIENTATION = 0x0112  # the EXIF tag saying how the camera was held
 
 
 @dataclass(frozen=True)
@@ -170,7 +171,7 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
 
 def open_image(path: str | Path):
     """Open an image fully decoded, EXIF-rotated, refusing decompression bombs. Raises InputError."""
-    from PIL import Image, ImageOps, UnidentifiedImageError
+    from PIL import Image, UnidentifiedImageError
 
     # Pillow warns on big images before our own, stricter pixel-count check refuses them. A filter,
     # re-added on each call, rather than warnings.catch_warnings(), which is not thread-safe (classify
@@ -182,7 +183,12 @@ def open_image(path: str | Path):
             if im.width * im.height > MAX_IMAGE_PIXELS:
                 raise InputError(f"{path}: image is too large ({im.width}x{im.height} pixels)", too_large)
             im.load()
-            return to_8bit(ImageOps.exif_transpose(im), path, im.format)
+            upright = im
+            if im.getexif().get(EXIF_ORIENTATION, 1) != 1:  # as the camera was held; else no copy, no ImageOps
+                from PIL import ImageOps
+
+                upright = ImageOps.exif_transpose(im)
+            return to_8bit(upright, path, im.format)
     except InputError:
         raise
     except FileNotFoundError:

@@ -346,7 +346,8 @@ def default_workers() -> int:
 def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "auto",
              labels: str | os.PathLike | None = None, k: int | None = 5, threshold: float = float("-inf"),
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-             workers: int | None = None, on_start: Callable[[int], None] | None = None,
+             workers: int | None = None, num_threads: int | None = None,
+             on_start: Callable[[int], None] | None = None,
              on_image: Callable[[str], None] | None = None, notes: list[str] | None = None) -> ClassifyReport:
     """Expand ``images`` (files, folders, globs), classify them all, and return the report.
 
@@ -354,7 +355,7 @@ def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "
     why, and label-count warnings. ``on_start(n)`` and ``on_image(path)`` drive a progress bar.
     """
     paths, errors = expand_images(images)
-    classifier = Classifier(model, device, labels, mean, std)
+    classifier = Classifier(model, device, labels, mean, std, num_threads=num_threads)
     if notes is not None:
         notes.extend(classifier.notes)
     if on_start:

@@ -319,3 +319,17 @@ def test_on_a_real_edgetpu_the_compiled_model_agrees_with_the_cpu_model():
     assert tpu.device != "cpu"
     for a, b in zip(tpu.results, cpu.results):
         assert abs(a.top[0]["score"] - b.top[0]["score"]) <= 2 / 256
+
+
+def test_cpu_interpreters_use_the_cores_unless_told(monkeypatch):
+    """LiteRT runs one thread by default; edgekit asks for one per core (at most 4), or --threads."""
+    import os
+
+    monkeypatch.setattr(os, "cpu_count", lambda: 8)
+    model = shared_file("mobilenet_v1_0.25_128_quant.tflite")
+    B.open_model(model, "cpu", backend=_stand_in_backend([]))
+    assert _StandInInterpreter.made[-1]["num_threads"] == 4
+    B.open_model(model, "cpu", backend=_stand_in_backend([]), num_threads=1)
+    assert _StandInInterpreter.made[-1]["num_threads"] == 1
+    monkeypatch.setattr(os, "cpu_count", lambda: None)
+    assert B.default_threads() == 1
