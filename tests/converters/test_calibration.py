@@ -103,6 +103,22 @@ def test_npz_with_labels_is_balanced_and_float_inputs_pass_through(tmp_path):
     assert data.classes == ["0", "1"]
     assert np.isclose(data.calib, 0.5).all(axis=(1, 2, 3)).sum() == 5
     assert any("as is" in n for n in data.notes)
+    # y gives each sample its class id (for measuring accuracy), not names worth recording
+    assert (np.isclose(data.calib[:, 0, 0, 0], 0.5) == (data.calib_labels == 1)).all()
+    assert data.class_names is None
+
+
+def test_class_folders_give_ids_in_sorted_name_order(tmp_path):
+    """Keras's image_dataset_from_directory order: folder names sorted, folder k is class k."""
+    for name, value in (("zebra", 250), ("ant", 10), ("cat", 120)):
+        (tmp_path / name).mkdir()
+        for i in range(4):
+            Image.new("RGB", (8, 8), (value,) * 3).save(tmp_path / name / f"{i}.png")
+    data = calibration.load(str(tmp_path), SPEC, samples=6, holdout=6)
+    assert data.class_names == ["ant", "cat", "zebra"]
+    values = {0: 10, 1: 120, 2: 250}
+    for pixels, labels in ((data.calib_pixels, data.calib_labels), (data.holdout_pixels, data.holdout_labels)):
+        assert [values[k] for k in labels.tolist()] == pixels[:, 0, 0, 0].tolist()
 
 
 def test_float_array_of_the_wrong_shape_is_refused(tmp_path):
@@ -213,6 +229,8 @@ def test_tfrecord_default_key_and_labels(tfrecord):
     assert data.kind == "tfrecord" and data.classes == ["0", "1"]
     assert data.calib.shape == (10, 8, 8, 3)
     assert sorted(set(np.round(data.calib[:, 0, 0, 0] * 255).astype(int).tolist())) == [0, 200]
+    assert (np.round(data.calib[:, 0, 0, 0] * 255) == 200 * data.calib_labels).all()   # image/class/label
+    assert (np.round(data.holdout[:, 0, 0, 0] * 255) == 200 * data.holdout_labels).all()
 
 
 @pytest.mark.tf

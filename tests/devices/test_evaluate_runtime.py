@@ -44,3 +44,17 @@ def test_arrays_without_matching_folders_need_as_many_outputs(tmp_path):
     result = CliRunner().invoke(cli, ["evaluate", "-m", str(model), "--data", str(tmp_path / "cat.npz"), "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["top5"] == 1.0
+
+
+def test_a_compiled_model_without_an_edge_tpu_is_evaluated_on_its_cpu_twin(tmp_path):
+    model = shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")
+    from PIL import Image
+
+    x = np.stack([np.asarray(Image.open(shared_file("cat.bmp")).convert("RGB").resize((128, 128)))])
+    np.savez(tmp_path / "cat.npz", x=x, y=np.array([286]))
+    result = CliRunner().invoke(cli, ["evaluate", "-m", str(model), "--data", str(tmp_path / "cat.npz"), "--json",
+                                      "--device", "cpu"])
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["device"] == "cpu" and doc["model"].endswith("mobilenet_v1_0.25_128_quant.tflite")
+    assert "mobilenet_v1_0.25_128_quant.tflite" in result.stderr     # the note names the CPU model that ran
