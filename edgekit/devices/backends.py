@@ -28,8 +28,8 @@ from typing import Any, Callable, Iterator
 
 # Shared with the runner deploy ships to a board (stdlib only), so both find packages the same way.
 from edgekit.devices.board_runner import google_pycoral_available, module_available  # noqa: F401
-from edgekit.errors import DeviceError, InputError, MissingDependencyError, UsageError, first_line
 from edgekit.devices.latency import default_threads
+from edgekit.errors import DeviceError, InputError, MissingDependencyError, UsageError, first_line
 
 BACKENDS = ("pycoral", "ai_edge_litert", "tflite_runtime", "tensorflow")
 BACKEND_ENV = "EDGEKIT_BACKEND"
