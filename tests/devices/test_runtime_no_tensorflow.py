@@ -96,3 +96,22 @@ def test_classify_from_a_bundle_without_tensorflow(no_tf_env, tmp_path):
                            "-m", str(bundle), "-k", "1"], capture_output=True, text=True, timeout=180, env=no_tf_env)
     assert proc.returncode == 0, proc.stderr
     assert "tiger cat" in proc.stdout  # the labels came from the bundle
+
+
+def test_evaluate_and_benchmark_without_tensorflow(no_tf_env, tmp_path):
+    """Their runtime halves need no TensorFlow (only evaluate --reference does)."""
+    import shutil
+
+    (tmp_path / "data" / "Egyptian cat").mkdir(parents=True)
+    shutil.copy(shared_file("cat.bmp"), tmp_path / "data" / "Egyptian cat")
+    model = str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"))
+    for argv, key in ((["evaluate", "-m", model, "--data", str(tmp_path / "data"), "-l",
+                        str(shared_file("imagenet_labels.txt")), "--json"], "top5"),
+                      (["benchmark", "-m", model, "-n", "3", "--json"], "p50_ms")):
+        proc = subprocess.run([sys.executable, "-c", CHECK, *argv], capture_output=True, text=True, timeout=180,
+                              env=no_tf_env)
+        report = json.loads(next(ln for ln in proc.stderr.splitlines()
+                                 if ln.startswith("MODULES ")).removeprefix("MODULES "))
+        assert report["blocked"] and report["tensorflow"] == [] and report["converters"] == [], report
+        assert report["codes"][0] in (0, None), proc.stderr
+        assert key in json.JSONDecoder().raw_decode(proc.stdout.lstrip())[0]
