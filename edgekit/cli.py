@@ -828,12 +828,11 @@ def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labe
         doc["reference"] = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
                                                  layers=not no_layers, verbose=verbose)
     emit(as_json, doc, _render_evaluate)
-    if doc["errors"]:
+    if doc["errors"]:  # one line per image that failed, as classify; the rest were scored
         from edgekit.errors import InputError
 
         for e in doc["errors"]:
             click.echo(f"error: {e['error']}", err=True)
-        click.echo(f"error: {len(doc['errors'])} of {len(labelled)} sample(s) could not be read", err=True)
         sys.exit(InputError.exit_code)
 
 
