@@ -12,15 +12,17 @@ samples): 0 is exact, 1 is an error as large as the signal itself.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from edgekit import metrics
 from edgekit.converters import keras_io
 from edgekit.converters.tf_quiet import silenced
-from edgekit.devices.evaluate import Evaluation, LabelledSet
 from edgekit.preprocess import open_image, to_float
+
+if TYPE_CHECKING:  # annotations only: converters/ imports nothing from devices/
+    from edgekit.devices.evaluate import Evaluation, LabelledSet
 
 LAYER_SAMPLES = 32      # samples the per-layer report runs (each runs every op twice)
 WORST_SHOWN = 5
