@@ -57,7 +57,8 @@ NOT_SUPPORTED = "Operation not supported"
 DATA_TYPE = "Operation is working on an unsupported data type"
 VERSION = "Operation version not supported"
 NOT_CONSTANT = "Filter, bias, or other param is not constant at compile-time"
-RANK = "Tensor has unsupported rank"  # the compiler's words start so (google-coral/edgetpu#708)
+# The compiler's full words (compiler 16: google-coral/edgetpu#537, #708; compiler 2.0: #30, #75).
+RANK = "Tensor has unsupported rank (up to 3 innermost dimensions mapped)"
 STRIDES = "Only Strided-Slice with unitary strides supported"  # compiler 15 log (yolov5s, public README)
 # Whole-model failures: the compiler refuses the model, nothing is mapped.
 PARSE_FAILED = "Model could not be parsed"
@@ -100,7 +101,11 @@ SEEN_MAPPED = frozenset({
     "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED",
     "LOGISTIC", "MAX_POOL_2D", "MEAN", "MUL", "PAD", "PRELU", "QUANTIZE", "RESHAPE",
     "RESIZE_NEAREST_NEIGHBOR", "SOFTMAX", "SPLIT", "STRIDED_SLICE", "SUB", "TANH", "TRANSPOSE",
-    "UNIDIRECTIONAL_SEQUENCE_LSTM"})
+    "UNIDIRECTIONAL_SEQUENCE_LSTM",
+    # compiler 16 logs: L2_NORMALIZATION, SUM (jiri-kula/EfficientDet model_edgetpu.log @069975ed), SLICE
+    # (tensorflow/models#10695), RELU (mathieugalle/edgetpu-compiler-pad-fail @df17eec0), RESIZE_BILINEAR
+    # (a fully mapped MobileHumanPose, eehoeskrap/PaperReview#15).
+    "L2_NORMALIZATION", "SUM", "SLICE", "RELU", "RESIZE_BILINEAR"})
 
 #: Custom ops the compiler's TensorFlow Lite resolves (they stay on the CPU as "Operation is
 #: working on an unsupported data type": tensorflow/models#10695 and other public logs).
@@ -114,19 +119,30 @@ FIX_QUANTIZE = ("quantize the whole model to int8 (full-integer post-training qu
                 "`edgekit quantize`")
 FIX_MOVE_TO_END = "replace it with a supported op, or move it after the last op that should run on the Edge TPU"
 
-# Row-size limit (yolov8n pair + log, and the yolov5s logs): a tensor whose two innermost
+# Row-size limit (yolov8n pair + log, yolov5s and yolov8 logs): a tensor whose two innermost
 # dimensions hold more than this many values is refused ("unspecified limitation"), whatever the
-# op. Mapped at most 134,400 (yolov8n SOFTMAX/CONV_2D on 1x4x8400x16; the yolov5s 160 concat
-# 1x1575x85 = 133,875 in v16_full_yolov5s_160.log); refused from 230,400 (yolov8n RESHAPE
-# 1x144x1600) and, inferred from the architecture, 199,920 (yolov5s 224 RESHAPE 1x2352x85 in
-# v16_partial_yolov5s_224_stdout.txt). The limit is placed inside that gap. Known gap: in
-# google-coral/edgetpu#490 (EfficientDet-Lite0, 9 classes) LOGISTIC on the 1x19206x9 class tensor
-# (172,854) is refused while CONCATENATION of the same tensor is mappable, so LOGISTIC may have a
-# lower limit; one case is too few to place it.
+# op. Mapped at most 176,400 (the final CONCATENATION 1x84x2100 and LOGISTIC 1x80x2100 of
+# MRezqalla/GoalBuddy's yolov8n 320 log @9329054e, compiler 16, otherwise mappable; yolov8n SOFTMAX/CONV_2D
+# on 1x4x8400x16 = 134,400; the yolov5s 160 concat 1x1575x85 = 133,875 in v16_full_yolov5s_160.log);
+# refused from 230,400 (yolov8n RESHAPE 1x144x1600) and, inferred from the architecture, 199,920
+# (yolov5s 224 RESHAPE 1x2352x85 in v16_partial_yolov5s_224_stdout.txt). The limit is placed inside
+# that gap. google-coral/edgetpu#490's LOGISTIC on 1x19206x9 (172,854) "unspecified" is no
+# counter-example: that model's plain compile failed ("large activation tensors") and the table
+# came from a `-d` (search_delegate) compile, which cuts the graph at tensors of its choosing.
 ROW_LIMIT = 196_608
-# TRANSPOSE moves data across the whole tensor: yolov8n maps it on 1x20x20x144 (57,600 values)
-# and refuses it on 1x40x40x144 (230,400) and larger. The limit is placed inside that gap.
-TRANSPOSE_LIMIT = 65_536
+# TRANSPOSE moves data across the whole tensor. Mapped at most 82,944 values (1x24x24x144 in the
+# all-mapped yolov8n/yolov8s 192 logs of jveitchmichaelis/edgetpu-yolo @283644dc, compiler 16);
+# refused from 134,400 (the 1x4x16x2100 DFL transposes in MRezqalla/GoalBuddy's yolov8n 320 log
+# @9329054e, compiler 16) and 230,400 (the yolov8n pair's 1x40x40x144). The limit is placed inside
+# that gap. (It was 65,536 until the 192 logs showed 82,944 mapped.)
+TRANSPOSE_LIMIT = 131_072
+# RESHAPE ("Certain reshapes might not be mapped for large tensor sizes", Coral's table): yolov5's
+# head reshapes 1x80x80x255 -> 1x6400x3x85 (1,632,000 values) is refused at 640 while the same
+# reshape of 1x40x40x255 (408,000) maps: the counts of two compiler 16 logs of a 640 COCO export
+# (ultralytics/yolov5#10527; Team-Protom/road-signs-recognition-model yolov5s-int8_edgetpu.log
+# @78581433) leave no other reading (one level's head chain cut off, 3 of 6 RESHAPEs refused). Its
+# rows are small, so the row limit does not cover it. The limit is placed inside that gap.
+RESHAPE_LIMIT = 1_048_576
 
 
 # ------------------------------------------------------------------------------------- values
@@ -525,8 +541,16 @@ def _transpose_size(c: OpContext) -> str | None:
 
 
 TRANSPOSE = (Constraint(_transpose_size, UNSPECIFIED, "transpose on the CPU after the Edge TPU part, or keep "
-                        "the layout NHWC", EV_YOLOV8N + ": TRANSPOSE mapped on 57,600 values, refused from 230,400",
-                        LIKELY),)
+                        "the layout NHWC", EV_YOLOV8N + "; yolov8n/s 192 and 320 logs (compiler 16): TRANSPOSE "
+                        "mapped on 82,944 values, refused from 134,400", LIKELY),)
+
+
+def _reshape_size(c: OpContext) -> str | None:
+    t = c.ins[0]
+    if _elements(t) > RESHAPE_LIMIT:
+        return (f"reshapes {_elements(t):,} values ({_shape(t)} -> {_shape(c.outs[0])}); the Edge TPU maps "
+                f"RESHAPE only on smaller tensors (~{RESHAPE_LIMIT:,}; heuristic)")
+    return None
 
 _AXIS = ((1, "axis"),)
 #: The supported ops (coral.ai supported-operations table), by TFLite builtin name. Runtime numbers
@@ -554,7 +578,12 @@ RULES: dict[str, OpRule] = {
     "PRELU": OpRule(13, ((1, "alpha"),), (Constraint(_prelu, UNSPECIFIED, "Keras PReLU with shared_axes=[1, 2]",
                                                      DOCS),)),
     "QUANTIZE": OpRule(13),
-    "RESHAPE": OpRule(),  # a computed shape input makes the whole model dynamic: see fatal_problems
+    # A computed shape input makes the whole model dynamic: see fatal_problems.
+    "RESHAPE": OpRule(constraints=(Constraint(
+        _reshape_size, UNSPECIFIED, "reshape smaller tensors (e.g. reshape each detection level after slicing it), "
+        "or leave the reshape to the CPU after the Edge TPU part", "counts of the compiler 16 logs of a 640 yolov5 "
+        "export (ultralytics/yolov5#10527, Team-Protom/road-signs-recognition-model); Coral's table: 'Certain "
+        "reshapes might not be mapped for large tensor sizes'", LIKELY),)),
     "RESIZE_BILINEAR": OpRule(params=((1, "size"),), constraints=RESIZE),
     "RESIZE_NEAREST_NEIGHBOR": OpRule(params=((1, "size"),), constraints=RESIZE),
     "RSQRT": OpRule(14), "SQUARED_DIFFERENCE": OpRule(14),

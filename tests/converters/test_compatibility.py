@@ -72,7 +72,7 @@ def test_status_words_equal_the_log_beside_the_pair(cpu_path):
 
 
 def test_yolov8n_refused_ops_are_the_large_tail_tensors():
-    """The yolov8n log's 13 "unspecified limitation" ops: TRANSPOSE over 65,536 values and tensors whose
+    """The yolov8n log's 13 "unspecified limitation" ops: TRANSPOSE over 131,072 values and tensors whose
     two innermost dimensions exceed the row limit; softmax on 1x4x8400x16 is mappable (cut off)."""
     report = check_model(tflite_model.load(shared_file(
         "pairs/coral_wifi_webserver__yolov8n_full_integer_quant.tflite")))
@@ -524,3 +524,25 @@ def test_quantize_gate_and_its_checks_come_from_the_same_report():
     assert [p.code for p in C.quantize_gate(report, "int8", info)] == ["per_channel_weights", "io_type", "io_type"]
     ok = check_model(_info(conv_chain(2)))
     assert C.gate_checks(ok)["edgetpu_verdict"] == "full" and all(C.gate_checks(ok).values())
+
+
+def test_transpose_limit_sits_between_the_yolov8_192_and_320_logs():
+    """Compiler 16 mapped TRANSPOSE on 1x24x24x144 (82,944 values, yolov8n 192) and refused 1x4x16x2100
+    (134,400, yolov8n 320)."""
+    perm = [lambda g: g.const([0, 3, 1, 2])]
+    mapped = _single("TRANSPOSE", [1, 24, 24, 144], [1, 144, 24, 24], perm)
+    refused = _single("TRANSPOSE", [1, 4, 16, 2100], [1, 4, 2100, 16], [lambda g: g.const([0, 1, 3, 2])])
+    assert mapped.target == "edgetpu"
+    assert (refused.target, refused.reason, refused.confidence) == ("cpu", C.UNSPECIFIED, C.LIKELY)
+    assert "134,400" in refused.detail
+
+
+def test_reshape_limit_sits_between_yolov5_640s_p4_and_p3_head_reshapes():
+    """yolov5 at 640 (compiler 16 logs): 1x40x40x255 -> 1x1600x3x85 mapped, 1x80x80x255 -> 1x6400x3x85 refused,
+    although no tensor of either has wide rows."""
+    def reshape(h):
+        return _single("RESHAPE", [1, h, h, 255], [1, h * h, 3, 85], [lambda g: g.const([1, h * h, 3, 85])])
+    assert reshape(40).target == "edgetpu"
+    big = reshape(80)
+    assert (big.target, big.reason, big.confidence) == ("cpu", C.UNSPECIFIED, C.LIKELY)
+    assert "1,632,000" in big.detail
