@@ -482,10 +482,15 @@ def _concat_constant(c: OpContext) -> str | None:
     return None
 
 
-def _resize(c: OpContext) -> str | None:
+def _resize_rank(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
     if len(t.shape) != 4 or len(out.shape) != 4:
         return f"{_shape(t)} -> {_shape(out)}; input and output must be 3-D (batch 1, H, W, C)"
+    return None
+
+
+def _bilinear_factor(c: OpContext) -> str | None:
+    t, out = c.ins[0], c.outs[0]
     align = c.op.options.get("align_corners", False)
     for axis, label in ((1, "height"), (2, "width")):
         i, o = t.shape[axis], out.shape[axis]
@@ -502,14 +507,20 @@ def _resize(c: OpContext) -> str | None:
             a, b = i, o
         if max(a, b) % min(a, b):
             return (f"{label} {i} -> {o}{' (align_corners)' if align else ''}: not an integer scale factor; the "
-                    "Edge TPU resizes by integer factors only (heuristic)")
+                    "Edge TPU resizes bilinearly by integer factors only (heuristic)")
     return None
 
 
-RESIZE = (Constraint(_resize, UNSPECIFIED, "resize by an integer factor (e.g. x2) without align_corners from a "
-                     "size of 1, or move the resize after the last Edge TPU op",
-                     f"{EV_DEEPLAB}: RESIZE_BILINEAR 1 -> 33 with align_corners stays on the CPU; the integer-factor "
-                     "part is a heuristic", LIKELY),)
+RESIZE_RANK = Constraint(_resize_rank, UNSPECIFIED, "resize 4-D NHWC tensors with a batch of 1", DOCS)
+# Coral: bilinear resizing "might not be mapped to the Edge TPU to avoid loss in precision" depending on
+# the sizes. Nearest-neighbour resizing has no interpolation weights to lose precision in: a Model Maker
+# EfficientDet-Lite0 (320: its BiFPN upsamples 3x3 -> 5x5) compiled by compiler 16 maps all 12 of its
+# RESIZE_NEAREST_NEIGHBOR (a published log: "RESIZE_NEAREST_NEIGHBOR 12 Mapped to Edge TPU", 2 classes),
+# so the integer-factor heuristic applies to RESIZE_BILINEAR only.
+RESIZE_BILINEAR = (RESIZE_RANK, Constraint(
+    _bilinear_factor, UNSPECIFIED, "resize by an integer factor (e.g. x2) without align_corners from a size of 1, "
+    "or move the resize after the last Edge TPU op", f"{EV_DEEPLAB}: RESIZE_BILINEAR 1 -> 33 with align_corners "
+    "stays on the CPU; the integer-factor part is a heuristic", LIKELY))
 
 
 def _squeeze(c: OpContext) -> str | None:
@@ -584,8 +595,8 @@ RULES: dict[str, OpRule] = {
         "or leave the reshape to the CPU after the Edge TPU part", "counts of the compiler 16 logs of a 640 yolov5 "
         "export (ultralytics/yolov5#10527, Team-Protom/road-signs-recognition-model); Coral's table: 'Certain "
         "reshapes might not be mapped for large tensor sizes'", LIKELY),)),
-    "RESIZE_BILINEAR": OpRule(params=((1, "size"),), constraints=RESIZE),
-    "RESIZE_NEAREST_NEIGHBOR": OpRule(params=((1, "size"),), constraints=RESIZE),
+    "RESIZE_BILINEAR": OpRule(params=((1, "size"),), constraints=RESIZE_BILINEAR),
+    "RESIZE_NEAREST_NEIGHBOR": OpRule(params=((1, "size"),), constraints=(RESIZE_RANK,)),
     "RSQRT": OpRule(14), "SQUARED_DIFFERENCE": OpRule(14),
     "SLICE": OpRule(params=((1, "begin"), (2, "size"))),
     "SOFTMAX": OpRule(constraints=SOFTMAX),

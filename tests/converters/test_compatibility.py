@@ -546,3 +546,16 @@ def test_reshape_limit_sits_between_yolov5_640s_p4_and_p3_head_reshapes():
     big = reshape(80)
     assert (big.target, big.reason, big.confidence) == ("cpu", C.UNSPECIFIED, C.LIKELY)
     assert "1,632,000" in big.detail
+
+
+def test_nearest_neighbour_resizes_by_any_factor_bilinear_by_integer_factors():
+    """EfficientDet-Lite0 at 320 (compiler 16 log): all 12 RESIZE_NEAREST_NEIGHBOR mapped, its BiFPN's
+    3x3 -> 5x5 among them; bilinear keeps the integer-factor heuristic (deeplab's 1 -> 33 on the CPU)."""
+    size = [lambda g: g.const([5, 5])]
+    assert _single("RESIZE_NEAREST_NEIGHBOR", [1, 3, 3, 64], [1, 5, 5, 64], size).target == "edgetpu"
+    odd = _single("RESIZE_BILINEAR", [1, 3, 3, 64], [1, 5, 5, 64], size)
+    assert (odd.target, odd.reason, odd.confidence) == ("cpu", C.UNSPECIFIED, C.LIKELY)
+    assert _single("RESIZE_BILINEAR", [1, 5, 5, 64], [1, 10, 10, 64], [lambda g: g.const([10, 10])]).target == \
+        "edgetpu"
+    flat = _single("RESIZE_NEAREST_NEIGHBOR", [1, 3, 64], [1, 5, 64], [lambda g: g.const([5])])
+    assert flat.target == "cpu" and "3-D" in flat.detail
