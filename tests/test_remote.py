@@ -307,14 +307,59 @@ def test_unknown_host_key_is_refused_unless_accepted(sshd, deployed, tmp_path):
     assert invoke(*args).exit_code == 0
 
 
+def _forget_command(line: str) -> list[str]:
+    """The ssh-keygen command the changed-host-key hint gives, as argv."""
+    import re
+    import shlex
+
+    found = re.search(r"remove the old key with (ssh-keygen .*?) and connect again", line)
+    assert found, line
+    return shlex.split(found.group(1))
+
+
 def test_changed_host_key_is_refused_even_with_accept_new(sshd, deployed, tmp_path):
+    """Refused, and the ssh-keygen command the hint gives, run as given, removes the old key ([host]:port)."""
     other = _keygen(tmp_path / "other_host_key")
     changed = tmp_path / "known_hosts"
     changed.write_text(f"[127.0.0.1]:{sshd.port} {Path(f'{other}.pub').read_text()}")
-    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
-                                  *ssh_args(sshd, deployed.remote_path), "--known-hosts", str(changed),
-                                  "--accept-new-host-key"), 9)
-    assert "CHANGED" in line and "ssh-keygen -R" in line
+    args = ["deploy", str(deployed.bundle), "--to", sshd.destination, *ssh_args(sshd, deployed.remote_path),
+            "--known-hosts", str(changed), "--accept-new-host-key"]
+    line = _one_error_line(invoke(*args), 9)
+    assert "CHANGED" in line
+    command = _forget_command(line)
+    assert command == ["ssh-keygen", "-R", f"[127.0.0.1]:{sshd.port}", "-f", str(changed)]
+    subprocess.run(command, check=True, capture_output=True)
+    assert Path(f"{other}.pub").read_text().split()[1] not in changed.read_text()  # the old key is gone
+    assert invoke(*args).exit_code == 0  # so the board's key can be recorded again
+
+
+@pytest.mark.parametrize("port", [None, 22, 2222])
+@pytest.mark.parametrize("hashed", [False, True])
+def test_changed_host_key_hint_removes_the_entry_on_any_port(tmp_path, port, hashed):
+    """known_hosts names port 22 as `host`, any other port as `[host]:port`: the hint's command removes either."""
+    from edgekit.devices.remote import SshTarget, explain_ssh_failure
+
+    key = Path(f"{_keygen(tmp_path / 'host_key')}.pub").read_text().split()
+    known = tmp_path / "known_hosts"
+    name = "192.168.100.2" if port in (None, 22) else f"[192.168.100.2]:{port}"
+    known.write_text(f"{name} {key[0]} {key[1]}\n[192.168.100.2]:2200 {key[0]} {key[1]}\n")
+    if hashed:  # as Debian's ssh writes them (HashKnownHosts yes)
+        subprocess.run(["ssh-keygen", "-H", "-f", str(known)], check=True, capture_output=True)
+    target = SshTarget("mendel@192.168.100.2", port=port, known_hosts=str(known))
+    stderr = ("@@@@@@@@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n@@@@@@@@@@@\n"
+              "Host key for 192.168.100.2 has changed and you have requested strict checking.\n"
+              "Host key verification failed.\n")
+    error = explain_ssh_failure(stderr, target)
+    assert f"192.168.100.2 port {port or 22} has CHANGED" in str(error)
+    command = _forget_command(str(error))
+    assert command[:3] == ["ssh-keygen", "-R", name]
+    subprocess.run(command, check=True, capture_output=True)
+    lookup = ["ssh-keygen", "-F", name, "-f", str(known)]
+    assert subprocess.run(lookup, capture_output=True).returncode == 1  # gone
+    other = ["ssh-keygen", "-F", "[192.168.100.2]:2200", "-f", str(known)]
+    assert subprocess.run(other, capture_output=True).returncode == 0  # another port's entry stays
+    default = explain_ssh_failure(stderr, SshTarget("mendel@192.168.100.2", port=port))
+    assert _forget_command(str(default)) == ["ssh-keygen", "-R", name]  # ~/.ssh/known_hosts: ssh-keygen's default
 
 
 def test_wrong_key_is_a_refused_login(sshd, deployed):

@@ -101,6 +101,18 @@ class SshTarget:
         return " ".join([shlex.quote(self.python), "-c", shlex.quote(_BOOTSTRAP), *map(shlex.quote, args)])
 
 
+def forget_host_key_command(target: SshTarget) -> str:
+    """The ssh-keygen command removing the target's recorded host key (a shell command line).
+
+    known_hosts records a host on port 22 as ``host`` and on any other port as ``[host]:port``, and
+    ``ssh-keygen -R`` removes only the entry named exactly so (hashed entries included).
+    """
+    port = target.port or 22
+    name = target.host if port == 22 else f"[{target.host}]:{port}"
+    argv = ["ssh-keygen", "-R", name] + (["-f", target.known_hosts] if target.known_hosts else [])
+    return " ".join(shlex.quote(a) for a in argv)
+
+
 def explain_ssh_failure(stderr: str, target: SshTarget) -> DeviceError:
     """What ssh's exit 255 means, as one line with the fix (its stderr, as OpenSSH words it)."""
     text = stderr.strip()
@@ -111,8 +123,8 @@ def explain_ssh_failure(stderr: str, target: SshTarget) -> DeviceError:
     if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text or "Host key for" in text and "has changed" in text:
         return DeviceError(f"the host key of {where} has CHANGED since it was recorded in {known}: the board may "
                            "have been reinstalled, or someone may be intercepting the connection",
-                           f"if you know why it changed, remove the old key with ssh-keygen -R {target.host} "
-                           f"(-f {known}) and connect again with --accept-new-host-key")
+                           f"if you know why it changed, remove the old key with {forget_host_key_command(target)} "
+                           "and connect again with --accept-new-host-key")
     if "Host key verification failed" in text or "host key is known" in text:
         return DeviceError(f"{where} is not in {known}, so its identity cannot be verified",
                            "check its host key fingerprint, then rerun with --accept-new-host-key to record it "
