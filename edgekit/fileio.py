@@ -12,8 +12,9 @@ import contextlib
 import os
 import signal
 import tempfile
+import threading
 from pathlib import Path
-from typing import Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from edgekit.errors import InputError, UsageError
 
@@ -57,11 +58,20 @@ def require_output_folder(target: str | os.PathLike, notify: Callable[[str], Non
     return folder
 
 
-def file_mode() -> int:
-    """The mode a new file gets under the user's umask (0o666 & ~umask), as open() would give it."""
+def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
-    return 0o666 & ~mask
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a new file gets under the user's umask (0o666 & ~umask), as open() would give it."""
+    return 0o666 & ~_umask()
+
+
+def folder_mode() -> int:
+    """The mode a new folder gets under the user's umask (0o777 & ~umask), as mkdir would give it."""
+    return 0o777 & ~_umask()
 
 
 def refuse_folders(targets: Sequence[Path]) -> None:
@@ -93,16 +103,62 @@ def _folder_lock(folders: Sequence[Path]) -> Iterator[None]:
 
 
 @contextlib.contextmanager
-def _signals_held() -> Iterator[None]:
-    """SIGINT/SIGTERM/SIGHUP wait until the block ends (then act as usual): renames are not cut in half."""
-    held = hasattr(signal, "pthread_sigmask")
-    if held:
-        old = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS)
+def signals_held() -> Iterator[None]:
+    """SIGINT/SIGTERM/SIGHUP wait until the block ends (then act as usual): renames are not cut in half.
+
+    Blocking them with ``pthread_sigmask`` is not enough: the mask is per thread, TensorFlow has
+    started threads of its own, and the kernel hands a process-directed signal to one of those;
+    Python then runs the handler in the main thread at its next bytecode, between two renames. So
+    in the main thread, each stop signal gets a handler that only notes it; afterwards the previous
+    handlers are put back and what arrived is raised again. A signal whose handler was ignored, or
+    set outside Python, is left alone. Called from another thread (where handlers cannot be
+    changed), Python's handlers still run in the main thread only, never cutting this thread's
+    renames; the signals are blocked in this thread as before.
+    """
+    if threading.current_thread() is not threading.main_thread():
+        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if hasattr(signal, "pthread_sigmask") \
+            else None
+        try:
+            yield
+        finally:
+            if old_mask is not None:
+                signal.pthread_sigmask(signal.SIG_SETMASK, old_mask)
+        return
+    arrived: list[int] = []
+
+    def note(signum: int, _frame: Any) -> None:
+        arrived.append(signum)
+
+    previous = {}
     try:
+        for sig in STOP_SIGNALS:
+            handler = signal.getsignal(sig)
+            if handler is None or handler == signal.SIG_IGN:
+                continue
+            previous[sig] = handler
+            signal.signal(sig, note)
         yield
     finally:
-        if held:
-            signal.pthread_sigmask(signal.SIG_SETMASK, old)
+        late: BaseException | None = None
+        for sig, handler in previous.items():
+            while True:  # signal.signal() first runs the pending handlers: `note`, or one already put back
+                try:
+                    signal.signal(sig, handler)
+                    break
+                except BaseException as exc:  # a stop that came after its handler was back: raised below
+                    late = late or exc
+        for sig in dict.fromkeys(arrived):
+            signal.raise_signal(sig)  # as usual now: KeyboardInterrupt, edgekit's stop, or the default action
+        if late is not None:
+            raise late
+
+
+
+@contextlib.contextmanager
+def renames_together(folders: Sequence[Path]) -> Iterator[None]:
+    """Hold stop signals and lock ``folders`` (sorted) for a group of renames that must not be cut or mixed."""
+    with signals_held(), _folder_lock(folders):
+        yield
 
 
 def publish(sources: Sequence[Path], targets: Sequence[Path]) -> None:
@@ -113,7 +169,7 @@ def publish(sources: Sequence[Path], targets: Sequence[Path]) -> None:
     """
     targets = [Path(t) for t in targets]
     mode = file_mode()
-    with _signals_held(), _folder_lock([t.parent for t in targets]):
+    with renames_together([t.parent for t in targets]):
         refuse_folders(targets)
         done: list[Path] = []
         try:

@@ -116,3 +116,77 @@ except KeyboardInterrupt as exc:
     p.communicate(timeout=30)
     assert p.returncode == 128 + getattr(signal, signame)
     assert list(tmp_path.iterdir()) == []
+
+
+HELD_WITH_THREADS = r"""
+import os, sys, threading, time
+from pathlib import Path
+from edgekit import fileio
+if sys.argv[2] == "edgekit":
+    from edgekit.cli import _stop_like_ctrl_c
+    _stop_like_ctrl_c()
+idle = threading.Event()
+for _ in range(4):  # as TensorFlow's threads: the kernel may hand a process-directed signal to any of them
+    threading.Thread(target=idle.wait, daemon=True).start()
+real = os.replace
+
+def slow_replace(src, dst):
+    real(src, dst)
+    print("renamed", flush=True)
+    time.sleep(1.0)  # the window between the two renames, widened: the signal arrives here
+
+os.replace = slow_replace
+out = Path(sys.argv[1])
+try:
+    fileio.write_all_atomic({out / "m.tflite": b"model", out / "m.edgekit.json": b"{}"})
+except KeyboardInterrupt as exc:
+    print("stopped after publish", flush=True)
+    sys.exit(128 + getattr(exc, "signum", 2))
+print("not stopped", flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+@pytest.mark.parametrize("signame, handlers, code", [
+    ("SIGINT", "python", 130),            # Python's KeyboardInterrupt
+    ("SIGTERM", "edgekit", 143),          # edgekit's stop, as the CLI installs it
+    ("SIGHUP", "edgekit", 129),
+    ("SIGTERM", "python", -signal.SIGTERM),  # no handler: the default action, once both files are in place
+])
+def test_a_stop_signal_in_a_process_with_threads_waits_for_both_renames(tmp_path, signame, handlers, code):
+    """Was: pthread_sigmask held the signal in the main thread only; another thread took the process-directed
+    signal, Python raised it in the main thread between the renames: a model without its record."""
+    p = subprocess.Popen([sys.executable, "-c", HELD_WITH_THREADS, str(tmp_path), handlers], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert p.stdout.readline().strip() == "renamed"
+    os.kill(p.pid, getattr(signal, signame))  # process-directed, as kill, timeout or a terminal's Ctrl-C
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == code, (out, err)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.edgekit.json", "m.tflite"]
+    assert (tmp_path / "m.tflite").read_bytes() == b"model"
+
+
+def test_signals_held_gives_back_the_previous_handlers_and_raises_what_arrived():
+    before = {s: signal.getsignal(s) for s in fileio.STOP_SIGNALS}
+    with pytest.raises(KeyboardInterrupt):
+        with fileio.signals_held():
+            signal.raise_signal(signal.SIGINT)
+            reached = True  # the signal did not cut the block
+    assert reached
+    assert {s: signal.getsignal(s) for s in fileio.STOP_SIGNALS} == before
+
+
+def test_signals_held_in_another_thread_does_not_fail():
+    errors = []
+
+    def run():
+        try:
+            with fileio.signals_held():
+                pass
+        except Exception as exc:  # signal.signal() is refused outside the main thread
+            errors.append(exc)
+
+    t = threading.Thread(target=run)
+    t.start()
+    t.join()
+    assert errors == []
