@@ -59,7 +59,9 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-    click.echo(f"error: {exc}", err=True)
+    from edgekit.classes import printable
+
+    click.echo(f"error: {printable(str(exc))}", err=True)
     sys.exit(exc.exit_code)
 
 
@@ -84,6 +86,34 @@ class FilePath(click.Path):
             raise _BadInputParameter(f"{flag + ' ' if flag else ''}{value} is a folder, not a file "
                                      "(pass a file path)")
         return super().convert(value, param, ctx)
+
+
+class DirPath(click.Path):
+    """``DirPath()`` whose "is a file" is one error line and exit 3 (the README's bad input)."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(file_okay=False, **kwargs)
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if os.path.exists(value) and not os.path.isdir(value):
+            flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else None
+            raise _BadInputParameter(f"{flag + ' ' if flag else ''}{value} is a file, not a folder "
+                                     "(pass a folder path)")
+        return super().convert(value, param, ctx)
+
+
+class FloatRange(click.FloatRange):
+    """click's FloatRange, refusing nan and infinities (a nan passes every comparison click makes)."""
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        value = super().convert(value, param, ctx)
+        if not math.isfinite(value):
+            self.fail(f"{value} is not a finite number.", param, ctx)
+        return value
+
+
+#: The longest timeout a flag takes: a week (the compiler's timer and Python's waits overflow far above).
+MAX_TIMEOUT = 7 * 24 * 3600.0
 
 
 def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
@@ -112,14 +142,9 @@ def _json_safe(x: Any) -> Any:
     if isinstance(x, float):
         return x if math.isfinite(x) else None
     if isinstance(x, str):
-        try:
-            x.encode("utf-8")
-        except UnicodeEncodeError:
-            try:
-                return x.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-            except UnicodeEncodeError:  # a surrogate no file system decoding made
-                return x.encode("utf-8", "backslashreplace").decode("utf-8")
-        return x
+        from edgekit.classes import printable
+
+        return printable(x)
     if isinstance(x, dict):
         return {k: _json_safe(v) for k, v in x.items()}
     if isinstance(x, (list, tuple)):
@@ -212,11 +237,11 @@ def _render_train(d: dict[str, Any]) -> str:
 
 @command
 @click.argument("data", type=click.Path())
-@click.option("--output", "-o", required=True, type=click.Path(dir_okay=False), help="The model to write (.keras).")
+@click.option("--output", "-o", required=True, type=FilePath(), help="The model to write (.keras).")
 @click.option("--arch", default="cnn", show_default=True,
               help="cnn, mobilenetv2, or module.py:function / package.module:function called as "
               "function(input_shape, num_classes).")
-@click.option("--width", default=1.0, show_default=True, type=click.FloatRange(min=0.05),
+@click.option("--width", default=1.0, show_default=True, type=FloatRange(min=0.05),
               help="Width multiplier of mobilenetv2.")
 @click.option("--epochs", default=10, show_default=True, type=click.IntRange(min=1))
 @click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1),
@@ -225,9 +250,9 @@ def _render_train(d: dict[str, Any]) -> str:
 @click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]), default="0..1", show_default=True,
               help="Pixel scaling the model is trained with (recorded for quantize and classify).")
 @click.option("--channels", type=click.Choice(["RGB", "BGR", "L"]), default="RGB", show_default=True)
-@click.option("--validation-split", default=0.2, show_default=True, type=click.FloatRange(0.0, 0.9),
+@click.option("--validation-split", default=0.2, show_default=True, type=FloatRange(0.0, 0.9),
               help="Share of each class held out for the per-epoch validation accuracy.")
-@click.option("--learning-rate", default=2e-3, show_default=True, type=click.FloatRange(min=0.0, min_open=True))
+@click.option("--learning-rate", default=2e-3, show_default=True, type=FloatRange(min=0.0, min_open=True))
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--tfrecord-key", default="image/encoded", show_default=True,
               help="Feature holding the encoded image in TFRecord examples (labels: image/class/label).")
@@ -341,9 +366,9 @@ def _render_quantize(d: dict[str, Any]) -> str:
               help="Input/output tensor type.")
 @click.option("--labels", type=FilePath(), help="Labels file to record with the model.")
 @click.option("--output", "-o", type=FilePath(), help="Output .tflite (default <stem>_int8.tflite beside the input).")
-@click.option("--min-agreement", default=0.9, show_default=True, type=click.FloatRange(0.0, 1.0),
+@click.option("--min-agreement", default=0.9, show_default=True, type=FloatRange(0.0, 1.0),
               help="Fail (exit 6, output kept) when int8 top-1 agrees with float on fewer held-back samples.")
-@click.option("--max-accuracy-drop", default=1.0, show_default=True, type=click.FloatRange(0.0, 100.0),
+@click.option("--max-accuracy-drop", default=1.0, show_default=True, type=FloatRange(0.0, 100.0),
               help="With labelled calibration data: fail (exit 6, output kept) when int8 top-1 accuracy is more "
               "than this many points below float's.")
 @click.option("--no-verify", is_flag=True, help="Skip comparing the int8 model with the float model.")
@@ -457,7 +482,7 @@ def _render_compile(d: dict[str, Any]) -> str:
 @cli.command("compile")
 @debug_option
 @click.argument("model", type=FilePath())
-@click.option("--output-dir", "-o", "out_dir", type=click.Path(file_okay=False),
+@click.option("--output-dir", "-o", "out_dir", type=DirPath(),
               help="Folder for the compiled model and its .log (default: beside the input; created if missing).")
 @click.option("--min-runtime", type=click.IntRange(10, 14),
               help="Lowest Edge TPU runtime the model must run on (edgetpu_compiler -m; default: the compiler's "
@@ -465,7 +490,7 @@ def _render_compile(d: dict[str, Any]) -> str:
 @click.option("--segments", type=click.IntRange(min=1), help="Split into N pipeline segments (edgetpu_compiler -n).")
 @click.option("--search-delegate", is_flag=True,
               help="If the whole model fails, compile the largest leading part that works (edgetpu_compiler -d).")
-@click.option("--timeout", default=180.0, show_default=True, type=click.FloatRange(min=1),
+@click.option("--timeout", default=180.0, show_default=True, type=FloatRange(1, MAX_TIMEOUT),
               help="Seconds before the compile is stopped.")
 @json_option
 @quiet_option
@@ -481,7 +506,7 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
 
     from edgekit import tflite_model
     from edgekit.converters import compatibility, edgetpu_compiler as etc
-    from edgekit.errors import MissingDependencyError
+    from edgekit.errors import CompilerError, MissingDependencyError
 
     info = tflite_model.load(model)
     prediction = compatibility.check_model(info, min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME)
@@ -500,6 +525,11 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
         else:
             click.echo(f"{err.message}; here is the offline prediction (`edgekit check`) instead:\n")
             click.echo(compatibility.render(prediction))
+        raise
+    except CompilerError as err:  # --json still describes what the compiler said (the error line follows)
+        if as_json:
+            doc = err.report.to_dict() if err.report is not None else {"succeeded": False}
+            emit(True, {**doc, "succeeded": False, "error": str(err)}, str)
         raise
     doc = report.to_dict()
     compiled = [Path(p) for p in report.outputs if p.endswith("_edgetpu.tflite")]
@@ -531,8 +561,9 @@ def ssh_options(fn: Callable) -> Callable:
         click.option("--accept-new-host-key", is_flag=True,
                      help="Trust and record the host key of a board not yet in known_hosts (a CHANGED key is still refused)."),
         click.option("--connect-timeout", default=_SSH_DEFAULTS["connect_timeout"], show_default=True,
-                     type=click.FloatRange(min=1), help="Seconds to wait for the SSH connection."),
-        click.option("--timeout", default=_SSH_DEFAULTS["timeout"], show_default=True, type=click.FloatRange(min=1),
+                     type=FloatRange(1, MAX_TIMEOUT), help="Seconds to wait for the SSH connection."),
+        click.option("--timeout", default=_SSH_DEFAULTS["timeout"], show_default=True,
+                     type=FloatRange(1, MAX_TIMEOUT),
                      help="Seconds each remote step (listing, copying, running) may take."),
     ]
     for option in reversed(options):
@@ -621,7 +652,7 @@ def _render_build(d: dict[str, Any]) -> str:
 @click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file).")
 @click.option("--min-runtime", type=click.IntRange(10, 14),
               help="Lowest Edge TPU runtime to compile for (default: the compiler's, 14 for compiler 16).")
-@click.option("--timeout", default=180.0, show_default=True, type=click.FloatRange(min=1),
+@click.option("--timeout", default=180.0, show_default=True, type=FloatRange(1, MAX_TIMEOUT),
               help="Seconds before the compile is stopped.")
 @click.option("--no-compile", is_flag=True, help="A CPU-only bundle, even where edgetpu_compiler exists.")
 @json_option
@@ -633,7 +664,7 @@ def build(model: str, output: str, calib: str | None, eval_data: str | None, sam
     Exit codes: 0 ok, 2 usage (also an existing -o that is not a bundle), 3 bad input, 4 TensorFlow
     missing, 5 conversion failed, 6 verification failed, 8 the compiler failed. No bundle on failure.
     """
-    from edgekit.converters.build import BuildOptions, build as run_build
+    from edgekit.build import BuildOptions, build as run_build
 
     def note(message: str) -> None:
         if message.startswith("warning:") or not quiet:
@@ -866,7 +897,7 @@ def _render_benchmark(d: dict[str, Any]) -> str:
 @click.option("--save", type=FilePath(), help="Write this run's JSON document to FILE.")
 @click.option("--compare", "compare_with", type=FilePath(),
               help="A file written by --save: exit 10 when p50 latency grew by more than --max-slowdown.")
-@click.option("--max-slowdown", default=20.0, show_default=True, type=click.FloatRange(min=0),
+@click.option("--max-slowdown", default=20.0, show_default=True, type=FloatRange(min=0),
               help="Percent of p50 latency growth --compare allows.")
 @click.option("--on", "on", metavar="USER@HOST",
               help="Time it on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m when needed.")
@@ -889,6 +920,8 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
     from edgekit.fileio import write_bytes_atomic
 
     _require_on(on, ssh)
+    if save:
+        _refuse_save_over_model(save, model)
     saved = benchmark_mod.read_saved(compare_with) if compare_with else None
     if on is not None:
         from edgekit.devices import remote
@@ -921,6 +954,17 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
         raise RegressionError(f"p50 latency {c['current_ms']:.3f} ms is {c['change']:+.1%} against "
                               f"{c['baseline_ms']:.3f} ms in {compare_with}, more than --max-slowdown {max_slowdown:g}%",
                               "look for ops that left the Edge TPU, fewer threads, or a busy or throttled CPU")
+
+
+def _refuse_save_over_model(save: str, model: str) -> None:
+    """--save must not overwrite the model file or write into the bundle folder being timed."""
+    from pathlib import Path
+
+    target, src = Path(save).resolve(), Path(model).resolve()
+    if target == src or (src.is_dir() and src in target.parents) or (
+            target.exists() and src.exists() and os.path.samefile(target, src)):
+        raise UsageError(f"--save {save} would overwrite the model {model} (or a file of its bundle)",
+                         "save the run to a file outside the model and its bundle")
 
 
 # -------------------------------------------------------------------------------------- devices

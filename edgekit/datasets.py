@@ -35,10 +35,22 @@ def list_images(folder: Path, flag: str = "--calib") -> tuple[list[list[Path]], 
                      "flat or one subfolder per class)")
 
 
-def class_ids(y: np.ndarray) -> np.ndarray:
-    """Labels as int class ids: one-hot (or score) rows become their argmax."""
+def class_ids(y: np.ndarray, what: str = "y") -> np.ndarray:
+    """Labels as int class ids: one-hot (or score) rows become their argmax.
+
+    InputError for labels that are no class ids: NaN or infinite values, fractions, non-numbers.
+    """
     y = np.asarray(y)
-    return (y.reshape(len(y), -1).argmax(1) if y.ndim > 1 else y).astype(np.int64)
+    if y.dtype.kind not in "iubf":
+        raise InputError(f"{what} holds {y.dtype} values, not class ids", "store int class ids (or one-hot rows)")
+    if y.dtype.kind == "f" and not np.isfinite(y).all():
+        raise InputError(f"{what} holds NaN or infinite values", "store int class ids (or one-hot rows)")
+    if y.ndim > 1:
+        return y.reshape(len(y), -1).argmax(1).astype(np.int64)
+    if y.dtype.kind == "f" and (y != np.round(y)).any():
+        raise InputError(f"{what} holds fractions such as {y[y != np.round(y)][0]:g}, not class ids",
+                         "store int class ids (or one-hot rows)")
+    return y.astype(np.int64)
 
 
 def read_labelled_arrays(path: Path, flag: str = "--data") -> tuple[np.ndarray, np.ndarray]:
@@ -58,7 +70,11 @@ def read_labelled_arrays(path: Path, flag: str = "--data") -> tuple[np.ndarray, 
         raise InputError(f"{flag} {path}: cannot read the arrays ({first_line(exc)})",
                          "save uint8 images and int labels with np.savez (edgekit never unpickles)") from None
     if x.ndim not in (3, 4) or len(x) != len(y) or not len(x):
-        raise InputError(f"{flag} {path}: x has shape {x.shape} and y {y.shape}: expected (N, H, W[, C]) and N labels")
+        raise InputError(f"{flag} {path}: x has shape {x.shape} and y {y.shape}: expected (N, H, W[, C]) and N labels",
+                         "save one label per image: np.savez(path, x=images, y=labels)")
     if x.dtype != np.uint8 and x.dtype.kind != "f":
-        raise InputError(f"{flag} {path}: x is {x.dtype}, neither uint8 images nor float model inputs")
-    return x, class_ids(y)
+        raise InputError(f"{flag} {path}: x is {x.dtype}, neither uint8 images nor float model inputs",
+                         "save uint8 images (or float32 model inputs) as x")
+    if x.dtype.kind == "f" and not np.isfinite(x).all():
+        raise InputError(f"{flag} {path}: x holds NaN or infinite values", "replace them, or drop those samples")
+    return x, class_ids(y, f"{flag} {path}: y")

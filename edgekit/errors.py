@@ -84,6 +84,7 @@ class CompatibilityError(EdgekitError):
 
 class CompilerError(EdgekitError):
     exit_code = 8
+    report = None  # the parsed compiler output, when the compiler ran to the end (``compile --json`` shows it)
 
 
 class DeviceError(EdgekitError):

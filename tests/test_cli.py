@@ -127,6 +127,13 @@ def _bad_runtime_inputs(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
     stray = tmp / "copy.tflite"
     stray.write_bytes(Path(model).read_bytes())
     (tmp / "copy.edgekit.json").write_text("{not json")
+    (tmp / "afile").write_text("x")
+    import numpy as np
+
+    np.savez(tmp / "y_nan.npz", x=np.zeros((3, 8, 8, 3), np.uint8), y=np.array([0.0, np.nan, 1.0]))
+    np.savez(tmp / "y_frac.npz", x=np.zeros((3, 8, 8, 3), np.uint8), y=np.array([0.0, 1.5, 1.0]))
+    np.savez(tmp / "x_nan.npz", x=np.full((2, 8, 8, 3), np.nan, np.float32), y=np.array([0, 1]))
+    (tmp / "col.edgekit.json").write_text("cat\ndog\n")
     return {  # name: (argv, exit code, what the line must say)
         "labels missing": (["classify", cat, "-m", model, "-l", str(tmp / "nope.txt")], 3, "does not exist"),
         "labels not UTF-8": (["classify", cat, "-m", model, "-l", str(tmp / "latin1.txt")], 3, "not UTF-8"),
@@ -140,6 +147,19 @@ def _bad_runtime_inputs(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
         "a folder as labels": (["classify", cat, "-m", model, "-l", str(tmp / "a_folder")], 3,
                                "--labels " + str(tmp / "a_folder") + " is a folder"),
         "a folder as an image": (["classify", str(tmp / "a_folder"), "-m", model], 3, "folder holds no images"),
+        "a file as compile's output folder": (["compile", model, "-o", str(tmp / "afile")], 3,
+                                              "is a file, not a folder"),
+        "a folder as train's output": (["train", str(tmp), "-o", str(tmp / "a_folder")], 3, "is a folder, not a file"),
+        "benchmark --save over the model": (["benchmark", "-m", str(stray), "--save", str(stray)], 2,
+                                            "would overwrite the model"),
+        "evaluate labels with NaN": (["evaluate", "-m", model, "--data", str(tmp / "y_nan.npz")], 3, "NaN"),
+        "evaluate labels with fractions": (["evaluate", "-m", model, "--data", str(tmp / "y_frac.npz")], 3,
+                                           "fractions such as 1.5"),
+        "evaluate images with NaN": (["evaluate", "-m", model, "--data", str(tmp / "x_nan.npz")], 3,
+                                     "x holds NaN"),
+        "quantize's record over --labels": (["quantize", str(h5), "--labels", str(tmp / "col.edgekit.json"),
+                                             "-o", str(tmp / "col.tflite")], 2, "would overwrite the input"),
+        "quantize -o .tflite": (["quantize", str(h5), "-o", str(tmp / ".tflite")], 2, "not a file name ending in"),
     }
 
 
@@ -147,7 +167,33 @@ REPO_README = Path(__file__).resolve().parents[1] / "README.md"
 BAD_RUNTIME_INPUTS = ["labels missing", "labels not UTF-8", "--mean not a number", "--std count",
                       "not a TFLite model", "a .h5 given to check", "a .h5 given to inspect",
                       "a corrupt record beside the model", "a folder as the model", "a folder as labels",
-                      "a folder as an image"]
+                      "a folder as an image", "a file as compile's output folder", "a folder as train's output",
+                      "benchmark --save over the model", "evaluate labels with NaN", "evaluate labels with fractions",
+                      "evaluate images with NaN", "quantize's record over --labels", "quantize -o .tflite"]
+
+
+@pytest.mark.parametrize("argv", [
+    ["compile", "m.tflite", "--timeout", "nan"], ["build", "m.keras", "-o", "b", "--timeout", "inf"],
+    ["compile", "m.tflite", "--timeout", "1e300"], ["train", "d", "-o", "m.keras", "--learning-rate", "nan"],
+    ["train", "d", "-o", "m.keras", "--width", "nan"], ["benchmark", "-m", "m.tflite", "--max-slowdown", "nan"],
+    ["quantize", "m.h5", "--min-agreement", "nan"], ["deploy", "b", "--to", "u@h", "--connect-timeout", "inf"]],
+    ids=lambda a: " ".join(a[:1] + a[-2:]))
+def test_non_finite_numbers_are_usage_errors(argv):
+    """Was: --timeout nan/inf/1e300 an internal error, --learning-rate nan a NaN model, --max-slowdown nan no gate."""
+    result = CliRunner().invoke(cli, argv)
+    assert result.exit_code == 2, result.output
+    assert "Invalid value" in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_error_line_is_strict_utf8_like_json(tmp_path):
+    """A file name that is not UTF-8 appears with \\xNN in the error line, as in --json (was a lone surrogate)."""
+    import os
+
+    name = os.fsdecode(b"caf\xe9.tflite")
+    result = CliRunner().invoke(cli, ["check", str(tmp_path / name)])
+    assert result.exit_code == 3
+    assert "caf\\xe9.tflite" in result.stderr
+    result.stderr.encode("utf-8")  # strict: no lone surrogate
 
 
 @pytest.mark.parametrize("case", BAD_RUNTIME_INPUTS)

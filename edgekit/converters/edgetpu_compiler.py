@@ -21,6 +21,7 @@ import os
 import platform
 import re
 import shutil
+import shlex
 import signal
 import subprocess
 import tempfile
@@ -462,20 +463,9 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
         produced = [n for n in expected if (work / n).is_file()]
         models = [n for n in produced if n.endswith(".tflite")]
         if not report.succeeded or not models:
-            known = diagnose(text)
-            if known:
-                raise CompilerError(*known)
-            if "timeout period" in text and "completed within timeout period" not in text:
-                raise CompilerTimeout("edgetpu_compiler stopped at its own timeout", TIMEOUT_HINT)
-            if res.returncode != 0:
-                last = report.errors[-3:] or text.strip().splitlines()[-1:] or ["no output"]
-                raise CompilerError(f"edgetpu_compiler failed (exit {res.returncode}): {' | '.join(last)}",
-                                    "run `edgekit check` on the model to see what the compiler cannot take")
-            raise CompilerError(
-                "edgetpu_compiler reported success but wrote no model" if report.succeeded else
-                "edgetpu_compiler did not succeed: " + (" | ".join(report.errors[-3:]) or "no reason given"),
-                f"run `edgekit check` on the model; `{Path(compiler).name} -s {model}` shows the compiler's "
-                "full output")
+            failure = _failure(report, text, res.returncode, compiler, model)
+            failure.report = report
+            raise failure
         # Fill in the op table from the .log files when stdout had none.
         if not report.ops:
             for n in produced:
@@ -489,6 +479,24 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
         return report
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _failure(report: CompileReport, text: str, returncode: int, compiler: str, model: Path) -> CompilerError:
+    """The error for a compile that failed or wrote no model: a known failure with its fix, else the compiler's words."""
+    known = diagnose(text)
+    if known:
+        return CompilerError(*known)
+    if "timeout period" in text and "completed within timeout period" not in text:
+        return CompilerTimeout("edgetpu_compiler stopped at its own timeout", TIMEOUT_HINT)
+    if returncode != 0:
+        last = report.errors[-3:] or text.strip().splitlines()[-1:] or ["no output"]
+        return CompilerError(f"edgetpu_compiler failed (exit {returncode}): {' | '.join(last)}",
+                             "run `edgekit check` on the model to see what the compiler cannot take")
+    return CompilerError(
+        "edgetpu_compiler reported success but wrote no model" if report.succeeded else
+        "edgetpu_compiler did not succeed: " + (" | ".join(report.errors[-3:]) or "no reason given"),
+        f"run `edgekit check` on the model; `{shlex.quote(compiler)} -s {shlex.quote(str(model))}` shows the "
+        "compiler's full output")
 
 
 def compiled_split(cpu_model: ModelInfo, compiled_model: ModelInfo) -> dict[str, Counter]:

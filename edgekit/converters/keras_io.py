@@ -106,7 +106,8 @@ def load(path: str | Path, arch: str | None = None, custom_objects: str | None =
         _load_weights(model, p, verbose)
         return _from_keras(p, "weights+arch", model)
     if arch:
-        raise UsageError(f"{p} is a full model (it has its architecture); --arch is only for weights-only files")
+        raise UsageError(f"{p} is a full model (it has its architecture); --arch is only for weights-only files",
+                         "leave out --arch")
     model = _load_full(p, extra, trust_model, verbose)
     return _from_keras(p, "keras" if kind == "keras" else "h5", model)
 
@@ -116,11 +117,13 @@ def _sniff(p: Path, verbose: bool = False) -> str:
     """keras (a .keras zip with a config) | full (HDF5 with model_config) | weights (HDF5 without)."""
     if p.suffix.lower() == ".keras":
         if not zipfile.is_zipfile(p):
-            raise InputError(f"{p}: not a valid .keras file (not a zip archive; damaged or truncated?)")
+            raise InputError(f"{p}: not a valid .keras file (not a zip archive; damaged or truncated?)",
+                             "save the model again with model.save('model.keras'), or copy it again")
         with zipfile.ZipFile(p) as z:
             names = set(z.namelist())
         if "config.json" not in names:
-            raise InputError(f"{p}: not a valid .keras file (no config.json inside)")
+            raise InputError(f"{p}: not a valid .keras file (no config.json inside)",
+                             "save the model again with model.save('model.keras')")
         return "keras"
     try:
         import h5py
@@ -132,7 +135,8 @@ def _sniff(p: Path, verbose: bool = False) -> str:
         with h5py.File(p, "r") as f:
             return "full" if "model_config" in f.attrs else "weights"
     except OSError as exc:
-        raise InputError(f"{p}: not a valid HDF5 file ({exc}; damaged or truncated?)") from None
+        raise InputError(f"{p}: not a valid HDF5 file ({first_line(exc)}; damaged or truncated?)",
+                         "save the model again with model.save('model.h5'), or copy it again") from None
 
 
 def _custom_objects(module_path: str, verbose: bool) -> dict[str, Any]:
@@ -184,14 +188,17 @@ def _build_arch(arch: str, verbose: bool) -> Any:
     module = _import_user_module(where, "--arch")
     fn = getattr(module, func_name, None)
     if not callable(fn):
-        raise UsageError(f"--arch: {where} has no function {func_name!r}")
+        raise UsageError(f"--arch: {where} has no function {func_name!r}",
+                         f"name a function defined in {where}: --arch {where}:create_model")
     try:
         with silenced(verbose):
             model = fn()
     except Exception as exc:
-        raise InputError(f"--arch: {arch}() failed: {type(exc).__name__}: {exc}") from None
+        raise InputError(f"--arch: {arch}() failed: {type(exc).__name__}: {first_line(exc)}",
+                         f"fix the error in {where}; calling {func_name}() in Python shows its traceback") from None
     if not hasattr(model, "load_weights") or not hasattr(model, "inputs"):
-        raise UsageError(f"--arch: {arch}() returned {type(model).__name__}, not a Keras model")
+        raise UsageError(f"--arch: {arch}() returned {type(model).__name__}, not a Keras model",
+                         f"make {func_name}() return the keras.Model it builds")
     return model
 
 

@@ -146,7 +146,8 @@ def read_labels(path: str) -> list[str]:
 
     table = read_label_file(path)
     if not table:
-        raise InputError(f"--labels {path}: the file is empty")
+        raise InputError(f"--labels {path}: the file is empty",
+                         "write one label per line, in the order of the model's outputs")
     return [table.get(i, str(i)) for i in range(max(table) + 1)]
 
 
@@ -384,9 +385,12 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         raise InputError(f"no such file or folder: {opts.model}", "check the path")
     if Path(opts.model).suffix.lower() == ".tflite":  # said before "no calibration data", which would mislead
         raise InputError(f"{opts.model} is already a TFLite model", "use `edgekit inspect` or `edgekit check` on it")
-    refuse_overwriting_input(output, opts.model)
-    if output.suffix.lower() != ".tflite":
-        raise UsageError(f"output {output} does not end in .tflite", "choose an output path like -o model_int8.tflite")
+    refuse_overwriting_input(output, opts.model, *([opts.labels] if opts.labels else []))
+    if opts.labels:  # the record written beside the output must not replace the labels file it is made from
+        refuse_overwriting_input(model_record.sidecar_path(output), opts.labels)
+    if not output.name.lower().endswith(".tflite") or output.name.lower() == ".tflite":
+        raise UsageError(f"output {output} is not a file name ending in .tflite",
+                         "choose an output path like -o model_int8.tflite")
     require_output_folder(output, opts.on_note)  # before the slow work, like every check below up to keras_io.load
     labels = read_labels(opts.labels) if opts.labels else None
     try:

@@ -52,7 +52,7 @@ def read_set(source: str | os.PathLike) -> LabelledSet:
         x, y = read_labelled_arrays(p)
         return LabelledSet(str(p), "npz", y, arrays=x)
     if not p.exists():
-        raise InputError(f"--data {p}: no such file or folder")
+        raise InputError(f"--data {p}: no such file or folder", "check the path")
     raise InputError(f"--data {p}: not a class-folder tree or an .npz", "pass a folder with one subfolder per class, "
                      "or an .npz with x (images) and y (labels)")
 
@@ -76,7 +76,8 @@ def align_labels(data: LabelledSet, recorded: dict[int, str], classes: int) -> t
         return data.labels, "class folders in sorted order (Keras's order)"
     if len(data.labels) and (data.labels.min() < 0 or data.labels.max() >= classes):
         raise InputError(f"--data {data.source}: labels run from {data.labels.min()} to {data.labels.max()}, "
-                         f"outside the model's {classes} outputs")
+                         f"outside the model's {classes} outputs", "label each sample with its output index, "
+                         f"0 to {classes - 1}")
     return data.labels, "the labels in the arrays"
 
 

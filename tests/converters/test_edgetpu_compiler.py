@@ -298,10 +298,22 @@ def test_unwritable_output_folder_is_a_bad_input(standin, model_copy, tmp_path, 
                        "(choose a writable folder with -o)\n"
 
 
-def test_op_table_from_the_log_when_stdout_has_none(standin, model_copy, tmp_path):
-    standin(STDOUT="v15_partial_stdout.txt", LOG="v15_float_io_mnist4.log")
-    report = etc.compile_model(model_copy, tmp_path)
-    assert [r.operator for r in report.ops if not r.mapped] == ["QUANTIZE", "DEQUANTIZE"]
+def _yolov8n(tmp_path: Path) -> tuple[Path, Path, Path]:
+    """A copy of the yolov8n CPU model, its real compiled model and the compiler's real .log (one compile)."""
+    stem = "pairs/coral_wifi_webserver__yolov8n_full_integer_quant"
+    model = tmp_path / "yolov8n.tflite"
+    shutil.copyfile(shared_file(f"{stem}.tflite"), model)
+    return model, shared_file(f"{stem}_edgetpu.tflite"), shared_file(f"{stem}_edgetpu.log")
+
+
+def test_op_table_from_the_log_when_stdout_has_none(standin, tmp_path):
+    """Without -s the console has only the counts: the table comes from the .log (yolov8n's real one)."""
+    model, compiled, log = _yolov8n(tmp_path)
+    standin(OUTPUT_MODEL=compiled, LOG=log, TABLE="log")
+    report = etc.compile_model(model, tmp_path / "out")
+    _, _, _, rows = etc.parse_operation_log(log.read_text())
+    assert [(r.operator, r.count, r.status) for r in report.ops] == [(r.operator, r.count, r.status) for r in rows]
+    assert (report.to_dict()["edgetpu_ops"], report.to_dict()["cpu_ops"]) == (230, 25)
 
 
 def test_segments_are_all_moved_into_place(standin, model_copy, tmp_path):
@@ -478,11 +490,36 @@ def test_the_op_table_of_a_real_log_is_rendered():
 def test_cli_compile_prints_disagreements(standin, tmp_path):
     model = tmp_path / "deeplab.tflite"
     shutil.copyfile(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"), model)
-    standin()  # the stand-in "compiles" by copying the input: nothing mapped
+    standin()  # the stand-in "compiles" by copying the input: nothing mapped, and says so of this model
     r = CliRunner().invoke(cli, ["compile", str(model)])
     assert r.exit_code == 0
+    assert "compiled deeplab.tflite" in r.output and "Edge TPU subgraphs: 0" in r.output
     assert "edgekit check disagreed with the compiler" in r.output
     assert "CONV_2D: check predicted 36 on the Edge TPU / 2 on the CPU, the compiler mapped 0 / 38" in r.output
+
+
+def test_cli_compile_of_a_real_pair_reports_that_compile_and_checks_agreement(standin, tmp_path):
+    """yolov8n's real compiled model and real .log, handed over by the stand-in: the report is that compile's,
+    and check's prediction agrees with the compiled file op type by op type."""
+    model, compiled, log = _yolov8n(tmp_path)
+    standin(OUTPUT_MODEL=compiled, LOG=log)
+    r = CliRunner().invoke(cli, ["compile", str(model), "--json"])
+    assert r.exit_code == 0, r.output
+    doc = json.loads(r.stdout)
+    assert doc["input_model"] == "yolov8n.tflite" and doc["subgraphs"] == 1
+    assert (doc["edgetpu_ops"], doc["cpu_ops"], doc["total_ops"]) == (230, 25, 255)
+    assert doc["check_disagreements"] == []
+
+
+def test_cli_compile_json_describes_a_failed_compile(standin, model_copy):
+    """Was: nothing on stdout with --json when the compiler failed (exit 8)."""
+    standin(STDOUT="v16_dynamic_tensors.txt", EXIT=1, WRITE=0)
+    r = CliRunner().invoke(cli, ["compile", str(model_copy), "--json"])
+    assert r.exit_code == 8
+    doc = json.loads(r.stdout)
+    assert doc["succeeded"] is False and "dynamic-sized tensors" in doc["error"]
+    assert doc["compiler_version"] == "16.0.384591198" and doc["outputs"] == []
+    assert r.stderr.count("error:") == 1
 
 
 def test_cli_compile_failure_exit_code(standin, model_copy):
@@ -543,13 +580,13 @@ def test_cli_compile_passes_min_runtime_only_when_given(standin, model_copy, tmp
     assert argv[argv.index("--min_runtime_version") + 1] == "13"
 
 
-def test_cli_compile_without_an_op_table_prints_the_compilers_own_counts(standin, model_copy, tmp_path):
-    """v15 prints no table to stdout; here the .log has none either (the stand-in writes an empty one)."""
-    empty_log = tmp_path / "empty.log"
-    empty_log.write_text("")
-    standin(STDOUT="v15_partial_stdout.txt", LOG=empty_log)
-    r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(tmp_path)])
-    assert r.exit_code == 0 and "Ops: 117 on the Edge TPU, 48 on the CPU" in r.output
+def test_cli_compile_without_an_op_table_prints_the_compilers_own_counts(standin, tmp_path):
+    """No table on the console nor in the .log (the stand-in writes an empty one): the console's counts,
+    yolov8n's real ones."""
+    model, compiled, log = _yolov8n(tmp_path)
+    standin(OUTPUT_MODEL=compiled, LOG=log, TABLE="none")
+    r = CliRunner().invoke(cli, ["compile", str(model), "-o", str(tmp_path / "out")])
+    assert r.exit_code == 0 and "Ops: 230 on the Edge TPU, 25 on the CPU" in r.output
 
 
 @pytest.mark.skipif(not (Path("/bin/true").exists() and Path("/bin/false").exists()), reason="needs /bin/true, /bin/false")

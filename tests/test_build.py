@@ -89,11 +89,12 @@ def test_a_failed_build_leaves_nothing(digits_keras, tmp_path):
 
 def test_build_with_a_compiler_adds_the_compiled_model_and_its_report(standin, digits_keras, tmp_path):  # noqa: F811
     """STAND-IN compiler (it copies the model; compiles nothing): tests only how build packs its output."""
-    standin()  # replays a real v16 success
+    standin()  # a v16 success in the real format, naming this model; it maps nothing (no real compile)
     doc = _build([str(digits_keras.path), "-o", str(tmp_path / "bundle")])
     m = doc["manifest"]
     assert m["models"] == {"cpu": "digits_int8.tflite", "edgetpu": "digits_int8_edgetpu.tflite"}
     assert m["reports"]["compile"]["succeeded"] is True and m["versions"]["edgetpu_compiler"]
+    assert m["reports"]["compile"]["input_model"] == "digits_int8.tflite"  # no other model's report
     assert {e["path"] for e in m["files"]} == {"digits_int8.tflite", "digits_int8_edgetpu.tflite", "labels.txt"}
     assert m["accuracy"] is None  # no --eval
     manifest.load(tmp_path / "bundle").verify_all()

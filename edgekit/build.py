@@ -3,7 +3,8 @@
 quantize → check → compile (when edgetpu_compiler is here) → evaluate (``--eval``) → bundle
 (:mod:`edgekit.manifest`). Every step writes into a temporary folder beside the bundle; the bundle
 itself appears all at once at the end, or not at all when a step fails (quantize's verification
-included: no bundle of a bad model).
+included: no bundle of a bad model). It drives both halves (converters/ to make the models,
+devices/ to measure them), so it sits above them, beside the CLI.
 """
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from edgekit import __version__, manifest, tflite_model
+from edgekit.classes import printable
 from edgekit.errors import InputError, MissingDependencyError
+from edgekit.fileio import require_output_folder
 
 
 @dataclass
@@ -50,7 +53,8 @@ def build(opts: BuildOptions) -> dict[str, Any]:
     from edgekit.devices import evaluate as evaluate_mod
 
     target = Path(opts.output)
-    manifest.check_target(target)  # before minutes of work: a wrong -o fails now
+    require_output_folder(target, lambda m: opts.on_note(f"note: {m}"))  # before minutes of work: a wrong -o
+    manifest.check_target(target)                                        # fails now
     eval_set = evaluate_mod.read_set(opts.eval) if opts.eval else None  # a wrong --eval fails now too
     stem = Path(opts.model.rstrip("/\\")).stem
     stem = stem if stem.endswith("_int8") else stem + "_int8"
@@ -87,7 +91,7 @@ def build(opts: BuildOptions) -> dict[str, Any]:
         if compiled is not None:
             sources[compiled.name] = compiled
         if labels:
-            sources[manifest.LABELS_NAME] = ("\n".join(labels) + "\n").encode()
+            sources[manifest.LABELS_NAME] = ("\n".join(printable(x) for x in labels) + "\n").encode()
         accuracy = None
         if eval_set is not None:  # the CPU model: the same int8 arithmetic the Edge TPU runs, on any machine
             ev = evaluate_mod.evaluate(cpu, eval_set, "cpu")
