@@ -103,7 +103,8 @@ def test_runner_standalone_on_the_board(tmp_path):
     doc = json.loads(proc.stdout)
     assert doc["results"][0]["image"] == image and doc["results"][0]["top"][0]["label"] == "tiger cat"
     assert doc["device"] == "cpu" and doc["model"] == "../bundles/m/mobilenet_v1_0.25_128_quant.tflite"
-    assert "note: running the CPU model" in proc.stderr
+    lines = proc.stderr.splitlines()  # the one note, no "Exception ignored in Delegate.__del__" traceback after it
+    assert len(lines) == 1 and lines[0].startswith("note: running the CPU model"), proc.stderr
     missing = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
                               "../bundles/none", image], cwd=runtime, capture_output=True, text=True)
     assert missing.returncode == 3 and missing.stderr.startswith("error: ../bundles/none: no such bundle folder")
@@ -111,3 +112,65 @@ def test_runner_standalone_on_the_board(tmp_path):
     changed = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
                               "../bundles/m", image], cwd=runtime, capture_output=True, text=True)
     assert changed.returncode == 3 and "imagenet_labels.txt has changed since the bundle was built" in changed.stderr
+
+
+def _edgetpu_runtime_here() -> bool:
+    import ctypes
+
+    try:
+        ctypes.CDLL(board_runner.EDGETPU_LIBRARY)
+    except OSError:
+        return False
+    return True
+
+
+USB_CHECK = "lsusb lists the USB Accelerator (1a6e:089a, or 18d1:9302"
+PCI_CHECK = "/dev/apex_0 exists"
+
+
+@pytest.mark.parametrize("device, checks", [("usb", [USB_CHECK]), ("pci", [PCI_CHECK]), (":0", [PCI_CHECK, USB_CHECK])])
+def test_no_edge_tpu_on_the_board_says_what_to_check_there(tmp_path, device, checks):
+    """`--device usb` where libedgetpu.so.1 is missing: exit 9, one line, a hint that works on the board itself
+    (edgekit does not run there, so not `edgekit doctor`)."""
+    from tests.conftest import shared_file
+    from tests.test_remote import TARGET_PYTHON, make_bundle
+
+    if _edgetpu_runtime_here():
+        pytest.skip("libedgetpu.so.1 is installed here: this checks the board without an Edge TPU runtime")
+    make_bundle(tmp_path / "bundles" / "m")
+    runtime = tmp_path / "runtime"
+    for rel, path in SHIPPED.items():
+        (runtime / rel).parent.mkdir(parents=True, exist_ok=True)
+        (runtime / rel).write_bytes(path.read_bytes())
+    proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
+                           "../bundles/m", "--device", device, str(shared_file("cat.bmp"))],
+                          cwd=runtime, capture_output=True, text=True)
+    assert proc.returncode == 9 and proc.stdout == ""
+    lines = [line for line in proc.stderr.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("error: the Edge TPU runtime libedgetpu.so.1 is not installed"), lines
+    assert "sudo apt-get install libedgetpu1-std" in lines[0] and all(check in lines[0] for check in checks)
+    assert (USB_CHECK in lines[0]) == (USB_CHECK in checks) and (PCI_CHECK in lines[0]) == (PCI_CHECK in checks)
+    assert "--device auto" in lines[0] and "edgekit doctor" not in lines[0]
+
+
+@pytest.mark.parametrize("device, check, other", [("usb", "lsusb", "/dev/apex_0"), ("pci:0", "/dev/apex_0", "lsusb")])
+def test_runtime_there_but_no_edge_tpu(tmp_path, monkeypatch, device, check, other):
+    """libedgetpu.so.1 loads but finds no Edge TPU (its ValueError): check the device, then the runtime."""
+    from edgekit.errors import DeviceError
+    from tests.test_remote import make_bundle
+
+    def load_delegate(library, options=None):
+        raise ValueError("Failed to load delegate from %s\n" % library)
+
+    def interpreter(**kwargs):
+        raise AssertionError("no interpreter may be made without the delegate")
+
+    monkeypatch.setattr(board_runner, "_backend", lambda: ("tflite_runtime", interpreter, load_delegate, None))
+    monkeypatch.setattr("ctypes.CDLL", lambda name: object())  # the library is there
+    with pytest.raises(DeviceError) as caught:
+        board_runner.open_bundle(str(make_bundle(tmp_path / "m")), device)
+    error = caught.value
+    assert error.message == ("the Edge TPU runtime libedgetpu.so.1 found no usable Edge TPU "
+                             "(Failed to load delegate from libedgetpu.so.1)")
+    assert error.hint.startswith("on the board, check that " + ("lsusb" if check == "lsusb" else "/dev/apex_0"))
+    assert "dpkg -s libedgetpu1-std" in error.hint and other not in error.hint and "doctor" not in error.hint

@@ -376,6 +376,15 @@ def test_unreachable_host(sshd, deployed):
     assert f"cannot reach 127.0.0.1 port {closed}" in line and "Connection refused" in line
 
 
+def test_no_edge_tpu_on_the_board_is_one_line_with_a_hint_for_the_board(sshd, deployed):
+    """`-d usb` (never falls back) on a board without the Edge TPU runtime: exit 9, checks to make there."""
+    line = _one_error_line(invoke("classify", str(shared_file("cat.bmp")), "--on", sshd.destination,
+                                  "-m", str(deployed.bundle), *ssh_args(sshd, deployed.remote_path), "-d", "usb", "--quiet"), 9)
+    assert line.startswith(f"error: on {sshd.destination}: the Edge TPU runtime libedgetpu.so.1 ")
+    assert "lsusb lists the USB Accelerator (1a6e:089a" in line and "libedgetpu1-std" in line
+    assert "edgekit doctor" not in line  # edgekit does not run on the board
+
+
 def test_target_without_python3(sshd, deployed):
     line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
                                   *ssh_args(sshd, deployed.remote_path), "--python", "python3.99"), 9)

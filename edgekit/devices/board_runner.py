@@ -191,6 +191,24 @@ def _backend():
                                  "apt-get install python3-pycoral (Coral's apt repo), or pip3 install tflite-runtime")
 
 
+def _runtime_missing(exc: BaseException) -> bool:
+    """True when loading the delegate failed because libedgetpu.so.1 itself is not there (not: no Edge TPU)."""
+    return isinstance(exc, OSError) and "cannot open shared object" in str(exc)
+
+
+def edgetpu_hint(device: str, runtime_missing: bool = False) -> str:
+    """What to check on the board itself (edgekit does not run there) when the Edge TPU ``device`` cannot be opened."""
+    usb = "that lsusb lists the USB Accelerator (1a6e:089a, or 18d1:9302 once its firmware is loaded)"
+    pci = "that /dev/apex_0 exists (the Dev Board's or a PCIe/M.2 Edge TPU, its apex driver loaded)"
+    where = {"usb": usb, "pci": pci}.get(device.split(":")[0], pci + " or " + usb)
+    if runtime_missing:
+        first = ("install the Edge TPU runtime on the board (sudo apt-get install libedgetpu1-std, from Coral's "
+                 "apt repo) and check " + where)
+    else:
+        first = "on the board, check " + where + ", and that the Edge TPU runtime is installed (dpkg -s libedgetpu1-std)"
+    return first + "; or use --device auto to fall back to the CPU model"
+
+
 def open_bundle(path: str, device: str = "auto", num_threads=None) -> tuple:
     """(Loaded, edgekit.manifest.Bundle): the Edge TPU model when ``device`` allows and one works, else the CPU model.
 
@@ -200,6 +218,8 @@ def open_bundle(path: str, device: str = "auto", num_threads=None) -> tuple:
     """
     from edgekit import manifest
     from edgekit.errors import DeviceError, InputError, UsageError
+
+    import ctypes
 
     bundle = manifest.load(path)
     etpu = None if device == "cpu" else bundle.edgetpu_model
@@ -229,6 +249,9 @@ def open_bundle(path: str, device: str = "auto", num_threads=None) -> tuple:
         return on_cpu(), bundle
     option = None if device == "auto" else device
     try:
+        # Loaded here first: a missing library is then one OSError, not also the "Exception ignored in
+        # Delegate.__del__" traceback tflite_runtime's half-made Delegate prints at exit.
+        ctypes.CDLL(EDGETPU_LIBRARY)
         if make_interpreter is not None:
             interpreter = make_interpreter(etpu_path, device=option)
         else:
@@ -236,9 +259,11 @@ def open_bundle(path: str, device: str = "auto", num_threads=None) -> tuple:
             interpreter = interpreter_cls(model_path=etpu_path, experimental_delegates=[delegate])
         interpreter.allocate_tensors()
     except (OSError, ValueError, RuntimeError) as exc:
-        reason = "the Edge TPU runtime %s found no usable Edge TPU (%s)" % (EDGETPU_LIBRARY, _first_line(exc))
+        missing = _runtime_missing(exc)
+        reason = ("the Edge TPU runtime %s is not installed (%s)" if missing else
+                  "the Edge TPU runtime %s found no usable Edge TPU (%s)") % (EDGETPU_LIBRARY, _first_line(exc))
         if device != "auto":
-            raise DeviceError(reason, "check the board's Edge TPU (`edgekit doctor` on the board), or use --device auto")
+            raise DeviceError(reason, edgetpu_hint(device, missing))
         notes.append("running the CPU model %s instead of %s: %s"
                      % (os.path.basename(cpu_path), os.path.basename(etpu_path), reason))
         return on_cpu(), bundle
