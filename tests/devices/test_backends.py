@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes.util
 import importlib.util
 import json
 import os
@@ -15,6 +14,7 @@ import pytest
 from edgekit.devices import backends as B
 from edgekit.errors import DeviceError, MissingDependencyError, UsageError
 from tests.conftest import shared_file
+from tests.devices.conftest import ABSENT_EDGETPU_LIBRARY
 
 
 # ------------------------------------------------------------------------------ device grammar
@@ -148,23 +148,21 @@ def test_real_load_delegate_error_becomes_an_actionable_device_error(name):
         pytest.skip(f"{name} is not installed in this environment")
     if name == "tensorflow" and "tflite_runtime" in sys.modules:
         pytest.skip("importing tensorflow after tflite_runtime breaks tflite_runtime (toolchain.md pitfall 4)")
-    if ctypes.util.find_library("edgetpu"):
-        pytest.skip("libedgetpu is installed here, so loading it does not fail this way")
     backend = B._load_backend(name)
-    with pytest.raises(OSError, match="libedgetpu.so.1: cannot open shared object file"):
-        backend.load_delegate("libedgetpu.so.1", {"device": "usb"})  # what the package itself raises
+    missing = ABSENT_EDGETPU_LIBRARY  # a name no machine has: libedgetpu may well be installed here
+    with pytest.raises(OSError, match=f"{missing}: cannot open shared object file"):
+        backend.load_delegate(missing, {"device": "usb"})  # what the package itself raises
     with pytest.raises(DeviceError) as info:
-        B.load_edgetpu_delegate(backend, B.parse_device("usb:0"))
+        B.load_edgetpu_delegate(backend, B.parse_device("usb:0"), missing)
     err = info.value
-    assert "libedgetpu.so.1 is not installed" in err.message and "cannot open shared object file" in err.message
+    assert f"{missing} is not installed" in err.message and "cannot open shared object file" in err.message
     assert "sudo apt-get install libedgetpu1-std" in err.hint and "--device cpu" in err.hint
 
 
 def test_failed_delegate_leaves_no_noise_on_stderr():
     """The packages' Delegate.__del__ prints 'Exception ignored ... _library' after a failed load; we hide it."""
-    if ctypes.util.find_library("edgetpu"):
-        pytest.skip("libedgetpu is installed here")
     code = ("import gc\nfrom edgekit.devices import backends as B\n"
+            f"B.edgetpu_library = lambda system=None: {ABSENT_EDGETPU_LIBRARY!r}\n"
             "try:\n    B.load_edgetpu_delegate(B.select_backend(), B.parse_device('usb'))\n"
             "except Exception as e:\n    print(type(e).__name__)\ngc.collect()\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
@@ -203,10 +201,8 @@ def test_cpu_on_a_compiled_model_runs_its_twin():
     assert opened.model_path == str(shared_file("mobilenet_v1_0.25_128_quant.tflite")) and opened.device == "cpu"
 
 
-def test_auto_with_a_device_but_no_runtime_falls_back_naming_the_runtime():
+def test_auto_with_a_device_but_no_runtime_falls_back_naming_the_runtime(no_edgetpu):
     """A device is listed (a stand-in list: there is none here) but libedgetpu is missing: say that, not 'no device'."""
-    if ctypes.util.find_library("edgetpu"):
-        pytest.skip("libedgetpu is installed here")
     opened = B.open_model(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "auto",
                           find_devices=lambda: ["stand-in usb:0"])
     assert opened.device == "cpu" and opened.model_path.endswith("mobilenet_v1_0.25_128_quant.tflite")
@@ -218,9 +214,7 @@ def test_explicit_edgetpu_on_a_cpu_model_is_refused():
         B.open_model(shared_file("mobilenet_v1_0.25_128_quant.tflite"), "pci:0")
 
 
-def test_explicit_edgetpu_without_runtime_does_not_fall_back():
-    if ctypes.util.find_library("edgetpu"):
-        pytest.skip("libedgetpu is installed here")
+def test_explicit_edgetpu_without_runtime_does_not_fall_back(no_edgetpu):
     with pytest.raises(DeviceError, match="libedgetpu"):
         B.open_model(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "usb")
 

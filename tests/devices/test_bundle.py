@@ -22,7 +22,7 @@ from edgekit.devices import classify as C
 from edgekit.errors import InputError, UsageError
 from edgekit.preprocess import spec_from_input_quantization
 from tests.conftest import shared_file
-from tests.devices.test_classify import COMPILED, IMAGES, MODEL, no_edgetpu  # noqa: F401 (a fixture)
+from tests.devices.test_classify import COMPILED, IMAGES, MODEL
 
 SPEC = spec_from_input_quantization(128, 128, 3, "uint8", 1 / 128, 128)
 

@@ -28,15 +28,6 @@ COMPILED = "mobilenet_v1_0.25_128_quant_edgetpu.tflite"
 IMAGES = ["cat.bmp", "grace_hopper.bmp"]
 
 
-@pytest.fixture()
-def no_edgetpu(monkeypatch):
-    """The Edge TPU runtime made unloadable through the backend's own hook (the library name it loads), so
-    the CPU-fallback tests run on every machine, a Coral developer's with libedgetpu installed too."""
-    from edgekit.devices import backends
-
-    monkeypatch.setattr(backends, "edgetpu_library", lambda system=None: "libedgetpu-made-absent-by-test.so.1")
-
-
 # ------------------------------------------------------------------------------ pycoral parity
 def pycoral_classify_image(model: Path, image: Path, mean: float = 128.0, std: float = 128.0) -> np.ndarray:
     """pycoral examples/classify_image.py (HEAD 46f06c8), step by step, returning the dequantized scores.
