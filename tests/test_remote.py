@@ -199,7 +199,23 @@ def test_classify_on_the_board_equals_the_local_run(sshd, deployed):
     assert theirs["backend"] == ours["backend"]
     assert theirs["device"] == f"cpu on {sshd.destination}"  # no Edge TPU here: the CPU model, said so
     assert theirs["model"] == f"{sshd.destination}:{deployed.remote_path}/bundles/mobilenet/{MODEL}.tflite"
-    assert "running the CPU model" in remote.stderr
+    notes = [line for line in remote.stderr.splitlines() if "note:" in line]
+    assert all(line.startswith("note: ") and line.count("note:") == 1 for line in notes), notes  # not "note: note: "
+    assert any(line.startswith("note: running the CPU model") for line in notes), notes
+
+
+def test_classify_on_prints_each_note_once_as_a_local_run_does(sshd, deployed):
+    """The runner's `note: ...` lines reach the terminal with one `note: `, as the same local run's notes do."""
+    image = str(shared_file("cat.bmp"))
+    local = invoke("classify", image, "-m", str(deployed.bundle))
+    remote = invoke("classify", image, "--on", sshd.destination, "-m", str(deployed.bundle),
+                    *ssh_args(sshd, deployed.remote_path))
+    assert local.exit_code == 0 and remote.exit_code == 0, remote.output
+    fallback = [line for line in remote.stderr.splitlines() if "running the CPU model" in line]
+    assert len(fallback) == 1 and fallback[0].startswith("note: running the CPU model "), remote.stderr
+    assert "note: note:" not in remote.stderr
+    ours = [line for line in local.stderr.splitlines() if "running the CPU model" in line]
+    assert len(ours) == 1 and ours[0].startswith("note: running the CPU model ")  # the same form
 
 
 def test_classify_on_python37_feeds_the_same_tensor(sshd, deployed, tmp_path):

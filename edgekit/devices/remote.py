@@ -282,8 +282,10 @@ def _runner_failure(target: SshTarget, proc: subprocess.CompletedProcess) -> Edg
 
 
 def _notes_from(stderr: bytes) -> list[str]:
-    return [line for line in stderr.decode(errors="replace").splitlines()
-            if line.startswith("note: ") or line.startswith("warning: ")]
+    """The runner's notes without their ``note: `` (the CLI adds it, as for local notes) and its warnings as written."""
+    lines = stderr.decode(errors="replace").splitlines()
+    return [line[len("note: "):] if line.startswith("note: ") else line
+            for line in lines if line.startswith("note: ") or line.startswith("warning: ")]
 
 
 def _shell_path(path: str) -> str:
