@@ -446,10 +446,10 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
 
 # --------------------------------------------------------------------------------------- compile
 def _render_compile(d: dict[str, Any]) -> str:
-    from edgekit.converters.compatibility import format_table
+    from edgekit.converters.compatibility import format_table, mib
 
     def size(n: int | None) -> str:
-        return "?" if n is None else f"{n / 1024 / 1024:.2f} MiB"
+        return "?" if n is None else mib(n)
 
     lines = [f"edgetpu_compiler {d['compiler_version']}: compiled {d['input_model']}"
              + (f" in {d['compile_ms']} ms" if d["compile_ms"] is not None else "")]

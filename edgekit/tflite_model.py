@@ -419,6 +419,10 @@ class ModelInfo:
                 hist[key] = hist.get(key, 0) + 1
         return hist
 
+    def op_histogram_rows(self) -> list[dict[str, Any]]:
+        """:meth:`op_histogram` as the ``op_histogram`` JSON of inspect and quantize: sorted by name, version."""
+        return [{"name": n, "version": v, "count": c} for (n, v), c in sorted(self.op_histogram().items())]
+
     def constant_value(self, tensor: TensorInfo):
         """The data of a constant tensor as a numpy array (a view, not a copy), or None."""
         import numpy as np
@@ -484,6 +488,6 @@ def summary(info: ModelInfo) -> dict[str, Any]:
         "ops": [{"index": op.index, "name": op.name, "version": op.version, "custom_code": op.custom_code,
                  **({"subgraph": g.index} if g.index else {})}
                 for g in info.subgraphs for op in g.ops],
-        "op_histogram": [{"name": n, "version": v, "count": c} for (n, v), c in sorted(info.op_histogram().items())],
+        "op_histogram": info.op_histogram_rows(),
         "metadata": sorted(info.metadata),
     }

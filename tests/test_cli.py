@@ -220,3 +220,9 @@ def test_cli_defaults_are_the_library_constants():
         quantize.IO_TYPES)
     assert default("compile", "timeout") == edgetpu_compiler.DEFAULT_TIMEOUT_S
     assert default("check", "min_runtime") == compatibility.COMPILER_DEFAULT_MIN_RUNTIME
+    from edgekit.build import BuildOptions
+
+    built = BuildOptions(model="m", output="o")
+    assert default("build", "samples") == built.samples == calibration.DEFAULT_SAMPLES
+    assert default("build", "timeout") == built.timeout == edgetpu_compiler.DEFAULT_TIMEOUT_S
+    assert default("build", "seed") == built.seed == default("quantize", "seed")

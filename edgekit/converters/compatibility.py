@@ -931,14 +931,14 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     advice += _advice(g, verdicts, mappable, multiple_subgraphs)
     if off_chip:
         problems.append(Problem(
-            "off_chip", f"about {_mib(tpu_params)} of parameters for a ~8 MiB on-chip cache: ~{_mib(off_chip)} "
+            "off_chip", f"about {mib(tpu_params)} of parameters for a ~8 MiB on-chip cache: ~{mib(off_chip)} "
             "would be streamed from host memory at every inference",
             "use a smaller or narrower model, or split it over several Edge TPUs with `edgekit compile --segments N`"))
-        advice.append(f"Parameters ({_mib(tpu_params)}) exceed the Edge TPU's ~8 MiB cache; ~{_mib(off_chip)} would "
+        advice.append(f"Parameters ({mib(tpu_params)}) exceed the Edge TPU's ~8 MiB cache; ~{mib(off_chip)} would "
                       "stream from host memory each inference (slower). Shrink the model or pipeline it with "
                       "--segments.")
     elif tpu_params > 6 * 1024 * 1024:
-        advice.append(f"Parameters ({_mib(tpu_params)}) are close to the ~8 MiB cache; the compiler caches ~6-7.6 MiB "
+        advice.append(f"Parameters ({mib(tpu_params)}) are close to the ~8 MiB cache; the compiler caches ~6-7.6 MiB "
                       "in practice, so some may be streamed.")
     return CheckReport(info.path, verdict, verdicts, n_sub, info.param_bytes, on_chip, off_chip,
                        problems, advice, min_runtime, multiple_subgraphs=multiple_subgraphs)
@@ -971,7 +971,8 @@ def gate_checks(report: CheckReport) -> dict[str, Any]:
             "per_tensor_dense": "per_channel_weights" not in codes, "edgetpu_verdict": report.verdict}
 
 
-def _mib(n: int) -> str:
+def mib(n: int) -> str:
+    """Bytes as MiB with two decimals, as check and compile print sizes."""
     return f"{n / 1024 / 1024:.2f} MiB"
 
 
@@ -1102,8 +1103,8 @@ def render(report: CheckReport) -> str:
         lines.append("  [likely]: rests on Coral's documentation or a heuristic, not on a real compile")
     lines.append("")
     if report.on_chip_bytes_estimate is not None:
-        lines.append(f"Parameters: {report.param_bytes:,} bytes; Edge TPU ops ~{_mib(report.on_chip_bytes_estimate)} "
-                     f"on-chip, ~{_mib(report.off_chip_bytes_estimate or 0)} off-chip (streamed), of a ~8 MiB cache")
+        lines.append(f"Parameters: {report.param_bytes:,} bytes; Edge TPU ops ~{mib(report.on_chip_bytes_estimate)} "
+                     f"on-chip, ~{mib(report.off_chip_bytes_estimate or 0)} off-chip (streamed), of a ~8 MiB cache")
     else:
         lines.append(f"Parameters{' of the CPU ops' if report.compiled else ''}: {report.param_bytes:,} bytes")
     for p in report.problems:

@@ -499,8 +499,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         "labels": len(labels) if labels else None,
         "calibration": {**data.summary(), "notes": data.notes},
         "io": {"input": _io_summary(out_info.inputs[0]), "output": _io_summary(out_info.outputs[0])},
-        "op_histogram": [{"name": n, "version": v, "count": c}
-                         for (n, v), c in sorted(out_info.op_histogram().items())],
+        "op_histogram": out_info.op_histogram_rows(),
         "checks": compatibility.gate_checks(compatibility.check_model(out_info)),
         "remedy": remedy,
         "remedies_tried": tried,
