@@ -118,6 +118,6 @@ def import_tensorflow(verbose: bool = False) -> Any:
                 tf.get_logger().setLevel(logging.ERROR)
                 logging.getLogger("absl").setLevel(logging.ERROR)
     except ImportError as exc:
-        raise MissingDependencyError(f"TensorFlow is needed to quantize Keras models ({exc})",
+        raise MissingDependencyError(f"TensorFlow is needed to train, read or quantize Keras models ({exc})",
                                      "pip install 'edgekit[convert]'") from None
     return tf
