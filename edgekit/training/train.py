@@ -131,7 +131,7 @@ def _read_tfrecords(source: str, key: str) -> TrainingData:
 def _decoder(data: TrainingData, spec: PreprocessSpec) -> Callable[[Any], np.ndarray]:
     """Item (path or encoded bytes) → HxWxC uint8 pixels, by edgekit.preprocess.pixels."""
     def decode(item: Any) -> np.ndarray:
-        where = item.decode() if data.kind == "images" else io.BytesIO(item)
+        where = os.fsdecode(item) if data.kind == "images" else io.BytesIO(item)
         return pixels(open_image(where), spec)
 
     return decode
@@ -147,6 +147,8 @@ def dataset(data: TrainingData, indices: np.ndarray, spec: PreprocessSpec, batch
     decode = _decoder(data, spec)
     shape = (spec.height, spec.width, spec.num_channels)
     items = [data.items[i] for i in indices]
+    if data.kind == "images":  # as bytes: a file name that is not UTF-8 has no tf.string of its str form
+        items = [os.fsencode(p) for p in items]
     ds = tf.data.Dataset.from_tensor_slices((tf.constant(items, tf.string), data.labels[indices]))
 
     def load(item: Any, label: Any) -> tuple[Any, Any]:
@@ -237,15 +239,23 @@ class _Progress:
         self.callback = Callback()
 
 
-def _save_keras(model: Any, output: Path) -> None:
-    """model.save() into a temporary folder beside ``output`` (Keras wants the real suffix), then rename."""
-    tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+def _save_keras(model: Any, output: Path, record: bytes, record_path: Path) -> None:
+    """model.save() and the record into a temporary folder beside ``output`` (Keras wants the real suffix),
+    then both renamed into place together (:func:`edgekit.fileio.publish`): both or neither, umask modes."""
+    from edgekit.fileio import publish
+
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
+    except OSError as exc:
+        raise InputError(f"cannot write in output folder {output.parent} ({exc.strerror or exc})",
+                         "choose another -o") from None
     try:
         model.save(tmp / output.name)
-        os.chmod(tmp / output.name, 0o644)
-        os.replace(tmp / output.name, output)
+        (tmp / record_path.name).write_bytes(record)
+        publish([tmp / output.name, tmp / record_path.name], [output, record_path])
     except OSError as exc:
-        raise InputError(f"cannot write {output} ({exc.strerror or exc})", "choose another -o") from None
+        raise InputError(f"cannot write {output} ({exc.strerror or exc})", "free some space or choose another -o") \
+            from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -253,7 +263,7 @@ def _save_keras(model: Any, output: Path) -> None:
 def train(opts: TrainOptions) -> dict[str, Any]:
     """Train, save ``opts.output`` and its record; return the summary ``edgekit train --json`` prints."""
     from edgekit.converters.tf_quiet import import_tensorflow, silenced
-    from edgekit.fileio import require_output_folder, write_bytes_atomic
+    from edgekit.fileio import refuse_folders, require_output_folder
     from edgekit.training import strategy as strategy_mod
 
     output = Path(opts.output)
@@ -262,6 +272,8 @@ def train(opts: TrainOptions) -> dict[str, Any]:
     if output.is_dir():
         raise UsageError(f"-o {output} is a folder", "name the output file, e.g. model.keras")
     require_output_folder(output)
+    record_path = sidecar_path(output)
+    refuse_folders([output, record_path])  # now, not after the training: the two are published together
     if opts.epochs < 1 or opts.batch_size < 1 or not 0.0 <= opts.validation_split < 1.0:
         raise UsageError("--epochs and --batch-size must be positive, --validation-split in [0, 1)")
     check_arch(opts.arch)
@@ -306,7 +318,6 @@ def train(opts: TrainOptions) -> dict[str, Any]:
                          "remove or fix the file, then train again") from None
     seconds = time.perf_counter() - start
 
-    _save_keras(model, output)
     try:
         calib = os.path.relpath(Path(opts.data).resolve(), output.resolve().parent)
     except ValueError:  # another drive on Windows
@@ -318,8 +329,7 @@ def train(opts: TrainOptions) -> dict[str, Any]:
                 "strategy": choice.to_dict(), "tensorflow": tf.__version__}
     record = ModelRecord(spec, data.class_names, {"created_by": CREATED_BY, "edgekit": __version__,
                                                   "calibration": {"source": calib}, "training": training})
-    record_path = sidecar_path(output)
-    write_bytes_atomic(record_path, record.to_json().encode())
+    _save_keras(model, output, record.to_json().encode(), record_path)
     last = progress.epochs[-1] if progress.epochs else {}
     return {"output": str(output), "record": str(record_path), "arch": opts.arch, "labels": data.class_names,
             "data": summary_data, "preprocess": {**spec.to_dict(), "description": spec.describe()},

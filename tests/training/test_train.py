@@ -226,3 +226,71 @@ def test_bad_train_input_is_one_line_and_an_exit_code(digits_folders, tmp_path, 
     assert out.exit_code == code, out.output
     assert message in out.stderr and out.stderr.count("\n") == 1
     assert not (tmp_path / "m.keras").exists()
+
+
+def _small_set(digits_folders, root: Path, per_class: int = 12) -> Path:
+    """Two classes of the digits, ``per_class`` images each: enough for a one-epoch run of a few seconds."""
+    for c in ("0", "1"):
+        (root / c).mkdir(parents=True)
+        for f in sorted((digits_folders.train / c).glob("*.png"))[:per_class]:
+            (root / c / f.name).write_bytes(f.read_bytes())
+    return root
+
+
+def test_a_folder_in_the_way_of_the_record_is_refused_before_training(digits_folders, tmp_path, monkeypatch):
+    """Was: exit 3 only after the whole training, with the model written and its record missing."""
+    from edgekit.training import train as train_mod
+
+    def no_training(*_a, **_k):
+        raise AssertionError("training started")
+
+    monkeypatch.setattr(train_mod, "dataset", no_training)
+    (tmp_path / "m.edgekit.json").mkdir()
+    out = CliRunner().invoke(cli, ["train", str(digits_folders.train), "-o", str(tmp_path / "m.keras"), "-q"])
+    assert out.exit_code == 3, out.output
+    assert "m.edgekit.json: a folder of that name is in the way" in out.stderr and out.stderr.count("\n") == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["m.edgekit.json"]
+
+
+def test_a_failing_record_write_leaves_neither_model_nor_record(digits_folders, tmp_path, monkeypatch):
+    """The model and its record are published together: a model never sits beside no (or an older) record."""
+    data = _small_set(digits_folders, tmp_path / "data")
+    real = os.replace
+
+    def record_fails(src, dst):
+        if str(dst).endswith(".edgekit.json"):
+            raise OSError(28, "No space left on device")
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", record_fails)
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    out = CliRunner().invoke(cli, ["train", str(data), "-o", str(out_dir / "m.keras"), "--epochs", "1", "-q"])
+    assert out.exit_code == 3, out.output
+    assert "No space left on device" in out.stderr and out.stderr.count("\n") == 1
+    assert list(out_dir.iterdir()) == []  # no model, no record, no temporary folder
+
+
+@pytest.mark.skipif(os.name != "posix", reason="bytes file names are POSIX")
+def test_a_file_name_that_is_not_utf8_trains(digits_folders, tmp_path):
+    """Was: exit 70 'Error converting unicode string ... to Tensor' (audit F4)."""
+    data = _small_set(digits_folders, tmp_path / "data")
+    first = sorted((data / "1").iterdir())[0]
+    os.rename(first, os.path.join(os.fsencode(data / "1"), b"caf\xe9.png"))
+    doc = _train_cli([str(data), "-o", str(tmp_path / "m.keras"), "--epochs", "1", "--validation-split", "0"])
+    assert doc["data"]["train_samples"] == 24 and (tmp_path / "m.keras").is_file()
+
+
+@pytest.mark.skipif(os.name != "posix", reason="umask is POSIX")
+def test_the_model_and_its_record_follow_the_umask(digits_folders, tmp_path):
+    """Was: the model was chmod 0644 whatever the umask, while its record followed it."""
+    data = _small_set(digits_folders, tmp_path / "data")
+    out_dir = tmp_path / "out"
+    out_dir.mkdir()
+    old = os.umask(0o077)
+    try:
+        _train_cli([str(data), "-o", str(out_dir / "m.keras"), "--epochs", "1"])
+    finally:
+        os.umask(old)
+    modes = {p.name: p.stat().st_mode & 0o777 for p in out_dir.iterdir()}
+    assert modes == {"m.keras": 0o600, "m.edgekit.json": 0o600}
