@@ -146,7 +146,8 @@ def describe_refusal(result: SearchResult) -> tuple[str, str]:
     return (f"cannot tell the preprocessing apart: {best.name} ({best.accuracy:.1%}) is not clearly better than "
             f"{others} on {result.samples} labelled samples",
             "pass the one the model was trained with: " + "; or ".join(
-                flags_for(t.spec) for t in result.trials if t.name == best.name or t.name in result.tied))
+                flags_for(t.spec) for t in result.trials if t.name == best.name or t.name in result.tied)
+            + " (or calibrate on more labelled samples, --samples N, to measure it better)")
 
 
 
@@ -206,6 +207,8 @@ def settle(origin: str, spec: PreprocessSpec, data: Any, predict: Callable[[np.n
         raise refuse_unlabelled(why, spec)
     n = min(SEARCH_SAMPLES, len(data.calib_pixels))
     result = search(predict, data.calib_pixels[:n], data.calib_labels[:n], spec, classes, progress=progress)
+    if result.verdict == "too-close" and len(data.calib_pixels) > n:  # a close call: measure on every sample
+        result = search(predict, data.calib_pixels, data.calib_labels, spec, classes, progress=progress)
     if origin == ORIGIN_MODEL:
         raw = next(t for t in result.trials if t.name == "raw")
         if result.verdict == "near-chance":

@@ -58,6 +58,30 @@ def test_a_clear_winner_is_chosen_and_a_close_race_or_chance_is_refused():
     assert "near chance" in preprocess_search.describe_refusal(result)[0]
 
 
+def test_a_close_call_on_the_first_samples_is_measured_again_on_all_of_them():
+    """Was: at most 200 samples, even with more labelled calibration data, so close calls were refused."""
+    from types import SimpleNamespace
+
+    n = 1000
+    i = np.arange(n)
+    right = {"0..1": i % 20 != 0, "raw": (i % 20 != 0) & (i % 25 != 1)}  # raw: 8 more misses in 200, 40 in 1000
+    first_value = {200.0: "raw", round(200 / 255, 3): "0..1"}
+
+    def predict(x):  # the convention from the value a 200-valued pixel gets; right or wrong per sample
+        name = first_value.get(round(float(x[0, 0, 0, 0]), 3) if x[0, 0, 0, 0] < 100 else float(x[0, 0, 0, 0]))
+        ok = right.get(name, np.zeros(n, bool))[: len(x)]
+        scores = np.zeros((len(x), 10), np.float32)
+        scores[np.arange(len(x)), np.where(ok, 0, 1)] = 1.0
+        return scores
+
+    data = SimpleNamespace(calib_pixels=np.full((n, 2, 2, 3), 200, np.uint8), calib_labels=np.zeros(n, np.int64))
+    spec, origin, result, _ = preprocess_search.settle(preprocess_search.UNDECIDED, RGB, data, predict, 10, None)
+    assert (result.verdict, result.best.name, result.samples) == ("chosen", "0..1", n)
+    assert origin == preprocess_search.ORIGIN_DATA and spec.scaling_name == "0..1"
+    first = preprocess_search.search(predict, data.calib_pixels[:200], data.calib_labels[:200], RGB, 10)
+    assert (first.verdict, first.tied) == ("too-close", ["raw"])  # what 200 samples alone said
+
+
 def test_near_chance_scales_with_classes_and_samples():
     assert metrics.near_chance(0.19, 200, 10) and not metrics.near_chance(0.25, 200, 10)
     assert not metrics.near_chance(0.05, 1000, 1000)   # 50x chance
