@@ -198,6 +198,33 @@ def _rgb_paths(digits_pixels):
 
 
 @pytest.mark.tf
+def test_caffe_is_told_from_the_others_on_colour_images_where_the_channel_order_matters(digits_pixels, tmp_path):
+    """The digits are grey (R = G = B), where BGR and RGB look alike; tinted, the caffe model's BGR input
+    differs from every RGB convention's, and the search must still pick caffe (channels BGR)."""
+    from PIL import Image
+
+    (x, y, _), (xt, yt, _) = digits_pixels
+    def tint(g):  # a different curve per channel: red ink on a blue-ish ground
+        g = g[..., 0].astype(np.float32)
+        return np.stack([g, 0.5 * g + 40, 255 - 0.8 * g], -1).clip(0, 255).astype(np.uint8)
+
+    cx, ct = tint(x), tint(xt)
+    folder = tmp_path / "colour"
+    for k, (img, label) in enumerate(zip(cx, y)):
+        (folder / str(label)).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(img, "RGB").save(folder / str(label) / f"{k:04d}.png")
+    model = _train(TRUE_PREPROCESSING["caffe"](cx), y)
+    path = tmp_path / "caffe.keras"
+    model.save(path)
+    result = _quantize(path, folder)
+    pre = result.summary["preprocess"]
+    assert pre["search"]["chosen"] == "caffe" and pre["channels"] == "BGR", pre["search"]
+    x_true = TRUE_PREPROCESSING["caffe"](ct)
+    float_acc = float(np.mean(model.predict(x_true, verbose=0).argmax(1) == yt))
+    assert float_acc > 0.85 and abs(float_acc - _int8_accuracy(result.output, x_true, yt)) <= 0.01
+
+
+@pytest.mark.tf
 def test_savedmodel_export_with_rescaling_inside_is_found_to_take_raw_pixels(digits_pixels, digits_folders,
                                                                            tmp_path_factory):
     import keras
