@@ -878,7 +878,8 @@ def _render_benchmark(d: dict[str, Any]) -> str:
     c = d["comparison"]
     if c:
         lines.append(f"Against {c['saved']}: p50 {c['baseline_ms']:.3f} -> {c['current_ms']:.3f} ms "
-                     f"({c['change']:+.1%}; more than +{c['max_slowdown']:.0%} is a regression)"
+                     f"({c['change']:+.1%}; more than +{c['max_slowdown']:.0%} is a regression: p50 moves a few "
+                     "percent between runs on an idle machine, a busy CPU or ops off the Edge TPU far more)"
                      + (": REGRESSION" if c["regression"] else ""))
     return "\n".join(lines)
 
