@@ -51,9 +51,17 @@ def sshd(tmp_path_factory):
     host_key, key, wrong_key = _keygen(d / "host_key"), _keygen(d / "client_key"), _keygen(d / "wrong_key")
     (d / "authorized_keys").write_text(Path(f"{key}.pub").read_text())
     port = _free_port()
+    python3_port = next(p for p in iter(_free_port, None) if p != port)
     user = pwd.getpwuid(os.getuid()).pw_name
+    # On python3_port the login's `python3` is the board's Python (a wrapper first on PATH, set after the
+    # login shell's rc files, which may put another python3 first), so --python can be left at its default.
+    wrappers = d / "bin"
+    wrappers.mkdir()
+    (wrappers / "python3").write_text(f"#!/bin/sh\nexec {TARGET_PYTHON} \"$@\"\n")
+    (wrappers / "python3").chmod(0o755)
     (d / "sshd_config").write_text(f"""\
 Port {port}
+Port {python3_port}
 ListenAddress 127.0.0.1
 HostKey {host_key}
 PidFile none
@@ -65,6 +73,8 @@ KbdInteractiveAuthentication no
 PermitRootLogin prohibit-password
 StrictModes no
 UsePAM no
+Match LocalPort {python3_port}
+    ForceCommand PATH={wrappers}:$PATH; export PATH; exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
 """)
     if os.getuid() == 0:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation folder
@@ -81,9 +91,10 @@ UsePAM no
                 pytest.fail(f"sshd did not start: {(d / 'sshd.log').read_text()}")
             time.sleep(0.05)
     known_hosts = d / "known_hosts"
-    known_hosts.write_text(f"[127.0.0.1]:{port} {Path(f'{host_key}.pub').read_text()}")
-    yield SimpleNamespace(port=port, user=user, key=key, wrong_key=wrong_key, known_hosts=known_hosts, dir=d,
-                          destination=f"{user}@127.0.0.1")
+    known_hosts.write_text(f"[127.0.0.1]:{port} {Path(f'{host_key}.pub').read_text()}"
+                           f"[127.0.0.1]:{python3_port} {Path(f'{host_key}.pub').read_text()}")
+    yield SimpleNamespace(port=port, python3_port=python3_port, user=user, key=key, wrong_key=wrong_key,
+                          known_hosts=known_hosts, dir=d, destination=f"{user}@127.0.0.1")
     proc.terminate()
     try:
         proc.wait(timeout=10)
@@ -123,10 +134,12 @@ def make_bundle(folder: Path, mean=None, std=None) -> Path:
     return folder
 
 
-def ssh_args(sshd, remote_path: Path, *extra: str) -> list[str]:
+def ssh_args(sshd, remote_path: Path, *extra: str, identity: bool = True, python: bool = True) -> list[str]:
     # --python: the login shell's own rc files may put another python3 first on PATH
-    return ["--port", str(sshd.port), "--identity", str(sshd.key), "--known-hosts", str(sshd.known_hosts),
-            "--path", str(remote_path), "--python", str(TARGET_PYTHON), *extra]
+    # (test_default_python3_is_the_logins tests the default on sshd.python3_port)
+    return ["--port", str(sshd.port), *(["--identity", str(sshd.key)] if identity else []),
+            "--known-hosts", str(sshd.known_hosts), "--path", str(remote_path),
+            *(["--python", str(TARGET_PYTHON)] if python else []), *extra]
 
 
 def invoke(*args: str):
@@ -399,6 +412,80 @@ def test_no_edge_tpu_on_the_board_is_one_line_with_a_hint_for_the_board(sshd, de
     assert line.startswith(f"error: on {sshd.destination}: the Edge TPU runtime libedgetpu.so.1 ")
     assert "lsusb lists the USB Accelerator (1a6e:089a" in line and "libedgetpu1-std" in line
     assert "edgekit doctor" not in line  # edgekit does not run on the board
+
+
+def test_connect_timeout_stops_a_board_that_never_answers(sshd, deployed):
+    """A port that accepts the connection but never sends SSH's banner (as a hung board would): --connect-timeout
+    ends it (not --timeout), exit 9, one line."""
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(1)
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        result = invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
+                        *ssh_args(sshd, deployed.remote_path), "--port", str(port),
+                        "--connect-timeout", "2", "--timeout", "60")
+        elapsed = time.monotonic() - started
+    line = _one_error_line(result, 9)
+    assert line.startswith(f"error: cannot reach 127.0.0.1 port {port}: ") and "timed out" in line, line
+    assert 1.5 <= elapsed < 2 + 5, elapsed  # waited for the banner for the connect timeout, then gave up
+
+
+def test_connect_timeout_to_a_non_routable_address(deployed):
+    """10.255.255.1 is never answered: within --connect-timeout plus a little, exit 9, one line (offline, the
+    route's absence may be reported at once instead)."""
+    started = time.monotonic()
+    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", "mendel@10.255.255.1",
+                                  "--connect-timeout", "2", "--timeout", "60"), 9)
+    assert time.monotonic() - started < 2 + 5
+    assert line.startswith("error: cannot reach 10.255.255.1 port 22: "), line
+
+
+def test_agent_authentication(sshd, deployed, tmp_path, monkeypatch):
+    """No --identity: the key comes from a running ssh-agent (SSH_AUTH_SOCK), refused while the agent lacks it."""
+    sock = tmp_path / "agent.sock"
+    agent = subprocess.Popen(["ssh-agent", "-D", "-a", str(sock)], stdout=subprocess.DEVNULL)
+    try:
+        deadline = time.monotonic() + 10
+        while not sock.exists():
+            assert agent.poll() is None and time.monotonic() < deadline, "ssh-agent did not start"
+            time.sleep(0.05)
+        monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
+        args = ["deploy", str(deployed.bundle), "--to", sshd.destination,
+                *ssh_args(sshd, deployed.remote_path, identity=False), "--json"]
+        line = _one_error_line(invoke(*args), 9)
+        assert "refused the login" in line  # the agent is empty: nothing else could log in
+        subprocess.run(["ssh-add", "-q", str(sshd.key)], check=True, capture_output=True,
+                       env={**os.environ, "SSH_AUTH_SOCK": str(sock)})
+        result = invoke(*args)
+        assert result.exit_code == 0, result.output
+        assert json.loads(result.stdout)["target"] == sshd.destination
+    finally:
+        agent.terminate()
+        agent.wait(timeout=10)
+
+
+def test_default_python3_is_the_logins(sshd, tmp_path):
+    """Without --python, `python3` as the board's login finds it (here the board venv, first on its PATH)."""
+    bundle = make_bundle(tmp_path / "m")
+    args = ["--port", str(sshd.python3_port), "--identity", str(sshd.key), "--known-hosts", str(sshd.known_hosts),
+            "--path", str(tmp_path / "board")]
+    deployed = invoke("deploy", str(bundle), "--to", sshd.destination, *args, "--json")
+    assert deployed.exit_code == 0, deployed.output
+    doc = json.loads(deployed.stdout)
+    assert doc["python"] == "%d.%d.%d" % board_python_version() and len(doc["uploaded"]) > 4
+    image = str(shared_file("cat.bmp"))
+    result = invoke("classify", image, "--on", sshd.destination, "-m", str(bundle), *args, "--json", "-k", "1")
+    assert result.exit_code == 0, result.output
+    assert f"is up to date (Python {doc['python']}" in result.stderr
+    top = json.loads(result.stdout)["results"][0]["top"][0]
+    assert top["label"] == "tiger cat"
+
+
+def board_python_version() -> tuple[int, int, int]:
+    code = "import sys; print('%d %d %d' % sys.version_info[:3])"
+    out = subprocess.run([str(TARGET_PYTHON), "-c", code], capture_output=True, text=True, check=True).stdout
+    return tuple(int(x) for x in out.split())
 
 
 def test_target_without_python3(sshd, deployed):
