@@ -12,16 +12,28 @@ Order, first that applies wins (each one that does not apply says why in ``Strat
 
 Without those variables no TPU is looked for: an unset ``TPUClusterResolver()`` asks the GCE metadata
 server over the network, which must not happen on a laptop.
+
+A TPU address that does not answer must not take the run down or hang it.
+``experimental_connect_to_cluster`` repoints TensorFlow's eager context at the TPU before anything
+has talked to it; when nothing listens there, TensorFlow retries without a time limit, and when
+something else answers (a proxy, another server), every later call, even listing the local devices,
+fails. So each address is first probed over TCP with a short timeout, and after any failure past
+the connect the eager context is put back to a local one before the next strategy is tried.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import socket
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping
+from typing import Any
+
+from edgekit.errors import DeviceError, first_line
 
 TPU_BATCH_PER_CORE = 128  # "a batch size of 128 per TPU core" (TensorFlow's TPU guide, performance section)
+TPU_PROBE_SECONDS = 5.0   # a TPU worker answers a TCP connect in milliseconds; an address that does not is no TPU
 
 
 @dataclass
@@ -60,6 +72,72 @@ def multi_worker_cluster(env: Mapping[str, str]) -> tuple[int, str]:
     return workers, f"TF_CONFIG names {workers} worker(s)"
 
 
+def split_host_port(address: str) -> tuple[str, int] | None:
+    """(host, port) of ``grpc://host:port``, ``host:port`` or ``[v6]:port``; None when it names no port."""
+    address = address.split("://", 1)[-1].rstrip("/")
+    host, sep, port = address.rpartition(":")
+    if not sep or not port.isdigit() or not host:
+        return None
+    return host.strip("[]"), int(port)
+
+
+def probe_address(address: str, timeout: float = TPU_PROBE_SECONDS) -> str | None:
+    """Why nothing answers a TCP connect at ``address`` within ``timeout`` seconds; None when something does.
+
+    Checked before TensorFlow is pointed there: TensorFlow itself retries an address where nothing
+    listens without a time limit.
+    """
+    where = split_host_port(address)
+    if where is None:
+        return None  # not host:port (a TPU name): the resolver and TensorFlow judge it
+    try:
+        with socket.create_connection(where, timeout=timeout):
+            return None
+    except TimeoutError:
+        return f"nothing answers at {address} within {timeout:g} s"
+    except OSError as exc:
+        return f"nothing answers at {address} ({exc.strerror or first_line(exc)})"
+
+
+def _tpu_worker_addresses(resolver: Any) -> list[str]:
+    """The addresses TensorFlow will connect to for this resolver (none for a local TPU)."""
+    if resolver.master() in ("", "local"):
+        return []
+    spec = resolver.cluster_spec()
+    return [addr for job in spec.jobs for addr in spec.job_tasks(job)]
+
+
+def _reset_eager_context() -> None:
+    """Point TensorFlow's eager context back at this machine after a failed or partial TPU connect.
+
+    TensorFlow has no public call that undoes ``experimental_connect_to_cluster``; a fresh global
+    context (what TensorFlow's own tests use, ``context._reset_context``) drops the server
+    definition, the coordination service and the TPU device scope the connect entered.
+    """
+    from tensorflow.python.eager import context
+
+    context._reset_context()
+
+
+def _try_tpu(tf: Any, tpu: str) -> Any:
+    """TPUStrategy on the TPU at ``tpu``, or an exception saying why not (TensorFlow left local)."""
+    from tensorflow.python.eager import context
+
+    resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
+    for address in _tpu_worker_addresses(resolver):
+        why_not = probe_address(address)
+        if why_not:
+            raise ConnectionError(why_not)
+    try:
+        tf.config.experimental_connect_to_cluster(resolver)
+        tf.tpu.experimental.initialize_tpu_system(resolver)
+        return tf.distribute.TPUStrategy(resolver)
+    except BaseException:
+        if context.get_server_def() is not None:  # repointed at the TPU: undo it for the next strategies
+            _reset_eager_context()
+        raise
+
+
 def resolve(env: Mapping[str, str] | None = None) -> StrategyChoice:
     """Create the strategy that fits this machine (see the module docstring); TensorFlow is imported here."""
     from edgekit.converters.tf_quiet import import_tensorflow
@@ -69,27 +147,33 @@ def resolve(env: Mapping[str, str] | None = None) -> StrategyChoice:
     tried: list[str] = []
 
     tpu, why = tpu_address(env)
+    tpu_failed = ""
     if tpu is None:
         tried.append(why)
     else:
         try:
-            resolver = tf.distribute.cluster_resolver.TPUClusterResolver(tpu=tpu)
-            tf.config.experimental_connect_to_cluster(resolver)
-            tf.tpu.experimental.initialize_tpu_system(resolver)
-            strategy = tf.distribute.TPUStrategy(resolver)
+            strategy = _try_tpu(tf, tpu)
             return StrategyChoice("tpu", f"TPU {tpu} (from {why})", strategy.num_replicas_in_sync, strategy, tried)
         except Exception as exc:  # no TPU answers there: say why and go on
-            first = str(exc).strip().splitlines()[0][:200] if str(exc).strip() else type(exc).__name__
-            tried.append(f"no TPU at {tpu} (from {why}): {first}")
+            tpu_failed = f"no TPU at {tpu} (from {why}): {first_line(exc, 200)}"
+            tried.append(tpu_failed)
 
-    workers, why = multi_worker_cluster(env)
-    if workers:
-        strategy = tf.distribute.MultiWorkerMirroredStrategy()
-        return StrategyChoice("multi_worker", why, strategy.num_replicas_in_sync, strategy, tried)
-    tried.append(why)
+    try:
+        workers, why = multi_worker_cluster(env)
+        if workers:
+            strategy = tf.distribute.MultiWorkerMirroredStrategy()
+            return StrategyChoice("multi_worker", why, strategy.num_replicas_in_sync, strategy, tried)
+        tried.append(why)
 
-    gpus = tf.config.list_logical_devices("GPU")
-    devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+        gpus = tf.config.list_logical_devices("GPU")
+        devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+    except Exception as exc:
+        if not tpu_failed:
+            raise
+        # The TPU attempt left TensorFlow unusable even after the reset: say so in one line.
+        raise DeviceError(f"TensorFlow cannot use this machine's devices after the failed TPU connect "
+                          f"({tpu_failed}): {first_line(exc, 200)}",
+                          "unset COLAB_TPU_ADDR and TPU_NAME to train here, or point them at a reachable TPU") from None
     if len(devices) > 1:
         kind = "GPUs" if gpus else "logical CPU devices"
         strategy = tf.distribute.MirroredStrategy(devices)
