@@ -23,14 +23,17 @@ edgekit can copy this one file; inside edgekit its errors are :class:`edgekit.er
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import hashlib
 import json
 import os
 import shutil
+import signal
 import tempfile
+import threading
 from pathlib import Path, PurePosixPath
-from typing import Any, Dict, List, Optional, Union
+from typing import Any, Dict, Iterator, List, Optional, Union
 
 try:
     from edgekit.errors import InputError as _BundleErrorBase, UsageError as _UsageErrorBase
@@ -227,13 +230,68 @@ def check_target(target: Union[str, os.PathLike]) -> None:
         raise BundleError("output folder %s does not exist" % target.parent, "create it first or choose another -o")
 
 
+def _folder_mode() -> int:
+    """The mode a new folder gets under the user's umask (0o777 & ~umask), as mkdir would give it."""
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return 0o777 & ~mask
+
+
+@contextlib.contextmanager
+def _swap_guard(folder: Path) -> Iterator[None]:
+    """Stop signals held and ``folder`` locked while a bundle is swapped.
+
+    The twin of :func:`edgekit.fileio.renames_together` (this file must stand alone on a board, so it
+    imports nothing from edgekit but errors): in the main thread SIGINT/SIGTERM/SIGHUP only get noted,
+    whatever threads TensorFlow has started, then the previous handlers come back and what arrived is
+    sent again; an exclusive flock on the folder keeps two builds from interleaving their swaps.
+    """
+    arrived = []  # type: List[int]
+    previous = {}  # type: Dict[int, Any]
+    fd = None
+    try:
+        if threading.current_thread() is threading.main_thread():
+            for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+                sig = getattr(signal, name, None)
+                handler = signal.getsignal(sig) if sig is not None else None
+                if handler is not None and handler != signal.SIG_IGN:
+                    previous[sig] = handler
+                    signal.signal(sig, lambda signum, _frame: arrived.append(signum))
+        try:
+            import fcntl
+        except ImportError:  # Windows: no flock
+            pass
+        else:
+            fd = os.open(str(folder), os.O_RDONLY)
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        if fd is not None:
+            os.close(fd)  # releases the lock
+        late = None
+        for sig, handler in previous.items():
+            while True:  # signal.signal() first runs what is pending: the noting lambda, or a handler put back
+                try:
+                    signal.signal(sig, handler)
+                    break
+                except BaseException as exc:
+                    late = late or exc
+        send = getattr(signal, "raise_signal", None) or (lambda sig: os.kill(os.getpid(), sig))  # 3.8+, or 3.7
+        for sig in dict.fromkeys(arrived):
+            send(sig)  # as usual now: KeyboardInterrupt, edgekit's stop, or the default action
+        if late is not None:
+            raise late
+
+
 def write_bundle(target: Union[str, os.PathLike], sources: Dict[str, Union[str, os.PathLike, bytes]],
                  manifest: Dict[str, Any]) -> Path:
     """Write a bundle folder at ``target`` all at once: ``sources`` maps bundle paths to files or bytes.
 
     The folder is built in a temporary folder beside ``target`` and renamed into place. An existing
     bundle at ``target`` is replaced; anything else there (a file, a folder that is not a bundle) is
-    refused, so a wrong ``-o`` never deletes a user's folder.
+    refused, so a wrong ``-o`` never deletes a user's folder. The swap (old bundle aside, new one in)
+    runs with stop signals held and the folder locked, and the old bundle is put back on any failure:
+    it is deleted only once the new one is in place. Files and folder get the modes the umask gives.
     """
     target = Path(target)
     check_target(target)
@@ -244,6 +302,7 @@ def write_bundle(target: Union[str, os.PathLike], sources: Dict[str, Union[str, 
         raise BundleError("cannot write in output folder %s (%s)" % (parent, exc.strerror or exc),
                           "choose another -o") from None
     old = None
+    replaced = False
     try:
         entries = []
         for rel, src in sources.items():
@@ -252,23 +311,31 @@ def write_bundle(target: Union[str, os.PathLike], sources: Dict[str, Union[str, 
             if isinstance(src, bytes):
                 dest.write_bytes(src)
             else:
-                shutil.copyfile(str(src), str(dest))
-            os.chmod(str(dest), 0o644)
+                shutil.copyfile(str(src), str(dest))  # created under the umask, as write_bytes
             entries.append({"path": rel, "sha256": sha256_file(dest), "size_bytes": dest.stat().st_size})
         doc = dict(manifest, files=sorted(entries, key=lambda e: e["path"]))
         _check_manifest(tmp, doc)  # never write a bundle that load() would refuse
         (tmp / MANIFEST_NAME).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-        os.chmod(str(tmp), 0o755)
-        if target.exists():
-            old = Path(tempfile.mkdtemp(prefix=".%s." % target.name, suffix=".old", dir=str(parent)))
-            os.replace(str(target), str(old / "bundle"))
-        os.replace(str(tmp), str(target))
+        os.chmod(str(tmp), _folder_mode())  # mkdtemp made it 0700
+        with _swap_guard(parent):
+            check_target(target)  # again, under the lock: still nothing but a bundle is replaced
+            if target.exists():
+                old = Path(tempfile.mkdtemp(prefix=".%s." % target.name, suffix=".old", dir=str(parent)))
+                os.replace(str(target), str(old / "bundle"))
+            try:
+                os.replace(str(tmp), str(target))
+            except BaseException:
+                if old is not None:
+                    os.replace(str(old / "bundle"), str(target))  # put the previous bundle back
+                raise
+            replaced = True
     except OSError as exc:
-        if old is not None and (old / "bundle").exists() and not target.exists():
-            os.replace(str(old / "bundle"), str(target))  # put the previous bundle back
-        raise BundleError("cannot write bundle %s (%s)" % (target, exc.strerror or exc), "choose another -o") from None
+        hint = "choose another -o"
+        if old is not None and not replaced and (old / "bundle").exists():  # even putting it back failed
+            hint = "the previous bundle is in %s: move it back" % (old / "bundle")
+        raise BundleError("cannot write bundle %s (%s)" % (target, exc.strerror or exc), hint) from None
     finally:
         shutil.rmtree(str(tmp), ignore_errors=True)
-        if old is not None:
-            shutil.rmtree(str(old), ignore_errors=True)
+        if old is not None and (replaced or not (old / "bundle").exists()):
+            shutil.rmtree(str(old), ignore_errors=True)  # never the previous bundle while it is all there is
     return target

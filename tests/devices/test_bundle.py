@@ -10,6 +10,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import signal
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -21,7 +24,7 @@ from edgekit.devices import backends
 from edgekit.devices import classify as C
 from edgekit.errors import InputError, UsageError
 from edgekit.preprocess import spec_from_input_quantization
-from tests.conftest import shared_file
+from tests.conftest import REPO, shared_file
 from tests.devices.test_classify import COMPILED, IMAGES, MODEL
 
 SPEC = spec_from_input_quantization(128, 128, 3, "uint8", 1 / 128, 128)
@@ -189,3 +192,87 @@ def test_evaluate_and_benchmark_take_a_bundle(bundle, no_edgetpu):
     for args in (["benchmark", "-m", str(bundle)], ["evaluate", "-m", str(bundle), "--data", str(data)]):
         out = CliRunner().invoke(cli, args)
         assert out.exit_code == 3 and "has changed since the bundle was built" in out.stderr
+
+
+def small_bundle(target: Path, content: bytes) -> Path:
+    """A bundle of one made-up file: the writing is under test, not the model."""
+    doc = manifest.make_manifest(models={"cpu": "m.tflite"}, labels=None, preprocess=SPEC.to_dict(), input={},
+                                 versions={}, reports={})
+    return manifest.write_bundle(target, {"m.tflite": content}, doc)
+
+
+def test_a_failure_while_swapping_puts_the_previous_bundle_back(tmp_path, monkeypatch):
+    """Was: only an OSError put it back; anything else (an interrupt) let the cleanup delete it: no bundle at all."""
+    target = small_bundle(tmp_path / "bundle", b"old")
+    real = os.replace
+
+    def new_one_fails(src, dst):
+        if Path(dst) == target and str(src).endswith(".tmp"):  # the new bundle's move into place
+            raise KeyboardInterrupt
+        return real(src, dst)
+
+    monkeypatch.setattr(os, "replace", new_one_fails)
+    with pytest.raises(KeyboardInterrupt):
+        small_bundle(target, b"new")
+    monkeypatch.undo()
+    assert manifest.load(target).verified("m.tflite").read_bytes() == b"old"
+    assert [p.name for p in tmp_path.iterdir()] == ["bundle"]  # no temporary or moved-aside folder left
+
+
+SWAP_WITH_THREADS = r"""
+import os, sys, threading, time
+from pathlib import Path
+from edgekit import manifest
+from edgekit.preprocess import spec_from_input_quantization
+from edgekit.cli import _stop_like_ctrl_c
+_stop_like_ctrl_c()
+idle = threading.Event()
+for _ in range(4):  # as TensorFlow's threads: the kernel may hand a process-directed signal to any of them
+    threading.Thread(target=idle.wait, daemon=True).start()
+spec = spec_from_input_quantization(8, 8, 3, "uint8", 1 / 128, 128)
+doc = manifest.make_manifest(models={"cpu": "m.tflite"}, labels=None, preprocess=spec.to_dict(), input={},
+                             versions={}, reports={})
+target = Path(sys.argv[1])
+real = os.replace
+
+def slow_replace(src, dst):
+    real(src, dst)
+    if str(dst).endswith(".old/bundle"):
+        print("aside", flush=True)
+        time.sleep(1.0)  # the old bundle is aside, the new one not yet in: the signal arrives here
+
+os.replace = slow_replace
+try:
+    manifest.write_bundle(target, {"m.tflite": b"new"}, doc)
+except KeyboardInterrupt as exc:
+    sys.exit(128 + getattr(exc, "signum", 2))
+print("not stopped", flush=True)
+"""
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+@pytest.mark.parametrize("signame", ["SIGINT", "SIGTERM"])
+def test_a_stop_signal_while_a_bundle_is_replaced_never_leaves_no_bundle(tmp_path, signame):
+    """Was (audit item 3c): SIGINT right after the old bundle was moved aside deleted it: nothing left at -o."""
+    target = small_bundle(tmp_path / "bundle", b"old")
+    p = subprocess.Popen([sys.executable, "-c", SWAP_WITH_THREADS, str(target)], stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert p.stdout.readline().strip() == "aside"
+    os.kill(p.pid, getattr(signal, signame))  # process-directed, as kill or a terminal's Ctrl-C
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 128 + getattr(signal, signame), (out, err)
+    assert manifest.load(target).verified("m.tflite").read_bytes() == b"new"  # the swap was held to its end
+    assert [p.name for p in tmp_path.iterdir()] == ["bundle"]
+
+
+@pytest.mark.skipif(os.name != "posix", reason="umask is POSIX")
+@pytest.mark.parametrize("umask, folder, file", [(0o077, 0o700, 0o600), (0o022, 0o755, 0o644)])
+def test_a_bundle_follows_the_umask(tmp_path, umask, folder, file):
+    """Was: the folder chmod 0755 and its models and labels 0644 whatever the umask (manifest.json followed it)."""
+    old = os.umask(umask)
+    try:
+        target = small_bundle(tmp_path / "bundle", b"x")
+    finally:
+        os.umask(old)
+    assert target.stat().st_mode & 0o777 == folder
+    assert {p.name: p.stat().st_mode & 0o777 for p in target.iterdir()} == {"m.tflite": file, "manifest.json": file}
