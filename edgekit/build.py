@@ -9,16 +9,19 @@ devices/ to measure them), so it sits above them, beside the CLI.
 
 from __future__ import annotations
 
+import json
+import os
 import shutil
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Union
 
 from edgekit import __version__, manifest, tflite_model
 from edgekit.classes import printable
-from edgekit.errors import InputError, MissingDependencyError
-from edgekit.fileio import require_output_folder
+from edgekit.errors import InputError, MissingDependencyError, UsageError
+from edgekit.fileio import folder_mode, renames_together, require_output_folder
+from edgekit.manifest import BundleError
 
 
 @dataclass
@@ -54,7 +57,7 @@ def build(opts: BuildOptions) -> dict[str, Any]:
 
     target = Path(opts.output)
     require_output_folder(target, lambda m: opts.on_note(f"note: {m}"))  # before minutes of work: a wrong -o
-    manifest.check_target(target)                                        # fails now
+    check_target(target)                                                 # fails now
     eval_set = evaluate_mod.read_set(opts.eval) if opts.eval else None  # a wrong --eval fails now too
     stem = Path(opts.model.rstrip("/\\")).stem
     stem = stem if stem.endswith("_int8") else stem + "_int8"
@@ -108,7 +111,7 @@ def build(opts: BuildOptions) -> dict[str, Any]:
             versions={"edgekit": __version__, "tensorflow": tf.__version__,
                       "edgetpu_compiler": compile_report["compiler_version"] if compile_report else None},
             reports={"check": check.to_dict(), "compile": compile_report}, accuracy=accuracy)
-        manifest.write_bundle(target, sources, doc)
+        write_bundle(target, sources, doc)
     finally:
         shutil.rmtree(work, ignore_errors=True)
     written = manifest.load(target).manifest
@@ -119,3 +122,74 @@ def _record_of(model: Path) -> Any:
     from edgekit.model_record import METADATA_NAME, ModelRecord
 
     return ModelRecord.from_json(tflite_model.load(model).metadata[METADATA_NAME], str(model))
+
+
+# ------------------------------------------------------------------------------ writing a bundle (host only)
+def check_target(target: Union[str, os.PathLike]) -> None:
+    """Refuse an output that exists and is not a bundle, or whose folder is missing (before any slow work)."""
+    target = Path(target)
+    if target.exists() or target.is_symlink():
+        if target.is_symlink() or not manifest.is_bundle(target):
+            raise UsageError(f"output {target} exists and is not an edgekit bundle",
+                             "choose a new folder with -o (an existing bundle is replaced, nothing else is)")
+    if not target.parent.is_dir():
+        raise BundleError(f"output folder {target.parent} does not exist", "create it first or choose another -o")
+
+
+def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, os.PathLike, bytes]],
+                 doc: dict[str, Any]) -> Path:
+    """Write a bundle folder at ``target`` all at once: ``sources`` maps bundle paths to files or bytes.
+
+    The folder is built in a temporary folder beside ``target`` and renamed into place. An existing
+    bundle at ``target`` is replaced; anything else there (a file, a folder that is not a bundle) is
+    refused, so a wrong ``-o`` never deletes a user's folder. The swap (old bundle aside, new one in)
+    runs with stop signals held and the folder locked (:func:`edgekit.fileio.renames_together`), and
+    the old bundle is put back on any failure: it is deleted only once the new one is in place. Files
+    and folder get the modes the umask gives.
+    """
+    target = Path(target)
+    check_target(target)
+    parent = target.parent
+    try:
+        tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(parent)))
+    except OSError as exc:
+        raise BundleError(f"cannot write in output folder {parent} ({exc.strerror or exc})",
+                          "choose another -o") from None
+    old = None
+    replaced = False
+    try:
+        entries = []
+        for rel, src in sources.items():
+            dest = manifest.inside(tmp, rel, "file")
+            dest.parent.mkdir(parents=True, exist_ok=True)
+            if isinstance(src, bytes):
+                dest.write_bytes(src)
+            else:
+                shutil.copyfile(str(src), str(dest))  # created under the umask, as write_bytes
+            entries.append({"path": rel, "sha256": manifest.sha256_file(dest), "size_bytes": dest.stat().st_size})
+        doc = dict(doc, files=sorted(entries, key=lambda e: e["path"]))
+        manifest.check_manifest(tmp, doc)  # never write a bundle that load() would refuse
+        (tmp / manifest.MANIFEST_NAME).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+        os.chmod(str(tmp), folder_mode())  # mkdtemp made it 0700
+        with renames_together([parent]):
+            check_target(target)  # again, under the lock: still nothing but a bundle is replaced
+            if target.exists():
+                old = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".old", dir=str(parent)))
+                os.replace(str(target), str(old / "bundle"))
+            try:
+                os.replace(str(tmp), str(target))
+            except BaseException:
+                if old is not None:
+                    os.replace(str(old / "bundle"), str(target))  # put the previous bundle back
+                raise
+            replaced = True
+    except OSError as exc:
+        hint = "choose another -o"
+        if old is not None and not replaced and (old / "bundle").exists():  # even putting it back failed
+            hint = f"the previous bundle is in {old / 'bundle'}: move it back"
+        raise BundleError(f"cannot write bundle {target} ({exc.strerror or exc})", hint) from None
+    finally:
+        shutil.rmtree(str(tmp), ignore_errors=True)
+        if old is not None and (replaced or not (old / "bundle").exists()):
+            shutil.rmtree(str(old), ignore_errors=True)  # never the previous bundle while it is all there is
+    return target

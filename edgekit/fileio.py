@@ -58,11 +58,20 @@ def require_output_folder(target: str | os.PathLike, notify: Callable[[str], Non
     return folder
 
 
-def file_mode() -> int:
-    """The mode a new file gets under the user's umask (0o666 & ~umask), as open() would give it."""
+def _umask() -> int:
     mask = os.umask(0o022)
     os.umask(mask)
-    return 0o666 & ~mask
+    return mask
+
+
+def file_mode() -> int:
+    """The mode a new file gets under the user's umask (0o666 & ~umask), as open() would give it."""
+    return 0o666 & ~_umask()
+
+
+def folder_mode() -> int:
+    """The mode a new folder gets under the user's umask (0o777 & ~umask), as mkdir would give it."""
+    return 0o777 & ~_umask()
 
 
 def refuse_folders(targets: Sequence[Path]) -> None:

@@ -15,7 +15,8 @@
 ``files`` lists every file of the bundle but ``manifest.json``. Every path is relative, POSIX, inside
 the bundle (no ``..``, not absolute, no symlink leading out); a manifest that breaks this is refused
 before anything is read, and a file whose sha256 differs from its entry is refused when it is
-verified (:meth:`Bundle.verified`). :func:`write_bundle` makes the whole folder appear at once.
+verified (:meth:`Bundle.verified`). :func:`edgekit.build.write_bundle` (host only) makes the whole folder
+appear at once.
 
 Standard library only (and Python 3.7 syntax), so that a runner on a Coral board that cannot import
 edgekit can copy this one file; inside edgekit its errors are :class:`edgekit.errors.InputError` (exit 3).
@@ -23,20 +24,15 @@ edgekit can copy this one file; inside edgekit its errors are :class:`edgekit.er
 
 from __future__ import annotations
 
-import contextlib
 import datetime
 import hashlib
 import json
 import os
-import shutil
-import signal
-import tempfile
-import threading
 from pathlib import Path, PurePosixPath
-from typing import Any, Dict, Iterator, List, Optional, Union
+from typing import Any, Dict, Optional, Union
 
 try:
-    from edgekit.errors import InputError as _BundleErrorBase, UsageError as _UsageErrorBase
+    from edgekit.errors import InputError as _BundleErrorBase
 except ImportError:  # copied alone onto a board without edgekit
     class _BundleErrorBase(Exception):  # type: ignore[no-redef]
         exit_code = 3
@@ -47,9 +43,6 @@ except ImportError:  # copied alone onto a board without edgekit
 
         def __str__(self) -> str:
             return "%s (%s)" % (self.message, self.hint) if self.hint else self.message
-
-    class _UsageErrorBase(_BundleErrorBase):  # type: ignore[no-redef]
-        exit_code = 2
 
 FORMAT = "edgekit-bundle"
 FORMAT_VERSION = 1
@@ -80,7 +73,7 @@ def is_bundle(path: Union[str, os.PathLike]) -> bool:
     return p.is_dir() and (p / MANIFEST_NAME).is_file()
 
 
-def _inside(root: Path, rel: Any, what: str) -> Path:
+def inside(root: Path, rel: Any, what: str) -> Path:
     """``root / rel`` after checking that ``rel`` is a relative POSIX path that stays inside ``root``."""
     if not isinstance(rel, str) or not rel or "\\" in rel or "\x00" in rel:
         raise BundleError("%s: manifest %s %r is not a relative POSIX path" % (root, what, rel),
@@ -123,7 +116,7 @@ class Bundle:
         return self.manifest["preprocess"]
 
     def path(self, rel: str) -> Path:
-        return _inside(self.root, rel, "path")
+        return inside(self.root, rel, "path")
 
     def verified(self, rel: str) -> Path:
         """The path of bundle file ``rel`` after checking its size and sha256 against the manifest."""
@@ -148,7 +141,7 @@ class Bundle:
             self.verified(rel)
 
 
-def _check_manifest(root: Path, m: Any) -> Dict[str, Any]:
+def check_manifest(root: Path, m: Any) -> Dict[str, Any]:
     def bad(why: str) -> BundleError:
         return BundleError("%s: not a valid %s manifest: %s" % (root / MANIFEST_NAME, FORMAT, why),
                            "rebuild the bundle with edgekit build")
@@ -169,7 +162,7 @@ def _check_manifest(root: Path, m: Any) -> Dict[str, Any]:
         if not (isinstance(e, dict) and isinstance(e.get("sha256"), str) and isinstance(e.get("size_bytes"), int)
                 and not isinstance(e.get("size_bytes"), bool)):
             raise bad("each 'files' entry needs path, sha256 and size_bytes")
-        _inside(root, e.get("path"), "file")
+        inside(root, e.get("path"), "file")
         if e["path"] in seen or e["path"] == MANIFEST_NAME:
             raise bad("file %r is listed twice, or is the manifest itself" % e["path"])
         seen.add(e["path"])
@@ -185,7 +178,7 @@ def _check_manifest(root: Path, m: Any) -> Dict[str, Any]:
     if m.get("labels") is not None:
         named.append(("labels", m["labels"]))
     for what, rel in named:
-        _inside(root, rel, what)
+        inside(root, rel, what)
         if rel not in seen:
             raise bad("%s %r is not listed in 'files'" % (what, rel))
     if not isinstance(m.get("preprocess"), dict):
@@ -196,7 +189,7 @@ def _check_manifest(root: Path, m: Any) -> Dict[str, Any]:
 def load(path: Union[str, os.PathLike]) -> Bundle:
     """Read and check a bundle's manifest (format, every path inside the folder); files are verified on use."""
     root = Path(path)
-    manifest_path = _inside(root, MANIFEST_NAME, "file") if root.is_dir() else root / MANIFEST_NAME
+    manifest_path = inside(root, MANIFEST_NAME, "file") if root.is_dir() else root / MANIFEST_NAME
     if not root.is_dir():
         raise BundleError("%s: no such bundle folder" % root, "pass the folder edgekit build wrote")
     if not manifest_path.is_file():
@@ -206,136 +199,14 @@ def load(path: Union[str, os.PathLike]) -> Bundle:
     except (ValueError, UnicodeDecodeError) as exc:
         raise BundleError("%s: manifest is not valid JSON (%s)" % (manifest_path, exc),
                           "rebuild the bundle with edgekit build") from None
-    return Bundle(root, _check_manifest(root, m))
+    return Bundle(root, check_manifest(root, m))
 
 
 def make_manifest(*, models: Dict[str, Optional[str]], labels: Optional[str], preprocess: Dict[str, Any],
                   input: Dict[str, Any], versions: Dict[str, Optional[str]], reports: Dict[str, Any],
                   accuracy: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The manifest fields but ``files`` (which :func:`write_bundle` fills in from what it writes)."""
+    """The manifest fields but ``files`` (which ``write_bundle`` fills in from what it writes)."""
     return {"format": FORMAT, "format_version": FORMAT_VERSION, "created": utc_now(),
             "models": {"cpu": models["cpu"], "edgetpu": models.get("edgetpu")}, "labels": labels, "files": [],
             "preprocess": preprocess, "input": input, "versions": versions,
             "reports": {"check": reports.get("check"), "compile": reports.get("compile")}, "accuracy": accuracy}
-
-
-def check_target(target: Union[str, os.PathLike]) -> None:
-    """Refuse an output that exists and is not a bundle, or whose folder is missing (before any slow work)."""
-    target = Path(target)
-    if target.exists() or target.is_symlink():
-        if target.is_symlink() or not is_bundle(target):
-            raise _UsageErrorBase("output %s exists and is not an edgekit bundle" % target,
-                                  "choose a new folder with -o (an existing bundle is replaced, nothing else is)")
-    if not target.parent.is_dir():
-        raise BundleError("output folder %s does not exist" % target.parent, "create it first or choose another -o")
-
-
-def _folder_mode() -> int:
-    """The mode a new folder gets under the user's umask (0o777 & ~umask), as mkdir would give it."""
-    mask = os.umask(0o022)
-    os.umask(mask)
-    return 0o777 & ~mask
-
-
-@contextlib.contextmanager
-def _swap_guard(folder: Path) -> Iterator[None]:
-    """Stop signals held and ``folder`` locked while a bundle is swapped.
-
-    The twin of :func:`edgekit.fileio.renames_together` (this file must stand alone on a board, so it
-    imports nothing from edgekit but errors): in the main thread SIGINT/SIGTERM/SIGHUP only get noted,
-    whatever threads TensorFlow has started, then the previous handlers come back and what arrived is
-    sent again; an exclusive flock on the folder keeps two builds from interleaving their swaps.
-    """
-    arrived = []  # type: List[int]
-    previous = {}  # type: Dict[int, Any]
-    fd = None
-    try:
-        if threading.current_thread() is threading.main_thread():
-            for name in ("SIGINT", "SIGTERM", "SIGHUP"):
-                sig = getattr(signal, name, None)
-                handler = signal.getsignal(sig) if sig is not None else None
-                if handler is not None and handler != signal.SIG_IGN:
-                    previous[sig] = handler
-                    signal.signal(sig, lambda signum, _frame: arrived.append(signum))
-        try:
-            import fcntl
-        except ImportError:  # Windows: no flock
-            pass
-        else:
-            fd = os.open(str(folder), os.O_RDONLY)
-            fcntl.flock(fd, fcntl.LOCK_EX)
-        yield
-    finally:
-        if fd is not None:
-            os.close(fd)  # releases the lock
-        late = None
-        for sig, handler in previous.items():
-            while True:  # signal.signal() first runs what is pending: the noting lambda, or a handler put back
-                try:
-                    signal.signal(sig, handler)
-                    break
-                except BaseException as exc:
-                    late = late or exc
-        send = getattr(signal, "raise_signal", None) or (lambda sig: os.kill(os.getpid(), sig))  # 3.8+, or 3.7
-        for sig in dict.fromkeys(arrived):
-            send(sig)  # as usual now: KeyboardInterrupt, edgekit's stop, or the default action
-        if late is not None:
-            raise late
-
-
-def write_bundle(target: Union[str, os.PathLike], sources: Dict[str, Union[str, os.PathLike, bytes]],
-                 manifest: Dict[str, Any]) -> Path:
-    """Write a bundle folder at ``target`` all at once: ``sources`` maps bundle paths to files or bytes.
-
-    The folder is built in a temporary folder beside ``target`` and renamed into place. An existing
-    bundle at ``target`` is replaced; anything else there (a file, a folder that is not a bundle) is
-    refused, so a wrong ``-o`` never deletes a user's folder. The swap (old bundle aside, new one in)
-    runs with stop signals held and the folder locked, and the old bundle is put back on any failure:
-    it is deleted only once the new one is in place. Files and folder get the modes the umask gives.
-    """
-    target = Path(target)
-    check_target(target)
-    parent = target.parent
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=".%s." % target.name, suffix=".tmp", dir=str(parent)))
-    except OSError as exc:
-        raise BundleError("cannot write in output folder %s (%s)" % (parent, exc.strerror or exc),
-                          "choose another -o") from None
-    old = None
-    replaced = False
-    try:
-        entries = []
-        for rel, src in sources.items():
-            dest = _inside(tmp, rel, "file")
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if isinstance(src, bytes):
-                dest.write_bytes(src)
-            else:
-                shutil.copyfile(str(src), str(dest))  # created under the umask, as write_bytes
-            entries.append({"path": rel, "sha256": sha256_file(dest), "size_bytes": dest.stat().st_size})
-        doc = dict(manifest, files=sorted(entries, key=lambda e: e["path"]))
-        _check_manifest(tmp, doc)  # never write a bundle that load() would refuse
-        (tmp / MANIFEST_NAME).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
-        os.chmod(str(tmp), _folder_mode())  # mkdtemp made it 0700
-        with _swap_guard(parent):
-            check_target(target)  # again, under the lock: still nothing but a bundle is replaced
-            if target.exists():
-                old = Path(tempfile.mkdtemp(prefix=".%s." % target.name, suffix=".old", dir=str(parent)))
-                os.replace(str(target), str(old / "bundle"))
-            try:
-                os.replace(str(tmp), str(target))
-            except BaseException:
-                if old is not None:
-                    os.replace(str(old / "bundle"), str(target))  # put the previous bundle back
-                raise
-            replaced = True
-    except OSError as exc:
-        hint = "choose another -o"
-        if old is not None and not replaced and (old / "bundle").exists():  # even putting it back failed
-            hint = "the previous bundle is in %s: move it back" % (old / "bundle")
-        raise BundleError("cannot write bundle %s (%s)" % (target, exc.strerror or exc), hint) from None
-    finally:
-        shutil.rmtree(str(tmp), ignore_errors=True)
-        if old is not None and (replaced or not (old / "bundle").exists()):
-            shutil.rmtree(str(old), ignore_errors=True)  # never the previous bundle while it is all there is
-    return target

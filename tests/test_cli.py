@@ -134,6 +134,7 @@ def _bad_runtime_inputs(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
     np.savez(tmp / "y_frac.npz", x=np.zeros((3, 8, 8, 3), np.uint8), y=np.array([0.0, 1.5, 1.0]))
     np.savez(tmp / "x_nan.npz", x=np.full((2, 8, 8, 3), np.nan, np.float32), y=np.array([0, 1]))
     (tmp / "col.edgekit.json").write_text("cat\ndog\n")
+    (tmp / "a.edgekit.json").mkdir()
     return {  # name: (argv, exit code, what the line must say)
         "labels missing": (["classify", cat, "-m", model, "-l", str(tmp / "nope.txt")], 3, "does not exist"),
         "labels not UTF-8": (["classify", cat, "-m", model, "-l", str(tmp / "latin1.txt")], 3, "not UTF-8"),
@@ -160,6 +161,8 @@ def _bad_runtime_inputs(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
         "quantize's record over --labels": (["quantize", str(h5), "--labels", str(tmp / "col.edgekit.json"),
                                              "-o", str(tmp / "col.tflite")], 2, "would overwrite the input"),
         "quantize -o .tflite": (["quantize", str(h5), "-o", str(tmp / ".tflite")], 2, "not a file name ending in"),
+        "a folder where quantize's record goes": (["quantize", str(h5), "-o", str(tmp / "a.tflite")], 3,
+                                                  "a folder of that name is in the way"),
     }
 
 
@@ -169,7 +172,8 @@ BAD_RUNTIME_INPUTS = ["labels missing", "labels not UTF-8", "--mean not a number
                       "a corrupt record beside the model", "a folder as the model", "a folder as labels",
                       "a folder as an image", "a file as compile's output folder", "a folder as train's output",
                       "benchmark --save over the model", "evaluate labels with NaN", "evaluate labels with fractions",
-                      "evaluate images with NaN", "quantize's record over --labels", "quantize -o .tflite"]
+                      "evaluate images with NaN", "quantize's record over --labels", "quantize -o .tflite",
+                      "a folder where quantize's record goes"]
 
 
 @pytest.mark.parametrize("argv", [

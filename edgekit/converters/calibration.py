@@ -25,6 +25,7 @@ from typing import IO, Any, TypeVar
 
 import numpy as np
 
+from edgekit import datasets
 from edgekit.datasets import list_images
 from edgekit.errors import InputError, UsageError, first_line
 from edgekit.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
@@ -155,20 +156,51 @@ def _is_tfrecord(source: str) -> bool:
         f.suffix.lower() in IMAGE_SUFFIXES or f.is_dir() for f in p.iterdir())
 
 
-def _read_tfrecords(source: str, key: str) -> tuple[list[list[bytes]], list[str] | None, list[str]]:
+def _records_in_shares(tf: Any, files: Sequence[str], budget: int) -> Iterator[Any]:
+    """Up to ``budget`` serialized records, an even share from the start of each file, one file open at a time.
+
+    Shards written class by class are then all sampled, whatever their number, and the open files stay
+    at one however many shards there are (an interleave over all of them opens every shard at once and
+    runs into ``ulimit -n`` with ImageNet's 1,024). A file that holds less than its share leaves the rest
+    to the files that had more, read on from where they stopped. With more files than ``budget``, the
+    first ``budget`` files in the (seeded, shuffled) order give one record each.
+    """
+    def reader(index: Any, name: Any, skip: Any, take: Any) -> Any:
+        return tf.data.TFRecordDataset(name).skip(skip).take(take).map(lambda raw: (index, raw))
+
+    read = [0] * len(files)
+    active = list(range(len(files)))  # files that may hold more, unread ones first
+    remaining = budget
+    while active and remaining > 0:
+        share, extra = divmod(remaining, len(active))
+        plan = [(i, share + (j < extra)) for j, i in enumerate(active)]
+        unread = [i for i, n in plan if n == 0]
+        plan = [(i, n) for i, n in plan if n > 0]
+        indices, takes = [i for i, _ in plan], [n for _, n in plan]
+        records = tf.data.Dataset.from_tensor_slices(
+            (np.asarray(indices, np.int64), [files[i] for i in indices],
+             np.asarray([read[i] for i in indices], np.int64), np.asarray(takes, np.int64))).flat_map(reader)
+        got = dict.fromkeys(indices, 0)
+        for index, raw in records:
+            got[int(index)] += 1
+            yield raw
+        for i in indices:
+            read[i] += got[i]
+        remaining -= sum(got.values())
+        active = unread + [i for i, n in plan if got[i] == n]
+
+
+def _read_tfrecords(source: str, key: str, seed: int = 0) -> tuple[list[list[bytes]], list[str] | None, list[str]]:
     from edgekit.converters.tf_quiet import import_tensorflow
 
     tf = import_tensorflow()
     files = _tfrecord_files(source)
+    files = [files[i] for i in np.random.default_rng(seed).permutation(len(files))]
     by_label: dict[Any, list[bytes]] = {}
     notes: list[str] = []
     count = 0
     try:
-        # One record from each file in turn, so the records scanned (at most MAX_TFRECORD_SCAN) come from
-        # every shard: shards written class by class are not read as only the first classes.
-        records = tf.data.Dataset.from_tensor_slices(files).interleave(
-            tf.data.TFRecordDataset, cycle_length=len(files), block_length=1, deterministic=True)
-        for raw in records:
+        for raw in _records_in_shares(tf, files, MAX_TFRECORD_SCAN):
             example = tf.train.Example.FromString(raw.numpy())
             feats = example.features.feature
             if key not in feats or not feats[key].bytes_list.value:
@@ -182,17 +214,23 @@ def _read_tfrecords(source: str, key: str) -> tuple[list[list[bytes]], list[str]
                     break
             by_label.setdefault(label, []).append(bytes(feats[key].bytes_list.value[0]))
             count += 1
-            if count >= MAX_TFRECORD_SCAN:
-                notes.append(f"sampled from the first {MAX_TFRECORD_SCAN} records, taken in turn from each of "
-                             f"{len(files)} file(s)")
-                break
     except InputError:
         raise
     except Exception as exc:  # DataLossError for corrupt files, DecodeError for non-Example records
         # TensorFlow wraps the reason in "{{function_node ...}} ... [Op:IteratorGetNext]"
         reason = re.sub(r"\{\{.*?\}\}\s*|\s*\[Op:\w+\].*", "", first_line(exc, 1000))[:200]
-        raise InputError(f"--calib {source}: cannot read TFRecord: {reason}",
-                         "the file is damaged or truncated, or is not a TFRecord of tf.train.Example") from None
+        if "Too many open files" in reason:
+            hint = "raise the limit on open files (ulimit -n) and run again"
+        elif isinstance(exc, (tf.errors.NotFoundError, tf.errors.PermissionDeniedError)):
+            hint = "check that the files exist and can be read"
+        else:
+            hint = "the file is damaged or truncated, or is not a TFRecord of tf.train.Example"
+        raise InputError(f"--calib {source}: cannot read TFRecord: {reason}", hint) from None
+    if count >= MAX_TFRECORD_SCAN:
+        notes.append(f"sampled from {MAX_TFRECORD_SCAN} records, an even share from the start of each of "
+                     f"{len(files)} file(s)" if len(files) <= MAX_TFRECORD_SCAN else
+                     f"sampled from {MAX_TFRECORD_SCAN} records, one from each of {MAX_TFRECORD_SCAN} of the "
+                     f"{len(files)} files (chosen with --seed)")
     labels = sorted(by_label, key=lambda v: (v is None, v))
     classes = [str(v) for v in labels] if len(labels) > 1 and None not in by_label else None
     return [by_label[v] for v in labels], classes, notes
@@ -241,12 +279,12 @@ def _read_array(source: Path) -> tuple[np.ndarray, np.ndarray | None]:
             return np.load(source, allow_pickle=False), None
         with np.load(source, allow_pickle=False) as z:
             names = list(z.files)
-            xkey = next((k for k in ("x", "images", "x_train", "data", "x_calib") if k in names), None)
+            xkey = next((k for k in datasets.X_KEYS if k in names), None)
             xkey = xkey or next((k for k in names if z[k].ndim >= 3), None)
             if xkey is None:
                 raise InputError(f"--calib {source}: no image array in the .npz (arrays: {', '.join(names)})",
                                  "store the images as an (N, H, W, C) array named 'x'")
-            ykey = next((k for k in ("y", "labels", "y_train") if k in names), None)
+            ykey = next((k for k in datasets.Y_KEYS if k in names), None)
             return z[xkey], (z[ykey] if ykey else None)
     except InputError:
         raise
@@ -298,7 +336,7 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
     notes: list[str] = []
     is_float = False  # float arrays are model inputs already: no pixels to renormalize
     if _is_tfrecord(source):
-        groups, classes, notes = _read_tfrecords(source, tfrecord_key)
+        groups, classes, notes = _read_tfrecords(source, tfrecord_key, seed)
         kind = "tfrecord"
         class_ids = [int(c) for c in classes] if classes else None
 
@@ -349,12 +387,20 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
         else:
             raise InputError(f"--calib {source}: array dtype {x.dtype} is neither uint8 images nor float inputs",
                              "save 0..255 images as uint8 (x.astype(np.uint8)), or preprocessed model inputs as float32")
-        if y is not None and len(y) == len(x):
-            labels = np.asarray(y).reshape(len(y), -1).argmax(1) if np.asarray(y).ndim > 1 else np.asarray(y)
+        if y is not None:  # labels that are there must be labels, as evaluate requires of the same file
+            y = np.asarray(y)
+            if y.ndim == 0 or len(y) != len(x):
+                raise InputError(f"--calib {source}: x has shape {x.shape} and y {y.shape}: expected one label "
+                                 "per image", "save one label per image: np.savez(path, x=images, y=labels), "
+                                 "or leave y out")
+            try:
+                labels = datasets.class_ids(y)  # NaN, fractions and non-numbers refused, one-hot rows → ids
+            except InputError as exc:
+                raise InputError(f"--calib {source}: {exc.message}", exc.hint) from None
             values = sorted(set(labels.tolist()))
             groups = [[i for i in range(len(x)) if labels[i] == v] for v in values]
             classes = [str(v) for v in values]
-            class_ids = [int(v) for v in values] if labels.dtype.kind in "iub" else None
+            class_ids = [int(v) for v in values]
         else:
             groups, classes = [list(range(len(x)))], None
             class_ids = None

@@ -27,7 +27,7 @@ from edgekit.converters import calibration, compatibility, keras_io, preprocess_
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
-from edgekit.fileio import refuse_overwriting_input, require_output_folder, write_all_atomic
+from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
 from edgekit.preprocess import PreprocessSpec, dequantize, with_mean_std
 from edgekit.preprocess import quantize as quantize_tensor
 
@@ -392,6 +392,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         raise UsageError(f"output {output} is not a file name ending in .tflite",
                          "choose an output path like -o model_int8.tflite")
     require_output_folder(output, opts.on_note)  # before the slow work, like every check below up to keras_io.load
+    refuse_folders([output, model_record.sidecar_path(output)])
     labels = read_labels(opts.labels) if opts.labels else None
     try:
         found = recorded_beside(opts.model)

@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import io
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -106,6 +111,32 @@ def test_npz_with_labels_is_balanced_and_float_inputs_pass_through(tmp_path):
     # y gives each sample its class id (for measuring accuracy), not names worth recording
     assert (np.isclose(data.calib[:, 0, 0, 0], 0.5) == (data.calib_labels == 1)).all()
     assert data.class_names is None
+
+
+@pytest.mark.parametrize(("y", "said"), [
+    (np.zeros(5, np.int64), r"x has shape \(20, 8, 8, 3\) and y \(5,\): expected one label per image"),
+    (np.full(20, np.nan), r"y holds NaN or infinite values"),
+    (np.array([0.0, 1.5] * 10), r"y holds fractions such as 1\.5, not class ids"),
+    (np.array(["a", "b"] * 10), r"y holds <U1 values, not class ids"),
+    (np.int64(3), r"y \(\): expected one label per image"),
+])
+def test_npz_labels_that_are_no_labels_are_refused_as_evaluate_refuses_them(tmp_path, y, said):
+    """Was: a y of another length silently dropped (exit 0; evaluate refuses the file with exit 3), a NaN y
+    "no samples in it", a fractional y silently unused."""
+    np.savez(tmp_path / "d.npz", x=np.zeros((20, 8, 8, 3), np.uint8), y=y)
+    with pytest.raises(InputError, match=r"^--calib .*d\.npz: " + said) as exc:
+        calibration.load(str(tmp_path / "d.npz"), SPEC, samples=8, holdout=4)
+    assert exc.value.exit_code == 3 and exc.value.hint and "\n" not in str(exc.value)
+
+
+def test_npz_labels_as_whole_floats_or_one_hot_rows_are_class_ids(tmp_path):
+    x = np.zeros((20, 8, 8, 3), np.uint8)
+    x[10:] = 200
+    for y in (np.array([0.0] * 10 + [3.0] * 10), np.eye(4)[[0] * 10 + [3] * 10]):
+        np.savez(tmp_path / "d.npz", x=x, y=y)
+        data = calibration.load(str(tmp_path / "d.npz"), SPEC, samples=8, holdout=4)
+        assert data.classes == ["0", "3"] and data.labelled
+        assert ((data.calib_pixels[:, 0, 0, 0] == 200) == (data.calib_labels == 3)).all()
 
 
 def test_class_folders_give_ids_in_sorted_name_order(tmp_path):
@@ -220,7 +251,81 @@ def test_tfrecord_shards_written_class_by_class_are_all_sampled(tmp_path, monkey
     data = calibration.load(str(tmp_path), SPEC, samples=9, holdout=3)
     assert data.classes == ["0", "1", "2"]
     assert sorted(np.bincount(data.calib_labels).tolist()) == [3, 3, 3]
-    assert any("taken in turn from each of 3 file(s)" in n for n in data.notes)
+    assert any("an even share from the start of each of 3 file(s)" in n for n in data.notes)
+
+
+def _example(tf, png: bytes, label: int) -> bytes:
+    feats = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[png])),
+             "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+    return tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString()
+
+
+@pytest.mark.tf
+def test_tfrecord_shares_go_to_the_files_that_have_more_and_every_file_is_read(tmp_path):
+    """Files of 2, 40 and 40 records, 30 to read: 2 + 14 + 14 (the short file's share goes to the others)."""
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    tf = import_tensorflow()
+    files = []
+    for k, n in enumerate([2, 40, 40]):
+        files.append(str(tmp_path / f"s{k}.tfrecord"))
+        with tf.io.TFRecordWriter(files[-1]) as w:
+            for i in range(n):
+                w.write(_example(tf, b"%d-%d" % (k, i), k))
+    read = [tf.train.Example.FromString(r.numpy()).features.feature["image/encoded"].bytes_list.value[0]
+            for r in calibration._records_in_shares(tf, files, 30)]
+    assert len(read) == len(set(read)) == 30
+    assert [sum(r.startswith(b"%d-" % k) for r in read) for k in range(3)] == [2, 14, 14]
+    assert sorted(int(r.split(b"-")[1]) for r in read if r.startswith(b"1-")) == list(range(14))  # from the start
+    # fewer records to read than files: one from each of the first ones
+    assert len(list(calibration._records_in_shares(tf, files, 2))) == 2
+
+
+# Run in a child so that its open-file limit is its own: 300 class-sorted one-record shards (ImageNet has
+# 1,024 training shards) must calibrate with fewer open files allowed than there are shards. Was: the
+# interleave opened every shard at once ("Too many open files", reported as a damaged file), and printed
+# TensorFlow's 2-line UserWarning about `deterministic` on stderr for every TFRecord calibration.
+MANY_SHARDS = r'''
+import json, resource, sys
+soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
+import numpy as np
+from edgekit.converters import calibration
+from edgekit.preprocess import PreprocessSpec
+data = calibration.load(sys.argv[1], PreprocessSpec.with_scaling(8, 8, "0..1"), samples=60, holdout=30)
+print("RESULT " + json.dumps({"classes": data.classes, "per_class": np.bincount(data.calib_labels).tolist(),
+                              "pixels": sorted(set(np.round(data.calib[:, 0, 0, 0] * 255).astype(int).tolist()))}))
+'''
+
+
+@pytest.mark.tf
+def test_hundreds_of_class_sorted_shards_calibrate_under_a_low_open_file_limit_without_warnings(tmp_path):
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    tf = import_tensorflow()
+    pngs = [_png(80 * k) for k in range(3)]
+    for s in range(300):  # shards 0-99 hold class 0, 100-199 class 1, 200-299 class 2
+        with tf.io.TFRecordWriter(str(tmp_path / f"train-{s:05d}-of-00300.tfrecord")) as w:
+            w.write(_example(tf, pngs[s // 100], s // 100))
+    repo = Path(__file__).resolve().parents[2]
+    proc = subprocess.run([sys.executable, "-c", MANY_SHARDS, str(tmp_path)], check=False, capture_output=True,
+                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(repo)})
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    assert line, proc.stderr[-3000:]
+    doc = json.loads(line[len("RESULT "):])
+    assert doc["classes"] == ["0", "1", "2"] and doc["per_class"] == [20, 20, 20]
+    assert doc["pixels"] == [0, 80, 160]
+    assert "UserWarning" not in proc.stderr and "deterministic" not in proc.stderr, proc.stderr[-3000:]
+
+
+@pytest.mark.tf
+def test_tfrecord_calibration_warns_nothing(tfrecord):
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        calibration.load(str(tfrecord), SPEC, samples=4, holdout=2)
+    assert [str(w.message) for w in caught] == []
 
 
 @pytest.mark.tf

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from edgekit import manifest
+from edgekit import build, manifest
 from edgekit.cli import cli
 from edgekit.devices import backends
 from edgekit.devices import classify as C
@@ -36,7 +36,7 @@ def make_bundle(target: Path) -> Path:
         models={"cpu": MODEL, "edgetpu": COMPILED}, labels=manifest.LABELS_NAME, preprocess=SPEC.to_dict(),
         input={"shape": [1, 128, 128, 3], "dtype": "uint8", "scale": 1 / 128, "zero_point": 128},
         versions={"edgekit": "test", "tensorflow": None, "edgetpu_compiler": None}, reports={"check": None})
-    return manifest.write_bundle(target, {MODEL: cpu, COMPILED: compiled, manifest.LABELS_NAME: labels}, doc)
+    return build.write_bundle(target, {MODEL: cpu, COMPILED: compiled, manifest.LABELS_NAME: labels}, doc)
 
 
 @pytest.fixture()
@@ -169,10 +169,10 @@ def test_a_failed_write_leaves_no_bundle(tmp_path):
     doc = manifest.make_manifest(models={"cpu": "m.tflite"}, labels=None, preprocess=SPEC.to_dict(), input={},
                                  versions={}, reports={})
     with pytest.raises(manifest.BundleError, match="cannot write bundle"):
-        manifest.write_bundle(tmp_path / "b", {"m.tflite": tmp_path / "missing.tflite"}, doc)
+        build.write_bundle(tmp_path / "b", {"m.tflite": tmp_path / "missing.tflite"}, doc)
     assert list(tmp_path.iterdir()) == []
     with pytest.raises(InputError, match="points outside the bundle"):
-        manifest.write_bundle(tmp_path / "b", {"../m.tflite": b"x"}, doc)
+        build.write_bundle(tmp_path / "b", {"../m.tflite": b"x"}, doc)
     assert list(tmp_path.iterdir()) == []
 
 
@@ -198,7 +198,7 @@ def small_bundle(target: Path, content: bytes) -> Path:
     """A bundle of one made-up file: the writing is under test, not the model."""
     doc = manifest.make_manifest(models={"cpu": "m.tflite"}, labels=None, preprocess=SPEC.to_dict(), input={},
                                  versions={}, reports={})
-    return manifest.write_bundle(target, {"m.tflite": content}, doc)
+    return build.write_bundle(target, {"m.tflite": content}, doc)
 
 
 def test_a_failure_while_swapping_puts_the_previous_bundle_back(tmp_path, monkeypatch):
@@ -222,7 +222,7 @@ def test_a_failure_while_swapping_puts_the_previous_bundle_back(tmp_path, monkey
 SWAP_WITH_THREADS = r"""
 import os, sys, threading, time
 from pathlib import Path
-from edgekit import manifest
+from edgekit import build, manifest
 from edgekit.preprocess import spec_from_input_quantization
 from edgekit.cli import _stop_like_ctrl_c
 _stop_like_ctrl_c()
@@ -243,7 +243,7 @@ def slow_replace(src, dst):
 
 os.replace = slow_replace
 try:
-    manifest.write_bundle(target, {"m.tflite": b"new"}, doc)
+    build.write_bundle(target, {"m.tflite": b"new"}, doc)
 except KeyboardInterrupt as exc:
     sys.exit(128 + getattr(exc, "signum", 2))
 print("not stopped", flush=True)
