@@ -118,7 +118,7 @@ def test_npz_with_labels_is_balanced_and_float_inputs_pass_through(tmp_path):
     (np.full(20, np.nan), r"y holds NaN or infinite values"),
     (np.array([0.0, 1.5] * 10), r"y holds fractions such as 1\.5, not class ids"),
     (np.array(["a", "b"] * 10), r"y holds <U1 values, not class ids"),
-    (np.int64(3), r"y \(\): expected one label per image"),
+    (np.int64(3), r"x has shape \(20, 8, 8, 3\) and y \(\): expected one label per image"),
 ])
 def test_npz_labels_that_are_no_labels_are_refused_as_evaluate_refuses_them(tmp_path, y, said):
     """Was: a y of another length silently dropped (exit 0; evaluate refuses the file with exit 3), a NaN y
