@@ -921,8 +921,11 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
     from edgekit.fileio import write_bytes_atomic
 
     _require_on(on, ssh)
-    if save:
+    if save:  # before the run: a wrong --save fails now, and a folder it creates is said
+        from edgekit.fileio import require_output_folder
+
         _refuse_save_over_model(save, model)
+        require_output_folder(save, None if quiet else lambda m: click.echo(f"note: {m}", err=True), "--save")
     saved = benchmark_mod.read_saved(compare_with) if compare_with else None
     if on is not None:
         from edgekit.devices import remote

@@ -31,22 +31,24 @@ def refuse_overwriting_input(output: str | os.PathLike, *inputs: str | os.PathLi
             raise UsageError(f"output {out} would overwrite the input {src}", "choose another output path with -o")
 
 
-def require_output_folder(target: str | os.PathLike, notify: Callable[[str], None] | None = None) -> Path:
+def require_output_folder(target: str | os.PathLike, notify: Callable[[str], None] | None = None,
+                          flag: str = "-o") -> Path:
     """The folder ``target`` will be written in, created (and ``notify`` told) when it is missing.
 
     Meant to be called before slow work, so a wrong ``-o`` fails at once: InputError when the folder
-    cannot be created or written in. Writability is probed by creating a temporary file (permission
-    bits alone say nothing for root or a read-only mount).
+    cannot be created or written in (its hint names ``flag``, the option that chose it). Writability
+    is probed by creating a temporary file (permission bits alone say nothing for root or a read-only
+    mount).
     """
     folder = Path(target).parent
     if not folder.is_dir():
         if folder.exists() or folder.is_symlink():
-            raise InputError(f"output folder {folder} is not a folder", "choose another -o")
+            raise InputError(f"output folder {folder} is not a folder", f"choose another {flag}")
         try:
             folder.mkdir(parents=True)
         except OSError as exc:
             raise InputError(f"cannot create output folder {folder} ({exc.strerror or exc})",
-                             "create it yourself or choose another -o") from None
+                             f"create it yourself or choose another {flag}") from None
         if notify:
             notify(f"created output folder {folder}")
     try:
@@ -54,7 +56,7 @@ def require_output_folder(target: str | os.PathLike, notify: Callable[[str], Non
             pass
     except OSError as exc:
         raise InputError(f"cannot write in output folder {folder} ({exc.strerror or exc})",
-                         "choose another -o") from None
+                         f"choose another {flag}") from None
     return folder
 
 

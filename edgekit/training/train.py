@@ -118,7 +118,8 @@ def _read_tfrecords(source: str, key: str) -> TrainingData:
             items.append(ex[key].bytes_list.value[0])
             labels.append(int(ex[DEFAULT_TFRECORD_LABEL_KEY].int64_list.value[0]))
     except tf.errors.OpError as exc:
-        raise InputError(f"DATA {source}: cannot read TFRecord: {first_line(exc)}") from None
+        raise InputError(f"DATA {source}: cannot read TFRecord: {first_line(exc)}",
+                         "pass TFRecord files of tf.train.Example records, or a folder of class subfolders") from None
     if not items:
         raise InputError(f"DATA {source}: the TFRecord files hold no examples")
     y = np.asarray(labels, np.int64)
@@ -185,13 +186,17 @@ def build_model(arch: str, input_shape: tuple[int, int, int], num_classes: int, 
     where, name = arch.rsplit(":", 1)
     fn = getattr(_import_user_module(where, "--arch"), name, None)
     if not callable(fn):
-        raise UsageError(f"--arch: {where} has no function {name!r}")
+        raise UsageError(f"--arch: {where} has no function {name!r}",
+                         f"name a function defined in {where}: --arch {where}:build_model")
     try:
         model = fn(input_shape, num_classes)
     except Exception as exc:
-        raise InputError(f"--arch: {arch}(input_shape, num_classes) failed: {type(exc).__name__}: {exc}") from None
+        raise InputError(f"--arch: {arch}(input_shape, num_classes) failed: {type(exc).__name__}: {first_line(exc)}",
+                         f"fix the error in {where}; calling {name}(input_shape, num_classes) in Python shows its "
+                         "traceback") from None
     if not hasattr(model, "fit"):
-        raise UsageError(f"--arch: {arch}() returned {type(model).__name__}, not a Keras model")
+        raise UsageError(f"--arch: {arch}() returned {type(model).__name__}, not a Keras model",
+                         f"make {name}() return the uncompiled keras.Model it builds")
     return model
 
 
@@ -271,7 +276,7 @@ def train(opts: TrainOptions) -> dict[str, Any]:
         raise UsageError(f"-o {output}: the model is saved as .keras (or .h5)", "name the output model.keras")
     if output.is_dir():
         raise UsageError(f"-o {output} is a folder", "name the output file, e.g. model.keras")
-    require_output_folder(output)
+    require_output_folder(output, opts.on_message if opts.show_progress else None)
     record_path = sidecar_path(output)
     refuse_folders([output, record_path])  # now, not after the training: the two are published together
     if opts.epochs < 1 or opts.batch_size < 1 or not 0.0 <= opts.validation_split < 1.0:

@@ -106,3 +106,21 @@ def test_compare_exits_10_on_a_regression_and_says_what_it_allows(tmp_path):
     (tmp_path / "junk.json").write_text("{}")
     result = CliRunner().invoke(cli, ["benchmark", "-m", str(model), "--compare", str(tmp_path / "junk.json")])
     assert result.exit_code == 3 and "not a saved benchmark" in result.stderr
+
+
+def test_save_creates_its_folder_and_says_so_and_an_unwritable_one_names_save(tmp_path, monkeypatch):
+    """Was: --save made a missing folder silently, and an unwritable one said "choose another -o" (no such flag)."""
+    model = str(shared_file("mobilenet_v1_0.25_128_quant.tflite"))
+    target = tmp_path / "runs" / "base.json"
+    result = CliRunner().invoke(cli, ["benchmark", "-m", model, "-n", "2", "--warmup", "0", "--save", str(target)])
+    assert result.exit_code == 0, result.output
+    assert f"note: created output folder {target.parent}" in result.stderr and target.is_file()
+    from edgekit import fileio
+
+    def denied(**_kw):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(fileio.tempfile, "TemporaryFile", denied)  # root may write anywhere: simulated
+    result = CliRunner().invoke(cli, ["benchmark", "-m", model, "-n", "2", "--save", str(target)])
+    assert result.exit_code == 3
+    assert result.stderr.strip().endswith("(choose another --save)") and result.stdout == ""  # before the run

@@ -40,7 +40,7 @@ def trained_cnn(digits_folders, tmp_path_factory):
 def trained_mobilenet(digits_folders, tmp_path_factory):
     path = tmp_path_factory.mktemp("train_mnv2") / "mnv2.keras"
     return path, _train_cli([str(digits_folders.train), "-o", str(path), "--arch", "mobilenetv2", "--width", "0.35",
-                             "--epochs", "2", "--validation-split", "0.1"])
+                             "--epochs", "4", "--validation-split", "0.1"])
 
 
 @pytest.mark.parametrize("spec", [
@@ -106,7 +106,20 @@ def test_builtin_archs_quantize_without_flags_and_map_fully_onto_the_edge_tpu(fi
 def test_mobilenet_v2_trains_well_above_chance(trained_mobilenet):
     _, doc = trained_mobilenet
     assert doc["arch"] == "mobilenetv2"
-    assert doc["validation_accuracy"] >= 0.3, doc["epochs"]  # 10 classes: chance is 0.1
+    # 10 classes: chance is 0.1; 4 epochs reach ~0.77 here (0.88 after 8), a sensible accuracy for the test's time
+    assert doc["validation_accuracy"] >= 0.6, doc["epochs"]
+
+
+def test_an_arch_function_that_fails_is_one_error_line_with_its_fix(digits_folders, tmp_path):
+    """Was: the exception's text pasted in, several lines for a multi-line message, and no hint."""
+    (tmp_path / "arch.py").write_text("def boom(shape, n):\n    raise ValueError('first line\\nsecond line')\n")
+    out = CliRunner().invoke(cli, ["train", str(digits_folders.train), "-o", str(tmp_path / "m.keras"),
+                                   "--arch", f"{tmp_path / 'arch.py'}:boom", "-q"])
+    assert out.exit_code == 3
+    assert out.stderr.strip().splitlines() == [
+        f"error: --arch: {tmp_path / 'arch.py'}:boom(input_shape, num_classes) failed: ValueError: first line "
+        f"(fix the error in {tmp_path / 'arch.py'}; calling boom(input_shape, num_classes) in Python shows its "
+        "traceback)"]
 
 
 def test_mobilenet_v2_width_and_input_size():
