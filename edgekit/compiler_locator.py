@@ -8,9 +8,7 @@ on a Coral board. Running the compiler and reading its output live in
 from __future__ import annotations
 
 import os
-import platform
 import re
-import shutil
 from typing import Mapping
 
 from edgekit.errors import MissingDependencyError
@@ -43,6 +41,8 @@ RUNTIME_MISMATCH = re.compile(r"requires runtime version \((\d+)\), which is new
 
 def platform_supported() -> bool:
     """edgetpu_compiler is built for x86-64 Linux only."""
+    import platform
+
     return platform.system() == "Linux" and platform.machine().lower() in ("x86_64", "amd64")
 
 
@@ -51,6 +51,8 @@ def find_compiler(env: Mapping[str, str] | None = None) -> str | None:
 
     Raises MissingDependencyError when ``EDGETPU_COMPILER`` is set but names no executable.
     """
+    import shutil
+
     env = os.environ if env is None else env
     named = env.get(ENV_VAR)
     if named:

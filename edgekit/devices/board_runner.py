@@ -29,13 +29,9 @@ On the board itself: ``cd DIR/runtime && python3 -m edgekit.devices.board_runner
 
 from __future__ import annotations
 
-import argparse
-import hashlib
 import json
 import os
 import sys
-import tarfile
-import tempfile
 import time
 
 # The modules this runner needs on the board, relative to the package root's parent (tests keep
@@ -63,6 +59,8 @@ EXIT_INPUT, EXIT_DEVICE = 3, 9
 # ------------------------------------------------------------------------------ probe / unpack
 def sha256_file(path: str) -> str:
     """(edgekit.manifest has its twin: this one runs in ``probe``, before anything is installed.)"""
+    import hashlib
+
     h = hashlib.sha256()
     with open(path, "rb") as f:
         for block in iter(lambda: f.read(1 << 20), b""):
@@ -129,6 +127,8 @@ def _safe_relative(name: str) -> str:
 
 
 def _write_atomically(path: str, source) -> None:
+    import tempfile
+
     folder = os.path.dirname(path)
     os.makedirs(folder, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".edgekit-tmp-", dir=folder)
@@ -145,6 +145,8 @@ def _write_atomically(path: str, source) -> None:
 
 def unpack(root: str, stream, delete: list[str]) -> dict:
     """Regular files from the tar ``stream`` into ``root`` (each written whole, then renamed), then deletions."""
+    import tarfile
+
     root = os.path.expanduser(root)
     written = 0
     with tarfile.open(fileobj=stream, mode="r|") as tar:
@@ -402,7 +404,9 @@ def _numbers(text):
     return None if text is None else tuple(float(v) for v in text.split(","))
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser():
+    import argparse
+
     parser = argparse.ArgumentParser(prog="board_runner", description="edgekit's runner on a Coral board")
     sub = parser.add_subparsers(dest="command")
     p = sub.add_parser("probe")
@@ -435,6 +439,9 @@ def _classify(args) -> dict:
         sys.stderr.write((note if note.startswith("warning:") else "note: " + note) + "\n")
     if args.images_tar != "-":
         return classifier.classify(args.images, args.top_k, args.threshold)
+    import tarfile
+    import tempfile
+
     folder = tempfile.mkdtemp(prefix="edgekit-images-")
     try:
         names = []
@@ -458,6 +465,8 @@ def _classify(args) -> dict:
 
 
 def main(argv=None) -> int:
+    import tarfile
+
     args = _parser().parse_args(argv)
     try:
         if args.command == "probe":
