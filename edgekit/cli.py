@@ -576,7 +576,7 @@ def _require_on(on: str | None, ssh: dict[str, Any]) -> None:
 
     if on is None and any(ssh[name] != default for name, default in _SSH_DEFAULTS.items()):
         raise UsageError("--port, --identity, --path, --python, --known-hosts, --accept-new-host-key and the "
-                         "timeouts need --on")
+                         "timeouts need --on", "add --on USER@HOST, or leave those options out for a local run")
 
 
 def _ssh_target(destination: str, ssh: dict[str, Any]) -> Any:

@@ -32,7 +32,7 @@ def list_images(folder: Path, flag: str = "--calib") -> tuple[list[list[Path]], 
     if flat:
         return [flat], None
     raise InputError(f"{flag} {folder}: no images found (looked for {', '.join(sorted(IMAGE_EXTENSIONS))}, "
-                     "flat or one subfolder per class)")
+                     "flat or one subfolder per class)", "put the images in the folder, or one subfolder per class")
 
 
 def class_ids(y: np.ndarray, what: str = "y") -> np.ndarray:

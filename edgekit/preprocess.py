@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.errors import EdgekitError, InputError, UsageError
+from edgekit.errors import EdgekitError, InputError, UsageError, first_line
 
 SPEC_VERSION = 1
 RESIZE_FILTERS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming")
@@ -52,7 +52,8 @@ class PreprocessSpec:
 
     def __post_init__(self) -> None:
         if self.width < 1 or self.height < 1:
-            raise UsageError(f"input size must be positive, got {self.width}x{self.height}")
+            raise UsageError(f"input size must be positive, got {self.width}x{self.height}",
+                             "e.g. --input-size 224x224")
         if self.channels not in CHANNEL_ORDERS:
             raise UsageError(f"unknown channel order {self.channels!r}", f"use one of {', '.join(CHANNEL_ORDERS)}")
         if self.resize not in RESIZE_FILTERS:
@@ -107,7 +108,8 @@ class PreprocessSpec:
                        str(d.get("resize", "lanczos")), tuple(float(v) for v in d.get("mean", (0.0,))),
                        tuple(float(v) for v in d.get("std", (1.0,))))
         except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"recorded preprocessing is malformed: {exc}") from None
+            raise InputError(f"recorded preprocessing is malformed: {exc}",
+                             "quantize the model again, or delete the broken record and pass --mean/--std") from None
         except UsageError as exc:  # a value __post_init__ refuses: the record is at fault, not a flag
             raise InputError(f"recorded preprocessing is malformed: {exc.message.replace('--', '')}",
                              "re-create the model with edgekit quantize, or pass --mean/--std") from None
@@ -165,7 +167,8 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
         spec, source = with_mean_std(spec, mean, std), "--mean/--std"
     if spec.num_channels != channels:
         raise InputError(f"{name}: the preprocessing ({source}) makes {spec.num_channels}-channel "
-                         f"images but the model takes {channels} channel(s)")
+                         f"images but the model takes {channels} channel(s)",
+                         f"give {channels} --mean/--std value(s), or quantize the model again")
     return spec, source, notes
 
 
@@ -336,4 +339,5 @@ def prepare_file(path: str, spec: PreprocessSpec, dtype: str, scale: float | Non
     except EdgekitError:
         raise
     except Exception as exc:  # Pillow plugins raise many types on hostile files
-        raise InputError(f"{path}: cannot decode image ({type(exc).__name__}: {exc})") from None
+        raise InputError(f"{path}: cannot decode image ({type(exc).__name__}: {first_line(exc)})",
+                         "the file is damaged or not an image: save or copy it again") from None

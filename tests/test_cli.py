@@ -230,3 +230,23 @@ def test_cli_defaults_are_the_library_constants():
     assert default("build", "samples") == built.samples == calibration.DEFAULT_SAMPLES
     assert default("build", "timeout") == built.timeout == edgetpu_compiler.DEFAULT_TIMEOUT_S
     assert default("build", "seed") == built.seed == default("quantize", "seed")
+
+
+def test_every_error_edgekit_raises_carries_what_to_do():
+    """The README's error convention, checked where errors are made: every EdgekitError built in edgekit/ gets
+    a hint (its "(what to do)"), except InvalidModelError, whose hint has a default."""
+    import ast
+
+    from tests.conftest import REPO
+
+    errors = {"InputError", "UsageError", "MissingDependencyError", "ConversionError", "VerificationError",
+              "CompatibilityError", "CompilerError", "DeviceError", "RegressionError", "BundleError",
+              "CompilerTimeout", "InternalError", "EdgekitError"}
+    bare = []
+    for path in sorted((REPO / "edgekit").rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call) and getattr(node.func, "id", None) in errors:
+                starred = any(isinstance(a, ast.Starred) for a in node.args)
+                if len(node.args) + len(node.keywords) < 2 and not starred:
+                    bare.append(f"{path.relative_to(REPO)}:{node.lineno}")
+    assert bare == [], "errors without a hint: " + ", ".join(bare)

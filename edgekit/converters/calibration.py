@@ -318,7 +318,7 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
          show_progress: bool = True) -> CalibrationData:
     """Read, sample and preprocess calibration data from ``source`` (see the module docstring)."""
     if samples < 1:
-        raise UsageError("--samples must be at least 1")
+        raise UsageError("--samples must be at least 1", "e.g. --samples 300")
     check_exists(source)
     h, w, c = spec.height, spec.width, spec.num_channels
     rgb = replace(spec, channels="L" if c == 1 else "RGB")  # decode once; use() applies any spec's order
@@ -345,7 +345,8 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
                 return pixels(open_image(io.BytesIO(b)), rgb)
             except InputError as exc:
                 raise InputError(f"--calib {source}: a record's {tfrecord_key!r} is not a readable image "
-                                 f"({exc.message.split(': ', 1)[-1]})") from None
+                                 f"({exc.message.split(': ', 1)[-1]})",
+                                 "name the feature holding encoded images with --tfrecord-key") from None
     elif path.is_dir():
         groups, classes = list_images(path)
         kind = "images"

@@ -417,9 +417,9 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
     out = require_output_folder(Path(model.parent if out_dir is None else out_dir) / output_names(model)[0], on_note)
     refuse_folders([out / n for n in output_names(model, segments)])
     if segments is not None and segments < 1:
-        raise UsageError("--segments must be at least 1")
+        raise UsageError("--segments must be at least 1", "e.g. --segments 2, or leave it out")
     if timeout <= 0:
-        raise UsageError("--timeout must be positive")
+        raise UsageError("--timeout must be positive", "e.g. --timeout 180 (seconds)")
     if tflite_model.load(model).is_compiled:
         raise InputError(f"{model} is already compiled for the Edge TPU (it contains {EDGETPU_CUSTOM_OP})",
                          "compile the model from before edgetpu_compiler (the file without _edgetpu)")
@@ -429,7 +429,8 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
     version = compiler_version(compiler, runner, VERSION_TIMEOUT_S)
     major = version_major(version) or 0
     if search_delegate and major < 16:
-        raise UsageError(f"--search-delegate needs edgetpu_compiler 16 (found {version})")
+        raise UsageError(f"--search-delegate needs edgetpu_compiler 16 (found {version})",
+                         "install compiler 16 (apt-get install edgetpu-compiler), or leave --search-delegate out")
 
     try:
         work = Path(tempfile.mkdtemp(prefix=".edgekit-compile-", dir=out))
@@ -482,7 +483,7 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
 
 
 def _failure(report: CompileReport, text: str, returncode: int, compiler: str, model: Path) -> CompilerError:
-    """The error for a compile that failed or wrote no model: a known failure with its fix, else the compiler's words."""
+    """Why a compile failed or wrote no model: a known failure and its fix, else the compiler's own words."""
     known = diagnose(text)
     if known:
         return CompilerError(*known)

@@ -87,7 +87,8 @@ def load(path: str | Path, arch: str | None = None, custom_objects: str | None =
             raise InputError(f"{p} is a directory but not a SavedModel (no saved_model.pb in it)",
                              "pass a .keras or .h5 file, or a SavedModel directory")
         if arch:
-            raise UsageError("--arch applies to weights-only .h5 files, not to a SavedModel directory")
+            raise UsageError("--arch applies to weights-only .h5 files, not to a SavedModel directory",
+                             "leave out --arch")
         return _load_saved_model(p, verbose)
     suffix = p.suffix.lower()
     if suffix == ".tflite":
@@ -252,7 +253,9 @@ def _load_full(p: Path, custom: dict[str, Any], trust_model: bool, verbose: bool
         if m:
             raise InputError(f"{p} needs the custom class or function {m.group(1)!r} to load",
                              "pass the module that defines it: --custom-objects my_layers.py") from None
-        raise InputError(f"{p}: Keras could not load the model: {first_line(exc)}") from None
+        raise InputError(f"{p}: Keras could not load the model: {first_line(exc)}",
+                         "save it again with the Keras that trained it (model.save('model.keras')); --debug shows "
+                         "Keras's traceback") from None
 
 
 # ------------------------------------------------------------------------------------------ wrapping

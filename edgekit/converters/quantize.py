@@ -375,11 +375,12 @@ def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationDa
 def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeResult:
     """Run the whole ``edgekit quantize`` flow (see the module docstring). Raises EdgekitError subclasses."""
     if opts.io not in IO_TYPES:
-        raise UsageError(f"--io {opts.io!r} is not one of {', '.join(IO_TYPES)}")
+        raise UsageError(f"--io {opts.io!r} is not one of {', '.join(IO_TYPES)}", "use --io uint8 or --io int8")
     if not 0.0 <= opts.min_agreement <= 1.0:
-        raise UsageError(f"--min-agreement {opts.min_agreement} is not between 0 and 1")
+        raise UsageError(f"--min-agreement {opts.min_agreement} is not between 0 and 1", "e.g. --min-agreement 0.9")
     if not 0.0 <= opts.max_accuracy_drop <= 100.0:
-        raise UsageError(f"--max-accuracy-drop {opts.max_accuracy_drop} is not between 0 and 100 (points)")
+        raise UsageError(f"--max-accuracy-drop {opts.max_accuracy_drop} is not between 0 and 100 (points)",
+                         "e.g. --max-accuracy-drop 1")
     output = Path(opts.output) if opts.output else default_output(opts.model)
     if not Path(opts.model).exists():
         raise InputError(f"no such file or folder: {opts.model}", "check the path")
@@ -483,7 +484,8 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         after = run_int8(final, probe)
     if not np.array_equal(before, after):
         raise InternalError("adding the record to the model changed its outputs "
-                            f"(on {len(probe)} samples, max |difference| {float(np.abs(after - before).max()):g})")
+                            f"(on {len(probe)} samples, max |difference| {float(np.abs(after - before).max()):g})",
+                            "this is a bug in edgekit (nothing was written); rerun with --debug and report it")
     record_path = model_record.sidecar_path(output)
     write_all_atomic({output: final, record_path: rec.to_json().encode()})  # both or neither
 
@@ -524,5 +526,6 @@ def _with_record(model: bytes, rec: model_record.ModelRecord) -> bytes:
     record = rec.to_json().encode()
     data = set_metadata(model, model_record.METADATA_NAME, record)
     if tflite_model.ModelInfo.from_bytes(data).metadata.get(model_record.METADATA_NAME) != record:
-        raise InternalError("the record written into the model does not read back")
+        raise InternalError("the record written into the model does not read back",
+                            "this is a bug in edgekit (nothing was written); rerun with --debug and report it")
     return data

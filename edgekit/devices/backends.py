@@ -130,7 +130,8 @@ class Backend:
         if "edgetpu-custom-op" in text:
             return DeviceError(f"{model_path}: the model is compiled for the Edge TPU and cannot run on the CPU",
                                "pass the CPU model it was compiled from instead")
-        return InputError(f"{model_path}: the {self.name} interpreter cannot load the model ({first_line(exc)})")
+        return InputError(f"{model_path}: the {self.name} interpreter cannot load the model ({first_line(exc)})",
+                          "check it with `edgekit inspect`; a damaged file must be copied or exported again")
 
 
 _NATIVE_NOISE = ("INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",)

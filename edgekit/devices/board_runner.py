@@ -238,7 +238,8 @@ def open_bundle(path: str, device: str = "auto", num_threads=None) -> tuple:
             interpreter = interpreter_cls(model_path=cpu_path, **kwargs)
             interpreter.allocate_tensors()
         except (ValueError, RuntimeError) as exc:
-            raise InputError("%s: the %s interpreter cannot load the model (%s)" % (cpu_path, name, _first_line(exc)))
+            raise InputError("%s: the %s interpreter cannot load the model (%s)" % (cpu_path, name, _first_line(exc)),
+                             "deploy the bundle again; an interpreter older than the model's ops needs an update")
         return Loaded(interpreter, cpu_path, "cpu", name, notes)
 
     if device == "cpu":
@@ -295,7 +296,8 @@ class BundleClassifier:
         shape = list(self._input_shape) + ([1] if len(self._input_shape) == 3 else [])
         if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3):
             raise InputError("%s: expected an image input [1, height, width, 1 or 3], got %s"
-                             % (self.loaded.model_path, list(self._input_shape)))
+                             % (self.loaded.model_path, list(self._input_shape)),
+                             "classify runs image classifiers; other models need their own code")
         _, height, width, channels = shape
         recorded = preprocess.PreprocessSpec.from_dict(opened.preprocess) if opened.preprocess else None
         spec, _, warnings = preprocess.spec_for_model(recorded, "recorded (bundle)", width, height, channels,
@@ -310,7 +312,8 @@ class BundleClassifier:
                 with open(path, encoding="utf-8-sig") as f:
                     self.labels = parse_labels(f.read())
             except (OSError, UnicodeDecodeError) as exc:
-                raise InputError("cannot read the labels file %s (%s)" % (path, _first_line(exc))) from None
+                raise InputError("cannot read the labels file %s (%s)" % (path, _first_line(exc)),
+                                 "deploy the bundle again") from None
         if self.labels and len(self.labels) != self.num_classes:
             self.notes.append("warning: %d labels but the model has %d classes; labels may be shifted "
                               "(e.g. a missing 'background' line)" % (len(self.labels), self.num_classes))
@@ -333,7 +336,8 @@ class BundleClassifier:
         try:
             interpreter.invoke()
         except (RuntimeError, ValueError) as exc:
-            raise DeviceError("inference failed on %s: %s" % (self.loaded.device, _first_line(exc))) from None
+            raise DeviceError("inference failed on %s: %s" % (self.loaded.device, _first_line(exc)),
+                              "try --device cpu; an Edge TPU that fails needs replugging or a reboot") from None
         ms = (time.perf_counter() - start) * 1000.0
         if self.first_inference_ms is None:
             self.first_inference_ms = ms
@@ -387,7 +391,8 @@ def benchmark(bundle: str, device: str = "auto", n: int = 100, warmup: int = 10,
         try:
             interpreter.invoke()
         except (RuntimeError, ValueError) as exc:
-            raise DeviceError("inference failed on %s: %s" % (loaded.device, _first_line(exc))) from None
+            raise DeviceError("inference failed on %s: %s" % (loaded.device, _first_line(exc)),
+                              "try --device cpu; an Edge TPU that fails needs replugging or a reboot") from None
 
     timing = latency.measure(run, n, warmup)
     governors = latency.cpu_governors()

@@ -234,7 +234,8 @@ class Classifier:
             shape.append(1)
         if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3):
             raise InputError(f"{model}: expected an image input [1, height, width, 1 or 3], "
-                             f"got {list(self._input_shape)}")
+                             f"got {list(self._input_shape)}", "classify runs image classifiers; other models need "
+                             "their own code")
         signature = [int(d) for d in inp.get("shape_signature", shape)]
         if any(d < 0 for d in signature[1:]):  # the interpreter shows 1 for such a dimension: 1x1 images otherwise
             raise InputError(f"{model}: the input size is not fixed (shape signature {signature})",

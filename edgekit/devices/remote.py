@@ -56,9 +56,10 @@ class SshTarget:
         if not _DESTINATION.match(self.destination) or self.destination.split("@")[-1].startswith("-"):
             raise UsageError(f"not an SSH destination: {self.destination!r}", "use user@host, e.g. mendel@192.168.100.2")
         if self.identity is not None and not Path(self.identity).is_file():
-            raise InputError(f"--identity {self.identity}: no such key file")
+            raise InputError(f"--identity {self.identity}: no such key file", "check the path to the private key")
         if self.known_hosts is not None and not Path(self.known_hosts).parent.is_dir():
-            raise InputError(f"--known-hosts {self.known_hosts}: its folder does not exist")
+            raise InputError(f"--known-hosts {self.known_hosts}: its folder does not exist",
+                             "create the folder, or point --known-hosts at a file in an existing one")
 
     @property
     def host(self) -> str:
@@ -196,7 +197,9 @@ def _check_python(target: SshTarget, proc: subprocess.CompletedProcess) -> dict[
     try:
         return json.loads(proc.stdout)
     except ValueError:
-        raise DeviceError(f"{target.destination}: the runner's probe printed no JSON ({proc.stdout[:80]!r})") from None
+        raise DeviceError(f"{target.destination}: the runner's probe printed no JSON ({proc.stdout[:80]!r})",
+                          "a login script that prints on stdout gets in the way: make it quiet for "
+                          "non-interactive shells") from None
 
 
 def _check_packages(target: SshTarget, facts: dict[str, Any]) -> str:
@@ -233,7 +236,7 @@ def deploy(bundle: str | os.PathLike, target: SshTarget, path: str = DEFAULT_PAT
 
     local = bundle_files or read_bundle(bundle)
     if not path or path.startswith("-"):
-        raise UsageError(f"--path {path!r} is not a folder name")
+        raise UsageError(f"--path {path!r} is not a folder name", "e.g. --path edgekit (in the login user's home)")
     wanted: dict[str, tuple[Path, str]] = {f"bundles/{local.name}/{rel}": (local.path / rel, sha)
                                            for rel, sha in local.files.items()}
     wanted.update({rel: (file, manifest.sha256_file(file)) for rel, file in runtime_files().items()})
@@ -314,7 +317,9 @@ def _run_runner(target: SshTarget, path: str, bundle_name: str, command: str, ar
     try:
         doc = json.loads(proc.stdout)
     except ValueError:
-        raise DeviceError(f"the runner on {target.destination} printed no JSON ({proc.stdout[:80]!r})") from None
+        raise DeviceError(f"the runner on {target.destination} printed no JSON ({proc.stdout[:80]!r})",
+                          "a login script that prints on stdout gets in the way: make it quiet for "
+                          "non-interactive shells") from None
     doc["model"] = f"{target.destination}:{path}/bundles/{bundle_name}/{PurePosixPath(doc['model']).name}"
     doc["device"] = f"{doc['device']} on {target.destination}"
     return doc

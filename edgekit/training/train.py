@@ -21,7 +21,7 @@ import shutil
 import sys
 import tempfile
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any, Callable
 
@@ -90,7 +90,8 @@ def read_data(source: str, tfrecord_key: str = "image/encoded") -> TrainingData:
     if calibration._is_tfrecord(source):
         return _read_tfrecords(source, tfrecord_key)
     if not Path(source).is_dir():
-        raise InputError(f"DATA {source} is neither a folder of class folders nor TFRecord files")
+        raise InputError(f"DATA {source} is neither a folder of class folders nor TFRecord files",
+                         "pass a folder with one subfolder of images per class, or .tfrecord files")
     groups, classes = list_images(Path(source), "DATA")
     if classes is None or len(classes) < 2:
         raise InputError(f"DATA {source}: training needs one subfolder per class, at least two",
@@ -121,10 +122,12 @@ def _read_tfrecords(source: str, key: str) -> TrainingData:
         raise InputError(f"DATA {source}: cannot read TFRecord: {first_line(exc)}",
                          "pass TFRecord files of tf.train.Example records, or a folder of class subfolders") from None
     if not items:
-        raise InputError(f"DATA {source}: the TFRecord files hold no examples")
+        raise InputError(f"DATA {source}: the TFRecord files hold no examples",
+                         "write tf.train.Example records with the image and its class id")
     y = np.asarray(labels, np.int64)
     if y.min() < 0:
-        raise InputError(f"DATA {source}: negative class id {int(y.min())} in {DEFAULT_TFRECORD_LABEL_KEY!r}")
+        raise InputError(f"DATA {source}: negative class id {int(y.min())} in {DEFAULT_TFRECORD_LABEL_KEY!r}",
+                         "store class ids from 0 to the number of classes - 1")
     first = open_image(io.BytesIO(items[0]))
     return TrainingData(source, "tfrecord", items, y, [str(i) for i in range(int(y.max()) + 1)], first.size)
 
@@ -280,7 +283,8 @@ def train(opts: TrainOptions) -> dict[str, Any]:
     record_path = sidecar_path(output)
     refuse_folders([output, record_path])  # now, not after the training: the two are published together
     if opts.epochs < 1 or opts.batch_size < 1 or not 0.0 <= opts.validation_split < 1.0:
-        raise UsageError("--epochs and --batch-size must be positive, --validation-split in [0, 1)")
+        raise UsageError("--epochs and --batch-size must be positive, --validation-split in [0, 1)",
+                         "e.g. --epochs 10 --batch-size 32 --validation-split 0.2")
     check_arch(opts.arch)
     data = read_data(opts.data, opts.tfrecord_key)
     width, height = opts.input_size or data.first_size
@@ -297,7 +301,8 @@ def train(opts: TrainOptions) -> dict[str, Any]:
         say(f"warning: {a}")
     train_idx, val_idx = data.split(opts.validation_split, opts.seed)
     if len(train_idx) == 0:
-        raise InputError(f"DATA {opts.data}: no training examples left after the validation split")
+        raise InputError(f"DATA {opts.data}: no training examples left after the validation split",
+                         "add images, or lower --validation-split")
     on_tpu = choice.kind == "tpu"  # TPUs need static shapes: every batch full
     train_ds = dataset(data, train_idx, spec, global_batch, shuffle=True, seed=opts.seed, drop_remainder=on_tpu)
     val_ds = dataset(data, val_idx, spec, global_batch, shuffle=False) if len(val_idx) else None
