@@ -785,10 +785,12 @@ def _render_evaluate(d: dict[str, Any]) -> str:
     if r:
         lines += [f"float ({r['model']}) top-1 {pct(r['top1'])}, top-5 {pct(r['top5'])}",
                   f"Agreement (top-1) {pct(r['top1_agreement'])}; score difference mean {r['mean_abs_diff']:.4f}, "
-                  f"max {r['max_abs_diff']:.4f}",
-                  "Classes that changed most (float -> int8 top-1):"]
+                  f"max {r['max_abs_diff']:.4f}"]
+        changed = [c for c in r["class_changes"] if c["change"]]
+        lines.append("Classes that changed most (float -> int8 top-1):" if changed else
+                     "No class's top-1 accuracy changed from float to int8")
         lines += [f"  {c['id']:>4} {c['label'] or '':<16} {pct(c['float_top1'])} -> {pct(c['int8_top1'])} "
-                  f"({c['samples']} samples)" for c in r["class_changes"]]
+                  f"({c['samples']} samples)" for c in changed]
         if r["layers"]:
             lines.append("Layers with the largest int8 error (RMS error / RMS of the float output, each layer "
                          "on the same input):")

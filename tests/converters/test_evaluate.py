@@ -94,3 +94,21 @@ def test_evaluate_refuses_data_it_cannot_label(digits_int8, tmp_path):
     np.savez(tmp_path / "bad.npz", x=np.zeros((2, 32, 32, 3), np.uint8), y=np.array([3, 12]))
     result = CliRunner().invoke(cli, ["evaluate", "-m", str(digits_int8.output), "--data", str(tmp_path / "bad.npz")])
     assert result.exit_code == 3 and "outside the model's 10 outputs" in result.stderr
+
+
+def test_the_text_lists_only_classes_whose_accuracy_changed():
+    """Was: five unchanged classes listed under "Classes that changed most" when int8 matched float."""
+    from edgekit.cli import _render_evaluate
+
+    def doc(changes):
+        rows = [{"id": i, "label": str(i), "samples": 10, "float_top1": 0.9, "int8_top1": 0.9 + d, "change": d}
+                for i, d in enumerate(changes)]
+        reference = {"model": "m.keras", "top1": 0.9, "top5": 1.0, "top1_agreement": 1.0, "mean_abs_diff": 0.0,
+                     "max_abs_diff": 0.0, "class_changes": rows, "layers": None, "layers_error": None}
+        return {"model": "m.tflite", "device": "cpu", "backend": "x", "samples": 20, "classes": 2, "top1": 0.9,
+                "top5": 1.0, "preprocess": {"source": "recorded"}, "labels_from": "folders", "reference": reference}
+
+    same = _render_evaluate(doc([0.0, 0.0]))
+    assert "No class's top-1 accuracy changed from float to int8" in same and "->" not in same
+    lost = _render_evaluate(doc([-0.1, 0.0]))
+    assert "Classes that changed most" in lost and lost.count("->") == 1 and "90.0% -> 80.0%" in lost
