@@ -109,6 +109,6 @@ def test_the_text_lists_only_classes_whose_accuracy_changed():
                 "top5": 1.0, "preprocess": {"source": "recorded"}, "labels_from": "folders", "reference": reference}
 
     same = _render_evaluate(doc([0.0, 0.0]))
-    assert "No class's top-1 accuracy changed from float to int8" in same and "->" not in same
+    assert "No class's top-1 accuracy changed from float to int8" in same and "% -> " not in same
     lost = _render_evaluate(doc([-0.1, 0.0]))
-    assert "Classes that changed most" in lost and lost.count("->") == 1 and "90.0% -> 80.0%" in lost
+    assert "Classes that changed most" in lost and lost.count("% -> ") == 1 and "90.0% -> 80.0%" in lost
