@@ -66,40 +66,55 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
 
 
 class _BadInputParameter(click.ClickException):
-    """A path argument that names a folder where a file is expected: bad input (one line, exit 3), not usage."""
+    """A path argument of the wrong kind (a folder for a file, or a file for a folder): bad input, one line, exit 3."""
 
     exit_code = InputError.exit_code
 
     def show(self, file: Any = None) -> None:
-        click.echo(f"error: {self.message}", err=True)
+        from edgekit.classes import printable
+
+        click.echo(f"error: {printable(self.message)}", err=True)
 
 
-class FilePath(click.Path):
-    """``FilePath()`` whose "is a directory" is one error line and exit 3 (the README's bad input)."""
+class _KindPath(click.Path):
+    """A click.Path whose wrong kind (``is_wrong``) is one error line and exit 3, not click's usage text."""
+
+    wrong = ""  # what the path is when it is of the wrong kind ("folder" or "file")
+
+    def is_wrong(self, value: str) -> bool:
+        raise NotImplementedError
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        if self.is_wrong(value):
+            right = "file" if self.wrong == "folder" else "folder"
+            flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else None
+            raise _BadInputParameter(f"{flag + ' ' if flag else ''}{value} is a {self.wrong}, not a {right} "
+                                     f"(pass a {right} path)")
+        return super().convert(value, param, ctx)
+
+
+class FilePath(_KindPath):
+    """A file path; a folder given instead is one error line and exit 3 (the README's bad input)."""
+
+    wrong = "folder"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(dir_okay=False, **kwargs)
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if os.path.isdir(value):
-            flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else None
-            raise _BadInputParameter(f"{flag + ' ' if flag else ''}{value} is a folder, not a file "
-                                     "(pass a file path)")
-        return super().convert(value, param, ctx)
+    def is_wrong(self, value: str) -> bool:
+        return os.path.isdir(value)
 
 
-class DirPath(click.Path):
-    """``DirPath()`` whose "is a file" is one error line and exit 3 (the README's bad input)."""
+class DirPath(_KindPath):
+    """A folder path; a file given instead is one error line and exit 3 (the README's bad input)."""
+
+    wrong = "file"
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(file_okay=False, **kwargs)
 
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        if os.path.exists(value) and not os.path.isdir(value):
-            flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else None
-            raise _BadInputParameter(f"{flag + ' ' if flag else ''}{value} is a file, not a folder "
-                                     "(pass a folder path)")
-        return super().convert(value, param, ctx)
+    def is_wrong(self, value: str) -> bool:
+        return os.path.exists(value) and not os.path.isdir(value)
 
 
 class FloatRange(click.FloatRange):

@@ -142,13 +142,14 @@ def signals_held() -> Iterator[None]:
         yield
     finally:
         late: BaseException | None = None
-        for sig, handler in previous.items():
-            while True:  # signal.signal() first runs the pending handlers: `note`, or one already put back
-                try:
-                    signal.signal(sig, handler)
-                    break
-                except BaseException as exc:  # a stop that came after its handler was back: raised below
-                    late = late or exc
+        pending = list(previous.items())
+        while pending:  # a handler put back may run at any bytecode of this loop, not only in signal.signal()
+            try:
+                while pending:
+                    signal.signal(*pending[0])
+                    pending.pop(0)
+            except BaseException as exc:  # a stop that came after its handler was back: raised below
+                late = late or exc
         for sig in dict.fromkeys(arrived):
             signal.raise_signal(sig)  # as usual now: KeyboardInterrupt, edgekit's stop, or the default action
         if late is not None:
@@ -158,8 +159,11 @@ def signals_held() -> Iterator[None]:
 
 @contextlib.contextmanager
 def renames_together(folders: Sequence[Path]) -> Iterator[None]:
-    """Hold stop signals and lock ``folders`` (sorted) for a group of renames that must not be cut or mixed."""
-    with signals_held(), _folder_lock(folders):
+    """Lock ``folders`` (sorted), then hold stop signals, for a group of renames that must not be cut or mixed.
+
+    The lock first: a run waiting for another's lock can still be stopped.
+    """
+    with _folder_lock(folders), signals_held():
         yield
 
 

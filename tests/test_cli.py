@@ -133,6 +133,9 @@ def _bad_runtime_inputs(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
     np.savez(tmp / "y_nan.npz", x=np.zeros((3, 8, 8, 3), np.uint8), y=np.array([0.0, np.nan, 1.0]))
     np.savez(tmp / "y_frac.npz", x=np.zeros((3, 8, 8, 3), np.uint8), y=np.array([0.0, 1.5, 1.0]))
     np.savez(tmp / "x_nan.npz", x=np.full((2, 8, 8, 3), np.nan, np.float32), y=np.array([0, 1]))
+    np.savez(tmp / "y_scalar.npz", x=np.zeros((2, 8, 8, 3), np.uint8), y=np.array(3))
+    np.savez(tmp / "y_empty_rows.npz", x=np.zeros((2, 8, 8, 3), np.uint8), y=np.zeros((2, 0)))
+    np.savez(tmp / "test_only.npz", x_test=np.zeros((2, 8, 8, 3), np.uint8), y_train=np.array([0, 1, 0]))
     (tmp / "col.edgekit.json").write_text("cat\ndog\n")
     (tmp / "a.edgekit.json").mkdir()
     return {  # name: (argv, exit code, what the line must say)
@@ -158,6 +161,12 @@ def _bad_runtime_inputs(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
                                            "fractions such as 1.5"),
         "evaluate images with NaN": (["evaluate", "-m", model, "--data", str(tmp / "x_nan.npz")], 3,
                                      "x holds NaN"),
+        "evaluate a scalar y": (["evaluate", "-m", model, "--data", str(tmp / "y_scalar.npz")], 3,
+                                "expected one label per image"),
+        "evaluate y rows with no values": (["evaluate", "-m", model, "--data", str(tmp / "y_empty_rows.npz")], 3,
+                                           "rows with no values"),
+        "evaluate x_test beside y_train only": (["evaluate", "-m", model, "--data", str(tmp / "test_only.npz")], 3,
+                                                "needs an image array and a label array"),
         "quantize's record over --labels": (["quantize", str(h5), "--labels", str(tmp / "col.edgekit.json"),
                                              "-o", str(tmp / "col.tflite")], 2, "would overwrite the input"),
         "quantize -o .tflite": (["quantize", str(h5), "-o", str(tmp / ".tflite")], 2, "not a file name ending in"),
@@ -172,7 +181,8 @@ BAD_RUNTIME_INPUTS = ["labels missing", "labels not UTF-8", "--mean not a number
                       "a corrupt record beside the model", "a folder as the model", "a folder as labels",
                       "a folder as an image", "a file as compile's output folder", "a folder as train's output",
                       "benchmark --save over the model", "evaluate labels with NaN", "evaluate labels with fractions",
-                      "evaluate images with NaN", "quantize's record over --labels", "quantize -o .tflite",
+                      "evaluate images with NaN", "evaluate a scalar y", "evaluate y rows with no values",
+                      "evaluate x_test beside y_train only", "quantize's record over --labels", "quantize -o .tflite",
                       "a folder where quantize's record goes"]
 
 

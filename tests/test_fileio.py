@@ -190,3 +190,35 @@ def test_signals_held_in_another_thread_does_not_fail():
     t.start()
     t.join()
     assert errors == []
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
+def test_a_run_waiting_for_the_folder_lock_can_still_be_stopped(tmp_path):
+    """Was: the stop signals were held before the lock was taken, so a run queued behind another writer of the
+    same folder ignored Ctrl-C/SIGTERM until that one finished, and then wrote its outputs anyway."""
+    fcntl = pytest.importorskip("fcntl")
+    script = f"""
+import sys
+from pathlib import Path
+from edgekit.cli import _stop_like_ctrl_c
+from edgekit import fileio
+_stop_like_ctrl_c()
+print("writing", flush=True)
+try:
+    fileio.write_all_atomic({{Path({str(tmp_path)!r}) / "m.tflite": b"model"}})
+except KeyboardInterrupt as exc:
+    sys.exit(128 + exc.signum)
+"""
+    fd = os.open(tmp_path, os.O_RDONLY)
+    fcntl.flock(fd, fcntl.LOCK_EX)  # another writer holds the folder
+    try:
+        p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
+                             env={**os.environ, "PYTHONPATH": str(REPO)})
+        assert p.stdout.readline().strip() == "writing"
+        time.sleep(0.5)  # now waiting for the lock
+        p.send_signal(signal.SIGTERM)
+        p.communicate(timeout=10)  # stopped while the lock is still held
+    finally:
+        os.close(fd)
+    assert p.returncode == 128 + signal.SIGTERM
+    assert list(tmp_path.iterdir()) == []  # nothing written, no temporary file left

@@ -279,12 +279,11 @@ def _read_array(source: Path) -> tuple[np.ndarray, np.ndarray | None]:
             return np.load(source, allow_pickle=False), None
         with np.load(source, allow_pickle=False) as z:
             names = list(z.files)
-            xkey = next((k for k in datasets.X_KEYS if k in names), None)
+            xkey, ykey = datasets.array_names(names)
             xkey = xkey or next((k for k in names if z[k].ndim >= 3), None)
             if xkey is None:
                 raise InputError(f"--calib {source}: no image array in the .npz (arrays: {', '.join(names)})",
                                  "store the images as an (N, H, W, C) array named 'x'")
-            ykey = next((k for k in datasets.Y_KEYS if k in names), None)
             return z[xkey], (z[ykey] if ykey else None)
     except InputError:
         raise
@@ -389,15 +388,7 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
             raise InputError(f"--calib {source}: array dtype {x.dtype} is neither uint8 images nor float inputs",
                              "save 0..255 images as uint8 (x.astype(np.uint8)), or preprocessed model inputs as float32")
         if y is not None:  # labels that are there must be labels, as evaluate requires of the same file
-            y = np.asarray(y)
-            if y.ndim == 0 or len(y) != len(x):
-                raise InputError(f"--calib {source}: x has shape {x.shape} and y {y.shape}: expected one label "
-                                 "per image", "save one label per image: np.savez(path, x=images, y=labels), "
-                                 "or leave y out")
-            try:
-                labels = datasets.class_ids(y)  # NaN, fractions and non-numbers refused, one-hot rows → ids
-            except InputError as exc:
-                raise InputError(f"--calib {source}: {exc.message}", exc.hint) from None
+            labels = datasets.labels_of(x, y, f"--calib {source}")  # one-hot rows → ids; NaN, fractions refused
             values = sorted(set(labels.tolist()))
             groups = [[i for i in range(len(x)) if labels[i] == v] for v in values]
             classes = [str(v) for v in values]

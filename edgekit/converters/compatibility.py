@@ -485,7 +485,7 @@ def _concat_constant(c: OpContext) -> str | None:
 def _resize_rank(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
     if len(t.shape) != 4 or len(out.shape) != 4:
-        return f"{_shape(t)} -> {_shape(out)}; input and output must be 3-D (batch 1, H, W, C)"
+        return f"{_shape(t)} -> {_shape(out)}; input and output must be 3-D images (H, W, C, as 1xHxWxC)"
     return None
 
 
@@ -511,12 +511,14 @@ def _bilinear_factor(c: OpContext) -> str | None:
     return None
 
 
-RESIZE_RANK = Constraint(_resize_rank, UNSPECIFIED, "resize 4-D NHWC tensors with a batch of 1", DOCS)
-# Coral: bilinear resizing "might not be mapped to the Edge TPU to avoid loss in precision" depending on
-# the sizes. Nearest-neighbour resizing has no interpolation weights to lose precision in: a Model Maker
-# EfficientDet-Lite0 (320: its BiFPN upsamples 3x3 -> 5x5) compiled by compiler 16 maps all 12 of its
-# RESIZE_NEAREST_NEIGHBOR (a published log: "RESIZE_NEAREST_NEIGHBOR 12 Mapped to Edge TPU", 2 classes),
-# so the integer-factor heuristic applies to RESIZE_BILINEAR only.
+RESIZE_RANK = Constraint(_resize_rank, UNSPECIFIED, "resize images (1, H, W, C) in NHWC layout", DOCS)
+# Coral's table says of both resizes that "depending on input/output size, this operation might not be
+# mapped to the Edge TPU to avoid loss in precision", with no numbers. For nearest-neighbour resizing
+# the factor does not matter: a Model Maker EfficientDet-Lite0 (320: its BiFPN upsamples 3x3 -> 5x5)
+# compiled by compiler 16 maps all 12 of its RESIZE_NEAREST_NEIGHBOR (a published log:
+# "RESIZE_NEAREST_NEIGHBOR 12 Mapped to Edge TPU", 2 classes), so the integer-factor heuristic applies
+# to RESIZE_BILINEAR only. Large resizes of either kind have been refused (google-coral/edgetpu#31 with
+# an old compiler, #187, #597), but no report gives sizes that place a limit: none is modelled.
 RESIZE_BILINEAR = (RESIZE_RANK, Constraint(
     _bilinear_factor, UNSPECIFIED, "resize by an integer factor (e.g. x2) without align_corners from a size of 1, "
     "or move the resize after the last Edge TPU op", f"{EV_DEEPLAB}: RESIZE_BILINEAR 1 -> 33 with align_corners "

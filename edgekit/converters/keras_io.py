@@ -184,19 +184,26 @@ def _build_arch(arch: str, verbose: bool) -> Any:
     if ":" not in arch:
         raise UsageError(f"--arch {arch!r} does not name a function",
                          "use --arch model_def.py:create_model or --arch package.module:create_model")
-    where, func_name = arch.rsplit(":", 1)
     import_tensorflow(verbose)
+    with silenced(verbose):
+        return call_arch(arch)
+
+
+def call_arch(arch: str, args: tuple[Any, ...] = (), arg_names: str = "") -> Any:
+    """Import ``module.py:function`` / ``package.module:function`` (``--arch``), call it with ``args`` and check
+    that it returned a Keras model. ``arg_names`` names the arguments in messages ("input_shape, num_classes")."""
+    where, func_name = arch.rsplit(":", 1)
     module = _import_user_module(where, "--arch")
     fn = getattr(module, func_name, None)
     if not callable(fn):
         raise UsageError(f"--arch: {where} has no function {func_name!r}",
                          f"name a function defined in {where}: --arch {where}:create_model")
     try:
-        with silenced(verbose):
-            model = fn()
+        model = fn(*args)
     except Exception as exc:
-        raise InputError(f"--arch: {arch}() failed: {type(exc).__name__}: {first_line(exc)}",
-                         f"fix the error in {where}; calling {func_name}() in Python shows its traceback") from None
+        raise InputError(f"--arch: {arch}({arg_names}) failed: {type(exc).__name__}: {first_line(exc)}",
+                         f"fix the error in {where}; calling {func_name}({arg_names}) in Python shows its "
+                         "traceback") from None
     if not hasattr(model, "load_weights") or not hasattr(model, "inputs"):
         raise UsageError(f"--arch: {arch}() returned {type(model).__name__}, not a Keras model",
                          f"make {func_name}() return the keras.Model it builds")

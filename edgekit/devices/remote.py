@@ -38,6 +38,9 @@ _BOOTSTRAP = ("import sys;b=sys.stdin.buffer;n=int(b.readline());"
               "exec(compile(b.read(n),'edgekit-board-runner','exec'))")
 _DESTINATION = re.compile(r"^(?:[^@\s/:]+@)?[A-Za-z0-9_.\-]+$")
 
+#: What to do when the runner's JSON is drowned by a login script's output.
+QUIET_LOGIN_HINT = "a login script that prints on stdout gets in the way: make it quiet for non-interactive shells"
+
 
 @dataclass(frozen=True)
 class SshTarget:
@@ -198,8 +201,7 @@ def _check_python(target: SshTarget, proc: subprocess.CompletedProcess) -> dict[
         return json.loads(proc.stdout)
     except ValueError:
         raise DeviceError(f"{target.destination}: the runner's probe printed no JSON ({proc.stdout[:80]!r})",
-                          "a login script that prints on stdout gets in the way: make it quiet for "
-                          "non-interactive shells") from None
+                          QUIET_LOGIN_HINT) from None
 
 
 def _check_packages(target: SshTarget, facts: dict[str, Any]) -> str:
@@ -318,8 +320,7 @@ def _run_runner(target: SshTarget, path: str, bundle_name: str, command: str, ar
         doc = json.loads(proc.stdout)
     except ValueError:
         raise DeviceError(f"the runner on {target.destination} printed no JSON ({proc.stdout[:80]!r})",
-                          "a login script that prints on stdout gets in the way: make it quiet for "
-                          "non-interactive shells") from None
+                          QUIET_LOGIN_HINT) from None
     doc["model"] = f"{target.destination}:{path}/bundles/{bundle_name}/{PurePosixPath(doc['model']).name}"
     doc["device"] = f"{doc['device']} on {target.destination}"
     return doc

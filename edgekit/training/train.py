@@ -184,23 +184,9 @@ def build_model(arch: str, input_shape: tuple[int, int, int], num_classes: int, 
         kwargs = {"width": width} if arch == "mobilenetv2" else {}
         return ARCHS[arch](input_shape, num_classes, **kwargs)
     check_arch(arch)
-    from edgekit.converters.keras_io import _import_user_module
+    from edgekit.converters.keras_io import call_arch
 
-    where, name = arch.rsplit(":", 1)
-    fn = getattr(_import_user_module(where, "--arch"), name, None)
-    if not callable(fn):
-        raise UsageError(f"--arch: {where} has no function {name!r}",
-                         f"name a function defined in {where}: --arch {where}:build_model")
-    try:
-        model = fn(input_shape, num_classes)
-    except Exception as exc:
-        raise InputError(f"--arch: {arch}(input_shape, num_classes) failed: {type(exc).__name__}: {first_line(exc)}",
-                         f"fix the error in {where}; calling {name}(input_shape, num_classes) in Python shows its "
-                         "traceback") from None
-    if not hasattr(model, "fit"):
-        raise UsageError(f"--arch: {arch}() returned {type(model).__name__}, not a Keras model",
-                         f"make {name}() return the uncompiled keras.Model it builds")
-    return model
+    return call_arch(arch, (input_shape, num_classes), "input_shape, num_classes")
 
 
 class _Progress:
