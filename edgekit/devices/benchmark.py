@@ -30,7 +30,7 @@ def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warm
 
     threads = threads or default_threads()
     start = clock()
-    loaded = ModelLoader(model, device, num_threads=threads)()
+    loaded = ModelLoader(model, device, num_threads=threads, record_needed=False)()
     load_ms = (clock() - start) * 1000.0
     opened = loaded.opened
     interp = opened.interpreter
@@ -60,7 +60,9 @@ def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warm
         "load_ms": load_ms, "first_inference_ms": timing.pop("first_ms"),
         "iterations": n, "warmup": warmup, **timing,
         "machine": latency.machine(governors),
-        "notes": list(loaded.notes), "warnings": latency.governor_warnings(governors), "comparison": None,
+        "notes": [n for n in loaded.notes if not n.startswith("warning: ")],
+        "warnings": [n[len("warning: "):] for n in loaded.notes if n.startswith("warning: ")]
+        + latency.governor_warnings(governors), "comparison": None,
     }
 
 

@@ -153,8 +153,11 @@ class ModelLoader:
     """
 
     def __init__(self, model: str | os.PathLike, device: str = "auto", backend: Any = None,
-                 num_threads: int | None = None):
+                 num_threads: int | None = None, record_needed: bool = True):
         self.model, self.device, self.backend, self.num_threads = model, device, backend, num_threads
+        # False where nothing the record says is used (benchmark) or all of it is overridden (--mean and
+        # --std): a record that cannot be read is then ignored with a warning instead of stopping the run.
+        self.record_needed = record_needed
 
     def __call__(self) -> LoadedModel:
         if Path(self.model).is_dir():
@@ -168,13 +171,19 @@ class ModelLoader:
                              f"compile it first (edgekit compile {twin}), or run the CPU model: -m {twin}")
         is_compiled, metadata = model_facts(self.model)
         opened = self._open(self.model, is_compiled)
-        record = find_record(self.model, metadata)
-        if record is None and opened.model_path != str(self.model):
-            record = find_record(opened.model_path, model_facts(opened.model_path)[1])
+        notes = list(opened.notes)
+        try:
+            record = find_record(self.model, metadata)
+            if record is None and opened.model_path != str(self.model):
+                record = find_record(opened.model_path, model_facts(opened.model_path)[1])
+        except InputError as exc:
+            if self.record_needed:
+                raise
+            record = None
+            notes.append(f"warning: ignoring a record that cannot be read: {exc.message}")
         rec = record[0] if record else None
         return LoadedModel(opened, rec.preprocess if rec else None, f"recorded ({record[1]})" if record else None,
-                           dict(enumerate(rec.labels)) if rec is not None and rec.labels else None,
-                           list(opened.notes))
+                           dict(enumerate(rec.labels)) if rec is not None and rec.labels else None, notes)
 
     def _open(self, path: str | os.PathLike, is_compiled: bool) -> Any:
         from edgekit.devices import backends
@@ -211,7 +220,8 @@ class Classifier:
                  std: tuple[float, ...] | None = None, backend: Any = None, num_threads: int | None = None):
         from edgekit import preprocess
 
-        loader = model if isinstance(model, ModelLoader) else ModelLoader(model, device, backend, num_threads)
+        loader = model if isinstance(model, ModelLoader) else ModelLoader(
+            model, device, backend, num_threads, record_needed=mean is None or std is None)
         model = loader.model
         self.loaded = loaded = loader()
         self.opened = loaded.opened

@@ -553,3 +553,25 @@ def test_small_things_a_user_meets(tmp_path):
         assert r.exit_code == 0, r.output
         r.stdout.encode("utf-8")  # no lone surrogate left
         assert json.loads(r.stdout)["results"][0]["image"].endswith("caf\\xe9.bmp")
+
+
+def test_a_broken_record_is_ignored_when_nothing_it_says_is_used(tmp_path):
+    """classify with both --mean and --std (every preprocessing value given) and benchmark (no preprocessing at
+    all) go on, with a warning, past a record beside the model that cannot be read; classify without them
+    still stops, naming the file (was: all three stopped)."""
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+
+    model = tmp_path / "m.tflite"
+    shutil.copyfile(shared_file(MODEL), model)
+    (tmp_path / "m.edgekit.json").write_text("{not json")
+    image = str(shared_file("cat.bmp"))
+    stopped = CliRunner().invoke(cli, ["classify", image, "-m", str(model)])
+    assert stopped.exit_code == 3 and "m.edgekit.json" in stopped.stderr
+    overridden = CliRunner().invoke(cli, ["classify", image, "-m", str(model), "--mean", "128", "--std", "128",
+                                          "-k", "1", "--quiet"])
+    assert overridden.exit_code == 0, overridden.output
+    assert "warning: ignoring a record that cannot be read" in overridden.stderr
+    timed = CliRunner().invoke(cli, ["benchmark", "-m", str(model), "-n", "2", "--warmup", "0", "--quiet"])
+    assert timed.exit_code == 0 and "warning: ignoring a record that cannot be read" in timed.stderr
