@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, Callable, Union
 
 from edgekit import __version__, manifest, tflite_model
-from edgekit.classes import printable
+from edgekit.errors import printable
 from edgekit.errors import InputError, MissingDependencyError, UsageError
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
 from edgekit.manifest import BundleError

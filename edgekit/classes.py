@@ -27,19 +27,6 @@ def parse_labels(text: str) -> dict[int, str]:
     return labels
 
 
-def printable(text: str) -> str:
-    """``text`` as strict UTF-8: the undecodable bytes of a file name that is not UTF-8 (lone surrogates,
-    PEP 383) become ``\\xNN``; any other lone surrogate ``\\udNNN``."""
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:
-        try:
-            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
-        except UnicodeEncodeError:  # a surrogate no file system decoding made
-            return text.encode("utf-8", "backslashreplace").decode("utf-8")
-
-
 def top_k(scores: np.ndarray, k: int | None = None, threshold: float = float("-inf")) -> list[tuple[int, float]]:
     """The ``k`` highest ``(class id, score)`` pairs with ``score >= threshold``, best first.
 

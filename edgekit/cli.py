@@ -59,7 +59,7 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-    from edgekit.classes import printable
+    from edgekit.errors import printable
 
     click.echo(f"error: {printable(str(exc))}", err=True)
     sys.exit(exc.exit_code)
@@ -71,7 +71,7 @@ class _BadInputParameter(click.ClickException):
     exit_code = InputError.exit_code
 
     def show(self, file: Any = None) -> None:
-        from edgekit.classes import printable
+        from edgekit.errors import printable
 
         click.echo(f"error: {printable(self.message)}", err=True)
 
@@ -157,7 +157,7 @@ def _json_safe(x: Any) -> Any:
     if isinstance(x, float):
         return x if math.isfinite(x) else None
     if isinstance(x, str):
-        from edgekit.classes import printable
+        from edgekit.errors import printable
 
         return printable(x)
     if isinstance(x, dict):

@@ -45,6 +45,19 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return text.splitlines()[0][:limit] if text else type(exc).__name__
 
 
+def printable(text: str) -> str:
+    """``text`` as strict UTF-8: the undecodable bytes of a file name that is not UTF-8 (lone surrogates,
+    PEP 383) become ``\\xNN``; any other lone surrogate ``\\udNNN``."""
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        try:
+            return text.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        except UnicodeEncodeError:  # a surrogate no file system decoding made
+            return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class UsageError(EdgekitError):
     exit_code = 2
 

@@ -156,7 +156,6 @@ def signals_held() -> Iterator[None]:
             raise late
 
 
-
 @contextlib.contextmanager
 def renames_together(folders: Sequence[Path]) -> Iterator[None]:
     """Lock ``folders`` (sorted), then hold stop signals, for a group of renames that must not be cut or mixed.

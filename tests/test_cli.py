@@ -260,3 +260,11 @@ def test_every_error_edgekit_raises_carries_what_to_do():
                 if len(node.args) + len(node.keywords) < 2 and not starred:
                     bare.append(f"{path.relative_to(REPO)}:{node.lineno}")
     assert bare == [], "errors without a hint: " + ", ".join(bare)
+
+
+def test_strict_utf8_for_error_lines_and_json_imports_no_numpy():
+    """printable() serves every error line and --json string: it must not pull numpy into a light command."""
+    code = ("import sys\nfrom edgekit.cli import _json_safe\n_json_safe({'name': 'caf\\udce9'})\n"
+            "assert 'numpy' not in sys.modules, 'numpy imported'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
