@@ -321,6 +321,21 @@ def _render_search(search: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+def _render_verification(v: dict[str, Any]) -> list[str]:
+    """Agreement and accuracy of int8 against float, each with its 95% interval and verdict."""
+    sources = ", ".join(f"{n} {name.replace('_', '-')}" for name, n in v["sources"].items() if n)
+    lo, hi = v["agreement_interval"]
+    lines = [f"Verification on {v['samples']} samples ({sources}): top-1 agreement {v['top1_agreement']:.1%} "
+             f"(95% interval {lo:.1%} to {hi:.1%}; minimum {v['min_agreement']:g}: {v['agreement_verdict']}), "
+             f"mean |score diff| {v['mean_abs_diff']:.4f}" + ("" if v["passed"] else ": FAILED")]
+    if v.get("float_top1") is not None:
+        lo, hi = v["accuracy_drop_interval"]
+        lines.append(f"Accuracy on the labels: float {v['float_top1']:.1%}, int8 {v['int8_top1']:.1%}: "
+                     f"{v['accuracy_drop']:+.1f} points lost (95% interval {lo:+.1f} to {hi:+.1f}; at most "
+                     f"{v['max_accuracy_drop']:g} allowed: {v['accuracy_verdict']})")
+    return lines
+
+
 def _render_quantize(d: dict[str, Any]) -> str:
     src, io = d["source"], d["io"]
     def q(t: dict[str, Any]) -> str:
@@ -342,13 +357,7 @@ def _render_quantize(d: dict[str, Any]) -> str:
         lines[1:1] = [_render_search(search)]
     v = d["verification"]
     if v:
-        lines.append(f"Verification: top-1 agreement {v['top1_agreement']:.1%} on {v['samples']} "
-                     f"{'held-back' if v['held_back'] else 'calibration'} samples, mean |score diff| "
-                     f"{v['mean_abs_diff']:.4f} (minimum {v['min_agreement']:g})"
-                     + ("" if v["passed"] else ": FAILED"))
-        if v.get("float_top1") is not None:
-            lines.append(f"Accuracy on the labels: float {v['float_top1']:.1%}, int8 {v['int8_top1']:.1%} "
-                         f"({v['accuracy_drop']:+.1f} points lost; at most {v['max_accuracy_drop']:g} allowed)")
+        lines += _render_verification(v)
     else:
         lines.append("Verification: skipped (--no-verify)")
     lines.append(f"Record: {d['record']} and metadata 'edgekit' inside the model"
@@ -381,11 +390,16 @@ def _render_quantize(d: dict[str, Any]) -> str:
               help="Input/output tensor type.")
 @click.option("--labels", type=FilePath(), help="Labels file to record with the model.")
 @click.option("--output", "-o", type=FilePath(), help="Output .tflite (default <stem>_int8.tflite beside the input).")
+@click.option("--eval", "eval_data", type=click.Path(),
+              help="More labelled data (class folders, .npz, TFRecord) to verify the int8 model on, besides the "
+              "held-back and calibration samples.")
 @click.option("--min-agreement", default=0.9, show_default=True, type=FloatRange(0.0, 1.0),
-              help="Fail (exit 6, output kept) when int8 top-1 agrees with float on fewer held-back samples.")
+              help="Fail (exit 6, output kept) when int8 top-1 agrees with float less often than this, beyond "
+              "doubt (the whole 95% interval below it); a warning when the data cannot tell.")
 @click.option("--max-accuracy-drop", default=1.0, show_default=True, type=FloatRange(0.0, 100.0),
-              help="With labelled calibration data: fail (exit 6, output kept) when int8 top-1 accuracy is more "
-              "than this many points below float's.")
+              help="With labelled data: fail (exit 6, output kept) when int8 top-1 accuracy is more than this "
+              "many points below float's, beyond doubt (the whole 95% interval above it); a warning when the "
+              "data cannot tell.")
 @click.option("--no-verify", is_flag=True, help="Skip comparing the int8 model with the float model.")
 @click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output.")
 @json_option
@@ -393,8 +407,8 @@ def _render_quantize(d: dict[str, Any]) -> str:
 def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_key: str, arch: str | None,
              custom_objects: str | None, trust_model: bool, scaling: str | None, mean: str | None, std: str | None,
              resize: str | None, channels: str | None, input_size: str | None, io_type: str, labels: str | None,
-             output: str | None, min_agreement: float, max_accuracy_drop: float, no_verify: bool, verbose: bool,
-             as_json: bool, quiet: bool) -> None:
+             output: str | None, eval_data: str | None, min_agreement: float, max_accuracy_drop: float,
+             no_verify: bool, verbose: bool, as_json: bool, quiet: bool) -> None:
     """Quantize a Keras model (.keras, .h5, weights + --arch, SavedModel) to a verified full-int8 .tflite.
 
     Exit codes: 0 ok, 2 usage (also: nothing says the preprocessing and the data has no labels),
@@ -408,7 +422,7 @@ def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_ke
                            tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects,
                            trust_model=trust_model, scaling=scaling, mean=_floats(mean, "--mean"),
                            std=_floats(std, "--std"), resize=resize, channels=channels, input_size=_size(input_size),
-                           io=io_type, labels=labels, min_agreement=min_agreement,
+                           io=io_type, labels=labels, eval=eval_data, min_agreement=min_agreement,
                            max_accuracy_drop=max_accuracy_drop, verify=not no_verify,
                            verbose=verbose, show_progress=not quiet,
                            on_warning=lambda w: click.echo(f"warning: {w}", err=True),

@@ -1,14 +1,21 @@
 """Accuracy arithmetic over plain arrays, shared by ``quantize`` (converters) and ``evaluate`` (devices).
 
-Pure numpy: no TensorFlow, no interpreter. ``scores`` are (N, classes) arrays, ``labels`` (N,) class ids.
+Pure numpy and math: no TensorFlow, no interpreter, no scipy. ``scores`` are (N, classes) arrays,
+``labels`` (N,) class ids. Every decision taken on a measurement comes with its interval: a gate that
+refuses a user's model must be sure, and say how sure it is (two-sided 95% unless said otherwise).
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+CONFIDENCE = 0.95           # the intervals edgekit prints and decides on
+CHANCE_ALPHA = 0.01         # "better than chance" must be shown at this one-sided level
+Z95 = 1.959963984540054     # the normal quantile of a two-sided 95% interval
 
 
 def top_k_accuracy(scores: np.ndarray, labels: np.ndarray, k: int = 1) -> float:
@@ -21,21 +28,76 @@ def top_k_accuracy(scores: np.ndarray, labels: np.ndarray, k: int = 1) -> float:
     return float(np.mean(np.any(best == np.asarray(labels)[:, None], axis=1)))
 
 
-def chance_margin(samples: int, classes: int) -> float:
-    """How far above chance (1/classes) an accuracy on ``samples`` must be to count as more than luck.
+# ------------------------------------------------------------------------------------------ distributions
+def binomial_sf(k: int, n: int, p: float) -> float:
+    """P(X >= k) for X ~ Binomial(n, p), exact (summed in log space: n may be tens of thousands)."""
+    if k <= 0:
+        return 1.0
+    if k > n:
+        return 0.0
+    if p <= 0.0:
+        return 0.0
+    if p >= 1.0:
+        return 1.0
+    lp, lq = math.log(p), math.log1p(-p)
+    lg = math.lgamma(n + 1)
+    terms = [lg - math.lgamma(i + 1) - math.lgamma(n - i + 1) + i * lp + (n - i) * lq for i in range(k, n + 1)]
+    top = max(terms)
+    return min(1.0, math.exp(top) * math.fsum(math.exp(t - top) for t in terms))
 
-    The larger of chance itself (twice chance is the least a working classifier shows) and three
-    standard errors of a coin that is right with probability 1/classes.
-    """
-    chance = 1.0 / max(classes, 1)
-    return max(chance, 3.0 * math.sqrt(chance * (1 - chance) / max(samples, 1)))
+
+def wilson(successes: int, n: int, z: float = Z95) -> tuple[float, float]:
+    """Wilson's score interval for a proportion (sound at 0 and n successes, unlike successes/n ± z·se)."""
+    if n <= 0:
+        return 0.0, 1.0
+    p = successes / n
+    centre = (p + z * z / (2 * n)) / (1 + z * z / n)
+    half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / (1 + z * z / n)
+    return (0.0 if successes == 0 else max(0.0, centre - half)), (1.0 if successes == n else min(1.0, centre + half))
+
+
+def samples_to_settle(n: int, half_width: float, distance: float) -> int | None:
+    """Samples in all at which an interval of ``half_width`` on ``n`` samples would clear a threshold
+    ``distance`` away from the estimate (the width shrinks as 1/sqrt(n)); None when no number would."""
+    if distance <= 1e-12:
+        return None
+    return max(n + 1, math.ceil(n * (half_width / distance) ** 2))
+
+
+# ------------------------------------------------------------------------------------------ chance
+@dataclass
+class ChanceTest:
+    """Is an accuracy better than guessing among ``classes``? (exact one-sided binomial test)."""
+
+    correct: int
+    samples: int
+    classes: int
+
+    @property
+    def chance(self) -> float:
+        return 1.0 / max(self.classes, 1)
+
+    @property
+    def p_value(self) -> float:
+        return binomial_sf(self.correct, self.samples, self.chance)
+
+    @property
+    def near_chance(self) -> bool:
+        """True when the data cannot show the accuracy to be above chance (at CHANCE_ALPHA)."""
+        return self.samples == 0 or self.p_value >= CHANCE_ALPHA
+
+    def to_dict(self) -> dict[str, Any]:
+        lo, hi = wilson(self.correct, self.samples)
+        return {"chance": self.chance, "accuracy": self.correct / self.samples if self.samples else None,
+                "interval": [lo, hi], "p_value": self.p_value, "near_chance": self.near_chance}
 
 
 def near_chance(accuracy: float, samples: int, classes: int) -> bool:
-    """True when ``accuracy`` on ``samples`` labelled samples is no better than guessing among ``classes``."""
-    return accuracy <= 1.0 / max(classes, 1) + chance_margin(samples, classes)
+    """True when ``accuracy`` on ``samples`` labelled samples cannot be told from guessing among ``classes``."""
+    return ChanceTest(round(accuracy * samples), samples, classes).near_chance
 
 
+# ------------------------------------------------------------------------------------------ paired tests
 def clearly_better(a_correct: np.ndarray, b_correct: np.ndarray, sigmas: float = 3.0) -> bool:
     """Is A right on more samples than B by more than chance allows? (McNemar's test on the same samples.)
 
@@ -47,9 +109,117 @@ def clearly_better(a_correct: np.ndarray, b_correct: np.ndarray, sigmas: float =
     return b - c > sigmas * math.sqrt(b + c) and b > c
 
 
+def paired_difference(a_correct: np.ndarray, b_correct: np.ndarray, z: float = Z95) -> dict[str, Any]:
+    """Accuracy of A minus accuracy of B on the same samples, with its interval and McNemar's exact test.
+
+    The interval is Newcombe's (1998) method 10 for paired proportions: Wilson intervals for each
+    accuracy, joined through the correlation of the two classifiers' hits. Unlike the Wald interval it
+    stays sound when no sample flips (0 of n is not "exactly 0 with certainty"). ``p_value`` is the
+    one-sided exact McNemar test that A is better: P(at least ``only_a`` of the ``only_a + only_b``
+    flips go A's way | each flip is a coin toss).
+    """
+    a_correct, b_correct = np.asarray(a_correct, bool), np.asarray(b_correct, bool)
+    n = len(a_correct)
+    both = int(np.sum(a_correct & b_correct))
+    only_a = int(np.sum(a_correct & ~b_correct))
+    only_b = int(np.sum(~a_correct & b_correct))
+    neither = n - both - only_a - only_b
+    if n == 0:
+        return {"samples": 0, "difference": None, "interval": [-1.0, 1.0], "only_a": 0, "only_b": 0, "p_value": 1.0}
+    p1, p2 = (both + only_a) / n, (both + only_b) / n
+    l1, u1 = wilson(both + only_a, n, z)
+    l2, u2 = wilson(both + only_b, n, z)
+    denominator = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
+    phi = (both * neither - only_a * only_b) / math.sqrt(denominator) if denominator else 0.0
+    lower = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
+    upper = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
+    diff = p1 - p2
+    return {"samples": n, "difference": diff, "interval": [max(-1.0, diff - lower), min(1.0, diff + upper)],
+            "only_a": only_a, "only_b": only_b, "p_value": binomial_sf(only_a, only_a + only_b, 0.5)}
+
+
+@dataclass
+class Decision:
+    """A measured value against a threshold: ``passed``, ``failed`` or ``uncertain`` (the interval spans it)."""
+
+    verdict: str
+    estimate: float
+    interval: tuple[float, float]
+    threshold: float
+    samples: int
+    settle_at: int | None    # samples in all that would likely settle an uncertain verdict (None: none would)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict, "estimate": self.estimate, "interval": list(self.interval),
+                "threshold": self.threshold, "samples": self.samples, "settle_at": self.settle_at,
+                "confidence": CONFIDENCE}
+
+
+def at_most(estimate: float, interval: tuple[float, float], limit: float, samples: int) -> Decision:
+    """Is a quantity at most ``limit``? failed when even the interval's low end exceeds it, passed when its
+    high end does not reach it, uncertain between (with the sample size that would settle it)."""
+    lo, hi = interval
+    if lo > limit:
+        return Decision("failed", estimate, interval, limit, samples, None)
+    if hi <= limit:
+        return Decision("passed", estimate, interval, limit, samples, None)
+    half = (hi - estimate) if estimate <= limit else (estimate - lo)
+    return Decision("uncertain", estimate, interval, limit, samples, samples_to_settle(samples, half,
+                                                                                     abs(limit - estimate)))
+
+
+def at_least(estimate: float, interval: tuple[float, float], limit: float, samples: int) -> Decision:
+    """The mirror of :func:`at_most`: is a quantity at least ``limit``?"""
+    flipped = at_most(-estimate, (-interval[1], -interval[0]), -limit, samples)
+    return Decision(flipped.verdict, estimate, interval, limit, samples, flipped.settle_at)
+
+
 def agreement(float_scores: np.ndarray, int8_scores: np.ndarray) -> dict[str, Any]:
-    """Top-1 agreement and mean/max absolute score difference between two (N, classes) arrays."""
+    """Top-1 agreement (with its interval) and mean/max absolute score difference of two (N, classes) arrays."""
     diff = np.abs(float_scores - int8_scores)
-    return {"samples": len(float_scores),
-            "top1_agreement": float(np.mean(float_scores.argmax(1) == int8_scores.argmax(1))),
-            "mean_abs_diff": float(diff.mean()), "max_abs_diff": float(diff.max())}
+    agree = int(np.sum(float_scores.argmax(1) == int8_scores.argmax(1)))
+    n = len(float_scores)
+    return {"samples": n, "top1_agreement": agree / n if n else float("nan"),
+            "agreement_interval": list(wilson(agree, n)),
+            "mean_abs_diff": float(diff.mean()) if n else float("nan"),
+            "max_abs_diff": float(diff.max()) if n else float("nan")}
+
+
+# ------------------------------------------------------------------------------------------ class order
+def misordered_classes(predicted: np.ndarray, labels: np.ndarray, classes: int,
+                       alpha: float = CHANCE_ALPHA) -> list[dict[str, int]]:
+    """Labels the model consistently calls another class, where that class is free: evidence of misordering.
+
+    Label k is mapped to class j (j != k) when the model predicts j for most of label k's samples, j
+    beats k by a sign test at ``alpha`` (the two counts, as a coin), label j's own samples are not
+    mostly predicted as j (else k is merely a class the model confuses with j: a weak class, not a
+    misorder), no other label maps to j, and every other label is mostly read as itself (a misorder is a
+    permutation of classes the model knows; labels read as arbitrary classes are a model that has not
+    learned). A partial swap, a shift or a reversal of the class order
+    all show up; a model that is only bad at a class, or at all of them, does not. Returns [{"label": k, "predicted": j, "count": c, "of": n_k}, ...].
+    """
+    predicted, labels = np.asarray(predicted, np.int64), np.asarray(labels, np.int64)
+    width = max(classes, int(labels.max(initial=-1)) + 1, int(predicted.max(initial=-1)) + 1)
+    confusion = np.zeros((width, width), np.int64)
+    np.add.at(confusion, (labels, predicted), 1)
+    top = confusion.argmax(1)
+    found = []
+    for k in np.unique(labels):
+        k = int(k)
+        j = int(top[k])
+        n_k = int(confusion[k].sum())
+        if j == k or 2 * confusion[k, j] <= n_k:
+            continue
+        if binomial_sf(int(confusion[k, j]), int(confusion[k, j] + confusion[k, k]), 0.5) >= alpha:
+            continue
+        if confusion[j].sum() and top[j] == j:
+            continue
+        found.append({"label": k, "predicted": j, "count": int(confusion[k, j]), "of": n_k})
+    targets = [f["predicted"] for f in found]
+    found = [f for f in found if targets.count(f["predicted"]) == 1]
+    # every other label must be read as itself: the labels are then a permutation of classes the model
+    # knows (a model that has not learned reads labels as arbitrary classes, some of them consistently)
+    mapped = {f["label"] for f in found}
+    if any(int(top[k]) != k and int(k) not in mapped for k in np.unique(labels)):
+        return []
+    return found

@@ -65,6 +65,7 @@ class Trial:
     name: str
     spec: PreprocessSpec
     correct: np.ndarray   # (N,) bool: top-1 right on each sample
+    predicted: np.ndarray | None = None   # (N,) the top-1 class of each sample
 
     @property
     def accuracy(self) -> float:
@@ -129,7 +130,8 @@ def search(predict: Callable[[np.ndarray], np.ndarray], pixels: np.ndarray, labe
     for name in (progress(names) if progress else names):
         spec = convention_spec(name, base)
         scores = predict(normalize_rgb(pixels, spec))
-        trials.append(Trial(name, spec, scores.argmax(1) == labels))
+        predicted = scores.argmax(1)
+        trials.append(Trial(name, spec, predicted == labels, predicted))
     return decide(trials, classes)
 
 
@@ -151,6 +153,21 @@ def describe_refusal(result: SearchResult) -> tuple[str, str]:
 
 
 
+def describe_misorder(found: list[dict[str, int]], names: list[str] | None) -> str:
+    """'label 3 ("cat") is read as class 5 on 27 of 30 samples, ...': the mapping the data suggests."""
+    def name(k: int) -> str:
+        return f"label {k} ({names[k]!r})" if names and k < len(names) else f"label {k}"
+
+    pairs = ", ".join(f"{name(f['label'])} is read as class {f['predicted']} on {f['count']} of {f['of']} samples"
+                      for f in found)
+    return f"the labels do not follow the model's class order: {pairs}"
+
+
+MISORDER_HINT = ("the calibration labels must be in the model's output order: class folders are read in sorted "
+                 "order (as Keras does: 'B' before 'a', '10' before '2'); rename the folders, or pass --labels "
+                 "with the model's class names in output order (folders named like them are matched by name)")
+
+
 # ------------------------------------------------------------------------------------------ quantize's use
 ORIGIN_RECORD = "the record beside the model"
 ORIGIN_MODEL = "the model: Rescaling/Normalization at its input"
@@ -158,6 +175,14 @@ ORIGIN_FLAGS = "the flags"
 ORIGIN_DATA = "the labelled calibration data"
 ORIGIN_MODEL_CONFIRMED = ORIGIN_MODEL + ", confirmed on the labelled calibration data"
 UNDECIDED = "undecided"   # nothing settled it before the data was read
+
+
+class ClassOrderRefused(VerificationError):
+    """The labelled data shows the model reading some labels as other classes: the labels are misordered."""
+
+    def __init__(self, found: list[dict[str, int]], names: list[str] | None):
+        super().__init__(describe_misorder(found, names), MISORDER_HINT)
+        self.found = found
 
 
 class PreprocessingRefused(VerificationError):
@@ -209,6 +234,11 @@ def settle(origin: str, spec: PreprocessSpec, data: Any, predict: Callable[[np.n
     result = search(predict, data.calib_pixels[:n], data.calib_labels[:n], spec, classes, progress=progress)
     if result.verdict == "too-close" and len(data.calib_pixels) > n:  # a close call: measure on every sample
         result = search(predict, data.calib_pixels, data.calib_labels, spec, classes, progress=progress)
+    if result.verdict == "near-chance":  # misordered labels look like chance: say which, when the data shows it
+        found = metrics.misordered_classes(result.best.predicted, data.calib_labels[:len(result.best.predicted)],
+                                           classes)
+        if found:
+            raise ClassOrderRefused(found, data.classes if data.kind == "images" else None)
     if origin == ORIGIN_MODEL:
         raw = next(t for t in result.trials if t.name == "raw")
         if result.verdict == "near-chance":

@@ -66,6 +66,7 @@ class QuantizeOptions:
     input_size: tuple[int, int] | None = None     # (width, height) for models of any input size
     io: str = "uint8"
     labels: str | None = None
+    eval: str | None = None                       # labelled data verification uses too (besides calibration's)
     min_agreement: float = DEFAULT_MIN_AGREEMENT
     max_accuracy_drop: float = DEFAULT_MAX_ACCURACY_DROP
     verify: bool = True
@@ -289,35 +290,146 @@ def run_int8(model: bytes, x: np.ndarray) -> np.ndarray:
 agreement = metrics.agreement
 
 
+@dataclass
+class VerificationSet:
+    """The samples float and int8 are compared on, each with its label where the data has one.
+
+    Held-back samples first; the calibration samples too (they set the int8 ranges but never any
+    weight or label, so the paired float/int8 comparison on them is fair, if a little kind to clipping:
+    the held-back ones keep it honest); ``--eval`` data last.
+    """
+
+    x: np.ndarray
+    labels: np.ndarray | None
+    sources: dict[str, int]
+
+    def describe(self) -> str:
+        parts = [f"{n} {name.replace('_', '-')}" for name, n in self.sources.items() if n]
+        return f"{len(self.x)} samples ({', '.join(parts)})" if len(parts) > 1 else f"{len(self.x)} {parts[0]} samples"
+
+
+def verification_set(data: calibration.CalibrationData, labelled: bool,
+                     extra: calibration.CalibrationData | None = None) -> VerificationSet:
+    """Every sample that can verify the int8 model: held back, calibration, and ``--eval`` data."""
+    parts = [("held_back", data.holdout, data.holdout_labels), ("calibration", data.calib, data.calib_labels)]
+    if extra is not None:
+        parts.append(("eval", np.concatenate([extra.calib, extra.holdout]),
+                      np.concatenate([extra.calib_labels, extra.holdout_labels])))
+    parts = [(name, x, y) for name, x, y in parts if len(x)]
+    x = np.concatenate([x for _, x, _ in parts])
+    y = np.concatenate([y for _, _, y in parts]) if labelled else None
+    return VerificationSet(x, y, {name: len(x) for name, x, _ in parts})
+
+
+def _points(value: float) -> float:
+    return round(100 * value, 4)
+
+
+def _settle_hint(decision: metrics.Decision) -> str:
+    if decision.settle_at is None:
+        return "more labelled samples (--samples, --eval) would narrow the interval"
+    return (f"about {decision.settle_at:,} labelled samples in all would settle it "
+            f"({decision.settle_at - decision.samples:,} more: --samples, --eval)")
+
+
 def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray | None,
-           opts: QuantizeOptions, held_back: bool) -> dict[str, Any]:
-    """The verification block: agreement, and with labels float/int8 top-1 and the drop; ``passed``."""
+           opts: QuantizeOptions, sources: dict[str, int], names: list[str] | None = None) -> dict[str, Any]:
+    """The verification block: int8 against float on paired samples, decided on intervals, not point values.
+
+    Refuses (``failures``) only what the data shows beyond doubt at 95%: agreement whose whole interval
+    is below ``--min-agreement``, an accuracy drop whose whole interval is above ``--max-accuracy-drop``,
+    a float model that cannot be told from chance (one-sided exact binomial, 1%), or labels the float model
+    consistently reads as other classes. An interval that spans a threshold passes with a ``warnings`` line
+    giving the interval and the sample size that would settle it.
+    """
+    n, classes = len(float_scores), float_scores.shape[1]
     v: dict[str, Any] = {**metrics.agreement(float_scores, int8_scores), "min_agreement": opts.min_agreement,
-                         "held_back": held_back, "labelled": labels is not None, "float_top1": None,
-                         "int8_top1": None, "accuracy_drop": None, "max_accuracy_drop": opts.max_accuracy_drop,
-                         "float_near_chance": None}
-    failures = []
-    if v["top1_agreement"] < opts.min_agreement:
-        failures.append(f"int8 model agrees with the float model on {v['top1_agreement']:.1%} (top-1), below "
-                        f"--min-agreement {opts.min_agreement:g}")
+                         "sources": sources, "held_back": bool(sources.get("held_back")),
+                         "labelled": labels is not None, "confidence": metrics.CONFIDENCE, "float_top1": None,
+                         "int8_top1": None, "accuracy_drop": None, "accuracy_drop_interval": None,
+                         "max_accuracy_drop": opts.max_accuracy_drop, "flips": None, "mcnemar_p": None,
+                         "float_near_chance": None, "chance": None, "class_order": None}
+    failures, warnings = [], []
+    agree = metrics.at_least(v["top1_agreement"], tuple(v["agreement_interval"]), opts.min_agreement, n)
+    v["agreement_verdict"] = agree.verdict
+    span = f"95% interval {v['agreement_interval'][0]:.1%} to {v['agreement_interval'][1]:.1%}"
+    if agree.verdict == "failed":
+        failures.append(f"int8 model agrees with the float model on {v['top1_agreement']:.1%} (top-1; {span}), "
+                        f"below --min-agreement {opts.min_agreement:g}")
+    elif agree.verdict == "uncertain":
+        warnings.append(f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
+                        f"{v['top1_agreement']:.1%} ({span}) on {n} samples; " + _settle_hint(agree))
     if labels is not None:
-        classes = float_scores.shape[1]
-        v["float_top1"] = metrics.top_k_accuracy(float_scores, labels)
-        v["int8_top1"] = metrics.top_k_accuracy(int8_scores, labels)
-        v["accuracy_drop"] = round(100 * (v["float_top1"] - v["int8_top1"]), 6)   # points
-        v["float_near_chance"] = metrics.near_chance(v["float_top1"], len(labels), classes)
-        if v["accuracy_drop"] > opts.max_accuracy_drop:
-            failures.append(f"int8 top-1 {v['int8_top1']:.1%} is {v['accuracy_drop']:.1f} points below float "
-                            f"{v['float_top1']:.1%}, more than --max-accuracy-drop {opts.max_accuracy_drop:g}")
-        if v["float_near_chance"]:
-            failures.append(f"the float model itself is near chance ({v['float_top1']:.1%} top-1, "
-                            f"{classes} classes)")
+        float_ok = float_scores.argmax(1) == labels
+        int8_ok = int8_scores.argmax(1) == labels
+        paired = metrics.paired_difference(float_ok, int8_ok)
+        lo, hi = paired["interval"]
+        v.update(float_top1=float(np.mean(float_ok)), int8_top1=float(np.mean(int8_ok)),
+                 accuracy_drop=_points(paired["difference"]), accuracy_drop_interval=[_points(lo), _points(hi)],
+                 flips={"float_only": paired["only_a"], "int8_only": paired["only_b"]},
+                 mcnemar_p=paired["p_value"])
+        drop = metrics.at_most(paired["difference"], (lo, hi), opts.max_accuracy_drop / 100, n)
+        v["accuracy_verdict"] = drop.verdict
+        numbers = (f"int8 top-1 {v['int8_top1']:.1%} vs float {v['float_top1']:.1%}, {v['accuracy_drop']:+.1f} "
+                   f"points lost (95% interval {v['accuracy_drop_interval'][0]:+.1f} to "
+                   f"{v['accuracy_drop_interval'][1]:+.1f}; {paired['only_a']} sample(s) only float got right, "
+                   f"{paired['only_b']} only int8)")
+        if drop.verdict == "failed":
+            failures.append(f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
+                            f"(McNemar p={paired['p_value']:.2g})")
+        elif drop.verdict == "uncertain":
+            warnings.append(f"cannot tell yet whether int8 loses more than --max-accuracy-drop "
+                            f"{opts.max_accuracy_drop:g} points: {numbers} on {n} labelled samples; "
+                            + _settle_hint(drop))
+        chance = metrics.ChanceTest(int(float_ok.sum()), n, classes)
+        v["chance"] = chance.to_dict()
+        v["float_near_chance"] = chance.near_chance
+        v["class_order"] = metrics.misordered_classes(float_scores.argmax(1), labels, classes)
+        if v["class_order"]:
+            failures.append(preprocess_search.describe_misorder(v["class_order"], names))
+        elif chance.near_chance:
+            failures.append(f"the float model itself is no better than chance ({v['float_top1']:.1%} top-1 on {n} "
+                            f"labelled samples, {classes} classes: chance {chance.chance:.1%}, p={chance.p_value:.2g})")
     v["passed"] = not failures
     v["failures"] = failures
+    v["warnings"] = warnings
     return v
 
 
 # ------------------------------------------------------------------------------------------ main
+PROBE_SAMPLES = 64        # verification samples run again through the written model (it must not change)
+MAX_EVAL_SAMPLES = 10_000  # --eval: labelled samples read for verification, at most
+
+
+def match_folders_to_labels(data: calibration.CalibrationData, labels: list[str], flag: str) -> list[str]:
+    """Number class folders by their name's place in ``labels`` when they name exactly those classes.
+
+    Sorted folder order is Keras's, but a model trained with its own class order says it through its
+    labels: folders named like them are then matched by name, not position. Returns notes (a warning).
+    """
+    if not data.classes or data.classes == list(labels) or sorted(data.classes) != sorted(labels):
+        return []
+    order = np.asarray([list(labels).index(name) for name in data.classes], np.int64)
+    data.calib_labels, data.holdout_labels = order[data.calib_labels], order[data.holdout_labels]
+    data.classes = list(labels)
+    return [f"{flag}: class folders matched to the labels by name (their sorted order differs from the labels')"]
+
+
+def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, classes: int, labels: list[str] | None,
+              stream: IO[str] | None) -> calibration.CalibrationData:
+    """``--eval DATA``: labelled samples (class folders, .npz, TFRecord) read through the same spec."""
+    data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, stream,
+                            opts.show_progress)
+    if labels is not None and data.kind == "images":
+        match_folders_to_labels(data, labels, "--eval")
+    problem = preprocess_search.labels_problem(data, classes)
+    if problem:
+        raise InputError(f"--eval {opts.eval}: {problem}",
+                         "pass labelled data of the model's classes: class folders, or an .npz with x and y")
+    return data
+
+
+
 def default_output(model: str | Path) -> Path:
     p = Path(model)
     base = p.resolve() if p.name in ("", "..") else p  # "." and ".." name no folder of their own
@@ -350,10 +462,11 @@ def _io_summary(t: tflite_model.TensorInfo) -> dict[str, Any]:
 
 def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationData, spec: PreprocessSpec,
                    origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None],
-                   stream: IO[str] | None) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool]:
+                   stream: IO[str] | None) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool,
+                                                    int]:
     """Settle the spec on the calibration data (see :mod:`preprocess_search`) and apply it to ``data``.
 
-    Returns (spec, origin, search result or None, whether the data's labels measure accuracy).
+    Returns (spec, origin, search result or None, whether the data's labels measure accuracy, model outputs).
     """
     with silenced(opts.verbose):
         classes = int(loaded.predict(data.calib[:1]).shape[1])
@@ -369,7 +482,7 @@ def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationDa
                                                                   unusable, bar)
     warn(warnings)
     data.use(spec)
-    return spec, origin, search, unusable is None
+    return spec, origin, search, unusable is None, classes
 
 
 def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeResult:
@@ -438,9 +551,13 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     data = calibration.load(calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
                             stream, opts.show_progress)
     warn(data.warnings)
-    spec, spec_origin, search, labelled = settle_on_data(loaded, data, spec, spec_origin, opts, warn, stream)
+    if labels is not None and data.kind == "images":
+        warn(match_folders_to_labels(data, labels, "--calib"))
+    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn,
+                                                                  stream)
     if labels is None and data.class_names and labelled:
         labels = data.class_names   # class folder names, in Keras's order: what classify should print
+    eval_data = load_eval(opts, spec, classes, labels, stream) if opts.verify and opts.eval else None
 
     model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, stream,
                                                  opts.show_progress, opts.verbose)
@@ -451,15 +568,12 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
 
     verification = None
     if opts.verify:
-        held_back = bool(len(data.holdout))
-        sample = data.holdout if held_back else data.calib[: calibration.DEFAULT_HOLDOUT]
-        truth = None
-        if labelled:
-            truth = data.holdout_labels if held_back else data.calib_labels[: calibration.DEFAULT_HOLDOUT]
+        checked = verification_set(data, labelled, eval_data)
         with silenced(opts.verbose):
-            float_scores = loaded.predict(sample)
-            int8_scores = run_int8(model_bytes, sample)
-        verification = verify(float_scores, int8_scores, truth, opts, held_back)
+            float_scores = loaded.predict(checked.x)
+            int8_scores = run_int8(model_bytes, checked.x)
+        verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, labels)
+        warn(verification["warnings"])
 
     tf = import_tensorflow()
     import keras
@@ -478,9 +592,9 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     # What was verified is the converter's output; what is written is that model repacked with the
     # record. The repack must not change a single output: run the verification samples (or a few
     # calibration samples with --no-verify) through the final bytes too.
-    probe = sample if opts.verify else data.calib[:8]
+    probe = checked.x[:PROBE_SAMPLES] if opts.verify else data.calib[:8]
     with silenced(opts.verbose):
-        before = int8_scores if opts.verify else run_int8(model_bytes, probe)
+        before = int8_scores[:PROBE_SAMPLES] if opts.verify else run_int8(model_bytes, probe)
         after = run_int8(final, probe)
     if not np.array_equal(before, after):
         raise InternalError("adding the record to the model changed its outputs "
@@ -511,10 +625,10 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     }
     result = QuantizeResult(output, record_path, summary)
     if verification and not verification["passed"]:
-        kind = "held-back" if verification["held_back"] else "calibration"
         raise AgreementError(
-            f"on {verification['samples']} {kind} samples: " + "; ".join(verification["failures"])
+            f"on {checked.describe()}: " + "; ".join(verification["failures"])
             + f"; mean |score difference| {verification['mean_abs_diff']:.4f}; output kept at {output}",
+            preprocess_search.MISORDER_HINT if verification["class_order"] else
             "check that --calib holds real training images of the model's classes, preprocessed like training "
             "(see --scaling), or relax --min-agreement / --max-accuracy-drop", result)
     return result

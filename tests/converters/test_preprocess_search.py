@@ -82,10 +82,23 @@ def test_a_close_call_on_the_first_samples_is_measured_again_on_all_of_them():
     assert (first.verdict, first.tied) == ("too-close", ["raw"])  # what 200 samples alone said
 
 
-def test_near_chance_scales_with_classes_and_samples():
-    assert metrics.near_chance(0.19, 200, 10) and not metrics.near_chance(0.25, 200, 10)
+def test_near_chance_is_an_exact_test_against_guessing_that_scales_with_classes_and_samples():
+    # 10 classes: 12% of 200 is what guessing gives (p ~0.2); 19% is beyond guessing (p < 0.001)
+    assert metrics.near_chance(0.12, 200, 10) and not metrics.near_chance(0.19, 200, 10)
+    assert metrics.near_chance(0.2, 20, 10)            # 4 of 20: guessing does that one time in eight
     assert not metrics.near_chance(0.05, 1000, 1000)   # 50x chance
     assert metrics.near_chance(0.003, 200, 1000)
+    # 2 classes: a working classifier is not "near chance" (the old margin made even 100% so)
+    assert not metrics.near_chance(1.0, 75, 2) and not metrics.near_chance(0.7, 75, 2)
+    assert metrics.near_chance(0.55, 75, 2) and metrics.near_chance(0.0, 75, 2)
+
+
+def test_a_two_class_model_gets_its_preprocessing_chosen():
+    n = 120
+    right = np.ones(n, bool)
+    coin = np.arange(n) % 2 == 0
+    result = decide([_trial("raw", coin), _trial("0..1", right), _trial("-1..1", coin)], 2)
+    assert (result.verdict, result.best.name) == ("chosen", "0..1")
 
 
 def test_each_convention_is_one_spec_that_to_float_applies():
@@ -323,5 +336,6 @@ def test_int8_losing_accuracy_fails_with_both_numbers(conventions, digits_folder
     assert result.exit_code == 6, result.output
     v = json.loads(result.stdout)["verification"]
     assert v["float_top1"] > 0.85 and v["accuracy_drop"] > 1.0 and not v["passed"]
-    assert "points below float" in result.stderr and "--max-accuracy-drop 1" in result.stderr
+    assert "points lost (95% interval" in result.stderr and "more than --max-accuracy-drop 1 beyond doubt" in result.stderr
+    assert v["accuracy_verdict"] == "failed" and v["accuracy_drop_interval"][0] > 1.0
     assert (tmp_path / "squeezed_int8.tflite").is_file()

@@ -1,0 +1,84 @@
+"""The statistics edgekit decides on: exact tests and intervals that fit the sample size."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from edgekit import metrics
+
+
+def _pairs(n: int, only_a: int, only_b: int, both_wrong: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    a, b = np.ones(n, bool), np.ones(n, bool)
+    a[:both_wrong] = b[:both_wrong] = False
+    a[both_wrong:both_wrong + only_b] = False
+    b[both_wrong + only_b:both_wrong + only_b + only_a] = False
+    return a, b
+
+
+def test_binomial_tail_is_exact():
+    assert metrics.binomial_sf(0, 10, 0.3) == 1.0 and metrics.binomial_sf(11, 10, 0.3) == 0.0
+    assert metrics.binomial_sf(10, 10, 0.5) == pytest.approx(0.5 ** 10)
+    exact = sum(math.comb(20, i) * 0.1 ** i * 0.9 ** (20 - i) for i in range(5, 21))
+    assert metrics.binomial_sf(5, 20, 0.1) == pytest.approx(exact, rel=1e-12)
+    assert 0.0 < metrics.binomial_sf(5200, 10000, 0.5) < 1e-4   # large n stays finite
+
+
+def test_wilson_interval_covers_zero_and_full_counts():
+    lo, hi = metrics.wilson(0, 30)
+    assert lo == 0.0 and 0.08 < hi < 0.13           # 0 of 30 is not "exactly 0"
+    lo, hi = metrics.wilson(30, 30)
+    assert hi == 1.0 and 0.87 < lo < 0.92
+
+
+def test_one_flip_in_75_is_noise_and_a_real_loss_is_not():
+    """The issue's case: one held-back image of 75 that flips was a refusal (1.3 points > 1)."""
+    a, b = _pairs(75, 1, 0, both_wrong=9)
+    d = metrics.paired_difference(a, b)
+    assert d["difference"] == pytest.approx(1 / 75) and d["p_value"] == 0.5
+    assert metrics.at_most(d["difference"], tuple(d["interval"]), 0.01, 75).verdict == "uncertain"
+    # 22 samples only float got right, 3 only int8, of 375: a 5-point loss no interval can explain away
+    a, b = _pairs(375, 22, 3, both_wrong=30)
+    d = metrics.paired_difference(a, b)
+    assert d["interval"][0] > 0.02 and d["p_value"] < 0.001
+    assert metrics.at_most(d["difference"], tuple(d["interval"]), 0.01, 375).verdict == "failed"
+
+
+def test_no_flip_passes_only_with_enough_samples_and_says_how_many_would_do():
+    a, b = _pairs(75, 0, 0, both_wrong=9)
+    d = metrics.paired_difference(a, b)
+    small = metrics.at_most(d["difference"], tuple(d["interval"]), 0.01, 75)
+    assert small.verdict == "uncertain" and small.settle_at > 75
+    a, b = _pairs(400, 0, 0, both_wrong=40)
+    d = metrics.paired_difference(a, b)
+    assert metrics.at_most(d["difference"], tuple(d["interval"]), 0.01, 400).verdict == "passed"
+
+
+def test_at_least_mirrors_at_most():
+    lo, hi = metrics.wilson(60, 100)
+    assert metrics.at_least(0.6, (lo, hi), 0.9, 100).verdict == "failed"
+    lo, hi = metrics.wilson(99, 100)
+    assert metrics.at_least(0.99, (lo, hi), 0.9, 100).verdict == "passed"
+    lo, hi = metrics.wilson(68, 75)
+    d = metrics.at_least(68 / 75, (lo, hi), 0.9, 75)
+    assert d.verdict == "uncertain" and d.settle_at > 75
+
+
+def test_misordered_labels_are_found_and_a_weak_class_is_not():
+    rng = np.random.default_rng(0)
+    labels = np.repeat(np.arange(10), 30)
+    predicted = labels.copy()
+    noisy = rng.random(300) < 0.1
+    predicted[noisy] = rng.integers(0, 10, int(noisy.sum()))   # a model right ~91% of the time
+    swapped = predicted.copy()
+    swapped[labels == 3], swapped[labels == 7] = 7, 3          # folders 3 and 7 exchanged
+    found = metrics.misordered_classes(swapped, labels, 10)
+    assert [(f["label"], f["predicted"]) for f in found] == [(3, 7), (7, 3)]
+    shifted = (labels + 1) % 10
+    assert len(metrics.misordered_classes(shifted, labels, 10)) == 10
+    weak = labels.copy()
+    weak[labels == 3] = 7                                     # the model reads every 3 as a 7; 7s are still 7s
+    assert metrics.misordered_classes(weak, labels, 10) == []
+    assert metrics.misordered_classes(labels, labels, 10) == []
