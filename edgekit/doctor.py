@@ -302,12 +302,49 @@ def check_tensorflow(p: Probe) -> Check:
     return Check("tensorflow", INFO, f"{dist} {version}: op versions match edgetpu_compiler 16 (TFLite 2.5)")
 
 
-def check_runtime_pairing(p: Probe, lib_found: bool) -> Check | None:
-    tflrt = p.dist_version("tflite-runtime")
-    if lib_found and tflrt and _version_tuple(tflrt) >= (2, 12):
-        return Check("runtime pairing", WARN, f"tflite-runtime {tflrt} with Coral's libedgetpu 16 is reported to "
-                     "segfault (google-coral/edgetpu#812)",
-                     "use tflite-runtime 2.5.0.post1 (python3-tflite-runtime) or a libedgetpu rebuilt for your TFLite")
+def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
+    """The interpreter package and libedgetpu as a pair: proven, crashed (from the probe's cache) or at risk.
+
+    Coral's libedgetpu works with tflite-runtime up to 2.11.1 and segfaults with newer TFLite
+    (google-coral/libedgetpu#53): edgekit proves each pair in a child process before loading it
+    (:mod:`edgekit.devices.delegate_probe`); this check reads what it found.
+    """
+    from edgekit.devices import delegate_probe
+
+    if library is None:
+        return None
+    chosen = _chosen_interpreter(p)
+    if chosen is None:
+        return None
+    name, version = chosen
+    verdict = delegate_probe.read_cache().get(delegate_probe.pair_key(name, version, library))
+    pair = f"{name} {version} with {library}"
+    if isinstance(verdict, dict) and verdict.get("state") == "crashed":
+        return Check("runtime pairing", FAIL, f"{pair} crashed a test process ({verdict.get('detail')}): classify "
+                     "runs compiled models on the CPU", delegate_probe.COMMUNITY_BUILDS)
+    if isinstance(verdict, dict) and verdict.get("state") == "ok":
+        return Check("runtime pairing", OK, f"{pair}: proven (a test process ran a model on the Edge TPU)")
+    tflite = _version_tuple(version) if name in ("tflite_runtime", "pycoral") else (2, 17)
+    if tflite >= (2, 12):  # ai-edge-litert is TFLite 2.17 and newer
+        return Check("runtime pairing", WARN, f"{pair}: Coral's libedgetpu is built for TFLite 2.5 and is reported "
+                     "to segfault with TFLite 2.12 and newer (google-coral/libedgetpu#53); edgekit proves the pair "
+                     "in a test process before loading it and falls back to the CPU if it crashes",
+                     delegate_probe.COMMUNITY_BUILDS)
+    return Check("runtime pairing", INFO, f"{pair}: not proven yet (the first run on an Edge TPU proves it in a "
+                 "test process)")
+
+
+def _chosen_interpreter(p: Probe) -> tuple[str, str] | None:
+    """(backend name, version) of the package classify would use, read from the installed distributions."""
+    from edgekit.devices.backends import BACKEND_ENV
+
+    dists = {"ai_edge_litert": "ai-edge-litert", "tflite_runtime": "tflite-runtime", "pycoral": "pycoral"}
+    forced = p.env.get(BACKEND_ENV)
+    order = [forced] if forced in dists else ["pycoral", "ai_edge_litert", "tflite_runtime"]
+    for name in order:
+        version = p.dist_version(dists[name])
+        if version:
+            return name, version
     return None
 
 
@@ -320,7 +357,8 @@ def run_checks(probe: Probe | None = None) -> list[Check]:
     devices = list_devices(p.sys_root, p.dev_root, use_pycoral=p.use_pycoral)
     lib = check_libedgetpu(p, devices)
     checks = [check_python(p), check_platform(p), check_packages(p), check_pycoral(p), check_interpreter(p),
-              check_numpy(p), lib, check_runtime_pairing(p, lib.status == OK), check_devices(p, devices),
+              check_numpy(p), lib, check_runtime_pairing(p, find_libedgetpu(p) if lib.status == OK else None),
+              check_devices(p, devices),
               check_udev(p, devices), check_groups(p, devices), check_compiler(p), check_tensorflow(p)]
     return [c for c in checks if c is not None]
 

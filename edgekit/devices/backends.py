@@ -407,12 +407,14 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
         return on_cpu(twin)
 
     try:
-        interp = _edgetpu_interpreter(backend, path, spec, num_threads)
+        interp = edgetpu_interpreter(backend, path, spec, num_threads)
     except DeviceError as exc:
         if spec.kind != "auto":
             raise
         reason = f"{exc.message}; `edgekit doctor` tells what to fix"
-        if find_devices is not None and not find_devices():
+        if isinstance(exc, PairCrashError):
+            reason = f"{exc.message}; `edgekit doctor` names builds that match"
+        elif find_devices is not None and not find_devices():
             reason = "no Edge TPU found"
         twin = _cpu_twin_or_fail(path, reason)
         notes.append(f"running the CPU model {twin.name} instead of {path.name}: {reason}")
@@ -434,15 +436,47 @@ def _runtime_mismatch(path: Path, text: str) -> DeviceError | None:
                        f"(edgetpu_compiler -m {have}); or update libedgetpu")
 
 
-def _edgetpu_interpreter(backend: Backend, path: Path, spec: DeviceSpec, num_threads: int | None) -> Any:
+class PairCrashError(DeviceError):
+    """The interpreter package and libedgetpu crashed a test process together: never loaded in this one."""
+
+
+def _refuse_crashing_pair(backend: Backend, path: Path, spec: DeviceSpec, library: str) -> None:
+    """Prove the backend/libedgetpu pair in a child process first (see :mod:`delegate_probe`)."""
+    from edgekit.devices import delegate_probe
+
+    if not delegate_probe.enabled():
+        return
+    library_file = delegate_probe.locate_library(library, current_system())
+    if library_file is None:  # nothing to load: the in-process load fails cleanly, with its own hint
+        return
+    verdict = delegate_probe.prove(backend.name, backend.version, library, library_file, str(path),
+                                   spec.delegate_option)
+    if verdict.state == "crashed":
+        raise PairCrashError(
+            f"the Edge TPU runtime {library_file} crashes with {backend.name} {backend.version} "
+            f"({verdict.detail} in a test process{', remembered from an earlier run' if verdict.cached else ''}), "
+            "so it is not loaded",
+            f"install a libedgetpu built for this TFLite, or a runtime matching it: {delegate_probe.COMMUNITY_BUILDS}; "
+            f"then remove {delegate_probe.cache_path()}; or run on the CPU with --device cpu")
+
+
+def edgetpu_interpreter(backend: Backend, path: str | Path, spec: DeviceSpec, num_threads: int | None,
+                        library: str | None = None) -> Any:
+    """An interpreter running ``path`` (a compiled model) on the Edge TPU ``spec``; DeviceError when it cannot.
+
+    A backend/libedgetpu pair is proven in a child process before it is loaded here (PairCrashError).
+    """
+    path = Path(path)
+    library = library or edgetpu_library()
+    _refuse_crashing_pair(backend, path, spec, library)
     if backend.make_edgetpu_interpreter is not None:  # Google's pycoral: its own factory
         try:
             interp = backend.make_edgetpu_interpreter(str(path), device=spec.delegate_option)
             interp.allocate_tensors()
             return interp
         except (OSError, ValueError, RuntimeError) as exc:
-            raise _runtime_mismatch(path, str(exc)) or explain_delegate_error(exc, edgetpu_library(), spec) from None
-    delegate = load_edgetpu_delegate(backend, spec)
+            raise _runtime_mismatch(path, str(exc)) or explain_delegate_error(exc, library, spec) from None
+    delegate = load_edgetpu_delegate(backend, spec, library)
     try:
         return backend.interpreter(str(path), delegates=[delegate], num_threads=num_threads)
     except InputError as exc:

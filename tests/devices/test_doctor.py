@@ -98,10 +98,28 @@ def test_tflite_runtime_with_numpy_2_fails_with_the_fix(tmp_path):
     assert Doc.check_numpy(probe(tmp_path, {**versions, "numpy": "1.26.4"})).status == Doc.OK
 
 
-def test_new_tflite_runtime_with_libedgetpu_warns_about_the_known_segfault(tmp_path):
-    versions = {**VERSIONS, "tflite-runtime": "2.14.0"}
-    assert Doc.check_runtime_pairing(probe(tmp_path, versions), lib_found=True).status == Doc.WARN
-    assert Doc.check_runtime_pairing(probe(tmp_path, versions), lib_found=False) is None
+def test_the_interpreter_and_libedgetpu_pair_is_reported_from_the_probe_or_the_known_segfaults(tmp_path,
+                                                                                                 monkeypatch):
+    from edgekit.devices import delegate_probe
+
+    monkeypatch.setenv(delegate_probe.CACHE_ENV, str(tmp_path / "cache"))
+    lib = tmp_path / "lib" / "libedgetpu.so.1"
+    lib.parent.mkdir()
+    lib.write_bytes(b"stand-in")
+    env = {"PATH": str(tmp_path / "bin"), "EDGEKIT_BACKEND": "tflite_runtime"}
+    new = probe(tmp_path, {**VERSIONS, "tflite-runtime": "2.14.0"}, env=env)
+    check = Doc.check_runtime_pairing(new, str(lib))
+    assert check.status == Doc.WARN and "libedgetpu#53" in check.detail and "feranick/libedgetpu" in check.fix
+    assert Doc.check_runtime_pairing(new, None) is None
+    old = probe(tmp_path, {**VERSIONS, "tflite-runtime": "2.5.0.post1"}, env=env)
+    assert Doc.check_runtime_pairing(old, str(lib)).status == Doc.INFO
+    # what the probe found, for this very pair, overrides what is reported elsewhere
+    delegate_probe._write_cache(delegate_probe.pair_key("tflite_runtime", "2.14.0", str(lib)),
+                                {"state": "crashed", "detail": "SIGSEGV"})
+    check = Doc.check_runtime_pairing(new, str(lib))
+    assert check.status == Doc.FAIL and "SIGSEGV" in check.detail and "TFlite-builds" in check.fix
+    delegate_probe._write_cache(delegate_probe.pair_key("tflite_runtime", "2.5.0.post1", str(lib)), {"state": "ok"})
+    assert Doc.check_runtime_pairing(old, str(lib)).status == Doc.OK
 
 
 @pytest.mark.parametrize("version, says", [("2.21.0", "refuses"), ("2.5.3", "match")])
