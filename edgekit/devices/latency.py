@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Dict, List, Optional, Sequence
+from typing import Callable, Dict, List, Optional, Sequence, Tuple
 
 PERCENTILES = (50, 90, 99)
 # --compare flags a regression when p50 latency grows by more than this share. p50 rather than the
@@ -65,13 +65,69 @@ def measure(run: Callable[[], object], n: int, warmup: int = 0,
     return result
 
 
-def compare(current: Dict[str, float], baseline: Dict[str, float],
+def _binomial_half_cdf(k: int, n: int) -> float:
+    """P(X <= k) for X ~ Binomial(n, 1/2), exact (log space: n may be thousands)."""
+    if k < 0:
+        return 0.0
+    if k >= n:
+        return 1.0
+    lg = math.lgamma(n + 1) - n * math.log(2.0)
+    terms = [lg - math.lgamma(i + 1) - math.lgamma(n - i + 1) for i in range(k + 1)]
+    top = max(terms)
+    return min(1.0, math.exp(top) * math.fsum(math.exp(t - top) for t in terms))
+
+
+def median_interval(values: Sequence[float], confidence: float = 0.975) -> Optional[Tuple[float, float]]:
+    """A distribution-free interval for the median: order statistics whose coverage the binomial law gives.
+
+    The median lies between the l-th and (n+1-l)-th smallest values with probability
+    1 - 2 P(Bin(n, 1/2) < l), whatever the latencies' distribution (stalls and all). None when there are
+    too few values for ``confidence`` (fewer than 8 at 97.5%).
+    """
+    x = sorted(values)
+    n = len(x)
+    alpha = 1.0 - confidence
+    best = None
+    for low in range(1, n // 2 + 1):
+        if 2.0 * _binomial_half_cdf(low - 1, n) <= alpha:
+            best = low
+        else:
+            break
+    if best is None:
+        return None
+    return x[best - 1], x[n - best]
+
+
+def compare(current: Dict[str, object], baseline: Dict[str, object],
             max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> Dict[str, object]:
-    """Is ``current`` (a summarize() dict) a regression against ``baseline``? Judged on p50 latency."""
-    base, now = float(baseline["p50_ms"]), float(current["p50_ms"])
+    """Is ``current`` a regression against ``baseline``? Judged on p50 latency, with an interval when both
+    runs carry their ``latencies_ms``.
+
+    With the samples, the ratio of medians gets a 95% interval (each median's 97.5% order-statistic
+    interval, combined at their far ends): ``regression`` only when even its low end exceeds
+    1 + ``max_slowdown``, ``verdict`` ``uncertain`` when the interval spans it (too few or too noisy
+    samples to tell: more ``-n`` settles it). Without samples (a file from an older edgekit), the two p50
+    values alone decide, and ``verdict`` says ``point``.
+    """
+    base, now = float(baseline["p50_ms"]), float(current["p50_ms"])  # type: ignore[arg-type]
     change = (now - base) / base if base > 0 else 0.0
-    return {"metric": "p50_ms", "baseline_ms": base, "current_ms": now, "change": change,
-            "max_slowdown": max_slowdown, "regression": change > max_slowdown}
+    out = {"metric": "p50_ms", "baseline_ms": base, "current_ms": now, "change": change,
+           "max_slowdown": max_slowdown, "change_interval": None, "confidence": None}  # type: Dict[str, object]
+    limit = 1.0 + max_slowdown
+    now_ci = median_interval(current.get("latencies_ms") or [])  # type: ignore[arg-type]
+    base_ci = median_interval(baseline.get("latencies_ms") or [])  # type: ignore[arg-type]
+    if now_ci is None or base_ci is None or base_ci[0] <= 0:
+        out.update(verdict="point", regression=change > max_slowdown)
+        return out
+    low, high = now_ci[0] / base_ci[1], now_ci[1] / base_ci[0]
+    out.update(change_interval=[low - 1.0, high - 1.0], confidence=0.95)
+    if low > limit:
+        out.update(verdict="regression", regression=True)
+    elif high > limit:
+        out.update(verdict="uncertain", regression=False)
+    else:
+        out.update(verdict="ok", regression=False)
+    return out
 
 
 def cpu_governors(root: str = "/sys/devices/system/cpu") -> Optional[List[str]]:
