@@ -13,11 +13,12 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass, field, replace
+from pathlib import Path, PurePosixPath
 from typing import Any, Callable, Union
 
 from edgekit import __version__, manifest, tflite_model
+from edgekit.converters.quantize import QuantizeOptions
 from edgekit.errors import printable
 from edgekit.errors import InputError, MissingDependencyError, UsageError
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
@@ -26,13 +27,10 @@ from edgekit.manifest import BundleError
 
 @dataclass
 class BuildOptions:
-    model: str
+    """``edgekit build``: quantize's options (its ``output`` is set by build) plus the bundle's."""
+
+    quantize: QuantizeOptions            # the model, calibration, preprocessing and verification, as for quantize
     output: str
-    calib: str | None = None
-    eval: str | None = None              # labelled data: the int8 model's accuracy goes into the manifest
-    samples: int = 300
-    seed: int = 0
-    trust_model: bool = False
     min_runtime: int | None = None       # edgetpu_compiler -m; None: the compiler's default (14 for compiler 16)
     timeout: float = 180.0
     compile: bool = True                 # False: a CPU-only bundle even where the compiler exists
@@ -51,23 +49,27 @@ def build(opts: BuildOptions) -> dict[str, Any]:
     from edgekit.compiler_locator import find_compiler
     from edgekit.converters import compatibility
     from edgekit.converters.edgetpu_compiler import compile_model
-    from edgekit.converters.quantize import QuantizeOptions, quantize
+    from edgekit.converters.quantize import AgreementError, quantize
+    from edgekit.errors import VerificationError
     from edgekit.converters.tf_quiet import import_tensorflow
     from edgekit.devices import evaluate as evaluate_mod
 
     target = Path(opts.output)
     require_output_folder(target, lambda m: opts.on_note(f"note: {m}"))  # before minutes of work: a wrong -o
     check_target(target)                                                 # fails now
-    eval_set = evaluate_mod.read_set(opts.eval) if opts.eval else None  # a wrong --eval fails now too
-    stem = Path(opts.model.rstrip("/\\")).stem
+    evaluating = opts.quantize.eval
+    eval_set = evaluate_mod.read_set(evaluating, "--eval") if evaluating else None  # a wrong --eval fails now too
+    stem = Path(opts.quantize.model.rstrip("/\\")).stem
     stem = stem if stem.endswith("_int8") else stem + "_int8"
     notes: list[str] = []
     work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".work", dir=target.parent))
     try:
         cpu = work / f"{stem}.tflite"
-        q = quantize(QuantizeOptions(model=opts.model, output=str(cpu), calib=opts.calib, samples=opts.samples,
-                                     seed=opts.seed, trust_model=opts.trust_model, show_progress=opts.show_progress,
-                                     on_warning=lambda w: opts.on_note(f"warning: {w}")))
+        try:
+            q = quantize(replace(opts.quantize, output=str(cpu), show_progress=opts.show_progress,
+                                 on_warning=lambda w: opts.on_note(f"warning: {w}"), on_note=None))
+        except AgreementError as exc:  # quantize keeps its output for a look; build writes no bundle of it
+            raise VerificationError(f"{exc.reason}; no bundle was written", exc.hint) from None
         info = tflite_model.load(cpu)
         min_runtime = opts.min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME
         check = compatibility.check_model(info, min_runtime)
@@ -99,9 +101,9 @@ def build(opts: BuildOptions) -> dict[str, Any]:
         if eval_set is not None:  # the CPU model: the same int8 arithmetic the Edge TPU runs, on any machine
             ev = evaluate_mod.evaluate(cpu, eval_set, "cpu")
             if ev.errors:
-                raise InputError(f"--eval {opts.eval}: {len(ev.errors)} sample(s) could not be read "
+                raise InputError(f"--eval {evaluating}: {len(ev.errors)} sample(s) could not be read "
                                  f"(first: {ev.errors[0]['error']})", "fix or remove them, then build again")
-            accuracy = {**ev.to_dict(), "model": cpu.name, "data": str(opts.eval)}
+            accuracy = {**ev.to_dict(), "model": cpu.name, "data": str(evaluating)}
         tf = import_tensorflow()
         doc = manifest.make_manifest(
             models={"cpu": cpu.name, "edgetpu": compiled.name if compiled else None},
@@ -126,14 +128,48 @@ def _record_of(model: Path) -> Any:
 
 # ------------------------------------------------------------------------------ writing a bundle (host only)
 def check_target(target: Union[str, os.PathLike]) -> None:
-    """Refuse an output that exists and is not a bundle, or whose folder is missing (before any slow work)."""
+    """Refuse an output that may not be replaced, or whose folder is missing (before any slow work).
+
+    A new or empty folder is fine; an existing one only when it is exactly an edgekit bundle: a valid
+    manifest that lists every file there and nothing else is there (another file, a folder or link of
+    the user's, a web app's manifest.json: refused, never deleted). The folder the command runs in, or
+    one that holds it, is never replaced.
+    """
     target = Path(target)
     if target.exists() or target.is_symlink():
-        if target.is_symlink() or not manifest.is_bundle(target):
-            raise UsageError(f"output {target} exists and is not an edgekit bundle",
-                             "choose a new folder with -o (an existing bundle is replaced, nothing else is)")
+        why = _why_not_replaceable(target)
+        if why:
+            raise UsageError(f"output {target} exists and is not an edgekit bundle that can be replaced: {why}",
+                             "choose a new or empty folder with -o (an existing bundle is replaced, nothing else is)")
     if not target.parent.is_dir():
         raise BundleError(f"output folder {target.parent} does not exist", "create it first or choose another -o")
+
+
+def _why_not_replaceable(target: Path) -> str | None:
+    """Why the existing ``target`` may not be replaced by a new bundle (None: it may)."""
+    if target.is_symlink() or not target.is_dir():
+        return "it is a link or a file"
+    here = Path.cwd().resolve()
+    if target.resolve() == here or target.resolve() in here.parents:
+        return "it is the folder you are in, or holds it"
+    present = {p.relative_to(target).as_posix(): p for p in target.rglob("*")}
+    if not present:
+        return None  # an empty folder: nothing to lose
+    try:
+        listed = set(manifest.load(target).entries)
+    except BundleError as exc:
+        return exc.message
+    except RecursionError:
+        return "its manifest.json is nested too deeply to be an edgekit manifest"
+    listed.add(manifest.MANIFEST_NAME)
+    folders = {parent.as_posix() for rel in listed for parent in PurePosixPath(rel).parents if parent.name}
+    extra = sorted(rel for rel, p in present.items()
+                   if rel not in listed and not (rel in folders and p.is_dir() and not p.is_symlink())
+                   or p.is_symlink())
+    if extra:
+        return f"it holds {len(extra)} file(s) the manifest does not list ({', '.join(extra[:3])}" + \
+               (", ..." if len(extra) > 3 else "") + ")"
+    return None
 
 
 def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, os.PathLike, bytes]],

@@ -365,50 +365,82 @@ def _render_quantize(d: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+# The options of quantize, which build takes too (build is quantize plus packaging): defined once here, mapped
+# onto QuantizeOptions by _quantize_options. Their defaults are the library's (a test checks both commands).
+QUANTIZE_OPTIONS = [
+    click.option("--calib", help="Calibration data: an image folder (flat or one subfolder per class), .npy, .npz, "
+                 "TFRecord file(s), or 'random' (plumbing tests only). Default: the data recorded beside the model."),
+    click.option("--samples", default=300, show_default=True, type=click.IntRange(min=1),
+                 help="Calibration samples (seeded, balanced across classes)."),
+    click.option("--holdout", default=100, show_default=True, type=click.IntRange(min=0),
+                 help="Samples held back from calibration to verify the int8 model on (a quarter of a smaller pool)."),
+    click.option("--seed", default=0, show_default=True, type=int, help="Seed for drawing the samples."),
+    click.option("--tfrecord-key", default="image/encoded", show_default=True,
+                 help="Feature holding the encoded image in TFRecord examples."),
+    click.option("--arch", help="For weights-only files: module.py:function or package.module:function that builds "
+                 "the model."),
+    click.option("--custom-objects", type=FilePath(), help="A .py file defining the model's custom layers/functions."),
+    click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file)."),
+    click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]),
+                 help="Input scaling the model was trained with (default: from the model or its record, else "
+                 "measured on labelled calibration data)."),
+    click.option("--mean", default=None, help="Mean subtracted from 0..255 pixels (one value or R,G,B); overrides "
+                 "--scaling."),
+    click.option("--std", default=None, help="Std dividing the pixels after the mean (one value or R,G,B)."),
+    click.option("--resize", type=click.Choice(["lanczos", "bilinear", "bicubic", "nearest", "box", "hamming"]),
+                 help="Resize filter (default lanczos)."),
+    click.option("--channels", type=click.Choice(["RGB", "BGR", "L"]),
+                 help="Channel order (default RGB, L for 1 channel)."),
+    click.option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size."),
+    click.option("--io", "io_type", type=click.Choice(["uint8", "int8"]), default="uint8", show_default=True,
+                 help="Input/output tensor type."),
+    click.option("--labels", type=FilePath(), help="Labels file to record with the model (class folders named "
+                 "like its lines are matched by name)."),
+    click.option("--eval", "eval_data", type=click.Path(),
+                 help="More labelled data (class folders, .npz, TFRecord) to verify the int8 model on, besides the "
+                 "held-back and calibration samples (build: its accuracy also goes into manifest.json)."),
+    click.option("--min-agreement", default=0.9, show_default=True, type=FloatRange(0.0, 1.0),
+                 help="Fail (exit 6) when int8 top-1 agrees with float less often than this, beyond doubt (the "
+                 "whole 95% interval below it); a warning when the data cannot tell."),
+    click.option("--max-accuracy-drop", default=1.0, show_default=True, type=FloatRange(0.0, 100.0),
+                 help="With labelled data: fail (exit 6) when int8 top-1 accuracy is more than this many points "
+                 "below float's, beyond doubt (the whole 95% interval above it); a warning when the data cannot "
+                 "tell."),
+    click.option("--no-verify", is_flag=True, help="Skip comparing the int8 model with the float model."),
+    click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output."),
+]
+
+
+def quantize_options(f: Callable[..., Any]) -> Callable[..., Any]:
+    """Apply :data:`QUANTIZE_OPTIONS` (in their order in --help)."""
+    for option in reversed(QUANTIZE_OPTIONS):
+        f = option(f)
+    return f
+
+
+def _quantize_options(model: str, output: str | None, quiet: bool, q: dict[str, Any]) -> Any:
+    """QuantizeOptions from the parsed :data:`QUANTIZE_OPTIONS` (``q``: their keyword arguments)."""
+    from edgekit.converters.quantize import QuantizeOptions
+
+    return QuantizeOptions(model=model, output=output, calib=q["calib"], samples=q["samples"], holdout=q["holdout"],
+                           seed=q["seed"], tfrecord_key=q["tfrecord_key"], arch=q["arch"],
+                           custom_objects=q["custom_objects"], trust_model=q["trust_model"], scaling=q["scaling"],
+                           mean=_floats(q["mean"], "--mean"), std=_floats(q["std"], "--std"), resize=q["resize"],
+                           channels=q["channels"], input_size=_size(q["input_size"]), io=q["io_type"],
+                           labels=q["labels"], eval=q["eval_data"], min_agreement=q["min_agreement"],
+                           max_accuracy_drop=q["max_accuracy_drop"], verify=not q["no_verify"],
+                           verbose=q["verbose"], show_progress=not quiet,
+                           on_warning=lambda w: click.echo(f"warning: {w}", err=True),
+                           on_note=None if quiet else lambda n: click.echo(f"note: {n}", err=True))
+
+
 @command
 @click.argument("model", type=click.Path())
-@click.option("--calib", help="Calibration data: an image folder (flat or one subfolder per class), .npy, .npz, "
-              "TFRecord file(s), or 'random' (plumbing tests only). Default: the data recorded beside the model.")
-@click.option("--samples", default=300, show_default=True, type=click.IntRange(min=1),
-              help="Calibration samples (seeded, balanced across classes).")
-@click.option("--seed", default=0, show_default=True, type=int, help="Seed for drawing the samples.")
-@click.option("--tfrecord-key", default="image/encoded", show_default=True,
-              help="Feature holding the encoded image in TFRecord examples.")
-@click.option("--arch", help="For weights-only files: module.py:function or package.module:function that builds the model.")
-@click.option("--custom-objects", type=FilePath(),
-              help="A .py file defining the model's custom layers/functions.")
-@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file).")
-@click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]),
-              help="Input scaling the model was trained with (default: from the model or its record, else 0..1).")
-@click.option("--mean", default=None, help="Mean subtracted from 0..255 pixels (one value or R,G,B); overrides --scaling.")
-@click.option("--std", default=None, help="Std dividing the pixels after the mean (one value or R,G,B).")
-@click.option("--resize", type=click.Choice(["lanczos", "bilinear", "bicubic", "nearest", "box", "hamming"]),
-              help="Resize filter (default lanczos).")
-@click.option("--channels", type=click.Choice(["RGB", "BGR", "L"]), help="Channel order (default RGB, L for 1 channel).")
-@click.option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size.")
-@click.option("--io", "io_type", type=click.Choice(["uint8", "int8"]), default="uint8", show_default=True,
-              help="Input/output tensor type.")
-@click.option("--labels", type=FilePath(), help="Labels file to record with the model.")
+@quantize_options
 @click.option("--output", "-o", type=FilePath(), help="Output .tflite (default <stem>_int8.tflite beside the input).")
-@click.option("--eval", "eval_data", type=click.Path(),
-              help="More labelled data (class folders, .npz, TFRecord) to verify the int8 model on, besides the "
-              "held-back and calibration samples.")
-@click.option("--min-agreement", default=0.9, show_default=True, type=FloatRange(0.0, 1.0),
-              help="Fail (exit 6, output kept) when int8 top-1 agrees with float less often than this, beyond "
-              "doubt (the whole 95% interval below it); a warning when the data cannot tell.")
-@click.option("--max-accuracy-drop", default=1.0, show_default=True, type=FloatRange(0.0, 100.0),
-              help="With labelled data: fail (exit 6, output kept) when int8 top-1 accuracy is more than this "
-              "many points below float's, beyond doubt (the whole 95% interval above it); a warning when the "
-              "data cannot tell.")
-@click.option("--no-verify", is_flag=True, help="Skip comparing the int8 model with the float model.")
-@click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output.")
 @json_option
 @quiet_option
-def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_key: str, arch: str | None,
-             custom_objects: str | None, trust_model: bool, scaling: str | None, mean: str | None, std: str | None,
-             resize: str | None, channels: str | None, input_size: str | None, io_type: str, labels: str | None,
-             output: str | None, eval_data: str | None, min_agreement: float, max_accuracy_drop: float,
-             no_verify: bool, verbose: bool, as_json: bool, quiet: bool) -> None:
+def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: Any) -> None:
     """Quantize a Keras model (.keras, .h5, weights + --arch, SavedModel) to a verified full-int8 .tflite.
 
     Exit codes: 0 ok, 2 usage (also: nothing says the preprocessing and the data has no labels),
@@ -416,19 +448,10 @@ def quantize(model: str, calib: str | None, samples: int, seed: int, tfrecord_ke
     no preprocessing convention clearly wins on the labelled data (nothing written).
     """
     from edgekit.converters.preprocess_search import PreprocessingRefused
-    from edgekit.converters.quantize import AgreementError, QuantizeOptions, quantize as run_quantize
+    from edgekit.converters.quantize import AgreementError, quantize as run_quantize
 
-    opts = QuantizeOptions(model=model, output=output, calib=calib, samples=samples, seed=seed,
-                           tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects,
-                           trust_model=trust_model, scaling=scaling, mean=_floats(mean, "--mean"),
-                           std=_floats(std, "--std"), resize=resize, channels=channels, input_size=_size(input_size),
-                           io=io_type, labels=labels, eval=eval_data, min_agreement=min_agreement,
-                           max_accuracy_drop=max_accuracy_drop, verify=not no_verify,
-                           verbose=verbose, show_progress=not quiet,
-                           on_warning=lambda w: click.echo(f"warning: {w}", err=True),
-                           on_note=None if quiet else lambda n: click.echo(f"note: {n}", err=True))
     try:
-        result = run_quantize(opts)
+        result = run_quantize(_quantize_options(model, output, quiet, q))
     except AgreementError as exc:  # the output is kept: describe it, then fail with exit 6
         emit(as_json, exc.result.summary, _render_quantize)
         raise
@@ -671,14 +694,9 @@ def _render_build(d: dict[str, Any]) -> str:
 
 @command
 @click.argument("model", type=click.Path())
-@click.option("--output", "-o", required=True, type=click.Path(), help="The bundle folder to write.")
-@click.option("--calib", help="Calibration data, as for quantize (default: the data recorded beside the model).")
-@click.option("--eval", "eval_data", type=click.Path(),
-              help="Labelled data (class folders or .npz, as for evaluate): the int8 model's accuracy goes into "
-              "manifest.json.")
-@click.option("--samples", default=300, show_default=True, type=click.IntRange(min=1), help="Calibration samples.")
-@click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file).")
+@click.option("--output", "-o", required=True, type=click.Path(),
+              help="The bundle folder to write (new, empty, or an edgekit bundle to replace: nothing else).")
+@quantize_options
 @click.option("--min-runtime", type=click.IntRange(10, 14),
               help="Lowest Edge TPU runtime to compile for (default: the compiler's, 14 for compiler 16).")
 @click.option("--timeout", default=180.0, show_default=True, type=FloatRange(1, MAX_TIMEOUT),
@@ -686,11 +704,12 @@ def _render_build(d: dict[str, Any]) -> str:
 @click.option("--no-compile", is_flag=True, help="A CPU-only bundle, even where edgetpu_compiler exists.")
 @json_option
 @quiet_option
-def build(model: str, output: str, calib: str | None, eval_data: str | None, samples: int, seed: int, trust_model: bool,
-          min_runtime: int | None, timeout: float, no_compile: bool, as_json: bool, quiet: bool) -> None:
-    """Keras model → deployable bundle: quantize, check, compile (where edgetpu_compiler exists), manifest.json.
+def build(model: str, output: str, min_runtime: int | None, timeout: float, no_compile: bool, as_json: bool,
+          quiet: bool, **q: Any) -> None:
+    """Keras model → deployable bundle: quantize (every quantize option), check, compile (where edgetpu_compiler
+    exists), manifest.json.
 
-    Exit codes: 0 ok, 2 usage (also an existing -o that is not a bundle), 3 bad input, 4 TensorFlow
+    Exit codes: 0 ok, 2 usage (also an existing -o that is not an edgekit bundle), 3 bad input, 4 TensorFlow
     missing, 5 conversion failed, 6 verification failed, 8 the compiler failed. No bundle on failure.
     """
     from edgekit.build import BuildOptions, build as run_build
@@ -699,9 +718,9 @@ def build(model: str, output: str, calib: str | None, eval_data: str | None, sam
         if message.startswith("warning:") or not quiet:
             click.echo(message, err=True)
 
-    doc = run_build(BuildOptions(model=model, output=output, calib=calib, eval=eval_data, samples=samples, seed=seed,
-                                 trust_model=trust_model, min_runtime=min_runtime, timeout=timeout,
-                                 compile=not no_compile, show_progress=not quiet, on_note=note))
+    doc = run_build(BuildOptions(quantize=_quantize_options(model, None, quiet, q), output=output,
+                                 min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
+                                 show_progress=not quiet, on_note=note))
     emit(as_json, doc, _render_build)
 
 

@@ -80,6 +80,77 @@ def test_build_refuses_an_existing_folder_that_is_not_a_bundle_before_working(di
     assert [p.name for p in folder.iterdir()] == ["keep.jpg"]
 
 
+def test_build_never_replaces_a_folder_that_is_not_exactly_a_bundle(digits_keras, built, tmp_path, monkeypatch):
+    """A project folder with a web app's manifest.json and a thesis survives (it used to be deleted, rc 0)."""
+    project = tmp_path / "project"
+    project.mkdir()
+    (project / "manifest.json").write_text('{"name": "my web app", "start_url": "/"}')
+    (project / "thesis.txt").write_text("four years of work")
+    out = CliRunner().invoke(cli, ["build", str(digits_keras.path), "-o", str(project)])
+    assert out.exit_code == 2 and "is not an edgekit bundle that can be replaced" in out.stderr, out.output
+    assert sorted(p.name for p in project.iterdir()) == ["manifest.json", "thesis.txt"]
+    # a real bundle with one file the manifest does not list: refused, the file kept
+    extra = tmp_path / "extra"
+    shutil.copytree(built[0], extra)
+    (extra / "notes.txt").write_text("mine")
+    out = CliRunner().invoke(cli, ["build", str(digits_keras.path), "-o", str(extra)])
+    assert out.exit_code == 2 and "does not list (notes.txt)" in out.stderr, out.output
+    assert (extra / "notes.txt").read_text() == "mine"
+    # `-o .` inside a bundle, before any work: refused (it failed with "Device or resource busy" after it)
+    copy = tmp_path / "copy"
+    shutil.copytree(built[0], copy)
+    monkeypatch.chdir(copy)
+    out = CliRunner().invoke(cli, ["build", str(digits_keras.path), "-o", "."])
+    assert out.exit_code == 2 and "the folder you are in" in out.stderr, out.output
+
+
+def test_build_replaces_a_previous_bundle_and_takes_an_empty_folder(digits_keras, built, tmp_path):
+    previous = tmp_path / "previous"
+    shutil.copytree(built[0], previous)
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    for target in (previous, empty):
+        doc = _build([str(digits_keras.path), "-o", str(target), "--no-compile", "--samples", "60", "--no-verify"])
+        assert doc["bundle"] == str(target)
+        manifest.load(target).verify_all()
+
+
+def test_a_weights_only_h5_with_arch_builds(digits_keras, digits_folders, tmp_path):
+    """The Cloud TPU pattern: weights saved apart from the code that builds the model."""
+    weights = tmp_path / "digits.weights.h5"
+    digits_keras.model.save_weights(weights)
+    (tmp_path / "model_def.py").write_text(
+        "from edgekit.training.digits import build_cnn\n\ndef create_model():\n    return build_cnn()\n")
+    doc = _build([str(weights), "--arch", f"{tmp_path / 'model_def.py'}:create_model", "--calib",
+                  str(digits_folders.train), "--scaling", "0..1", "-o", str(tmp_path / "bundle"), "--no-compile"])
+    assert doc["quantize"]["source"]["format"] == "weights+arch"
+    assert doc["quantize"]["verification"]["passed"] and doc["quantize"]["verification"]["float_top1"] > 0.9
+    manifest.load(tmp_path / "bundle").verify_all()
+
+
+def test_a_build_that_fails_verification_names_build_flags_and_leaves_nothing(digits_keras, digits_folders,
+                                                                             tmp_path):
+    swapped = tmp_path / "swapped"
+    shutil.copytree(digits_folders.train, swapped)
+    (swapped / "1").rename(swapped / "tmp")
+    (swapped / "2").rename(swapped / "1")
+    (swapped / "tmp").rename(swapped / "2")
+    out = CliRunner().invoke(cli, ["build", str(digits_keras.path), "--calib", str(swapped), "-o",
+                                   str(tmp_path / "bundle")])
+    assert out.exit_code == 6, out.output
+    line = [ln for ln in out.stderr.splitlines() if ln.startswith("error: ")][0]
+    assert "no bundle was written" in line and "output kept" not in line
+    assert not (tmp_path / "bundle").exists() and not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
+
+
+def test_build_eval_errors_name_eval(digits_keras, tmp_path):
+    flat = tmp_path / "flat"
+    flat.mkdir()
+    (flat / "a.png").write_bytes(b"not read")
+    out = CliRunner().invoke(cli, ["build", str(digits_keras.path), "--eval", str(flat), "-o", str(tmp_path / "b")])
+    assert out.exit_code == 3 and "error: --eval " in out.stderr and "--data" not in out.stderr, out.output
+
+
 def test_a_failed_build_leaves_nothing(digits_keras, tmp_path):
     out = CliRunner().invoke(cli, ["build", str(digits_keras.path), "--calib", str(tmp_path / "none"),
                                    "-o", str(tmp_path / "bundle")])

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+import click
 from click.testing import CliRunner
 
 from edgekit import __version__
@@ -236,10 +237,27 @@ def test_cli_defaults_are_the_library_constants():
     assert default("check", "min_runtime") == compatibility.COMPILER_DEFAULT_MIN_RUNTIME
     from edgekit.build import BuildOptions
 
-    built = BuildOptions(model="m", output="o")
-    assert default("build", "samples") == built.samples == calibration.DEFAULT_SAMPLES
+    built = BuildOptions(quantize=quantize.QuantizeOptions(model="m"), output="o")
     assert default("build", "timeout") == built.timeout == edgetpu_compiler.DEFAULT_TIMEOUT_S
-    assert default("build", "seed") == built.seed == default("quantize", "seed")
+    library = quantize.QuantizeOptions(model="m")
+    for name, value in (("samples", library.samples), ("holdout", library.holdout), ("seed", library.seed),
+                        ("tfrecord_key", library.tfrecord_key), ("io_type", library.io)):
+        assert default("quantize", name) == default("build", name) == value, name
+
+
+def test_build_takes_every_quantize_option_with_the_same_name_default_and_help():
+    """build is quantize plus packaging: one option set, defined once (only -o differs: a bundle folder)."""
+    def options(command: str) -> dict:
+        return {p.name: (tuple(p.opts), p.default, p.help) for p in cli.commands[command].params
+                if isinstance(p, click.Option)}
+
+    quantize_opts, build_opts = options("quantize"), options("build")
+    shared = {name: spec for name, spec in quantize_opts.items() if name != "output"}
+    assert {name: build_opts.get(name) for name in shared} == shared
+    for flag in ("--arch", "--custom-objects", "--trust-model", "--scaling", "--mean", "--std", "--channels",
+                 "--resize", "--input-size", "--labels", "--max-accuracy-drop", "--min-agreement", "--no-verify",
+                 "--io", "--eval", "--holdout"):
+        assert any(flag in spec[0] for spec in build_opts.values()), flag
 
 
 def test_every_error_edgekit_raises_carries_what_to_do():

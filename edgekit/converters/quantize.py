@@ -84,10 +84,14 @@ class QuantizeResult:
 
 
 class AgreementError(VerificationError):
-    """The int8 model disagrees with the float one too often; the output is kept and ``result`` describes it."""
+    """The int8 model failed verification; the output is kept and ``result`` describes it.
 
-    def __init__(self, message: str, hint: str, result: QuantizeResult):
-        super().__init__(message, hint)
+    ``reason`` is the message without where the output was kept (build, which keeps nothing, says so itself).
+    """
+
+    def __init__(self, reason: str, output: Path, hint: str, result: QuantizeResult):
+        super().__init__(f"{reason}; output kept at {output}", hint)
+        self.reason = reason
         self.result = result
 
 
@@ -627,7 +631,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     if verification and not verification["passed"]:
         raise AgreementError(
             f"on {checked.describe()}: " + "; ".join(verification["failures"])
-            + f"; mean |score difference| {verification['mean_abs_diff']:.4f}; output kept at {output}",
+            + f"; mean |score difference| {verification['mean_abs_diff']:.4f}", output,
             preprocess_search.MISORDER_HINT if verification["class_order"] else
             "check that --calib holds real training images of the model's classes, preprocessed like training "
             "(see --scaling), or relax --min-agreement / --max-accuracy-drop", result)

@@ -35,25 +35,28 @@ class LabelledSet:
         return len(self.labels)
 
 
-def read_set(source: str | os.PathLike) -> LabelledSet:
-    """A class-folder tree (folders sorted = class ids, as Keras reads them) or an .npz with x and y."""
+def read_set(source: str | os.PathLike, flag: str = "--data") -> LabelledSet:
+    """A class-folder tree (folders sorted = class ids, as Keras reads them) or an .npz with x and y.
+
+    ``flag`` is the option that named it, for the error messages (evaluate's --data, build's --eval).
+    """
     from edgekit.datasets import list_images, read_labelled_arrays
 
     p = Path(source)
     if p.is_dir():
-        groups, classes = list_images(p, "--data")
+        groups, classes = list_images(p, flag)
         if classes is None:
-            raise InputError(f"--data {p}: a flat folder has no labels",
+            raise InputError(f"{flag} {p}: a flat folder has no labels",
                              "put the images in one subfolder per class (named as the classes, sorted as trained)")
         paths = [str(f) for g in groups for f in g]
         labels = np.asarray([k for k, g in enumerate(groups) for _ in g], np.int64)
         return LabelledSet(str(p), "images", labels, paths=paths, class_names=classes)
     if p.suffix.lower() == ".npz" and p.is_file():
-        x, y = read_labelled_arrays(p)
+        x, y = read_labelled_arrays(p, flag)
         return LabelledSet(str(p), "npz", y, arrays=x)
     if not p.exists():
-        raise InputError(f"--data {p}: no such file or folder", "check the path")
-    raise InputError(f"--data {p}: not a class-folder tree or an .npz", "pass a folder with one subfolder per class, "
+        raise InputError(f"{flag} {p}: no such file or folder", "check the path")
+    raise InputError(f"{flag} {p}: not a class-folder tree or an .npz", "pass a folder with one subfolder per class, "
                      "or an .npz with x (images) and y (labels)")
 
 
