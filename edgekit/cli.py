@@ -62,6 +62,10 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
     from edgekit.errors import printable
 
     click.echo(f"error: {printable(str(exc))}", err=True)
+    if getattr(exc, "hard_exit", False):  # TensorFlow threads that may never let the interpreter end: go now
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(exc.exit_code)
     sys.exit(exc.exit_code)
 
 
@@ -239,15 +243,17 @@ def inspect(model: str, as_json: bool) -> None:
 def _render_train(d: dict[str, Any]) -> str:
     data, s = d["data"], d["strategy"]
     val = d["validation_accuracy"]
+    written = d["output"] is not None
     return "\n".join([
-        f"{d['output']}: {d['arch']} trained {len(d['epochs'])} epoch(s) in {d['seconds']:.1f} s"
-        + (f", validation accuracy {val:.1%}" if val is not None else ""),
+        f"{d['output'] if written else 'this worker (the chief writes the model)'}: {d['arch']} trained "
+        f"{len(d['epochs'])} epoch(s) in {d['seconds']:.1f} s" + (f", validation accuracy {val:.1%}" if val is not None
+                                                                  else ""),
         f"Data: {data['source']} ({data['kind']}, {data['classes']} classes, {data['train_samples']} training, "
         f"{data['validation_samples']} validation examples)",
         f"Strategy: {s['kind']} ({s['reason']}), {s['replicas']} replica(s), global batch {d['global_batch']}",
         f"Preprocessing: {d['preprocess']['description']}",
-        f"Record: {d['record']} (preprocessing, labels, data): `edgekit quantize {d['output']}` needs no flags",
-    ])
+    ] + ([f"Record: {d['record']} (preprocessing, labels, data): `edgekit quantize {d['output']}` needs no flags"]
+          if written else []))
 
 
 @command
@@ -271,22 +277,26 @@ def _render_train(d: dict[str, Any]) -> str:
 @click.option("--seed", default=0, show_default=True, type=int)
 @click.option("--tfrecord-key", default="image/encoded", show_default=True,
               help="Feature holding the encoded image in TFRecord examples (labels: image/class/label).")
+@click.option("--worker-timeout", default=120.0, show_default=True, type=FloatRange(1, MAX_TIMEOUT),
+              help="With TF_CONFIG: seconds for every worker to join the cluster, and for each step they share.")
 @json_option
 @quiet_option
 def train(data: str, output: str, arch: str, width: float, epochs: int, batch_size: int, input_size: str | None,
           scaling: str, channels: str, validation_split: float, learning_rate: float, seed: int, tfrecord_key: str,
-          as_json: bool, quiet: bool) -> None:
-    """Train a Keras classifier on class folders or TFRecords, on a TPU, several GPUs or one device.
+          worker_timeout: float, as_json: bool, quiet: bool) -> None:
+    """Train a Keras classifier on class folders or TFRecords, on a TPU, several workers (TF_CONFIG), several GPUs
+    or one device.
 
-    Exit codes: 0 ok, 2 usage, 3 bad data, 4 TensorFlow missing.
+    Exit codes: 0 ok, 2 usage (also a malformed TF_CONFIG), 3 bad data, 4 TensorFlow missing, 9 the workers of
+    TF_CONFIG did not all join within --worker-timeout, or one stopped answering.
     """
     from edgekit.training.train import TrainOptions, train as run_train
 
     doc = run_train(TrainOptions(data=data, output=output, arch=arch, width=width, epochs=epochs,
                                  batch_size=batch_size, input_size=_size(input_size), scaling=scaling,
                                  channels=channels, validation_split=validation_split, learning_rate=learning_rate,
-                                 seed=seed, tfrecord_key=tfrecord_key, show_progress=not quiet,
-                                 on_message=lambda m: click.echo(m if m.startswith("warning:") else f"note: {m}",
+                                 seed=seed, tfrecord_key=tfrecord_key, worker_timeout=worker_timeout,
+                                 show_progress=not quiet, on_message=lambda m: click.echo(m if m.startswith("warning:") else f"note: {m}",
                                                                  err=True)))
     emit(as_json, doc, _render_train)
 

@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgekit.errors import DeviceError, first_line
+from edgekit.errors import DeviceError, UsageError, first_line
 
 TPU_BATCH_PER_CORE = 128  # "a batch size of 128 per TPU core" (TensorFlow's TPU guide, performance section)
 TPU_PROBE_SECONDS = 5.0   # a TPU worker answers a TCP connect in milliseconds; an address that does not is no TPU
@@ -43,9 +43,16 @@ class StrategyChoice:
     replicas: int
     strategy: Any = None
     tried: list[str] = field(default_factory=list)  # why the ones before it did not apply
+    cluster: Cluster | None = None                  # multi_worker: the TF_CONFIG cluster and this task
+
+    @property
+    def writes_outputs(self) -> bool:
+        """Only the chief of a multi-worker cluster writes the model; every other run writes its own."""
+        return self.cluster is None or self.cluster.is_chief
 
     def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "reason": self.reason, "replicas": self.replicas, "tried": self.tried}
+        return {"kind": self.kind, "reason": self.reason, "replicas": self.replicas, "tried": self.tried,
+                "chief": self.writes_outputs}
 
 
 def tpu_address(env: Mapping[str, str]) -> tuple[str | None, str]:
@@ -57,19 +64,78 @@ def tpu_address(env: Mapping[str, str]) -> tuple[str | None, str]:
     return None, "no TPU: neither COLAB_TPU_ADDR nor TPU_NAME is set"
 
 
-def multi_worker_cluster(env: Mapping[str, str]) -> tuple[int, str]:
-    """(workers named by ``TF_CONFIG``, why): 0 when it is unset or names no cluster."""
-    raw = env.get("TF_CONFIG")
-    if not raw:
-        return 0, "no multi-worker cluster: TF_CONFIG is not set"
+@dataclass
+class Cluster:
+    """What ``TF_CONFIG`` says: every task's address by type, and which task this process is."""
+
+    tasks: dict[str, list[str]]
+    task_type: str
+    task_index: int
+
+    @property
+    def workers(self) -> int:
+        return len(self.tasks.get("worker", [])) + len(self.tasks.get("chief", []))
+
+    @property
+    def is_chief(self) -> bool:
+        """The task that writes the model: the ``chief``, else worker 0 (TensorFlow's convention)."""
+        return self.task_type == "chief" or ("chief" not in self.tasks and self.task_type == "worker"
+                                             and self.task_index == 0)
+
+    @property
+    def me(self) -> str:
+        return self.tasks[self.task_type][self.task_index]
+
+    def others(self) -> list[str]:
+        return [a for kind in ("chief", "worker") for a in self.tasks.get(kind, []) if a != self.me]
+
+
+def _bad_tf_config(why: str) -> UsageError:
+    return UsageError(f"TF_CONFIG {why}",
+                      'set it like {"cluster": {"worker": ["host1:port", "host2:port"]}, "task": {"type": "worker", '
+                      '"index": 0}}, the same cluster on every worker and each its own index; or unset it')
+
+
+def parse_tf_config(raw: str) -> Cluster:
+    """``TF_CONFIG`` read strictly: a cluster of ``host:port`` addresses and this task, its index in range."""
     try:
-        cluster = json.loads(raw).get("cluster") or {}
-        workers = len(cluster.get("worker", [])) + len(cluster.get("chief", []))
-    except (ValueError, AttributeError, TypeError):
-        return 0, "no multi-worker cluster: TF_CONFIG is not JSON with a 'cluster'"
-    if workers < 1:
-        return 0, "no multi-worker cluster: TF_CONFIG names no worker"
-    return workers, f"TF_CONFIG names {workers} worker(s)"
+        doc = json.loads(raw)
+    except ValueError as exc:
+        raise _bad_tf_config(f"is not JSON ({exc})") from None
+    if not isinstance(doc, dict) or not isinstance(doc.get("cluster"), dict):
+        raise _bad_tf_config("has no 'cluster' object")
+    tasks = doc["cluster"]
+    for kind, addresses in tasks.items():
+        if not isinstance(addresses, list) or not all(isinstance(a, str) and split_host_port(a) for a in addresses):
+            raise _bad_tf_config(f"cluster {kind!r} is not a list of host:port addresses")
+    if not tasks.get("worker") and not tasks.get("chief"):
+        raise _bad_tf_config("names no worker or chief")
+    task = doc.get("task")
+    if not isinstance(task, dict) or task.get("type") not in tasks:
+        raise _bad_tf_config(f"task {task!r} has no type among the cluster's ({', '.join(tasks)})")
+    index = task.get("index", 0)
+    size = len(tasks[task["type"]])
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < size:
+        raise _bad_tf_config(f"task index {index!r} is out of range: the cluster has {size} {task['type']}(s), "
+                             f"indexes 0 to {size - 1}")
+    return Cluster(tasks, task["type"], index)
+
+
+def multi_worker_cluster(env: Mapping[str, str]) -> tuple[Cluster | None, str]:
+    """(the cluster ``TF_CONFIG`` names, why); None when it is unset. A malformed TF_CONFIG is a UsageError."""
+    raw = env.get("TF_CONFIG")
+    if not raw or not raw.strip():
+        return None, "no multi-worker cluster: TF_CONFIG is not set"
+    cluster = parse_tf_config(raw)
+    role = "the chief" if cluster.is_chief else f"{cluster.task_type} {cluster.task_index}"
+    return cluster, f"TF_CONFIG names {cluster.workers} worker(s); this is {role} ({cluster.me})"
+
+
+class WorkersUnreachable(DeviceError):
+    """The cluster did not come together in time, or a worker was lost. TensorFlow's own threads may still wait
+    on it, so the process exits straight after the error line (``hard_exit``) rather than hang in its shutdown."""
+
+    hard_exit = True
 
 
 def split_host_port(address: str) -> tuple[str, int] | None:
@@ -138,12 +204,87 @@ def _try_tpu(tf: Any, tpu: str) -> Any:
         raise
 
 
-def resolve(env: Mapping[str, str] | None = None) -> StrategyChoice:
+RENDEZVOUS_GRACE = 3.0   # seconds a worker keeps answering after it saw every other one, for the slower ones
+
+
+def rendezvous(cluster: Cluster, timeout: float, grace: float = RENDEZVOUS_GRACE) -> None:
+    """Wait until every other task of the cluster answers on its port, at most ``timeout`` seconds.
+
+    TensorFlow's MultiWorkerMirroredStrategy waits for the whole cluster without a time limit, in C++
+    that holds the interpreter (no thread, timer or signal handler of ours runs meanwhile), so a worker
+    that never starts would hang every other one for good. So first each task answers TCP on its own
+    port (a plain listener, closed before TensorFlow binds the port) and knocks on the others' until
+    all have answered; a knock answered by TensorFlow's server (a faster worker already past this
+    point) counts too. WorkersUnreachable names the silent ones.
+    """
+    import threading
+    import time
+
+    host, port = split_host_port(cluster.me) or ("", 0)
+    listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+    listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        listener.bind(("::" if ":" in host else "", port))
+    except OSError as exc:
+        listener.close()
+        raise DeviceError(f"this task's address {cluster.me} (from TF_CONFIG) cannot be used here: "
+                          f"{exc.strerror or exc}", "give each worker a free port of its own machine in TF_CONFIG")
+    listener.listen(16)
+    listener.settimeout(0.2)
+    stop = threading.Event()
+
+    def answer() -> None:
+        while not stop.is_set():
+            try:
+                conn, _ = listener.accept()
+                conn.close()
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=answer, name="edgekit-rendezvous", daemon=True)
+    thread.start()
+    try:
+        waiting = list(cluster.others())
+        deadline = time.monotonic() + timeout
+        while waiting and time.monotonic() < deadline:
+            waiting = [a for a in waiting if probe_address(a, min(1.0, max(0.05, deadline - time.monotonic())))]
+            if waiting:
+                time.sleep(0.2)
+        if waiting:
+            raise WorkersUnreachable(
+                f"the multi-worker cluster did not come together within {timeout:g} s: {cluster.me} heard nothing "
+                f"from {', '.join(waiting)}",
+                "start `edgekit train` with the same TF_CONFIG (and its own task index) on every worker, check the "
+                "addresses and that their ports are open, or wait longer with --worker-timeout S")
+        time.sleep(grace)  # the others may still be knocking on this port
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def _multi_worker_strategy(tf: Any, cluster: Cluster, timeout: float) -> Any:
+    """MultiWorkerMirroredStrategy once every worker answers (:func:`rendezvous`); its collectives get the
+    same time limit (CommunicationOptions), so a worker lost during training ends the run too."""
+    rendezvous(cluster, timeout)
+    options = tf.distribute.experimental.CommunicationOptions(timeout_seconds=timeout)
+    try:
+        return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
+    except Exception as exc:
+        raise DeviceError(f"TensorFlow could not set up the multi-worker cluster: {first_line(exc, 300)}",
+                          "check TF_CONFIG's addresses: this task's own port must be free on this machine") from None
+
+
+WORKER_TIMEOUT = 120.0  # seconds the workers of a TF_CONFIG cluster get to join, and each collective to finish
+
+
+def resolve(env: Mapping[str, str] | None = None, worker_timeout: float = WORKER_TIMEOUT) -> StrategyChoice:
     """Create the strategy that fits this machine (see the module docstring); TensorFlow is imported here."""
     from edgekit.converters.tf_quiet import import_tensorflow
 
-    tf = import_tensorflow()
     env = os.environ if env is None else env
+    cluster, cluster_why = multi_worker_cluster(env)  # a malformed TF_CONFIG fails before TensorFlow loads
+    tf = import_tensorflow()
     tried: list[str] = []
 
     tpu, why = tpu_address(env)
@@ -159,14 +300,16 @@ def resolve(env: Mapping[str, str] | None = None) -> StrategyChoice:
             tried.append(tpu_failed)
 
     try:
-        workers, why = multi_worker_cluster(env)
-        if workers:
-            strategy = tf.distribute.MultiWorkerMirroredStrategy()
-            return StrategyChoice("multi_worker", why, strategy.num_replicas_in_sync, strategy, tried)
-        tried.append(why)
+        if cluster is not None:
+            strategy = _multi_worker_strategy(tf, cluster, worker_timeout)
+            return StrategyChoice("multi_worker", cluster_why, strategy.num_replicas_in_sync, strategy, tried,
+                                  cluster)
+        tried.append(cluster_why)
 
         gpus = tf.config.list_logical_devices("GPU")
         devices = [d.name for d in gpus] or [d.name for d in tf.config.list_logical_devices("CPU")]
+    except DeviceError:
+        raise
     except Exception as exc:
         if not tpu_failed:
             raise

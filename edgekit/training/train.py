@@ -52,6 +52,7 @@ class TrainOptions:
     learning_rate: float = 2e-3
     seed: int = 0
     tfrecord_key: str = "image/encoded"
+    worker_timeout: float = 120.0            # TF_CONFIG clusters: seconds for the workers to join (and each collective)
     show_progress: bool = True
     on_message: Callable[[str], None] | None = None  # the strategy line and advice (epoch lines go to stderr)
 
@@ -99,7 +100,24 @@ def read_data(source: str, tfrecord_key: str = "image/encoded") -> TrainingData:
     items = [str(p) for g in groups for p in g]
     labels = np.concatenate([np.full(len(g), k, np.int64) for k, g in enumerate(groups)])
     first = open_image(items[0])
+    _check_headers(source, items)
     return TrainingData(source, "images", items, labels, classes, first.size)
+
+
+def _check_headers(source: str, items: list[str]) -> None:
+    """Every file must at least open as an image (its header: fast) before training starts.
+
+    A file that does not decode otherwise surfaces minutes later inside TensorFlow's input threads.
+    """
+    from PIL import Image
+
+    for item in items:
+        try:
+            with Image.open(item) as im:
+                im.size  # noqa: B018 (the header is parsed by open)
+        except Exception as exc:  # UnidentifiedImageError, OSError, DecompressionBombError...
+            raise InputError(f"DATA {source}: {item} is not an image Pillow can read ({first_line(exc, 200)})",
+                             "remove or replace that file, then train again") from None
 
 
 def _read_tfrecords(source: str, key: str) -> TrainingData:
@@ -190,47 +208,60 @@ def build_model(arch: str, input_shape: tuple[int, int, int], num_classes: int, 
 
 
 class _Progress:
-    """A Keras callback: a batch progress bar on a terminal's stderr, one line per epoch, the history."""
+    """Training progress: a batch progress bar on a terminal's stderr, one line per epoch, the history.
+
+    ``callback`` feeds it from Keras's ``fit``; the multi-worker loop calls the methods itself.
+    """
 
     def __init__(self, steps: int, epochs: int, show: bool, stream: IO[str] | None = None):
         import keras
 
-        outer = self
+        self.steps, self.n_epochs, self.show = steps, epochs, show
         self.epochs: list[dict[str, Any]] = []
         self.stream = stream or sys.stderr
         self.bar: Any = None
-        tty = show and getattr(self.stream, "isatty", lambda: False)()
+        self.tty = show and getattr(self.stream, "isatty", lambda: False)()
+        outer = self
 
         class Callback(keras.callbacks.Callback):
             def on_epoch_begin(self, epoch: int, logs: Any = None) -> None:
-                outer.start = time.perf_counter()
-                if tty:
-                    import click
-
-                    outer.bar = click.progressbar(length=steps, label=f"epoch {epoch + 1}/{epochs}", file=outer.stream)
-                    outer.bar.render_progress()
+                outer.epoch_begin(epoch)
 
             def on_train_batch_end(self, batch: int, logs: Any = None) -> None:
-                if outer.bar is not None:
-                    outer.bar.update(1)
+                outer.batch_end()
 
             def on_epoch_end(self, epoch: int, logs: Any = None) -> None:
-                if outer.bar is not None:
-                    outer.bar.render_finish()
-                    outer.bar = None
-                logs = {k: float(v) for k, v in (logs or {}).items()}
-                row = {"epoch": epoch + 1, "loss": logs.get("loss"), "accuracy": logs.get("accuracy"),
-                       "val_loss": logs.get("val_loss"), "val_accuracy": logs.get("val_accuracy"),
-                       "seconds": round(time.perf_counter() - outer.start, 3)}
-                outer.epochs.append(row)
-                if show:
-                    val = (f", validation accuracy {row['val_accuracy']:.1%}" if row["val_accuracy"] is not None
-                           else "")
-                    outer.stream.write(f"epoch {epoch + 1}/{epochs}: loss {row['loss']:.4f}, accuracy "
-                                       f"{row['accuracy']:.1%}{val} ({row['seconds']:.1f} s)\n")
-                    outer.stream.flush()
+                outer.epoch_end(epoch, logs)
 
         self.callback = Callback()
+
+    def epoch_begin(self, epoch: int) -> None:
+        self.start = time.perf_counter()
+        if self.tty:
+            import click
+
+            self.bar = click.progressbar(length=self.steps, label=f"epoch {epoch + 1}/{self.n_epochs}",
+                                         file=self.stream)
+            self.bar.render_progress()
+
+    def batch_end(self) -> None:
+        if self.bar is not None:
+            self.bar.update(1)
+
+    def epoch_end(self, epoch: int, logs: Any = None) -> None:
+        if self.bar is not None:
+            self.bar.render_finish()
+            self.bar = None
+        logs = {k: float(v) for k, v in (logs or {}).items() if v is not None}
+        row = {"epoch": epoch + 1, "loss": logs.get("loss"), "accuracy": logs.get("accuracy"),
+               "val_loss": logs.get("val_loss"), "val_accuracy": logs.get("val_accuracy"),
+               "seconds": round(time.perf_counter() - self.start, 3)}
+        self.epochs.append(row)
+        if self.show:
+            val = f", validation accuracy {row['val_accuracy']:.1%}" if row["val_accuracy"] is not None else ""
+            self.stream.write(f"epoch {epoch + 1}/{self.n_epochs}: loss {row['loss']:.4f}, accuracy "
+                              f"{row['accuracy']:.1%}{val} ({row['seconds']:.1f} s)\n")
+            self.stream.flush()
 
 
 def _save_keras(model: Any, output: Path, record: bytes, record_path: Path) -> None:
@@ -254,6 +285,77 @@ def _save_keras(model: Any, output: Path, record: bytes, record_path: Path) -> N
         shutil.rmtree(tmp, ignore_errors=True)
 
 
+class _InputStopped(InputError):
+    """Bad data found inside TensorFlow's input threads, which may not let the process end: exit straight away."""
+
+    hard_exit = True
+
+
+def _fit_across_workers(tf: Any, strategy: Any, model: Any, optimizer: Any, train_ds: Any, val_ds: Any,
+                        global_batch: int, epochs: int, progress: "_Progress") -> None:
+    """Synchronous data-parallel training over a TF_CONFIG cluster, in a custom loop.
+
+    Keras 3's ``fit`` does not run under MultiWorkerMirroredStrategy (it fails converting PerReplica
+    values: keras-team/keras#20585, tensorflow/tensorflow#72388); TensorFlow's custom-loop recipe does:
+    each replica's loss averaged over the global batch (tf.nn.compute_average_loss), gradients
+    all-reduced by the optimizer under the strategy, sums reduced across every worker. Each worker
+    reads the whole dataset and keeps its share of every batch (AutoShardPolicy.DATA: the image list
+    is one source, not files to split).
+    """
+    import keras
+
+    options = tf.data.Options()
+    options.experimental_distribute.auto_shard_policy = tf.data.experimental.AutoShardPolicy.DATA
+    loss_fn = keras.losses.SparseCategoricalCrossentropy(reduction=None)
+    sum_op = tf.distribute.ReduceOp.SUM
+
+    def totals(per_replica: tuple) -> list:
+        return [strategy.reduce(sum_op, v, axis=None) for v in per_replica]
+
+    @tf.function
+    def train_step(batch: Any) -> list:
+        def step(x: Any, y: Any) -> tuple:
+            with tf.GradientTape() as tape:
+                scores = model(x, training=True)
+                losses = loss_fn(y, scores)
+                loss = tf.nn.compute_average_loss(losses, global_batch_size=global_batch)
+            optimizer.apply_gradients(zip(tape.gradient(loss, model.trainable_variables), model.trainable_variables))
+            return _sums(tf, losses, scores, y)
+
+        return totals(strategy.run(step, args=batch))
+
+    @tf.function
+    def val_step(batch: Any) -> list:
+        def step(x: Any, y: Any) -> tuple:
+            scores = model(x, training=False)
+            return _sums(tf, loss_fn(y, scores), scores, y)
+
+        return totals(strategy.run(step, args=batch))
+
+    def run(step: Any, ds: Any, on_batch: Any = None) -> tuple[float | None, float | None]:
+        loss = correct = count = 0.0
+        for batch in strategy.experimental_distribute_dataset(ds.with_options(options)):
+            sums = [float(v) for v in step(batch)]
+            loss, correct, count = loss + sums[0], correct + sums[1], count + sums[2]
+            if on_batch:
+                on_batch()
+        return (loss / count, correct / count) if count else (None, None)
+
+    for epoch in range(epochs):
+        progress.epoch_begin(epoch)
+        loss, accuracy = run(train_step, train_ds, progress.batch_end)
+        logs = {"loss": loss, "accuracy": accuracy}
+        if val_ds is not None:
+            logs["val_loss"], logs["val_accuracy"] = run(val_step, val_ds)
+        progress.epoch_end(epoch, logs)
+
+
+def _sums(tf: Any, losses: Any, scores: Any, labels: Any) -> tuple:
+    """(sum of losses, right answers, samples) of one replica's batch."""
+    right = tf.equal(tf.argmax(scores, axis=1, output_type=tf.int64), tf.cast(labels, tf.int64))
+    return tf.reduce_sum(losses), tf.reduce_sum(tf.cast(right, tf.float32)), tf.cast(tf.size(labels), tf.float32)
+
+
 def train(opts: TrainOptions) -> dict[str, Any]:
     """Train, save ``opts.output`` and its record; return the summary ``edgekit train --json`` prints."""
     from edgekit.converters.tf_quiet import import_tensorflow, silenced
@@ -265,9 +367,11 @@ def train(opts: TrainOptions) -> dict[str, Any]:
         raise UsageError(f"-o {output}: the model is saved as .keras (or .h5)", "name the output model.keras")
     if output.is_dir():
         raise UsageError(f"-o {output} is a folder", "name the output file, e.g. model.keras")
-    require_output_folder(output, opts.on_message if opts.show_progress else None)
+    cluster, _ = strategy_mod.multi_worker_cluster(os.environ)  # a bad TF_CONFIG fails now, before any work
     record_path = sidecar_path(output)
-    refuse_folders([output, record_path])  # now, not after the training: the two are published together
+    if cluster is None or cluster.is_chief:  # the other workers of a cluster write nothing, not even a folder
+        require_output_folder(output, opts.on_message if opts.show_progress else None)
+        refuse_folders([output, record_path])  # now, not after the training: the two are published together
     if opts.epochs < 1 or opts.batch_size < 1 or not 0.0 <= opts.validation_split < 1.0:
         raise UsageError("--epochs and --batch-size must be positive, --validation-split in [0, 1)",
                          "e.g. --epochs 10 --batch-size 32 --validation-split 0.2")
@@ -275,43 +379,57 @@ def train(opts: TrainOptions) -> dict[str, Any]:
     data = read_data(opts.data, opts.tfrecord_key)
     width, height = opts.input_size or data.first_size
     spec = PreprocessSpec.with_scaling(width, height, opts.scaling, channels=opts.channels)
+    train_idx, val_idx = data.split(opts.validation_split, opts.seed)
+    if len(train_idx) == 0:
+        raise InputError(f"DATA {opts.data}: no training examples left after the validation split",
+                         "add images, or lower --validation-split")
+    if opts.batch_size > len(train_idx):  # said before TensorFlow starts; the global batch is checked below
+        raise UsageError(f"--batch-size {opts.batch_size} is larger than the {len(train_idx)} training examples",
+                         "lower --batch-size")
     tf = import_tensorflow()
     import keras
 
-    choice = strategy_mod.resolve()
+    choice = strategy_mod.resolve(worker_timeout=opts.worker_timeout)
     global_batch, advice = strategy_mod.global_batch(opts.batch_size, choice)
     say = opts.on_message or (lambda _m: None)
     if opts.show_progress:
         say(f"strategy: {choice.kind} ({choice.reason}), {choice.replicas} replica(s), global batch {global_batch}")
     for a in advice:
         say(f"warning: {a}")
-    train_idx, val_idx = data.split(opts.validation_split, opts.seed)
-    if len(train_idx) == 0:
-        raise InputError(f"DATA {opts.data}: no training examples left after the validation split",
-                         "add images, or lower --validation-split")
     on_tpu = choice.kind == "tpu"  # TPUs need static shapes: every batch full
     train_ds = dataset(data, train_idx, spec, global_batch, shuffle=True, seed=opts.seed, drop_remainder=on_tpu)
     val_ds = dataset(data, val_idx, spec, global_batch, shuffle=False) if len(val_idx) else None
     steps = len(train_idx) // global_batch if on_tpu else -(-len(train_idx) // global_batch)
-    if steps == 0:
+    if global_batch > len(train_idx):
         raise UsageError(f"the global batch {global_batch} is larger than the {len(train_idx)} training examples",
                          "lower --batch-size")
 
     keras.utils.set_random_seed(opts.seed)
     with choice.strategy.scope():
         model = build_model(opts.arch, (height, width, spec.num_channels), len(data.class_names), opts.width)
-        model.compile(optimizer=keras.optimizers.Adam(opts.learning_rate), loss="sparse_categorical_crossentropy",
+        optimizer = keras.optimizers.Adam(opts.learning_rate)
+        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy",
                       metrics=["accuracy"], steps_per_execution=TPU_STEPS_PER_EXECUTION if on_tpu else 1)
     start = time.perf_counter()
     try:
         with silenced() as (stderr, _log):  # TensorFlow's noise hidden; the epoch lines reach the real stderr
             progress = _Progress(steps, opts.epochs, opts.show_progress, stderr)
-            model.fit(train_ds, validation_data=val_ds, epochs=opts.epochs, verbose=0, callbacks=[progress.callback])
+            if choice.kind == "multi_worker":
+                _fit_across_workers(tf, choice.strategy, model, optimizer, train_ds, val_ds, global_batch,
+                                    opts.epochs, progress)
+            else:
+                model.fit(train_ds, validation_data=val_ds, epochs=opts.epochs, verbose=0,
+                          callbacks=[progress.callback])
     except tf.errors.OpError as exc:  # an image that does not decode surfaces here, from inside tf.numpy_function
         text = str(exc)
+        if choice.kind == "multi_worker" and isinstance(exc, (tf.errors.DeadlineExceededError,
+                                                              tf.errors.UnavailableError, tf.errors.CancelledError)):
+            raise strategy_mod.WorkersUnreachable(
+                f"a worker of the TF_CONFIG cluster stopped answering during training ({first_line(exc, 200)})",
+                "start every worker again with the same TF_CONFIG; --worker-timeout S waits longer") from None
         line = next((ln for ln in text.splitlines() if "InputError" in ln), first_line(exc))
-        raise InputError(f"training failed on DATA {opts.data}: {line.split('InputError:')[-1].strip()}",
-                         "remove or fix the file, then train again") from None
+        raise _InputStopped(f"training failed on DATA {opts.data}: {line.split('InputError:')[-1].strip()}",
+                            "remove or fix the file, then train again") from None
     seconds = time.perf_counter() - start
 
     try:
@@ -325,9 +443,15 @@ def train(opts: TrainOptions) -> dict[str, Any]:
                 "strategy": choice.to_dict(), "tensorflow": tf.__version__}
     record = ModelRecord(spec, data.class_names, {"created_by": CREATED_BY, "edgekit": __version__,
                                                   "calibration": {"source": calib}, "training": training})
-    _save_keras(model, output, record.to_json().encode(), record_path)
+    written = choice.writes_outputs
+    if written:
+        _save_keras(model, output, record.to_json().encode(), record_path)
+    elif opts.on_message and opts.show_progress:
+        opts.on_message(f"{choice.cluster.task_type} {choice.cluster.task_index} of the cluster: trained its share; "
+                        "the chief writes the model and its record")
     last = progress.epochs[-1] if progress.epochs else {}
-    return {"output": str(output), "record": str(record_path), "arch": opts.arch, "labels": data.class_names,
+    return {"output": str(output) if written else None, "record": str(record_path) if written else None,
+            "arch": opts.arch, "labels": data.class_names,
             "data": summary_data, "preprocess": {**spec.to_dict(), "description": spec.describe()},
             "strategy": choice.to_dict(), "batch_per_replica": opts.batch_size, "global_batch": global_batch,
             "steps_per_execution": TPU_STEPS_PER_EXECUTION if on_tpu else 1, "advice": advice,

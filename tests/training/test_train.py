@@ -215,10 +215,13 @@ def test_strategy_decisions_without_tensorflow():
     assert tpu_address({}) == (None, "no TPU: neither COLAB_TPU_ADDR nor TPU_NAME is set")
     assert tpu_address({"COLAB_TPU_ADDR": "10.0.0.2:8470"}) == ("grpc://10.0.0.2:8470", "COLAB_TPU_ADDR")
     assert tpu_address({"TPU_NAME": "my-tpu"}) == ("my-tpu", "TPU_NAME")
-    assert multi_worker_cluster({})[0] == 0
-    assert multi_worker_cluster({"TF_CONFIG": "{bad"})[1].endswith("not JSON with a 'cluster'")
-    two = json.dumps({"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 0}})
-    assert multi_worker_cluster({"TF_CONFIG": two}) == (2, "TF_CONFIG names 2 worker(s)")
+    assert multi_worker_cluster({})[0] is None
+    two = json.dumps({"cluster": {"worker": ["a:1", "b:1"]}, "task": {"type": "worker", "index": 1}})
+    cluster, why = multi_worker_cluster({"TF_CONFIG": two})
+    assert (cluster.workers, cluster.is_chief, cluster.others()) == (2, False, ["a:1"])
+    assert why == "TF_CONFIG names 2 worker(s); this is worker 1 (b:1)"
+    chief = json.dumps({"cluster": {"chief": ["c:1"], "worker": ["a:1"]}, "task": {"type": "chief", "index": 0}})
+    assert multi_worker_cluster({"TF_CONFIG": chief})[0].is_chief
     # The batch arithmetic for an 8-core TPU (a choice described, not a TPU pretended: nothing is run on it)
     tpu8 = StrategyChoice("tpu", "described", 8)
     assert global_batch(128, tpu8) == (1024, [])
@@ -232,6 +235,7 @@ def test_strategy_decisions_without_tensorflow():
     (["{tmp}/nothing", "-o", "{tmp}/m.keras"], 3, "does not exist"),
     (["{tmp}", "-o", "{tmp}/m.keras"], 3, "no images found"),
     (["{train}", "-o", "{tmp}/m.keras", "--arch", "resnet"], 2, "unknown --arch 'resnet'"),
+    (["{train}", "-o", "{tmp}/m.keras", "--batch-size", "5000"], 2, "larger than the"),
 ])
 def test_bad_train_input_is_one_line_and_an_exit_code(digits_folders, tmp_path, args, code, message):
     args = [a.format(train=digits_folders.train, tmp=tmp_path) for a in args]
@@ -307,3 +311,31 @@ def test_the_model_and_its_record_follow_the_umask(digits_folders, tmp_path):
         os.umask(old)
     modes = {p.name: p.stat().st_mode & 0o777 for p in out_dir.iterdir()}
     assert modes == {"m.keras": 0o600, "m.edgekit.json": 0o600}
+
+
+@pytest.mark.parametrize("bad", ["not an image", "truncated"])
+def test_an_unreadable_image_ends_train_at_once_with_exit_3(digits_folders, tmp_path, bad):
+    """It used to print its error and then hang for ever in TensorFlow's input threads."""
+    import shutil
+    import subprocess
+    import sys
+
+    from PIL import Image
+
+    from tests.conftest import REPO
+
+    for c in ("0", "1"):
+        shutil.copytree(digits_folders.train / c, tmp_path / "data" / c)
+    target = tmp_path / "data" / "1" / "bad.jpg"
+    if bad == "not an image":
+        target.write_text("my notes, saved with the wrong name")
+    else:
+        Image.new("RGB", (256, 256), (200, 10, 10)).save(target, quality=95)
+        target.write_bytes(target.read_bytes()[:400])
+    proc = subprocess.run([sys.executable, "-m", "edgekit", "train", str(tmp_path / "data"), "-o",
+                           str(tmp_path / "m.keras"), "--epochs", "1"], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert proc.returncode == 3, proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert len(errors) == 1 and "bad.jpg" in errors[0] and "Traceback" not in proc.stderr
+    assert not (tmp_path / "m.keras").exists()
