@@ -125,6 +125,10 @@ class Bundle:
             raise BundleError("%s: %s is not listed in the manifest's files" % (self.root, rel),
                               "rebuild the bundle with edgekit build")
         path = self.path(rel)
+        if path.is_symlink():
+            raise BundleError("%s: %s is a symbolic link; a bundle holds its files themselves" % (self.root, rel),
+                              "copy the file in place of the link (cp --remove-destination TARGET LINK), or "
+                              "rebuild the bundle with edgekit build")
         if not path.is_file():
             raise BundleError("%s: %s is missing from the bundle" % (self.root, rel),
                               "copy the whole bundle folder, or rebuild it with edgekit build")
@@ -194,6 +198,9 @@ def load(path: Union[str, os.PathLike]) -> Bundle:
         raise BundleError("%s: no such bundle folder" % root, "pass the folder edgekit build wrote")
     if not manifest_path.is_file():
         raise BundleError("%s: not a bundle (no %s)" % (root, MANIFEST_NAME), "pass the folder edgekit build wrote")
+    if manifest_path.is_symlink():
+        raise BundleError("%s: %s is a symbolic link; a bundle holds its files themselves" % (root, MANIFEST_NAME),
+                          "copy the bundle folder again (cp -rL), or rebuild it with edgekit build")
     try:
         m = json.loads(manifest_path.read_text(encoding="utf-8"))
     except (ValueError, UnicodeDecodeError) as exc:

@@ -174,3 +174,47 @@ def test_runtime_there_but_no_edge_tpu(tmp_path, monkeypatch, device, check, oth
                              "(Failed to load delegate from libedgetpu.so.1)")
     assert error.hint.startswith("on the board, check that " + ("lsusb" if check == "lsusb" else "/dev/apex_0"))
     assert "dpkg -s libedgetpu1-std" in error.hint and other not in error.hint and "doctor" not in error.hint
+
+
+@pytest.mark.parametrize("bad", ["a link", "cut short"])
+def test_unpack_on_the_board_is_all_or_nothing(tmp_path, bad):
+    """A deploy that fails part-way (a link among the files, a connection cut) leaves the board's folder as it was."""
+    import io
+    import tarfile
+
+    root = tmp_path / "edgekit"
+    (root / "bundles" / "b").mkdir(parents=True)
+    (root / "bundles" / "b" / "model.tflite").write_bytes(b"old model")
+    stream = io.BytesIO()
+    with tarfile.open(fileobj=stream, mode="w") as tar:
+        for name, data in (("bundles/b/model.tflite", b"new model"), ("bundles/b/labels.txt", b"cat\n")):
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+        if bad == "a link":
+            link = tarfile.TarInfo("bundles/b/manifest.json")
+            link.type, link.linkname = tarfile.SYMTYPE, "/etc/passwd"
+            tar.addfile(link)
+    data = stream.getvalue()
+    if bad == "cut short":
+        data = data[:700]   # the second file's bytes never arrive
+    with pytest.raises((ValueError, tarfile.TarError)):
+        board_runner.unpack(str(root), io.BytesIO(data), [])
+    assert sorted(p.name for p in (root / "bundles" / "b").iterdir()) == ["model.tflite"]
+    assert (root / "bundles" / "b" / "model.tflite").read_bytes() == b"old model"
+    assert not [p for p in root.iterdir() if p.name.startswith(".edgekit-tmp-")]
+    # and a whole stream lands whole
+    board_runner.unpack(str(root), io.BytesIO(stream.getvalue() if bad == "cut short" else _good(stream)), [])
+    assert (root / "bundles" / "b" / "model.tflite").read_bytes() == b"new model"
+
+
+def _good(stream):
+    import io
+    import tarfile
+
+    out = io.BytesIO()
+    with tarfile.open(fileobj=io.BytesIO(stream.getvalue()), mode="r") as src, tarfile.open(fileobj=out, mode="w") as dst:
+        for member in src.getmembers():
+            if member.isfile():
+                dst.addfile(member, src.extractfile(member))
+    return out.getvalue()

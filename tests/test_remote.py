@@ -564,3 +564,64 @@ def test_deploy_refuses_a_changed_bundle_before_connecting(tmp_path):
     (bundle / "imagenet_labels.txt").write_text("edited\n")
     line = _one_error_line(invoke("deploy", str(bundle), "--to", "nobody@127.0.0.1", "--port", str(_free_port())), 3)
     assert "imagenet_labels.txt has changed since the bundle was built" in line  # exit 3, not "cannot reach" (9)
+
+
+# ------------------------------------------------------------------------------------ hostile paths and targets
+@pytest.mark.parametrize("folder", ["with space", "it's %h 100%", "two  spaces %d"])
+def test_known_hosts_path_is_taken_whole_by_ssh(sshd, deployed, tmp_path, folder):
+    """A path with spaces or % reached ssh split at the space: a file planted at its first word authenticated a
+    board whose real entry is a CHANGED key (rc 0), and --accept-new-host-key wrote to that other file."""
+    other = _keygen(tmp_path / "other_host_key")
+    real_key = Path(f"{sshd.dir / 'host_key'}.pub").read_text()
+    (tmp_path / folder).mkdir()
+    changed = tmp_path / folder / "known_hosts"
+    changed.write_text(f"[127.0.0.1]:{sshd.port} {Path(f'{other}.pub').read_text()}")  # the board's key changed
+    decoy = tmp_path / folder.split(" ")[0]   # what ssh used to read: the path up to its first space
+    if decoy != tmp_path / folder:
+        decoy.write_text(f"[127.0.0.1]:{sshd.port} {real_key}")
+    args = ["deploy", str(deployed.bundle), "--to", sshd.destination, *ssh_args(sshd, deployed.remote_path),
+            "--known-hosts", str(changed)]
+    assert "CHANGED" in _one_error_line(invoke(*args), 9)
+    # a new board's key is recorded in the file named, not elsewhere
+    empty = tmp_path / folder / "new_known_hosts"
+    empty.write_text("")
+    args[-1] = str(empty)
+    assert invoke(*args, "--accept-new-host-key").exit_code == 0
+    assert real_key.split()[1] in empty.read_text()
+    assert not decoy.exists() or decoy.read_text() == f"[127.0.0.1]:{sshd.port} {real_key}"
+
+
+def test_identity_path_with_spaces_and_percent_is_taken_whole(sshd, deployed, tmp_path):
+    folder = tmp_path / "my keys 100%"
+    folder.mkdir()
+    key = folder / "id %h key"
+    key.write_bytes(sshd.key.read_bytes())
+    key.chmod(0o600)
+    args = ["deploy", str(deployed.bundle), "--to", sshd.destination, "--port", str(sshd.port), "--identity",
+            str(key), "--known-hosts", str(sshd.known_hosts), "--path", str(deployed.remote_path),
+            "--python", str(TARGET_PYTHON)]
+    result = invoke(*args)
+    assert result.exit_code == 0, result.output
+
+
+@pytest.mark.parametrize("path", ['/tmp/a"b', "/tmp/back\\slash", "/tmp/new\nline", "/tmp/${HOME}/kh"])
+def test_paths_ssh_cannot_take_whole_are_refused(deployed, path):
+    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", "u@h", "--known-hosts", path), 2)
+    assert "ssh cannot be given a path" in line
+
+
+@pytest.mark.parametrize("destination", ["-oProxyCommand=touch MARKER@host", "-oProxyCommand=touch MARKER",
+                                         "user@-oProxyCommand=x", "us er@host", "user@ho st", "@host", "user@",
+                                         "user@host;touch MARKER", "-v@host"])
+def test_a_destination_that_could_be_an_ssh_option_is_refused(deployed, tmp_path, monkeypatch, destination):
+    monkeypatch.chdir(tmp_path)
+    result = invoke("deploy", str(deployed.bundle), "--to", destination.replace("MARKER", str(tmp_path / "marker")))
+    assert "not an SSH destination" in _one_error_line(result, 2)
+    assert not (tmp_path / "marker").exists()
+
+
+def test_the_destination_reaches_ssh_after_its_options_end():
+    from edgekit.devices.remote import SshTarget
+
+    argv = SshTarget("mendel@192.168.100.2").ssh_argv("true")
+    assert argv[-3:] == ["--", "mendel@192.168.100.2", "true"]

@@ -143,23 +143,40 @@ def _write_atomically(path: str, source) -> None:
         raise
 
 
-def unpack(root: str, stream, delete: list[str]) -> dict:
-    """Regular files from the tar ``stream`` into ``root`` (each written whole, then renamed), then deletions."""
+def unpack(root: str, stream, delete: list) -> dict:
+    """Regular files from the tar ``stream`` into ``root``, all or none, then the deletions.
+
+    Every file is first written whole into a staging folder beside them; only once the whole stream
+    has arrived are they renamed into place. A transfer cut short, or a member that is not a regular
+    file (a link), leaves ``root`` as it was: no half-copied bundle.
+    """
+    import shutil
     import tarfile
+    import tempfile
 
     root = os.path.expanduser(root)
-    written = 0
-    with tarfile.open(fileobj=stream, mode="r|") as tar:
-        for member in tar:
-            if not member.isfile():
-                raise ValueError("refusing the tar member %r: not a regular file" % member.name)
-            _write_atomically(os.path.join(root, _safe_relative(member.name)), tar.extractfile(member))
-            written += 1
+    os.makedirs(root, exist_ok=True)
+    staging = tempfile.mkdtemp(prefix=".edgekit-tmp-stage-", dir=root)
+    try:
+        staged = []
+        with tarfile.open(fileobj=stream, mode="r|") as tar:
+            for member in tar:
+                if not member.isfile():
+                    raise ValueError("refusing the tar member %r: not a regular file" % member.name)
+                rel = _safe_relative(member.name)
+                _write_atomically(os.path.join(staging, rel), tar.extractfile(member))
+                staged.append(rel)
+        for rel in staged:  # everything arrived: into place (renames within one file system)
+            final = os.path.join(root, rel)
+            os.makedirs(os.path.dirname(final), exist_ok=True)
+            os.replace(os.path.join(staging, rel), final)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
     for name in delete:
         path = os.path.join(root, _safe_relative(name))
         if os.path.isfile(path):
             os.unlink(path)
-    return {"written": written, "deleted": len(delete)}
+    return {"written": len(staged), "deleted": len(delete)}
 
 
 # ------------------------------------------------------------------------------ the model

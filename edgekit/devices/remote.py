@@ -36,7 +36,23 @@ RUNNER_MODULE = "edgekit.devices.board_runner"
 # Runs the runner's source sent on stdin (first line: its length in bytes), leaving the rest of stdin to it.
 _BOOTSTRAP = ("import sys;b=sys.stdin.buffer;n=int(b.readline());"
               "exec(compile(b.read(n),'edgekit-board-runner','exec'))")
-_DESTINATION = re.compile(r"^(?:[^@\s/:]+@)?[A-Za-z0-9_.\-]+$")
+# user@host, both parts from a safe set and neither starting with '-' (ssh would take it as an option).
+_DESTINATION = re.compile(r"^(?:[A-Za-z0-9_][A-Za-z0-9_.\-]*@)?[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
+# What ssh cannot be given inside a file option's value: its config parser's quote and escape characters
+# and line breaks (ssh_config(5) splits values at whitespace, honouring "..." quotes).
+_UNQUOTABLE = re.compile(r'["\\\x00-\x1f\x7f]')
+
+
+def ssh_path(path: str, flag: str) -> str:
+    """A file path as ssh's options take it whole: absolute (no ``~`` expansion), ``%`` doubled (ssh expands
+    ``%h``-style tokens in file options), double-quoted (a space would split UserKnownHostsFile into two
+    files). A path with a double quote, a backslash or a control character is refused (UsageError):
+    no quoting carries those through every OpenSSH version, and ``${...}`` (ssh expands environment
+    variables there) likewise."""
+    if _UNQUOTABLE.search(path) or "${" in path:
+        raise UsageError(f"{flag} {path!r}: ssh cannot be given a path holding a double quote, a backslash, a "
+                         "control character or ${", f"move or link the file to a plainer path and pass that to {flag}")
+    return os.path.abspath(path).replace("%", "%%")
 
 #: What to do when the runner's JSON is drowned by a login script's output.
 QUIET_LOGIN_HINT = "a login script that prints on stdout gets in the way: make it quiet for non-interactive shells"
@@ -56,8 +72,13 @@ class SshTarget:
     python: str = "python3"
 
     def __post_init__(self) -> None:
-        if not _DESTINATION.match(self.destination) or self.destination.split("@")[-1].startswith("-"):
-            raise UsageError(f"not an SSH destination: {self.destination!r}", "use user@host, e.g. mendel@192.168.100.2")
+        if not _DESTINATION.match(self.destination):
+            raise UsageError(f"not an SSH destination: {self.destination!r}",
+                             "use user@host (letters, digits, '.', '_', '-'; neither part starting with '-'), "
+                             "e.g. mendel@192.168.100.2")
+        for flag, path in (("--identity", self.identity), ("--known-hosts", self.known_hosts)):
+            if path is not None:
+                ssh_path(path, flag)
         if self.identity is not None and not Path(self.identity).is_file():
             raise InputError(f"--identity {self.identity}: no such key file", "check the path to the private key")
         if self.known_hosts is not None and not Path(self.known_hosts).parent.is_dir():
@@ -81,10 +102,12 @@ class SshTarget:
         if self.port is not None:
             argv += ["-p", str(self.port)]
         if self.identity is not None:
-            argv += ["-i", str(self.identity), "-o", "IdentitiesOnly=yes"]
+            # -o IdentityFile, not -i: ssh checks an -i path before expanding its % tokens, so no spelling of a
+            # path holding % passes both; the config option is only expanded
+            argv += ["-o", f'IdentityFile="{ssh_path(self.identity, "--identity")}"', "-o", "IdentitiesOnly=yes"]
         if self.known_hosts is not None:
-            argv += ["-o", f"UserKnownHostsFile={self.known_hosts}"]
-        return argv + [self.destination, remote_command]
+            argv += ["-o", f'UserKnownHostsFile="{ssh_path(self.known_hosts, "--known-hosts")}"']
+        return argv + ["--", self.destination, remote_command]
 
     def run(self, remote_command: str, stdin: bytes | Any = b"", timeout: float | None = None,
             what: str = "the command") -> subprocess.CompletedProcess:

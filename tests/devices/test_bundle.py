@@ -135,6 +135,22 @@ def test_a_symlink_leading_out_of_the_bundle_is_refused(bundle, tmp_path, no_ope
     assert CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(bundle)]).exit_code == 3
 
 
+@pytest.mark.parametrize("link", ["labels.txt", MODEL, "manifest.json"])
+def test_a_symlink_inside_the_bundle_is_refused_everywhere(bundle, tmp_path, no_open, link):
+    """One rule for links: a bundle holds its files themselves. A linked file classified locally but broke
+    deploy with a misleading hint and left a half-copied bundle on the board."""
+    if os.name != "posix":
+        pytest.skip("symbolic links need POSIX")
+    real = bundle / f"real_{link}"
+    (bundle / link).rename(real)   # the same bytes, inside the bundle: only the link rule can refuse it
+    (bundle / link).symlink_to(real.name)
+    out = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(bundle)])
+    assert out.exit_code == 3 and "is a symbolic link" in out.stderr and out.stderr.count("\n") == 1, out.output
+    out = CliRunner().invoke(cli, ["deploy", str(bundle), "--to", "nobody@127.0.0.1", "--port", "9"])
+    assert out.exit_code == 3 and "is a symbolic link" in out.stderr, out.output  # before connecting
+    assert no_open == []
+
+
 @pytest.mark.parametrize("change, message", [
     (lambda d: d.update(format="other"), "'format' is not"),
     (lambda d: d.update(format_version=99), "newer than this edgekit reads"),
