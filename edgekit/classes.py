@@ -45,8 +45,9 @@ def read_labels(path):
 
     For ``classify`` and ``quantize --labels`` alike (the board runner reads its bundle's labels itself).
     """
-    from edgekit.errors import InputError
+    from edgekit.errors import InputError, regular_file
 
+    regular_file(path, "labels file")
     try:
         with open(path, encoding="utf-8-sig") as f:
             return parse_labels(f.read())

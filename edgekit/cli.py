@@ -15,7 +15,7 @@ from typing import Any, Callable
 import click
 
 from edgekit import __version__
-from edgekit.errors import EdgekitError, InputError, InternalError, UsageError
+from edgekit.errors import EdgekitError, InputError, InternalError, UsageError, printable
 
 
 def _debug_requested(ctx: click.Context) -> bool:
@@ -42,7 +42,7 @@ class _Group(click.Group):
             _fail(exc, _debug_requested(ctx))
         except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (_Stopped): cleanups have run
             signum = getattr(exc, "signum", signal.SIGINT)
-            click.echo("interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}",
+            _echo("interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}",
                        err=True)
             sys.exit(128 + signum)
         except Exception as exc:  # a bug: say so, briefly
@@ -61,7 +61,7 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
         traceback.print_exc(file=sys.stderr)
     from edgekit.errors import printable
 
-    click.echo(f"error: {printable(str(exc))}", err=True)
+    _echo(f"error: {exc}", err=True)
     if getattr(exc, "hard_exit", False):  # TensorFlow threads that may never let the interpreter end: go now
         sys.stdout.flush()
         sys.stderr.flush()
@@ -77,7 +77,7 @@ class _BadInputParameter(click.ClickException):
     def show(self, file: Any = None) -> None:
         from edgekit.errors import printable
 
-        click.echo(f"error: {printable(self.message)}", err=True)
+        _echo(f"error: {printable(self.message)}", err=True)
 
 
 class _KindPath(click.Path):
@@ -89,6 +89,13 @@ class _KindPath(click.Path):
         raise NotImplementedError
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
+        from edgekit.errors import regular_file
+
+        flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else ""
+        try:
+            regular_file(value, flag)  # a FIFO or a device (/dev/zero) would block or never end
+        except InputError as exc:
+            raise _BadInputParameter(str(exc)) from None
         if self.is_wrong(value):
             right = "file" if self.wrong == "folder" else "folder"
             flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else None
@@ -171,14 +178,20 @@ def _json_safe(x: Any) -> Any:
     return x
 
 
+def _echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
+    """click.echo with every line strict UTF-8: a file name that is not UTF-8 prints as \\xNN, never as a lone
+    surrogate the terminal cannot show (or an encoding error)."""
+    click.echo(printable(message) if isinstance(message, str) else message, err=err, **kwargs)
+
+
 def emit(as_json: bool, data: Any, render: Callable[[Any], str]) -> None:
     """Print ``data`` as JSON, or as the text ``render`` makes of it."""
     if as_json:
         import json  # here, not at the top: a text run never pays for it (cold start, issue 11)
 
-        click.echo(json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False))
+        _echo(json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False))
     else:
-        click.echo(render(data))
+        _echo(render(data))
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -296,7 +309,7 @@ def train(data: str, output: str, arch: str, width: float, epochs: int, batch_si
                                  batch_size=batch_size, input_size=_size(input_size), scaling=scaling,
                                  channels=channels, validation_split=validation_split, learning_rate=learning_rate,
                                  seed=seed, tfrecord_key=tfrecord_key, worker_timeout=worker_timeout,
-                                 show_progress=not quiet, on_message=lambda m: click.echo(m if m.startswith("warning:") else f"note: {m}",
+                                 show_progress=not quiet, on_message=lambda m: _echo(m if m.startswith("warning:") else f"note: {m}",
                                                                  err=True)))
     emit(as_json, doc, _render_train)
 
@@ -440,8 +453,8 @@ def _quantize_options(model: str, output: str | None, quiet: bool, q: dict[str, 
                            labels=q["labels"], eval=q["eval_data"], min_agreement=q["min_agreement"],
                            max_accuracy_drop=q["max_accuracy_drop"], verify=not q["no_verify"],
                            verbose=q["verbose"], show_progress=not quiet,
-                           on_warning=lambda w: click.echo(f"warning: {w}", err=True),
-                           on_note=None if quiet else lambda n: click.echo(f"note: {n}", err=True))
+                           on_warning=lambda w: _echo(f"warning: {w}", err=True),
+                           on_note=None if quiet else lambda n: _echo(f"note: {n}", err=True))
 
 
 @command
@@ -497,7 +510,7 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
     if as_json:
         emit(True, report.to_dict(), str)
     else:
-        click.echo(compatibility.render(report))
+        _echo(compatibility.render(report))
     if strict and not report.fully_mappable:
         first = next((o for o in report.ops if o.target == "cpu"), None)
         raise CompatibilityError(
@@ -575,18 +588,18 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
 
     def note(message: str) -> None:
         if not quiet and sys.stderr.isatty():
-            click.echo(message, err=True)
+            _echo(message, err=True)
 
     try:
         report = etc.compile_model(model, out_dir, min_runtime=min_runtime, segments=segments,
                                    search_delegate=search_delegate, timeout=timeout, notify=note,
-                                   on_note=None if quiet else lambda n: click.echo(f"note: {n}", err=True))
+                                   on_note=None if quiet else lambda n: _echo(f"note: {n}", err=True))
     except MissingDependencyError as err:  # no compiler here: the offline prediction instead
         if as_json:
             emit(True, {"compiled": False, "reason": err.message, "check": prediction.to_dict()}, str)
         else:
-            click.echo(f"{err.message}; here is the offline prediction (`edgekit check`) instead:\n")
-            click.echo(compatibility.render(prediction))
+            _echo(f"{err.message}; here is the offline prediction (`edgekit check`) instead:\n")
+            _echo(compatibility.render(prediction))
         raise
     except CompilerError as err:  # --json still describes what the compiler said (the error line follows)
         if as_json:
@@ -726,7 +739,7 @@ def build(model: str, output: str, min_runtime: int | None, timeout: float, no_c
 
     def note(message: str) -> None:
         if message.startswith("warning:") or not quiet:
-            click.echo(message, err=True)
+            _echo(message, err=True)
 
     doc = run_build(BuildOptions(quantize=_quantize_options(model, None, quiet, q), output=output,
                                  min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
@@ -786,7 +799,7 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     def show_notes() -> None:
         for note in notes:
             if not quiet or note.startswith("warning:"):
-                click.echo(note if note.startswith("warning:") else f"note: {note}", err=True)
+                _echo(note if note.startswith("warning:") else f"note: {note}", err=True)
         notes.clear()
 
     def on_start(n: int) -> None:
@@ -827,7 +840,7 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     emit(as_json, doc, _render_classify)
     if doc["errors"]:  # one line per image that failed, with its fix (also beside --json); the rest were classified
         for e in doc["errors"]:
-            click.echo(f"error: {e['error']}", err=True)
+            _echo(f"error: {e['error']}", err=True)
         sys.exit(InputError.exit_code)
 
 
@@ -910,7 +923,7 @@ def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labe
             bar.render_finish()
     for note in ev.notes:
         if not quiet or note.startswith("warning:"):
-            click.echo(note if note.startswith("warning:") else f"note: {note}", err=True)
+            _echo(note if note.startswith("warning:") else f"note: {note}", err=True)
     doc = ev.to_dict()
     doc["reference"] = None
     if reference:
@@ -923,7 +936,7 @@ def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labe
         from edgekit.errors import InputError
 
         for e in doc["errors"]:
-            click.echo(f"error: {e['error']}", err=True)
+            _echo(f"error: {e['error']}", err=True)
         sys.exit(InputError.exit_code)
 
 
@@ -937,10 +950,12 @@ def _render_benchmark(d: dict[str, Any]) -> str:
              f"Throughput {d['throughput_per_s']:.1f} inferences/s"]
     c = d["comparison"]
     if c:
+        interval = c.get("change_interval")
+        span = f", 95% interval {interval[0]:+.1%} to {interval[1]:+.1%}" if interval else ""
         lines.append(f"Against {c['saved']}: p50 {c['baseline_ms']:.3f} -> {c['current_ms']:.3f} ms "
-                     f"({c['change']:+.1%}; more than +{c['max_slowdown']:.0%} is a regression: p50 moves a few "
-                     "percent between runs on an idle machine, a busy CPU or ops off the Edge TPU far more)"
-                     + (": REGRESSION" if c["regression"] else ""))
+                     f"({c['change']:+.1%}{span}; more than +{c['max_slowdown']:.0%} is a regression: p50 moves a "
+                     "few percent between runs on an idle machine, a busy CPU or ops off the Edge TPU far more)"
+                     + (": REGRESSION" if c["regression"] else f": {c['verdict']}"))
     return "\n".join(lines)
 
 
@@ -985,14 +1000,14 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
         from edgekit.fileio import require_output_folder
 
         _refuse_save_over_model(save, model)
-        require_output_folder(save, None if quiet else lambda m: click.echo(f"note: {m}", err=True), "--save")
+        require_output_folder(save, None if quiet else lambda m: _echo(f"note: {m}", err=True), "--save")
     saved = benchmark_mod.read_saved(compare_with) if compare_with else None
     if on is not None:
         from edgekit.devices import remote
 
         def deployed(d: dict[str, Any]) -> None:
             if not quiet:
-                click.echo(f"note: {_deploy_notes(d)[0]}", err=True)
+                _echo(f"note: {_deploy_notes(d)[0]}", err=True)
 
         doc = remote.benchmark(model, _ssh_target(on, ssh), path=ssh["remote_path"], device=device, n=iterations,
                                warmup=warmup, threads=threads, on_deployed=deployed)
@@ -1000,14 +1015,26 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
         doc = benchmark_mod.benchmark(model, device, iterations, warmup, threads)
     for note in doc["notes"]:
         if not quiet:
-            click.echo(f"note: {note}", err=True)
+            _echo(f"note: {note}", err=True)
     for warning in doc["warnings"]:
-        click.echo(f"warning: {warning}", err=True)
+        _echo(f"warning: {warning}", err=True)
     if saved is not None:
-        doc["comparison"] = {"saved": compare_with, **latency.compare(doc, saved, max_slowdown / 100.0)}
+        c = doc["comparison"] = {"saved": compare_with, **latency.compare(doc, saved, max_slowdown / 100.0)}
+        said = []
         if saved.get("model") != doc["model"] or saved.get("device") != doc["device"]:
-            click.echo(f"warning: {compare_with} timed {saved.get('model')} on {saved.get('device')}; this run "
-                       f"{doc['model']} on {doc['device']}", err=True)
+            said.append(f"{compare_with} timed {saved.get('model')} on {saved.get('device')}; this run "
+                        f"{doc['model']} on {doc['device']}")
+        if c["verdict"] == "uncertain":
+            lo, hi = c["change_interval"]
+            said.append(f"cannot tell whether p50 grew by more than --max-slowdown {max_slowdown:g}%: "
+                        f"{c['change']:+.1%} (95% interval {lo:+.1%} to {hi:+.1%}); more inferences (-n) on a "
+                        "quieter machine would settle it")
+        elif c["verdict"] == "point":
+            said.append(f"{compare_with} holds no latencies_ms (an older edgekit): judged on the two p50 values "
+                        "alone, without an interval")
+        for warning in said:
+            _echo(f"warning: {warning}", err=True)
+        doc["warnings"] += said   # in --json too
     if save:
         import json
 
@@ -1015,8 +1042,11 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
     emit(as_json, doc, _render_benchmark)
     c = doc["comparison"]
     if c and c["regression"]:
+        interval = c.get("change_interval")
+        sure = (f" (95% interval {interval[0]:+.1%} to {interval[1]:+.1%}: beyond doubt)" if interval else "")
         raise RegressionError(f"p50 latency {c['current_ms']:.3f} ms is {c['change']:+.1%} against "
-                              f"{c['baseline_ms']:.3f} ms in {compare_with}, more than --max-slowdown {max_slowdown:g}%",
+                              f"{c['baseline_ms']:.3f} ms in {compare_with}{sure}, more than --max-slowdown "
+                              f"{max_slowdown:g}%",
                               "look for ops that left the Edge TPU, fewer threads, or a busy or throttled CPU")
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from edgekit.preprocess import IMAGE_EXTENSIONS
-from edgekit.errors import InputError, first_line
+from edgekit.errors import InputError, first_line, regular_file
 
 #: Image array names in an .npz, in the order looked for, each with the label array names that go with it.
 ARRAY_PAIRS = {"x": ("y", "labels"), "images": ("labels", "y"), "x_train": ("y_train",), "data": ("labels", "y"),
@@ -77,6 +77,7 @@ def class_ids(y: np.ndarray, what: str = "y") -> np.ndarray:
 
 def read_labelled_arrays(path: Path, flag: str = "--data") -> tuple[np.ndarray, np.ndarray]:
     """(x, y class ids) from an .npz holding images (or model inputs) and their labels."""
+    regular_file(path, flag)
     try:
         with np.load(path, allow_pickle=False) as z:
             names = list(z.files)

@@ -45,6 +45,47 @@ def first_line(exc: BaseException, limit: int = 300) -> str:
     return text.splitlines()[0][:limit] if text else type(exc).__name__
 
 
+def regular_file(path, what: str = "") -> None:
+    """Refuse (InputError) a path that exists but is neither a regular file nor a folder.
+
+    Reading a FIFO blocks until something writes to it (for ever, often) and a device such as
+    /dev/zero never ends, so no input is opened before this says it is a plain file. A missing path,
+    a folder or an open file object are left to the caller, whose own message fits better.
+    """
+    import os
+    import stat
+
+    if not isinstance(path, (str, bytes, os.PathLike)):
+        return
+    try:
+        mode = os.stat(path).st_mode
+    except (OSError, ValueError):
+        return
+    if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
+        return
+    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+            else "a socket" if stat.S_ISSOCK(mode) else "a special file")
+    shown = os.fsdecode(path) if isinstance(path, bytes) else str(path)
+    raise InputError(f"{what + ' ' if what else ''}{shown} is {kind}, not a regular file",
+                     "pass a regular file (save what the pipe or device gives to a file first)")
+
+
+def parse_json(text, what: str, hint: str):
+    """``json.loads`` for files a user hands edgekit: NaN/Infinity (not JSON) and nesting too deep to parse
+    (RecursionError) are an InputError naming ``what``, like any other malformed document."""
+    import json
+
+    def no_constant(name: str):
+        raise ValueError(f"{name} is not a JSON number")
+
+    try:
+        return json.loads(text, parse_constant=no_constant)
+    except RecursionError:
+        raise InputError(f"{what}: nested too deeply to be read", hint) from None
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise InputError(f"{what}: not valid JSON ({first_line(exc, 200)})", hint) from None
+
+
 def printable(text: str) -> str:
     """``text`` as strict UTF-8: the undecodable bytes of a file name that is not UTF-8 (lone surrogates,
     PEP 383) become ``\\xNN``; any other lone surrogate ``\\udNNN``."""

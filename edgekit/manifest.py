@@ -206,6 +206,9 @@ def load(path: Union[str, os.PathLike]) -> Bundle:
     except (ValueError, UnicodeDecodeError) as exc:
         raise BundleError("%s: manifest is not valid JSON (%s)" % (manifest_path, exc),
                           "rebuild the bundle with edgekit build") from None
+    except RecursionError:
+        raise BundleError("%s: manifest is nested too deeply to be read" % manifest_path,
+                          "rebuild the bundle with edgekit build") from None
     return Bundle(root, check_manifest(root, m))
 
 

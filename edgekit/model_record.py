@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgekit.errors import InputError
+from edgekit.errors import InputError, parse_json
 from edgekit.preprocess import PreprocessSpec
 
 METADATA_NAME = "edgekit"
@@ -40,12 +40,9 @@ class ModelRecord:
 
     @classmethod
     def from_json(cls, text: str | bytes, source: str = "record") -> "ModelRecord":
-        try:
-            d = json.loads(text)
-            if not isinstance(d, dict):
-                raise ValueError("not a JSON object")
-        except ValueError as exc:
-            raise InputError(f"{source}: edgekit record is not valid JSON ({exc})", RECORD_HINT) from None
+        d = parse_json(text, f"{source}: edgekit record", RECORD_HINT)
+        if not isinstance(d, dict):
+            raise InputError(f"{source}: edgekit record is not valid JSON (not a JSON object)", RECORD_HINT)
         spec = d.pop("preprocess", None)
         labels = d.pop("labels", None)
         d.pop("record_version", None)
@@ -73,6 +70,6 @@ def find_record(model_path: str | Path, metadata: dict[str, bytes]) -> tuple[Mod
     if METADATA_NAME in metadata:
         return ModelRecord.from_json(metadata[METADATA_NAME], f"{model_path} metadata"), "model metadata"
     for candidate in dict.fromkeys([sidecar_path(model_path), sidecar_path(cpu_model_path(model_path))]):
-        if candidate.is_file():
+        if candidate.is_file():  # a regular file (is_file follows no FIFO or device)
             return ModelRecord.from_json(candidate.read_bytes(), str(candidate)), str(candidate)
     return None

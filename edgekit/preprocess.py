@@ -14,6 +14,7 @@ linear normalization over the full pixel range exactly (see ../shared/DESIGN.md,
 from __future__ import annotations
 
 import math
+import os
 import warnings
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -21,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.errors import EdgekitError, InputError, UsageError, first_line
+from edgekit.errors import EdgekitError, InputError, UsageError, first_line, printable, regular_file
 
 SPEC_VERSION = 1
 RESIZE_FILTERS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming")
@@ -172,41 +173,92 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
     return spec, source, notes
 
 
+# The formats of IMAGE_EXTENSIONS, and only those: Pillow would otherwise identify any of its ~40 plugins'
+# formats from a file's first bytes, whatever its name, EPS among them, whose load() runs Ghostscript.
+# (DIB: a BMP variant; MPO: what Pillow's JPEG reader calls a JPEG holding several pictures, as cameras write.)
+IMAGE_FORMATS = ("JPEG", "PNG", "BMP", "DIB", "GIF", "WEBP", "TIFF", "PPM")
+READ_AS = IMAGE_FORMATS + ("MPO",)
+
+
+def _open_allowed(path: Any) -> Any:
+    """``Image.open`` restricted to IMAGE_FORMATS (the header only: nothing decoded yet). Raises Pillow's errors."""
+    from PIL import Image, UnidentifiedImageError
+
+    if not set(IMAGE_FORMATS) <= set(Image.OPEN):
+        Image.init()  # the plugins of WebP and TIFF load on first need
+    formats = [f for f in IMAGE_FORMATS if f in Image.OPEN]  # a Pillow built without WebP has no WEBP
+    try:
+        im = Image.open(path, formats=formats)
+    except TypeError:  # Pillow before 7.2 has no formats=: refuse others once identified, before any load()
+        im = Image.open(path)
+    if im.format not in READ_AS:
+        im.close()
+        raise UnidentifiedImageError(f"{im.format} images are not read")
+    return im
+
+
+def image_size(path: Any) -> tuple[int, int]:
+    """(width, height) from an image's header, through the same checks as :func:`open_image`; InputError."""
+    return _with_image_errors(path, lambda: _header(path))
+
+
+def _header(path: Any) -> tuple[int, int]:
+    with _open_allowed(path) as im:
+        return im.size
+
+
 def open_image(path: str | Path):
     """Open an image fully decoded, EXIF-rotated, refusing decompression bombs. Raises InputError."""
+    return _with_image_errors(path, lambda: _decode(path))
+
+
+def _decode(path: Any):
+    too_large = (f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are refused as possible decompression bombs")
+    with _open_allowed(path) as im:
+        if im.width * im.height > MAX_IMAGE_PIXELS:
+            raise InputError(f"{_shown(path)}: image is too large ({im.width}x{im.height} pixels)", too_large)
+        im.load()
+        upright = im
+        if im.getexif().get(EXIF_ORIENTATION, 1) != 1:  # as the camera was held; else no copy, no ImageOps
+            from PIL import ImageOps
+
+            upright = ImageOps.exif_transpose(im)
+        return to_8bit(upright, path, im.format)
+
+
+def _shown(path: Any) -> str:
+    """A file name as error lines print it (undecodable bytes as \\xNN); "image" for an in-memory file."""
+    return printable(os.fsdecode(path)) if isinstance(path, (str, bytes, os.PathLike)) else "image"
+
+
+def _with_image_errors(path: Any, read: Any) -> Any:
+    """``read()`` with every way an image file can fail turned into one InputError naming ``path``."""
     from PIL import Image, UnidentifiedImageError
 
     # Pillow warns on big images before our own, stricter pixel-count check refuses them. A filter,
     # re-added on each call, rather than warnings.catch_warnings(), which is not thread-safe (classify
     # decodes in threads).
     warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
-    too_large = (f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are refused as possible decompression bombs")
+    shown = _shown(path)
+    regular_file(path)
     try:
-        with Image.open(path) as im:
-            if im.width * im.height > MAX_IMAGE_PIXELS:
-                raise InputError(f"{path}: image is too large ({im.width}x{im.height} pixels)", too_large)
-            im.load()
-            upright = im
-            if im.getexif().get(EXIF_ORIENTATION, 1) != 1:  # as the camera was held; else no copy, no ImageOps
-                from PIL import ImageOps
-
-                upright = ImageOps.exif_transpose(im)
-            return to_8bit(upright, path, im.format)
+        return read()
     except InputError:
         raise
     except FileNotFoundError:
-        raise InputError(f"{path}: no such file", "check the path") from None
+        raise InputError(f"{shown}: no such file", "check the path") from None
     except Image.DecompressionBombError:
-        raise InputError(f"{path}: image is too large", too_large) from None
+        raise InputError(f"{shown}: image is too large", f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are "
+                         "refused as possible decompression bombs") from None
     except UnidentifiedImageError:
-        raise InputError(f"{path}: not an image Pillow can read",
+        raise InputError(f"{shown}: not an image edgekit reads",
                          "pass JPEG, PNG, BMP, GIF, WebP, TIFF or PPM images") from None
     except IsADirectoryError:
-        raise InputError(f"{path}: a folder, not an image", "pass the folder itself, not as a file") from None
+        raise InputError(f"{shown}: a folder, not an image", "pass the folder itself, not as a file") from None
     except (OSError, SyntaxError, ValueError) as exc:
         text = str(exc).strip()
         why = text.splitlines()[0][:200] if text else type(exc).__name__
-        raise InputError(f"{path}: cannot decode image ({why})",
+        raise InputError(f"{shown}: cannot decode image ({why})",
                          "the file is damaged or truncated: save or copy it again") from None
 
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from edgekit._schema_names import BUILTIN_OPS, TENSOR_TYPES
-from edgekit.errors import InputError, InvalidModelError
+from edgekit.errors import InputError, InvalidModelError, regular_file
 
 EDGETPU_CUSTOM_OP = "edgetpu-custom-op"
 #: Tensor types that make an op a float op (the Edge TPU computes on 8-bit integers only).
@@ -444,6 +444,7 @@ def load(path: str | os.PathLike) -> ModelInfo:
     p = Path(path)
     if p.is_dir():
         raise InputError(f"{p} is a folder, not a .tflite file", "pass the .tflite file itself")
+    regular_file(p)
     try:
         with open(p, "rb") as f:
             size = os.fstat(f.fileno()).st_size

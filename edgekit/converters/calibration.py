@@ -27,7 +27,7 @@ import numpy as np
 
 from edgekit import datasets
 from edgekit.datasets import list_images
-from edgekit.errors import InputError, UsageError, first_line
+from edgekit.errors import InputError, UsageError, first_line, regular_file
 from edgekit.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
 
 IMAGE_SUFFIXES = IMAGE_EXTENSIONS  # the images classify reads are the images calibration reads
@@ -273,6 +273,7 @@ def _check_headers(source: Path) -> None:
 
 
 def _read_array(source: Path) -> tuple[np.ndarray, np.ndarray | None]:
+    regular_file(source, "--calib")
     try:
         _check_headers(source)
         if source.suffix.lower() == ".npy":

@@ -27,7 +27,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
-from edgekit.errors import ConversionError, InputError, MissingDependencyError, UsageError, first_line
+from edgekit.errors import ConversionError, InputError, MissingDependencyError, UsageError, first_line, regular_file
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 _SCALING_LAYERS = ("Rescaling", "Normalization")
@@ -82,6 +82,7 @@ def load(path: str | Path, arch: str | None = None, custom_objects: str | None =
     p = Path(path)
     if not p.exists():
         raise InputError(f"no such file or directory: {p}", "check the model path")
+    regular_file(p)
     if p.is_dir():
         if not (p / "saved_model.pb").is_file() and not (p / "saved_model.pbtxt").is_file():
             raise InputError(f"{p} is a directory but not a SavedModel (no saved_model.pb in it)",

@@ -29,7 +29,7 @@ from typing import Any, Callable, Iterator
 # Shared with the runner deploy ships to a board (stdlib only), so both find packages the same way.
 from edgekit.devices.board_runner import google_pycoral_available, module_available  # noqa: F401
 from edgekit.devices.latency import default_threads
-from edgekit.errors import DeviceError, InputError, MissingDependencyError, UsageError, first_line
+from edgekit.errors import DeviceError, InputError, MissingDependencyError, UsageError, first_line, printable
 
 BACKENDS = ("pycoral", "ai_edge_litert", "tflite_runtime", "tensorflow")
 BACKEND_ENV = "EDGEKIT_BACKEND"
@@ -112,7 +112,7 @@ class Backend:
 
     def interpreter(self, model_path: str, delegates: list | None = None, num_threads: int | None = None) -> Any:
         """A CPU (or delegated) interpreter with tensors allocated; a model that cannot load raises."""
-        kwargs: dict[str, Any] = {"model_path": str(model_path)}
+        kwargs: dict[str, Any] = _model_source(model_path)
         if delegates:
             kwargs["experimental_delegates"] = delegates
         if num_threads:
@@ -132,6 +132,22 @@ class Backend:
                                "pass the CPU model it was compiled from instead")
         return InputError(f"{model_path}: the {self.name} interpreter cannot load the model ({first_line(exc)})",
                           "check it with `edgekit inspect`; a damaged file must be copied or exported again")
+
+
+def _model_source(model_path: str | os.PathLike) -> dict[str, Any]:
+    """``model_path=`` for the interpreter, or ``model_content=`` (the file's bytes) for a path that is not
+    UTF-8: the interpreter packages pass the path to C++ as UTF-8 and fail on the undecodable bytes of such
+    a name (PEP 383 surrogates)."""
+    text = os.fspath(model_path) if not isinstance(model_path, bytes) else os.fsdecode(model_path)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        try:
+            return {"model_content": Path(text).read_bytes()}
+        except OSError as exc:
+            raise InputError(f"cannot read {printable(text)}: {exc.strerror or exc}",
+                             "check the file's permissions") from None
+    return {"model_path": text}
 
 
 _NATIVE_NOISE = ("INFO: Created TensorFlow Lite XNNPACK delegate for CPU.",)
@@ -471,7 +487,9 @@ def edgetpu_interpreter(backend: Backend, path: str | Path, spec: DeviceSpec, nu
     _refuse_crashing_pair(backend, path, spec, library)
     if backend.make_edgetpu_interpreter is not None:  # Google's pycoral: its own factory
         try:
-            interp = backend.make_edgetpu_interpreter(str(path), device=spec.delegate_option)
+            source = _model_source(path)
+            interp = backend.make_edgetpu_interpreter(source.get("model_path") or source["model_content"],
+                                                      device=spec.delegate_option)
             interp.allocate_tensors()
             return interp
         except (OSError, ValueError, RuntimeError) as exc:

@@ -8,7 +8,6 @@ come from :mod:`edgekit.devices.latency`, which the Dev Board runner shares.
 
 from __future__ import annotations
 
-import json
 import os
 import time
 from pathlib import Path
@@ -17,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from edgekit.devices import latency
-from edgekit.errors import DeviceError, InputError, first_line
+from edgekit.errors import DeviceError, InputError, first_line, parse_json, regular_file
 
 
 default_threads = latency.default_threads
@@ -67,13 +66,29 @@ def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warm
 
 
 def read_saved(path: str | os.PathLike) -> dict[str, Any]:
-    """A document written by ``--save`` (InputError when it is not one)."""
+    """A document written by ``--save`` (InputError, exit 3, when it is not one).
+
+    Every number ``--compare`` uses must be a finite, positive latency: a baseline of NaN, Infinity, 0,
+    a negative number or ``true`` would make every run pass (or fail) without measuring anything.
+    """
+    hint = "pass a file written by edgekit benchmark --save"
+    regular_file(path, "--compare")
     try:
-        doc = json.loads(Path(path).read_text())
-        float(doc["p50_ms"])
-        return doc
+        text = Path(path).read_text(encoding="utf-8")
     except FileNotFoundError:
         raise InputError(f"--compare {path}: no such file", "save a run first with --save FILE") from None
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise InputError(f"--compare {path}: not a saved benchmark ({first_line(exc)})",
-                         "pass a file written by edgekit benchmark --save") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise InputError(f"--compare {path}: cannot read it ({first_line(exc)})", hint) from None
+    doc = parse_json(text, f"--compare {path}", hint)
+
+    def latency(value: Any) -> bool:
+        return isinstance(value, (int, float)) and not isinstance(value, bool) and 0 < value < float("inf")
+
+    if not isinstance(doc, dict) or not latency(doc.get("p50_ms")):
+        raise InputError(f"--compare {path}: not a saved benchmark (its p50_ms is {doc.get('p50_ms')!r}, not a "
+                         "positive number of milliseconds)" if isinstance(doc, dict) else
+                         f"--compare {path}: not a saved benchmark (not a JSON object)", hint)
+    samples = doc.get("latencies_ms")
+    if samples is not None and not (isinstance(samples, list) and all(latency(v) for v in samples)):
+        raise InputError(f"--compare {path}: its latencies_ms are not all positive numbers of milliseconds", hint)
+    return doc

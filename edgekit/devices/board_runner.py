@@ -326,7 +326,7 @@ class BundleClassifier:
         if opened.labels:
             path = str(opened.path(opened.labels))
             try:
-                with open(path, encoding="utf-8-sig") as f:
+                with open(path, encoding="utf-8-sig") as f:  # verified by the manifest: a regular file
                     self.labels = parse_labels(f.read())
             except (OSError, UnicodeDecodeError) as exc:
                 raise InputError("cannot read the labels file %s (%s)" % (path, _first_line(exc)),

@@ -24,7 +24,7 @@ from typing import Any, Callable, Iterable, Iterator
 import numpy as np
 
 from edgekit.classes import parse_labels, read_labels, top_k  # noqa: F401 (part of this module's API)
-from edgekit.errors import DeviceError, InputError, first_line
+from edgekit.errors import DeviceError, InputError, first_line, regular_file
 from edgekit.preprocess import IMAGE_EXTENSIONS  # noqa: F401 (part of this module's API)
 
 
@@ -112,6 +112,7 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
 
     from edgekit.model_record import METADATA_NAME
 
+    regular_file(path)
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             plain = (data[4:8] == _TFLITE_IDENTIFIER and data.find(_EDGETPU_CUSTOM_OP) < 0

@@ -109,15 +109,13 @@ def _check_headers(source: str, items: list[str]) -> None:
 
     A file that does not decode otherwise surfaces minutes later inside TensorFlow's input threads.
     """
-    from PIL import Image
+    from edgekit.preprocess import image_size
 
     for item in items:
         try:
-            with Image.open(item) as im:
-                im.size  # noqa: B018 (the header is parsed by open)
-        except Exception as exc:  # UnidentifiedImageError, OSError, DecompressionBombError...
-            raise InputError(f"DATA {source}: {item} is not an image Pillow can read ({first_line(exc, 200)})",
-                             "remove or replace that file, then train again") from None
+            image_size(item)
+        except InputError as exc:
+            raise InputError(f"DATA {source}: {exc.message}", "remove or replace that file, then train again") from None
 
 
 def _read_tfrecords(source: str, key: str) -> TrainingData:

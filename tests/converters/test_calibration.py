@@ -185,7 +185,7 @@ def test_an_unreadable_image_in_the_folder_is_named_with_what_to_do(tmp_path):
     (root / "class1" / "broken.png").write_text("not a png")
     with pytest.raises(InputError) as exc:
         calibration.load(str(root), SPEC, samples=10, holdout=0)
-    assert str(exc.value) == (f"--calib {root}: {root / 'class1' / 'broken.png'}: not an image Pillow can read "
+    assert str(exc.value) == (f"--calib {root}: {root / 'class1' / 'broken.png'}: not an image edgekit reads "
                               "(remove or replace that file)")
 
 

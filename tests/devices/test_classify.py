@@ -422,7 +422,7 @@ def test_json_schema_and_exit_codes(bad_images):
     partial = CliRunner().invoke(cli, args + [str(bad_images["text"])])
     assert partial.exit_code == InputError.exit_code
     doc = json.loads(partial.stdout)
-    said = (f"{bad_images['text']}: not an image Pillow can read "
+    said = (f"{bad_images['text']}: not an image edgekit reads "
             "(pass JPEG, PNG, BMP, GIF, WebP, TIFF or PPM images)")
     assert len(doc["results"]) == 2 and doc["errors"] == [{"image": str(bad_images["text"]), "error": said}]
     assert partial.stderr.strip().splitlines() == [f"error: {said}"]  # one line for one bad image
