@@ -62,9 +62,12 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
     from edgekit.errors import printable
 
     _echo(f"error: {exc}", err=True)
-    if getattr(exc, "hard_exit", False):  # TensorFlow threads that may never let the interpreter end: go now
-        sys.stdout.flush()
-        sys.stderr.flush()
+    if getattr(exc, "hard_exit", False):  # threads that may never let the interpreter end, or a stdout whose
+        for stream in (sys.stdout, sys.stderr):  # buffer would fail again at exit: go now
+            try:
+                stream.flush()
+            except OSError:
+                pass
         os._exit(exc.exit_code)
     sys.exit(exc.exit_code)
 
@@ -181,7 +184,15 @@ def _json_safe(x: Any) -> Any:
 def _echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
     """click.echo with every line strict UTF-8: a file name that is not UTF-8 prints as \\xNN, never as a lone
     surrogate the terminal cannot show (or an encoding error)."""
-    click.echo(printable(message) if isinstance(message, str) else message, err=err, **kwargs)
+    try:
+        click.echo(printable(message) if isinstance(message, str) else message, err=err, **kwargs)
+    except OSError as exc:  # a full disk or device behind > (/dev/full), a closed pipe
+        if err:
+            raise
+        from edgekit.errors import OutputError
+
+        raise OutputError(f"cannot write to standard output ({exc.strerror or exc})",
+                          "check where the output goes: the disk may be full, or the reader gone") from None
 
 
 def emit(as_json: bool, data: Any, render: Callable[[Any], str]) -> None:

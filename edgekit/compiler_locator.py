@@ -87,18 +87,31 @@ def version_from_output(exe: str, returncode: int, text: str) -> str:
 
 
 def probe_version(exe: str, timeout: float = VERSION_TIMEOUT_S) -> str:
-    """Run ``exe --version`` (with a timeout) and return the version; MissingDependencyError when it cannot."""
+    """Run ``exe --version`` (with a timeout) and return the version; MissingDependencyError when it cannot.
+
+    It runs in a process group of its own, killed whole on timeout: a hung program's children would
+    otherwise live on (and hold its output pipes open, so the wait would never end either).
+    """
+    import os
+    import signal
     import subprocess
 
     try:
-        out = subprocess.run([exe, "--version"], capture_output=True, text=True, errors="replace",
-                             timeout=timeout, stdin=subprocess.DEVNULL)
-    except subprocess.TimeoutExpired:
-        raise MissingDependencyError(f"{exe} --version did not answer within {timeout:g} s",
-                                     NOT_COMPILER_HINT) from None
+        proc = subprocess.Popen([exe, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
     except OSError as exc:
         raise MissingDependencyError(f"{exe} cannot run: {exc.strerror or exc}", NOT_COMPILER_HINT) from None
-    return version_from_output(exe, out.returncode, out.stdout + out.stderr)
+    try:
+        out, err = proc.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except OSError:
+            proc.kill()
+        proc.communicate()
+        raise MissingDependencyError(f"{exe} --version did not answer within {timeout:g} s",
+                                     NOT_COMPILER_HINT) from None
+    return version_from_output(exe, proc.returncode, out + err)
 
 
 def version_major(version: str | None) -> int | None:

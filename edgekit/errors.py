@@ -39,6 +39,13 @@ class EdgekitError(Exception):
         return f"{self.message} ({self.hint})" if self.hint else self.message
 
 
+class OutputError(EdgekitError):
+    """Standard output cannot be written (a full disk, /dev/full, a closed pipe): exit 1, straight away."""
+
+    exit_code = 1
+    hard_exit = True   # its unwritten buffer would fail again when Python exits
+
+
 def first_line(exc: BaseException, limit: int = 300) -> str:
     """The first line of an exception's text (its type name when it has none), for one-line messages."""
     text = str(exc).strip()

@@ -239,6 +239,9 @@ def _with_image_errors(path: Any, read: Any) -> Any:
     # re-added on each call, rather than warnings.catch_warnings(), which is not thread-safe (classify
     # decodes in threads).
     warnings.filterwarnings("ignore", category=Image.DecompressionBombWarning)
+    # Pillow's own UserWarnings (palette transparency, corrupt EXIF...) describe conversions it makes and
+    # edgekit handles; printed raw they are Python warning lines amid edgekit's one-line output
+    warnings.filterwarnings("ignore", category=UserWarning, module=r"PIL(\.|$)")
     shown = _shown(path)
     regular_file(path)
     try:

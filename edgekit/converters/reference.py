@@ -93,6 +93,13 @@ def compare(ev: Evaluation, data: LabelledSet, reference: str, arch: str | None 
     """The ``reference`` block of ``evaluate --json``: float accuracy, agreement, class changes, layer errors."""
     loaded = keras_io.load(reference, arch, custom_objects, trust_model, verbose)
     x = float_inputs(data, ev)
+    wanted = tuple(loaded.input_shape)
+    if any(w and w != got for w, got in zip(wanted, x.shape[1:])) or len(wanted) != x.ndim - 1:
+        from edgekit.errors import InputError
+
+        raise InputError(f"--reference {reference}: it takes inputs of shape {wanted} (height, width, channels), "
+                         f"the evaluated model {tuple(x.shape[1:])}",
+                         "pass the float model this .tflite was made from")
     with silenced(verbose):
         float_scores = loaded.predict(x)
     if float_scores.shape != ev.scores.shape:

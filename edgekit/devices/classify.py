@@ -262,6 +262,14 @@ class Classifier:
 
         if labels is not None:
             self.labels: dict[int, str] = read_labels(labels)
+            recorded = dict(loaded.labels or {})
+            differ = [i for i in sorted(set(recorded) | set(self.labels)) if recorded.get(i) != self.labels.get(i)]
+            if recorded and differ:  # the file wins, as asked; but a wrong file gives wrong names to every answer
+                first = differ[0]
+                self.notes.append(f"warning: --labels {labels} differs from the labels recorded with the model in "
+                                  f"{len(differ)} of {max(len(recorded), len(self.labels))} classes (class {first}: "
+                                  f"{self.labels.get(first)!r} here, {recorded.get(first)!r} recorded); using "
+                                  "--labels")
         else:
             self.labels = dict(loaded.labels or {})
         if (self.labels or labels is not None) and len(self.labels) != self.num_classes:  # an empty file too

@@ -112,3 +112,18 @@ def test_the_text_lists_only_classes_whose_accuracy_changed():
     assert "No class's top-1 accuracy changed from float to int8" in same and "% -> " not in same
     lost = _render_evaluate(doc([-0.1, 0.0]))
     assert "Classes that changed most" in lost and lost.count("% -> ") == 1 and "90.0% -> 80.0%" in lost
+
+
+def test_a_reference_of_another_input_shape_is_exit_3_naming_both(digits_keras, tmp_path):
+    """It was exit 70: the float model was run on inputs of the wrong shape."""
+    from PIL import Image
+
+    from tests.conftest import shared_file
+
+    cat = np.asarray(Image.open(shared_file("cat.bmp")).convert("RGB").resize((128, 128)), np.uint8)
+    np.savez(tmp_path / "cat.npz", x=cat[None], y=np.asarray([283]))
+    out = CliRunner().invoke(cli, ["evaluate", "-m", str(shared_file("mobilenet_v1_0.25_128_quant.tflite")),
+                                   "--data", str(tmp_path / "cat.npz"), "--reference", str(digits_keras.path)])
+    assert out.exit_code == 3, out.output
+    line = [ln for ln in out.stderr.splitlines() if ln.startswith("error: ")][0]
+    assert "(32, 32, 3)" in line and "(128, 128, 3)" in line
