@@ -282,7 +282,8 @@ def test_a_failing_record_write_leaves_neither_model_nor_record(digits_folders, 
     monkeypatch.setattr(os, "replace", record_fails)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    out = CliRunner().invoke(cli, ["train", str(data), "-o", str(out_dir / "m.keras"), "--epochs", "1", "-q"])
+    out = CliRunner().invoke(cli, ["train", str(data), "-o", str(out_dir / "m.keras"), "--epochs", "1",
+                                   "--batch-size", "8", "-q"])
     assert out.exit_code == 3, out.output
     assert "No space left on device" in out.stderr and out.stderr.count("\n") == 1
     assert list(out_dir.iterdir()) == []  # no model, no record, no temporary folder
@@ -294,7 +295,8 @@ def test_a_file_name_that_is_not_utf8_trains(digits_folders, tmp_path):
     data = _small_set(digits_folders, tmp_path / "data")
     first = sorted((data / "1").iterdir())[0]
     os.rename(first, os.path.join(os.fsencode(data / "1"), b"caf\xe9.png"))
-    doc = _train_cli([str(data), "-o", str(tmp_path / "m.keras"), "--epochs", "1", "--validation-split", "0"])
+    doc = _train_cli([str(data), "-o", str(tmp_path / "m.keras"), "--epochs", "1", "--batch-size", "8",
+                      "--validation-split", "0"])
     assert doc["data"]["train_samples"] == 24 and (tmp_path / "m.keras").is_file()
 
 
@@ -306,7 +308,7 @@ def test_the_model_and_its_record_follow_the_umask(digits_folders, tmp_path):
     out_dir.mkdir()
     old = os.umask(0o077)
     try:
-        _train_cli([str(data), "-o", str(out_dir / "m.keras"), "--epochs", "1"])
+        _train_cli([str(data), "-o", str(out_dir / "m.keras"), "--epochs", "1", "--batch-size", "8"])
     finally:
         os.umask(old)
     modes = {p.name: p.stat().st_mode & 0o777 for p in out_dir.iterdir()}
