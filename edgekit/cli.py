@@ -242,6 +242,10 @@ def _render_inspect(d: dict[str, Any]) -> str:
     ]
     if d["min_runtime_version"]:
         lines.append(f"Min TFLite runtime: {d['min_runtime_version']}")
+    if d["edgetpu"]:
+        from edgekit.edgetpu_package import describe
+
+        lines.append(describe(d["edgetpu"]))
     lines.append("Inputs:")
     lines += [tensor_line(t) for t in d["inputs"]]
     lines.append("Outputs:")
@@ -517,11 +521,15 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
     from edgekit.converters import compatibility
     from edgekit.errors import CompatibilityError
 
-    report = compatibility.check_model(tflite_model.load(model), min_runtime, multiple_subgraphs)
+    from edgekit import edgetpu_package
+
+    info = tflite_model.load(model)
+    report = compatibility.check_model(info, min_runtime, multiple_subgraphs)
+    compiled = edgetpu_package.summary(info.edgetpu_packages)  # a compiled model: what the compiler wrote in it
     if as_json:
-        emit(True, report.to_dict(), str)
+        emit(True, {**report.to_dict(), "edgetpu": compiled}, str)
     else:
-        _echo(compatibility.render(report))
+        _echo(compatibility.render(report) + (f"\n{edgetpu_package.describe(compiled)}" if compiled else ""))
     if strict and not report.fully_mappable:
         first = next((o for o in report.ops if o.target == "cpu"), None)
         raise CompatibilityError(

@@ -204,6 +204,7 @@ class OpInfo:
     outputs: tuple[int, ...]
     options: dict[str, Any] = field(default_factory=dict, compare=False)
     custom_options_bytes: int = 0  # for edgetpu-custom-op: the compiled Edge TPU program and its parameters
+    custom_options_offset: int = field(default=0, compare=False)  # where those bytes start in the file
 
 
 @dataclass(frozen=True)
@@ -322,18 +323,20 @@ class ModelInfo:
             ops.append(OpInfo(o_index, name, version, custom,
                               tensor_refs(o.scalars(1, "i", "operator inputs"), f"operator {o_index}"),
                               tensor_refs(o.scalars(2, "i", "operator outputs"), f"operator {o_index}"),
-                              options, self._custom_options_bytes(o)))
+                              options, *self._custom_options_span(o)))
         return SubgraphInfo(index, g.string(4, "subgraph name") or "", tuple(tensors), tuple(ops),
                             tensor_refs(g.scalars(1, "i", "subgraph inputs"), "subgraph inputs"),
                             tensor_refs(g.scalars(2, "i", "subgraph outputs"), "subgraph outputs"))
 
     @staticmethod
-    def _custom_options_bytes(op: _Table) -> int:
-        n = op.raw_vector(5, 1, "custom options")[1]
+    def _custom_options_span(op: _Table) -> tuple[int, int]:
+        """(size, offset) of an op's custom options bytes."""
+        start, n = op.raw_vector(5, 1, "custom options")
         large = op.scalar(10, "Q")  # custom options stored after the flatbuffer (models over 2 GB)
         if not n and large:
-            op.r._check(op.scalar(9, "Q"), large, "large custom options")
-        return n or large
+            start = op.scalar(9, "Q")
+            op.r._check(start, large, "large custom options")
+        return (n, start) if n else (large, start if large else 0)
 
     def _buffer_bytes(self, index: int, what: str) -> bytes:
         if index >= len(self._buffers):
@@ -378,6 +381,15 @@ class ModelInfo:
     def edgetpu_bytes(self) -> int:
         """Bytes of the compiled Edge TPU programs (their parameters included); 0 when not compiled."""
         return sum(op.custom_options_bytes for g in self.subgraphs for op in g.ops if op.custom_code == EDGETPU_CUSTOM_OP)
+
+    @cached_property
+    def edgetpu_packages(self) -> list[Any]:
+        """The package the compiler wrote in each ``edgetpu-custom-op`` (:mod:`edgekit.edgetpu_package`)."""
+        from edgekit import edgetpu_package
+
+        return [edgetpu_package.read(self._data[op.custom_options_offset:op.custom_options_offset
+                                                + op.custom_options_bytes], g.index, op.index)
+                for g in self.subgraphs for op in g.ops if op.custom_code == EDGETPU_CUSTOM_OP]
 
     @property
     def min_runtime_version(self) -> str | None:
@@ -472,6 +484,8 @@ def tensor_summary(t: TensorInfo) -> dict[str, Any]:
 
 def summary(info: ModelInfo) -> dict[str, Any]:
     """The JSON document of ``edgekit inspect`` (schema in the README)."""
+    from edgekit import edgetpu_package
+
     return {
         "path": info.path,
         "size_bytes": info.size_bytes,
@@ -484,6 +498,7 @@ def summary(info: ModelInfo) -> dict[str, Any]:
         "dynamic_shapes": info.has_dynamic_shapes,
         "param_bytes": info.param_bytes,
         "edgetpu_bytes": info.edgetpu_bytes,
+        "edgetpu": edgetpu_package.summary(info.edgetpu_packages),
         "inputs": [tensor_summary(t) for t in info.inputs],
         "outputs": [tensor_summary(t) for t in info.outputs],
         "ops": [{"index": op.index, "name": op.name, "version": op.version, "custom_code": op.custom_code,
