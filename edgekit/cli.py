@@ -153,7 +153,7 @@ def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> bool
 
 debug_option = click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True,
                             help="Show the full traceback on errors.")
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (schema in the README).")
+json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (its schema: the command's page in docs/commands/).")
 quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bars or informational messages.")
 
 
