@@ -88,9 +88,11 @@ def test_vermin_would_catch_newer_syntax(tmp_path):
 
 def test_runner_standalone_on_the_board(tmp_path):
     """What the README shows for use on the board itself, under the board's Python (3.7 when there is one)."""
-    from tests.test_remote import TARGET_PYTHON, make_bundle
     from tests.conftest import shared_file
+    from tests.helpers import make_bundle
+    from tests.test_remote import TARGET_PYTHON
 
+    (tmp_path / "bundles").mkdir()
     make_bundle(tmp_path / "bundles" / "m")
     runtime = tmp_path / "runtime"
     for rel, path in SHIPPED.items():
@@ -108,10 +110,10 @@ def test_runner_standalone_on_the_board(tmp_path):
     missing = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
                               "../bundles/none", image], cwd=runtime, capture_output=True, text=True)
     assert missing.returncode == 3 and missing.stderr.startswith("error: ../bundles/none: no such bundle folder")
-    (tmp_path / "bundles" / "m" / "imagenet_labels.txt").write_text("changed\n")
+    (tmp_path / "bundles" / "m" / "labels.txt").write_text("changed\n")
     changed = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
                               "../bundles/m", image], cwd=runtime, capture_output=True, text=True)
-    assert changed.returncode == 3 and "imagenet_labels.txt has changed since the bundle was built" in changed.stderr
+    assert changed.returncode == 3 and "labels.txt has changed since the bundle was built" in changed.stderr
 
 
 def _edgetpu_runtime_here() -> bool:
@@ -133,10 +135,12 @@ def test_no_edge_tpu_on_the_board_says_what_to_check_there(tmp_path, device, che
     """`--device usb` where libedgetpu.so.1 is missing: exit 9, one line, a hint that works on the board itself
     (edgekit does not run there, so not `edgekit doctor`)."""
     from tests.conftest import shared_file
-    from tests.test_remote import TARGET_PYTHON, make_bundle
+    from tests.helpers import make_bundle
+    from tests.test_remote import TARGET_PYTHON
 
     if _edgetpu_runtime_here():
         pytest.skip("libedgetpu.so.1 is installed here: this checks the board without an Edge TPU runtime")
+    (tmp_path / "bundles").mkdir()
     make_bundle(tmp_path / "bundles" / "m")
     runtime = tmp_path / "runtime"
     for rel, path in SHIPPED.items():
@@ -157,7 +161,7 @@ def test_no_edge_tpu_on_the_board_says_what_to_check_there(tmp_path, device, che
 def test_runtime_there_but_no_edge_tpu(tmp_path, monkeypatch, device, check, other):
     """libedgetpu.so.1 loads but finds no Edge TPU (its ValueError): check the device, then the runtime."""
     from edgekit.errors import DeviceError
-    from tests.test_remote import make_bundle
+    from tests.helpers import make_bundle
 
     def load_delegate(library, options=None):
         raise ValueError("Failed to load delegate from %s\n" % library)

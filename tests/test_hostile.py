@@ -127,7 +127,7 @@ def test_a_benchmark_baseline_that_is_not_a_saved_run_is_exit_3(hostile, saved):
 
 
 def test_deep_json_beside_a_model_or_in_a_bundle_is_exit_3(hostile):
-    from tests.devices.test_bundle import make_bundle
+    from tests.helpers import make_bundle
 
     shutil.copy(hostile / "deep.json", hostile / "mobilenet_v1_0.25_128_quant.edgekit.json")
     assert "nested too deeply" in assert_clean(run("classify", str(shared_file("cat.bmp")), "-m", str(hostile / MODEL)), 3)
@@ -155,7 +155,7 @@ def test_names_that_are_not_utf8_or_look_like_options(hostile):
 
 @pytest.mark.parametrize("destination", ["-oProxyCommand=touch {marker}@h", "u@-oProxyCommand=x", "a b@h", "u@h;id"])
 def test_ssh_destinations_that_could_be_options_are_exit_2(hostile, destination):
-    from tests.devices.test_bundle import make_bundle
+    from tests.helpers import make_bundle
 
     bundle = make_bundle(hostile / "bundle")
     proc = run("deploy", str(bundle), "--to", destination.format(marker=hostile / "marker"), cwd=hostile)
@@ -206,7 +206,7 @@ def test_doctor_leaves_no_child_of_a_hung_compiler(tmp_path):
 
 
 def test_labels_that_contradict_the_recorded_ones_are_warned(hostile):
-    from tests.devices.test_bundle import make_bundle
+    from tests.helpers import make_bundle
 
     bundle = make_bundle(hostile / "bundle")
     wrong = hostile / "wrong.txt"

@@ -25,6 +25,7 @@ from edgekit.cli import cli
 from edgekit.devices import board_runner
 from edgekit.preprocess import spec_from_input_quantization
 from tests.conftest import REPO, SSHD, shared_file
+from tests.helpers import make_bundle
 
 pytestmark = pytest.mark.remote
 
@@ -109,31 +110,6 @@ def _no_agent(monkeypatch):
     monkeypatch.delenv("SSH_AUTH_SOCK", raising=False)
 
 
-def make_bundle(folder: Path, mean=None, std=None) -> Path:
-    """A bundle in issue 12's format, written by hand from Coral's real MobileNet pair and labels."""
-    import hashlib
-
-    folder.mkdir(parents=True)
-    files = {}
-    for name in (f"{MODEL}.tflite", f"{MODEL}_edgetpu.tflite", "imagenet_labels.txt"):
-        data = shared_file(name).read_bytes()
-        (folder / name).write_bytes(data)
-        files[name] = data
-    spec = spec_from_input_quantization(128, 128, 3, "uint8", 0.0078125, 128)
-    if mean is not None:
-        spec = type(spec)(128, 128, mean=mean, std=std)
-    manifest = {"format": "edgekit-bundle", "format_version": 1, "created": "2026-11-23T20:00:00Z",
-                "models": {"cpu": f"{MODEL}.tflite", "edgetpu": f"{MODEL}_edgetpu.tflite"},
-                "labels": "imagenet_labels.txt",
-                "files": [{"path": n, "sha256": hashlib.sha256(b).hexdigest(), "size_bytes": len(b)}
-                          for n, b in files.items()],
-                "preprocess": spec.to_dict(),
-                "input": {"shape": [1, 128, 128, 3], "dtype": "uint8", "scale": 0.0078125, "zero_point": 128},
-                "versions": {}, "reports": {}, "accuracy": None}
-    (folder / "manifest.json").write_text(json.dumps(manifest, indent=2))
-    return folder
-
-
 def ssh_args(sshd, remote_path: Path, *extra: str, identity: bool = True, python: bool = True) -> list[str]:
     # --python: the login shell's own rc files may put another python3 first on PATH
     # (test_default_python3_is_the_logins tests the default on sshd.python3_port)
@@ -161,7 +137,7 @@ def test_deploy_copies_the_bundle_and_runner_then_only_what_changed(sshd, deploy
     first = deployed.first
     shipped = {f"runtime/{m}" for m in board_runner.SHIPPED_MODULES}
     bundle_files = {f"bundles/mobilenet/{n}" for n in ("manifest.json", f"{MODEL}.tflite", f"{MODEL}_edgetpu.tflite",
-                                                       "imagenet_labels.txt")}
+                                                       "labels.txt")}
     assert set(first["uploaded"]) == shipped | bundle_files and first["unchanged"] == 0
     assert first["python"].startswith("3.7.") or TARGET_PYTHON != PY37
     assert first["interpreter"] in ("tflite_runtime", "ai_edge_litert")
@@ -183,11 +159,11 @@ def test_deploy_replaces_a_changed_file_and_removes_a_stray_one(sshd, tmp_path):
     args = ["deploy", str(bundle), "--to", sshd.destination, *ssh_args(sshd, remote_path), "--json"]
     assert invoke(*args).exit_code == 0
     there = remote_path / "bundles" / "b"
-    (there / "imagenet_labels.txt").write_text("tampered\n")
+    (there / "labels.txt").write_text("tampered\n")
     (there / "stray.bin").write_bytes(b"x")
     doc = json.loads(invoke(*args).stdout)
-    assert doc["uploaded"] == ["bundles/b/imagenet_labels.txt"] and doc["deleted"] == ["bundles/b/stray.bin"]
-    assert (there / "imagenet_labels.txt").read_bytes() == (bundle / "imagenet_labels.txt").read_bytes()
+    assert doc["uploaded"] == ["bundles/b/labels.txt"] and doc["deleted"] == ["bundles/b/stray.bin"]
+    assert (there / "labels.txt").read_bytes() == (bundle / "labels.txt").read_bytes()
     assert not (there / "stray.bin").exists()
 
 
@@ -561,9 +537,9 @@ def test_ssh_options_need_on(deployed):
 
 def test_deploy_refuses_a_changed_bundle_before_connecting(tmp_path):
     bundle = make_bundle(tmp_path / "b")
-    (bundle / "imagenet_labels.txt").write_text("edited\n")
+    (bundle / "labels.txt").write_text("edited\n")
     line = _one_error_line(invoke("deploy", str(bundle), "--to", "nobody@127.0.0.1", "--port", str(_free_port())), 3)
-    assert "imagenet_labels.txt has changed since the bundle was built" in line  # exit 3, not "cannot reach" (9)
+    assert "labels.txt has changed since the bundle was built" in line  # exit 3, not "cannot reach" (9)
 
 
 # ------------------------------------------------------------------------------------ hostile paths and targets

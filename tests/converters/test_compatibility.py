@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from benchmarks.check_fidelity import find_pairs, format_rows, score_pair, summarize
+from edgekit.converters.fidelity import find_pairs, format_rows, score_pair, summarize
 from edgekit import tflite_model
 from edgekit.cli import cli
 from edgekit.converters import compatibility as C

@@ -25,19 +25,8 @@ from edgekit.devices import classify as C
 from edgekit.errors import InputError, UsageError
 from edgekit.preprocess import spec_from_input_quantization
 from tests.conftest import REPO, shared_file
-from tests.devices.test_classify import COMPILED, IMAGES, MODEL
-
-SPEC = spec_from_input_quantization(128, 128, 3, "uint8", 1 / 128, 128)
-
-
-def make_bundle(target: Path) -> Path:
-    cpu, compiled, labels = shared_file(MODEL), shared_file(COMPILED), shared_file("imagenet_labels.txt")
-    doc = manifest.make_manifest(
-        models={"cpu": MODEL, "edgetpu": COMPILED}, labels=manifest.LABELS_NAME, preprocess=SPEC.to_dict(),
-        input={"shape": [1, 128, 128, 3], "dtype": "uint8", "scale": 1 / 128, "zero_point": 128},
-        versions={"edgekit": "test", "tensorflow": None, "edgetpu_compiler": None}, reports={"check": None})
-    return build.write_bundle(target, {MODEL: cpu, COMPILED: compiled, manifest.LABELS_NAME: labels}, doc)
-
+from tests.devices.test_classify import IMAGES
+from tests.helpers import COMPILED, MODEL, SPEC, make_bundle
 
 @pytest.fixture()
 def bundle(tmp_path) -> Path:

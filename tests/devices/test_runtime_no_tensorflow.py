@@ -89,7 +89,7 @@ def test_edgekit_classify_entry_point_without_tensorflow(no_tf_env):
 
 
 def test_classify_from_a_bundle_without_tensorflow(no_tf_env, tmp_path):
-    from tests.devices.test_bundle import make_bundle
+    from tests.helpers import make_bundle
 
     bundle = make_bundle(tmp_path / "bundle")
     proc = subprocess.run([sys.executable, "-m", "edgekit", "classify", str(shared_file("cat.bmp")),

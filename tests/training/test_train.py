@@ -91,7 +91,7 @@ def _quantize_plain(path: Path, **relaxed):
     return quantize(QuantizeOptions(model=str(path), show_progress=False, **relaxed))
 
 
-@pytest.mark.parametrize("fixture", ["trained_cnn", "trained_mobilenet"])
+@pytest.mark.parametrize("fixture", ["trained_cnn", pytest.param("trained_mobilenet", marks=pytest.mark.slow)])
 def test_builtin_archs_quantize_without_flags_and_map_fully_onto_the_edge_tpu(fixture, request):
     path, doc = request.getfixturevalue(fixture)
     # The 2-epoch MobileNetV2 is far from converged (~60%): its int8 twin may lose a few points, which
@@ -103,6 +103,7 @@ def test_builtin_archs_quantize_without_flags_and_map_fully_onto_the_edge_tpu(fi
     assert report.fully_mappable, compatibility.render(report)
 
 
+@pytest.mark.slow
 def test_mobilenet_v2_trains_well_above_chance(trained_mobilenet):
     _, doc = trained_mobilenet
     assert doc["arch"] == "mobilenetv2"

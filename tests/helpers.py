@@ -1,0 +1,28 @@
+"""Helpers shared by several test files (one place for each; test files import them from here)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from edgekit.preprocess import spec_from_input_quantization
+from tests.conftest import shared_file
+
+MODEL = "mobilenet_v1_0.25_128_quant.tflite"            # Coral's MobileNet and its compiled twin
+COMPILED = "mobilenet_v1_0.25_128_quant_edgetpu.tflite"
+SPEC = spec_from_input_quantization(128, 128, 3, "uint8", 1 / 128, 128)  # what its input quantization implies
+
+
+def make_bundle(target: Path, mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None) -> Path:
+    """A bundle of Coral's MobileNet pair and ImageNet labels, written by edgekit's own writer.
+
+    ``mean``/``std`` record another preprocessing than the one the model's input implies.
+    """
+    from edgekit import build, manifest
+
+    spec = SPEC if mean is None else type(SPEC)(128, 128, mean=mean, std=std)
+    doc = manifest.make_manifest(
+        models={"cpu": MODEL, "edgetpu": COMPILED}, labels=manifest.LABELS_NAME, preprocess=spec.to_dict(),
+        input={"shape": [1, 128, 128, 3], "dtype": "uint8", "scale": 1 / 128, "zero_point": 128},
+        versions={"edgekit": "test", "tensorflow": None, "edgetpu_compiler": None}, reports={"check": None})
+    return build.write_bundle(target, {MODEL: shared_file(MODEL), COMPILED: shared_file(COMPILED),
+                                       manifest.LABELS_NAME: shared_file("imagenet_labels.txt")}, doc)
