@@ -26,3 +26,11 @@ def test_a_changed_option_makes_the_check_fail(tmp_path, monkeypatch):
     assert cli_docs.main(["--check"]) == 1
     assert cli_docs.main([]) == 0 and cli_docs.main(["--check"]) == 0   # regenerated, prose kept
     assert page.read_text().startswith("# `edgekit inspect")   # the prose above the table is kept
+
+
+def test_the_compatibility_page_is_the_rule_table():
+    from edgekit.converters.compatibility import RULES
+
+    page = cli_docs.RULES_PAGE.read_text(encoding="utf-8")
+    assert page == cli_docs.rules_page(), "run: python -m edgekit.cli_docs"
+    assert all(f"| `{op}` |" in page for op in RULES) and f"{len(RULES)} ops" in page
