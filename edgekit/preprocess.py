@@ -176,20 +176,54 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
 # The formats of IMAGE_EXTENSIONS, and only those: Pillow would otherwise identify any of its ~40 plugins'
 # formats from a file's first bytes, whatever its name, EPS among them, whose load() runs Ghostscript.
 # (DIB: a BMP variant; MPO: what Pillow's JPEG reader calls a JPEG holding several pictures, as cameras write.)
-IMAGE_FORMATS = ("JPEG", "PNG", "BMP", "DIB", "GIF", "WEBP", "TIFF", "PPM")
+# The formats of IMAGE_EXTENSIONS, and only those, told apart by their first bytes: Pillow would otherwise
+# identify any of its ~40 plugins' formats from a file's first bytes, whatever its name, EPS among them,
+# whose load() runs Ghostscript. Only the one plugin a file's magic names is imported and offered
+# (also the cheapest start: no other plugin loads). MPO is what Pillow's JPEG reader calls a JPEG
+# holding several pictures, as cameras write.
+_MAGIC = ((b"\xff\xd8\xff", "JPEG", "JpegImagePlugin"), (b"\x89PNG\r\n\x1a\n", "PNG", "PngImagePlugin"),
+          (b"BM", "BMP", "BmpImagePlugin"), (b"GIF87a", "GIF", "GifImagePlugin"), (b"GIF89a", "GIF", "GifImagePlugin"),
+          (b"II*\x00", "TIFF", "TiffImagePlugin"), (b"MM\x00*", "TIFF", "TiffImagePlugin"))
+IMAGE_FORMATS = ("JPEG", "PNG", "BMP", "GIF", "TIFF", "WEBP", "PPM")
 READ_AS = IMAGE_FORMATS + ("MPO",)
 
 
+def _format_of(head: bytes) -> tuple[str, str] | None:
+    """(Pillow format, plugin module) a file's first bytes name, among IMAGE_FORMATS only."""
+    for magic, name, module in _MAGIC:
+        if head.startswith(magic):
+            return name, module
+    if head[:4] == b"RIFF" and head[8:12] == b"WEBP":
+        return "WEBP", "WebPImagePlugin"
+    if len(head) > 2 and head[:1] == b"P" and head[1:2] in b"123456" and head[2:3].isspace():
+        return "PPM", "PpmImagePlugin"
+    return None
+
+
 def _open_allowed(path: Any) -> Any:
-    """``Image.open`` restricted to IMAGE_FORMATS (the header only: nothing decoded yet). Raises Pillow's errors."""
+    """``Image.open`` of one of IMAGE_FORMATS, chosen from the file's first bytes (the header only: nothing
+    decoded yet). Raises Pillow's errors, UnidentifiedImageError for anything else."""
+    import importlib
+
     from PIL import Image, UnidentifiedImageError
 
-    if not set(IMAGE_FORMATS) <= set(Image.OPEN):
-        Image.init()  # the plugins of WebP and TIFF load on first need
-    formats = [f for f in IMAGE_FORMATS if f in Image.OPEN]  # a Pillow built without WebP has no WEBP
+    if hasattr(path, "read"):
+        head = path.read(16)
+        path.seek(0)
+    else:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    found = _format_of(head)
+    if found is None:
+        raise UnidentifiedImageError("not one of the image formats edgekit reads")
+    name, module = found
     try:
-        im = Image.open(path, formats=formats)
-    except TypeError:  # Pillow before 7.2 has no formats=: refuse others once identified, before any load()
+        importlib.import_module("PIL." + module)  # registers that one format
+    except ImportError:  # a Pillow built without it (WebP, say)
+        raise UnidentifiedImageError(f"this Pillow cannot read {name}") from None
+    try:
+        im = Image.open(path, formats=[name])
+    except TypeError:  # Pillow before 7.2 has no formats=: checked below, before any load()
         im = Image.open(path)
     if im.format not in READ_AS:
         im.close()

@@ -215,3 +215,17 @@ def test_labels_that_contradict_the_recorded_ones_are_warned(hostile):
     assert_clean(proc, 0)
     assert "differs from the labels recorded with the model" in proc.stderr.decode()
     assert json.loads(proc.stdout)["results"][0]["top"][0]["label"].startswith("class ")
+
+
+def test_only_the_plugin_a_file_names_is_loaded(hostile):
+    """The format comes from the file's first bytes, among the README's only: Pillow's EPS reader is never
+    even imported, and a BMP loads no other plugin (which also keeps classify's start fast)."""
+    script = ("import sys\nfrom edgekit import preprocess\n"
+              "try:\n    preprocess.open_image(sys.argv[1])\nexcept Exception as exc:\n    print(type(exc).__name__)\n"
+              "preprocess.open_image(sys.argv[2])\n"
+              "print(sorted(m for m in sys.modules if m.startswith('PIL.') and m.endswith('ImagePlugin')))\n")
+    proc = subprocess.run([sys.executable, "-c", script, str(hostile / "eps.jpg"), str(shared_file("cat.bmp"))],
+                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    refused, plugins = proc.stdout.splitlines()
+    assert refused == "InputError" and plugins == "['PIL.BmpImagePlugin']"
