@@ -1,18 +1,7 @@
 """How often does `edgekit check` agree with the real edgetpu_compiler? Prints agreement on compiled pairs.
 
-A compiled pair is ``X.tflite`` beside ``X_edgetpu.tflite`` made from it by the real compiler. For
-each pair, check predicts the CPU model; the compiled model shows which ops the compiler left on
-the CPU (every builtin op still in it) and how many Edge TPU subgraphs it made. Scores:
-
-* op placement: per op type, the ops check puts on the CPU against the ops the compiler left there;
-  a pair scores (ops - sum over types of |predicted - actual|) / ops, the total weights pairs by ops;
-* verdict: ``full`` (nothing left on the CPU), ``none`` (no Edge TPU subgraph) or ``partial``.
-
-A compiled file with several ``edgetpu-custom-op`` was compiled with ``-a`` (a default compile
-makes one Edge TPU subgraph), so that pair is checked with ``multiple_subgraphs=True``; a compiler
-log beside the pair (``X_edgetpu.log``) naming compiler 15 or older means that compiler's default
-runtime, 13 (coral.ai compiler/runtime table), so that pair is checked with ``min_runtime=13``
-(``--default-flags`` turns both off).
+The scoring (op placement per op type, verdicts, the -a and -m each pair was compiled with) is
+:mod:`edgekit.converters.fidelity`, which the regression table in the tests uses too.
 
     python benchmarks/check_fidelity.py [FOLDER ...] [--json] [--default-flags]
 
