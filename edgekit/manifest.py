@@ -67,12 +67,6 @@ def utc_now() -> str:
     return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
 
 
-def is_bundle(path: Union[str, os.PathLike]) -> bool:
-    """True for a folder holding a ``manifest.json`` (what it says is checked by :func:`load`)."""
-    p = Path(path)
-    return p.is_dir() and (p / MANIFEST_NAME).is_file()
-
-
 def inside(root: Path, rel: Any, what: str) -> Path:
     """``root / rel`` after checking that ``rel`` is a relative POSIX path that stays inside ``root``."""
     if not isinstance(rel, str) or not rel or "\\" in rel or "\x00" in rel:
