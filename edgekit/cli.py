@@ -59,8 +59,6 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-    from edgekit.errors import printable
-
     _echo(f"error: {exc}", err=True)
     if getattr(exc, "hard_exit", False):  # threads that may never let the interpreter end, or a stdout whose
         for stream in (sys.stdout, sys.stderr):  # buffer would fail again at exit: go now
@@ -519,7 +517,6 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
     """
     from edgekit import tflite_model
     from edgekit.converters import compatibility
-    from edgekit.errors import CompatibilityError
 
     from edgekit import edgetpu_package
 
@@ -531,11 +528,7 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
     else:
         _echo(compatibility.render(report) + (f"\n{edgetpu_package.describe(compiled)}" if compiled else ""))
     if strict and not report.fully_mappable:
-        first = next((o for o in report.ops if o.target == "cpu"), None)
-        raise CompatibilityError(
-            f"{report.cpu_ops} of {len(report.ops)} ops would run on the CPU"
-            + (f" (first: #{first.index} {first.name}: {first.reason})" if first else ""),
-            "see the advice above (or --json) for what to change")
+        raise report.strict_error()
 
 
 # --------------------------------------------------------------------------------------- compile
@@ -596,8 +589,6 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
     folder that cannot be created or written in), 4 no edgetpu_compiler here (the offline `check` result is printed
     first), 8 the compiler failed or timed out (with the fix when the failure is a known one).
     """
-    from pathlib import Path
-
     from edgekit import tflite_model
     from edgekit.converters import compatibility, edgetpu_compiler as etc
     from edgekit.errors import CompilerError, MissingDependencyError
@@ -626,12 +617,7 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
             emit(True, {**doc, "succeeded": False, "error": str(err)}, str)
         raise
     doc = report.to_dict()
-    compiled = [Path(p) for p in report.outputs if p.endswith("_edgetpu.tflite")]
-    if len(compiled) == 1 and not (segments and segments > 1):
-        actual = etc.compiled_split(info, tflite_model.load(compiled[0]))
-    else:
-        actual = report.split_by_type()
-    doc["check_disagreements"] = etc.disagreements(prediction.split_by_type(), actual)
+    doc["check_disagreements"] = etc.check_disagreements(info, prediction, report, segments)
     emit(as_json, doc, _render_compile)
 
 
@@ -1010,8 +996,7 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
     or the interpreter failed (or, with --on, the board cannot be reached or lacks python3 or packages),
     10 slower than the --compare run by more than --max-slowdown.
     """
-    from edgekit.devices import benchmark as benchmark_mod, latency
-    from edgekit.errors import RegressionError
+    from edgekit.devices import benchmark as benchmark_mod
     from edgekit.fileio import write_bytes_atomic
 
     _require_on(on, ssh)
@@ -1038,35 +1023,16 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
     for warning in doc["warnings"]:
         _echo(f"warning: {warning}", err=True)
     if saved is not None:
-        c = doc["comparison"] = {"saved": compare_with, **latency.compare(doc, saved, max_slowdown / 100.0)}
-        said = []
-        if saved.get("model") != doc["model"] or saved.get("device") != doc["device"]:
-            said.append(f"{compare_with} timed {saved.get('model')} on {saved.get('device')}; this run "
-                        f"{doc['model']} on {doc['device']}")
-        if c["verdict"] == "uncertain":
-            lo, hi = c["change_interval"]
-            said.append(f"cannot tell whether p50 grew by more than --max-slowdown {max_slowdown:g}%: "
-                        f"{c['change']:+.1%} (95% interval {lo:+.1%} to {hi:+.1%}); more inferences (-n) on a "
-                        "quieter machine would settle it")
-        elif c["verdict"] == "point":
-            said.append(f"{compare_with} holds no latencies_ms (an older edgekit): judged on the two p50 values "
-                        "alone, without an interval")
-        for warning in said:
+        for warning in benchmark_mod.compare_to_saved(doc, saved, compare_with, max_slowdown):
             _echo(f"warning: {warning}", err=True)
-        doc["warnings"] += said   # in --json too
     if save:
         import json
 
         write_bytes_atomic(save, (json.dumps(_json_safe(doc), indent=2) + "\n").encode())
     emit(as_json, doc, _render_benchmark)
-    c = doc["comparison"]
-    if c and c["regression"]:
-        interval = c.get("change_interval")
-        sure = (f" (95% interval {interval[0]:+.1%} to {interval[1]:+.1%}: beyond doubt)" if interval else "")
-        raise RegressionError(f"p50 latency {c['current_ms']:.3f} ms is {c['change']:+.1%} against "
-                              f"{c['baseline_ms']:.3f} ms in {compare_with}{sure}, more than --max-slowdown "
-                              f"{max_slowdown:g}%",
-                              "look for ops that left the Edge TPU, fewer threads, or a busy or throttled CPU")
+    regression = benchmark_mod.regression_error(doc, compare_with)
+    if regression is not None:
+        raise regression
 
 
 def _refuse_save_over_model(save: str, model: str) -> None:

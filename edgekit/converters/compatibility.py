@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgekit.converters.op_versions import version_problem
-from edgekit.errors import InvalidModelError, UsageError
+from edgekit.errors import CompatibilityError, InvalidModelError, UsageError
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, FLOAT_DTYPES, ModelInfo, OpInfo, SubgraphInfo, TensorInfo
 
 # ---------------------------------------------------------------------------------- status words
@@ -817,6 +817,13 @@ class CheckReport:
     @property
     def fatal(self) -> list[Problem]:
         return [p for p in self.problems if p.fatal]
+
+    def strict_error(self) -> CompatibilityError:
+        """What ``check --strict`` raises (exit 7) for a model not fully mappable: how many ops stay on the CPU."""
+        first = next((o for o in self.ops if o.target == "cpu"), None)
+        return CompatibilityError(f"{self.cpu_ops} of {len(self.ops)} ops would run on the CPU"
+                                  + (f" (first: #{first.index} {first.name}: {first.reason})" if first else ""),
+                                  "see the advice above (or --json) for what to change")
 
     def split_by_type(self) -> dict[str, Counter]:
         """{"edgetpu": Counter(op name -> n), "cpu": Counter(...)}, the way a compiled pair is scored."""

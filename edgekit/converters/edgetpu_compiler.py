@@ -518,3 +518,19 @@ def disagreements(predicted: dict[str, Counter], actual: dict[str, Counter]) -> 
             out.append(f"{n}: check predicted {p[0]} on the Edge TPU / {p[1]} on the CPU, "
                        f"the compiler mapped {a[0]} / {a[1]}")
     return out
+
+
+def check_disagreements(cpu_model: ModelInfo, prediction: Any, report: Any, segments: int | None = None) -> list[str]:
+    """Where ``edgekit check``'s prediction differed from what the compiler did with ``cpu_model``.
+
+    The compiled model is read when there is one (its ops are the truth); a segmented compile's
+    report stands in for it.
+    """
+    from edgekit import tflite_model
+
+    compiled = [Path(p) for p in report.outputs if p.endswith("_edgetpu.tflite")]
+    if len(compiled) == 1 and not (segments and segments > 1):
+        actual = compiled_split(cpu_model, tflite_model.load(compiled[0]))
+    else:
+        actual = report.split_by_type()
+    return disagreements(prediction.split_by_type(), actual)

@@ -16,7 +16,7 @@ from typing import Any, Callable
 import numpy as np
 
 from edgekit.devices import latency
-from edgekit.errors import DeviceError, InputError, first_line, parse_json, regular_file
+from edgekit.errors import DeviceError, InputError, RegressionError, first_line, parse_json, regular_file
 
 
 default_threads = latency.default_threads
@@ -92,3 +92,35 @@ def read_saved(path: str | os.PathLike) -> dict[str, Any]:
     if samples is not None and not (isinstance(samples, list) and all(latency(v) for v in samples)):
         raise InputError(f"--compare {path}: its latencies_ms are not all positive numbers of milliseconds", hint)
     return doc
+
+def compare_to_saved(doc: dict[str, Any], saved: dict[str, Any], saved_path: str, max_slowdown: float) -> list[str]:
+    """Judge ``doc`` against a saved run (:func:`latency.compare`): sets ``doc["comparison"]``, adds the
+    warnings to ``doc["warnings"]`` (so ``--json`` has them) and returns them for the text output."""
+    c = doc["comparison"] = {"saved": saved_path, **latency.compare(doc, saved, max_slowdown / 100.0)}
+    said = []
+    if saved.get("model") != doc["model"] or saved.get("device") != doc["device"]:
+        said.append(f"{saved_path} timed {saved.get('model')} on {saved.get('device')}; this run "
+                    f"{doc['model']} on {doc['device']}")
+    if c["verdict"] == "uncertain":
+        lo, hi = c["change_interval"]
+        said.append(f"cannot tell whether p50 grew by more than --max-slowdown {max_slowdown:g}%: "
+                    f"{c['change']:+.1%} (95% interval {lo:+.1%} to {hi:+.1%}); more inferences (-n) on a "
+                    "quieter machine would settle it")
+    elif c["verdict"] == "point":
+        said.append(f"{saved_path} holds no latencies_ms (an older edgekit): judged on the two p50 values "
+                    "alone, without an interval")
+    doc["warnings"] += said
+    return said
+
+
+def regression_error(doc: dict[str, Any], saved_path: str | None) -> RegressionError | None:
+    """The exit-10 error when the comparison found a regression beyond doubt (None otherwise)."""
+    c = doc.get("comparison")
+    if not c or not c["regression"]:
+        return None
+    interval = c.get("change_interval")
+    sure = f" (95% interval {interval[0]:+.1%} to {interval[1]:+.1%}: beyond doubt)" if interval else ""
+    return RegressionError(f"p50 latency {c['current_ms']:.3f} ms is {c['change']:+.1%} against "
+                           f"{c['baseline_ms']:.3f} ms in {saved_path}{sure}, more than --max-slowdown "
+                           f"{100 * c['max_slowdown']:g}%",
+                           "look for ops that left the Edge TPU, fewer threads, or a busy or throttled CPU")
