@@ -507,13 +507,14 @@ def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: An
 @click.option("--allow-multiple-subgraphs", "-a", "multiple_subgraphs", is_flag=True,
               help="Predict a compile with edgetpu_compiler -a (--enable_multiple_subgraphs): every mappable run "
               "of ops becomes its own Edge TPU subgraph.")
-@click.option("--strict", is_flag=True, help="Exit 7 unless every op maps to the Edge TPU.")
+@click.option("--strict", is_flag=True, help="Exit 7 when any op is certain to stay on the CPU (a placement "
+              "only an uncertain rule decides does not fail).")
 @json_option
 def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, as_json: bool) -> None:
     """Predict, offline and on any OS, which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
 
     Exit codes: 0 (also for a partial mapping), 2 bad option, 3 bad model, 7 with --strict when any op
-    stays on the CPU.
+    is certain to stay on the CPU.
     """
     from edgekit import tflite_model
     from edgekit.converters import compatibility
@@ -527,8 +528,9 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
         emit(True, {**report.to_dict(), "edgetpu": compiled}, str)
     else:
         _echo(compatibility.render(report) + (f"\n{edgetpu_package.describe(compiled)}" if compiled else ""))
-    if strict and not report.fully_mappable:
-        raise report.strict_error()
+    failure = report.strict_error() if strict else None
+    if failure:
+        raise failure
 
 
 # --------------------------------------------------------------------------------------- compile

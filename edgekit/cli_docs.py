@@ -89,7 +89,7 @@ def rules_page() -> str:
             "fails when this page differs). An op not listed is not an Edge TPU op: it stays on the CPU. Every "
             "listed op also needs int8 (or uint8) data and constant weights; the rows under an op are its "
             "further constraints, each with the evidence it rests on and how sure that evidence makes it "
-            f"(`confirmed`: a real compile shows it; `likely`: documentation or inference only). "
+            f"(`confirmed`: a real compile shows it; `uncertain`: no real compile shows it either way; check reports the placements it decides as uncertain). "
             f"{len(C.RULES)} ops.\n\n" + "\n".join(rows) + "\n")
 
 

@@ -7,7 +7,9 @@ Everything edgekit knows about the compiler lives here, as data:
   :class:`Constraint` is a small predicate with the compiler's status words, the fix, the evidence
   it rests on and a confidence: ``confirmed`` (a real compile shows it: a compiled pair in
   ``../shared/testdata``, a compiler log in ``tests/fixtures/compiler``, or compiler output pasted
-  in a public issue) or ``likely`` (Coral's documentation or an inference only). Constraints in
+  in a public issue) or ``uncertain`` (no real compile shows it either way: Coral's documentation or
+  an inference only; each such constraint says in ``looked_for`` what evidence was searched for).
+  ``check`` reports the placements such rules decide as uncertain. Constraints in
   :data:`COMMON` apply to every supported op.
 * :func:`judge` gives one op's :class:`Judgement` (a value, never raised).
 * :func:`fatal_problems` lists what makes the compiler refuse the whole model.
@@ -66,7 +68,7 @@ DYNAMIC = "Model has dynamic-sized tensors"
 CUSTOM_UNRESOLVED = "Encountered unresolved custom op"
 
 CONFIRMED = "confirmed"  # a real compile shows it
-LIKELY = "likely"        # documentation or inference only
+UNCERTAIN = "uncertain"  # no real compile shows it either way (documentation or inference only)
 
 COMPILER_DEFAULT_MIN_RUNTIME = 14
 SUPPORTED_MIN_RUNTIMES = range(10, 15)
@@ -96,7 +98,7 @@ EV_DYNAMIC = ("log v16_dynamic_tensors.txt (google-coral/edgetpu#829: a Keras Ef
               "compiled despite -1 batches, its shapes being constant")
 
 #: Op types a real compile shows mapped (the pairs and the fixture logs); the other supported ops
-#: rest on Coral's table alone, so check says "likely" when it maps them.
+#: rest on Coral's table alone, so check reports their mapping as uncertain.
 SEEN_MAPPED = frozenset({
     "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED",
     "LOGISTIC", "MAX_POOL_2D", "MEAN", "MUL", "PAD", "PRELU", "QUANTIZE", "RESHAPE",
@@ -235,7 +237,7 @@ class Constraint:
     status: str
     fix: str | None
     evidence: str
-    confidence: str = LIKELY
+    confidence: str = UNCERTAIN
     code: str | None = None  # the problem code, when not the one of its status words
 
 
@@ -322,7 +324,7 @@ COMMON: tuple[Constraint, ...] = (
                f"{EV_SRGAN}: its 5-D RESHAPE/TRANSPOSE stayed on the CPU; google-coral/edgetpu#708", CONFIRMED),
     Constraint(_row_size, UNSPECIFIED, "keep detection post-processing (decode, concat over all anchors) on the "
                "CPU: cut the model before it, or export without it",
-               f"{EV_YOLOV8N}; logs v16_full_yolov5s_160.log, v16_partial_yolov5s_224_stdout.txt", LIKELY),
+               f"{EV_YOLOV8N}; logs v16_full_yolov5s_160.log, v16_partial_yolov5s_224_stdout.txt", UNCERTAIN),
 )
 
 
@@ -446,7 +448,7 @@ REDUCE = (Constraint(_reduce_axes, UNSPECIFIED, "reduce over x/y only, never ove
 MEAN_POSITIONS_LIMIT = 16_384
 MEAN = REDUCE + (Constraint(_mean_positions, UNSPECIFIED, "split the input (e.g. into horizontal bands) and "
                             "average the parts, or pool first (AVERAGE_POOL_2D) to fewer positions",
-                            "google-coral/edgetpu#461 (Coral's answer and the user's test)", LIKELY),)
+                            "google-coral/edgetpu#461 (Coral's answer and the user's test)", UNCERTAIN),)
 
 
 def _pad_batch(c: OpContext) -> str | None:
@@ -522,7 +524,7 @@ RESIZE_RANK = Constraint(_resize_rank, UNSPECIFIED, "resize images (1, H, W, C) 
 RESIZE_BILINEAR = (RESIZE_RANK, Constraint(
     _bilinear_factor, UNSPECIFIED, "resize by an integer factor (e.g. x2) without align_corners from a size of 1, "
     "or move the resize after the last Edge TPU op", f"{EV_DEEPLAB}: RESIZE_BILINEAR 1 -> 33 with align_corners "
-    "stays on the CPU; the integer-factor part is a heuristic", LIKELY))
+    "stays on the CPU; the integer-factor part is a heuristic", UNCERTAIN))
 
 
 def _squeeze(c: OpContext) -> str | None:
@@ -555,7 +557,7 @@ def _transpose_size(c: OpContext) -> str | None:
 
 TRANSPOSE = (Constraint(_transpose_size, UNSPECIFIED, "transpose on the CPU after the Edge TPU part, or keep "
                         "the layout NHWC", EV_YOLOV8N + "; yolov8n/s 192 and 320 logs (compiler 16): TRANSPOSE "
-                        "mapped on 82,944 values, refused from 134,400", LIKELY),)
+                        "mapped on 82,944 values, refused from 134,400", UNCERTAIN),)
 
 
 def _reshape_size(c: OpContext) -> str | None:
@@ -596,7 +598,7 @@ RULES: dict[str, OpRule] = {
         _reshape_size, UNSPECIFIED, "reshape smaller tensors (e.g. reshape each detection level after slicing it), "
         "or leave the reshape to the CPU after the Edge TPU part", "counts of the compiler 16 logs of a 640 yolov5 "
         "export (ultralytics/yolov5#10527, Team-Protom/road-signs-recognition-model); Coral's table: 'Certain "
-        "reshapes might not be mapped for large tensor sizes'", LIKELY),)),
+        "reshapes might not be mapped for large tensor sizes'", UNCERTAIN),)),
     "RESIZE_BILINEAR": OpRule(params=((1, "size"),), constraints=RESIZE_BILINEAR),
     "RESIZE_NEAREST_NEIGHBOR": OpRule(params=((1, "size"),), constraints=(RESIZE_RANK,)),
     "RSQRT": OpRule(14), "SQUARED_DIFFERENCE": OpRule(14),
@@ -622,7 +624,7 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
             return Judgement(DATA_TYPE, f"custom op {op.custom_code!r} runs on the CPU", FIX_MOVE_TO_END,
                              "tensorflow/models#10695 and other public compiler logs", CONFIRMED)
         return Judgement(DATA_TYPE if floats else NOT_SUPPORTED, f"custom op {op.custom_code!r} runs on the CPU",
-                         FIX_MOVE_TO_END, EV_DECODERS, LIKELY)
+                         FIX_MOVE_TO_END, EV_DECODERS, UNCERTAIN)
     rule = RULES.get(name)
     if rule is not None and (not ins or ins[0] is None or not outs or outs[0] is None):
         raise InvalidModelError(f"op #{op.index} {name} has no input or no output tensor",
@@ -648,7 +650,7 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
             detail, fix = why if isinstance(why, tuple) else (why, k.fix)
             return Judgement(k.status, detail, fix, k.evidence, k.confidence, k.code)
     return Judgement(MAPPED, evidence=None if name in SEEN_MAPPED else DOCS,
-                     confidence=CONFIRMED if name in SEEN_MAPPED else LIKELY)
+                     confidence=CONFIRMED if name in SEEN_MAPPED else UNCERTAIN)
 
 
 # ----------------------------------------------------------------------- whole-model failures
@@ -715,7 +717,7 @@ def fatal_problems(info: ModelInfo) -> list[Problem]:
             "'Attempting to use a delegate that only supports static-sized tensors'",
             "convert with a fixed batch of 1 so that shapes fold to constants: keras.Input(shape, batch_size=1), "
             "or a tf.function with TensorSpec([1, H, W, C]); `edgekit quantize` does this",
-            tuple(op.index for op, _ in dyn), True, DYNAMIC, LIKELY))
+            tuple(op.index for op, _ in dyn), True, DYNAMIC, UNCERTAIN))
     return out
 
 
@@ -815,14 +817,30 @@ class CheckReport:
         return self.verdict == "full"
 
     @property
+    def uncertain_ops(self) -> int:
+        """Ops whose placement rests on no real compile (documentation or inference only)."""
+        return sum(1 for o in self.ops if o.confidence == UNCERTAIN)
+
+    @property
+    def certain_cpu_ops(self) -> list[OpVerdict]:
+        return [o for o in self.ops if o.target == "cpu" and o.confidence != UNCERTAIN]
+
+    @property
     def fatal(self) -> list[Problem]:
         return [p for p in self.problems if p.fatal]
 
-    def strict_error(self) -> CompatibilityError:
-        """What ``check --strict`` raises (exit 7) for a model not fully mappable: how many ops stay on the CPU."""
-        first = next((o for o in self.ops if o.target == "cpu"), None)
-        return CompatibilityError(f"{self.cpu_ops} of {len(self.ops)} ops would run on the CPU"
-                                  + (f" (first: #{first.index} {first.name}: {first.reason})" if first else ""),
+    def strict_error(self) -> CompatibilityError | None:
+        """What ``check --strict`` raises (exit 7): ops certain to stay on the CPU, or None when there are none.
+
+        Uncertainty alone does not fail: ops put on the CPU only by a rule no real compile shows
+        are reported, not held against the model.
+        """
+        certain = self.certain_cpu_ops
+        if not certain:
+            return None
+        first = certain[0]
+        return CompatibilityError(f"{len(certain)} of {len(self.ops)} ops would run on the CPU"
+                                  f" (first: #{first.index} {first.name}: {first.reason})",
                                   "see the advice above (or --json) for what to change")
 
     def split_by_type(self) -> dict[str, Counter]:
@@ -851,7 +869,7 @@ class CheckReport:
                 "edgetpu_ops": self.edgetpu_ops,
                 "cpu_ops": self.cpu_ops,
                 "subgraphs": self.subgraphs,
-                "likely_ops": sum(1 for o in self.ops if o.confidence == LIKELY),
+                "uncertain_ops": self.uncertain_ops,
                 "param_bytes": self.param_bytes,
                 "on_chip_bytes_estimate": self.on_chip_bytes_estimate,
                 "off_chip_bytes_estimate": self.off_chip_bytes_estimate,
@@ -884,12 +902,12 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
             f"may refuse the model ('{CUSTOM_UNRESOLVED}: {code}', as compilers 2.0 and 16 did); the placement "
             "shown is what Coral's own models with such an op got, by compiling the part before it",
             "if the compile fails, compile the model without the custom op (cut it off before the op) and run the "
-            "op on the CPU after the Edge TPU part", tuple(op.index for op in custom), confidence=LIKELY))
+            "op on the CPU after the Edge TPU part", tuple(op.index for op in custom), confidence=UNCERTAIN))
     if len(info.subgraphs) > 1:
         problems.append(Problem(
             "control_flow", f"the model has {len(info.subgraphs)} subgraphs (control flow such as WHILE/IF); "
             "only the main subgraph is checked and the Edge TPU maps none of the control-flow ops",
-            "unroll loops and conditionals (e.g. unroll=True for Keras RNNs)", confidence=LIKELY))
+            "unroll loops and conditionals (e.g. unroll=True for Keras RNNs)", confidence=UNCERTAIN))
     if info.quantization_state == "float":
         problems.append(Problem(
             "not_quantized", "the model is not quantized (float ops): the Edge TPU runs only fully 8-bit "
@@ -908,7 +926,7 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     mappable = [j.mappable for j in judged]
     where = place(g, mappable, multiple_subgraphs)
     producer = {t: op.index for op in g.ops for t in op.outputs}
-    cut_confidence = LIKELY if any(j.confidence == LIKELY for j in judged if not j.mappable) else CONFIRMED
+    cut_confidence = UNCERTAIN if any(j.confidence == UNCERTAIN for j in judged if not j.mappable) else CONFIRMED
     verdicts = []
     for op, j, sub in zip(g.ops, judged, where):
         if sub is not None:
@@ -1106,10 +1124,11 @@ def render(report: CheckReport) -> str:
             mark += str(v.subgraph)
         extra = "" if v.target == "edgetpu" and not v.detail else f"  {v.reason}" + (
             f" ({v.detail})" if v.detail else "")
-        likely = "  [likely]" if v.confidence == LIKELY else ""
-        lines.append(f"  #{v.index:<4} {mark:<4} {v.name} v{v.version}{extra}{likely}")
-    if any(v.confidence == LIKELY for v in report.ops):
-        lines.append("  [likely]: rests on Coral's documentation or a heuristic, not on a real compile")
+        unsure = "  [uncertain]" if v.confidence == UNCERTAIN else ""
+        lines.append(f"  #{v.index:<4} {mark:<4} {v.name} v{v.version}{extra}{unsure}")
+    if any(v.confidence == UNCERTAIN for v in report.ops):
+        lines.append("  [uncertain]: rests on Coral's documentation or an inference; no real compile seen shows it "
+                     "either way")
     lines.append("")
     if report.on_chip_bytes_estimate is not None:
         lines.append(f"Parameters: {report.param_bytes:,} bytes; Edge TPU ops ~{mib(report.on_chip_bytes_estimate)} "
@@ -1120,14 +1139,16 @@ def render(report: CheckReport) -> str:
         if p.code == "already_compiled":
             continue
         tag = "FATAL" if p.fatal else "Problem"
-        if p.confidence == LIKELY:
-            tag += " (likely)"
+        if p.confidence == UNCERTAIN:
+            tag += " (uncertain)"
         lines.append(f"{tag}: {p.message}" + (f"\n  fix: {p.hint}" if p.hint else ""))
     total = len(report.ops)
     word = {"full": "FULL", "partial": "PARTIAL", "none": "NONE"}[report.verdict]
+    unsure = (f"; {report.uncertain_ops} of these placements uncertain (no real compile shows their rule)"
+              if report.uncertain_ops else "")
     lines.append(f"Verdict: {word}: {report.edgetpu_ops} of {total} ops on the Edge TPU "
                  f"({report.subgraphs} Edge TPU subgraph{'s' if report.subgraphs != 1 else ''}), "
-                 f"{report.cpu_ops} on the CPU")
+                 f"{report.cpu_ops} on the CPU{unsure}")
     for a in report.advice:
         lines.append(f"Advice: {a}")
     return "\n".join(lines)

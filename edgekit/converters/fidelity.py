@@ -1,31 +1,111 @@
 """How often ``edgekit check`` agrees with the real edgetpu_compiler, scored on compiled pairs.
 
-A compiled pair is ``X.tflite`` beside ``X_edgetpu.tflite`` made from it by the real compiler. For
-each pair, check predicts the CPU model; the compiled model shows which ops the compiler left on
-the CPU (every builtin op still in it) and how many Edge TPU subgraphs it made. Scores:
+A compiled pair is a CPU model and the ``*_edgetpu.tflite`` the real compiler made from it. What
+the compiler did is its *placement*: the builtin ops still in the compiled model are the ones it
+left on the CPU (the rest were mapped), the ``edgetpu-custom-op`` count is its number of Edge TPU
+subgraphs, and its log, where there is one, names its version and status words. Scores:
 
 * op placement: per op type, the ops check puts on the CPU against the ops the compiler left there;
   a pair scores (ops - sum over types of |predicted - actual|) / ops, the total weights pairs by ops;
 * verdict: ``full`` (nothing left on the CPU), ``none`` (no Edge TPU subgraph) or ``partial``.
 
 A compiled file with several ``edgetpu-custom-op`` was compiled with ``-a`` (a default compile
-makes one Edge TPU subgraph), so that pair is checked with ``multiple_subgraphs=True``; a compiler
-log beside the pair (``X_edgetpu.log``) naming compiler 15 or older means that compiler's default
-runtime, 13 (coral.ai compiler/runtime table), so that pair is checked with ``min_runtime=13``.
-Used by ``benchmarks/check_fidelity.py`` and the regression table in the tests.
+makes one Edge TPU subgraph), so that pair is checked with ``multiple_subgraphs=True``; a log
+naming compiler 15 or older means that compiler's default runtime, 13 (coral.ai compiler/runtime
+table), so that pair is checked with ``min_runtime=13``.
+
+Pairs come from folders (``X.tflite`` beside ``X_edgetpu.tflite``, the log as ``X_edgetpu.log``) or
+from the evidence ledger (``tests/fixtures/evidence``): one ``SOURCES.tsv`` row per public pair,
+kept as a weightless copy of the CPU model (:func:`weightless`) and its placement as JSON, so the
+tests score every pair without shipping anyone's weights. Used by ``benchmarks/check_fidelity.py``,
+``benchmarks/evidence_pairs.py`` (which derives the ledger's files) and the regression tables in the tests.
 """
 
 from __future__ import annotations
 
+import csv
+import gzip
+import json
 import re
 from collections import Counter
 from pathlib import Path
+from typing import Any
 
 from edgekit import tflite_model
 from edgekit.converters.compatibility import COMPILER_DEFAULT_MIN_RUNTIME, check_model
-from edgekit.converters.edgetpu_compiler import compiled_split
+from edgekit.converters.edgetpu_compiler import compiled_split, parse_compiler_output
 from edgekit.errors import EdgekitError
-from edgekit.tflite_model import EDGETPU_CUSTOM_OP
+from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo
+
+LEDGER_COLUMNS = ("repo", "commit", "model_path", "compiled_path", "log", "compiler_version", "license", "kind")
+#: Constant buffers up to this size survive in a weightless copy: the shapes, axes and paddings the
+#: rules read (``OpContext.const_ints``); every larger buffer (weights, biases) is zeroed.
+KEEP_BUFFER_BYTES = 1024
+
+
+# ------------------------------------------------------------------------------------ placements
+def placement(cpu: ModelInfo, compiled: ModelInfo, log_text: str | None = None) -> dict[str, Any]:
+    """What the compiler did with ``cpu``: read from the compiled model (and its log, when given)."""
+    split = compiled_split(cpu, compiled)
+    log = parse_compiler_output(log_text) if log_text else None
+    versions = [p.compiler_version for p in compiled.edgetpu_packages if p.compiler_version]
+    return {"edgetpu_subgraphs": sum(1 for op in compiled.ops if op.custom_code == EDGETPU_CUSTOM_OP),
+            "cpu_ops": dict(sorted((+split["cpu"]).items())),
+            "edgetpu_ops": dict(sorted((+split["edgetpu"]).items())),
+            "compiler_version": (log.compiler_version if log else None) or (versions[0] if versions else None),
+            "log_ops": [[r.operator, r.count, r.status] for r in log.ops] if log else [],
+            "log_memory": ({k: getattr(log.main, k) for k in ("on_chip_used_bytes", "off_chip_used_bytes")}
+                           if log else {}),
+            "edgetpu": [p.to_dict() for p in compiled.edgetpu_packages]}
+
+
+def pair_problem(cpu: ModelInfo, compiled: ModelInfo) -> str | None:
+    """Why ``compiled`` cannot have been made from ``cpu`` by the compiler, or None when it can be."""
+    if not compiled.is_compiled:
+        return "the compiled model holds no edgetpu-custom-op"
+    if cpu.is_compiled:
+        return "the CPU model is itself compiled"
+    extra = Counter(op.name for op in compiled.ops if op.custom_code != EDGETPU_CUSTOM_OP) - Counter(
+        op.name for op in cpu.ops)
+    if extra:
+        return f"the compiled model has ops the CPU model lacks: {dict(extra)}"
+
+    def io(m: ModelInfo) -> list:
+        return [(t.shape, t.dtype) for t in m.inputs], [(t.shape, t.dtype) for t in m.outputs]
+
+    if io(cpu) != io(compiled):
+        return f"inputs/outputs differ: {io(cpu)} vs {io(compiled)}"
+    return None
+
+
+def compiler_major(version: str | None) -> int | None:
+    m = re.match(r"\s*(\d+)\.", version or "")
+    return int(m.group(1)) if m else None
+
+
+# ------------------------------------------------------------------------------------ scoring
+def score(name: str, cpu: ModelInfo, actual: dict[str, Any], infer_flags: bool = True) -> dict:
+    """Check's prediction for ``cpu`` against the compiler's placement ``actual``."""
+    subgraphs = actual["edgetpu_subgraphs"]
+    multiple = infer_flags and subgraphs > 1
+    major = compiler_major(actual.get("compiler_version")) if infer_flags else None
+    runtime = 13 if major is not None and major < 16 else COMPILER_DEFAULT_MIN_RUNTIME
+    actual_cpu = Counter(actual["cpu_ops"])
+    actual_verdict = "none" if not subgraphs else ("full" if not +actual_cpu else "partial")
+    uncertain = 0
+    try:
+        report = check_model(cpu, runtime, multiple_subgraphs=multiple)
+        predicted, verdict = report.split_by_type()["cpu"], report.verdict
+        uncertain = sum(1 for o in report.ops if o.confidence != "confirmed")
+    except EdgekitError as exc:  # a model check refuses: every op counts as wrong
+        predicted, verdict = Counter({"<error>": len(cpu.ops)}), f"error: {exc.message}"
+    types = set(predicted) | set(actual_cpu)
+    wrong = sum(abs(predicted[t] - actual_cpu[t]) for t in types)
+    n = len(cpu.ops)
+    return {"pair": name, "ops": n, "agreeing_ops": max(n - wrong, 0), "multiple_subgraphs": multiple,
+            "min_runtime": runtime, "compiler": major, "uncertain_ops": uncertain,
+            "verdict": verdict, "actual_verdict": actual_verdict,
+            "predicted_cpu": dict(sorted((+predicted).items())), "actual_cpu": dict(sorted((+actual_cpu).items()))}
 
 
 def find_pairs(folders: list[Path]) -> list[tuple[Path, Path]]:
@@ -39,38 +119,53 @@ def find_pairs(folders: list[Path]) -> list[tuple[Path, Path]]:
     return pairs
 
 
-def compiler_major(compiled_path: Path) -> int | None:
-    """The compiler's major version from the log beside a compiled model, if there is one."""
-    log = compiled_path.with_suffix(".log")
-    if not log.is_file():
-        return None
-    m = re.search(r"Edge TPU Compiler version (\d+)\.", log.read_text(errors="replace"))
-    return int(m.group(1)) if m else None
-
-
 def score_pair(cpu_path: Path, compiled_path: Path, infer_flags: bool = True) -> dict:
-    """Check's prediction for one pair against what the compiler did."""
-    cpu, compiled = tflite_model.load(cpu_path), tflite_model.load(compiled_path)
-    subgraphs = sum(1 for op in compiled.ops if op.custom_code == EDGETPU_CUSTOM_OP)
-    multiple = infer_flags and subgraphs > 1
-    major = compiler_major(compiled_path) if infer_flags else None
-    runtime = 13 if major is not None and major < 16 else COMPILER_DEFAULT_MIN_RUNTIME
-    actual = compiled_split(cpu, compiled)
-    actual_verdict = "none" if not subgraphs else ("full" if not +actual["cpu"] else "partial")
-    try:
-        report = check_model(cpu, runtime, multiple_subgraphs=multiple)
-        predicted, verdict = report.split_by_type()["cpu"], report.verdict
-    except EdgekitError as exc:  # a model check refuses: every op counts as wrong
-        predicted, verdict = Counter({"<error>": len(cpu.ops)}), f"error: {exc.message}"
-    types = set(predicted) | set(actual["cpu"])
-    wrong = sum(abs(predicted[t] - actual["cpu"][t]) for t in types)
-    n = len(cpu.ops)
-    return {"pair": cpu_path.stem, "ops": n, "agreeing_ops": max(n - wrong, 0), "multiple_subgraphs": multiple,
-            "min_runtime": runtime, "compiler": major,
-            "verdict": verdict, "actual_verdict": actual_verdict,
-            "predicted_cpu": dict(sorted((+predicted).items())), "actual_cpu": dict(sorted((+actual["cpu"]).items()))}
+    """:func:`score` for a pair of files (the log beside the compiled model read when there is one)."""
+    log = compiled_path.with_suffix(".log")
+    cpu = tflite_model.load(cpu_path)
+    actual = placement(cpu, tflite_model.load(compiled_path),
+                       log.read_text(errors="replace") if log.is_file() else None)
+    return score(cpu_path.stem, cpu, actual, infer_flags)
 
 
+# ------------------------------------------------------------------------------------ the ledger
+def weightless(data: bytes, keep: int = KEEP_BUFFER_BYTES) -> bytes:
+    """The model with every constant buffer over ``keep`` bytes zeroed: same structure, no weights."""
+    info = tflite_model.ModelInfo.from_bytes(data)
+    out = bytearray(data)
+    for b in info._buffers:
+        if b.size > keep:
+            out[b.start:b.start + b.size] = bytes(b.size)
+    return bytes(out)
+
+
+def pair_id(repo: str, model_path: str) -> str:
+    """The file stem of a ledger pair's derived files: ``owner+name__dir__model``."""
+    return re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{repo.replace('/', '+')}__{model_path.replace('/', '__')}")[:-7]
+
+
+def read_ledger(folder: Path) -> list[dict[str, str]]:
+    with open(Path(folder) / "SOURCES.tsv", newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f, delimiter="\t"))
+
+
+def ledger_pairs(folder: Path) -> list[tuple[dict[str, str], ModelInfo, dict[str, Any]]]:
+    """(ledger row, weightless CPU model, placement) for every row of ``folder/SOURCES.tsv``."""
+    out = []
+    for row in read_ledger(folder):
+        stem = Path(folder) / "pairs" / pair_id(row["repo"], row["model_path"])
+        cpu = tflite_model.ModelInfo.from_bytes(gzip.decompress(stem.with_suffix(".tflite.gz").read_bytes()),
+                                                f"{row['repo']}/{row['model_path']}")
+        out.append((row, cpu, json.loads(stem.with_suffix(".json").read_text())))
+    return out
+
+
+def score_ledger(folder: Path, infer_flags: bool = True) -> list[dict]:
+    return [score(pair_id(row["repo"], row["model_path"]), cpu, actual, infer_flags)
+            for row, cpu, actual in ledger_pairs(folder)]
+
+
+# ------------------------------------------------------------------------------------ reports
 def summarize(rows: list[dict]) -> dict:
     ops = sum(r["ops"] for r in rows)
     return {"pairs": len(rows), "ops": ops,
@@ -83,7 +178,7 @@ def format_rows(rows: list[dict]) -> str:
     lines = [f"{'pair':<64} {'ops':>4} {'agree':>6}  verdict (check / compiler)"]
     for r in rows:
         flag = (" -a" if r["multiple_subgraphs"] else "") + (f" -m {r['min_runtime']}" if r["compiler"] else "")
-        lines.append(f"{r['pair'][:64]:<64} {r['ops']:>4} {r['agreeing_ops'] / r['ops']:>6.1%}  "
+        lines.append(f"{r['pair'][:64]:<64} {r['ops']:>4} {r['agreeing_ops'] / max(r['ops'], 1):>6.1%}  "
                      f"{r['verdict']} / {r['actual_verdict']}{flag}")
         if r["predicted_cpu"] != r["actual_cpu"]:
             lines.append(f"    CPU ops: check {r['predicted_cpu']}, compiler {r['actual_cpu']}")

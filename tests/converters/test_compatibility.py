@@ -81,7 +81,7 @@ def test_yolov8n_refused_ops_are_the_large_tail_tensors():
                                "LOGISTIC": 1, "QUANTIZE": 1})
     softmax = next(o for o in report.ops if o.name == "SOFTMAX")
     assert softmax.reason == C.MORE_THAN_ONE_SUBGRAPH
-    assert all(o.confidence == C.LIKELY for o in report.ops if o.reason == C.UNSPECIFIED)
+    assert all(o.confidence == C.UNCERTAIN for o in report.ops if o.reason == C.UNSPECIFIED)
 
 
 def test_srgan_with_a_dynamic_batch_compiles_into_three_subgraphs_with_a():
@@ -102,9 +102,9 @@ def test_a_decoder_custom_op_stays_on_the_cpu_and_warns_the_compile_may_fail():
         "pairs/posenet__posenet_mobilenet_v1_075_353_481_quant_decoder.tflite")))
     assert report.verdict == "partial" and report.cpu_ops == 1
     last = report.ops[-1]
-    assert (last.name, last.target, last.confidence) == ("CUSTOM", "cpu", C.LIKELY)
+    assert (last.name, last.target, last.confidence) == ("CUSTOM", "cpu", C.UNCERTAIN)
     p = next(p for p in report.problems if p.code == "custom_op")
-    assert not p.fatal and p.confidence == C.LIKELY and "PosenetDecoderOp" in p.message
+    assert not p.fatal and p.confidence == C.UNCERTAIN and "PosenetDecoderOp" in p.message
 
 
 def test_deeplab_eight_cpu_ops_and_the_op_that_breaks_the_graph():
@@ -116,7 +116,7 @@ def test_deeplab_eight_cpu_ops_and_the_op_that_breaks_the_graph():
         {"RESIZE_BILINEAR": 3, "CONV_2D": 2, "CONCATENATION": 1, "QUANTIZE": 1, "ARG_MAX": 1})
     assert [o.index for o in cpu] == list(range(64, 72))
     first = cpu[0]
-    assert (first.name, first.confidence) == ("RESIZE_BILINEAR", C.LIKELY)
+    assert (first.name, first.confidence) == ("RESIZE_BILINEAR", C.UNCERTAIN)
     # ops 62/63 feed the CPU part but do not depend on #64: mapped, as in the compiled file
     assert report.ops[62].target == report.ops[63].target == "edgetpu"
     assert report.verdict == "partial" and report.subgraphs == 1
@@ -304,7 +304,7 @@ def test_custom_ops_stay_on_the_cpu_and_only_unknown_ones_warn():
         assert not report.fatal, code
         assert any(p.code == "custom_op" for p in report.problems) == warned, code
         assert report.ops[0].target == "cpu"
-        assert report.ops[0].confidence == (C.LIKELY if warned else C.CONFIRMED)
+        assert report.ops[0].confidence == (C.UNCERTAIN if warned else C.CONFIRMED)
 
 
 # ------------------------------------------------------------------------------------ op rules
@@ -397,9 +397,9 @@ def test_json_schema():
     d = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"))).to_dict()
     assert {"model", "verdict", "ops", "summary", "problems"} <= set(d)
     assert set(d["ops"][0]) == {"index", "name", "version", "target", "reason", "detail", "confidence", "subgraph"}
-    assert set(d["summary"]) == {"edgetpu_ops", "cpu_ops", "subgraphs", "likely_ops", "param_bytes",
+    assert set(d["summary"]) == {"edgetpu_ops", "cpu_ops", "subgraphs", "uncertain_ops", "param_bytes",
                                  "on_chip_bytes_estimate", "off_chip_bytes_estimate"}
-    assert d["multiple_subgraphs"] is False and {o["confidence"] for o in d["ops"]} <= {"confirmed", "likely"}
+    assert d["multiple_subgraphs"] is False and {o["confidence"] for o in d["ops"]} <= {"confirmed", "uncertain"}
     assert {o["subgraph"] for o in d["ops"] if o["target"] == "edgetpu"} == {0}
     assert d["summary"]["edgetpu_ops"] == 64 and d["summary"]["cpu_ops"] == 8
     json.dumps(d)
@@ -496,7 +496,7 @@ def test_mean_over_many_positions_stays_on_the_cpu():
     """google-coral/edgetpu#461: MEAN on 1x256x128x3 not mapped; on 1x64x128x3 pieces it mapped."""
     big = _single("MEAN", [1, 256, 128, 3], [1, 1, 1, 3], [lambda g: g.const([1, 2])], keepDims=True)
     small = _single("MEAN", [1, 64, 128, 3], [1, 1, 1, 3], [lambda g: g.const([1, 2])], keepDims=True)
-    assert (big.target, big.reason, big.confidence) == ("cpu", C.UNSPECIFIED, C.LIKELY) and "32,768" in big.detail
+    assert (big.target, big.reason, big.confidence) == ("cpu", C.UNSPECIFIED, C.UNCERTAIN) and "32,768" in big.detail
     assert small.target == "edgetpu"
 
 
@@ -532,7 +532,7 @@ def test_transpose_limit_sits_between_the_yolov8_192_and_320_logs():
     mapped = _single("TRANSPOSE", [1, 24, 24, 144], [1, 144, 24, 24], perm)
     refused = _single("TRANSPOSE", [1, 4, 16, 2100], [1, 4, 2100, 16], [lambda g: g.const([0, 1, 3, 2])])
     assert mapped.target == "edgetpu"
-    assert (refused.target, refused.reason, refused.confidence) == ("cpu", C.UNSPECIFIED, C.LIKELY)
+    assert (refused.target, refused.reason, refused.confidence) == ("cpu", C.UNSPECIFIED, C.UNCERTAIN)
     assert "134,400" in refused.detail
 
 
@@ -543,7 +543,7 @@ def test_reshape_limit_sits_between_yolov5_640s_p4_and_p3_head_reshapes():
         return _single("RESHAPE", [1, h, h, 255], [1, h * h, 3, 85], [lambda g: g.const([1, h * h, 3, 85])])
     assert reshape(40).target == "edgetpu"
     big = reshape(80)
-    assert (big.target, big.reason, big.confidence) == ("cpu", C.UNSPECIFIED, C.LIKELY)
+    assert (big.target, big.reason, big.confidence) == ("cpu", C.UNSPECIFIED, C.UNCERTAIN)
     assert "1,632,000" in big.detail
 
 
@@ -553,7 +553,7 @@ def test_nearest_neighbour_resizes_by_any_factor_bilinear_by_integer_factors():
     size = [lambda g: g.const([5, 5])]
     assert _single("RESIZE_NEAREST_NEIGHBOR", [1, 3, 3, 64], [1, 5, 5, 64], size).target == "edgetpu"
     odd = _single("RESIZE_BILINEAR", [1, 3, 3, 64], [1, 5, 5, 64], size)
-    assert (odd.target, odd.reason, odd.confidence) == ("cpu", C.UNSPECIFIED, C.LIKELY)
+    assert (odd.target, odd.reason, odd.confidence) == ("cpu", C.UNSPECIFIED, C.UNCERTAIN)
     assert _single("RESIZE_BILINEAR", [1, 5, 5, 64], [1, 10, 10, 64], [lambda g: g.const([10, 10])]).target == \
         "edgetpu"
     flat = _single("RESIZE_NEAREST_NEIGHBOR", [1, 3, 64], [1, 5, 64], [lambda g: g.const([5])])
