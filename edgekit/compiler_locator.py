@@ -35,8 +35,8 @@ COMPILER_MIN_RUNTIME = {16: 14, 15: 13, 14: 13, 2: 13, 1: 10}
 _VERSION = re.compile(r"Edge TPU Compiler version (\S+)")
 # What libedgetpu says when a model was compiled for a newer runtime than its own (edgetpu.md §3):
 # read by `compile` (the compiler's own output) and by `classify` (the delegate's error) alike.
-RUNTIME_MISMATCH = re.compile(r"requires runtime version \((\d+)\), which is newer than this runtime version "
-                              r"\((\d+)\)")
+RUNTIME_MISMATCH = re.compile(r"requires runtime version \((?P<need>\d+)\), which is newer than this runtime version "
+                              r"\((?P<have>\d+)\)")
 
 
 def platform_supported() -> bool:

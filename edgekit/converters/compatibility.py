@@ -47,6 +47,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from edgekit.compiler_locator import COMPILER_MIN_RUNTIME
 from edgekit.converters.op_versions import version_problem
 from edgekit.errors import CompatibilityError, InvalidModelError, UsageError
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, FLOAT_DTYPES, ModelInfo, OpInfo, SubgraphInfo, TensorInfo
@@ -70,7 +71,7 @@ CUSTOM_UNRESOLVED = "Encountered unresolved custom op"
 CONFIRMED = "confirmed"  # a real compile shows it
 UNCERTAIN = "uncertain"  # no real compile shows it either way (documentation or inference only)
 
-COMPILER_DEFAULT_MIN_RUNTIME = 14
+COMPILER_DEFAULT_MIN_RUNTIME = COMPILER_MIN_RUNTIME[16]  # the compiler whose rules these are
 SUPPORTED_MIN_RUNTIMES = range(10, 15)
 #: On-chip parameter cache of the Edge TPU (~8 MB, coral.ai pipeline and multiple-edgetpu docs).
 #: Real compiles cache up to ~6-7.6 MiB of it (the compiler keeps some for itself), so the

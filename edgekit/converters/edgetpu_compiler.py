@@ -250,56 +250,83 @@ def _new_section(report: CompileReport) -> ModelSection:
 
 
 # ------------------------------------------------------------------------------- known failures
-_OP_VERSION = re.compile(r"Didn't find op for builtin opcode '(\w+)' version '(\d+)'")
-_RUNTIME = RUNTIME_MISMATCH
+@dataclass(frozen=True)
+class Failure:
+    """A compiler or runtime failure edgekit recognizes: the text it matches, what is wrong and what to do.
+
+    ``what`` and ``fix`` are formatted with the pattern's named groups; ``refs`` name the evidence:
+    real compiler output in ``tests/fixtures/compiler`` (``log:``) or a public report listed in
+    ``tests/fixtures/evidence/REPORTS.tsv`` (``report:``).
+    """
+
+    pattern: re.Pattern
+    what: str
+    fix: str
+    refs: tuple[str, ...]
+
+
+def _known(pattern: str | re.Pattern, what: str, fix: str, *refs: str) -> Failure:
+    return Failure(re.compile(pattern) if isinstance(pattern, str) else pattern, what, fix, refs)
+
+
+#: The known failures, first match wins (the op-version one also names the TensorFlow that made the op).
+FAILURES: tuple[Failure, ...] = (
+    _known(r"Didn't find op for builtin opcode '(?P<op>\w+)' version '(?P<version>\d+)'",
+             "edgetpu_compiler cannot parse the model: {why}",
+             "re-convert the model so that its op versions are ones TensorFlow Lite 2.5 knows "
+             "(`edgekit quantize` checks this; `edgekit check` lists every op version problem)",
+             "log:v16_op_version_exp.txt", "log:v16_op_version_quantize.txt", "log:v16_op_version_transpose_conv.txt"),
+    _known(r"builtin_code out of range",
+             "edgetpu_compiler cannot parse the model: an op is newer than its TensorFlow Lite 2.5",
+             "use only classic TFLite builtin ops; `edgekit check` names the op", "report:google-coral/edgetpu#862"),
+    _known(RUNTIME_MISMATCH,
+             "the model was compiled for Edge TPU runtime {need}, but this runtime is version {have}",
+             "recompile with `edgekit compile --min-runtime {have}` (edgetpu_compiler -m {have}), "
+             "or update libedgetpu on the device", "log:runtime_mismatch.txt"),
+    _known(r"Model not quantized",
+             "edgetpu_compiler refused the model: 'Model not quantized' (some ops compute in float)",
+             "quantize the whole model to int8 with integer I/O: `edgekit quantize`", "log:v14_not_quantized.txt"),
+    _known(r"dynamic-sized tensors",
+             "edgetpu_compiler refused the model: it has dynamic-sized tensors (e.g. a batch dimension of -1)",
+             "convert with a fixed batch of 1: keras.Input(shape, batch_size=1), or a tf.function with "
+             "TensorSpec([1, H, W, C]); `edgekit quantize` does this", "log:v16_dynamic_tensors.txt"),
+    _known(r"large activation tensors",
+             "edgetpu_compiler failed: 'Compilation failed due to large activation tensors in model'",
+             "reduce the input resolution or the widest layers, or retry with --search-delegate "
+             "(maps the largest part that compiles) or --segments N", "log:v16_large_activations.txt"),
+    _known(r"Encountered unresolved custom op: (?P<op>[^.\s]+)",
+             "edgetpu_compiler failed: the model contains the custom op {op!r}, unknown to its TensorFlow Lite",
+             "remove the custom op and run that step on the CPU after the Edge TPU model",
+             "report:coral-unresolved-custom-op"),
+    _known(r"Internal compiler error",
+             "edgetpu_compiler crashed ('Internal compiler error. Aborting!')",
+             "retry with --search-delegate, or without -a style options, or simplify the model around the ops "
+             "`edgekit check` flags; report it to google-coral/edgetpu with the model if it persists",
+             "log:v15_internal_error.txt", "log:v14_internal_error.txt"),
+    _known(r"Model could not be parsed|Invalid model",
+             "edgetpu_compiler could not parse the model",
+             "check that it loads in TensorFlow Lite and that `edgekit check` reports no op-version problem",
+             "log:v16_op_version_exp.txt"),
+    _known(r"Model failed in Tflite interpreter",
+             "edgetpu_compiler could not run the model in its TensorFlow Lite interpreter",
+             "make sure the model loads and runs with TensorFlow Lite 2.5-era ops (`edgekit check`)",
+             "log:v16_dynamic_tensors.txt"),
+)
 
 
 def diagnose(text: str) -> tuple[str, str] | None:
     """(what is wrong, what to do) for a known compiler or runtime failure in ``text``, else None."""
-    m = _OP_VERSION.search(text)
-    if m:
-        from edgekit.converters.op_versions import version_problem
+    for f in FAILURES:
+        m = f.pattern.search(text)
+        if m is None:
+            continue
+        values = m.groupdict()
+        if "version" in values:
+            from edgekit.converters.op_versions import version_problem
 
-        op, v = m.group(1), int(m.group(2))
-        why = version_problem(op, v) or f"{op} v{v} is newer than the compiler's TensorFlow Lite"
-        return (f"edgetpu_compiler cannot parse the model: {why}",
-                "re-convert the model so that its op versions are ones TensorFlow Lite 2.5 knows "
-                "(`edgekit quantize` checks this; `edgekit check` lists every op version problem)")
-    if "builtin_code out of range" in text:
-        return ("edgetpu_compiler cannot parse the model: an op is newer than its TensorFlow Lite 2.5",
-                "use only classic TFLite builtin ops; `edgekit check` names the op")
-    m = _RUNTIME.search(text)
-    if m:
-        need, have = m.group(1), m.group(2)
-        return (f"the model was compiled for Edge TPU runtime {need}, but this runtime is version {have}",
-                f"recompile with `edgekit compile --min-runtime {have}` (edgetpu_compiler -m {have}), "
-                "or update libedgetpu on the device")
-    if "Model not quantized" in text:
-        return ("edgetpu_compiler refused the model: 'Model not quantized' (some ops compute in float)",
-                "quantize the whole model to int8 with integer I/O: `edgekit quantize`")
-    if "dynamic-sized tensors" in text:
-        return ("edgetpu_compiler refused the model: it has dynamic-sized tensors (e.g. a batch dimension of -1)",
-                "convert with a fixed batch of 1: keras.Input(shape, batch_size=1), or a tf.function with "
-                "TensorSpec([1, H, W, C]); `edgekit quantize` does this")
-    if "large activation tensors" in text:
-        return ("edgetpu_compiler failed: 'Compilation failed due to large activation tensors in model'",
-                "reduce the input resolution or the widest layers, or retry with --search-delegate "
-                "(maps the largest part that compiles) or --segments N")
-    m = re.search(r"Encountered unresolved custom op: ([^.\s]+)", text)
-    if m:
-        return (f"edgetpu_compiler failed: the model contains the custom op {m.group(1)!r}, "
-                "unknown to its TensorFlow Lite",
-                "remove the custom op and run that step on the CPU after the Edge TPU model")
-    if "Internal compiler error" in text:
-        return ("edgetpu_compiler crashed ('Internal compiler error. Aborting!')",
-                "retry with --search-delegate, or without -a style options, or simplify the model around the ops "
-                "`edgekit check` flags; report it to google-coral/edgetpu with the model if it persists")
-    if "Model could not be parsed" in text or "Invalid model" in text:
-        return ("edgetpu_compiler could not parse the model",
-                "check that it loads in TensorFlow Lite and that `edgekit check` reports no op-version problem")
-    if "Model failed in Tflite interpreter" in text:
-        return ("edgetpu_compiler could not run the model in its TensorFlow Lite interpreter",
-                "make sure the model loads and runs with TensorFlow Lite 2.5-era ops (`edgekit check`)")
+            op, v = values["op"], int(values["version"])
+            values["why"] = version_problem(op, v) or f"{op} v{v} is newer than the compiler's TensorFlow Lite"
+        return f.what.format(**values), f.fix.format(**values)
     return None
 
 

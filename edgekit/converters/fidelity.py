@@ -11,8 +11,8 @@ subgraphs, and its log, where there is one, names its version and status words. 
 
 A compiled file with several ``edgetpu-custom-op`` was compiled with ``-a`` (a default compile
 makes one Edge TPU subgraph), so that pair is checked with ``multiple_subgraphs=True``; a log
-naming compiler 15 or older means that compiler's default runtime, 13 (coral.ai compiler/runtime
-table), so that pair is checked with ``min_runtime=13``.
+naming an older compiler means that compiler's default runtime
+(:data:`edgekit.compiler_locator.COMPILER_MIN_RUNTIME`), so that pair is checked with it.
 
 Pairs come from folders (``X.tflite`` beside ``X_edgetpu.tflite``, the log as ``X_edgetpu.log``) or
 from the evidence ledger (``tests/fixtures/evidence``): one ``SOURCES.tsv`` row per public pair,
@@ -32,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from edgekit import tflite_model
+from edgekit.compiler_locator import default_min_runtime, version_major
 from edgekit.converters.compatibility import COMPILER_DEFAULT_MIN_RUNTIME, check_model
 from edgekit.converters.edgetpu_compiler import compiled_split, parse_compiler_output
 from edgekit.errors import EdgekitError
@@ -78,18 +79,13 @@ def pair_problem(cpu: ModelInfo, compiled: ModelInfo) -> str | None:
     return None
 
 
-def compiler_major(version: str | None) -> int | None:
-    m = re.match(r"\s*(\d+)\.", version or "")
-    return int(m.group(1)) if m else None
-
-
 # ------------------------------------------------------------------------------------ scoring
 def score(name: str, cpu: ModelInfo, actual: dict[str, Any], infer_flags: bool = True) -> dict:
     """Check's prediction for ``cpu`` against the compiler's placement ``actual``."""
     subgraphs = actual["edgetpu_subgraphs"]
     multiple = infer_flags and subgraphs > 1
-    major = compiler_major(actual.get("compiler_version")) if infer_flags else None
-    runtime = 13 if major is not None and major < 16 else COMPILER_DEFAULT_MIN_RUNTIME
+    major = version_major(actual.get("compiler_version")) if infer_flags else None
+    runtime = compiler_default_runtime(actual) if infer_flags else COMPILER_DEFAULT_MIN_RUNTIME
     actual_cpu = Counter(actual["cpu_ops"])
     actual_verdict = "none" if not subgraphs else ("full" if not +actual_cpu else "partial")
     uncertain = 0
@@ -186,3 +182,52 @@ def format_rows(rows: list[dict]) -> str:
     lines.append(f"op placement agreement {s['op_agreement']:.1%} over {s['ops']} ops in {s['pairs']} pairs; "
                  f"{s['exact_pairs']} pairs exact; verdicts right {s['verdicts_right']}/{s['pairs']}")
     return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ rule audit
+def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[str, dict[str, list[str]]]:
+    """What the pairs say of each rule: ``{rule: {"contradicts": [...], "agrees": [...]}}`` (pair names).
+
+    A rule is a constraint (``OP.test_name``; ``COMMON.test_name`` for the ones every op meets) or
+    an op type's mapping (``OP.mapped``). A constraint that refuses an op of a type the compiler
+    mapped every op of, in that pair, is contradicted there; one that refuses an op of a type the
+    compiler left on the CPU agrees (the pair shows where ops ran, not why: a log, where there is
+    one, says why). An op type with ops mapped agrees with its ``mapped`` rule.
+    """
+    from edgekit.converters.compatibility import COMMON, RULES, OpContext
+
+    out: dict[str, dict[str, list[str]]] = {}
+
+    def note(rule: str, kind: str, name: str) -> None:
+        seen = out.setdefault(rule, {"contradicts": [], "agrees": []})[kind]
+        if name not in seen:
+            seen.append(name)
+
+    for name, cpu, actual in pairs:
+        g = cpu.main
+        for op in g.ops:
+            rule = RULES.get(op.name)
+            if rule is None:
+                continue
+            if actual["edgetpu_ops"].get(op.name):
+                note(f"{op.name}.mapped", "agrees", name)
+            c = OpContext(cpu, g, op, [g.tensor(i) for i in op.inputs], [g.tensor(i) for i in op.outputs],
+                          compiler_default_runtime(actual))
+            if any(t is None for t in c.ins[:1] + c.outs[:1]):
+                continue
+            for k in COMMON + rule.constraints:
+                try:
+                    fired = k.test(c) is not None
+                except (IndexError, ValueError, TypeError):
+                    continue
+                if fired:
+                    where = "COMMON" if k in COMMON else op.name
+                    note(f"{where}.{k.test.__name__.lstrip('_')}",
+                         "agrees" if actual["cpu_ops"].get(op.name) else "contradicts", name)
+                    break
+    return out
+
+
+def compiler_default_runtime(actual: dict[str, Any]) -> int:
+    """The runtime the pair's compiler targets by default (compiler 16's where the version is unknown)."""
+    return default_min_runtime(actual.get("compiler_version")) or COMPILER_DEFAULT_MIN_RUNTIME
