@@ -74,23 +74,42 @@ def page_text(name: str, command: click.Command, current: str | None) -> str:
 
 
 def rules_page() -> str:
-    """docs/edgetpu-compatibility.md, whole: the table of ``compatibility.RULES`` (never hand-copied)."""
+    """docs/edgetpu-compatibility.md, whole: the tables of ``compatibility`` (never hand-copied)."""
     from edgekit.converters import compatibility as C
+
+    def evidence(refs: tuple, looked_for: str = "") -> str:
+        text = ", ".join(f"`{r}`" for r in refs)
+        return _cell(text + (f"; looked for, not found: {looked_for}" if looked_for else ""))
 
     rows = ["| op | runtime | constant inputs | when not mapped (the compiler's words) | what to do | confidence | "
             "evidence |", "|---|---|---|---|---|---|---|"]
     for name, rule in sorted(C.RULES.items()):
         params = ", ".join(f"{what} (#{i})" for i, what in rule.params) or ""
-        rows.append(f"| `{name}` | {rule.min_runtime}+ | {_cell(params)} | | | | |")
+        seen = C.SEEN_MAPPED.get(name)
+        rows.append(f"| `{name}` | {rule.min_runtime}+ | {_cell(params)} | mapped | | "
+                    f"{C.CONFIRMED if seen else C.UNCERTAIN} | {evidence(seen or C.DOCS)} |")
         for c in rule.constraints:
-            rows.append(f"| | | | {_cell(c.status)} | {_cell(c.fix or '')} | {c.confidence} | {_cell(c.evidence)} |")
+            rows.append(f"| | | | {_cell(c.status)} | {_cell(c.fix or '')} | {c.confidence} | "
+                        f"{evidence(c.evidence, c.looked_for)} |")
+    common = ["| rule | when it fires (the compiler's words) | confidence | evidence |", "|---|---|---|---|"]
+    common += [f"| `{c.test.__name__.lstrip('_')}` | {_cell(c.status)} | {c.confidence} | "
+               f"{evidence(c.evidence, c.looked_for)} |" for c in C.COMMON]
+    model = ["| problem code | confidence | evidence |", "|---|---|---|"]
+    model += [f"| `{code}` | {r.confidence} | {evidence(r.evidence, r.looked_for)} |"
+              for code, r in C.MODEL_RULES.items()]
     return ("# Edge TPU compatibility: the rules `edgekit check` applies\n\n"
-            "Generated from `edgekit.converters.compatibility.RULES` by `python -m edgekit.cli_docs` (a test "
-            "fails when this page differs). An op not listed is not an Edge TPU op: it stays on the CPU. Every "
-            "listed op also needs int8 (or uint8) data and constant weights; the rows under an op are its "
-            "further constraints, each with the evidence it rests on and how sure that evidence makes it "
-            f"(`confirmed`: a real compile shows it; `uncertain`: no real compile shows it either way; check reports the placements it decides as uncertain). "
-            f"{len(C.RULES)} ops.\n\n" + "\n".join(rows) + "\n")
+            "Generated from `edgekit.converters.compatibility` (`RULES`, `SEEN_MAPPED`, `COMMON`, `MODEL_RULES`) "
+            "by `python -m edgekit.cli_docs` (a test fails when this page differs). An op not listed is not an "
+            "Edge TPU op: it stays on the CPU. Each rule names the evidence it rests on: `pair:` a public compiled "
+            "pair of the evidence ledger (`tests/fixtures/evidence/SOURCES.tsv`), `testdata:` a compiled pair in "
+            "`../shared/testdata`, `log:` real compiler output in `tests/fixtures/compiler`, `report:` a public "
+            "report listed in `tests/fixtures/evidence/REPORTS.tsv`. `confirmed`: a real compile shows it; "
+            "`uncertain`: no real compile shows it either way, and the rule says what evidence was looked for; "
+            "check reports the placements it decides as uncertain. "
+            f"{len(C.RULES)} ops.\n\n## Per op\n\n" + "\n".join(rows)
+            + "\n\n## Every op\n\nChecked on every supported op before its own constraints.\n\n" + "\n".join(common)
+            + "\n\n## The whole model\n\nProblems that make the compiler refuse the model, or that check cannot "
+            "place op by op.\n\n" + "\n".join(model) + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -31,6 +31,9 @@ OTHER_PLATFORM_HINT = (
 # Compiler major version → the Edge TPU runtime its models need by default (coral.ai
 # "compiler-and-runtime-versions"; ../shared/reference/edgetpu.md §2.3).
 COMPILER_MIN_RUNTIME = {16: 14, 15: 13, 14: 13, 2: 13, 1: 10}
+# Its evidence (references as in edgekit.converters.compatibility): Coral's table, and a compiler 15
+# log refusing TRANSPOSE, a runtime-14 op, as "Operation not supported".
+COMPILER_MIN_RUNTIME_EVIDENCE = ("report:coral-compiler-runtime-versions", "log:v15_partial_yolov5s_stdout.txt")
 
 _VERSION = re.compile(r"Edge TPU Compiler version (\S+)")
 # What libedgetpu says when a model was compiled for a newer runtime than its own (edgetpu.md §3):

@@ -29,7 +29,7 @@ every mappable run becomes an Edge TPU subgraph. Evidence:
 * deeplabv3 (both pairs): everything that depends on the first unmappable op (#64
   RESIZE_BILINEAR) stays on the CPU; ops #62/#63, which feed the CPU part but do not depend on it,
   are mapped;
-* float I/O (``v16_float_io_yolov8s_160_CPU.log``, ``v15_float_io_mnist4.log``, pair
+* float I/O (``v16_float_io_yolov8s_160_CPU.log``, pair
   ``coralmicro__yamnet_spectra_in``): an unmappable *first* op cuts nothing off;
 * google-coral/edgetpu#342: the first mappable run is kept even when later ones are larger;
 * pair ``srgan__srgan_quant_2`` (three ``edgetpu-custom-op`` in the compiled file, so compiled with
@@ -60,9 +60,8 @@ NOT_SUPPORTED = "Operation not supported"
 DATA_TYPE = "Operation is working on an unsupported data type"
 VERSION = "Operation version not supported"
 NOT_CONSTANT = "Filter, bias, or other param is not constant at compile-time"
-# The compiler's full words (compiler 16: google-coral/edgetpu#537, #708; compiler 2.0: #30, #75).
 RANK = "Tensor has unsupported rank (up to 3 innermost dimensions mapped)"
-STRIDES = "Only Strided-Slice with unitary strides supported"  # compiler 15 log (yolov5s, public README)
+STRIDES = "Only Strided-Slice with unitary strides supported"
 # Whole-model failures: the compiler refuses the model, nothing is mapped.
 PARSE_FAILED = "Model could not be parsed"
 DYNAMIC = "Model has dynamic-sized tensors"
@@ -81,34 +80,73 @@ PARAMETER_CACHE_BYTES = 8 * 1024 * 1024
 _QUANT_TYPES = {"int8", "uint8"}
 _CONST_OK_TYPES = {"int8", "uint8", "int32"}
 
-# Evidence, named once (files in ../shared/testdata/pairs, logs in tests/fixtures/compiler).
-DOCS = "coral.ai models-intro supported-operations table and its known limitations (documentation only)"
-EV_YOLOV8N = ("pair coral_wifi_webserver__yolov8n_full_integer_quant (compiler 16.0.384591198) and its "
-              "_edgetpu.log")
-EV_SRGAN = "pair srgan__srgan_quant_2 (compiled with -a: three edgetpu-custom-op)"
-EV_FLOAT_IO = ("logs v16_float_io_yolov8s_160_CPU.log, v15_float_io_mnist4.log; pair "
-               "coralmicro__yamnet_spectra_in")
-EV_DEEPLAB = "pairs deeplabv3_mnv2_dm05_pascal_quant and coral-edgetpu__deeplabv3_mnv2_pascal_quant"
-EV_DECODERS = ("pairs posenet__posenet_mobilenet_v1_075_353_481_quant_decoder, bodypix__*_decoder "
-               "(Coral's own, built by compiling the part before the custom op and joining it back: "
-               "google-coral/project-posenet#19)")
-EV_UNRESOLVED = ("compiler 2.0 on PosenetDecoderOp (google-coral/project-posenet#19) and compiler 16 on "
-                 "Atan ('Encountered unresolved custom op: Atan', public notes) refused the model")
-EV_DYNAMIC = ("log v16_dynamic_tensors.txt (google-coral/edgetpu#829: a Keras EfficientNet converted with a "
-              "-1 batch, whose Reshape layers get a shape computed at run time); pair srgan__srgan_quant_2 "
-              "compiled despite -1 batches, its shapes being constant")
+# Evidence references, each checked by tests/converters/test_evidence.py: ``pair:<id>`` a public pair
+# of the evidence ledger (tests/fixtures/evidence/SOURCES.tsv), ``testdata:<stem>`` a compiled pair in
+# ../shared/testdata, ``log:<file>`` real compiler output in tests/fixtures/compiler, ``report:<key>``
+# a public report listed in tests/fixtures/evidence/REPORTS.tsv (Coral's documentation among them).
+Refs = tuple  # of str
+DOCS: Refs = ("report:coral-supported-ops",)
+EV_YOLOV8N: Refs = ("testdata:coral_wifi_webserver__yolov8n_full_integer_quant",)
+EV_SRGAN: Refs = ("testdata:srgan__srgan_quant_2",)  # compiled with -a: three edgetpu-custom-op
+EV_FLOAT_IO: Refs = ("log:v16_float_io_yolov8s_160_CPU.log", "testdata:coralmicro__yamnet_spectra_in")
+EV_DEEPLAB: Refs = ("testdata:deeplabv3_mnv2_dm05_pascal_quant", "testdata:coral-edgetpu__deeplabv3_mnv2_pascal_quant")
+# Coral's own decoder models, built by compiling the part before the custom op and joining it back.
+EV_DECODERS: Refs = ("testdata:posenet__posenet_mobilenet_v1_075_353_481_quant_decoder",
+                     "testdata:bodypix__bodypix_mobilenet_v1_075_640_480_16_quant_decoder")
+EV_UNRESOLVED: Refs = ("report:coral-unresolved-custom-op",)
+# A Keras EfficientNet converted with a -1 batch, whose Reshape layers get a shape computed at run
+# time, fails; srgan compiled despite -1 batches, its shapes being constant.
+EV_DYNAMIC: Refs = ("log:v16_dynamic_tensors.txt", "testdata:srgan__srgan_quant_2")
 
-#: Op types a real compile shows mapped (the pairs and the fixture logs); the other supported ops
-#: rest on Coral's table alone, so check reports their mapping as uncertain.
-SEEN_MAPPED = frozenset({
-    "ADD", "AVERAGE_POOL_2D", "CONCATENATION", "CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED",
-    "LOGISTIC", "MAX_POOL_2D", "MEAN", "MUL", "PAD", "PRELU", "QUANTIZE", "RESHAPE",
-    "RESIZE_NEAREST_NEIGHBOR", "SOFTMAX", "SPLIT", "STRIDED_SLICE", "SUB", "TANH", "TRANSPOSE",
-    "UNIDIRECTIONAL_SEQUENCE_LSTM",
-    # compiler 16 logs: L2_NORMALIZATION, SUM (jiri-kula/EfficientDet model_edgetpu.log @069975ed), SLICE
-    # (tensorflow/models#10695), RELU (mathieugalle/edgetpu-compiler-pad-fail @df17eec0), RESIZE_BILINEAR
-    # (a fully mapped MobileHumanPose, eehoeskrap/PaperReview#15).
-    "L2_NORMALIZATION", "SUM", "SLICE", "RELU", "RESIZE_BILINEAR"})
+#: The status words check prints, each with the real output that shows them (a log shows them
+#: verbatim; edgekit's own words for whole-model failures cite the output they stand for).
+STATUS_WORDS: dict[str, Refs] = {
+    MAPPED: ("log:v16_full_yolov5s_160.log",),
+    MORE_THAN_ONE_SUBGRAPH: ("log:v15_partial_yolov5s_stdout.txt",),
+    UNSPECIFIED: ("log:v15_partial_yolov5s_stdout.txt", "log:v16_float_io_yolov8s_160_CPU.log"),
+    NOT_SUPPORTED: ("log:v15_partial_yolov5s_stdout.txt",),
+    DATA_TYPE: ("log:v16_float_io_yolov8s_160_CPU.log",),
+    VERSION: ("log:v15_partial_yolov5s_stdout.txt",),
+    NOT_CONSTANT: DOCS,
+    RANK: ("report:google-coral/edgetpu#708",),
+    STRIDES: ("log:v15_partial_yolov5s_stdout.txt",),
+    PARSE_FAILED: ("log:v16_op_version_exp.txt",),
+    DYNAMIC: ("log:v16_dynamic_tensors.txt",),
+    CUSTOM_UNRESOLVED: EV_UNRESOLVED,
+}
+
+#: Op types a real compile shows mapped, each with compiles that show it (tests check every one maps
+#: the op); the other supported ops rest on Coral's table alone, so check reports their mapping as
+#: uncertain.
+SEEN_MAPPED: dict[str, Refs] = {
+    "ADD": ("testdata:deeplabv3_mnv2_dm05_pascal_quant",),
+    "AVERAGE_POOL_2D": ("testdata:mobilenet_v1_0.25_128_quant",),
+    "CONCATENATION": ("testdata:split_concat",),
+    "CONV_2D": ("testdata:mobilenet_v1_0.25_128_quant",),
+    "DEPTHWISE_CONV_2D": ("testdata:mobilenet_v1_0.25_128_quant",),
+    "FULLY_CONNECTED": ("testdata:keras_lstm_mnist_ptq",),
+    "LOGISTIC": ("testdata:coralmicro__yamnet_spectra_in",),
+    "MAX_POOL_2D": ("testdata:coral_wifi_webserver__yolov8n_full_integer_quant",),
+    "MEAN": ("testdata:coralmicro__yamnet_spectra_in",),
+    "MUL": ("testdata:coral_wifi_webserver__yolov8n_full_integer_quant",),
+    "PAD": ("testdata:bodypix__bodypix_mobilenet_v1_075_640_480_16_quant_decoder",),
+    "PRELU": ("testdata:srgan__srgan_quant_2",),
+    "QUANTIZE": ("testdata:keras_lstm_mnist_ptq",),
+    "RESHAPE": ("testdata:mobilenet_v1_0.25_128_quant",),
+    "RESIZE_NEAREST_NEIGHBOR": ("testdata:coral_wifi_webserver__yolov8n_full_integer_quant",),
+    "SOFTMAX": ("testdata:mobilenet_v1_0.25_128_quant",),
+    "SPLIT": ("testdata:split_concat",),
+    "STRIDED_SLICE": ("testdata:coral_wifi_webserver__yolov8n_full_integer_quant",),
+    "SUB": ("log:v16_float_io_yolov8s_160_CPU.log",),
+    "TANH": ("testdata:srgan__srgan_quant_2",),
+    "TRANSPOSE": ("testdata:coral_wifi_webserver__yolov8n_full_integer_quant",),
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": ("testdata:keras_lstm_mnist_ptq",),
+    "L2_NORMALIZATION": ("report:jiri-kula/EfficientDet",),
+    "SUM": ("report:jiri-kula/EfficientDet",),
+    "SLICE": ("report:tensorflow/models#10695",),
+    "RELU": ("report:mathieugalle/edgetpu-compiler-pad-fail",),
+    "RESIZE_BILINEAR": ("report:eehoeskrap/PaperReview#15",),
+}
 
 #: Custom ops the compiler's TensorFlow Lite resolves (they stay on the CPU as "Operation is
 #: working on an unsupported data type": tensorflow/models#10695 and other public logs).
@@ -124,21 +162,20 @@ FIX_MOVE_TO_END = "replace it with a supported op, or move it after the last op 
 
 # Row-size limit (yolov8n pair + log, yolov5s and yolov8 logs): a tensor whose two innermost
 # dimensions hold more than this many values is refused ("unspecified limitation"), whatever the
-# op. Mapped at most 176,400 (the final CONCATENATION 1x84x2100 and LOGISTIC 1x80x2100 of
-# MRezqalla/GoalBuddy's yolov8n 320 log @9329054e, compiler 16, otherwise mappable; yolov8n SOFTMAX/CONV_2D
-# on 1x4x8400x16 = 134,400; the yolov5s 160 concat 1x1575x85 = 133,875 in v16_full_yolov5s_160.log);
-# refused from 230,400 (yolov8n RESHAPE 1x144x1600) and, inferred from the architecture, 199,920
-# (yolov5s 224 RESHAPE 1x2352x85 in v16_partial_yolov5s_224_stdout.txt). The limit is placed inside
-# that gap. google-coral/edgetpu#490's LOGISTIC on 1x19206x9 (172,854) "unspecified" is no
-# counter-example: that model's plain compile failed ("large activation tensors") and the table
-# came from a `-d` (search_delegate) compile, which cuts the graph at tensors of its choosing.
+# op. Mapped at most 134,400 (yolov8n SOFTMAX/CONV_2D on 1x4x8400x16; the yolov5s 160 concat
+# 1x1575x85 = 133,875 in v16_full_yolov5s_160.log); refused from 230,400 (yolov8n RESHAPE
+# 1x144x1600) and, inferred from the architecture, 199,920 (yolov5s 224 RESHAPE 1x2352x85 in
+# v16_partial_yolov5s_224_stdout.txt). The limit is placed inside that gap. google-coral/edgetpu#490's
+# LOGISTIC on 1x19206x9 (172,854) "unspecified" is no counter-example: that model's plain compile
+# failed ("large activation tensors") and the table came from a `-d` (search_delegate) compile,
+# which cuts the graph at tensors of its choosing.
 ROW_LIMIT = 196_608
 # TRANSPOSE moves data across the whole tensor. Mapped at most 82,944 values (1x24x24x144 in the
 # all-mapped yolov8n/yolov8s 192 logs of jveitchmichaelis/edgetpu-yolo @283644dc, compiler 16);
-# refused from 134,400 (the 1x4x16x2100 DFL transposes in MRezqalla/GoalBuddy's yolov8n 320 log
-# @9329054e, compiler 16) and 230,400 (the yolov8n pair's 1x40x40x144). The limit is placed inside
-# that gap. (It was 65,536 until the 192 logs showed 82,944 mapped.)
-TRANSPOSE_LIMIT = 131_072
+# refused from 104,000 (the 1x40x40x65 head transpose of the yolov8 ledger pair
+# G-aad-a/ddu-eksamen, whose 1x20x20x65 one (26,000) mapped) and at 230,400 (the yolov8n pair's
+# 1x40x40x144). The limit is placed inside that gap (it was 131,072 until that pair).
+TRANSPOSE_LIMIT = 98_304
 # RESHAPE ("Certain reshapes might not be mapped for large tensor sizes", Coral's table): yolov5's
 # head reshapes 1x80x80x255 -> 1x6400x3x85 (1,632,000 values) is refused at 640 while the same
 # reshape of 1x40x40x255 (408,000) maps: the counts of two compiler 16 logs of a 640 COCO export
@@ -156,7 +193,7 @@ class Judgement:
     status: str
     detail: str | None = None
     fix: str | None = None
-    evidence: str | None = None
+    evidence: Refs = ()
     confidence: str = CONFIRMED
     code: str | None = None  # the problem code, when not the one of its status words
 
@@ -237,9 +274,10 @@ class Constraint:
     test: Test
     status: str
     fix: str | None
-    evidence: str
+    evidence: Refs
     confidence: str = UNCERTAIN
     code: str | None = None  # the problem code, when not the one of its status words
+    looked_for: str = ""     # for an uncertain constraint: the evidence searched for and not found
 
 
 @dataclass(frozen=True)
@@ -313,19 +351,21 @@ def _row_size(c: OpContext) -> str | None:
 
 
 COMMON: tuple[Constraint, ...] = (
-    Constraint(_data_types, DATA_TYPE, None, "logs v15_float_io_mnist4.log, v16_float_io_yolov8s_160_CPU.log "
-               "(DEQUANTIZE), v14_not_quantized.txt", CONFIRMED),
-    # Compiler 15 (default runtime 13) logs show TRANSPOSE (runtime 14) as "Operation not supported"
-    # (yolov5s in a public README, google-coral/edgetpu#342); the runtime numbers are Coral's table.
-    Constraint(_runtime, NOT_SUPPORTED, None, "coral.ai supported-operations table, runtime column; compiler 15 "
-               "logs (TRANSPOSE: 'Operation not supported')", code="runtime"),
+    Constraint(_data_types, DATA_TYPE, None, EV_FLOAT_IO + ("log:v14_not_quantized.txt",), CONFIRMED),
+    # Compiler 15 (default runtime 13) calls TRANSPOSE (runtime 14) "Operation not supported"; the
+    # other runtime numbers are Coral's table.
+    Constraint(_runtime, NOT_SUPPORTED, None, DOCS + ("log:v15_partial_yolov5s_stdout.txt",), CONFIRMED,
+               code="runtime"),
     Constraint(_constant_params, NOT_CONSTANT, "make weights and shape/axis params constants of the model "
-               "(freeze the graph)", DOCS),
+               "(freeze the graph)", DOCS, looked_for="a compiled pair or log with a weight or shape computed at "
+               "run time (Keras and the TFLite converter fold them: none seen)"),
     Constraint(_rank, RANK, "keep tensors at most 4-D with a batch of 1",
-               f"{EV_SRGAN}: its 5-D RESHAPE/TRANSPOSE stayed on the CPU; google-coral/edgetpu#708", CONFIRMED),
+               EV_SRGAN + ("report:google-coral/edgetpu#708",), CONFIRMED),
     Constraint(_row_size, UNSPECIFIED, "keep detection post-processing (decode, concat over all anchors) on the "
                "CPU: cut the model before it, or export without it",
-               f"{EV_YOLOV8N}; logs v16_full_yolov5s_160.log, v16_partial_yolov5s_224_stdout.txt", UNCERTAIN),
+               EV_YOLOV8N + ("log:v16_full_yolov5s_160.log", "log:v16_partial_yolov5s_224_stdout.txt"), UNCERTAIN,
+               looked_for="a compile with a row between the largest mapped (134,400) and the smallest refused "
+               "(~200k): the limit sits in that gap"),
 )
 
 
@@ -338,7 +378,8 @@ def _no_fused_activation(c: OpContext) -> str | None:
 
 NO_FUSED_ACTIVATION = Constraint(_no_fused_activation, UNSPECIFIED,
                                  "apply the activation as a separate layer (ReLU after the pooling/concatenation)",
-                                 DOCS)
+                                 DOCS, looked_for="a pooling or concatenation with a fused activation in a compiled "
+                                 "pair (converters rarely fuse one there)")
 
 
 def _equal_dilation(c: OpContext) -> str | None:
@@ -348,7 +389,8 @@ def _equal_dilation(c: OpContext) -> str | None:
     return None
 
 
-CONV = (Constraint(_equal_dilation, UNSPECIFIED, "use the same dilation rate in both spatial dimensions", DOCS),)
+CONV = (Constraint(_equal_dilation, UNSPECIFIED, "use the same dilation rate in both spatial dimensions", DOCS,
+                   looked_for="a compiled convolution with unequal x/y dilation"),)
 
 
 def _fc_keep_num_dims(c: OpContext) -> str | None:
@@ -360,29 +402,24 @@ def _fc_weights_format(c: OpContext) -> str | None:
     return "weights are not in the default format" if c.op.options.get("weights_format", 0) != 0 else None
 
 
-def _fc_output_1d(c: OpContext) -> str | None:
-    out = c.outs[0]
-    if out is not None and sum(1 for d in out.shape if d > 1) > 1:
-        return f"output is {_shape(out)}; the Edge TPU needs a one-dimensional FC output"
-    return None
-
-
-def per_channel_fc(c: OpContext) -> str | None:
-    w = c.ins[1] if len(c.ins) > 1 else None
-    if w is not None and w.quantization is not None and w.quantization.per_channel:
-        return (f"per-channel weights ({len(w.quantization.scales)} scales); the Edge TPU toolchain expects "
-                "per-tensor FULLY_CONNECTED weights")
-    return None
+# Per-channel FULLY_CONNECTED weights (TF >= 2.16's default) are mapped: Coral's documentation and
+# the TFLM convention expect per-tensor weights, but compiler 16 mapped the per-channel Dense layers
+# (256 and 1024 scales) of ricardodeazambuja/LibrEdgeTPU's templates (ledger pairs dense_256, dense_1024).
+# The rule that refused them is gone; `edgekit quantize` still writes per-tensor Dense weights.
+EV_PER_CHANNEL_FC: Refs = ("pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__templates__dense_256",
+                           "pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__templates__dense_1024")
 
 
 FULLY_CONNECTED = (
-    Constraint(_fc_keep_num_dims, VERSION, "Flatten (or Reshape to 2-D) before the Dense layer", DOCS),
-    Constraint(_fc_weights_format, UNSPECIFIED, "convert with the default fully-connected weights format", DOCS),
-    Constraint(_fc_output_1d, UNSPECIFIED, "Flatten before the Dense layer so that its output is [1, units]", DOCS),
-    Constraint(per_channel_fc, UNSPECIFIED, "quantize Dense weights per tensor: `edgekit quantize` does "
-               "(converter._experimental_disable_per_channel_quantization_for_dense_layers = True)", DOCS,
-               code="per_channel_weights"),
+    Constraint(_fc_keep_num_dims, VERSION, "Flatten (or Reshape to 2-D) before the Dense layer", DOCS,
+               looked_for="a compiled FULLY_CONNECTED with keep_num_dims (edgetpu.md: 'GitHub notes' only)"),
+    Constraint(_fc_weights_format, UNSPECIFIED, "convert with the default fully-connected weights format", DOCS,
+               looked_for="a compiled FULLY_CONNECTED with shuffled weights"),
 )
+# Coral documents a 1-D FULLY_CONNECTED output and constant weights; compiler 16 mapped all 18 of the
+# vision transformer in ledger pair prbodmann/Coral-TPU efficient_l3: 49x128 and 49x512 outputs, and
+# the attention products whose "weights" are activations computed at run time (EV_FC_2D).
+EV_FC_2D: Refs = ("pair:prbodmann+Coral-TPU__transformer__models__efficient_l3",)
 
 
 def _softmax_axis(c: OpContext) -> str | None:
@@ -396,7 +433,7 @@ def _softmax_axis(c: OpContext) -> str | None:
 # mappable ("More than one subgraph is not supported"), and the yolov8s 160 log maps it: only the
 # documented 16,000-value limit is kept, on the softmax axis.
 SOFTMAX = (Constraint(_softmax_axis, UNSPECIFIED, "drop the final softmax (take argmax of the logits) or apply "
-                      "it on the CPU", DOCS + f"; the 1-D rule is contradicted by {EV_YOLOV8N}"),)
+                      "it on the CPU", DOCS, looked_for="a compiled softmax over more than 16,000 values"),)
 
 
 def _strided_slice_strides(c: OpContext) -> str | None:
@@ -413,9 +450,9 @@ def _strided_slice_masks(c: OpContext) -> str | None:
 
 STRIDED_SLICE = (
     Constraint(_strided_slice_strides, STRIDES, "slice with stride 1 (use a pooling or a strided convolution "
-               "to subsample)", DOCS + "; the status words from a compiler 15 log (yolov5s, public README)",
-               CONFIRMED),
-    Constraint(_strided_slice_masks, UNSPECIFIED, "index with plain begin/end ranges", DOCS),
+               "to subsample)", DOCS + ("log:v15_partial_yolov5s_stdout.txt",), CONFIRMED),
+    Constraint(_strided_slice_masks, UNSPECIFIED, "index with plain begin/end ranges", DOCS,
+               looked_for="a compiled STRIDED_SLICE with ellipsis_mask or new_axis_mask"),
 )
 
 
@@ -443,13 +480,15 @@ def _mean_positions(c: OpContext) -> str | None:
     return None
 
 
-REDUCE = (Constraint(_reduce_axes, UNSPECIFIED, "reduce over x/y only, never over the batch dimension", DOCS),)
+REDUCE = (Constraint(_reduce_axes, UNSPECIFIED, "reduce over x/y only, never over the batch dimension", DOCS,
+                     looked_for="a compiled MEAN/SUM over the batch, or over a channel depth not a multiple of 4"),)
 # google-coral/edgetpu#461: Coral's engineer found MEAN on 1x256x128x3 (32,768 positions) not mapped;
 # split into 1x64x128x3 pieces (8,192) it mapped. The limit is placed inside that gap.
 MEAN_POSITIONS_LIMIT = 16_384
 MEAN = REDUCE + (Constraint(_mean_positions, UNSPECIFIED, "split the input (e.g. into horizontal bands) and "
                             "average the parts, or pool first (AVERAGE_POOL_2D) to fewer positions",
-                            "google-coral/edgetpu#461 (Coral's answer and the user's test)", UNCERTAIN),)
+                            ("report:google-coral/edgetpu#461",), UNCERTAIN,
+                            looked_for="a compile with a MEAN between 8,192 and 32,768 positions"),)
 
 
 def _pad_batch(c: OpContext) -> str | None:
@@ -458,6 +497,26 @@ def _pad_batch(c: OpContext) -> str | None:
     if pads and t is not None and len(t.shape) >= 4 and any(pads[:2]):
         return f"pads the batch dimension by {pads[:2]}"
     return None
+
+
+def _split_outer(c: OpContext) -> str | None:
+    axis = c.const_ints(0)
+    t = c.ins[1] if len(c.ins) > 1 else None
+    if axis is None or t is None or not t.shape:
+        return None
+    a = axis[0] + len(t.shape) if axis[0] < 0 else axis[0]
+    if a == 0 and t.shape[0] > 1:
+        return f"splits {_shape(t)} along its first dimension"
+    return None
+
+
+# The vision transformer of ledger pair prbodmann/Coral-TPU efficient_l3 splits its attention heads
+# along the first dimension of 4x49xN tensors: compiler 16 left all 4 of those SPLITs on the CPU and
+# mapped everything around them; yamnet's split along a first dimension of 1 and split_concat's
+# along channels mapped.
+SPLIT = (Constraint(_split_outer, UNSPECIFIED, "split along an inner dimension (keep the leading dimension 1)",
+                    EV_FC_2D, UNCERTAIN, looked_for="more compiles splitting along a first dimension larger than "
+                    "1 (one model shows it, without a log to give the compiler's words)"),)
 
 
 def _pack_batch(c: OpContext) -> str | None:
@@ -514,18 +573,41 @@ def _bilinear_factor(c: OpContext) -> str | None:
     return None
 
 
-RESIZE_RANK = Constraint(_resize_rank, UNSPECIFIED, "resize images (1, H, W, C) in NHWC layout", DOCS)
+RESIZE_RANK = Constraint(_resize_rank, UNSPECIFIED, "resize images (1, H, W, C) in NHWC layout", DOCS,
+                         looked_for="a compiled resize of a tensor that is not 4-D")
+
+
+# Large resizes are refused ("unspecified limitation"), nearest-neighbour or bilinear. The compiler
+# 14.1 log of mistake0316/Google-Coral-Style-Transfer's decoder maps its x2 RESIZE_NEAREST_NEIGHBOR
+# to 1x64x64x256 and 1x128x128x128 (2,097,152 values) and refuses the one to 1x256x256x64
+# (4,194,304); google-coral/edgetpu#31's bilinear x2 to 512x512x32 (8.4M) was refused where 128x128x32
+# mapped. The limit is placed inside that gap, on the output's size.
+RESIZE_LIMIT = 3_145_728
+
+
+def _resize_size(c: OpContext) -> str | None:
+    out = c.outs[0]
+    if _elements(out) > RESIZE_LIMIT:
+        return (f"resizes to {_shape(out)} ({_elements(out):,} values); the Edge TPU maps resizes only to smaller "
+                f"outputs (~{RESIZE_LIMIT:,}; heuristic)")
+    return None
+
+
+RESIZE_SIZE = Constraint(
+    _resize_size, UNSPECIFIED, "resize to a smaller output (fewer channels or a lower resolution), or move the "
+    "last resize to the CPU after the Edge TPU part",
+    ("pair:mistake0316+Google-Coral-Style-Transfer__model__dark_Decoder", "report:google-coral/edgetpu#31"),
+    UNCERTAIN, looked_for="a compile resizing to between 2,097,152 (mapped) and 4,194,304 (refused) values")
 # Coral's table says of both resizes that "depending on input/output size, this operation might not be
 # mapped to the Edge TPU to avoid loss in precision", with no numbers. For nearest-neighbour resizing
 # the factor does not matter: a Model Maker EfficientDet-Lite0 (320: its BiFPN upsamples 3x3 -> 5x5)
 # compiled by compiler 16 maps all 12 of its RESIZE_NEAREST_NEIGHBOR (a published log:
 # "RESIZE_NEAREST_NEIGHBOR 12 Mapped to Edge TPU", 2 classes), so the integer-factor heuristic applies
-# to RESIZE_BILINEAR only. Large resizes of either kind have been refused (google-coral/edgetpu#31 with
-# an old compiler, #187, #597), but no report gives sizes that place a limit: none is modelled.
-RESIZE_BILINEAR = (RESIZE_RANK, Constraint(
+# to RESIZE_BILINEAR only. Large resizes of either kind are refused: RESIZE_SIZE.
+RESIZE_BILINEAR = (RESIZE_RANK, RESIZE_SIZE, Constraint(
     _bilinear_factor, UNSPECIFIED, "resize by an integer factor (e.g. x2) without align_corners from a size of 1, "
-    "or move the resize after the last Edge TPU op", f"{EV_DEEPLAB}: RESIZE_BILINEAR 1 -> 33 with align_corners "
-    "stays on the CPU; the integer-factor part is a heuristic", UNCERTAIN))
+    "or move the resize after the last Edge TPU op", EV_DEEPLAB, UNCERTAIN, looked_for="compiled RESIZE_BILINEAR with non-integer factors (only the deeplab 1 -> 33 with "
+    "align_corners is seen refused)"))
 
 
 def _squeeze(c: OpContext) -> str | None:
@@ -557,8 +639,9 @@ def _transpose_size(c: OpContext) -> str | None:
 
 
 TRANSPOSE = (Constraint(_transpose_size, UNSPECIFIED, "transpose on the CPU after the Edge TPU part, or keep "
-                        "the layout NHWC", EV_YOLOV8N + "; yolov8n/s 192 and 320 logs (compiler 16): TRANSPOSE "
-                        "mapped on 82,944 values, refused from 134,400", UNCERTAIN),)
+                        "the layout NHWC", EV_YOLOV8N + ("pair:G-aad-a+ddu-eksamen__best_full_integer_quant",
+                                                          "report:jveitchmichaelis/edgetpu-yolo"), UNCERTAIN,
+                        looked_for="a compile transposing between 82,944 (mapped) and 104,000 (refused) values"),)
 
 
 def _reshape_size(c: OpContext) -> str | None:
@@ -576,37 +659,41 @@ RULES: dict[str, OpRule] = {
     "AVERAGE_POOL_2D": OpRule(constraints=(NO_FUSED_ACTIVATION,)),
     "MAX_POOL_2D": OpRule(constraints=(NO_FUSED_ACTIVATION,)),
     "CONCATENATION": OpRule(constraints=(NO_FUSED_ACTIVATION, Constraint(
-        _concat_constant, UNSPECIFIED, "feed the constant as a model input, or use PAD for zero padding", DOCS))),
+        _concat_constant, UNSPECIFIED, "feed the constant as a model input, or use PAD for zero padding", DOCS,
+        looked_for="a compiled CONCATENATION with a constant input"))),
     "CONV_2D": OpRule(params=((1, "filter"), (2, "bias")), constraints=CONV),
     "DEPTHWISE_CONV_2D": OpRule(params=((1, "filter"), (2, "bias")), constraints=CONV),
     "TRANSPOSE_CONV": OpRule(13, ((0, "output shape"), (1, "filter"), (3, "bias"))),
-    "FULLY_CONNECTED": OpRule(params=((1, "weights"), (2, "bias")), constraints=FULLY_CONNECTED),
+    "FULLY_CONNECTED": OpRule(constraints=FULLY_CONNECTED),  # run-time weights map: EV_FC_2D
     "EXPAND_DIMS": OpRule(13, _AXIS), "SQUEEZE": OpRule(constraints=(Constraint(
-        _squeeze, UNSPECIFIED, "squeeze only leading dimensions of size 1", DOCS),)),
+        _squeeze, UNSPECIFIED, "squeeze only leading dimensions of size 1", DOCS,
+        looked_for="a compiled SQUEEZE of an inner dimension"),)),
     "L2_NORMALIZATION": OpRule(), "LOGISTIC": OpRule(), "TANH": OpRule(),
     "RELU": OpRule(), "RELU6": OpRule(), "RELU_N1_TO_1": OpRule(),
     "LSTM": OpRule(14), "UNIDIRECTIONAL_SEQUENCE_LSTM": OpRule(14),
     "MEAN": OpRule(params=_AXIS, constraints=MEAN), "SUM": OpRule(13, _AXIS, REDUCE),
     "REDUCE_MAX": OpRule(14, _AXIS, REDUCE), "REDUCE_MIN": OpRule(14, _AXIS, REDUCE),
-    "PACK": OpRule(13, constraints=(Constraint(_pack_batch, UNSPECIFIED, "pack along an inner dimension", DOCS),)),
+    "PACK": OpRule(13, constraints=(Constraint(_pack_batch, UNSPECIFIED, "pack along an inner dimension", DOCS,
+                                               looked_for="a compiled PACK along the batch"),)),
     "PAD": OpRule(params=((1, "paddings"),), constraints=(Constraint(
-        _pad_batch, UNSPECIFIED, "do not pad the batch dimension", DOCS),)),
+        _pad_batch, UNSPECIFIED, "do not pad the batch dimension", DOCS,
+        looked_for="a compiled PAD of the batch dimension"),)),
     "PRELU": OpRule(13, ((1, "alpha"),), (Constraint(_prelu, UNSPECIFIED, "Keras PReLU with shared_axes=[1, 2]",
-                                                     DOCS),)),
+                                                     DOCS, looked_for="a compiled PRELU with a 2-D or 3-D alpha"),)),
     "QUANTIZE": OpRule(13),
     # A computed shape input makes the whole model dynamic: see fatal_problems.
     "RESHAPE": OpRule(constraints=(Constraint(
         _reshape_size, UNSPECIFIED, "reshape smaller tensors (e.g. reshape each detection level after slicing it), "
-        "or leave the reshape to the CPU after the Edge TPU part", "counts of the compiler 16 logs of a 640 yolov5 "
-        "export (ultralytics/yolov5#10527, Team-Protom/road-signs-recognition-model); Coral's table: 'Certain "
-        "reshapes might not be mapped for large tensor sizes'", UNCERTAIN),)),
+        "or leave the reshape to the CPU after the Edge TPU part",
+        DOCS + ("report:ultralytics/yolov5#10527", "report:Team-Protom/road-signs-recognition-model"), UNCERTAIN,
+        looked_for="a compile reshaping between 408,000 (mapped) and 1,632,000 (refused) values"),)),
     "RESIZE_BILINEAR": OpRule(params=((1, "size"),), constraints=RESIZE_BILINEAR),
-    "RESIZE_NEAREST_NEIGHBOR": OpRule(params=((1, "size"),), constraints=(RESIZE_RANK,)),
+    "RESIZE_NEAREST_NEIGHBOR": OpRule(params=((1, "size"),), constraints=(RESIZE_RANK, RESIZE_SIZE)),
     "RSQRT": OpRule(14), "SQUARED_DIFFERENCE": OpRule(14),
     "SLICE": OpRule(params=((1, "begin"), (2, "size"))),
     "SOFTMAX": OpRule(constraints=SOFTMAX),
     "SPACE_TO_DEPTH": OpRule(),
-    "SPLIT": OpRule(params=((0, "axis"),)),
+    "SPLIT": OpRule(params=((0, "axis"),), constraints=SPLIT),
     "STRIDED_SLICE": OpRule(params=((1, "begin"), (2, "end"), (3, "strides")), constraints=STRIDED_SLICE),
     "TRANSPOSE": OpRule(14, ((1, "permutation"),), TRANSPOSE),
 }
@@ -623,7 +710,7 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
         floats = any(t is not None and t.dtype in FLOAT_DTYPES for t in ins + outs)
         if op.custom_code in KNOWN_CUSTOM_OPS:
             return Judgement(DATA_TYPE, f"custom op {op.custom_code!r} runs on the CPU", FIX_MOVE_TO_END,
-                             "tensorflow/models#10695 and other public compiler logs", CONFIRMED)
+                             ("report:tensorflow/models#10695",), CONFIRMED)
         return Judgement(DATA_TYPE if floats else NOT_SUPPORTED, f"custom op {op.custom_code!r} runs on the CPU",
                          FIX_MOVE_TO_END, EV_DECODERS, UNCERTAIN)
     rule = RULES.get(name)
@@ -639,7 +726,7 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
             return Judgement(DATA_TYPE, f"{name} on {', '.join(odd)} data, and {name} is not an Edge TPU op",
                              FIX_QUANTIZE if set(odd) & FLOAT_DTYPES else FIX_MOVE_TO_END, EV_FLOAT_IO, CONFIRMED)
         return Judgement(NOT_SUPPORTED, f"{name} is not in the Edge TPU's supported-op table", FIX_MOVE_TO_END,
-                         DOCS + "; ARG_MAX in the deeplab pairs, GATHER/LEAKY_RELU in public logs", CONFIRMED)
+                         DOCS + EV_DEEPLAB, CONFIRMED)
     if name == "QUANTIZE" and any(t.dtype in FLOAT_DTYPES for t in ins if t is not None) \
             and all(t.dtype in _QUANT_TYPES for t in outs if t is not None):
         return Judgement(UNSPECIFIED, f"quantizes a {ins[0].dtype} input: the model has float I/O",
@@ -650,11 +737,31 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
         if why is not None:
             detail, fix = why if isinstance(why, tuple) else (why, k.fix)
             return Judgement(k.status, detail, fix, k.evidence, k.confidence, k.code)
-    return Judgement(MAPPED, evidence=None if name in SEEN_MAPPED else DOCS,
-                     confidence=CONFIRMED if name in SEEN_MAPPED else UNCERTAIN)
+    seen = SEEN_MAPPED.get(name)
+    return Judgement(MAPPED, evidence=seen or DOCS, confidence=CONFIRMED if seen else UNCERTAIN)
 
 
 # ----------------------------------------------------------------------- whole-model failures
+@dataclass(frozen=True)
+class ModelRule:
+    """A rule about the whole model (a :class:`Problem` code), with its evidence."""
+
+    confidence: str
+    evidence: Refs
+    looked_for: str = ""
+
+
+MODEL_RULES: dict[str, ModelRule] = {
+    "op_version": ModelRule(CONFIRMED, ("log:v16_op_version_exp.txt", "log:v16_op_version_quantize.txt",
+                                        "log:v16_op_version_transpose_conv.txt")),
+    "dynamic_shapes": ModelRule(UNCERTAIN, EV_DYNAMIC, "compiles of models whose shapes other ops than a "
+                                "-1-batch RESHAPE compute at run time (SHAPE_INPUTS beyond RESHAPE)"),
+    "custom_op": ModelRule(UNCERTAIN, EV_UNRESOLVED + EV_DECODERS, "a compiler 15/16 log of a model with a custom "
+                           "op other than TFLite_Detection_PostProcess"),
+    "control_flow": ModelRule(UNCERTAIN, DOCS, "a compiled pair or log of a model with WHILE/IF subgraphs"),
+    "not_quantized": ModelRule(CONFIRMED, ("log:v14_not_quantized.txt",)),
+}
+
 #: Inputs that set an op's output shape. When one is computed at run time, TensorFlow Lite makes
 #: the output a dynamic-sized tensor, and the compiler, a delegate for static-sized tensors only,
 #: fails: "Attempting to use a delegate that only supports static-sized tensors with a graph that
@@ -709,7 +816,8 @@ def fatal_problems(info: ModelInfo) -> list[Problem]:
             "op_version", "edgetpu_compiler 16 cannot parse this model ('Didn't find op for builtin opcode'): "
             + "; ".join(whys[:3]) + (f"; and {len(whys) - 3} more" if len(whys) > 3 else ""),
             "convert with op versions TFLite 2.5 knows: `edgekit quantize` checks them; with plain TensorFlow "
-            "avoid int16 activations and newer op features", tuple(main_unparsable), True, PARSE_FAILED))
+            "avoid int16 activations and newer op features", tuple(main_unparsable), True, PARSE_FAILED,
+            MODEL_RULES["op_version"].confidence))
     dyn = dynamic_ops(g)
     if dyn:
         first, why = dyn[0]
@@ -718,7 +826,7 @@ def fatal_problems(info: ModelInfo) -> list[Problem]:
             "'Attempting to use a delegate that only supports static-sized tensors'",
             "convert with a fixed batch of 1 so that shapes fold to constants: keras.Input(shape, batch_size=1), "
             "or a tf.function with TensorSpec([1, H, W, C]); `edgekit quantize` does this",
-            tuple(op.index for op, _ in dyn), True, DYNAMIC, UNCERTAIN))
+            tuple(op.index for op, _ in dyn), True, DYNAMIC, MODEL_RULES["dynamic_shapes"].confidence))
     return out
 
 
@@ -903,17 +1011,19 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
             f"may refuse the model ('{CUSTOM_UNRESOLVED}: {code}', as compilers 2.0 and 16 did); the placement "
             "shown is what Coral's own models with such an op got, by compiling the part before it",
             "if the compile fails, compile the model without the custom op (cut it off before the op) and run the "
-            "op on the CPU after the Edge TPU part", tuple(op.index for op in custom), confidence=UNCERTAIN))
+            "op on the CPU after the Edge TPU part", tuple(op.index for op in custom),
+            confidence=MODEL_RULES["custom_op"].confidence))
     if len(info.subgraphs) > 1:
         problems.append(Problem(
             "control_flow", f"the model has {len(info.subgraphs)} subgraphs (control flow such as WHILE/IF); "
             "only the main subgraph is checked and the Edge TPU maps none of the control-flow ops",
-            "unroll loops and conditionals (e.g. unroll=True for Keras RNNs)", confidence=UNCERTAIN))
+            "unroll loops and conditionals (e.g. unroll=True for Keras RNNs)",
+            confidence=MODEL_RULES["control_flow"].confidence))
     if info.quantization_state == "float":
         problems.append(Problem(
             "not_quantized", "the model is not quantized (float ops): the Edge TPU runs only fully 8-bit "
             "quantized models, and the compiler refuses it ('Model not quantized') or maps nothing",
-            FIX_QUANTIZE, tuple(op.index for op in g.ops)))
+            FIX_QUANTIZE, tuple(op.index for op in g.ops), confidence=MODEL_RULES["not_quantized"].confidence))
         advice.append("The model is not quantized: " + FIX_QUANTIZE + ".")
 
     if fatal:
@@ -975,8 +1085,8 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
 def quantize_gate(report: CheckReport, io_type: str, info: ModelInfo) -> list[Problem]:
     """What makes a freshly quantized model unfit for the compiler, from its check report.
 
-    The fatal problems, float compute the converter left behind (a data-type problem), per-channel
-    FULLY_CONNECTED weights, and model I/O that is not ``io_type``. Empty when the model is fit.
+    The fatal problems, float compute the converter left behind (a data-type problem), and model
+    I/O that is not ``io_type``. Empty when the model is fit.
     """
     out = list(report.fatal)
     floats = [p for p in report.problems if p.code == "data_type"]
@@ -984,7 +1094,6 @@ def quantize_gate(report: CheckReport, io_type: str, info: ModelInfo) -> list[Pr
     # Name the float op itself, not the DEQUANTIZE/QUANTIZE the converter put around it.
     real = [p for p in floats if any(names.get(i) not in ("QUANTIZE", "DEQUANTIZE") for i in p.ops)]
     out += real or floats
-    out += [p for p in report.problems if p.code == "per_channel_weights"]
     for t in info.inputs + info.outputs:
         if t.dtype != io_type:
             out.append(Problem("io_type", f"I/O tensor {t.name!r} is {t.dtype}, not {io_type}"))
@@ -996,7 +1105,7 @@ def gate_checks(report: CheckReport) -> dict[str, Any]:
     codes = {p.code for p in report.problems}
     return {"full_int8": not codes & {"data_type", "not_quantized"}, "static_shapes": "dynamic_shapes" not in codes,
             "op_versions_within_compiler": "op_version" not in codes,
-            "per_tensor_dense": "per_channel_weights" not in codes, "edgetpu_verdict": report.verdict}
+            "edgetpu_verdict": report.verdict}
 
 
 def mib(n: int) -> str:

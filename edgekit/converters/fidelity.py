@@ -71,8 +71,12 @@ def pair_problem(cpu: ModelInfo, compiled: ModelInfo) -> str | None:
     if extra:
         return f"the compiled model has ops the CPU model lacks: {dict(extra)}"
 
-    def io(m: ModelInfo) -> list:
-        return [(t.shape, t.dtype) for t in m.inputs], [(t.shape, t.dtype) for t in m.outputs]
+    def io(m: ModelInfo) -> list:  # shapes, types and quantization: a re-exported model differs in them
+        def one(t: Any) -> tuple:
+            q = t.quantization
+            return tuple(t.shape), t.dtype, (round(q.scale, 9), q.zero_point) if q else None
+
+        return [one(t) for t in m.inputs], [one(t) for t in m.outputs]
 
     if io(cpu) != io(compiled):
         return f"inputs/outputs differ: {io(cpu)} vs {io(compiled)}"
@@ -126,12 +130,37 @@ def score_pair(cpu_path: Path, compiled_path: Path, infer_flags: bool = True) ->
 
 # ------------------------------------------------------------------------------------ the ledger
 def weightless(data: bytes, keep: int = KEEP_BUFFER_BYTES) -> bytes:
-    """The model with every constant buffer over ``keep`` bytes zeroed: same structure, no weights."""
+    """The model with its weights zeroed: same structure, same shapes, compresses to a few KB.
+
+    Zeroed: every constant buffer over ``keep`` bytes and every weight (the constants the rules read
+    stay: small int32/int64 shapes, axes and paddings, CONCATENATION's constant inputs), the per-channel quantization (min, max,
+    scales, zero points) of constant tensors (their count stays: a rule may ask whether weights are
+    per channel); tensor names become underscores of the same length.
+    """
+    from edgekit.tflite_model import _Reader
+
     info = tflite_model.ModelInfo.from_bytes(data)
     out = bytearray(data)
-    for b in info._buffers:
-        if b.size > keep:
+    weights = {t.buffer for g in info.subgraphs for t in g.tensors if t.is_constant}
+    kept = {t.buffer for g in info.subgraphs for op in g.ops for i in op.inputs
+            if (t := g.tensor(i)) is not None and t.is_constant
+            and (op.name == "CONCATENATION" or (t.dtype in ("int32", "int64") and t.buffer_bytes <= 256))}
+    for i, b in enumerate(info._buffers):
+        if b.size > keep or (i in weights and i not in kept):
             out[b.start:b.start + b.size] = bytes(b.size)
+    r = _Reader(data)
+    model = r.table(r.deref(0, "root table"), "model")
+    for g, sub in zip(model.tables(2, "subgraphs"), info.subgraphs):
+        for t, tensor in zip(g.tables(0, "tensors"), sub.tensors):
+            start, n = t.raw_vector(3, 1, "tensor name")  # names say nothing the rules read
+            out[start:start + n] = b"_" * n
+            q = t.table(4, "quantization")
+            if q is None or not tensor.is_constant:
+                continue
+            for slot, size in ((0, 4), (1, 4), (2, 4), (3, 8)):  # min, max, scale (float), zero point (int64)
+                start, n = q.raw_vector(slot, size, "quantization")
+                if n > 16:
+                    out[start:start + n * size] = bytes(n * size)
     return bytes(out)
 
 

@@ -169,8 +169,9 @@ def make_converter(loaded: keras_io.LoadedModel, spec: PreprocessSpec, represent
     conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
     if io_type:
         conv.inference_input_type = conv.inference_output_type = {"uint8": tf.uint8, "int8": tf.int8}[io_type]
-    # TF >= 2.16 quantizes Dense weights per channel; the Edge TPU toolchain expects one scale.
-    # If TensorFlow drops this setting, Dense weights come out per channel and the Edge TPU gate names them.
+    # TF >= 2.16 quantizes Dense weights per channel; Coral's toolchain documents one scale. Compiler
+    # 16 maps per-channel Dense weights too (compatibility.EV_PER_CHANNEL_FC), so this is the documented
+    # form, not a gate: if TensorFlow drops the setting, Dense weights come out per channel and still map.
     apply_settings(conv, {DENSE_PER_TENSOR: True})
     missing = apply_settings(conv, settings or {})
     if missing:

@@ -79,10 +79,11 @@ def test_v16_full_mapping_log_and_v15_logs():
     version, inp, out, rows = etc.parse_operation_log(fixture("v16_full_yolov5s_160.log"))
     assert (version, inp, out) == ("16.0.384591198", "yolov5s-int8.tflite", "yolov5s-int8_edgetpu.tflite")
     assert len(rows) == 11 and all(r.mapped for r in rows) and sum(r.count for r in rows) == 262
-    version, _, _, rows = etc.parse_operation_log(fixture("v15_full_mnist7.log"))
-    assert version == "15.0.340273435" and all(r.mapped for r in rows)
-    _, _, _, rows = etc.parse_operation_log(fixture("v15_float_io_mnist4.log"))
-    assert {r.operator for r in rows if not r.mapped} == {"QUANTIZE", "DEQUANTIZE"}
+    v15 = etc.parse_compiler_output(fixture("v15_partial_yolov5s_stdout.txt"))
+    assert v15.compiler_version == "15.0.340273435" and v15.succeeded and v15.main.total_ops == 294
+    assert sum(r.count for r in v15.ops) == 294 and v15.ops_per_status()["Mapped to Edge TPU"] == 1
+    assert ("STRIDED_SLICE", 4, "Only Strided-Slice with unitary strides supported") in [
+        (r.operator, r.count, r.status) for r in v15.ops]
 
 
 def test_older_console_formats():
