@@ -170,12 +170,16 @@ FIX_MOVE_TO_END = "replace it with a supported op, or move it after the last op 
 # failed ("large activation tensors") and the table came from a `-d` (search_delegate) compile,
 # which cuts the graph at tensors of its choosing.
 ROW_LIMIT = 196_608
+ROW_REFUSED = 230_400  # the smallest row a real compile shows refused
+FIX_ROWS = ("keep detection post-processing (decode, concat over all anchors) on the CPU: cut the model before it, "
+            "or export without it")
 # TRANSPOSE moves data across the whole tensor. Mapped at most 82,944 values (1x24x24x144 in the
 # all-mapped yolov8n/yolov8s 192 logs of jveitchmichaelis/edgetpu-yolo @283644dc, compiler 16);
 # refused from 104,000 (the 1x40x40x65 head transpose of the yolov8 ledger pair
 # G-aad-a/ddu-eksamen, whose 1x20x20x65 one (26,000) mapped) and at 230,400 (the yolov8n pair's
 # 1x40x40x144). The limit is placed inside that gap (it was 131,072 until that pair).
 TRANSPOSE_LIMIT = 98_304
+TRANSPOSE_REFUSED = 104_000  # the smallest transpose a real compile shows refused
 # RESHAPE ("Certain reshapes might not be mapped for large tensor sizes", Coral's table): yolov5's
 # head reshapes 1x80x80x255 -> 1x6400x3x85 (1,632,000 values) is refused at 640 while the same
 # reshape of 1x40x40x255 (408,000) maps: the counts of two compiler 16 logs of a 640 COCO export
@@ -341,13 +345,33 @@ def _rank(c: OpContext) -> str | None:
     return None
 
 
-def _row_size(c: OpContext) -> str | None:
-    for t in c.activations:
-        row = t.shape[-1] * (t.shape[-2] if len(t.shape) > 1 else 1) if t.shape else 1
-        if row > ROW_LIMIT:
-            return (f"tensor {t.name!r} is {_shape(t)}: its two innermost dimensions hold {row:,} values, more "
-                    f"than the Edge TPU maps (~{ROW_LIMIT:,}; heuristic)")
-    return None
+def _row_size(limit: int, seen: bool) -> Test:
+    """Rows (the two innermost dimensions) over ``limit``; ``seen``: a real compile refused rows this large."""
+    def test(c: OpContext) -> str | None:
+        for t in c.activations:
+            row = t.shape[-1] * (t.shape[-2] if len(t.shape) > 1 else 1) if t.shape else 1
+            if row > limit:
+                why = (f"real compiles refuse rows from {ROW_REFUSED:,}" if seen
+                       else f"~{ROW_LIMIT:,}; heuristic")
+                return (f"tensor {t.name!r} is {_shape(t)}: its two innermost dimensions hold {row:,} values, more "
+                        f"than the Edge TPU maps ({why})")
+        return None
+
+    test.__name__ = "_row_size_refused" if seen else "_row_size"
+    return test
+
+
+def _transpose_size(limit: int, seen: bool) -> Test:
+    def test(c: OpContext) -> str | None:
+        t = c.ins[0]
+        if t is not None and _elements(t) > limit:
+            why = f"real compiles refuse it from {TRANSPOSE_REFUSED:,}" if seen else f"~{TRANSPOSE_LIMIT:,}; heuristic"
+            return (f"transposes {_elements(t):,} values ({_shape(t)}); the Edge TPU maps TRANSPOSE only on small "
+                    f"tensors ({why})")
+        return None
+
+    test.__name__ = "_transpose_size_refused" if seen else "_transpose_size"
+    return test
 
 
 COMMON: tuple[Constraint, ...] = (
@@ -361,11 +385,13 @@ COMMON: tuple[Constraint, ...] = (
                "run time (Keras and the TFLite converter fold them: none seen)"),
     Constraint(_rank, RANK, "keep tensors at most 4-D with a batch of 1",
                EV_SRGAN + ("report:google-coral/edgetpu#708",), CONFIRMED),
-    Constraint(_row_size, UNSPECIFIED, "keep detection post-processing (decode, concat over all anchors) on the "
-               "CPU: cut the model before it, or export without it",
-               EV_YOLOV8N + ("log:v16_full_yolov5s_160.log", "log:v16_partial_yolov5s_224_stdout.txt"), UNCERTAIN,
+    # A size limit is confirmed where a real compile refused as large a tensor, uncertain in the gap
+    # between the largest mapped and the smallest refused (where the limit is placed).
+    Constraint(_row_size(ROW_REFUSED - 1, True), UNSPECIFIED, FIX_ROWS, EV_YOLOV8N, CONFIRMED),
+    Constraint(_row_size(ROW_LIMIT, False), UNSPECIFIED, FIX_ROWS,
+               ("log:v16_full_yolov5s_160.log", "log:v16_partial_yolov5s_224_stdout.txt"), UNCERTAIN,
                looked_for="a compile with a row between the largest mapped (134,400) and the smallest refused "
-               "(~200k): the limit sits in that gap"),
+               "(230,400; 199,920 inferred): the limit sits in that gap"),
 )
 
 
@@ -630,18 +656,13 @@ def _prelu(c: OpContext) -> str | None:
     return None
 
 
-def _transpose_size(c: OpContext) -> str | None:
-    t = c.ins[0]
-    if t is not None and _elements(t) > TRANSPOSE_LIMIT:
-        return (f"transposes {_elements(t):,} values ({_shape(t)}); the Edge TPU maps TRANSPOSE only on small "
-                f"tensors (~{TRANSPOSE_LIMIT:,}; heuristic)")
-    return None
-
-
-TRANSPOSE = (Constraint(_transpose_size, UNSPECIFIED, "transpose on the CPU after the Edge TPU part, or keep "
-                        "the layout NHWC", EV_YOLOV8N + ("pair:G-aad-a+ddu-eksamen__best_full_integer_quant",
-                                                          "report:jveitchmichaelis/edgetpu-yolo"), UNCERTAIN,
-                        looked_for="a compile transposing between 82,944 (mapped) and 104,000 (refused) values"),)
+FIX_TRANSPOSE = "transpose on the CPU after the Edge TPU part, or keep the layout NHWC"
+TRANSPOSE = (
+    Constraint(_transpose_size(TRANSPOSE_REFUSED - 1, True), UNSPECIFIED, FIX_TRANSPOSE,
+               ("pair:G-aad-a+ddu-eksamen__best_full_integer_quant",) + EV_YOLOV8N, CONFIRMED),
+    Constraint(_transpose_size(TRANSPOSE_LIMIT, False), UNSPECIFIED, FIX_TRANSPOSE,
+               ("report:jveitchmichaelis/edgetpu-yolo",), UNCERTAIN,
+               looked_for="a compile transposing between 82,944 (mapped) and 104,000 (refused) values"))
 
 
 def _reshape_size(c: OpContext) -> str | None:
