@@ -4,9 +4,12 @@ The custom op's options hold a DarwiNN package (flatbuffer identifier ``DWN1``, 
 ``executable/executable.fbs`` of google-coral/libedgetpu): ``Package`` → ``serialized_multi_executable``
 (a ``MultiExecutable``) → ``serialized_executables``, each an ``Executable`` flatbuffer. A compiler
 that caches parameters on the chip writes two executables per Edge TPU subgraph: PARAMETER_CACHING,
-whose ``parameters`` are what the compiler reports as "On-chip memory used for caching model
-parameters", and EXECUTION_ONLY, whose ``parameters`` are streamed for every inference ("Off-chip
-memory used for streaming uncached model parameters"); older ones wrote one STAND_ALONE executable.
+whose ``parameters`` are the parameter data cached on the chip, and EXECUTION_ONLY, whose
+``parameters`` are streamed for every inference ("Off-chip memory used for streaming uncached model
+parameters"); older ones wrote one STAND_ALONE executable. The compiler's printed "On-chip memory
+used for caching model parameters" counts the data as laid out on the chip, which is larger: 3.86
+MiB printed for 2.99 MiB of cached parameters in the one public pair whose compile output was
+published (ledger pair mathieugalle/edgetpu-compiler-pad-fail; tests/converters/test_evidence.py).
 Some compilers also stored an ``estimated_cycles`` count.
 
 Read with :mod:`edgekit.tflite_model`'s bounds-checked reader: a damaged package is reported as

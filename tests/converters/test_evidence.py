@@ -151,6 +151,23 @@ def test_log_status_words_agree_with_check_where_a_ledger_pair_has_its_log():
     assert compared >= 5
 
 
+def test_package_memory_figures_against_what_the_compiler_printed():
+    """Where a pair's compile output was published, the Edge TPU package inside the compiled model says
+    what it printed: nothing streamed when it printed no off-chip memory, and cached parameter data a
+    little under its on-chip figure (which counts the data as laid out on the chip)."""
+    compared = 0
+    for name, _, actual in PAIRS:
+        memory = actual["log_memory"]
+        if not memory or memory.get("on_chip_used_bytes") is None:
+            continue
+        cached = sum(p["cached_parameter_bytes"] for p in actual["edgetpu"])
+        streamed = sum(p["streamed_parameter_bytes"] for p in actual["edgetpu"])
+        assert (streamed == 0) == (memory["off_chip_used_bytes"] == 0), name
+        assert 0.6 * memory["on_chip_used_bytes"] <= cached <= memory["on_chip_used_bytes"], (name, cached, memory)
+        compared += 1
+    assert compared >= 1
+
+
 # ------------------------------------------------------------------------------------ references
 def test_every_evidence_reference_resolves():
     ledger = {pair_id(r["repo"], r["model_path"]) for r in ROWS}
