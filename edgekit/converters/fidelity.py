@@ -169,6 +169,12 @@ def pair_id(repo: str, model_path: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.+-]", "_", f"{repo.replace('/', '+')}__{model_path.replace('/', '__')}")[:-7]
 
 
+def pair_files(folder: Path, row: dict[str, str]) -> tuple[Path, Path]:
+    """(weightless CPU model .tflite.gz, placement .json) of a ledger row, under ``folder/pairs``."""
+    stem = pair_id(row["repo"], row["model_path"])
+    return Path(folder) / "pairs" / f"{stem}.tflite.gz", Path(folder) / "pairs" / f"{stem}.json"
+
+
 def read_ledger(folder: Path) -> list[dict[str, str]]:
     with open(Path(folder) / "SOURCES.tsv", newline="", encoding="utf-8") as f:
         return list(csv.DictReader(f, delimiter="\t"))
@@ -178,10 +184,9 @@ def ledger_pairs(folder: Path) -> list[tuple[dict[str, str], ModelInfo, dict[str
     """(ledger row, weightless CPU model, placement) for every row of ``folder/SOURCES.tsv``."""
     out = []
     for row in read_ledger(folder):
-        stem = Path(folder) / "pairs" / pair_id(row["repo"], row["model_path"])
-        cpu = tflite_model.ModelInfo.from_bytes(gzip.decompress(stem.with_suffix(".tflite.gz").read_bytes()),
-                                                f"{row['repo']}/{row['model_path']}")
-        out.append((row, cpu, json.loads(stem.with_suffix(".json").read_text())))
+        gz, placement_json = pair_files(folder, row)
+        cpu = tflite_model.ModelInfo.from_bytes(gzip.decompress(gz.read_bytes()), f"{row['repo']}/{row['model_path']}")
+        out.append((row, cpu, json.loads(placement_json.read_text())))
     return out
 
 
