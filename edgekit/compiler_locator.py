@@ -36,10 +36,7 @@ COMPILER_MIN_RUNTIME = {16: 14, 15: 13, 14: 13, 2: 13, 1: 10}
 COMPILER_MIN_RUNTIME_EVIDENCE = ("report:coral-compiler-runtime-versions", "log:v15_partial_yolov5s_stdout.txt")
 
 _VERSION = re.compile(r"Edge TPU Compiler version (\S+)")
-# What libedgetpu says when a model was compiled for a newer runtime than its own (edgetpu.md §3):
-# read by `compile` (the compiler's own output) and by `classify` (the delegate's error) alike.
-RUNTIME_MISMATCH = re.compile(r"requires runtime version \((?P<need>\d+)\), which is newer than this runtime version "
-                              r"\((?P<have>\d+)\)")
+from edgekit.errors import RUNTIME_MISMATCH  # noqa: E402,F401 (compile reads it in the compiler's output)
 
 
 def platform_supported() -> bool:

@@ -24,6 +24,13 @@ Exit codes (documented in the README):
 
 from __future__ import annotations
 
+import re
+
+# What libedgetpu says when a model was compiled for a newer runtime than its own (edgetpu.md §3):
+# read by `classify` (the delegate's error) and by `compile` (the compiler's own output) alike.
+RUNTIME_MISMATCH = re.compile(r"requires runtime version \((?P<need>\d+)\), which is newer than this runtime version "
+                              r"\((?P<have>\d+)\)")
+
 
 class EdgekitError(Exception):
     """Base class: an error a user can act on."""

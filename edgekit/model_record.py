@@ -61,8 +61,9 @@ def sidecar_path(model_path: str | Path) -> Path:
 
 def cpu_model_path(model_path: str | Path) -> Path:
     """``x_edgetpu.tflite`` → ``x.tflite`` (the CPU model the compiler started from)."""
-    p = Path(model_path)
-    return p.with_name(p.stem.removesuffix("_edgetpu") + p.suffix) if p.stem.endswith("_edgetpu") else p
+    from edgekit.devices.backends import cpu_twin
+
+    return cpu_twin(model_path)
 
 
 def find_record(model_path: str | Path, metadata: dict[str, bytes]) -> tuple[ModelRecord, str] | None:

@@ -11,7 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.devices import board_runner, remote
+from edgekit.devices import backends, board_runner, remote
+from edgekit.devices.classifier import load_bundle
 from tests.conftest import REPO
 
 SHIPPED = {rel: REPO / rel for rel in board_runner.SHIPPED_MODULES}
@@ -120,7 +121,7 @@ def _edgetpu_runtime_here() -> bool:
     import ctypes
 
     try:
-        ctypes.CDLL(board_runner.EDGETPU_LIBRARY)
+        ctypes.CDLL(backends.EDGETPU_LIBRARIES["Linux"])
     except OSError:
         return False
     return True
@@ -169,13 +170,16 @@ def test_runtime_there_but_no_edge_tpu(tmp_path, monkeypatch, device, check, oth
     def interpreter(**kwargs):
         raise AssertionError("no interpreter may be made without the delegate")
 
-    monkeypatch.setattr(board_runner, "_backend", lambda: ("tflite_runtime", interpreter, load_delegate, None))
+    backend = backends.Backend("tflite_runtime", "2.5.0", interpreter, load_delegate)
+    monkeypatch.setattr(backends, "select_backend", lambda name=None: backend)
+    monkeypatch.setattr(backends, "edgetpu_library", lambda system=None: "libedgetpu.so.1")
+    monkeypatch.setattr(backends, "ON_BOARD", True)
     monkeypatch.setattr("ctypes.CDLL", lambda name: object())  # the library is there
     with pytest.raises(DeviceError) as caught:
-        board_runner.open_bundle(str(make_bundle(tmp_path / "m")), device)
+        load_bundle(str(make_bundle(tmp_path / "m")), device)
     error = caught.value
-    assert error.message == ("the Edge TPU runtime libedgetpu.so.1 found no usable Edge TPU "
-                             "(Failed to load delegate from libedgetpu.so.1)")
+    assert error.message == (f"the Edge TPU runtime libedgetpu.so.1 is installed but found no usable Edge TPU "
+                             f"({device}) (Failed to load delegate from libedgetpu.so.1)")
     assert error.hint.startswith("on the board, check that " + ("lsusb" if check == "lsusb" else "/dev/apex_0"))
     assert "dpkg -s libedgetpu1-std" in error.hint and other not in error.hint and "doctor" not in error.hint
 

@@ -28,7 +28,7 @@ from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORI
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
 from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
-from edgekit.preprocess import PreprocessSpec, dequantize, with_mean_std
+from edgekit.preprocess import PreprocessSpec, with_mean_std
 from edgekit.preprocess import quantize as quantize_tensor
 
 DEFAULT_MIN_AGREEMENT = 0.9
@@ -267,28 +267,16 @@ def convert_checked(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: Pre
 
 
 # ------------------------------------------------------------------------------------------ verification
-def _interpreter(model: bytes) -> Any:
-    try:
-        from ai_edge_litert.interpreter import Interpreter
-    except ImportError:  # pragma: no cover - platforms without ai-edge-litert
-        import tensorflow as tf
-        Interpreter = tf.lite.Interpreter
-    interp = Interpreter(model_content=model, num_threads=1)
-    interp.allocate_tensors()
-    return interp
-
-
 def run_int8(model: bytes, x: np.ndarray) -> np.ndarray:
-    """Dequantized scores of the int8 model for a float32 batch (already preprocessed), one at a time."""
-    interp = _interpreter(model)
-    inp, out = interp.get_input_details()[0], interp.get_output_details()[0]
-    in_scale, in_zp = inp["quantization"]
-    out_scale, out_zp = out["quantization"]
-    scores = []
-    for sample in x:
-        interp.set_tensor(inp["index"], quantize_tensor(sample[None], inp["dtype"].__name__, in_scale, in_zp))
-        interp.invoke()
-        scores.append(dequantize(interp.get_tensor(out["index"]), out_scale, out_zp).reshape(-1))
+    """Dequantized scores of the int8 model for a float32 batch (already preprocessed), one at a time,
+    run by the runtime the commands run models with (:mod:`edgekit.devices.backends`)."""
+    from edgekit.devices import backends
+
+    with backends.open_content(model, "the int8 model", num_threads=1) as opened:
+        inp = opened.input
+        in_scale, in_zp = inp["quantization"]
+        dtype = np.dtype(inp["dtype"]).name
+        scores = [opened.run(quantize_tensor(sample[None], dtype, in_scale, in_zp))[0] for sample in x]
     return np.stack(scores) if scores else np.zeros((0, 0), np.float32)
 
 

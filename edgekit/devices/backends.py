@@ -21,15 +21,17 @@ import importlib
 import os
 import re
 import sys
+import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 # Shared with the runner deploy ships to a board (stdlib only), so both find packages the same way.
 from edgekit.devices.board_runner import google_pycoral_available, module_available  # noqa: F401
 from edgekit.devices.latency import default_threads
-from edgekit.errors import DeviceError, InputError, MissingDependencyError, UsageError, first_line, printable
+from edgekit.errors import (RUNTIME_MISMATCH, DeviceError, InputError, MissingDependencyError, UsageError,
+                            first_line, printable)
 
 BACKENDS = ("pycoral", "ai_edge_litert", "tflite_runtime", "tensorflow")
 BACKEND_ENV = "EDGEKIT_BACKEND"
@@ -110,9 +112,11 @@ class Backend:
     make_edgetpu_interpreter: Callable[..., Any] | None = None  # pycoral's make_interpreter
     warning: str | None = None  # a "warning: ..." line for the user (tensorflow.lite chosen for lack of better)
 
-    def interpreter(self, model_path: str, delegates: list | None = None, num_threads: int | None = None) -> Any:
-        """A CPU (or delegated) interpreter with tensors allocated; a model that cannot load raises."""
-        kwargs: dict[str, Any] = _model_source(model_path)
+    def interpreter(self, model_path: str, delegates: list | None = None, num_threads: int | None = None,
+                    content: bytes | None = None) -> Any:
+        """A CPU (or delegated) interpreter with tensors allocated (of the file, or of ``content``, the
+        model's bytes, which ``model_path`` then only names); a model that cannot load raises."""
+        kwargs: Dict[str, Any] = {"model_content": content} if content is not None else _model_source(model_path)
         if delegates:
             kwargs["experimental_delegates"] = delegates
         if num_threads:
@@ -181,7 +185,7 @@ def _quiet_native_stderr() -> Iterator[None]:
         os.set_blocking(read_end, False)
         chunks = []
         try:
-            while chunk := os.read(read_end, 65536):
+            for chunk in iter(lambda: os.read(read_end, 65536), b""):
                 chunks.append(chunk)
         except BlockingIOError:
             pass
@@ -196,10 +200,10 @@ def _module_version(module: Any, dist: str) -> str:
     version = getattr(module, "__version__", None)
     if version:
         return str(version)
-    try:  # importlib.metadata scans site-packages: only when the module does not say
-        from importlib.metadata import version as dist_version
+    try:  # importlib.metadata (Python 3.8+) scans site-packages: only when the module does not say
+        import importlib.metadata as metadata  # novm
 
-        return dist_version(dist)
+        return metadata.version(dist)
     except Exception:
         return "unknown"
 
@@ -215,6 +219,19 @@ def _require_numpy_1(tflite_runtime_version: str) -> None:
             "tflite-runtime is built against numpy 1.x: pip install 'numpy<2', or use ai-edge-litert")
 
 
+def _library_first(load_delegate: Callable[..., Any]) -> Callable[..., Any]:
+    """A package's ``load_delegate`` that loads the library itself first: a missing library is then one clear
+    OSError (some packages only say "Failed to load delegate"), and no half-made Delegate prints its
+    ``__del__`` traceback at exit (Python 3.7 has no hook to silence it)."""
+    def load(library: str, options: Optional[Dict[str, str]] = None) -> Any:
+        import ctypes
+
+        ctypes.CDLL(library)
+        return load_delegate(library, options or {})
+
+    return load
+
+
 def _load_backend(name: str) -> Backend:
     """Import one backend; ImportError when its package is missing, MissingDependencyError when it cannot run."""
     if name == "pycoral":
@@ -224,22 +241,24 @@ def _load_backend(name: str) -> Backend:
         edgetpu = importlib.import_module("pycoral.utils.edgetpu")
         tflite = importlib.import_module("tflite_runtime.interpreter")
         pycoral = importlib.import_module("pycoral")
-        return Backend(name, _module_version(pycoral, "pycoral"), tflite.Interpreter, tflite.load_delegate,
+        return Backend(name, _module_version(pycoral, "pycoral"), tflite.Interpreter,
+                       _library_first(tflite.load_delegate),
                        make_edgetpu_interpreter=edgetpu.make_interpreter)
     if name == "ai_edge_litert":
         mod = importlib.import_module("ai_edge_litert.interpreter")
         return Backend(name, _module_version(importlib.import_module("ai_edge_litert"), "ai-edge-litert"),
-                       mod.Interpreter, mod.load_delegate)
+                       mod.Interpreter, _library_first(mod.load_delegate))
     if name == "tflite_runtime":
         version = _module_version(importlib.import_module("tflite_runtime"), "tflite-runtime")
         _require_numpy_1(version)
         mod = importlib.import_module("tflite_runtime.interpreter")
-        return Backend(name, version, mod.Interpreter, mod.load_delegate)
+        return Backend(name, version, mod.Interpreter, _library_first(mod.load_delegate))
     if name == "tensorflow":
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # its start-up log lines mean nothing to a classify user
         warnings.filterwarnings("ignore", r".*tf\.lite\.Interpreter is deprecated", UserWarning)  # we warn already
         tf = importlib.import_module("tensorflow")
-        return Backend(name, str(tf.__version__), tf.lite.Interpreter, tf.lite.experimental.load_delegate)
+        return Backend(name, str(tf.__version__), tf.lite.Interpreter,
+                       _library_first(tf.lite.experimental.load_delegate))
     raise UsageError(f"unknown backend {name!r}", f"{BACKEND_ENV} must be one of {', '.join(BACKENDS)}")
 
 
@@ -313,15 +332,36 @@ def explain_delegate_error(exc: BaseException, library: str, device: DeviceSpec 
     lowered = text.lower()
     missing = any(s in lowered for s in _NOT_INSTALLED) and "failed to load delegate" not in lowered
     if isinstance(exc, OSError) or missing:
+        if ON_BOARD:
+            return DeviceError(f"the Edge TPU runtime {library} is not installed ({first})",
+                               "install the Edge TPU runtime on the board (sudo apt-get install libedgetpu1-std, "
+                               f"from Coral's apt repo) and check {_board_checks(device)}; or use --device auto to fall "
+                               "back to the CPU model")
         install = EDGETPU_INSTALL_HINTS.get(system, "install the Edge TPU runtime")
         return DeviceError(f"the Edge TPU runtime {library} is not installed or not on the library path ({first})",
                            f"{install}; or run on the CPU with --device cpu")
-    fixes = ("check that the Edge TPU is plugged in and listed by `edgekit devices`; "
-             "USB: install Coral's udev rule and add yourself to the plugdev group, then replug; "
-             "PCIe/M.2: load the gasket-dkms driver (apex) and join the apex group; "
-             "`edgekit doctor` checks each of these")
+    if ON_BOARD:  # edgekit does not run there: what to check on the board itself
+        fixes = (f"on the board, check {_board_checks(device)}, and that the Edge TPU runtime is installed "
+                 "(dpkg -s libedgetpu1-std); or use --device auto to fall back to the CPU model")
+    else:
+        fixes = ("check that the Edge TPU is plugged in and listed by `edgekit devices`; "
+                 "USB: install Coral's udev rule and add yourself to the plugdev group, then replug; "
+                 "PCIe/M.2: load the gasket-dkms driver (apex) and join the apex group; "
+                 "`edgekit doctor` checks each of these")
     return DeviceError(f"the Edge TPU runtime {library} is installed but found no usable Edge TPU{where} ({first})",
                        fixes)
+
+
+#: True in the runner on a Coral board (set by ``board_runner.main``): hints name what to check on
+#: the board itself, where edgekit's own commands (doctor, devices) do not run.
+ON_BOARD = False
+
+
+def _board_checks(device: DeviceSpec | None) -> str:
+    usb = "that lsusb lists the USB Accelerator (1a6e:089a, or 18d1:9302 once its firmware is loaded)"
+    pci = "that /dev/apex_0 exists (the Dev Board's or a PCIe/M.2 Edge TPU, its apex driver loaded)"
+    kind = device.kind if device else "auto"
+    return {"usb": usb, "pci": pci}.get(kind, pci + " or " + usb)
 
 
 def _quiet_failed_delegate_cleanup() -> None:
@@ -330,8 +370,8 @@ def _quiet_failed_delegate_cleanup() -> None:
     Their ``Delegate.__del__`` reads ``self._library``, which a failed ``__init__`` never set; the
     noise ("Exception ignored in: <function Delegate.__del__ ...>") would follow our one-line error.
     """
-    previous = sys.unraisablehook
-    if getattr(previous, "_edgekit_quiet", False):
+    previous = getattr(sys, "unraisablehook", None)  # novm (Python 3.8+; 3.7 prints the noise)
+    if previous is None or getattr(previous, "_edgekit_quiet", False):
         return
 
     def hook(unraisable: Any) -> None:
@@ -341,7 +381,7 @@ def _quiet_failed_delegate_cleanup() -> None:
         previous(unraisable)
 
     hook._edgekit_quiet = True  # type: ignore[attr-defined]
-    sys.unraisablehook = hook
+    sys.unraisablehook = hook  # novm
 
 
 def load_edgetpu_delegate(backend: Backend, device: DeviceSpec, library: str | None = None) -> Any:
@@ -357,22 +397,120 @@ def load_edgetpu_delegate(backend: Backend, device: DeviceSpec, library: str | N
 
 
 # ------------------------------------------------------------------------------------ open_model
+# What to do when an opened model fails to run: one text for the host and the board.
+INFERENCE_FAILED_HINT = ("the model or the runtime is broken: try --device cpu; an Edge TPU that fails needs "
+                         "replugging or a reboot; `edgekit doctor` tells what else to check")
+
+
 @dataclass
 class OpenedModel:
-    """An interpreter ready to run, and where and why it runs there."""
+    """A model ready to run (the one object host commands and the board runner run models with).
+
+    Opened by :func:`open_model`; ``run`` sets the first input, invokes and returns the dequantized
+    first output, ``time`` is the benchmark loop, and ``close`` (or leaving a ``with`` block) frees
+    the interpreter and its Edge TPU delegate.
+    """
 
     interpreter: Any
     model_path: str          # the file actually running (the CPU twin when a compiled model fell back)
     requested_path: str
     device: str              # "cpu", or the Edge TPU device string ("usb:0", "pci", ":0", "edgetpu")
     backend: Backend
-    notes: list[str] = field(default_factory=list)
+    notes: List[str] = field(default_factory=list)
+    first_inference_ms: Optional[float] = None
+
+    def __enter__(self) -> "OpenedModel":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def close(self) -> None:
+        """Drop the interpreter (and with it the delegate): the Edge TPU is free for another process."""
+        self.interpreter = None
+
+    def _live(self) -> Any:
+        if self.interpreter is None:
+            raise UsageError(f"{self.model_path} was closed", "open the model again")
+        return self.interpreter
+
+    @property
+    def input(self) -> Dict[str, Any]:
+        return self._live().get_input_details()[0]
+
+    @property
+    def output(self) -> Dict[str, Any]:
+        return self._live().get_output_details()[0]
+
+    def invoke(self) -> None:
+        try:
+            self._live().invoke()
+        except (RuntimeError, ValueError) as exc:
+            raise DeviceError(f"inference failed on {self.device}: {first_line(exc)}", INFERENCE_FAILED_HINT) from None
+
+    def run(self, tensor: Any) -> Tuple[Any, float]:
+        """The dequantized first output for one input tensor, and the invoke time in milliseconds."""
+        from edgekit.preprocess import dequantize
+
+        interp, inp, out = self._live(), self.input, self.output
+        interp.set_tensor(inp["index"], tensor)
+        start = time.perf_counter()
+        self.invoke()
+        ms = (time.perf_counter() - start) * 1000.0
+        if self.first_inference_ms is None:
+            self.first_inference_ms = ms
+        scale, zero_point = out.get("quantization", (0.0, 0))
+        return dequantize(interp.get_tensor(out["index"]).ravel(), float(scale) or None, int(zero_point)), ms
+
+    def time(self, n: int, warmup: int, clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+        """The benchmark loop: ``invoke`` alone timed ``n`` times on a fixed random input after ``warmup``
+        untimed calls (the first call apart); statistics from :func:`edgekit.devices.latency.measure`."""
+        import numpy as np
+
+        from edgekit.devices import latency
+
+        inp = self.input
+        dtype, shape = np.dtype(inp["dtype"]), [int(d) for d in inp["shape"]]
+        rng = np.random.RandomState(0)  # numpy 1.16 (a Dev Board's) has no default_rng
+        if dtype.kind in "iu":
+            data = rng.randint(np.iinfo(dtype).min, int(np.iinfo(dtype).max) + 1, shape).astype(dtype)
+        else:
+            data = rng.random_sample(shape).astype(dtype)
+        self._live().set_tensor(inp["index"], data)
+        return latency.measure(self.invoke, n, warmup, clock)
+
+
+def open_content(content: bytes, name: str = "<model>", num_threads: int | None = None,
+                 backend: Backend | None = None) -> OpenedModel:
+    """A model held in memory (e.g. one just converted), opened on the CPU."""
+    backend = backend or select_backend()
+    interp = backend.interpreter(name, num_threads=num_threads, content=content)
+    return OpenedModel(interp, name, name, "cpu", backend, [backend.warning] if backend.warning else [])
+
+
+def cpu_twin(model_path: Union[str, "os.PathLike[str]"]) -> Path:
+    """``x_edgetpu.tflite`` → ``x.tflite`` (the CPU model the compiler started from)."""
+    p = Path(model_path)
+    return p.with_name(p.stem[:-len("_edgetpu")] + p.suffix) if p.stem.endswith("_edgetpu") else p
+
+
+# edgekit.tflite_model's EDGETPU_CUSTOM_OP (a test checks they agree): found without parsing the model.
+EDGETPU_CUSTOM_OP_BYTES = b"edgetpu-custom-op"
+
+
+def is_compiled_file(path: Union[str, "os.PathLike[str]"]) -> bool:
+    """True when the file holds the Edge TPU custom op's name: a compiled model (no parse, no TensorFlow)."""
+    import mmap
+
+    try:
+        with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
+            return data.find(EDGETPU_CUSTOM_OP_BYTES) >= 0
+    except (OSError, ValueError):  # missing, unreadable, empty: opening it gives the precise error
+        return False
 
 
 def _cpu_twin_or_fail(model_path: Path, why: str) -> Path:
-    from edgekit.model_record import cpu_model_path
-
-    twin = cpu_model_path(model_path)
+    twin = cpu_twin(model_path)
     if twin != model_path and twin.is_file():
         return twin
     which = f"{twin}, not found" if twin != model_path else "the edgetpu_compiler's input"
@@ -383,20 +521,18 @@ def _cpu_twin_or_fail(model_path: Path, why: str) -> Path:
 
 def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto", *, backend: Backend | None = None,
                num_threads: int | None = None, is_compiled: bool | None = None,
-               find_devices: Callable[[], list] | None = None) -> OpenedModel:
+               find_devices: Callable[[], list] | None = None, cpu_model: Path | None = None) -> OpenedModel:
     """Open ``model_path`` on ``device``.
 
     ``auto``: the Edge TPU when the model is compiled and a device and the delegate are there, else
     the CPU, with a one-line reason in ``notes``. A compiled model that cannot use an Edge TPU runs
-    its CPU twin (``x_edgetpu.tflite`` → ``x.tflite``) when there is one, else DeviceError.
-    An explicit ``usb``/``pci``/``:N`` never falls back silently: it raises DeviceError.
+    its CPU twin (``cpu_model``, by default ``x_edgetpu.tflite`` → ``x.tflite``) when there is one,
+    else DeviceError. An explicit ``usb``/``pci``/``:N`` never falls back silently: it raises DeviceError.
     """
     spec = device if isinstance(device, DeviceSpec) else parse_device(device)
     path = Path(model_path)
     if is_compiled is None:
-        from edgekit import tflite_model
-
-        is_compiled = tflite_model.load(path).is_compiled
+        is_compiled = is_compiled_file(path)
     backend = backend or select_backend()
     notes = [backend.warning] if backend.warning else []
 
@@ -418,7 +554,7 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
         return on_cpu(path)
 
     if spec.kind == "cpu":
-        twin = _cpu_twin_or_fail(path, "--device cpu was requested")
+        twin = cpu_model or _cpu_twin_or_fail(path, "--device cpu was requested")
         notes.append(f"running the CPU model {twin.name} beside {path.name} (--device cpu)")
         return on_cpu(twin)
 
@@ -427,23 +563,20 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
     except DeviceError as exc:
         if spec.kind != "auto":
             raise
-        reason = f"{exc.message}; `edgekit doctor` tells what to fix"
+        reason = exc.message + ("; `edgekit doctor` tells what to fix" if not ON_BOARD else "")
         if isinstance(exc, PairCrashError):
-            reason = f"{exc.message}; `edgekit doctor` names builds that match"
+            reason = f"{exc.message}; `edgekit doctor` names builds that match" if not ON_BOARD else exc.message
         elif find_devices is not None and not find_devices():
             reason = "no Edge TPU found"
-        twin = _cpu_twin_or_fail(path, reason)
+        twin = cpu_model or _cpu_twin_or_fail(path, reason)
         notes.append(f"running the CPU model {twin.name} instead of {path.name}: {reason}")
         return on_cpu(twin)
     label = spec.delegate_option or "edgetpu"
     return OpenedModel(interp, str(path), str(path), label, backend, notes)
 
 
-from edgekit.compiler_locator import RUNTIME_MISMATCH as _RUNTIME_MISMATCH  # noqa: E402 (one regex for both)
-
-
 def _runtime_mismatch(path: Path, text: str) -> DeviceError | None:
-    m = _RUNTIME_MISMATCH.search(text)
+    m = RUNTIME_MISMATCH.search(text)
     if not m:
         return None
     need, have = m.groups()

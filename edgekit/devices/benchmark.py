@@ -1,9 +1,10 @@
 """``edgekit benchmark``: how fast a model loads and runs on this machine's Edge TPU or CPU.
 
 The model is opened the way ``classify`` opens it (:class:`~edgekit.devices.classify.ModelLoader`)
-and timed loading; then invoke() alone is timed on a fixed input (the first call apart: the Edge TPU
-loads the model's parameters then, the CPU allocates), after ``warmup`` untimed calls. Statistics
-come from :mod:`edgekit.devices.latency`, which the Dev Board runner shares.
+and timed loading; then :meth:`OpenedModel.time <edgekit.devices.backends.OpenedModel.time>`, the
+benchmark loop the Dev Board runner uses too, times invoke() alone on a fixed input (the first call
+apart: the Edge TPU loads the model's parameters then, the CPU allocates), after ``warmup`` untimed
+calls.
 """
 
 from __future__ import annotations
@@ -13,10 +14,8 @@ import time
 from pathlib import Path
 from typing import Any, Callable
 
-import numpy as np
-
 from edgekit.devices import latency
-from edgekit.errors import DeviceError, InputError, RegressionError, first_line, parse_json, regular_file
+from edgekit.errors import InputError, RegressionError, first_line, parse_json, regular_file
 
 
 default_threads = latency.default_threads
@@ -32,26 +31,7 @@ def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warm
     loaded = ModelLoader(model, device, num_threads=threads, record_needed=False)()
     load_ms = (clock() - start) * 1000.0
     opened = loaded.opened
-    interp = opened.interpreter
-    inp = interp.get_input_details()[0]
-    rng = np.random.default_rng(0)
-    dtype = np.dtype(inp["dtype"])
-    shape = [int(d) for d in inp["shape"]]
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        data = rng.integers(info.min, int(info.max) + 1, shape, dtype=dtype)
-    else:
-        data = rng.random(shape).astype(dtype)
-    interp.set_tensor(inp["index"], data)
-
-    def run() -> None:
-        try:
-            interp.invoke()
-        except (RuntimeError, ValueError) as exc:
-            raise DeviceError(f"inference failed on {opened.device}: {first_line(exc)}",
-                              "the model or the runtime is broken; `edgekit doctor` may tell which") from None
-
-    timing = latency.measure(run, n, warmup, clock)
+    timing = opened.time(n, warmup, clock)
     governors = latency.cpu_governors()
     return {
         "model": opened.model_path, "device": opened.device, "backend": opened.backend.name,

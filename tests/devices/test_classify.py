@@ -512,7 +512,7 @@ def test_model_facts_skip_the_parse_only_where_it_cannot_matter(tmp_path):
     from edgekit import tflite_model
 
     assert C._TFLITE_IDENTIFIER == tflite_model.FILE_IDENTIFIER
-    assert C._EDGETPU_CUSTOM_OP == tflite_model.EDGETPU_CUSTOM_OP.encode()
+    assert C.EDGETPU_CUSTOM_OP_BYTES == tflite_model.EDGETPU_CUSTOM_OP.encode()
     assert C.model_facts(shared_file(MODEL)) == (False, {})
     compiled, _ = C.model_facts(shared_file(COMPILED))
     assert compiled is True
