@@ -627,6 +627,21 @@ SPLIT = (Constraint(_split_outer, UNSPECIFIED, "split along an inner dimension (
                     "1 (one model shows it, without a log to give the compiler's words)"),)
 
 
+def _expand_dims(c: OpContext) -> str | None:
+    return "EXPAND_DIMS is left on the CPU by the compiles seen (heuristic)"
+
+
+# Coral's table lists EXPAND_DIMS (runtime 13), but in the three compiles of ledger repository
+# antaramol/ref-signs (a 1-D CNN: EXPAND_DIMS on 1x28x6 with axis -3 before each CONV_2D; packages
+# needing runtime 14, so compiler 16) the first EXPAND_DIMS was refused and cut the model after it.
+# No compile shows one mapped; the compiler's words for it are unknown.
+EXPAND_DIMS = (Constraint(_expand_dims, UNSPECIFIED, "insert the unit dimension with RESHAPE instead (a Keras "
+                          "Reshape layer), which maps", ("pair:antaramol+ref-signs__modelos__quantized_model",
+                                                          "pair:antaramol+ref-signs__quantized2_model"), UNCERTAIN,
+                          looked_for="a compile that maps an EXPAND_DIMS, or a log giving the compiler's words for it "
+                          "(one repository's models show it refused)"),)
+
+
 def _pack_batch(c: OpContext) -> str | None:
     out = c.outs[0]
     axis = c.op.options.get("axis", 0)
@@ -768,7 +783,7 @@ RULES: dict[str, OpRule] = {
     "DEPTHWISE_CONV_2D": OpRule(params=((1, "filter"), (2, "bias")), constraints=CONV),
     "TRANSPOSE_CONV": OpRule(13, ((0, "output shape"), (1, "filter"), (3, "bias"))),
     "FULLY_CONNECTED": OpRule(constraints=FULLY_CONNECTED),  # run-time weights map: EV_FC_2D
-    "EXPAND_DIMS": OpRule(13, _AXIS), "SQUEEZE": OpRule(constraints=(Constraint(
+    "EXPAND_DIMS": OpRule(13, _AXIS, EXPAND_DIMS), "SQUEEZE": OpRule(constraints=(Constraint(
         _squeeze, UNSPECIFIED, "squeeze only leading dimensions of size 1", DOCS,
         looked_for="a compiled SQUEEZE of an inner dimension"),)),
     "L2_NORMALIZATION": OpRule(), "LOGISTIC": OpRule(), "TANH": OpRule(),
