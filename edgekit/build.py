@@ -22,6 +22,7 @@ from edgekit.converters.quantize import QuantizeOptions
 from edgekit.errors import printable
 from edgekit.errors import InputError, MissingDependencyError, UsageError
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
+from edgekit.report import SILENT, Reporter
 from edgekit.manifest import BundleError
 
 
@@ -35,7 +36,14 @@ class BuildOptions:
     timeout: float = 180.0
     compile: bool = True                 # False: a CPU-only bundle even where the compiler exists
     show_progress: bool = True
-    on_note: Callable[[str], None] = field(default=lambda _m: None)
+    report: Reporter = SILENT            # notes and warnings, as they arise
+
+
+class _WarningsOnly(Reporter):
+    """quantize's warnings go to the user as they arise; its notes (the work folder it writes in) do not."""
+
+    def __init__(self, report: Reporter):
+        self.warn = report.warn  # type: ignore[method-assign]
 
 
 def _tensor(t: tflite_model.TensorInfo) -> dict[str, Any]:
@@ -55,7 +63,7 @@ def build(opts: BuildOptions) -> dict[str, Any]:
     from edgekit.devices import evaluate as evaluate_mod
 
     target = Path(opts.output)
-    require_output_folder(target, lambda m: opts.on_note(f"note: {m}"))  # before minutes of work: a wrong -o
+    require_output_folder(target, opts.report)  # before minutes of work: a wrong -o
     check_target(target)                                                 # fails now
     evaluating = opts.quantize.eval
     eval_set = evaluate_mod.read_set(evaluating, "--eval") if evaluating else None  # a wrong --eval fails now too
@@ -67,7 +75,7 @@ def build(opts: BuildOptions) -> dict[str, Any]:
         cpu = work / f"{stem}.tflite"
         try:
             q = quantize(replace(opts.quantize, output=str(cpu), show_progress=opts.show_progress,
-                                 on_warning=lambda w: opts.on_note(f"warning: {w}"), on_note=None))
+                                 report=_WarningsOnly(opts.report)))
         except AgreementError as exc:  # quantize keeps its output for a look; build writes no bundle of it
             raise VerificationError(f"{exc.reason}; no bundle was written", exc.hint) from None
         info = tflite_model.load(cpu)
@@ -82,14 +90,14 @@ def build(opts: BuildOptions) -> dict[str, Any]:
         else:
             try:
                 report = compile_model(cpu, work, min_runtime=opts.min_runtime, timeout=opts.timeout,
-                                       notify=opts.on_note if opts.show_progress else None)
+                                       report=opts.report)
             except MissingDependencyError as exc:  # found but unusable (e.g. a wrong EDGETPU_COMPILER)
                 notes.append(f"not compiled: {exc.message}; the bundle holds the CPU model only")
             else:
                 compile_report = report.to_dict()
                 compiled = work / f"{stem}_edgetpu.tflite"
         for n in notes:
-            opts.on_note(f"note: {n}")
+            opts.report.note(n)
         record = _record_of(cpu)  # what quantize recorded inside the model: the spec and labels, as recorded
         labels = record.labels
         sources: dict[str, Any] = {cpu.name: cpu}

@@ -179,6 +179,13 @@ def _json_safe(x: Any) -> Any:
     return x
 
 
+def _reporter(quiet: bool) -> Any:
+    """The one reporter commands pass down: notes and progress bars on stderr unless --quiet, warnings always."""
+    from edgekit.report import ConsoleReporter
+
+    return ConsoleReporter(quiet, lambda line: _echo(line, err=True))
+
+
 def _echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
     """click.echo with every line strict UTF-8: a file name that is not UTF-8 prints as \\xNN, never as a lone
     surrogate the terminal cannot show (or an encoding error)."""
@@ -322,8 +329,7 @@ def train(data: str, output: str, arch: str, width: float, epochs: int, batch_si
                                  batch_size=batch_size, input_size=_size(input_size), scaling=scaling,
                                  channels=channels, validation_split=validation_split, learning_rate=learning_rate,
                                  seed=seed, tfrecord_key=tfrecord_key, worker_timeout=worker_timeout,
-                                 show_progress=not quiet, on_message=lambda m: _echo(m if m.startswith("warning:") else f"note: {m}",
-                                                                 err=True)))
+                                 show_progress=not quiet, report=_reporter(quiet)))
     emit(as_json, doc, _render_train)
 
 
@@ -465,9 +471,7 @@ def _quantize_options(model: str, output: str | None, quiet: bool, q: dict[str, 
                            channels=q["channels"], input_size=_size(q["input_size"]), io=q["io_type"],
                            labels=q["labels"], eval=q["eval_data"], min_agreement=q["min_agreement"],
                            max_accuracy_drop=q["max_accuracy_drop"], verify=not q["no_verify"],
-                           verbose=q["verbose"], show_progress=not quiet,
-                           on_warning=lambda w: _echo(f"warning: {w}", err=True),
-                           on_note=None if quiet else lambda n: _echo(f"note: {n}", err=True))
+                           verbose=q["verbose"], show_progress=not quiet, report=_reporter(quiet))
 
 
 @command
@@ -598,14 +602,9 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
     info = tflite_model.load(model)
     prediction = compatibility.check_model(info, min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME)
 
-    def note(message: str) -> None:
-        if not quiet and sys.stderr.isatty():
-            _echo(message, err=True)
-
     try:
         report = etc.compile_model(model, out_dir, min_runtime=min_runtime, segments=segments,
-                                   search_delegate=search_delegate, timeout=timeout, notify=note,
-                                   on_note=None if quiet else lambda n: _echo(f"note: {n}", err=True))
+                                   search_delegate=search_delegate, timeout=timeout, report=_reporter(quiet))
     except MissingDependencyError as err:  # no compiler here: the offline prediction instead
         if as_json:
             emit(True, {"compiled": False, "reason": err.message, "check": prediction.to_dict()}, str)
@@ -669,15 +668,10 @@ def _ssh_target(destination: str, ssh: dict[str, Any]) -> Any:
                      timeout=ssh["timeout"], python=ssh["python"])
 
 
-def _deploy_notes(d: dict[str, Any]) -> list[str]:
-    if not d["uploaded"] and not d["deleted"]:
-        return [f"{d['bundle']} on {d['target']} is up to date (Python {d['python']}, {d['interpreter']})"]
-    return [f"deployed to {d['target']}:{d['bundle']}: {len(d['uploaded'])} file(s) copied ({d['bytes_sent']:,} bytes), "
-            f"{d['unchanged']} unchanged, {len(d['deleted'])} removed (Python {d['python']}, {d['interpreter']})"]
-
-
 def _render_deploy(d: dict[str, Any]) -> str:
-    return _deploy_notes(d)[0]
+    from edgekit.devices.remote import deploy_summary
+
+    return deploy_summary(d)
 
 
 @command
@@ -744,13 +738,9 @@ def build(model: str, output: str, min_runtime: int | None, timeout: float, no_c
     """
     from edgekit.build import BuildOptions, build as run_build
 
-    def note(message: str) -> None:
-        if message.startswith("warning:") or not quiet:
-            _echo(message, err=True)
-
     doc = run_build(BuildOptions(quantize=_quantize_options(model, None, quiet, q), output=output,
                                  min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
-                                 show_progress=not quiet, on_note=note))
+                                 show_progress=not quiet, report=_reporter(quiet)))
     emit(as_json, doc, _render_build)
 
 
@@ -800,50 +790,24 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     from edgekit.devices import classify as classify_mod
     from edgekit.errors import InputError, UsageError
 
-    bar: Any = None
-    notes: list[str] = []
-
-    def show_notes() -> None:
-        for note in notes:
-            if not quiet or note.startswith("warning:"):
-                _echo(note if note.startswith("warning:") else f"note: {note}", err=True)
-        notes.clear()
-
-    def on_start(n: int) -> None:
-        nonlocal bar
-        show_notes()  # before the work: where the model runs (a fallback to the CPU) is news to see first
-        if not quiet and n > 1 and sys.stderr.isatty():
-            bar = click.progressbar(length=n, label="classifying", file=sys.stderr)
-            bar.render_progress()
-
-    def on_image(_path: str) -> None:
-        if bar is not None:
-            bar.update(1)
-
+    report = _reporter(quiet)
     _require_on(on, ssh)
-    try:
-        if math.isnan(threshold):
-            raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
-        if on is not None:
-            from edgekit.devices import remote
+    if math.isnan(threshold):
+        raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
+    if on is not None:
+        from edgekit.devices import remote
 
-            if labels is not None:
-                raise UsageError("--labels cannot be combined with --on", "the labels come from the bundle")
-            if threads is not None:
-                raise UsageError("--threads cannot be combined with --on", "the board's runner picks its threads")
-            doc = remote.classify(list(images), model, _ssh_target(on, ssh), path=ssh["remote_path"],
-                                  device=device, k=top_k, threshold=threshold, mean=_floats(mean, "--mean"),
-                                  std=_floats(std, "--std"), notes=notes,
-                                  on_deployed=lambda d: notes.extend(_deploy_notes(d)))
-        else:
-            report = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
-                                           mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                                           num_threads=threads, on_start=on_start, on_image=on_image, notes=notes)
-            doc = report.to_dict()
-    finally:
-        if bar is not None:
-            bar.render_finish()
-        show_notes()
+        if labels is not None:
+            raise UsageError("--labels cannot be combined with --on", "the labels come from the bundle")
+        if threads is not None:
+            raise UsageError("--threads cannot be combined with --on", "the board's runner picks its threads")
+        doc = remote.classify(list(images), model, _ssh_target(on, ssh), path=ssh["remote_path"],
+                              device=device, k=top_k, threshold=threshold, mean=_floats(mean, "--mean"),
+                              std=_floats(std, "--std"), report=report)
+    else:
+        doc = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
+                                    mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
+                                    num_threads=threads, report=report).to_dict()
     emit(as_json, doc, _render_classify)
     if doc["errors"]:  # one line per image that failed, with its fix (also beside --json); the rest were classified
         for e in doc["errors"]:
@@ -910,27 +874,8 @@ def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labe
     from edgekit.devices import evaluate as evaluate_mod
 
     labelled = evaluate_mod.read_set(data)
-    bar: Any = None
-
-    def on_start(n: int) -> None:
-        nonlocal bar
-        if not quiet and n > 1 and sys.stderr.isatty():
-            bar = click.progressbar(length=n, label="evaluating", file=sys.stderr)
-            bar.render_progress()
-
-    def on_item() -> None:
-        if bar is not None:
-            bar.update(1)
-
-    try:
-        ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean, "--mean"), _floats(std, "--std"),
-                                   num_threads=threads, labels=labels, on_start=on_start, on_item=on_item)
-    finally:
-        if bar is not None:
-            bar.render_finish()
-    for note in ev.notes:
-        if not quiet or note.startswith("warning:"):
-            _echo(note if note.startswith("warning:") else f"note: {note}", err=True)
+    ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean, "--mean"), _floats(std, "--std"),
+                               num_threads=threads, labels=labels, report=_reporter(quiet))
     doc = ev.to_dict()
     doc["reference"] = None
     if reference:
@@ -1002,31 +947,27 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
     from edgekit.fileio import write_bytes_atomic
 
     _require_on(on, ssh)
+    report = _reporter(quiet)
     if save:  # before the run: a wrong --save fails now, and a folder it creates is said
         from edgekit.fileio import require_output_folder
 
         _refuse_save_over_model(save, model)
-        require_output_folder(save, None if quiet else lambda m: _echo(f"note: {m}", err=True), "--save")
+        require_output_folder(save, report, "--save")
     saved = benchmark_mod.read_saved(compare_with) if compare_with else None
     if on is not None:
         from edgekit.devices import remote
 
-        def deployed(d: dict[str, Any]) -> None:
-            if not quiet:
-                _echo(f"note: {_deploy_notes(d)[0]}", err=True)
-
         doc = remote.benchmark(model, _ssh_target(on, ssh), path=ssh["remote_path"], device=device, n=iterations,
-                               warmup=warmup, threads=threads, on_deployed=deployed)
+                               warmup=warmup, threads=threads, report=report)
     else:
         doc = benchmark_mod.benchmark(model, device, iterations, warmup, threads)
     for note in doc["notes"]:
-        if not quiet:
-            _echo(f"note: {note}", err=True)
+        report.note(note)
     for warning in doc["warnings"]:
-        _echo(f"warning: {warning}", err=True)
+        report.warn(warning)
     if saved is not None:
         for warning in benchmark_mod.compare_to_saved(doc, saved, compare_with, max_slowdown):
-            _echo(f"warning: {warning}", err=True)
+            report.warn(warning)
     if save:
         import json
 

@@ -32,6 +32,10 @@ RUNTIME_MISMATCH = re.compile(r"requires runtime version \((?P<need>\d+)\), whic
                               r"\((?P<have>\d+)\)")
 
 
+class Caution(str):
+    """A kept message for the user that is a warning (shown as ``warning: ...``); plain strings are notes."""
+
+
 class EdgekitError(Exception):
     """Base class: an error a user can act on."""
 

@@ -31,9 +31,8 @@ def refuse_overwriting_input(output: str | os.PathLike, *inputs: str | os.PathLi
             raise UsageError(f"output {out} would overwrite the input {src}", "choose another output path with -o")
 
 
-def require_output_folder(target: str | os.PathLike, notify: Callable[[str], None] | None = None,
-                          flag: str = "-o") -> Path:
-    """The folder ``target`` will be written in, created (and ``notify`` told) when it is missing.
+def require_output_folder(target: str | os.PathLike, report: Any = None, flag: str = "-o") -> Path:
+    """The folder ``target`` will be written in, created (and ``report`` told) when it is missing.
 
     Meant to be called before slow work, so a wrong ``-o`` fails at once: InputError when the folder
     cannot be created or written in (its hint names ``flag``, the option that chose it). Writability
@@ -49,8 +48,8 @@ def require_output_folder(target: str | os.PathLike, notify: Callable[[str], Non
         except OSError as exc:
             raise InputError(f"cannot create output folder {folder} ({exc.strerror or exc})",
                              f"create it yourself or choose another {flag}") from None
-        if notify:
-            notify(f"created output folder {folder}")
+        if report is not None:
+            report.note(f"created output folder {folder}")
     try:
         with tempfile.TemporaryFile(dir=folder):
             pass

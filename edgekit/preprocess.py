@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.errors import EdgekitError, InputError, UsageError, first_line, printable, regular_file
+from edgekit.errors import Caution, EdgekitError, InputError, UsageError, first_line, printable, regular_file
 
 SPEC_VERSION = 1
 RESIZE_FILTERS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming")
@@ -158,8 +158,8 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
     if recorded is not None:
         spec, source = recorded, str(recorded_source or "recorded")
         if (spec.width, spec.height) != (width, height):
-            notes.append(f"warning: the recorded input size {spec.width}x{spec.height} differs from the "
-                         f"model's {width}x{height}; resizing to the model's")
+            notes.append(Caution(f"the recorded input size {spec.width}x{spec.height} differs from the "
+                                 f"model's {width}x{height}; resizing to the model's"))
             spec = replace(spec, width=width, height=height)
     else:
         spec = spec_from_input_quantization(width, height, channels, dtype, scale, zero_point)

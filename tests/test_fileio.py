@@ -84,11 +84,13 @@ def test_written_files_follow_the_umask(tmp_path, umask, mode):
 
 
 def test_an_output_folder_is_created_and_said(tmp_path):
-    said = []
-    folder = fileio.require_output_folder(tmp_path / "a" / "b" / "m.tflite", said.append)
-    assert folder.is_dir() and said == [f"created output folder {tmp_path / 'a' / 'b'}"]
-    fileio.require_output_folder(tmp_path / "a" / "b" / "m.tflite", said.append)
-    assert len(said) == 1
+    from edgekit.report import Collector
+
+    told = Collector()
+    folder = fileio.require_output_folder(tmp_path / "a" / "b" / "m.tflite", told)
+    assert folder.is_dir() and told.notes == [f"created output folder {tmp_path / 'a' / 'b'}"]
+    fileio.require_output_folder(tmp_path / "a" / "b" / "m.tflite", told)
+    assert len(told.notes) == 1
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")

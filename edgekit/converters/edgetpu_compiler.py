@@ -36,6 +36,7 @@ from edgekit.compiler_locator import (  # noqa: F401  (part of this module's API
     platform_supported, version_from_output, version_major)
 from edgekit.errors import CompilerError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import publish, refuse_folders, require_output_folder
+from edgekit.report import SILENT, Reporter
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo
 
 DEFAULT_TIMEOUT_S = 180
@@ -428,20 +429,19 @@ def output_names(model: Path, segments: int | None = None) -> list[str]:
 def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = None, *,
                   min_runtime: int | None = None, segments: int | None = None, search_delegate: bool = False,
                   timeout: float = DEFAULT_TIMEOUT_S, compiler: str | None = None,
-                  runner: Runner = run_subprocess, notify: Callable[[str], None] | None = None,
-                  on_note: Callable[[str], None] | None = None) -> CompileReport:
+                  runner: Runner = run_subprocess, report: Reporter = SILENT) -> CompileReport:
     """Compile ``model`` with the real edgetpu_compiler; outputs land in ``out_dir`` only on success.
 
     ``min_runtime`` None leaves the Edge TPU runtime to target at the compiler's default.
-    ``notify`` gets one line saying what runs just before the (possibly long) compile starts;
-    ``on_note`` a line for what the user should know (a missing output folder was created).
+    ``report`` gets the status line of what runs just before the (possibly long) compile starts, and
+    a note for what the user should know (a missing output folder was created).
     Raises MissingDependencyError (no compiler), CompilerError (a failure, with its fix),
     InputError/UsageError for bad arguments.
     """
     model = Path(model)
     if not model.is_file():
         raise InputError(f"no such file: {model}", "check the path")
-    out = require_output_folder(Path(model.parent if out_dir is None else out_dir) / output_names(model)[0], on_note)
+    out = require_output_folder(Path(model.parent if out_dir is None else out_dir) / output_names(model)[0], report)
     refuse_folders([out / n for n in output_names(model, segments)])
     if segments is not None and segments < 1:
         raise UsageError("--segments must be at least 1", "e.g. --segments 2, or leave it out")
@@ -475,8 +475,7 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
         if search_delegate:
             argv += ["--search_delegate"]
         argv.append(str(model.resolve()))
-        if notify:
-            notify(f"running edgetpu_compiler {version} on {model.name} (stopped after {timeout:g} s)...")
+        report.status(f"running edgetpu_compiler {version} on {model.name} (stopped after {timeout:g} s)...")
         # The compiler enforces its own timeout (v16); ours is the backstop, a little later.
         try:
             res = runner(argv, timeout + min(30.0, timeout))

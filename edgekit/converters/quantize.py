@@ -29,6 +29,7 @@ from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
 from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
 from edgekit.preprocess import PreprocessSpec, with_mean_std
+from edgekit.report import SILENT, Reporter
 from edgekit.preprocess import quantize as quantize_tensor
 
 DEFAULT_MIN_AGREEMENT = 0.9
@@ -72,8 +73,7 @@ class QuantizeOptions:
     verify: bool = True
     verbose: bool = False
     show_progress: bool = True
-    on_warning: Callable[[str], None] | None = None  # called as each warning arises (the CLI prints it)
-    on_note: Callable[[str], None] | None = None     # informational lines (e.g. "created output folder ...")
+    report: Reporter = SILENT  # told each warning as it arises and notes (e.g. "created output folder ...")
 
 
 @dataclass
@@ -498,7 +498,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     if not output.name.lower().endswith(".tflite") or output.name.lower() == ".tflite":
         raise UsageError(f"output {output} is not a file name ending in .tflite",
                          "choose an output path like -o model_int8.tflite")
-    require_output_folder(output, opts.on_note)  # before the slow work, like every check below up to keras_io.load
+    require_output_folder(output, opts.report)  # before the slow work, like every check below up to keras_io.load
     refuse_folders([output, model_record.sidecar_path(output)])
     labels = read_labels(opts.labels) if opts.labels else None
     try:
@@ -508,8 +508,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         if opts.calib is None:
             raise
         found, unreadable_record = None, f"ignoring the record beside the model: {exc}"
-        if opts.on_warning:  # said now: loading the model takes a while
-            opts.on_warning(unreadable_record)
+        opts.report.warn(unreadable_record)  # said now: loading the model takes a while
     record, record_file = found if found else (None, None)
     if record_file and model_record.sidecar_path(output).resolve() == record_file.resolve():
         raise UsageError(f"output {output} would overwrite the input's record {record_file}",
@@ -531,8 +530,7 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
     def warn(messages: list[str]) -> None:
         for m in messages:
             warnings.append(m)
-            if opts.on_warning:
-                opts.on_warning(m)
+            opts.report.warn(m)
 
     if unreadable_record:
         warnings.append(unreadable_record)

@@ -30,7 +30,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 # Shared with the runner deploy ships to a board (stdlib only), so both find packages the same way.
 from edgekit.devices.board_runner import google_pycoral_available, module_available  # noqa: F401
 from edgekit.devices.latency import default_threads
-from edgekit.errors import (RUNTIME_MISMATCH, DeviceError, InputError, MissingDependencyError, UsageError,
+from edgekit.errors import (RUNTIME_MISMATCH, Caution, DeviceError, InputError, MissingDependencyError, UsageError,
                             first_line, printable)
 
 BACKENDS = ("pycoral", "ai_edge_litert", "tflite_runtime", "tensorflow")
@@ -110,7 +110,7 @@ class Backend:
     interpreter_cls: Any
     load_delegate: Callable[..., Any]
     make_edgetpu_interpreter: Callable[..., Any] | None = None  # pycoral's make_interpreter
-    warning: str | None = None  # a "warning: ..." line for the user (tensorflow.lite chosen for lack of better)
+    warning: Caution | None = None  # for the user: tensorflow.lite chosen for lack of better
 
     def interpreter(self, model_path: str, delegates: list | None = None, num_threads: int | None = None,
                     content: bytes | None = None) -> Any:
@@ -294,7 +294,7 @@ def select_backend(name: str | None = None) -> Backend:
                 unusable = unusable or exc
                 continue
             if candidate == "tensorflow":  # chosen, not forced: say that a lighter package is wanted
-                backend.warning = ("warning: no TFLite interpreter package found, falling back to tensorflow.lite "
+                backend.warning = Caution("no TFLite interpreter package found, falling back to tensorflow.lite "
                                    "(slow to import, deprecated): pip install ai-edge-litert")
             break
         else:
@@ -478,6 +478,34 @@ class OpenedModel:
             data = rng.random_sample(shape).astype(dtype)
         self._live().set_tensor(inp["index"], data)
         return latency.measure(self.invoke, n, warmup, clock)
+
+
+def benchmark(load: Callable[[], Any], n: int, warmup: int, threads: int | None = None,
+              clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    """The document ``edgekit benchmark --json`` prints, here and on a board: ``load()`` (which returns what
+    :func:`open_model` made, or a ``LoadedModel`` holding it as ``opened`` with its ``notes``) timed, then
+    :meth:`OpenedModel.time`."""
+    from edgekit.devices import latency
+
+    threads = threads or latency.default_threads()
+    start = clock()
+    loaded = load()
+    load_ms = (clock() - start) * 1000.0
+    opened = getattr(loaded, "opened", loaded)
+    notes = getattr(loaded, "notes", opened.notes)
+    with opened:
+        timing = opened.time(n, warmup, clock)
+    governors = latency.cpu_governors()
+    return {
+        "model": opened.model_path, "device": opened.device, "backend": opened.backend.name,
+        "threads": threads if opened.device == "cpu" else None,
+        "load_ms": load_ms, "first_inference_ms": timing.pop("first_ms"),
+        "iterations": n, "warmup": warmup, **timing,
+        "machine": latency.machine(governors),
+        "notes": [str(m) for m in notes if not isinstance(m, Caution)],
+        "warnings": [str(m) for m in notes if isinstance(m, Caution)] + latency.governor_warnings(governors),
+        "comparison": None,
+    }
 
 
 def open_content(content: bytes, name: str = "<model>", num_threads: int | None = None,

@@ -23,26 +23,13 @@ default_threads = latency.default_threads
 
 def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warmup: int = 10,
               threads: int | None = None, clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
-    """The document ``edgekit benchmark --json`` prints (schema in the README)."""
+    """The document ``edgekit benchmark --json`` prints (schema in docs/commands/benchmark.md)."""
+    from edgekit.devices import backends
     from edgekit.devices.classify import ModelLoader
 
     threads = threads or default_threads()
-    start = clock()
-    loaded = ModelLoader(model, device, num_threads=threads, record_needed=False)()
-    load_ms = (clock() - start) * 1000.0
-    opened = loaded.opened
-    timing = opened.time(n, warmup, clock)
-    governors = latency.cpu_governors()
-    return {
-        "model": opened.model_path, "device": opened.device, "backend": opened.backend.name,
-        "threads": threads if opened.device == "cpu" else None,
-        "load_ms": load_ms, "first_inference_ms": timing.pop("first_ms"),
-        "iterations": n, "warmup": warmup, **timing,
-        "machine": latency.machine(governors),
-        "notes": [n for n in loaded.notes if not n.startswith("warning: ")],
-        "warnings": [n[len("warning: "):] for n in loaded.notes if n.startswith("warning: ")]
-        + latency.governor_warnings(governors), "comparison": None,
-    }
+    return backends.benchmark(lambda: ModelLoader(model, device, num_threads=threads, record_needed=False)(), n,
+                              warmup, threads, clock)
 
 
 def read_saved(path: str | os.PathLike) -> dict[str, Any]:

@@ -203,19 +203,7 @@ def benchmark(bundle: str, device: str = "auto", n: int = 100, warmup: int = 10,
 
     backends.ON_BOARD = True
     threads = threads or latency.default_threads()
-    start = time.perf_counter()
-    loaded = load_bundle(bundle, device, num_threads=threads)
-    load_ms = (time.perf_counter() - start) * 1000.0
-    with loaded.opened as opened:
-        timing = opened.time(n, warmup)
-    governors = latency.cpu_governors()
-    doc = {"model": opened.model_path, "device": opened.device, "backend": opened.backend.name,
-           "threads": threads if opened.device == "cpu" else None, "load_ms": load_ms,
-           "first_inference_ms": timing.pop("first_ms"), "iterations": n, "warmup": warmup}
-    doc.update(timing)
-    doc.update({"machine": latency.machine(governors), "notes": list(loaded.notes),
-                "warnings": latency.governor_warnings(governors), "comparison": None})
-    return doc
+    return backends.benchmark(lambda: load_bundle(bundle, device, num_threads=threads), n, warmup, threads)
 
 
 def _numbers(text):
@@ -253,8 +241,10 @@ def _parser():
 
 def _classify(args) -> dict:
     classifier = _classifier(args)
-    for note in classifier.notes:
-        sys.stderr.write((note if note.startswith("warning:") else "note: " + note) + "\n")
+    from edgekit.errors import Caution
+
+    for note in classifier.notes:  # read back by the host (remote.py) as its own notes and warnings
+        sys.stderr.write(("warning: " if isinstance(note, Caution) else "note: ") + note + "\n")
     if args.images_tar != "-":
         return classifier.run(args.images, args.top_k, args.threshold, workers=1).to_dict()
     import tarfile

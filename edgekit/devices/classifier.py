@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 import numpy as np
 
 from edgekit.classes import read_labels, top_k
-from edgekit.errors import InputError
+from edgekit.errors import Caution, InputError
 
 
 @dataclass
@@ -135,15 +135,15 @@ class Classifier:
             differ = [i for i in sorted(set(recorded) | set(self.labels)) if recorded.get(i) != self.labels.get(i)]
             if recorded and differ:  # the file wins, as asked; but a wrong file gives wrong names to every answer
                 first = differ[0]
-                self.notes.append(f"warning: --labels {labels} differs from the labels recorded with the model in "
-                                  f"{len(differ)} of {max(len(recorded), len(self.labels))} classes (class {first}: "
-                                  f"{self.labels.get(first)!r} here, {recorded.get(first)!r} recorded); using "
-                                  "--labels")
+                self.notes.append(Caution(
+                    f"--labels {labels} differs from the labels recorded with the model in {len(differ)} of "
+                    f"{max(len(recorded), len(self.labels))} classes (class {first}: {self.labels.get(first)!r} here, "
+                    f"{recorded.get(first)!r} recorded); using --labels"))
         else:
             self.labels = dict(loaded.labels or {})
         if (self.labels or labels is not None) and len(self.labels) != self.num_classes:  # an empty file too
-            self.notes.append(f"warning: {len(self.labels)} labels but the model has {self.num_classes} classes; "
-                              "labels may be shifted (e.g. a missing 'background' line)")
+            self.notes.append(Caution(f"{len(self.labels)} labels but the model has {self.num_classes} classes; "
+                                      "labels may be shifted (e.g. a missing 'background' line)"))
 
     @property
     def first_inference_ms(self) -> Optional[float]:

@@ -11,15 +11,16 @@ from __future__ import annotations
 import glob
 import os
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 from edgekit.classes import parse_labels, read_labels, top_k  # noqa: F401 (part of this module's API)
 from edgekit.devices import classifier
 from edgekit.devices.backends import EDGETPU_CUSTOM_OP_BYTES
 from edgekit.devices.classifier import (ClassifyReport, ImageResult, LoadedModel,  # noqa: F401 (this module's API)
                                         default_workers, load_bundle)
-from edgekit.errors import InputError, regular_file
+from edgekit.errors import Caution, InputError, regular_file
 from edgekit.preprocess import IMAGE_EXTENSIONS  # noqa: F401 (part of this module's API)
+from edgekit.report import SILENT, Reporter
 
 
 # ------------------------------------------------------------------------------------- images
@@ -132,7 +133,7 @@ class ModelLoader:
             if self.record_needed:
                 raise
             record = None
-            notes.append(f"warning: ignoring a record that cannot be read: {exc.message}")
+            notes.append(Caution(f"ignoring a record that cannot be read: {exc.message}"))
         rec = record[0] if record else None
         return LoadedModel(opened, rec.preprocess if rec else None, f"recorded ({record[1]})" if record else None,
                            dict(enumerate(rec.labels)) if rec is not None and rec.labels else None, notes)
@@ -168,20 +169,17 @@ class Classifier(classifier.Classifier):
 def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "auto",
              labels: str | os.PathLike | None = None, k: int | None = 5, threshold: float = float("-inf"),
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-             workers: int | None = None, num_threads: int | None = None,
-             on_start: Callable[[int], None] | None = None,
-             on_image: Callable[[str], None] | None = None, notes: list[str] | None = None) -> ClassifyReport:
+             workers: int | None = None, num_threads: int | None = None, report: Reporter = SILENT) -> ClassifyReport:
     """Expand ``images`` (files, folders, globs), classify them all, and return the report.
 
-    ``notes`` (when given) receives the one-line messages for the user: where the model runs and
-    why, and label-count warnings. ``on_start(n)`` and ``on_image(path)`` drive a progress bar.
+    ``report`` is told where the model runs and why and the label-count warnings (before the work),
+    and draws the progress over the images.
     """
     paths, errors = expand_images(images)
     classifier = Classifier(model, device, labels, mean, std, num_threads=num_threads)
-    if notes is not None:
-        notes.extend(classifier.notes)
-    if on_start:
-        on_start(len(paths))
-    report = classifier.run(paths, k, threshold, workers, on_image)
-    report.errors = errors + report.errors
-    return report
+    for note in classifier.notes:
+        report.tell(note)
+    with report.progress(len(paths), "classifying") as bar:
+        result = classifier.run(paths, k, threshold, workers, lambda _path: bar.update(1))
+    result.errors = errors + result.errors
+    return result

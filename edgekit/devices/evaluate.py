@@ -12,12 +12,13 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
 from edgekit import metrics
 from edgekit.errors import InputError
+from edgekit.report import SILENT, Reporter
 
 
 @dataclass
@@ -118,16 +119,26 @@ class Evaluation:
 def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
              num_threads: int | None = None, labels: str | os.PathLike | None = None,
-             on_start: Callable[[int], None] | None = None,
-             on_item: Callable[[], None] | None = None) -> Evaluation:
-    """Run the model over every sample of ``data``; unreadable images go to ``errors``, the rest are scored."""
+             report: Reporter = SILENT) -> Evaluation:
+    """Run the model over every sample of ``data``; unreadable images go to ``errors``, the rest are scored.
+
+    ``report`` is told where the model runs and why (before the work) and draws the progress."""
     from edgekit import preprocess
     from edgekit.devices.classify import Classifier
 
     clf = Classifier(model, device, labels, mean, std, num_threads=num_threads)
     ids, labels_from = align_labels(data, clf.labels, clf.num_classes)
-    if on_start:
-        on_start(len(data))
+    for note in clf.notes:
+        report.tell(note)
+    with report.progress(len(data), "evaluating") as bar:
+        scores, kept, errors = _run(clf, data, bar, preprocess)
+    matrix = np.stack(scores) if scores else np.zeros((0, clf.num_classes), np.float32)
+    names = clf.labels or dict(enumerate(data.class_names or []))
+    return Evaluation(clf.opened.model_path, clf.opened.device, clf.opened.backend.name, clf.spec_source, clf.spec,
+                      labels_from, matrix, ids[kept], names, list(clf.notes), errors, kept)
+
+
+def _run(clf: Any, data: LabelledSet, bar: Any, preprocess: Any) -> tuple[list, list, list]:
     scores, kept, errors = [], [], []
     if data.paths is not None:
         for i, (path, tensor, error) in enumerate(clf.prepared(data.paths)):
@@ -136,8 +147,7 @@ def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
             else:
                 scores.append(clf.infer(tensor)[0])
                 kept.append(i)
-            if on_item:
-                on_item()
+            bar.update(1)
     else:
         x = data.arrays
         for i in range(len(x)):
@@ -149,9 +159,5 @@ def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
                                              clf.input_zero_point)
             scores.append(clf.infer(tensor.reshape(clf._input_shape))[0])
             kept.append(i)
-            if on_item:
-                on_item()
-    matrix = np.stack(scores) if scores else np.zeros((0, clf.num_classes), np.float32)
-    names = clf.labels or dict(enumerate(data.class_names or []))
-    return Evaluation(clf.opened.model_path, clf.opened.device, clf.opened.backend.name, clf.spec_source, clf.spec,
-                      labels_from, matrix, ids[kept], names, list(clf.notes), errors, kept)
+            bar.update(1)
+    return scores, kept, errors

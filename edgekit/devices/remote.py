@@ -29,7 +29,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, Callable
 
 from edgekit.devices import board_runner
-from edgekit.errors import DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
+from edgekit.errors import Caution, DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
+from edgekit.report import SILENT, Reporter
 
 DEFAULT_PATH = "edgekit"  # on the board, relative to the login user's home
 RUNNER_MODULE = "edgekit.devices.board_runner"
@@ -310,10 +311,19 @@ def _runner_failure(target: SshTarget, proc: subprocess.CompletedProcess) -> Edg
 
 
 def _notes_from(stderr: bytes) -> list[str]:
-    """The runner's notes without their ``note: `` (the CLI adds it, as for local notes) and its warnings as written."""
+    """The runner's ``note: `` and ``warning: `` lines (its stderr protocol) as kept messages: notes, and
+    :class:`~edgekit.errors.Caution` for warnings."""
     lines = stderr.decode(errors="replace").splitlines()
-    return [line[len("note: "):] if line.startswith("note: ") else line
+    return [line[len("note: "):] if line.startswith("note: ") else Caution(line[len("warning: "):])
             for line in lines if line.startswith("note: ") or line.startswith("warning: ")]
+
+
+def deploy_summary(d: dict[str, Any]) -> str:
+    """One line for people about what ``deploy`` did."""
+    if not d["uploaded"] and not d["deleted"]:
+        return f"{d['bundle']} on {d['target']} is up to date (Python {d['python']}, {d['interpreter']})"
+    return (f"deployed to {d['target']}:{d['bundle']}: {len(d['uploaded'])} file(s) copied ({d['bytes_sent']:,} bytes), "
+            f"{d['unchanged']} unchanged, {len(d['deleted'])} removed (Python {d['python']}, {d['interpreter']})")
 
 
 def _shell_path(path: str) -> str:
@@ -330,13 +340,13 @@ def _device_arg(device: str) -> str:
 
 
 def _run_runner(target: SshTarget, path: str, bundle_name: str, command: str, args: list[str], stdin: Any,
-                what: str, notes: list[str] | None) -> dict[str, Any]:
+                what: str, report: Reporter) -> dict[str, Any]:
     """Run the deployed runner's ``command`` on the bundle; its JSON document, named as seen from here."""
     remote = (f"cd {_shell_path(path + '/runtime')} && {shlex.quote(target.python)} -m {RUNNER_MODULE} {command} "
               f"--bundle {shlex.quote('../bundles/' + bundle_name)} " + " ".join(map(shlex.quote, args)))
     proc = target.run(remote, stdin, what=what)
-    if notes is not None:
-        notes.extend(_notes_from(proc.stderr))
+    for note in _notes_from(proc.stderr):
+        report.tell(note)
     if proc.returncode != 0:
         raise _runner_failure(target, proc)
     try:
@@ -352,9 +362,10 @@ def _run_runner(target: SshTarget, path: str, bundle_name: str, command: str, ar
 def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
              device: str = "auto", k: int = 5, threshold: float = float("-inf"),
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-             notes: list[str] | None = None, on_deployed: Callable[[dict[str, Any]], None] | None = None
-             ) -> dict[str, Any]:
+             report: Reporter = SILENT) -> dict[str, Any]:
     """Deploy when needed, send the images, classify them on the target: the ``edgekit classify --json`` document.
+
+    ``report`` is told what was deployed and what the runner said (where the model runs and why).
 
     ``images`` are expanded here as ``edgekit classify`` does (files, folders, globs); results name
     them as given; ``model`` and ``device`` name the target (``user@host:...``, ``... on user@host``).
@@ -368,9 +379,7 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
         args += ["--std", ",".join(map(repr, std))]
     paths, errors = expand_images(images)
     local = read_bundle(bundle)
-    deployed = deploy(bundle, target, path, local)
-    if on_deployed:
-        on_deployed(deployed)
+    report.note(deploy_summary(deploy(bundle, target, path, local)))
     names = [f"{i:06d}{Path(p).suffix.lower()}" for i, p in enumerate(paths)]
     with tempfile.TemporaryFile() as tar_file:
         with tarfile.open(fileobj=tar_file, mode="w") as tar:
@@ -380,26 +389,24 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
                 except OSError as exc:  # unreadable here: reported like classify reports it
                     errors.append({"image": p, "error": f"{p}: cannot read ({exc.strerror or exc})"})
         tar_file.seek(0)
-        report = _run_runner(target, path, local.name, "classify", args, tar_file, "classifying", notes)
+        doc = _run_runner(target, path, local.name, "classify", args, tar_file, "classifying", report)
     local_name = dict(zip(names, paths))
-    for entry in report["results"] + report["errors"]:
+    for entry in doc["results"] + doc["errors"]:
         sent = entry["image"]
         entry["image"] = local_name.get(sent, sent)
         if "error" in entry:
             entry["error"] = entry["error"].replace(sent, entry["image"])
-    report["errors"] = errors + report["errors"]
-    return report
+    doc["errors"] = errors + doc["errors"]
+    return doc
 
 
 def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH, device: str = "auto",
-              n: int = 100, warmup: int = 10, threads: int | None = None,
-              on_deployed: Callable[[dict[str, Any]], None] | None = None) -> dict[str, Any]:
-    """Deploy when needed and time the bundle's model on the target: the ``edgekit benchmark --json`` document."""
+              n: int = 100, warmup: int = 10, threads: int | None = None, report: Reporter = SILENT) -> dict[str, Any]:
+    """Deploy when needed and time the bundle's model on the target: the ``edgekit benchmark --json`` document
+    (``report`` is told what was deployed)."""
     args = ["--device", _device_arg(device), "-n", str(n), "--warmup", str(warmup)]
     if threads is not None:
         args += ["--threads", str(threads)]
     local = read_bundle(bundle)
-    deployed = deploy(bundle, target, path, local)
-    if on_deployed:
-        on_deployed(deployed)
-    return _run_runner(target, path, local.name, "benchmark", args, b"", "benchmarking", None)
+    report.note(deploy_summary(deploy(bundle, target, path, local)))
+    return _run_runner(target, path, local.name, "benchmark", args, b"", "benchmarking", SILENT)

@@ -30,6 +30,7 @@ import numpy as np
 from edgekit import __version__
 from edgekit.errors import InputError, UsageError, first_line
 from edgekit.model_record import ModelRecord, sidecar_path
+from edgekit.report import SILENT, Reporter
 from edgekit.preprocess import PreprocessSpec, open_image, pixels
 
 CREATED_BY = "edgekit train"
@@ -54,7 +55,7 @@ class TrainOptions:
     tfrecord_key: str = "image/encoded"
     worker_timeout: float = 120.0            # TF_CONFIG clusters: seconds for the workers to join (and each collective)
     show_progress: bool = True
-    on_message: Callable[[str], None] | None = None  # the strategy line and advice (epoch lines go to stderr)
+    report: Reporter = SILENT  # the strategy line (a note) and advice (warnings); epoch lines go to stderr
 
 
 @dataclass
@@ -368,7 +369,7 @@ def train(opts: TrainOptions) -> dict[str, Any]:
     cluster, _ = strategy_mod.multi_worker_cluster(os.environ)  # a bad TF_CONFIG fails now, before any work
     record_path = sidecar_path(output)
     if cluster is None or cluster.is_chief:  # the other workers of a cluster write nothing, not even a folder
-        require_output_folder(output, opts.on_message if opts.show_progress else None)
+        require_output_folder(output, opts.report if opts.show_progress else None)
         refuse_folders([output, record_path])  # now, not after the training: the two are published together
     if opts.epochs < 1 or opts.batch_size < 1 or not 0.0 <= opts.validation_split < 1.0:
         raise UsageError("--epochs and --batch-size must be positive, --validation-split in [0, 1)",
@@ -389,11 +390,11 @@ def train(opts: TrainOptions) -> dict[str, Any]:
 
     choice = strategy_mod.resolve(worker_timeout=opts.worker_timeout)
     global_batch, advice = strategy_mod.global_batch(opts.batch_size, choice)
-    say = opts.on_message or (lambda _m: None)
     if opts.show_progress:
-        say(f"strategy: {choice.kind} ({choice.reason}), {choice.replicas} replica(s), global batch {global_batch}")
+        opts.report.note(f"strategy: {choice.kind} ({choice.reason}), {choice.replicas} replica(s), "
+                         f"global batch {global_batch}")
     for a in advice:
-        say(f"warning: {a}")
+        opts.report.warn(a)
     on_tpu = choice.kind == "tpu"  # TPUs need static shapes: every batch full
     train_ds = dataset(data, train_idx, spec, global_batch, shuffle=True, seed=opts.seed, drop_remainder=on_tpu)
     val_ds = dataset(data, val_idx, spec, global_batch, shuffle=False) if len(val_idx) else None
@@ -444,8 +445,8 @@ def train(opts: TrainOptions) -> dict[str, Any]:
     written = choice.writes_outputs
     if written:
         _save_keras(model, output, record.to_json().encode(), record_path)
-    elif opts.on_message and opts.show_progress:
-        opts.on_message(f"{choice.cluster.task_type} {choice.cluster.task_index} of the cluster: trained its share; "
+    elif opts.show_progress:
+        opts.report.note(f"{choice.cluster.task_type} {choice.cluster.task_index} of the cluster: trained its share; "
                         "the chief writes the model and its record")
     last = progress.epochs[-1] if progress.epochs else {}
     return {"output": str(output) if written else None, "record": str(record_path) if written else None,

@@ -19,6 +19,8 @@ import time
 from pathlib import Path
 
 import pytest
+
+from edgekit.report import Collector
 from click.testing import CliRunner
 
 from edgekit import tflite_model
@@ -192,9 +194,9 @@ def test_outputs_move_into_place_and_the_argument_list(standin, model_copy, tmp_
 
 def test_a_note_says_what_runs_before_the_compile_starts(standin, model_copy, tmp_path):
     standin()
-    notes: list[str] = []
-    etc.compile_model(model_copy, tmp_path, timeout=60, notify=notes.append)
-    assert notes == ["running edgetpu_compiler 16.0.384591198 on split_concat.tflite (stopped after 60 s)..."]
+    told = Collector()
+    etc.compile_model(model_copy, tmp_path, timeout=60, report=told)
+    assert told.statuses == ["running edgetpu_compiler 16.0.384591198 on split_concat.tflite (stopped after 60 s)..."]
     r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(tmp_path), "--quiet"])
     assert r.exit_code == 0 and r.stderr == ""
 

@@ -16,6 +16,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from edgekit.report import Collector
 from click.testing import CliRunner
 
 from edgekit import build, manifest
@@ -49,13 +51,13 @@ def test_written_bundle_lists_every_file_with_its_sha256(bundle):
 
 def test_classify_from_bundle_equals_classify_from_its_files(bundle, no_edgetpu):
     images = [str(shared_file(i)) for i in IMAGES]
-    notes: list[str] = []
-    from_bundle = C.classify(images, bundle, k=3, notes=notes).to_dict()
+    told = Collector()
+    from_bundle = C.classify(images, bundle, k=3, report=told).to_dict()
     from_files = C.classify(images, shared_file(COMPILED), k=3, labels=shared_file("imagenet_labels.txt")).to_dict()
     assert [r["top"] for r in from_bundle["results"]] == [r["top"] for r in from_files["results"]]
     assert from_bundle["results"][0]["top"][0]["label"]  # labels came from the bundle
     assert from_bundle["model"] == str(bundle / MODEL)  # no Edge TPU here: its CPU model ran
-    assert any(MODEL in n for n in notes)
+    assert any(MODEL in n for n in told.notes)
     cpu = C.classify(images, bundle, device="cpu", k=3).to_dict()
     assert [r["top"] for r in cpu["results"]] == [r["top"] for r in from_files["results"]]
 

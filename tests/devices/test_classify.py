@@ -12,6 +12,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+
+from edgekit.report import Collector
 from click.testing import CliRunner
 from PIL import Image
 
@@ -368,10 +370,10 @@ def test_bad_mean_std_values_are_usage_errors_not_garbage_scores(flags, says):
 
 # ------------------------------------------------------------------------------ compiled models
 def test_compiled_model_without_edgetpu_runs_its_cpu_twin_and_says_so(no_edgetpu):
-    notes: list[str] = []
-    report = C.classify([str(shared_file("cat.bmp"))], shared_file(COMPILED), k=1, notes=notes)
+    told = Collector()
+    report = C.classify([str(shared_file("cat.bmp"))], shared_file(COMPILED), k=1, report=told)
     assert report.device == "cpu" and report.model == str(shared_file(MODEL))
-    assert any(MODEL in n and "instead of" in n for n in notes)
+    assert any(MODEL in n and "instead of" in n for n in told.notes)
 
 
 def test_the_fallback_note_is_shown_before_the_images_are_worked_on(monkeypatch, no_edgetpu):
