@@ -674,6 +674,18 @@ def _resize_rank(c: OpContext) -> str | None:
     return None
 
 
+def _bilinear_from_one(c: OpContext) -> str | None:
+    t, out = c.ins[0], c.outs[0]
+    if not c.op.options.get("align_corners", False):
+        return None
+    for axis, label in ((1, "height"), (2, "width")):
+        i, o = t.shape[axis], out.shape[axis]
+        if i != o and (i == 1 or o == 1):
+            return (f"{label} {i} -> {o} with align_corners=True: no integer scale factor (the corner-aligned "
+                    "scale is undefined for a size of 1)")
+    return None
+
+
 def _bilinear_factor(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
     align = c.op.options.get("align_corners", False)
@@ -684,9 +696,6 @@ def _bilinear_factor(c: OpContext) -> str | None:
         if min(i, o) <= 0:
             return f"{label} {i} -> {o}: a size 0 has no scale factor"
         if align:
-            if i == 1 or o == 1:
-                return (f"{label} {i} -> {o} with align_corners=True: no integer scale factor (the corner-aligned "
-                        "scale is undefined for a size of 1)")
             a, b = i - 1, o - 1
         else:
             a, b = i, o
@@ -727,10 +736,15 @@ RESIZE_SIZE = Constraint(
 # compiled by compiler 16 maps all 12 of its RESIZE_NEAREST_NEIGHBOR (a published log:
 # "RESIZE_NEAREST_NEIGHBOR 12 Mapped to Edge TPU", 2 classes), so the integer-factor heuristic applies
 # to RESIZE_BILINEAR only. Large resizes of either kind are refused: RESIZE_SIZE.
-RESIZE_BILINEAR = (RESIZE_RANK, RESIZE_SIZE, Constraint(
-    _bilinear_factor, UNSPECIFIED, "resize by an integer factor (e.g. x2) without align_corners from a size of 1, "
-    "or move the resize after the last Edge TPU op", EV_DEEPLAB, UNCERTAIN, looked_for="compiled RESIZE_BILINEAR with non-integer factors (only the deeplab 1 -> 33 with "
-    "align_corners is seen refused)"))
+FIX_BILINEAR = ("resize by an integer factor (e.g. x2) without align_corners from a size of 1, or move the resize "
+                "after the last Edge TPU op")
+RESIZE_BILINEAR = (
+    RESIZE_RANK, RESIZE_SIZE,
+    # deeplab's 1 -> 33 with align_corners (its image pooling branch) stays on the CPU in both pairs.
+    Constraint(_bilinear_from_one, UNSPECIFIED, FIX_BILINEAR, EV_DEEPLAB, CONFIRMED),
+    Constraint(_bilinear_factor, UNSPECIFIED, FIX_BILINEAR, DOCS, UNCERTAIN,
+               looked_for="compiled RESIZE_BILINEAR with non-integer factors (only deeplab's 1 -> 33 with "
+               "align_corners is seen refused; x2 maps)"))
 
 
 def _squeeze(c: OpContext) -> str | None:

@@ -112,15 +112,15 @@ def test_a_decoder_custom_op_stays_on_the_cpu_and_warns_the_compile_may_fail():
 
 
 def test_deeplab_eight_cpu_ops_and_the_op_that_breaks_the_graph():
-    """What the compiled pair shows: which ops stayed on the CPU (#64 onwards), not why (no compiler log of
-    this model exists), so the rule that puts #64 there is only `likely`."""
+    """What the compiled pairs show: which ops stayed on the CPU (#64 onwards). The rule that puts #64 there
+    (align_corners from a size of 1) is confirmed by these very pairs; its words are a guess (no log)."""
     report = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite")))
     cpu = [o for o in report.ops if o.target == "cpu"]
     assert Counter(o.name for o in cpu) == Counter(
         {"RESIZE_BILINEAR": 3, "CONV_2D": 2, "CONCATENATION": 1, "QUANTIZE": 1, "ARG_MAX": 1})
     assert [o.index for o in cpu] == list(range(64, 72))
     first = cpu[0]
-    assert (first.name, first.confidence) == ("RESIZE_BILINEAR", C.UNCERTAIN)
+    assert (first.name, first.confidence) == ("RESIZE_BILINEAR", C.CONFIRMED)
     # ops 62/63 feed the CPU part but do not depend on #64: mapped, as in the compiled file
     assert report.ops[62].target == report.ops[63].target == "edgetpu"
     assert report.verdict == "partial" and report.subgraphs == 1
