@@ -564,3 +564,25 @@ def test_nearest_neighbour_resizes_by_any_factor_bilinear_by_integer_factors():
         "edgetpu"
     flat = _single("RESIZE_NEAREST_NEIGHBOR", [1, 3, 64], [1, 5, 64], [lambda g: g.const([5])])
     assert flat.target == "cpu" and "3-D" in flat.detail
+
+
+def test_strict_fails_on_certain_cpu_ops_only_and_the_verdict_counts_the_uncertain(tmp_path):
+    """An op put on the CPU by a rule no real compile shows is reported as uncertain (text, --json, the
+    verdict line); --strict holds only ops certain to stay on the CPU against the model."""
+    def model(op: str, out_shape: list[int], extra) -> str:
+        gb = GraphBuilder()
+        x, y = gb.tensor([1, 8, 8, 4], "int8"), gb.tensor(out_shape, "int8")
+        gb.op(op, [x, extra(gb)], [y])
+        path = tmp_path / f"{op.lower()}.tflite"
+        path.write_bytes(gb.build([x], [y]))
+        return str(path)
+
+    unsure = model("EXPAND_DIMS", [1, 1, 8, 8, 4], lambda g: g.const([1]))   # uncertain rule, nothing certain
+    r = CliRunner().invoke(cli, ["check", unsure, "--strict"])
+    assert r.exit_code == 0, r.output
+    assert "[uncertain]" in r.output and "1 of these placements uncertain" in r.output
+    d = json.loads(CliRunner().invoke(cli, ["check", unsure, "--json"]).output)
+    assert d["summary"]["uncertain_ops"] == 1 and d["ops"][0]["confidence"] == "uncertain"
+    certain = model("ARG_MAX", [1, 8, 8], lambda g: g.const([3]))          # not an Edge TPU op at all
+    r = CliRunner().invoke(cli, ["check", certain, "--strict"])
+    assert r.exit_code == 7 and "1 of 1 ops would run on the CPU" in r.output
