@@ -13,9 +13,9 @@ import json
 import os
 import shutil
 import tempfile
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable, Union
+from typing import Any, Union
 
 from edgekit import __version__, manifest, tflite_model
 from edgekit.converters.quantize import QuantizeOptions

@@ -36,7 +36,6 @@ COMPILER_MIN_RUNTIME = {16: 14, 15: 13, 14: 13, 2: 13, 1: 10}
 COMPILER_MIN_RUNTIME_EVIDENCE = ("report:coral-compiler-runtime-versions", "log:v15_partial_yolov5s_stdout.txt")
 
 _VERSION = re.compile(r"Edge TPU Compiler version (\S+)")
-from edgekit.errors import RUNTIME_MISMATCH  # noqa: E402,F401 (compile reads it in the compiler's output)
 
 
 def platform_supported() -> bool:

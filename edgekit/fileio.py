@@ -14,7 +14,7 @@ import signal
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from edgekit.errors import InputError, UsageError
 

@@ -680,7 +680,7 @@ def _bilinear_from_one(c: OpContext) -> str | None:
         return None
     for axis, label in ((1, "height"), (2, "width")):
         i, o = t.shape[axis], out.shape[axis]
-        if i != o and (i == 1 or o == 1):
+        if i != o and min(i, o) == 1:  # a size 0 is _bilinear_factor's
             return (f"{label} {i} -> {o} with align_corners=True: no integer scale factor (the corner-aligned "
                     "scale is undefined for a size of 1)")
     return None

@@ -32,9 +32,9 @@ from typing import Any, Callable
 
 from edgekit import tflite_model
 from edgekit.compiler_locator import (  # noqa: F401  (part of this module's API)
-    ENV_VAR, INSTALL_HINT, NOT_COMPILER_HINT, RUNTIME_MISMATCH, OTHER_PLATFORM_HINT, VERSION_TIMEOUT_S, find_compiler, parse_version,
+    ENV_VAR, INSTALL_HINT, NOT_COMPILER_HINT, OTHER_PLATFORM_HINT, VERSION_TIMEOUT_S, find_compiler, parse_version,
     platform_supported, version_from_output, version_major)
-from edgekit.errors import CompilerError, InputError, MissingDependencyError, UsageError
+from edgekit.errors import RUNTIME_MISMATCH, CompilerError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import publish, refuse_folders, require_output_folder
 from edgekit.report import SILENT, Reporter
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo

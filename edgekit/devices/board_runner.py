@@ -29,10 +29,8 @@ On the board itself: ``cd DIR/runtime && python3 -m edgekit.devices.board_runner
 
 from __future__ import annotations
 
-import json
 import os
 import sys
-import time
 
 # The modules this runner needs on the board, relative to the package root's parent (tests keep
 # this list closed under imports: everything a shipped module imports from edgekit is shipped).
@@ -300,6 +298,8 @@ def main(argv=None) -> int:
             raise
         sys.stderr.write("error: %s\n" % exc)
         return code
+    import json  # here: host commands import this module for two helpers and need no JSON from it
+
     sys.stdout.write(json.dumps(doc) + "\n")
     return 0
 
