@@ -40,10 +40,10 @@ class BuildOptions:
 
 
 class _WarningsOnly(Reporter):
-    """quantize's warnings go to the user as they arise; its notes (the work folder it writes in) do not."""
+    """quantize's warnings and progress go to the user; its notes (about the work folder it writes in) do not."""
 
     def __init__(self, report: Reporter):
-        self.warn = report.warn  # type: ignore[method-assign]
+        self.warn, self.progress = report.warn, report.progress  # type: ignore[method-assign]
 
 
 def _tensor(t: tflite_model.TensorInfo) -> dict[str, Any]:

@@ -50,12 +50,13 @@ class Reporter:
     def status(self, text: str) -> None:
         """What is running now, for a watching user only (a terminal): e.g. just before a long compile."""
 
-    def progress(self, total: int, label: str) -> Progress:
+    def progress(self, total: int, label: str, stream: IO[str] | None = None) -> Progress:
+        """A bar over ``total`` items (``stream``: where to draw it, when not the reporter's own)."""
         return Progress()
 
-    def iterate(self, items: Iterable[T], total: int, label: str) -> Iterator[T]:
+    def iterate(self, items: Iterable[T], total: int, label: str, stream: IO[str] | None = None) -> Iterator[T]:
         """``items`` with a progress bar over them."""
-        with self.progress(total, label) as bar:
+        with self.progress(total, label, stream) as bar:
             for item in items:
                 yield item
                 bar.update(1)
@@ -99,10 +100,11 @@ class ConsoleReporter(Reporter):
         if not self.quiet and getattr(self.stream, "isatty", lambda: False)():
             self.echo(text)
 
-    def progress(self, total: int, label: str) -> Progress:
-        if self.quiet or total <= 1 or not getattr(self.stream, "isatty", lambda: False)():
+    def progress(self, total: int, label: str, stream: IO[str] | None = None) -> Progress:
+        stream = stream or self.stream
+        if self.quiet or total <= 1 or not getattr(stream, "isatty", lambda: False)():
             return Progress()
-        return _ClickBar(total, label, self.stream)
+        return _ClickBar(total, label, stream)
 
 
 class Collector(Reporter):

@@ -16,9 +16,8 @@ import io
 import math
 import os
 import re
-import sys
 import zipfile
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import IO, Any, TypeVar
@@ -29,6 +28,7 @@ from edgekit import datasets
 from edgekit.datasets import list_images
 from edgekit.errors import InputError, UsageError, first_line, regular_file
 from edgekit.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
+from edgekit.report import SILENT, Reporter
 
 IMAGE_SUFFIXES = IMAGE_EXTENSIONS  # the images classify reads are the images calibration reads
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record")
@@ -85,20 +85,6 @@ class CalibrationData:
         return {"source": self.source, "kind": self.kind, "samples": len(self.calib),
                 "holdout_samples": len(self.holdout), "classes": len(self.classes) if self.classes else None,
                 "random": self.kind == "random"}
-
-
-# ------------------------------------------------------------------------------------------ progress
-def progress(items: Sequence[T] | Iterable[T], length: int, label: str, stream: IO[str] | None,
-             enabled: bool = True) -> Iterator[T]:
-    """Iterate with a progress bar on ``stream`` (stderr) when enabled and it is a terminal."""
-    stream = stream or sys.stderr
-    if not enabled or not getattr(stream, "isatty", lambda: False)():
-        yield from items
-        return
-    import click
-
-    with click.progressbar(items, length=length, label=label, file=stream) as bar:
-        yield from bar
 
 
 # ------------------------------------------------------------------------------------------ sampling
@@ -314,9 +300,9 @@ def check_exists(source: str, recorded_in: str | Path | None = None) -> None:
 
 
 def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, holdout: int = DEFAULT_HOLDOUT,
-         seed: int = 0, tfrecord_key: str = DEFAULT_TFRECORD_KEY, stream: IO[str] | None = None,
-         show_progress: bool = True) -> CalibrationData:
-    """Read, sample and preprocess calibration data from ``source`` (see the module docstring)."""
+         seed: int = 0, tfrecord_key: str = DEFAULT_TFRECORD_KEY, report: Reporter = SILENT) -> CalibrationData:
+    """Read, sample and preprocess calibration data from ``source`` (see the module docstring); ``report``
+    draws the progress."""
     if samples < 1:
         raise UsageError("--samples must be at least 1", "e.g. --samples 300")
     check_exists(source)
@@ -412,8 +398,8 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
     chosen, held = split_balanced(tagged, samples, holdout, seed)
     if not chosen:  # e.g. TFRecord files with no records
         raise InputError(f"--calib {source}: no samples in it", f"example: {CALIB_EXAMPLE}")
-    tensors = [decode(item) for _, item in progress(chosen + held, len(chosen) + len(held),
-                                                    "Reading calibration data", stream, show_progress)]
+    tensors = [decode(item) for _, item in report.iterate(chosen + held, len(chosen) + len(held),
+                                                          "Reading calibration data")]
     empty = np.zeros((0, h, w, c), np.float32 if is_float else np.uint8)
     first = np.stack(tensors[:len(chosen)])
     rest = np.stack(tensors[len(chosen):]) if held else empty

@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import numpy as np
 
@@ -203,16 +203,14 @@ def apply_settings(conv: Any, settings: dict[str, Any]) -> list[str]:
 
 
 def convert(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str = "uint8",
-            settings: dict[str, Any] | None = None, stream: IO[str] | None = None, show_progress: bool = True,
-            verbose: bool = False) -> bytes:
+            settings: dict[str, Any] | None = None, report: Reporter = SILENT, verbose: bool = False) -> bytes:
     """Full-integer conversion with a static batch-1 input; raises ConversionError with TF's reason."""
     import_tensorflow(verbose)
     ours: list[BaseException] = []  # an error in edgekit's own calibration feed is a bug, not TF's refusal
     with silenced(verbose) as (real_err, log):
         def representative() -> Any:
             try:
-                for x in calibration.progress(calib_x, len(calib_x), "Calibrating", stream or real_err,
-                                              show_progress):
+                for x in report.iterate(calib_x, len(calib_x), "Calibrating", real_err):
                     yield [x[None].astype(np.float32)]
             except Exception as exc:
                 ours.append(exc)
@@ -233,14 +231,14 @@ def convert(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessS
 
 
 def convert_checked(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str,
-                    stream: IO[str] | None, show_progress: bool, verbose: bool) -> tuple[bytes, str, list[str]]:
+                    report: Reporter, verbose: bool) -> tuple[bytes, str, list[str]]:
     """Convert, check, and retry with each remedy until the checks pass: (model, remedy used, tried)."""
     tried: list[str] = []
     first_problems: list[compatibility.Problem] | None = None
     outputs: list[bytes] = []
     for name, settings in REMEDIES:
         try:
-            data = convert(loaded, calib_x, spec, io_type, settings, stream, show_progress and not tried, verbose)
+            data = convert(loaded, calib_x, spec, io_type, settings, SILENT if tried else report, verbose)
         except SettingMissing as exc:  # say so rather than run the same conversion again under a false name
             tried.append(f"{name} (skipped: this TensorFlow has no converter setting {', '.join(exc.names)})")
             continue
@@ -408,11 +406,10 @@ def match_folders_to_labels(data: calibration.CalibrationData, labels: list[str]
     return [f"{flag}: class folders matched to the labels by name (their sorted order differs from the labels')"]
 
 
-def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, classes: int, labels: list[str] | None,
-              stream: IO[str] | None) -> calibration.CalibrationData:
+def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, classes: int, labels: list[str] | None
+              ) -> calibration.CalibrationData:
     """``--eval DATA``: labelled samples (class folders, .npz, TFRecord) read through the same spec."""
-    data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, stream,
-                            opts.show_progress)
+    data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, _bars(opts))
     if labels is not None and data.kind == "images":
         match_folders_to_labels(data, labels, "--eval")
     problem = preprocess_search.labels_problem(data, classes)
@@ -454,8 +451,7 @@ def _io_summary(t: tflite_model.TensorInfo) -> dict[str, Any]:
 
 
 def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationData, spec: PreprocessSpec,
-                   origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None],
-                   stream: IO[str] | None) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool,
+                   origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None]) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool,
                                                     int]:
     """Settle the spec on the calibration data (see :mod:`preprocess_search`) and apply it to ``data``.
 
@@ -467,10 +463,10 @@ def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationDa
     if data.labelled and unusable:
         warn([f"the calibration labels are neither recorded nor used to measure accuracy: {unusable}"])
 
-    def bar(names: list[str]) -> Any:
-        return calibration.progress(names, len(names), "Trying preprocessing", stream, opts.show_progress)
+    with silenced(opts.verbose) as (real_err, _):
+        def bar(names: list[str]) -> Any:
+            return _bars(opts).iterate(names, len(names), "Trying preprocessing", real_err)
 
-    with silenced(opts.verbose):
         spec, origin, search, warnings = preprocess_search.settle(origin, spec, data, loaded.predict, classes,
                                                                   unusable, bar)
     warn(warnings)
@@ -478,7 +474,12 @@ def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationDa
     return spec, origin, search, unusable is None, classes
 
 
-def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeResult:
+def _bars(opts: QuantizeOptions) -> Reporter:
+    """Where quantize draws its progress bars: its reporter, unless show_progress is off."""
+    return opts.report if opts.show_progress else SILENT
+
+
+def quantize(opts: QuantizeOptions) -> QuantizeResult:
     """Run the whole ``edgekit quantize`` flow (see the module docstring). Raises EdgekitError subclasses."""
     if opts.io not in IO_TYPES:
         raise UsageError(f"--io {opts.io!r} is not one of {', '.join(IO_TYPES)}", "use --io uint8 or --io int8")
@@ -539,19 +540,16 @@ def quantize(opts: QuantizeOptions, stream: IO[str] | None = None) -> QuantizeRe
         labels = record.labels
 
     holdout = opts.holdout if opts.verify else 0
-    data = calibration.load(calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
-                            stream, opts.show_progress)
+    data = calibration.load(calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key, _bars(opts))
     warn(data.warnings)
     if labels is not None and data.kind == "images":
         warn(match_folders_to_labels(data, labels, "--calib"))
-    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn,
-                                                                  stream)
+    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn)
     if labels is None and data.class_names and labelled:
         labels = data.class_names   # class folder names, in Keras's order: what classify should print
-    eval_data = load_eval(opts, spec, classes, labels, stream) if opts.verify and opts.eval else None
+    eval_data = load_eval(opts, spec, classes, labels) if opts.verify and opts.eval else None
 
-    model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, stream,
-                                                 opts.show_progress, opts.verbose)
+    model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
     n_classes = int(np.prod(info.outputs[0].shape))
     if labels is not None and len(labels) != n_classes:

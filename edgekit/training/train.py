@@ -212,14 +212,15 @@ class _Progress:
     ``callback`` feeds it from Keras's ``fit``; the multi-worker loop calls the methods itself.
     """
 
-    def __init__(self, steps: int, epochs: int, show: bool, stream: IO[str] | None = None):
+    def __init__(self, steps: int, epochs: int, show: bool, stream: IO[str] | None = None,
+                 report: Reporter = SILENT):
         import keras
 
         self.steps, self.n_epochs, self.show = steps, epochs, show
         self.epochs: list[dict[str, Any]] = []
         self.stream = stream or sys.stderr
+        self.report = report if show else SILENT
         self.bar: Any = None
-        self.tty = show and getattr(self.stream, "isatty", lambda: False)()
         outer = self
 
         class Callback(keras.callbacks.Callback):
@@ -236,12 +237,7 @@ class _Progress:
 
     def epoch_begin(self, epoch: int) -> None:
         self.start = time.perf_counter()
-        if self.tty:
-            import click
-
-            self.bar = click.progressbar(length=self.steps, label=f"epoch {epoch + 1}/{self.n_epochs}",
-                                         file=self.stream)
-            self.bar.render_progress()
+        self.bar = self.report.progress(self.steps, f"epoch {epoch + 1}/{self.n_epochs}", self.stream)
 
     def batch_end(self) -> None:
         if self.bar is not None:
@@ -249,7 +245,7 @@ class _Progress:
 
     def epoch_end(self, epoch: int, logs: Any = None) -> None:
         if self.bar is not None:
-            self.bar.render_finish()
+            self.bar.close()
             self.bar = None
         logs = {k: float(v) for k, v in (logs or {}).items() if v is not None}
         row = {"epoch": epoch + 1, "loss": logs.get("loss"), "accuracy": logs.get("accuracy"),
@@ -412,7 +408,7 @@ def train(opts: TrainOptions) -> dict[str, Any]:
     start = time.perf_counter()
     try:
         with silenced() as (stderr, _log):  # TensorFlow's noise hidden; the epoch lines reach the real stderr
-            progress = _Progress(steps, opts.epochs, opts.show_progress, stderr)
+            progress = _Progress(steps, opts.epochs, opts.show_progress, stderr, opts.report)
             if choice.kind == "multi_worker":
                 _fit_across_workers(tf, choice.strategy, model, optimizer, train_ds, val_ds, global_batch,
                                     opts.epochs, progress)

@@ -202,15 +202,21 @@ class _Terminal(io.StringIO):
 
 
 def test_progress_bar_only_on_a_terminal_and_not_when_quiet():
+    from edgekit.report import SILENT, ConsoleReporter
+
     plain = io.StringIO()
-    assert list(calibration.progress(range(3), 3, "Reading", plain)) == [0, 1, 2]
+    assert list(ConsoleReporter(stream=plain).iterate(range(3), 3, "Reading")) == [0, 1, 2]
     assert plain.getvalue() == ""
     term = _Terminal()
-    assert list(calibration.progress(range(3), 3, "Reading", term)) == [0, 1, 2]
+    assert list(ConsoleReporter(stream=term).iterate(range(3), 3, "Reading")) == [0, 1, 2]
     assert "Reading" in term.getvalue()
     quiet = _Terminal()
-    list(calibration.progress(range(3), 3, "Reading", quiet, enabled=False))
+    list(ConsoleReporter(quiet=True, stream=quiet).iterate(range(3), 3, "Reading"))
     assert quiet.getvalue() == ""
+    elsewhere = _Terminal()  # drawn where the caller says (quantize: the real stderr while TensorFlow is hushed)
+    list(ConsoleReporter(stream=plain).iterate(range(3), 3, "Calibrating", elsewhere))
+    assert "Calibrating" in elsewhere.getvalue() and plain.getvalue() == ""
+    assert list(SILENT.iterate(range(3), 3, "Reading")) == [0, 1, 2]
 
 
 def _png(value):

@@ -373,12 +373,12 @@ def test_a_converter_setting_tensorflow_lacks_is_not_set_silently():
 
 def test_a_bug_in_edgekit_during_conversion_is_an_internal_error_not_exit_5(digits_keras, tmp_path, monkeypatch):
     """Was: the broad except around conversion said "TensorFlow could not convert" (exit 5) for our own bug."""
-    from edgekit.converters import calibration
+    from edgekit.report import Reporter
 
-    def broken_progress(items, *args, **kwargs):
-        raise AttributeError("'NoneType' object has no attribute 'write'")  # a bug in edgekit's feed
+    class Broken(Reporter):
+        def iterate(self, items, *args, **kwargs):
+            raise AttributeError("'NoneType' object has no attribute 'write'")  # a bug in edgekit's feed
 
-    monkeypatch.setattr(calibration, "progress", broken_progress)
     x = np.zeros((4, 32, 32, 3), np.float32)
     from edgekit.converters import keras_io
     from edgekit.converters.quantize import convert
@@ -386,4 +386,4 @@ def test_a_bug_in_edgekit_during_conversion_is_an_internal_error_not_exit_5(digi
 
     loaded = keras_io.load(digits_keras.path)
     with pytest.raises(AttributeError, match="no attribute 'write'"):
-        convert(loaded, x, PreprocessSpec(32, 32), "uint8")
+        convert(loaded, x, PreprocessSpec(32, 32), "uint8", report=Broken())
