@@ -794,20 +794,10 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     _require_on(on, ssh)
     if math.isnan(threshold):
         raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
-    if on is not None:
-        from edgekit.devices import remote
-
-        if labels is not None:
-            raise UsageError("--labels cannot be combined with --on", "the labels come from the bundle")
-        if threads is not None:
-            raise UsageError("--threads cannot be combined with --on", "the board's runner picks its threads")
-        doc = remote.classify(list(images), model, _ssh_target(on, ssh), path=ssh["remote_path"],
-                              device=device, k=top_k, threshold=threshold, mean=_floats(mean, "--mean"),
-                              std=_floats(std, "--std"), report=report)
-    else:
-        doc = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
-                                    mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                                    num_threads=threads, report=report).to_dict()
+    doc = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
+                                mean=_floats(mean, "--mean"), std=_floats(std, "--std"), num_threads=threads,
+                                report=report, on=_ssh_target(on, ssh) if on else None,
+                                remote_path=ssh["remote_path"]).to_dict()
     emit(as_json, doc, _render_classify)
     if doc["errors"]:  # one line per image that failed, with its fix (also beside --json); the rest were classified
         for e in doc["errors"]:
@@ -954,17 +944,8 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
         _refuse_save_over_model(save, model)
         require_output_folder(save, report, "--save")
     saved = benchmark_mod.read_saved(compare_with) if compare_with else None
-    if on is not None:
-        from edgekit.devices import remote
-
-        doc = remote.benchmark(model, _ssh_target(on, ssh), path=ssh["remote_path"], device=device, n=iterations,
-                               warmup=warmup, threads=threads, report=report)
-    else:
-        doc = benchmark_mod.benchmark(model, device, iterations, warmup, threads)
-    for note in doc["notes"]:
-        report.note(note)
-    for warning in doc["warnings"]:
-        report.warn(warning)
+    doc = benchmark_mod.benchmark(model, device, iterations, warmup, threads, report=report,
+                                  on=_ssh_target(on, ssh) if on else None, remote_path=ssh["remote_path"])
     if saved is not None:
         for warning in benchmark_mod.compare_to_saved(doc, saved, compare_with, max_slowdown):
             report.warn(warning)

@@ -16,20 +16,36 @@ from typing import Any, Callable
 
 from edgekit.devices import latency
 from edgekit.errors import InputError, RegressionError, first_line, parse_json, regular_file
+from edgekit.report import SILENT, Reporter
 
 
 default_threads = latency.default_threads
 
 
 def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warmup: int = 10,
-              threads: int | None = None, clock: Callable[[], float] = time.perf_counter) -> dict[str, Any]:
-    """The document ``edgekit benchmark --json`` prints (schema in docs/commands/benchmark.md)."""
+              threads: int | None = None, clock: Callable[[], float] = time.perf_counter,
+              report: Reporter = SILENT, on: Any = None, remote_path: str | None = None) -> dict[str, Any]:
+    """The document ``edgekit benchmark --json`` prints (schema in docs/commands/benchmark.md); its notes
+    and warnings also go to ``report``. ``on`` (a :class:`~edgekit.devices.remote.SshTarget`): on that
+    board, ``model`` being a bundle deployed there first (to ``remote_path``) when it differs."""
     from edgekit.devices import backends
-    from edgekit.devices.classify import ModelLoader
 
-    threads = threads or default_threads()
-    return backends.benchmark(lambda: ModelLoader(model, device, num_threads=threads, record_needed=False)(), n,
-                              warmup, threads, clock)
+    if on is not None:
+        from edgekit.devices import remote
+
+        doc = remote.benchmark(model, on, path=remote_path or remote.DEFAULT_PATH, device=device, n=n, warmup=warmup,
+                               threads=threads, report=report)
+    else:
+        from edgekit.devices.classify import ModelLoader
+
+        threads = threads or default_threads()
+        doc = backends.benchmark(lambda: ModelLoader(model, device, num_threads=threads, record_needed=False)(), n,
+                                 warmup, threads, clock)
+    for note in doc["notes"]:
+        report.note(note)
+    for warning in doc["warnings"]:
+        report.warn(warning)
+    return doc
 
 
 def read_saved(path: str | os.PathLike) -> dict[str, Any]:

@@ -84,6 +84,12 @@ class ClassifyReport:
                 "results": [{"image": r.image, "ms": r.ms, "top": r.top} for r in self.results],
                 "errors": self.errors}
 
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "ClassifyReport":
+        """The report of a document (e.g. the one a board's runner printed)."""
+        return cls(d["model"], d["device"], d["backend"], d["first_inference_ms"],
+                   [ImageResult(r["image"], r["ms"], r["top"]) for r in d["results"]], list(d["errors"]))
+
 
 def default_workers() -> int:
     """Decode threads: one per core, at most 4 (inference runs in the calling thread)."""

@@ -18,7 +18,7 @@ from edgekit.devices import classifier
 from edgekit.devices.backends import EDGETPU_CUSTOM_OP_BYTES
 from edgekit.devices.classifier import (ClassifyReport, ImageResult, LoadedModel,  # noqa: F401 (this module's API)
                                         default_workers, load_bundle)
-from edgekit.errors import Caution, InputError, regular_file
+from edgekit.errors import Caution, InputError, UsageError, regular_file
 from edgekit.preprocess import IMAGE_EXTENSIONS  # noqa: F401 (part of this module's API)
 from edgekit.report import SILENT, Reporter
 
@@ -169,12 +169,25 @@ class Classifier(classifier.Classifier):
 def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "auto",
              labels: str | os.PathLike | None = None, k: int | None = 5, threshold: float = float("-inf"),
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-             workers: int | None = None, num_threads: int | None = None, report: Reporter = SILENT) -> ClassifyReport:
+             workers: int | None = None, num_threads: int | None = None, report: Reporter = SILENT,
+             on: Any = None, remote_path: str | None = None) -> ClassifyReport:
     """Expand ``images`` (files, folders, globs), classify them all, and return the report.
 
     ``report`` is told where the model runs and why and the label-count warnings (before the work),
-    and draws the progress over the images.
+    and draws the progress over the images. ``on`` (a :class:`~edgekit.devices.remote.SshTarget`):
+    on that board instead, ``model`` being a bundle deployed there first (to ``remote_path``) when it
+    differs.
     """
+    if on is not None:
+        from edgekit.devices import remote
+
+        if labels is not None:
+            raise UsageError("--labels cannot be combined with --on", "the labels come from the bundle")
+        if num_threads is not None:
+            raise UsageError("--threads cannot be combined with --on", "the board's runner picks its threads")
+        return ClassifyReport.from_dict(remote.classify(
+            list(images), model, on, path=remote_path or remote.DEFAULT_PATH, device=device, k=k,
+            threshold=threshold, mean=mean, std=std, report=report))
     paths, errors = expand_images(images)
     classifier = Classifier(model, device, labels, mean, std, num_threads=num_threads)
     for note in classifier.notes:
