@@ -418,6 +418,8 @@ class OpenedModel:
     backend: Backend
     notes: List[str] = field(default_factory=list)
     first_inference_ms: Optional[float] = None
+    _input: Optional[Dict[str, Any]] = field(default=None, repr=False, compare=False)
+    _output: Optional[Dict[str, Any]] = field(default=None, repr=False, compare=False)
 
     def __enter__(self) -> "OpenedModel":
         return self
@@ -436,11 +438,16 @@ class OpenedModel:
 
     @property
     def input(self) -> Dict[str, Any]:
-        return self._live().get_input_details()[0]
+        """The first input's details (read once: they do not change once the tensors are allocated)."""
+        if self._input is None:
+            self._input = self._live().get_input_details()[0]
+        return self._input
 
     @property
     def output(self) -> Dict[str, Any]:
-        return self._live().get_output_details()[0]
+        if self._output is None:
+            self._output = self._live().get_output_details()[0]
+        return self._output
 
     def invoke(self) -> None:
         try:
@@ -452,8 +459,8 @@ class OpenedModel:
         """The dequantized first output for one input tensor, and the invoke time in milliseconds."""
         from edgekit.preprocess import dequantize
 
-        interp, inp, out = self._live(), self.input, self.output
-        interp.set_tensor(inp["index"], tensor)
+        interp, out = self._live(), self.output
+        interp.set_tensor(self.input["index"], tensor)
         start = time.perf_counter()
         self.invoke()
         ms = (time.perf_counter() - start) * 1000.0
