@@ -93,6 +93,9 @@ def test_every_ledger_row_is_whole_and_has_its_derived_files():
 def test_the_ledger_spans_many_repositories_and_model_kinds():
     repos = {r["repo"] for r in ROWS}
     assert len(ROWS) >= 100 and len(repos) >= 30, f"{len(ROWS)} pairs from {len(repos)} repositories"
+    kinds = " ".join(r["kind"].lower() for r in ROWS)
+    assert all(k in kinds for k in ("classifier", "detector", "yolo", "ssd", "segmentation", "pose", "audio",
+                                    "landmark", "ocr")), kinds
 
 
 def test_no_ledger_pair_comes_from_a_reserved_repository():
