@@ -843,8 +843,10 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
         if op.custom_code in KNOWN_CUSTOM_OPS:
             return Judgement(DATA_TYPE, f"custom op {op.custom_code!r} runs on the CPU", FIX_MOVE_TO_END,
                              ("report:tensorflow/models#10695",), CONFIRMED)
+        # Its place is certain (no custom op but the compiler's own runs on the Edge TPU); whether the compiler
+        # accepts the model at all is the uncertain `custom_op` problem.
         return Judgement(DATA_TYPE if floats else NOT_SUPPORTED, f"custom op {op.custom_code!r} runs on the CPU",
-                         FIX_MOVE_TO_END, EV_DECODERS, UNCERTAIN)
+                         FIX_MOVE_TO_END, EV_DECODERS, CONFIRMED)
     rule = RULES.get(name)
     if rule is not None and (not ins or ins[0] is None or not outs or outs[0] is None):
         raise InvalidModelError(f"op #{op.index} {name} has no input or no output tensor",
@@ -886,8 +888,9 @@ class ModelRule:
 MODEL_RULES: dict[str, ModelRule] = {
     "op_version": ModelRule(CONFIRMED, ("log:v16_op_version_exp.txt", "log:v16_op_version_quantize.txt",
                                         "log:v16_op_version_transpose_conv.txt")),
-    "dynamic_shapes": ModelRule(UNCERTAIN, EV_DYNAMIC, "compiles of models whose shapes other ops than a "
-                                "-1-batch RESHAPE compute at run time (SHAPE_INPUTS beyond RESHAPE)"),
+    # The log shows exactly a RESHAPE whose shape a SHAPE op computes (a Keras model with a -1 batch);
+    # the other shape-setting inputs in SHAPE_INPUTS follow TFLite's kernels (SetTensorToDynamic).
+    "dynamic_shapes": ModelRule(CONFIRMED, EV_DYNAMIC),
     "custom_op": ModelRule(UNCERTAIN, EV_UNRESOLVED + EV_DECODERS, "a compiler 15/16 log of a model with a custom "
                            "op other than TFLite_Detection_PostProcess"),
     "control_flow": ModelRule(UNCERTAIN, DOCS, "a compiled pair or log of a model with WHILE/IF subgraphs"),
@@ -1076,6 +1079,10 @@ class CheckReport:
         Uncertainty alone does not fail: ops put on the CPU only by a rule no real compile shows
         are reported, not held against the model.
         """
+        refused = [p for p in self.fatal if p.confidence == CONFIRMED]
+        if refused:
+            return CompatibilityError(f"edgetpu_compiler would refuse the model: {refused[0].message}",
+                                      refused[0].hint or "see the problems above (or --json)")
         certain = self.certain_cpu_ops
         if not certain:
             return None
@@ -1120,6 +1127,19 @@ class CheckReport:
         }
 
 
+def _cut_confidence(g: SubgraphInfo, judged: list[Judgement], producer: dict[int, int]) -> list[str]:
+    """Per op, how sure its place is if it is cut off the Edge TPU subgraph: as sure as the unmappable ops
+    it depends on (or, depending on none, every unmappable op before it) are."""
+    unsure = [not j.mappable and j.confidence == UNCERTAIN for j in judged]
+    depends, depends_unsure, out = [False] * len(judged), [False] * len(judged), []
+    for i, op in enumerate(g.ops):
+        parents = [p for p in (producer.get(t) for t in op.inputs) if p is not None]
+        depends[i] = any(not judged[p].mappable or depends[p] for p in parents)
+        depends_unsure[i] = any(unsure[p] or depends_unsure[p] for p in parents)
+        out.append(UNCERTAIN if (depends_unsure[i] if depends[i] else any(unsure[:i])) else CONFIRMED)
+    return out
+
+
 # -------------------------------------------------------------------------------------- check
 def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME,
                 multiple_subgraphs: bool = False) -> CheckReport:
@@ -1160,16 +1180,19 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
 
     if fatal:
         first = fatal[0]
+        def sure(j: Judgement) -> str:  # on the CPU for sure when the refusal is, or when the op is unmappable
+            return CONFIRMED if CONFIRMED in (first.confidence, j.confidence if not j.mappable else None) else UNCERTAIN
+
         verdicts = [OpVerdict(op.index, op.name, op.version, "cpu", first.status or first.message,
-                              f"otherwise: {j.status}" + (f" ({j.detail})" if j.detail else ""), j.fix,
-                              first.confidence) for op, j in zip(g.ops, judged)]
+                              f"otherwise: {j.status}" + (f" ({j.detail})" if j.detail else ""), j.fix, sure(j))
+                    for op, j in zip(g.ops, judged)]
         return CheckReport(info.path, "none", verdicts, 0, info.param_bytes, 0, 0, problems, advice,
                            min_runtime, multiple_subgraphs=multiple_subgraphs)
 
     mappable = [j.mappable for j in judged]
     where = place(g, mappable, multiple_subgraphs)
     producer = {t: op.index for op in g.ops for t in op.outputs}
-    cut_confidence = UNCERTAIN if any(j.confidence == UNCERTAIN for j in judged if not j.mappable) else CONFIRMED
+    cut_confidence = _cut_confidence(g, judged, producer)
     verdicts = []
     for op, j, sub in zip(g.ops, judged, where):
         if sub is not None:
@@ -1182,7 +1205,8 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
             fed = [producer.get(t) for t in op.inputs]
             words = UNSPECIFIED if op.name == "QUANTIZE" and any(p is not None and not mappable[p] for p in fed) \
                 else MORE_THAN_ONE_SUBGRAPH
-            verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", words, CUT_OFF, None, cut_confidence))
+            verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", words, CUT_OFF, None,
+                                      cut_confidence[op.index]))
         else:
             verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", j.status, j.detail, j.fix,
                                       j.confidence, code=j.code))

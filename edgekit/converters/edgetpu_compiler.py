@@ -483,27 +483,27 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
             raise CompilerTimeout(f"edgetpu_compiler did not finish within --timeout {timeout:g} s and was stopped",
                                   TIMEOUT_HINT) from None
         text = res.stdout + ("\n" + res.stderr if res.stderr else "")
-        report = parse_compiler_output(text, res.returncode)
-        report.command = argv
-        report.compiler_version = report.compiler_version or version
+        result = parse_compiler_output(text, res.returncode)
+        result.command = argv
+        result.compiler_version = result.compiler_version or version
         expected = output_names(model, segments)
         produced = [n for n in expected if (work / n).is_file()]
         models = [n for n in produced if n.endswith(".tflite")]
-        if not report.succeeded or not models:
-            failure = _failure(report, text, res.returncode, compiler, model)
-            failure.report = report
+        if not result.succeeded or not models:
+            failure = _failure(result, text, res.returncode, compiler, model)
+            failure.report = result
             raise failure
         # Fill in the op table from the .log files when stdout had none.
-        if not report.ops:
+        if not result.ops:
             for n in produced:
                 if n.endswith(".log"):
                     _, _, _, rows = parse_operation_log((work / n).read_text(errors="replace"))
-                    target = next((s for s in report.sections if s.operation_log and
+                    target = next((s for s in result.sections if s.operation_log and
                                    Path(s.operation_log).name == n), None)
-                    (target or (report.sections[0] if report.sections else _new_section(report))).ops.extend(rows)
+                    (target or (result.sections[0] if result.sections else _new_section(result))).ops.extend(rows)
         publish([work / n for n in produced], [out / n for n in produced])  # all or none
-        report.outputs.extend(str(out / n) for n in produced)
-        return report
+        result.outputs.extend(str(out / n) for n in produced)
+        return result
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

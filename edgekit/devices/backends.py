@@ -135,6 +135,8 @@ class Backend:
             return DeviceError(f"{model_path}: the model is compiled for the Edge TPU and cannot run on the CPU",
                                "pass the CPU model it was compiled from instead")
         return InputError(f"{model_path}: the {self.name} interpreter cannot load the model ({first_line(exc)})",
+                          "deploy the bundle again; an interpreter older than the model's ops needs an update"
+                          if ON_BOARD else
                           "check it with `edgekit inspect`; a damaged file must be copied or exported again")
 
 
@@ -398,8 +400,7 @@ def load_edgetpu_delegate(backend: Backend, device: DeviceSpec, library: str | N
 
 # ------------------------------------------------------------------------------------ open_model
 # What to do when an opened model fails to run: one text for the host and the board.
-INFERENCE_FAILED_HINT = ("the model or the runtime is broken: try --device cpu; an Edge TPU that fails needs "
-                         "replugging or a reboot; `edgekit doctor` tells what else to check")
+INFERENCE_FAILED_HINT = "the model or the runtime is broken: try --device cpu; an Edge TPU that fails needs replugging or a reboot"
 
 
 @dataclass
@@ -453,7 +454,8 @@ class OpenedModel:
         try:
             self._live().invoke()
         except (RuntimeError, ValueError) as exc:
-            raise DeviceError(f"inference failed on {self.device}: {first_line(exc)}", INFERENCE_FAILED_HINT) from None
+            raise DeviceError(f"inference failed on {self.device}: {first_line(exc)}", INFERENCE_FAILED_HINT
+                              + ("" if ON_BOARD else "; `edgekit doctor` tells what else to check")) from None
 
     def run(self, tensor: Any) -> Tuple[Any, float]:
         """The dequantized first output for one input tensor, and the invoke time in milliseconds."""
@@ -581,6 +583,7 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
     if not is_compiled:
         if spec.wants_edgetpu:
             raise UsageError(f"{path} is not compiled for the Edge TPU, so it cannot run on {spec}",
+                             "build the bundle from a compiled model, or use --device cpu" if ON_BOARD else
                              "compile it first (edgekit compile), pass its _edgetpu.tflite, or use --device cpu")
         if spec.kind == "auto":
             twin = path.with_name(path.stem + "_edgetpu" + path.suffix)

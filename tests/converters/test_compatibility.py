@@ -106,7 +106,7 @@ def test_a_decoder_custom_op_stays_on_the_cpu_and_warns_the_compile_may_fail():
         "pairs/posenet__posenet_mobilenet_v1_075_353_481_quant_decoder.tflite")))
     assert report.verdict == "partial" and report.cpu_ops == 1
     last = report.ops[-1]
-    assert (last.name, last.target, last.confidence) == ("CUSTOM", "cpu", C.UNCERTAIN)
+    assert (last.name, last.target, last.confidence) == ("CUSTOM", "cpu", C.CONFIRMED)  # where it runs is sure
     p = next(p for p in report.problems if p.code == "custom_op")
     assert not p.fatal and p.confidence == C.UNCERTAIN and "PosenetDecoderOp" in p.message
 
@@ -307,8 +307,8 @@ def test_custom_ops_stay_on_the_cpu_and_only_unknown_ones_warn():
         report = check_model(_info(gb.build([x], [y])))
         assert not report.fatal, code
         assert any(p.code == "custom_op" for p in report.problems) == warned, code
-        assert report.ops[0].target == "cpu"
-        assert report.ops[0].confidence == (C.UNCERTAIN if warned else C.CONFIRMED)
+        assert report.ops[0].target == "cpu" and report.ops[0].confidence == C.CONFIRMED  # where is sure
+        assert [p.confidence for p in report.problems if p.code == "custom_op"] == ([C.UNCERTAIN] if warned else [])
 
 
 # ------------------------------------------------------------------------------------ op rules
@@ -586,3 +586,23 @@ def test_strict_fails_on_certain_cpu_ops_only_and_the_verdict_counts_the_uncerta
     certain = model("ARG_MAX", [1, 8, 8], lambda g: g.const([3]))          # not an Edge TPU op at all
     r = CliRunner().invoke(cli, ["check", certain, "--strict"])
     assert r.exit_code == 7 and "1 of 1 ops would run on the CPU" in r.output
+
+
+def test_strict_fails_a_model_the_compiler_refuses_and_one_with_a_custom_op():
+    """A refusal the evidence shows (a shape computed at run time) fails --strict, and so does a custom op,
+    certain to run on the CPU whether or not the compiler accepts the model (that part is uncertain)."""
+    gb = GraphBuilder()
+    x = gb.tensor([1, 8, 8, 4], "int8")
+    shape = gb.tensor([4], "int32")
+    y = gb.tensor([1, 256], "int8")
+    gb.op("SHAPE", [x], [shape])
+    gb.op("RESHAPE", [x, shape], [y])
+    report = check_model(_info(gb.build([x], [y])))
+    assert report.fatal and report.strict_error() is not None
+    assert "refuse" in report.strict_error().message
+    gb = GraphBuilder()
+    x, y, z = gb.tensor([1, 8], "int8"), gb.tensor([1, 8], "int8"), gb.tensor([1, 8], "int8")
+    gb.op("ADD", [x, x], [y])
+    gb.op("CUSTOM", [y], [z], custom_code="MyDecoder")
+    report = check_model(_info(gb.build([x], [z])))
+    assert report.ops[-1].confidence == C.CONFIRMED and report.strict_error() is not None
