@@ -1127,17 +1127,23 @@ class CheckReport:
         }
 
 
-def _cut_confidence(g: SubgraphInfo, judged: list[Judgement], producer: dict[int, int]) -> list[str]:
-    """Per op, how sure its place is if it is cut off the Edge TPU subgraph: as sure as the unmappable ops
-    it depends on (or, depending on none, every unmappable op before it) are."""
+def _cut_confidence(g: SubgraphInfo, judged: list[Judgement], producer: dict[int, int]
+                    ) -> tuple[list[str], list[bool]]:
+    """Per op, how sure its place on the CPU is when it is cut off the one Edge TPU subgraph (sure when it
+    depends on an op certain to be unmappable; else as sure as the unmappable ops it depends on, or,
+    depending on none, every unmappable op before it, are), and whether it depends on such a sure op."""
     unsure = [not j.mappable and j.confidence == UNCERTAIN for j in judged]
-    depends, depends_unsure, out = [False] * len(judged), [False] * len(judged), []
+    sure = [not j.mappable and j.confidence == CONFIRMED for j in judged]
+    n = len(judged)
+    depends, depends_unsure, depends_sure, out = [False] * n, [False] * n, [False] * n, []
     for i, op in enumerate(g.ops):
         parents = [p for p in (producer.get(t) for t in op.inputs) if p is not None]
         depends[i] = any(not judged[p].mappable or depends[p] for p in parents)
         depends_unsure[i] = any(unsure[p] or depends_unsure[p] for p in parents)
-        out.append(UNCERTAIN if (depends_unsure[i] if depends[i] else any(unsure[:i])) else CONFIRMED)
-    return out
+        depends_sure[i] = any(sure[p] or depends_sure[p] for p in parents)
+        out.append(CONFIRMED if depends_sure[i] else UNCERTAIN if (depends_unsure[i] if depends[i] else any(unsure[:i]))
+                   else CONFIRMED)
+    return out, depends_sure
 
 
 # -------------------------------------------------------------------------------------- check
@@ -1192,7 +1198,7 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     mappable = [j.mappable for j in judged]
     where = place(g, mappable, multiple_subgraphs)
     producer = {t: op.index for op in g.ops for t in op.outputs}
-    cut_confidence = _cut_confidence(g, judged, producer)
+    cut_confidence, cut_off_anyway = _cut_confidence(g, judged, producer)
     verdicts = []
     for op, j, sub in zip(g.ops, judged, where):
         if sub is not None:
@@ -1207,9 +1213,10 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
                 else MORE_THAN_ONE_SUBGRAPH
             verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", words, CUT_OFF, None,
                                       cut_confidence[op.index]))
-        else:
+        else:  # an unsure refusal is still a sure CPU placement when the op is cut off anyway
+            sure = j.confidence == CONFIRMED or (not multiple_subgraphs and cut_off_anyway[op.index])
             verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", j.status, j.detail, j.fix,
-                                      j.confidence, code=j.code))
+                                      CONFIRMED if sure else UNCERTAIN, code=j.code))
 
     # Parameters of the Edge TPU ops against the on-chip cache.
     tpu_ops = [i for i, s in enumerate(where) if s is not None]
