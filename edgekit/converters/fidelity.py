@@ -52,12 +52,25 @@ def placement(cpu: ModelInfo, compiled: ModelInfo, log_text: str | None = None) 
     versions = [p.compiler_version for p in compiled.edgetpu_packages if p.compiler_version]
     return {"edgetpu_subgraphs": sum(1 for op in compiled.ops if op.custom_code == EDGETPU_CUSTOM_OP),
             "cpu_ops": dict(sorted((+split["cpu"]).items())),
+            "cpu_op_indices": cpu_op_indices(cpu, compiled),
             "edgetpu_ops": dict(sorted((+split["edgetpu"]).items())),
             "compiler_version": (log.compiler_version if log else None) or (versions[0] if versions else None),
             "log_ops": [[r.operator, r.count, r.status] for r in log.ops] if log else [],
             "log_memory": ({k: getattr(log.main, k) for k in ("on_chip_used_bytes", "off_chip_used_bytes")}
                            if log else {}),
             "edgetpu": [p.to_dict() for p in compiled.edgetpu_packages]}
+
+
+def cpu_op_indices(cpu: ModelInfo, compiled: ModelInfo) -> list[int] | None:
+    """The CPU model's ops the compiler left on the CPU, by index: matched by their output tensors' names,
+    which the compiler keeps. None where names are not unique or do not all match."""
+    names = [cpu.tensors[op.outputs[0]].name if op.outputs else None for op in cpu.ops]
+    left = [compiled.tensors[op.outputs[0]].name for op in compiled.ops
+            if op.custom_code != EDGETPU_CUSTOM_OP and op.outputs]
+    if len(set(names)) != len(names) or None in names:
+        return None
+    found = [i for i, name in enumerate(names) if name in set(left)]
+    return found if len(found) == len(left) else None
 
 
 def pair_problem(cpu: ModelInfo, compiled: ModelInfo) -> str | None:
@@ -101,11 +114,16 @@ def score(name: str, cpu: ModelInfo, actual: dict[str, Any], infer_flags: bool =
     try:
         report = check_model(cpu, runtime, multiple_subgraphs=multiple)
         predicted, verdict = report.split_by_type()["cpu"], report.verdict
+        predicted_ops: list[int] | None = [o.index for o in report.ops if o.target == "cpu"]
         uncertain = sum(1 for o in report.ops if o.confidence != "confirmed")
     except EdgekitError as exc:  # a model check refuses: every op counts as wrong
         predicted, verdict = Counter({"<error>": len(cpu.ops)}), f"error: {exc.message}"
+        predicted_ops = None
     types = set(predicted) | set(actual_cpu)
     wrong = sum(abs(predicted[t] - actual_cpu[t]) for t in types)
+    actual_ops = actual.get("cpu_op_indices")
+    if actual_ops is not None and predicted_ops is not None:  # op by op, where the pair says which op ran where
+        wrong = len(set(predicted_ops) ^ set(actual_ops))
     n = len(cpu.ops)
     return {"pair": name, "ops": n, "agreeing_ops": max(n - wrong, 0), "multiple_subgraphs": multiple,
             "min_runtime": runtime, "compiler": major, "uncertain_ops": uncertain,
@@ -228,10 +246,11 @@ def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[st
     """What the pairs say of each rule: ``{rule: {"contradicts": [...], "agrees": [...]}}`` (pair names).
 
     A rule is a constraint (``OP.test_name``; ``COMMON.test_name`` for the ones every op meets) or
-    an op type's mapping (``OP.mapped``). A constraint that refuses an op of a type the compiler
-    mapped every op of, in that pair, is contradicted there; one that refuses an op of a type the
-    compiler left on the CPU agrees (the pair shows where ops ran, not why: a log, where there is
-    one, says why). An op type with ops mapped agrees with its ``mapped`` rule.
+    an op type's mapping (``OP.mapped``). A constraint that refuses an op the compiler mapped is
+    contradicted there; one that refuses an op the compiler left on the CPU agrees (the pair shows
+    where ops ran, not why: a log, where there is one, says why). Op by op where the placement names
+    the ops left on the CPU (``cpu_op_indices``), else by op type. An op type with ops mapped agrees
+    with its ``mapped`` rule.
     """
     from edgekit.converters.compatibility import COMMON, RULES, OpContext
 
@@ -261,8 +280,9 @@ def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[st
                     continue
                 if fired:
                     where = "COMMON" if k in COMMON else op.name
-                    note(f"{where}.{k.test.__name__.lstrip('_')}",
-                         "agrees" if actual["cpu_ops"].get(op.name) else "contradicts", name)
+                    left = actual.get("cpu_op_indices")
+                    on_cpu = op.index in left if left is not None else bool(actual["cpu_ops"].get(op.name))
+                    note(f"{where}.{k.test.__name__.lstrip('_')}", "agrees" if on_cpu else "contradicts", name)
                     break
     return out
 

@@ -131,11 +131,14 @@ def test_a_weightless_copy_scores_exactly_as_its_original():
 
 
 def test_regression_table_over_every_ledger_pair():
-    """Check against the real compiler on every public pair of the ledger: the op placement by type and
-    the verdict match, or the pair is listed in UNMATCHED with the reason no rule can match it."""
+    """Check against the real compiler on every public pair of the ledger: the placement op by op (matched
+    through the tensor names the compiler keeps) and the verdict agree, or the pair is listed in
+    UNMATCHED with the reason no rule can match it."""
+    assert all(actual["cpu_op_indices"] is not None for _, _, actual in PAIRS)
     rows = [score(name, cpu, actual) for name, cpu, actual in PAIRS]
     print("\n" + format_rows(rows))
-    wrong = {r["pair"] for r in rows if (r["predicted_cpu"], r["verdict"]) != (r["actual_cpu"], r["actual_verdict"])}
+    wrong = {r["pair"] for r in rows if (r["predicted_cpu"], r["verdict"]) != (r["actual_cpu"], r["actual_verdict"])
+             or r["agreeing_ops"] != r["ops"]}
     assert wrong == set(UNMATCHED), format_rows([r for r in rows if r["pair"] in wrong ^ set(UNMATCHED)])
     s = summarize(rows)
     assert s["op_agreement"] >= 0.97 and s["verdicts_right"] >= 0.9 * s["pairs"], s
