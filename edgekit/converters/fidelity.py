@@ -5,8 +5,9 @@ the compiler did is its *placement*: the builtin ops still in the compiled model
 left on the CPU (the rest were mapped), the ``edgetpu-custom-op`` count is its number of Edge TPU
 subgraphs, and its log, where there is one, names its version and status words. Scores:
 
-* op placement: per op type, the ops check puts on the CPU against the ops the compiler left there;
-  a pair scores (ops - sum over types of |predicted - actual|) / ops, the total weights pairs by ops;
+* op placement: op by op where the compiled model's tensor names say which ops it left on the CPU
+  (:func:`cpu_op_indices`; every ledger pair), else per op type; a pair scores (ops - ops placed
+  differently) / ops, and the total weights pairs by ops;
 * verdict: ``full`` (nothing left on the CPU), ``none`` (no Edge TPU subgraph) or ``partial``.
 
 A compiled file with several ``edgetpu-custom-op`` was compiled with ``-a`` (a default compile
