@@ -391,8 +391,8 @@ def _render_quantize(d: dict[str, Any]) -> str:
         f"Input:  {q(io['input'])}",
         f"Output: {q(io['output'])}",
         "Ops: " + ", ".join(f"{h['count']}x {h['name']} v{h['version']}" for h in d["op_histogram"]),
-        "Edge TPU checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16, "
-        "per-tensor Dense weights: passed" + ("" if d["remedy"] == d["remedies_tried"][0] else f" (with {d['remedy']})"),
+        "Edge TPU checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
+        + ("" if d["remedy"] == d["remedies_tried"][0] else f" (with {d['remedy']})"),
     ]
     search = d["preprocess"].get("search")
     if search:
