@@ -116,7 +116,7 @@ def score(name: str, cpu: ModelInfo, actual: dict[str, Any], infer_flags: bool =
         report = check_model(cpu, runtime, multiple_subgraphs=multiple)
         predicted, verdict = report.split_by_type()["cpu"], report.verdict
         predicted_ops: list[int] | None = [o.index for o in report.ops if o.target == "cpu"]
-        uncertain = sum(1 for o in report.ops if o.confidence != "confirmed")
+        uncertain = report.uncertain_ops
     except EdgekitError as exc:  # a model check refuses: every op counts as wrong
         predicted, verdict = Counter({"<error>": len(cpu.ops)}), f"error: {exc.message}"
         predicted_ops = None
@@ -157,9 +157,9 @@ def weightless(data: bytes, keep: int = KEEP_BUFFER_BYTES) -> bytes:
     """The model with its weights zeroed: same structure, same shapes, compresses to a few KB.
 
     Zeroed: every constant buffer over ``keep`` bytes and every weight (the constants the rules read
-    stay: small int32/int64 shapes, axes and paddings, CONCATENATION's constant inputs), the per-channel quantization (min, max,
-    scales, zero points) of constant tensors (their count stays: a rule may ask whether weights are
-    per channel); tensor names become underscores of the same length.
+    stay: small int32/int64 shapes, axes and paddings, CONCATENATION's constant inputs), the
+    per-channel quantization (min, max, scales, zero points) of constant tensors (their count stays:
+    a rule may ask whether weights are per channel); tensor names become underscores of the same length.
     """
     from edgekit.tflite_model import _Reader
 

@@ -400,7 +400,8 @@ def load_edgetpu_delegate(backend: Backend, device: DeviceSpec, library: str | N
 
 # ------------------------------------------------------------------------------------ open_model
 # What to do when an opened model fails to run: one text for the host and the board.
-INFERENCE_FAILED_HINT = "the model or the runtime is broken: try --device cpu; an Edge TPU that fails needs replugging or a reboot"
+INFERENCE_FAILED_HINT = ("the model or the runtime is broken: try --device cpu; an Edge TPU that fails needs "
+                         "replugging or a reboot")
 
 
 @dataclass

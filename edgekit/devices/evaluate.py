@@ -123,7 +123,6 @@ def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
     """Run the model over every sample of ``data``; unreadable images go to ``errors``, the rest are scored.
 
     ``report`` is told where the model runs and why (before the work) and draws the progress."""
-    from edgekit import preprocess
     from edgekit.devices.classify import Classifier
 
     clf = Classifier(model, device, labels, mean, std, num_threads=num_threads)
@@ -131,14 +130,17 @@ def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
     for note in clf.notes:
         report.tell(note)
     with report.progress(len(data), "evaluating") as bar:
-        scores, kept, errors = _run(clf, data, bar, preprocess)
+        scores, kept, errors = _run(clf, data, bar)
     matrix = np.stack(scores) if scores else np.zeros((0, clf.num_classes), np.float32)
     names = clf.labels or dict(enumerate(data.class_names or []))
     return Evaluation(clf.opened.model_path, clf.opened.device, clf.opened.backend.name, clf.spec_source, clf.spec,
                       labels_from, matrix, ids[kept], names, list(clf.notes), errors, kept)
 
 
-def _run(clf: Any, data: LabelledSet, bar: Any, preprocess: Any) -> tuple[list, list, list]:
+def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
+    """(scores, indices of the samples scored, errors) of every sample, ``bar`` told of each."""
+    from edgekit import preprocess
+
     scores, kept, errors = [], [], []
     if data.paths is not None:
         for i, (path, tensor, error) in enumerate(clf.prepared(data.paths)):
