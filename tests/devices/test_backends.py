@@ -17,6 +17,13 @@ from tests.conftest import shared_file
 from tests.devices.conftest import ABSENT_EDGETPU_LIBRARY
 
 
+@pytest.fixture(autouse=True)
+def _no_delegate_probe(monkeypatch):
+    """These tests drive stand-in backends that a child process cannot import: the crash guard, which proves
+    a real package with a real library file in a child, has its own tests (test_delegate_probe.py)."""
+    monkeypatch.setenv("EDGEKIT_DELEGATE_PROBE", "0")
+
+
 # ------------------------------------------------------------------------------ device grammar
 @pytest.mark.parametrize("text, kind, index, option", [
     ("auto", "auto", None, None), ("cpu", "cpu", None, None), ("usb", "usb", None, "usb"),
