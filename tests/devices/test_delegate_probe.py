@@ -185,7 +185,6 @@ def test_the_probe_child_still_finds_what_pythonpath_names(libraries, pair, tmp_
     extra = tmp_path / "extra"
     extra.mkdir()
     seen = tmp_path / "seen"
-    (extra / "edgekit_probe_marker.pth").write_text("")   # harmless: not a site dir
     (extra / "sitecustomize.py").write_text(f"open({str(seen)!r}, 'w').write('yes')\n")
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", "extra")
