@@ -80,9 +80,11 @@ _LDCONFIG_ABI = {"x86_64": "x86-64", "aarch64": "AArch64", "armv7l": "hard-float
 
 def _search_dirs(variable: str, env: Mapping[str, str]) -> List[str]:
     """The folders of a search-path variable, as the dynamic linker reads them (``:`` or ``;`` between
-    entries; an empty or relative entry is relative to the current folder, as it is for the linker)."""
+    entries; a relative entry is relative to the current folder). An empty entry, which the linker takes
+    for the current folder, is skipped: it is nearly always a slip (``$LD_LIBRARY_PATH:/opt/x`` with the
+    variable unset), and a libedgetpu in a downloaded folder must not be loaded through it."""
     value = env.get(variable) or ""
-    return [os.path.abspath(entry or ".") for entry in value.replace(";", ":").split(":")] if value else []
+    return [os.path.abspath(entry) for entry in value.replace(";", ":").split(":") if entry]
 
 
 def _ldconfig_cache(name: str) -> List[str]:

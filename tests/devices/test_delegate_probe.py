@@ -226,6 +226,18 @@ def test_the_library_resolved_is_the_one_the_dynamic_linker_loads(libraries, tmp
         env = {"LD_LIBRARY_PATH": value, "PATH": "/usr/bin:/bin"}
         resolved = delegate_probe.resolve_library("libedgetpu.so.1", "Linux", env)
         assert resolved == str(real / "libno_op.so.1.0") == _linker_choice(env), value
+    # an empty entry (a slip: "$LD_LIBRARY_PATH:/opt/x" with the variable unset) names the current folder for
+    # the linker; a libedgetpu.so.1 planted there is not taken through it
+    planted = tmp_path / "downloaded"
+    planted.mkdir()
+    shutil.copy(libraries["crashing"], planted / "libedgetpu.so.1")
+    cwd = os.getcwd()
+    os.chdir(planted)
+    try:
+        resolved = delegate_probe.resolve_library("libedgetpu.so.1", "Linux", {"LD_LIBRARY_PATH": f":{second}"})
+    finally:
+        os.chdir(cwd)
+    assert resolved == str(real / "libno_op.so.1.0")
     shutil.copy(libraries["no_op"], first / "libedgetpu.so.1")
     env = {"LD_LIBRARY_PATH": f"{first}:{second}", "PATH": "/usr/bin:/bin"}
     assert delegate_probe.resolve_library("libedgetpu.so.1", "Linux", env) == str(first / "libedgetpu.so.1")
