@@ -337,6 +337,19 @@ def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
                  "test process)")
 
 
+def check_verdict_cache(p: Probe) -> Check | None:
+    """The crash guard's cache of pair verdicts, when it cannot be used (each run then proves the pair again)."""
+    from edgekit.devices import delegate_probe
+
+    problem = delegate_probe.cache_problem()
+    if problem is None:
+        return None
+    return Check("pair cache", WARN, f"verdicts of the crash guard are not kept: {problem}, so each run of a compiled "
+                 "model proves its pair again in a test process",
+                 f"use a folder only you can write to: chmod 700 it (and remove what is in it), or set "
+                 f"{delegate_probe.CACHE_ENV} to one")
+
+
 def _chosen_interpreter(p: Probe) -> tuple[str, str] | None:
     """(backend name, version) of the package classify would use, read from the installed distributions."""
     from edgekit.devices.backends import BACKEND_ENV
@@ -361,6 +374,7 @@ def run_checks(probe: Probe | None = None) -> list[Check]:
     lib = check_libedgetpu(p, devices)
     checks = [check_python(p), check_platform(p), check_packages(p), check_pycoral(p), check_interpreter(p),
               check_numpy(p), lib, check_runtime_pairing(p, find_libedgetpu(p) if lib.status == OK else None),
+              check_verdict_cache(p),
               check_devices(p, devices),
               check_udev(p, devices), check_groups(p, devices), check_compiler(p), check_tensorflow(p)]
     return [c for c in checks if c is not None]

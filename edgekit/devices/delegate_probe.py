@@ -319,6 +319,32 @@ def read_cache() -> Dict[str, Any]:
             os.close(dir_fd)
 
 
+def cache_problem() -> Optional[str]:
+    """Why the verdict cache is not used (for doctor), or None when it is the user's own or not made yet."""
+    folder = cache_dir()
+    if not os.path.lexists(folder):
+        return None
+    if not _safe_ancestors(folder):
+        return "a folder above {} is another user's or writable by others".format(folder)
+    try:
+        st = os.lstat(folder)
+    except OSError as exc:
+        return "{} cannot be read ({})".format(folder, exc.strerror or exc)
+    if stat.S_ISLNK(st.st_mode):
+        return "{} is a symlink".format(folder)
+    if not stat.S_ISDIR(st.st_mode):
+        return "{} is not a folder".format(folder)
+    if not _owned_privately(st):
+        return "{} is another user's or writable by others".format(folder)
+    try:
+        st = os.lstat(cache_path())
+    except OSError:
+        return None
+    if stat.S_ISDIR(st.st_mode):
+        return "{} is a folder".format(cache_path())
+    return None
+
+
 def _write_cache(key: str, verdict: Dict[str, Any]) -> None:
     """Record one verdict atomically in the user's own cache folder; a cache that cannot be trusted or written
     only costs a probe next time (and leaves nothing behind)."""
