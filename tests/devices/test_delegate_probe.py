@@ -406,3 +406,28 @@ def test_a_probe_that_hangs_is_a_failed_pair_never_loaded_here(libraries, pair, 
         B.open_model(pair, "usb")
     assert time.monotonic() - start < 10 and "remembered from an earlier run" in caught.value.message
     assert caught.value.exit_code == 9
+
+
+def test_pycoral_gets_the_resolved_file_not_its_bare_name_lookup(libraries, pair, tmp_path, monkeypatch):
+    """pycoral's make_interpreter would load libedgetpu by its bare name, wherever the linker finds it: with a
+    file resolved, its tflite_runtime load_delegate gets that very file instead."""
+    link = tmp_path / "libedgetpu.so.1"
+    link.symlink_to(libraries["no_op"])
+    _use(monkeypatch, str(link))
+    monkeypatch.setenv(delegate_probe.PROBE_ENV, "0")   # a stand-in backend cannot be proven in a child
+    loaded = []
+
+    class Interpreter:
+        def __init__(self, **kwargs):
+            self.kwargs = kwargs
+
+        def allocate_tensors(self):
+            pass
+
+    def make_interpreter(*args, **kwargs):
+        raise AssertionError("the bare-name factory is not used when the file is known")
+
+    backend = B.Backend("pycoral", "2.0.0", Interpreter, lambda library, options=None: loaded.append(library) or "d",
+                        make_edgetpu_interpreter=make_interpreter)
+    opened = B.open_model(pair, "usb", backend=backend)
+    assert loaded == [libraries["no_op"]] and opened.interpreter.kwargs["experimental_delegates"] == ["d"]
