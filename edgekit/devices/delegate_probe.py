@@ -437,6 +437,14 @@ def _package_root() -> Optional[str]:
     return None if any(os.path.abspath(s) == root for s in sites) else root
 
 
+def _same_flags() -> List[str]:
+    """The command-line flags that decide where this Python looks for modules, for its child to look alike."""
+    if getattr(sys.flags, "isolated", 0):
+        return ["-I"] + (["-S"] if sys.flags.no_site else [])
+    return [flag for flag, on in (("-E", sys.flags.ignore_environment), ("-s", sys.flags.no_user_site),
+                                  ("-S", sys.flags.no_site)) if on]
+
+
 def run_python(code: str, args: List[str], timeout: float, env: Optional[Mapping[str, str]] = None,
                with_edgekit: bool = False) -> ChildResult:
     """Run ``code`` in a child of this Python that imports nothing from the current folder.
@@ -454,9 +462,9 @@ def run_python(code: str, args: List[str], timeout: float, env: Optional[Mapping
     try:
         popen_extra = {"start_new_session": True} if os.name == "posix" else {}
         try:
-            proc = subprocess.Popen([sys.executable, "-c", prelude + code] + list(args), cwd=workdir,
-                                    env=child_env(env), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, **popen_extra)
+            argv = [sys.executable] + _same_flags() + ["-c", prelude + code] + list(args)
+            proc = subprocess.Popen(argv, cwd=workdir, env=child_env(env), stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen_extra)
         except (OSError, ValueError) as exc:
             return ChildResult(None, b"", "cannot start {}: {}".format(
                 sys.executable, getattr(exc, "strerror", None) or exc).encode("utf-8", "replace"), started=False)

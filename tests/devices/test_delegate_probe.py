@@ -108,7 +108,7 @@ def test_a_crashing_pair_falls_back_to_the_cpu_twin_with_one_line_and_is_remembe
     def no_child(*args, **kwargs):
         raise AssertionError("a remembered pair is not probed again")
 
-    monkeypatch.setattr(delegate_probe.subprocess, "run", no_child)
+    monkeypatch.setattr(delegate_probe.subprocess, "Popen", no_child)
     again = B.open_model(pair, "auto")
     assert again.device == "cpu" and "remembered from an earlier run" in again.notes[-1]
 
@@ -148,7 +148,7 @@ def test_the_probe_is_off_with_its_variable(libraries, pair, monkeypatch):
     def no_child(*args, **kwargs):
         raise AssertionError("EDGEKIT_DELEGATE_PROBE=0 starts no test process")
 
-    monkeypatch.setattr(delegate_probe.subprocess, "run", no_child)
+    monkeypatch.setattr(delegate_probe.subprocess, "Popen", no_child)
     opened = B.open_model(pair, "auto")   # loaded in-process straight away (and fails as it does here)
     assert opened.device == "cpu" and "cannot run on the CPU" in opened.notes[-1]
 
