@@ -431,3 +431,14 @@ def test_pycoral_gets_the_resolved_file_not_its_bare_name_lookup(libraries, pair
                         make_edgetpu_interpreter=make_interpreter)
     opened = B.open_model(pair, "usb", backend=backend)
     assert loaded == [libraries["no_op"]] and opened.interpreter.kwargs["experimental_delegates"] == ["d"]
+
+
+def test_a_child_looks_for_modules_as_its_parent_does(tmp_path):
+    """A parent started with -I (or -E/-s) gives its children the same flags; the child never has '' first."""
+    code = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.devices import delegate_probe as d\n"
+            "r = d.run_python('print(sys.flags.isolated, sys.flags.ignore_environment, \"\" in sys.path)', [], 30)\n"
+            "print(r.stdout.decode().strip())\n")
+    for flags, expected in (([], "0 0 False"), (["-I"], "1 1 False"), (["-E"], "0 1 False")):
+        done = subprocess.run([sys.executable, *flags, "-c", code, str(REPO)], capture_output=True, text=True,
+                              cwd=tmp_path, timeout=60)
+        assert done.stdout.strip() == expected, (flags, done.stdout, done.stderr)
