@@ -7,7 +7,7 @@ class logits, every op of it maps, and edgekit decodes on the host (``edgekit de
 numbers the uncut model computed before its decode, with no int8 rounding of the decode itself.
 
 The cut keeps the graph's ops that the head needs, in their order, and drops every tensor and buffer
-nothing uses any more; the model's inputs, metadata (an edgekit record gains a ``detector`` entry
+nothing uses any more; the model's inputs, metadata (an edgekit record gains a ``detection`` entry
 naming the layout) and anything appended to the file (Ultralytics' ZIP of ``metadata.json``) are kept.
 Writing uses TensorFlow Lite's generated schema (ai-edge-litert or TensorFlow) with ``flatbuffers``.
 """
@@ -26,8 +26,8 @@ from edgekit.errors import InputError
 from edgekit.report import SILENT, Reporter
 from edgekit.tflite_model import ModelInfo
 
-#: The layout a cut model has, as ``edgekit detect`` names it.
-LAYOUT = "yolo_split_dfl"
+#: The layout a cut model has, as ``edgekit detect --layout`` names it.
+LAYOUT = "split-dfl"
 
 
 @dataclass(frozen=True)
@@ -106,17 +106,17 @@ def _schema() -> Any:
     return schema()
 
 
-def detector_record(head: YoloHead, output_names: tuple[str, ...]) -> dict:
-    """The ``detector`` entry of the record a cut model carries: what its outputs are."""
-    return {"layout": LAYOUT, "strides": list(head.strides), "reg_max": head.reg_max,
-            "num_classes": head.num_classes, "outputs": list(output_names), "scores": "logits",
-            "box_sides": "left,top,right,bottom"}
+def detection_record(head: YoloHead, output_names: tuple[str, ...], before: dict | None = None) -> dict:
+    """The ``detection`` entry of the record a cut model carries (``before``: the source's entry, kept)."""
+    return {**(before or {}), "layout": LAYOUT, "strides": list(head.strides), "reg_max": head.reg_max,
+            "num_classes": head.num_classes, "outputs": list(output_names), "scores_are_logits": True,
+            "box_sides": "left,top,right,bottom", "cut_before_decode": True}
 
 
 def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, CutResult]:
     """``data`` (a .tflite) cut before its YOLO decode, and what was cut.
 
-    ``record``: the source's edgekit record (a dict), to carry over with the ``detector`` entry added.
+    ``record``: the source's edgekit record (a dict), to carry over with the ``detection`` entry added.
     Raises InputError for a model with no YOLO head (:func:`find_yolo_head`) or one already compiled.
     """
     import flatbuffers
@@ -141,7 +141,8 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, CutResul
     _rewrite_signature(model, schema, graph)
     _drop_unused_buffers(model)
     rec = dict(record or {})
-    rec["detector"] = detector_record(head, names)
+    before = rec.get("detection") if isinstance(rec.get("detection"), dict) else None
+    rec["detection"] = detection_record(head, names, before)
     rec.setdefault("record_version", 1)
     _set_metadata(model, schema, "edgekit", json.dumps(rec, indent=2).encode())
     builder = flatbuffers.Builder(len(data) + 4096)

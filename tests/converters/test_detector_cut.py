@@ -125,7 +125,7 @@ def test_the_cut_model_maps_whole(yolo):
     assert [o.shape for o in info.outputs] == [(1, 80, 80, 64), (1, 80, 80, 4), (1, 40, 40, 64), (1, 40, 40, 4),
                                               (1, 20, 20, 64), (1, 20, 20, 4)]
     record = json.loads(info.metadata["edgekit"])
-    assert record["detector"]["layout"] == "yolo_split_dfl" and record["detector"]["strides"] == [8, 16, 32]
+    assert record["detection"]["layout"] == "split-dfl" and record["detection"]["strides"] == [8, 16, 32]
     assert len(cut) < len(shared_file(YOLO).read_bytes())
 
 
