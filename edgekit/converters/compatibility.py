@@ -49,6 +49,7 @@ from typing import Any
 
 from edgekit.compiler_locator import COMPILER_MIN_RUNTIME
 from edgekit.converters.op_versions import version_problem
+from edgekit.detector_head import decode_tail_advice
 from edgekit.errors import CompatibilityError, InvalidModelError, UsageError
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, FLOAT_DTYPES, ModelInfo, OpInfo, SubgraphInfo, TensorInfo
 
@@ -1229,7 +1230,8 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     n_sub = len({s for s in where if s is not None})
     verdict = "full" if len(tpu_ops) == len(g.ops) and g.ops else ("none" if not tpu_ops else "partial")
     problems += _cpu_problems(verdicts)
-    advice += _advice(g, verdicts, mappable, multiple_subgraphs)
+    decode = decode_tail_advice(info, {v.index for v in verdicts if v.target == "cpu"})
+    advice += ([decode] if decode else []) + _advice(g, verdicts, mappable, multiple_subgraphs)
     if off_chip:
         problems.append(Problem(
             "off_chip", f"about {mib(tpu_params)} of parameters for a ~8 MiB on-chip cache: ~{mib(off_chip)} "
