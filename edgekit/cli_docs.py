@@ -97,6 +97,20 @@ def rules_page() -> str:
     model = ["| problem code | confidence | evidence |", "|---|---|---|"]
     model += [f"| `{code}` | {r.confidence} | {evidence(r.evidence, r.looked_for)} |"
               for code, r in C.MODEL_RULES.items()]
+    from edgekit.converters import op_versions as V
+
+    overrides = ["| op | registered at v2.5.0 | compiler 16 parses | why | evidence |", "|---|---|---|---|---|"]
+    overrides += [f"| `{op}` | {V.REGISTERED.get(op, ('-', '-'))[1]} | {o.max_version} | {_cell(o.why)} | "
+                  f"{evidence(o.evidence)} |" for op, o in sorted(V.PARSE_OVERRIDES.items())]
+    parsing = ("\n\n## Parsing: the op-version ceiling\n\nThe compiler refuses a whole model ('Model could not be "
+               "parsed') when an op version is not registered by its TensorFlow Lite's op resolver. The ceiling is "
+               f"`op_versions.REGISTERED`, read from {V.REGISTERED_SOURCE} ({len(V.REGISTERED)} builtin ops); "
+               "TensorFlow's runtime_version.cc dates every version and agrees with it on every op. Versions first "
+               f"released in {', '.join(sorted(V.UNSURE_RELEASES))} are reported as an uncertain problem "
+               "(`op_version_unsure`) and the model is judged as parsed; later ones are refused for sure "
+               "(`op_version`).\n\nWhere evidence disagrees with the registrations, the evidence wins: "
+               + ("\n\n" + "\n".join(overrides) if V.PARSE_OVERRIDES else
+                  "no compile we hold disagrees with them (every ledger pair is within them)."))
     return ("# Edge TPU compatibility: the rules `edgekit check` applies\n\n"
             "Generated from `edgekit.converters.compatibility` (`RULES`, `SEEN_MAPPED`, `COMMON`, `MODEL_RULES`) "
             "by `python -m edgekit.cli_docs` (a test fails when this page differs). An op not listed is not an "
@@ -109,7 +123,7 @@ def rules_page() -> str:
             f"{len(C.RULES)} ops.\n\n## Per op\n\n" + "\n".join(rows)
             + "\n\n## Every op\n\nChecked on every supported op before its own constraints.\n\n" + "\n".join(common)
             + "\n\n## The whole model\n\nProblems that make the compiler refuse the model, or that check cannot "
-            "place op by op.\n\n" + "\n".join(model) + "\n")
+            "place op by op.\n\n" + "\n".join(model) + parsing + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

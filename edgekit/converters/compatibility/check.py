@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgekit.converters.compatibility.judge import fatal_problems, judge
+from edgekit.converters.compatibility.judge import fatal_problems, judge, parse_doubts
 from edgekit.converters.compatibility.partition import place
 from edgekit.converters.compatibility.render import mib
 from edgekit.converters.compatibility.rules import MODEL_RULES
@@ -147,7 +147,7 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     g = info.main
     judged = [judge(info, g, op, min_runtime) for op in g.ops]
     fatal = fatal_problems(info)
-    problems: list[Problem] = list(fatal)
+    problems: list[Problem] = list(fatal) + parse_doubts(info)
     advice: list[str] = [f"{p.message}. Fix: {p.hint}" for p in fatal if p.hint]
 
     custom = [op for op in g.ops if op.name == "CUSTOM" and op.custom_code not in KNOWN_CUSTOM_OPS]
@@ -256,7 +256,7 @@ def gate_checks(report: CheckReport) -> dict[str, Any]:
     """quantize's ``checks`` JSON, computed from the output's check report."""
     codes = {p.code for p in report.problems}
     return {"full_int8": not codes & {"data_type", "not_quantized"}, "static_shapes": "dynamic_shapes" not in codes,
-            "op_versions_within_compiler": "op_version" not in codes,
+            "op_versions_within_compiler": not codes & {"op_version", "op_version_unsure"},
             "edgetpu_verdict": report.verdict}
 
 

@@ -9,7 +9,7 @@ from edgekit.converters.compatibility.values import Judgement, OpContext, Proble
 from edgekit.converters.compatibility.words import (_QUANT_TYPES, COMPILER_DEFAULT_MIN_RUNTIME, CONFIRMED, DATA_TYPE,
                                                     DYNAMIC, FIX_MOVE_TO_END, FIX_QUANTIZE, KNOWN_CUSTOM_OPS, MAPPED,
                                                     NOT_SUPPORTED, PARSE_FAILED, UNCERTAIN, UNSPECIFIED)
-from edgekit.converters.op_versions import version_problem
+from edgekit.converters.op_versions import refusal_is_sure, version_problem
 from edgekit.errors import InvalidModelError
 from edgekit.tflite_model import FLOAT_DTYPES, ModelInfo, OpInfo, SubgraphInfo
 
@@ -73,20 +73,44 @@ def dynamic_ops(g: SubgraphInfo) -> list[tuple[OpInfo, str]]:
     return out
 
 
-def fatal_problems(info: ModelInfo) -> list[Problem]:
-    """What makes edgetpu_compiler refuse the whole model (each problem says so, and how to fix it)."""
-    g = info.main
-    out: list[Problem] = []
-    # Every op of every subgraph (control-flow bodies too) must parse. One message per (op, version).
+def _unparsable(info: ModelInfo, sure: bool) -> tuple[dict[tuple[str, int], str], list[int]]:
+    """The op versions compiler 16 cannot parse (surely, or only perhaps), one message per (op, version),
+    and the main subgraph's ops among them."""
     unparsable: dict[tuple[str, int], str] = {}
     main_unparsable: list[int] = []
     for sub in info.subgraphs:
         for op in sub.ops:
             why = version_problem(op.name, op.version)
-            if why:
+            if why and refusal_is_sure(op.name, op.version) == sure:
                 unparsable.setdefault((op.name, op.version), why)
-                if sub is g:
+                if sub is info.main:
                     main_unparsable.append(op.index)
+    return unparsable, main_unparsable
+
+
+def parse_doubts(info: ModelInfo) -> list[Problem]:
+    """Op versions the v2.5.0 registrations refuse but compiler 16 may parse (first released in 2.6.0): an
+    uncertain problem each model has at most once; the best guess is that the model parses."""
+    unparsable, main_unparsable = _unparsable(info, sure=False)
+    if not unparsable:
+        return []
+    whys = list(unparsable.values())
+    return [Problem(
+        "op_version_unsure", "edgetpu_compiler 16 may fail to parse this model ('Didn't find op for builtin "
+        "opcode'): " + "; ".join(whys[:3]) + (f"; and {len(whys) - 3} more" if len(whys) > 3 else "")
+        + ". TFLite 2.5.0 does not register these versions, but the compiler was built after TFLite 2.6 "
+        "added them; the placement shown assumes it parses them",
+        "if the compile fails with 'Didn't find op', convert with TensorFlow 2.5 or older op versions "
+        "(`edgekit quantize` checks them)", tuple(main_unparsable), False, None,
+        MODEL_RULES["op_version_unsure"].confidence)]
+
+
+def fatal_problems(info: ModelInfo) -> list[Problem]:
+    """What makes edgetpu_compiler refuse the whole model (each problem says so, and how to fix it)."""
+    g = info.main
+    out: list[Problem] = []
+    # Every op of every subgraph (control-flow bodies too) must parse. One message per (op, version).
+    unparsable, main_unparsable = _unparsable(info, sure=True)
     if unparsable:
         whys = list(unparsable.values())
         out.append(Problem(

@@ -69,6 +69,10 @@ RULES: dict[str, OpRule] = {
 MODEL_RULES: dict[str, ModelRule] = {
     "op_version": ModelRule(CONFIRMED, ("log:v16_op_version_exp.txt", "log:v16_op_version_quantize.txt",
                                         "log:v16_op_version_transpose_conv.txt")),
+    # Versions first released in TFLite 2.6.0: unregistered at v2.5.0, the compiler built after 2.6 added them.
+    "op_version_unsure": ModelRule(UNCERTAIN, ("report:tensorflow-register-2.5.0",),
+                                   "a compile (pair or log) of a model with an op version first released in "
+                                   "TFLite 2.6.0 (ADD v4, MUL v5, PAD v4, STRIDED_SLICE v6, ...)"),
     # The log shows exactly a RESHAPE whose shape a SHAPE op computes (a Keras model with a -1 batch);
     # the other shape-setting inputs in SHAPE_INPUTS follow TFLite's kernels (SetTensorToDynamic).
     "dynamic_shapes": ModelRule(CONFIRMED, EV_DYNAMIC),
