@@ -246,7 +246,7 @@ def format_rows(rows: list[dict]) -> str:
 def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[str, dict[str, list[str]]]:
     """What the pairs say of each rule: ``{rule: {"contradicts": [...], "agrees": [...]}}`` (pair names).
 
-    A rule is a constraint (``OP.test_name``; ``COMMON.test_name`` for the ones every op meets) or
+    A rule is a constraint (``OP.id``; ``COMMON.id`` for the ones every op meets) or
     an op type's mapping (``OP.mapped``). A constraint that refuses an op the compiler mapped is
     contradicted there; one that refuses an op the compiler left on the CPU agrees (the pair shows
     where ops ran, not why: a log, where there is one, says why). Op by op where the placement names
@@ -283,7 +283,7 @@ def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[st
                     where = "COMMON" if k in COMMON else op.name
                     left = actual.get("cpu_op_indices")
                     on_cpu = op.index in left if left is not None else bool(actual["cpu_ops"].get(op.name))
-                    note(f"{where}.{k.test.__name__.lstrip('_')}", "agrees" if on_cpu else "contradicts", name)
+                    note(f"{where}.{k.id}", "agrees" if on_cpu else "contradicts", name)
                     break
     return out
 

@@ -65,9 +65,11 @@ def _all_references() -> dict[str, tuple[str, ...]]:
     refs: dict[str, tuple[str, ...]] = {}
     for name, rule in C.RULES.items():
         for k in rule.constraints:
-            refs[f"RULES[{name}].{k.test.__name__}"] = k.evidence
+            refs[f"RULES[{name}].{k.id}"] = k.evidence
     for k in C.COMMON:
-        refs[f"COMMON.{k.test.__name__}"] = k.evidence
+        refs[f"COMMON.{k.id}"] = k.evidence
+    refs.update({f"OP_CASES[{c.id}]": c.evidence for c in C.OP_CASES})
+    refs.update({f"TESTED[{t.rule}]": t.evidence for t in C.TESTED})
     refs.update({f"SEEN_MAPPED[{op}]": r for op, r in C.SEEN_MAPPED.items()})
     refs.update({f"MODEL_RULES[{code}]": r.evidence for code, r in C.MODEL_RULES.items()})
     refs.update({f"STATUS_WORDS[{words}]": r for words, r in C.STATUS_WORDS.items()})
@@ -209,8 +211,8 @@ def test_every_reference_in_the_docs_table_comes_from_the_code():
 
 
 def test_uncertain_rules_say_what_evidence_was_looked_for_and_confirmed_ones_cite_a_compile():
-    rules = [(f"{n}.{k.test.__name__}", k) for n, r in C.RULES.items() for k in r.constraints]
-    rules += [(f"COMMON.{k.test.__name__}", k) for k in C.COMMON]
+    rules = [(f"{n}.{k.id}", k) for n, r in C.RULES.items() for k in r.constraints]
+    rules += [(f"COMMON.{k.id}", k) for k in C.COMMON]
     rules += [(f"MODEL_RULES[{code}]", r) for code, r in C.MODEL_RULES.items()]
     for name, k in rules:
         if k.confidence == C.UNCERTAIN:
@@ -229,9 +231,9 @@ def test_every_rule_fires_on_the_pairs_it_cites_and_every_seen_op_maps_there():
     keys: dict[int, list[str]] = {}  # a constraint (shared by some ops) -> its audit keys, op by op
     for n, r in C.RULES.items():
         for k in r.constraints:
-            keys.setdefault(id(k), []).append(f"{n}.{k.test.__name__.lstrip('_')}")
+            keys.setdefault(id(k), []).append(f"{n}.{k.id}")
     for k in C.COMMON:
-        keys[id(k)] = [f"COMMON.{k.test.__name__.lstrip('_')}"]
+        keys[id(k)] = [f"COMMON.{k.id}"]
     constraints = {id(k): k for r in C.RULES.values() for k in r.constraints} | {id(k): k for k in C.COMMON}
     for kid, k in constraints.items():
         for ref in k.evidence:

@@ -6,16 +6,15 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from edgekit.converters.compatibility.judge import fatal_problems, judge, parse_doubts
+from edgekit.converters.compatibility.op_judge import judge, model_problems
 from edgekit.converters.compatibility.partition import place
 from edgekit.converters.compatibility.render import mib
-from edgekit.converters.compatibility.rules import MODEL_RULES
 from edgekit.converters.compatibility.values import Judgement, OpVerdict, Problem
-from edgekit.converters.compatibility.words import (COMPILER_DEFAULT_MIN_RUNTIME, CONFIRMED, CUSTOM_UNRESOLVED, CUT_OFF,
-                                                    DATA_TYPE, FIX_QUANTIZE, KNOWN_CUSTOM_OPS, MAPPED,
+from edgekit.converters.compatibility.words import (COMPILER_DEFAULT_MIN_RUNTIME, CONFIRMED, CUT_OFF,
+                                                    CUT_OFF_FED_BY_CPU, DATA_TYPE, FIX_QUANTIZE, MAPPED,
                                                     MORE_THAN_ONE_SUBGRAPH, NOT_CONSTANT, NOT_SUPPORTED,
                                                     PARAMETER_CACHE_BYTES, RANK, STRIDES, SUPPORTED_MIN_RUNTIMES,
-                                                    UNCERTAIN, UNSPECIFIED, VERSION)
+                                                    UNCERTAIN, UNSPECIFIED, VERSION, Target, Verdict)
 from edgekit.errors import CompatibilityError, UsageError
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo, SubgraphInfo
 
@@ -25,7 +24,7 @@ class CheckReport:
     """The offline prediction of one compile (JSON schema: README, ``edgekit check --json``)."""
 
     model: str | None
-    verdict: str  # "full" | "partial" | "none"
+    verdict: Verdict
     ops: list[OpVerdict]
     subgraphs: int
     param_bytes: int
@@ -39,15 +38,15 @@ class CheckReport:
 
     @property
     def edgetpu_ops(self) -> int:
-        return sum(1 for o in self.ops if o.target == "edgetpu")
+        return sum(1 for o in self.ops if o.target == Target.EDGETPU)
 
     @property
     def cpu_ops(self) -> int:
-        return sum(1 for o in self.ops if o.target == "cpu")
+        return sum(1 for o in self.ops if o.target == Target.CPU)
 
     @property
     def fully_mappable(self) -> bool:
-        return self.verdict == "full"
+        return self.verdict == Verdict.FULL
 
     @property
     def uncertain_ops(self) -> int:
@@ -56,7 +55,7 @@ class CheckReport:
 
     @property
     def certain_cpu_ops(self) -> list[OpVerdict]:
-        return [o for o in self.ops if o.target == "cpu" and o.confidence != UNCERTAIN]
+        return [o for o in self.ops if o.target == Target.CPU and o.confidence != UNCERTAIN]
 
     @property
     def fatal(self) -> list[Problem]:
@@ -82,7 +81,7 @@ class CheckReport:
 
     def split_by_type(self) -> dict[str, Counter]:
         """{"edgetpu": Counter(op name -> n), "cpu": Counter(...)}, the way a compiled pair is scored."""
-        out = {"edgetpu": Counter(), "cpu": Counter()}
+        out = {Target.EDGETPU.value: Counter(), Target.CPU.value: Counter()}
         for o in self.ops:
             out[o.target][o.name] += 1
         return out
@@ -146,31 +145,10 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
         return _check_compiled(info, min_runtime)
     g = info.main
     judged = [judge(info, g, op, min_runtime) for op in g.ops]
-    fatal = fatal_problems(info)
-    problems: list[Problem] = list(fatal) + parse_doubts(info)
+    problems: list[Problem] = model_problems(info)
+    fatal = [p for p in problems if p.fatal]
     advice: list[str] = [f"{p.message}. Fix: {p.hint}" for p in fatal if p.hint]
-
-    custom = [op for op in g.ops if op.name == "CUSTOM" and op.custom_code not in KNOWN_CUSTOM_OPS]
-    if custom:
-        code = custom[0].custom_code
-        problems.append(Problem(
-            "custom_op", f"custom op {code!r} is not one the compiler's TensorFlow Lite knows: edgetpu_compiler "
-            f"may refuse the model ('{CUSTOM_UNRESOLVED}: {code}', as compilers 2.0 and 16 did); the placement "
-            "shown is what Coral's own models with such an op got, by compiling the part before it",
-            "if the compile fails, compile the model without the custom op (cut it off before the op) and run the "
-            "op on the CPU after the Edge TPU part", tuple(op.index for op in custom),
-            confidence=MODEL_RULES["custom_op"].confidence))
-    if len(info.subgraphs) > 1:
-        problems.append(Problem(
-            "control_flow", f"the model has {len(info.subgraphs)} subgraphs (control flow such as WHILE/IF); "
-            "only the main subgraph is checked and the Edge TPU maps none of the control-flow ops",
-            "unroll loops and conditionals (e.g. unroll=True for Keras RNNs)",
-            confidence=MODEL_RULES["control_flow"].confidence))
-    if info.quantization_state == "float":
-        problems.append(Problem(
-            "not_quantized", "the model is not quantized (float ops): the Edge TPU runs only fully 8-bit "
-            "quantized models, and the compiler refuses it ('Model not quantized') or maps nothing",
-            FIX_QUANTIZE, tuple(op.index for op in g.ops), confidence=MODEL_RULES["not_quantized"].confidence))
+    if any(p.code == "not_quantized" for p in problems):
         advice.append("The model is not quantized: " + FIX_QUANTIZE + ".")
 
     if fatal:
@@ -178,10 +156,11 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
         def sure(j: Judgement) -> str:  # on the CPU for sure when the refusal is, or when the op is unmappable
             return CONFIRMED if CONFIRMED in (first.confidence, j.confidence if not j.mappable else None) else UNCERTAIN
 
-        verdicts = [OpVerdict(op.index, op.name, op.version, "cpu", first.status or first.message,
-                              f"otherwise: {j.status}" + (f" ({j.detail})" if j.detail else ""), j.fix, sure(j))
+        verdicts = [OpVerdict(op.index, op.name, op.version, Target.CPU, first.status or first.message,
+                              f"otherwise: {j.status}" + (f" ({j.detail})" if j.detail else ""), j.fix, sure(j),
+                              rule=first.code)
                     for op, j in zip(g.ops, judged)]
-        return CheckReport(info.path, "none", verdicts, 0, info.param_bytes, 0, 0, problems, advice,
+        return CheckReport(info.path, Verdict.NONE, verdicts, 0, info.param_bytes, 0, 0, problems, advice,
                            min_runtime, multiple_subgraphs=multiple_subgraphs)
 
     mappable = [j.mappable for j in judged]
@@ -191,21 +170,19 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     verdicts = []
     for op, j, sub in zip(g.ops, judged, where):
         if sub is not None:
-            verdicts.append(OpVerdict(op.index, op.name, op.version, "edgetpu", MAPPED, None, None, j.confidence,
-                                      sub))
+            verdicts.append(OpVerdict(op.index, op.name, op.version, Target.EDGETPU, MAPPED, None, None,
+                                      j.confidence, sub, rule=j.rule))
         elif j.mappable:
-            # A cut-off QUANTIZE fed by an unmappable op reads "unspecified limitation" (deeplab's #65
-            # in google-coral/edgetpu#60, #342, #461); other cut-off QUANTIZEs read "More than one
-            # subgraph" (24 of them in a compiler 15 yolov5s log).
+            # The words depend on what feeds it (CUT_OFF_FED_BY_CPU).
             fed = [producer.get(t) for t in op.inputs]
-            words = UNSPECIFIED if op.name == "QUANTIZE" and any(p is not None and not mappable[p] for p in fed) \
-                else MORE_THAN_ONE_SUBGRAPH
-            verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", words, CUT_OFF, None,
-                                      cut_confidence[op.index]))
+            fed_by_cpu = any(p is not None and not mappable[p] for p in fed)
+            words = CUT_OFF_FED_BY_CPU.get(op.name, MORE_THAN_ONE_SUBGRAPH) if fed_by_cpu else MORE_THAN_ONE_SUBGRAPH
+            verdicts.append(OpVerdict(op.index, op.name, op.version, Target.CPU, words, CUT_OFF, None,
+                                      cut_confidence[op.index], cut_off=True, rule="cut_off"))
         else:  # an unsure refusal is still a sure CPU placement when the op is cut off anyway
             sure = j.confidence == CONFIRMED or (not multiple_subgraphs and cut_off_anyway[op.index])
-            verdicts.append(OpVerdict(op.index, op.name, op.version, "cpu", j.status, j.detail, j.fix,
-                                      CONFIRMED if sure else UNCERTAIN, code=j.code))
+            verdicts.append(OpVerdict(op.index, op.name, op.version, Target.CPU, j.status, j.detail, j.fix,
+                                      CONFIRMED if sure else UNCERTAIN, code=j.code, rule=j.rule))
 
     # Parameters of the Edge TPU ops against the on-chip cache.
     tpu_ops = [i for i, s in enumerate(where) if s is not None]
@@ -216,8 +193,9 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     off_chip = tpu_params - on_chip
 
     n_sub = len({s for s in where if s is not None})
-    verdict = "full" if len(tpu_ops) == len(g.ops) and g.ops else ("none" if not tpu_ops else "partial")
-    problems += _cpu_problems(verdicts)
+    verdict = Verdict.FULL if len(tpu_ops) == len(g.ops) and g.ops else (
+        Verdict.NONE if not tpu_ops else Verdict.PARTIAL)
+    problems += _cpu_problems(verdicts) + _doubt_problems(g, judged, where)
     advice += _advice(g, verdicts, mappable, multiple_subgraphs)
     if off_chip:
         problems.append(Problem(
@@ -268,7 +246,7 @@ def _cpu_problems(verdicts: list[OpVerdict]) -> list[Problem]:
     """One problem per (reason, detail) among the unmappable ops."""
     grouped: dict[tuple[str, str, str | None, str, str | None], list[int]] = {}
     for v in verdicts:
-        if v.target == "cpu" and v.detail != CUT_OFF:
+        if v.target == Target.CPU and not v.cut_off:
             key = (v.reason, f"{v.name}: {v.detail or v.reason}", v.fix, v.confidence, v.code)
             grouped.setdefault(key, []).append(v.index)
     out = []
@@ -280,12 +258,31 @@ def _cpu_problems(verdicts: list[OpVerdict]) -> list[Problem]:
     return out
 
 
+def _doubt_problems(g: SubgraphInfo, judged: list[Judgement], where: list[int | None]) -> list[Problem]:
+    """One uncertain problem per rule that would refuse ops check maps as its best guess (the rule is untested,
+    and rules of its kind were mostly contradicted once tested: :mod:`edgekit.converters.compatibility.guess`)."""
+    grouped: dict[tuple[str, str, str, str | None], list[int]] = {}
+    for op, j in zip(g.ops, judged):
+        if j.doubt is not None:
+            rule_id, status, detail, fix = j.doubt
+            grouped.setdefault((rule_id, f"{op.name}: {detail}", status, fix), []).append(op.index)
+    out = []
+    for (rule_id, text, status, fix), idx in grouped.items():
+        where_ = f"op #{idx[0]}" if len(idx) == 1 else f"{len(idx)} ops (#{', #'.join(map(str, idx[:5]))}" + (
+            ", ...)" if len(idx) > 5 else ")")
+        placed = "mapped" if any(where[i] is not None for i in idx) else "placed"
+        out.append(Problem("uncertain_rule", f"{where_} {text}: an untested rule ({rule_id}) says '{status}'; "
+                           f"{placed} as the best guess, since rules of its kind mostly failed once tested",
+                           fix, tuple(idx), confidence=UNCERTAIN))
+    return out
+
+
 def _advice(g: SubgraphInfo, verdicts: list[OpVerdict], mappable: list[bool], multiple: bool) -> list[str]:
     """Name the op that breaks the graph and what to change."""
     out: list[str] = []
-    cut = [v for v in verdicts if v.detail == CUT_OFF]
+    cut = [v for v in verdicts if v.cut_off]
     if not cut:
-        cpu = [v for v in verdicts if v.target == "cpu"]
+        cpu = [v for v in verdicts if v.target == Target.CPU]
         if cpu and len(cpu) < len(verdicts):
             names = ", ".join(f"#{v.index} {v.name}" for v in cpu[:5]) + (" ..." if len(cpu) > 5 else "")
             whole = ("every mappable run is its own Edge TPU subgraph (-a)" if multiple else
@@ -316,7 +313,7 @@ def _advice(g: SubgraphInfo, verdicts: list[OpVerdict], mappable: list[bool], mu
         return out
     first = min(breakers)
     v = verdicts[first]
-    after = sum(1 for x in verdicts if x.index > first and x.target == "cpu")
+    after = sum(1 for x in verdicts if x.index > first and x.target == Target.CPU)
     out.append(f"Op #{v.index} {v.name} breaks the graph: {v.detail or v.reason}. It and {after} later op(s) run on "
                f"the CPU, {len(cut)} of which the Edge TPU could run (\"{MORE_THAN_ONE_SUBGRAPH}\").")
     if v.fix:
@@ -336,14 +333,14 @@ def _check_compiled(info: ModelInfo, min_runtime: int) -> CheckReport:
     n_sub = 0
     for op in g.ops:
         if op.custom_code == EDGETPU_CUSTOM_OP:
-            verdicts.append(OpVerdict(op.index, EDGETPU_CUSTOM_OP, op.version, "edgetpu", MAPPED,
+            verdicts.append(OpVerdict(op.index, EDGETPU_CUSTOM_OP, op.version, Target.EDGETPU, MAPPED,
                                       "an Edge TPU subgraph made by edgetpu_compiler", subgraph=n_sub))
             n_sub += 1
         else:
             name = op.custom_code if op.name == "CUSTOM" and op.custom_code else op.name
-            verdicts.append(OpVerdict(op.index, name, op.version, "cpu", "Left on the CPU by the compiler"))
-    cpu = [v for v in verdicts if v.target == "cpu"]
-    verdict = "full" if not cpu else "partial"
+            verdicts.append(OpVerdict(op.index, name, op.version, Target.CPU, "Left on the CPU by the compiler"))
+    cpu = [v for v in verdicts if v.target == Target.CPU]
+    verdict = Verdict.FULL if not cpu else Verdict.PARTIAL
     msg = (f"the model is already compiled for the Edge TPU (it contains {EDGETPU_CUSTOM_OP}: "
            f"{info.edgetpu_bytes:,} bytes of Edge TPU program and parameters)")
     if cpu:

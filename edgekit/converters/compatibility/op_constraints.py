@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from edgekit.converters.compatibility.common import (TRANSPOSE_LIMIT, TRANSPOSE_REFUSED, _elements,
-                                                     _normalize_axes, _shape, _transpose_size)
-from edgekit.converters.compatibility.evidence import DOCS, EV_DEEPLAB, EV_YOLOV8N, Refs
-from edgekit.converters.compatibility.values import Constraint, OpContext
-from edgekit.converters.compatibility.words import CONFIRMED, STRIDES, UNCERTAIN, UNSPECIFIED, VERSION
+from edgekit.converters.compatibility.common import (RESHAPES, ROWS, TRANSPOSES, _elements, _normalize_axes, _shape,
+                                                     _transpose_size, size_constraints)
+from edgekit.converters.compatibility.evidence import DOCS, EV_DEEPLAB, Refs
+from edgekit.converters.compatibility.values import Constraint, OpContext, SizeLimit
+from edgekit.converters.compatibility.words import Kind, CONFIRMED, STRIDES, UNCERTAIN, UNSPECIFIED, VERSION
 
 
 # ---------------------------------------------------------------------------- per-op constraints
@@ -19,7 +19,7 @@ def _no_fused_activation(c: OpContext) -> str | None:
 NO_FUSED_ACTIVATION = Constraint(_no_fused_activation, UNSPECIFIED,
                                  "apply the activation as a separate layer (ReLU after the pooling/concatenation)",
                                  DOCS, looked_for="a pooling or concatenation with a fused activation in a compiled "
-                                 "pair (converters rarely fuse one there)")
+                                 "pair (converters rarely fuse one there)", id="no_fused_activation", kind=Kind.OPTION)
 
 
 def _equal_dilation(c: OpContext) -> str | None:
@@ -30,7 +30,8 @@ def _equal_dilation(c: OpContext) -> str | None:
 
 
 CONV = (Constraint(_equal_dilation, UNSPECIFIED, "use the same dilation rate in both spatial dimensions", DOCS,
-                   looked_for="a compiled convolution with unequal x/y dilation"),)
+                   looked_for="a compiled convolution with unequal x/y dilation",
+                       id="equal_dilation", kind=Kind.OPTION),)
 
 
 def _fc_keep_num_dims(c: OpContext) -> str | None:
@@ -52,9 +53,10 @@ EV_PER_CHANNEL_FC: Refs = ("pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__tem
 
 FULLY_CONNECTED = (
     Constraint(_fc_keep_num_dims, VERSION, "Flatten (or Reshape to 2-D) before the Dense layer", DOCS,
-               looked_for="a compiled FULLY_CONNECTED with keep_num_dims (edgetpu.md: 'GitHub notes' only)"),
+               looked_for="a compiled FULLY_CONNECTED with keep_num_dims (edgetpu.md: 'GitHub notes' only)",
+                   id="fc_keep_num_dims", kind=Kind.OPTION),
     Constraint(_fc_weights_format, UNSPECIFIED, "convert with the default fully-connected weights format", DOCS,
-               looked_for="a compiled FULLY_CONNECTED with shuffled weights"),
+               looked_for="a compiled FULLY_CONNECTED with shuffled weights", id="fc_weights_format", kind=Kind.OPTION),
 )
 # Coral documents a 1-D FULLY_CONNECTED output and constant weights; compiler 16 mapped all 18 of the
 # vision transformer in ledger pair prbodmann/Coral-TPU efficient_l3: 49x128 and 49x512 outputs, and
@@ -73,7 +75,8 @@ def _softmax_axis(c: OpContext) -> str | None:
 # mappable ("More than one subgraph is not supported"), and the yolov8s 160 log maps it: only the
 # documented 16,000-value limit is kept, on the softmax axis.
 SOFTMAX = (Constraint(_softmax_axis, UNSPECIFIED, "drop the final softmax (take argmax of the logits) or apply "
-                      "it on the CPU", DOCS, looked_for="a compiled softmax over more than 16,000 values"),)
+                      "it on the CPU", DOCS, looked_for="a compiled softmax over more than 16,000 values",
+                          id="softmax_axis", kind=Kind.SIZE),)
 
 
 def _strided_slice_strides(c: OpContext) -> str | None:
@@ -90,9 +93,11 @@ def _strided_slice_masks(c: OpContext) -> str | None:
 
 STRIDED_SLICE = (
     Constraint(_strided_slice_strides, STRIDES, "slice with stride 1 (use a pooling or a strided convolution "
-               "to subsample)", DOCS + ("log:v15_partial_yolov5s_stdout.txt",), CONFIRMED),
+               "to subsample)", DOCS + ("log:v15_partial_yolov5s_stdout.txt",), CONFIRMED,
+                   id="strided_slice_strides", kind=Kind.OPTION),
     Constraint(_strided_slice_masks, UNSPECIFIED, "index with plain begin/end ranges", DOCS,
-               looked_for="a compiled STRIDED_SLICE with ellipsis_mask or new_axis_mask"),
+               looked_for="a compiled STRIDED_SLICE with ellipsis_mask or new_axis_mask",
+                   id="strided_slice_masks", kind=Kind.OPTION),
 )
 
 
@@ -121,14 +126,17 @@ def _mean_positions(c: OpContext) -> str | None:
 
 
 REDUCE = (Constraint(_reduce_axes, UNSPECIFIED, "reduce over x/y only, never over the batch dimension", DOCS,
-                     looked_for="a compiled MEAN/SUM over the batch, or over a channel depth not a multiple of 4"),)
+                     looked_for="a compiled MEAN/SUM over the batch, or over a channel depth not a multiple of 4",
+                         id="reduce_axes", kind=Kind.LAYOUT),)
 # google-coral/edgetpu#461: Coral's engineer found MEAN on 1x256x128x3 (32,768 positions) not mapped;
 # split into 1x64x128x3 pieces (8,192) it mapped. The limit is placed inside that gap.
-MEAN_POSITIONS_LIMIT = 16_384
+MEANS = SizeLimit("mean_positions", 8_192, 32_768, 16_384, ("report:google-coral/edgetpu#461",))
+MEAN_POSITIONS_LIMIT = MEANS.limit
 MEAN = REDUCE + (Constraint(_mean_positions, UNSPECIFIED, "split the input (e.g. into horizontal bands) and "
                             "average the parts, or pool first (AVERAGE_POOL_2D) to fewer positions",
                             ("report:google-coral/edgetpu#461",), UNCERTAIN,
-                            looked_for="a compile with a MEAN between 8,192 and 32,768 positions"),)
+                            looked_for="a compile with a MEAN between 8,192 and 32,768 positions",
+                                id="mean_positions", kind=Kind.SIZE),)
 
 
 def _pad_batch(c: OpContext) -> str | None:
@@ -156,7 +164,8 @@ def _split_outer(c: OpContext) -> str | None:
 # along channels mapped.
 SPLIT = (Constraint(_split_outer, UNSPECIFIED, "split along an inner dimension (keep the leading dimension 1)",
                     EV_FC_2D, UNCERTAIN, looked_for="more compiles splitting along a first dimension larger than "
-                    "1 (one model shows it, without a log to give the compiler's words)"),)
+                    "1 (one model shows it, without a log to give the compiler's words)",
+                        id="split_outer", kind=Kind.INFERRED),)
 
 
 def _expand_dims(c: OpContext) -> str | None:
@@ -171,7 +180,7 @@ EXPAND_DIMS = (Constraint(_expand_dims, UNSPECIFIED, "insert the unit dimension 
                           "Reshape layer), which maps", ("pair:antaramol+ref-signs__modelos__quantized_model",
                                                           "pair:antaramol+ref-signs__quantized2_model"), UNCERTAIN,
                           looked_for="a compile that maps an EXPAND_DIMS, or a log giving the compiler's words for it "
-                          "(one repository's models show it refused)"),)
+                          "(one repository's models show it refused)", id="expand_dims", kind=Kind.INFERRED),)
 
 
 def _pack_batch(c: OpContext) -> str | None:
@@ -218,6 +227,15 @@ def _bilinear_from_one(c: OpContext) -> str | None:
     return None
 
 
+def _resize_zero(c: OpContext) -> str | None:
+    t, out = c.ins[0], c.outs[0]
+    for axis, label in ((1, "height"), (2, "width")):
+        i, o = t.shape[axis], out.shape[axis]
+        if i != o and min(i, o) <= 0:
+            return f"{label} {i} -> {o}: a size 0 has no scale factor"
+    return None
+
+
 def _bilinear_factor(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
     align = c.op.options.get("align_corners", False)
@@ -225,12 +243,9 @@ def _bilinear_factor(c: OpContext) -> str | None:
         i, o = t.shape[axis], out.shape[axis]
         if i == o:
             continue
-        if min(i, o) <= 0:
-            return f"{label} {i} -> {o}: a size 0 has no scale factor"
-        if align:
-            a, b = i - 1, o - 1
-        else:
-            a, b = i, o
+        a, b = (i - 1, o - 1) if align else (i, o)
+        if min(a, b) <= 0:  # a size 0 is _resize_zero's, a size 1 with align_corners _bilinear_from_one's
+            continue
         if max(a, b) % min(a, b):
             return (f"{label} {i} -> {o}{' (align_corners)' if align else ''}: not an integer scale factor; the "
                     "Edge TPU resizes bilinearly by integer factors only (heuristic)")
@@ -238,7 +253,7 @@ def _bilinear_factor(c: OpContext) -> str | None:
 
 
 RESIZE_RANK = Constraint(_resize_rank, UNSPECIFIED, "resize images (1, H, W, C) in NHWC layout", DOCS,
-                         looked_for="a compiled resize of a tensor that is not 4-D")
+                         looked_for="a compiled resize of a tensor that is not 4-D", id="resize_rank", kind=Kind.LAYOUT)
 
 
 # Large resizes are refused ("unspecified limitation"), nearest-neighbour or bilinear. The compiler
@@ -246,7 +261,9 @@ RESIZE_RANK = Constraint(_resize_rank, UNSPECIFIED, "resize images (1, H, W, C) 
 # to 1x64x64x256 and 1x128x128x128 (2,097,152 values) and refuses the one to 1x256x256x64
 # (4,194,304); google-coral/edgetpu#31's bilinear x2 to 512x512x32 (8.4M) was refused where 128x128x32
 # mapped. The limit is placed inside that gap, on the output's size.
-RESIZE_LIMIT = 3_145_728
+RESIZES = SizeLimit("resize_size", 2_097_152, 4_194_304, 3_145_728, (
+    "pair:mistake0316+Google-Coral-Style-Transfer__model__dark_Decoder", "report:google-coral/edgetpu#31"))
+RESIZE_LIMIT = RESIZES.limit
 
 
 def _resize_size(c: OpContext) -> str | None:
@@ -261,7 +278,8 @@ RESIZE_SIZE = Constraint(
     _resize_size, UNSPECIFIED, "resize to a smaller output (fewer channels or a lower resolution), or move the "
     "last resize to the CPU after the Edge TPU part",
     ("pair:mistake0316+Google-Coral-Style-Transfer__model__dark_Decoder", "report:google-coral/edgetpu#31"),
-    UNCERTAIN, looked_for="a compile resizing to between 2,097,152 (mapped) and 4,194,304 (refused) values")
+    UNCERTAIN, looked_for="a compile resizing to between 2,097,152 (mapped) and 4,194,304 (refused) values",
+        id="resize_size", kind=Kind.SIZE)
 # Coral's table says of both resizes that "depending on input/output size, this operation might not be
 # mapped to the Edge TPU to avoid loss in precision", with no numbers. For nearest-neighbour resizing
 # the factor does not matter: a Model Maker EfficientDet-Lite0 (320: its BiFPN upsamples 3x3 -> 5x5)
@@ -270,13 +288,17 @@ RESIZE_SIZE = Constraint(
 # to RESIZE_BILINEAR only. Large resizes of either kind are refused: RESIZE_SIZE.
 FIX_BILINEAR = ("resize by an integer factor (e.g. x2) without align_corners from a size of 1, or move the resize "
                 "after the last Edge TPU op")
+RESIZE_ZERO = Constraint(_resize_zero, UNSPECIFIED, "resize to and from sizes of at least 1", DOCS, UNCERTAIN,
+                         looked_for="a compile of a resize to or from a size 0 (TensorFlow Lite cannot run one)",
+                         id="resize_zero_size", kind=Kind.INFERRED)
 RESIZE_BILINEAR = (
-    RESIZE_RANK, RESIZE_SIZE,
+    RESIZE_RANK, RESIZE_SIZE, RESIZE_ZERO,
     # deeplab's 1 -> 33 with align_corners (its image pooling branch) stays on the CPU in both pairs.
-    Constraint(_bilinear_from_one, UNSPECIFIED, FIX_BILINEAR, EV_DEEPLAB, CONFIRMED),
+    Constraint(_bilinear_from_one, UNSPECIFIED, FIX_BILINEAR, EV_DEEPLAB, CONFIRMED,
+        id="bilinear_from_one", kind=Kind.OPTION),
     Constraint(_bilinear_factor, UNSPECIFIED, FIX_BILINEAR, DOCS, UNCERTAIN,
                looked_for="compiled RESIZE_BILINEAR with non-integer factors (only deeplab's 1 -> 33 with "
-               "align_corners is seen refused; x2 maps)"))
+               "align_corners is seen refused; x2 maps)", id="bilinear_factor", kind=Kind.HEURISTIC))
 
 
 def _squeeze(c: OpContext) -> str | None:
@@ -300,9 +322,8 @@ def _prelu(c: OpContext) -> str | None:
 
 
 FIX_TRANSPOSE = "transpose on the CPU after the Edge TPU part, or keep the layout NHWC"
-TRANSPOSE = (
-    Constraint(_transpose_size(TRANSPOSE_REFUSED - 1, True), UNSPECIFIED, FIX_TRANSPOSE,
-               ("pair:G-aad-a+ddu-eksamen__best_full_integer_quant",) + EV_YOLOV8N, CONFIRMED),
-    Constraint(_transpose_size(TRANSPOSE_LIMIT, False), UNSPECIFIED, FIX_TRANSPOSE,
-               ("report:jveitchmichaelis/edgetpu-yolo",), UNCERTAIN,
-               looked_for="a compile transposing between 82,944 (mapped) and 104,000 (refused) values"))
+TRANSPOSE = size_constraints(TRANSPOSES, _transpose_size, FIX_TRANSPOSE, measured="a transpose")
+
+
+#: Every size limit the rules draw, as the compiles show it (docs/edgetpu-compatibility.md lists them).
+SIZE_LIMITS: tuple[SizeLimit, ...] = (ROWS, TRANSPOSES, RESHAPES, RESIZES, MEANS)

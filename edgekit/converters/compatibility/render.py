@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from edgekit.converters.compatibility.words import UNCERTAIN
+from edgekit.converters.compatibility.words import UNCERTAIN, Target, Verdict
 
 if TYPE_CHECKING:
     from edgekit.converters.compatibility.check import CheckReport
@@ -34,10 +34,10 @@ def render(report: CheckReport) -> str:
     lines.append("Ops:")
     many = report.subgraphs > 1
     for v in report.ops:
-        mark = "TPU" if v.target == "edgetpu" else "CPU"
+        mark = "TPU" if v.target == Target.EDGETPU else "CPU"
         if many and v.subgraph is not None:
             mark += str(v.subgraph)
-        extra = "" if v.target == "edgetpu" and not v.detail else f"  {v.reason}" + (
+        extra = "" if v.target == Target.EDGETPU and not v.detail else f"  {v.reason}" + (
             f" ({v.detail})" if v.detail else "")
         unsure = "  [uncertain]" if v.confidence == UNCERTAIN else ""
         lines.append(f"  #{v.index:<4} {mark:<4} {v.name} v{v.version}{extra}{unsure}")
@@ -58,7 +58,7 @@ def render(report: CheckReport) -> str:
             tag += " (uncertain)"
         lines.append(f"{tag}: {p.message}" + (f"\n  fix: {p.hint}" if p.hint else ""))
     total = len(report.ops)
-    word = {"full": "FULL", "partial": "PARTIAL", "none": "NONE"}[report.verdict]
+    word = Verdict(report.verdict).value.upper()
     unsure = (f"; {report.uncertain_ops} of these placements uncertain (no real compile shows their rule)"
               if report.uncertain_ops else "")
     lines.append(f"Verdict: {word}: {report.edgetpu_ops} of {total} ops on the Edge TPU "
