@@ -58,7 +58,7 @@ SEEN_MAPPED: dict[str, Refs] = {
     "CONCATENATION": (
         "testdata:split_concat",
         "pair:atemaguer+drowsy-driver-detection__models__face_detection_front_128_full_integer_quant",
-        "pair:eljuguetero+coral_edgetpu__test_data__ultraface__version-slim-320_without_postprocessing_quantized",
+        "pair:G-aad-a+ddu-eksamen__best_full_integer_quant",
     ),
     "CONV_2D": (
         "testdata:mobilenet_v1_0.25_128_quant",
@@ -119,7 +119,7 @@ SEEN_MAPPED: dict[str, Refs] = {
     "RESHAPE": (
         "testdata:mobilenet_v1_0.25_128_quant",
         "pair:atemaguer+drowsy-driver-detection__models__face_detection_front_128_full_integer_quant",
-        "pair:ddchung+TSF-2025-Car__lane_nav",
+        "pair:G-aad-a+ddu-eksamen__best_full_integer_quant",
     ),
     "RESIZE_BILINEAR": ("report:eehoeskrap/PaperReview#15",),
     "RESIZE_NEAREST_NEIGHBOR": (
