@@ -656,4 +656,5 @@ def test_verdicts_targets_and_confidence_are_str_enums_equal_to_the_json_words()
     d = report.to_dict()
     assert json.loads(json.dumps(d)) == d and d["verdict"] == "full" and isinstance(report.verdict, C.Verdict)
     assert C.OpVerdict.from_dict(report.ops[0].to_dict()) == report.ops[0]
+    assert C.CheckReport.from_dict(json.loads(json.dumps(d))).to_dict() == d
     assert C.Problem.from_dict(C.Problem("x", "y", confidence="uncertain").to_dict()).confidence == C.UNCERTAIN

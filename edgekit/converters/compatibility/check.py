@@ -19,7 +19,7 @@ from edgekit.errors import CompatibilityError, UsageError
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo, SubgraphInfo
 
 
-@dataclass
+@dataclass(frozen=True)
 class CheckReport:
     """The offline prediction of one compile (JSON schema: README, ``edgekit check --json``)."""
 
@@ -35,6 +35,9 @@ class CheckReport:
     min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     compiled: bool = False
     multiple_subgraphs: bool = False
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "verdict", Verdict(self.verdict))
 
     @property
     def edgetpu_ops(self) -> int:
@@ -113,6 +116,16 @@ class CheckReport:
             "problems": [p.to_dict() for p in self.problems],
             "advice": list(self.advice),
         }
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> CheckReport:
+        """The report ``to_dict`` (``check --json``) wrote; what only the text used (each op's fix) is gone."""
+        s = d["summary"]
+        return cls(d.get("model"), Verdict(d["verdict"]), [OpVerdict.from_dict(o) for o in d["ops"]],
+                   s["subgraphs"], s["param_bytes"], s.get("on_chip_bytes_estimate"), s.get("off_chip_bytes_estimate"),
+                   [Problem.from_dict(p) for p in d.get("problems", [])], list(d.get("advice", [])),
+                   d.get("min_runtime", COMPILER_DEFAULT_MIN_RUNTIME), bool(d.get("compiled")),
+                   bool(d.get("multiple_subgraphs")))
 
 
 def _cut_confidence(g: SubgraphInfo, judged: list[Judgement], producer: dict[int, int]
