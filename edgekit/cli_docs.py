@@ -101,9 +101,10 @@ def rules_page() -> str:
               for code, r in C.MODEL_RULES.items()]
     sizes = ["| limit | largest seen mapped | smallest seen refused | check's line | refusal | evidence |",
              "|---|---|---|---|---|---|"]
-    sizes += [f"| `{z.id}` | {z.largest_mapped:,} | {z.smallest_refused:,} | {z.limit:,} | "
-              f"{'confirmed from ' + format(z.smallest_refused, ',') if z.refused_confirmed else 'uncertain at every size'}"
-              f" | {evidence(z.evidence + z.refused_evidence)} |" for z in C.SIZE_LIMITS]
+    for z in C.SIZE_LIMITS:
+        refusal = f"confirmed from {z.smallest_refused:,}" if z.refused_confirmed else "uncertain at every size"
+        sizes.append(f"| `{z.id}` | {z.largest_mapped:,} | {z.smallest_refused:,} | {z.limit:,} | {refusal} | "
+                     f"{evidence(z.evidence + z.refused_evidence)} |")
     guesses = ["| kind | held | tested | 95% interval | best guess for its untested rules |", "|---|---|---|---|---|"]
     for kind in list(C.Kind)[:-1] + [None]:
         r = C.record(kind)
