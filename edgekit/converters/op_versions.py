@@ -36,6 +36,11 @@ them, and no compile we hold shows one either way: check reports such a version 
 problem and, as its best guess, judges the model as parsed (a wrong "cannot parse" tells a user to
 give up on a model that compiles).
 
+Only a CPU model proves what the compiler parsed: in its output, the compiler writes every op it
+leaves on the CPU as version 1 (testdata pair coral_wifi_webserver__yolov8n_full_integer_quant: ADD v2,
+CONV_2D v3 and MUL v2 in the CPU model, all v1 in the compiled one), so a compiled file alone cannot
+show a version beyond the registrations.
+
 Parsing is not mapping: a version the compiler parses may still be left on the CPU (e.g.
 FULLY_CONNECTED with ``keep_num_dims``, v5 and up, gets "Operation version not supported"). That is
 :mod:`edgekit.converters.compatibility`'s business, not this module's.
