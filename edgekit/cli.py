@@ -63,7 +63,8 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
     if getattr(exc, "hard_exit", False):  # threads that may never let the interpreter end, or a stdout whose
         for stream in (sys.stdout, sys.stderr):  # buffer would fail again at exit: go now
             try:
-                stream.flush()
+                if stream is not None:  # None: the stream was closed when edgekit started
+                    stream.flush()
             except OSError:
                 pass
         os._exit(exc.exit_code)
@@ -189,6 +190,11 @@ def _reporter(quiet: bool) -> Any:
 def _echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
     """click.echo with every line strict UTF-8: a file name that is not UTF-8 prints as \\xNN, never as a lone
     surrogate the terminal cannot show (or an encoding error)."""
+    if not err and sys.stdout is None and kwargs.get("file") is None:  # edgekit started with stdout closed
+        from edgekit.errors import OutputError
+
+        raise OutputError("cannot write to standard output (it is closed)",
+                          "run edgekit with its standard output open: redirect it to a file or /dev/null")
     try:
         click.echo(printable(message) if isinstance(message, str) else message, err=err, **kwargs)
     except OSError as exc:  # a full disk or device behind > (/dev/full), a closed pipe
@@ -1028,7 +1034,25 @@ def _stop_like_ctrl_c() -> None:
             signal.signal(sig, _raise_stopped)
 
 
+def _fill_closed_std_fds() -> None:
+    """A closed standard descriptor (``>&-``) gets /dev/null, as OpenSSH's sanitise_stdfd does: else the next file
+    edgekit or a child opens would take its number and receive what is written to standard output or error.
+    Python already set ``sys.stdout`` (``sys.stderr``) to None for it, so a write to it still fails (exit 1)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 def main(argv: list[str] | None = None) -> None:
+    _fill_closed_std_fds()
     _stop_like_ctrl_c()
     cli.main(args=argv, prog_name="edgekit")
 

@@ -229,3 +229,12 @@ def test_only_the_plugin_a_file_names_is_loaded(hostile):
     assert proc.returncode == 0, proc.stderr
     refused, plugins = proc.stdout.splitlines()
     assert refused == "InputError" and plugins == "['PIL.BmpImagePlugin']"
+
+
+def test_a_closed_stdout_is_one_line_and_exit_1(hostile):
+    """``edgekit inspect m >&-``: the output cannot go anywhere, so exit 1 as for a full disk (README), not 0."""
+    for args in (["inspect", str(hostile / MODEL)], ["inspect", str(hostile / MODEL), "--json"]):
+        proc = subprocess.run([sys.executable, "-m", "edgekit", *args], stdout=subprocess.DEVNULL,
+                              stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60,
+                              preexec_fn=lambda: os.close(1))
+        assert "standard output" in assert_clean(proc, 1)
