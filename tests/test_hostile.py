@@ -238,3 +238,23 @@ def test_a_closed_stdout_is_one_line_and_exit_1(hostile):
                               stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60,
                               preexec_fn=lambda: os.close(1))
         assert "standard output" in assert_clean(proc, 1)
+
+
+def test_quantize_eval_errors_name_eval_not_calib(hostile):
+    """quantize's --eval data is read by the calibration reader; its errors name --eval, the option at fault."""
+    from edgekit.converters import calibration
+    from edgekit.errors import InputError, UsageError
+    from edgekit.preprocess import PreprocessSpec
+
+    model = hostile / "model.h5"
+    model.write_bytes(b"not read: the --eval check comes first")
+    line = assert_clean(run("quantize", str(model), "--calib", "random", "--eval", str(hostile / "gone")), 3)
+    assert line.startswith("error: --eval ") and "--calib" not in line, line
+    line = assert_clean(run("quantize", str(model), "--calib", "random", "--eval", "random"), 2)
+    assert line.startswith("error: --eval random") and "--calib" not in line, line
+    (hostile / "junk.npy").write_bytes(b"not an array")
+    (hostile / "one.png").write_bytes(b"")
+    for source in ("junk.npy", "one.png", "*.tfrecord"):
+        with pytest.raises((InputError, UsageError)) as caught:
+            calibration.load(str(hostile / source), PreprocessSpec(8, 8), flag="--eval")
+        assert str(caught.value).startswith("--eval ") and "--calib" not in str(caught.value), caught.value
