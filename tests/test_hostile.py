@@ -291,3 +291,34 @@ def test_check_time_grows_like_reading_the_model_not_quadratically():
         read, check = min(read, middle - start), min(check, time.perf_counter() - middle)
     assert report.verdict == "partial" and sum(o.detail == CUT_OFF for o in report.ops) == 2999
     assert check < 2.5 * read, f"check {check:.2f} s against {read:.2f} s to read the model"
+
+
+def _one_op_model(op: str, const_shape: list[int], const_values: int, const_bytes: int | None = None,
+                  const_first: bool = False) -> bytes:
+    """``op`` over an int8 1x4x4x2 input and an int32 constant of ``const_shape`` holding ``const_values`` ones,
+    its buffer cut to ``const_bytes`` when given: what TensorFlow Lite refuses as "invalidly specified"."""
+    import numpy as np
+
+    from tests.tflite_builder import GraphBuilder
+
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4, 4, 2], "int8", name="input")
+    c = gb.tensor(const_shape, "int32", data=np.ones(const_values, np.int32), scale=None, name="axis")
+    if const_bytes is not None:
+        gb.buffers[-1].data = gb.buffers[-1].data[:const_bytes]
+    y = gb.tensor([1, 4, 4, 2], "int8")
+    gb.op(op, [c, x] if const_first else [x, c], [y])
+    return gb.build([x], [y])
+
+
+@pytest.mark.parametrize("op,shape,values,cut,first", [
+    ("SPLIT", [], 1, 2, True), ("SPLIT", [1], 1, 2, True), ("MEAN", [-1, -1], 1, None, False),
+    ("PAD", [-1, -1], 1, None, False), ("SPLIT", [-1, -1], 1, None, True), ("MEAN", [2], 1, None, False)])
+def test_check_of_a_constant_tflite_refuses_is_exit_3_not_70(tmp_path, op, shape, values, cut, first):
+    """A constant shaped [-1, -1], or an axis whose buffer holds 2 of the 4 bytes of an int32: TensorFlow Lite
+    refuses both ("invalidly specified in schema"); check says which op and constant, exit 3."""
+    model = tmp_path / "bad.tflite"
+    model.write_bytes(_one_op_model(op, shape, values, cut, first))
+    line = assert_clean(run("check", str(model)), 3)
+    assert f"op #0 {op}'s constant input" in line and "'axis'" in line, line
+    assert_clean(run("inspect", str(model)), 0)  # the reader still shows what the file holds
