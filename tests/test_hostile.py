@@ -322,3 +322,32 @@ def test_check_of_a_constant_tflite_refuses_is_exit_3_not_70(tmp_path, op, shape
     line = assert_clean(run("check", str(model)), 3)
     assert f"op #0 {op}'s constant input" in line and "'axis'" in line, line
     assert_clean(run("inspect", str(model)), 0)  # the reader still shows what the file holds
+
+
+def test_build_refuses_inputs_inside_its_output_before_touching_anything(hostile):
+    """A bundle that ships its source model or labels is replaced as a whole by ``build -o`` it: the input would
+    be deleted. Any input inside -o (as given, or through a link) is exit 2, and the bundle stays as it was."""
+    from edgekit import build, manifest
+    from tests.helpers import make_bundle
+
+    bundle = make_bundle(hostile / "bundle")
+    doc = json.loads((bundle / "manifest.json").read_text())
+    sources = {e["path"]: bundle / e["path"] for e in doc["files"]}
+    sources["source/model.h5"] = b"the user's source model, shipped in the bundle"
+    sources["data/cat/cat.bmp"] = shared_file("cat.bmp")
+    bundle = build.write_bundle(hostile / "bundle2", sources, doc)
+    before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
+    (hostile / "labels-link.txt").symlink_to(bundle / manifest.LABELS_NAME)
+    outside = hostile / "model.h5"
+    outside.write_bytes(b"not read")
+    for args, what in (([str(bundle / "source/model.h5")], "the model"),
+                       ([str(outside), "--labels", str(bundle / manifest.LABELS_NAME)], "--labels"),
+                       ([str(outside), "--labels", str(hostile / "labels-link.txt")], "--labels"),
+                       ([str(outside), "--calib", str(bundle / "data")], "--calib"),
+                       ([str(outside), "--calib", str(bundle / "data" / "*.tfrecord")], "--calib"),
+                       ([str(outside), "--calib", "random", "--eval", str(bundle)], "--eval"),
+                       (["bundle2/source/model.h5"], "the model")):
+        line = assert_clean(run("build", *args, "-o", str(bundle), cwd=hostile), 2)
+        assert line.startswith(f"error: {what} ") and "inside the output folder" in line, line
+    assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
+    assert sorted(p.name for p in hostile.iterdir() if p.name.startswith(".bundle2")) == []
