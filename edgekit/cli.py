@@ -6,6 +6,7 @@ import TensorFlow (each command imports what it needs when it runs).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import signal
@@ -15,7 +16,7 @@ from typing import Any, Callable
 import click
 
 from edgekit import __version__
-from edgekit.errors import EdgekitError, InputError, InternalError, UsageError, printable
+from edgekit.errors import EdgekitError, InputError, InternalError, UsageError, shown
 
 
 def _debug_requested(ctx: click.Context) -> bool:
@@ -59,7 +60,7 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-    _echo(f"error: {exc}", err=True)
+    _echo(f"error: {shown(str(exc))}", err=True)  # one line, whatever names the message holds
     if getattr(exc, "hard_exit", False):  # threads that may never let the interpreter end, or a stdout whose
         for stream in (sys.stdout, sys.stderr):  # buffer would fail again at exit: go now
             try:
@@ -77,9 +78,7 @@ class _BadInputParameter(click.ClickException):
     exit_code = InputError.exit_code
 
     def show(self, file: Any = None) -> None:
-        from edgekit.errors import printable
-
-        _echo(f"error: {printable(self.message)}", err=True)
+        _echo(f"error: {shown(self.message)}", err=True)
 
 
 class _KindPath(click.Path):
@@ -184,19 +183,20 @@ def _reporter(quiet: bool) -> Any:
     """The one reporter commands pass down: notes and progress bars on stderr unless --quiet, warnings always."""
     from edgekit.report import ConsoleReporter
 
-    return ConsoleReporter(quiet, lambda line: _echo(line, err=True))
+    return ConsoleReporter(quiet, lambda line: _echo(shown(line), err=True))  # each note or warning one line
 
 
 def _echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
-    """click.echo with every line strict UTF-8: a file name that is not UTF-8 prints as \\xNN, never as a lone
-    surrogate the terminal cannot show (or an encoding error)."""
+    """click.echo with every line strict UTF-8 and nothing a terminal obeys but the newline (:func:`shown`): a file
+    name that is not UTF-8 prints as \\xNN, never as a lone surrogate the terminal cannot show (or an encoding
+    error), and an escape sequence from a model as \\x1b[..., never as a change of the terminal."""
     if not err and sys.stdout is None and kwargs.get("file") is None:  # edgekit started with stdout closed
         from edgekit.errors import OutputError
 
         raise OutputError("cannot write to standard output (it is closed)",
                           "run edgekit with its standard output open: redirect it to a file or /dev/null")
     try:
-        click.echo(printable(message) if isinstance(message, str) else message, err=err, **kwargs)
+        click.echo(shown(message, newlines=True) if isinstance(message, str) else message, err=err, **kwargs)
     except OSError as exc:  # a full disk or device behind > (/dev/full), a closed pipe
         if err:
             raise
@@ -213,7 +213,25 @@ def emit(as_json: bool, data: Any, render: Callable[[Any], str]) -> None:
 
         _echo(json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False))
     else:
-        _echo(render(data))
+        _echo(render(_text_safe(data)))
+
+
+def _text_safe(x: Any) -> Any:
+    """Every string in ``data`` (keys too) as :func:`shown` writes it, newlines included: a name from a model (a
+    tensor, a label, metadata) is then one line of text output, never a line of its own; ``--json`` keeps them
+    exact."""
+    if isinstance(x, str):
+        return shown(x)
+    if isinstance(x, dict):
+        return {_text_safe(k): _text_safe(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_text_safe(v) for v in x]
+    if type(x) is tuple:
+        return tuple(_text_safe(v) for v in x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # a typed result (check's CheckReport)
+        return dataclasses.replace(x, **{f.name: _text_safe(getattr(x, f.name)) for f in dataclasses.fields(x)
+                                         if f.init})
+    return x
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -537,7 +555,8 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
     if as_json:
         emit(True, {**report.to_dict(), "edgetpu": compiled}, str)
     else:
-        _echo(compatibility.render(report) + (f"\n{edgetpu_package.describe(compiled)}" if compiled else ""))
+        _echo(compatibility.render(_text_safe(report))
+              + (f"\n{edgetpu_package.describe(_text_safe(compiled))}" if compiled else ""))
     failure = report.strict_error() if strict else None
     if failure:
         raise failure
@@ -615,8 +634,8 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
         if as_json:
             emit(True, {"compiled": False, "reason": err.message, "check": prediction.to_dict()}, str)
         else:
-            _echo(f"{err.message}; here is the offline prediction (`edgekit check`) instead:\n")
-            _echo(compatibility.render(prediction))
+            _echo(f"{shown(err.message)}; here is the offline prediction (`edgekit check`) instead:\n")
+            _echo(compatibility.render(_text_safe(prediction)))
         raise
     except CompilerError as err:  # --json still describes what the compiler said (the error line follows)
         if as_json:
@@ -807,7 +826,7 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     emit(as_json, doc, _render_classify)
     if doc["errors"]:  # one line per image that failed, with its fix (also beside --json); the rest were classified
         for e in doc["errors"]:
-            _echo(f"error: {e['error']}", err=True)
+            _echo(f"error: {shown(e['error'])}", err=True)
         sys.exit(InputError.exit_code)
 
 
@@ -884,7 +903,7 @@ def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labe
         from edgekit.errors import InputError
 
         for e in doc["errors"]:
-            _echo(f"error: {e['error']}", err=True)
+            _echo(f"error: {shown(e['error'])}", err=True)
         sys.exit(InputError.exit_code)
 
 

@@ -351,3 +351,72 @@ def test_build_refuses_inputs_inside_its_output_before_touching_anything(hostile
         assert line.startswith(f"error: {what} ") and "inside the output folder" in line, line
     assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
     assert sorted(p.name for p in hostile.iterdir() if p.name.startswith(".bundle2")) == []
+
+
+SPOOF = "\x1b[2J\x1b[31m\nVerdict: FULL\r\x07\u202e"
+
+
+def _named_model(spoof: str) -> bytes:
+    """A model whose input, output and custom op code and a metadata entry's name carry ``spoof``."""
+    from ai_edge_litert import schema_py_generated as S
+
+    from tests.tflite_builder import GraphBuilder
+
+    gb = GraphBuilder()
+    x = gb.tensor([1, 4], "int8", name="in" + spoof)
+    y = gb.tensor([1, 4], "int8", name="mid" + spoof)
+    gb.op("ADD", [x, x], [y])
+    z = gb.tensor([1, 4], "int8", name="out" + spoof)
+    gb.op("CUSTOM", [y], [z], custom_code="Op" + spoof)
+    model = S.ModelT.InitFromPackedBuf(gb.build([x], [z]), 0)
+    meta, buf = S.MetadataT(), S.BufferT()
+    buf.data = list(b"value")
+    model.buffers.append(buf)
+    meta.name, meta.buffer = "meta" + spoof, len(model.buffers) - 1
+    model.metadata = [meta]
+    import flatbuffers
+
+    b = flatbuffers.Builder(1024)
+    b.Finish(model.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def _assert_inert(text: str) -> None:
+    """Nothing a terminal obeys but newlines, and no line a name made: each spoof is shown escaped, in place."""
+    assert not any(ch in text for ch in "\x1b\r\x07\u202e"), repr(text)
+    assert not any(line.startswith("Verdict: FULL") for line in text.splitlines()), text
+    assert "\\x1b[2J\\x1b[31m\\nVerdict: FULL\\r\\x07\\u202e" in text, text
+
+
+def test_names_from_a_model_are_escaped_in_text_and_exact_in_json(tmp_path):
+    """Tensor names, custom op codes and metadata names with escape sequences and newlines: inert in text (shown
+    as \\x1b, \\n, ...), exact in --json."""
+    model = tmp_path / "named.tflite"
+    model.write_bytes(_named_model(SPOOF))
+    for command in ("inspect", "check"):
+        proc = run(command, str(model))
+        assert_clean(proc, 0)
+        _assert_inert(proc.stdout.decode())
+    doc = json.loads(run("inspect", str(model), "--json").stdout)
+    assert doc["inputs"][0]["name"] == "in" + SPOOF and doc["metadata"] == ["meta" + SPOOF]
+    assert json.loads(run("check", str(model), "--json").stdout)["verdict"] == "partial"
+
+
+def test_labels_and_error_lines_are_escaped(hostile):
+    """Labels (a bundle's or a model's, or -l's) are printed with classify's scores: escaped the same way; an error
+    line naming what a model holds stays one line."""
+    from edgekit.errors import shown
+
+    labels = hostile / "labels.txt"
+    labels.write_text("".join(f"class{SPOOF.replace(chr(10), '')}{i}\n" for i in range(1001)))
+    proc = run("classify", str(shared_file("cat.bmp")), "-m", str(hostile / MODEL), "-l", str(labels), "-k", "3")
+    assert_clean(proc, 0)
+    out = proc.stdout.decode()
+    assert not any(ch in out for ch in "\x1b\r\x07\u202e") and "class\\x1b[2J\\x1b[31m" in out, out
+    assert shown("a" + SPOOF) == "a\\x1b[2J\\x1b[31m\\nVerdict: FULL\\r\\x07\\u202e"
+    assert shown("a\nb", newlines=True) == "a\nb" and shown("café 中 x\udcff") == "café 中 x\\xff"
+    model = hostile / "named.tflite"
+    model.write_bytes(_named_model(SPOOF))
+    proc = run("classify", str(shared_file("cat.bmp")), "-m", str(model))  # the input's name is in the error
+    err = proc.stderr.decode()
+    assert len(err.splitlines()) == 1 and not any(ch in err for ch in "\x1b\r\x07\u202e"), err
