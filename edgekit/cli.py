@@ -446,7 +446,8 @@ QUANTIZE_OPTIONS = [
     click.option("--arch", help="For weights-only files: module.py:function or package.module:function that builds "
                  "the model."),
     click.option("--custom-objects", type=FilePath(), help="A .py file defining the model's custom layers/functions."),
-    click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file)."),
+    click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file) "
+                 "and SavedModels with file or system operations (a SavedModel is a program)."),
     click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]),
                  help="Input scaling the model was trained with (default: from the model or its record, else "
                  "measured on labelled calibration data)."),
@@ -870,7 +871,8 @@ def _render_evaluate(d: dict[str, Any]) -> str:
               help="Labels file (default: recorded with the model); class folders named as labels match by name.")
 @click.option("--arch", help="For a weights-only --reference: module.py:function that builds the model.")
 @click.option("--custom-objects", type=FilePath(), help="A .py file with the reference's custom layers.")
-@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers in --reference.")
+@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers, and a SavedModel with file or "
+              "system operations, in --reference.")
 @click.option("--device", "-d", default="auto", show_default=True, help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
 @click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
 @click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")

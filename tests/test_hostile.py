@@ -420,3 +420,78 @@ def test_labels_and_error_lines_are_escaped(hostile):
     proc = run("classify", str(shared_file("cat.bmp")), "-m", str(model))  # the input's name is in the error
     err = proc.stderr.decode()
     assert len(err.splitlines()) == 1 and not any(ch in err for ch in "\x1b\r\x07\u202e"), err
+
+
+def _saved_model(folder: Path, evil: str, marker: Path) -> Path:
+    """A tiny image classifier SavedModel whose serving function also does ``evil`` (or nothing more)."""
+    from edgekit.converters.tf_quiet import import_tensorflow, silenced
+
+    tf = import_tensorflow()
+
+    class Model(tf.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.w = tf.Variable(tf.ones([3, 4]))
+
+        @tf.function(input_signature=[tf.TensorSpec([None, 8, 8, 3], tf.float32)])
+        def serve(self, x):
+            if evil == "write_file":
+                tf.io.write_file(str(marker), "written by the model")
+            elif evil == "py_function":
+                tf.py_function(lambda: marker.write_text("x") and 0.0, [], tf.float32)
+            elif evil == "print_to_file":
+                tf.print("hello", output_stream=f"file://{marker}")
+            elif evil == "save_v2":
+                tf.raw_ops.SaveV2(prefix=str(marker), tensor_names=["w"], shape_and_slices=[""],
+                                  tensors=[self.w.read_value()])
+            return tf.nn.softmax(tf.reduce_mean(x, [1, 2]) @ self.w)
+
+    m = Model()
+    with silenced():
+        tf.saved_model.save(m, str(folder), signatures={"serving_default": m.serve})
+    return folder
+
+
+EVIL_OPS = {"write_file": "WriteFile", "py_function": "EagerPyFunc", "print_to_file": "PrintV2", "save_v2": "SaveV2"}
+
+
+@pytest.fixture(scope="module")
+def saved_models(tmp_path_factory):
+    """One plain SavedModel and one per kind of EVIL_OPS, made once (their marker files must never appear)."""
+    root = tmp_path_factory.mktemp("saved_models")
+    return root, {evil: _saved_model(root / (evil or "plain"), evil, root / f"written_{evil}")
+                  for evil in ["", *EVIL_OPS]}
+
+
+@pytest.mark.tf
+def test_a_savedmodel_with_file_or_system_ops_is_refused_unread(saved_models, tmp_path):
+    """tf.io.write_file in a serving function wrote its file during quantize: the graph is now read as data
+    first, and refused (exit 3) naming the ops and --trust-model; nothing of it runs (no file is written)."""
+    from edgekit.converters import keras_io
+    from edgekit.errors import InputError
+
+    root, models = saved_models
+    for evil, op in EVIL_OPS.items():
+        assert op in keras_io.saved_model_system_ops(models[evil]), evil
+        with pytest.raises(InputError, match=f"{op} \\(in __inference_serve") as caught:
+            keras_io.load(models[evil])
+        assert "--trust-model" in caught.value.hint
+    proc = run("quantize", str(models["write_file"]), "--calib", "random", "-o", str(tmp_path / "out.tflite"),
+               timeout=300)
+    line = assert_clean(proc, 3)
+    assert "WriteFile" in line and "--trust-model" in line, line
+    assert not list(root.glob("written*")) and not (tmp_path / "out.tflite").exists()
+
+
+@pytest.mark.tf
+def test_a_plain_savedmodel_passes_the_scan_and_is_called_a_program(saved_models, tmp_path):
+    from edgekit.converters import keras_io
+    from edgekit.converters.quantize import QuantizeOptions, quantize
+    from edgekit.report import Collector
+
+    plain = saved_models[1][""]
+    assert keras_io.saved_model_system_ops(plain) == {}  # its own checkpoint save/restore functions do not count
+    report = Collector()
+    quantize(QuantizeOptions(model=str(plain), output=str(tmp_path / "out.tflite"), calib="random",
+                             scaling="0..1", verify=False, show_progress=False, report=report))
+    assert any("a SavedModel is a program" in n for n in report.notes), report.notes
