@@ -536,14 +536,14 @@ def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: An
 @click.option("--allow-multiple-subgraphs", "-a", "multiple_subgraphs", is_flag=True,
               help="Predict a compile with edgetpu_compiler -a (--enable_multiple_subgraphs): every mappable run "
               "of ops becomes its own Edge TPU subgraph.")
-@click.option("--strict", is_flag=True, help="Exit 7 when any op is certain to stay on the CPU (a placement "
-              "only an uncertain rule decides does not fail).")
+@click.option("--strict", is_flag=True, help="Exit 7 unless the verdict is FULL: any op predicted on the CPU "
+              "(also by an uncertain rule: the error says so) or a model the compiler would refuse fails.")
 @json_option
 def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, as_json: bool) -> None:
     """Predict, offline and on any OS, which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
 
-    Exit codes: 0 (also for a partial mapping), 2 bad option, 3 bad model, 7 with --strict when any op
-    is certain to stay on the CPU.
+    Exit codes: 0 (also for a partial mapping), 2 bad option, 3 bad model, 7 with --strict unless every
+    op is predicted on the Edge TPU.
     """
     from edgekit import tflite_model
     from edgekit.converters import compatibility

@@ -1085,22 +1085,34 @@ class CheckReport:
         return [p for p in self.problems if p.fatal]
 
     def strict_error(self) -> CompatibilityError | None:
-        """What ``check --strict`` raises (exit 7): ops certain to stay on the CPU, or None when there are none.
+        """What ``check --strict`` raises (exit 7): None only for a FULL verdict (every op on the Edge TPU).
 
-        Uncertainty alone does not fail: ops put on the CPU only by a rule no real compile shows
-        are reported, not held against the model.
+        Strict means the prediction must be full: ops that only an uncertain rule puts on the CPU fail it too
+        (a gate that let a model check itself rates PARTIAL or NONE through would ship it), and the message
+        says when every such placement is uncertain, so a user knows to compile it to be sure.
         """
-        refused = [p for p in self.fatal if p.confidence == CONFIRMED]
-        if refused:
-            return CompatibilityError(f"edgetpu_compiler would refuse the model: {refused[0].message}",
-                                      refused[0].hint or "see the problems above (or --json)")
+        if self.fatal:
+            first = self.fatal[0]
+            unsure = "" if first.confidence == CONFIRMED else " (uncertain: no real compile shows it either way)"
+            return CompatibilityError(f"edgetpu_compiler would refuse the model: {first.message}{unsure}",
+                                      first.hint or "see the problems above (or --json)")
+        cpu = [o for o in self.ops if o.target == "cpu"]
+        if not cpu:
+            if self.verdict == "full":
+                return None
+            return CompatibilityError(f"the verdict is {self.verdict.upper()}: no op would run on the Edge TPU",
+                                      "see the problems above (or --json)")
         certain = self.certain_cpu_ops
-        if not certain:
-            return None
-        first = certain[0]
-        return CompatibilityError(f"{len(certain)} of {len(self.ops)} ops would run on the CPU"
-                                  f" (first: #{first.index} {first.name}: {first.reason})",
-                                  "see the advice above (or --json) for what to change")
+        first = (certain or cpu)[0]
+        message = (f"{len(cpu)} of {len(self.ops)} ops would run on the CPU"
+                   f" (first: #{first.index} {first.name}: {first.reason})")
+        if len(certain) < len(cpu):
+            message += ("; every one of these placements is uncertain (a rule no real compile shows either way)"
+                        if not certain else f"; {len(cpu) - len(certain)} of these placements uncertain")
+        hint = "see the advice above (or --json) for what to change"
+        if len(certain) < len(cpu):
+            hint += "; `edgekit compile` shows what the real compiler does"
+        return CompatibilityError(message, hint)
 
     def split_by_type(self) -> dict[str, Counter]:
         """{"edgetpu": Counter(op name -> n), "cpu": Counter(...)}, the way a compiled pair is scored."""

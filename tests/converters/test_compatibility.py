@@ -566,9 +566,10 @@ def test_nearest_neighbour_resizes_by_any_factor_bilinear_by_integer_factors():
     assert flat.target == "cpu" and "3-D" in flat.detail
 
 
-def test_strict_fails_on_certain_cpu_ops_only_and_the_verdict_counts_the_uncertain(tmp_path):
+def test_strict_fails_any_verdict_but_full_and_says_when_the_placements_are_uncertain(tmp_path):
     """An op put on the CPU by a rule no real compile shows is reported as uncertain (text, --json, the
-    verdict line); --strict holds only ops certain to stay on the CPU against the model."""
+    verdict line); --strict fails every verdict but FULL, as its docs say (it once let a model check itself
+    rated NONE pass when the placement was uncertain), and its error says the placements are uncertain."""
     def model(op: str, out_shape: list[int], extra) -> str:
         gb = GraphBuilder()
         x, y = gb.tensor([1, 8, 8, 4], "int8"), gb.tensor(out_shape, "int8")
@@ -579,13 +580,17 @@ def test_strict_fails_on_certain_cpu_ops_only_and_the_verdict_counts_the_uncerta
 
     unsure = model("EXPAND_DIMS", [1, 1, 8, 8, 4], lambda g: g.const([1]))   # uncertain rule, nothing certain
     r = CliRunner().invoke(cli, ["check", unsure, "--strict"])
-    assert r.exit_code == 0, r.output
+    assert r.exit_code == 7, r.output
     assert "[uncertain]" in r.output and "1 of these placements uncertain" in r.output
+    assert "Verdict: NONE" in r.output and "every one of these placements is uncertain" in r.output
+    assert "`edgekit compile`" in r.output
+    assert CliRunner().invoke(cli, ["check", unsure]).exit_code == 0  # without --strict: any verdict is exit 0
     d = json.loads(CliRunner().invoke(cli, ["check", unsure, "--json"]).output)
     assert d["summary"]["uncertain_ops"] == 1 and d["ops"][0]["confidence"] == "uncertain"
     certain = model("ARG_MAX", [1, 8, 8], lambda g: g.const([3]))          # not an Edge TPU op at all
     r = CliRunner().invoke(cli, ["check", certain, "--strict"])
     assert r.exit_code == 7 and "1 of 1 ops would run on the CPU" in r.output
+    assert "uncertain (" not in r.output.splitlines()[-1]
 
 
 def test_strict_fails_a_model_the_compiler_refuses_and_one_with_a_custom_op():
