@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import struct
 import subprocess
 import sys
@@ -495,3 +496,101 @@ def test_a_plain_savedmodel_passes_the_scan_and_is_called_a_program(saved_models
     quantize(QuantizeOptions(model=str(plain), output=str(tmp_path / "out.tflite"), calib="random",
                              scaling="0..1", verify=False, show_progress=False, report=report))
     assert any("a SavedModel is a program" in n for n in report.notes), report.notes
+
+
+def _train_data(root: Path) -> Path:
+    """Two class folders of 6 small PNGs each, and one empty class folder."""
+    import numpy as np
+    from PIL import Image
+
+    rng = np.random.default_rng(0)
+    for name in ("a", "b"):
+        (root / name).mkdir(parents=True)
+        for i in range(6):
+            Image.fromarray(rng.integers(0, 255, (8, 8, 3), np.uint8)).save(root / name / f"{i}.png")
+    (root / "empty").mkdir()
+    return root
+
+
+@pytest.mark.parametrize("tf_config,says", [
+    ('{"cluster": {"worker": ["localhost:99999"]}, "task": {"type": "worker", "index": 0}}', "no port in 1..65535"),
+    ("[" * 20000 + "]" * 20000, "nested too deeply"),
+])
+def test_train_tf_config_with_a_port_out_of_range_or_nested_deeply_is_exit_2(tmp_path, tf_config, says):
+    data = _train_data(tmp_path / "data")
+    line = assert_clean(run("train", str(data), "-o", str(tmp_path / "m.keras"), env={"TF_CONFIG": tf_config}), 2)
+    assert "TF_CONFIG" in line and says in line, line
+
+
+def test_train_input_size_too_large_is_exit_2_before_any_work(tmp_path):
+    data = _train_data(tmp_path / "data")
+    for size in ("100000x100000", "99999999999x2"):
+        line = assert_clean(run("train", str(data), "-o", str(tmp_path / "m.keras"), "--input-size", size), 2)
+        assert f"--input-size {size} is larger than" in line, line
+    assert not (tmp_path / "m.keras").exists()
+
+
+@pytest.mark.tf
+def test_train_input_size_too_small_is_exit_2_and_an_empty_class_folder_is_said(tmp_path):
+    data = _train_data(tmp_path / "data")
+    proc = run("train", str(data), "-o", str(tmp_path / "m.keras"), "--input-size", "2x2", "--batch-size", "2",
+               timeout=300)
+    line = assert_clean(proc, 2)
+    assert "--input-size 2x2 is too small for --arch cnn" in line, line
+    warning = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("warning: ")]
+    assert len(warning) == 1 and "left out (empty)" in warning[0] and "learns 2 classes" in warning[0], warning
+
+
+def _serve(reply: bytes | None) -> tuple[socket.socket, str]:
+    """A local TCP server that answers each connection with ``reply`` (None: says nothing) and keeps it open."""
+    import threading
+
+    server = socket.socket()
+    server.bind(("127.0.0.1", 0))
+    server.listen(8)
+    kept = []
+
+    def loop() -> None:
+        while True:
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                return
+            kept.append(conn)
+            if reply is not None:
+                conn.sendall(reply)
+
+    threading.Thread(target=loop, daemon=True).start()
+    return server, f"127.0.0.1:{server.getsockname()[1]}"
+
+
+def test_a_peer_port_that_answers_but_is_no_tensorflow_worker_ends_the_rendezvous_at_once(tmp_path):
+    """TF_CONFIG names a port where an SSH or web server answers: TensorFlow would wait for it for ever (train hung
+    with no output). The rendezvous knock tells a worker (edgekit's greeting, or a gRPC server's HTTP/2 SETTINGS)
+    from anything else, and names it: exit 9 at once, not at --worker-timeout."""
+    from edgekit.training import strategy
+    from edgekit.training.strategy import Cluster, WorkersUnreachable, knock, rendezvous
+
+    settings = b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x04\x00@\x00\x00"  # what TensorFlow's server sends first
+    servers = {kind: _serve(reply) for kind, reply in [("ssh", b"SSH-2.0-OpenSSH_9.2p1\r\n"), ("grpc", settings),
+                                                       ("edgekit", strategy.RENDEZVOUS_GREETING), ("silent", None)]}
+    try:
+        assert knock(servers["grpc"][1], 1.0) == (True, None)
+        assert knock(servers["edgekit"][1], 1.0) == (True, None)
+        answered, why = knock(servers["ssh"][1], 1.0)
+        assert answered and "is not a TensorFlow worker" in why and "SSH-2.0" in why
+        answered, why = knock(servers["silent"][1], 0.5)
+        assert not answered and "says nothing" in why  # maybe a busy worker: knocked at again until the deadline
+        me = socket.socket()
+        me.bind(("127.0.0.1", 0))
+        mine = f"127.0.0.1:{me.getsockname()[1]}"
+        me.close()
+        start = time.monotonic()
+        with pytest.raises(WorkersUnreachable, match="answers but is not a TensorFlow worker"):
+            rendezvous(Cluster({"worker": [mine, servers["ssh"][1]]}, "worker", 0), timeout=60)
+        assert time.monotonic() - start < 10
+        with pytest.raises(WorkersUnreachable, match="says nothing"):
+            rendezvous(Cluster({"worker": [mine, servers["silent"][1]]}, "worker", 0), timeout=2)
+    finally:
+        for server, _ in servers.values():
+            server.close()
