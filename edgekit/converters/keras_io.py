@@ -377,7 +377,8 @@ def saved_model_system_ops(folder: Path) -> dict[str, list[str]]:
             regular_file(pbtxt)
             text_format.Parse(pbtxt.read_text(encoding="utf-8"), sm)
     except (message.DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError, ValueError) as exc:
-        raise InputError(f"{folder}: saved_model.pb is not a SavedModel ({first_line(exc, 200)})",
+        raise InputError(f"{folder}: TensorFlow could not load the SavedModel: its saved_model.pb does not parse "
+                         f"({first_line(exc, 200)})",
                          "export it again (model.export(dir) in Keras 3, model.save(dir) in Keras 2)") from None
     except OSError as exc:
         raise InputError(f"{folder}: cannot read saved_model.pb ({exc.strerror or exc})",
