@@ -261,28 +261,16 @@ def test_quantize_eval_errors_name_eval_not_calib(hostile):
         assert str(caught.value).startswith("--eval ") and "--calib" not in str(caught.value), caught.value
 
 
-def _cut_chain(n: int) -> bytes:
-    """``n`` int8 ADDs in a chain with an op the Edge TPU lacks (SIN) halfway: every ADD after it is cut off."""
-    from tests.tflite_builder import GraphBuilder
-
-    gb = GraphBuilder()
-    x = first = gb.tensor([1, 4], "int8", name="input")
-    for i in range(n):
-        y = gb.tensor([1, 4], "int8")
-        gb.op("SIN" if i == n // 2 else "ADD", [x] if i == n // 2 else [x, x], [y])
-        x = y
-    return gb.build([first], [x])
-
-
 def test_check_time_grows_like_reading_the_model_not_quadratically():
     """check of a model whose second half is cut off the Edge TPU: within a small multiple of the time inspect
     takes to read the same model, measured in this process (so a slow or busy machine slows both). A walk back
-    per cut-off op made it quadratic: about 5x the reading time at 6,000 ops (and 166 s at 150,000), linear
+    per cut-off op made it quadratic: about 6x the reading time at 6,000 ops (and 166 s at 150,000), linear
     about 0.5x."""
     from edgekit import tflite_model
     from edgekit.converters.compatibility import CUT_OFF, check_model
+    from tests.tflite_builder import cut_chain
 
-    data = _cut_chain(6000)
+    data = cut_chain(6000)
     read = check = float("inf")
     for _ in range(2):  # best of two: a busy machine adds, never removes, time
         start = time.perf_counter()
@@ -291,7 +279,7 @@ def test_check_time_grows_like_reading_the_model_not_quadratically():
         report = check_model(info)
         read, check = min(read, middle - start), min(check, time.perf_counter() - middle)
     assert report.verdict == "partial" and sum(o.detail == CUT_OFF for o in report.ops) == 2999
-    assert check < 2.5 * read, f"check {check:.2f} s against {read:.2f} s to read the model"
+    assert check < 3 * read, f"check {check:.2f} s against {read:.2f} s to read the model"
 
 
 def _one_op_model(op: str, const_shape: list[int], const_values: int, const_bytes: int | None = None,
