@@ -531,10 +531,13 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         calibration.check_exists(opts.eval, flag="--eval")
 
     loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose)
-    if loaded.format == "savedmodel":  # README: a SavedModel is a program, and converting it runs it
-        opts.report.note("a SavedModel is a program: converting it runs its graph"
-                         + (" (--trust-model: file and system operations in it were not looked for)"
-                            if opts.trust_model else " (it was read first: it has no file or system operations)"))
+    if loaded.format == "savedmodel":  # docs/commands/quantize.md: a SavedModel is a program, and converting runs it
+        if opts.trust_model:
+            opts.report.warn("a SavedModel is a program: converting it runs its graph, and with --trust-model its "
+                             "file and system operations were not looked for")
+        else:
+            opts.report.note("a SavedModel is a program: converting it runs its graph (read first: it has no file or "
+                             "system operations)")
     spec, spec_origin, spec_warnings = resolve_spec(loaded, opts, record.preprocess if record else None)
     warnings: list[str] = []
 
