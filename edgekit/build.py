@@ -20,7 +20,7 @@ from typing import Any, Union
 from edgekit import __version__, manifest, tflite_model
 from edgekit.converters.quantize import QuantizeOptions
 from edgekit.errors import printable
-from edgekit.errors import InputError, MissingDependencyError, UsageError
+from edgekit.errors import EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
 from edgekit.report import SILENT, Reporter
 from edgekit.manifest import BundleError
@@ -63,6 +63,7 @@ def build(opts: BuildOptions) -> dict[str, Any]:
     from edgekit.devices import evaluate as evaluate_mod
 
     target = Path(opts.output)
+    refuse_inputs_inside(target, opts.quantize)  # first: nothing is touched for an -o that holds an input
     require_output_folder(target, opts.report)  # before minutes of work: a wrong -o
     check_target(target)                                                 # fails now
     evaluating = opts.quantize.eval
@@ -126,6 +127,51 @@ def build(opts: BuildOptions) -> dict[str, Any]:
         shutil.rmtree(work, ignore_errors=True)
     written = manifest.load(target).manifest
     return {"bundle": str(target), "manifest": written, "quantize": q.summary, "notes": notes}
+
+
+def _inputs(q: QuantizeOptions) -> list[tuple[str, str]]:
+    """(what, path) of every file or folder build reads: the model, its architecture and custom objects, the
+    calibration data (given, or recorded beside the model), --eval data, labels, and the record beside the model."""
+    from edgekit.converters.quantize import recorded_beside
+
+    found = [("the model", q.model), ("--arch", q.arch), ("--custom-objects", q.custom_objects),
+             ("--calib", q.calib), ("--eval", q.eval), ("--labels", q.labels)]
+    try:
+        beside = recorded_beside(q.model) if Path(q.model).exists() else None
+    except (EdgekitError, OSError, RecursionError):  # an unreadable record is quantize's to report; its file is an input all the same
+        beside = None
+    if beside is not None:
+        record, record_file = beside
+        found.append(("the record beside the model", str(record_file)))
+        recorded = (record.extra.get("calibration") or {}).get("source")
+        if q.calib is None and isinstance(recorded, str) and recorded:
+            source = Path(recorded)
+            found.append(("the recorded calibration data", str(source if source.is_absolute()
+                                                               else record_file.parent / source)))
+    return [(what, path) for what, path in found if path and path != "random"]
+
+
+def _unglobbed(path: str) -> str:
+    """A TFRecord glob's fixed leading folders (``data/*/train-*`` -> ``data``): where its files lie."""
+    parts = Path(path).parts
+    for i, part in enumerate(parts):
+        if any(ch in part for ch in "*?["):
+            return str(Path(*parts[:i])) if i else "."
+    return path
+
+
+def refuse_inputs_inside(target: Union[str, os.PathLike], q: QuantizeOptions) -> None:
+    """UsageError (exit 2) when an input lies inside the bundle folder ``target`` (or is it): replacing the
+    bundle would delete it. Checked on the paths as given and as resolved (a link into the bundle counts)."""
+    def forms(path: Union[str, os.PathLike]) -> set[Path]:
+        return {Path(os.path.abspath(path)), Path(os.path.realpath(path))}
+
+    outs = forms(target)
+    for what, path in _inputs(q):
+        for p in forms(_unglobbed(path)):
+            if any(p == out or out in p.parents for out in outs):
+                raise UsageError(f"{what} {path} lies inside the output folder {target}, which build replaces "
+                                 "as a whole", "keep the inputs outside the bundle: move them, or choose another -o")
 
 
 def _record_of(model: Path) -> Any:

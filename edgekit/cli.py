@@ -6,6 +6,7 @@ import TensorFlow (each command imports what it needs when it runs).
 
 from __future__ import annotations
 
+import dataclasses
 import math
 import os
 import signal
@@ -15,7 +16,7 @@ from typing import Any, Callable
 import click
 
 from edgekit import __version__
-from edgekit.errors import EdgekitError, InputError, InternalError, UsageError, printable
+from edgekit.errors import EdgekitError, InputError, InternalError, UsageError, shown
 
 
 def _debug_requested(ctx: click.Context) -> bool:
@@ -59,11 +60,12 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-    _echo(f"error: {exc}", err=True)
+    _echo(f"error: {shown(str(exc))}", err=True)  # one line, whatever names the message holds
     if getattr(exc, "hard_exit", False):  # threads that may never let the interpreter end, or a stdout whose
         for stream in (sys.stdout, sys.stderr):  # buffer would fail again at exit: go now
             try:
-                stream.flush()
+                if stream is not None:  # None: the stream was closed when edgekit started
+                    stream.flush()
             except OSError:
                 pass
         os._exit(exc.exit_code)
@@ -76,9 +78,7 @@ class _BadInputParameter(click.ClickException):
     exit_code = InputError.exit_code
 
     def show(self, file: Any = None) -> None:
-        from edgekit.errors import printable
-
-        _echo(f"error: {printable(self.message)}", err=True)
+        _echo(f"error: {shown(self.message)}", err=True)
 
 
 class _KindPath(click.Path):
@@ -183,14 +183,20 @@ def _reporter(quiet: bool) -> Any:
     """The one reporter commands pass down: notes and progress bars on stderr unless --quiet, warnings always."""
     from edgekit.report import ConsoleReporter
 
-    return ConsoleReporter(quiet, lambda line: _echo(line, err=True))
+    return ConsoleReporter(quiet, lambda line: _echo(shown(line), err=True))  # each note or warning one line
 
 
 def _echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
-    """click.echo with every line strict UTF-8: a file name that is not UTF-8 prints as \\xNN, never as a lone
-    surrogate the terminal cannot show (or an encoding error)."""
+    """click.echo with every line strict UTF-8 and nothing a terminal obeys but the newline (:func:`shown`): a file
+    name that is not UTF-8 prints as \\xNN, never as a lone surrogate the terminal cannot show (or an encoding
+    error), and an escape sequence from a model as \\x1b[..., never as a change of the terminal."""
+    if not err and sys.stdout is None and kwargs.get("file") is None:  # edgekit started with stdout closed
+        from edgekit.errors import OutputError
+
+        raise OutputError("cannot write to standard output (it is closed)",
+                          "run edgekit with its standard output open: redirect it to a file or /dev/null")
     try:
-        click.echo(printable(message) if isinstance(message, str) else message, err=err, **kwargs)
+        click.echo(shown(message, newlines=True) if isinstance(message, str) else message, err=err, **kwargs)
     except OSError as exc:  # a full disk or device behind > (/dev/full), a closed pipe
         if err:
             raise
@@ -207,7 +213,25 @@ def emit(as_json: bool, data: Any, render: Callable[[Any], str]) -> None:
 
         _echo(json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False))
     else:
-        _echo(render(data))
+        _echo(render(_text_safe(data)))
+
+
+def _text_safe(x: Any) -> Any:
+    """Every string in ``data`` (keys too) as :func:`shown` writes it, newlines included: a name from a model (a
+    tensor, a label, metadata) is then one line of text output, never a line of its own; ``--json`` keeps them
+    exact."""
+    if isinstance(x, str):
+        return shown(x)
+    if isinstance(x, dict):
+        return {_text_safe(k): _text_safe(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_text_safe(v) for v in x]
+    if type(x) is tuple:
+        return tuple(_text_safe(v) for v in x)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # a typed result (check's CheckReport)
+        return dataclasses.replace(x, **{f.name: _text_safe(getattr(x, f.name)) for f in dataclasses.fields(x)
+                                         if f.init})
+    return x
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -422,7 +446,8 @@ QUANTIZE_OPTIONS = [
     click.option("--arch", help="For weights-only files: module.py:function or package.module:function that builds "
                  "the model."),
     click.option("--custom-objects", type=FilePath(), help="A .py file defining the model's custom layers/functions."),
-    click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file)."),
+    click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file) "
+                 "and SavedModels with file or system operations (a SavedModel is a program)."),
     click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]),
                  help="Input scaling the model was trained with (default: from the model or its record, else "
                  "measured on labelled calibration data)."),
@@ -511,14 +536,14 @@ def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: An
 @click.option("--allow-multiple-subgraphs", "-a", "multiple_subgraphs", is_flag=True,
               help="Predict a compile with edgetpu_compiler -a (--enable_multiple_subgraphs): every mappable run "
               "of ops becomes its own Edge TPU subgraph.")
-@click.option("--strict", is_flag=True, help="Exit 7 when any op is certain to stay on the CPU (a placement "
-              "only an uncertain rule decides does not fail).")
+@click.option("--strict", is_flag=True, help="Exit 7 when any op is certain to stay on the CPU or the compiler "
+              "would certainly refuse the model (a placement only an uncertain rule decides does not fail).")
 @json_option
 def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, as_json: bool) -> None:
     """Predict, offline and on any OS, which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
 
     Exit codes: 0 (also for a partial mapping), 2 bad option, 3 bad model, 7 with --strict when any op
-    is certain to stay on the CPU.
+    is certain to stay on the CPU or the compiler would certainly refuse the model.
     """
     from edgekit import tflite_model
     from edgekit.converters import compatibility
@@ -531,7 +556,8 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
     if as_json:
         emit(True, {**report.to_dict(), "edgetpu": compiled}, str)
     else:
-        _echo(compatibility.render(report) + (f"\n{edgetpu_package.describe(compiled)}" if compiled else ""))
+        _echo(compatibility.render(_text_safe(report))
+              + (f"\n{edgetpu_package.describe(_text_safe(compiled))}" if compiled else ""))
     failure = report.strict_error() if strict else None
     if failure:
         raise failure
@@ -609,8 +635,8 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
         if as_json:
             emit(True, {"compiled": False, "reason": err.message, "check": prediction.to_dict()}, str)
         else:
-            _echo(f"{err.message}; here is the offline prediction (`edgekit check`) instead:\n")
-            _echo(compatibility.render(prediction))
+            _echo(f"{shown(err.message)}; here is the offline prediction (`edgekit check`) instead:\n")
+            _echo(compatibility.render(_text_safe(prediction)))
         raise
     except CompilerError as err:  # --json still describes what the compiler said (the error line follows)
         if as_json:
@@ -821,7 +847,7 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     emit(as_json, doc, _render_classify)
     if doc["errors"]:  # one line per image that failed, with its fix (also beside --json); the rest were classified
         for e in doc["errors"]:
-            _echo(f"error: {e['error']}", err=True)
+            _echo(f"error: {shown(e['error'])}", err=True)
         sys.exit(InputError.exit_code)
 
 
@@ -865,7 +891,8 @@ def _render_evaluate(d: dict[str, Any]) -> str:
               help="Labels file (default: recorded with the model); class folders named as labels match by name.")
 @click.option("--arch", help="For a weights-only --reference: module.py:function that builds the model.")
 @click.option("--custom-objects", type=FilePath(), help="A .py file with the reference's custom layers.")
-@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers in --reference.")
+@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers, and a SavedModel with file or "
+              "system operations, in --reference.")
 @click.option("--device", "-d", default="auto", show_default=True, help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
 @click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
 @click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
@@ -898,7 +925,7 @@ def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labe
         from edgekit.errors import InputError
 
         for e in doc["errors"]:
-            _echo(f"error: {e['error']}", err=True)
+            _echo(f"error: {shown(e['error'])}", err=True)
         sys.exit(InputError.exit_code)
 
 
@@ -1048,7 +1075,25 @@ def _stop_like_ctrl_c() -> None:
             signal.signal(sig, _raise_stopped)
 
 
+def _fill_closed_std_fds() -> None:
+    """A closed standard descriptor (``>&-``) gets /dev/null, as OpenSSH's sanitise_stdfd does: else the next file
+    edgekit or a child opens would take its number and receive what is written to standard output or error.
+    Python already set ``sys.stdout`` (``sys.stderr``) to None for it, so a write to it still fails (exit 1)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 def main(argv: list[str] | None = None) -> None:
+    _fill_closed_std_fds()
     _stop_like_ctrl_c()
     cli.main(args=argv, prog_name="edgekit")
 

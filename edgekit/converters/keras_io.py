@@ -90,7 +90,7 @@ def load(path: str | Path, arch: str | None = None, custom_objects: str | None =
         if arch:
             raise UsageError("--arch applies to weights-only .h5 files, not to a SavedModel directory",
                              "leave out --arch")
-        return _load_saved_model(p, verbose)
+        return _load_saved_model(p, verbose, trust_model)
     suffix = p.suffix.lower()
     if suffix == ".tflite":
         raise InputError(f"{p} is already a TFLite model", "use `edgekit inspect` or `edgekit check` on it")
@@ -328,8 +328,112 @@ def _from_keras(p: Path, fmt: str, model: Any) -> LoadedModel:
                        model)
 
 
-def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
+#: Ops that reach outside the graph: files (read, write, list, map into memory, summaries, debug dumps to file://
+#: URLs, dataset readers and writers, lookup tables from text files), Python code (py_func), the network (RPC) and
+#: cloud credentials. A serving function has no use for them; a hostile SavedModel uses them to read or write the
+#: user's files when edgekit traces and runs its graph (quantize's conversion and calibration).
+SYSTEM_OPS = frozenset({
+    "ReadFile", "WriteFile", "MatchingFiles", "ImmutableConst", "PyFunc", "PyFuncStateless", "EagerPyFunc",
+    "DebugIdentity", "DebugIdentityV2", "DebugIdentityV3", "DebugNanCount", "DebugNumericSummary",
+    "WholeFileReader", "WholeFileReaderV2", "TextLineReader", "TextLineReaderV2", "FixedLengthRecordReader",
+    "FixedLengthRecordReaderV2", "TFRecordReader", "TFRecordReaderV2", "IdentityReader", "IdentityReaderV2",
+    "LMDBReader", "ReaderRead", "ReaderReadV2", "ReaderReadUpTo", "ReaderReadUpToV2", "ReaderRestoreState",
+    "ReaderRestoreStateV2", "ReaderSerializeState", "ReaderSerializeStateV2",
+    "TFRecordDataset", "TFRecordDatasetV2", "TextLineDataset", "FixedLengthRecordDataset",
+    "FixedLengthRecordDatasetV2", "MatchingFilesDataset", "ExperimentalMatchingFilesDataset", "CSVDataset",
+    "CSVDatasetV2", "ExperimentalCSVDataset", "LMDBDataset", "ExperimentalLMDBDataset", "SqlDataset",
+    "ExperimentalSqlDataset", "SaveDataset", "SaveDatasetV2", "LoadDataset", "DatasetToTFRecord",
+    "ExperimentalDatasetToTFRecord", "SnapshotDataset", "SnapshotDatasetV2", "SnapshotDatasetReader",
+    "SnapshotChunkDataset", "SnapshotNestedDatasetReader", "CacheDataset", "CacheDatasetV2",
+    "InitializeTableFromTextFile", "InitializeTableFromTextFileV2", "LoadAndRemapMatrix", "GenerateVocabRemapping",
+    "CreateSummaryFileWriter", "CreateSummaryDbWriter", "WriteSummary", "WriteRawProtoSummary",
+    "WriteScalarSummary", "WriteHistogramSummary", "WriteImageSummary", "WriteAudioSummary", "WriteGraphSummary",
+    "ImportEvent", "FlushSummaryWriter", "CloseSummaryWriter", "SummaryWriter",
+    "Rpc", "TryRpc", "RpcClient", "RpcServer", "RpcServerStart", "RpcServerRegister", "RpcCall", "RpcCheckStatus",
+    "RpcGetValue", "DeleteRpcFutureResource", "GcsConfigureCredentials", "GcsConfigureBlockCache",
+    "BigQueryReader", "GenerateBigQueryReaderPartitions", "DecodeProtoV2", "EncodeProto",
+})
+#: Checkpoint ops: every SavedModel's own save and restore functions (those its saver_def names) hold them, and
+#: nothing else should.
+CHECKPOINT_OPS = frozenset({"SaveV2", "Save", "SaveSlices", "RestoreV2", "Restore", "RestoreSlice",
+                            "MergeV2Checkpoints"})
+
+
+def saved_model_system_ops(folder: Path) -> dict[str, list[str]]:
+    """The file, system and Python ops in a SavedModel's graph and function library, read from saved_model.pb
+    (or .pbtxt) as data, never loaded or run: {op type: [where: "graph" or a function's name]}. Checkpoint ops
+    count outside the saver_def's save and restore functions only.
+    """
+    from google.protobuf import message, text_format
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    sm = saved_model_pb2.SavedModel()
+    pb, pbtxt = folder / "saved_model.pb", folder / "saved_model.pbtxt"
+    try:
+        if pb.is_file():
+            regular_file(pb)
+            sm.ParseFromString(pb.read_bytes())
+        else:
+            regular_file(pbtxt)
+            text_format.Parse(pbtxt.read_text(encoding="utf-8"), sm)
+    except (message.DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError, ValueError) as exc:
+        raise InputError(f"{folder}: TensorFlow could not load the SavedModel: its saved_model.pb does not parse "
+                         f"({first_line(exc, 200)})",
+                         "export it again (model.export(dir) in Keras 3, model.save(dir) in Keras 2)") from None
+    except OSError as exc:
+        raise InputError(f"{folder}: cannot read saved_model.pb ({exc.strerror or exc})",
+                         "check the file's permissions") from None
+    found: dict[str, list[str]] = {}
+
+    def called(node: Any) -> Iterator[str]:
+        """The library functions a node calls: as its op, or through func attributes (If, While, PartitionedCall)."""
+        yield node.op
+        for value in node.attr.values():
+            if value.HasField("func"):
+                yield value.func.name
+            yield from (f.name for f in value.list.func)
+
+    for mg in sm.meta_graphs:
+        library = {f.signature.name: f for f in mg.graph_def.library.function}
+        saver_nodes = {mg.saver_def.save_tensor_name.split(":")[0], mg.saver_def.restore_op_name.split(":")[0]} - {""}
+        saver: set[str] = set()  # the functions the saver's save and restore nodes call, transitively
+        todo = [name for n in mg.graph_def.node if n.name in saver_nodes for name in called(n) if name in library]
+        while todo:
+            name = todo.pop()
+            if name not in saver:
+                saver.add(name)
+                todo += [c for n in library[name].node_def for c in called(n) if c in library]
+
+        def look(nodes: Any, where: str, checkpoint_ok: bool) -> None:
+            for n in nodes:
+                to_file = n.op == "PrintV2" and n.attr["output_stream"].s.startswith(b"file://")  # tf.print(...,
+                if n.op in SYSTEM_OPS or to_file or (n.op in CHECKPOINT_OPS and not checkpoint_ok):  # to a file)
+                    places = found.setdefault(n.op, [])
+                    if where not in places:
+                        places.append(where)
+
+        look((n for n in mg.graph_def.node if n.name not in saver_nodes), "graph", False)
+        for name, f in library.items():
+            look(f.node_def, name, name in saver)
+    return found
+
+
+def _refuse_system_ops(p: Path) -> None:
+    """InputError unless the SavedModel's graph is free of file, system and Python ops (see SYSTEM_OPS)."""
+    found = saved_model_system_ops(p)
+    if found:
+        ops = ", ".join(f"{op} (in {places[0]}{' and more' if len(places) > 1 else ''})"
+                        for op, places in sorted(found.items()))
+        raise InputError(f"{p}: the SavedModel's graph has file, system or Python operations that converting it "
+                         f"would run: {ops}",
+                         "a SavedModel is a program: only if you trust where it came from, pass --trust-model; "
+                         "else export the model again without them (or pass its .keras/.h5 file)")
+
+
+def _load_saved_model(p: Path, verbose: bool, trust_model: bool = False) -> LoadedModel:
     tf = import_tensorflow(verbose)
+    if not trust_model:
+        _refuse_system_ops(p)  # read as data before TensorFlow loads it: loading runs its initializers
     try:
         with silenced(verbose):
             obj = tf.saved_model.load(str(p))

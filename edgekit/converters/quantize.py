@@ -409,7 +409,8 @@ def match_folders_to_labels(data: calibration.CalibrationData, labels: list[str]
 def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, classes: int, labels: list[str] | None
               ) -> calibration.CalibrationData:
     """``--eval DATA``: labelled samples (class folders, .npz, TFRecord) read through the same spec."""
-    data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, _bars(opts))
+    data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, _bars(opts),
+                            flag="--eval")
     if labels is not None and data.kind == "images":
         match_folders_to_labels(data, labels, "--eval")
     problem = preprocess_search.labels_problem(data, classes)
@@ -523,8 +524,20 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         calib_path = Path(recorded_calib)
         calib_source = str(calib_path if calib_path.is_absolute() else record_file.parent / calib_path)
     calibration.check_exists(calib_source, record_file if opts.calib is None else None)
+    if opts.eval is not None:  # before the slow work too
+        if opts.eval == "random":  # noise has no labels: it can measure no accuracy
+            raise UsageError("--eval random: --eval takes labelled data, and noise has no labels",
+                             "pass class folders, or an .npz with x and y; or leave --eval out")
+        calibration.check_exists(opts.eval, flag="--eval")
 
     loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose)
+    if loaded.format == "savedmodel":  # docs/commands/quantize.md: a SavedModel is a program, and converting runs it
+        if opts.trust_model:
+            opts.report.warn("a SavedModel is a program: converting it runs its graph, and with --trust-model its "
+                             "file and system operations were not looked for")
+        else:
+            opts.report.note("a SavedModel is a program: converting it runs its graph (read first: it has no file or "
+                             "system operations)")
     spec, spec_origin, spec_warnings = resolve_spec(loaded, opts, record.preprocess if record else None)
     warnings: list[str] = []
 
