@@ -226,3 +226,50 @@ def _good(stream):
             if member.isfile():
                 dst.addfile(member, src.extractfile(member))
     return out.getvalue()
+
+
+_FIRST_FRAME = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from edgekit import preprocess
+out = {}
+for path in sys.argv[2:]:
+    width, height = preprocess.image_size(path)
+    spec = preprocess.spec_from_input_quantization(width, height, 3, "uint8", 1 / 128, 128)
+    out[path] = preprocess.prepare_file(path, spec, "uint8", 1 / 128, 128).tolist()
+print(json.dumps(out))
+"""
+
+
+def test_a_multi_frame_image_is_its_first_frame_on_old_and_new_pillow(tmp_path):
+    """A multi-page TIFF failed on the board (Pillow < 10: "'NoneType' object has no attribute 'seek'"): the first
+    frame is read, the same under the board's Python (Pillow 9 where .venv-py37 exists) as under this one."""
+    import numpy as np
+    from PIL import Image
+
+    from tests.test_remote import TARGET_PYTHON
+
+    rng = np.random.default_rng(0)
+    first = Image.fromarray(rng.integers(0, 256, (30, 40, 3), dtype=np.uint8))
+    others = [Image.fromarray(rng.integers(0, 256, (60, 20, 3), dtype=np.uint8)), Image.new("L", (50, 50), 77)]
+    first.save(tmp_path / "pages.tif", save_all=True, append_images=others)
+    first.save(tmp_path / "pages_deflate.tif", save_all=True, append_images=others, compression="tiff_adobe_deflate")
+    first.save(tmp_path / "first.png")
+    palette = first.quantize(16)
+    palette.save(tmp_path / "anim.gif", save_all=True, append_images=[palette.rotate(90), palette.rotate(180)],
+                 duration=50, loop=0)
+    palette.save(tmp_path / "first.gif")
+    names = ["pages.tif", "pages_deflate.tif", "first.png", "anim.gif", "first.gif"]
+    paths = [str(tmp_path / n) for n in names]
+    docs = []
+    for python in dict.fromkeys([str(TARGET_PYTHON), sys.executable]):
+        proc = subprocess.run([python, "-c", _FIRST_FRAME, str(REPO), *paths], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        docs.append({Path(k).name: np.asarray(v) for k, v in json.loads(proc.stdout).items()})
+    for doc in docs:
+        assert doc["pages.tif"].shape == (1, 30, 40, 3)
+        assert np.array_equal(doc["pages.tif"], doc["first.png"]) and np.array_equal(doc["pages_deflate.tif"],
+                                                                                      doc["first.png"])
+        assert np.array_equal(doc["anim.gif"], doc["first.gif"])
+    for name in names:  # old and new Pillow alike
+        assert np.array_equal(docs[0][name], docs[-1][name]), name
