@@ -50,7 +50,7 @@ FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 LABELS_NAME = "labels.txt"
 EDGETPU_SUFFIX = "_edgetpu.tflite"
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class BundleError(_BundleErrorBase):
@@ -167,7 +167,7 @@ def check_manifest(root: Path, m: Any) -> Dict[str, Any]:
         if not (isinstance(e, dict) and isinstance(e.get("sha256"), str) and isinstance(e.get("size_bytes"), int)
                 and not isinstance(e.get("size_bytes"), bool) and e["size_bytes"] >= 0):
             raise bad("each 'files' entry needs path, sha256 and size_bytes")
-        if not _SHA256.match(e["sha256"]):
+        if not _SHA256.fullmatch(e["sha256"]):
             raise bad("file %r: 'sha256' is not 64 hex digits" % (e.get("path"),))
         path = inside(root, e.get("path"), "file")
         if path.is_dir() and not path.is_symlink():

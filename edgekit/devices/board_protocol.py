@@ -26,8 +26,8 @@ from edgekit.errors import DeviceError
 
 MAX_DEPTH = 16  # the runner's documents nest 4 deep (a classify document's results, their top, its entries)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
-_SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_VERSION = re.compile(r"^\d+\.\d+\.\d+$")
+_SHA256 = re.compile(r"[0-9a-f]{64}")
+_VERSION = re.compile(r"\d{1,4}\.\d{1,4}\.\d{1,4}")
 
 
 class MalformedAnswer(DeviceError):
@@ -147,7 +147,7 @@ def _null(v: Any, where: str) -> None:
 
 
 def _sha256(v: Any, where: str) -> str:
-    if not isinstance(v, str) or not _SHA256.match(v):
+    if not isinstance(v, str) or not _SHA256.fullmatch(v):
         raise _Bad(f"{where} is not a sha256")
     return v
 
@@ -164,13 +164,20 @@ def _files(v: Any, where: str) -> dict[str, str]:
 
 
 def _python_version(v: Any, where: str) -> str:
-    if not isinstance(v, str) or not _VERSION.match(v):
+    if not isinstance(v, str) or not _VERSION.fullmatch(v):
         raise _Bad(f"{where} is not a version such as 3.7.3")
     return v
 
 
+def _package_version(v: Any, where: str) -> str | None:
+    """A package's version as its module says it (``9.5.0``, ``7.0.0.post3``), or None when it is not there."""
+    if v is not None and (not isinstance(v, str) or not re.fullmatch(r"\d{1,6}(\.[0-9A-Za-z+_-]{1,16}){0,5}", v)):
+        raise _Bad(f"{where} is not a version such as 9.5.0")
+    return v
+
+
 PROBE = {"python": _python_version, "executable": _text,
-         "packages": lambda v, w: _object(v, w, {"numpy": _flag, "pillow": _opt_text, "pycoral": _flag,
+         "packages": lambda v, w: _object(v, w, {"numpy": _flag, "pillow": _package_version, "pycoral": _flag,
                                                  "tflite_runtime": _flag, "ai_edge_litert": _flag}),
          "files": _files}
 
