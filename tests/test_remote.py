@@ -875,3 +875,101 @@ def test_stdout_is_bounded_by_what_was_asked(stand_in):
     assert bounds["classify"] == remote.classify_stdout_bound(1, 3) < 2 * remote.MAX_STDOUT
     assert bounds["benchmark"] == remote.benchmark_stdout_bound(3) < 2 * remote.MAX_STDOUT
     assert remote.classify_stdout_bound(10_000, 5) < 200 << 20 and remote.classify_stdout_bound(1, 10**9) < 64 << 20
+
+
+# ------------------------------------------------------------------------------------ an interrupted deploy
+def _board_runner_pids(remote_path: Path, step: str) -> list[int]:
+    """The board runner processes running ``step`` on ``remote_path`` (the test's "board" is this machine)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if step.encode() in argv and str(remote_path).encode() in argv:  # not ssh: its command is one argument
+                pids.append(int(entry.name))
+    return pids
+
+
+def _wait_for(condition, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _staging(remote_path: Path) -> list[str]:
+    return sorted(p.name for p in remote_path.glob(f"{board_runner.STAGING_PREFIX}*")) if remote_path.is_dir() else []
+
+
+def _start_unpack(sshd, remote_path: Path) -> tuple[subprocess.Popen, int]:
+    """A copy under way through the real sshd: the runner has made its staging folder and waits for the rest of
+    a file whose first 100 kB arrived. Returns the local ssh process and the runner's pid on the "board"."""
+    import tarfile
+
+    from edgekit.devices import remote
+
+    target = remote.SshTarget(sshd.destination, port=sshd.port, identity=str(sshd.key),
+                              known_hosts=str(sshd.known_hosts), python=str(TARGET_PYTHON))
+    before = set(_staging(remote_path))
+    proc = subprocess.Popen(target.ssh_argv(target.python_command("unpack", str(remote_path))),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    member = tarfile.TarInfo("bundles/b/model.tflite")
+    member.size = 1 << 20
+    proc.stdin.write(remote._runner_source() + member.tobuf() + b"x" * 100_000)
+    proc.stdin.flush()
+    assert _wait_for(lambda: set(_staging(remote_path)) - before and _board_runner_pids(remote_path, "unpack")), \
+        proc.poll()
+    return proc, _board_runner_pids(remote_path, "unpack")[0]
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the board's runner in /proc (Linux)")
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "connection dropped"])
+def test_an_interrupted_copy_removes_its_staging_folder_on_the_board(sshd, tmp_path, how):
+    """The runner stopped by SIGTERM or SIGHUP (a session torn down, a board shutting down), or its connection
+    dropped: it removes its staging folder as it ends (Python died on the two signals without its clean-up)."""
+    import signal
+
+    remote_path = tmp_path / "board" / "edgekit"
+    proc, pid = _start_unpack(sshd, remote_path)
+    try:
+        if how == "connection dropped":
+            proc.kill()  # the host's ssh gone (Ctrl-C, a cable pulled): the runner reads the end of its input
+        else:
+            os.kill(pid, getattr(signal, how))
+        assert _wait_for(lambda: not _board_runner_pids(remote_path, "unpack")), "the runner did not end"
+        assert _staging(remote_path) == []
+        assert not (remote_path / "bundles").exists()  # and nothing half-copied arrived
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the board's runner in /proc (Linux)")
+def test_the_next_deploy_removes_a_staging_folder_left_by_a_killed_copy_but_not_one_in_use(sshd, deployed, tmp_path):
+    """A runner killed outright (SIGKILL, a power cut) cannot clean up: the next deploy there removes what it left,
+    and leaves alone the staging folder of a copy still under way."""
+    import signal
+
+    remote_path = tmp_path / "board" / "edgekit"
+    proc, pid = _start_unpack(sshd, remote_path)
+    os.kill(pid, signal.SIGKILL)
+    assert _wait_for(lambda: not _board_runner_pids(remote_path, "unpack"))
+    proc.kill()
+    proc.communicate()
+    left = _staging(remote_path)
+    assert len(left) == 1  # what the kill left
+    busy, busy_pid = _start_unpack(sshd, remote_path)  # another copy, under way during the next deploy
+    try:
+        in_use = [name for name in _staging(remote_path) if name not in left]
+        result = invoke("deploy", str(deployed.bundle), "--to", sshd.destination, *ssh_args(sshd, remote_path))
+        assert result.exit_code == 0, result.output
+        assert _staging(remote_path) == in_use  # the killed one's gone, the live one's kept
+        assert (remote_path / "bundles" / "mobilenet" / "manifest.json").is_file()
+    finally:
+        busy.kill()
+        busy.communicate()
+    assert _wait_for(lambda: _staging(remote_path) == [])  # the live copy, its connection dropped, cleaned up itself
