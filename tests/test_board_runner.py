@@ -150,9 +150,11 @@ def test_no_edge_tpu_on_the_board_says_what_to_check_there(tmp_path, device, che
     proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
                            "../bundles/m", "--device", device, str(shared_file("cat.bmp"))],
                           cwd=runtime, capture_output=True, text=True)
-    assert proc.returncode == 9 and proc.stdout == ""
+    assert proc.returncode == 9
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: the Edge TPU runtime libedgetpu.so.1 is not installed"), lines
+    said = json.loads(proc.stdout)["error"]  # the same error, for the host: its one document on stdout
+    assert said["exit_code"] == 9 and lines[0] == f"error: {said['message']} ({said['hint']})"
     assert "sudo apt-get install libedgetpu1-std" in lines[0] and all(check in lines[0] for check in checks)
     assert (USB_CHECK in lines[0]) == (USB_CHECK in checks) and (PCI_CHECK in lines[0]) == (PCI_CHECK in checks)
     assert "--device auto" in lines[0] and "edgekit doctor" not in lines[0]
@@ -273,3 +275,56 @@ def test_a_multi_frame_image_is_its_first_frame_on_old_and_new_pillow(tmp_path):
         assert np.array_equal(doc["anim.gif"], doc["first.gif"])
     for name in names:  # old and new Pillow alike
         assert np.array_equal(docs[0][name], docs[-1][name]), name
+
+
+_SWEEP = """
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+from edgekit.devices import board_runner as r
+print(json.dumps(sorted(r.remove_stale(sys.argv[2], r.STAGING_PREFIX))))
+"""
+
+
+def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
+    """remove_stale (under the board's Python): a folder whose runner is gone, or old and held by no one, goes; one
+    held by a live runner, a young one of a live process, a link (and what it points to), a file and any other
+    name stay."""
+    import os
+    import time
+
+    from tests.test_remote import TARGET_PYTHON
+
+    root = tmp_path / "edgekit"
+    root.mkdir()
+    prefix = board_runner.STAGING_PREFIX
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True).stdout.strip()
+    for name in (f"{prefix}{dead}-gone", f"{prefix}old-format", f"{prefix}young-format", f"{prefix}{os.getpid()}-alive",
+                 "bundles", ".edgekit-tmp-other"):
+        (root / name).mkdir()
+        (root / name / "part").write_bytes(b"x")
+    old = time.time() - board_runner.STALE_AFTER_S - 60
+    os.utime(root / f"{prefix}old-format", (old, old))
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "keep").write_bytes(b"x")
+    (root / f"{prefix}{dead}-link").symlink_to(outside)
+    (root / f"{prefix}{dead}-file").write_bytes(b"x")
+    held = subprocess.Popen([str(TARGET_PYTHON), "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
+                             "from edgekit.devices import board_runner as r; f, l = r.make_work_folder(sys.argv[3], "
+                             "sys.argv[2]); print(f, flush=True); sys.stdin.read()", str(REPO), str(root), prefix],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        in_use = Path(held.stdout.readline().strip())
+        os.utime(in_use, (old, old))  # old, but held: a copy still under way
+        proc = subprocess.run([str(TARGET_PYTHON), "-c", _SWEEP, str(REPO), str(root)], capture_output=True, text=True)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == sorted([f"{prefix}{dead}-gone", f"{prefix}old-format"])
+        assert sorted(p.name for p in root.iterdir()) == sorted([
+            f"{prefix}young-format", f"{prefix}{os.getpid()}-alive", "bundles", ".edgekit-tmp-other",
+            f"{prefix}{dead}-link", f"{prefix}{dead}-file", in_use.name])
+        assert (outside / "keep").is_file()
+    finally:
+        held.stdin.close()
+        held.wait(timeout=30)
+    assert held.returncode == 0
