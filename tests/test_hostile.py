@@ -277,7 +277,7 @@ def test_a_hostile_board_is_one_line_and_exit_9(board_here, case):
     assert time.monotonic() - started < 50
 
 
-@pytest.mark.parametrize("change", ['"format_version": true', '"format_version": NaN', '"path": "."',
+@pytest.mark.parametrize("change", ['"format_version": true', '"accuracy": NaN', '"path": "."',
                                     '"path": "./manifest.json"', '"path": "labels.txt/"', '"path": "a folder"'])
 def test_a_manifest_with_a_loose_value_or_a_second_spelling_is_exit_3(hostile, change):
     from tests.helpers import make_bundle
@@ -286,6 +286,9 @@ def test_a_manifest_with_a_loose_value_or_a_second_spelling_is_exit_3(hostile, c
     doc = (bundle / "manifest.json").read_text()
     if change.startswith('"format_version"'):
         doc = doc.replace('"format_version": 1', change)
+    elif change.startswith('"accuracy"'):
+        assert '"accuracy": null' in doc
+        doc = doc.replace('"accuracy": null', change)
     else:
         (bundle / "a folder").mkdir()
         doc = doc.replace('"files": [', '"files": [{' + change + ', "sha256": "' + "0" * 64 + '", "size_bytes": 0}, ')
