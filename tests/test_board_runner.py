@@ -281,14 +281,14 @@ _SWEEP = """
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
 from edgekit.devices import board_runner as r
-print(json.dumps(sorted(r.remove_stale(sys.argv[2], r.STAGING_PREFIX))))
+print(json.dumps(sorted(r.remove_stale(sys.argv[2], r.STAGING_PREFIX, legacy=True))))
 """
 
 
 def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
     """remove_stale (under the board's Python): a folder whose runner is gone, or old and held by no one, goes; one
-    held by a live runner, a young one of a live process, a link (and what it points to), a file and any other
-    name stay."""
+    held by a live runner, a young one, a link (and what it points to), a file and any name the runner does not
+    make stay."""
     import os
     import time
 
@@ -299,17 +299,19 @@ def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
     prefix = board_runner.STAGING_PREFIX
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
                           text=True).stdout.strip()
-    for name in (f"{prefix}{dead}-gone", f"{prefix}old-format", f"{prefix}young-format", f"{prefix}{os.getpid()}-alive",
-                 "bundles", ".edgekit-tmp-other"):
+    gone, legacy_old, legacy_young = f"{prefix}{dead}-gone_123", f"{prefix}oldform1", f"{prefix}youngfo1"
+    alive, other = f"{prefix}{os.getpid()}-alive_12", f"{prefix}my-holiday-photos"
+    for name in (gone, legacy_old, legacy_young, alive, other, "bundles", ".edgekit-tmp-other"):
         (root / name).mkdir()
         (root / name / "part").write_bytes(b"x")
     old = time.time() - board_runner.STALE_AFTER_S - 60
-    os.utime(root / f"{prefix}old-format", (old, old))
+    for name in (legacy_old, other):
+        os.utime(root / name, (old, old))
     outside = tmp_path / "elsewhere"
     outside.mkdir()
     (outside / "keep").write_bytes(b"x")
-    (root / f"{prefix}{dead}-link").symlink_to(outside)
-    (root / f"{prefix}{dead}-file").write_bytes(b"x")
+    (root / f"{prefix}{dead}-link_123").symlink_to(outside)
+    (root / f"{prefix}{dead}-file_123").write_bytes(b"x")
     held = subprocess.Popen([str(TARGET_PYTHON), "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
                              "from edgekit.devices import board_runner as r; f, l = r.make_work_folder(sys.argv[3], "
                              "sys.argv[2]); print(f, flush=True); sys.stdin.read()", str(REPO), str(root), prefix],
@@ -319,10 +321,10 @@ def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
         os.utime(in_use, (old, old))  # old, but held: a copy still under way
         proc = subprocess.run([str(TARGET_PYTHON), "-c", _SWEEP, str(REPO), str(root)], capture_output=True, text=True)
         assert proc.returncode == 0, proc.stderr
-        assert json.loads(proc.stdout) == sorted([f"{prefix}{dead}-gone", f"{prefix}old-format"])
+        assert json.loads(proc.stdout) == sorted([gone, legacy_old])
         assert sorted(p.name for p in root.iterdir()) == sorted([
-            f"{prefix}young-format", f"{prefix}{os.getpid()}-alive", "bundles", ".edgekit-tmp-other",
-            f"{prefix}{dead}-link", f"{prefix}{dead}-file", in_use.name])
+            legacy_young, alive, other, "bundles", ".edgekit-tmp-other", f"{prefix}{dead}-link_123",
+            f"{prefix}{dead}-file_123", in_use.name])
         assert (outside / "keep").is_file()
     finally:
         held.stdin.close()

@@ -18,11 +18,6 @@ exit codes, and ``{"error": {"message": ..., "hint": ... or null, "exit_code": N
 
     probe DIR SUBDIR...           Python version, usable packages, sha256 of the files under DIR/SUBDIR
     unpack DIR [--delete P]...    a tar on stdin -> files under DIR, each written beside and renamed
-
-Interrupted, the runner leaves nothing behind: SIGHUP and SIGTERM (a session torn down, a board
-shutting down) end it through its clean-up like SIGINT, and a staging folder whose runner was killed
-outright (SIGKILL, a power cut) is removed by the next ``probe`` or ``unpack`` in that folder (see
-:func:`remove_stale`).
     classify --bundle B [--device D] [--top-k K] [--threshold=T] [--mean M] [--std S] IMAGES... | --images-tar -
                                   the document of ``edgekit classify --json``
     benchmark --bundle B [--device D] [-n N] [--warmup K] [--threads T]
@@ -30,6 +25,10 @@ outright (SIGKILL, a power cut) is removed by the next ``probe`` or ``unpack`` i
 
 On the board itself: ``cd DIR/runtime && python3 -m edgekit.devices.board_runner classify --bundle
 ../bundles/NAME image.jpg``.
+
+Interrupted, the runner leaves nothing behind: SIGHUP and SIGTERM (a session torn down, a board
+shutting down) end it through its clean-up as SIGINT does, and a work folder whose runner was killed
+outright (SIGKILL, a power cut) is removed by the next runner that works there (see :func:`remove_stale`).
 """
 
 from __future__ import annotations
@@ -148,13 +147,15 @@ def _process_gone(pid: int) -> bool:
     return False
 
 
-def remove_stale(parent: str, prefix: str, now=None) -> list:
-    """Remove the work folders ``prefix*`` in ``parent`` that runners left when killed outright; their names.
+def remove_stale(parent: str, prefix: str, legacy: bool = False, now=None) -> list:
+    """Remove the work folders in ``parent`` that runners left when killed outright; their names.
 
-    Only folders (never a link) of this user that no live process holds: left over when the process id in the
-    name is gone, or when it is older than STALE_AFTER_S (the id reused, or a folder from before the ids). As
-    ssh-agent and sshd leave another user's or another session's files alone, a folder still in use or not
-    this user's is never touched.
+    Only what make_work_folder names (``<prefix><pid>-`` and tempfile's 8 characters; with ``legacy``, also
+    ``<prefix>`` and 8 characters, as runners before the process ids named their staging folders), a folder
+    (never a link) of this user that no live process holds: left over when the process in its name is gone,
+    or when it is older than STALE_AFTER_S (the id reused by another process, or a legacy name). As
+    ssh-agent and sshd leave another user's or another session's files alone, a folder in use, not this
+    user's, or of any other name is never touched.
     """
     import re
     import shutil
@@ -163,12 +164,14 @@ def remove_stale(parent: str, prefix: str, now=None) -> list:
 
     now = time.time() if now is None else now
     removed = []
+    named = re.compile(re.escape(prefix) + (r"(?:(\d+)-)?" if legacy else r"(\d+)-") + r"[a-z0-9_]{8}")
     try:
         names = os.listdir(parent)
     except OSError:
         return removed
     for name in names:
-        if not name.startswith(prefix):
+        match = named.fullmatch(name)
+        if not match:
             continue
         path = os.path.join(parent, name)
         try:
@@ -179,8 +182,8 @@ def remove_stale(parent: str, prefix: str, now=None) -> list:
             continue
         if _held(path):
             continue
-        pid = re.match(r"(\d+)-", name[len(prefix):])
-        if (pid and _process_gone(int(pid.group(1)))) or now - st.st_mtime > STALE_AFTER_S:
+        pid = match.group(1)
+        if (pid is not None and _process_gone(int(pid))) or now - st.st_mtime > STALE_AFTER_S:
             shutil.rmtree(path, ignore_errors=True)
             removed.append(name)
     return removed
@@ -236,7 +239,7 @@ def probe(root: str, subdirs: list[str]) -> dict:
                 "ai_edge_litert": module_available("ai_edge_litert")}
     files = {}
     root = os.path.expanduser(root)
-    remove_stale(root, STAGING_PREFIX)
+    remove_stale(root, STAGING_PREFIX, legacy=True)
     for sub in subdirs:
         top = os.path.join(root, sub)
         for folder, dirs, names in os.walk(top):
@@ -290,7 +293,7 @@ def unpack(root: str, stream, delete: list) -> dict:
 
     root = os.path.expanduser(root)
     os.makedirs(root, exist_ok=True)
-    remove_stale(root, STAGING_PREFIX)
+    remove_stale(root, STAGING_PREFIX, legacy=True)
     staging, lock = make_work_folder(STAGING_PREFIX, root)
     try:
         staged = []
