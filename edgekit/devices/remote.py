@@ -54,9 +54,6 @@ def ssh_path(path: str, flag: str) -> str:
                          "control character or ${", f"move or link the file to a plainer path and pass that to {flag}")
     return os.path.abspath(path).replace("%", "%%")
 
-#: What to do when the runner's JSON is drowned by a login script's output.
-QUIET_LOGIN_HINT = "a login script that prints on stdout gets in the way: make it quiet for non-interactive shells"
-
 # How much of a board's answer is read (OpenSSH's sftp likewise refuses a message over its 256 KiB bound rather
 # than allocating what the server announces). stdout holds one JSON document: MAX_STDOUT for a listing, more for
 # classify and benchmark by what was asked (see classify_stdout_bound, benchmark_stdout_bound); stderr holds
