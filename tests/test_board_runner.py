@@ -330,3 +330,17 @@ def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
         held.stdin.close()
         held.wait(timeout=30)
     assert held.returncode == 0
+
+
+def test_a_stop_while_a_copy_is_renamed_into_place_waits_for_the_renames():
+    """SIGTERM (or SIGHUP) during unpack's renames is held back until the last one is done, then stops the runner
+    with 143 through its clean-up: a stop never leaves half of a copy renamed in (under the board's Python)."""
+    from tests.test_remote import TARGET_PYTHON
+
+    script = ("import os, signal, sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.devices import board_runner as r\n"
+              "r._stop_on_signals()\nheld = r._defer_stops()\nos.kill(os.getpid(), signal.SIGTERM)\n"
+              "print('renamed', flush=True)\ntry:\n    r._allow_stops(held)\n    print('not stopped', flush=True)\n"
+              "finally:\n    print('cleaned up', flush=True)\n")
+    proc = subprocess.run([str(TARGET_PYTHON), "-c", script, str(REPO)], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 143 and proc.stdout.split() == ["renamed", "cleaned", "up"], (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr

@@ -85,6 +85,24 @@ def _stop_on_signals() -> None:
                 pass
 
 
+def _defer_stops():
+    """Hold SIGHUP, SIGTERM and SIGINT back (where threads' signal masks exist), so that a stop cannot fall between
+    two renames of one copy; returns what :func:`_allow_stops` needs to deliver them."""
+    import signal
+
+    if not hasattr(signal, "pthread_sigmask"):
+        return None
+    stops = {getattr(signal, n) for n in ("SIGHUP", "SIGTERM", "SIGINT") if hasattr(signal, n)}
+    return signal.pthread_sigmask(signal.SIG_BLOCK, stops)
+
+
+def _allow_stops(previous) -> None:
+    import signal
+
+    if previous is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, previous)
+
+
 def make_work_folder(prefix: str, parent=None):
     """A new folder ``<parent>/<prefix><pid>-XXXX`` held by this process: (path, lock). The lock (``flock`` on the
     folder itself, where there is one) is let go by the kernel however the process ends, so
@@ -304,10 +322,14 @@ def unpack(root: str, stream, delete: list) -> dict:
                 rel = _safe_relative(member.name)
                 _write_atomically(os.path.join(staging, rel), tar.extractfile(member))
                 staged.append(rel)
-        for rel in staged:  # everything arrived: into place (renames within one file system)
-            final = os.path.join(root, rel)
-            os.makedirs(os.path.dirname(final), exist_ok=True)
-            os.replace(os.path.join(staging, rel), final)
+        stops = _defer_stops()
+        try:
+            for rel in staged:  # everything arrived: into place (renames within one file system)
+                final = os.path.join(root, rel)
+                os.makedirs(os.path.dirname(final), exist_ok=True)
+                os.replace(os.path.join(staging, rel), final)
+        finally:
+            _allow_stops(stops)  # a SIGHUP/SIGTERM/SIGINT that came meanwhile stops the runner now, renames done
     finally:
         release_work_folder(staging, lock)
     for name in delete:
