@@ -973,3 +973,10 @@ def test_the_next_deploy_removes_a_staging_folder_left_by_a_killed_copy_but_not_
         busy.kill()
         busy.communicate()
     assert _wait_for(lambda: _staging(remote_path) == [])  # the live copy, its connection dropped, cleaned up itself
+
+
+def test_a_board_error_of_any_length_is_one_line_of_a_bounded_length_stand_in(stand_in):
+    stand_in.answers["classify"] = (json.dumps({"error": {"message": "x" * 500_000, "hint": None, "exit_code": 3}})
+                                    .encode(), b"error: " + b"y" * 500_000 + b"\n", 3)
+    line = _one_error_line(_stand_in_run(stand_in, "classify"), 3)
+    assert len(line) < 2500 and line.startswith("error: on u@board: xxx") and "... (a file on the board" in line

@@ -403,6 +403,11 @@ _BOARD_HINTS = {
 }
 
 
+def _clip(text: str, limit: int = 2000) -> str:
+    """A board's message cut to a length one line of a terminal can carry (the runner's are far shorter)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _runner_failure(target: SshTarget, proc: subprocess.CompletedProcess) -> EdgekitError:
     """The runner's own error (its error document, else its ``error: ...`` line) with its exit code and a hint
     (its own, else one for its exit code), or a DeviceError with the last line it wrote."""
@@ -413,15 +418,16 @@ def _runner_failure(target: SshTarget, proc: subprocess.CompletedProcess) -> Edg
     doc = board_protocol.read_error(proc.stdout)
     if doc is not None:
         code = doc["exit_code"] if doc["exit_code"] in by_code else DeviceError.exit_code
-        return by_code[code](f"on {target.destination}: {doc['message']}", doc["hint"] or _BOARD_HINTS[code])
+        return by_code[code](f"on {target.destination}: {_clip(doc['message'])}",
+                             _clip(doc["hint"]) if doc["hint"] else _BOARD_HINTS[code])
     lines = [board_protocol.shown(line) for line in proc.stderr.decode(errors="replace").strip().splitlines()]
     said = next((line[len("error: "):] for line in reversed(lines) if line.startswith("error: ")), None)
     if said is None:
-        last = lines[-1][:300] if lines else f"exit {proc.returncode}"
+        last = _clip(lines[-1]) if lines else f"exit {proc.returncode}"
         return DeviceError(f"the runner failed on {target.destination}: {last}",
                            "deploy the bundle again (edgekit deploy); rerun with --debug")
     code = proc.returncode if proc.returncode in by_code else DeviceError.exit_code
-    return by_code[code](f"on {target.destination}: {said[:300]}", _BOARD_HINTS[code])
+    return by_code[code](f"on {target.destination}: {_clip(said)}", _BOARD_HINTS[code])
 
 
 def _notes_from(stderr: bytes) -> list[str]:
