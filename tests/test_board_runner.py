@@ -265,7 +265,8 @@ def test_a_multi_frame_image_is_its_first_frame_on_old_and_new_pillow(tmp_path):
     paths = [str(tmp_path / n) for n in names]
     docs = []
     for python in dict.fromkeys([str(TARGET_PYTHON), sys.executable]):
-        proc = subprocess.run([python, "-c", _FIRST_FRAME, str(REPO), *paths], capture_output=True, text=True)
+        proc = subprocess.run([python, "-c", _FIRST_FRAME, str(REPO), *paths], capture_output=True, text=True,
+                              check=False)
         assert proc.returncode == 0, proc.stderr
         docs.append({Path(k).name: np.asarray(v) for k, v in json.loads(proc.stdout).items()})
     for doc in docs:
@@ -298,7 +299,7 @@ def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
     root.mkdir()
     prefix = board_runner.STAGING_PREFIX
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True).stdout.strip()
+                          text=True, check=True).stdout.strip()
     gone, legacy_old, legacy_young = f"{prefix}{dead}-gone_123", f"{prefix}oldform1", f"{prefix}youngfo1"
     alive, other = f"{prefix}{os.getpid()}-alive_12", f"{prefix}my-holiday-photos"
     for name in (gone, legacy_old, legacy_young, alive, other, "bundles", ".edgekit-tmp-other"):
@@ -312,14 +313,15 @@ def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
     (outside / "keep").write_bytes(b"x")
     (root / f"{prefix}{dead}-link_123").symlink_to(outside)
     (root / f"{prefix}{dead}-file_123").write_bytes(b"x")
-    held = subprocess.Popen([str(TARGET_PYTHON), "-c", "import sys; sys.path.insert(0, sys.argv[1]); "
-                             "from edgekit.devices import board_runner as r; f, l = r.make_work_folder(sys.argv[3], "
-                             "sys.argv[2]); print(f, flush=True); sys.stdin.read()", str(REPO), str(root), prefix],
+    hold = ("import sys; sys.path.insert(0, sys.argv[1]); from edgekit.devices import board_runner as r; "
+            "f, l = r.make_work_folder(sys.argv[3], sys.argv[2]); print(f, flush=True); sys.stdin.read()")
+    held = subprocess.Popen([str(TARGET_PYTHON), "-c", hold, str(REPO), str(root), prefix],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         in_use = Path(held.stdout.readline().strip())
         os.utime(in_use, (old, old))  # old, but held: a copy still under way
-        proc = subprocess.run([str(TARGET_PYTHON), "-c", _SWEEP, str(REPO), str(root)], capture_output=True, text=True)
+        proc = subprocess.run([str(TARGET_PYTHON), "-c", _SWEEP, str(REPO), str(root)], capture_output=True, text=True,
+                              check=False)
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout) == sorted([gone, legacy_old])
         assert sorted(p.name for p in root.iterdir()) == sorted([
@@ -341,6 +343,7 @@ def test_a_stop_while_a_copy_is_renamed_into_place_waits_for_the_renames():
               "r._stop_on_signals()\nheld = r._defer_stops()\nos.kill(os.getpid(), signal.SIGTERM)\n"
               "print('renamed', flush=True)\ntry:\n    r._allow_stops(held)\n    print('not stopped', flush=True)\n"
               "finally:\n    print('cleaned up', flush=True)\n")
-    proc = subprocess.run([str(TARGET_PYTHON), "-c", script, str(REPO)], capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([str(TARGET_PYTHON), "-c", script, str(REPO)], capture_output=True, text=True, timeout=60,
+                          check=False)
     assert proc.returncode == 143 and proc.stdout.split() == ["renamed", "cleaned", "up"], (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr

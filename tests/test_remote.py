@@ -844,8 +844,8 @@ def test_the_stand_ins_well_formed_answers_pass(stand_in, step):
 
 
 @pytest.mark.parametrize("stdout, stderr, code, expected_code, expected", [
-    (b"", b"error: the board says no\n", 3, 3, "the board says no (a file on the board is not what the runner can "
-                                             "read: deploy the bundle again (edgekit deploy), and check the images)"),
+    (b"", b"error: the board says no\n", 3, 3, ("the board says no (a file on the board is not what the runner can "
+                                              "read: deploy the bundle again (edgekit deploy), and check the images)")),
     (b"", b"error: the board says no\n", 9, 9, "the board says no (check the Edge TPU and its runtime on the board"),
     (b"", b"error: the board says no\n", 4, 4, "the board says no (install what is missing on the board"),
     (b"", b"error: the board says no\n", 2, 2, "the board says no (the board's runner refused its arguments"),
@@ -962,7 +962,7 @@ def test_the_next_deploy_removes_a_staging_folder_left_by_a_killed_copy_but_not_
     proc.communicate()
     left = _staging(remote_path)
     assert len(left) == 1  # what the kill left
-    busy, busy_pid = _start_unpack(sshd, remote_path)  # another copy, under way during the next deploy
+    busy, _ = _start_unpack(sshd, remote_path)  # another copy, under way during the next deploy
     try:
         in_use = [name for name in _staging(remote_path) if name not in left]
         result = invoke("deploy", str(deployed.bundle), "--to", sshd.destination, *ssh_args(sshd, remote_path))

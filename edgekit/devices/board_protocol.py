@@ -20,7 +20,8 @@ from __future__ import annotations
 import json
 import math
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from edgekit.errors import DeviceError
 
@@ -36,7 +37,7 @@ class MalformedAnswer(DeviceError):
 
 def shown(text: str) -> str:
     """Board text as it may reach a terminal: control characters (ESC, CR, newlines, C1) as ``\\xNN``."""
-    return _CONTROL.sub(lambda m: "\\x%02x" % ord(m.group()), text)
+    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 class _Bad(Exception):
@@ -143,7 +144,6 @@ def _object(v: Any, where: str, fields: dict[str, Callable[[Any, str], Any]]) ->
 def _null(v: Any, where: str) -> None:
     if v is not None:
         raise _Bad(f"{where} is not null")
-    return None
 
 
 def _sha256(v: Any, where: str) -> str:
@@ -199,7 +199,7 @@ def _benchmark_fields() -> dict[str, Callable[[Any, str], Any]]:
         "machine": lambda v, w: _object(v, w, {"platform": _text, "processor": _text, "cpus": _opt_int,
                                                "governors": lambda g, wg: _opt_list(g, wg, _text)}),
         "notes": lambda v, w: _list(v, w, _text), "warnings": lambda v, w: _list(v, w, _text), "comparison": _null}
-    fields.update({"p%d_ms" % q: _number for q in PERCENTILES})
+    fields.update({f"p{q}_ms": _number for q in PERCENTILES})
     return fields
 
 
