@@ -735,7 +735,7 @@ def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None
 
     Exit codes: 0 ok, 2 usage, 3 not a bundle (or a file differs from its manifest), 4 no ssh client,
     9 the board cannot be reached, its host key is unknown or changed, the login is refused, it lacks
-    python3 or a package, or copying failed.
+    python3 or a package, copying failed, or its answer was malformed or past its size bound.
     """
     from edgekit.devices import remote
 
@@ -831,7 +831,8 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
 
     Exit codes: 0 ok, 2 usage, 3 an image failed (the rest are still reported) or a bad model or labels
     file, 4 no interpreter package, 9 the Edge TPU or the interpreter failed, or (--on) the board cannot
-    be reached, its host key is unknown or changed, the login is refused, or it lacks python3 or packages.
+    be reached, its host key is unknown or changed, the login is refused, it lacks python3 or packages,
+    or its answer was malformed or past its size bound.
     """
     from edgekit.devices import classify as classify_mod
     from edgekit.errors import InputError, UsageError
@@ -977,7 +978,8 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
     With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
 
     Exit codes: 0 ok, 2 usage, 3 bad model or --compare file, 4 no interpreter package, 9 the Edge TPU
-    or the interpreter failed (or, with --on, the board cannot be reached or lacks python3 or packages),
+    or the interpreter failed (or, with --on, the board cannot be reached, lacks python3 or packages, or
+    its answer was malformed or past its size bound),
     10 slower than the --compare run by more than --max-slowdown.
     """
     from edgekit.devices import benchmark as benchmark_mod

@@ -249,14 +249,25 @@ def open_image(path: str | Path):
 def _decode(path: Any):
     too_large = (f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are refused as possible decompression bombs")
     with _open_allowed(path) as im:
+        # A multi-page TIFF, an animated GIF, WebP or PNG and an MPO hold several frames: the first is read, and
+        # copied out of the file before it closes. Left as it was, the frame still needed its file afterwards: on
+        # Pillow < 10 (the Dev Board's) a TIFF's next load() seeks its closed file ('NoneType' object has no
+        # attribute 'seek'), and on newer Pillows some operations raise "Operation on closed image".
+        several = bool(getattr(im, "is_animated", False))  # before load(): asking may seek a GIF to frame 1 and back
+        if several:
+            im.seek(0)
         if im.width * im.height > MAX_IMAGE_PIXELS:
             raise InputError(f"{_shown(path)}: image is too large ({im.width}x{im.height} pixels)", too_large)
+        # before load(): Pillow < 10 reads a multi-page TIFF's EXIF through a file its load() has let go of
+        orientation = im.getexif().get(EXIF_ORIENTATION, 1)
         im.load()
         upright = im
-        if im.getexif().get(EXIF_ORIENTATION, 1) != 1:  # as the camera was held; else no copy, no ImageOps
+        if orientation != 1:  # as the camera was held; else no copy, no ImageOps
             from PIL import ImageOps
 
             upright = ImageOps.exif_transpose(im)
+        if several and upright is im:
+            upright = im.copy()  # a single frame, its pixels held in memory
         return to_8bit(upright, path, im.format)
 
 

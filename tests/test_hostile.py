@@ -632,3 +632,83 @@ def test_a_peer_port_that_answers_but_is_no_tensorflow_worker_ends_the_rendezvou
     finally:
         for server, _ in servers.values():
             server.close()
+
+
+# ------------------------------------------------------------------------------------ issue 23: boards and bundles
+@pytest.fixture()
+def board_here(tmp_path):
+    """A STAND-IN for ssh on PATH (it runs the remote command, its last argument, in a shell here): the "board" is
+    this machine, its Python the test board's unless a test names another. Tests edgekit's side of the protocol
+    as a user runs it (the real OpenSSH path is tests/test_remote.py's)."""
+    from tests.helpers import make_bundle
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "ssh").write_text('#!/bin/sh\nfor last; do :; done\nexec sh -c "$last"\n')
+    (bin_dir / "ssh").chmod(0o755)
+    return {"env": {"PATH": f"{bin_dir}:{os.environ['PATH']}"}, "bundle": make_bundle(tmp_path / "bundle"),
+            "path": str(tmp_path / "board"), "dir": tmp_path}
+
+
+BOARD_ANSWERS = {  # step: (the board's shell action, what the one error line must say)
+    "probe {}": ("probe", "echo '{}'", "to listing the target folder is malformed"),
+    "probe deep": ("probe", "python3 -c 'print(\"[\" * 100000 + \"]\" * 100000)'", "is malformed: JSON nested"),
+    "classify NaN": ("classify", "echo '{\"model\": NaN}'", "to classifying is malformed: not one JSON document"),
+    "classify not UTF-8": ("classify", r"printf '{\"model\": \"\377\"}\n'", "to classifying is malformed: not UTF-8"),
+    "classify wrong types": ("classify", "echo '{\"model\": 1, \"device\": [], \"backend\": {}}'", "is malformed"),
+    "classify endless": ("classify", "exec yes", "the board's answer to classifying went past"),
+    "benchmark {}": ("benchmark", "echo '{}'", "to benchmarking is malformed"),
+    "benchmark error without hint": ("benchmark", "echo 'error: no' >&2; exit 9", "on u@board: no (check the Edge"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BOARD_ANSWERS))
+def test_a_hostile_board_is_one_line_and_exit_9(board_here, case):
+    """Before issue 23's fix, most of these ended in exit 70 (a traceback's KeyError, TypeError, RecursionError),
+    the endless one held everything in memory until --timeout, and a board's error line had no hint."""
+    from tests.test_remote import board_python
+
+    step, action, said = BOARD_ANSWERS[case]
+    python = board_python(board_here["dir"], step, action + "; exit 0")  # answered: the real runner never runs
+    common = ["--on", "u@board", "-m", str(board_here["bundle"]), "--path", board_here["path"], "--python",
+              str(python), "--timeout", "60", "-q"]
+    args = (["classify", str(shared_file("cat.bmp")), *common] if step == "classify" else
+            ["benchmark", "-n", "2", "--warmup", "0", *common])
+    started = time.monotonic()
+    line = assert_clean(run(*args, env=board_here["env"], timeout=120), 9)
+    assert said in line and line.endswith(")"), line
+    assert time.monotonic() - started < 50
+
+
+@pytest.mark.parametrize("change", ['"format_version": true', '"accuracy": NaN', '"path": "."',
+                                    '"path": "./manifest.json"', '"path": "labels.txt/"', '"path": "a folder"'])
+def test_a_manifest_with_a_loose_value_or_a_second_spelling_is_exit_3(hostile, change):
+    from tests.helpers import make_bundle
+
+    bundle = make_bundle(hostile / "bundle")
+    doc = (bundle / "manifest.json").read_text()
+    if change.startswith('"format_version"'):
+        doc = doc.replace('"format_version": 1', change)
+    elif change.startswith('"accuracy"'):
+        assert '"accuracy": null' in doc
+        doc = doc.replace('"accuracy": null', change)
+    else:
+        (bundle / "a folder").mkdir()
+        doc = doc.replace('"files": [', '"files": [{' + change + ', "sha256": "' + "0" * 64 + '", "size_bytes": 0}, ')
+    (bundle / "manifest.json").write_text(doc)
+    for args in (["classify", str(shared_file("cat.bmp")), "-m", str(bundle)],
+                 ["deploy", str(bundle), "--to", "nobody@127.0.0.1", "--port", "9"]):
+        line = assert_clean(run(*args), 3)
+        assert "manifest" in line and "rebuild the bundle with edgekit build" in line
+
+
+def test_a_multi_page_tiff_is_classified_by_its_first_page(hostile):
+    from PIL import Image
+
+    with Image.open(shared_file("cat.bmp")) as cat:
+        cat.convert("RGB").save(hostile / "pages.tif", save_all=True, append_images=[Image.new("RGB", (7, 9))])
+    proc = run("classify", str(hostile / "pages.tif"), str(shared_file("cat.bmp")), "-m", str(hostile / MODEL),
+               "-k", "1", "--json")
+    assert_clean(proc, 0)
+    tiff, bmp = json.loads(proc.stdout)["results"]
+    assert tiff["top"] == bmp["top"]
