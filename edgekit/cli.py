@@ -29,7 +29,7 @@ class _Group(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """In the order a Coral user works (quantize, check, compile, classify), then the tools."""
-        order = ["train", "quantize", "check", "compile", "build", "classify", "evaluate", "benchmark", "deploy",
+        order = ["train", "quantize", "check", "compile", "build", "classify", "detect", "evaluate", "benchmark", "deploy",
                  "inspect", "devices", "doctor"]
         return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
 
@@ -800,6 +800,62 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
                                 remote_path=ssh["remote_path"]).to_dict()
     emit(as_json, doc, _render_classify)
     if doc["errors"]:  # one line per image that failed, with its fix (also beside --json); the rest were classified
+        for e in doc["errors"]:
+            _echo(f"error: {e['error']}", err=True)
+        sys.exit(InputError.exit_code)
+
+
+# -------------------------------------------------------------------------------------- detect
+def _render_detect(d: dict[str, Any]) -> str:
+    from edgekit.devices.detector import DetectReport
+
+    return DetectReport.from_dict(d).render_text()
+
+
+@command
+@click.argument("images", nargs=-1, required=True)
+@click.option("--model", "-m", required=True, type=click.Path(),
+              help="The detector .tflite (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
+              "or a bundle folder from edgekit build.")
+@click.option("--labels", "-l", type=FilePath(),
+              help="Labels: '0 person', '0: person' or one per line (default: the model's metadata or record).")
+@click.option("--conf", default=0.25, show_default=True, type=float, help="Keep detections scoring at least this.")
+@click.option("--iou", default=0.45, show_default=True, type=float,
+              help="Class-wise NMS: a box overlapping a better one of its class by more than this is dropped.")
+@click.option("--max-det", default=100, show_default=True, type=int, help="Detections kept per image, best first.")
+@click.option("--layout", type=click.Choice(["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]),
+              help="The output layout, when the model fits several (default: read from the model; never guessed).")
+@click.option("--save", type=click.Path(), metavar="DIR",
+              help="Write each image with its boxes drawn into DIR (same file name; never over an input).")
+@click.option("--device", "-d", default="auto", show_default=True,
+              help="auto, cpu, usb, usb:N, pci, pci:N or :N (pycoral's grammar).")
+@click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
+@click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
+@json_option
+@quiet_option
+def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float, iou: float, max_det: int,
+           layout: str | None, save: str | None, device: str, mean: str | None, std: str | None, threads: int | None,
+           as_json: bool, quiet: bool) -> None:
+    """Detect objects in images (files, folders, globs) on an Edge TPU, or on the CPU where there is none.
+
+    The output layout (TFLite_Detection_PostProcess, YOLO [1, 4+nc, N], YOLOv5, split DFL head, end-to-end
+    [1, K, 6]) is read from the model; boxes are mapped back through the resize or letterbox the model was
+    fed. Invoke and host post-processing (decode + NMS) are timed apart.
+
+    Exit codes: 0 ok, 2 usage, 3 an image failed (the rest are still reported), a bad model or labels file,
+    or a model whose outputs fit no layout or several (--layout settles it), 4 no interpreter package,
+    9 the Edge TPU or the interpreter failed.
+    """
+    from edgekit.devices import detect as detect_mod
+    from edgekit.errors import InputError
+
+    report = _reporter(quiet)
+    doc = detect_mod.detect(images, model, device=device, labels=labels, conf=conf, iou=iou, max_det=max_det,
+                            layout=layout, save=save, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
+                            num_threads=threads, report=report).to_dict()
+    emit(as_json, doc, _render_detect)
+    if doc["errors"]:
         for e in doc["errors"]:
             _echo(f"error: {e['error']}", err=True)
         sys.exit(InputError.exit_code)
