@@ -103,10 +103,10 @@ class Object:
 
     def to_dict(self, width: Optional[int] = None, height: Optional[int] = None) -> Dict[str, Any]:
         """``bbox`` in pixels; ``bbox_normalized`` (0..1 of the image) when its size is given."""
-        d = {"id": self.id, "label": self.label, "score": round(self.score, 6),
-             "bbox": {k: round(v, 2) for k, v in self.bbox.to_dict().items()}}
+        shown = BBox(*(round(v, 2) for v in (self.bbox.xmin, self.bbox.ymin, self.bbox.xmax, self.bbox.ymax)))
+        d = {"id": self.id, "label": self.label, "score": round(self.score, 6), "bbox": shown.to_dict()}
         if width and height:
-            d["bbox_normalized"] = {k: round(v, 6) for k, v in self.bbox.scale(1.0 / width, 1.0 / height)
+            d["bbox_normalized"] = {k: round(v, 6) for k, v in shown.scale(1.0 / width, 1.0 / height)
                                     .to_dict().items()}
         return d
 
@@ -386,7 +386,7 @@ def decode_split_dfl(boxes: Any, scores: Any, input_hw: Tuple[int, int], strides
     """
     notes = []  # type: List[str]
     box_flat = _flatten_levels(boxes, 4 * reg_max, "boxes")
-    score_flat = _flatten_levels(scores, None, "scores")
+    score_flat = _flatten_levels(scores, None, "scores", box_flat.shape[0])
     if box_flat.shape[0] != score_flat.shape[0]:
         raise ValueError("split head: {} box rows but {} score rows".format(box_flat.shape[0], score_flat.shape[0]))
     if anchors is None:
@@ -412,8 +412,9 @@ def decode_split_dfl(boxes: Any, scores: Any, input_hw: Tuple[int, int], strides
     return Candidates(xyxy.astype(np.float32), sc.astype(np.float32), best[keep].astype(np.int64), notes)
 
 
-def _flatten_levels(x: Any, channels: Optional[int], what: str) -> np.ndarray:
-    """One array [1, N, C] / [1, C, N] or a list of NHWC maps → [N, C] (C = ``channels`` when known)."""
+def _flatten_levels(x: Any, channels: Optional[int], what: str, rows: Optional[int] = None) -> np.ndarray:
+    """One array [1, N, C] / [1, C, N] or a list of NHWC maps → [N, C] (C = ``channels`` when known, else
+    N = ``rows``)."""
     if isinstance(x, (list, tuple)):
         return np.concatenate([np.asarray(a, np.float32).reshape(-1, np.asarray(a).shape[-1]) for a in x], axis=0)
     a = np.asarray(x, np.float32)
@@ -426,6 +427,8 @@ def _flatten_levels(x: Any, channels: Optional[int], what: str) -> np.ndarray:
         if a.shape[0] == channels:
             return a.T
         raise ValueError("split head: {} has shape {}, no axis of {}".format(what, list(a.shape), channels))
+    if rows is not None and a.shape[0] != rows and a.shape[1] == rows:
+        return a.T
     return a
 
 

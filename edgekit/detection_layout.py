@@ -199,7 +199,12 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
                                                    POSTPROCESS_OP),), options=tuple(sorted(options.items())),
                                                **base), "the {} op".format(POSTPROCESS_OP)))
     if not candidates:
-        candidates = _by_shape(outputs, input_hw, meta, signature_outputs(info), base, source)
+        try:
+            candidates = _by_shape(outputs, input_hw, meta, signature_outputs(info), base, source)
+        except InputError as exc:
+            if forced is None:
+                raise InputError("{}: {}".format(name, exc.message), exc.hint) from None
+            candidates = []
     if forced is not None:
         candidates = [c for c in candidates if c[0].kind.value == forced] or _forced(forced, outputs, input_hw,
                                                                                      base, source, name)
