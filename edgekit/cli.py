@@ -893,7 +893,18 @@ def _render_evaluate(d: dict[str, Any]) -> str:
               help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
               "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified).")
 @click.option("--data", required=True, type=click.Path(),
-              help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y.")
+              help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y; for a "
+              "detector, a COCO annotation file (.json) or a YOLO folder (images/ + labels/*.txt).")
+@click.option("--images", type=click.Path(), metavar="DIR",
+              help="Detectors: the folder holding a COCO file's images (default: beside it, or its images/).")
+@click.option("--against", multiple=True, type=click.Path(), metavar="MODEL",
+              help="Detectors: also score this .tflite (e.g. the float one) on the same images; the change of -m "
+              "against it, with a paired bootstrap interval. Repeatable.")
+@click.option("--conf", type=float, help="Detectors: score threshold (default 0.001, COCO's protocol).")
+@click.option("--iou", type=float, help="Detectors: NMS IoU (default 0.7, as Ultralytics' val).")
+@click.option("--max-det", type=int, help="Detectors: detections per image (default 100, COCO's protocol).")
+@click.option("--layout", type=click.Choice(["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]),
+              help="Detectors: the output layout, when the model fits several.")
 @click.option("--reference", type=click.Path(),
               help="The float Keras model (.keras, .h5, SavedModel) to compare with; needs TensorFlow.")
 @click.option("--no-layers", is_flag=True, help="With --reference: skip the per-layer error report.")
@@ -909,15 +920,45 @@ def _render_evaluate(d: dict[str, Any]) -> str:
 @click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output (--reference).")
 @json_option
 @quiet_option
-def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labels: str | None, arch: str | None,
-             custom_objects: str | None, trust_model: bool, device: str, mean: str | None, std: str | None,
-             threads: int | None, verbose: bool, as_json: bool, quiet: bool) -> None:
+def evaluate(model: str, data: str, images: str | None, against: tuple[str, ...], conf: float | None,
+             iou: float | None, max_det: int | None, layout: str | None, reference: str | None, no_layers: bool,
+             labels: str | None, arch: str | None, custom_objects: str | None, trust_model: bool, device: str,
+             mean: str | None, std: str | None, threads: int | None, verbose: bool, as_json: bool,
+             quiet: bool) -> None:
     """Top-1/top-5 accuracy of a .tflite model on labelled data; with --reference, against the float model.
 
+    Given detection data (a COCO .json or a YOLO folder), COCO mAP@[.5:.95], mAP50, mAP75, small/medium/large
+    and per-class AP computed by pycocotools, with the protocol printed; --against scores other models on the
+    same images and gives the change with a 95% interval.
+
     Exit codes: 0 ok, 2 usage, 3 bad model, data or labels, 4 no interpreter package (or TensorFlow
-    for --reference), 9 the Edge TPU or the interpreter failed.
+    for --reference, or pycocotools for a detector), 9 the Edge TPU or the interpreter failed.
     """
     from edgekit.devices import evaluate as evaluate_mod
+
+    detection_only = {"--images": images, "--against": against or None, "--conf": conf, "--iou": iou,
+                      "--max-det": max_det, "--layout": layout}
+    from edgekit.detection_data import is_detection_data
+
+    if is_detection_data(data):
+        if reference:
+            raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
+                             "--against")
+        from edgekit import detection_eval
+
+        ev = detection_eval.evaluate_detector(
+            model, data, images=images, against=against,
+            conf=detection_eval.STANDARD_CONF if conf is None else conf,
+            iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
+            max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
+            mean=_floats(mean, "--mean"), std=_floats(std, "--std"), num_threads=threads, labels=labels,
+            report=_reporter(quiet))
+        emit(as_json, ev.to_dict(), lambda d: detection_eval.DetectionEvaluation.from_dict(d).render_text())
+        return
+    given = [flag for flag, value in detection_only.items() if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} apply to detectors only",
+                         "pass detection data with --data: a COCO .json or a YOLO folder (images/ + labels/)")
 
     labelled = evaluate_mod.read_set(data)
     ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean, "--mean"), _floats(std, "--std"),
