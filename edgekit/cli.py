@@ -832,12 +832,17 @@ def _render_detect(d: dict[str, Any]) -> str:
 @click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
 @click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
 @click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
+@click.option("--on", "on", metavar="USER@HOST",
+              help="Run on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m when needed.")
+@ssh_options
 @json_option
 @quiet_option
 def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float, iou: float, max_det: int,
            layout: str | None, save: str | None, device: str, mean: str | None, std: str | None, threads: int | None,
-           as_json: bool, quiet: bool) -> None:
+           on: str | None, as_json: bool, quiet: bool, **ssh: Any) -> None:
     """Detect objects in images (files, folders, globs) on an Edge TPU, or on the CPU where there is none.
+
+    With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
 
     The output layout (TFLite_Detection_PostProcess, YOLO [1, 4+nc, N], YOLOv5, split DFL head, end-to-end
     [1, K, 6]) is read from the model; boxes are mapped back through the resize or letterbox the model was
@@ -845,15 +850,18 @@ def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float,
 
     Exit codes: 0 ok, 2 usage, 3 an image failed (the rest are still reported), a bad model or labels file,
     or a model whose outputs fit no layout or several (--layout settles it), 4 no interpreter package,
-    9 the Edge TPU or the interpreter failed.
+    9 the Edge TPU or the interpreter failed, or (--on) the board cannot be reached, its host key is unknown
+    or changed, the login is refused, or it lacks python3 or packages.
     """
     from edgekit.devices import detect as detect_mod
     from edgekit.errors import InputError
 
     report = _reporter(quiet)
+    _require_on(on, ssh)
     doc = detect_mod.detect(images, model, device=device, labels=labels, conf=conf, iou=iou, max_det=max_det,
                             layout=layout, save=save, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                            num_threads=threads, report=report).to_dict()
+                            num_threads=threads, report=report, on=_ssh_target(on, ssh) if on else None,
+                            remote_path=ssh["remote_path"]).to_dict()
     emit(as_json, doc, _render_detect)
     if doc["errors"]:
         for e in doc["errors"]:

@@ -340,8 +340,8 @@ def _normalized(values: np.ndarray, decided: Optional[bool], notes: List[str]) -
     if decided is not None:
         return decided
     normalized = values.size == 0 or float(np.abs(values).max()) <= 2.0
-    notes.append("boxes read as {} (largest coordinate {:.3g})".format(
-        "normalized" if normalized else "pixels", float(np.abs(values).max()) if values.size else 0.0))
+    notes.append("boxes read from their values as {}".format(
+        "normalized (no coordinate above 2)" if normalized else "pixels (coordinates above 2)"))
     return normalized
 
 
@@ -397,8 +397,8 @@ def decode_split_dfl(boxes: Any, scores: Any, input_hw: Tuple[int, int], strides
             box_flat.shape[0], list(strides), input_hw[1], input_hw[0], points.shape[0]))
     if scores_are_logits is None:
         scores_are_logits = bool(score_flat.size) and float(score_flat.min()) < 0
-        notes.append("scores read as {}".format("logits (sigmoid applied)" if scores_are_logits
-                                                else "probabilities"))
+        notes.append("scores read from their values as {}".format(
+            "logits (some negative; sigmoid applied)" if scores_are_logits else "probabilities (none negative)"))
     best = score_flat.argmax(axis=1)
     best_score = score_flat[np.arange(len(best)), best]
     threshold = logit(conf) if scores_are_logits else conf

@@ -253,7 +253,15 @@ def _boxes_normalized(t: Any, input_hw: Tuple[int, int], meta: Optional[dict], s
     if rng is None:
         source.append("float output: box scale read from the values of each image")
         return None
-    normalized = rng[1] <= 2.0
+    side = min(input_hw)
+    if rng[1] <= min(4.0, side / 4.0):
+        normalized = True      # a pixel box could not be stored: the range ends far below the input's size
+    elif rng[1] >= side / 2.0:
+        normalized = False     # room for pixel coordinates; normalized ones would waste all but a few steps
+    else:
+        source.append("box scale read from the values of each image (output range {:.3g}..{:.3g} fits neither "
+                      "normalized nor {}-pixel boxes well)".format(rng[0], rng[1], side))
+        return None
     source.append("boxes {} (output quantization range {:.3g}..{:.3g})".format(
         "normalized" if normalized else "in input pixels", rng[0], rng[1]))
     return normalized

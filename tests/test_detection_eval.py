@@ -148,10 +148,10 @@ def test_reaccumulation_equals_cocoeval(yolo_model, tmp_path):
 
 
 def test_coarse_twin_loses_map_with_an_interval(yolo_model, tmp_path):
-    """A twin whose boxes are requantized coarsely (scale 0.05 of 64 px: 3.2 px steps) loses mAP; the interval
-    says so, and a model against itself changes by exactly 0."""
+    """A twin whose outputs are requantized coarsely (steps of 0.03: 1.9 px of 64) loses mAP; the interval says
+    so, and a model against itself changes by exactly 0."""
     coarse = tmp_path / "coarse.tflite"
-    coarse.write_bytes(slice_model(HW, [{"shape": [1, 4 + NC, NA], "requant": (0.05, -128)}]))
+    coarse.write_bytes(slice_model(HW, [{"shape": [1, 4 + NC, NA], "requant": (0.03, -128)}]))
     ann = encoded_set(tmp_path / "c", n=40, seed=1)
     ev = detection_eval.evaluate_detector(coarse, ann, against=[str(yolo_model), str(coarse)], resamples=200)
     loss, same = ev.differences

@@ -56,13 +56,28 @@ def detect(images: Iterable[str], model: str | os.PathLike, *, device: str = "au
            labels: str | os.PathLike | None = None, conf: float = DEFAULT_CONF, iou: float = DEFAULT_IOU,
            max_det: int = DEFAULT_MAX_DET, layout: str | None = None, save: str | os.PathLike | None = None,
            mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-           workers: int | None = None, num_threads: int | None = None, report: Reporter = SILENT) -> DetectReport:
+           workers: int | None = None, num_threads: int | None = None, report: Reporter = SILENT,
+           on: Any = None, remote_path: str | None = None) -> DetectReport:
     """Expand ``images`` (files, folders, globs), detect objects in each, and return the report.
 
     ``report`` is told where the model runs, which layout was found and why, and draws the progress.
     ``save``: a folder where each image is written again with its boxes drawn (never over an input).
+    ``on`` (a :class:`~edgekit.devices.remote.SshTarget`): on that board instead, ``model`` being a bundle
+    deployed there first when it differs (the layout is read here, from the bundle's model).
     """
     check_thresholds(conf, iou, max_det)
+    if on is not None:
+        from edgekit.devices import remote
+
+        for flag, value in (("--labels", labels), ("--threads", num_threads), ("--save", save)):
+            if value is not None:
+                raise UsageError(f"{flag} cannot be combined with --on",
+                                 "the labels come from the bundle" if flag == "--labels" else
+                                 "the board's runner picks its threads" if flag == "--threads" else
+                                 "run detect here to save annotated images")
+        return DetectReport.from_dict(remote.detect(
+            list(images), model, on, path=remote_path or remote.DEFAULT_PATH, device=device, conf=conf, iou=iou,
+            max_det=max_det, layout=layout, mean=mean, std=std, report=report))
     paths, errors = expand_images(images)
     out_dir = None
     if save is not None:
