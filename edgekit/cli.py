@@ -995,6 +995,11 @@ def _render_benchmark(d: dict[str, Any]) -> str:
              f"{d['iterations']} inferences after {d['warmup']} warm-up: min {d['min_ms']:.3f}  p50 {d['p50_ms']:.3f}  "
              f"p90 {d['p90_ms']:.3f}  p99 {d['p99_ms']:.3f}  max {d['max_ms']:.3f}  mean {d['mean_ms']:.3f} ms",
              f"Throughput {d['throughput_per_s']:.1f} inferences/s"]
+    post = d.get("postprocess")
+    if post:
+        lines.append(f"Host post-processing (decode + NMS, {post['layout']}): p50 {post['p50_ms']:.3f} ms, mean "
+                     f"{post['mean_ms']:.3f} ms over {post['iterations']} runs on the outputs of one invoke "
+                     f"({post['objects']} objects at conf {post['conf']:g}); not included in the invoke times")
     c = d["comparison"]
     if c:
         interval = c.get("change_interval")

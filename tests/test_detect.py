@@ -279,3 +279,16 @@ def test_cli_detect_json_and_errors(ppe_model, tmp_path):
     res = runner.invoke(cli, ["detect", str(missing), str(shared_file("grace_hopper.bmp")), "-m", str(ppe_model),
                               "-q"])
     assert res.exit_code == 3 and "pessoa" in res.stdout and "no such file" in res.stderr
+
+
+def test_benchmark_times_post_processing_apart_for_a_detector(tmp_path):
+    from edgekit.devices.benchmark import benchmark
+
+    path = tmp_path / "y.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]))
+    doc = benchmark(path, n=5, warmup=1)
+    post = doc["postprocess"]
+    assert post["iterations"] == 5 and post["p50_ms"] > 0 and post["layout"].startswith("yolo")
+    cls = tmp_path / "c.tflite"
+    cls.write_bytes(slice_model(HW, [{"shape": [1, 10]}]))
+    assert benchmark(cls, n=2, warmup=0)["postprocess"] is None
