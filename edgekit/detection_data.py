@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.errors import InputError, parse_json
+from edgekit.errors import InputError, parse_json, regular_file
 
 SHAPE_CLASSES = ("rectangle", "ellipse", "triangle")
 
@@ -47,6 +47,7 @@ class DetectionSet:
 def read_detection_set(source: str | os.PathLike, images: str | os.PathLike | None = None,
                        flag: str = "--data") -> DetectionSet:
     p = Path(source)
+    regular_file(p, flag)
     if p.is_file() and p.suffix.lower() == ".json":
         return read_coco(p, images, flag)
     if p.is_dir() and (p / "labels").is_dir() and (p / "images").is_dir():
@@ -103,9 +104,11 @@ def read_coco(path: Path, images: str | os.PathLike | None, flag: str = "--data"
 
 def _yolo_names(folder: Path, used: set[int]) -> list[str]:
     f = folder / "classes.txt"
+    regular_file(f, "classes file")
     if f.is_file():
         return [line.strip() for line in f.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
     y = folder / "data.yaml"
+    regular_file(y, "data file")
     if y.is_file():  # the names: [a, b] or names: block of "  0: a" lines; no YAML parser needed for these two
         text = y.read_text(encoding="utf-8", errors="replace")
         for line in text.splitlines():
@@ -139,8 +142,9 @@ def read_yolo(folder: Path, flag: str = "--data") -> DetectionSet:
         images.append({"id": iid, "file_name": str(f.relative_to(folder / "images")), "width": w, "height": h})
         paths[iid] = str(f)
         label = (folder / "labels" / f.relative_to(folder / "images")).with_suffix(".txt")
-        if not label.is_file():
+        if not label.exists():
             continue
+        regular_file(label, f"{flag}: label file")
         for n, line in enumerate(label.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
             parts = line.split()
             if not parts:
