@@ -292,3 +292,24 @@ def test_benchmark_times_post_processing_apart_for_a_detector(tmp_path):
     cls = tmp_path / "c.tflite"
     cls.write_bytes(slice_model(HW, [{"shape": [1, 10]}]))
     assert benchmark(cls, n=2, warmup=0)["postprocess"] is None
+
+
+def test_float_output_box_scale_read_per_image(tmp_path):
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N], "float": True}]), [yolo_values()])
+    assert r.layout.boxes_normalized is None and any("values" in s for s in r.layout.source)
+    assert boxes_of(r)[0] == (0, 0.9, (12.0, 8.0, 20.0, 24.0))
+    assert any("normalized" in n for n in r.notes)
+
+
+def test_pixel_boxes_sharing_an_int8_scale_with_scores_are_warned(tmp_path):
+    from edgekit.report import Collector
+
+    v = yolo_values()
+    v[4:] = 0
+    path = tmp_path / "px.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, N], "requant": (0.25, -128)}]))
+    save_png(tmp_path / "px.png", image_for(HW, [v]))
+    c = Collector()
+    r = detect([str(tmp_path / "px.png")], path, report=c)
+    assert r.layout.boxes_normalized is False
+    assert any("share one int8 output" in w and "4 steps" in w for w in c.warnings)

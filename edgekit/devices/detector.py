@@ -136,6 +136,14 @@ class Detector:
         self.notes += warnings
         self.outputs = opened.interpreter.get_output_details()
         self.quant = [(float(o["quantization"][0]), int(o["quantization"][1])) for o in self.outputs]
+        if layout.kind in (detection.Layout.YOLO, detection.Layout.YOLOV5, detection.Layout.END2END) \
+                and layout.boxes_normalized is False:
+            scale = self.quant[layout.role("output")][0]
+            if scale and scale > 1.0 / 32:
+                self.notes.append(Caution(
+                    "{}: pixel-scale boxes and 0..1 scores share one int8 output (scale {:.3g}): scores have only "
+                    "{} steps between 0 and 1; export with normalized boxes (Ultralytics' TFLite exports do) or "
+                    "with boxes and scores as separate outputs".format(name, scale, int(1.0 / scale))))
         if labels is not None:
             self.labels = read_labels(labels)  # type: Dict[int, str]
         elif layout.labels:
