@@ -5,8 +5,9 @@ In this order, each step naming why it decided:
 1. the ``TFLite_Detection_PostProcess`` custom op: its four outputs are boxes, classes, scores and
    count in the op's own order, followed to the model's output positions by tensor index (so TF1's
    order and TF2/Model Maker's permuted one both come out right), with the op's custom options;
-2. files packed with the model as a ZIP after the flatbuffer: TFLite metadata's associated label
-   map (Model Maker, MediaPipe) and Ultralytics' ``metadata.json`` (task, names, imgsz, stride: a
+2. TFLite metadata (Model Maker, MediaPipe): its output tensor names (``location``, ``category``,
+   ``score``, ``number of detections``) where the op is not there, and its associated label map packed
+   as a ZIP after the flatbuffer; Ultralytics' ``metadata.json``, packed the same way (task, names, imgsz, stride: a
    letterboxed input, boxes normalized to it in its TFLite exports);
 3. the signature's output names (pycoral's ``output_0`` = count ... ``output_3`` = boxes convention);
 4. shapes: the number of anchors a YOLO head has for the input size (sum over strides 8/16/32 of
@@ -34,6 +35,8 @@ POSTPROCESS_OP = "TFLite_Detection_PostProcess"
 POSTPROCESS_ROLES = ("boxes", "classes", "scores", "count")   # the op's output order
 # pycoral's detect.get_objects, for a model with a signature: output_0..3 = count, scores, classes, boxes
 SIGNATURE_ROLES = {"output_0": "count", "output_1": "scores", "output_2": "classes", "output_3": "boxes"}
+# TFLite metadata's output tensor names for detectors (Model Maker, TFLite Support's ObjectDetector)
+METADATA_ROLES = {"location": "boxes", "category": "classes", "score": "scores", "number of detections": "count"}
 LAYOUT_NAMES = tuple(layout.value for layout in Layout)
 
 
@@ -100,6 +103,25 @@ def signature_outputs(info: Any) -> Dict[int, str]:
         return out
     except Exception:  # a malformed optional table: no names, the shapes still decide
         return {}
+
+
+def metadata_output_names(info: Any) -> Optional[List[str]]:
+    """The output tensor names TFLite metadata (``TFLITE_METADATA``: a ``ModelMetadata`` flatbuffer, as Model Maker
+    and MediaPipe write) gives, in output order; None without it or when it cannot be read."""
+    raw = info.metadata.get("TFLITE_METADATA")
+    if not raw:
+        return None
+    from edgekit.tflite_model import _Reader
+
+    try:
+        r = _Reader(raw)
+        root = r.table(r.deref(0, "metadata root"), "model metadata")
+        subgraphs = root.tables(3, "subgraph metadata")
+        if not subgraphs:
+            return None
+        return [(t.string(0, "tensor metadata name") or "") for t in subgraphs[0].tables(3, "output tensor metadata")]
+    except Exception:  # damaged optional metadata: the other steps still decide
+        return None
 
 
 def postprocess_options(info: Any, op: Any) -> Dict[str, Any]:
@@ -200,7 +222,8 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
                                                **base), "the {} op".format(POSTPROCESS_OP)))
     if not candidates:
         try:
-            candidates = _by_shape(outputs, input_hw, meta, signature_outputs(info), base, source)
+            candidates = _by_shape(outputs, input_hw, meta, signature_outputs(info), base, source,
+                                   metadata_output_names(info))
         except InputError as exc:
             if forced is None:
                 raise InputError("{}: {}".format(name, exc.message), exc.hint) from None
@@ -297,7 +320,7 @@ def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int
 
 
 def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[dict], sig: Dict[int, str], base: dict,
-              source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+              source: List[str], metadata_names: Optional[List[str]] = None) -> List[Tuple[DetectionLayout, str]]:
     shapes = [tuple(int(d) for d in t.shape) for t in outputs]
     found = []  # type: List[Tuple[DetectionLayout, str]]
     anchors = anchor_count(input_hw)
@@ -306,7 +329,13 @@ def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[dict], si
     # postprocess-style outputs without the op (its name lost): by the signature's names
     if len(outputs) == 4 and sorted(len(s) for s in shapes) == [1, 2, 2, 3]:
         names = [sig.get(t.index) for t in outputs]
-        if all(n in SIGNATURE_ROLES for n in names):
+        meta_names = [n.lower() for n in (metadata_names or [])]
+        if len(meta_names) == 4 and sorted(METADATA_ROLES.get(n, "") for n in meta_names) == sorted(METADATA_ROLES.values()):
+            roles = tuple((METADATA_ROLES[n], i) for i, n in enumerate(meta_names))
+            found.append((DetectionLayout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
+                                          source=tuple(source) + ("TFLite metadata output names ({})".format(
+                                              ", ".join(meta_names)),), **base), "TFLite metadata names"))
+        elif all(n in SIGNATURE_ROLES for n in names):
             roles = tuple((SIGNATURE_ROLES[n], i) for i, n in enumerate(names))
             found.append((DetectionLayout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
                                           source=tuple(source) + ("signature output names (pycoral's convention)",),

@@ -129,3 +129,30 @@ def postprocess_model(input_hw: tuple[int, int], anchors: np.ndarray, num_classe
     g.ops[-1].customOptionsFormat = S.CustomOptionsFormat.FLEXBUFFERS
     graph_outputs = outs if order == "tf1" else [outs[2], outs[0], outs[3], outs[1]]
     return g.build([x], graph_outputs)
+
+
+def tflite_metadata(output_names: Sequence[str]) -> bytes:
+    """A minimal ``ModelMetadata`` flatbuffer (file identifier M001, as TFLite Support writes) naming the outputs."""
+    import flatbuffers
+
+    b = flatbuffers.Builder(0)
+    names = [b.CreateString(n) for n in output_names]
+    tensors = []
+    for n in names:
+        b.StartObject(7)                                    # TensorMetadata: name is field 0
+        b.PrependUOffsetTRelativeSlot(0, n, 0)
+        tensors.append(b.EndObject())
+    b.StartVector(4, len(tensors), 4)
+    for t in reversed(tensors):
+        b.PrependUOffsetTRelative(t)
+    vec = b.EndVector()
+    b.StartObject(8)                                        # SubGraphMetadata: output_tensor_metadata is field 3
+    b.PrependUOffsetTRelativeSlot(3, vec, 0)
+    sub = b.EndObject()
+    b.StartVector(4, 1, 4)
+    b.PrependUOffsetTRelative(sub)
+    subs = b.EndVector()
+    b.StartObject(8)                                        # ModelMetadata: subgraph_metadata is field 3
+    b.PrependUOffsetTRelativeSlot(3, subs, 0)
+    b.Finish(b.EndObject(), file_identifier=b"M001")
+    return bytes(b.Output())

@@ -313,3 +313,28 @@ def test_pixel_boxes_sharing_an_int8_scale_with_scores_are_warned(tmp_path):
     r = detect([str(tmp_path / "px.png")], path, report=c)
     assert r.layout.boxes_normalized is False
     assert any("share one int8 output" in w and "4 steps" in w for w in c.warnings)
+
+
+def test_postprocess_outputs_named_by_tflite_metadata(tmp_path):
+    """Without the op (a model whose NMS was cut off, say), TFLite metadata's names say which output is which;
+    without them the classes/scores pair is refused rather than guessed."""
+    from edgekit.converters.tflite_metadata import set_metadata
+    from tests.detection_models import tflite_metadata
+
+    k = 5
+    shapes = [[1, k], [1, k, 4], [1], [1, k]]            # Model Maker's order: scores, boxes, count, classes
+    model = slice_model(HW, [{"shape": s, "float": True} for s in shapes], input_scale=0.1, input_zp=0)
+    bare = tmp_path / "bare.tflite"
+    bare.write_bytes(model)
+    with pytest.raises(InputError, match="classes and which is scores"):
+        find_layout(bare)
+    named = tmp_path / "named.tflite"
+    named.write_bytes(set_metadata(model, "TFLITE_METADATA",
+                                   tflite_metadata(["score", "location", "number of detections", "category"])))
+    layout = find_layout(named)
+    assert dict(layout.roles) == {"scores": 0, "boxes": 1, "count": 2, "classes": 3}
+    values = [np.array([0.9, 0.5, 0.1, 0, 0]), np.array([[0.1, 0.2, 0.5, 0.6]] * k), np.array([3.0]),
+              np.array([1.0, 0, 0, 0, 0])]
+    save_png(tmp_path / "n.png", image_for(HW, values, input_scale=0.1, input_zp=0))
+    r = detect([str(tmp_path / "n.png")], named)
+    assert boxes_of(r) == [(1, 0.9, (6.4, 3.2, 19.2, 16.0)), (0, 0.5, (6.4, 3.2, 19.2, 16.0))]
