@@ -505,6 +505,8 @@ def decode(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: De
 def _decode_split(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
                   conf: float) -> Candidates:
     roles = dict(layout.roles)
+    if "combined" in roles or "combined@{}".format(layout.strides[0]) in roles:
+        return _decode_combined(outputs, quant, layout, conf, roles)
     if "boxes" in roles:
         b = [roles["boxes"]]
         s = [roles["scores"]]
@@ -517,6 +519,41 @@ def _decode_split(outputs: List[np.ndarray], quant: List[Tuple[float, int]], lay
         boxes, scores = boxes[0], scores[0]
     return decode_split_dfl(boxes, scores, layout.input_hw, layout.strides, layout.reg_max,
                             layout.scores_are_logits, conf)
+
+
+def _decode_combined(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
+                     conf: float, roles: Dict[str, int]) -> Candidates:
+    """DFL bins and class scores in one tensor (``[1, 4*reg_max + nc, N]``, transposed, or one NHWC map per stride):
+    a YOLO head cut right after its last concatenation. Anchors are kept on the quantized class scores first."""
+    c = 4 * layout.reg_max
+    if "combined" in roles:
+        i = roles["combined"]
+        raw = np.asarray(outputs[i])
+        rows = raw.reshape(raw.shape[-2], raw.shape[-1])
+        rows = rows.T if layout.transposed else rows            # [N, C]
+        qs = [quant[i]]
+        parts = [rows]
+    else:
+        idx = [roles["combined@{}".format(st)] for st in layout.strides]
+        parts = [np.asarray(outputs[i]).reshape(-1, np.asarray(outputs[i]).shape[-1]) for i in idx]
+        qs = [quant[i] for i in idx]
+    points, stride_col = make_anchors(layout.input_hw, layout.strides)
+    logits = layout.scores_are_logits
+    keep_rows, keep_anchor, start = [], [], 0
+    for part, q in zip(parts, qs):
+        n = part.shape[0]
+        t = quantized_threshold(logit(conf) if logits else conf, q, part.dtype) if logits is not None and conf > 0 \
+            else None
+        sel = np.nonzero(part[:, c:].max(axis=1) >= t)[0] if t is not None else np.arange(n)
+        keep_rows.append(dequantize(part[sel], q))
+        keep_anchor.append(sel + start)
+        start += n
+    rows = np.concatenate(keep_rows) if keep_rows else np.zeros((0, c + layout.num_classes), np.float32)
+    anchor = np.concatenate(keep_anchor) if keep_anchor else np.zeros(0, np.int64)
+    if rows.shape[0] == 0:
+        return _empty()
+    return decode_split_dfl(rows[None, :, :c], rows[None, :, c:], layout.input_hw, layout.strides, layout.reg_max,
+                            logits, conf, anchors=(points[anchor], stride_col[anchor]))
 
 
 def postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,

@@ -261,6 +261,13 @@ def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: dict, s
         return [(DetectionLayout(kind, (("output", 0),), max(nc, 0), transposed=transposed,
                                  boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, src and list(src)),
                                  source=src, **base), forced)]
+    if kind == Layout.SPLIT_DFL and len(outputs) == 1 and len(shapes[0]) == 3 and max(shapes[0][1:]) > 64:
+        _, a, b = shapes[0]
+        transposed = a < b
+        src2 = list(src) + ["one tensor: 64 DFL bins then the class scores (Ultralytics' order)"]
+        return [(DetectionLayout(Layout.SPLIT_DFL, (("combined", 0),), (a if transposed else b) - 64,
+                                 scores_are_logits=_scores_logits(outputs[0], src2), transposed=transposed,
+                                 source=tuple(src2), **base), forced)]
     if kind == Layout.SPLIT_DFL and len(outputs) == 2:  # Ultralytics' head concatenates boxes before classes
         return [(_split_layout(outputs, (0,), (1,), input_hw, base, list(src) + ["boxes first (Ultralytics' order)"]),
                  forced)]
@@ -350,9 +357,26 @@ def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[dict], si
     if len(outputs) == 1 and len(shapes[0]) == 3 and shapes[0][0] == 1:
         t = outputs[0]
         _, a, b = shapes[0]
+        rng = _range(t)
+        # split-dfl, uncut concatenation: [1, 64+nc, N] / [1, N, 64+nc] (a YOLO head cut before its DFL decode)
+        for transposed, channels, n in ((True, a, b), (False, b, a)):
+            if n == anchors and channels > 64 and (nc_meta is None or channels == 64 + nc_meta) and \
+                    (rng is None or rng[0] < 0):       # DFL bins and class scores before sigmoid are logits
+                src = list(source) + ["[1, {}, {}]: 64 DFL bins (4 sides x 16) + {} class scores over {} anchors, in "
+                                      "one tensor".format(a, b, channels - 64, n)]
+                logits = _scores_logits(t, src)
+                found.append((DetectionLayout(Layout.SPLIT_DFL, (("combined", 0),), channels - 64,
+                                              scores_are_logits=logits, transposed=transposed, source=tuple(src),
+                                              **base),
+                              "{} = 64 DFL bins + {} classes over {} anchors".format(channels, channels - 64, n)))
+        # decoded heads hold coordinates in the image and scores in 0..1: an int8 range reaching well below 0 is
+        # not one of them (logits are)
+        decoded_range = rng is None or rng[0] >= -0.5
         # yolo [1, 4+nc, N] / [1, N, 4+nc]
         for transposed, channels, n in ((True, a, b), (False, b, a)):
-            if channels > 4 and (n == anchors or (nc_meta is not None and channels == 4 + nc_meta and n > channels)):
+            if (nc_meta is not None and channels != 4 + nc_meta) or not decoded_range:
+                continue
+            if channels > 4 and (n == anchors or (nc_meta is not None and n > channels)):
                 src = list(source) + ["[1, {}, {}]: {} anchors{}".format(
                     a, b, n, " for strides 8/16/32 at {}x{}".format(input_hw[1], input_hw[0]) if n == anchors else "")]
                 normalized = _boxes_normalized(t, input_hw, meta, src)
@@ -360,14 +384,14 @@ def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[dict], si
                                               boxes_normalized=normalized, source=tuple(src), **base),
                               "{} = 4 + {} classes over {} anchors".format(channels, channels - 4, n)))
         # yolov5 [1, N, 5+nc]: three anchor boxes per cell
-        if b > 5 and a == 3 * anchors and meta is None:
+        if b > 5 and a == 3 * anchors and meta is None and decoded_range:
             src = list(source) + ["[1, {}, {}]: 3 anchor boxes x {} cells".format(a, b, anchors)]
             normalized = _boxes_normalized(t, input_hw, meta, src)
             found.append((DetectionLayout(Layout.YOLOV5, (("output", 0),), b - 5, boxes_normalized=normalized,
                                           source=tuple(src), **base),
                           "{} = 5 + {} classes over {} anchors".format(b, b - 5, a)))
         # end2end [1, K, 6]
-        if b == 6 and a not in (anchors, 3 * anchors):
+        if b == 6 and a not in (anchors, 3 * anchors) and decoded_range:
             src = list(source) + ["[1, {}, 6]: x1, y1, x2, y2, score, class".format(a)]
             normalized = _boxes_normalized(t, input_hw, meta, src)
             nc = len(base["labels"]) if base["labels"] else 0
@@ -394,6 +418,18 @@ def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[dict], si
                 raise InputError("both outputs have 64 channels (4 x 16 DFL bins, and 64 classes?): which one holds "
                                  "the boxes is not written in the model",
                                  "pass --layout split-dfl to take Ultralytics' order (boxes first)")
+    if len(outputs) == 3 and all(len(s) == 4 for s in shapes):   # per level [1, h, w, 64+nc]: cut before the concat
+        order = sorted(range(3), key=lambda i: -shapes[i][1])
+        strides = [input_hw[0] // shapes[i][1] for i in order if shapes[i][1]]
+        chans = {shapes[i][3] for i in order}
+        if strides == [8, 16, 32] and len(chans) == 1 and min(chans) > 64 and \
+                (nc_meta is None or min(chans) == 64 + nc_meta):
+            src = list(source) + ["per-level maps [1, h, w, {}] for strides 8/16/32: 64 DFL bins + {} class "
+                                  "scores".format(min(chans), min(chans) - 64)]
+            logits = _scores_logits(outputs[order[0]], src)
+            roles = tuple(("combined@{}".format(st), i) for st, i in zip((8, 16, 32), order))
+            return [(DetectionLayout(Layout.SPLIT_DFL, roles, min(chans) - 64, scores_are_logits=logits,
+                                     source=tuple(src), **base), "per-level maps")]
     if len(outputs) == 6 and all(len(s) == 4 for s in shapes):
         levels = {}  # type: Dict[Tuple[int, int], List[int]]
         for i, s in enumerate(shapes):

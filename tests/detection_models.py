@@ -156,3 +156,18 @@ def tflite_metadata(output_names: Sequence[str]) -> bytes:
     b.PrependUOffsetTRelativeSlot(3, subs, 0)
     b.Finish(b.EndObject(), file_identifier=b"M001")
     return bytes(b.Output())
+
+
+def cut_before(model: bytes, keep_ops: int, outputs: Sequence[int]) -> bytes:
+    """``model`` with only its first ``keep_ops`` ops and ``outputs`` (tensor indices) as its outputs: a test
+    stand-in for cutting a detector before its decode (tensors no op uses any more are left in place)."""
+    import flatbuffers
+
+    m = S.ModelT.InitFromPackedBuf(bytearray(model), 0)
+    g = m.subgraphs[0]
+    g.operators = g.operators[:keep_ops]
+    g.outputs = list(outputs)
+    m.signatureDefs = None
+    b = flatbuffers.Builder(len(model) + 1024)
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())

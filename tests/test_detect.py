@@ -338,3 +338,70 @@ def test_postprocess_outputs_named_by_tflite_metadata(tmp_path):
     save_png(tmp_path / "n.png", image_for(HW, values, input_scale=0.1, input_zp=0))
     r = detect([str(tmp_path / "n.png")], named)
     assert boxes_of(r) == [(1, 0.9, (6.4, 3.2, 19.2, 16.0)), (0, 0.5, (6.4, 3.2, 19.2, 16.0))]
+
+
+def combined_values(nc: int):
+    b, s = dfl_values(nc, False)
+    return np.concatenate([b, s], axis=1)                 # [N, 64 + nc]
+
+
+def test_split_dfl_in_one_tensor(tmp_path):
+    nc = 3
+    v = combined_values(nc)
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 64 + nc, N]}], input_scale=0.1, input_zp=0), [v.T.copy()],
+            input_scale=0.1, input_zp=0, conf=0.3)
+    assert r.layout.kind == Layout.SPLIT_DFL and dict(r.layout.roles) == {"combined": 0} and r.layout.num_classes == 3
+    assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
+    assert boxes_of(r)[0][2] == pytest.approx((0.0, 0.0, 28.0, 32.0), abs=0.2)
+    # float, the same shape reads as yolo with 63 classes too: refused, not guessed
+    path = tmp_path / "f.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 64 + nc, N], "float": True}], input_scale=0.1, input_zp=0))
+    with pytest.raises(AmbiguousLayoutError, match="split-dfl.*yolo"):
+        find_layout(path)
+
+
+def test_split_dfl_per_level_combined_maps(tmp_path):
+    nc = 2
+    v = combined_values(nc)
+    outs, vals, start = [], [], 0
+    for g in (4, 2, 1):
+        outs.append({"shape": [1, g, g, 64 + nc]})
+        vals.append(v[start:start + g * g])
+        start += g * g
+    r = run(tmp_path, slice_model(HW, outs, input_scale=0.1, input_zp=0), vals, input_scale=0.1, input_zp=0,
+            conf=0.3)
+    assert "combined@8" in dict(r.layout.roles)
+    assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
+
+
+def test_real_yolov8n_cut_before_its_decode_finds_the_same_boxes(ppe_model, tmp_path):
+    """The real export cut after its head's last concatenation ([1, 68, 8400]: DFL logits + class logits, one
+    int8 scale) decodes to the same objects as the whole model, at IoU >= 0.9."""
+    from edgekit import tflite_model
+    from tests.detection_models import cut_before
+
+    info = tflite_model.load(ppe_model)
+    concat = [op for op in info.main.ops if op.name == "CONCATENATION"
+              and info.main.tensors[op.outputs[0]].shape == (1, 68, 8400)][0]
+    cut = tmp_path / "ppe_cut.tflite"
+    data = Path(ppe_model).read_bytes()
+    cut.write_bytes(cut_before(data, concat.index + 1, [concat.outputs[0]]))
+    layout = find_layout(cut, "split-dfl")
+    assert dict(layout.roles) == {"combined": 0} and layout.scores_are_logits is True
+    image = str(shared_file("grace_hopper.bmp"))
+    whole = detect([image], ppe_model).results[0].objects
+    # the cut file has no Ultralytics metadata: give what it would say
+    from edgekit.devices.detect import open_detector
+
+    det = open_detector(cut, layout="split-dfl")
+    import dataclasses
+
+    det.layout = dataclasses.replace(det.layout, letterbox=True, pixel_scaling="0..1")
+    from edgekit.devices.detector import Detector
+
+    det = Detector(det.loaded, det.layout)
+    parts = det.run([image]).results[0].objects
+    assert [o.id for o in parts] == [o.id for o in whole]
+    for a, b in zip(whole, parts):
+        assert abs(a.score - b.score) < 0.02
+        assert detection.box_iou([list(a.bbox.to_dict().values())], [list(b.bbox.to_dict().values())])[0, 0] >= 0.9
