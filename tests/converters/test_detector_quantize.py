@@ -16,35 +16,56 @@ pytestmark = [pytest.mark.tf, pytest.mark.slow]
 NC = 2
 
 
-def keras_detector(path: Path, pixel_boxes: bool = False, seed: int = 0) -> Path:
-    """64x64 RGB -> [1, 4+NC, 84]: per stride 8/16/32, average pooling then 1x1 convolutions with fixed random
-    weights: sigmoid cx, cy, w, h (normalized, or times 64 with ``pixel_boxes``) beside sigmoid class scores."""
+def keras_detector(path: Path, pixel_boxes: bool = False, outlier: bool = False, seed: int = 0) -> Path:
+    """64x64 RGB -> [1, 4+NC, 84], built like a trained YOLO head's output looks: for each stride 8/16/32, Dense
+    layers (fixed weights) on the average-pooled image give each grid cell a box centred near that cell (sigmoid;
+    normalized, or times 64 with ``pixel_boxes``), about the stride's size, and NC sigmoid class scores whose
+    logits spread widely with the image (few near any threshold). Boxes of neighbouring cells barely overlap, so
+    NMS keeps the same boxes in float and int8, as a trained detector's few confident boxes do.
+
+    ``outlier``: one class logit of one cell is biased to +2000 and the others sit near the threshold: the
+    int8 scale of the class layer's output (before its sigmoid) then steps by ~16 logits, and most scores
+    flip (an outlier activation crushing int8 resolution, a real way int8 detectors lose)."""
     from edgekit.converters.tf_quiet import import_tensorflow, silenced
 
     import_tensorflow()
     import keras
 
+    def logit(p):
+        return np.log(p / (1 - p))
+
     rng = np.random.RandomState(seed)
     with silenced():
         inp = keras.Input((64, 64, 3))
         x = keras.layers.Rescaling(1 / 255.0)(inp)
-        levels = []
+        levels, weights = [], []
         for s in (8, 16, 32):
-            p = keras.layers.AveragePooling2D(s)(x)
-            h = keras.layers.Conv2D(16, 1, activation="relu")(p)
-            box = keras.layers.Conv2D(4, 1, activation="sigmoid")(h)
+            g = 64 // s
+            f = keras.layers.Flatten()(keras.layers.AveragePooling2D(s)(x))
+            box_layer = keras.layers.Dense(g * g * 4, activation="sigmoid")
+            cls_layer = keras.layers.Dense(g * g * NC, activation="sigmoid")
+            box = keras.layers.Reshape((g * g, 4))(box_layer(f))
             if pixel_boxes:
                 box = keras.layers.Rescaling(64.0)(box)
-            cls = keras.layers.Conv2D(NC, 1, activation="sigmoid")(h)
-            levels.append(keras.layers.Reshape((-1, 4 + NC))(keras.layers.Concatenate()([box, cls])))
+            cls = keras.layers.Reshape((g * g, NC))(cls_layer(f))
+            levels.append(keras.layers.Concatenate()([box, cls]))
+            cy, cx = np.mgrid[0:g, 0:g]
+            centre = np.stack([(cx.ravel() + 0.5) / g, (cy.ravel() + 0.5) / g], 1)
+            size = np.full((g * g, 2), 0.8 / g)
+            box_bias = logit(np.concatenate([centre, size], 1)).ravel()
+            n_in = g * g * 3
+            weights.append((box_layer, [rng.normal(0, 0.3 / np.sqrt(n_in), (n_in, g * g * 4)), box_bias]))
+            cls_bias = rng.normal(-3.0, 2.0, g * g * NC)
+            cls_scale = 12.0
+            if outlier:
+                cls_bias = rng.normal(-1.1, 1.0, g * g * NC)
+                cls_bias[0] = 2000.0
+                cls_scale = 1.0
+            weights.append((cls_layer, [rng.normal(0, cls_scale / np.sqrt(n_in), (n_in, g * g * NC)), cls_bias]))
         out = keras.layers.Permute((2, 1))(keras.layers.Concatenate(axis=1)(levels))
         model = keras.Model(inp, out)
-        for layer in model.layers:
-            if isinstance(layer, keras.layers.Conv2D):
-                k, b = layer.get_weights()
-                scale = 8.0 if k.shape[-1] in (4, NC) else 2.0   # wide logits: few scores near the threshold
-                layer.set_weights([rng.normal(0, scale / np.sqrt(k.shape[-2]), k.shape).astype(np.float32),
-                                   rng.normal(-0.5, 1.0, b.shape).astype(np.float32)])
+        for layer, (k, b) in weights:
+            layer.set_weights([k.astype(np.float32), b.astype(np.float32)])
         model.save(path)
     return path
 
@@ -89,3 +110,13 @@ def test_pixel_boxes_beside_scores_in_one_output_are_refused_with_the_reason(sha
     with pytest.raises(ConversionError, match="pixel-scale boxes beside 0..1 scores") as info:
         quantize_detector(model, shapes, tmp_path / "px_int8.tflite")
     assert "normalized" in info.value.hint and not (tmp_path / "px_int8.tflite").exists()
+
+
+def test_a_detector_whose_int8_twin_loses_its_detections_is_refused(shapes, tmp_path):
+    from edgekit.converters.quantize import AgreementError
+
+    model = keras_detector(tmp_path / "outlier.keras", outlier=True)
+    with pytest.raises(AgreementError, match="keeps .* of the float model's .* detections") as info:
+        quantize_detector(model, shapes, tmp_path / "outlier_int8.tflite")
+    v = info.value.result.summary["verification"]
+    assert v["kept_interval"][1] < 0.9 and info.value.exit_code == 6, v
