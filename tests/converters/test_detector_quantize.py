@@ -86,23 +86,6 @@ def quantize_detector(model: Path, shapes: Path, out: Path):
                                     samples=40, holdout=20, show_progress=False))
 
 
-def test_a_keras_detector_quantizes_verifies_and_detects_with_no_flags(shapes, tmp_path):
-    from edgekit.devices.detect import detect
-
-    model = keras_detector(tmp_path / "det.keras")
-    result = quantize_detector(model, shapes, tmp_path / "det_int8.tflite")
-    v = result.summary["verification"]
-    assert v["kind"] == "detection" and v["float_detections"] > 20, v
-    assert v["passed"] and v["kept"] >= 0.8 and v["kept_interval"][0] <= v["kept"] <= v["kept_interval"][1], v
-    r = detect([str(shapes / "images")], result.output)
-    assert r.layout.kind == Layout.YOLO and r.layout.num_classes == NC and r.layout.boxes_normalized is True
-    assert sum(len(x.objects) for x in r.results) > 0
-    from edgekit.model_record import find_record
-
-    record, _ = find_record(result.output, {})
-    assert record.extra["detection"]["layout"]["kind"] == "yolo"
-
-
 def test_pixel_boxes_beside_scores_in_one_output_are_refused_with_the_reason(shapes, tmp_path):
     from edgekit.errors import ConversionError
 
@@ -120,3 +103,33 @@ def test_a_detector_whose_int8_twin_loses_its_detections_is_refused(shapes, tmp_
         quantize_detector(model, shapes, tmp_path / "outlier_int8.tflite")
     v = info.value.result.summary["verification"]
     assert v["kept_interval"][1] < 0.9 and info.value.exit_code == 6, v
+
+
+def test_a_keras_detector_builds_a_bundle_detect_runs_with_no_flags(shapes, tmp_path):
+    from edgekit.build import BuildOptions, build
+    from edgekit.converters.quantize import QuantizeOptions
+    from edgekit.devices.detect import detect
+
+    model = keras_detector(tmp_path / "det.keras")
+    labels = tmp_path / "labels.txt"
+    labels.write_text("rectangle\nellipse\n")
+    doc = build(BuildOptions(QuantizeOptions(model=str(model), calib=str(shapes / "images"), scaling="raw",
+                                             samples=40, holdout=20, labels=str(labels)),
+                             output=str(tmp_path / "bundle"), compile=False, show_progress=False))
+    v = doc["quantize"]["verification"]
+    assert v["kind"] == "detection" and v["float_detections"] > 20, v
+    assert v["passed"] and v["kept"] >= 0.8 and v["kept_interval"][0] <= v["kept"] <= v["kept_interval"][1], v
+    record = doc["manifest"]
+    assert record["models"]["edgetpu"] is None
+    r = detect([str(shapes / "images")], tmp_path / "bundle")
+    assert r.layout.kind == Layout.YOLO and r.layout.labels == ("rectangle", "ellipse")
+    assert {o.label for x in r.results for o in x.objects} <= {"rectangle", "ellipse"}
+    assert sum(len(x.objects) for x in r.results) > 0 and r.layout.boxes_normalized is True
+    from edgekit import manifest
+    from edgekit.model_record import ModelRecord
+
+    bundle = manifest.load(tmp_path / "bundle")
+    from edgekit import tflite_model
+
+    rec = ModelRecord.from_json(tflite_model.load(bundle.path(bundle.cpu_model)).metadata["edgekit"])
+    assert rec.extra["detection"]["layout"]["kind"] == "yolo"
