@@ -178,3 +178,62 @@ def verify_detector(predict: Callable[[np.ndarray], Any], model_bytes: bytes, la
         v["warnings"].append(f"cannot tell yet whether the int8 model keeps --min-agreement {min_agreement:g} of the "
                              f"float model's detections: {kept:.1%} ({span}); more samples would settle it")
     return v
+
+
+# ------------------------------------------------------------------------------------ labelled: the mAP50 gate
+def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout: DetectionLayout, spec: Any,
+               data: str, max_drop_points: float, labels: list[str] | None = None,
+               resamples: int = 500, seed: int = SEED) -> dict[str, Any]:
+    """``--eval`` detection data (COCO JSON or YOLO folder): mAP50 of the float and the int8 model on its images,
+    both scored by pycocotools under COCO's protocol (conf 0.001, 100 per image), and the drop with a paired
+    bootstrap interval over images, decided against ``max_drop_points`` by :func:`edgekit.metrics.at_most`."""
+    from edgekit import detection_eval
+    from edgekit.detection_data import read_detection_set
+    from edgekit.preprocess import open_image, to_float
+
+    ds = read_detection_set(data, flag="--eval")
+    detection_eval._pycocotools()
+    ids = [im["id"] for im in ds.coco["images"]]
+    images = [open_image(ds.paths[i]) for i in ids]
+    x = np.stack([to_float(im.convert("L" if spec.channels == "L" else "RGB"), spec) for im in images])
+    h, w = layout.input_hw
+    geometries = [Geometry.resize(im.size, (w, h)) for im in images]
+    int8, quant = run_outputs(model_bytes, x)
+    floats = _float_outputs(predict(x), [tuple(o.shape) for o in int8[0]])
+    conf, iou, max_det = detection_eval.STANDARD_CONF, detection_eval.DEFAULT_EVAL_IOU, detection_eval.STANDARD_MAX_DET
+    per_f, per_q = {}, {}
+    for k, (iid, g) in enumerate(zip(ids, geometries)):
+        per_f[iid], _ = detection.postprocess([f[k:k + 1] for f in floats], [(0.0, 0)] * len(floats), layout, g,
+                                              conf, iou, max_det)
+        per_q[iid], _ = detection.postprocess(int8[k], quant, layout, g, conf, iou, max_det)
+    notes: list[str] = []
+    names = dict(enumerate(labels)) if labels else {}
+    category_of = detection_eval.category_map(ds, names, layout.num_classes, notes)
+    ev_f = detection_eval.run_cocoeval(ds.coco, detection_eval.coco_detections(ds, per_f, category_of))
+    ev_q = detection_eval.run_cocoeval(ds.coco, detection_eval.coco_detections(ds, per_q, category_of))
+    f50 = max(float(ev_f.stats[1]), 0.0)
+    q50 = max(float(ev_q.stats[1]), 0.0)
+    (lo, hi), _ = detection_eval.paired_bootstrap(ev_q, ev_f, resamples, seed)   # int8 - float
+    drop, interval = f50 - q50, (-hi, -lo)
+    decision = metrics.at_most(drop, interval, max_drop_points / 100.0, len(ids))
+    out = {"data": str(data), "images": len(ids), "objects": len(ds.coco["annotations"]),
+           "float_map50": f50, "int8_map50": q50, "drop": drop, "drop_interval": list(interval),
+           "max_drop_points": max_drop_points, "verdict": decision.verdict, "resamples": resamples, "seed": seed,
+           "scorer": "pycocotools COCOeval (bbox), conf 0.001, 100 per image", "notes": [str(n) for n in notes]}
+    return out
+
+
+def apply_map50_gate(v: dict[str, Any], gate: dict[str, Any]) -> None:
+    """Fold the mAP50 gate into the verification block: a drop beyond ``--max-accuracy-drop`` for sure fails it."""
+    v["map50"] = gate
+    lo, hi = gate["drop_interval"]
+    span = f"95% interval {100 * lo:+.1f} to {100 * hi:+.1f} points, paired bootstrap over {gate['images']} images"
+    if gate["verdict"] == "failed":
+        v["failures"].append(f"mAP50 drops from {100 * gate['float_map50']:.1f} (float) to "
+                             f"{100 * gate['int8_map50']:.1f} (int8) on --eval ({span}), more than "
+                             f"--max-accuracy-drop {gate['max_drop_points']:g}")
+        v["passed"] = False
+    elif gate["verdict"] == "uncertain":
+        v["warnings"].append(f"cannot tell yet whether the mAP50 drop ({100 * gate['drop']:+.1f} points, {span}) is "
+                             f"within --max-accuracy-drop {gate['max_drop_points']:g}; more labelled images would "
+                             "settle it")

@@ -548,7 +548,11 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn)
     if labels is None and data.class_names and labelled:
         labels = data.class_names   # class folder names, in Keras's order: what classify should print
-    eval_data = load_eval(opts, spec, classes, labels) if opts.verify and opts.eval else None
+    from edgekit.detection_data import is_detection_data
+
+    detection_eval_data = opts.eval if opts.eval and is_detection_data(opts.eval) else None  # COCO JSON / YOLO
+    eval_data = load_eval(opts, spec, classes, labels) if opts.verify and opts.eval and not detection_eval_data \
+        else None
 
     model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
@@ -559,6 +563,9 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         detector_verify.refuse_crushed_scores(layout, info)
         opts.report.note(f"a detector: {layout.describe()} ({'; '.join(layout.source)})")
     n_classes = layout.num_classes if layout is not None else int(np.prod(info.outputs[0].shape))
+    if detection_eval_data and layout is None:
+        raise InputError(f"--eval {opts.eval}: detection data (boxes), but the model is a classifier",
+                         "pass class folders or an .npz with x and y")
     if labels is not None and len(labels) != n_classes:
         warn([f"{len(labels)} labels for {n_classes} model outputs"])
 
@@ -569,6 +576,10 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
             with silenced(opts.verbose):
                 verification = detector_verify.verify_detector(loaded.predict, model_bytes, layout, checked.x,
                                                                opts.min_agreement, checked.sources)
+                if detection_eval_data:
+                    detector_verify.apply_map50_gate(verification, detector_verify.map50_gate(
+                        loaded.predict, model_bytes, layout, spec, detection_eval_data, opts.max_accuracy_drop,
+                        labels))
                 int8_scores = run_int8(model_bytes, checked.x[:PROBE_SAMPLES])
         else:
             with silenced(opts.verbose):
