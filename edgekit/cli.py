@@ -440,7 +440,8 @@ QUANTIZE_OPTIONS = [
                  "like its lines are matched by name)."),
     click.option("--eval", "eval_data", type=click.Path(),
                  help="More labelled data (class folders, .npz, TFRecord) to verify the int8 model on, besides the "
-                 "held-back and calibration samples (build: its accuracy also goes into manifest.json)."),
+                 "held-back and calibration samples (build: its accuracy also goes into manifest.json); for a "
+                 "detector, a COCO .json or YOLO folder: the mAP50 drop is gated."),
     click.option("--min-agreement", default=0.9, show_default=True, type=FloatRange(0.0, 1.0),
                  help="Fail (exit 6) when int8 top-1 agrees with float less often than this, beyond doubt (the "
                  "whole 95% interval below it); a warning when the data cannot tell."),
