@@ -33,6 +33,8 @@ STANDARD_CONF = 0.001
 STANDARD_MAX_DET = 100
 DEFAULT_EVAL_IOU = 0.7     # Ultralytics' val default (YOLOv5's was 0.6): NMS IoU is not part of COCO's protocol
 BOOTSTRAP = 500
+MIN_BOOTSTRAP = 100
+BOOTSTRAP_WORK = 50000     # images x categories re-accumulated per resample before resamples are cut down
 SEED = 0
 
 
@@ -410,6 +412,11 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
         results.append(r)
         evs.append(ev)
     diffs = []
+    work = len(dataset) * max(len(dataset.categories), 1)
+    if work > BOOTSTRAP_WORK and resamples > MIN_BOOTSTRAP:   # COCO val: 5000 images x 80 classes
+        resamples = max(MIN_BOOTSTRAP, int(resamples * BOOTSTRAP_WORK / work))
+        report.note(f"{resamples} bootstrap resamples (fewer on a set this large: the interval's ends move by a "
+                    "few tenths of a point between seeds)")
     for r, ev in zip(results[1:], evs[1:]):
         (i50, imap) = paired_bootstrap(evs[0], ev, resamples, seed)
         a, b = results[0].result, r.result

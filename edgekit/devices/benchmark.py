@@ -60,7 +60,16 @@ def postprocess_timing(model: str | os.PathLike, device: str, n: int, threads: i
     from edgekit import detection
     from edgekit.devices.detect import open_detector
 
-    try:
+    from edgekit.detection_layout import find_layout
+
+    try:  # the layout first, from the file: a classifier is not opened a second time
+        path = model
+        if Path(model).is_dir():
+            from edgekit import manifest
+
+            bundle = manifest.load(model)
+            path = bundle.path(bundle.cpu_model)
+        find_layout(path)
         detector = open_detector(model, device=device, num_threads=threads)
     except InputError:
         return None
