@@ -202,6 +202,9 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
 
     base = dict(input_hw=input_hw, letterbox=letterbox, labels=labels,
                 pixel_scaling="0..1" if meta is not None else None)
+    recorded = _recorded_layout(record, outputs, input_hw, labels, forced)
+    if recorded is not None:
+        return recorded
     candidates = []  # type: List[Tuple[DetectionLayout, str]]
     position = {t.index: i for i, t in enumerate(outputs)}
 
@@ -238,6 +241,25 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
     if len(candidates) > 1:
         raise AmbiguousLayoutError(name, [(c.kind, why) for c, why in candidates])
     return candidates[0][0]
+
+
+def _recorded_layout(record: Optional[Dict[str, Any]], outputs: list, input_hw: Tuple[int, int],
+                     labels: Optional[Tuple[str, ...]], forced: Optional[str]) -> Optional[DetectionLayout]:
+    """The layout ``edgekit quantize`` recorded with the model (never re-guessed), when it still fits the outputs."""
+    entry = (record or {}).get("detection") if isinstance(record, dict) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("layout"), dict):
+        return None
+    try:
+        layout = DetectionLayout.from_dict(entry["layout"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if (forced is not None and forced != layout.kind.value) or tuple(layout.input_hw) != tuple(input_hw) or \
+            any(not 0 <= i < len(outputs) for _, i in layout.roles):
+        return None
+    import dataclasses
+
+    return dataclasses.replace(layout, labels=labels or layout.labels,
+                               source=("recorded by edgekit quantize with the model",) + tuple(layout.source))
 
 
 def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: dict, source: List[str],

@@ -45,11 +45,30 @@ def open_detector(model: str | os.PathLike, *, device: str = "auto", labels: str
     loaded = ModelLoader(model, device, backend, num_threads, record_needed=mean is None or std is None)()
     try:
         found: DetectionLayout = find_layout(loaded.opened.model_path, layout,
-                                             record_labels=list(loaded.labels.values()) if loaded.labels else None)
+                                             record_labels=list(loaded.labels.values()) if loaded.labels else None,
+                                             record=_record_extra(loaded))
     except BaseException:
         loaded.opened.close()
         raise
     return Detector(loaded, found, str(labels) if labels is not None else None, mean, std, name=str(model))
+
+
+def _record_extra(loaded: Any) -> dict | None:
+    """What edgekit recorded with the model that runs (quantize's ``detection`` entry: its layout), if anything."""
+    from edgekit.devices.classify import model_facts
+    from edgekit.errors import InputError
+    from edgekit.model_record import find_record
+
+    paths = [loaded.bundle.path(loaded.bundle.cpu_model)] if loaded.bundle is not None else \
+        [loaded.opened.model_path, loaded.opened.requested_path]
+    for path in dict.fromkeys(str(p) for p in paths):
+        try:
+            found = find_record(path, model_facts(path)[1])
+        except InputError:
+            continue
+        if found is not None:
+            return found[0].extra
+    return None
 
 
 def detect(images: Iterable[str], model: str | os.PathLike, *, device: str = "auto",

@@ -139,6 +139,7 @@ def test_a_keras_detector_builds_a_bundle_detect_runs_with_no_flags(shapes, tmp_
     assert record["accuracy"]["task"] == "detection" and record["accuracy"]["models"][0]["map50"] > 0.8
     r = detect([str(shapes / "images")], tmp_path / "bundle")
     assert r.layout.kind == Layout.YOLO and r.layout.labels == ("rectangle", "ellipse")
+    assert r.layout.source[0] == "recorded by edgekit quantize with the model"   # never re-guessed
     assert {o.label for x in r.results for o in x.objects} <= {"rectangle", "ellipse"}
     assert sum(len(x.objects) for x in r.results) > 0 and r.layout.boxes_normalized is True
     from edgekit import manifest
