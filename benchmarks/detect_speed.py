@@ -181,7 +181,8 @@ def main() -> int:
     post_ratio = statistics.median(post_b) / statistics.median(post_e)
     whole_ratio = statistics.median(whole_b) / statistics.median(whole_e)
     doc = {"model": args.model, "images": len(images), "repeat": args.repeat,
-           "postprocess_ms": {"edgekit": 1000 * statistics.median(post_e), "baseline": 1000 * statistics.median(post_b)},
+           "postprocess_ms": {"edgekit": 1000 * statistics.median(post_e),
+                              "baseline": 1000 * statistics.median(post_b)},
            "whole_image_ms": {"edgekit": 1000 * statistics.median(whole_e),
                               "baseline": 1000 * statistics.median(whole_b)},
            "postprocess_speedup": post_ratio, "whole_image_speedup": whole_ratio,

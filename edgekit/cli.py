@@ -29,8 +29,8 @@ class _Group(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """In the order a Coral user works (quantize, check, compile, classify), then the tools."""
-        order = ["train", "quantize", "check", "compile", "build", "classify", "detect", "evaluate", "benchmark", "deploy",
-                 "inspect", "devices", "doctor"]
+        order = ["train", "quantize", "check", "compile", "build", "classify", "detect", "evaluate", "benchmark",
+                 "deploy", "inspect", "devices", "doctor"]
         return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
 
     def invoke(self, ctx: click.Context) -> Any:

@@ -29,7 +29,8 @@ SHAPE_CLASSES = ("rectangle", "ellipse", "triangle")
 
 @dataclass(frozen=True)
 class DetectionSet:
-    """Images with boxes: ``coco`` is a COCO ground-truth dict (boxes as x, y, w, h in pixels); ``paths`` by image id."""
+    """Images with boxes: ``coco`` is a COCO ground-truth dict (boxes as x, y, w, h in pixels); ``paths`` by
+    image id."""
 
     source: str
     kind: str                      # coco | yolo

@@ -359,7 +359,8 @@ def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[dict], si
     if len(outputs) == 4 and sorted(len(s) for s in shapes) == [1, 2, 2, 3]:
         names = [sig.get(t.index) for t in outputs]
         meta_names = [n.lower() for n in (metadata_names or [])]
-        if len(meta_names) == 4 and sorted(METADATA_ROLES.get(n, "") for n in meta_names) == sorted(METADATA_ROLES.values()):
+        named = sorted(METADATA_ROLES.get(n, "") for n in meta_names)
+        if len(meta_names) == 4 and named == sorted(METADATA_ROLES.values()):
             roles = tuple((METADATA_ROLES[n], i) for i, n in enumerate(meta_names))
             found.append((DetectionLayout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
                                           source=tuple(source) + ("TFLite metadata output names ({})".format(

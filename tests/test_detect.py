@@ -50,7 +50,8 @@ def test_yolo_channels_first(tmp_path):
     r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N]}]), [yolo_values()])
     assert r.layout.kind == Layout.YOLO and r.layout.transposed and r.layout.boxes_normalized is True
     assert any("quantization range" in s for s in r.layout.source)
-    assert boxes_of(r) == [(0, 0.9, (12.0, 8.0, 20.0, 24.0)), (1, 0.6, (12.8, 8.0, 20.8, 24.0))]  # 0.52 quantized: 67/128
+    # 0.52 quantized is 67/128
+    assert boxes_of(r) == [(0, 0.9, (12.0, 8.0, 20.0, 24.0)), (1, 0.6, (12.8, 8.0, 20.8, 24.0))]
     assert r.results[0].invoke_ms >= 0 and r.results[0].postprocess_ms > 0
 
 

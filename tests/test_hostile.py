@@ -110,7 +110,8 @@ def test_the_eps_plugin_is_never_asked_to_load(hostile, monkeypatch):
     ["benchmark", "-m", "{model}", "-n", "1", "--compare", "{dir}/fifo.json"],
     ["evaluate", "-m", "{model}", "--data", "{dir}/fifo.json"],
     ["detect", "{cat}", "-m", "{fifo}"], ["detect", "{cat}", "-m", "{model}", "-l", "/dev/zero"],
-    ["evaluate", "-m", "{model}", "--data", "{dir}/yolo_fifo"], ["evaluate", "-m", "{model}", "--data", "{dir}/deep.json"],
+    ["evaluate", "-m", "{model}", "--data", "{dir}/yolo_fifo"],
+    ["evaluate", "-m", "{model}", "--data", "{dir}/deep.json"],
     ["quantize", "{dir}/fifo.json", "--calib", "random"], ["inspect", "{dir}"], ["inspect", "{dir}/missing.tflite"],
 ])
 def test_fifos_devices_folders_and_missing_files_never_hang(hostile, argv):
