@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
