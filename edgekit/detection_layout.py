@@ -193,12 +193,12 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
     elif not source:
         source.append("plain resize to the input (no record of letterboxing)")
     if labels is None:
-        for fname in ("labelmap.txt", "labels.txt"):
-            if fname in files:
-                text = files[fname].decode("utf-8", "replace")
-                labels = tuple(line.strip() for line in text.splitlines() if line.strip())
-                source.append("labels from the model's packed {}".format(fname))
-                break
+        texts = [f for f in files if f.lower().endswith(".txt")]
+        named = [f for f in ("labelmap.txt", "labels.txt") if f in files] or (texts if len(texts) == 1 else [])
+        if named:   # TFLite metadata's associated label file (Model Maker, MediaPipe: labelmap.txt)
+            text = files[named[0]].decode("utf-8", "replace")
+            labels = tuple(line.strip() for line in text.splitlines() if line.strip())
+            source.append("labels from the model's packed {}".format(named[0]))
 
     base = dict(input_hw=input_hw, letterbox=letterbox, labels=labels,
                 pixel_scaling="0..1" if meta is not None else None)

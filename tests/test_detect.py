@@ -406,3 +406,16 @@ def test_real_yolov8n_cut_before_its_decode_finds_the_same_boxes(ppe_model, tmp_
     for a, b in zip(whole, parts):
         assert abs(a.score - b.score) < 0.02
         assert detection.box_iou([list(a.bbox.to_dict().values())], [list(b.bbox.to_dict().values())])[0, 0] >= 0.9
+
+
+def test_labels_packed_by_tflite_metadata(tmp_path):
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("labelmap.txt", "person\ncar\n")
+    path = tmp_path / "mm.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]) + buf.getvalue())
+    layout = find_layout(path)
+    assert layout.labels == ("person", "car") and any("labelmap.txt" in s for s in layout.source)

@@ -121,6 +121,10 @@ class Detector:
         if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3):
             raise InputError("{}: expected an image input [1, height, width, 1 or 3], got {}".format(name, shape),
                              "edgekit detect runs image detectors")
+        signature = [int(d) for d in inp.get("shape_signature", shape)]
+        if any(d < 0 for d in signature[1:]):  # the interpreter shows 1 for such a dimension
+            raise InputError("{}: the input size is not fixed (shape signature {})".format(name, signature),
+                             "export the detector with a fixed input size (e.g. imgsz=640); the Edge TPU needs one")
         _, height, width, channels = shape
         self._input_shape = tuple(shape)
         recorded = loaded.spec
