@@ -65,6 +65,17 @@ def is_detection_data(source: str | os.PathLike) -> bool:
     return (p.suffix.lower() == ".json" and p.is_file()) or ((p / "labels").is_dir() and (p / "images").is_dir())
 
 
+def calibration_images(source: str | os.PathLike) -> str | None:
+    """The image folder of detection data named as calibration data (a YOLO folder's images/, a COCO file's
+    folder or its images/), for quantize to calibrate on; None for anything else."""
+    p = Path(source)
+    if not is_detection_data(p):
+        return None
+    if p.is_dir():
+        return str(p / "images")
+    return str(p.parent / "images") if (p.parent / "images").is_dir() else str(p.parent)
+
+
 def read_coco(path: Path, images: str | os.PathLike | None, flag: str = "--data") -> DetectionSet:
     hint = "pass a COCO annotation file: images, annotations and categories"
     doc = parse_json(path.read_bytes(), f"{flag} {path}", hint)

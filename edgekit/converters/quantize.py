@@ -524,6 +524,12 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         calib_path = Path(recorded_calib)
         calib_source = str(calib_path if calib_path.is_absolute() else record_file.parent / calib_path)
     calibration.check_exists(calib_source, record_file if opts.calib is None else None)
+    from edgekit.detection_data import calibration_images
+
+    detection_images = calibration_images(calib_source)   # a COCO file or YOLO folder: calibrate on its images
+    if detection_images is not None:
+        opts.report.note(f"calibrating on the images of the detection data {calib_source}: {detection_images}")
+        calib_source = detection_images
 
     loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose)
     spec, spec_origin, spec_warnings = resolve_spec(loaded, opts, record.preprocess if record else None)

@@ -80,9 +80,10 @@ def shapes(tmp_path_factory):
 
 
 def quantize_detector(model: Path, shapes: Path, out: Path):
+    """Calibrated on a YOLO folder (images/ + labels/): quantize takes its images."""
     from edgekit.converters.quantize import QuantizeOptions, quantize
 
-    return quantize(QuantizeOptions(model=str(model), output=str(out), calib=str(shapes / "images"), scaling="raw",
+    return quantize(QuantizeOptions(model=str(model), output=str(out), calib=str(shapes), scaling="raw",
                                     samples=40, holdout=20, show_progress=False))
 
 
