@@ -61,8 +61,17 @@ def read_detection_set(source: str | os.PathLike, images: str | os.PathLike | No
 
 def is_detection_data(source: str | os.PathLike) -> bool:
     """Whether ``--data`` names detection data (a .json file, or a folder with images/ and labels/)."""
+    from edgekit.preprocess import IMAGE_EXTENSIONS
+
     p = Path(source)
-    return (p.suffix.lower() == ".json" and p.is_file()) or ((p / "labels").is_dir() and (p / "images").is_dir())
+    if p.suffix.lower() == ".json" and p.is_file():
+        return True
+    if not ((p / "labels").is_dir() and (p / "images").is_dir()):
+        return False
+    try:   # class folders named "images" and "labels" would hold images in both: labels/ holds .txt files
+        return not any(f.suffix.lower() in IMAGE_EXTENSIONS for f in (p / "labels").iterdir())
+    except OSError:
+        return False
 
 
 def calibration_images(source: str | os.PathLike) -> str | None:
