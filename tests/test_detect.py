@@ -377,6 +377,118 @@ def test_split_dfl_per_level_combined_maps(tmp_path):
 
 def test_real_yolov8n_cut_before_its_decode_finds_the_same_boxes(ppe_model, tmp_path):
     """The real export cut after its head's last concatenation ([1, 68, 8400]: DFL logits + class logits, one
+    int8 scale), Ultralytics' metadata packed after it again, decodes to the same objects as the whole model, at
+    IoU >= 0.9, with no flags: the layout is found (64 + 4 classes, logits from the negative int8 range)."""
+    import io
+    import zipfile
+
+    from edgekit import tflite_model
+    from edgekit.detection_layout import appended_zip
+    from tests.detection_models import cut_before
+
+    info = tflite_model.load(ppe_model)
+    concat = [op for op in info.main.ops if op.name == "CONCATENATION"
+              and info.main.tensors[op.outputs[0]].shape == (1, 68, 8400)][0]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in appended_zip(ppe_model).items():
+            z.writestr(name, data)
+    cut = tmp_path / "ppe_cut.tflite"
+    cut.write_bytes(cut_before(Path(ppe_model).read_bytes(), concat.index + 1, [concat.outputs[0]]) + buf.getvalue())
+    layout = find_layout(cut)
+    assert layout.kind == Layout.SPLIT_DFL and dict(layout.roles) == {"combined": 0} and layout.num_classes == 4
+    assert layout.scores_are_logits is True and layout.letterbox and layout.labels[3] == "pessoa"
+    image = str(shared_file("grace_hopper.bmp"))
+    whole = detect([image], ppe_model).results[0].objects
+    parts = detect([image], cut).results[0].objects
+    assert [o.id for o in parts] == [o.id for o in whole] and whole
+    for a, b in zip(whole, parts):
+        assert abs(a.score - b.score) < 0.02
+        assert detection.box_iou([list(a.bbox.to_dict().values())], [list(b.bbox.to_dict().values())])[0, 0] >= 0.9
+
+
+def test_float_output_box_scale_read_per_image(tmp_path):
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N], "float": True}]), [yolo_values()])
+    assert r.layout.boxes_normalized is None and any("values" in s for s in r.layout.source)
+    assert boxes_of(r)[0] == (0, 0.9, (12.0, 8.0, 20.0, 24.0))
+    assert any("normalized" in n for n in r.notes)
+
+
+def test_pixel_boxes_sharing_an_int8_scale_with_scores_are_warned(tmp_path):
+    from edgekit.report import Collector
+
+    v = yolo_values()
+    v[4:] = 0
+    path = tmp_path / "px.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, N], "requant": (0.25, -128)}]))
+    save_png(tmp_path / "px.png", image_for(HW, [v]))
+    c = Collector()
+    r = detect([str(tmp_path / "px.png")], path, report=c)
+    assert r.layout.boxes_normalized is False
+    assert any("share one int8 output" in w and "4 steps" in w for w in c.warnings)
+
+
+def test_postprocess_outputs_named_by_tflite_metadata(tmp_path):
+    """Without the op (a model whose NMS was cut off, say), TFLite metadata's names say which output is which;
+    without them the classes/scores pair is refused rather than guessed."""
+    from edgekit.converters.tflite_metadata import set_metadata
+    from tests.detection_models import tflite_metadata
+
+    k = 5
+    shapes = [[1, k], [1, k, 4], [1], [1, k]]            # Model Maker's order: scores, boxes, count, classes
+    model = slice_model(HW, [{"shape": s, "float": True} for s in shapes], input_scale=0.1, input_zp=0)
+    bare = tmp_path / "bare.tflite"
+    bare.write_bytes(model)
+    with pytest.raises(InputError, match="classes and which is scores"):
+        find_layout(bare)
+    named = tmp_path / "named.tflite"
+    named.write_bytes(set_metadata(model, "TFLITE_METADATA",
+                                   tflite_metadata(["score", "location", "number of detections", "category"])))
+    layout = find_layout(named)
+    assert dict(layout.roles) == {"scores": 0, "boxes": 1, "count": 2, "classes": 3}
+    values = [np.array([0.9, 0.5, 0.1, 0, 0]), np.array([[0.1, 0.2, 0.5, 0.6]] * k), np.array([3.0]),
+              np.array([1.0, 0, 0, 0, 0])]
+    save_png(tmp_path / "n.png", image_for(HW, values, input_scale=0.1, input_zp=0))
+    r = detect([str(tmp_path / "n.png")], named)
+    assert boxes_of(r) == [(1, 0.9, (6.4, 3.2, 19.2, 16.0)), (0, 0.5, (6.4, 3.2, 19.2, 16.0))]
+
+
+def combined_values(nc: int):
+    b, s = dfl_values(nc, False)
+    return np.concatenate([b, s], axis=1)                 # [N, 64 + nc]
+
+
+def test_split_dfl_in_one_tensor(tmp_path):
+    nc = 3
+    v = combined_values(nc)
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 64 + nc, N]}], input_scale=0.1, input_zp=0), [v.T.copy()],
+            input_scale=0.1, input_zp=0, conf=0.3)
+    assert r.layout.kind == Layout.SPLIT_DFL and dict(r.layout.roles) == {"combined": 0} and r.layout.num_classes == 3
+    assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
+    assert boxes_of(r)[0][2] == pytest.approx((0.0, 0.0, 28.0, 32.0), abs=0.2)
+    # float, the same shape reads as yolo with 63 classes too: refused, not guessed
+    path = tmp_path / "f.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 64 + nc, N], "float": True}], input_scale=0.1, input_zp=0))
+    with pytest.raises(AmbiguousLayoutError, match="split-dfl.*yolo"):
+        find_layout(path)
+
+
+def test_split_dfl_per_level_combined_maps(tmp_path):
+    nc = 2
+    v = combined_values(nc)
+    outs, vals, start = [], [], 0
+    for g in (4, 2, 1):
+        outs.append({"shape": [1, g, g, 64 + nc]})
+        vals.append(v[start:start + g * g])
+        start += g * g
+    r = run(tmp_path, slice_model(HW, outs, input_scale=0.1, input_zp=0), vals, input_scale=0.1, input_zp=0,
+            conf=0.3)
+    assert "combined@8" in dict(r.layout.roles)
+    assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
+
+
+def test_real_yolov8n_cut_before_its_decode_finds_the_same_boxes(ppe_model, tmp_path):
+    """The real export cut after its head's last concatenation ([1, 68, 8400]: DFL logits + class logits, one
     int8 scale) decodes to the same objects as the whole model, at IoU >= 0.9."""
     from edgekit import tflite_model
     from tests.detection_models import cut_before
