@@ -67,7 +67,10 @@ def build(opts: BuildOptions) -> dict[str, Any]:
     require_output_folder(target, opts.report)  # before minutes of work: a wrong -o
     check_target(target)                                                 # fails now
     evaluating = opts.quantize.eval
-    eval_set = evaluate_mod.read_set(evaluating, "--eval") if evaluating else None  # a wrong --eval fails now too
+    from edgekit.detection_data import is_detection_data
+
+    detection_eval = evaluating if evaluating and is_detection_data(evaluating) else None  # COCO JSON / YOLO folder
+    eval_set = evaluate_mod.read_set(evaluating, "--eval") if evaluating and not detection_eval else None  # fails now
     stem = Path(opts.quantize.model.rstrip("/\\")).stem
     stem = stem if stem.endswith("_int8") else stem + "_int8"
     notes: list[str] = []
@@ -112,6 +115,11 @@ def build(opts: BuildOptions) -> dict[str, Any]:
             if ev.errors:
                 raise InputError(f"--eval {evaluating}: {len(ev.errors)} sample(s) could not be read "
                                  f"(first: {ev.errors[0]['error']})", "fix or remove them, then build again")
+            accuracy = {**ev.to_dict(), "model": cpu.name, "data": str(evaluating)}
+        elif detection_eval is not None:  # a detector's COCO mAP, by pycocotools, of the CPU model
+            from edgekit import detection_eval as detection_eval_mod
+
+            ev = detection_eval_mod.evaluate_detector(cpu, detection_eval, device="cpu")
             accuracy = {**ev.to_dict(), "model": cpu.name, "data": str(evaluating)}
         tf = import_tensorflow()
         doc = manifest.make_manifest(

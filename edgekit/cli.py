@@ -30,8 +30,8 @@ class _Group(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """In the order a Coral user works (quantize, check, compile, classify), then the tools."""
-        order = ["train", "quantize", "check", "compile", "build", "classify", "evaluate", "benchmark", "deploy",
-                 "inspect", "devices", "doctor"]
+        order = ["train", "quantize", "check", "compile", "cut", "build", "classify", "detect", "evaluate", "benchmark",
+                 "deploy", "inspect", "devices", "doctor"]
         return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -465,7 +465,8 @@ QUANTIZE_OPTIONS = [
                  "like its lines are matched by name)."),
     click.option("--eval", "eval_data", type=click.Path(),
                  help="More labelled data (class folders, .npz, TFRecord) to verify the int8 model on, besides the "
-                 "held-back and calibration samples (build: its accuracy also goes into manifest.json)."),
+                 "held-back and calibration samples (build: its accuracy also goes into manifest.json); for a "
+                 "detector, a COCO .json or YOLO folder: the mAP50 drop is gated."),
     click.option("--min-agreement", default=0.9, show_default=True, type=FloatRange(0.0, 1.0),
                  help="Fail (exit 6) when int8 top-1 agrees with float less often than this, beyond doubt (the "
                  "whole 95% interval below it); a warning when the data cannot tell."),
@@ -852,6 +853,70 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
         sys.exit(InputError.exit_code)
 
 
+# -------------------------------------------------------------------------------------- detect
+def _render_detect(d: dict[str, Any]) -> str:
+    from edgekit.devices.detector import DetectReport
+
+    return DetectReport.from_dict(d).render_text()
+
+
+@command
+@click.argument("images", nargs=-1, required=True)
+@click.option("--model", "-m", required=True, type=click.Path(),
+              help="The detector .tflite (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
+              "or a bundle folder from edgekit build.")
+@click.option("--labels", "-l", type=FilePath(),
+              help="Labels: '0 person', '0: person' or one per line (default: the model's metadata or record).")
+@click.option("--conf", default=0.25, show_default=True, type=float, help="Keep detections scoring at least this.")
+@click.option("--iou", default=0.45, show_default=True, type=float,
+              help="Class-wise NMS: a box overlapping a better one of its class by more than this is dropped.")
+@click.option("--max-det", default=100, show_default=True, type=int, help="Detections kept per image, best first.")
+@click.option("--layout", type=click.Choice(["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]),
+              help="The output layout, when the model fits several (default: read from the model; never guessed).")
+@click.option("--save", type=click.Path(), metavar="DIR",
+              help="Write each image with its boxes drawn into DIR (same file name; never over an input).")
+@click.option("--device", "-d", default="auto", show_default=True,
+              help="auto, cpu, usb, usb:N, pci, pci:N or :N (pycoral's grammar).")
+@click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
+@click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
+@click.option("--on", "on", metavar="USER@HOST",
+              help="Run on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m when needed.")
+@ssh_options
+@json_option
+@quiet_option
+def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float, iou: float, max_det: int,
+           layout: str | None, save: str | None, device: str, mean: str | None, std: str | None, threads: int | None,
+           on: str | None, as_json: bool, quiet: bool, **ssh: Any) -> None:
+    """Detect objects in images (files, folders, globs) on an Edge TPU, or on the CPU where there is none.
+
+    With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
+
+    The output layout (TFLite_Detection_PostProcess, YOLO [1, 4+nc, N], YOLOv5, split DFL head, end-to-end
+    [1, K, 6]) is read from the model; boxes are mapped back through the resize or letterbox the model was
+    fed. Invoke and host post-processing (decode + NMS) are timed apart.
+
+    Exit codes: 0 ok, 2 usage, 3 an image failed (the rest are still reported), a bad model or labels file,
+    or a model whose outputs fit no layout or several (--layout settles it), 4 no interpreter package,
+    9 the Edge TPU or the interpreter failed, or (--on) the board cannot be reached, its host key is unknown
+    or changed, the login is refused, or it lacks python3 or packages.
+    """
+    from edgekit.devices import detect as detect_mod
+    from edgekit.errors import InputError
+
+    report = _reporter(quiet)
+    _require_on(on, ssh)
+    doc = detect_mod.detect(images, model, device=device, labels=labels, conf=conf, iou=iou, max_det=max_det,
+                            layout=layout, save=save, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
+                            num_threads=threads, report=report, on=_ssh_target(on, ssh) if on else None,
+                            remote_path=ssh["remote_path"]).to_dict()
+    emit(as_json, doc, _render_detect)
+    if doc["errors"]:
+        for e in doc["errors"]:
+            _echo(f"error: {e['error']}", err=True)
+        sys.exit(InputError.exit_code)
+
+
 # -------------------------------------------------------------------------------------- evaluate
 def _render_evaluate(d: dict[str, Any]) -> str:
     def pct(v: float | None) -> str:
@@ -884,7 +949,18 @@ def _render_evaluate(d: dict[str, Any]) -> str:
               help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
               "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified).")
 @click.option("--data", required=True, type=click.Path(),
-              help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y.")
+              help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y; for a "
+              "detector, a COCO annotation file (.json) or a YOLO folder (images/ + labels/*.txt).")
+@click.option("--images", type=click.Path(), metavar="DIR",
+              help="Detectors: the folder holding a COCO file's images (default: beside it, or its images/).")
+@click.option("--against", multiple=True, type=click.Path(), metavar="MODEL",
+              help="Detectors: also score this .tflite (e.g. the float one) on the same images; the change of -m "
+              "against it, with a paired bootstrap interval. Repeatable.")
+@click.option("--conf", type=float, help="Detectors: score threshold (default 0.001, COCO's protocol).")
+@click.option("--iou", type=float, help="Detectors: NMS IoU (default 0.7, as Ultralytics' val).")
+@click.option("--max-det", type=int, help="Detectors: detections per image (default 100, COCO's protocol).")
+@click.option("--layout", type=click.Choice(["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]),
+              help="Detectors: the output layout, when the model fits several.")
 @click.option("--reference", type=click.Path(),
               help="The float Keras model (.keras, .h5, SavedModel) to compare with; needs TensorFlow.")
 @click.option("--no-layers", is_flag=True, help="With --reference: skip the per-layer error report.")
@@ -901,15 +977,45 @@ def _render_evaluate(d: dict[str, Any]) -> str:
 @click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output (--reference).")
 @json_option
 @quiet_option
-def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labels: str | None, arch: str | None,
-             custom_objects: str | None, trust_model: bool, device: str, mean: str | None, std: str | None,
-             threads: int | None, verbose: bool, as_json: bool, quiet: bool) -> None:
+def evaluate(model: str, data: str, images: str | None, against: tuple[str, ...], conf: float | None,
+             iou: float | None, max_det: int | None, layout: str | None, reference: str | None, no_layers: bool,
+             labels: str | None, arch: str | None, custom_objects: str | None, trust_model: bool, device: str,
+             mean: str | None, std: str | None, threads: int | None, verbose: bool, as_json: bool,
+             quiet: bool) -> None:
     """Top-1/top-5 accuracy of a .tflite model on labelled data; with --reference, against the float model.
 
+    Given detection data (a COCO .json or a YOLO folder), COCO mAP@[.5:.95], mAP50, mAP75, small/medium/large
+    and per-class AP computed by pycocotools, with the protocol printed; --against scores other models on the
+    same images and gives the change with a 95% interval.
+
     Exit codes: 0 ok, 2 usage, 3 bad model, data or labels, 4 no interpreter package (or TensorFlow
-    for --reference), 9 the Edge TPU or the interpreter failed.
+    for --reference, or pycocotools for a detector), 9 the Edge TPU or the interpreter failed.
     """
     from edgekit.devices import evaluate as evaluate_mod
+
+    detection_only = {"--images": images, "--against": against or None, "--conf": conf, "--iou": iou,
+                      "--max-det": max_det, "--layout": layout}
+    from edgekit.detection_data import is_detection_data
+
+    if is_detection_data(data):
+        if reference:
+            raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
+                             "--against")
+        from edgekit import detection_eval
+
+        ev = detection_eval.evaluate_detector(
+            model, data, images=images, against=against,
+            conf=detection_eval.STANDARD_CONF if conf is None else conf,
+            iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
+            max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
+            mean=_floats(mean, "--mean"), std=_floats(std, "--std"), num_threads=threads, labels=labels,
+            report=_reporter(quiet))
+        emit(as_json, ev.to_dict(), lambda d: detection_eval.DetectionEvaluation.from_dict(d).render_text())
+        return
+    given = [flag for flag, value in detection_only.items() if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} apply to detectors only",
+                         "pass detection data with --data: a COCO .json or a YOLO folder (images/ + labels/)")
 
     labelled = evaluate_mod.read_set(data)
     ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean, "--mean"), _floats(std, "--std"),
@@ -938,6 +1044,11 @@ def _render_benchmark(d: dict[str, Any]) -> str:
              f"{d['iterations']} inferences after {d['warmup']} warm-up: min {d['min_ms']:.3f}  p50 {d['p50_ms']:.3f}  "
              f"p90 {d['p90_ms']:.3f}  p99 {d['p99_ms']:.3f}  max {d['max_ms']:.3f}  mean {d['mean_ms']:.3f} ms",
              f"Throughput {d['throughput_per_s']:.1f} inferences/s"]
+    post = d.get("postprocess")
+    if post:
+        lines.append(f"Host post-processing (decode + NMS, {post['layout']}): p50 {post['p50_ms']:.3f} ms, mean "
+                     f"{post['mean_ms']:.3f} ms over {post['iterations']} runs on the outputs of one invoke "
+                     f"({post['objects']} objects at conf {post['conf']:g}); not included in the invoke times")
     c = d["comparison"]
     if c:
         interval = c.get("change_interval")

@@ -65,6 +65,10 @@ def hostile(tmp_path):
     os.mkfifo(tmp_path / "fifo.tflite")
     os.mkfifo(tmp_path / "fifo.jpg")
     os.mkfifo(tmp_path / "fifo.json")
+    (tmp_path / "yolo_fifo" / "images").mkdir(parents=True)   # a YOLO folder whose label file is a FIFO
+    (tmp_path / "yolo_fifo" / "labels").mkdir()
+    shutil.copy(shared_file("cat.bmp"), tmp_path / "yolo_fifo" / "images" / "cat.bmp")
+    os.mkfifo(tmp_path / "yolo_fifo" / "labels" / "cat.txt")
     (tmp_path / "eps.jpg").write_text("%!PS-Adobe-3.0 EPSF-3.0\n%%BoundingBox: 0 0 10 10\nshowpage\n")
     (tmp_path / "bomb.png").write_bytes(_png(30000, 30000))
     (tmp_path / "empty.jpg").write_bytes(b"")
@@ -106,6 +110,9 @@ def test_the_eps_plugin_is_never_asked_to_load(hostile, monkeypatch):
     ["classify", "{cat}", "-m", "{model}", "-l", "{dir}/fifo.json"], ["benchmark", "-m", "{fifo}", "-n", "1"],
     ["benchmark", "-m", "{model}", "-n", "1", "--compare", "{dir}/fifo.json"],
     ["evaluate", "-m", "{model}", "--data", "{dir}/fifo.json"],
+    ["detect", "{cat}", "-m", "{fifo}"], ["detect", "{cat}", "-m", "{model}", "-l", "/dev/zero"],
+    ["evaluate", "-m", "{model}", "--data", "{dir}/yolo_fifo"],
+    ["evaluate", "-m", "{model}", "--data", "{dir}/deep.json"],
     ["quantize", "{dir}/fifo.json", "--calib", "random"], ["inspect", "{dir}"], ["inspect", "{dir}/missing.tflite"],
 ])
 def test_fifos_devices_folders_and_missing_files_never_hang(hostile, argv):

@@ -980,3 +980,50 @@ def test_a_board_error_of_any_length_is_one_line_of_a_bounded_length_stand_in(st
                                     .encode(), b"error: " + b"y" * 500_000 + b"\n", 3)
     line = _one_error_line(_stand_in_run(stand_in, "classify"), 3)
     assert len(line) < 2500 and line.startswith("error: on u@board: xxx") and "... (a file on the board" in line
+
+
+# ------------------------------------------------------------------------------------ detect --on
+def make_detector_bundle(target: Path) -> Path:
+    """A bundle of the real Ultralytics YOLOv8n export and its compiled twin, English labels, pixels / 255."""
+    from edgekit import build, manifest
+    from edgekit.preprocess import PreprocessSpec
+
+    cpu, tpu = "ppe_yolov8n_full_integer_quant.tflite", "ppe_yolov8n_full_integer_quant_edgetpu.tflite"
+    labels = target.parent / "ppe_labels.txt"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    labels.write_text("boots\nhelmet\ngoggles\nperson\n")
+    spec = PreprocessSpec.with_scaling(640, 640, "0..1", resize="bilinear")
+    doc = manifest.make_manifest(
+        models={"cpu": cpu, "edgetpu": tpu}, labels=manifest.LABELS_NAME, preprocess=spec.to_dict(),
+        input={"shape": [1, 640, 640, 3], "dtype": "int8", "scale": 0.01865844801068306, "zero_point": -14},
+        versions={"edgekit": "test", "tensorflow": None, "edgetpu_compiler": None}, reports={"check": None})
+    return build.write_bundle(target, {cpu: shared_file("detection/" + cpu), tpu: shared_file("detection/" + tpu),
+                                       manifest.LABELS_NAME: labels}, doc)
+
+
+def test_detect_on_python37_board_finds_what_the_local_run_finds(sshd, tmp_path):
+    """The board's runner (Python 3.7, tflite-runtime, no model reader) gets the layout the host read from the
+    bundle, and finds the same objects in grace_hopper.bmp as the local run, at IoU >= 0.9 (tflite-runtime 2.7
+    and LiteRT round int8 kernels a little differently)."""
+    bundle = make_detector_bundle(tmp_path / "b" / "ppe")
+    image = str(shared_file("grace_hopper.bmp"))
+    local = invoke("detect", image, "-m", str(bundle), "--json")
+    assert local.exit_code == 0, local.output
+    remote = invoke("detect", image, "--on", sshd.destination, "-m", str(bundle),
+                    *ssh_args(sshd, tmp_path / "board" / "edgekit"), "--json")
+    assert remote.exit_code == 0, remote.output
+    ours, theirs = json.loads(local.stdout), json.loads(remote.stdout)
+    assert theirs["results"][0]["image"] == image and theirs["device"] == f"cpu on {sshd.destination}"
+    assert theirs["layout"] == ours["layout"] and ours["layout"]["letterbox"]
+    a, b = ours["results"][0]["objects"], theirs["results"][0]["objects"]
+    assert [o["label"] for o in a] == [o["label"] for o in b] and "person" in [o["label"] for o in a]
+    from edgekit.detection import box_iou
+
+    for x, y in zip(a, b):   # on this 255-op model the two builds differ by up to ~5 px and 0.04 in score
+        assert abs(x["score"] - y["score"]) < 0.08, (a, b)
+        assert box_iou([list(x["bbox"].values())], [list(y["bbox"].values())])[0, 0] >= 0.9, (a, b)
+    if TARGET_PYTHON == PY37:
+        assert theirs["backend"] == "tflite_runtime"
+    res = invoke("detect", image, "--on", sshd.destination, "-m", str(bundle), "--save", str(tmp_path / "s"),
+                 *ssh_args(sshd, tmp_path / "board" / "edgekit"))
+    assert res.exit_code == 2 and "--save cannot be combined with --on" in res.stderr

@@ -459,7 +459,8 @@ def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationDa
     Returns (spec, origin, search result or None, whether the data's labels measure accuracy, model outputs).
     """
     with silenced(opts.verbose):
-        classes = int(loaded.predict(data.calib[:1]).shape[1])
+        first = loaded.predict(data.calib[:1])
+    classes = int(np.asarray(first[0] if isinstance(first, (list, tuple)) else first).shape[1])  # a detector's: 4+nc
     unusable = preprocess_search.labels_problem(data, classes)
     if data.labelled and unusable:
         warn([f"the calibration labels are neither recorded nor used to measure accuracy: {unusable}"])
@@ -530,6 +531,13 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
                              "pass class folders, or an .npz with x and y; or leave --eval out")
         calibration.check_exists(opts.eval, flag="--eval")
 
+    from edgekit.detection_data import calibration_images
+
+    detection_images = calibration_images(calib_source)   # a COCO file or YOLO folder: calibrate on its images
+    if detection_images is not None:
+        opts.report.note(f"calibrating on the images of the detection data {calib_source}: {detection_images}")
+        calib_source = detection_images
+
     loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose)
     if loaded.format == "savedmodel":  # docs/commands/quantize.md: a SavedModel is a program, and converting runs it
         if opts.trust_model:
@@ -560,21 +568,44 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn)
     if labels is None and data.class_names and labelled:
         labels = data.class_names   # class folder names, in Keras's order: what classify should print
-    eval_data = load_eval(opts, spec, classes, labels) if opts.verify and opts.eval else None
+    from edgekit.detection_data import is_detection_data
+
+    detection_eval_data = opts.eval if opts.eval and is_detection_data(opts.eval) else None  # COCO JSON / YOLO
+    eval_data = load_eval(opts, spec, classes, labels) if opts.verify and opts.eval and not detection_eval_data \
+        else None
 
     model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
-    n_classes = int(np.prod(info.outputs[0].shape))
+    from edgekit.converters import detector_verify
+
+    layout = detector_verify.layout_of(model_bytes, info)   # None: a classifier
+    if layout is not None:
+        detector_verify.refuse_crushed_scores(layout, info)
+        opts.report.note(f"a detector: {layout.describe()} ({'; '.join(layout.source)})")
+    n_classes = layout.num_classes if layout is not None else int(np.prod(info.outputs[0].shape))
+    if detection_eval_data and layout is None:
+        raise InputError(f"--eval {opts.eval}: detection data (boxes), but the model is a classifier",
+                         "pass class folders or an .npz with x and y")
     if labels is not None and len(labels) != n_classes:
         warn([f"{len(labels)} labels for {n_classes} model outputs"])
 
     verification = None
     if opts.verify:
         checked = verification_set(data, labelled, eval_data)
-        with silenced(opts.verbose):
-            float_scores = loaded.predict(checked.x)
-            int8_scores = run_int8(model_bytes, checked.x)
-        verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, labels)
+        if layout is not None:   # detections matched, not top-1 (labelled detection data: evaluate --against)
+            with silenced(opts.verbose):
+                verification = detector_verify.verify_detector(loaded.predict, model_bytes, layout, checked.x,
+                                                               opts.min_agreement, checked.sources)
+                if detection_eval_data:
+                    detector_verify.apply_map50_gate(verification, detector_verify.map50_gate(
+                        loaded.predict, model_bytes, layout, spec, detection_eval_data, opts.max_accuracy_drop,
+                        labels))
+                int8_scores = run_int8(model_bytes, checked.x[:PROBE_SAMPLES])
+        else:
+            with silenced(opts.verbose):
+                float_scores = loaded.predict(checked.x)
+                int8_scores = run_int8(model_bytes, checked.x)
+            verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, labels)
         warn(verification["warnings"])
 
     tf = import_tensorflow()
@@ -589,6 +620,7 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         "preprocess_origin": spec_origin,
         "preprocess_search": search.to_dict() if search else None,
         "verification": verification,
+        **({"detection": {"layout": layout.to_dict(), "letterbox": False}} if layout is not None else {}),
     })
     final = _with_record(model_bytes, rec)
     # What was verified is the converter's output; what is written is that model repacked with the
@@ -631,6 +663,8 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
             f"on {checked.describe()}: " + "; ".join(verification["failures"])
             + f"; mean |score difference| {verification['mean_abs_diff']:.4f}", output,
             preprocess_search.MISORDER_HINT if verification["class_order"] else
+            "check that --calib holds real images of what the detector finds, preprocessed like training (see "
+            "--scaling), or relax --min-agreement" if layout is not None else
             "check that --calib holds real training images of the model's classes, preprocessed like training "
             "(see --scaling), or relax --min-agreement / --max-accuracy-drop", result)
     return result

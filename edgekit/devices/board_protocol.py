@@ -188,6 +188,35 @@ CLASSIFY = {"model": _text, "device": _text, "backend": _text, "first_inference_
             "errors": lambda v, w: _list(v, w, lambda e, we: _object(e, we, {"image": _text, "error": _text}))}
 
 
+_BOX = {k: (lambda v, w: _number(v, w, None)) for k in ("xmin", "ymin", "xmax", "ymax")}
+
+
+def _detection(v: Any, where: str) -> dict[str, Any]:
+    """One object: id, label, score, bbox in pixels, and bbox_normalized when the runner knew the image's size."""
+    fields = {"id": _int, "label": _opt_text, "score": lambda s, ws: _number(s, ws, None),
+              "bbox": lambda b, wb: _object(b, wb, _BOX)}
+    if isinstance(v, dict) and "bbox_normalized" in v:
+        fields["bbox_normalized"] = lambda b, wb: _object(b, wb, _BOX)
+    return _object(v, where, fields)
+
+
+def _any_object(v: Any, where: str) -> dict[str, Any]:
+    """An object not read here (the host keeps its own copy: the layout it sent), only bounded like the rest."""
+    if not isinstance(v, dict):
+        raise _Bad(f"{where} is not an object")
+    return v
+
+
+DETECT = {"model": _text, "device": _text, "backend": _text, "layout": _any_object, "conf": _number,
+          "iou": _number, "max_det": lambda v, w: _int(v, w, 1), "first_inference_ms": _opt_number,
+          "results": lambda v, w: _list(v, w, lambda r, wr: _object(r, wr, {
+              "image": _text, "width": lambda x, wx: _int(x, wx, 1), "height": lambda x, wx: _int(x, wx, 1),
+              "invoke_ms": _number, "postprocess_ms": _number,
+              "objects": lambda o, wo: _list(o, wo, _detection)})),
+          "errors": lambda v, w: _list(v, w, lambda e, we: _object(e, we, {"image": _text, "error": _text})),
+          "notes": lambda v, w: _list(v, w, _text)}
+
+
 def _benchmark_fields() -> dict[str, Callable[[Any, str], Any]]:
     from edgekit.devices.latency import PERCENTILES
 
@@ -227,15 +256,28 @@ def read_probe(data: bytes, destination: str, hint: str) -> dict[str, Any]:
 def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: int) -> dict[str, Any]:
     """A classify document naming only images that were sent, each once, with at most ``k`` classes each."""
     doc = read(data, CLASSIFY, destination, "classifying", hint)
+    _sent_once(doc, sent, destination, "classifying", hint)
+    if any(len(r["top"]) > k for r in doc["results"]):
+        raise malformed(destination, "classifying", f"more than --top-k {k} classes for an image", hint)
+    return doc
+
+
+def read_detect(data: bytes, destination: str, hint: str, sent: set[str], max_det: int) -> dict[str, Any]:
+    """A detect document naming only images that were sent, each once, with at most ``max_det`` objects each."""
+    doc = read(data, DETECT, destination, "detecting", hint)
+    _sent_once(doc, sent, destination, "detecting", hint)
+    if any(len(r["objects"]) > max_det for r in doc["results"]):
+        raise malformed(destination, "detecting", f"more than --max-det {max_det} objects for an image", hint)
+    return doc
+
+
+def _sent_once(doc: dict[str, Any], sent: set[str], destination: str, what: str, hint: str) -> None:
     seen: set[str] = set()
     for entry in doc["results"] + doc["errors"]:
         if entry["image"] not in sent or entry["image"] in seen:
             why = "names an image that was not sent" if entry["image"] not in sent else "names an image twice"
-            raise malformed(destination, "classifying", f"{why} ({entry['image']!r})", hint)
+            raise malformed(destination, what, f"{why} ({entry['image']!r})", hint)
         seen.add(entry["image"])
-    if any(len(r["top"]) > k for r in doc["results"]):
-        raise malformed(destination, "classifying", f"more than --top-k {k} classes for an image", hint)
-    return doc
 
 
 def read_benchmark(data: bytes, destination: str, hint: str, n: int, warmup: int) -> dict[str, Any]:

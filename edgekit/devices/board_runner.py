@@ -20,6 +20,8 @@ exit codes, and ``{"error": {"message": ..., "hint": ... or null, "exit_code": N
     unpack DIR [--delete P]...    a tar on stdin -> files under DIR, each written beside and renamed
     classify --bundle B [--device D] [--top-k K] [--threshold=T] [--mean M] [--std S] IMAGES... | --images-tar -
                                   the document of ``edgekit classify --json``
+    detect --bundle B --layout-json J [--device D] [--conf C] [--iou I] [--max-det N] IMAGES... | --images-tar -
+                                  the document of ``edgekit detect --json`` (the layout read by the host)
     benchmark --bundle B [--device D] [-n N] [--warmup K] [--threads T]
                                   the document of ``edgekit benchmark --json``
 
@@ -48,6 +50,8 @@ SHIPPED_MODULES = (
     "edgekit/devices/board_runner.py",
     "edgekit/devices/backends.py",
     "edgekit/devices/classifier.py",
+    "edgekit/detection.py",
+    "edgekit/devices/detector.py",
     "edgekit/devices/delegate_probe.py",
     "edgekit/devices/latency.py",
 )
@@ -384,6 +388,17 @@ def _parser():
     p.add_argument("--std", type=_numbers)
     p.add_argument("--images-tar", help="'-': the images come as a tar on stdin (named as its members)")
     p.add_argument("images", nargs="*")
+    p = sub.add_parser("detect")
+    p.add_argument("--bundle", required=True)
+    p.add_argument("--device", default="auto")
+    p.add_argument("--layout-json", required=True, help="the layout the host read from the bundle's model")
+    p.add_argument("--conf", type=float, default=0.25)
+    p.add_argument("--iou", type=float, default=0.45)
+    p.add_argument("--max-det", type=int, default=100)
+    p.add_argument("--mean", type=_numbers)
+    p.add_argument("--std", type=_numbers)
+    p.add_argument("--images-tar", help="'-': the images come as a tar on stdin (named as its members)")
+    p.add_argument("images", nargs="*")
     p = sub.add_parser("benchmark")
     p.add_argument("--bundle", required=True)
     p.add_argument("--device", default="auto")
@@ -393,14 +408,36 @@ def _parser():
     return parser
 
 
+def _detector(args):
+    import json
+
+    from edgekit.detection import DetectionLayout
+    from edgekit.devices import backends
+    from edgekit.devices.classifier import load_bundle
+    from edgekit.devices.detector import Detector
+
+    backends.ON_BOARD = True
+    layout = DetectionLayout.from_dict(json.loads(args.layout_json))
+    return Detector(load_bundle(args.bundle, args.device), layout, mean=args.mean, std=args.std, name=args.bundle)
+
+
 def _classify(args) -> dict:
-    classifier = _classifier(args)
+    """classify, or detect (the same protocol: notes on stderr, images as a tar on stdin, one JSON document)."""
+    detect = args.command == "detect"
+    classifier = _detector(args) if detect else _classifier(args)
     from edgekit.errors import Caution
 
     for note in classifier.notes:  # read back by the host (remote.py) as its own notes and warnings
         sys.stderr.write(("warning: " if isinstance(note, Caution) else "note: ") + note + "\n")
+
+    def run(paths):
+        if detect:
+            with classifier.opened:
+                return classifier.run(paths, args.conf, args.iou, args.max_det, workers=1).to_dict()
+        return classifier.run(paths, args.top_k, args.threshold, workers=1).to_dict()
+
     if args.images_tar != "-":
-        return classifier.run(args.images, args.top_k, args.threshold, workers=1).to_dict()
+        return run(args.images)
     import tarfile
     import tempfile
 
@@ -414,8 +451,7 @@ def _classify(args) -> dict:
                 if member.isfile():
                     _write_atomically(os.path.join(folder, name), tar.extractfile(member))
                     names.append(name)
-        report = classifier.run([os.path.join(folder, n) for n in names], args.top_k, args.threshold,
-                                workers=1).to_dict()
+        report = run([os.path.join(folder, n) for n in names])
         prefix = folder + os.sep
         for entry in report["results"] + report["errors"]:  # name images as the host sent them
             entry["image"] = entry["image"][len(prefix):]
@@ -435,7 +471,7 @@ def main(argv=None) -> int:
             doc = probe(args.root, args.subdirs)
         elif args.command == "unpack":
             doc = unpack(args.root, sys.stdin.buffer, args.delete)
-        elif args.command == "classify":
+        elif args.command in ("classify", "detect"):
             doc = _classify(args)
         elif args.command == "benchmark":
             doc = benchmark(args.bundle, args.device, args.n, args.warmup, args.threads)
@@ -443,7 +479,7 @@ def main(argv=None) -> int:
             _parser().print_usage(sys.stderr)
             return 2
     except (ValueError, OSError, tarfile.TarError) as exc:
-        if args.command in ("classify", "benchmark"):  # edgekit.errors is there: everything else is a bug
+        if args.command in ("classify", "detect", "benchmark"):  # edgekit.errors is there: everything else is a bug
             raise
         return _fail(_first_line(exc), None,
                      EXIT_INPUT if isinstance(exc, (ValueError, tarfile.TarError)) else EXIT_DEVICE)

@@ -25,7 +25,7 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Callable
 
 from edgekit.devices import board_protocol, board_runner
 from edgekit.errors import Caution, DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
@@ -487,9 +487,22 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
     ``images`` are expanded here as ``edgekit classify`` does (files, folders, globs); results name
     them as given; ``model`` and ``device`` name the target (``user@host:...``, ``... on user@host``).
     """
+    args = ["--device", _device_arg(device), "--top-k", str(k), f"--threshold={threshold}"]
+    return _send_images(images, bundle, target, path, "classify", args, mean, std, "classifying", report,
+                        lambda data, dest, hint, sent: board_protocol.read_classify(data, dest, hint, sent, k),
+                        lambda n: classify_stdout_bound(n, k))
+
+
+def _send_images(images: list[str], bundle: str | os.PathLike, target: SshTarget, path: str, command: str,
+                 args: list[str], mean: tuple[float, ...] | None, std: tuple[float, ...] | None, label: str,
+                 report: Reporter, read: Callable[..., dict[str, Any]],
+                 stdout_bound: Callable[[int], int]) -> dict[str, Any]:
+    """classify's and detect's shared protocol: expand, deploy, send the images as a tar, rename the results.
+
+    ``read(stdout, destination, hint, sent)`` checks the runner's document; ``stdout_bound(images)`` bounds it."""
     from edgekit.devices.classify import expand_images
 
-    args = ["--device", _device_arg(device), "--top-k", str(k), f"--threshold={threshold}", "--images-tar", "-"]
+    args = args + ["--images-tar", "-"]
     if mean is not None:
         args += ["--mean", ",".join(map(repr, mean))]
     if std is not None:
@@ -507,9 +520,8 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
                     errors.append({"image": p, "error": f"{p}: cannot read ({exc.strerror or exc})"})
         tar_file.seek(0)
         sent = set(names)
-        doc = _run_runner(target, path, local.name, "classify", args, tar_file, "classifying", report,
-                          lambda data, dest, hint: board_protocol.read_classify(data, dest, hint, sent, k),
-                          classify_stdout_bound(len(names), k))
+        doc = _run_runner(target, path, local.name, command, args, tar_file, label, report,
+                          lambda data, dest, hint: read(data, dest, hint, sent), stdout_bound(len(names)))
     local_name = dict(zip(names, paths))
     for entry in doc["results"] + doc["errors"]:
         sent = entry["image"]
@@ -518,6 +530,40 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
             entry["error"] = entry["error"].replace(sent, entry["image"])
     doc["errors"] = errors + doc["errors"]
     return doc
+
+
+def detect(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
+           device: str = "auto", conf: float = 0.25, iou: float = 0.45, max_det: int = 100, layout: str | None = None,
+           mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
+           report: Reporter = SILENT) -> dict[str, Any]:
+    """Deploy when needed, send the images, detect on the target: the ``edgekit detect --json`` document.
+
+    The layout is read here, from the bundle's own model file (``layout``: the ``--layout`` name), and sent
+    to the runner, which has no model reader; the rest is :func:`classify`'s protocol.
+    """
+    import json
+
+    from edgekit import manifest
+    from edgekit.detection_layout import find_layout
+
+    local_bundle = manifest.load(bundle)
+    found = find_layout(local_bundle.verified(local_bundle.cpu_model), layout,
+                        record_labels=_bundle_labels(local_bundle))
+    report.note(f"layout {found.describe()}: " + "; ".join(found.source))
+    args = ["--device", _device_arg(device), f"--conf={conf!r}", f"--iou={iou!r}", f"--max-det={max_det}",
+            "--layout-json", json.dumps(found.to_dict())]
+    return _send_images(images, bundle, target, path, "detect", args, mean, std, "detecting", report,
+                        lambda data, dest, hint, sent: board_protocol.read_detect(data, dest, hint, sent, max_det),
+                        lambda n: classify_stdout_bound(n, max_det))
+
+
+def _bundle_labels(bundle: Any) -> list[str] | None:
+    if not bundle.labels:
+        return None
+    from edgekit.classes import read_labels
+
+    labels = read_labels(bundle.verified(bundle.labels))
+    return [labels[k] for k in sorted(labels)]
 
 
 def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH, device: str = "auto",

@@ -125,7 +125,9 @@ def test_the_cut_model_maps_whole(yolo):
     assert [o.shape for o in info.outputs] == [(1, 80, 80, 64), (1, 80, 80, 4), (1, 40, 40, 64), (1, 40, 40, 4),
                                               (1, 20, 20, 64), (1, 20, 20, 4)]
     record = json.loads(info.metadata["edgekit"])
-    assert record["detection"]["layout"] == "split-dfl" and record["detection"]["strides"] == [8, 16, 32]
+    layout = record["detection"]["layout"]
+    assert (layout["kind"], layout["strides"], layout["scores_are_logits"]) == ("split-dfl", [8, 16, 32], True)
+    assert record["detection"]["letterbox"] is True and len(layout["labels"]) == 4
     assert len(cut) < len(shared_file(YOLO).read_bytes())
 
 
@@ -152,6 +154,25 @@ def test_the_cut_model_detects_what_the_uncut_one_does(yolo, image):
     assert np.array_equal(hit, scores.max(1) > 0.25) or np.abs(ref_scores.max(1) - 0.25)[hit != (scores.max(1) > 0.25)].max() <= 2 * step
     if hit.any():
         assert _iou(ref_boxes[hit], boxes[hit]).min() >= 0.9
+
+
+def test_detect_reads_the_recorded_layout_and_finds_the_uncut_models_boxes(tmp_path, yolo):
+    """edgekit detect on the cut model (its layout recorded by cut, never guessed) against the uncut model."""
+    from edgekit.devices.detect import detect
+
+    data, cut, _ = yolo
+    (tmp_path / "full.tflite").write_bytes(data)
+    (tmp_path / "cut.tflite").write_bytes(cut)
+    images = [str(shared_file("grace_hopper.bmp")), str(shared_file("cat.bmp"))]
+    full = detect(images, tmp_path / "full.tflite", device="cpu")
+    part = detect(images, tmp_path / "cut.tflite", device="cpu")
+    assert "recorded by edgekit quantize with the model" in part.layout.source[0] or \
+        "edgekit cut" in " ".join(part.layout.source)
+    for a, b in zip(full.results, part.results):
+        assert [o.id for o in a.objects] == [o.id for o in b.objects]
+        boxes = lambda r: np.array([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax] for o in r.objects])  # noqa
+        if a.objects:
+            assert _iou(boxes(a), boxes(b)).min() >= 0.9
 
 
 def test_cut_cli_writes_beside_and_refuses_what_it_cannot_cut(tmp_path):
