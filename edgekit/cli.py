@@ -389,7 +389,8 @@ def _render_quantize(d: dict[str, Any]) -> str:
         f"Calibration: {cal['samples']} samples from {cal['source']} ({cal['kind']}"
         + (f", {cal['classes']} classes" if cal["classes"] else "") + f"), {cal['holdout_samples']} held back",
         f"Input:  {q(io['input'])}",
-        f"Output: {q(io['output'])}",
+        f"Output: {q(io['output'])}" + (f" (the model's output {src['output']['name']!r} of "
+                                        f"{', '.join(src['output']['of'])})" if src.get("output") else ""),
         "Ops: " + ", ".join(f"{h['count']}x {h['name']} v{h['version']}" for h in d["op_histogram"]),
         "Edge TPU checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
         + ("" if d["remedy"] == d["remedies_tried"][0] else f" (with {d['remedy']})"),
@@ -423,6 +424,8 @@ QUANTIZE_OPTIONS = [
                  "the model."),
     click.option("--custom-objects", type=FilePath(), help="A .py file defining the model's custom layers/functions."),
     click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file)."),
+    click.option("--output-name", metavar="NAME", help="For a model with several outputs: the one to convert, by "
+                 "name (or index); recorded with the model. Without it such a model is refused (exit 5)."),
     click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]),
                  help="Input scaling the model was trained with (default: from the model or its record, else "
                  "measured on labelled calibration data)."),
@@ -466,7 +469,8 @@ def _quantize_options(model: str, output: str | None, quiet: bool, q: dict[str, 
 
     return QuantizeOptions(model=model, output=output, calib=q["calib"], samples=q["samples"], holdout=q["holdout"],
                            seed=q["seed"], tfrecord_key=q["tfrecord_key"], arch=q["arch"],
-                           custom_objects=q["custom_objects"], trust_model=q["trust_model"], scaling=q["scaling"],
+                           custom_objects=q["custom_objects"], trust_model=q["trust_model"],
+                           output_name=q["output_name"], scaling=q["scaling"],
                            mean=_floats(q["mean"], "--mean"), std=_floats(q["std"], "--std"), resize=q["resize"],
                            channels=q["channels"], input_size=_size(q["input_size"]), io=q["io_type"],
                            labels=q["labels"], eval=q["eval_data"], min_agreement=q["min_agreement"],

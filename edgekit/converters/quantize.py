@@ -59,6 +59,7 @@ class QuantizeOptions:
     arch: str | None = None
     custom_objects: str | None = None
     trust_model: bool = False
+    output_name: str | None = None                # which output of a model with several (name or index)
     scaling: str | None = None
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
@@ -524,7 +525,10 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         calib_source = str(calib_path if calib_path.is_absolute() else record_file.parent / calib_path)
     calibration.check_exists(calib_source, record_file if opts.calib is None else None)
 
-    loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose)
+    loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose,
+                           opts.output_name)
+    for note in loaded.notes:
+        opts.report.note(note)
     spec, spec_origin, spec_warnings = resolve_spec(loaded, opts, record.preprocess if record else None)
     warnings: list[str] = []
 
@@ -569,7 +573,8 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
 
     rec = model_record.ModelRecord(spec, labels, {
         "created_by": f"{CREATED_BY} {__version__}",
-        "source_model": {"name": Path(opts.model).name, "format": loaded.format},
+        "source_model": {"name": Path(opts.model).name, "format": loaded.format, "output": loaded.output,
+                         "notes": loaded.notes},
         "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__},
         "io": opts.io,
         "calibration": data.summary(),
@@ -598,7 +603,8 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     summary = {
         "output": str(output),
         "record": str(record_path),
-        "source": {"path": str(src), "format": loaded.format, "size_bytes": src_size},
+        "source": {"path": str(src), "format": loaded.format, "size_bytes": src_size, "output": loaded.output,
+                   "notes": loaded.notes},
         "size_bytes": out_info.size_bytes,
         "preprocess": {**spec.to_dict(), "origin": spec_origin, "description": spec.describe(),
                        "search": search.to_dict() if search else None},
