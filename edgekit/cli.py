@@ -403,7 +403,8 @@ def _render_quantize(d: dict[str, Any]) -> str:
         lines += _render_verification(v)
     else:
         lines.append("Verification: skipped (--no-verify)")
-    lines.append(f"Record: {d['record']} and metadata 'edgekit' inside the model"
+    lines.append((f"Record: {d['record']} and metadata 'edgekit' inside the model" if d["record"] else
+                  "Record: metadata 'edgekit' inside the model (the sidecar's name is the Keras model's own record)")
                  + (f" ({d['labels']} labels)" if d["labels"] else ""))
     return "\n".join(lines)
 

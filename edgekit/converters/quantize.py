@@ -80,7 +80,7 @@ class QuantizeOptions:
 @dataclass
 class QuantizeResult:
     output: Path
-    record_path: Path
+    record_path: Path | None  # None: the input's own record sits where the sidecar would (the record is inside)
     summary: dict[str, Any]   # what the CLI prints (--json schema in the README), warnings included
 
 
@@ -427,6 +427,42 @@ def default_output(model: str | Path) -> Path:
     return base.parent / f"{keras_io.default_output_stem(p)}_int8.tflite"
 
 
+def source_name(model: str | Path) -> str:
+    """The source model's file name as recorded (a SavedModel folder by its own name, also for `.`)."""
+    p = Path(model)
+    return p.resolve().name if p.is_dir() else p.name
+
+
+def source_of(output: Path) -> str | None:
+    """The source model name an existing edgekit output records (``source_model.name``), None when it records none."""
+    try:
+        meta = tflite_model.load(output).metadata.get(model_record.METADATA_NAME)
+        record = model_record.ModelRecord.from_json(meta, str(output)) if meta else None
+    except Exception:  # not a model, or not one of ours: it records no source
+        return None
+    source = (record.extra.get("source_model") or {}).get("name") if record else None
+    return str(source) if source else None
+
+
+def refuse_replacing_another_source(output: Path, model: str | Path) -> None:
+    """Refuse a default output that exists and was made from another source (or not by edgekit).
+
+    ``m.keras`` and ``m.weights.h5`` both default to ``m_int8.tflite``: the second run must not replace the
+    first's output without a word. Rerunning on the same source replaces its own output, as before.
+    """
+    if not output.is_file():
+        return
+    name = source_name(model)
+    source = source_of(output)
+    if source == name:
+        return
+    made = f"was made from {source}" if source else "was not written by edgekit quantize"
+    stem = Path(model).name.replace(".", "_") if not Path(model).is_dir() else name
+    raise UsageError(f"the default output {output} exists and {made}, not from {name}: it would be replaced",
+                     f"choose another output with -o (e.g. -o {output.with_name(stem + '_int8.tflite')}), or delete "
+                     f"{output.name} first")
+
+
 def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] | None:
     """A record written beside the Keras model (``edgekit train`` writes ``<stem>.edgekit.json``).
 
@@ -512,9 +548,15 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         found, unreadable_record = None, f"ignoring the record beside the model: {exc}"
         opts.report.warn(unreadable_record)  # said now: loading the model takes a while
     record, record_file = found if found else (None, None)
-    if record_file and model_record.sidecar_path(output).resolve() == record_file.resolve():
-        raise UsageError(f"output {output} would overwrite the input's record {record_file}",
-                         "choose another output path with -o, e.g. the default <stem>_int8.tflite")
+    # `quantize m.keras -o m.tflite`: the sidecar m.edgekit.json would be the Keras model's own record (its
+    # training record, an input). The output's record goes inside the model only; that one stays as it is.
+    sidecar: Path | None = model_record.sidecar_path(output)
+    if record_file and sidecar.resolve() == record_file.resolve():
+        opts.report.note(f"{sidecar.name} beside the output is {Path(opts.model).name}'s own record and stays as it "
+                         f"is: the output's record is written inside {output.name} only")
+        sidecar = None
+    if opts.output is None:
+        refuse_replacing_another_source(output, opts.model)
 
     calib_source = opts.calib
     if calib_source is None:
@@ -573,7 +615,7 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
 
     rec = model_record.ModelRecord(spec, labels, {
         "created_by": f"{CREATED_BY} {__version__}",
-        "source_model": {"name": Path(opts.model).name, "format": loaded.format, "output": loaded.output,
+        "source_model": {"name": source_name(opts.model), "format": loaded.format, "output": loaded.output,
                          "notes": loaded.notes},
         "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__},
         "io": opts.io,
@@ -594,15 +636,15 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         raise InternalError("adding the record to the model changed its outputs "
                             f"(on {len(probe)} samples, max |difference| {float(np.abs(after - before).max()):g})",
                             "this is a bug in edgekit (nothing was written); rerun with --debug and report it")
-    record_path = model_record.sidecar_path(output)
-    write_all_atomic({output: final, record_path: rec.to_json().encode()})  # both or neither
+    record_path = sidecar
+    write_all_atomic({output: final, **({record_path: rec.to_json().encode()} if record_path else {})})  # all or none
 
     out_info = tflite_model.ModelInfo.from_bytes(final)
     src = Path(opts.model)
     src_size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file()) if src.is_dir() else src.stat().st_size
     summary = {
         "output": str(output),
-        "record": str(record_path),
+        "record": str(record_path) if record_path else None,
         "source": {"path": str(src), "format": loaded.format, "size_bytes": src_size, "output": loaded.output,
                    "notes": loaded.notes},
         "size_bytes": out_info.size_bytes,
