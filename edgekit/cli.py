@@ -710,7 +710,7 @@ def _render_build(d: dict[str, Any]) -> str:
     lines.append(f"CPU model: {m['models']['cpu']}; Edge TPU model: {m['models']['edgetpu'] or 'none (not compiled)'}")
     lines.append(f"Check: {check['verdict']} ({check['summary']['edgetpu_ops']} ops on the Edge TPU, "
                  f"{check['summary']['cpu_ops']} on the CPU)")
-    q = d["quantize"].get("verification") or {}
+    q = (d["quantize"] or {}).get("verification") or {}
     if q:
         lines.append(f"Verification: top-1 agreement {q['top1_agreement']:.1%} on {q['samples']} samples")
     acc = m["accuracy"]
@@ -736,7 +736,8 @@ def _render_build(d: dict[str, Any]) -> str:
 def build(model: str, output: str, min_runtime: int | None, timeout: float, no_compile: bool, as_json: bool,
           quiet: bool, **q: Any) -> None:
     """Keras model → deployable bundle: quantize (every quantize option), check, compile (where edgetpu_compiler
-    exists), manifest.json.
+    exists), manifest.json. An int8 .tflite (or a compiled x_edgetpu.tflite with x.tflite beside it) is
+    checked, compiled, evaluated and bundled as it is.
 
     Exit codes: 0 ok, 2 usage (also an existing -o that is not an edgekit bundle), 3 bad input, 4 TensorFlow
     missing, 5 conversion failed, 6 verification failed, 8 the compiler failed. No bundle on failure.
