@@ -38,6 +38,21 @@ def labels_of(x: np.ndarray, y: np.ndarray, where: str) -> np.ndarray:
     return class_ids(y, f"{where}: y")
 
 
+def match_by_name(folders: list[str], labels: dict[int, str] | list[str]) -> np.ndarray | None:
+    """The model output id of each class folder when every folder is named like one of the model's labels.
+
+    Shared by ``quantize`` (``--calib``/``--eval`` with ``--labels``) and ``evaluate``: a model's labels say its
+    class order, so folders named like them are matched by name, not by sorted position, and may be a
+    few of its classes (20 folders for a 1000-class ImageNet head, or every class but a ``background`` 0).
+    A name listed twice among the labels matches its first id. None when some folder names no label.
+    """
+    table = dict(enumerate(labels)) if isinstance(labels, list) else dict(labels)
+    by_name = {name: i for i, name in sorted(table.items(), reverse=True)}
+    if not folders or not all(n in by_name for n in folders):
+        return None
+    return np.asarray([by_name[n] for n in folders], np.int64)
+
+
 def list_images(folder: Path, flag: str = "--calib") -> tuple[list[list[Path]], list[str] | None]:
     """Image files grouped by class subfolder (``None`` classes for a flat folder)."""
     def images_in(d: Path) -> list[Path]:

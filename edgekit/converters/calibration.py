@@ -65,6 +65,9 @@ class CalibrationData:
     holdout_pixels: np.ndarray | None = None
     calib_labels: np.ndarray | None = None
     holdout_labels: np.ndarray | None = None
+    # Class folders matched by name to a few of many labels: ``classes`` is then the labels (the ids'
+    # space) and this the number of folders read (None: as many as ``classes``).
+    folders: int | None = None
 
     @property
     def labelled(self) -> bool:
@@ -83,7 +86,8 @@ class CalibrationData:
 
     def summary(self) -> dict[str, Any]:
         return {"source": self.source, "kind": self.kind, "samples": len(self.calib),
-                "holdout_samples": len(self.holdout), "classes": len(self.classes) if self.classes else None,
+                "holdout_samples": len(self.holdout),
+                "classes": self.folders or (len(self.classes) if self.classes else None),
                 "random": self.kind == "random"}
 
 

@@ -394,17 +394,34 @@ MAX_EVAL_SAMPLES = 10_000  # --eval: labelled samples read for verification, at 
 
 
 def match_folders_to_labels(data: calibration.CalibrationData, labels: list[str], flag: str) -> list[str]:
-    """Number class folders by their name's place in ``labels`` when they name exactly those classes.
-
-    Sorted folder order is Keras's, but a model trained with its own class order says it through its
-    labels: folders named like them are then matched by name, not position. Returns notes (a warning).
+    """Number class folders by their name's place in ``labels`` when each names one of them (as evaluate does,
+    :func:`edgekit.datasets.match_by_name`): all the classes in another order, or a few of many (20 folders
+    of a 1000-class head). Sorted folder order is Keras's, but a model's labels say its own class order.
+    Returns the notes to give (a warning: the folders' sorted order differs from the labels').
     """
-    if not data.classes or data.classes == list(labels) or sorted(data.classes) != sorted(labels):
+    from edgekit.datasets import match_by_name
+
+    if not data.classes or data.classes == list(labels) or data.calib_labels is None:
         return []
-    order = np.asarray([list(labels).index(name) for name in data.classes], np.int64)
+    order = match_by_name(data.classes, labels)
+    if order is None:
+        return []
     data.calib_labels, data.holdout_labels = order[data.calib_labels], order[data.holdout_labels]
+    folders = len(data.classes)
     data.classes = list(labels)
-    return [f"{flag}: class folders matched to the labels by name (their sorted order differs from the labels')"]
+    data.folders = folders if folders != len(labels) else None
+    if folders == len(labels):
+        return [f"{flag}: class folders matched to the labels by name (their sorted order differs from the labels')"]
+    data.notes.append(f"{flag}: {folders} class folders matched by name to {folders} of the {len(labels)} labels")
+    return []
+
+
+def unused_labels_warning(unusable: str, labels_recorded: bool) -> str:
+    """The warning when the data's labels cannot measure accuracy, true to what is recorded."""
+    if labels_recorded:
+        return (f"the calibration labels are not used to measure accuracy: {unusable} (the labels recorded are "
+                "--labels's or the record's; name the class folders like them to have them matched by name)")
+    return f"the calibration labels are neither recorded nor used to measure accuracy: {unusable}"
 
 
 def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, classes: int, labels: list[str] | None
@@ -488,8 +505,9 @@ def _io_summary(t: tflite_model.TensorInfo) -> dict[str, Any]:
 
 
 def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationData, spec: PreprocessSpec,
-                   origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None]) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool,
-                                                    int]:
+                   origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None],
+                   labels_recorded: bool = False) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None,
+                                                           bool, int]:
     """Settle the spec on the calibration data (see :mod:`preprocess_search`) and apply it to ``data``.
 
     Returns (spec, origin, search result or None, whether the data's labels measure accuracy, model outputs).
@@ -498,7 +516,7 @@ def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationDa
         classes = int(loaded.predict(data.calib[:1]).shape[1])
     unusable = preprocess_search.labels_problem(data, classes)
     if data.labelled and unusable:
-        warn([f"the calibration labels are neither recorded nor used to measure accuracy: {unusable}"])
+        warn([unused_labels_warning(unusable, labels_recorded)])
 
     with silenced(opts.verbose) as (real_err, _):
         def bar(names: list[str]) -> Any:
@@ -590,7 +608,8 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     warn(data.warnings)
     if labels is not None and data.kind == "images":
         warn(match_folders_to_labels(data, labels, "--calib"))
-    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn)
+    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn,
+                                                                  labels is not None)
     if labels is None and data.class_names and labelled:
         labels = data.class_names   # class folder names, in Keras's order: what classify should print
     eval_data = load_eval(opts, spec, classes, labels) if opts.verify and opts.eval else None

@@ -67,11 +67,11 @@ def align_labels(data: LabelledSet, recorded: dict[int, str], classes: int) -> t
     Folder names found among the model's labels are matched by name (a model with a 'background'
     class 0 still lines up); otherwise folder k is output k, which needs as many folders as outputs.
     """
-    if data.class_names and recorded:
-        by_name = {name: i for i, name in sorted(recorded.items(), reverse=True)}
-        if all(n in by_name for n in data.class_names):
-            ids = np.asarray([by_name[n] for n in data.class_names], np.int64)
-            return ids[data.labels], "class folder names matched to the model's labels"
+    from edgekit.datasets import match_by_name
+
+    ids = match_by_name(data.class_names, recorded) if data.class_names and recorded else None
+    if ids is not None:
+        return ids[data.labels], "class folder names matched to the model's labels"
     if data.class_names:
         if len(data.class_names) != classes:
             raise InputError(f"--data {data.source}: {len(data.class_names)} class folders for {classes} model "

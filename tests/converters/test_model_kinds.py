@@ -117,3 +117,48 @@ def test_a_half_precision_model_loads_as_float32_with_a_note_and_its_int8_twin_a
     agree = float(np.mean(half.argmax(1) == int8.argmax(1)))
     assert agree >= 0.95, agree
     assert np.mean(int8.argmax(1) == y) >= np.mean(half.argmax(1) == y) - 0.03
+
+
+def _head_1000(trained, offset: int = 100):
+    """The digits CNN with a 1000-way head (fixed weights): digit k is output offset + k, no other output wins."""
+    import keras
+
+    inp = keras.Input(trained.input_shape[1:])
+    x = inp
+    for layer in trained.layers[:-1]:
+        x = layer(x)
+    model = keras.Model(inp, keras.layers.Dense(1000, activation="softmax", name="predictions")(x))
+    kernel, bias = trained.layers[-1].get_weights()
+    wide, wide_bias = np.zeros((kernel.shape[0], 1000), np.float32), np.full(1000, -20.0, np.float32)
+    wide[:, offset:offset + 10], wide_bias[offset:offset + 10] = kernel, bias
+    model.get_layer("predictions").set_weights([wide, wide_bias])
+    return model
+
+
+def test_a_1000_class_head_matches_a_few_class_folders_to_its_labels_by_name(digits_keras, digits_folders, tmp_path):
+    """10 class folders of a 1000-class model, named like 10 of its --labels lines. Was: the labels unused with a
+    half-false warning ("neither recorded nor used": the --labels were recorded), and --eval refused (exit 3)."""
+    from edgekit.converters.tf_quiet import silenced
+
+    with silenced():
+        _head_1000(digits_keras.model).save(tmp_path / "wide.keras")
+    names = [f"class{i}" for i in range(1000)]
+    names[100:110] = [str(d) for d in range(10)]
+    (tmp_path / "labels.txt").write_text("\n".join(names) + "\n")
+    base = ["quantize", str(tmp_path / "wide.keras"), "--calib", str(digits_folders.train), "--labels",
+            str(tmp_path / "labels.txt"), "--scaling", "0..1", "--samples", "100", "--holdout", "100"]
+    result = CliRunner().invoke(cli, base + ["--eval", str(digits_folders.test), "--json"])
+    assert result.exit_code == 0, result.output
+    assert "warning" not in result.stderr, result.stderr
+    doc = json.loads(result.stdout)
+    v = doc["verification"]
+    assert v["labelled"] and v["sources"]["eval"] == len(list(digits_folders.test.rglob("*.png")))
+    assert v["float_top1"] > 0.9 and v["passed"] and doc["labels"] == 1000
+    assert doc["calibration"]["classes"] == 10
+    assert any("10 class folders matched by name to 10 of the 1000 labels" in n for n in doc["calibration"]["notes"])
+    # folders named like none of the labels: not used, and the warning says what is recorded
+    (tmp_path / "other.txt").write_text("\n".join(f"class{i}" for i in range(1000)) + "\n")
+    other = CliRunner().invoke(cli, base[:5] + [str(tmp_path / "other.txt")] + base[6:] + ["--no-verify"])
+    assert other.exit_code == 0, other.output
+    assert "the calibration labels are not used to measure accuracy: 10 class folders for 1000 model outputs" \
+        in other.stderr and "neither recorded" not in other.stderr
