@@ -813,12 +813,15 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
 
 # -------------------------------------------------------------------------------------- evaluate
 def _render_evaluate(d: dict[str, Any]) -> str:
+    from edgekit.devices.evaluate import per_class_lines
+
     def pct(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.1%}"
 
     lines = [f"{d['model']} on {d['device']} ({d['backend']}): {d['samples']} samples, {d['classes']} classes",
              f"Preprocessing: {d['preprocess']['source']}; labels: {d['labels_from']}",
              f"int8 top-1 {pct(d['top1'])}, top-5 {pct(d['top5'])}"]
+    lines += per_class_lines(d["per_class"])
     r = d.get("reference")
     if r:
         lines += [f"float ({r['model']}) top-1 {pct(r['top1'])}, top-5 {pct(r['top5'])}",
