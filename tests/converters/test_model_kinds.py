@@ -65,8 +65,7 @@ def test_a_model_with_two_outputs_is_refused_naming_them_or_converted_with_the_c
     assert record["source_model"]["output"]["name"] == "digit"  # the choice travels with the model
 
 
-def test_an_output_can_be_chosen_by_index_and_a_one_output_model_needs_no_choice(digits_keras, digits_folders,
-                                                                                  tmp_path):
+def test_an_output_can_be_chosen_by_index_and_a_one_output_model_needs_no_choice():
     from edgekit.converters import keras_io
 
     assert keras_io.choose_output(["digit", "is_odd"], "1", "m") == 1
@@ -162,3 +161,25 @@ def test_a_1000_class_head_matches_a_few_class_folders_to_its_labels_by_name(dig
     assert other.exit_code == 0, other.output
     assert "the calibration labels are not used to measure accuracy: 10 class folders for 1000 model outputs" \
         in other.stderr and "neither recorded" not in other.stderr
+
+
+def test_a_savedmodel_with_two_outputs_is_refused_or_loaded_with_the_chosen_one(tmp_path):
+    """Was: the alphabetically first signature output taken silently."""
+    import keras
+
+    from edgekit.converters import keras_io
+    from edgekit.converters.tf_quiet import silenced
+    from edgekit.errors import ConversionError
+
+    inp = keras.Input((8, 8, 3))
+    flat = keras.layers.Flatten()(inp)
+    model = keras.Model(inp, {"is_odd": keras.layers.Dense(1, activation="sigmoid", name="is_odd")(flat),
+                              "digit": keras.layers.Dense(10, activation="softmax", name="digit")(flat)})
+    with silenced():
+        model.export(str(tmp_path / "saved"))
+    with pytest.raises(ConversionError, match=r"the model has 2 outputs \(digit, is_odd\)") as exc:
+        keras_io.load(tmp_path / "saved")
+    assert exc.value.exit_code == 5 and "--output-name" in exc.value.hint
+    loaded = keras_io.load(tmp_path / "saved", output="is_odd")
+    assert loaded.output == {"name": "is_odd", "index": 1, "of": ["digit", "is_odd"]}
+    assert loaded.predict(np.zeros((3, 8, 8, 3), np.float32)).shape == (3, 1)
