@@ -8,7 +8,7 @@ feeding a model trained on Keras-resized images through each of edgekit's filter
 
 * data: random square crops (64..200 px, so downscaled 2x to 6x) of real photographs, by default
   the two scikit-learn ships (``load_sample_images``: no download), each split into a 2x3 grid of
-  regions; the class of a crop is its region (12 classes). ``--photos DIR`` adds the images in DIR.
+  regions (``--grid``); the class of a crop is its region (12 classes by default). ``--photos DIR`` adds the images in DIR.
 * training: edgekit's small CNN (``edgekit train --arch cnn``) on crops resized the Keras way
   (``keras.ops.image.resize``, bilinear, no antialias), scaled to 0..1, a few epochs;
 * test: fresh crops, the same crops through three resizes: Keras's (what the model was trained
@@ -19,7 +19,7 @@ and prints, per seed, the float model's accuracy under each, the paired differen
 filter against the training resize (Newcombe interval, exact McNemar p), and how often the
 predictions agree. Writes benchmarks/out/resize_filter.json.
 
-    python benchmarks/resize_filter.py [--seeds N] [--train N] [--test N] [--epochs N] [--photos DIR]
+    python benchmarks/resize_filter.py [--seeds N] [--train N] [--test N] [--epochs N] [--grid RxC] [--photos DIR]
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 OUT = REPO / "benchmarks" / "out" / "resize_filter.json"
 SIZE = 32
-GRID = (2, 3)  # regions per photo: rows, columns
+GRID = [2, 3]  # regions per photo: rows, columns (--grid)
 
 
 def photos(folder: str | None) -> list:
@@ -65,7 +65,7 @@ def crops(images: list, n: int, rng) -> tuple[list, "np.ndarray"]:
         img = images[k]
         r, c = int(rng.integers(rows)), int(rng.integers(cols))
         h, w = img.shape[0] // rows, img.shape[1] // cols
-        side = int(rng.integers(64, min(200, h, w) + 1))
+        side = int(rng.integers(min(64, h, w), min(200, h, w) + 1))
         y0 = r * h + int(rng.integers(h - side + 1))
         x0 = c * w + int(rng.integers(w - side + 1))
         out.append(img[y0:y0 + side, x0:x0 + side])
@@ -136,8 +136,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--train", type=int, default=3000)
     ap.add_argument("--test", type=int, default=2000)
     ap.add_argument("--epochs", type=int, default=8)
-    ap.add_argument("--photos", help="a folder of more photographs (each adds 6 classes)")
+    ap.add_argument("--photos", help="a folder of more photographs (each adds rows x columns classes)")
+    ap.add_argument("--grid", default="2x3", help="regions per photo, ROWSxCOLUMNS (more: a harder task)")
+    ap.add_argument("--out", default=str(OUT), help="the JSON file to write")
     args = ap.parse_args(argv)
+    GRID[:] = [int(v) for v in args.grid.lower().split("x")]
     from edgekit.converters.tf_quiet import import_tensorflow, silenced
 
     import_tensorflow()
@@ -159,9 +162,10 @@ def main(argv: list[str] | None = None) -> int:
         lb = row["lanczos_minus_bilinear"]
         print(f"  lanczos - bilinear (edgekit): {lb['difference_points']:+.2f} points "
               f"(95% {lb['interval_points'][0]:+.2f} to {lb['interval_points'][1]:+.2f})")
-    OUT.parent.mkdir(parents=True, exist_ok=True)
-    OUT.write_text(json.dumps({"benchmark": "resize_filter", "size": SIZE, "grid": GRID, "runs": rows}, indent=2))
-    print(f"wrote {OUT}")
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps({"benchmark": "resize_filter", "size": SIZE, "grid": GRID, "runs": rows}, indent=2))
+    print(f"wrote {out}")
     return 0
 
 
