@@ -106,7 +106,8 @@ def test_the_text_lists_only_classes_whose_accuracy_changed():
         reference = {"model": "m.keras", "top1": 0.9, "top5": 1.0, "top1_agreement": 1.0, "mean_abs_diff": 0.0,
                      "max_abs_diff": 0.0, "class_changes": rows, "layers": None, "layers_error": None}
         return {"model": "m.tflite", "device": "cpu", "backend": "x", "samples": 20, "classes": 2, "top1": 0.9,
-                "top5": 1.0, "preprocess": {"source": "recorded"}, "labels_from": "folders", "reference": reference}
+                "top5": 1.0, "preprocess": {"source": "recorded"}, "labels_from": "folders", "per_class": [],
+                "reference": reference}
 
     same = _render_evaluate(doc([0.0, 0.0]))
     assert "No class's top-1 accuracy changed from float to int8" in same and "% -> " not in same

@@ -63,6 +63,11 @@ def test_a_model_with_two_outputs_is_refused_naming_them_or_converted_with_the_c
     assert doc["verification"]["passed"] and doc["verification"]["float_top1"] > 0.8
     record = json.loads(tflite_model.load(tmp_path / "two_int8.tflite").metadata["edgekit"])
     assert record["source_model"]["output"]["name"] == "digit"  # the choice travels with the model
+    if as_dict:  # build takes the option too, and its manifest says which output the bundle holds
+        built = CliRunner().invoke(cli, ["build", str(path), "-o", str(tmp_path / "bundle"), "--output-name", "digit",
+                                         *base[2:], "--no-compile", "--json", "--quiet"])
+        assert built.exit_code == 0, built.output
+        assert json.loads(built.stdout)["manifest"]["source"]["output"]["name"] == "digit"
 
 
 def test_an_output_can_be_chosen_by_index_and_a_one_output_model_needs_no_choice():
