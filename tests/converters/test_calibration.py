@@ -451,3 +451,24 @@ def test_ambiguous_label_rows_are_refused_naming_the_shape(tmp_path, y, said):
         with pytest.raises(InputError, match=said) as exc:
             read()
         assert exc.value.exit_code == 3 and "(N, 1)" in exc.value.hint and "\n" not in str(exc.value)
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("kind", ["int64", "float"])
+def test_tfrecord_one_hot_labels_are_class_ids_not_their_first_value(tmp_path, kind):
+    """Was: a one-hot label list read as its first value (class 0 for all but class 0's own samples)."""
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    tf = import_tensorflow()
+    with tf.io.TFRecordWriter(str(tmp_path / "d.tfrecord")) as w:
+        for i in range(18):
+            label = i % 3
+            row = np.eye(3)[label]
+            feature = (tf.train.Feature(int64_list=tf.train.Int64List(value=row.astype(int).tolist())) if kind == "int64"
+                       else tf.train.Feature(float_list=tf.train.FloatList(value=row.tolist())))
+            feats = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(100 * label)])),
+                     "image/class/label": feature}
+            w.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
+    data = calibration.load(str(tmp_path / "d.tfrecord"), SPEC, samples=9, holdout=3)
+    assert data.classes == ["0", "1", "2"]
+    assert (np.round(data.calib_pixels[:, 0, 0, 0]) == 100 * data.calib_labels).all()
