@@ -11,8 +11,9 @@ feeding a model trained on Keras-resized images through each of edgekit's filter
   regions (``--grid``); the class of a crop is its region (12 classes by default). ``--photos DIR`` adds the images in DIR.
 * training: edgekit's small CNN (``edgekit train --arch cnn``) on crops resized the Keras way
   (``keras.ops.image.resize``, bilinear, no antialias), scaled to 0..1, a few epochs;
-* test: fresh crops, the same crops through three resizes: Keras's (what the model was trained
-  on), edgekit ``bilinear`` (Pillow) and edgekit ``lanczos`` (Pillow, the default), each through
+* test: fresh crops, the same crops through four resizes: Keras's (what the model was trained
+  on), edgekit ``bilinear`` (Pillow), edgekit ``lanczos`` (Pillow, the default) and edgekit ``keras``
+  (:func:`edgekit.preprocess.resize_like_keras`, rounded to uint8), each through
   :func:`edgekit.preprocess.pixels` as ``classify`` does;
 
 and prints, per seed, the float model's accuracy under each, the paired difference of each edgekit
@@ -112,11 +113,12 @@ def run_seed(seed: int, images: list, args: argparse.Namespace) -> dict:
     seconds = time.perf_counter() - start
     predicted = {name: model.predict(x, verbose=0).argmax(1) for name, x in (
         ("keras_bilinear", keras_resize(test_images)), ("edgekit_bilinear", edgekit_resize(test_images, "bilinear")),
-        ("edgekit_lanczos", edgekit_resize(test_images, "lanczos")))}
+        ("edgekit_lanczos", edgekit_resize(test_images, "lanczos")),
+        ("edgekit_keras", edgekit_resize(test_images, "keras")))}
     right = {name: p == yt for name, p in predicted.items()}
     row = {"seed": seed, "classes": classes, "train": len(y), "test": len(yt), "train_seconds": round(seconds, 1),
            "accuracy": {name: float(np.mean(r)) for name, r in right.items()}, "against_training_resize": {}}
-    for name in ("edgekit_bilinear", "edgekit_lanczos"):
+    for name in ("edgekit_bilinear", "edgekit_lanczos", "edgekit_keras"):
         d = metrics.paired_difference(right[name], right["keras_bilinear"])
         row["against_training_resize"][name] = {
             "difference_points": round(100 * d["difference"], 2),
@@ -133,6 +135,7 @@ def run_seed(seed: int, images: list, args: argparse.Namespace) -> dict:
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=3)
+    ap.add_argument("--first-seed", type=int, default=0)
     ap.add_argument("--train", type=int, default=3000)
     ap.add_argument("--test", type=int, default=2000)
     ap.add_argument("--epochs", type=int, default=8)
@@ -146,14 +149,14 @@ def main(argv: list[str] | None = None) -> int:
     import_tensorflow()
     images = photos(args.photos)
     rows = []
-    for seed in range(args.seeds):
+    for seed in range(args.first_seed, args.first_seed + args.seeds):
         with silenced():
             row = run_seed(seed, images, args)
         rows.append(row)
         acc = row["accuracy"]
         print(f"seed {seed}: {row['classes']} classes, {row['train']} train / {row['test']} test crops; float top-1 "
               f"keras-bilinear {acc['keras_bilinear']:.1%}, edgekit bilinear {acc['edgekit_bilinear']:.1%}, "
-              f"edgekit lanczos {acc['edgekit_lanczos']:.1%}")
+              f"edgekit lanczos {acc['edgekit_lanczos']:.1%}, edgekit keras {acc['edgekit_keras']:.1%}")
         for name, d in row["against_training_resize"].items():
             lo, hi = d["interval_points"]
             print(f"  {name} - keras: {d['difference_points']:+.2f} points (95% {lo:+.2f} to {hi:+.2f}; "

@@ -433,8 +433,10 @@ QUANTIZE_OPTIONS = [
     click.option("--mean", default=None, help="Mean subtracted from 0..255 pixels (one value or R,G,B); overrides "
                  "--scaling."),
     click.option("--std", default=None, help="Std dividing the pixels after the mean (one value or R,G,B)."),
-    click.option("--resize", type=click.Choice(["lanczos", "bilinear", "bicubic", "nearest", "box", "hamming"]),
-                 help="Resize filter (default lanczos)."),
+    click.option("--resize", type=click.Choice(["lanczos", "bilinear", "bicubic", "nearest", "box", "hamming",
+                                                "keras"]),
+                 help="Resize filter (default lanczos; keras: bilinear without antialias, as Keras pipelines and "
+                 "tf.image.resize train with)."),
     click.option("--channels", type=click.Choice(["RGB", "BGR", "L"]),
                  help="Channel order (default RGB, L for 1 channel)."),
     click.option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size."),
