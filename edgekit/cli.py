@@ -413,7 +413,8 @@ def _render_quantize(d: dict[str, Any]) -> str:
         f"Calibration: {cal['samples']} samples from {cal['source']} ({cal['kind']}"
         + (f", {cal['classes']} classes" if cal["classes"] else "") + f"), {cal['holdout_samples']} held back",
         f"Input:  {q(io['input'])}",
-        f"Output: {q(io['output'])}",
+        f"Output: {q(io['output'])}" + (f" (the model's output {src['output']['name']!r} of "
+                                        f"{', '.join(src['output']['of'])})" if src.get("output") else ""),
         "Ops: " + ", ".join(f"{h['count']}x {h['name']} v{h['version']}" for h in d["op_histogram"]),
         "Edge TPU checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
         + ("" if d["remedy"] == d["remedies_tried"][0] else f" (with {d['remedy']})"),
@@ -426,7 +427,8 @@ def _render_quantize(d: dict[str, Any]) -> str:
         lines += _render_verification(v)
     else:
         lines.append("Verification: skipped (--no-verify)")
-    lines.append(f"Record: {d['record']} and metadata 'edgekit' inside the model"
+    lines.append((f"Record: {d['record']} and metadata 'edgekit' inside the model" if d["record"] else
+                  "Record: metadata 'edgekit' inside the model (the sidecar's name is the Keras model's own record)")
                  + (f" ({d['labels']} labels)" if d["labels"] else ""))
     return "\n".join(lines)
 
@@ -448,14 +450,18 @@ QUANTIZE_OPTIONS = [
     click.option("--custom-objects", type=FilePath(), help="A .py file defining the model's custom layers/functions."),
     click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file) "
                  "and SavedModels with file or system operations (a SavedModel is a program)."),
+    click.option("--output-name", metavar="NAME", help="For a model with several outputs: the one to convert, by "
+                 "name (or index); recorded with the model. Without it such a model is refused (exit 5)."),
     click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]),
                  help="Input scaling the model was trained with (default: from the model or its record, else "
                  "measured on labelled calibration data)."),
     click.option("--mean", default=None, help="Mean subtracted from 0..255 pixels (one value or R,G,B); overrides "
                  "--scaling."),
     click.option("--std", default=None, help="Std dividing the pixels after the mean (one value or R,G,B)."),
-    click.option("--resize", type=click.Choice(["lanczos", "bilinear", "bicubic", "nearest", "box", "hamming"]),
-                 help="Resize filter (default lanczos)."),
+    click.option("--resize", type=click.Choice(["lanczos", "bilinear", "bicubic", "nearest", "box", "hamming",
+                                                "keras"]),
+                 help="Resize filter (default lanczos; keras: bilinear without antialias, as Keras pipelines and "
+                 "tf.image.resize train with)."),
     click.option("--channels", type=click.Choice(["RGB", "BGR", "L"]),
                  help="Channel order (default RGB, L for 1 channel)."),
     click.option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size."),
@@ -492,7 +498,8 @@ def _quantize_options(model: str, output: str | None, quiet: bool, q: dict[str, 
 
     return QuantizeOptions(model=model, output=output, calib=q["calib"], samples=q["samples"], holdout=q["holdout"],
                            seed=q["seed"], tfrecord_key=q["tfrecord_key"], arch=q["arch"],
-                           custom_objects=q["custom_objects"], trust_model=q["trust_model"], scaling=q["scaling"],
+                           custom_objects=q["custom_objects"], trust_model=q["trust_model"],
+                           output_name=q["output_name"], scaling=q["scaling"],
                            mean=_floats(q["mean"], "--mean"), std=_floats(q["std"], "--std"), resize=q["resize"],
                            channels=q["channels"], input_size=_size(q["input_size"]), io=q["io_type"],
                            labels=q["labels"], eval=q["eval_data"], min_agreement=q["min_agreement"],
@@ -752,7 +759,7 @@ def _render_build(d: dict[str, Any]) -> str:
     lines.append(f"CPU model: {m['models']['cpu']}; Edge TPU model: {m['models']['edgetpu'] or 'none (not compiled)'}")
     lines.append(f"Check: {check['verdict']} ({check['summary']['edgetpu_ops']} ops on the Edge TPU, "
                  f"{check['summary']['cpu_ops']} on the CPU)")
-    q = d["quantize"].get("verification") or {}
+    q = (d["quantize"] or {}).get("verification") or {}
     if q:
         lines.append(f"Verification: top-1 agreement {q['top1_agreement']:.1%} on {q['samples']} samples")
     acc = m["accuracy"]
@@ -778,7 +785,8 @@ def _render_build(d: dict[str, Any]) -> str:
 def build(model: str, output: str, min_runtime: int | None, timeout: float, no_compile: bool, as_json: bool,
           quiet: bool, **q: Any) -> None:
     """Keras model → deployable bundle: quantize (every quantize option), check, compile (where edgetpu_compiler
-    exists), manifest.json.
+    exists), manifest.json. An int8 .tflite (or a compiled x_edgetpu.tflite with x.tflite beside it) is
+    checked, compiled, evaluated and bundled as it is.
 
     Exit codes: 0 ok, 2 usage (also an existing -o that is not an edgekit bundle), 3 bad input, 4 TensorFlow
     missing, 5 conversion failed, 6 verification failed, 8 the compiler failed. No bundle on failure.
@@ -919,12 +927,15 @@ def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float,
 
 # -------------------------------------------------------------------------------------- evaluate
 def _render_evaluate(d: dict[str, Any]) -> str:
+    from edgekit.devices.evaluate import per_class_lines
+
     def pct(v: float | None) -> str:
         return "n/a" if v is None else f"{v:.1%}"
 
     lines = [f"{d['model']} on {d['device']} ({d['backend']}): {d['samples']} samples, {d['classes']} classes",
              f"Preprocessing: {d['preprocess']['source']}; labels: {d['labels_from']}",
              f"int8 top-1 {pct(d['top1'])}, top-5 {pct(d['top5'])}"]
+    lines += per_class_lines(d["per_class"])
     r = d.get("reference")
     if r:
         lines += [f"float ({r['model']}) top-1 {pct(r['top1'])}, top-5 {pct(r['top5'])}",

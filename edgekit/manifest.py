@@ -224,9 +224,14 @@ def load(path: Union[str, os.PathLike]) -> Bundle:
 
 def make_manifest(*, models: Dict[str, Optional[str]], labels: Optional[str], preprocess: Dict[str, Any],
                   input: Dict[str, Any], versions: Dict[str, Optional[str]], reports: Dict[str, Any],
-                  accuracy: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The manifest fields but ``files`` (which ``write_bundle`` fills in from what it writes)."""
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "created": utc_now(),
+                  accuracy: Optional[Dict[str, Any]] = None, source: Optional[Dict[str, Any]] = None
+                  ) -> Dict[str, Any]:
+    """The manifest fields but ``files`` (which ``write_bundle`` fills in from what it writes).
+
+    ``source``: the model the bundle was built from, ``{"model": file name, "format", "output": the output
+    chosen of several (quantize's ``source.output``) or None}``.
+    """
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "created": utc_now(), "source": source,
             "models": {"cpu": models["cpu"], "edgetpu": models.get("edgetpu")}, "labels": labels, "files": [],
             "preprocess": preprocess, "input": input, "versions": versions,
             "reports": {"check": reports.get("check"), "compile": reports.get("compile")}, "accuracy": accuracy}

@@ -70,6 +70,9 @@ class CalibrationData:
     holdout_pixels: np.ndarray | None = None
     calib_labels: np.ndarray | None = None
     holdout_labels: np.ndarray | None = None
+    # Class folders matched by name to a few of many labels: ``classes`` is then the labels (the ids'
+    # space) and this the number of folders read (None: as many as ``classes``).
+    folders: int | None = None
 
     @property
     def labelled(self) -> bool:
@@ -88,7 +91,8 @@ class CalibrationData:
 
     def summary(self) -> dict[str, Any]:
         return {"source": self.source, "kind": self.kind, "samples": len(self.calib),
-                "holdout_samples": len(self.holdout), "classes": len(self.classes) if self.classes else None,
+                "holdout_samples": len(self.holdout),
+                "classes": self.folders or (len(self.classes) if self.classes else None),
                 "random": self.kind == "random"}
 
 
@@ -200,8 +204,8 @@ def _read_tfrecords(source: str, key: str, seed: int = 0, flag: str = "--calib")
                                  f"(features present: {present})", "name the feature with --tfrecord-key KEY")
             label = None
             for lk in TFRECORD_LABEL_KEYS:
-                if lk in feats and feats[lk].int64_list.value:
-                    label = int(feats[lk].int64_list.value[0])
+                if lk in feats and (feats[lk].int64_list.value or feats[lk].float_list.value):
+                    label = _record_label(feats[lk], f"--calib {source}: {lk!r}")
                     break
             by_label.setdefault(label, []).append(bytes(feats[key].bytes_list.value[0]))
             count += 1
@@ -225,6 +229,13 @@ def _read_tfrecords(source: str, key: str, seed: int = 0, flag: str = "--calib")
     labels = sorted(by_label, key=lambda v: (v is None, v))
     classes = [str(v) for v in labels] if len(labels) > 1 and None not in by_label else None
     return [by_label[v] for v in labels], classes, notes
+
+
+def _record_label(feature: Any, what: str) -> int:
+    """A TFRecord label: one id, or a one-hot row (int64 or float list) read as :func:`datasets.class_ids` reads
+    an .npz's rows (never its first value alone); ambiguous rows are refused naming them."""
+    values = list(feature.int64_list.value) or list(feature.float_list.value)
+    return int(datasets.class_ids(np.asarray([values]), what)[0])
 
 
 def _not_an_array(source: Any, flag: str = "--calib") -> InputError:

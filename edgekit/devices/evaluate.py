@@ -67,11 +67,11 @@ def align_labels(data: LabelledSet, recorded: dict[int, str], classes: int) -> t
     Folder names found among the model's labels are matched by name (a model with a 'background'
     class 0 still lines up); otherwise folder k is output k, which needs as many folders as outputs.
     """
-    if data.class_names and recorded:
-        by_name = {name: i for i, name in sorted(recorded.items(), reverse=True)}
-        if all(n in by_name for n in data.class_names):
-            ids = np.asarray([by_name[n] for n in data.class_names], np.int64)
-            return ids[data.labels], "class folder names matched to the model's labels"
+    from edgekit.datasets import match_by_name
+
+    ids = match_by_name(data.class_names, recorded) if data.class_names and recorded else None
+    if ids is not None:
+        return ids[data.labels], "class folder names matched to the model's labels"
     if data.class_names:
         if len(data.class_names) != classes:
             raise InputError(f"--data {data.source}: {len(data.class_names)} class folders for {classes} model "
@@ -106,14 +106,41 @@ class Evaluation:
         predicted = self.scores.argmax(1) if n else np.zeros(0, np.int64)
         for c in sorted(set(self.labels.tolist())):
             mask = self.labels == c
+            right, chosen = int(np.sum(predicted[mask] == c)), int(np.sum(predicted == c))
             per_class.append({"id": int(c), "label": self.names.get(int(c)), "samples": int(mask.sum()),
-                              "top1": float(np.mean(predicted[mask] == c))})
+                              "top1": right / int(mask.sum()),
+                              "top1_interval": list(metrics.wilson(right, int(mask.sum()))),
+                              "predicted": chosen, "precision": right / chosen if chosen else None})
         return {"model": self.model, "device": self.device, "backend": self.backend,
                 "preprocess": {**self.spec.to_dict(), "source": self.spec_source}, "labels_from": self.labels_from,
                 "samples": int(n), "classes": int(classes),
                 "top1": metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
                 "top5": metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
                 "per_class": per_class, "errors": self.errors}
+
+
+PER_CLASS_ROWS = 10  # the text shows this many classes, worst first (--json has them all)
+
+
+def per_class_lines(per_class: list[dict[str, Any]], rows: int = PER_CLASS_ROWS) -> list[str]:
+    """The per-class table of evaluate's text: worst recall first, at most ``rows`` classes.
+
+    Recall is the top-1 accuracy on the class's own samples (with its 95% Wilson interval, since a
+    class has few samples), precision the share of the predictions of the class that were right.
+    """
+    if len(per_class) < 2:
+        return []
+    worst = sorted(per_class, key=lambda c: (c["top1"], -c["samples"], c["id"]))
+    shown = worst[:rows]
+    lines = [f"Per class, worst first ({len(shown)} of {len(per_class)}" + ("" if len(shown) == len(per_class) else
+             "; all in --json") + "):",
+             f"  {'id':>4} {'label':<20} {'recall':>7} {'(95% interval)':>16} {'precision':>9} {'samples':>7}"]
+    for c in shown:
+        lo, hi = c["top1_interval"]
+        precision = "n/a" if c["precision"] is None else f"{c['precision']:.1%}"
+        lines.append(f"  {c['id']:>4} {str(c['label'] or '')[:20]:<20} {c['top1']:>7.1%} "
+                     f"{f'({lo:.0%} to {hi:.0%})':>16} {precision:>9} {c['samples']:>7}")
+    return lines
 
 
 def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
