@@ -330,8 +330,9 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
     Refuses (``failures``) only what the data shows beyond doubt at 95%: agreement whose whole interval
     is below ``--min-agreement``, an accuracy drop whose whole interval is above ``--max-accuracy-drop``,
     a float model that cannot be told from chance (one-sided exact binomial, 1%), or labels the float model
-    consistently reads as other classes. An interval that spans a threshold passes with a ``warnings`` line
-    giving the interval and the sample size that would settle it.
+    consistently reads as other classes. An interval that spans a threshold passes, with a line giving the
+    interval and the sample size that would settle it: in ``warnings`` when the estimate itself is beyond
+    the threshold, else in ``notes`` (the data then points the right way, it only cannot be sure yet).
     """
     n, classes = len(float_scores), float_scores.shape[1]
     v: dict[str, Any] = {**metrics.agreement(float_scores, int8_scores), "min_agreement": opts.min_agreement,
@@ -340,16 +341,19 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
                          "int8_top1": None, "accuracy_drop": None, "accuracy_drop_interval": None,
                          "max_accuracy_drop": opts.max_accuracy_drop, "flips": None, "mcnemar_p": None,
                          "float_near_chance": None, "chance": None, "class_order": None}
-    failures, warnings = [], []
+    failures: list[str] = []
+    warnings: list[str] = []
+    notes: list[str] = []
     agree = metrics.at_least(v["top1_agreement"], tuple(v["agreement_interval"]), opts.min_agreement, n)
     v["agreement_verdict"] = agree.verdict
     span = f"95% interval {v['agreement_interval'][0]:.1%} to {v['agreement_interval'][1]:.1%}"
     if agree.verdict == "failed":
         failures.append(f"int8 model agrees with the float model on {v['top1_agreement']:.1%} (top-1; {span}), "
                         f"below --min-agreement {opts.min_agreement:g}")
-    elif agree.verdict == "uncertain":
-        warnings.append(f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
-                        f"{v['top1_agreement']:.1%} ({span}) on {n} samples; " + _settle_hint(agree))
+    elif agree.verdict == "uncertain":  # a warning only when the estimate itself is below the limit
+        (warnings if v["top1_agreement"] < opts.min_agreement else notes).append(
+            f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
+            f"{v['top1_agreement']:.1%} ({span}) on {n} samples; " + _settle_hint(agree))
     if labels is not None:
         float_ok = float_scores.argmax(1) == labels
         int8_ok = int8_scores.argmax(1) == labels
@@ -368,10 +372,10 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
         if drop.verdict == "failed":
             failures.append(f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
                             f"(McNemar p={paired['p_value']:.2g})")
-        elif drop.verdict == "uncertain":
-            warnings.append(f"cannot tell yet whether int8 loses more than --max-accuracy-drop "
-                            f"{opts.max_accuracy_drop:g} points: {numbers} on {n} labelled samples; "
-                            + _settle_hint(drop))
+        elif drop.verdict == "uncertain":  # a warning only when the estimate itself is beyond the limit
+            (warnings if v["accuracy_drop"] > opts.max_accuracy_drop else notes).append(
+                f"cannot tell yet whether int8 loses more than --max-accuracy-drop {opts.max_accuracy_drop:g} "
+                f"points: {numbers} on {n} labelled samples; " + _settle_hint(drop))
         chance = metrics.ChanceTest(int(float_ok.sum()), n, classes)
         v["chance"] = chance.to_dict()
         v["float_near_chance"] = chance.near_chance
@@ -384,6 +388,7 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
     v["passed"] = not failures
     v["failures"] = failures
     v["warnings"] = warnings
+    v["notes"] = notes
     return v
 
 
@@ -406,18 +411,23 @@ def match_folders_to_labels(data: calibration.CalibrationData, labels: list[str]
     return [f"{flag}: class folders matched to the labels by name (their sorted order differs from the labels')"]
 
 
-def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, classes: int, labels: list[str] | None
-              ) -> calibration.CalibrationData:
-    """``--eval DATA``: labelled samples (class folders, .npz, TFRecord) read through the same spec."""
+def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, labels: list[str] | None) -> calibration.CalibrationData:
+    """``--eval DATA``: labelled samples (class folders, .npz, TFRecord) read through the same spec.
+
+    Read before the preprocessing search, whose samples they add to (checked against the model's
+    classes by :func:`check_eval` once the model's outputs are known).
+    """
     data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, _bars(opts))
     if labels is not None and data.kind == "images":
         match_folders_to_labels(data, labels, "--eval")
+    return data
+
+
+def check_eval(opts: QuantizeOptions, data: calibration.CalibrationData, classes: int) -> None:
     problem = preprocess_search.labels_problem(data, classes)
     if problem:
         raise InputError(f"--eval {opts.eval}: {problem}",
                          "pass labelled data of the model's classes: class folders, or an .npz with x and y")
-    return data
-
 
 
 def default_output(model: str | Path) -> Path:
@@ -451,14 +461,19 @@ def _io_summary(t: tflite_model.TensorInfo) -> dict[str, Any]:
 
 
 def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationData, spec: PreprocessSpec,
-                   origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None]) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool,
-                                                    int]:
-    """Settle the spec on the calibration data (see :mod:`preprocess_search`) and apply it to ``data``.
+                   origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None],
+                   eval_data: calibration.CalibrationData | None = None,
+                   note: Callable[[list[str]], None] | None = None,
+                   ) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool, int]:
+    """Settle the spec on the labelled data (see :mod:`preprocess_search`) and apply it to ``data``
+    (and ``eval_data``, whose labelled samples the search uses too).
 
     Returns (spec, origin, search result or None, whether the data's labels measure accuracy, model outputs).
     """
     with silenced(opts.verbose):
         classes = int(loaded.predict(data.calib[:1]).shape[1])
+    if eval_data is not None:
+        check_eval(opts, eval_data, classes)
     unusable = preprocess_search.labels_problem(data, classes)
     if data.labelled and unusable:
         warn([f"the calibration labels are neither recorded nor used to measure accuracy: {unusable}"])
@@ -467,10 +482,14 @@ def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationDa
         def bar(names: list[str]) -> Any:
             return _bars(opts).iterate(names, len(names), "Trying preprocessing", real_err)
 
-        spec, origin, search, warnings = preprocess_search.settle(origin, spec, data, loaded.predict, classes,
-                                                                  unusable, bar)
+        spec, origin, search, warnings, notes = preprocess_search.settle(
+            origin, spec, data, loaded.predict, classes, unusable, bar, extra=eval_data)
     warn(warnings)
+    if note:
+        note(notes)
     data.use(spec)
+    if eval_data is not None:
+        eval_data.use(spec)
     return spec, origin, search, unusable is None, classes
 
 
@@ -533,6 +552,13 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
             warnings.append(m)
             opts.report.warn(m)
 
+    notes: list[str] = []   # what the user may like to know: a choice made for them, an interval not yet settled
+
+    def note(messages: list[str]) -> None:
+        for m in messages:
+            notes.append(m)
+            opts.report.note(m)
+
     if unreadable_record:
         warnings.append(unreadable_record)
     warn(spec_warnings)
@@ -544,10 +570,12 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     warn(data.warnings)
     if labels is not None and data.kind == "images":
         warn(match_folders_to_labels(data, labels, "--calib"))
-    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn)
+    # --eval's labelled samples are read first: the preprocessing search measures on them too
+    eval_data = load_eval(opts, spec, labels or data.class_names) if opts.verify and opts.eval else None
+    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn,
+                                                                  eval_data, note)
     if labels is None and data.class_names and labelled:
         labels = data.class_names   # class folder names, in Keras's order: what classify should print
-    eval_data = load_eval(opts, spec, classes, labels) if opts.verify and opts.eval else None
 
     model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
@@ -563,6 +591,7 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
             int8_scores = run_int8(model_bytes, checked.x)
         verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, labels)
         warn(verification["warnings"])
+        note(verification["notes"])
 
     tf = import_tensorflow()
     import keras
@@ -611,6 +640,7 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         "remedies_tried": tried,
         "verification": verification,
         "warnings": warnings,
+        "notes": notes,
     }
     result = QuantizeResult(output, record_path, summary)
     if verification and not verification["passed"]:
