@@ -378,6 +378,15 @@ def _render_verification(v: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _edgetpu_lines(d: dict[str, Any]) -> list[str]:
+    """check's verdict on the written model and the advice for it (quantize's and build's summaries)."""
+    from edgekit.converters.advice import Advice
+    from edgekit.converters.check_summary import CheckSummary
+
+    lines = CheckSummary.from_dict(d["edgetpu"]).lines() if d.get("edgetpu") else []
+    return lines + [Advice.from_dict(a).line() for a in d.get("advice") or []]
+
+
 def _render_quantize(d: dict[str, Any]) -> str:
     src, io = d["source"], d["io"]
     def q(t: dict[str, Any]) -> str:
@@ -391,9 +400,10 @@ def _render_quantize(d: dict[str, Any]) -> str:
         f"Input:  {q(io['input'])}",
         f"Output: {q(io['output'])}",
         "Ops: " + ", ".join(f"{h['count']}x {h['name']} v{h['version']}" for h in d["op_histogram"]),
-        "Edge TPU checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
+        "Int8 checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
         + ("" if d["remedy"] == d["remedies_tried"][0] else f" (with {d['remedy']})"),
     ]
+    lines += _edgetpu_lines(d)
     search = d["preprocess"].get("search")
     if search:
         lines[1:1] = [_render_search(search)]
@@ -703,8 +713,10 @@ def _render_build(d: dict[str, Any]) -> str:
     lines = [f"{d['bundle']}/: bundle of {len(m['files'])} file(s), sha256 of each in manifest.json"]
     lines += [f"  {e['path']}  {e['size_bytes']:,} bytes" for e in m["files"]]
     lines.append(f"CPU model: {m['models']['cpu']}; Edge TPU model: {m['models']['edgetpu'] or 'none (not compiled)'}")
-    lines.append(f"Check: {check['verdict']} ({check['summary']['edgetpu_ops']} ops on the Edge TPU, "
-                 f"{check['summary']['cpu_ops']} on the CPU)")
+    from edgekit.converters.check_summary import CheckSummary
+
+    lines += CheckSummary.from_check(check).lines()
+    lines += [ln for ln in _edgetpu_lines({"advice": d["quantize"].get("advice")})]
     q = d["quantize"].get("verification") or {}
     if q:
         lines.append(f"Verification: top-1 agreement {q['top1_agreement']:.1%} on {q['samples']} samples")

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from edgekit import __version__, metrics, model_record, tflite_model
-from edgekit.converters import calibration, compatibility, keras_io, preprocess_search
+from edgekit.converters import advice, calibration, compatibility, keras_io, preprocess_search
+from edgekit.converters.check_summary import CheckSummary
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
@@ -622,6 +623,8 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     write_all_atomic({output: final, record_path: rec.to_json().encode()})  # both or neither
 
     out_info = tflite_model.ModelInfo.from_bytes(final)
+    check = compatibility.check_model(out_info)
+    facts = advice.keras_facts(loaded.owner).merged(advice.tflite_facts(out_info, check))
     src = Path(opts.model)
     src_size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file()) if src.is_dir() else src.stat().st_size
     summary = {
@@ -635,7 +638,9 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         "calibration": {**data.summary(), "notes": data.notes},
         "io": {"input": _io_summary(out_info.inputs[0]), "output": _io_summary(out_info.outputs[0])},
         "op_histogram": out_info.op_histogram_rows(),
-        "checks": compatibility.gate_checks(compatibility.check_model(out_info)),
+        "checks": compatibility.gate_checks(check),
+        "edgetpu": CheckSummary.from_check(check).to_dict(),   # check's real verdict, not a fixed "passed"
+        "advice": [a.to_dict() for a in advice.placement_advice(facts, check.verdict)],
         "remedy": remedy,
         "remedies_tried": tried,
         "verification": verification,
@@ -644,13 +649,37 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     }
     result = QuantizeResult(output, record_path, summary)
     if verification and not verification["passed"]:
+        summary["advice"] += [a.to_dict() for a in _accuracy_advice(loaded, checked.x, spec, verification, facts,
+                                                                    tried, opts.verbose)]
         raise AgreementError(
             f"on {checked.describe()}: " + "; ".join(verification["failures"])
             + f"; mean |score difference| {verification['mean_abs_diff']:.4f}", output,
             preprocess_search.MISORDER_HINT if verification["class_order"] else
             "check that --calib holds real training images of the model's classes, preprocessed like training "
-            "(see --scaling), or relax --min-agreement / --max-accuracy-drop", result)
+            "(see --scaling), or relax --min-agreement / --max-accuracy-drop"
+            + ("; the advice above names the layers int8 loses most in" if any(
+                a["key"] == "worst_layers" for a in summary["advice"]) else ""), result)
     return result
+
+
+def _accuracy_advice(loaded: keras_io.LoadedModel, x: np.ndarray, spec: PreprocessSpec, verification: dict[str, Any],
+                     facts: advice.ModelFacts, tried: list[str], verbose: bool) -> list[advice.Advice]:
+    """Advice for an int8 model that lost accuracy or agreement: the architecture's remedy, the layers int8 loses
+    most in (TFLite's quantization debugger, as ``evaluate --reference``), the converter settings tried. Nothing
+    for a failure the int8 conversion did not cause (labels misordered, a float model at chance)."""
+    lost = verification.get("accuracy_verdict") == "failed" or verification.get("agreement_verdict") == "failed"
+    if not lost or verification.get("class_order") or verification.get("float_near_chance"):
+        return []
+    from edgekit.converters import reference
+
+    layers, error = None, None
+    try:
+        layers = reference.layer_errors(loaded, x, spec, verbose)
+    except Exception as exc:  # an experimental TF API: say why, keep the rest of the report
+        from edgekit.errors import first_line
+
+        error = f"{type(exc).__name__}: {first_line(exc)}"
+    return advice.accuracy_advice(facts, layers, error, tried)
 
 
 def _with_record(model: bytes, rec: model_record.ModelRecord) -> bytes:

@@ -91,9 +91,13 @@ def test_a_model_that_loses_nothing_real_is_never_refused_on_noise(digits_keras,
         v = doc["verification"]
         assert v["samples"] == 300 and v["sources"] == {"held_back": 75, "calibration": 225}
         assert v["accuracy_verdict"] in ("passed", "uncertain") and v["passed"]
-        if v["accuracy_verdict"] == "uncertain":  # said, with the interval and how much data would settle it
+        if v["accuracy_verdict"] == "uncertain":  # said, with the interval and how much data would settle it:
+            # a warning only when the estimate itself is beyond the limit, else a note (issue 24)
+            said = doc["warnings"] if v["accuracy_drop"] > 1.0 else doc["notes"]
             assert any("cannot tell yet whether int8 loses more than --max-accuracy-drop 1" in w and
-                       "95% interval" in w and "labelled samples" in w for w in doc["warnings"])
+                       "95% interval" in w and "labelled samples" in w for w in said)
+            assert not any("cannot tell yet" in w for w in (doc["notes"] if said is doc["warnings"]
+                                                            else doc["warnings"]))
 
 
 
