@@ -453,11 +453,12 @@ QUANTIZE_OPTIONS = [
                  "held-back and calibration samples (build: its accuracy also goes into manifest.json)."),
     click.option("--min-agreement", default=0.9, show_default=True, type=FloatRange(0.0, 1.0),
                  help="Fail (exit 6) when int8 top-1 agrees with float less often than this, beyond doubt (the "
-                 "whole 95% interval below it); a warning when the data cannot tell."),
+                 "whole 95% interval below it); when the data cannot tell, a warning if the estimate is below, "
+                 "else a note."),
     click.option("--max-accuracy-drop", default=1.0, show_default=True, type=FloatRange(0.0, 100.0),
                  help="With labelled data: fail (exit 6) when int8 top-1 accuracy is more than this many points "
-                 "below float's, beyond doubt (the whole 95% interval above it); a warning when the data cannot "
-                 "tell."),
+                 "below float's, beyond doubt (the whole 95% interval above it); when the data cannot tell, a "
+                 "warning if the estimate is above, else a note."),
     click.option("--no-verify", is_flag=True, help="Skip comparing the int8 model with the float model."),
     click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output."),
 ]
@@ -495,7 +496,7 @@ def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: An
 
     Exit codes: 0 ok, 2 usage (also: nothing says the preprocessing and the data has no labels),
     3 bad input, 4 TensorFlow missing, 5 conversion failed, 6 verification failed (output kept) or
-    no preprocessing convention clearly wins on the labelled data (nothing written).
+    the labelled data leaves a preprocessing choice that could change the result (nothing written).
     """
     from edgekit.converters.preprocess_search import PreprocessingRefused
     from edgekit.converters.quantize import AgreementError, quantize as run_quantize

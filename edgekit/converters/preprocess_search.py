@@ -300,7 +300,8 @@ class ClassOrderRefused(VerificationError):
 
 
 class PreprocessingRefused(VerificationError):
-    """No convention clearly wins (or all are near chance): the table goes with the error."""
+    """The labelled data leaves a preprocessing choice that could change the result (or all are near chance):
+    the table goes with the error."""
 
     def __init__(self, result: SearchResult):
         message, hint = describe_refusal(result)
