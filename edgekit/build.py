@@ -78,6 +78,7 @@ def build(opts: BuildOptions) -> dict[str, Any]:
                                  report=_WarningsOnly(opts.report)))
         except AgreementError as exc:  # quantize keeps its output for a look; build writes no bundle of it
             raise VerificationError(f"{exc.reason}; no bundle was written", exc.hint) from None
+        notes += q.summary.get("notes") or []  # quantize's own notes (a preprocessing choice, an unsettled interval)
         info = tflite_model.load(cpu)
         min_runtime = opts.min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME
         check = compatibility.check_model(info, min_runtime)

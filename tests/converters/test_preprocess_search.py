@@ -9,6 +9,7 @@ The accuracy checks recompute the preprocessing here, from numpy, not from edgek
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -32,6 +33,9 @@ TRUE_PREPROCESSING = {
     "caffe": lambda x: x[..., ::-1].astype(np.float32) - np.array([103.939, 116.779, 123.68], np.float32),
 }
 RGB = PreprocessSpec(32, 32, "RGB")
+# The models below are trained: they must pass under any seed and thread count (run them with
+# EDGEKIT_TEST_SEED=1, 2 and TF_NUM_INTRAOP_THREADS=1, 2 before relying on a change).
+SEED = int(os.environ.get("EDGEKIT_TEST_SEED", "0"))
 
 
 # ------------------------------------------------------------------------------------------ pure parts
@@ -190,7 +194,7 @@ def digits_pixels(digits_folders):
     return _rgb_pixels(digits_folders.train), _rgb_pixels(digits_folders.test)
 
 
-def _train(x, y, epochs=4, seed=0, wrap=None):
+def _train(x, y, epochs=4, seed=SEED, wrap=None):
     from edgekit.converters.tf_quiet import import_tensorflow, silenced
     from edgekit.training import digits
 
@@ -257,7 +261,7 @@ def test_quantize_finds_each_convention_and_int8_stays_within_a_point_of_float(n
     if chosen != name:
         # On some machines two conventions score alike on such a model (issue 23: -1..1 and torch both 98%):
         # a free choice, made only when it cannot change the result; the true one must be in the race.
-        assert search["verdict"] == "choice" and name in search["tied"], search
+        assert search["verdict"] == "choice" and name in [search["table"][0]["convention"], *search["tied"]], search
         chosen_acc = float(np.mean(model.predict(TRUE_PREPROCESSING[chosen](xt), verbose=0).argmax(1) == yt))
         assert chosen_acc >= float_acc - 0.08, (name, chosen, float_acc, chosen_acc)
     x_used = TRUE_PREPROCESSING[chosen](xt)
@@ -318,7 +322,7 @@ def test_a_colab_style_x255_model_quantizes_with_no_flags_on_300_images(seed, di
     import_tensorflow()
     (x, y, _), (xt, yt, _) = digits_pixels
     with silenced():
-        model = _colab_cnn(seed)
+        model = _colab_cnn(seed + 10 * SEED)
         model.fit(x / 255.0, y, batch_size=32, epochs=3, verbose=0, shuffle=True)
     path = tmp_path / "colab.keras"
     model.save(path)
@@ -334,7 +338,8 @@ def test_a_colab_style_x255_model_quantizes_with_no_flags_on_300_images(seed, di
     if search["verdict"] == "chosen":
         assert search["chosen"] == "0..1", search
     else:  # a choice among conventions the data cannot tell apart: said once, in a note
-        assert search["verdict"] == "choice" and "0..1" in [search["chosen"], *search["tied"]], search
+        race = [search["table"][0]["convention"], *search["tied"]]
+        assert search["verdict"] == "choice" and "0..1" in race and search["chosen"] in race, search
         assert [n for n in told.notes if n.startswith("preprocessing:")] == [n for n in result.summary["notes"]
                                                                              if n.startswith("preprocessing:")]
         assert len([n for n in told.notes if n.startswith("preprocessing:")]) == 1
