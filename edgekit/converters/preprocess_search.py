@@ -263,8 +263,8 @@ def describe_refusal(result: SearchResult) -> tuple[str, str]:
             f"{100 * swing:.1f} points (95%)",
             "pass the one the model was trained with: " + "; or ".join(
                 flags_for(t.spec) for t in result.trials if t.name == best.name or t.name in result.tied)
-            + " (or give more labelled samples to measure it: --eval DATA adds them to the search without "
-            "adding calibration work)")
+            + " (or give it more labelled samples: --holdout N or --eval DATA add samples to the search "
+            "without adding calibration work)")
 
 
 def describe_misorder(found: list[dict[str, int]], names: list[str] | None) -> str:
