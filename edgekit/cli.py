@@ -355,7 +355,7 @@ def _size(value: str | None) -> tuple[int, int] | None:
 
 def _render_search(search: dict[str, Any]) -> str:
     """The accuracy of each preprocessing convention quantize tried, best first."""
-    lines = [f"Preprocessing tried on {search['samples']} labelled calibration samples ({search['classes']} classes, "
+    lines = [f"Preprocessing tried on {search['samples']} labelled samples ({search['classes']} classes, "
              f"chance {search['chance']:.1%}):"]
     for row in search["table"]:
         mark = "  <- chosen" if row["convention"] == search["chosen"] else ""

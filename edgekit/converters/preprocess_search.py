@@ -122,9 +122,10 @@ class Comparison:
         n = len(a.correct)
         differ = (float(np.mean(a.predicted != b.predicted)) if a.predicted is not None and b.predicted is not None
                   and n else float(np.mean(a.correct != b.correct)) if n else 0.0)
-        return cls(a.name, b.name, float(two["difference"] or 0.0), (float(two["interval"][0]), float(two["interval"][1])),
-                   float(one["interval"][1]), int(two["only_a"]), int(two["only_b"]),
-                   float(metrics.binomial_sf(int(two["only_b"]), int(two["only_a"] + two["only_b"]), 0.5)), differ)
+        lo, hi = two["interval"]
+        p_value = metrics.binomial_sf(int(two["only_b"]), int(two["only_a"] + two["only_b"]), 0.5)
+        return cls(a.name, b.name, float(two["difference"] or 0.0), (float(lo), float(hi)), float(one["interval"][1]),
+                   int(two["only_a"]), int(two["only_b"]), float(p_value), differ)
 
     def to_dict(self) -> dict[str, Any]:
         return {"convention": self.name, "against": self.against, "difference": self.difference,
@@ -172,7 +173,7 @@ class SearchResult:
 
     def table(self) -> str:
         """The accuracy of each convention, one line each, best first (the lines quantize prints)."""
-        lines = [f"Preprocessing tried on {self.samples} labelled calibration samples "
+        lines = [f"Preprocessing tried on {self.samples} labelled samples "
                  f"({self.classes} classes, chance {1 / self.classes:.1%}):"]
         for t in self.trials:
             lines.append(f"  {t.name:<6} {t.accuracy:6.1%}  {flags_for(t.spec)}")
@@ -184,9 +185,9 @@ class SearchResult:
             return None
         used = self.used
         others = [c for c in self.comparisons if c.name != used.name]
-        alike = ", ".join(f"{c.name} {c.difference + used.accuracy:.1%} (at most {100 * max(0.0, c.upper_one_sided):.1f} "
-                          f"points better, one-sided 95%; top-1 class differs on {c.disagreement:.0%} of samples)"
-                          for c in others)
+        alike = ", ".join(f"{c.name} {c.difference + used.accuracy:.1%} (at most "
+                          f"{100 * max(0.0, c.upper_one_sided):.1f} points better, one-sided 95%; top-1 class "
+                          f"differs on {c.disagreement:.0%} of samples)" for c in others)
         flags = "; ".join(flags_for(t.spec) for t in self.trials if t.name in {c.name for c in others})
         return (f"preprocessing: {self.samples} labelled samples do not clearly separate {used.name} "
                 f"({used.accuracy:.1%}) from {alike}; none could beat {used.name} by {100 * CHOICE_MARGIN:g} points "
