@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
+from ai_edge_litert import schema_py_generated as S
 from click.testing import CliRunner
 
 from edgekit import tflite_model
@@ -85,6 +87,26 @@ def test_accuracy_advice_names_the_worst_layers_and_the_settings_tried():
     assert "per-tensor Dense weights" in got[1].found
     got = advice.accuracy_advice(ModelFacts(), None, "RuntimeError: no", [])
     assert [a.key for a in got] == ["worst_layers"] and "RuntimeError" in got[0].text
+
+
+def test_check_gives_the_table_advice_from_the_tflite_alone():
+    """A .tflite from elsewhere: the architecture is recognised from its ops and tensor names."""
+    from tests.tflite_builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.tensor([1, 8, 8, 4], name="input")
+    w = g.tensor([4, 3, 3, 4], data=np.ones((4, 3, 3, 4)), name="expanded_conv_1/expand/kernel")
+    b = g.tensor([4], "int32", data=np.zeros(4), scale=0.0025, name="expanded_conv_1/expand/bias")
+    y = g.tensor([1, 8, 8, 4], name="expanded_conv_1/expand/conv")
+    z = g.tensor([1, 8, 8, 4], name="expanded_conv_1/expand_activation/hard_swish")
+    g.op("CONV_2D", [x, w, b], [y], version=1, padding=S.Padding.SAME, strideW=1, strideH=1)
+    g.op("HARD_SWISH", [y], [z])
+    report = compatibility.check_model(tflite_model.ModelInfo.from_bytes(g.build([x], [z])))
+    assert report.verdict == "partial" and [o.name for o in report.ops if o.target == "cpu"] == ["HARD_SWISH"]
+    table = [a for a in report.advice if "minimalistic=True" in a]
+    assert len(table) == 1 and table[0].startswith("a MobileNetV3 (hard-swish in expanded_conv blocks)")
+    assert "google-coral/edgetpu#353" in table[0]
+    assert "minimalistic=True" in compatibility.render(report)
 
 
 # ------------------------------------------------------------------------------------------ real models
