@@ -650,7 +650,7 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     result = QuantizeResult(output, record_path, summary)
     if verification and not verification["passed"]:
         summary["advice"] += [a.to_dict() for a in _accuracy_advice(loaded, checked.x, spec, verification, facts,
-                                                                    tried, opts.verbose)]
+                                                                    tried, opts.verbose, opts.report)]
         raise AgreementError(
             f"on {checked.describe()}: " + "; ".join(verification["failures"])
             + f"; mean |score difference| {verification['mean_abs_diff']:.4f}", output,
@@ -663,7 +663,8 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
 
 
 def _accuracy_advice(loaded: keras_io.LoadedModel, x: np.ndarray, spec: PreprocessSpec, verification: dict[str, Any],
-                     facts: advice.ModelFacts, tried: list[str], verbose: bool) -> list[advice.Advice]:
+                     facts: advice.ModelFacts, tried: list[str], verbose: bool,
+                     report: Reporter = SILENT) -> list[advice.Advice]:
     """Advice for an int8 model that lost accuracy or agreement: the architecture's remedy, the layers int8 loses
     most in (TFLite's quantization debugger, as ``evaluate --reference``), the converter settings tried. Nothing
     for a failure the int8 conversion did not cause (labels misordered, a float model at chance)."""
@@ -673,6 +674,7 @@ def _accuracy_advice(loaded: keras_io.LoadedModel, x: np.ndarray, spec: Preproce
     from edgekit.converters import reference
 
     layers, error = None, None
+    report.status("Measuring each layer's int8 error (TensorFlow's quantization debugger)...")
     try:
         layers = reference.layer_errors(loaded, x, spec, verbose)
     except Exception as exc:  # an experimental TF API: say why, keep the rest of the report
