@@ -86,6 +86,7 @@ def build(opts: BuildOptions) -> dict[str, Any]:
         else:
             cpu, q_summary, source = _quantize_into(opts, work)
             compiled = None
+            notes += q_summary.get("notes") or []  # quantize's own notes (a preprocessing choice, an interval)
         info = tflite_model.load(cpu)
         min_runtime = opts.min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME
         check = compatibility.check_model(info, min_runtime)

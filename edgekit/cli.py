@@ -379,7 +379,7 @@ def _size(value: str | None) -> tuple[int, int] | None:
 
 def _render_search(search: dict[str, Any]) -> str:
     """The accuracy of each preprocessing convention quantize tried, best first."""
-    lines = [f"Preprocessing tried on {search['samples']} labelled calibration samples ({search['classes']} classes, "
+    lines = [f"Preprocessing tried on {search['samples']} labelled samples ({search['classes']} classes, "
              f"chance {search['chance']:.1%}):"]
     for row in search["table"]:
         mark = "  <- chosen" if row["convention"] == search["chosen"] else ""
@@ -402,6 +402,15 @@ def _render_verification(v: dict[str, Any]) -> list[str]:
     return lines
 
 
+def _edgetpu_lines(d: dict[str, Any]) -> list[str]:
+    """check's verdict on the written model and the advice for it (quantize's and build's summaries)."""
+    from edgekit.converters.advice import Advice
+    from edgekit.converters.check_summary import CheckSummary
+
+    lines = CheckSummary.from_dict(d["edgetpu"]).lines() if d.get("edgetpu") else []
+    return lines + [Advice.from_dict(a).line() for a in d.get("advice") or []]
+
+
 def _render_quantize(d: dict[str, Any]) -> str:
     src, io = d["source"], d["io"]
     def q(t: dict[str, Any]) -> str:
@@ -416,9 +425,10 @@ def _render_quantize(d: dict[str, Any]) -> str:
         f"Output: {q(io['output'])}" + (f" (the model's output {src['output']['name']!r} of "
                                         f"{', '.join(src['output']['of'])})" if src.get("output") else ""),
         "Ops: " + ", ".join(f"{h['count']}x {h['name']} v{h['version']}" for h in d["op_histogram"]),
-        "Edge TPU checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
+        "Int8 checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
         + ("" if d["remedy"] == d["remedies_tried"][0] else f" (with {d['remedy']})"),
     ]
+    lines += _edgetpu_lines(d)
     search = d["preprocess"].get("search")
     if search:
         lines[1:1] = [_render_search(search)]
@@ -475,11 +485,12 @@ QUANTIZE_OPTIONS = [
                  "detector, a COCO .json or YOLO folder: the mAP50 drop is gated."),
     click.option("--min-agreement", default=0.9, show_default=True, type=FloatRange(0.0, 1.0),
                  help="Fail (exit 6) when int8 top-1 agrees with float less often than this, beyond doubt (the "
-                 "whole 95% interval below it); a warning when the data cannot tell."),
+                 "whole 95% interval below it); when the data cannot tell, a warning if the estimate is below, "
+                 "else a note."),
     click.option("--max-accuracy-drop", default=1.0, show_default=True, type=FloatRange(0.0, 100.0),
                  help="With labelled data: fail (exit 6) when int8 top-1 accuracy is more than this many points "
-                 "below float's, beyond doubt (the whole 95% interval above it); a warning when the data cannot "
-                 "tell."),
+                 "below float's, beyond doubt (the whole 95% interval above it); when the data cannot tell, a "
+                 "warning if the estimate is above, else a note."),
     click.option("--no-verify", is_flag=True, help="Skip comparing the int8 model with the float model."),
     click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output."),
 ]
@@ -518,7 +529,7 @@ def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: An
 
     Exit codes: 0 ok, 2 usage (also: nothing says the preprocessing and the data has no labels),
     3 bad input, 4 TensorFlow missing, 5 conversion failed, 6 verification failed (output kept) or
-    no preprocessing convention clearly wins on the labelled data (nothing written).
+    the labelled data leaves a preprocessing choice that could change the result (nothing written).
     """
     from edgekit.converters.preprocess_search import PreprocessingRefused
     from edgekit.converters.quantize import AgreementError, quantize as run_quantize
@@ -757,8 +768,11 @@ def _render_build(d: dict[str, Any]) -> str:
     lines = [f"{d['bundle']}/: bundle of {len(m['files'])} file(s), sha256 of each in manifest.json"]
     lines += [f"  {e['path']}  {e['size_bytes']:,} bytes" for e in m["files"]]
     lines.append(f"CPU model: {m['models']['cpu']}; Edge TPU model: {m['models']['edgetpu'] or 'none (not compiled)'}")
-    lines.append(f"Check: {check['verdict']} ({check['summary']['edgetpu_ops']} ops on the Edge TPU, "
-                 f"{check['summary']['cpu_ops']} on the CPU)")
+    from edgekit.converters.check_summary import CheckSummary
+
+    lines += CheckSummary.from_check(check).lines()
+    if d["quantize"]:
+        lines += _edgetpu_lines({"advice": d["quantize"].get("advice")})
     q = (d["quantize"] or {}).get("verification") or {}
     if q:
         lines.append(f"Verification: top-1 agreement {q['top1_agreement']:.1%} on {q['samples']} samples")

@@ -98,17 +98,6 @@ def near_chance(accuracy: float, samples: int, classes: int) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ paired tests
-def clearly_better(a_correct: np.ndarray, b_correct: np.ndarray, sigmas: float = 3.0) -> bool:
-    """Is A right on more samples than B by more than chance allows? (McNemar's test on the same samples.)
-
-    Only the samples where exactly one of the two is right count: A-only ``b`` and B-only ``c``.
-    Under "equally good" b - c has standard deviation sqrt(b + c); A wins when b - c > sigmas * that.
-    """
-    b = int(np.sum(a_correct & ~b_correct))
-    c = int(np.sum(~a_correct & b_correct))
-    return b - c > sigmas * math.sqrt(b + c) and b > c
-
-
 def paired_difference(a_correct: np.ndarray, b_correct: np.ndarray, z: float = Z95) -> dict[str, Any]:
     """Accuracy of A minus accuracy of B on the same samples, with its interval and McNemar's exact test.
 

@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from edgekit import __version__, metrics, model_record, tflite_model
-from edgekit.converters import calibration, compatibility, keras_io, preprocess_search
+from edgekit.converters import advice, calibration, compatibility, keras_io, preprocess_search
+from edgekit.converters.check_summary import CheckSummary
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
@@ -331,8 +332,9 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
     Refuses (``failures``) only what the data shows beyond doubt at 95%: agreement whose whole interval
     is below ``--min-agreement``, an accuracy drop whose whole interval is above ``--max-accuracy-drop``,
     a float model that cannot be told from chance (one-sided exact binomial, 1%), or labels the float model
-    consistently reads as other classes. An interval that spans a threshold passes with a ``warnings`` line
-    giving the interval and the sample size that would settle it.
+    consistently reads as other classes. An interval that spans a threshold passes, with a line giving the
+    interval and the sample size that would settle it: in ``warnings`` when the estimate itself is beyond
+    the threshold, else in ``notes`` (the data then points the right way, it only cannot be sure yet).
     """
     n, classes = len(float_scores), float_scores.shape[1]
     v: dict[str, Any] = {**metrics.agreement(float_scores, int8_scores), "min_agreement": opts.min_agreement,
@@ -341,16 +343,19 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
                          "int8_top1": None, "accuracy_drop": None, "accuracy_drop_interval": None,
                          "max_accuracy_drop": opts.max_accuracy_drop, "flips": None, "mcnemar_p": None,
                          "float_near_chance": None, "chance": None, "class_order": None}
-    failures, warnings = [], []
+    failures: list[str] = []
+    warnings: list[str] = []
+    notes: list[str] = []
     agree = metrics.at_least(v["top1_agreement"], tuple(v["agreement_interval"]), opts.min_agreement, n)
     v["agreement_verdict"] = agree.verdict
     span = f"95% interval {v['agreement_interval'][0]:.1%} to {v['agreement_interval'][1]:.1%}"
     if agree.verdict == "failed":
         failures.append(f"int8 model agrees with the float model on {v['top1_agreement']:.1%} (top-1; {span}), "
                         f"below --min-agreement {opts.min_agreement:g}")
-    elif agree.verdict == "uncertain":
-        warnings.append(f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
-                        f"{v['top1_agreement']:.1%} ({span}) on {n} samples; " + _settle_hint(agree))
+    elif agree.verdict == "uncertain":  # a warning only when the estimate itself is below the limit
+        (warnings if v["top1_agreement"] < opts.min_agreement else notes).append(
+            f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
+            f"{v['top1_agreement']:.1%} ({span}) on {n} samples; " + _settle_hint(agree))
     if labels is not None:
         float_ok = float_scores.argmax(1) == labels
         int8_ok = int8_scores.argmax(1) == labels
@@ -369,10 +374,10 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
         if drop.verdict == "failed":
             failures.append(f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
                             f"(McNemar p={paired['p_value']:.2g})")
-        elif drop.verdict == "uncertain":
-            warnings.append(f"cannot tell yet whether int8 loses more than --max-accuracy-drop "
-                            f"{opts.max_accuracy_drop:g} points: {numbers} on {n} labelled samples; "
-                            + _settle_hint(drop))
+        elif drop.verdict == "uncertain":  # a warning only when the estimate itself is beyond the limit
+            (warnings if v["accuracy_drop"] > opts.max_accuracy_drop else notes).append(
+                f"cannot tell yet whether int8 loses more than --max-accuracy-drop {opts.max_accuracy_drop:g} "
+                f"points: {numbers} on {n} labelled samples; " + _settle_hint(drop))
         chance = metrics.ChanceTest(int(float_ok.sum()), n, classes)
         v["chance"] = chance.to_dict()
         v["float_near_chance"] = chance.near_chance
@@ -385,6 +390,7 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
     v["passed"] = not failures
     v["failures"] = failures
     v["warnings"] = warnings
+    v["notes"] = notes
     return v
 
 
@@ -424,19 +430,24 @@ def unused_labels_warning(unusable: str, labels_recorded: bool) -> str:
     return f"the calibration labels are neither recorded nor used to measure accuracy: {unusable}"
 
 
-def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, classes: int, labels: list[str] | None
-              ) -> calibration.CalibrationData:
-    """``--eval DATA``: labelled samples (class folders, .npz, TFRecord) read through the same spec."""
+def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, labels: list[str] | None) -> calibration.CalibrationData:
+    """``--eval DATA``: labelled samples (class folders, .npz, TFRecord) read through the same spec.
+
+    Read before the preprocessing search, whose samples they add to (checked against the model's
+    classes by :func:`check_eval` once the model's outputs are known).
+    """
     data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, _bars(opts),
                             flag="--eval")
     if labels is not None and data.kind == "images":
         match_folders_to_labels(data, labels, "--eval")
+    return data
+
+
+def check_eval(opts: QuantizeOptions, data: calibration.CalibrationData, classes: int) -> None:
     problem = preprocess_search.labels_problem(data, classes)
     if problem:
         raise InputError(f"--eval {opts.eval}: {problem}",
                          "pass labelled data of the model's classes: class folders, or an .npz with x and y")
-    return data
-
 
 
 def default_output(model: str | Path) -> Path:
@@ -507,15 +518,19 @@ def _io_summary(t: tflite_model.TensorInfo) -> dict[str, Any]:
 
 def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationData, spec: PreprocessSpec,
                    origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None],
-                   labels_recorded: bool = False) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None,
-                                                           bool, int]:
-    """Settle the spec on the calibration data (see :mod:`preprocess_search`) and apply it to ``data``.
+                   labels_recorded: bool = False, eval_data: calibration.CalibrationData | None = None,
+                   note: Callable[[list[str]], None] | None = None,
+                   ) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool, int]:
+    """Settle the spec on the labelled data (see :mod:`preprocess_search`) and apply it to ``data``
+    (and ``eval_data``, whose labelled samples the search uses too).
 
     Returns (spec, origin, search result or None, whether the data's labels measure accuracy, model outputs).
     """
     with silenced(opts.verbose):
         first = loaded.predict(data.calib[:1])
     classes = int(np.asarray(first[0] if isinstance(first, (list, tuple)) else first).shape[1])  # a detector's: 4+nc
+    if eval_data is not None:
+        check_eval(opts, eval_data, classes)
     unusable = preprocess_search.labels_problem(data, classes)
     if data.labelled and unusable:
         warn([unused_labels_warning(unusable, labels_recorded)])
@@ -524,10 +539,14 @@ def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationDa
         def bar(names: list[str]) -> Any:
             return _bars(opts).iterate(names, len(names), "Trying preprocessing", real_err)
 
-        spec, origin, search, warnings = preprocess_search.settle(origin, spec, data, loaded.predict, classes,
-                                                                  unusable, bar)
+        spec, origin, search, warnings, notes = preprocess_search.settle(
+            origin, spec, data, loaded.predict, classes, unusable, bar, extra=eval_data)
     warn(warnings)
+    if note:
+        note(notes)
     data.use(spec)
+    if eval_data is not None:
+        eval_data.use(spec)
     return spec, origin, search, unusable is None, classes
 
 
@@ -618,6 +637,13 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
             warnings.append(m)
             opts.report.warn(m)
 
+    notes: list[str] = []   # what the user may like to know: a choice made for them, an interval not yet settled
+
+    def note(messages: list[str]) -> None:
+        for m in messages:
+            notes.append(m)
+            opts.report.note(m)
+
     if unreadable_record:
         warnings.append(unreadable_record)
     warn(spec_warnings)
@@ -629,15 +655,16 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     warn(data.warnings)
     if labels is not None and data.kind == "images":
         warn(match_folders_to_labels(data, labels, "--calib"))
-    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn,
-                                                                  labels is not None)
-    if labels is None and data.class_names and labelled:
-        labels = data.class_names   # class folder names, in Keras's order: what classify should print
     from edgekit.detection_data import is_detection_data
 
     detection_eval_data = opts.eval if opts.eval and is_detection_data(opts.eval) else None  # COCO JSON / YOLO
-    eval_data = load_eval(opts, spec, classes, labels) if opts.verify and opts.eval and not detection_eval_data \
-        else None
+    # --eval's labelled samples are read first: the preprocessing search measures on them too
+    eval_data = load_eval(opts, spec, labels or data.class_names) \
+        if opts.verify and opts.eval and not detection_eval_data else None
+    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn,
+                                                                  labels is not None, eval_data, note)
+    if labels is None and data.class_names and labelled:
+        labels = data.class_names   # class folder names, in Keras's order: what classify should print
 
     model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
@@ -672,6 +699,7 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
                 int8_scores = run_int8(model_bytes, checked.x)
             verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, labels)
         warn(verification["warnings"])
+        note(verification["notes"])
 
     tf = import_tensorflow()
     import keras
@@ -704,6 +732,8 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     write_all_atomic({output: final, **({record_path: rec.to_json().encode()} if record_path else {})})  # all or none
 
     out_info = tflite_model.ModelInfo.from_bytes(final)
+    check = compatibility.check_model(out_info)
+    facts = advice.keras_facts(loaded.owner).merged(advice.tflite_facts(out_info, check))
     src = Path(opts.model)
     src_size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file()) if src.is_dir() else src.stat().st_size
     summary = {
@@ -718,14 +748,19 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         "calibration": {**data.summary(), "notes": data.notes},
         "io": {"input": _io_summary(out_info.inputs[0]), "output": _io_summary(out_info.outputs[0])},
         "op_histogram": out_info.op_histogram_rows(),
-        "checks": compatibility.gate_checks(compatibility.check_model(out_info)),
+        "checks": compatibility.gate_checks(check),
+        "edgetpu": CheckSummary.from_check(check).to_dict(),   # check's real verdict, not a fixed "passed"
+        "advice": [a.to_dict() for a in advice.placement_advice(facts, check.verdict)],
         "remedy": remedy,
         "remedies_tried": tried,
         "verification": verification,
         "warnings": warnings,
+        "notes": notes,
     }
     result = QuantizeResult(output, record_path, summary)
     if verification and not verification["passed"]:
+        summary["advice"] += [a.to_dict() for a in _accuracy_advice(loaded, checked.x, spec, verification, facts,
+                                                                    tried, opts.verbose, opts.report)]
         raise AgreementError(
             f"on {checked.describe()}: " + "; ".join(verification["failures"])
             + f"; mean |score difference| {verification['mean_abs_diff']:.4f}", output,
@@ -733,8 +768,32 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
             "check that --calib holds real images of what the detector finds, preprocessed like training (see "
             "--scaling), or relax --min-agreement" if layout is not None else
             "check that --calib holds real training images of the model's classes, preprocessed like training "
-            "(see --scaling), or relax --min-agreement / --max-accuracy-drop", result)
+            "(see --scaling), or relax --min-agreement / --max-accuracy-drop"
+            + ("; the advice above names the layers int8 loses most in" if any(
+                a["key"] == "worst_layers" for a in summary["advice"]) else ""), result)
     return result
+
+
+def _accuracy_advice(loaded: keras_io.LoadedModel, x: np.ndarray, spec: PreprocessSpec, verification: dict[str, Any],
+                     facts: advice.ModelFacts, tried: list[str], verbose: bool,
+                     report: Reporter = SILENT) -> list[advice.Advice]:
+    """Advice for an int8 model that lost accuracy or agreement: the architecture's remedy, the layers int8 loses
+    most in (TFLite's quantization debugger, as ``evaluate --reference``), the converter settings tried. Nothing
+    for a failure the int8 conversion did not cause (labels misordered, a float model at chance)."""
+    lost = verification.get("accuracy_verdict") == "failed" or verification.get("agreement_verdict") == "failed"
+    if not lost or verification.get("class_order") or verification.get("float_near_chance"):
+        return []
+    from edgekit.converters import reference
+
+    layers, error = None, None
+    report.status("Measuring each layer's int8 error (TensorFlow's quantization debugger)...")
+    try:
+        layers = reference.layer_errors(loaded, x, spec, verbose)
+    except Exception as exc:  # an experimental TF API: say why, keep the rest of the report
+        from edgekit.errors import first_line
+
+        error = f"{type(exc).__name__}: {first_line(exc)}"
+    return advice.accuracy_advice(facts, layers, error, tried)
 
 
 def _with_record(model: bytes, rec: model_record.ModelRecord) -> bytes:

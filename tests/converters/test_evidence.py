@@ -19,7 +19,7 @@ import pytest
 
 from edgekit import tflite_model
 from edgekit.compiler_locator import COMPILER_MIN_RUNTIME_EVIDENCE
-from edgekit.converters import compatibility as C
+from edgekit.converters import advice, compatibility as C
 from edgekit.converters.edgetpu_compiler import FAILURES, parse_compiler_output
 from edgekit.converters.fidelity import (FITTING, LEDGER_COLUMNS, VALIDATION, find_pairs, format_parts, format_rows,
                                          ledger_pairs, ledger_part, pair_files, pair_id, placement, read_ledger,
@@ -78,6 +78,7 @@ def _all_references() -> dict[str, tuple[str, ...]]:
     refs.update({f"compatibility.{n}": v for n, v in vars(C).items() if n.startswith("EV_")})
     refs["COMPILER_MIN_RUNTIME"] = COMPILER_MIN_RUNTIME_EVIDENCE
     refs.update({f"SIZE_LIMITS[{z.id}]": z.evidence + z.refused_evidence for z in C.SIZE_LIMITS})
+    refs.update({f"advice.ARCH_RULES[{r.key}]": r.evidence for r in advice.ARCH_RULES})
     return refs
 
 

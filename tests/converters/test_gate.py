@@ -71,6 +71,10 @@ def test_a_real_int8_loss_is_refused_while_agreement_stays_above_90(digits_keras
     assert v["top1_agreement"] > 0.9 and v["agreement_verdict"] != "failed"   # agreement alone would pass it
     assert v["mcnemar_p"] < 0.01 and v["flips"]["float_only"] > v["flips"]["int8_only"]
     assert "more than --max-accuracy-drop 1 beyond doubt" in result.stderr and "95% interval" in result.stderr
+    # the advice names the layers int8 loses most in (issue 24): the inflated hidden Dense leads the list
+    worst = [a for a in doc["advice"] if a["key"] == "worst_layers"]
+    assert worst and worst[0]["found"].split(": ", 1)[1].startswith("FULLY_CONNECTED"), doc["advice"]
+    assert any(a["key"] == "remedies" for a in doc["advice"]) and "names the layers" in result.stderr
     # the loss is real: the held-out test images, which the gate never saw, show it too
     x, y, _ = digits.load_folder(digits_folders.test)
     float_acc = np.mean(digits_keras.model.predict(x, verbose=0).argmax(1) == y)
@@ -91,9 +95,13 @@ def test_a_model_that_loses_nothing_real_is_never_refused_on_noise(digits_keras,
         v = doc["verification"]
         assert v["samples"] == 300 and v["sources"] == {"held_back": 75, "calibration": 225}
         assert v["accuracy_verdict"] in ("passed", "uncertain") and v["passed"]
-        if v["accuracy_verdict"] == "uncertain":  # said, with the interval and how much data would settle it
+        if v["accuracy_verdict"] == "uncertain":  # said, with the interval and how much data would settle it:
+            # a warning only when the estimate itself is beyond the limit, else a note (issue 24)
+            said = doc["warnings"] if v["accuracy_drop"] > 1.0 else doc["notes"]
             assert any("cannot tell yet whether int8 loses more than --max-accuracy-drop 1" in w and
-                       "95% interval" in w and "labelled samples" in w for w in doc["warnings"])
+                       "95% interval" in w and "labelled samples" in w for w in said)
+            assert not any("cannot tell yet" in w for w in (doc["notes"] if said is doc["warnings"]
+                                                            else doc["warnings"]))
 
 
 

@@ -9,6 +9,7 @@ The accuracy checks recompute the preprocessing here, from numpy, not from edgek
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -32,6 +33,9 @@ TRUE_PREPROCESSING = {
     "caffe": lambda x: x[..., ::-1].astype(np.float32) - np.array([103.939, 116.779, 123.68], np.float32),
 }
 RGB = PreprocessSpec(32, 32, "RGB")
+# The models below are trained: they must pass under any seed and thread count (run them with
+# EDGEKIT_TEST_SEED=1, 2 and TF_NUM_INTRAOP_THREADS=1, 2 before relying on a change).
+SEED = int(os.environ.get("EDGEKIT_TEST_SEED", "0"))
 
 
 # ------------------------------------------------------------------------------------------ pure parts
@@ -39,23 +43,75 @@ def _trial(name, correct):
     return Trial(name, preprocess_search.convention_spec(name, RGB), np.asarray(correct, bool))
 
 
-def test_a_clear_winner_is_chosen_and_a_close_race_or_chance_is_refused():
+def _correct(n, wrong):
+    """(n,) bool: right everywhere but at the indices ``wrong``."""
+    out = np.ones(n, bool)
+    out[list(wrong)] = False
+    return out
+
+
+def test_a_clear_winner_is_chosen_a_close_race_that_matters_is_refused_and_chance_is_refused():
     n = 200
-    good = np.ones(n, bool)
-    good[:6] = False                                    # 97%
+    good = _correct(n, range(6))                        # 97%
     poor = np.arange(n) % 2 == 0                        # 50%
     result = decide([_trial("raw", poor), _trial("0..1", good)], 10)
-    assert (result.verdict, result.best.name, result.tied) == ("chosen", "0..1", [])
-    almost = good.copy()
-    almost[6:9] = False                                 # 95.5%: 3 samples apart is no evidence
-    result = decide([_trial("raw", almost), _trial("0..1", good)], 10)
-    assert (result.verdict, result.tied) == ("too-close", ["raw"])
+    assert (result.verdict, result.best.name, result.tied, result.chosen) == ("chosen", "0..1", [], "0..1")
+    # 64% and 59% on 100 samples, right on different samples: the data cannot say which, and the
+    # choice could change top-1 by far more than the margin: the user chooses (exit 6 with both flags)
+    a = _correct(100, list(range(0, 36)))
+    b = _correct(100, list(range(20, 61)))
+    result = decide([_trial("raw", a), _trial("-1..1", b)], 10)
+    assert (result.verdict, result.chosen, result.tied) == ("ambiguous", None, ["-1..1"])
     message, hint = preprocess_search.describe_refusal(result)
-    assert "not clearly better than raw" in message and "--scaling 0..1" in hint and "--scaling raw" in hint
+    assert "not clearly better than -1..1" in message and "could change top-1 by up to" in message
+    assert "--scaling raw" in hint and "--scaling -1..1" in hint
     chance = np.arange(n) % 8 == 0                      # 12.5% with 10 classes
     result = decide([_trial("raw", chance), _trial("0..1", np.zeros(n, bool))], 10)
     assert result.verdict == "near-chance"
     assert "near chance" in preprocess_search.describe_refusal(result)[0]
+
+
+def test_an_eleven_point_paired_difference_on_300_samples_is_a_clear_winner():
+    """Issue 24: '0..1 (80.7%) is not clearly better than raw on 300 labelled samples' was refused
+    (a BatchNorm-first CNN, where raw comes near). 33 more samples right of 300 is not a close call,
+    even with many samples on which the two differ."""
+    n = 300
+    right_01 = _correct(n, range(58))                   # 80.7%
+    right_raw = _correct(n, list(range(0, 25)) + list(range(58, 124)))  # 69.7%: 33 only-0..1, 58 + ... differ
+    for names in (("0..1", "raw"), ("raw", "0..1")):   # whichever the prior prefers
+        trials = {"0..1": right_01, "raw": right_raw}
+        result = decide([_trial(k, trials[k]) for k in names], 10)
+        assert result.chosen == "0..1" and result.verdict in ("chosen", "choice"), result
+    # and when the better one is the one the prior ranks last, the data still picks it
+    result = decide([_trial("raw", right_01), _trial("0..1", right_raw)], 10)
+    assert result.chosen == "raw", result
+
+
+def test_conventions_the_data_cannot_tell_apart_and_that_cannot_change_the_result_are_a_choice():
+    """Issue 23: a -1..1 digits CNN scoring 98% under both -1..1 and torch normalization on another
+    machine was refused. Either choice gives the same result: the common default is used, in one note."""
+    n = 300
+    minus = _correct(n, [1, 2, 3, 4, 5, 6])            # 98.0%
+    for torch_wrong in ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 4, 5]):  # ahead, behind, even
+        torch = _correct(n, torch_wrong)
+        result = decide([_trial("torch", torch), _trial("-1..1", minus), _trial("raw", np.arange(n) % 3 == 0)], 10)
+        assert (result.verdict, result.chosen, result.tied) == ("choice", "-1..1", ["-1..1"] if
+                                                                result.best.name == "torch" else ["torch"])
+        note = result.choice_note()
+        assert note.count("\n") == 0 and "torch" in note and "--mean" in note and "using -1..1" in note
+        assert result.to_dict()["chosen"] == "-1..1" and result.to_dict()["verdict"] == "choice"
+    # the model's own layer (raw) comes before the prior
+    result = decide([_trial("0..1", minus), _trial("raw", minus)], 10, preferred=("raw",))
+    assert (result.verdict, result.chosen) == ("choice", "raw")
+    assert "own input layer" in result.choice_note()
+
+
+def test_a_comparison_is_typed_and_round_trips():
+    a, b = _trial("0..1", _correct(100, range(3))), _trial("raw", _correct(100, range(10)))
+    c = preprocess_search.Comparison.of(b, a)
+    assert (c.only_name, c.only_against) == (0, 7) and c.difference == pytest.approx(-0.07)
+    assert c.interval[0] < c.difference < c.upper_one_sided < c.interval[1] and c.p_value == pytest.approx(0.5 ** 7)
+    assert preprocess_search.Comparison.from_dict(c.to_dict()) == c
 
 
 def test_a_close_call_on_the_first_samples_is_measured_again_on_all_of_them():
@@ -74,12 +130,17 @@ def test_a_close_call_on_the_first_samples_is_measured_again_on_all_of_them():
         scores[np.arange(len(x)), np.where(ok, 0, 1)] = 1.0
         return scores
 
-    data = SimpleNamespace(calib_pixels=np.full((n, 2, 2, 3), 200, np.uint8), calib_labels=np.zeros(n, np.int64))
-    spec, origin, result, _ = preprocess_search.settle(preprocess_search.UNDECIDED, RGB, data, predict, 10, None)
+    # 600 calibration samples, 200 held back, 200 more from --eval: the search is not limited to calibration's
+    px, y = np.full((n, 2, 2, 3), 200, np.uint8), np.zeros(n, np.int64)
+    data = SimpleNamespace(calib_pixels=px[:600], calib_labels=y[:600], holdout_pixels=px[600:800],
+                           holdout_labels=y[600:800])
+    extra = SimpleNamespace(calib_pixels=px[800:], calib_labels=y[800:], holdout_pixels=px[:0], holdout_labels=y[:0])
+    spec, origin, result, warnings, notes = preprocess_search.settle(preprocess_search.UNDECIDED, RGB, data, predict,
+                                                                     10, None, extra=extra)
     assert (result.verdict, result.best.name, result.samples) == ("chosen", "0..1", n)
-    assert origin == preprocess_search.ORIGIN_DATA and spec.scaling_name == "0..1"
-    first = preprocess_search.search(predict, data.calib_pixels[:200], data.calib_labels[:200], RGB, 10)
-    assert (first.verdict, first.tied) == ("too-close", ["raw"])  # what 200 samples alone said
+    assert origin == preprocess_search.ORIGIN_DATA and spec.scaling_name == "0..1" and warnings == notes == []
+    first = preprocess_search.search(predict, px[:200], y[:200], RGB, 10)
+    assert (first.verdict, first.tied, first.chosen) == ("choice", ["raw"], "0..1")  # what 200 samples alone said
 
 
 def test_near_chance_is_an_exact_test_against_guessing_that_scales_with_classes_and_samples():
@@ -133,7 +194,7 @@ def digits_pixels(digits_folders):
     return _rgb_pixels(digits_folders.train), _rgb_pixels(digits_folders.test)
 
 
-def _train(x, y, epochs=4, seed=0, wrap=None):
+def _train(x, y, epochs=4, seed=SEED, wrap=None):
     from edgekit.converters.tf_quiet import import_tensorflow, silenced
     from edgekit.training import digits
 
@@ -191,16 +252,26 @@ def test_quantize_finds_each_convention_and_int8_stays_within_a_point_of_float(n
     model, result = conventions(name)
     _, (xt, yt, _) = digits_pixels
     pre = result.summary["preprocess"]
-    assert pre["origin"] == ORIGIN_DATA and pre["search"]["chosen"] == name, pre["search"]
+    search = pre["search"]
+    chosen = search["chosen"]
+    assert pre["origin"] == ORIGIN_DATA, search
     x_true = TRUE_PREPROCESSING[name](xt)
     float_acc = float(np.mean(model.predict(x_true, verbose=0).argmax(1) == yt))
-    int8_acc = _int8_accuracy(result.output, x_true, yt)
     assert float_acc > 0.85, f"the {name} model did not learn ({float_acc:.1%})"
-    assert abs(float_acc - int8_acc) <= 0.01, (name, float_acc, int8_acc)
+    if chosen != name:
+        # On some machines two conventions score alike on such a model (issue 23: -1..1 and torch both 98%):
+        # a free choice, made only when it cannot change the result; the true one must be in the race.
+        assert search["verdict"] == "choice" and name in [search["table"][0]["convention"], *search["tied"]], search
+        chosen_acc = float(np.mean(model.predict(TRUE_PREPROCESSING[chosen](xt), verbose=0).argmax(1) == yt))
+        assert chosen_acc >= float_acc - 0.08, (name, chosen, float_acc, chosen_acc)
+    x_used = TRUE_PREPROCESSING[chosen](xt)
+    used_acc = float(np.mean(model.predict(x_used, verbose=0).argmax(1) == yt))
+    int8_acc = _int8_accuracy(result.output, x_used, yt)
+    assert abs(used_acc - int8_acc) <= 0.01, (name, chosen, used_acc, int8_acc)
     # the record reproduces the convention (classify applies it with no flags) and names the classes
     rec = model_record.ModelRecord.from_json(tflite_model.load(result.output).metadata["edgekit"])
     image = open_image(_rgb_paths(digits_pixels)[0])
-    assert np.allclose(to_float(image, rec.preprocess), TRUE_PREPROCESSING[name](pixels(image, RGB)), atol=1e-4)
+    assert np.allclose(to_float(image, rec.preprocess), TRUE_PREPROCESSING[chosen](pixels(image, RGB)), atol=1e-4)
     assert rec.labels == [str(i) for i in range(10)]
     v = result.summary["verification"]
     assert v["labelled"] and v["passed"] and v["float_top1"] > 0.8 and v["accuracy_drop"] <= 1.0
@@ -208,6 +279,75 @@ def test_quantize_finds_each_convention_and_int8_stays_within_a_point_of_float(n
 
 def _rgb_paths(digits_pixels):
     return digits_pixels[1][2]
+
+
+@pytest.fixture(scope="session")
+def digits_300(digits_folders, tmp_path_factory):
+    """30 training images per class in class folders: the 300-image calibration set of issue 24."""
+    import shutil
+
+    root = tmp_path_factory.mktemp("digits_300") / "train"
+    for d in sorted(p for p in digits_folders.train.iterdir() if p.is_dir()):
+        (root / d.name).mkdir(parents=True)
+        for f in sorted(d.glob("*.png"))[:30]:
+            shutil.copy(f, root / d.name / f.name)
+    return root
+
+
+def _colab_cnn(seed):
+    """A Colab-style CNN: BatchNormalization first, then Conv-ReLU blocks (nearly scale-invariant)."""
+    import keras
+    from keras import layers
+
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((32, 32, 3)), layers.BatchNormalization(),
+                              layers.Conv2D(16, 3, activation="relu"), layers.MaxPooling2D(),
+                              layers.Conv2D(32, 3, activation="relu"), layers.MaxPooling2D(), layers.Flatten(),
+                              layers.Dense(64, activation="relu"), layers.Dense(10, activation="softmax")])
+    model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
+    return model
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_colab_style_x255_model_quantizes_with_no_flags_on_300_images(seed, digits_pixels, digits_300, tmp_path):
+    """Issue 24 item 3: every model trained with x / 255 in the input pipeline was refused with exit 6.
+    A BatchNorm-first CNN scores near its 0..1 accuracy under caffe (and raw comes near): the data cannot
+    always tell them apart, but the choice cannot change the result, so quantize picks x / 255, says so in
+    a note, and the int8 model is verified."""
+    from edgekit.converters.tf_quiet import import_tensorflow, silenced
+    from edgekit.report import Collector
+
+    import_tensorflow()
+    (x, y, _), (xt, yt, _) = digits_pixels
+    with silenced():
+        model = _colab_cnn(seed + 10 * SEED)
+        model.fit(x / 255.0, y, batch_size=32, epochs=3, verbose=0, shuffle=True)
+    path = tmp_path / "colab.keras"
+    model.save(path)
+    told = Collector()
+    from edgekit.converters.quantize import QuantizeOptions, quantize
+
+    result = quantize(QuantizeOptions(model=str(path), calib=str(digits_300), show_progress=False, report=told))
+    pre = result.summary["preprocess"]
+    search = pre["search"]
+    assert pre["origin"] == ORIGIN_DATA and search["samples"] == 300, search   # held-back samples searched too
+    true_acc = float(np.mean(model.predict(xt / 255.0, verbose=0).argmax(1) == yt))
+    assert true_acc > 0.85, f"the model did not learn ({true_acc:.1%})"
+    if search["verdict"] == "chosen":
+        assert search["chosen"] == "0..1", search
+    else:  # a choice among conventions the data cannot tell apart: said once, in a note
+        race = [search["table"][0]["convention"], *search["tied"]]
+        assert search["verdict"] == "choice" and "0..1" in race and search["chosen"] in race, search
+        assert [n for n in told.notes if n.startswith("preprocessing:")] == [n for n in result.summary["notes"]
+                                                                             if n.startswith("preprocessing:")]
+        assert len([n for n in told.notes if n.startswith("preprocessing:")]) == 1
+        used = TRUE_PREPROCESSING[search["chosen"]](xt)
+        used_acc = float(np.mean(model.predict(used, verbose=0).argmax(1) == yt))
+        assert used_acc >= true_acc - 0.08, (search["chosen"], used_acc, true_acc)
+    assert not any("preprocessing" in w for w in told.warnings), told.warnings
+    assert result.summary["verification"]["passed"]
 
 
 @pytest.mark.tf

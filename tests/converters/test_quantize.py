@@ -130,7 +130,9 @@ def test_cli_json_is_clean_and_tensorflow_noise_stays_off_the_terminal(digits_ke
     assert doc["size_bytes"] < doc["source"]["size_bytes"]
     # only our own warnings (fewer than 100 samples; 160 samples cannot show a drop under 1 point) reach
     # stderr: no absl/C++/Keras lines
-    assert [ln for ln in proc.stderr.splitlines() if ln.strip()] == [f"warning: {w}" for w in doc["warnings"]]
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert [ln for ln in lines if not ln.startswith("note: ")] == [f"warning: {w}" for w in doc["warnings"]]
+    assert [ln for ln in lines if ln.startswith("note: ")] == [f"note: {n}" for n in doc["notes"]]
     assert "fewer than 100" in proc.stderr
 
 

@@ -225,6 +225,7 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     elif tpu_params > 6 * 1024 * 1024:
         advice.append(f"Parameters ({mib(tpu_params)}) are close to the ~8 MiB cache; the compiler caches ~6-7.6 MiB "
                       "in practice, so some may be streamed.")
+    advice += _architecture_advice(info, verdicts, verdict)
     return CheckReport(info.path, verdict, verdicts, n_sub, info.param_bytes, on_chip, off_chip,
                        problems, advice, min_runtime, multiple_subgraphs=multiple_subgraphs)
 
@@ -371,3 +372,13 @@ def _check_compiled(info: ModelInfo, min_runtime: int) -> CheckReport:
                         "(the file without _edgetpu)")]
     return CheckReport(info.path, verdict, verdicts, n_sub, info.param_bytes, None, None, problems,
                        [msg[0].upper() + msg[1:] + "."], min_runtime, compiled=True, multiple_subgraphs=n_sub > 1)
+
+
+def _architecture_advice(info: ModelInfo, verdicts: list[OpVerdict], verdict: str) -> list[str]:
+    """The advice table's entries (:mod:`edgekit.converters.advice`, each with its evidence) for the architecture
+    the .tflite shows: its op types, its tensor names (Keras layer names survive conversion), the ops on the CPU."""
+    from edgekit.converters import advice as table
+
+    facts = table.tflite_facts(info).merged(
+        table.ModelFacts(cpu_ops=frozenset(v.name for v in verdicts if v.target == "cpu")))
+    return [a.line().split(": ", 1)[1] for a in table.placement_advice(facts, verdict)]

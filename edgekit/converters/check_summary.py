@@ -1,0 +1,92 @@
+"""What ``edgekit check`` says about a model, in the few lines quantize's and build's summaries carry.
+
+Quantize used to print a fixed "Edge TPU checks: ... passed" while check rated the same model
+PARTIAL (issue 24: MobileNetV3Small, 4 of 113 ops on the Edge TPU). The summary is now made from
+check's own report (:class:`edgekit.converters.compatibility.CheckReport`, or its ``to_dict()``):
+its verdict, the ops left on the CPU by type, how many placements rest on no real compile, and the
+parameters that would not fit the on-chip cache. Pure data: no TensorFlow.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any
+
+
+class Placement(str, Enum):
+    """check's verdict: every op on the Edge TPU, some, or none."""
+
+    FULL = "full"
+    PARTIAL = "partial"
+    NONE = "none"
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024 / 1024:.2f} MiB"
+
+
+@dataclass(frozen=True)
+class CheckSummary:
+    """check's verdict on one model, as a summary line or two."""
+
+    verdict: Placement
+    edgetpu_ops: int
+    total_ops: int
+    cpu_ops_by_type: tuple[tuple[str, int], ...]   # (op name, count), most first
+    uncertain_ops: int                              # placements no real compile shows
+    subgraphs: int
+    min_runtime: int
+    edgetpu_param_bytes: int | None                 # parameters of the Edge TPU ops (None: not estimated)
+    off_chip_bytes_estimate: int | None             # of those, beyond the ~8 MiB on-chip cache
+
+    @classmethod
+    def from_check(cls, check: Any) -> "CheckSummary":
+        """From a :class:`CheckReport` or its ``to_dict()`` (what build's manifest records)."""
+        d = check if isinstance(check, dict) else check.to_dict()
+        s = d["summary"]
+        cpu = Counter(o["name"] for o in d["ops"] if o["target"] == "cpu")
+        on, off = s.get("on_chip_bytes_estimate"), s.get("off_chip_bytes_estimate")
+        return cls(Placement(d["verdict"]), int(s["edgetpu_ops"]), len(d["ops"]),
+                   tuple(sorted(cpu.items(), key=lambda kv: (-kv[1], kv[0]))), int(s.get("uncertain_ops") or 0),
+                   int(s["subgraphs"]), int(d.get("min_runtime") or 0),
+                   None if on is None else int(on) + int(off or 0), None if off is None else int(off))
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"verdict": self.verdict.value, "edgetpu_ops": self.edgetpu_ops, "total_ops": self.total_ops,
+                "cpu_ops_by_type": [{"op": name, "count": n} for name, n in self.cpu_ops_by_type],
+                "uncertain_ops": self.uncertain_ops, "subgraphs": self.subgraphs, "min_runtime": self.min_runtime,
+                "edgetpu_param_bytes": self.edgetpu_param_bytes,
+                "off_chip_bytes_estimate": self.off_chip_bytes_estimate}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "CheckSummary":
+        return cls(Placement(d["verdict"]), int(d["edgetpu_ops"]), int(d["total_ops"]),
+                   tuple((r["op"], int(r["count"])) for r in d["cpu_ops_by_type"]), int(d["uncertain_ops"]),
+                   int(d["subgraphs"]), int(d["min_runtime"]), d["edgetpu_param_bytes"], d["off_chip_bytes_estimate"])
+
+    def lines(self) -> list[str]:
+        """'Edge TPU (edgekit check): PARTIAL: 4 of 113 ops ...' and the parameters line."""
+        word = self.verdict.value.upper()
+        first = (f"Edge TPU (edgekit check, compiler 16 rules, runtime {self.min_runtime}): {word}: {self.edgetpu_ops} "
+                 f"of {self.total_ops} ops on the Edge TPU")
+        if self.subgraphs > 1:
+            first += f" in {self.subgraphs} subgraphs"
+        if self.cpu_ops_by_type:
+            shown = ", ".join(f"{n}x {name}" for name, n in self.cpu_ops_by_type[:8])
+            more = len(self.cpu_ops_by_type) - 8
+            first += f"; on the CPU: {shown}" + (f" and {more} more type(s)" if more > 0 else "")
+        if self.uncertain_ops:
+            first += (f"; {self.uncertain_ops} placement(s) uncertain (no real compile shows their rule: "
+                      "`edgekit check` lists them)")
+        lines = [first]
+        if self.edgetpu_param_bytes is not None:
+            if self.off_chip_bytes_estimate:
+                lines.append(f"Parameters on the Edge TPU: ~{_mib(self.edgetpu_param_bytes)}, ~"
+                             f"{_mib(self.off_chip_bytes_estimate)} of them off-chip (streamed from host memory "
+                             "at every inference: slower)")
+            else:
+                lines.append(f"Parameters on the Edge TPU: ~{_mib(self.edgetpu_param_bytes)}, all within the "
+                             "~8 MiB on-chip cache")
+        return lines
