@@ -45,6 +45,66 @@ UNMATCHED: dict[str, str] = {
         "12: most likely an older compiler, which check does not model"),
 }
 
+# KeondoPark/votenet_tf (fitting part, added 2026-11-26): PointNet++/VoteNet sub-models ending in CONV_2D ->
+# RESHAPE (1, N, 1, C) -> (1, N, C) -> DEQUANTIZE. Their compiler-16 logs put that trailing RESHAPE on the CPU
+# ("More than one subgraph is not supported") at 131,072 and 262,144 values, while the same reshape of 65,536
+# values maps (6 pairs of the repository) and the RESHAPE size record maps 408,000 values (yolov5n). Check maps
+# it. No rule was changed for them: the status words name no size, and a 4-D -> 3-D reshape that ends the Edge
+# TPU run may be what the compiler refuses; the disagreement is left for a rule that evidence can settle.
+_VOTENET_TRAILING_RESHAPE = (
+    "compiler 16 left the trailing 4-D -> 3-D RESHAPE (131,072 or 262,144 values) before DEQUANTIZE on the CPU "
+    "('More than one subgraph is not supported', log); check maps it (reshapes seen mapped up to 408,000 values)")
+UNMATCHED.update({name: _VOTENET_TRAILING_RESHAPE for name in (
+    "KeondoPark+votenet_tf__tflite__tflite_models__1way_2__fp1_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__1way_2__sa3_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__1way__fp1_quant_double",
+    "KeondoPark+votenet_tf__tflite__tflite_models__1way__sa3_quant_double",
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way_2__sa1_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way_2__sa2_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa1_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa1_quant_double",
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa1_quant_layer",
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa2_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa2_quant_double",
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa2_quant_layer",
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way_fusiontest__sa3_quant_fused",
+    "KeondoPark+votenet_tf__tflite__tflite_models__baseline__fp1_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__baseline__sa3_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_1way__fp1_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_1way__sa3_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa1_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa1_quant_layer",
+    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa2_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa2_quant_layer",
+    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_baseline__fp1_quant",
+    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_baseline__sa3_quant",
+
+)})
+UNMATCHED.update({name: (
+    "besides the reshape check also puts on the CPU, compiler 16 left a CONCATENATION and 2 of its 5 "
+    "MAX_POOL_2D on the CPU ('More than one subgraph is not supported', log); check maps them") for name in (
+    "KeondoPark+votenet_tf__tflite__tflite_models__1way__sa1_quant_double",
+
+)})
+
+
+#: Ledger pairs whose placement check matches but whose log gives an op other status words than check's
+#: table does, with the reason (asserted to still differ, so that a pair that starts to agree leaves the list).
+_FC_WORDS = ("compiler 16 (log) gives its FULLY_CONNECTED left on the CPU 'unspecified limitation'; check places "
+             "them on the CPU too but words them 'Operation version not supported'")
+_BILINEAR_WORDS = ("compiler 16 (log) words deeplab's image-pooling RESIZE_BILINEAR (1 -> N, align_corners) "
+                   "\"Image-interpolation layer won't run precisely enough on Edge TPU\"; check places it on the CPU "
+                   "too (bilinear_from_one) but words it 'unspecified limitation'")
+WORDS_UNMATCHED: dict[str, str] = {
+    "KeondoPark+votenet_tf__deeplab__saved_model__scannet_5_quant": _BILINEAR_WORDS,
+    "KeondoPark+votenet_tf__deeplab__saved_model__sunrgbd_COCO_15_quant": _BILINEAR_WORDS,
+    "KeondoPark+votenet_tf__tflite__tflite_models__1way__voting_quant_double": _FC_WORDS,
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way__voting_quant_double": _FC_WORDS,
+    "KeondoPark+votenet_tf__tflite__tflite_models__2way_2__voting_quant_group": _FC_WORDS,
+    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__voting_quant": _FC_WORDS,
+    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__voting_quant_test": _FC_WORDS,
+}
+
 
 def _testdata_pairs() -> list[tuple[str, tflite_model.ModelInfo, dict]]:
     out = []
@@ -163,6 +223,9 @@ def test_log_status_words_agree_with_check_where_a_ledger_pair_has_its_log():
         theirs = Counter()
         for op, n, status in actual["log_ops"]:
             theirs[(op, status)] += n
+        if name in WORDS_UNMATCHED:
+            assert ours != theirs, f"{name} now agrees: take it off WORDS_UNMATCHED"
+            continue
         assert ours == theirs, name
         compared += 1
     assert compared >= 5
