@@ -699,7 +699,7 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
                 int8_scores = run_int8(model_bytes, checked.x)
             verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, labels)
         warn(verification["warnings"])
-        note(verification["notes"])
+        note(verification.get("notes", []))
 
     tf = import_tensorflow()
     import keras
