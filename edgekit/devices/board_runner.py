@@ -45,6 +45,7 @@ SHIPPED_MODULES = (
     "edgekit/devices/backends.py",
     "edgekit/devices/classifier.py",
     "edgekit/devices/delegate_probe.py",
+    "edgekit/devices/delegate_child.py",
     "edgekit/devices/latency.py",
 )
 MIN_PYTHON = (3, 7)
@@ -67,6 +68,7 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
+# Twins of edgekit.devices.backends' (this file runs alone in ``probe``): tests/test_structure.py keeps them equal.
 def module_available(name: str) -> bool:
     """True when ``name`` is installed, found without importing it (a failing import hook counts as absent)."""
     import importlib.util

@@ -110,6 +110,10 @@ def _signal_name(number: int) -> str:
         return "signal {}".format(number)
 
 
+#: What the child process runs (it imports the runtime core; this module must not, being below it).
+CHILD_MODULE = "edgekit.devices.delegate_child"
+
+
 class PairVerdict:
     """What the probe found: ``ok`` (proven), ``crashed`` (with the signal) or ``unproven`` (an ordinary failure)."""
 
@@ -124,7 +128,7 @@ def prove(backend_name: str, backend_version: str, library: str, library_file: s
     known = read_cache().get(key)
     if isinstance(known, dict) and known.get("state") in ("ok", "crashed"):
         return PairVerdict(str(known["state"]), str(known.get("detail", "")), True)
-    argv = [sys.executable, "-m", "edgekit.devices.delegate_probe", backend_name, library, model_path,
+    argv = [sys.executable, "-m", CHILD_MODULE, backend_name, library, model_path,
             device_option or ""]
     env = dict(os.environ)
     env[PROBE_ENV] = "0"   # the child loads in-process: it is the test
@@ -145,25 +149,3 @@ def prove(backend_name: str, backend_version: str, library: str, library_file: s
     verdict["python"] = sys.executable
     _write_cache(key, verdict)
     return PairVerdict(verdict["state"], verdict["detail"], False)
-
-
-def _child(argv: List[str]) -> int:
-    """In the test process: open the model with the delegate exactly as edgekit does, and invoke it once."""
-    backend_name, library, model_path, option = argv
-    from edgekit.devices import backends
-
-    backend = backends.select_backend(backend_name)
-    spec = backends.parse_device(option or "auto")
-    if spec.kind == "auto":
-        spec = backends.DeviceSpec("any")
-    interpreter = backends.edgetpu_interpreter(backend, model_path, spec, 1, library=library)
-    interpreter.invoke()
-    return 0
-
-
-if __name__ == "__main__":  # pragma: no cover - runs in the child; its exit status is the verdict
-    try:
-        sys.exit(_child(sys.argv[1:]))
-    except Exception as exc:  # an ordinary failure: one line, a non-zero exit
-        sys.stderr.write("{}: {}\n".format(type(exc).__name__, str(exc).splitlines()[0] if str(exc) else ""))
-        sys.exit(1)

@@ -370,7 +370,7 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
     ``images`` are expanded here as ``edgekit classify`` does (files, folders, globs); results name
     them as given; ``model`` and ``device`` name the target (``user@host:...``, ``... on user@host``).
     """
-    from edgekit.devices.classify import expand_images
+    from edgekit.devices.images import expand_images
 
     args = ["--device", _device_arg(device), "--top-k", str(k), f"--threshold={threshold}", "--images-tar", "-"]
     if mean is not None:
