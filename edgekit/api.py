@@ -1,0 +1,382 @@
+"""edgekit's Python API: what the CLI does, callable from a user's own code and tests (docs/python-api.md).
+
+``edgekit.open(...)`` opens a model or bundle on the best device (Polygraphy's load half) and returns
+a :class:`Model` that classifies images into small :class:`~edgekit.results.Class` records (like
+pycoral's ``classify.get_classes``), times itself, and closes (also as a context manager). The other
+entry points take keyword arguments named like the command-line flags, with the same defaults, and
+return the typed, immutable results of :mod:`edgekit.results`, whose ``to_dict()`` is the command's
+``--json`` document. Failures raise the :mod:`edgekit.errors` family (``exit_code`` on each; a failed
+verification carries its numbers).
+
+The runtime part (``open``, ``classify``, ``benchmark``, ``evaluate`` without a reference, ``check``)
+imports no TensorFlow; ``quantize``, ``build`` and ``evaluate(reference=...)`` need it. Notes, warnings
+and progress go to ``report`` (an :class:`edgekit.report.Reporter`; default: silent).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Tuple, Union
+
+from edgekit.report import SILENT, Reporter
+from edgekit.results import (BenchmarkResult, BuildResult, CheckResult, Class, ClassifyResult, CompileResult,
+                             EvaluateResult, QuantizeResult)
+
+if TYPE_CHECKING:  # pragma: no cover
+    import numpy as np
+
+PathLike = Union[str, "os.PathLike[str]"]
+Floats = Optional[Union[float, Sequence[float]]]
+
+__all__ = ["Model", "open", "classify", "check", "compile", "evaluate", "benchmark", "quantize", "build"]
+
+
+def _floats(value: Floats) -> Optional[Tuple[float, ...]]:
+    """``mean``/``std`` as the library takes them: one number or one per channel."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return (float(value),)
+    return tuple(float(v) for v in value)
+
+
+def _size(value: Union[str, Tuple[int, int], None]) -> Optional[Tuple[int, int]]:
+    """``input_size`` as ``"224x224"`` (the flag's text) or ``(224, 224)``."""
+    if value is None or isinstance(value, tuple):
+        return value
+    from edgekit.errors import UsageError
+
+    parts = str(value).lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise UsageError(f"input_size expects WIDTHxHEIGHT, got {value!r}", "e.g. input_size='224x224'")
+    return int(parts[0]), int(parts[1])
+
+
+# ------------------------------------------------------------------------------------ open
+class Model:
+    """A model opened on a device, with its preprocessing and labels: images in, classes out.
+
+    Made by :func:`open`. ``device`` is where it runs (``"cpu"``, ``"usb:0"``...), ``notes`` says why
+    (and any warning about its labels or preprocessing). A task layer other than classification
+    (detection) runs ``input_tensor`` then ``infer`` and decodes ``outputs`` itself.
+    """
+
+    def __init__(self, classifier: Any):
+        self._clf = classifier
+
+    # -- what was opened --------------------------------------------------------------------
+    @property
+    def model_path(self) -> str:
+        """The file running (the CPU twin when a compiled model fell back to the CPU)."""
+        return self._clf.opened.model_path
+
+    @property
+    def device(self) -> str:
+        return self._clf.opened.device
+
+    @property
+    def backend(self) -> str:
+        return self._clf.opened.backend.name
+
+    @property
+    def notes(self) -> Tuple[str, ...]:
+        return tuple(self._clf.notes)
+
+    @property
+    def labels(self) -> dict:
+        """Class id -> label (recorded with the model, or from ``labels=``); empty when there are none."""
+        return dict(self._clf.labels)
+
+    @property
+    def preprocess(self) -> Any:
+        """The :class:`edgekit.preprocess.PreprocessSpec` images go through (size, filter, mean/std, channels)."""
+        return self._clf.spec
+
+    @property
+    def input_details(self) -> dict:
+        return dict(self._clf.opened.input)
+
+    @property
+    def output_details(self) -> list:
+        """Every output's details (name, shape, dtype, quantization), in the interpreter's order."""
+        return list(self._clf.opened._live().get_output_details())
+
+    # -- running ----------------------------------------------------------------------------
+    def input_tensor(self, image: Any) -> "np.ndarray":
+        """An image file path, a PIL image or an HxWxC (HxW) uint8 array -> the model's input tensor.
+
+        An array that already has the input's shape and dtype is taken as the input tensor itself.
+        """
+        import numpy as np
+
+        from edgekit import preprocess
+
+        clf = self._clf
+        if isinstance(image, (str, bytes, os.PathLike)):
+            return clf.prepare(os.fsdecode(image))
+        if isinstance(image, np.ndarray) and image.shape == clf._input_shape and image.dtype == clf.input_dtype:
+            return image
+        tensor = preprocess.prepare(image, clf.spec, clf.input_dtype, clf.input_scale, clf.input_zero_point)
+        return tensor.reshape(clf._input_shape) if tensor.shape != clf._input_shape else tensor
+
+    def infer(self, tensor: "np.ndarray") -> Tuple["np.ndarray", ...]:
+        """Run one input tensor; every output, dequantized (float32), in the interpreter's order."""
+        from edgekit.preprocess import dequantize
+
+        opened = self._clf.opened
+        interp = opened._live()
+        interp.set_tensor(opened.input["index"], tensor)
+        opened.invoke()
+        return tuple(dequantize(interp.get_tensor(d["index"]), float(d["quantization"][0]) or None,
+                                int(d["quantization"][1])) for d in interp.get_output_details())
+
+    @property
+    def outputs(self) -> Tuple["np.ndarray", ...]:
+        """The outputs of the last run, dequantized (what a task layer such as detection decodes)."""
+        from edgekit.preprocess import dequantize
+
+        interp = self._clf.opened._live()
+        return tuple(dequantize(interp.get_tensor(d["index"]), float(d["quantization"][0]) or None,
+                                int(d["quantization"][1])) for d in interp.get_output_details())
+
+    def classify(self, image: Any, top_k: Optional[int] = 5, threshold: float = float("-inf")) -> list[Class]:
+        """The ``top_k`` best classes with ``score >= threshold``, best first, as :class:`Class` records."""
+        top, _ms = self._clf.classify_tensor(self.input_tensor(image), top_k, threshold)
+        return [Class(t["id"], float(t["score"]), t["label"]) for t in top]
+
+    def classify_files(self, images: Iterable[PathLike], top_k: Optional[int] = 5,
+                       threshold: float = float("-inf"), workers: Optional[int] = None) -> ClassifyResult:
+        """Many image files, decoded ahead of inference; unreadable ones go to ``errors`` (classify's document)."""
+        return ClassifyResult.of_report(self._clf.run([os.fsdecode(p) for p in images], top_k, threshold, workers))
+
+    def time(self, n: int = 100, warmup: int = 10) -> dict:
+        """The benchmark loop on this open model: ``invoke`` timed ``n`` times after ``warmup`` untimed runs.
+
+        Returns ``first_ms``, ``latencies_ms`` and their summary (``min_ms``, ``p50_ms``, ..., ``throughput_per_s``).
+        """
+        return self._clf.opened.time(n, warmup)
+
+    def close(self) -> None:
+        """Free the interpreter and its Edge TPU delegate (the device is free for another process)."""
+        self._clf.opened.close()
+
+    def __enter__(self) -> "Model":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"<edgekit.Model {self.model_path} on {self.device} ({self.backend})>"
+
+
+def open(model: PathLike, *, device: str = "auto", labels: Optional[PathLike] = None, mean: Floats = None,
+         std: Floats = None, threads: Optional[int] = None, report: Reporter = SILENT) -> Model:
+    """Open a .tflite model (``*_edgetpu.tflite``: on the Edge TPU, else its CPU twin) or a bundle folder.
+
+    ``device``: ``auto``, ``cpu``, ``usb``, ``usb:N``, ``pci``, ``pci:N`` or ``:N``. ``labels``,
+    ``mean`` and ``std`` override what was recorded with the model. Where it runs and why, and any
+    warning, go to ``report`` and stay in ``Model.notes``.
+    """
+    from edgekit.devices.classify import Classifier
+
+    clf = Classifier(model, device, labels, _floats(mean), _floats(std), num_threads=threads)
+    for note in clf.notes:
+        report.tell(note)
+    return Model(clf)
+
+
+def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[PathLike] = None, top_k: int = 5,
+             threshold: float = float("-inf"), device: str = "auto", mean: Floats = None, std: Floats = None,
+             threads: Optional[int] = None, on: Any = None, remote_path: Optional[str] = None,
+             report: Reporter = SILENT) -> ClassifyResult:
+    """``edgekit classify``: image files, folders and globs through a model; unreadable images in ``errors``.
+
+    ``on``: an :class:`edgekit.devices.remote.SshTarget` (a board over SSH; ``model`` a bundle).
+    """
+    import math
+
+    from edgekit.devices import classify as classify_mod
+    from edgekit.errors import UsageError
+
+    if math.isnan(threshold):
+        raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
+    report_ = classify_mod.classify([os.fsdecode(i) for i in images], model, device=device, labels=labels, k=top_k,
+                                    threshold=threshold, mean=_floats(mean), std=_floats(std), num_threads=threads,
+                                    report=report, on=on, remote_path=remote_path)
+    return ClassifyResult.of_report(report_)
+
+
+# ------------------------------------------------------------------------------------ check / compile
+def check(model: PathLike, *, min_runtime: int = 14, allow_multiple_subgraphs: bool = False,
+          strict: bool = False) -> CheckResult:
+    """``edgekit check``: which ops edgetpu_compiler 16 maps to the Edge TPU, predicted offline (no TensorFlow).
+
+    ``strict``: raise :class:`~edgekit.errors.CompatibilityError` (exit 7) when an op is certain to stay
+    on the CPU.
+    """
+    from edgekit import edgetpu_package, tflite_model
+    from edgekit.converters import compatibility
+
+    info = tflite_model.load(model)
+    report = compatibility.check_model(info, min_runtime, allow_multiple_subgraphs)
+    result = CheckResult.from_dict({**report.to_dict(), "edgetpu": edgetpu_package.summary(info.edgetpu_packages)})
+    failure = report.strict_error() if strict else None
+    if failure:
+        failure.result = result
+        raise failure
+    return result
+
+
+def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runtime: Optional[int] = None,
+            segments: Optional[int] = None, search_delegate: bool = False, timeout: float = 180.0,
+            report: Reporter = SILENT) -> CompileResult:
+    """``edgekit compile``: run edgetpu_compiler (x86-64 Linux) and parse what it said.
+
+    Raises :class:`~edgekit.errors.MissingDependencyError` (exit 4) where there is no compiler, with the
+    offline prediction as ``.check`` (a :class:`CheckResult`); :class:`~edgekit.errors.CompilerError`
+    (exit 8) when it fails, with what it said as ``.report``.
+    """
+    from edgekit import tflite_model
+    from edgekit.converters import compatibility, edgetpu_compiler as etc
+    from edgekit.errors import MissingDependencyError
+
+    info = tflite_model.load(model)
+    prediction = compatibility.check_model(info, min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME)
+    try:
+        compiled = etc.compile_model(model, output_dir, min_runtime=min_runtime, segments=segments,
+                                     search_delegate=search_delegate, timeout=timeout, report=report)
+    except MissingDependencyError as err:
+        err.check = CheckResult.from_dict({**prediction.to_dict(), "edgetpu": None})
+        raise
+    return CompileResult.from_dict({**compiled.to_dict(), "check_disagreements": etc.check_disagreements(
+        info, prediction, compiled, segments)})
+
+
+# ------------------------------------------------------------------------------------ evaluate / benchmark
+def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] = None, no_layers: bool = False,
+             labels: Optional[PathLike] = None, arch: Optional[str] = None,
+             custom_objects: Optional[PathLike] = None, trust_model: bool = False, device: str = "auto",
+             mean: Floats = None, std: Floats = None, threads: Optional[int] = None, verbose: bool = False,
+             report: Reporter = SILENT) -> EvaluateResult:
+    """``edgekit evaluate``: top-1/top-5 accuracy on labelled data (class folders or an .npz with x and y).
+
+    ``reference``: the float Keras model to compare with (needs TensorFlow). Samples that cannot be
+    read are in ``errors``; the rest are scored.
+    """
+    from edgekit.devices import evaluate as evaluate_mod
+
+    labelled = evaluate_mod.read_set(data)
+    ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean), _floats(std), num_threads=threads,
+                               labels=labels, report=report)
+    doc = ev.to_dict()
+    doc["reference"] = None
+    if reference:
+        from edgekit.converters import reference as reference_mod
+
+        doc["reference"] = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
+                                                 layers=not no_layers, verbose=verbose)
+    return EvaluateResult.from_dict(doc)
+
+
+def benchmark(model: PathLike, *, device: str = "auto", n: int = 100, warmup: int = 10,
+              threads: Optional[int] = None, compare: Optional[PathLike] = None, max_slowdown: float = 20.0,
+              on: Any = None, remote_path: Optional[str] = None, report: Reporter = SILENT) -> BenchmarkResult:
+    """``edgekit benchmark``: load time, first inference, latency percentiles and throughput.
+
+    ``compare``: a document saved from an earlier run (``edgekit benchmark --save``, or
+    ``json.dump(result.to_dict(), f)``): :class:`~edgekit.errors.RegressionError` (exit 10, the result
+    as ``.result``) when p50 grew by more than ``max_slowdown`` percent beyond doubt.
+    """
+    from edgekit.devices import benchmark as benchmark_mod
+
+    saved = benchmark_mod.read_saved(compare) if compare else None
+    doc = benchmark_mod.benchmark(model, device, n, warmup, threads, report=report, on=on, remote_path=remote_path)
+    if saved is not None:
+        for warning in benchmark_mod.compare_to_saved(doc, saved, os.fsdecode(compare), max_slowdown):
+            report.warn(warning)
+    result = BenchmarkResult.from_dict(doc)
+    regression = benchmark_mod.regression_error(doc, os.fsdecode(compare) if compare else None)
+    if regression is not None:
+        regression.result = result
+        raise regression
+    return result
+
+
+# ------------------------------------------------------------------------------------ quantize / build
+def _quantize_options(model: PathLike, output: Optional[PathLike], q: dict, report: Reporter) -> Any:
+    from edgekit.converters.quantize import QuantizeOptions
+
+    return QuantizeOptions(model=os.fsdecode(model), output=None if output is None else os.fsdecode(output),
+                           calib=q["calib"], samples=q["samples"], holdout=q["holdout"], seed=q["seed"],
+                           tfrecord_key=q["tfrecord_key"], arch=q["arch"], custom_objects=q["custom_objects"],
+                           trust_model=q["trust_model"], scaling=q["scaling"], mean=_floats(q["mean"]),
+                           std=_floats(q["std"]), resize=q["resize"], channels=q["channels"],
+                           input_size=_size(q["input_size"]), io=q["io"], labels=q["labels"], eval=q["eval"],
+                           min_agreement=q["min_agreement"], max_accuracy_drop=q["max_accuracy_drop"],
+                           verify=not q["no_verify"], verbose=q["verbose"], show_progress=q["show_progress"],
+                           report=report)
+
+
+def _with_numbers(exc: Any, verification: Any) -> Any:
+    """A quantize verification failure with the numbers it rests on: the first measure that failed, its
+    value, the limit and the 95% interval (attributes of the VerificationError)."""
+    v = verification
+    if v is None:
+        return exc
+    if v.accuracy_verdict == "failed":
+        exc.measure, exc.value, exc.limit, exc.interval = ("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop,
+                                                           v.accuracy_drop_interval)
+    elif v.agreement_verdict == "failed":
+        exc.measure, exc.value, exc.limit, exc.interval = ("top1_agreement", v.top1_agreement, v.min_agreement,
+                                                           v.agreement_interval)
+    elif v.class_order:
+        exc.measure = "class_order"
+    elif v.float_near_chance:
+        exc.measure, exc.value, exc.limit = "float_top1", v.float_top1, (v.chance or {}).get("chance")
+    return exc
+
+
+def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optional[str] = None, samples: int = 300,
+             holdout: int = 100, seed: int = 0, tfrecord_key: str = "image/encoded", arch: Optional[str] = None,
+             custom_objects: Optional[PathLike] = None, trust_model: bool = False, scaling: Optional[str] = None,
+             mean: Floats = None, std: Floats = None, resize: Optional[str] = None, channels: Optional[str] = None,
+             input_size: Union[str, Tuple[int, int], None] = None, io: str = "uint8",
+             labels: Optional[PathLike] = None, eval: Optional[PathLike] = None, min_agreement: float = 0.9,
+             max_accuracy_drop: float = 1.0, no_verify: bool = False, verbose: bool = False,
+             show_progress: bool = False, report: Reporter = SILENT) -> QuantizeResult:
+    """``edgekit quantize``: a Keras model to a verified full-int8 .tflite (needs TensorFlow).
+
+    A failed verification raises :class:`~edgekit.errors.VerificationError` (exit 6) with ``.measure``,
+    ``.value``, ``.limit`` and ``.interval``, and the kept output described by ``.result`` (a
+    :class:`QuantizeResult`).
+    """
+    from edgekit.converters.quantize import AgreementError, quantize as run_quantize
+
+    options = dict(locals())
+    try:
+        done = run_quantize(_quantize_options(model, output, options, report))
+    except AgreementError as exc:
+        exc.result = QuantizeResult.from_dict(exc.result.summary)
+        raise _with_numbers(exc, exc.result.verification)
+    return QuantizeResult.from_dict(done.summary)
+
+
+def build(model: PathLike, *, output: PathLike, calib: Optional[str] = None, samples: int = 300, holdout: int = 100,
+          seed: int = 0, tfrecord_key: str = "image/encoded", arch: Optional[str] = None,
+          custom_objects: Optional[PathLike] = None, trust_model: bool = False, scaling: Optional[str] = None,
+          mean: Floats = None, std: Floats = None, resize: Optional[str] = None, channels: Optional[str] = None,
+          input_size: Union[str, Tuple[int, int], None] = None, io: str = "uint8",
+          labels: Optional[PathLike] = None, eval: Optional[PathLike] = None, min_agreement: float = 0.9,
+          max_accuracy_drop: float = 1.0, no_verify: bool = False, verbose: bool = False,
+          min_runtime: Optional[int] = None, timeout: float = 180.0, no_compile: bool = False,
+          show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
+    """``edgekit build``: quantize (every quantize keyword), check, compile where edgetpu_compiler exists, and
+    write the bundle folder ``output`` with its manifest.json (needs TensorFlow). No bundle on failure."""
+    from edgekit.build import BuildOptions, build as run_build
+
+    options = dict(locals())
+    doc = run_build(BuildOptions(quantize=_quantize_options(model, None, options, report), output=os.fsdecode(output),
+                                 min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
+                                 show_progress=show_progress, report=report))
+    return BuildResult.from_dict(doc)
