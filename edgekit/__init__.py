@@ -9,7 +9,9 @@ __version__ = "0.1.0"
 # name -> the module that defines it (loaded on first access: PEP 562)
 _LAZY = {
     "open": "edgekit.api", "classify": "edgekit.api", "check": "edgekit.api", "compile": "edgekit.api",
-    "evaluate": "edgekit.api", "benchmark": "edgekit.api", "quantize": "edgekit.api", "build": "edgekit.api",
+    "evaluate": "edgekit.api", "benchmark": "edgekit.api", "quantize": "edgekit.api",
+    # edgekit/build.py is also a module (`from edgekit import build`): calling it calls edgekit.api.build
+    "build": None,
     "Model": "edgekit.api",
     "Class": "edgekit.results", "Verdict": "edgekit.results", "Target": "edgekit.results",
     "Confidence": "edgekit.results", "Decision": "edgekit.results", "CheckResult": "edgekit.results",
@@ -26,12 +28,13 @@ __all__ = ["__version__", *_LAZY]
 
 
 def __getattr__(name):
-    module = _LAZY.get(name)
-    if module is None:
+    if name not in _LAZY:
         raise AttributeError(f"module 'edgekit' has no attribute {name!r}")
     import importlib
 
-    value = getattr(importlib.import_module(module), name)
+    module = _LAZY[name]
+    value = importlib.import_module("edgekit." + name) if module is None else getattr(importlib.import_module(module),
+                                                                                      name)
     globals()[name] = value
     return value
 

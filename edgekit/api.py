@@ -20,7 +20,8 @@ from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Tuple, Unio
 
 from edgekit.report import SILENT, Reporter
 from edgekit.results import (BenchmarkResult, BuildResult, CheckResult, Class, ClassifyResult, CompileResult,
-                             EvaluateResult, QuantizeResult)
+                             DeployResult, DevicesResult, DoctorResult, EvaluateResult, InspectResult, QuantizeResult,
+                             RefusedQuantize, TrainResult)
 
 if TYPE_CHECKING:  # pragma: no cover
     import numpy as np
@@ -28,7 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover
 PathLike = Union[str, "os.PathLike[str]"]
 Floats = Optional[Union[float, Sequence[float]]]
 
-__all__ = ["Model", "open", "classify", "check", "compile", "evaluate", "benchmark", "quantize", "build"]
+__all__ = ["Model", "open", "classify", "check", "compile", "evaluate", "benchmark", "quantize", "build", "inspect",
+           "devices", "doctor", "deploy", "train"]
 
 
 def _floats(value: Floats) -> Optional[Tuple[float, ...]]:
@@ -351,6 +353,7 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
     ``.value``, ``.limit`` and ``.interval``, and the kept output described by ``.result`` (a
     :class:`QuantizeResult`).
     """
+    from edgekit.converters.preprocess_search import PreprocessingRefused
     from edgekit.converters.quantize import AgreementError, quantize as run_quantize
 
     options = dict(locals())
@@ -359,6 +362,10 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
     except AgreementError as exc:
         exc.result = QuantizeResult.from_dict(exc.result.summary)
         raise _with_numbers(exc, exc.result.verification)
+    except PreprocessingRefused as exc:  # nothing written: the measurements the refusal rests on
+        exc.search = exc.result
+        exc.result = RefusedQuantize(None, str(exc), {"origin": None, "search": exc.search.to_dict()})
+        raise
     return QuantizeResult.from_dict(done.summary)
 
 
@@ -380,3 +387,50 @@ def build(model: PathLike, *, output: PathLike, calib: Optional[str] = None, sam
                                  min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
                                  show_progress=show_progress, report=report))
     return BuildResult.from_dict(doc)
+
+
+# ------------------------------------------------------------------------------------ tools
+def inspect(model: PathLike) -> InspectResult:
+    """``edgekit inspect``: a .tflite model's I/O, quantization, ops and shapes (no TensorFlow)."""
+    from edgekit import tflite_model
+
+    return InspectResult.from_dict(tflite_model.summary(tflite_model.load(model)))
+
+
+def devices() -> DevicesResult:
+    """``edgekit devices``: the Edge TPUs on this machine (USB Accelerators, PCIe/M.2, Dev Board)."""
+    from edgekit.devices.discovery import list_devices
+
+    return DevicesResult.from_dict({"devices": [d.to_dict() for d in list_devices()]})
+
+
+def doctor() -> DoctorResult:
+    """``edgekit doctor``: this machine checked for running and compiling Edge TPU models (``ok``: none failed)."""
+    from edgekit import doctor as doctor_mod
+
+    return DoctorResult.from_dict(doctor_mod.report(doctor_mod.run_checks()))
+
+
+def deploy(bundle: PathLike, *, to: Any, path: str = "edgekit") -> DeployResult:
+    """``edgekit deploy``: copy a bundle and the runner to a board (``to``: an :class:`edgekit.devices.remote.SshTarget`
+    or ``"user@host"``), only the files whose sha256 differs there."""
+    from edgekit.devices import remote
+
+    target = remote.SshTarget(to) if isinstance(to, str) else to
+    return DeployResult.from_dict(remote.deploy(bundle, target, path))
+
+
+def train(data: PathLike, *, output: PathLike, arch: str = "cnn", width: float = 1.0, epochs: int = 10,
+          batch_size: int = 32, input_size: Union[str, Tuple[int, int], None] = None, scaling: str = "0..1",
+          channels: str = "RGB", validation_split: float = 0.2, learning_rate: float = 2e-3, seed: int = 0,
+          tfrecord_key: str = "image/encoded", worker_timeout: float = 120.0, show_progress: bool = False,
+          report: Reporter = SILENT) -> TrainResult:
+    """``edgekit train``: a Keras classifier on class folders or TFRecords (TPU, TF_CONFIG workers, GPUs or one
+    device), written with its record (needs TensorFlow)."""
+    from edgekit.training.train import TrainOptions, train as run_train
+
+    return TrainResult.from_dict(run_train(TrainOptions(
+        data=os.fsdecode(data), output=os.fsdecode(output), arch=arch, width=width, epochs=epochs,
+        batch_size=batch_size, input_size=_size(input_size), scaling=scaling, channels=channels,
+        validation_split=validation_split, learning_rate=learning_rate, seed=seed, tfrecord_key=tfrecord_key,
+        worker_timeout=worker_timeout, show_progress=show_progress, report=report)))

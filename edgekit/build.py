@@ -12,7 +12,9 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
+import types
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Union
@@ -237,3 +239,16 @@ def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, 
         if old is not None and (replaced or not (old / "bundle").exists()):
             shutil.rmtree(str(old), ignore_errors=True)  # never the previous bundle while it is all there is
     return target
+
+
+class _CallableModule(types.ModuleType):
+    """``edgekit.build(...)`` is the Python API's :func:`edgekit.api.build`, while ``from edgekit import build``
+    has always been this module: calling the module calls the API, so both hold whichever is imported first."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        from edgekit.api import build as api_build
+
+        return api_build(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

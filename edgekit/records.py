@@ -9,7 +9,8 @@ A result type declares its fields in the order of its document; :class:`Record` 
   mappings become :class:`types.MappingProxyType`, lists become tuples) so a result cannot change.
 
 ``from_dict`` refuses a document with a key the type does not know or without one it needs (a
-``ValueError`` naming it; an ``Optional`` field left out is None): a document that drifted from its type fails loudly instead of losing a field.
+``ValueError`` naming it; an ``Optional`` field left out is None): a document that drifted from its
+type fails loudly instead of losing a field.
 Standard library only, cheap to import.
 """
 

@@ -198,9 +198,22 @@ class CheckResult(Record):
 
 
 # ------------------------------------------------------------------------------------ benchmark
+class LatencyVerdict(str, enum.Enum):
+    """``benchmark --compare``: ``regression`` beyond doubt, ``ok``, ``uncertain`` (the 95% interval spans the
+    limit), or ``point`` (a saved run without its latencies: the two p50 values alone decide)."""
+
+    OK = "ok"
+    REGRESSION = "regression"
+    UNCERTAIN = "uncertain"
+    POINT = "point"
+
+    def __str__(self) -> str:
+        return self.value
+
+
 @dataclass(frozen=True)
 class Comparison(Record):
-    """``benchmark --compare``: this run's p50 against a saved one."""
+    """``benchmark --compare``: this run's p50 against a saved one (``change``: relative, with its interval)."""
 
     saved: str
     metric: str
@@ -208,9 +221,10 @@ class Comparison(Record):
     current_ms: float
     change: float
     max_slowdown: float
+    change_interval: Optional[Tuple[float, ...]]
+    confidence: Optional[float]
+    verdict: LatencyVerdict
     regression: bool
-    verdict: Optional[str] = None
-    change_interval: Optional[Tuple[float, ...]] = None
 
 
 @dataclass(frozen=True)
@@ -238,13 +252,6 @@ class BenchmarkResult(Record):
     notes: Tuple[str, ...]
     warnings: Tuple[str, ...]
     comparison: Optional[Comparison] = None
-
-    def to_dict(self) -> dict[str, Any]:
-        doc = super().to_dict()
-        if doc["comparison"] is not None:  # the optional keys a run without them does not write
-            doc["comparison"] = {k: v for k, v in doc["comparison"].items()
-                                 if v is not None or k not in ("verdict", "change_interval")}
-        return doc
 
     def render_text(self) -> str:
         threads = f", {self.threads} threads" if self.threads else ""
@@ -465,7 +472,8 @@ class QuantizeResult(Record):
                     f"zero_point={t['zero_point']}")
 
         lines = [
-            f"{self.output}: full-int8, {self.size_bytes:,} bytes (source {src['format']}, {src['size_bytes']:,} bytes)",
+            f"{self.output}: full-int8, {self.size_bytes:,} bytes (source {src['format']}, "
+            f"{src['size_bytes']:,} bytes)",
             f"Preprocessing: {self.preprocess['description']} (from {self.preprocess['origin']})",
             f"Calibration: {cal['samples']} samples from {cal['source']} ({cal['kind']}"
             + (f", {cal['classes']} classes" if cal["classes"] else "") + f"), {cal['holdout_samples']} held back",
@@ -482,6 +490,19 @@ class QuantizeResult(Record):
         lines.append(f"Record: {self.record} and metadata 'edgekit' inside the model"
                      + (f" ({self.labels} labels)" if self.labels else ""))
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class RefusedQuantize(Record):
+    """``edgekit quantize --json`` when no preprocessing convention clearly wins: nothing was written; the
+    measurements the refusal rests on are in ``preprocess["search"]``."""
+
+    output: None
+    error: str
+    preprocess: Mapping[str, Any]
+
+    def render_text(self) -> str:
+        return render_search(self.preprocess["search"])
 
 
 # ------------------------------------------------------------------------------------ build
@@ -512,3 +533,202 @@ class BuildResult(Record):
                          f"({acc['samples']} samples, the CPU int8 model)")
         lines.append(f"Run it: edgekit classify IMAGES -m {self.bundle}")
         return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ inspect
+@dataclass(frozen=True)
+class TensorSummary(Record):
+    name: Optional[str]
+    dtype: str
+    shape: Tuple[int, ...]
+    shape_signature: Tuple[int, ...]
+    scale: Any          # a number, one per channel (a list), or None
+    zero_point: Any
+
+    def line(self) -> str:
+        shape = "x".join(map(str, self.shape))
+        sig = "" if self.shape_signature == self.shape else f" (signature {list(self.shape_signature)})"
+        q = "" if self.scale is None else (
+            f"  scale={self.scale:.6g} zero_point={self.zero_point}" if not isinstance(self.scale, tuple)
+            else f"  per-channel ({len(self.scale)} scales)")
+        return f"  {self.name or '<unnamed>'}: {self.dtype} [{shape}]{sig}{q}"
+
+
+@dataclass(frozen=True)
+class InspectResult(Record):
+    """``edgekit inspect --json``: a .tflite model's I/O, quantization, ops and shapes, read without TensorFlow."""
+
+    path: str
+    size_bytes: int
+    edgetpu_compiled: bool
+    subgraphs: int
+    schema_version: Optional[int]
+    description: Optional[str]
+    min_runtime_version: Optional[str]
+    quantization: str
+    dynamic_shapes: bool
+    param_bytes: int
+    edgetpu_bytes: int
+    edgetpu: Optional[Mapping[str, Any]]
+    inputs: Tuple[TensorSummary, ...]
+    outputs: Tuple[TensorSummary, ...]
+    ops: Tuple[Mapping[str, Any], ...]
+    op_histogram: Tuple[Mapping[str, Any], ...]
+    metadata: Tuple[str, ...]
+
+    def render_text(self) -> str:
+        lines = [
+            f"{self.path}: {self.size_bytes:,} bytes, {self.subgraphs} subgraph(s), {len(self.ops)} ops",
+            f"Edge TPU compiled: {'yes' if self.edgetpu_compiled else 'no'}",
+            f"Quantization: {self.quantization}",
+            f"Shapes: {'DYNAMIC (some dimension is -1 in shape_signature)' if self.dynamic_shapes else 'static'}",
+            f"Parameters: {self.param_bytes:,} bytes"
+            + (f" on the CPU, {self.edgetpu_bytes:,} bytes of compiled Edge TPU program" if self.edgetpu_compiled
+               else ""),
+        ]
+        if self.min_runtime_version:
+            lines.append(f"Min TFLite runtime: {self.min_runtime_version}")
+        if self.edgetpu:
+            from edgekit.edgetpu_package import describe
+
+            lines.append(describe(self.edgetpu))
+        lines.append("Inputs:")
+        lines += [t.line() for t in self.inputs]
+        lines.append("Outputs:")
+        lines += [t.line() for t in self.outputs]
+        lines.append("Ops:")
+        lines += [f"  {h['count']:>4} x {h['name']} v{h['version']}" for h in self.op_histogram]
+        if self.metadata:
+            lines.append(f"Metadata: {', '.join(self.metadata)}")
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ devices
+@dataclass(frozen=True)
+class Device(Record):
+    """One Edge TPU: ``device`` is what to pass as ``device=`` / ``--device`` (``usb:0``, ``pci:1``)."""
+
+    type: str
+    path: str
+    device: str
+    state: str
+    usb_id: Optional[str] = None
+    temperature_c: Optional[float] = None
+    source: str = "sysfs"
+
+
+@dataclass(frozen=True)
+class DevicesResult(Record):
+    """``edgekit devices --json``: the Edge TPUs on this machine."""
+
+    devices: Tuple[Device, ...]
+
+    def render_text(self) -> str:
+        if not self.devices:
+            return "no Edge TPU found (USB 1a6e:089a / 18d1:9302, PCIe /dev/apex_N); `edgekit doctor` says why"
+        lines = []
+        for x in self.devices:
+            extra = [f"id {x.usb_id}"] if x.usb_id else []
+            if x.temperature_c is not None:
+                extra.append(f"{x.temperature_c:.1f} C")
+            lines.append(f"{x.device:<7} {x.path}  {x.state}" + (f" ({', '.join(extra)})" if extra else ""))
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ doctor
+class Status(str, enum.Enum):
+    """A doctor check's outcome."""
+
+    OK = "ok"
+    INFO = "info"
+    WARN = "warn"
+    FAIL = "fail"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class DoctorCheck(Record):
+    name: str
+    status: Status
+    detail: str
+    fix: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class DoctorResult(Record):
+    """``edgekit doctor --json``: this machine checked for running and compiling Edge TPU models."""
+
+    edgekit: str
+    ok: bool
+    checks: Tuple[DoctorCheck, ...]
+
+    def render_text(self) -> str:
+        tags = {Status.OK: " ok ", Status.INFO: "info", Status.WARN: "WARN", Status.FAIL: "FAIL"}
+        lines = [f"edgekit {self.edgekit} doctor (paste this into a bug report)"]
+        for c in self.checks:
+            lines.append(f"[{tags[c.status]}] {c.name}: {c.detail}")
+            if c.fix and c.status in (Status.WARN, Status.FAIL):
+                lines.append(f"       fix: {c.fix}")
+        fails = sum(c.status is Status.FAIL for c in self.checks)
+        warns = sum(c.status is Status.WARN for c in self.checks)
+        lines.append(f"{fails} problem(s), {warns} warning(s)")
+        return "\n".join(lines)
+
+
+# ------------------------------------------------------------------------------------ deploy
+@dataclass(frozen=True)
+class DeployResult(Record):
+    """``edgekit deploy --json``: what was copied to the board, and what it runs with."""
+
+    target: str
+    path: str
+    bundle: str
+    python: str
+    interpreter: str
+    uploaded: Tuple[str, ...]
+    deleted: Tuple[str, ...]
+    unchanged: int
+    bytes_sent: int
+
+    def render_text(self) -> str:
+        from edgekit.devices.remote import deploy_summary  # the line classify/benchmark --on also say
+
+        return deploy_summary(self.to_dict())
+
+
+# ------------------------------------------------------------------------------------ train
+@dataclass(frozen=True)
+class TrainResult(Record):
+    """``edgekit train --json``: the model trained (``output`` None on a worker that is not the chief)."""
+
+    output: Optional[str]
+    record: Optional[str]
+    arch: str
+    labels: Tuple[str, ...]
+    data: Mapping[str, Any]
+    preprocess: Mapping[str, Any]
+    strategy: Mapping[str, Any]
+    batch_per_replica: int
+    global_batch: int
+    steps_per_execution: int
+    advice: Tuple[str, ...]
+    epochs: Tuple[Mapping[str, Any], ...]
+    validation_accuracy: Optional[float]
+    seconds: float
+
+    def render_text(self) -> str:
+        data, s = self.data, self.strategy
+        val = self.validation_accuracy
+        written = self.output is not None
+        return "\n".join([
+            f"{self.output if written else 'this worker (the chief writes the model)'}: {self.arch} trained "
+            f"{len(self.epochs)} epoch(s) in {self.seconds:.1f} s"
+            + (f", validation accuracy {val:.1%}" if val is not None else ""),
+            f"Data: {data['source']} ({data['kind']}, {data['classes']} classes, {data['train_samples']} training, "
+            f"{data['validation_samples']} validation examples)",
+            f"Strategy: {s['kind']} ({s['reason']}), {s['replicas']} replica(s), global batch {self.global_batch}",
+            f"Preprocessing: {self.preprocess['description']}",
+        ] + ([f"Record: {self.record} (preprocessing, labels, data): `edgekit quantize {self.output}` needs no flags"]
+             if written else []))

@@ -176,3 +176,37 @@ def test_records_are_plain_frozen_dataclasses():
     assert issubclass(CheckResult, Record)
     c = Class(3, 0.5, "x")
     assert c.to_dict() == {"id": 3, "score": 0.5, "label": "x"} and Class.from_dict(c.to_dict()) == c
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits_keras, digits_folders, tmp_path):
+    from edgekit.results import BuildResult, EvaluateResult, QuantizeResult
+
+    q = edgekit.quantize(digits_keras.path, output=tmp_path / "d_int8.tflite", calib=str(digits_folders.train),
+                         samples=64, holdout=32)
+    assert isinstance(q, QuantizeResult) and q.output == str(tmp_path / "d_int8.tflite")
+    assert q.verification is not None and q.verification.passed and q.verification.agreement_verdict is not None
+    assert QuantizeResult.from_dict(q.to_dict()) == q
+    assert q.render_text().startswith(f"{q.output}: full-int8")
+    ev = edgekit.evaluate(q.output, digits_folders.test, device="cpu")
+    assert isinstance(ev, EvaluateResult) and ev.samples > 0 and ev.top1 > 0.5 and ev.reference is None
+    assert EvaluateResult.from_dict(ev.to_dict()) == ev
+    assert "int8 top-1" in ev.render_text()
+    b = edgekit.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
+                      holdout=32, no_compile=True)
+    assert isinstance(b, BuildResult) and b.manifest["models"]["edgetpu"] is None
+    assert BuildResult.from_dict(b.to_dict()) == b and "Run it: edgekit classify" in b.render_text()
+    with edgekit.open(b.bundle) as model:  # the bundle opens and classifies with its recorded preprocessing
+        image = sorted((digits_folders.test / "3").iterdir())[0]
+        assert model.classify(image, top_k=1)[0].label is not None
+
+
+def test_edgekit_build_is_both_the_api_call_and_the_module():
+    """``from edgekit import build`` (the module, as before) and ``edgekit.build(model, output=...)`` both hold."""
+    from edgekit import build as build_module
+
+    assert callable(edgekit.build) and edgekit.build is build_module
+    assert callable(build_module.write_bundle)
+    with pytest.raises(TypeError):  # the API's signature: output is a required keyword
+        edgekit.build("model.keras")

@@ -127,7 +127,8 @@ def test_devices_never_import_converters_training_or_tensorflow():
             continue
         for name, line in imports(module).items():
             top = name.split(".")[0]
-            if top in ("tensorflow", "tf_keras", "keras") or name.startswith(("edgekit.converters", "edgekit.training")):
+            if top in ("tensorflow", "tf_keras", "keras") or name.startswith(("edgekit.converters",
+                                                                               "edgekit.training")):
                 bad.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{line} imports {name}")
     assert bad == []
 
