@@ -9,7 +9,8 @@ __version__ = "0.1.0"
 # name -> the module that defines it (loaded on first access: PEP 562)
 _LAZY = {
     "open": "edgekit.api", "classify": "edgekit.api", "check": "edgekit.api", "compile": "edgekit.api",
-    "evaluate": "edgekit.api", "benchmark": "edgekit.api", "quantize": "edgekit.api",
+    "evaluate": "edgekit.api", "benchmark": "edgekit.api", "quantize": "edgekit.api", "inspect": "edgekit.api",
+    "deploy": "edgekit.api", "train": "edgekit.api",
     # edgekit/build.py is also a module (`from edgekit import build`): calling it calls edgekit.api.build
     "build": None,
     "Model": "edgekit.api",
@@ -17,6 +18,8 @@ _LAZY = {
     "Confidence": "edgekit.results", "Decision": "edgekit.results", "CheckResult": "edgekit.results",
     "CompileResult": "edgekit.results", "ClassifyResult": "edgekit.results", "EvaluateResult": "edgekit.results",
     "BenchmarkResult": "edgekit.results", "QuantizeResult": "edgekit.results", "BuildResult": "edgekit.results",
+    "InspectResult": "edgekit.results", "DevicesResult": "edgekit.results", "DoctorResult": "edgekit.results",
+    "DeployResult": "edgekit.results", "TrainResult": "edgekit.results",
     "EdgekitError": "edgekit.errors", "UsageError": "edgekit.errors", "InputError": "edgekit.errors",
     "MissingDependencyError": "edgekit.errors", "ConversionError": "edgekit.errors",
     "VerificationError": "edgekit.errors", "CompatibilityError": "edgekit.errors", "CompilerError": "edgekit.errors",
