@@ -11,7 +11,7 @@ _LAZY = {
     "open": "edgekit.api", "classify": "edgekit.api", "check": "edgekit.api", "compile": "edgekit.api",
     "evaluate": "edgekit.api", "benchmark": "edgekit.api", "quantize": "edgekit.api", "inspect": "edgekit.api",
     "deploy": "edgekit.api", "train": "edgekit.api",
-    # edgekit/build.py is also a module (`from edgekit import build`): calling it calls edgekit.api.build
+    # edgekit/build.py is a module (`from edgekit import build`); calling it is the API's build (build_bundle)
     "build": None,
     "Model": "edgekit.api",
     "Class": "edgekit.results", "Verdict": "edgekit.results", "Target": "edgekit.results",

@@ -16,42 +16,21 @@ and progress go to ``report`` (an :class:`edgekit.report.Reporter`; default: sil
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterable, Optional, Tuple, Union
 
+from edgekit.options import Floats, PathLike
+from edgekit.options import floats as _floats, quantize_options as _quantize_options, size as _size
 from edgekit.report import SILENT, Reporter
-from edgekit.results import (BenchmarkResult, BuildResult, CheckResult, Class, ClassifyResult, CompileResult,
-                             DeployResult, DevicesResult, DoctorResult, EvaluateResult, InspectResult, QuantizeResult,
-                             RefusedQuantize, TrainResult)
-
-if TYPE_CHECKING:  # pragma: no cover
+if TYPE_CHECKING:  # pragma: no cover - each function imports its own result type (a command pays for its own)
     import numpy as np
 
-PathLike = Union[str, "os.PathLike[str]"]
-Floats = Optional[Union[float, Sequence[float]]]
+    from edgekit.results import (BenchmarkResult, CheckResult, Class, ClassifyResult, CompileResult,
+                                 DeployResult, DevicesResult, DoctorResult, EvaluateResult, InspectResult,
+                                 QuantizeResult, TrainResult)
 
-__all__ = ["Model", "open", "classify", "check", "compile", "evaluate", "benchmark", "quantize", "build", "inspect",
-           "devices", "doctor", "deploy", "train"]
-
-
-def _floats(value: Floats) -> Optional[Tuple[float, ...]]:
-    """``mean``/``std`` as the library takes them: one number or one per channel."""
-    if value is None:
-        return None
-    if isinstance(value, (int, float)):
-        return (float(value),)
-    return tuple(float(v) for v in value)
-
-
-def _size(value: Union[str, Tuple[int, int], None]) -> Optional[Tuple[int, int]]:
-    """``input_size`` as ``"224x224"`` (the flag's text) or ``(224, 224)``."""
-    if value is None or isinstance(value, tuple):
-        return value
-    from edgekit.errors import UsageError
-
-    parts = str(value).lower().split("x")
-    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
-        raise UsageError(f"input_size expects WIDTHxHEIGHT, got {value!r}", "e.g. input_size='224x224'")
-    return int(parts[0]), int(parts[1])
+# build: edgekit.build (the module edgekit/build.py, callable: its build_bundle) takes the same keywords.
+__all__ = ["Model", "open", "classify", "check", "compile", "evaluate", "benchmark", "quantize", "inspect", "devices",
+           "doctor", "deploy", "train"]
 
 
 # ------------------------------------------------------------------------------------ open
@@ -143,12 +122,16 @@ class Model:
 
     def classify(self, image: Any, top_k: Optional[int] = 5, threshold: float = float("-inf")) -> list[Class]:
         """The ``top_k`` best classes with ``score >= threshold``, best first, as :class:`Class` records."""
+        from edgekit.results import Class
+
         top, _ms = self._clf.classify_tensor(self.input_tensor(image), top_k, threshold)
         return [Class(t["id"], float(t["score"]), t["label"]) for t in top]
 
     def classify_files(self, images: Iterable[PathLike], top_k: Optional[int] = 5,
                        threshold: float = float("-inf"), workers: Optional[int] = None) -> ClassifyResult:
         """Many image files, decoded ahead of inference; unreadable ones go to ``errors`` (classify's document)."""
+        from edgekit.results import ClassifyResult
+
         return ClassifyResult.of_report(self._clf.run([os.fsdecode(p) for p in images], top_k, threshold, workers))
 
     def time(self, n: int = 100, warmup: int = 10) -> dict:
@@ -200,6 +183,7 @@ def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Pa
 
     from edgekit.devices import classify as classify_mod
     from edgekit.errors import UsageError
+    from edgekit.results import ClassifyResult
 
     if math.isnan(threshold):
         raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
@@ -217,6 +201,8 @@ def check(model: PathLike, *, min_runtime: int = 14, allow_multiple_subgraphs: b
     ``strict``: raise :class:`~edgekit.errors.CompatibilityError` (exit 7) when an op is certain to stay
     on the CPU.
     """
+
+    from edgekit.results import CheckResult
     from edgekit import edgetpu_package, tflite_model
     from edgekit.converters import compatibility
 
@@ -239,6 +225,8 @@ def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runti
     offline prediction as ``.check`` (a :class:`CheckResult`); :class:`~edgekit.errors.CompilerError`
     (exit 8) when it fails, with what it said as ``.report``.
     """
+
+    from edgekit.results import CheckResult, CompileResult
     from edgekit import tflite_model
     from edgekit.converters import compatibility, edgetpu_compiler as etc
     from edgekit.errors import MissingDependencyError
@@ -267,6 +255,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     read are in ``errors``; the rest are scored.
     """
     from edgekit.devices import evaluate as evaluate_mod
+    from edgekit.results import EvaluateResult
 
     labelled = evaluate_mod.read_set(data)
     ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean), _floats(std), num_threads=threads,
@@ -291,6 +280,7 @@ def benchmark(model: PathLike, *, device: str = "auto", n: int = 100, warmup: in
     as ``.result``) when p50 grew by more than ``max_slowdown`` percent beyond doubt.
     """
     from edgekit.devices import benchmark as benchmark_mod
+    from edgekit.results import BenchmarkResult
 
     saved = benchmark_mod.read_saved(compare) if compare else None
     doc = benchmark_mod.benchmark(model, device, n, warmup, threads, report=report, on=on, remote_path=remote_path)
@@ -306,20 +296,6 @@ def benchmark(model: PathLike, *, device: str = "auto", n: int = 100, warmup: in
 
 
 # ------------------------------------------------------------------------------------ quantize / build
-def _quantize_options(model: PathLike, output: Optional[PathLike], q: dict, report: Reporter) -> Any:
-    from edgekit.converters.quantize import QuantizeOptions
-
-    return QuantizeOptions(model=os.fsdecode(model), output=None if output is None else os.fsdecode(output),
-                           calib=q["calib"], samples=q["samples"], holdout=q["holdout"], seed=q["seed"],
-                           tfrecord_key=q["tfrecord_key"], arch=q["arch"], custom_objects=q["custom_objects"],
-                           trust_model=q["trust_model"], scaling=q["scaling"], mean=_floats(q["mean"]),
-                           std=_floats(q["std"]), resize=q["resize"], channels=q["channels"],
-                           input_size=_size(q["input_size"]), io=q["io"], labels=q["labels"], eval=q["eval"],
-                           min_agreement=q["min_agreement"], max_accuracy_drop=q["max_accuracy_drop"],
-                           verify=not q["no_verify"], verbose=q["verbose"], show_progress=q["show_progress"],
-                           report=report)
-
-
 def _with_numbers(exc: Any, verification: Any) -> Any:
     """A quantize verification failure with the numbers it rests on: the first measure that failed, its
     value, the limit and the 95% interval (attributes of the VerificationError)."""
@@ -355,6 +331,7 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
     """
     from edgekit.converters.preprocess_search import PreprocessingRefused
     from edgekit.converters.quantize import AgreementError, quantize as run_quantize
+    from edgekit.results import QuantizeResult, RefusedQuantize
 
     options = dict(locals())
     try:
@@ -369,30 +346,11 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
     return QuantizeResult.from_dict(done.summary)
 
 
-def build(model: PathLike, *, output: PathLike, calib: Optional[str] = None, samples: int = 300, holdout: int = 100,
-          seed: int = 0, tfrecord_key: str = "image/encoded", arch: Optional[str] = None,
-          custom_objects: Optional[PathLike] = None, trust_model: bool = False, scaling: Optional[str] = None,
-          mean: Floats = None, std: Floats = None, resize: Optional[str] = None, channels: Optional[str] = None,
-          input_size: Union[str, Tuple[int, int], None] = None, io: str = "uint8",
-          labels: Optional[PathLike] = None, eval: Optional[PathLike] = None, min_agreement: float = 0.9,
-          max_accuracy_drop: float = 1.0, no_verify: bool = False, verbose: bool = False,
-          min_runtime: Optional[int] = None, timeout: float = 180.0, no_compile: bool = False,
-          show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
-    """``edgekit build``: quantize (every quantize keyword), check, compile where edgetpu_compiler exists, and
-    write the bundle folder ``output`` with its manifest.json (needs TensorFlow). No bundle on failure."""
-    from edgekit.build import BuildOptions, build as run_build
-
-    options = dict(locals())
-    doc = run_build(BuildOptions(quantize=_quantize_options(model, None, options, report), output=os.fsdecode(output),
-                                 min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
-                                 show_progress=show_progress, report=report))
-    return BuildResult.from_dict(doc)
-
-
 # ------------------------------------------------------------------------------------ tools
 def inspect(model: PathLike) -> InspectResult:
     """``edgekit inspect``: a .tflite model's I/O, quantization, ops and shapes (no TensorFlow)."""
     from edgekit import tflite_model
+    from edgekit.results import InspectResult
 
     return InspectResult.from_dict(tflite_model.summary(tflite_model.load(model)))
 
@@ -400,6 +358,7 @@ def inspect(model: PathLike) -> InspectResult:
 def devices() -> DevicesResult:
     """``edgekit devices``: the Edge TPUs on this machine (USB Accelerators, PCIe/M.2, Dev Board)."""
     from edgekit.devices.discovery import list_devices
+    from edgekit.results import DevicesResult
 
     return DevicesResult.from_dict({"devices": [d.to_dict() for d in list_devices()]})
 
@@ -407,6 +366,7 @@ def devices() -> DevicesResult:
 def doctor() -> DoctorResult:
     """``edgekit doctor``: this machine checked for running and compiling Edge TPU models (``ok``: none failed)."""
     from edgekit import doctor as doctor_mod
+    from edgekit.results import DoctorResult
 
     return DoctorResult.from_dict(doctor_mod.report(doctor_mod.run_checks()))
 
@@ -415,6 +375,7 @@ def deploy(bundle: PathLike, *, to: Any, path: str = "edgekit") -> DeployResult:
     """``edgekit deploy``: copy a bundle and the runner to a board (``to``: an :class:`edgekit.devices.remote.SshTarget`
     or ``"user@host"``), only the files whose sha256 differs there."""
     from edgekit.devices import remote
+    from edgekit.results import DeployResult
 
     target = remote.SshTarget(to) if isinstance(to, str) else to
     return DeployResult.from_dict(remote.deploy(bundle, target, path))
@@ -427,6 +388,7 @@ def train(data: PathLike, *, output: PathLike, arch: str = "cnn", width: float =
           report: Reporter = SILENT) -> TrainResult:
     """``edgekit train``: a Keras classifier on class folders or TFRecords (TPU, TF_CONFIG workers, GPUs or one
     device), written with its record (needs TensorFlow)."""
+    from edgekit.results import TrainResult
     from edgekit.training.train import TrainOptions, train as run_train
 
     return TrainResult.from_dict(run_train(TrainOptions(

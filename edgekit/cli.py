@@ -567,10 +567,10 @@ def build(model: str, output: str, min_runtime: int | None, timeout: float, no_c
     Exit codes: 0 ok, 2 usage (also an existing -o that is not an edgekit bundle), 3 bad input, 4 TensorFlow
     missing, 5 conversion failed, 6 verification failed, 8 the compiler failed. No bundle on failure.
     """
-    from edgekit import api
+    from edgekit.build import build_bundle
 
-    emit(as_json, api.build(model, output=output, min_runtime=min_runtime, timeout=timeout, no_compile=no_compile,
-                            **_quantize_keywords(quiet, q)))
+    emit(as_json, build_bundle(model, output=output, min_runtime=min_runtime, timeout=timeout, no_compile=no_compile,
+                               **_quantize_keywords(quiet, q)))
 
 
 # -------------------------------------------------------------------------------------- classify

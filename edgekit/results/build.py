@@ -1,0 +1,38 @@
+"""``edgekit build``: the bundle written."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Tuple
+
+from edgekit.records import Record
+from edgekit.results.quantize import QuantizeResult
+
+
+@dataclass(frozen=True)
+class BuildResult(Record):
+    """``edgekit build --json``: the bundle written, its manifest, the quantize run behind it, and notes."""
+
+    bundle: str
+    manifest: Mapping[str, Any]
+    quantize: QuantizeResult
+    notes: Tuple[str, ...]
+
+    def render_text(self) -> str:
+        m = self.manifest
+        check = m["reports"]["check"]
+        lines = [f"{self.bundle}/: bundle of {len(m['files'])} file(s), sha256 of each in manifest.json"]
+        lines += [f"  {e['path']}  {e['size_bytes']:,} bytes" for e in m["files"]]
+        lines.append(f"CPU model: {m['models']['cpu']}; Edge TPU model: "
+                     f"{m['models']['edgetpu'] or 'none (not compiled)'}")
+        lines.append(f"Check: {check['verdict']} ({check['summary']['edgetpu_ops']} ops on the Edge TPU, "
+                     f"{check['summary']['cpu_ops']} on the CPU)")
+        v = self.quantize.verification
+        if v:
+            lines.append(f"Verification: top-1 agreement {v.top1_agreement:.1%} on {v.samples} samples")
+        acc = m["accuracy"]
+        if acc:
+            lines.append(f"Accuracy on {acc['data']}: top-1 {acc['top1']:.1%}, top-5 {acc['top5']:.1%} "
+                         f"({acc['samples']} samples, the CPU int8 model)")
+        lines.append(f"Run it: edgekit classify IMAGES -m {self.bundle}")
+        return "\n".join(lines)
