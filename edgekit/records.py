@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+import functools
 import types
 import typing
 from typing import Any, Dict, Mapping, Tuple, TypeVar
@@ -79,6 +80,12 @@ def _load(tp: Any, value: Any, where: str) -> Any:
     return freeze(value)
 
 
+@functools.lru_cache(maxsize=None)
+def _fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
+    """A record type's resolved field types and its fields, worked out once per type."""
+    return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
+
+
 class Record:
     """Mixin of the frozen result dataclasses: ``to_dict()`` (the ``--json`` document) and ``from_dict()``."""
 
@@ -90,8 +97,7 @@ class Record:
         where = where or cls.__name__
         if not isinstance(document, Mapping):
             raise ValueError(f"{where}: expected an object, got {type(document).__name__}")
-        hints = typing.get_type_hints(cls)
-        fields = {f.name: f for f in dataclasses.fields(cls)}  # type: ignore[arg-type]
+        hints, fields = _fields(cls)
         unknown = [k for k in document if k not in fields]
         if unknown:
             raise ValueError(f"{where}: unknown field(s) {unknown} (this edgekit's {cls.__name__} has "

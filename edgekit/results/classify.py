@@ -47,8 +47,12 @@ class ClassifyResult(Record):
 
     @classmethod
     def of_report(cls, report: Any) -> "ClassifyResult":
-        """From the runtime core's :class:`~edgekit.devices.classifier.ClassifyReport`."""
-        return cls.from_dict(report.to_dict())
+        """From the runtime core's :class:`~edgekit.devices.classifier.ClassifyReport` (built directly: a
+        folder of images makes many records)."""
+        return cls(report.model, report.device, report.backend, report.first_inference_ms,
+                   tuple(ImageClasses(r.image, r.ms, tuple(Class(t["id"], t["score"], t["label"]) for t in r.top))
+                         for r in report.results),
+                   tuple(ImageError(e["image"], e["error"]) for e in report.errors))
 
     def render_text(self) -> str:
         first = "" if self.first_inference_ms is None else f", first inference {self.first_inference_ms:.1f} ms"
