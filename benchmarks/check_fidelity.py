@@ -4,8 +4,12 @@ The scoring (op placement per op type, verdicts, the -a and -m each pair was com
 :mod:`edgekit.converters.fidelity`, which the regression table in the tests uses too.
 
     python benchmarks/check_fidelity.py [FOLDER ...] [--json] [--default-flags]
+    python benchmarks/check_fidelity.py --ledger [--json] [--default-flags]
 
-Default folders: ../shared/testdata and ../shared/testdata/pairs. Exit code 1 when no pair is found.
+Default folders: ../shared/testdata and ../shared/testdata/pairs. ``--ledger`` scores the evidence ledger
+(tests/fixtures/evidence) instead, and reports agreement and verdicts on each of its parts: the fitting
+pairs rules may cite, and the validation pairs no rule cites (split by a seeded hash of the repository
+name, :func:`edgekit.converters.fidelity.ledger_part`). Exit code 1 when no pair is found.
 """
 
 from __future__ import annotations
@@ -18,7 +22,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgekit.converters.fidelity import find_pairs, format_rows, score_pair, summarize  # noqa: E402
+from edgekit.converters.fidelity import (find_pairs, format_parts, format_rows, score_ledger, score_pair,  # noqa: E402
+                                         summarize, summarize_parts)
+
+LEDGER = REPO / "tests" / "fixtures" / "evidence"
 
 DEFAULT_FOLDERS = [REPO.parent / "shared" / "testdata", REPO.parent / "shared" / "testdata" / "pairs"]
 
@@ -29,7 +36,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
     ap.add_argument("--default-flags", action="store_true",
                     help="check every pair as a default compile (do not infer -a from the compiled file)")
+    ap.add_argument("--ledger", action="store_true", help="score the evidence ledger, part by part")
     args = ap.parse_args(argv)
+    if args.ledger:
+        rows = score_ledger(LEDGER, not args.default_flags)
+        if args.json:
+            print(json.dumps({"parts": summarize_parts(rows), "summary": summarize(rows), "pairs": rows}, indent=1))
+        else:
+            print(format_rows(rows) + "\n" + format_parts(rows))
+        return 0 if rows else 1
     pairs = find_pairs(args.folders or DEFAULT_FOLDERS)
     if not pairs:
         print("error: no compiled pairs (X.tflite beside X_edgetpu.tflite) found (give folders holding them)",

@@ -14,7 +14,8 @@ from that CPU model (:func:`edgekit.converters.fidelity.pair_problem`), and writ
 A weightless copy must score exactly as its original does; a pair where it does not is refused.
 ``DIR`` defaults to ``../shared/evidence/files`` (where the fetched repositories' files are kept;
 nothing of them but these derived files enters the repository). Rows whose files are absent are
-left as they are. Prints what it did and the regression table; ``--audit`` also prints, per rule,
+left as they are. Prints what it did, the regression table and its figures on each part of the ledger
+(fitting, validation: :func:`~edgekit.converters.fidelity.ledger_part`); ``--audit`` also prints, per rule,
 the pairs that agree with it and the ones that contradict it (:func:`~edgekit.converters.fidelity.rule_evidence`).
 """
 
@@ -33,9 +34,9 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from edgekit import tflite_model  # noqa: E402
-from edgekit.converters.fidelity import (LEDGER_COLUMNS, format_rows, ledger_pairs, pair_files, pair_id,  # noqa: E402
-                                         pair_problem, placement, read_ledger, rule_evidence, score, score_ledger,
-                                         weightless)
+from edgekit.converters.fidelity import (LEDGER_COLUMNS, format_parts, format_rows, ledger_pairs,  # noqa: E402
+                                         ledger_part, pair_files, pair_id, pair_problem, placement, read_ledger,
+                                         rule_evidence, score, score_ledger, weightless)
 from edgekit.errors import EdgekitError  # noqa: E402
 
 LEDGER = REPO / "tests" / "fixtures" / "evidence"
@@ -133,8 +134,13 @@ def main(argv: list[str] | None = None) -> int:
         w = csv.DictWriter(f, LEDGER_COLUMNS, delimiter="\t", lineterminator="\n", extrasaction="ignore")
         w.writeheader()
         w.writerows(kept)
-    print(format_rows(score_ledger(LEDGER)))
+    rows = score_ledger(LEDGER)
+    print(format_rows(rows))
+    print(format_parts(rows))
     print(f"{len(kept)} pairs from {len({r['repo'] for r in kept})} repositories in {LEDGER / 'SOURCES.tsv'}")
+    for row in candidates:
+        if row in kept:
+            print(f"added {row['repo']} {row['model_path']} to the {ledger_part(row['repo'])} part")
     if args.audit:
         pairs = [(pair_id(row["repo"], row["model_path"]), cpu, actual) for row, cpu, actual in ledger_pairs(LEDGER)]
         for rule, seen in sorted(rule_evidence(pairs).items()):

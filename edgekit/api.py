@@ -30,7 +30,7 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
 
 # build: edgekit.build (the module edgekit/build.py, callable: its build_bundle) takes the same keywords.
 __all__ = ["Model", "open", "classify", "check", "compile", "evaluate", "benchmark", "quantize", "inspect", "devices",
-           "doctor", "deploy", "train"]
+           "doctor", "deploy", "train", "cut"]
 
 
 # ------------------------------------------------------------------------------------ open
@@ -396,3 +396,12 @@ def train(data: PathLike, *, output: PathLike, arch: str = "cnn", width: float =
         batch_size=batch_size, input_size=_size(input_size), scaling=scaling, channels=channels,
         validation_split=validation_split, learning_rate=learning_rate, seed=seed, tfrecord_key=tfrecord_key,
         worker_timeout=worker_timeout, show_progress=show_progress, report=report)))
+
+
+def cut(model: PathLike, *, output: Optional[PathLike] = None, report: Reporter = SILENT) -> Any:
+    """``edgekit cut``: a YOLO detector (.tflite) cut before its decode, so that all of it maps to the Edge TPU
+    (default output ``<model>_cut.tflite``); a :class:`edgekit.results.CutResult`."""
+    from edgekit.converters.detector_cut import cut as cut_model
+    from edgekit.results import CutResult
+
+    return CutResult.of_cut(cut_model(model, output, report=report))

@@ -478,6 +478,25 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
     emit(as_json, result)
 
 
+# ------------------------------------------------------------------------------------------- cut
+@command
+@click.argument("model", type=FilePath())
+@click.option("-o", "--output", type=click.Path(dir_okay=False),
+              help="Where to write the cut model (default: <model>_cut.tflite beside it).")
+@json_option
+@quiet_option
+def cut(model: str, output: str | None, as_json: bool, quiet: bool) -> None:
+    """Cut a YOLO detector (.tflite) before its decode, so that all of it maps to the Edge TPU.
+
+    The decode (DFL, anchors, class sigmoid) is what edgetpu_compiler leaves on the CPU; `edgekit detect`
+    does it on the host instead. Exit codes: 0 ok, 2 bad option (output over the input), 3 bad input (not a
+    .tflite, already compiled, or no YOLO head found).
+    """
+    from edgekit import api
+
+    emit(as_json, api.cut(model, output=output, report=_reporter(quiet)))
+
+
 # ------------------------------------------------------------------------------------------ ssh
 _SSH_DEFAULTS = {"port": None, "identity": None, "remote_path": "edgekit", "python": "python3", "known_hosts": None,
                  "accept_new_host_key": False, "connect_timeout": 10.0, "timeout": 300.0}

@@ -81,22 +81,52 @@ def rules_page() -> str:
         text = ", ".join(f"`{r}`" for r in refs)
         return _cell(text + (f"; looked for, not found: {looked_for}" if looked_for else ""))
 
-    rows = ["| op | runtime | constant inputs | when not mapped (the compiler's words) | what to do | confidence | "
-            "evidence |", "|---|---|---|---|---|---|---|"]
+    rows = ["| op | rule | runtime | constant inputs | when not mapped (the compiler's words) | what to do | kind | "
+            "confidence | evidence |", "|---|---|---|---|---|---|---|---|---|"]
     for name, rule in sorted(C.RULES.items()):
         params = ", ".join(f"{what} (#{i})" for i, what in rule.params) or ""
         seen = C.SEEN_MAPPED.get(name)
-        rows.append(f"| `{name}` | {rule.min_runtime}+ | {_cell(params)} | mapped | | "
+        rows.append(f"| `{name}` | `{name}.mapped` | {rule.min_runtime}+ | {_cell(params)} | mapped | | | "
                     f"{C.CONFIRMED if seen else C.UNCERTAIN} | {evidence(seen or C.DOCS)} |")
         for c in rule.constraints:
-            rows.append(f"| | | | {_cell(c.status)} | {_cell(c.fix or '')} | {c.confidence} | "
-                        f"{evidence(c.evidence, c.looked_for)} |")
-    common = ["| rule | when it fires (the compiler's words) | confidence | evidence |", "|---|---|---|---|"]
-    common += [f"| `{c.test.__name__.lstrip('_')}` | {_cell(c.status)} | {c.confidence} | "
+            rows.append(f"| | `{name}.{c.id}` | | | {_cell(c.status)} | {_cell(c.fix or '')} | {c.kind} | "
+                        f"{c.confidence} | {evidence(c.evidence, c.looked_for)} |")
+    cases = ["| rule | the op gets (the compiler's words) | confidence | evidence |", "|---|---|---|---|"]
+    cases += [f"| `{c.id}` | {_cell(c.status)} | {c.confidence} | {evidence(c.evidence)} |" for c in C.OP_CASES]
+    common = ["| rule | when it fires (the compiler's words) | kind | confidence | evidence |", "|---|---|---|---|---|"]
+    common += [f"| `{c.id}` | {_cell(c.status)} | {c.kind} | {c.confidence} | "
                f"{evidence(c.evidence, c.looked_for)} |" for c in C.COMMON]
-    model = ["| problem code | confidence | evidence |", "|---|---|---|"]
-    model += [f"| `{code}` | {r.confidence} | {evidence(r.evidence, r.looked_for)} |"
+    model = ["| problem code | fatal | confidence | evidence |", "|---|---|---|---|"]
+    model += [f"| `{code}` | {'yes' if r.fatal else 'no'} | {r.confidence} | {evidence(r.evidence, r.looked_for)} |"
               for code, r in C.MODEL_RULES.items()]
+    sizes = ["| limit | largest seen mapped | smallest seen refused | check's line | refusal | evidence |",
+             "|---|---|---|---|---|---|"]
+    for z in C.SIZE_LIMITS:
+        refusal = f"confirmed from {z.smallest_refused:,}" if z.refused_confirmed else "uncertain at every size"
+        sizes.append(f"| `{z.id}` | {z.largest_mapped:,} | {z.smallest_refused:,} | {z.limit:,} | {refusal} | "
+                     f"{evidence(z.evidence + z.refused_evidence)} |")
+    guesses = ["| kind | held | tested | 95% interval | best guess for its untested rules |", "|---|---|---|---|---|"]
+    for kind in list(C.Kind)[:-1] + [None]:
+        r = C.record(kind)
+        lo, hi = r.interval
+        guesses.append(f"| {kind or 'all documented'} | {r.held} | {r.tested} | {lo:.0%}-{hi:.0%} | {r.guess} |")
+    tested = ["| rule once untested | kind | held | evidence |", "|---|---|---|---|"]
+    tested += [f"| {_cell(t.rule)} | {t.kind} | {'yes' if t.held else 'no'} | {evidence(t.evidence)} |"
+               for t in C.TESTED]
+    from edgekit.converters import op_versions as V
+
+    overrides = ["| op | registered at v2.5.0 | compiler 16 parses | why | evidence |", "|---|---|---|---|---|"]
+    overrides += [f"| `{op}` | {V.REGISTERED.get(op, ('-', '-'))[1]} | {o.max_version} | {_cell(o.why)} | "
+                  f"{evidence(o.evidence)} |" for op, o in sorted(V.PARSE_OVERRIDES.items())]
+    parsing = ("\n\n## Parsing: the op-version ceiling\n\nThe compiler refuses a whole model ('Model could not be "
+               "parsed') when an op version is not registered by its TensorFlow Lite's op resolver. The ceiling is "
+               f"`op_versions.REGISTERED`, read from {V.REGISTERED_SOURCE} ({len(V.REGISTERED)} builtin ops); "
+               "TensorFlow's runtime_version.cc dates every version and agrees with it on every op. Versions first "
+               f"released in {', '.join(sorted(V.UNSURE_RELEASES))} are reported as an uncertain problem "
+               "(`op_version_unsure`) and the model is judged as parsed; later ones are refused for sure "
+               "(`op_version`).\n\nWhere evidence disagrees with the registrations, the evidence wins: "
+               + ("\n\n" + "\n".join(overrides) if V.PARSE_OVERRIDES else
+                  "no compile we hold disagrees with them (every ledger pair is within them)."))
     return ("# Edge TPU compatibility: the rules `edgekit check` applies\n\n"
             "Generated from `edgekit.converters.compatibility` (`RULES`, `SEEN_MAPPED`, `COMMON`, `MODEL_RULES`) "
             "by `python -m edgekit.cli_docs` (a test fails when this page differs). An op not listed is not an "
@@ -106,10 +136,20 @@ def rules_page() -> str:
             "report listed in `tests/fixtures/evidence/REPORTS.tsv`. `confirmed`: a real compile shows it; "
             "`uncertain`: no real compile shows it either way, and the rule says what evidence was looked for; "
             "check reports the placements it decides as uncertain. "
-            f"{len(C.RULES)} ops.\n\n## Per op\n\n" + "\n".join(rows)
+            f"{len(C.RULES)} ops, {len(C.all_rules())} rules, each with its id.\n\n"
+            "## Before the table\n\nTried first, in this order; the first that applies decides the op.\n\n"
+            + "\n".join(cases) + "\n\n## Per op\n\n" + "\n".join(rows)
             + "\n\n## Every op\n\nChecked on every supported op before its own constraints.\n\n" + "\n".join(common)
+            + "\n\n## Size limits\n\nEach limit as the compiles show it; check draws its line in the gap between the "
+            "largest size seen mapped and the smallest seen refused.\n\n" + "\n".join(sizes)
+            + "\n\n## Best guesses for uncertain rules\n\nAn uncertain rule (no compile shows it either way) still "
+            "has to place its op. The guess follows how often rules of its kind held once a compile tested them "
+            "(a tie, or no record, falls back on all documented kinds; size limits and inferred refusals guess "
+            "what their own evidence shows: refused). The op's placement stays uncertain, so `--strict` never "
+            "fails on it; an op mapped as a best guess is reported as an uncertain problem (`uncertain_rule`).\n\n"
+            + "\n".join(guesses) + "\n\n" + "\n".join(tested)
             + "\n\n## The whole model\n\nProblems that make the compiler refuse the model, or that check cannot "
-            "place op by op.\n\n" + "\n".join(model) + "\n")
+            "place op by op.\n\n" + "\n".join(model) + parsing + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 import platform
 import re
-import subprocess
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -161,34 +160,37 @@ def check_numpy(p: Probe) -> Check:
 
 
 def find_libedgetpu(p: Probe) -> str | None:
+    """The libedgetpu file classify would load: on this machine, the one the dynamic linker finds
+    (LD_LIBRARY_PATH first; :func:`edgekit.devices.delegate_probe.resolve_library`); in a test's fake tree,
+    the first of ``p.lib_dirs`` that holds it."""
     from edgekit.devices.backends import EDGETPU_LIBRARIES
 
     name = EDGETPU_LIBRARIES.get(p.system)
     if not name:
         return None
+    if p.lib_dirs is None and p.find_library:
+        from edgekit.devices.delegate_probe import resolve_library
+
+        return resolve_library(name, p.system, p.env)
     dirs = p.lib_dirs if p.lib_dirs is not None else KNOWN_LIBEDGETPU_DIRS.get(p.system, [])
     for d in dirs:
         candidate = Path(d) / name
-        if candidate.exists():
+        if candidate.is_file():
             return str(candidate)
-    if p.find_library:
-        import ctypes.util
-
-        found = ctypes.util.find_library("edgetpu")
-        if found:
-            return found
     return None
 
 
 def libedgetpu_version(path: str, timeout: float = 10.0) -> str | None:
-    """``edgetpu_version()`` from the library, read in a child process so a broken library cannot crash us."""
-    code = ("import ctypes,sys; lib=ctypes.CDLL(sys.argv[1]); f=lib.edgetpu_version; "
-            "f.restype=ctypes.c_char_p; print(f().decode())")
-    try:
-        out = subprocess.run([sys.executable, "-c", code, path], capture_output=True, text=True, timeout=timeout)
-    except (OSError, subprocess.TimeoutExpired):
+    """``edgetpu_version()`` from the library, read in a child process so a broken library cannot crash us
+    (and, like every child of edgekit, one that imports nothing from the current folder)."""
+    from edgekit.devices.delegate_probe import run_python
+
+    code = ("import ctypes; lib = ctypes.CDLL(sys.argv[1]); f = lib.edgetpu_version; "
+            "f.restype = ctypes.c_char_p; print(f().decode())")
+    done = run_python(code, [os.path.abspath(path)], timeout)
+    if done.returncode != 0:
         return None
-    return (out.stdout.strip() or None) if out.returncode == 0 else None
+    return done.stdout.decode("utf-8", "replace").strip() or None
 
 
 def check_libedgetpu(p: Probe, devices: list) -> Check:
@@ -319,8 +321,9 @@ def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
     name, version = chosen
     verdict = delegate_probe.read_cache().get(delegate_probe.pair_key(name, version, library))
     pair = f"{name} {version} with {library}"
-    if isinstance(verdict, dict) and verdict.get("state") == "crashed":
-        return Check("runtime pairing", FAIL, f"{pair} crashed a test process ({verdict.get('detail')}): classify "
+    if isinstance(verdict, dict) and verdict.get("state") in delegate_probe.FAILED:
+        what = "hung" if verdict.get("state") == delegate_probe.HUNG else "crashed"
+        return Check("runtime pairing", FAIL, f"{pair} {what} a test process ({verdict.get('detail')}): classify "
                      "runs compiled models on the CPU", delegate_probe.COMMUNITY_BUILDS)
     if isinstance(verdict, dict) and verdict.get("state") == "ok":
         return Check("runtime pairing", OK, f"{pair}: proven (a test process ran a model on the Edge TPU)")
@@ -332,6 +335,19 @@ def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
                      delegate_probe.COMMUNITY_BUILDS)
     return Check("runtime pairing", INFO, f"{pair}: not proven yet (the first run on an Edge TPU proves it in a "
                  "test process)")
+
+
+def check_verdict_cache(p: Probe) -> Check | None:
+    """The crash guard's cache of pair verdicts, when it cannot be used (each run then proves the pair again)."""
+    from edgekit.devices import delegate_probe
+
+    problem = delegate_probe.cache_problem()
+    if problem is None:
+        return None
+    return Check("pair cache", WARN, f"verdicts of the crash guard are not kept: {problem}, so each run of a compiled "
+                 "model proves its pair again in a test process",
+                 f"use a folder only you can write to: chmod 700 it (and remove what is in it), or set "
+                 f"{delegate_probe.CACHE_ENV} to one")
 
 
 def _chosen_interpreter(p: Probe) -> tuple[str, str] | None:
@@ -358,6 +374,7 @@ def run_checks(probe: Probe | None = None) -> list[Check]:
     lib = check_libedgetpu(p, devices)
     checks = [check_python(p), check_platform(p), check_packages(p), check_pycoral(p), check_interpreter(p),
               check_numpy(p), lib, check_runtime_pairing(p, find_libedgetpu(p) if lib.status == OK else None),
+              check_verdict_cache(p),
               check_devices(p, devices),
               check_udev(p, devices), check_groups(p, devices), check_compiler(p), check_tensorflow(p)]
     return [c for c in checks if c is not None]

@@ -13,7 +13,8 @@ from tests.conftest import REPO
 TYPES = {"benchmark": results.BenchmarkResult, "check": results.CheckResult, "classify": results.ClassifyResult,
          "devices": results.DevicesResult, "doctor": results.DoctorResult, "evaluate": results.EvaluateResult,
          "inspect": results.InspectResult, "quantize": results.QuantizeResult, "train": results.TrainResult,
-         "compile": results.CompileResult, "build": results.BuildResult, "deploy": results.DeployResult}
+         "compile": results.CompileResult, "build": results.BuildResult, "deploy": results.DeployResult,
+         "cut": results.CutResult}
 
 
 def examples(command: str) -> list[str]:

@@ -229,3 +229,49 @@ def test_only_the_plugin_a_file_names_is_loaded(hostile):
     assert proc.returncode == 0, proc.stderr
     refused, plugins = proc.stdout.splitlines()
     assert refused == "InputError" and plugins == "['PIL.BmpImagePlugin']"
+
+
+# Issue 23: a crashing libedgetpu only the dynamic linker finds (LD_LIBRARY_PATH), run from a downloaded
+# folder that holds modules named like the ones edgekit's children import.
+CRASHING_LIBEDGETPU = r"""
+#include <stddef.h>
+void* tflite_plugin_create_delegate(char** keys, char** values, size_t n, void (*report)(const char*)) {
+  volatile int* p = NULL; *p = 42; return NULL;
+}
+void tflite_plugin_destroy_delegate(void* d) {}
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="LD_LIBRARY_PATH and libedgetpu.so.1 are Linux's")
+def test_a_crashing_libedgetpu_on_ld_library_path_and_planted_modules_in_the_current_folder(tmp_path):
+    cc = shutil.which("cc") or shutil.which("gcc")
+    script = Path(sys.executable).parent / "edgekit"
+    if not cc or not script.is_file():
+        pytest.skip("needs a C compiler and the edgekit console script beside this Python")
+    libs = tmp_path / "libs"
+    libs.mkdir()
+    (libs / "crash.c").write_text(CRASHING_LIBEDGETPU)
+    subprocess.run([cc, "-shared", "-fPIC", "-o", str(libs / "libedgetpu.so.1"), str(libs / "crash.c")], check=True)
+    here = tmp_path / "downloaded-dataset"
+    here.mkdir()
+    for name in ("mobilenet_v1_0.25_128_quant_edgetpu.tflite", MODEL, "cat.bmp"):
+        shutil.copy(shared_file(name), here / name)
+    marker = tmp_path / "ran"
+    forge = f"open({str(marker)!r}, 'a').write(__name__ + '\\n')\nimport sys\nsys.exit(0)\n"
+    for name in ("json.py", "ctypes.py", "subprocess.py", "hashlib.py"):
+        (here / name).write_text(forge)
+    for package in ("edgekit", "edgekit/devices"):
+        (here / package).mkdir()
+        (here / package / "__init__.py").write_text(forge)
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_") and k != "PYTHONPATH"},
+           "LD_LIBRARY_PATH": str(libs), "EDGEKIT_CACHE_DIR": str(tmp_path / "cache")}
+    done = subprocess.run([str(script), "classify", "-m", "mobilenet_v1_0.25_128_quant_edgetpu.tflite", "cat.bmp"],
+                          cwd=here, env=env, capture_output=True, timeout=300)
+    assert done.returncode == 0, (done.returncode, done.stderr.decode(errors="replace"))
+    assert_clean(done, 0)
+    err = done.stderr.decode()
+    assert f"{libs / 'libedgetpu.so.1'} crashes with" in err and "SIGSEGV" in err, err
+    doctor = subprocess.run([str(script), "doctor"], cwd=here, env=env, capture_output=True, timeout=300)
+    assert doctor.returncode in (0, 1), doctor.stderr
+    assert f"{libs / 'libedgetpu.so.1'}" in doctor.stdout.decode()
+    assert not marker.exists(), marker.read_text()

@@ -18,7 +18,9 @@ naming an older compiler means that compiler's default runtime
 Pairs come from folders (``X.tflite`` beside ``X_edgetpu.tflite``, the log as ``X_edgetpu.log``) or
 from the evidence ledger (``tests/fixtures/evidence``): one ``SOURCES.tsv`` row per public pair,
 kept as a weightless copy of the CPU model (:func:`weightless`) and its placement as JSON, so the
-tests score every pair without shipping anyone's weights. Used by ``benchmarks/check_fidelity.py``,
+tests score every pair without shipping anyone's weights. The ledger is split by a seeded hash of the
+repository name (:func:`ledger_part`) into the fitting pairs rules may cite and the validation pairs
+none cites; :func:`summarize_parts` scores each part. Used by ``benchmarks/check_fidelity.py``,
 ``benchmarks/evidence_pairs.py`` (which derives the ledger's files) and the regression tables in the tests.
 """
 
@@ -26,6 +28,7 @@ from __future__ import annotations
 
 import csv
 import gzip
+import hashlib
 import json
 import re
 from collections import Counter
@@ -40,9 +43,23 @@ from edgekit.errors import EdgekitError
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo
 
 LEDGER_COLUMNS = ("repo", "commit", "model_path", "compiled_path", "log", "compiler_version", "license", "kind")
+#: The ledger's split into a fitting part (the pairs rules may cite) and a validation part (never cited: it
+#: measures check on pairs its rules were not written from). Fixed before any result was looked at: a pair's
+#: part is decided by a seeded hash of its repository's name alone, so one repository's pairs stay together
+#: and a new pair's part is known before it is scored. The fraction was chosen for at least 30 validation
+#: pairs from at least 10 repositories (34 from 15 of the 100 pairs of 2026-11-26).
+SPLIT_SEED = "edgekit-ledger-split-2026-11-26"
+VALIDATION_FRACTION = 0.35
+FITTING, VALIDATION = "fitting", "validation"
 #: Constant buffers up to this size survive in a weightless copy: the shapes, axes and paddings the
 #: rules read (``OpContext.const_ints``); every larger buffer (weights, biases) is zeroed.
 KEEP_BUFFER_BYTES = 1024
+
+
+def ledger_part(repo: str) -> str:
+    """``"validation"`` or ``"fitting"``: the part of the ledger a repository's pairs belong to."""
+    digest = hashlib.sha256(f"{SPLIT_SEED}:{repo.lower()}".encode()).digest()
+    return VALIDATION if int.from_bytes(digest[:8], "big") / 2 ** 64 < VALIDATION_FRACTION else FITTING
 
 
 # ------------------------------------------------------------------------------------ placements
@@ -215,8 +232,9 @@ def ledger_pairs(folder: Path) -> list[tuple[dict[str, str], ModelInfo, dict[str
 
 
 def score_ledger(folder: Path, infer_flags: bool = True) -> list[dict]:
-    return [score(pair_id(row["repo"], row["model_path"]), cpu, actual, infer_flags)
-            for row, cpu, actual in ledger_pairs(folder)]
+    """:func:`score` of every ledger pair, each row naming its part (``"fitting"`` or ``"validation"``)."""
+    return [score(pair_id(row["repo"], row["model_path"]), cpu, actual, infer_flags) | {
+        "part": ledger_part(row["repo"]), "repo": row["repo"]} for row, cpu, actual in ledger_pairs(folder)]
 
 
 # ------------------------------------------------------------------------------------ reports
@@ -226,6 +244,25 @@ def summarize(rows: list[dict]) -> dict:
             "op_agreement": sum(r["agreeing_ops"] for r in rows) / ops if ops else 0.0,
             "exact_pairs": sum(r["agreeing_ops"] == r["ops"] for r in rows),
             "verdicts_right": sum(r["verdict"] == r["actual_verdict"] for r in rows)}
+
+
+def summarize_parts(rows: list[dict]) -> dict[str, dict]:
+    """:func:`summarize` of each part of the ledger (rows from :func:`score_ledger`), with its repositories."""
+    out = {}
+    for part in (FITTING, VALIDATION):
+        mine = [r for r in rows if r.get("part") == part]
+        out[part] = summarize(mine) | {"repositories": len({r["repo"] for r in mine})}
+    return out
+
+
+def format_parts(rows: list[dict]) -> str:
+    """One line per part of the ledger: pairs, repositories, op agreement, exact pairs, verdicts right."""
+    lines = []
+    for part, s in summarize_parts(rows).items():
+        lines.append(f"{part:<10} {s['pairs']:>3} pairs from {s['repositories']:>2} repositories: op placement "
+                     f"agreement {s['op_agreement']:.1%} over {s['ops']} ops, {s['exact_pairs']} pairs exact, "
+                     f"verdicts right {s['verdicts_right']}/{s['pairs']}")
+    return "\n".join(lines)
 
 
 def format_rows(rows: list[dict]) -> str:
@@ -246,7 +283,7 @@ def format_rows(rows: list[dict]) -> str:
 def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[str, dict[str, list[str]]]:
     """What the pairs say of each rule: ``{rule: {"contradicts": [...], "agrees": [...]}}`` (pair names).
 
-    A rule is a constraint (``OP.test_name``; ``COMMON.test_name`` for the ones every op meets) or
+    A rule is a constraint (``OP.id``; ``COMMON.id`` for the ones every op meets) or
     an op type's mapping (``OP.mapped``). A constraint that refuses an op the compiler mapped is
     contradicted there; one that refuses an op the compiler left on the CPU agrees (the pair shows
     where ops ran, not why: a log, where there is one, says why). Op by op where the placement names
@@ -283,7 +320,7 @@ def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[st
                     where = "COMMON" if k in COMMON else op.name
                     left = actual.get("cpu_op_indices")
                     on_cpu = op.index in left if left is not None else bool(actual["cpu_ops"].get(op.name))
-                    note(f"{where}.{k.test.__name__.lstrip('_')}", "agrees" if on_cpu else "contradicts", name)
+                    note(f"{where}.{k.id}", "agrees" if on_cpu else "contradicts", name)
                     break
     return out
 

@@ -649,39 +649,57 @@ def _runtime_mismatch(path: Path, text: str) -> DeviceError | None:
 
 
 class PairCrashError(DeviceError):
-    """The interpreter package and libedgetpu crashed a test process together: never loaded in this one."""
+    """The interpreter package and libedgetpu crashed or hung a test process together (or could not be tested
+    there): never loaded in this one."""
 
 
-def _refuse_crashing_pair(backend: Backend, path: Path, spec: DeviceSpec, library: str) -> None:
-    """Prove the backend/libedgetpu pair in a child process first (see :mod:`delegate_probe`)."""
+def _proven_library(backend: Backend, path: Path, spec: DeviceSpec, library: str) -> str:
+    """The libedgetpu file to load: the real path of what the dynamic linker finds for ``library``, proven with
+    ``backend`` in a child process first (see :mod:`delegate_probe`); the file proven is the file loaded."""
     from edgekit.devices import delegate_probe
 
+    resolved = delegate_probe.resolve_library(library, current_system())
     if not delegate_probe.enabled():
-        return
-    library_file = delegate_probe.locate_library(library, current_system())
-    if library_file is None:  # nothing to load: the in-process load fails cleanly, with its own hint
-        return
-    verdict = delegate_probe.prove(backend.name, backend.version, library, library_file, str(path),
+        return resolved or library
+    if resolved is None:  # nothing to prove, and nothing edgekit would load untested
+        raise explain_delegate_error(OSError(f"{library}: not found on the library path"), library, spec)
+    verdict = delegate_probe.prove(backend.name, backend.version, library, resolved, str(path),
                                    spec.delegate_option)
-    if verdict.state == "crashed":
+    remembered = ", remembered from an earlier run" if verdict.cached else ""
+    builds = f"install a libedgetpu built for this TFLite, or a runtime matching it: {delegate_probe.COMMUNITY_BUILDS}"
+    if verdict.state == delegate_probe.CRASHED:
         raise PairCrashError(
-            f"the Edge TPU runtime {library_file} crashes with {backend.name} {backend.version} "
-            f"({verdict.detail} in a test process{', remembered from an earlier run' if verdict.cached else ''}), "
-            "so it is not loaded",
-            f"install a libedgetpu built for this TFLite, or a runtime matching it: {delegate_probe.COMMUNITY_BUILDS}; "
-            f"then remove {delegate_probe.cache_path()}; or run on the CPU with --device cpu")
+            f"the Edge TPU runtime {resolved} crashes with {backend.name} {backend.version} "
+            f"({verdict.detail} in a test process{remembered}), so it is not loaded",
+            f"{builds}; then remove {delegate_probe.cache_path()}; or run on the CPU with --device cpu")
+    if verdict.state == delegate_probe.HUNG:
+        raise PairCrashError(
+            f"the Edge TPU runtime {resolved} hangs with {backend.name} {backend.version} "
+            f"({verdict.detail} in a test process{remembered}), so it is not loaded",
+            "replug the Edge TPU (or reboot) and remove "
+            f"{delegate_probe.cache_path()} to test it again; if it hangs again, {builds}; "
+            "or run on the CPU with --device cpu")
+    if verdict.state == delegate_probe.UNPROVABLE:
+        raise PairCrashError(
+            f"the Edge TPU runtime {resolved} could not be tested with {backend.name} {backend.version} in a "
+            f"separate process ({verdict.detail}), so it is not loaded",
+            f"run on the CPU with --device cpu; or set {delegate_probe.PROBE_ENV}=0 to load it untested")
+    return resolved
 
 
 def edgetpu_interpreter(backend: Backend, path: str | Path, spec: DeviceSpec, num_threads: int | None,
                         library: str | None = None) -> Any:
     """An interpreter running ``path`` (a compiled model) on the Edge TPU ``spec``; DeviceError when it cannot.
 
-    A backend/libedgetpu pair is proven in a child process before it is loaded here (PairCrashError).
+    The libedgetpu file is found once (as the dynamic linker would, LD_LIBRARY_PATH first), its pair with the
+    backend proven in a child process (PairCrashError), and that very file loaded here by its real path.
     """
     path = Path(path)
-    library = library or edgetpu_library()
-    _refuse_crashing_pair(backend, path, spec, library)
-    if backend.make_edgetpu_interpreter is not None:  # Google's pycoral: its own factory
+    library = _proven_library(backend, path, spec, library or edgetpu_library())
+    if backend.make_edgetpu_interpreter is not None and os.sep not in library:
+        # Google's pycoral's own factory loads libedgetpu by its bare name: only when no file was resolved
+        # (the probe turned off); otherwise its tflite_runtime load_delegate gets the proven file, as
+        # make_interpreter would do with the name.
         try:
             source = _model_source(path)
             interp = backend.make_edgetpu_interpreter(source.get("model_path") or source["model_content"],

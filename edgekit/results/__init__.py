@@ -51,6 +51,7 @@ _WHERE = {
     "DoctorResult": "doctor",
     "DeployResult": "deploy",
     "TrainResult": "train",
+    "CutResult": "cut",
 }
 
 __all__ = sorted(_WHERE)

@@ -1,43 +1,13 @@
-"""``edgekit check``: where each op runs (Verdict, Target, Confidence) and the command's document."""
+"""``edgekit check``: where each op runs and the command's document (the check engine's Verdict, Target and
+Confidence enums)."""
 
 from __future__ import annotations
 
-import enum
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
+from edgekit.converters.compatibility.words import Confidence, Target, Verdict  # noqa: F401 (the check engine's)
 from edgekit.records import Record
-
-
-class Verdict(str, enum.Enum):
-    """How much of a model the Edge TPU runs: every op, some, or none (``edgekit check``)."""
-
-    FULL = "full"
-    PARTIAL = "partial"
-    NONE = "none"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Target(str, enum.Enum):
-    """Where one op runs."""
-
-    EDGETPU = "edgetpu"
-    CPU = "cpu"
-
-    def __str__(self) -> str:
-        return self.value
-
-
-class Confidence(str, enum.Enum):
-    """How sure a placement is: ``confirmed`` (a real compile shows the rule) or ``uncertain``."""
-
-    CONFIRMED = "confirmed"
-    UNCERTAIN = "uncertain"
-
-    def __str__(self) -> str:
-        return self.value
 
 
 @dataclass(frozen=True)
@@ -98,17 +68,10 @@ class CheckResult(Record):
         return self.verdict is Verdict.FULL
 
     def _report(self) -> Any:
-        """The converters' CheckReport of this result (its text rendering and --strict live there)."""
-        from edgekit.converters import compatibility as c
+        """The check engine's CheckReport of this result (its text rendering and --strict live there)."""
+        from edgekit.converters.compatibility import CheckReport
 
-        ops = [c.OpVerdict(o.index, o.name, o.version, o.target.value, o.reason, o.detail,
-                           confidence=o.confidence.value, subgraph=o.subgraph) for o in self.ops]
-        problems = [c.Problem(p.code, p.message, p.hint, tuple(p.ops), p.fatal, confidence=p.confidence.value)
-                    for p in self.problems]
-        s = self.summary
-        return c.CheckReport(self.model, self.verdict.value, ops, s.subgraphs, s.param_bytes,
-                             s.on_chip_bytes_estimate, s.off_chip_bytes_estimate, problems, list(self.advice),
-                             self.min_runtime, self.compiled, self.multiple_subgraphs)
+        return CheckReport.from_dict({k: v for k, v in self.to_dict().items() if k != "edgetpu"})
 
     def strict_error(self) -> Any:
         """What ``check --strict`` raises (a CompatibilityError, exit 7), or None."""

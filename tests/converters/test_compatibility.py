@@ -460,7 +460,11 @@ def test_a_model_made_by_edgekit_quantize_is_fully_mappable(digits_int8):
 
 def test_squeeze_only_of_leading_ones():
     assert _single("SQUEEZE", [1, 1, 10], [10]).target == "edgetpu"
-    assert _single("SQUEEZE", [1, 5, 1, 10], [1, 5, 10]).target == "cpu"
+    # Coral documents leading 1s only; no compile tests it, and documented layout rules were mostly contradicted
+    # once tested (compatibility.guess): the best guess maps it, uncertain, and says why it may not.
+    inner = _single("SQUEEZE", [1, 5, 1, 10], [1, 5, 10])
+    assert (inner.target, inner.confidence) == ("edgetpu", C.UNCERTAIN)
+    assert C.best_guess(C.Kind.LAYOUT) == "edgetpu"
 
 
 def test_unsupported_op_on_integers_is_not_supported_and_dequantize_is_a_data_type_problem():
@@ -558,12 +562,14 @@ def test_nearest_neighbour_resizes_by_any_factor_bilinear_by_integer_factors():
     3x3 -> 5x5 among them; bilinear keeps the integer-factor heuristic (deeplab's 1 -> 33 on the CPU)."""
     size = [lambda g: g.const([5, 5])]
     assert _single("RESIZE_NEAREST_NEIGHBOR", [1, 3, 3, 64], [1, 5, 5, 64], size).target == "edgetpu"
+    # The integer-factor heuristic is edgekit's reading of the documentation; such readings were contradicted once
+    # tested (the nearest-neighbour one by that log): the best guess maps it, uncertain.
     odd = _single("RESIZE_BILINEAR", [1, 3, 3, 64], [1, 5, 5, 64], size)
-    assert (odd.target, odd.reason, odd.confidence) == ("cpu", C.UNSPECIFIED, C.UNCERTAIN)
+    assert (odd.target, odd.reason, odd.confidence) == ("edgetpu", C.MAPPED, C.UNCERTAIN)
     assert _single("RESIZE_BILINEAR", [1, 5, 5, 64], [1, 10, 10, 64], [lambda g: g.const([10, 10])]).target == \
         "edgetpu"
     flat = _single("RESIZE_NEAREST_NEIGHBOR", [1, 3, 64], [1, 5, 64], [lambda g: g.const([5])])
-    assert flat.target == "cpu" and "3-D" in flat.detail
+    assert (flat.target, flat.confidence) == ("edgetpu", C.UNCERTAIN)  # documented layout rule: best guess maps
 
 
 def test_strict_fails_on_certain_cpu_ops_only_and_the_verdict_counts_the_uncertain(tmp_path):
@@ -606,3 +612,49 @@ def test_strict_fails_a_model_the_compiler_refuses_and_one_with_a_custom_op():
     gb.op("CUSTOM", [y], [z], custom_code="MyDecoder")
     report = check_model(_info(gb.build([x], [z])))
     assert report.ops[-1].confidence == C.CONFIRMED and report.strict_error() is not None
+
+
+def test_an_op_mapped_as_a_best_guess_is_an_uncertain_problem_and_never_fails_strict():
+    gb = GraphBuilder()
+    x, y = gb.tensor([1, 5, 1, 10], "int8"), gb.tensor([1, 5, 10], "int8")
+    gb.op("SQUEEZE", [x], [y])
+    report = check_model(_info(gb.build([x], [y])))
+    assert report.verdict == "full" and report.uncertain_ops == 1 and report.strict_error() is None
+    [p] = report.problems
+    assert (p.code, p.confidence, p.ops) == ("uncertain_rule", C.UNCERTAIN, (0,)) and "squeeze" in p.message
+    assert json.loads(json.dumps(report.to_dict()))["ops"][0]["target"] == "edgetpu"
+
+
+def test_every_rule_has_an_explicit_unique_id_and_the_page_lists_it():
+    from edgekit import cli_docs
+
+    ids = [rule_id for rule_id, _, _ in C.all_rules()]
+    assert len(ids) == len(set(ids)) and all(ids)
+    page = cli_docs.RULES_PAGE.read_text(encoding="utf-8")
+    assert all(f"`{rule_id}`" in page for rule_id in ids), [i for i in ids if f"`{i}`" not in page]
+    assert all(f"`{z.id}`" in page for z in C.SIZE_LIMITS)
+
+
+def test_judge_has_no_op_name_branch_and_no_rule_takes_its_identity_from_a_function_name():
+    import inspect
+    import re
+
+    from edgekit.converters.compatibility import op_judge as judge_module
+
+    source = inspect.getsource(judge_module.judge)
+    assert not re.search(r"name\s*==", source), "judge decides by the tables, not by op name"
+    package = Path(C.__file__).parent
+    assert not [p.name for p in package.glob("*.py") if "__name__" in p.read_text()]
+    assert all(len(p.read_text().splitlines()) <= 500 for p in package.glob("*.py"))
+
+
+def test_verdicts_targets_and_confidence_are_str_enums_equal_to_the_json_words():
+    assert [v.value for v in C.Verdict] == ["full", "partial", "none"]
+    assert [t.value for t in C.Target] == ["edgetpu", "cpu"] and [c.value for c in C.Confidence] == [
+        "confirmed", "uncertain"]
+    report = check_model(_info(conv_chain(2)))
+    d = report.to_dict()
+    assert json.loads(json.dumps(d)) == d and d["verdict"] == "full" and isinstance(report.verdict, C.Verdict)
+    assert C.OpVerdict.from_dict(report.ops[0].to_dict()) == report.ops[0]
+    assert C.CheckReport.from_dict(json.loads(json.dumps(d))).to_dict() == d
+    assert C.Problem.from_dict(C.Problem("x", "y", confidence="uncertain").to_dict()).confidence == C.UNCERTAIN

@@ -21,8 +21,9 @@ from edgekit import tflite_model
 from edgekit.compiler_locator import COMPILER_MIN_RUNTIME_EVIDENCE
 from edgekit.converters import compatibility as C
 from edgekit.converters.edgetpu_compiler import FAILURES, parse_compiler_output
-from edgekit.converters.fidelity import (LEDGER_COLUMNS, find_pairs, format_rows, ledger_pairs, pair_files, pair_id, placement,
-                                         read_ledger, rule_evidence, score, summarize, weightless)
+from edgekit.converters.fidelity import (FITTING, LEDGER_COLUMNS, VALIDATION, find_pairs, format_parts, format_rows,
+                                         ledger_pairs, ledger_part, pair_files, pair_id, placement, read_ledger,
+                                         rule_evidence, score, score_ledger, summarize, summarize_parts, weightless)
 from tests.conftest import TESTDATA
 
 LEDGER = Path(__file__).resolve().parents[1] / "fixtures" / "evidence"
@@ -65,15 +66,18 @@ def _all_references() -> dict[str, tuple[str, ...]]:
     refs: dict[str, tuple[str, ...]] = {}
     for name, rule in C.RULES.items():
         for k in rule.constraints:
-            refs[f"RULES[{name}].{k.test.__name__}"] = k.evidence
+            refs[f"RULES[{name}].{k.id}"] = k.evidence
     for k in C.COMMON:
-        refs[f"COMMON.{k.test.__name__}"] = k.evidence
+        refs[f"COMMON.{k.id}"] = k.evidence
+    refs.update({f"OP_CASES[{c.id}]": c.evidence for c in C.OP_CASES})
+    refs.update({f"TESTED[{t.rule}]": t.evidence for t in C.TESTED})
     refs.update({f"SEEN_MAPPED[{op}]": r for op, r in C.SEEN_MAPPED.items()})
     refs.update({f"MODEL_RULES[{code}]": r.evidence for code, r in C.MODEL_RULES.items()})
     refs.update({f"STATUS_WORDS[{words}]": r for words, r in C.STATUS_WORDS.items()})
     refs.update({f"FAILURES[{f.pattern.pattern}]": f.refs for f in FAILURES})
     refs.update({f"compatibility.{n}": v for n, v in vars(C).items() if n.startswith("EV_")})
     refs["COMPILER_MIN_RUNTIME"] = COMPILER_MIN_RUNTIME_EVIDENCE
+    refs.update({f"SIZE_LIMITS[{z.id}]": z.evidence + z.refused_evidence for z in C.SIZE_LIMITS})
     return refs
 
 
@@ -201,6 +205,36 @@ def test_every_evidence_reference_resolves():
                 raise AssertionError(f"{where}: {ref} is no kind of evidence reference")
 
 
+def test_the_split_is_a_seeded_hash_of_the_repository_and_validation_is_large_enough():
+    """The part of a pair depends on its repository's name alone (case-insensitive), so one repository's pairs
+    stay together; the validation part holds at least 30 pairs from at least 10 repositories."""
+    parts = {r["repo"]: ledger_part(r["repo"]) for r in ROWS}
+    assert all(ledger_part(repo.upper()) == part for repo, part in parts.items())
+    validation = [r for r in ROWS if parts[r["repo"]] == VALIDATION]
+    assert len(validation) >= 30 and len({r["repo"] for r in validation}) >= 10, len(validation)
+    assert len(ROWS) - len(validation) >= 30
+
+
+def test_rules_cite_only_fitting_pairs():
+    ledger_repo = {pair_id(r["repo"], r["model_path"]): r["repo"] for r in ROWS}
+    cited = {ref[5:] for refs in _all_references().values() for ref in refs if ref.startswith("pair:")}
+    cited |= {ref[5:] for t in C.TESTED for ref in t.evidence if ref.startswith("pair:")}
+    cited |= {ref[5:] for z in C.SIZE_LIMITS for ref in z.evidence + z.refused_evidence if ref.startswith("pair:")}
+    assert cited and all(ledger_part(ledger_repo[p]) == FITTING for p in cited), [
+        p for p in cited if ledger_part(ledger_repo[p]) != FITTING]
+
+
+def test_the_validation_part_agrees_as_well_as_the_fitted_part():
+    """On the pairs no rule cites: 98% or more of op placements and every verdict right, within 2 points of
+    the fitting part (pairs compiled with -a checked with -a, older compilers with their default runtime)."""
+    rows = score_ledger(LEDGER)
+    print("\n" + format_parts(rows))
+    parts = summarize_parts(rows)
+    val, fit = parts[VALIDATION], parts[FITTING]
+    assert val["op_agreement"] >= 0.98 and val["verdicts_right"] == val["pairs"], val
+    assert abs(val["op_agreement"] - fit["op_agreement"]) <= 0.02, parts
+
+
 def test_every_reference_in_the_docs_table_comes_from_the_code():
     """REPORTS.tsv holds no report nothing cites (a stale entry would pass for evidence)."""
     cited = {ref.split(":", 1)[1] for refs in _all_references().values() for ref in refs if ref.startswith("report:")}
@@ -209,8 +243,8 @@ def test_every_reference_in_the_docs_table_comes_from_the_code():
 
 
 def test_uncertain_rules_say_what_evidence_was_looked_for_and_confirmed_ones_cite_a_compile():
-    rules = [(f"{n}.{k.test.__name__}", k) for n, r in C.RULES.items() for k in r.constraints]
-    rules += [(f"COMMON.{k.test.__name__}", k) for k in C.COMMON]
+    rules = [(f"{n}.{k.id}", k) for n, r in C.RULES.items() for k in r.constraints]
+    rules += [(f"COMMON.{k.id}", k) for k in C.COMMON]
     rules += [(f"MODEL_RULES[{code}]", r) for code, r in C.MODEL_RULES.items()]
     for name, k in rules:
         if k.confidence == C.UNCERTAIN:
@@ -229,9 +263,9 @@ def test_every_rule_fires_on_the_pairs_it_cites_and_every_seen_op_maps_there():
     keys: dict[int, list[str]] = {}  # a constraint (shared by some ops) -> its audit keys, op by op
     for n, r in C.RULES.items():
         for k in r.constraints:
-            keys.setdefault(id(k), []).append(f"{n}.{k.test.__name__.lstrip('_')}")
+            keys.setdefault(id(k), []).append(f"{n}.{k.id}")
     for k in C.COMMON:
-        keys[id(k)] = [f"COMMON.{k.test.__name__.lstrip('_')}"]
+        keys[id(k)] = [f"COMMON.{k.id}"]
     constraints = {id(k): k for r in C.RULES.values() for k in r.constraints} | {id(k): k for k in C.COMMON}
     for kid, k in constraints.items():
         for ref in k.evidence:

@@ -67,3 +67,93 @@ def test_every_op_of_the_real_compiled_models_is_within_the_ceiling(path):
     info = tflite_model.load(path)
     for op in info.ops:
         assert version_problem(op.name, op.version) is None, (op.name, op.version)
+
+
+# ------------------------------------------------------------------ the parser's own registrations
+def test_the_ceiling_is_the_v2_5_0_registrations_except_where_evidence_overrides_them():
+    """CEILING equals register.cc's AddBuiltin(min, max) at v2.5.0 for every op, but for the listed overrides,
+    each of which cites evidence that resolves (tests/converters/test_evidence.py resolves every reference)."""
+    for op, (lo, hi) in op_versions.REGISTERED.items():
+        if op in op_versions.PARSE_OVERRIDES:
+            continue
+        assert op_versions.CEILING[op] == (lo, hi), op
+    assert set(op_versions.CEILING) == set(op_versions.REGISTERED) | set(op_versions.PARSE_OVERRIDES)
+    for op, override in op_versions.PARSE_OVERRIDES.items():
+        assert override.evidence and override.why, op
+        assert op_versions.CEILING[op][1] == override.max_version != op_versions.REGISTERED.get(op, (0, 0))[1]
+    assert "v2.5.0" in op_versions.REGISTERED_SOURCE
+
+
+def test_registrations_and_runtime_version_cc_agree():
+    """Two sources for one fact: a version runtime_version.cc dates 2.5.0 or earlier is registered at v2.5.0,
+    a later one is not (where they disagreed, the registrations, the parser's own table, would decide)."""
+    disagree = {op: (hi, op_versions.released_by(op, "2.5.0")) for op, (lo, hi) in op_versions.REGISTERED.items()
+                if op_versions.released_by(op, "2.5.0") != hi}
+    assert not disagree, disagree
+    known = {op for op, _ in op_versions.FIRST_RELEASE}
+    assert {op for op in known if op_versions.released_by(op, "2.5.0")} == set(op_versions.REGISTERED)
+
+
+def test_a_version_below_the_registered_minimum_is_refused():
+    assert version_problem("BROADCAST_TO", 1) is not None  # v1 was rolled back; the registration starts at 2
+    assert version_problem("BROADCAST_TO", 2) is None
+
+
+def test_versions_first_released_in_2_6_0_are_unsure_refusals_and_later_ones_sure():
+    assert version_problem("ADD", 4) and not op_versions.refusal_is_sure("ADD", 4)
+    assert version_problem("STRIDED_SLICE", 6) and not op_versions.refusal_is_sure("STRIDED_SLICE", 6)
+    assert op_versions.refusal_is_sure("CONV_2D", 6) and op_versions.refusal_is_sure("EXP", 2)
+    assert op_versions.refusal_is_sure("FULLY_CONNECTED", 12)  # not in the transcribed map: newer still
+
+
+def test_no_ledger_pair_the_compiler_compiled_is_predicted_unparseable():
+    """Every compiled pair of the evidence ledger proves its op versions were parsed: check never says
+    'cannot parse' (surely or perhaps) for one."""
+    from pathlib import Path
+
+    from edgekit.converters.compatibility import check_model
+    from edgekit.converters.fidelity import ledger_pairs, pair_id
+
+    ledger = Path(__file__).resolve().parents[1] / "fixtures" / "evidence"
+    pairs = ledger_pairs(ledger)
+    assert len(pairs) >= 100
+    for row, cpu, actual in pairs:
+        assert actual["edgetpu_subgraphs"] >= 1
+        refused = {(op.name, op.version) for g in cpu.subgraphs for op in g.ops if version_problem(op.name, op.version)}
+        assert not refused, (pair_id(row["repo"], row["model_path"]), refused)
+        report = check_model(cpu)
+        assert not [p for p in report.problems if p.code in ("op_version", "op_version_unsure")]
+
+
+def _add_model(version: int) -> tflite_model.ModelInfo:
+    from tests.tflite_builder import GraphBuilder
+
+    gb = GraphBuilder()
+    a, b, y = gb.tensor([1, 4, 4, 8], "int8"), gb.tensor([1, 4, 4, 8], "int8"), gb.tensor([1, 4, 4, 8], "int8")
+    gb.op("ADD", [a, b], [y], version=version)
+    return tflite_model.ModelInfo.from_bytes(gb.build([a, b], [y]), "add.tflite")
+
+
+def test_an_unsure_version_is_reported_uncertain_and_the_model_judged_as_parsed():
+    """ADD v4 (TFLite 2.6.0): not registered at v2.5.0, but the best guess is that compiler 16 parses it."""
+    from edgekit.converters.compatibility import UNCERTAIN, check_model
+
+    report = check_model(_add_model(4))
+    assert report.verdict == "full" and not report.fatal
+    doubts = [p for p in report.problems if p.code == "op_version_unsure"]
+    assert len(doubts) == 1 and doubts[0].confidence == UNCERTAIN and "ADD v4" in doubts[0].message
+    assert report.strict_error() is None  # uncertainty alone does not fail --strict
+    assert check_model(_add_model(3)).problems == []
+
+
+def test_a_sure_refusal_stays_fatal():
+    from tests.tflite_builder import GraphBuilder
+
+    from edgekit.converters.compatibility import CONFIRMED, check_model
+
+    gb = GraphBuilder()
+    a, y = gb.tensor([1, 8], "int8"), gb.tensor([1, 8], "int8")
+    gb.op("QUANTIZE", [a], [y], version=3)  # TFLite 2.7.0
+    report = check_model(tflite_model.ModelInfo.from_bytes(gb.build([a], [y]), "q.tflite"))
+    assert report.verdict == "none" and [p.confidence for p in report.fatal] == [CONFIRMED]
+    assert report.strict_error() is not None

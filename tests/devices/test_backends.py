@@ -17,6 +17,17 @@ from tests.conftest import shared_file
 from tests.devices.conftest import ABSENT_EDGETPU_LIBRARY
 
 
+@pytest.fixture(autouse=True)
+def _no_delegate_probe(monkeypatch):
+    """These tests drive stand-in backends that a child process cannot import: the crash guard, which proves
+    a real package with a real library file in a child, has its own tests (test_delegate_probe.py). The library
+    name then reaches the stand-ins as it is, on a machine with libedgetpu installed too."""
+    from edgekit.devices import delegate_probe
+
+    monkeypatch.setenv("EDGEKIT_DELEGATE_PROBE", "0")
+    monkeypatch.setattr(delegate_probe, "resolve_library", lambda *args, **kwargs: None)
+
+
 # ------------------------------------------------------------------------------ device grammar
 @pytest.mark.parametrize("text, kind, index, option", [
     ("auto", "auto", None, None), ("cpu", "cpu", None, None), ("usb", "usb", None, "usb"),

@@ -159,3 +159,24 @@ def test_doctor_command_json_and_exit_code():
     assert names[:3] == ["python", "platform", "packages"] and "libedgetpu" in names and "tensorflow" in names
     for c in doc["checks"]:
         assert set(c) == {"name", "status", "detail", "fix"} and c["status"] in ("ok", "info", "warn", "fail")
+
+
+def test_a_hung_pair_and_a_cache_that_cannot_be_used_are_reported(tmp_path, monkeypatch):
+    from edgekit.devices import delegate_probe
+
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(delegate_probe.CACHE_ENV, str(cache))
+    lib = tmp_path / "lib" / "libedgetpu.so.1"
+    lib.parent.mkdir()
+    lib.write_bytes(b"stand-in")
+    env = {"PATH": str(tmp_path / "bin"), "EDGEKIT_BACKEND": "tflite_runtime"}
+    new = probe(tmp_path, {**VERSIONS, "tflite-runtime": "2.14.0"}, env=env)
+    delegate_probe._write_cache(delegate_probe.pair_key("tflite_runtime", "2.14.0", str(lib)),
+                                {"state": "hung", "detail": "no answer within 60 s"})
+    check = Doc.check_runtime_pairing(new, str(lib))
+    assert check.status == Doc.FAIL and "hung a test process (no answer within 60 s)" in check.detail
+    assert Doc.check_verdict_cache(new) is None          # the user's own cache: nothing to say
+    cache.chmod(0o777)                                    # writable by anyone: not used, and doctor says so
+    check = Doc.check_verdict_cache(new)
+    assert check.status == Doc.WARN and str(cache) in check.detail and "chmod 700" in check.fix
+    assert delegate_probe.read_cache() == {}

@@ -1,0 +1,221 @@
+"""Cut a YOLO detector before its decode, so that all of what is left maps to the Edge TPU.
+
+The decode of a YOLO export (DFL softmax, anchors, the class sigmoid, the levels flattened and
+concatenated: :mod:`edgekit.detector_head`) is what the Edge TPU compiler leaves on the CPU, and its
+TRANSPOSEs split the model in two. Cut there, the model ends with the per-level box distributions and
+class logits, every op of it maps, and edgekit decodes on the host (``edgekit detect``): the same
+numbers the uncut model computed before its decode, with no int8 rounding of the decode itself.
+
+The cut keeps the graph's ops that the head needs, in their order, and drops every tensor and buffer
+nothing uses any more; the model's inputs, metadata (an edgekit record gains a ``detection`` entry
+naming the layout) and anything appended to the file (Ultralytics' ZIP of ``metadata.json``) are kept.
+Writing uses TensorFlow Lite's generated schema (ai-edge-litert or TensorFlow) with ``flatbuffers``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from dataclasses import dataclass, replace
+from pathlib import Path
+from typing import Any
+
+from edgekit.detector_head import YoloHead, ancestors, find_yolo_head
+from edgekit.errors import InputError
+from edgekit.report import SILENT, Reporter
+from edgekit.tflite_model import ModelInfo
+
+#: The layout a cut model has, as ``edgekit detect --layout`` names it.
+LAYOUT = "split-dfl"
+
+
+@dataclass(frozen=True)
+class CutResult:
+    """What :func:`cut_decode` did (``model``/``output``: the files, when :func:`cut` wrote one)."""
+
+    head: YoloHead
+    ops_before: int
+    ops_after: int
+    outputs: tuple[str, ...]
+    model: str | None = None
+    output: str | None = None
+    verdict: str | None = None          # check's verdict on the cut model
+    cpu_ops: int | None = None          # ops check still puts on the CPU
+
+    def to_dict(self) -> dict:
+        return {"model": self.model, "output": self.output, "layout": LAYOUT, "head": self.head.describe(),
+                "ops_before": self.ops_before, "ops_after": self.ops_after,
+                "decode_ops_removed": self.ops_before - self.ops_after, "outputs": list(self.outputs),
+                "strides": list(self.head.strides), "reg_max": self.head.reg_max,
+                "num_classes": self.head.num_classes, "check": {"verdict": self.verdict, "cpu_ops": self.cpu_ops}}
+
+    def render_text(self) -> str:
+        lines = [f"{self.output}: {self.model} cut before its decode",
+                 f"  head: {self.head.describe()}",
+                 f"  ops: {self.ops_after} of {self.ops_before} kept ({self.ops_before - self.ops_after} decode ops "
+                 "removed: edgekit decodes them on the host)",
+                 f"  outputs: per level, box distributions then class logits ({len(self.outputs)} tensors, "
+                 f"layout {LAYOUT})"]
+        if self.verdict is not None:
+            lines.append(f"  check: {self.verdict.upper()}, {self.cpu_ops} op(s) predicted on the CPU")
+        lines.append(f"next: edgekit compile {self.output}; edgekit detect IMAGE -m {self.output}")
+        return "\n".join(lines)
+
+
+def default_output(model: str | Path) -> Path:
+    p = Path(model)
+    return p.with_name(p.stem + "_cut.tflite")
+
+
+def cut(model: str | Path, output: str | Path | None = None, report: Reporter = SILENT) -> CutResult:
+    """Cut the YOLO detector ``model`` (.tflite) before its decode and write it to ``output``.
+
+    The default output is ``<stem>_cut.tflite`` beside the model; it never replaces the input.
+    The result carries check's prediction for the cut model.
+    """
+    from edgekit import model_record, tflite_model
+    from edgekit.converters.compatibility import check_model
+    from edgekit.fileio import refuse_overwriting_input, write_bytes_atomic
+
+    out = Path(output) if output is not None else default_output(model)
+    refuse_overwriting_input(out, model)
+    info = tflite_model.load(model)
+    found = model_record.find_record(model, info.metadata)
+    record = json.loads(found[0].to_json()) if found else None
+    report.status(f"cutting {model} before its decode")
+    data, result = cut_decode(Path(model).read_bytes(), record)   # load() vouched it is a regular file
+    checked = check_model(tflite_model.ModelInfo.from_bytes(data, str(out)))
+    write_bytes_atomic(out, data)
+    return replace(result, model=str(model), output=str(out), verdict=checked.verdict, cpu_ops=checked.cpu_ops)
+
+
+def _appended_zip(data: bytes) -> list[tuple[str, bytes]]:
+    """Entries of a ZIP appended to the flatbuffer (how Ultralytics stores its metadata), else []."""
+    if b"PK\x05\x06" not in data[-65_600:]:
+        return []
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as zf:
+            return [(i.filename, zf.read(i)) for i in zf.infolist() if not i.is_dir() and i.file_size < 1 << 20]
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError):
+        return []
+
+
+def _schema() -> Any:
+    from edgekit.converters.tflite_metadata import _schema as schema
+    return schema()
+
+
+def detection_record(head: YoloHead, output_names: tuple[str, ...], before: dict | None = None) -> dict:
+    """The ``detection`` entry of the record a cut model carries (``before``: the source's entry, kept)."""
+    return {**(before or {}), "layout": LAYOUT, "strides": list(head.strides), "reg_max": head.reg_max,
+            "num_classes": head.num_classes, "outputs": list(output_names), "scores_are_logits": True,
+            "box_sides": "left,top,right,bottom", "cut_before_decode": True}
+
+
+def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, CutResult]:
+    """``data`` (a .tflite) cut before its YOLO decode, and what was cut.
+
+    ``record``: the source's edgekit record (a dict), to carry over with the ``detection`` entry added.
+    Raises InputError for a model with no YOLO head (:func:`find_yolo_head`) or one already compiled.
+    """
+    import flatbuffers
+
+    info = ModelInfo.from_bytes(data)
+    if info.is_compiled:
+        raise InputError("this model is already compiled for the Edge TPU: its decode cannot be cut",
+                         "cut the CPU model it was compiled from, then compile the cut model")
+    head = find_yolo_head(info)
+    if head is None:
+        raise InputError("no YOLO detection head found: per-level box-distribution and class tensors joined "
+                         "along the channels (Ultralytics' Detect head)",
+                         "cut works on YOLOv5u/v8/v9/11-style exports; `edgekit check` shows the model's ops")
+    schema = _schema()
+    model = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    graph = model.subgraphs[0]
+    keep = sorted(ancestors(info.main, head.output_tensors))
+    graph.operators = [graph.operators[i] for i in keep]
+    graph.outputs = list(head.output_tensors)
+    _drop_unused_tensors(graph)
+    names = tuple(_name(graph.tensors[t].name) for t in graph.outputs)
+    _rewrite_signature(model, schema, graph)
+    _drop_unused_buffers(model)
+    rec = dict(record or {})
+    before = rec.get("detection") if isinstance(rec.get("detection"), dict) else None
+    rec["detection"] = detection_record(head, names, before)
+    rec.setdefault("record_version", 1)
+    _set_metadata(model, schema, "edgekit", json.dumps(rec, indent=2).encode())
+    builder = flatbuffers.Builder(len(data) + 4096)
+    builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
+    out = bytes(builder.Output())
+    appended = _appended_zip(data)
+    if appended:
+        buf = io.BytesIO(out)
+        buf.seek(0, io.SEEK_END)
+        with zipfile.ZipFile(buf, "a", zipfile.ZIP_DEFLATED) as zf:
+            for name, content in appended:
+                zf.writestr(name, content)
+        out = buf.getvalue()
+    return out, CutResult(head, len(info.ops), len(keep), names)
+
+
+def _name(n: Any) -> str:
+    return n.decode() if isinstance(n, bytes) else str(n)
+
+
+def _drop_unused_tensors(graph: Any) -> None:
+    """Renumber the graph's tensors to those its ops, inputs and outputs still use."""
+    used = {int(t) for op in graph.operators for seq in (op.inputs, op.outputs, op.intermediates)
+            if seq is not None for t in seq if int(t) >= 0}
+    used |= {int(t) for t in list(graph.inputs) + list(graph.outputs)}
+    order = sorted(used)
+    new = {old: i for i, old in enumerate(order)}
+
+    def remap(seq: Any) -> Any:
+        return None if seq is None else [new[int(t)] if int(t) >= 0 else -1 for t in seq]
+
+    graph.tensors = [graph.tensors[i] for i in order]
+    for op in graph.operators:
+        op.inputs, op.outputs, op.intermediates = remap(op.inputs), remap(op.outputs), remap(op.intermediates)
+    graph.inputs, graph.outputs = remap(graph.inputs), remap(graph.outputs)
+
+
+def _rewrite_signature(model: Any, schema: Any, graph: Any) -> None:
+    """The main graph's signature names the new outputs (by their tensor names)."""
+    for sig in model.signatureDefs or []:
+        if sig.subgraphIndex != 0:
+            continue
+        outputs = []
+        for t in graph.outputs:
+            m = schema.TensorMapT()
+            m.name, m.tensorIndex = graph.tensors[t].name, t
+            outputs.append(m)
+        sig.outputs = outputs
+        for m in sig.inputs or []:   # inputs keep their tensors, which were renumbered
+            m.tensorIndex = list(graph.inputs)[0] if len(graph.inputs) == 1 else m.tensorIndex
+
+
+def _drop_unused_buffers(model: Any) -> None:
+    """Renumber the buffers to those a tensor or a metadata entry uses (buffer 0, the empty one, stays)."""
+    used = {0} | {t.buffer for g in model.subgraphs for t in g.tensors} | {m.buffer for m in model.metadata or []}
+    order = sorted(used)
+    new = {old: i for i, old in enumerate(order)}
+    model.buffers = [model.buffers[i] for i in order]
+    for g in model.subgraphs:
+        for t in g.tensors:
+            t.buffer = new[t.buffer]
+    for m in model.metadata or []:
+        m.buffer = new[m.buffer]
+
+
+def _set_metadata(model: Any, schema: Any, name: str, data: bytes) -> None:
+    import numpy as np
+
+    model.metadata = list(model.metadata or [])
+    entry = next((e for e in model.metadata if _name(e.name) == name), None)
+    if entry is None:
+        model.buffers.append(schema.BufferT())
+        entry = schema.MetadataT()
+        entry.name, entry.buffer = name, len(model.buffers) - 1
+        model.metadata.append(entry)
+    model.buffers[entry.buffer].data = np.frombuffer(data, dtype=np.uint8)

@@ -1,0 +1,229 @@
+"""Cutting a YOLO detector before its decode: the head found, the cut model fully mapped, the same detections.
+
+Two models: the real Ultralytics YOLOv8n export in ../shared/testdata/detection (skipped where absent),
+and a small YOLO-style Keras detector built here (per-level box-distribution and class convolutions
+joined along the channels, then the Ultralytics-style decode in TensorFlow ops) so that the structure
+match is tested on a model no rule was written from.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import zipfile
+from collections import Counter
+
+import numpy as np
+import pytest
+from click.testing import CliRunner
+
+from edgekit import tflite_model
+from edgekit.cli import cli
+from edgekit.converters.compatibility import check_model
+from edgekit.converters.detector_cut import cut_decode
+from edgekit.detector_head import find_yolo_head
+from tests.conftest import shared_file
+
+YOLO = "detection/ppe_yolov8n_full_integer_quant.tflite"
+YOLO_COMPILED = "detection/ppe_yolov8n_full_integer_quant_edgetpu.tflite"
+
+
+# --------------------------------------------------------------------------- a test oracle for the decode
+def _run(data: bytes, x: np.ndarray) -> list[np.ndarray]:
+    """Dequantized outputs of ``data`` on float input ``x`` (quantized with the input's own parameters)."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_content=data, num_threads=1)
+    interp.allocate_tensors()
+    d = interp.get_input_details()[0]
+    scale, zero = d["quantization"]
+    info = np.iinfo(d["dtype"])
+    interp.set_tensor(d["index"], np.clip(np.round(x / scale + zero), info.min, info.max).astype(d["dtype"])[None])
+    interp.invoke()
+    outs = []
+    for o in interp.get_output_details():
+        s, z = o["quantization"]
+        outs.append((interp.get_tensor(o["index"]).astype(np.float32) - z) * s)
+    return outs
+
+
+def _oracle_decode(outs: list[np.ndarray], strides) -> tuple[np.ndarray, np.ndarray]:
+    """Ultralytics' decode written out (make_anchors, DFL, dist2bbox): xyxy pixels and class probabilities."""
+    boxes, scores = [], []
+    for k, stride in enumerate(strides):
+        b, c = outs[2 * k][0], outs[2 * k + 1][0]
+        rows, cols = b.shape[:2]
+        d = b.reshape(rows * cols, 4, -1)
+        p = np.exp(d - d.max(-1, keepdims=True))
+        p /= p.sum(-1, keepdims=True)
+        dist = (p * np.arange(d.shape[-1])).sum(-1)
+        yy, xx = np.mgrid[0:rows, 0:cols]
+        cx, cy = xx.ravel() + 0.5, yy.ravel() + 0.5
+        boxes.append(np.stack([cx - dist[:, 0], cy - dist[:, 1], cx + dist[:, 2], cy + dist[:, 3]], 1) * stride)
+        scores.append(1 / (1 + np.exp(-c.reshape(rows * cols, -1))))
+    return np.concatenate(boxes), np.concatenate(scores)
+
+
+def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    lt, rb = np.maximum(a[:, :2], b[:, :2]), np.minimum(a[:, 2:], b[:, 2:])
+    inter = np.prod(np.clip(rb - lt, 0, None), 1)
+    area = lambda z: np.prod(z[:, 2:] - z[:, :2], 1)  # noqa: E731
+    return inter / (area(a) + area(b) - inter)
+
+
+def _letterbox(name: str, size: int) -> np.ndarray:
+    from PIL import Image
+
+    img = Image.open(shared_file(name)).convert("RGB")
+    r = min(size / img.width, size / img.height)
+    w, h = round(img.width * r), round(img.height * r)
+    canvas = Image.new("RGB", (size, size), (114, 114, 114))
+    canvas.paste(img.resize((w, h), Image.BILINEAR), ((size - w) // 2, (size - h) // 2))
+    return np.asarray(canvas, np.float32) / 255
+
+
+# --------------------------------------------------------------------------- the real YOLOv8n export
+@pytest.fixture(scope="module")
+def yolo():
+    data = shared_file(YOLO).read_bytes()
+    cut, result = cut_decode(data)
+    return data, cut, result
+
+
+def test_the_head_of_the_real_export_is_found():
+    info = tflite_model.load(shared_file(YOLO))
+    head = find_yolo_head(info)
+    assert head is not None
+    assert (head.num_classes, head.reg_max, head.strides, head.num_anchors) == (4, 16, (8, 16, 32), 8400)
+    assert [lv.grid for lv in head.levels] == [(80, 80), (40, 40), (20, 20)]
+
+
+def test_what_the_real_compiler_left_on_the_cpu_is_the_decode():
+    """The compiled twin keeps its CPU ops as builtins: every one of them is a decode op by type and count."""
+    info = tflite_model.load(shared_file(YOLO))
+    head = find_yolo_head(info)
+    compiled = tflite_model.load(shared_file(YOLO_COMPILED))
+    left = Counter(op.name for op in compiled.ops if op.custom_code is None)
+    decode = Counter(info.ops[i].name for i in head.decode_ops)
+    assert sum(left.values()) == 24 and not left - decode
+
+
+def test_check_names_the_decode_and_the_cut(yolo):
+    data, _, _ = yolo
+    report = check_model(tflite_model.ModelInfo.from_bytes(data))
+    advice = " ".join(report.advice)
+    assert report.cpu_ops == 24
+    assert "24 of the 24 ops on the CPU" in advice and "edgekit cut" in advice
+    assert "all of them predicted on the Edge TPU" in advice
+
+
+def test_the_cut_model_maps_whole(yolo):
+    _, cut, result = yolo
+    info = tflite_model.ModelInfo.from_bytes(cut)
+    report = check_model(info)
+    assert (report.verdict, report.cpu_ops, report.edgetpu_ops) == ("full", 0, result.ops_after)
+    assert [o.shape for o in info.outputs] == [(1, 80, 80, 64), (1, 80, 80, 4), (1, 40, 40, 64), (1, 40, 40, 4),
+                                              (1, 20, 20, 64), (1, 20, 20, 4)]
+    record = json.loads(info.metadata["edgekit"])
+    assert record["detection"]["layout"] == "split-dfl" and record["detection"]["strides"] == [8, 16, 32]
+    assert len(cut) < len(shared_file(YOLO).read_bytes())
+
+
+def test_the_cut_keeps_ultralytics_metadata(yolo):
+    _, cut, _ = yolo
+    with zipfile.ZipFile(io.BytesIO(cut)) as zf:
+        meta = json.loads(zf.read("metadata.json"))
+    assert meta["task"] == "detect" and len(meta["names"]) == 4
+
+
+@pytest.mark.parametrize("image", ["grace_hopper.bmp", "cat.bmp"])
+def test_the_cut_model_detects_what_the_uncut_one_does(yolo, image):
+    """Before NMS: the same anchors over the threshold, boxes at IoU >= 0.9, scores within 2 output steps."""
+    data, cut, result = yolo
+    x = _letterbox(image, 640)
+    full = _run(data, x)[0][0]                       # [8, 8400]: normalized cx, cy, w, h, 4 class scores
+    ref_boxes = np.stack([full[0] - full[2] / 2, full[1] - full[3] / 2, full[0] + full[2] / 2,
+                          full[1] + full[3] / 2], 1) * 640
+    ref_scores = full[4:].T
+    boxes, scores = _oracle_decode(_run(cut, x), result.head.strides)
+    step = tflite_model.ModelInfo.from_bytes(data).outputs[0].quantization.scale
+    assert np.abs(scores - ref_scores).max() <= 2 * step
+    hit = ref_scores.max(1) > 0.25
+    assert np.array_equal(hit, scores.max(1) > 0.25) or np.abs(ref_scores.max(1) - 0.25)[hit != (scores.max(1) > 0.25)].max() <= 2 * step
+    if hit.any():
+        assert _iou(ref_boxes[hit], boxes[hit]).min() >= 0.9
+
+
+def test_cut_cli_writes_beside_and_refuses_what_it_cannot_cut(tmp_path):
+    src = tmp_path / "yolo.tflite"
+    src.write_bytes(shared_file(YOLO).read_bytes())
+    out = CliRunner().invoke(cli, ["cut", str(src), "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert doc["output"] == str(tmp_path / "yolo_cut.tflite") and doc["check"] == {"verdict": "full", "cpu_ops": 0}
+    assert CliRunner().invoke(cli, ["cut", str(src), "-o", str(src)]).exit_code == 2
+    classifier = CliRunner().invoke(cli, ["cut", str(shared_file("mobilenet_v1_0.25_128_quant.tflite")),
+                                          "-o", str(tmp_path / "m.tflite")])
+    assert classifier.exit_code == 3 and "no YOLO detection head" in classifier.output
+    compiled = CliRunner().invoke(cli, ["cut", str(shared_file(YOLO_COMPILED)), "-o", str(tmp_path / "c.tflite")])
+    assert compiled.exit_code == 3 and "already compiled" in compiled.output
+    assert not (tmp_path / "m.tflite").exists() and not (tmp_path / "c.tflite").exists()
+
+
+# --------------------------------------------------------------------------- a YOLO-style detector built here
+@pytest.fixture(scope="module")
+def small_yolo():
+    """A 64x64 YOLO-style detector, 3 classes, DFL with 16 bins, its decode in TF ops; full int8."""
+    tf = pytest.importorskip("tensorflow")
+    keras = tf.keras
+    nc, reg_max, size = 3, 16, 64
+    inp = keras.Input((size, size, 3))
+    x, feats = inp, []
+    rng = np.random.default_rng(0)
+    for k in range(5):
+        x = keras.layers.Conv2D(8 * (k + 1), 3, strides=2, padding="same", activation="relu")(x)
+        if k >= 2:
+            feats.append(x)                                  # strides 8, 16, 32
+    flat = []
+    for f in feats:
+        box = keras.layers.Conv2D(4 * reg_max, 1)(f)
+        cls = keras.layers.Conv2D(nc, 1)(f)
+        joined = keras.layers.Concatenate(axis=-1)([box, cls])
+        flat.append(keras.layers.Reshape((-1, 4 * reg_max + nc))(joined))
+    allv = keras.layers.Concatenate(axis=1)(flat)
+    dist = keras.layers.Reshape((-1, 4, reg_max))(allv[..., :4 * reg_max])
+    dist = keras.layers.Softmax(axis=-1)(dist)
+    dist = keras.layers.Lambda(lambda d: tf.reduce_sum(d * tf.range(reg_max, dtype=d.dtype), -1))(dist)
+    probs = keras.layers.Activation("sigmoid")(allv[..., 4 * reg_max:])
+    model = keras.Model(inp, keras.layers.Concatenate(axis=-1)([dist, probs]))
+    for w in model.weights:                                  # fixed weights: no training, same on any machine
+        w.assign(rng.normal(0, 0.3, w.shape).astype("float32"))
+    images = rng.uniform(0, 1, (16, size, size, 3)).astype("float32")
+
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = lambda: ([im[None]] for im in images)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = converter.inference_output_type = tf.int8
+    return converter.convert(), images, (nc, reg_max)
+
+
+@pytest.mark.tf
+def test_a_yolo_style_detector_built_here_is_found_and_cut(small_yolo):
+    data, images, (nc, reg_max) = small_yolo
+    head = find_yolo_head(tflite_model.ModelInfo.from_bytes(data))
+    assert head is not None and (head.num_classes, head.reg_max, head.strides) == (nc, reg_max, (8, 16, 32))
+    cut, result = cut_decode(data)
+    assert result.ops_after < result.ops_before
+    assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops == 0
+    full = _run(data, images[0])[0][0]                      # [N, 4 + nc]: distances then probabilities
+    outs = _run(cut, images[0])
+    _, probs = _oracle_decode(outs, head.strides)
+    step = tflite_model.ModelInfo.from_bytes(data).outputs[0].quantization.scale
+    # the uncut model's own int8 tail rounds its sigmoid, softmax and sum: allow a few of its output steps
+    assert np.abs(probs - full[:, 4:]).max() <= 4 * step
+
+
+def test_a_plain_classifier_has_no_head():
+    info = tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant.tflite"))
+    assert find_yolo_head(info) is None
