@@ -26,7 +26,7 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
 
     from edgekit.results import (BenchmarkResult, CheckResult, Class, ClassifyResult, CompileResult,
                                  DeployResult, DevicesResult, DoctorResult, EvaluateResult, InspectResult,
-                                 QuantizeResult, TrainResult)
+                                 QuantizeResult, Timing, TrainResult)
 
 # build: edgekit.build (the module edgekit/build.py, callable: its build_bundle) takes the same keywords.
 __all__ = ["Model", "open", "classify", "check", "compile", "evaluate", "benchmark", "quantize", "inspect", "devices",
@@ -134,12 +134,12 @@ class Model:
 
         return ClassifyResult.of_report(self._clf.run([os.fsdecode(p) for p in images], top_k, threshold, workers))
 
-    def time(self, n: int = 100, warmup: int = 10) -> dict:
-        """The benchmark loop on this open model: ``invoke`` timed ``n`` times after ``warmup`` untimed runs.
+    def time(self, n: int = 100, warmup: int = 10) -> Timing:
+        """The benchmark loop on this open model: ``invoke`` timed ``n`` times on a fixed input after the first
+        call and ``warmup`` untimed ones; a :class:`~edgekit.results.Timing` (``p50_ms``, ``throughput_per_s``...)."""
+        from edgekit.results import Timing
 
-        Returns ``first_ms``, ``latencies_ms`` and their summary (``min_ms``, ``p50_ms``, ..., ``throughput_per_s``).
-        """
-        return self._clf.opened.time(n, warmup)
+        return Timing.from_dict(self._clf.opened.time(n, warmup))
 
     def close(self) -> None:
         """Free the interpreter and its Edge TPU delegate (the device is free for another process)."""

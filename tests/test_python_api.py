@@ -54,7 +54,8 @@ def test_open_classifies_a_path_a_pil_image_and_an_array_into_class_records():
         assert scores.shape == (1, 1001) and int(scores.argmax()) == 283
         assert np.array_equal(model.outputs[0], scores)
         timing = model.time(3, 1)
-        assert timing["count"] == 3 and timing["p50_ms"] > 0
+        assert timing.count == 3 == len(timing.latencies_ms) and timing.min_ms <= timing.p50_ms <= timing.max_ms
+        assert type(timing).from_dict(timing.to_dict()) == timing and "3 inferences" in timing.render_text()
     with pytest.raises(UsageError):  # closed by the with block
         model.classify(cat)
 

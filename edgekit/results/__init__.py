@@ -33,6 +33,7 @@ _WHERE = {
     "LatencyVerdict": "benchmark",
     "Comparison": "benchmark",
     "BenchmarkResult": "benchmark",
+    "Timing": "benchmark",
     "ClassAccuracy": "evaluate",
     "EvaluateResult": "evaluate",
     "CompileResult": "compile",

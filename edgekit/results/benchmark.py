@@ -82,3 +82,25 @@ class BenchmarkResult(Record):
                          "few percent between runs on an idle machine, a busy CPU or ops off the Edge TPU far more)"
                          + (": REGRESSION" if c.regression else f": {c.verdict}"))
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class Timing(Record):
+    """:meth:`edgekit.Model.time`: ``invoke`` alone timed on an open model (the first call apart, then the
+    warm-up, then ``count`` timed calls), in milliseconds."""
+
+    first_ms: float
+    latencies_ms: Tuple[float, ...]
+    count: int
+    min_ms: float
+    max_ms: float
+    mean_ms: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    throughput_per_s: float
+
+    def render_text(self) -> str:
+        return (f"{self.count} inferences: min {self.min_ms:.3f}  p50 {self.p50_ms:.3f}  p90 {self.p90_ms:.3f}  "
+                f"p99 {self.p99_ms:.3f}  max {self.max_ms:.3f}  mean {self.mean_ms:.3f} ms; first {self.first_ms:.2f} "
+                f"ms; throughput {self.throughput_per_s:.1f} inferences/s")
