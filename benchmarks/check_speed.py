@@ -3,7 +3,10 @@
 1. load + check of a ~4 MB int8 CNN (synthesized CONV_2D chain), after import: goal < 100 ms;
 2. the same on the real deeplabv3 model from ../shared/testdata, when present;
 3. time vs op count at a fixed width (250 ... 2000 ops): should grow ~linearly, i.e. the time per
-   op stays flat (ratio of time ratios to op ratios ~1).
+   op stays flat (ratio of time ratios to op ratios ~1);
+4. the same for a chain whose second half is cut off the Edge TPU (1,000 ... 8,000 ops), against the
+   time to read the same model: check stays within a small multiple of reading (it was quadratic in
+   the cut-off ops: 166 s on a 150,000-op model that inspect reads in 15 s).
 
 Models are synthesized with the flatbuffer object API of ai-edge-litert (tests/tflite_builder.py),
 no TensorFlow. Exit code 1 when a goal is not met.
@@ -22,7 +25,7 @@ sys.path.insert(0, str(REPO))
 from edgekit import tflite_model  # noqa: E402
 from edgekit.converters.compatibility import check_model  # noqa: E402
 from benchmarks.timing import best_of  # noqa: E402
-from tests.tflite_builder import conv_chain  # noqa: E402
+from tests.tflite_builder import conv_chain, cut_chain  # noqa: E402
 
 
 def check_time(path: Path) -> float:
@@ -71,6 +74,20 @@ def main() -> int:
         out["linearity_overall"] = overall
         print(f"goal: time grows linearly with the op count: {'met' if linear else 'NOT met'}")
         ok &= linear
+
+        print("cut-off chain: check vs reading the same model:")
+        cut_rows = []
+        for n in (1000, 2000, 4000, 8000):
+            data = cut_chain(n)
+            read = best_of(lambda: tflite_model.ModelInfo.from_bytes(data))
+            info = tflite_model.ModelInfo.from_bytes(data)
+            t = best_of(lambda: check_model(info))
+            cut_rows.append({"ops": n, "read_s": read, "check_s": t, "ratio": t / read})
+            print(f"  {n:5d} ops  read {read * 1000:8.1f} ms  check {t * 1000:8.1f} ms  check/read {t / read:5.2f}")
+        out["cut_chain"] = cut_rows
+        flat = cut_rows[-1]["ratio"] < 3.0  # quadratic, it was ~7 at 6,000 ops and ~11 at 150,000
+        print(f"goal: check within 3x reading the model at {cut_rows[-1]['ops']} ops: {'met' if flat else 'NOT met'}")
+        ok &= flat
     dest = Path(__file__).resolve().parent / "out"
     dest.mkdir(exist_ok=True)
     (dest / "check_speed.json").write_text(json.dumps(out, indent=2))

@@ -25,11 +25,11 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
     import numpy as np
 
     from edgekit.results import (BenchmarkResult, CheckResult, Class, ClassifyResult, CompileResult,
-                                 DeployResult, DevicesResult, DoctorResult, EvaluateResult, InspectResult,
-                                 QuantizeResult, Timing, TrainResult)
+                                 DeployResult, DetectionEvaluateResult, DetectResult, DevicesResult, DoctorResult,
+                                 EvaluateResult, InspectResult, QuantizeResult, Timing, TrainResult)
 
 # build: edgekit.build (the module edgekit/build.py, callable: its build_bundle) takes the same keywords.
-__all__ = ["Model", "open", "classify", "check", "compile", "evaluate", "benchmark", "quantize", "inspect", "devices",
+__all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "benchmark", "quantize", "inspect", "devices",
            "doctor", "deploy", "train", "cut"]
 
 
@@ -193,6 +193,25 @@ def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Pa
     return ClassifyResult.of_report(report_)
 
 
+def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[PathLike] = None, conf: float = 0.25,
+           iou: float = 0.45, max_det: int = 100, layout: Optional[str] = None, save: Optional[PathLike] = None,
+           device: str = "auto", mean: Floats = None, std: Floats = None, threads: Optional[int] = None,
+           on: Any = None, remote_path: Optional[str] = None, report: Reporter = SILENT) -> DetectResult:
+    """``edgekit detect``: objects in image files, folders and globs (boxes in each image's pixels, after
+    class-wise NMS); unreadable images in ``errors``. ``layout`` (``postprocess``, ``yolo``, ``yolov5``,
+    ``split-dfl``, ``end2end``) settles a model whose outputs fit several; ``save``: a folder for the images
+    with their boxes drawn. ``on``: an :class:`edgekit.devices.remote.SshTarget` (``model`` a bundle).
+    """
+    from edgekit.devices import detect as detect_mod
+    from edgekit.results import DetectResult
+
+    report_ = detect_mod.detect([os.fsdecode(i) for i in images], model, device=device, labels=labels, conf=conf,
+                                iou=iou, max_det=max_det, layout=layout, save=save, mean=_floats(mean),
+                                std=_floats(std), num_threads=threads, report=report, on=on,
+                                remote_path=remote_path)
+    return DetectResult.of_report(report_)
+
+
 # ------------------------------------------------------------------------------------ check / compile
 def check(model: PathLike, *, min_runtime: int = 14, allow_multiple_subgraphs: bool = False,
           strict: bool = False) -> CheckResult:
@@ -248,12 +267,43 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
              labels: Optional[PathLike] = None, arch: Optional[str] = None,
              custom_objects: Optional[PathLike] = None, trust_model: bool = False, device: str = "auto",
              mean: Floats = None, std: Floats = None, threads: Optional[int] = None, verbose: bool = False,
-             report: Reporter = SILENT) -> EvaluateResult:
+             images: Optional[PathLike] = None, against: Iterable[PathLike] = (), conf: Optional[float] = None,
+             iou: Optional[float] = None, max_det: Optional[int] = None, layout: Optional[str] = None,
+             report: Reporter = SILENT) -> Union[EvaluateResult, DetectionEvaluateResult]:
     """``edgekit evaluate``: top-1/top-5 accuracy on labelled data (class folders or an .npz with x and y).
 
     ``reference``: the float Keras model to compare with (needs TensorFlow). Samples that cannot be
     read are in ``errors``; the rest are scored.
+
+    Given detection data (a COCO .json or a YOLO folder: images/ + labels/), a detector's COCO mAP scored
+    by pycocotools instead (a :class:`~edgekit.results.DetectionEvaluateResult`): ``images`` (a COCO
+    file's image folder), ``against`` (other .tflite models scored on the same images, with the paired
+    change), ``conf``, ``iou``, ``max_det`` (default COCO's protocol) and ``layout`` apply to it alone.
     """
+    from edgekit.detection_data import is_detection_data
+    from edgekit.errors import UsageError
+
+    against = tuple(os.fsdecode(a) for a in against)
+    if is_detection_data(data):
+        if reference:
+            raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
+                             "--against")
+        from edgekit import detection_eval
+        from edgekit.results import DetectionEvaluateResult
+
+        ev = detection_eval.evaluate_detector(
+            model, data, images=images, against=against,
+            conf=detection_eval.STANDARD_CONF if conf is None else conf,
+            iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
+            max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
+            mean=_floats(mean), std=_floats(std), num_threads=threads, labels=labels, report=report)
+        return DetectionEvaluateResult.of_evaluation(ev)
+    detection_only = {"--images": images, "--against": against or None, "--conf": conf, "--iou": iou,
+                      "--max-det": max_det, "--layout": layout}
+    given = [flag for flag, value in detection_only.items() if value is not None]
+    if given:
+        raise UsageError(f"{', '.join(given)} apply to detectors only",
+                         "pass detection data with --data: a COCO .json or a YOLO folder (images/ + labels/)")
     from edgekit.devices import evaluate as evaluate_mod
     from edgekit.results import EvaluateResult
 
@@ -302,6 +352,14 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
     v = verification
     if v is None:
         return exc
+    if getattr(v, "kind", None) == "detection":  # a detector's: the mAP50 drop, else the detections kept
+        if v.map50 and v.map50["verdict"] == "failed":
+            exc.measure, exc.value, exc.limit, exc.interval = ("map50_drop", v.map50["drop"],
+                                                               v.map50["max_drop_points"], v.map50["drop_interval"])
+        elif v.agreement_verdict == "failed":
+            exc.measure, exc.value, exc.limit, exc.interval = ("detections_kept", v.kept, v.min_agreement,
+                                                               v.kept_interval)
+        return exc
     if v.accuracy_verdict == "failed":
         exc.measure, exc.value, exc.limit, exc.interval = ("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop,
                                                            v.accuracy_drop_interval)
@@ -317,7 +375,8 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
 
 def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optional[str] = None, samples: int = 300,
              holdout: int = 100, seed: int = 0, tfrecord_key: str = "image/encoded", arch: Optional[str] = None,
-             custom_objects: Optional[PathLike] = None, trust_model: bool = False, scaling: Optional[str] = None,
+             custom_objects: Optional[PathLike] = None, trust_model: bool = False,
+             output_name: Optional[str] = None, scaling: Optional[str] = None,
              mean: Floats = None, std: Floats = None, resize: Optional[str] = None, channels: Optional[str] = None,
              input_size: Union[str, Tuple[int, int], None] = None, io: str = "uint8",
              labels: Optional[PathLike] = None, eval: Optional[PathLike] = None, min_agreement: float = 0.9,

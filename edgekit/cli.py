@@ -6,16 +6,19 @@ import TensorFlow (each command imports what it needs when it runs).
 
 from __future__ import annotations
 
+import dataclasses
+import enum
 import math
 import os
 import signal
 import sys
+import types
 from typing import Any, Callable
 
 import click
 
 from edgekit import __version__
-from edgekit.errors import EdgekitError, InputError, InternalError, UsageError, printable
+from edgekit.errors import EdgekitError, InputError, InternalError, UsageError, shown
 
 
 def _debug_requested(ctx: click.Context) -> bool:
@@ -29,8 +32,8 @@ class _Group(click.Group):
 
     def list_commands(self, ctx: click.Context) -> list[str]:
         """In the order a Coral user works (quantize, check, compile, classify), then the tools."""
-        order = ["train", "quantize", "check", "compile", "build", "classify", "evaluate", "benchmark", "deploy",
-                 "inspect", "devices", "doctor"]
+        order = ["train", "quantize", "check", "compile", "cut", "build", "classify", "detect", "evaluate", "benchmark",
+                 "deploy", "inspect", "devices", "doctor"]
         return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -59,11 +62,12 @@ def _fail(exc: EdgekitError, debug: bool = False) -> None:
         import traceback
 
         traceback.print_exc(file=sys.stderr)
-    _echo(f"error: {exc}", err=True)
+    _echo(f"error: {shown(str(exc))}", err=True)  # one line, whatever names the message holds
     if getattr(exc, "hard_exit", False):  # threads that may never let the interpreter end, or a stdout whose
         for stream in (sys.stdout, sys.stderr):  # buffer would fail again at exit: go now
             try:
-                stream.flush()
+                if stream is not None:  # None: the stream was closed when edgekit started
+                    stream.flush()
             except OSError:
                 pass
         os._exit(exc.exit_code)
@@ -76,9 +80,7 @@ class _BadInputParameter(click.ClickException):
     exit_code = InputError.exit_code
 
     def show(self, file: Any = None) -> None:
-        from edgekit.errors import printable
-
-        _echo(f"error: {printable(self.message)}", err=True)
+        _echo(f"error: {shown(self.message)}", err=True)
 
 
 class _KindPath(click.Path):
@@ -183,14 +185,20 @@ def _reporter(quiet: bool) -> Any:
     """The one reporter commands pass down: notes and progress bars on stderr unless --quiet, warnings always."""
     from edgekit.report import ConsoleReporter
 
-    return ConsoleReporter(quiet, lambda line: _echo(line, err=True))
+    return ConsoleReporter(quiet, lambda line: _echo(shown(line), err=True))  # each note or warning one line
 
 
 def _echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
-    """click.echo with every line strict UTF-8: a file name that is not UTF-8 prints as \\xNN, never as a lone
-    surrogate the terminal cannot show (or an encoding error)."""
+    """click.echo with every line strict UTF-8 and nothing a terminal obeys but the newline (:func:`shown`): a file
+    name that is not UTF-8 prints as \\xNN, never as a lone surrogate the terminal cannot show (or an encoding
+    error), and an escape sequence from a model as \\x1b[..., never as a change of the terminal."""
+    if not err and sys.stdout is None and kwargs.get("file") is None:  # edgekit started with stdout closed
+        from edgekit.errors import OutputError
+
+        raise OutputError("cannot write to standard output (it is closed)",
+                          "run edgekit with its standard output open: redirect it to a file or /dev/null")
     try:
-        click.echo(printable(message) if isinstance(message, str) else message, err=err, **kwargs)
+        click.echo(shown(message, newlines=True) if isinstance(message, str) else message, err=err, **kwargs)
     except OSError as exc:  # a full disk or device behind > (/dev/full), a closed pipe
         if err:
             raise
@@ -207,7 +215,7 @@ def emit(as_json: bool, result: Any) -> None:
 
         _echo(json.dumps(_json_safe(result.to_dict()), indent=2, default=str, allow_nan=False))
     else:
-        _echo(result.render_text())
+        _echo(_text_safe(result).render_text())
 
 
 def _emit_json(document: dict[str, Any]) -> None:
@@ -221,8 +229,32 @@ def _image_errors(errors: Any) -> None:
     """classify/evaluate: one ``error:`` line per image that could not be read, then exit 3 (the rest were done)."""
     if errors:
         for e in errors:
-            _echo(f"error: {e.error}", err=True)
+            _echo(f"error: {shown(e.error)}", err=True)
         sys.exit(InputError.exit_code)
+
+
+def _text_safe(x: Any) -> Any:
+    """Every string in a result (keys too) as :func:`shown` writes it, newlines included: a name from a model (a
+    tensor, a label, metadata) is then one line of text output, never a line of its own; ``--json`` keeps them
+    exact. A str Enum stays the member it is (its value is edgekit's own word); read-only mappings stay read-only
+    and tuples (named ones too) stay tuples; a typed result is copied with :func:`dataclasses.replace`."""
+    if isinstance(x, enum.Enum):
+        return x
+    if isinstance(x, str):
+        return shown(x)
+    if isinstance(x, types.MappingProxyType):
+        return types.MappingProxyType({_text_safe(k): _text_safe(v) for k, v in x.items()})
+    if isinstance(x, dict):
+        return {_text_safe(k): _text_safe(v) for k, v in x.items()}
+    if isinstance(x, list):
+        return [_text_safe(v) for v in x]
+    if isinstance(x, tuple):
+        items = [_text_safe(v) for v in x]
+        return type(x)._make(items) if hasattr(type(x), "_make") else tuple(items)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # a typed result and the records inside it
+        return dataclasses.replace(x, **{f.name: _text_safe(getattr(x, f.name)) for f in dataclasses.fields(x)
+                                         if f.init})
+    return x
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -332,15 +364,20 @@ QUANTIZE_OPTIONS = [
     click.option("--arch", help="For weights-only files: module.py:function or package.module:function that builds "
                  "the model."),
     click.option("--custom-objects", type=FilePath(), help="A .py file defining the model's custom layers/functions."),
-    click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file)."),
+    click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file) "
+                 "and SavedModels with file or system operations (a SavedModel is a program)."),
+    click.option("--output-name", metavar="NAME", help="For a model with several outputs: the one to convert, by "
+                 "name (or index); recorded with the model. Without it such a model is refused (exit 5)."),
     click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]),
                  help="Input scaling the model was trained with (default: from the model or its record, else "
                  "measured on labelled calibration data)."),
     click.option("--mean", default=None, help="Mean subtracted from 0..255 pixels (one value or R,G,B); overrides "
                  "--scaling."),
     click.option("--std", default=None, help="Std dividing the pixels after the mean (one value or R,G,B)."),
-    click.option("--resize", type=click.Choice(["lanczos", "bilinear", "bicubic", "nearest", "box", "hamming"]),
-                 help="Resize filter (default lanczos)."),
+    click.option("--resize", type=click.Choice(["lanczos", "bilinear", "bicubic", "nearest", "box", "hamming",
+                                                "keras"]),
+                 help="Resize filter (default lanczos; keras: bilinear without antialias, as Keras pipelines and "
+                 "tf.image.resize train with)."),
     click.option("--channels", type=click.Choice(["RGB", "BGR", "L"]),
                  help="Channel order (default RGB, L for 1 channel)."),
     click.option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size."),
@@ -350,7 +387,8 @@ QUANTIZE_OPTIONS = [
                  "like its lines are matched by name)."),
     click.option("--eval", "eval_data", type=click.Path(),
                  help="More labelled data (class folders, .npz, TFRecord) to verify the int8 model on, besides the "
-                 "held-back and calibration samples (build: its accuracy also goes into manifest.json)."),
+                 "held-back and calibration samples (build: its accuracy also goes into manifest.json); for a "
+                 "detector, a COCO .json or YOLO folder: the mAP50 drop is gated."),
     click.option("--min-agreement", default=0.9, show_default=True, type=FloatRange(0.0, 1.0),
                  help="Fail (exit 6) when int8 top-1 agrees with float less often than this, beyond doubt (the "
                  "whole 95% interval below it); a warning when the data cannot tell."),
@@ -412,14 +450,14 @@ def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: An
 @click.option("--allow-multiple-subgraphs", "-a", "multiple_subgraphs", is_flag=True,
               help="Predict a compile with edgetpu_compiler -a (--enable_multiple_subgraphs): every mappable run "
               "of ops becomes its own Edge TPU subgraph.")
-@click.option("--strict", is_flag=True, help="Exit 7 when any op is certain to stay on the CPU (a placement "
-              "only an uncertain rule decides does not fail).")
+@click.option("--strict", is_flag=True, help="Exit 7 when any op is certain to stay on the CPU or the compiler "
+              "would certainly refuse the model (a placement only an uncertain rule decides does not fail).")
 @json_option
 def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, as_json: bool) -> None:
     """Predict, offline and on any OS, which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
 
     Exit codes: 0 (also for a partial mapping), 2 bad option, 3 bad model, 7 with --strict when any op
-    is certain to stay on the CPU.
+    is certain to stay on the CPU or the compiler would certainly refuse the model.
     """
     from edgekit import api
     from edgekit.errors import CompatibilityError
@@ -468,7 +506,7 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
             _emit_json({"compiled": False, "reason": err.message, "check": check.to_dict()})
         elif check is not None:
             _echo(f"{err.message}; here is the offline prediction (`edgekit check`) instead:\n")
-            _echo(check.render_text())
+            _echo(_text_safe(check).render_text())
         raise
     except CompilerError as err:  # --json still describes what the compiler said (the error line follows)
         if as_json:
@@ -558,7 +596,7 @@ def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None
 
     Exit codes: 0 ok, 2 usage, 3 not a bundle (or a file differs from its manifest), 4 no ssh client,
     9 the board cannot be reached, its host key is unknown or changed, the login is refused, it lacks
-    python3 or a package, or copying failed.
+    python3 or a package, copying failed, or its answer was malformed or past its size bound.
     """
     from edgekit import api
 
@@ -581,7 +619,8 @@ def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None
 def build(model: str, output: str, min_runtime: int | None, timeout: float, no_compile: bool, as_json: bool,
           quiet: bool, **q: Any) -> None:
     """Keras model → deployable bundle: quantize (every quantize option), check, compile (where edgetpu_compiler
-    exists), manifest.json.
+    exists), manifest.json. An int8 .tflite (or a compiled x_edgetpu.tflite with x.tflite beside it) is
+    checked, compiled, evaluated and bundled as it is.
 
     Exit codes: 0 ok, 2 usage (also an existing -o that is not an edgekit bundle), 3 bad input, 4 TensorFlow
     missing, 5 conversion failed, 6 verification failed, 8 the compiler failed. No bundle on failure.
@@ -623,7 +662,8 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
 
     Exit codes: 0 ok, 2 usage, 3 an image failed (the rest are still reported) or a bad model or labels
     file, 4 no interpreter package, 9 the Edge TPU or the interpreter failed, or (--on) the board cannot
-    be reached, its host key is unknown or changed, the login is refused, or it lacks python3 or packages.
+    be reached, its host key is unknown or changed, the login is refused, it lacks python3 or packages,
+    or its answer was malformed or past its size bound.
     """
     from edgekit import api
 
@@ -636,13 +676,77 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     _image_errors(result.errors)  # one line per image that failed, with its fix; the rest were classified
 
 
+# -------------------------------------------------------------------------------------- detect
+@command
+@click.argument("images", nargs=-1, required=True)
+@click.option("--model", "-m", required=True, type=click.Path(),
+              help="The detector .tflite (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
+              "or a bundle folder from edgekit build.")
+@click.option("--labels", "-l", type=FilePath(),
+              help="Labels: '0 person', '0: person' or one per line (default: the model's metadata or record).")
+@click.option("--conf", default=0.25, show_default=True, type=float, help="Keep detections scoring at least this.")
+@click.option("--iou", default=0.45, show_default=True, type=float,
+              help="Class-wise NMS: a box overlapping a better one of its class by more than this is dropped.")
+@click.option("--max-det", default=100, show_default=True, type=int, help="Detections kept per image, best first.")
+@click.option("--layout", type=click.Choice(["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]),
+              help="The output layout, when the model fits several (default: read from the model; never guessed).")
+@click.option("--save", type=click.Path(), metavar="DIR",
+              help="Write each image with its boxes drawn into DIR (same file name; never over an input).")
+@click.option("--device", "-d", default="auto", show_default=True,
+              help="auto, cpu, usb, usb:N, pci, pci:N or :N (pycoral's grammar).")
+@click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
+@click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
+@click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
+@click.option("--on", "on", metavar="USER@HOST",
+              help="Run on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m when needed.")
+@ssh_options
+@json_option
+@quiet_option
+def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float, iou: float, max_det: int,
+           layout: str | None, save: str | None, device: str, mean: str | None, std: str | None, threads: int | None,
+           on: str | None, as_json: bool, quiet: bool, **ssh: Any) -> None:
+    """Detect objects in images (files, folders, globs) on an Edge TPU, or on the CPU where there is none.
+
+    With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
+
+    The output layout (TFLite_Detection_PostProcess, YOLO [1, 4+nc, N], YOLOv5, split DFL head, end-to-end
+    [1, K, 6]) is read from the model; boxes are mapped back through the resize or letterbox the model was
+    fed. Invoke and host post-processing (decode + NMS) are timed apart.
+
+    Exit codes: 0 ok, 2 usage, 3 an image failed (the rest are still reported), a bad model or labels file,
+    or a model whose outputs fit no layout or several (--layout settles it), 4 no interpreter package,
+    9 the Edge TPU or the interpreter failed, or (--on) the board cannot be reached, its host key is unknown
+    or changed, the login is refused, or it lacks python3 or packages.
+    """
+    from edgekit import api
+
+    _require_on(on, ssh)
+    result = api.detect(images, model=model, labels=labels, conf=conf, iou=iou, max_det=max_det, layout=layout,
+                        save=save, device=device, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
+                        threads=threads, on=_ssh_target(on, ssh) if on else None, remote_path=ssh["remote_path"],
+                        report=_reporter(quiet))
+    emit(as_json, result)
+    _image_errors(result.errors)  # one line per image that failed; the rest were searched
+
+
 # -------------------------------------------------------------------------------------- evaluate
 @command
 @click.option("--model", "-m", required=True, type=click.Path(),
               help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
               "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified).")
 @click.option("--data", required=True, type=click.Path(),
-              help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y.")
+              help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y; for a "
+              "detector, a COCO annotation file (.json) or a YOLO folder (images/ + labels/*.txt).")
+@click.option("--images", type=click.Path(), metavar="DIR",
+              help="Detectors: the folder holding a COCO file's images (default: beside it, or its images/).")
+@click.option("--against", multiple=True, type=click.Path(), metavar="MODEL",
+              help="Detectors: also score this .tflite (e.g. the float one) on the same images; the change of -m "
+              "against it, with a paired bootstrap interval. Repeatable.")
+@click.option("--conf", type=float, help="Detectors: score threshold (default 0.001, COCO's protocol).")
+@click.option("--iou", type=float, help="Detectors: NMS IoU (default 0.7, as Ultralytics' val).")
+@click.option("--max-det", type=int, help="Detectors: detections per image (default 100, COCO's protocol).")
+@click.option("--layout", type=click.Choice(["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]),
+              help="Detectors: the output layout, when the model fits several.")
 @click.option("--reference", type=click.Path(),
               help="The float Keras model (.keras, .h5, SavedModel) to compare with; needs TensorFlow.")
 @click.option("--no-layers", is_flag=True, help="With --reference: skip the per-layer error report.")
@@ -650,7 +754,8 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
               help="Labels file (default: recorded with the model); class folders named as labels match by name.")
 @click.option("--arch", help="For a weights-only --reference: module.py:function that builds the model.")
 @click.option("--custom-objects", type=FilePath(), help="A .py file with the reference's custom layers.")
-@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers in --reference.")
+@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers, and a SavedModel with file or "
+              "system operations, in --reference.")
 @click.option("--device", "-d", default="auto", show_default=True, help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
 @click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
 @click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
@@ -658,22 +763,29 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
 @click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output (--reference).")
 @json_option
 @quiet_option
-def evaluate(model: str, data: str, reference: str | None, no_layers: bool, labels: str | None, arch: str | None,
-             custom_objects: str | None, trust_model: bool, device: str, mean: str | None, std: str | None,
-             threads: int | None, verbose: bool, as_json: bool, quiet: bool) -> None:
+def evaluate(model: str, data: str, images: str | None, against: tuple[str, ...], conf: float | None,
+             iou: float | None, max_det: int | None, layout: str | None, reference: str | None, no_layers: bool,
+             labels: str | None, arch: str | None, custom_objects: str | None, trust_model: bool, device: str,
+             mean: str | None, std: str | None, threads: int | None, verbose: bool, as_json: bool,
+             quiet: bool) -> None:
     """Top-1/top-5 accuracy of a .tflite model on labelled data; with --reference, against the float model.
 
+    Given detection data (a COCO .json or a YOLO folder), COCO mAP@[.5:.95], mAP50, mAP75, small/medium/large
+    and per-class AP computed by pycocotools, with the protocol printed; --against scores other models on the
+    same images and gives the change with a 95% interval.
+
     Exit codes: 0 ok, 2 usage, 3 bad model, data or labels, 4 no interpreter package (or TensorFlow
-    for --reference), 9 the Edge TPU or the interpreter failed.
+    for --reference, or pycocotools for a detector), 9 the Edge TPU or the interpreter failed.
     """
     from edgekit import api
 
     result = api.evaluate(model, data, reference=reference, no_layers=no_layers, labels=labels, arch=arch,
                           custom_objects=custom_objects, trust_model=trust_model, device=device,
                           mean=_floats(mean, "--mean"), std=_floats(std, "--std"), threads=threads, verbose=verbose,
+                          images=images, against=against, conf=conf, iou=iou, max_det=max_det, layout=layout,
                           report=_reporter(quiet))
     emit(as_json, result)
-    _image_errors(result.errors)  # one line per image that failed, as classify; the rest were scored
+    _image_errors(getattr(result, "errors", ()))  # one line per image that failed, as classify; the rest were scored
 
 
 # ------------------------------------------------------------------------------------- benchmark
@@ -706,7 +818,8 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
     With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
 
     Exit codes: 0 ok, 2 usage, 3 bad model or --compare file, 4 no interpreter package, 9 the Edge TPU
-    or the interpreter failed (or, with --on, the board cannot be reached or lacks python3 or packages),
+    or the interpreter failed (or, with --on, the board cannot be reached, lacks python3 or packages, or
+    its answer was malformed or past its size bound),
     10 slower than the --compare run by more than --max-slowdown.
     """
     from edgekit import api
@@ -794,7 +907,25 @@ def _stop_like_ctrl_c() -> None:
             signal.signal(sig, _raise_stopped)
 
 
+def _fill_closed_std_fds() -> None:
+    """A closed standard descriptor (``>&-``) gets /dev/null, as OpenSSH's sanitise_stdfd does: else the next file
+    edgekit or a child opens would take its number and receive what is written to standard output or error.
+    Python already set ``sys.stdout`` (``sys.stderr``) to None for it, so a write to it still fails (exit 1)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+        except OSError:
+            try:
+                null = os.open(os.devnull, os.O_RDWR)
+            except OSError:
+                return
+            if null != fd:
+                os.dup2(null, fd)
+                os.close(null)
+
+
 def main(argv: list[str] | None = None) -> None:
+    _fill_closed_std_fds()
     _stop_like_ctrl_c()
     cli.main(args=argv, prog_name="edgekit")
 

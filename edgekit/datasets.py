@@ -38,6 +38,21 @@ def labels_of(x: np.ndarray, y: np.ndarray, where: str) -> np.ndarray:
     return class_ids(y, f"{where}: y")
 
 
+def match_by_name(folders: list[str], labels: dict[int, str] | list[str]) -> np.ndarray | None:
+    """The model output id of each class folder when every folder is named like one of the model's labels.
+
+    Shared by ``quantize`` (``--calib``/``--eval`` with ``--labels``) and ``evaluate``: a model's labels say its
+    class order, so folders named like them are matched by name, not by sorted position, and may be a
+    few of its classes (20 folders for a 1000-class ImageNet head, or every class but a ``background`` 0).
+    A name listed twice among the labels matches its first id. None when some folder names no label.
+    """
+    table = dict(enumerate(labels)) if isinstance(labels, list) else dict(labels)
+    by_name = {name: i for i, name in sorted(table.items(), reverse=True)}
+    if not folders or not all(n in by_name for n in folders):
+        return None
+    return np.asarray([by_name[n] for n in folders], np.int64)
+
+
 def list_images(folder: Path, flag: str = "--calib") -> tuple[list[list[Path]], list[str] | None]:
     """Image files grouped by class subfolder (``None`` classes for a flat folder)."""
     def images_in(d: Path) -> list[Path]:
@@ -55,24 +70,61 @@ def list_images(folder: Path, flag: str = "--calib") -> tuple[list[list[Path]], 
                      "flat or one subfolder per class)", "put the images in the folder, or one subfolder per class")
 
 
-def class_ids(y: np.ndarray, what: str = "y") -> np.ndarray:
-    """Labels as int class ids: one-hot (or score) rows become their argmax.
+LABEL_HINT = "store int class ids shaped (N,) or (N, 1), or one-hot rows shaped (N, classes)"
 
-    InputError for labels that are no class ids: NaN or infinite values, fractions, non-numbers.
+
+def class_ids(y: np.ndarray, what: str = "y") -> np.ndarray:
+    """Labels as int class ids, from every shape Keras and its datasets use.
+
+    ``(N,)`` ids; ``(N, 1)`` ids (what ``keras.datasets.cifar10.load_data()`` returns, and what Keras's
+    sparse losses take: one column of ids, never one-hot rows of one class); ``(N, C)`` one-hot rows, as
+    uint8, int or float (each row all 0 but one 1), or label-smoothed / probability rows (non-negative, summing
+    to 1, one largest value): their argmax. Anything else is refused naming its shape, since reading it
+    either way could be silently wrong: rows with several 1s (multi-label), all-0 rows, rows of scores or
+    logits, ties. Also refused: NaN or infinite values, fractional ids, non-numbers.
     """
     y = np.asarray(y)
     if y.dtype.kind not in "iubf":
-        raise InputError(f"{what} holds {y.dtype} values, not class ids", "store int class ids (or one-hot rows)")
+        raise InputError(f"{what} holds {y.dtype} values, not class ids", LABEL_HINT)
     if y.dtype.kind == "f" and not np.isfinite(y).all():
-        raise InputError(f"{what} holds NaN or infinite values", "store int class ids (or one-hot rows)")
+        raise InputError(f"{what} holds NaN or infinite values", LABEL_HINT)
     if y.ndim > 1:
-        if not y[0].size:
-            raise InputError(f"{what} has shape {y.shape}: rows with no values", "store int class ids (or one-hot rows)")
-        return y.reshape(len(y), -1).argmax(1).astype(np.int64)
+        rows = y.reshape(len(y), -1)
+        if not rows.shape[1]:
+            raise InputError(f"{what} has shape {y.shape}: rows with no values", LABEL_HINT)
+        if rows.shape[1] == 1:  # (N, 1): a column of ids, as keras.datasets returns them
+            return class_ids(rows[:, 0], what)
+        return _row_ids(rows, y.shape, what)
     if y.dtype.kind == "f" and (y != np.round(y)).any():
-        raise InputError(f"{what} holds fractions such as {y[y != np.round(y)][0]:g}, not class ids",
-                         "store int class ids (or one-hot rows)")
+        raise InputError(f"{what} holds fractions such as {y[y != np.round(y)][0]:g}, not class ids", LABEL_HINT)
+    if y.dtype.kind == "i" and len(y) and y.min() < 0:
+        raise InputError(f"{what} holds negative class ids such as {y.min()}", LABEL_HINT)
     return y.astype(np.int64)
+
+
+def _row_ids(rows: np.ndarray, shape: tuple[int, ...], what: str) -> np.ndarray:
+    """Class ids of (N, C) label rows: one-hot or probability rows (see :func:`class_ids`); else InputError."""
+    r = rows.astype(np.float64)
+    top = r.argmax(1)
+    onehot = np.isin(r, (0.0, 1.0)).all() and (r.sum(1) == 1).all()
+    if onehot:
+        return top.astype(np.int64)
+    sums = r.sum(1)
+    best = r[np.arange(len(r)), top]
+    ties = (r == best[:, None]).sum(1) > 1
+    if (r >= 0).all() and np.allclose(sums, 1.0, atol=1e-3) and not ties.any():
+        return top.astype(np.int64)  # label smoothing, or soft labels: the class each row is for
+    if np.isin(r, (0.0, 1.0)).all():
+        bad = int(np.flatnonzero(sums != 1)[0])
+        why = f"row {bad} has {int(sums[bad])} ones" + (" (multi-label?)" if sums[bad] > 1 else "")
+    elif (r < 0).any() or not np.allclose(sums, 1.0, atol=1e-3):
+        bad = int(np.flatnonzero((r < 0).any(1) | ~np.isclose(sums, 1.0, atol=1e-3))[0])
+        why = f"row {bad} is no one-hot or probability row (sums to {sums[bad]:g}; scores or logits?)"
+    else:
+        bad = int(np.flatnonzero(ties)[0])
+        why = f"row {bad} has a tie for its largest value"
+    raise InputError(f"{what} has shape {tuple(shape)} but its rows are not one-hot: {why}, so the class of a "
+                     "sample is ambiguous", LABEL_HINT)
 
 
 def read_labelled_arrays(path: Path, flag: str = "--data") -> tuple[np.ndarray, np.ndarray]:

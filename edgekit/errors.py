@@ -117,6 +117,28 @@ def printable(text: str) -> str:
             return text.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
+def shown(text: str, newlines: bool = False) -> str:
+    """``text`` safe to print on a terminal: every character that is not printable (control characters such as
+    ESC, CR, BEL and, unless ``newlines``, the newline; C1 controls; bidirectional overrides; line separators)
+    is written as Python writes it in a string literal (``\\x1b``, ``\\n``, ``\\u202e``), and the undecodable
+    bytes of a file name as ``\\xNN`` (see :func:`printable`).
+
+    The one helper for text output: names from a model (tensor names, custom op codes, labels, metadata) or a
+    file can then neither change the terminal nor fake a line of edgekit's own. ``--json`` needs none of it
+    (JSON escapes control characters itself) and stays exact.
+    """
+    text = printable(text)
+    if text.isprintable():
+        return text
+    out = []
+    for ch in text:
+        if ch.isprintable() or (newlines and ch == "\n"):
+            out.append(ch)
+        else:
+            out.append(ch.encode("unicode_escape").decode("ascii"))
+    return "".join(out)
+
+
 class UsageError(EdgekitError):
     exit_code = 2
 

@@ -28,6 +28,7 @@ import datetime
 import hashlib
 import json
 import os
+import re
 from pathlib import Path, PurePosixPath
 from typing import Any, Dict, Optional, Union
 
@@ -49,6 +50,7 @@ FORMAT_VERSION = 1
 MANIFEST_NAME = "manifest.json"
 LABELS_NAME = "labels.txt"
 EDGETPU_SUFFIX = "_edgetpu.tflite"
+_SHA256 = re.compile(r"[0-9a-f]{64}")
 
 
 class BundleError(_BundleErrorBase):
@@ -76,6 +78,11 @@ def inside(root: Path, rel: Any, what: str) -> Path:
     if pure.is_absolute() or ".." in pure.parts or rel.startswith("~") or (len(rel) > 1 and rel[1] == ":"):
         raise BundleError("%s: manifest %s %r points outside the bundle" % (root, what, rel),
                           "a bundle may only name files inside its own folder; rebuild it with edgekit build")
+    if any(part in ("", ".") for part in rel.split("/")):
+        # one spelling per file: '.', 'a/./b', 'a//b' and 'labels.txt/' name the folder itself or a file under
+        # a second name ('./manifest.json' would pass as a file other than the manifest)
+        raise BundleError("%s: manifest %s %r is not a plain relative path (an empty or '.' part)" % (root, what, rel),
+                          "rebuild the bundle with edgekit build")
     path = root.joinpath(*pure.parts)
     real_root = os.path.realpath(str(root))
     real = os.path.realpath(str(path))
@@ -147,7 +154,7 @@ def check_manifest(root: Path, m: Any) -> Dict[str, Any]:
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise bad("'format' is not %r" % FORMAT)
     version = m.get("format_version")
-    if not isinstance(version, int) or version < 1:
+    if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise bad("'format_version' is not a positive integer")
     if version > FORMAT_VERSION:
         raise BundleError("%s: bundle format version %d is newer than this edgekit reads (%d)"
@@ -158,9 +165,13 @@ def check_manifest(root: Path, m: Any) -> Dict[str, Any]:
     seen = set()
     for e in files:
         if not (isinstance(e, dict) and isinstance(e.get("sha256"), str) and isinstance(e.get("size_bytes"), int)
-                and not isinstance(e.get("size_bytes"), bool)):
+                and not isinstance(e.get("size_bytes"), bool) and e["size_bytes"] >= 0):
             raise bad("each 'files' entry needs path, sha256 and size_bytes")
-        inside(root, e.get("path"), "file")
+        if not _SHA256.fullmatch(e["sha256"]):
+            raise bad("file %r: 'sha256' is not 64 hex digits" % (e.get("path"),))
+        path = inside(root, e.get("path"), "file")
+        if path.is_dir() and not path.is_symlink():
+            raise bad("file %r is a folder" % e["path"])
         if e["path"] in seen or e["path"] == MANIFEST_NAME:
             raise bad("file %r is listed twice, or is the manifest itself" % e["path"])
         seen.add(e["path"])
@@ -184,6 +195,11 @@ def check_manifest(root: Path, m: Any) -> Dict[str, Any]:
     return m
 
 
+def _no_constant(name: str) -> Any:
+    """json's ``parse_constant``: NaN, Infinity and -Infinity are not JSON (Python's json reads them by default)."""
+    raise ValueError("%s is not a JSON number" % name)
+
+
 def load(path: Union[str, os.PathLike]) -> Bundle:
     """Read and check a bundle's manifest (format, every path inside the folder); files are verified on use."""
     root = Path(path)
@@ -196,7 +212,7 @@ def load(path: Union[str, os.PathLike]) -> Bundle:
         raise BundleError("%s: %s is a symbolic link; a bundle holds its files themselves" % (root, MANIFEST_NAME),
                           "copy the bundle folder again (cp -rL), or rebuild it with edgekit build")
     try:
-        m = json.loads(manifest_path.read_text(encoding="utf-8"))
+        m = json.loads(manifest_path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
         raise BundleError("%s: manifest is not valid JSON (%s)" % (manifest_path, exc),
                           "rebuild the bundle with edgekit build") from None
@@ -208,9 +224,14 @@ def load(path: Union[str, os.PathLike]) -> Bundle:
 
 def make_manifest(*, models: Dict[str, Optional[str]], labels: Optional[str], preprocess: Dict[str, Any],
                   input: Dict[str, Any], versions: Dict[str, Optional[str]], reports: Dict[str, Any],
-                  accuracy: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The manifest fields but ``files`` (which ``write_bundle`` fills in from what it writes)."""
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "created": utc_now(),
+                  accuracy: Optional[Dict[str, Any]] = None, source: Optional[Dict[str, Any]] = None
+                  ) -> Dict[str, Any]:
+    """The manifest fields but ``files`` (which ``write_bundle`` fills in from what it writes).
+
+    ``source``: the model the bundle was built from, ``{"model": file name, "format", "output": the output
+    chosen of several (quantize's ``source.output``) or None}``.
+    """
+    return {"format": FORMAT, "format_version": FORMAT_VERSION, "created": utc_now(), "source": source,
             "models": {"cpu": models["cpu"], "edgetpu": models.get("edgetpu")}, "labels": labels, "files": [],
             "preprocess": preprocess, "input": input, "versions": versions,
             "reports": {"check": reports.get("check"), "compile": reports.get("compile")}, "accuracy": accuracy}

@@ -25,7 +25,9 @@ import numpy as np
 from edgekit.errors import Caution, EdgekitError, InputError, UsageError, first_line, printable, regular_file
 
 SPEC_VERSION = 1
-RESIZE_FILTERS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming")
+# Pillow's filters, and "keras": the resize Keras pipelines train with (image_dataset_from_directory,
+# keras.ops.image.resize, tf.image.resize): bilinear, half-pixel centres, no antialias (see resize_like_keras).
+RESIZE_FILTERS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming", "keras")
 CHANNEL_ORDERS = ("RGB", "BGR", "L")
 # Named scalings: (mean, std) applied to 0..255 pixels.
 SCALINGS: dict[str, tuple[float, float]] = {
@@ -249,14 +251,25 @@ def open_image(path: str | Path):
 def _decode(path: Any):
     too_large = (f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are refused as possible decompression bombs")
     with _open_allowed(path) as im:
+        # A multi-page TIFF, an animated GIF, WebP or PNG and an MPO hold several frames: the first is read, and
+        # copied out of the file before it closes. Left as it was, the frame still needed its file afterwards: on
+        # Pillow < 10 (the Dev Board's) a TIFF's next load() seeks its closed file ('NoneType' object has no
+        # attribute 'seek'), and on newer Pillows some operations raise "Operation on closed image".
+        several = bool(getattr(im, "is_animated", False))  # before load(): asking may seek a GIF to frame 1 and back
+        if several:
+            im.seek(0)
         if im.width * im.height > MAX_IMAGE_PIXELS:
             raise InputError(f"{_shown(path)}: image is too large ({im.width}x{im.height} pixels)", too_large)
+        # before load(): Pillow < 10 reads a multi-page TIFF's EXIF through a file its load() has let go of
+        orientation = im.getexif().get(EXIF_ORIENTATION, 1)
         im.load()
         upright = im
-        if im.getexif().get(EXIF_ORIENTATION, 1) != 1:  # as the camera was held; else no copy, no ImageOps
+        if orientation != 1:  # as the camera was held; else no copy, no ImageOps
             from PIL import ImageOps
 
             upright = ImageOps.exif_transpose(im)
+        if several and upright is im:
+            upright = im.copy()  # a single frame, its pixels held in memory
         return to_8bit(upright, path, im.format)
 
 
@@ -348,16 +361,45 @@ def pixels(image, spec: PreprocessSpec) -> np.ndarray:
     mode = "L" if spec.channels == "L" else "RGB"
     if image.mode != mode:
         image = image.convert(mode)
-    if image.size != (spec.width, spec.height):
-        # Image.Resampling is Pillow >= 9.1; older Pillows (the Dev Board's python3-pil) name the filters on Image
-        filters = getattr(Image, "Resampling", Image)
-        image = image.resize((spec.width, spec.height), getattr(filters, spec.resize.upper()))
-    x = np.asarray(image)
+    if image.size != (spec.width, spec.height) and spec.resize == "keras":
+        x = resize_like_keras(np.asarray(image), spec.height, spec.width)
+    else:
+        if image.size != (spec.width, spec.height):
+            # Image.Resampling is Pillow >= 9.1; older Pillows (the Dev Board's python3-pil) name the filters on Image
+            filters = getattr(Image, "Resampling", Image)
+            image = image.resize((spec.width, spec.height), getattr(filters, spec.resize.upper()))
+        x = np.asarray(image)
     if spec.channels == "L":
         x = x[..., None]
     elif spec.channels == "BGR":
         x = x[..., ::-1]
     return x
+
+
+def _keras_axis(size_in: int, size_out: int):
+    """Source rows (or columns) and weights of TensorFlow's ResizeBilinear with half-pixel centres."""
+    src = (np.arange(size_out, dtype=np.float64) + 0.5) * (size_in / size_out) - 0.5
+    floor = np.floor(src)
+    lower = np.clip(floor, 0, size_in - 1).astype(np.intp)
+    upper = np.clip(np.ceil(src), 0, size_in - 1).astype(np.intp)
+    return lower, upper, (src - floor).astype(np.float32)
+
+
+def resize_like_keras(x: np.ndarray, height: int, width: int) -> np.ndarray:
+    """HxW[xC] uint8 pixels resized as Keras pipelines resize them: bilinear, half-pixel centres, no antialias.
+
+    ``image_dataset_from_directory`` (``keras.ops.image.resize``, ``antialias=False``) and ``tf.image.resize``'s
+    default compute this on float pixels; a model trained through them sees aliased images when they are
+    shrunk a lot, and Pillow's filters (antialiased) cost it accuracy (benchmarks/resize_filter.py). Rounded
+    to uint8 here (at most half a step from Keras's float value).
+    """
+    img = x.astype(np.float32)
+    top, bottom, fy = _keras_axis(img.shape[0], height)
+    left, right, fx = _keras_axis(img.shape[1], width)
+    extra = (None,) * (img.ndim - 2)
+    rows = img[top] + (img[bottom] - img[top]) * fy[(slice(None), None) + extra]
+    out = rows[:, left] + (rows[:, right] - rows[:, left]) * fx[(None, slice(None)) + extra]
+    return np.clip(np.round(out), 0, 255).astype(np.uint8)
 
 
 def to_float(image, spec: PreprocessSpec) -> np.ndarray:

@@ -355,7 +355,8 @@ class ModelInfo:
         return [{"name": n, "version": v, "count": c} for (n, v), c in sorted(self.op_histogram().items())]
 
     def constant_value(self, tensor: TensorInfo):
-        """The data of a constant tensor as a numpy array (a view, not a copy), or None."""
+        """The data of a constant tensor as a numpy array (a view, not a copy), or None. Shaped as the tensor when
+        its buffer holds exactly the shape's elements; flat otherwise (a damaged model, or a shape with -1)."""
         import numpy as np
 
         if not tensor.is_constant or tensor.dtype not in _NUMPY_DTYPES:
@@ -367,7 +368,7 @@ class ModelInfo:
         n = 1
         for d in tensor.shape:
             n *= d
-        return arr.reshape(tensor.shape) if n == count else arr
+        return arr.reshape(tensor.shape) if n == count and all(d >= 0 for d in tensor.shape) else arr
 
 
 def load(path: str | os.PathLike) -> ModelInfo:

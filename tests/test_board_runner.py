@@ -150,9 +150,11 @@ def test_no_edge_tpu_on_the_board_says_what_to_check_there(tmp_path, device, che
     proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
                            "../bundles/m", "--device", device, str(shared_file("cat.bmp"))],
                           cwd=runtime, capture_output=True, text=True)
-    assert proc.returncode == 9 and proc.stdout == ""
+    assert proc.returncode == 9
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("error: the Edge TPU runtime libedgetpu.so.1 is not installed"), lines
+    said = json.loads(proc.stdout)["error"]  # the same error, for the host: its one document on stdout
+    assert said["exit_code"] == 9 and lines[0] == f"error: {said['message']} ({said['hint']})"
     assert "sudo apt-get install libedgetpu1-std" in lines[0] and all(check in lines[0] for check in checks)
     assert (USB_CHECK in lines[0]) == (USB_CHECK in checks) and (PCI_CHECK in lines[0]) == (PCI_CHECK in checks)
     assert "--device auto" in lines[0] and "edgekit doctor" not in lines[0]
@@ -229,3 +231,122 @@ def _good(stream):
             if member.isfile():
                 dst.addfile(member, src.extractfile(member))
     return out.getvalue()
+
+
+_FIRST_FRAME = """
+import json, sys
+sys.path.insert(0, sys.argv[1])
+from edgekit import preprocess
+out = {}
+for path in sys.argv[2:]:
+    width, height = preprocess.image_size(path)
+    spec = preprocess.spec_from_input_quantization(width, height, 3, "uint8", 1 / 128, 128)
+    out[path] = preprocess.prepare_file(path, spec, "uint8", 1 / 128, 128).tolist()
+print(json.dumps(out))
+"""
+
+
+def test_a_multi_frame_image_is_its_first_frame_on_old_and_new_pillow(tmp_path):
+    """A multi-page TIFF failed on the board (Pillow < 10: "'NoneType' object has no attribute 'seek'"): the first
+    frame is read, the same under the board's Python (Pillow 9 where .venv-py37 exists) as under this one."""
+    import numpy as np
+    from PIL import Image
+
+    from tests.test_remote import TARGET_PYTHON
+
+    rng = np.random.default_rng(0)
+    first = Image.fromarray(rng.integers(0, 256, (30, 40, 3), dtype=np.uint8))
+    others = [Image.fromarray(rng.integers(0, 256, (60, 20, 3), dtype=np.uint8)), Image.new("L", (50, 50), 77)]
+    first.save(tmp_path / "pages.tif", save_all=True, append_images=others)
+    first.save(tmp_path / "pages_deflate.tif", save_all=True, append_images=others, compression="tiff_adobe_deflate")
+    first.save(tmp_path / "first.png")
+    palette = first.quantize(16)
+    palette.save(tmp_path / "anim.gif", save_all=True, append_images=[palette.rotate(90), palette.rotate(180)],
+                 duration=50, loop=0)
+    palette.save(tmp_path / "first.gif")
+    names = ["pages.tif", "pages_deflate.tif", "first.png", "anim.gif", "first.gif"]
+    paths = [str(tmp_path / n) for n in names]
+    docs = []
+    for python in dict.fromkeys([str(TARGET_PYTHON), sys.executable]):
+        proc = subprocess.run([python, "-c", _FIRST_FRAME, str(REPO), *paths], capture_output=True, text=True,
+                              check=False)
+        assert proc.returncode == 0, proc.stderr
+        docs.append({Path(k).name: np.asarray(v) for k, v in json.loads(proc.stdout).items()})
+    for doc in docs:
+        assert doc["pages.tif"].shape == (1, 30, 40, 3)
+        assert np.array_equal(doc["pages.tif"], doc["first.png"]) and np.array_equal(doc["pages_deflate.tif"],
+                                                                                      doc["first.png"])
+        assert np.array_equal(doc["anim.gif"], doc["first.gif"])
+    for name in names:  # old and new Pillow alike
+        assert np.array_equal(docs[0][name], docs[-1][name]), name
+
+
+_SWEEP = """
+import json, os, sys, time
+sys.path.insert(0, sys.argv[1])
+from edgekit.devices import board_runner as r
+print(json.dumps(sorted(r.remove_stale(sys.argv[2], r.STAGING_PREFIX, legacy=True))))
+"""
+
+
+def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
+    """remove_stale (under the board's Python): a folder whose runner is gone, or old and held by no one, goes; one
+    held by a live runner, a young one, a link (and what it points to), a file and any name the runner does not
+    make stay."""
+    import os
+    import time
+
+    from tests.test_remote import TARGET_PYTHON
+
+    root = tmp_path / "edgekit"
+    root.mkdir()
+    prefix = board_runner.STAGING_PREFIX
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
+                          text=True, check=True).stdout.strip()
+    gone, legacy_old, legacy_young = f"{prefix}{dead}-gone_123", f"{prefix}oldform1", f"{prefix}youngfo1"
+    alive, other = f"{prefix}{os.getpid()}-alive_12", f"{prefix}my-holiday-photos"
+    for name in (gone, legacy_old, legacy_young, alive, other, "bundles", ".edgekit-tmp-other"):
+        (root / name).mkdir()
+        (root / name / "part").write_bytes(b"x")
+    old = time.time() - board_runner.STALE_AFTER_S - 60
+    for name in (legacy_old, other):
+        os.utime(root / name, (old, old))
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "keep").write_bytes(b"x")
+    (root / f"{prefix}{dead}-link_123").symlink_to(outside)
+    (root / f"{prefix}{dead}-file_123").write_bytes(b"x")
+    hold = ("import sys; sys.path.insert(0, sys.argv[1]); from edgekit.devices import board_runner as r; "
+            "f, l = r.make_work_folder(sys.argv[3], sys.argv[2]); print(f, flush=True); sys.stdin.read()")
+    held = subprocess.Popen([str(TARGET_PYTHON), "-c", hold, str(REPO), str(root), prefix],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        in_use = Path(held.stdout.readline().strip())
+        os.utime(in_use, (old, old))  # old, but held: a copy still under way
+        proc = subprocess.run([str(TARGET_PYTHON), "-c", _SWEEP, str(REPO), str(root)], capture_output=True, text=True,
+                              check=False)
+        assert proc.returncode == 0, proc.stderr
+        assert json.loads(proc.stdout) == sorted([gone, legacy_old])
+        assert sorted(p.name for p in root.iterdir()) == sorted([
+            legacy_young, alive, other, "bundles", ".edgekit-tmp-other", f"{prefix}{dead}-link_123",
+            f"{prefix}{dead}-file_123", in_use.name])
+        assert (outside / "keep").is_file()
+    finally:
+        held.stdin.close()
+        held.wait(timeout=30)
+    assert held.returncode == 0
+
+
+def test_a_stop_while_a_copy_is_renamed_into_place_waits_for_the_renames():
+    """SIGTERM (or SIGHUP) during unpack's renames is held back until the last one is done, then stops the runner
+    with 143 through its clean-up: a stop never leaves half of a copy renamed in (under the board's Python)."""
+    from tests.test_remote import TARGET_PYTHON
+
+    script = ("import os, signal, sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.devices import board_runner as r\n"
+              "r._stop_on_signals()\nheld = r._defer_stops()\nos.kill(os.getpid(), signal.SIGTERM)\n"
+              "print('renamed', flush=True)\ntry:\n    r._allow_stops(held)\n    print('not stopped', flush=True)\n"
+              "finally:\n    print('cleaned up', flush=True)\n")
+    proc = subprocess.run([str(TARGET_PYTHON), "-c", script, str(REPO)], capture_output=True, text=True, timeout=60,
+                          check=False)
+    assert proc.returncode == 143 and proc.stdout.split() == ["renamed", "cleaned", "up"], (proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr

@@ -169,3 +169,62 @@ def test_build_with_a_compiler_adds_the_compiled_model_and_its_report(standin, d
     assert {e["path"] for e in m["files"]} == {"digits_int8.tflite", "digits_int8_edgetpu.tflite", "labels.txt"}
     assert m["accuracy"] is None  # no --eval
     manifest.load(tmp_path / "bundle").verify_all()
+
+
+def _strings(doc):
+    if isinstance(doc, dict):
+        for v in doc.values():
+            yield from _strings(v)
+    elif isinstance(doc, list):
+        for v in doc:
+            yield from _strings(v)
+    elif isinstance(doc, str):
+        yield doc
+
+
+def test_the_manifest_never_names_the_work_folder_it_was_made_in(built, standin, digits_keras, tmp_path):  # noqa: F811
+    """Was: reports.check.model = ".bundle.xxxx.work/digits_int8.tflite" (a folder deleted at the end)."""
+    target, doc = built
+    assert doc["manifest"]["reports"]["check"]["model"] == "digits_int8.tflite"
+    assert doc["manifest"]["source"] == {"model": "digits.h5", "format": "h5", "output": None}
+    assert doc["quantize"]["output"] == str(target / "digits_int8.tflite") and doc["quantize"]["record"] is None
+    standin()  # compile reports name models and commands too
+    compiled = _build([str(digits_keras.path), "-o", str(tmp_path / "bundle"), "--samples", "60", "--no-verify"])
+    for d in (doc, compiled):
+        assert not [s for s in _strings(d) if ".work" in s], [s for s in _strings(d) if ".work" in s]
+
+
+def test_build_from_an_existing_int8_tflite_checks_evaluates_and_bundles_it(built, digits_folders, tmp_path):
+    """Was: "is already a TFLite model" (exit 3): build could only start from a Keras model."""
+    target, first = built
+    given = tmp_path / "mine.tflite"
+    shutil.copy(target / "digits_int8.tflite", given)
+    doc = _build([str(given), "-o", str(tmp_path / "b"), "--eval", str(digits_folders.test)])
+    m = doc["manifest"]
+    assert m["models"] == {"cpu": "mine.tflite", "edgetpu": None} and m["source"]["format"] == "tflite"
+    assert m["preprocess"] == first["manifest"]["preprocess"] and m["labels"] == "labels.txt"  # from its record
+    assert m["accuracy"]["top1"] == first["manifest"]["accuracy"]["top1"]  # the same model, the same data
+    assert m["reports"]["check"]["verdict"] == "full" and doc["quantize"] is None
+    assert m["versions"]["tensorflow"] is None
+    manifest.load(tmp_path / "b").verify_all()
+    refused = CliRunner().invoke(cli, ["build", str(given), "-o", str(tmp_path / "c"), "--calib",
+                                       str(digits_folders.train)])
+    assert refused.exit_code == 2 and "--calib: for a Keras model" in refused.stderr
+    assert not (tmp_path / "c").exists()
+
+
+def test_build_from_a_compiled_model_bundles_it_with_its_cpu_twin(testdata, tmp_path):
+    """Coral's own pair: x_edgetpu.tflite with x.tflite beside it; the compiled model is kept as it is."""
+    doc = _build([str(testdata / "mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "--labels",
+                  str(testdata / "imagenet_labels.txt"), "-o", str(tmp_path / "b")])
+    m = doc["manifest"]
+    assert m["models"] == {"cpu": "mobilenet_v1_0.25_128_quant.tflite",
+                           "edgetpu": "mobilenet_v1_0.25_128_quant_edgetpu.tflite"}
+    assert (tmp_path / "b" / m["models"]["edgetpu"]).read_bytes() == \
+        (testdata / "mobilenet_v1_0.25_128_quant_edgetpu.tflite").read_bytes()
+    assert any("not compiled again" in n for n in doc["notes"])
+    result = C.classify([str(testdata / "cat.bmp")], tmp_path / "b", k=3, device="cpu").to_dict()
+    assert any("cat" in t["label"] for t in result["results"][0]["top"])
+    shutil.copy(testdata / "mobilenet_v1_0.25_128_quant_edgetpu.tflite", tmp_path / "lone_edgetpu.tflite")
+    lone = CliRunner().invoke(cli, ["build", str(tmp_path / "lone_edgetpu.tflite"), "-o", str(tmp_path / "c")])
+    assert lone.exit_code == 3 and "its CPU model lone.tflite is not beside it" in lone.stderr

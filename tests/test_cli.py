@@ -30,7 +30,7 @@ def test_version_and_help_import_no_tensorflow():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     listed = [line.split()[0] for line in proc.stdout.split("Commands:")[1].strip().splitlines()]
-    assert listed == ["train", "quantize", "check", "compile", "build", "classify", "evaluate", "benchmark",
+    assert listed == ["train", "quantize", "check", "compile", "cut", "build", "classify", "detect", "evaluate", "benchmark",
                       "deploy", "inspect", "devices", "doctor"]
     assert run("--version").stdout.strip() == f"edgekit, version {__version__}"
 

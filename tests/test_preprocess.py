@@ -104,3 +104,31 @@ def test_float_pixels_outside_every_usual_range_are_refused(tmp_path):
     with pytest.raises(InputError, match=r"weird.tif: F pixels range from -3.5 to -3.5") as exc:
         open_image(path)
     assert "8- or 16-bit" in exc.value.hint
+
+
+def test_keras_resize_is_bilinear_with_half_pixel_centres_and_no_antialias():
+    """8x8 -> 2x2: each output pixel is the mean of the two middle rows/columns of its 4x4 block (what
+    tf.image.resize computes), not the mean of the whole block (what an antialiased filter approaches)."""
+    from edgekit.preprocess import pixels, resize_like_keras
+
+    x = np.arange(64, dtype=np.uint8).reshape(8, 8) * 3
+    out = resize_like_keras(x, 2, 2)
+    expected = [[x[1:3, 1:3].mean(), x[1:3, 5:7].mean()], [x[5:7, 1:3].mean(), x[5:7, 5:7].mean()]]
+    assert out.tolist() == np.round(expected).astype(int).tolist()
+    spec = PreprocessSpec(2, 2, "L", "keras")
+    assert pixels(x, spec)[..., 0].tolist() == out.tolist()          # the one preprocessing uses it
+    assert PreprocessSpec.from_dict(spec.to_dict()).resize == "keras"  # and records it
+
+
+@pytest.mark.tf
+def test_keras_resize_matches_keras_ops_image_resize():
+    import keras
+
+    from edgekit.preprocess import resize_like_keras
+
+    rng = np.random.default_rng(0)
+    for shape, size in (((427, 640, 3), (32, 32)), ((90, 100, 3), (224, 224)), ((37, 53, 1), (16, 20))):
+        x = rng.integers(0, 256, shape, dtype=np.uint8)
+        ref = np.asarray(keras.ops.image.resize(x.astype(np.float32), size, interpolation="bilinear",
+                                                antialias=False))
+        assert np.abs(resize_like_keras(x, *size).astype(np.float32) - ref).max() <= 0.501  # uint8 rounding only

@@ -601,3 +601,429 @@ def test_the_destination_reaches_ssh_after_its_options_end():
 
     argv = SshTarget("mendel@192.168.100.2").ssh_argv("true")
     assert argv[-3:] == ["--", "mendel@192.168.100.2", "true"]
+
+
+# ------------------------------------------------------------------------------------ a hostile board
+def board_python(tmp_path: Path, step: str, action: str) -> Path:
+    """A board's python3 that answers ``step`` (probe, unpack, classify or benchmark) with the shell ``action``
+    (its stdin read first), and runs the real one for every other step: a board whose runner was replaced, or
+    whose answers a broken or hostile machine writes."""
+    script = tmp_path / f"python-{step}"
+    script.write_text(f"""#!/bin/sh
+step=
+for a in "$@"; do case "$a" in probe|unpack|classify|benchmark) step=$a; break;; esac; done
+if [ "$step" = "{step}" ]; then
+  cat > /dev/null
+  {action}
+fi
+exec {TARGET_PYTHON} "$@"
+""")
+    script.chmod(0o755)
+    return script
+
+
+def answering(tmp_path: Path, step: str, answer: bytes, code: int = 0) -> Path:
+    (tmp_path / "answer").write_bytes(answer)
+    return board_python(tmp_path, step, f"cat {tmp_path / 'answer'}; exit {code}")
+
+
+def _on_the_board(sshd, deployed, step: str, python: Path, *extra: str):
+    """Run ``step``'s command (deploy for probe and unpack) on the deployed board with ``python`` as its Python."""
+    args = ssh_args(sshd, deployed.remote_path, python=False) + ["--python", str(python), "--quiet", *extra]
+    if step == "classify":
+        return invoke("classify", str(shared_file("cat.bmp")), "--on", sshd.destination, "-m", str(deployed.bundle),
+                      "-k", "3", *args)
+    if step == "benchmark":
+        return invoke("benchmark", "--on", sshd.destination, "-m", str(deployed.bundle), "-n", "3", "--warmup", "1",
+                      *args)
+    return invoke("deploy", str(deployed.bundle), "--to", sshd.destination, *args)
+
+
+def _probe_doc() -> dict:
+    return {"python": "3.7.3", "executable": "/usr/bin/python3",
+            "packages": {"numpy": True, "pillow": "9.5.0", "pycoral": False, "tflite_runtime": True,
+                         "ai_edge_litert": False}, "files": {}}
+
+
+def _classify_doc() -> dict:
+    return {"model": "m.tflite", "device": "cpu", "backend": "tflite_runtime", "first_inference_ms": 1.5,
+            "results": [{"image": "000000.bmp", "ms": 1.0, "top": [{"id": 282, "label": "tiger cat", "score": 0.5}]}],
+            "errors": []}
+
+
+def _benchmark_doc() -> dict:
+    return {"model": "m.tflite", "device": "cpu", "backend": "tflite_runtime", "threads": 2, "load_ms": 3.0,
+            "first_inference_ms": 2.0, "iterations": 3, "warmup": 1, "latencies_ms": [1.0, 2.0, 3.0], "count": 3,
+            "min_ms": 1.0, "max_ms": 3.0, "mean_ms": 2.0, "p50_ms": 2.0, "p90_ms": 2.8, "p99_ms": 2.98,
+            "throughput_per_s": 500.0, "machine": {"platform": "Linux", "processor": "aarch64", "cpus": 4,
+                                                    "governors": None}, "notes": [], "warnings": [], "comparison": None}
+
+
+def _changed(doc: dict, path: str, value) -> bytes:
+    """``doc`` as JSON with the field at ``path`` (dotted; list items by index) set to ``value`` (or removed)."""
+    *parents, last = path.split(".")
+    node = doc
+    for key in parents:
+        node = node[int(key)] if isinstance(node, list) else node[key]
+    if value is _REMOVE:
+        del node[last]
+    else:
+        node[int(last) if isinstance(node, list) else last] = value
+    return json.dumps(doc).encode()
+
+
+_REMOVE = object()
+_DEEP = b"[" * 100_000 + b"]" * 100_000
+MALFORMED = {  # step -> case -> the board's answer (exit 0). Before the fix, 13 of these were exit 70.
+    "probe": {
+        "{}": b"{}", "a list": b"[1, 2]", "python a number": _changed(_probe_doc(), "python", 3),
+        "packages a list": _changed(_probe_doc(), "packages", []),
+        "files a list": _changed(_probe_doc(), "files", ["runtime/x"]),
+        "a sha256 a number": _changed(_probe_doc(), "files", {"runtime/x": 1}),
+        "numpy missing": _changed(_probe_doc(), "packages.numpy", _REMOVE),
+        "pillow a huge number": _changed(_probe_doc(), "packages.pillow", "9" * 5000),
+        "NaN": json.dumps(_probe_doc()).replace('"9.5.0"', "NaN").encode(),
+        "deep": _DEEP, "truncated": json.dumps(_probe_doc()).encode()[:40],
+        "not UTF-8": json.dumps(_probe_doc()).replace("python3", "pyth\xffn3").encode("latin-1"),
+        "two documents": json.dumps(_probe_doc()).encode() * 2,
+    },
+    "classify": {
+        "{}": b"{}", "null": b"null", "results an object": _changed(_classify_doc(), "results", {}),
+        "model a number": _changed(_classify_doc(), "model", 7),
+        "score a string": _changed(_classify_doc(), "results.0.top.0.score", "0.5"),
+        "score NaN": json.dumps(_classify_doc()).replace("0.5", "NaN").encode(),
+        "ms Infinity": json.dumps(_classify_doc()).replace('"ms": 1.0', '"ms": Infinity').encode(),
+        "ms negative": _changed(_classify_doc(), "results.0.ms", -1),
+        "id true": _changed(_classify_doc(), "results.0.top.0.id", True),
+        "an entry a string": _changed(_classify_doc(), "results.0", "000000.bmp"),
+        "an image not sent": _changed(_classify_doc(), "results.0.image", "/etc/passwd"),
+        "errors without error": _changed(_classify_doc(), "errors", [{"image": "000000.bmp"}]),
+        "deep": _DEEP, "deep within limits of json": _changed(_classify_doc(), "errors", json.loads("[" * 30 + "]" * 30)),
+        "truncated": json.dumps(_classify_doc()).encode()[:-3],
+        "not UTF-8": json.dumps(_classify_doc()).replace("tiger", "tig\xe9r").encode("latin-1"),
+        "an unknown field": _changed(_classify_doc(), "extra", 1),
+    },
+    "benchmark": {
+        "{}": b"{}", "p50 NaN": json.dumps(_benchmark_doc()).replace('"p50_ms": 2.0', '"p50_ms": NaN').encode(),
+        "latency negative": _changed(_benchmark_doc(), "latencies_ms.0", -1.0),
+        "latencies a string": _changed(_benchmark_doc(), "latencies_ms", "1,2,3"),
+        "count not the latencies": _changed(_benchmark_doc(), "count", 2),
+        "summary not the latencies": _changed(_benchmark_doc(), "p99_ms", 30.0),
+        "machine a string": _changed(_benchmark_doc(), "machine", "Linux"),
+        "notes a string": _changed(_benchmark_doc(), "notes", "note"),
+        "comparison an object": _changed(_benchmark_doc(), "comparison", {"regression": False}),
+        "deep": _DEEP, "truncated": json.dumps(_benchmark_doc()).encode()[:-1],
+    },
+}
+VALID = {"probe": None, "classify": _classify_doc, "benchmark": _benchmark_doc}
+
+
+# Through the real sshd, a few of the cases below (each step, each kind of fault); the rest through the stand-in.
+REAL_SSH_CASES = [("probe", "{}"), ("probe", "not UTF-8"), ("classify", "score NaN"), ("classify", "deep"),
+                  ("benchmark", "{}")]
+_WHAT = {"probe": "listing the target folder", "classify": "classifying", "benchmark": "benchmarking"}
+
+
+def _assert_malformed(line: str, destination: str, step: str) -> None:
+    assert line.startswith(f"error: the answer of {destination} to {_WHAT[step]} is malformed: "), line
+    assert ("--python" in line and "login scripts quiet" in line) if step == "probe" else \
+        ("deploy the bundle again" in line and "edgekit version" in line), line
+
+
+@pytest.mark.parametrize("step, case", REAL_SSH_CASES)
+def test_a_malformed_board_answer_is_one_line_exit_9_with_what_to_do(sshd, deployed, tmp_path, step, case):
+    python = answering(tmp_path, step, MALFORMED[step][case])
+    _assert_malformed(_one_error_line(_on_the_board(sshd, deployed, step, python), 9), sshd.destination, step)
+
+
+@pytest.mark.parametrize("step", ["classify", "benchmark"])
+def test_a_well_formed_answer_from_the_same_board_passes(sshd, deployed, tmp_path, step):
+    """The control for the cases above: the same board answering a well-formed document is believed."""
+    python = answering(tmp_path, step, json.dumps(VALID[step]()).encode())
+    result = _on_the_board(sshd, deployed, step, python, "--json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    assert doc["device"] == f"cpu on {sshd.destination}"
+    if step == "classify":
+        assert doc["results"][0]["image"] == str(shared_file("cat.bmp"))
+
+
+@pytest.mark.parametrize("step, stream", [("probe", "stdout"), ("probe", "stderr"), ("classify", "stdout"),
+                                          ("benchmark", "stderr")])
+def test_a_board_answering_without_end_is_stopped_at_a_bound(sshd, deployed, tmp_path, step, stream):
+    """`yes` as the board's answer: read up to a bound, then ssh is stopped: one line, exit 9, long before
+    --timeout (the whole answer was kept in memory until the timeout before)."""
+    python = board_python(tmp_path, step, "exec yes 'the board says this again and again'" +
+                          (" >&2" if stream == "stderr" else ""))
+    started = time.monotonic()
+    line = _one_error_line(_on_the_board(sshd, deployed, step, python, "--timeout", "30"), 9)
+    assert time.monotonic() - started < 25
+    assert "went past" in line and f"MiB on {stream}, so it was stopped" in line and "quiet" in line
+
+
+def test_a_board_error_without_a_hint_gets_one(sshd, deployed, tmp_path):
+    """An error line alone (a runner of an older edgekit), exit 3: the hint for its exit code."""
+    python = board_python(tmp_path, "classify", "echo 'error: the board says no' >&2; exit 3")
+    line = _one_error_line(_on_the_board(sshd, deployed, "classify", python), 3)
+    assert line == (f"error: on {sshd.destination}: the board says no (a file on the board is not what the runner "
+                    "can read: deploy the bundle again (edgekit deploy), and check the images)")
+
+
+def test_a_board_error_that_is_not_the_runners_has_a_hint_and_reaches_the_terminal_escaped(sshd, deployed, tmp_path):
+    python = board_python(tmp_path, "classify", r"printf 'Segmentation fault \033[2J\033]0;owned\007\n' >&2; exit 139")
+    line = _one_error_line(_on_the_board(sshd, deployed, "classify", python), 9)
+    assert "\x1b" not in line and "\x07" not in line
+    assert line == (f"error: the runner failed on {sshd.destination}: Segmentation fault \\x1b[2J\\x1b]0;owned\\x07 "
+                    "(deploy the bundle again (edgekit deploy); rerun with --debug)")
+
+
+def test_a_real_runner_error_keeps_its_own_hint(sshd, deployed, tmp_path):
+    """The runner's own error (here: a bundle changed on the board after deploy) arrives with its own hint, once."""
+    remote_path = tmp_path / "board"
+    bundle = make_bundle(tmp_path / "b")
+    assert invoke("deploy", str(bundle), "--to", sshd.destination, *ssh_args(sshd, remote_path)).exit_code == 0
+    board_labels = remote_path / "bundles" / "b" / "labels.txt"
+    python = board_python(tmp_path, "classify", f"echo changed > {board_labels}")  # then the real runner runs
+    line = _one_error_line(invoke("classify", str(shared_file("cat.bmp")), "--on", sshd.destination, "-m",
+                                  str(bundle), *ssh_args(sshd, remote_path, python=False), "--python", str(python),
+                                  "--quiet"), 3)
+    assert f"error: on {sshd.destination}: ../bundles/b: labels.txt has changed since the bundle was built" in line
+    assert line.endswith("(copy the bundle again or rebuild it with edgekit build; edited bundles are refused)")
+
+
+# ------------------------------------------------------------------------------------ a stand-in board
+@pytest.fixture()
+def stand_in(monkeypatch, tmp_path):
+    """A STAND-IN for ssh and the board (SshTarget.run replaced, no connection): its listing says the bundle is
+    there, each later step answers what ``stand_in.answers[step]`` holds (stdout, stderr, exit code). It tests
+    only how edgekit reads answers, every case of it quickly; the real ssh path is tested above."""
+    import shlex
+
+    from edgekit import manifest
+    from edgekit.devices import remote
+
+    bundle = make_bundle(tmp_path / "b")
+    files = {f"bundles/b/{rel}": sha for rel, sha in remote.read_bundle(bundle).files.items()}
+    files.update({rel: manifest.sha256_file(path) for rel, path in remote.runtime_files().items()})
+    answers = {"probe": (json.dumps({**_probe_doc(), "files": files}).encode(), b"", 0)}
+    seen = []
+
+    def run(self, command, stdin=b"", timeout=None, what="the command", max_stdout=remote.MAX_STDOUT):
+        step = next(word for word in shlex.split(command) if word in ("probe", "unpack", "classify", "benchmark"))
+        seen.append((step, max_stdout))
+        out, err, code = answers[step]
+        return subprocess.CompletedProcess([], code, out, err)
+
+    monkeypatch.setattr(remote.SshTarget, "run", run)
+    return SimpleNamespace(bundle=bundle, answers=answers, seen=seen)
+
+
+def _stand_in_run(stand_in, step: str, *extra: str):
+    image = str(shared_file("cat.bmp"))
+    if step == "classify":
+        return invoke("classify", image, "--on", "u@board", "-m", str(stand_in.bundle), "-k", "3", "--quiet", *extra)
+    if step == "benchmark":
+        return invoke("benchmark", "--on", "u@board", "-m", str(stand_in.bundle), "-n", "3", "--warmup", "1",
+                      "--quiet", *extra)
+    return invoke("deploy", str(stand_in.bundle), "--to", "u@board", *extra)
+
+
+@pytest.mark.parametrize("step, case", [(step, case) for step in MALFORMED for case in MALFORMED[step]])
+def test_every_malformed_answer_is_one_line_exit_9_stand_in(stand_in, step, case):
+    stand_in.answers[step] = (MALFORMED[step][case], b"", 0)
+    _assert_malformed(_one_error_line(_stand_in_run(stand_in, step), 9), "u@board", step)
+
+
+@pytest.mark.parametrize("step", ["probe", "classify", "benchmark"])
+def test_the_stand_ins_well_formed_answers_pass(stand_in, step):
+    if step != "probe":
+        stand_in.answers[step] = (json.dumps(VALID[step]()).encode(), b"", 0)
+    result = _stand_in_run(stand_in, step, "--json")
+    assert result.exit_code == 0, result.output
+    assert [s for s, _ in stand_in.seen] == ["probe"] + ([step] if step != "probe" else [])
+
+
+@pytest.mark.parametrize("stdout, stderr, code, expected_code, expected", [
+    (b"", b"error: the board says no\n", 3, 3, ("the board says no (a file on the board is not what the runner can "
+                                              "read: deploy the bundle again (edgekit deploy), and check the images)")),
+    (b"", b"error: the board says no\n", 9, 9, "the board says no (check the Edge TPU and its runtime on the board"),
+    (b"", b"error: the board says no\n", 4, 4, "the board says no (install what is missing on the board"),
+    (b"", b"error: the board says no\n", 2, 2, "the board says no (the board's runner refused its arguments"),
+    (b"", b"error: the board says no\n", 42, 9, "the board says no (check the Edge TPU"),
+    (b'{"error": {"message": "no", "hint": null, "exit_code": 3}}', b"", 3, 3, "no (a file on the board is not what the runner"),
+    (b'{"error": {"message": "no", "hint": "do this", "exit_code": 9}}', b"error: no (do this)\n", 9, 9,
+     "no (do this)"),
+    (b'{"error": {"message": "no\\u001b[31m", "hint": "do\\nthis", "exit_code": 3}}', b"", 3, 3,
+     "no\\x1b[31m (do\\x0athis)"),
+])
+def test_each_board_error_has_a_hint_stand_in(stand_in, stdout, stderr, code, expected_code, expected):
+    stand_in.answers["classify"] = (stdout, stderr, code)
+    line = _one_error_line(_stand_in_run(stand_in, "classify"), expected_code)
+    assert line.startswith(f"error: on u@board: {expected}") and line.endswith(")"), line
+
+
+def test_stdout_is_bounded_by_what_was_asked(stand_in):
+    """classify's bound grows with the images and classes asked for, benchmark's with the runs; both are finite."""
+    from edgekit.devices import remote
+
+    stand_in.answers["classify"] = (json.dumps(VALID["classify"]()).encode(), b"", 0)
+    assert _stand_in_run(stand_in, "classify").exit_code == 0
+    stand_in.answers["benchmark"] = (json.dumps(VALID["benchmark"]()).encode(), b"", 0)
+    assert _stand_in_run(stand_in, "benchmark").exit_code == 0
+    bounds = dict(stand_in.seen)
+    assert bounds["probe"] == remote.MAX_STDOUT
+    assert bounds["classify"] == remote.classify_stdout_bound(1, 3) < 2 * remote.MAX_STDOUT
+    assert bounds["benchmark"] == remote.benchmark_stdout_bound(3) < 2 * remote.MAX_STDOUT
+    assert remote.classify_stdout_bound(10_000, 5) < 200 << 20 and remote.classify_stdout_bound(1, 10**9) < 64 << 20
+
+
+# ------------------------------------------------------------------------------------ an interrupted deploy
+def _board_runner_pids(remote_path: Path, step: str) -> list[int]:
+    """The board runner processes running ``step`` on ``remote_path`` (the test's "board" is this machine)."""
+    pids = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                argv = (entry / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if step.encode() in argv and str(remote_path).encode() in argv:  # not ssh: its command is one argument
+                pids.append(int(entry.name))
+    return pids
+
+
+def _wait_for(condition, seconds: float = 15) -> bool:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            return False
+        time.sleep(0.05)
+    return True
+
+
+def _staging(remote_path: Path) -> list[str]:
+    return sorted(p.name for p in remote_path.glob(f"{board_runner.STAGING_PREFIX}*")) if remote_path.is_dir() else []
+
+
+def _start_unpack(sshd, remote_path: Path) -> tuple[subprocess.Popen, int]:
+    """A copy under way through the real sshd: the runner has made its staging folder and waits for the rest of
+    a file whose first 100 kB arrived. Returns the local ssh process and the runner's pid on the "board"."""
+    import tarfile
+
+    from edgekit.devices import remote
+
+    target = remote.SshTarget(sshd.destination, port=sshd.port, identity=str(sshd.key),
+                              known_hosts=str(sshd.known_hosts), python=str(TARGET_PYTHON))
+    before = set(_staging(remote_path))
+    proc = subprocess.Popen(target.ssh_argv(target.python_command("unpack", str(remote_path))),
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    member = tarfile.TarInfo("bundles/b/model.tflite")
+    member.size = 1 << 20
+    proc.stdin.write(remote._runner_source() + member.tobuf() + b"x" * 100_000)
+    proc.stdin.flush()
+    assert _wait_for(lambda: set(_staging(remote_path)) - before and _board_runner_pids(remote_path, "unpack")), \
+        proc.poll()
+    return proc, _board_runner_pids(remote_path, "unpack")[0]
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the board's runner in /proc (Linux)")
+@pytest.mark.parametrize("how", ["SIGTERM", "SIGHUP", "connection dropped"])
+def test_an_interrupted_copy_removes_its_staging_folder_on_the_board(sshd, tmp_path, how):
+    """The runner stopped by SIGTERM or SIGHUP (a session torn down, a board shutting down), or its connection
+    dropped: it removes its staging folder as it ends (Python died on the two signals without its clean-up)."""
+    import signal
+
+    remote_path = tmp_path / "board" / "edgekit"
+    proc, pid = _start_unpack(sshd, remote_path)
+    try:
+        if how == "connection dropped":
+            proc.kill()  # the host's ssh gone (Ctrl-C, a cable pulled): the runner reads the end of its input
+        else:
+            os.kill(pid, getattr(signal, how))
+        assert _wait_for(lambda: not _board_runner_pids(remote_path, "unpack")), "the runner did not end"
+        assert _staging(remote_path) == []
+        assert not (remote_path / "bundles").exists()  # and nothing half-copied arrived
+    finally:
+        proc.kill()
+        proc.communicate()
+
+
+@pytest.mark.skipif(not Path("/proc/self/cmdline").exists(), reason="finds the board's runner in /proc (Linux)")
+def test_the_next_deploy_removes_a_staging_folder_left_by_a_killed_copy_but_not_one_in_use(sshd, deployed, tmp_path):
+    """A runner killed outright (SIGKILL, a power cut) cannot clean up: the next deploy there removes what it left,
+    and leaves alone the staging folder of a copy still under way."""
+    import signal
+
+    remote_path = tmp_path / "board" / "edgekit"
+    proc, pid = _start_unpack(sshd, remote_path)
+    os.kill(pid, signal.SIGKILL)
+    assert _wait_for(lambda: not _board_runner_pids(remote_path, "unpack"))
+    proc.kill()
+    proc.communicate()
+    left = _staging(remote_path)
+    assert len(left) == 1  # what the kill left
+    busy, _ = _start_unpack(sshd, remote_path)  # another copy, under way during the next deploy
+    try:
+        in_use = [name for name in _staging(remote_path) if name not in left]
+        result = invoke("deploy", str(deployed.bundle), "--to", sshd.destination, *ssh_args(sshd, remote_path))
+        assert result.exit_code == 0, result.output
+        assert _staging(remote_path) == in_use  # the killed one's gone, the live one's kept
+        assert (remote_path / "bundles" / "mobilenet" / "manifest.json").is_file()
+    finally:
+        busy.kill()
+        busy.communicate()
+    assert _wait_for(lambda: _staging(remote_path) == [])  # the live copy, its connection dropped, cleaned up itself
+
+
+def test_a_board_error_of_any_length_is_one_line_of_a_bounded_length_stand_in(stand_in):
+    stand_in.answers["classify"] = (json.dumps({"error": {"message": "x" * 500_000, "hint": None, "exit_code": 3}})
+                                    .encode(), b"error: " + b"y" * 500_000 + b"\n", 3)
+    line = _one_error_line(_stand_in_run(stand_in, "classify"), 3)
+    assert len(line) < 2500 and line.startswith("error: on u@board: xxx") and "... (a file on the board" in line
+
+
+# ------------------------------------------------------------------------------------ detect --on
+def make_detector_bundle(target: Path) -> Path:
+    """A bundle of the real Ultralytics YOLOv8n export and its compiled twin, English labels, pixels / 255."""
+    from edgekit import build, manifest
+    from edgekit.preprocess import PreprocessSpec
+
+    cpu, tpu = "ppe_yolov8n_full_integer_quant.tflite", "ppe_yolov8n_full_integer_quant_edgetpu.tflite"
+    labels = target.parent / "ppe_labels.txt"
+    target.parent.mkdir(parents=True, exist_ok=True)
+    labels.write_text("boots\nhelmet\ngoggles\nperson\n")
+    spec = PreprocessSpec.with_scaling(640, 640, "0..1", resize="bilinear")
+    doc = manifest.make_manifest(
+        models={"cpu": cpu, "edgetpu": tpu}, labels=manifest.LABELS_NAME, preprocess=spec.to_dict(),
+        input={"shape": [1, 640, 640, 3], "dtype": "int8", "scale": 0.01865844801068306, "zero_point": -14},
+        versions={"edgekit": "test", "tensorflow": None, "edgetpu_compiler": None}, reports={"check": None})
+    return build.write_bundle(target, {cpu: shared_file("detection/" + cpu), tpu: shared_file("detection/" + tpu),
+                                       manifest.LABELS_NAME: labels}, doc)
+
+
+def test_detect_on_python37_board_finds_what_the_local_run_finds(sshd, tmp_path):
+    """The board's runner (Python 3.7, tflite-runtime, no model reader) gets the layout the host read from the
+    bundle, and finds the same objects in grace_hopper.bmp as the local run, at IoU >= 0.9 (tflite-runtime 2.7
+    and LiteRT round int8 kernels a little differently)."""
+    bundle = make_detector_bundle(tmp_path / "b" / "ppe")
+    image = str(shared_file("grace_hopper.bmp"))
+    local = invoke("detect", image, "-m", str(bundle), "--json")
+    assert local.exit_code == 0, local.output
+    remote = invoke("detect", image, "--on", sshd.destination, "-m", str(bundle),
+                    *ssh_args(sshd, tmp_path / "board" / "edgekit"), "--json")
+    assert remote.exit_code == 0, remote.output
+    ours, theirs = json.loads(local.stdout), json.loads(remote.stdout)
+    assert theirs["results"][0]["image"] == image and theirs["device"] == f"cpu on {sshd.destination}"
+    assert theirs["layout"] == ours["layout"] and ours["layout"]["letterbox"]
+    a, b = ours["results"][0]["objects"], theirs["results"][0]["objects"]
+    assert [o["label"] for o in a] == [o["label"] for o in b] and "person" in [o["label"] for o in a]
+    from edgekit.detection import box_iou
+
+    for x, y in zip(a, b):   # on this 255-op model the two builds differ by up to ~5 px and 0.04 in score
+        assert abs(x["score"] - y["score"]) < 0.08, (a, b)
+        assert box_iou([list(x["bbox"].values())], [list(y["bbox"].values())])[0, 0] >= 0.9, (a, b)
+    if TARGET_PYTHON == PY37:
+        assert theirs["backend"] == "tflite_runtime"
+    res = invoke("detect", image, "--on", sshd.destination, "-m", str(bundle), "--save", str(tmp_path / "s"),
+                 *ssh_args(sshd, tmp_path / "board" / "edgekit"))
+    assert res.exit_code == 2 and "--save cannot be combined with --on" in res.stderr

@@ -165,3 +165,15 @@ def fc_chain(num_ops: int, width: int, padding_bytes: int = 0, seed: int = 0) ->
         gb.op("FULLY_CONNECTED", [x, w, b], [y], version=4)
         x = y
     return gb.build([first], [x])
+
+
+def cut_chain(num_ops: int) -> bytes:
+    """``num_ops`` int8 ADDs in a chain with an op the Edge TPU lacks (SIN) halfway: every ADD after it is cut off
+    the one Edge TPU subgraph (for check's scaling with many cut-off ops)."""
+    gb = GraphBuilder()
+    x = first = gb.tensor([1, 4], "int8", name="input")
+    for i in range(num_ops):
+        y = gb.tensor([1, 4], "int8")
+        gb.op("SIN" if i == num_ops // 2 else "ADD", [x] if i == num_ops // 2 else [x, x], [y])
+        x = y
+    return gb.build([first], [x])

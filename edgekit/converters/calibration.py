@@ -46,6 +46,11 @@ CALIB_EXAMPLE = ("--calib path/to/images/  (a folder of training images, flat or
 T = TypeVar("T")
 
 
+def _example(flag: str) -> str:
+    """:data:`CALIB_EXAMPLE` for the option at hand (quantize's ``--eval`` reads the same kinds of data)."""
+    return CALIB_EXAMPLE.replace("--calib", flag, 1)
+
+
 @dataclass
 class CalibrationData:
     """Preprocessed float32 batches: ``calib`` feeds the converter, ``holdout`` the verification."""
@@ -65,6 +70,9 @@ class CalibrationData:
     holdout_pixels: np.ndarray | None = None
     calib_labels: np.ndarray | None = None
     holdout_labels: np.ndarray | None = None
+    # Class folders matched by name to a few of many labels: ``classes`` is then the labels (the ids'
+    # space) and this the number of folders read (None: as many as ``classes``).
+    folders: int | None = None
 
     @property
     def labelled(self) -> bool:
@@ -83,7 +91,8 @@ class CalibrationData:
 
     def summary(self) -> dict[str, Any]:
         return {"source": self.source, "kind": self.kind, "samples": len(self.calib),
-                "holdout_samples": len(self.holdout), "classes": len(self.classes) if self.classes else None,
+                "holdout_samples": len(self.holdout),
+                "classes": self.folders or (len(self.classes) if self.classes else None),
                 "random": self.kind == "random"}
 
 
@@ -118,7 +127,7 @@ def _is_glob(source: str) -> bool:
     return any(ch in source for ch in "*?[")
 
 
-def _tfrecord_files(source: str) -> list[str]:
+def _tfrecord_files(source: str, flag: str = "--calib") -> list[str]:
     p = Path(source)
     if p.is_dir():
         files = sorted(str(f) for f in p.iterdir() if f.suffix.lower() in TFRECORD_SUFFIXES)
@@ -127,9 +136,9 @@ def _tfrecord_files(source: str) -> list[str]:
     else:
         files = [source] if p.is_file() else []
     if not files:
-        raise InputError(f"--calib {source}: no TFRecord files found",
+        raise InputError(f"{flag} {source}: no TFRecord files found",
                          "check the folder or glob (quote it so the shell leaves the * alone), "
-                         "e.g. --calib 'data/train-*.tfrecord'")
+                         "e.g. {flag} 'data/train-*.tfrecord'")
     return files
 
 
@@ -176,11 +185,11 @@ def _records_in_shares(tf: Any, files: Sequence[str], budget: int) -> Iterator[A
         active = unread + [i for i, n in plan if got[i] == n]
 
 
-def _read_tfrecords(source: str, key: str, seed: int = 0) -> tuple[list[list[bytes]], list[str] | None, list[str]]:
+def _read_tfrecords(source: str, key: str, seed: int = 0, flag: str = "--calib") -> tuple[list[list[bytes]], list[str] | None, list[str]]:
     from edgekit.converters.tf_quiet import import_tensorflow
 
     tf = import_tensorflow()
-    files = _tfrecord_files(source)
+    files = _tfrecord_files(source, flag)
     files = [files[i] for i in np.random.default_rng(seed).permutation(len(files))]
     by_label: dict[Any, list[bytes]] = {}
     notes: list[str] = []
@@ -191,12 +200,12 @@ def _read_tfrecords(source: str, key: str, seed: int = 0) -> tuple[list[list[byt
             feats = example.features.feature
             if key not in feats or not feats[key].bytes_list.value:
                 present = ", ".join(sorted(feats)) or "none"
-                raise InputError(f"--calib {source}: TFRecord example has no encoded image under {key!r} "
+                raise InputError(f"{flag} {source}: TFRecord example has no encoded image under {key!r} "
                                  f"(features present: {present})", "name the feature with --tfrecord-key KEY")
             label = None
             for lk in TFRECORD_LABEL_KEYS:
-                if lk in feats and feats[lk].int64_list.value:
-                    label = int(feats[lk].int64_list.value[0])
+                if lk in feats and (feats[lk].int64_list.value or feats[lk].float_list.value):
+                    label = _record_label(feats[lk], f"--calib {source}: {lk!r}")
                     break
             by_label.setdefault(label, []).append(bytes(feats[key].bytes_list.value[0]))
             count += 1
@@ -211,7 +220,7 @@ def _read_tfrecords(source: str, key: str, seed: int = 0) -> tuple[list[list[byt
             hint = "check that the files exist and can be read"
         else:
             hint = "the file is damaged or truncated, or is not a TFRecord of tf.train.Example"
-        raise InputError(f"--calib {source}: cannot read TFRecord: {reason}", hint) from None
+        raise InputError(f"{flag} {source}: cannot read TFRecord: {reason}", hint) from None
     if count >= MAX_TFRECORD_SCAN:
         notes.append(f"sampled from {MAX_TFRECORD_SCAN} records, an even share from the start of each of "
                      f"{len(files)} file(s)" if len(files) <= MAX_TFRECORD_SCAN else
@@ -222,46 +231,53 @@ def _read_tfrecords(source: str, key: str, seed: int = 0) -> tuple[list[list[byt
     return [by_label[v] for v in labels], classes, notes
 
 
-def _not_an_array(source: Any) -> InputError:
-    return InputError(f"--calib {source}: not a NumPy array of numbers (not a .npy/.npz file, or it holds "
+def _record_label(feature: Any, what: str) -> int:
+    """A TFRecord label: one id, or a one-hot row (int64 or float list) read as :func:`datasets.class_ids` reads
+    an .npz's rows (never its first value alone); ambiguous rows are refused naming them."""
+    values = list(feature.int64_list.value) or list(feature.float_list.value)
+    return int(datasets.class_ids(np.asarray([values]), what)[0])
+
+
+def _not_an_array(source: Any, flag: str = "--calib") -> InputError:
+    return InputError(f"{flag} {source}: not a NumPy array of numbers (not a .npy/.npz file, or it holds "
                       "Python objects, which edgekit never unpickles)", ARRAY_HINT)
 
 
-def _check_npy_header(f: IO[bytes], available: int, where: str) -> None:
+def _check_npy_header(f: IO[bytes], available: int, where: str, flag: str = "--calib") -> None:
     """Refuse an array whose header promises more bytes than there are, before numpy allocates them."""
     fmt = np.lib.format
     try:
         version = fmt.read_magic(f)
     except ValueError:
-        raise _not_an_array(where) from None
+        raise _not_an_array(where, flag) from None
     if version not in ((1, 0), (2, 0)):  # 3.0 (utf-8 field names) is rare: left to np.load
         return
     shape, _, dtype = (fmt.read_array_header_1_0 if version == (1, 0) else fmt.read_array_header_2_0)(f)
     needed = math.prod(shape) * dtype.itemsize
     available -= f.tell()  # the header's own bytes
     if needed > available:
-        raise InputError(f"--calib {where}: its header says {tuple(shape)} {dtype} ({needed:,} bytes) but the file "
+        raise InputError(f"{flag} {where}: its header says {tuple(shape)} {dtype} ({needed:,} bytes) but the file "
                          f"holds {available:,} (truncated or damaged)", "save the array again with np.save")
 
 
-def _check_headers(source: Path) -> None:
+def _check_headers(source: Path, flag: str = "--calib") -> None:
     """:func:`_check_npy_header` for a .npy, or for every array of a .npz (a zip of .npy members)."""
     if source.suffix.lower() == ".npy":
         with open(source, "rb") as f:
-            _check_npy_header(f, source.stat().st_size, str(source))
+            _check_npy_header(f, source.stat().st_size, str(source), flag)
         return
     with zipfile.ZipFile(source) as z:
         for info in z.infolist():
             if info.filename.endswith(".npy"):
                 with z.open(info) as f:
                     head = io.BytesIO(f.read(65536 + 16))  # a header is at most a few KiB
-                _check_npy_header(head, info.file_size, f"{source} ({info.filename[:-4]})")
+                _check_npy_header(head, info.file_size, f"{source} ({info.filename[:-4]})", flag)
 
 
-def _read_array(source: Path) -> tuple[np.ndarray, np.ndarray | None]:
-    regular_file(source, "--calib")
+def _read_array(source: Path, flag: str = "--calib") -> tuple[np.ndarray, np.ndarray | None]:
+    regular_file(source, flag)
     try:
-        _check_headers(source)
+        _check_headers(source, flag)
         if source.suffix.lower() == ".npy":
             return np.load(source, allow_pickle=False), None
         with np.load(source, allow_pickle=False) as z:
@@ -269,24 +285,24 @@ def _read_array(source: Path) -> tuple[np.ndarray, np.ndarray | None]:
             xkey, ykey = datasets.array_names(names)
             xkey = xkey or next((k for k in names if z[k].ndim >= 3), None)
             if xkey is None:
-                raise InputError(f"--calib {source}: no image array in the .npz (arrays: {', '.join(names)})",
+                raise InputError(f"{flag} {source}: no image array in the .npz (arrays: {', '.join(names)})",
                                  "store the images as an (N, H, W, C) array named 'x'")
             return z[xkey], (z[ykey] if ykey else None)
     except InputError:
         raise
     except ValueError as exc:  # numpy's "pickled (object) data" also for files that are no .npy at all
         if "pickle" in str(exc):
-            raise _not_an_array(source) from None
-        raise InputError(f"--calib {source}: cannot read the array ({first_line(exc)})", ARRAY_HINT) from None
+            raise _not_an_array(source, flag) from None
+        raise InputError(f"{flag} {source}: cannot read the array ({first_line(exc)})", ARRAY_HINT) from None
     except (OSError, EOFError, zipfile.BadZipFile) as exc:
-        raise InputError(f"--calib {source}: cannot read the array ({first_line(exc)})", ARRAY_HINT) from None
+        raise InputError(f"{flag} {source}: cannot read the array ({first_line(exc)})", ARRAY_HINT) from None
 
 
 ARRAY_HINT = "save the images with np.save / np.savez as a uint8 (N, H, W, C) array"
 
 
 # ------------------------------------------------------------------------------------------ main
-def check_exists(source: str, recorded_in: str | Path | None = None) -> None:
+def check_exists(source: str, recorded_in: str | Path | None = None, flag: str = "--calib") -> None:
     """Refuse a calibration path that does not exist (``random`` and globs pass), before any slow work.
 
     ``recorded_in`` names the record the source came from when the user gave no ``--calib``.
@@ -296,16 +312,17 @@ def check_exists(source: str, recorded_in: str | Path | None = None) -> None:
     if recorded_in:
         raise InputError(f"the calibration data recorded in {recorded_in} is gone: no such file or folder {source}",
                          f"pass it explicitly: {CALIB_EXAMPLE}")
-    raise InputError(f"--calib {source}: no such file or folder", f"example: {CALIB_EXAMPLE}")
+    raise InputError(f"{flag} {source}: no such file or folder", f"example: {_example(flag)}")
 
 
 def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, holdout: int = DEFAULT_HOLDOUT,
-         seed: int = 0, tfrecord_key: str = DEFAULT_TFRECORD_KEY, report: Reporter = SILENT) -> CalibrationData:
+         seed: int = 0, tfrecord_key: str = DEFAULT_TFRECORD_KEY, report: Reporter = SILENT,
+         flag: str = "--calib") -> CalibrationData:
     """Read, sample and preprocess calibration data from ``source`` (see the module docstring); ``report``
-    draws the progress."""
+    draws the progress; ``flag`` is the option errors name (``--calib``, or quantize's ``--eval``)."""
     if samples < 1:
         raise UsageError("--samples must be at least 1", "e.g. --samples 300")
-    check_exists(source)
+    check_exists(source, flag=flag)
     h, w, c = spec.height, spec.width, spec.num_channels
     rgb = replace(spec, channels="L" if c == 1 else "RGB")  # decode once; use() applies any spec's order
     if source == "random":
@@ -322,7 +339,7 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
     notes: list[str] = []
     is_float = False  # float arrays are model inputs already: no pixels to renormalize
     if _is_tfrecord(source):
-        groups, classes, notes = _read_tfrecords(source, tfrecord_key, seed)
+        groups, classes, notes = _read_tfrecords(source, tfrecord_key, seed, flag)
         kind = "tfrecord"
         class_ids = [int(c) for c in classes] if classes else None
 
@@ -330,7 +347,7 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
             try:
                 return pixels(open_image(io.BytesIO(b)), rgb)
             except InputError as exc:
-                raise InputError(f"--calib {source}: a record's {tfrecord_key!r} is not a readable image "
+                raise InputError(f"{flag} {source}: a record's {tfrecord_key!r} is not a readable image "
                                  f"({exc.message.split(': ', 1)[-1]})",
                                  "name the feature holding encoded images with --tfrecord-key") from None
     elif path.is_dir():
@@ -342,20 +359,20 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
             try:
                 return pixels(open_image(f), rgb)
             except InputError as exc:
-                raise InputError(f"--calib {source}: {exc.message}", "remove or replace that file") from None
+                raise InputError(f"{flag} {source}: {exc.message}", "remove or replace that file") from None
     elif path.suffix.lower() in (".npy", ".npz") and path.is_file():
-        x, y = _read_array(path)
+        x, y = _read_array(path, flag)
         kind = path.suffix.lower()[1:]
         is_float = x.dtype.kind == "f"
         class_ids = None
         if x.ndim not in (3, 4) or len(x) == 0:
-            raise InputError(f"--calib {source}: expected an (N, H, W, C) image array, got shape {x.shape}",
+            raise InputError(f"{flag} {source}: expected an (N, H, W, C) image array, got shape {x.shape}",
                              ARRAY_HINT)
         if x.dtype == np.uint8 and x.ndim == 4 and x.shape[-1] not in (1, 3, 4):
-            raise InputError(f"--calib {source}: images with {x.shape[-1]} channels (shape {x.shape})",
+            raise InputError(f"{flag} {source}: images with {x.shape[-1]} channels (shape {x.shape})",
                              "store 1 (grey), 3 (RGB) or 4 (RGBA) channels, as (N, H, W, C)")
         if x.dtype.kind == "f" and not np.isfinite(x).all():
-            raise InputError(f"--calib {source}: the array holds NaN or infinite values "
+            raise InputError(f"{flag} {source}: the array holds NaN or infinite values "
                              f"({int(np.count_nonzero(~np.isfinite(x)))} of {x.size})",
                              "replace them (np.nan_to_num) or drop those samples")
         if x.dtype == np.uint8:
@@ -363,7 +380,7 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
                 return pixels(x[i] if x[i].ndim == 2 or x[i].shape[-1] != 1 else x[i][..., 0], rgb)
         elif x.dtype.kind == "f":
             if tuple(x.shape[1:]) != (h, w, c):
-                raise InputError(f"--calib {source}: float array of shape {tuple(x.shape[1:])} per sample, "
+                raise InputError(f"{flag} {source}: float array of shape {tuple(x.shape[1:])} per sample, "
                                  f"but the model takes {(h, w, c)}",
                                  "store uint8 images (edgekit preprocesses them) or already-preprocessed "
                                  "inputs of the model's shape")
@@ -372,10 +389,10 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
             def decode(i: int) -> np.ndarray:
                 return x[i].astype(np.float32)
         else:
-            raise InputError(f"--calib {source}: array dtype {x.dtype} is neither uint8 images nor float inputs",
+            raise InputError(f"{flag} {source}: array dtype {x.dtype} is neither uint8 images nor float inputs",
                              "save 0..255 images as uint8 (x.astype(np.uint8)), or preprocessed model inputs as float32")
         if y is not None:  # labels that are there must be labels, as evaluate requires of the same file
-            labels = datasets.labels_of(x, y, f"--calib {source}")  # one-hot rows → ids; NaN, fractions refused
+            labels = datasets.labels_of(x, y, f"{flag} {source}")  # one-hot rows → ids; NaN, fractions refused
             values = sorted(set(labels.tolist()))
             groups = [[i for i in range(len(x)) if labels[i] == v] for v in values]
             classes = [str(v) for v in values]
@@ -385,21 +402,21 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
             class_ids = None
     elif _is_glob(source):  # a glob is read as TFRecord files only (README): say so, not "a single image"
         folder = path.parent if not _is_glob(str(path.parent)) else None
-        raise InputError(f"--calib {source}: a glob names TFRecord files only, and this one names none",
-                         f"pass the folder that holds the images: --calib {folder}" if folder
-                         else f"pass a folder of images; example: {CALIB_EXAMPLE}")
+        raise InputError(f"{flag} {source}: a glob names TFRecord files only, and this one names none",
+                         f"pass the folder that holds the images: {flag} {folder}" if folder
+                         else f"pass a folder of images; example: {_example(flag)}")
     elif path.suffix.lower() in IMAGE_SUFFIXES:
-        raise InputError(f"--calib {source} is a single image; calibration needs a few hundred",
-                         f"pass the folder that holds the images: --calib {path.parent}")
+        raise InputError(f"{flag} {source} is a single image; calibration needs a few hundred",
+                         f"pass the folder that holds the images: {flag} {path.parent}")
     else:
-        raise InputError(f"--calib {source}: unsupported calibration source", f"example: {CALIB_EXAMPLE}")
+        raise InputError(f"{flag} {source}: unsupported calibration source", f"example: {_example(flag)}")
 
     tagged = [[(k, item) for item in g] for k, g in enumerate(groups)]  # each item with its group
     chosen, held = split_balanced(tagged, samples, holdout, seed)
     if not chosen:  # e.g. TFRecord files with no records
-        raise InputError(f"--calib {source}: no samples in it", f"example: {CALIB_EXAMPLE}")
-    tensors = [decode(item) for _, item in report.iterate(chosen + held, len(chosen) + len(held),
-                                                          "Reading calibration data")]
+        raise InputError(f"{flag} {source}: no samples in it", f"example: {_example(flag)}")
+    title = "Reading calibration data" if flag == "--calib" else f"Reading {flag} data"
+    tensors = [decode(item) for _, item in report.iterate(chosen + held, len(chosen) + len(held), title)]
     empty = np.zeros((0, h, w, c), np.float32 if is_float else np.uint8)
     first = np.stack(tensors[:len(chosen)])
     rest = np.stack(tensors[len(chosen):]) if held else empty

@@ -101,16 +101,47 @@ def _appended_zip(data: bytes) -> list[tuple[str, bytes]]:
         return []
 
 
+def _ultralytics_meta(data: bytes) -> dict | None:
+    """Ultralytics' metadata.json appended to the model (its exports letterbox their input), or None."""
+    for name, content in _appended_zip(data):
+        if name == "metadata.json":
+            try:
+                meta = json.loads(content)
+            except ValueError:
+                return None
+            return meta if isinstance(meta, dict) else None
+    return None
+
+
+def _names(meta: dict | None, nc: int) -> tuple[str, ...] | None:
+    names = (meta or {}).get("names")
+    if isinstance(names, dict):
+        try:
+            names = [names[k] for k in sorted(names, key=int)]
+        except (TypeError, ValueError, KeyError):
+            return None
+    return tuple(str(n) for n in names) if isinstance(names, list) and len(names) == nc else None
+
+
 def _schema() -> Any:
     from edgekit.converters.tflite_metadata import _schema as schema
     return schema()
 
 
-def detection_record(head: YoloHead, output_names: tuple[str, ...], before: dict | None = None) -> dict:
-    """The ``detection`` entry of the record a cut model carries (``before``: the source's entry, kept)."""
-    return {**(before or {}), "layout": LAYOUT, "strides": list(head.strides), "reg_max": head.reg_max,
-            "num_classes": head.num_classes, "outputs": list(output_names), "scores_are_logits": True,
-            "box_sides": "left,top,right,bottom", "cut_before_decode": True}
+def detection_record(head: YoloHead, letterbox: bool, labels: tuple[str, ...] | None,
+                     before: dict | None = None, pixel_scaling: str | None = None) -> dict:
+    """The ``detection`` entry of the record a cut model carries: its layout as ``edgekit detect`` reads it
+    (:class:`edgekit.detection.DetectionLayout`), never guessed again (``before``: the source's entry, kept)."""
+    from edgekit.detection import DetectionLayout, Layout
+
+    roles = tuple((f"boxes@{lv.stride}", 2 * k) for k, lv in enumerate(head.levels)) + \
+        tuple((f"scores@{lv.stride}", 2 * k + 1) for k, lv in enumerate(head.levels))
+    layout = DetectionLayout(Layout.SPLIT_DFL, roles, head.num_classes, head.input_hw, scores_are_logits=True,
+                             reg_max=head.reg_max, strides=head.strides, letterbox=letterbox, labels=labels,
+                             pixel_scaling=pixel_scaling,
+                             source=(f"cut before its decode by edgekit cut: per level, box distributions then "
+                                     f"class logits ({head.describe()})",))
+    return {**(before or {}), "letterbox": letterbox, "layout": layout.to_dict(), "cut_before_decode": True}
 
 
 def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, CutResult]:
@@ -142,7 +173,12 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, CutResul
     _drop_unused_buffers(model)
     rec = dict(record or {})
     before = rec.get("detection") if isinstance(rec.get("detection"), dict) else None
-    rec["detection"] = detection_record(head, names, before)
+    ultralytics = _ultralytics_meta(data)
+    letterbox = bool(before.get("letterbox")) if before and "letterbox" in before else ultralytics is not None
+    labels = tuple(rec["labels"]) if isinstance(rec.get("labels"), list) else _names(ultralytics, head.num_classes)
+    # Ultralytics' exports take pixels / 255 (its metadata says so to edgekit detect); a recorded spec wins
+    scaling = "0..1" if ultralytics is not None and not rec.get("preprocess") else None
+    rec["detection"] = detection_record(head, letterbox, labels, before, scaling)
     rec.setdefault("record_version", 1)
     _set_metadata(model, schema, "edgekit", json.dumps(rec, indent=2).encode())
     builder = flatbuffers.Builder(len(data) + 4096)

@@ -20,7 +20,7 @@ import sys
 import tempfile
 import zipfile
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,6 +46,8 @@ class LoadedModel:
     raw_pixel_input: bool | None = None           # a Rescaling/Normalization layer at the input (None: unknown)
     owner: Any = None                             # the Keras model or loaded SavedModel that ``call`` uses
     fixed_batch: int | None = None                # a SavedModel signature with a static batch size
+    output: dict[str, Any] | None = None          # the output chosen of several: {"name", "index", "of": [names]}
+    notes: list[str] = field(default_factory=list)  # what loading changed (e.g. float16 weights made float32)
 
     def concrete_function(self, height: int, width: int) -> Any:
         """A concrete function with a static batch-1 input: the converter then writes static shapes."""
@@ -77,8 +79,12 @@ def default_output_stem(path: str | Path) -> str:
 
 
 def load(path: str | Path, arch: str | None = None, custom_objects: str | None = None,
-         trust_model: bool = False, verbose: bool = False) -> LoadedModel:
-    """Load a Keras model or SavedModel from ``path`` (see the module docstring for formats)."""
+         trust_model: bool = False, verbose: bool = False, output: str | None = None) -> LoadedModel:
+    """Load a Keras model or SavedModel from ``path`` (see the module docstring for formats).
+
+    ``output`` chooses one output (by name, or by index) of a model with several (``--output-name``);
+    a model with several outputs and no choice is refused, never cut to its first output.
+    """
     p = Path(path)
     if not p.exists():
         raise InputError(f"no such file or directory: {p}", "check the model path")
@@ -90,7 +96,7 @@ def load(path: str | Path, arch: str | None = None, custom_objects: str | None =
         if arch:
             raise UsageError("--arch applies to weights-only .h5 files, not to a SavedModel directory",
                              "leave out --arch")
-        return _load_saved_model(p, verbose)
+        return _load_saved_model(p, verbose, trust_model, output)
     suffix = p.suffix.lower()
     if suffix == ".tflite":
         raise InputError(f"{p} is already a TFLite model", "use `edgekit inspect` or `edgekit check` on it")
@@ -106,12 +112,14 @@ def load(path: str | Path, arch: str | None = None, custom_objects: str | None =
                              "or --arch package.module:create_model")
         model = _build_arch(arch, verbose)
         _load_weights(model, p, verbose)
-        return _from_keras(p, "weights+arch", model)
+        model, notes = as_float32(model, extra, trust_model, verbose)
+        return _from_keras(p, "weights+arch", model, output, notes)
     if arch:
         raise UsageError(f"{p} is a full model (it has its architecture); --arch is only for weights-only files",
                          "leave out --arch")
     model = _load_full(p, extra, trust_model, verbose)
-    return _from_keras(p, "keras" if kind == "keras" else "h5", model)
+    model, notes = as_float32(model, extra, trust_model, verbose)
+    return _from_keras(p, "keras" if kind == "keras" else "h5", model, output, notes)
 
 
 # ------------------------------------------------------------------------------------------ sniffing
@@ -309,27 +317,258 @@ def _has_scaling_layer(model: Any) -> bool:
     return False
 
 
-def _from_keras(p: Path, fmt: str, model: Any) -> LoadedModel:
+def choose_output(names: list[str], output: str | None, where: Any) -> int | None:
+    """The index of the output to convert among ``names`` (None: the model has one output).
+
+    ``output`` is a name, or an index where no output has that name. Several outputs and no choice:
+    ConversionError naming the outputs and the option, never a silent cut to the first one.
+    """
+    if len(names) <= 1:
+        if output is not None and names and output not in (names[0], "0"):
+            raise UsageError(f"--output-name {output}: the model has one output, {names[0]!r}",
+                             "leave out --output-name")
+        return None
+    listed = ", ".join(names)
+    if output is None:
+        raise ConversionError(f"{where}: the model has {len(names)} outputs ({listed}); an Edge TPU classifier "
+                              "has one", f"choose the classifier's output with --output-name NAME (one of {listed})")
+    if output in names:
+        return names.index(output)
+    if output.isdigit() and int(output) < len(names):
+        return int(output)
+    raise UsageError(f"--output-name {output}: the model has no output of that name (its outputs: {listed})",
+                     f"pass one of {listed}, or an index 0 to {len(names) - 1}")
+
+
+def _keras_output_names(model: Any) -> list[str] | None:
+    """Names of a Keras model's outputs in the order they come out (dict keys for a dict output); None: unknown."""
+    struct = getattr(model, "_outputs_struct", None)  # Keras 3 Functional: the structure the model returns
+    if isinstance(struct, dict):
+        return [str(k) for k in struct]
+    outputs = getattr(model, "outputs", None)
+    if not outputs:
+        return None  # a subclassed model: told when it is called
+    names = list(getattr(model, "output_names", None) or [])
+    return [str(n) for n in names] if len(names) == len(outputs) else [f"output_{i}" for i in range(len(outputs))]
+
+
+def _pick(out: Any, index: int | None, names: list[str] | None, where: Any) -> Any:
+    """The chosen output of what a model returned (its only one when it returns one)."""
+    if isinstance(out, dict):
+        keys = list(out)
+        if len(keys) == 1:
+            return out[keys[0]]
+        if index is None:
+            choose_output([str(k) for k in keys], None, where)
+        key = names[index] if names and names[index] in out else keys[index]
+        return out[key]
+    if isinstance(out, (list, tuple)):
+        if len(out) == 1:
+            return out[0]
+        if index is None:
+            choose_output([f"output_{i}" for i in range(len(out))], None, where)
+        return out[index]
+    return out
+
+
+def _from_keras(p: Path, fmt: str, model: Any, output: str | None = None, notes: list[str] | None = None
+                ) -> LoadedModel:
     inputs = getattr(model, "inputs", None) or []
     if len(inputs) != 1:
         raise ConversionError(f"{p}: the model has {len(inputs)} inputs; edgekit quantize handles one image input",
                               "save the image classifier alone, as a model with one (N, H, W, C) input")
+    names = _keras_output_names(model)
+    index = choose_output(names, output, p) if names is not None else None
+    if names is None and output is not None:
+        index = int(output) if output.isdigit() else None
+        if index is None:
+            raise UsageError(f"--output-name {output}: this model does not name its outputs",
+                             "choose the output by its index: --output-name 0")
 
     def call(x: Any) -> Any:
-        out = model(x, training=False)
-        if isinstance(out, dict):
-            out = out[sorted(out)[0]]
-        elif isinstance(out, (list, tuple)):
-            out = out[0]
-        return out
+        return _pick(model(x, training=False), index, names, p)
 
     shape = inputs[0].shape
+    chosen = None if index is None else {"name": names[index] if names else str(index), "index": index,
+                                         "of": names}
     return LoadedModel(p, fmt, _input_shape(shape, p), _drop_channel_axis(shape, call), _has_scaling_layer(model),
-                       model)
+                       model, output=chosen, notes=list(notes or []))
 
 
-def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
+#: Ops that reach outside the graph: files (read, write, list, map into memory, summaries, debug dumps to file://
+#: URLs, dataset readers and writers, lookup tables from text files), Python code (py_func), the network (RPC) and
+#: cloud credentials. A serving function has no use for them; a hostile SavedModel uses them to read or write the
+#: user's files when edgekit traces and runs its graph (quantize's conversion and calibration).
+SYSTEM_OPS = frozenset({
+    "ReadFile", "WriteFile", "MatchingFiles", "ImmutableConst", "PyFunc", "PyFuncStateless", "EagerPyFunc",
+    "DebugIdentity", "DebugIdentityV2", "DebugIdentityV3", "DebugNanCount", "DebugNumericSummary",
+    "WholeFileReader", "WholeFileReaderV2", "TextLineReader", "TextLineReaderV2", "FixedLengthRecordReader",
+    "FixedLengthRecordReaderV2", "TFRecordReader", "TFRecordReaderV2", "IdentityReader", "IdentityReaderV2",
+    "LMDBReader", "ReaderRead", "ReaderReadV2", "ReaderReadUpTo", "ReaderReadUpToV2", "ReaderRestoreState",
+    "ReaderRestoreStateV2", "ReaderSerializeState", "ReaderSerializeStateV2",
+    "TFRecordDataset", "TFRecordDatasetV2", "TextLineDataset", "FixedLengthRecordDataset",
+    "FixedLengthRecordDatasetV2", "MatchingFilesDataset", "ExperimentalMatchingFilesDataset", "CSVDataset",
+    "CSVDatasetV2", "ExperimentalCSVDataset", "LMDBDataset", "ExperimentalLMDBDataset", "SqlDataset",
+    "ExperimentalSqlDataset", "SaveDataset", "SaveDatasetV2", "LoadDataset", "DatasetToTFRecord",
+    "ExperimentalDatasetToTFRecord", "SnapshotDataset", "SnapshotDatasetV2", "SnapshotDatasetReader",
+    "SnapshotChunkDataset", "SnapshotNestedDatasetReader", "CacheDataset", "CacheDatasetV2",
+    "InitializeTableFromTextFile", "InitializeTableFromTextFileV2", "LoadAndRemapMatrix", "GenerateVocabRemapping",
+    "CreateSummaryFileWriter", "CreateSummaryDbWriter", "WriteSummary", "WriteRawProtoSummary",
+    "WriteScalarSummary", "WriteHistogramSummary", "WriteImageSummary", "WriteAudioSummary", "WriteGraphSummary",
+    "ImportEvent", "FlushSummaryWriter", "CloseSummaryWriter", "SummaryWriter",
+    "Rpc", "TryRpc", "RpcClient", "RpcServer", "RpcServerStart", "RpcServerRegister", "RpcCall", "RpcCheckStatus",
+    "RpcGetValue", "DeleteRpcFutureResource", "GcsConfigureCredentials", "GcsConfigureBlockCache",
+    "BigQueryReader", "GenerateBigQueryReaderPartitions", "DecodeProtoV2", "EncodeProto",
+})
+#: Checkpoint ops: every SavedModel's own save and restore functions (those its saver_def names) hold them, and
+#: nothing else should.
+CHECKPOINT_OPS = frozenset({"SaveV2", "Save", "SaveSlices", "RestoreV2", "Restore", "RestoreSlice",
+                            "MergeV2Checkpoints"})
+
+
+def saved_model_system_ops(folder: Path) -> dict[str, list[str]]:
+    """The file, system and Python ops in a SavedModel's graph and function library, read from saved_model.pb
+    (or .pbtxt) as data, never loaded or run: {op type: [where: "graph" or a function's name]}. Checkpoint ops
+    count outside the saver_def's save and restore functions only.
+    """
+    from google.protobuf import message, text_format
+    from tensorflow.core.protobuf import saved_model_pb2
+
+    sm = saved_model_pb2.SavedModel()
+    pb, pbtxt = folder / "saved_model.pb", folder / "saved_model.pbtxt"
+    try:
+        if pb.is_file():
+            regular_file(pb)
+            sm.ParseFromString(pb.read_bytes())
+        else:
+            regular_file(pbtxt)
+            text_format.Parse(pbtxt.read_text(encoding="utf-8"), sm)
+    except (message.DecodeError, text_format.ParseError, UnicodeDecodeError, RecursionError, ValueError) as exc:
+        raise InputError(f"{folder}: TensorFlow could not load the SavedModel: its saved_model.pb does not parse "
+                         f"({first_line(exc, 200)})",
+                         "export it again (model.export(dir) in Keras 3, model.save(dir) in Keras 2)") from None
+    except OSError as exc:
+        raise InputError(f"{folder}: cannot read saved_model.pb ({exc.strerror or exc})",
+                         "check the file's permissions") from None
+    found: dict[str, list[str]] = {}
+
+    def called(node: Any) -> Iterator[str]:
+        """The library functions a node calls: as its op, or through func attributes (If, While, PartitionedCall)."""
+        yield node.op
+        for value in node.attr.values():
+            if value.HasField("func"):
+                yield value.func.name
+            yield from (f.name for f in value.list.func)
+
+    for mg in sm.meta_graphs:
+        library = {f.signature.name: f for f in mg.graph_def.library.function}
+        saver_nodes = {mg.saver_def.save_tensor_name.split(":")[0], mg.saver_def.restore_op_name.split(":")[0]} - {""}
+        saver: set[str] = set()  # the functions the saver's save and restore nodes call, transitively
+        todo = [name for n in mg.graph_def.node if n.name in saver_nodes for name in called(n) if name in library]
+        while todo:
+            name = todo.pop()
+            if name not in saver:
+                saver.add(name)
+                todo += [c for n in library[name].node_def for c in called(n) if c in library]
+
+        def look(nodes: Any, where: str, checkpoint_ok: bool) -> None:
+            for n in nodes:
+                to_file = n.op == "PrintV2" and n.attr["output_stream"].s.startswith(b"file://")  # tf.print(...,
+                if n.op in SYSTEM_OPS or to_file or (n.op in CHECKPOINT_OPS and not checkpoint_ok):  # to a file)
+                    places = found.setdefault(n.op, [])
+                    if where not in places:
+                        places.append(where)
+
+        look((n for n in mg.graph_def.node if n.name not in saver_nodes), "graph", False)
+        for name, f in library.items():
+            look(f.node_def, name, name in saver)
+    return found
+
+
+def _refuse_system_ops(p: Path) -> None:
+    """InputError unless the SavedModel's graph is free of file, system and Python ops (see SYSTEM_OPS)."""
+    found = saved_model_system_ops(p)
+    if found:
+        ops = ", ".join(f"{op} (in {places[0]}{' and more' if len(places) > 1 else ''})"
+                        for op, places in sorted(found.items()))
+        raise InputError(f"{p}: the SavedModel's graph has file, system or Python operations that converting it "
+                         f"would run: {ops}",
+                         "a SavedModel is a program: only if you trust where it came from, pass --trust-model; "
+                         "else export the model again without them (or pass its .keras/.h5 file)")
+
+
+# ------------------------------------------------------------------------------------------ float16
+_HALF = ("float16", "bfloat16", "mixed_float16", "mixed_bfloat16")
+
+
+def _half_dtype(value: Any) -> bool:
+    """A layer config's ``dtype``: a half-precision dtype or policy name, or a serialized DTypePolicy of one."""
+    if isinstance(value, str):
+        return value in _HALF
+    if isinstance(value, dict):
+        return str((value.get("config") or {}).get("name", "")) in _HALF
+    return False
+
+
+def _to_float32(config: Any) -> Any:
+    """The serialized model with every half-precision ``dtype`` (policy, layer or tensor) set to float32."""
+    if isinstance(config, dict):
+        return {k: ("float32" if k == "dtype" and _half_dtype(v) else _to_float32(v)) for k, v in config.items()}
+    if isinstance(config, list):
+        return [_to_float32(v) for v in config]
+    return config
+
+
+def half_precision(model: Any) -> str | None:
+    """The half-precision policy or dtype a Keras model computes or stores in (None: float32 throughout)."""
+    for layer in _flat_layers(model):
+        policy = getattr(layer, "dtype_policy", None)
+        name = str(getattr(policy, "name", "") or "")
+        if name in _HALF:
+            return name
+    for w in getattr(model, "weights", []):
+        dtype = str(getattr(w, "dtype", ""))
+        if dtype in _HALF:
+            return dtype
+    return None
+
+
+def as_float32(model: Any, custom: dict[str, Any], trust_model: bool, verbose: bool) -> tuple[Any, list[str]]:
+    """A float16 / mixed-precision model rebuilt in float32 with its weights cast (the int8 converter's input).
+
+    TensorFlow's int8 converter fails on float16 compute (an MLIR dump, not a reason): the model is cloned
+    from its config with every dtype policy set to float32, and each weight copied as float32. Returns
+    (model, notes); a float32 model is returned as it is.
+    """
+    half = half_precision(model)
+    if half is None:
+        return model, []
+    import keras
+
+    try:
+        with silenced(verbose):
+            config = _to_float32(keras.saving.serialize_keras_object(model))
+            clone = keras.saving.deserialize_keras_object(config, custom_objects=custom or None,
+                                                          safe_mode=not trust_model)
+            weights = model.get_weights()
+            clone.set_weights([np.asarray(w, np.float32) if np.asarray(w).dtype.kind == "f" else w for w in weights])
+    except Exception as exc:
+        raise ConversionError(f"the model computes in {half}, and rebuilding it in float32 failed: "
+                              f"{type(exc).__name__}: {first_line(exc, 200)}",
+                              "save it again in float32: keras.mixed_precision.set_global_policy('float32'), "
+                              "rebuild the model, model.set_weights(trained.get_weights()), save") from None
+    if half_precision(clone) is not None:
+        raise ConversionError(f"the model computes in {half} and could not be rebuilt in float32",
+                              "save it again in float32 (set the global policy to float32, rebuild, copy weights)")
+    return clone, [f"the model computes in {half}: loaded as float32 (weights cast; int8 quantization starts "
+                   "from float32)"]
+
+
+def _load_saved_model(p: Path, verbose: bool, trust_model: bool = False,
+                      output: str | None = None) -> LoadedModel:
     tf = import_tensorflow(verbose)
+    if not trust_model:
+        _refuse_system_ops(p)  # read as data before TensorFlow loads it: loading runs its initializers
     try:
         with silenced(verbose):
             obj = tf.saved_model.load(str(p))
@@ -348,15 +587,20 @@ def _load_saved_model(p: Path, verbose: bool) -> LoadedModel:
                               "edgekit quantize handles one image input",
                               "export the image classifier alone, with one (N, H, W, C) input")
     (name, spec), = specs.items()
+    outputs = sig.structured_outputs
+    names = sorted(outputs) if isinstance(outputs, dict) else None
+    index = choose_output(names, output, p) if names else None
+    key = names[index if index is not None else 0] if names else None
 
     def call(x: Any) -> Any:
         out = sig(**{name: x})
-        return out[sorted(out)[0]] if isinstance(out, dict) else out
+        return out[key] if isinstance(out, dict) else out
 
     batch = spec.shape[0] if len(spec.shape) else None
     if batch not in (None, 1):
         raise ConversionError(f"{p}: the serving signature takes a fixed batch of {batch}; the Edge TPU needs 1",
                               "export it again with a batch of 1 or None, e.g. model.export(dir)")
     # owner=obj keeps the SavedModel's variables alive while its functions are used
+    chosen = None if index is None else {"name": key, "index": index, "of": names}
     return LoadedModel(p, "savedmodel", _input_shape(spec.shape, p), _drop_channel_axis(spec.shape, call), None,
-                       owner=obj, fixed_batch=batch)
+                       owner=obj, fixed_batch=batch, output=chosen)

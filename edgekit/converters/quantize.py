@@ -59,6 +59,7 @@ class QuantizeOptions:
     arch: str | None = None
     custom_objects: str | None = None
     trust_model: bool = False
+    output_name: str | None = None                # which output of a model with several (name or index)
     scaling: str | None = None
     mean: tuple[float, ...] | None = None
     std: tuple[float, ...] | None = None
@@ -79,7 +80,7 @@ class QuantizeOptions:
 @dataclass
 class QuantizeResult:
     output: Path
-    record_path: Path
+    record_path: Path | None  # None: the input's own record sits where the sidecar would (the record is inside)
     summary: dict[str, Any]   # what the CLI prints (--json schema in the README), warnings included
 
 
@@ -393,23 +394,41 @@ MAX_EVAL_SAMPLES = 10_000  # --eval: labelled samples read for verification, at 
 
 
 def match_folders_to_labels(data: calibration.CalibrationData, labels: list[str], flag: str) -> list[str]:
-    """Number class folders by their name's place in ``labels`` when they name exactly those classes.
-
-    Sorted folder order is Keras's, but a model trained with its own class order says it through its
-    labels: folders named like them are then matched by name, not position. Returns notes (a warning).
+    """Number class folders by their name's place in ``labels`` when each names one of them (as evaluate does,
+    :func:`edgekit.datasets.match_by_name`): all the classes in another order, or a few of many (20 folders
+    of a 1000-class head). Sorted folder order is Keras's, but a model's labels say its own class order.
+    Returns the notes to give (a warning: the folders' sorted order differs from the labels').
     """
-    if not data.classes or data.classes == list(labels) or sorted(data.classes) != sorted(labels):
+    from edgekit.datasets import match_by_name
+
+    if not data.classes or data.classes == list(labels) or data.calib_labels is None:
         return []
-    order = np.asarray([list(labels).index(name) for name in data.classes], np.int64)
+    order = match_by_name(data.classes, labels)
+    if order is None:
+        return []
     data.calib_labels, data.holdout_labels = order[data.calib_labels], order[data.holdout_labels]
+    folders = len(data.classes)
     data.classes = list(labels)
-    return [f"{flag}: class folders matched to the labels by name (their sorted order differs from the labels')"]
+    data.folders = folders if folders != len(labels) else None
+    if folders == len(labels):
+        return [f"{flag}: class folders matched to the labels by name (their sorted order differs from the labels')"]
+    data.notes.append(f"{flag}: {folders} class folders matched by name to {folders} of the {len(labels)} labels")
+    return []
+
+
+def unused_labels_warning(unusable: str, labels_recorded: bool) -> str:
+    """The warning when the data's labels cannot measure accuracy, true to what is recorded."""
+    if labels_recorded:
+        return (f"the calibration labels are not used to measure accuracy: {unusable} (the labels recorded are "
+                "--labels's or the record's; name the class folders like them to have them matched by name)")
+    return f"the calibration labels are neither recorded nor used to measure accuracy: {unusable}"
 
 
 def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, classes: int, labels: list[str] | None
               ) -> calibration.CalibrationData:
     """``--eval DATA``: labelled samples (class folders, .npz, TFRecord) read through the same spec."""
-    data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, _bars(opts))
+    data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, _bars(opts),
+                            flag="--eval")
     if labels is not None and data.kind == "images":
         match_folders_to_labels(data, labels, "--eval")
     problem = preprocess_search.labels_problem(data, classes)
@@ -424,6 +443,42 @@ def default_output(model: str | Path) -> Path:
     p = Path(model)
     base = p.resolve() if p.name in ("", "..") else p  # "." and ".." name no folder of their own
     return base.parent / f"{keras_io.default_output_stem(p)}_int8.tflite"
+
+
+def source_name(model: str | Path) -> str:
+    """The source model's file name as recorded (a SavedModel folder by its own name, also for `.`)."""
+    p = Path(model)
+    return p.resolve().name if p.is_dir() else p.name
+
+
+def source_of(output: Path) -> str | None:
+    """The source model name an existing edgekit output records (``source_model.name``), None when it records none."""
+    try:
+        meta = tflite_model.load(output).metadata.get(model_record.METADATA_NAME)
+        record = model_record.ModelRecord.from_json(meta, str(output)) if meta else None
+    except Exception:  # not a model, or not one of ours: it records no source
+        return None
+    source = (record.extra.get("source_model") or {}).get("name") if record else None
+    return str(source) if source else None
+
+
+def refuse_replacing_another_source(output: Path, model: str | Path) -> None:
+    """Refuse a default output that exists and was made from another source (or not by edgekit).
+
+    ``m.keras`` and ``m.weights.h5`` both default to ``m_int8.tflite``: the second run must not replace the
+    first's output without a word. Rerunning on the same source replaces its own output, as before.
+    """
+    if not output.is_file():
+        return
+    name = source_name(model)
+    source = source_of(output)
+    if source == name:
+        return
+    made = f"was made from {source}" if source else "was not written by edgekit quantize"
+    stem = Path(model).name.replace(".", "_") if not Path(model).is_dir() else name
+    raise UsageError(f"the default output {output} exists and {made}, not from {name}: it would be replaced",
+                     f"choose another output with -o (e.g. -o {output.with_name(stem + '_int8.tflite')}), or delete "
+                     f"{output.name} first")
 
 
 def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] | None:
@@ -451,17 +506,19 @@ def _io_summary(t: tflite_model.TensorInfo) -> dict[str, Any]:
 
 
 def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationData, spec: PreprocessSpec,
-                   origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None]) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool,
-                                                    int]:
+                   origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None],
+                   labels_recorded: bool = False) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None,
+                                                           bool, int]:
     """Settle the spec on the calibration data (see :mod:`preprocess_search`) and apply it to ``data``.
 
     Returns (spec, origin, search result or None, whether the data's labels measure accuracy, model outputs).
     """
     with silenced(opts.verbose):
-        classes = int(loaded.predict(data.calib[:1]).shape[1])
+        first = loaded.predict(data.calib[:1])
+    classes = int(np.asarray(first[0] if isinstance(first, (list, tuple)) else first).shape[1])  # a detector's: 4+nc
     unusable = preprocess_search.labels_problem(data, classes)
     if data.labelled and unusable:
-        warn([f"the calibration labels are neither recorded nor used to measure accuracy: {unusable}"])
+        warn([unused_labels_warning(unusable, labels_recorded)])
 
     with silenced(opts.verbose) as (real_err, _):
         def bar(names: list[str]) -> Any:
@@ -511,9 +568,15 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         found, unreadable_record = None, f"ignoring the record beside the model: {exc}"
         opts.report.warn(unreadable_record)  # said now: loading the model takes a while
     record, record_file = found if found else (None, None)
-    if record_file and model_record.sidecar_path(output).resolve() == record_file.resolve():
-        raise UsageError(f"output {output} would overwrite the input's record {record_file}",
-                         "choose another output path with -o, e.g. the default <stem>_int8.tflite")
+    # `quantize m.keras -o m.tflite`: the sidecar m.edgekit.json would be the Keras model's own record (its
+    # training record, an input). The output's record goes inside the model only; that one stays as it is.
+    sidecar: Path | None = model_record.sidecar_path(output)
+    if record_file and sidecar.resolve() == record_file.resolve():
+        opts.report.note(f"{sidecar.name} beside the output is {Path(opts.model).name}'s own record and stays as it "
+                         f"is: the output's record is written inside {output.name} only")
+        sidecar = None
+    if opts.output is None:
+        refuse_replacing_another_source(output, opts.model)
 
     calib_source = opts.calib
     if calib_source is None:
@@ -523,8 +586,30 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         calib_path = Path(recorded_calib)
         calib_source = str(calib_path if calib_path.is_absolute() else record_file.parent / calib_path)
     calibration.check_exists(calib_source, record_file if opts.calib is None else None)
+    if opts.eval is not None:  # before the slow work too
+        if opts.eval == "random":  # noise has no labels: it can measure no accuracy
+            raise UsageError("--eval random: --eval takes labelled data, and noise has no labels",
+                             "pass class folders, or an .npz with x and y; or leave --eval out")
+        calibration.check_exists(opts.eval, flag="--eval")
 
-    loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose)
+    from edgekit.detection_data import calibration_images
+
+    detection_images = calibration_images(calib_source)   # a COCO file or YOLO folder: calibrate on its images
+    if detection_images is not None:
+        opts.report.note(f"calibrating on the images of the detection data {calib_source}: {detection_images}")
+        calib_source = detection_images
+
+    loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose,
+                           opts.output_name)
+    for note in loaded.notes:
+        opts.report.note(note)
+    if loaded.format == "savedmodel":  # docs/commands/quantize.md: a SavedModel is a program, and converting runs it
+        if opts.trust_model:
+            opts.report.warn("a SavedModel is a program: converting it runs its graph, and with --trust-model its "
+                             "file and system operations were not looked for")
+        else:
+            opts.report.note("a SavedModel is a program: converting it runs its graph (read first: it has no file or "
+                             "system operations)")
     spec, spec_origin, spec_warnings = resolve_spec(loaded, opts, record.preprocess if record else None)
     warnings: list[str] = []
 
@@ -544,24 +629,48 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     warn(data.warnings)
     if labels is not None and data.kind == "images":
         warn(match_folders_to_labels(data, labels, "--calib"))
-    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn)
+    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn,
+                                                                  labels is not None)
     if labels is None and data.class_names and labelled:
         labels = data.class_names   # class folder names, in Keras's order: what classify should print
-    eval_data = load_eval(opts, spec, classes, labels) if opts.verify and opts.eval else None
+    from edgekit.detection_data import is_detection_data
+
+    detection_eval_data = opts.eval if opts.eval and is_detection_data(opts.eval) else None  # COCO JSON / YOLO
+    eval_data = load_eval(opts, spec, classes, labels) if opts.verify and opts.eval and not detection_eval_data \
+        else None
 
     model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
-    n_classes = int(np.prod(info.outputs[0].shape))
+    from edgekit.converters import detector_verify
+
+    layout = detector_verify.layout_of(model_bytes, info)   # None: a classifier
+    if layout is not None:
+        detector_verify.refuse_crushed_scores(layout, info)
+        opts.report.note(f"a detector: {layout.describe()} ({'; '.join(layout.source)})")
+    n_classes = layout.num_classes if layout is not None else int(np.prod(info.outputs[0].shape))
+    if detection_eval_data and layout is None:
+        raise InputError(f"--eval {opts.eval}: detection data (boxes), but the model is a classifier",
+                         "pass class folders or an .npz with x and y")
     if labels is not None and len(labels) != n_classes:
         warn([f"{len(labels)} labels for {n_classes} model outputs"])
 
     verification = None
     if opts.verify:
         checked = verification_set(data, labelled, eval_data)
-        with silenced(opts.verbose):
-            float_scores = loaded.predict(checked.x)
-            int8_scores = run_int8(model_bytes, checked.x)
-        verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, labels)
+        if layout is not None:   # detections matched, not top-1 (labelled detection data: evaluate --against)
+            with silenced(opts.verbose):
+                verification = detector_verify.verify_detector(loaded.predict, model_bytes, layout, checked.x,
+                                                               opts.min_agreement, checked.sources)
+                if detection_eval_data:
+                    detector_verify.apply_map50_gate(verification, detector_verify.map50_gate(
+                        loaded.predict, model_bytes, layout, spec, detection_eval_data, opts.max_accuracy_drop,
+                        labels))
+                int8_scores = run_int8(model_bytes, checked.x[:PROBE_SAMPLES])
+        else:
+            with silenced(opts.verbose):
+                float_scores = loaded.predict(checked.x)
+                int8_scores = run_int8(model_bytes, checked.x)
+            verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, labels)
         warn(verification["warnings"])
 
     tf = import_tensorflow()
@@ -569,13 +678,15 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
 
     rec = model_record.ModelRecord(spec, labels, {
         "created_by": f"{CREATED_BY} {__version__}",
-        "source_model": {"name": Path(opts.model).name, "format": loaded.format},
+        "source_model": {"name": source_name(opts.model), "format": loaded.format, "output": loaded.output,
+                         "notes": loaded.notes},
         "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__},
         "io": opts.io,
         "calibration": data.summary(),
         "preprocess_origin": spec_origin,
         "preprocess_search": search.to_dict() if search else None,
         "verification": verification,
+        **({"detection": {"layout": layout.to_dict(), "letterbox": False}} if layout is not None else {}),
     })
     final = _with_record(model_bytes, rec)
     # What was verified is the converter's output; what is written is that model repacked with the
@@ -589,16 +700,17 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         raise InternalError("adding the record to the model changed its outputs "
                             f"(on {len(probe)} samples, max |difference| {float(np.abs(after - before).max()):g})",
                             "this is a bug in edgekit (nothing was written); rerun with --debug and report it")
-    record_path = model_record.sidecar_path(output)
-    write_all_atomic({output: final, record_path: rec.to_json().encode()})  # both or neither
+    record_path = sidecar
+    write_all_atomic({output: final, **({record_path: rec.to_json().encode()} if record_path else {})})  # all or none
 
     out_info = tflite_model.ModelInfo.from_bytes(final)
     src = Path(opts.model)
     src_size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file()) if src.is_dir() else src.stat().st_size
     summary = {
         "output": str(output),
-        "record": str(record_path),
-        "source": {"path": str(src), "format": loaded.format, "size_bytes": src_size},
+        "record": str(record_path) if record_path else None,
+        "source": {"path": str(src), "format": loaded.format, "size_bytes": src_size, "output": loaded.output,
+                   "notes": loaded.notes},
         "size_bytes": out_info.size_bytes,
         "preprocess": {**spec.to_dict(), "origin": spec_origin, "description": spec.describe(),
                        "search": search.to_dict() if search else None},
@@ -618,6 +730,8 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
             f"on {checked.describe()}: " + "; ".join(verification["failures"])
             + f"; mean |score difference| {verification['mean_abs_diff']:.4f}", output,
             preprocess_search.MISORDER_HINT if verification["class_order"] else
+            "check that --calib holds real images of what the detector finds, preprocessed like training (see "
+            "--scaling), or relax --min-agreement" if layout is not None else
             "check that --calib holds real training images of the model's classes, preprocessed like training "
             "(see --scaling), or relax --min-agreement / --max-accuracy-drop", result)
     return result

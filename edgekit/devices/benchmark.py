@@ -35,17 +35,61 @@ def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warm
 
         doc = remote.benchmark(model, on, path=remote_path or remote.DEFAULT_PATH, device=device, n=n, warmup=warmup,
                                threads=threads, report=report)
+        doc.setdefault("postprocess", None)  # the board's runner does not time it
     else:
         from edgekit.devices.classify import ModelLoader
 
         threads = threads or default_threads()
         doc = backends.benchmark(lambda: ModelLoader(model, device, num_threads=threads, record_needed=False)(), n,
                                  warmup, threads, clock)
+        doc["postprocess"] = postprocess_timing(model, device, n, threads, clock)
     for note in doc["notes"]:
         report.note(note)
     for warning in doc["warnings"]:
         report.warn(warning)
     return doc
+
+
+def postprocess_timing(model: str | os.PathLike, device: str, n: int, threads: int | None = None,
+                       clock: Callable[[], float] = time.perf_counter) -> dict[str, Any] | None:
+    """For a detector, the host's post-processing (decode + class-wise NMS + mapping to the image) timed apart from
+    invoke: ``n`` runs over the outputs of one invoke on the benchmark's fixed random input, at detect's default
+    thresholds. None for a model that is not a detector (or whose layout is ambiguous)."""
+    import numpy as np
+
+    from edgekit import detection
+    from edgekit.devices.detect import open_detector
+
+    from edgekit.detection_layout import find_layout
+
+    try:  # the layout first, from the file: a classifier is not opened a second time
+        path = model
+        if Path(model).is_dir():
+            from edgekit import manifest
+
+            bundle = manifest.load(model)
+            path = bundle.path(bundle.cpu_model)
+        find_layout(path)
+        detector = open_detector(model, device=device, num_threads=threads)
+    except InputError:
+        return None
+    with detector.opened:
+        inp = detector.opened.input
+        dtype, shape = np.dtype(inp["dtype"]), [int(d) for d in inp["shape"]]
+        rng = np.random.RandomState(0)
+        data = (rng.randint(np.iinfo(dtype).min, int(np.iinfo(dtype).max) + 1, shape).astype(dtype)
+                if dtype.kind in "iu" else rng.random_sample(shape).astype(dtype))
+        outputs, _ = detector.infer(data)
+        geometry = detector.geometry((shape[2], shape[1]))
+        times = []
+        for _ in range(max(n, 1)):
+            start = clock()
+            objects, _notes = detection.postprocess(outputs, detector.quant, detector.layout, geometry)
+            times.append((clock() - start) * 1000.0)
+    return {"layout": detector.layout.describe(), "conf": detection.DEFAULT_CONF, "iou": detection.DEFAULT_IOU,
+            "max_det": detection.DEFAULT_MAX_DET, "iterations": len(times), "objects": len(objects),
+            "p50_ms": float(np.median(times)), "mean_ms": float(np.mean(times)), "max_ms": float(np.max(times)),
+            "input": "the benchmark's fixed random input"}
 
 
 def read_saved(path: str | os.PathLike) -> dict[str, Any]:

@@ -19,6 +19,7 @@ import numpy as np
 from edgekit import metrics
 from edgekit.errors import InputError
 from edgekit.report import SILENT, Reporter
+from edgekit.results.evaluate import PER_CLASS_ROWS, per_class_lines  # noqa: F401 (the text table, beside its type)
 
 
 @dataclass
@@ -67,11 +68,11 @@ def align_labels(data: LabelledSet, recorded: dict[int, str], classes: int) -> t
     Folder names found among the model's labels are matched by name (a model with a 'background'
     class 0 still lines up); otherwise folder k is output k, which needs as many folders as outputs.
     """
-    if data.class_names and recorded:
-        by_name = {name: i for i, name in sorted(recorded.items(), reverse=True)}
-        if all(n in by_name for n in data.class_names):
-            ids = np.asarray([by_name[n] for n in data.class_names], np.int64)
-            return ids[data.labels], "class folder names matched to the model's labels"
+    from edgekit.datasets import match_by_name
+
+    ids = match_by_name(data.class_names, recorded) if data.class_names and recorded else None
+    if ids is not None:
+        return ids[data.labels], "class folder names matched to the model's labels"
     if data.class_names:
         if len(data.class_names) != classes:
             raise InputError(f"--data {data.source}: {len(data.class_names)} class folders for {classes} model "
@@ -106,8 +107,11 @@ class Evaluation:
         predicted = self.scores.argmax(1) if n else np.zeros(0, np.int64)
         for c in sorted(set(self.labels.tolist())):
             mask = self.labels == c
+            right, chosen = int(np.sum(predicted[mask] == c)), int(np.sum(predicted == c))
             per_class.append({"id": int(c), "label": self.names.get(int(c)), "samples": int(mask.sum()),
-                              "top1": float(np.mean(predicted[mask] == c))})
+                              "top1": right / int(mask.sum()),
+                              "top1_interval": list(metrics.wilson(right, int(mask.sum()))),
+                              "predicted": chosen, "precision": right / chosen if chosen else None})
         return {"model": self.model, "device": self.device, "backend": self.backend,
                 "preprocess": {**self.spec.to_dict(), "source": self.spec_source}, "labels_from": self.labels_from,
                 "samples": int(n), "classes": int(classes),

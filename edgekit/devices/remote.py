@@ -16,7 +16,6 @@ stdin. See :mod:`edgekit.devices.board_runner` for the layout on the board.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import shlex
@@ -26,9 +25,9 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import Any, Callable
 
-from edgekit.devices import board_runner
+from edgekit.devices import board_protocol, board_runner
 from edgekit.errors import Caution, DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.report import SILENT, Reporter
 
@@ -55,8 +54,79 @@ def ssh_path(path: str, flag: str) -> str:
                          "control character or ${", f"move or link the file to a plainer path and pass that to {flag}")
     return os.path.abspath(path).replace("%", "%%")
 
-#: What to do when the runner's JSON is drowned by a login script's output.
-QUIET_LOGIN_HINT = "a login script that prints on stdout gets in the way: make it quiet for non-interactive shells"
+# How much of a board's answer is read (OpenSSH's sftp likewise refuses a message over its 256 KiB bound rather
+# than allocating what the server announces). stdout holds one JSON document: MAX_STDOUT for a listing, more for
+# classify and benchmark by what was asked (see classify_stdout_bound, benchmark_stdout_bound); stderr holds
+# the runner's notes and at most one error line.
+MAX_STDOUT = 16 << 20
+MAX_STDERR = 1 << 20
+ANSWER_TOO_LONG_HINT = ("the runner answers with one JSON document; something on the board prints without end: "
+                        "make its login scripts quiet for non-interactive shells, and deploy the bundle again so "
+                        "the board runs this edgekit's runner")
+
+
+def classify_stdout_bound(images: int, k: int) -> int:
+    """The most a classify document of ``images`` images with ``k`` classes each may take: far over what the
+    runner writes (about 100 bytes an image and 60 a class), far under what fills a memory."""
+    return MAX_STDOUT + images * (4096 + 256 * min(k, 100_000))
+
+
+def benchmark_stdout_bound(n: int) -> int:
+    return MAX_STDOUT + 64 * n
+
+
+def _size(n: int) -> str:
+    return f"{n / 2**20:g} MiB" if n >= 2**20 else f"{n:,} bytes"
+
+
+class _Capture:
+    """Reads one of ssh's output pipes in a thread, up to ``limit`` bytes; past it, stops ssh."""
+
+    def __init__(self, proc: subprocess.Popen, pipe: Any, limit: int):
+        import threading
+
+        self.proc, self.pipe, self.limit = proc, pipe, limit
+        self.data = bytearray()
+        self.overflow = False
+        self.thread = threading.Thread(target=self._read, daemon=True)
+        self.thread.start()
+
+    def _read(self) -> None:
+        try:
+            while True:
+                chunk = self.pipe.read1(1 << 16) if hasattr(self.pipe, "read1") else self.pipe.read(1 << 16)
+                if not chunk:
+                    return
+                if len(self.data) + len(chunk) > self.limit:
+                    self.overflow = True
+                    self.proc.kill()
+                    return
+                self.data += chunk
+        except (OSError, ValueError):
+            return
+        finally:
+            self.pipe.close()
+
+
+def _feed(pipe: Any, data: bytes) -> Any:
+    """Writes ``data`` to ssh's stdin in a thread, then closes it (a board that stops reading is not an error here:
+    what it answers says)."""
+    import threading
+
+    def write() -> None:
+        try:
+            pipe.write(data)
+        except (OSError, ValueError):
+            pass
+        finally:
+            try:
+                pipe.close()
+            except (OSError, ValueError):
+                pass
+
+    thread = threading.Thread(target=write, daemon=True)
+    thread.start()
+    return thread
 
 
 @dataclass(frozen=True)
@@ -111,18 +181,38 @@ class SshTarget:
         return argv + ["--", self.destination, remote_command]
 
     def run(self, remote_command: str, stdin: bytes | Any = b"", timeout: float | None = None,
-            what: str = "the command") -> subprocess.CompletedProcess:
-        """Run a shell command on the target; ssh's own failures (exit 255) raise a one-line DeviceError."""
+            what: str = "the command", max_stdout: int = MAX_STDOUT) -> subprocess.CompletedProcess:
+        """Run a shell command on the target; ssh's own failures (exit 255) raise a one-line DeviceError.
+
+        What the board sends back is bounded: past ``max_stdout`` bytes on stdout or MAX_STDERR on stderr,
+        ssh is stopped and a one-line DeviceError says so (a board printing without end would otherwise
+        take all the memory here)."""
         timeout = self.timeout if timeout is None else timeout
-        kwargs: dict[str, Any] = {"input": stdin} if isinstance(stdin, bytes) else {"stdin": stdin}
+        argv = self.ssh_argv(remote_command)
+        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if isinstance(stdin, bytes) else stdin,
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        out, err = _Capture(proc, proc.stdout, max_stdout), _Capture(proc, proc.stderr, MAX_STDERR)
+        workers = [out.thread, err.thread]
+        if isinstance(stdin, bytes):
+            workers.append(_feed(proc.stdin, stdin))
         try:
-            proc = subprocess.run(self.ssh_argv(remote_command), capture_output=True, timeout=timeout, **kwargs)
+            returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
             raise DeviceError(f"{self.destination}: {what} did not finish within {timeout:g} s",
                               "check that the board is up and not overloaded; raise --timeout for large jobs") from None
-        if proc.returncode == 255:
-            raise explain_ssh_failure(proc.stderr.decode(errors="replace"), self)
-        return proc
+        finally:
+            for worker in workers:
+                worker.join(timeout=5)
+        for capture, stream in ((out, "stdout"), (err, "stderr")):
+            if capture.overflow:
+                raise DeviceError(f"{self.destination}: the board's answer to {what} went past "
+                                  f"{_size(capture.limit)} on {stream}, so it was stopped", ANSWER_TOO_LONG_HINT)
+        completed = subprocess.CompletedProcess(argv, returncode, bytes(out.data), bytes(err.data))
+        if returncode == 255:
+            raise explain_ssh_failure(completed.stderr.decode(errors="replace"), self)
+        return completed
 
     def python_command(self, *args: str) -> str:
         """The shell command running the runner's source (sent on stdin) with ``args`` on the target's Python."""
@@ -212,7 +302,7 @@ def _runner_source() -> bytes:
 def _check_python(target: SshTarget, proc: subprocess.CompletedProcess) -> dict[str, Any]:
     """The probe's JSON, or the DeviceError for a target whose Python cannot run the runner."""
     err = proc.stderr.decode(errors="replace").strip()
-    last = err.splitlines()[-1] if err else f"exit {proc.returncode}"
+    last = board_protocol.shown(err.splitlines()[-1])[:300] if err else f"exit {proc.returncode}"
     if proc.returncode in (126, 127):
         raise DeviceError(f"{target.destination} has no {target.python} ({last})",
                           "install Python 3.7 or newer there (Mendel has python3), or name it with --python")
@@ -221,11 +311,7 @@ def _check_python(target: SshTarget, proc: subprocess.CompletedProcess) -> dict[
         raise DeviceError(f"{target.python} on {target.destination} cannot run edgekit's runner ({last})",
                           f"it needs Python {'.'.join(map(str, board_runner.MIN_PYTHON))} or newer; "
                           "name another one with --python" if old else "rerun with --debug, or run it there by hand")
-    try:
-        return json.loads(proc.stdout)
-    except ValueError:
-        raise DeviceError(f"{target.destination}: the runner's probe printed no JSON ({proc.stdout[:80]!r})",
-                          QUIET_LOGIN_HINT) from None
+    return board_protocol.read_probe(proc.stdout, target.destination, PROBE_MALFORMED_HINT)
 
 
 def _check_packages(target: SshTarget, facts: dict[str, Any]) -> str:
@@ -243,7 +329,7 @@ def _check_packages(target: SshTarget, facts: dict[str, Any]) -> str:
         raise DeviceError(f"Python {py} on {target.destination} ({facts['executable']}) lacks {', '.join(missing)}",
                           "on a Coral Dev Board: sudo apt-get install python3-pycoral, and Pillow with pip; "
                           f"elsewhere: {target.python} -m pip install numpy Pillow tflite-runtime")
-    version = tuple(int(x) for x in re.findall(r"\d+", str(pk["pillow"]))[:2])
+    version = tuple(int(x) for x in re.findall(r"\d{1,6}", str(pk["pillow"]))[:2])
     if version < board_runner.MIN_PILLOW:
         raise DeviceError(f"Pillow {pk['pillow']} on {target.destination} is too old for the runner "
                           f"(needs {'.'.join(map(str, board_runner.MIN_PILLOW))} or newer)",
@@ -287,8 +373,10 @@ def deploy(bundle: str | os.PathLike, target: SshTarget, path: str = DEFAULT_PAT
             args = ["unpack", path] + [f"--delete={rel}" for rel in delete]
             proc = target.run(target.python_command(*args), stdin, what="copying the bundle")
         if proc.returncode != 0:
+            said = board_protocol.read_error(proc.stdout)
             err = proc.stderr.decode(errors="replace").strip().splitlines()
-            raise DeviceError(f"copying to {target.destination}:{path} failed ({err[-1] if err else proc.returncode})",
+            why = said["message"] if said else board_protocol.shown(err[-1])[:300] if err else proc.returncode
+            raise DeviceError(f"copying to {target.destination}:{path} failed ({why})",
                               "check the free space and permissions of --path there")
     return {"target": target.destination, "path": path, "bundle": f"{path}/bundles/{local.name}",
             "python": facts["python"], "interpreter": interpreter,
@@ -296,24 +384,56 @@ def deploy(bundle: str | os.PathLike, target: SshTarget, path: str = DEFAULT_PAT
 
 
 # ------------------------------------------------------------------------------------ classify
+#: What to do about a malformed answer to the listing (probe), whose runner source this edgekit sends itself.
+PROBE_MALFORMED_HINT = ("edgekit sends the runner itself for this step, so something else answered: check that "
+                        "--python names a Python on the board, and make its login scripts quiet for non-interactive "
+                        "shells")
+#: ... and to classify or benchmark, which run the runner deployed there.
+RUNNER_MALFORMED_HINT = ("deploy the bundle again (edgekit deploy BUNDLE --to USER@HOST) so the board runs this "
+                         "edgekit's runner, and check which edgekit version deployed it; make the board's login "
+                         "scripts quiet for non-interactive shells")
+# The runner's errors by exit code: the class here, and what to do when the runner gave no hint of its own.
+_BOARD_HINTS = {
+    2: "the board's runner refused its arguments: it may be from another edgekit version; deploy the bundle again",
+    3: "a file on the board is not what the runner can read: deploy the bundle again (edgekit deploy), and check "
+       "the images",
+    4: "install what is missing on the board: on a Coral Dev Board sudo apt-get install python3-pycoral, and "
+       "Pillow with pip",
+    9: "check the Edge TPU and its runtime on the board (lsusb, ls /dev/apex_*), or run there with -d cpu",
+}
+
+
+def _clip(text: str, limit: int = 2000) -> str:
+    """A board's message cut to a length one line of a terminal can carry (the runner's are far shorter)."""
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 def _runner_failure(target: SshTarget, proc: subprocess.CompletedProcess) -> EdgekitError:
-    """The runner's own ``error: ...`` line (with its exit code), or a DeviceError with the last line it wrote."""
+    """The runner's own error (its error document, else its ``error: ...`` line) with its exit code and a hint
+    (its own, else one for its exit code), or a DeviceError with the last line it wrote."""
     from edgekit import errors
 
-    lines = proc.stderr.decode(errors="replace").strip().splitlines()
-    said = next((line[len("error: "):] for line in reversed(lines) if line.startswith("error: ")), None)
-    if said is None:
-        last = lines[-1] if lines else f"exit {proc.returncode}"
-        return DeviceError(f"the runner failed on {target.destination}: {last}", "deploy again; rerun with --debug")
     by_code = {cls.exit_code: cls for cls in (errors.UsageError, errors.InputError, errors.MissingDependencyError,
                                               errors.DeviceError)}
-    return by_code.get(proc.returncode, DeviceError)(f"on {target.destination}: {said}")
+    doc = board_protocol.read_error(proc.stdout)
+    if doc is not None:
+        code = doc["exit_code"] if doc["exit_code"] in by_code else DeviceError.exit_code
+        return by_code[code](f"on {target.destination}: {_clip(doc['message'])}",
+                             _clip(doc["hint"]) if doc["hint"] else _BOARD_HINTS[code])
+    lines = [board_protocol.shown(line) for line in proc.stderr.decode(errors="replace").strip().splitlines()]
+    said = next((line[len("error: "):] for line in reversed(lines) if line.startswith("error: ")), None)
+    if said is None:
+        last = _clip(lines[-1]) if lines else f"exit {proc.returncode}"
+        return DeviceError(f"the runner failed on {target.destination}: {last}",
+                           "deploy the bundle again (edgekit deploy); rerun with --debug")
+    code = proc.returncode if proc.returncode in by_code else DeviceError.exit_code
+    return by_code[code](f"on {target.destination}: {_clip(said)}", _BOARD_HINTS[code])
 
 
 def _notes_from(stderr: bytes) -> list[str]:
     """The runner's ``note: `` and ``warning: `` lines (its stderr protocol) as kept messages: notes, and
-    :class:`~edgekit.errors.Caution` for warnings."""
-    lines = stderr.decode(errors="replace").splitlines()
+    :class:`~edgekit.errors.Caution` for warnings (control characters escaped: the board's text)."""
+    lines = [board_protocol.shown(line) for line in stderr.decode(errors="replace").splitlines()]
     return [line[len("note: "):] if line.startswith("note: ") else Caution(line[len("warning: "):])
             for line in lines if line.startswith("note: ") or line.startswith("warning: ")]
 
@@ -340,20 +460,17 @@ def _device_arg(device: str) -> str:
 
 
 def _run_runner(target: SshTarget, path: str, bundle_name: str, command: str, args: list[str], stdin: Any,
-                what: str, report: Reporter) -> dict[str, Any]:
-    """Run the deployed runner's ``command`` on the bundle; its JSON document, named as seen from here."""
+                what: str, report: Reporter, read: Any, max_stdout: int) -> dict[str, Any]:
+    """Run the deployed runner's ``command`` on the bundle; its JSON document (checked by ``read(stdout, destination,
+    hint)``), named as seen from here."""
     remote = (f"cd {_shell_path(path + '/runtime')} && {shlex.quote(target.python)} -m {RUNNER_MODULE} {command} "
               f"--bundle {shlex.quote('../bundles/' + bundle_name)} " + " ".join(map(shlex.quote, args)))
-    proc = target.run(remote, stdin, what=what)
+    proc = target.run(remote, stdin, what=what, max_stdout=max_stdout)
     for note in _notes_from(proc.stderr):
         report.tell(note)
     if proc.returncode != 0:
         raise _runner_failure(target, proc)
-    try:
-        doc = json.loads(proc.stdout)
-    except ValueError:
-        raise DeviceError(f"the runner on {target.destination} printed no JSON ({proc.stdout[:80]!r})",
-                          QUIET_LOGIN_HINT) from None
+    doc = read(proc.stdout, target.destination, RUNNER_MALFORMED_HINT)
     doc["model"] = f"{target.destination}:{path}/bundles/{bundle_name}/{PurePosixPath(doc['model']).name}"
     doc["device"] = f"{doc['device']} on {target.destination}"
     return doc
@@ -370,9 +487,22 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
     ``images`` are expanded here as ``edgekit classify`` does (files, folders, globs); results name
     them as given; ``model`` and ``device`` name the target (``user@host:...``, ``... on user@host``).
     """
+    args = ["--device", _device_arg(device), "--top-k", str(k), f"--threshold={threshold}"]
+    return _send_images(images, bundle, target, path, "classify", args, mean, std, "classifying", report,
+                        lambda data, dest, hint, sent: board_protocol.read_classify(data, dest, hint, sent, k),
+                        lambda n: classify_stdout_bound(n, k))
+
+
+def _send_images(images: list[str], bundle: str | os.PathLike, target: SshTarget, path: str, command: str,
+                 args: list[str], mean: tuple[float, ...] | None, std: tuple[float, ...] | None, label: str,
+                 report: Reporter, read: Callable[..., dict[str, Any]],
+                 stdout_bound: Callable[[int], int]) -> dict[str, Any]:
+    """classify's and detect's shared protocol: expand, deploy, send the images as a tar, rename the results.
+
+    ``read(stdout, destination, hint, sent)`` checks the runner's document; ``stdout_bound(images)`` bounds it."""
     from edgekit.devices.images import expand_images
 
-    args = ["--device", _device_arg(device), "--top-k", str(k), f"--threshold={threshold}", "--images-tar", "-"]
+    args = args + ["--images-tar", "-"]
     if mean is not None:
         args += ["--mean", ",".join(map(repr, mean))]
     if std is not None:
@@ -389,7 +519,9 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
                 except OSError as exc:  # unreadable here: reported like classify reports it
                     errors.append({"image": p, "error": f"{p}: cannot read ({exc.strerror or exc})"})
         tar_file.seek(0)
-        doc = _run_runner(target, path, local.name, "classify", args, tar_file, "classifying", report)
+        sent = set(names)
+        doc = _run_runner(target, path, local.name, command, args, tar_file, label, report,
+                          lambda data, dest, hint: read(data, dest, hint, sent), stdout_bound(len(names)))
     local_name = dict(zip(names, paths))
     for entry in doc["results"] + doc["errors"]:
         sent = entry["image"]
@@ -398,6 +530,40 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
             entry["error"] = entry["error"].replace(sent, entry["image"])
     doc["errors"] = errors + doc["errors"]
     return doc
+
+
+def detect(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
+           device: str = "auto", conf: float = 0.25, iou: float = 0.45, max_det: int = 100, layout: str | None = None,
+           mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
+           report: Reporter = SILENT) -> dict[str, Any]:
+    """Deploy when needed, send the images, detect on the target: the ``edgekit detect --json`` document.
+
+    The layout is read here, from the bundle's own model file (``layout``: the ``--layout`` name), and sent
+    to the runner, which has no model reader; the rest is :func:`classify`'s protocol.
+    """
+    import json
+
+    from edgekit import manifest
+    from edgekit.detection_layout import find_layout
+
+    local_bundle = manifest.load(bundle)
+    found = find_layout(local_bundle.verified(local_bundle.cpu_model), layout,
+                        record_labels=_bundle_labels(local_bundle))
+    report.note(f"layout {found.describe()}: " + "; ".join(found.source))
+    args = ["--device", _device_arg(device), f"--conf={conf!r}", f"--iou={iou!r}", f"--max-det={max_det}",
+            "--layout-json", json.dumps(found.to_dict())]
+    return _send_images(images, bundle, target, path, "detect", args, mean, std, "detecting", report,
+                        lambda data, dest, hint, sent: board_protocol.read_detect(data, dest, hint, sent, max_det),
+                        lambda n: classify_stdout_bound(n, max_det))
+
+
+def _bundle_labels(bundle: Any) -> list[str] | None:
+    if not bundle.labels:
+        return None
+    from edgekit.classes import read_labels
+
+    labels = read_labels(bundle.verified(bundle.labels))
+    return [labels[k] for k in sorted(labels)]
 
 
 def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH, device: str = "auto",
@@ -409,4 +575,6 @@ def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAU
         args += ["--threads", str(threads)]
     local = read_bundle(bundle)
     report.note(deploy_summary(deploy(bundle, target, path, local)))
-    return _run_runner(target, path, local.name, "benchmark", args, b"", "benchmarking", SILENT)
+    return _run_runner(target, path, local.name, "benchmark", args, b"", "benchmarking", SILENT,
+                       lambda data, dest, hint: board_protocol.read_benchmark(data, dest, hint, n, warmup),
+                       benchmark_stdout_bound(n))

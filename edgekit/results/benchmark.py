@@ -62,6 +62,7 @@ class BenchmarkResult(Record):
     machine: Mapping[str, Any]
     notes: Tuple[str, ...]
     warnings: Tuple[str, ...]
+    postprocess: Optional[Mapping[str, Any]] = None  # a detector's host decode + NMS, timed apart (None on a board)
     comparison: Optional[Comparison] = None
 
     def render_text(self) -> str:
@@ -73,6 +74,11 @@ class BenchmarkResult(Record):
                  f"{self.p50_ms:.3f}  p90 {self.p90_ms:.3f}  p99 {self.p99_ms:.3f}  max {self.max_ms:.3f}  mean "
                  f"{self.mean_ms:.3f} ms",
                  f"Throughput {self.throughput_per_s:.1f} inferences/s"]
+        post = self.postprocess
+        if post:
+            lines.append(f"Host post-processing (decode + NMS, {post['layout']}): p50 {post['p50_ms']:.3f} ms, mean "
+                         f"{post['mean_ms']:.3f} ms over {post['iterations']} runs on the outputs of one invoke "
+                         f"({post['objects']} objects at conf {post['conf']:g}); not included in the invoke times")
         c = self.comparison
         if c:
             span = (f", 95% interval {c.change_interval[0]:+.1%} to {c.change_interval[1]:+.1%}"

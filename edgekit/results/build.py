@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Tuple
+from typing import Any, Mapping, Optional, Tuple
 
 from edgekit.records import Record
 from edgekit.results.quantize import QuantizeResult
@@ -15,7 +15,7 @@ class BuildResult(Record):
 
     bundle: str
     manifest: Mapping[str, Any]
-    quantize: QuantizeResult
+    quantize: Optional[QuantizeResult]  # None: built from an existing .tflite (the manifest's source says so)
     notes: Tuple[str, ...]
 
     def render_text(self) -> str:
@@ -27,7 +27,7 @@ class BuildResult(Record):
                      f"{m['models']['edgetpu'] or 'none (not compiled)'}")
         lines.append(f"Check: {check['verdict']} ({check['summary']['edgetpu_ops']} ops on the Edge TPU, "
                      f"{check['summary']['cpu_ops']} on the CPU)")
-        v = self.quantize.verification
+        v = self.quantize.verification if self.quantize else None
         if v:
             lines.append(f"Verification: top-1 agreement {v.top1_agreement:.1%} on {v.samples} samples")
         acc = m["accuracy"]

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple, Union
 
 from edgekit.records import Record
 
@@ -65,6 +66,53 @@ class Verification(Record):
         return lines
 
 
+@dataclass(frozen=True)
+class DetectionVerification(Record):
+    """A detector's int8 model against its float model (quantize): the share of the float model's detections
+    the int8 model keeps (``kept``, same class at IoU >= ``match_iou``, with a bootstrap 95% interval) and,
+    with labelled ``--eval`` data, the mAP50 drop (``map50``)."""
+
+    kind: str
+    samples: int
+    sources: Mapping[str, int]
+    conf: float
+    match_iou: float
+    float_detections: int
+    int8_detections: int
+    matched: int
+    min_agreement: float
+    mean_abs_diff: Optional[float]
+    class_order: Any
+    layout: Mapping[str, Any]
+    failures: Tuple[str, ...]
+    warnings: Tuple[str, ...]
+    kept: Optional[float]
+    kept_interval: Optional[Tuple[float, ...]]
+    agreement_verdict: Decision
+    passed: bool
+    extra_int8: Optional[float] = None
+    map50: Optional[Mapping[str, Any]] = None
+
+    def lines(self) -> list[str]:
+        """Detections kept by int8 (with the interval and verdict), and the mAP50 gate when there was one."""
+        sources = ", ".join(f"{n} {name.replace('_', '-')}" for name, n in self.sources.items() if n)
+        if self.kept is None:
+            kept = f"no float detections at conf {self.conf:g} to compare"
+        else:
+            lo, hi = self.kept_interval or (0.0, 0.0)
+            kept = (f"int8 keeps {self.kept:.1%} of the float model's {self.float_detections} detections (95% "
+                    f"interval {lo:.1%} to {hi:.1%}; minimum {self.min_agreement:g}: {self.agreement_verdict})")
+        lines = [f"Verification on {self.samples} samples ({sources}): {kept}, mean |output diff| "
+                 f"{self.mean_abs_diff or 0.0:.4f}" + ("" if self.passed else ": FAILED")]
+        g = self.map50
+        if g:
+            lo, hi = g["drop_interval"]
+            lines.append(f"mAP50 on the labels: float {100 * g['float_map50']:.1f}, int8 {100 * g['int8_map50']:.1f}: "
+                         f"{100 * g['drop']:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; at "
+                         f"most {g['max_drop_points']:g} allowed: {g['verdict']})")
+        return lines
+
+
 def render_search(search: Mapping[str, Any]) -> str:
     """The accuracy of each preprocessing convention quantize tried, best first."""
     lines = [f"Preprocessing tried on {search['samples']} labelled calibration samples ({search['classes']} classes, "
@@ -81,7 +129,7 @@ class QuantizeResult(Record):
     (None with ``verify=False``)."""
 
     output: str
-    record: str
+    record: Optional[str]  # None: the sidecar's name is the Keras model's own record (metadata inside only)
     source: Mapping[str, Any]
     size_bytes: int
     preprocess: Mapping[str, Any]
@@ -92,8 +140,19 @@ class QuantizeResult(Record):
     checks: Mapping[str, Any]
     remedy: Optional[str]
     remedies_tried: Tuple[Optional[str], ...]
-    verification: Optional[Verification]
+    verification: Optional[Union[Verification, DetectionVerification]]  # a detector's: DetectionVerification
     warnings: Tuple[str, ...]
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any], where: Optional[str] = None) -> "QuantizeResult":
+        """As :meth:`Record.from_dict`; the verification block read as a detector's when its ``kind`` says so."""
+        where = where or cls.__name__
+        v = document.get("verification") if isinstance(document, Mapping) else None
+        if not isinstance(v, Mapping):
+            return super().from_dict(document, where)
+        kind = DetectionVerification if v.get("kind") == "detection" else Verification
+        return dataclasses.replace(super().from_dict({**document, "verification": None}, where),
+                                   verification=kind.from_dict(v, f"{where}.verification"))
 
     def render_text(self) -> str:
         src, io, cal = self.source, self.io, self.calibration
@@ -109,7 +168,8 @@ class QuantizeResult(Record):
             f"Calibration: {cal['samples']} samples from {cal['source']} ({cal['kind']}"
             + (f", {cal['classes']} classes" if cal["classes"] else "") + f"), {cal['holdout_samples']} held back",
             f"Input:  {q(io['input'])}",
-            f"Output: {q(io['output'])}",
+            f"Output: {q(io['output'])}" + (f" (the model's output {src['output']['name']!r} of "
+                                            f"{', '.join(src['output']['of'])})" if src.get("output") else ""),
             "Ops: " + ", ".join(f"{h['count']}x {h['name']} v{h['version']}" for h in self.op_histogram),
             "Edge TPU checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
             + ("" if self.remedy == self.remedies_tried[0] else f" (with {self.remedy})"),
@@ -118,8 +178,9 @@ class QuantizeResult(Record):
         if search:
             lines[1:1] = [render_search(search)]
         lines += self.verification.lines() if self.verification else ["Verification: skipped (--no-verify)"]
-        lines.append(f"Record: {self.record} and metadata 'edgekit' inside the model"
-                     + (f" ({self.labels} labels)" if self.labels else ""))
+        lines.append((f"Record: {self.record} and metadata 'edgekit' inside the model" if self.record else
+                      "Record: metadata 'edgekit' inside the model (the sidecar's name is the Keras model's own "
+                      "record)") + (f" ({self.labels} labels)" if self.labels else ""))
         return "\n".join(lines)
 
 

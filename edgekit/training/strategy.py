@@ -100,14 +100,20 @@ def parse_tf_config(raw: str) -> Cluster:
     """``TF_CONFIG`` read strictly: a cluster of ``host:port`` addresses and this task, its index in range."""
     try:
         doc = json.loads(raw)
+    except RecursionError:
+        raise _bad_tf_config("is nested too deeply to be read") from None
     except ValueError as exc:
         raise _bad_tf_config(f"is not JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("cluster"), dict):
         raise _bad_tf_config("has no 'cluster' object")
     tasks = doc["cluster"]
     for kind, addresses in tasks.items():
-        if not isinstance(addresses, list) or not all(isinstance(a, str) and split_host_port(a) for a in addresses):
+        if not isinstance(addresses, list) or not all(isinstance(a, str) and split_host_port(a, any_port=True)
+                                                      for a in addresses):
             raise _bad_tf_config(f"cluster {kind!r} is not a list of host:port addresses")
+        for a in addresses:
+            if split_host_port(a) is None:
+                raise _bad_tf_config(f"cluster {kind!r} address {a!r} has no port in 1..65535")
     if not tasks.get("worker") and not tasks.get("chief"):
         raise _bad_tf_config("names no worker or chief")
     task = doc.get("task")
@@ -138,11 +144,14 @@ class WorkersUnreachable(DeviceError):
     hard_exit = True
 
 
-def split_host_port(address: str) -> tuple[str, int] | None:
-    """(host, port) of ``grpc://host:port``, ``host:port`` or ``[v6]:port``; None when it names no port."""
+def split_host_port(address: str, any_port: bool = False) -> tuple[str, int] | None:
+    """(host, port) of ``grpc://host:port``, ``host:port`` or ``[v6]:port``; None when it names no port (no port in
+    1..65535 unless ``any_port``: a socket cannot bind or reach 99999)."""
     address = address.split("://", 1)[-1].rstrip("/")
     host, sep, port = address.rpartition(":")
-    if not sep or not port.isdigit() or not host:
+    if not sep or not port.isascii() or not port.isdigit() or not host:
+        return None
+    if not any_port and not 0 < int(port) <= 65535:
         return None
     return host.strip("[]"), int(port)
 
@@ -153,9 +162,11 @@ def probe_address(address: str, timeout: float = TPU_PROBE_SECONDS) -> str | Non
     Checked before TensorFlow is pointed there: TensorFlow itself retries an address where nothing
     listens without a time limit.
     """
-    where = split_host_port(address)
+    where = split_host_port(address, any_port=True)
     if where is None:
         return None  # not host:port (a TPU name): the resolver and TensorFlow judge it
+    if not 0 < where[1] <= 65535:
+        return f"{address} names port {where[1]}, outside 1..65535"
     try:
         with socket.create_connection(where, timeout=timeout):
             return None
@@ -205,6 +216,51 @@ def _try_tpu(tf: Any, tpu: str) -> Any:
 
 
 RENDEZVOUS_GRACE = 3.0   # seconds a worker keeps answering after it saw every other one, for the slower ones
+#: What a task's rendezvous listener says to each knock: a port that says something else is no edgekit worker.
+RENDEZVOUS_GREETING = b"edgekit-rendezvous 1\n"
+#: An HTTP/2 client preface and an empty SETTINGS frame: a gRPC server (TensorFlow's, a faster worker already past
+#: the rendezvous) answers with its own SETTINGS frame (it sends one unasked, too).
+_HTTP2_PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n" + b"\x00\x00\x00\x04\x00\x00\x00\x00\x00"
+
+
+def _is_http2_settings(data: bytes) -> bool:
+    """A frame header of type SETTINGS (4) on stream 0: what every HTTP/2 (gRPC) server sends first."""
+    return len(data) >= 9 and data[3] == 0x04 and data[5:9] == b"\x00\x00\x00\x00"
+
+
+def knock(address: str, timeout: float) -> tuple[bool, str | None]:
+    """Knock at another task of the cluster: (something answered, why it is not a worker; None when it is one).
+
+    A worker answers either as an edgekit rendezvous listener (its greeting) or as TensorFlow's gRPC server
+    (an HTTP/2 SETTINGS frame). Anything else on the port (an SSH or web server, a listener that says nothing)
+    would make TensorFlow wait for it for ever, so it is named instead.
+    """
+    where = split_host_port(address)
+    if where is None:
+        return False, f"{address} is not host:port with a port in 1..65535"
+    try:
+        with socket.create_connection(where, timeout=timeout) as conn:
+            conn.settimeout(min(timeout, 2.0))
+            data = b""
+            try:
+                data = conn.recv(64)
+            except socket.timeout:
+                pass
+            if not data:  # a server that waits for its client to speak first
+                try:
+                    conn.sendall(_HTTP2_PREFACE)
+                    data = conn.recv(64)
+                except socket.timeout:
+                    pass
+    except TimeoutError:  # nothing there (yet): the caller keeps knocking
+        return False, f"nothing answers at {address} within {timeout:g} s"
+    except OSError as exc:
+        return False, f"nothing answers at {address} ({exc.strerror or first_line(exc)})"
+    if (data and RENDEZVOUS_GREETING.startswith(data)) or _is_http2_settings(data):
+        return True, None
+    if not data:  # maybe a worker too busy to answer in time: knocked at again until the deadline
+        return False, f"{address} takes connections but says nothing a worker says"
+    return True, f"{address} answers but is not a TensorFlow worker (it said {data[:40]!r})"
 
 
 def rendezvous(cluster: Cluster, timeout: float, grace: float = RENDEZVOUS_GRACE) -> None:
@@ -213,9 +269,10 @@ def rendezvous(cluster: Cluster, timeout: float, grace: float = RENDEZVOUS_GRACE
     TensorFlow's MultiWorkerMirroredStrategy waits for the whole cluster without a time limit, in C++
     that holds the interpreter (no thread, timer or signal handler of ours runs meanwhile), so a worker
     that never starts would hang every other one for good. So first each task answers TCP on its own
-    port (a plain listener, closed before TensorFlow binds the port) and knocks on the others' until
-    all have answered; a knock answered by TensorFlow's server (a faster worker already past this
-    point) counts too. WorkersUnreachable names the silent ones.
+    port (a plain listener that greets each knock, closed before TensorFlow binds the port) and knocks on
+    the others' until all have answered; a knock answered by TensorFlow's gRPC server (a faster worker
+    already past this point) counts too (:func:`knock`). WorkersUnreachable names the silent ones, or at
+    once a port where something else answers (TensorFlow would wait for it for ever).
     """
     import threading
     import time
@@ -237,23 +294,42 @@ def rendezvous(cluster: Cluster, timeout: float, grace: float = RENDEZVOUS_GRACE
         while not stop.is_set():
             try:
                 conn, _ = listener.accept()
-                conn.close()
             except OSError:
                 continue
+            try:
+                conn.settimeout(1.0)
+                conn.sendall(RENDEZVOUS_GREETING)
+            except OSError:
+                pass
+            finally:
+                conn.close()
 
     thread = threading.Thread(target=answer, name="edgekit-rendezvous", daemon=True)
     thread.start()
     try:
         waiting = list(cluster.others())
+        whys: dict[str, str | None] = {}
         deadline = time.monotonic() + timeout
         while waiting and time.monotonic() < deadline:
-            waiting = [a for a in waiting if probe_address(a, min(1.0, max(0.05, deadline - time.monotonic())))]
+            still = []
+            for a in waiting:
+                answered, why = knock(a, min(1.0, max(0.05, deadline - time.monotonic())))
+                whys[a] = why
+                if answered and why:  # no worker will ever answer on a port something else holds
+                    raise WorkersUnreachable(
+                        f"the multi-worker cluster cannot come together: {why}",
+                        "check TF_CONFIG's addresses: each must be a port `edgekit train` (with the same TF_CONFIG) "
+                        "listens on, not another service's")
+                if why:
+                    still.append(a)
+            waiting = still
             if waiting:
                 time.sleep(0.2)
         if waiting:
             raise WorkersUnreachable(
                 f"the multi-worker cluster did not come together within {timeout:g} s: {cluster.me} heard nothing "
-                f"from {', '.join(waiting)}",
+                f"from {', '.join(waiting)}" + "".join(f" ({whys[a]})" for a in waiting[:1] if whys.get(a)
+                                                        and "says nothing" in (whys[a] or "")),
                 "start `edgekit train` with the same TF_CONFIG (and its own task index) on every worker, check the "
                 "addresses and that their ports are open, or wait longer with --worker-timeout S")
         time.sleep(grace)  # the others may still be knocking on this port

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import shutil
 import sys
 import tempfile
@@ -28,13 +29,16 @@ from typing import IO, Any, Callable
 import numpy as np
 
 from edgekit import __version__
-from edgekit.errors import InputError, UsageError, first_line
+from edgekit.errors import DeviceError, InputError, UsageError, first_line
 from edgekit.model_record import ModelRecord, sidecar_path
 from edgekit.report import SILENT, Reporter
 from edgekit.preprocess import PreprocessSpec, open_image, pixels
 
 CREATED_BY = "edgekit train"
 TPU_STEPS_PER_EXECUTION = 32
+#: The largest image side train takes: an Edge TPU classifier's input is a few hundred pixels (its whole
+#: on-chip memory is 8 MiB), and a bigger one only exhausts the host's memory (or takes for ever) first.
+MAX_INPUT_SIDE = 4096
 DEFAULT_TFRECORD_LABEL_KEY = "image/class/label"
 
 
@@ -68,6 +72,7 @@ class TrainingData:
     labels: np.ndarray
     class_names: list[str]
     first_size: tuple[int, int] = (0, 0)
+    empty_classes: tuple[str, ...] = ()   # class folders with no image in them (left out: said as a warning)
 
     def split(self, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
         """(train indices, validation indices): ``fraction`` of each class held out, seeded."""
@@ -102,7 +107,9 @@ def read_data(source: str, tfrecord_key: str = "image/encoded") -> TrainingData:
     labels = np.concatenate([np.full(len(g), k, np.int64) for k, g in enumerate(groups)])
     first = open_image(items[0])
     _check_headers(source, items)
-    return TrainingData(source, "images", items, labels, classes, first.size)
+    empty = tuple(sorted(d.name for d in Path(source).iterdir()
+                         if d.is_dir() and not d.name.startswith(".") and d.name not in classes))
+    return TrainingData(source, "images", items, labels, classes, first.size, empty)
 
 
 def _check_headers(source: str, items: list[str]) -> None:
@@ -286,6 +293,12 @@ class _InputStopped(InputError):
     hard_exit = True
 
 
+class _OutOfMemory(DeviceError):
+    """TensorFlow ran out of memory (exit 9, the machine's limit): its threads may not let the process end either."""
+
+    hard_exit = True
+
+
 def _fit_across_workers(tf: Any, strategy: Any, model: Any, optimizer: Any, train_ds: Any, val_ds: Any,
                         global_batch: int, epochs: int, progress: "_Progress") -> None:
     """Synchronous data-parallel training over a TF_CONFIG cluster, in a custom loop.
@@ -372,7 +385,16 @@ def train(opts: TrainOptions) -> dict[str, Any]:
                          "e.g. --epochs 10 --batch-size 32 --validation-split 0.2")
     check_arch(opts.arch)
     data = read_data(opts.data, opts.tfrecord_key)
+    if data.empty_classes:  # Keras's folder reader keeps them as classes never seen; edgekit leaves them out: said
+        opts.report.warn(f"DATA {opts.data}: {len(data.empty_classes)} class folder(s) hold no images and are left "
+                         f"out ({', '.join(data.empty_classes[:5])}{', ...' if len(data.empty_classes) > 5 else ''}): "
+                         f"the model learns {len(data.class_names)} classes")
     width, height = opts.input_size or data.first_size
+    size_from = "--input-size" if opts.input_size else f"the first image's size (DATA {opts.data}, no --input-size)"
+    if max(width, height) > MAX_INPUT_SIDE:
+        raise UsageError(f"{size_from} {width}x{height} is larger than {MAX_INPUT_SIDE} pixels on a side: no Edge "
+                         "TPU classifier takes such images", "train at the size the model will classify, e.g. "
+                         "--input-size 224x224; images are resized to it")
     spec = PreprocessSpec.with_scaling(width, height, opts.scaling, channels=opts.channels)
     train_idx, val_idx = data.split(opts.validation_split, opts.seed)
     if len(train_idx) == 0:
@@ -401,7 +423,20 @@ def train(opts: TrainOptions) -> dict[str, Any]:
 
     keras.utils.set_random_seed(opts.seed)
     with choice.strategy.scope():
-        model = build_model(opts.arch, (height, width, spec.num_channels), len(data.class_names), opts.width)
+        try:
+            model = build_model(opts.arch, (height, width, spec.num_channels), len(data.class_names), opts.width)
+        except ValueError as exc:  # a built-in architecture's layers cannot shrink the image that far
+            if ":" in opts.arch:
+                raise
+            layer = re.search(r"calling (\w+)\.call", str(exc))
+            raise UsageError(f"{size_from} {width}x{height} is too small for --arch {opts.arch}"
+                             + (f": its {layer.group(1)} layer has too little of the image left" if layer else
+                                f" ({first_line(exc, 160)})"),
+                             "train at a larger size, e.g. --input-size 32x32 or more; images are resized to it"
+                             ) from None
+        except (tf.errors.ResourceExhaustedError, MemoryError):
+            raise _OutOfMemory(f"out of memory building --arch {opts.arch} for {width}x{height} images",
+                               "lower --input-size (or --width)") from None
         optimizer = keras.optimizers.Adam(opts.learning_rate)
         model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy",
                       metrics=["accuracy"], steps_per_execution=TPU_STEPS_PER_EXECUTION if on_tpu else 1)
@@ -415,6 +450,9 @@ def train(opts: TrainOptions) -> dict[str, Any]:
             else:
                 model.fit(train_ds, validation_data=val_ds, epochs=opts.epochs, verbose=0,
                           callbacks=[progress.callback])
+    except tf.errors.ResourceExhaustedError:
+        raise _OutOfMemory(f"out of memory training --arch {opts.arch} on {width}x{height} images in global batches "
+                           f"of {global_batch}", "lower --batch-size or --input-size") from None
     except tf.errors.OpError as exc:  # an image that does not decode surfaces here, from inside tf.numpy_function
         text = str(exc)
         if choice.kind == "multi_worker" and isinstance(exc, (tf.errors.DeadlineExceededError,

@@ -413,3 +413,62 @@ def test_integer_and_bool_arrays_say_what_to_store(tmp_path, dtype):
     with pytest.raises(InputError, match="neither uint8 images nor float inputs") as exc:
         calibration.load(str(tmp_path / "x.npy"), SPEC)
     assert "astype(np.uint8)" in exc.value.hint
+
+
+@pytest.mark.parametrize("shape_of", ["ids", "column", "column_uint8", "onehot_uint8", "onehot_int64",
+                                      "onehot_float", "smoothed", "column_float"])
+def test_every_label_shape_keras_produces_gives_the_same_class_ids(tmp_path, shape_of):
+    """Was: (N, 1) ids, what keras.datasets.cifar10.load_data() returns, read as one-hot rows of one class:
+    class 0 for every sample (evaluate printed 11% for a 79% model, quantize called it near chance)."""
+    ids = np.array([0, 3, 1, 2, 3, 0, 2, 1] * 3)
+    y = {"ids": ids, "column": ids[:, None], "column_uint8": ids[:, None].astype(np.uint8),
+         "onehot_uint8": np.eye(4, dtype=np.uint8)[ids], "onehot_int64": np.eye(4, dtype=np.int64)[ids],
+         "onehot_float": np.eye(4, dtype=np.float32)[ids], "column_float": ids[:, None].astype(np.float32),
+         "smoothed": (np.eye(4) * 0.9 + 0.1 / 4)[ids]}[shape_of]
+    x = (ids[:, None, None, None] * 60 + np.zeros((1, 8, 8, 3))).astype(np.uint8)
+    np.savez(tmp_path / "d.npz", x=x, y=y)
+    data = calibration.load(str(tmp_path / "d.npz"), SPEC, samples=16, holdout=8)
+    assert data.classes == ["0", "1", "2", "3"]
+    for pixels, labels in ((data.calib_pixels, data.calib_labels), (data.holdout_pixels, data.holdout_labels)):
+        assert (pixels[:, 0, 0, 0] == labels * 60).all()
+    from edgekit.datasets import read_labelled_arrays
+
+    assert read_labelled_arrays(tmp_path / "d.npz")[1].tolist() == ids.tolist()  # evaluate reads it alike
+
+
+@pytest.mark.parametrize(("y", "said"), [
+    (np.array([[1, 1, 0], [0, 1, 0]] * 4), r"has shape \(8, 3\) but its rows are not one-hot: row 0 has 2 ones "
+                                           r"\(multi-label\?\)"),
+    (np.array([[0, 0, 0], [0, 1, 0]] * 4), r"row 0 has 0 ones"),
+    (np.array([[2.0, -1.0, 0.5]] * 8), r"row 0 is no one-hot or probability row \(sums to 1\.5; scores or logits\?\)"),
+    (np.array([[0.5, 0.5, 0.0]] * 8), r"row 0 has a tie for its largest value"),
+    (np.array([[3], [-1]] * 4), r"holds negative class ids such as -1"),
+])
+def test_ambiguous_label_rows_are_refused_naming_the_shape(tmp_path, y, said):
+    np.savez(tmp_path / "d.npz", x=np.zeros((8, 8, 8, 3), np.uint8), y=y)
+    for read in (lambda: calibration.load(str(tmp_path / "d.npz"), SPEC, samples=4, holdout=2),
+                 lambda: __import__("edgekit.datasets").datasets.read_labelled_arrays(tmp_path / "d.npz")):
+        with pytest.raises(InputError, match=said) as exc:
+            read()
+        assert exc.value.exit_code == 3 and "(N, 1)" in exc.value.hint and "\n" not in str(exc.value)
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("kind", ["int64", "float"])
+def test_tfrecord_one_hot_labels_are_class_ids_not_their_first_value(tmp_path, kind):
+    """Was: a one-hot label list read as its first value (class 0 for all but class 0's own samples)."""
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    tf = import_tensorflow()
+    with tf.io.TFRecordWriter(str(tmp_path / "d.tfrecord")) as w:
+        for i in range(18):
+            label = i % 3
+            row = np.eye(3)[label]
+            feature = (tf.train.Feature(int64_list=tf.train.Int64List(value=row.astype(int).tolist())) if kind == "int64"
+                       else tf.train.Feature(float_list=tf.train.FloatList(value=row.tolist())))
+            feats = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(100 * label)])),
+                     "image/class/label": feature}
+            w.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
+    data = calibration.load(str(tmp_path / "d.tfrecord"), SPEC, samples=9, holdout=3)
+    assert data.classes == ["0", "1", "2"]
+    assert (np.round(data.calib_pixels[:, 0, 0, 0]) == 100 * data.calib_labels).all()

@@ -109,7 +109,8 @@ def test_the_text_lists_only_classes_whose_accuracy_changed():
         reference = {"model": "m.keras", "top1": 0.9, "top5": 1.0, "top1_agreement": 1.0, "mean_abs_diff": 0.0,
                      "max_abs_diff": 0.0, "class_changes": rows, "layers": None, "layers_error": None}
         return {"model": "m.tflite", "device": "cpu", "backend": "x", "samples": 20, "classes": 2, "top1": 0.9,
-                "top5": 1.0, "preprocess": {"source": "recorded"}, "labels_from": "folders", "reference": reference}
+                "top5": 1.0, "preprocess": {"source": "recorded"}, "labels_from": "folders", "per_class": [],
+                "reference": reference}
 
     same = render(doc([0.0, 0.0]))
     assert "No class's top-1 accuracy changed from float to int8" in same and "% -> " not in same
@@ -130,3 +131,27 @@ def test_a_reference_of_another_input_shape_is_exit_3_naming_both(digits_keras, 
     assert out.exit_code == 3, out.output
     line = [ln for ln in out.stderr.splitlines() if ln.startswith("error: ")][0]
     assert "(32, 32, 3)" in line and "(128, 128, 3)" in line
+
+
+def test_a_cifar_shaped_npz_evaluates_like_the_same_images_in_class_folders(digits_int8, digits_folders, tmp_path):
+    """keras.datasets.cifar10 gives uint8 (N, H, W, 3) images and uint8 (N, 1) labels. Was: every label read
+    as class 0 (one-hot rows of one class), so evaluate printed chance-level accuracy with exit 0."""
+    from PIL import Image
+
+    classes = sorted(d.name for d in digits_folders.test.iterdir() if d.is_dir())
+    images, ids = [], []
+    for k, name in enumerate(classes):
+        for f in sorted((digits_folders.test / name).glob("*.png")):
+            images.append(np.asarray(Image.open(f).convert("RGB")))
+            ids.append(k)
+    np.savez(tmp_path / "cifar_like.npz", x_test=np.stack(images), y_test=np.asarray(ids, np.uint8)[:, None])
+    docs = []
+    for data in (digits_folders.test, tmp_path / "cifar_like.npz"):
+        result = CliRunner().invoke(cli, ["evaluate", "-m", str(digits_int8.output), "--data", str(data), "--json",
+                                          "--quiet"])
+        assert result.exit_code == 0, result.output
+        docs.append(json.loads(result.stdout))
+    folders, arrays = docs
+    assert arrays["samples"] == folders["samples"] == len(ids)
+    assert arrays["top1"] == folders["top1"] > 0.8
+    assert [c["top1"] for c in arrays["per_class"]] == [c["top1"] for c in folders["per_class"]]

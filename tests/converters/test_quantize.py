@@ -238,9 +238,46 @@ def test_output_never_overwrites_the_input(digits_keras):
     result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "-o", str(digits_keras.path)])
     assert result.exit_code == 2 and "would overwrite the input" in result.stderr
     assert digits_keras.path.read_bytes() == before
-    record = model_record.sidecar_path(digits_keras.path)
-    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "-o", str(record.with_name("digits.tflite"))])
-    assert result.exit_code == 2 and "would overwrite the input's record" in result.stderr
+
+
+def test_quantize_to_the_models_own_name_keeps_its_training_record(digits_keras, digits_folders, tmp_path):
+    """`quantize m.h5 -o m.tflite` beside m.edgekit.json (m.h5's training record). Was: refused (exit 2), since both
+    records are named m.edgekit.json. Now the output's record goes inside the model and the input's stays."""
+    model = tmp_path / "m.h5"
+    shutil.copy(digits_keras.path, model)
+    shutil.copy(model_record.sidecar_path(digits_keras.path), tmp_path / "m.edgekit.json")
+    before = (tmp_path / "m.edgekit.json").read_bytes()
+    for _ in range(2):  # and again: the training record is still recognised as the input's
+        result = CliRunner().invoke(cli, ["quantize", str(model), "-o", str(tmp_path / "m.tflite"), "--calib",
+                                          str(digits_folders.train), "--samples", "60", "--no-verify", "--json"])
+        assert result.exit_code == 0, result.output
+        assert "note: m.edgekit.json beside the output is m.h5's own record" in result.stderr
+        assert json.loads(result.stdout)["record"] is None
+        assert (tmp_path / "m.edgekit.json").read_bytes() == before
+    inside = json.loads(tflite_model.load(tmp_path / "m.tflite").metadata["edgekit"])
+    assert inside["created_by"].startswith("edgekit quantize") and inside["labels"] == [str(i) for i in range(10)]
+
+
+def test_default_outputs_of_two_sources_never_replace_each_other(digits_keras, digits_folders, tmp_path):
+    """m.keras and m.h5 both default to m_int8.tflite. Was: the second run replaced the first's without a word."""
+    from edgekit.converters.tf_quiet import silenced
+
+    with silenced():
+        digits_keras.model.save(tmp_path / "m.keras")
+    shutil.copy(digits_keras.path, tmp_path / "m.h5")
+    args = ["--calib", str(digits_folders.train), "--samples", "60", "--no-verify", "--quiet"]
+    first = CliRunner().invoke(cli, ["quantize", str(tmp_path / "m.keras"), *args])
+    assert first.exit_code == 0, first.output
+    written = (tmp_path / "m_int8.tflite").read_bytes()
+    second = CliRunner().invoke(cli, ["quantize", str(tmp_path / "m.h5"), *args])
+    assert second.exit_code == 2, second.output
+    assert "the default output" in second.stderr and "exists and was made from m.keras, not from m.h5" in second.stderr
+    assert "-o " in second.stderr and (tmp_path / "m_int8.tflite").read_bytes() == written
+    again = CliRunner().invoke(cli, ["quantize", str(tmp_path / "m.keras"), *args])  # its own output: replaced
+    assert again.exit_code == 0, again.output
+    named = CliRunner().invoke(cli, ["quantize", str(tmp_path / "m.h5"), *args, "-o", str(tmp_path / "m_h5.tflite")])
+    assert named.exit_code == 0, named.output
+    assert json.loads(tflite_model.load(tmp_path / "m_h5.tflite").metadata["edgekit"])["source_model"]["name"] == "m.h5"
 
 
 def test_rerunning_with_an_output_named_like_the_model_works(digits_keras, digits_folders, tmp_path):

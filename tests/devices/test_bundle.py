@@ -154,6 +154,65 @@ def test_a_malformed_manifest_is_refused(bundle, change, message):
         manifest.load(bundle)
 
 
+def _entry(path: str) -> dict:
+    return {"path": path, "sha256": "0" * 64, "size_bytes": 1}
+
+
+# Each was read as a valid manifest before (issue 23): a boolean version, a NaN, and entries naming the bundle
+# folder itself, the manifest under a second spelling, a file under a second spelling, or a folder.
+STRICT_CASES = {
+    "format_version true": (lambda b, d: d.update(format_version=True), "'format_version' is not a positive integer"),
+    "NaN": (lambda b, d: d["preprocess"].update(mean=[float("nan")] * 3), "NaN is not a JSON number"),
+    "Infinity": (lambda b, d: d.update(created=float("inf")), "Infinity is not a JSON number"),
+    "entry .": (lambda b, d: d["files"].append(_entry(".")), "not a plain relative path"),
+    "entry ./manifest.json": (lambda b, d: d["files"].append(_entry("./manifest.json")), "not a plain relative path"),
+    "entry labels.txt/": (lambda b, d: d["files"].append(_entry("labels.txt/")), "not a plain relative path"),
+    "entry a//b": (lambda b, d: d["files"].append(_entry("sub//x")), "not a plain relative path"),
+    "labels ./labels.txt": (lambda b, d: d.update(labels="./labels.txt"), "not a plain relative path"),
+    "entry a folder": (lambda b, d: ((b / "sub").mkdir(), d["files"].append(_entry("sub"))), "'sub' is a folder"),
+    "sha256 not hex": (lambda b, d: d["files"][0].update(sha256="../" * 21 + "x"), "not 64 hex digits"),
+    "size_bytes negative": (lambda b, d: d["files"][0].update(size_bytes=-1), "needs path, sha256 and size_bytes"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(STRICT_CASES))
+def test_a_manifest_with_a_loose_value_or_a_second_spelling_is_refused(bundle, case, no_open):
+    change, message = STRICT_CASES[case]
+    doc = json.loads((bundle / "manifest.json").read_text())
+    change(bundle, doc)
+    (bundle / "manifest.json").write_text(json.dumps(doc))  # json.dumps writes NaN/Infinity as Python reads them
+    with pytest.raises(InputError, match=message):
+        manifest.load(bundle)
+    out = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(bundle)])
+    assert out.exit_code == 3 and message in out.stderr, out.output
+    assert out.stderr.count("\n") == 1 and out.stderr.startswith("error: ") and no_open == []
+
+
+def test_the_board_refuses_the_same_manifests_under_python37(bundle, tmp_path):
+    """manifest.py is shipped: the board's Python (3.7, when .venv-py37 exists) refuses them alike, exit 3."""
+    from tests.test_remote import TARGET_PYTHON
+
+    runtime = tmp_path / "runtime"
+    for rel in ("edgekit/__init__.py", "edgekit/errors.py", "edgekit/manifest.py"):
+        (runtime / rel).parent.mkdir(parents=True, exist_ok=True)
+        (runtime / rel).write_bytes((REPO / rel).read_bytes())
+    good = (bundle / "manifest.json").read_text()
+    script = ("import sys\nfrom edgekit import manifest\ntry:\n    manifest.load(sys.argv[1])\n"
+              "except manifest.BundleError as e:\n    print(e.exit_code, e.message)\nelse:\n    print(0)\n")
+    for case in sorted(STRICT_CASES):
+        change, message = STRICT_CASES[case]
+        doc = json.loads(good)
+        change(bundle, doc)
+        (bundle / "manifest.json").write_text(json.dumps(doc))
+        proc = subprocess.run([str(TARGET_PYTHON), "-c", script, str(bundle)], cwd=runtime, capture_output=True,
+                              text=True, check=False)
+        assert proc.returncode == 0 and proc.stdout.startswith("3 ") and message in proc.stdout, (case, proc)
+        shutil.rmtree(bundle / "sub", ignore_errors=True)
+    (bundle / "manifest.json").write_text(good)
+    assert subprocess.run([str(TARGET_PYTHON), "-c", script, str(bundle)], cwd=runtime, capture_output=True,
+                          text=True, check=True).stdout == "0\n"
+
+
 def test_a_folder_without_manifest_is_not_a_bundle(tmp_path):
     out = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(tmp_path)])
     assert out.exit_code == 3 and "not a bundle (no manifest.json)" in out.stderr

@@ -58,3 +58,29 @@ def test_a_compiled_model_without_an_edge_tpu_is_evaluated_on_its_cpu_twin(tmp_p
     doc = json.loads(result.stdout)
     assert doc["device"] == "cpu" and doc["model"].endswith("mobilenet_v1_0.25_128_quant.tflite")
     assert "mobilenet_v1_0.25_128_quant.tflite" in result.stderr     # the note names the CPU model that ran
+
+
+def test_evaluate_text_has_a_per_class_table_worst_first_and_bounded(tmp_path):
+    """Was: the text gave top-1 and top-5 only; per class was in --json alone."""
+    from edgekit.devices.evaluate import PER_CLASS_ROWS, Evaluation
+    from edgekit.preprocess import PreprocessSpec
+
+    classes, per = 14, 5
+    labels = np.repeat(np.arange(classes), per)
+    scores = np.eye(classes, dtype=np.float32)[labels]
+    scores[labels == 3] = np.eye(classes, dtype=np.float32)[5]     # class 3: all read as 5 (recall 0)
+    scores[np.flatnonzero(labels == 7)[:2]] = np.eye(classes, dtype=np.float32)[0]  # class 7: 3 of 5 right
+    ev = Evaluation("m.tflite", "cpu", "litert", "recorded", PreprocessSpec(8, 8), "arrays", scores, labels,
+                    {i: f"c{i}" for i in range(classes)})
+    doc = ev.to_dict()
+    five = next(c for c in doc["per_class"] if c["id"] == 5)
+    assert five["predicted"] == 10 and five["precision"] == 0.5 and five["top1"] == 1.0
+    from edgekit.cli import _render_evaluate
+
+    text = _render_evaluate({**doc, "reference": None}).splitlines()
+    start = next(i for i, ln in enumerate(text) if ln.startswith("Per class, worst first"))
+    assert f"({PER_CLASS_ROWS} of {classes}; all in --json)" in text[start]
+    rows = text[start + 2:start + 2 + PER_CLASS_ROWS]
+    assert rows[0].split()[:3] == ["3", "c3", "0.0%"] and rows[1].split()[:3] == ["7", "c7", "60.0%"]
+    assert "(" in rows[0] and " to " in rows[0]  # the interval a class's few samples allow
+    assert len(text) == start + 2 + PER_CLASS_ROWS  # bounded: the rest is in --json

@@ -115,3 +115,16 @@ def test_evaluate_and_benchmark_without_tensorflow(no_tf_env, tmp_path):
         assert report["blocked"] and report["tensorflow"] == [] and report["converters"] == [], report
         assert report["codes"][0] in (0, None), proc.stderr
         assert key in json.JSONDecoder().raw_decode(proc.stdout.lstrip())[0]
+
+
+def test_detect_without_tensorflow(no_tf_env):
+    """detect (layout reader, decode, NMS, letterbox) is runtime half: no TensorFlow, nothing from converters."""
+    model = str(shared_file("detection/ppe_yolov8n_full_integer_quant_edgetpu.tflite"))
+    proc = subprocess.run([sys.executable, "-c", CHECK, "detect", str(shared_file("grace_hopper.bmp")), "-m", model,
+                           "--json"], capture_output=True, text=True, timeout=180, env=no_tf_env)
+    report = json.loads(next(ln for ln in proc.stderr.splitlines()
+                             if ln.startswith("MODULES ")).removeprefix("MODULES "))
+    assert report["blocked"] and report["tensorflow"] == [] and report["converters"] == [], report
+    assert report["codes"][0] in (0, None), proc.stderr
+    doc = json.JSONDecoder().raw_decode(proc.stdout.lstrip())[0]
+    assert "pessoa" in [o["label"] for o in doc["results"][0]["objects"]]

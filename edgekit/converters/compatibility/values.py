@@ -8,6 +8,7 @@ from typing import Any
 
 from edgekit.converters.compatibility.evidence import Refs
 from edgekit.converters.compatibility.words import CONFIRMED, MAPPED, UNCERTAIN, Confidence, Kind, Target
+from edgekit.errors import InvalidModelError
 from edgekit.tflite_model import ModelInfo, OpInfo, SubgraphInfo, TensorInfo
 
 
@@ -107,7 +108,20 @@ class OpContext:
         if t is None or not t.is_constant or t.dtype not in ("int32", "int64"):
             return None
         v = self.info.constant_value(t)
-        return None if v is None else [int(x) for x in v.reshape(-1)]
+        if v is None:
+            return None
+        # TensorFlow Lite refuses a constant whose buffer holds fewer bytes than its shape needs, or whose shape
+        # has an unknown (-1) dimension ("Tensor N is invalidly specified in schema"): so does check.
+        what = f"op #{self.op.index} {self.op.name}'s constant input {pos} ({t.name!r}, {t.dtype} {list(t.shape)})"
+        hint = "the file is damaged (TensorFlow Lite refuses it too): copy or export the model again"
+        if any(d < 0 for d in t.shape):
+            raise InvalidModelError(f"{what} has an unknown (-1) dimension, which a constant cannot have", hint)
+        need = 1
+        for d in t.shape:
+            need *= d
+        if v.size < need:
+            raise InvalidModelError(f"{what} holds {v.size} value(s) where its shape needs {need}", hint)
+        return [int(x) for x in v.reshape(-1)[:need]]
 
 
 #: A constraint's test: None when the op meets it, else what is wrong (or (what, fix)).

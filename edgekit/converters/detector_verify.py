@@ -1,0 +1,239 @@
+"""quantize's verification for detectors: the int8 model's detections against the float model's.
+
+A Keras model whose output is not one score per class is a detector when its converted int8 model
+fits a detection layout (:func:`edgekit.detection_layout.find_layout`, read from the converted bytes).
+Then, on the same paired samples quantize verifies classifiers on, both models' outputs are decoded
+by the same code ``edgekit detect`` runs (:func:`edgekit.detection.postprocess`, conf 0.25, class-wise
+NMS) and matched per image (same class, IoU >= 0.5, greedily by score). The gate is the share of the
+float model's detections the int8 model keeps, with a 95% interval from a bootstrap over images
+(detections of one image are not independent), decided against ``--min-agreement`` by
+:func:`edgekit.metrics.at_least`, as the classifier's top-1 agreement is: refused only when the whole
+interval lies below, "uncertain" (a warning saying how many samples would settle it) when it spans it.
+
+Before any of that, a single output that holds pixel-scale boxes beside 0..1 scores is refused with
+the reason: one int8 scale for both leaves the scores a handful of steps.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from typing import Any, Callable
+
+import numpy as np
+
+from edgekit import detection, metrics, tflite_model
+from edgekit.detection import DetectionLayout, Geometry, Layout
+from edgekit.errors import ConversionError, VerificationError
+
+MATCH_IOU = 0.5
+VERIFY_CONF = detection.DEFAULT_CONF
+BOOTSTRAP = 1000
+SEED = 0
+MIN_SCORE_STEPS = 32     # a 0..1 score needs at least this many int8 steps
+
+
+def is_classifier_output(info: tflite_model.ModelInfo) -> bool:
+    outs = info.outputs
+    return len(outs) == 1 and sum(d > 1 for d in outs[0].shape) <= 1
+
+
+def layout_of(model_bytes: bytes, info: tflite_model.ModelInfo | None = None) -> DetectionLayout | None:
+    """The detection layout of converted bytes; None for a classifier (one score per class). InputError when the
+    outputs are not a classifier's and fit no layout, or several."""
+    from edgekit.detection_layout import find_layout
+
+    info = info or tflite_model.ModelInfo.from_bytes(model_bytes)
+    if is_classifier_output(info):
+        return None
+    fd, name = tempfile.mkstemp(suffix=".tflite")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(model_bytes)
+        return find_layout(name, info=info)
+    finally:
+        os.unlink(name)
+
+
+def refuse_crushed_scores(layout: DetectionLayout, info: tflite_model.ModelInfo) -> None:
+    """ConversionError when pixel boxes and 0..1 scores share one int8 output (the scores keep too few steps)."""
+    if layout.kind not in (Layout.YOLO, Layout.YOLOV5, Layout.END2END) or layout.boxes_normalized is not False:
+        return
+    t = info.outputs[layout.role("output")]
+    scale = t.quantization.scale if t.quantization and t.quantization.scales else 0.0
+    if scale and 1.0 / scale < MIN_SCORE_STEPS:
+        raise ConversionError(
+            f"the model's one output holds pixel-scale boxes beside 0..1 scores: its int8 scale {scale:.3g} leaves "
+            f"the scores {int(1.0 / scale)} steps between 0 and 1, so int8 detections would be mostly lost",
+            "divide the boxes by the input size inside the model (normalized, as Ultralytics' TFLite exports do), "
+            "or return boxes and scores as two outputs")
+
+
+def run_outputs(model_bytes: bytes, x: np.ndarray) -> tuple[list[list[np.ndarray]], list[tuple[float, int]]]:
+    """Every output of the int8 model, as it gives them (quantized), for each float32 sample (preprocessed)."""
+    from edgekit.devices import backends
+    from edgekit.preprocess import quantize as quantize_tensor
+
+    with backends.open_content(model_bytes, "the int8 model", num_threads=1) as opened:
+        interp = opened.interpreter
+        inp = opened.input
+        outs = interp.get_output_details()
+        quant = [(float(o["quantization"][0]), int(o["quantization"][1])) for o in outs]
+        dtype = np.dtype(inp["dtype"]).name
+        results = []
+        for sample in x:
+            interp.set_tensor(inp["index"], quantize_tensor(sample[None], dtype, *inp["quantization"]))
+            opened.invoke()
+            results.append([interp.get_tensor(o["index"]).copy() for o in outs])
+    return results, quant
+
+
+def _float_outputs(predicted: Any, int8_shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
+    """Keras's outputs (an array or a list, batch first) in the int8 model's output order, matched by shape."""
+    arrays = [np.asarray(p) for p in (predicted if isinstance(predicted, (list, tuple)) else [predicted])]
+    if len(arrays) == 1 and len(int8_shapes) == 1:   # keras_io's predict gives each sample's output flattened
+        a = arrays[0]
+        return [a.reshape((a.shape[0],) + tuple(int8_shapes[0][1:]))]
+    if len(arrays) == 1:
+        raise VerificationError("detectors with several outputs are not verified by quantize yet",
+                                "pass --no-verify, then compare with edgekit evaluate -m INT8 --data COCO_OR_YOLO "
+                                "--against FLOAT.tflite")
+    order = []
+    for shape in int8_shapes:
+        found = [i for i, a in enumerate(arrays) if tuple(a.shape[1:]) == tuple(shape[1:]) and i not in order]
+        if not found:
+            raise VerificationError("cannot pair the float model's outputs with the int8 model's by shape",
+                                    "pass --no-verify, and check the int8 model with edgekit evaluate --against")
+        order.append(found[0])
+    return [arrays[i] for i in order]
+
+
+def match(a: list[detection.Object], b: list[detection.Object], iou: float = MATCH_IOU) -> int:
+    """Greedy one-to-one matches of ``a`` (best first) to ``b``: same class and IoU >= ``iou``."""
+    used: set[int] = set()
+    matched = 0
+    for o in a:
+        best, best_iou = None, iou
+        for j, p in enumerate(b):
+            if j in used or p.id != o.id:
+                continue
+            v = float(detection.box_iou([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax]],
+                                        [[p.bbox.xmin, p.bbox.ymin, p.bbox.xmax, p.bbox.ymax]])[0, 0])
+            if v >= best_iou:
+                best, best_iou = j, v
+        if best is not None:
+            used.add(best)
+            matched += 1
+    return matched
+
+
+def verify_detector(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout: DetectionLayout,
+                    x: np.ndarray, min_agreement: float, sources: dict[str, int]) -> dict[str, Any]:
+    """The verification block for a detector (the keys quantize's classifier block has that quantize reads:
+    ``passed``, ``failures``, ``warnings``, ``mean_abs_diff``, ``class_order``)."""
+    int8, quant = run_outputs(model_bytes, x)
+    shapes = [tuple(o.shape) for o in int8[0]] if int8 else []
+    floats = _float_outputs(predict(x), shapes)
+    h, w = layout.input_hw
+    geometry = Geometry.resize((w, h), (w, h))
+    float_quant = [(0.0, 0)] * len(floats)
+    per_image = []
+    diffs = []
+    for i, raw in enumerate(int8):
+        f_out = [f[i:i + 1] for f in floats]
+        f_objs, _ = detection.postprocess(f_out, float_quant, layout, geometry, VERIFY_CONF)
+        q_objs, _ = detection.postprocess(raw, quant, layout, geometry, VERIFY_CONF)
+        per_image.append((len(f_objs), len(q_objs), match(f_objs, q_objs)))
+        diffs.append(float(np.abs(detection.dequantize(raw[0], quant[0]).ravel()
+                                  - np.asarray(f_out[0], np.float32).ravel()).mean()))
+    counts = np.asarray(per_image, np.int64).reshape(-1, 3)
+    n_float, n_int8, matched = (int(v) for v in counts.sum(axis=0)) if len(counts) else (0, 0, 0)
+    v: dict[str, Any] = {"kind": "detection", "samples": len(x), "sources": sources, "conf": VERIFY_CONF,
+                         "match_iou": MATCH_IOU, "float_detections": n_float, "int8_detections": n_int8,
+                         "matched": matched, "min_agreement": min_agreement,
+                         "mean_abs_diff": float(np.mean(diffs)) if diffs else 0.0, "class_order": None,
+                         "layout": layout.to_dict(), "failures": [], "warnings": []}
+    if n_float == 0:
+        v.update(kept=None, kept_interval=None, agreement_verdict="uncertain", passed=True)
+        v["warnings"].append(f"the float model detects nothing at conf {VERIFY_CONF:g} on {len(x)} samples: the int8 "
+                             "model's detections could not be compared (calibrate and verify on images with objects)")
+        return v
+    kept = matched / n_float
+    rng = np.random.RandomState(SEED)
+    shares = []
+    for _ in range(BOOTSTRAP):
+        pick = counts[rng.randint(0, len(counts), len(counts))]
+        f = pick[:, 0].sum()
+        if f:
+            shares.append(pick[:, 2].sum() / f)
+    interval = (float(np.percentile(shares, 2.5)), float(np.percentile(shares, 97.5)))
+    decision = metrics.at_least(kept, interval, min_agreement, len(x))
+    v.update(kept=kept, kept_interval=list(interval), agreement_verdict=decision.verdict,
+             extra_int8=(n_int8 - matched) / max(n_int8, 1), passed=decision.verdict != "failed")
+    span = f"95% interval {interval[0]:.1%} to {interval[1]:.1%}, bootstrap over {len(x)} images"
+    if decision.verdict == "failed":
+        v["failures"].append(f"the int8 model keeps {kept:.1%} of the float model's {n_float} detections (same "
+                             f"class, IoU >= {MATCH_IOU:g}; {span}), below --min-agreement {min_agreement:g}")
+    elif decision.verdict == "uncertain":
+        v["warnings"].append(f"cannot tell yet whether the int8 model keeps --min-agreement {min_agreement:g} of the "
+                             f"float model's detections: {kept:.1%} ({span}); more samples would settle it")
+    return v
+
+
+# ------------------------------------------------------------------------------------ labelled: the mAP50 gate
+def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout: DetectionLayout, spec: Any,
+               data: str, max_drop_points: float, labels: list[str] | None = None,
+               resamples: int = 500, seed: int = SEED) -> dict[str, Any]:
+    """``--eval`` detection data (COCO JSON or YOLO folder): mAP50 of the float and the int8 model on its images,
+    both scored by pycocotools under COCO's protocol (conf 0.001, 100 per image), and the drop with a paired
+    bootstrap interval over images, decided against ``max_drop_points`` by :func:`edgekit.metrics.at_most`."""
+    from edgekit import detection_eval
+    from edgekit.detection_data import read_detection_set
+    from edgekit.preprocess import open_image, to_float
+
+    ds = read_detection_set(data, flag="--eval")
+    detection_eval._pycocotools()
+    ids = [im["id"] for im in ds.coco["images"]]
+    images = [open_image(ds.paths[i]) for i in ids]
+    x = np.stack([to_float(im.convert("L" if spec.channels == "L" else "RGB"), spec) for im in images])
+    h, w = layout.input_hw
+    geometries = [Geometry.resize(im.size, (w, h)) for im in images]
+    int8, quant = run_outputs(model_bytes, x)
+    floats = _float_outputs(predict(x), [tuple(o.shape) for o in int8[0]])
+    conf, iou, max_det = detection_eval.STANDARD_CONF, detection_eval.DEFAULT_EVAL_IOU, detection_eval.STANDARD_MAX_DET
+    per_f, per_q = {}, {}
+    for k, (iid, g) in enumerate(zip(ids, geometries)):
+        per_f[iid], _ = detection.postprocess([f[k:k + 1] for f in floats], [(0.0, 0)] * len(floats), layout, g,
+                                              conf, iou, max_det)
+        per_q[iid], _ = detection.postprocess(int8[k], quant, layout, g, conf, iou, max_det)
+    notes: list[str] = []
+    names = dict(enumerate(labels)) if labels else {}
+    category_of = detection_eval.category_map(ds, names, layout.num_classes, notes)
+    ev_f = detection_eval.run_cocoeval(ds.coco, detection_eval.coco_detections(ds, per_f, category_of))
+    ev_q = detection_eval.run_cocoeval(ds.coco, detection_eval.coco_detections(ds, per_q, category_of))
+    f50 = max(float(ev_f.stats[1]), 0.0)
+    q50 = max(float(ev_q.stats[1]), 0.0)
+    (lo, hi), _ = detection_eval.paired_bootstrap(ev_q, ev_f, resamples, seed)   # int8 - float
+    drop, interval = f50 - q50, (-hi, -lo)
+    decision = metrics.at_most(drop, interval, max_drop_points / 100.0, len(ids))
+    out = {"data": str(data), "images": len(ids), "objects": len(ds.coco["annotations"]),
+           "float_map50": f50, "int8_map50": q50, "drop": drop, "drop_interval": list(interval),
+           "max_drop_points": max_drop_points, "verdict": decision.verdict, "resamples": resamples, "seed": seed,
+           "scorer": "pycocotools COCOeval (bbox), conf 0.001, 100 per image", "notes": [str(n) for n in notes]}
+    return out
+
+
+def apply_map50_gate(v: dict[str, Any], gate: dict[str, Any]) -> None:
+    """Fold the mAP50 gate into the verification block: a drop beyond ``--max-accuracy-drop`` for sure fails it."""
+    v["map50"] = gate
+    lo, hi = gate["drop_interval"]
+    span = f"95% interval {100 * lo:+.1f} to {100 * hi:+.1f} points, paired bootstrap over {gate['images']} images"
+    if gate["verdict"] == "failed":
+        v["failures"].append(f"mAP50 drops from {100 * gate['float_map50']:.1f} (float) to "
+                             f"{100 * gate['int8_map50']:.1f} (int8) on --eval ({span}), more than "
+                             f"--max-accuracy-drop {gate['max_drop_points']:g}")
+        v["passed"] = False
+    elif gate["verdict"] == "uncertain":
+        v["warnings"].append(f"cannot tell yet whether the mAP50 drop ({100 * gate['drop']:+.1f} points, {span}) is "
+                             f"within --max-accuracy-drop {gate['max_drop_points']:g}; more labelled images would "
+                             "settle it")

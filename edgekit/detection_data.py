@@ -1,0 +1,255 @@
+"""Labelled detection data on disk: COCO JSON and YOLO folders read, and synthetic shapes written.
+
+Reading: :func:`read_detection_set` takes a COCO annotation file (``instances.json`` with ``images``,
+``annotations``, ``categories``; the images in ``--images`` or beside the file, by ``file_name``) or
+a YOLO folder (``images/`` + ``labels/<stem>.txt`` with ``class cx cy w h`` normalized per line, an
+absent or empty file meaning an image without objects; class names from ``classes.txt``,
+``data.yaml``'s ``names`` list, or numbers). Both become one :class:`DetectionSet` whose ``coco``
+is the ground truth pycocotools reads.
+
+Writing: :func:`make_shapes` draws rectangles, ellipses and triangles of a few classes at random
+sizes (tiny ones included), on random backgrounds, and writes both label formats for the same
+images. Deterministic for a seed; no downloads.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from edgekit.errors import InputError, parse_json, regular_file
+
+SHAPE_CLASSES = ("rectangle", "ellipse", "triangle")
+
+
+@dataclass(frozen=True)
+class DetectionSet:
+    """Images with boxes: ``coco`` is a COCO ground-truth dict (boxes as x, y, w, h in pixels); ``paths`` by
+    image id."""
+
+    source: str
+    kind: str                      # coco | yolo
+    coco: dict
+    paths: dict                    # image id -> file path
+
+    @property
+    def categories(self) -> list[dict]:
+        return sorted(self.coco["categories"], key=lambda c: c["id"])
+
+    def __len__(self) -> int:
+        return len(self.coco["images"])
+
+
+def read_detection_set(source: str | os.PathLike, images: str | os.PathLike | None = None,
+                       flag: str = "--data") -> DetectionSet:
+    p = Path(source)
+    regular_file(p, flag)
+    if p.is_file() and p.suffix.lower() == ".json":
+        return read_coco(p, images, flag)
+    if p.is_dir() and (p / "labels").is_dir() and (p / "images").is_dir():
+        return read_yolo(p, flag)
+    if not p.exists():
+        raise InputError(f"{flag} {p}: no such file or folder", "check the path")
+    raise InputError(f"{flag} {p}: not a COCO annotation file (.json) or a YOLO folder (images/ + labels/)",
+                     "pass instances.json (with --images DIR) or a folder holding images/ and labels/")
+
+
+def is_detection_data(source: str | os.PathLike) -> bool:
+    """Whether ``--data`` names detection data (a .json file, or a folder with images/ and labels/)."""
+    from edgekit.preprocess import IMAGE_EXTENSIONS
+
+    p = Path(source)
+    if p.suffix.lower() == ".json" and p.is_file():
+        return True
+    if not ((p / "labels").is_dir() and (p / "images").is_dir()):
+        return False
+    try:   # class folders named "images" and "labels" would hold images in both: labels/ holds .txt files
+        return not any(f.suffix.lower() in IMAGE_EXTENSIONS for f in (p / "labels").iterdir())
+    except OSError:
+        return False
+
+
+def calibration_images(source: str | os.PathLike) -> str | None:
+    """The image folder of detection data named as calibration data (a YOLO folder's images/, a COCO file's
+    folder or its images/), for quantize to calibrate on; None for anything else."""
+    p = Path(source)
+    if not is_detection_data(p):
+        return None
+    if p.is_dir():
+        return str(p / "images")
+    return str(p.parent / "images") if (p.parent / "images").is_dir() else str(p.parent)
+
+
+def read_coco(path: Path, images: str | os.PathLike | None, flag: str = "--data") -> DetectionSet:
+    hint = "pass a COCO annotation file: images, annotations and categories"
+    doc = parse_json(path.read_bytes(), f"{flag} {path}", hint)
+    if not isinstance(doc, dict) or not all(isinstance(doc.get(k), list) for k in ("images", "categories")):
+        raise InputError(f"{flag} {path}: not a COCO annotation file (no images or categories list)", hint)
+    folder = Path(images) if images is not None else path.parent
+    paths, seen = {}, set()
+    try:
+        for im in doc["images"]:
+            iid = im["id"]
+            if iid in seen:
+                raise InputError(f"{flag} {path}: image id {iid} appears twice", hint)
+            seen.add(iid)
+            f = folder / im["file_name"]
+            if not f.is_file() and images is None and (path.parent / "images" / im["file_name"]).is_file():
+                f = path.parent / "images" / im["file_name"]
+            paths[iid] = str(f)
+            int(im["width"]), int(im["height"])
+        cats = {c["id"] for c in doc["categories"]}
+        anns = doc.get("annotations", [])
+        for k, a in enumerate(anns):
+            if a["image_id"] not in seen or a["category_id"] not in cats:
+                raise InputError(f"{flag} {path}: annotation {a.get('id', k)} names an unknown image or category",
+                                 hint)
+            x, y, w, h = (float(v) for v in a["bbox"])
+            a.setdefault("area", w * h)
+            a.setdefault("iscrowd", 0)
+            a.setdefault("id", k + 1)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise InputError(f"{flag} {path}: malformed COCO entry ({type(exc).__name__}: {exc})", hint) from None
+    doc["annotations"] = anns
+    missing = [p for p in paths.values() if not Path(p).is_file()]
+    if missing:
+        raise InputError(f"{flag} {path}: {len(missing)} image(s) not found, e.g. {missing[0]}",
+                         "pass the folder holding them with --images DIR")
+    return DetectionSet(str(path), "coco", doc, paths)
+
+
+def _yolo_names(folder: Path, used: set[int]) -> list[str]:
+    f = folder / "classes.txt"
+    regular_file(f, "classes file")
+    if f.is_file():
+        return [line.strip() for line in f.read_text(encoding="utf-8", errors="replace").splitlines() if line.strip()]
+    y = folder / "data.yaml"
+    regular_file(y, "data file")
+    if y.is_file():  # the names: [a, b] or names: block of "  0: a" lines; no YAML parser needed for these two
+        text = y.read_text(encoding="utf-8", errors="replace")
+        for line in text.splitlines():
+            if line.startswith("names:") and "[" in line:
+                return [n.strip().strip("'\"") for n in line.split("[", 1)[1].rsplit("]", 1)[0].split(",")]
+        lines = text.splitlines()
+        for i, line in enumerate(lines):
+            if line.strip() == "names:":
+                names = {}
+                for sub in lines[i + 1:]:
+                    if not sub.startswith((" ", "\t")) or ":" not in sub:
+                        break
+                    k, v = sub.split(":", 1)
+                    if k.strip().isdigit():
+                        names[int(k)] = v.strip().strip("'\"")
+                if names:
+                    return [names.get(k, str(k)) for k in range(max(names) + 1)]
+    return [str(k) for k in range(max(used) + 1 if used else 0)]
+
+
+def read_yolo(folder: Path, flag: str = "--data") -> DetectionSet:
+    from edgekit.preprocess import IMAGE_EXTENSIONS, image_size
+
+    files = sorted(f for f in (folder / "images").rglob("*") if f.suffix.lower() in IMAGE_EXTENSIONS and f.is_file())
+    if not files:
+        raise InputError(f"{flag} {folder}: images/ holds no images", "put the images in images/ and their "
+                         "labels in labels/<same name>.txt")
+    images, anns, paths, used = [], [], {}, set()
+    for iid, f in enumerate(files, 1):
+        w, h = image_size(f)
+        images.append({"id": iid, "file_name": str(f.relative_to(folder / "images")), "width": w, "height": h})
+        paths[iid] = str(f)
+        label = (folder / "labels" / f.relative_to(folder / "images")).with_suffix(".txt")
+        if not label.exists():
+            continue
+        regular_file(label, f"{flag}: label file")
+        for n, line in enumerate(label.read_text(encoding="utf-8", errors="replace").splitlines(), 1):
+            parts = line.split()
+            if not parts:
+                continue
+            try:
+                if len(parts) != 5:
+                    raise ValueError(f"{len(parts)} values")
+                c, cx, cy, bw, bh = int(parts[0]), *(float(v) for v in parts[1:])
+                if c < 0 or not all(np.isfinite([cx, cy, bw, bh])):
+                    raise ValueError("a negative class or a non-finite number")
+            except ValueError as exc:
+                raise InputError(f"{flag}: {label}:{n}: not 'class cx cy w h' ({exc})",
+                                 "one object per line, class id then the box normalized to the image") from None
+            used.add(c)
+            x, y, ww, hh = (cx - bw / 2) * w, (cy - bh / 2) * h, bw * w, bh * h
+            anns.append({"id": len(anns) + 1, "image_id": iid, "category_id": c, "bbox": [x, y, ww, hh],
+                         "area": ww * hh, "iscrowd": 0})
+    names = _yolo_names(folder, used)
+    if used and max(used) >= len(names):
+        names += [str(k) for k in range(len(names), max(used) + 1)]
+    cats = [{"id": k, "name": n} for k, n in enumerate(names)]
+    return DetectionSet(str(folder), "yolo", {"images": images, "annotations": anns, "categories": cats}, paths)
+
+
+# ------------------------------------------------------------------------------------ synthetic shapes
+def make_shapes(folder: str | os.PathLike, n_images: int = 40, size: tuple[int, int] = (160, 120), seed: int = 0,
+                classes: tuple[str, ...] = SHAPE_CLASSES, max_objects: int = 4, min_side: int = 4,
+                max_side: int | None = None, empty_every: int = 7) -> dict[str, Any]:
+    """Write ``n_images`` images of random shapes with labels in both formats into ``folder``:
+    ``images/*.png``, ``labels/*.txt`` (YOLO), ``classes.txt`` and ``annotations.json`` (COCO).
+
+    Each image has a random background (a flat colour, a gradient or noise) and 0..max_objects shapes
+    of random class, colour and size (sides from ``min_side`` pixels, tiny objects included); every
+    ``empty_every``-th image has none. Returns the COCO dict.
+    """
+    from PIL import Image, ImageDraw
+
+    rng = np.random.RandomState(seed)
+    root = Path(folder)
+    (root / "images").mkdir(parents=True, exist_ok=True)
+    (root / "labels").mkdir(exist_ok=True)
+    w, h = size
+    max_side = max_side or min(w, h) // 2
+    images, anns = [], []
+    for i in range(n_images):
+        kind = rng.randint(3)
+        if kind == 0:
+            bg = np.broadcast_to(rng.randint(0, 256, 3).astype(np.uint8), (h, w, 3)).copy()
+        elif kind == 1:
+            a, b = rng.randint(0, 256, 3), rng.randint(0, 256, 3)
+            t = np.linspace(0, 1, w)[None, :, None]
+            bg = np.broadcast_to(a + (b - a) * t, (h, w, 3)).astype(np.uint8)
+        else:
+            bg = rng.randint(0, 256, (h, w, 3)).astype(np.uint8)
+        im = Image.fromarray(np.ascontiguousarray(bg))
+        draw = ImageDraw.Draw(im)
+        lines = []
+        count = 0 if empty_every and i % empty_every == empty_every - 1 else rng.randint(1, max_objects + 1)
+        for _ in range(count):
+            c = rng.randint(len(classes))
+            # log-uniform sides: as many tiny objects as large ones
+            bw = int(np.exp(rng.uniform(np.log(min_side), np.log(max_side))))
+            bh = int(np.clip(bw * np.exp(rng.uniform(-0.4, 0.4)), min_side, max_side))
+            x0, y0 = rng.randint(0, w - bw + 1), rng.randint(0, h - bh + 1)
+            x1, y1 = x0 + bw - 1, y0 + bh - 1
+            colour = tuple(int(v) for v in rng.randint(0, 256, 3))
+            if int(np.abs(np.asarray(colour) - bg[y0:y1 + 1, x0:x1 + 1].reshape(-1, 3).mean(0)).sum()) < 120:
+                colour = tuple(255 - v for v in colour)   # keep it visible against its background
+            shape = classes[c]
+            if shape == "rectangle":
+                draw.rectangle([x0, y0, x1, y1], fill=colour)
+            elif shape == "ellipse":
+                draw.ellipse([x0, y0, x1, y1], fill=colour)
+            else:
+                draw.polygon([(x0, y1), ((x0 + x1) / 2, y0), (x1, y1)], fill=colour)
+            anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": c,
+                         "bbox": [float(x0), float(y0), float(bw), float(bh)], "area": float(bw * bh), "iscrowd": 0})
+            lines.append(f"{c} {(x0 + bw / 2) / w:.6f} {(y0 + bh / 2) / h:.6f} {bw / w:.6f} {bh / h:.6f}")
+        name = f"shapes_{i:04d}.png"
+        im.save(root / "images" / name)
+        (root / "labels" / f"shapes_{i:04d}.txt").write_text("\n".join(lines) + ("\n" if lines else ""))
+        images.append({"id": i + 1, "file_name": name, "width": w, "height": h})
+    coco = {"images": images, "annotations": anns,
+            "categories": [{"id": k, "name": n} for k, n in enumerate(classes)]}
+    (root / "classes.txt").write_text("\n".join(classes) + "\n")
+    (root / "annotations.json").write_text(json.dumps(coco))
+    return coco

@@ -1,0 +1,426 @@
+"""``edgekit evaluate`` for detectors: COCO mAP computed by pycocotools, and the loss against another model.
+
+The detector runs over every image of a COCO or YOLO set (:mod:`edgekit.detection_data`) with the
+evaluation protocol (``conf`` 0.001, at most 100 detections per image: COCO's standard; the NMS IoU
+is printed too), its boxes go to pycocotools' ``COCOeval`` in COCO's results format, and its numbers
+are reported as they come: mAP@[.5:.95], mAP50, mAP75, small/medium/large and per-class AP.
+
+With ``against`` models (a float .tflite, the int8 one, the compiled one...) the same images go
+through each, and the difference in mAP50 and mAP of the main model against each is given with a
+95% interval from a paired bootstrap over images (seeded): the per-image matches pycocotools made
+are re-accumulated for each resample exactly as ``COCOeval.accumulate`` does (checked against it
+in the tests), so each resample costs no new matching.
+
+pycocotools is the ``detect`` extra (``pip install 'edgekit[detect]'``); without it this exits 4 with
+that line. The runtime half (``edgekit detect``) does not need it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+from dataclasses import dataclass
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+import numpy as np
+
+from edgekit.detection_data import DetectionSet
+from edgekit.errors import Caution, InputError, MissingDependencyError
+from edgekit.report import SILENT, Reporter
+
+STANDARD_CONF = 0.001
+STANDARD_MAX_DET = 100
+DEFAULT_EVAL_IOU = 0.7     # Ultralytics' val default (YOLOv5's was 0.6): NMS IoU is not part of COCO's protocol
+BOOTSTRAP = 500
+MIN_BOOTSTRAP = 100
+BOOTSTRAP_WORK = 50000     # images x categories re-accumulated per resample before resamples are cut down
+SEED = 0
+
+
+def _pycocotools() -> Tuple[Any, Any]:
+    try:
+        from pycocotools.coco import COCO
+        from pycocotools.cocoeval import COCOeval
+    except ImportError:
+        raise MissingDependencyError("evaluating a detector needs pycocotools",
+                                     "pip install 'edgekit[detect]' (or pip install pycocotools)") from None
+    return COCO, COCOeval
+
+
+# ------------------------------------------------------------------------------------ results
+@dataclass(frozen=True)
+class ClassAP:
+    id: int
+    name: str
+    ap: Optional[float]         # mAP@[.5:.95] of this class; None when it has no ground truth
+    ap50: Optional[float]
+    objects: int
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"id": self.id, "name": self.name, "ap": self.ap, "ap50": self.ap50, "objects": self.objects}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "ClassAP":
+        return cls(int(d["id"]), str(d["name"]), d["ap"], d["ap50"], int(d["objects"]))
+
+
+@dataclass(frozen=True)
+class MapResult:
+    """pycocotools' summary (``stats``; None where COCO prints -1: nothing of that kind to score) and per class."""
+
+    map: Optional[float]
+    map50: Optional[float]
+    map75: Optional[float]
+    small: Optional[float]
+    medium: Optional[float]
+    large: Optional[float]
+    per_class: Tuple[ClassAP, ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"map": self.map, "map50": self.map50, "map75": self.map75, "map_small": self.small,
+                "map_medium": self.medium, "map_large": self.large, "per_class": [c.to_dict() for c in self.per_class]}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "MapResult":
+        return cls(d["map"], d["map50"], d["map75"], d["map_small"], d["map_medium"], d["map_large"],
+                   tuple(ClassAP.from_dict(c) for c in d["per_class"]))
+
+
+@dataclass(frozen=True)
+class ModelEval:
+    model: str
+    device: str
+    backend: str
+    layout: str
+    result: MapResult
+    detections: int
+    invoke_ms: float            # medians per image
+    postprocess_ms: float
+    errors: Tuple[Dict[str, str], ...] = ()
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"model": self.model, "device": self.device, "backend": self.backend, "layout": self.layout,
+                **self.result.to_dict(), "detections": self.detections, "invoke_ms": self.invoke_ms,
+                "postprocess_ms": self.postprocess_ms, "errors": [dict(e) for e in self.errors]}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "ModelEval":
+        return cls(d["model"], d["device"], d["backend"], d["layout"], MapResult.from_dict(d), int(d["detections"]),
+                   float(d["invoke_ms"]), float(d["postprocess_ms"]), tuple(dict(e) for e in d["errors"]))
+
+
+@dataclass(frozen=True)
+class Difference:
+    """``model`` minus ``against`` on the same images, with a paired bootstrap 95% interval over images."""
+
+    model: str
+    against: str
+    map50: float
+    map50_interval: Tuple[float, float]
+    map: float
+    map_interval: Tuple[float, float]
+    resamples: int
+    seed: int
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"model": self.model, "against": self.against, "map50_change": self.map50,
+                "map50_interval": list(self.map50_interval), "map_change": self.map,
+                "map_interval": list(self.map_interval), "resamples": self.resamples, "seed": self.seed}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "Difference":
+        return cls(d["model"], d["against"], float(d["map50_change"]), tuple(d["map50_interval"]),
+                   float(d["map_change"]), tuple(d["map_interval"]), int(d["resamples"]), int(d["seed"]))
+
+    def line(self) -> str:
+        lo, hi = self.map50_interval
+        verdict = ("a real loss" if hi < 0 else "a real gain" if lo > 0 else "not distinguishable from no change")
+        return ("{} against {}: mAP50 {:+.1f} points (95% interval {:+.1f} to {:+.1f}: {}), mAP {:+.1f} points "
+                "({:+.1f} to {:+.1f}); paired bootstrap over images, {} resamples, seed {}".format(
+                    self.model, self.against, 100 * self.map50, 100 * lo, 100 * hi, verdict, 100 * self.map,
+                    100 * self.map_interval[0], 100 * self.map_interval[1], self.resamples, self.seed))
+
+
+@dataclass(frozen=True)
+class DetectionEvaluation:
+    """The document ``edgekit evaluate --json`` prints for a detector."""
+
+    data: str
+    data_kind: str
+    images: int
+    objects: int
+    conf: float
+    iou: float
+    max_det: int
+    models: Tuple[ModelEval, ...]
+    differences: Tuple[Difference, ...] = ()
+    warnings: Tuple[str, ...] = ()
+    task: str = "detection"
+
+    @property
+    def standard_protocol(self) -> bool:
+        return self.conf <= STANDARD_CONF and self.max_det == STANDARD_MAX_DET
+
+    @property
+    def errors(self) -> List[Dict[str, str]]:
+        return [e for m in self.models for e in m.errors]
+
+    def to_dict(self) -> Dict[str, Any]:
+        return {"task": self.task, "data": self.data, "data_kind": self.data_kind, "images": self.images,
+                "objects": self.objects,
+                "protocol": {"conf": self.conf, "iou": self.iou, "max_det": self.max_det,
+                             "standard": self.standard_protocol, "scorer": "pycocotools COCOeval (bbox)"},
+                "models": [m.to_dict() for m in self.models], "differences": [d.to_dict() for d in self.differences],
+                "warnings": list(self.warnings), "errors": self.errors}
+
+    @classmethod
+    def from_dict(cls, d: Dict[str, Any]) -> "DetectionEvaluation":
+        p = d["protocol"]
+        return cls(d["data"], d["data_kind"], int(d["images"]), int(d["objects"]), float(p["conf"]), float(p["iou"]),
+                   int(p["max_det"]), tuple(ModelEval.from_dict(m) for m in d["models"]),
+                   tuple(Difference.from_dict(x) for x in d["differences"]), tuple(d.get("warnings", ())))
+
+    def render_text(self) -> str:
+        def pct(v: Optional[float]) -> str:
+            return "  -  " if v is None else "{:5.1f}".format(100 * v)
+
+        lines = ["{} ({}): {} images, {} objects".format(self.data, self.data_kind, self.images, self.objects),
+                 "Protocol: conf >= {:g}, NMS IoU {:g}, at most {} detections per image; scored by pycocotools "
+                 "(COCO bbox AP, 101-point){}".format(self.conf, self.iou, self.max_det,
+                                                      "" if self.standard_protocol else
+                                                      " - NOT the standard protocol (conf 0.001, max 100)"),
+                 "{:<44} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {}".format("model", "mAP", "AP50", "AP75", "S", "M", "L",
+                                                                         "device")]
+        for m in self.models:
+            r = m.result
+            lines.append("{:<44} {} {} {} {} {} {}  {} (invoke {:.1f} ms, post-processing {:.1f} ms per image)".format(
+                _short(m.model, 44), pct(r.map), pct(r.map50), pct(r.map75), pct(r.small), pct(r.medium),
+                pct(r.large), m.device, m.invoke_ms, m.postprocess_ms))
+        first = self.models[0]
+        if first.result.per_class:
+            lines.append("Per class ({}): ".format(_short(first.model, 60)) + ", ".join(
+                "{} {} AP {} AP50 {}".format(c.name, c.objects, pct(c.ap).strip(), pct(c.ap50).strip())
+                for c in first.result.per_class))
+        lines += [d.line() for d in self.differences]
+        return "\n".join(lines)
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else "..." + text[-(n - 3):]
+
+
+# ------------------------------------------------------------------------------------ scoring
+def coco_detections(dataset: DetectionSet, per_image: Dict[int, Sequence[Any]],
+                    category_of: Dict[int, int]) -> List[Dict[str, Any]]:
+    """Objects (edgekit.detection.Object, image pixels xyxy) by image id → COCO results (x, y, w, h).
+    Classes the dataset has no category for are dropped (``category_of`` maps model class → category id)."""
+    out = []
+    for iid, objects in per_image.items():
+        for o in objects:
+            cat = category_of.get(o.id)
+            if cat is None:
+                continue
+            b = o.bbox
+            out.append({"image_id": iid, "category_id": cat, "score": float(o.score),
+                        "bbox": [float(b.xmin), float(b.ymin), float(b.xmax - b.xmin), float(b.ymax - b.ymin)]})
+    return out
+
+
+def run_cocoeval(gt: Dict[str, Any], detections: List[Dict[str, Any]], max_det: int = STANDARD_MAX_DET) -> Any:
+    """pycocotools' COCOeval (bbox) evaluated, accumulated and summarized (its printing swallowed).
+
+    No detections at all is scored too (pycocotools' ``loadRes`` cannot read an empty list: the empty result
+    set is built directly)."""
+    COCO, COCOeval = _pycocotools()
+    with contextlib.redirect_stdout(io.StringIO()):
+        coco_gt = COCO()
+        coco_gt.dataset = {"images": gt["images"], "annotations": gt["annotations"], "categories": gt["categories"],
+                           "info": gt.get("info", {}), "licenses": []}
+        coco_gt.createIndex()
+        if detections:
+            coco_dt = coco_gt.loadRes([dict(d) for d in detections])
+        else:
+            coco_dt = COCO()
+            coco_dt.dataset = {"images": gt["images"], "categories": gt["categories"], "annotations": []}
+            coco_dt.createIndex()
+        ev = COCOeval(coco_gt, coco_dt, "bbox")
+        ev.params.maxDets = [1, 10, max(max_det, 1)] if max_det != 100 else ev.params.maxDets
+        ev.evaluate()
+        ev.accumulate()
+        ev.summarize()
+    return ev
+
+
+def _stat(v: float) -> Optional[float]:
+    return None if v < 0 else float(v)
+
+
+def map_result(ev: Any, names: Dict[int, str]) -> MapResult:
+    s = ev.stats
+    precision = ev.eval["precision"]          # [T, R, K, A, M]
+    per_class = []
+    for k, cat in enumerate(ev.params.catIds):
+        p = precision[:, :, k, 0, -1]
+        p50 = precision[0, :, k, 0, -1]
+        objects = len(ev.cocoGt.getAnnIds(catIds=[cat], iscrowd=False))
+        per_class.append(ClassAP(int(cat), names.get(cat, str(cat)),
+                                 float(p[p > -1].mean()) if (p > -1).any() else None,
+                                 float(p50[p50 > -1].mean()) if (p50 > -1).any() else None, objects))
+    return MapResult(_stat(s[0]), _stat(s[1]), _stat(s[2]), _stat(s[3]), _stat(s[4]), _stat(s[5]), tuple(per_class))
+
+
+def accumulate_images(ev: Any, image_positions: np.ndarray) -> Tuple[float, float]:
+    """(mAP@[.5:.95], mAP50) over the images at ``image_positions`` (indices into ``ev.params.imgIds``, repeats
+    allowed), re-accumulated from ``ev.evalImgs`` exactly as ``COCOeval.accumulate`` does (area all, last maxDet)."""
+    p = ev.params
+    K0, A0, I0 = len(p.catIds), len(p.areaRng), len(p.imgIds)
+    max_det = p.maxDets[-1]
+    rec_thrs = p.recThrs
+    T, R = len(p.iouThrs), len(rec_thrs)
+    precision = -np.ones((T, R, K0))
+    for k in range(K0):
+        entries = [ev.evalImgs[k * A0 * I0 + i] for i in image_positions]
+        entries = [e for e in entries if e is not None]
+        if not entries:
+            continue
+        scores = np.concatenate([e["dtScores"][0:max_det] for e in entries])
+        inds = np.argsort(-scores, kind="mergesort")
+        dtm = np.concatenate([e["dtMatches"][:, 0:max_det] for e in entries], axis=1)[:, inds]
+        dt_ig = np.concatenate([e["dtIgnore"][:, 0:max_det] for e in entries], axis=1)[:, inds]
+        gt_ig = np.concatenate([e["gtIgnore"] for e in entries])
+        npig = np.count_nonzero(gt_ig == 0)
+        if npig == 0:
+            continue
+        tps = np.logical_and(dtm, np.logical_not(dt_ig))
+        fps = np.logical_and(np.logical_not(dtm), np.logical_not(dt_ig))
+        tp_sum = np.cumsum(tps, axis=1).astype(float)
+        fp_sum = np.cumsum(fps, axis=1).astype(float)
+        for t in range(T):
+            tp, fp = tp_sum[t], fp_sum[t]
+            rc = tp / npig
+            pr = tp / (fp + tp + np.spacing(1))
+            pr = np.maximum.accumulate(pr[::-1])[::-1] if len(pr) else pr   # the envelope, as its loop makes it
+            q = np.zeros(R)
+            idx = np.searchsorted(rc, rec_thrs, side="left")
+            ok = idx < len(pr)
+            q[ok] = pr[idx[ok]]
+            precision[t, :, k] = q
+    valid = precision > -1
+    m = float(precision[valid].mean()) if valid.any() else -1.0
+    p50 = precision[0]
+    m50 = float(p50[p50 > -1].mean()) if (p50 > -1).any() else -1.0
+    return m, m50
+
+
+def paired_bootstrap(ev_a: Any, ev_b: Any, resamples: int = BOOTSTRAP, seed: int = SEED
+                     ) -> Tuple[Tuple[float, float], Tuple[float, float]]:
+    """95% percentile intervals of (mAP50 a - b, mAP a - b) over images resampled with replacement, the same
+    resample for both models (paired)."""
+    n = len(ev_a.params.imgIds)
+    rng = np.random.RandomState(seed)
+    d50, d = [], []
+    for _ in range(resamples):
+        pick = rng.randint(0, n, n)
+        a, a50 = accumulate_images(ev_a, pick)
+        b, b50 = accumulate_images(ev_b, pick)
+        if a < 0 or b < 0:
+            continue
+        d50.append(a50 - b50)
+        d.append(a - b)
+    if not d:
+        return (0.0, 0.0), (0.0, 0.0)
+    return ((float(np.percentile(d50, 2.5)), float(np.percentile(d50, 97.5))),
+            (float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))))
+
+
+# ------------------------------------------------------------------------------------ the command
+def category_map(dataset: DetectionSet, labels: Dict[int, str], num_classes: int,
+                 notes: List[str]) -> Dict[int, int]:
+    """Model class index → dataset category id: by name when every category's name is among the model's labels,
+    else by order (class k = the k-th category by id), said in ``notes``."""
+    cats = dataset.categories
+    by_name = {v: k for k, v in labels.items()}
+    if labels and all(c["name"] in by_name for c in cats):
+        return {by_name[c["name"]]: c["id"] for c in cats}
+    if num_classes and len(cats) != num_classes:
+        notes.append(Caution("the data has {} categories but the model {} classes: class k is scored as the k-th "
+                             "category by id".format(len(cats), num_classes)))
+    elif labels:
+        notes.append("the model's labels are not the data's category names: class k is scored as the k-th "
+                     "category by id")
+    return {k: c["id"] for k, c in enumerate(cats)}
+
+
+def _evaluate_one(model: str, dataset: DetectionSet, conf: float, iou: float, max_det: int, layout: Optional[str],
+                  device: str, mean: Any, std: Any, num_threads: Optional[int], labels: Optional[str],
+                  report: Reporter) -> Tuple[ModelEval, Any]:
+    from edgekit.devices.detect import open_detector
+
+    detector = open_detector(model, device=device, labels=labels, layout=layout, mean=mean, std=std,
+                             num_threads=num_threads)
+    notes: List[str] = []
+    with detector.opened:
+        for n in detector.notes:
+            report.tell(n)
+        category_of = category_map(dataset, detector.labels, detector.layout.num_classes, notes)
+        ids = [im["id"] for im in dataset.coco["images"]]
+        paths = [dataset.paths[i] for i in ids]
+        with report.progress(len(paths), "evaluating " + os.path.basename(str(model))) as bar:
+            run = detector.run(paths, conf, iou, max_det, None, lambda _p: bar.update(1))
+    for n in notes + list(run.notes):
+        report.tell(n)
+    by_path = {r.image: r for r in run.results}
+    per_image = {i: by_path[p].objects for i, p in zip(ids, paths) if p in by_path}
+    if run.errors:
+        raise InputError("{} image(s) of the data could not be read, e.g. {}".format(len(run.errors),
+                                                                                    run.errors[0]["error"]),
+                         "fix or remove them: mAP over a subset would not be the set's")
+    dets = coco_detections(dataset, per_image, category_of)
+    ev = run_cocoeval(dataset.coco, dets, max_det)
+    names = {c["id"]: c["name"] for c in dataset.categories}
+    inv = [r.invoke_ms for r in run.results] or [0.0]
+    post = [r.postprocess_ms for r in run.results] or [0.0]
+    return ModelEval(run.model, run.device, run.backend, run.layout.describe(), map_result(ev, names), len(dets),
+                     round(float(np.median(inv)), 3), round(float(np.median(post)), 3)), ev
+
+
+def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, images: str | os.PathLike | None = None,
+                      against: Sequence[str] = (), conf: float = STANDARD_CONF, iou: float = DEFAULT_EVAL_IOU,
+                      max_det: int = STANDARD_MAX_DET, layout: Optional[str] = None, device: str = "auto",
+                      mean: Any = None, std: Any = None, num_threads: Optional[int] = None,
+                      labels: Optional[str] = None, resamples: int = BOOTSTRAP, seed: int = SEED,
+                      report: Reporter = SILENT) -> DetectionEvaluation:
+    """Score ``model`` (and each of ``against``) on a COCO or YOLO set; the differences with bootstrap intervals."""
+    from edgekit.detection_data import read_detection_set
+    from edgekit.devices.detect import check_thresholds
+
+    check_thresholds(conf, iou, max_det)
+    _pycocotools()
+    dataset = read_detection_set(data, images)
+    warnings: List[str] = []
+    if conf > STANDARD_CONF or max_det != STANDARD_MAX_DET:
+        warnings.append("not COCO's standard protocol (conf 0.001, max 100 detections per image): conf {:g}, max {}; "
+                        "mAP is not comparable with published numbers".format(conf, max_det))
+    if len(dataset) < 50:
+        warnings.append("only {} images: mAP moves by several points between such small sets".format(len(dataset)))
+    for w in warnings:
+        report.warn(w)
+    results, evs = [], []
+    for m in [str(model)] + [str(a) for a in against]:
+        r, ev = _evaluate_one(m, dataset, conf, iou, max_det, layout, device, mean, std, num_threads, labels, report)
+        results.append(r)
+        evs.append(ev)
+    diffs = []
+    work = len(dataset) * max(len(dataset.categories), 1)
+    if work > BOOTSTRAP_WORK and resamples > MIN_BOOTSTRAP:   # COCO val: 5000 images x 80 classes
+        resamples = max(MIN_BOOTSTRAP, int(resamples * BOOTSTRAP_WORK / work))
+        report.note(f"{resamples} bootstrap resamples (fewer on a set this large: the interval's ends move by a "
+                    "few tenths of a point between seeds)")
+    for r, ev in zip(results[1:], evs[1:]):
+        (i50, imap) = paired_bootstrap(evs[0], ev, resamples, seed)
+        a, b = results[0].result, r.result
+        diffs.append(Difference(results[0].model, r.model, (a.map50 or 0.0) - (b.map50 or 0.0), i50,
+                                (a.map or 0.0) - (b.map or 0.0), imap, resamples, seed))
+    return DetectionEvaluation(str(data), dataset.kind, len(dataset), len(dataset.coco["annotations"]), conf, iou,
+                               max_det, tuple(results), tuple(diffs), tuple(warnings))

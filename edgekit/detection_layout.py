@@ -1,0 +1,482 @@
+"""Which detection layout a model has, read from the model file itself (host side; no TensorFlow).
+
+In this order, each step naming why it decided:
+
+1. the ``TFLite_Detection_PostProcess`` custom op: its four outputs are boxes, classes, scores and
+   count in the op's own order, followed to the model's output positions by tensor index (so TF1's
+   order and TF2/Model Maker's permuted one both come out right), with the op's custom options;
+2. TFLite metadata (Model Maker, MediaPipe): its output tensor names (``location``, ``category``,
+   ``score``, ``number of detections``) where the op is not there, and its associated label map packed
+   as a ZIP after the flatbuffer; Ultralytics' ``metadata.json``, packed the same way (task, names, imgsz, stride: a
+   letterboxed input, boxes normalized to it in its TFLite exports);
+3. the signature's output names (pycoral's ``output_0`` = count ... ``output_3`` = boxes convention);
+4. shapes: the number of anchors a YOLO head has for the input size (sum over strides 8/16/32 of
+   the grid cells; three times that with YOLOv5's anchor boxes) tells ``[1, 4+nc, N]`` from
+   ``[1, N, 5+nc]``; 4*reg_max (64) channels tell DFL boxes from class scores.
+
+A model that fits several layouts is refused (exit 3) naming the candidates and ``--layout``;
+one that fits none is refused saying what its outputs are. Whether boxes are normalized or in
+pixels and whether scores are logits is read from the output's quantization range (a probability
+is never negative; a pixel box needs a range as large as the input), or from Ultralytics'
+metadata; for float outputs without either it is decided per image from the values and said.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import zipfile
+from typing import Any, Dict, List, Optional, Sequence, Tuple
+
+from edgekit.detection import LAYOUT_HELP, DetectionLayout, Layout, anchor_count
+from edgekit.errors import InputError
+
+POSTPROCESS_OP = "TFLite_Detection_PostProcess"
+POSTPROCESS_ROLES = ("boxes", "classes", "scores", "count")   # the op's output order
+# pycoral's detect.get_objects, for a model with a signature: output_0..3 = count, scores, classes, boxes
+SIGNATURE_ROLES = {"output_0": "count", "output_1": "scores", "output_2": "classes", "output_3": "boxes"}
+# TFLite metadata's output tensor names for detectors (Model Maker, TFLite Support's ObjectDetector)
+METADATA_ROLES = {"location": "boxes", "category": "classes", "score": "scores", "number of detections": "count"}
+LAYOUT_NAMES = tuple(layout.value for layout in Layout)
+
+
+class AmbiguousLayoutError(InputError):
+    """The outputs fit several layouts: refused rather than guessed."""
+
+    def __init__(self, name: str, candidates: Sequence[Tuple[Layout, str]]):
+        listed = "; ".join("{} ({})".format(k.value, why) for k, why in candidates)
+        super().__init__("{}: the outputs fit several detection layouts: {}".format(name, listed),
+                         "name the right one with --layout {}".format("|".join(k.value for k, _ in candidates)))
+        self.candidates = [k.value for k, _ in candidates]
+
+
+# ------------------------------------------------------------------------------------ readers
+def appended_zip(path: str | os.PathLike) -> Dict[str, bytes]:
+    """The small files packed after a model's flatbuffer as a ZIP (Ultralytics' metadata.json, TFLite
+    metadata's label maps): {name: bytes}; {} when there is none. Members over 1 MB are skipped."""
+    try:
+        with zipfile.ZipFile(str(path)) as z:
+            return {i.filename: z.read(i) for i in z.infolist() if i.file_size <= 1 << 20 and not i.is_dir()}
+    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError, EOFError):
+        return {}
+
+
+def ultralytics_metadata(files: Dict[str, bytes]) -> Optional[Dict[str, Any]]:
+    raw = files.get("metadata.json")
+    if raw is None:
+        return None
+    try:
+        doc = json.loads(raw.decode("utf-8"))
+    except (ValueError, UnicodeDecodeError):
+        return None
+    return doc if isinstance(doc, dict) else None
+
+
+def ultralytics_names(meta: Dict[str, Any]) -> Optional[Tuple[str, ...]]:
+    names = meta.get("names")
+    if isinstance(names, dict):
+        try:
+            ordered = sorted((int(k), str(v)) for k, v in names.items())
+        except (TypeError, ValueError):
+            return None
+        if [k for k, _ in ordered] == list(range(len(ordered))):
+            return tuple(v for _, v in ordered)
+        return None
+    if isinstance(names, list):
+        return tuple(str(v) for v in names)
+    return None
+
+
+def signature_outputs(info: Any) -> Dict[int, str]:
+    """{tensor index: output name} of the model's single signature (empty without one, or with several)."""
+    from edgekit.tflite_model import _Reader
+
+    try:
+        r = _Reader(info._data)
+        model = r.table(r.deref(0, "root table"), "model")
+        defs = model.tables(7, "signature defs")
+        if len(defs) != 1:
+            return {}
+        out = {}
+        for m in defs[0].tables(1, "signature outputs"):
+            out[int(m.scalar(1, "I"))] = m.string(0, "signature output name") or ""
+        return out
+    except Exception:  # a malformed optional table: no names, the shapes still decide
+        return {}
+
+
+def metadata_output_names(info: Any) -> Optional[List[str]]:
+    """The output tensor names TFLite metadata (``TFLITE_METADATA``: a ``ModelMetadata`` flatbuffer, as Model Maker
+    and MediaPipe write) gives, in output order; None without it or when it cannot be read."""
+    raw = info.metadata.get("TFLITE_METADATA")
+    if not raw:
+        return None
+    from edgekit.tflite_model import _Reader
+
+    try:
+        r = _Reader(raw)
+        root = r.table(r.deref(0, "metadata root"), "model metadata")
+        subgraphs = root.tables(3, "subgraph metadata")
+        if not subgraphs:
+            return None
+        return [(t.string(0, "tensor metadata name") or "") for t in subgraphs[0].tables(3, "output tensor metadata")]
+    except Exception:  # damaged optional metadata: the other steps still decide
+        return None
+
+
+def postprocess_options(info: Any, op: Any) -> Dict[str, Any]:
+    """The op's flexbuffer custom options (max_detections, nms_iou_threshold, num_classes, ...); {} if unreadable."""
+    if not op.custom_options_bytes:
+        return {}
+    data = bytes(info._data[op.custom_options_offset:op.custom_options_offset + op.custom_options_bytes])
+    try:
+        from flatbuffers import flexbuffers
+
+        doc = flexbuffers.Loads(data)
+    except Exception:
+        return {}
+    if not isinstance(doc, dict):
+        return {}
+    return {str(k): (round(v, 6) if isinstance(v, float) else v) for k, v in doc.items()
+            if isinstance(v, (int, float, bool, str))}
+
+
+# ------------------------------------------------------------------------------------ finding
+def _range(t: Any) -> Optional[Tuple[float, float]]:
+    """The real values an integer tensor can hold, from its quantization; None for a float tensor."""
+    q = t.quantization
+    if t.dtype not in ("int8", "uint8", "int16") or q is None or not q.scales or q.per_channel or q.scale <= 0:
+        return None
+    lo, hi = {"int8": (-128, 127), "uint8": (0, 255), "int16": (-32768, 32767)}[t.dtype]
+    return q.scale * (lo - q.zero_point), q.scale * (hi - q.zero_point)
+
+
+def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
+                record_labels: Optional[Sequence[str]] = None, record: Optional[Dict[str, Any]] = None,
+                info: Any = None) -> DetectionLayout:
+    """The :class:`DetectionLayout` of a .tflite detector (``forced``: the ``--layout`` name that settles an
+    ambiguity). ``record``: what edgekit recorded about the model (``detection`` entry: letterbox, labels).
+    InputError (exit 3) when the outputs fit no layout, or several and ``forced`` is None."""
+    from edgekit import tflite_model
+
+    name = str(model_path)
+    if forced is not None and forced not in LAYOUT_NAMES:
+        from edgekit.errors import UsageError
+
+        raise UsageError("unknown layout {!r}".format(forced), "use one of " + ", ".join(LAYOUT_NAMES))
+    info = info or tflite_model.load(model_path)
+    g = info.main
+    inputs = [g.tensors[i] for i in g.inputs]
+    outputs = [g.tensors[i] for i in g.outputs]
+    if len(inputs) != 1 or len(inputs[0].shape) != 4:
+        raise InputError("{}: not an image detector: it has {} input(s){}".format(
+            name, len(inputs), "" if len(inputs) != 1 else " of shape {}".format(list(inputs[0].shape))),
+            "edgekit detect needs one image input [1, height, width, channels]")
+    input_hw = (int(inputs[0].shape[1]), int(inputs[0].shape[2]))
+    files = appended_zip(model_path)
+    meta = ultralytics_metadata(files)
+    source = []  # type: List[str]
+    labels = tuple(record_labels) if record_labels else None
+    letterbox = False
+    if record and isinstance(record.get("detection"), dict):
+        letterbox = bool(record["detection"].get("letterbox", False))
+        source.append("input {} (edgekit record)".format("letterboxed" if letterbox else "resized"))
+    if meta is not None:
+        task = meta.get("task")
+        if task not in (None, "detect"):
+            raise InputError("{}: an Ultralytics {} model, not a detector".format(name, task),
+                             "edgekit detect runs detection models (task=detect)")
+        labels = labels or ultralytics_names(meta)
+        letterbox = True
+        source.append("Ultralytics metadata (version {}): letterboxed input, pixels / 255, labels".format(
+            meta.get("version", "?")))
+    elif not source:
+        source.append("plain resize to the input (no record of letterboxing)")
+    if labels is None:
+        texts = [f for f in files if f.lower().endswith(".txt")]
+        named = [f for f in ("labelmap.txt", "labels.txt") if f in files] or (texts if len(texts) == 1 else [])
+        if named:   # TFLite metadata's associated label file (Model Maker, MediaPipe: labelmap.txt)
+            text = files[named[0]].decode("utf-8", "replace")
+            labels = tuple(line.strip() for line in text.splitlines() if line.strip())
+            source.append("labels from the model's packed {}".format(named[0]))
+
+    base = dict(input_hw=input_hw, letterbox=letterbox, labels=labels,
+                pixel_scaling="0..1" if meta is not None else None)
+    recorded = _recorded_layout(record, outputs, input_hw, labels, forced)
+    if recorded is not None:
+        return recorded
+    candidates = []  # type: List[Tuple[DetectionLayout, str]]
+    position = {t.index: i for i, t in enumerate(outputs)}
+
+    # 1. the postprocess op
+    post_ops = [op for op in g.ops if op.custom_code == POSTPROCESS_OP]
+    if post_ops:
+        op = post_ops[0]
+        roles = []
+        for role, tensor in zip(POSTPROCESS_ROLES, op.outputs):
+            if tensor in position:
+                roles.append((role, position[tensor]))
+        options = postprocess_options(info, op)
+        if len(roles) >= 3:
+            nc = int(options.get("num_classes", 0) or 0)
+            candidates.append((DetectionLayout(Layout.POSTPROCESS, tuple(roles), nc, boxes_normalized=True,
+                                               source=tuple(source) + ("the {} op's outputs, by tensor".format(
+                                                   POSTPROCESS_OP),), options=tuple(sorted(options.items())),
+                                               **base), "the {} op".format(POSTPROCESS_OP)))
+    if not candidates:
+        try:
+            candidates = _by_shape(outputs, input_hw, meta, signature_outputs(info), base, source,
+                                   metadata_output_names(info))
+        except InputError as exc:
+            if forced is None:
+                raise InputError("{}: {}".format(name, exc.message), exc.hint) from None
+            candidates = []
+    if forced is not None:
+        candidates = [c for c in candidates if c[0].kind.value == forced] or _forced(forced, outputs, input_hw,
+                                                                                     base, source, name)
+    if not candidates:
+        shapes = ", ".join("{} {}".format(list(t.shape), t.dtype) for t in outputs)
+        raise InputError("{}: no detection layout edgekit knows fits its outputs ({})".format(name, shapes),
+                         "supported: " + "; ".join("{}: {}".format(k.value, v) for k, v in LAYOUT_HELP.items()))
+    if len(candidates) > 1:
+        raise AmbiguousLayoutError(name, [(c.kind, why) for c, why in candidates])
+    return candidates[0][0]
+
+
+def _recorded_layout(record: Optional[Dict[str, Any]], outputs: list, input_hw: Tuple[int, int],
+                     labels: Optional[Tuple[str, ...]], forced: Optional[str]) -> Optional[DetectionLayout]:
+    """The layout ``edgekit quantize`` recorded with the model (never re-guessed), when it still fits the outputs."""
+    entry = (record or {}).get("detection") if isinstance(record, dict) else None
+    if not isinstance(entry, dict) or not isinstance(entry.get("layout"), dict):
+        return None
+    try:
+        layout = DetectionLayout.from_dict(entry["layout"])
+    except (KeyError, TypeError, ValueError):
+        return None
+    if (forced is not None and forced != layout.kind.value) or tuple(layout.input_hw) != tuple(input_hw) or \
+            any(not 0 <= i < len(outputs) for _, i in layout.roles):
+        return None
+    import dataclasses
+
+    return dataclasses.replace(layout, labels=labels or layout.labels,
+                               source=("recorded by edgekit quantize with the model",) + tuple(layout.source))
+
+
+def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: dict, source: List[str],
+            name: str) -> List[Tuple[DetectionLayout, str]]:
+    """``--layout`` naming a layout the shapes did not single out: build it by the layout's own convention."""
+    kind = Layout(forced)
+    shapes = [list(t.shape) for t in outputs]
+    src = tuple(source) + ("--layout {}".format(forced),)
+    if kind == Layout.POSTPROCESS and len(outputs) == 4:  # TF1's order unless the sizes say otherwise
+        order = POSTPROCESS_ROLES if len(outputs[3].shape) == 1 or outputs[3].shape[-1] == 1 else \
+            ("scores", "boxes", "count", "classes")
+        return [(DetectionLayout(Layout.POSTPROCESS, tuple((r, i) for i, r in enumerate(order)), 0,
+                                 boxes_normalized=True, source=src, **base), forced)]
+    if kind in (Layout.YOLO, Layout.YOLOV5, Layout.END2END) and len(outputs) == 1 and len(shapes[0]) == 3:
+        _, a, b = shapes[0]
+        transposed = kind == Layout.YOLO and a < b
+        channels = a if transposed else b
+        nc = channels - {Layout.YOLO: 4, Layout.YOLOV5: 5, Layout.END2END: 4}[kind]
+        if kind == Layout.END2END:
+            nc = 0
+        return [(DetectionLayout(kind, (("output", 0),), max(nc, 0), transposed=transposed,
+                                 boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, src and list(src)),
+                                 source=src, **base), forced)]
+    if kind == Layout.SPLIT_DFL and len(outputs) == 1 and len(shapes[0]) == 3 and max(shapes[0][1:]) > 64:
+        _, a, b = shapes[0]
+        transposed = a < b
+        src2 = list(src) + ["one tensor: 64 DFL bins then the class scores (Ultralytics' order)"]
+        return [(DetectionLayout(Layout.SPLIT_DFL, (("combined", 0),), (a if transposed else b) - 64,
+                                 scores_are_logits=_scores_logits(outputs[0], src2), transposed=transposed,
+                                 source=tuple(src2), **base), forced)]
+    if kind == Layout.SPLIT_DFL and len(outputs) == 2:  # Ultralytics' head concatenates boxes before classes
+        return [(_split_layout(outputs, (0,), (1,), input_hw, base, list(src) + ["boxes first (Ultralytics' order)"]),
+                 forced)]
+    raise InputError("{}: --layout {} does not fit its outputs ({})".format(name, forced, shapes),
+                     "pick a layout that matches, or leave --layout out to have it found")
+
+
+def _boxes_normalized(t: Any, input_hw: Tuple[int, int], meta: Optional[dict], source: List[str]) -> Optional[bool]:
+    if meta is not None:
+        source.append("boxes normalized to the input (Ultralytics' TFLite export)")
+        return True
+    rng = _range(t)
+    if rng is None:
+        source.append("float output: box scale read from the values of each image")
+        return None
+    side = min(input_hw)
+    if rng[1] <= min(4.0, side / 4.0):
+        normalized = True      # a pixel box could not be stored: the range ends far below the input's size
+    elif rng[1] >= side / 2.0:
+        normalized = False     # room for pixel coordinates; normalized ones would waste all but a few steps
+    else:
+        source.append("box scale read from the values of each image (output range {:.3g}..{:.3g} fits neither "
+                      "normalized nor {}-pixel boxes well)".format(rng[0], rng[1], side))
+        return None
+    source.append("boxes {} (output quantization range {:.3g}..{:.3g})".format(
+        "normalized" if normalized else "in input pixels", rng[0], rng[1]))
+    return normalized
+
+
+def _scores_logits(t: Any, source: List[str]) -> Optional[bool]:
+    rng = _range(t)
+    if rng is None:
+        source.append("float scores: logits or probabilities read from the values of each image")
+        return None
+    logits = rng[0] < -1e-3
+    source.append("scores are {} (quantization range {:.3g}..{:.3g})".format(
+        "logits: sigmoid applied" if logits else "probabilities", rng[0], rng[1]))
+    return logits
+
+
+def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int], input_hw: Tuple[int, int],
+                  base: dict, source: List[str], strides: Sequence[int] = (8, 16, 32)) -> DetectionLayout:
+    src = list(source)
+    logits = _scores_logits(outputs[score_idx[0]], src)
+    if len(box_idx) == 1:
+        roles = (("boxes", box_idx[0]), ("scores", score_idx[0]))
+        s = outputs[score_idx[0]].shape
+        nc = int(min(s[1], s[2]))
+        if anchor_count(input_hw, strides) in (s[1], s[2]):
+            nc = int(s[2] if s[1] == anchor_count(input_hw, strides) else s[1])
+    else:
+        roles = tuple(("boxes@{}".format(st), b) for st, b in zip(strides, box_idx)) + \
+            tuple(("scores@{}".format(st), c) for st, c in zip(strides, score_idx))
+        nc = int(outputs[score_idx[0]].shape[-1])
+    return DetectionLayout(Layout.SPLIT_DFL, roles, nc, scores_are_logits=logits, strides=tuple(strides),
+                           source=tuple(src), **base)
+
+
+def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[dict], sig: Dict[int, str], base: dict,
+              source: List[str], metadata_names: Optional[List[str]] = None) -> List[Tuple[DetectionLayout, str]]:
+    shapes = [tuple(int(d) for d in t.shape) for t in outputs]
+    found = []  # type: List[Tuple[DetectionLayout, str]]
+    anchors = anchor_count(input_hw)
+    nc_meta = len(base["labels"]) if meta is not None and base["labels"] else None
+
+    # postprocess-style outputs without the op (its name lost): by the signature's names
+    if len(outputs) == 4 and sorted(len(s) for s in shapes) == [1, 2, 2, 3]:
+        names = [sig.get(t.index) for t in outputs]
+        meta_names = [n.lower() for n in (metadata_names or [])]
+        named = sorted(METADATA_ROLES.get(n, "") for n in meta_names)
+        if len(meta_names) == 4 and named == sorted(METADATA_ROLES.values()):
+            roles = tuple((METADATA_ROLES[n], i) for i, n in enumerate(meta_names))
+            found.append((DetectionLayout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
+                                          source=tuple(source) + ("TFLite metadata output names ({})".format(
+                                              ", ".join(meta_names)),), **base), "TFLite metadata names"))
+        elif all(n in SIGNATURE_ROLES for n in names):
+            roles = tuple((SIGNATURE_ROLES[n], i) for i, n in enumerate(names))
+            found.append((DetectionLayout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
+                                          source=tuple(source) + ("signature output names (pycoral's convention)",),
+                                          **base), "signature output names"))
+        else:
+            raise InputError("outputs shaped like TFLite_Detection_PostProcess's ({}) but neither the op nor the "
+                             "signature names say which is classes and which is scores".format(
+                                 [list(s) for s in shapes]),
+                             "pass --layout postprocess to take TF1's order (boxes, classes, scores, count)")
+        return found
+
+    if len(outputs) == 1 and len(shapes[0]) == 3 and shapes[0][0] == 1:
+        t = outputs[0]
+        _, a, b = shapes[0]
+        rng = _range(t)
+        # split-dfl, uncut concatenation: [1, 64+nc, N] / [1, N, 64+nc] (a YOLO head cut before its DFL decode)
+        for transposed, channels, n in ((True, a, b), (False, b, a)):
+            if n == anchors and channels > 64 and (nc_meta is None or channels == 64 + nc_meta) and \
+                    (rng is None or rng[0] < 0):       # DFL bins and class scores before sigmoid are logits
+                src = list(source) + ["[1, {}, {}]: 64 DFL bins (4 sides x 16) + {} class scores over {} anchors, in "
+                                      "one tensor".format(a, b, channels - 64, n)]
+                logits = _scores_logits(t, src)
+                found.append((DetectionLayout(Layout.SPLIT_DFL, (("combined", 0),), channels - 64,
+                                              scores_are_logits=logits, transposed=transposed, source=tuple(src),
+                                              **base),
+                              "{} = 64 DFL bins + {} classes over {} anchors".format(channels, channels - 64, n)))
+        # decoded heads hold coordinates in the image and scores in 0..1: an int8 range reaching well below 0 is
+        # not one of them (logits are)
+        decoded_range = rng is None or rng[0] >= -0.5
+        # yolo [1, 4+nc, N] / [1, N, 4+nc]
+        for transposed, channels, n in ((True, a, b), (False, b, a)):
+            if (nc_meta is not None and channels != 4 + nc_meta) or not decoded_range:
+                continue
+            if channels > 4 and (n == anchors or (nc_meta is not None and n > channels)):
+                src = list(source) + ["[1, {}, {}]: {} anchors{}".format(
+                    a, b, n, " for strides 8/16/32 at {}x{}".format(input_hw[1], input_hw[0]) if n == anchors else "")]
+                normalized = _boxes_normalized(t, input_hw, meta, src)
+                found.append((DetectionLayout(Layout.YOLO, (("output", 0),), channels - 4, transposed=transposed,
+                                              boxes_normalized=normalized, source=tuple(src), **base),
+                              "{} = 4 + {} classes over {} anchors".format(channels, channels - 4, n)))
+        # yolov5 [1, N, 5+nc]: three anchor boxes per cell
+        if b > 5 and a == 3 * anchors and meta is None and decoded_range:
+            src = list(source) + ["[1, {}, {}]: 3 anchor boxes x {} cells".format(a, b, anchors)]
+            normalized = _boxes_normalized(t, input_hw, meta, src)
+            found.append((DetectionLayout(Layout.YOLOV5, (("output", 0),), b - 5, boxes_normalized=normalized,
+                                          source=tuple(src), **base),
+                          "{} = 5 + {} classes over {} anchors".format(b, b - 5, a)))
+        # end2end [1, K, 6]
+        if b == 6 and a not in (anchors, 3 * anchors) and decoded_range:
+            src = list(source) + ["[1, {}, 6]: x1, y1, x2, y2, score, class".format(a)]
+            normalized = _boxes_normalized(t, input_hw, meta, src)
+            nc = len(base["labels"]) if base["labels"] else 0
+            found.append((DetectionLayout(Layout.END2END, (("output", 0),), nc, boxes_normalized=normalized,
+                                          source=tuple(src), **base), "{} detections of 6 values".format(a)))
+        return found
+
+    # split-dfl: boxes [1, N, 64] + scores [1, N, nc] (or transposed), or NHWC maps per stride
+    if len(outputs) == 2 and all(len(s) == 3 for s in shapes):
+        def channels(s: tuple) -> Optional[int]:
+            return s[2] if s[1] == anchors else s[1] if s[2] == anchors else None
+        ch = [channels(s) for s in shapes]
+        if None not in ch:
+            box_at = [i for i in (0, 1) if ch[i] == 64]
+            if len(box_at) == 1:
+                return [(_split_layout(outputs, box_at, (1 - box_at[0],), input_hw, base,
+                                       source + ["{} anchors: 64 = 4 sides x 16 DFL bins".format(anchors)]),
+                         "boxes at output {}".format(box_at[0]))]
+            if len(box_at) == 2:  # 64 classes: names may tell which is which
+                named = _split_by_names(outputs, sig)
+                if named is not None:
+                    return [(_split_layout(outputs, (named,), (1 - named,), input_hw, base,
+                                           source + ["64 classes: boxes told by the output names"]), "names")]
+                raise InputError("both outputs have 64 channels (4 x 16 DFL bins, and 64 classes?): which one holds "
+                                 "the boxes is not written in the model",
+                                 "pass --layout split-dfl to take Ultralytics' order (boxes first)")
+    if len(outputs) == 3 and all(len(s) == 4 for s in shapes):   # per level [1, h, w, 64+nc]: cut before the concat
+        order = sorted(range(3), key=lambda i: -shapes[i][1])
+        strides = [input_hw[0] // shapes[i][1] for i in order if shapes[i][1]]
+        chans = {shapes[i][3] for i in order}
+        if strides == [8, 16, 32] and len(chans) == 1 and min(chans) > 64 and \
+                (nc_meta is None or min(chans) == 64 + nc_meta):
+            src = list(source) + ["per-level maps [1, h, w, {}] for strides 8/16/32: 64 DFL bins + {} class "
+                                  "scores".format(min(chans), min(chans) - 64)]
+            logits = _scores_logits(outputs[order[0]], src)
+            roles = tuple(("combined@{}".format(st), i) for st, i in zip((8, 16, 32), order))
+            return [(DetectionLayout(Layout.SPLIT_DFL, roles, min(chans) - 64, scores_are_logits=logits,
+                                     source=tuple(src), **base), "per-level maps")]
+    if len(outputs) == 6 and all(len(s) == 4 for s in shapes):
+        levels = {}  # type: Dict[Tuple[int, int], List[int]]
+        for i, s in enumerate(shapes):
+            levels.setdefault((s[1], s[2]), []).append(i)
+        strides = sorted(((input_hw[0] // hw[0], hw) for hw in levels if hw[0]), key=lambda x: x[0])
+        if len(levels) == 3 and all(len(v) == 2 for v in levels.values()) and \
+                [s for s, _ in strides] == [8, 16, 32]:
+            box_idx, score_idx = [], []
+            for _, hw in strides:
+                i, j = levels[hw]
+                if (shapes[i][3] == 64) == (shapes[j][3] == 64):
+                    raise InputError("per-level outputs {} and {} both (or neither) have 64 channels".format(
+                        list(shapes[i]), list(shapes[j])), "cut the model so that boxes and scores differ in size")
+                b_, s_ = (i, j) if shapes[i][3] == 64 else (j, i)
+                box_idx.append(b_)
+                score_idx.append(s_)
+            return [(_split_layout(outputs, box_idx, score_idx, input_hw, base,
+                                   source + ["per-level NHWC maps for strides 8/16/32"]), "per-level maps")]
+    return found
+
+
+def _split_by_names(outputs: list, sig: Dict[int, str]) -> Optional[int]:
+    for i, t in enumerate(outputs):
+        text = (sig.get(t.index, "") + " " + t.name).lower()
+        if any(w in text for w in ("box", "dfl", "reg", "loc")):
+            return i
+    return None

@@ -1,0 +1,533 @@
+"""edgekit detect: layouts read from the model, decode + NMS, geometry, the CLI; on models built here and the
+real Ultralytics YOLOv8n export in ../shared/testdata/detection."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from edgekit import detection
+from edgekit.detection import BBox, DetectionLayout, Geometry, Layout, Object
+from edgekit.detection_layout import AmbiguousLayoutError, find_layout
+from edgekit.devices.detect import detect
+from edgekit.devices.detector import DetectReport
+from edgekit.errors import InputError
+from tests.conftest import shared_file
+from tests.detection_models import (image_for, postprocess_model, save_png, slice_model,
+                                    with_ultralytics_metadata)
+
+HW = (32, 32)
+N = 21          # anchors of a 32x32 input at strides 8/16/32: 16 + 4 + 1
+
+
+def run(tmp_path: Path, model: bytes, values, name: str = "m", input_scale=None, input_zp=None, **kw):
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(model)
+    q = {} if input_scale is None else {"input_scale": input_scale, "input_zp": input_zp}
+    image = save_png(tmp_path / f"{name}.png", image_for(HW, values, **q))
+    return detect([str(image)], path, **kw)
+
+
+def boxes_of(report: DetectReport):
+    return [(o.id, round(o.score, 2), tuple(round(v, 1) for v in o.bbox.to_dict().values()))
+            for o in report.results[0].objects]
+
+
+# ------------------------------------------------------------------------------------ layouts
+def yolo_values(nc: int = 2) -> np.ndarray:
+    v = np.zeros((4 + nc, N))
+    v[:, 3] = [0.5, 0.5, 0.25, 0.5] + [0.9] + [0.1] * (nc - 1)
+    v[:, 5] = [0.52, 0.5, 0.25, 0.5] + [0.8] + [0.1] * (nc - 1)   # overlaps anchor 3, same class: suppressed
+    v[:, 6] = [0.52, 0.5, 0.25, 0.5] + [0.1, 0.6] + [0.0] * (nc - 2)  # same place, other class: kept
+    v[:, 7] = [0.2, 0.2, 0.1, 0.1] + [0.24] + [0.0] * (nc - 1)   # below --conf
+    return v
+
+
+def test_yolo_channels_first(tmp_path):
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N]}]), [yolo_values()])
+    assert r.layout.kind == Layout.YOLO and r.layout.transposed and r.layout.boxes_normalized is True
+    assert any("quantization range" in s for s in r.layout.source)
+    # 0.52 quantized is 67/128
+    assert boxes_of(r) == [(0, 0.9, (12.0, 8.0, 20.0, 24.0)), (1, 0.6, (12.8, 8.0, 20.8, 24.0))]
+    assert r.results[0].invoke_ms >= 0 and r.results[0].postprocess_ms > 0
+
+
+def test_yolo_anchors_last_axis_and_pixel_boxes(tmp_path):
+    v = yolo_values().T.copy()           # [1, N, 6]
+    v[:, :4] *= 32 / 20                  # pixels / 20 so they fit the input's range: requantized below
+    model = slice_model(HW, [{"shape": [1, N, 6], "requant": (0.5, -128)}])
+    path = tmp_path / "px.tflite"
+    path.write_bytes(model)
+    layout = find_layout(path)
+    assert layout.kind == Layout.YOLO and not layout.transposed and layout.boxes_normalized is False
+
+
+def test_yolov5_objectness(tmp_path):
+    nc = 3
+    v = np.zeros((3 * N, 5 + nc))
+    v[10] = [0.5, 0.5, 0.5, 0.5, 0.9, 0.1, 0.8, 0.1]   # 0.72 for class 1
+    v[11] = [0.5, 0.5, 0.5, 0.5, 0.3, 0.9, 0.0, 0.0]   # 0.27 for class 0
+    v[12] = [0.5, 0.5, 0.5, 0.5, 0.2, 1.0, 0.0, 0.0]   # 0.2: below conf
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 3 * N, 5 + nc]}]), [v])
+    assert r.layout.kind == Layout.YOLOV5
+    assert boxes_of(r) == [(1, 0.72, (8.0, 8.0, 24.0, 24.0)), (0, 0.27, (8.0, 8.0, 24.0, 24.0))]
+
+
+def test_end2end(tmp_path):
+    v = np.zeros((10, 6))
+    v[0] = [0.1, 0.2, 0.5, 0.6, 0.8, 1]
+    v[1] = [0.1, 0.2, 0.5, 0.6, 0.7, 0]     # NMS already done by the model: both kept
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 10, 6]}]), [v])
+    assert r.layout.kind == Layout.END2END
+    assert [(i, s) for i, s, _ in boxes_of(r)] == [(1, 0.8), (0, 0.7)]
+    assert boxes_of(r)[0][2] == (3.2, 6.5, 16.0, 19.2)  # 0.2 quantized: 26/128
+
+
+@pytest.mark.parametrize("order", ["tf1", "tf2"])
+def test_postprocess_op_both_orders(tmp_path, order):
+    """The real TFLite_Detection_PostProcess op runs; its outputs are found by tensor in either graph order."""
+    anchors = np.array([[0.5, 0.5, 0.4, 0.4], [0.2, 0.2, 0.1, 0.1], [0.8, 0.8, 0.2, 0.2]])
+    enc = np.zeros((3, 4))
+    cls = np.array([[0, 0.9, 0.1], [0, 0.1, 0.6], [0, 0.05, 0.02]])
+    r = run(tmp_path, postprocess_model(HW, anchors, 2, order), [enc, cls], name=order)
+    assert r.layout.kind == Layout.POSTPROCESS
+    roles = dict(r.layout.roles)
+    assert roles == ({"boxes": 0, "classes": 1, "scores": 2, "count": 3} if order == "tf1"
+                     else {"scores": 0, "boxes": 1, "count": 2, "classes": 3})
+    assert dict(r.layout.options)["max_detections"] == 10 and dict(r.layout.options)["num_classes"] == 2
+    assert boxes_of(r) == [(0, 0.9, (9.6, 9.6, 22.4, 22.4)), (1, 0.6, (4.8, 4.8, 8.0, 8.0))]
+
+
+def dfl_values(nc: int, transposed: bool):
+    """Boxes: anchor 0 (stride 8, centre (4, 4)) with sides 1, 2, 3, 4 bins; anchor 20 (stride 32) class 1."""
+    boxes = np.zeros((N, 64))
+    scores = np.full((N, nc), -10.0)
+    for side, k in enumerate((1, 2, 3, 4)):
+        boxes[0, side * 16 + k] = 10.0
+        boxes[20, side * 16 + 0] = 10.0
+    scores[0, 0] = 2.0     # sigmoid 0.881
+    scores[20, 1] = 0.0    # sigmoid 0.5
+    return (boxes.T.copy(), scores.T.copy()) if transposed else (boxes, scores)
+
+
+@pytest.mark.parametrize("transposed", [False, True])
+def test_split_dfl(tmp_path, transposed):
+    nc = 3
+    b, s = dfl_values(nc, transposed)
+    shapes = [[1, 64, N], [1, nc, N]] if transposed else [[1, N, 64], [1, N, nc]]
+    r = run(tmp_path, slice_model(HW, [{"shape": shapes[0]}, {"shape": shapes[1]}], input_scale=0.1, input_zp=0),
+            [b, s], input_scale=0.1, input_zp=0, conf=0.3)
+    assert r.layout.kind == Layout.SPLIT_DFL and r.layout.scores_are_logits is True
+    got = boxes_of(r)
+    assert [(i, sc) for i, sc, _ in got] == [(0, 0.88), (1, 0.5)]
+    # anchor 0: centre (0.5, 0.5) cells, stride 8, sides 1, 2, 3, 4: (-4, -12, 28, 36) clipped to the 32x32 image
+    assert got[0][2] == pytest.approx((0.0, 0.0, 28.0, 32.0), abs=0.2)
+    assert got[1][2] == pytest.approx((16.0, 16.0, 16.0, 16.0), abs=0.2)
+
+
+def test_split_dfl_per_level_maps(tmp_path):
+    nc = 2
+    b, s = dfl_values(nc, False)
+    levels = [(8, 4), (16, 2), (32, 1)]
+    outs, vals, start = [], [], 0
+    for _stride, g in levels:
+        outs += [{"shape": [1, g, g, 64]}, {"shape": [1, g, g, nc]}]
+        vals += [b[start:start + g * g], s[start:start + g * g]]
+        start += g * g
+    r = run(tmp_path, slice_model(HW, outs, input_scale=0.1, input_zp=0), vals, input_scale=0.1, input_zp=0,
+            conf=0.3)
+    assert r.layout.kind == Layout.SPLIT_DFL and "boxes@8" in dict(r.layout.roles)
+    assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
+
+
+def test_split_dfl_function_matches_reference():
+    """decode_split_dfl (the integrator's entry point) against a direct reading of Ultralytics' dist2bbox."""
+    rng = np.random.RandomState(0)
+    boxes = rng.normal(size=(1, N, 64)).astype(np.float32)
+    scores = rng.normal(size=(1, N, 3)).astype(np.float32)
+    got = detection.decode_split_dfl(boxes, scores, HW, scores_are_logits=True)
+    p = np.exp(boxes[0].reshape(N, 4, 16))
+    p /= p.sum(-1, keepdims=True)
+    dist = (p * np.arange(16)).sum(-1)
+    anchors = [(x + 0.5, y + 0.5, s) for s, g in ((8, 4), (16, 2), (32, 1)) for y in range(g) for x in range(g)]
+    a = np.array([(x, y) for x, y, _ in anchors])
+    st = np.array([s for _, _, s in anchors])[:, None]
+    expected = np.concatenate([a - dist[:, :2], a + dist[:, 2:]], 1) * st
+    assert np.allclose(got.boxes, expected, atol=1e-4)
+    assert np.allclose(got.scores, 1 / (1 + np.exp(-scores[0].max(1))), atol=1e-6)
+
+
+def test_64_classes_beside_64_dfl_channels_is_refused(tmp_path):
+    model = slice_model(HW, [{"shape": [1, N, 64]}, {"shape": [1, N, 64]}], input_scale=0.1, input_zp=0)
+    path = tmp_path / "two64.tflite"
+    path.write_bytes(model)
+    with pytest.raises(InputError, match="64 channels") as info:
+        find_layout(path)
+    assert "--layout split-dfl" in info.value.hint
+    assert find_layout(path, "split-dfl").role("boxes") == 0
+
+
+def test_ambiguous_model_is_refused_with_candidates(tmp_path):
+    """[1, 21, 21] at 32x32 fits yolo both ways (4 + 17 classes over 21 anchors, anchors on either axis)."""
+    path = tmp_path / "square.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, N, N]}]))
+    with pytest.raises(AmbiguousLayoutError) as info:
+        find_layout(path)
+    assert info.value.exit_code == 3 and "--layout" in info.value.hint and "yolo" in str(info.value)
+
+
+def test_classifier_is_not_a_detector(tmp_path):
+    path = tmp_path / "cls.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 10]}]))
+    with pytest.raises(InputError, match="no detection layout"):
+        find_layout(path)
+
+
+def test_ultralytics_metadata_gives_labels_letterbox_and_scaling(tmp_path):
+    model = with_ultralytics_metadata(slice_model(HW, [{"shape": [1, 6, N]}]), ["cat", "dog"], HW)
+    path = tmp_path / "u.tflite"
+    path.write_bytes(model)
+    layout = find_layout(path)
+    assert layout.labels == ("cat", "dog") and layout.letterbox and layout.pixel_scaling == "0..1"
+    assert DetectionLayout.from_dict(json.loads(json.dumps(layout.to_dict()))) == layout
+
+
+# ------------------------------------------------------------------------------------ pure parts
+def test_quantized_threshold_is_exact():
+    for scale, zp in ((0.003959, -128), (1 / 256, -128), (0.1, 3), (0.0187, -14)):
+        q = np.arange(-128, 128)
+        real = scale * (q - zp)
+        for conf in (0.0, 0.001, 0.25, 0.5, float(real[200]), 0.999):
+            t = detection.quantized_threshold(conf, (scale, zp), np.int8)
+            assert set(q[q >= t]) == set(q[real >= conf])
+
+
+def test_nms_is_class_wise_and_capped():
+    boxes = np.array([[0, 0, 10, 10], [1, 1, 10, 10], [0, 0, 10, 10], [50, 50, 60, 60]], float)
+    scores = np.array([0.9, 0.8, 0.7, 0.6])
+    classes = np.array([0, 0, 1, 0])
+    assert list(detection.nms(boxes, scores, classes, 0.5, 10)) == [0, 2, 3]
+    assert list(detection.nms(boxes, scores, classes, 0.5, 2)) == [0, 2]
+    assert list(detection.nms(boxes, scores, classes, 0.95, 10)) == [0, 1, 2, 3]
+
+
+def test_letterbox_geometry_round_trip():
+    g = Geometry.letterboxed((512, 600), (640, 640))   # grace_hopper.bmp
+    assert g.gain == (640 / 600, 640 / 600) and g.pad == (47, 0)   # round((640 - 546) / 2 - 0.1)
+    box = np.array([[100.0, 50.0, 300.0, 500.0]])
+    in_input = box * g.gain[0] + np.array([g.pad[0], g.pad[1], g.pad[0], g.pad[1]])
+    assert np.allclose(g.to_image(in_input), box)
+    r = Geometry.resize((200, 100), (32, 32))
+    assert np.allclose(r.to_image(np.array([[16, 16, 32, 32]])), [[100, 50, 200, 100]])
+
+
+def test_records_round_trip():
+    o = Object(3, 0.5, BBox(1, 2, 3, 4), "person")
+    assert Object.from_dict(o.to_dict(10, 20)) == o
+    assert o.to_dict(10, 20)["bbox_normalized"] == {"xmin": 0.1, "ymin": 0.1, "xmax": 0.3, "ymax": 0.2}
+
+
+# ------------------------------------------------------------------------------------ the real YOLOv8n export
+@pytest.fixture(scope="module")
+def ppe_model():
+    return shared_file("detection/ppe_yolov8n_full_integer_quant.tflite")
+
+
+def test_real_yolov8n_finds_the_person_in_grace_hopper(ppe_model, tmp_path):
+    labels = tmp_path / "en.txt"
+    labels.write_text("boots\nhelmet\ngoggles\nperson\n")
+    r = detect([str(shared_file("grace_hopper.bmp"))], ppe_model, labels=labels, save=tmp_path / "out")
+    objs = r.results[0].objects
+    person = [o for o in objs if o.label == "person"]
+    assert person and person[0].score > 0.6
+    b = person[0].bbox
+    assert b.area > 0.5 * 512 * 600 and b.xmax <= 512 and b.ymax <= 600   # she fills most of the picture
+    assert r.layout.letterbox and r.layout.labels == ("bota", "capacete", "oculos", "pessoa")
+    assert (tmp_path / "out" / "grace_hopper.bmp").is_file()
+    doc = r.to_dict()
+    assert DetectReport.from_dict(json.loads(json.dumps(doc))).to_dict() == doc
+
+
+def test_real_compiled_yolov8n_falls_back_to_its_cpu_twin(ppe_model):
+    compiled = ppe_model.with_name("ppe_yolov8n_full_integer_quant_edgetpu.tflite")
+    from edgekit.report import Collector
+
+    c = Collector()
+    r = detect([str(shared_file("grace_hopper.bmp"))], compiled, report=c)
+    assert r.device == "cpu" and r.model.endswith("ppe_yolov8n_full_integer_quant.tflite")
+    assert any("pessoa" == o.label for o in r.results[0].objects)
+    assert any("layout yolo" in n for n in c.notes)
+
+
+def test_cli_detect_json_and_errors(ppe_model, tmp_path):
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+
+    runner = CliRunner()
+    res = runner.invoke(cli, ["detect", str(shared_file("grace_hopper.bmp")), "-m", str(ppe_model), "--json", "-q"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    obj = doc["results"][0]["objects"][0]
+    assert set(obj) == {"id", "label", "score", "bbox", "bbox_normalized"} and obj["label"] == "pessoa"
+    res = runner.invoke(cli, ["detect", str(shared_file("grace_hopper.bmp")), "-m",
+                              str(shared_file("mobilenet_v1_0.25_128_quant.tflite"))])
+    assert res.exit_code == 3 and "no detection layout" in res.stderr and "Traceback" not in res.output
+    missing = tmp_path / "nope.png"
+    res = runner.invoke(cli, ["detect", str(missing), str(shared_file("grace_hopper.bmp")), "-m", str(ppe_model),
+                              "-q"])
+    assert res.exit_code == 3 and "pessoa" in res.stdout and "no such file" in res.stderr
+
+
+def test_benchmark_times_post_processing_apart_for_a_detector(tmp_path):
+    from edgekit.devices.benchmark import benchmark
+
+    path = tmp_path / "y.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]))
+    doc = benchmark(path, n=5, warmup=1)
+    post = doc["postprocess"]
+    assert post["iterations"] == 5 and post["p50_ms"] > 0 and post["layout"].startswith("yolo")
+    cls = tmp_path / "c.tflite"
+    cls.write_bytes(slice_model(HW, [{"shape": [1, 10]}]))
+    assert benchmark(cls, n=2, warmup=0)["postprocess"] is None
+
+
+def test_float_output_box_scale_read_per_image(tmp_path):
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N], "float": True}]), [yolo_values()])
+    assert r.layout.boxes_normalized is None and any("values" in s for s in r.layout.source)
+    assert boxes_of(r)[0] == (0, 0.9, (12.0, 8.0, 20.0, 24.0))
+    assert any("normalized" in n for n in r.notes)
+
+
+def test_pixel_boxes_sharing_an_int8_scale_with_scores_are_warned(tmp_path):
+    from edgekit.report import Collector
+
+    v = yolo_values()
+    v[4:] = 0
+    path = tmp_path / "px.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, N], "requant": (0.25, -128)}]))
+    save_png(tmp_path / "px.png", image_for(HW, [v]))
+    c = Collector()
+    r = detect([str(tmp_path / "px.png")], path, report=c)
+    assert r.layout.boxes_normalized is False
+    assert any("share one int8 output" in w and "4 steps" in w for w in c.warnings)
+
+
+def test_postprocess_outputs_named_by_tflite_metadata(tmp_path):
+    """Without the op (a model whose NMS was cut off, say), TFLite metadata's names say which output is which;
+    without them the classes/scores pair is refused rather than guessed."""
+    from edgekit.converters.tflite_metadata import set_metadata
+    from tests.detection_models import tflite_metadata
+
+    k = 5
+    shapes = [[1, k], [1, k, 4], [1], [1, k]]            # Model Maker's order: scores, boxes, count, classes
+    model = slice_model(HW, [{"shape": s, "float": True} for s in shapes], input_scale=0.1, input_zp=0)
+    bare = tmp_path / "bare.tflite"
+    bare.write_bytes(model)
+    with pytest.raises(InputError, match="classes and which is scores"):
+        find_layout(bare)
+    named = tmp_path / "named.tflite"
+    named.write_bytes(set_metadata(model, "TFLITE_METADATA",
+                                   tflite_metadata(["score", "location", "number of detections", "category"])))
+    layout = find_layout(named)
+    assert dict(layout.roles) == {"scores": 0, "boxes": 1, "count": 2, "classes": 3}
+    values = [np.array([0.9, 0.5, 0.1, 0, 0]), np.array([[0.1, 0.2, 0.5, 0.6]] * k), np.array([3.0]),
+              np.array([1.0, 0, 0, 0, 0])]
+    save_png(tmp_path / "n.png", image_for(HW, values, input_scale=0.1, input_zp=0))
+    r = detect([str(tmp_path / "n.png")], named)
+    assert boxes_of(r) == [(1, 0.9, (6.4, 3.2, 19.2, 16.0)), (0, 0.5, (6.4, 3.2, 19.2, 16.0))]
+
+
+def combined_values(nc: int):
+    b, s = dfl_values(nc, False)
+    return np.concatenate([b, s], axis=1)                 # [N, 64 + nc]
+
+
+def test_split_dfl_in_one_tensor(tmp_path):
+    nc = 3
+    v = combined_values(nc)
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 64 + nc, N]}], input_scale=0.1, input_zp=0), [v.T.copy()],
+            input_scale=0.1, input_zp=0, conf=0.3)
+    assert r.layout.kind == Layout.SPLIT_DFL and dict(r.layout.roles) == {"combined": 0} and r.layout.num_classes == 3
+    assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
+    assert boxes_of(r)[0][2] == pytest.approx((0.0, 0.0, 28.0, 32.0), abs=0.2)
+    # float, the same shape reads as yolo with 63 classes too: refused, not guessed
+    path = tmp_path / "f.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 64 + nc, N], "float": True}], input_scale=0.1, input_zp=0))
+    with pytest.raises(AmbiguousLayoutError, match="split-dfl.*yolo"):
+        find_layout(path)
+
+
+def test_split_dfl_per_level_combined_maps(tmp_path):
+    nc = 2
+    v = combined_values(nc)
+    outs, vals, start = [], [], 0
+    for g in (4, 2, 1):
+        outs.append({"shape": [1, g, g, 64 + nc]})
+        vals.append(v[start:start + g * g])
+        start += g * g
+    r = run(tmp_path, slice_model(HW, outs, input_scale=0.1, input_zp=0), vals, input_scale=0.1, input_zp=0,
+            conf=0.3)
+    assert "combined@8" in dict(r.layout.roles)
+    assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
+
+
+def test_real_yolov8n_cut_before_its_decode_finds_the_same_boxes(ppe_model, tmp_path):
+    """The real export cut after its head's last concatenation ([1, 68, 8400]: DFL logits + class logits, one
+    int8 scale), Ultralytics' metadata packed after it again, decodes to the same objects as the whole model, at
+    IoU >= 0.9, with no flags: the layout is found (64 + 4 classes, logits from the negative int8 range)."""
+    import io
+    import zipfile
+
+    from edgekit import tflite_model
+    from edgekit.detection_layout import appended_zip
+    from tests.detection_models import cut_before
+
+    info = tflite_model.load(ppe_model)
+    concat = [op for op in info.main.ops if op.name == "CONCATENATION"
+              and info.main.tensors[op.outputs[0]].shape == (1, 68, 8400)][0]
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, data in appended_zip(ppe_model).items():
+            z.writestr(name, data)
+    cut = tmp_path / "ppe_cut.tflite"
+    cut.write_bytes(cut_before(Path(ppe_model).read_bytes(), concat.index + 1, [concat.outputs[0]]) + buf.getvalue())
+    layout = find_layout(cut)
+    assert layout.kind == Layout.SPLIT_DFL and dict(layout.roles) == {"combined": 0} and layout.num_classes == 4
+    assert layout.scores_are_logits is True and layout.letterbox and layout.labels[3] == "pessoa"
+    image = str(shared_file("grace_hopper.bmp"))
+    whole = detect([image], ppe_model).results[0].objects
+    parts = detect([image], cut).results[0].objects
+    assert [o.id for o in parts] == [o.id for o in whole] and whole
+    for a, b in zip(whole, parts):
+        assert abs(a.score - b.score) < 0.02
+        assert detection.box_iou([list(a.bbox.to_dict().values())], [list(b.bbox.to_dict().values())])[0, 0] >= 0.9
+
+
+def test_float_output_box_scale_read_per_image(tmp_path):
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N], "float": True}]), [yolo_values()])
+    assert r.layout.boxes_normalized is None and any("values" in s for s in r.layout.source)
+    assert boxes_of(r)[0] == (0, 0.9, (12.0, 8.0, 20.0, 24.0))
+    assert any("normalized" in n for n in r.notes)
+
+
+def test_pixel_boxes_sharing_an_int8_scale_with_scores_are_warned(tmp_path):
+    from edgekit.report import Collector
+
+    v = yolo_values()
+    v[4:] = 0
+    path = tmp_path / "px.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, N], "requant": (0.25, -128)}]))
+    save_png(tmp_path / "px.png", image_for(HW, [v]))
+    c = Collector()
+    r = detect([str(tmp_path / "px.png")], path, report=c)
+    assert r.layout.boxes_normalized is False
+    assert any("share one int8 output" in w and "4 steps" in w for w in c.warnings)
+
+
+def test_postprocess_outputs_named_by_tflite_metadata(tmp_path):
+    """Without the op (a model whose NMS was cut off, say), TFLite metadata's names say which output is which;
+    without them the classes/scores pair is refused rather than guessed."""
+    from edgekit.converters.tflite_metadata import set_metadata
+    from tests.detection_models import tflite_metadata
+
+    k = 5
+    shapes = [[1, k], [1, k, 4], [1], [1, k]]            # Model Maker's order: scores, boxes, count, classes
+    model = slice_model(HW, [{"shape": s, "float": True} for s in shapes], input_scale=0.1, input_zp=0)
+    bare = tmp_path / "bare.tflite"
+    bare.write_bytes(model)
+    with pytest.raises(InputError, match="classes and which is scores"):
+        find_layout(bare)
+    named = tmp_path / "named.tflite"
+    named.write_bytes(set_metadata(model, "TFLITE_METADATA",
+                                   tflite_metadata(["score", "location", "number of detections", "category"])))
+    layout = find_layout(named)
+    assert dict(layout.roles) == {"scores": 0, "boxes": 1, "count": 2, "classes": 3}
+    values = [np.array([0.9, 0.5, 0.1, 0, 0]), np.array([[0.1, 0.2, 0.5, 0.6]] * k), np.array([3.0]),
+              np.array([1.0, 0, 0, 0, 0])]
+    save_png(tmp_path / "n.png", image_for(HW, values, input_scale=0.1, input_zp=0))
+    r = detect([str(tmp_path / "n.png")], named)
+    assert boxes_of(r) == [(1, 0.9, (6.4, 3.2, 19.2, 16.0)), (0, 0.5, (6.4, 3.2, 19.2, 16.0))]
+
+
+def combined_values(nc: int):
+    b, s = dfl_values(nc, False)
+    return np.concatenate([b, s], axis=1)                 # [N, 64 + nc]
+
+
+def test_split_dfl_in_one_tensor(tmp_path):
+    nc = 3
+    v = combined_values(nc)
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 64 + nc, N]}], input_scale=0.1, input_zp=0), [v.T.copy()],
+            input_scale=0.1, input_zp=0, conf=0.3)
+    assert r.layout.kind == Layout.SPLIT_DFL and dict(r.layout.roles) == {"combined": 0} and r.layout.num_classes == 3
+    assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
+    assert boxes_of(r)[0][2] == pytest.approx((0.0, 0.0, 28.0, 32.0), abs=0.2)
+    # float, the same shape reads as yolo with 63 classes too: refused, not guessed
+    path = tmp_path / "f.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 64 + nc, N], "float": True}], input_scale=0.1, input_zp=0))
+    with pytest.raises(AmbiguousLayoutError, match="split-dfl.*yolo"):
+        find_layout(path)
+
+
+def test_split_dfl_per_level_combined_maps(tmp_path):
+    nc = 2
+    v = combined_values(nc)
+    outs, vals, start = [], [], 0
+    for g in (4, 2, 1):
+        outs.append({"shape": [1, g, g, 64 + nc]})
+        vals.append(v[start:start + g * g])
+        start += g * g
+    r = run(tmp_path, slice_model(HW, outs, input_scale=0.1, input_zp=0), vals, input_scale=0.1, input_zp=0,
+            conf=0.3)
+    assert "combined@8" in dict(r.layout.roles)
+    assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
+
+
+def test_real_yolov8n_cut_before_its_decode_finds_the_same_boxes(ppe_model, tmp_path):
+    """The real export cut after its head's last concatenation ([1, 68, 8400]: DFL logits + class logits, one
+    int8 scale) decodes to the same objects as the whole model, at IoU >= 0.9."""
+    from edgekit import tflite_model
+    from tests.detection_models import cut_before
+
+    info = tflite_model.load(ppe_model)
+    concat = [op for op in info.main.ops if op.name == "CONCATENATION"
+              and info.main.tensors[op.outputs[0]].shape == (1, 68, 8400)][0]
+    cut = tmp_path / "ppe_cut.tflite"
+    data = Path(ppe_model).read_bytes()
+    cut.write_bytes(cut_before(data, concat.index + 1, [concat.outputs[0]]))
+    layout = find_layout(cut, "split-dfl")
+    assert dict(layout.roles) == {"combined": 0} and layout.scores_are_logits is True
+    image = str(shared_file("grace_hopper.bmp"))
+    whole = detect([image], ppe_model).results[0].objects
+    # the cut file has no Ultralytics metadata: give what it would say
+    from edgekit.devices.detect import open_detector
+
+    det = open_detector(cut, layout="split-dfl")
+    import dataclasses
+
+    det.layout = dataclasses.replace(det.layout, letterbox=True, pixel_scaling="0..1")
+    from edgekit.devices.detector import Detector
+
+    det = Detector(det.loaded, det.layout)
+    parts = det.run([image]).results[0].objects
+    assert [o.id for o in parts] == [o.id for o in whole]
+    for a, b in zip(whole, parts):
+        assert abs(a.score - b.score) < 0.02
+        assert detection.box_iou([list(a.bbox.to_dict().values())], [list(b.bbox.to_dict().values())])[0, 0] >= 0.9
+
+
+def test_labels_packed_by_tflite_metadata(tmp_path):
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("labelmap.txt", "person\ncar\n")
+    path = tmp_path / "mm.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]) + buf.getvalue())
+    layout = find_layout(path)
+    assert layout.labels == ("person", "car") and any("labelmap.txt" in s for s in layout.source)
