@@ -8,7 +8,7 @@ __version__ = "0.1.0"
 
 # name -> the module that defines it (loaded on first access: PEP 562)
 _LAZY = {
-    "open": "edgekit.api", "classify": "edgekit.api", "check": "edgekit.api", "compile": "edgekit.api",
+    "open": "edgekit.api", "classify": "edgekit.api", "detect": "edgekit.api", "check": "edgekit.api", "compile": "edgekit.api",
     "evaluate": "edgekit.api", "benchmark": "edgekit.api", "quantize": "edgekit.api", "inspect": "edgekit.api",
     "deploy": "edgekit.api", "train": "edgekit.api", "cut": "edgekit.api",
     # edgekit/build.py is a module (`from edgekit import build`); calling it is the API's build (build_bundle)
@@ -20,6 +20,7 @@ _LAZY = {
     "BenchmarkResult": "edgekit.results", "QuantizeResult": "edgekit.results", "BuildResult": "edgekit.results",
     "InspectResult": "edgekit.results", "DevicesResult": "edgekit.results", "DoctorResult": "edgekit.results",
     "DeployResult": "edgekit.results", "TrainResult": "edgekit.results", "CutResult": "edgekit.results",
+    "DetectResult": "edgekit.results", "DetectionEvaluateResult": "edgekit.results",
     "EdgekitError": "edgekit.errors", "UsageError": "edgekit.errors", "InputError": "edgekit.errors",
     "MissingDependencyError": "edgekit.errors", "ConversionError": "edgekit.errors",
     "VerificationError": "edgekit.errors", "CompatibilityError": "edgekit.errors", "CompilerError": "edgekit.errors",

@@ -218,7 +218,7 @@ def check(model: PathLike, *, min_runtime: int = 14, allow_multiple_subgraphs: b
     """``edgekit check``: which ops edgetpu_compiler 16 maps to the Edge TPU, predicted offline (no TensorFlow).
 
     ``strict``: raise :class:`~edgekit.errors.CompatibilityError` (exit 7) when an op is certain to stay
-    on the CPU.
+    on the CPU or the compiler would certainly refuse the model (an op an uncertain rule places does not).
     """
 
     from edgekit.results import CheckResult
@@ -267,7 +267,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
              labels: Optional[PathLike] = None, arch: Optional[str] = None,
              custom_objects: Optional[PathLike] = None, trust_model: bool = False, device: str = "auto",
              mean: Floats = None, std: Floats = None, threads: Optional[int] = None, verbose: bool = False,
-             images: Optional[PathLike] = None, against: Iterable[PathLike] = (), conf: Optional[float] = None,
+             images: Optional[PathLike] = None, against: Optional[Iterable[PathLike]] = None, conf: Optional[float] = None,
              iou: Optional[float] = None, max_det: Optional[int] = None, layout: Optional[str] = None,
              report: Reporter = SILENT) -> Union[EvaluateResult, DetectionEvaluateResult]:
     """``edgekit evaluate``: top-1/top-5 accuracy on labelled data (class folders or an .npz with x and y).
@@ -283,7 +283,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     from edgekit.detection_data import is_detection_data
     from edgekit.errors import UsageError
 
-    against = tuple(os.fsdecode(a) for a in against)
+    against = tuple(os.fsdecode(a) for a in against or ())
     if is_detection_data(data):
         if reference:
             raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
