@@ -8,7 +8,8 @@ __version__ = "0.1.0"
 
 # name -> the module that defines it (loaded on first access: PEP 562)
 _LAZY = {
-    "open": "edgekit.api", "classify": "edgekit.api", "detect": "edgekit.api", "check": "edgekit.api", "compile": "edgekit.api",
+    "open": "edgekit.api", "classify": "edgekit.api", "detect": "edgekit.api", "check": "edgekit.api",
+    "compile": "edgekit.api",
     "evaluate": "edgekit.api", "benchmark": "edgekit.api", "quantize": "edgekit.api", "inspect": "edgekit.api",
     "deploy": "edgekit.api", "train": "edgekit.api", "cut": "edgekit.api",
     # edgekit/build.py is a module (`from edgekit import build`); calling it is the API's build (build_bundle)

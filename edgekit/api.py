@@ -29,7 +29,8 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
                                  EvaluateResult, InspectResult, QuantizeResult, Timing, TrainResult)
 
 # build: edgekit.build (the module edgekit/build.py, callable: its build_bundle) takes the same keywords.
-__all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "benchmark", "quantize", "inspect", "devices",
+__all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "benchmark", "quantize", "inspect",
+           "devices",
            "doctor", "deploy", "train", "cut"]
 
 
@@ -267,8 +268,8 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
              labels: Optional[PathLike] = None, arch: Optional[str] = None,
              custom_objects: Optional[PathLike] = None, trust_model: bool = False, device: str = "auto",
              mean: Floats = None, std: Floats = None, threads: Optional[int] = None, verbose: bool = False,
-             images: Optional[PathLike] = None, against: Optional[Iterable[PathLike]] = None, conf: Optional[float] = None,
-             iou: Optional[float] = None, max_det: Optional[int] = None, layout: Optional[str] = None,
+             images: Optional[PathLike] = None, against: Optional[Iterable[PathLike]] = None,
+             conf: Optional[float] = None, iou: Optional[float] = None, max_det: Optional[int] = None, layout: Optional[str] = None,
              report: Reporter = SILENT) -> Union[EvaluateResult, DetectionEvaluateResult]:
     """``edgekit evaluate``: top-1/top-5 accuracy on labelled data (class folders or an .npz with x and y).
 

@@ -785,7 +785,7 @@ def evaluate(model: str, data: str, images: str | None, against: tuple[str, ...]
                           images=images, against=against, conf=conf, iou=iou, max_det=max_det, layout=layout,
                           report=_reporter(quiet))
     emit(as_json, result)
-    _image_errors(getattr(result, "errors", ()))  # one line per image that failed, as classify; the rest were scored
+    _image_errors(result.errors)  # one line per image that failed, as classify; the rest were scored
 
 
 # ------------------------------------------------------------------------------------- benchmark
