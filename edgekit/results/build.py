@@ -28,11 +28,23 @@ class BuildResult(Record):
         lines.append(f"Check: {check['verdict']} ({check['summary']['edgetpu_ops']} ops on the Edge TPU, "
                      f"{check['summary']['cpu_ops']} on the CPU)")
         v = self.quantize.verification if self.quantize else None
-        if v:
+        detector = getattr(v, "kind", None) == "detection"
+        if detector and v.kept is not None:
+            lines.append(f"Verification: int8 keeps {v.kept:.1%} of the float model's detections on {v.samples} "
+                         "samples")
+        elif v and not detector:
             lines.append(f"Verification: top-1 agreement {v.top1_agreement:.1%} on {v.samples} samples")
         acc = m["accuracy"]
-        if acc:
+        if acc and acc.get("task") == "detection":  # a detector's COCO mAP (pycocotools)
+            detector = True
+            r = acc["models"][0]
+
+            def pct(x: Any) -> str:
+                return "n/a" if x is None else f"{x:.1%}"
+            lines.append(f"Accuracy on {acc['data']}: mAP {pct(r['map'])}, mAP50 {pct(r['map50'])} "
+                         f"({acc['images']} images, the CPU int8 model)")
+        elif acc:
             lines.append(f"Accuracy on {acc['data']}: top-1 {acc['top1']:.1%}, top-5 {acc['top5']:.1%} "
                          f"({acc['samples']} samples, the CPU int8 model)")
-        lines.append(f"Run it: edgekit classify IMAGES -m {self.bundle}")
+        lines.append(f"Run it: edgekit {'detect' if detector else 'classify'} IMAGES -m {self.bundle}")
         return "\n".join(lines)
