@@ -505,7 +505,7 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
         if check is not None and as_json:
             _emit_json({"compiled": False, "reason": err.message, "check": check.to_dict()})
         elif check is not None:
-            _echo(f"{err.message}; here is the offline prediction (`edgekit check`) instead:\n")
+            _echo(f"{shown(err.message)}; here is the offline prediction (`edgekit check`) instead:\n")
             _echo(_text_safe(check).render_text())
         raise
     except CompilerError as err:  # --json still describes what the compiler said (the error line follows)
