@@ -12,16 +12,19 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import sys
 import tempfile
+import types
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Union
+from typing import Any, Optional, Tuple, Union
 
 from edgekit import __version__, manifest, tflite_model
 from edgekit.converters.quantize import QuantizeOptions
 from edgekit.errors import printable
 from edgekit.errors import EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
+from edgekit.options import Floats, PathLike
 from edgekit.report import SILENT, Reporter
 from edgekit.manifest import BundleError
 
@@ -417,3 +420,38 @@ def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, 
         if old is not None and (replaced or not (old / "bundle").exists()):
             shutil.rmtree(str(old), ignore_errors=True)  # never the previous bundle while it is all there is
     return target
+
+
+# ------------------------------------------------------------------------------------ Python API
+def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = None, samples: int = 300,
+                 holdout: int = 100, seed: int = 0, tfrecord_key: str = "image/encoded", arch: Optional[str] = None,
+                 custom_objects: Optional[PathLike] = None, trust_model: bool = False,
+                 output_name: Optional[str] = None, scaling: Optional[str] = None, mean: Floats = None,
+                 std: Floats = None, resize: Optional[str] = None,
+                 channels: Optional[str] = None, input_size: Union[str, Tuple[int, int], None] = None,
+                 io: str = "uint8", labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
+                 min_agreement: float = 0.9, max_accuracy_drop: float = 1.0, no_verify: bool = False,
+                 verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = 180.0,
+                 no_compile: bool = False, show_progress: bool = False, report: Reporter = SILENT) -> Any:
+    """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
+    where edgetpu_compiler exists, and write the bundle folder ``output`` with its manifest.json (needs
+    TensorFlow); a :class:`~edgekit.results.BuildResult`. No bundle on failure."""
+    from edgekit.options import quantize_options
+    from edgekit.results import BuildResult
+
+    options = dict(locals())
+    doc = build(BuildOptions(quantize=quantize_options(model, None, options, report), output=os.fsdecode(output),
+                             min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
+                             show_progress=show_progress, report=report))
+    return BuildResult.from_dict(doc)
+
+
+class _CallableModule(types.ModuleType):
+    """``edgekit.build(...)`` is the Python API's build (:func:`build_bundle`), while ``from edgekit import build``
+    has always been this module: calling the module calls the API, so both hold whichever is imported first."""
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return build_bundle(*args, **kwargs)
+
+
+sys.modules[__name__].__class__ = _CallableModule

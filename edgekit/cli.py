@@ -7,10 +7,12 @@ import TensorFlow (each command imports what it needs when it runs).
 from __future__ import annotations
 
 import dataclasses
+import enum
 import math
 import os
 import signal
 import sys
+import types
 from typing import Any, Callable
 
 import click
@@ -206,29 +208,50 @@ def _echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
                           "check where the output goes: the disk may be full, or the reader gone") from None
 
 
-def emit(as_json: bool, data: Any, render: Callable[[Any], str]) -> None:
-    """Print ``data`` as JSON, or as the text ``render`` makes of it."""
+def emit(as_json: bool, result: Any) -> None:
+    """Print a typed result (:mod:`edgekit.results`) as its JSON document (``to_dict()``) or its ``render_text()``."""
     if as_json:
         import json  # here, not at the top: a text run never pays for it (cold start, issue 11)
 
-        _echo(json.dumps(_json_safe(data), indent=2, default=str, allow_nan=False))
+        _echo(json.dumps(_json_safe(result.to_dict()), indent=2, default=str, allow_nan=False))
     else:
-        _echo(render(_text_safe(data)))
+        _echo(_text_safe(result).render_text())
+
+
+def _emit_json(document: dict[str, Any]) -> None:
+    """A document that is no result type (what a failed compile said), as JSON."""
+    import json
+
+    _echo(json.dumps(_json_safe(document), indent=2, default=str, allow_nan=False))
+
+
+def _image_errors(errors: Any) -> None:
+    """classify/evaluate: one ``error:`` line per image that could not be read, then exit 3 (the rest were done)."""
+    if errors:
+        for e in errors:
+            _echo(f"error: {shown(e.error)}", err=True)
+        sys.exit(InputError.exit_code)
 
 
 def _text_safe(x: Any) -> Any:
-    """Every string in ``data`` (keys too) as :func:`shown` writes it, newlines included: a name from a model (a
+    """Every string in a result (keys too) as :func:`shown` writes it, newlines included: a name from a model (a
     tensor, a label, metadata) is then one line of text output, never a line of its own; ``--json`` keeps them
-    exact."""
+    exact. A str Enum stays the member it is (its value is edgekit's own word); read-only mappings stay read-only
+    and tuples (named ones too) stay tuples; a typed result is copied with :func:`dataclasses.replace`."""
+    if isinstance(x, enum.Enum):
+        return x
     if isinstance(x, str):
         return shown(x)
+    if isinstance(x, types.MappingProxyType):
+        return types.MappingProxyType({_text_safe(k): _text_safe(v) for k, v in x.items()})
     if isinstance(x, dict):
         return {_text_safe(k): _text_safe(v) for k, v in x.items()}
     if isinstance(x, list):
         return [_text_safe(v) for v in x]
-    if type(x) is tuple:
-        return tuple(_text_safe(v) for v in x)
-    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # a typed result (check's CheckReport)
+    if isinstance(x, tuple):
+        items = [_text_safe(v) for v in x]
+        return type(x)._make(items) if hasattr(type(x), "_make") else tuple(items)
+    if dataclasses.is_dataclass(x) and not isinstance(x, type):  # a typed result and the records inside it
         return dataclasses.replace(x, **{f.name: _text_safe(getattr(x, f.name)) for f in dataclasses.fields(x)
                                          if f.init})
     return x
@@ -252,67 +275,17 @@ def cli() -> None:
 
 
 # --------------------------------------------------------------------------------------- inspect
-def _render_inspect(d: dict[str, Any]) -> str:
-    def tensor_line(t: dict[str, Any]) -> str:
-        shape = "x".join(map(str, t["shape"]))
-        sig = "" if t["shape_signature"] == t["shape"] else f" (signature {t['shape_signature']})"
-        q = "" if t["scale"] is None else (
-            f"  scale={t['scale']:.6g} zero_point={t['zero_point']}" if not isinstance(t["scale"], list)
-            else f"  per-channel ({len(t['scale'])} scales)")
-        return f"  {t['name'] or '<unnamed>'}: {t['dtype']} [{shape}]{sig}{q}"
-
-    lines = [
-        f"{d['path']}: {d['size_bytes']:,} bytes, {d['subgraphs']} subgraph(s), {len(d['ops'])} ops",
-        f"Edge TPU compiled: {'yes' if d['edgetpu_compiled'] else 'no'}",
-        f"Quantization: {d['quantization']}",
-        f"Shapes: {'DYNAMIC (some dimension is -1 in shape_signature)' if d['dynamic_shapes'] else 'static'}",
-        f"Parameters: {d['param_bytes']:,} bytes"
-        + (f" on the CPU, {d['edgetpu_bytes']:,} bytes of compiled Edge TPU program" if d["edgetpu_compiled"] else ""),
-    ]
-    if d["min_runtime_version"]:
-        lines.append(f"Min TFLite runtime: {d['min_runtime_version']}")
-    if d["edgetpu"]:
-        from edgekit.edgetpu_package import describe
-
-        lines.append(describe(d["edgetpu"]))
-    lines.append("Inputs:")
-    lines += [tensor_line(t) for t in d["inputs"]]
-    lines.append("Outputs:")
-    lines += [tensor_line(t) for t in d["outputs"]]
-    lines.append("Ops:")
-    lines += [f"  {h['count']:>4} x {h['name']} v{h['version']}" for h in d["op_histogram"]]
-    if d["metadata"]:
-        lines.append(f"Metadata: {', '.join(d['metadata'])}")
-    return "\n".join(lines)
-
-
 @command
 @click.argument("model", type=FilePath())
 @json_option
 def inspect(model: str, as_json: bool) -> None:
     """Summarize a .tflite model without TensorFlow: I/O, quantization, ops, shapes."""
-    from edgekit import tflite_model
+    from edgekit import api
 
-    emit(as_json, tflite_model.summary(tflite_model.load(model)), _render_inspect)
+    emit(as_json, api.inspect(model))
 
 
 # ----------------------------------------------------------------------------------------- train
-def _render_train(d: dict[str, Any]) -> str:
-    data, s = d["data"], d["strategy"]
-    val = d["validation_accuracy"]
-    written = d["output"] is not None
-    return "\n".join([
-        f"{d['output'] if written else 'this worker (the chief writes the model)'}: {d['arch']} trained "
-        f"{len(d['epochs'])} epoch(s) in {d['seconds']:.1f} s" + (f", validation accuracy {val:.1%}" if val is not None
-                                                                  else ""),
-        f"Data: {data['source']} ({data['kind']}, {data['classes']} classes, {data['train_samples']} training, "
-        f"{data['validation_samples']} validation examples)",
-        f"Strategy: {s['kind']} ({s['reason']}), {s['replicas']} replica(s), global batch {d['global_batch']}",
-        f"Preprocessing: {d['preprocess']['description']}",
-    ] + ([f"Record: {d['record']} (preprocessing, labels, data): `edgekit quantize {d['output']}` needs no flags"]
-          if written else []))
-
-
 @command
 @click.argument("data", type=click.Path())
 @click.option("--output", "-o", required=True, type=FilePath(), help="The model to write (.keras).")
@@ -347,14 +320,13 @@ def train(data: str, output: str, arch: str, width: float, epochs: int, batch_si
     Exit codes: 0 ok, 2 usage (also a malformed TF_CONFIG), 3 bad data, 4 TensorFlow missing, 9 the workers of
     TF_CONFIG did not all join within --worker-timeout, or one stopped answering.
     """
-    from edgekit.training.train import TrainOptions, train as run_train
+    from edgekit import api
 
-    doc = run_train(TrainOptions(data=data, output=output, arch=arch, width=width, epochs=epochs,
-                                 batch_size=batch_size, input_size=_size(input_size), scaling=scaling,
-                                 channels=channels, validation_split=validation_split, learning_rate=learning_rate,
-                                 seed=seed, tfrecord_key=tfrecord_key, worker_timeout=worker_timeout,
-                                 show_progress=not quiet, report=_reporter(quiet)))
-    emit(as_json, doc, _render_train)
+    emit(as_json, api.train(data, output=output, arch=arch, width=width, epochs=epochs, batch_size=batch_size,
+                            input_size=_size(input_size), scaling=scaling, channels=channels,
+                            validation_split=validation_split, learning_rate=learning_rate, seed=seed,
+                            tfrecord_key=tfrecord_key, worker_timeout=worker_timeout, show_progress=not quiet,
+                            report=_reporter(quiet)))
 
 
 # -------------------------------------------------------------------------------------- quantize
@@ -375,72 +347,6 @@ def _size(value: str | None) -> tuple[int, int] | None:
     if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
         raise UsageError(f"--input-size expects WIDTHxHEIGHT, got {value!r}", "e.g. --input-size 224x224")
     return int(parts[0]), int(parts[1])
-
-
-def _render_search(search: dict[str, Any]) -> str:
-    """The accuracy of each preprocessing convention quantize tried, best first."""
-    lines = [f"Preprocessing tried on {search['samples']} labelled samples ({search['classes']} classes, "
-             f"chance {search['chance']:.1%}):"]
-    for row in search["table"]:
-        mark = "  <- chosen" if row["convention"] == search["chosen"] else ""
-        lines.append(f"  {row['convention']:<6} {row['accuracy']:6.1%}   {row['flags']}{mark}")
-    return "\n".join(lines)
-
-
-def _render_verification(v: dict[str, Any]) -> list[str]:
-    """Agreement and accuracy of int8 against float, each with its 95% interval and verdict."""
-    sources = ", ".join(f"{n} {name.replace('_', '-')}" for name, n in v["sources"].items() if n)
-    lo, hi = v["agreement_interval"]
-    lines = [f"Verification on {v['samples']} samples ({sources}): top-1 agreement {v['top1_agreement']:.1%} "
-             f"(95% interval {lo:.1%} to {hi:.1%}; minimum {v['min_agreement']:g}: {v['agreement_verdict']}), "
-             f"mean |score diff| {v['mean_abs_diff']:.4f}" + ("" if v["passed"] else ": FAILED")]
-    if v.get("float_top1") is not None:
-        lo, hi = v["accuracy_drop_interval"]
-        lines.append(f"Accuracy on the labels: float {v['float_top1']:.1%}, int8 {v['int8_top1']:.1%}: "
-                     f"{v['accuracy_drop']:+.1f} points lost (95% interval {lo:+.1f} to {hi:+.1f}; at most "
-                     f"{v['max_accuracy_drop']:g} allowed: {v['accuracy_verdict']})")
-    return lines
-
-
-def _edgetpu_lines(d: dict[str, Any]) -> list[str]:
-    """check's verdict on the written model and the advice for it (quantize's and build's summaries)."""
-    from edgekit.converters.advice import Advice
-    from edgekit.converters.check_summary import CheckSummary
-
-    lines = CheckSummary.from_dict(d["edgetpu"]).lines() if d.get("edgetpu") else []
-    return lines + [Advice.from_dict(a).line() for a in d.get("advice") or []]
-
-
-def _render_quantize(d: dict[str, Any]) -> str:
-    src, io = d["source"], d["io"]
-    def q(t: dict[str, Any]) -> str:
-        return f"{t['dtype']} {'x'.join(map(str, t['shape']))} scale={t['scale']:.6g} zero_point={t['zero_point']}"
-    cal = d["calibration"]
-    lines = [
-        f"{d['output']}: full-int8, {d['size_bytes']:,} bytes (source {src['format']}, {src['size_bytes']:,} bytes)",
-        f"Preprocessing: {d['preprocess']['description']} (from {d['preprocess']['origin']})",
-        f"Calibration: {cal['samples']} samples from {cal['source']} ({cal['kind']}"
-        + (f", {cal['classes']} classes" if cal["classes"] else "") + f"), {cal['holdout_samples']} held back",
-        f"Input:  {q(io['input'])}",
-        f"Output: {q(io['output'])}" + (f" (the model's output {src['output']['name']!r} of "
-                                        f"{', '.join(src['output']['of'])})" if src.get("output") else ""),
-        "Ops: " + ", ".join(f"{h['count']}x {h['name']} v{h['version']}" for h in d["op_histogram"]),
-        "Int8 checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
-        + ("" if d["remedy"] == d["remedies_tried"][0] else f" (with {d['remedy']})"),
-    ]
-    lines += _edgetpu_lines(d)
-    search = d["preprocess"].get("search")
-    if search:
-        lines[1:1] = [_render_search(search)]
-    v = d["verification"]
-    if v:
-        lines += _render_verification(v)
-    else:
-        lines.append("Verification: skipped (--no-verify)")
-    lines.append((f"Record: {d['record']} and metadata 'edgekit' inside the model" if d["record"] else
-                  "Record: metadata 'edgekit' inside the model (the sidecar's name is the Keras model's own record)")
-                 + (f" ({d['labels']} labels)" if d["labels"] else ""))
-    return "\n".join(lines)
 
 
 # The options of quantize, which build takes too (build is quantize plus packaging): defined once here, mapped
@@ -503,19 +409,13 @@ def quantize_options(f: Callable[..., Any]) -> Callable[..., Any]:
     return f
 
 
-def _quantize_options(model: str, output: str | None, quiet: bool, q: dict[str, Any]) -> Any:
-    """QuantizeOptions from the parsed :data:`QUANTIZE_OPTIONS` (``q``: their keyword arguments)."""
-    from edgekit.converters.quantize import QuantizeOptions
-
-    return QuantizeOptions(model=model, output=output, calib=q["calib"], samples=q["samples"], holdout=q["holdout"],
-                           seed=q["seed"], tfrecord_key=q["tfrecord_key"], arch=q["arch"],
-                           custom_objects=q["custom_objects"], trust_model=q["trust_model"],
-                           output_name=q["output_name"], scaling=q["scaling"],
-                           mean=_floats(q["mean"], "--mean"), std=_floats(q["std"], "--std"), resize=q["resize"],
-                           channels=q["channels"], input_size=_size(q["input_size"]), io=q["io_type"],
-                           labels=q["labels"], eval=q["eval_data"], min_agreement=q["min_agreement"],
-                           max_accuracy_drop=q["max_accuracy_drop"], verify=not q["no_verify"],
-                           verbose=q["verbose"], show_progress=not quiet, report=_reporter(quiet))
+def _quantize_keywords(quiet: bool, q: dict[str, Any]) -> dict[str, Any]:
+    """The API's quantize keywords from the parsed :data:`QUANTIZE_OPTIONS` (``q``: their keyword arguments)."""
+    renamed = {"io_type": "io", "eval_data": "eval"}
+    keywords = {renamed.get(name, name): value for name, value in q.items()}
+    keywords.update(mean=_floats(q["mean"], "--mean"), std=_floats(q["std"], "--std"),
+                    input_size=_size(q["input_size"]), show_progress=not quiet, report=_reporter(quiet))
+    return keywords
 
 
 @command
@@ -531,20 +431,16 @@ def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: An
     3 bad input, 4 TensorFlow missing, 5 conversion failed, 6 verification failed (output kept) or
     the labelled data leaves a preprocessing choice that could change the result (nothing written).
     """
-    from edgekit.converters.preprocess_search import PreprocessingRefused
-    from edgekit.converters.quantize import AgreementError, quantize as run_quantize
+    from edgekit import api
+    from edgekit.errors import VerificationError
 
     try:
-        result = run_quantize(_quantize_options(model, output, quiet, q))
-    except AgreementError as exc:  # the output is kept: describe it, then fail with exit 6
-        emit(as_json, exc.result.summary, _render_quantize)
+        result = api.quantize(model, output=output, **_quantize_keywords(quiet, q))
+    except VerificationError as exc:  # the output kept (exit 6), or nothing written and the measurements why
+        if exc.result is not None:
+            emit(as_json, exc.result)
         raise
-    except PreprocessingRefused as exc:  # nothing written: show the measurements the refusal rests on
-        emit(as_json, {"output": None, "error": str(exc), "preprocess": {"origin": None,
-                                                                        "search": exc.result.to_dict()}},
-             lambda d: _render_search(d["preprocess"]["search"]))
-        raise
-    emit(as_json, result.summary, _render_quantize)
+    emit(as_json, result)
 
 
 # ----------------------------------------------------------------------------------------- check
@@ -564,59 +460,18 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
     Exit codes: 0 (also for a partial mapping), 2 bad option, 3 bad model, 7 with --strict when any op
     is certain to stay on the CPU or the compiler would certainly refuse the model.
     """
-    from edgekit import tflite_model
-    from edgekit.converters import compatibility
+    from edgekit import api
+    from edgekit.errors import CompatibilityError
 
-    from edgekit import edgetpu_package
-
-    info = tflite_model.load(model)
-    report = compatibility.check_model(info, min_runtime, multiple_subgraphs)
-    compiled = edgetpu_package.summary(info.edgetpu_packages)  # a compiled model: what the compiler wrote in it
-    if as_json:
-        emit(True, {**report.to_dict(), "edgetpu": compiled}, str)
-    else:
-        _echo(compatibility.render(_text_safe(report))
-              + (f"\n{edgetpu_package.describe(_text_safe(compiled))}" if compiled else ""))
-    failure = report.strict_error() if strict else None
-    if failure:
-        raise failure
+    try:
+        result = api.check(model, min_runtime=min_runtime, allow_multiple_subgraphs=multiple_subgraphs, strict=strict)
+    except CompatibilityError as exc:  # --strict: the report first, then the error line (exit 7)
+        emit(as_json, exc.result)
+        raise
+    emit(as_json, result)
 
 
 # --------------------------------------------------------------------------------------- compile
-def _render_compile(d: dict[str, Any]) -> str:
-    from edgekit.converters.compatibility import format_table, mib
-
-    def size(n: int | None) -> str:
-        return "?" if n is None else mib(n)
-
-    lines = [f"edgetpu_compiler {d['compiler_version']}: compiled {d['input_model']}"
-             + (f" in {d['compile_ms']} ms" if d["compile_ms"] is not None else "")]
-    if d["segments"]:
-        for s in d["segments"]:
-            lines.append(f"  segment {s['output_model']}: {s['total_ops']} ops, "
-                         f"on-chip {size(s['on_chip_used_bytes'])}, "
-                         f"off-chip {size(s['off_chip_used_bytes'])}")
-    else:
-        lines.append(f"Output: {d['output_model']} ({size(d['output_size_bytes'])}); "
-                     f"Edge TPU subgraphs: {d['subgraphs']}")
-        lines.append(f"Parameters on-chip {size(d['on_chip_used_bytes'])}, off-chip (streamed) "
-                     f"{size(d['off_chip_used_bytes'])}, on-chip remaining {size(d['on_chip_remaining_bytes'])}")
-    if d["ops"]:
-        lines += ["", format_table((r["operator"], r["count"], r["status"]) for r in d["ops"]), ""]
-    per = d["ops_per_status"]
-    if per:
-        mapped = per.get("Mapped to Edge TPU", 0)
-        lines.append(f"Ops: {mapped} on the Edge TPU, {sum(per.values()) - mapped} on the CPU")
-    elif d["edgetpu_ops"] is not None:  # no op table, only the compiler's summary lines
-        lines.append(f"Ops: {d['edgetpu_ops']} on the Edge TPU, {d['cpu_ops']} on the CPU")
-    lines.append("Files: " + ", ".join(d["outputs"]))
-    dis = d.get("check_disagreements")
-    if dis is not None:
-        lines.append("edgekit check agreed with the compiler on every op type" if not dis else
-                     "edgekit check disagreed with the compiler:\n  " + "\n  ".join(dis))
-    return "\n".join(lines)
-
-
 @cli.command("compile")
 @debug_option
 @click.argument("model", type=FilePath())
@@ -640,31 +495,26 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
     folder that cannot be created or written in), 4 no edgetpu_compiler here (the offline `check` result is printed
     first), 8 the compiler failed or timed out (with the fix when the failure is a known one).
     """
-    from edgekit import tflite_model
-    from edgekit.converters import compatibility, edgetpu_compiler as etc
+    from edgekit import api
     from edgekit.errors import CompilerError, MissingDependencyError
 
-    info = tflite_model.load(model)
-    prediction = compatibility.check_model(info, min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME)
-
     try:
-        report = etc.compile_model(model, out_dir, min_runtime=min_runtime, segments=segments,
-                                   search_delegate=search_delegate, timeout=timeout, report=_reporter(quiet))
+        result = api.compile(model, output_dir=out_dir, min_runtime=min_runtime, segments=segments,
+                             search_delegate=search_delegate, timeout=timeout, report=_reporter(quiet))
     except MissingDependencyError as err:  # no compiler here: the offline prediction instead
-        if as_json:
-            emit(True, {"compiled": False, "reason": err.message, "check": prediction.to_dict()}, str)
-        else:
+        check = getattr(err, "check", None)
+        if check is not None and as_json:
+            _emit_json({"compiled": False, "reason": err.message, "check": check.to_dict()})
+        elif check is not None:
             _echo(f"{shown(err.message)}; here is the offline prediction (`edgekit check`) instead:\n")
-            _echo(compatibility.render(_text_safe(prediction)))
+            _echo(_text_safe(check).render_text())
         raise
     except CompilerError as err:  # --json still describes what the compiler said (the error line follows)
         if as_json:
             doc = err.report.to_dict() if err.report is not None else {"succeeded": False}
-            emit(True, {**doc, "succeeded": False, "error": str(err)}, str)
+            _emit_json({**doc, "succeeded": False, "error": str(err)})
         raise
-    doc = report.to_dict()
-    doc["check_disagreements"] = etc.check_disagreements(info, prediction, report, segments)
-    emit(as_json, doc, _render_compile)
+    emit(as_json, result)
 
 
 # ------------------------------------------------------------------------------------------- cut
@@ -681,10 +531,9 @@ def cut(model: str, output: str | None, as_json: bool, quiet: bool) -> None:
     does it on the host instead. Exit codes: 0 ok, 2 bad option (output over the input), 3 bad input (not a
     .tflite, already compiled, or no YOLO head found).
     """
-    from edgekit.converters.detector_cut import cut as cut_model
+    from edgekit import api
 
-    result = cut_model(model, output, report=_reporter(quiet))
-    emit(as_json, result.to_dict(), lambda _d: result.render_text())
+    emit(as_json, api.cut(model, output=output, report=_reporter(quiet)))
 
 
 # ------------------------------------------------------------------------------------------ ssh
@@ -733,12 +582,6 @@ def _ssh_target(destination: str, ssh: dict[str, Any]) -> Any:
                      timeout=ssh["timeout"], python=ssh["python"])
 
 
-def _render_deploy(d: dict[str, Any]) -> str:
-    from edgekit.devices.remote import deploy_summary
-
-    return deploy_summary(d)
-
-
 @command
 @click.argument("bundle", type=click.Path())
 @click.option("--to", "to", required=True, metavar="USER@HOST", help="The board, e.g. mendel@192.168.100.2.")
@@ -756,34 +599,12 @@ def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None
     9 the board cannot be reached, its host key is unknown or changed, the login is refused, it lacks
     python3 or a package, copying failed, or its answer was malformed or past its size bound.
     """
-    from edgekit.devices import remote
+    from edgekit import api
 
-    emit(as_json, remote.deploy(bundle, _ssh_target(to, ssh), ssh["remote_path"]), _render_deploy)
+    emit(as_json, api.deploy(bundle, to=_ssh_target(to, ssh), path=ssh["remote_path"]))
 
 
 # ----------------------------------------------------------------------------------------- build
-def _render_build(d: dict[str, Any]) -> str:
-    m = d["manifest"]
-    check = m["reports"]["check"]
-    lines = [f"{d['bundle']}/: bundle of {len(m['files'])} file(s), sha256 of each in manifest.json"]
-    lines += [f"  {e['path']}  {e['size_bytes']:,} bytes" for e in m["files"]]
-    lines.append(f"CPU model: {m['models']['cpu']}; Edge TPU model: {m['models']['edgetpu'] or 'none (not compiled)'}")
-    from edgekit.converters.check_summary import CheckSummary
-
-    lines += CheckSummary.from_check(check).lines()
-    if d["quantize"]:
-        lines += _edgetpu_lines({"advice": d["quantize"].get("advice")})
-    q = (d["quantize"] or {}).get("verification") or {}
-    if q:
-        lines.append(f"Verification: top-1 agreement {q['top1_agreement']:.1%} on {q['samples']} samples")
-    acc = m["accuracy"]
-    if acc:
-        lines.append(f"Accuracy on {acc['data']}: top-1 {acc['top1']:.1%}, top-5 {acc['top5']:.1%} "
-                     f"({acc['samples']} samples, the CPU int8 model)")
-    lines.append(f"Run it: edgekit classify IMAGES -m {d['bundle']}")
-    return "\n".join(lines)
-
-
 @command
 @click.argument("model", type=click.Path())
 @click.option("--output", "-o", required=True, type=click.Path(),
@@ -805,25 +626,13 @@ def build(model: str, output: str, min_runtime: int | None, timeout: float, no_c
     Exit codes: 0 ok, 2 usage (also an existing -o that is not an edgekit bundle), 3 bad input, 4 TensorFlow
     missing, 5 conversion failed, 6 verification failed, 8 the compiler failed. No bundle on failure.
     """
-    from edgekit.build import BuildOptions, build as run_build
+    from edgekit.build import build_bundle
 
-    doc = run_build(BuildOptions(quantize=_quantize_options(model, None, quiet, q), output=output,
-                                 min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
-                                 show_progress=not quiet, report=_reporter(quiet)))
-    emit(as_json, doc, _render_build)
+    emit(as_json, build_bundle(model, output=output, min_runtime=min_runtime, timeout=timeout, no_compile=no_compile,
+                               **_quantize_keywords(quiet, q)))
 
 
 # -------------------------------------------------------------------------------------- classify
-def _render_classify(d: dict[str, Any]) -> str:
-    first = "" if d["first_inference_ms"] is None else f", first inference {d['first_inference_ms']:.1f} ms"
-    lines = [f"{d['model']} on {d['device']} ({d['backend']}){first}"]
-    for r in d["results"]:
-        lines.append(f"{r['image']}  ({r['ms']:.1f} ms)")
-        lines += [f"  {t['score']:8.5f}  {t['id']:>5}  {t['label'] if t['label'] is not None else ''}".rstrip()
-                  for t in r["top"]] or ["  (no class at or above the threshold)"]
-    return "\n".join(lines)
-
-
 @command
 @click.argument("images", nargs=-1, required=True)
 @click.option("--model", "-m", required=True, type=click.Path(),
@@ -857,31 +666,18 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     be reached, its host key is unknown or changed, the login is refused, it lacks python3 or packages,
     or its answer was malformed or past its size bound.
     """
-    from edgekit.devices import classify as classify_mod
-    from edgekit.errors import InputError, UsageError
+    from edgekit import api
 
-    report = _reporter(quiet)
     _require_on(on, ssh)
-    if math.isnan(threshold):
-        raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
-    doc = classify_mod.classify(images, model, device=device, labels=labels, k=top_k, threshold=threshold,
-                                mean=_floats(mean, "--mean"), std=_floats(std, "--std"), num_threads=threads,
-                                report=report, on=_ssh_target(on, ssh) if on else None,
-                                remote_path=ssh["remote_path"]).to_dict()
-    emit(as_json, doc, _render_classify)
-    if doc["errors"]:  # one line per image that failed, with its fix (also beside --json); the rest were classified
-        for e in doc["errors"]:
-            _echo(f"error: {shown(e['error'])}", err=True)
-        sys.exit(InputError.exit_code)
+    result = api.classify(images, model=model, labels=labels, top_k=top_k, threshold=threshold, device=device,
+                          mean=_floats(mean, "--mean"), std=_floats(std, "--std"), threads=threads,
+                          on=_ssh_target(on, ssh) if on else None, remote_path=ssh["remote_path"],
+                          report=_reporter(quiet))
+    emit(as_json, result)
+    _image_errors(result.errors)  # one line per image that failed, with its fix; the rest were classified
 
 
 # -------------------------------------------------------------------------------------- detect
-def _render_detect(d: dict[str, Any]) -> str:
-    from edgekit.devices.detector import DetectReport
-
-    return DetectReport.from_dict(d).render_text()
-
-
 @command
 @click.argument("images", nargs=-1, required=True)
 @click.option("--model", "-m", required=True, type=click.Path(),
@@ -923,52 +719,18 @@ def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float,
     9 the Edge TPU or the interpreter failed, or (--on) the board cannot be reached, its host key is unknown
     or changed, the login is refused, or it lacks python3 or packages.
     """
-    from edgekit.devices import detect as detect_mod
-    from edgekit.errors import InputError
+    from edgekit import api
 
-    report = _reporter(quiet)
     _require_on(on, ssh)
-    doc = detect_mod.detect(images, model, device=device, labels=labels, conf=conf, iou=iou, max_det=max_det,
-                            layout=layout, save=save, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                            num_threads=threads, report=report, on=_ssh_target(on, ssh) if on else None,
-                            remote_path=ssh["remote_path"]).to_dict()
-    emit(as_json, doc, _render_detect)
-    if doc["errors"]:
-        for e in doc["errors"]:
-            _echo(f"error: {e['error']}", err=True)
-        sys.exit(InputError.exit_code)
+    result = api.detect(images, model=model, labels=labels, conf=conf, iou=iou, max_det=max_det, layout=layout,
+                        save=save, device=device, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
+                        threads=threads, on=_ssh_target(on, ssh) if on else None, remote_path=ssh["remote_path"],
+                        report=_reporter(quiet))
+    emit(as_json, result)
+    _image_errors(result.errors)  # one line per image that failed; the rest were searched
 
 
 # -------------------------------------------------------------------------------------- evaluate
-def _render_evaluate(d: dict[str, Any]) -> str:
-    from edgekit.devices.evaluate import per_class_lines
-
-    def pct(v: float | None) -> str:
-        return "n/a" if v is None else f"{v:.1%}"
-
-    lines = [f"{d['model']} on {d['device']} ({d['backend']}): {d['samples']} samples, {d['classes']} classes",
-             f"Preprocessing: {d['preprocess']['source']}; labels: {d['labels_from']}",
-             f"int8 top-1 {pct(d['top1'])}, top-5 {pct(d['top5'])}"]
-    lines += per_class_lines(d["per_class"])
-    r = d.get("reference")
-    if r:
-        lines += [f"float ({r['model']}) top-1 {pct(r['top1'])}, top-5 {pct(r['top5'])}",
-                  f"Agreement (top-1) {pct(r['top1_agreement'])}; score difference mean {r['mean_abs_diff']:.4f}, "
-                  f"max {r['max_abs_diff']:.4f}"]
-        changed = [c for c in r["class_changes"] if c["change"]]
-        lines.append("Classes that changed most (float -> int8 top-1):" if changed else
-                     "No class's top-1 accuracy changed from float to int8")
-        lines += [f"  {c['id']:>4} {c['label'] or '':<16} {pct(c['float_top1'])} -> {pct(c['int8_top1'])} "
-                  f"({c['samples']} samples)" for c in changed]
-        if r["layers"]:
-            lines.append("Layers with the largest int8 error (RMS error / RMS of the float output, each layer "
-                         "on the same input):")
-            lines += [f"  {x['relative_rms_error']:8.4f}  {x['op']:<18} {x['tensor'][:90]}" for x in r["layers"][:5]]
-        elif r["layers_error"]:
-            lines.append(f"Per-layer report unavailable: {r['layers_error']}")
-    return "\n".join(lines)
-
-
 @command
 @click.option("--model", "-m", required=True, type=click.Path(),
               help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
@@ -1016,75 +778,18 @@ def evaluate(model: str, data: str, images: str | None, against: tuple[str, ...]
     Exit codes: 0 ok, 2 usage, 3 bad model, data or labels, 4 no interpreter package (or TensorFlow
     for --reference, or pycocotools for a detector), 9 the Edge TPU or the interpreter failed.
     """
-    from edgekit.devices import evaluate as evaluate_mod
+    from edgekit import api
 
-    detection_only = {"--images": images, "--against": against or None, "--conf": conf, "--iou": iou,
-                      "--max-det": max_det, "--layout": layout}
-    from edgekit.detection_data import is_detection_data
-
-    if is_detection_data(data):
-        if reference:
-            raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
-                             "--against")
-        from edgekit import detection_eval
-
-        ev = detection_eval.evaluate_detector(
-            model, data, images=images, against=against,
-            conf=detection_eval.STANDARD_CONF if conf is None else conf,
-            iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
-            max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
-            mean=_floats(mean, "--mean"), std=_floats(std, "--std"), num_threads=threads, labels=labels,
-            report=_reporter(quiet))
-        emit(as_json, ev.to_dict(), lambda d: detection_eval.DetectionEvaluation.from_dict(d).render_text())
-        return
-    given = [flag for flag, value in detection_only.items() if value is not None]
-    if given:
-        raise UsageError(f"{', '.join(given)} apply to detectors only",
-                         "pass detection data with --data: a COCO .json or a YOLO folder (images/ + labels/)")
-
-    labelled = evaluate_mod.read_set(data)
-    ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean, "--mean"), _floats(std, "--std"),
-                               num_threads=threads, labels=labels, report=_reporter(quiet))
-    doc = ev.to_dict()
-    doc["reference"] = None
-    if reference:
-        from edgekit.converters import reference as reference_mod
-
-        doc["reference"] = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
-                                                 layers=not no_layers, verbose=verbose)
-    emit(as_json, doc, _render_evaluate)
-    if doc["errors"]:  # one line per image that failed, as classify; the rest were scored
-        from edgekit.errors import InputError
-
-        for e in doc["errors"]:
-            _echo(f"error: {shown(e['error'])}", err=True)
-        sys.exit(InputError.exit_code)
+    result = api.evaluate(model, data, reference=reference, no_layers=no_layers, labels=labels, arch=arch,
+                          custom_objects=custom_objects, trust_model=trust_model, device=device,
+                          mean=_floats(mean, "--mean"), std=_floats(std, "--std"), threads=threads, verbose=verbose,
+                          images=images, against=against, conf=conf, iou=iou, max_det=max_det, layout=layout,
+                          report=_reporter(quiet))
+    emit(as_json, result)
+    _image_errors(result.errors)  # one line per image that failed, as classify; the rest were scored
 
 
 # ------------------------------------------------------------------------------------- benchmark
-def _render_benchmark(d: dict[str, Any]) -> str:
-    threads = f", {d['threads']} threads" if d["threads"] else ""
-    lines = [f"{d['model']} on {d['device']} ({d['backend']}{threads})",
-             f"Load {d['load_ms']:.1f} ms; first inference {d['first_inference_ms']:.2f} ms",
-             f"{d['iterations']} inferences after {d['warmup']} warm-up: min {d['min_ms']:.3f}  p50 {d['p50_ms']:.3f}  "
-             f"p90 {d['p90_ms']:.3f}  p99 {d['p99_ms']:.3f}  max {d['max_ms']:.3f}  mean {d['mean_ms']:.3f} ms",
-             f"Throughput {d['throughput_per_s']:.1f} inferences/s"]
-    post = d.get("postprocess")
-    if post:
-        lines.append(f"Host post-processing (decode + NMS, {post['layout']}): p50 {post['p50_ms']:.3f} ms, mean "
-                     f"{post['mean_ms']:.3f} ms over {post['iterations']} runs on the outputs of one invoke "
-                     f"({post['objects']} objects at conf {post['conf']:g}); not included in the invoke times")
-    c = d["comparison"]
-    if c:
-        interval = c.get("change_interval")
-        span = f", 95% interval {interval[0]:+.1%} to {interval[1]:+.1%}" if interval else ""
-        lines.append(f"Against {c['saved']}: p50 {c['baseline_ms']:.3f} -> {c['current_ms']:.3f} ms "
-                     f"({c['change']:+.1%}{span}; more than +{c['max_slowdown']:.0%} is a regression: p50 moves a "
-                     "few percent between runs on an idle machine, a busy CPU or ops off the Edge TPU far more)"
-                     + (": REGRESSION" if c["regression"] else f": {c['verdict']}"))
-    return "\n".join(lines)
-
-
 @command
 @click.option("--model", "-m", required=True, type=click.Path(),
               help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
@@ -1118,8 +823,8 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
     its answer was malformed or past its size bound),
     10 slower than the --compare run by more than --max-slowdown.
     """
-    from edgekit.devices import benchmark as benchmark_mod
-    from edgekit.fileio import write_bytes_atomic
+    from edgekit import api
+    from edgekit.errors import RegressionError
 
     _require_on(on, ssh)
     report = _reporter(quiet)
@@ -1128,18 +833,20 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
 
         _refuse_save_over_model(save, model)
         require_output_folder(save, report, "--save")
-    saved = benchmark_mod.read_saved(compare_with) if compare_with else None
-    doc = benchmark_mod.benchmark(model, device, iterations, warmup, threads, report=report,
-                                  on=_ssh_target(on, ssh) if on else None, remote_path=ssh["remote_path"])
-    if saved is not None:
-        for warning in benchmark_mod.compare_to_saved(doc, saved, compare_with, max_slowdown):
-            report.warn(warning)
+    regression = None
+    try:
+        result = api.benchmark(model, device=device, n=iterations, warmup=warmup, threads=threads,
+                               compare=compare_with, max_slowdown=max_slowdown, on=_ssh_target(on, ssh) if on else None,
+                               remote_path=ssh["remote_path"], report=report)
+    except RegressionError as exc:  # the run is still saved and shown, then exit 10
+        result, regression = exc.result, exc
     if save:
         import json
 
-        write_bytes_atomic(save, (json.dumps(_json_safe(doc), indent=2) + "\n").encode())
-    emit(as_json, doc, _render_benchmark)
-    regression = benchmark_mod.regression_error(doc, compare_with)
+        from edgekit.fileio import write_bytes_atomic
+
+        write_bytes_atomic(save, (json.dumps(_json_safe(result.to_dict()), indent=2) + "\n").encode())
+    emit(as_json, result)
     if regression is not None:
         raise regression
 
@@ -1156,25 +863,13 @@ def _refuse_save_over_model(save: str, model: str) -> None:
 
 
 # -------------------------------------------------------------------------------------- devices
-def _render_devices(d: dict[str, Any]) -> str:
-    if not d["devices"]:
-        return "no Edge TPU found (USB 1a6e:089a / 18d1:9302, PCIe /dev/apex_N); `edgekit doctor` says why"
-    lines = []
-    for x in d["devices"]:
-        extra = [f"id {x['usb_id']}"] if x["usb_id"] else []
-        if x["temperature_c"] is not None:
-            extra.append(f"{x['temperature_c']:.1f} C")
-        lines.append(f"{x['device']:<7} {x['path']}  {x['state']}" + (f" ({', '.join(extra)})" if extra else ""))
-    return "\n".join(lines)
-
-
 @command
 @json_option
 def devices(as_json: bool) -> None:
     """List the Edge TPUs on this machine (USB Accelerators and PCIe/M.2/Dev Board)."""
-    from edgekit.devices.discovery import list_devices
+    from edgekit import api
 
-    emit(as_json, {"devices": [d.to_dict() for d in list_devices()]}, _render_devices)
+    emit(as_json, api.devices())
 
 
 # --------------------------------------------------------------------------------------- doctor
@@ -1185,11 +880,11 @@ def doctor(as_json: bool) -> None:
 
     Exit code 0 when no check failed (warnings allowed), 1 when any failed.
     """
-    from edgekit import doctor as doctor_mod
+    from edgekit import api
 
-    doc = doctor_mod.report(doctor_mod.run_checks())
-    emit(as_json, doc, doctor_mod.render)
-    if not doc["ok"]:
+    result = api.doctor()
+    emit(as_json, result)
+    if not result.ok:
         sys.exit(1)
 
 

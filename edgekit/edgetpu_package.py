@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from edgekit.errors import InvalidModelError
+from edgekit.flatbuffer import _Reader
 
 IDENTIFIER = b"DWN1"
 EXECUTABLE_TYPES = {0: "stand_alone", 1: "parameter_caching", 2: "execution_only"}
@@ -77,8 +78,6 @@ class Package:
 
 def read(options: Any, subgraph: int = 0, op: int = 0) -> Package:
     """The package in one custom op's options bytes (an unreadable one carries its ``error``)."""
-    from edgekit.tflite_model import _Reader
-
     at = bytes(options).find(IDENTIFIER)
     if at < 4:
         return Package(subgraph, op, error="no DWN1 package in the custom op's options")

@@ -169,11 +169,20 @@ class ConversionError(EdgekitError):
 
 
 class VerificationError(EdgekitError):
+    """A verification failed: ``measure`` (e.g. ``top1_agreement``, ``accuracy_drop``), its ``value``, the
+    ``limit`` it had to meet and its 95% ``interval``, where the failure is a measurement (else None)."""
+
     exit_code = 6
+    measure: str | None = None
+    value: float | None = None
+    limit: float | None = None
+    interval: tuple[float, ...] | None = None
+    result = None  # the typed result of what was made anyway (quantize keeps its output), when there is one
 
 
 class CompatibilityError(EdgekitError):
     exit_code = 7
+    result = None  # the CheckResult the failure rests on (edgekit.check(..., strict=True))
 
 
 class CompilerError(EdgekitError):
@@ -189,6 +198,7 @@ class RegressionError(EdgekitError):
     """``benchmark --compare``: slower than the saved run by more than allowed."""
 
     exit_code = 10
+    result = None  # the BenchmarkResult of the run (edgekit.benchmark(..., compare=...))
 
 
 class InternalError(EdgekitError):

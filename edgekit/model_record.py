@@ -60,10 +60,13 @@ def sidecar_path(model_path: str | Path) -> Path:
 
 
 def cpu_model_path(model_path: str | Path) -> Path:
-    """``x_edgetpu.tflite`` → ``x.tflite`` (the CPU model the compiler started from)."""
-    from edgekit.devices.backends import cpu_twin
+    """``x_edgetpu.tflite`` → ``x.tflite`` (the CPU model the compiler started from).
 
-    return cpu_twin(model_path)
+    (edgekit.devices.backends.cpu_twin is its twin in the runtime core, which this shared module sits
+    below: tests/test_structure.py checks they agree.)
+    """
+    p = Path(model_path)
+    return p.with_name(p.stem[:-len("_edgetpu")] + p.suffix) if p.stem.endswith("_edgetpu") else p
 
 
 def find_record(model_path: str | Path, metadata: dict[str, bytes]) -> tuple[ModelRecord, str] | None:

@@ -103,9 +103,9 @@ def test_exit_codes_are_documented_in_the_readme():
 
 
 def test_json_output_is_strict_json_even_for_non_finite_numbers(capsys):
-    from edgekit.cli import emit
+    from edgekit.cli import _emit_json
 
-    emit(True, {"score": float("nan"), "top": [{"score": float("-inf")}, {"score": 0.5}]}, str)
+    _emit_json({"score": float("nan"), "top": [{"score": float("-inf")}, {"score": 0.5}]})
     assert json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in JSON")) == {
         "score": None, "top": [{"score": None}, {"score": 0.5}]}
 

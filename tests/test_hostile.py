@@ -719,3 +719,30 @@ def test_a_multi_page_tiff_is_classified_by_its_first_page(hostile):
     assert_clean(proc, 0)
     tiff, bmp = json.loads(proc.stdout)["results"]
     assert tiff["top"] == bmp["top"]
+
+
+def test_text_safe_escapes_strings_in_typed_results_and_keeps_their_kinds():
+    """emit's text path: every string of a result escaped (in read-only mappings, tuples and nested records too),
+    str Enum verdicts kept as the members they are; the result itself (what --json prints) untouched."""
+    import types
+
+    from edgekit.cli import _text_safe
+    from edgekit.results import DetectResult
+    from edgekit.results.quantize import Decision, DetectionVerification
+
+    name = "a\x1b[31m\nb"
+    v = DetectionVerification.from_dict({
+        "kind": "detection", "samples": 3, "sources": {name: 3}, "conf": 0.25, "match_iou": 0.5,
+        "float_detections": 4, "int8_detections": 4, "matched": 4, "min_agreement": 0.9, "mean_abs_diff": 0.1,
+        "class_order": None, "layout": {"kind": name}, "failures": [], "warnings": [name], "kept": 1.0,
+        "kept_interval": [0.9, 1.0], "agreement_verdict": "passed", "passed": True})
+    safe = _text_safe(v)
+    assert safe.agreement_verdict is Decision.PASSED
+    assert isinstance(safe.sources, types.MappingProxyType) and list(safe.sources) == ["a\\x1b[31m\\nb"]
+    assert safe.warnings == ("a\\x1b[31m\\nb",) and safe.kept_interval == (0.9, 1.0)
+    assert "\n" not in "".join(safe.lines()) and "\x1b" not in "".join(safe.lines())
+    assert v.warnings == (name,)  # the result itself is left exact (--json)
+    d = DetectResult.from_dict({"model": name, "device": "cpu", "backend": "litert", "layout": {"kind": "yolo"},
+                                "conf": 0.25, "iou": 0.45, "max_det": 100, "first_inference_ms": None,
+                                "results": [], "errors": [{"image": name, "error": name}], "notes": []})
+    assert _text_safe(d).errors[0].image == "a\\x1b[31m\\nb" and d.errors[0].image == name

@@ -31,8 +31,9 @@ LAYOUT = "split-dfl"
 
 
 @dataclass(frozen=True)
-class CutResult:
-    """What :func:`cut_decode` did (``model``/``output``: the files, when :func:`cut` wrote one)."""
+class Cut:
+    """What :func:`cut_decode` did (``model``/``output``: the files, when :func:`cut` wrote one): the converter's
+    working value, with the head found; its document and text are :class:`edgekit.results.CutResult`'s."""
 
     head: YoloHead
     ops_before: int
@@ -51,16 +52,10 @@ class CutResult:
                 "num_classes": self.head.num_classes, "check": {"verdict": self.verdict, "cpu_ops": self.cpu_ops}}
 
     def render_text(self) -> str:
-        lines = [f"{self.output}: {self.model} cut before its decode",
-                 f"  head: {self.head.describe()}",
-                 f"  ops: {self.ops_after} of {self.ops_before} kept ({self.ops_before - self.ops_after} decode ops "
-                 "removed: edgekit decodes them on the host)",
-                 f"  outputs: per level, box distributions then class logits ({len(self.outputs)} tensors, "
-                 f"layout {LAYOUT})"]
-        if self.verdict is not None:
-            lines.append(f"  check: {self.verdict.upper()}, {self.cpu_ops} op(s) predicted on the CPU")
-        lines.append(f"next: edgekit compile {self.output}; edgekit detect IMAGE -m {self.output}")
-        return "\n".join(lines)
+        """``edgekit cut``'s text: the typed :class:`edgekit.results.CutResult` renders it (one rendering)."""
+        from edgekit.results.cut import CutResult as Typed
+
+        return Typed.of_cut(self).render_text()
 
 
 def default_output(model: str | Path) -> Path:
@@ -68,7 +63,7 @@ def default_output(model: str | Path) -> Path:
     return p.with_name(p.stem + "_cut.tflite")
 
 
-def cut(model: str | Path, output: str | Path | None = None, report: Reporter = SILENT) -> CutResult:
+def cut(model: str | Path, output: str | Path | None = None, report: Reporter = SILENT) -> Cut:
     """Cut the YOLO detector ``model`` (.tflite) before its decode and write it to ``output``.
 
     The default output is ``<stem>_cut.tflite`` beside the model; it never replaces the input.
@@ -144,7 +139,7 @@ def detection_record(head: YoloHead, letterbox: bool, labels: tuple[str, ...] | 
     return {**(before or {}), "letterbox": letterbox, "layout": layout.to_dict(), "cut_before_decode": True}
 
 
-def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, CutResult]:
+def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
     """``data`` (a .tflite) cut before its YOLO decode, and what was cut.
 
     ``record``: the source's edgekit record (a dict), to carry over with the ``detection`` entry added.
@@ -192,7 +187,7 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, CutResul
             for name, content in appended:
                 zf.writestr(name, content)
         out = buf.getvalue()
-    return out, CutResult(head, len(info.ops), len(keep), names)
+    return out, Cut(head, len(info.ops), len(keep), names)
 
 
 def _name(n: Any) -> str:

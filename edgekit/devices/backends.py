@@ -27,8 +27,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
-# Shared with the runner deploy ships to a board (stdlib only), so both find packages the same way.
-from edgekit.devices.board_runner import google_pycoral_available, module_available  # noqa: F401
 from edgekit.devices.latency import default_threads
 from edgekit.errors import (RUNTIME_MISMATCH, Caution, DeviceError, InputError, MissingDependencyError, UsageError,
                             first_line, printable)
@@ -41,6 +39,32 @@ EDGETPU_LIBRARIES = {"Linux": "libedgetpu.so.1", "Darwin": "libedgetpu.1.dylib",
 
 DEVICE_GRAMMAR = "auto, cpu, usb, usb:N, pci, pci:N or :N"
 _DEVICE_RE = re.compile(r"^(?:(auto|cpu)|(usb|pci)(?::(\d+))?|:(\d+))$")
+
+
+# ------------------------------------------------------------------------------------ packages
+# The runner deploy ships to a board has their twins (its probe runs before this module is there): the
+# board and the host find packages the same way (tests/test_structure.py checks the twins are equal).
+def module_available(name: str) -> bool:
+    """True when ``name`` is installed, found without importing it (a failing import hook counts as absent)."""
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return False
+
+
+def google_pycoral_available() -> bool:
+    """True for Google's pycoral (has ``pycoral/utils/edgetpu.py``), not the unrelated PyPI package of that
+    name; without importing anything."""
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("pycoral")
+    except (ImportError, ValueError):
+        return False
+    locations = (spec and spec.submodule_search_locations) or []
+    return any(os.path.isfile(os.path.join(loc, "utils", "edgetpu.py")) for loc in locations)
 
 
 # ------------------------------------------------------------------------------------ devices

@@ -53,6 +53,7 @@ SHIPPED_MODULES = (
     "edgekit/detection.py",
     "edgekit/devices/detector.py",
     "edgekit/devices/delegate_probe.py",
+    "edgekit/devices/delegate_child.py",
     "edgekit/devices/latency.py",
 )
 MIN_PYTHON = (3, 7)
@@ -223,6 +224,7 @@ def sha256_file(path: str) -> str:
     return h.hexdigest()
 
 
+# Twins of edgekit.devices.backends' (this file runs alone in ``probe``): tests/test_structure.py keeps them equal.
 def module_available(name: str) -> bool:
     """True when ``name`` is installed, found without importing it (a failing import hook counts as absent)."""
     import importlib.util

@@ -8,7 +8,6 @@ metadata or sidecar, the CPU twin of a compiled model, the Edge TPU devices that
 
 from __future__ import annotations
 
-import glob
 import os
 from pathlib import Path
 from typing import Any, Iterable
@@ -18,44 +17,10 @@ from edgekit.devices import classifier
 from edgekit.devices.backends import EDGETPU_CUSTOM_OP_BYTES
 from edgekit.devices.classifier import (ClassifyReport, ImageResult, LoadedModel,  # noqa: F401 (this module's API)
                                         default_workers, load_bundle)
+from edgekit.devices.images import expand_images  # noqa: F401 (part of this module's API)
 from edgekit.errors import Caution, InputError, UsageError, regular_file
 from edgekit.preprocess import IMAGE_EXTENSIONS  # noqa: F401 (part of this module's API)
 from edgekit.report import SILENT, Reporter
-
-
-# ------------------------------------------------------------------------------------- images
-def _hidden(relative: Path) -> bool:
-    """A dot file or a file in a dot folder: macOS's ``._photo.jpg`` companions, ``.ipynb_checkpoints``..."""
-    return any(part.startswith(".") for part in relative.parts)
-
-
-def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]:
-    """Files, folders (their images and those of their subfolders, sorted; hidden ones skipped, as by a
-    glob's ``*``) and globs → (image paths, errors)."""
-    images: list[str] = []
-    errors: list[dict[str, str]] = []
-    for arg in args:
-        p = Path(arg)
-        if not arg.strip():  # Path("") is the current folder: an unset shell variable must not scan it
-            errors.append({"image": arg, "error": "an image argument is empty (is a shell variable unset?)"})
-        elif p.is_dir():
-            found = sorted(str(c) for c in p.rglob("*") if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file()
-                           and not _hidden(c.relative_to(p)))
-            if not found:
-                kinds = ", ".join(sorted(IMAGE_EXTENSIONS))
-                errors.append({"image": arg, "error": f"{arg}: folder holds no images (only {kinds} files are read)"})
-            images += found
-        elif p.exists():
-            images.append(arg)
-        elif glob.has_magic(arg):
-            found = sorted(m for m in glob.glob(arg, recursive=True) if Path(m).is_file())
-            if not found:
-                errors.append({"image": arg, "error": f"{arg}: no file matches this pattern (check the folder and the "
-                                                      "pattern; quote it so the shell leaves the * alone)"})
-            images += found
-        else:
-            errors.append({"image": arg, "error": f"{arg}: no such file (check the path)"})
-    return images, errors
 
 
 # ------------------------------------------------------------------------------------- runner

@@ -513,6 +513,10 @@ def _signal_name(number: int) -> str:
         return "signal {}".format(number)
 
 
+#: The child's exit code when it could not set up its test (its backend or edgekit would not import).
+CHILD_SETUP_FAILURE = 4
+
+
 class PairVerdict:
     """What the probe found: ``ok`` (proven), ``crashed`` (with the signal), ``hung`` (no answer in time),
     ``unproven`` (an ordinary failure of the test) or ``unprovable`` (the test could not run)."""
@@ -525,7 +529,9 @@ class PairVerdict:
         return self.state in FAILED
 
 
-_CHILD_CODE = "from edgekit.devices.delegate_probe import main\nmain(sys.argv[1:])\n"
+# What the child runs: edgekit.devices.delegate_child, which imports the runtime core (this module, which the
+# core calls, must not).
+_CHILD_CODE = "from edgekit.devices.delegate_child import main\nmain(sys.argv[1:])\n"
 
 
 def prove(backend_name: str, backend_version: str, library: str, library_file: str, model_path: str,
@@ -557,34 +563,3 @@ def prove(backend_name: str, backend_version: str, library: str, library_file: s
     verdict["python"] = sys.executable
     _write_cache(key, verdict)
     return PairVerdict(verdict["state"], verdict["detail"], False)
-
-
-# The child's exit code when it could not set up its test (its backend or edgekit would not import).
-CHILD_SETUP_FAILURE = 4
-
-
-def main(argv: List[str]) -> None:  # pragma: no cover - runs in the child; its exit status is the verdict
-    """In the test process: open the model with the delegate exactly as edgekit does, and invoke it once."""
-    try:
-        backend_name, library, model_path, option = argv
-        from edgekit.devices import backends
-
-        backend = backends.select_backend(backend_name)
-        spec = backends.parse_device(option or "auto")
-        if spec.kind == "auto":
-            spec = backends.DeviceSpec("any")
-    except Exception as exc:
-        sys.stderr.write("cannot set up the test: {}: {}\n".format(type(exc).__name__, _first(exc)))
-        sys.exit(CHILD_SETUP_FAILURE)
-    try:
-        interpreter = backends.edgetpu_interpreter(backend, model_path, spec, 1, library=library)
-        interpreter.invoke()
-    except Exception as exc:  # an ordinary failure: one line, its own exit code
-        sys.stderr.write("{}: {}\n".format(type(exc).__name__, _first(exc)))
-        sys.exit(CHILD_ORDINARY_FAILURE)
-    sys.exit(0)
-
-
-def _first(exc: BaseException) -> str:
-    text = str(exc)
-    return text.splitlines()[0] if text else ""

@@ -19,6 +19,7 @@ import numpy as np
 from edgekit import metrics
 from edgekit.errors import InputError
 from edgekit.report import SILENT, Reporter
+from edgekit.results.evaluate import PER_CLASS_ROWS, per_class_lines  # noqa: F401 (the text table, beside its type)
 
 
 @dataclass
@@ -117,30 +118,6 @@ class Evaluation:
                 "top1": metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
                 "top5": metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
                 "per_class": per_class, "errors": self.errors}
-
-
-PER_CLASS_ROWS = 10  # the text shows this many classes, worst first (--json has them all)
-
-
-def per_class_lines(per_class: list[dict[str, Any]], rows: int = PER_CLASS_ROWS) -> list[str]:
-    """The per-class table of evaluate's text: worst recall first, at most ``rows`` classes.
-
-    Recall is the top-1 accuracy on the class's own samples (with its 95% Wilson interval, since a
-    class has few samples), precision the share of the predictions of the class that were right.
-    """
-    if len(per_class) < 2:
-        return []
-    worst = sorted(per_class, key=lambda c: (c["top1"], -c["samples"], c["id"]))
-    shown = worst[:rows]
-    lines = [f"Per class, worst first ({len(shown)} of {len(per_class)}" + ("" if len(shown) == len(per_class) else
-             "; all in --json") + "):",
-             f"  {'id':>4} {'label':<20} {'recall':>7} {'(95% interval)':>16} {'precision':>9} {'samples':>7}"]
-    for c in shown:
-        lo, hi = c["top1_interval"]
-        precision = "n/a" if c["precision"] is None else f"{c['precision']:.1%}"
-        lines.append(f"  {c['id']:>4} {str(c['label'] or '')[:20]:<20} {c['top1']:>7.1%} "
-                     f"{f'({lo:.0%} to {hi:.0%})':>16} {precision:>9} {c['samples']:>7}")
-    return lines
 
 
 def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",

@@ -500,7 +500,7 @@ def _send_images(images: list[str], bundle: str | os.PathLike, target: SshTarget
     """classify's and detect's shared protocol: expand, deploy, send the images as a tar, rename the results.
 
     ``read(stdout, destination, hint, sent)`` checks the runner's document; ``stdout_bound(images)`` bounds it."""
-    from edgekit.devices.classify import expand_images
+    from edgekit.devices.images import expand_images
 
     args = args + ["--images-tar", "-"]
     if mean is not None:

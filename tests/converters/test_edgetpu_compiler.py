@@ -481,12 +481,12 @@ def test_cli_compile_compares_with_check(standin, tmp_path):
 
 def test_the_op_table_of_a_real_log_is_rendered():
     """The op table part of the report, from one real recorded compile (yolov5s: stdout and log together)."""
-    from edgekit.cli import _render_compile
+    from edgekit.results import CompileResult
 
     report = etc.parse_compiler_output(fixture("v16_partial_yolov5s_224_stdout.txt"), 0)
     doc = report.to_dict()
     assert set(doc["ops"][0]) == {"operator", "count", "status"}
-    text = _render_compile({**doc, "check_disagreements": None})
+    text = CompileResult.from_dict({**doc, "check_disagreements": None}).render_text()
     assert "Operator                       Count      Status" in text and "yolov5s-int8-224.tflite" in text
 
 

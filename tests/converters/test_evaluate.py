@@ -98,7 +98,10 @@ def test_evaluate_refuses_data_it_cannot_label(digits_int8, tmp_path):
 
 def test_the_text_lists_only_classes_whose_accuracy_changed():
     """Was: five unchanged classes listed under "Classes that changed most" when int8 matched float."""
-    from edgekit.cli import _render_evaluate
+    from edgekit.results import EvaluateResult
+
+    def render(document):
+        return EvaluateResult.from_dict({**document, "per_class": [], "errors": []}).render_text()
 
     def doc(changes):
         rows = [{"id": i, "label": str(i), "samples": 10, "float_top1": 0.9, "int8_top1": 0.9 + d, "change": d}
@@ -109,9 +112,9 @@ def test_the_text_lists_only_classes_whose_accuracy_changed():
                 "top5": 1.0, "preprocess": {"source": "recorded"}, "labels_from": "folders", "per_class": [],
                 "reference": reference}
 
-    same = _render_evaluate(doc([0.0, 0.0]))
+    same = render(doc([0.0, 0.0]))
     assert "No class's top-1 accuracy changed from float to int8" in same and "% -> " not in same
-    lost = _render_evaluate(doc([-0.1, 0.0]))
+    lost = render(doc([-0.1, 0.0]))
     assert "Classes that changed most" in lost and lost.count("% -> ") == 1 and "90.0% -> 80.0%" in lost
 
 

@@ -75,9 +75,9 @@ def test_evaluate_text_has_a_per_class_table_worst_first_and_bounded(tmp_path):
     doc = ev.to_dict()
     five = next(c for c in doc["per_class"] if c["id"] == 5)
     assert five["predicted"] == 10 and five["precision"] == 0.5 and five["top1"] == 1.0
-    from edgekit.cli import _render_evaluate
+    from edgekit.results import EvaluateResult
 
-    text = _render_evaluate({**doc, "reference": None}).splitlines()
+    text = EvaluateResult.from_dict({**doc, "reference": None}).render_text().splitlines()
     start = next(i for i, ln in enumerate(text) if ln.startswith("Per class, worst first"))
     assert f"({PER_CLASS_ROWS} of {classes}; all in --json)" in text[start]
     rows = text[start + 2:start + 2 + PER_CLASS_ROWS]

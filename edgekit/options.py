@@ -1,0 +1,51 @@
+"""Keyword arguments of the Python API turned into the library's options (shared by edgekit.api and edgekit.build).
+
+Cheap to import: the converters are imported only when quantize options are made.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Optional, Sequence, Tuple, Union
+
+from edgekit.report import Reporter
+
+PathLike = Union[str, "os.PathLike[str]"]
+Floats = Optional[Union[float, Sequence[float]]]
+
+
+def floats(value: Floats) -> Optional[Tuple[float, ...]]:
+    """``mean``/``std`` as the library takes them: one number or one per channel."""
+    if value is None:
+        return None
+    if isinstance(value, (int, float)):
+        return (float(value),)
+    return tuple(float(v) for v in value)
+
+
+def size(value: Union[str, Tuple[int, int], None]) -> Optional[Tuple[int, int]]:
+    """``input_size`` as ``"224x224"`` (the flag's text) or ``(224, 224)``."""
+    if value is None or isinstance(value, tuple):
+        return value
+    from edgekit.errors import UsageError
+
+    parts = str(value).lower().split("x")
+    if len(parts) != 2 or not all(p.isdigit() and int(p) > 0 for p in parts):
+        raise UsageError(f"input_size expects WIDTHxHEIGHT, got {value!r}", "e.g. input_size='224x224'")
+    return int(parts[0]), int(parts[1])
+
+
+def quantize_options(model: PathLike, output: Optional[PathLike], q: dict, report: Reporter) -> Any:
+    """QuantizeOptions from the keywords of edgekit.quantize / edgekit.build (``q``: them by name)."""
+    from edgekit.converters.quantize import QuantizeOptions
+
+    return QuantizeOptions(model=os.fsdecode(model), output=None if output is None else os.fsdecode(output),
+                           calib=q["calib"], samples=q["samples"], holdout=q["holdout"], seed=q["seed"],
+                           tfrecord_key=q["tfrecord_key"], arch=q["arch"], custom_objects=q["custom_objects"],
+                           trust_model=q["trust_model"], output_name=q["output_name"], scaling=q["scaling"],
+                           mean=floats(q["mean"]),
+                           std=floats(q["std"]), resize=q["resize"], channels=q["channels"],
+                           input_size=size(q["input_size"]), io=q["io"], labels=q["labels"], eval=q["eval"],
+                           min_agreement=q["min_agreement"], max_accuracy_drop=q["max_accuracy_drop"],
+                           verify=not q["no_verify"], verbose=q["verbose"], show_progress=q["show_progress"],
+                           report=report)

@@ -1,0 +1,45 @@
+"""``edgekit cut``: a YOLO detector cut before its decode (the document of
+:class:`edgekit.converters.detector_cut.Cut`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Mapping, Optional, Tuple
+
+from edgekit.records import Record
+
+
+@dataclass(frozen=True)
+class CutResult(Record):
+    """``edgekit cut --json``: the model cut, its head, the decode ops removed, and check's verdict on it."""
+
+    model: Optional[str]
+    output: Optional[str]
+    layout: str
+    head: str
+    ops_before: int
+    ops_after: int
+    decode_ops_removed: int
+    outputs: Tuple[str, ...]
+    strides: Tuple[int, ...]
+    reg_max: int
+    num_classes: int
+    check: Mapping[str, object]
+
+    @classmethod
+    def of_cut(cls, cut: object) -> "CutResult":
+        """From :class:`edgekit.converters.detector_cut.Cut` (what the converter did)."""
+        return cls.from_dict(cut.to_dict())  # type: ignore[attr-defined]
+
+    def render_text(self) -> str:
+        lines = [f"{self.output}: {self.model} cut before its decode",
+                 f"  head: {self.head}",
+                 f"  ops: {self.ops_after} of {self.ops_before} kept ({self.decode_ops_removed} decode ops "
+                 "removed: edgekit decodes them on the host)",
+                 f"  outputs: per level, box distributions then class logits ({len(self.outputs)} tensors, "
+                 f"layout {self.layout})"]
+        if self.check.get("verdict") is not None:
+            lines.append(f"  check: {str(self.check['verdict']).upper()}, {self.check['cpu_ops']} op(s) predicted "
+                         "on the CPU")
+        lines.append(f"next: edgekit compile {self.output}; edgekit detect IMAGE -m {self.output}")
+        return "\n".join(lines)

@@ -1,0 +1,39 @@
+"""``edgekit devices``: the Edge TPUs found."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Tuple
+
+from edgekit.records import Record
+
+
+@dataclass(frozen=True)
+class Device(Record):
+    """One Edge TPU: ``device`` is what to pass as ``device=`` / ``--device`` (``usb:0``, ``pci:1``)."""
+
+    type: str
+    path: str
+    device: str
+    state: str
+    usb_id: Optional[str] = None
+    temperature_c: Optional[float] = None
+    source: str = "sysfs"
+
+
+@dataclass(frozen=True)
+class DevicesResult(Record):
+    """``edgekit devices --json``: the Edge TPUs on this machine."""
+
+    devices: Tuple[Device, ...]
+
+    def render_text(self) -> str:
+        if not self.devices:
+            return "no Edge TPU found (USB 1a6e:089a / 18d1:9302, PCIe /dev/apex_N); `edgekit doctor` says why"
+        lines = []
+        for x in self.devices:
+            extra = [f"id {x.usb_id}"] if x.usb_id else []
+            if x.temperature_c is not None:
+                extra.append(f"{x.temperature_c:.1f} C")
+            lines.append(f"{x.device:<7} {x.path}  {x.state}" + (f" ({', '.join(extra)})" if extra else ""))
+        return "\n".join(lines)

@@ -1,0 +1,124 @@
+"""``edgekit evaluate``: accuracy on labelled data."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Tuple
+
+from edgekit.records import Record
+from edgekit.results.classify import ImageError
+
+
+@dataclass(frozen=True)
+class ClassAccuracy(Record):
+    """One class: recall (``top1``, with its 95% Wilson interval), how often it was predicted, and precision."""
+
+    id: int
+    label: Optional[str]
+    samples: int
+    top1: float
+    top1_interval: Optional[Tuple[float, ...]] = None
+    predicted: Optional[int] = None
+    precision: Optional[float] = None
+
+
+PER_CLASS_ROWS = 10  # the text shows this many classes, worst first (--json has them all)
+
+
+def per_class_lines(per_class: Any, rows: int = PER_CLASS_ROWS) -> list[str]:
+    """The per-class table of evaluate's text: worst recall first, at most ``rows`` classes.
+
+    Recall is the top-1 accuracy on the class's own samples (with its 95% Wilson interval, since a
+    class has few samples), precision the share of the predictions of the class that were right.
+    ``per_class``: :class:`ClassAccuracy` records or their documents.
+    """
+    per_class = [c.to_dict() if isinstance(c, ClassAccuracy) else c for c in per_class]
+    if len(per_class) < 2:
+        return []
+    worst = sorted(per_class, key=lambda c: (c["top1"], -c["samples"], c["id"]))
+    shown = worst[:rows]
+    lines = [f"Per class, worst first ({len(shown)} of {len(per_class)}" + ("" if len(shown) == len(per_class) else
+             "; all in --json") + "):",
+             f"  {'id':>4} {'label':<20} {'recall':>7} {'(95% interval)':>16} {'precision':>9} {'samples':>7}"]
+    for c in shown:
+        lo, hi = c.get("top1_interval") or (float("nan"), float("nan"))
+        precision = "n/a" if c.get("precision") is None else f"{c['precision']:.1%}"
+        lines.append(f"  {c['id']:>4} {str(c['label'] or '')[:20]:<20} {c['top1']:>7.1%} "
+                     f"{f'({lo:.0%} to {hi:.0%})':>16} {precision:>9} {c['samples']:>7}")
+    return lines
+
+
+@dataclass(frozen=True)
+class EvaluateResult(Record):
+    """``edgekit evaluate --json``: top-1/top-5 accuracy on labelled data (``reference``: against float)."""
+
+    model: str
+    device: str
+    backend: str
+    preprocess: Mapping[str, Any]
+    labels_from: str
+    samples: int
+    classes: int
+    top1: Optional[float]
+    top5: Optional[float]
+    per_class: Tuple[ClassAccuracy, ...]
+    errors: Tuple[ImageError, ...]
+    reference: Optional[Mapping[str, Any]] = None
+
+    def render_text(self) -> str:
+        def pct(v: float | None) -> str:
+            return "n/a" if v is None else f"{v:.1%}"
+
+        lines = [f"{self.model} on {self.device} ({self.backend}): {self.samples} samples, {self.classes} classes",
+                 f"Preprocessing: {self.preprocess['source']}; labels: {self.labels_from}",
+                 f"int8 top-1 {pct(self.top1)}, top-5 {pct(self.top5)}"]
+        lines += per_class_lines(self.per_class)
+        r = self.reference
+        if r:
+            lines += [f"float ({r['model']}) top-1 {pct(r['top1'])}, top-5 {pct(r['top5'])}",
+                      f"Agreement (top-1) {pct(r['top1_agreement'])}; score difference mean "
+                      f"{r['mean_abs_diff']:.4f}, max {r['max_abs_diff']:.4f}"]
+            changed = [c for c in r["class_changes"] if c["change"]]
+            lines.append("Classes that changed most (float -> int8 top-1):" if changed else
+                         "No class's top-1 accuracy changed from float to int8")
+            lines += [f"  {c['id']:>4} {c['label'] or '':<16} {pct(c['float_top1'])} -> {pct(c['int8_top1'])} "
+                      f"({c['samples']} samples)" for c in changed]
+            if r["layers"]:
+                lines.append("Layers with the largest int8 error (RMS error / RMS of the float output, each layer "
+                             "on the same input):")
+                lines += [f"  {x['relative_rms_error']:8.4f}  {x['op']:<18} {x['tensor'][:90]}"
+                          for x in r["layers"][:5]]
+            elif r["layers_error"]:
+                lines.append(f"Per-layer report unavailable: {r['layers_error']}")
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class DetectionEvaluateResult(Record):
+    """``edgekit evaluate --json`` for a detector (COCO or YOLO data; the document of
+    :class:`edgekit.detection_eval.DetectionEvaluation`): COCO mAP of each model scored by pycocotools, the
+    protocol, the paired changes against ``--against`` models, warnings, and images that could not be read."""
+
+    task: str
+    data: str
+    data_kind: str
+    images: int
+    objects: int
+    protocol: Mapping[str, Any]
+    models: Tuple[Mapping[str, Any], ...]
+    differences: Tuple[Mapping[str, Any], ...]
+    warnings: Tuple[str, ...]
+    errors: Tuple[ImageError, ...]
+
+    @classmethod
+    def of_evaluation(cls, evaluation: Any) -> "DetectionEvaluateResult":
+        return cls.from_dict(evaluation.to_dict())
+
+    def evaluation(self) -> Any:
+        """The :class:`~edgekit.detection_eval.DetectionEvaluation` of this document."""
+        from edgekit.detection_eval import DetectionEvaluation
+
+        return DetectionEvaluation.from_dict(self.to_dict())
+
+    def render_text(self) -> str:
+        return self.evaluation().render_text()  # one rendering, beside the evaluation's type

@@ -1,0 +1,75 @@
+"""``edgekit inspect``: a .tflite model summarized."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Tuple
+
+from edgekit.records import Record
+
+
+@dataclass(frozen=True)
+class TensorSummary(Record):
+    name: Optional[str]
+    dtype: str
+    shape: Tuple[int, ...]
+    shape_signature: Tuple[int, ...]
+    scale: Any          # a number, one per channel (a list), or None
+    zero_point: Any
+
+    def line(self) -> str:
+        shape = "x".join(map(str, self.shape))
+        sig = "" if self.shape_signature == self.shape else f" (signature {list(self.shape_signature)})"
+        q = "" if self.scale is None else (
+            f"  scale={self.scale:.6g} zero_point={self.zero_point}" if not isinstance(self.scale, tuple)
+            else f"  per-channel ({len(self.scale)} scales)")
+        return f"  {self.name or '<unnamed>'}: {self.dtype} [{shape}]{sig}{q}"
+
+
+@dataclass(frozen=True)
+class InspectResult(Record):
+    """``edgekit inspect --json``: a .tflite model's I/O, quantization, ops and shapes, read without TensorFlow."""
+
+    path: str
+    size_bytes: int
+    edgetpu_compiled: bool
+    subgraphs: int
+    schema_version: Optional[int]
+    description: Optional[str]
+    min_runtime_version: Optional[str]
+    quantization: str
+    dynamic_shapes: bool
+    param_bytes: int
+    edgetpu_bytes: int
+    edgetpu: Optional[Mapping[str, Any]]
+    inputs: Tuple[TensorSummary, ...]
+    outputs: Tuple[TensorSummary, ...]
+    ops: Tuple[Mapping[str, Any], ...]
+    op_histogram: Tuple[Mapping[str, Any], ...]
+    metadata: Tuple[str, ...]
+
+    def render_text(self) -> str:
+        lines = [
+            f"{self.path}: {self.size_bytes:,} bytes, {self.subgraphs} subgraph(s), {len(self.ops)} ops",
+            f"Edge TPU compiled: {'yes' if self.edgetpu_compiled else 'no'}",
+            f"Quantization: {self.quantization}",
+            f"Shapes: {'DYNAMIC (some dimension is -1 in shape_signature)' if self.dynamic_shapes else 'static'}",
+            f"Parameters: {self.param_bytes:,} bytes"
+            + (f" on the CPU, {self.edgetpu_bytes:,} bytes of compiled Edge TPU program" if self.edgetpu_compiled
+               else ""),
+        ]
+        if self.min_runtime_version:
+            lines.append(f"Min TFLite runtime: {self.min_runtime_version}")
+        if self.edgetpu:
+            from edgekit.edgetpu_package import describe
+
+            lines.append(describe(self.edgetpu))
+        lines.append("Inputs:")
+        lines += [t.line() for t in self.inputs]
+        lines.append("Outputs:")
+        lines += [t.line() for t in self.outputs]
+        lines.append("Ops:")
+        lines += [f"  {h['count']:>4} x {h['name']} v{h['version']}" for h in self.op_histogram]
+        if self.metadata:
+            lines.append(f"Metadata: {', '.join(self.metadata)}")
+        return "\n".join(lines)

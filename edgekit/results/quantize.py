@@ -1,0 +1,212 @@
+"""``edgekit quantize``: the int8 model written and its verification (Decision per measure)."""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+from dataclasses import dataclass
+from typing import Any, Mapping, Optional, Tuple, Union
+
+from edgekit.records import Record
+
+
+class Decision(str, enum.Enum):
+    """A measurement against a limit at 95%: passed, failed (beyond doubt) or uncertain (the interval spans it)."""
+
+    PASSED = "passed"
+    FAILED = "failed"
+    UNCERTAIN = "uncertain"
+
+    def __str__(self) -> str:
+        return self.value
+
+
+@dataclass(frozen=True)
+class Verification(Record):
+    """int8 against float on paired samples, each measure decided on its 95% interval (quantize)."""
+
+    samples: int
+    top1_agreement: Optional[float]
+    agreement_interval: Tuple[float, ...]
+    mean_abs_diff: Optional[float]
+    max_abs_diff: Optional[float]
+    min_agreement: float
+    sources: Mapping[str, int]
+    held_back: bool
+    labelled: bool
+    confidence: float
+    float_top1: Optional[float]
+    int8_top1: Optional[float]
+    accuracy_drop: Optional[float]
+    accuracy_drop_interval: Optional[Tuple[float, ...]]
+    max_accuracy_drop: float
+    flips: Optional[Mapping[str, int]]
+    mcnemar_p: Optional[float]
+    float_near_chance: Optional[bool]
+    chance: Optional[Mapping[str, Any]]
+    class_order: Any
+    agreement_verdict: Decision
+    accuracy_verdict: Optional[Decision]   # None without labels
+    passed: bool
+    failures: Tuple[str, ...]
+    warnings: Tuple[str, ...]
+    notes: Tuple[str, ...] = ()            # what the data cannot tell yet, while the estimate is within the limit
+
+    def lines(self) -> list[str]:
+        """Agreement and accuracy of int8 against float, each with its 95% interval and verdict."""
+        sources = ", ".join(f"{n} {name.replace('_', '-')}" for name, n in self.sources.items() if n)
+        lo, hi = self.agreement_interval
+        lines = [f"Verification on {self.samples} samples ({sources}): top-1 agreement {self.top1_agreement:.1%} "
+                 f"(95% interval {lo:.1%} to {hi:.1%}; minimum {self.min_agreement:g}: {self.agreement_verdict}), "
+                 f"mean |score diff| {self.mean_abs_diff:.4f}" + ("" if self.passed else ": FAILED")]
+        if self.float_top1 is not None:
+            lo, hi = self.accuracy_drop_interval or (0.0, 0.0)
+            lines.append(f"Accuracy on the labels: float {self.float_top1:.1%}, int8 {self.int8_top1:.1%}: "
+                         f"{self.accuracy_drop:+.1f} points lost (95% interval {lo:+.1f} to {hi:+.1f}; at most "
+                         f"{self.max_accuracy_drop:g} allowed: {self.accuracy_verdict})")
+        return lines
+
+
+@dataclass(frozen=True)
+class DetectionVerification(Record):
+    """A detector's int8 model against its float model (quantize): the share of the float model's detections
+    the int8 model keeps (``kept``, same class at IoU >= ``match_iou``, with a bootstrap 95% interval) and,
+    with labelled ``--eval`` data, the mAP50 drop (``map50``)."""
+
+    kind: str
+    samples: int
+    sources: Mapping[str, int]
+    conf: float
+    match_iou: float
+    float_detections: int
+    int8_detections: int
+    matched: int
+    min_agreement: float
+    mean_abs_diff: Optional[float]
+    class_order: Any
+    layout: Mapping[str, Any]
+    failures: Tuple[str, ...]
+    warnings: Tuple[str, ...]
+    kept: Optional[float]
+    kept_interval: Optional[Tuple[float, ...]]
+    agreement_verdict: Decision
+    passed: bool
+    extra_int8: Optional[float] = None
+    map50: Optional[Mapping[str, Any]] = None
+    notes: Tuple[str, ...] = ()
+
+    def lines(self) -> list[str]:
+        """Detections kept by int8 (with the interval and verdict), and the mAP50 gate when there was one."""
+        sources = ", ".join(f"{n} {name.replace('_', '-')}" for name, n in self.sources.items() if n)
+        if self.kept is None:
+            kept = f"no float detections at conf {self.conf:g} to compare"
+        else:
+            lo, hi = self.kept_interval or (0.0, 0.0)
+            kept = (f"int8 keeps {self.kept:.1%} of the float model's {self.float_detections} detections (95% "
+                    f"interval {lo:.1%} to {hi:.1%}; minimum {self.min_agreement:g}: {self.agreement_verdict})")
+        lines = [f"Verification on {self.samples} samples ({sources}): {kept}, mean |output diff| "
+                 f"{self.mean_abs_diff or 0.0:.4f}" + ("" if self.passed else ": FAILED")]
+        g = self.map50
+        if g:
+            lo, hi = g["drop_interval"]
+            lines.append(f"mAP50 on the labels: float {100 * g['float_map50']:.1f}, int8 {100 * g['int8_map50']:.1f}: "
+                         f"{100 * g['drop']:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; at "
+                         f"most {g['max_drop_points']:g} allowed: {g['verdict']})")
+        return lines
+
+
+def edgetpu_lines(edgetpu: Optional[Mapping[str, Any]], advice: Any) -> list[str]:
+    """check's verdict on the written model and the advice for it (quantize's and build's summaries)."""
+    from edgekit.converters.advice import Advice
+    from edgekit.converters.check_summary import CheckSummary
+
+    lines = CheckSummary.from_dict(dict(edgetpu)).lines() if edgetpu else []
+    return lines + [Advice.from_dict(dict(a)).line() for a in advice or ()]
+
+
+def render_search(search: Mapping[str, Any]) -> str:
+    """The accuracy of each preprocessing convention quantize tried, best first."""
+    lines = [f"Preprocessing tried on {search['samples']} labelled samples ({search['classes']} classes, "
+             f"chance {search['chance']:.1%}):"]
+    for row in search["table"]:
+        mark = "  <- chosen" if row["convention"] == search["chosen"] else ""
+        lines.append(f"  {row['convention']:<6} {row['accuracy']:6.1%}   {row['flags']}{mark}")
+    return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class QuantizeResult(Record):
+    """``edgekit quantize --json``: the full-int8 model written, how it was calibrated, and its verification
+    (None with ``verify=False``)."""
+
+    output: str
+    record: Optional[str]  # None: the sidecar's name is the Keras model's own record (metadata inside only)
+    source: Mapping[str, Any]
+    size_bytes: int
+    preprocess: Mapping[str, Any]
+    labels: Optional[int]
+    calibration: Mapping[str, Any]
+    io: Mapping[str, Any]
+    op_histogram: Tuple[Mapping[str, Any], ...]
+    checks: Mapping[str, Any]
+    remedy: Optional[str]
+    remedies_tried: Tuple[Optional[str], ...]
+    verification: Optional[Union[Verification, DetectionVerification]]  # a detector's: DetectionVerification
+    warnings: Tuple[str, ...]
+    edgetpu: Optional[Mapping[str, Any]] = None   # check's verdict on the written model (CheckSummary.to_dict)
+    advice: Tuple[Mapping[str, Any], ...] = ()    # converters.advice.Advice.to_dict, each with its evidence
+    notes: Tuple[str, ...] = ()
+
+    @classmethod
+    def from_dict(cls, document: Mapping[str, Any], where: Optional[str] = None) -> "QuantizeResult":
+        """As :meth:`Record.from_dict`; the verification block read as a detector's when its ``kind`` says so."""
+        where = where or cls.__name__
+        v = document.get("verification") if isinstance(document, Mapping) else None
+        if not isinstance(v, Mapping):
+            return super().from_dict(document, where)
+        kind = DetectionVerification if v.get("kind") == "detection" else Verification
+        return dataclasses.replace(super().from_dict({**document, "verification": None}, where),
+                                   verification=kind.from_dict(v, f"{where}.verification"))
+
+    def render_text(self) -> str:
+        src, io, cal = self.source, self.io, self.calibration
+
+        def q(t: Mapping[str, Any]) -> str:
+            return (f"{t['dtype']} {'x'.join(map(str, t['shape']))} scale={t['scale']:.6g} "
+                    f"zero_point={t['zero_point']}")
+
+        lines = [
+            f"{self.output}: full-int8, {self.size_bytes:,} bytes (source {src['format']}, "
+            f"{src['size_bytes']:,} bytes)",
+            f"Preprocessing: {self.preprocess['description']} (from {self.preprocess['origin']})",
+            f"Calibration: {cal['samples']} samples from {cal['source']} ({cal['kind']}"
+            + (f", {cal['classes']} classes" if cal["classes"] else "") + f"), {cal['holdout_samples']} held back",
+            f"Input:  {q(io['input'])}",
+            f"Output: {q(io['output'])}" + (f" (the model's output {src['output']['name']!r} of "
+                                            f"{', '.join(src['output']['of'])})" if src.get("output") else ""),
+            "Ops: " + ", ".join(f"{h['count']}x {h['name']} v{h['version']}" for h in self.op_histogram),
+            "Int8 checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
+            + ("" if self.remedy == self.remedies_tried[0] else f" (with {self.remedy})"),
+        ]
+        lines += edgetpu_lines(self.edgetpu, self.advice)
+        search = self.preprocess.get("search")
+        if search:
+            lines[1:1] = [render_search(search)]
+        lines += self.verification.lines() if self.verification else ["Verification: skipped (--no-verify)"]
+        lines.append((f"Record: {self.record} and metadata 'edgekit' inside the model" if self.record else
+                      "Record: metadata 'edgekit' inside the model (the sidecar's name is the Keras model's own "
+                      "record)") + (f" ({self.labels} labels)" if self.labels else ""))
+        return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class RefusedQuantize(Record):
+    """``edgekit quantize --json`` when no preprocessing convention clearly wins: nothing was written; the
+    measurements the refusal rests on are in ``preprocess["search"]``."""
+
+    output: None
+    error: str
+    preprocess: Mapping[str, Any]
+
+    def render_text(self) -> str:
+        return render_search(self.preprocess["search"])

@@ -1,0 +1,214 @@
+"""edgekit's Python API (edgekit/api.py, edgekit/results.py): cheap to import, the CLI's defaults, typed results."""
+
+from __future__ import annotations
+
+import inspect
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import edgekit
+from edgekit import api
+from edgekit.errors import CompatibilityError, UsageError, VerificationError
+from edgekit.records import Record
+from edgekit.results import CheckResult, Class, Confidence, Decision, Target, Verdict, Verification
+from tests.conftest import REPO, shared_file
+from tests.helpers import COMPILED, MODEL
+
+
+def test_importing_edgekit_imports_no_tensorflow_click_numpy_or_converters():
+    code = ("import sys, edgekit\nassert callable(edgekit.open) and callable(edgekit.check)\n"
+            "heavy = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'click', 'numpy', 'PIL')\n"
+            "         or m.startswith(('edgekit.converters', 'edgekit.devices', 'edgekit.cli'))]\n"
+            "print(heavy)")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[]"
+
+
+def test_every_public_name_resolves():
+    for name in edgekit.__all__:
+        assert getattr(edgekit, name) is not None, name
+    with pytest.raises(AttributeError):
+        edgekit.no_such_thing  # noqa: B018
+
+
+def test_open_classifies_a_path_a_pil_image_and_an_array_into_class_records():
+    from PIL import Image
+
+    labels = shared_file("imagenet_labels.txt")
+    cat = shared_file("cat.bmp")
+    with edgekit.open(shared_file(MODEL), device="cpu", labels=labels) as model:
+        assert model.device == "cpu" and model.labels[283] == "tiger cat"
+        top = model.classify(cat, top_k=3)
+        assert [c.id for c in top][:1] == [283] and all(isinstance(c, Class) for c in top)
+        assert top == sorted(top, key=lambda c: -c.score) and top[0].label == "tiger cat"
+        assert model.classify(Image.open(cat), top_k=3) == top
+        assert model.classify(np.asarray(Image.open(cat).convert("RGB")), top_k=3) == top
+        tensor = model.input_tensor(cat)
+        assert model.classify(tensor, top_k=3) == top  # already the input: taken as it is
+        assert model.classify(cat, top_k=None, threshold=0.2) == [c for c in top if c.score >= 0.2]
+        scores, = model.infer(tensor)  # the seam a task layer (detection) decodes from
+        assert scores.shape == (1, 1001) and int(scores.argmax()) == 283
+        assert np.array_equal(model.outputs[0], scores)
+        timing = model.time(3, 1)
+        assert timing.count == 3 == len(timing.latencies_ms) and timing.min_ms <= timing.p50_ms <= timing.max_ms
+        assert type(timing).from_dict(timing.to_dict()) == timing and "3 inferences" in timing.render_text()
+    with pytest.raises(UsageError):  # closed by the with block
+        model.classify(cat)
+
+
+def test_the_compiled_model_falls_back_to_its_cpu_twin_and_says_so(monkeypatch):
+    from edgekit.devices import discovery
+
+    monkeypatch.setattr(discovery, "list_devices", lambda *a, **k: [])
+    shared_file(MODEL)
+    with edgekit.open(shared_file(COMPILED)) as model:
+        assert model.device == "cpu" and model.model_path.endswith(MODEL)
+        assert any("CPU" in n or "cpu" in n for n in model.notes)
+
+
+def test_classify_files_and_the_module_level_classify_give_the_commands_document():
+    result = edgekit.classify([str(shared_file("cat.bmp")), "missing.jpg"], model=shared_file(MODEL), device="cpu",
+                              top_k=2)
+    assert result.results[0].top[0].id == 283 and len(result.results[0].top) == 2
+    assert [e.image for e in result.errors] == ["missing.jpg"]
+    doc = result.to_dict()
+    assert set(doc) == {"model", "device", "backend", "first_inference_ms", "results", "errors"}
+    assert list(doc["results"][0]["top"][0]) == ["id", "label", "score"]
+    assert type(result).from_dict(doc) == result
+
+
+def test_check_is_typed_round_trips_and_strict_raises_with_the_result():
+    full = edgekit.check(shared_file(MODEL))
+    assert full.verdict is Verdict.FULL and full.verdict == "full" and full.fully_mappable
+    assert all(o.target is Target.EDGETPU and o.confidence is Confidence.CONFIRMED for o in full.ops)
+    assert CheckResult.from_dict(full.to_dict()) == full and full.edgetpu is None
+    with pytest.raises(Exception):  # frozen
+        full.verdict = Verdict.NONE  # type: ignore[misc]
+    partial = edgekit.check(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"))
+    assert partial.verdict is Verdict.PARTIAL and partial.summary.cpu_ops > 0
+    with pytest.raises(CompatibilityError) as err:
+        edgekit.check(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"), strict=True)
+    assert err.value.exit_code == 7 and err.value.result == partial
+    compiled = edgekit.check(shared_file(COMPILED))
+    assert compiled.compiled and compiled.edgetpu["subgraphs"] == 1
+    assert CheckResult.from_dict(compiled.to_dict()).to_dict() == compiled.to_dict()
+
+
+def test_benchmark_result_is_typed_and_round_trips():
+    result = edgekit.benchmark(shared_file(MODEL), device="cpu", n=3, warmup=0, threads=1)
+    assert result.iterations == 3 and len(result.latencies_ms) == 3 and result.threads == 1
+    assert result.min_ms <= result.p50_ms <= result.max_ms and result.comparison is None
+    assert type(result).from_dict(result.to_dict()) == result
+    assert result.render_text().splitlines()[0].endswith("(ai_edge_litert, 1 threads)") or "threads" in \
+        result.render_text().splitlines()[0]
+
+
+def test_records_refuse_a_drifted_document():
+    doc = edgekit.check(shared_file(MODEL)).to_dict()
+    with pytest.raises(ValueError, match="unknown field"):
+        CheckResult.from_dict({**doc, "surprise": 1})
+    with pytest.raises(ValueError, match="'verdict' is missing"):
+        CheckResult.from_dict({k: v for k, v in doc.items() if k != "verdict"})
+    with pytest.raises(ValueError, match="not one of"):
+        CheckResult.from_dict({**doc, "verdict": "most"})
+
+
+def _verification(**over):
+    base = {"samples": 100, "top1_agreement": 0.7, "agreement_interval": [0.6, 0.78], "mean_abs_diff": 0.1,
+            "max_abs_diff": 0.5, "min_agreement": 0.9, "sources": {"held_back": 100}, "held_back": True,
+            "labelled": False, "confidence": 0.95, "float_top1": None, "int8_top1": None, "accuracy_drop": None,
+            "accuracy_drop_interval": None, "max_accuracy_drop": 1.0, "flips": None, "mcnemar_p": None,
+            "float_near_chance": None, "chance": None, "class_order": None, "agreement_verdict": "failed",
+            "passed": False, "failures": ["..."], "warnings": []}
+    return Verification.from_dict({**base, **over})
+
+
+def test_a_verification_failure_carries_its_measure_value_limit_and_interval():
+    v = _verification()
+    assert v.agreement_verdict is Decision.FAILED and v.accuracy_verdict is None
+    err = api._with_numbers(VerificationError("int8 disagrees"), v)
+    assert (err.measure, err.value, err.limit, err.interval) == ("top1_agreement", 0.7, 0.9, (0.6, 0.78))
+    v = _verification(agreement_verdict="passed", accuracy_verdict="failed", labelled=True, float_top1=0.9,
+                      int8_top1=0.8, accuracy_drop=10.0, accuracy_drop_interval=[6.0, 14.0])
+    err = api._with_numbers(VerificationError("int8 loses accuracy"), v)
+    assert (err.measure, err.value, err.limit, err.interval) == ("accuracy_drop", 10.0, 1.0, (6.0, 14.0))
+    assert err.exit_code == 6
+
+
+# The CLI flag (click's parameter name) -> the API's keyword, where they differ.
+RENAMED = {"top_k": "top_k", "iterations": "n", "compare_with": "compare", "out_dir": "output_dir",
+           "multiple_subgraphs": "allow_multiple_subgraphs", "io_type": "io", "eval_data": "eval"}
+# Options that only the command line has: output format, SSH details (the API takes an SshTarget as ``on``),
+# --save (json.dump(result.to_dict()) in Python), and positional arguments the API takes first.
+CLI_ONLY = {"as_json", "quiet", "port", "identity", "remote_path", "python", "known_hosts", "accept_new_host_key",
+            "connect_timeout", "timeout_ssh", "save", "images", "model", "on"}
+
+
+@pytest.mark.parametrize("command", ["check", "compile", "evaluate", "benchmark", "quantize", "build", "classify"])
+def test_the_api_takes_every_flag_of_its_command_with_the_same_default(command):
+    import click
+
+    from edgekit.cli import cli
+
+    cmd = cli.commands[command]
+    function = edgekit.build.build_bundle if command == "build" else getattr(api, command)
+    params = inspect.signature(function).parameters
+    ssh = command in ("classify", "benchmark")
+    for p in cmd.params:
+        if p.name in CLI_ONLY or (ssh and p.name == "timeout") or p.name == "debug":
+            continue
+        name = RENAMED.get(p.name, p.name)
+        assert name in params, f"edgekit.{command} lacks {name} (--{p.name})"
+        default = params[name].default
+        if p.required:
+            assert params[name].default is inspect.Parameter.empty, f"edgekit.{command}: {name} is required"
+            continue
+        expected = p.get_default(click.Context(cmd), call=True)
+        if expected is None or "UNSET" in repr(expected):  # click 8.2+ marks "no default" with a sentinel
+            expected = False if getattr(p, "is_flag", False) else None
+        assert default == expected or (default != default and expected != expected) or (
+            isinstance(expected, float) and default == expected), f"{command} {name}: {default!r} != {expected!r}"
+
+
+def test_records_are_plain_frozen_dataclasses():
+    assert issubclass(CheckResult, Record)
+    c = Class(3, 0.5, "x")
+    assert c.to_dict() == {"id": 3, "score": 0.5, "label": "x"} and Class.from_dict(c.to_dict()) == c
+
+
+@pytest.mark.tf
+@pytest.mark.slow
+def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits_keras, digits_folders, tmp_path):
+    from edgekit.results import BuildResult, EvaluateResult, QuantizeResult
+
+    q = edgekit.quantize(digits_keras.path, output=tmp_path / "d_int8.tflite", calib=str(digits_folders.train),
+                         samples=64, holdout=32)
+    assert isinstance(q, QuantizeResult) and q.output == str(tmp_path / "d_int8.tflite")
+    assert q.verification is not None and q.verification.passed and q.verification.agreement_verdict is not None
+    assert QuantizeResult.from_dict(q.to_dict()) == q
+    assert q.render_text().startswith(f"{q.output}: full-int8")
+    ev = edgekit.evaluate(q.output, digits_folders.test, device="cpu")
+    assert isinstance(ev, EvaluateResult) and ev.samples > 0 and ev.top1 > 0.5 and ev.reference is None
+    assert EvaluateResult.from_dict(ev.to_dict()) == ev
+    assert "int8 top-1" in ev.render_text()
+    b = edgekit.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
+                      holdout=32, no_compile=True)
+    assert isinstance(b, BuildResult) and b.manifest["models"]["edgetpu"] is None
+    assert BuildResult.from_dict(b.to_dict()) == b and "Run it: edgekit classify" in b.render_text()
+    with edgekit.open(b.bundle) as model:  # the bundle opens and classifies with its recorded preprocessing
+        image = sorted((digits_folders.test / "3").iterdir())[0]
+        assert model.classify(image, top_k=1)[0].label is not None
+
+
+def test_edgekit_build_is_both_the_api_call_and_the_module():
+    """``from edgekit import build`` (the module, as before) and ``edgekit.build(model, output=...)`` both hold."""
+    from edgekit import build as build_module
+
+    assert callable(edgekit.build) and edgekit.build is build_module
+    assert callable(build_module.write_bundle)
+    with pytest.raises(TypeError):  # the API's signature: output is a required keyword
+        edgekit.build("model.keras")
