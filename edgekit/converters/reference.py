@@ -3,7 +3,7 @@
 The float model gets the same samples through the same spec the int8 model was evaluated with
 (:func:`edgekit.preprocess.to_float`). The per-layer report uses TensorFlow Lite's
 QuantizationDebugger: it quantizes the reference with quantize's own converter settings
-(:func:`edgekit.converters.quantize.make_converter`) on the evaluation samples, then runs each op
+(:func:`edgekit.converters.converter.make_converter`) on the evaluation samples, then runs each op
 in int8 and in float on the same (dequantized) input, so each layer's error is its own, not
 inherited from the layers before it. Error per layer: RMS of (float - dequantized int8), as the
 debugger's NumericVerify op measures it, over the RMS of the float output (each averaged over the
@@ -55,7 +55,7 @@ def layer_errors(loaded: keras_io.LoadedModel, x: np.ndarray, spec: Any, verbose
     """Each quantized op's own int8-vs-float error on ``x`` (worst first), from TFLite's QuantizationDebugger."""
     import tensorflow as tf
 
-    from edgekit.converters.quantize import make_converter
+    from edgekit.converters.converter import make_converter
 
     sample = x[:LAYER_SAMPLES]
 
