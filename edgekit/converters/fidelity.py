@@ -308,7 +308,7 @@ def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[st
             if actual["edgetpu_ops"].get(op.name):
                 note(f"{op.name}.mapped", "agrees", name)
             c = OpContext(cpu, g, op, [g.tensor(i) for i in op.inputs], [g.tensor(i) for i in op.outputs],
-                          compiler_default_runtime(actual))
+                          compiler_default_runtime(actual), rule)
             if any(t is None for t in c.ins[:1] + c.outs[:1]):
                 continue
             for k in COMMON + rule.constraints:

@@ -53,7 +53,8 @@ from edgekit.converters.compatibility.op_constraints import (EV_FC_2D, EV_PER_CH
                                                              RESIZE_LIMIT, SIZE_LIMITS)
 from edgekit.converters.compatibility.partition import partition, place
 from edgekit.converters.compatibility.render import format_table, mib, render
-from edgekit.converters.compatibility.rules import RULES, all_rules
+from edgekit.converters.compatibility.catalogue import all_rules
+from edgekit.converters.compatibility.rules import RULES
 from edgekit.converters.compatibility.values import (Constraint, Judgement, ModelRule, OpCase, OpContext, OpRule,
                                                      OpVerdict, Problem, SizeLimit)
 from edgekit.converters.compatibility.words import (COMPILER_DEFAULT_MIN_RUNTIME, CONFIRMED, CUSTOM_UNRESOLVED,

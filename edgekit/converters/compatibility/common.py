@@ -77,9 +77,7 @@ def _data_types(c: OpContext) -> tuple[str, str] | None:
 
 
 def _runtime(c: OpContext) -> tuple[str, str] | None:
-    from edgekit.converters.compatibility.rules import RULES
-
-    need = RULES[c.op.name].min_runtime
+    need = c.rule.min_runtime
     if need <= c.min_runtime:
         return None
     return (f"{c.op.name} needs Edge TPU runtime {need}; compiling for runtime {c.min_runtime}",
@@ -87,9 +85,7 @@ def _runtime(c: OpContext) -> tuple[str, str] | None:
 
 
 def _constant_params(c: OpContext) -> str | None:
-    from edgekit.converters.compatibility.rules import RULES
-
-    for pos, what in RULES[c.op.name].params:
+    for pos, what in c.rule.params:
         t = c.ins[pos] if pos < len(c.ins) else None
         if t is not None and not t.is_constant:
             return f"the {what} (input {pos}) is computed at run time"

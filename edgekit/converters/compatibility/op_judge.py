@@ -33,7 +33,7 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
     if rule is not None and (not ins or ins[0] is None or not outs or outs[0] is None):
         raise InvalidModelError(f"op #{op.index} {op.name} has no input or no output tensor",
                                 "re-export the model; TensorFlow Lite would not run it either")
-    c = OpContext(info, g, op, ins, outs, min_runtime)
+    c = OpContext(info, g, op, ins, outs, min_runtime, rule)
     for case in OP_CASES:
         if case.applies(c):
             fix = case.fix(c) if callable(case.fix) else case.fix

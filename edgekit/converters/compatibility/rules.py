@@ -1,5 +1,5 @@
-"""The per-op table :data:`RULES` (each supported op: its runtime, constant inputs and constraints), and
-:func:`all_rules`, every rule of the engine by its id."""
+"""The per-op table :data:`RULES`: each supported op, its runtime, constant inputs and constraints
+(:func:`~edgekit.converters.compatibility.catalogue.all_rules` lists every rule of the engine by its id)."""
 
 from __future__ import annotations
 
@@ -68,21 +68,3 @@ RULES: dict[str, OpRule] = {
     "STRIDED_SLICE": OpRule(params=((1, "begin"), (2, "end"), (3, "strides")), constraints=STRIDED_SLICE),
     "TRANSPOSE": OpRule(14, ((1, "permutation"),), TRANSPOSE),
 }
-
-
-
-def all_rules() -> list[tuple[str, str, object]]:
-    """Every rule of the engine as (id, where it applies, the rule): the cases decided before the table, the
-    constraints of every op and of each op, the op types the table maps, and the whole-model rules. Ids are
-    unique within where they apply (a constraint shared by several ops has one id)."""
-    from edgekit.converters.compatibility.cases import OP_CASES
-    from edgekit.converters.compatibility.common import COMMON
-    from edgekit.converters.compatibility.model_rules import MODEL_RULES
-
-    out: list[tuple[str, str, object]] = [(c.id, "any op", c) for c in OP_CASES]
-    out += [(k.id, "every supported op", k) for k in COMMON]
-    for name, rule in sorted(RULES.items()):
-        out.append((f"{name}.mapped", name, rule))
-        out += [(f"{name}.{k.id}", name, k) for k in rule.constraints]
-    out += [(code, "the whole model", r) for code, r in MODEL_RULES.items()]
-    return out

@@ -98,6 +98,7 @@ class OpContext:
     ins: list[TensorInfo | None]
     outs: list[TensorInfo | None]
     min_runtime: int
+    rule: Any = None            # the op's OpRule when the table has the op (what COMMON's constraints read)
 
     @property
     def activations(self) -> list[TensorInfo]:
