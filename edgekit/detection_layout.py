@@ -23,6 +23,7 @@ metadata; for float outputs without either it is decided per image from the valu
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import zipfile
@@ -51,11 +52,12 @@ class AmbiguousLayoutError(InputError):
 
 
 # ------------------------------------------------------------------------------------ readers
-def appended_zip(path: str | os.PathLike) -> Dict[str, bytes]:
-    """The small files packed after a model's flatbuffer as a ZIP (Ultralytics' metadata.json, TFLite
-    metadata's label maps): {name: bytes}; {} when there is none. Members over 1 MB are skipped."""
+def appended_zip(model: str | os.PathLike | bytes) -> Dict[str, bytes]:
+    """The small files packed after a model's flatbuffer (a path, or its bytes) as a ZIP (Ultralytics'
+    metadata.json, TFLite metadata's label maps): {name: bytes}; {} when there is none. Members over 1 MB are
+    skipped."""
     try:
-        with zipfile.ZipFile(str(path)) as z:
+        with zipfile.ZipFile(io.BytesIO(model) if isinstance(model, bytes) else str(model)) as z:
             return {i.filename: z.read(i) for i in z.infolist() if i.file_size <= 1 << 20 and not i.is_dir()}
     except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError, EOFError):
         return {}

@@ -21,6 +21,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from edgekit.detection_layout import appended_zip, ultralytics_metadata, ultralytics_names
 from edgekit.detector_head import YoloHead, ancestors, find_yolo_head
 from edgekit.errors import InputError
 from edgekit.report import SILENT, Reporter
@@ -85,39 +86,6 @@ def cut(model: str | Path, output: str | Path | None = None, report: Reporter = 
     return replace(result, model=str(model), output=str(out), verdict=checked.verdict, cpu_ops=checked.cpu_ops)
 
 
-def _appended_zip(data: bytes) -> list[tuple[str, bytes]]:
-    """Entries of a ZIP appended to the flatbuffer (how Ultralytics stores its metadata), else []."""
-    if b"PK\x05\x06" not in data[-65_600:]:
-        return []
-    try:
-        with zipfile.ZipFile(io.BytesIO(data)) as zf:
-            return [(i.filename, zf.read(i)) for i in zf.infolist() if not i.is_dir() and i.file_size < 1 << 20]
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError):
-        return []
-
-
-def _ultralytics_meta(data: bytes) -> dict | None:
-    """Ultralytics' metadata.json appended to the model (its exports letterbox their input), or None."""
-    for name, content in _appended_zip(data):
-        if name == "metadata.json":
-            try:
-                meta = json.loads(content)
-            except ValueError:
-                return None
-            return meta if isinstance(meta, dict) else None
-    return None
-
-
-def _names(meta: dict | None, nc: int) -> tuple[str, ...] | None:
-    names = (meta or {}).get("names")
-    if isinstance(names, dict):
-        try:
-            names = [names[k] for k in sorted(names, key=int)]
-        except (TypeError, ValueError, KeyError):
-            return None
-    return tuple(str(n) for n in names) if isinstance(names, list) and len(names) == nc else None
-
-
 def _schema() -> Any:
     from edgekit.converters.tflite_metadata import _schema as schema
     return schema()
@@ -168,9 +136,12 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
     _drop_unused_buffers(model)
     rec = dict(record or {})
     before = rec.get("detection") if isinstance(rec.get("detection"), dict) else None
-    ultralytics = _ultralytics_meta(data)
+    appended = appended_zip(data)
+    ultralytics = ultralytics_metadata(appended)
     letterbox = bool(before.get("letterbox")) if before and "letterbox" in before else ultralytics is not None
-    labels = tuple(rec["labels"]) if isinstance(rec.get("labels"), list) else _names(ultralytics, head.num_classes)
+    names = ultralytics_names(ultralytics) if ultralytics else None
+    labels = tuple(rec["labels"]) if isinstance(rec.get("labels"), list) else (
+        names if names and len(names) == head.num_classes else None)
     # Ultralytics' exports take pixels / 255 (its metadata says so to edgekit detect); a recorded spec wins
     scaling = "0..1" if ultralytics is not None and not rec.get("preprocess") else None
     rec["detection"] = detection_record(head, letterbox, labels, before, scaling)
@@ -179,12 +150,11 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
     builder = flatbuffers.Builder(len(data) + 4096)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     out = bytes(builder.Output())
-    appended = _appended_zip(data)
     if appended:
         buf = io.BytesIO(out)
         buf.seek(0, io.SEEK_END)
         with zipfile.ZipFile(buf, "a", zipfile.ZIP_DEFLATED) as zf:
-            for name, content in appended:
+            for name, content in appended.items():
                 zf.writestr(name, content)
         out = buf.getvalue()
     return out, Cut(head, len(info.ops), len(keep), names)

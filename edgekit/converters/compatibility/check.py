@@ -8,13 +8,12 @@ from typing import Any
 
 from edgekit.converters.compatibility.op_judge import judge, model_problems
 from edgekit.converters.compatibility.partition import place
-from edgekit.converters.compatibility.render import mib
 from edgekit.converters.compatibility.values import Judgement, OpVerdict, Problem
 from edgekit.converters.compatibility.words import (COMPILER_DEFAULT_MIN_RUNTIME, CONFIRMED, CUT_OFF,
                                                     CUT_OFF_FED_BY_CPU, DATA_TYPE, FIX_QUANTIZE, MAPPED,
                                                     MORE_THAN_ONE_SUBGRAPH, NOT_CONSTANT, NOT_SUPPORTED,
                                                     PARAMETER_CACHE_BYTES, RANK, STRIDES, SUPPORTED_MIN_RUNTIMES,
-                                                    UNCERTAIN, UNSPECIFIED, VERSION, Target, Verdict)
+                                                    UNCERTAIN, UNSPECIFIED, VERSION, Target, Verdict, mib)
 from edgekit.detector_head import decode_tail_advice
 from edgekit.errors import CompatibilityError, UsageError
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo, SubgraphInfo

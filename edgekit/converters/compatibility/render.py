@@ -5,15 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from edgekit.converters.compatibility.words import UNCERTAIN, Target, Verdict
+from edgekit.converters.compatibility.words import UNCERTAIN, Target, Verdict, mib
 
 if TYPE_CHECKING:
     from edgekit.converters.compatibility.check import CheckReport
-
-
-def mib(n: int) -> str:
-    """Bytes as MiB with two decimals, as check and compile print sizes."""
-    return f"{n / 1024 / 1024:.2f} MiB"
 
 
 def format_table(rows: Iterable[tuple[str, int, str]]) -> str:

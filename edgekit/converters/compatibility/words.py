@@ -91,3 +91,8 @@ CUT_OFF_FED_BY_CPU = {"QUANTIZE": UNSPECIFIED}
 FIX_QUANTIZE = ("quantize the whole model to int8 (full-integer post-training quantization with integer I/O): "
                 "`edgekit quantize`")
 FIX_MOVE_TO_END = "replace it with a supported op, or move it after the last op that should run on the Edge TPU"
+
+
+def mib(n: int) -> str:
+    """Bytes as MiB with two decimals, as check and compile print sizes."""
+    return f"{n / 1024 / 1024:.2f} MiB"
