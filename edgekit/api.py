@@ -24,6 +24,7 @@ from edgekit.report import SILENT, Reporter
 if TYPE_CHECKING:  # pragma: no cover - each function imports its own result type (a command pays for its own)
     import numpy as np
 
+    from edgekit.detection import Object
     from edgekit.results import (BenchmarkResult, CheckResult, Class, ClassifyResult, CompileResult,
                                  DeployResult, DetectionEvaluateResult, DetectResult, DevicesResult, DoctorResult,
                                  EvaluateResult, InspectResult, QuantizeResult, Timing, TrainResult)
@@ -128,6 +129,42 @@ class Model:
         top, _ms = self._clf.classify_tensor(self.input_tensor(image), top_k, threshold)
         return [Class(t["id"], float(t["score"]), t["label"]) for t in top]
 
+    def detect(self, image: Any, conf: float = 0.25, iou: float = 0.45, max_det: int = 100,
+               layout: Optional[str] = None) -> list[Object]:
+        """The objects in one image, best first, as :class:`~edgekit.detection.Object` records (``id``, ``score``,
+        ``label``, ``bbox`` in the image's own pixels), like pycoral's ``detect.get_objects``.
+
+        ``image``: a file path, a PIL image or an HxWxC (HxW) uint8 array. ``conf``, ``iou`` and ``max_det`` are
+        ``edgekit detect``'s (same defaults); ``layout`` names the output layout where the model's is ambiguous
+        (``yolo``, ``postprocess``...). The layout is read from the model once, on the first call.
+        """
+        import numpy as np
+
+        from edgekit.devices.detect import check_thresholds
+
+        check_thresholds(conf, iou, max_det)
+        detector = self._detector(layout)
+        if isinstance(image, (str, bytes, os.PathLike)):
+            tensor, geometry = detector.prepare(os.fsdecode(image))
+        else:
+            from PIL import Image
+
+            tensor, geometry = detector.prepare_image(Image.fromarray(image) if isinstance(image, np.ndarray)
+                                                      else image)
+        objects, _ms, _post_ms, _notes = detector.detect_tensor(tensor, geometry, conf, iou, max_det)
+        return objects
+
+    def _detector(self, layout: Optional[str]) -> Any:
+        """The detection task layer over this open model (one per ``layout`` asked, made on first use)."""
+        detectors = self.__dict__.setdefault("_detectors", {})
+        if layout not in detectors:
+            from edgekit.devices.detect import detector_for
+
+            clf = self._clf
+            detectors[layout] = detector_for(clf.loaded, clf.model, labels=clf.labels_file, layout=layout,
+                                             mean=clf.mean, std=clf.std)
+        return detectors[layout]
+
     def classify_files(self, images: Iterable[PathLike], top_k: Optional[int] = 5,
                        threshold: float = float("-inf"), workers: Optional[int] = None) -> ClassifyResult:
         """Many image files, decoded ahead of inference; unreadable ones go to ``errors`` (classify's document)."""
@@ -166,7 +203,7 @@ def open(model: PathLike, *, device: str = "auto", labels: Optional[PathLike] = 
     """
     from edgekit.devices.classify import Classifier
 
-    clf = Classifier(model, device, labels, _floats(mean), _floats(std), num_threads=threads)
+    clf = Classifier(model, device, labels, _floats(mean), _floats(std), num_threads=threads, any_output=True)
     for note in clf.notes:
         report.tell(note)
     return Model(clf)

@@ -20,10 +20,11 @@ from tests.conftest import REPO, shared_file
 from tests.devices.test_runtime_no_tensorflow import BLOCKER
 
 PAGE = REPO / "docs" / "python-api.md"
-BLOCK = re.compile(r"<!-- test: (?P<kind>runtime|tensorflow|pytest (?P<file>\S+)) -->\n```python\n(?P<code>.*?)```",
+BLOCK = re.compile(r"<!-- test: (?P<kind>runtime|detection|tensorflow|pytest (?P<file>\S+)) -->\n```python\n(?P<code>.*?)```",
                    re.S)
 RUNTIME_FILES = ("mobilenet_v1_0.25_128_quant.tflite", "mobilenet_v1_0.25_128_quant_edgetpu.tflite",
                  "imagenet_labels.txt", "cat.bmp", "grace_hopper.bmp", "deeplabv3_mnv2_dm05_pascal_quant.tflite")
+DETECTION_FILES = ("detection/ppe_yolov8n_full_integer_quant.tflite", "grace_hopper.bmp")  # a real YOLOv8n export
 
 
 def blocks(kind: str) -> list[tuple[str, str | None, str]]:
@@ -36,6 +37,7 @@ def test_every_python_block_of_the_page_is_tested():
     text = PAGE.read_text(encoding="utf-8")
     assert text.count("```python") == len(list(BLOCK.finditer(text)))
     assert len(blocks("runtime")) >= 6 and len(blocks("pytest")) == 1 and len(blocks("tensorflow")) == 3
+    assert len(blocks("detection")) == 1
 
 
 def _workdir(tmp_path: Path) -> Path:
@@ -62,6 +64,18 @@ def test_the_runtime_examples_run_without_tensorflow(tmp_path):
     assert done.returncode == 0, done.stdout + done.stderr
     assert "TENSORFLOW BLOCKED" in done.stdout
     assert "academic gown" in done.stdout and "Verdict: FULL" in done.stdout
+
+
+def test_the_detection_example_runs_without_tensorflow(tmp_path):
+    """``Model.detect`` on the real YOLOv8n export in ../shared/testdata/detection (skipped where it is absent)."""
+    for name in DETECTION_FILES:
+        (tmp_path / Path(name).name).symlink_to(shared_file(name).resolve())
+    (tmp_path / "sitecustomize.py").write_text(BLOCKER)
+    (_, _, code), = blocks("detection")
+    (tmp_path / "detect_example.py").write_text(code + "\nimport sys\nassert 'tensorflow' not in sys.modules\n")
+    done = _run([sys.executable, "detect_example.py"], tmp_path, block_tensorflow=True)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("pessoa 0.")
 
 
 def test_the_users_ci_test_file_passes_without_tensorflow(tmp_path):

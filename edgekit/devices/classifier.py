@@ -101,10 +101,13 @@ class Classifier:
 
     def __init__(self, loaded: LoadedModel, labels: Optional[str] = None,
                  mean: Optional[Tuple[float, ...]] = None, std: Optional[Tuple[float, ...]] = None,
-                 name: Optional[str] = None):
+                 name: Optional[str] = None, any_output: bool = False):
+        """``any_output``: open a model whose output is not one score per class (a detector) too; classifying
+        with it then raises the InputError that opening it as a classifier would have raised."""
         from edgekit import preprocess
 
         self.loaded = loaded
+        self.not_a_classifier = None  # type: Optional[InputError]
         self.opened = opened = loaded.opened
         name = name or opened.requested_path
         self.notes: List[str] = list(loaded.notes)
@@ -114,8 +117,11 @@ class Classifier:
         self.num_classes = int(np.prod(out["shape"]))
         out_shape = [int(d) for d in out["shape"]]
         if sum(d > 1 for d in out_shape) > 1:
-            raise InputError(f"{name}: not a classifier: its output has shape {out_shape}, not one score per class",
-                             "edgekit classify needs an output of shape [1, classes]")
+            self.not_a_classifier = InputError(
+                f"{name}: not a classifier: its output has shape {out_shape}, not one score per class",
+                "edgekit classify needs an output of shape [1, classes]")
+            if not any_output:
+                raise self.not_a_classifier
         shape = [int(d) for d in inp["shape"]]
         self._input_shape = tuple(shape)
         if len(shape) == 3:  # [1, height, width]: a grayscale image without its channel axis (e.g. MNIST)
@@ -147,7 +153,8 @@ class Classifier:
                     f"{recorded.get(first)!r} recorded); using --labels"))
         else:
             self.labels = dict(loaded.labels or {})
-        if (self.labels or labels is not None) and len(self.labels) != self.num_classes:  # an empty file too
+        if (self.labels or labels is not None) and len(self.labels) != self.num_classes \
+                and self.not_a_classifier is None:  # an empty file too
             self.notes.append(Caution(f"{len(self.labels)} labels but the model has {self.num_classes} classes; "
                                       "labels may be shifted (e.g. a missing 'background' line)"))
 
@@ -172,6 +179,8 @@ class Classifier:
 
     def classify_tensor(self, tensor: np.ndarray, k: Optional[int],
                         threshold: float) -> Tuple[List[Dict[str, Any]], float]:
+        if self.not_a_classifier is not None:
+            raise self.not_a_classifier
         scores, ms = self.infer(tensor)
         return [{"id": i, "label": self.label(i), "score": s} for i, s in top_k(scores, k, threshold)], ms
 
@@ -209,6 +218,8 @@ class Classifier:
     def run(self, images: List[str], k: Optional[int] = 5, threshold: float = float("-inf"),
             workers: Optional[int] = None, on_image: Optional[Callable[[str], None]] = None) -> ClassifyReport:
         """Classify every image; one that cannot be read is reported in ``errors`` and the rest go on."""
+        if self.not_a_classifier is not None:
+            raise self.not_a_classifier
         report = ClassifyReport(self.opened.model_path, self.opened.device, self.opened.backend.name)
         for path, tensor, error in self.prepared(images, workers):
             if error is not None:

@@ -125,10 +125,13 @@ class Classifier(classifier.Classifier):
 
     def __init__(self, model: str | os.PathLike | ModelLoader, device: str = "auto",
                  labels: str | os.PathLike | None = None, mean: tuple[float, ...] | None = None,
-                 std: tuple[float, ...] | None = None, backend: Any = None, num_threads: int | None = None):
+                 std: tuple[float, ...] | None = None, backend: Any = None, num_threads: int | None = None,
+                 any_output: bool = False):
+        """``any_output``: a model that is not a classifier (a detector) opens too (see the base class)."""
         loader = model if isinstance(model, ModelLoader) else ModelLoader(
             model, device, backend, num_threads, record_needed=mean is None or std is None)
-        super().__init__(loader(), labels, mean, std, name=str(loader.model))
+        self.model, self.labels_file, self.mean, self.std = loader.model, labels, mean, std  # as asked: for detect
+        super().__init__(loader(), labels, mean, std, name=str(loader.model), any_output=any_output)
 
 
 def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "auto",

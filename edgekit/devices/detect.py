@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from edgekit.detection import DEFAULT_CONF, DEFAULT_IOU, DEFAULT_MAX_DET, DetectionLayout
-from edgekit.devices.classify import ModelLoader, expand_images
+from edgekit.devices.classify import LoadedModel, ModelLoader, expand_images
 from edgekit.devices.detector import DetectReport, Detector, ImageDetections
 from edgekit.errors import UsageError
 from edgekit.report import SILENT, Reporter
@@ -40,16 +40,24 @@ def open_detector(model: str | os.PathLike, *, device: str = "auto", labels: str
                   backend: Any = None) -> Detector:
     """A :class:`Detector` on a model file or a bundle: opened on the best device (classify's loader), its layout
     read from the file that runs (``layout``: the ``--layout`` name settling an ambiguous model)."""
-    from edgekit.detection_layout import find_layout
-
     loaded = ModelLoader(model, device, backend, num_threads, record_needed=mean is None or std is None)()
     try:
-        found: DetectionLayout = find_layout(loaded.opened.model_path, layout,
-                                             record_labels=list(loaded.labels.values()) if loaded.labels else None,
-                                             record=_record_extra(loaded))
+        return detector_for(loaded, model, labels=labels, layout=layout, mean=mean, std=std)
     except BaseException:
         loaded.opened.close()
         raise
+
+
+def detector_for(loaded: LoadedModel, model: str | os.PathLike, *, labels: str | os.PathLike | None = None,
+                 layout: str | None = None, mean: tuple[float, ...] | None = None,
+                 std: tuple[float, ...] | None = None) -> Detector:
+    """A :class:`Detector` on a model already opened (``edgekit.open``'s, or :func:`open_detector`'s): its layout
+    read from the file that runs (``layout``: the ``--layout`` name settling an ambiguous model)."""
+    from edgekit.detection_layout import find_layout
+
+    found: DetectionLayout = find_layout(loaded.opened.model_path, layout,
+                                         record_labels=list(loaded.labels.values()) if loaded.labels else None,
+                                         record=_record_extra(loaded))
     return Detector(loaded, found, str(labels) if labels is not None else None, mean, std, name=str(model))
 
 

@@ -168,9 +168,14 @@ class Detector:
 
     def prepare(self, image_path: str) -> Tuple[np.ndarray, Geometry]:
         """Image file → (the model's input tensor, how the image was fitted to it); InputError when unreadable."""
-        from edgekit.preprocess import open_image, prepare
+        from edgekit.preprocess import open_image
 
-        image = open_image(image_path)
+        return self.prepare_image(open_image(image_path), image_path)
+
+    def prepare_image(self, image: Any, name: str = "image") -> Tuple[np.ndarray, Geometry]:
+        """A decoded PIL image → (the model's input tensor, how the image was fitted to it)."""
+        from edgekit.preprocess import prepare
+
         geometry = self.geometry(image.size)
         try:
             if self.spec.channels != "L" and image.mode != "RGB":
@@ -180,7 +185,7 @@ class Detector:
         except InputError:
             raise
         except Exception as exc:  # Pillow plugins raise many types on hostile files
-            raise InputError("{}: cannot decode image ({})".format(image_path, type(exc).__name__),
+            raise InputError("{}: cannot decode image ({})".format(name, type(exc).__name__),
                              "the file is damaged or not an image: save or copy it again") from None
         return tensor.reshape(self._input_shape), geometry
 

@@ -1,0 +1,78 @@
+"""``edgekit.open(...).detect``: the detection task layer on an opened model (issue 25), on a real YOLOv8n export."""
+
+from __future__ import annotations
+
+import inspect
+
+import numpy as np
+import pytest
+
+import edgekit
+from edgekit import detection
+from edgekit.api import Model
+from edgekit.errors import InputError, UsageError
+from tests.conftest import shared_file
+
+DETECTOR = "detection/ppe_yolov8n_full_integer_quant.tflite"
+
+
+def test_detect_defaults_are_the_commands():
+    """Model.detect's defaults are edgekit detect's (the CLI's options) and edgekit.detect's."""
+    from edgekit.cli import cli
+
+    params = inspect.signature(Model.detect).parameters
+    options = {p.name: p.default for p in cli.commands["detect"].params}
+    api = inspect.signature(edgekit.detect).parameters
+    for name, default in (("conf", detection.DEFAULT_CONF), ("iou", detection.DEFAULT_IOU),
+                          ("max_det", detection.DEFAULT_MAX_DET)):
+        assert params[name].default == default == options[name] == api[name].default
+    assert params["layout"].default is None
+
+
+@pytest.fixture(scope="module")
+def detector():
+    with edgekit.open(shared_file(DETECTOR)) as model:
+        yield model
+
+
+def test_detect_returns_the_objects_edgekit_detect_finds(detector):
+    image = shared_file("grace_hopper.bmp")
+    objects = detector.detect(image)
+    assert objects and all(isinstance(o, detection.Object) for o in objects)
+    assert [o.score for o in objects] == sorted((o.score for o in objects), reverse=True)
+    doc = edgekit.detect([str(image)], model=shared_file(DETECTOR)).to_dict()
+    assert [o.to_dict(512, 600)["bbox"] for o in objects] == [o["bbox"] for o in doc["results"][0]["objects"]]
+    assert [(o.id, o.label) for o in objects] == [(o["id"], o["label"]) for o in doc["results"][0]["objects"]]
+    assert objects[0].label == "pessoa" and objects[0].bbox.height > 400   # Grace Hopper herself
+
+
+def test_detect_takes_a_pil_image_or_an_array(detector):
+    from PIL import Image
+
+    path = shared_file("grace_hopper.bmp")
+    expected = detector.detect(str(path))
+    assert detector.detect(Image.open(path)) == expected
+    assert detector.detect(np.asarray(Image.open(path).convert("RGB"))) == expected
+
+
+def test_thresholds_apply_and_bad_ones_are_refused(detector):
+    path = shared_file("grace_hopper.bmp")
+    everything = detector.detect(path, conf=0.05, max_det=300)
+    assert len(detector.detect(path, conf=0.05, max_det=1)) == 1
+    strict = detector.detect(path, conf=0.85)
+    assert all(o.score >= 0.85 for o in strict) and len(strict) < len(everything)
+    with pytest.raises(UsageError, match="--conf"):
+        detector.detect(path, conf=1.5)
+    with pytest.raises(UsageError, match="--max-det"):
+        detector.detect(path, max_det=0)
+
+
+def test_a_detector_opens_but_does_not_classify(detector):
+    with pytest.raises(InputError, match="not a classifier"):
+        detector.classify(shared_file("grace_hopper.bmp"))
+
+
+def test_a_classifier_has_no_detection_layout():
+    with edgekit.open(shared_file("mobilenet_v1_0.25_128_quant.tflite"), device="cpu") as model:
+        with pytest.raises(InputError):
+            model.detect(shared_file("cat.bmp"))
