@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Optional, Tuple
 
 from edgekit.records import Record
 
@@ -39,6 +39,33 @@ class Comparison(Record):
 
 
 @dataclass(frozen=True)
+class Machine(Record):
+    """The machine a benchmark ran on (``governors``: the CPUs' cpufreq governors, None where sysfs does not say)."""
+
+    platform: str
+    processor: str
+    cpus: Optional[int]
+    governors: Optional[Tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class PostprocessTiming(Record):
+    """A detector's host post-processing (decode + class-wise NMS + mapping to the image), timed apart from invoke
+    over ``iterations`` runs on the outputs of one invoke, at detect's default thresholds."""
+
+    layout: str
+    conf: float
+    iou: float
+    max_det: int
+    iterations: int
+    objects: int
+    p50_ms: float
+    mean_ms: float
+    max_ms: float
+    input: str
+
+
+@dataclass(frozen=True)
 class BenchmarkResult(Record):
     """``edgekit benchmark --json``: load time, first inference, latency percentiles, throughput."""
 
@@ -59,10 +86,10 @@ class BenchmarkResult(Record):
     p90_ms: float
     p99_ms: float
     throughput_per_s: float
-    machine: Mapping[str, Any]
+    machine: Machine
     notes: Tuple[str, ...]
     warnings: Tuple[str, ...]
-    postprocess: Optional[Mapping[str, Any]] = None  # a detector's host decode + NMS, timed apart (None on a board)
+    postprocess: Optional[PostprocessTiming] = None  # a detector's host decode + NMS, timed apart (None on a board)
     comparison: Optional[Comparison] = None
 
     def render_text(self) -> str:
@@ -76,9 +103,9 @@ class BenchmarkResult(Record):
                  f"Throughput {self.throughput_per_s:.1f} inferences/s"]
         post = self.postprocess
         if post:
-            lines.append(f"Host post-processing (decode + NMS, {post['layout']}): p50 {post['p50_ms']:.3f} ms, mean "
-                         f"{post['mean_ms']:.3f} ms over {post['iterations']} runs on the outputs of one invoke "
-                         f"({post['objects']} objects at conf {post['conf']:g}); not included in the invoke times")
+            lines.append(f"Host post-processing (decode + NMS, {post.layout}): p50 {post.p50_ms:.3f} ms, mean "
+                         f"{post.mean_ms:.3f} ms over {post.iterations} runs on the outputs of one invoke "
+                         f"({post.objects} objects at conf {post.conf:g}); not included in the invoke times")
         c = self.comparison
         if c:
             span = (f", 95% interval {c.change_interval[0]:+.1%} to {c.change_interval[1]:+.1%}"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
@@ -20,6 +20,62 @@ class ClassAccuracy(Record):
     top1_interval: Optional[Tuple[float, ...]] = None
     predicted: Optional[int] = None
     precision: Optional[float] = None
+
+
+@dataclass(frozen=True)
+class Preprocessing(Record):
+    """The preprocessing images went through (:class:`edgekit.preprocess.PreprocessSpec`'s document) and where it
+    came from (``source``: recorded with the model, derived from its input, or the flags)."""
+
+    version: int
+    width: int
+    height: int
+    channels: str
+    resize: str
+    mean: Tuple[float, ...]
+    std: Tuple[float, ...]
+    source: str
+
+
+@dataclass(frozen=True)
+class ClassChange(Record):
+    """One class's top-1 accuracy on the float model and on the int8 one (``change``: int8 minus float)."""
+
+    id: int
+    label: Optional[str]
+    samples: int
+    float_top1: float
+    int8_top1: float
+    change: float
+
+
+@dataclass(frozen=True)
+class LayerError(Record):
+    """One layer's int8 error against the float model on the same input (``relative_rms_error``: RMS error / RMS of
+    the float output)."""
+
+    op: str
+    tensor: str
+    relative_rms_error: float
+    rms_error: float
+    max_abs_error: float
+
+
+@dataclass(frozen=True)
+class ReferenceComparison(Record):
+    """``evaluate --reference``: the float Keras model on the same samples, and how far the int8 model is from it."""
+
+    model: str
+    top1: Optional[float]
+    top5: Optional[float]
+    samples: int
+    top1_agreement: float
+    agreement_interval: Tuple[float, ...]
+    mean_abs_diff: float
+    max_abs_diff: float
+    class_changes: Tuple[ClassChange, ...]
+    layers: Optional[Tuple[LayerError, ...]]
+    layers_error: Optional[str]
 
 
 PER_CLASS_ROWS = 10  # the text shows this many classes, worst first (--json has them all)
@@ -55,7 +111,7 @@ class EvaluateResult(Record):
     model: str
     device: str
     backend: str
-    preprocess: Mapping[str, Any]
+    preprocess: Preprocessing
     labels_from: str
     samples: int
     classes: int
@@ -63,34 +119,91 @@ class EvaluateResult(Record):
     top5: Optional[float]
     per_class: Tuple[ClassAccuracy, ...]
     errors: Tuple[ImageError, ...]
-    reference: Optional[Mapping[str, Any]] = None
+    reference: Optional[ReferenceComparison] = None
 
     def render_text(self) -> str:
         def pct(v: float | None) -> str:
             return "n/a" if v is None else f"{v:.1%}"
 
         lines = [f"{self.model} on {self.device} ({self.backend}): {self.samples} samples, {self.classes} classes",
-                 f"Preprocessing: {self.preprocess['source']}; labels: {self.labels_from}",
+                 f"Preprocessing: {self.preprocess.source}; labels: {self.labels_from}",
                  f"int8 top-1 {pct(self.top1)}, top-5 {pct(self.top5)}"]
         lines += per_class_lines(self.per_class)
         r = self.reference
         if r:
-            lines += [f"float ({r['model']}) top-1 {pct(r['top1'])}, top-5 {pct(r['top5'])}",
-                      f"Agreement (top-1) {pct(r['top1_agreement'])}; score difference mean "
-                      f"{r['mean_abs_diff']:.4f}, max {r['max_abs_diff']:.4f}"]
-            changed = [c for c in r["class_changes"] if c["change"]]
+            lines += [f"float ({r.model}) top-1 {pct(r.top1)}, top-5 {pct(r.top5)}",
+                      f"Agreement (top-1) {pct(r.top1_agreement)}; score difference mean "
+                      f"{r.mean_abs_diff:.4f}, max {r.max_abs_diff:.4f}"]
+            changed = [c for c in r.class_changes if c.change]
             lines.append("Classes that changed most (float -> int8 top-1):" if changed else
                          "No class's top-1 accuracy changed from float to int8")
-            lines += [f"  {c['id']:>4} {c['label'] or '':<16} {pct(c['float_top1'])} -> {pct(c['int8_top1'])} "
-                      f"({c['samples']} samples)" for c in changed]
-            if r["layers"]:
+            lines += [f"  {c.id:>4} {c.label or '':<16} {pct(c.float_top1)} -> {pct(c.int8_top1)} "
+                      f"({c.samples} samples)" for c in changed]
+            if r.layers:
                 lines.append("Layers with the largest int8 error (RMS error / RMS of the float output, each layer "
                              "on the same input):")
-                lines += [f"  {x['relative_rms_error']:8.4f}  {x['op']:<18} {x['tensor'][:90]}"
-                          for x in r["layers"][:5]]
-            elif r["layers_error"]:
-                lines.append(f"Per-layer report unavailable: {r['layers_error']}")
+                lines += [f"  {x.relative_rms_error:8.4f}  {x.op:<18} {x.tensor[:90]}" for x in r.layers[:5]]
+            elif r.layers_error:
+                lines.append(f"Per-layer report unavailable: {r.layers_error}")
         return "\n".join(lines)
+
+
+@dataclass(frozen=True)
+class DetectionProtocol(Record):
+    """How a detector was scored: its thresholds, whether they are COCO's standard ones, and the scorer."""
+
+    conf: float
+    iou: float
+    max_det: int
+    standard: bool
+    scorer: str
+
+
+@dataclass(frozen=True)
+class ClassScore(Record):
+    """One class's COCO AP (``ap``: mAP@[.5:.95]; None where the class has no ground truth)."""
+
+    id: int
+    name: str
+    ap: Optional[float]
+    ap50: Optional[float]
+    objects: int
+
+
+@dataclass(frozen=True)
+class DetectorScore(Record):
+    """One model's COCO mAP on the data (None where COCO has nothing of that size to score), with its median
+    invoke and post-processing times per image and the images it could not read."""
+
+    model: str
+    device: str
+    backend: str
+    layout: str
+    map: Optional[float]
+    map50: Optional[float]
+    map75: Optional[float]
+    map_small: Optional[float]
+    map_medium: Optional[float]
+    map_large: Optional[float]
+    per_class: Tuple[ClassScore, ...]
+    detections: int
+    invoke_ms: float
+    postprocess_ms: float
+    errors: Tuple[ImageError, ...]
+
+
+@dataclass(frozen=True)
+class MapDifference(Record):
+    """``model`` minus ``against`` on the same images, with paired bootstrap 95% intervals over images."""
+
+    model: str
+    against: str
+    map50_change: float
+    map50_interval: Tuple[float, ...]
+    map_change: float
+    map_interval: Tuple[float, ...]
+    resamples: int
+    seed: int
 
 
 @dataclass(frozen=True)
@@ -104,9 +217,9 @@ class DetectionEvaluateResult(Record):
     data_kind: str
     images: int
     objects: int
-    protocol: Mapping[str, Any]
-    models: Tuple[Mapping[str, Any], ...]
-    differences: Tuple[Mapping[str, Any], ...]
+    protocol: DetectionProtocol
+    models: Tuple[DetectorScore, ...]
+    differences: Tuple[MapDifference, ...]
     warnings: Tuple[str, ...]
     errors: Tuple[ImageError, ...]
 
