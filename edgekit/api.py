@@ -368,15 +368,14 @@ def benchmark(model: PathLike, *, device: str = "auto", n: int = 100, warmup: in
     as ``.result``) when p50 grew by more than ``max_slowdown`` percent beyond doubt.
     """
     from edgekit.devices import benchmark as benchmark_mod
-    from edgekit.results import BenchmarkResult
 
     saved = benchmark_mod.read_saved(compare) if compare else None
-    doc = benchmark_mod.benchmark(model, device, n, warmup, threads, report=report, on=on, remote_path=remote_path)
+    result = benchmark_mod.benchmark(model, device, n, warmup, threads, report=report, on=on, remote_path=remote_path)
     if saved is not None:
-        for warning in benchmark_mod.compare_to_saved(doc, saved, os.fsdecode(compare), max_slowdown):
+        result, warnings = benchmark_mod.compare_to_saved(result, saved, os.fsdecode(compare), max_slowdown)
+        for warning in warnings:
             report.warn(warning)
-    result = BenchmarkResult.from_dict(doc)
-    regression = benchmark_mod.regression_error(doc, os.fsdecode(compare) if compare else None)
+    regression = benchmark_mod.regression_error(result, os.fsdecode(compare) if compare else None)
     if regression is not None:
         regression.result = result
         raise regression

@@ -287,12 +287,11 @@ def test_benchmark_times_post_processing_apart_for_a_detector(tmp_path):
 
     path = tmp_path / "y.tflite"
     path.write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]))
-    doc = benchmark(path, n=5, warmup=1)
-    post = doc["postprocess"]
-    assert post["iterations"] == 5 and post["p50_ms"] > 0 and post["layout"].startswith("yolo")
+    post = benchmark(path, n=5, warmup=1).postprocess
+    assert post.iterations == 5 and post.p50_ms > 0 and post.layout.startswith("yolo")
     cls = tmp_path / "c.tflite"
     cls.write_bytes(slice_model(HW, [{"shape": [1, 10]}]))
-    assert benchmark(cls, n=2, warmup=0)["postprocess"] is None
+    assert benchmark(cls, n=2, warmup=0).postprocess is None
 
 
 def test_float_output_box_scale_read_per_image(tmp_path):

@@ -140,7 +140,8 @@ class Backend:
                     content: bytes | None = None) -> Any:
         """A CPU (or delegated) interpreter with tensors allocated (of the file, or of ``content``, the
         model's bytes, which ``model_path`` then only names); a model that cannot load raises."""
-        kwargs: Dict[str, Any] = {"model_content": content} if content is not None else _model_source(model_path)
+        kwargs: Dict[str, Union[str, bytes, int, List[Any]]] = \
+            {"model_content": content} if content is not None else _model_source(model_path)
         if delegates:
             kwargs["experimental_delegates"] = delegates
         if num_threads:
@@ -164,7 +165,7 @@ class Backend:
                           "check it with `edgekit inspect`; a damaged file must be copied or exported again")
 
 
-def _model_source(model_path: str | os.PathLike) -> dict[str, Any]:
+def _model_source(model_path: str | os.PathLike) -> Dict[str, Union[str, bytes]]:
     """``model_path=`` for the interpreter, or ``model_content=`` (the file's bytes) for a path that is not
     UTF-8: the interpreter packages pass the path to C++ as UTF-8 and fail on the undecodable bytes of such
     a name (PEP 383 surrogates)."""
@@ -496,7 +497,8 @@ class OpenedModel:
         scale, zero_point = out.get("quantization", (0.0, 0))
         return dequantize(interp.get_tensor(out["index"]).ravel(), float(scale) or None, int(zero_point)), ms
 
-    def time(self, n: int, warmup: int, clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+    def time(self, n: int, warmup: int,
+             clock: Callable[[], float] = time.perf_counter) -> Dict[str, Union[float, List[float]]]:
         """The benchmark loop: ``invoke`` alone timed ``n`` times on a fixed random input after ``warmup``
         untimed calls (the first call apart); statistics from :func:`edgekit.devices.latency.measure`."""
         import numpy as np

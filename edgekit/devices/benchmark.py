@@ -11,12 +11,14 @@ from __future__ import annotations
 
 import os
 import time
+from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, Optional, Tuple
 
 from edgekit.devices import latency
 from edgekit.errors import InputError, RegressionError, first_line, parse_json, regular_file
 from edgekit.report import SILENT, Reporter
+from edgekit.results.benchmark import BenchmarkResult, Comparison, LatencyVerdict, PostprocessTiming
 
 
 default_threads = latency.default_threads
@@ -24,10 +26,10 @@ default_threads = latency.default_threads
 
 def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warmup: int = 10,
               threads: int | None = None, clock: Callable[[], float] = time.perf_counter,
-              report: Reporter = SILENT, on: Any = None, remote_path: str | None = None) -> dict[str, Any]:
-    """The document ``edgekit benchmark --json`` prints (schema in docs/commands/benchmark.md); its notes
-    and warnings also go to ``report``. ``on`` (a :class:`~edgekit.devices.remote.SshTarget`): on that
-    board, ``model`` being a bundle deployed there first (to ``remote_path``) when it differs."""
+              report: Reporter = SILENT, on: Any = None, remote_path: str | None = None) -> BenchmarkResult:
+    """What ``edgekit benchmark --json`` prints (schema in docs/commands/benchmark.md); its notes and warnings
+    also go to ``report``. ``on`` (a :class:`~edgekit.devices.remote.SshTarget`): on that board, ``model``
+    being a bundle deployed there first (to ``remote_path``) when it differs."""
     from edgekit.devices import backends
 
     if on is not None:
@@ -35,23 +37,24 @@ def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warm
 
         doc = remote.benchmark(model, on, path=remote_path or remote.DEFAULT_PATH, device=device, n=n, warmup=warmup,
                                threads=threads, report=report)
-        doc.setdefault("postprocess", None)  # the board's runner does not time it
+        result = BenchmarkResult.from_dict({**doc, "postprocess": None})  # the board's runner does not time it
     else:
         from edgekit.devices.classify import ModelLoader
 
         threads = threads or default_threads()
         doc = backends.benchmark(lambda: ModelLoader(model, device, num_threads=threads, record_needed=False)(), n,
                                  warmup, threads, clock)
-        doc["postprocess"] = postprocess_timing(model, device, n, threads, clock)
-    for note in doc["notes"]:
+        result = BenchmarkResult.from_dict({**doc, "postprocess": None})
+        result = replace(result, postprocess=postprocess_timing(model, device, n, threads, clock))
+    for note in result.notes:
         report.note(note)
-    for warning in doc["warnings"]:
+    for warning in result.warnings:
         report.warn(warning)
-    return doc
+    return result
 
 
 def postprocess_timing(model: str | os.PathLike, device: str, n: int, threads: int | None = None,
-                       clock: Callable[[], float] = time.perf_counter) -> dict[str, Any] | None:
+                       clock: Callable[[], float] = time.perf_counter) -> PostprocessTiming | None:
     """For a detector, the host's post-processing (decode + class-wise NMS + mapping to the image) timed apart from
     invoke: ``n`` runs over the outputs of one invoke on the benchmark's fixed random input, at detect's default
     thresholds. None for a model that is not a detector (or whose layout is ambiguous)."""
@@ -86,13 +89,23 @@ def postprocess_timing(model: str | os.PathLike, device: str, n: int, threads: i
             start = clock()
             objects, _notes = detection.postprocess(outputs, detector.quant, detector.layout, geometry)
             times.append((clock() - start) * 1000.0)
-    return {"layout": detector.layout.describe(), "conf": detection.DEFAULT_CONF, "iou": detection.DEFAULT_IOU,
-            "max_det": detection.DEFAULT_MAX_DET, "iterations": len(times), "objects": len(objects),
-            "p50_ms": float(np.median(times)), "mean_ms": float(np.mean(times)), "max_ms": float(np.max(times)),
-            "input": "the benchmark's fixed random input"}
+    return PostprocessTiming(detector.layout.describe(), detection.DEFAULT_CONF, detection.DEFAULT_IOU,
+                             detection.DEFAULT_MAX_DET, len(times), len(objects), float(np.median(times)),
+                             float(np.mean(times)), float(np.max(times)), "the benchmark's fixed random input")
 
 
-def read_saved(path: str | os.PathLike) -> dict[str, Any]:
+@dataclass(frozen=True)
+class SavedRun:
+    """What ``--compare`` reads from a document written by ``--save`` (or by an older edgekit): which model ran
+    where, its p50 and, where saved, every latency."""
+
+    model: Optional[str]
+    device: Optional[str]
+    p50_ms: float
+    latencies_ms: Optional[Tuple[float, ...]]
+
+
+def read_saved(path: str | os.PathLike) -> SavedRun:
     """A document written by ``--save`` (InputError, exit 3, when it is not one).
 
     Every number ``--compare`` uses must be a finite, positive latency: a baseline of NaN, Infinity, 0,
@@ -118,36 +131,38 @@ def read_saved(path: str | os.PathLike) -> dict[str, Any]:
     samples = doc.get("latencies_ms")
     if samples is not None and not (isinstance(samples, list) and all(latency(v) for v in samples)):
         raise InputError(f"--compare {path}: its latencies_ms are not all positive numbers of milliseconds", hint)
-    return doc
+    return SavedRun(doc.get("model"), doc.get("device"), doc["p50_ms"], None if samples is None else tuple(samples))
 
-def compare_to_saved(doc: dict[str, Any], saved: dict[str, Any], saved_path: str, max_slowdown: float) -> list[str]:
-    """Judge ``doc`` against a saved run (:func:`latency.compare`): sets ``doc["comparison"]``, adds the
-    warnings to ``doc["warnings"]`` (so ``--json`` has them) and returns them for the text output."""
-    c = doc["comparison"] = {"saved": saved_path, **latency.compare(doc, saved, max_slowdown / 100.0)}
+def compare_to_saved(result: BenchmarkResult, saved: SavedRun, saved_path: str,
+                     max_slowdown: float) -> tuple[BenchmarkResult, list[str]]:
+    """Judge ``result`` against a saved run (:func:`latency.compare`): the result with its ``comparison`` set and
+    the warnings added to its ``warnings`` (so ``--json`` has them), and those warnings for the text output."""
+    current = {"p50_ms": result.p50_ms, "latencies_ms": list(result.latencies_ms)}
+    baseline = {"p50_ms": saved.p50_ms, "latencies_ms": None if saved.latencies_ms is None else list(saved.latencies_ms)}
+    c = Comparison.from_dict({"saved": saved_path, **latency.compare(current, baseline, max_slowdown / 100.0)})
     said = []
-    if saved.get("model") != doc["model"] or saved.get("device") != doc["device"]:
-        said.append(f"{saved_path} timed {saved.get('model')} on {saved.get('device')}; this run "
-                    f"{doc['model']} on {doc['device']}")
-    if c["verdict"] == "uncertain":
-        lo, hi = c["change_interval"]
+    if saved.model != result.model or saved.device != result.device:
+        said.append(f"{saved_path} timed {saved.model} on {saved.device}; this run "
+                    f"{result.model} on {result.device}")
+    if c.verdict is LatencyVerdict.UNCERTAIN:
+        lo, hi = c.change_interval or (float("nan"), float("nan"))
         said.append(f"cannot tell whether p50 grew by more than --max-slowdown {max_slowdown:g}%: "
-                    f"{c['change']:+.1%} (95% interval {lo:+.1%} to {hi:+.1%}); more inferences (-n) on a "
+                    f"{c.change:+.1%} (95% interval {lo:+.1%} to {hi:+.1%}); more inferences (-n) on a "
                     "quieter machine would settle it")
-    elif c["verdict"] == "point":
+    elif c.verdict is LatencyVerdict.POINT:
         said.append(f"{saved_path} holds no latencies_ms (an older edgekit): judged on the two p50 values "
                     "alone, without an interval")
-    doc["warnings"] += said
-    return said
+    return replace(result, comparison=c, warnings=result.warnings + tuple(said)), said
 
 
-def regression_error(doc: dict[str, Any], saved_path: str | None) -> RegressionError | None:
+def regression_error(result: BenchmarkResult, saved_path: str | None) -> RegressionError | None:
     """The exit-10 error when the comparison found a regression beyond doubt (None otherwise)."""
-    c = doc.get("comparison")
-    if not c or not c["regression"]:
+    c = result.comparison
+    if not c or not c.regression:
         return None
-    interval = c.get("change_interval")
+    interval = c.change_interval
     sure = f" (95% interval {interval[0]:+.1%} to {interval[1]:+.1%}: beyond doubt)" if interval else ""
-    return RegressionError(f"p50 latency {c['current_ms']:.3f} ms is {c['change']:+.1%} against "
-                           f"{c['baseline_ms']:.3f} ms in {saved_path}{sure}, more than --max-slowdown "
-                           f"{100 * c['max_slowdown']:g}%",
+    return RegressionError(f"p50 latency {c.current_ms:.3f} ms is {c.change:+.1%} against "
+                           f"{c.baseline_ms:.3f} ms in {saved_path}{sure}, more than --max-slowdown "
+                           f"{100 * c.max_slowdown:g}%",
                            "look for ops that left the Edge TPU, fewer threads, or a busy or throttled CPU")
