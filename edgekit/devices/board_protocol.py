@@ -21,9 +21,63 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, TypedDict, Union
 
 from edgekit.errors import DeviceError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from edgekit.devices.classifier import ClassifyDocument
+    from edgekit.devices.detector import DetectDocument, LayoutDocument, ObjectDocument
+
+
+class ProbeDocument(TypedDict):
+    """What ``probe`` found on the board: its Python, the packages the runner needs, the files already there."""
+
+    python: str
+    executable: str
+    packages: Dict[str, Union[bool, str, None]]  # numpy, pycoral, tflite_runtime, ai_edge_litert: bool; pillow: version
+    files: Dict[str, str]                        # path under --path -> sha256
+
+
+class MachineDocument(TypedDict):
+    platform: str
+    processor: str
+    cpus: Optional[int]
+    governors: Optional[List[str]]
+
+
+class BenchmarkDocument(TypedDict):
+    """What a board's runner prints for ``benchmark`` (``edgekit benchmark --json`` without ``postprocess``)."""
+
+    model: str
+    device: str
+    backend: str
+    threads: Optional[int]
+    load_ms: float
+    first_inference_ms: float
+    iterations: int
+    warmup: int
+    latencies_ms: List[float]
+    count: int
+    min_ms: float
+    max_ms: float
+    mean_ms: float
+    p50_ms: float
+    p90_ms: float
+    p99_ms: float
+    throughput_per_s: float
+    machine: MachineDocument
+    notes: List[str]
+    warnings: List[str]
+    comparison: None
+
+
+class RunnerError(TypedDict):
+    """The runner's error document's ``error``."""
+
+    message: str
+    hint: Optional[str]
+    exit_code: int
 
 MAX_DEPTH = 16  # the runner's documents nest 4 deep (a classify document's results, their top, its entries)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -191,23 +245,28 @@ CLASSIFY = {"model": _text, "device": _text, "backend": _text, "first_inference_
 _BOX = {k: (lambda v, w: _number(v, w, None)) for k in ("xmin", "ymin", "xmax", "ymax")}
 
 
-def _detection(v: Any, where: str) -> dict[str, Any]:
+def _detection(v: Any, where: str) -> ObjectDocument:
     """One object: id, label, score, bbox in pixels, and bbox_normalized when the runner knew the image's size."""
     fields = {"id": _int, "label": _opt_text, "score": lambda s, ws: _number(s, ws, None),
               "bbox": lambda b, wb: _object(b, wb, _BOX)}
     if isinstance(v, dict) and "bbox_normalized" in v:
         fields["bbox_normalized"] = lambda b, wb: _object(b, wb, _BOX)
-    return _object(v, where, fields)
+    return _object(v, where, fields)  # type: ignore[return-value]
 
 
-def _any_object(v: Any, where: str) -> dict[str, Any]:
-    """An object not read here (the host keeps its own copy: the layout it sent), only bounded like the rest."""
+def _layout(v: Any, where: str) -> LayoutDocument:
+    """The layout the host sent, as the runner read it back: it must still be a layout (the host reads it)."""
+    from edgekit.detection import DetectionLayout
+
     if not isinstance(v, dict):
         raise _Bad(f"{where} is not an object")
-    return v
+    try:
+        return DetectionLayout.from_dict(v).to_dict()  # type: ignore[return-value]
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        raise _Bad(f"{where} is not a detection layout") from None
 
 
-DETECT = {"model": _text, "device": _text, "backend": _text, "layout": _any_object, "conf": _number,
+DETECT = {"model": _text, "device": _text, "backend": _text, "layout": _layout, "conf": _number,
           "iou": _number, "max_det": lambda v, w: _int(v, w, 1), "first_inference_ms": _opt_number,
           "results": lambda v, w: _list(v, w, lambda r, wr: _object(r, wr, {
               "image": _text, "width": lambda x, wx: _int(x, wx, 1), "height": lambda x, wx: _int(x, wx, 1),
@@ -249,11 +308,11 @@ def read(data: bytes, fields: dict[str, Callable[[Any, str], Any]], destination:
         raise malformed(destination, what, str(bad), hint) from None
 
 
-def read_probe(data: bytes, destination: str, hint: str) -> dict[str, Any]:
+def read_probe(data: bytes, destination: str, hint: str) -> ProbeDocument:
     return read(data, PROBE, destination, "listing the target folder", hint)
 
 
-def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: int) -> dict[str, Any]:
+def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: int) -> ClassifyDocument:
     """A classify document naming only images that were sent, each once, with at most ``k`` classes each."""
     doc = read(data, CLASSIFY, destination, "classifying", hint)
     _sent_once(doc, sent, destination, "classifying", hint)
@@ -262,7 +321,7 @@ def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: i
     return doc
 
 
-def read_detect(data: bytes, destination: str, hint: str, sent: set[str], max_det: int) -> dict[str, Any]:
+def read_detect(data: bytes, destination: str, hint: str, sent: set[str], max_det: int) -> DetectDocument:
     """A detect document naming only images that were sent, each once, with at most ``max_det`` objects each."""
     doc = read(data, DETECT, destination, "detecting", hint)
     _sent_once(doc, sent, destination, "detecting", hint)
@@ -271,7 +330,7 @@ def read_detect(data: bytes, destination: str, hint: str, sent: set[str], max_de
     return doc
 
 
-def _sent_once(doc: dict[str, Any], sent: set[str], destination: str, what: str, hint: str) -> None:
+def _sent_once(doc: ClassifyDocument | DetectDocument, sent: set[str], destination: str, what: str, hint: str) -> None:
     seen: set[str] = set()
     for entry in doc["results"] + doc["errors"]:
         if entry["image"] not in sent or entry["image"] in seen:
@@ -280,7 +339,7 @@ def _sent_once(doc: dict[str, Any], sent: set[str], destination: str, what: str,
         seen.add(entry["image"])
 
 
-def read_benchmark(data: bytes, destination: str, hint: str, n: int, warmup: int) -> dict[str, Any]:
+def read_benchmark(data: bytes, destination: str, hint: str, n: int, warmup: int) -> BenchmarkDocument:
     """A benchmark document of ``n`` timed runs after ``warmup``, its summary within its latencies."""
     doc = read(data, _benchmark_fields(), destination, "benchmarking", hint)
     lat = doc["latencies_ms"]
@@ -294,7 +353,7 @@ def read_benchmark(data: bytes, destination: str, hint: str, n: int, warmup: int
     return doc
 
 
-def read_error(data: bytes) -> dict[str, Any] | None:
+def read_error(data: bytes) -> RunnerError | None:
     """The runner's error document (``{"error": {message, hint, exit_code}}``) in ``data``, or None."""
     try:
         return _object(parse(data), "the document", ERROR)["error"]

@@ -19,12 +19,43 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from edgekit.classes import read_labels, top_k
 from edgekit.errors import Caution, InputError
+
+if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
+    from typing import TypedDict  # novermin
+
+    class TopClass(TypedDict):
+        """One class of an image's top-k in classify's document (key order: id, label, score)."""
+
+        id: int
+        label: Optional[str]
+        score: float
+
+    class ImageFailure(TypedDict):
+        """An image that could not be read, and why."""
+
+        image: str
+        error: str
+
+    class ImageResultDocument(TypedDict):
+        image: str
+        ms: float
+        top: List[TopClass]
+
+    class ClassifyDocument(TypedDict):
+        """``edgekit classify --json`` (and what a board's runner prints for ``classify``)."""
+
+        model: str
+        device: str
+        backend: str
+        first_inference_ms: Optional[float]
+        results: List[ImageResultDocument]
+        errors: List[ImageFailure]
 
 
 @dataclass
@@ -64,7 +95,7 @@ def load_bundle(path: str, device: str = "auto", backend: Any = None, num_thread
 class ImageResult:
     image: str
     ms: float
-    top: List[Dict[str, Any]]
+    top: List[TopClass]
 
 
 @dataclass
@@ -76,16 +107,16 @@ class ClassifyReport:
     backend: str
     first_inference_ms: Optional[float] = None
     results: List[ImageResult] = field(default_factory=list)
-    errors: List[Dict[str, str]] = field(default_factory=list)
+    errors: List[ImageFailure] = field(default_factory=list)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> ClassifyDocument:
         return {"model": self.model, "device": self.device, "backend": self.backend,
                 "first_inference_ms": self.first_inference_ms,
                 "results": [{"image": r.image, "ms": r.ms, "top": r.top} for r in self.results],
                 "errors": self.errors}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "ClassifyReport":
+    def from_dict(cls, d: ClassifyDocument) -> "ClassifyReport":
         """The report of a document (e.g. the one a board's runner printed)."""
         return cls(d["model"], d["device"], d["backend"], d["first_inference_ms"],
                    [ImageResult(r["image"], r["ms"], r["top"]) for r in d["results"]], list(d["errors"]))
@@ -178,7 +209,7 @@ class Classifier:
         return self.labels.get(class_id)
 
     def classify_tensor(self, tensor: np.ndarray, k: Optional[int],
-                        threshold: float) -> Tuple[List[Dict[str, Any]], float]:
+                        threshold: float) -> Tuple[List[TopClass], float]:
         if self.not_a_classifier is not None:
             raise self.not_a_classifier
         scores, ms = self.infer(tensor)

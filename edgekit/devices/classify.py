@@ -153,9 +153,8 @@ def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "
             raise UsageError("--labels cannot be combined with --on", "the labels come from the bundle")
         if num_threads is not None:
             raise UsageError("--threads cannot be combined with --on", "the board's runner picks its threads")
-        return ClassifyReport.from_dict(remote.classify(
-            list(images), model, on, path=remote_path or remote.DEFAULT_PATH, device=device, k=k,
-            threshold=threshold, mean=mean, std=std, report=report))
+        return remote.classify(list(images), model, on, path=remote_path or remote.DEFAULT_PATH, device=device, k=k,
+                               threshold=threshold, mean=mean, std=std, report=report)
     paths, errors = expand_images(images)
     classifier = Classifier(model, device, labels, mean, std, num_threads=num_threads)
     for note in classifier.notes:

@@ -102,9 +102,8 @@ def detect(images: Iterable[str], model: str | os.PathLike, *, device: str = "au
                                  "the labels come from the bundle" if flag == "--labels" else
                                  "the board's runner picks its threads" if flag == "--threads" else
                                  "run detect here to save annotated images")
-        return DetectReport.from_dict(remote.detect(
-            list(images), model, on, path=remote_path or remote.DEFAULT_PATH, device=device, conf=conf, iou=iou,
-            max_det=max_det, layout=layout, mean=mean, std=std, report=report))
+        return remote.detect(list(images), model, on, path=remote_path or remote.DEFAULT_PATH, device=device,
+                             conf=conf, iou=iou, max_det=max_det, layout=layout, mean=mean, std=std, report=report)
     paths, errors = expand_images(images)
     out_dir = None
     if save is not None:

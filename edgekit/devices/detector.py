@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -23,6 +23,64 @@ from edgekit.classes import read_labels
 from edgekit.detection import DetectionLayout, Geometry, Object
 from edgekit.devices.classifier import Classifier, LoadedModel
 from edgekit.errors import Caution, InputError
+
+if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
+    from typing import TypedDict  # novermin
+
+    from edgekit.devices.classifier import ImageFailure
+
+    class _ObjectRequired(TypedDict):
+        id: int
+        label: Optional[str]
+        score: float
+        bbox: Dict[str, float]           # xmin, ymin, xmax, ymax in the image's pixels
+
+    class ObjectDocument(_ObjectRequired, total=False):
+        """One object (:meth:`edgekit.detection.Object.to_dict`)."""
+
+        bbox_normalized: Dict[str, float]  # the same as shares of the image's size, when it is known
+
+    class LayoutDocument(TypedDict):
+        """:meth:`edgekit.detection.DetectionLayout.to_dict`."""
+
+        kind: str
+        roles: Dict[str, int]
+        num_classes: int
+        input_hw: List[int]
+        boxes_normalized: Optional[bool]
+        scores_are_logits: Optional[bool]
+        transposed: bool
+        reg_max: int
+        strides: List[int]
+        letterbox: bool
+        labels: Optional[List[str]]
+        source: List[str]
+        options: Dict[str, Union[bool, int, float, str]]
+        pixel_scaling: Optional[str]
+        description: str
+
+    class ImageDetectionsDocument(TypedDict):
+        image: str
+        width: int
+        height: int
+        invoke_ms: float
+        postprocess_ms: float
+        objects: List[ObjectDocument]
+
+    class DetectDocument(TypedDict):
+        """``edgekit detect --json`` (and what a board's runner prints for ``detect``)."""
+
+        model: str
+        device: str
+        backend: str
+        layout: LayoutDocument
+        conf: float
+        iou: float
+        max_det: int
+        first_inference_ms: Optional[float]
+        results: List[ImageDetectionsDocument]
+        errors: List[ImageFailure]
+        notes: List[str]
 
 
 @dataclass(frozen=True)
@@ -36,13 +94,13 @@ class ImageDetections:
     postprocess_ms: float
     objects: Tuple[Object, ...] = ()
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> ImageDetectionsDocument:
         return {"image": self.image, "width": self.width, "height": self.height, "invoke_ms": self.invoke_ms,
                 "postprocess_ms": self.postprocess_ms,
                 "objects": [o.to_dict(self.width, self.height) for o in self.objects]}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "ImageDetections":
+    def from_dict(cls, d: ImageDetectionsDocument) -> "ImageDetections":
         return cls(d["image"], int(d["width"]), int(d["height"]), float(d["invoke_ms"]), float(d["postprocess_ms"]),
                    tuple(Object.from_dict(o) for o in d["objects"]))
 
@@ -66,17 +124,17 @@ class DetectReport:
     max_det: int
     first_inference_ms: Optional[float] = None
     results: Tuple[ImageDetections, ...] = ()
-    errors: Tuple[Dict[str, str], ...] = ()
+    errors: Tuple[ImageFailure, ...] = ()
     notes: Tuple[str, ...] = ()
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> DetectDocument:
         return {"model": self.model, "device": self.device, "backend": self.backend, "layout": self.layout.to_dict(),
                 "conf": self.conf, "iou": self.iou, "max_det": self.max_det,
                 "first_inference_ms": self.first_inference_ms, "results": [r.to_dict() for r in self.results],
                 "errors": [dict(e) for e in self.errors], "notes": list(self.notes)}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "DetectReport":
+    def from_dict(cls, d: DetectDocument) -> "DetectReport":
         return cls(d["model"], d["device"], d["backend"], DetectionLayout.from_dict(d["layout"]), float(d["conf"]),
                    float(d["iou"]), int(d["max_det"]), d.get("first_inference_ms"),
                    tuple(ImageDetections.from_dict(r) for r in d["results"]), tuple(dict(e) for e in d["errors"]),
@@ -213,7 +271,7 @@ class Detector:
             max_det: int = detection.DEFAULT_MAX_DET, workers: Optional[int] = None,
             on_image: Optional[Callable[[str], None]] = None) -> DetectReport:
         """Detect in every image; one that cannot be read is reported in ``errors`` and the rest go on."""
-        results, errors, notes = [], [], []  # type: List[ImageDetections], List[Dict[str, str]], List[str]
+        results, errors, notes = [], [], []  # type: List[ImageDetections], List[ImageFailure], List[str]
         for path, prepared, error in self.prepared(images, workers):
             if error is not None:
                 errors.append({"image": path, "error": str(error)})

@@ -25,11 +25,33 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, List, TypedDict, TypeVar, Union
 
 from edgekit.devices import board_protocol, board_runner
+from edgekit.devices.board_protocol import BenchmarkDocument, ProbeDocument
 from edgekit.errors import Caution, DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.report import SILENT, Reporter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from edgekit.devices.classifier import ClassifyDocument, ClassifyReport
+    from edgekit.devices.detector import DetectDocument, DetectReport
+
+#: a runner's document, as its reader checked it
+RunnerDocument = TypeVar("RunnerDocument", "ClassifyDocument", "DetectDocument", BenchmarkDocument)
+
+
+class DeployDocument(TypedDict):
+    """``edgekit deploy --json`` (:class:`edgekit.results.DeployResult`'s document)."""
+
+    target: str
+    path: str
+    bundle: str
+    python: str
+    interpreter: str
+    uploaded: List[str]
+    deleted: List[str]
+    unchanged: int
+    bytes_sent: int
 
 DEFAULT_PATH = "edgekit"  # on the board, relative to the login user's home
 RUNNER_MODULE = "edgekit.devices.board_runner"
@@ -299,7 +321,7 @@ def _runner_source() -> bytes:
     return str(len(source)).encode() + b"\n" + source
 
 
-def _check_python(target: SshTarget, proc: subprocess.CompletedProcess) -> dict[str, Any]:
+def _check_python(target: SshTarget, proc: subprocess.CompletedProcess) -> ProbeDocument:
     """The probe's JSON, or the DeviceError for a target whose Python cannot run the runner."""
     err = proc.stderr.decode(errors="replace").strip()
     last = board_protocol.shown(err.splitlines()[-1])[:300] if err else f"exit {proc.returncode}"
@@ -314,7 +336,7 @@ def _check_python(target: SshTarget, proc: subprocess.CompletedProcess) -> dict[
     return board_protocol.read_probe(proc.stdout, target.destination, PROBE_MALFORMED_HINT)
 
 
-def _check_packages(target: SshTarget, facts: dict[str, Any]) -> str:
+def _check_packages(target: SshTarget, facts: ProbeDocument) -> str:
     """The interpreter package the runner will use there, or the DeviceError naming what is missing."""
     py = facts["python"]
     if tuple(int(x) for x in py.split(".")[:2]) < board_runner.MIN_PYTHON:
@@ -339,7 +361,7 @@ def _check_packages(target: SshTarget, facts: dict[str, Any]) -> str:
 
 
 def deploy(bundle: str | os.PathLike, target: SshTarget, path: str = DEFAULT_PATH,
-           bundle_files: LocalBundle | None = None) -> dict[str, Any]:
+           bundle_files: LocalBundle | None = None) -> DeployDocument:
     """Copy the bundle and the runner to ``target:path``, skipping files whose sha256 already matches there.
 
     Returns the document ``edgekit deploy --json`` prints.
@@ -438,7 +460,7 @@ def _notes_from(stderr: bytes) -> list[str]:
             for line in lines if line.startswith("note: ") or line.startswith("warning: ")]
 
 
-def deploy_summary(d: dict[str, Any]) -> str:
+def deploy_summary(d: DeployDocument) -> str:
     """One line for people about what ``deploy`` did."""
     if not d["uploaded"] and not d["deleted"]:
         return f"{d['bundle']} on {d['target']} is up to date (Python {d['python']}, {d['interpreter']})"
@@ -460,7 +482,8 @@ def _device_arg(device: str) -> str:
 
 
 def _run_runner(target: SshTarget, path: str, bundle_name: str, command: str, args: list[str], stdin: Any,
-                what: str, report: Reporter, read: Any, max_stdout: int) -> dict[str, Any]:
+                what: str, report: Reporter, read: Callable[[bytes, str, str], RunnerDocument],
+                max_stdout: int) -> RunnerDocument:
     """Run the deployed runner's ``command`` on the bundle; its JSON document (checked by ``read(stdout, destination,
     hint)``), named as seen from here."""
     remote = (f"cd {_shell_path(path + '/runtime')} && {shlex.quote(target.python)} -m {RUNNER_MODULE} {command} "
@@ -479,8 +502,8 @@ def _run_runner(target: SshTarget, path: str, bundle_name: str, command: str, ar
 def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
              device: str = "auto", k: int = 5, threshold: float = float("-inf"),
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-             report: Reporter = SILENT) -> dict[str, Any]:
-    """Deploy when needed, send the images, classify them on the target: the ``edgekit classify --json`` document.
+             report: Reporter = SILENT) -> ClassifyReport:
+    """Deploy when needed, send the images, classify them on the target: what ``edgekit classify --json`` prints.
 
     ``report`` is told what was deployed and what the runner said (where the model runs and why).
 
@@ -488,15 +511,18 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
     them as given; ``model`` and ``device`` name the target (``user@host:...``, ``... on user@host``).
     """
     args = ["--device", _device_arg(device), "--top-k", str(k), f"--threshold={threshold}"]
-    return _send_images(images, bundle, target, path, "classify", args, mean, std, "classifying", report,
-                        lambda data, dest, hint, sent: board_protocol.read_classify(data, dest, hint, sent, k),
-                        lambda n: classify_stdout_bound(n, k))
+    from edgekit.devices.classifier import ClassifyReport
+
+    return ClassifyReport.from_dict(_send_images(
+        images, bundle, target, path, "classify", args, mean, std, "classifying", report,
+        lambda data, dest, hint, sent: board_protocol.read_classify(data, dest, hint, sent, k),
+        lambda n: classify_stdout_bound(n, k)))
 
 
 def _send_images(images: list[str], bundle: str | os.PathLike, target: SshTarget, path: str, command: str,
                  args: list[str], mean: tuple[float, ...] | None, std: tuple[float, ...] | None, label: str,
-                 report: Reporter, read: Callable[..., dict[str, Any]],
-                 stdout_bound: Callable[[int], int]) -> dict[str, Any]:
+                 report: Reporter, read: Callable[[bytes, str, str, set], Union[ClassifyDocument, DetectDocument]],
+                 stdout_bound: Callable[[int], int]) -> Union[ClassifyDocument, DetectDocument]:
     """classify's and detect's shared protocol: expand, deploy, send the images as a tar, rename the results.
 
     ``read(stdout, destination, hint, sent)`` checks the runner's document; ``stdout_bound(images)`` bounds it."""
@@ -535,8 +561,8 @@ def _send_images(images: list[str], bundle: str | os.PathLike, target: SshTarget
 def detect(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
            device: str = "auto", conf: float = 0.25, iou: float = 0.45, max_det: int = 100, layout: str | None = None,
            mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-           report: Reporter = SILENT) -> dict[str, Any]:
-    """Deploy when needed, send the images, detect on the target: the ``edgekit detect --json`` document.
+           report: Reporter = SILENT) -> DetectReport:
+    """Deploy when needed, send the images, detect on the target: what ``edgekit detect --json`` prints.
 
     The layout is read here, from the bundle's own model file (``layout``: the ``--layout`` name), and sent
     to the runner, which has no model reader; the rest is :func:`classify`'s protocol.
@@ -552,9 +578,12 @@ def detect(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, p
     report.note(f"layout {found.describe()}: " + "; ".join(found.source))
     args = ["--device", _device_arg(device), f"--conf={conf!r}", f"--iou={iou!r}", f"--max-det={max_det}",
             "--layout-json", json.dumps(found.to_dict())]
-    return _send_images(images, bundle, target, path, "detect", args, mean, std, "detecting", report,
-                        lambda data, dest, hint, sent: board_protocol.read_detect(data, dest, hint, sent, max_det),
-                        lambda n: classify_stdout_bound(n, max_det))
+    from edgekit.devices.detector import DetectReport
+
+    return DetectReport.from_dict(_send_images(
+        images, bundle, target, path, "detect", args, mean, std, "detecting", report,
+        lambda data, dest, hint, sent: board_protocol.read_detect(data, dest, hint, sent, max_det),
+        lambda n: classify_stdout_bound(n, max_det)))
 
 
 def _bundle_labels(bundle: Any) -> list[str] | None:
@@ -567,7 +596,8 @@ def _bundle_labels(bundle: Any) -> list[str] | None:
 
 
 def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH, device: str = "auto",
-              n: int = 100, warmup: int = 10, threads: int | None = None, report: Reporter = SILENT) -> dict[str, Any]:
+              n: int = 100, warmup: int = 10, threads: int | None = None,
+              report: Reporter = SILENT) -> BenchmarkDocument:
     """Deploy when needed and time the bundle's model on the target: the ``edgekit benchmark --json`` document
     (``report`` is told what was deployed)."""
     args = ["--device", _device_arg(device), "-n", str(n), "--warmup", str(warmup)]

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Optional, Tuple
 
 from edgekit.records import Record
+
+if TYPE_CHECKING:  # pragma: no cover
+    from edgekit.devices.classifier import ImageResultDocument
 
 
 @dataclass(frozen=True)
@@ -23,7 +26,7 @@ class ImageClasses(Record):
     ms: float
     top: Tuple[Class, ...]
 
-    def to_dict(self) -> dict[str, Any]:  # the document's key order: id, label, score
+    def to_dict(self) -> ImageResultDocument:  # type: ignore[override]  # the document's key order: id, label, score
         return {"image": self.image, "ms": self.ms,
                 "top": [{"id": c.id, "label": c.label, "score": c.score} for c in self.top]}
 
