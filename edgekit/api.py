@@ -462,9 +462,8 @@ def devices() -> DevicesResult:
 def doctor() -> DoctorResult:
     """``edgekit doctor``: this machine checked for running and compiling Edge TPU models (``ok``: none failed)."""
     from edgekit import doctor as doctor_mod
-    from edgekit.results import DoctorResult
 
-    return DoctorResult.from_dict(doctor_mod.report(doctor_mod.run_checks()))
+    return doctor_mod.report(doctor_mod.run_checks())
 
 
 def deploy(bundle: PathLike, *, to: Any, path: str = "edgekit") -> DeployResult:

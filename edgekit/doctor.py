@@ -17,10 +17,13 @@ import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from edgekit import __version__, compiler_locator
 from edgekit.errors import MissingDependencyError
+
+if TYPE_CHECKING:  # pragma: no cover
+    from edgekit.results.doctor import DoctorResult
 
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
 
@@ -380,20 +383,14 @@ def run_checks(probe: Probe | None = None) -> list[Check]:
     return [c for c in checks if c is not None]
 
 
-def report(checks: list[Check]) -> dict[str, Any]:
-    """The ``edgekit doctor --json`` document."""
-    return {"edgekit": __version__, "ok": not any(c.status == FAIL for c in checks),
-            "checks": [asdict(c) for c in checks]}
+def report(checks: list[Check]) -> DoctorResult:
+    """The result of ``edgekit doctor`` (its ``to_dict()`` is the ``--json`` document)."""
+    from edgekit.results.doctor import DoctorResult
+
+    return DoctorResult.from_dict({"edgekit": __version__, "ok": not any(c.status == FAIL for c in checks),
+                                   "checks": [asdict(c) for c in checks]})
 
 
-def render(doc: dict[str, Any]) -> str:
-    tags = {OK: " ok ", INFO: "info", WARN: "WARN", FAIL: "FAIL"}
-    lines = [f"edgekit {doc['edgekit']} doctor (paste this into a bug report)"]
-    for c in doc["checks"]:
-        lines.append(f"[{tags.get(c['status'], c['status'])}] {c['name']}: {c['detail']}")
-        if c["fix"] and c["status"] in (WARN, FAIL):
-            lines.append(f"       fix: {c['fix']}")
-    fails = sum(c["status"] == FAIL for c in doc["checks"])
-    warns = sum(c["status"] == WARN for c in doc["checks"])
-    lines.append(f"{fails} problem(s), {warns} warning(s)")
-    return "\n".join(lines)
+def render(result: DoctorResult) -> str:
+    """What ``edgekit doctor`` prints (:meth:`DoctorResult.render_text`)."""
+    return result.render_text()

@@ -25,11 +25,59 @@ import time
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from edgekit.devices.latency import default_threads
 from edgekit.errors import (RUNTIME_MISMATCH, Caution, DeviceError, InputError, MissingDependencyError, UsageError,
                             first_line, printable)
+
+if TYPE_CHECKING:  # shapes for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
+    from typing import TypedDict  # novermin
+
+    import numpy as np
+
+    class TensorDetails(TypedDict):
+        """One entry of the interpreter's ``get_input_details()`` / ``get_output_details()`` (all three packages)."""
+
+        name: str
+        index: int
+        shape: np.ndarray
+        shape_signature: np.ndarray
+        dtype: type
+        quantization: Tuple[float, int]                    # (scale, zero point); (0.0, 0) when not quantized
+        quantization_parameters: Dict[str, np.ndarray]     # scales, zero_points, quantized_dimension
+        sparsity_parameters: Dict[str, object]
+
+    class MachineDocument(TypedDict):
+        platform: str
+        processor: str
+        cpus: Optional[int]
+        governors: Optional[List[str]]
+
+    class BenchmarkDocument(TypedDict):
+        """What :func:`benchmark` returns, here and on a board (``edgekit benchmark --json`` but ``postprocess``)."""
+
+        model: str
+        device: str
+        backend: str
+        threads: Optional[int]
+        load_ms: float
+        first_inference_ms: float
+        iterations: int
+        warmup: int
+        latencies_ms: List[float]
+        count: int
+        min_ms: float
+        max_ms: float
+        mean_ms: float
+        p50_ms: float
+        p90_ms: float
+        p99_ms: float
+        throughput_per_s: float
+        machine: MachineDocument
+        notes: List[str]
+        warnings: List[str]
+        comparison: None
 
 BACKENDS = ("pycoral", "ai_edge_litert", "tflite_runtime", "tensorflow")
 BACKEND_ENV = "EDGEKIT_BACKEND"
@@ -445,8 +493,8 @@ class OpenedModel:
     backend: Backend
     notes: List[str] = field(default_factory=list)
     first_inference_ms: Optional[float] = None
-    _input: Optional[Dict[str, Any]] = field(default=None, repr=False, compare=False)
-    _output: Optional[Dict[str, Any]] = field(default=None, repr=False, compare=False)
+    _input: Optional[TensorDetails] = field(default=None, repr=False, compare=False)
+    _output: Optional[TensorDetails] = field(default=None, repr=False, compare=False)
 
     def __enter__(self) -> "OpenedModel":
         return self
@@ -464,14 +512,14 @@ class OpenedModel:
         return self.interpreter
 
     @property
-    def input(self) -> Dict[str, Any]:
+    def input(self) -> TensorDetails:
         """The first input's details (read once: they do not change once the tensors are allocated)."""
         if self._input is None:
             self._input = self._live().get_input_details()[0]
         return self._input
 
     @property
-    def output(self) -> Dict[str, Any]:
+    def output(self) -> TensorDetails:
         if self._output is None:
             self._output = self._live().get_output_details()[0]
         return self._output
@@ -517,7 +565,7 @@ class OpenedModel:
 
 
 def benchmark(load: Callable[[], Any], n: int, warmup: int, threads: int | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> Dict[str, Any]:
+              clock: Callable[[], float] = time.perf_counter) -> BenchmarkDocument:
     """The document ``edgekit benchmark --json`` prints, here and on a board: ``load()`` (which returns what
     :func:`open_model` made, or a ``LoadedModel`` holding it as ``opened`` with its ``notes``) timed, then
     :meth:`OpenedModel.time`."""

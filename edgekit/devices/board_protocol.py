@@ -21,11 +21,12 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Dict, Optional, TypedDict, Union
 
 from edgekit.errors import DeviceError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from edgekit.devices.backends import BenchmarkDocument
     from edgekit.devices.classifier import ClassifyDocument
     from edgekit.devices.detector import DetectDocument, LayoutDocument, ObjectDocument
 
@@ -37,39 +38,6 @@ class ProbeDocument(TypedDict):
     executable: str
     packages: Dict[str, Union[bool, str, None]]  # numpy, pycoral, tflite_runtime, ai_edge_litert: bool; pillow: version
     files: Dict[str, str]                        # path under --path -> sha256
-
-
-class MachineDocument(TypedDict):
-    platform: str
-    processor: str
-    cpus: Optional[int]
-    governors: Optional[List[str]]
-
-
-class BenchmarkDocument(TypedDict):
-    """What a board's runner prints for ``benchmark`` (``edgekit benchmark --json`` without ``postprocess``)."""
-
-    model: str
-    device: str
-    backend: str
-    threads: Optional[int]
-    load_ms: float
-    first_inference_ms: float
-    iterations: int
-    warmup: int
-    latencies_ms: List[float]
-    count: int
-    min_ms: float
-    max_ms: float
-    mean_ms: float
-    p50_ms: float
-    p90_ms: float
-    p99_ms: float
-    throughput_per_s: float
-    machine: MachineDocument
-    notes: List[str]
-    warnings: List[str]
-    comparison: None
 
 
 class RunnerError(TypedDict):

@@ -36,7 +36,7 @@ import subprocess
 import sys
 import tempfile
 import threading
-from typing import Any, Dict, Iterator, List, Mapping, Optional
+from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional
 
 PROBE_ENV = "EDGEKIT_DELEGATE_PROBE"
 CACHE_ENV = "EDGEKIT_CACHE_DIR"
@@ -47,6 +47,18 @@ PROBE_TIMEOUT = 60.0   # seconds: a first Edge TPU invoke loads the model's para
 # Verdicts: what a child proved. FAILED ones are cached and refuse the pair.
 OK, CRASHED, HUNG, UNPROVEN, UNPROVABLE = "ok", "crashed", "hung", "unproven", "unprovable"
 FAILED = (CRASHED, HUNG)
+
+if TYPE_CHECKING:  # the cache's entries, for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
+    from typing import TypedDict  # novermin
+
+    class _VerdictRequired(TypedDict):
+        state: str    # OK, CRASHED or HUNG: the verdicts worth remembering
+        detail: str
+
+    class CachedVerdict(_VerdictRequired, total=False):
+        """One pair's verdict in the cache file (``python``: the interpreter that ran the test)."""
+
+        python: str
 # The child's exit code for an ordinary failure of the test itself (the delegate or the model refused);
 # any other non-zero code means the child could not run the test at all.
 CHILD_ORDINARY_FAILURE = 3
@@ -273,7 +285,7 @@ def _open_cache_dir(create: bool) -> Optional[int]:
     return fd
 
 
-def _in_dir(dir_fd: int, name: str) -> Dict[str, Any]:
+def _in_dir(dir_fd: int, name: str) -> Dict[str, int]:
     """Keyword arguments that open ``name`` inside the cache folder (by descriptor where the OS can)."""
     return {"dir_fd": dir_fd} if dir_fd >= 0 else {}
 
@@ -307,16 +319,26 @@ def _read_cache_in(dir_fd: int) -> Dict[str, Any]:
         os.close(fd)
 
 
-def read_cache() -> Dict[str, Any]:
-    """The cached verdicts, or {} when there are none or the cache is not one this user alone controls."""
+def read_cache() -> "Dict[str, CachedVerdict]":
+    """The cached verdicts (pair key -> its verdict: ``ok``, ``crashed`` or ``hung``), or {} when there are none or
+    the cache is not one this user alone controls; an entry that is not such a verdict is left out."""
     dir_fd = _open_cache_dir(create=False)
     if dir_fd is None:
         return {}
     try:
-        return _read_cache_in(dir_fd)
+        raw = _read_cache_in(dir_fd)
     finally:
         if dir_fd >= 0:
             os.close(dir_fd)
+    return {key: _verdict(entry) for key, entry in raw.items()
+            if isinstance(entry, dict) and entry.get("state") in (OK,) + FAILED}
+
+
+def _verdict(entry: Mapping[str, object]) -> "CachedVerdict":
+    verdict = {"state": str(entry["state"]), "detail": str(entry.get("detail", ""))}  # type: CachedVerdict
+    if isinstance(entry.get("python"), str):
+        verdict["python"] = str(entry["python"])
+    return verdict
 
 
 def cache_problem() -> Optional[str]:
@@ -345,7 +367,7 @@ def cache_problem() -> Optional[str]:
     return None
 
 
-def _write_cache(key: str, verdict: Dict[str, Any]) -> None:
+def _write_cache(key: str, verdict: "CachedVerdict") -> None:
     """Record one verdict atomically in the user's own cache folder; a cache that cannot be trusted or written
     only costs a probe next time (and leaves nothing behind)."""
     dir_fd = _open_cache_dir(create=True)
@@ -541,8 +563,8 @@ def prove(backend_name: str, backend_version: str, library: str, library_file: s
     timeout = PROBE_TIMEOUT if timeout is None else timeout
     key = pair_key(backend_name, backend_version, library_file)
     known = read_cache().get(key)
-    if isinstance(known, dict) and known.get("state") in (OK,) + FAILED:
-        return PairVerdict(str(known["state"]), str(known.get("detail", "")), True)
+    if known is not None:
+        return PairVerdict(known["state"], known["detail"], True)
     env = dict(os.environ)
     env[PROBE_ENV] = "0"   # the child loads in-process: it is the test
     args = [backend_name, os.path.abspath(library_file), os.path.abspath(model_path), device_option or ""]
@@ -550,7 +572,7 @@ def prove(backend_name: str, backend_version: str, library: str, library_file: s
     if not done.started:
         return PairVerdict(UNPROVABLE, done.stderr.decode("utf-8", "replace"), False)
     if done.returncode is None:
-        verdict = {"state": HUNG, "detail": "no answer within {:g} s".format(timeout)}
+        verdict = {"state": HUNG, "detail": "no answer within {:g} s".format(timeout)}  # type: CachedVerdict
     elif done.returncode < 0:
         verdict = {"state": CRASHED, "detail": _signal_name(-done.returncode)}
     elif done.returncode == 0:

@@ -14,13 +14,25 @@ from __future__ import annotations
 import re
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Optional, TypedDict
 
 USB_IDS = {
     ("1a6e", "089a"): "firmware not loaded yet (the Edge TPU runtime loads it on first use)",
     ("18d1", "9302"): "ready",
 }
 _APEX_RE = re.compile(r"^apex_(\d+)$")
+
+
+class DeviceDocument(TypedDict):
+    """One device in ``edgekit devices --json`` (:class:`edgekit.results.Device`'s document)."""
+
+    type: str
+    path: str
+    device: str
+    state: str
+    usb_id: Optional[str]
+    temperature_c: Optional[float]
+    source: str
 
 
 @dataclass(frozen=True)
@@ -35,8 +47,8 @@ class EdgeTpuDevice:
     temperature_c: float | None = None
     source: str = "sysfs"          # "sysfs" or "pycoral"
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> DeviceDocument:
+        return asdict(self)  # type: ignore[return-value]
 
 
 def _read(path: Path) -> str | None:

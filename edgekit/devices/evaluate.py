@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, List, Optional, TypedDict
 
 import numpy as np
 
@@ -20,6 +20,48 @@ from edgekit import metrics
 from edgekit.errors import InputError
 from edgekit.report import SILENT, Reporter
 from edgekit.results.evaluate import PER_CLASS_ROWS, per_class_lines  # noqa: F401 (the text table, beside its type)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from edgekit.devices.classifier import ImageFailure
+
+
+class PreprocessDocument(TypedDict):
+    """The preprocessing images went through (a PreprocessSpec's document) and where it came from."""
+
+    version: int
+    width: int
+    height: int
+    channels: str
+    resize: str
+    mean: List[float]
+    std: List[float]
+    source: str
+
+
+class ClassAccuracyDocument(TypedDict):
+    id: int
+    label: Optional[str]
+    samples: int
+    top1: float
+    top1_interval: List[float]
+    predicted: int
+    precision: Optional[float]
+
+
+class EvaluationDocument(TypedDict):
+    """:class:`edgekit.results.EvaluateResult`'s document but ``reference`` (added where there is one)."""
+
+    model: str
+    device: str
+    backend: str
+    preprocess: PreprocessDocument
+    labels_from: str
+    samples: int
+    classes: int
+    top1: Optional[float]
+    top5: Optional[float]
+    per_class: List[ClassAccuracyDocument]
+    errors: List[ImageFailure]
 
 
 @dataclass
@@ -98,12 +140,12 @@ class Evaluation:
     labels: np.ndarray                      # (N,) class ids
     names: dict[int, str]
     notes: list[str] = field(default_factory=list)
-    errors: list[dict[str, str]] = field(default_factory=list)
+    errors: list[ImageFailure] = field(default_factory=list)
     kept: list[int] = field(default_factory=list)   # indices into the set of the samples scored
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> EvaluationDocument:
         n, classes = self.scores.shape if self.scores.ndim == 2 else (0, 0)
-        per_class = []
+        per_class: list[ClassAccuracyDocument] = []
         predicted = self.scores.argmax(1) if n else np.zeros(0, np.int64)
         for c in sorted(set(self.labels.tolist())):
             mask = self.labels == c

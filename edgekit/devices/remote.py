@@ -28,16 +28,17 @@ from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Callable, List, TypedDict, TypeVar, Union
 
 from edgekit.devices import board_protocol, board_runner
-from edgekit.devices.board_protocol import BenchmarkDocument, ProbeDocument
+from edgekit.devices.board_protocol import ProbeDocument
 from edgekit.errors import Caution, DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.report import SILENT, Reporter
 
 if TYPE_CHECKING:  # pragma: no cover
+    from edgekit.devices.backends import BenchmarkDocument
     from edgekit.devices.classifier import ClassifyDocument, ClassifyReport
     from edgekit.devices.detector import DetectDocument, DetectReport
 
 #: a runner's document, as its reader checked it
-RunnerDocument = TypeVar("RunnerDocument", "ClassifyDocument", "DetectDocument", BenchmarkDocument)
+RunnerDocument = TypeVar("RunnerDocument", "ClassifyDocument", "DetectDocument", "BenchmarkDocument")
 
 
 class DeployDocument(TypedDict):

@@ -55,25 +55,26 @@ def test_a_working_usb_setup_passes_every_check(tmp_path):
         assert checks[name].status == Doc.OK, checks[name]
     assert "usb:0" in checks["devices"].detail
     assert "16.0.384591198" in checks["edgetpu_compiler"].detail and "runtime 14" in checks["edgetpu_compiler"].detail
-    assert Doc.report(list(checks.values()))["ok"] is True
+    assert Doc.report(list(checks.values())).ok is True
 
 
 def test_a_plugged_in_device_without_runtime_udev_or_group_fails_with_fixes(tmp_path):
     fake_usb(tmp_path / "sys", "1-1", "1a6e", "089a")
-    doc = Doc.report(Doc.run_checks(probe(tmp_path)))
+    result = Doc.report(Doc.run_checks(probe(tmp_path)))
+    doc = result.to_dict()
     checks = {c["name"]: c for c in doc["checks"]}
     assert doc["ok"] is False
     assert checks["libedgetpu"]["status"] == Doc.FAIL and "libedgetpu1-std" in checks["libedgetpu"]["fix"]
     assert checks["udev rule"]["status"] == Doc.FAIL and 'ATTRS{idVendor}=="18d1"' in checks["udev rule"]["fix"]
     assert checks["groups"]["status"] == Doc.FAIL and "usermod -aG plugdev" in checks["groups"]["fix"]
     assert "firmware not loaded" in checks["devices"]["detail"]
-    text = Doc.render(doc)
+    text = Doc.render(result)
     assert text.splitlines()[0].startswith("edgekit ") and "sudo apt-get install libedgetpu1-std" in text
     assert all(c["fix"] for c in doc["checks"] if c["status"] in (Doc.WARN, Doc.FAIL))
 
 
 def test_nothing_attached_is_only_warnings(tmp_path):
-    doc = Doc.report(Doc.run_checks(probe(tmp_path)))
+    doc = Doc.report(Doc.run_checks(probe(tmp_path))).to_dict()
     statuses = {c["name"]: c["status"] for c in doc["checks"]}
     assert doc["ok"] is True
     assert statuses["libedgetpu"] == statuses["devices"] == statuses["edgetpu_compiler"] == Doc.WARN
