@@ -37,11 +37,12 @@ __all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate"
 
 # ------------------------------------------------------------------------------------ open
 class Model:
-    """A model opened on a device, with its preprocessing and labels: images in, classes out.
+    """A model opened on a device, with its preprocessing and labels: images in, classes (or objects) out.
 
     Made by :func:`open`. ``device`` is where it runs (``"cpu"``, ``"usb:0"``...), ``notes`` says why
-    (and any warning about its labels or preprocessing). A task layer other than classification
-    (detection) runs ``input_tensor`` then ``infer`` and decodes ``outputs`` itself.
+    (and any warning about its labels or preprocessing). A classifier answers :meth:`classify`, a
+    detector :meth:`detect` (the other raises the InputError that says what the model is not); a task
+    layer of another kind (segmentation) runs ``input_tensor`` then ``infer`` and decodes ``outputs`` itself.
     """
 
     def __init__(self, classifier: Any):

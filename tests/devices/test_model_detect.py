@@ -76,3 +76,13 @@ def test_a_classifier_has_no_detection_layout():
     with edgekit.open(shared_file("mobilenet_v1_0.25_128_quant.tflite"), device="cpu") as model:
         with pytest.raises(InputError):
             model.detect(shared_file("cat.bmp"))
+
+
+def test_a_segmentation_model_opens_for_its_own_task_layer():
+    """edgekit.open gives any image model the seam a task layer decodes from (input_tensor, infer): DeepLab's
+    output is a class map, not scores, so classify refuses it in one line."""
+    with edgekit.open(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"), device="cpu") as model:
+        outputs = model.infer(model.input_tensor(shared_file("cat.bmp")))
+        assert outputs[0].ndim >= 3 and not any("labels" in str(n) for n in model.notes)
+        with pytest.raises(InputError, match="not a classifier"):
+            model.classify(shared_file("cat.bmp"))
