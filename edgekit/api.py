@@ -47,6 +47,7 @@ class Model:
 
     def __init__(self, classifier: Any):
         self._clf = classifier
+        self._detectors: dict = {}  # layout asked -> the detection task layer over this model (made on first use)
 
     # -- what was opened --------------------------------------------------------------------
     @property
@@ -157,14 +158,13 @@ class Model:
 
     def _detector(self, layout: Optional[str]) -> Any:
         """The detection task layer over this open model (one per ``layout`` asked, made on first use)."""
-        detectors = self.__dict__.setdefault("_detectors", {})
-        if layout not in detectors:
+        if layout not in self._detectors:
             from edgekit.devices.detect import detector_for
 
             clf = self._clf
-            detectors[layout] = detector_for(clf.loaded, clf.model, labels=clf.labels_file, layout=layout,
-                                             mean=clf.mean, std=clf.std)
-        return detectors[layout]
+            self._detectors[layout] = detector_for(clf.loaded, clf.model, labels=clf.labels_file, layout=layout,
+                                                   mean=clf.mean, std=clf.std)
+        return self._detectors[layout]
 
     def classify_files(self, images: Iterable[PathLike], top_k: Optional[int] = 5,
                        threshold: float = float("-inf"), workers: Optional[int] = None) -> ClassifyResult:
