@@ -193,7 +193,7 @@ def test_training_under_mirrored_strategy_over_two_logical_cpus(digits_folders, 
 RESOLVE = r'''
 import json
 from edgekit.training.strategy import resolve
-print("RESULT " + json.dumps(resolve().to_dict()))
+print("RESULT " + json.dumps(resolve().summary().to_dict()))
 '''
 
 
