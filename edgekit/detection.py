@@ -31,9 +31,48 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.TypedDict is Python 3.8, the board's is 3.7
+    from typing import TypedDict  # novm
+
+    class BoxDoc(TypedDict):
+        """:meth:`BBox.to_dict`."""
+
+        xmin: float
+        ymin: float
+        xmax: float
+        ymax: float
+
+    class ObjectDoc(TypedDict, total=False):
+        """:meth:`Object.to_dict` (``bbox_normalized`` when the image's size is given)."""
+
+        id: int
+        label: Optional[str]
+        score: float
+        bbox: BoxDoc
+        bbox_normalized: BoxDoc
+
+    class LayoutDoc(TypedDict, total=False):
+        """:meth:`DetectionLayout.to_dict` (what ``from_dict`` reads; the keys after ``input_hw`` may be left out)."""
+
+        kind: str
+        roles: Dict[str, int]
+        num_classes: int
+        input_hw: List[int]
+        boxes_normalized: Optional[bool]
+        scores_are_logits: Optional[bool]
+        transposed: bool
+        reg_max: int
+        strides: List[int]
+        letterbox: bool
+        labels: Optional[List[str]]
+        source: List[str]
+        options: Dict[str, Union[int, float, str]]
+        pixel_scaling: Optional[str]
+        description: str
 
 DEFAULT_CONF = 0.25
 DEFAULT_IOU = 0.45
@@ -84,11 +123,11 @@ class BBox:
     def scale(self, sx: float, sy: float) -> "BBox":
         return BBox(self.xmin * sx, self.ymin * sy, self.xmax * sx, self.ymax * sy)
 
-    def to_dict(self) -> Dict[str, float]:
+    def to_dict(self) -> BoxDoc:
         return {"xmin": self.xmin, "ymin": self.ymin, "xmax": self.xmax, "ymax": self.ymax}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "BBox":
+    def from_dict(cls, d: Mapping[str, float]) -> "BBox":
         return cls(float(d["xmin"]), float(d["ymin"]), float(d["xmax"]), float(d["ymax"]))
 
 
@@ -101,17 +140,19 @@ class Object:
     bbox: BBox
     label: Optional[str] = None
 
-    def to_dict(self, width: Optional[int] = None, height: Optional[int] = None) -> Dict[str, Any]:
+    def to_dict(self, width: Optional[int] = None, height: Optional[int] = None) -> ObjectDoc:
         """``bbox`` in pixels; ``bbox_normalized`` (0..1 of the image) when its size is given."""
         shown = BBox(*(round(v, 2) for v in (self.bbox.xmin, self.bbox.ymin, self.bbox.xmax, self.bbox.ymax)))
-        d = {"id": self.id, "label": self.label, "score": round(self.score, 6), "bbox": shown.to_dict()}
+        d = {"id": self.id, "label": self.label, "score": round(self.score, 6),
+             "bbox": shown.to_dict()}  # type: ObjectDoc
         if width and height:
-            d["bbox_normalized"] = {k: round(v, 6) for k, v in shown.scale(1.0 / width, 1.0 / height)
-                                    .to_dict().items()}
+            normalized = shown.scale(1.0 / width, 1.0 / height)
+            d["bbox_normalized"] = {"xmin": round(normalized.xmin, 6), "ymin": round(normalized.ymin, 6),
+                                    "xmax": round(normalized.xmax, 6), "ymax": round(normalized.ymax, 6)}
         return d
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "Object":
+    def from_dict(cls, d: ObjectDoc) -> "Object":
         return cls(int(d["id"]), float(d["score"]), BBox.from_dict(d["bbox"]), d.get("label"))
 
     def line(self) -> str:
@@ -163,7 +204,7 @@ class DetectionLayout:
         parts.append("letterboxed input" if self.letterbox else "resized input")
         return ", ".join(parts)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> LayoutDoc:
         return {"kind": self.kind.value, "roles": dict(self.roles), "num_classes": self.num_classes,
                 "input_hw": list(self.input_hw), "boxes_normalized": self.boxes_normalized,
                 "scores_are_logits": self.scores_are_logits, "transposed": self.transposed,
@@ -172,7 +213,7 @@ class DetectionLayout:
                 "options": dict(self.options), "pixel_scaling": self.pixel_scaling, "description": self.describe()}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "DetectionLayout":
+    def from_dict(cls, d: LayoutDoc) -> "DetectionLayout":
         return cls(Layout(d["kind"]), tuple((str(k), int(v)) for k, v in d["roles"].items()), int(d["num_classes"]),
                    (int(d["input_hw"][0]), int(d["input_hw"][1])), d.get("boxes_normalized"),
                    d.get("scores_are_logits"), bool(d.get("transposed", False)), int(d.get("reg_max", 16)),
