@@ -201,8 +201,7 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
     input_hw = _image_input(name, [g.tensors[i] for i in g.inputs])
     recorded_letterbox, recorded_layout = _read_record(record)
     said = _what_the_file_says(name, appended_zip(model_path), recorded_letterbox, record_labels)
-    base = dict(input_hw=input_hw, letterbox=said.letterbox, labels=said.labels,
-                pixel_scaling="0..1" if said.meta is not None else None)
+    base = _Shared(input_hw, said.letterbox, said.labels, "0..1" if said.meta is not None else None)
     recorded = _recorded_layout(recorded_layout, outputs, input_hw, said.labels, forced)
     if recorded is not None:
         return recorded
@@ -235,6 +234,22 @@ def _read_record(record: Optional[Dict[str, Any]]) -> Tuple[Optional[bool], Opti
         return None, None
     layout = entry.get("layout")
     return bool(entry.get("letterbox", False)), layout if isinstance(layout, dict) else None
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """What every candidate layout of one model shares: its input size and what the file said."""
+
+    input_hw: Tuple[int, int]
+    letterbox: bool
+    labels: Optional[Tuple[str, ...]]
+    pixel_scaling: Optional[str]
+
+    def layout(self, kind: Layout, roles: Tuple[Tuple[str, int], ...], num_classes: int,
+               **choices: Any) -> DetectionLayout:
+        """A :class:`DetectionLayout` of this model (``choices``: its other fields: boxes_normalized, source...)."""
+        return DetectionLayout(kind, roles, num_classes, self.input_hw, letterbox=self.letterbox, labels=self.labels,
+                               pixel_scaling=self.pixel_scaling, **choices)
 
 
 @dataclass
@@ -278,7 +293,7 @@ def _what_the_file_says(name: str, files: Dict[str, bytes], recorded_letterbox: 
     return _Said(meta, labels, letterbox, source)
 
 
-def _by_postprocess_op(info: Any, ops: list, outputs: list, base: dict,
+def _by_postprocess_op(info: Any, ops: list, outputs: list, base: _Shared,
                        source: List[str]) -> List[Tuple[DetectionLayout, str]]:
     """The ``TFLite_Detection_PostProcess`` op's outputs, followed to the model's output positions by tensor."""
     post_ops = [op for op in ops if op.custom_code == POSTPROCESS_OP]
@@ -291,13 +306,13 @@ def _by_postprocess_op(info: Any, ops: list, outputs: list, base: dict,
     if len(roles) < 3:
         return []
     nc = int(options.get("num_classes", 0) or 0)
-    return [(DetectionLayout(Layout.POSTPROCESS, tuple(roles), nc, boxes_normalized=True,
-                             source=tuple(source) + ("the {} op's outputs, by tensor".format(POSTPROCESS_OP),),
-                             options=tuple(sorted(options.items())), **base), "the {} op".format(POSTPROCESS_OP))]
+    return [(base.layout(Layout.POSTPROCESS, tuple(roles), nc, boxes_normalized=True,
+                         source=tuple(source) + ("the {} op's outputs, by tensor".format(POSTPROCESS_OP),),
+                         options=tuple(sorted(options.items()))), "the {} op".format(POSTPROCESS_OP))]
 
 
 def _settle(name: str, candidates: List[Tuple[DetectionLayout, str]], forced: Optional[str], outputs: list,
-            input_hw: Tuple[int, int], base: dict, source: List[str]) -> DetectionLayout:
+            input_hw: Tuple[int, int], base: _Shared, source: List[str]) -> DetectionLayout:
     """The one candidate (``forced`` picks among them, or builds its layout by convention); InputError when none
     fits, AmbiguousLayoutError when several do."""
     if forced is not None:
@@ -330,7 +345,7 @@ def _recorded_layout(doc: Optional[LayoutDoc], outputs: list, input_hw: Tuple[in
                                source=("recorded by edgekit quantize with the model",) + tuple(layout.source))
 
 
-def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: dict, source: List[str],
+def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: _Shared, source: List[str],
             name: str) -> List[Tuple[DetectionLayout, str]]:
     """``--layout`` naming a layout the shapes did not single out: build it by the layout's own convention."""
     kind = Layout(forced)
@@ -339,8 +354,8 @@ def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: dict, s
     if kind == Layout.POSTPROCESS and len(outputs) == 4:  # TF1's order unless the sizes say otherwise
         order = POSTPROCESS_ROLES if len(outputs[3].shape) == 1 or outputs[3].shape[-1] == 1 else \
             ("scores", "boxes", "count", "classes")
-        return [(DetectionLayout(Layout.POSTPROCESS, tuple((r, i) for i, r in enumerate(order)), 0,
-                                 boxes_normalized=True, source=src, **base), forced)]
+        return [(base.layout(Layout.POSTPROCESS, tuple((r, i) for i, r in enumerate(order)), 0,
+                             boxes_normalized=True, source=src), forced)]
     if kind in (Layout.YOLO, Layout.YOLOV5, Layout.END2END) and len(outputs) == 1 and len(shapes[0]) == 3:
         _, a, b = shapes[0]
         transposed = kind == Layout.YOLO and a < b
@@ -348,16 +363,16 @@ def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: dict, s
         nc = channels - {Layout.YOLO: 4, Layout.YOLOV5: 5, Layout.END2END: 4}[kind]
         if kind == Layout.END2END:
             nc = 0
-        return [(DetectionLayout(kind, (("output", 0),), max(nc, 0), transposed=transposed,
-                                 boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, src and list(src)),
-                                 source=src, **base), forced)]
+        return [(base.layout(kind, (("output", 0),), max(nc, 0), transposed=transposed,
+                             boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, src and list(src)),
+                             source=src), forced)]
     if kind == Layout.SPLIT_DFL and len(outputs) == 1 and len(shapes[0]) == 3 and max(shapes[0][1:]) > 64:
         _, a, b = shapes[0]
         transposed = a < b
         src2 = list(src) + ["one tensor: 64 DFL bins then the class scores (Ultralytics' order)"]
-        return [(DetectionLayout(Layout.SPLIT_DFL, (("combined", 0),), (a if transposed else b) - 64,
-                                 scores_are_logits=_scores_logits(outputs[0], src2), transposed=transposed,
-                                 source=tuple(src2), **base), forced)]
+        return [(base.layout(Layout.SPLIT_DFL, (("combined", 0),), (a if transposed else b) - 64,
+                             scores_are_logits=_scores_logits(outputs[0], src2), transposed=transposed,
+                             source=tuple(src2)), forced)]
     if kind == Layout.SPLIT_DFL and len(outputs) == 2:  # Ultralytics' head concatenates boxes before classes
         return [(_split_layout(outputs, (0,), (1,), input_hw, base, list(src) + ["boxes first (Ultralytics' order)"]),
                  forced)]
@@ -400,7 +415,7 @@ def _scores_logits(t: Any, source: List[str]) -> Optional[bool]:
 
 
 def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int], input_hw: Tuple[int, int],
-                  base: dict, source: List[str], strides: Sequence[int] = (8, 16, 32)) -> DetectionLayout:
+                  base: _Shared, source: List[str], strides: Sequence[int] = (8, 16, 32)) -> DetectionLayout:
     src = list(source)
     logits = _scores_logits(outputs[score_idx[0]], src)
     if len(box_idx) == 1:
@@ -413,12 +428,12 @@ def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int
         roles = tuple(("boxes@{}".format(st), b) for st, b in zip(strides, box_idx)) + \
             tuple(("scores@{}".format(st), c) for st, c in zip(strides, score_idx))
         nc = int(outputs[score_idx[0]].shape[-1])
-    return DetectionLayout(Layout.SPLIT_DFL, roles, nc, scores_are_logits=logits, strides=tuple(strides),
-                           source=tuple(src), **base)
+    return base.layout(Layout.SPLIT_DFL, roles, nc, scores_are_logits=logits, strides=tuple(strides),
+                       source=tuple(src))
 
 
 def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[UltralyticsMetadata], sig: Dict[int, str],
-              base: dict, source: List[str], metadata_names: Optional[List[str]] = None
+              base: _Shared, source: List[str], metadata_names: Optional[List[str]] = None
               ) -> List[Tuple[DetectionLayout, str]]:
     """The layouts the outputs' names (postprocess-like outputs) and shapes fit: one tensor (a YOLO head, decoded
     or cut), a split head's boxes and scores, or per-level maps."""
@@ -426,7 +441,7 @@ def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[Ultralyti
     if len(outputs) == 4 and sorted(len(s) for s in shapes) == [1, 2, 2, 3]:
         return _postprocess_by_names(outputs, shapes, sig, base, source, metadata_names)
     if len(outputs) == 1 and len(shapes[0]) == 3 and shapes[0][0] == 1:
-        nc_meta = len(base["labels"]) if meta is not None and base["labels"] else None
+        nc_meta = len(base.labels) if meta is not None and base.labels else None
         return _combined_head(outputs[0], shapes[0], input_hw, nc_meta, base, source) + \
             _decoded_head(outputs[0], shapes[0], input_hw, meta, nc_meta, base, source)
     if len(outputs) == 2 and all(len(s) == 3 for s in shapes):
@@ -438,7 +453,7 @@ def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[Ultralyti
     return []
 
 
-def _postprocess_by_names(outputs: list, shapes: List[Tuple[int, ...]], sig: Dict[int, str], base: dict,
+def _postprocess_by_names(outputs: list, shapes: List[Tuple[int, ...]], sig: Dict[int, str], base: _Shared,
                           source: List[str], metadata_names: Optional[List[str]]) -> List[Tuple[DetectionLayout, str]]:
     """Postprocess-style outputs without the op (its name lost): the roles by TFLite metadata's output names, else
     by the signature's (pycoral's convention); InputError when neither says."""
@@ -447,20 +462,20 @@ def _postprocess_by_names(outputs: list, shapes: List[Tuple[int, ...]], sig: Dic
     named = sorted(METADATA_ROLES.get(n, "") for n in meta_names)
     if len(meta_names) == 4 and named == sorted(METADATA_ROLES.values()):
         roles = tuple((METADATA_ROLES[n], i) for i, n in enumerate(meta_names))
-        return [(DetectionLayout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
-                                 source=tuple(source) + ("TFLite metadata output names ({})".format(
-                                     ", ".join(meta_names)),), **base), "TFLite metadata names")]
+        return [(base.layout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
+                             source=tuple(source) + ("TFLite metadata output names ({})".format(
+                                 ", ".join(meta_names)),)), "TFLite metadata names")]
     if all(n in SIGNATURE_ROLES for n in names):
         roles = tuple((SIGNATURE_ROLES[n], i) for i, n in enumerate(names))
-        return [(DetectionLayout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
-                                 source=tuple(source) + ("signature output names (pycoral's convention)",),
-                                 **base), "signature output names")]
+        return [(base.layout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
+                             source=tuple(source) + ("signature output names (pycoral's convention)",)),
+                 "signature output names")]
     raise InputError("outputs shaped like TFLite_Detection_PostProcess's ({}) but neither the op nor the "
                      "signature names say which is classes and which is scores".format([list(s) for s in shapes]),
                      "pass --layout postprocess to take TF1's order (boxes, classes, scores, count)")
 
 
-def _combined_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], nc_meta: Optional[int], base: dict,
+def _combined_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], nc_meta: Optional[int], base: _Shared,
                    source: List[str]) -> List[Tuple[DetectionLayout, str]]:
     """split-dfl, uncut concatenation: ``[1, 64+nc, N]`` / ``[1, N, 64+nc]`` (a YOLO head cut before its DFL
     decode), either way round."""
@@ -474,15 +489,14 @@ def _combined_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], nc
             src = list(source) + ["[1, {}, {}]: 64 DFL bins (4 sides x 16) + {} class scores over {} anchors, in "
                                   "one tensor".format(a, b, channels - 64, n)]
             logits = _scores_logits(t, src)
-            found.append((DetectionLayout(Layout.SPLIT_DFL, (("combined", 0),), channels - 64,
-                                          scores_are_logits=logits, transposed=transposed, source=tuple(src),
-                                          **base),
+            found.append((base.layout(Layout.SPLIT_DFL, (("combined", 0),), channels - 64,
+                                      scores_are_logits=logits, transposed=transposed, source=tuple(src)),
                           "{} = 64 DFL bins + {} classes over {} anchors".format(channels, channels - 64, n)))
     return found
 
 
 def _decoded_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], meta: Optional[UltralyticsMetadata],
-                  nc_meta: Optional[int], base: dict, source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+                  nc_meta: Optional[int], base: _Shared, source: List[str]) -> List[Tuple[DetectionLayout, str]]:
     """One decoded tensor: yolo ``[1, 4+nc, N]`` / ``[1, N, 4+nc]``, yolov5 ``[1, N, 5+nc]`` (three anchor boxes per
     cell), end2end ``[1, K, 6]``."""
     _, a, b = shape
@@ -499,26 +513,26 @@ def _decoded_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], met
             src = list(source) + ["[1, {}, {}]: {} anchors{}".format(
                 a, b, n, " for strides 8/16/32 at {}x{}".format(input_hw[1], input_hw[0]) if n == anchors else "")]
             normalized = _boxes_normalized(t, input_hw, meta, src)
-            found.append((DetectionLayout(Layout.YOLO, (("output", 0),), channels - 4, transposed=transposed,
-                                          boxes_normalized=normalized, source=tuple(src), **base),
+            found.append((base.layout(Layout.YOLO, (("output", 0),), channels - 4, transposed=transposed,
+                                      boxes_normalized=normalized, source=tuple(src)),
                           "{} = 4 + {} classes over {} anchors".format(channels, channels - 4, n)))
     if b > 5 and a == 3 * anchors and meta is None and decoded_range:
         src = list(source) + ["[1, {}, {}]: 3 anchor boxes x {} cells".format(a, b, anchors)]
         normalized = _boxes_normalized(t, input_hw, meta, src)
-        found.append((DetectionLayout(Layout.YOLOV5, (("output", 0),), b - 5, boxes_normalized=normalized,
-                                      source=tuple(src), **base),
+        found.append((base.layout(Layout.YOLOV5, (("output", 0),), b - 5, boxes_normalized=normalized,
+                                  source=tuple(src)),
                       "{} = 5 + {} classes over {} anchors".format(b, b - 5, a)))
     if b == 6 and a not in (anchors, 3 * anchors) and decoded_range:
         src = list(source) + ["[1, {}, 6]: x1, y1, x2, y2, score, class".format(a)]
         normalized = _boxes_normalized(t, input_hw, meta, src)
-        nc = len(base["labels"]) if base["labels"] else 0
-        found.append((DetectionLayout(Layout.END2END, (("output", 0),), nc, boxes_normalized=normalized,
-                                      source=tuple(src), **base), "{} detections of 6 values".format(a)))
+        nc = len(base.labels) if base.labels else 0
+        found.append((base.layout(Layout.END2END, (("output", 0),), nc, boxes_normalized=normalized,
+                                  source=tuple(src)), "{} detections of 6 values".format(a)))
     return found
 
 
 def _split_pair(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int], sig: Dict[int, str],
-                base: dict, source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+                base: _Shared, source: List[str]) -> List[Tuple[DetectionLayout, str]]:
     """split-dfl: boxes ``[1, N, 64]`` + scores ``[1, N, nc]`` (or transposed); with 64 classes too, the names
     tell which is which, or InputError."""
     anchors = anchor_count(input_hw)
@@ -546,10 +560,10 @@ def _split_pair(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[in
 
 
 def _combined_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int],
-                     meta: Optional[UltralyticsMetadata], base: dict,
+                     meta: Optional[UltralyticsMetadata], base: _Shared,
                      source: List[str]) -> List[Tuple[DetectionLayout, str]]:
     """split-dfl cut before the concatenation: one NHWC map ``[1, h, w, 64+nc]`` per stride 8/16/32."""
-    nc_meta = len(base["labels"]) if meta is not None and base["labels"] else None
+    nc_meta = len(base.labels) if meta is not None and base.labels else None
     order = sorted(range(3), key=lambda i: -shapes[i][1])
     strides = [input_hw[0] // shapes[i][1] for i in order if shapes[i][1]]
     chans = {shapes[i][3] for i in order}
@@ -560,11 +574,11 @@ def _combined_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tup
                           "scores".format(min(chans), min(chans) - 64)]
     logits = _scores_logits(outputs[order[0]], src)
     roles = tuple(("combined@{}".format(st), i) for st, i in zip((8, 16, 32), order))
-    return [(DetectionLayout(Layout.SPLIT_DFL, roles, min(chans) - 64, scores_are_logits=logits,
-                             source=tuple(src), **base), "per-level maps")]
+    return [(base.layout(Layout.SPLIT_DFL, roles, min(chans) - 64, scores_are_logits=logits,
+                         source=tuple(src)), "per-level maps")]
 
 
-def _split_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int], base: dict,
+def _split_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int], base: _Shared,
                   source: List[str]) -> List[Tuple[DetectionLayout, str]]:
     """split-dfl per level: a boxes map (64 channels) and a scores map for each stride 8/16/32."""
     levels = {}  # type: Dict[Tuple[int, int], List[int]]
