@@ -237,7 +237,8 @@ def test_ultralytics_metadata_is_read_into_its_record():
         return ultralytics_metadata({"metadata.json": json.dumps(doc).encode()})
 
     meta = read({"task": "detect", "version": "8.3.169", "names": {"1": "dog", "0": "cat"}})
-    assert meta == UltralyticsMetadata("detect", "8.3.169", ("cat", "dog")) and ultralytics_names(meta) == ("cat", "dog")
+    assert meta == UltralyticsMetadata("detect", "8.3.169", ("cat", "dog"))
+    assert ultralytics_names(meta) == ("cat", "dog")
     assert read({"names": ["a", "b"]}) == UltralyticsMetadata(None, "?", ("a", "b"))
     assert read({"task": "segment", "names": {"0": "a", "2": "c"}}) == UltralyticsMetadata("segment", "?", None)
     assert read(["not", "an", "object"]) is None and ultralytics_metadata({}) is None
