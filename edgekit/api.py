@@ -484,14 +484,13 @@ def train(data: PathLike, *, output: PathLike, arch: str = "cnn", width: float =
           report: Reporter = SILENT) -> TrainResult:
     """``edgekit train``: a Keras classifier on class folders or TFRecords (TPU, TF_CONFIG workers, GPUs or one
     device), written with its record (needs TensorFlow)."""
-    from edgekit.results import TrainResult
     from edgekit.training.train import TrainOptions, train as run_train
 
-    return TrainResult.from_dict(run_train(TrainOptions(
+    return run_train(TrainOptions(
         data=os.fsdecode(data), output=os.fsdecode(output), arch=arch, width=width, epochs=epochs,
         batch_size=batch_size, input_size=_size(input_size), scaling=scaling, channels=channels,
         validation_split=validation_split, learning_rate=learning_rate, seed=seed, tfrecord_key=tfrecord_key,
-        worker_timeout=worker_timeout, show_progress=show_progress, report=report)))
+        worker_timeout=worker_timeout, show_progress=show_progress, report=report))
 
 
 def cut(model: PathLike, *, output: Optional[PathLike] = None, report: Reporter = SILENT) -> Any:

@@ -31,9 +31,48 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from enum import Enum
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 import numpy as np
+
+if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.TypedDict is Python 3.8, the board's is 3.7
+    from typing import TypedDict  # novm
+
+    class BoxDoc(TypedDict):
+        """:meth:`BBox.to_dict`."""
+
+        xmin: float
+        ymin: float
+        xmax: float
+        ymax: float
+
+    class ObjectDoc(TypedDict, total=False):
+        """:meth:`Object.to_dict` (``bbox_normalized`` when the image's size is given)."""
+
+        id: int
+        label: Optional[str]
+        score: float
+        bbox: BoxDoc
+        bbox_normalized: BoxDoc
+
+    class LayoutDoc(TypedDict, total=False):
+        """:meth:`DetectionLayout.to_dict` (what ``from_dict`` reads; the keys after ``input_hw`` may be left out)."""
+
+        kind: str
+        roles: Dict[str, int]
+        num_classes: int
+        input_hw: List[int]
+        boxes_normalized: Optional[bool]
+        scores_are_logits: Optional[bool]
+        transposed: bool
+        reg_max: int
+        strides: List[int]
+        letterbox: bool
+        labels: Optional[List[str]]
+        source: List[str]
+        options: Dict[str, Union[int, float, str]]
+        pixel_scaling: Optional[str]
+        description: str
 
 DEFAULT_CONF = 0.25
 DEFAULT_IOU = 0.45
@@ -84,11 +123,11 @@ class BBox:
     def scale(self, sx: float, sy: float) -> "BBox":
         return BBox(self.xmin * sx, self.ymin * sy, self.xmax * sx, self.ymax * sy)
 
-    def to_dict(self) -> Dict[str, float]:
+    def to_dict(self) -> BoxDoc:
         return {"xmin": self.xmin, "ymin": self.ymin, "xmax": self.xmax, "ymax": self.ymax}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "BBox":
+    def from_dict(cls, d: Mapping[str, float]) -> "BBox":
         return cls(float(d["xmin"]), float(d["ymin"]), float(d["xmax"]), float(d["ymax"]))
 
 
@@ -101,17 +140,19 @@ class Object:
     bbox: BBox
     label: Optional[str] = None
 
-    def to_dict(self, width: Optional[int] = None, height: Optional[int] = None) -> Dict[str, Any]:
+    def to_dict(self, width: Optional[int] = None, height: Optional[int] = None) -> ObjectDoc:
         """``bbox`` in pixels; ``bbox_normalized`` (0..1 of the image) when its size is given."""
         shown = BBox(*(round(v, 2) for v in (self.bbox.xmin, self.bbox.ymin, self.bbox.xmax, self.bbox.ymax)))
-        d = {"id": self.id, "label": self.label, "score": round(self.score, 6), "bbox": shown.to_dict()}
+        d = {"id": self.id, "label": self.label, "score": round(self.score, 6),
+             "bbox": shown.to_dict()}  # type: ObjectDoc
         if width and height:
-            d["bbox_normalized"] = {k: round(v, 6) for k, v in shown.scale(1.0 / width, 1.0 / height)
-                                    .to_dict().items()}
+            normalized = shown.scale(1.0 / width, 1.0 / height)
+            d["bbox_normalized"] = {"xmin": round(normalized.xmin, 6), "ymin": round(normalized.ymin, 6),
+                                    "xmax": round(normalized.xmax, 6), "ymax": round(normalized.ymax, 6)}
         return d
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "Object":
+    def from_dict(cls, d: ObjectDoc) -> "Object":
         return cls(int(d["id"]), float(d["score"]), BBox.from_dict(d["bbox"]), d.get("label"))
 
     def line(self) -> str:
@@ -163,7 +204,7 @@ class DetectionLayout:
         parts.append("letterboxed input" if self.letterbox else "resized input")
         return ", ".join(parts)
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> LayoutDoc:
         return {"kind": self.kind.value, "roles": dict(self.roles), "num_classes": self.num_classes,
                 "input_hw": list(self.input_hw), "boxes_normalized": self.boxes_normalized,
                 "scores_are_logits": self.scores_are_logits, "transposed": self.transposed,
@@ -172,7 +213,7 @@ class DetectionLayout:
                 "options": dict(self.options), "pixel_scaling": self.pixel_scaling, "description": self.describe()}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "DetectionLayout":
+    def from_dict(cls, d: LayoutDoc) -> "DetectionLayout":
         return cls(Layout(d["kind"]), tuple((str(k), int(v)) for k, v in d["roles"].items()), int(d["num_classes"]),
                    (int(d["input_hw"][0]), int(d["input_hw"][1])), d.get("boxes_normalized"),
                    d.get("scores_are_logits"), bool(d.get("transposed", False)), int(d.get("reg_max", 16)),
@@ -445,60 +486,79 @@ def decode(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: De
     (:func:`quantized_threshold`) and only the anchors kept are dequantized.
     """
     kind = layout.kind
-    H, W = layout.input_hw
     if kind == Layout.POSTPROCESS:
-        get = lambda role: dequantize(np.asarray(outputs[layout.role(role)]), quant[layout.role(role)])  # noqa: E731
-        count = int(round(float(get("count").ravel()[0]))) if "count" in dict(layout.roles) else None
-        boxes = get("boxes").reshape(-1, 4)
-        scores = get("scores").ravel()
-        classes = get("classes").ravel()
-        n = min(len(scores), len(boxes), len(classes), count if count is not None else len(scores))
-        boxes, scores, classes = boxes[:max(n, 0)], scores[:max(n, 0)], classes[:max(n, 0)]
-        keep = scores >= conf
-        yx = boxes[keep].clip(0.0, 1.0)
-        xyxy = np.stack([yx[:, 1] * W, yx[:, 0] * H, yx[:, 3] * W, yx[:, 2] * H], axis=1) if len(yx) else \
-            np.zeros((0, 4), np.float32)
-        return Candidates(xyxy.astype(np.float32), scores[keep], np.rint(classes[keep]).astype(np.int64), [],
-                          nms_done=True)
+        return _decode_postprocess(outputs, quant, layout, conf)
     if kind == Layout.SPLIT_DFL:
         return _decode_split(outputs, quant, layout, conf)
     index = layout.role("output")
     raw = np.asarray(outputs[index])
-    q = quant[index]
     rows = raw.reshape(raw.shape[-2], raw.shape[-1]) if raw.ndim >= 2 else raw.reshape(1, -1)
     if layout.transposed:
         rows = rows.T                                       # [N, C]
-    notes = []  # type: List[str]
     if kind == Layout.END2END:
-        scores_q = rows[:, 4]
-        t = quantized_threshold(conf, q, rows.dtype)
-        keep = np.nonzero(scores_q >= t)[0] if t is not None else np.nonzero(dequantize(scores_q, q) >= conf)[0]
-        sel = dequantize(rows[keep], q)
-        box = sel[:, :4]
-        if _normalized(box, layout.boxes_normalized, notes):
-            box = box * np.array([W, H, W, H], np.float32)
-        return Candidates(box, sel[:, 4], np.rint(sel[:, 5]).astype(np.int64), notes, nms_done=True)
-    first = 4 if kind == Layout.YOLO else 5
+        return _decode_end2end(rows, quant[index], layout, conf)
+    return _decode_one_tensor(rows, quant[index], layout, conf)
+
+
+def _decode_postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
+                        conf: float) -> Candidates:
+    """The postprocess op's outputs (NMS done in the model): its first ``count`` boxes scoring >= conf."""
+    H, W = layout.input_hw
+    get = lambda role: dequantize(np.asarray(outputs[layout.role(role)]), quant[layout.role(role)])  # noqa: E731
+    count = int(round(float(get("count").ravel()[0]))) if "count" in dict(layout.roles) else None
+    boxes = get("boxes").reshape(-1, 4)
+    scores = get("scores").ravel()
+    classes = get("classes").ravel()
+    n = min(len(scores), len(boxes), len(classes), count if count is not None else len(scores))
+    boxes, scores, classes = boxes[:max(n, 0)], scores[:max(n, 0)], classes[:max(n, 0)]
+    keep = scores >= conf
+    yx = boxes[keep].clip(0.0, 1.0)
+    xyxy = np.stack([yx[:, 1] * W, yx[:, 0] * H, yx[:, 3] * W, yx[:, 2] * H], axis=1) if len(yx) else \
+        np.zeros((0, 4), np.float32)
+    return Candidates(xyxy.astype(np.float32), scores[keep], np.rint(classes[keep]).astype(np.int64), [],
+                      nms_done=True)
+
+
+def _kept(values_q: np.ndarray, q: Tuple[float, int], dtype: Any, conf: float) -> np.ndarray:
+    """Indices of the rows whose value is >= conf: compared as integers where the tensor is quantized."""
+    t = quantized_threshold(conf, q, dtype)
+    return np.nonzero(values_q >= t)[0] if t is not None else np.nonzero(dequantize(values_q, q) >= conf)[0]
+
+
+def _in_pixels(box: np.ndarray, layout: DetectionLayout, notes: List[str]) -> np.ndarray:
+    """Boxes in input pixels: normalized ones (as the layout says, or as their values show) scaled up."""
+    H, W = layout.input_hw
+    if _normalized(box, layout.boxes_normalized, notes):
+        return box * np.array([W, H, W, H], np.float32)
+    return box
+
+
+def _decode_end2end(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLayout, conf: float) -> Candidates:
+    """``[K, 6]`` rows (x1, y1, x2, y2, score, class; NMS done in the model) scoring >= conf."""
+    notes = []  # type: List[str]
+    sel = dequantize(rows[_kept(rows[:, 4], q, rows.dtype, conf)], q)
+    box = _in_pixels(sel[:, :4], layout, notes)
+    return Candidates(box, sel[:, 4], np.rint(sel[:, 5]).astype(np.int64), notes, nms_done=True)
+
+
+def _decode_one_tensor(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLayout, conf: float) -> Candidates:
+    """``[N, 4+nc]`` (yolo: the best class's score) or ``[N, 5+nc]`` (yolov5: objectness times the best class's
+    probability) rows → the anchors scoring >= conf, boxes as xyxy in input pixels."""
+    notes = []  # type: List[str]
+    first = 4 if layout.kind == Layout.YOLO else 5
     cls_q = rows[:, first:]
     if cls_q.shape[1] == 0:
         return _empty()
-    t = quantized_threshold(conf, q, rows.dtype)
-    if kind == Layout.YOLO:
-        best_q = cls_q.max(axis=1)
-        keep = np.nonzero(best_q >= t)[0] if t is not None else np.nonzero(dequantize(best_q, q) >= conf)[0]
-        sel = dequantize(rows[keep], q)
+    if layout.kind == Layout.YOLO:
+        sel = dequantize(rows[_kept(cls_q.max(axis=1), q, rows.dtype, conf)], q)
         best, score = _best_class(sel[:, 4:])
     else:   # yolov5: score = objectness * class probability; objectness >= conf is necessary (cls <= 1)
-        obj_q = rows[:, 4]
-        keep = np.nonzero(obj_q >= t)[0] if t is not None else np.nonzero(dequantize(obj_q, q) >= conf)[0]
-        sel = dequantize(rows[keep], q)
+        sel = dequantize(rows[_kept(rows[:, 4], q, rows.dtype, conf)], q)
         best, cls_score = _best_class(sel[:, 5:])
         score = sel[:, 4] * cls_score
         ok = score >= conf
         sel, best, score = sel[ok], best[ok], score[ok]
-    box = sel[:, :4]
-    if _normalized(box, layout.boxes_normalized, notes):
-        box = box * np.array([W, H, W, H], np.float32)
+    box = _in_pixels(sel[:, :4], layout, notes)
     return Candidates(xywh_to_xyxy(box), score.astype(np.float32), best.astype(np.int64), notes)
 
 

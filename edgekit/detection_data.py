@@ -18,13 +18,54 @@ import json
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, Union
 
 import numpy as np
 
 from edgekit.errors import InputError, parse_json, regular_file
 
 SHAPE_CLASSES = ("rectangle", "ellipse", "triangle")
+
+
+# COCO's object detection format (https://cocodataset.org/#format-data), the keys edgekit reads and writes. They are
+# TypedDicts, not records: pycocotools takes and keeps plain dicts, and a user's file may hold more keys.
+class CocoImage(TypedDict):
+    id: int
+    file_name: str
+    width: int
+    height: int
+
+
+class CocoAnnotation(TypedDict):
+    id: int
+    image_id: int
+    category_id: int
+    bbox: list[float]          # x, y, width, height in pixels
+    area: float
+    iscrowd: int
+
+
+class CocoCategory(TypedDict):
+    id: int
+    name: str
+
+
+class CocoDataset(TypedDict, total=False):
+    """A ground truth: ``images``, ``annotations`` and ``categories`` (``info`` when the file has it)."""
+
+    images: list[CocoImage]
+    annotations: list[CocoAnnotation]
+    categories: list[CocoCategory]
+    info: dict[str, Union[str, int]]
+
+
+class CocoDetection(TypedDict):
+    """One detection in COCO's results format (what ``COCO.loadRes`` reads)."""
+
+    image_id: int
+    category_id: int
+    score: float
+    bbox: list[float]          # x, y, width, height in pixels
 
 
 @dataclass(frozen=True)
@@ -34,11 +75,11 @@ class DetectionSet:
 
     source: str
     kind: str                      # coco | yolo
-    coco: dict
-    paths: dict                    # image id -> file path
+    coco: CocoDataset
+    paths: dict[int, str]          # image id -> file path
 
     @property
-    def categories(self) -> list[dict]:
+    def categories(self) -> list[CocoCategory]:
         return sorted(self.coco["categories"], key=lambda c: c["id"])
 
     def __len__(self) -> int:
@@ -193,13 +234,13 @@ def read_yolo(folder: Path, flag: str = "--data") -> DetectionSet:
 # ------------------------------------------------------------------------------------ synthetic shapes
 def make_shapes(folder: str | os.PathLike, n_images: int = 40, size: tuple[int, int] = (160, 120), seed: int = 0,
                 classes: tuple[str, ...] = SHAPE_CLASSES, max_objects: int = 4, min_side: int = 4,
-                max_side: int | None = None, empty_every: int = 7) -> dict[str, Any]:
+                max_side: int | None = None, empty_every: int = 7) -> CocoDataset:
     """Write ``n_images`` images of random shapes with labels in both formats into ``folder``:
     ``images/*.png``, ``labels/*.txt`` (YOLO), ``classes.txt`` and ``annotations.json`` (COCO).
 
     Each image has a random background (a flat colour, a gradient or noise) and 0..max_objects shapes
     of random class, colour and size (sides from ``min_side`` pixels, tiny objects included); every
-    ``empty_every``-th image has none. Returns the COCO dict.
+    ``empty_every``-th image has none. Returns the COCO dataset.
     """
     from PIL import Image, ImageDraw
 
@@ -209,38 +250,16 @@ def make_shapes(folder: str | os.PathLike, n_images: int = 40, size: tuple[int, 
     (root / "labels").mkdir(exist_ok=True)
     w, h = size
     max_side = max_side or min(w, h) // 2
-    images, anns = [], []
+    images: list[CocoImage] = []
+    anns: list[CocoAnnotation] = []
     for i in range(n_images):
-        kind = rng.randint(3)
-        if kind == 0:
-            bg = np.broadcast_to(rng.randint(0, 256, 3).astype(np.uint8), (h, w, 3)).copy()
-        elif kind == 1:
-            a, b = rng.randint(0, 256, 3), rng.randint(0, 256, 3)
-            t = np.linspace(0, 1, w)[None, :, None]
-            bg = np.broadcast_to(a + (b - a) * t, (h, w, 3)).astype(np.uint8)
-        else:
-            bg = rng.randint(0, 256, (h, w, 3)).astype(np.uint8)
+        bg = _background(rng, w, h)
         im = Image.fromarray(np.ascontiguousarray(bg))
         draw = ImageDraw.Draw(im)
         lines = []
         count = 0 if empty_every and i % empty_every == empty_every - 1 else rng.randint(1, max_objects + 1)
         for _ in range(count):
-            c = rng.randint(len(classes))
-            # log-uniform sides: as many tiny objects as large ones
-            bw = int(np.exp(rng.uniform(np.log(min_side), np.log(max_side))))
-            bh = int(np.clip(bw * np.exp(rng.uniform(-0.4, 0.4)), min_side, max_side))
-            x0, y0 = rng.randint(0, w - bw + 1), rng.randint(0, h - bh + 1)
-            x1, y1 = x0 + bw - 1, y0 + bh - 1
-            colour = tuple(int(v) for v in rng.randint(0, 256, 3))
-            if int(np.abs(np.asarray(colour) - bg[y0:y1 + 1, x0:x1 + 1].reshape(-1, 3).mean(0)).sum()) < 120:
-                colour = tuple(255 - v for v in colour)   # keep it visible against its background
-            shape = classes[c]
-            if shape == "rectangle":
-                draw.rectangle([x0, y0, x1, y1], fill=colour)
-            elif shape == "ellipse":
-                draw.ellipse([x0, y0, x1, y1], fill=colour)
-            else:
-                draw.polygon([(x0, y1), ((x0 + x1) / 2, y0), (x1, y1)], fill=colour)
+            c, (x0, y0, bw, bh) = _draw_shape(draw, rng, bg, classes, min_side, max_side)
             anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": c,
                          "bbox": [float(x0), float(y0), float(bw), float(bh)], "area": float(bw * bh), "iscrowd": 0})
             lines.append(f"{c} {(x0 + bw / 2) / w:.6f} {(y0 + bh / 2) / h:.6f} {bw / w:.6f} {bh / h:.6f}")
@@ -248,8 +267,44 @@ def make_shapes(folder: str | os.PathLike, n_images: int = 40, size: tuple[int, 
         im.save(root / "images" / name)
         (root / "labels" / f"shapes_{i:04d}.txt").write_text("\n".join(lines) + ("\n" if lines else ""))
         images.append({"id": i + 1, "file_name": name, "width": w, "height": h})
-    coco = {"images": images, "annotations": anns,
-            "categories": [{"id": k, "name": n} for k, n in enumerate(classes)]}
+    coco: CocoDataset = {"images": images, "annotations": anns,
+                         "categories": [{"id": k, "name": n} for k, n in enumerate(classes)]}
     (root / "classes.txt").write_text("\n".join(classes) + "\n")
     (root / "annotations.json").write_text(json.dumps(coco))
     return coco
+
+
+def _background(rng: np.random.RandomState, w: int, h: int) -> np.ndarray:
+    """An HxWx3 uint8 background: a flat colour, a horizontal gradient or noise, at random."""
+    kind = rng.randint(3)
+    if kind == 0:
+        return np.broadcast_to(rng.randint(0, 256, 3).astype(np.uint8), (h, w, 3)).copy()
+    if kind == 1:
+        a, b = rng.randint(0, 256, 3), rng.randint(0, 256, 3)
+        t = np.linspace(0, 1, w)[None, :, None]
+        return np.broadcast_to(a + (b - a) * t, (h, w, 3)).astype(np.uint8)
+    return rng.randint(0, 256, (h, w, 3)).astype(np.uint8)
+
+
+def _draw_shape(draw: Any, rng: np.random.RandomState, bg: np.ndarray, classes: tuple[str, ...], min_side: int,
+                max_side: int) -> tuple[int, tuple[int, int, int, int]]:
+    """One shape of a random class, size and place drawn, in a colour that stands out from the background under it:
+    (its class, (x0, y0, width, height))."""
+    h, w = bg.shape[:2]
+    c = rng.randint(len(classes))
+    # log-uniform sides: as many tiny objects as large ones
+    bw = int(np.exp(rng.uniform(np.log(min_side), np.log(max_side))))
+    bh = int(np.clip(bw * np.exp(rng.uniform(-0.4, 0.4)), min_side, max_side))
+    x0, y0 = rng.randint(0, w - bw + 1), rng.randint(0, h - bh + 1)
+    x1, y1 = x0 + bw - 1, y0 + bh - 1
+    colour = tuple(int(v) for v in rng.randint(0, 256, 3))
+    if int(np.abs(np.asarray(colour) - bg[y0:y1 + 1, x0:x1 + 1].reshape(-1, 3).mean(0)).sum()) < 120:
+        colour = tuple(255 - v for v in colour)   # keep it visible against its background
+    shape = classes[c]
+    if shape == "rectangle":
+        draw.rectangle([x0, y0, x1, y1], fill=colour)
+    elif shape == "ellipse":
+        draw.ellipse([x0, y0, x1, y1], fill=colour)
+    else:
+        draw.polygon([(x0, y1), ((x0 + x1) / 2, y0), (x1, y1)], fill=colour)
+    return int(c), (int(x0), int(y0), bw, bh)

@@ -21,11 +21,11 @@ import contextlib
 import io
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Optional, Sequence, Tuple, TypedDict
 
 import numpy as np
 
-from edgekit.detection_data import DetectionSet
+from edgekit.detection_data import CocoDataset, CocoDetection, DetectionSet
 from edgekit.errors import Caution, InputError, MissingDependencyError
 from edgekit.report import SILENT, Reporter
 
@@ -48,6 +48,74 @@ def _pycocotools() -> Tuple[Any, Any]:
     return COCO, COCOeval
 
 
+# ------------------------------------------------------------------------------------ documents
+# The ``--json`` documents of the records below (their to_dict / from_dict); the typed result a caller gets is
+# edgekit.results.DetectionEvaluateResult.
+class ClassAPDoc(TypedDict):
+    id: int
+    name: str
+    ap: Optional[float]
+    ap50: Optional[float]
+    objects: int
+
+
+class MapDoc(TypedDict):
+    map: Optional[float]
+    map50: Optional[float]
+    map75: Optional[float]
+    map_small: Optional[float]
+    map_medium: Optional[float]
+    map_large: Optional[float]
+    per_class: List[ClassAPDoc]
+
+
+class ModelEvalDoc(MapDoc):
+    """A model's numbers: where it ran, then :class:`MapDoc`'s keys, then its detections, times and errors."""
+
+    model: str
+    device: str
+    backend: str
+    layout: str
+    detections: int
+    invoke_ms: float
+    postprocess_ms: float
+    errors: List[Dict[str, str]]
+
+
+class DifferenceDoc(TypedDict):
+    model: str
+    against: str
+    map50_change: float
+    map50_interval: List[float]
+    map_change: float
+    map_interval: List[float]
+    resamples: int
+    seed: int
+
+
+class ProtocolDoc(TypedDict):
+    conf: float
+    iou: float
+    max_det: int
+    standard: bool
+    scorer: str
+
+
+class EvaluationDoc(TypedDict, total=False):
+    """``edgekit evaluate --json`` for a detector (``warnings`` may be left out of a document read)."""
+
+    task: str
+    data: str
+    data_kind: str
+    images: int
+    objects: int
+    protocol: ProtocolDoc
+    models: List[ModelEvalDoc]
+    differences: List[DifferenceDoc]
+    warnings: List[str]
+    errors: List[Dict[str, str]]
+
+
 # ------------------------------------------------------------------------------------ results
 @dataclass(frozen=True)
 class ClassAP:
@@ -57,11 +125,11 @@ class ClassAP:
     ap50: Optional[float]
     objects: int
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> ClassAPDoc:
         return {"id": self.id, "name": self.name, "ap": self.ap, "ap50": self.ap50, "objects": self.objects}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "ClassAP":
+    def from_dict(cls, d: ClassAPDoc) -> "ClassAP":
         return cls(int(d["id"]), str(d["name"]), d["ap"], d["ap50"], int(d["objects"]))
 
 
@@ -77,12 +145,12 @@ class MapResult:
     large: Optional[float]
     per_class: Tuple[ClassAP, ...] = ()
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> MapDoc:
         return {"map": self.map, "map50": self.map50, "map75": self.map75, "map_small": self.small,
                 "map_medium": self.medium, "map_large": self.large, "per_class": [c.to_dict() for c in self.per_class]}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "MapResult":
+    def from_dict(cls, d: MapDoc) -> "MapResult":
         return cls(d["map"], d["map50"], d["map75"], d["map_small"], d["map_medium"], d["map_large"],
                    tuple(ClassAP.from_dict(c) for c in d["per_class"]))
 
@@ -99,13 +167,13 @@ class ModelEval:
     postprocess_ms: float
     errors: Tuple[Dict[str, str], ...] = ()
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> ModelEvalDoc:
         return {"model": self.model, "device": self.device, "backend": self.backend, "layout": self.layout,
                 **self.result.to_dict(), "detections": self.detections, "invoke_ms": self.invoke_ms,
                 "postprocess_ms": self.postprocess_ms, "errors": [dict(e) for e in self.errors]}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "ModelEval":
+    def from_dict(cls, d: ModelEvalDoc) -> "ModelEval":
         return cls(d["model"], d["device"], d["backend"], d["layout"], MapResult.from_dict(d), int(d["detections"]),
                    float(d["invoke_ms"]), float(d["postprocess_ms"]), tuple(dict(e) for e in d["errors"]))
 
@@ -123,13 +191,13 @@ class Difference:
     resamples: int
     seed: int
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> DifferenceDoc:
         return {"model": self.model, "against": self.against, "map50_change": self.map50,
                 "map50_interval": list(self.map50_interval), "map_change": self.map,
                 "map_interval": list(self.map_interval), "resamples": self.resamples, "seed": self.seed}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "Difference":
+    def from_dict(cls, d: DifferenceDoc) -> "Difference":
         return cls(d["model"], d["against"], float(d["map50_change"]), tuple(d["map50_interval"]),
                    float(d["map_change"]), tuple(d["map_interval"]), int(d["resamples"]), int(d["seed"]))
 
@@ -166,7 +234,7 @@ class DetectionEvaluation:
     def errors(self) -> List[Dict[str, str]]:
         return [e for m in self.models for e in m.errors]
 
-    def to_dict(self) -> Dict[str, Any]:
+    def to_dict(self) -> EvaluationDoc:
         return {"task": self.task, "data": self.data, "data_kind": self.data_kind, "images": self.images,
                 "objects": self.objects,
                 "protocol": {"conf": self.conf, "iou": self.iou, "max_det": self.max_det,
@@ -175,7 +243,7 @@ class DetectionEvaluation:
                 "warnings": list(self.warnings), "errors": self.errors}
 
     @classmethod
-    def from_dict(cls, d: Dict[str, Any]) -> "DetectionEvaluation":
+    def from_dict(cls, d: EvaluationDoc) -> "DetectionEvaluation":
         p = d["protocol"]
         return cls(d["data"], d["data_kind"], int(d["images"]), int(d["objects"]), float(p["conf"]), float(p["iou"]),
                    int(p["max_det"]), tuple(ModelEval.from_dict(m) for m in d["models"]),
@@ -212,10 +280,10 @@ def _short(text: str, n: int) -> str:
 
 # ------------------------------------------------------------------------------------ scoring
 def coco_detections(dataset: DetectionSet, per_image: Dict[int, Sequence[Any]],
-                    category_of: Dict[int, int]) -> List[Dict[str, Any]]:
+                    category_of: Dict[int, int]) -> List[CocoDetection]:
     """Objects (edgekit.detection.Object, image pixels xyxy) by image id → COCO results (x, y, w, h).
     Classes the dataset has no category for are dropped (``category_of`` maps model class → category id)."""
-    out = []
+    out: List[CocoDetection] = []
     for iid, objects in per_image.items():
         for o in objects:
             cat = category_of.get(o.id)
@@ -227,7 +295,7 @@ def coco_detections(dataset: DetectionSet, per_image: Dict[int, Sequence[Any]],
     return out
 
 
-def run_cocoeval(gt: Dict[str, Any], detections: List[Dict[str, Any]], max_det: int = STANDARD_MAX_DET) -> Any:
+def run_cocoeval(gt: CocoDataset, detections: List[CocoDetection], max_det: int = STANDARD_MAX_DET) -> Any:
     """pycocotools' COCOeval (bbox) evaluated, accumulated and summarized (its printing swallowed).
 
     No detections at all is scored too (pycocotools' ``loadRes`` cannot read an empty list: the empty result

@@ -27,10 +27,14 @@ import io
 import json
 import os
 import zipfile
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from edgekit.detection import LAYOUT_HELP, DetectionLayout, Layout, anchor_count
 from edgekit.errors import InputError
+
+if TYPE_CHECKING:
+    from edgekit.detection import LayoutDoc
 
 POSTPROCESS_OP = "TFLite_Detection_PostProcess"
 POSTPROCESS_ROLES = ("boxes", "classes", "scores", "count")   # the op's output order
@@ -63,7 +67,18 @@ def appended_zip(model: str | os.PathLike | bytes) -> Dict[str, bytes]:
         return {}
 
 
-def ultralytics_metadata(files: Dict[str, bytes]) -> Optional[Dict[str, Any]]:
+@dataclass(frozen=True)
+class UltralyticsMetadata:
+    """What edgekit reads of Ultralytics' ``metadata.json``: the task, the version that exported the model, and the
+    class names (None unless they are a list, or a {index: name} map over 0..n-1)."""
+
+    task: Optional[str]
+    version: str
+    names: Optional[Tuple[str, ...]]
+
+
+def ultralytics_metadata(files: Dict[str, bytes]) -> Optional[UltralyticsMetadata]:
+    """Ultralytics' ``metadata.json`` among the packed files, read; None without it or when it is no JSON object."""
     raw = files.get("metadata.json")
     if raw is None:
         return None
@@ -71,11 +86,19 @@ def ultralytics_metadata(files: Dict[str, bytes]) -> Optional[Dict[str, Any]]:
         doc = json.loads(raw.decode("utf-8"))
     except (ValueError, UnicodeDecodeError):
         return None
-    return doc if isinstance(doc, dict) else None
+    if not isinstance(doc, dict):
+        return None
+    task = doc.get("task")
+    return UltralyticsMetadata(None if task is None else str(task), str(doc.get("version", "?")),
+                               _ultralytics_names(doc.get("names")))
 
 
-def ultralytics_names(meta: Dict[str, Any]) -> Optional[Tuple[str, ...]]:
-    names = meta.get("names")
+def ultralytics_names(meta: UltralyticsMetadata) -> Optional[Tuple[str, ...]]:
+    return meta.names
+
+
+def _ultralytics_names(names: object) -> Optional[Tuple[str, ...]]:
+    """``names`` as the JSON holds it: a list, or a map of class index (as a string) to name."""
     if isinstance(names, dict):
         try:
             ordered = sorted((int(k), str(v)) for k, v in names.items())
@@ -126,7 +149,7 @@ def metadata_output_names(info: Any) -> Optional[List[str]]:
         return None
 
 
-def postprocess_options(info: Any, op: Any) -> Dict[str, Any]:
+def postprocess_options(info: Any, op: Any) -> Dict[str, Union[int, float, str]]:
     """The op's flexbuffer custom options (max_detections, nms_iou_threshold, num_classes, ...); {} if unreadable."""
     if not op.custom_options_bytes:
         return {}
@@ -158,7 +181,13 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
                 info: Any = None) -> DetectionLayout:
     """The :class:`DetectionLayout` of a .tflite detector (``forced``: the ``--layout`` name that settles an
     ambiguity). ``record``: what edgekit recorded about the model (``detection`` entry: letterbox, labels).
-    InputError (exit 3) when the outputs fit no layout, or several and ``forced`` is None."""
+    InputError (exit 3) when the outputs fit no layout, or several and ``forced`` is None.
+
+    The stages follow the module's reading order: what the file says besides its graph (edgekit's record,
+    Ultralytics' metadata, packed labels: :func:`_what_the_file_says`), a layout edgekit recorded, the
+    postprocess op, then the output names and shapes (:func:`_by_shape`); :func:`_settle` applies ``forced``
+    and refuses none or several.
+    """
     from edgekit import tflite_model
 
     name = str(model_path)
@@ -168,30 +197,90 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
         raise UsageError("unknown layout {!r}".format(forced), "use one of " + ", ".join(LAYOUT_NAMES))
     info = info or tflite_model.load(model_path)
     g = info.main
-    inputs = [g.tensors[i] for i in g.inputs]
     outputs = [g.tensors[i] for i in g.outputs]
+    input_hw = _image_input(name, [g.tensors[i] for i in g.inputs])
+    recorded_letterbox, recorded_layout = _read_record(record)
+    said = _what_the_file_says(name, appended_zip(model_path), recorded_letterbox, record_labels)
+    base = _Shared(input_hw, said.letterbox, said.labels, "0..1" if said.meta is not None else None)
+    recorded = _recorded_layout(recorded_layout, outputs, input_hw, said.labels, forced)
+    if recorded is not None:
+        return recorded
+    candidates = _by_postprocess_op(info, g.ops, outputs, base, said.source)
+    if not candidates:
+        try:
+            candidates = _by_shape(outputs, input_hw, said.meta, signature_outputs(info), base, said.source,
+                                   metadata_output_names(info))
+        except InputError as exc:
+            if forced is None:
+                raise InputError("{}: {}".format(name, exc.message), exc.hint) from None
+            candidates = []
+    return _settle(name, candidates, forced, outputs, input_hw, base, said.source)
+
+
+def _image_input(name: str, inputs: list) -> Tuple[int, int]:
+    """(height, width) of the detector's one image input; InputError for anything else."""
     if len(inputs) != 1 or len(inputs[0].shape) != 4:
         raise InputError("{}: not an image detector: it has {} input(s){}".format(
             name, len(inputs), "" if len(inputs) != 1 else " of shape {}".format(list(inputs[0].shape))),
             "edgekit detect needs one image input [1, height, width, channels]")
-    input_hw = (int(inputs[0].shape[1]), int(inputs[0].shape[2]))
-    files = appended_zip(model_path)
+    return int(inputs[0].shape[1]), int(inputs[0].shape[2])
+
+
+def _read_record(record: Optional[Dict[str, Any]]) -> Tuple[Optional[bool], Optional[LayoutDoc]]:
+    """(letterboxed input or not, the layout document) of the ``detection`` entry edgekit recorded with the model
+    (raw JSON from the model file); None for what it does not hold."""
+    entry = record.get("detection") if isinstance(record, dict) else None
+    if not isinstance(entry, dict):
+        return None, None
+    layout = entry.get("layout")
+    return bool(entry.get("letterbox", False)), layout if isinstance(layout, dict) else None
+
+
+@dataclass(frozen=True)
+class _Shared:
+    """What every candidate layout of one model shares: its input size and what the file said."""
+
+    input_hw: Tuple[int, int]
+    letterbox: bool
+    labels: Optional[Tuple[str, ...]]
+    pixel_scaling: Optional[str]
+
+    def layout(self, kind: Layout, roles: Tuple[Tuple[str, int], ...], num_classes: int,
+               **choices: Any) -> DetectionLayout:
+        """A :class:`DetectionLayout` of this model (``choices``: its other fields: boxes_normalized, source...)."""
+        return DetectionLayout(kind, roles, num_classes, self.input_hw, letterbox=self.letterbox, labels=self.labels,
+                               pixel_scaling=self.pixel_scaling, **choices)
+
+
+@dataclass
+class _Said:
+    """What the model file says besides its graph, in reading order; ``source`` says where each came from."""
+
+    meta: Optional[UltralyticsMetadata]
+    labels: Optional[Tuple[str, ...]]
+    letterbox: bool
+    source: List[str]
+
+
+def _what_the_file_says(name: str, files: Dict[str, bytes], recorded_letterbox: Optional[bool],
+                        record_labels: Optional[Sequence[str]]) -> _Said:
+    """Letterboxing and labels from edgekit's record, Ultralytics' metadata (letterboxed, pixels / 255, names;
+    InputError for a model of another task), then a label file packed with the model."""
     meta = ultralytics_metadata(files)
     source = []  # type: List[str]
     labels = tuple(record_labels) if record_labels else None
     letterbox = False
-    if record and isinstance(record.get("detection"), dict):
-        letterbox = bool(record["detection"].get("letterbox", False))
+    if recorded_letterbox is not None:
+        letterbox = recorded_letterbox
         source.append("input {} (edgekit record)".format("letterboxed" if letterbox else "resized"))
     if meta is not None:
-        task = meta.get("task")
-        if task not in (None, "detect"):
-            raise InputError("{}: an Ultralytics {} model, not a detector".format(name, task),
+        if meta.task not in (None, "detect"):
+            raise InputError("{}: an Ultralytics {} model, not a detector".format(name, meta.task),
                              "edgekit detect runs detection models (task=detect)")
         labels = labels or ultralytics_names(meta)
         letterbox = True
         source.append("Ultralytics metadata (version {}): letterboxed input, pixels / 255, labels".format(
-            meta.get("version", "?")))
+            meta.version))
     elif not source:
         source.append("plain resize to the input (no record of letterboxing)")
     if labels is None:
@@ -201,38 +290,31 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
             text = files[named[0]].decode("utf-8", "replace")
             labels = tuple(line.strip() for line in text.splitlines() if line.strip())
             source.append("labels from the model's packed {}".format(named[0]))
+    return _Said(meta, labels, letterbox, source)
 
-    base = dict(input_hw=input_hw, letterbox=letterbox, labels=labels,
-                pixel_scaling="0..1" if meta is not None else None)
-    recorded = _recorded_layout(record, outputs, input_hw, labels, forced)
-    if recorded is not None:
-        return recorded
-    candidates = []  # type: List[Tuple[DetectionLayout, str]]
+
+def _by_postprocess_op(info: Any, ops: list, outputs: list, base: _Shared,
+                       source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+    """The ``TFLite_Detection_PostProcess`` op's outputs, followed to the model's output positions by tensor."""
+    post_ops = [op for op in ops if op.custom_code == POSTPROCESS_OP]
+    if not post_ops:
+        return []
+    op = post_ops[0]
     position = {t.index: i for i, t in enumerate(outputs)}
+    roles = [(role, position[tensor]) for role, tensor in zip(POSTPROCESS_ROLES, op.outputs) if tensor in position]
+    options = postprocess_options(info, op)
+    if len(roles) < 3:
+        return []
+    nc = int(options.get("num_classes", 0) or 0)
+    return [(base.layout(Layout.POSTPROCESS, tuple(roles), nc, boxes_normalized=True,
+                         source=tuple(source) + ("the {} op's outputs, by tensor".format(POSTPROCESS_OP),),
+                         options=tuple(sorted(options.items()))), "the {} op".format(POSTPROCESS_OP))]
 
-    # 1. the postprocess op
-    post_ops = [op for op in g.ops if op.custom_code == POSTPROCESS_OP]
-    if post_ops:
-        op = post_ops[0]
-        roles = []
-        for role, tensor in zip(POSTPROCESS_ROLES, op.outputs):
-            if tensor in position:
-                roles.append((role, position[tensor]))
-        options = postprocess_options(info, op)
-        if len(roles) >= 3:
-            nc = int(options.get("num_classes", 0) or 0)
-            candidates.append((DetectionLayout(Layout.POSTPROCESS, tuple(roles), nc, boxes_normalized=True,
-                                               source=tuple(source) + ("the {} op's outputs, by tensor".format(
-                                                   POSTPROCESS_OP),), options=tuple(sorted(options.items())),
-                                               **base), "the {} op".format(POSTPROCESS_OP)))
-    if not candidates:
-        try:
-            candidates = _by_shape(outputs, input_hw, meta, signature_outputs(info), base, source,
-                                   metadata_output_names(info))
-        except InputError as exc:
-            if forced is None:
-                raise InputError("{}: {}".format(name, exc.message), exc.hint) from None
-            candidates = []
+
+def _settle(name: str, candidates: List[Tuple[DetectionLayout, str]], forced: Optional[str], outputs: list,
+            input_hw: Tuple[int, int], base: _Shared, source: List[str]) -> DetectionLayout:
+    """The one candidate (``forced`` picks among them, or builds its layout by convention); InputError when none
+    fits, AmbiguousLayoutError when several do."""
     if forced is not None:
         candidates = [c for c in candidates if c[0].kind.value == forced] or _forced(forced, outputs, input_hw,
                                                                                      base, source, name)
@@ -245,14 +327,13 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
     return candidates[0][0]
 
 
-def _recorded_layout(record: Optional[Dict[str, Any]], outputs: list, input_hw: Tuple[int, int],
+def _recorded_layout(doc: Optional[LayoutDoc], outputs: list, input_hw: Tuple[int, int],
                      labels: Optional[Tuple[str, ...]], forced: Optional[str]) -> Optional[DetectionLayout]:
     """The layout ``edgekit quantize`` recorded with the model (never re-guessed), when it still fits the outputs."""
-    entry = (record or {}).get("detection") if isinstance(record, dict) else None
-    if not isinstance(entry, dict) or not isinstance(entry.get("layout"), dict):
+    if doc is None:
         return None
     try:
-        layout = DetectionLayout.from_dict(entry["layout"])
+        layout = DetectionLayout.from_dict(doc)
     except (KeyError, TypeError, ValueError):
         return None
     if (forced is not None and forced != layout.kind.value) or tuple(layout.input_hw) != tuple(input_hw) or \
@@ -264,7 +345,7 @@ def _recorded_layout(record: Optional[Dict[str, Any]], outputs: list, input_hw: 
                                source=("recorded by edgekit quantize with the model",) + tuple(layout.source))
 
 
-def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: dict, source: List[str],
+def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: _Shared, source: List[str],
             name: str) -> List[Tuple[DetectionLayout, str]]:
     """``--layout`` naming a layout the shapes did not single out: build it by the layout's own convention."""
     kind = Layout(forced)
@@ -273,8 +354,8 @@ def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: dict, s
     if kind == Layout.POSTPROCESS and len(outputs) == 4:  # TF1's order unless the sizes say otherwise
         order = POSTPROCESS_ROLES if len(outputs[3].shape) == 1 or outputs[3].shape[-1] == 1 else \
             ("scores", "boxes", "count", "classes")
-        return [(DetectionLayout(Layout.POSTPROCESS, tuple((r, i) for i, r in enumerate(order)), 0,
-                                 boxes_normalized=True, source=src, **base), forced)]
+        return [(base.layout(Layout.POSTPROCESS, tuple((r, i) for i, r in enumerate(order)), 0,
+                             boxes_normalized=True, source=src), forced)]
     if kind in (Layout.YOLO, Layout.YOLOV5, Layout.END2END) and len(outputs) == 1 and len(shapes[0]) == 3:
         _, a, b = shapes[0]
         transposed = kind == Layout.YOLO and a < b
@@ -282,16 +363,16 @@ def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: dict, s
         nc = channels - {Layout.YOLO: 4, Layout.YOLOV5: 5, Layout.END2END: 4}[kind]
         if kind == Layout.END2END:
             nc = 0
-        return [(DetectionLayout(kind, (("output", 0),), max(nc, 0), transposed=transposed,
-                                 boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, src and list(src)),
-                                 source=src, **base), forced)]
+        return [(base.layout(kind, (("output", 0),), max(nc, 0), transposed=transposed,
+                             boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, src and list(src)),
+                             source=src), forced)]
     if kind == Layout.SPLIT_DFL and len(outputs) == 1 and len(shapes[0]) == 3 and max(shapes[0][1:]) > 64:
         _, a, b = shapes[0]
         transposed = a < b
         src2 = list(src) + ["one tensor: 64 DFL bins then the class scores (Ultralytics' order)"]
-        return [(DetectionLayout(Layout.SPLIT_DFL, (("combined", 0),), (a if transposed else b) - 64,
-                                 scores_are_logits=_scores_logits(outputs[0], src2), transposed=transposed,
-                                 source=tuple(src2), **base), forced)]
+        return [(base.layout(Layout.SPLIT_DFL, (("combined", 0),), (a if transposed else b) - 64,
+                             scores_are_logits=_scores_logits(outputs[0], src2), transposed=transposed,
+                             source=tuple(src2)), forced)]
     if kind == Layout.SPLIT_DFL and len(outputs) == 2:  # Ultralytics' head concatenates boxes before classes
         return [(_split_layout(outputs, (0,), (1,), input_hw, base, list(src) + ["boxes first (Ultralytics' order)"]),
                  forced)]
@@ -299,7 +380,8 @@ def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: dict, s
                      "pick a layout that matches, or leave --layout out to have it found")
 
 
-def _boxes_normalized(t: Any, input_hw: Tuple[int, int], meta: Optional[dict], source: List[str]) -> Optional[bool]:
+def _boxes_normalized(t: Any, input_hw: Tuple[int, int], meta: Optional[UltralyticsMetadata],
+                      source: List[str]) -> Optional[bool]:
     if meta is not None:
         source.append("boxes normalized to the input (Ultralytics' TFLite export)")
         return True
@@ -333,7 +415,7 @@ def _scores_logits(t: Any, source: List[str]) -> Optional[bool]:
 
 
 def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int], input_hw: Tuple[int, int],
-                  base: dict, source: List[str], strides: Sequence[int] = (8, 16, 32)) -> DetectionLayout:
+                  base: _Shared, source: List[str], strides: Sequence[int] = (8, 16, 32)) -> DetectionLayout:
     src = list(source)
     logits = _scores_logits(outputs[score_idx[0]], src)
     if len(box_idx) == 1:
@@ -346,134 +428,177 @@ def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int
         roles = tuple(("boxes@{}".format(st), b) for st, b in zip(strides, box_idx)) + \
             tuple(("scores@{}".format(st), c) for st, c in zip(strides, score_idx))
         nc = int(outputs[score_idx[0]].shape[-1])
-    return DetectionLayout(Layout.SPLIT_DFL, roles, nc, scores_are_logits=logits, strides=tuple(strides),
-                           source=tuple(src), **base)
+    return base.layout(Layout.SPLIT_DFL, roles, nc, scores_are_logits=logits, strides=tuple(strides),
+                       source=tuple(src))
 
 
-def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[dict], sig: Dict[int, str], base: dict,
-              source: List[str], metadata_names: Optional[List[str]] = None) -> List[Tuple[DetectionLayout, str]]:
+def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[UltralyticsMetadata], sig: Dict[int, str],
+              base: _Shared, source: List[str], metadata_names: Optional[List[str]] = None
+              ) -> List[Tuple[DetectionLayout, str]]:
+    """The layouts the outputs' names (postprocess-like outputs) and shapes fit: one tensor (a YOLO head, decoded
+    or cut), a split head's boxes and scores, or per-level maps."""
     shapes = [tuple(int(d) for d in t.shape) for t in outputs]
-    found = []  # type: List[Tuple[DetectionLayout, str]]
-    anchors = anchor_count(input_hw)
-    nc_meta = len(base["labels"]) if meta is not None and base["labels"] else None
-
-    # postprocess-style outputs without the op (its name lost): by the signature's names
     if len(outputs) == 4 and sorted(len(s) for s in shapes) == [1, 2, 2, 3]:
-        names = [sig.get(t.index) for t in outputs]
-        meta_names = [n.lower() for n in (metadata_names or [])]
-        named = sorted(METADATA_ROLES.get(n, "") for n in meta_names)
-        if len(meta_names) == 4 and named == sorted(METADATA_ROLES.values()):
-            roles = tuple((METADATA_ROLES[n], i) for i, n in enumerate(meta_names))
-            found.append((DetectionLayout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
-                                          source=tuple(source) + ("TFLite metadata output names ({})".format(
-                                              ", ".join(meta_names)),), **base), "TFLite metadata names"))
-        elif all(n in SIGNATURE_ROLES for n in names):
-            roles = tuple((SIGNATURE_ROLES[n], i) for i, n in enumerate(names))
-            found.append((DetectionLayout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
-                                          source=tuple(source) + ("signature output names (pycoral's convention)",),
-                                          **base), "signature output names"))
-        else:
-            raise InputError("outputs shaped like TFLite_Detection_PostProcess's ({}) but neither the op nor the "
-                             "signature names say which is classes and which is scores".format(
-                                 [list(s) for s in shapes]),
-                             "pass --layout postprocess to take TF1's order (boxes, classes, scores, count)")
-        return found
-
+        return _postprocess_by_names(outputs, shapes, sig, base, source, metadata_names)
     if len(outputs) == 1 and len(shapes[0]) == 3 and shapes[0][0] == 1:
-        t = outputs[0]
-        _, a, b = shapes[0]
-        rng = _range(t)
-        # split-dfl, uncut concatenation: [1, 64+nc, N] / [1, N, 64+nc] (a YOLO head cut before its DFL decode)
-        for transposed, channels, n in ((True, a, b), (False, b, a)):
-            if n == anchors and channels > 64 and (nc_meta is None or channels == 64 + nc_meta) and \
-                    (rng is None or rng[0] < 0):       # DFL bins and class scores before sigmoid are logits
-                src = list(source) + ["[1, {}, {}]: 64 DFL bins (4 sides x 16) + {} class scores over {} anchors, in "
-                                      "one tensor".format(a, b, channels - 64, n)]
-                logits = _scores_logits(t, src)
-                found.append((DetectionLayout(Layout.SPLIT_DFL, (("combined", 0),), channels - 64,
-                                              scores_are_logits=logits, transposed=transposed, source=tuple(src),
-                                              **base),
-                              "{} = 64 DFL bins + {} classes over {} anchors".format(channels, channels - 64, n)))
-        # decoded heads hold coordinates in the image and scores in 0..1: an int8 range reaching well below 0 is
-        # not one of them (logits are)
-        decoded_range = rng is None or rng[0] >= -0.5
-        # yolo [1, 4+nc, N] / [1, N, 4+nc]
-        for transposed, channels, n in ((True, a, b), (False, b, a)):
-            if (nc_meta is not None and channels != 4 + nc_meta) or not decoded_range:
-                continue
-            if channels > 4 and (n == anchors or (nc_meta is not None and n > channels)):
-                src = list(source) + ["[1, {}, {}]: {} anchors{}".format(
-                    a, b, n, " for strides 8/16/32 at {}x{}".format(input_hw[1], input_hw[0]) if n == anchors else "")]
-                normalized = _boxes_normalized(t, input_hw, meta, src)
-                found.append((DetectionLayout(Layout.YOLO, (("output", 0),), channels - 4, transposed=transposed,
-                                              boxes_normalized=normalized, source=tuple(src), **base),
-                              "{} = 4 + {} classes over {} anchors".format(channels, channels - 4, n)))
-        # yolov5 [1, N, 5+nc]: three anchor boxes per cell
-        if b > 5 and a == 3 * anchors and meta is None and decoded_range:
-            src = list(source) + ["[1, {}, {}]: 3 anchor boxes x {} cells".format(a, b, anchors)]
-            normalized = _boxes_normalized(t, input_hw, meta, src)
-            found.append((DetectionLayout(Layout.YOLOV5, (("output", 0),), b - 5, boxes_normalized=normalized,
-                                          source=tuple(src), **base),
-                          "{} = 5 + {} classes over {} anchors".format(b, b - 5, a)))
-        # end2end [1, K, 6]
-        if b == 6 and a not in (anchors, 3 * anchors) and decoded_range:
-            src = list(source) + ["[1, {}, 6]: x1, y1, x2, y2, score, class".format(a)]
-            normalized = _boxes_normalized(t, input_hw, meta, src)
-            nc = len(base["labels"]) if base["labels"] else 0
-            found.append((DetectionLayout(Layout.END2END, (("output", 0),), nc, boxes_normalized=normalized,
-                                          source=tuple(src), **base), "{} detections of 6 values".format(a)))
-        return found
-
-    # split-dfl: boxes [1, N, 64] + scores [1, N, nc] (or transposed), or NHWC maps per stride
+        nc_meta = len(base.labels) if meta is not None and base.labels else None
+        return _combined_head(outputs[0], shapes[0], input_hw, nc_meta, base, source) + \
+            _decoded_head(outputs[0], shapes[0], input_hw, meta, nc_meta, base, source)
     if len(outputs) == 2 and all(len(s) == 3 for s in shapes):
-        def channels(s: tuple) -> Optional[int]:
-            return s[2] if s[1] == anchors else s[1] if s[2] == anchors else None
-        ch = [channels(s) for s in shapes]
-        if None not in ch:
-            box_at = [i for i in (0, 1) if ch[i] == 64]
-            if len(box_at) == 1:
-                return [(_split_layout(outputs, box_at, (1 - box_at[0],), input_hw, base,
-                                       source + ["{} anchors: 64 = 4 sides x 16 DFL bins".format(anchors)]),
-                         "boxes at output {}".format(box_at[0]))]
-            if len(box_at) == 2:  # 64 classes: names may tell which is which
-                named = _split_by_names(outputs, sig)
-                if named is not None:
-                    return [(_split_layout(outputs, (named,), (1 - named,), input_hw, base,
-                                           source + ["64 classes: boxes told by the output names"]), "names")]
-                raise InputError("both outputs have 64 channels (4 x 16 DFL bins, and 64 classes?): which one holds "
-                                 "the boxes is not written in the model",
-                                 "pass --layout split-dfl to take Ultralytics' order (boxes first)")
+        return _split_pair(outputs, shapes, input_hw, sig, base, source)
     if len(outputs) == 3 and all(len(s) == 4 for s in shapes):   # per level [1, h, w, 64+nc]: cut before the concat
-        order = sorted(range(3), key=lambda i: -shapes[i][1])
-        strides = [input_hw[0] // shapes[i][1] for i in order if shapes[i][1]]
-        chans = {shapes[i][3] for i in order}
-        if strides == [8, 16, 32] and len(chans) == 1 and min(chans) > 64 and \
-                (nc_meta is None or min(chans) == 64 + nc_meta):
-            src = list(source) + ["per-level maps [1, h, w, {}] for strides 8/16/32: 64 DFL bins + {} class "
-                                  "scores".format(min(chans), min(chans) - 64)]
-            logits = _scores_logits(outputs[order[0]], src)
-            roles = tuple(("combined@{}".format(st), i) for st, i in zip((8, 16, 32), order))
-            return [(DetectionLayout(Layout.SPLIT_DFL, roles, min(chans) - 64, scores_are_logits=logits,
-                                     source=tuple(src), **base), "per-level maps")]
+        return _combined_levels(outputs, shapes, input_hw, meta, base, source)
     if len(outputs) == 6 and all(len(s) == 4 for s in shapes):
-        levels = {}  # type: Dict[Tuple[int, int], List[int]]
-        for i, s in enumerate(shapes):
-            levels.setdefault((s[1], s[2]), []).append(i)
-        strides = sorted(((input_hw[0] // hw[0], hw) for hw in levels if hw[0]), key=lambda x: x[0])
-        if len(levels) == 3 and all(len(v) == 2 for v in levels.values()) and \
-                [s for s, _ in strides] == [8, 16, 32]:
-            box_idx, score_idx = [], []
-            for _, hw in strides:
-                i, j = levels[hw]
-                if (shapes[i][3] == 64) == (shapes[j][3] == 64):
-                    raise InputError("per-level outputs {} and {} both (or neither) have 64 channels".format(
-                        list(shapes[i]), list(shapes[j])), "cut the model so that boxes and scores differ in size")
-                b_, s_ = (i, j) if shapes[i][3] == 64 else (j, i)
-                box_idx.append(b_)
-                score_idx.append(s_)
-            return [(_split_layout(outputs, box_idx, score_idx, input_hw, base,
-                                   source + ["per-level NHWC maps for strides 8/16/32"]), "per-level maps")]
+        return _split_levels(outputs, shapes, input_hw, base, source)
+    return []
+
+
+def _postprocess_by_names(outputs: list, shapes: List[Tuple[int, ...]], sig: Dict[int, str], base: _Shared,
+                          source: List[str], metadata_names: Optional[List[str]]) -> List[Tuple[DetectionLayout, str]]:
+    """Postprocess-style outputs without the op (its name lost): the roles by TFLite metadata's output names, else
+    by the signature's (pycoral's convention); InputError when neither says."""
+    names = [sig.get(t.index) for t in outputs]
+    meta_names = [n.lower() for n in (metadata_names or [])]
+    named = sorted(METADATA_ROLES.get(n, "") for n in meta_names)
+    if len(meta_names) == 4 and named == sorted(METADATA_ROLES.values()):
+        roles = tuple((METADATA_ROLES[n], i) for i, n in enumerate(meta_names))
+        return [(base.layout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
+                             source=tuple(source) + ("TFLite metadata output names ({})".format(
+                                 ", ".join(meta_names)),)), "TFLite metadata names")]
+    if all(n in SIGNATURE_ROLES for n in names):
+        roles = tuple((SIGNATURE_ROLES[n], i) for i, n in enumerate(names))
+        return [(base.layout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
+                             source=tuple(source) + ("signature output names (pycoral's convention)",)),
+                 "signature output names")]
+    raise InputError("outputs shaped like TFLite_Detection_PostProcess's ({}) but neither the op nor the "
+                     "signature names say which is classes and which is scores".format([list(s) for s in shapes]),
+                     "pass --layout postprocess to take TF1's order (boxes, classes, scores, count)")
+
+
+def _combined_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], nc_meta: Optional[int], base: _Shared,
+                   source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+    """split-dfl, uncut concatenation: ``[1, 64+nc, N]`` / ``[1, N, 64+nc]`` (a YOLO head cut before its DFL
+    decode), either way round."""
+    _, a, b = shape
+    anchors = anchor_count(input_hw)
+    rng = _range(t)
+    found = []  # type: List[Tuple[DetectionLayout, str]]
+    for transposed, channels, n in ((True, a, b), (False, b, a)):
+        if n == anchors and channels > 64 and (nc_meta is None or channels == 64 + nc_meta) and \
+                (rng is None or rng[0] < 0):       # DFL bins and class scores before sigmoid are logits
+            src = list(source) + ["[1, {}, {}]: 64 DFL bins (4 sides x 16) + {} class scores over {} anchors, in "
+                                  "one tensor".format(a, b, channels - 64, n)]
+            logits = _scores_logits(t, src)
+            found.append((base.layout(Layout.SPLIT_DFL, (("combined", 0),), channels - 64,
+                                      scores_are_logits=logits, transposed=transposed, source=tuple(src)),
+                          "{} = 64 DFL bins + {} classes over {} anchors".format(channels, channels - 64, n)))
     return found
+
+
+def _decoded_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], meta: Optional[UltralyticsMetadata],
+                  nc_meta: Optional[int], base: _Shared, source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+    """One decoded tensor: yolo ``[1, 4+nc, N]`` / ``[1, N, 4+nc]``, yolov5 ``[1, N, 5+nc]`` (three anchor boxes per
+    cell), end2end ``[1, K, 6]``."""
+    _, a, b = shape
+    anchors = anchor_count(input_hw)
+    rng = _range(t)
+    found = []  # type: List[Tuple[DetectionLayout, str]]
+    # decoded heads hold coordinates in the image and scores in 0..1: an int8 range reaching well below 0 is
+    # not one of them (logits are)
+    decoded_range = rng is None or rng[0] >= -0.5
+    for transposed, channels, n in ((True, a, b), (False, b, a)):
+        if (nc_meta is not None and channels != 4 + nc_meta) or not decoded_range:
+            continue
+        if channels > 4 and (n == anchors or (nc_meta is not None and n > channels)):
+            src = list(source) + ["[1, {}, {}]: {} anchors{}".format(
+                a, b, n, " for strides 8/16/32 at {}x{}".format(input_hw[1], input_hw[0]) if n == anchors else "")]
+            normalized = _boxes_normalized(t, input_hw, meta, src)
+            found.append((base.layout(Layout.YOLO, (("output", 0),), channels - 4, transposed=transposed,
+                                      boxes_normalized=normalized, source=tuple(src)),
+                          "{} = 4 + {} classes over {} anchors".format(channels, channels - 4, n)))
+    if b > 5 and a == 3 * anchors and meta is None and decoded_range:
+        src = list(source) + ["[1, {}, {}]: 3 anchor boxes x {} cells".format(a, b, anchors)]
+        normalized = _boxes_normalized(t, input_hw, meta, src)
+        found.append((base.layout(Layout.YOLOV5, (("output", 0),), b - 5, boxes_normalized=normalized,
+                                  source=tuple(src)),
+                      "{} = 5 + {} classes over {} anchors".format(b, b - 5, a)))
+    if b == 6 and a not in (anchors, 3 * anchors) and decoded_range:
+        src = list(source) + ["[1, {}, 6]: x1, y1, x2, y2, score, class".format(a)]
+        normalized = _boxes_normalized(t, input_hw, meta, src)
+        nc = len(base.labels) if base.labels else 0
+        found.append((base.layout(Layout.END2END, (("output", 0),), nc, boxes_normalized=normalized,
+                                  source=tuple(src)), "{} detections of 6 values".format(a)))
+    return found
+
+
+def _split_pair(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int], sig: Dict[int, str],
+                base: _Shared, source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+    """split-dfl: boxes ``[1, N, 64]`` + scores ``[1, N, nc]`` (or transposed); with 64 classes too, the names
+    tell which is which, or InputError."""
+    anchors = anchor_count(input_hw)
+
+    def channels(s: tuple) -> Optional[int]:
+        return s[2] if s[1] == anchors else s[1] if s[2] == anchors else None
+
+    ch = [channels(s) for s in shapes]
+    if None in ch:
+        return []
+    box_at = [i for i in (0, 1) if ch[i] == 64]
+    if len(box_at) == 1:
+        return [(_split_layout(outputs, box_at, (1 - box_at[0],), input_hw, base,
+                               source + ["{} anchors: 64 = 4 sides x 16 DFL bins".format(anchors)]),
+                 "boxes at output {}".format(box_at[0]))]
+    if len(box_at) == 2:  # 64 classes: names may tell which is which
+        named = _split_by_names(outputs, sig)
+        if named is not None:
+            return [(_split_layout(outputs, (named,), (1 - named,), input_hw, base,
+                                   source + ["64 classes: boxes told by the output names"]), "names")]
+        raise InputError("both outputs have 64 channels (4 x 16 DFL bins, and 64 classes?): which one holds "
+                         "the boxes is not written in the model",
+                         "pass --layout split-dfl to take Ultralytics' order (boxes first)")
+    return []
+
+
+def _combined_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int],
+                     meta: Optional[UltralyticsMetadata], base: _Shared,
+                     source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+    """split-dfl cut before the concatenation: one NHWC map ``[1, h, w, 64+nc]`` per stride 8/16/32."""
+    nc_meta = len(base.labels) if meta is not None and base.labels else None
+    order = sorted(range(3), key=lambda i: -shapes[i][1])
+    strides = [input_hw[0] // shapes[i][1] for i in order if shapes[i][1]]
+    chans = {shapes[i][3] for i in order}
+    if not (strides == [8, 16, 32] and len(chans) == 1 and min(chans) > 64 and
+            (nc_meta is None or min(chans) == 64 + nc_meta)):
+        return []
+    src = list(source) + ["per-level maps [1, h, w, {}] for strides 8/16/32: 64 DFL bins + {} class "
+                          "scores".format(min(chans), min(chans) - 64)]
+    logits = _scores_logits(outputs[order[0]], src)
+    roles = tuple(("combined@{}".format(st), i) for st, i in zip((8, 16, 32), order))
+    return [(base.layout(Layout.SPLIT_DFL, roles, min(chans) - 64, scores_are_logits=logits,
+                         source=tuple(src)), "per-level maps")]
+
+
+def _split_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int], base: _Shared,
+                  source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+    """split-dfl per level: a boxes map (64 channels) and a scores map for each stride 8/16/32."""
+    levels = {}  # type: Dict[Tuple[int, int], List[int]]
+    for i, s in enumerate(shapes):
+        levels.setdefault((s[1], s[2]), []).append(i)
+    strides = sorted(((input_hw[0] // hw[0], hw) for hw in levels if hw[0]), key=lambda x: x[0])
+    if not (len(levels) == 3 and all(len(v) == 2 for v in levels.values()) and
+            [s for s, _ in strides] == [8, 16, 32]):
+        return []
+    box_idx, score_idx = [], []
+    for _, hw in strides:
+        i, j = levels[hw]
+        if (shapes[i][3] == 64) == (shapes[j][3] == 64):
+            raise InputError("per-level outputs {} and {} both (or neither) have 64 channels".format(
+                list(shapes[i]), list(shapes[j])), "cut the model so that boxes and scores differ in size")
+        b_, s_ = (i, j) if shapes[i][3] == 64 else (j, i)
+        box_idx.append(b_)
+        score_idx.append(s_)
+    return [(_split_layout(outputs, box_idx, score_idx, input_hw, base,
+                           source + ["per-level NHWC maps for strides 8/16/32"]), "per-level maps")]
 
 
 def _split_by_names(outputs: list, sig: Dict[int, str]) -> Optional[int]:

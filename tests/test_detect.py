@@ -230,6 +230,40 @@ def test_records_round_trip():
     assert o.to_dict(10, 20)["bbox_normalized"] == {"xmin": 0.1, "ymin": 0.1, "xmax": 0.3, "ymax": 0.2}
 
 
+def test_ultralytics_metadata_is_read_into_its_record():
+    from edgekit.detection_layout import UltralyticsMetadata, ultralytics_metadata, ultralytics_names
+
+    def read(doc):
+        return ultralytics_metadata({"metadata.json": json.dumps(doc).encode()})
+
+    meta = read({"task": "detect", "version": "8.3.169", "names": {"1": "dog", "0": "cat"}})
+    assert meta == UltralyticsMetadata("detect", "8.3.169", ("cat", "dog"))
+    assert ultralytics_names(meta) == ("cat", "dog")
+    assert read({"names": ["a", "b"]}) == UltralyticsMetadata(None, "?", ("a", "b"))
+    assert read({"task": "segment", "names": {"0": "a", "2": "c"}}) == UltralyticsMetadata("segment", "?", None)
+    assert read(["not", "an", "object"]) is None and ultralytics_metadata({}) is None
+    assert ultralytics_metadata({"metadata.json": b"\xff{"}) is None
+
+
+def test_detect_result_is_typed_down_to_each_box():
+    from edgekit.devices.detector import ImageDetections
+    from edgekit.results import DetectResult
+    from edgekit.results.detect import DetectedBox, DetectLayout, ImageObjects
+
+    layout = DetectionLayout(Layout.YOLO, (("output", 0),), 2, HW, boxes_normalized=True, transposed=True,
+                             labels=("cat", "dog"), options=(("num_classes", 2),))
+    found = ImageDetections("a.png", 10, 20, 1.5, 0.25, (Object(1, 0.5, BBox(1, 2, 3, 4), "dog"),))
+    report = DetectReport("m.tflite", "cpu", "litert", layout, 0.25, 0.45, 100, 3.0, (found,))
+    result = DetectResult.of_report(report)
+    assert isinstance(result.layout, DetectLayout) and result.layout.roles == {"output": 0}
+    assert result.layout.options == {"num_classes": 2} and result.layout.description == layout.describe()
+    image = result.results[0]
+    assert isinstance(image, ImageObjects) and image.objects[0].label == "dog"
+    assert image.objects[0].bbox == DetectedBox(1.0, 2.0, 3.0, 4.0)
+    assert image.objects[0].bbox_normalized == DetectedBox(0.1, 0.1, 0.3, 0.2)
+    assert result.to_dict() == report.to_dict() and result.report() == report
+
+
 # ------------------------------------------------------------------------------------ the real YOLOv8n export
 @pytest.fixture(scope="module")
 def ppe_model():

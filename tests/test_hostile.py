@@ -742,7 +742,11 @@ def test_text_safe_escapes_strings_in_typed_results_and_keeps_their_kinds():
     assert safe.warnings == ("a\\x1b[31m\\nb",) and safe.kept_interval == (0.9, 1.0)
     assert "\n" not in "".join(safe.lines()) and "\x1b" not in "".join(safe.lines())
     assert v.warnings == (name,)  # the result itself is left exact (--json)
-    d = DetectResult.from_dict({"model": name, "device": "cpu", "backend": "litert", "layout": {"kind": "yolo"},
+    layout = {"kind": "yolo", "roles": {"output": 0}, "num_classes": 1, "input_hw": [64, 64], "boxes_normalized": True,
+              "scores_are_logits": None, "transposed": True, "reg_max": 16, "strides": [8, 16, 32], "letterbox": False,
+              "labels": [name], "source": [name], "options": {}, "pixel_scaling": None, "description": name}
+    d = DetectResult.from_dict({"model": name, "device": "cpu", "backend": "litert", "layout": layout,
                                 "conf": 0.25, "iou": 0.45, "max_det": 100, "first_inference_ms": None,
                                 "results": [], "errors": [{"image": name, "error": name}], "notes": []})
     assert _text_safe(d).errors[0].image == "a\\x1b[31m\\nb" and d.errors[0].image == name
+    assert _text_safe(d).layout.labels == ("a\\x1b[31m\\nb",) and d.layout.labels == (name,)

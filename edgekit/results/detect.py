@@ -4,27 +4,83 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Mapping, Optional, Tuple, Union
 
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
 
 
 @dataclass(frozen=True)
+class DetectedBox(Record):
+    """A box: ``xmin, ymin`` the near corner, ``xmax, ymax`` the far one (pixels of the image, or 0..1 of it)."""
+
+    xmin: float
+    ymin: float
+    xmax: float
+    ymax: float
+
+
+@dataclass(frozen=True)
+class DetectedObject(Record):
+    """One object as ``--json`` writes it (:meth:`edgekit.detection.Object.to_dict`): the class id, its label, the
+    score, the box in the image's pixels and normalized to its size."""
+
+    id: int
+    label: Optional[str]
+    score: float
+    bbox: DetectedBox
+    bbox_normalized: DetectedBox
+
+
+@dataclass(frozen=True)
+class ImageObjects(Record):
+    """The objects found in one image (its size; invoke and host post-processing times in ms)."""
+
+    image: str
+    width: int
+    height: int
+    invoke_ms: float
+    postprocess_ms: float
+    objects: Tuple[DetectedObject, ...]
+
+
+@dataclass(frozen=True)
+class DetectLayout(Record):
+    """The layout the detector's outputs were read with (:meth:`edgekit.detection.DetectionLayout.to_dict`):
+    ``kind`` (postprocess | yolo | yolov5 | split-dfl | end2end), each role's output position, and how each
+    choice was made (``source``)."""
+
+    kind: str
+    roles: Mapping[str, int]
+    num_classes: int
+    input_hw: Tuple[int, ...]
+    boxes_normalized: Optional[bool]
+    scores_are_logits: Optional[bool]
+    transposed: bool
+    reg_max: int
+    strides: Tuple[int, ...]
+    letterbox: bool
+    labels: Optional[Tuple[str, ...]]
+    source: Tuple[str, ...]
+    options: Mapping[str, Union[int, float, str]]   # the postprocess op's custom options
+    pixel_scaling: Optional[str]
+    description: str
+
+
+@dataclass(frozen=True)
 class DetectResult(Record):
     """``edgekit detect --json``: where the detector ran, the layout it was read with, the thresholds, each
-    image's objects (``results``: image, width, height, invoke_ms, postprocess_ms, objects) and the images
-    that could not be read."""
+    image's objects and the images that could not be read."""
 
     model: str
     device: str
     backend: str
-    layout: Mapping[str, Any]
+    layout: DetectLayout
     conf: float
     iou: float
     max_det: int
     first_inference_ms: Optional[float]
-    results: Tuple[Mapping[str, Any], ...]
+    results: Tuple[ImageObjects, ...]
     errors: Tuple[ImageError, ...]
     notes: Tuple[str, ...] = ()
 

@@ -3,9 +3,59 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Optional, Tuple
 
 from edgekit.records import Record
+
+
+@dataclass(frozen=True)
+class TrainData(Record):
+    """What the model learned from: DATA, its kind (``images`` | ``tfrecord``), the classes and the split."""
+
+    source: str
+    kind: str
+    classes: int
+    train_samples: int
+    validation_samples: int
+
+
+@dataclass(frozen=True)
+class TrainPreprocess(Record):
+    """The preprocessing recorded with the model (:meth:`edgekit.preprocess.PreprocessSpec.to_dict`) and its
+    description."""
+
+    version: int
+    width: int
+    height: int
+    channels: str
+    resize: str
+    mean: Tuple[float, ...]
+    std: Tuple[float, ...]
+    description: str
+
+
+@dataclass(frozen=True)
+class TrainStrategy(Record):
+    """The tf.distribute strategy that trained (``kind``: tpu | multi_worker | mirrored | default), why, and why
+    not the ones before it (``tried``); ``chief``: this run writes the model."""
+
+    kind: str
+    reason: str
+    replicas: int
+    tried: Tuple[str, ...]
+    chief: bool
+
+
+@dataclass(frozen=True)
+class Epoch(Record):
+    """One epoch's numbers as Keras reported them (None where it did not: no validation split)."""
+
+    epoch: int
+    loss: Optional[float]
+    accuracy: Optional[float]
+    val_loss: Optional[float]
+    val_accuracy: Optional[float]
+    seconds: float
 
 
 @dataclass(frozen=True)
@@ -16,14 +66,14 @@ class TrainResult(Record):
     record: Optional[str]
     arch: str
     labels: Tuple[str, ...]
-    data: Mapping[str, Any]
-    preprocess: Mapping[str, Any]
-    strategy: Mapping[str, Any]
+    data: TrainData
+    preprocess: TrainPreprocess
+    strategy: TrainStrategy
     batch_per_replica: int
     global_batch: int
     steps_per_execution: int
     advice: Tuple[str, ...]
-    epochs: Tuple[Mapping[str, Any], ...]
+    epochs: Tuple[Epoch, ...]
     validation_accuracy: Optional[float]
     seconds: float
 
@@ -35,9 +85,9 @@ class TrainResult(Record):
             f"{self.output if written else 'this worker (the chief writes the model)'}: {self.arch} trained "
             f"{len(self.epochs)} epoch(s) in {self.seconds:.1f} s"
             + (f", validation accuracy {val:.1%}" if val is not None else ""),
-            f"Data: {data['source']} ({data['kind']}, {data['classes']} classes, {data['train_samples']} training, "
-            f"{data['validation_samples']} validation examples)",
-            f"Strategy: {s['kind']} ({s['reason']}), {s['replicas']} replica(s), global batch {self.global_batch}",
-            f"Preprocessing: {self.preprocess['description']}",
+            f"Data: {data.source} ({data.kind}, {data.classes} classes, {data.train_samples} training, "
+            f"{data.validation_samples} validation examples)",
+            f"Strategy: {s.kind} ({s.reason}), {s.replicas} replica(s), global batch {self.global_batch}",
+            f"Preprocessing: {self.preprocess.description}",
         ] + ([f"Record: {self.record} (preprocessing, labels, data): `edgekit quantize {self.output}` needs no flags"]
              if written else []))

@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from edgekit.errors import DeviceError, UsageError, first_line
+from edgekit.results.train import TrainStrategy
 
 TPU_BATCH_PER_CORE = 128  # "a batch size of 128 per TPU core" (TensorFlow's TPU guide, performance section)
 TPU_PROBE_SECONDS = 5.0   # a TPU worker answers a TCP connect in milliseconds; an address that does not is no TPU
@@ -50,9 +51,9 @@ class StrategyChoice:
         """Only the chief of a multi-worker cluster writes the model; every other run writes its own."""
         return self.cluster is None or self.cluster.is_chief
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind, "reason": self.reason, "replicas": self.replicas, "tried": self.tried,
-                "chief": self.writes_outputs}
+    def summary(self) -> TrainStrategy:
+        """What ``edgekit train --json`` (and the model's record) says of the choice."""
+        return TrainStrategy(self.kind, self.reason, self.replicas, tuple(self.tried), self.writes_outputs)
 
 
 def tpu_address(env: Mapping[str, str]) -> tuple[str | None, str]:
@@ -274,9 +275,21 @@ def rendezvous(cluster: Cluster, timeout: float, grace: float = RENDEZVOUS_GRACE
     already past this point) counts too (:func:`knock`). WorkersUnreachable names the silent ones, or at
     once a port where something else answers (TensorFlow would wait for it for ever).
     """
-    import threading
     import time
 
+    listener = _listen(cluster)
+    stop, thread = _greet_knocks(listener)
+    try:
+        _await_others(cluster, timeout)
+        time.sleep(grace)  # the others may still be knocking on this port
+    finally:
+        stop.set()
+        thread.join()
+        listener.close()
+
+
+def _listen(cluster: Cluster) -> socket.socket:
+    """A listening socket on this task's own port (from TF_CONFIG); DeviceError when the port cannot be had."""
     host, port = split_host_port(cluster.me) or ("", 0)
     listener = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
     listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
@@ -288,6 +301,13 @@ def rendezvous(cluster: Cluster, timeout: float, grace: float = RENDEZVOUS_GRACE
                           f"{exc.strerror or exc}", "give each worker a free port of its own machine in TF_CONFIG")
     listener.listen(16)
     listener.settimeout(0.2)
+    return listener
+
+
+def _greet_knocks(listener: socket.socket) -> tuple[Any, Any]:
+    """(stop event, thread): a daemon thread greeting every knock on ``listener`` until the event is set."""
+    import threading
+
     stop = threading.Event()
 
     def answer() -> None:
@@ -306,37 +326,39 @@ def rendezvous(cluster: Cluster, timeout: float, grace: float = RENDEZVOUS_GRACE
 
     thread = threading.Thread(target=answer, name="edgekit-rendezvous", daemon=True)
     thread.start()
-    try:
-        waiting = list(cluster.others())
-        whys: dict[str, str | None] = {}
-        deadline = time.monotonic() + timeout
-        while waiting and time.monotonic() < deadline:
-            still = []
-            for a in waiting:
-                answered, why = knock(a, min(1.0, max(0.05, deadline - time.monotonic())))
-                whys[a] = why
-                if answered and why:  # no worker will ever answer on a port something else holds
-                    raise WorkersUnreachable(
-                        f"the multi-worker cluster cannot come together: {why}",
-                        "check TF_CONFIG's addresses: each must be a port `edgekit train` (with the same TF_CONFIG) "
-                        "listens on, not another service's")
-                if why:
-                    still.append(a)
-            waiting = still
-            if waiting:
-                time.sleep(0.2)
+    return stop, thread
+
+
+def _await_others(cluster: Cluster, timeout: float) -> None:
+    """Knock on every other task until each has answered as a worker; WorkersUnreachable at the deadline, or at
+    once when something that is no worker holds one of their ports."""
+    import time
+
+    waiting = list(cluster.others())
+    whys: dict[str, str | None] = {}
+    deadline = time.monotonic() + timeout
+    while waiting and time.monotonic() < deadline:
+        still = []
+        for a in waiting:
+            answered, why = knock(a, min(1.0, max(0.05, deadline - time.monotonic())))
+            whys[a] = why
+            if answered and why:  # no worker will ever answer on a port something else holds
+                raise WorkersUnreachable(
+                    f"the multi-worker cluster cannot come together: {why}",
+                    "check TF_CONFIG's addresses: each must be a port `edgekit train` (with the same TF_CONFIG) "
+                    "listens on, not another service's")
+            if why:
+                still.append(a)
+        waiting = still
         if waiting:
-            raise WorkersUnreachable(
-                f"the multi-worker cluster did not come together within {timeout:g} s: {cluster.me} heard nothing "
-                f"from {', '.join(waiting)}" + "".join(f" ({whys[a]})" for a in waiting[:1] if whys.get(a)
-                                                        and "says nothing" in (whys[a] or "")),
-                "start `edgekit train` with the same TF_CONFIG (and its own task index) on every worker, check the "
-                "addresses and that their ports are open, or wait longer with --worker-timeout S")
-        time.sleep(grace)  # the others may still be knocking on this port
-    finally:
-        stop.set()
-        thread.join()
-        listener.close()
+            time.sleep(0.2)
+    if waiting:
+        raise WorkersUnreachable(
+            f"the multi-worker cluster did not come together within {timeout:g} s: {cluster.me} heard nothing "
+            f"from {', '.join(waiting)}" + "".join(f" ({whys[a]})" for a in waiting[:1] if whys.get(a)
+                                                    and "says nothing" in (whys[a] or "")),
+            "start `edgekit train` with the same TF_CONFIG (and its own task index) on every worker, check the "
+            "addresses and that their ports are open, or wait longer with --worker-timeout S")
 
 
 def _multi_worker_strategy(tf: Any, cluster: Cluster, timeout: float) -> Any:

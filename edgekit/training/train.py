@@ -32,6 +32,7 @@ from edgekit import __version__
 from edgekit.errors import DeviceError, InputError, UsageError, first_line
 from edgekit.model_record import ModelRecord, sidecar_path
 from edgekit.report import SILENT, Reporter
+from edgekit.results.train import Epoch, TrainData, TrainPreprocess, TrainResult
 from edgekit.preprocess import PreprocessSpec, open_image, pixels
 
 CREATED_BY = "edgekit train"
@@ -224,7 +225,7 @@ class _Progress:
         import keras
 
         self.steps, self.n_epochs, self.show = steps, epochs, show
-        self.epochs: list[dict[str, Any]] = []
+        self.epochs: list[Epoch] = []
         self.stream = stream or sys.stderr
         self.report = report if show else SILENT
         self.bar: Any = None
@@ -255,14 +256,13 @@ class _Progress:
             self.bar.close()
             self.bar = None
         logs = {k: float(v) for k, v in (logs or {}).items() if v is not None}
-        row = {"epoch": epoch + 1, "loss": logs.get("loss"), "accuracy": logs.get("accuracy"),
-               "val_loss": logs.get("val_loss"), "val_accuracy": logs.get("val_accuracy"),
-               "seconds": round(time.perf_counter() - self.start, 3)}
+        row = Epoch(epoch + 1, logs.get("loss"), logs.get("accuracy"), logs.get("val_loss"), logs.get("val_accuracy"),
+                    round(time.perf_counter() - self.start, 3))
         self.epochs.append(row)
         if self.show:
-            val = f", validation accuracy {row['val_accuracy']:.1%}" if row["val_accuracy"] is not None else ""
-            self.stream.write(f"epoch {epoch + 1}/{self.n_epochs}: loss {row['loss']:.4f}, accuracy "
-                              f"{row['accuracy']:.1%}{val} ({row['seconds']:.1f} s)\n")
+            val = f", validation accuracy {row.val_accuracy:.1%}" if row.val_accuracy is not None else ""
+            self.stream.write(f"epoch {epoch + 1}/{self.n_epochs}: loss {row.loss:.4f}, accuracy "
+                              f"{row.accuracy:.1%}{val} ({row.seconds:.1f} s)\n")
             self.stream.flush()
 
 
@@ -364,9 +364,60 @@ def _sums(tf: Any, losses: Any, scores: Any, labels: Any) -> tuple:
     return tf.reduce_sum(losses), tf.reduce_sum(tf.cast(right, tf.float32)), tf.cast(tf.size(labels), tf.float32)
 
 
-def train(opts: TrainOptions) -> dict[str, Any]:
-    """Train, save ``opts.output`` and its record; return the summary ``edgekit train --json`` prints."""
-    from edgekit.converters.tf_quiet import import_tensorflow, silenced
+@dataclass
+class _Plan:
+    """What the stages of :func:`train` hand on: the outputs, the data and its split, the preprocessing."""
+
+    output: Path
+    record_path: Path
+    data: TrainingData
+    spec: PreprocessSpec
+    size_from: str            # where the input size came from, for the errors that name it
+    train_idx: np.ndarray
+    val_idx: np.ndarray
+
+
+@dataclass
+class _Distributed:
+    """The strategy chosen, the global batch, and the tf.data pipelines batched for it."""
+
+    choice: Any               # strategy.StrategyChoice
+    global_batch: int
+    advice: list[str]
+    train_ds: Any
+    val_ds: Any
+    steps: int
+
+    @property
+    def on_tpu(self) -> bool:  # TPUs need static shapes: every batch full
+        return self.choice.kind == "tpu"
+
+
+def train(opts: TrainOptions) -> TrainResult:
+    """Train, save ``opts.output`` and its record; return the summary ``edgekit train --json`` prints.
+
+    The stages, in order: the outputs checked (:func:`_check_outputs`), the data read and split
+    (:func:`_plan_data`), the strategy and the input pipelines (:func:`_distribute`), the model built
+    and compiled in the strategy (:func:`_build_model`), the fit (:func:`_fit`), the model and its record
+    written (:func:`_write`) and the result (:func:`_result`).
+    """
+    from edgekit.converters.tf_quiet import import_tensorflow
+
+    output, record_path = _check_outputs(opts)
+    plan = _plan_data(opts, output, record_path)
+    tf = import_tensorflow()
+    import keras  # noqa: F401  (loaded before the strategy is resolved, as it always was)
+
+    dist = _distribute(opts, plan)
+    model, optimizer = _build_model(tf, opts, plan, dist)
+    progress, seconds = _fit(tf, opts, plan, dist, model, optimizer)
+    written = _write(tf, opts, plan, dist, model)
+    return _result(opts, plan, dist, progress, seconds, written)
+
+
+def _check_outputs(opts: TrainOptions) -> tuple[Path, Path]:
+    """(the model's path, its record's): refused now, before any work, when they cannot be written; the options
+    and a bad TF_CONFIG too."""
     from edgekit.fileio import refuse_folders, require_output_folder
     from edgekit.training import strategy as strategy_mod
 
@@ -384,6 +435,11 @@ def train(opts: TrainOptions) -> dict[str, Any]:
         raise UsageError("--epochs and --batch-size must be positive, --validation-split in [0, 1)",
                          "e.g. --epochs 10 --batch-size 32 --validation-split 0.2")
     check_arch(opts.arch)
+    return output, record_path
+
+
+def _plan_data(opts: TrainOptions, output: Path, record_path: Path) -> _Plan:
+    """DATA read, its input size and preprocessing decided, split into training and validation examples."""
     data = read_data(opts.data, opts.tfrecord_key)
     if data.empty_classes:  # Keras's folder reader keeps them as classes never seen; edgekit leaves them out: said
         opts.report.warn(f"DATA {opts.data}: {len(data.empty_classes)} class folder(s) hold no images and are left "
@@ -400,11 +456,15 @@ def train(opts: TrainOptions) -> dict[str, Any]:
     if len(train_idx) == 0:
         raise InputError(f"DATA {opts.data}: no training examples left after the validation split",
                          "add images, or lower --validation-split")
-    if opts.batch_size > len(train_idx):  # said before TensorFlow starts; the global batch is checked below
+    if opts.batch_size > len(train_idx):  # said before TensorFlow starts; the global batch is checked later
         raise UsageError(f"--batch-size {opts.batch_size} is larger than the {len(train_idx)} training examples",
                          "lower --batch-size")
-    tf = import_tensorflow()
-    import keras
+    return _Plan(output, record_path, data, spec, size_from, train_idx, val_idx)
+
+
+def _distribute(opts: TrainOptions, plan: _Plan) -> _Distributed:
+    """The strategy for this machine (said as a note, its advice as warnings) and the pipelines in its batches."""
+    from edgekit.training import strategy as strategy_mod
 
     choice = strategy_mod.resolve(worker_timeout=opts.worker_timeout)
     global_batch, advice = strategy_mod.global_batch(opts.batch_size, choice)
@@ -413,23 +473,33 @@ def train(opts: TrainOptions) -> dict[str, Any]:
                          f"global batch {global_batch}")
     for a in advice:
         opts.report.warn(a)
-    on_tpu = choice.kind == "tpu"  # TPUs need static shapes: every batch full
-    train_ds = dataset(data, train_idx, spec, global_batch, shuffle=True, seed=opts.seed, drop_remainder=on_tpu)
-    val_ds = dataset(data, val_idx, spec, global_batch, shuffle=False) if len(val_idx) else None
-    steps = len(train_idx) // global_batch if on_tpu else -(-len(train_idx) // global_batch)
-    if global_batch > len(train_idx):
-        raise UsageError(f"the global batch {global_batch} is larger than the {len(train_idx)} training examples",
+    on_tpu = choice.kind == "tpu"
+    n_train = len(plan.train_idx)
+    train_ds = dataset(plan.data, plan.train_idx, plan.spec, global_batch, shuffle=True, seed=opts.seed,
+                       drop_remainder=on_tpu)
+    val_ds = dataset(plan.data, plan.val_idx, plan.spec, global_batch, shuffle=False) if len(plan.val_idx) else None
+    steps = n_train // global_batch if on_tpu else -(-n_train // global_batch)
+    if global_batch > n_train:
+        raise UsageError(f"the global batch {global_batch} is larger than the {n_train} training examples",
                          "lower --batch-size")
+    return _Distributed(choice, global_batch, advice, train_ds, val_ds, steps)
 
+
+def _build_model(tf: Any, opts: TrainOptions, plan: _Plan, dist: _Distributed) -> tuple[Any, Any]:
+    """(model, optimizer): the architecture built and compiled inside the strategy's scope, seeded."""
+    import keras
+
+    spec = plan.spec
+    width, height = spec.width, spec.height
     keras.utils.set_random_seed(opts.seed)
-    with choice.strategy.scope():
+    with dist.choice.strategy.scope():
         try:
-            model = build_model(opts.arch, (height, width, spec.num_channels), len(data.class_names), opts.width)
+            model = build_model(opts.arch, (height, width, spec.num_channels), len(plan.data.class_names), opts.width)
         except ValueError as exc:  # a built-in architecture's layers cannot shrink the image that far
             if ":" in opts.arch:
                 raise
             layer = re.search(r"calling (\w+)\.call", str(exc))
-            raise UsageError(f"{size_from} {width}x{height} is too small for --arch {opts.arch}"
+            raise UsageError(f"{plan.size_from} {width}x{height} is too small for --arch {opts.arch}"
                              + (f": its {layer.group(1)} layer has too little of the image left" if layer else
                                 f" ({first_line(exc, 160)})"),
                              "train at a larger size, e.g. --input-size 32x32 or more; images are resized to it"
@@ -439,20 +509,32 @@ def train(opts: TrainOptions) -> dict[str, Any]:
                                "lower --input-size (or --width)") from None
         optimizer = keras.optimizers.Adam(opts.learning_rate)
         model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy",
-                      metrics=["accuracy"], steps_per_execution=TPU_STEPS_PER_EXECUTION if on_tpu else 1)
+                      metrics=["accuracy"], steps_per_execution=TPU_STEPS_PER_EXECUTION if dist.on_tpu else 1)
+    return model, optimizer
+
+
+def _fit(tf: Any, opts: TrainOptions, plan: _Plan, dist: _Distributed, model: Any,
+         optimizer: Any) -> tuple[_Progress, float]:
+    """(the progress with each epoch's numbers, seconds): Keras's ``fit``, or the custom loop across workers;
+    TensorFlow's failures turned into edgekit's errors."""
+    from edgekit.converters.tf_quiet import silenced
+    from edgekit.training import strategy as strategy_mod
+
+    choice = dist.choice
     start = time.perf_counter()
     try:
         with silenced() as (stderr, _log):  # TensorFlow's noise hidden; the epoch lines reach the real stderr
-            progress = _Progress(steps, opts.epochs, opts.show_progress, stderr, opts.report)
+            progress = _Progress(dist.steps, opts.epochs, opts.show_progress, stderr, opts.report)
             if choice.kind == "multi_worker":
-                _fit_across_workers(tf, choice.strategy, model, optimizer, train_ds, val_ds, global_batch,
-                                    opts.epochs, progress)
+                _fit_across_workers(tf, choice.strategy, model, optimizer, dist.train_ds, dist.val_ds,
+                                    dist.global_batch, opts.epochs, progress)
             else:
-                model.fit(train_ds, validation_data=val_ds, epochs=opts.epochs, verbose=0,
+                model.fit(dist.train_ds, validation_data=dist.val_ds, epochs=opts.epochs, verbose=0,
                           callbacks=[progress.callback])
     except tf.errors.ResourceExhaustedError:
-        raise _OutOfMemory(f"out of memory training --arch {opts.arch} on {width}x{height} images in global batches "
-                           f"of {global_batch}", "lower --batch-size or --input-size") from None
+        raise _OutOfMemory(f"out of memory training --arch {opts.arch} on {plan.spec.width}x{plan.spec.height} "
+                           f"images in global batches of {dist.global_batch}",
+                           "lower --batch-size or --input-size") from None
     except tf.errors.OpError as exc:  # an image that does not decode surfaces here, from inside tf.numpy_function
         text = str(exc)
         if choice.kind == "multi_worker" and isinstance(exc, (tf.errors.DeadlineExceededError,
@@ -463,30 +545,43 @@ def train(opts: TrainOptions) -> dict[str, Any]:
         line = next((ln for ln in text.splitlines() if "InputError" in ln), first_line(exc))
         raise _InputStopped(f"training failed on DATA {opts.data}: {line.split('InputError:')[-1].strip()}",
                             "remove or fix the file, then train again") from None
-    seconds = time.perf_counter() - start
+    return progress, time.perf_counter() - start
 
+
+def _write(tf: Any, opts: TrainOptions, plan: _Plan, dist: _Distributed, model: Any) -> bool:
+    """The model and its record (preprocessing, labels, the calibration data, how it was trained) written
+    together, by the chief only (another worker of a cluster says so); whether this run wrote them."""
     try:
-        calib = os.path.relpath(Path(opts.data).resolve(), output.resolve().parent)
+        calib = os.path.relpath(Path(opts.data).resolve(), plan.output.resolve().parent)
     except ValueError:  # another drive on Windows
         calib = str(Path(opts.data).resolve())
-    summary_data = {"source": opts.data, "kind": data.kind, "classes": len(data.class_names),
-                    "train_samples": int(len(train_idx)), "validation_samples": int(len(val_idx))}
+    choice = dist.choice
     training = {"arch": opts.arch, "width": opts.width if opts.arch == "mobilenetv2" else None,
-                "epochs": opts.epochs, "batch_per_replica": opts.batch_size, "global_batch": global_batch,
-                "strategy": choice.to_dict(), "tensorflow": tf.__version__}
-    record = ModelRecord(spec, data.class_names, {"created_by": CREATED_BY, "edgekit": __version__,
-                                                  "calibration": {"source": calib}, "training": training})
-    written = choice.writes_outputs
-    if written:
-        _save_keras(model, output, record.to_json().encode(), record_path)
-    elif opts.show_progress:
+                "epochs": opts.epochs, "batch_per_replica": opts.batch_size, "global_batch": dist.global_batch,
+                "strategy": choice.summary().to_dict(), "tensorflow": tf.__version__}
+    record = ModelRecord(plan.spec, plan.data.class_names, {"created_by": CREATED_BY, "edgekit": __version__,
+                                                            "calibration": {"source": calib}, "training": training})
+    if choice.writes_outputs:
+        _save_keras(model, plan.output, record.to_json().encode(), plan.record_path)
+        return True
+    if opts.show_progress:
         opts.report.note(f"{choice.cluster.task_type} {choice.cluster.task_index} of the cluster: trained its share; "
-                        "the chief writes the model and its record")
-    last = progress.epochs[-1] if progress.epochs else {}
-    return {"output": str(output) if written else None, "record": str(record_path) if written else None,
-            "arch": opts.arch, "labels": data.class_names,
-            "data": summary_data, "preprocess": {**spec.to_dict(), "description": spec.describe()},
-            "strategy": choice.to_dict(), "batch_per_replica": opts.batch_size, "global_batch": global_batch,
-            "steps_per_execution": TPU_STEPS_PER_EXECUTION if on_tpu else 1, "advice": advice,
-            "epochs": progress.epochs, "validation_accuracy": last.get("val_accuracy"),
-            "seconds": round(seconds, 3)}
+                         "the chief writes the model and its record")
+    return False
+
+
+def _result(opts: TrainOptions, plan: _Plan, dist: _Distributed, progress: _Progress, seconds: float,
+            written: bool) -> TrainResult:
+    """What ``edgekit train --json`` prints."""
+    data, spec = plan.data, plan.spec
+    last = progress.epochs[-1] if progress.epochs else None
+    return TrainResult(
+        output=str(plan.output) if written else None, record=str(plan.record_path) if written else None,
+        arch=opts.arch, labels=tuple(data.class_names),
+        data=TrainData(opts.data, data.kind, len(data.class_names), int(len(plan.train_idx)),
+                       int(len(plan.val_idx))),
+        preprocess=TrainPreprocess.from_dict({**spec.to_dict(), "description": spec.describe()}),
+        strategy=dist.choice.summary(), batch_per_replica=opts.batch_size, global_batch=dist.global_batch,
+        steps_per_execution=TPU_STEPS_PER_EXECUTION if dist.on_tpu else 1, advice=tuple(dist.advice),
+        epochs=tuple(progress.epochs), validation_accuracy=last.val_accuracy if last is not None else None,
+        seconds=round(seconds, 3))

@@ -171,7 +171,7 @@ tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU"
                                            [tf.config.LogicalDeviceConfiguration()] * 2)
 from edgekit.training.train import TrainOptions, train
 doc = train(TrainOptions(data=sys.argv[1], output=sys.argv[2], epochs=2, batch_size=16, show_progress=False))
-print("RESULT " + json.dumps(doc))
+print("RESULT " + json.dumps(doc.to_dict()))
 '''
 
 
@@ -193,7 +193,7 @@ def test_training_under_mirrored_strategy_over_two_logical_cpus(digits_folders, 
 RESOLVE = r'''
 import json
 from edgekit.training.strategy import resolve
-print("RESULT " + json.dumps(resolve().to_dict()))
+print("RESULT " + json.dumps(resolve().summary().to_dict()))
 '''
 
 
