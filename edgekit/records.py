@@ -68,6 +68,8 @@ def _load(tp: Any, value: Any, where: str) -> Any:
         except ValueError:
             raise ValueError(f"{where}: {value!r} is not one of {[m.value for m in tp]}") from None
     if isinstance(tp, type) and issubclass(tp, Record):
+        if isinstance(value, tp):  # built already (a result made from another's parts)
+            return value
         if not isinstance(value, Mapping):
             raise ValueError(f"{where}: expected an object, got {type(value).__name__}")
         return tp.from_dict(value, where)

@@ -703,7 +703,7 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         "labels": len(labels) if labels else None,
         "calibration": {**data.summary(), "notes": data.notes},
         "io": {"input": _io_summary(out_info.inputs[0]), "output": _io_summary(out_info.outputs[0])},
-        "op_histogram": out_info.op_histogram_rows(),
+        "op_histogram": [row.to_dict() for row in out_info.op_histogram_rows()],
         "checks": compatibility.gate_checks(check),
         "edgetpu": CheckSummary.from_check(check).to_dict(),   # check's real verdict, not a fixed "passed"
         "advice": [a.to_dict() for a in advice.placement_advice(facts, check.verdict)],
