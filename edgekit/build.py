@@ -28,7 +28,8 @@ from edgekit.options import Floats, PathLike
 from edgekit.report import SILENT, Reporter
 from edgekit.manifest import BundleError, FileEntry
 from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleInput, BundleManifest, BundleModels,
-                                   BundleReports, BundleSource, BundleVersions, ClassifierAccuracy, DetectorAccuracy)
+                                   BundleReports, BundleSource, BundleVersions, ChosenOutput, ClassifierAccuracy,
+                                   DetectorAccuracy)
 from edgekit.results.quantize import QuantizeResult
 
 
@@ -211,7 +212,8 @@ def _quantize_into(opts: BuildOptions, work: Path) -> _Made:
     except AgreementError as exc:  # quantize keeps its output for a look; build writes no bundle of it
         raise VerificationError(f"{exc.reason}; no bundle was written", exc.hint) from None
     src = q.summary["source"]
-    source = BundleSource(Path(src["path"].rstrip("/\\")).name or src["path"], src["format"], src.get("output"))
+    chosen = ChosenOutput.from_dict(src["output"]) if src.get("output") else None
+    source = BundleSource(Path(src["path"].rstrip("/\\")).name or src["path"], src["format"], chosen)
     # quantize's own notes (a preprocessing choice, an interval) come first
     return _Made(cpu, None, QuantizeResult.from_dict(q.summary), source, list(q.summary.get("notes") or []))
 

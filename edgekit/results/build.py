@@ -8,7 +8,7 @@ and checked by :mod:`edgekit.manifest` (Python 3.7, standard library only), whic
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any, Optional, Tuple, Union
 
 from edgekit.manifest import EDGETPU_SUFFIX, FORMAT, FORMAT_VERSION, FileEntry, utc_now
 from edgekit.preprocess import PreprocessSpec
@@ -47,13 +47,21 @@ class BundleVersions(Record):
 
 
 @dataclass(frozen=True)
+class ChosenOutput(Record):
+    """The output of a model of several that was kept (``--output-name``; quantize's ``source.output``)."""
+
+    name: str
+    index: int
+    of: Optional[Tuple[str, ...]]  # the model's outputs, by name
+
+
+@dataclass(frozen=True)
 class BundleSource(Record):
-    """The model the bundle was built from: its file name, its format, and the output chosen of several (quantize's
-    ``source.output``) or None."""
+    """The model the bundle was built from: its file name, its format, and the output chosen of several or None."""
 
     model: str
     format: str
-    output: Optional[Mapping[str, Any]]  # quantize's document of the output chosen, as it recorded it
+    output: Optional[ChosenOutput]
 
 
 @dataclass(frozen=True)
