@@ -25,6 +25,7 @@ from edgekit.errors import printable
 from edgekit.errors import EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
 from edgekit.options import Floats, PathLike
+from edgekit.preprocess import PreprocessSpec
 from edgekit.report import SILENT, Reporter
 from edgekit.manifest import BundleError, FileEntry
 from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleInput, BundleManifest, BundleModels,
@@ -281,7 +282,7 @@ def _copy_given(given: tuple[Path, Path | None], work: Path) -> _Made:
     return _Made(cpu, compiled, None, BundleSource((compiled_src or cpu_src).name, "tflite", None))
 
 
-def _spec_and_labels(cpu: Path, q: QuantizeOptions, report: Reporter) -> tuple[Any, list[str] | None]:
+def _spec_and_labels(cpu: Path, q: QuantizeOptions, report: Reporter) -> tuple[PreprocessSpec, list[str] | None]:
     """The preprocessing and labels classify would use for ``cpu`` (record, else its input quantization;
     ``--mean/--std`` and ``--labels`` over them), as a spec and a list by class id."""
     from edgekit import model_record
