@@ -447,9 +447,8 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
 def inspect(model: PathLike) -> InspectResult:
     """``edgekit inspect``: a .tflite model's I/O, quantization, ops and shapes (no TensorFlow)."""
     from edgekit import tflite_model
-    from edgekit.results import InspectResult
 
-    return InspectResult.from_dict(tflite_model.summary(tflite_model.load(model)))
+    return tflite_model.summary(tflite_model.load(model))
 
 
 def devices() -> DevicesResult:

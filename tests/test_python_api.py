@@ -94,7 +94,7 @@ def test_check_is_typed_round_trips_and_strict_raises_with_the_result():
         edgekit.check(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"), strict=True)
     assert err.value.exit_code == 7 and err.value.result == partial
     compiled = edgekit.check(shared_file(COMPILED))
-    assert compiled.compiled and compiled.edgetpu["subgraphs"] == 1
+    assert compiled.compiled and compiled.edgetpu.subgraphs == 1
     assert CheckResult.from_dict(compiled.to_dict()).to_dict() == compiled.to_dict()
 
 
@@ -197,7 +197,7 @@ def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits
     assert "int8 top-1" in ev.render_text()
     b = edgekit.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
                       holdout=32, no_compile=True)
-    assert isinstance(b, BuildResult) and b.manifest["models"]["edgetpu"] is None
+    assert isinstance(b, BuildResult) and b.manifest.models.edgetpu is None
     assert BuildResult.from_dict(b.to_dict()) == b and "Run it: edgekit classify" in b.render_text()
     with edgekit.open(b.bundle) as model:  # the bundle opens and classifies with its recorded preprocessing
         image = sorted((digits_folders.test / "3").iterdir())[0]

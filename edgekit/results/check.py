@@ -4,9 +4,10 @@ Confidence enums)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Optional, Tuple
 
 from edgekit.converters.compatibility.words import Confidence, Target, Verdict  # noqa: F401 (the check engine's)
+from edgekit.edgetpu_package import EdgeTpuSummary
 from edgekit.records import Record
 
 
@@ -61,7 +62,7 @@ class CheckResult(Record):
     summary: CheckSummary
     problems: Tuple[CheckProblem, ...]
     advice: Tuple[str, ...]
-    edgetpu: Optional[Mapping[str, Any]] = None
+    edgetpu: Optional[EdgeTpuSummary] = None
 
     @property
     def fully_mappable(self) -> bool:
@@ -78,8 +79,7 @@ class CheckResult(Record):
         return self._report().strict_error()
 
     def render_text(self) -> str:
-        from edgekit import edgetpu_package
         from edgekit.converters import compatibility
 
         text = compatibility.render(self._report())
-        return text + (f"\n{edgetpu_package.describe(self.to_dict()['edgetpu'])}" if self.edgetpu else "")
+        return text + (f"\n{self.edgetpu.describe()}" if self.edgetpu else "")

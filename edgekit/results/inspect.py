@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple
 
+from edgekit.edgetpu_package import EdgeTpuSummary
 from edgekit.records import Record
 
 
@@ -41,7 +42,7 @@ class InspectResult(Record):
     dynamic_shapes: bool
     param_bytes: int
     edgetpu_bytes: int
-    edgetpu: Optional[Mapping[str, Any]]
+    edgetpu: Optional[EdgeTpuSummary]
     inputs: Tuple[TensorSummary, ...]
     outputs: Tuple[TensorSummary, ...]
     ops: Tuple[Mapping[str, Any], ...]
@@ -61,9 +62,7 @@ class InspectResult(Record):
         if self.min_runtime_version:
             lines.append(f"Min TFLite runtime: {self.min_runtime_version}")
         if self.edgetpu:
-            from edgekit.edgetpu_package import describe
-
-            lines.append(describe(self.edgetpu))
+            lines.append(self.edgetpu.describe())
         lines.append("Inputs:")
         lines += [t.line() for t in self.inputs]
         lines.append("Outputs:")
