@@ -66,6 +66,8 @@ def build(opts: BuildOptions) -> dict[str, Any]:
     from edgekit.converters import compatibility
     from edgekit.converters.edgetpu_compiler import compile_model
     from edgekit.devices import evaluate as evaluate_mod
+    from edgekit.results.check import CheckPrediction
+    from edgekit.results.compile import CompilerOutput
 
     target = Path(opts.output)
     refuse_inputs_inside(target, opts.quantize)  # first: nothing is touched for an -o that holds an input
@@ -108,7 +110,7 @@ def build(opts: BuildOptions) -> dict[str, Any]:
             except MissingDependencyError as exc:  # found but unusable (e.g. a wrong EDGETPU_COMPILER)
                 notes.append(f"not compiled: {exc.message}; the bundle holds the CPU model only")
             else:
-                compile_report = report.to_dict()
+                compile_report = CompilerOutput.of_report(report).to_dict()
                 compiled = work / f"{cpu.stem}_edgetpu.tflite"
         for n in notes:
             opts.report.note(n)
@@ -138,7 +140,8 @@ def build(opts: BuildOptions) -> dict[str, Any]:
             input=_tensor(info.inputs[0]),
             versions={"edgekit": __version__, "tensorflow": _tensorflow_version(given is None),
                       "edgetpu_compiler": compile_report["compiler_version"] if compile_report else None},
-            reports={"check": check.to_dict(), "compile": compile_report}, accuracy=accuracy, source=source)
+            reports={"check": CheckPrediction.of_report(check).to_dict(), "compile": compile_report},
+            accuracy=accuracy, source=source)
         doc = in_bundle(doc, work, "")  # names inside the bundle, never the work folder's
         write_bundle(target, sources, doc)
     finally:

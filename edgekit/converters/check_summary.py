@@ -44,7 +44,9 @@ class CheckSummary:
     @classmethod
     def from_check(cls, check: Any) -> "CheckSummary":
         """From a :class:`CheckReport` or its ``to_dict()`` (what build's manifest records)."""
-        d = check if isinstance(check, dict) else check.to_dict()
+        from edgekit.results.check import CheckPrediction
+
+        d = check if isinstance(check, dict) else CheckPrediction.of_report(check).to_dict()
         s = d["summary"]
         cpu = Counter(o["name"] for o in d["ops"] if o["target"] == "cpu")
         on, off = s.get("on_chip_bytes_estimate"), s.get("off_chip_bytes_estimate")

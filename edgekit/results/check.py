@@ -1,13 +1,30 @@
 """``edgekit check``: where each op runs and the command's document (the check engine's Verdict, Target and
-Confidence enums)."""
+Confidence enums).
+
+The check engine (:mod:`edgekit.converters.compatibility`) works in its own values (a
+:class:`~edgekit.converters.compatibility.CheckReport` of
+:class:`~edgekit.converters.compatibility.OpVerdict` and
+:class:`~edgekit.converters.compatibility.Problem`); the records here are their documents:
+:meth:`CheckPrediction.of_report` makes one from a report, :meth:`CheckPrediction.report` gives the
+report back (without what only the engine's text used, each op's fix), for the text and ``--strict``.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Optional, Tuple, TypeVar
 
 from edgekit.converters.compatibility.words import Confidence, Target, Verdict  # noqa: F401 (the check engine's)
+from edgekit.errors import CompatibilityError
 from edgekit.records import Record
+from edgekit.results.inspect import EdgeTpuSummary
+
+if TYPE_CHECKING:
+    from edgekit.converters.compatibility.check import CheckReport
+    from edgekit.converters.compatibility.values import OpVerdict, Problem
+
+P = TypeVar("P", bound="CheckPrediction")
 
 
 @dataclass(frozen=True)
@@ -23,6 +40,17 @@ class OpPlacement(Record):
     confidence: Confidence
     subgraph: Optional[int]
 
+    @classmethod
+    def of_verdict(cls, v: OpVerdict) -> OpPlacement:
+        return cls(v.index, v.name, v.version, v.target, v.reason, v.detail, v.confidence, v.subgraph)
+
+    def verdict(self) -> OpVerdict:
+        """The check engine's value (its ``fix``, which only the engine's own text shows, is gone)."""
+        from edgekit.converters.compatibility.values import OpVerdict
+
+        return OpVerdict(self.index, self.name, self.version, self.target, self.reason, self.detail, None,
+                         self.confidence, self.subgraph)
+
 
 @dataclass(frozen=True)
 class CheckSummary(Record):
@@ -34,6 +62,11 @@ class CheckSummary(Record):
     on_chip_bytes_estimate: Optional[int]
     off_chip_bytes_estimate: Optional[int]
 
+    @classmethod
+    def of_report(cls, r: CheckReport) -> CheckSummary:
+        return cls(r.edgetpu_ops, r.cpu_ops, r.subgraphs, r.uncertain_ops, r.param_bytes, r.on_chip_bytes_estimate,
+                   r.off_chip_bytes_estimate)
+
 
 @dataclass(frozen=True)
 class CheckProblem(Record):
@@ -44,13 +77,21 @@ class CheckProblem(Record):
     fatal: bool
     confidence: Confidence
 
+    @classmethod
+    def of_problem(cls, p: Problem) -> CheckProblem:
+        return cls(p.code, p.message, p.hint, tuple(p.ops), p.fatal, p.confidence)
+
+    def problem(self) -> Problem:
+        """The check engine's value (a fatal problem's words for every op, ``status``, are gone)."""
+        from edgekit.converters.compatibility.values import Problem
+
+        return Problem(self.code, self.message, self.hint, self.ops, self.fatal, None, self.confidence)
+
 
 @dataclass(frozen=True)
-class CheckResult(Record):
-    """``edgekit check --json``: which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
-
-    ``edgetpu``: what the compiler wrote in a compiled model (None for a CPU model).
-    """
+class CheckPrediction(Record):
+    """The check engine's prediction as a document: what build's manifest records as its ``check`` report, and
+    :class:`CheckResult` without what the compiler wrote in a compiled model."""
 
     model: Optional[str]
     verdict: Verdict
@@ -61,25 +102,51 @@ class CheckResult(Record):
     summary: CheckSummary
     problems: Tuple[CheckProblem, ...]
     advice: Tuple[str, ...]
-    edgetpu: Optional[Mapping[str, Any]] = None
+
+    @classmethod
+    def of_report(cls: type[P], report: CheckReport) -> P:
+        """The document of the engine's ``report``."""
+        return cls(report.model, report.verdict, report.compiled, report.min_runtime, report.multiple_subgraphs,
+                   tuple(OpPlacement.of_verdict(o) for o in report.ops), CheckSummary.of_report(report),
+                   tuple(CheckProblem.of_problem(p) for p in report.problems), tuple(report.advice))
+
+    def report(self) -> CheckReport:
+        """The check engine's CheckReport of this document (its text rendering and --strict live there)."""
+        from edgekit.converters.compatibility.check import CheckReport
+
+        s = self.summary
+        return CheckReport(self.model, self.verdict, [o.verdict() for o in self.ops], s.subgraphs, s.param_bytes,
+                           s.on_chip_bytes_estimate, s.off_chip_bytes_estimate, [p.problem() for p in self.problems],
+                           list(self.advice), self.min_runtime, self.compiled, self.multiple_subgraphs)
 
     @property
     def fully_mappable(self) -> bool:
         return self.verdict is Verdict.FULL
 
-    def _report(self) -> Any:
-        """The check engine's CheckReport of this result (its text rendering and --strict live there)."""
-        from edgekit.converters.compatibility import CheckReport
-
-        return CheckReport.from_dict({k: v for k, v in self.to_dict().items() if k != "edgetpu"})
-
-    def strict_error(self) -> Any:
+    def strict_error(self) -> Optional[CompatibilityError]:
         """What ``check --strict`` raises (a CompatibilityError, exit 7), or None."""
-        return self._report().strict_error()
+        return self.report().strict_error()
 
     def render_text(self) -> str:
-        from edgekit import edgetpu_package
-        from edgekit.converters import compatibility
+        from edgekit.converters.compatibility.render import render
 
-        text = compatibility.render(self._report())
-        return text + (f"\n{edgetpu_package.describe(self.to_dict()['edgetpu'])}" if self.edgetpu else "")
+        return render(self.report())
+
+
+@dataclass(frozen=True)
+class CheckResult(CheckPrediction):
+    """``edgekit check --json``: which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
+
+    ``edgetpu``: what the compiler wrote in a compiled model (None for a CPU model).
+    """
+
+    edgetpu: Optional[EdgeTpuSummary] = None
+
+    @classmethod
+    def of_report(cls, report: CheckReport, edgetpu: Optional[EdgeTpuSummary] = None) -> CheckResult:
+        """The document of the engine's ``report``, with ``edgetpu`` (what the compiler wrote, when compiled)."""
+        return dataclasses.replace(super().of_report(report), edgetpu=edgetpu)
+
+    def render_text(self) -> str:
+        text = super().render_text()
+        return text + (f"\n{self.edgetpu.line()}" if self.edgetpu else "")

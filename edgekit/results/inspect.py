@@ -1,11 +1,60 @@
-"""``edgekit inspect``: a .tflite model summarized."""
+"""``edgekit inspect``: a .tflite model summarized, and what the Edge TPU compiler wrote inside a compiled one."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Optional, Tuple, Union
 
 from edgekit.records import Record
+
+
+@dataclass(frozen=True)
+class EdgeTpuExecutable(Record):
+    """One executable of an Edge TPU package (``type``: stand_alone, parameter_caching or execution_only)."""
+
+    type: str
+    parameter_bytes: int
+    estimated_cycles: Optional[int]
+    chip: Optional[str]
+
+
+@dataclass(frozen=True)
+class EdgeTpuPackage(Record):
+    """The package of one ``edgetpu-custom-op`` (one Edge TPU subgraph); ``error``: why it could not be read."""
+
+    subgraph: int
+    op: int
+    min_runtime_version: Optional[int]
+    compiler_version: Optional[str]
+    cached_parameter_bytes: int
+    streamed_parameter_bytes: int
+    estimated_cycles: Optional[int]
+    executables: Tuple[EdgeTpuExecutable, ...]
+    error: Optional[str]
+
+
+@dataclass(frozen=True)
+class EdgeTpuSummary(Record):
+    """What the compiler wrote in a compiled model (:func:`edgekit.edgetpu_package.summary`), summed over its
+    packages; ``inspect --json`` and ``check --json`` carry it as ``edgetpu``."""
+
+    subgraphs: int
+    executables: int
+    cached_parameter_bytes: int
+    streamed_parameter_bytes: int
+    estimated_cycles: Optional[int]
+    min_runtime_version: Optional[int]
+    unreadable: int
+    packages: Tuple[EdgeTpuPackage, ...]
+
+    def line(self) -> str:
+        """One line for people: the figures the compiler printed when it made the model (MiB, as check prints)."""
+        cycles = f"; estimated {self.estimated_cycles:,} cycles" if self.estimated_cycles else ""
+        runtime = f"; needs Edge TPU runtime {self.min_runtime_version}+" if self.min_runtime_version else ""
+        bad = f"; {self.unreadable} package(s) unreadable" if self.unreadable else ""
+        return (f"Edge TPU: {self.subgraphs} subgraph(s), {self.executables} executable(s); parameters cached on "
+                f"chip {self.cached_parameter_bytes / 2**20:.2f} MiB, streamed off chip "
+                f"{self.streamed_parameter_bytes / 2**20:.2f} MiB{cycles}{runtime}{bad}")
 
 
 @dataclass(frozen=True)
@@ -14,8 +63,8 @@ class TensorSummary(Record):
     dtype: str
     shape: Tuple[int, ...]
     shape_signature: Tuple[int, ...]
-    scale: Any          # a number, one per channel (a list), or None
-    zero_point: Any
+    scale: Union[float, Tuple[float, ...], None]      # one per tensor, one per channel, or None (not quantized)
+    zero_point: Union[int, Tuple[int, ...], None]
 
     def line(self) -> str:
         shape = "x".join(map(str, self.shape))
@@ -24,6 +73,30 @@ class TensorSummary(Record):
             f"  scale={self.scale:.6g} zero_point={self.zero_point}" if not isinstance(self.scale, tuple)
             else f"  per-channel ({len(self.scale)} scales)")
         return f"  {self.name or '<unnamed>'}: {self.dtype} [{shape}]{sig}{q}"
+
+
+@dataclass(frozen=True)
+class InspectOp(Record):
+    """One op of the model; ``subgraph`` is in the document only for ops outside the main subgraph (0)."""
+
+    index: int
+    name: str
+    version: int
+    custom_code: Optional[str]
+    subgraph: Optional[int] = None
+
+    def to_dict(self) -> dict[str, int | str | None]:
+        doc = {"index": self.index, "name": self.name, "version": self.version, "custom_code": self.custom_code}
+        return doc if self.subgraph is None else {**doc, "subgraph": self.subgraph}
+
+
+@dataclass(frozen=True)
+class OpCount(Record):
+    """How many ops of one type and version the model has (a row of ``op_histogram``)."""
+
+    name: str
+    version: int
+    count: int
 
 
 @dataclass(frozen=True)
@@ -41,11 +114,11 @@ class InspectResult(Record):
     dynamic_shapes: bool
     param_bytes: int
     edgetpu_bytes: int
-    edgetpu: Optional[Mapping[str, Any]]
+    edgetpu: Optional[EdgeTpuSummary]
     inputs: Tuple[TensorSummary, ...]
     outputs: Tuple[TensorSummary, ...]
-    ops: Tuple[Mapping[str, Any], ...]
-    op_histogram: Tuple[Mapping[str, Any], ...]
+    ops: Tuple[InspectOp, ...]
+    op_histogram: Tuple[OpCount, ...]
     metadata: Tuple[str, ...]
 
     def render_text(self) -> str:
@@ -61,15 +134,13 @@ class InspectResult(Record):
         if self.min_runtime_version:
             lines.append(f"Min TFLite runtime: {self.min_runtime_version}")
         if self.edgetpu:
-            from edgekit.edgetpu_package import describe
-
-            lines.append(describe(self.edgetpu))
+            lines.append(self.edgetpu.line())
         lines.append("Inputs:")
         lines += [t.line() for t in self.inputs]
         lines.append("Outputs:")
         lines += [t.line() for t in self.outputs]
         lines.append("Ops:")
-        lines += [f"  {h['count']:>4} x {h['name']} v{h['version']}" for h in self.op_histogram]
+        lines += [f"  {h.count:>4} x {h.name} v{h.version}" for h in self.op_histogram]
         if self.metadata:
             lines.append(f"Metadata: {', '.join(self.metadata)}")
         return "\n".join(lines)
