@@ -94,7 +94,7 @@ def test_check_is_typed_round_trips_and_strict_raises_with_the_result():
         edgekit.check(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"), strict=True)
     assert err.value.exit_code == 7 and err.value.result == partial
     compiled = edgekit.check(shared_file(COMPILED))
-    assert compiled.compiled and compiled.edgetpu["subgraphs"] == 1
+    assert compiled.compiled and compiled.edgetpu.subgraphs == 1
     assert CheckResult.from_dict(compiled.to_dict()).to_dict() == compiled.to_dict()
 
 
