@@ -2,7 +2,7 @@
 
 Quantize used to print a fixed "Edge TPU checks: ... passed" while check rated the same model
 PARTIAL (issue 24: MobileNetV3Small, 4 of 113 ops on the Edge TPU). The summary is now made from
-check's own report (:class:`edgekit.converters.compatibility.CheckReport`, or its ``to_dict()``):
+check's own report (:class:`edgekit.converters.compatibility.CheckReport`, or its document):
 its verdict, the ops left on the CPU by type, how many placements rest on no real compile, and the
 parameters that would not fit the on-chip cache. Pure data: no TensorFlow.
 """
@@ -43,7 +43,7 @@ class CheckSummary:
 
     @classmethod
     def from_check(cls, check: Any) -> "CheckSummary":
-        """From a :class:`CheckReport` or its ``to_dict()`` (what build's manifest records)."""
+        """From a :class:`CheckReport` or its document (what build's manifest records)."""
         from edgekit.results.check import CheckPrediction
 
         d = check if isinstance(check, dict) else CheckPrediction.of_report(check).to_dict()

@@ -91,7 +91,8 @@ class CompilerOutput(Record):
         return cls(report.compiler_version, report.succeeded, report.compile_ms, report.returncode,
                    tuple(report.command), m.input_model, m.input_size_bytes, m.output_model, m.output_size_bytes,
                    m.on_chip_used_bytes, m.on_chip_remaining_bytes, m.off_chip_used_bytes, m.subgraphs, m.total_ops,
-                   m.edgetpu_ops, m.cpu_ops, freeze(report.ops_per_status()), tuple(CompileOp.of_row(r) for r in report.ops),
+                   m.edgetpu_ops, m.cpu_ops, freeze(report.ops_per_status()),
+                   tuple(CompileOp.of_row(r) for r in report.ops),
                    tuple(CompileSegment.of_section(s) for s in segments), tuple(report.outputs),
                    tuple(report.errors))
 

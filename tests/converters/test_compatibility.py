@@ -399,8 +399,8 @@ def test_parameters_beyond_the_cache_are_estimated_off_chip():
 
 # ----------------------------------------------------------------------------------- the report
 def test_json_schema():
-    d = CheckPrediction.of_report(check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"))))\
-        .to_dict()
+    report = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite")))
+    d = CheckPrediction.of_report(report).to_dict()
     assert {"model", "verdict", "ops", "summary", "problems"} <= set(d)
     assert set(d["ops"][0]) == {"index", "name", "version", "target", "reason", "detail", "confidence", "subgraph"}
     assert set(d["summary"]) == {"edgetpu_ops", "cpu_ops", "subgraphs", "uncertain_ops", "param_bytes",
