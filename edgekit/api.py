@@ -222,14 +222,13 @@ def check(model: PathLike, *, min_runtime: int = 14, allow_multiple_subgraphs: b
     on the CPU or the compiler would certainly refuse the model (an op an uncertain rule places does not).
     """
 
-    from edgekit.results import CheckResult, EdgeTpuSummary
+    from edgekit.results import CheckResult
     from edgekit import edgetpu_package, tflite_model
     from edgekit.converters import compatibility
 
     info = tflite_model.load(model)
     report = compatibility.check_model(info, min_runtime, allow_multiple_subgraphs)
-    edgetpu = edgetpu_package.summary(info.edgetpu_packages)
-    result = CheckResult.of_report(report, EdgeTpuSummary.from_dict(edgetpu) if edgetpu else None)
+    result = CheckResult.of_report(report, edgetpu_package.summary(info.edgetpu_packages))
     failure = report.strict_error() if strict else None
     if failure:
         failure.result = result
@@ -414,9 +413,8 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
 def inspect(model: PathLike) -> InspectResult:
     """``edgekit inspect``: a .tflite model's I/O, quantization, ops and shapes (no TensorFlow)."""
     from edgekit import tflite_model
-    from edgekit.results import InspectResult
 
-    return InspectResult.from_dict(tflite_model.summary(tflite_model.load(model)))
+    return tflite_model.summary(tflite_model.load(model))
 
 
 def devices() -> DevicesResult:

@@ -15,7 +15,7 @@ import shutil
 import sys
 import tempfile
 import types
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Optional, Tuple, Union
 
@@ -25,8 +25,13 @@ from edgekit.errors import printable
 from edgekit.errors import EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
 from edgekit.options import Floats, PathLike
+from edgekit.preprocess import PreprocessSpec
 from edgekit.report import SILENT, Reporter
-from edgekit.manifest import BundleError
+from edgekit.manifest import BundleError, FileEntry
+from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleInput, BundleManifest, BundleModels,
+                                   BundleReports, BundleSource, BundleVersions, ChosenOutput, ClassifierAccuracy,
+                                   DetectorAccuracy)
+from edgekit.results.quantize import QuantizeResult
 
 
 @dataclass
@@ -49,112 +54,153 @@ class _WarningsOnly(Reporter):
         self.warn, self.progress = report.warn, report.progress  # type: ignore[method-assign]
 
 
-def _tensor(t: tflite_model.TensorInfo) -> dict[str, Any]:
-    q = t.quantization
-    scale, zero_point = (float(q.scales[0]), int(q.zero_points[0])) if q and q.scales else (None, None)
-    return {"shape": [int(d) for d in t.shape], "dtype": t.dtype, "scale": scale, "zero_point": zero_point}
+@dataclass
+class _Plan:
+    """What build was asked to do, checked before any slow work: the bundle folder, the model given as a .tflite
+    (its CPU model and compiled twin) or None for a Keras model, and the ``--eval`` data of either kind."""
+
+    target: Path
+    given: tuple[Path, Path | None] | None
+    eval_set: Any = None            # a classifier's labelled set (devices.evaluate.read_set)
+    detection_eval: str | None = None  # a detector's COCO JSON or YOLO folder
 
 
-def build(opts: BuildOptions) -> dict[str, Any]:
-    """Build the bundle; return the document ``edgekit build --json`` prints.
+@dataclass
+class _Made:
+    """What the work folder holds so far: the int8 model, its compiled twin, quantize's summary, and notes."""
+
+    cpu: Path
+    compiled: Path | None
+    quantized: QuantizeResult | None  # quantize's result (None: a .tflite was given)
+    source: BundleSource
+    notes: list[str] = field(default_factory=list)
+
+
+def build(opts: BuildOptions) -> BuildResult:
+    """Build the bundle; return what ``edgekit build`` reports (``--json``: its document).
 
     ``MODEL`` is a Keras model (quantized first) or an int8 ``.tflite`` (a compiled ``x_edgetpu.tflite``
     with its CPU twin ``x.tflite`` beside it): then it is checked, compiled where possible, evaluated
     and bundled as it is.
     """
-    from edgekit.compiler_locator import find_compiler
-    from edgekit.converters import compatibility
-    from edgekit.converters.edgetpu_compiler import compile_model
+    plan = _plan(opts)
+    work = Path(tempfile.mkdtemp(prefix=f".{plan.target.name}.", suffix=".work", dir=plan.target.parent))
+    try:
+        made = _copy_given(plan.given, work) if plan.given is not None else _quantize_into(opts, work)
+        doc, sources = _bundle_contents(opts, plan, made, work)
+        write_bundle(plan.target, sources, doc)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return _result(plan.target, made, work)
+
+
+def _plan(opts: BuildOptions) -> _Plan:
+    """Every refusal that needs no slow work, first: an -o that holds an input or may not be replaced, a .tflite
+    that is not a full-int8 model, --eval data that cannot be read."""
+    from edgekit.detection_data import is_detection_data
     from edgekit.devices import evaluate as evaluate_mod
-    from edgekit.results.check import CheckPrediction
-    from edgekit.results.compile import CompilerOutput
 
     target = Path(opts.output)
     refuse_inputs_inside(target, opts.quantize)  # first: nothing is touched for an -o that holds an input
     require_output_folder(target, opts.report)  # before minutes of work: a wrong -o
     check_target(target)                                                 # fails now
     evaluating = opts.quantize.eval
-    from edgekit.detection_data import is_detection_data
-
     from_tflite = Path(opts.quantize.model.rstrip("/\\")).suffix.lower() == ".tflite"
     given = tflite_sources(opts.quantize) if from_tflite else None      # a wrong .tflite fails now too
-    detection_eval = evaluating if evaluating and is_detection_data(evaluating) else None  # COCO JSON / YOLO folder
-    eval_set = evaluate_mod.read_set(evaluating, "--eval") if evaluating and not detection_eval else None  # fails now
-    notes: list[str] = []
-    work = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".work", dir=target.parent))
-    try:
-        if given is not None:
-            cpu, compiled = _copy_given(given, work)
-            q_summary = None
-            source = {"model": Path(given[0]).name if given[1] is None else Path(given[1]).name, "format": "tflite",
-                      "output": None}
+    if evaluating and is_detection_data(evaluating):  # COCO JSON / YOLO folder
+        return _Plan(target, given, detection_eval=evaluating)
+    return _Plan(target, given, evaluate_mod.read_set(evaluating, "--eval") if evaluating else None)  # fails now
+
+
+def _bundle_contents(opts: BuildOptions, plan: _Plan, made: _Made, work: Path
+                     ) -> tuple[BundleManifest, dict[str, Union[Path, bytes]]]:
+    """check, compile, evaluate the models in ``work``: the manifest and the files of the bundle."""
+    from edgekit.converters import compatibility
+
+    info = tflite_model.load(made.cpu)
+    check = compatibility.check_model(info, opts.min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME)
+    compile_report = _compile(opts, made, work)
+    for n in made.notes:
+        opts.report.note(n)
+    spec, labels = _spec_and_labels(made.cpu, opts.quantize, opts.report if plan.given is not None else SILENT)
+    sources: dict[str, Union[Path, bytes]] = {made.cpu.name: made.cpu}
+    if made.compiled is not None:
+        sources[made.compiled.name] = made.compiled
+    if labels:
+        sources[manifest.LABELS_NAME] = ("\n".join(printable(x) for x in labels) + "\n").encode()
+    doc = BundleManifest.new(
+        models=BundleModels(made.cpu.name, made.compiled.name if made.compiled else None),
+        labels=manifest.LABELS_NAME if labels else None, preprocess=spec, input=_input(info.inputs[0]),
+        versions=BundleVersions(__version__, _tensorflow_version(plan.given is None),
+                                compile_report.compiler_version if compile_report else None),
+        reports=BundleReports(BundleCheck.of_report(check), compile_report),
+        accuracy=_accuracy(opts, plan, made.cpu), source=made.source)
+    return BundleManifest.from_dict(in_bundle(doc.to_dict(), work, "")), sources  # never the work folder's names
+
+
+def _compile(opts: BuildOptions, made: _Made, work: Path) -> BundleCompile | None:
+    """Compile the CPU model where the compiler is here and asked for (``made.compiled`` then names the result);
+    why it was not, in ``made.notes``."""
+    from edgekit.compiler_locator import find_compiler
+    from edgekit.converters.edgetpu_compiler import compile_model
+
+    if made.compiled is not None:
+        made.notes.append(f"compiled model as given ({made.compiled.name}): not compiled again")
+    elif not opts.compile:
+        made.notes.append("not compiled (--no-compile): the bundle holds the CPU model only")
+    elif not find_compiler():
+        made.notes.append("no edgetpu_compiler here (x86-64 Linux only): the bundle holds the CPU model only; "
+                          "build on a machine with the compiler to add the Edge TPU model")
+    else:
+        try:
+            report = compile_model(made.cpu, work, min_runtime=opts.min_runtime, timeout=opts.timeout,
+                                   report=opts.report)
+        except MissingDependencyError as exc:  # found but unusable (e.g. a wrong EDGETPU_COMPILER)
+            made.notes.append(f"not compiled: {exc.message}; the bundle holds the CPU model only")
         else:
-            cpu, q_summary, source = _quantize_into(opts, work)
-            compiled = None
-            notes += q_summary.get("notes") or []  # quantize's own notes (a preprocessing choice, an interval)
-        info = tflite_model.load(cpu)
-        min_runtime = opts.min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME
-        check = compatibility.check_model(info, min_runtime)
-        compile_report = None
-        if compiled is not None:
-            notes.append(f"compiled model as given ({compiled.name}): not compiled again")
-        elif not opts.compile:
-            notes.append("not compiled (--no-compile): the bundle holds the CPU model only")
-        elif not find_compiler():
-            notes.append("no edgetpu_compiler here (x86-64 Linux only): the bundle holds the CPU model only; "
-                         "build on a machine with the compiler to add the Edge TPU model")
-        else:
-            try:
-                report = compile_model(cpu, work, min_runtime=opts.min_runtime, timeout=opts.timeout,
-                                       report=opts.report)
-            except MissingDependencyError as exc:  # found but unusable (e.g. a wrong EDGETPU_COMPILER)
-                notes.append(f"not compiled: {exc.message}; the bundle holds the CPU model only")
-            else:
-                compile_report = CompilerOutput.of_report(report).to_dict()
-                compiled = work / f"{cpu.stem}_edgetpu.tflite"
-        for n in notes:
-            opts.report.note(n)
-        spec, labels = _spec_and_labels(cpu, opts.quantize, opts.report if given is not None else SILENT)
-        sources: dict[str, Any] = {cpu.name: cpu}
-        if compiled is not None:
-            sources[compiled.name] = compiled
-        if labels:
-            sources[manifest.LABELS_NAME] = ("\n".join(printable(x) for x in labels) + "\n").encode()
-        accuracy = None
-        if eval_set is not None:  # the CPU model: the same int8 arithmetic the Edge TPU runs, on any machine
-            ev = evaluate_mod.evaluate(cpu, eval_set, "cpu", opts.quantize.mean, opts.quantize.std,
-                                       labels=opts.quantize.labels)
-            if ev.errors:
-                raise InputError(f"--eval {evaluating}: {len(ev.errors)} sample(s) could not be read "
-                                 f"(first: {ev.errors[0]['error']})", "fix or remove them, then build again")
-            accuracy = {**ev.to_dict(), "model": cpu.name, "data": str(evaluating)}
-        elif detection_eval is not None:  # a detector's COCO mAP, by pycocotools, of the CPU model
-            from edgekit import detection_eval as detection_eval_mod
-
-            ev = detection_eval_mod.evaluate_detector(cpu, detection_eval, device="cpu")
-            accuracy = {**ev.to_dict(), "model": cpu.name, "data": str(evaluating)}
-        doc = manifest.make_manifest(
-            models={"cpu": cpu.name, "edgetpu": compiled.name if compiled else None},
-            labels=manifest.LABELS_NAME if labels else None,
-            preprocess=spec.to_dict(),
-            input=_tensor(info.inputs[0]),
-            versions={"edgekit": __version__, "tensorflow": _tensorflow_version(given is None),
-                      "edgetpu_compiler": compile_report["compiler_version"] if compile_report else None},
-            reports={"check": CheckPrediction.of_report(check).to_dict(), "compile": compile_report},
-            accuracy=accuracy, source=source)
-        doc = in_bundle(doc, work, "")  # names inside the bundle, never the work folder's
-        write_bundle(target, sources, doc)
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
-    written = manifest.load(target).manifest
-    if q_summary is not None:  # the files quantize wrote in the work folder are in the bundle now
-        q_summary = in_bundle(q_summary, work, str(target) + os.sep)
-        q_summary["record"] = None  # the record is inside the model (the sidecar stayed in the work folder)
-    return {"bundle": str(target), "manifest": written, "quantize": q_summary, "notes": notes}
+            made.compiled = work / f"{made.cpu.stem}_edgetpu.tflite"
+            return BundleCompile.of_report(report)
+    return None
 
 
-def _quantize_into(opts: BuildOptions, work: Path) -> tuple[Path, dict[str, Any], dict[str, Any]]:
-    """quantize the Keras model into ``work``: (the int8 model, quantize's summary, the manifest's ``source``)."""
+def _accuracy(opts: BuildOptions, plan: _Plan, cpu: Path) -> ClassifierAccuracy | DetectorAccuracy | None:
+    """The CPU model's accuracy on ``--eval`` data: the same int8 arithmetic the Edge TPU runs, on any machine."""
+    from edgekit.devices import evaluate as evaluate_mod
+
+    evaluating = opts.quantize.eval
+    if plan.eval_set is not None:
+        ev = evaluate_mod.evaluate(cpu, plan.eval_set, "cpu", opts.quantize.mean, opts.quantize.std,
+                                   labels=opts.quantize.labels)
+        if ev.errors:
+            raise InputError(f"--eval {evaluating}: {len(ev.errors)} sample(s) could not be read "
+                             f"(first: {ev.errors[0]['error']})", "fix or remove them, then build again")
+        return ClassifierAccuracy.from_dict({**ev.to_dict(), "model": cpu.name, "data": str(evaluating)})
+    if plan.detection_eval is not None:  # a detector's COCO mAP, by pycocotools, of the CPU model
+        from edgekit import detection_eval as detection_eval_mod
+
+        ev = detection_eval_mod.evaluate_detector(cpu, plan.detection_eval, device="cpu")
+        return DetectorAccuracy.from_dict({**ev.to_dict(), "model": cpu.name, "data": str(evaluating)})
+    return None
+
+
+def _input(t: tflite_model.TensorInfo) -> BundleInput:
+    q = t.quantization
+    scale, zero_point = (float(q.scales[0]), int(q.zero_points[0])) if q and q.scales else (None, None)
+    return BundleInput(tuple(int(d) for d in t.shape), t.dtype, scale, zero_point)
+
+
+def _result(target: Path, made: _Made, work: Path) -> BuildResult:
+    """The bundle as written (its manifest read back) and the quantize run, its paths now the bundle's."""
+    written = BundleManifest.from_dict(manifest.load(target).manifest)
+    quantized = made.quantized
+    if quantized is not None:  # the files quantize wrote in the work folder are in the bundle now
+        quantized = QuantizeResult.from_dict(in_bundle(quantized.to_dict(), work, str(target) + os.sep))
+        quantized = replace(quantized, record=None)  # the record is inside the model (the sidecar stayed behind)
+    return BuildResult(str(target), written, quantized, tuple(made.notes))
+
+
+def _quantize_into(opts: BuildOptions, work: Path) -> _Made:
+    """quantize the Keras model into ``work``: the int8 model, quantize's summary, the manifest's ``source``."""
     from edgekit.converters.quantize import AgreementError, quantize
     from edgekit.errors import VerificationError
 
@@ -167,8 +213,10 @@ def _quantize_into(opts: BuildOptions, work: Path) -> tuple[Path, dict[str, Any]
     except AgreementError as exc:  # quantize keeps its output for a look; build writes no bundle of it
         raise VerificationError(f"{exc.reason}; no bundle was written", exc.hint) from None
     src = q.summary["source"]
-    return cpu, q.summary, {"model": Path(src["path"].rstrip("/\\")).name or src["path"], "format": src["format"],
-                            "output": src.get("output")}
+    chosen = ChosenOutput.from_dict(src["output"]) if src.get("output") else None
+    source = BundleSource(Path(src["path"].rstrip("/\\")).name or src["path"], src["format"], chosen)
+    # quantize's own notes (a preprocessing choice, an interval) come first
+    return _Made(cpu, None, QuantizeResult.from_dict(q.summary), source, list(q.summary.get("notes") or []))
 
 
 def _tensorflow_version(used: bool) -> str | None:
@@ -222,7 +270,8 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
     return path, None
 
 
-def _copy_given(given: tuple[Path, Path | None], work: Path) -> tuple[Path, Path | None]:
+def _copy_given(given: tuple[Path, Path | None], work: Path) -> _Made:
+    """The given int8 model (and its compiled twin) copied into ``work``, as the bundle names them."""
     cpu_src, compiled_src = given
     cpu = work / cpu_src.name
     shutil.copyfile(str(cpu_src), str(cpu))
@@ -230,10 +279,10 @@ def _copy_given(given: tuple[Path, Path | None], work: Path) -> tuple[Path, Path
     if compiled_src is not None:
         compiled = work / (cpu.stem + "_edgetpu.tflite")  # the manifest's naming rule: x.tflite, x_edgetpu.tflite
         shutil.copyfile(str(compiled_src), str(compiled))
-    return cpu, compiled
+    return _Made(cpu, compiled, None, BundleSource((compiled_src or cpu_src).name, "tflite", None))
 
 
-def _spec_and_labels(cpu: Path, q: QuantizeOptions, report: Reporter) -> tuple[Any, list[str] | None]:
+def _spec_and_labels(cpu: Path, q: QuantizeOptions, report: Reporter) -> tuple[PreprocessSpec, list[str] | None]:
     """The preprocessing and labels classify would use for ``cpu`` (record, else its input quantization;
     ``--mean/--std`` and ``--labels`` over them), as a spec and a list by class id."""
     from edgekit import model_record
@@ -367,7 +416,7 @@ def _why_not_replaceable(target: Path) -> str | None:
 
 
 def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, os.PathLike, bytes]],
-                 doc: dict[str, Any]) -> Path:
+                 doc: BundleManifest) -> Path:
     """Write a bundle folder at ``target`` all at once: ``sources`` maps bundle paths to files or bytes.
 
     The folder is built in a temporary folder beside ``target`` and renamed into place. An existing
@@ -396,10 +445,11 @@ def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, 
                 dest.write_bytes(src)
             else:
                 shutil.copyfile(str(src), str(dest))  # created under the umask, as write_bytes
-            entries.append({"path": rel, "sha256": manifest.sha256_file(dest), "size_bytes": dest.stat().st_size})
-        doc = dict(doc, files=sorted(entries, key=lambda e: e["path"]))
-        manifest.check_manifest(tmp, doc)  # never write a bundle that load() would refuse
-        (tmp / manifest.MANIFEST_NAME).write_text(json.dumps(doc, indent=2, allow_nan=False) + "\n", encoding="utf-8")
+            entries.append(FileEntry(rel, manifest.sha256_file(dest), dest.stat().st_size))
+        written = replace(doc, files=tuple(sorted(entries, key=lambda e: e.path))).to_dict()
+        manifest.check_manifest(tmp, written)  # never write a bundle that load() would refuse
+        (tmp / manifest.MANIFEST_NAME).write_text(json.dumps(written, indent=2, allow_nan=False) + "\n",
+                                                  encoding="utf-8")
         os.chmod(str(tmp), folder_mode())  # mkdtemp made it 0700
         with renames_together([parent]):
             check_target(target)  # again, under the lock: still nothing but a bundle is replaced
@@ -435,18 +485,16 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                  io: str = "uint8", labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
                  min_agreement: float = 0.9, max_accuracy_drop: float = 1.0, no_verify: bool = False,
                  verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = 180.0,
-                 no_compile: bool = False, show_progress: bool = False, report: Reporter = SILENT) -> Any:
+                 no_compile: bool = False, show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
     """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
     where edgetpu_compiler exists, and write the bundle folder ``output`` with its manifest.json (needs
     TensorFlow); a :class:`~edgekit.results.BuildResult`. No bundle on failure."""
     from edgekit.options import quantize_options
-    from edgekit.results import BuildResult
 
     options = dict(locals())
-    doc = build(BuildOptions(quantize=quantize_options(model, None, options, report), output=os.fsdecode(output),
-                             min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
-                             show_progress=show_progress, report=report))
-    return BuildResult.from_dict(doc)
+    return build(BuildOptions(quantize=quantize_options(model, None, options, report), output=os.fsdecode(output),
+                              min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
+                              show_progress=show_progress, report=report))
 
 
 class _CallableModule(types.ModuleType):

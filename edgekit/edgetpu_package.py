@@ -19,10 +19,11 @@ unreadable (its ``error``), never an exception, and nothing here imports TensorF
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Optional, Tuple
 
 from edgekit.errors import InvalidModelError
 from edgekit.flatbuffer import _Reader
+from edgekit.records import Record
 
 IDENTIFIER = b"DWN1"
 EXECUTABLE_TYPES = {0: "stand_alone", 1: "parameter_caching", 2: "execution_only"}
@@ -40,9 +41,8 @@ class Executable:
     chip: str | None
     caching_token: int
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"type": self.type, "parameter_bytes": self.parameter_bytes, "estimated_cycles": self.estimated_cycles,
-                "chip": self.chip}
+    def summary(self) -> "ExecutableSummary":
+        return ExecutableSummary(self.type, self.parameter_bytes, self.estimated_cycles, self.chip)
 
 
 @dataclass(frozen=True)
@@ -69,11 +69,59 @@ class Package:
         cycles = [e.estimated_cycles for e in self.executables if e.estimated_cycles]
         return sum(cycles) if cycles else None
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"subgraph": self.subgraph, "op": self.op, "min_runtime_version": self.min_runtime_version,
-                "compiler_version": self.compiler_version, "cached_parameter_bytes": self.cached_parameter_bytes,
-                "streamed_parameter_bytes": self.streamed_parameter_bytes, "estimated_cycles": self.estimated_cycles,
-                "executables": [e.to_dict() for e in self.executables], "error": self.error}
+    def summary(self) -> "PackageSummary":
+        return PackageSummary(self.subgraph, self.op, self.min_runtime_version, self.compiler_version,
+                              self.cached_parameter_bytes, self.streamed_parameter_bytes, self.estimated_cycles,
+                              tuple(e.summary() for e in self.executables), self.error)
+
+
+# ------------------------------------------------------------------------- what inspect and check report
+@dataclass(frozen=True)
+class ExecutableSummary(Record):
+    """One executable of a package, as ``inspect --json`` / ``check --json`` show it (its caching token aside)."""
+
+    type: str
+    parameter_bytes: int
+    estimated_cycles: Optional[int]
+    chip: Optional[str]
+
+
+@dataclass(frozen=True)
+class PackageSummary(Record):
+    """One Edge TPU subgraph's package, with its parameter bytes cached on chip and streamed."""
+
+    subgraph: int
+    op: int
+    min_runtime_version: Optional[int]
+    compiler_version: Optional[str]
+    cached_parameter_bytes: int
+    streamed_parameter_bytes: int
+    estimated_cycles: Optional[int]
+    executables: Tuple[ExecutableSummary, ...]
+    error: Optional[str]
+
+
+@dataclass(frozen=True)
+class EdgeTpuSummary(Record):
+    """The ``edgetpu`` block of ``inspect --json`` and ``check --json``: a compiled model's Edge TPU side."""
+
+    subgraphs: int
+    executables: int
+    cached_parameter_bytes: int
+    streamed_parameter_bytes: int
+    estimated_cycles: Optional[int]
+    min_runtime_version: Optional[int]
+    unreadable: int
+    packages: Tuple[PackageSummary, ...]
+
+    def describe(self) -> str:
+        """One line for people: the figures the compiler printed when it made the model (MiB, as check prints)."""
+        cycles = f"; estimated {self.estimated_cycles:,} cycles" if self.estimated_cycles else ""
+        runtime = f"; needs Edge TPU runtime {self.min_runtime_version}+" if self.min_runtime_version else ""
+        bad = f"; {self.unreadable} package(s) unreadable" if self.unreadable else ""
+        return (f"Edge TPU: {self.subgraphs} subgraph(s), {self.executables} executable(s); parameters cached on "
+                f"chip {self.cached_parameter_bytes / 2**20:.2f} MiB, streamed off chip "
+                f"{self.streamed_parameter_bytes / 2**20:.2f} MiB{cycles}{runtime}{bad}")
 
 
 def read(options: Any, subgraph: int = 0, op: int = 0) -> Package:
@@ -107,27 +155,15 @@ def read(options: Any, subgraph: int = 0, op: int = 0) -> Package:
         return Package(subgraph, op, error=f"unreadable package: {exc}")
 
 
-def summary(packages: list[Package]) -> dict[str, Any] | None:
+def summary(packages: list[Package]) -> EdgeTpuSummary | None:
     """What ``inspect --json`` and ``check --json`` say of a compiled model's Edge TPU side (None: not compiled)."""
     if not packages:
         return None
     readable = [p for p in packages if p.error is None]
     cycles = [p.estimated_cycles for p in readable if p.estimated_cycles]
     runtimes = [p.min_runtime_version for p in readable if p.min_runtime_version]
-    return {"subgraphs": len(packages), "executables": sum(len(p.executables) for p in readable),
-            "cached_parameter_bytes": sum(p.cached_parameter_bytes for p in readable),
-            "streamed_parameter_bytes": sum(p.streamed_parameter_bytes for p in readable),
-            "estimated_cycles": sum(cycles) if cycles else None,
-            "min_runtime_version": max(runtimes) if runtimes else None,
-            "unreadable": len(packages) - len(readable),
-            "packages": [p.to_dict() for p in packages]}
-
-
-def describe(s: dict[str, Any]) -> str:
-    """One line for people: the figures the compiler printed when it made the model (MiB, as check prints)."""
-    cycles = f"; estimated {s['estimated_cycles']:,} cycles" if s["estimated_cycles"] else ""
-    runtime = f"; needs Edge TPU runtime {s['min_runtime_version']}+" if s["min_runtime_version"] else ""
-    bad = f"; {s['unreadable']} package(s) unreadable" if s["unreadable"] else ""
-    return (f"Edge TPU: {s['subgraphs']} subgraph(s), {s['executables']} executable(s); parameters cached on chip "
-            f"{s['cached_parameter_bytes'] / 2**20:.2f} MiB, streamed off chip "
-            f"{s['streamed_parameter_bytes'] / 2**20:.2f} MiB{cycles}{runtime}{bad}")
+    return EdgeTpuSummary(len(packages), sum(len(p.executables) for p in readable),
+                          sum(p.cached_parameter_bytes for p in readable),
+                          sum(p.streamed_parameter_bytes for p in readable), sum(cycles) if cycles else None,
+                          max(runtimes) if runtimes else None, len(packages) - len(readable),
+                          tuple(p.summary() for p in packages))

@@ -6,6 +6,7 @@
      "models": {"cpu": "<file>.tflite", "edgetpu": "<file>_edgetpu.tflite" or null},
      "labels": "labels.txt" or null,
      "files": [{"path": "<relative posix path>", "sha256": "<hex>", "size_bytes": N}, ...],
+     "source": {"model": "<file name>", "format": "...", "output": <the output chosen> or null} or null,
      "preprocess": <PreprocessSpec.to_dict(), as edgekit/model_record.py records it>,
      "input": {"shape": [1, H, W, C], "dtype": "uint8" | "int8", "scale": s, "zero_point": z},
      "versions": {"edgekit": "...", "tensorflow": "..." or null, "edgetpu_compiler": "..." or null},
@@ -16,7 +17,8 @@
 the bundle (no ``..``, not absolute, no symlink leading out); a manifest that breaks this is refused
 before anything is read, and a file whose sha256 differs from its entry is refused when it is
 verified (:meth:`Bundle.verified`). :func:`edgekit.build.write_bundle` (host only) makes the whole folder
-appear at once.
+appear at once, from a typed :class:`edgekit.results.build.BundleManifest`; on the board, a manifest is
+read as the raw JSON it is, checked (:func:`check_manifest`), then read through :class:`Bundle`.
 
 Standard library only (and Python 3.7 syntax), so that a runner on a Coral board that cannot import
 edgekit can copy this one file; inside edgekit its errors are :class:`edgekit.errors.InputError` (exit 3).
@@ -29,8 +31,12 @@ import hashlib
 import json
 import os
 import re
+from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Dict, Optional, Union
+from typing import TYPE_CHECKING, Any, Dict, Mapping, Optional, Union
+
+if TYPE_CHECKING:
+    from edgekit.preprocess import PreprocessSpec
 
 try:
     from edgekit.errors import InputError as _BundleErrorBase
@@ -92,13 +98,31 @@ def inside(root: Path, rel: Any, what: str) -> Path:
     return path
 
 
+@dataclass(frozen=True)
+class FileEntry:
+    """A file of the bundle: its relative POSIX path, sha256 and size."""
+
+    path: str
+    sha256: str
+    size_bytes: int
+
+    def to_dict(self) -> Dict[str, Union[str, int]]:
+        return {"path": self.path, "sha256": self.sha256, "size_bytes": self.size_bytes}
+
+    @classmethod
+    def from_dict(cls, d: Mapping[str, object]) -> "FileEntry":
+        """An entry :func:`check_manifest` has checked."""
+        return cls(str(d["path"]), str(d["sha256"]), int(d["size_bytes"]))  # type: ignore[call-overload]
+
+
 class Bundle:
     """A bundle folder whose manifest has been read and whose paths all stay inside it."""
 
     def __init__(self, root: Path, manifest: Dict[str, Any]):
+        """``manifest``: the raw JSON of manifest.json, after :func:`check_manifest`."""
         self.root = root
         self.manifest = manifest
-        self.entries = {e["path"]: e for e in manifest["files"]}
+        self.entries = {e["path"]: FileEntry.from_dict(e) for e in manifest["files"]}
 
     @property
     def cpu_model(self) -> str:
@@ -113,8 +137,12 @@ class Bundle:
         return self.manifest.get("labels")
 
     @property
-    def preprocess(self) -> Dict[str, Any]:
-        return self.manifest["preprocess"]
+    def preprocess(self) -> Optional[PreprocessSpec]:
+        """The recorded preprocessing (None for an empty one); a malformed one is an InputError (exit 3)."""
+        from edgekit.preprocess import PreprocessSpec
+
+        recorded = self.manifest["preprocess"]
+        return PreprocessSpec.from_dict(recorded) if recorded else None
 
     def path(self, rel: str) -> Path:
         return inside(self.root, rel, "path")
@@ -135,9 +163,9 @@ class Bundle:
                               "copy the whole bundle folder, or rebuild it with edgekit build")
         size = path.stat().st_size
         digest = sha256_file(path)
-        if digest != entry["sha256"] or size != entry["size_bytes"]:
+        if digest != entry.sha256 or size != entry.size_bytes:
             raise BundleError("%s: %s has changed since the bundle was built (sha256 %s..., manifest says %s...)"
-                              % (self.root, rel, digest[:12], str(entry["sha256"])[:12]),
+                              % (self.root, rel, digest[:12], entry.sha256[:12]),
                               "copy the bundle again or rebuild it with edgekit build; edited bundles are refused")
         return path
 
@@ -146,7 +174,8 @@ class Bundle:
             self.verified(rel)
 
 
-def check_manifest(root: Path, m: Any) -> Dict[str, Any]:
+def check_manifest(root: Path, m: Any) -> None:
+    """Refuse (BundleError) a manifest document that is not one edgekit reads, or names a path leading out."""
     def bad(why: str) -> BundleError:
         return BundleError("%s: not a valid %s manifest: %s" % (root / MANIFEST_NAME, FORMAT, why),
                            "rebuild the bundle with edgekit build")
@@ -192,7 +221,6 @@ def check_manifest(root: Path, m: Any) -> Dict[str, Any]:
             raise bad("%s %r is not listed in 'files'" % (what, rel))
     if not isinstance(m.get("preprocess"), dict):
         raise bad("'preprocess' is not an object")
-    return m
 
 
 def _no_constant(name: str) -> Any:
@@ -219,19 +247,5 @@ def load(path: Union[str, os.PathLike]) -> Bundle:
     except RecursionError:
         raise BundleError("%s: manifest is nested too deeply to be read" % manifest_path,
                           "rebuild the bundle with edgekit build") from None
-    return Bundle(root, check_manifest(root, m))
-
-
-def make_manifest(*, models: Dict[str, Optional[str]], labels: Optional[str], preprocess: Dict[str, Any],
-                  input: Dict[str, Any], versions: Dict[str, Optional[str]], reports: Dict[str, Any],
-                  accuracy: Optional[Dict[str, Any]] = None, source: Optional[Dict[str, Any]] = None
-                  ) -> Dict[str, Any]:
-    """The manifest fields but ``files`` (which ``write_bundle`` fills in from what it writes).
-
-    ``source``: the model the bundle was built from, ``{"model": file name, "format", "output": the output
-    chosen of several (quantize's ``source.output``) or None}``.
-    """
-    return {"format": FORMAT, "format_version": FORMAT_VERSION, "created": utc_now(), "source": source,
-            "models": {"cpu": models["cpu"], "edgetpu": models.get("edgetpu")}, "labels": labels, "files": [],
-            "preprocess": preprocess, "input": input, "versions": versions,
-            "reports": {"check": reports.get("check"), "compile": reports.get("compile")}, "accuracy": accuracy}
+    check_manifest(root, m)
+    return Bundle(root, m)

@@ -9,9 +9,11 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Optional, Tuple
 
 import numpy as np
+
+from edgekit.records import Record
 
 CONFIDENCE = 0.95           # the intervals edgekit prints and decides on
 CHANCE_ALPHA = 0.01         # "better than chance" must be shown at this one-sided level
@@ -65,6 +67,17 @@ def samples_to_settle(n: int, half_width: float, distance: float) -> int | None:
 
 
 # ------------------------------------------------------------------------------------------ chance
+@dataclass(frozen=True)
+class Chance(Record):
+    """What :class:`ChanceTest` found: the chance level, the accuracy with its Wilson interval, the p-value."""
+
+    chance: float
+    accuracy: Optional[float]           # None without samples
+    interval: Tuple[float, float]
+    p_value: float
+    near_chance: bool
+
+
 @dataclass
 class ChanceTest:
     """Is an accuracy better than guessing among ``classes``? (exact one-sided binomial test)."""
@@ -86,10 +99,9 @@ class ChanceTest:
         """True when the data cannot show the accuracy to be above chance (at CHANCE_ALPHA)."""
         return self.samples == 0 or self.p_value >= CHANCE_ALPHA
 
-    def to_dict(self) -> dict[str, Any]:
-        lo, hi = wilson(self.correct, self.samples)
-        return {"chance": self.chance, "accuracy": self.correct / self.samples if self.samples else None,
-                "interval": [lo, hi], "p_value": self.p_value, "near_chance": self.near_chance}
+    def result(self) -> Chance:
+        return Chance(self.chance, self.correct / self.samples if self.samples else None,
+                      wilson(self.correct, self.samples), self.p_value, self.near_chance)
 
 
 def near_chance(accuracy: float, samples: int, classes: int) -> bool:
@@ -98,7 +110,19 @@ def near_chance(accuracy: float, samples: int, classes: int) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ paired tests
-def paired_difference(a_correct: np.ndarray, b_correct: np.ndarray, z: float = Z95) -> dict[str, Any]:
+@dataclass(frozen=True)
+class PairedDifference(Record):
+    """Accuracy of A minus accuracy of B on the same samples (:func:`paired_difference`)."""
+
+    samples: int
+    difference: Optional[float]         # None without samples
+    interval: Tuple[float, float]       # Newcombe's, at the ``z`` asked for
+    only_a: int                         # samples only A gets right
+    only_b: int                         # samples only B gets right
+    p_value: float                      # exact one-sided McNemar: A better than B
+
+
+def paired_difference(a_correct: np.ndarray, b_correct: np.ndarray, z: float = Z95) -> PairedDifference:
     """Accuracy of A minus accuracy of B on the same samples, with its interval and McNemar's exact test.
 
     The interval is Newcombe's (1998) method 10 for paired proportions: Wilson intervals for each
@@ -114,7 +138,7 @@ def paired_difference(a_correct: np.ndarray, b_correct: np.ndarray, z: float = Z
     only_b = int(np.sum(~a_correct & b_correct))
     neither = n - both - only_a - only_b
     if n == 0:
-        return {"samples": 0, "difference": None, "interval": [-1.0, 1.0], "only_a": 0, "only_b": 0, "p_value": 1.0}
+        return PairedDifference(0, None, (-1.0, 1.0), 0, 0, 1.0)
     p1, p2 = (both + only_a) / n, (both + only_b) / n
     l1, u1 = wilson(both + only_a, n, z)
     l2, u2 = wilson(both + only_b, n, z)
@@ -123,12 +147,12 @@ def paired_difference(a_correct: np.ndarray, b_correct: np.ndarray, z: float = Z
     lower = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
     upper = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
     diff = p1 - p2
-    return {"samples": n, "difference": diff, "interval": [max(-1.0, diff - lower), min(1.0, diff + upper)],
-            "only_a": only_a, "only_b": only_b, "p_value": binomial_sf(only_a, only_a + only_b, 0.5)}
+    return PairedDifference(n, diff, (max(-1.0, diff - lower), min(1.0, diff + upper)), only_a, only_b,
+                            binomial_sf(only_a, only_a + only_b, 0.5))
 
 
 @dataclass
-class Decision:
+class Decision(Record):
     """A measured value against a threshold: ``passed``, ``failed`` or ``uncertain`` (the interval spans it)."""
 
     verdict: str
@@ -137,11 +161,7 @@ class Decision:
     threshold: float
     samples: int
     settle_at: int | None    # samples in all that would likely settle an uncertain verdict (None: none would)
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict, "estimate": self.estimate, "interval": list(self.interval),
-                "threshold": self.threshold, "samples": self.samples, "settle_at": self.settle_at,
-                "confidence": CONFIDENCE}
+    confidence: float = CONFIDENCE
 
 
 def at_most(estimate: float, interval: tuple[float, float], limit: float, samples: int) -> Decision:
@@ -163,15 +183,24 @@ def at_least(estimate: float, interval: tuple[float, float], limit: float, sampl
     return Decision(flipped.verdict, estimate, interval, limit, samples, flipped.settle_at)
 
 
-def agreement(float_scores: np.ndarray, int8_scores: np.ndarray) -> dict[str, Any]:
+@dataclass(frozen=True)
+class Agreement(Record):
+    """How often two models' top-1 classes agree, with its Wilson interval, and how far their scores differ."""
+
+    samples: int
+    top1_agreement: float               # NaN without samples
+    agreement_interval: Tuple[float, float]
+    mean_abs_diff: float
+    max_abs_diff: float
+
+
+def agreement(float_scores: np.ndarray, int8_scores: np.ndarray) -> Agreement:
     """Top-1 agreement (with its interval) and mean/max absolute score difference of two (N, classes) arrays."""
     diff = np.abs(float_scores - int8_scores)
     agree = int(np.sum(float_scores.argmax(1) == int8_scores.argmax(1)))
     n = len(float_scores)
-    return {"samples": n, "top1_agreement": agree / n if n else float("nan"),
-            "agreement_interval": list(wilson(agree, n)),
-            "mean_abs_diff": float(diff.mean()) if n else float("nan"),
-            "max_abs_diff": float(diff.max()) if n else float("nan")}
+    return Agreement(n, agree / n if n else float("nan"), wilson(agree, n),
+                     float(diff.mean()) if n else float("nan"), float(diff.max()) if n else float("nan"))
 
 
 # ------------------------------------------------------------------------------------------ class order

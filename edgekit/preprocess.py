@@ -99,13 +99,14 @@ class PreprocessSpec:
         scale = self.scaling_name or f"mean={list(self.mean)} std={list(self.std)}"
         return f"{self.width}x{self.height} {self.channels}, {self.resize} resize, scaling {scale}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, int | str | list[float]]:
         d = asdict(self)
         d["mean"], d["std"] = list(self.mean), list(self.std)
         return {"version": SPEC_VERSION, **d}
 
     @classmethod
     def from_dict(cls, d: dict[str, Any]) -> "PreprocessSpec":
+        """The spec of a recorded document (raw JSON from a record or a manifest, checked here)."""
         try:
             return cls(int(d["width"]), int(d["height"]), str(d.get("channels", "RGB")),
                        str(d.get("resize", "lanczos")), tuple(float(v) for v in d.get("mean", (0.0,))),

@@ -4,9 +4,16 @@ A result type declares its fields in the order of its document; :class:`Record` 
 ``to_dict()`` and ``from_dict()`` from the field types:
 
 - a ``str`` :class:`~enum.Enum` (a verdict, a target, a confidence) is its value in the document;
-- a nested :class:`Record` is its own document; ``Tuple[X, ...]`` is a list;
+- a nested :class:`Record` is its own document; ``Tuple[X, ...]`` is a list; a ``Union`` of records is
+  the first of them whose ``from_dict`` takes the document;
+- a frozen dataclass of edgekit's that is no Record but has ``to_dict()``/``from_dict()`` (a
+  :class:`~edgekit.preprocess.PreprocessSpec`, a manifest's :class:`~edgekit.manifest.FileEntry`: modules
+  shipped to a Python 3.7 board, which cannot import this one) is its own document too;
 - ``Mapping[str, Any]`` / ``Any`` hold a sub-document as it is, made read-only (:func:`freeze`:
   mappings become :class:`types.MappingProxyType`, lists become tuples) so a result cannot change.
+
+A type whose document leaves some of its fields out (an older document of it, or one embedded in a
+bundle's manifest) names them in ``document_omits``; they keep their defaults.
 
 ``from_dict`` refuses a document with a key the type does not know or without one it needs (a
 ``ValueError`` naming it; an ``Optional`` field left out is None): a document that drifted from its
@@ -21,14 +28,14 @@ import enum
 import functools
 import types
 import typing
-from typing import Any, Dict, Mapping, Tuple, TypeVar
+from typing import Any, ClassVar, Dict, FrozenSet, Mapping, Tuple, TypeVar
 
 R = TypeVar("R", bound="Record")
 
 
 def freeze(value: Any) -> Any:
     """A read-only copy of a JSON-like value: dicts -> MappingProxyType, lists -> tuples, recursively."""
-    if isinstance(value, Record):
+    if isinstance(value, Record) or _is_document_type(type(value)):
         return value
     if isinstance(value, Mapping):
         return types.MappingProxyType({k: freeze(v) for k, v in value.items()})
@@ -37,9 +44,15 @@ def freeze(value: Any) -> Any:
     return value
 
 
+def _is_document_type(tp: Any) -> bool:
+    """A dataclass with its own ``to_dict``/``from_dict`` that is no Record (see the module's docstring)."""
+    return isinstance(tp, type) and dataclasses.is_dataclass(tp) and callable(getattr(tp, "from_dict", None)) \
+        and callable(getattr(tp, "to_dict", None))
+
+
 def thaw(value: Any) -> Any:
     """The plain JSON-like value of a frozen one (records become their documents, enums their values)."""
-    if isinstance(value, Record):
+    if isinstance(value, Record) or _is_document_type(type(value)):
         return value.to_dict()
     if isinstance(value, enum.Enum):
         return value.value
@@ -51,10 +64,26 @@ def thaw(value: Any) -> Any:
 
 
 def _strip_optional(tp: Any) -> Any:
+    """``Optional[X]`` -> X; a Union of several records -> that Union without None; another Union -> Any."""
     if typing.get_origin(tp) is typing.Union or isinstance(tp, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
-        return args[0] if len(args) == 1 else Any
+        if len(args) == 1:
+            return args[0]
+        return typing.Union[tuple(args)] if all(isinstance(a, type) and issubclass(a, Record) for a in args) else Any
     return tp
+
+
+def _load_union(options: Tuple[type, ...], value: Any, where: str) -> Any:
+    """The first record type of ``options`` whose ``from_dict`` takes ``value``."""
+    reasons = []
+    for tp in options:
+        if isinstance(value, tp):
+            return value
+        try:
+            return tp.from_dict(value, where)
+        except ValueError as exc:
+            reasons.append(str(exc))
+    raise ValueError(f"{where}: not one of {[tp.__name__ for tp in options]} ({'; '.join(reasons)})")
 
 
 def _load(tp: Any, value: Any, where: str) -> Any:
@@ -62,12 +91,18 @@ def _load(tp: Any, value: Any, where: str) -> Any:
     if value is None:
         return None
     tp = _strip_optional(tp)
+    if typing.get_origin(tp) is typing.Union:
+        return _load_union(typing.get_args(tp), value, where)
+    if _is_document_type(tp) and not issubclass(tp, Record):
+        return value if isinstance(value, tp) else tp.from_dict(value)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:
             return tp(value)
         except ValueError:
             raise ValueError(f"{where}: {value!r} is not one of {[m.value for m in tp]}") from None
     if isinstance(tp, type) and issubclass(tp, Record):
+        if isinstance(value, tp):  # built already (a result made from another's parts)
+            return value
         if not isinstance(value, Mapping):
             raise ValueError(f"{where}: expected an object, got {type(value).__name__}")
         return tp.from_dict(value, where)
@@ -81,7 +116,7 @@ def _load(tp: Any, value: Any, where: str) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def _fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
+def _fields(cls: type) -> tuple[dict[str, object], dict[str, dataclasses.Field]]:
     """A record type's resolved field types and its fields, worked out once per type."""
     return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
 
@@ -89,8 +124,11 @@ def _fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
 class Record:
     """Mixin of the frozen result dataclasses: ``to_dict()`` (the ``--json`` document) and ``from_dict()``."""
 
+    document_omits: ClassVar[FrozenSet[str]] = frozenset()  # fields this type's document leaves out
+
     def to_dict(self) -> Dict[str, Any]:
-        return {f.name: thaw(getattr(self, f.name)) for f in dataclasses.fields(self)}  # type: ignore[arg-type]
+        return {f.name: thaw(getattr(self, f.name)) for f in dataclasses.fields(self)  # type: ignore[arg-type]
+                if f.name not in self.document_omits}
 
     @classmethod
     def from_dict(cls: type[R], document: Mapping[str, Any], where: str | None = None) -> R:

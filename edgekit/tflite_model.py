@@ -17,11 +17,16 @@ import struct
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Union
 
 from edgekit._schema_names import BUILTIN_OPS, TENSOR_TYPES
 from edgekit.errors import InputError, InvalidModelError, regular_file
 from edgekit.flatbuffer import _ITEM_SIZE, _Reader, _Table  # noqa: F401  (_Reader: also fidelity's)
+from edgekit.results.inspect import OpCount  # the rows of op_histogram_rows (inspect and quantize show them)
+
+if TYPE_CHECKING:
+    from edgekit.edgetpu_package import Package
+    from edgekit.results.inspect import InspectResult, TensorSummary
 
 EDGETPU_CUSTOM_OP = "edgetpu-custom-op"
 #: Tensor types that make an op a float op (the Edge TPU computes on 8-bit integers only).
@@ -121,7 +126,7 @@ class OpInfo:
     custom_code: str | None
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
-    options: dict[str, Any] = field(default_factory=dict, compare=False)
+    options: dict[str, Union[int, float, bool]] = field(default_factory=dict, compare=False)  # see _OPTIONS
     custom_options_bytes: int = 0  # for edgetpu-custom-op: the compiled Edge TPU program and its parameters
     custom_options_offset: int = field(default=0, compare=False)  # where those bytes start in the file
 
@@ -302,7 +307,7 @@ class ModelInfo:
         return sum(op.custom_options_bytes for g in self.subgraphs for op in g.ops if op.custom_code == EDGETPU_CUSTOM_OP)
 
     @cached_property
-    def edgetpu_packages(self) -> list[Any]:
+    def edgetpu_packages(self) -> list[Package]:
         """The package the compiler wrote in each ``edgetpu-custom-op`` (:mod:`edgekit.edgetpu_package`)."""
         from edgekit import edgetpu_package
 
@@ -350,9 +355,9 @@ class ModelInfo:
                 hist[key] = hist.get(key, 0) + 1
         return hist
 
-    def op_histogram_rows(self) -> list[dict[str, Any]]:
-        """:meth:`op_histogram` as the ``op_histogram`` JSON of inspect and quantize: sorted by name, version."""
-        return [{"name": n, "version": v, "count": c} for (n, v), c in sorted(self.op_histogram().items())]
+    def op_histogram_rows(self) -> list[OpCount]:
+        """:meth:`op_histogram` as the ``op_histogram`` rows of inspect and quantize: sorted by name, version."""
+        return [OpCount(n, v, c) for (n, v), c in sorted(self.op_histogram().items())]
 
     def constant_value(self, tensor: TensorInfo):
         """The data of a constant tensor as a numpy array (a view, not a copy), or None. Shaped as the tensor when
@@ -395,18 +400,23 @@ def load(path: str | os.PathLike) -> ModelInfo:
         raise
 
 
-def tensor_summary(t: TensorInfo) -> dict[str, Any]:
+def tensor_summary(t: TensorInfo) -> TensorSummary:
+    """A tensor as inspect shows it: one scale and zero point, or one per channel (tuples)."""
+    from edgekit.results.inspect import TensorSummary
+
     q = t.quantization
-    return {"name": t.name, "dtype": t.dtype, "shape": list(t.shape), "shape_signature": list(t.shape_signature),
-            "scale": q.scale if q and not q.per_channel else (list(q.scales) if q else None),
-            "zero_point": q.zero_point if q and not q.per_channel else (list(q.zero_points) if q else None)}
+    return TensorSummary(t.name, t.dtype, tuple(t.shape), tuple(t.shape_signature),
+                         q.scale if q and not q.per_channel else (tuple(q.scales) if q else None),
+                         q.zero_point if q and not q.per_channel else (tuple(q.zero_points) if q else None))
 
 
-def summary(info: ModelInfo) -> dict[str, Any]:
-    """The JSON document of ``edgekit inspect`` (schema in the README)."""
+def summary(info: ModelInfo) -> InspectResult:
+    """What ``edgekit inspect`` reports (its ``--json`` schema in docs/commands/inspect.md)."""
     from edgekit import edgetpu_package
+    from edgekit.results.inspect import InspectResult
 
-    return {
+    edgetpu = edgetpu_package.summary(info.edgetpu_packages)
+    return InspectResult.from_dict({
         "path": info.path,
         "size_bytes": info.size_bytes,
         "edgetpu_compiled": info.is_compiled,
@@ -418,12 +428,12 @@ def summary(info: ModelInfo) -> dict[str, Any]:
         "dynamic_shapes": info.has_dynamic_shapes,
         "param_bytes": info.param_bytes,
         "edgetpu_bytes": info.edgetpu_bytes,
-        "edgetpu": edgetpu_package.summary(info.edgetpu_packages),
-        "inputs": [tensor_summary(t) for t in info.inputs],
-        "outputs": [tensor_summary(t) for t in info.outputs],
+        "edgetpu": edgetpu.to_dict() if edgetpu else None,
+        "inputs": [tensor_summary(t).to_dict() for t in info.inputs],
+        "outputs": [tensor_summary(t).to_dict() for t in info.outputs],
         "ops": [{"index": op.index, "name": op.name, "version": op.version, "custom_code": op.custom_code,
                  **({"subgraph": g.index} if g.index else {})}
                 for g in info.subgraphs for op in g.ops],
-        "op_histogram": info.op_histogram_rows(),
+        "op_histogram": [row.to_dict() for row in info.op_histogram_rows()],
         "metadata": sorted(info.metadata),
-    }
+    })

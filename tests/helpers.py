@@ -18,11 +18,12 @@ def make_bundle(target: Path, mean: tuple[float, ...] | None = None, std: tuple[
     ``mean``/``std`` record another preprocessing than the one the model's input implies.
     """
     from edgekit import build, manifest
+    from edgekit.results.build import BundleInput, BundleManifest, BundleModels, BundleReports, BundleVersions
 
     spec = SPEC if mean is None else type(SPEC)(128, 128, mean=mean, std=std)
-    doc = manifest.make_manifest(
-        models={"cpu": MODEL, "edgetpu": COMPILED}, labels=manifest.LABELS_NAME, preprocess=spec.to_dict(),
-        input={"shape": [1, 128, 128, 3], "dtype": "uint8", "scale": 1 / 128, "zero_point": 128},
-        versions={"edgekit": "test", "tensorflow": None, "edgetpu_compiler": None}, reports={"check": None})
+    doc = BundleManifest.new(
+        models=BundleModels(MODEL, COMPILED), labels=manifest.LABELS_NAME, preprocess=spec,
+        input=BundleInput((1, 128, 128, 3), "uint8", 1 / 128, 128), versions=BundleVersions("test", None, None),
+        reports=BundleReports(None, None))
     return build.write_bundle(target, {MODEL: shared_file(MODEL), COMPILED: shared_file(COMPILED),
                                        manifest.LABELS_NAME: shared_file("imagenet_labels.txt")}, doc)

@@ -36,7 +36,7 @@ def test_every_compiled_model_has_one_readable_package_per_edge_tpu_subgraph(pat
         assert p.min_runtime_version in (10, 11, 12, 13, 14)
     s = edgetpu_package.summary(packages)
     # the parameters are part of the custom ops' bytes, never more
-    assert 0 < s["cached_parameter_bytes"] + s["streamed_parameter_bytes"] <= info.edgetpu_bytes
+    assert 0 < s.cached_parameter_bytes + s.streamed_parameter_bytes <= info.edgetpu_bytes
 
 
 def test_the_figures_of_coral_models_match_their_cpu_twins():
@@ -45,9 +45,9 @@ def test_the_figures_of_coral_models_match_their_cpu_twins():
     compiled = tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"))
     cpu = tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant.tflite"))
     s = edgetpu_package.summary(compiled.edgetpu_packages)
-    assert s["streamed_parameter_bytes"] == 0 and s["cached_parameter_bytes"] == 566912
-    assert cpu.param_bytes <= s["cached_parameter_bytes"] <= 1.25 * cpu.param_bytes
-    assert s["subgraphs"] == 1 and s["executables"] == 2 and s["min_runtime_version"] == 12
+    assert s.streamed_parameter_bytes == 0 and s.cached_parameter_bytes == 566912
+    assert cpu.param_bytes <= s.cached_parameter_bytes <= 1.25 * cpu.param_bytes
+    assert s.subgraphs == 1 and s.executables == 2 and s.min_runtime_version == 12
 
 
 def test_a_model_too_large_for_the_chip_streams_part_of_its_parameters():
@@ -55,8 +55,8 @@ def test_a_model_too_large_for_the_chip_streams_part_of_its_parameters():
     if not path.is_file():
         pytest.skip(f"not found: {path}")
     s = edgetpu_package.summary(tflite_model.load(path).edgetpu_packages)
-    assert s["cached_parameter_bytes"] == 2496832 and s["streamed_parameter_bytes"] == 598080
-    assert s["estimated_cycles"] == 480054           # this compiler stored its cycle estimate
+    assert s.cached_parameter_bytes == 2496832 and s.streamed_parameter_bytes == 598080
+    assert s.estimated_cycles == 480054           # this compiler stored its cycle estimate
 
 
 def test_inspect_and_check_say_what_the_compiler_wrote():

@@ -370,6 +370,7 @@ def test_build_refuses_inputs_inside_its_output_before_touching_anything(hostile
     """A bundle that ships its source model or labels is replaced as a whole by ``build -o`` it: the input would
     be deleted. Any input inside -o (as given, or through a link) is exit 2, and the bundle stays as it was."""
     from edgekit import build, manifest
+    from edgekit.results.build import BundleManifest
     from tests.helpers import make_bundle
 
     bundle = make_bundle(hostile / "bundle")
@@ -377,7 +378,7 @@ def test_build_refuses_inputs_inside_its_output_before_touching_anything(hostile
     sources = {e["path"]: bundle / e["path"] for e in doc["files"]}
     sources["source/model.h5"] = b"the user's source model, shipped in the bundle"
     sources["data/cat/cat.bmp"] = shared_file("cat.bmp")
-    bundle = build.write_bundle(hostile / "bundle2", sources, doc)
+    bundle = build.write_bundle(hostile / "bundle2", sources, BundleManifest.from_dict(doc))
     before = {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()}
     (hostile / "labels-link.txt").symlink_to(bundle / manifest.LABELS_NAME)
     outside = hostile / "model.h5"

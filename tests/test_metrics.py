@@ -37,23 +37,23 @@ def test_one_flip_in_75_is_noise_and_a_real_loss_is_not():
     """The issue's case: one held-back image of 75 that flips was a refusal (1.3 points > 1)."""
     a, b = _pairs(75, 1, 0, both_wrong=9)
     d = metrics.paired_difference(a, b)
-    assert d["difference"] == pytest.approx(1 / 75) and d["p_value"] == 0.5
-    assert metrics.at_most(d["difference"], tuple(d["interval"]), 0.01, 75).verdict == "uncertain"
+    assert d.difference == pytest.approx(1 / 75) and d.p_value == 0.5
+    assert metrics.at_most(d.difference, d.interval, 0.01, 75).verdict == "uncertain"
     # 22 samples only float got right, 3 only int8, of 375: a 5-point loss no interval can explain away
     a, b = _pairs(375, 22, 3, both_wrong=30)
     d = metrics.paired_difference(a, b)
-    assert d["interval"][0] > 0.02 and d["p_value"] < 0.001
-    assert metrics.at_most(d["difference"], tuple(d["interval"]), 0.01, 375).verdict == "failed"
+    assert d.interval[0] > 0.02 and d.p_value < 0.001
+    assert metrics.at_most(d.difference, d.interval, 0.01, 375).verdict == "failed"
 
 
 def test_no_flip_passes_only_with_enough_samples_and_says_how_many_would_do():
     a, b = _pairs(75, 0, 0, both_wrong=9)
     d = metrics.paired_difference(a, b)
-    small = metrics.at_most(d["difference"], tuple(d["interval"]), 0.01, 75)
+    small = metrics.at_most(d.difference, d.interval, 0.01, 75)
     assert small.verdict == "uncertain" and small.settle_at > 75
     a, b = _pairs(400, 0, 0, both_wrong=40)
     d = metrics.paired_difference(a, b)
-    assert metrics.at_most(d["difference"], tuple(d["interval"]), 0.01, 400).verdict == "passed"
+    assert metrics.at_most(d.difference, d.interval, 0.01, 400).verdict == "passed"
 
 
 def test_at_least_mirrors_at_most():

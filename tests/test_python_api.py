@@ -197,7 +197,7 @@ def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits
     assert "int8 top-1" in ev.render_text()
     b = edgekit.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
                       holdout=32, no_compile=True)
-    assert isinstance(b, BuildResult) and b.manifest["models"]["edgetpu"] is None
+    assert isinstance(b, BuildResult) and b.manifest.models.edgetpu is None
     assert BuildResult.from_dict(b.to_dict()) == b and "Run it: edgekit classify" in b.render_text()
     with edgekit.open(b.bundle) as model:  # the bundle opens and classifies with its recorded preprocessing
         image = sorted((digits_folders.test / "3").iterdir())[0]

@@ -987,16 +987,17 @@ def make_detector_bundle(target: Path) -> Path:
     """A bundle of the real Ultralytics YOLOv8n export and its compiled twin, English labels, pixels / 255."""
     from edgekit import build, manifest
     from edgekit.preprocess import PreprocessSpec
+    from edgekit.results.build import BundleInput, BundleManifest, BundleModels, BundleReports, BundleVersions
 
     cpu, tpu = "ppe_yolov8n_full_integer_quant.tflite", "ppe_yolov8n_full_integer_quant_edgetpu.tflite"
     labels = target.parent / "ppe_labels.txt"
     target.parent.mkdir(parents=True, exist_ok=True)
     labels.write_text("boots\nhelmet\ngoggles\nperson\n")
     spec = PreprocessSpec.with_scaling(640, 640, "0..1", resize="bilinear")
-    doc = manifest.make_manifest(
-        models={"cpu": cpu, "edgetpu": tpu}, labels=manifest.LABELS_NAME, preprocess=spec.to_dict(),
-        input={"shape": [1, 640, 640, 3], "dtype": "int8", "scale": 0.01865844801068306, "zero_point": -14},
-        versions={"edgekit": "test", "tensorflow": None, "edgetpu_compiler": None}, reports={"check": None})
+    doc = BundleManifest.new(
+        models=BundleModels(cpu, tpu), labels=manifest.LABELS_NAME, preprocess=spec,
+        input=BundleInput((1, 640, 640, 3), "int8", 0.01865844801068306, -14),
+        versions=BundleVersions("test", None, None), reports=BundleReports(None, None))
     return build.write_bundle(target, {cpu: shared_file("detection/" + cpu), tpu: shared_file("detection/" + tpu),
                                        manifest.LABELS_NAME: labels}, doc)
 

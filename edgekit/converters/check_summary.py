@@ -44,9 +44,9 @@ class CheckSummary:
     @classmethod
     def from_check(cls, check: Any) -> "CheckSummary":
         """From a :class:`CheckReport` or its document (what build's manifest records)."""
-        from edgekit.results.check import CheckPrediction
+        from edgekit.results.check import CheckResult
 
-        d = check if isinstance(check, dict) else CheckPrediction.of_report(check).to_dict()
+        d = check if isinstance(check, dict) else CheckResult.of_report(check).to_dict()
         s = d["summary"]
         cpu = Counter(o["name"] for o in d["ops"] if o["target"] == "cpu")
         on, off = s.get("on_chip_bytes_estimate"), s.get("off_chip_bytes_estimate")

@@ -76,7 +76,7 @@ def placement(cpu: ModelInfo, compiled: ModelInfo, log_text: str | None = None) 
             "log_ops": [[r.operator, r.count, r.status] for r in log.ops] if log else [],
             "log_memory": ({k: getattr(log.main, k) for k in ("on_chip_used_bytes", "off_chip_used_bytes")}
                            if log else {}),
-            "edgetpu": [p.to_dict() for p in compiled.edgetpu_packages]}
+            "edgetpu": [p.summary().to_dict() for p in compiled.edgetpu_packages]}
 
 
 def cpu_op_indices(cpu: ModelInfo, compiled: ModelInfo) -> list[int] | None:

@@ -122,10 +122,10 @@ class Comparison:
         n = len(a.correct)
         differ = (float(np.mean(a.predicted != b.predicted)) if a.predicted is not None and b.predicted is not None
                   and n else float(np.mean(a.correct != b.correct)) if n else 0.0)
-        lo, hi = two["interval"]
-        p_value = metrics.binomial_sf(int(two["only_b"]), int(two["only_a"] + two["only_b"]), 0.5)
-        return cls(a.name, b.name, float(two["difference"] or 0.0), (float(lo), float(hi)), float(one["interval"][1]),
-                   int(two["only_a"]), int(two["only_b"]), float(p_value), differ)
+        lo, hi = two.interval
+        p_value = metrics.binomial_sf(two.only_b, two.only_a + two.only_b, 0.5)
+        return cls(a.name, b.name, float(two.difference or 0.0), (float(lo), float(hi)), float(one.interval[1]),
+                   two.only_a, two.only_b, float(p_value), differ)
 
     def to_dict(self) -> dict[str, Any]:
         return {"convention": self.name, "against": self.against, "difference": self.difference,

@@ -293,7 +293,7 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
     the threshold, else in ``notes`` (the data then points the right way, it only cannot be sure yet).
     """
     n, classes = len(float_scores), float_scores.shape[1]
-    v: dict[str, Any] = {**metrics.agreement(float_scores, int8_scores), "min_agreement": opts.min_agreement,
+    v: dict[str, Any] = {**metrics.agreement(float_scores, int8_scores).to_dict(), "min_agreement": opts.min_agreement,
                          "sources": sources, "held_back": bool(sources.get("held_back")),
                          "labelled": labels is not None, "confidence": metrics.CONFIDENCE, "float_top1": None,
                          "int8_top1": None, "accuracy_drop": None, "accuracy_drop_interval": None,
@@ -316,26 +316,26 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
         float_ok = float_scores.argmax(1) == labels
         int8_ok = int8_scores.argmax(1) == labels
         paired = metrics.paired_difference(float_ok, int8_ok)
-        lo, hi = paired["interval"]
+        lo, hi = paired.interval
         v.update(float_top1=float(np.mean(float_ok)), int8_top1=float(np.mean(int8_ok)),
-                 accuracy_drop=_points(paired["difference"]), accuracy_drop_interval=[_points(lo), _points(hi)],
-                 flips={"float_only": paired["only_a"], "int8_only": paired["only_b"]},
-                 mcnemar_p=paired["p_value"])
-        drop = metrics.at_most(paired["difference"], (lo, hi), opts.max_accuracy_drop / 100, n)
+                 accuracy_drop=_points(paired.difference), accuracy_drop_interval=[_points(lo), _points(hi)],
+                 flips={"float_only": paired.only_a, "int8_only": paired.only_b},
+                 mcnemar_p=paired.p_value)
+        drop = metrics.at_most(paired.difference, (lo, hi), opts.max_accuracy_drop / 100, n)
         v["accuracy_verdict"] = drop.verdict
         numbers = (f"int8 top-1 {v['int8_top1']:.1%} vs float {v['float_top1']:.1%}, {v['accuracy_drop']:+.1f} "
                    f"points lost (95% interval {v['accuracy_drop_interval'][0]:+.1f} to "
-                   f"{v['accuracy_drop_interval'][1]:+.1f}; {paired['only_a']} sample(s) only float got right, "
-                   f"{paired['only_b']} only int8)")
+                   f"{v['accuracy_drop_interval'][1]:+.1f}; {paired.only_a} sample(s) only float got right, "
+                   f"{paired.only_b} only int8)")
         if drop.verdict == "failed":
             failures.append(f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
-                            f"(McNemar p={paired['p_value']:.2g})")
+                            f"(McNemar p={paired.p_value:.2g})")
         elif drop.verdict == "uncertain":  # a warning only when the estimate itself is beyond the limit
             (warnings if v["accuracy_drop"] > opts.max_accuracy_drop else notes).append(
                 f"cannot tell yet whether int8 loses more than --max-accuracy-drop {opts.max_accuracy_drop:g} "
                 f"points: {numbers} on {n} labelled samples; " + _settle_hint(drop))
         chance = metrics.ChanceTest(int(float_ok.sum()), n, classes)
-        v["chance"] = chance.to_dict()
+        v["chance"] = chance.result().to_dict()
         v["float_near_chance"] = chance.near_chance
         v["class_order"] = metrics.misordered_classes(float_scores.argmax(1), labels, classes)
         if v["class_order"]:
@@ -703,7 +703,7 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         "labels": len(labels) if labels else None,
         "calibration": {**data.summary(), "notes": data.notes},
         "io": {"input": _io_summary(out_info.inputs[0]), "output": _io_summary(out_info.outputs[0])},
-        "op_histogram": out_info.op_histogram_rows(),
+        "op_histogram": [row.to_dict() for row in out_info.op_histogram_rows()],
         "checks": compatibility.gate_checks(check),
         "edgetpu": CheckSummary.from_check(check).to_dict(),   # check's real verdict, not a fixed "passed"
         "advice": [a.to_dict() for a in advice.placement_advice(facts, check.verdict)],

@@ -111,7 +111,7 @@ def compare(ev: Evaluation, data: LabelledSet, reference: str, arch: str | None 
         "model": str(reference),
         "top1": metrics.top_k_accuracy(float_scores, ev.labels, 1),
         "top5": metrics.top_k_accuracy(float_scores, ev.labels, 5),
-        **metrics.agreement(float_scores, ev.scores),
+        **metrics.agreement(float_scores, ev.scores).to_dict(),
         "class_changes": class_changes(float_scores, ev.scores, ev.labels, ev.names)[:WORST_SHOWN],
         "layers": None, "layers_error": None,
     }

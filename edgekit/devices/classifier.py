@@ -46,10 +46,9 @@ def load_bundle(path: str, device: str = "auto", backend: Any = None, num_thread
     twin, the labels) is verified before anything is opened."""
     from edgekit import manifest
     from edgekit.devices.backends import open_model, parse_device
-    from edgekit.preprocess import PreprocessSpec
 
     bundle = manifest.load(path)
-    spec = PreprocessSpec.from_dict(bundle.preprocess) if bundle.preprocess else None
+    spec = bundle.preprocess
     compiled = bundle.edgetpu_model is not None and parse_device(device).kind != "cpu"
     chosen = bundle.edgetpu_model if compiled else bundle.cpu_model
     for rel in dict.fromkeys([chosen, bundle.cpu_model] + ([bundle.labels] if bundle.labels else [])):

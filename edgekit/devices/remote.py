@@ -283,7 +283,7 @@ def read_bundle(path: str | os.PathLike) -> LocalBundle:
     bundle = manifest.load(path)
     bundle.verify_all()
     files = {manifest.MANIFEST_NAME: manifest.sha256_file(bundle.root / manifest.MANIFEST_NAME)}
-    files.update({rel: entry["sha256"] for rel, entry in bundle.entries.items()})
+    files.update({rel: entry.sha256 for rel, entry in bundle.entries.items()})
     return LocalBundle(bundle.root, files)
 
 

@@ -4,7 +4,7 @@ Each is a frozen dataclass (:class:`~edgekit.records.Record`) whose ``to_dict()`
 ``--json`` document (schemas in docs/commands/) and whose ``render_text()`` is what the command
 prints without ``--json``. Verdicts, targets and confidences are ``str`` Enums, so ``result.verdict
 == "full"`` holds as well as ``result.verdict is Verdict.FULL``. Sub-documents that only a person
-reads (a quantize run's calibration, a bundle's manifest) are kept read-only as they are.
+reads (a quantize run's calibration) are kept read-only as they are.
 
 Nothing here imports TensorFlow, click or numpy: rendering needs only the standard library.
 
@@ -30,7 +30,6 @@ _WHERE = {
     "OpPlacement": "check",
     "CheckSummary": "check",
     "CheckProblem": "check",
-    "CheckPrediction": "check",
     "CheckResult": "check",
     "LatencyVerdict": "benchmark",
     "Comparison": "benchmark",
@@ -51,9 +50,6 @@ _WHERE = {
     "RefusedQuantize": "quantize",
     "BuildResult": "build",
     "TensorSummary": "inspect",
-    "EdgeTpuExecutable": "inspect",
-    "EdgeTpuPackage": "inspect",
-    "EdgeTpuSummary": "inspect",
     "InspectOp": "inspect",
     "OpCount": "inspect",
     "InspectResult": "inspect",

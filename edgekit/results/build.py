@@ -1,12 +1,133 @@
-"""``edgekit build``: the bundle written."""
+"""``edgekit build``: the bundle written, and its manifest.json as a typed document.
+
+:class:`BundleManifest` is what :func:`edgekit.build.write_bundle` writes (its ``to_dict()`` is
+manifest.json) and what a :class:`BuildResult` carries. On the board a manifest is read as raw JSON
+and checked by :mod:`edgekit.manifest` (Python 3.7, standard library only), which knows none of these types.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Any, Optional, Tuple, Union
 
+from edgekit.manifest import EDGETPU_SUFFIX, FORMAT, FORMAT_VERSION, FileEntry, utc_now
+from edgekit.preprocess import PreprocessSpec
 from edgekit.records import Record
+from edgekit.results.check import CheckResult
+from edgekit.results.compile import CompileResult
+from edgekit.results.evaluate import DetectionEvaluateResult, EvaluateResult
 from edgekit.results.quantize import QuantizeResult, edgetpu_lines
+
+
+@dataclass(frozen=True)
+class BundleModels(Record):
+    """The bundle's models: the CPU int8 model, and its compiled twin (``x.tflite``, ``x_edgetpu.tflite``)."""
+
+    cpu: str
+    edgetpu: Optional[str]
+
+
+@dataclass(frozen=True)
+class BundleInput(Record):
+    """The model's input tensor: shape, dtype and quantization (None where it has none)."""
+
+    shape: Tuple[int, ...]
+    dtype: str
+    scale: Optional[float]
+    zero_point: Optional[int]
+
+
+@dataclass(frozen=True)
+class BundleVersions(Record):
+    """What made the bundle (None: it played no part, or is not installed)."""
+
+    edgekit: str
+    tensorflow: Optional[str]
+    edgetpu_compiler: Optional[str]
+
+
+@dataclass(frozen=True)
+class ChosenOutput(Record):
+    """The output of a model of several that was kept (``--output-name``; quantize's ``source.output``)."""
+
+    name: str
+    index: int
+    of: Optional[Tuple[str, ...]]  # the model's outputs, by name
+
+
+@dataclass(frozen=True)
+class BundleSource(Record):
+    """The model the bundle was built from: its file name, its format, and the output chosen of several or None."""
+
+    model: str
+    format: str
+    output: Optional[ChosenOutput]
+
+
+@dataclass(frozen=True)
+class BundleCheck(CheckResult):
+    """check's result on the bundle's CPU model, as the manifest records it (the CPU model has no Edge TPU block)."""
+
+    document_omits = frozenset({"edgetpu"})
+
+
+@dataclass(frozen=True)
+class BundleCompile(CompileResult):
+    """The compiler's report, as the manifest records it (no comparison with check's prediction)."""
+
+    document_omits = frozenset({"check_disagreements"})
+
+
+@dataclass(frozen=True)
+class BundleReports(Record):
+    check: Optional[BundleCheck]
+    compile: Optional[BundleCompile]  # None: not compiled here
+
+
+@dataclass(frozen=True)
+class ClassifierAccuracy(EvaluateResult):
+    """evaluate's result for the CPU model on ``--eval`` data (``data``: that data), without a float reference."""
+
+    data: Optional[str] = None
+
+    document_omits = frozenset({"reference"})
+
+
+@dataclass(frozen=True)
+class DetectorAccuracy(DetectionEvaluateResult):
+    """A detector's COCO mAP on ``--eval`` data, of the CPU model (``model``: its file name in the bundle)."""
+
+    model: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class BundleManifest(Record):
+    """manifest.json (format ``edgekit-bundle``; the schema in :mod:`edgekit.manifest`)."""
+
+    format: str
+    format_version: int
+    created: str
+    source: Optional[BundleSource]
+    models: BundleModels
+    labels: Optional[str]
+    files: Tuple[FileEntry, ...]
+    preprocess: PreprocessSpec
+    input: BundleInput
+    versions: BundleVersions
+    reports: BundleReports
+    accuracy: Optional[Union[ClassifierAccuracy, DetectorAccuracy]]
+
+    @classmethod
+    def new(cls, *, models: BundleModels, labels: Optional[str], preprocess: PreprocessSpec, input: BundleInput,
+            versions: BundleVersions, reports: BundleReports,
+            accuracy: Union[ClassifierAccuracy, DetectorAccuracy, None] = None,
+            source: Optional[BundleSource] = None) -> "BundleManifest":
+        """A manifest made now, its ``files`` left to :func:`edgekit.build.write_bundle` (which fills them in
+        from what it writes)."""
+        if models.edgetpu is not None and models.edgetpu != models.cpu[:-len(".tflite")] + EDGETPU_SUFFIX:
+            raise ValueError(f"the Edge TPU model must be named after the CPU model: {models}")
+        return cls(FORMAT, FORMAT_VERSION, utc_now(), source, models, labels, (), preprocess, input, versions,
+                   reports, accuracy)
 
 
 @dataclass(frozen=True)
@@ -14,39 +135,48 @@ class BuildResult(Record):
     """``edgekit build --json``: the bundle written, its manifest, the quantize run behind it, and notes."""
 
     bundle: str
-    manifest: Mapping[str, Any]
+    manifest: BundleManifest
     quantize: Optional[QuantizeResult]  # None: built from an existing .tflite (the manifest's source says so)
     notes: Tuple[str, ...]
 
     def render_text(self) -> str:
         m = self.manifest
-        check = m["reports"]["check"]
-        lines = [f"{self.bundle}/: bundle of {len(m['files'])} file(s), sha256 of each in manifest.json"]
-        lines += [f"  {e['path']}  {e['size_bytes']:,} bytes" for e in m["files"]]
-        lines.append(f"CPU model: {m['models']['cpu']}; Edge TPU model: "
-                     f"{m['models']['edgetpu'] or 'none (not compiled)'}")
-        from edgekit.converters.check_summary import CheckSummary
+        lines = [f"{self.bundle}/: bundle of {len(m.files)} file(s), sha256 of each in manifest.json"]
+        lines += [f"  {e.path}  {e.size_bytes:,} bytes" for e in m.files]
+        lines.append(f"CPU model: {m.models.cpu}; Edge TPU model: {m.models.edgetpu or 'none (not compiled)'}")
+        if m.reports.check is not None:
+            from edgekit.converters.check_summary import CheckSummary
 
-        lines += CheckSummary.from_check(dict(check)).lines()
+            lines += CheckSummary.from_check(m.reports.check.to_dict()).lines()
         lines += edgetpu_lines(None, self.quantize.advice) if self.quantize else []
+        lines += self._verification_lines()
+        lines += self._accuracy_lines()
+        detector = isinstance(m.accuracy, DetectorAccuracy) or self._verified_detector
+        lines.append(f"Run it: edgekit {'detect' if detector else 'classify'} IMAGES -m {self.bundle}")
+        return "\n".join(lines)
+
+    @property
+    def _verified_detector(self) -> bool:
         v = self.quantize.verification if self.quantize else None
-        detector = getattr(v, "kind", None) == "detection"
-        if detector and v.kept is not None:
-            lines.append(f"Verification: int8 keeps {v.kept:.1%} of the float model's detections on {v.samples} "
-                         "samples")
-        elif v and not detector:
-            lines.append(f"Verification: top-1 agreement {v.top1_agreement:.1%} on {v.samples} samples")
-        acc = m["accuracy"]
-        if acc and acc.get("task") == "detection":  # a detector's COCO mAP (pycocotools)
-            detector = True
-            r = acc["models"][0]
+        return getattr(v, "kind", None) == "detection"
+
+    def _verification_lines(self) -> list[str]:
+        v = self.quantize.verification if self.quantize else None
+        if self._verified_detector:
+            return [f"Verification: int8 keeps {v.kept:.1%} of the float model's detections on {v.samples} "
+                    "samples"] if v.kept is not None else []
+        return [f"Verification: top-1 agreement {v.top1_agreement:.1%} on {v.samples} samples"] if v else []
+
+    def _accuracy_lines(self) -> list[str]:
+        acc = self.manifest.accuracy
+        if isinstance(acc, DetectorAccuracy):  # a detector's COCO mAP (pycocotools)
+            r = acc.models[0]
 
             def pct(x: Any) -> str:
                 return "n/a" if x is None else f"{x:.1%}"
-            lines.append(f"Accuracy on {acc['data']}: mAP {pct(r['map'])}, mAP50 {pct(r['map50'])} "
-                         f"({acc['images']} images, the CPU int8 model)")
-        elif acc:
-            lines.append(f"Accuracy on {acc['data']}: top-1 {acc['top1']:.1%}, top-5 {acc['top5']:.1%} "
-                         f"({acc['samples']} samples, the CPU int8 model)")
-        lines.append(f"Run it: edgekit {'detect' if detector else 'classify'} IMAGES -m {self.bundle}")
-        return "\n".join(lines)
+            return [f"Accuracy on {acc.data}: mAP {pct(r['map'])}, mAP50 {pct(r['map50'])} "
+                    f"({acc.images} images, the CPU int8 model)"]
+        if acc is not None:
+            return [f"Accuracy on {acc.data}: top-1 {acc.top1:.1%}, top-5 {acc.top5:.1%} "
+                    f"({acc.samples} samples, the CPU int8 model)"]
+        return []

@@ -5,26 +5,25 @@ The check engine (:mod:`edgekit.converters.compatibility`) works in its own valu
 :class:`~edgekit.converters.compatibility.CheckReport` of
 :class:`~edgekit.converters.compatibility.OpVerdict` and
 :class:`~edgekit.converters.compatibility.Problem`); the records here are their documents:
-:meth:`CheckPrediction.of_report` makes one from a report, :meth:`CheckPrediction.report` gives the
+:meth:`CheckResult.of_report` makes one from a report, :meth:`CheckResult.report` gives the
 report back (without what only the engine's text used, each op's fix), for the text and ``--strict``.
 """
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Tuple, TypeVar
 
 from edgekit.converters.compatibility.words import Confidence, Target, Verdict  # noqa: F401 (the check engine's)
+from edgekit.edgetpu_package import EdgeTpuSummary
 from edgekit.errors import CompatibilityError
 from edgekit.records import Record
-from edgekit.results.inspect import EdgeTpuSummary
 
 if TYPE_CHECKING:
     from edgekit.converters.compatibility.check import CheckReport
     from edgekit.converters.compatibility.values import OpVerdict, Problem
 
-P = TypeVar("P", bound="CheckPrediction")
+C = TypeVar("C", bound="CheckResult")
 
 
 @dataclass(frozen=True)
@@ -89,9 +88,11 @@ class CheckProblem(Record):
 
 
 @dataclass(frozen=True)
-class CheckPrediction(Record):
-    """The check engine's prediction as a document: what build's manifest records as its ``check`` report, and
-    :class:`CheckResult` without what the compiler wrote in a compiled model."""
+class CheckResult(Record):
+    """``edgekit check --json``: which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
+
+    ``edgetpu``: what the compiler wrote in a compiled model (None for a CPU model).
+    """
 
     model: Optional[str]
     verdict: Verdict
@@ -102,13 +103,14 @@ class CheckPrediction(Record):
     summary: CheckSummary
     problems: Tuple[CheckProblem, ...]
     advice: Tuple[str, ...]
+    edgetpu: Optional[EdgeTpuSummary] = None
 
     @classmethod
-    def of_report(cls: type[P], report: CheckReport) -> P:
-        """The document of the engine's ``report``."""
+    def of_report(cls: type[C], report: CheckReport, edgetpu: Optional[EdgeTpuSummary] = None) -> C:
+        """The document of the engine's ``report``, with ``edgetpu`` (what the compiler wrote, when compiled)."""
         return cls(report.model, report.verdict, report.compiled, report.min_runtime, report.multiple_subgraphs,
                    tuple(OpPlacement.of_verdict(o) for o in report.ops), CheckSummary.of_report(report),
-                   tuple(CheckProblem.of_problem(p) for p in report.problems), tuple(report.advice))
+                   tuple(CheckProblem.of_problem(p) for p in report.problems), tuple(report.advice), edgetpu)
 
     def report(self) -> CheckReport:
         """The check engine's CheckReport of this document (its text rendering and --strict live there)."""
@@ -130,23 +132,5 @@ class CheckPrediction(Record):
     def render_text(self) -> str:
         from edgekit.converters.compatibility.render import render
 
-        return render(self.report())
-
-
-@dataclass(frozen=True)
-class CheckResult(CheckPrediction):
-    """``edgekit check --json``: which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
-
-    ``edgetpu``: what the compiler wrote in a compiled model (None for a CPU model).
-    """
-
-    edgetpu: Optional[EdgeTpuSummary] = None
-
-    @classmethod
-    def of_report(cls, report: CheckReport, edgetpu: Optional[EdgeTpuSummary] = None) -> CheckResult:
-        """The document of the engine's ``report``, with ``edgetpu`` (what the compiler wrote, when compiled)."""
-        return dataclasses.replace(super().of_report(report), edgetpu=edgetpu)
-
-    def render_text(self) -> str:
-        text = super().render_text()
-        return text + (f"\n{self.edgetpu.line()}" if self.edgetpu else "")
+        text = render(self.report())
+        return text + (f"\n{self.edgetpu.describe()}" if self.edgetpu else "")

@@ -4,9 +4,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping, Optional, Tuple
+from typing import Optional, Tuple
 
 from edgekit.records import Record
+
+
+@dataclass(frozen=True)
+class CutCheck(Record):
+    """check's prediction for the cut model: its verdict and the ops it still puts on the CPU (None: not checked)."""
+
+    verdict: Optional[str]
+    cpu_ops: Optional[int]
 
 
 @dataclass(frozen=True)
@@ -24,7 +32,7 @@ class CutResult(Record):
     strides: Tuple[int, ...]
     reg_max: int
     num_classes: int
-    check: Mapping[str, object]
+    check: CutCheck
 
     @classmethod
     def of_cut(cls, cut: object) -> "CutResult":
@@ -38,8 +46,7 @@ class CutResult(Record):
                  "removed: edgekit decodes them on the host)",
                  f"  outputs: per level, box distributions then class logits ({len(self.outputs)} tensors, "
                  f"layout {self.layout})"]
-        if self.check.get("verdict") is not None:
-            lines.append(f"  check: {str(self.check['verdict']).upper()}, {self.check['cpu_ops']} op(s) predicted "
-                         "on the CPU")
+        if self.check.verdict is not None:
+            lines.append(f"  check: {self.check.verdict.upper()}, {self.check.cpu_ops} op(s) predicted on the CPU")
         lines.append(f"next: edgekit compile {self.output}; edgekit detect IMAGE -m {self.output}")
         return "\n".join(lines)

@@ -1,60 +1,12 @@
-"""``edgekit inspect``: a .tflite model summarized, and what the Edge TPU compiler wrote inside a compiled one."""
+"""``edgekit inspect``: a .tflite model summarized."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
+from edgekit.edgetpu_package import EdgeTpuSummary
 from edgekit.records import Record
-
-
-@dataclass(frozen=True)
-class EdgeTpuExecutable(Record):
-    """One executable of an Edge TPU package (``type``: stand_alone, parameter_caching or execution_only)."""
-
-    type: str
-    parameter_bytes: int
-    estimated_cycles: Optional[int]
-    chip: Optional[str]
-
-
-@dataclass(frozen=True)
-class EdgeTpuPackage(Record):
-    """The package of one ``edgetpu-custom-op`` (one Edge TPU subgraph); ``error``: why it could not be read."""
-
-    subgraph: int
-    op: int
-    min_runtime_version: Optional[int]
-    compiler_version: Optional[str]
-    cached_parameter_bytes: int
-    streamed_parameter_bytes: int
-    estimated_cycles: Optional[int]
-    executables: Tuple[EdgeTpuExecutable, ...]
-    error: Optional[str]
-
-
-@dataclass(frozen=True)
-class EdgeTpuSummary(Record):
-    """What the compiler wrote in a compiled model (:func:`edgekit.edgetpu_package.summary`), summed over its
-    packages; ``inspect --json`` and ``check --json`` carry it as ``edgetpu``."""
-
-    subgraphs: int
-    executables: int
-    cached_parameter_bytes: int
-    streamed_parameter_bytes: int
-    estimated_cycles: Optional[int]
-    min_runtime_version: Optional[int]
-    unreadable: int
-    packages: Tuple[EdgeTpuPackage, ...]
-
-    def line(self) -> str:
-        """One line for people: the figures the compiler printed when it made the model (MiB, as check prints)."""
-        cycles = f"; estimated {self.estimated_cycles:,} cycles" if self.estimated_cycles else ""
-        runtime = f"; needs Edge TPU runtime {self.min_runtime_version}+" if self.min_runtime_version else ""
-        bad = f"; {self.unreadable} package(s) unreadable" if self.unreadable else ""
-        return (f"Edge TPU: {self.subgraphs} subgraph(s), {self.executables} executable(s); parameters cached on "
-                f"chip {self.cached_parameter_bytes / 2**20:.2f} MiB, streamed off chip "
-                f"{self.streamed_parameter_bytes / 2**20:.2f} MiB{cycles}{runtime}{bad}")
 
 
 @dataclass(frozen=True)
@@ -92,7 +44,8 @@ class InspectOp(Record):
 
 @dataclass(frozen=True)
 class OpCount(Record):
-    """How many ops of one type and version the model has (a row of ``op_histogram``)."""
+    """A row of the ``op_histogram`` of inspect and quantize: how many ops of one name and version
+    (:meth:`edgekit.tflite_model.ModelInfo.op_histogram_rows`)."""
 
     name: str
     version: int
@@ -134,7 +87,7 @@ class InspectResult(Record):
         if self.min_runtime_version:
             lines.append(f"Min TFLite runtime: {self.min_runtime_version}")
         if self.edgetpu:
-            lines.append(self.edgetpu.line())
+            lines.append(self.edgetpu.describe())
         lines.append("Inputs:")
         lines += [t.line() for t in self.inputs]
         lines.append("Outputs:")

@@ -129,7 +129,7 @@ def test_a_keras_detector_builds_a_bundle_detect_runs_with_no_flags(shapes, tmp_
     doc = build(BuildOptions(QuantizeOptions(model=str(model), calib=str(shapes / "images"), scaling="raw",
                                              samples=40, holdout=20, labels=str(labels), eval=str(coco),
                                              max_accuracy_drop=6.0),
-                             output=str(tmp_path / "bundle"), compile=False, show_progress=False))
+                             output=str(tmp_path / "bundle"), compile=False, show_progress=False)).to_dict()
     v = doc["quantize"]["verification"]
     assert v["kind"] == "detection" and v["float_detections"] > 20, v
     assert v["passed"] and v["kept"] >= 0.8 and v["kept_interval"][0] <= v["kept"] <= v["kept_interval"][1], v

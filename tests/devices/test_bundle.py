@@ -231,9 +231,17 @@ def test_write_bundle_replaces_a_bundle_but_never_another_folder(bundle, tmp_pat
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]
 
 
+def one_model_manifest(spec):
+    """The manifest of a bundle of one CPU model ``m.tflite``, nothing else recorded."""
+    from edgekit.results.build import BundleInput, BundleManifest, BundleModels, BundleReports, BundleVersions
+
+    return BundleManifest.new(models=BundleModels("m.tflite", None), labels=None, preprocess=spec,
+                              input=BundleInput((1, spec.height, spec.width, 3), "uint8", None, None),
+                              versions=BundleVersions("test", None, None), reports=BundleReports(None, None))
+
+
 def test_a_failed_write_leaves_no_bundle(tmp_path):
-    doc = manifest.make_manifest(models={"cpu": "m.tflite"}, labels=None, preprocess=SPEC.to_dict(), input={},
-                                 versions={}, reports={})
+    doc = one_model_manifest(SPEC)
     with pytest.raises(manifest.BundleError, match="cannot write bundle"):
         build.write_bundle(tmp_path / "b", {"m.tflite": tmp_path / "missing.tflite"}, doc)
     assert list(tmp_path.iterdir()) == []
@@ -262,8 +270,7 @@ def test_evaluate_and_benchmark_take_a_bundle(bundle, no_edgetpu):
 
 def small_bundle(target: Path, content: bytes) -> Path:
     """A bundle of one made-up file: the writing is under test, not the model."""
-    doc = manifest.make_manifest(models={"cpu": "m.tflite"}, labels=None, preprocess=SPEC.to_dict(), input={},
-                                 versions={}, reports={})
+    doc = one_model_manifest(SPEC)
     return build.write_bundle(target, {"m.tflite": content}, doc)
 
 
@@ -296,8 +303,10 @@ idle = threading.Event()
 for _ in range(4):  # as TensorFlow's threads: the kernel may hand a process-directed signal to any of them
     threading.Thread(target=idle.wait, daemon=True).start()
 spec = spec_from_input_quantization(8, 8, 3, "uint8", 1 / 128, 128)
-doc = manifest.make_manifest(models={"cpu": "m.tflite"}, labels=None, preprocess=spec.to_dict(), input={},
-                             versions={}, reports={})
+from edgekit.results.build import BundleInput, BundleManifest, BundleModels, BundleReports, BundleVersions
+doc = BundleManifest.new(models=BundleModels("m.tflite", None), labels=None, preprocess=spec,
+                         input=BundleInput((1, 8, 8, 3), "uint8", None, None),
+                         versions=BundleVersions("test", None, None), reports=BundleReports(None, None))
 target = Path(sys.argv[1])
 real = os.replace
 

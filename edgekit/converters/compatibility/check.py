@@ -22,7 +22,7 @@ from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo, SubgraphInfo
 @dataclass(frozen=True)
 class CheckReport:
     """The offline prediction of one compile; its document (``edgekit check --json``) is
-    :class:`edgekit.results.check.CheckPrediction` (``CheckPrediction.of_report(report)``)."""
+    :class:`edgekit.results.check.CheckResult` (``CheckResult.of_report(report)``)."""
 
     model: str | None
     verdict: Verdict
