@@ -525,6 +525,7 @@ def test_cli_compile_json_describes_a_failed_compile(standin, model_copy):
     doc = json.loads(r.stdout)
     assert doc["succeeded"] is False and "dynamic-sized tensors" in doc["error"]
     assert doc["compiler_version"] == "16.0.384591198" and doc["outputs"] == []
+    assert list(doc)[-2:] == ["errors", "error"] and "check_disagreements" not in doc  # what the compiler said
     assert r.stderr.count("error:") == 1
 
 
