@@ -266,7 +266,7 @@ def check(model: PathLike, *, min_runtime: int = 14, allow_multiple_subgraphs: b
 
     info = tflite_model.load(model)
     report = compatibility.check_model(info, min_runtime, allow_multiple_subgraphs)
-    result = CheckResult.from_dict({**report.to_dict(), "edgetpu": edgetpu_package.summary(info.edgetpu_packages)})
+    result = CheckResult.of_report(report, edgetpu_package.summary(info.edgetpu_packages))
     failure = report.strict_error() if strict else None
     if failure:
         failure.result = result
@@ -284,10 +284,10 @@ def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runti
     (exit 8) when it fails, with what it said as ``.report``.
     """
 
-    from edgekit.results import CheckResult, CompileResult
+    from edgekit.results import CheckResult, CompileResult, CompilerOutput
     from edgekit import tflite_model
     from edgekit.converters import compatibility, edgetpu_compiler as etc
-    from edgekit.errors import MissingDependencyError
+    from edgekit.errors import CompilerError, MissingDependencyError
 
     info = tflite_model.load(model)
     prediction = compatibility.check_model(info, min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME)
@@ -295,10 +295,13 @@ def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runti
         compiled = etc.compile_model(model, output_dir, min_runtime=min_runtime, segments=segments,
                                      search_delegate=search_delegate, timeout=timeout, report=report)
     except MissingDependencyError as err:
-        err.check = CheckResult.from_dict({**prediction.to_dict(), "edgetpu": None})
+        err.check = CheckResult.of_report(prediction)
         raise
-    return CompileResult.from_dict({**compiled.to_dict(), "check_disagreements": etc.check_disagreements(
-        info, prediction, compiled, segments)})
+    except CompilerError as err:  # what the compiler said, as its document
+        if getattr(err, "report", None) is not None:
+            err.report = CompilerOutput.of_report(err.report)
+        raise
+    return CompileResult.of_report(compiled, etc.check_disagreements(info, prediction, compiled, segments))
 
 
 # ------------------------------------------------------------------------------------ evaluate / benchmark

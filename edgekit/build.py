@@ -133,7 +133,7 @@ def _bundle_contents(opts: BuildOptions, plan: _Plan, made: _Made, work: Path
         labels=manifest.LABELS_NAME if labels else None, preprocess=spec, input=_input(info.inputs[0]),
         versions=BundleVersions(__version__, _tensorflow_version(plan.given is None),
                                 compile_report.compiler_version if compile_report else None),
-        reports=BundleReports(BundleCheck.from_dict(check.to_dict()), compile_report),
+        reports=BundleReports(BundleCheck.of_report(check), compile_report),
         accuracy=_accuracy(opts, plan, made.cpu), source=made.source)
     return BundleManifest.from_dict(in_bundle(doc.to_dict(), work, "")), sources  # never the work folder's names
 
@@ -159,7 +159,7 @@ def _compile(opts: BuildOptions, made: _Made, work: Path) -> BundleCompile | Non
             made.notes.append(f"not compiled: {exc.message}; the bundle holds the CPU model only")
         else:
             made.compiled = work / f"{made.cpu.stem}_edgetpu.tflite"
-            return BundleCompile.from_dict(report.to_dict())
+            return BundleCompile.of_report(report)
     return None
 
 

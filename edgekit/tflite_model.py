@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any, Union
 from edgekit._schema_names import BUILTIN_OPS, TENSOR_TYPES
 from edgekit.errors import InputError, InvalidModelError, regular_file
 from edgekit.flatbuffer import _ITEM_SIZE, _Reader, _Table  # noqa: F401  (_Reader: also fidelity's)
-from edgekit.records import Record
+from edgekit.results.inspect import OpCount  # the rows of op_histogram_rows (inspect and quantize show them)
 
 if TYPE_CHECKING:
     from edgekit.edgetpu_package import Package
@@ -129,15 +129,6 @@ class OpInfo:
     options: dict[str, Union[int, float, bool]] = field(default_factory=dict, compare=False)  # see _OPTIONS
     custom_options_bytes: int = 0  # for edgetpu-custom-op: the compiled Edge TPU program and its parameters
     custom_options_offset: int = field(default=0, compare=False)  # where those bytes start in the file
-
-
-@dataclass(frozen=True)
-class OpCount(Record):
-    """A row of the ``op_histogram`` of inspect and quantize: how many ops of one name and version."""
-
-    name: str
-    version: int
-    count: int
 
 
 @dataclass(frozen=True)

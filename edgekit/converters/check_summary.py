@@ -2,7 +2,7 @@
 
 Quantize used to print a fixed "Edge TPU checks: ... passed" while check rated the same model
 PARTIAL (issue 24: MobileNetV3Small, 4 of 113 ops on the Edge TPU). The summary is now made from
-check's own report (:class:`edgekit.converters.compatibility.CheckReport`, or its ``to_dict()``):
+check's own report (:class:`edgekit.converters.compatibility.CheckReport`, or its document):
 its verdict, the ops left on the CPU by type, how many placements rest on no real compile, and the
 parameters that would not fit the on-chip cache. Pure data: no TensorFlow.
 """
@@ -43,8 +43,10 @@ class CheckSummary:
 
     @classmethod
     def from_check(cls, check: Any) -> "CheckSummary":
-        """From a :class:`CheckReport` or its ``to_dict()`` (what build's manifest records)."""
-        d = check if isinstance(check, dict) else check.to_dict()
+        """From a :class:`CheckReport` or its document (what build's manifest records)."""
+        from edgekit.results.check import CheckResult
+
+        d = check if isinstance(check, dict) else CheckResult.of_report(check).to_dict()
         s = d["summary"]
         cpu = Counter(o["name"] for o in d["ops"] if o["target"] == "cpu")
         on, off = s.get("on_chip_bytes_estimate"), s.get("off_chip_bytes_estimate")

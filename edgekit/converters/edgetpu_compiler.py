@@ -26,9 +26,9 @@ import signal
 import subprocess
 import tempfile
 from collections import Counter
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from edgekit import tflite_model
 from edgekit.compiler_locator import (  # noqa: F401  (part of this module's API)
@@ -38,6 +38,9 @@ from edgekit.errors import RUNTIME_MISMATCH, CompilerError, InputError, MissingD
 from edgekit.fileio import publish, refuse_folders, require_output_folder
 from edgekit.report import SILENT, Reporter
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo
+
+if TYPE_CHECKING:
+    from edgekit.converters.compatibility.check import CheckReport
 
 DEFAULT_TIMEOUT_S = 180
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
@@ -81,7 +84,8 @@ class ModelSection:
 
 @dataclass
 class CompileReport:
-    """Everything one run of edgetpu_compiler said, parsed."""
+    """Everything one run of edgetpu_compiler said, parsed; its document (``compile --json``) is
+    :class:`edgekit.results.compile.CompilerOutput` (``CompilerOutput.of_report(report)``)."""
 
     compiler_version: str | None
     succeeded: bool
@@ -113,22 +117,6 @@ class CompileReport:
         for r in self.ops:
             out["edgetpu" if r.mapped else "cpu"][r.operator] += r.count
         return out
-
-    def to_dict(self) -> dict[str, Any]:
-        main = {k: v for k, v in asdict(self.main).items() if k not in ("operation_log", "ops")}
-        return {
-            "compiler_version": self.compiler_version,
-            "succeeded": self.succeeded,
-            "compile_ms": self.compile_ms,
-            "returncode": self.returncode,
-            "command": self.command,
-            **main,
-            "ops_per_status": self.ops_per_status(),
-            "ops": [asdict(r) for r in self.ops],
-            "segments": [asdict(s) for s in self.sections] if len(self.sections) > 1 else [],
-            "outputs": self.outputs,
-            "errors": self.errors,
-        }
 
 
 # ------------------------------------------------------------------------------------ parsers
@@ -437,8 +425,32 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
     a note for what the user should know (a missing output folder was created).
     Raises MissingDependencyError (no compiler), CompilerError (a failure, with its fix),
     InputError/UsageError for bad arguments.
+
+    The stages: check the arguments, find the compiler and its version, run it into a private folder
+    inside the output folder, read what it said (and its .log files), then move the outputs into place.
     """
     model = Path(model)
+    out = _check_arguments(model, out_dir, segments, timeout, report)
+    job = _find_compiler(compiler, runner, search_delegate)
+    try:
+        work = Path(tempfile.mkdtemp(prefix=".edgekit-compile-", dir=out))
+    except OSError as e:
+        raise InputError(f"cannot write into the output folder {out}: {e.strerror}",
+                         "choose a writable folder with -o") from None
+    try:
+        argv = job.argv(work, model, min_runtime, segments, search_delegate, timeout)
+        result, produced = _run(job, argv, model, work, segments, timeout, report)
+        _fill_op_tables(result, work, produced)
+        publish([work / n for n in produced], [out / n for n in produced])  # all or none
+        result.outputs.extend(str(out / n) for n in produced)
+        return result
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+def _check_arguments(model: Path, out_dir: str | os.PathLike | None, segments: int | None, timeout: float,
+                     report: Reporter) -> Path:
+    """The output folder (made when missing) once the arguments are fit to compile; else the error saying why."""
     if not model.is_file():
         raise InputError(f"no such file: {model}", "check the path")
     out = require_output_folder(Path(model.parent if out_dir is None else out_dir) / output_names(model)[0], report)
@@ -450,62 +462,81 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
     if tflite_model.load(model).is_compiled:
         raise InputError(f"{model} is already compiled for the Edge TPU (it contains {EDGETPU_CUSTOM_OP})",
                          "compile the model from before edgetpu_compiler (the file without _edgetpu)")
-    compiler = compiler or find_compiler()
-    if not compiler:
-        raise missing_compiler_error()
-    version = compiler_version(compiler, runner, VERSION_TIMEOUT_S)
-    major = version_major(version) or 0
-    if search_delegate and major < 16:
-        raise UsageError(f"--search-delegate needs edgetpu_compiler 16 (found {version})",
-                         "install compiler 16 (apt-get install edgetpu-compiler), or leave --search-delegate out")
+    return out
 
-    try:
-        work = Path(tempfile.mkdtemp(prefix=".edgekit-compile-", dir=out))
-    except OSError as e:
-        raise InputError(f"cannot write into the output folder {out}: {e.strerror}",
-                         "choose a writable folder with -o") from None
-    try:
-        argv = [compiler, "--out_dir", str(work), "--show_operations"]
+
+@dataclass(frozen=True)
+class _Compiler:
+    """The compiler a compile runs: its path, the version it says, and the runner seam that starts it."""
+
+    path: str
+    version: str
+    runner: Runner
+
+    @property
+    def major(self) -> int:
+        return version_major(self.version) or 0
+
+    def argv(self, work: Path, model: Path, min_runtime: int | None, segments: int | None, search_delegate: bool,
+             timeout: float) -> list[str]:
+        """The compiler's command line: write into ``work``, print the op table, and the options asked for."""
+        argv = [self.path, "--out_dir", str(work), "--show_operations"]
         if min_runtime is not None:  # else the compiler's own default (14 for compiler 16, 13 for 14/15)
             argv += ["--min_runtime_version", str(min_runtime)]
-        if major >= 16:
+        if self.major >= 16:
             argv += ["--timeout_sec", str(max(1, int(timeout)))]
         if segments and segments > 1:
             argv += ["--num_segments", str(segments)]
         if search_delegate:
             argv += ["--search_delegate"]
         argv.append(str(model.resolve()))
-        report.status(f"running edgetpu_compiler {version} on {model.name} (stopped after {timeout:g} s)...")
-        # The compiler enforces its own timeout (v16); ours is the backstop, a little later.
-        try:
-            res = runner(argv, timeout + min(30.0, timeout))
-        except CompilerTimeout:
-            raise CompilerTimeout(f"edgetpu_compiler did not finish within --timeout {timeout:g} s and was stopped",
-                                  TIMEOUT_HINT) from None
-        text = res.stdout + ("\n" + res.stderr if res.stderr else "")
-        result = parse_compiler_output(text, res.returncode)
-        result.command = argv
-        result.compiler_version = result.compiler_version or version
-        expected = output_names(model, segments)
-        produced = [n for n in expected if (work / n).is_file()]
-        models = [n for n in produced if n.endswith(".tflite")]
-        if not result.succeeded or not models:
-            failure = _failure(result, text, res.returncode, compiler, model)
-            failure.report = result
-            raise failure
-        # Fill in the op table from the .log files when stdout had none.
-        if not result.ops:
-            for n in produced:
-                if n.endswith(".log"):
-                    _, _, _, rows = parse_operation_log((work / n).read_text(errors="replace"))
-                    target = next((s for s in result.sections if s.operation_log and
-                                   Path(s.operation_log).name == n), None)
-                    (target or (result.sections[0] if result.sections else _new_section(result))).ops.extend(rows)
-        publish([work / n for n in produced], [out / n for n in produced])  # all or none
-        result.outputs.extend(str(out / n) for n in produced)
-        return result
-    finally:
-        shutil.rmtree(work, ignore_errors=True)
+        return argv
+
+
+def _find_compiler(compiler: str | None, runner: Runner, search_delegate: bool) -> _Compiler:
+    """The compiler given or found, with its version; MissingDependencyError when there is none that works."""
+    compiler = compiler or find_compiler()
+    if not compiler:
+        raise missing_compiler_error()
+    found = _Compiler(compiler, compiler_version(compiler, runner, VERSION_TIMEOUT_S), runner)
+    if search_delegate and found.major < 16:
+        raise UsageError(f"--search-delegate needs edgetpu_compiler 16 (found {found.version})",
+                         "install compiler 16 (apt-get install edgetpu-compiler), or leave --search-delegate out")
+    return found
+
+
+def _run(job: _Compiler, argv: list[str], model: Path, work: Path, segments: int | None, timeout: float,
+         report: Reporter) -> tuple[CompileReport, list[str]]:
+    """Run the compiler and read what it said: (the report, the files it wrote into ``work``); a CompilerError
+    (with the report) when it failed or wrote no model."""
+    report.status(f"running edgetpu_compiler {job.version} on {model.name} (stopped after {timeout:g} s)...")
+    # The compiler enforces its own timeout (v16); ours is the backstop, a little later.
+    try:
+        res = job.runner(argv, timeout + min(30.0, timeout))
+    except CompilerTimeout:
+        raise CompilerTimeout(f"edgetpu_compiler did not finish within --timeout {timeout:g} s and was stopped",
+                              TIMEOUT_HINT) from None
+    text = res.stdout + ("\n" + res.stderr if res.stderr else "")
+    result = parse_compiler_output(text, res.returncode)
+    result.command = argv
+    result.compiler_version = result.compiler_version or job.version
+    produced = [n for n in output_names(model, segments) if (work / n).is_file()]
+    if not result.succeeded or not any(n.endswith(".tflite") for n in produced):
+        failure = _failure(result, text, res.returncode, job.path, model)
+        failure.report = result
+        raise failure
+    return result, produced
+
+
+def _fill_op_tables(result: CompileReport, work: Path, produced: list[str]) -> None:
+    """Fill in the op table from the .log files the compiler wrote, when stdout had none."""
+    if result.ops:
+        return
+    for n in produced:
+        if n.endswith(".log"):
+            _, _, _, rows = parse_operation_log((work / n).read_text(errors="replace"))
+            target = next((s for s in result.sections if s.operation_log and Path(s.operation_log).name == n), None)
+            (target or (result.sections[0] if result.sections else _new_section(result))).ops.extend(rows)
 
 
 def _failure(report: CompileReport, text: str, returncode: int, compiler: str, model: Path) -> CompilerError:
@@ -546,7 +577,8 @@ def disagreements(predicted: dict[str, Counter], actual: dict[str, Counter]) -> 
     return out
 
 
-def check_disagreements(cpu_model: ModelInfo, prediction: Any, report: Any, segments: int | None = None) -> list[str]:
+def check_disagreements(cpu_model: ModelInfo, prediction: CheckReport, report: CompileReport,
+                        segments: int | None = None) -> list[str]:
     """Where ``edgekit check``'s prediction differed from what the compiler did with ``cpu_model``.
 
     The compiled model is read when there is one (its ops are the truth); a segmented compile's

@@ -1,17 +1,66 @@
-"""``edgekit compile``: what edgetpu_compiler said, parsed."""
+"""``edgekit compile``: what edgetpu_compiler said, parsed.
+
+:func:`edgekit.converters.edgetpu_compiler.compile_model` fills a
+:class:`~edgekit.converters.edgetpu_compiler.CompileReport` as it reads the compiler's output; the
+records here are its document (:meth:`CompilerOutput.of_report`).
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple, TypeVar
 
-from edgekit.records import Record
+from edgekit.records import Record, freeze
+
+if TYPE_CHECKING:
+    from edgekit.converters.edgetpu_compiler import CompileReport, ModelSection, OpLogRow
+
+C = TypeVar("C", bound="CompilerOutput")
 
 
 @dataclass(frozen=True)
-class CompileResult(Record):
-    """``edgekit compile --json``: what edgetpu_compiler said, parsed; ``check_disagreements``: where the
-    offline check predicted otherwise (None when not compared)."""
+class CompileOp(Record):
+    """One row of the compiler's operation table."""
+
+    operator: str
+    count: int
+    status: str
+
+    @classmethod
+    def of_row(cls, r: OpLogRow) -> CompileOp:
+        return cls(r.operator, r.count, r.status)
+
+
+@dataclass(frozen=True)
+class CompileSegment(Record):
+    """What the compiler printed about one output model (one per segment with ``--segments N``)."""
+
+    input_model: Optional[str]
+    input_size_bytes: Optional[int]
+    output_model: Optional[str]
+    output_size_bytes: Optional[int]
+    on_chip_used_bytes: Optional[int]
+    on_chip_remaining_bytes: Optional[int]
+    off_chip_used_bytes: Optional[int]
+    subgraphs: Optional[int]
+    total_ops: Optional[int]
+    edgetpu_ops: Optional[int]
+    cpu_ops: Optional[int]
+    operation_log: Optional[str]
+    ops: Tuple[CompileOp, ...]
+
+    @classmethod
+    def of_section(cls, s: ModelSection) -> CompileSegment:
+        return cls(s.input_model, s.input_size_bytes, s.output_model, s.output_size_bytes, s.on_chip_used_bytes,
+                   s.on_chip_remaining_bytes, s.off_chip_used_bytes, s.subgraphs, s.total_ops, s.edgetpu_ops,
+                   s.cpu_ops, s.operation_log, tuple(CompileOp.of_row(r) for r in s.ops))
+
+
+@dataclass(frozen=True)
+class CompilerOutput(Record):
+    """What one run of edgetpu_compiler said, parsed: the last (or only) model's figures, every op table row, and
+    each segment's figures when it wrote more than one model (what build's manifest records as ``compile``)."""
 
     compiler_version: Optional[str]
     succeeded: bool
@@ -30,14 +79,40 @@ class CompileResult(Record):
     edgetpu_ops: Optional[int]
     cpu_ops: Optional[int]
     ops_per_status: Mapping[str, int]
-    ops: Tuple[Mapping[str, Any], ...]
-    segments: Tuple[Mapping[str, Any], ...]
+    ops: Tuple[CompileOp, ...]
+    segments: Tuple[CompileSegment, ...]
     outputs: Tuple[str, ...]
     errors: Tuple[str, ...]
+
+    @classmethod
+    def of_report(cls: type[C], report: CompileReport) -> C:
+        m = report.main
+        segments: Sequence[ModelSection] = report.sections if len(report.sections) > 1 else ()
+        return cls(report.compiler_version, report.succeeded, report.compile_ms, report.returncode,
+                   tuple(report.command), m.input_model, m.input_size_bytes, m.output_model, m.output_size_bytes,
+                   m.on_chip_used_bytes, m.on_chip_remaining_bytes, m.off_chip_used_bytes, m.subgraphs, m.total_ops,
+                   m.edgetpu_ops, m.cpu_ops, freeze(report.ops_per_status()),
+                   tuple(CompileOp.of_row(r) for r in report.ops),
+                   tuple(CompileSegment.of_section(s) for s in segments), tuple(report.outputs),
+                   tuple(report.errors))
+
+
+@dataclass(frozen=True)
+class CompileResult(CompilerOutput):
+    """``edgekit compile --json``: what edgetpu_compiler said, parsed; ``check_disagreements``: where the
+    offline check predicted otherwise (None when not compared)."""
+
     check_disagreements: Optional[Tuple[str, ...]] = None
 
+    @classmethod
+    def of_report(cls, report: CompileReport, check_disagreements: Optional[Sequence[str]] = None) -> CompileResult:
+        """The document of ``report``, with where check's prediction disagreed (None: not compared)."""
+        return dataclasses.replace(super().of_report(report), check_disagreements=None if check_disagreements is None
+                                   else tuple(check_disagreements))
+
     def render_text(self) -> str:
-        from edgekit.converters.compatibility import format_table, mib
+        from edgekit.converters.compatibility.render import format_table
+        from edgekit.converters.compatibility.words import mib
 
         def size(n: int | None) -> str:
             return "?" if n is None else mib(n)
@@ -46,15 +121,15 @@ class CompileResult(Record):
                  + (f" in {self.compile_ms} ms" if self.compile_ms is not None else "")]
         if self.segments:
             for s in self.segments:
-                lines.append(f"  segment {s['output_model']}: {s['total_ops']} ops, "
-                             f"on-chip {size(s['on_chip_used_bytes'])}, off-chip {size(s['off_chip_used_bytes'])}")
+                lines.append(f"  segment {s.output_model}: {s.total_ops} ops, "
+                             f"on-chip {size(s.on_chip_used_bytes)}, off-chip {size(s.off_chip_used_bytes)}")
         else:
             lines.append(f"Output: {self.output_model} ({size(self.output_size_bytes)}); "
                          f"Edge TPU subgraphs: {self.subgraphs}")
             lines.append(f"Parameters on-chip {size(self.on_chip_used_bytes)}, off-chip (streamed) "
                          f"{size(self.off_chip_used_bytes)}, on-chip remaining {size(self.on_chip_remaining_bytes)}")
         if self.ops:
-            lines += ["", format_table((r["operator"], r["count"], r["status"]) for r in self.ops), ""]
+            lines += ["", format_table((r.operator, r.count, r.status) for r in self.ops), ""]
         per = self.ops_per_status
         if per:
             mapped = per.get("Mapped to Edge TPU", 0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple
+from typing import Optional, Tuple, Union
 
 from edgekit.edgetpu_package import EdgeTpuSummary
 from edgekit.records import Record
@@ -15,8 +15,8 @@ class TensorSummary(Record):
     dtype: str
     shape: Tuple[int, ...]
     shape_signature: Tuple[int, ...]
-    scale: Any          # a number, one per channel (a list), or None
-    zero_point: Any
+    scale: Union[float, Tuple[float, ...], None]      # one per tensor, one per channel, or None (not quantized)
+    zero_point: Union[int, Tuple[int, ...], None]
 
     def line(self) -> str:
         shape = "x".join(map(str, self.shape))
@@ -25,6 +25,31 @@ class TensorSummary(Record):
             f"  scale={self.scale:.6g} zero_point={self.zero_point}" if not isinstance(self.scale, tuple)
             else f"  per-channel ({len(self.scale)} scales)")
         return f"  {self.name or '<unnamed>'}: {self.dtype} [{shape}]{sig}{q}"
+
+
+@dataclass(frozen=True)
+class InspectOp(Record):
+    """One op of the model; ``subgraph`` is in the document only for ops outside the main subgraph (0)."""
+
+    index: int
+    name: str
+    version: int
+    custom_code: Optional[str]
+    subgraph: Optional[int] = None
+
+    def to_dict(self) -> dict[str, int | str | None]:
+        doc = {"index": self.index, "name": self.name, "version": self.version, "custom_code": self.custom_code}
+        return doc if self.subgraph is None else {**doc, "subgraph": self.subgraph}
+
+
+@dataclass(frozen=True)
+class OpCount(Record):
+    """A row of the ``op_histogram`` of inspect and quantize: how many ops of one name and version
+    (:meth:`edgekit.tflite_model.ModelInfo.op_histogram_rows`)."""
+
+    name: str
+    version: int
+    count: int
 
 
 @dataclass(frozen=True)
@@ -45,8 +70,8 @@ class InspectResult(Record):
     edgetpu: Optional[EdgeTpuSummary]
     inputs: Tuple[TensorSummary, ...]
     outputs: Tuple[TensorSummary, ...]
-    ops: Tuple[Mapping[str, Any], ...]
-    op_histogram: Tuple[Mapping[str, Any], ...]
+    ops: Tuple[InspectOp, ...]
+    op_histogram: Tuple[OpCount, ...]
     metadata: Tuple[str, ...]
 
     def render_text(self) -> str:
@@ -68,7 +93,7 @@ class InspectResult(Record):
         lines.append("Outputs:")
         lines += [t.line() for t in self.outputs]
         lines.append("Ops:")
-        lines += [f"  {h['count']:>4} x {h['name']} v{h['version']}" for h in self.op_histogram]
+        lines += [f"  {h.count:>4} x {h.name} v{h.version}" for h in self.op_histogram]
         if self.metadata:
             lines.append(f"Metadata: {', '.join(self.metadata)}")
         return "\n".join(lines)

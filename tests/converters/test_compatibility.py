@@ -23,6 +23,7 @@ from edgekit.cli import cli
 from edgekit.converters import compatibility as C
 from edgekit.converters.compatibility import check_model
 from edgekit.converters.edgetpu_compiler import parse_operation_log
+from edgekit.results.check import CheckResult, CheckProblem, OpPlacement
 from tests.conftest import TESTDATA, shared_file
 from tests.tflite_builder import GraphBuilder, S, conv_chain
 
@@ -398,7 +399,8 @@ def test_parameters_beyond_the_cache_are_estimated_off_chip():
 
 # ----------------------------------------------------------------------------------- the report
 def test_json_schema():
-    d = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"))).to_dict()
+    report = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite")))
+    d = CheckResult.of_report(report).to_dict()
     assert {"model", "verdict", "ops", "summary", "problems"} <= set(d)
     assert set(d["ops"][0]) == {"index", "name", "version", "target", "reason", "detail", "confidence", "subgraph"}
     assert set(d["summary"]) == {"edgetpu_ops", "cpu_ops", "subgraphs", "uncertain_ops", "param_bytes",
@@ -622,7 +624,7 @@ def test_an_op_mapped_as_a_best_guess_is_an_uncertain_problem_and_never_fails_st
     assert report.verdict == "full" and report.uncertain_ops == 1 and report.strict_error() is None
     [p] = report.problems
     assert (p.code, p.confidence, p.ops) == ("uncertain_rule", C.UNCERTAIN, (0,)) and "squeeze" in p.message
-    assert json.loads(json.dumps(report.to_dict()))["ops"][0]["target"] == "edgetpu"
+    assert json.loads(json.dumps(CheckResult.of_report(report).to_dict()))["ops"][0]["target"] == "edgetpu"
 
 
 def test_every_rule_has_an_explicit_unique_id_and_the_page_lists_it():
@@ -653,8 +655,10 @@ def test_verdicts_targets_and_confidence_are_str_enums_equal_to_the_json_words()
     assert [t.value for t in C.Target] == ["edgetpu", "cpu"] and [c.value for c in C.Confidence] == [
         "confirmed", "uncertain"]
     report = check_model(_info(conv_chain(2)))
-    d = report.to_dict()
+    d = CheckResult.of_report(report).to_dict()
     assert json.loads(json.dumps(d)) == d and d["verdict"] == "full" and isinstance(report.verdict, C.Verdict)
-    assert C.OpVerdict.from_dict(report.ops[0].to_dict()) == report.ops[0]
-    assert C.CheckReport.from_dict(json.loads(json.dumps(d))).to_dict() == d
-    assert C.Problem.from_dict(C.Problem("x", "y", confidence="uncertain").to_dict()).confidence == C.UNCERTAIN
+    assert OpPlacement.from_dict(OpPlacement.of_verdict(report.ops[0]).to_dict()).verdict() == report.ops[0]
+    back = CheckResult.from_dict(json.loads(json.dumps(d))).report()  # the engine's report from the document
+    assert CheckResult.of_report(back).to_dict() == d and back.strict_error() is None
+    problem = C.Problem("x", "y", confidence="uncertain")
+    assert CheckProblem.from_dict(CheckProblem.of_problem(problem).to_dict()).problem().confidence == C.UNCERTAIN

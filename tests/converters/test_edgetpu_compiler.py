@@ -28,6 +28,7 @@ from edgekit.cli import cli
 from edgekit.converters import edgetpu_compiler as etc
 from edgekit.converters.compatibility import check_model
 from edgekit.errors import CompilerError, InputError, MissingDependencyError
+from edgekit.results.compile import CompilerOutput
 from tests.conftest import shared_file
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compiler"
@@ -316,7 +317,8 @@ def test_op_table_from_the_log_when_stdout_has_none(standin, tmp_path):
     report = etc.compile_model(model, tmp_path / "out")
     _, _, _, rows = etc.parse_operation_log(log.read_text())
     assert [(r.operator, r.count, r.status) for r in report.ops] == [(r.operator, r.count, r.status) for r in rows]
-    assert (report.to_dict()["edgetpu_ops"], report.to_dict()["cpu_ops"]) == (230, 25)
+    doc = CompilerOutput.of_report(report).to_dict()
+    assert (doc["edgetpu_ops"], doc["cpu_ops"]) == (230, 25)
 
 
 def test_segments_are_all_moved_into_place(standin, model_copy, tmp_path):
@@ -484,9 +486,10 @@ def test_the_op_table_of_a_real_log_is_rendered():
     from edgekit.results import CompileResult
 
     report = etc.parse_compiler_output(fixture("v16_partial_yolov5s_224_stdout.txt"), 0)
-    doc = report.to_dict()
+    doc = CompilerOutput.of_report(report).to_dict()
     assert set(doc["ops"][0]) == {"operator", "count", "status"}
-    text = CompileResult.from_dict({**doc, "check_disagreements": None}).render_text()
+    assert CompileResult.from_dict({**doc, "check_disagreements": None}) == CompileResult.of_report(report)
+    text = CompileResult.of_report(report).render_text()
     assert "Operator                       Count      Status" in text and "yolov5s-int8-224.tflite" in text
 
 
@@ -522,6 +525,7 @@ def test_cli_compile_json_describes_a_failed_compile(standin, model_copy):
     doc = json.loads(r.stdout)
     assert doc["succeeded"] is False and "dynamic-sized tensors" in doc["error"]
     assert doc["compiler_version"] == "16.0.384591198" and doc["outputs"] == []
+    assert list(doc)[-2:] == ["errors", "error"] and "check_disagreements" not in doc  # what the compiler said
     assert r.stderr.count("error:") == 1
 
 

@@ -18,6 +18,7 @@ from edgekit import tflite_model
 from edgekit.converters import advice, compatibility
 from edgekit.converters.advice import AdviceKind, ModelFacts
 from edgekit.converters.check_summary import CheckSummary, Placement
+from edgekit.results.check import CheckResult
 from tests.conftest import TESTDATA
 
 DEEPLAB = TESTDATA / "deeplabv3_mnv2_dm05_pascal_quant.tflite"
@@ -28,7 +29,7 @@ DEEPLAB = TESTDATA / "deeplabv3_mnv2_dm05_pascal_quant.tflite"
 def test_the_summary_is_checks_own_verdict_with_the_cpu_ops_by_type():
     report = compatibility.check_model(tflite_model.load(DEEPLAB))
     summary = CheckSummary.from_check(report)
-    assert summary == CheckSummary.from_check(report.to_dict())       # build's manifest holds the dict
+    assert summary == CheckSummary.from_check(CheckResult.of_report(report).to_dict())  # build's manifest
     assert summary == CheckSummary.from_dict(json.loads(json.dumps(summary.to_dict())))
     assert summary.verdict == Placement(report.verdict) == Placement.PARTIAL
     assert (summary.edgetpu_ops, summary.total_ops) == (report.edgetpu_ops, len(report.ops))

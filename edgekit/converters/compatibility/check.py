@@ -21,7 +21,8 @@ from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo, SubgraphInfo
 
 @dataclass(frozen=True)
 class CheckReport:
-    """The offline prediction of one compile (JSON schema: README, ``edgekit check --json``)."""
+    """The offline prediction of one compile; its document (``edgekit check --json``) is
+    :class:`edgekit.results.check.CheckResult` (``CheckResult.of_report(report)``)."""
 
     model: str | None
     verdict: Verdict
@@ -96,37 +97,6 @@ class CheckReport:
             counts[(o.name, o.reason)] = counts.get((o.name, o.reason), 0) + 1
         return [(name, n, status) for (name, status), n in counts.items()]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "model": self.model,
-            "verdict": self.verdict,
-            "compiled": self.compiled,
-            "min_runtime": self.min_runtime,
-            "multiple_subgraphs": self.multiple_subgraphs,
-            "ops": [o.to_dict() for o in self.ops],
-            "summary": {
-                "edgetpu_ops": self.edgetpu_ops,
-                "cpu_ops": self.cpu_ops,
-                "subgraphs": self.subgraphs,
-                "uncertain_ops": self.uncertain_ops,
-                "param_bytes": self.param_bytes,
-                "on_chip_bytes_estimate": self.on_chip_bytes_estimate,
-                "off_chip_bytes_estimate": self.off_chip_bytes_estimate,
-            },
-            "problems": [p.to_dict() for p in self.problems],
-            "advice": list(self.advice),
-        }
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> CheckReport:
-        """The report ``to_dict`` (``check --json``) wrote; what only the text used (each op's fix) is gone."""
-        s = d["summary"]
-        return cls(d.get("model"), Verdict(d["verdict"]), [OpVerdict.from_dict(o) for o in d["ops"]],
-                   s["subgraphs"], s["param_bytes"], s.get("on_chip_bytes_estimate"), s.get("off_chip_bytes_estimate"),
-                   [Problem.from_dict(p) for p in d.get("problems", [])], list(d.get("advice", [])),
-                   d.get("min_runtime", COMPILER_DEFAULT_MIN_RUNTIME), bool(d.get("compiled")),
-                   bool(d.get("multiple_subgraphs")))
-
 
 def _cut_confidence(g: SubgraphInfo, judged: list[Judgement], producer: dict[int, int]
                     ) -> tuple[list[str], list[bool]]:
@@ -152,7 +122,12 @@ def _cut_confidence(g: SubgraphInfo, judged: list[Judgement], producer: dict[int
 # -------------------------------------------------------------------------------------- check
 def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME,
                 multiple_subgraphs: bool = False) -> CheckReport:
-    """Predict what ``edgetpu_compiler -m min_runtime [-a]`` (compiler 16) does with ``info``."""
+    """Predict what ``edgetpu_compiler -m min_runtime [-a]`` (compiler 16) does with ``info``.
+
+    The stages: judge each op on its own; the problems of the whole model (a fatal one puts every op on
+    the CPU); place the mappable ops into Edge TPU subgraphs; each op's verdict; the parameters against
+    the on-chip cache; the problems and advice that follow.
+    """
     if min_runtime not in SUPPORTED_MIN_RUNTIMES:
         raise UsageError(f"--min-runtime {min_runtime} is not a runtime edgetpu_compiler 16 targets",
                          f"use {SUPPORTED_MIN_RUNTIMES.start}..{SUPPORTED_MIN_RUNTIMES.stop - 1} (default 14)")
@@ -161,25 +136,52 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     g = info.main
     judged = [judge(info, g, op, min_runtime) for op in g.ops]
     problems: list[Problem] = model_problems(info)
+    advice = _model_advice(problems)
     fatal = [p for p in problems if p.fatal]
-    advice: list[str] = [f"{p.message}. Fix: {p.hint}" for p in fatal if p.hint]
-    if any(p.code == "not_quantized" for p in problems):
-        advice.append("The model is not quantized: " + FIX_QUANTIZE + ".")
-
     if fatal:
-        first = fatal[0]
-        def sure(j: Judgement) -> str:  # on the CPU for sure when the refusal is, or when the op is unmappable
-            return CONFIRMED if CONFIRMED in (first.confidence, j.confidence if not j.mappable else None) else UNCERTAIN
-
-        verdicts = [OpVerdict(op.index, op.name, op.version, Target.CPU, first.status or first.message,
-                              f"otherwise: {j.status}" + (f" ({j.detail})" if j.detail else ""), j.fix, sure(j),
-                              rule=first.code)
-                    for op, j in zip(g.ops, judged)]
-        return CheckReport(info.path, Verdict.NONE, verdicts, 0, info.param_bytes, 0, 0, problems, advice,
-                           min_runtime, multiple_subgraphs=multiple_subgraphs)
+        return CheckReport(info.path, Verdict.NONE, _refused_verdicts(g, judged, fatal[0]), 0, info.param_bytes, 0, 0,
+                           problems, advice, min_runtime, multiple_subgraphs=multiple_subgraphs)
 
     mappable = [j.mappable for j in judged]
     where = place(g, mappable, multiple_subgraphs)
+    verdicts = _placed_verdicts(g, judged, where, multiple_subgraphs)
+    tpu_params = _edgetpu_param_bytes(g, where)
+    on_chip = min(tpu_params, PARAMETER_CACHE_BYTES)
+    off_chip = tpu_params - on_chip
+    tpu_ops = sum(1 for s in where if s is not None)
+    verdict = Verdict.FULL if tpu_ops == len(g.ops) and g.ops else Verdict.NONE if not tpu_ops else Verdict.PARTIAL
+    problems += _cpu_problems(verdicts) + _doubt_problems(g, judged, where) + _cache_problems(tpu_params, off_chip)
+    decode = decode_tail_advice(info, {v.index for v in verdicts if v.target == "cpu"})
+    advice += ([decode] if decode else []) + _advice(g, verdicts, mappable, multiple_subgraphs)
+    advice += _cache_advice(tpu_params, off_chip) + _architecture_advice(info, verdicts, verdict)
+    n_sub = len({s for s in where if s is not None})
+    return CheckReport(info.path, verdict, verdicts, n_sub, info.param_bytes, on_chip, off_chip,
+                       problems, advice, min_runtime, multiple_subgraphs=multiple_subgraphs)
+
+
+def _model_advice(problems: list[Problem]) -> list[str]:
+    """The advice the problems of the whole model give: each fatal one's fix, and quantizing a float model."""
+    advice = [f"{p.message}. Fix: {p.hint}" for p in problems if p.fatal and p.hint]
+    if any(p.code == "not_quantized" for p in problems):
+        advice.append("The model is not quantized: " + FIX_QUANTIZE + ".")
+    return advice
+
+
+def _refused_verdicts(g: SubgraphInfo, judged: list[Judgement], first: Problem) -> list[OpVerdict]:
+    """Every op on the CPU with the words of the first fatal problem (what each would be otherwise in its detail)."""
+    def sure(j: Judgement) -> str:  # on the CPU for sure when the refusal is, or when the op is unmappable
+        return CONFIRMED if CONFIRMED in (first.confidence, j.confidence if not j.mappable else None) else UNCERTAIN
+
+    return [OpVerdict(op.index, op.name, op.version, Target.CPU, first.status or first.message,
+                      f"otherwise: {j.status}" + (f" ({j.detail})" if j.detail else ""), j.fix, sure(j),
+                      rule=first.code)
+            for op, j in zip(g.ops, judged)]
+
+
+def _placed_verdicts(g: SubgraphInfo, judged: list[Judgement], where: list[int | None],
+                     multiple_subgraphs: bool) -> list[OpVerdict]:
+    """Each op's verdict once placed: in an Edge TPU subgraph, cut off from it although mappable, or refused."""
+    mappable = [j.mappable for j in judged]
     producer = {t: op.index for op in g.ops for t in op.outputs}
     cut_confidence, cut_off_anyway = _cut_confidence(g, judged, producer)
     verdicts = []
@@ -198,35 +200,36 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
             sure = j.confidence == CONFIRMED or (not multiple_subgraphs and cut_off_anyway[op.index])
             verdicts.append(OpVerdict(op.index, op.name, op.version, Target.CPU, j.status, j.detail, j.fix,
                                       CONFIRMED if sure else UNCERTAIN, code=j.code, rule=j.rule))
+    return verdicts
 
-    # Parameters of the Edge TPU ops against the on-chip cache.
+
+def _edgetpu_param_bytes(g: SubgraphInfo, where: list[int | None]) -> int:
+    """The bytes of the constant inputs of the Edge TPU ops (each buffer once): what the on-chip cache must hold."""
     tpu_ops = [i for i, s in enumerate(where) if s is not None]
     buffers = {t.buffer: t.buffer_bytes for i in tpu_ops for k in g.ops[i].inputs
                if k >= 0 and (t := g.tensors[k]).is_constant}
-    tpu_params = sum(buffers.values())
-    on_chip = min(tpu_params, PARAMETER_CACHE_BYTES)
-    off_chip = tpu_params - on_chip
+    return sum(buffers.values())
 
-    n_sub = len({s for s in where if s is not None})
-    verdict = Verdict.FULL if len(tpu_ops) == len(g.ops) and g.ops else (
-        Verdict.NONE if not tpu_ops else Verdict.PARTIAL)
-    problems += _cpu_problems(verdicts) + _doubt_problems(g, judged, where)
-    decode = decode_tail_advice(info, {v.index for v in verdicts if v.target == "cpu"})
-    advice += ([decode] if decode else []) + _advice(g, verdicts, mappable, multiple_subgraphs)
+
+def _cache_problems(tpu_params: int, off_chip: int) -> list[Problem]:
+    """The problem of parameters beyond the ~8 MiB on-chip cache (none when they fit)."""
+    if not off_chip:
+        return []
+    return [Problem("off_chip", f"about {mib(tpu_params)} of parameters for a ~8 MiB on-chip cache: ~{mib(off_chip)} "
+                    "would be streamed from host memory at every inference",
+                    "use a smaller or narrower model, or split it over several Edge TPUs with `edgekit compile "
+                    "--segments N`")]
+
+
+def _cache_advice(tpu_params: int, off_chip: int) -> list[str]:
+    """Advice on parameters beyond, or close to, the ~8 MiB on-chip cache."""
     if off_chip:
-        problems.append(Problem(
-            "off_chip", f"about {mib(tpu_params)} of parameters for a ~8 MiB on-chip cache: ~{mib(off_chip)} "
-            "would be streamed from host memory at every inference",
-            "use a smaller or narrower model, or split it over several Edge TPUs with `edgekit compile --segments N`"))
-        advice.append(f"Parameters ({mib(tpu_params)}) exceed the Edge TPU's ~8 MiB cache; ~{mib(off_chip)} would "
-                      "stream from host memory each inference (slower). Shrink the model or pipeline it with "
-                      "--segments.")
-    elif tpu_params > 6 * 1024 * 1024:
-        advice.append(f"Parameters ({mib(tpu_params)}) are close to the ~8 MiB cache; the compiler caches ~6-7.6 MiB "
-                      "in practice, so some may be streamed.")
-    advice += _architecture_advice(info, verdicts, verdict)
-    return CheckReport(info.path, verdict, verdicts, n_sub, info.param_bytes, on_chip, off_chip,
-                       problems, advice, min_runtime, multiple_subgraphs=multiple_subgraphs)
+        return [f"Parameters ({mib(tpu_params)}) exceed the Edge TPU's ~8 MiB cache; ~{mib(off_chip)} would "
+                "stream from host memory each inference (slower). Shrink the model or pipeline it with --segments."]
+    if tpu_params > 6 * 1024 * 1024:
+        return [f"Parameters ({mib(tpu_params)}) are close to the ~8 MiB cache; the compiler caches ~6-7.6 MiB "
+                "in practice, so some may be streamed."]
+    return []
 
 
 def quantize_gate(report: CheckReport, io_type: str, info: ModelInfo) -> list[Problem]:

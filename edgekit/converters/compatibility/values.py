@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from edgekit.converters.compatibility.evidence import Refs
 from edgekit.converters.compatibility.words import CONFIRMED, MAPPED, UNCERTAIN, Confidence, Kind, Target
@@ -52,16 +51,6 @@ class OpVerdict:
         object.__setattr__(self, "target", Target(self.target))
         object.__setattr__(self, "confidence", Confidence(self.confidence))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"index": self.index, "name": self.name, "version": self.version, "target": self.target,
-                "reason": self.reason, "detail": self.detail, "confidence": self.confidence,
-                "subgraph": self.subgraph}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> OpVerdict:
-        return cls(d["index"], d["name"], d["version"], Target(d["target"]), d["reason"], d.get("detail"), None,
-                   Confidence(d.get("confidence", CONFIRMED)), d.get("subgraph"))
-
 
 @dataclass(frozen=True)
 class Problem:
@@ -78,15 +67,6 @@ class Problem:
     def __post_init__(self) -> None:
         object.__setattr__(self, "confidence", Confidence(self.confidence))
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, "hint": self.hint, "ops": list(self.ops),
-                "fatal": self.fatal, "confidence": self.confidence}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> Problem:
-        return cls(d["code"], d["message"], d.get("hint"), tuple(d.get("ops", ())), bool(d.get("fatal")),
-                   None, Confidence(d.get("confidence", CONFIRMED)))
-
 
 @dataclass(frozen=True)
 class OpContext:
@@ -98,7 +78,7 @@ class OpContext:
     ins: list[TensorInfo | None]
     outs: list[TensorInfo | None]
     min_runtime: int
-    rule: Any = None            # the op's OpRule when the table has the op (what COMMON's constraints read)
+    rule: OpRule | None = None  # the op's OpRule when the table has the op (what COMMON's constraints read)
 
     @property
     def activations(self) -> list[TensorInfo]:
