@@ -231,7 +231,7 @@ def test_cli_defaults_are_the_library_constants():
     assert default("quantize", "tfrecord_key") == calibration.DEFAULT_TFRECORD_KEY
     assert default("quantize", "min_agreement") == quantize.DEFAULT_MIN_AGREEMENT
     assert default("quantize", "max_accuracy_drop") == quantize.DEFAULT_MAX_ACCURACY_DROP
-    assert list(next(p for p in cli.commands["quantize"].params if p.name == "io_type").type.choices) == list(
+    assert list(next(p for p in cli.commands["quantize"].params if p.name == "io").type.choices) == list(
         quantize.IO_TYPES)
     assert default("compile", "timeout") == edgetpu_compiler.DEFAULT_TIMEOUT_S
     assert default("check", "min_runtime") == compatibility.COMPILER_DEFAULT_MIN_RUNTIME
@@ -241,7 +241,7 @@ def test_cli_defaults_are_the_library_constants():
     assert default("build", "timeout") == built.timeout == edgetpu_compiler.DEFAULT_TIMEOUT_S
     library = quantize.QuantizeOptions(model="m")
     for name, value in (("samples", library.samples), ("holdout", library.holdout), ("seed", library.seed),
-                        ("tfrecord_key", library.tfrecord_key), ("io_type", library.io)):
+                        ("tfrecord_key", library.tfrecord_key), ("io", library.io)):
         assert default("quantize", name) == default("build", name) == value, name
 
 
