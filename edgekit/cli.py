@@ -13,6 +13,7 @@ import os
 import signal
 import sys
 import types
+from collections.abc import Iterator, MutableMapping
 from typing import Any, Callable
 
 import click
@@ -31,9 +32,8 @@ class _Group(click.Group):
     """Turns every EdgekitError into one line on stderr and its exit code; anything else is a bug."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        """In the order a Coral user works (quantize, check, compile, classify), then the tools."""
-        order = ["train", "quantize", "check", "compile", "cut", "build", "classify", "detect", "evaluate", "benchmark",
-                 "deploy", "inspect", "devices", "doctor"]
+        """In the order a Coral user works (quantize, check, compile, classify), then the tools: edgekit.flags'."""
+        order = list(flags.COMMANDS)
         return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -175,14 +175,53 @@ def _click_param(p: flags.Option | flags.Argument) -> Callable[[Callable[..., No
                         multiple=p.multiple, help=p.help or None, **extra)
 
 
-def command(name: str) -> Callable[[Callable[..., None]], click.Command]:
-    """Register a function as the subcommand ``name``: --debug, then its arguments and options as
-    :data:`edgekit.flags.COMMANDS` declares them (each keyword of the function is one of them)."""
-    def register(fn: Callable[..., None]) -> click.Command:
-        for param in reversed(flags.COMMANDS[name]):
-            fn = _click_param(param)(fn)
-        return cli.command(name)(debug_option(fn))
+#: Each subcommand's function, registered by :func:`command`; its click command is made on first use.
+_RUNS: dict[str, Callable[..., None]] = {}
+
+
+def command(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register a function as the subcommand ``name``; each keyword it takes is one of the arguments and options
+    :data:`edgekit.flags.COMMANDS` declares for ``name``."""
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        _RUNS[name] = fn
+        return fn
     return register
+
+
+def _click_command(name: str) -> click.Command:
+    """The click command ``name``: --debug, then its arguments and options from :mod:`edgekit.flags`."""
+    fn = _RUNS[name]
+    for param in reversed(flags.COMMANDS[name]):
+        fn = _click_param(param)(fn)
+    return click.command(name)(debug_option(fn))
+
+
+class _Commands(MutableMapping):
+    """``cli.commands``, whose click commands are made when first looked up: a run of ``edgekit classify``
+    builds the options of classify alone (start-up, issue 25), ``--help`` and the docs build them all."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._made:
+            if name not in _RUNS:
+                raise KeyError(name)
+            self._made[name] = _click_command(name)
+        return self._made[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._made[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._made.pop(name, None)
+        _RUNS.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*_RUNS, *self._made]))
+
+    def __len__(self) -> int:
+        return len(dict.fromkeys([*_RUNS, *self._made]))
 
 
 def _json_safe(x: Any) -> Any:
@@ -283,7 +322,7 @@ def _text_safe(x: Any) -> Any:
     return x
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
+@click.group(cls=_Group, commands=_Commands(), context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", "-V", prog_name="edgekit")
 @debug_option
 def cli() -> None:

@@ -285,9 +285,9 @@ MODEL = Argument("model", "path")
 EXISTING_MODEL = Argument("model", "file")
 IMAGES = Argument("images", nargs=-1)
 
-#: Each command's arguments and options, in the order --help lists them.
+#: Each command's arguments and options, in the order --help lists them; the commands in the order a Coral user
+#: works (quantize, check, compile, classify), then the tools, as ``edgekit --help`` lists them.
 COMMANDS = {
-    "inspect": (EXISTING_MODEL, JSON),
     "train": (Argument("data", "path"), *TRAIN, JSON, QUIET),
     "quantize": (MODEL, *QUANTIZE, option("--output", "-o", type="file",
                                            help="Output .tflite (default <stem>_int8.tflite beside the input)."),
@@ -295,8 +295,6 @@ COMMANDS = {
     "check": (EXISTING_MODEL, *CHECK, JSON),
     "compile": (EXISTING_MODEL, *COMPILE, JSON, QUIET),
     "cut": (EXISTING_MODEL, CUT_OUTPUT, JSON, QUIET),
-    "deploy": (Argument("bundle", "path"), option("--to", required=True, metavar="USER@HOST",
-                                                   help="The board, e.g. mendel@192.168.100.2."), *SSH, JSON, QUIET),
     "build": (MODEL, BUILD_OUTPUT, *QUANTIZE, *BUILD_COMPILE, JSON, QUIET),
     "classify": (IMAGES, *CLASSIFY, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),
     "detect": (IMAGES, *DETECT, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),
@@ -304,6 +302,9 @@ COMMANDS = {
                  option("--verbose", "-v", type="flag", help="Show TensorFlow's own log output (--reference)."),
                  JSON, QUIET),
     "benchmark": (*BENCHMARK, *SSH, JSON, QUIET),
+    "deploy": (Argument("bundle", "path"), option("--to", required=True, metavar="USER@HOST",
+                                                   help="The board, e.g. mendel@192.168.100.2."), *SSH, JSON, QUIET),
+    "inspect": (EXISTING_MODEL, JSON),
     "devices": (JSON,),
     "doctor": (JSON,),
 }
