@@ -6,7 +6,6 @@ import TensorFlow (each command imports what it needs when it runs).
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import math
 import os
@@ -14,7 +13,7 @@ import signal
 import sys
 import types
 from collections.abc import Iterator, MutableMapping
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 import click
 
@@ -303,6 +302,8 @@ def _text_safe(x: Any) -> Any:
     tensor, a label, metadata) is then one line of text output, never a line of its own; ``--json`` keeps them
     exact. A str Enum stays the member it is (its value is edgekit's own word); read-only mappings stay read-only
     and tuples (named ones too) stay tuples; a typed result is copied with :func:`dataclasses.replace`."""
+    import dataclasses
+
     if isinstance(x, enum.Enum):
         return x
     if isinstance(x, str):
@@ -323,7 +324,8 @@ def _text_safe(x: Any) -> Any:
 
 
 @click.group(cls=_Group, commands=_Commands(), context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", "-V", prog_name="edgekit")
+@click.version_option(__version__, "--version", "-V", prog_name="edgekit",
+                      message="%(prog)s, version %(version)s")  # click's own words, without a gettext look-up now
 @debug_option
 def cli() -> None:
     """Keras image classifiers onto Google's Coral Edge TPU.
@@ -471,8 +473,7 @@ def cut(model: str, output: str | None, as_json: bool, quiet: bool) -> None:
 
 
 # ------------------------------------------------------------------------------------------ ssh
-@dataclasses.dataclass(frozen=True)
-class Ssh:
+class Ssh(NamedTuple):
     """The SSH options as given (:data:`edgekit.flags.SSH`): how to reach the board of --on or --to."""
 
     port: int | None

@@ -13,8 +13,7 @@ Plain data: it imports neither click nor anything heavy, so the API can read its
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Optional, Tuple, Union
+from typing import Any, NamedTuple, Optional, Tuple, Union
 
 #: The longest timeout a flag takes: a week (the compiler's timer and Python's waits overflow far above).
 MAX_TIMEOUT = 7 * 24 * 3600.0
@@ -22,19 +21,18 @@ MAX_TIMEOUT = 7 * 24 * 3600.0
 Number = Union[int, float]
 
 
-@dataclass(frozen=True)
-class Option:
-    """One option: ``flags`` as typed (the first one names it in errors), ``name`` in Python (default: the long
-    flag, ``--top-k`` -> ``top_k``), and its value: ``type`` is ``text``, ``int``, ``float``, ``choice``
-    (``choices``), ``path`` (any path), ``file`` (an existing-or-new file, never a folder), ``dir`` (a folder,
-    never a file), ``out-file`` (a path that is not a folder) or ``flag`` (on/off). ``minimum``/``maximum``
-    bound a number (``minimum_open``: excluded); a bounded float also refuses nan and infinities."""
+class Option(NamedTuple):
+    """One option, made by :func:`option`: ``flags`` as typed (the first one names it in errors), ``name`` in
+    Python, and its value: ``type`` is ``text``, ``int``, ``float``, ``choice`` (``choices``), ``path`` (any
+    path), ``file`` (an existing-or-new file, never a folder), ``dir`` (a folder, never a file), ``out-file`` (a
+    path that is not a folder) or ``flag`` (on/off, default off). ``minimum``/``maximum`` bound a number
+    (``minimum_open``: excluded); a bounded float also refuses nan and infinities."""
 
     flags: Tuple[str, ...]
+    name: str
     help: str = ""
     type: str = "text"
-    default: object = None
-    name: str = ""
+    default: Any = None
     required: bool = False
     show_default: bool = True  # shown in --help when there is a default (and the option is no flag)
     metavar: Optional[str] = None
@@ -44,18 +42,8 @@ class Option:
     minimum_open: bool = False
     multiple: bool = False
 
-    def __post_init__(self) -> None:
-        if not self.name:
-            long = next(f for f in self.flags if f.startswith("--"))
-            object.__setattr__(self, "name", long[2:].replace("-", "_"))
-        if self.choices:
-            object.__setattr__(self, "type", "choice")
-        if self.type == "flag":
-            object.__setattr__(self, "default", False)  # a flag is off unless given
 
-
-@dataclass(frozen=True)
-class Argument:
+class Argument(NamedTuple):
     """A positional argument: ``nargs=-1`` takes one or more."""
 
     name: str
@@ -63,9 +51,15 @@ class Argument:
     nargs: int = 1
 
 
-def option(*flags: str, **fields: object) -> Option:
-    """``option("--top-k", "-k", default=5, ...)``: an :class:`Option`, its flags written as click takes them."""
-    return Option(flags, **fields)  # type: ignore[arg-type]
+def option(*flags: str, name: str = "", type: str = "text", choices: Tuple[str, ...] = (), default: Any = None,
+           **fields: Any) -> Option:
+    """``option("--top-k", "-k", type="int", default=5, ...)``: an :class:`Option`, its flags written as click
+    takes them. ``name`` defaults to the long flag's (``--top-k`` -> ``top_k``); ``choices`` make it a choice."""
+    if not name:
+        name = next(f for f in flags if f.startswith("--"))[2:].replace("-", "_")
+    if type == "flag":
+        default = False  # a flag is off unless given
+    return Option(flags, name, type="choice" if choices else type, choices=choices, default=default, **fields)
 
 
 # ------------------------------------------------------------------------------ shared by every command
