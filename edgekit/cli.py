@@ -146,6 +146,13 @@ def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> bool
     return value
 
 
+def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """--version, as click.version_option prints it (which looks up its gettext catalogue when imported)."""
+    if value and not ctx.resilient_parsing:
+        _echo(f"edgekit, version {__version__}")
+        ctx.exit()
+
+
 debug_option = click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True,
                             help="Show the full traceback on errors.")
 
@@ -324,8 +331,8 @@ def _text_safe(x: Any) -> Any:
 
 
 @click.group(cls=_Group, commands=_Commands(), context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", "-V", prog_name="edgekit",
-                      message="%(prog)s, version %(version)s")  # click's own words, without a gettext look-up now
+@click.option("--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Show the version and exit.")
 @debug_option
 def cli() -> None:
     """Keras image classifiers onto Google's Coral Edge TPU.
