@@ -157,17 +157,23 @@ debug_option = click.option("--debug", is_flag=True, expose_value=False, callbac
                             help="Show the full traceback on errors.")
 
 
-def _click_type(value: flags.Option | flags.Argument) -> Any:
-    """The click type of a declared value (:class:`edgekit.flags.Option`'s ``type``); None: text."""
-    bounded = getattr(value, "minimum", None) is not None or getattr(value, "maximum", None) is not None
-    if value.type == "int":
-        return click.IntRange(value.minimum, value.maximum) if bounded else int
-    if value.type == "float":
-        return FloatRange(value.minimum, value.maximum, min_open=value.minimum_open) if bounded else float
-    if value.type == "choice":
-        return click.Choice(value.choices)
-    return {"path": click.Path, "file": FilePath, "dir": DirPath,
-            "out-file": lambda: click.Path(dir_okay=False)}.get(value.type, lambda: None)()
+#: The click types of the declared path values (edgekit.flags.Option's ``type``).
+_PATH_TYPES = {"path": click.Path, "file": FilePath, "dir": DirPath, "out-file": lambda: click.Path(dir_okay=False)}
+
+
+def _click_type(p: flags.Option | flags.Argument) -> Any:
+    """The click type of a declared argument or option (None: text, click's default)."""
+    if p.type in _PATH_TYPES:
+        return _PATH_TYPES[p.type]()
+    if p.type == "choice":
+        return click.Choice(p.choices)
+    if p.type in ("int", "float") and p.minimum is None and p.maximum is None:
+        return int if p.type == "int" else float
+    if p.type == "int":
+        return click.IntRange(p.minimum, p.maximum)
+    if p.type == "float":  # bounded: nan and infinities refused too
+        return FloatRange(p.minimum, p.maximum, min_open=p.minimum_open)
+    return None
 
 
 def _click_param(p: flags.Option | flags.Argument) -> Callable[[Callable[..., None]], Callable[..., None]]:
