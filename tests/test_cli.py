@@ -220,7 +220,7 @@ def test_each_bad_input_is_one_line_with_what_to_do(tmp_path, case):
 
 
 def test_cli_defaults_are_the_library_constants():
-    """The CLI types its defaults as literals (--help must not import converters/): they must stay equal to
+    """edgekit.flags types the defaults as literals (--help must not import converters/): they must stay equal to
     the constants the library uses when called directly."""
     from edgekit.converters import calibration, compatibility, edgetpu_compiler, quantize
 
@@ -243,6 +243,35 @@ def test_cli_defaults_are_the_library_constants():
     for name, value in (("samples", library.samples), ("holdout", library.holdout), ("seed", library.seed),
                         ("tfrecord_key", library.tfrecord_key), ("io", library.io)):
         assert default("quantize", name) == default("build", name) == value, name
+
+
+def test_each_command_function_takes_the_options_edgekit_flags_declares_for_it():
+    """cli.py's functions and edgekit.flags.COMMANDS name the same arguments and options (a keyword the table
+    lacks, or a declared option a function without **keywords cannot take, would fail only when that command
+    runs)."""
+    import inspect
+
+    from edgekit import cli as cli_module, flags
+
+    assert sorted(cli_module._RUNS) == sorted(flags.COMMANDS)
+    for name, fn in cli_module._RUNS.items():
+        declared = {p.name for p in flags.COMMANDS[name]}
+        params = inspect.signature(fn).parameters
+        named = {p for p, v in params.items() if v.kind is not inspect.Parameter.VAR_KEYWORD}
+        assert named <= declared, (name, named - declared)
+        if len(named) == len(params):  # no **keywords: every declared option is a parameter
+            assert named == declared, (name, declared - named)
+
+
+def test_a_run_builds_the_click_options_of_its_command_alone():
+    """Start-up (issue 25): importing edgekit.cli builds no click command; running one builds that one."""
+    code = ("from edgekit.cli import cli, main\n"
+            "assert list(cli.commands._made) == [], cli.commands._made\n"
+            "try:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
+            "assert list(cli.commands._made) == ['check'], list(cli.commands._made)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "--min-runtime" in proc.stdout
 
 
 def test_build_takes_every_quantize_option_with_the_same_name_default_and_help():
