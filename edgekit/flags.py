@@ -69,7 +69,10 @@ QUIET = option("--quiet", "-q", type="flag", help="No progress bars or informati
 
 # ------------------------------------------------------------------------------ running a model
 DEVICE = option("--device", "-d", default="auto", help="auto, cpu, usb, usb:N, pci, pci:N or :N (pycoral's grammar).")
-DEVICE_SHORT = option("--device", "-d", default="auto", help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
+RUN_MODEL = option("--model", "-m", required=True, type="path",
+                   help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
+                   "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified; "
+                   "with --on, a bundle only).")
 MEAN = option("--mean", help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
 STD = option("--std", help="Override the preprocessing std (one value or R,G,B).")
 THREADS = option("--threads", type="int", minimum=1, help="CPU interpreter threads (default: the cores, at most 4).")
@@ -179,11 +182,13 @@ CHECK = (
 )
 COMPILE_TIMEOUT = option("--timeout", type="float", default=180.0, minimum=1, maximum=MAX_TIMEOUT,
                          help="Seconds before the compile is stopped.")
+COMPILE_MIN_RUNTIME = option("--min-runtime", type="int", minimum=10, maximum=14, help="Lowest Edge TPU runtime "
+                             "the model must run on (edgetpu_compiler -m; default: the compiler's own, 14 for "
+                             "compiler 16).")
 COMPILE = (
     option("--output-dir", "-o", type="dir",
            help="Folder for the compiled model and its .log (default: beside the input; created if missing)."),
-    option("--min-runtime", type="int", minimum=10, maximum=14, help="Lowest Edge TPU runtime the model must run "
-           "on (edgetpu_compiler -m; default: the compiler's own, 14 for compiler 16)."),
+    COMPILE_MIN_RUNTIME,
     option("--segments", type="int", minimum=1, help="Split into N pipeline segments (edgetpu_compiler -n)."),
     option("--search-delegate", type="flag",
            help="If the whole model fails, compile the largest leading part that works (edgetpu_compiler -d)."),
@@ -194,18 +199,14 @@ CUT_OUTPUT = option("-o", "--output", type="out-file",
 BUILD_OUTPUT = option("--output", "-o", required=True, type="path",
                       help="The bundle folder to write (new, empty, or an edgekit bundle to replace: nothing else).")
 BUILD_COMPILE = (
-    option("--min-runtime", type="int", minimum=10, maximum=14,
-           help="Lowest Edge TPU runtime to compile for (default: the compiler's, 14 for compiler 16)."),
+    COMPILE_MIN_RUNTIME,
     COMPILE_TIMEOUT,
     option("--no-compile", type="flag", help="A CPU-only bundle, even where edgetpu_compiler exists."),
 )
 
 # ------------------------------------------------------------------------------ classify, detect
 CLASSIFY = (
-    option("--model", "-m", required=True, type="path",
-           help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
-           "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified; "
-           "with --on, a bundle only)."),
+    RUN_MODEL,
     option("--labels", "-l", type="file",
            help="Labels: '0 cat', '0: cat' or one per line (default: the labels recorded with the model)."),
     option("--top-k", "-k", type="int", default=5, minimum=1, help="Classes per image."),
@@ -258,11 +259,8 @@ EVALUATE = (
 
 # ------------------------------------------------------------------------------ benchmark
 BENCHMARK = (
-    option("--model", "-m", required=True, type="path",
-           help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
-           "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified; with --on, "
-           "a bundle only)."),
-    DEVICE_SHORT,
+    RUN_MODEL,
+    DEVICE,
     option("-n", name="n", type="int", default=100, minimum=1, help="Timed inferences."),
     option("--warmup", type="int", default=10, minimum=0, help="Untimed inferences after the first, before timing."),
     THREADS,
@@ -292,7 +290,7 @@ COMMANDS = {
     "build": (MODEL, BUILD_OUTPUT, *QUANTIZE, *BUILD_COMPILE, JSON, QUIET),
     "classify": (IMAGES, *CLASSIFY, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),
     "detect": (IMAGES, *DETECT, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),
-    "evaluate": (*EVALUATE, DEVICE_SHORT, MEAN, STD, THREADS,
+    "evaluate": (*EVALUATE, DEVICE, MEAN, STD, THREADS,
                  option("--verbose", "-v", type="flag", help="Show TensorFlow's own log output (--reference)."),
                  JSON, QUIET),
     "benchmark": (*BENCHMARK, *SSH, JSON, QUIET),
