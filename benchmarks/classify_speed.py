@@ -7,7 +7,8 @@ to benchmarks/out/classify_speed.json:
 2. throughput over a folder of 200 generated JPEGs: the bare sequential loop's time over edgekit's
    (decode and resize overlapped with inference; goal >= 1.5);
 3. cold start: `edgekit classify` from process start to printed result over a bare script doing the
-   same, best of interleaved runs (goal <= 1.2).
+   same, best of interleaved runs (goal <= 1.2); also the medians, the median of the paired (run-by-run)
+   ratios, and the same for the CPU seconds the kernel counted, which other processes move less.
 
 Usage: python benchmarks/classify_speed.py [MODEL] [--images N]
 """
@@ -154,18 +155,89 @@ def edgekit_loop(model: str, paths: list[str], workers: int | None) -> float:
     return elapsed
 
 
-def cold_start(cmd: list[str], repeat: int) -> float:
+def cold_start(cmd: list[str]) -> tuple[float, float]:
+    """One run of ``cmd`` from process start to exit: its wall seconds and the CPU seconds (user + system) the
+    kernel counted for it (less moved than wall time by other processes on a shared machine)."""
     # As a user runs it: bytecode caches on (this sandbox sets PYTHONDONTWRITEBYTECODE, which would
     # recompile edgekit's own modules from source on every start while site-packages have .pyc files).
     env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-    times = []
+    t = time.perf_counter()
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    with proc.stderr:  # type: ignore[union-attr]
+        stderr = proc.stderr.read()  # type: ignore[union-attr]
+    _pid, status, usage = os.wait4(proc.pid, 0)  # reaped here, with its resource usage
+    wall = time.perf_counter() - t
+    proc.returncode = os.waitstatus_to_exitcode(status)
+    if proc.returncode != 0:
+        raise SystemExit(f"{cmd[:3]} failed: {stderr[-500:].decode(errors='replace')}")
+    return wall, usage.ru_utime + usage.ru_stime
+
+
+def paired_median(a: list[float], b: list[float]) -> float:
+    """The median of the run-by-run ratios a/b (runs interleaved: a drift of the machine's speed hits both)."""
+    return statistics.median(x / y for x, y in zip(a, b))
+
+
+def measure_loops(model: str, paths: list[str], repeat: int) -> dict[str, float]:
+    """1. warm per-image overhead (both sequential); 2. throughput with decode overlapped with inference.
+    Interleaved rounds, best of each, so load from other processes hits all alike."""
+    bare_loop(model, paths[:20])  # warm caches and the interpreter code
+    edgekit_loop(model, paths[:20], 1)
+    bare_seq = ek_seq = ek_par = float("inf")
     for _ in range(repeat):
-        t = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, env=env)
-        times.append(time.perf_counter() - t)
-        if proc.returncode != 0:
-            raise SystemExit(f"{cmd[:3]} failed: {proc.stderr[-500:]}")
-    return statistics.median(times)
+        bare_seq = min(bare_seq, bare_loop(model, paths))
+        ek_seq = min(ek_seq, edgekit_loop(model, paths, 1))
+        ek_par = min(ek_par, edgekit_loop(model, paths, None))
+    n = len(paths)
+    return {"bare_sequential_ms_per_image": 1000 * bare_seq / n, "edgekit_sequential_ms_per_image": 1000 * ek_seq / n,
+            "edgekit_prefetch_ms_per_image": 1000 * ek_par / n,
+            "overhead_ratio": ek_seq / bare_seq, "overhead_goal": 1.05,
+            "throughput_ratio": bare_seq / ek_par, "throughput_goal": 1.5,
+            "bare_sequential_s": bare_seq, "edgekit_prefetch_s": ek_par}
+
+
+def measure_cold_start(model: str, image: str, folder: Path, runs: int) -> dict[str, float]:
+    """3. `edgekit classify` of one image against the bare script, interleaved runs (so load from other processes
+    hits both alike). The best run is each command's own cost (other processes on a shared machine only add
+    time); the medians, the median of the paired ratios and the CPU seconds' are given too."""
+    script = folder / "bare_classify.py"
+    script.write_text(BARE_SCRIPT)
+    labels = Path(model).with_name("imagenet_labels.txt")
+    label_args = ["-l", str(labels)] if labels.is_file() else []
+    edgekit_cmd = [sys.executable, "-m", "edgekit", "classify", image, "-m", model, "-k", "1", "--quiet", *label_args]
+    bare_cmd = [sys.executable, str(script), "-m", model, "-i", image, *label_args]
+    cold_start(edgekit_cmd), cold_start(bare_cmd)  # warm the file cache
+    ek_runs, bare_runs = [], []
+    for _ in range(runs):
+        ek_runs.append(cold_start(edgekit_cmd))
+        bare_runs.append(cold_start(bare_cmd))
+    ek_wall, ek_cpu = [r[0] for r in ek_runs], [r[1] for r in ek_runs]
+    bare_wall, bare_cpu = [r[0] for r in bare_runs], [r[1] for r in bare_runs]
+    med_ek, med_bare = statistics.median(ek_wall), statistics.median(bare_wall)
+    return {"cold_start_edgekit_s": min(ek_wall), "cold_start_bare_s": min(bare_wall),
+            "cold_start_ratio": min(ek_wall) / min(bare_wall), "cold_start_goal": 1.2,
+            "cold_start_median_edgekit_s": med_ek, "cold_start_median_bare_s": med_bare,
+            "cold_start_median_ratio": med_ek / med_bare,
+            "cold_start_paired_median_ratio": paired_median(ek_wall, bare_wall),
+            "cold_start_cpu_median_edgekit_s": statistics.median(ek_cpu),
+            "cold_start_cpu_median_bare_s": statistics.median(bare_cpu),
+            "cold_start_cpu_paired_median_ratio": paired_median(ek_cpu, bare_cpu), "cold_start_runs": runs}
+
+
+def print_result(r: dict[str, float], model: str, n: int) -> None:
+    print(f"model {Path(model).name}, {n} images of 640x480, {os.cpu_count()} cores")
+    print(f"1. warm per-image overhead: edgekit {r['edgekit_sequential_ms_per_image']:.2f} ms vs bare "
+          f"{r['bare_sequential_ms_per_image']:.2f} ms  ->  ratio {r['overhead_ratio']:.3f} (goal <= 1.05)")
+    print(f"2. throughput over {n} images: bare {r['bare_sequential_s']:.2f} s vs edgekit "
+          f"{r['edgekit_prefetch_s']:.2f} s  ->  {r['throughput_ratio']:.2f}x (goal >= 1.5)")
+    print(f"3. cold start: edgekit {r['cold_start_edgekit_s'] * 1000:.0f} ms vs bare script "
+          f"{r['cold_start_bare_s'] * 1000:.0f} ms  ->  ratio {r['cold_start_ratio']:.3f} (goal <= 1.2; best of "
+          f"{r['cold_start_runs']} each; medians {r['cold_start_median_edgekit_s'] * 1000:.0f} vs "
+          f"{r['cold_start_median_bare_s'] * 1000:.0f} ms, ratio {r['cold_start_median_ratio']:.3f})")
+    print(f"   paired: median of the run-by-run ratios {r['cold_start_paired_median_ratio']:.3f} (wall), "
+          f"{r['cold_start_cpu_paired_median_ratio']:.3f} (CPU seconds: edgekit "
+          f"{r['cold_start_cpu_median_edgekit_s'] * 1000:.0f} ms vs bare "
+          f"{r['cold_start_cpu_median_bare_s'] * 1000:.0f} ms, medians)")
 
 
 def main() -> None:
@@ -178,57 +250,12 @@ def main() -> None:
         raise SystemExit(f"model not found: {args.model} (pass a uint8 .tflite classifier)")
 
     with tempfile.TemporaryDirectory() as tmp:
-        folder = Path(tmp)
-        paths = make_images(folder, args.images)
-        bare_loop(args.model, paths[:20])  # warm caches and the interpreter code
-        edgekit_loop(args.model, paths[:20], 1)
-
-        # 1. warm per-image overhead (both sequential); 2. throughput with decode overlapped with
-        # inference. Interleaved rounds, best of each, so load from other processes hits all alike.
-        bare_seq = ek_seq = ek_par = float("inf")
-        for _ in range(args.repeat):
-            bare_seq = min(bare_seq, bare_loop(args.model, paths))
-            ek_seq = min(ek_seq, edgekit_loop(args.model, paths, 1))
-            ek_par = min(ek_par, edgekit_loop(args.model, paths, None))
-        # 3. cold start
-        script = folder / "bare_classify.py"
-        script.write_text(BARE_SCRIPT)
-        labels = Path(args.model).with_name("imagenet_labels.txt")
-        label_args = ["-l", str(labels)] if labels.is_file() else []
-        edgekit_cmd = [sys.executable, "-m", "edgekit", "classify", paths[0], "-m", args.model, "-k", "1", "--quiet",
-                       *label_args]
-        bare_cmd = [sys.executable, str(script), "-m", args.model, "-i", paths[0], *label_args]
-        cold_start(edgekit_cmd, 1), cold_start(bare_cmd, 1)  # warm the file cache
-        ek_runs, bare_runs = [], []
-        for _ in range(3 * args.repeat):  # interleaved, so load from other processes hits both alike
-            ek_runs.append(cold_start(edgekit_cmd, 1))
-            bare_runs.append(cold_start(bare_cmd, 1))
-        # The best run is each command's own cost (other processes on a shared machine only add time);
-        # the medians are printed too.
-        cold_ek, cold_bare = min(ek_runs), min(bare_runs)
-        med_ek, med_bare = statistics.median(ek_runs), statistics.median(bare_runs)
-
-    n = len(paths)
-    result = {
-        "model": args.model, "images": n, "cpu_count": os.cpu_count(),
-        "bare_sequential_ms_per_image": 1000 * bare_seq / n,
-        "edgekit_sequential_ms_per_image": 1000 * ek_seq / n,
-        "edgekit_prefetch_ms_per_image": 1000 * ek_par / n,
-        "overhead_ratio": ek_seq / bare_seq, "overhead_goal": 1.05,
-        "throughput_ratio": bare_seq / ek_par, "throughput_goal": 1.5,
-        "cold_start_edgekit_s": cold_ek, "cold_start_bare_s": cold_bare,
-        "cold_start_ratio": cold_ek / cold_bare, "cold_start_goal": 1.2,
-        "cold_start_median_edgekit_s": med_ek, "cold_start_median_bare_s": med_bare,
-        "cold_start_median_ratio": med_ek / med_bare,
-    }
-    print(f"model {Path(args.model).name}, {n} images of 640x480, {os.cpu_count()} cores")
-    print(f"1. warm per-image overhead: edgekit {result['edgekit_sequential_ms_per_image']:.2f} ms vs bare "
-          f"{result['bare_sequential_ms_per_image']:.2f} ms  ->  ratio {result['overhead_ratio']:.3f} (goal <= 1.05)")
-    print(f"2. throughput over {n} images: bare {bare_seq:.2f} s vs edgekit {ek_par:.2f} s  ->  "
-          f"{result['throughput_ratio']:.2f}x (goal >= 1.5)")
-    print(f"3. cold start: edgekit {cold_ek * 1000:.0f} ms vs bare script {cold_bare * 1000:.0f} ms  ->  "
-          f"ratio {result['cold_start_ratio']:.3f} (goal <= 1.2; best of {len(ek_runs)} each; medians "
-          f"{med_ek * 1000:.0f} vs {med_bare * 1000:.0f} ms, ratio {result['cold_start_median_ratio']:.3f})")
+        paths = make_images(Path(tmp), args.images)
+        loops = measure_loops(args.model, paths, args.repeat)
+        cold = measure_cold_start(args.model, paths[0], Path(tmp), 3 * args.repeat)
+    figures = {**loops, **cold}
+    print_result(figures, args.model, len(paths))
+    result = {"model": args.model, "images": len(paths), "cpu_count": os.cpu_count(), **figures}
     out = REPO / "benchmarks" / "out"
     out.mkdir(parents=True, exist_ok=True)
     (out / "classify_speed.json").write_text(json.dumps(result, indent=2))

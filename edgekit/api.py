@@ -3,7 +3,8 @@
 ``edgekit.open(...)`` opens a model or bundle on the best device (Polygraphy's load half) and returns
 a :class:`Model` that classifies images into small :class:`~edgekit.results.Class` records (like
 pycoral's ``classify.get_classes``), times itself, and closes (also as a context manager). The other
-entry points take keyword arguments named like the command-line flags, with the same defaults, and
+entry points take keyword arguments named like the command-line flags, with the same defaults (each read
+from the option's one declaration in :mod:`edgekit.flags`: ``_cli(command, keyword)``), and
 return the typed, immutable results of :mod:`edgekit.results`, whose ``to_dict()`` is the command's
 ``--json`` document. Failures raise the :mod:`edgekit.errors` family (``exit_code`` on each; a failed
 verification carries its numbers).
@@ -18,6 +19,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Tuple, Union
 
+from edgekit.flags import default as _cli
 from edgekit.options import Floats, PathLike
 from edgekit.options import floats as _floats, quantize_options as _quantize_options, size as _size
 from edgekit.report import SILENT, Reporter
@@ -194,8 +196,8 @@ class Model:
         return f"<edgekit.Model {self.model_path} on {self.device} ({self.backend})>"
 
 
-def open(model: PathLike, *, device: str = "auto", labels: Optional[PathLike] = None, mean: Floats = None,
-         std: Floats = None, threads: Optional[int] = None, report: Reporter = SILENT) -> Model:
+def open(model: PathLike, *, device: str = _cli("classify", "device"), labels: Optional[PathLike] = None,
+         mean: Floats = None, std: Floats = None, threads: Optional[int] = None, report: Reporter = SILENT) -> Model:
     """Open a .tflite model (``*_edgetpu.tflite``: on the Edge TPU, else its CPU twin) or a bundle folder.
 
     ``device``: ``auto``, ``cpu``, ``usb``, ``usb:N``, ``pci``, ``pci:N`` or ``:N``. ``labels``,
@@ -210,8 +212,9 @@ def open(model: PathLike, *, device: str = "auto", labels: Optional[PathLike] = 
     return Model(clf)
 
 
-def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[PathLike] = None, top_k: int = 5,
-             threshold: float = float("-inf"), device: str = "auto", mean: Floats = None, std: Floats = None,
+def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[PathLike] = None,
+             top_k: int = _cli("classify", "top_k"), threshold: float = _cli("classify", "threshold"),
+             device: str = _cli("classify", "device"), mean: Floats = None, std: Floats = None,
              threads: Optional[int] = None, on: Any = None, remote_path: Optional[str] = None,
              report: Reporter = SILENT) -> ClassifyResult:
     """``edgekit classify``: image files, folders and globs through a model; unreadable images in ``errors``.
@@ -232,10 +235,12 @@ def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Pa
     return ClassifyResult.of_report(report_)
 
 
-def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[PathLike] = None, conf: float = 0.25,
-           iou: float = 0.45, max_det: int = 100, layout: Optional[str] = None, save: Optional[PathLike] = None,
-           device: str = "auto", mean: Floats = None, std: Floats = None, threads: Optional[int] = None,
-           on: Any = None, remote_path: Optional[str] = None, report: Reporter = SILENT) -> DetectResult:
+def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[PathLike] = None,
+           conf: float = _cli("detect", "conf"), iou: float = _cli("detect", "iou"),
+           max_det: int = _cli("detect", "max_det"), layout: Optional[str] = None, save: Optional[PathLike] = None,
+           device: str = _cli("detect", "device"), mean: Floats = None, std: Floats = None,
+           threads: Optional[int] = None, on: Any = None, remote_path: Optional[str] = None,
+           report: Reporter = SILENT) -> DetectResult:
     """``edgekit detect``: objects in image files, folders and globs (boxes in each image's pixels, after
     class-wise NMS); unreadable images in ``errors``. ``layout`` (``postprocess``, ``yolo``, ``yolov5``,
     ``split-dfl``, ``end2end``) settles a model whose outputs fit several; ``save``: a folder for the images
@@ -252,7 +257,7 @@ def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Path
 
 
 # ------------------------------------------------------------------------------------ check / compile
-def check(model: PathLike, *, min_runtime: int = 14, allow_multiple_subgraphs: bool = False,
+def check(model: PathLike, *, min_runtime: int = _cli("check", "min_runtime"), allow_multiple_subgraphs: bool = False,
           strict: bool = False) -> CheckResult:
     """``edgekit check``: which ops edgetpu_compiler 16 maps to the Edge TPU, predicted offline (no TensorFlow).
 
@@ -275,7 +280,7 @@ def check(model: PathLike, *, min_runtime: int = 14, allow_multiple_subgraphs: b
 
 
 def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runtime: Optional[int] = None,
-            segments: Optional[int] = None, search_delegate: bool = False, timeout: float = 180.0,
+            segments: Optional[int] = None, search_delegate: bool = False, timeout: float = _cli("compile", "timeout"),
             report: Reporter = SILENT) -> CompileResult:
     """``edgekit compile``: run edgetpu_compiler (x86-64 Linux) and parse what it said.
 
@@ -307,8 +312,9 @@ def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runti
 # ------------------------------------------------------------------------------------ evaluate / benchmark
 def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] = None, no_layers: bool = False,
              labels: Optional[PathLike] = None, arch: Optional[str] = None,
-             custom_objects: Optional[PathLike] = None, trust_model: bool = False, device: str = "auto",
-             mean: Floats = None, std: Floats = None, threads: Optional[int] = None, verbose: bool = False,
+             custom_objects: Optional[PathLike] = None, trust_model: bool = False,
+             device: str = _cli("evaluate", "device"), mean: Floats = None, std: Floats = None,
+             threads: Optional[int] = None, verbose: bool = False,
              images: Optional[PathLike] = None, against: Optional[Iterable[PathLike]] = None,
              conf: Optional[float] = None, iou: Optional[float] = None, max_det: Optional[int] = None, layout: Optional[str] = None,
              report: Reporter = SILENT) -> Union[EvaluateResult, DetectionEvaluateResult]:
@@ -362,8 +368,9 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     return EvaluateResult.from_dict(doc)
 
 
-def benchmark(model: PathLike, *, device: str = "auto", n: int = 100, warmup: int = 10,
-              threads: Optional[int] = None, compare: Optional[PathLike] = None, max_slowdown: float = 20.0,
+def benchmark(model: PathLike, *, device: str = _cli("benchmark", "device"), n: int = _cli("benchmark", "n"),
+              warmup: int = _cli("benchmark", "warmup"), threads: Optional[int] = None,
+              compare: Optional[PathLike] = None, max_slowdown: float = _cli("benchmark", "max_slowdown"),
               on: Any = None, remote_path: Optional[str] = None, report: Reporter = SILENT) -> BenchmarkResult:
     """``edgekit benchmark``: load time, first inference, latency percentiles and throughput.
 
@@ -414,15 +421,18 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
     return exc
 
 
-def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optional[str] = None, samples: int = 300,
-             holdout: int = 100, seed: int = 0, tfrecord_key: str = "image/encoded", arch: Optional[str] = None,
+def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optional[str] = None,
+             samples: int = _cli("quantize", "samples"), holdout: int = _cli("quantize", "holdout"),
+             seed: int = _cli("quantize", "seed"), tfrecord_key: str = _cli("quantize", "tfrecord_key"),
+             arch: Optional[str] = None,
              custom_objects: Optional[PathLike] = None, trust_model: bool = False,
              output_name: Optional[str] = None, scaling: Optional[str] = None,
              mean: Floats = None, std: Floats = None, resize: Optional[str] = None, channels: Optional[str] = None,
-             input_size: Union[str, Tuple[int, int], None] = None, io: str = "uint8",
-             labels: Optional[PathLike] = None, eval: Optional[PathLike] = None, min_agreement: float = 0.9,
-             max_accuracy_drop: float = 1.0, no_verify: bool = False, verbose: bool = False,
-             show_progress: bool = False, report: Reporter = SILENT) -> QuantizeResult:
+             input_size: Union[str, Tuple[int, int], None] = None, io: str = _cli("quantize", "io"),
+             labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
+             min_agreement: float = _cli("quantize", "min_agreement"),
+             max_accuracy_drop: float = _cli("quantize", "max_accuracy_drop"), no_verify: bool = False,
+             verbose: bool = False, show_progress: bool = False, report: Reporter = SILENT) -> QuantizeResult:
     """``edgekit quantize``: a Keras model to a verified full-int8 .tflite (needs TensorFlow).
 
     A failed verification raises :class:`~edgekit.errors.VerificationError` (exit 6) with ``.measure``,
@@ -469,7 +479,7 @@ def doctor() -> DoctorResult:
     return doctor_mod.report(doctor_mod.run_checks())
 
 
-def deploy(bundle: PathLike, *, to: Any, path: str = "edgekit") -> DeployResult:
+def deploy(bundle: PathLike, *, to: Any, path: str = _cli("deploy", "remote_path")) -> DeployResult:
     """``edgekit deploy``: copy a bundle and the runner to a board (``to``: an :class:`edgekit.devices.remote.SshTarget`
     or ``"user@host"``), only the files whose sha256 differs there."""
     from edgekit.devices import remote
@@ -479,10 +489,13 @@ def deploy(bundle: PathLike, *, to: Any, path: str = "edgekit") -> DeployResult:
     return DeployResult.from_dict(remote.deploy(bundle, target, path))
 
 
-def train(data: PathLike, *, output: PathLike, arch: str = "cnn", width: float = 1.0, epochs: int = 10,
-          batch_size: int = 32, input_size: Union[str, Tuple[int, int], None] = None, scaling: str = "0..1",
-          channels: str = "RGB", validation_split: float = 0.2, learning_rate: float = 2e-3, seed: int = 0,
-          tfrecord_key: str = "image/encoded", worker_timeout: float = 120.0, show_progress: bool = False,
+def train(data: PathLike, *, output: PathLike, arch: str = _cli("train", "arch"), width: float = _cli("train", "width"),
+          epochs: int = _cli("train", "epochs"), batch_size: int = _cli("train", "batch_size"),
+          input_size: Union[str, Tuple[int, int], None] = None, scaling: str = _cli("train", "scaling"),
+          channels: str = _cli("train", "channels"), validation_split: float = _cli("train", "validation_split"),
+          learning_rate: float = _cli("train", "learning_rate"), seed: int = _cli("train", "seed"),
+          tfrecord_key: str = _cli("train", "tfrecord_key"), worker_timeout: float = _cli("train", "worker_timeout"),
+          show_progress: bool = False,
           report: Reporter = SILENT) -> TrainResult:
     """``edgekit train``: a Keras classifier on class folders or TFRecords (TPU, TF_CONFIG workers, GPUs or one
     device), written with its record (needs TensorFlow)."""

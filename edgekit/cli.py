@@ -6,18 +6,18 @@ import TensorFlow (each command imports what it needs when it runs).
 
 from __future__ import annotations
 
-import dataclasses
 import enum
 import math
 import os
 import signal
 import sys
 import types
-from typing import Any, Callable
+from collections.abc import Iterator, MutableMapping
+from typing import Any, Callable, NamedTuple
 
 import click
 
-from edgekit import __version__
+from edgekit import __version__, flags
 from edgekit.errors import EdgekitError, InputError, InternalError, UsageError, shown
 
 
@@ -31,9 +31,8 @@ class _Group(click.Group):
     """Turns every EdgekitError into one line on stderr and its exit code; anything else is a bug."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
-        """In the order a Coral user works (quantize, check, compile, classify), then the tools."""
-        order = ["train", "quantize", "check", "compile", "cut", "build", "classify", "detect", "evaluate", "benchmark",
-                 "deploy", "inspect", "devices", "doctor"]
+        """In the order a Coral user works (quantize, check, compile, classify), then the tools: edgekit.flags'."""
+        order = list(flags.COMMANDS)
         return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
 
     def invoke(self, ctx: click.Context) -> Any:
@@ -141,25 +140,100 @@ class FloatRange(click.FloatRange):
         return value
 
 
-#: The longest timeout a flag takes: a week (the compiler's timer and Python's waits overflow far above).
-MAX_TIMEOUT = 7 * 24 * 3600.0
-
-
 def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
     if value:
         ctx.find_root().meta["edgekit.debug"] = True
     return value
 
 
+def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
+    """--version, as click.version_option prints it (which looks up its gettext catalogue when imported)."""
+    if value and not ctx.resilient_parsing:
+        _echo(f"edgekit, version {__version__}")
+        ctx.exit()
+
+
 debug_option = click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True,
                             help="Show the full traceback on errors.")
-json_option = click.option("--json", "as_json", is_flag=True, help="Print one JSON document (its schema: the command's page in docs/commands/).")
-quiet_option = click.option("--quiet", "-q", is_flag=True, help="No progress bars or informational messages.")
 
 
-def command(fn: Callable) -> Callable:
-    """Register a subcommand with the options every command shares."""
-    return cli.command()(debug_option(fn))
+#: The click types of the declared path values (edgekit.flags.Option's ``type``).
+_PATH_TYPES = {"path": click.Path, "file": FilePath, "dir": DirPath, "out-file": lambda: click.Path(dir_okay=False)}
+
+
+def _click_type(p: flags.Option | flags.Argument) -> Any:
+    """The click type of a declared argument or option (None: text, click's default)."""
+    if p.type in _PATH_TYPES:
+        return _PATH_TYPES[p.type]()
+    if p.type == "choice":
+        return click.Choice(p.choices)
+    if p.type in ("int", "float") and p.minimum is None and p.maximum is None:
+        return int if p.type == "int" else float
+    if p.type == "int":
+        return click.IntRange(p.minimum, p.maximum)
+    if p.type == "float":  # bounded: nan and infinities refused too
+        return FloatRange(p.minimum, p.maximum, min_open=p.minimum_open)
+    return None
+
+
+def _click_param(p: flags.Option | flags.Argument) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """The click decorator of one declared argument or option."""
+    if isinstance(p, flags.Argument):
+        return click.argument(p.name, type=_click_type(p), nargs=p.nargs, required=p.nargs == -1 or None)
+    if p.type == "flag":
+        return click.option(*p.flags, p.name, is_flag=True, help=p.help or None)
+    extra = {"default": p.default, "show_default": p.show_default} if p.default is not None else {}
+    return click.option(*p.flags, p.name, type=_click_type(p), required=p.required, metavar=p.metavar,
+                        multiple=p.multiple, help=p.help or None, **extra)
+
+
+#: Each subcommand's function, registered by :func:`command`; its click command is made on first use.
+_RUNS: dict[str, Callable[..., None]] = {}
+
+
+def command(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
+    """Register a function as the subcommand ``name``; each keyword it takes is one of the arguments and options
+    :data:`edgekit.flags.COMMANDS` declares for ``name``."""
+    def register(fn: Callable[..., None]) -> Callable[..., None]:
+        _RUNS[name] = fn
+        return fn
+    return register
+
+
+def _click_command(name: str) -> click.Command:
+    """The click command ``name``: --debug, then its arguments and options from :mod:`edgekit.flags`."""
+    fn = _RUNS[name]
+    for param in reversed(flags.COMMANDS[name]):
+        fn = _click_param(param)(fn)
+    return click.command(name)(debug_option(fn))
+
+
+class _Commands(MutableMapping):
+    """``cli.commands``, whose click commands are made when first looked up: a run of ``edgekit classify``
+    builds the options of classify alone (start-up, issue 25), ``--help`` and the docs build them all."""
+
+    def __init__(self) -> None:
+        self._made: dict[str, click.Command] = {}
+
+    def __getitem__(self, name: str) -> click.Command:
+        if name not in self._made:
+            if name not in _RUNS:
+                raise KeyError(name)
+            self._made[name] = _click_command(name)
+        return self._made[name]
+
+    def __setitem__(self, name: str, command: click.Command) -> None:
+        self._made[name] = command
+
+    def __delitem__(self, name: str) -> None:
+        self._made.pop(name, None)
+        _RUNS.pop(name, None)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(dict.fromkeys([*_RUNS, *self._made]))
+
+    def __len__(self) -> int:
+        return len(dict.fromkeys([*_RUNS, *self._made]))
 
 
 def _json_safe(x: Any) -> Any:
@@ -211,18 +285,21 @@ def _echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
 def emit(as_json: bool, result: Any) -> None:
     """Print a typed result (:mod:`edgekit.results`) as its JSON document (``to_dict()``) or its ``render_text()``."""
     if as_json:
-        import json  # here, not at the top: a text run never pays for it (cold start, issue 11)
-
-        _echo(json.dumps(_json_safe(result.to_dict()), indent=2, default=str, allow_nan=False))
+        _echo(_json_text(result.to_dict()))
     else:
         _echo(_text_safe(result).render_text())
 
 
-def _emit_json(document: dict[str, Any]) -> None:
-    """A document that is no result type (what a failed compile said), as JSON."""
-    import json
+def _json_text(document: Any) -> str:
+    """A JSON value (a result's ``to_dict()``) as strict, indented JSON text: :func:`_json_safe` first."""
+    import json  # here, not at the top: a text run never pays for it (cold start, issue 11)
 
-    _echo(json.dumps(_json_safe(document), indent=2, default=str, allow_nan=False))
+    return json.dumps(_json_safe(document), indent=2, default=str, allow_nan=False)
+
+
+def _emit_json(document: Any) -> None:
+    """A document that is no result type (what a failed compile said), as JSON."""
+    _echo(_json_text(document))
 
 
 def _image_errors(errors: Any) -> None:
@@ -238,6 +315,8 @@ def _text_safe(x: Any) -> Any:
     tensor, a label, metadata) is then one line of text output, never a line of its own; ``--json`` keeps them
     exact. A str Enum stays the member it is (its value is edgekit's own word); read-only mappings stay read-only
     and tuples (named ones too) stay tuples; a typed result is copied with :func:`dataclasses.replace`."""
+    import dataclasses
+
     if isinstance(x, enum.Enum):
         return x
     if isinstance(x, str):
@@ -257,8 +336,9 @@ def _text_safe(x: Any) -> Any:
     return x
 
 
-@click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "--version", "-V", prog_name="edgekit")
+@click.group(cls=_Group, commands=_Commands(), context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
+              help="Show the version and exit.")
 @debug_option
 def cli() -> None:
     """Keras image classifiers onto Google's Coral Edge TPU.
@@ -275,9 +355,7 @@ def cli() -> None:
 
 
 # --------------------------------------------------------------------------------------- inspect
-@command
-@click.argument("model", type=FilePath())
-@json_option
+@command("inspect")
 def inspect(model: str, as_json: bool) -> None:
     """Summarize a .tflite model without TensorFlow: I/O, quantization, ops, shapes."""
     from edgekit import api
@@ -286,34 +364,8 @@ def inspect(model: str, as_json: bool) -> None:
 
 
 # ----------------------------------------------------------------------------------------- train
-@command
-@click.argument("data", type=click.Path())
-@click.option("--output", "-o", required=True, type=FilePath(), help="The model to write (.keras).")
-@click.option("--arch", default="cnn", show_default=True,
-              help="cnn, mobilenetv2, or module.py:function / package.module:function called as "
-              "function(input_shape, num_classes).")
-@click.option("--width", default=1.0, show_default=True, type=FloatRange(min=0.05),
-              help="Width multiplier of mobilenetv2.")
-@click.option("--epochs", default=10, show_default=True, type=click.IntRange(min=1))
-@click.option("--batch-size", default=32, show_default=True, type=click.IntRange(min=1),
-              help="Per replica: the global batch is this times the replicas (TPU cores, GPUs).")
-@click.option("--input-size", help="WIDTHxHEIGHT images are resized to (default: the first image's size).")
-@click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]), default="0..1", show_default=True,
-              help="Pixel scaling the model is trained with (recorded for quantize and classify).")
-@click.option("--channels", type=click.Choice(["RGB", "BGR", "L"]), default="RGB", show_default=True)
-@click.option("--validation-split", default=0.2, show_default=True, type=FloatRange(0.0, 0.9),
-              help="Share of each class held out for the per-epoch validation accuracy.")
-@click.option("--learning-rate", default=2e-3, show_default=True, type=FloatRange(min=0.0, min_open=True))
-@click.option("--seed", default=0, show_default=True, type=int)
-@click.option("--tfrecord-key", default="image/encoded", show_default=True,
-              help="Feature holding the encoded image in TFRecord examples (labels: image/class/label).")
-@click.option("--worker-timeout", default=120.0, show_default=True, type=FloatRange(1, MAX_TIMEOUT),
-              help="With TF_CONFIG: seconds for every worker to join the cluster, and for each step they share.")
-@json_option
-@quiet_option
-def train(data: str, output: str, arch: str, width: float, epochs: int, batch_size: int, input_size: str | None,
-          scaling: str, channels: str, validation_split: float, learning_rate: float, seed: int, tfrecord_key: str,
-          worker_timeout: float, as_json: bool, quiet: bool) -> None:
+@command("train")
+def train(data: str, input_size: str | None, as_json: bool, quiet: bool, **options: Any) -> None:
     """Train a Keras classifier on class folders or TFRecords, on a TPU, several workers (TF_CONFIG), several GPUs
     or one device.
 
@@ -322,11 +374,8 @@ def train(data: str, output: str, arch: str, width: float, epochs: int, batch_si
     """
     from edgekit import api
 
-    emit(as_json, api.train(data, output=output, arch=arch, width=width, epochs=epochs, batch_size=batch_size,
-                            input_size=_size(input_size), scaling=scaling, channels=channels,
-                            validation_split=validation_split, learning_rate=learning_rate, seed=seed,
-                            tfrecord_key=tfrecord_key, worker_timeout=worker_timeout, show_progress=not quiet,
-                            report=_reporter(quiet)))
+    emit(as_json, api.train(data, input_size=_size(input_size), show_progress=not quiet, report=_reporter(quiet),
+                            **options))
 
 
 # -------------------------------------------------------------------------------------- quantize
@@ -349,82 +398,9 @@ def _size(value: str | None) -> tuple[int, int] | None:
     return int(parts[0]), int(parts[1])
 
 
-# The options of quantize, which build takes too (build is quantize plus packaging): defined once here, mapped
-# onto QuantizeOptions by _quantize_options. Their defaults are the library's (a test checks both commands).
-QUANTIZE_OPTIONS = [
-    click.option("--calib", help="Calibration data: an image folder (flat or one subfolder per class), .npy, .npz, "
-                 "TFRecord file(s), or 'random' (plumbing tests only). Default: the data recorded beside the model."),
-    click.option("--samples", default=300, show_default=True, type=click.IntRange(min=1),
-                 help="Calibration samples (seeded, balanced across classes)."),
-    click.option("--holdout", default=100, show_default=True, type=click.IntRange(min=0),
-                 help="Samples held back from calibration to verify the int8 model on (a quarter of a smaller pool)."),
-    click.option("--seed", default=0, show_default=True, type=int, help="Seed for drawing the samples."),
-    click.option("--tfrecord-key", default="image/encoded", show_default=True,
-                 help="Feature holding the encoded image in TFRecord examples."),
-    click.option("--arch", help="For weights-only files: module.py:function or package.module:function that builds "
-                 "the model."),
-    click.option("--custom-objects", type=FilePath(), help="A .py file defining the model's custom layers/functions."),
-    click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers (runs code stored in the file) "
-                 "and SavedModels with file or system operations (a SavedModel is a program)."),
-    click.option("--output-name", metavar="NAME", help="For a model with several outputs: the one to convert, by "
-                 "name (or index); recorded with the model. Without it such a model is refused (exit 5)."),
-    click.option("--scaling", type=click.Choice(["raw", "0..1", "-1..1"]),
-                 help="Input scaling the model was trained with (default: from the model or its record, else "
-                 "measured on labelled calibration data)."),
-    click.option("--mean", default=None, help="Mean subtracted from 0..255 pixels (one value or R,G,B); overrides "
-                 "--scaling."),
-    click.option("--std", default=None, help="Std dividing the pixels after the mean (one value or R,G,B)."),
-    click.option("--resize", type=click.Choice(["lanczos", "bilinear", "bicubic", "nearest", "box", "hamming",
-                                                "keras"]),
-                 help="Resize filter (default lanczos; keras: bilinear without antialias, as Keras pipelines and "
-                 "tf.image.resize train with)."),
-    click.option("--channels", type=click.Choice(["RGB", "BGR", "L"]),
-                 help="Channel order (default RGB, L for 1 channel)."),
-    click.option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size."),
-    click.option("--io", "io_type", type=click.Choice(["uint8", "int8"]), default="uint8", show_default=True,
-                 help="Input/output tensor type."),
-    click.option("--labels", type=FilePath(), help="Labels file to record with the model (class folders named "
-                 "like its lines are matched by name)."),
-    click.option("--eval", "eval_data", type=click.Path(),
-                 help="More labelled data (class folders, .npz, TFRecord) to verify the int8 model on, besides the "
-                 "held-back and calibration samples (build: its accuracy also goes into manifest.json); for a "
-                 "detector, a COCO .json or YOLO folder: the mAP50 drop is gated."),
-    click.option("--min-agreement", default=0.9, show_default=True, type=FloatRange(0.0, 1.0),
-                 help="Fail (exit 6) when int8 top-1 agrees with float less often than this, beyond doubt (the "
-                 "whole 95% interval below it); when the data cannot tell, a warning if the estimate is below, "
-                 "else a note."),
-    click.option("--max-accuracy-drop", default=1.0, show_default=True, type=FloatRange(0.0, 100.0),
-                 help="With labelled data: fail (exit 6) when int8 top-1 accuracy is more than this many points "
-                 "below float's, beyond doubt (the whole 95% interval above it); when the data cannot tell, a "
-                 "warning if the estimate is above, else a note."),
-    click.option("--no-verify", is_flag=True, help="Skip comparing the int8 model with the float model."),
-    click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output."),
-]
-
-
-def quantize_options(f: Callable[..., Any]) -> Callable[..., Any]:
-    """Apply :data:`QUANTIZE_OPTIONS` (in their order in --help)."""
-    for option in reversed(QUANTIZE_OPTIONS):
-        f = option(f)
-    return f
-
-
-def _quantize_keywords(quiet: bool, q: dict[str, Any]) -> dict[str, Any]:
-    """The API's quantize keywords from the parsed :data:`QUANTIZE_OPTIONS` (``q``: their keyword arguments)."""
-    renamed = {"io_type": "io", "eval_data": "eval"}
-    keywords = {renamed.get(name, name): value for name, value in q.items()}
-    keywords.update(mean=_floats(q["mean"], "--mean"), std=_floats(q["std"], "--std"),
-                    input_size=_size(q["input_size"]), show_progress=not quiet, report=_reporter(quiet))
-    return keywords
-
-
-@command
-@click.argument("model", type=click.Path())
-@quantize_options
-@click.option("--output", "-o", type=FilePath(), help="Output .tflite (default <stem>_int8.tflite beside the input).")
-@json_option
-@quiet_option
-def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: Any) -> None:
+@command("quantize")
+def quantize(model: str, mean: str | None, std: str | None, input_size: str | None, as_json: bool, quiet: bool,
+             **options: Any) -> None:
     """Quantize a Keras model (.keras, .h5, weights + --arch, SavedModel) to a verified full-int8 .tflite.
 
     Exit codes: 0 ok, 2 usage (also: nothing says the preprocessing and the data has no labels),
@@ -435,7 +411,9 @@ def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: An
     from edgekit.errors import VerificationError
 
     try:
-        result = api.quantize(model, output=output, **_quantize_keywords(quiet, q))
+        result = api.quantize(model, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
+                              input_size=_size(input_size), show_progress=not quiet, report=_reporter(quiet),
+                              **options)
     except VerificationError as exc:  # the output kept (exit 6), or nothing written and the measurements why
         if exc.result is not None:
             emit(as_json, exc.result)
@@ -444,17 +422,8 @@ def quantize(model: str, output: str | None, as_json: bool, quiet: bool, **q: An
 
 
 # ----------------------------------------------------------------------------------------- check
-@command
-@click.argument("model", type=FilePath())
-@click.option("--min-runtime", default=14, show_default=True, type=click.IntRange(10, 14),
-              help="Lowest Edge TPU runtime to stay compatible with (edgetpu_compiler -m; compiler 16 defaults to 14).")
-@click.option("--allow-multiple-subgraphs", "-a", "multiple_subgraphs", is_flag=True,
-              help="Predict a compile with edgetpu_compiler -a (--enable_multiple_subgraphs): every mappable run "
-              "of ops becomes its own Edge TPU subgraph.")
-@click.option("--strict", is_flag=True, help="Exit 7 when any op is certain to stay on the CPU or the compiler "
-              "would certainly refuse the model (a placement only an uncertain rule decides does not fail).")
-@json_option
-def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, as_json: bool) -> None:
+@command("check")
+def check(model: str, min_runtime: int, allow_multiple_subgraphs: bool, strict: bool, as_json: bool) -> None:
     """Predict, offline and on any OS, which ops edgetpu_compiler 16 maps to the Edge TPU, and why not.
 
     Exit codes: 0 (also for a partial mapping), 2 bad option, 3 bad model, 7 with --strict when any op
@@ -464,7 +433,8 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
     from edgekit.errors import CompatibilityError
 
     try:
-        result = api.check(model, min_runtime=min_runtime, allow_multiple_subgraphs=multiple_subgraphs, strict=strict)
+        result = api.check(model, min_runtime=min_runtime, allow_multiple_subgraphs=allow_multiple_subgraphs,
+                           strict=strict)
     except CompatibilityError as exc:  # --strict: the report first, then the error line (exit 7)
         emit(as_json, exc.result)
         raise
@@ -472,23 +442,8 @@ def check(model: str, min_runtime: int, multiple_subgraphs: bool, strict: bool, 
 
 
 # --------------------------------------------------------------------------------------- compile
-@cli.command("compile")
-@debug_option
-@click.argument("model", type=FilePath())
-@click.option("--output-dir", "-o", "out_dir", type=DirPath(),
-              help="Folder for the compiled model and its .log (default: beside the input; created if missing).")
-@click.option("--min-runtime", type=click.IntRange(10, 14),
-              help="Lowest Edge TPU runtime the model must run on (edgetpu_compiler -m; default: the compiler's "
-              "own, 14 for compiler 16).")
-@click.option("--segments", type=click.IntRange(min=1), help="Split into N pipeline segments (edgetpu_compiler -n).")
-@click.option("--search-delegate", is_flag=True,
-              help="If the whole model fails, compile the largest leading part that works (edgetpu_compiler -d).")
-@click.option("--timeout", default=180.0, show_default=True, type=FloatRange(1, MAX_TIMEOUT),
-              help="Seconds before the compile is stopped.")
-@json_option
-@quiet_option
-def compile_command(model: str, out_dir: str | None, min_runtime: int | None, segments: int | None,
-                    search_delegate: bool, timeout: float, as_json: bool, quiet: bool) -> None:
+@command("compile")
+def compile_command(model: str, as_json: bool, quiet: bool, **options: Any) -> None:
     """Run Coral's edgetpu_compiler (x86-64 Linux) and report its mapping; fall back to `check` elsewhere.
 
     Exit codes: 0 ok, 2 bad option, 3 bad input (model missing, invalid or already compiled; output
@@ -499,8 +454,7 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
     from edgekit.errors import CompilerError, MissingDependencyError
 
     try:
-        result = api.compile(model, output_dir=out_dir, min_runtime=min_runtime, segments=segments,
-                             search_delegate=search_delegate, timeout=timeout, report=_reporter(quiet))
+        result = api.compile(model, report=_reporter(quiet), **options)
     except MissingDependencyError as err:  # no compiler here: the offline prediction instead
         check = getattr(err, "check", None)
         if check is not None and as_json:
@@ -518,12 +472,7 @@ def compile_command(model: str, out_dir: str | None, min_runtime: int | None, se
 
 
 # ------------------------------------------------------------------------------------------- cut
-@command
-@click.argument("model", type=FilePath())
-@click.option("-o", "--output", type=click.Path(dir_okay=False),
-              help="Where to write the cut model (default: <model>_cut.tflite beside it).")
-@json_option
-@quiet_option
+@command("cut")
 def cut(model: str, output: str | None, as_json: bool, quiet: bool) -> None:
     """Cut a YOLO detector (.tflite) before its decode, so that all of it maps to the Edge TPU.
 
@@ -537,57 +486,36 @@ def cut(model: str, output: str | None, as_json: bool, quiet: bool) -> None:
 
 
 # ------------------------------------------------------------------------------------------ ssh
-_SSH_DEFAULTS = {"port": None, "identity": None, "remote_path": "edgekit", "python": "python3", "known_hosts": None,
-                 "accept_new_host_key": False, "connect_timeout": 10.0, "timeout": 300.0}
+class Ssh(NamedTuple):
+    """The SSH options as given (:data:`edgekit.flags.SSH`): how to reach the board of --on or --to."""
+
+    port: int | None
+    identity: str | None
+    remote_path: str
+    python: str
+    known_hosts: str | None
+    accept_new_host_key: bool
+    connect_timeout: float
+    timeout: float
+
+    def require(self, on: str | None) -> None:
+        """Any of them given without --on is a usage error (a local run would ignore it)."""
+        if on is None and any(getattr(self, o.name) != o.default for o in flags.SSH):
+            raise UsageError("--port, --identity, --path, --python, --known-hosts, --accept-new-host-key and the "
+                             "timeouts need --on", "add --on USER@HOST, or leave those options out for a local run")
+
+    def target(self, destination: str | None) -> Any:
+        """The :class:`edgekit.devices.remote.SshTarget` the API takes as ``on`` (None: run here)."""
+        if destination is None:
+            return None
+        from edgekit.devices.remote import SshTarget
+
+        return SshTarget(destination, port=self.port, identity=self.identity, known_hosts=self.known_hosts,
+                         accept_new_host_key=self.accept_new_host_key, connect_timeout=self.connect_timeout,
+                         timeout=self.timeout, python=self.python)
 
 
-def ssh_options(fn: Callable) -> Callable:
-    """The options of every command that reaches a board over SSH (deploy --to, classify --on)."""
-    options = [
-        click.option("--port", "-p", type=click.IntRange(1, 65535), help="SSH port on the board (default 22)."),
-        click.option("--identity", "-i", type=FilePath(),
-                     help="Private key to log in with (default: ssh's own keys and agent; never a password)."),
-        click.option("--path", "remote_path", default=_SSH_DEFAULTS["remote_path"], show_default=True,
-                     help="Folder on the board for bundles and the runner (relative: in the login user's home)."),
-        click.option("--python", default=_SSH_DEFAULTS["python"], show_default=True,
-                     help="Python on the board (3.7 or newer, with numpy, Pillow and pycoral or tflite_runtime)."),
-        click.option("--known-hosts", type=FilePath(),
-                     help="known_hosts file to check the board's host key against (default: ssh's own)."),
-        click.option("--accept-new-host-key", is_flag=True,
-                     help="Trust and record the host key of a board not yet in known_hosts (a CHANGED key is still refused)."),
-        click.option("--connect-timeout", default=_SSH_DEFAULTS["connect_timeout"], show_default=True,
-                     type=FloatRange(1, MAX_TIMEOUT), help="Seconds to wait for the SSH connection."),
-        click.option("--timeout", default=_SSH_DEFAULTS["timeout"], show_default=True,
-                     type=FloatRange(1, MAX_TIMEOUT),
-                     help="Seconds each remote step (listing, copying, running) may take."),
-    ]
-    for option in reversed(options):
-        fn = option(fn)
-    return fn
-
-
-def _require_on(on: str | None, ssh: dict[str, Any]) -> None:
-    from edgekit.errors import UsageError
-
-    if on is None and any(ssh[name] != default for name, default in _SSH_DEFAULTS.items()):
-        raise UsageError("--port, --identity, --path, --python, --known-hosts, --accept-new-host-key and the "
-                         "timeouts need --on", "add --on USER@HOST, or leave those options out for a local run")
-
-
-def _ssh_target(destination: str, ssh: dict[str, Any]) -> Any:
-    from edgekit.devices.remote import SshTarget
-
-    return SshTarget(destination, port=ssh["port"], identity=ssh["identity"], known_hosts=ssh["known_hosts"],
-                     accept_new_host_key=ssh["accept_new_host_key"], connect_timeout=ssh["connect_timeout"],
-                     timeout=ssh["timeout"], python=ssh["python"])
-
-
-@command
-@click.argument("bundle", type=click.Path())
-@click.option("--to", "to", required=True, metavar="USER@HOST", help="The board, e.g. mendel@192.168.100.2.")
-@ssh_options
-@json_option
-@quiet_option
+@command("deploy")
 def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None:
     """Copy a bundle and edgekit's runner to a Coral Dev Board over SSH (only files whose sha256 differs there).
 
@@ -601,24 +529,14 @@ def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None
     """
     from edgekit import api
 
-    emit(as_json, api.deploy(bundle, to=_ssh_target(to, ssh), path=ssh["remote_path"]))
+    board = Ssh(**ssh)
+    emit(as_json, api.deploy(bundle, to=board.target(to), path=board.remote_path))
 
 
 # ----------------------------------------------------------------------------------------- build
-@command
-@click.argument("model", type=click.Path())
-@click.option("--output", "-o", required=True, type=click.Path(),
-              help="The bundle folder to write (new, empty, or an edgekit bundle to replace: nothing else).")
-@quantize_options
-@click.option("--min-runtime", type=click.IntRange(10, 14),
-              help="Lowest Edge TPU runtime to compile for (default: the compiler's, 14 for compiler 16).")
-@click.option("--timeout", default=180.0, show_default=True, type=FloatRange(1, MAX_TIMEOUT),
-              help="Seconds before the compile is stopped.")
-@click.option("--no-compile", is_flag=True, help="A CPU-only bundle, even where edgetpu_compiler exists.")
-@json_option
-@quiet_option
-def build(model: str, output: str, min_runtime: int | None, timeout: float, no_compile: bool, as_json: bool,
-          quiet: bool, **q: Any) -> None:
+@command("build")
+def build(model: str, mean: str | None, std: str | None, input_size: str | None, as_json: bool, quiet: bool,
+          **options: Any) -> None:
     """Keras model → deployable bundle: quantize (every quantize option), check, compile (where edgetpu_compiler
     exists), manifest.json. An int8 .tflite (or a compiled x_edgetpu.tflite with x.tflite beside it) is
     checked, compiled, evaluated and bundled as it is.
@@ -628,32 +546,13 @@ def build(model: str, output: str, min_runtime: int | None, timeout: float, no_c
     """
     from edgekit.build import build_bundle
 
-    emit(as_json, build_bundle(model, output=output, min_runtime=min_runtime, timeout=timeout, no_compile=no_compile,
-                               **_quantize_keywords(quiet, q)))
+    emit(as_json, build_bundle(model, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
+                               input_size=_size(input_size), show_progress=not quiet, report=_reporter(quiet),
+                               **options))
 
 
 # -------------------------------------------------------------------------------------- classify
-@command
-@click.argument("images", nargs=-1, required=True)
-@click.option("--model", "-m", required=True, type=click.Path(),
-              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
-              "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified; "
-              "with --on, a bundle only).")
-@click.option("--labels", "-l", type=FilePath(),
-              help="Labels: '0 cat', '0: cat' or one per line (default: the labels recorded with the model).")
-@click.option("--top-k", "-k", default=5, show_default=True, type=click.IntRange(min=1), help="Classes per image.")
-@click.option("--threshold", "-t", default=float("-inf"), type=float,
-              help="Keep only scores >= this (default: keep all; a model without softmax has negative scores).")
-@click.option("--device", "-d", default="auto", show_default=True,
-              help="auto, cpu, usb, usb:N, pci, pci:N or :N (pycoral's grammar).")
-@click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
-@click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
-@click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
-@click.option("--on", "on", metavar="USER@HOST",
-              help="Run on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m when needed.")
-@ssh_options
-@json_option
-@quiet_option
+@command("classify")
 def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int, threshold: float, device: str,
              mean: str | None, std: str | None, threads: int | None, on: str | None, as_json: bool, quiet: bool,
              **ssh: Any) -> None:
@@ -668,41 +567,17 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
     """
     from edgekit import api
 
-    _require_on(on, ssh)
+    board = Ssh(**ssh)
+    board.require(on)
     result = api.classify(images, model=model, labels=labels, top_k=top_k, threshold=threshold, device=device,
                           mean=_floats(mean, "--mean"), std=_floats(std, "--std"), threads=threads,
-                          on=_ssh_target(on, ssh) if on else None, remote_path=ssh["remote_path"],
-                          report=_reporter(quiet))
+                          on=board.target(on), remote_path=board.remote_path, report=_reporter(quiet))
     emit(as_json, result)
     _image_errors(result.errors)  # one line per image that failed, with its fix; the rest were classified
 
 
 # -------------------------------------------------------------------------------------- detect
-@command
-@click.argument("images", nargs=-1, required=True)
-@click.option("--model", "-m", required=True, type=click.Path(),
-              help="The detector .tflite (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
-              "or a bundle folder from edgekit build.")
-@click.option("--labels", "-l", type=FilePath(),
-              help="Labels: '0 person', '0: person' or one per line (default: the model's metadata or record).")
-@click.option("--conf", default=0.25, show_default=True, type=float, help="Keep detections scoring at least this.")
-@click.option("--iou", default=0.45, show_default=True, type=float,
-              help="Class-wise NMS: a box overlapping a better one of its class by more than this is dropped.")
-@click.option("--max-det", default=100, show_default=True, type=int, help="Detections kept per image, best first.")
-@click.option("--layout", type=click.Choice(["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]),
-              help="The output layout, when the model fits several (default: read from the model; never guessed).")
-@click.option("--save", type=click.Path(), metavar="DIR",
-              help="Write each image with its boxes drawn into DIR (same file name; never over an input).")
-@click.option("--device", "-d", default="auto", show_default=True,
-              help="auto, cpu, usb, usb:N, pci, pci:N or :N (pycoral's grammar).")
-@click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
-@click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
-@click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
-@click.option("--on", "on", metavar="USER@HOST",
-              help="Run on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m when needed.")
-@ssh_options
-@json_option
-@quiet_option
+@command("detect")
 def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float, iou: float, max_det: int,
            layout: str | None, save: str | None, device: str, mean: str | None, std: str | None, threads: int | None,
            on: str | None, as_json: bool, quiet: bool, **ssh: Any) -> None:
@@ -721,54 +596,19 @@ def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float,
     """
     from edgekit import api
 
-    _require_on(on, ssh)
+    board = Ssh(**ssh)
+    board.require(on)
     result = api.detect(images, model=model, labels=labels, conf=conf, iou=iou, max_det=max_det, layout=layout,
                         save=save, device=device, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                        threads=threads, on=_ssh_target(on, ssh) if on else None, remote_path=ssh["remote_path"],
-                        report=_reporter(quiet))
+                        threads=threads, on=board.target(on), remote_path=board.remote_path, report=_reporter(quiet))
     emit(as_json, result)
     _image_errors(result.errors)  # one line per image that failed; the rest were searched
 
 
 # -------------------------------------------------------------------------------------- evaluate
-@command
-@click.option("--model", "-m", required=True, type=click.Path(),
-              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
-              "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified).")
-@click.option("--data", required=True, type=click.Path(),
-              help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y; for a "
-              "detector, a COCO annotation file (.json) or a YOLO folder (images/ + labels/*.txt).")
-@click.option("--images", type=click.Path(), metavar="DIR",
-              help="Detectors: the folder holding a COCO file's images (default: beside it, or its images/).")
-@click.option("--against", multiple=True, type=click.Path(), metavar="MODEL",
-              help="Detectors: also score this .tflite (e.g. the float one) on the same images; the change of -m "
-              "against it, with a paired bootstrap interval. Repeatable.")
-@click.option("--conf", type=float, help="Detectors: score threshold (default 0.001, COCO's protocol).")
-@click.option("--iou", type=float, help="Detectors: NMS IoU (default 0.7, as Ultralytics' val).")
-@click.option("--max-det", type=int, help="Detectors: detections per image (default 100, COCO's protocol).")
-@click.option("--layout", type=click.Choice(["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]),
-              help="Detectors: the output layout, when the model fits several.")
-@click.option("--reference", type=click.Path(),
-              help="The float Keras model (.keras, .h5, SavedModel) to compare with; needs TensorFlow.")
-@click.option("--no-layers", is_flag=True, help="With --reference: skip the per-layer error report.")
-@click.option("--labels", "-l", type=FilePath(),
-              help="Labels file (default: recorded with the model); class folders named as labels match by name.")
-@click.option("--arch", help="For a weights-only --reference: module.py:function that builds the model.")
-@click.option("--custom-objects", type=FilePath(), help="A .py file with the reference's custom layers.")
-@click.option("--trust-model", is_flag=True, help="Allow loading Lambda layers, and a SavedModel with file or "
-              "system operations, in --reference.")
-@click.option("--device", "-d", default="auto", show_default=True, help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
-@click.option("--mean", default=None, help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
-@click.option("--std", default=None, help="Override the preprocessing std (one value or R,G,B).")
-@click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
-@click.option("--verbose", "-v", is_flag=True, help="Show TensorFlow's own log output (--reference).")
-@json_option
-@quiet_option
-def evaluate(model: str, data: str, images: str | None, against: tuple[str, ...], conf: float | None,
-             iou: float | None, max_det: int | None, layout: str | None, reference: str | None, no_layers: bool,
-             labels: str | None, arch: str | None, custom_objects: str | None, trust_model: bool, device: str,
-             mean: str | None, std: str | None, threads: int | None, verbose: bool, as_json: bool,
-             quiet: bool) -> None:
+@command("evaluate")
+def evaluate(model: str, data: str, mean: str | None, std: str | None, as_json: bool, quiet: bool,
+             **options: Any) -> None:
     """Top-1/top-5 accuracy of a .tflite model on labelled data; with --reference, against the float model.
 
     Given detection data (a COCO .json or a YOLO folder), COCO mAP@[.5:.95], mAP50, mAP75, small/medium/large
@@ -780,39 +620,16 @@ def evaluate(model: str, data: str, images: str | None, against: tuple[str, ...]
     """
     from edgekit import api
 
-    result = api.evaluate(model, data, reference=reference, no_layers=no_layers, labels=labels, arch=arch,
-                          custom_objects=custom_objects, trust_model=trust_model, device=device,
-                          mean=_floats(mean, "--mean"), std=_floats(std, "--std"), threads=threads, verbose=verbose,
-                          images=images, against=against, conf=conf, iou=iou, max_det=max_det, layout=layout,
-                          report=_reporter(quiet))
+    result = api.evaluate(model, data, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
+                          report=_reporter(quiet), **options)
     emit(as_json, result)
     _image_errors(result.errors)  # one line per image that failed, as classify; the rest were scored
 
 
 # ------------------------------------------------------------------------------------- benchmark
-@command
-@click.option("--model", "-m", required=True, type=click.Path(),
-              help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
-              "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified; with --on, "
-              "a bundle only).")
-@click.option("--device", "-d", default="auto", show_default=True, help="auto, cpu, usb, usb:N, pci, pci:N or :N.")
-@click.option("-n", "iterations", default=100, show_default=True, type=click.IntRange(min=1),
-              help="Timed inferences.")
-@click.option("--warmup", default=10, show_default=True, type=click.IntRange(min=0),
-              help="Untimed inferences after the first, before timing.")
-@click.option("--threads", type=click.IntRange(min=1), help="CPU interpreter threads (default: the cores, at most 4).")
-@click.option("--save", type=FilePath(), help="Write this run's JSON document to FILE.")
-@click.option("--compare", "compare_with", type=FilePath(),
-              help="A file written by --save: exit 10 when p50 latency grew by more than --max-slowdown.")
-@click.option("--max-slowdown", default=20.0, show_default=True, type=FloatRange(min=0),
-              help="Percent of p50 latency growth --compare allows.")
-@click.option("--on", "on", metavar="USER@HOST",
-              help="Time it on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m when needed.")
-@ssh_options
-@json_option
-@quiet_option
-def benchmark(model: str, device: str, iterations: int, warmup: int, threads: int | None, save: str | None,
-              compare_with: str | None, max_slowdown: float, on: str | None, as_json: bool, quiet: bool,
+@command("benchmark")
+def benchmark(model: str, device: str, n: int, warmup: int, threads: int | None, save: str | None,
+              compare: str | None, max_slowdown: float, on: str | None, as_json: bool, quiet: bool,
               **ssh: Any) -> None:
     """Time loading and inference of a model on the Edge TPU or the CPU: latency percentiles, throughput.
 
@@ -826,7 +643,8 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
     from edgekit import api
     from edgekit.errors import RegressionError
 
-    _require_on(on, ssh)
+    board = Ssh(**ssh)
+    board.require(on)
     report = _reporter(quiet)
     if save:  # before the run: a wrong --save fails now, and a folder it creates is said
         from edgekit.fileio import require_output_folder
@@ -835,17 +653,15 @@ def benchmark(model: str, device: str, iterations: int, warmup: int, threads: in
         require_output_folder(save, report, "--save")
     regression = None
     try:
-        result = api.benchmark(model, device=device, n=iterations, warmup=warmup, threads=threads,
-                               compare=compare_with, max_slowdown=max_slowdown, on=_ssh_target(on, ssh) if on else None,
-                               remote_path=ssh["remote_path"], report=report)
+        result = api.benchmark(model, device=device, n=n, warmup=warmup, threads=threads, compare=compare,
+                               max_slowdown=max_slowdown, on=board.target(on), remote_path=board.remote_path,
+                               report=report)
     except RegressionError as exc:  # the run is still saved and shown, then exit 10
         result, regression = exc.result, exc
     if save:
-        import json
-
         from edgekit.fileio import write_bytes_atomic
 
-        write_bytes_atomic(save, (json.dumps(_json_safe(result.to_dict()), indent=2) + "\n").encode())
+        write_bytes_atomic(save, (_json_text(result.to_dict()) + "\n").encode())
     emit(as_json, result)
     if regression is not None:
         raise regression
@@ -863,8 +679,7 @@ def _refuse_save_over_model(save: str, model: str) -> None:
 
 
 # -------------------------------------------------------------------------------------- devices
-@command
-@json_option
+@command("devices")
 def devices(as_json: bool) -> None:
     """List the Edge TPUs on this machine (USB Accelerators and PCIe/M.2/Dev Board)."""
     from edgekit import api
@@ -873,8 +688,7 @@ def devices(as_json: bool) -> None:
 
 
 # --------------------------------------------------------------------------------------- doctor
-@command
-@json_option
+@command("doctor")
 def doctor(as_json: bool) -> None:
     """Check this machine for running and compiling Edge TPU models; each problem comes with its fix.
 

@@ -73,60 +73,87 @@ def page_text(name: str, command: click.Command, current: str | None) -> str:
     return before + block + after
 
 
-def rules_page() -> str:
-    """docs/edgetpu-compatibility.md, whole: the tables of ``compatibility`` (never hand-copied)."""
+def _evidence(refs: tuple, looked_for: str = "") -> str:
+    text = ", ".join(f"`{r}`" for r in refs)
+    return _cell(text + (f"; looked for, not found: {looked_for}" if looked_for else ""))
+
+
+def _table(header: tuple[str, ...], rows: list[str]) -> str:
+    """A Markdown table: its header, the separator, then ``rows`` (each already ``| a | b |``)."""
+    return "\n".join(["| " + " | ".join(header) + " |", "|" + "---|" * len(header), *rows])
+
+
+def _op_table() -> str:
+    """One row per op (its mapped rule) and one per constraint of it."""
     from edgekit.converters import compatibility as C
 
-    def evidence(refs: tuple, looked_for: str = "") -> str:
-        text = ", ".join(f"`{r}`" for r in refs)
-        return _cell(text + (f"; looked for, not found: {looked_for}" if looked_for else ""))
-
-    rows = ["| op | rule | runtime | constant inputs | when not mapped (the compiler's words) | what to do | kind | "
-            "confidence | evidence |", "|---|---|---|---|---|---|---|---|---|"]
+    rows = []
     for name, rule in sorted(C.RULES.items()):
         params = ", ".join(f"{what} (#{i})" for i, what in rule.params) or ""
         seen = C.SEEN_MAPPED.get(name)
         rows.append(f"| `{name}` | `{name}.mapped` | {rule.min_runtime}+ | {_cell(params)} | mapped | | | "
-                    f"{C.CONFIRMED if seen else C.UNCERTAIN} | {evidence(seen or C.DOCS)} |")
+                    f"{C.CONFIRMED if seen else C.UNCERTAIN} | {_evidence(seen or C.DOCS)} |")
         for c in rule.constraints:
             rows.append(f"| | `{name}.{c.id}` | | | {_cell(c.status)} | {_cell(c.fix or '')} | {c.kind} | "
-                        f"{c.confidence} | {evidence(c.evidence, c.looked_for)} |")
-    cases = ["| rule | the op gets (the compiler's words) | confidence | evidence |", "|---|---|---|---|"]
-    cases += [f"| `{c.id}` | {_cell(c.status)} | {c.confidence} | {evidence(c.evidence)} |" for c in C.OP_CASES]
-    common = ["| rule | when it fires (the compiler's words) | kind | confidence | evidence |", "|---|---|---|---|---|"]
-    common += [f"| `{c.id}` | {_cell(c.status)} | {c.kind} | {c.confidence} | "
-               f"{evidence(c.evidence, c.looked_for)} |" for c in C.COMMON]
-    model = ["| problem code | fatal | confidence | evidence |", "|---|---|---|---|"]
-    model += [f"| `{code}` | {'yes' if r.fatal else 'no'} | {r.confidence} | {evidence(r.evidence, r.looked_for)} |"
-              for code, r in C.MODEL_RULES.items()]
-    sizes = ["| limit | largest seen mapped | smallest seen refused | check's line | refusal | evidence |",
-             "|---|---|---|---|---|---|"]
+                        f"{c.confidence} | {_evidence(c.evidence, c.looked_for)} |")
+    return _table(("op", "rule", "runtime", "constant inputs", "when not mapped (the compiler's words)", "what to do",
+                   "kind", "confidence", "evidence"), rows)
+
+
+def _rule_tables() -> dict[str, str]:
+    """The smaller tables of compatibility, by section: before the table, every op, sizes, guesses, whole model."""
+    from edgekit.converters import compatibility as C
+
+    cases = _table(("rule", "the op gets (the compiler's words)", "confidence", "evidence"),
+                   [f"| `{c.id}` | {_cell(c.status)} | {c.confidence} | {_evidence(c.evidence)} |" for c in C.OP_CASES])
+    common = _table(("rule", "when it fires (the compiler's words)", "kind", "confidence", "evidence"),
+                    [f"| `{c.id}` | {_cell(c.status)} | {c.kind} | {c.confidence} | "
+                     f"{_evidence(c.evidence, c.looked_for)} |" for c in C.COMMON])
+    model = _table(("problem code", "fatal", "confidence", "evidence"),
+                   [f"| `{code}` | {'yes' if r.fatal else 'no'} | {r.confidence} | "
+                    f"{_evidence(r.evidence, r.looked_for)} |" for code, r in C.MODEL_RULES.items()])
+    sizes = []
     for z in C.SIZE_LIMITS:
         refusal = f"confirmed from {z.smallest_refused:,}" if z.refused_confirmed else "uncertain at every size"
         sizes.append(f"| `{z.id}` | {z.largest_mapped:,} | {z.smallest_refused:,} | {z.limit:,} | {refusal} | "
-                     f"{evidence(z.evidence + z.refused_evidence)} |")
-    guesses = ["| kind | held | tested | 95% interval | best guess for its untested rules |", "|---|---|---|---|---|"]
+                     f"{_evidence(z.evidence + z.refused_evidence)} |")
+    guesses = []
     for kind in list(C.Kind)[:-1] + [None]:
         r = C.record(kind)
         lo, hi = r.interval
         guesses.append(f"| {kind or 'all documented'} | {r.held} | {r.tested} | {lo:.0%}-{hi:.0%} | {r.guess} |")
-    tested = ["| rule once untested | kind | held | evidence |", "|---|---|---|---|"]
-    tested += [f"| {_cell(t.rule)} | {t.kind} | {'yes' if t.held else 'no'} | {evidence(t.evidence)} |"
-               for t in C.TESTED]
+    tested = [f"| {_cell(t.rule)} | {t.kind} | {'yes' if t.held else 'no'} | {_evidence(t.evidence)} |"
+              for t in C.TESTED]
+    return {"cases": cases, "common": common, "model": model,
+            "sizes": _table(("limit", "largest seen mapped", "smallest seen refused", "check's line", "refusal",
+                             "evidence"), sizes),
+            "guesses": _table(("kind", "held", "tested", "95% interval", "best guess for its untested rules"), guesses)
+            + "\n\n" + _table(("rule once untested", "kind", "held", "evidence"), tested)}
+
+
+def _parsing_section() -> str:
+    """The op-version ceiling (op_versions.REGISTERED) and the evidence that overrides it."""
     from edgekit.converters import op_versions as V
 
-    overrides = ["| op | registered at v2.5.0 | compiler 16 parses | why | evidence |", "|---|---|---|---|---|"]
-    overrides += [f"| `{op}` | {V.REGISTERED.get(op, ('-', '-'))[1]} | {o.max_version} | {_cell(o.why)} | "
-                  f"{evidence(o.evidence)} |" for op, o in sorted(V.PARSE_OVERRIDES.items())]
-    parsing = ("\n\n## Parsing: the op-version ceiling\n\nThe compiler refuses a whole model ('Model could not be "
-               "parsed') when an op version is not registered by its TensorFlow Lite's op resolver. The ceiling is "
-               f"`op_versions.REGISTERED`, read from {V.REGISTERED_SOURCE} ({len(V.REGISTERED)} builtin ops); "
-               "TensorFlow's runtime_version.cc dates every version and agrees with it on every op. Versions first "
-               f"released in {', '.join(sorted(V.UNSURE_RELEASES))} are reported as an uncertain problem "
-               "(`op_version_unsure`) and the model is judged as parsed; later ones are refused for sure "
-               "(`op_version`).\n\nWhere evidence disagrees with the registrations, the evidence wins: "
-               + ("\n\n" + "\n".join(overrides) if V.PARSE_OVERRIDES else
-                  "no compile we hold disagrees with them (every ledger pair is within them)."))
+    overrides = _table(("op", "registered at v2.5.0", "compiler 16 parses", "why", "evidence"),
+                       [f"| `{op}` | {V.REGISTERED.get(op, ('-', '-'))[1]} | {o.max_version} | {_cell(o.why)} | "
+                        f"{_evidence(o.evidence)} |" for op, o in sorted(V.PARSE_OVERRIDES.items())])
+    return ("\n\n## Parsing: the op-version ceiling\n\nThe compiler refuses a whole model ('Model could not be "
+            "parsed') when an op version is not registered by its TensorFlow Lite's op resolver. The ceiling is "
+            f"`op_versions.REGISTERED`, read from {V.REGISTERED_SOURCE} ({len(V.REGISTERED)} builtin ops); "
+            "TensorFlow's runtime_version.cc dates every version and agrees with it on every op. Versions first "
+            f"released in {', '.join(sorted(V.UNSURE_RELEASES))} are reported as an uncertain problem "
+            "(`op_version_unsure`) and the model is judged as parsed; later ones are refused for sure "
+            "(`op_version`).\n\nWhere evidence disagrees with the registrations, the evidence wins: "
+            + ("\n\n" + overrides if V.PARSE_OVERRIDES else
+               "no compile we hold disagrees with them (every ledger pair is within them)."))
+
+
+def rules_page() -> str:
+    """docs/edgetpu-compatibility.md, whole: the tables of ``compatibility`` (never hand-copied)."""
+    from edgekit.converters import compatibility as C
+
+    t = _rule_tables()
     return ("# Edge TPU compatibility: the rules `edgekit check` applies\n\n"
             "Generated from `edgekit.converters.compatibility` (`RULES`, `SEEN_MAPPED`, `COMMON`, `MODEL_RULES`) "
             "by `python -m edgekit.cli_docs` (a test fails when this page differs). An op not listed is not an "
@@ -138,18 +165,18 @@ def rules_page() -> str:
             "check reports the placements it decides as uncertain. "
             f"{len(C.RULES)} ops, {len(C.all_rules())} rules, each with its id.\n\n"
             "## Before the table\n\nTried first, in this order; the first that applies decides the op.\n\n"
-            + "\n".join(cases) + "\n\n## Per op\n\n" + "\n".join(rows)
-            + "\n\n## Every op\n\nChecked on every supported op before its own constraints.\n\n" + "\n".join(common)
+            + t["cases"] + "\n\n## Per op\n\n" + _op_table()
+            + "\n\n## Every op\n\nChecked on every supported op before its own constraints.\n\n" + t["common"]
             + "\n\n## Size limits\n\nEach limit as the compiles show it; check draws its line in the gap between the "
-            "largest size seen mapped and the smallest seen refused.\n\n" + "\n".join(sizes)
+            "largest size seen mapped and the smallest seen refused.\n\n" + t["sizes"]
             + "\n\n## Best guesses for uncertain rules\n\nAn uncertain rule (no compile shows it either way) still "
             "has to place its op. The guess follows how often rules of its kind held once a compile tested them "
             "(a tie, or no record, falls back on all documented kinds; size limits and inferred refusals guess "
             "what their own evidence shows: refused). The op's placement stays uncertain, so `--strict` never "
             "fails on it; an op mapped as a best guess is reported as an uncertain problem (`uncertain_rule`).\n\n"
-            + "\n".join(guesses) + "\n\n" + "\n".join(tested)
+            + t["guesses"]
             + "\n\n## The whole model\n\nProblems that make the compiler refuse the model, or that check cannot "
-            "place op by op.\n\n" + "\n".join(model) + parsing + "\n")
+            "place op by op.\n\n" + t["model"] + _parsing_section() + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -220,7 +220,7 @@ def test_each_bad_input_is_one_line_with_what_to_do(tmp_path, case):
 
 
 def test_cli_defaults_are_the_library_constants():
-    """The CLI types its defaults as literals (--help must not import converters/): they must stay equal to
+    """edgekit.flags types the defaults as literals (--help must not import converters/): they must stay equal to
     the constants the library uses when called directly."""
     from edgekit.converters import calibration, compatibility, edgetpu_compiler, quantize
 
@@ -231,7 +231,7 @@ def test_cli_defaults_are_the_library_constants():
     assert default("quantize", "tfrecord_key") == calibration.DEFAULT_TFRECORD_KEY
     assert default("quantize", "min_agreement") == quantize.DEFAULT_MIN_AGREEMENT
     assert default("quantize", "max_accuracy_drop") == quantize.DEFAULT_MAX_ACCURACY_DROP
-    assert list(next(p for p in cli.commands["quantize"].params if p.name == "io_type").type.choices) == list(
+    assert list(next(p for p in cli.commands["quantize"].params if p.name == "io").type.choices) == list(
         quantize.IO_TYPES)
     assert default("compile", "timeout") == edgetpu_compiler.DEFAULT_TIMEOUT_S
     assert default("check", "min_runtime") == compatibility.COMPILER_DEFAULT_MIN_RUNTIME
@@ -241,8 +241,37 @@ def test_cli_defaults_are_the_library_constants():
     assert default("build", "timeout") == built.timeout == edgetpu_compiler.DEFAULT_TIMEOUT_S
     library = quantize.QuantizeOptions(model="m")
     for name, value in (("samples", library.samples), ("holdout", library.holdout), ("seed", library.seed),
-                        ("tfrecord_key", library.tfrecord_key), ("io_type", library.io)):
+                        ("tfrecord_key", library.tfrecord_key), ("io", library.io)):
         assert default("quantize", name) == default("build", name) == value, name
+
+
+def test_each_command_function_takes_the_options_edgekit_flags_declares_for_it():
+    """cli.py's functions and edgekit.flags.COMMANDS name the same arguments and options (a keyword the table
+    lacks, or a declared option a function without **keywords cannot take, would fail only when that command
+    runs)."""
+    import inspect
+
+    from edgekit import cli as cli_module, flags
+
+    assert sorted(cli_module._RUNS) == sorted(flags.COMMANDS)
+    for name, fn in cli_module._RUNS.items():
+        declared = {p.name for p in flags.COMMANDS[name]}
+        params = inspect.signature(fn).parameters
+        named = {p for p, v in params.items() if v.kind is not inspect.Parameter.VAR_KEYWORD}
+        assert named <= declared, (name, named - declared)
+        if len(named) == len(params):  # no **keywords: every declared option is a parameter
+            assert named == declared, (name, declared - named)
+
+
+def test_a_run_builds_the_click_options_of_its_command_alone():
+    """Start-up (issue 25): importing edgekit.cli builds no click command; running one builds that one."""
+    code = ("from edgekit.cli import cli, main\n"
+            "assert list(cli.commands._made) == [], cli.commands._made\n"
+            "try:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
+            "assert list(cli.commands._made) == ['check'], list(cli.commands._made)\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "--min-runtime" in proc.stdout
 
 
 def test_build_takes_every_quantize_option_with_the_same_name_default_and_help():

@@ -139,9 +139,6 @@ def test_a_verification_failure_carries_its_measure_value_limit_and_interval():
     assert err.exit_code == 6
 
 
-# The CLI flag (click's parameter name) -> the API's keyword, where they differ.
-RENAMED = {"top_k": "top_k", "iterations": "n", "compare_with": "compare", "out_dir": "output_dir",
-           "multiple_subgraphs": "allow_multiple_subgraphs", "io_type": "io", "eval_data": "eval"}
 # Options that only the command line has: output format, SSH details (the API takes an SshTarget as ``on``),
 # --save (json.dump(result.to_dict()) in Python), and positional arguments the API takes first.
 CLI_ONLY = {"as_json", "quiet", "port", "identity", "remote_path", "python", "known_hosts", "accept_new_host_key",
@@ -161,7 +158,7 @@ def test_the_api_takes_every_flag_of_its_command_with_the_same_default(command):
     for p in cmd.params:
         if p.name in CLI_ONLY or (ssh and p.name == "timeout") or p.name == "debug":
             continue
-        name = RENAMED.get(p.name, p.name)
+        name = p.name  # click's parameter name is the API's keyword (edgekit.flags declares both at once)
         assert name in params, f"edgekit.{command} lacks {name} (--{p.name})"
         default = params[name].default
         if p.required:
