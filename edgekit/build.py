@@ -163,9 +163,9 @@ def _quantize_into(opts: BuildOptions, work: Path) -> tuple[Path, dict[str, Any]
                              report=_WarningsOnly(opts.report)))
     except AgreementError as exc:  # quantize keeps its output for a look; build writes no bundle of it
         raise VerificationError(f"{exc.reason}; no bundle was written", exc.hint) from None
-    src = q.summary["source"]
-    return cpu, q.summary, {"model": Path(src["path"].rstrip("/\\")).name or src["path"], "format": src["format"],
-                            "output": src.get("output")}
+    summary, src = q.summary.to_dict(), q.summary.source
+    return cpu, summary, {"model": Path(src.path.rstrip("/\\")).name or src.path, "format": src.format,
+                          "output": summary["source"]["output"]}
 
 
 def _tensorflow_version(used: bool) -> str | None:

@@ -19,6 +19,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterable
 
+from edgekit.records import Record
+
 # Evidence (report keys in tests/fixtures/evidence/REPORTS.tsv).
 EV_MNV3_MINIMALISTIC = ("report:google-coral/edgetpu#353", "report:coral-supported-ops")
 EV_HARD_SWISH_LEAKY = ("report:google-coral/edgetpu#272", "report:coral-supported-ops")
@@ -119,7 +121,7 @@ ARCH_RULES: tuple[ArchRule, ...] = (
 
 
 @dataclass(frozen=True)
-class Advice:
+class Advice(Record):
     """One piece of advice: what it is about, what was found, what to do, and why it can be trusted."""
 
     kind: AdviceKind
@@ -127,14 +129,6 @@ class Advice:
     found: str
     text: str
     evidence: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "key": self.key, "found": self.found, "text": self.text,
-                "evidence": list(self.evidence)}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Advice":
-        return cls(AdviceKind(d["kind"]), d["key"], d["found"], d["text"], tuple(d.get("evidence") or ()))
 
     def line(self) -> str:
         cited = f" [evidence: {', '.join(e.split(':', 1)[1] for e in self.evidence)}]" if self.evidence else ""

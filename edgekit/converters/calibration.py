@@ -29,6 +29,7 @@ from edgekit.datasets import list_images
 from edgekit.errors import InputError, UsageError, first_line, regular_file
 from edgekit.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
 from edgekit.report import SILENT, Reporter
+from edgekit.results.quantize import Calibration, CalibrationSummary
 
 IMAGE_SUFFIXES = IMAGE_EXTENSIONS  # the images classify reads are the images calibration reads
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record")
@@ -89,11 +90,14 @@ class CalibrationData:
             self.calib = normalize_rgb(self.calib_pixels, spec)
             self.holdout = normalize_rgb(self.holdout_pixels, spec)
 
-    def summary(self) -> dict[str, Any]:
-        return {"source": self.source, "kind": self.kind, "samples": len(self.calib),
-                "holdout_samples": len(self.holdout),
-                "classes": self.folders or (len(self.classes) if self.classes else None),
-                "random": self.kind == "random"}
+    def summary(self) -> CalibrationSummary:
+        """What was read, as the record inside the model keeps it."""
+        return CalibrationSummary(self.source, self.kind, len(self.calib), len(self.holdout),
+                                  self.folders or (len(self.classes) if self.classes else None), self.kind == "random")
+
+    def described(self) -> Calibration:
+        """:meth:`summary` and the notes reading the data gave (quantize's ``calibration``)."""
+        return Calibration(**vars(self.summary()), notes=tuple(self.notes))
 
 
 # ------------------------------------------------------------------------------------------ sampling

@@ -16,6 +16,7 @@ else the class folder names), versions and numbers are recorded inside the model
 from __future__ import annotations
 
 from collections.abc import Callable
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -30,8 +31,12 @@ from edgekit.converters.converter import SettingMissing, apply_settings, make_co
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
 from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
-from edgekit.preprocess import PreprocessSpec, with_mean_std
+from edgekit.preprocess import SPEC_VERSION, PreprocessSpec, with_mean_std
+from edgekit.records import freeze
 from edgekit.report import SILENT, Reporter
+from edgekit.results.quantize import (Chance, Decision, DetectionVerification, GateChecks, Misorder, ModelIO, OpCount,
+                                      Preprocess, SourceModel, TensorIO, Verification)
+from edgekit.results.quantize import QuantizeResult as QuantizeDocument
 from edgekit.preprocess import quantize as quantize_tensor
 
 DEFAULT_MIN_AGREEMENT = 0.9
@@ -40,7 +45,7 @@ CREATED_BY = "edgekit quantize"   # marks the records this command writes: recor
 IO_TYPES = ("uint8", "int8")
 # Converter settings tried in order when the output fails a check. The old (TOCO) converter would
 # be the classic remedy, but it is gone in TF 2.21 (experimental_new_converter=False raises).
-REMEDIES: list[tuple[str, dict[str, Any]]] = [
+REMEDIES: list[tuple[str, dict[str, bool]]] = [
     ("per-tensor Dense weights", {}),
     ("per-tensor weights for every layer", {"_experimental_disable_per_channel": True}),
     ("the legacy calibration quantizer", {"experimental_new_quantizer": False}),
@@ -83,7 +88,7 @@ class QuantizeOptions:
 class QuantizeResult:
     output: Path
     record_path: Path | None  # None: the input's own record sits where the sidecar would (the record is inside)
-    summary: dict[str, Any]   # what the CLI prints (--json schema in the README), warnings included
+    summary: QuantizeDocument  # what the CLI prints (``--json`` is its to_dict()), warnings included
 
 
 class AgreementError(VerificationError):
@@ -161,7 +166,7 @@ def read_labels(path: str) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ conversion
 def convert(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str = "uint8",
-            settings: dict[str, Any] | None = None, report: Reporter = SILENT, verbose: bool = False) -> bytes:
+            settings: dict[str, bool] | None = None, report: Reporter = SILENT, verbose: bool = False) -> bytes:
     """Full-integer conversion with a static batch-1 input; raises ConversionError with TF's reason."""
     import_tensorflow(verbose)
     ours: list[BaseException] = []  # an error in edgekit's own calibration feed is a bug, not TF's refusal
@@ -281,8 +286,32 @@ def _settle_hint(decision: metrics.Decision) -> str:
             f"({decision.settle_at - decision.samples:,} more: --samples, --eval)")
 
 
+@dataclass
+class _Findings:
+    """What a verification found, sorted by weight: refusals, warnings (the estimate is beyond a limit), notes."""
+
+    failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Accuracy:
+    """Top-1 of float and int8 on the labels, the paired drop, and the float model's own sanity checks."""
+
+    float_top1: float
+    int8_top1: float
+    drop: float
+    drop_interval: tuple[float, float]
+    flips: dict[str, int]
+    mcnemar_p: float
+    verdict: str
+    chance: metrics.ChanceTest
+    class_order: list[dict[str, int]]
+
+
 def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray | None,
-           opts: QuantizeOptions, sources: dict[str, int], names: list[str] | None = None) -> dict[str, Any]:
+           opts: QuantizeOptions, sources: dict[str, int], names: list[str] | None = None) -> Verification:
     """The verification block: int8 against float on paired samples, decided on intervals, not point values.
 
     Refuses (``failures``) only what the data shows beyond doubt at 95%: agreement whose whole interval
@@ -292,62 +321,71 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
     interval and the sample size that would settle it: in ``warnings`` when the estimate itself is beyond
     the threshold, else in ``notes`` (the data then points the right way, it only cannot be sure yet).
     """
-    n, classes = len(float_scores), float_scores.shape[1]
-    v: dict[str, Any] = {**metrics.agreement(float_scores, int8_scores), "min_agreement": opts.min_agreement,
-                         "sources": sources, "held_back": bool(sources.get("held_back")),
-                         "labelled": labels is not None, "confidence": metrics.CONFIDENCE, "float_top1": None,
-                         "int8_top1": None, "accuracy_drop": None, "accuracy_drop_interval": None,
-                         "max_accuracy_drop": opts.max_accuracy_drop, "flips": None, "mcnemar_p": None,
-                         "float_near_chance": None, "chance": None, "class_order": None}
-    failures: list[str] = []
-    warnings: list[str] = []
-    notes: list[str] = []
-    agree = metrics.at_least(v["top1_agreement"], tuple(v["agreement_interval"]), opts.min_agreement, n)
-    v["agreement_verdict"] = agree.verdict
-    span = f"95% interval {v['agreement_interval'][0]:.1%} to {v['agreement_interval'][1]:.1%}"
+    found = _Findings()
+    agreed = metrics.agreement(float_scores, int8_scores)
+    agreement_verdict = _judge_agreement(agreed["samples"], agreed["top1_agreement"],
+                                         tuple(agreed["agreement_interval"]), opts, found)
+    acc = _judge_accuracy(float_scores, int8_scores, labels, opts, names, found) if labels is not None else None
+    return Verification(
+        agreed["samples"], agreed["top1_agreement"], tuple(agreed["agreement_interval"]), agreed["mean_abs_diff"],
+        agreed["max_abs_diff"], opts.min_agreement, freeze(sources), bool(sources.get("held_back")), labels is not None,
+        metrics.CONFIDENCE, acc.float_top1 if acc else None, acc.int8_top1 if acc else None,
+        acc.drop if acc else None, acc.drop_interval if acc else None, opts.max_accuracy_drop,
+        freeze(acc.flips) if acc else None, acc.mcnemar_p if acc else None, acc.chance.near_chance if acc else None,
+        Chance.from_dict(acc.chance.to_dict()) if acc else None,
+        tuple(Misorder.from_dict(m) for m in acc.class_order) if acc else None,
+        Decision(agreement_verdict), Decision(acc.verdict) if acc else None, not found.failures,
+        tuple(found.failures), tuple(found.warnings), tuple(found.notes))
+
+
+def _judge_agreement(n: int, top1: float, interval: tuple[float, float], opts: QuantizeOptions,
+                     found: _Findings) -> str:
+    """Top-1 agreement against ``--min-agreement`` on its interval: the verdict, and what to say about it."""
+    agree = metrics.at_least(top1, interval, opts.min_agreement, n)
+    span = f"95% interval {interval[0]:.1%} to {interval[1]:.1%}"
     if agree.verdict == "failed":
-        failures.append(f"int8 model agrees with the float model on {v['top1_agreement']:.1%} (top-1; {span}), "
-                        f"below --min-agreement {opts.min_agreement:g}")
+        found.failures.append(f"int8 model agrees with the float model on {top1:.1%} (top-1; {span}), "
+                              f"below --min-agreement {opts.min_agreement:g}")
     elif agree.verdict == "uncertain":  # a warning only when the estimate itself is below the limit
-        (warnings if v["top1_agreement"] < opts.min_agreement else notes).append(
+        (found.warnings if top1 < opts.min_agreement else found.notes).append(
             f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
-            f"{v['top1_agreement']:.1%} ({span}) on {n} samples; " + _settle_hint(agree))
-    if labels is not None:
-        float_ok = float_scores.argmax(1) == labels
-        int8_ok = int8_scores.argmax(1) == labels
-        paired = metrics.paired_difference(float_ok, int8_ok)
-        lo, hi = paired["interval"]
-        v.update(float_top1=float(np.mean(float_ok)), int8_top1=float(np.mean(int8_ok)),
-                 accuracy_drop=_points(paired["difference"]), accuracy_drop_interval=[_points(lo), _points(hi)],
-                 flips={"float_only": paired["only_a"], "int8_only": paired["only_b"]},
-                 mcnemar_p=paired["p_value"])
-        drop = metrics.at_most(paired["difference"], (lo, hi), opts.max_accuracy_drop / 100, n)
-        v["accuracy_verdict"] = drop.verdict
-        numbers = (f"int8 top-1 {v['int8_top1']:.1%} vs float {v['float_top1']:.1%}, {v['accuracy_drop']:+.1f} "
-                   f"points lost (95% interval {v['accuracy_drop_interval'][0]:+.1f} to "
-                   f"{v['accuracy_drop_interval'][1]:+.1f}; {paired['only_a']} sample(s) only float got right, "
-                   f"{paired['only_b']} only int8)")
-        if drop.verdict == "failed":
-            failures.append(f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
-                            f"(McNemar p={paired['p_value']:.2g})")
-        elif drop.verdict == "uncertain":  # a warning only when the estimate itself is beyond the limit
-            (warnings if v["accuracy_drop"] > opts.max_accuracy_drop else notes).append(
-                f"cannot tell yet whether int8 loses more than --max-accuracy-drop {opts.max_accuracy_drop:g} "
-                f"points: {numbers} on {n} labelled samples; " + _settle_hint(drop))
-        chance = metrics.ChanceTest(int(float_ok.sum()), n, classes)
-        v["chance"] = chance.to_dict()
-        v["float_near_chance"] = chance.near_chance
-        v["class_order"] = metrics.misordered_classes(float_scores.argmax(1), labels, classes)
-        if v["class_order"]:
-            failures.append(preprocess_search.describe_misorder(v["class_order"], names))
-        elif chance.near_chance:
-            failures.append(f"the float model itself is no better than chance ({v['float_top1']:.1%} top-1 on {n} "
-                            f"labelled samples, {classes} classes: chance {chance.chance:.1%}, p={chance.p_value:.2g})")
-    v["passed"] = not failures
-    v["failures"] = failures
-    v["warnings"] = warnings
-    v["notes"] = notes
-    return v
+            f"{top1:.1%} ({span}) on {n} samples; " + _settle_hint(agree))
+    return agree.verdict
+
+
+def _judge_accuracy(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray, opts: QuantizeOptions,
+                    names: list[str] | None, found: _Findings) -> _Accuracy:
+    """Accuracy on the labels: the paired drop against ``--max-accuracy-drop``, then the float model itself
+    (classes it reads in another order, or no better than chance)."""
+    n, classes = len(float_scores), float_scores.shape[1]
+    float_ok = float_scores.argmax(1) == labels
+    int8_ok = int8_scores.argmax(1) == labels
+    paired = metrics.paired_difference(float_ok, int8_ok)
+    lo, hi = paired["interval"]
+    acc = _Accuracy(float(np.mean(float_ok)), float(np.mean(int8_ok)), _points(paired["difference"]),
+                    (_points(lo), _points(hi)), {"float_only": paired["only_a"], "int8_only": paired["only_b"]},
+                    paired["p_value"], "", metrics.ChanceTest(int(float_ok.sum()), n, classes),
+                    metrics.misordered_classes(float_scores.argmax(1), labels, classes))
+    drop = metrics.at_most(paired["difference"], (lo, hi), opts.max_accuracy_drop / 100, n)
+    acc.verdict = drop.verdict
+    numbers = (f"int8 top-1 {acc.int8_top1:.1%} vs float {acc.float_top1:.1%}, {acc.drop:+.1f} points lost (95% "
+               f"interval {acc.drop_interval[0]:+.1f} to {acc.drop_interval[1]:+.1f}; {paired['only_a']} sample(s) "
+               f"only float got right, {paired['only_b']} only int8)")
+    if drop.verdict == "failed":
+        found.failures.append(f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
+                              f"(McNemar p={paired['p_value']:.2g})")
+    elif drop.verdict == "uncertain":  # a warning only when the estimate itself is beyond the limit
+        (found.warnings if acc.drop > opts.max_accuracy_drop else found.notes).append(
+            f"cannot tell yet whether int8 loses more than --max-accuracy-drop {opts.max_accuracy_drop:g} "
+            f"points: {numbers} on {n} labelled samples; " + _settle_hint(drop))
+    chance = acc.chance
+    if acc.class_order:
+        found.failures.append(preprocess_search.describe_misorder(acc.class_order, names))
+    elif chance.near_chance:
+        found.failures.append(f"the float model itself is no better than chance ({acc.float_top1:.1%} top-1 on {n} "
+                              f"labelled samples, {classes} classes: chance {chance.chance:.1%}, "
+                              f"p={chance.p_value:.2g})")
+    return acc
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -466,10 +504,9 @@ def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] 
     return None
 
 
-def _io_summary(t: tflite_model.TensorInfo) -> dict[str, Any]:
+def _io_summary(t: tflite_model.TensorInfo) -> TensorIO:
     q = t.quantization
-    return {"dtype": t.dtype, "shape": list(t.shape), "scale": q.scale if q else None,
-            "zero_point": q.zero_point if q else None}
+    return TensorIO(t.dtype, tuple(t.shape), q.scale if q else None, q.zero_point if q else None)
 
 
 def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationData, spec: PreprocessSpec,
@@ -562,7 +599,7 @@ class _Converted:
 
 @dataclass
 class _Verified:
-    verification: dict[str, Any] | None
+    verification: Verification | DetectionVerification | None
     checked: VerificationSet | None
     int8_scores: np.ndarray | None
 
@@ -720,7 +757,7 @@ def _verify_stage(run: _Run, p: _Prepared, c: _Converted) -> _Verified:
             verification = detector_verify.verify_detector(p.loaded.predict, c.model, c.layout, checked.x,
                                                            opts.min_agreement, checked.sources)
             if run.detection_eval_data:
-                detector_verify.apply_map50_gate(verification, detector_verify.map50_gate(
+                verification = detector_verify.apply_map50_gate(verification, detector_verify.map50_gate(
                     p.loaded.predict, c.model, c.layout, p.spec, run.detection_eval_data, opts.max_accuracy_drop,
                     run.labels))
             int8_scores = run_int8(c.model, checked.x[:PROBE_SAMPLES])
@@ -729,8 +766,8 @@ def _verify_stage(run: _Run, p: _Prepared, c: _Converted) -> _Verified:
             float_scores = p.loaded.predict(checked.x)
             int8_scores = run_int8(c.model, checked.x)
         verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, run.labels)
-    run.warn(verification["warnings"])
-    run.note(verification.get("notes", []))
+    run.warn(list(verification.warnings))
+    run.note(list(verification.notes))
     return _Verified(verification, checked, int8_scores)
 
 
@@ -742,14 +779,14 @@ def _write_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified) -> bytes:
 
     rec = model_record.ModelRecord(p.spec, run.labels, {
         "created_by": f"{CREATED_BY} {__version__}",
-        "source_model": {"name": source_name(opts.model), "format": p.loaded.format, "output": p.loaded.output,
-                         "notes": p.loaded.notes},
+        "source_model": {"name": source_name(opts.model), "format": p.loaded.format,
+                         "output": p.loaded.output.to_dict() if p.loaded.output else None, "notes": p.loaded.notes},
         "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__},
         "io": opts.io,
-        "calibration": p.data.summary(),
+        "calibration": p.data.summary().to_dict(),
         "preprocess_origin": p.origin,
-        "preprocess_search": p.search.to_dict() if p.search else None,
-        "verification": v.verification,
+        "preprocess_search": p.search.record().to_dict() if p.search else None,
+        "verification": v.verification.to_dict() if v.verification else None,
         **({"detection": {"layout": c.layout.to_dict(), "letterbox": False}} if c.layout is not None else {}),
     })
     final = _with_record(c.model, rec)
@@ -777,27 +814,22 @@ def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: b
     facts = advice.keras_facts(p.loaded.owner).merged(advice.tflite_facts(out_info, check))
     src = Path(opts.model)
     src_size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file()) if src.is_dir() else src.stat().st_size
-    summary = {
-        "output": str(run.output),
-        "record": str(run.sidecar) if run.sidecar else None,
-        "source": {"path": str(src), "format": p.loaded.format, "size_bytes": src_size, "output": p.loaded.output,
-                   "notes": p.loaded.notes},
-        "size_bytes": out_info.size_bytes,
-        "preprocess": {**p.spec.to_dict(), "origin": p.origin, "description": p.spec.describe(),
-                       "search": p.search.to_dict() if p.search else None},
-        "labels": len(run.labels) if run.labels else None,
-        "calibration": {**p.data.summary(), "notes": p.data.notes},
-        "io": {"input": _io_summary(out_info.inputs[0]), "output": _io_summary(out_info.outputs[0])},
-        "op_histogram": out_info.op_histogram_rows(),
-        "checks": compatibility.gate_checks(check),
-        "edgetpu": CheckSummary.from_check(check).to_dict(),   # check's real verdict, not a fixed "passed"
-        "advice": [a.to_dict() for a in advice.placement_advice(facts, check.verdict)],
-        "remedy": c.remedy,
-        "remedies_tried": c.tried,
-        "verification": v.verification,
-        "warnings": run.warnings,
-        "notes": run.notes,
-    }
+    spec = p.spec
+    summary = QuantizeDocument(
+        output=str(run.output), record=str(run.sidecar) if run.sidecar else None,
+        source=SourceModel(str(src), p.loaded.format, src_size, p.loaded.output, tuple(p.loaded.notes)),
+        size_bytes=out_info.size_bytes,
+        preprocess=Preprocess(SPEC_VERSION, spec.width, spec.height, spec.channels, spec.resize, tuple(spec.mean),
+                              tuple(spec.std), p.origin, spec.describe(), p.search.record() if p.search else None),
+        labels=len(run.labels) if run.labels else None,
+        calibration=p.data.described(),
+        io=ModelIO(_io_summary(out_info.inputs[0]), _io_summary(out_info.outputs[0])),
+        op_histogram=tuple(OpCount(**row) for row in out_info.op_histogram_rows()),
+        checks=_gate_checks(check),
+        edgetpu=CheckSummary.from_check(check),   # check's real verdict, not a fixed "passed"
+        advice=tuple(advice.placement_advice(facts, check.verdict)),
+        remedy=c.remedy, remedies_tried=tuple(c.tried), verification=v.verification,
+        warnings=tuple(run.warnings), notes=tuple(run.notes))
     return QuantizeResult(run.output, run.sidecar, summary), facts
 
 
@@ -805,21 +837,28 @@ def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result:
                    facts: advice.ModelFacts) -> None:
     """Stage 10: a failed verification, with advice on what int8 lost, raised as :class:`AgreementError`."""
     verification, opts = v.verification, run.opts
-    if not verification or verification["passed"]:
+    if not verification or verification.passed:
         return
-    summary = result.summary
-    summary["advice"] += [a.to_dict() for a in _accuracy_advice(p.loaded, v.checked.x, p.spec, verification, facts,
-                                                                c.tried, opts.verbose, opts.report)]
+    more = _accuracy_advice(p.loaded, v.checked.x, p.spec, verification, facts, c.tried, opts.verbose, opts.report)
+    result.summary = dataclasses.replace(result.summary, advice=result.summary.advice + tuple(more))
     raise AgreementError(
-        f"on {v.checked.describe()}: " + "; ".join(verification["failures"])
-        + f"; mean |score difference| {verification['mean_abs_diff']:.4f}", run.output,
-        preprocess_search.MISORDER_HINT if verification["class_order"] else
+        f"on {v.checked.describe()}: " + "; ".join(verification.failures)
+        + f"; mean |score difference| {verification.mean_abs_diff:.4f}", run.output,
+        preprocess_search.MISORDER_HINT if verification.class_order else
         "check that --calib holds real images of what the detector finds, preprocessed like training (see "
         "--scaling), or relax --min-agreement" if c.layout is not None else
         "check that --calib holds real training images of the model's classes, preprocessed like training "
         "(see --scaling), or relax --min-agreement / --max-accuracy-drop"
         + ("; the advice above names the layers int8 loses most in" if any(
-            a["key"] == "worst_layers" for a in summary["advice"]) else ""), result)
+            a.key == "worst_layers" for a in result.summary.advice) else ""), result)
+
+
+def _gate_checks(check: compatibility.CheckReport) -> GateChecks:
+    """What quantize required of the written model (:func:`compatibility.gate_checks`), typed."""
+    gate = compatibility.gate_checks(check)
+    verdict = gate["edgetpu_verdict"]
+    return GateChecks(gate["full_int8"], gate["static_shapes"], gate["op_versions_within_compiler"],
+                      getattr(verdict, "value", verdict))
 
 
 def quantize(opts: QuantizeOptions) -> QuantizeResult:
@@ -838,14 +877,15 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     return result
 
 
-def _accuracy_advice(loaded: keras_io.LoadedModel, x: np.ndarray, spec: PreprocessSpec, verification: dict[str, Any],
+def _accuracy_advice(loaded: keras_io.LoadedModel, x: np.ndarray, spec: PreprocessSpec,
+                     verification: Verification | DetectionVerification,
                      facts: advice.ModelFacts, tried: list[str], verbose: bool,
                      report: Reporter = SILENT) -> list[advice.Advice]:
     """Advice for an int8 model that lost accuracy or agreement: the architecture's remedy, the layers int8 loses
     most in (TFLite's quantization debugger, as ``evaluate --reference``), the converter settings tried. Nothing
     for a failure the int8 conversion did not cause (labels misordered, a float model at chance)."""
-    lost = verification.get("accuracy_verdict") == "failed" or verification.get("agreement_verdict") == "failed"
-    if not lost or verification.get("class_order") or verification.get("float_near_chance"):
+    lost = getattr(verification, "accuracy_verdict", None) == "failed" or verification.agreement_verdict == "failed"
+    if not lost or verification.class_order or getattr(verification, "float_near_chance", None):
         return []
     from edgekit.converters import reference
 

@@ -99,7 +99,7 @@ def test_conventions_the_data_cannot_tell_apart_and_that_cannot_change_the_resul
                                                                 result.best.name == "torch" else ["torch"])
         note = result.choice_note()
         assert note.count("\n") == 0 and "torch" in note and "--mean" in note and "using -1..1" in note
-        assert result.to_dict()["chosen"] == "-1..1" and result.to_dict()["verdict"] == "choice"
+        assert result.record().to_dict()["chosen"] == "-1..1" and result.record().to_dict()["verdict"] == "choice"
     # the model's own layer (raw) comes before the prior
     result = decide([_trial("0..1", minus), _trial("raw", minus)], 10, preferred=("raw",))
     assert (result.verdict, result.chosen) == ("choice", "raw")
@@ -111,7 +111,9 @@ def test_a_comparison_is_typed_and_round_trips():
     c = preprocess_search.Comparison.of(b, a)
     assert (c.only_name, c.only_against) == (0, 7) and c.difference == pytest.approx(-0.07)
     assert c.interval[0] < c.difference < c.upper_one_sided < c.interval[1] and c.p_value == pytest.approx(0.5 ** 7)
-    assert preprocess_search.Comparison.from_dict(c.to_dict()) == c
+    row = c.record()
+    assert (row.convention, row.only_convention, row.only_against) == ("raw", 0, 7)
+    assert type(row).from_dict(json.loads(json.dumps(row.to_dict()))) == row
 
 
 def test_a_close_call_on_the_first_samples_is_measured_again_on_all_of_them():

@@ -32,7 +32,7 @@ def test_the_summary_is_checks_own_verdict_with_the_cpu_ops_by_type():
     assert summary == CheckSummary.from_dict(json.loads(json.dumps(summary.to_dict())))
     assert summary.verdict == Placement(report.verdict) == Placement.PARTIAL
     assert (summary.edgetpu_ops, summary.total_ops) == (report.edgetpu_ops, len(report.ops))
-    by_type = dict(summary.cpu_ops_by_type)
+    by_type = {c.op: c.count for c in summary.cpu_ops_by_type}
     assert sum(by_type.values()) == report.cpu_ops and by_type.get("RESIZE_BILINEAR")
     assert summary.uncertain_ops == report.uncertain_ops
     first = summary.lines()[0]
