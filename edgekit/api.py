@@ -317,7 +317,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
         from edgekit.converters import reference as reference_mod
 
         doc["reference"] = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
-                                                 layers=not no_layers, verbose=verbose)
+                                                 layers=not no_layers, verbose=verbose).to_dict()
     return EvaluateResult.from_dict(doc)
 
 

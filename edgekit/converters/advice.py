@@ -20,6 +20,7 @@ from enum import Enum
 from typing import Any, Iterable
 
 from edgekit.records import Record
+from edgekit.results.reference import LayerError
 
 # Evidence (report keys in tests/fixtures/evidence/REPORTS.tsv).
 EV_MNV3_MINIMALISTIC = ("report:google-coral/edgetpu#353", "report:coral-supported-ops")
@@ -199,13 +200,13 @@ def placement_advice(facts: ModelFacts, verdict: str) -> list[Advice]:
 WORST_LAYERS = 3
 
 
-def accuracy_advice(facts: ModelFacts, layers: list[dict[str, Any]] | None, layers_error: str | None,
+def accuracy_advice(facts: ModelFacts, layers: list[LayerError] | None, layers_error: str | None,
                     remedies_tried: list[str]) -> list[Advice]:
     """Advice for an int8 accuracy loss: the architecture's known remedy, the layers int8 loses most in
     (rows of :func:`edgekit.converters.reference.layer_errors`, worst first) and the converter settings tried."""
     out = architecture_advice(facts, [AdviceKind.ACCURACY])
     if layers:
-        worst = "; ".join(f"{r['op']} {r['tensor']!r} (error {r['relative_rms_error']:.0%} of its signal)"
+        worst = "; ".join(f"{r.op} {r.tensor!r} (error {r.relative_rms_error:.0%} of its signal)"
                           for r in layers[:WORST_LAYERS])
         out.append(Advice(AdviceKind.ACCURACY, "worst_layers", f"the layers int8 loses most in: {worst}",
                           "a layer whose int8 error is a large share of its signal has outlier weights or "
