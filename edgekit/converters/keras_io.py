@@ -534,7 +534,8 @@ def half_precision(model: Any) -> str | None:
     return None
 
 
-def as_float32(model: Any, custom: dict[str, Callable[..., Any]], trust_model: bool, verbose: bool) -> tuple[Any, list[str]]:
+def as_float32(model: Any, custom: dict[str, Callable[..., Any]], trust_model: bool,
+               verbose: bool) -> tuple[Any, list[str]]:
     """A float16 / mixed-precision model rebuilt in float32 with its weights cast (the int8 converter's input).
 
     TensorFlow's int8 converter fails on float16 compute (an MLIR dump, not a reason): the model is cloned

@@ -342,7 +342,7 @@ def test_a_colab_style_x255_model_quantizes_with_no_flags_on_300_images(seed, di
     else:  # a choice among conventions the data cannot tell apart: said once, in a note
         race = [search["table"][0]["convention"], *search["tied"]]
         assert search["verdict"] == "choice" and "0..1" in race and search["chosen"] in race, search
-        assert [n for n in told.notes if n.startswith("preprocessing:")] == [n for n in result.summary.to_dict()["notes"]
+        assert [n for n in told.notes if n.startswith("preprocessing:")] == [n for n in result.summary.notes
                                                                              if n.startswith("preprocessing:")]
         assert len([n for n in told.notes if n.startswith("preprocessing:")]) == 1
         used = TRUE_PREPROCESSING[search["chosen"]](xt)
