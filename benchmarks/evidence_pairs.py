@@ -89,11 +89,11 @@ def derive(row: dict[str, str], files: Path, seen: dict[str, str]) -> str | None
             return "its weightless copy does not score as the original does"
     except EdgekitError as exc:
         return f"unreadable: {exc.message}"
-    if actual["compiler_version"] and row["compiler_version"] in ("", "unknown"):
-        row["compiler_version"] = actual["compiler_version"]
+    if actual.compiler_version and row["compiler_version"] in ("", "unknown"):
+        row["compiler_version"] = actual.compiler_version
     gz, placement_json = pair_files(LEDGER, row)
     gz.write_bytes(gzip.compress(light, 9, mtime=0))
-    placement_json.write_text(json.dumps({k: row[k] for k in LEDGER_COLUMNS} | {"sha256": digest} | actual,
+    placement_json.write_text(json.dumps({k: row[k] for k in LEDGER_COLUMNS} | {"sha256": digest} | actual.to_dict(),
                                                    indent=1) + "\n")
     return None
 

@@ -364,7 +364,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
         from edgekit.converters import reference as reference_mod
 
         doc["reference"] = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
-                                                 layers=not no_layers, verbose=verbose)
+                                                 layers=not no_layers, verbose=verbose).to_dict()
     return EvaluateResult.from_dict(doc)
 
 
@@ -441,19 +441,20 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
     """
     from edgekit.converters.preprocess_search import PreprocessingRefused
     from edgekit.converters.quantize import AgreementError, quantize as run_quantize
-    from edgekit.results import QuantizeResult, RefusedQuantize
+    from edgekit.results import RefusedQuantize
+    from edgekit.results.quantize import RefusedPreprocess
 
     options = dict(locals())
     try:
         done = run_quantize(_quantize_options(model, output, options, report))
     except AgreementError as exc:
-        exc.result = QuantizeResult.from_dict(exc.result.summary)
+        exc.result = exc.result.summary
         raise _with_numbers(exc, exc.result.verification)
     except PreprocessingRefused as exc:  # nothing written: the measurements the refusal rests on
         exc.search = exc.result
-        exc.result = RefusedQuantize(None, str(exc), {"origin": None, "search": exc.search.to_dict()})
+        exc.result = RefusedQuantize(None, str(exc), RefusedPreprocess(None, exc.search.record()))
         raise
-    return QuantizeResult.from_dict(done.summary)
+    return done.summary
 
 
 # ------------------------------------------------------------------------------------ tools

@@ -29,7 +29,7 @@ from edgekit.preprocess import PreprocessSpec
 from edgekit.report import SILENT, Reporter
 from edgekit.manifest import BundleError, FileEntry
 from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleInput, BundleManifest, BundleModels,
-                                   BundleReports, BundleSource, BundleVersions, ChosenOutput, ClassifierAccuracy,
+                                   BundleReports, BundleSource, BundleVersions, ClassifierAccuracy,
                                    DetectorAccuracy)
 from edgekit.results.quantize import QuantizeResult
 
@@ -212,11 +212,11 @@ def _quantize_into(opts: BuildOptions, work: Path) -> _Made:
                              report=_WarningsOnly(opts.report)))
     except AgreementError as exc:  # quantize keeps its output for a look; build writes no bundle of it
         raise VerificationError(f"{exc.reason}; no bundle was written", exc.hint) from None
-    src = q.summary["source"]
-    chosen = ChosenOutput.from_dict(src["output"]) if src.get("output") else None
-    source = BundleSource(Path(src["path"].rstrip("/\\")).name or src["path"], src["format"], chosen)
+    summary = q.summary
+    src = summary.source
+    source = BundleSource(Path(src.path.rstrip("/\\")).name or src.path, src.format, src.output)
     # quantize's own notes (a preprocessing choice, an interval) come first
-    return _Made(cpu, None, QuantizeResult.from_dict(q.summary), source, list(q.summary.get("notes") or []))
+    return _Made(cpu, None, summary, source, list(summary.notes))
 
 
 def _tensorflow_version(used: bool) -> str | None:

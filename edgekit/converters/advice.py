@@ -19,6 +19,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterable
 
+from edgekit.records import Record
+from edgekit.results.evaluate import LayerError
+
 # Evidence (report keys in tests/fixtures/evidence/REPORTS.tsv).
 EV_MNV3_MINIMALISTIC = ("report:google-coral/edgetpu#353", "report:coral-supported-ops")
 EV_HARD_SWISH_LEAKY = ("report:google-coral/edgetpu#272", "report:coral-supported-ops")
@@ -119,7 +122,7 @@ ARCH_RULES: tuple[ArchRule, ...] = (
 
 
 @dataclass(frozen=True)
-class Advice:
+class Advice(Record):
     """One piece of advice: what it is about, what was found, what to do, and why it can be trusted."""
 
     kind: AdviceKind
@@ -127,14 +130,6 @@ class Advice:
     found: str
     text: str
     evidence: tuple[str, ...] = ()
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"kind": self.kind.value, "key": self.key, "found": self.found, "text": self.text,
-                "evidence": list(self.evidence)}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Advice":
-        return cls(AdviceKind(d["kind"]), d["key"], d["found"], d["text"], tuple(d.get("evidence") or ()))
 
     def line(self) -> str:
         cited = f" [evidence: {', '.join(e.split(':', 1)[1] for e in self.evidence)}]" if self.evidence else ""
@@ -205,13 +200,13 @@ def placement_advice(facts: ModelFacts, verdict: str) -> list[Advice]:
 WORST_LAYERS = 3
 
 
-def accuracy_advice(facts: ModelFacts, layers: list[dict[str, Any]] | None, layers_error: str | None,
+def accuracy_advice(facts: ModelFacts, layers: list[LayerError] | None, layers_error: str | None,
                     remedies_tried: list[str]) -> list[Advice]:
     """Advice for an int8 accuracy loss: the architecture's known remedy, the layers int8 loses most in
     (rows of :func:`edgekit.converters.reference.layer_errors`, worst first) and the converter settings tried."""
     out = architecture_advice(facts, [AdviceKind.ACCURACY])
     if layers:
-        worst = "; ".join(f"{r['op']} {r['tensor']!r} (error {r['relative_rms_error']:.0%} of its signal)"
+        worst = "; ".join(f"{r.op} {r.tensor!r} (error {r.relative_rms_error:.0%} of its signal)"
                           for r in layers[:WORST_LAYERS])
         out.append(Advice(AdviceKind.ACCURACY, "worst_layers", f"the layers int8 loses most in: {worst}",
                           "a layer whose int8 error is a large share of its signal has outlier weights or "

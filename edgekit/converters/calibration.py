@@ -29,6 +29,7 @@ from edgekit.datasets import list_images
 from edgekit.errors import InputError, UsageError, first_line, regular_file
 from edgekit.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
 from edgekit.report import SILENT, Reporter
+from edgekit.results.quantize import Calibration, CalibrationSummary
 
 IMAGE_SUFFIXES = IMAGE_EXTENSIONS  # the images classify reads are the images calibration reads
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record")
@@ -89,11 +90,14 @@ class CalibrationData:
             self.calib = normalize_rgb(self.calib_pixels, spec)
             self.holdout = normalize_rgb(self.holdout_pixels, spec)
 
-    def summary(self) -> dict[str, Any]:
-        return {"source": self.source, "kind": self.kind, "samples": len(self.calib),
-                "holdout_samples": len(self.holdout),
-                "classes": self.folders or (len(self.classes) if self.classes else None),
-                "random": self.kind == "random"}
+    def summary(self) -> CalibrationSummary:
+        """What was read, as the record inside the model keeps it."""
+        return CalibrationSummary(self.source, self.kind, len(self.calib), len(self.holdout),
+                                  self.folders or (len(self.classes) if self.classes else None), self.kind == "random")
+
+    def described(self) -> Calibration:
+        """:meth:`summary` and the notes reading the data gave (quantize's ``calibration``)."""
+        return Calibration(**vars(self.summary()), notes=tuple(self.notes))
 
 
 # ------------------------------------------------------------------------------------------ sampling
@@ -315,6 +319,19 @@ def check_exists(source: str, recorded_in: str | Path | None = None, flag: str =
     raise InputError(f"{flag} {source}: no such file or folder", f"example: {_example(flag)}")
 
 
+@dataclass
+class _Source:
+    """What a reader found in a calibration source: the items grouped by class, and how to decode one."""
+
+    kind: str
+    groups: list[list[Any]]
+    decode: Callable[[Any], np.ndarray]
+    classes: list[str] | None = None
+    class_ids: list[int] | None = None
+    notes: list[str] = field(default_factory=list)
+    is_float: bool = False  # float arrays are model inputs already: no pixels to renormalize
+
+
 def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, holdout: int = DEFAULT_HOLDOUT,
          seed: int = 0, tfrecord_key: str = DEFAULT_TFRECORD_KEY, report: Reporter = SILENT,
          flag: str = "--calib") -> CalibrationData:
@@ -323,112 +340,149 @@ def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, hold
     if samples < 1:
         raise UsageError("--samples must be at least 1", "e.g. --samples 300")
     check_exists(source, flag=flag)
-    h, w, c = spec.height, spec.width, spec.num_channels
-    rgb = replace(spec, channels="L" if c == 1 else "RGB")  # decode once; use() applies any spec's order
+    rgb = replace(spec, channels="L" if spec.num_channels == 1 else "RGB")  # decode once; use() applies any order
     if source == "random":
-        rng = np.random.default_rng(seed)
-        noise = rng.integers(0, 256, (samples + holdout, h, w, 3 if c == 3 else 1), dtype=np.uint8)
-        px = np.stack([pixels(n if c == 3 else n[..., 0], rgb) for n in noise])
-        data = CalibrationData(np.zeros(0), np.zeros(0), "random", "random", warnings=[RANDOM_WARNING],
-                               calib_pixels=px[:samples], holdout_pixels=px[samples:])
-        data.use(spec)
-        return data
+        return _random(spec, rgb, samples, holdout, seed)
+    found = _open_source(source, spec, rgb, seed, tfrecord_key, flag)
+    return _sample(found, source, spec, samples, holdout, seed, report, flag)
 
+
+def _random(spec: PreprocessSpec, rgb: PreprocessSpec, samples: int, holdout: int, seed: int) -> CalibrationData:
+    """``random``: seeded noise images (for plumbing tests only; the data carries :data:`RANDOM_WARNING`)."""
+    h, w, c = spec.height, spec.width, spec.num_channels
+    rng = np.random.default_rng(seed)
+    noise = rng.integers(0, 256, (samples + holdout, h, w, 3 if c == 3 else 1), dtype=np.uint8)
+    px = np.stack([pixels(n if c == 3 else n[..., 0], rgb) for n in noise])
+    data = CalibrationData(np.zeros(0), np.zeros(0), "random", "random", warnings=[RANDOM_WARNING],
+                           calib_pixels=px[:samples], holdout_pixels=px[samples:])
+    data.use(spec)
+    return data
+
+
+def _open_source(source: str, spec: PreprocessSpec, rgb: PreprocessSpec, seed: int, tfrecord_key: str,
+                 flag: str) -> _Source:
+    """The reader for the kind of ``source`` (TFRecord, image folder, array), or the refusal naming what it is."""
     path = Path(source)
-    decode: Callable[[Any], np.ndarray]
-    notes: list[str] = []
-    is_float = False  # float arrays are model inputs already: no pixels to renormalize
     if _is_tfrecord(source):
-        groups, classes, notes = _read_tfrecords(source, tfrecord_key, seed, flag)
-        kind = "tfrecord"
-        class_ids = [int(c) for c in classes] if classes else None
-
-        def decode(b: bytes) -> np.ndarray:
-            try:
-                return pixels(open_image(io.BytesIO(b)), rgb)
-            except InputError as exc:
-                raise InputError(f"{flag} {source}: a record's {tfrecord_key!r} is not a readable image "
-                                 f"({exc.message.split(': ', 1)[-1]})",
-                                 "name the feature holding encoded images with --tfrecord-key") from None
-    elif path.is_dir():
-        groups, classes = list_images(path)
-        kind = "images"
-        class_ids = list(range(len(classes))) if classes else None
-
-        def decode(f: Path) -> np.ndarray:
-            try:
-                return pixels(open_image(f), rgb)
-            except InputError as exc:
-                raise InputError(f"{flag} {source}: {exc.message}", "remove or replace that file") from None
-    elif path.suffix.lower() in (".npy", ".npz") and path.is_file():
-        x, y = _read_array(path, flag)
-        kind = path.suffix.lower()[1:]
-        is_float = x.dtype.kind == "f"
-        class_ids = None
-        if x.ndim not in (3, 4) or len(x) == 0:
-            raise InputError(f"{flag} {source}: expected an (N, H, W, C) image array, got shape {x.shape}",
-                             ARRAY_HINT)
-        if x.dtype == np.uint8 and x.ndim == 4 and x.shape[-1] not in (1, 3, 4):
-            raise InputError(f"{flag} {source}: images with {x.shape[-1]} channels (shape {x.shape})",
-                             "store 1 (grey), 3 (RGB) or 4 (RGBA) channels, as (N, H, W, C)")
-        if x.dtype.kind == "f" and not np.isfinite(x).all():
-            raise InputError(f"{flag} {source}: the array holds NaN or infinite values "
-                             f"({int(np.count_nonzero(~np.isfinite(x)))} of {x.size})",
-                             "replace them (np.nan_to_num) or drop those samples")
-        if x.dtype == np.uint8:
-            def decode(i: int) -> np.ndarray:
-                return pixels(x[i] if x[i].ndim == 2 or x[i].shape[-1] != 1 else x[i][..., 0], rgb)
-        elif x.dtype.kind == "f":
-            if tuple(x.shape[1:]) != (h, w, c):
-                raise InputError(f"{flag} {source}: float array of shape {tuple(x.shape[1:])} per sample, "
-                                 f"but the model takes {(h, w, c)}",
-                                 "store uint8 images (edgekit preprocesses them) or already-preprocessed "
-                                 "inputs of the model's shape")
-            notes.append("float array used as model inputs as is (no preprocessing applied)")
-
-            def decode(i: int) -> np.ndarray:
-                return x[i].astype(np.float32)
-        else:
-            raise InputError(f"{flag} {source}: array dtype {x.dtype} is neither uint8 images nor float inputs",
-                             "save 0..255 images as uint8 (x.astype(np.uint8)), or preprocessed model inputs as float32")
-        if y is not None:  # labels that are there must be labels, as evaluate requires of the same file
-            labels = datasets.labels_of(x, y, f"{flag} {source}")  # one-hot rows → ids; NaN, fractions refused
-            values = sorted(set(labels.tolist()))
-            groups = [[i for i in range(len(x)) if labels[i] == v] for v in values]
-            classes = [str(v) for v in values]
-            class_ids = [int(v) for v in values]
-        else:
-            groups, classes = [list(range(len(x)))], None
-            class_ids = None
-    elif _is_glob(source):  # a glob is read as TFRecord files only (README): say so, not "a single image"
+        return _tfrecord_source(source, rgb, seed, tfrecord_key, flag)
+    if path.is_dir():
+        return _folder_source(source, rgb, flag)
+    if path.suffix.lower() in (".npy", ".npz") and path.is_file():
+        return _array_source(source, spec, rgb, flag)
+    if _is_glob(source):  # a glob is read as TFRecord files only (README): say so, not "a single image"
         folder = path.parent if not _is_glob(str(path.parent)) else None
         raise InputError(f"{flag} {source}: a glob names TFRecord files only, and this one names none",
                          f"pass the folder that holds the images: {flag} {folder}" if folder
                          else f"pass a folder of images; example: {_example(flag)}")
-    elif path.suffix.lower() in IMAGE_SUFFIXES:
+    if path.suffix.lower() in IMAGE_SUFFIXES:
         raise InputError(f"{flag} {source} is a single image; calibration needs a few hundred",
                          f"pass the folder that holds the images: {flag} {path.parent}")
-    else:
-        raise InputError(f"{flag} {source}: unsupported calibration source", f"example: {_example(flag)}")
+    raise InputError(f"{flag} {source}: unsupported calibration source", f"example: {_example(flag)}")
 
-    tagged = [[(k, item) for item in g] for k, g in enumerate(groups)]  # each item with its group
+
+def _tfrecord_source(source: str, rgb: PreprocessSpec, seed: int, tfrecord_key: str, flag: str) -> _Source:
+    """TFRecord files: encoded images grouped by their label feature."""
+    groups, classes, notes = _read_tfrecords(source, tfrecord_key, seed, flag)
+
+    def decode(b: bytes) -> np.ndarray:
+        try:
+            return pixels(open_image(io.BytesIO(b)), rgb)
+        except InputError as exc:
+            raise InputError(f"{flag} {source}: a record's {tfrecord_key!r} is not a readable image "
+                             f"({exc.message.split(': ', 1)[-1]})",
+                             "name the feature holding encoded images with --tfrecord-key") from None
+    return _Source("tfrecord", groups, decode, classes, [int(c) for c in classes] if classes else None, notes)
+
+
+def _folder_source(source: str, rgb: PreprocessSpec, flag: str) -> _Source:
+    """A folder of images, flat or one subfolder per class (ids in sorted order, as Keras numbers them)."""
+    groups, classes = list_images(Path(source))
+
+    def decode(f: Path) -> np.ndarray:
+        try:
+            return pixels(open_image(f), rgb)
+        except InputError as exc:
+            raise InputError(f"{flag} {source}: {exc.message}", "remove or replace that file") from None
+    return _Source("images", groups, decode, classes, list(range(len(classes))) if classes else None)
+
+
+def _array_source(source: str, spec: PreprocessSpec, rgb: PreprocessSpec, flag: str) -> _Source:
+    """A .npy/.npz: uint8 images (preprocessed here) or float model inputs (used as they are), with an .npz's y."""
+    path = Path(source)
+    x, y = _read_array(path, flag)
+    _check_array(x, source, flag)
+    found = _Source(path.suffix.lower()[1:], [list(range(len(x)))], _array_decoder(x, source, spec, rgb, flag),
+                    is_float=x.dtype.kind == "f")
+    if x.dtype.kind == "f":
+        found.notes.append("float array used as model inputs as is (no preprocessing applied)")
+    if y is not None:  # labels that are there must be labels, as evaluate requires of the same file
+        labels = datasets.labels_of(x, y, f"{flag} {source}")  # one-hot rows → ids; NaN, fractions refused
+        values = sorted(set(labels.tolist()))
+        found.groups = [[i for i in range(len(x)) if labels[i] == v] for v in values]
+        found.classes = [str(v) for v in values]
+        found.class_ids = [int(v) for v in values]
+    return found
+
+
+def _check_array(x: np.ndarray, source: str, flag: str) -> None:
+    """Refuse an array that holds no images: wrong rank, empty, odd channels, NaN or infinite values."""
+    if x.ndim not in (3, 4) or len(x) == 0:
+        raise InputError(f"{flag} {source}: expected an (N, H, W, C) image array, got shape {x.shape}",
+                         ARRAY_HINT)
+    if x.dtype == np.uint8 and x.ndim == 4 and x.shape[-1] not in (1, 3, 4):
+        raise InputError(f"{flag} {source}: images with {x.shape[-1]} channels (shape {x.shape})",
+                         "store 1 (grey), 3 (RGB) or 4 (RGBA) channels, as (N, H, W, C)")
+    if x.dtype.kind == "f" and not np.isfinite(x).all():
+        raise InputError(f"{flag} {source}: the array holds NaN or infinite values "
+                         f"({int(np.count_nonzero(~np.isfinite(x)))} of {x.size})",
+                         "replace them (np.nan_to_num) or drop those samples")
+
+
+def _array_decoder(x: np.ndarray, source: str, spec: PreprocessSpec, rgb: PreprocessSpec,
+                   flag: str) -> Callable[[int], np.ndarray]:
+    """Sample ``i`` of the array: uint8 pixels resized like an image, or a float input of the model's shape."""
+    if x.dtype == np.uint8:
+        def decode(i: int) -> np.ndarray:
+            return pixels(x[i] if x[i].ndim == 2 or x[i].shape[-1] != 1 else x[i][..., 0], rgb)
+        return decode
+    if x.dtype.kind == "f":
+        shape = (spec.height, spec.width, spec.num_channels)
+        if tuple(x.shape[1:]) != shape:
+            raise InputError(f"{flag} {source}: float array of shape {tuple(x.shape[1:])} per sample, "
+                             f"but the model takes {shape}",
+                             "store uint8 images (edgekit preprocesses them) or already-preprocessed "
+                             "inputs of the model's shape")
+
+        def as_input(i: int) -> np.ndarray:
+            return x[i].astype(np.float32)
+        return as_input
+    raise InputError(f"{flag} {source}: array dtype {x.dtype} is neither uint8 images nor float inputs",
+                     "save 0..255 images as uint8 (x.astype(np.uint8)), or preprocessed model inputs as float32")
+
+
+def _sample(found: _Source, source: str, spec: PreprocessSpec, samples: int, holdout: int, seed: int,
+            report: Reporter, flag: str) -> CalibrationData:
+    """Draw the calibration and held-back samples (balanced over the classes), decode and normalize them."""
+    h, w, c = spec.height, spec.width, spec.num_channels
+    tagged = [[(k, item) for item in g] for k, g in enumerate(found.groups)]  # each item with its group
     chosen, held = split_balanced(tagged, samples, holdout, seed)
     if not chosen:  # e.g. TFRecord files with no records
         raise InputError(f"{flag} {source}: no samples in it", f"example: {_example(flag)}")
     title = "Reading calibration data" if flag == "--calib" else f"Reading {flag} data"
-    tensors = [decode(item) for _, item in report.iterate(chosen + held, len(chosen) + len(held), title)]
-    empty = np.zeros((0, h, w, c), np.float32 if is_float else np.uint8)
+    tensors = [found.decode(item) for _, item in report.iterate(chosen + held, len(chosen) + len(held), title)]
+    empty = np.zeros((0, h, w, c), np.float32 if found.is_float else np.uint8)
     first = np.stack(tensors[:len(chosen)])
     rest = np.stack(tensors[len(chosen):]) if held else empty
-    if is_float:
+    kind, classes, notes = found.kind, found.classes, found.notes
+    if found.is_float:
         data = CalibrationData(first.astype(np.float32), rest.astype(np.float32), kind, source, classes, notes=notes)
     else:
         data = CalibrationData(np.zeros(0), np.zeros(0), kind, source, classes, notes=notes,
                                calib_pixels=first, holdout_pixels=rest)
         data.use(spec)
-    if class_ids is not None:
-        data.calib_labels = np.asarray([class_ids[k] for k, _ in chosen], np.int64)
-        data.holdout_labels = np.asarray([class_ids[k] for k, _ in held], np.int64)
+    if found.class_ids is not None:
+        data.calib_labels = np.asarray([found.class_ids[k] for k, _ in chosen], np.int64)
+        data.holdout_labels = np.asarray([found.class_ids[k] for k, _ in held], np.int64)
     if len(chosen) < MIN_RECOMMENDED:
         data.warnings.append(f"only {len(chosen)} calibration samples (fewer than {MIN_RECOMMENDED}): "
                              "int8 ranges may be poorly estimated; give more data or a larger --samples")

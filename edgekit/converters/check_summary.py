@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any
 
+from edgekit.records import Record
+
 
 class Placement(str, Enum):
     """check's verdict: every op on the Edge TPU, some, or none."""
@@ -28,13 +30,21 @@ def _mib(n: int) -> str:
 
 
 @dataclass(frozen=True)
-class CheckSummary:
+class CpuOps(Record):
+    """An op type check leaves on the CPU and how many of it."""
+
+    op: str
+    count: int
+
+
+@dataclass(frozen=True)
+class CheckSummary(Record):
     """check's verdict on one model, as a summary line or two."""
 
     verdict: Placement
     edgetpu_ops: int
     total_ops: int
-    cpu_ops_by_type: tuple[tuple[str, int], ...]   # (op name, count), most first
+    cpu_ops_by_type: tuple[CpuOps, ...]             # most first
     uncertain_ops: int                              # placements no real compile shows
     subgraphs: int
     min_runtime: int
@@ -51,22 +61,10 @@ class CheckSummary:
         cpu = Counter(o["name"] for o in d["ops"] if o["target"] == "cpu")
         on, off = s.get("on_chip_bytes_estimate"), s.get("off_chip_bytes_estimate")
         return cls(Placement(d["verdict"]), int(s["edgetpu_ops"]), len(d["ops"]),
-                   tuple(sorted(cpu.items(), key=lambda kv: (-kv[1], kv[0]))), int(s.get("uncertain_ops") or 0),
+                   tuple(CpuOps(name, n) for name, n in sorted(cpu.items(), key=lambda kv: (-kv[1], kv[0]))),
+                   int(s.get("uncertain_ops") or 0),
                    int(s["subgraphs"]), int(d.get("min_runtime") or 0),
                    None if on is None else int(on) + int(off or 0), None if off is None else int(off))
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"verdict": self.verdict.value, "edgetpu_ops": self.edgetpu_ops, "total_ops": self.total_ops,
-                "cpu_ops_by_type": [{"op": name, "count": n} for name, n in self.cpu_ops_by_type],
-                "uncertain_ops": self.uncertain_ops, "subgraphs": self.subgraphs, "min_runtime": self.min_runtime,
-                "edgetpu_param_bytes": self.edgetpu_param_bytes,
-                "off_chip_bytes_estimate": self.off_chip_bytes_estimate}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "CheckSummary":
-        return cls(Placement(d["verdict"]), int(d["edgetpu_ops"]), int(d["total_ops"]),
-                   tuple((r["op"], int(r["count"])) for r in d["cpu_ops_by_type"]), int(d["uncertain_ops"]),
-                   int(d["subgraphs"]), int(d["min_runtime"]), d["edgetpu_param_bytes"], d["off_chip_bytes_estimate"])
 
     def lines(self) -> list[str]:
         """'Edge TPU (edgekit check): PARTIAL: 4 of 113 ops ...' and the parameters line."""
@@ -76,7 +74,7 @@ class CheckSummary:
         if self.subgraphs > 1:
             first += f" in {self.subgraphs} subgraphs"
         if self.cpu_ops_by_type:
-            shown = ", ".join(f"{n}x {name}" for name, n in self.cpu_ops_by_type[:8])
+            shown = ", ".join(f"{c.count}x {c.op}" for c in self.cpu_ops_by_type[:8])
             more = len(self.cpu_ops_by_type) - 8
             first += f"; on the CPU: {shown}" + (f" and {more} more type(s)" if more > 0 else "")
         if self.uncertain_ops:

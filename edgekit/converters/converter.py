@@ -15,7 +15,7 @@ from edgekit.preprocess import PreprocessSpec
 
 
 def make_converter(loaded: keras_io.LoadedModel, spec: PreprocessSpec, representative: Callable[[], Any],
-                   io_type: str | None = "uint8", settings: dict[str, Any] | None = None) -> Any:
+                   io_type: str | None = "uint8", settings: dict[str, bool] | None = None) -> Any:
     """The TFLiteConverter quantize uses (``io_type`` None keeps float I/O, as the quantization debugger needs)."""
     tf = import_tensorflow()
     cf = loaded.concrete_function(spec.height, spec.width)
@@ -47,7 +47,7 @@ class SettingMissing(Exception):
         self.names = names
 
 
-def apply_settings(conv: Any, settings: dict[str, Any]) -> list[str]:
+def apply_settings(conv: Any, settings: dict[str, bool]) -> list[str]:
     """Set each private converter attribute that exists; return the names that do not (nothing is set for them).
 
     ``setattr`` on a renamed attribute would silently add a new one that TensorFlow never reads.

@@ -16,6 +16,7 @@ the reason: one int8 scale for both leaves the scores a handful of steps.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import tempfile
 from typing import Any, Callable
@@ -25,6 +26,8 @@ import numpy as np
 from edgekit import detection, metrics, tflite_model
 from edgekit.detection import DetectionLayout, Geometry, Layout
 from edgekit.errors import ConversionError, VerificationError
+from edgekit.results.quantize import Decision, DetectionVerification, LayoutSummary, Map50Gate
+from edgekit.records import freeze
 
 MATCH_IOU = 0.5
 VERIFY_CONF = detection.DEFAULT_CONF
@@ -128,7 +131,7 @@ def match(a: list[detection.Object], b: list[detection.Object], iou: float = MAT
 
 
 def verify_detector(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout: DetectionLayout,
-                    x: np.ndarray, min_agreement: float, sources: dict[str, int]) -> dict[str, Any]:
+                    x: np.ndarray, min_agreement: float, sources: dict[str, int]) -> DetectionVerification:
     """The verification block for a detector (the keys quantize's classifier block has that quantize reads:
     ``passed``, ``failures``, ``warnings``, ``mean_abs_diff``, ``class_order``)."""
     int8, quant = run_outputs(model_bytes, x)
@@ -148,16 +151,24 @@ def verify_detector(predict: Callable[[np.ndarray], Any], model_bytes: bytes, la
                                   - np.asarray(f_out[0], np.float32).ravel()).mean()))
     counts = np.asarray(per_image, np.int64).reshape(-1, 3)
     n_float, n_int8, matched = (int(v) for v in counts.sum(axis=0)) if len(counts) else (0, 0, 0)
-    v: dict[str, Any] = {"kind": "detection", "samples": len(x), "sources": sources, "conf": VERIFY_CONF,
-                         "match_iou": MATCH_IOU, "float_detections": n_float, "int8_detections": n_int8,
-                         "matched": matched, "min_agreement": min_agreement,
-                         "mean_abs_diff": float(np.mean(diffs)) if diffs else 0.0, "class_order": None,
-                         "layout": layout.to_dict(), "failures": [], "warnings": [], "notes": []}
+    block = DetectionVerification(
+        kind="detection", samples=len(x), sources=freeze(sources), conf=VERIFY_CONF, match_iou=MATCH_IOU,
+        float_detections=n_float, int8_detections=n_int8, matched=matched, min_agreement=min_agreement,
+        mean_abs_diff=float(np.mean(diffs)) if diffs else 0.0, class_order=None,
+        layout=LayoutSummary.from_dict(layout.to_dict()), failures=(), warnings=(), kept=None, kept_interval=None,
+        agreement_verdict=Decision.UNCERTAIN, passed=True)
     if n_float == 0:
-        v.update(kept=None, kept_interval=None, agreement_verdict="uncertain", passed=True)
-        v["warnings"].append(f"the float model detects nothing at conf {VERIFY_CONF:g} on {len(x)} samples: the int8 "
-                             "model's detections could not be compared (calibrate and verify on images with objects)")
-        return v
+        return dataclasses.replace(block, warnings=(
+            f"the float model detects nothing at conf {VERIFY_CONF:g} on {len(x)} samples: the int8 model's "
+            "detections could not be compared (calibrate and verify on images with objects)",))
+    return _judge_kept(block, counts, len(x))
+
+
+def _judge_kept(block: DetectionVerification, counts: np.ndarray, images: int) -> DetectionVerification:
+    """The share of the float model's detections int8 keeps, with a bootstrap interval over images, decided
+    against ``--min-agreement``."""
+    n_float, n_int8, matched, min_agreement = block.float_detections, block.int8_detections, block.matched, \
+        block.min_agreement
     kept = matched / n_float
     rng = np.random.RandomState(SEED)
     shares = []
@@ -167,24 +178,25 @@ def verify_detector(predict: Callable[[np.ndarray], Any], model_bytes: bytes, la
         if f:
             shares.append(pick[:, 2].sum() / f)
     interval = (float(np.percentile(shares, 2.5)), float(np.percentile(shares, 97.5)))
-    decision = metrics.at_least(kept, interval, min_agreement, len(x))
-    v.update(kept=kept, kept_interval=list(interval), agreement_verdict=decision.verdict,
-             extra_int8=(n_int8 - matched) / max(n_int8, 1), passed=decision.verdict != "failed")
-    span = f"95% interval {interval[0]:.1%} to {interval[1]:.1%}, bootstrap over {len(x)} images"
+    decision = metrics.at_least(kept, interval, min_agreement, images)
+    failures, warnings, notes = [], [], []
+    span = f"95% interval {interval[0]:.1%} to {interval[1]:.1%}, bootstrap over {images} images"
     if decision.verdict == "failed":
-        v["failures"].append(f"the int8 model keeps {kept:.1%} of the float model's {n_float} detections (same "
-                             f"class, IoU >= {MATCH_IOU:g}; {span}), below --min-agreement {min_agreement:g}")
+        failures.append(f"the int8 model keeps {kept:.1%} of the float model's {n_float} detections (same "
+                        f"class, IoU >= {MATCH_IOU:g}; {span}), below --min-agreement {min_agreement:g}")
     elif decision.verdict == "uncertain":  # a warning only when the estimate itself is short (issue 24), else a note
-        v["warnings" if kept < min_agreement else "notes"].append(
+        (warnings if kept < min_agreement else notes).append(
             f"cannot tell yet whether the int8 model keeps --min-agreement {min_agreement:g} of the float model's "
             f"detections: {kept:.1%} ({span}); more samples would settle it")
-    return v
+    return dataclasses.replace(block, kept=kept, kept_interval=interval, agreement_verdict=Decision(decision.verdict),
+                               extra_int8=(n_int8 - matched) / max(n_int8, 1), passed=decision.verdict != "failed",
+                               failures=tuple(failures), warnings=tuple(warnings), notes=tuple(notes))
 
 
 # ------------------------------------------------------------------------------------ labelled: the mAP50 gate
 def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout: DetectionLayout, spec: Any,
                data: str, max_drop_points: float, labels: list[str] | None = None,
-               resamples: int = 500, seed: int = SEED) -> dict[str, Any]:
+               resamples: int = 500, seed: int = SEED) -> Map50Gate:
     """``--eval`` detection data (COCO JSON or YOLO folder): mAP50 of the float and the int8 model on its images,
     both scored by pycocotools under COCO's protocol (conf 0.001, 100 per image), and the drop with a paired
     bootstrap interval over images, decided against ``max_drop_points`` by :func:`edgekit.metrics.at_most`."""
@@ -217,24 +229,25 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
     (lo, hi), _ = detection_eval.paired_bootstrap(ev_q, ev_f, resamples, seed)   # int8 - float
     drop, interval = f50 - q50, (-hi, -lo)
     decision = metrics.at_most(drop, interval, max_drop_points / 100.0, len(ids))
-    out = {"data": str(data), "images": len(ids), "objects": len(ds.coco["annotations"]),
-           "float_map50": f50, "int8_map50": q50, "drop": drop, "drop_interval": list(interval),
-           "max_drop_points": max_drop_points, "verdict": decision.verdict, "resamples": resamples, "seed": seed,
-           "scorer": "pycocotools COCOeval (bbox), conf 0.001, 100 per image", "notes": [str(n) for n in notes]}
-    return out
+    return Map50Gate(str(data), len(ids), len(ds.coco["annotations"]), f50, q50, drop, interval, max_drop_points,
+                     Decision(decision.verdict), resamples, seed,
+                     "pycocotools COCOeval (bbox), conf 0.001, 100 per image", tuple(str(n) for n in notes))
 
 
-def apply_map50_gate(v: dict[str, Any], gate: dict[str, Any]) -> None:
-    """Fold the mAP50 gate into the verification block: a drop beyond ``--max-accuracy-drop`` for sure fails it."""
-    v["map50"] = gate
-    lo, hi = gate["drop_interval"]
-    span = f"95% interval {100 * lo:+.1f} to {100 * hi:+.1f} points, paired bootstrap over {gate['images']} images"
-    if gate["verdict"] == "failed":
-        v["failures"].append(f"mAP50 drops from {100 * gate['float_map50']:.1f} (float) to "
-                             f"{100 * gate['int8_map50']:.1f} (int8) on --eval ({span}), more than "
-                             f"--max-accuracy-drop {gate['max_drop_points']:g}")
-        v["passed"] = False
-    elif gate["verdict"] == "uncertain":
-        v["warnings" if 100 * gate["drop"] > gate["max_drop_points"] else "notes"].append(
-            f"cannot tell yet whether the mAP50 drop ({100 * gate['drop']:+.1f} points, {span}) is "
-            f"within --max-accuracy-drop {gate['max_drop_points']:g}; more labelled images would settle it")
+def apply_map50_gate(v: DetectionVerification, gate: Map50Gate) -> DetectionVerification:
+    """The verification block with the mAP50 gate folded in: a drop beyond ``--max-accuracy-drop`` for sure
+    fails it; an uncertain one is a warning (the estimate beyond the limit) or a note."""
+    lo, hi = gate.drop_interval
+    span = f"95% interval {100 * lo:+.1f} to {100 * hi:+.1f} points, paired bootstrap over {gate.images} images"
+    v = dataclasses.replace(v, map50=gate)
+    if gate.verdict == "failed":
+        return dataclasses.replace(v, passed=False, failures=v.failures + (
+            f"mAP50 drops from {100 * gate.float_map50:.1f} (float) to {100 * gate.int8_map50:.1f} (int8) on "
+            f"--eval ({span}), more than --max-accuracy-drop {gate.max_drop_points:g}",))
+    if gate.verdict == "uncertain":
+        line = (f"cannot tell yet whether the mAP50 drop ({100 * gate.drop:+.1f} points, {span}) is "
+                f"within --max-accuracy-drop {gate.max_drop_points:g}; more labelled images would settle it")
+        if 100 * gate.drop > gate.max_drop_points:
+            return dataclasses.replace(v, warnings=v.warnings + (line,))
+        return dataclasses.replace(v, notes=v.notes + (line,))
+    return v

@@ -32,14 +32,17 @@ import hashlib
 import json
 import re
 from collections import Counter
+from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping, Optional, Tuple, Union
 
 from edgekit import tflite_model
 from edgekit.compiler_locator import default_min_runtime, version_major
 from edgekit.converters.compatibility import COMPILER_DEFAULT_MIN_RUNTIME, check_model
 from edgekit.converters.edgetpu_compiler import compiled_split, parse_compiler_output
 from edgekit.errors import EdgekitError
+from edgekit.records import Record, freeze
+from edgekit.edgetpu_package import PackageSummary
 from edgekit.tflite_model import EDGETPU_CUSTOM_OP, ModelInfo
 
 LEDGER_COLUMNS = ("repo", "commit", "model_path", "compiled_path", "log", "compiler_version", "license", "kind")
@@ -63,20 +66,44 @@ def ledger_part(repo: str) -> str:
 
 
 # ------------------------------------------------------------------------------------ placements
-def placement(cpu: ModelInfo, compiled: ModelInfo, log_text: str | None = None) -> dict[str, Any]:
+@dataclass(frozen=True)
+class CompilerPlacement(Record):
+    """What the real compiler did with a CPU model: read from the compiled model (and its log, when there is one).
+
+    The ledger keeps it as JSON beside each weightless pair (with the ledger row's columns and the sha256)."""
+
+    edgetpu_subgraphs: int                         # edgetpu-custom-ops in the compiled model
+    cpu_ops: Mapping[str, int]                     # op type -> count left on the CPU
+    cpu_op_indices: Optional[Tuple[int, ...]]      # which ops, by index (None: the names do not tell)
+    edgetpu_ops: Mapping[str, int]                 # op type -> count mapped
+    compiler_version: Optional[str]
+    log_ops: Tuple[Tuple[Union[str, int], ...], ...]   # the log's table rows: (operator, count, status)
+    log_memory: Mapping[str, int]                  # on_chip_used_bytes, off_chip_used_bytes (from the log)
+    edgetpu: Tuple[PackageSummary, ...]            # each Edge TPU package's summary
+
+    @classmethod
+    def of_ledger(cls, document: Mapping[str, Any]) -> "CompilerPlacement":
+        """From a ledger pair's JSON, which also holds the ledger row's columns and the model's sha256."""
+        names = {f.name for f in fields(cls)}
+        return cls.from_dict({k: v for k, v in document.items() if k in names})
+
+
+def placement(cpu: ModelInfo, compiled: ModelInfo, log_text: str | None = None) -> CompilerPlacement:
     """What the compiler did with ``cpu``: read from the compiled model (and its log, when given)."""
     split = compiled_split(cpu, compiled)
     log = parse_compiler_output(log_text) if log_text else None
     versions = [p.compiler_version for p in compiled.edgetpu_packages if p.compiler_version]
-    return {"edgetpu_subgraphs": sum(1 for op in compiled.ops if op.custom_code == EDGETPU_CUSTOM_OP),
-            "cpu_ops": dict(sorted((+split["cpu"]).items())),
-            "cpu_op_indices": cpu_op_indices(cpu, compiled),
-            "edgetpu_ops": dict(sorted((+split["edgetpu"]).items())),
-            "compiler_version": (log.compiler_version if log else None) or (versions[0] if versions else None),
-            "log_ops": [[r.operator, r.count, r.status] for r in log.ops] if log else [],
-            "log_memory": ({k: getattr(log.main, k) for k in ("on_chip_used_bytes", "off_chip_used_bytes")}
-                           if log else {}),
-            "edgetpu": [p.summary().to_dict() for p in compiled.edgetpu_packages]}
+    indices = cpu_op_indices(cpu, compiled)
+    return CompilerPlacement(
+        edgetpu_subgraphs=sum(1 for op in compiled.ops if op.custom_code == EDGETPU_CUSTOM_OP),
+        cpu_ops=freeze(dict(sorted((+split["cpu"]).items()))),
+        cpu_op_indices=tuple(indices) if indices is not None else None,
+        edgetpu_ops=freeze(dict(sorted((+split["edgetpu"]).items()))),
+        compiler_version=(log.compiler_version if log else None) or (versions[0] if versions else None),
+        log_ops=tuple((r.operator, r.count, r.status) for r in log.ops) if log else (),
+        log_memory=freeze({k: getattr(log.main, k) for k in ("on_chip_used_bytes", "off_chip_used_bytes")}
+                          if log else {}),
+        edgetpu=tuple(p.summary() for p in compiled.edgetpu_packages))
 
 
 def cpu_op_indices(cpu: ModelInfo, compiled: ModelInfo) -> list[int] | None:
@@ -120,13 +147,13 @@ def pair_problem(cpu: ModelInfo, compiled: ModelInfo) -> str | None:
 
 
 # ------------------------------------------------------------------------------------ scoring
-def score(name: str, cpu: ModelInfo, actual: dict[str, Any], infer_flags: bool = True) -> dict:
+def score(name: str, cpu: ModelInfo, actual: CompilerPlacement, infer_flags: bool = True) -> dict:
     """Check's prediction for ``cpu`` against the compiler's placement ``actual``."""
-    subgraphs = actual["edgetpu_subgraphs"]
+    subgraphs = actual.edgetpu_subgraphs
     multiple = infer_flags and subgraphs > 1
-    major = version_major(actual.get("compiler_version")) if infer_flags else None
+    major = version_major(actual.compiler_version) if infer_flags else None
     runtime = compiler_default_runtime(actual) if infer_flags else COMPILER_DEFAULT_MIN_RUNTIME
-    actual_cpu = Counter(actual["cpu_ops"])
+    actual_cpu = Counter(actual.cpu_ops)
     actual_verdict = "none" if not subgraphs else ("full" if not +actual_cpu else "partial")
     uncertain = 0
     try:
@@ -139,7 +166,7 @@ def score(name: str, cpu: ModelInfo, actual: dict[str, Any], infer_flags: bool =
         predicted_ops = None
     types = set(predicted) | set(actual_cpu)
     wrong = sum(abs(predicted[t] - actual_cpu[t]) for t in types)
-    actual_ops = actual.get("cpu_op_indices")
+    actual_ops = actual.cpu_op_indices
     if actual_ops is not None and predicted_ops is not None:  # op by op, where the pair says which op ran where
         wrong = len(set(predicted_ops) ^ set(actual_ops))
     n = len(cpu.ops)
@@ -221,13 +248,13 @@ def read_ledger(folder: Path) -> list[dict[str, str]]:
         return list(csv.DictReader(f, delimiter="\t"))
 
 
-def ledger_pairs(folder: Path) -> list[tuple[dict[str, str], ModelInfo, dict[str, Any]]]:
+def ledger_pairs(folder: Path) -> list[tuple[dict[str, str], ModelInfo, CompilerPlacement]]:
     """(ledger row, weightless CPU model, placement) for every row of ``folder/SOURCES.tsv``."""
     out = []
     for row in read_ledger(folder):
         gz, placement_json = pair_files(folder, row)
         cpu = tflite_model.ModelInfo.from_bytes(gzip.decompress(gz.read_bytes()), f"{row['repo']}/{row['model_path']}")
-        out.append((row, cpu, json.loads(placement_json.read_text())))
+        out.append((row, cpu, CompilerPlacement.of_ledger(json.loads(placement_json.read_text()))))
     return out
 
 
@@ -280,7 +307,7 @@ def format_rows(rows: list[dict]) -> str:
 
 
 # ------------------------------------------------------------------------------------ rule audit
-def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[str, dict[str, list[str]]]:
+def rule_evidence(pairs: list[tuple[str, ModelInfo, CompilerPlacement]]) -> dict[str, dict[str, list[str]]]:
     """What the pairs say of each rule: ``{rule: {"contradicts": [...], "agrees": [...]}}`` (pair names).
 
     A rule is a constraint (``OP.id``; ``COMMON.id`` for the ones every op meets) or
@@ -305,7 +332,7 @@ def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[st
             rule = RULES.get(op.name)
             if rule is None:
                 continue
-            if actual["edgetpu_ops"].get(op.name):
+            if actual.edgetpu_ops.get(op.name):
                 note(f"{op.name}.mapped", "agrees", name)
             c = OpContext(cpu, g, op, [g.tensor(i) for i in op.inputs], [g.tensor(i) for i in op.outputs],
                           compiler_default_runtime(actual), rule)
@@ -318,13 +345,13 @@ def rule_evidence(pairs: list[tuple[str, ModelInfo, dict[str, Any]]]) -> dict[st
                     continue
                 if fired:
                     where = "COMMON" if k in COMMON else op.name
-                    left = actual.get("cpu_op_indices")
-                    on_cpu = op.index in left if left is not None else bool(actual["cpu_ops"].get(op.name))
+                    left = actual.cpu_op_indices
+                    on_cpu = op.index in left if left is not None else bool(actual.cpu_ops.get(op.name))
                     note(f"{where}.{k.id}", "agrees" if on_cpu else "contradicts", name)
                     break
     return out
 
 
-def compiler_default_runtime(actual: dict[str, Any]) -> int:
+def compiler_default_runtime(actual: CompilerPlacement) -> int:
     """The runtime the pair's compiler targets by default (compiler 16's where the version is unknown)."""
-    return default_min_runtime(actual.get("compiler_version")) or COMPILER_DEFAULT_MIN_RUNTIME
+    return default_min_runtime(actual.compiler_version) or COMPILER_DEFAULT_MIN_RUNTIME

@@ -28,6 +28,7 @@ import numpy as np
 
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, MissingDependencyError, UsageError, first_line, regular_file
+from edgekit.results.quantize import ModelOutput
 
 KERAS_SUFFIXES = (".keras", ".h5", ".hdf5")
 _SCALING_LAYERS = ("Rescaling", "Normalization")
@@ -46,7 +47,7 @@ class LoadedModel:
     raw_pixel_input: bool | None = None           # a Rescaling/Normalization layer at the input (None: unknown)
     owner: Any = None                             # the Keras model or loaded SavedModel that ``call`` uses
     fixed_batch: int | None = None                # a SavedModel signature with a static batch size
-    output: dict[str, Any] | None = None          # the output chosen of several: {"name", "index", "of": [names]}
+    output: ModelOutput | None = None             # the output chosen of several: its name, index, and all names
     notes: list[str] = field(default_factory=list)  # what loading changed (e.g. float16 weights made float32)
 
     def concrete_function(self, height: int, width: int) -> Any:
@@ -149,7 +150,7 @@ def _sniff(p: Path, verbose: bool = False) -> str:
                          "save the model again with model.save('model.h5'), or copy it again") from None
 
 
-def _custom_objects(module_path: str, verbose: bool) -> dict[str, Any]:
+def _custom_objects(module_path: str, verbose: bool) -> dict[str, Callable[..., Any]]:
     """Classes and functions a user module defines (or its CUSTOM_OBJECTS dict), for deserialization."""
     import_tensorflow(verbose)  # quietly, before the module's own `import keras` would, noisily
     module = _import_user_module(module_path, "--custom-objects")
@@ -252,7 +253,7 @@ def _load_weights(model: Any, p: Path, verbose: bool) -> None:
                              "--arch must build exactly the architecture the weights were saved from") from None
 
 
-def _load_full(p: Path, custom: dict[str, Any], trust_model: bool, verbose: bool) -> Any:
+def _load_full(p: Path, custom: dict[str, Callable[..., Any]], trust_model: bool, verbose: bool) -> Any:
     import_tensorflow(verbose)
     import keras
 
@@ -389,8 +390,8 @@ def _from_keras(p: Path, fmt: str, model: Any, output: str | None = None, notes:
         return _pick(model(x, training=False), index, names, p)
 
     shape = inputs[0].shape
-    chosen = None if index is None else {"name": names[index] if names else str(index), "index": index,
-                                         "of": names}
+    chosen = None if index is None else ModelOutput(names[index] if names else str(index), index,
+                                                    tuple(names) if names is not None else None)
     return LoadedModel(p, fmt, _input_shape(shape, p), _drop_channel_axis(shape, call), _has_scaling_layer(model),
                        model, output=chosen, notes=list(notes or []))
 
@@ -533,7 +534,8 @@ def half_precision(model: Any) -> str | None:
     return None
 
 
-def as_float32(model: Any, custom: dict[str, Any], trust_model: bool, verbose: bool) -> tuple[Any, list[str]]:
+def as_float32(model: Any, custom: dict[str, Callable[..., Any]], trust_model: bool,
+               verbose: bool) -> tuple[Any, list[str]]:
     """A float16 / mixed-precision model rebuilt in float32 with its weights cast (the int8 converter's input).
 
     TensorFlow's int8 converter fails on float16 compute (an MLIR dump, not a reason): the model is cloned
@@ -601,6 +603,6 @@ def _load_saved_model(p: Path, verbose: bool, trust_model: bool = False,
         raise ConversionError(f"{p}: the serving signature takes a fixed batch of {batch}; the Edge TPU needs 1",
                               "export it again with a batch of 1 or None, e.g. model.export(dir)")
     # owner=obj keeps the SavedModel's variables alive while its functions are used
-    chosen = None if index is None else {"name": key, "index": index, "of": names}
+    chosen = None if index is None else ModelOutput(key, index, tuple(names) if names is not None else None)
     return LoadedModel(p, "savedmodel", _input_shape(spec.shape, p), _drop_channel_axis(spec.shape, call), None,
                        owner=obj, fixed_batch=batch, output=chosen)

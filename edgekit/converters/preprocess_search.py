@@ -30,6 +30,7 @@ import numpy as np
 from edgekit import metrics
 from edgekit.errors import UsageError, VerificationError
 from edgekit.preprocess import PreprocessSpec, normalize_rgb
+from edgekit.results.quantize import ConventionComparison, ConventionTrial, PreprocessSearch
 
 IMAGENET_MEAN_RGB = (0.485, 0.456, 0.406)   # keras.applications.imagenet_utils, mode 'torch' (on 0..1)
 IMAGENET_STD_RGB = (0.229, 0.224, 0.225)
@@ -127,17 +128,10 @@ class Comparison:
         return cls(a.name, b.name, float(two.difference or 0.0), (float(lo), float(hi)), float(one.interval[1]),
                    two.only_a, two.only_b, float(p_value), differ)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"convention": self.name, "against": self.against, "difference": self.difference,
-                "interval": list(self.interval), "upper_one_sided": self.upper_one_sided,
-                "only_convention": self.only_name, "only_against": self.only_against, "p_value": self.p_value,
-                "disagreement": self.disagreement}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "Comparison":
-        return cls(d["convention"], d["against"], float(d["difference"]), (float(d["interval"][0]),
-                   float(d["interval"][1])), float(d["upper_one_sided"]), int(d["only_convention"]),
-                   int(d["only_against"]), float(d["p_value"]), float(d["disagreement"]))
+    def record(self) -> ConventionComparison:
+        """The comparison as quantize's ``preprocess.search.comparisons`` rows record it."""
+        return ConventionComparison(self.name, self.against, self.difference, self.interval, self.upper_one_sided,
+                                    self.only_name, self.only_against, self.p_value, self.disagreement)
 
 
 @dataclass
@@ -162,14 +156,13 @@ class SearchResult:
     def samples(self) -> int:
         return len(self.best.correct)
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"samples": self.samples, "classes": self.classes, "chance": 1.0 / self.classes,
-                "verdict": self.verdict.value, "chosen": self.chosen, "tied": self.tied,
-                "preferred_by": self.preferred_by, "choice_margin": CHOICE_MARGIN,
-                "comparisons": [c.to_dict() for c in self.comparisons],
-                "table": [{"convention": t.name, "channels": t.spec.channels, "mean": list(t.spec.mean),
-                           "std": list(t.spec.std), "accuracy": t.accuracy, "flags": flags_for(t.spec)}
-                          for t in self.trials]}
+    def record(self) -> PreprocessSearch:
+        """The search as quantize's ``preprocess.search`` (and the model's record) keep it."""
+        return PreprocessSearch(
+            self.samples, self.classes, 1.0 / self.classes, self.verdict.value, self.chosen, tuple(self.tied),
+            self.preferred_by, CHOICE_MARGIN, tuple(c.record() for c in self.comparisons),
+            tuple(ConventionTrial(t.name, t.spec.channels, tuple(t.spec.mean), tuple(t.spec.std), t.accuracy,
+                                  flags_for(t.spec)) for t in self.trials))
 
     def table(self) -> str:
         """The accuracy of each convention, one line each, best first (the lines quantize prints)."""

@@ -16,7 +16,8 @@ else the class folder names), versions and numbers are recorded inside the model
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+import dataclasses
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,12 @@ from edgekit.converters.converter import SettingMissing, apply_settings, make_co
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
 from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
-from edgekit.preprocess import PreprocessSpec, with_mean_std
+from edgekit.preprocess import SPEC_VERSION, PreprocessSpec, with_mean_std
+from edgekit.records import freeze
 from edgekit.report import SILENT, Reporter
+from edgekit.results.quantize import (Chance, Decision, DetectionVerification, GateChecks, Misorder, ModelIO, OpCount,
+                                      Preprocess, SourceModel, TensorIO, Verification)
+from edgekit.results.quantize import QuantizeResult as QuantizeDocument
 from edgekit.preprocess import quantize as quantize_tensor
 
 DEFAULT_MIN_AGREEMENT = 0.9
@@ -40,7 +45,7 @@ CREATED_BY = "edgekit quantize"   # marks the records this command writes: recor
 IO_TYPES = ("uint8", "int8")
 # Converter settings tried in order when the output fails a check. The old (TOCO) converter would
 # be the classic remedy, but it is gone in TF 2.21 (experimental_new_converter=False raises).
-REMEDIES: list[tuple[str, dict[str, Any]]] = [
+REMEDIES: list[tuple[str, dict[str, bool]]] = [
     ("per-tensor Dense weights", {}),
     ("per-tensor weights for every layer", {"_experimental_disable_per_channel": True}),
     ("the legacy calibration quantizer", {"experimental_new_quantizer": False}),
@@ -83,7 +88,7 @@ class QuantizeOptions:
 class QuantizeResult:
     output: Path
     record_path: Path | None  # None: the input's own record sits where the sidecar would (the record is inside)
-    summary: dict[str, Any]   # what the CLI prints (--json schema in the README), warnings included
+    summary: QuantizeDocument  # what the CLI prints (``--json`` is its to_dict()), warnings included
 
 
 class AgreementError(VerificationError):
@@ -161,7 +166,7 @@ def read_labels(path: str) -> list[str]:
 
 # ------------------------------------------------------------------------------------------ conversion
 def convert(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str = "uint8",
-            settings: dict[str, Any] | None = None, report: Reporter = SILENT, verbose: bool = False) -> bytes:
+            settings: dict[str, bool] | None = None, report: Reporter = SILENT, verbose: bool = False) -> bytes:
     """Full-integer conversion with a static batch-1 input; raises ConversionError with TF's reason."""
     import_tensorflow(verbose)
     ours: list[BaseException] = []  # an error in edgekit's own calibration feed is a bug, not TF's refusal
@@ -281,8 +286,32 @@ def _settle_hint(decision: metrics.Decision) -> str:
             f"({decision.settle_at - decision.samples:,} more: --samples, --eval)")
 
 
+@dataclass
+class _Findings:
+    """What a verification found, sorted by weight: refusals, warnings (the estimate is beyond a limit), notes."""
+
+    failures: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class _Accuracy:
+    """Top-1 of float and int8 on the labels, the paired drop, and the float model's own sanity checks."""
+
+    float_top1: float
+    int8_top1: float
+    drop: float
+    drop_interval: tuple[float, float]
+    flips: dict[str, int]
+    mcnemar_p: float
+    verdict: str
+    chance: metrics.ChanceTest
+    class_order: list[dict[str, int]]
+
+
 def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray | None,
-           opts: QuantizeOptions, sources: dict[str, int], names: list[str] | None = None) -> dict[str, Any]:
+           opts: QuantizeOptions, sources: dict[str, int], names: list[str] | None = None) -> Verification:
     """The verification block: int8 against float on paired samples, decided on intervals, not point values.
 
     Refuses (``failures``) only what the data shows beyond doubt at 95%: agreement whose whole interval
@@ -292,62 +321,71 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
     interval and the sample size that would settle it: in ``warnings`` when the estimate itself is beyond
     the threshold, else in ``notes`` (the data then points the right way, it only cannot be sure yet).
     """
-    n, classes = len(float_scores), float_scores.shape[1]
-    v: dict[str, Any] = {**metrics.agreement(float_scores, int8_scores).to_dict(), "min_agreement": opts.min_agreement,
-                         "sources": sources, "held_back": bool(sources.get("held_back")),
-                         "labelled": labels is not None, "confidence": metrics.CONFIDENCE, "float_top1": None,
-                         "int8_top1": None, "accuracy_drop": None, "accuracy_drop_interval": None,
-                         "max_accuracy_drop": opts.max_accuracy_drop, "flips": None, "mcnemar_p": None,
-                         "float_near_chance": None, "chance": None, "class_order": None}
-    failures: list[str] = []
-    warnings: list[str] = []
-    notes: list[str] = []
-    agree = metrics.at_least(v["top1_agreement"], tuple(v["agreement_interval"]), opts.min_agreement, n)
-    v["agreement_verdict"] = agree.verdict
-    span = f"95% interval {v['agreement_interval'][0]:.1%} to {v['agreement_interval'][1]:.1%}"
+    found = _Findings()
+    agreed = metrics.agreement(float_scores, int8_scores)
+    agreement_verdict = _judge_agreement(agreed.samples, agreed.top1_agreement,
+                                         tuple(agreed.agreement_interval), opts, found)
+    acc = _judge_accuracy(float_scores, int8_scores, labels, opts, names, found) if labels is not None else None
+    return Verification(
+        agreed.samples, agreed.top1_agreement, tuple(agreed.agreement_interval), agreed.mean_abs_diff,
+        agreed.max_abs_diff, opts.min_agreement, freeze(sources), bool(sources.get("held_back")), labels is not None,
+        metrics.CONFIDENCE, acc.float_top1 if acc else None, acc.int8_top1 if acc else None,
+        acc.drop if acc else None, acc.drop_interval if acc else None, opts.max_accuracy_drop,
+        freeze(acc.flips) if acc else None, acc.mcnemar_p if acc else None, acc.chance.near_chance if acc else None,
+        acc.chance.result() if acc else None,
+        tuple(Misorder.from_dict(m) for m in acc.class_order) if acc else None,
+        Decision(agreement_verdict), Decision(acc.verdict) if acc else None, not found.failures,
+        tuple(found.failures), tuple(found.warnings), tuple(found.notes))
+
+
+def _judge_agreement(n: int, top1: float, interval: tuple[float, float], opts: QuantizeOptions,
+                     found: _Findings) -> str:
+    """Top-1 agreement against ``--min-agreement`` on its interval: the verdict, and what to say about it."""
+    agree = metrics.at_least(top1, interval, opts.min_agreement, n)
+    span = f"95% interval {interval[0]:.1%} to {interval[1]:.1%}"
     if agree.verdict == "failed":
-        failures.append(f"int8 model agrees with the float model on {v['top1_agreement']:.1%} (top-1; {span}), "
-                        f"below --min-agreement {opts.min_agreement:g}")
+        found.failures.append(f"int8 model agrees with the float model on {top1:.1%} (top-1; {span}), "
+                              f"below --min-agreement {opts.min_agreement:g}")
     elif agree.verdict == "uncertain":  # a warning only when the estimate itself is below the limit
-        (warnings if v["top1_agreement"] < opts.min_agreement else notes).append(
+        (found.warnings if top1 < opts.min_agreement else found.notes).append(
             f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
-            f"{v['top1_agreement']:.1%} ({span}) on {n} samples; " + _settle_hint(agree))
-    if labels is not None:
-        float_ok = float_scores.argmax(1) == labels
-        int8_ok = int8_scores.argmax(1) == labels
-        paired = metrics.paired_difference(float_ok, int8_ok)
-        lo, hi = paired.interval
-        v.update(float_top1=float(np.mean(float_ok)), int8_top1=float(np.mean(int8_ok)),
-                 accuracy_drop=_points(paired.difference), accuracy_drop_interval=[_points(lo), _points(hi)],
-                 flips={"float_only": paired.only_a, "int8_only": paired.only_b},
-                 mcnemar_p=paired.p_value)
-        drop = metrics.at_most(paired.difference, (lo, hi), opts.max_accuracy_drop / 100, n)
-        v["accuracy_verdict"] = drop.verdict
-        numbers = (f"int8 top-1 {v['int8_top1']:.1%} vs float {v['float_top1']:.1%}, {v['accuracy_drop']:+.1f} "
-                   f"points lost (95% interval {v['accuracy_drop_interval'][0]:+.1f} to "
-                   f"{v['accuracy_drop_interval'][1]:+.1f}; {paired.only_a} sample(s) only float got right, "
-                   f"{paired.only_b} only int8)")
-        if drop.verdict == "failed":
-            failures.append(f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
-                            f"(McNemar p={paired.p_value:.2g})")
-        elif drop.verdict == "uncertain":  # a warning only when the estimate itself is beyond the limit
-            (warnings if v["accuracy_drop"] > opts.max_accuracy_drop else notes).append(
-                f"cannot tell yet whether int8 loses more than --max-accuracy-drop {opts.max_accuracy_drop:g} "
-                f"points: {numbers} on {n} labelled samples; " + _settle_hint(drop))
-        chance = metrics.ChanceTest(int(float_ok.sum()), n, classes)
-        v["chance"] = chance.result().to_dict()
-        v["float_near_chance"] = chance.near_chance
-        v["class_order"] = metrics.misordered_classes(float_scores.argmax(1), labels, classes)
-        if v["class_order"]:
-            failures.append(preprocess_search.describe_misorder(v["class_order"], names))
-        elif chance.near_chance:
-            failures.append(f"the float model itself is no better than chance ({v['float_top1']:.1%} top-1 on {n} "
-                            f"labelled samples, {classes} classes: chance {chance.chance:.1%}, p={chance.p_value:.2g})")
-    v["passed"] = not failures
-    v["failures"] = failures
-    v["warnings"] = warnings
-    v["notes"] = notes
-    return v
+            f"{top1:.1%} ({span}) on {n} samples; " + _settle_hint(agree))
+    return agree.verdict
+
+
+def _judge_accuracy(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray, opts: QuantizeOptions,
+                    names: list[str] | None, found: _Findings) -> _Accuracy:
+    """Accuracy on the labels: the paired drop against ``--max-accuracy-drop``, then the float model itself
+    (classes it reads in another order, or no better than chance)."""
+    n, classes = len(float_scores), float_scores.shape[1]
+    float_ok = float_scores.argmax(1) == labels
+    int8_ok = int8_scores.argmax(1) == labels
+    paired = metrics.paired_difference(float_ok, int8_ok)
+    lo, hi = paired.interval
+    acc = _Accuracy(float(np.mean(float_ok)), float(np.mean(int8_ok)), _points(paired.difference),
+                    (_points(lo), _points(hi)), {"float_only": paired.only_a, "int8_only": paired.only_b},
+                    paired.p_value, "", metrics.ChanceTest(int(float_ok.sum()), n, classes),
+                    metrics.misordered_classes(float_scores.argmax(1), labels, classes))
+    drop = metrics.at_most(paired.difference, (lo, hi), opts.max_accuracy_drop / 100, n)
+    acc.verdict = drop.verdict
+    numbers = (f"int8 top-1 {acc.int8_top1:.1%} vs float {acc.float_top1:.1%}, {acc.drop:+.1f} points lost (95% "
+               f"interval {acc.drop_interval[0]:+.1f} to {acc.drop_interval[1]:+.1f}; {paired.only_a} sample(s) "
+               f"only float got right, {paired.only_b} only int8)")
+    if drop.verdict == "failed":
+        found.failures.append(f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
+                              f"(McNemar p={paired.p_value:.2g})")
+    elif drop.verdict == "uncertain":  # a warning only when the estimate itself is beyond the limit
+        (found.warnings if acc.drop > opts.max_accuracy_drop else found.notes).append(
+            f"cannot tell yet whether int8 loses more than --max-accuracy-drop {opts.max_accuracy_drop:g} "
+            f"points: {numbers} on {n} labelled samples; " + _settle_hint(drop))
+    chance = acc.chance
+    if acc.class_order:
+        found.failures.append(preprocess_search.describe_misorder(acc.class_order, names))
+    elif chance.near_chance:
+        found.failures.append(f"the float model itself is no better than chance ({acc.float_top1:.1%} top-1 on {n} "
+                              f"labelled samples, {classes} classes: chance {chance.chance:.1%}, "
+                              f"p={chance.p_value:.2g})")
+    return acc
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -466,10 +504,9 @@ def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] 
     return None
 
 
-def _io_summary(t: tflite_model.TensorInfo) -> dict[str, Any]:
+def _io_summary(t: tflite_model.TensorInfo) -> TensorIO:
     q = t.quantization
-    return {"dtype": t.dtype, "shape": list(t.shape), "scale": q.scale if q else None,
-            "zero_point": q.zero_point if q else None}
+    return TensorIO(t.dtype, tuple(t.shape), q.scale if q else None, q.zero_point if q else None)
 
 
 def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationData, spec: PreprocessSpec,
@@ -511,8 +548,64 @@ def _bars(opts: QuantizeOptions) -> Reporter:
     return opts.report if opts.show_progress else SILENT
 
 
-def quantize(opts: QuantizeOptions) -> QuantizeResult:
-    """Run the whole ``edgekit quantize`` flow (see the module docstring). Raises EdgekitError subclasses."""
+@dataclass
+class _Run:
+    """What one ``quantize`` run has settled so far, carried from stage to stage, and what it has told the user."""
+
+    opts: QuantizeOptions
+    output: Path
+    labels: list[str] | None = None
+    record: model_record.ModelRecord | None = None
+    record_file: Path | None = None
+    sidecar: Path | None = None           # None: the sidecar's name is the Keras model's own record
+    calib_source: str = ""
+    detection_eval_data: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)   # a choice made for the user, an interval not yet settled
+
+    def warn(self, messages: list[str]) -> None:
+        for m in messages:
+            self.warnings.append(m)
+            self.opts.report.warn(m)
+
+    def note(self, messages: list[str]) -> None:
+        for m in messages:
+            self.notes.append(m)
+            self.opts.report.note(m)
+
+
+@dataclass
+class _Prepared:
+    """The loaded model and the data read through the settled preprocessing."""
+
+    loaded: keras_io.LoadedModel
+    spec: PreprocessSpec
+    origin: str
+    data: calibration.CalibrationData
+    eval_data: calibration.CalibrationData | None
+    search: preprocess_search.SearchResult | None
+    labelled: bool
+
+
+@dataclass
+class _Converted:
+    """The converter's int8 model, checked, and what it is (a detector's layout, None for a classifier)."""
+
+    model: bytes
+    remedy: str
+    tried: list[str]
+    layout: Any   # detector_verify's DetectionLayout, or None
+
+
+@dataclass
+class _Verified:
+    verification: Verification | DetectionVerification | None
+    checked: VerificationSet | None
+    int8_scores: np.ndarray | None
+
+
+def _check_options(opts: QuantizeOptions) -> Path:
+    """Stage 1: refuse bad options and outputs before any slow work; the output path."""
     if opts.io not in IO_TYPES:
         raise UsageError(f"--io {opts.io!r} is not one of {', '.join(IO_TYPES)}", "use --io uint8 or --io int8")
     if not 0.0 <= opts.min_agreement <= 1.0:
@@ -533,7 +626,13 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
                          "choose an output path like -o model_int8.tflite")
     require_output_folder(output, opts.report)  # before the slow work, like every check below up to keras_io.load
     refuse_folders([output, model_record.sidecar_path(output)])
-    labels = read_labels(opts.labels) if opts.labels else None
+    return output
+
+
+def _find_record(run: _Run) -> None:
+    """Stage 2: the labels file, the record beside the Keras model, and where the output's record goes."""
+    opts, output = run.opts, run.output
+    run.labels = read_labels(opts.labels) if opts.labels else None
     try:
         found = recorded_beside(opts.model)
         unreadable_record = None
@@ -542,17 +641,23 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
             raise
         found, unreadable_record = None, f"ignoring the record beside the model: {exc}"
         opts.report.warn(unreadable_record)  # said now: loading the model takes a while
-    record, record_file = found if found else (None, None)
+    run.record, run.record_file = found if found else (None, None)
     # `quantize m.keras -o m.tflite`: the sidecar m.edgekit.json would be the Keras model's own record (its
     # training record, an input). The output's record goes inside the model only; that one stays as it is.
-    sidecar: Path | None = model_record.sidecar_path(output)
-    if record_file and sidecar.resolve() == record_file.resolve():
-        opts.report.note(f"{sidecar.name} beside the output is {Path(opts.model).name}'s own record and stays as it "
-                         f"is: the output's record is written inside {output.name} only")
-        sidecar = None
+    run.sidecar = model_record.sidecar_path(output)
+    if run.record_file and run.sidecar.resolve() == run.record_file.resolve():
+        opts.report.note(f"{run.sidecar.name} beside the output is {Path(opts.model).name}'s own record and stays as "
+                         f"it is: the output's record is written inside {output.name} only")
+        run.sidecar = None
     if opts.output is None:
         refuse_replacing_another_source(output, opts.model)
+    if unreadable_record:
+        run.warnings.append(unreadable_record)
 
+
+def _find_data(run: _Run) -> None:
+    """Stage 3: the calibration data (given, else recorded beside the model) and ``--eval``'s, checked to exist."""
+    opts, record, record_file = run.opts, run.record, run.record_file
     calib_source = opts.calib
     if calib_source is None:
         recorded_calib = (record.extra.get("calibration") or {}).get("source") if record else None
@@ -573,7 +678,11 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     if detection_images is not None:
         opts.report.note(f"calibrating on the images of the detection data {calib_source}: {detection_images}")
         calib_source = detection_images
+    run.calib_source = calib_source
 
+
+def _load_source(opts: QuantizeOptions) -> keras_io.LoadedModel:
+    """Stage 4: the Keras model (or SavedModel), with what loading it noted."""
     loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose,
                            opts.output_name)
     for note in loaded.notes:
@@ -585,44 +694,40 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         else:
             opts.report.note("a SavedModel is a program: converting it runs its graph (read first: it has no file or "
                              "system operations)")
+    return loaded
+
+
+def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedModel) -> _Prepared:
+    """Stage 5: the preprocessing spec (flags, record, model, else measured on the labelled data), the
+    calibration and ``--eval`` data read through it, and the labels to record."""
+    opts, record = run.opts, run.record
     spec, spec_origin, spec_warnings = resolve_spec(loaded, opts, record.preprocess if record else None)
-    warnings: list[str] = []
-
-    def warn(messages: list[str]) -> None:
-        for m in messages:
-            warnings.append(m)
-            opts.report.warn(m)
-
-    notes: list[str] = []   # what the user may like to know: a choice made for them, an interval not yet settled
-
-    def note(messages: list[str]) -> None:
-        for m in messages:
-            notes.append(m)
-            opts.report.note(m)
-
-    if unreadable_record:
-        warnings.append(unreadable_record)
-    warn(spec_warnings)
-    if labels is None and record and record.labels:
-        labels = record.labels
-
+    run.warn(spec_warnings)
+    if run.labels is None and record and record.labels:
+        run.labels = record.labels
     holdout = opts.holdout if opts.verify else 0
-    data = calibration.load(calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key, _bars(opts))
-    warn(data.warnings)
-    if labels is not None and data.kind == "images":
-        warn(match_folders_to_labels(data, labels, "--calib"))
+    data = calibration.load(run.calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
+                            _bars(opts))
+    run.warn(data.warnings)
+    if run.labels is not None and data.kind == "images":
+        run.warn(match_folders_to_labels(data, run.labels, "--calib"))
     from edgekit.detection_data import is_detection_data
 
-    detection_eval_data = opts.eval if opts.eval and is_detection_data(opts.eval) else None  # COCO JSON / YOLO
+    run.detection_eval_data = opts.eval if opts.eval and is_detection_data(opts.eval) else None  # COCO JSON / YOLO
     # --eval's labelled samples are read first: the preprocessing search measures on them too
-    eval_data = load_eval(opts, spec, labels or data.class_names) \
-        if opts.verify and opts.eval and not detection_eval_data else None
-    spec, spec_origin, search, labelled, classes = settle_on_data(loaded, data, spec, spec_origin, opts, warn,
-                                                                  labels is not None, eval_data, note)
-    if labels is None and data.class_names and labelled:
-        labels = data.class_names   # class folder names, in Keras's order: what classify should print
+    eval_data = load_eval(opts, spec, run.labels or data.class_names) \
+        if opts.verify and opts.eval and not run.detection_eval_data else None
+    spec, spec_origin, search, labelled, _ = settle_on_data(loaded, data, spec, spec_origin, opts, run.warn,
+                                                            run.labels is not None, eval_data, run.note)
+    if run.labels is None and data.class_names and labelled:
+        run.labels = data.class_names   # class folder names, in Keras's order: what classify should print
+    return _Prepared(loaded, spec, spec_origin, data, eval_data, search, labelled)
 
-    model_bytes, remedy, tried = convert_checked(loaded, data.calib, spec, opts.io, _bars(opts), opts.verbose)
+
+def _convert_stage(run: _Run, p: _Prepared) -> _Converted:
+    """Stage 6: convert and check (with the remedies), and tell a detector from a classifier."""
+    opts = run.opts
+    model_bytes, remedy, tried = convert_checked(p.loaded, p.data.calib, p.spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
     from edgekit.converters import detector_verify
 
@@ -631,113 +736,156 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
         detector_verify.refuse_crushed_scores(layout, info)
         opts.report.note(f"a detector: {layout.describe()} ({'; '.join(layout.source)})")
     n_classes = layout.num_classes if layout is not None else int(np.prod(info.outputs[0].shape))
-    if detection_eval_data and layout is None:
+    if run.detection_eval_data and layout is None:
         raise InputError(f"--eval {opts.eval}: detection data (boxes), but the model is a classifier",
                          "pass class folders or an .npz with x and y")
-    if labels is not None and len(labels) != n_classes:
-        warn([f"{len(labels)} labels for {n_classes} model outputs"])
+    if run.labels is not None and len(run.labels) != n_classes:
+        run.warn([f"{len(run.labels)} labels for {n_classes} model outputs"])
+    return _Converted(model_bytes, remedy, tried, layout)
 
-    verification = None
-    if opts.verify:
-        checked = verification_set(data, labelled, eval_data)
-        if layout is not None:   # detections matched, not top-1 (labelled detection data: evaluate --against)
-            with silenced(opts.verbose):
-                verification = detector_verify.verify_detector(loaded.predict, model_bytes, layout, checked.x,
-                                                               opts.min_agreement, checked.sources)
-                if detection_eval_data:
-                    detector_verify.apply_map50_gate(verification, detector_verify.map50_gate(
-                        loaded.predict, model_bytes, layout, spec, detection_eval_data, opts.max_accuracy_drop,
-                        labels))
-                int8_scores = run_int8(model_bytes, checked.x[:PROBE_SAMPLES])
-        else:
-            with silenced(opts.verbose):
-                float_scores = loaded.predict(checked.x)
-                int8_scores = run_int8(model_bytes, checked.x)
-            verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, labels)
-        warn(verification["warnings"])
-        note(verification.get("notes", []))
 
+def _verify_stage(run: _Run, p: _Prepared, c: _Converted) -> _Verified:
+    """Stage 7: the int8 model against the float one (detections matched for a detector, top-1 otherwise)."""
+    opts = run.opts
+    if not opts.verify:
+        return _Verified(None, None, None)
+    checked = verification_set(p.data, p.labelled, p.eval_data)
+    if c.layout is not None:   # detections matched, not top-1 (labelled detection data: evaluate --against)
+        from edgekit.converters import detector_verify
+
+        with silenced(opts.verbose):
+            verification = detector_verify.verify_detector(p.loaded.predict, c.model, c.layout, checked.x,
+                                                           opts.min_agreement, checked.sources)
+            if run.detection_eval_data:
+                verification = detector_verify.apply_map50_gate(verification, detector_verify.map50_gate(
+                    p.loaded.predict, c.model, c.layout, p.spec, run.detection_eval_data, opts.max_accuracy_drop,
+                    run.labels))
+            int8_scores = run_int8(c.model, checked.x[:PROBE_SAMPLES])
+    else:
+        with silenced(opts.verbose):
+            float_scores = p.loaded.predict(checked.x)
+            int8_scores = run_int8(c.model, checked.x)
+        verification = verify(float_scores, int8_scores, checked.labels, opts, checked.sources, run.labels)
+    run.warn(list(verification.warnings))
+    run.note(list(verification.notes))
+    return _Verified(verification, checked, int8_scores)
+
+
+def _write_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified) -> bytes:
+    """Stage 8: the record put inside the model (its outputs must not change) and beside it, written all or none."""
+    opts = run.opts
     tf = import_tensorflow()
     import keras
 
-    rec = model_record.ModelRecord(spec, labels, {
+    rec = model_record.ModelRecord(p.spec, run.labels, {
         "created_by": f"{CREATED_BY} {__version__}",
-        "source_model": {"name": source_name(opts.model), "format": loaded.format, "output": loaded.output,
-                         "notes": loaded.notes},
+        "source_model": {"name": source_name(opts.model), "format": p.loaded.format,
+                         "output": p.loaded.output.to_dict() if p.loaded.output else None, "notes": p.loaded.notes},
         "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__},
         "io": opts.io,
-        "calibration": data.summary(),
-        "preprocess_origin": spec_origin,
-        "preprocess_search": search.to_dict() if search else None,
-        "verification": verification,
-        **({"detection": {"layout": layout.to_dict(), "letterbox": False}} if layout is not None else {}),
+        "calibration": p.data.summary().to_dict(),
+        "preprocess_origin": p.origin,
+        "preprocess_search": p.search.record().to_dict() if p.search else None,
+        "verification": v.verification.to_dict() if v.verification else None,
+        **({"detection": {"layout": c.layout.to_dict(), "letterbox": False}} if c.layout is not None else {}),
     })
-    final = _with_record(model_bytes, rec)
+    final = _with_record(c.model, rec)
     # What was verified is the converter's output; what is written is that model repacked with the
     # record. The repack must not change a single output: run the verification samples (or a few
     # calibration samples with --no-verify) through the final bytes too.
-    probe = checked.x[:PROBE_SAMPLES] if opts.verify else data.calib[:8]
+    probe = v.checked.x[:PROBE_SAMPLES] if v.checked is not None else p.data.calib[:8]
     with silenced(opts.verbose):
-        before = int8_scores[:PROBE_SAMPLES] if opts.verify else run_int8(model_bytes, probe)
+        before = v.int8_scores[:PROBE_SAMPLES] if v.int8_scores is not None else run_int8(c.model, probe)
         after = run_int8(final, probe)
     if not np.array_equal(before, after):
         raise InternalError("adding the record to the model changed its outputs "
                             f"(on {len(probe)} samples, max |difference| {float(np.abs(after - before).max()):g})",
                             "this is a bug in edgekit (nothing was written); rerun with --debug and report it")
-    record_path = sidecar
-    write_all_atomic({output: final, **({record_path: rec.to_json().encode()} if record_path else {})})  # all or none
+    write_all_atomic({run.output: final, **({run.sidecar: rec.to_json().encode()} if run.sidecar else {})})
+    return final
 
+
+def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: bytes,
+                  ) -> tuple[QuantizeResult, advice.ModelFacts]:
+    """Stage 9: check the written model as ``edgekit check`` would, advise on placement, and describe the run."""
+    opts = run.opts
     out_info = tflite_model.ModelInfo.from_bytes(final)
     check = compatibility.check_model(out_info)
-    facts = advice.keras_facts(loaded.owner).merged(advice.tflite_facts(out_info, check))
+    facts = advice.keras_facts(p.loaded.owner).merged(advice.tflite_facts(out_info, check))
     src = Path(opts.model)
     src_size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file()) if src.is_dir() else src.stat().st_size
-    summary = {
-        "output": str(output),
-        "record": str(record_path) if record_path else None,
-        "source": {"path": str(src), "format": loaded.format, "size_bytes": src_size, "output": loaded.output,
-                   "notes": loaded.notes},
-        "size_bytes": out_info.size_bytes,
-        "preprocess": {**spec.to_dict(), "origin": spec_origin, "description": spec.describe(),
-                       "search": search.to_dict() if search else None},
-        "labels": len(labels) if labels else None,
-        "calibration": {**data.summary(), "notes": data.notes},
-        "io": {"input": _io_summary(out_info.inputs[0]), "output": _io_summary(out_info.outputs[0])},
-        "op_histogram": [row.to_dict() for row in out_info.op_histogram_rows()],
-        "checks": compatibility.gate_checks(check),
-        "edgetpu": CheckSummary.from_check(check).to_dict(),   # check's real verdict, not a fixed "passed"
-        "advice": [a.to_dict() for a in advice.placement_advice(facts, check.verdict)],
-        "remedy": remedy,
-        "remedies_tried": tried,
-        "verification": verification,
-        "warnings": warnings,
-        "notes": notes,
-    }
-    result = QuantizeResult(output, record_path, summary)
-    if verification and not verification["passed"]:
-        summary["advice"] += [a.to_dict() for a in _accuracy_advice(loaded, checked.x, spec, verification, facts,
-                                                                    tried, opts.verbose, opts.report)]
-        raise AgreementError(
-            f"on {checked.describe()}: " + "; ".join(verification["failures"])
-            + f"; mean |score difference| {verification['mean_abs_diff']:.4f}", output,
-            preprocess_search.MISORDER_HINT if verification["class_order"] else
-            "check that --calib holds real images of what the detector finds, preprocessed like training (see "
-            "--scaling), or relax --min-agreement" if layout is not None else
-            "check that --calib holds real training images of the model's classes, preprocessed like training "
-            "(see --scaling), or relax --min-agreement / --max-accuracy-drop"
-            + ("; the advice above names the layers int8 loses most in" if any(
-                a["key"] == "worst_layers" for a in summary["advice"]) else ""), result)
+    spec = p.spec
+    summary = QuantizeDocument(
+        output=str(run.output), record=str(run.sidecar) if run.sidecar else None,
+        source=SourceModel(str(src), p.loaded.format, src_size, p.loaded.output, tuple(p.loaded.notes)),
+        size_bytes=out_info.size_bytes,
+        preprocess=Preprocess(SPEC_VERSION, spec.width, spec.height, spec.channels, spec.resize, tuple(spec.mean),
+                              tuple(spec.std), p.origin, spec.describe(), p.search.record() if p.search else None),
+        labels=len(run.labels) if run.labels else None,
+        calibration=p.data.described(),
+        io=ModelIO(_io_summary(out_info.inputs[0]), _io_summary(out_info.outputs[0])),
+        op_histogram=tuple(out_info.op_histogram_rows()),
+        checks=_gate_checks(check),
+        edgetpu=CheckSummary.from_check(check),   # check's real verdict, not a fixed "passed"
+        advice=tuple(advice.placement_advice(facts, check.verdict)),
+        remedy=c.remedy, remedies_tried=tuple(c.tried), verification=v.verification,
+        warnings=tuple(run.warnings), notes=tuple(run.notes))
+    return QuantizeResult(run.output, run.sidecar, summary), facts
+
+
+def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result: QuantizeResult,
+                   facts: advice.ModelFacts) -> None:
+    """Stage 10: a failed verification, with advice on what int8 lost, raised as :class:`AgreementError`."""
+    verification, opts = v.verification, run.opts
+    if not verification or verification.passed:
+        return
+    more = _accuracy_advice(p.loaded, v.checked.x, p.spec, verification, facts, c.tried, opts.verbose, opts.report)
+    result.summary = dataclasses.replace(result.summary, advice=result.summary.advice + tuple(more))
+    raise AgreementError(
+        f"on {v.checked.describe()}: " + "; ".join(verification.failures)
+        + f"; mean |score difference| {verification.mean_abs_diff:.4f}", run.output,
+        preprocess_search.MISORDER_HINT if verification.class_order else
+        "check that --calib holds real images of what the detector finds, preprocessed like training (see "
+        "--scaling), or relax --min-agreement" if c.layout is not None else
+        "check that --calib holds real training images of the model's classes, preprocessed like training "
+        "(see --scaling), or relax --min-agreement / --max-accuracy-drop"
+        + ("; the advice above names the layers int8 loses most in" if any(
+            a.key == "worst_layers" for a in result.summary.advice) else ""), result)
+
+
+def _gate_checks(check: compatibility.CheckReport) -> GateChecks:
+    """What quantize required of the written model (:func:`compatibility.gate_checks`), typed."""
+    gate = compatibility.gate_checks(check)
+    verdict = gate["edgetpu_verdict"]
+    return GateChecks(gate["full_int8"], gate["static_shapes"], gate["op_versions_within_compiler"],
+                      getattr(verdict, "value", verdict))
+
+
+def quantize(opts: QuantizeOptions) -> QuantizeResult:
+    """Run the whole ``edgekit quantize`` flow (see the module docstring), stage by stage. Raises EdgekitError
+    subclasses (:class:`AgreementError` when the int8 model fails verification: the output is kept)."""
+    run = _Run(opts, _check_options(opts))
+    _find_record(run)
+    _find_data(run)
+    loaded = _load_source(opts)
+    prepared = _decide_preprocessing(run, loaded)
+    converted = _convert_stage(run, prepared)
+    verified = _verify_stage(run, prepared, converted)
+    final = _write_stage(run, prepared, converted, verified)
+    result, facts = _result_stage(run, prepared, converted, verified, final)
+    _refuse_failed(run, prepared, converted, verified, result, facts)
     return result
 
 
-def _accuracy_advice(loaded: keras_io.LoadedModel, x: np.ndarray, spec: PreprocessSpec, verification: dict[str, Any],
+def _accuracy_advice(loaded: keras_io.LoadedModel, x: np.ndarray, spec: PreprocessSpec,
+                     verification: Verification | DetectionVerification,
                      facts: advice.ModelFacts, tried: list[str], verbose: bool,
                      report: Reporter = SILENT) -> list[advice.Advice]:
     """Advice for an int8 model that lost accuracy or agreement: the architecture's remedy, the layers int8 loses
     most in (TFLite's quantization debugger, as ``evaluate --reference``), the converter settings tried. Nothing
     for a failure the int8 conversion did not cause (labels misordered, a float model at chance)."""
-    lost = verification.get("accuracy_verdict") == "failed" or verification.get("agreement_verdict") == "failed"
-    if not lost or verification.get("class_order") or verification.get("float_near_chance"):
+    lost = getattr(verification, "accuracy_verdict", None) == "failed" or verification.agreement_verdict == "failed"
+    if not lost or verification.class_order or getattr(verification, "float_near_chance", None):
         return []
     from edgekit.converters import reference
 

@@ -20,6 +20,7 @@ from edgekit import metrics
 from edgekit.converters import keras_io
 from edgekit.converters.tf_quiet import silenced
 from edgekit.preprocess import open_image, to_float
+from edgekit.results.evaluate import ClassChange, LayerError, ReferenceComparison
 
 if TYPE_CHECKING:  # annotations only: converters/ imports nothing from devices/
     from edgekit.devices.evaluate import Evaluation, LabelledSet
@@ -39,19 +40,18 @@ def float_inputs(data: LabelledSet, ev: Evaluation) -> np.ndarray:
 
 
 def class_changes(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray,
-                  names: dict[int, str]) -> list[dict[str, Any]]:
+                  names: dict[int, str]) -> list[ClassChange]:
     """Per class: float and int8 top-1 and the change, the largest losses first (then by class id)."""
     rows = []
     f_pred, q_pred = float_scores.argmax(1), int8_scores.argmax(1)
     for c in sorted(set(labels.tolist())):
         mask = labels == c
         f, q = float(np.mean(f_pred[mask] == c)), float(np.mean(q_pred[mask] == c))
-        rows.append({"id": int(c), "label": names.get(int(c)), "samples": int(mask.sum()), "float_top1": f,
-                     "int8_top1": q, "change": q - f})
-    return sorted(rows, key=lambda r: (r["change"], r["id"]))
+        rows.append(ClassChange(int(c), names.get(int(c)), int(mask.sum()), f, q, q - f))
+    return sorted(rows, key=lambda r: (r.change, r.id))
 
 
-def layer_errors(loaded: keras_io.LoadedModel, x: np.ndarray, spec: Any, verbose: bool = False) -> list[dict[str, Any]]:
+def layer_errors(loaded: keras_io.LoadedModel, x: np.ndarray, spec: Any, verbose: bool = False) -> list[LayerError]:
     """Each quantized op's own int8-vs-float error on ``x`` (worst first), from TFLite's QuantizationDebugger."""
     import tensorflow as tf
 
@@ -82,14 +82,14 @@ def layer_errors(loaded: keras_io.LoadedModel, x: np.ndarray, spec: Any, verbose
         # the error itself is NumericVerify's (float op minus dequantized int8 op, same input)
         rms_error = float(np.sqrt(stats["mean_squared_error"]))
         signal = float(stats["float_rms"])
-        rows.append({"op": op, "tensor": tensor_name, "relative_rms_error": rms_error / signal if signal > 0 else 0.0,
-                     "rms_error": rms_error, "max_abs_error": float(stats["max_abs_error"])})
-    return sorted(rows, key=lambda r: -r["relative_rms_error"])
+        rows.append(LayerError(op, tensor_name, rms_error / signal if signal > 0 else 0.0, rms_error,
+                               float(stats["max_abs_error"])))
+    return sorted(rows, key=lambda r: -r.relative_rms_error)
 
 
 def compare(ev: Evaluation, data: LabelledSet, reference: str, arch: str | None = None,
             custom_objects: str | None = None, trust_model: bool = False, layers: bool = True,
-            verbose: bool = False) -> dict[str, Any]:
+            verbose: bool = False) -> ReferenceComparison:
     """The ``reference`` block of ``evaluate --json``: float accuracy, agreement, class changes, layer errors."""
     loaded = keras_io.load(reference, arch, custom_objects, trust_model, verbose)
     x = float_inputs(data, ev)
@@ -107,19 +107,17 @@ def compare(ev: Evaluation, data: LabelledSet, reference: str, arch: str | None 
 
         raise InputError(f"--reference {reference}: it gives {float_scores.shape[1]} scores per sample, "
                          f"the evaluated model {ev.scores.shape[1]}", "pass the float model this .tflite was made from")
-    block: dict[str, Any] = {
-        "model": str(reference),
-        "top1": metrics.top_k_accuracy(float_scores, ev.labels, 1),
-        "top5": metrics.top_k_accuracy(float_scores, ev.labels, 5),
-        **metrics.agreement(float_scores, ev.scores).to_dict(),
-        "class_changes": class_changes(float_scores, ev.scores, ev.labels, ev.names)[:WORST_SHOWN],
-        "layers": None, "layers_error": None,
-    }
+    layer_rows, layers_error = None, None
     if layers:
         try:
-            block["layers"] = layer_errors(loaded, x, ev.spec, verbose)
+            layer_rows = tuple(layer_errors(loaded, x, ev.spec, verbose))
         except Exception as exc:  # an experimental TF API: report why, keep the rest of the evaluation
             from edgekit.errors import first_line
 
-            block["layers_error"] = f"{type(exc).__name__}: {first_line(exc)}"
-    return block
+            layers_error = f"{type(exc).__name__}: {first_line(exc)}"
+    agreed = metrics.agreement(float_scores, ev.scores)
+    return ReferenceComparison(
+        str(reference), metrics.top_k_accuracy(float_scores, ev.labels, 1),
+        metrics.top_k_accuracy(float_scores, ev.labels, 5), agreed.samples, agreed.top1_agreement,
+        tuple(agreed.agreement_interval), agreed.mean_abs_diff, agreed.max_abs_diff,
+        tuple(class_changes(float_scores, ev.scores, ev.labels, ev.names)[:WORST_SHOWN]), layer_rows, layers_error)

@@ -16,7 +16,7 @@ from edgekit.records import Record
 from edgekit.results.check import CheckResult
 from edgekit.results.compile import CompileResult
 from edgekit.results.evaluate import DetectionEvaluateResult, EvaluateResult
-from edgekit.results.quantize import QuantizeResult, edgetpu_lines
+from edgekit.results.quantize import ModelOutput, QuantizeResult, edgetpu_lines
 
 
 @dataclass(frozen=True)
@@ -47,21 +47,12 @@ class BundleVersions(Record):
 
 
 @dataclass(frozen=True)
-class ChosenOutput(Record):
-    """The output of a model of several that was kept (``--output-name``; quantize's ``source.output``)."""
-
-    name: str
-    index: int
-    of: Optional[Tuple[str, ...]]  # the model's outputs, by name
-
-
-@dataclass(frozen=True)
 class BundleSource(Record):
     """The model the bundle was built from: its file name, its format, and the output chosen of several or None."""
 
     model: str
     format: str
-    output: Optional[ChosenOutput]
+    output: Optional[ModelOutput]
 
 
 @dataclass(frozen=True)

@@ -7,7 +7,11 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple, Union
 
+from edgekit.converters.advice import Advice
+from edgekit.converters.check_summary import CheckSummary
+from edgekit.metrics import Chance
 from edgekit.records import Record
+from edgekit.results.inspect import OpCount
 
 
 class Decision(str, enum.Enum):
@@ -19,6 +23,56 @@ class Decision(str, enum.Enum):
 
     def __str__(self) -> str:
         return self.value
+
+
+@dataclass(frozen=True)
+class Misorder(Record):
+    """Class ``label``'s samples read by the float model as class ``predicted``, ``count`` of ``of`` times."""
+
+    label: int
+    predicted: int
+    count: int
+    of: int
+
+
+@dataclass(frozen=True)
+class LayoutSummary(Record):
+    """A detector's output layout as verification recorded it (:meth:`edgekit.detection.DetectionLayout.to_dict`)."""
+
+    kind: str
+    roles: Mapping[str, int]
+    num_classes: int
+    input_hw: Tuple[int, ...]
+    boxes_normalized: Optional[bool]
+    scores_are_logits: Optional[bool]
+    transposed: bool
+    reg_max: int
+    strides: Tuple[int, ...]
+    letterbox: bool
+    labels: Optional[Tuple[str, ...]]
+    source: Tuple[str, ...]
+    options: Mapping[str, Union[bool, int, float, str]]
+    pixel_scaling: Optional[str]
+    description: str
+
+
+@dataclass(frozen=True)
+class Map50Gate(Record):
+    """A detector's mAP50, float against int8, on labelled ``--eval`` data (pycocotools), and the drop's verdict."""
+
+    data: str
+    images: int
+    objects: int
+    float_map50: float
+    int8_map50: float
+    drop: float
+    drop_interval: Tuple[float, ...]
+    max_drop_points: float
+    verdict: Decision
+    resamples: int
+    seed: int
+    scorer: str
+    notes: Tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -43,8 +97,8 @@ class Verification(Record):
     flips: Optional[Mapping[str, int]]
     mcnemar_p: Optional[float]
     float_near_chance: Optional[bool]
-    chance: Optional[Mapping[str, Any]]
-    class_order: Any
+    chance: Optional[Chance]
+    class_order: Optional[Tuple[Misorder, ...]]
     agreement_verdict: Decision
     accuracy_verdict: Optional[Decision]   # None without labels
     passed: bool
@@ -83,8 +137,8 @@ class DetectionVerification(Record):
     matched: int
     min_agreement: float
     mean_abs_diff: Optional[float]
-    class_order: Any
-    layout: Mapping[str, Any]
+    class_order: None
+    layout: LayoutSummary
     failures: Tuple[str, ...]
     warnings: Tuple[str, ...]
     kept: Optional[float]
@@ -92,7 +146,7 @@ class DetectionVerification(Record):
     agreement_verdict: Decision
     passed: bool
     extra_int8: Optional[float] = None
-    map50: Optional[Mapping[str, Any]] = None
+    map50: Optional[Map50Gate] = None
     notes: Tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
@@ -108,30 +162,167 @@ class DetectionVerification(Record):
                  f"{self.mean_abs_diff or 0.0:.4f}" + ("" if self.passed else ": FAILED")]
         g = self.map50
         if g:
-            lo, hi = g["drop_interval"]
-            lines.append(f"mAP50 on the labels: float {100 * g['float_map50']:.1f}, int8 {100 * g['int8_map50']:.1f}: "
-                         f"{100 * g['drop']:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; at "
-                         f"most {g['max_drop_points']:g} allowed: {g['verdict']})")
+            lo, hi = g.drop_interval
+            lines.append(f"mAP50 on the labels: float {100 * g.float_map50:.1f}, int8 {100 * g.int8_map50:.1f}: "
+                         f"{100 * g.drop:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; at "
+                         f"most {g.max_drop_points:g} allowed: {g.verdict})")
         return lines
 
 
-def edgetpu_lines(edgetpu: Optional[Mapping[str, Any]], advice: Any) -> list[str]:
+def edgetpu_lines(edgetpu: Optional[CheckSummary], advice: Tuple[Advice, ...]) -> list[str]:
     """check's verdict on the written model and the advice for it (quantize's and build's summaries)."""
-    from edgekit.converters.advice import Advice
-    from edgekit.converters.check_summary import CheckSummary
-
-    lines = CheckSummary.from_dict(dict(edgetpu)).lines() if edgetpu else []
-    return lines + [Advice.from_dict(dict(a)).line() for a in advice or ()]
+    lines = edgetpu.lines() if edgetpu else []
+    return lines + [a.line() for a in advice or ()]
 
 
-def render_search(search: Mapping[str, Any]) -> str:
+@dataclass(frozen=True)
+class ModelOutput(Record):
+    """The output quantize took of a model with several: its name, its index, and the names of all."""
+
+    name: str
+    index: int
+    of: Optional[Tuple[str, ...]]
+
+
+@dataclass(frozen=True)
+class SourceModel(Record):
+    """The Keras model (or SavedModel) quantized."""
+
+    path: str
+    format: str
+    size_bytes: int
+    output: Optional[ModelOutput]
+    notes: Tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class ConventionComparison(Record):
+    """A preprocessing convention against the chosen one on the same samples (paired, Newcombe and McNemar)."""
+
+    convention: str
+    against: str
+    difference: float
+    interval: Tuple[float, ...]
+    upper_one_sided: float
+    only_convention: int
+    only_against: int
+    p_value: float
+    disagreement: float
+
+
+@dataclass(frozen=True)
+class ConventionTrial(Record):
+    """The float model's top-1 under one preprocessing convention, and the flags that select it."""
+
+    convention: str
+    channels: str
+    mean: Tuple[float, ...]
+    std: Tuple[float, ...]
+    accuracy: float
+    flags: str
+
+
+@dataclass(frozen=True)
+class PreprocessSearch(Record):
+    """The preprocessing conventions measured on the labelled data (:mod:`edgekit.converters.preprocess_search`)."""
+
+    samples: int
+    classes: int
+    chance: float
+    verdict: str
+    chosen: Optional[str]
+    tied: Tuple[str, ...]
+    preferred_by: Optional[str]
+    choice_margin: float
+    comparisons: Tuple[ConventionComparison, ...]
+    table: Tuple[ConventionTrial, ...]   # best first
+
+    def render_text(self) -> str:
+        """The accuracy of each preprocessing convention quantize tried, best first."""
+        lines = [f"Preprocessing tried on {self.samples} labelled samples ({self.classes} classes, "
+                 f"chance {self.chance:.1%}):"]
+        for row in self.table:
+            mark = "  <- chosen" if row.convention == self.chosen else ""
+            lines.append(f"  {row.convention:<6} {row.accuracy:6.1%}   {row.flags}{mark}")
+        return "\n".join(lines)
+
+
+def render_search(search: PreprocessSearch) -> str:
     """The accuracy of each preprocessing convention quantize tried, best first."""
-    lines = [f"Preprocessing tried on {search['samples']} labelled samples ({search['classes']} classes, "
-             f"chance {search['chance']:.1%}):"]
-    for row in search["table"]:
-        mark = "  <- chosen" if row["convention"] == search["chosen"] else ""
-        lines.append(f"  {row['convention']:<6} {row['accuracy']:6.1%}   {row['flags']}{mark}")
-    return "\n".join(lines)
+    return search.render_text()
+
+
+@dataclass(frozen=True)
+class Preprocess(Record):
+    """The preprocessing spec recorded (:meth:`edgekit.preprocess.PreprocessSpec.to_dict`), where it came from,
+    and the search that settled it (None when the flags, the record or the model did)."""
+
+    version: int
+    width: int
+    height: int
+    channels: str
+    resize: str
+    mean: Tuple[float, ...]
+    std: Tuple[float, ...]
+    origin: str
+    description: str
+    search: Optional[PreprocessSearch]
+
+
+@dataclass(frozen=True)
+class RefusedPreprocess(Record):
+    """No preprocessing convention clearly won: no origin, and the search the refusal rests on."""
+
+    origin: None
+    search: PreprocessSearch
+
+
+@dataclass(frozen=True)
+class CalibrationSummary(Record):
+    """The calibration data read (the record inside the model keeps this; quantize's result adds the notes)."""
+
+    source: str
+    kind: str
+    samples: int
+    holdout_samples: int
+    classes: Optional[int]
+    random: bool
+
+
+@dataclass(frozen=True)
+class Calibration(CalibrationSummary):
+    """:class:`CalibrationSummary` and what reading the data noted."""
+
+    notes: Tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class TensorIO(Record):
+    """An input or output tensor of the int8 model: type, shape, quantization."""
+
+    dtype: str
+    shape: Tuple[int, ...]
+    scale: Optional[float]
+    zero_point: Optional[int]
+
+    def line(self) -> str:
+        return f"{self.dtype} {'x'.join(map(str, self.shape))} scale={self.scale:.6g} zero_point={self.zero_point}"
+
+
+@dataclass(frozen=True)
+class ModelIO(Record):
+    input: TensorIO
+    output: TensorIO
+
+
+@dataclass(frozen=True)
+class GateChecks(Record):
+    """What quantize requires of its output before writing it (all true), and check's verdict on it."""
+
+    full_int8: bool
+    static_shapes: bool
+    op_versions_within_compiler: bool
+    edgetpu_verdict: str
 
 
 @dataclass(frozen=True)
@@ -141,20 +332,20 @@ class QuantizeResult(Record):
 
     output: str
     record: Optional[str]  # None: the sidecar's name is the Keras model's own record (metadata inside only)
-    source: Mapping[str, Any]
+    source: SourceModel
     size_bytes: int
-    preprocess: Mapping[str, Any]
+    preprocess: Preprocess
     labels: Optional[int]
-    calibration: Mapping[str, Any]
-    io: Mapping[str, Any]
-    op_histogram: Tuple[Mapping[str, Any], ...]
-    checks: Mapping[str, Any]
+    calibration: Calibration
+    io: ModelIO
+    op_histogram: Tuple[OpCount, ...]
+    checks: GateChecks
     remedy: Optional[str]
     remedies_tried: Tuple[Optional[str], ...]
     verification: Optional[Union[Verification, DetectionVerification]]  # a detector's: DetectionVerification
     warnings: Tuple[str, ...]
-    edgetpu: Optional[Mapping[str, Any]] = None   # check's verdict on the written model (CheckSummary.to_dict)
-    advice: Tuple[Mapping[str, Any], ...] = ()    # converters.advice.Advice.to_dict, each with its evidence
+    edgetpu: Optional[CheckSummary] = None   # check's verdict on the written model
+    advice: Tuple[Advice, ...] = ()          # each with its evidence
     notes: Tuple[str, ...] = ()
 
     @classmethod
@@ -170,28 +361,21 @@ class QuantizeResult(Record):
 
     def render_text(self) -> str:
         src, io, cal = self.source, self.io, self.calibration
-
-        def q(t: Mapping[str, Any]) -> str:
-            return (f"{t['dtype']} {'x'.join(map(str, t['shape']))} scale={t['scale']:.6g} "
-                    f"zero_point={t['zero_point']}")
-
         lines = [
-            f"{self.output}: full-int8, {self.size_bytes:,} bytes (source {src['format']}, "
-            f"{src['size_bytes']:,} bytes)",
-            f"Preprocessing: {self.preprocess['description']} (from {self.preprocess['origin']})",
-            f"Calibration: {cal['samples']} samples from {cal['source']} ({cal['kind']}"
-            + (f", {cal['classes']} classes" if cal["classes"] else "") + f"), {cal['holdout_samples']} held back",
-            f"Input:  {q(io['input'])}",
-            f"Output: {q(io['output'])}" + (f" (the model's output {src['output']['name']!r} of "
-                                            f"{', '.join(src['output']['of'])})" if src.get("output") else ""),
-            "Ops: " + ", ".join(f"{h['count']}x {h['name']} v{h['version']}" for h in self.op_histogram),
+            f"{self.output}: full-int8, {self.size_bytes:,} bytes (source {src.format}, {src.size_bytes:,} bytes)",
+            f"Preprocessing: {self.preprocess.description} (from {self.preprocess.origin})",
+            f"Calibration: {cal.samples} samples from {cal.source} ({cal.kind}"
+            + (f", {cal.classes} classes" if cal.classes else "") + f"), {cal.holdout_samples} held back",
+            f"Input:  {io.input.line()}",
+            f"Output: {io.output.line()}" + (f" (the model's output {src.output.name!r} of "
+                                             f"{', '.join(src.output.of or ())})" if src.output else ""),
+            "Ops: " + ", ".join(f"{h.count}x {h.name} v{h.version}" for h in self.op_histogram),
             "Int8 checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
             + ("" if self.remedy == self.remedies_tried[0] else f" (with {self.remedy})"),
         ]
         lines += edgetpu_lines(self.edgetpu, self.advice)
-        search = self.preprocess.get("search")
-        if search:
-            lines[1:1] = [render_search(search)]
+        if self.preprocess.search:
+            lines[1:1] = [self.preprocess.search.render_text()]
         lines += self.verification.lines() if self.verification else ["Verification: skipped (--no-verify)"]
         lines.append((f"Record: {self.record} and metadata 'edgekit' inside the model" if self.record else
                       "Record: metadata 'edgekit' inside the model (the sidecar's name is the Keras model's own "
@@ -206,7 +390,7 @@ class RefusedQuantize(Record):
 
     output: None
     error: str
-    preprocess: Mapping[str, Any]
+    preprocess: RefusedPreprocess
 
     def render_text(self) -> str:
-        return render_search(self.preprocess["search"])
+        return self.preprocess.search.render_text()

@@ -106,10 +106,12 @@ def test_the_text_lists_only_classes_whose_accuracy_changed():
     def doc(changes):
         rows = [{"id": i, "label": str(i), "samples": 10, "float_top1": 0.9, "int8_top1": 0.9 + d, "change": d}
                 for i, d in enumerate(changes)]
-        reference = {"model": "m.keras", "top1": 0.9, "top5": 1.0, "top1_agreement": 1.0, "mean_abs_diff": 0.0,
+        reference = {"model": "m.keras", "top1": 0.9, "top5": 1.0, "samples": 20, "top1_agreement": 1.0,
+                     "agreement_interval": [0.84, 1.0], "mean_abs_diff": 0.0,
                      "max_abs_diff": 0.0, "class_changes": rows, "layers": None, "layers_error": None}
         return {"model": "m.tflite", "device": "cpu", "backend": "x", "samples": 20, "classes": 2, "top1": 0.9,
-                "top5": 1.0, "preprocess": {"source": "recorded"}, "labels_from": "folders", "per_class": [],
+                "top5": 1.0, "preprocess": {"version": 1, "width": 8, "height": 8, "channels": "rgb", "resize": "lanczos",
+                                               "mean": [0.0], "std": [1.0], "source": "recorded"}, "labels_from": "folders", "per_class": [],
                 "reference": reference}
 
     same = render(doc([0.0, 0.0]))

@@ -199,7 +199,7 @@ def test_regression_table_over_every_ledger_pair():
     """Check against the real compiler on every public pair of the ledger: the placement op by op (matched
     through the tensor names the compiler keeps) and the verdict agree, or the pair is listed in
     UNMATCHED with the reason no rule can match it."""
-    assert all(actual["cpu_op_indices"] is not None for _, _, actual in PAIRS)
+    assert all(actual.cpu_op_indices is not None for _, _, actual in PAIRS)
     rows = [score(name, cpu, actual) for name, cpu, actual in PAIRS]
     print("\n" + format_rows(rows))
     wrong = {r["pair"] for r in rows if (r["predicted_cpu"], r["verdict"]) != (r["actual_cpu"], r["actual_verdict"])
@@ -213,7 +213,7 @@ def test_log_status_words_agree_with_check_where_a_ledger_pair_has_its_log():
     """A pair's log says why each op stayed on the CPU: check's table gives the same words, op type by type."""
     compared = 0
     for name, cpu, actual in PAIRS:
-        if not actual["log_ops"] or name in UNMATCHED or actual["edgetpu_subgraphs"] != 1:
+        if not actual.log_ops or name in UNMATCHED or actual.edgetpu_subgraphs != 1:
             continue
         from edgekit.converters.fidelity import compiler_default_runtime
 
@@ -221,7 +221,7 @@ def test_log_status_words_agree_with_check_where_a_ledger_pair_has_its_log():
         for op, n, status in C.check_model(cpu, compiler_default_runtime(actual)).table():
             ours[(op, status)] += n
         theirs = Counter()
-        for op, n, status in actual["log_ops"]:
+        for op, n, status in actual.log_ops:
             theirs[(op, status)] += n
         if name in WORDS_UNMATCHED:
             assert ours != theirs, f"{name} now agrees: take it off WORDS_UNMATCHED"
@@ -237,11 +237,11 @@ def test_package_memory_figures_against_what_the_compiler_printed():
     little under its on-chip figure (which counts the data as laid out on the chip)."""
     compared = 0
     for name, _, actual in PAIRS:
-        memory = actual["log_memory"]
+        memory = actual.log_memory
         if not memory or memory.get("on_chip_used_bytes") is None:
             continue
-        cached = sum(p["cached_parameter_bytes"] for p in actual["edgetpu"])
-        streamed = sum(p["streamed_parameter_bytes"] for p in actual["edgetpu"])
+        cached = sum(p.cached_parameter_bytes for p in actual.edgetpu)
+        streamed = sum(p.streamed_parameter_bytes for p in actual.edgetpu)
         assert (streamed == 0) == (memory["off_chip_used_bytes"] == 0), name
         assert 0.6 * memory["on_chip_used_bytes"] <= cached <= memory["on_chip_used_bytes"], (name, cached, memory)
         compared += 1
@@ -341,7 +341,7 @@ def test_every_rule_fires_on_the_pairs_it_cites_and_every_seen_op_maps_there():
         for ref in refs:
             kind, _, name = ref.partition(":")
             if kind == "pair" or (kind == "testdata" and name in by_name):
-                assert by_name[name]["edgetpu_ops"].get(op), f"SEEN_MAPPED[{op}] cites {ref}, which maps no {op}"
+                assert by_name[name].edgetpu_ops.get(op), f"SEEN_MAPPED[{op}] cites {ref}, which maps no {op}"
             elif kind == "log":
                 rows = parse_compiler_output((LOGS / name).read_text()).ops
                 assert any(r.operator == op and r.mapped for r in rows), f"{ref} maps no {op}"

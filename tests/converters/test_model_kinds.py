@@ -186,5 +186,5 @@ def test_a_savedmodel_with_two_outputs_is_refused_or_loaded_with_the_chosen_one(
         keras_io.load(tmp_path / "saved")
     assert exc.value.exit_code == 5 and "--output-name" in exc.value.hint
     loaded = keras_io.load(tmp_path / "saved", output="is_odd")
-    assert loaded.output == {"name": "is_odd", "index": 1, "of": ["digit", "is_odd"]}
+    assert loaded.output.to_dict() == {"name": "is_odd", "index": 1, "of": ["digit", "is_odd"]}
     assert loaded.predict(np.zeros((3, 8, 8, 3), np.float32)).shape == (3, 1)

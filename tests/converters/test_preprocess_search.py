@@ -99,7 +99,7 @@ def test_conventions_the_data_cannot_tell_apart_and_that_cannot_change_the_resul
                                                                 result.best.name == "torch" else ["torch"])
         note = result.choice_note()
         assert note.count("\n") == 0 and "torch" in note and "--mean" in note and "using -1..1" in note
-        assert result.to_dict()["chosen"] == "-1..1" and result.to_dict()["verdict"] == "choice"
+        assert result.record().to_dict()["chosen"] == "-1..1" and result.record().to_dict()["verdict"] == "choice"
     # the model's own layer (raw) comes before the prior
     result = decide([_trial("0..1", minus), _trial("raw", minus)], 10, preferred=("raw",))
     assert (result.verdict, result.chosen) == ("choice", "raw")
@@ -111,7 +111,9 @@ def test_a_comparison_is_typed_and_round_trips():
     c = preprocess_search.Comparison.of(b, a)
     assert (c.only_name, c.only_against) == (0, 7) and c.difference == pytest.approx(-0.07)
     assert c.interval[0] < c.difference < c.upper_one_sided < c.interval[1] and c.p_value == pytest.approx(0.5 ** 7)
-    assert preprocess_search.Comparison.from_dict(c.to_dict()) == c
+    row = c.record()
+    assert (row.convention, row.only_convention, row.only_against) == ("raw", 0, 7)
+    assert type(row).from_dict(json.loads(json.dumps(row.to_dict()))) == row
 
 
 def test_a_close_call_on_the_first_samples_is_measured_again_on_all_of_them():
@@ -251,7 +253,7 @@ def conventions(digits_pixels, digits_folders, tmp_path_factory):
 def test_quantize_finds_each_convention_and_int8_stays_within_a_point_of_float(name, conventions, digits_pixels):
     model, result = conventions(name)
     _, (xt, yt, _) = digits_pixels
-    pre = result.summary["preprocess"]
+    pre = result.summary.to_dict()["preprocess"]
     search = pre["search"]
     chosen = search["chosen"]
     assert pre["origin"] == ORIGIN_DATA, search
@@ -273,7 +275,7 @@ def test_quantize_finds_each_convention_and_int8_stays_within_a_point_of_float(n
     image = open_image(_rgb_paths(digits_pixels)[0])
     assert np.allclose(to_float(image, rec.preprocess), TRUE_PREPROCESSING[chosen](pixels(image, RGB)), atol=1e-4)
     assert rec.labels == [str(i) for i in range(10)]
-    v = result.summary["verification"]
+    v = result.summary.to_dict()["verification"]
     assert v["labelled"] and v["passed"] and v["float_top1"] > 0.8 and v["accuracy_drop"] <= 1.0
 
 
@@ -330,7 +332,7 @@ def test_a_colab_style_x255_model_quantizes_with_no_flags_on_300_images(seed, di
     from edgekit.converters.quantize import QuantizeOptions, quantize
 
     result = quantize(QuantizeOptions(model=str(path), calib=str(digits_300), show_progress=False, report=told))
-    pre = result.summary["preprocess"]
+    pre = result.summary.to_dict()["preprocess"]
     search = pre["search"]
     assert pre["origin"] == ORIGIN_DATA and search["samples"] == 300, search   # held-back samples searched too
     true_acc = float(np.mean(model.predict(xt / 255.0, verbose=0).argmax(1) == yt))
@@ -340,14 +342,14 @@ def test_a_colab_style_x255_model_quantizes_with_no_flags_on_300_images(seed, di
     else:  # a choice among conventions the data cannot tell apart: said once, in a note
         race = [search["table"][0]["convention"], *search["tied"]]
         assert search["verdict"] == "choice" and "0..1" in race and search["chosen"] in race, search
-        assert [n for n in told.notes if n.startswith("preprocessing:")] == [n for n in result.summary["notes"]
+        assert [n for n in told.notes if n.startswith("preprocessing:")] == [n for n in result.summary.notes
                                                                              if n.startswith("preprocessing:")]
         assert len([n for n in told.notes if n.startswith("preprocessing:")]) == 1
         used = TRUE_PREPROCESSING[search["chosen"]](xt)
         used_acc = float(np.mean(model.predict(used, verbose=0).argmax(1) == yt))
         assert used_acc >= true_acc - 0.08, (search["chosen"], used_acc, true_acc)
     assert not any("preprocessing" in w for w in told.warnings), told.warnings
-    assert result.summary["verification"]["passed"]
+    assert result.summary.to_dict()["verification"]["passed"]
 
 
 @pytest.mark.tf
@@ -370,7 +372,7 @@ def test_caffe_is_told_from_the_others_on_colour_images_where_the_channel_order_
     path = tmp_path / "caffe.keras"
     model.save(path)
     result = _quantize(path, folder)
-    pre = result.summary["preprocess"]
+    pre = result.summary.to_dict()["preprocess"]
     assert pre["search"]["chosen"] == "caffe" and pre["channels"] == "BGR", pre["search"]
     x_true = TRUE_PREPROCESSING["caffe"](ct)
     float_acc = float(np.mean(model.predict(x_true, verbose=0).argmax(1) == yt))
@@ -397,8 +399,8 @@ def test_savedmodel_export_with_rescaling_inside_is_found_to_take_raw_pixels(dig
     with silenced():
         model.export(folder)
     result = _quantize(folder, digits_folders.train)
-    assert result.summary["source"]["format"] == "savedmodel"
-    assert result.summary["preprocess"]["search"]["chosen"] == "raw"
+    assert result.summary.to_dict()["source"]["format"] == "savedmodel"
+    assert result.summary.to_dict()["preprocess"]["search"]["chosen"] == "raw"
     float_acc = float(np.mean(model.predict(xt.astype(np.float32), verbose=0).argmax(1) == yt))
     int8_acc = _int8_accuracy(result.output, xt.astype(np.float32), yt)
     assert float_acc > 0.85 and abs(float_acc - int8_acc) <= 0.01, (float_acc, int8_acc)

@@ -67,7 +67,7 @@ def test_output_passes_the_edge_tpu_structural_checks(digits_int8):
     for op in info.ops:
         if op.name == "FULLY_CONNECTED":
             assert not info.tensors[op.inputs[1]].quantization.per_channel
-    assert digits_int8.summary["verification"]["top1_agreement"] >= 0.9
+    assert digits_int8.summary.to_dict()["verification"]["top1_agreement"] >= 0.9
 
 
 def test_record_is_inside_the_model_and_beside_it(digits_int8):

@@ -33,7 +33,7 @@ def test_the_summary_is_checks_own_verdict_with_the_cpu_ops_by_type():
     assert summary == CheckSummary.from_dict(json.loads(json.dumps(summary.to_dict())))
     assert summary.verdict == Placement(report.verdict) == Placement.PARTIAL
     assert (summary.edgetpu_ops, summary.total_ops) == (report.edgetpu_ops, len(report.ops))
-    by_type = dict(summary.cpu_ops_by_type)
+    by_type = {c.op: c.count for c in summary.cpu_ops_by_type}
     assert sum(by_type.values()) == report.cpu_ops and by_type.get("RESIZE_BILINEAR")
     assert summary.uncertain_ops == report.uncertain_ops
     first = summary.lines()[0]
@@ -80,8 +80,9 @@ def test_the_advice_table_names_the_known_fix_for_each_architecture():
 
 
 def test_accuracy_advice_names_the_worst_layers_and_the_settings_tried():
-    layers = [{"op": "FULLY_CONNECTED", "tensor": "dense_1", "relative_rms_error": 0.8},
-              {"op": "CONV_2D", "tensor": "conv", "relative_rms_error": 0.05}]
+    from edgekit.results.evaluate import LayerError
+
+    layers = [LayerError("FULLY_CONNECTED", "dense_1", 0.8, 0.4, 1.0), LayerError("CONV_2D", "conv", 0.05, 0.01, 0.1)]
     got = advice.accuracy_advice(ModelFacts(), layers, None, ["per-tensor Dense weights"])
     assert [a.key for a in got] == ["worst_layers", "remedies"]
     assert "FULLY_CONNECTED 'dense_1' (error 80% of its signal)" in got[0].found

@@ -98,7 +98,7 @@ def test_builtin_archs_quantize_without_flags_and_map_fully_onto_the_edge_tpu(fi
     # quantize's default --max-accuracy-drop 1 refuses; what is tested here is the op mapping.
     relaxed = {"max_accuracy_drop": 10.0, "min_agreement": 0.5} if fixture == "trained_mobilenet" else {}
     result = _quantize_plain(path, **relaxed)
-    assert result.summary["preprocess"]["origin"] == "the record beside the model"
+    assert result.summary.to_dict()["preprocess"]["origin"] == "the record beside the model"
     report = compatibility.check_model(tflite_model.load(result.output))
     assert report.fully_mappable, compatibility.render(report)
 
