@@ -118,7 +118,7 @@ def test_no_ledger_pair_the_compiler_compiled_is_predicted_unparseable():
     pairs = ledger_pairs(ledger)
     assert len(pairs) >= 100
     for row, cpu, actual in pairs:
-        assert actual["edgetpu_subgraphs"] >= 1
+        assert actual.edgetpu_subgraphs >= 1
         refused = {(op.name, op.version) for g in cpu.subgraphs for op in g.ops if version_problem(op.name, op.version)}
         assert not refused, (pair_id(row["repo"], row["model_path"]), refused)
         report = check_model(cpu)
