@@ -353,19 +353,16 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
         raise UsageError(f"{', '.join(given)} apply to detectors only",
                          "pass detection data with --data: a COCO .json or a YOLO folder (images/ + labels/)")
     from edgekit.devices import evaluate as evaluate_mod
-    from edgekit.results import EvaluateResult
 
     labelled = evaluate_mod.read_set(data)
     ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean), _floats(std), num_threads=threads,
                                labels=labels, report=report)
-    doc = ev.to_dict()
-    doc["reference"] = None
-    if reference:
-        from edgekit.converters import reference as reference_mod
+    if not reference:
+        return ev.result()
+    from edgekit.converters import reference as reference_mod
 
-        doc["reference"] = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
-                                                 layers=not no_layers, verbose=verbose).to_dict()
-    return EvaluateResult.from_dict(doc)
+    return ev.result(reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
+                                           layers=not no_layers, verbose=verbose))
 
 
 def benchmark(model: PathLike, *, device: str = _cli("benchmark", "device"), n: int = _cli("benchmark", "n"),

@@ -7,6 +7,7 @@ from typing import Any, Optional, Tuple
 
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
+from edgekit.results.preprocess import SpecRecord
 
 
 @dataclass(frozen=True)
@@ -23,17 +24,10 @@ class ClassAccuracy(Record):
 
 
 @dataclass(frozen=True)
-class Preprocessing(Record):
+class Preprocessing(SpecRecord):
     """The preprocessing images went through (:class:`edgekit.preprocess.PreprocessSpec`'s document) and where it
     came from (``source``: recorded with the model, derived from its input, or the flags)."""
 
-    version: int
-    width: int
-    height: int
-    channels: str
-    resize: str
-    mean: Tuple[float, ...]
-    std: Tuple[float, ...]
     source: str
 
 

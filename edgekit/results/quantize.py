@@ -12,6 +12,7 @@ from edgekit.converters.check_summary import CheckSummary
 from edgekit.metrics import Chance
 from edgekit.records import Record
 from edgekit.results.inspect import OpCount
+from edgekit.results.preprocess import SpecRecord
 
 
 class Decision(str, enum.Enum):
@@ -253,17 +254,10 @@ def render_search(search: PreprocessSearch) -> str:
 
 
 @dataclass(frozen=True)
-class Preprocess(Record):
+class Preprocess(SpecRecord):
     """The preprocessing spec recorded (:meth:`edgekit.preprocess.PreprocessSpec.to_dict`), where it came from,
     and the search that settled it (None when the flags, the record or the model did)."""
 
-    version: int
-    width: int
-    height: int
-    channels: str
-    resize: str
-    mean: Tuple[float, ...]
-    std: Tuple[float, ...]
     origin: str
     description: str
     search: Optional[PreprocessSearch]
