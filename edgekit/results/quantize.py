@@ -11,6 +11,7 @@ from edgekit.converters.advice import Advice
 from edgekit.converters.check_summary import CheckSummary
 from edgekit.metrics import Chance
 from edgekit.records import Record
+from edgekit.results.detect import DetectLayout
 from edgekit.results.inspect import OpCount
 from edgekit.results.preprocess import SpecRecord
 
@@ -34,27 +35,6 @@ class Misorder(Record):
     predicted: int
     count: int
     of: int
-
-
-@dataclass(frozen=True)
-class LayoutSummary(Record):
-    """A detector's output layout as verification recorded it (:meth:`edgekit.detection.DetectionLayout.to_dict`)."""
-
-    kind: str
-    roles: Mapping[str, int]
-    num_classes: int
-    input_hw: Tuple[int, ...]
-    boxes_normalized: Optional[bool]
-    scores_are_logits: Optional[bool]
-    transposed: bool
-    reg_max: int
-    strides: Tuple[int, ...]
-    letterbox: bool
-    labels: Optional[Tuple[str, ...]]
-    source: Tuple[str, ...]
-    options: Mapping[str, Union[bool, int, float, str]]
-    pixel_scaling: Optional[str]
-    description: str
 
 
 @dataclass(frozen=True)
@@ -139,7 +119,7 @@ class DetectionVerification(Record):
     min_agreement: float
     mean_abs_diff: Optional[float]
     class_order: None
-    layout: LayoutSummary
+    layout: DetectLayout   # the layout verification read both models with (detect's block)
     failures: Tuple[str, ...]
     warnings: Tuple[str, ...]
     kept: Optional[float]
