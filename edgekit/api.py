@@ -337,15 +337,13 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
             raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
                              "--against")
         from edgekit import detection_eval
-        from edgekit.results import DetectionEvaluateResult
 
-        ev = detection_eval.evaluate_detector(
+        return detection_eval.evaluate_detector(
             model, data, images=images, against=against,
             conf=detection_eval.STANDARD_CONF if conf is None else conf,
             iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
             max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
             mean=_floats(mean), std=_floats(std), num_threads=threads, labels=labels, report=report)
-        return DetectionEvaluateResult.of_evaluation(ev)
     detection_only = {"--images": images, "--against": against or None, "--conf": conf, "--iou": iou,
                       "--max-det": max_det, "--layout": layout}
     given = [flag for flag, value in detection_only.items() if value is not None]
