@@ -479,10 +479,9 @@ def deploy(bundle: PathLike, *, to: Any, path: str = _cli("deploy", "remote_path
     """``edgekit deploy``: copy a bundle and the runner to a board (``to``: an :class:`edgekit.devices.remote.SshTarget`
     or ``"user@host"``), only the files whose sha256 differs there."""
     from edgekit.devices import remote
-    from edgekit.results import DeployResult
 
     target = remote.SshTarget(to) if isinstance(to, str) else to
-    return DeployResult.from_dict(remote.deploy(bundle, target, path))
+    return remote.deploy(bundle, target, path)
 
 
 def train(data: PathLike, *, output: PathLike, arch: str = _cli("train", "arch"), width: float = _cli("train", "width"),
