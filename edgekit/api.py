@@ -465,7 +465,7 @@ def devices() -> DevicesResult:
     from edgekit.devices.discovery import list_devices
     from edgekit.results import DevicesResult
 
-    return DevicesResult.from_dict({"devices": [d.to_dict() for d in list_devices()]})
+    return DevicesResult(tuple(list_devices()))
 
 
 def doctor() -> DoctorResult:
