@@ -232,7 +232,7 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
     decision = metrics.at_most(drop, interval, max_drop_points / 100.0, len(ids))
     return Map50Gate(str(data), len(ids), len(ds.coco["annotations"]), f50, q50, drop, interval, max_drop_points,
                      Decision(decision.verdict), resamples, seed,
-                     "pycocotools COCOeval (bbox), conf 0.001, 100 per image", tuple(str(n) for n in notes))
+                     f"{detection_eval.SCORER}, conf {conf:g}, {max_det} per image", tuple(str(n) for n in notes))
 
 
 def apply_map50_gate(v: DetectionVerification, gate: Map50Gate) -> DetectionVerification:
