@@ -732,10 +732,13 @@ def test_text_safe_escapes_strings_in_typed_results_and_keeps_their_kinds():
     from edgekit.results.quantize import Decision, DetectionVerification
 
     name = "a\x1b[31m\nb"
+    layout = {"kind": "yolo", "roles": {"output": 0}, "num_classes": 1, "input_hw": [64, 64], "boxes_normalized": True,
+              "scores_are_logits": None, "transposed": True, "reg_max": 16, "strides": [8, 16, 32], "letterbox": False,
+              "labels": [name], "source": [name], "options": {}, "pixel_scaling": None, "description": name}
     v = DetectionVerification.from_dict({
         "kind": "detection", "samples": 3, "sources": {name: 3}, "conf": 0.25, "match_iou": 0.5,
         "float_detections": 4, "int8_detections": 4, "matched": 4, "min_agreement": 0.9, "mean_abs_diff": 0.1,
-        "class_order": None, "layout": {"kind": name}, "failures": [], "warnings": [name], "kept": 1.0,
+        "class_order": None, "layout": layout, "failures": [], "warnings": [name], "kept": 1.0,
         "kept_interval": [0.9, 1.0], "agreement_verdict": "passed", "passed": True})
     safe = _text_safe(v)
     assert safe.agreement_verdict is Decision.PASSED
@@ -743,9 +746,6 @@ def test_text_safe_escapes_strings_in_typed_results_and_keeps_their_kinds():
     assert safe.warnings == ("a\\x1b[31m\\nb",) and safe.kept_interval == (0.9, 1.0)
     assert "\n" not in "".join(safe.lines()) and "\x1b" not in "".join(safe.lines())
     assert v.warnings == (name,)  # the result itself is left exact (--json)
-    layout = {"kind": "yolo", "roles": {"output": 0}, "num_classes": 1, "input_hw": [64, 64], "boxes_normalized": True,
-              "scores_are_logits": None, "transposed": True, "reg_max": 16, "strides": [8, 16, 32], "letterbox": False,
-              "labels": [name], "source": [name], "options": {}, "pixel_scaling": None, "description": name}
     d = DetectResult.from_dict({"model": name, "device": "cpu", "backend": "litert", "layout": layout,
                                 "conf": 0.25, "iou": 0.45, "max_det": 100, "first_inference_ms": None,
                                 "results": [], "errors": [{"image": name, "error": name}], "notes": []})
