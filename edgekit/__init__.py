@@ -15,7 +15,9 @@ _LAZY = {
     # edgekit/build.py is a module (`from edgekit import build`); calling it is the API's build (build_bundle)
     "build": None,
     "Model": "edgekit.api",
-    "Class": "edgekit.results", "Verdict": "edgekit.results", "Target": "edgekit.results",
+    # the small records a user handles: a class score (classify) and a detected object with its box (detect)
+    "Class": "edgekit.results", "Object": "edgekit.detection", "BBox": "edgekit.detection",
+    "Verdict": "edgekit.results", "Target": "edgekit.results",
     "Confidence": "edgekit.results", "Decision": "edgekit.results", "CheckResult": "edgekit.results",
     "CompileResult": "edgekit.results", "ClassifyResult": "edgekit.results", "EvaluateResult": "edgekit.results",
     "BenchmarkResult": "edgekit.results", "QuantizeResult": "edgekit.results", "BuildResult": "edgekit.results",

@@ -337,15 +337,13 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
             raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
                              "--against")
         from edgekit import detection_eval
-        from edgekit.results import DetectionEvaluateResult
 
-        ev = detection_eval.evaluate_detector(
+        return detection_eval.evaluate_detector(
             model, data, images=images, against=against,
             conf=detection_eval.STANDARD_CONF if conf is None else conf,
             iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
             max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
             mean=_floats(mean), std=_floats(std), num_threads=threads, labels=labels, report=report)
-        return DetectionEvaluateResult.of_evaluation(ev)
     detection_only = {"--images": images, "--against": against or None, "--conf": conf, "--iou": iou,
                       "--max-det": max_det, "--layout": layout}
     given = [flag for flag, value in detection_only.items() if value is not None]
@@ -353,19 +351,16 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
         raise UsageError(f"{', '.join(given)} apply to detectors only",
                          "pass detection data with --data: a COCO .json or a YOLO folder (images/ + labels/)")
     from edgekit.devices import evaluate as evaluate_mod
-    from edgekit.results import EvaluateResult
 
     labelled = evaluate_mod.read_set(data)
     ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean), _floats(std), num_threads=threads,
                                labels=labels, report=report)
-    doc = ev.to_dict()
-    doc["reference"] = None
-    if reference:
-        from edgekit.converters import reference as reference_mod
+    if not reference:
+        return ev.result()
+    from edgekit.converters import reference as reference_mod
 
-        doc["reference"] = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
-                                                 layers=not no_layers, verbose=verbose).to_dict()
-    return EvaluateResult.from_dict(doc)
+    return ev.result(reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
+                                           layers=not no_layers, verbose=verbose))
 
 
 def benchmark(model: PathLike, *, device: str = _cli("benchmark", "device"), n: int = _cli("benchmark", "n"),
@@ -470,7 +465,7 @@ def devices() -> DevicesResult:
     from edgekit.devices.discovery import list_devices
     from edgekit.results import DevicesResult
 
-    return DevicesResult.from_dict({"devices": [d.to_dict() for d in list_devices()]})
+    return DevicesResult(tuple(list_devices()))
 
 
 def doctor() -> DoctorResult:
@@ -484,10 +479,9 @@ def deploy(bundle: PathLike, *, to: Any, path: str = _cli("deploy", "remote_path
     """``edgekit deploy``: copy a bundle and the runner to a board (``to``: an :class:`edgekit.devices.remote.SshTarget`
     or ``"user@host"``), only the files whose sha256 differs there."""
     from edgekit.devices import remote
-    from edgekit.results import DeployResult
 
     target = remote.SshTarget(to) if isinstance(to, str) else to
-    return DeployResult.from_dict(remote.deploy(bundle, target, path))
+    return remote.deploy(bundle, target, path)
 
 
 def train(data: PathLike, *, output: PathLike, arch: str = _cli("train", "arch"), width: float = _cli("train", "width"),

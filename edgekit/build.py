@@ -174,7 +174,7 @@ def _accuracy(opts: BuildOptions, plan: _Plan, cpu: Path) -> ClassifierAccuracy 
         if ev.errors:
             raise InputError(f"--eval {evaluating}: {len(ev.errors)} sample(s) could not be read "
                              f"(first: {ev.errors[0]['error']})", "fix or remove them, then build again")
-        return ClassifierAccuracy.from_dict({**ev.to_dict(), "model": cpu.name, "data": str(evaluating)})
+        return ClassifierAccuracy.from_dict({**ev.result().to_dict(), "model": cpu.name, "data": str(evaluating)})
     if plan.detection_eval is not None:  # a detector's COCO mAP, by pycocotools, of the CPU model
         from edgekit import detection_eval as detection_eval_mod
 

@@ -46,13 +46,15 @@ if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.Typed
         xmax: float
         ymax: float
 
-    class ObjectDoc(TypedDict, total=False):
-        """:meth:`Object.to_dict` (``bbox_normalized`` when the image's size is given)."""
-
+    class _ObjectRequired(TypedDict):
         id: int
         label: Optional[str]
         score: float
-        bbox: BoxDoc
+        bbox: BoxDoc                     # in the image's pixels
+
+    class ObjectDoc(_ObjectRequired, total=False):
+        """:meth:`Object.to_dict` (``bbox_normalized``, the box as shares of the image's size, when it is given)."""
+
         bbox_normalized: BoxDoc
 
     class LayoutDoc(TypedDict, total=False):
@@ -70,7 +72,7 @@ if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.Typed
         letterbox: bool
         labels: Optional[List[str]]
         source: List[str]
-        options: Dict[str, Union[int, float, str]]
+        options: Dict[str, Union[bool, int, float, str]]
         pixel_scaling: Optional[str]
         description: str
 

@@ -21,13 +21,15 @@ import contextlib
 import io
 import os
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple, TypedDict
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
 from edgekit.detection_data import CocoDataset, CocoDetection, DetectionSet
 from edgekit.errors import Caution, InputError, MissingDependencyError
 from edgekit.report import SILENT, Reporter
+from edgekit.results.evaluate import (ClassScore, DetectionEvaluateResult, DetectionProtocol, DetectorScore,
+                                      MapDifference)
 
 STANDARD_CONF = 0.001
 STANDARD_MAX_DET = 100
@@ -36,6 +38,7 @@ BOOTSTRAP = 500
 MIN_BOOTSTRAP = 100
 BOOTSTRAP_WORK = 50000     # images x categories re-accumulated per resample before resamples are cut down
 SEED = 0
+SCORER = "pycocotools COCOeval (bbox)"
 
 
 def _pycocotools() -> Tuple[Any, Any]:
@@ -46,236 +49,6 @@ def _pycocotools() -> Tuple[Any, Any]:
         raise MissingDependencyError("evaluating a detector needs pycocotools",
                                      "pip install 'edgekit[detect]' (or pip install pycocotools)") from None
     return COCO, COCOeval
-
-
-# ------------------------------------------------------------------------------------ documents
-# The ``--json`` documents of the records below (their to_dict / from_dict); the typed result a caller gets is
-# edgekit.results.DetectionEvaluateResult.
-class ClassAPDoc(TypedDict):
-    id: int
-    name: str
-    ap: Optional[float]
-    ap50: Optional[float]
-    objects: int
-
-
-class MapDoc(TypedDict):
-    map: Optional[float]
-    map50: Optional[float]
-    map75: Optional[float]
-    map_small: Optional[float]
-    map_medium: Optional[float]
-    map_large: Optional[float]
-    per_class: List[ClassAPDoc]
-
-
-class ModelEvalDoc(MapDoc):
-    """A model's numbers: where it ran, then :class:`MapDoc`'s keys, then its detections, times and errors."""
-
-    model: str
-    device: str
-    backend: str
-    layout: str
-    detections: int
-    invoke_ms: float
-    postprocess_ms: float
-    errors: List[Dict[str, str]]
-
-
-class DifferenceDoc(TypedDict):
-    model: str
-    against: str
-    map50_change: float
-    map50_interval: List[float]
-    map_change: float
-    map_interval: List[float]
-    resamples: int
-    seed: int
-
-
-class ProtocolDoc(TypedDict):
-    conf: float
-    iou: float
-    max_det: int
-    standard: bool
-    scorer: str
-
-
-class EvaluationDoc(TypedDict, total=False):
-    """``edgekit evaluate --json`` for a detector (``warnings`` may be left out of a document read)."""
-
-    task: str
-    data: str
-    data_kind: str
-    images: int
-    objects: int
-    protocol: ProtocolDoc
-    models: List[ModelEvalDoc]
-    differences: List[DifferenceDoc]
-    warnings: List[str]
-    errors: List[Dict[str, str]]
-
-
-# ------------------------------------------------------------------------------------ results
-@dataclass(frozen=True)
-class ClassAP:
-    id: int
-    name: str
-    ap: Optional[float]         # mAP@[.5:.95] of this class; None when it has no ground truth
-    ap50: Optional[float]
-    objects: int
-
-    def to_dict(self) -> ClassAPDoc:
-        return {"id": self.id, "name": self.name, "ap": self.ap, "ap50": self.ap50, "objects": self.objects}
-
-    @classmethod
-    def from_dict(cls, d: ClassAPDoc) -> "ClassAP":
-        return cls(int(d["id"]), str(d["name"]), d["ap"], d["ap50"], int(d["objects"]))
-
-
-@dataclass(frozen=True)
-class MapResult:
-    """pycocotools' summary (``stats``; None where COCO prints -1: nothing of that kind to score) and per class."""
-
-    map: Optional[float]
-    map50: Optional[float]
-    map75: Optional[float]
-    small: Optional[float]
-    medium: Optional[float]
-    large: Optional[float]
-    per_class: Tuple[ClassAP, ...] = ()
-
-    def to_dict(self) -> MapDoc:
-        return {"map": self.map, "map50": self.map50, "map75": self.map75, "map_small": self.small,
-                "map_medium": self.medium, "map_large": self.large, "per_class": [c.to_dict() for c in self.per_class]}
-
-    @classmethod
-    def from_dict(cls, d: MapDoc) -> "MapResult":
-        return cls(d["map"], d["map50"], d["map75"], d["map_small"], d["map_medium"], d["map_large"],
-                   tuple(ClassAP.from_dict(c) for c in d["per_class"]))
-
-
-@dataclass(frozen=True)
-class ModelEval:
-    model: str
-    device: str
-    backend: str
-    layout: str
-    result: MapResult
-    detections: int
-    invoke_ms: float            # medians per image
-    postprocess_ms: float
-    errors: Tuple[Dict[str, str], ...] = ()
-
-    def to_dict(self) -> ModelEvalDoc:
-        return {"model": self.model, "device": self.device, "backend": self.backend, "layout": self.layout,
-                **self.result.to_dict(), "detections": self.detections, "invoke_ms": self.invoke_ms,
-                "postprocess_ms": self.postprocess_ms, "errors": [dict(e) for e in self.errors]}
-
-    @classmethod
-    def from_dict(cls, d: ModelEvalDoc) -> "ModelEval":
-        return cls(d["model"], d["device"], d["backend"], d["layout"], MapResult.from_dict(d), int(d["detections"]),
-                   float(d["invoke_ms"]), float(d["postprocess_ms"]), tuple(dict(e) for e in d["errors"]))
-
-
-@dataclass(frozen=True)
-class Difference:
-    """``model`` minus ``against`` on the same images, with a paired bootstrap 95% interval over images."""
-
-    model: str
-    against: str
-    map50: float
-    map50_interval: Tuple[float, float]
-    map: float
-    map_interval: Tuple[float, float]
-    resamples: int
-    seed: int
-
-    def to_dict(self) -> DifferenceDoc:
-        return {"model": self.model, "against": self.against, "map50_change": self.map50,
-                "map50_interval": list(self.map50_interval), "map_change": self.map,
-                "map_interval": list(self.map_interval), "resamples": self.resamples, "seed": self.seed}
-
-    @classmethod
-    def from_dict(cls, d: DifferenceDoc) -> "Difference":
-        return cls(d["model"], d["against"], float(d["map50_change"]), tuple(d["map50_interval"]),
-                   float(d["map_change"]), tuple(d["map_interval"]), int(d["resamples"]), int(d["seed"]))
-
-    def line(self) -> str:
-        lo, hi = self.map50_interval
-        verdict = ("a real loss" if hi < 0 else "a real gain" if lo > 0 else "not distinguishable from no change")
-        return ("{} against {}: mAP50 {:+.1f} points (95% interval {:+.1f} to {:+.1f}: {}), mAP {:+.1f} points "
-                "({:+.1f} to {:+.1f}); paired bootstrap over images, {} resamples, seed {}".format(
-                    self.model, self.against, 100 * self.map50, 100 * lo, 100 * hi, verdict, 100 * self.map,
-                    100 * self.map_interval[0], 100 * self.map_interval[1], self.resamples, self.seed))
-
-
-@dataclass(frozen=True)
-class DetectionEvaluation:
-    """The document ``edgekit evaluate --json`` prints for a detector."""
-
-    data: str
-    data_kind: str
-    images: int
-    objects: int
-    conf: float
-    iou: float
-    max_det: int
-    models: Tuple[ModelEval, ...]
-    differences: Tuple[Difference, ...] = ()
-    warnings: Tuple[str, ...] = ()
-    task: str = "detection"
-
-    @property
-    def standard_protocol(self) -> bool:
-        return self.conf <= STANDARD_CONF and self.max_det == STANDARD_MAX_DET
-
-    @property
-    def errors(self) -> List[Dict[str, str]]:
-        return [e for m in self.models for e in m.errors]
-
-    def to_dict(self) -> EvaluationDoc:
-        return {"task": self.task, "data": self.data, "data_kind": self.data_kind, "images": self.images,
-                "objects": self.objects,
-                "protocol": {"conf": self.conf, "iou": self.iou, "max_det": self.max_det,
-                             "standard": self.standard_protocol, "scorer": "pycocotools COCOeval (bbox)"},
-                "models": [m.to_dict() for m in self.models], "differences": [d.to_dict() for d in self.differences],
-                "warnings": list(self.warnings), "errors": self.errors}
-
-    @classmethod
-    def from_dict(cls, d: EvaluationDoc) -> "DetectionEvaluation":
-        p = d["protocol"]
-        return cls(d["data"], d["data_kind"], int(d["images"]), int(d["objects"]), float(p["conf"]), float(p["iou"]),
-                   int(p["max_det"]), tuple(ModelEval.from_dict(m) for m in d["models"]),
-                   tuple(Difference.from_dict(x) for x in d["differences"]), tuple(d.get("warnings", ())))
-
-    def render_text(self) -> str:
-        def pct(v: Optional[float]) -> str:
-            return "  -  " if v is None else "{:5.1f}".format(100 * v)
-
-        lines = ["{} ({}): {} images, {} objects".format(self.data, self.data_kind, self.images, self.objects),
-                 "Protocol: conf >= {:g}, NMS IoU {:g}, at most {} detections per image; scored by pycocotools "
-                 "(COCO bbox AP, 101-point){}".format(self.conf, self.iou, self.max_det,
-                                                      "" if self.standard_protocol else
-                                                      " - NOT the standard protocol (conf 0.001, max 100)"),
-                 "{:<44} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {}".format("model", "mAP", "AP50", "AP75", "S", "M", "L",
-                                                                         "device")]
-        for m in self.models:
-            r = m.result
-            lines.append("{:<44} {} {} {} {} {} {}  {} (invoke {:.1f} ms, post-processing {:.1f} ms per image)".format(
-                _short(m.model, 44), pct(r.map), pct(r.map50), pct(r.map75), pct(r.small), pct(r.medium),
-                pct(r.large), m.device, m.invoke_ms, m.postprocess_ms))
-        first = self.models[0]
-        if first.result.per_class:
-            lines.append("Per class ({}): ".format(_short(first.model, 60)) + ", ".join(
-                "{} {} AP {} AP50 {}".format(c.name, c.objects, pct(c.ap).strip(), pct(c.ap50).strip())
-                for c in first.result.per_class))
-        lines += [d.line() for d in self.differences]
-        return "\n".join(lines)
-
-
-def _short(text: str, n: int) -> str:
-    return text if len(text) <= n else "..." + text[-(n - 3):]
 
 
 # ------------------------------------------------------------------------------------ scoring
@@ -324,6 +97,19 @@ def _stat(v: float) -> Optional[float]:
     return None if v < 0 else float(v)
 
 
+@dataclass(frozen=True)
+class MapResult:
+    """pycocotools' summary (``stats``; None where COCO prints -1: nothing of that kind to score) and per class."""
+
+    map: Optional[float]
+    map50: Optional[float]
+    map75: Optional[float]
+    small: Optional[float]
+    medium: Optional[float]
+    large: Optional[float]
+    per_class: Tuple[ClassScore, ...] = ()
+
+
 def map_result(ev: Any, names: Dict[int, str]) -> MapResult:
     s = ev.stats
     precision = ev.eval["precision"]          # [T, R, K, A, M]
@@ -332,9 +118,9 @@ def map_result(ev: Any, names: Dict[int, str]) -> MapResult:
         p = precision[:, :, k, 0, -1]
         p50 = precision[0, :, k, 0, -1]
         objects = len(ev.cocoGt.getAnnIds(catIds=[cat], iscrowd=False))
-        per_class.append(ClassAP(int(cat), names.get(cat, str(cat)),
-                                 float(p[p > -1].mean()) if (p > -1).any() else None,
-                                 float(p50[p50 > -1].mean()) if (p50 > -1).any() else None, objects))
+        per_class.append(ClassScore(int(cat), names.get(cat, str(cat)),
+                                    float(p[p > -1].mean()) if (p > -1).any() else None,
+                                    float(p50[p50 > -1].mean()) if (p50 > -1).any() else None, objects))
     return MapResult(_stat(s[0]), _stat(s[1]), _stat(s[2]), _stat(s[3]), _stat(s[4]), _stat(s[5]), tuple(per_class))
 
 
@@ -422,7 +208,7 @@ def category_map(dataset: DetectionSet, labels: Dict[int, str], num_classes: int
 
 def _evaluate_one(model: str, dataset: DetectionSet, conf: float, iou: float, max_det: int, layout: Optional[str],
                   device: str, mean: Any, std: Any, num_threads: Optional[int], labels: Optional[str],
-                  report: Reporter) -> Tuple[ModelEval, Any]:
+                  report: Reporter) -> Tuple[DetectorScore, Any]:
     from edgekit.devices.detect import open_detector
 
     detector = open_detector(model, device=device, labels=labels, layout=layout, mean=mean, std=std,
@@ -449,8 +235,10 @@ def _evaluate_one(model: str, dataset: DetectionSet, conf: float, iou: float, ma
     names = {c["id"]: c["name"] for c in dataset.categories}
     inv = [r.invoke_ms for r in run.results] or [0.0]
     post = [r.postprocess_ms for r in run.results] or [0.0]
-    return ModelEval(run.model, run.device, run.backend, run.layout.describe(), map_result(ev, names), len(dets),
-                     round(float(np.median(inv)), 3), round(float(np.median(post)), 3)), ev
+    m = map_result(ev, names)
+    return DetectorScore(run.model, run.device, run.backend, run.layout.describe(), m.map, m.map50, m.map75, m.small,
+                         m.medium, m.large, m.per_class, len(dets), round(float(np.median(inv)), 3),
+                         round(float(np.median(post)), 3), ()), ev
 
 
 def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, images: str | os.PathLike | None = None,
@@ -458,7 +246,7 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
                       max_det: int = STANDARD_MAX_DET, layout: Optional[str] = None, device: str = "auto",
                       mean: Any = None, std: Any = None, num_threads: Optional[int] = None,
                       labels: Optional[str] = None, resamples: int = BOOTSTRAP, seed: int = SEED,
-                      report: Reporter = SILENT) -> DetectionEvaluation:
+                      report: Reporter = SILENT) -> DetectionEvaluateResult:
     """Score ``model`` (and each of ``against``) on a COCO or YOLO set; the differences with bootstrap intervals."""
     from edgekit.detection_data import read_detection_set
     from edgekit.devices.detect import check_thresholds
@@ -487,8 +275,11 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
                     "few tenths of a point between seeds)")
     for r, ev in zip(results[1:], evs[1:]):
         (i50, imap) = paired_bootstrap(evs[0], ev, resamples, seed)
-        a, b = results[0].result, r.result
-        diffs.append(Difference(results[0].model, r.model, (a.map50 or 0.0) - (b.map50 or 0.0), i50,
-                                (a.map or 0.0) - (b.map or 0.0), imap, resamples, seed))
-    return DetectionEvaluation(str(data), dataset.kind, len(dataset), len(dataset.coco["annotations"]), conf, iou,
-                               max_det, tuple(results), tuple(diffs), tuple(warnings))
+        a = results[0]
+        diffs.append(MapDifference(a.model, r.model, (a.map50 or 0.0) - (r.map50 or 0.0), i50,
+                                   (a.map or 0.0) - (r.map or 0.0), imap, resamples, seed))
+    protocol = DetectionProtocol(conf, iou, max_det, conf <= STANDARD_CONF and max_det == STANDARD_MAX_DET,
+                                 SCORER)
+    return DetectionEvaluateResult("detection", str(data), dataset.kind, len(dataset), len(dataset.coco["annotations"]),
+                                   protocol, tuple(results), tuple(diffs), tuple(warnings),
+                                   tuple(e for m in results for e in m.errors))

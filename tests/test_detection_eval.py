@@ -12,6 +12,7 @@ import pytest
 from edgekit import detection_eval
 from edgekit.detection import anchor_count
 from edgekit.detection_data import make_shapes, read_detection_set
+from edgekit.results.evaluate import DetectionEvaluateResult
 from tests.detection_models import image_for, save_png, slice_model
 
 pytest.importorskip("pycocotools")
@@ -122,14 +123,14 @@ def test_no_predictions_at_all_scores_zero(yolo_model, tmp_path):
     ann = encoded_set(tmp_path / "empty", n=8, predict=False)
     ev = detection_eval.evaluate_detector(yolo_model, ann)
     r = ev.models[0]
-    assert r.detections == 0 and r.result.map == 0.0 and r.result.map50 == 0.0
+    assert r.detections == 0 and r.map == 0.0 and r.map50 == 0.0
     assert any("only 8 images" in w for w in ev.warnings)
 
 
 def test_nonstandard_protocol_is_said(yolo_model, tmp_path):
     ann = encoded_set(tmp_path / "s", n=6)
     ev = detection_eval.evaluate_detector(yolo_model, ann, conf=0.25, max_det=10)
-    assert not ev.standard_protocol and "NOT the standard protocol" in ev.render_text()
+    assert not ev.protocol.standard and "NOT the standard protocol" in ev.render_text()
 
 
 def test_reaccumulation_equals_cocoeval(yolo_model, tmp_path):
@@ -155,11 +156,11 @@ def test_coarse_twin_loses_map_with_an_interval(yolo_model, tmp_path):
     ann = encoded_set(tmp_path / "c", n=40, seed=1)
     ev = detection_eval.evaluate_detector(coarse, ann, against=[str(yolo_model), str(coarse)], resamples=200)
     loss, same = ev.differences
-    assert loss.map < 0 and loss.map_interval[1] < 0
-    assert same.map == 0 and same.map_interval == (0.0, 0.0)
+    assert loss.map_change < 0 and loss.map_interval[1] < 0
+    assert same.map_change == 0 and same.map_interval == (0.0, 0.0)
     assert "a real loss" in loss.line() or loss.map50_interval[1] >= 0
     doc = ev.to_dict()
-    assert detection_eval.DetectionEvaluation.from_dict(json.loads(json.dumps(doc))).to_dict() == doc
+    assert DetectionEvaluateResult.from_dict(json.loads(json.dumps(doc))).to_dict() == doc
 
 
 def test_missing_pycocotools_is_exit_4(monkeypatch, yolo_model, tmp_path):

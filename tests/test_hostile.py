@@ -738,7 +738,7 @@ def test_text_safe_escapes_strings_in_typed_results_and_keeps_their_kinds():
     v = DetectionVerification.from_dict({
         "kind": "detection", "samples": 3, "sources": {name: 3}, "conf": 0.25, "match_iou": 0.5,
         "float_detections": 4, "int8_detections": 4, "matched": 4, "min_agreement": 0.9, "mean_abs_diff": 0.1,
-        "class_order": None, "layout": {**layout, "kind": name}, "failures": [], "warnings": [name], "kept": 1.0,
+        "class_order": None, "layout": layout, "failures": [], "warnings": [name], "kept": 1.0,
         "kept_interval": [0.9, 1.0], "agreement_verdict": "passed", "passed": True})
     safe = _text_safe(v)
     assert safe.agreement_verdict is Decision.PASSED

@@ -11,18 +11,10 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from enum import Enum
 from typing import Any
 
+from edgekit.converters.compatibility.words import Verdict
 from edgekit.records import Record
-
-
-class Placement(str, Enum):
-    """check's verdict: every op on the Edge TPU, some, or none."""
-
-    FULL = "full"
-    PARTIAL = "partial"
-    NONE = "none"
 
 
 def _mib(n: int) -> str:
@@ -41,7 +33,7 @@ class CpuOps(Record):
 class CheckSummary(Record):
     """check's verdict on one model, as a summary line or two."""
 
-    verdict: Placement
+    verdict: Verdict                                # check's own (full | partial | none)
     edgetpu_ops: int
     total_ops: int
     cpu_ops_by_type: tuple[CpuOps, ...]             # most first
@@ -60,7 +52,7 @@ class CheckSummary(Record):
         s = d["summary"]
         cpu = Counter(o["name"] for o in d["ops"] if o["target"] == "cpu")
         on, off = s.get("on_chip_bytes_estimate"), s.get("off_chip_bytes_estimate")
-        return cls(Placement(d["verdict"]), int(s["edgetpu_ops"]), len(d["ops"]),
+        return cls(Verdict(d["verdict"]), int(s["edgetpu_ops"]), len(d["ops"]),
                    tuple(CpuOps(name, n) for name, n in sorted(cpu.items(), key=lambda kv: (-kv[1], kv[0]))),
                    int(s.get("uncertain_ops") or 0),
                    int(s["subgraphs"]), int(d.get("min_runtime") or 0),

@@ -26,8 +26,9 @@ import numpy as np
 from edgekit import detection, metrics, tflite_model
 from edgekit.detection import DetectionLayout, Geometry, Layout
 from edgekit.errors import ConversionError, VerificationError
-from edgekit.results.quantize import Decision, DetectionVerification, LayoutSummary, Map50Gate
 from edgekit.records import freeze
+from edgekit.results.detect import DetectLayout
+from edgekit.results.quantize import Decision, DetectionVerification, Map50Gate
 
 MATCH_IOU = 0.5
 VERIFY_CONF = detection.DEFAULT_CONF
@@ -155,7 +156,7 @@ def verify_detector(predict: Callable[[np.ndarray], Any], model_bytes: bytes, la
         kind="detection", samples=len(x), sources=freeze(sources), conf=VERIFY_CONF, match_iou=MATCH_IOU,
         float_detections=n_float, int8_detections=n_int8, matched=matched, min_agreement=min_agreement,
         mean_abs_diff=float(np.mean(diffs)) if diffs else 0.0, class_order=None,
-        layout=LayoutSummary.from_dict(layout.to_dict()), failures=(), warnings=(), kept=None, kept_interval=None,
+        layout=DetectLayout.from_dict(layout.to_dict()), failures=(), warnings=(), kept=None, kept_interval=None,
         agreement_verdict=Decision.UNCERTAIN, passed=True)
     if n_float == 0:
         return dataclasses.replace(block, warnings=(
@@ -231,7 +232,7 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
     decision = metrics.at_most(drop, interval, max_drop_points / 100.0, len(ids))
     return Map50Gate(str(data), len(ids), len(ds.coco["annotations"]), f50, q50, drop, interval, max_drop_points,
                      Decision(decision.verdict), resamples, seed,
-                     "pycocotools COCOeval (bbox), conf 0.001, 100 per image", tuple(str(n) for n in notes))
+                     f"{detection_eval.SCORER}, conf {conf:g}, {max_det} per image", tuple(str(n) for n in notes))
 
 
 def apply_map50_gate(v: DetectionVerification, gate: Map50Gate) -> DetectionVerification:

@@ -31,7 +31,7 @@ from edgekit.converters.converter import SettingMissing, apply_settings, make_co
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
 from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
-from edgekit.preprocess import SPEC_VERSION, PreprocessSpec, with_mean_std
+from edgekit.preprocess import PreprocessSpec, with_mean_std
 from edgekit.records import freeze
 from edgekit.report import SILENT, Reporter
 from edgekit.results.quantize import (Chance, Decision, DetectionVerification, GateChecks, Misorder, ModelIO, OpCount,
@@ -819,8 +819,7 @@ def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: b
         output=str(run.output), record=str(run.sidecar) if run.sidecar else None,
         source=SourceModel(str(src), p.loaded.format, src_size, p.loaded.output, tuple(p.loaded.notes)),
         size_bytes=out_info.size_bytes,
-        preprocess=Preprocess(SPEC_VERSION, spec.width, spec.height, spec.channels, spec.resize, tuple(spec.mean),
-                              tuple(spec.std), p.origin, spec.describe(), p.search.record() if p.search else None),
+        preprocess=Preprocess.of_spec(spec, p.origin, spec.describe(), p.search.record() if p.search else None),
         labels=len(run.labels) if run.labels else None,
         calibration=p.data.described(),
         io=ModelIO(_io_summary(out_info.inputs[0]), _io_summary(out_info.outputs[0])),

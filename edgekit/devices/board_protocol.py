@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING, Any, Dict, Optional, TypedDict, Union
 from edgekit.errors import DeviceError
 
 if TYPE_CHECKING:  # pragma: no cover
+    from edgekit.detection import LayoutDoc, ObjectDoc
     from edgekit.devices.backends import BenchmarkDocument
     from edgekit.devices.classifier import ClassifyDocument
-    from edgekit.devices.detector import DetectDocument, LayoutDocument, ObjectDocument
+    from edgekit.devices.detector import DetectDocument
 
 
 class ProbeDocument(TypedDict):
@@ -213,7 +214,7 @@ CLASSIFY = {"model": _text, "device": _text, "backend": _text, "first_inference_
 _BOX = {k: (lambda v, w: _number(v, w, None)) for k in ("xmin", "ymin", "xmax", "ymax")}
 
 
-def _detection(v: Any, where: str) -> ObjectDocument:
+def _detection(v: Any, where: str) -> ObjectDoc:
     """One object: id, label, score, bbox in pixels, and bbox_normalized when the runner knew the image's size."""
     fields = {"id": _int, "label": _opt_text, "score": lambda s, ws: _number(s, ws, None),
               "bbox": lambda b, wb: _object(b, wb, _BOX)}
@@ -222,7 +223,7 @@ def _detection(v: Any, where: str) -> ObjectDocument:
     return _object(v, where, fields)  # type: ignore[return-value]
 
 
-def _layout(v: Any, where: str) -> LayoutDocument:
+def _layout(v: Any, where: str) -> LayoutDoc:
     """The layout the host sent, as the runner read it back: it must still be a layout (the host reads it)."""
     from edgekit.detection import DetectionLayout
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -27,37 +27,8 @@ from edgekit.errors import Caution, InputError
 if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
     from typing import TypedDict  # novermin
 
+    from edgekit.detection import LayoutDoc, ObjectDoc
     from edgekit.devices.classifier import ImageFailure
-
-    class _ObjectRequired(TypedDict):
-        id: int
-        label: Optional[str]
-        score: float
-        bbox: Dict[str, float]           # xmin, ymin, xmax, ymax in the image's pixels
-
-    class ObjectDocument(_ObjectRequired, total=False):
-        """One object (:meth:`edgekit.detection.Object.to_dict`)."""
-
-        bbox_normalized: Dict[str, float]  # the same as shares of the image's size, when it is known
-
-    class LayoutDocument(TypedDict):
-        """:meth:`edgekit.detection.DetectionLayout.to_dict`."""
-
-        kind: str
-        roles: Dict[str, int]
-        num_classes: int
-        input_hw: List[int]
-        boxes_normalized: Optional[bool]
-        scores_are_logits: Optional[bool]
-        transposed: bool
-        reg_max: int
-        strides: List[int]
-        letterbox: bool
-        labels: Optional[List[str]]
-        source: List[str]
-        options: Dict[str, Union[bool, int, float, str]]
-        pixel_scaling: Optional[str]
-        description: str
 
     class ImageDetectionsDocument(TypedDict):
         image: str
@@ -65,7 +36,7 @@ if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.Typed
         height: int
         invoke_ms: float
         postprocess_ms: float
-        objects: List[ObjectDocument]
+        objects: List[ObjectDoc]
 
     class DetectDocument(TypedDict):
         """``edgekit detect --json`` (and what a board's runner prints for ``detect``)."""
@@ -73,7 +44,7 @@ if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.Typed
         model: str
         device: str
         backend: str
-        layout: LayoutDocument
+        layout: LayoutDoc
         conf: float
         iou: float
         max_det: int

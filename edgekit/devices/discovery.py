@@ -24,7 +24,7 @@ _APEX_RE = re.compile(r"^apex_(\d+)$")
 
 
 class DeviceDocument(TypedDict):
-    """One device in ``edgekit devices --json`` (:class:`edgekit.results.Device`'s document)."""
+    """One device in ``edgekit devices --json`` (:class:`Device`'s document)."""
 
     type: str
     path: str
@@ -36,8 +36,9 @@ class DeviceDocument(TypedDict):
 
 
 @dataclass(frozen=True)
-class EdgeTpuDevice:
-    """One Edge TPU. ``device`` is the string to pass as ``--device`` (``usb:0``, ``pci:1``)."""
+class Device:
+    """One Edge TPU: ``device`` is what to pass as ``device=`` / ``--device`` (``usb:0``, ``pci:1``). The one
+    type of a device: what discovery finds and what :class:`edgekit.results.DevicesResult` lists."""
 
     type: str                      # "usb" or "pci"
     path: str                      # sysfs USB path or /dev/apex_N
@@ -49,6 +50,11 @@ class EdgeTpuDevice:
 
     def to_dict(self) -> DeviceDocument:
         return asdict(self)  # type: ignore[return-value]
+
+    @classmethod
+    def from_dict(cls, d: DeviceDocument) -> "Device":
+        return cls(str(d["type"]), str(d["path"]), str(d["device"]), str(d["state"]), d.get("usb_id"),
+                   d.get("temperature_c"), str(d.get("source", "sysfs")))
 
 
 def _read(path: Path) -> str | None:
@@ -62,7 +68,7 @@ def _usb_sort_key(name: str) -> tuple:
     return tuple((0, int(p), "") if p.isdigit() else (1, 0, p) for p in re.split(r"[-.:]", name))
 
 
-def usb_devices(sys_root: str | Path = "/sys") -> list[EdgeTpuDevice]:
+def usb_devices(sys_root: str | Path = "/sys") -> list[Device]:
     """USB Edge TPUs from ``<sys_root>/bus/usb/devices``, ordered by bus path."""
     base = Path(sys_root) / "bus" / "usb" / "devices"
     found = []
@@ -73,12 +79,12 @@ def usb_devices(sys_root: str | Path = "/sys") -> list[EdgeTpuDevice]:
     for entry in entries:
         vendor, product = (_read(entry / "idVendor") or "").lower(), (_read(entry / "idProduct") or "").lower()
         if (vendor, product) in USB_IDS:
-            found.append(EdgeTpuDevice("usb", str(entry), f"usb:{len(found)}", USB_IDS[vendor, product],
+            found.append(Device("usb", str(entry), f"usb:{len(found)}", USB_IDS[vendor, product],
                                        usb_id=f"{vendor}:{product}"))
     return found
 
 
-def pci_devices(sys_root: str | Path = "/sys", dev_root: str | Path = "/dev") -> list[EdgeTpuDevice]:
+def pci_devices(sys_root: str | Path = "/sys", dev_root: str | Path = "/dev") -> list[Device]:
     """PCIe Edge TPUs: ``/dev/apex_N`` nodes, plus sysfs entries whose node is missing."""
     indices: dict[int, bool] = {}
     for folder, is_node in ((Path(dev_root), True), (Path(sys_root) / "class" / "apex", False)):
@@ -95,12 +101,12 @@ def pci_devices(sys_root: str | Path = "/sys", dev_root: str | Path = "/dev") ->
         temp = int(raw) / 1000.0 if raw and raw.lstrip("-").isdigit() else None
         node = Path(dev_root) / f"apex_{n}"
         state = "ready" if indices[n] else f"driver sees it but {node} is missing (check udev / the apex group)"
-        found.append(EdgeTpuDevice("pci", str(Path(dev_root) / f"apex_{n}"), f"pci:{len(found)}", state,
+        found.append(Device("pci", str(Path(dev_root) / f"apex_{n}"), f"pci:{len(found)}", state,
                                    temperature_c=temp))
     return found
 
 
-def pycoral_devices() -> list[EdgeTpuDevice]:
+def pycoral_devices() -> list[Device]:
     """Edge TPUs as Google's pycoral sees them (empty when it is not installed or fails)."""
     from edgekit.devices.backends import google_pycoral_available
 
@@ -116,14 +122,14 @@ def pycoral_devices() -> list[EdgeTpuDevice]:
     found = []
     for d in listed:
         kind = str(d.get("type", "usb"))
-        found.append(EdgeTpuDevice(kind, str(d.get("path", "")), f"{kind}:{counts.get(kind, 0)}", "ready",
+        found.append(Device(kind, str(d.get("path", "")), f"{kind}:{counts.get(kind, 0)}", "ready",
                                    source="pycoral"))
         counts[kind] = counts.get(kind, 0) + 1
     return found
 
 
 def list_devices(sys_root: str | Path = "/sys", dev_root: str | Path = "/dev",
-                 use_pycoral: bool = True) -> list[EdgeTpuDevice]:
+                 use_pycoral: bool = True) -> list[Device]:
     """All Edge TPUs: sysfs first, then any that only pycoral reports (matched by path)."""
     found = usb_devices(sys_root) + pci_devices(sys_root, dev_root)
     if use_pycoral:

@@ -12,56 +12,19 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, List, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
 from edgekit import metrics
 from edgekit.errors import InputError
 from edgekit.report import SILENT, Reporter
+from edgekit.results.classify import ImageError
 from edgekit.results.evaluate import PER_CLASS_ROWS, per_class_lines  # noqa: F401 (the text table, beside its type)
+from edgekit.results.evaluate import ClassAccuracy, EvaluateResult, Preprocessing, ReferenceComparison
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.devices.classifier import ImageFailure
-
-
-class PreprocessDocument(TypedDict):
-    """The preprocessing images went through (a PreprocessSpec's document) and where it came from."""
-
-    version: int
-    width: int
-    height: int
-    channels: str
-    resize: str
-    mean: List[float]
-    std: List[float]
-    source: str
-
-
-class ClassAccuracyDocument(TypedDict):
-    id: int
-    label: Optional[str]
-    samples: int
-    top1: float
-    top1_interval: List[float]
-    predicted: int
-    precision: Optional[float]
-
-
-class EvaluationDocument(TypedDict):
-    """:class:`edgekit.results.EvaluateResult`'s document but ``reference`` (added where there is one)."""
-
-    model: str
-    device: str
-    backend: str
-    preprocess: PreprocessDocument
-    labels_from: str
-    samples: int
-    classes: int
-    top1: Optional[float]
-    top5: Optional[float]
-    per_class: List[ClassAccuracyDocument]
-    errors: List[ImageFailure]
 
 
 @dataclass
@@ -143,23 +106,28 @@ class Evaluation:
     errors: list[ImageFailure] = field(default_factory=list)
     kept: list[int] = field(default_factory=list)   # indices into the set of the samples scored
 
-    def to_dict(self) -> EvaluationDocument:
-        n, classes = self.scores.shape if self.scores.ndim == 2 else (0, 0)
-        per_class: list[ClassAccuracyDocument] = []
+    def per_class(self) -> list[ClassAccuracy]:
+        """Each class's recall (with its Wilson interval), how often it was predicted, and precision."""
+        n = self.scores.shape[0] if self.scores.ndim == 2 else 0
         predicted = self.scores.argmax(1) if n else np.zeros(0, np.int64)
+        rows = []
         for c in sorted(set(self.labels.tolist())):
             mask = self.labels == c
             right, chosen = int(np.sum(predicted[mask] == c)), int(np.sum(predicted == c))
-            per_class.append({"id": int(c), "label": self.names.get(int(c)), "samples": int(mask.sum()),
-                              "top1": right / int(mask.sum()),
-                              "top1_interval": list(metrics.wilson(right, int(mask.sum()))),
-                              "predicted": chosen, "precision": right / chosen if chosen else None})
-        return {"model": self.model, "device": self.device, "backend": self.backend,
-                "preprocess": {**self.spec.to_dict(), "source": self.spec_source}, "labels_from": self.labels_from,
-                "samples": int(n), "classes": int(classes),
-                "top1": metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
-                "top5": metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
-                "per_class": per_class, "errors": self.errors}
+            rows.append(ClassAccuracy(int(c), self.names.get(int(c)), int(mask.sum()), right / int(mask.sum()),
+                                      tuple(metrics.wilson(right, int(mask.sum()))), chosen,
+                                      right / chosen if chosen else None))
+        return rows
+
+    def result(self, reference: Optional[ReferenceComparison] = None) -> EvaluateResult:
+        """evaluate's typed result (``reference``: the float model's comparison, where one was made)."""
+        n, classes = self.scores.shape if self.scores.ndim == 2 else (0, 0)
+        return EvaluateResult(
+            self.model, self.device, self.backend, Preprocessing.of_spec(self.spec, self.spec_source),
+            self.labels_from, int(n), int(classes),
+            metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
+            metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
+            tuple(self.per_class()), tuple(ImageError.from_dict(e) for e in self.errors), reference)
 
 
 def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",

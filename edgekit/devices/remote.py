@@ -25,12 +25,13 @@ import tarfile
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, Callable, List, TypedDict, TypeVar, Union
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, Union
 
 from edgekit.devices import board_protocol, board_runner
 from edgekit.devices.board_protocol import ProbeDocument
 from edgekit.errors import Caution, DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.report import SILENT, Reporter
+from edgekit.results.deploy import DeployResult
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.devices.backends import BenchmarkDocument
@@ -40,19 +41,6 @@ if TYPE_CHECKING:  # pragma: no cover
 #: a runner's document, as its reader checked it
 RunnerDocument = TypeVar("RunnerDocument", "ClassifyDocument", "DetectDocument", "BenchmarkDocument")
 
-
-class DeployDocument(TypedDict):
-    """``edgekit deploy --json`` (:class:`edgekit.results.DeployResult`'s document)."""
-
-    target: str
-    path: str
-    bundle: str
-    python: str
-    interpreter: str
-    uploaded: List[str]
-    deleted: List[str]
-    unchanged: int
-    bytes_sent: int
 
 DEFAULT_PATH = "edgekit"  # on the board, relative to the login user's home
 RUNNER_MODULE = "edgekit.devices.board_runner"
@@ -362,7 +350,7 @@ def _check_packages(target: SshTarget, facts: ProbeDocument) -> str:
 
 
 def deploy(bundle: str | os.PathLike, target: SshTarget, path: str = DEFAULT_PATH,
-           bundle_files: LocalBundle | None = None) -> DeployDocument:
+           bundle_files: LocalBundle | None = None) -> DeployResult:
     """Copy the bundle and the runner to ``target:path``, skipping files whose sha256 already matches there.
 
     Returns the document ``edgekit deploy --json`` prints.
@@ -401,9 +389,8 @@ def deploy(bundle: str | os.PathLike, target: SshTarget, path: str = DEFAULT_PAT
             why = said["message"] if said else board_protocol.shown(err[-1])[:300] if err else proc.returncode
             raise DeviceError(f"copying to {target.destination}:{path} failed ({why})",
                               "check the free space and permissions of --path there")
-    return {"target": target.destination, "path": path, "bundle": f"{path}/bundles/{local.name}",
-            "python": facts["python"], "interpreter": interpreter,
-            "uploaded": upload, "deleted": delete, "unchanged": len(wanted) - len(upload), "bytes_sent": sent}
+    return DeployResult(target.destination, path, f"{path}/bundles/{local.name}", facts["python"], interpreter,
+                        tuple(upload), tuple(delete), len(wanted) - len(upload), sent)
 
 
 # ------------------------------------------------------------------------------------ classify
@@ -459,14 +446,6 @@ def _notes_from(stderr: bytes) -> list[str]:
     lines = [board_protocol.shown(line) for line in stderr.decode(errors="replace").splitlines()]
     return [line[len("note: "):] if line.startswith("note: ") else Caution(line[len("warning: "):])
             for line in lines if line.startswith("note: ") or line.startswith("warning: ")]
-
-
-def deploy_summary(d: DeployDocument) -> str:
-    """One line for people about what ``deploy`` did."""
-    if not d["uploaded"] and not d["deleted"]:
-        return f"{d['bundle']} on {d['target']} is up to date (Python {d['python']}, {d['interpreter']})"
-    return (f"deployed to {d['target']}:{d['bundle']}: {len(d['uploaded'])} file(s) copied ({d['bytes_sent']:,} bytes), "
-            f"{d['unchanged']} unchanged, {len(d['deleted'])} removed (Python {d['python']}, {d['interpreter']})")
 
 
 def _shell_path(path: str) -> str:
@@ -536,7 +515,7 @@ def _send_images(images: list[str], bundle: str | os.PathLike, target: SshTarget
         args += ["--std", ",".join(map(repr, std))]
     paths, errors = expand_images(images)
     local = read_bundle(bundle)
-    report.note(deploy_summary(deploy(bundle, target, path, local)))
+    report.note(deploy(bundle, target, path, local).render_text())
     names = [f"{i:06d}{Path(p).suffix.lower()}" for i, p in enumerate(paths)]
     with tempfile.TemporaryFile() as tar_file:
         with tarfile.open(fileobj=tar_file, mode="w") as tar:
@@ -605,7 +584,7 @@ def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAU
     if threads is not None:
         args += ["--threads", str(threads)]
     local = read_bundle(bundle)
-    report.note(deploy_summary(deploy(bundle, target, path, local)))
+    report.note(deploy(bundle, target, path, local).render_text())
     return _run_runner(target, path, local.name, "benchmark", args, b"", "benchmarking", SILENT,
                        lambda data, dest, hint: board_protocol.read_benchmark(data, dest, hint, n, warmup),
                        benchmark_stdout_bound(n))

@@ -3,8 +3,12 @@
 Each is a frozen dataclass (:class:`~edgekit.records.Record`) whose ``to_dict()`` is the command's
 ``--json`` document (schemas in docs/commands/) and whose ``render_text()`` is what the command
 prints without ``--json``. Verdicts, targets and confidences are ``str`` Enums, so ``result.verdict
-== "full"`` holds as well as ``result.verdict is Verdict.FULL``. Sub-documents that only a person
-reads (a quantize run's calibration) are kept read-only as they are.
+== "full"`` holds as well as ``result.verdict is Verdict.FULL``. Every block of a document is a record
+of its own (a quantize run's calibration is a :class:`Calibration`, its preprocessing a
+:class:`Preprocess`), and a block that several commands write is one type: the preprocessing
+(:class:`SpecRecord` plus where it came from), a detector's layout (:class:`DetectLayout`, in detect's
+result and in quantize's detector verification). Only plain name-to-number maps (a layout's roles, the
+counts of a verification's sources) stay mappings, read-only.
 
 Nothing here imports TensorFlow, click or numpy: rendering needs only the standard library.
 
@@ -19,48 +23,50 @@ from typing import Any
 
 # name -> the module of edgekit.results that defines it
 _WHERE = {
-    "Class": "classify",
-    "ImageClasses": "classify",
-    "ImageError": "classify",
-    "ClassifyResult": "classify",
+    # classify
+    "Class": "classify", "ImageClasses": "classify", "ImageError": "classify", "ClassifyResult": "classify",
+    # detect
+    "DetectedBox": "detect", "DetectedObject": "detect", "ImageObjects": "detect", "DetectLayout": "detect",
     "DetectResult": "detect",
-    "Verdict": "check",
-    "Target": "check",
-    "Confidence": "check",
-    "OpPlacement": "check",
-    "CheckSummary": "check",
-    "CheckProblem": "check",
-    "CheckResult": "check",
-    "LatencyVerdict": "benchmark",
-    "Comparison": "benchmark",
-    "BenchmarkResult": "benchmark",
-    "Timing": "benchmark",
-    "ClassAccuracy": "evaluate",
-    "EvaluateResult": "evaluate",
+    # the preprocessing block quantize, train and evaluate share (each adds where it came from)
+    "SpecRecord": "preprocess",
+    # check
+    "Verdict": "check", "Target": "check", "Confidence": "check", "OpPlacement": "check", "CheckSummary": "check",
+    "CheckProblem": "check", "CheckResult": "check",
+    # benchmark
+    "LatencyVerdict": "benchmark", "Comparison": "benchmark", "Machine": "benchmark",
+    "PostprocessTiming": "benchmark", "BenchmarkResult": "benchmark", "Timing": "benchmark",
+    # evaluate (a classifier's, then a detector's)
+    "Preprocessing": "evaluate", "ClassAccuracy": "evaluate", "ClassChange": "evaluate", "LayerError": "evaluate",
+    "ReferenceComparison": "evaluate", "EvaluateResult": "evaluate", "DetectionProtocol": "evaluate",
+    "ClassScore": "evaluate", "DetectorScore": "evaluate", "MapDifference": "evaluate",
     "DetectionEvaluateResult": "evaluate",
-    "CompileOp": "compile",
-    "CompileSegment": "compile",
-    "CompilerOutput": "compile",
-    "CompileResult": "compile",
-    "Decision": "quantize",
-    "Verification": "quantize",
-    "DetectionVerification": "quantize",
-    "render_search": "quantize",
-    "QuantizeResult": "quantize",
+    # compile
+    "CompileOp": "compile", "CompileSegment": "compile", "CompilerOutput": "compile", "CompileResult": "compile",
+    # quantize
+    "Decision": "quantize", "Misorder": "quantize", "Map50Gate": "quantize", "Verification": "quantize",
+    "DetectionVerification": "quantize", "ModelOutput": "quantize", "SourceModel": "quantize",
+    "ConventionComparison": "quantize", "ConventionTrial": "quantize", "PreprocessSearch": "quantize",
+    "render_search": "quantize", "Preprocess": "quantize", "RefusedPreprocess": "quantize",
+    "CalibrationSummary": "quantize", "Calibration": "quantize", "TensorIO": "quantize", "ModelIO": "quantize",
+    "GateChecks": "quantize", "Advice": "quantize", "Chance": "quantize", "QuantizeResult": "quantize",
     "RefusedQuantize": "quantize",
-    "BuildResult": "build",
-    "TensorSummary": "inspect",
-    "InspectOp": "inspect",
-    "OpCount": "inspect",
+    # build (BundleManifest is manifest.json)
+    "BundleModels": "build", "BundleInput": "build", "BundleVersions": "build", "BundleSource": "build",
+    "BundleCheck": "build", "BundleCompile": "build", "BundleReports": "build", "ClassifierAccuracy": "build",
+    "DetectorAccuracy": "build", "BundleManifest": "build", "BuildResult": "build",
+    # inspect
+    "TensorSummary": "inspect", "InspectOp": "inspect", "OpCount": "inspect", "EdgeTpuSummary": "inspect",
     "InspectResult": "inspect",
-    "Device": "devices",
-    "DevicesResult": "devices",
-    "Status": "doctor",
-    "DoctorCheck": "doctor",
-    "DoctorResult": "doctor",
+    # devices, doctor, deploy
+    "Device": "devices", "DevicesResult": "devices",
+    "Status": "doctor", "DoctorCheck": "doctor", "DoctorResult": "doctor",
     "DeployResult": "deploy",
+    # train
+    "TrainData": "train", "TrainPreprocess": "train", "TrainStrategy": "train", "Epoch": "train",
     "TrainResult": "train",
-    "CutResult": "cut",
+    # cut
+    "CutCheck": "cut", "CutResult": "cut",
 }
 
 __all__ = sorted(_WHERE)

@@ -23,6 +23,9 @@ class DeployResult(Record):
     bytes_sent: int
 
     def render_text(self) -> str:
-        from edgekit.devices.remote import deploy_summary  # the line classify/benchmark --on also say
-
-        return deploy_summary(self.to_dict())
+        """One line for people about what ``deploy`` did (classify/benchmark ``--on`` note it too)."""
+        if not self.uploaded and not self.deleted:
+            return f"{self.bundle} on {self.target} is up to date (Python {self.python}, {self.interpreter})"
+        return (f"deployed to {self.target}:{self.bundle}: {len(self.uploaded)} file(s) copied ({self.bytes_sent:,} "
+                f"bytes), {self.unchanged} unchanged, {len(self.deleted)} removed (Python {self.python}, "
+                f"{self.interpreter})")

@@ -48,7 +48,7 @@ class ImageObjects(Record):
 class DetectLayout(Record):
     """The layout the detector's outputs were read with (:meth:`edgekit.detection.DetectionLayout.to_dict`):
     ``kind`` (postprocess | yolo | yolov5 | split-dfl | end2end), each role's output position, and how each
-    choice was made (``source``)."""
+    choice was made (``source``). quantize's detector verification records the same block."""
 
     kind: str
     roles: Mapping[str, int]
@@ -62,7 +62,7 @@ class DetectLayout(Record):
     letterbox: bool
     labels: Optional[Tuple[str, ...]]
     source: Tuple[str, ...]
-    options: Mapping[str, Union[int, float, str]]   # the postprocess op's custom options
+    options: Mapping[str, Union[bool, int, float, str]]   # the postprocess op's custom options
     pixel_scaling: Optional[str]
     description: str
 

@@ -3,27 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
+from typing import Tuple
 
+from edgekit.devices.discovery import Device
 from edgekit.records import Record
 
 
 @dataclass(frozen=True)
-class Device(Record):
-    """One Edge TPU: ``device`` is what to pass as ``device=`` / ``--device`` (``usb:0``, ``pci:1``)."""
-
-    type: str
-    path: str
-    device: str
-    state: str
-    usb_id: Optional[str] = None
-    temperature_c: Optional[float] = None
-    source: str = "sysfs"
-
-
-@dataclass(frozen=True)
 class DevicesResult(Record):
-    """``edgekit devices --json``: the Edge TPUs on this machine."""
+    """``edgekit devices --json``: the Edge TPUs on this machine (each a :class:`edgekit.devices.discovery.Device`,
+    also ``edgekit.results.Device``)."""
 
     devices: Tuple[Device, ...]
 

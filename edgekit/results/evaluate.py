@@ -7,6 +7,7 @@ from typing import Any, Optional, Tuple
 
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
+from edgekit.results.preprocess import SpecRecord
 
 
 @dataclass(frozen=True)
@@ -23,17 +24,10 @@ class ClassAccuracy(Record):
 
 
 @dataclass(frozen=True)
-class Preprocessing(Record):
+class Preprocessing(SpecRecord):
     """The preprocessing images went through (:class:`edgekit.preprocess.PreprocessSpec`'s document) and where it
     came from (``source``: recorded with the model, derived from its input, or the flags)."""
 
-    version: int
-    width: int
-    height: int
-    channels: str
-    resize: str
-    mean: Tuple[float, ...]
-    std: Tuple[float, ...]
     source: str
 
 
@@ -205,11 +199,20 @@ class MapDifference(Record):
     resamples: int
     seed: int
 
+    def line(self) -> str:
+        lo, hi = self.map50_interval
+        verdict = ("a real loss" if hi < 0 else "a real gain" if lo > 0 else "not distinguishable from no change")
+        return ("{} against {}: mAP50 {:+.1f} points (95% interval {:+.1f} to {:+.1f}: {}), mAP {:+.1f} points "
+                "({:+.1f} to {:+.1f}); paired bootstrap over images, {} resamples, seed {}".format(
+                    self.model, self.against, 100 * self.map50_change, 100 * lo, 100 * hi, verdict,
+                    100 * self.map_change, 100 * self.map_interval[0], 100 * self.map_interval[1], self.resamples,
+                    self.seed))
+
 
 @dataclass(frozen=True)
 class DetectionEvaluateResult(Record):
-    """``edgekit evaluate --json`` for a detector (COCO or YOLO data; the document of
-    :class:`edgekit.detection_eval.DetectionEvaluation`): COCO mAP of each model scored by pycocotools, the
+    """``edgekit evaluate --json`` for a detector (COCO or YOLO data; what
+    :func:`edgekit.detection_eval.evaluate_detector` returns): COCO mAP of each model scored by pycocotools, the
     protocol, the paired changes against ``--against`` models, warnings, and images that could not be read."""
 
     task: str
@@ -223,15 +226,29 @@ class DetectionEvaluateResult(Record):
     warnings: Tuple[str, ...]
     errors: Tuple[ImageError, ...]
 
-    @classmethod
-    def of_evaluation(cls, evaluation: Any) -> "DetectionEvaluateResult":
-        return cls.from_dict(evaluation.to_dict())
-
-    def evaluation(self) -> Any:
-        """The :class:`~edgekit.detection_eval.DetectionEvaluation` of this document."""
-        from edgekit.detection_eval import DetectionEvaluation
-
-        return DetectionEvaluation.from_dict(self.to_dict())
-
     def render_text(self) -> str:
-        return self.evaluation().render_text()  # one rendering, beside the evaluation's type
+        def pct(v: Optional[float]) -> str:
+            return "  -  " if v is None else "{:5.1f}".format(100 * v)
+
+        p = self.protocol
+        lines = ["{} ({}): {} images, {} objects".format(self.data, self.data_kind, self.images, self.objects),
+                 "Protocol: conf >= {:g}, NMS IoU {:g}, at most {} detections per image; scored by pycocotools "
+                 "(COCO bbox AP, 101-point){}".format(p.conf, p.iou, p.max_det, "" if p.standard else
+                                                      " - NOT the standard protocol (conf 0.001, max 100)"),
+                 "{:<44} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {}".format("model", "mAP", "AP50", "AP75", "S", "M", "L",
+                                                                         "device")]
+        for m in self.models:
+            lines.append("{:<44} {} {} {} {} {} {}  {} (invoke {:.1f} ms, post-processing {:.1f} ms per image)".format(
+                _short(m.model, 44), pct(m.map), pct(m.map50), pct(m.map75), pct(m.map_small), pct(m.map_medium),
+                pct(m.map_large), m.device, m.invoke_ms, m.postprocess_ms))
+        first = self.models[0]
+        if first.per_class:
+            lines.append("Per class ({}): ".format(_short(first.model, 60)) + ", ".join(
+                "{} {} AP {} AP50 {}".format(c.name, c.objects, pct(c.ap).strip(), pct(c.ap50).strip())
+                for c in first.per_class))
+        lines += [d.line() for d in self.differences]
+        return "\n".join(lines)
+
+
+def _short(text: str, n: int) -> str:
+    return text if len(text) <= n else "..." + text[-(n - 3):]

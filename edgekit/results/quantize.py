@@ -11,7 +11,9 @@ from edgekit.converters.advice import Advice
 from edgekit.converters.check_summary import CheckSummary
 from edgekit.metrics import Chance
 from edgekit.records import Record
+from edgekit.results.detect import DetectLayout
 from edgekit.results.inspect import OpCount
+from edgekit.results.preprocess import SpecRecord
 
 
 class Decision(str, enum.Enum):
@@ -33,27 +35,6 @@ class Misorder(Record):
     predicted: int
     count: int
     of: int
-
-
-@dataclass(frozen=True)
-class LayoutSummary(Record):
-    """A detector's output layout as verification recorded it (:meth:`edgekit.detection.DetectionLayout.to_dict`)."""
-
-    kind: str
-    roles: Mapping[str, int]
-    num_classes: int
-    input_hw: Tuple[int, ...]
-    boxes_normalized: Optional[bool]
-    scores_are_logits: Optional[bool]
-    transposed: bool
-    reg_max: int
-    strides: Tuple[int, ...]
-    letterbox: bool
-    labels: Optional[Tuple[str, ...]]
-    source: Tuple[str, ...]
-    options: Mapping[str, Union[bool, int, float, str]]
-    pixel_scaling: Optional[str]
-    description: str
 
 
 @dataclass(frozen=True)
@@ -138,7 +119,7 @@ class DetectionVerification(Record):
     min_agreement: float
     mean_abs_diff: Optional[float]
     class_order: None
-    layout: LayoutSummary
+    layout: DetectLayout   # the layout verification read both models with (detect's block)
     failures: Tuple[str, ...]
     warnings: Tuple[str, ...]
     kept: Optional[float]
@@ -253,17 +234,10 @@ def render_search(search: PreprocessSearch) -> str:
 
 
 @dataclass(frozen=True)
-class Preprocess(Record):
+class Preprocess(SpecRecord):
     """The preprocessing spec recorded (:meth:`edgekit.preprocess.PreprocessSpec.to_dict`), where it came from,
     and the search that settled it (None when the flags, the record or the model did)."""
 
-    version: int
-    width: int
-    height: int
-    channels: str
-    resize: str
-    mean: Tuple[float, ...]
-    std: Tuple[float, ...]
     origin: str
     description: str
     search: Optional[PreprocessSearch]

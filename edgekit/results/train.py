@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Optional, Tuple
 
 from edgekit.records import Record
+from edgekit.results.preprocess import SpecRecord
 
 
 @dataclass(frozen=True)
@@ -20,17 +21,10 @@ class TrainData(Record):
 
 
 @dataclass(frozen=True)
-class TrainPreprocess(Record):
+class TrainPreprocess(SpecRecord):
     """The preprocessing recorded with the model (:meth:`edgekit.preprocess.PreprocessSpec.to_dict`) and its
     description."""
 
-    version: int
-    width: int
-    height: int
-    channels: str
-    resize: str
-    mean: Tuple[float, ...]
-    std: Tuple[float, ...]
     description: str
 
 

@@ -580,7 +580,7 @@ def _result(opts: TrainOptions, plan: _Plan, dist: _Distributed, progress: _Prog
         arch=opts.arch, labels=tuple(data.class_names),
         data=TrainData(opts.data, data.kind, len(data.class_names), int(len(plan.train_idx)),
                        int(len(plan.val_idx))),
-        preprocess=TrainPreprocess.from_dict({**spec.to_dict(), "description": spec.describe()}),
+        preprocess=TrainPreprocess.of_spec(spec, spec.describe()),
         strategy=dist.choice.summary(), batch_per_replica=opts.batch_size, global_batch=dist.global_batch,
         steps_per_execution=TPU_STEPS_PER_EXECUTION if dist.on_tpu else 1, advice=tuple(dist.advice),
         epochs=tuple(progress.epochs), validation_accuracy=last.val_accuracy if last is not None else None,

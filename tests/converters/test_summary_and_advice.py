@@ -17,7 +17,8 @@ from click.testing import CliRunner
 from edgekit import tflite_model
 from edgekit.converters import advice, compatibility
 from edgekit.converters.advice import AdviceKind, ModelFacts
-from edgekit.converters.check_summary import CheckSummary, Placement
+from edgekit.converters.check_summary import CheckSummary
+from edgekit.converters.compatibility.words import Verdict
 from edgekit.results.check import CheckResult
 from tests.conftest import TESTDATA
 
@@ -31,7 +32,7 @@ def test_the_summary_is_checks_own_verdict_with_the_cpu_ops_by_type():
     summary = CheckSummary.from_check(report)
     assert summary == CheckSummary.from_check(CheckResult.of_report(report).to_dict())  # build's manifest
     assert summary == CheckSummary.from_dict(json.loads(json.dumps(summary.to_dict())))
-    assert summary.verdict == Placement(report.verdict) == Placement.PARTIAL
+    assert summary.verdict == Verdict(report.verdict) == Verdict.PARTIAL
     assert (summary.edgetpu_ops, summary.total_ops) == (report.edgetpu_ops, len(report.ops))
     by_type = {c.op: c.count for c in summary.cpu_ops_by_type}
     assert sum(by_type.values()) == report.cpu_ops and by_type.get("RESIZE_BILINEAR")

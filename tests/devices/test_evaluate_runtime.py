@@ -72,12 +72,12 @@ def test_evaluate_text_has_a_per_class_table_worst_first_and_bounded(tmp_path):
     scores[np.flatnonzero(labels == 7)[:2]] = np.eye(classes, dtype=np.float32)[0]  # class 7: 3 of 5 right
     ev = Evaluation("m.tflite", "cpu", "litert", "recorded", PreprocessSpec(8, 8), "arrays", scores, labels,
                     {i: f"c{i}" for i in range(classes)})
-    doc = ev.to_dict()
+    doc = ev.result().to_dict()
     five = next(c for c in doc["per_class"] if c["id"] == 5)
     assert five["predicted"] == 10 and five["precision"] == 0.5 and five["top1"] == 1.0
     from edgekit.results import EvaluateResult
 
-    text = EvaluateResult.from_dict({**doc, "reference": None}).render_text().splitlines()
+    text = EvaluateResult.from_dict(doc).render_text().splitlines()
     start = next(i for i, ln in enumerate(text) if ln.startswith("Per class, worst first"))
     assert f"({PER_CLASS_ROWS} of {classes}; all in --json)" in text[start]
     rows = text[start + 2:start + 2 + PER_CLASS_ROWS]
