@@ -18,6 +18,8 @@ from edgekit import cli_base, flags
 from edgekit.cli_base import command, echo as _echo, fail as _fail  # noqa: F401 (_fail: part of this module's API)
 from edgekit.errors import InputError, UsageError, shown
 
+_RUNS = cli_base.RUNS  # each subcommand's function, registered by @command
+
 #: What was defined here before click moved to edgekit.cli_click (imported on first use, so that a plain run of a
 #: runtime command never imports click): the click group ``cli`` and the click types.
 _CLICK_NAMES = ("cli", "FilePath", "DirPath", "FloatRange", "debug_option")
