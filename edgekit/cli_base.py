@@ -16,16 +16,20 @@ from __future__ import annotations
 import os
 import re
 import sys
-from typing import Any, Callable, Dict, Optional, Tuple
+from collections.abc import Callable
+from typing import Any, Union
 
 from edgekit import flags
-from edgekit.errors import EdgekitError, InternalError, InputError, regular_file, shown
+from edgekit.errors import EdgekitError, InputError, InternalError, regular_file, shown
 
 #: Each subcommand's function, registered by :func:`command` (edgekit.cli); its click command is made on first use.
-RUNS: Dict[str, Callable[..., None]] = {}
+RUNS: dict[str, Callable[..., None]] = {}
 
 #: The commands whose plain command lines skip click: those that run a model, where start-up shows.
 FAST_COMMANDS = frozenset({"classify", "detect", "benchmark", "inspect"})
+
+#: A parsed value: text or a path, a number, a switch, an option left out, or the images of ``IMAGES...``.
+Value = Union[str, int, float, bool, None, tuple[str, ...]]
 
 _INT = re.compile(r"-?[0-9]+")
 _FLOAT = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
@@ -99,7 +103,7 @@ def fail(exc: EdgekitError, debug: bool = False) -> None:
     sys.exit(exc.exit_code)
 
 
-def guarded(run: Callable[[], Any], debug: Callable[[], bool], passthrough: Tuple[type, ...] = ()) -> Any:
+def guarded(run: Callable[[], Any], debug: Callable[[], bool], passthrough: tuple[type, ...] = ()) -> Any:
     """``run()``, every EdgekitError turned into one line on stderr and its exit code; anything else is a bug.
     ``passthrough``: exceptions left to the caller (click's own)."""
     import signal
@@ -184,10 +188,10 @@ def _value(p: Any, value: Any, flag: str = "") -> Any:
     return number
 
 
-def _tokens(declared: Tuple[Any, ...], argv: list) -> Tuple[Dict[str, Any], list]:
+def _tokens(declared: tuple[Any, ...], argv: list) -> tuple[dict[str, Value], list]:
     """The options given (name -> converted value) and the positional arguments of a plain command line."""
     by_flag = {f: p for p in declared if isinstance(p, flags.Option) for f in p.flags}
-    given: Dict[str, Any] = {}
+    given: dict[str, Value] = {}
     positional = []
     i = 0
     while i < len(argv):
@@ -213,7 +217,7 @@ def _tokens(declared: Tuple[Any, ...], argv: list) -> Tuple[Dict[str, Any], list
     return given, positional
 
 
-def _arguments(declared: Tuple[Any, ...], positional: list) -> Dict[str, Any]:
+def _arguments(declared: tuple[Any, ...], positional: list) -> dict[str, Value]:
     """The positional arguments as click binds them (one argument: ``nargs`` 1, or -1 for one or more)."""
     arguments = [p for p in declared if isinstance(p, flags.Argument)]
     if not arguments:
@@ -229,7 +233,7 @@ def _arguments(declared: Tuple[Any, ...], positional: list) -> Dict[str, Any]:
     return {arg.name: values if arg.nargs == -1 else values[0]}
 
 
-def parse(argv: list) -> Optional[Tuple[str, Dict[str, Any]]]:
+def parse(argv: list) -> tuple[str, dict[str, Value]] | None:
     """(command, the keywords click would call it with) for a plain command line of a runtime command, else None."""
     if not argv or argv[0] not in FAST_COMMANDS or argv[0] not in RUNS or os.name == "nt" \
             or "_EDGEKIT_COMPLETE" in os.environ or not _plain_streams():
@@ -252,7 +256,7 @@ def parse(argv: list) -> Optional[Tuple[str, Dict[str, Any]]]:
     return argv[0], {p.name: keywords[p.name] for p in declared}
 
 
-def run(name: str, keywords: Dict[str, Any]) -> None:
+def run(name: str, keywords: dict[str, Value]) -> None:
     """Run a command :func:`parse` took, as click's main would (exit 0 after it, 1 on a closed pipe)."""
     import errno
 

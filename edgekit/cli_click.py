@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Iterator, MutableMapping
-from typing import Any, Callable
+from collections.abc import Callable, Iterator, MutableMapping
+from typing import Any
 
 import click
 
