@@ -1,7 +1,10 @@
 """The ``edgekit`` command line: each command parses, calls the library and renders text or --json.
 
 No logic lives here, and nothing heavy is imported at module level: ``edgekit --help`` must not
-import TensorFlow (each command imports what it needs when it runs).
+import TensorFlow (each command imports what it needs when it runs), and a plain command line of a command
+that runs a model does not import click either: :func:`edgekit.cli_base.parse` reads it from the declarations
+of :mod:`edgekit.flags`, and anything else goes to click (:mod:`edgekit.cli_click`, which builds each command's
+click options from the same declarations). The output and the error line are :mod:`edgekit.cli_base`'s.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ def __getattr__(name: str) -> Any:
     from edgekit import cli_click
 
     return getattr(cli_click, name)
+
 
 def _json_safe(x: Any) -> Any:
     """NaN and infinities become null: JSON has no such numbers, and strict parsers refuse them.
