@@ -1,7 +1,10 @@
 """The ``edgekit`` command line: each command parses, calls the library and renders text or --json.
 
 No logic lives here, and nothing heavy is imported at module level: ``edgekit --help`` must not
-import TensorFlow (each command imports what it needs when it runs).
+import TensorFlow (each command imports what it needs when it runs), and a plain command line of a command
+that runs a model does not import click either: :func:`edgekit.cli_base.parse` reads it from the declarations
+of :mod:`edgekit.flags`, and anything else goes to click (:mod:`edgekit.cli_click`, which builds each command's
+click options from the same declarations). The output and the error line are :mod:`edgekit.cli_base`'s.
 """
 
 from __future__ import annotations
@@ -12,228 +15,25 @@ import os
 import signal
 import sys
 import types
-from collections.abc import Iterator, MutableMapping
-from typing import Any, Callable, NamedTuple
+from typing import Any, NamedTuple
 
-import click
+from edgekit import cli_base, flags
+from edgekit.cli_base import command, echo as _echo, fail as _fail  # noqa: F401 (_fail: part of this module's API)
+from edgekit.errors import InputError, UsageError, shown
 
-from edgekit import __version__, flags
-from edgekit.errors import EdgekitError, InputError, InternalError, UsageError, shown
+_RUNS = cli_base.RUNS  # each subcommand's function, registered by @command
 
-
-def _debug_requested(ctx: click.Context) -> bool:
-    """--debug, or EDGEKIT_DEBUG set to anything but empty, 0, false, no or off."""
-    env = os.environ.get("EDGEKIT_DEBUG", "").strip().lower()
-    return bool(ctx.find_root().meta.get("edgekit.debug")) or env not in ("", "0", "false", "no", "off")
+#: What was defined here before click moved to edgekit.cli_click (imported on first use, so that a plain run of a
+#: runtime command never imports click): the click group ``cli`` and the click types.
+_CLICK_NAMES = ("cli", "FilePath", "DirPath", "FloatRange", "debug_option")
 
 
-class _Group(click.Group):
-    """Turns every EdgekitError into one line on stderr and its exit code; anything else is a bug."""
+def __getattr__(name: str) -> Any:
+    if name not in _CLICK_NAMES:
+        raise AttributeError(f"module 'edgekit.cli' has no attribute {name!r}")
+    from edgekit import cli_click
 
-    def list_commands(self, ctx: click.Context) -> list[str]:
-        """In the order a Coral user works (quantize, check, compile, classify), then the tools: edgekit.flags'."""
-        order = list(flags.COMMANDS)
-        return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
-
-    def invoke(self, ctx: click.Context) -> Any:
-        try:
-            return super().invoke(ctx)
-        except (click.exceptions.Exit, click.exceptions.Abort, click.ClickException):
-            raise
-        except EdgekitError as exc:
-            _fail(exc, _debug_requested(ctx))
-        except KeyboardInterrupt as exc:  # Ctrl-C, or SIGTERM/SIGHUP (_Stopped): cleanups have run
-            signum = getattr(exc, "signum", signal.SIGINT)
-            _echo("interrupted" if signum == signal.SIGINT else f"stopped by {signal.Signals(signum).name}",
-                       err=True)
-            sys.exit(128 + signum)
-        except Exception as exc:  # a bug: say so, briefly
-            from edgekit.errors import first_line
-
-            _fail(InternalError(f"internal error: {type(exc).__name__}: {first_line(exc)}",
-                                "this is a bug in edgekit; rerun with --debug and report the traceback"),
-                  _debug_requested(ctx))
-
-
-def _fail(exc: EdgekitError, debug: bool = False) -> None:
-    """The one error line and the documented exit code; with debug, the traceback first (same exit code)."""
-    if debug:
-        import traceback
-
-        traceback.print_exc(file=sys.stderr)
-    _echo(f"error: {shown(str(exc))}", err=True)  # one line, whatever names the message holds
-    if getattr(exc, "hard_exit", False):  # threads that may never let the interpreter end, or a stdout whose
-        for stream in (sys.stdout, sys.stderr):  # buffer would fail again at exit: go now
-            try:
-                if stream is not None:  # None: the stream was closed when edgekit started
-                    stream.flush()
-            except OSError:
-                pass
-        os._exit(exc.exit_code)
-    sys.exit(exc.exit_code)
-
-
-class _BadInputParameter(click.ClickException):
-    """A path argument of the wrong kind (a folder for a file, or a file for a folder): bad input, one line, exit 3."""
-
-    exit_code = InputError.exit_code
-
-    def show(self, file: Any = None) -> None:
-        _echo(f"error: {shown(self.message)}", err=True)
-
-
-class _KindPath(click.Path):
-    """A click.Path whose wrong kind (``is_wrong``) is one error line and exit 3, not click's usage text."""
-
-    wrong = ""  # what the path is when it is of the wrong kind ("folder" or "file")
-
-    def is_wrong(self, value: str) -> bool:
-        raise NotImplementedError
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        from edgekit.errors import regular_file
-
-        flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else ""
-        try:
-            regular_file(value, flag)  # a FIFO or a device (/dev/zero) would block or never end
-        except InputError as exc:
-            raise _BadInputParameter(str(exc)) from None
-        if self.is_wrong(value):
-            right = "file" if self.wrong == "folder" else "folder"
-            flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else None
-            raise _BadInputParameter(f"{flag + ' ' if flag else ''}{value} is a {self.wrong}, not a {right} "
-                                     f"(pass a {right} path)")
-        return super().convert(value, param, ctx)
-
-
-class FilePath(_KindPath):
-    """A file path; a folder given instead is one error line and exit 3 (the README's bad input)."""
-
-    wrong = "folder"
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(dir_okay=False, **kwargs)
-
-    def is_wrong(self, value: str) -> bool:
-        return os.path.isdir(value)
-
-
-class DirPath(_KindPath):
-    """A folder path; a file given instead is one error line and exit 3 (the README's bad input)."""
-
-    wrong = "file"
-
-    def __init__(self, **kwargs: Any) -> None:
-        super().__init__(file_okay=False, **kwargs)
-
-    def is_wrong(self, value: str) -> bool:
-        return os.path.exists(value) and not os.path.isdir(value)
-
-
-class FloatRange(click.FloatRange):
-    """click's FloatRange, refusing nan and infinities (a nan passes every comparison click makes)."""
-
-    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Any:
-        value = super().convert(value, param, ctx)
-        if not math.isfinite(value):
-            self.fail(f"{value} is not a finite number.", param, ctx)
-        return value
-
-
-def _set_debug(ctx: click.Context, _param: click.Parameter, value: bool) -> bool:
-    if value:
-        ctx.find_root().meta["edgekit.debug"] = True
-    return value
-
-
-def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    """--version, as click.version_option prints it (which looks up its gettext catalogue when imported)."""
-    if value and not ctx.resilient_parsing:
-        _echo(f"edgekit, version {__version__}")
-        ctx.exit()
-
-
-debug_option = click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True,
-                            help="Show the full traceback on errors.")
-
-
-#: The click types of the declared path values (edgekit.flags.Option's ``type``).
-_PATH_TYPES = {"path": click.Path, "file": FilePath, "dir": DirPath, "out-file": lambda: click.Path(dir_okay=False)}
-
-
-def _click_type(p: flags.Option | flags.Argument) -> Any:
-    """The click type of a declared argument or option (None: text, click's default)."""
-    if p.type in _PATH_TYPES:
-        return _PATH_TYPES[p.type]()
-    if p.type == "choice":
-        return click.Choice(p.choices)
-    if p.type in ("int", "float") and p.minimum is None and p.maximum is None:
-        return int if p.type == "int" else float
-    if p.type == "int":
-        return click.IntRange(p.minimum, p.maximum)
-    if p.type == "float":  # bounded: nan and infinities refused too
-        return FloatRange(p.minimum, p.maximum, min_open=p.minimum_open)
-    return None
-
-
-def _click_param(p: flags.Option | flags.Argument) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """The click decorator of one declared argument or option."""
-    if isinstance(p, flags.Argument):
-        return click.argument(p.name, type=_click_type(p), nargs=p.nargs, required=p.nargs == -1 or None)
-    if p.type == "flag":
-        return click.option(*p.flags, p.name, is_flag=True, help=p.help or None)
-    extra = {"default": p.default, "show_default": p.show_default} if p.default is not None else {}
-    return click.option(*p.flags, p.name, type=_click_type(p), required=p.required, metavar=p.metavar,
-                        multiple=p.multiple, help=p.help or None, **extra)
-
-
-#: Each subcommand's function, registered by :func:`command`; its click command is made on first use.
-_RUNS: dict[str, Callable[..., None]] = {}
-
-
-def command(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
-    """Register a function as the subcommand ``name``; each keyword it takes is one of the arguments and options
-    :data:`edgekit.flags.COMMANDS` declares for ``name``."""
-    def register(fn: Callable[..., None]) -> Callable[..., None]:
-        _RUNS[name] = fn
-        return fn
-    return register
-
-
-def _click_command(name: str) -> click.Command:
-    """The click command ``name``: --debug, then its arguments and options from :mod:`edgekit.flags`."""
-    fn = _RUNS[name]
-    for param in reversed(flags.COMMANDS[name]):
-        fn = _click_param(param)(fn)
-    return click.command(name)(debug_option(fn))
-
-
-class _Commands(MutableMapping):
-    """``cli.commands``, whose click commands are made when first looked up: a run of ``edgekit classify``
-    builds the options of classify alone (start-up, issue 25), ``--help`` and the docs build them all."""
-
-    def __init__(self) -> None:
-        self._made: dict[str, click.Command] = {}
-
-    def __getitem__(self, name: str) -> click.Command:
-        if name not in self._made:
-            if name not in _RUNS:
-                raise KeyError(name)
-            self._made[name] = _click_command(name)
-        return self._made[name]
-
-    def __setitem__(self, name: str, command: click.Command) -> None:
-        self._made[name] = command
-
-    def __delitem__(self, name: str) -> None:
-        self._made.pop(name, None)
-        _RUNS.pop(name, None)
-
-    def __iter__(self) -> Iterator[str]:
-        return iter(dict.fromkeys([*_RUNS, *self._made]))
-
-    def __len__(self) -> int:
-        return len(dict.fromkeys([*_RUNS, *self._made]))
+    return getattr(cli_click, name)
 
 
 def _json_safe(x: Any) -> Any:
@@ -260,26 +60,6 @@ def _reporter(quiet: bool) -> Any:
     from edgekit.report import ConsoleReporter
 
     return ConsoleReporter(quiet, lambda line: _echo(shown(line), err=True))  # each note or warning one line
-
-
-def _echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
-    """click.echo with every line strict UTF-8 and nothing a terminal obeys but the newline (:func:`shown`): a file
-    name that is not UTF-8 prints as \\xNN, never as a lone surrogate the terminal cannot show (or an encoding
-    error), and an escape sequence from a model as \\x1b[..., never as a change of the terminal."""
-    if not err and sys.stdout is None and kwargs.get("file") is None:  # edgekit started with stdout closed
-        from edgekit.errors import OutputError
-
-        raise OutputError("cannot write to standard output (it is closed)",
-                          "run edgekit with its standard output open: redirect it to a file or /dev/null")
-    try:
-        click.echo(shown(message, newlines=True) if isinstance(message, str) else message, err=err, **kwargs)
-    except OSError as exc:  # a full disk or device behind > (/dev/full), a closed pipe
-        if err:
-            raise
-        from edgekit.errors import OutputError
-
-        raise OutputError(f"cannot write to standard output ({exc.strerror or exc})",
-                          "check where the output goes: the disk may be full, or the reader gone") from None
 
 
 def emit(as_json: bool, result: Any) -> None:
@@ -335,23 +115,6 @@ def _text_safe(x: Any) -> Any:
                                          if f.init})
     return x
 
-
-@click.group(cls=_Group, commands=_Commands(), context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
-              help="Show the version and exit.")
-@debug_option
-def cli() -> None:
-    """Keras image classifiers onto Google's Coral Edge TPU.
-
-    \b
-    Typical flow:
-      edgekit train images/ -o model.keras           # optional: train an Edge-TPU-friendly model
-      edgekit quantize model.h5 --calib images/      # full-int8 .tflite, verified
-      edgekit check model_int8.tflite                # offline Edge TPU op mapping
-      edgekit compile model_int8.tflite              # runs edgetpu_compiler
-      edgekit classify image.jpg -m model_int8_edgetpu.tflite
-      edgekit build model.keras -o bundle/           # all of it into one deployable folder
-    """
 
 
 # --------------------------------------------------------------------------------------- inspect
@@ -742,6 +505,11 @@ def _fill_closed_std_fds() -> None:
 def main(argv: list[str] | None = None) -> None:
     _fill_closed_std_fds()
     _stop_like_ctrl_c()
+    parsed = cli_base.parse(sys.argv[1:] if argv is None else list(argv))
+    if parsed is not None:  # a plain command line of a runtime command: no click (start-up, issue 25)
+        cli_base.run(*parsed)
+    from edgekit.cli_click import cli
+
     cli.main(args=argv, prog_name="edgekit")
 
 

@@ -14,7 +14,7 @@ from typing import Any, Iterable
 
 from edgekit.classes import parse_labels, read_labels, top_k  # noqa: F401 (part of this module's API)
 from edgekit.devices import classifier
-from edgekit.devices.backends import EDGETPU_CUSTOM_OP_BYTES
+from edgekit.devices.backends import EDGETPU_CUSTOM_OP_BYTES, cpu_twin
 from edgekit.devices.classifier import (ClassifyReport, ImageResult, LoadedModel,  # noqa: F401 (this module's API)
                                         default_workers, load_bundle)
 from edgekit.devices.images import expand_images  # noqa: F401 (part of this module's API)
@@ -27,6 +27,10 @@ from edgekit.report import SILENT, Reporter
 # edgekit.tflite_model's FILE_IDENTIFIER, repeated so that a plain model does not pay for importing
 # the reader (a test checks they agree).
 _TFLITE_IDENTIFIER = b"TFL3"
+# edgekit.model_record's METADATA_NAME and SIDECAR_SUFFIX, repeated so that a model without a record does not
+# pay for importing it (json, its record type: a few ms of a one-image classify; a test checks they agree).
+_RECORD_NAME = "edgekit"
+_SIDECAR_SUFFIX = ".edgekit.json"
 
 
 def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
@@ -39,13 +43,11 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
     """
     import mmap
 
-    from edgekit.model_record import METADATA_NAME
-
     regular_file(path)
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
             plain = (data[4:8] == _TFLITE_IDENTIFIER and data.find(EDGETPU_CUSTOM_OP_BYTES) < 0
-                     and data.find(METADATA_NAME.encode()) < 0)
+                     and data.find(_RECORD_NAME.encode()) < 0)
     except (OSError, ValueError):  # missing, unreadable, empty, a folder: let load() say which
         plain = False
     if plain:
@@ -59,6 +61,17 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
     except InvalidModelError as exc:  # its message does not say which file
         generic = not exc.hint or exc.hint == InvalidModelError.DEFAULT_HINT
         raise InputError(f"{path}: {exc.message}", "pass a .tflite model with -m/--model" if generic else exc.hint) from None
+
+
+def find_record(model: str | os.PathLike, metadata: dict[str, bytes]) -> Any:
+    """:func:`edgekit.model_record.find_record`, importing that module only when the model's metadata or a sidecar
+    (its own or its CPU twin's) may hold a record: None, for free, for a model without one."""
+    if _RECORD_NAME not in metadata and not any(p.with_name(p.stem + _SIDECAR_SUFFIX).is_file()
+                                                for p in (Path(model), cpu_twin(model))):
+        return None
+    from edgekit import model_record
+
+    return model_record.find_record(model, metadata)
 
 
 class ModelLoader:
@@ -80,9 +93,7 @@ class ModelLoader:
     def __call__(self) -> LoadedModel:
         if Path(self.model).is_dir():
             return self._load_bundle()
-        from edgekit.model_record import cpu_model_path, find_record
-
-        twin = cpu_model_path(self.model)
+        twin = cpu_twin(self.model)
         if not Path(self.model).exists() and twin != Path(self.model) and twin.is_file():
             # the quick start without edgetpu_compiler: step 3 made no compiled model
             raise InputError(f"no such file: {self.model}",

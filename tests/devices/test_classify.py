@@ -577,3 +577,25 @@ def test_a_broken_record_is_ignored_when_nothing_it_says_is_used(tmp_path):
     assert "warning: ignoring a record that cannot be read" in overridden.stderr
     timed = CliRunner().invoke(cli, ["benchmark", "-m", str(model), "-n", "2", "--warmup", "0", "--quiet"])
     assert timed.exit_code == 0 and "warning: ignoring a record that cannot be read" in timed.stderr
+
+
+def test_a_model_without_a_record_does_not_import_model_record(tmp_path):
+    """Start-up (issue 25): the record's names repeated in devices/classify agree with edgekit.model_record, and
+    model_record (json, its record type) is imported only where a record may be: metadata or a sidecar."""
+    import subprocess
+    import sys
+
+    from edgekit import model_record
+
+    assert (C._RECORD_NAME, C._SIDECAR_SUFFIX) == (model_record.METADATA_NAME, model_record.SIDECAR_SUFFIX)
+    model = tmp_path / "m_edgetpu.tflite"
+    assert C.find_record(model, {}) is None
+    sidecar = model_record.sidecar_path(model_record.cpu_model_path(model))
+    sidecar.write_text(model_record.ModelRecord(labels=["a", "b"]).to_json())
+    found = C.find_record(model, {})
+    assert found is not None and found[0].labels == ["a", "b"] and found[1] == str(sidecar)
+    code = ("import sys\nfrom edgekit.devices.classify import Classifier\nClassifier(sys.argv[1], device='cpu')\n"
+            "assert 'edgekit.model_record' not in sys.modules and 'json' not in sys.modules\n")
+    proc = subprocess.run([sys.executable, "-c", code, str(shared_file(MODEL))], capture_output=True, text=True,
+                          timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
