@@ -294,4 +294,4 @@ def test_the_cut_models_map_is_the_uncut_ones_within_half_a_point(tmp_path, yolo
     ev = evaluate_detector(tmp_path / "cut.tflite", coco, images=folder, against=[str(tmp_path / "full.tflite")],
                            device="cpu", resamples=100)
     diff = ev.differences[0]
-    assert abs(diff.map50) <= 0.005 and abs(diff.map) <= 0.05, diff
+    assert abs(diff.map50_change) <= 0.005 and abs(diff.map_change) <= 0.05, diff
