@@ -8,7 +8,7 @@ and checked by :mod:`edgekit.manifest` (Python 3.7, standard library only), whic
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple, Union
+from typing import Optional, Tuple, Union
 
 from edgekit.manifest import EDGETPU_SUFFIX, FORMAT, FORMAT_VERSION, FileEntry, utc_now
 from edgekit.preprocess import PreprocessSpec
@@ -163,9 +163,9 @@ class BuildResult(Record):
         if isinstance(acc, DetectorAccuracy):  # a detector's COCO mAP (pycocotools)
             r = acc.models[0]
 
-            def pct(x: Any) -> str:
+            def pct(x: Optional[float]) -> str:
                 return "n/a" if x is None else f"{x:.1%}"
-            return [f"Accuracy on {acc.data}: mAP {pct(r['map'])}, mAP50 {pct(r['map50'])} "
+            return [f"Accuracy on {acc.data}: mAP {pct(r.map)}, mAP50 {pct(r.map50)} "
                     f"({acc.images} images, the CPU int8 model)"]
         if acc is not None:
             return [f"Accuracy on {acc.data}: top-1 {acc.top1:.1%}, top-5 {acc.top5:.1%} "
