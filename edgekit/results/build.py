@@ -138,7 +138,7 @@ class BuildResult(Record):
         if m.reports.check is not None:
             from edgekit.converters.check_summary import CheckSummary
 
-            lines += CheckSummary.from_check(m.reports.check.to_dict()).lines()
+            lines += CheckSummary.from_check(m.reports.check).lines()
         lines += edgetpu_lines(None, self.quantize.advice) if self.quantize else []
         lines += self._verification_lines()
         lines += self._accuracy_lines()
