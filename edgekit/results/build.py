@@ -14,7 +14,7 @@ from edgekit.manifest import EDGETPU_SUFFIX, FORMAT, FORMAT_VERSION, FileEntry, 
 from edgekit.preprocess import PreprocessSpec
 from edgekit.records import Record
 from edgekit.results.check import CheckResult
-from edgekit.results.compile import CompileResult
+from edgekit.results.compile import CompilerOutput
 from edgekit.results.evaluate import DetectionEvaluateResult, EvaluateResult
 from edgekit.results.quantize import ModelOutput, QuantizeResult, edgetpu_lines
 
@@ -63,10 +63,9 @@ class BundleCheck(CheckResult):
 
 
 @dataclass(frozen=True)
-class BundleCompile(CompileResult):
-    """The compiler's report, as the manifest records it (no comparison with check's prediction)."""
-
-    document_omits = frozenset({"check_disagreements"})
+class BundleCompile(CompilerOutput):
+    """The compiler's report, as the manifest records it: what it said (no comparison with check's prediction,
+    which only ``edgekit compile`` adds)."""
 
 
 @dataclass(frozen=True)
