@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Tuple, Union
 
-from edgekit.manifest import EDGETPU_SUFFIX, FORMAT, FORMAT_VERSION, FileEntry, utc_now
+from edgekit.manifest import FORMAT, FORMAT_VERSION, FileEntry, utc_now
 from edgekit.preprocess import PreprocessSpec
 from edgekit.records import Record
 from edgekit.results.check import CheckResult
@@ -113,9 +113,8 @@ class BundleManifest(Record):
             accuracy: Union[ClassifierAccuracy, DetectorAccuracy, None] = None,
             source: Optional[BundleSource] = None) -> "BundleManifest":
         """A manifest made now, its ``files`` left to :func:`edgekit.build.write_bundle` (which fills them in
-        from what it writes)."""
-        if models.edgetpu is not None and models.edgetpu != models.cpu[:-len(".tflite")] + EDGETPU_SUFFIX:
-            raise ValueError(f"the Edge TPU model must be named after the CPU model: {models}")
+        from what it writes, and refuses what :func:`edgekit.manifest.check_manifest` would: a compiled model
+        not named after the CPU model, a file not listed)."""
         return cls(FORMAT, FORMAT_VERSION, utc_now(), source, models, labels, (), preprocess, input, versions,
                    reports, accuracy)
 
