@@ -117,6 +117,17 @@ def test_records_refuse_a_drifted_document():
         CheckResult.from_dict({**doc, "verdict": "most"})
 
 
+def test_a_block_of_a_shipped_dataclass_is_refused_as_a_records_would_be():
+    """devices' Device (a dataclass of a module shipped to a Python 3.7 board, no Record) inside a result: a
+    drifted document is a ValueError naming where, as for a Record's block (not a KeyError or TypeError)."""
+    from edgekit.results import DevicesResult
+
+    with pytest.raises(ValueError, match=r"DevicesResult.devices\[0\]: expected an object, got int"):
+        DevicesResult.from_dict({"devices": [1]})
+    with pytest.raises(ValueError, match=r"DevicesResult.devices\[0\]: the field 'path' is missing"):
+        DevicesResult.from_dict({"devices": [{"type": "usb"}]})
+
+
 def _verification(**over):
     base = {"samples": 100, "top1_agreement": 0.7, "agreement_interval": [0.6, 0.78], "mean_abs_diff": 0.1,
             "max_abs_diff": 0.5, "min_agreement": 0.9, "sources": {"held_back": 100}, "held_back": True,
