@@ -396,9 +396,10 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
     if v is None:
         return exc
     if getattr(v, "kind", None) == "detection":  # a detector's: the mAP50 drop, else the detections kept
-        if v.map50 and v.map50["verdict"] == "failed":
-            exc.measure, exc.value, exc.limit, exc.interval = ("map50_drop", v.map50["drop"],
-                                                               v.map50["max_drop_points"], v.map50["drop_interval"])
+        gate = v.map50
+        if gate and gate.verdict == "failed":
+            exc.measure, exc.value, exc.limit, exc.interval = ("map50_drop", gate.drop, gate.max_drop_points,
+                                                               gate.drop_interval)
         elif v.agreement_verdict == "failed":
             exc.measure, exc.value, exc.limit, exc.interval = ("detections_kept", v.kept, v.min_agreement,
                                                                v.kept_interval)
@@ -412,7 +413,7 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
     elif v.class_order:
         exc.measure = "class_order"
     elif v.float_near_chance:
-        exc.measure, exc.value, exc.limit = "float_top1", v.float_top1, (v.chance or {}).get("chance")
+        exc.measure, exc.value, exc.limit = "float_top1", v.float_top1, v.chance.chance if v.chance else None
     return exc
 
 

@@ -86,6 +86,19 @@ def _load_union(options: Tuple[type, ...], value: Any, where: str) -> Any:
     raise ValueError(f"{where}: not one of {[tp.__name__ for tp in options]} ({'; '.join(reasons)})")
 
 
+def _load_document(tp: Any, value: Any, where: str) -> Any:
+    """A document of a non-Record dataclass (its own ``from_dict``), refused as a Record's would be: a
+    ``ValueError`` naming where it is, not the KeyError or TypeError of reading it."""
+    if not isinstance(value, Mapping):
+        raise ValueError(f"{where}: expected an object, got {type(value).__name__}")
+    try:
+        return tp.from_dict(value)
+    except KeyError as exc:
+        raise ValueError(f"{where}: the field {exc.args[0]!r} is missing") from None
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{where}: not a {tp.__name__} document ({exc})") from None
+
+
 def _load(tp: Any, value: Any, where: str) -> Any:
     """``value`` from a document, as the field type ``tp`` holds it."""
     if value is None:
@@ -94,7 +107,7 @@ def _load(tp: Any, value: Any, where: str) -> Any:
     if typing.get_origin(tp) is typing.Union:
         return _load_union(typing.get_args(tp), value, where)
     if _is_document_type(tp) and not issubclass(tp, Record):
-        return value if isinstance(value, tp) else tp.from_dict(value)
+        return value if isinstance(value, tp) else _load_document(tp, value, where)
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         try:
             return tp(value)

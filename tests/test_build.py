@@ -228,3 +228,27 @@ def test_build_from_a_compiled_model_bundles_it_with_its_cpu_twin(testdata, tmp_
     shutil.copy(testdata / "mobilenet_v1_0.25_128_quant_edgetpu.tflite", tmp_path / "lone_edgetpu.tflite")
     lone = CliRunner().invoke(cli, ["build", str(tmp_path / "lone_edgetpu.tflite"), "-o", str(tmp_path / "c")])
     assert lone.exit_code == 3 and "its CPU model lone.tflite is not beside it" in lone.stderr
+
+
+def test_a_detector_bundles_accuracy_is_shown_in_its_text():
+    """build's text for a detector built with --eval: the manifest's accuracy is a DetectorAccuracy (records, read
+    by attribute), its mAP line and the detect command to run."""
+    from edgekit.preprocess import PreprocessSpec
+    from edgekit.results.build import (BuildResult, BundleInput, BundleManifest, BundleModels, BundleReports,
+                                       BundleVersions, DetectorAccuracy)
+    from edgekit.results.evaluate import DetectionProtocol, DetectorScore
+
+    score = DetectorScore("det.tflite", "cpu", "ai_edge_litert", "yolo", 0.25, 0.5, None, None, None, None, (), 12,
+                          1.0, 0.5, ())
+    accuracy = DetectorAccuracy("detection", "coco.json", "coco", 4, 9, DetectionProtocol(0.001, 0.7, 100, True,
+                                                                                          "pycocotools"),
+                                (score,), (), (), (), model="det.tflite")
+    m = BundleManifest.new(models=BundleModels("det.tflite", None), labels=None, preprocess=PreprocessSpec(64, 64),
+                           input=BundleInput((1, 64, 64, 3), "uint8", 1 / 255, 0),
+                           versions=BundleVersions("0", None, None), reports=BundleReports(None, None),
+                           accuracy=accuracy)
+    result = BuildResult("bundle", m, None, ())
+    assert BuildResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
+    text = result.render_text().splitlines()
+    assert "Accuracy on coco.json: mAP 25.0%, mAP50 50.0% (4 images, the CPU int8 model)" in text
+    assert text[-1] == "Run it: edgekit detect IMAGES -m bundle"

@@ -117,6 +117,17 @@ def test_records_refuse_a_drifted_document():
         CheckResult.from_dict({**doc, "verdict": "most"})
 
 
+def test_a_block_of_a_shipped_dataclass_is_refused_as_a_records_would_be():
+    """devices' Device (a dataclass of a module shipped to a Python 3.7 board, no Record) inside a result: a
+    drifted document is a ValueError naming where, as for a Record's block (not a KeyError or TypeError)."""
+    from edgekit.results import DevicesResult
+
+    with pytest.raises(ValueError, match=r"DevicesResult.devices\[0\]: expected an object, got int"):
+        DevicesResult.from_dict({"devices": [1]})
+    with pytest.raises(ValueError, match=r"DevicesResult.devices\[0\]: the field 'path' is missing"):
+        DevicesResult.from_dict({"devices": [{"type": "usb"}]})
+
+
 def _verification(**over):
     base = {"samples": 100, "top1_agreement": 0.7, "agreement_interval": [0.6, 0.78], "mean_abs_diff": 0.1,
             "max_abs_diff": 0.5, "min_agreement": 0.9, "sources": {"held_back": 100}, "held_back": True,
@@ -137,6 +148,30 @@ def test_a_verification_failure_carries_its_measure_value_limit_and_interval():
     err = api._with_numbers(VerificationError("int8 loses accuracy"), v)
     assert (err.measure, err.value, err.limit, err.interval) == ("accuracy_drop", 10.0, 1.0, (6.0, 14.0))
     assert err.exit_code == 6
+    v = _verification(agreement_verdict="passed", labelled=True, float_top1=0.11, float_near_chance=True,
+                      chance={"chance": 0.1, "accuracy": 0.11, "interval": [0.06, 0.19], "p_value": 0.4,
+                              "near_chance": True})
+    err = api._with_numbers(VerificationError("the float model is no better than chance"), v)
+    assert (err.measure, err.value, err.limit) == ("float_top1", 0.11, 0.1)
+
+
+def test_a_detector_verification_failure_carries_its_map50_drop():
+    from edgekit.results.quantize import DetectionVerification
+
+    gate = {"data": "coco.json", "images": 20, "objects": 40, "float_map50": 0.9, "int8_map50": 0.7, "drop": 0.2,
+            "drop_interval": [0.1, 0.3], "max_drop_points": 6.0, "verdict": "failed", "resamples": 1000, "seed": 0,
+            "scorer": "pycocotools", "notes": []}
+    layout = {"kind": "yolo", "roles": {"output": 0}, "num_classes": 2, "input_hw": [64, 64],
+              "boxes_normalized": True, "scores_are_logits": False, "transposed": True, "reg_max": 16,
+              "strides": [8, 16, 32], "letterbox": False, "labels": None, "source": [], "options": {},
+              "pixel_scaling": None, "description": "yolo"}
+    v = DetectionVerification.from_dict({
+        "kind": "detection", "samples": 20, "sources": {"held_back": 20}, "conf": 0.25, "match_iou": 0.5,
+        "float_detections": 40, "int8_detections": 38, "matched": 36, "min_agreement": 0.9, "mean_abs_diff": 0.01,
+        "class_order": None, "layout": layout, "failures": ["..."], "warnings": [], "kept": 0.9,
+        "kept_interval": [0.8, 0.95], "agreement_verdict": "passed", "passed": False, "map50": gate})
+    err = api._with_numbers(VerificationError("int8 loses mAP50"), v)
+    assert (err.measure, err.value, err.limit, err.interval) == ("map50_drop", 0.2, 6.0, (0.1, 0.3))
 
 
 # Options that only the command line has: output format, SSH details (the API takes an SshTarget as ``on``),

@@ -2,7 +2,7 @@
 
 Quantize used to print a fixed "Edge TPU checks: ... passed" while check rated the same model
 PARTIAL (issue 24: MobileNetV3Small, 4 of 113 ops on the Edge TPU). The summary is now made from
-check's own report (:class:`edgekit.converters.compatibility.CheckReport`, or its document):
+check's own report (:class:`edgekit.converters.compatibility.CheckReport`, or its typed result):
 its verdict, the ops left on the CPU by type, how many placements rest on no real compile, and the
 parameters that would not fit the on-chip cache. Pure data: no TensorFlow.
 """
@@ -11,10 +11,14 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
-from edgekit.converters.compatibility.words import Verdict
+from edgekit.converters.compatibility.words import Target, Verdict
 from edgekit.records import Record
+
+if TYPE_CHECKING:
+    from edgekit.converters.compatibility.check import CheckReport
+    from edgekit.results.check import CheckResult
 
 
 def _mib(n: int) -> str:
@@ -44,19 +48,19 @@ class CheckSummary(Record):
     off_chip_bytes_estimate: int | None             # of those, beyond the ~8 MiB on-chip cache
 
     @classmethod
-    def from_check(cls, check: Any) -> "CheckSummary":
-        """From a :class:`CheckReport` or its document (what build's manifest records)."""
+    def from_check(cls, check: CheckReport | CheckResult) -> CheckSummary:
+        """From check's report, or its result (build's manifest holds one: a
+        :class:`~edgekit.results.build.BundleCheck`)."""
         from edgekit.results.check import CheckResult
 
-        d = check if isinstance(check, dict) else CheckResult.of_report(check).to_dict()
-        s = d["summary"]
-        cpu = Counter(o["name"] for o in d["ops"] if o["target"] == "cpu")
-        on, off = s.get("on_chip_bytes_estimate"), s.get("off_chip_bytes_estimate")
-        return cls(Verdict(d["verdict"]), int(s["edgetpu_ops"]), len(d["ops"]),
+        r = check if isinstance(check, CheckResult) else CheckResult.of_report(check)
+        s = r.summary
+        cpu = Counter(o.name for o in r.ops if o.target == Target.CPU)
+        on, off = s.on_chip_bytes_estimate, s.off_chip_bytes_estimate
+        return cls(Verdict(r.verdict), s.edgetpu_ops, len(r.ops),
                    tuple(CpuOps(name, n) for name, n in sorted(cpu.items(), key=lambda kv: (-kv[1], kv[0]))),
-                   int(s.get("uncertain_ops") or 0),
-                   int(s["subgraphs"]), int(d.get("min_runtime") or 0),
-                   None if on is None else int(on) + int(off or 0), None if off is None else int(off))
+                   s.uncertain_ops, s.subgraphs, r.min_runtime,
+                   None if on is None else on + (off or 0), off)
 
     def lines(self) -> list[str]:
         """'Edge TPU (edgekit check): PARTIAL: 4 of 113 ops ...' and the parameters line."""

@@ -37,15 +37,15 @@ def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warm
 
         doc = remote.benchmark(model, on, path=remote_path or remote.DEFAULT_PATH, device=device, n=n, warmup=warmup,
                                threads=threads, report=report)
-        result = BenchmarkResult.from_dict({**doc, "postprocess": None})  # the board's runner does not time it
+        postprocess = None  # the board's runner does not time it
     else:
         from edgekit.devices.classify import ModelLoader
 
         threads = threads or default_threads()
         doc = backends.benchmark(lambda: ModelLoader(model, device, num_threads=threads, record_needed=False)(), n,
                                  warmup, threads, clock)
-        result = BenchmarkResult.from_dict({**doc, "postprocess": None})
-        result = replace(result, postprocess=postprocess_timing(model, device, n, threads, clock))
+        postprocess = postprocess_timing(model, device, n, threads, clock)
+    result = BenchmarkResult.from_dict({**doc, "postprocess": postprocess})
     for note in result.notes:
         report.note(note)
     for warning in result.warnings:

@@ -8,13 +8,13 @@ and checked by :mod:`edgekit.manifest` (Python 3.7, standard library only), whic
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple, Union
+from typing import Optional, Tuple, Union
 
-from edgekit.manifest import EDGETPU_SUFFIX, FORMAT, FORMAT_VERSION, FileEntry, utc_now
+from edgekit.manifest import FORMAT, FORMAT_VERSION, FileEntry, utc_now
 from edgekit.preprocess import PreprocessSpec
 from edgekit.records import Record
 from edgekit.results.check import CheckResult
-from edgekit.results.compile import CompileResult
+from edgekit.results.compile import CompilerOutput
 from edgekit.results.evaluate import DetectionEvaluateResult, EvaluateResult
 from edgekit.results.quantize import ModelOutput, QuantizeResult, edgetpu_lines
 
@@ -63,10 +63,9 @@ class BundleCheck(CheckResult):
 
 
 @dataclass(frozen=True)
-class BundleCompile(CompileResult):
-    """The compiler's report, as the manifest records it (no comparison with check's prediction)."""
-
-    document_omits = frozenset({"check_disagreements"})
+class BundleCompile(CompilerOutput):
+    """The compiler's report, as the manifest records it: what it said (no comparison with check's prediction,
+    which only ``edgekit compile`` adds)."""
 
 
 @dataclass(frozen=True)
@@ -114,9 +113,8 @@ class BundleManifest(Record):
             accuracy: Union[ClassifierAccuracy, DetectorAccuracy, None] = None,
             source: Optional[BundleSource] = None) -> "BundleManifest":
         """A manifest made now, its ``files`` left to :func:`edgekit.build.write_bundle` (which fills them in
-        from what it writes)."""
-        if models.edgetpu is not None and models.edgetpu != models.cpu[:-len(".tflite")] + EDGETPU_SUFFIX:
-            raise ValueError(f"the Edge TPU model must be named after the CPU model: {models}")
+        from what it writes, and refuses what :func:`edgekit.manifest.check_manifest` would: a compiled model
+        not named after the CPU model, a file not listed)."""
         return cls(FORMAT, FORMAT_VERSION, utc_now(), source, models, labels, (), preprocess, input, versions,
                    reports, accuracy)
 
@@ -138,7 +136,7 @@ class BuildResult(Record):
         if m.reports.check is not None:
             from edgekit.converters.check_summary import CheckSummary
 
-            lines += CheckSummary.from_check(m.reports.check.to_dict()).lines()
+            lines += CheckSummary.from_check(m.reports.check).lines()
         lines += edgetpu_lines(None, self.quantize.advice) if self.quantize else []
         lines += self._verification_lines()
         lines += self._accuracy_lines()
@@ -163,9 +161,9 @@ class BuildResult(Record):
         if isinstance(acc, DetectorAccuracy):  # a detector's COCO mAP (pycocotools)
             r = acc.models[0]
 
-            def pct(x: Any) -> str:
+            def pct(x: Optional[float]) -> str:
                 return "n/a" if x is None else f"{x:.1%}"
-            return [f"Accuracy on {acc.data}: mAP {pct(r['map'])}, mAP50 {pct(r['map50'])} "
+            return [f"Accuracy on {acc.data}: mAP {pct(r.map)}, mAP50 {pct(r.map50)} "
                     f"({acc.images} images, the CPU int8 model)"]
         if acc is not None:
             return [f"Accuracy on {acc.data}: top-1 {acc.top1:.1%}, top-5 {acc.top5:.1%} "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Optional, Sequence, Tuple
 
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
@@ -75,26 +75,24 @@ class ReferenceComparison(Record):
 PER_CLASS_ROWS = 10  # the text shows this many classes, worst first (--json has them all)
 
 
-def per_class_lines(per_class: Any, rows: int = PER_CLASS_ROWS) -> list[str]:
+def per_class_lines(per_class: Sequence[ClassAccuracy], rows: int = PER_CLASS_ROWS) -> list[str]:
     """The per-class table of evaluate's text: worst recall first, at most ``rows`` classes.
 
     Recall is the top-1 accuracy on the class's own samples (with its 95% Wilson interval, since a
     class has few samples), precision the share of the predictions of the class that were right.
-    ``per_class``: :class:`ClassAccuracy` records or their documents.
     """
-    per_class = [c.to_dict() if isinstance(c, ClassAccuracy) else c for c in per_class]
     if len(per_class) < 2:
         return []
-    worst = sorted(per_class, key=lambda c: (c["top1"], -c["samples"], c["id"]))
+    worst = sorted(per_class, key=lambda c: (c.top1, -c.samples, c.id))
     shown = worst[:rows]
     lines = [f"Per class, worst first ({len(shown)} of {len(per_class)}" + ("" if len(shown) == len(per_class) else
              "; all in --json") + "):",
              f"  {'id':>4} {'label':<20} {'recall':>7} {'(95% interval)':>16} {'precision':>9} {'samples':>7}"]
     for c in shown:
-        lo, hi = c.get("top1_interval") or (float("nan"), float("nan"))
-        precision = "n/a" if c.get("precision") is None else f"{c['precision']:.1%}"
-        lines.append(f"  {c['id']:>4} {str(c['label'] or '')[:20]:<20} {c['top1']:>7.1%} "
-                     f"{f'({lo:.0%} to {hi:.0%})':>16} {precision:>9} {c['samples']:>7}")
+        lo, hi = c.top1_interval or (float("nan"), float("nan"))
+        precision = "n/a" if c.precision is None else f"{c.precision:.1%}"
+        lines.append(f"  {c.id:>4} {str(c.label or '')[:20]:<20} {c.top1:>7.1%} "
+                     f"{f'({lo:.0%} to {hi:.0%})':>16} {precision:>9} {c.samples:>7}")
     return lines
 
 

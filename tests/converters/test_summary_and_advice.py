@@ -19,7 +19,7 @@ from edgekit.converters import advice, compatibility
 from edgekit.converters.advice import AdviceKind, ModelFacts
 from edgekit.converters.check_summary import CheckSummary
 from edgekit.converters.compatibility.words import Verdict
-from edgekit.results.check import CheckResult
+from edgekit.results.build import BundleCheck
 from tests.conftest import TESTDATA
 
 DEEPLAB = TESTDATA / "deeplabv3_mnv2_dm05_pascal_quant.tflite"
@@ -30,7 +30,8 @@ DEEPLAB = TESTDATA / "deeplabv3_mnv2_dm05_pascal_quant.tflite"
 def test_the_summary_is_checks_own_verdict_with_the_cpu_ops_by_type():
     report = compatibility.check_model(tflite_model.load(DEEPLAB))
     summary = CheckSummary.from_check(report)
-    assert summary == CheckSummary.from_check(CheckResult.of_report(report).to_dict())  # build's manifest
+    manifests = BundleCheck.from_dict(json.loads(json.dumps(BundleCheck.of_report(report).to_dict())))
+    assert summary == CheckSummary.from_check(manifests)  # build's manifest, read back
     assert summary == CheckSummary.from_dict(json.loads(json.dumps(summary.to_dict())))
     assert summary.verdict == Verdict(report.verdict) == Verdict.PARTIAL
     assert (summary.edgetpu_ops, summary.total_ops) == (report.edgetpu_ops, len(report.ops))
