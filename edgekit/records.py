@@ -129,7 +129,7 @@ def _load(tp: Any, value: Any, where: str) -> Any:
 
 
 @functools.lru_cache(maxsize=None)
-def _fields(cls: type) -> tuple[dict[str, object], dict[str, dataclasses.Field]]:
+def _fields(cls: type) -> tuple[dict[str, Any], dict[str, dataclasses.Field]]:
     """A record type's resolved field types and its fields, worked out once per type."""
     return typing.get_type_hints(cls), {f.name: f for f in dataclasses.fields(cls)}
 
