@@ -126,14 +126,16 @@ class Model:
         return tuple(dequantize(interp.get_tensor(d["index"]), float(d["quantization"][0]) or None,
                                 int(d["quantization"][1])) for d in interp.get_output_details())
 
-    def classify(self, image: Any, top_k: Optional[int] = 5, threshold: float = float("-inf")) -> list[Class]:
+    def classify(self, image: Any, top_k: Optional[int] = _cli("classify", "top_k"),
+                 threshold: float = _cli("classify", "threshold")) -> list[Class]:
         """The ``top_k`` best classes with ``score >= threshold``, best first, as :class:`Class` records."""
         from edgekit.results import Class
 
         top, _ms = self._clf.classify_tensor(self.input_tensor(image), top_k, threshold)
         return [Class(t["id"], float(t["score"]), t["label"]) for t in top]
 
-    def detect(self, image: Any, conf: float = 0.25, iou: float = 0.45, max_det: int = 100,
+    def detect(self, image: Any, conf: float = _cli("detect", "conf"), iou: float = _cli("detect", "iou"),
+               max_det: int = _cli("detect", "max_det"),
                layout: Optional[str] = None) -> list[Object]:
         """The objects in one image, best first, as :class:`~edgekit.detection.Object` records (``id``, ``score``,
         ``label``, ``bbox`` in the image's own pixels), like pycoral's ``detect.get_objects``.
@@ -168,8 +170,8 @@ class Model:
                                                    mean=clf.mean, std=clf.std)
         return self._detectors[layout]
 
-    def classify_files(self, images: Iterable[PathLike], top_k: Optional[int] = 5,
-                       threshold: float = float("-inf"), workers: Optional[int] = None) -> ClassifyResult:
+    def classify_files(self, images: Iterable[PathLike], top_k: Optional[int] = _cli("classify", "top_k"),
+                       threshold: float = _cli("classify", "threshold"), workers: Optional[int] = None) -> ClassifyResult:
         """Many image files, decoded ahead of inference; unreadable ones go to ``errors`` (classify's document)."""
         from edgekit.results import ClassifyResult
 

@@ -22,6 +22,7 @@ from typing import Any, Optional, Tuple, Union
 from edgekit import __version__, manifest, tflite_model
 from edgekit.converters.quantize import QuantizeOptions
 from edgekit.errors import printable
+from edgekit.flags import default as _cli
 from edgekit.errors import EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
 from edgekit.options import Floats, PathLike
@@ -476,15 +477,15 @@ def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, 
 
 
 # ------------------------------------------------------------------------------------ Python API
-def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = None, samples: int = 300,
-                 holdout: int = 100, seed: int = 0, tfrecord_key: str = "image/encoded", arch: Optional[str] = None,
+def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = None, samples: int = _cli("build", "samples"),
+                 holdout: int = _cli("build", "holdout"), seed: int = _cli("build", "seed"), tfrecord_key: str = _cli("build", "tfrecord_key"), arch: Optional[str] = None,
                  custom_objects: Optional[PathLike] = None, trust_model: bool = False,
                  output_name: Optional[str] = None, scaling: Optional[str] = None, mean: Floats = None,
                  std: Floats = None, resize: Optional[str] = None,
                  channels: Optional[str] = None, input_size: Union[str, Tuple[int, int], None] = None,
-                 io: str = "uint8", labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
-                 min_agreement: float = 0.9, max_accuracy_drop: float = 1.0, no_verify: bool = False,
-                 verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = 180.0,
+                 io: str = _cli("build", "io"), labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
+                 min_agreement: float = _cli("build", "min_agreement"), max_accuracy_drop: float = _cli("build", "max_accuracy_drop"), no_verify: bool = False,
+                 verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = _cli("build", "timeout"),
                  no_compile: bool = False, show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
     """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
     where edgetpu_compiler exists, and write the bundle folder ``output`` with its manifest.json (needs

@@ -30,6 +30,7 @@ from typing import TYPE_CHECKING, Any, Callable, TypeVar, Union
 from edgekit.devices import board_protocol, board_runner
 from edgekit.devices.board_protocol import ProbeDocument
 from edgekit.errors import Caution, DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
+from edgekit.flags import default as _cli
 from edgekit.report import SILENT, Reporter
 from edgekit.results.deploy import DeployResult
 
@@ -149,9 +150,9 @@ class SshTarget:
     identity: str | None = None
     known_hosts: str | None = None
     accept_new_host_key: bool = False
-    connect_timeout: float = 10.0
-    timeout: float = 300.0
-    python: str = "python3"
+    connect_timeout: float = _cli("deploy", "connect_timeout")  # the command line's SSH defaults
+    timeout: float = _cli("deploy", "timeout")
+    python: str = _cli("deploy", "python")
 
     def __post_init__(self) -> None:
         if not _DESTINATION.match(self.destination):
