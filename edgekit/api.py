@@ -380,9 +380,11 @@ def benchmark(model: PathLike, *, device: str = _cli("benchmark", "device"), n: 
     saved = benchmark_mod.read_saved(compare) if compare else None
     result = benchmark_mod.benchmark(model, device, n, warmup, threads, report=report, on=on, remote_path=remote_path)
     if saved is not None:
-        result, warnings = benchmark_mod.compare_to_saved(result, saved, os.fsdecode(compare), max_slowdown)
+        result, warnings, notes = benchmark_mod.compare_to_saved(result, saved, os.fsdecode(compare), max_slowdown)
         for warning in warnings:
             report.warn(warning)
+        for note in notes:
+            report.note(note)
     regression = benchmark_mod.regression_error(result, os.fsdecode(compare) if compare else None)
     if regression is not None:
         regression.result = result

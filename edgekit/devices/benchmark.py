@@ -134,9 +134,11 @@ def read_saved(path: str | os.PathLike) -> SavedRun:
     return SavedRun(doc.get("model"), doc.get("device"), doc["p50_ms"], None if samples is None else tuple(samples))
 
 def compare_to_saved(result: BenchmarkResult, saved: SavedRun, saved_path: str,
-                     max_slowdown: float) -> tuple[BenchmarkResult, list[str]]:
+                     max_slowdown: float) -> tuple[BenchmarkResult, list[str], list[str]]:
     """Judge ``result`` against a saved run (:func:`latency.compare`): the result with its ``comparison`` set and
-    the warnings added to its ``warnings`` (so ``--json`` has them), and those warnings for the text output."""
+    what it says added to its ``warnings`` and ``notes`` (so ``--json`` has them), and those warnings and notes for
+    the text output. An uncertain change is a warning only when the estimate itself is past ``--max-slowdown``;
+    below it, the data points the right way and only cannot be sure yet: a note (as quantize's gate says it)."""
     current = {"p50_ms": result.p50_ms, "latencies_ms": list(result.latencies_ms)}
     baseline = {"p50_ms": saved.p50_ms, "latencies_ms": None if saved.latencies_ms is None else list(saved.latencies_ms)}
     c = Comparison.from_dict({"saved": saved_path, **latency.compare(current, baseline, max_slowdown / 100.0)})
@@ -144,15 +146,17 @@ def compare_to_saved(result: BenchmarkResult, saved: SavedRun, saved_path: str,
     if saved.model != result.model or saved.device != result.device:
         said.append(f"{saved_path} timed {saved.model} on {saved.device}; this run "
                     f"{result.model} on {result.device}")
+    notes = []
     if c.verdict is LatencyVerdict.UNCERTAIN:
         lo, hi = c.change_interval or (float("nan"), float("nan"))
-        said.append(f"cannot tell whether p50 grew by more than --max-slowdown {max_slowdown:g}%: "
-                    f"{c.change:+.1%} (95% interval {lo:+.1%} to {hi:+.1%}); more inferences (-n) on a "
-                    "quieter machine would settle it")
+        (said if c.change > max_slowdown / 100.0 else notes).append(
+            f"cannot tell whether p50 grew by more than --max-slowdown {max_slowdown:g}%: {c.change:+.1%} (95% "
+            f"interval {lo:+.1%} to {hi:+.1%}); more inferences (-n) on a quieter machine would settle it")
     elif c.verdict is LatencyVerdict.POINT:
         said.append(f"{saved_path} holds no latencies_ms (an older edgekit): judged on the two p50 values "
                     "alone, without an interval")
-    return replace(result, comparison=c, warnings=result.warnings + tuple(said)), said
+    return (replace(result, comparison=c, warnings=result.warnings + tuple(said), notes=result.notes + tuple(notes)),
+            said, notes)
 
 
 def regression_error(result: BenchmarkResult, saved_path: str | None) -> RegressionError | None:

@@ -44,3 +44,25 @@ def test_files_without_samples_are_judged_on_p50_alone():
     base = {"p50_ms": 10.0}
     point = latency.compare({"p50_ms": 12.5}, base)
     assert point["verdict"] == "point" and point["regression"] and point["change"] == pytest.approx(0.25)
+
+
+@pytest.mark.parametrize("median, warned", [(12.5, True), (10.5, False)])
+def test_an_uncertain_change_is_a_warning_only_past_the_limit(median, warned):
+    """benchmark --compare: an interval spanning --max-slowdown is a warning when the estimate itself is past it,
+    a note when the data points the right way and only cannot be sure yet."""
+    from edgekit.devices.benchmark import SavedRun, compare_to_saved
+    from edgekit.results.benchmark import BenchmarkResult
+
+    base, now = _run(10.0, 10, 0.3, 3), _run(median, 10, 0.3, 4)
+    probe = latency.compare(now, base, 0.2)
+    assert probe["verdict"] == "uncertain" and (probe["change"] > 0.2) == warned  # the case this test is about
+    fields = {f: None for f in BenchmarkResult.__dataclass_fields__}
+    fields.update(model="m.tflite", device="cpu", p50_ms=now["p50_ms"], latencies_ms=tuple(now["latencies_ms"]),
+                  warnings=(), notes=())
+    result = BenchmarkResult(**fields)
+    judged, warnings, notes = compare_to_saved(result, SavedRun("m.tflite", "cpu", base["p50_ms"],
+                                                                tuple(base["latencies_ms"])), "base.json", 20.0)
+    said = warnings if warned else notes
+    assert len(said) == 1 and said[0].startswith("cannot tell whether p50 grew by more than --max-slowdown 20%")
+    assert (warnings if not warned else notes) == []
+    assert (judged.warnings if warned else judged.notes) == tuple(said)
