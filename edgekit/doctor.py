@@ -17,7 +17,7 @@ import re
 import sys
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from edgekit import __version__, compiler_locator
 from edgekit.errors import MissingDependencyError
@@ -389,8 +389,3 @@ def report(checks: list[Check]) -> DoctorResult:
 
     return DoctorResult.from_dict({"edgekit": __version__, "ok": not any(c.status == FAIL for c in checks),
                                    "checks": [asdict(c) for c in checks]})
-
-
-def render(result: DoctorResult) -> str:
-    """What ``edgekit doctor`` prints (:meth:`DoctorResult.render_text`)."""
-    return result.render_text()

@@ -69,7 +69,7 @@ class PreprocessSpec:
                                  "one value for all channels" + ("" if n == 1 else ", or R,G,B"))
         if not all(math.isfinite(v) and abs(v) <= MAX_MEAN_STD for v in self.mean + self.std):
             raise UsageError(f"--mean and --std must be finite numbers, got mean={list(self.mean)} std={list(self.std)}",
-                             f"pass values on 0..255 pixels, e.g. --mean 127.5 --std 127.5")
+                             "pass values on 0..255 pixels, e.g. --mean 127.5 --std 127.5")
         if any(s == 0 for s in self.std):
             raise UsageError("--std must not be zero", "pass the divisor on 0..255 pixels, e.g. --std 255 for 0..1")
         if any(s < MIN_STD for s in self.std):

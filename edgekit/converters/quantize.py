@@ -34,8 +34,8 @@ from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_out
 from edgekit.preprocess import PreprocessSpec, with_mean_std
 from edgekit.records import freeze
 from edgekit.report import SILENT, Reporter
-from edgekit.results.quantize import (Chance, Decision, DetectionVerification, GateChecks, Misorder, ModelIO, OpCount,
-                                      Preprocess, SourceModel, TensorIO, Verification)
+from edgekit.results.quantize import (Decision, DetectionVerification, GateChecks, Misorder, ModelIO, Preprocess,
+                                      SourceModel, TensorIO, Verification)
 from edgekit.results.quantize import QuantizeResult as QuantizeDocument
 from edgekit.preprocess import quantize as quantize_tensor
 

@@ -68,7 +68,7 @@ def test_a_plugged_in_device_without_runtime_udev_or_group_fails_with_fixes(tmp_
     assert checks["udev rule"]["status"] == Doc.FAIL and 'ATTRS{idVendor}=="18d1"' in checks["udev rule"]["fix"]
     assert checks["groups"]["status"] == Doc.FAIL and "usermod -aG plugdev" in checks["groups"]["fix"]
     assert "firmware not loaded" in checks["devices"]["detail"]
-    text = Doc.render(result)
+    text = result.render_text()
     assert text.splitlines()[0].startswith("edgekit ") and "sudo apt-get install libedgetpu1-std" in text
     assert all(c["fix"] for c in doc["checks"] if c["status"] in (Doc.WARN, Doc.FAIL))
 
