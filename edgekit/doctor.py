@@ -251,6 +251,10 @@ def check_devices(p: Probe, devices: list) -> Check:
         return Check("devices", INFO, "doctor lists Edge TPUs from Linux sysfs (and Google's pycoral): on macOS, "
                      "`system_profiler SPUSBDataType` shows the USB Accelerator as Global Unichip (1a6e:089a) before "
                      "its firmware loads, Google Inc. (18d1:9302) after")
+    cards = R.pci_edgetpus(p) if p.system == "Linux" else []
+    if not devices and cards:
+        return Check("devices", WARN, f"PCIe Edge TPU(s) at {', '.join(cards)} (1ac1:089a) without a /dev/apex_N",
+                     "see kernel driver" if not R.container_kind(p) else "see passthrough")
     if not devices:
         return Check("devices", WARN, "no Edge TPU found (USB 1a6e:089a / 18d1:9302, /dev/apex_N)",
                      "plug in the USB Accelerator (a USB 3 port and cable help); PCIe/M.2 and the Dev Board need "
@@ -305,11 +309,14 @@ def check_groups(p: Probe, devices: list) -> Check | None:
     if _is_root(p):
         return Check("groups", OK, "running as root: no group membership needed")
     groups = p.groups if p.groups is not None else _current_groups()
-    missing = [g for g in ("plugdev", "apex") if g not in groups]
+    needed = {"plugdev": any(d.type == "usb" for d in devices),
+              "apex": any(d.type == "pci" for d in devices) or bool(R.pci_edgetpus(p))}
+    wanted = [g for g in needed if needed[g]] or list(needed)  # nothing attached: both, as a warning
+    missing = [g for g in wanted if g not in groups]
     if not missing:
-        return Check("groups", OK, "member of plugdev (USB) and apex (PCIe)")
-    needed = {"plugdev": any(d.type == "usb" for d in devices), "apex": any(d.type == "pci" for d in devices)}
-    status = FAIL if any(needed[g] for g in missing) else WARN
+        return Check("groups", OK, "member of " + " and ".join(f"{g} ({'USB' if g == 'plugdev' else 'PCIe'})"
+                                                           for g in wanted))
+    status = FAIL if any(needed[g] for g in missing) and (devices or not R.pci_edgetpus(p)) else WARN
     return Check("groups", status, f"not in group(s) {', '.join(missing)} (groups: {', '.join(groups) or 'none'})",
                  " ; ".join(f"sudo usermod -aG {g} $USER" for g in missing) + ", then log out and back in")
 

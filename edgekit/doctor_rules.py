@@ -31,18 +31,20 @@ class Check:
 
 #: Each rule (a check's name) and the reports it rests on (keys of tests/fixtures/evidence/DOCTOR.tsv).
 RULES: dict[str, tuple[str, ...]] = {
-    "interpreter wheel": ("pycoral#85", "coral-tflite#58", "openWakeWord#270", "pypi-tflite-runtime",
+    "interpreter wheel": ("pycoral#85", "pycoral#58", "coral-tflite#58", "openWakeWord#270", "pypi-tflite-runtime",
                           "nixpkgs-ai-edge-litert-linux", "nixpkgs-ai-edge-litert-darwin"),
     "libedgetpu build": ("feranick-libedgetpu-releases", "edgetpu#812"),
-    "runtime pairing": ("edgetpu#812", "feranick-libedgetpu-releases", "feranick-pycoral-release"),
+    "runtime pairing": ("edgetpu#812", "feranick-libedgetpu-releases", "feranick-pycoral-release",
+                        "ultralytics-coral-guide"),
     "kernel driver": ("gasket-driver#52", "gasket-driver#50", "gasket-driver#47", "gasket-driver#55",
                       "traffic-monitor#171", "gasket-dkms#25", "gasket-dkms#9", "edgetpu#865", "linux#6799"),
     "pi5 pcie": ("rpi-docs#3340", "waveshare-pciex1", "geerlingguy-pcie#44", "linux#6126"),
-    "usb link": ("frigate#7034", "edgetpu#782", "frigate#7034"),
+    "usb link": ("frigate#7034", "edgetpu#782"),
     "usb firmware": ("edgetpu#536", "frigate#9349", "frigate#2609"),
     "passthrough": ("frigate#5276", "edgetpu#762", "geerlingguy-pcie#44", "frigate-addons#23", "frigate#2613",
                     "frigate#9349"),
-    "apt source": ("edgetpu#777", "edgetpu#801", "gasket-driver#44", "frigate#4649", "edgetpu#893"),
+    "apt source": ("edgetpu#777", "edgetpu#801", "edgetpu#915", "gasket-driver#44", "frigate#4649", "edgetpu#893",
+                   "edgetpu#887"),
 }
 
 CORAL_APT = "packages.cloud.google.com/apt"
@@ -212,21 +214,23 @@ def dkms_gasket(p: Probe, kernel: str) -> tuple[str, str]:
 
 
 def coral_apt_sources(p: Probe) -> list[tuple[str, str, str | None]]:
-    """(file on the machine, suite, signed-by keyring or None) for each of Coral's apt sources."""
+    """(file on the machine, suite, signed-by keyring or None) for each of Coral's apt sources (suites coral-*;
+    the same host serves Google's other repositories). apt reads only *.list and *.sources files."""
     folder = at(p, "/etc/apt/sources.list.d")
-    files = [at(p, "/etc/apt/sources.list")] + (sorted(folder.glob("*")) if folder.is_dir() else [])
+    files = [at(p, "/etc/apt/sources.list")] + (
+        sorted(f for f in folder.iterdir() if f.suffix in (".list", ".sources")) if folder.is_dir() else [])
     found = []
     for f in files:
         text = read(f) or ""
         if f.suffix == ".sources":
             for stanza in text.split("\n\n"):
-                if CORAL_APT in stanza:
-                    suite = re.search(r"^Suites:\s*(\S+)", stanza, re.M | re.I)
+                suite = re.search(r"^Suites:\s*(coral\S*)", stanza, re.M | re.I)
+                if CORAL_APT in stanza and suite:
                     key = re.search(r"^Signed-By:\s*(\S+)", stanza, re.M | re.I)
-                    found.append((on_machine(p, str(f)), suite.group(1) if suite else "?", key and key.group(1)))
+                    found.append((on_machine(p, str(f)), suite.group(1), key and key.group(1)))
             continue
         for line in text.splitlines():
-            m = re.match(r"\s*deb\s+(\[[^]]*\]\s+)?\S*" + re.escape(CORAL_APT) + r"\S*\s+(\S+)", line)
+            m = re.match(r"\s*deb\s+(\[[^]]*\]\s+)?\S*" + re.escape(CORAL_APT) + r"\S*\s+(coral\S*)", line)
             if m:
                 key = re.search(r"signed-by=(\S+?)[\s\]]", m.group(1) or "")
                 found.append((on_machine(p, str(f)), m.group(2), key and key.group(1)))
@@ -242,9 +246,10 @@ WHEELS: dict[str, dict[tuple[str, str], tuple[tuple[int, int], tuple[int, int]]]
     # PyPI's last tflite-runtime (2.14.0) stops at cp311 (openWakeWord#270), for x86_64, aarch64 and armv7l
     "tflite-runtime": {("Linux", "x86_64"): ((3, 7), (3, 11)), ("Linux", "aarch64"): ((3, 7), (3, 11)),
                        ("Linux", "armv7l"): ((3, 7), (3, 11))},
-    # Google's pycoral (Coral's own package index, not PyPI's unrelated 'pycoral'): up to 3.9 (pycoral#85)
+    # Google's pycoral (Coral's own package index, not PyPI's unrelated 'pycoral'): up to 3.9 (pycoral#85),
+    # 3.10 on Apple Silicon only (pycoral#58)
     "Google's pycoral": {("Linux", "x86_64"): ((3, 6), (3, 9)), ("Linux", "aarch64"): ((3, 6), (3, 9)),
-                         ("Linux", "armv7l"): ((3, 6), (3, 9)), ("Darwin", "arm64"): ((3, 6), (3, 9))},
+                         ("Linux", "armv7l"): ((3, 6), (3, 9)), ("Darwin", "arm64"): ((3, 6), (3, 10))},
 }
 
 
