@@ -102,7 +102,7 @@ class Probe:
         """A probe that reads every file under ``root`` (a recorded machine state), nothing of this machine."""
         base = Path(root)
         system = kw.get("system", "Linux")
-        defaults = dict(root=str(base), sys_root=str(base / "sys"), dev_root=str(base / "dev"),
+        defaults = dict(root=str(base), executable="", sys_root=str(base / "sys"), dev_root=str(base / "dev"),
                         udev_dirs=tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
                         lib_dirs=[str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
                         find_library=False, read_runtime_version=False, use_pycoral=False,
@@ -118,9 +118,9 @@ def _version_tuple(v: str | None) -> tuple[int, ...]:
 # ------------------------------------------------------------------------------------- checks
 def check_python(p: Probe) -> Check:
     v = tuple(p.python[:3]) + (0,) * (3 - len(p.python[:3]))
-    detail = f"{platform.python_implementation()} {v[0]}.{v[1]}.{v[2]} ({p.executable})"
+    detail = f"{platform.python_implementation()} {v[0]}.{v[1]}.{v[2]}" + (f" ({p.executable})" if p.executable else "")
     if v[:2] > (3, 9):
-        detail += "; Coral's pycoral/tflite-runtime 2.5 wheels stop at 3.9, edgekit uses ai-edge-litert instead"
+        detail += "; Coral's own pycoral/tflite-runtime 2.5 wheels stop at 3.9 (see interpreter wheel)"
     return Check("python", INFO, detail)
 
 
@@ -243,7 +243,7 @@ def check_libedgetpu(p: Probe, devices: list) -> Check:
         why = "an Edge TPU is attached but cannot be used" if devices else "classify runs on the CPU only"
         return Check("libedgetpu", status, f"{name} not found: {why}", fix)
     version = libedgetpu_version(path) if p.read_runtime_version else None
-    return Check("libedgetpu", OK, f"{path}" + (f" ({version})" if version else " (version not readable)"))
+    return Check("libedgetpu", OK, R.on_machine(p, path) + (f" ({version})" if version else " (version not readable)"))
 
 
 def check_devices(p: Probe, devices: list) -> Check:
@@ -288,7 +288,7 @@ def check_udev(p: Probe, devices: list) -> Check | None:
             except OSError:
                 continue
             if "1a6e" in text and "18d1" in text:
-                return Check("udev rule", OK, f"{f} lists the Edge TPU USB ids")
+                return Check("udev rule", OK, f"{R.on_machine(p, str(f))} lists the Edge TPU USB ids")
     usb_present = any(d.type == "usb" for d in devices)
     return Check("udev rule", FAIL if usb_present and not _is_root(p) else WARN,
                  "no udev rule for the USB Edge TPU (1a6e:089a, 18d1:9302): only root can open it",
@@ -370,7 +370,7 @@ def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
         return None
     name, version = chosen
     verdict = delegate_probe.read_cache().get(delegate_probe.pair_key(name, version, library))
-    pair = f"{name} {version} with {library}"
+    pair = f"{name} {version} with {R.on_machine(p, library)}"
     if isinstance(verdict, dict) and verdict.get("state") in delegate_probe.FAILED:
         what = "hung" if verdict.get("state") == delegate_probe.HUNG else "crashed"
         return Check("runtime pairing", FAIL, f"{pair} {what} a test process ({verdict.get('detail')}): classify "

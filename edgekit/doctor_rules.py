@@ -141,8 +141,10 @@ def dpkg_owner(p: Probe, path: str) -> str | None:
 
 def on_machine(p: Probe, path: str) -> str:
     """A path found under the probe's root, as the machine itself names it."""
+    if p.root in ("", "/"):
+        return path
     try:
-        return "/" + str(Path(path).relative_to(p.root)).lstrip("/")
+        return "/" + str(Path(path).relative_to(p.root))
     except ValueError:
         return path
 
