@@ -346,7 +346,8 @@ def check_tensorflow(p: Probe) -> Check:
             break
     else:
         return Check("tensorflow", INFO,
-                     "not installed (only edgekit quantize needs it: pip install 'edgekit[convert]')")
+                     "not installed (only edgekit quantize needs it: pip install '.[convert]' in edgekit's checkout; "
+                     "PyPI's 'edgekit' is an unrelated project)")
     if _version_tuple(version)[:2] > TFLITE_OF_COMPILER_16:
         return Check("tensorflow", INFO, f"{dist} {version}: its converter can write op versions newer than "
                      "TFLite 2.5, which edgetpu_compiler 16 refuses (\"Didn't find op for builtin opcode\"); "
