@@ -166,7 +166,7 @@ def container_kind(p: Probe) -> str | None:
 
 
 VM_VENDORS = (("QEMU", "QEMU/KVM (Proxmox and others)"), ("VMware", "VMware"), ("innotek", "VirtualBox"),
-              ("Microsoft Corporation", "Hyper-V"), ("Xen", "Xen"), ("Parallels", "Parallels"))
+              ("Virtual Machine", "Hyper-V"), ("Xen", "Xen"), ("Parallels", "Parallels"))  # not "Microsoft": Surface
 
 
 def vm_kind(p: Probe) -> str | None:
@@ -211,7 +211,11 @@ def dkms_gasket(p: Probe, kernel: str) -> tuple[str, str]:
         log = read(v / "build" / "make.log")
         if log is not None:
             errors = [line.strip() for line in log.splitlines() if "error:" in line or "Error " in line]
-            return "failed", (errors[0] if errors else log.strip().splitlines()[-1] if log.strip() else "")
+            first = errors[0] if errors else log.strip().splitlines()[-1] if log.strip() else "(empty)"
+            built_for = re.search(r"for kernel (\S+)", log)
+            if built_for and built_for.group(1) != kernel:
+                first += f" (that build was for kernel {built_for.group(1)})"
+            return "failed", first
     return ("added", versions[0].name) if versions else ("absent", "")
 
 

@@ -361,3 +361,15 @@ def test_every_check_a_recorded_machine_shows_is_a_rule_or_one_of_the_old_checks
     for build in (pi5_trixie, pi4_usb2, ubuntu_614_pcie, docker_without_usb, proxmox_vm_bootloader, mac):
         names = {c.name for c in Doc.run_checks(build(tmp_path / build.__name__))}
         assert names <= old | set(R.RULES), names - old - set(R.RULES)
+
+
+def test_a_make_log_of_another_kernel_says_so_and_a_surface_laptop_is_no_vm(tmp_path):
+    failed_dkms(tmp_path, "6.8.0-45-generic")
+    p = probe(tmp_path, {}, python=(3, 12, 3), arch="x86_64")
+    state, first = R.dkms_gasket(p, "6.14.0-24-generic")
+    assert state == "failed" and first == NO_LLSEEK + " (that build was for kernel 6.8.0-45-generic)"
+    put(tmp_path, "/sys/class/dmi/id/sys_vendor", "Microsoft Corporation\n")
+    put(tmp_path, "/sys/class/dmi/id/product_name", "Surface Laptop 5\n")
+    assert R.vm_kind(p) is None
+    put(tmp_path, "/sys/class/dmi/id/product_name", "Virtual Machine\n")
+    assert R.vm_kind(p) == "Hyper-V"
