@@ -397,9 +397,9 @@ def _community_pairing(pair: str, name: str, version: str, built_for: tuple[int,
     from edgekit.devices import delegate_probe
 
     tf = ".".join(map(str, built_for))
-    if name == "ai_edge_litert":
+    if name == "ai_edge_litert" or built_for < (2, 11, 1):  # the releases name a range from 16.0tf2.11.1 on
         return Check("runtime pairing", INFO, f"{pair}: a libedgetpu built against TensorFlow {tf}; its releases name "
-                     "tflite_runtime versions only, so edgekit proves this pair in a test process on first use")
+                     "no range for this interpreter, so edgekit proves this pair in a test process on first use")
     if (2, 11, 1) <= _version_tuple(version) and _version_tuple(version)[:2] <= built_for[:2]:
         return Check("runtime pairing", INFO, f"{pair}: within what this libedgetpu build is released for "
                      f"(tflite_runtime 2.11.1 to {tf}); not proven yet (the first run proves it in a test process)")

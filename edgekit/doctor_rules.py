@@ -33,7 +33,7 @@ class Check:
 RULES: dict[str, tuple[str, ...]] = {
     "interpreter wheel": ("pycoral#85", "pycoral#58", "coral-tflite#58", "openWakeWord#270", "pypi-tflite-runtime",
                           "nixpkgs-ai-edge-litert-linux", "nixpkgs-ai-edge-litert-darwin"),
-    "libedgetpu build": ("feranick-libedgetpu-releases", "edgetpu#812"),
+    "libedgetpu build": ("feranick-libedgetpu-releases", "feranick-libedgetpu-changelog", "edgetpu#812"),
     "runtime pairing": ("edgetpu#812", "feranick-libedgetpu-releases", "feranick-pycoral-release",
                         "ultralytics-coral-guide"),
     "kernel driver": ("gasket-driver#52", "gasket-driver#50", "gasket-driver#47", "gasket-driver#55",
@@ -55,7 +55,10 @@ APT_FIX = (f"curl -fsSL https://{CORAL_APT}/doc/apt-key.gpg | sudo gpg --dearmor
 FERANICK_GASKET = "https://github.com/feranick/gasket-driver/releases/tag/1.0-18.4"
 GASKET_BREAKS_AT = (6, 12)       # Coral's gasket-dkms 1.0-18: 'no_llseek' undeclared (google/gasket-driver#52)
 GASKET_FAILS_REPORTED_AT = (6, 18)  # traffic-monitor#171 (6.18), KyleGospo/gasket-dkms#25 (6.19)
-PCI_EDGETPU = ("0x1ac1", "0x089a")  # lspci: Global Unichip Corp. Coral Edge TPU [1ac1:089a]
+PCI_EDGETPU = ("0x1ac1", "0x089a")
+#: libedgetpu package versions whose TensorFlow is not in the version string (feranick/libedgetpu's
+#: debian/changelog): Coral's own 16.0 is TF 2.5; feranick's first builds; later ones are 16.0tfX.Y.Z-N.
+LIBEDGETPU_VERSIONS = {"16.0": (2, 5), "16.0-0ppa1": (2, 8, 4), "16.0pp2": (2, 9, 3), "16.0pp3": (2, 10, 1)}  # lspci: Global Unichip Corp. Coral Edge TPU [1ac1:089a]
 
 
 # ------------------------------------------------------------------------------------- reading the machine
@@ -308,7 +311,7 @@ def libedgetpu_build(p: Probe, path: str) -> tuple[str | None, str | None, tuple
     m = re.search(r"tf(\d+)\.(\d+)(?:\.(\d+))?", version, re.I)
     if m:
         return owner, version, tuple(int(x) for x in m.groups() if x is not None)
-    return owner, version, ((2, 5) if re.match(r"16\.0(\b|[-~+])", version) else None)
+    return owner, version, LIBEDGETPU_VERSIONS.get(version.split("+")[0])
 
 
 def check_libedgetpu_build(p: Probe, path: str) -> Check:

@@ -148,7 +148,7 @@ def pi4_usb2(root: Path) -> Doc.Probe:
     put(root, "/proc/sys/kernel/osrelease", "6.6.51+rpt-rpi-v8\n")
     put(root, "/boot/firmware/config.txt", "arm_64bit=1\n")
     usb(root, "1-1.3", "18d1", "9302", 1, 4, "480")
-    packages, files = libedgetpu(root, "/usr/lib/aarch64-linux-gnu", "16.0tf2.17.0-1.bookworm")
+    packages, files = libedgetpu(root, "/usr/lib/aarch64-linux-gnu", "16.0tf2.17.0-1")
     dpkg(root, packages, files)
     return probe(root, {"tflite-runtime": "2.17.0", "numpy": "1.26.4"}, python=(3, 11, 2), arch="aarch64",
                  groups=["pi", "plugdev"])
@@ -351,8 +351,9 @@ def test_every_rule_cites_sources_in_the_ledger_and_the_ledger_holds_nothing_unc
         assert keys, f"{rule} cites no source"
         assert all(k in rows for k in keys), (rule, [k for k in keys if k not in rows])
     assert set(rows) == cited, set(rows) ^ cited
-    for row in rows.values():
-        assert row["url"].startswith("https://") and row["shows"].strip(), row
+    for row in rows.values():   # a page, or a file of a public repository at a commit
+        assert re.fullmatch(r"https://\S+|[\w.-]+/[\w.-]+ \S+ @[0-9a-f]{40}", row["url"]), row
+        assert row["shows"].strip(), row
 
 
 def test_every_check_a_recorded_machine_shows_is_a_rule_or_one_of_the_old_checks(tmp_path):
@@ -373,3 +374,26 @@ def test_a_make_log_of_another_kernel_says_so_and_a_surface_laptop_is_no_vm(tmp_
     assert R.vm_kind(p) is None
     put(tmp_path, "/sys/class/dmi/id/product_name", "Virtual Machine\n")
     assert R.vm_kind(p) == "Hyper-V"
+
+
+@pytest.mark.parametrize("version, tf", [("16.0", (2, 5)), ("16.0tf2.18.1-1", (2, 18, 1)), ("16.0pp3", (2, 10, 1)),
+                                         ("16.0-0ppa1", (2, 8, 4)), ("16.0tf2.13.1", (2, 13, 1)), ("15.0", None)])
+def test_the_tensorflow_of_each_libedgetpu_package_version(tmp_path, version, tf):
+    packages, files = libedgetpu(tmp_path, "/usr/lib/x86_64-linux-gnu", version)
+    dpkg(tmp_path, packages, files)
+    p = probe(tmp_path, {}, python=(3, 12, 3), arch="x86_64")
+    lib = str(tmp_path / "usr/lib/x86_64-linux-gnu/libedgetpu.so.1")
+    assert R.libedgetpu_build(p, lib) == ("libedgetpu1-std", version, tf)
+
+
+@pytest.mark.parametrize("version, tflite, status, words", [
+    ("16.0tf2.17.0-1", "2.17.0", Doc.INFO, "tflite_runtime 2.11.1 to 2.17.0"),
+    ("16.0tf2.16.1-1", "2.17.0", Doc.WARN, "2.17.0 is outside that"),
+    ("16.0pp3", "2.10.1", Doc.INFO, "no range for this interpreter"),
+    ("16.0", "2.14.0", Doc.WARN, "libedgetpu#53")])
+def test_the_pairing_of_a_build_and_tflite_runtime(tmp_path, version, tflite, status, words):
+    packages, files = libedgetpu(tmp_path, "/usr/lib/x86_64-linux-gnu", version)
+    dpkg(tmp_path, packages, files)
+    p = probe(tmp_path, {"tflite-runtime": tflite}, python=(3, 11, 2), arch="x86_64")
+    check = Doc.check_runtime_pairing(p, str(tmp_path / "usr/lib/x86_64-linux-gnu/libedgetpu.so.1"))
+    assert check.status == status and words in check.detail, check
