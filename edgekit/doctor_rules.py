@@ -38,11 +38,11 @@ RULES: dict[str, tuple[str, ...]] = {
                         "ultralytics-coral-guide"),
     "kernel driver": ("gasket-driver#52", "gasket-driver#50", "gasket-driver#47", "gasket-driver#55",
                       "traffic-monitor#171", "gasket-dkms#25", "gasket-dkms#9", "edgetpu#865", "linux#6799"),
-    "pi5 pcie": ("rpi-docs#3340", "waveshare-pciex1", "geerlingguy-pcie#44", "linux#6126"),
+    "pi5 pcie": ("rpi-docs#3340", "rpi-docs#3873", "waveshare-pciex1", "geerlingguy-pcie#44", "linux#6126"),
     "usb link": ("frigate#7034", "edgetpu#782"),
     "usb firmware": ("edgetpu#536", "frigate#9349", "frigate#2609"),
     "passthrough": ("frigate#5276", "edgetpu#762", "geerlingguy-pcie#44", "frigate-addons#23", "frigate#2613",
-                    "frigate#9349"),
+                    "frigate#9349", "frigate#1807", "gist-lxc-apex", "gist-lxc-usb"),
     "apt source": ("edgetpu#777", "edgetpu#801", "edgetpu#915", "gasket-driver#44", "frigate#4649", "edgetpu#893",
                    "edgetpu#887"),
 }
@@ -386,7 +386,10 @@ def check_pi5_pcie(p: Probe, devices: list[Device]) -> Check | None:
                      "an M.2 Coral on a PCIe HAT stays invisible (HAT+ boards enable it themselves)",
                      f"for an M.2 Coral: add dtparam=pciex1 to {path} and reboot")
     kernel = kernel_release(p) or ""
-    if "2712" in kernel and not re.search(r"^\s*kernel=kernel8\.img", config, re.M):
+    if "2712" in kernel and re.search(r"^\s*kernel=kernel8\.img", config, re.M):
+        return Check("pi5 pcie", WARN, f"{path} selects kernel8.img (4K pages) but the running kernel is still the "
+                     f"16K-page {kernel}", "reboot, then build the driver for that kernel (sudo dkms autoinstall)")
+    if "2712" in kernel:
         return Check("pi5 pcie", FAIL, f"{model} runs the 16K-page kernel ({kernel}); the gasket/apex driver needs "
                      "the 4K-page kernel", f"add kernel=kernel8.img to {path}, reboot, then build the driver for "
                      "that kernel (sudo dkms autoinstall); if dmesg still says 'Couldn't initialize interrupts', "
@@ -438,6 +441,9 @@ def hidden_usb(p: Probe, devices: list[Device]) -> list[Device]:
 CONTAINER_FIX = ("pass the Edge TPU into the container: USB: docker run --device /dev/bus/usb (compose: devices: "
                  "[/dev/bus/usb:/dev/bus/usb]); PCIe/M.2: --device /dev/apex_0 with the gasket driver installed on "
                  "the host, not in the container")
+LXC_FIX = ("in the LXC's config on the host (Proxmox: /etc/pve/lxc/<id>.conf): USB: lxc.cgroup2.devices.allow: "
+           "c 189:* rwm and lxc.mount.entry: /dev/bus/usb dev/bus/usb none bind,optional,create=dir; PCIe/M.2: "
+           "lxc.mount.entry: /dev/apex_0 dev/apex_0 none bind,optional,create=file, with the gasket driver on the host")
 HA_FIX = ("Home Assistant OS ships the apex driver and passes /dev/apex_0 and USB devices to the add-on; in "
           "protection mode only /dev/apex_0: turn protection mode off for a second PCIe Edge TPU; plug the USB "
           "Accelerator into the Home Assistant host itself")
@@ -454,7 +460,7 @@ def check_passthrough(p: Probe, devices: list[Device]) -> Check | None:
     if not kind and not vm:
         return None
     where = f"inside a {kind} container" if kind else f"in a VM ({vm})"
-    fix = HA_FIX if kind == "Home Assistant add-on" else CONTAINER_FIX if kind else VM_FIX
+    fix = {"Home Assistant add-on": HA_FIX, "lxc": LXC_FIX, None: VM_FIX}.get(kind, CONTAINER_FIX)
     hidden = hidden_usb(p, devices)
     if hidden:
         names = ", ".join(f"{d.device} ({d.usb_id})" for d in hidden)

@@ -397,3 +397,18 @@ def test_the_pairing_of_a_build_and_tflite_runtime(tmp_path, version, tflite, st
     p = probe(tmp_path, {"tflite-runtime": tflite}, python=(3, 11, 2), arch="x86_64")
     check = Doc.check_runtime_pairing(p, str(tmp_path / "usr/lib/x86_64-linux-gnu/libedgetpu.so.1"))
     assert check.status == status and words in check.detail, check
+
+
+def test_a_pi5_rebooting_into_kernel8_and_a_proxmox_lxc(tmp_path):
+    put(tmp_path, "/proc/device-tree/model", "Raspberry Pi 5 Model B Rev 1.0\x00")
+    put(tmp_path, "/proc/sys/kernel/osrelease", "6.12.47+rpt-rpi-2712\n")
+    put(tmp_path, "/boot/firmware/config.txt", "dtparam=pciex1\nkernel=kernel8.img\n")
+    pcie_card(tmp_path, "0001:01:00.0")
+    p = probe(tmp_path, {}, python=(3, 13, 5), arch="aarch64")
+    check = R.check_pi5_pcie(p, [])
+    assert check.status == Doc.WARN and check.fix.startswith("reboot")
+    put(tmp_path, "/proc/sys/kernel/osrelease", "6.12.47+rpt-rpi-v8\n")
+    assert R.check_pi5_pcie(p, []).status == Doc.OK
+    put(tmp_path, "/proc/1/environ", "container=lxc\x00PATH=/usr/bin\x00")
+    check = R.check_passthrough(p, [])
+    assert check.status == Doc.FAIL and "lxc.mount.entry: /dev/apex_0" in check.fix
