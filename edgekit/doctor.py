@@ -29,7 +29,7 @@ from edgekit.errors import MissingDependencyError
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.results.doctor import DoctorResult
 
-__all__ = ["Check", "Probe", "OK", "INFO", "WARN", "FAIL", "run_checks", "report"]
+__all__ = ["FAIL", "INFO", "OK", "WARN", "Check", "Probe", "report", "run_checks"]
 
 TFLITE_OF_COMPILER_16 = (2, 5)  # compiler 16 / libedgetpu 16 embed TensorFlow Lite 2.5
 
@@ -98,15 +98,15 @@ class Probe:
     google_pycoral: Callable[[], bool] = _google_pycoral
 
     @classmethod
-    def for_root(cls, root: str, **kw) -> "Probe":
+    def for_root(cls, root: str, **kw) -> Probe:
         """A probe that reads every file under ``root`` (a recorded machine state), nothing of this machine."""
         base = Path(root)
         system = kw.get("system", "Linux")
-        defaults = dict(root=str(base), executable="", sys_root=str(base / "sys"), dev_root=str(base / "dev"),
-                        udev_dirs=tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
-                        lib_dirs=[str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
-                        find_library=False, read_runtime_version=False, use_pycoral=False,
-                        google_pycoral=lambda: False)
+        defaults = {"root": str(base), "executable": "", "sys_root": str(base / "sys"), "dev_root": str(base / "dev"),
+                    "udev_dirs": tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
+                    "lib_dirs": [str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
+                    "find_library": False, "read_runtime_version": False, "use_pycoral": False,
+                    "google_pycoral": lambda: False}
         defaults.update(kw)
         return cls(**defaults)
 

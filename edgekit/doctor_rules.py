@@ -124,7 +124,7 @@ def dpkg_packages(p: Probe) -> dict[str, str]:
     text = read(at(p, "/var/lib/dpkg/status")) or ""
     found = {}
     for stanza in text.split("\n\n"):
-        fields = dict(re.findall(r"^([A-Za-z-]+): *(.*)$", stanza, re.M))
+        fields = dict(re.findall(r"^([A-Za-z-]+): *(.*)$", stanza, re.MULTILINE))
         if fields.get("Package") and "installed" in fields.get("Status", "").split()[-1:]:
             found[fields["Package"]] = fields.get("Version", "")
     return found
@@ -179,7 +179,7 @@ def vm_kind(p: Probe) -> str | None:
     for word, name in VM_VENDORS:
         if word in vendor:
             return name
-    flags = re.search(r"^flags\s*:(.*)$", read(at(p, "/proc/cpuinfo")) or "", re.M)
+    flags = re.search(r"^flags\s*:(.*)$", read(at(p, "/proc/cpuinfo")) or "", re.MULTILINE)
     return "a hypervisor" if flags and "hypervisor" in flags.group(1).split() else None
 
 
@@ -233,9 +233,9 @@ def coral_apt_sources(p: Probe) -> list[tuple[str, str, str | None]]:
         text = read(f) or ""
         if f.suffix == ".sources":
             for stanza in text.split("\n\n"):
-                suite = re.search(r"^Suites:\s*(coral\S*)", stanza, re.M | re.I)
+                suite = re.search(r"^Suites:\s*(coral\S*)", stanza, re.MULTILINE | re.IGNORECASE)
                 if CORAL_APT in stanza and suite:
-                    key = re.search(r"^Signed-By:\s*(\S+)", stanza, re.M | re.I)
+                    key = re.search(r"^Signed-By:\s*(\S+)", stanza, re.MULTILINE | re.IGNORECASE)
                     found.append((on_machine(p, str(f)), suite.group(1), key and key.group(1)))
             continue
         for line in text.splitlines():
@@ -286,6 +286,11 @@ def check_wheels(p: Probe) -> Check:
         missing = [n for n in WHEELS if n not in has]
         return Check("interpreter wheel", OK, f"wheels for {where}: {', '.join(has)}"
                      + (f" (none from {', '.join(missing)})" if missing else ""))
+    litert = WHEELS["ai-edge-litert"].get((p.system, cpu(p)))
+    newest = litert[1] if litert else None
+    if newest and tuple(p.python[:2]) > newest:  # a newer Python on a platform ai-edge-litert publishes for
+        return Check("interpreter wheel", INFO, f"{where} is newer than the wheels these sources list (up to "
+                     f"{newest[0]}.{newest[1]}); ai-edge-litert is the one to try: pip install ai-edge-litert")
     if cpu(p) == "armv7l":
         fix = ("install the 64-bit Raspberry Pi OS (aarch64), where ai-edge-litert has wheels for Python 3.10-3.13; "
                "on 32-bit ARM only tflite-runtime 2.14 has wheels, for Python 3.11 and older")
@@ -308,7 +313,7 @@ def libedgetpu_build(p: Probe, path: str) -> tuple[str | None, str | None, tuple
     version = packages.get(owner) if owner else None
     if version is None:
         return owner, None, None
-    m = re.search(r"tf(\d+)\.(\d+)(?:\.(\d+))?", version, re.I)
+    m = re.search(r"tf(\d+)\.(\d+)(?:\.(\d+))?", version, re.IGNORECASE)
     if m:
         return owner, version, tuple(int(x) for x in m.groups() if x is not None)
     return owner, version, LIBEDGETPU_VERSIONS.get(version.split("+")[0])
@@ -377,7 +382,7 @@ def check_pi5_pcie(p: Probe, devices: list[Device]) -> Check | None:
         return None
     path = "/boot/firmware/config.txt" if at(p, "/boot/firmware/config.txt").is_file() else "/boot/config.txt"
     config = read(at(p, path)) or ""
-    enabled = re.search(r"^\s*dtparam=(pciex1|nvme)\b", config, re.M)
+    enabled = re.search(r"^\s*dtparam=(pciex1|nvme)\b", config, re.MULTILINE)
     if not pci_edgetpus(p):
         if enabled:
             return None
@@ -386,7 +391,7 @@ def check_pi5_pcie(p: Probe, devices: list[Device]) -> Check | None:
                      "an M.2 Coral on a PCIe HAT stays invisible (HAT+ boards enable it themselves)",
                      f"for an M.2 Coral: add dtparam=pciex1 to {path} and reboot")
     kernel = kernel_release(p) or ""
-    if "2712" in kernel and re.search(r"^\s*kernel=kernel8\.img", config, re.M):
+    if "2712" in kernel and re.search(r"^\s*kernel=kernel8\.img", config, re.MULTILINE):
         return Check("pi5 pcie", WARN, f"{path} selects kernel8.img (4K pages) but the running kernel is still the "
                      f"16K-page {kernel}", "reboot, then build the driver for that kernel (sudo dkms autoinstall)")
     if "2712" in kernel:

@@ -412,3 +412,9 @@ def test_a_pi5_rebooting_into_kernel8_and_a_proxmox_lxc(tmp_path):
     put(tmp_path, "/proc/1/environ", "container=lxc\x00PATH=/usr/bin\x00")
     check = R.check_passthrough(p, [])
     assert check.status == Doc.FAIL and "lxc.mount.entry: /dev/apex_0" in check.fix
+
+
+def test_a_python_newer_than_the_known_wheels_is_not_called_wheel_less(tmp_path):
+    check = R.check_wheels(probe(tmp_path, {}, python=(3, 14, 0), arch="x86_64"))
+    assert check.status == Doc.INFO and "newer than the wheels these sources list (up to 3.13)" in check.detail
+    assert R.check_wheels(probe(tmp_path, {}, python=(3, 13, 0), arch="x86_64", system="Darwin")).status == Doc.WARN
