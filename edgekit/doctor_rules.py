@@ -212,9 +212,9 @@ def dkms_gasket(p: Probe, kernel: str) -> tuple[str, str]:
             return "built", v.name
     for v in versions:
         log = read(v / "build" / "make.log")
-        if log is not None:
-            errors = [line.strip() for line in log.splitlines() if "error:" in line or "Error " in line]
-            first = errors[0] if errors else log.strip().splitlines()[-1] if log.strip() else "(empty)"
+        errors = [line.strip() for line in (log or "").splitlines() if re.search(r"error:|\bError \d", line, re.IGNORECASE)]
+        if errors:  # a make.log without errors is what a finished build leaves behind
+            first = errors[0]
             built_for = re.search(r"for kernel (\S+)", log)
             if built_for and built_for.group(1) != kernel:
                 first += f" (that build was for kernel {built_for.group(1)})"

@@ -418,3 +418,13 @@ def test_a_python_newer_than_the_known_wheels_is_not_called_wheel_less(tmp_path)
     check = R.check_wheels(probe(tmp_path, {}, python=(3, 14, 0), arch="x86_64"))
     assert check.status == Doc.INFO and "newer than the wheels these sources list (up to 3.13)" in check.detail
     assert R.check_wheels(probe(tmp_path, {}, python=(3, 13, 0), arch="x86_64", system="Darwin")).status == Doc.WARN
+
+
+def test_make_logs_a_finished_build_leaves_and_modpost_errors(tmp_path):
+    put(tmp_path, "/var/lib/dkms/gasket/1.0/build/make.log", "DKMS make.log for gasket-1.0 for kernel 6.8.0-45-generic\n"
+        "  LD [M]  /var/lib/dkms/gasket/1.0/build/apex.ko\n")
+    p = probe(tmp_path, {}, python=(3, 12, 3), arch="x86_64")
+    assert R.dkms_gasket(p, "6.8.0-45-generic") == ("added", "1.0")
+    modpost = "ERROR: modpost: module gasket uses symbol dma_buf_put from namespace DMA_BUF, but does not import it."
+    put(tmp_path, "/var/lib/dkms/gasket/1.0/build/make.log", f"for kernel 6.8.0-45-generic\n{modpost}\n")
+    assert R.dkms_gasket(p, "6.8.0-45-generic") == ("failed", modpost)
