@@ -416,10 +416,13 @@ def check_usb_link(p: Probe, devices: list[Device]) -> Check | None:
     if "Raspberry Pi 3" in (board_model(p) or "") or "Raspberry Pi Zero" in (board_model(p) or ""):
         return Check("usb link", INFO, f"USB 2 link ({links}): this board has USB 2 ports only, so inference "
                      "runs several times slower than on USB 3")
+    vm = vm_kind(p) if p.system == "Linux" and not container_kind(p) else None
+    in_vm = (f"; in this VM ({vm}) the passthrough must be USB 3 too (Proxmox: the USB device's 'Use USB3', "
+             "usb3=1)") if vm else ""
     return Check("usb link", WARN, f"{', '.join(d.device for d in slow)} on a USB 2 link ({links}): inference "
                  "runs several times slower than on USB 3",
                  "plug it into a USB 3 port (blue on a Raspberry Pi 4) with a USB 3 cable; if it then drops out, "
-                 "the port lacks power: use a powered USB 3 hub")
+                 "the port lacks power: use a powered USB 3 hub" + in_vm)
 
 
 def check_usb_firmware(p: Probe, devices: list[Device]) -> Check | None:

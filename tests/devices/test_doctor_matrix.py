@@ -428,3 +428,13 @@ def test_make_logs_a_finished_build_leaves_and_modpost_errors(tmp_path):
     modpost = "ERROR: modpost: module gasket uses symbol dma_buf_put from namespace DMA_BUF, but does not import it."
     put(tmp_path, "/var/lib/dkms/gasket/1.0/build/make.log", f"for kernel 6.8.0-45-generic\n{modpost}\n")
     assert R.dkms_gasket(p, "6.8.0-45-generic") == ("failed", modpost)
+
+
+def test_a_ready_accelerator_on_usb2_inside_a_proxmox_vm(tmp_path):
+    proxmox_vm_bootloader(tmp_path)
+    for key, value in (("idVendor", "18d1"), ("idProduct", "9302")):
+        put(tmp_path, f"/sys/bus/usb/devices/2-1/{key}", value + "\n")
+    checks = findings(probe(tmp_path, {"tflite-runtime": "2.14.0", "numpy": "1.26.4"}, python=(3, 11, 2),
+                            arch="x86_64", groups=["me", "plugdev"]))
+    assert "usb firmware" not in checks and checks["usb link"].status == Doc.WARN
+    assert "usb3=1" in checks["usb link"].fix
