@@ -5,8 +5,10 @@ to be pasted into a bug report. Nothing here imports TensorFlow or an interprete
 (only Google's pycoral, when installed, is asked for its ``list_edge_tpus()``): package versions
 come from ``importlib.metadata``, the compiler is asked ``--version`` in a subprocess with a
 timeout, and libedgetpu's version is read in a child process (a broken library cannot crash the
-doctor). Every path the checks read is a field of :class:`Probe`, so tests point
-them at fake trees.
+doctor). Every path the checks read is a field of :class:`Probe`, under one root folder
+(:meth:`Probe.for_root`), so tests point them at recorded machine states; the rules for the 2026
+matrix (kernel, driver, board, USB link, containers, apt) and their sources are in
+:mod:`edgekit.doctor_rules`.
 """
 
 from __future__ import annotations
@@ -20,12 +22,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
 from edgekit import __version__, compiler_locator
+from edgekit import doctor_rules as R
+from edgekit.doctor_rules import FAIL, INFO, OK, WARN, Check
 from edgekit.errors import MissingDependencyError
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.results.doctor import DoctorResult
 
-OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
+__all__ = ["FAIL", "INFO", "OK", "WARN", "Check", "Probe", "report", "run_checks"]
 
 TFLITE_OF_COMPILER_16 = (2, 5)  # compiler 16 / libedgetpu 16 embed TensorFlow Lite 2.5
 
@@ -40,14 +44,6 @@ UDEV_RULES = ('SUBSYSTEM=="usb",ATTRS{idVendor}=="1a6e",ATTRS{idProduct}=="089a"
               'SUBSYSTEM=="usb",ATTRS{idVendor}=="18d1",ATTRS{idProduct}=="9302",GROUP="plugdev"')
 
 
-@dataclass
-class Check:
-    name: str
-    status: str
-    detail: str
-    fix: str | None = None
-
-
 def _dist_version(name: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -55,6 +51,18 @@ def _dist_version(name: str) -> str | None:
         return version(name)
     except PackageNotFoundError:
         return None
+
+
+def _module_available(name: str) -> bool:
+    from edgekit.devices.backends import module_available
+
+    return module_available(name)
+
+
+def _google_pycoral() -> bool:
+    from edgekit.devices.backends import google_pycoral_available
+
+    return google_pycoral_available()
 
 
 def _current_groups() -> list[str]:
@@ -82,6 +90,25 @@ class Probe:
     system: str = field(default_factory=platform.system)
     dist_version: Callable[[str], str | None] = _dist_version
     use_pycoral: bool = True
+    root: str = "/"                              # where /etc, /proc, /var, /boot are read (doctor_rules)
+    python: tuple[int, ...] = tuple(sys.version_info[:3])
+    arch: str = field(default_factory=platform.machine)
+    executable: str = sys.executable
+    module_available: Callable[[str], bool] = _module_available
+    google_pycoral: Callable[[], bool] = _google_pycoral
+
+    @classmethod
+    def for_root(cls, root: str, **kw) -> Probe:
+        """A probe that reads every file under ``root`` (a recorded machine state), nothing of this machine."""
+        base = Path(root)
+        system = kw.get("system", "Linux")
+        defaults = {"root": str(base), "executable": "", "sys_root": str(base / "sys"), "dev_root": str(base / "dev"),
+                    "udev_dirs": tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
+                    "lib_dirs": [str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
+                    "find_library": False, "read_runtime_version": False, "use_pycoral": False,
+                    "google_pycoral": lambda: False}
+        defaults.update(kw)
+        return cls(**defaults)
 
 
 def _version_tuple(v: str | None) -> tuple[int, ...]:
@@ -90,21 +117,26 @@ def _version_tuple(v: str | None) -> tuple[int, ...]:
 
 # ------------------------------------------------------------------------------------- checks
 def check_python(p: Probe) -> Check:
-    v = sys.version_info
-    detail = f"{platform.python_implementation()} {v.major}.{v.minor}.{v.micro} ({sys.executable})"
-    if (v.major, v.minor) > (3, 9):
-        detail += "; Coral's pycoral/tflite-runtime 2.5 wheels stop at 3.9, edgekit uses ai-edge-litert instead"
+    v = tuple(p.python[:3]) + (0,) * (3 - len(p.python[:3]))
+    detail = f"{platform.python_implementation()} {v[0]}.{v[1]}.{v[2]}" + (f" ({p.executable})" if p.executable else "")
+    if v[:2] > (3, 9):
+        detail += "; Coral's own pycoral/tflite-runtime 2.5 wheels stop at 3.9 (see interpreter wheel)"
     return Check("python", INFO, detail)
 
 
 def check_platform(p: Probe) -> Check:
-    pretty = ""
-    try:
-        m = re.search(r'^PRETTY_NAME="?([^"\n]*)', Path("/etc/os-release").read_text(), re.M)
-        pretty = f" ({m.group(1)})" if m else ""
-    except OSError:
-        pass
-    return Check("platform", INFO, f"{p.system} {platform.release()} {platform.machine()}{pretty}")
+    """The OS (Raspberry Pi OS is Debian with /etc/rpi-issue), its kernel or macOS version, the CPU and the board."""
+    if p.system == "Darwin":
+        version = R.macos_version(p)
+        return Check("platform", INFO, f"macOS {version or '(version not readable)'} {p.arch}")
+    pretty = R.os_release(p).get("PRETTY_NAME", "")
+    if pretty and R.is_raspberry_pi_os(p):
+        pretty = f"Raspberry Pi OS, {pretty}"
+    kernel = R.kernel_release(p) if p.system == "Linux" else None
+    board = R.board_model(p) if p.system == "Linux" else None
+    parts = [p.system, kernel or (platform.release() if p.root == "/" else ""), p.arch]
+    detail = " ".join(x for x in parts if x) + (f" ({pretty})" if pretty else "") + (f", {board}" if board else "")
+    return Check("platform", INFO, detail)
 
 
 def check_packages(p: Probe) -> Check:
@@ -116,10 +148,8 @@ def check_packages(p: Probe) -> Check:
 
 
 def check_pycoral(p: Probe) -> Check | None:
-    from edgekit.devices.backends import google_pycoral_available
-
     version = p.dist_version("pycoral")
-    if google_pycoral_available():
+    if p.google_pycoral():
         return Check("pycoral", OK,
                      f"Google's pycoral {version or ''} (Edge TPU models go through its make_interpreter)")
     if version:
@@ -131,18 +161,20 @@ def check_pycoral(p: Probe) -> Check | None:
 
 
 def check_interpreter(p: Probe) -> Check:
-    from edgekit.devices.backends import BACKEND_ENV, google_pycoral_available, module_available
+    from edgekit.devices.backends import BACKEND_ENV
 
     forced = p.env.get(BACKEND_ENV)
-    available = [name for name in ("ai_edge_litert", "tflite_runtime", "tensorflow") if module_available(name)]
-    if google_pycoral_available() and "tflite_runtime" in available:
+    available = [name for name in ("ai_edge_litert", "tflite_runtime", "tensorflow") if p.module_available(name)]
+    if p.google_pycoral() and "tflite_runtime" in available:
         available.insert(0, "pycoral")
     if forced and forced not in available:
         return Check("interpreter", FAIL, f"{BACKEND_ENV}={forced}, but it is not installed "
                      f"(installed: {', '.join(available) or 'none'})", f"install it or unset {BACKEND_ENV}")
     if not available:
-        return Check("interpreter", FAIL, "no TFLite interpreter package is installed",
-                     "pip install ai-edge-litert (on a Coral board: apt-get install python3-pycoral)")
+        wheels = [w for w in R.wheels_for(p) if w != "Google's pycoral"]
+        fix = (f"pip install {wheels[0]}" + (" 'numpy<2'" if wheels[0] == "tflite-runtime" else "") if wheels
+               else R.check_wheels(p).fix or "")
+        return Check("interpreter", FAIL, "no TFLite interpreter package is installed", fix)
     chosen = forced or available[0]
     detail = f"edgekit will use {chosen}" + (f" ({BACKEND_ENV}={forced})" if forced else "")
     if chosen == "tensorflow":
@@ -211,10 +243,18 @@ def check_libedgetpu(p: Probe, devices: list) -> Check:
         why = "an Edge TPU is attached but cannot be used" if devices else "classify runs on the CPU only"
         return Check("libedgetpu", status, f"{name} not found: {why}", fix)
     version = libedgetpu_version(path) if p.read_runtime_version else None
-    return Check("libedgetpu", OK, f"{path}" + (f" ({version})" if version else " (version not readable)"))
+    return Check("libedgetpu", OK, R.on_machine(p, path) + (f" ({version})" if version else " (version not readable)"))
 
 
 def check_devices(p: Probe, devices: list) -> Check:
+    if not devices and p.system == "Darwin":
+        return Check("devices", INFO, "doctor lists Edge TPUs from Linux sysfs (and Google's pycoral): on macOS, "
+                     "`system_profiler SPUSBDataType` shows the USB Accelerator as Global Unichip (1a6e:089a) before "
+                     "its firmware loads, Google Inc. (18d1:9302) after")
+    cards = R.pci_edgetpus(p) if p.system == "Linux" else []
+    if not devices and cards:
+        return Check("devices", WARN, f"PCIe Edge TPU(s) at {', '.join(cards)} (1ac1:089a) without a /dev/apex_N",
+                     "see kernel driver" if not R.container_kind(p) else "see passthrough")
     if not devices:
         return Check("devices", WARN, "no Edge TPU found (USB 1a6e:089a / 18d1:9302, /dev/apex_N)",
                      "plug in the USB Accelerator (a USB 3 port and cable help); PCIe/M.2 and the Dev Board need "
@@ -223,6 +263,10 @@ def check_devices(p: Probe, devices: list) -> Check:
     for d in devices:
         temp = f", {d.temperature_c:.1f} C" if d.temperature_c is not None else ""
         parts.append(f"{d.device} {d.path} ({d.state}{temp})")
+    hidden = R.hidden_usb(p, devices)
+    if hidden:
+        return Check("devices", WARN, "; ".join(parts) + f"; {', '.join(d.device for d in hidden)} not passed into "
+                     "this container", "see passthrough")
     bad = [d for d in devices if d.state != "ready" and d.type == "pci"]
     if bad:
         return Check("devices", WARN, "; ".join(parts),
@@ -231,7 +275,7 @@ def check_devices(p: Probe, devices: list) -> Check:
 
 
 def check_udev(p: Probe, devices: list) -> Check | None:
-    if p.system != "Linux":
+    if p.system != "Linux" or R.container_kind(p):  # in a container, udev is the host's
         return None
     for d in p.udev_dirs:
         try:
@@ -244,7 +288,7 @@ def check_udev(p: Probe, devices: list) -> Check | None:
             except OSError:
                 continue
             if "1a6e" in text and "18d1" in text:
-                return Check("udev rule", OK, f"{f} lists the Edge TPU USB ids")
+                return Check("udev rule", OK, f"{R.on_machine(p, str(f))} lists the Edge TPU USB ids")
     usb_present = any(d.type == "usb" for d in devices)
     return Check("udev rule", FAIL if usb_present and not _is_root(p) else WARN,
                  "no udev rule for the USB Edge TPU (1a6e:089a, 18d1:9302): only root can open it",
@@ -265,11 +309,14 @@ def check_groups(p: Probe, devices: list) -> Check | None:
     if _is_root(p):
         return Check("groups", OK, "running as root: no group membership needed")
     groups = p.groups if p.groups is not None else _current_groups()
-    missing = [g for g in ("plugdev", "apex") if g not in groups]
+    needed = {"plugdev": any(d.type == "usb" for d in devices),
+              "apex": any(d.type == "pci" for d in devices) or bool(R.pci_edgetpus(p))}
+    wanted = [g for g in needed if needed[g]] or list(needed)  # nothing attached: both, as a warning
+    missing = [g for g in wanted if g not in groups]
     if not missing:
-        return Check("groups", OK, "member of plugdev (USB) and apex (PCIe)")
-    needed = {"plugdev": any(d.type == "usb" for d in devices), "apex": any(d.type == "pci" for d in devices)}
-    status = FAIL if any(needed[g] for g in missing) else WARN
+        return Check("groups", OK, "member of " + " and ".join(f"{g} ({'USB' if g == 'plugdev' else 'PCIe'})"
+                                                           for g in wanted))
+    status = FAIL if any(needed[g] for g in missing) and (devices or not R.pci_edgetpus(p)) else WARN
     return Check("groups", status, f"not in group(s) {', '.join(missing)} (groups: {', '.join(groups) or 'none'})",
                  " ; ".join(f"sudo usermod -aG {g} $USER" for g in missing) + ", then log out and back in")
 
@@ -280,9 +327,9 @@ def check_compiler(p: Probe, timeout: float = compiler_locator.VERSION_TIMEOUT_S
     except MissingDependencyError as exc:
         return Check("edgetpu_compiler", FAIL, exc.message, exc.hint)
     if not exe:
+        supported = p.system == "Linux" and R.cpu(p) == "x86_64"
         return Check("edgetpu_compiler", WARN, "not found (only needed for edgekit compile)",
-                     compiler_locator.INSTALL_HINT if compiler_locator.platform_supported()
-                     else compiler_locator.OTHER_PLATFORM_HINT)
+                     compiler_locator.INSTALL_HINT if supported else compiler_locator.OTHER_PLATFORM_HINT)
     try:
         version = compiler_locator.probe_version(exe, timeout)
     except MissingDependencyError as exc:  # the same probe and words as `edgekit compile`
@@ -299,7 +346,8 @@ def check_tensorflow(p: Probe) -> Check:
             break
     else:
         return Check("tensorflow", INFO,
-                     "not installed (only edgekit quantize needs it: pip install 'edgekit[convert]')")
+                     "not installed (only edgekit quantize needs it: pip install '.[convert]' in edgekit's checkout; "
+                     "PyPI's 'edgekit' is an unrelated project)")
     if _version_tuple(version)[:2] > TFLITE_OF_COMPILER_16:
         return Check("tensorflow", INFO, f"{dist} {version}: its converter can write op versions newer than "
                      "TFLite 2.5, which edgetpu_compiler 16 refuses (\"Didn't find op for builtin opcode\"); "
@@ -323,13 +371,16 @@ def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
         return None
     name, version = chosen
     verdict = delegate_probe.read_cache().get(delegate_probe.pair_key(name, version, library))
-    pair = f"{name} {version} with {library}"
+    pair = f"{name} {version} with {R.on_machine(p, library)}"
     if isinstance(verdict, dict) and verdict.get("state") in delegate_probe.FAILED:
         what = "hung" if verdict.get("state") == delegate_probe.HUNG else "crashed"
         return Check("runtime pairing", FAIL, f"{pair} {what} a test process ({verdict.get('detail')}): classify "
                      "runs compiled models on the CPU", delegate_probe.COMMUNITY_BUILDS)
     if isinstance(verdict, dict) and verdict.get("state") == "ok":
         return Check("runtime pairing", OK, f"{pair}: proven (a test process ran a model on the Edge TPU)")
+    built_for = R.libedgetpu_build(p, library)[2]
+    if built_for and built_for[:2] > (2, 5):
+        return _community_pairing(pair, name, version, built_for)
     tflite = _version_tuple(version) if name in ("tflite_runtime", "pycoral") else (2, 17)
     if tflite >= (2, 12):  # ai-edge-litert is TFLite 2.17 and newer
         return Check("runtime pairing", WARN, f"{pair}: Coral's libedgetpu is built for TFLite 2.5 and is reported "
@@ -338,6 +389,22 @@ def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
                      delegate_probe.COMMUNITY_BUILDS)
     return Check("runtime pairing", INFO, f"{pair}: not proven yet (the first run on an Edge TPU proves it in a "
                  "test process)")
+
+
+def _community_pairing(pair: str, name: str, version: str, built_for: tuple[int, ...]) -> Check:
+    """A community libedgetpu (feranick's 16.0TFx.y): its releases say which tflite_runtime versions it runs with,
+    from 2.11.1 to the TensorFlow it was built against."""
+    from edgekit.devices import delegate_probe
+
+    tf = ".".join(map(str, built_for))
+    if name == "ai_edge_litert" or built_for < (2, 11, 1):  # the releases name a range from 16.0tf2.11.1 on
+        return Check("runtime pairing", INFO, f"{pair}: a libedgetpu built against TensorFlow {tf}; its releases name "
+                     "no range for this interpreter, so edgekit proves this pair in a test process on first use")
+    if (2, 11, 1) <= _version_tuple(version) and _version_tuple(version)[:2] <= built_for[:2]:
+        return Check("runtime pairing", INFO, f"{pair}: within what this libedgetpu build is released for "
+                     f"(tflite_runtime 2.11.1 to {tf}); not proven yet (the first run proves it in a test process)")
+    return Check("runtime pairing", WARN, f"{pair}: this libedgetpu build is released for tflite_runtime 2.11.1 to "
+                 f"{tf}, and {version} is outside that", delegate_probe.COMMUNITY_BUILDS)
 
 
 def check_verdict_cache(p: Probe) -> Check | None:
@@ -375,11 +442,14 @@ def run_checks(probe: Probe | None = None) -> list[Check]:
     p = probe or Probe()
     devices = list_devices(p.sys_root, p.dev_root, use_pycoral=p.use_pycoral)
     lib = check_libedgetpu(p, devices)
+    path = find_libedgetpu(p) if lib.status == OK else None
     checks = [check_python(p), check_platform(p), check_packages(p), check_pycoral(p), check_interpreter(p),
-              check_numpy(p), lib, check_runtime_pairing(p, find_libedgetpu(p) if lib.status == OK else None),
-              check_verdict_cache(p),
-              check_devices(p, devices),
-              check_udev(p, devices), check_groups(p, devices), check_compiler(p), check_tensorflow(p)]
+              R.check_wheels(p), check_numpy(p), lib, R.check_libedgetpu_build(p, path) if path else None,
+              check_runtime_pairing(p, path), check_verdict_cache(p),
+              check_devices(p, devices), R.check_passthrough(p, devices), R.check_usb_firmware(p, devices),
+              R.check_usb_link(p, devices), R.check_kernel_driver(p, devices), R.check_pi5_pcie(p, devices),
+              check_udev(p, devices), check_groups(p, devices), R.check_apt_source(p), check_compiler(p),
+              check_tensorflow(p)]
     return [c for c in checks if c is not None]
 
 
