@@ -181,13 +181,12 @@ def within(root: Path, path: Path, where: str) -> None:
 def inside(root: Path, name: object, where: str) -> Path:
     """``root / name`` for a file name a data file gives: relative, no ``..``, no NUL, not empty, and not a link
     out of ``root``; else InputError naming ``where``."""
-    hint = "name the image by its path inside the image folder (--images DIR)"
+    hint = "name each image by its path inside the image folder (--images DIR; default: beside the file)"
     if not isinstance(name, str) or not name.strip() or "\x00" in name:
         raise InputError(f"{where}: file_name is {_show(name)}: expected a file name", hint)
     win = PureWindowsPath(name)   # splits on both / and \
     if PurePosixPath(name).is_absolute() or win.drive or win.root or ".." in win.parts:
-        raise InputError(f"{where}: file_name {_show(name)} is absolute or climbs out with '..': the images "
-                         "must be inside the image folder", hint)
+        raise InputError(f"{where}: file_name {_show(name)} is absolute or climbs out with '..'", hint)
     within(root, root / name, where)
     return root / name
 
@@ -351,10 +350,10 @@ def _coco_annotations(entries: list, images: dict[int, CocoImage], categories: s
         box, moved = fit_box(x, y, x + w, y + h, images[iid]["width"], images[iid]["height"]) if w > 0 and h > 0 \
             else (None, False)
         if box is None:
-            skipped.append(at)
+            skipped.append(at[len(where) + 2:])
             continue
         if moved:
-            clipped.append(at)
+            clipped.append(at[len(where) + 2:])
         out.append({"id": aid, "image_id": iid, "category_id": cid, "bbox": box,
                     "area": float(area) if "area" in a else box[2] * box[3], "iscrowd": int(crowd)})
     next_id = max(seen, default=0) + 1
