@@ -267,10 +267,12 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
                         "mAP is not comparable with published numbers".format(conf, max_det))
     if len(dataset) < 50:
         warnings.append("only {} images: mAP moves by several points between such small sets".format(len(dataset)))
+    warnings += [str(n) for n in dataset.notes if isinstance(n, Caution)]   # two categories of one name...
     for w in warnings:
         report.warn(w)
     for n in dataset.notes:
-        report.tell(n)
+        if not isinstance(n, Caution):
+            report.note(n)   # boxes clipped or skipped, counted
     results, evs = [], []
     for m in [str(model)] + [str(a) for a in against]:
         r, ev = _evaluate_one(m, dataset, conf, iou, max_det, layout, device, mean, std, num_threads, labels, report)

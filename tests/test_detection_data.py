@@ -28,6 +28,16 @@ def shapes(tmp_path_factory) -> Path:
     return root
 
 
+@pytest.fixture(scope="module")
+def detector(tmp_path_factory) -> Path:
+    from edgekit.detection import anchor_count
+    from tests.detection_models import slice_model
+
+    model = tmp_path_factory.mktemp("model") / "yolo3.tflite"
+    model.write_bytes(slice_model((64, 64), [{"shape": [1, 4 + 3, anchor_count((64, 64))]}]))
+    return model
+
+
 def coco_copy(shapes: Path, tmp_path: Path, change=None) -> Path:
     """The shapes' COCO file, changed by ``change(doc)``, written beside a link to its images."""
     doc = json.loads((shapes / "annotations.json").read_text())
@@ -68,14 +78,10 @@ def evaluate_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess
                           text=True, timeout=timeout, preexec_fn=_limited_memory)
 
 
-def test_a_huge_class_id_is_exit_3_naming_file_and_line_under_a_memory_limit(shapes, tmp_path):
+def test_a_huge_class_id_is_exit_3_naming_file_and_line_under_a_memory_limit(shapes, detector, tmp_path):
     """Was: as many class names allocated as the label's number said (memory exhausted, then exit 70)."""
     pytest.importorskip("pycocotools")
-    from edgekit.detection import anchor_count
-    from tests.detection_models import slice_model
-
-    model = tmp_path / "yolo3.tflite"
-    model.write_bytes(slice_model((64, 64), [{"shape": [1, 4 + 3, anchor_count((64, 64))]}]))
+    model = detector
     root = yolo_copy(shapes, tmp_path)
     label = root / "labels" / "shapes_0001.txt"
     label.write_text(label.read_text() + "999999999999 0.5 0.5 0.1 0.1\n")
@@ -91,6 +97,32 @@ def test_a_huge_class_id_is_exit_3_naming_file_and_line_under_a_memory_limit(sha
     (root / "data.yaml").write_text("path: .\nnames: {999999999999: x}\n")
     proc = evaluate_cli("-m", str(model), "--data", str(root), timeout=30)
     assert proc.returncode == 3 and "index 999999999999: indices must be 0 to 0" in proc.stderr, proc.stderr
+
+
+@pytest.mark.parametrize("change, says", [
+    (lambda d: d["images"][0].update(file_name="/etc/hostname"), "images[0] (id 1): file_name \"/etc/hostname\" is"),
+    (lambda d: d["annotations"][2].update(iscrowd="no"), "annotations[2] (id 3): iscrowd \"no\""),
+    (lambda d: d.update(annotations=[]), "holds no object to score"),
+])
+def test_evaluate_refuses_bad_coco_with_one_line_and_exit_3(shapes, detector, tmp_path, change, says):
+    pytest.importorskip("pycocotools")
+    proc = evaluate_cli("-m", str(detector), "--data", str(coco_copy(shapes, tmp_path, change)))
+    errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
+    assert proc.returncode == 3 and len(errors) == 1 and says in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_duplicate_names_are_a_warning_in_the_json_and_clipped_boxes_a_note(shapes, detector, tmp_path):
+    pytest.importorskip("pycocotools")
+
+    def change(doc):
+        doc["categories"][2]["name"] = "rectangle"
+        doc["annotations"][0]["bbox"] = [-20, -20, 500, 500]
+
+    proc = evaluate_cli("-m", str(detector), "--data", str(coco_copy(shapes, tmp_path, change)), "--json")
+    assert proc.returncode == 0, proc.stderr
+    assert any("used by more than one category" in w for w in json.loads(proc.stdout)["warnings"])
+    assert "note: 1 box(es) reaching more than a pixel outside their image are clipped" in proc.stderr
 
 
 def test_a_class_beyond_the_model_is_refused_before_any_image_runs(shapes, tmp_path):
