@@ -4,8 +4,10 @@ Reading: :func:`read_detection_set` takes a COCO annotation file (``instances.js
 ``annotations``, ``categories``; the images in ``--images`` or beside the file, by ``file_name``) or
 a YOLO folder (``images/`` + ``labels/<stem>.txt`` with ``class cx cy w h`` normalized per line, an
 absent or empty file meaning an image without objects; class names from ``classes.txt``,
-``data.yaml``'s ``names`` list, or numbers). Both become one :class:`DetectionSet` whose ``coco``
-is the ground truth pycocotools reads.
+``data.yaml``'s ``names``, or the classes its labels use). Both become one :class:`DetectionSet` whose
+``coco`` is the ground truth pycocotools reads. Files from strangers: every entry and line is checked
+(an InputError naming it), no list is sized by a number a file gives, no file outside the data's folders
+is read (names and links), and boxes are clipped to their image, each change counted in ``notes``.
 
 Writing: :func:`make_shapes` draws rectangles, ellipses and triangles of a few classes at random
 sizes (tiny ones included), on random backgrounds, and writes both label formats for the same
