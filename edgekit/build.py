@@ -98,7 +98,7 @@ def build(opts: BuildOptions) -> BuildResult:
 def _plan(opts: BuildOptions) -> _Plan:
     """Every refusal that needs no slow work, first: an -o that holds an input or may not be replaced, a .tflite
     that is not a full-int8 model, --eval data that cannot be read."""
-    from edgekit.detection_data import is_detection_data
+    from edgekit.detection_data import is_detection_data, read_detection_set
     from edgekit.devices import evaluate as evaluate_mod
 
     target = Path(opts.output)
@@ -108,7 +108,8 @@ def _plan(opts: BuildOptions) -> _Plan:
     evaluating = opts.quantize.eval
     from_tflite = Path(opts.quantize.model.rstrip("/\\")).suffix.lower() == ".tflite"
     given = tflite_sources(opts.quantize) if from_tflite else None      # a wrong .tflite fails now too
-    if evaluating and is_detection_data(evaluating):  # COCO JSON / YOLO folder
+    if evaluating and is_detection_data(evaluating):  # COCO JSON / YOLO folder: every entry checked now
+        read_detection_set(evaluating, flag="--eval")
         return _Plan(target, given, detection_eval=evaluating)
     return _Plan(target, given, evaluate_mod.read_set(evaluating, "--eval") if evaluating else None)  # fails now
 

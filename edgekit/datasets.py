@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from edgekit.preprocess import IMAGE_EXTENSIONS
+from edgekit.preprocess import IMAGE_EXTENSIONS, is_hidden
 from edgekit.errors import InputError, first_line, regular_file
 
 #: Image array names in an .npz, in the order looked for, each with the label array names that go with it.
@@ -56,9 +56,10 @@ def match_by_name(folders: list[str], labels: dict[int, str] | list[str]) -> np.
 def list_images(folder: Path, flag: str = "--calib") -> tuple[list[list[Path]], list[str] | None]:
     """Image files grouped by class subfolder (``None`` classes for a flat folder)."""
     def images_in(d: Path) -> list[Path]:
-        return sorted(f for f in d.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_EXTENSIONS)
+        return sorted(f for f in d.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_EXTENSIONS
+                      and not is_hidden(f.relative_to(d)))
 
-    subdirs = sorted(d for d in folder.iterdir() if d.is_dir() and not d.name.startswith("."))
+    subdirs = sorted(d for d in folder.iterdir() if d.is_dir() and not is_hidden(d.relative_to(folder)))
     groups = [(d.name, images_in(d)) for d in subdirs]
     groups = [(n, files) for n, files in groups if files]
     flat = images_in(folder)

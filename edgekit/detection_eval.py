@@ -191,12 +191,17 @@ def paired_bootstrap(ev_a: Any, ev_b: Any, resamples: int = BOOTSTRAP, seed: int
 # ------------------------------------------------------------------------------------ the command
 def category_map(dataset: DetectionSet, labels: Dict[int, str], num_classes: int,
                  notes: List[str]) -> Dict[int, int]:
-    """Model class index → dataset category id: by name when every category's name is among the model's labels,
-    else by order (class k = the k-th category by id), said in ``notes``."""
+    """Model class index → dataset category id: by name when every category's name is among the model's labels
+    (and no two categories share a name), else YOLO's class k = category k, or COCO's class k = the k-th category
+    by id, said in ``notes``."""
     cats = dataset.categories
     by_name = {v: k for k, v in labels.items()}
-    if labels and all(c["name"] in by_name for c in cats):
+    if labels and all(c["name"] in by_name for c in cats) and len({c["name"] for c in cats}) == len(cats):
         return {by_name[c["name"]]: c["id"] for c in cats}
+    if dataset.kind == "yolo":   # a YOLO label's class is the model's class index
+        if labels:
+            notes.append("the model's labels are not the data's class names: class k is scored as the data's class k")
+        return {c["id"]: c["id"] for c in cats}
     if num_classes and len(cats) != num_classes:
         notes.append(Caution("the data has {} categories but the model {} classes: class k is scored as the k-th "
                              "category by id".format(len(cats), num_classes)))
@@ -209,6 +214,7 @@ def category_map(dataset: DetectionSet, labels: Dict[int, str], num_classes: int
 def _evaluate_one(model: str, dataset: DetectionSet, conf: float, iou: float, max_det: int, layout: Optional[str],
                   device: str, mean: Any, std: Any, num_threads: Optional[int], labels: Optional[str],
                   report: Reporter) -> Tuple[DetectorScore, Any]:
+    from edgekit.detection_data import check_classes
     from edgekit.devices.detect import open_detector
 
     detector = open_detector(model, device=device, labels=labels, layout=layout, mean=mean, std=std,
@@ -217,6 +223,7 @@ def _evaluate_one(model: str, dataset: DetectionSet, conf: float, iou: float, ma
     with detector.opened:
         for n in detector.notes:
             report.tell(n)
+        check_classes(dataset, detector.layout.num_classes)   # before any image runs
         category_of = category_map(dataset, detector.labels, detector.layout.num_classes, notes)
         ids = [im["id"] for im in dataset.coco["images"]]
         paths = [dataset.paths[i] for i in ids]
@@ -260,8 +267,12 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
                         "mAP is not comparable with published numbers".format(conf, max_det))
     if len(dataset) < 50:
         warnings.append("only {} images: mAP moves by several points between such small sets".format(len(dataset)))
+    warnings += [str(n) for n in dataset.notes if isinstance(n, Caution)]   # two categories of one name...
     for w in warnings:
         report.warn(w)
+    for n in dataset.notes:
+        if not isinstance(n, Caution):
+            report.note(n)   # boxes clipped or skipped, counted
     results, evs = [], []
     for m in [str(model)] + [str(a) for a in against]:
         r, ev = _evaluate_one(m, dataset, conf, iou, max_det, layout, device, mean, std, num_threads, labels, report)

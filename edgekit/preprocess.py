@@ -38,6 +38,13 @@ SCALINGS: dict[str, tuple[float, float]] = {
 MIN_STD = 1e-6        # smaller (or negative) divisors make pixel values overflow float32 or flip them
 MAX_MEAN_STD = 1e30   # float32 stays finite
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
+
+
+def is_hidden(relative) -> bool:
+    """A dot file or a file in a dot folder (``relative`` to the folder searched): macOS's ``._photo.jpg``
+    companions, ``.ipynb_checkpoints``... Skipped wherever a folder's images are listed, as by a glob's ``*``."""
+    return any(part.startswith(".") for part in relative.parts)
+
 MAX_IMAGE_PIXELS = 64 * 1024 * 1024  # larger images are refused as decompression bombs
 EXIF_ORIENTATION = 0x0112  # the EXIF tag saying how the camera was held
 

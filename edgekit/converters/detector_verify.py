@@ -202,10 +202,11 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
     both scored by pycocotools under COCO's protocol (conf 0.001, 100 per image), and the drop with a paired
     bootstrap interval over images, decided against ``max_drop_points`` by :func:`edgekit.metrics.at_most`."""
     from edgekit import detection_eval
-    from edgekit.detection_data import read_detection_set
+    from edgekit.detection_data import check_classes, read_detection_set
     from edgekit.preprocess import open_image, to_float
 
     ds = read_detection_set(data, flag="--eval")
+    check_classes(ds, layout.num_classes, "--eval")   # before any image runs
     detection_eval._pycocotools()
     ids = [im["id"] for im in ds.coco["images"]]
     images = [open_image(ds.paths[i]) for i in ids]
@@ -220,7 +221,7 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
         per_f[iid], _ = detection.postprocess([f[k:k + 1] for f in floats], [(0.0, 0)] * len(floats), layout, g,
                                               conf, iou, max_det)
         per_q[iid], _ = detection.postprocess(int8[k], quant, layout, g, conf, iou, max_det)
-    notes: list[str] = []
+    notes: list[str] = list(ds.notes)
     names = dict(enumerate(labels)) if labels else {}
     category_of = detection_eval.category_map(ds, names, layout.num_classes, notes)
     ev_f = detection_eval.run_cocoeval(ds.coco, detection_eval.coco_detections(ds, per_f, category_of))

@@ -672,7 +672,10 @@ def _find_data(run: _Run) -> None:
                              "pass class folders, or an .npz with x and y; or leave --eval out")
         calibration.check_exists(opts.eval, flag="--eval")
 
-    from edgekit.detection_data import calibration_images
+    from edgekit.detection_data import calibration_images, is_detection_data, read_detection_set
+
+    if opts.eval is not None and is_detection_data(opts.eval):
+        read_detection_set(opts.eval, flag="--eval")   # every entry checked before the slow work
 
     detection_images = calibration_images(calib_source)   # a COCO file or YOLO folder: calibrate on its images
     if detection_images is not None:

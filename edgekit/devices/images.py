@@ -10,12 +10,7 @@ import glob
 from pathlib import Path
 from typing import Iterable
 
-from edgekit.preprocess import IMAGE_EXTENSIONS
-
-
-def _hidden(relative: Path) -> bool:
-    """A dot file or a file in a dot folder: macOS's ``._photo.jpg`` companions, ``.ipynb_checkpoints``..."""
-    return any(part.startswith(".") for part in relative.parts)
+from edgekit.preprocess import IMAGE_EXTENSIONS, is_hidden
 
 
 def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]:
@@ -29,7 +24,7 @@ def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]
             errors.append({"image": arg, "error": "an image argument is empty (is a shell variable unset?)"})
         elif p.is_dir():
             found = sorted(str(c) for c in p.rglob("*") if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file()
-                           and not _hidden(c.relative_to(p)))
+                           and not is_hidden(c.relative_to(p)))
             if not found:
                 kinds = ", ".join(sorted(IMAGE_EXTENSIONS))
                 errors.append({"image": arg, "error": f"{arg}: folder holds no images (only {kinds} files are read)"})
