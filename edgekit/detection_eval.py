@@ -11,7 +11,7 @@ through each, and the difference in mAP50 and mAP of the main model against each
 are re-accumulated for each resample exactly as ``COCOeval.accumulate`` does (checked against it
 in the tests), so each resample costs no new matching.
 
-pycocotools is the ``detect`` extra (``pip install 'edgekit[detect]'``); without it this exits 4 with
+pycocotools is the ``detect`` extra (``pip install '.[detect]'`` in a checkout); without it this exits 4 with
 that line. The runtime half (``edgekit detect``) does not need it.
 """
 
@@ -47,7 +47,7 @@ def _pycocotools() -> Tuple[Any, Any]:
         from pycocotools.cocoeval import COCOeval
     except ImportError:
         raise MissingDependencyError("evaluating a detector needs pycocotools",
-                                     "pip install 'edgekit[detect]' (or pip install pycocotools)") from None
+                                     "pip install pycocotools, or pip install '.[detect]' in an edgekit checkout") from None
     return COCO, COCOeval
 
 

@@ -40,7 +40,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     has_edgetpu = bool(os.environ.get("EDGEKIT_EDGETPU"))
     has_sshd = os.access(SSHD, os.X_OK)
     reasons = {
-        "tf": (has_tf, "TensorFlow is not installed (pip install 'edgekit[convert]')"),
+        "tf": (has_tf, "TensorFlow is not installed (pip install '.[convert]')"),
         "compiler": (has_compiler, "no real edgetpu_compiler on PATH (x86-64 Linux only; see README)"),
         "edgetpu": (has_edgetpu, "needs a real Edge TPU: set EDGEKIT_EDGETPU=1 where one is attached"),
         "remote": (has_sshd, f"no OpenSSH server ({SSHD}) to test SSH against: apt-get install openssh-server"),

@@ -45,7 +45,7 @@ def light(tmp_path):
 
 @pytest.mark.parametrize("model", ["model.h5", "model.weights.h5", "model.keras"])
 def test_quantize_without_tensorflow_names_the_install_command(light, tmp_path, model):
-    """Exit 4 with `pip install 'edgekit[convert]'`, also for .h5 (h5py was imported first: exit 70)."""
+    """Exit 4 with the install command (not PyPI's unrelated 'edgekit'), also for .h5 (h5py was imported first: exit 70)."""
     (tmp_path / "imgs").mkdir()
     if model.endswith(".keras"):
         import zipfile
@@ -57,7 +57,7 @@ def test_quantize_without_tensorflow_names_the_install_command(light, tmp_path, 
     assert r.returncode == 4, r.stderr
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: TensorFlow is needed"), r.stderr
-    assert "(pip install 'edgekit[convert]')" in lines[0]
+    assert "(pip install 'tensorflow-cpu==2.21.*', or pip install '.[convert]' in an edgekit checkout" in lines[0]
 
 
 def test_calibration_and_quantize_do_not_import_the_devices_half():

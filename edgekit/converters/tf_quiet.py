@@ -119,5 +119,6 @@ def import_tensorflow(verbose: bool = False) -> Any:
                 logging.getLogger("absl").setLevel(logging.ERROR)
     except ImportError as exc:
         raise MissingDependencyError(f"TensorFlow is needed to train, read or quantize Keras models ({exc})",
-                                     "pip install 'edgekit[convert]'") from None
+                                     "pip install 'tensorflow-cpu==2.21.*', or pip install '.[convert]' in an edgekit"
+                                     " checkout; PyPI's 'edgekit' is another project") from None
     return tf
