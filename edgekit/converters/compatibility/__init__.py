@@ -54,6 +54,7 @@ from edgekit.converters.compatibility.op_constraints import (EV_FC_2D, EV_PER_CH
 from edgekit.converters.compatibility.partition import partition, place
 from edgekit.converters.compatibility.render import format_table, mib, render
 from edgekit.converters.compatibility.catalogue import all_rules
+from edgekit.converters.compatibility.open_rules import SETTLE, documentation_only, rule_refs
 from edgekit.converters.compatibility.rules import RULES
 from edgekit.converters.compatibility.values import (Constraint, Judgement, ModelRule, OpCase, OpContext, OpRule,
                                                      OpVerdict, Problem, SizeLimit)
@@ -72,9 +73,11 @@ __all__ = [
     "MEAN_POSITIONS_LIMIT", "MODEL_RULES", "MORE_THAN_ONE_SUBGRAPH", "ModelRule", "NOT_CONSTANT", "NOT_SUPPORTED",
     "OP_CASES", "OpCase", "OpContext", "OpRule", "OpVerdict", "PARAMETER_CACHE_BYTES", "PARSE_FAILED", "Problem",
     "RANK", "RESHAPES", "RESHAPE_LIMIT", "RESIZE_LIMIT", "ROWS", "ROW_LIMIT", "ROW_REFUSED", "RULES", "Refs",
-    "SEEN_MAPPED", "SHAPE_INPUTS", "SIZE_LIMITS", "STATUS_WORDS", "STRIDES", "SUPPORTED_MIN_RUNTIMES", "SizeLimit",
+    "SEEN_MAPPED", "SETTLE", "SHAPE_INPUTS", "SIZE_LIMITS", "STATUS_WORDS", "STRIDES", "SUPPORTED_MIN_RUNTIMES", "SizeLimit",
     "TESTED", "TRANSPOSES", "TRANSPOSE_LIMIT", "TRANSPOSE_REFUSED", "Target", "UNCERTAIN", "UNSPECIFIED", "VERSION",
-    "Verdict", "all_rules", "best_guess", "cases", "check", "check_model", "common", "dynamic_ops", "evidence",
+    "Verdict", "all_rules", "best_guess", "cases", "check", "check_model", "common", "documentation_only",
+    "dynamic_ops", "evidence",
     "fatal_problems", "format_table", "gate_checks", "guess", "judge", "mib", "model_problems", "model_rules",
-    "op_constraints", "partition", "place", "quantize_gate", "record", "render", "rules", "values", "words"
+    "op_constraints", "open_rules", "partition", "place", "quantize_gate", "record", "render", "rule_refs", "rules",
+    "values", "words"
 ]
