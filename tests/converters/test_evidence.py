@@ -318,7 +318,19 @@ def test_every_rule_on_documentation_alone_names_the_compile_that_would_settle_i
     assert set(C.SETTLE) == set(doc_only), set(C.SETTLE) ^ set(doc_only)
     assert all(getattr(r, "confidence", C.UNCERTAIN) == C.UNCERTAIN for r in doc_only.values())
     assert all(op not in C.SEEN_MAPPED for op in (rid[:-len(".mapped")] for rid in doc_only if rid.endswith(".mapped")))
-    assert "FULLY_CONNECTED.fc_keep_num_dims" not in doc_only and "CONV_2D.equal_dilation" in doc_only
+    assert "FULLY_CONNECTED.fc_keep_num_dims" not in doc_only and "TRANSPOSE_CONV.mapped" not in doc_only
+    assert "CONV_2D.equal_dilation" in doc_only
+
+
+def test_check_with_a_matches_every_pair_compiled_with_a_and_cites_them():
+    """Every compiled pair made with -a (several Edge TPU subgraphs) is matched op by op by check -a, and the
+    evidence for check's -a placement cites each one."""
+    pairs = [(n, cpu, a) for n, cpu, a in _testdata_pairs() + PAIRS if a.edgetpu_subgraphs > 1]
+    assert pairs, "no compiled pair made with -a"
+    for name, cpu, actual in pairs:
+        row = score(name, cpu, actual)
+        assert row["multiple_subgraphs"] and row["agreeing_ops"] == row["ops"], row
+        assert any(ref.endswith(":" + name) for ref in C.EV_MULTIPLE_SUBGRAPHS), name
 
 
 def test_every_rule_fires_on_the_pairs_it_cites_and_every_seen_op_maps_there():

@@ -81,8 +81,6 @@ SETTLE: dict[str, str] = {
                        "maps: mapped or left on the CPU",
     "STRIDED_SLICE.strided_slice_masks": "a model slicing x[..., 0:2] of 1x8x8x16 int8 with ellipsis_mask=1 kept in "
                                          "the TFLite op (and one with new_axis_mask): mapped or left on the CPU",
-    "TRANSPOSE_CONV.mapped": "a Keras Conv2DTranspose(16, 3, strides=2, padding='same') on 1x16x16x8, converted so "
-                             "that TRANSPOSE_CONV is version 3 or lower (TF 2.5 or older): mapped or not",
     "control_flow": "a model with a WHILE loop (an unrolled=False Keras RNN converted with control flow) compiled: "
                     "the WHILE and the ops of its body subgraphs mapped or left on the CPU",
 }
