@@ -55,9 +55,13 @@ EV_PER_CHANNEL_FC: Refs = ("pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__tem
 # quoted in ../shared/reference/edgetpu.md give it "Operation version not supported"; the compiler-16 logs of
 # five ledger pairs (KeondoPark/votenet_tf voting layers: FULLY_CONNECTED v5 with keep_num_dims on
 # 1x1024x1x256) left all 14 of theirs on the CPU with "unspecified limitation": the logs' words are kept.
+# dacarson/WeatherML's 2026 compile log (a Dense(4) on a 3-D input) also left it on the CPU, with "Operation
+# version not supported", and its 11 plain Dense layers too, which mapped once that layer was gone; its CPU
+# model is not published, so the op versions behind those words (and why the plain ones were refused) are
+# unknown: the words for versions other than 5 stay unsettled.
 EV_FC_KEEP_NUM_DIMS: Refs = tuple(f"pair:KeondoPark+votenet_tf__tflite__tflite_models__{m}" for m in (
     "1way__voting_quant_double", "2way__voting_quant_double", "2way_2__voting_quant_group",
-    "scannet_2way__voting_quant", "scannet_2way__voting_quant_test"))
+    "scannet_2way__voting_quant", "scannet_2way__voting_quant_test")) + ("report:dacarson/WeatherML",)
 
 FULLY_CONNECTED = (
     Constraint(_fc_keep_num_dims, UNSPECIFIED, "Flatten (or Reshape to 2-D) before the Dense layer",
