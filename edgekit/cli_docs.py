@@ -138,13 +138,14 @@ def _documentation_only_section() -> str:
     rows = []
     for rid, where, rule in C.documentation_only():
         kind = getattr(rule, "kind", None)
-        guess = (f"{C.best_guess(kind)} ({kind})" if kind is not None else "edgetpu (mapped)"
+        guess = (f"{C.best_guess(kind)} ({kind})" if kind is not None else "edgetpu where its constraints allow"
                  if isinstance(rule, C.OpRule) else "a problem; the main subgraph is checked")
         rows.append(f"| `{rid}` | {_cell(where)} | {guess} | {_cell(C.SETTLE[rid])} |")
     return ("\n\n## Rules on documentation alone\n\nNo compiled pair, compiler log or public report of a compile "
             "shows these rules either way: each cites Coral's documentation only (`report:coral-*`), so check "
             "places what they decide as uncertain, by the best guess of its kind (an op type's mapping: mapped, as "
-            "Coral's table says). Each names the compile that would settle it, for compiler 16 on a full-int8 model "
+            "Coral's table says, unless one of its constraints refuses the op). Each names the compile that would "
+            "settle it, for compiler 16 on a full-int8 model "
             f"(`compatibility.open_rules.SETTLE`; a test keeps it equal to the engine's data). {len(rows)} rules.\n\n"
             + _table(("rule", "applies to", "check's guess", "the compile that would settle it"), rows))
 
@@ -211,8 +212,8 @@ def rules_page() -> str:
             "fails on it; an op mapped as a best guess is reported as an uncertain problem (`uncertain_rule`).\n\n"
             + t["guesses"]
             + "\n\n## The whole model\n\nProblems that make the compiler refuse the model, or that check cannot "
-            "place op by op.\n\n" + t["model"] + _documentation_only_section() + _multiple_subgraphs_section() + _parsing_section()
-            + "\n")
+            "place op by op.\n\n" + t["model"] + _documentation_only_section() + _multiple_subgraphs_section()
+            + _parsing_section() + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

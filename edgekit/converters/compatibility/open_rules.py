@@ -28,7 +28,8 @@ _RANK = ("a model resizing a 3-D 1x32x16 int8 tensor ({op} on a tensor that is n
 SETTLE: dict[str, str] = {
     "constant_params": "a model whose CONV_2D filter is a model input (tf.nn.conv2d(x, w) with w a second int8 "
                        "input of 3x3x16x16), compiled: the CONV_2D mapped or left on the CPU, and the words",
-    "AVERAGE_POOL_2D.no_fused_activation": _POOL.format(layer="AveragePooling2D(2) on 1x32x32x16 int8", op="AVERAGE_POOL_2D"),
+    "AVERAGE_POOL_2D.no_fused_activation": _POOL.format(layer="AveragePooling2D(2) on 1x32x32x16 int8",
+                                                        op="AVERAGE_POOL_2D"),
     "MAX_POOL_2D.no_fused_activation": _POOL.format(layer="MaxPooling2D(2) on 1x32x32x16 int8", op="MAX_POOL_2D"),
     "CONCATENATION.no_fused_activation": _POOL.format(layer="Concatenate of two 1x32x32x8 int8 tensors",
                                                       op="CONCATENATION"),
