@@ -131,6 +131,42 @@ def _rule_tables() -> dict[str, str]:
             + "\n\n" + _table(("rule once untested", "kind", "held", "evidence"), tested)}
 
 
+def _documentation_only_section() -> str:
+    """The rules that rest on Coral's documentation alone (open_rules), each with the compile that would settle it."""
+    from edgekit.converters import compatibility as C
+
+    rows = []
+    for rid, where, rule in C.documentation_only():
+        kind = getattr(rule, "kind", None)
+        guess = (f"{C.best_guess(kind)} ({kind})" if kind is not None else "edgetpu where its constraints allow"
+                 if isinstance(rule, C.OpRule) else "a problem; the main subgraph is checked")
+        rows.append(f"| `{rid}` | {_cell(where)} | {guess} | {_cell(C.SETTLE[rid])} |")
+    return ("\n\n## Rules on documentation alone\n\nNo compiled pair, compiler log or public report of a compile "
+            "shows these rules either way: each cites Coral's documentation only (`report:coral-*`), so check "
+            "places what they decide as uncertain, by the best guess of its kind (an op type's mapping: mapped, as "
+            "Coral's table says, unless one of its constraints refuses the op). Each names the compile that would "
+            "settle it, for compiler 16 on a full-int8 model "
+            f"(`compatibility.open_rules.SETTLE`; a test keeps it equal to the engine's data). {len(rows)} rules.\n\n"
+            + _table(("rule", "applies to", "check's guess", "the compile that would settle it"), rows))
+
+
+def _multiple_subgraphs_section() -> str:
+    """What check's placement under -a rests on (compatibility.EV_MULTIPLE_SUBGRAPHS), and what is missing."""
+    from edgekit.converters import compatibility as C
+
+    return ("\n\n## Compiled with -a\n\nWith `-a` (`--enable_multiple_subgraphs`; `edgekit check -a`) check makes "
+            "every mappable run its own Edge TPU subgraph, with the same per-op rules as a default compile. That rests "
+            f"on {_evidence(C.EV_MULTIPLE_SUBGRAPHS)}: check matches the two compiled pairs made with `-a` op by op "
+            "(three Edge TPU subgraphs each). No public compiled pair of a large detector (YOLOv5/v8/11, SSD, "
+            "EfficientDet-Lite) made with `-a` was found: its public logs give counts per op type without the CPU "
+            "model (the yolov5s 224 log's model is 7.37 MiB and not to be had), and Coral's engineer says `-a` "
+            "fails to make a subgraph when one of its activations does not fit in memory (google-coral/edgetpu#356), "
+            "which check does not model. So check's `-a` placement of large detectors is not fitted to a compile, "
+            "and the code is left as it is. What would settle it: a YOLOv8n or YOLOv5s exported at 320 to 640 with "
+            "int8 input and output, compiled with `edgetpu_compiler -a -s` (and once without `-a`), published with "
+            "its CPU model and `.log`.")
+
+
 def _parsing_section() -> str:
     """The op-version ceiling (op_versions.REGISTERED) and the evidence that overrides it."""
     from edgekit.converters import op_versions as V
@@ -176,7 +212,8 @@ def rules_page() -> str:
             "fails on it; an op mapped as a best guess is reported as an uncertain problem (`uncertain_rule`).\n\n"
             + t["guesses"]
             + "\n\n## The whole model\n\nProblems that make the compiler refuse the model, or that check cannot "
-            "place op by op.\n\n" + t["model"] + _parsing_section() + "\n")
+            "place op by op.\n\n" + t["model"] + _documentation_only_section() + _multiple_subgraphs_section()
+            + _parsing_section() + "\n")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,7 +42,8 @@ CONV_2D v3 and MUL v2 in the CPU model, all v1 in the compiled one), so a compil
 show a version beyond the registrations.
 
 Parsing is not mapping: a version the compiler parses may still be left on the CPU (e.g.
-FULLY_CONNECTED with ``keep_num_dims``, v5 and up, gets "Operation version not supported"). That is
+FULLY_CONNECTED with ``keep_num_dims``, v5 and up, stays on the CPU: "unspecified limitation" in
+compiler-16 logs). That is
 :mod:`edgekit.converters.compatibility`'s business, not this module's.
 """
 

@@ -90,19 +90,12 @@ UNMATCHED.update({name: (
 
 #: Ledger pairs whose placement check matches but whose log gives an op other status words than check's
 #: table does, with the reason (asserted to still differ, so that a pair that starts to agree leaves the list).
-_FC_WORDS = ("compiler 16 (log) gives its FULLY_CONNECTED left on the CPU 'unspecified limitation'; check places "
-             "them on the CPU too but words them 'Operation version not supported'")
 _BILINEAR_WORDS = ("compiler 16 (log) words deeplab's image-pooling RESIZE_BILINEAR (1 -> N, align_corners) "
                    "\"Image-interpolation layer won't run precisely enough on Edge TPU\"; check places it on the CPU "
                    "too (bilinear_from_one) but words it 'unspecified limitation'")
 WORDS_UNMATCHED: dict[str, str] = {
     "KeondoPark+votenet_tf__deeplab__saved_model__scannet_5_quant": _BILINEAR_WORDS,
     "KeondoPark+votenet_tf__deeplab__saved_model__sunrgbd_COCO_15_quant": _BILINEAR_WORDS,
-    "KeondoPark+votenet_tf__tflite__tflite_models__1way__voting_quant_double": _FC_WORDS,
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way__voting_quant_double": _FC_WORDS,
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way_2__voting_quant_group": _FC_WORDS,
-    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__voting_quant": _FC_WORDS,
-    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__voting_quant_test": _FC_WORDS,
 }
 
 
@@ -316,6 +309,28 @@ def test_uncertain_rules_say_what_evidence_was_looked_for_and_confirmed_ones_cit
         else:
             assert k.confidence == C.CONFIRMED, name
             assert any(not r.startswith("report:coral-") for r in k.evidence), f"{name} cites documentation only"
+
+
+def test_every_rule_on_documentation_alone_names_the_compile_that_would_settle_it():
+    """The rules citing Coral's documentation only are found in the engine's data; each has its settling compile
+    (docs/edgetpu-compatibility.md lists them), none is confirmed, and a rule that gains a compile leaves the list."""
+    doc_only = {rid: rule for rid, _, rule in C.documentation_only()}
+    assert set(C.SETTLE) == set(doc_only), set(C.SETTLE) ^ set(doc_only)
+    assert all(getattr(r, "confidence", C.UNCERTAIN) == C.UNCERTAIN for r in doc_only.values())
+    assert all(op not in C.SEEN_MAPPED for op in (rid[:-len(".mapped")] for rid in doc_only if rid.endswith(".mapped")))
+    assert "FULLY_CONNECTED.fc_keep_num_dims" not in doc_only and "TRANSPOSE_CONV.mapped" not in doc_only
+    assert "CONV_2D.equal_dilation" in doc_only
+
+
+def test_check_with_a_matches_every_pair_compiled_with_a_and_cites_them():
+    """Every compiled pair made with -a (several Edge TPU subgraphs) is matched op by op by check -a, and the
+    evidence for check's -a placement cites each one."""
+    pairs = [(n, cpu, a) for n, cpu, a in _testdata_pairs() + PAIRS if a.edgetpu_subgraphs > 1]
+    assert pairs, "no compiled pair made with -a"
+    for name, cpu, actual in pairs:
+        row = score(name, cpu, actual)
+        assert row["multiple_subgraphs"] and row["agreeing_ops"] == row["ops"], row
+        assert any(ref.endswith(":" + name) for ref in C.EV_MULTIPLE_SUBGRAPHS), name
 
 
 def test_every_rule_fires_on_the_pairs_it_cites_and_every_seen_op_maps_there():

@@ -43,8 +43,9 @@ from edgekit.converters.compatibility.cases import OP_CASES
 from edgekit.converters.compatibility.check import CheckReport, check_model, gate_checks, quantize_gate
 from edgekit.converters.compatibility.common import (COMMON, RESHAPE_LIMIT, RESHAPES, ROW_LIMIT, ROW_REFUSED, ROWS,
                                                      TRANSPOSE_LIMIT, TRANSPOSE_REFUSED, TRANSPOSES)
-from edgekit.converters.compatibility.evidence import (DOCS, EV_DECODERS, EV_DEEPLAB, EV_DYNAMIC, EV_FLOAT_IO, EV_SRGAN,
-                                                       EV_UNRESOLVED, EV_YOLOV8N, SEEN_MAPPED, STATUS_WORDS, Refs)
+from edgekit.converters.compatibility.evidence import (DOCS, EV_DECODERS, EV_DEEPLAB, EV_DYNAMIC, EV_FLOAT_IO,
+                                                       EV_MULTIPLE_SUBGRAPHS, EV_SRGAN, EV_UNRESOLVED, EV_YOLOV8N,
+                                                       SEEN_MAPPED, STATUS_WORDS, Refs)
 from edgekit.converters.compatibility.guess import TESTED, best_guess, record
 from edgekit.converters.compatibility.op_judge import judge
 from edgekit.converters.compatibility.model_rules import (ALWAYS_DYNAMIC, MODEL_RULES, SHAPE_INPUTS, dynamic_ops,
@@ -54,6 +55,7 @@ from edgekit.converters.compatibility.op_constraints import (EV_FC_2D, EV_PER_CH
 from edgekit.converters.compatibility.partition import partition, place
 from edgekit.converters.compatibility.render import format_table, mib, render
 from edgekit.converters.compatibility.catalogue import all_rules
+from edgekit.converters.compatibility.open_rules import SETTLE, documentation_only, rule_refs
 from edgekit.converters.compatibility.rules import RULES
 from edgekit.converters.compatibility.values import (Constraint, Judgement, ModelRule, OpCase, OpContext, OpRule,
                                                      OpVerdict, Problem, SizeLimit)
@@ -67,14 +69,18 @@ from edgekit.converters.compatibility.words import (COMPILER_DEFAULT_MIN_RUNTIME
 __all__ = [
     "ALWAYS_DYNAMIC", "COMMON", "COMPILER_DEFAULT_MIN_RUNTIME", "CONFIRMED", "CUSTOM_UNRESOLVED", "CUT_OFF",
     "CUT_OFF_FED_BY_CPU", "CheckReport", "Confidence", "Constraint", "DATA_TYPE", "DOCS", "DYNAMIC", "EV_DECODERS",
-    "EV_DEEPLAB", "EV_DYNAMIC", "EV_FC_2D", "EV_FLOAT_IO", "EV_PER_CHANNEL_FC", "EV_SRGAN", "EV_UNRESOLVED",
+    "EV_DEEPLAB", "EV_DYNAMIC", "EV_FC_2D", "EV_FLOAT_IO", "EV_MULTIPLE_SUBGRAPHS", "EV_PER_CHANNEL_FC", "EV_SRGAN",
+    "EV_UNRESOLVED",
     "EV_YOLOV8N", "FIX_MOVE_TO_END", "FIX_QUANTIZE", "Judgement", "KNOWN_CUSTOM_OPS", "Kind", "MAPPED",
     "MEAN_POSITIONS_LIMIT", "MODEL_RULES", "MORE_THAN_ONE_SUBGRAPH", "ModelRule", "NOT_CONSTANT", "NOT_SUPPORTED",
     "OP_CASES", "OpCase", "OpContext", "OpRule", "OpVerdict", "PARAMETER_CACHE_BYTES", "PARSE_FAILED", "Problem",
     "RANK", "RESHAPES", "RESHAPE_LIMIT", "RESIZE_LIMIT", "ROWS", "ROW_LIMIT", "ROW_REFUSED", "RULES", "Refs",
-    "SEEN_MAPPED", "SHAPE_INPUTS", "SIZE_LIMITS", "STATUS_WORDS", "STRIDES", "SUPPORTED_MIN_RUNTIMES", "SizeLimit",
+    "SEEN_MAPPED", "SETTLE", "SHAPE_INPUTS", "SIZE_LIMITS", "STATUS_WORDS", "STRIDES", "SUPPORTED_MIN_RUNTIMES",
+    "SizeLimit",
     "TESTED", "TRANSPOSES", "TRANSPOSE_LIMIT", "TRANSPOSE_REFUSED", "Target", "UNCERTAIN", "UNSPECIFIED", "VERSION",
-    "Verdict", "all_rules", "best_guess", "cases", "check", "check_model", "common", "dynamic_ops", "evidence",
+    "Verdict", "all_rules", "best_guess", "cases", "check", "check_model", "common", "documentation_only",
+    "dynamic_ops", "evidence",
     "fatal_problems", "format_table", "gate_checks", "guess", "judge", "mib", "model_problems", "model_rules",
-    "op_constraints", "partition", "place", "quantize_gate", "record", "render", "rules", "values", "words"
+    "op_constraints", "open_rules", "partition", "place", "quantize_gate", "record", "render", "rule_refs", "rules",
+    "values", "words"
 ]

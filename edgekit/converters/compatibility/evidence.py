@@ -154,4 +154,15 @@ SEEN_MAPPED: dict[str, Refs] = {
         "pair:nerbivol+edgetpu_lite__yolov8n_full_integer_quant",
     ),
     "UNIDIRECTIONAL_SEQUENCE_LSTM": ("testdata:keras_lstm_mnist_ptq",),
+    # A TF 2.10 model (TRANSPOSE_CONV v3) with four Conv2DTranspose layers: compiler 16 mapped three of them.
+    "TRANSPOSE_CONV": ("report:google-coral/edgetpu#686",),
 }
+
+#: What check's placement under ``-a`` (every mappable run its own Edge TPU subgraph) rests on: the compiled
+#: pairs made with ``-a`` that check matches op by op, the one public ``-a`` log of a large detector (yolov5s
+#: at 224, 2 Edge TPU subgraphs; its CPU model, 7.37 MiB, is not public in a form that can be had, so the log
+#: cannot score a placement) and Coral's word that ``-a`` leaves a run on the CPU when one of its activations
+#: does not fit in memory (docs/edgetpu-compatibility.md, "Compiled with -a").
+EV_MULTIPLE_SUBGRAPHS: Refs = (
+    "testdata:srgan__srgan_quant_2", "pair:prbodmann+Coral-TPU__transformer__models__efficient_l3",
+    "log:v16_partial_yolov5s_224_stdout.txt", "report:google-coral/edgetpu#356")

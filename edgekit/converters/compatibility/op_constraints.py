@@ -6,7 +6,7 @@ from edgekit.converters.compatibility.common import (RESHAPES, ROWS, TRANSPOSES,
                                                      _transpose_size, size_constraints)
 from edgekit.converters.compatibility.evidence import DOCS, EV_DEEPLAB, Refs
 from edgekit.converters.compatibility.values import Constraint, OpContext, SizeLimit
-from edgekit.converters.compatibility.words import Kind, CONFIRMED, STRIDES, UNCERTAIN, UNSPECIFIED, VERSION
+from edgekit.converters.compatibility.words import Kind, CONFIRMED, STRIDES, UNCERTAIN, UNSPECIFIED
 
 
 # ---------------------------------------------------------------------------- per-op constraints
@@ -51,10 +51,21 @@ EV_PER_CHANNEL_FC: Refs = ("pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__tem
                            "pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__templates__dense_1024")
 
 
+# A Dense layer on a 3-D or 4-D input keeps its dimensions (keep_num_dims, FULLY_CONNECTED v5 and up). Notes
+# quoted in ../shared/reference/edgetpu.md give it "Operation version not supported"; the compiler-16 logs of
+# five ledger pairs (KeondoPark/votenet_tf voting layers: FULLY_CONNECTED v5 with keep_num_dims on
+# 1x1024x1x256) left all 14 of theirs on the CPU with "unspecified limitation": the logs' words are kept.
+# dacarson/WeatherML's 2026 compile log (a Dense(4) on a 3-D input) also left it on the CPU, with "Operation
+# version not supported", and its 11 plain Dense layers too, which mapped once that layer was gone; its CPU
+# model is not published, so the op versions behind those words (and why the plain ones were refused) are
+# unknown: the words for versions other than 5 stay unsettled.
+EV_FC_KEEP_NUM_DIMS: Refs = tuple(f"pair:KeondoPark+votenet_tf__tflite__tflite_models__{m}" for m in (
+    "1way__voting_quant_double", "2way__voting_quant_double", "2way_2__voting_quant_group",
+    "scannet_2way__voting_quant", "scannet_2way__voting_quant_test")) + ("report:dacarson/WeatherML",)
+
 FULLY_CONNECTED = (
-    Constraint(_fc_keep_num_dims, VERSION, "Flatten (or Reshape to 2-D) before the Dense layer", DOCS,
-               looked_for="a compiled FULLY_CONNECTED with keep_num_dims (edgetpu.md: 'GitHub notes' only)",
-                   id="fc_keep_num_dims", kind=Kind.OPTION),
+    Constraint(_fc_keep_num_dims, UNSPECIFIED, "Flatten (or Reshape to 2-D) before the Dense layer",
+               EV_FC_KEEP_NUM_DIMS, CONFIRMED, id="fc_keep_num_dims", kind=Kind.OPTION),
     Constraint(_fc_weights_format, UNSPECIFIED, "convert with the default fully-connected weights format", DOCS,
                looked_for="a compiled FULLY_CONNECTED with shuffled weights", id="fc_weights_format", kind=Kind.OPTION),
 )
