@@ -332,8 +332,12 @@ class RunResult:
     returncode: int
     stdout: str
     stderr: str
+    command: list[str] | None = None  # what ran, when not the argument list given (a compiler elsewhere)
 
 
+#: The seam that starts the compiler: ``runner(argv, timeout)``. A runner elsewhere (:mod:`edgekit.compile_via`)
+#: takes the same list, the model last and the private folder after ``--out_dir``: it carries the model there and
+#: the files the compiler wrote back into that folder, so that everything after it is the local compile's.
 Runner = Callable[[list[str], float], RunResult]
 
 
@@ -518,7 +522,7 @@ def _run(job: _Compiler, argv: list[str], model: Path, work: Path, segments: int
                               TIMEOUT_HINT) from None
     text = res.stdout + ("\n" + res.stderr if res.stderr else "")
     result = parse_compiler_output(text, res.returncode)
-    result.command = argv
+    result.command = res.command or argv
     result.compiler_version = result.compiler_version or job.version
     produced = [n for n in output_names(model, segments) if (work / n).is_file()]
     if not result.succeeded or not any(n.endswith(".tflite") for n in produced):
