@@ -314,6 +314,9 @@ class ContainerCompiler:
     """edgetpu_compiler in edgekit's linux/amd64 image, run by ``docker`` or ``podman``: a runner for
     compile_model. ``run`` is the seam that starts the engine (:func:`run_subprocess`)."""
 
+    #: seconds allowed on top of the compile's for the container to start (emulated: a few seconds, slower at first)
+    START_S = 60.0
+
     def __init__(self, engine: str, report: Reporter = SILENT,
                  run: Callable[[list[str], float], RunResult] = run_subprocess):
         self.engine, self.report, self.run = engine, report, run
@@ -342,7 +345,7 @@ class ContainerCompiler:
         self.report.status(f"starting the {PLATFORM} compiler container with {self.engine} "
                            "(emulated on ARM and macOS: slower than on x86-64)...")
         try:
-            res = self.run(command, timeout + 60)  # the container's start (emulated) on top of the compile
+            res = self.run(command, timeout + self.START_S)
         except BaseException:  # a timeout, Ctrl-C: the engine's client is stopped, the container is not
             self._kill(exe, name)
             raise
@@ -359,7 +362,7 @@ class ContainerCompiler:
     def _version(self, exe: str, timeout: float) -> RunResult:
         command = [exe, "run", "--rm", "--platform", PLATFORM, "--network", "none", image_tag(), COMPILER,
                    "--version"]
-        res = self.run(command, timeout + 60)
+        res = self.run(command, timeout + self.START_S)
         said = res.stdout + res.stderr
         if parse_version(said) is None:
             last = said.strip().splitlines()[-1:] or ["nothing"]
