@@ -301,6 +301,42 @@ def test_build_via_ssh_bundles_the_same_compiled_model_as_a_local_build(sshd, st
     assert _remote_leftovers(sshd) == []
 
 
+@pytest.mark.remote
+def test_ctrl_c_during_any_ssh_command_stops_ssh(sshd):
+    """SshTarget.run (deploy's SSH layer, which --via uses) stops its ssh when interrupted: a Ctrl-C, or a
+    stop signal edgekit raises like it, leaves no ssh of ours running on."""
+    from edgekit.devices.remote import SshTarget
+
+    target = SshTarget(sshd.via[len("ssh://"):].rsplit(":", 1)[0], port=sshd.port, identity=str(sshd.key),
+                       known_hosts=str(sshd.known_hosts))
+
+    def interrupt(*_):
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGALRM, interrupt)
+    signal.setitimer(signal.ITIMER_REAL, 2.0)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            target.run("sleep 30", timeout=60)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+    assert _our_ssh_processes() == []
+
+
+def _our_ssh_processes() -> list[int]:
+    found = []
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)
+            name, rest = fields[0].split("(", 1)[1], fields[1].split()
+        except (OSError, IndexError):
+            continue
+        if name == "ssh" and int(rest[1]) == os.getpid() and rest[0] != "Z":
+            found.append(int(stat.parent.name))
+    return found
+
+
 # --------------------------------------------------------------------------------------- usage
 @pytest.mark.parametrize("args, words", [
     (["--via", "ftp://host"], "not a place edgekit can compile"),
