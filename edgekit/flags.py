@@ -192,6 +192,9 @@ COMPILE = (
     option("--segments", type="int", minimum=1, help="Split into N pipeline segments (edgetpu_compiler -n)."),
     option("--search-delegate", type="flag",
            help="If the whole model fails, compile the largest leading part that works (edgetpu_compiler -d)."),
+    option("--allow-multiple-subgraphs", "-a", type="flag",
+           help="Compile with edgetpu_compiler -a (--enable_multiple_subgraphs, compiler 16): every mappable run of "
+           "ops becomes its own Edge TPU subgraph."),
     COMPILE_TIMEOUT,
 )
 CUT_OUTPUT = option("-o", "--output", type="out-file",

@@ -178,27 +178,33 @@ def _remote_leftovers(sshd) -> list[str]:
 
 # --------------------------------------------------------------------------------------------- ssh
 @pytest.mark.remote
-@pytest.mark.parametrize("segments", [None, 2])
+@pytest.mark.parametrize("options, passed", [
+    ([], []),
+    (["--segments", "2"], ["--num_segments", "2"]),
+    (["-a", "--min-runtime", "13", "--search-delegate"],
+     ["--min_runtime_version", "13", "--search_delegate", "--enable_multiple_subgraphs"]),
+], ids=["plain", "segments-2", "a-m13-d"])
 def test_remote_and_local_compiles_give_byte_identical_files_and_the_same_json(sshd, standin, model, tmp_path,
-                                                                                segments):
+                                                                                options, passed):
     standin(OUTPUT_MODEL=shared_file(f"{MODEL}_edgetpu.tflite"))
-    extra = ["--segments", str(segments)] if segments else []
-    local = invoke("compile", str(model), "-o", str(tmp_path / "here"), "--json", *extra)
+    local = invoke("compile", str(model), "-o", str(tmp_path / "here"), "--json", *options)
     there = invoke("compile", str(model), "-o", str(tmp_path / "there"), "--via", sshd.via, *ssh_options(sshd),
-                   "--json", *extra)
+                   "--json", *options)
     assert local.exit_code == 0, local.output
     assert there.exit_code == 0, there.output
     files = _outputs(tmp_path / "there")
-    expected = 2 * (segments or 1)
-    assert len(files) == expected and files == _outputs(tmp_path / "here")
+    assert len(files) == (4 if "--segments" in options else 2) and files == _outputs(tmp_path / "here")
     doc = json.loads(there.stdout)
     _same_document(json.loads(local.stdout), doc, tmp_path / "here", tmp_path / "there")
     # what ran there, named as it ran: the host, then the compiler's own argument list in the private folder
-    assert doc["command"][:4] == [sshd.via, "edgetpu_compiler", "--out_dir", doc["command"][3]]
-    assert doc["command"][3].startswith(f"{sshd.remote_tmp}/edgekit-compile.") and doc["command"][3].endswith("/out")
-    assert doc["command"][-1] == str(Path(doc["command"][3]).parent / f"{MODEL}.tflite")
     cmd = doc["command"]
-    assert (cmd[cmd.index("--num_segments") + 1] == "2") if segments else "--num_segments" not in cmd
+    folder = cmd[3]
+    assert cmd[:4] == [sshd.via, "edgetpu_compiler", "--out_dir", folder] and folder.endswith("/out")
+    assert folder.startswith(f"{sshd.remote_tmp}/edgekit-compile.")
+    assert cmd[-1] == str(Path(folder).parent / f"{MODEL}.tflite")
+    assert cmd[4:-1] == json.loads(local.stdout)["command"][3:-1]  # every option passed through as given here
+    rest = iter(cmd)
+    assert all(a in rest for a in passed), cmd  # the compiler's flags for the options asked for, in order
     assert _remote_leftovers(sshd) == []  # the private folder is gone after a success
     assert sorted(p.name for p in tmp_path.joinpath("there").iterdir() if p.name.startswith(".")) == []
 
