@@ -134,6 +134,11 @@ tar -C "$d" -cf - rc where stdout stderr out
 """
 
 
+def _sh(script: str) -> str:
+    """``script`` run by ``sh`` whatever the login shell is (fish, zsh, csh read it otherwise)."""
+    return f"sh -c {shlex.quote(script)}"
+
+
 class SshCompiler:
     """edgetpu_compiler on another machine, over SSH: a runner for compile_model.
 
@@ -153,7 +158,7 @@ class SshCompiler:
         return self._compile(argv, timeout)
 
     def _version(self, timeout: float) -> RunResult:
-        script = f"command -v {COMPILER} >/dev/null 2>&1 || exit {_NO_COMPILER}; exec {COMPILER} --version"
+        script = _sh(f"command -v {COMPILER} >/dev/null 2>&1 || exit {_NO_COMPILER}; exec {COMPILER} --version")
         try:
             proc = self.target.run(script, timeout=timeout + self.target.connect_timeout,
                                    what=f"`{COMPILER} --version`")
@@ -174,8 +179,8 @@ class SshCompiler:
         out_dir, model, options = _split(argv)
         data = model.read_bytes()
         seconds = max(1, math.ceil(timeout))
-        script = _REMOTE_SCRIPT.format(compiler=COMPILER, size=len(data), name=shlex.quote(model.name),
-                                       seconds=seconds, options=" ".join(map(shlex.quote, options)))
+        script = _sh(_REMOTE_SCRIPT.format(compiler=COMPILER, size=len(data), name=shlex.quote(model.name),
+                                           seconds=seconds, options=" ".join(map(shlex.quote, options))))
         self.report.status(f"copying {model.name} to {self.target.destination} to compile it there...")
         # The whole connection: the remote timeout, the login, and the model both ways at 0.5 MB/s at worst.
         allowed = seconds + 10 + self.target.connect_timeout + 60 + 4 * len(data) / 1e6
@@ -320,7 +325,6 @@ class ContainerCompiler:
     def __init__(self, engine: str, report: Reporter = SILENT,
                  run: Callable[[list[str], float], RunResult] = run_subprocess):
         self.engine, self.report, self.run = engine, report, run
-        self.where = engine
         self._ready = False
 
     def exe(self) -> str:
@@ -352,8 +356,13 @@ class ContainerCompiler:
         return RunResult(res.returncode, res.stdout, res.stderr, command)
 
     def run_argv(self, exe: str, name: str, out_dir: Path, model: Path, options: list[str]) -> list[str]:
-        """The engine's command line: no network, this user, the model read-only, the output folder writable."""
+        """The engine's command line: no network, this user, the model read-only, the output folder writable.
+
+        Rootless Podman maps the container's users into the host's subordinate ids: ``--userns=keep-id`` keeps
+        this user's id, so that the files it writes are this user's."""
         user = ["--user", f"{os.getuid()}:{os.getgid()}"] if hasattr(os, "getuid") else []
+        if user and self.engine == "podman" and os.getuid() != 0:
+            user = ["--userns=keep-id", *user]
         return [exe, "run", "--rm", "--name", name, "--platform", PLATFORM, "--network", "none", *user,
                 "--mount", f"type=bind,source={model},target=/in/{model.name},readonly",
                 "--mount", f"type=bind,source={out_dir},target=/out", "--workdir", "/out",
@@ -376,17 +385,26 @@ class ContainerCompiler:
         if self._ready:
             return
         tag = image_tag()
-        if self.run([exe, "image", "inspect", tag], 60).returncode != 0:
+        if self._engine([exe, "image", "inspect", tag], 60).returncode != 0:
             self.report.status(f"building the compiler image {tag} with {self.engine} from "
                                f"{IMAGE_RECIPE} (once; it downloads Debian and Coral's compiler)...")
-            built = self.run([exe, "build", "--platform", PLATFORM, "--tag", tag, "--file", str(IMAGE_RECIPE),
-                              str(IMAGE_RECIPE.parent)], BUILD_TIMEOUT_S)
+            built = self._engine([exe, "build", "--platform", PLATFORM, "--tag", tag, "--file", str(IMAGE_RECIPE),
+                                  str(IMAGE_RECIPE.parent)], BUILD_TIMEOUT_S)
             if built.returncode != 0:
                 said = (built.stdout + built.stderr).strip().splitlines()[-1:] or [f"exit {built.returncode}"]
                 raise MissingDependencyError(f"--via {self.engine}: building the compiler image failed "
                                              f"({said[0][:200]})", _ENGINE_HINT[self.engine] + "; it needs the "
                                              "network once, to fetch Debian and Coral's apt repository")
         self._ready = True
+
+    def _engine(self, argv: list[str], timeout: float) -> RunResult:
+        """One engine command that is not the compiler; its hang is a missing dependency (exit 4), not a compile
+        timeout."""
+        try:
+            return self.run(argv, timeout)
+        except CompilerTimeout:
+            raise MissingDependencyError(f"`{self.engine} {argv[1]}` did not answer within {timeout:g} s",
+                                         _ENGINE_HINT[self.engine]) from None
 
     def _kill(self, exe: str, name: str) -> None:
         try:

@@ -440,6 +440,15 @@ def test_via_a_container_without_the_engine_or_its_image_is_exit_4(engine, model
     assert r.exit_code == 4 and "no podman on PATH" in r.stderr, r.output
 
 
+@pytest.mark.parametrize("engine_name, uid, extra", [
+    ("docker", 1000, []), ("podman", 1000, ["--userns=keep-id"]), ("podman", 0, [])])
+def test_rootless_podman_keeps_the_users_id(monkeypatch, engine_name, uid, extra):
+    monkeypatch.setattr(os, "getuid", lambda: uid)
+    monkeypatch.setattr(os, "getgid", lambda: uid)
+    argv = compile_via.ContainerCompiler(engine_name).run_argv("/usr/bin/x", "n", Path("/o"), Path("/m/a.tflite"), [])
+    assert argv[argv.index("none") + 1:argv.index("--mount")] == [*extra, "--user", f"{uid}:{uid}"]
+
+
 def test_the_image_recipe_pins_what_it_pulls():
     recipe = (Path(compile_via.__file__).parent / "compiler_image" / "Dockerfile").read_text()
     froms = [line for line in recipe.splitlines() if line.startswith("FROM ")]
