@@ -35,10 +35,10 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Callable
 
-from edgekit.converters.edgetpu_compiler import CompilerTimeout, RunResult, Runner, TIMEOUT_HINT, run_subprocess
 from edgekit.compiler_locator import parse_version
+from edgekit.converters.edgetpu_compiler import TIMEOUT_HINT, CompilerTimeout, Runner, RunResult, run_subprocess
 from edgekit.devices.remote import RemoteTimeout, SshTarget
-from edgekit.errors import DeviceError, MissingDependencyError, UsageError
+from edgekit.errors import DeviceError, EdgekitError, MissingDependencyError, UsageError
 from edgekit.report import SILENT, Reporter
 
 COMPILER = "edgetpu_compiler"  # its name on the host or in the image (on PATH there)
@@ -409,5 +409,5 @@ class ContainerCompiler:
     def _kill(self, exe: str, name: str) -> None:
         try:
             self.run([exe, "kill", name], 30)
-        except Exception:  # best effort: --rm removes it once it stops
+        except (EdgekitError, OSError):  # best effort: the first error is the one to report
             pass
