@@ -343,6 +343,19 @@ def _our_ssh_processes() -> list[int]:
     return found
 
 
+@pytest.mark.remote
+def test_build_via_a_host_without_the_compiler_fails_and_writes_no_bundle(sshd, standin, tmp_path):
+    """A compiler asked for by name is not silently replaced by a CPU-only bundle (as a missing local one is)."""
+    classifier = "mobilenet_v1_0.25_128_quant"
+    model = tmp_path / f"{classifier}.tflite"
+    model.write_bytes(shared_file(f"{classifier}.tflite").read_bytes())
+    r = invoke("build", str(model), "-o", str(tmp_path / "bundle"), "--via", sshd.bare_via, *ssh_options(sshd))
+    assert r.exit_code == 4 and "no edgetpu_compiler on 127.0.0.1" in r.stderr, r.output
+    assert not (tmp_path / "bundle").exists() and sorted(p.name for p in tmp_path.iterdir()) == [model.name]
+    r = invoke("build", str(model), "-o", str(tmp_path / "bundle"), "--via", "docker", "--no-compile")
+    assert r.exit_code == 2 and "--via with --no-compile" in r.stderr, r.output
+
+
 # --------------------------------------------------------------------------------------- usage
 @pytest.mark.parametrize("args, words", [
     (["--via", "ftp://host"], "not a place edgekit can compile"),
@@ -410,6 +423,20 @@ def test_via_a_container_the_exact_command_lines_and_the_same_files(engine, mode
     later = engine.log()[4:]
     assert [c[0] for c in later] == ["image", "run", "run"]  # the image is there now: not built again
     assert later[2][later[2].index("--num_segments"):][:2] == ["--num_segments", "2"]
+
+
+def test_a_missing_image_is_built_once_with_one_status_line(engine, model, tmp_path):
+    import edgekit
+    from edgekit.report import Collector
+
+    told = Collector()
+    edgekit.compile(model, output_dir=tmp_path / "a", via="docker", report=told)
+    building = [line for line in told.statuses if line.startswith("building the compiler image")]
+    assert len(building) == 1 and compile_via.image_tag() in building[0]
+    told = Collector()
+    edgekit.compile(model, output_dir=tmp_path / "b", via="docker", report=told)
+    assert not any(line.startswith("building") for line in told.statuses)  # there now: not built again
+    assert [c[0] for c in engine.log()].count("build") == 1
 
 
 def test_via_a_container_a_failure_fails_as_the_same_local_one(engine, model, tmp_path):
