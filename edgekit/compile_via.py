@@ -309,6 +309,10 @@ EMULATION_HINT = ("this host cannot run linux/amd64 containers yet: on Linux ARM
                   "qemu-user-static); on macOS Docker Desktop and Podman emulate it out of the box")
 
 
+# How docker ("No such image") and podman ("image not known") say that an image is not there.
+_NO_IMAGE = re.compile(r"no such image|image not known|not found", re.I)
+
+
 def image_tag() -> str:
     """The image's name: the compiler's version and the recipe's sha256, so a changed recipe builds anew."""
     digest = hashlib.sha256(IMAGE_RECIPE.read_bytes()).hexdigest()[:12]
@@ -385,7 +389,12 @@ class ContainerCompiler:
         if self._ready:
             return
         tag = image_tag()
-        if self._engine([exe, "image", "inspect", tag], 60).returncode != 0:
+        inspected = self._engine([exe, "image", "inspect", tag], 60)
+        said = (inspected.stderr + inspected.stdout).strip().splitlines()[-1:]
+        if inspected.returncode != 0 and said and not _NO_IMAGE.search(said[0]):  # the engine itself failed
+            raise MissingDependencyError(f"--via {self.engine}: {self.engine} does not work here ({said[0][:200]})",
+                                         _ENGINE_HINT[self.engine])
+        if inspected.returncode != 0:
             self.report.status(f"building the compiler image {tag} with {self.engine} from "
                                f"{IMAGE_RECIPE} (once; it downloads Debian and Coral's compiler)...")
             built = self._engine([exe, "build", "--platform", PLATFORM, "--tag", tag, "--file", str(IMAGE_RECIPE),

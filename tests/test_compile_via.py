@@ -26,6 +26,7 @@ from click.testing import CliRunner
 from edgekit import compile_via
 from edgekit.cli import cli
 from tests.conftest import REPO, SSHD, shared_file
+from tests.test_light_install import light  # noqa: F401  (a fixture)
 from tests.test_remote import _free_port, _keygen
 
 FIXTURES = REPO / "tests" / "fixtures" / "compiler"
@@ -458,6 +459,15 @@ def test_via_a_container_a_timeout_kills_the_container(engine, model, tmp_path, 
 
 
 def test_via_a_container_without_the_engine_or_its_image_is_exit_4(engine, model, tmp_path, monkeypatch):
+    stopped = tmp_path / "stopped-bin"  # a docker CLI whose daemon is not running (as on this test machine)
+    stopped.mkdir()
+    _script(stopped / "docker", "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock."
+                                " Is the docker daemon running?' >&2\nexit 1\n")
+    with monkeypatch.context() as m:
+        m.setenv("PATH", f"{stopped}{os.pathsep}{os.environ['PATH']}")
+        r = invoke("compile", str(model), "--via", "docker")
+    assert r.exit_code == 4 and "--via docker: docker does not work here (Cannot connect" in r.stderr, r.output
+    assert "start it" in r.stderr
     monkeypatch.setenv("STANDIN_ENGINE_BUILD_EXIT", "100")
     r = invoke("compile", str(model), "--via", "docker")
     assert r.exit_code == 4 and "building the compiler image failed" in r.stderr, r.output
@@ -474,6 +484,13 @@ def test_rootless_podman_keeps_the_users_id(monkeypatch, engine_name, uid, extra
     monkeypatch.setattr(os, "getgid", lambda: uid)
     argv = compile_via.ContainerCompiler(engine_name).run_argv("/usr/bin/x", "n", Path("/o"), Path("/m/a.tflite"), [])
     assert argv[argv.index("none") + 1:argv.index("--mount")] == [*extra, "--user", f"{uid}:{uid}"]
+
+
+def test_compile_via_needs_no_tensorflow(engine, model, light):  # noqa: F811 (engine first: light copies PATH)
+    """From a Mac or a Pi with the light install: --via loads neither TensorFlow nor Keras."""
+    r = light("compile", str(model), "-o", str(model.parent / "out"), "--via", "docker")
+    assert r.returncode == 0, r.stderr
+    assert (model.parent / "out" / f"{MODEL}_edgetpu.tflite").is_file()
 
 
 def test_the_image_recipe_pins_what_it_pulls():
