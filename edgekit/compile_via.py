@@ -304,9 +304,9 @@ _ENGINE_HINT = {
     "podman": "install Podman (brew install podman && podman machine init && podman machine start on macOS; "
               "apt-get install podman on Debian/Ubuntu)",
 }
-EMULATION_HINT = ("this host cannot run linux/amd64 containers yet: on Linux ARM register the x86-64 emulator "
-                  "(docker run --privileged --rm tonistiigi/binfmt --install amd64, or apt-get install "
-                  "qemu-user-static); on macOS Docker Desktop and Podman emulate it out of the box")
+EMULATION_HINT = ("this host cannot run linux/amd64 containers yet: on Linux ARM register QEMU's x86-64 emulator "
+                  "(sudo apt-get install qemu-user-static binfmt-support, or docker run --privileged --rm "
+                  "tonistiigi/binfmt --install amd64); on macOS Docker Desktop and Podman emulate it out of the box")
 
 
 # How docker ("No such image") and podman ("image not known") say that an image is not there.
