@@ -222,7 +222,11 @@ class SshCompiler:
         for name, content in files.items():
             if name.startswith("out/"):
                 (out_dir / name[len("out/"):]).write_bytes(content)
-        returncode = int(files["rc"].decode().strip() or -1)
+        try:
+            returncode = int(files["rc"].decode(errors="replace").strip())
+        except ValueError:
+            raise DeviceError(f"{self.target.destination} sent back no exit code of the compiler "
+                              f"({files['rc'][:40]!r})", _RERUN_HINT) from None
         if returncode == _TIMED_OUT:
             raise CompilerTimeout(f"{COMPILER} did not finish within {timeout:g} s on {self.target.destination} "
                                   "and was stopped", TIMEOUT_HINT)

@@ -357,6 +357,52 @@ def test_build_via_a_host_without_the_compiler_fails_and_writes_no_bundle(sshd, 
     assert r.exit_code == 2 and "--via with --no-compile" in r.stderr, r.output
 
 
+def _tar(*members: tuple[str, bytes | None, str]) -> bytes:
+    """A tar of (name, content, kind): kind "file", "dir" or "symlink" (content: the link's target)."""
+    import io
+    import tarfile
+
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        for name, content, kind in members:
+            info = tarfile.TarInfo(name)
+            if kind == "dir":
+                info.type = tarfile.DIRTYPE
+                tar.addfile(info)
+            elif kind == "symlink":
+                info.type, info.linkname = tarfile.SYMTYPE, content.decode()
+                tar.addfile(info)
+            else:
+                info.size = len(content)
+                tar.addfile(info, io.BytesIO(content))
+    return buffer.getvalue()
+
+
+@pytest.mark.parametrize("data, words", [
+    (b"Welcome to build-box!\n", "malformed archive"),  # a login script printing on stdout
+    (_tar(("rc", b"0", "file"), ("stdout", b"", "file"), ("stderr", b"", "file")), "no where"),
+    (_tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")], ("out/../../x", b"", "file")),
+     "'out/../../x' is not a file it writes"),
+    (_tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")], ("out/m_edgetpu.tflite", b"/etc", "symlink")),
+     "is not a file it writes"),
+    (_tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")], ("out/sub/x", b"", "file")),
+     "is not a file it writes"),
+])
+def test_what_the_host_sends_back_is_read_strictly(data, words):
+    from edgekit.errors import DeviceError
+
+    with pytest.raises(DeviceError) as caught:
+        compile_via._read_tar(data, "me@host")
+    assert words in caught.value.message and caught.value.exit_code == 9
+
+
+def test_what_the_host_sends_back_when_all_is_well():
+    files = compile_via._read_tar(_tar(*[(n, n.encode(), "file") for n in ("rc", "where", "stdout", "stderr")],
+                                       ("out", None, "dir"), ("out/m_edgetpu.tflite", b"model", "file")), "me@host")
+    assert files == {"rc": b"rc", "where": b"where", "stdout": b"stdout", "stderr": b"stderr",
+                     "out/m_edgetpu.tflite": b"model"}
+
+
 # --------------------------------------------------------------------------------------- usage
 @pytest.mark.parametrize("args, words", [
     (["--via", "ftp://host"], "not a place edgekit can compile"),
