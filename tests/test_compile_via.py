@@ -96,6 +96,7 @@ def sshd(compiler_env, tmp_path_factory):
     remote_tmp = d / "remote_tmp"
     remote_tmp.mkdir()
     user = pwd.getpwuid(os.getuid()).pw_name
+    run = 'export PATH TMPDIR; exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"'
     (d / "sshd_config").write_text(f"""\
 Port {port}
 Port {bare_port}
@@ -111,9 +112,9 @@ PermitRootLogin prohibit-password
 StrictModes no
 UsePAM no
 Match LocalPort {port}
-    ForceCommand PATH={compiler_env.bin}:/usr/bin:/bin TMPDIR={remote_tmp}; export PATH TMPDIR; exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+    ForceCommand PATH={compiler_env.bin}:/usr/bin:/bin TMPDIR={remote_tmp}; {run}
 Match LocalPort {bare_port}
-    ForceCommand PATH=/usr/bin:/bin TMPDIR={remote_tmp}; export PATH TMPDIR; exec /bin/sh -c "$SSH_ORIGINAL_COMMAND"
+    ForceCommand PATH=/usr/bin:/bin TMPDIR={remote_tmp}; {run}
 """)
     if os.getuid() == 0:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)
@@ -383,8 +384,8 @@ def _tar(*members: tuple[str, bytes | None, str]) -> bytes:
     (_tar(("rc", b"0", "file"), ("stdout", b"", "file"), ("stderr", b"", "file")), "no where"),
     (_tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")], ("out/../../x", b"", "file")),
      "'out/../../x' is not a file it writes"),
-    (_tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")], ("out/m_edgetpu.tflite", b"/etc", "symlink")),
-     "is not a file it writes"),
+    (_tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")],
+          ("out/m_edgetpu.tflite", b"/etc", "symlink")), "is not a file it writes"),
     (_tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")], ("out/sub/x", b"", "file")),
      "is not a file it writes"),
 ])
@@ -546,7 +547,8 @@ def test_the_image_recipe_pins_what_it_pulls():
     import re
 
     assert re.search(r"@sha256:[0-9a-f]{64}$", froms[0])  # the base image by digest
-    assert "ARG EDGETPU_COMPILER_VERSION=16.0\n" in recipe and '"edgetpu-compiler=${EDGETPU_COMPILER_VERSION}"' in recipe
+    assert "ARG EDGETPU_COMPILER_VERSION=16.0\n" in recipe
+    assert '"edgetpu-compiler=${EDGETPU_COMPILER_VERSION}"' in recipe  # the compiler by version
     assert "[signed-by=/etc/apt/keyrings/coral-edgetpu.gpg]" in recipe and "apt-key add" not in recipe
     assert compile_via.image_tag().startswith("edgekit-edgetpu-compiler:16.0-")
 
