@@ -282,25 +282,38 @@ def check(model: PathLike, *, min_runtime: int = _cli("check", "min_runtime"), a
 
 
 def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runtime: Optional[int] = None,
-            segments: Optional[int] = None, search_delegate: bool = False, timeout: float = _cli("compile", "timeout"),
+            segments: Optional[int] = None, search_delegate: bool = False, allow_multiple_subgraphs: bool = False,
+            timeout: float = _cli("compile", "timeout"), via: Optional[str] = None,
+            identity: Optional[PathLike] = None, known_hosts: Optional[PathLike] = None,
+            accept_new_host_key: bool = False, connect_timeout: float = _cli("compile", "connect_timeout"),
             report: Reporter = SILENT) -> CompileResult:
     """``edgekit compile``: run edgetpu_compiler (x86-64 Linux) and parse what it said.
 
+    ``allow_multiple_subgraphs``: the compiler's ``-a`` (compiler 16), and check's prediction compared with it.
+    ``via``: compile with the compiler of another machine, ``ssh://USER@HOST[:PORT]`` (with ``identity``,
+    ``known_hosts``, ``accept_new_host_key``, ``connect_timeout`` as for deploy), or ``docker`` / ``podman``
+    (edgekit's linux/amd64 compiler image); the result is the same as a local compile's.
+
     Raises :class:`~edgekit.errors.MissingDependencyError` (exit 4) where there is no compiler, with the
     offline prediction as ``.check`` (a :class:`CheckResult`); :class:`~edgekit.errors.CompilerError`
-    (exit 8) when it fails, with what it said as ``.report``.
+    (exit 8) when it fails, with what it said as ``.report``; with ``via`` ssh,
+    :class:`~edgekit.errors.DeviceError` (exit 9) when the host cannot be reached or its host key is unknown.
     """
 
     from edgekit.results import CheckResult, CompileResult, CompilerOutput
-    from edgekit import tflite_model
+    from edgekit import compile_via, tflite_model
     from edgekit.converters import compatibility, edgetpu_compiler as etc
     from edgekit.errors import CompilerError, MissingDependencyError
 
     info = tflite_model.load(model)
-    prediction = compatibility.check_model(info, min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME)
+    prediction = compatibility.check_model(info, min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME,
+                                           allow_multiple_subgraphs)
+    there = compile_via.elsewhere(via, identity, known_hosts, accept_new_host_key, connect_timeout, report)
     try:
         compiled = etc.compile_model(model, output_dir, min_runtime=min_runtime, segments=segments,
-                                     search_delegate=search_delegate, timeout=timeout, report=report)
+                                     search_delegate=search_delegate, timeout=timeout, report=report,
+                                     multiple_subgraphs=allow_multiple_subgraphs, compiler=there.compiler if there else None,
+                                     runner=there.runner if there else etc.run_subprocess)
     except MissingDependencyError as err:
         err.check = CheckResult.of_report(prediction)
         raise

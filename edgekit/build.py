@@ -44,6 +44,7 @@ class BuildOptions:
     min_runtime: int | None = None       # edgetpu_compiler -m; None: the compiler's default (14 for compiler 16)
     timeout: float = 180.0
     compile: bool = True                 # False: a CPU-only bundle even where the compiler exists
+    via: Any = None                      # a compiler elsewhere (edgekit.compile_via.Elsewhere); None: here
     show_progress: bool = True
     report: Reporter = SILENT            # notes and warnings, as they arise
 
@@ -144,20 +145,24 @@ def _compile(opts: BuildOptions, made: _Made, work: Path) -> BundleCompile | Non
     """Compile the CPU model where the compiler is here and asked for (``made.compiled`` then names the result);
     why it was not, in ``made.notes``."""
     from edgekit.compiler_locator import find_compiler
-    from edgekit.converters.edgetpu_compiler import compile_model
+    from edgekit.converters.edgetpu_compiler import compile_model, run_subprocess
 
     if made.compiled is not None:
         made.notes.append(f"compiled model as given ({made.compiled.name}): not compiled again")
     elif not opts.compile:
         made.notes.append("not compiled (--no-compile): the bundle holds the CPU model only")
-    elif not find_compiler():
+    elif opts.via is None and not find_compiler():
         made.notes.append("no edgetpu_compiler here (x86-64 Linux only): the bundle holds the CPU model only; "
-                          "build on a machine with the compiler to add the Edge TPU model")
+                          "build with --via ssh://USER@HOST or --via docker, or on a machine with the compiler, "
+                          "to add the Edge TPU model")
     else:
         try:
             report = compile_model(made.cpu, work, min_runtime=opts.min_runtime, timeout=opts.timeout,
-                                   report=opts.report)
+                                   report=opts.report, compiler=opts.via.compiler if opts.via else None,
+                                   runner=opts.via.runner if opts.via else run_subprocess)
         except MissingDependencyError as exc:  # found but unusable (e.g. a wrong EDGETPU_COMPILER)
+            if opts.via is not None:  # asked for by name: its absence is an error, not a CPU-only bundle
+                raise
             made.notes.append(f"not compiled: {exc.message}; the bundle holds the CPU model only")
         else:
             made.compiled = work / f"{made.cpu.stem}_edgetpu.tflite"
@@ -487,15 +492,23 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                  io: str = _cli("build", "io"), labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
                  min_agreement: float = _cli("build", "min_agreement"), max_accuracy_drop: float = _cli("build", "max_accuracy_drop"), no_verify: bool = False,
                  verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = _cli("build", "timeout"),
-                 no_compile: bool = False, show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
+                 no_compile: bool = False, via: Optional[str] = None, identity: Optional[PathLike] = None,
+                 known_hosts: Optional[PathLike] = None, accept_new_host_key: bool = False,
+                 connect_timeout: float = _cli("build", "connect_timeout"), show_progress: bool = False,
+                 report: Reporter = SILENT) -> BuildResult:
     """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
-    where edgetpu_compiler exists, and write the bundle folder ``output`` with its manifest.json (needs
-    TensorFlow); a :class:`~edgekit.results.BuildResult`. No bundle on failure."""
+    where edgetpu_compiler exists (or ``via`` another machine's, as :func:`edgekit.compile` takes it), and write
+    the bundle folder ``output`` with its manifest.json (needs TensorFlow); a :class:`~edgekit.results.BuildResult`.
+    No bundle on failure."""
+    from edgekit import compile_via
     from edgekit.options import quantize_options
 
     options = dict(locals())
+    if via is not None and no_compile:
+        raise UsageError("--via with --no-compile: nothing would be compiled there", "leave one of them out")
+    there = compile_via.elsewhere(via, identity, known_hosts, accept_new_host_key, connect_timeout, report)
     return build(BuildOptions(quantize=quantize_options(model, None, options, report), output=os.fsdecode(output),
-                              min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
+                              min_runtime=min_runtime, timeout=timeout, compile=not no_compile, via=there,
                               show_progress=show_progress, report=report))
 
 

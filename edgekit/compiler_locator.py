@@ -24,8 +24,10 @@ INSTALL_HINT = (
     "sudo apt-get install edgetpu-compiler; or set EDGETPU_COMPILER=/path/to/edgetpu_compiler"
 )
 OTHER_PLATFORM_HINT = (
-    "edgetpu_compiler is built only for x86-64 Linux: run `edgekit compile` in an x86-64 Debian/Ubuntu "
-    "machine, container or VM, or in Coral's Colab notebook "
+    "edgetpu_compiler is built only for x86-64 Linux: compile through one with `edgekit compile MODEL --via "
+    "ssh://USER@HOST` (an x86-64 Linux machine with the compiler) or `--via docker` (an emulated x86-64 "
+    "container), or run `edgekit compile` in an x86-64 Debian/Ubuntu machine, container or VM, or in Coral's "
+    "Colab notebook "
     "(https://colab.research.google.com/github/google-coral/tutorials/blob/master/compile_for_edgetpu.ipynb)"
 )
 # Compiler major version → the Edge TPU runtime its models need by default (coral.ai

@@ -192,16 +192,26 @@ COMPILE = (
     option("--segments", type="int", minimum=1, help="Split into N pipeline segments (edgetpu_compiler -n)."),
     option("--search-delegate", type="flag",
            help="If the whole model fails, compile the largest leading part that works (edgetpu_compiler -d)."),
+    option("--allow-multiple-subgraphs", "-a", type="flag",
+           help="Compile with edgetpu_compiler -a (--enable_multiple_subgraphs, compiler 16): every mappable run of "
+           "ops becomes its own Edge TPU subgraph."),
     COMPILE_TIMEOUT,
 )
 CUT_OUTPUT = option("-o", "--output", type="out-file",
                     help="Where to write the cut model (default: <model>_cut.tflite beside it).")
 BUILD_OUTPUT = option("--output", "-o", required=True, type="path",
                       help="The bundle folder to write (new, empty, or an edgekit bundle to replace: nothing else).")
+# Compiling through a compiler elsewhere (compile and build): where, and the SSH options that apply to a host.
+VIA = option("--via", metavar="WHERE", help="Compile with the edgetpu_compiler of another machine: "
+             "ssh://USER@HOST[:PORT] (an x86-64 Linux host with the compiler), or docker / podman (Coral's "
+             "compiler 16.0 in a linux/amd64 image built from edgekit's recipe; emulated on ARM and macOS).")
+VIA_SSH = tuple(o for o in SSH if o.name in ("identity", "known_hosts", "accept_new_host_key", "connect_timeout"))
 BUILD_COMPILE = (
     COMPILE_MIN_RUNTIME,
     COMPILE_TIMEOUT,
     option("--no-compile", type="flag", help="A CPU-only bundle, even where edgetpu_compiler exists."),
+    VIA,
+    *VIA_SSH,
 )
 
 # ------------------------------------------------------------------------------ classify, detect
@@ -285,7 +295,7 @@ COMMANDS = {
                                            help="Output .tflite (default <stem>_int8.tflite beside the input)."),
                  JSON, QUIET),
     "check": (EXISTING_MODEL, *CHECK, JSON),
-    "compile": (EXISTING_MODEL, *COMPILE, JSON, QUIET),
+    "compile": (EXISTING_MODEL, *COMPILE, VIA, *VIA_SSH, JSON, QUIET),
     "cut": (EXISTING_MODEL, CUT_OUTPUT, JSON, QUIET),
     "build": (MODEL, BUILD_OUTPUT, *QUANTIZE, *BUILD_COMPILE, JSON, QUIET),
     "classify": (IMAGES, *CLASSIFY, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),

@@ -332,8 +332,12 @@ class RunResult:
     returncode: int
     stdout: str
     stderr: str
+    command: list[str] | None = None  # what ran, when not the argument list given (a compiler elsewhere)
 
 
+#: The seam that starts the compiler: ``runner(argv, timeout)``. A runner elsewhere (:mod:`edgekit.compile_via`)
+#: takes the same list, the model last and the private folder after ``--out_dir``: it carries the model there and
+#: the files the compiler wrote back into that folder, so that everything after it is the local compile's.
 Runner = Callable[[list[str], float], RunResult]
 
 
@@ -417,10 +421,14 @@ def output_names(model: Path, segments: int | None = None) -> list[str]:
 def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = None, *,
                   min_runtime: int | None = None, segments: int | None = None, search_delegate: bool = False,
                   timeout: float = DEFAULT_TIMEOUT_S, compiler: str | None = None,
-                  runner: Runner = run_subprocess, report: Reporter = SILENT) -> CompileReport:
+                  runner: Runner = run_subprocess, report: Reporter = SILENT,
+                  multiple_subgraphs: bool = False) -> CompileReport:
     """Compile ``model`` with the real edgetpu_compiler; outputs land in ``out_dir`` only on success.
 
     ``min_runtime`` None leaves the Edge TPU runtime to target at the compiler's default.
+    ``multiple_subgraphs``: the compiler's ``-a`` (``--enable_multiple_subgraphs``, compiler 16).
+    ``compiler`` and ``runner``: the compiler and the seam that starts it (a compiler elsewhere:
+    :mod:`edgekit.compile_via`).
     ``report`` gets the status line of what runs just before the (possibly long) compile starts, and
     a note for what the user should know (a missing output folder was created).
     Raises MissingDependencyError (no compiler), CompilerError (a failure, with its fix),
@@ -431,14 +439,14 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
     """
     model = Path(model)
     out = _check_arguments(model, out_dir, segments, timeout, report)
-    job = _find_compiler(compiler, runner, search_delegate)
+    job = _find_compiler(compiler, runner, search_delegate, multiple_subgraphs)
     try:
         work = Path(tempfile.mkdtemp(prefix=".edgekit-compile-", dir=out))
     except OSError as e:
         raise InputError(f"cannot write into the output folder {out}: {e.strerror}",
                          "choose a writable folder with -o") from None
     try:
-        argv = job.argv(work, model, min_runtime, segments, search_delegate, timeout)
+        argv = job.argv(work, model, min_runtime, segments, search_delegate, timeout, multiple_subgraphs)
         result, produced = _run(job, argv, model, work, segments, timeout, report)
         _fill_op_tables(result, work, produced)
         publish([work / n for n in produced], [out / n for n in produced])  # all or none
@@ -478,7 +486,7 @@ class _Compiler:
         return version_major(self.version) or 0
 
     def argv(self, work: Path, model: Path, min_runtime: int | None, segments: int | None, search_delegate: bool,
-             timeout: float) -> list[str]:
+             timeout: float, multiple_subgraphs: bool = False) -> list[str]:
         """The compiler's command line: write into ``work``, print the op table, and the options asked for."""
         argv = [self.path, "--out_dir", str(work), "--show_operations"]
         if min_runtime is not None:  # else the compiler's own default (14 for compiler 16, 13 for 14/15)
@@ -489,19 +497,23 @@ class _Compiler:
             argv += ["--num_segments", str(segments)]
         if search_delegate:
             argv += ["--search_delegate"]
+        if multiple_subgraphs:
+            argv += ["--enable_multiple_subgraphs"]
         argv.append(str(model.resolve()))
         return argv
 
 
-def _find_compiler(compiler: str | None, runner: Runner, search_delegate: bool) -> _Compiler:
+def _find_compiler(compiler: str | None, runner: Runner, search_delegate: bool,
+                   multiple_subgraphs: bool = False) -> _Compiler:
     """The compiler given or found, with its version; MissingDependencyError when there is none that works."""
     compiler = compiler or find_compiler()
     if not compiler:
         raise missing_compiler_error()
     found = _Compiler(compiler, compiler_version(compiler, runner, VERSION_TIMEOUT_S), runner)
-    if search_delegate and found.major < 16:
-        raise UsageError(f"--search-delegate needs edgetpu_compiler 16 (found {found.version})",
-                         "install compiler 16 (apt-get install edgetpu-compiler), or leave --search-delegate out")
+    for flag, asked in (("--search-delegate", search_delegate), ("-a", multiple_subgraphs)):
+        if asked and found.major < 16:
+            raise UsageError(f"{flag} needs edgetpu_compiler 16 (found {found.version})",
+                             f"install compiler 16 (apt-get install edgetpu-compiler), or leave {flag} out")
     return found
 
 
@@ -518,7 +530,7 @@ def _run(job: _Compiler, argv: list[str], model: Path, work: Path, segments: int
                               TIMEOUT_HINT) from None
     text = res.stdout + ("\n" + res.stderr if res.stderr else "")
     result = parse_compiler_output(text, res.returncode)
-    result.command = argv
+    result.command = res.command or argv
     result.compiler_version = result.compiler_version or job.version
     produced = [n for n in output_names(model, segments) if (work / n).is_file()]
     if not result.succeeded or not any(n.endswith(".tflite") for n in produced):

@@ -141,6 +141,10 @@ def _feed(pipe: Any, data: bytes) -> Any:
     return thread
 
 
+class RemoteTimeout(DeviceError):
+    """A remote command ran past its timeout, and ssh was stopped."""
+
+
 @dataclass(frozen=True)
 class SshTarget:
     """Where and how to connect: ``user@host`` and the options of ``deploy --to`` / ``classify --on``."""
@@ -212,8 +216,12 @@ class SshTarget:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            raise DeviceError(f"{self.destination}: {what} did not finish within {timeout:g} s",
-                              "check that the board is up and not overloaded; raise --timeout for large jobs") from None
+            raise RemoteTimeout(f"{self.destination}: {what} did not finish within {timeout:g} s",
+                                "check that the board is up and not overloaded; raise --timeout for large jobs") from None
+        except BaseException:  # Ctrl-C (or SIGTERM, raised like it): ssh goes too, so the remote side sees it
+            proc.kill()
+            proc.wait()
+            raise
         finally:
             for worker in workers:
                 worker.join(timeout=5)
