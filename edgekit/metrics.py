@@ -177,6 +177,18 @@ def at_most(estimate: float, interval: tuple[float, float], limit: float, sample
                                                                                      abs(limit - estimate)))
 
 
+STRICT_FAILS = "--strict fails an uncertain verdict whose estimate is past the limit"
+
+
+def settle_hint(decision: Decision, what: str = "labelled samples", flags: str = "--samples, --eval") -> str:
+    """How many ``what`` would settle an uncertain ``decision``: computed from its interval (the half facing the
+    threshold shrinks as 1/sqrt(n)), for every uncertain line to say."""
+    if decision.settle_at is None:
+        return f"no number of {what} settles it while the estimate sits on the limit itself"
+    return (f"about {decision.settle_at:,} {what} in all would settle it "
+            f"({decision.settle_at - decision.samples:,} more: {flags})")
+
+
 def at_least(estimate: float, interval: tuple[float, float], limit: float, samples: int) -> Decision:
     """The mirror of :func:`at_most`: is a quantity at least ``limit``?"""
     flipped = at_most(-estimate, (-interval[1], -interval[0]), -limit, samples)
@@ -204,40 +216,124 @@ def agreement(float_scores: np.ndarray, int8_scores: np.ndarray) -> Agreement:
 
 
 # ------------------------------------------------------------------------------------------ class order
-def misordered_classes(predicted: np.ndarray, labels: np.ndarray, classes: int,
-                       alpha: float = CHANCE_ALPHA) -> list[dict[str, int]]:
-    """Labels the model consistently calls another class, where that class is free: evidence of misordering.
+@dataclass(frozen=True)
+class ClassOrder:
+    """What :func:`class_order` found in a confusion of labels and predictions.
 
-    Label k is mapped to class j (j != k) when the model predicts j for most of label k's samples, j
-    beats k by a sign test at ``alpha`` (the two counts, as a coin), label j's own samples are not
-    mostly predicted as j (else k is merely a class the model confuses with j: a weak class, not a
-    misorder), no other label maps to j, and every other label is mostly read as itself (a misorder is a
-    permutation of classes the model knows; labels read as arbitrary classes are a model that has not
-    learned). A partial swap, a shift or a reversal of the class order
-    all show up; a model that is only bad at a class, or at all of them, does not. Returns [{"label": k, "predicted": j, "count": c, "of": n_k}, ...].
-    """
+    ``misordered``: moves that close a cycle (labels permuted, refused); ``one_way``: moves that close none
+    (a class the model reads as another: a weak class, said as a note); ``unshown``: cycles the counts point
+    to that the data cannot show yet, with the images per class that would show them. Each move is
+    ``{"label": i, "predicted": j, "count": C[i, j], "of": images of label i}``."""
+
+    misordered: Tuple[dict, ...]
+    one_way: Tuple[dict, ...]
+    unshown: Tuple[dict, ...]           # {"labels": (i, j, ...), "per_class": n or None (no number would)}
+
+
+def _confusion(predicted: np.ndarray, labels: np.ndarray, classes: int) -> np.ndarray:
     predicted, labels = np.asarray(predicted, np.int64), np.asarray(labels, np.int64)
     width = max(classes, int(labels.max(initial=-1)) + 1, int(predicted.max(initial=-1)) + 1)
     confusion = np.zeros((width, width), np.int64)
     np.add.at(confusion, (labels, predicted), 1)
-    top = confusion.argmax(1)
-    found = []
-    for k in np.unique(labels):
-        k = int(k)
-        j = int(top[k])
-        n_k = int(confusion[k].sum())
-        if j == k or 2 * confusion[k, j] <= n_k:
-            continue
-        if binomial_sf(int(confusion[k, j]), int(confusion[k, j] + confusion[k, k]), 0.5) >= alpha:
-            continue
-        if confusion[j].sum() and top[j] == j:
-            continue
-        found.append({"label": k, "predicted": j, "count": int(confusion[k, j]), "of": n_k})
-    targets = [f["predicted"] for f in found]
-    found = [f for f in found if targets.count(f["predicted"]) == 1]
-    # every other label must be read as itself: the labels are then a permutation of classes the model
-    # knows (a model that has not learned reads labels as arbitrary classes, some of them consistently)
-    mapped = {f["label"] for f in found}
-    if any(int(top[k]) != k and int(k) not in mapped for k in np.unique(labels)):
-        return []
-    return found
+    return confusion
+
+
+def _move_p(confusion: np.ndarray, i: int, j: int) -> float:
+    """One-sided exact sign test: label i's images go to class j more often than they stay at i."""
+    return binomial_sf(int(confusion[i, j]), int(confusion[i, j] + confusion[i, i]), 0.5)
+
+
+def _in_cycles(edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The edges of ``edges`` that lie on a closed cycle (the edge's target reaches its source)."""
+    out: dict[int, set[int]] = {}
+    for i, j in edges:
+        out.setdefault(i, set()).add(j)
+
+    def reaches(start: int, goal: int) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in out.get(todo.pop(), ()):
+                if nxt == goal:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
+    return {(i, j) for i, j in edges if reaches(j, i)}
+
+
+def _cycles(edges: set[tuple[int, int]]) -> list[tuple[int, ...]]:
+    """The groups of labels the cycle edges join (each group sorted, groups in order)."""
+    groups: list[set[int]] = []
+    for i, j in sorted(edges):
+        touching = [g for g in groups if i in g or j in g]
+        merged = {i, j}.union(*touching)
+        groups = [g for g in groups if g not in touching] + [merged]
+    return sorted(tuple(sorted(g)) for g in groups)
+
+
+def _per_class_to_show(confusion: np.ndarray, moves: list[tuple[int, int]], level: float,
+                       limit: int = 100_000) -> int | None:
+    """Images per class at which every move of ``moves``, its shares as now, would pass a sign test at
+    ``level`` (the strictest step of the Holm correction): the largest such count over the moves."""
+    needed = 0
+    for i, j in moves:
+        n_i = int(confusion[i].sum())
+        pair_now = int(confusion[i, j] + confusion[i, i])
+        share, towards = pair_now / n_i, confusion[i, j] / pair_now
+
+        def shown(n: int, share: float = share, towards: float = towards) -> bool:
+            pair = round(share * n)
+            return binomial_sf(round(towards * pair), pair, 0.5) < level
+        lo, hi = n_i - 1, n_i
+        while not shown(hi):
+            lo, hi = hi, 2 * hi
+            if hi > limit:
+                return None
+        while hi - lo > 1:   # the least count shown (the test grows surer with n at fixed shares)
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if shown(mid) else (mid, hi)
+        needed = max(needed, hi)
+    return needed
+
+
+def class_order(predicted: np.ndarray, labels: np.ndarray, classes: int, alpha: float = CHANCE_ALPHA) -> ClassOrder:
+    """Labels the model reads as other classes, told apart from weak classes and bad models by cycles.
+
+    Label i *moves* to class j (j != i) when its images go to j significantly more often than they stay at i:
+    the exact one-sided sign test on C[i, j] against C[i, i], Holm-corrected at ``alpha`` over every (label,
+    class) pair, so that a model guessing at random moves nothing (at most ``alpha`` of the time). Swapped or
+    shifted labels are a permutation: their moves close cycles (3 -> 7 -> 3, or 0 -> 1 -> ... -> 0), and only
+    those are misordered. A class the model confuses with another (every 3 read as a 7 while 7s stay 7s), or a
+    model that collapses onto a few classes, moves one way and closes no cycle, whatever the other classes'
+    accuracy: said, never refused. Where each move of a cycle of the point counts (C[i, j] > C[i, i]) passes
+    the sign test alone at ``alpha`` but not all pass the correction, the cycle is ``unshown``: with the images
+    per class that would show it, were the shares the same.
+    """
+    confusion = _confusion(predicted, labels, classes)
+    present = [int(k) for k in np.unique(np.asarray(labels, np.int64))]
+    pairs = len(present) * (len(confusion) - 1)
+    candidates = sorted(((_move_p(confusion, i, j), i, j) for i in present for j in range(len(confusion))
+                         if j != i and confusion[i, j] > confusion[i, i]))
+    moves = set()
+    for rank, (p, i, j) in enumerate(candidates):   # Holm: the r-th smallest p against alpha / (pairs - r)
+        if p >= alpha / (pairs - rank):
+            break
+        moves.add((i, j))
+    cyclic = _in_cycles(moves)
+
+    def move(i: int, j: int) -> dict:
+        return {"label": i, "predicted": j, "count": int(confusion[i, j]), "of": int(confusion[i].sum())}
+    suggestive = {(i, j) for p, i, j in candidates if p < alpha}
+    pending = _in_cycles(suggestive) - cyclic
+    unshown = tuple({"labels": group, "per_class": _per_class_to_show(
+        confusion, sorted((i, j) for i, j in pending if i in group), alpha / pairs)} for group in _cycles(pending))
+    return ClassOrder(tuple(move(i, j) for i, j in sorted(cyclic)),
+                      tuple(move(i, j) for i, j in sorted(moves - cyclic)), unshown)
+
+
+def misordered_classes(predicted: np.ndarray, labels: np.ndarray, classes: int,
+                       alpha: float = CHANCE_ALPHA) -> list[dict[str, int]]:
+    """The moves of :func:`class_order` that close a cycle: labels permuted, evidence of misordering.
+    Returns [{"label": k, "predicted": j, "count": c, "of": n_k}, ...]."""
+    return list(class_order(predicted, labels, classes, alpha).misordered)
