@@ -116,38 +116,83 @@ class PairedDifference(Record):
 
     samples: int
     difference: Optional[float]         # None without samples
-    interval: Tuple[float, float]       # Newcombe's, at the ``z`` asked for
+    interval: Tuple[float, float]       # Tango's score interval, at the ``z`` asked for
     only_a: int                         # samples only A gets right
     only_b: int                         # samples only B gets right
     p_value: float                      # exact one-sided McNemar: A better than B
 
 
+def tango_statistic(only_a: float, only_b: float, n: int, delta: float) -> float:
+    """Tango's (1998) score statistic for a paired difference ``delta`` (A's accuracy minus B's): the observed
+    ``only_a - only_b - n * delta`` over its standard error, with the share of samples only B gets right
+    estimated by maximum likelihood under ``delta``. Falls as ``delta`` rises."""
+    a2 = 2 * n
+    b2 = -only_a - only_b + (2 * n - only_a + only_b) * delta
+    c2 = -only_b * delta * (1 - delta)
+    only_b_share = (math.sqrt(max(0.0, b2 * b2 - 4 * a2 * c2)) - b2) / (2 * a2)
+    variance = n * (2 * only_b_share + delta * (1 - delta))
+    excess = only_a - only_b - n * delta
+    if variance <= 0.0:
+        return 0.0 if excess == 0 else math.copysign(math.inf, excess)
+    return excess / math.sqrt(variance)
+
+
+def tango_interval(only_a: float, only_b: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Tango's asymptotic score interval for a paired difference: every ``delta`` whose statistic lies within
+    ``±z`` (found by bisection; the statistic is monotone). Fagerland, Lydersen & Laake (2014) recommend it for
+    paired proportions; unlike a Wald or a Newcombe interval it keeps a width when nothing flipped."""
+    if n <= 0:
+        return -1.0, 1.0
+    estimate = (only_a - only_b) / n
+
+    def where(target: float, lo: float, hi: float) -> float:
+        for _ in range(100):   # 2^-100 of the range: far below any digit printed
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if tango_statistic(only_a, only_b, n, mid) > target else (lo, mid)
+        return (lo + hi) / 2
+    lower = -1.0 if tango_statistic(only_a, only_b, n, -1.0) <= z else where(z, -1.0, estimate)
+    upper = 1.0 if tango_statistic(only_a, only_b, n, 1.0) >= -z else where(-z, estimate, 1.0)
+    return lower, upper
+
+
+def paired_settle_at(only_a: int, only_b: int, n: int, limit: float, z: float = Z95,
+                     most: int = 10_000_000) -> int | None:
+    """Samples in all at which Tango's interval, the flips in the same shares, would no longer span ``limit``
+    (a paired difference as a fraction): solved on the interval itself, not scaled from its width (with no
+    flip the width falls as 1/n, not 1/sqrt(n)). None when no number up to ``most`` would."""
+    if n <= 0 or abs((only_a - only_b) / n - limit) <= 1e-12:
+        return None
+
+    def settled(total: int) -> bool:
+        lo, hi = tango_interval(only_a * total / n, only_b * total / n, total, z)
+        return lo > limit or hi <= limit
+    lo, hi = n, 2 * n
+    while not settled(hi):
+        lo, hi = hi, 2 * hi
+        if hi > most:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if settled(mid) else (mid, hi)
+    return hi
+
+
 def paired_difference(a_correct: np.ndarray, b_correct: np.ndarray, z: float = Z95) -> PairedDifference:
     """Accuracy of A minus accuracy of B on the same samples, with its interval and McNemar's exact test.
 
-    The interval is Newcombe's (1998) method 10 for paired proportions: Wilson intervals for each
-    accuracy, joined through the correlation of the two classifiers' hits. Unlike the Wald interval it
-    stays sound when no sample flips (0 of n is not "exactly 0 with certainty"). ``p_value`` is the
-    one-sided exact McNemar test that A is better: P(at least ``only_a`` of the ``only_a + only_b``
-    flips go A's way | each flip is a coin toss).
+    The interval is Tango's score interval for paired proportions (:func:`tango_interval`): it rests on the
+    samples only one of the two gets right, and stays sound when none flips (0 of n is not "exactly 0 with
+    certainty": with no flip in n samples the interval is about ±z²/(n + z²)). ``p_value`` is the one-sided
+    exact McNemar test that A is better: P(at least ``only_a`` of the ``only_a + only_b`` flips go A's way |
+    each flip is a coin toss).
     """
     a_correct, b_correct = np.asarray(a_correct, bool), np.asarray(b_correct, bool)
     n = len(a_correct)
-    both = int(np.sum(a_correct & b_correct))
     only_a = int(np.sum(a_correct & ~b_correct))
     only_b = int(np.sum(~a_correct & b_correct))
-    neither = n - both - only_a - only_b
     if n == 0:
         return PairedDifference(0, None, (-1.0, 1.0), 0, 0, 1.0)
-    p1, p2 = (both + only_a) / n, (both + only_b) / n
-    l1, u1 = wilson(both + only_a, n, z)
-    l2, u2 = wilson(both + only_b, n, z)
-    denominator = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
-    phi = (both * neither - only_a * only_b) / math.sqrt(denominator) if denominator else 0.0
-    lower = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
-    upper = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
-    diff = p1 - p2
-    return PairedDifference(n, diff, (max(-1.0, diff - lower), min(1.0, diff + upper)), only_a, only_b,
+    return PairedDifference(n, (only_a - only_b) / n, tango_interval(only_a, only_b, n, z), only_a, only_b,
                             binomial_sf(only_a, only_a + only_b, 0.5))
 
 

@@ -46,6 +46,28 @@ def test_one_flip_in_75_is_noise_and_a_real_loss_is_not():
     assert metrics.at_most(d.difference, d.interval, 0.01, 375).verdict == "failed"
 
 
+def test_tangos_interval_matches_the_published_worked_example():
+    """Fagerland, Lydersen & Laake, Statistical Analysis of Contingency Tables (CRC 2017), chapter 8, Cavo et al.
+    2012 (n11 59, n12 6, n21 16, n22 80): Tango's asymptotic score interval -0.0621 (95% CI -0.1240 to -0.0054),
+    as the book's own R package (contingencytables, tests/testthat/test-ch8.R) prints it."""
+    assert metrics.tango_interval(6, 16, 161) == (pytest.approx(-0.1240, abs=5e-5), pytest.approx(-0.0054, abs=5e-5))
+    lo, hi = metrics.tango_interval(16, 6, 161)                # the mirror image: A and B exchanged
+    assert (lo, hi) == (pytest.approx(0.0054, abs=5e-5), pytest.approx(0.1240, abs=5e-5))
+    a, b = _pairs(161, 6, 16, both_wrong=80)             # through paired_difference: A is the table's rows
+    d = metrics.paired_difference(a, b)
+    assert d.difference == pytest.approx(-10 / 161) and d.interval == metrics.tango_interval(6, 16, 161)
+
+
+def test_no_flip_keeps_a_width_that_falls_as_1_over_n():
+    """Newcombe's interval was about ±0 when nothing flipped (the two Wilson intervals cancel): 300 samples that
+    all agree 'settled' a 1-point limit. With no flip, Tango's reaches z²/(n + z²) either side."""
+    for n in (75, 300, 400, 2000):
+        a, b = _pairs(n, 0, 0, both_wrong=n // 10)
+        lo, hi = metrics.paired_difference(a, b).interval
+        assert hi == pytest.approx(metrics.Z95 ** 2 / (n + metrics.Z95 ** 2)) and lo == pytest.approx(-hi)
+    assert metrics.paired_settle_at(0, 0, 300, 0.01) == 381       # 1.96² x 99 = 380.3
+
+
 def test_no_flip_passes_only_with_enough_samples_and_says_how_many_would_do():
     a, b = _pairs(75, 0, 0, both_wrong=9)
     d = metrics.paired_difference(a, b)

@@ -370,6 +370,8 @@ def _judge_accuracy(float_scores: np.ndarray, int8_scores: np.ndarray, labels: n
                     paired.p_value, "", metrics.ChanceTest(int(float_ok.sum()), n, classes),
                     list(order.misordered))
     drop = metrics.at_most(paired.difference, (lo, hi), opts.max_accuracy_drop / 100, n)
+    if drop.verdict == "uncertain":   # solved on Tango's interval, the flips in the same shares
+        drop.settle_at = metrics.paired_settle_at(paired.only_a, paired.only_b, n, opts.max_accuracy_drop / 100)
     acc.verdict = drop.verdict
     numbers = (f"int8 top-1 {acc.int8_top1:.1%} vs float {acc.float_top1:.1%}, {acc.drop:+.1f} points lost (95% "
                f"interval {acc.drop_interval[0]:+.1f} to {acc.drop_interval[1]:+.1f}; {paired.only_a} sample(s) "

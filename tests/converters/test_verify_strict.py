@@ -25,17 +25,20 @@ def _scores(labels: np.ndarray, float_wrong: range, int8_wrong: range) -> tuple[
 
 
 LABELS = np.repeat(np.arange(10), 30)
-# 300 samples: both wrong on 20, only float right on 10, only int8 right on 1: 3.0 points lost, limit 1
-LOSS = _scores(LABELS, range(0, 21), [*range(0, 20), *range(21, 31)])
+# 300 samples: both wrong on 20, only float right on 11, only int8 right on 2: 3.0 points lost, limit 1
+LOSS = _scores(LABELS, range(0, 22), [*range(0, 20), *range(22, 33)])
 
 
 def test_an_uncertain_loss_past_the_limit_warns_by_default_and_fails_with_strict():
     v = verify(*LOSS, LABELS, QuantizeOptions(model="m.h5"), {"held_back": 300})
     assert v.accuracy_verdict == "uncertain" and v.accuracy_drop == 3.0 and v.passed
+    assert v.flips == {"float_only": 11, "int8_only": 2}
     lo, hi = v.accuracy_drop_interval
     assert lo < 1.0 < 3.0 < hi
-    settle = math.ceil(300 * ((3.0 - lo) / (3.0 - 1.0)) ** 2)   # the half facing the limit, shrunk as 1/sqrt(n)
-    assert settle == 357
+    # the number is solved on the interval: at 367 samples (the flips in the same shares) it clears the limit
+    settle = 367
+    assert metrics.tango_interval(11 * settle / 300, 2 * settle / 300, settle)[0] > 0.01
+    assert metrics.tango_interval(11 * (settle - 1) / 300, 2 * (settle - 1) / 300, settle - 1)[0] <= 0.01
     said = f"about {settle} labelled samples in all would settle it ({settle - 300} more: --samples, --eval)"
     assert [w for w in v.warnings if "cannot tell yet" in w and said in w] and not v.failures
     strict = verify(*LOSS, LABELS, QuantizeOptions(model="m.h5", strict=True), {"held_back": 300})
