@@ -358,8 +358,8 @@ def class_order(predicted: np.ndarray, labels: np.ndarray, classes: int, alpha: 
     confusion = _confusion(predicted, labels, classes)
     present = [int(k) for k in np.unique(np.asarray(labels, np.int64))]
     pairs = len(present) * (len(confusion) - 1)
-    candidates = sorted(((_move_p(confusion, i, j), i, j) for i in present for j in range(len(confusion))
-                         if j != i and confusion[i, j] > confusion[i, i]))
+    candidates = sorted((_move_p(confusion, i, j), i, j) for i in present for j in range(len(confusion))
+                        if j != i and confusion[i, j] > confusion[i, i])
     moves = set()
     for rank, (p, i, j) in enumerate(candidates):   # Holm: the r-th smallest p against alpha / (pairs - r)
         if p >= alpha / (pairs - rank):

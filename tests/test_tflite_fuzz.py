@@ -120,7 +120,7 @@ def test_a_clone_without_the_shared_test_data_fuzzes_built_models_and_says_what_
     here = Path(__file__).resolve()
     tests = [f"{here}::test_every_truncation_point_of_a_small_model", str(REPO / "tests" / "test_tflite_model.py")]
     proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=REPO,
-                          capture_output=True, text=True, timeout=300,
+                          capture_output=True, text=True, timeout=300, check=False,
                           env={**os.environ, "PYTHONPATH": str(REPO), "EDGEKIT_TESTDATA": str(tmp_path / "none")})
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
