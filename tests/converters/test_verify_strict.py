@@ -105,3 +105,22 @@ def test_strict_reaches_quantize_and_build_from_the_command_line(monkeypatch, tm
     (tmp_path / "m.tflite").write_bytes(fc_chain(2, 8))
     built = CliRunner().invoke(cli, ["build", str(tmp_path / "m.tflite"), "-o", str(tmp_path / "b"), "--strict"])
     assert built.exit_code == 2 and "--strict: for a Keras model" in built.stderr, built.output   # nothing to verify
+
+
+def test_a_one_way_confusion_is_a_note_and_a_swap_too_few_samples_show_is_a_warning():
+    """Issue 31: short of a misorder, what the class-order test found is said, never refused."""
+    labels = np.repeat(np.arange(10), 30)
+    predicted = labels.copy()
+    predicted[labels == 8] = 1                       # every 8 read as a 1, the 1s still 1s: a class it confuses
+    scores = np.eye(10)[predicted]
+    v = verify(scores, scores, labels, QuantizeOptions(model="m.h5"), {"held_back": 300}, [str(k) for k in range(10)])
+    assert v.passed and v.class_order == ()
+    assert [n for n in v.notes if n.startswith("label 8 ('8') is read as class 1 on 30 of 30 samples")
+            and "not misordered labels" in n]
+    few = np.repeat(np.arange(10), 8)
+    swapped = few.copy()
+    swapped[few == 3], swapped[few == 7] = 7, 3      # 8 of 8 each way: too few to show it after Holm's correction
+    scores = np.eye(10)[swapped]
+    v = verify(scores, scores, few, QuantizeOptions(model="m.h5"), {"held_back": 80})
+    assert v.class_order == () and [w for w in v.warnings if "label 3 and label 7 are read as one another's" in w
+                                    and "about 14 labelled samples per class would show it" in w]
