@@ -17,7 +17,7 @@ feeding a model trained on Keras-resized images through each of edgekit's filter
   :func:`edgekit.preprocess.pixels` as ``classify`` does;
 
 and prints, per seed, the float model's accuracy under each, the paired difference of each edgekit
-filter against the training resize (Newcombe interval, exact McNemar p), and how often the
+filter against the training resize (Tango's paired interval, exact McNemar p), and how often the
 predictions agree. Writes benchmarks/out/resize_filter.json.
 
     python benchmarks/resize_filter.py [--seeds N] [--train N] [--test N] [--epochs N] [--grid RxC] [--photos DIR]

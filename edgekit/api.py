@@ -417,9 +417,13 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
         if gate and gate.verdict == "failed":
             exc.measure, exc.value, exc.limit, exc.interval = ("map50_drop", gate.drop, gate.max_drop_points,
                                                                gate.drop_interval)
-        elif v.agreement_verdict == "failed":
+        elif v.agreement_verdict == "failed" or (v.agreement_verdict == "uncertain" and v.kept is not None
+                                                 and v.kept < v.min_agreement):   # --strict
             exc.measure, exc.value, exc.limit, exc.interval = ("detections_kept", v.kept, v.min_agreement,
                                                                v.kept_interval)
+        elif gate and gate.verdict == "uncertain":   # --strict: past the limit, the data not settled
+            exc.measure, exc.value, exc.limit, exc.interval = ("map50_drop", gate.drop, gate.max_drop_points,
+                                                               gate.drop_interval)
         return exc
     if v.accuracy_verdict == "failed":
         exc.measure, exc.value, exc.limit, exc.interval = ("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop,
@@ -431,6 +435,12 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
         exc.measure = "class_order"
     elif v.float_near_chance:
         exc.measure, exc.value, exc.limit = "float_top1", v.float_top1, v.chance.chance if v.chance else None
+    elif v.accuracy_verdict == "uncertain" and (v.accuracy_drop or 0.0) > v.max_accuracy_drop:   # --strict
+        exc.measure, exc.value, exc.limit, exc.interval = ("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop,
+                                                           v.accuracy_drop_interval)
+    elif v.agreement_verdict == "uncertain":   # --strict: the estimate below --min-agreement
+        exc.measure, exc.value, exc.limit, exc.interval = ("top1_agreement", v.top1_agreement, v.min_agreement,
+                                                           v.agreement_interval)
     return exc
 
 
@@ -444,13 +454,15 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
              input_size: Union[str, Tuple[int, int], None] = None, io: str = _cli("quantize", "io"),
              labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
              min_agreement: float = _cli("quantize", "min_agreement"),
-             max_accuracy_drop: float = _cli("quantize", "max_accuracy_drop"), no_verify: bool = False,
-             verbose: bool = False, show_progress: bool = False, report: Reporter = SILENT) -> QuantizeResult:
+             max_accuracy_drop: float = _cli("quantize", "max_accuracy_drop"), strict: bool = False,
+             no_verify: bool = False, verbose: bool = False, show_progress: bool = False,
+             report: Reporter = SILENT) -> QuantizeResult:
     """``edgekit quantize``: a Keras model to a verified full-int8 .tflite (needs TensorFlow).
 
     A failed verification raises :class:`~edgekit.errors.VerificationError` (exit 6) with ``.measure``,
     ``.value``, ``.limit`` and ``.interval``, and the kept output described by ``.result`` (a
-    :class:`QuantizeResult`).
+    :class:`QuantizeResult`). ``strict``: an uncertain verdict whose estimate is past its limit fails too
+    (``--strict``; by default it passes with a warning).
     """
     from edgekit.converters.preprocess_search import PreprocessingRefused
     from edgekit.converters.quantize import AgreementError, quantize as run_quantize

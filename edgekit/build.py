@@ -240,7 +240,8 @@ _KERAS_ONLY = {"calib": "--calib", "arch": "--arch", "custom_objects": "--custom
                "trust_model": "--trust-model", "output_name": "--output-name", "scaling": "--scaling",
                "resize": "--resize", "channels": "--channels", "input_size": "--input-size", "io": "--io",
                "samples": "--samples", "holdout": "--holdout", "seed": "--seed", "tfrecord_key": "--tfrecord-key",
-               "min_agreement": "--min-agreement", "max_accuracy_drop": "--max-accuracy-drop", "verify": "--no-verify"}
+               "min_agreement": "--min-agreement", "max_accuracy_drop": "--max-accuracy-drop", "strict": "--strict",
+               "verify": "--no-verify"}
 
 
 def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
@@ -490,7 +491,7 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                  std: Floats = None, resize: Optional[str] = None,
                  channels: Optional[str] = None, input_size: Union[str, Tuple[int, int], None] = None,
                  io: str = _cli("build", "io"), labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
-                 min_agreement: float = _cli("build", "min_agreement"), max_accuracy_drop: float = _cli("build", "max_accuracy_drop"), no_verify: bool = False,
+                 min_agreement: float = _cli("build", "min_agreement"), max_accuracy_drop: float = _cli("build", "max_accuracy_drop"), strict: bool = False, no_verify: bool = False,
                  verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = _cli("build", "timeout"),
                  no_compile: bool = False, via: Optional[str] = None, identity: Optional[PathLike] = None,
                  known_hosts: Optional[PathLike] = None, accept_new_host_key: bool = False,

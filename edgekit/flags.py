@@ -165,6 +165,8 @@ QUANTIZE = (
            help="With labelled data: fail (exit 6) when int8 top-1 accuracy is more than this many points "
            "below float's, beyond doubt (the whole 95% interval above it); when the data cannot tell, a "
            "warning if the estimate is above, else a note."),
+    option("--strict", type="flag", help="Fail (exit 6) also when the data cannot tell but the estimate is past "
+           "--min-agreement or --max-accuracy-drop (for CI); the message says how many samples would settle it."),
     option("--no-verify", type="flag", help="Skip comparing the int8 model with the float model."),
     option("--verbose", "-v", type="flag", help="Show TensorFlow's own log output."),
 )

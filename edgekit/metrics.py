@@ -116,38 +116,83 @@ class PairedDifference(Record):
 
     samples: int
     difference: Optional[float]         # None without samples
-    interval: Tuple[float, float]       # Newcombe's, at the ``z`` asked for
+    interval: Tuple[float, float]       # Tango's score interval, at the ``z`` asked for
     only_a: int                         # samples only A gets right
     only_b: int                         # samples only B gets right
     p_value: float                      # exact one-sided McNemar: A better than B
 
 
+def tango_statistic(only_a: float, only_b: float, n: int, delta: float) -> float:
+    """Tango's (1998) score statistic for a paired difference ``delta`` (A's accuracy minus B's): the observed
+    ``only_a - only_b - n * delta`` over its standard error, with the share of samples only B gets right
+    estimated by maximum likelihood under ``delta``. Falls as ``delta`` rises."""
+    a2 = 2 * n
+    b2 = -only_a - only_b + (2 * n - only_a + only_b) * delta
+    c2 = -only_b * delta * (1 - delta)
+    only_b_share = (math.sqrt(max(0.0, b2 * b2 - 4 * a2 * c2)) - b2) / (2 * a2)
+    variance = n * (2 * only_b_share + delta * (1 - delta))
+    excess = only_a - only_b - n * delta
+    if variance <= 0.0:
+        return 0.0 if excess == 0 else math.copysign(math.inf, excess)
+    return excess / math.sqrt(variance)
+
+
+def tango_interval(only_a: float, only_b: float, n: int, z: float = Z95) -> tuple[float, float]:
+    """Tango's asymptotic score interval for a paired difference: every ``delta`` whose statistic lies within
+    ``±z`` (found by bisection; the statistic is monotone). Fagerland, Lydersen & Laake (2014) recommend it for
+    paired proportions; unlike a Wald or a Newcombe interval it keeps a width when nothing flipped."""
+    if n <= 0:
+        return -1.0, 1.0
+    estimate = (only_a - only_b) / n
+
+    def where(target: float, lo: float, hi: float) -> float:
+        for _ in range(100):   # 2^-100 of the range: far below any digit printed
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if tango_statistic(only_a, only_b, n, mid) > target else (lo, mid)
+        return (lo + hi) / 2
+    lower = -1.0 if tango_statistic(only_a, only_b, n, -1.0) <= z else where(z, -1.0, estimate)
+    upper = 1.0 if tango_statistic(only_a, only_b, n, 1.0) >= -z else where(-z, estimate, 1.0)
+    return lower, upper
+
+
+def paired_settle_at(only_a: int, only_b: int, n: int, limit: float, z: float = Z95,
+                     most: int = 10_000_000) -> int | None:
+    """Samples in all at which Tango's interval, the flips in the same shares, would no longer span ``limit``
+    (a paired difference as a fraction): solved on the interval itself, not scaled from its width (with no
+    flip the width falls as 1/n, not 1/sqrt(n)). None when no number up to ``most`` would."""
+    if n <= 0 or abs((only_a - only_b) / n - limit) <= 1e-12:
+        return None
+
+    def settled(total: int) -> bool:
+        lo, hi = tango_interval(only_a * total / n, only_b * total / n, total, z)
+        return lo > limit or hi <= limit
+    lo, hi = n, 2 * n
+    while not settled(hi):
+        lo, hi = hi, 2 * hi
+        if hi > most:
+            return None
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if settled(mid) else (mid, hi)
+    return hi
+
+
 def paired_difference(a_correct: np.ndarray, b_correct: np.ndarray, z: float = Z95) -> PairedDifference:
     """Accuracy of A minus accuracy of B on the same samples, with its interval and McNemar's exact test.
 
-    The interval is Newcombe's (1998) method 10 for paired proportions: Wilson intervals for each
-    accuracy, joined through the correlation of the two classifiers' hits. Unlike the Wald interval it
-    stays sound when no sample flips (0 of n is not "exactly 0 with certainty"). ``p_value`` is the
-    one-sided exact McNemar test that A is better: P(at least ``only_a`` of the ``only_a + only_b``
-    flips go A's way | each flip is a coin toss).
+    The interval is Tango's score interval for paired proportions (:func:`tango_interval`): it rests on the
+    samples only one of the two gets right, and stays sound when none flips (0 of n is not "exactly 0 with
+    certainty": with no flip in n samples the interval is about ±z²/(n + z²)). ``p_value`` is the one-sided
+    exact McNemar test that A is better: P(at least ``only_a`` of the ``only_a + only_b`` flips go A's way |
+    each flip is a coin toss).
     """
     a_correct, b_correct = np.asarray(a_correct, bool), np.asarray(b_correct, bool)
     n = len(a_correct)
-    both = int(np.sum(a_correct & b_correct))
     only_a = int(np.sum(a_correct & ~b_correct))
     only_b = int(np.sum(~a_correct & b_correct))
-    neither = n - both - only_a - only_b
     if n == 0:
         return PairedDifference(0, None, (-1.0, 1.0), 0, 0, 1.0)
-    p1, p2 = (both + only_a) / n, (both + only_b) / n
-    l1, u1 = wilson(both + only_a, n, z)
-    l2, u2 = wilson(both + only_b, n, z)
-    denominator = (both + only_a) * (only_b + neither) * (both + only_b) * (only_a + neither)
-    phi = (both * neither - only_a * only_b) / math.sqrt(denominator) if denominator else 0.0
-    lower = math.sqrt(max(0.0, (p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2))
-    upper = math.sqrt(max(0.0, (u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2))
-    diff = p1 - p2
-    return PairedDifference(n, diff, (max(-1.0, diff - lower), min(1.0, diff + upper)), only_a, only_b,
+    return PairedDifference(n, (only_a - only_b) / n, tango_interval(only_a, only_b, n, z), only_a, only_b,
                             binomial_sf(only_a, only_a + only_b, 0.5))
 
 
@@ -177,6 +222,18 @@ def at_most(estimate: float, interval: tuple[float, float], limit: float, sample
                                                                                      abs(limit - estimate)))
 
 
+STRICT_FAILS = "--strict fails an uncertain verdict whose estimate is past the limit"
+
+
+def settle_hint(decision: Decision, what: str = "labelled samples", flags: str = "--samples, --eval") -> str:
+    """How many ``what`` would settle an uncertain ``decision``: computed from its interval (the half facing the
+    threshold shrinks as 1/sqrt(n)), for every uncertain line to say."""
+    if decision.settle_at is None:
+        return f"no number of {what} settles it while the estimate sits on the limit itself"
+    return (f"about {decision.settle_at:,} {what} in all would settle it "
+            f"({decision.settle_at - decision.samples:,} more: {flags})")
+
+
 def at_least(estimate: float, interval: tuple[float, float], limit: float, samples: int) -> Decision:
     """The mirror of :func:`at_most`: is a quantity at least ``limit``?"""
     flipped = at_most(-estimate, (-interval[1], -interval[0]), -limit, samples)
@@ -204,40 +261,124 @@ def agreement(float_scores: np.ndarray, int8_scores: np.ndarray) -> Agreement:
 
 
 # ------------------------------------------------------------------------------------------ class order
-def misordered_classes(predicted: np.ndarray, labels: np.ndarray, classes: int,
-                       alpha: float = CHANCE_ALPHA) -> list[dict[str, int]]:
-    """Labels the model consistently calls another class, where that class is free: evidence of misordering.
+@dataclass(frozen=True)
+class ClassOrder:
+    """What :func:`class_order` found in a confusion of labels and predictions.
 
-    Label k is mapped to class j (j != k) when the model predicts j for most of label k's samples, j
-    beats k by a sign test at ``alpha`` (the two counts, as a coin), label j's own samples are not
-    mostly predicted as j (else k is merely a class the model confuses with j: a weak class, not a
-    misorder), no other label maps to j, and every other label is mostly read as itself (a misorder is a
-    permutation of classes the model knows; labels read as arbitrary classes are a model that has not
-    learned). A partial swap, a shift or a reversal of the class order
-    all show up; a model that is only bad at a class, or at all of them, does not. Returns [{"label": k, "predicted": j, "count": c, "of": n_k}, ...].
-    """
+    ``misordered``: moves that close a cycle (labels permuted, refused); ``one_way``: moves that close none
+    (a class the model reads as another: a weak class, said as a note); ``unshown``: cycles the counts point
+    to that the data cannot show yet, with the images per class that would show them. Each move is
+    ``{"label": i, "predicted": j, "count": C[i, j], "of": images of label i}``."""
+
+    misordered: Tuple[dict, ...]
+    one_way: Tuple[dict, ...]
+    unshown: Tuple[dict, ...]           # {"labels": (i, j, ...), "per_class": n or None (no number would)}
+
+
+def _confusion(predicted: np.ndarray, labels: np.ndarray, classes: int) -> np.ndarray:
     predicted, labels = np.asarray(predicted, np.int64), np.asarray(labels, np.int64)
     width = max(classes, int(labels.max(initial=-1)) + 1, int(predicted.max(initial=-1)) + 1)
     confusion = np.zeros((width, width), np.int64)
     np.add.at(confusion, (labels, predicted), 1)
-    top = confusion.argmax(1)
-    found = []
-    for k in np.unique(labels):
-        k = int(k)
-        j = int(top[k])
-        n_k = int(confusion[k].sum())
-        if j == k or 2 * confusion[k, j] <= n_k:
-            continue
-        if binomial_sf(int(confusion[k, j]), int(confusion[k, j] + confusion[k, k]), 0.5) >= alpha:
-            continue
-        if confusion[j].sum() and top[j] == j:
-            continue
-        found.append({"label": k, "predicted": j, "count": int(confusion[k, j]), "of": n_k})
-    targets = [f["predicted"] for f in found]
-    found = [f for f in found if targets.count(f["predicted"]) == 1]
-    # every other label must be read as itself: the labels are then a permutation of classes the model
-    # knows (a model that has not learned reads labels as arbitrary classes, some of them consistently)
-    mapped = {f["label"] for f in found}
-    if any(int(top[k]) != k and int(k) not in mapped for k in np.unique(labels)):
-        return []
-    return found
+    return confusion
+
+
+def _move_p(confusion: np.ndarray, i: int, j: int) -> float:
+    """One-sided exact sign test: label i's images go to class j more often than they stay at i."""
+    return binomial_sf(int(confusion[i, j]), int(confusion[i, j] + confusion[i, i]), 0.5)
+
+
+def _in_cycles(edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
+    """The edges of ``edges`` that lie on a closed cycle (the edge's target reaches its source)."""
+    out: dict[int, set[int]] = {}
+    for i, j in edges:
+        out.setdefault(i, set()).add(j)
+
+    def reaches(start: int, goal: int) -> bool:
+        seen, todo = {start}, [start]
+        while todo:
+            for nxt in out.get(todo.pop(), ()):
+                if nxt == goal:
+                    return True
+                if nxt not in seen:
+                    seen.add(nxt)
+                    todo.append(nxt)
+        return False
+    return {(i, j) for i, j in edges if reaches(j, i)}
+
+
+def _cycles(edges: set[tuple[int, int]]) -> list[tuple[int, ...]]:
+    """The groups of labels the cycle edges join (each group sorted, groups in order)."""
+    groups: list[set[int]] = []
+    for i, j in sorted(edges):
+        touching = [g for g in groups if i in g or j in g]
+        merged = {i, j}.union(*touching)
+        groups = [g for g in groups if g not in touching] + [merged]
+    return sorted(tuple(sorted(g)) for g in groups)
+
+
+def _per_class_to_show(confusion: np.ndarray, moves: list[tuple[int, int]], level: float,
+                       limit: int = 100_000) -> int | None:
+    """Images per class at which every move of ``moves``, its shares as now, would pass a sign test at
+    ``level`` (the strictest step of the Holm correction): the largest such count over the moves."""
+    needed = 0
+    for i, j in moves:
+        n_i = int(confusion[i].sum())
+        pair_now = int(confusion[i, j] + confusion[i, i])
+        share, towards = pair_now / n_i, confusion[i, j] / pair_now
+
+        def shown(n: int, share: float = share, towards: float = towards) -> bool:
+            pair = round(share * n)
+            return binomial_sf(round(towards * pair), pair, 0.5) < level
+        lo, hi = n_i - 1, n_i
+        while not shown(hi):
+            lo, hi = hi, 2 * hi
+            if hi > limit:
+                return None
+        while hi - lo > 1:   # the least count shown (the test grows surer with n at fixed shares)
+            mid = (lo + hi) // 2
+            lo, hi = (lo, mid) if shown(mid) else (mid, hi)
+        needed = max(needed, hi)
+    return needed
+
+
+def class_order(predicted: np.ndarray, labels: np.ndarray, classes: int, alpha: float = CHANCE_ALPHA) -> ClassOrder:
+    """Labels the model reads as other classes, told apart from weak classes and bad models by cycles.
+
+    Label i *moves* to class j (j != i) when its images go to j significantly more often than they stay at i:
+    the exact one-sided sign test on C[i, j] against C[i, i], Holm-corrected at ``alpha`` over every (label,
+    class) pair, so that a model guessing at random moves nothing (at most ``alpha`` of the time). Swapped or
+    shifted labels are a permutation: their moves close cycles (3 -> 7 -> 3, or 0 -> 1 -> ... -> 0), and only
+    those are misordered. A class the model confuses with another (every 3 read as a 7 while 7s stay 7s), or a
+    model that collapses onto a few classes, moves one way and closes no cycle, whatever the other classes'
+    accuracy: said, never refused. Where each move of a cycle of the point counts (C[i, j] > C[i, i]) passes
+    the sign test alone at ``alpha`` but not all pass the correction, the cycle is ``unshown``: with the images
+    per class that would show it, were the shares the same.
+    """
+    confusion = _confusion(predicted, labels, classes)
+    present = [int(k) for k in np.unique(np.asarray(labels, np.int64))]
+    pairs = len(present) * (len(confusion) - 1)
+    candidates = sorted((_move_p(confusion, i, j), i, j) for i in present for j in range(len(confusion))
+                        if j != i and confusion[i, j] > confusion[i, i])
+    moves = set()
+    for rank, (p, i, j) in enumerate(candidates):   # Holm: the r-th smallest p against alpha / (pairs - r)
+        if p >= alpha / (pairs - rank):
+            break
+        moves.add((i, j))
+    cyclic = _in_cycles(moves)
+
+    def move(i: int, j: int) -> dict:
+        return {"label": i, "predicted": j, "count": int(confusion[i, j]), "of": int(confusion[i].sum())}
+    suggestive = {(i, j) for p, i, j in candidates if p < alpha}
+    pending = _in_cycles(suggestive) - cyclic
+    unshown = tuple({"labels": group, "per_class": _per_class_to_show(
+        confusion, sorted((i, j) for i, j in pending if i in group), alpha / pairs)} for group in _cycles(pending))
+    return ClassOrder(tuple(move(i, j) for i, j in sorted(cyclic)),
+                      tuple(move(i, j) for i, j in sorted(moves - cyclic)), unshown)
+
+
+def misordered_classes(predicted: np.ndarray, labels: np.ndarray, classes: int,
+                       alpha: float = CHANCE_ALPHA) -> list[dict[str, int]]:
+    """The moves of :func:`class_order` that close a cycle: labels permuted, evidence of misordering.
+    Returns [{"label": k, "predicted": j, "count": c, "of": n_k}, ...]."""
+    return list(class_order(predicted, labels, classes, alpha).misordered)

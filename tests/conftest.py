@@ -51,6 +51,45 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
                 item.add_marker(pytest.mark.skip(reason=reason))
 
 
+# ------------------------------------------------------------------ what the missing test data cost
+# A clone without ../shared/testdata (how anyone outside the team gets the project) runs every test that builds
+# its own models and skips the rest: the run ends saying how many were skipped for that, and why.
+_NO_TESTDATA_WORDS = ("EDGEKIT_TESTDATA", "real Coral test data not found")
+_skipped_for_testdata: list[str] = []
+
+
+def _skip_reason(report: pytest.TestReport) -> str:
+    longrepr = report.longrepr
+    return str(longrepr[2]) if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if report.skipped and not hasattr(report, "wasxfail"):
+        reason = _skip_reason(report)
+        # without the folder, a test parametrized over its models has an empty parameter set (pytest's reason)
+        empty = not TESTDATA.is_dir() and "got empty parameter set" in reason
+        if empty or str(TESTDATA) in reason or any(words in reason for words in _NO_TESTDATA_WORDS):
+            _skipped_for_testdata.append(report.nodeid)
+
+
+def testdata_summary(skipped: int) -> str | None:
+    """The run's last line when tests were skipped for the real Coral test data (None when none was)."""
+    if not skipped:
+        return None
+    where = "absent" if not TESTDATA.is_dir() else "incomplete"
+    return (f"{skipped} test{'s' if skipped != 1 else ''} skipped because the real Coral test data is {where}: "
+            f"{TESTDATA} (put it at ../shared/testdata or set EDGEKIT_TESTDATA)")
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_unconfigure(config: pytest.Config) -> None:
+    """After pytest's own summary line: the count of tests skipped for want of ../shared/testdata."""
+    line = testdata_summary(len(set(_skipped_for_testdata)))
+    reporter = config.pluginmanager.get_plugin("terminalreporter")
+    if line and reporter is not None:
+        reporter.write_line(line, yellow=True, bold=True)
+
+
 # ------------------------------------------------------------------ the digits CNN (needs TensorFlow)
 # Built once per session and shared: scikit-learn's digits as 32x32 RGB PNGs in class folders
 # (train/ and test/), the small CNN trained on train/ and saved as .h5 with its record, and its

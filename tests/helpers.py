@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import signal
 from pathlib import Path
 
 from edgekit.preprocess import spec_from_input_quantization
@@ -27,3 +28,14 @@ def make_bundle(target: Path, mean: tuple[float, ...] | None = None, std: tuple[
         reports=BundleReports(None, None))
     return build.write_bundle(target, {MODEL: shared_file(MODEL), COMPILED: shared_file(COMPILED),
                                        manifest.LABELS_NAME: shared_file("imagenet_labels.txt")}, doc)
+
+
+def default_stop_signals() -> None:
+    """``preexec_fn`` of a child a test stops with a signal: SIGINT, SIGTERM and SIGHUP at their default action.
+
+    A child inherits ignored signals: a suite started as ``nohup make test &`` (or by a CI runner that ignores
+    SIGINT) would start every child with SIGHUP (and SIGINT) ignored, and edgekit rightly leaves an ignored signal
+    ignored; a test that stops its child by a signal sets the dispositions it relies on in that child."""
+    for name in ("SIGINT", "SIGTERM", "SIGHUP"):
+        if hasattr(signal, name):
+            signal.signal(getattr(signal, name), signal.SIG_DFL)

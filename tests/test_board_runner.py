@@ -14,6 +14,7 @@ import pytest
 from edgekit.devices import backends, board_runner, remote
 from edgekit.devices.classifier import load_bundle
 from tests.conftest import REPO
+from tests.helpers import default_stop_signals
 
 SHIPPED = {rel: REPO / rel for rel in board_runner.SHIPPED_MODULES}
 THIRD_PARTY = {"numpy", "PIL", "tflite_runtime", "pycoral", "ai_edge_litert"}
@@ -347,6 +348,6 @@ def test_a_stop_while_a_copy_is_renamed_into_place_waits_for_the_renames():
               "print('renamed', flush=True)\ntry:\n    r._allow_stops(held)\n    print('not stopped', flush=True)\n"
               "finally:\n    print('cleaned up', flush=True)\n")
     proc = subprocess.run([str(TARGET_PYTHON), "-c", script, str(REPO)], capture_output=True, text=True, timeout=60,
-                          check=False)
+                          check=False, preexec_fn=default_stop_signals)
     assert proc.returncode == 143 and proc.stdout.split() == ["renamed", "cleaned", "up"], (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr

@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, shared_file
+from tests.helpers import default_stop_signals
 
 MODEL = "mobilenet_v1_0.25_128_quant.tflite"
 DOCUMENTED = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 129, 130, 143}
@@ -182,7 +183,7 @@ def test_a_full_stdout_is_one_line_and_exit_1(hostile):
 def test_sigterm_stops_a_run_with_its_documented_code(hostile):
     proc = subprocess.Popen([sys.executable, "-m", "edgekit", "benchmark", "-m", str(hostile / MODEL), "-n",
                              "100000000", "--warmup", "0", "-q"], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=default_stop_signals)
     time.sleep(3)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)

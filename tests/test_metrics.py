@@ -46,6 +46,28 @@ def test_one_flip_in_75_is_noise_and_a_real_loss_is_not():
     assert metrics.at_most(d.difference, d.interval, 0.01, 375).verdict == "failed"
 
 
+def test_tangos_interval_matches_the_published_worked_example():
+    """Fagerland, Lydersen & Laake, Statistical Analysis of Contingency Tables (CRC 2017), chapter 8, Cavo et al.
+    2012 (n11 59, n12 6, n21 16, n22 80): Tango's asymptotic score interval -0.0621 (95% CI -0.1240 to -0.0054),
+    as the book's own R package (contingencytables, tests/testthat/test-ch8.R) prints it."""
+    assert metrics.tango_interval(6, 16, 161) == (pytest.approx(-0.1240, abs=5e-5), pytest.approx(-0.0054, abs=5e-5))
+    lo, hi = metrics.tango_interval(16, 6, 161)                # the mirror image: A and B exchanged
+    assert (lo, hi) == (pytest.approx(0.0054, abs=5e-5), pytest.approx(0.1240, abs=5e-5))
+    a, b = _pairs(161, 6, 16, both_wrong=80)             # through paired_difference: A is the table's rows
+    d = metrics.paired_difference(a, b)
+    assert d.difference == pytest.approx(-10 / 161) and d.interval == metrics.tango_interval(6, 16, 161)
+
+
+def test_no_flip_keeps_a_width_that_falls_as_1_over_n():
+    """Newcombe's interval was about ±0 when nothing flipped (the two Wilson intervals cancel): 300 samples that
+    all agree 'settled' a 1-point limit. With no flip, Tango's reaches z²/(n + z²) either side."""
+    for n in (75, 300, 400, 2000):
+        a, b = _pairs(n, 0, 0, both_wrong=n // 10)
+        lo, hi = metrics.paired_difference(a, b).interval
+        assert hi == pytest.approx(metrics.Z95 ** 2 / (n + metrics.Z95 ** 2)) and lo == pytest.approx(-hi)
+    assert metrics.paired_settle_at(0, 0, 300, 0.01) == 381       # 1.96² x 99 = 380.3
+
+
 def test_no_flip_passes_only_with_enough_samples_and_says_how_many_would_do():
     a, b = _pairs(75, 0, 0, both_wrong=9)
     d = metrics.paired_difference(a, b)
@@ -82,3 +104,69 @@ def test_misordered_labels_are_found_and_a_weak_class_is_not():
     weak[labels == 3] = 7                                     # the model reads every 3 as a 7; 7s are still 7s
     assert metrics.misordered_classes(weak, labels, 10) == []
     assert metrics.misordered_classes(labels, labels, 10) == []
+
+
+def _predictions(confusion: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(predicted, labels) whose confusion matrix (rows: labels, columns: predictions) is ``confusion``."""
+    labels, predicted = [], []
+    for i, row in enumerate(confusion):
+        for j, count in enumerate(row):
+            labels += [i] * int(count)
+            predicted += [j] * int(count)
+    return np.array(predicted), np.array(labels)
+
+
+def _confusion(right: list[int], per_class: int = 30) -> np.ndarray:
+    """A 10-class confusion: label k read as itself ``right[k]`` times, the rest spread one by one over the
+    following classes (a mediocre model whose errors go nowhere in particular)."""
+    c = np.zeros((10, 10), int)
+    for k, r in enumerate(right):
+        c[k, k] = r
+        for e in range(per_class - r):
+            c[k, (k + 1 + e % 9) % 10] += 1
+    return c
+
+
+def test_a_swap_is_found_though_another_class_is_weak_and_a_weak_class_is_only_said():
+    """Issue 31: the old test gave up when any other class was read mostly as another (one class at 40%)."""
+    c = _confusion([27] * 10)
+    c[[3, 5]] = c[[5, 3]]                              # folders 3 and 5 swapped: label 3 holds 5s
+    c[8] = [0, 16, 0, 0, 0, 0, 0, 0, 12, 2]         # label 8: 12 of 30 right, 16 read as 1 (1s stay 1s)
+    order = metrics.class_order(*_predictions(c), 10)
+    assert [(m["label"], m["predicted"], m["count"], m["of"]) for m in order.misordered] == [(3, 5, 27, 30),
+                                                                                             (5, 3, 27, 30)]
+    assert order.one_way == () and order.unshown == ()   # 16 against 12 shows no move (not refused, not said)
+    assert metrics.misordered_classes(*_predictions(c), 10) == list(order.misordered)
+    c[8] = [0, 28, 0, 0, 0, 0, 0, 0, 2, 0]           # a class the model reads as another, one way: a note
+    order = metrics.class_order(*_predictions(c), 10)
+    assert [(m["label"], m["predicted"]) for m in order.misordered] == [(3, 5), (5, 3)]
+    assert [(m["label"], m["predicted"]) for m in order.one_way] == [(8, 1)]
+
+
+def test_a_merely_bad_model_is_not_misordered():
+    weak = _confusion([5] * 10)                       # 17% right, errors spread: bad, not permuted
+    assert metrics.class_order(*_predictions(weak), 10) == metrics.ClassOrder((), (), ())
+    collapsed = np.zeros((10, 10), int)
+    collapsed[:, 0] = 30                               # everything read as class 0: one-way moves, no cycle
+    order = metrics.class_order(*_predictions(collapsed), 10)
+    assert order.misordered == () and [m["label"] for m in order.one_way] == list(range(1, 10))
+    pairs = np.zeros((10, 10), int)                    # classes confused in pairs, each still read mostly right
+    for k in range(0, 10, 2):
+        pairs[k, k], pairs[k, k + 1], pairs[k + 1, k + 1], pairs[k + 1, k] = 16, 14, 16, 14
+    assert metrics.class_order(*_predictions(pairs), 10) == metrics.ClassOrder((), (), ())
+    rng = np.random.default_rng(31)                    # guessing models: never refused, never warned (1% each)
+    labels = np.repeat(np.arange(10), 30)
+    found = [metrics.class_order(rng.integers(0, 10, 300), labels, 10) for _ in range(100)]
+    assert sum(bool(o.misordered) + bool(o.unshown) for o in found) <= 3
+
+
+def test_a_shift_is_one_cycle_and_a_swap_on_too_few_samples_says_how_many_would_show_it():
+    labels = np.repeat(np.arange(10), 30)
+    assert len(metrics.class_order((labels + 1) % 10, labels, 10).misordered) == 10
+    few = np.repeat(np.arange(10), 8)
+    swapped = few.copy()
+    swapped[few == 3], swapped[few == 7] = 7, 3
+    order = metrics.class_order(swapped, few, 10)
+    # 8 of 8 each way: p = 0.5**8 = 0.004 alone, above Holm's 0.01 / 90; 14 of 14 (p = 6e-5) would show it
+    assert order.misordered == () and order.unshown == ({"labels": (3, 7), "per_class": 14},)
+    assert metrics.binomial_sf(14, 14, 0.5) < 0.01 / 90 <= metrics.binomial_sf(13, 13, 0.5)

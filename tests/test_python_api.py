@@ -153,6 +153,11 @@ def test_a_verification_failure_carries_its_measure_value_limit_and_interval():
                               "near_chance": True})
     err = api._with_numbers(VerificationError("the float model is no better than chance"), v)
     assert (err.measure, err.value, err.limit) == ("float_top1", 0.11, 0.1)
+    # strict=True (issue 31): an uncertain drop whose estimate is past the limit failed it: the drop is the measure
+    v = _verification(agreement_verdict="passed", accuracy_verdict="uncertain", labelled=True, float_top1=0.93,
+                      int8_top1=0.9, accuracy_drop=3.0, accuracy_drop_interval=[0.8, 5.5])
+    err = api._with_numbers(VerificationError("cannot tell yet"), v)
+    assert (err.measure, err.value, err.limit, err.interval) == ("accuracy_drop", 3.0, 1.0, (0.8, 5.5))
 
 
 def test_a_detector_verification_failure_carries_its_map50_drop():

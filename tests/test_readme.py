@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, shared_file
+from tests.helpers import default_stop_signals
 from tests.test_cli import one_error_line_with_its_fix
 from tests.test_light_install import light  # noqa: F401  (a fixture)
 
@@ -143,7 +144,7 @@ def _scenario(code: int, tmp: Path, light_run, request) -> subprocess.CompletedP
         env = {**os.environ, "PYTHONPATH": str(REPO), **_stand_in_compiler(tmp, SLEEP=30,
                                                                              CHILD_PID_FILE=tmp / "child.pid")}
         p = subprocess.Popen([sys.executable, "-m", "edgekit", "compile", "m.tflite"], cwd=tmp, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_stop_signals)
         for _ in range(600):
             if (tmp / "child.pid").exists() and (tmp / "child.pid").read_text():
                 break

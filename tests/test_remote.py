@@ -25,7 +25,7 @@ from edgekit.cli import cli
 from edgekit.devices import board_runner
 from edgekit.preprocess import spec_from_input_quantization
 from tests.conftest import REPO, SSHD, shared_file
-from tests.helpers import make_bundle
+from tests.helpers import default_stop_signals, make_bundle
 
 pytestmark = pytest.mark.remote
 
@@ -80,7 +80,8 @@ Match LocalPort {python3_port}
     if os.getuid() == 0:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation folder
     log = open(d / "sshd.log", "wb")
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stdout=log, stderr=log)
+    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stdout=log, stderr=log,
+                            preexec_fn=default_stop_signals)   # its sessions' runners are stopped by signals
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -916,7 +917,8 @@ def _start_unpack(sshd, remote_path: Path) -> tuple[subprocess.Popen, int]:
                               known_hosts=str(sshd.known_hosts), python=str(TARGET_PYTHON))
     before = set(_staging(remote_path))
     proc = subprocess.Popen(target.ssh_argv(target.python_command("unpack", str(remote_path))),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=default_stop_signals)
     member = tarfile.TarInfo("bundles/b/model.tflite")
     member.size = 1 << 20
     proc.stdin.write(remote._runner_source() + member.tobuf() + b"x" * 100_000)

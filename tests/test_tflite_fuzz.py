@@ -1,26 +1,44 @@
-"""Fuzz the .tflite reader with real models mutated by hypothesis: nothing but our error, no hang."""
+"""Fuzz the .tflite reader with models mutated by hypothesis: nothing but our error, no hang. The seeds are small
+models the tests build (always) and the real Coral models of ../shared/testdata (where present)."""
 
 from __future__ import annotations
 
 import signal
 import struct
 from contextlib import contextmanager
+from pathlib import Path
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from edgekit import tflite_model
 from edgekit.errors import InvalidModelError
+from tests import detection_models, tflite_builder
 from tests.conftest import TESTDATA
 
 SEEDS = ["split_concat.tflite", "keras_lstm_mnist_ptq.tflite", "mobilenet_v1_0.25_128_quant_edgetpu.tflite",
          "mobilenet_v1_0.25_128_quant.tflite"]
-SEED_BYTES = {name: (TESTDATA / name).read_bytes() for name in SEEDS if (TESTDATA / name).is_file()}
+
+
+def built_seeds() -> dict[str, bytes]:
+    """Small models the tests build themselves (a clone without ../shared/testdata fuzzes these): an int8 CNN,
+    a Dense chain, a chain the Edge TPU cuts, sliced detector heads and the TFLite_Detection_PostProcess
+    custom op with its flexbuffer options."""
+    anchors = np.array([[0.5, 0.5, 0.4, 0.4], [0.2, 0.2, 0.1, 0.1], [0.8, 0.8, 0.2, 0.2]])
+    return {"built:conv_chain": tflite_builder.conv_chain(2, channels=4, size=8),
+            "built:fc_chain": tflite_builder.fc_chain(3, 8),
+            "built:cut_chain": tflite_builder.cut_chain(5),
+            "built:slice_model": detection_models.slice_model((16, 16), [{"shape": [1, 6, 21]},
+                                                                         {"shape": [1, 21, 4], "float": True}]),
+            "built:postprocess": detection_models.postprocess_model((16, 16), anchors, 2)}
+
+
+SEED_BYTES = {**built_seeds(), **{name: (TESTDATA / name).read_bytes() for name in SEEDS
+                                  if (TESTDATA / name).is_file()}}
 PER_CASE_SECONDS = 2
 INTERESTING_U32 = [0, 1, 4, 0x7F, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFC]
-
-pytestmark = pytest.mark.skipif(not SEED_BYTES, reason=f"real Coral test data not found in {TESTDATA}")
 
 
 @contextmanager
@@ -77,8 +95,36 @@ def test_mutated_models_raise_only_our_error(data):
     parse_everything(data)
 
 
+def test_the_seeds_are_models_the_reader_reads():
+    """Every seed parses whole (a mutation of a model the reader already refuses tests little)."""
+    for name, data in SEED_BYTES.items():
+        assert tflite_model.ModelInfo.from_bytes(data).subgraphs, name
+
+
 @pytest.mark.parametrize("name", [n for n, b in sorted(SEED_BYTES.items()) if len(b) < 20_000])
 def test_every_truncation_point_of_a_small_model(name):
     data = SEED_BYTES[name]
     for n in range(len(data)):
         parse_everything(data[:n])
+
+
+def test_a_clone_without_the_shared_test_data_fuzzes_built_models_and_says_what_it_skipped(tmp_path):
+    """Issue 31: without ../shared/testdata the fuzzer had no seeds; now it fuzzes the built ones, and the run
+    ends with the number of tests skipped for want of the real models."""
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    here = Path(__file__).resolve()
+    tests = [f"{here}::test_every_truncation_point_of_a_small_model", str(REPO / "tests" / "test_tflite_model.py")]
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=REPO,
+                          capture_output=True, text=True, timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(REPO), "EDGEKIT_TESTDATA": str(tmp_path / "none")})
+    lines = proc.stdout.strip().splitlines()
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
+    assert int(lines[-2].split(" passed")[0].rsplit(" ", 1)[-1]) >= len(built_seeds())   # the built seeds ran
+    skipped = int(lines[-2].split(" skipped")[0].rsplit(" ", 1)[-1])
+    assert skipped and lines[-1] == (f"{skipped} tests skipped because the real Coral test data is absent: "
+                                     f"{tmp_path / 'none'} (put it at ../shared/testdata or set EDGEKIT_TESTDATA)")

@@ -132,7 +132,8 @@ def match(a: list[detection.Object], b: list[detection.Object], iou: float = MAT
 
 
 def verify_detector(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout: DetectionLayout,
-                    x: np.ndarray, min_agreement: float, sources: dict[str, int]) -> DetectionVerification:
+                    x: np.ndarray, min_agreement: float, sources: dict[str, int],
+                    strict: bool = False) -> DetectionVerification:
     """The verification block for a detector (the keys quantize's classifier block has that quantize reads:
     ``passed``, ``failures``, ``warnings``, ``mean_abs_diff``, ``class_order``)."""
     int8, quant = run_outputs(model_bytes, x)
@@ -162,12 +163,13 @@ def verify_detector(predict: Callable[[np.ndarray], Any], model_bytes: bytes, la
         return dataclasses.replace(block, warnings=(
             f"the float model detects nothing at conf {VERIFY_CONF:g} on {len(x)} samples: the int8 model's "
             "detections could not be compared (calibrate and verify on images with objects)",))
-    return _judge_kept(block, counts, len(x))
+    return _judge_kept(block, counts, len(x), strict)
 
 
-def _judge_kept(block: DetectionVerification, counts: np.ndarray, images: int) -> DetectionVerification:
+def _judge_kept(block: DetectionVerification, counts: np.ndarray, images: int,
+                strict: bool = False) -> DetectionVerification:
     """The share of the float model's detections int8 keeps, with a bootstrap interval over images, decided
-    against ``--min-agreement``."""
+    against ``--min-agreement`` (``strict``: an uncertain verdict whose estimate is below it fails)."""
     n_float, n_int8, matched, min_agreement = block.float_detections, block.int8_detections, block.matched, \
         block.min_agreement
     kept = matched / n_float
@@ -186,11 +188,14 @@ def _judge_kept(block: DetectionVerification, counts: np.ndarray, images: int) -
         failures.append(f"the int8 model keeps {kept:.1%} of the float model's {n_float} detections (same "
                         f"class, IoU >= {MATCH_IOU:g}; {span}), below --min-agreement {min_agreement:g}")
     elif decision.verdict == "uncertain":  # a warning only when the estimate itself is short (issue 24), else a note
-        (warnings if kept < min_agreement else notes).append(
-            f"cannot tell yet whether the int8 model keeps --min-agreement {min_agreement:g} of the float model's "
-            f"detections: {kept:.1%} ({span}); more samples would settle it")
+        line = (f"cannot tell yet whether the int8 model keeps --min-agreement {min_agreement:g} of the float "
+                f"model's detections: {kept:.1%} ({span}); " + metrics.settle_hint(decision, "images"))
+        if kept < min_agreement and strict:
+            failures.append(line + "; " + metrics.STRICT_FAILS)
+        else:
+            (warnings if kept < min_agreement else notes).append(line)
     return dataclasses.replace(block, kept=kept, kept_interval=interval, agreement_verdict=Decision(decision.verdict),
-                               extra_int8=(n_int8 - matched) / max(n_int8, 1), passed=decision.verdict != "failed",
+                               extra_int8=(n_int8 - matched) / max(n_int8, 1), passed=not failures,
                                failures=tuple(failures), warnings=tuple(warnings), notes=tuple(notes))
 
 
@@ -236,9 +241,9 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
                      f"{detection_eval.SCORER}, conf {conf:g}, {max_det} per image", tuple(str(n) for n in notes))
 
 
-def apply_map50_gate(v: DetectionVerification, gate: Map50Gate) -> DetectionVerification:
+def apply_map50_gate(v: DetectionVerification, gate: Map50Gate, strict: bool = False) -> DetectionVerification:
     """The verification block with the mAP50 gate folded in: a drop beyond ``--max-accuracy-drop`` for sure
-    fails it; an uncertain one is a warning (the estimate beyond the limit) or a note."""
+    fails it; an uncertain one is a warning (the estimate beyond the limit; ``strict``: a failure) or a note."""
     lo, hi = gate.drop_interval
     span = f"95% interval {100 * lo:+.1f} to {100 * hi:+.1f} points, paired bootstrap over {gate.images} images"
     v = dataclasses.replace(v, map50=gate)
@@ -247,8 +252,12 @@ def apply_map50_gate(v: DetectionVerification, gate: Map50Gate) -> DetectionVeri
             f"mAP50 drops from {100 * gate.float_map50:.1f} (float) to {100 * gate.int8_map50:.1f} (int8) on "
             f"--eval ({span}), more than --max-accuracy-drop {gate.max_drop_points:g}",))
     if gate.verdict == "uncertain":
+        settle = metrics.at_most(gate.drop, gate.drop_interval, gate.max_drop_points / 100, gate.images)
         line = (f"cannot tell yet whether the mAP50 drop ({100 * gate.drop:+.1f} points, {span}) is "
-                f"within --max-accuracy-drop {gate.max_drop_points:g}; more labelled images would settle it")
+                f"within --max-accuracy-drop {gate.max_drop_points:g}; "
+                + metrics.settle_hint(settle, "labelled images", "--eval"))
+        if 100 * gate.drop > gate.max_drop_points and strict:
+            return dataclasses.replace(v, passed=False, failures=v.failures + (line + "; " + metrics.STRICT_FAILS,))
         if 100 * gate.drop > gate.max_drop_points:
             return dataclasses.replace(v, warnings=v.warnings + (line,))
         return dataclasses.replace(v, notes=v.notes + (line,))

@@ -9,7 +9,7 @@ top-1 accuracy tells which one it was trained with. Each convention is a plain
 recorded is the one ``classify`` applies with no flags.
 
 The decision is paired: every convention runs on the same samples, so only the samples where two
-conventions differ in being right count (exact McNemar test; Newcombe's interval for the paired
+conventions differ in being right count (exact McNemar test; Tango's score interval for the paired
 difference, :mod:`edgekit.metrics`). A convention the best one is shown better than is out; a clear
 winner wins. Conventions the data cannot tell apart are a free choice when none of them could beat
 the one used (the model's own layer first, then the record, then the common prior :data:`PRIOR`) by
@@ -109,7 +109,7 @@ class Comparison:
     name: str
     against: str
     difference: float                 # top-1 of name minus top-1 of against
-    interval: tuple[float, float]     # two-sided 95% (Newcombe, paired)
+    interval: tuple[float, float]     # two-sided 95% (Tango, paired)
     upper_one_sided: float            # one-sided 95% upper bound of the difference
     only_name: int                    # samples only ``name`` gets right
     only_against: int                 # samples only ``against`` gets right

@@ -78,6 +78,7 @@ class QuantizeOptions:
     eval: str | None = None                       # labelled data verification uses too (besides calibration's)
     min_agreement: float = DEFAULT_MIN_AGREEMENT
     max_accuracy_drop: float = DEFAULT_MAX_ACCURACY_DROP
+    strict: bool = False                          # an uncertain verdict whose estimate is past its limit fails
     verify: bool = True
     verbose: bool = False
     show_progress: bool = True
@@ -279,13 +280,6 @@ def _points(value: float) -> float:
     return round(100 * value, 4)
 
 
-def _settle_hint(decision: metrics.Decision) -> str:
-    if decision.settle_at is None:
-        return "more labelled samples (--samples, --eval) would narrow the interval"
-    return (f"about {decision.settle_at:,} labelled samples in all would settle it "
-            f"({decision.settle_at - decision.samples:,} more: --samples, --eval)")
-
-
 @dataclass
 class _Findings:
     """What a verification found, sorted by weight: refusals, warnings (the estimate is beyond a limit), notes."""
@@ -293,6 +287,14 @@ class _Findings:
     failures: list[str] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+
+    def uncertain(self, line: str, past_limit: bool, strict: bool) -> None:
+        """An uncertain verdict's line: a failure under ``--strict`` when the estimate is past the limit (a CI run
+        that wants it settled), else a warning when it is past, a note when it is within."""
+        if past_limit and strict:
+            self.failures.append(f"{line}; {metrics.STRICT_FAILS}")
+        else:
+            (self.warnings if past_limit else self.notes).append(line)
 
 
 @dataclass
@@ -347,9 +349,9 @@ def _judge_agreement(n: int, top1: float, interval: tuple[float, float], opts: Q
         found.failures.append(f"int8 model agrees with the float model on {top1:.1%} (top-1; {span}), "
                               f"below --min-agreement {opts.min_agreement:g}")
     elif agree.verdict == "uncertain":  # a warning only when the estimate itself is below the limit
-        (found.warnings if top1 < opts.min_agreement else found.notes).append(
-            f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
-            f"{top1:.1%} ({span}) on {n} samples; " + _settle_hint(agree))
+        found.uncertain(f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
+                        f"{top1:.1%} ({span}) on {n} samples; " + metrics.settle_hint(agree, "samples"),
+                        top1 < opts.min_agreement, opts.strict)
     return agree.verdict
 
 
@@ -358,6 +360,7 @@ def _judge_accuracy(float_scores: np.ndarray, int8_scores: np.ndarray, labels: n
     """Accuracy on the labels: the paired drop against ``--max-accuracy-drop``, then the float model itself
     (classes it reads in another order, or no better than chance)."""
     n, classes = len(float_scores), float_scores.shape[1]
+    order = metrics.class_order(float_scores.argmax(1), labels, classes)
     float_ok = float_scores.argmax(1) == labels
     int8_ok = int8_scores.argmax(1) == labels
     paired = metrics.paired_difference(float_ok, int8_ok)
@@ -365,8 +368,10 @@ def _judge_accuracy(float_scores: np.ndarray, int8_scores: np.ndarray, labels: n
     acc = _Accuracy(float(np.mean(float_ok)), float(np.mean(int8_ok)), _points(paired.difference),
                     (_points(lo), _points(hi)), {"float_only": paired.only_a, "int8_only": paired.only_b},
                     paired.p_value, "", metrics.ChanceTest(int(float_ok.sum()), n, classes),
-                    metrics.misordered_classes(float_scores.argmax(1), labels, classes))
+                    list(order.misordered))
     drop = metrics.at_most(paired.difference, (lo, hi), opts.max_accuracy_drop / 100, n)
+    if drop.verdict == "uncertain":   # solved on Tango's interval, the flips in the same shares
+        drop.settle_at = metrics.paired_settle_at(paired.only_a, paired.only_b, n, opts.max_accuracy_drop / 100)
     acc.verdict = drop.verdict
     numbers = (f"int8 top-1 {acc.int8_top1:.1%} vs float {acc.float_top1:.1%}, {acc.drop:+.1f} points lost (95% "
                f"interval {acc.drop_interval[0]:+.1f} to {acc.drop_interval[1]:+.1f}; {paired.only_a} sample(s) "
@@ -375,10 +380,11 @@ def _judge_accuracy(float_scores: np.ndarray, int8_scores: np.ndarray, labels: n
         found.failures.append(f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
                               f"(McNemar p={paired.p_value:.2g})")
     elif drop.verdict == "uncertain":  # a warning only when the estimate itself is beyond the limit
-        (found.warnings if acc.drop > opts.max_accuracy_drop else found.notes).append(
-            f"cannot tell yet whether int8 loses more than --max-accuracy-drop {opts.max_accuracy_drop:g} "
-            f"points: {numbers} on {n} labelled samples; " + _settle_hint(drop))
+        found.uncertain(f"cannot tell yet whether int8 loses more than --max-accuracy-drop "
+                        f"{opts.max_accuracy_drop:g} points: {numbers} on {n} labelled samples; "
+                        + metrics.settle_hint(drop), acc.drop > opts.max_accuracy_drop, opts.strict)
     chance = acc.chance
+    _say_class_order(order, names, found)
     if acc.class_order:
         found.failures.append(preprocess_search.describe_misorder(acc.class_order, names))
     elif chance.near_chance:
@@ -386,6 +392,25 @@ def _judge_accuracy(float_scores: np.ndarray, int8_scores: np.ndarray, labels: n
                               f"labelled samples, {classes} classes: chance {chance.chance:.1%}, "
                               f"p={chance.p_value:.2g})")
     return acc
+
+
+def _say_class_order(order: metrics.ClassOrder, names: list[str] | None, found: _Findings) -> None:
+    """What the class-order test found short of a misorder: a class read one way as another (a note: the model
+    confuses it, the labels are not permuted), and swaps the counts point to that the data cannot show yet."""
+    def name(k: int) -> str:
+        return f"label {k} ({names[k]!r})" if names and k < len(names) else f"label {k}"
+
+    for m in order.one_way:
+        found.notes.append(f"{name(m['label'])} is read as class {m['predicted']} on {m['count']} of {m['of']} "
+                           f"samples, more often than as itself, while class {m['predicted']}'s own samples are "
+                           "not read as it: a class the model confuses, not misordered labels")
+    for cycle in order.unshown:
+        labels = " and ".join(name(k) for k in cycle["labels"])
+        settle = (f"about {cycle['per_class']:,} labelled samples per class would show it (--samples, --eval)"
+                  if cycle["per_class"] else "no sample size would show it at these shares")
+        found.warnings.append(f"the labels may not follow the model's class order: {labels} are read as one "
+                              f"another's classes more often than as their own, on too few samples to be sure; "
+                              + settle)
 
 
 # ------------------------------------------------------------------------------------------ main
@@ -758,11 +783,11 @@ def _verify_stage(run: _Run, p: _Prepared, c: _Converted) -> _Verified:
 
         with silenced(opts.verbose):
             verification = detector_verify.verify_detector(p.loaded.predict, c.model, c.layout, checked.x,
-                                                           opts.min_agreement, checked.sources)
+                                                           opts.min_agreement, checked.sources, opts.strict)
             if run.detection_eval_data:
                 verification = detector_verify.apply_map50_gate(verification, detector_verify.map50_gate(
                     p.loaded.predict, c.model, c.layout, p.spec, run.detection_eval_data, opts.max_accuracy_drop,
-                    run.labels))
+                    run.labels), opts.strict)
             int8_scores = run_int8(c.model, checked.x[:PROBE_SAMPLES])
     else:
         with silenced(opts.verbose):
@@ -846,13 +871,26 @@ def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result:
     raise AgreementError(
         f"on {v.checked.describe()}: " + "; ".join(verification.failures)
         + f"; mean |score difference| {verification.mean_abs_diff:.4f}", run.output,
-        preprocess_search.MISORDER_HINT if verification.class_order else
-        "check that --calib holds real images of what the detector finds, preprocessed like training (see "
-        "--scaling), or relax --min-agreement" if c.layout is not None else
-        "check that --calib holds real training images of the model's classes, preprocessed like training "
-        "(see --scaling), or relax --min-agreement / --max-accuracy-drop"
-        + ("; the advice above names the layers int8 loses most in" if any(
-            a.key == "worst_layers" for a in result.summary.advice) else ""), result)
+        _refusal_hint(verification, c.layout is not None, result), result)
+
+
+STRICT_HINT = ("give it more samples until the verdict settles (--samples, --eval: the line says how many), or "
+               "leave out --strict to pass an uncertain verdict with a warning")
+
+
+def _refusal_hint(verification: Verification | DetectionVerification, detector: bool, result: QuantizeResult) -> str:
+    """What to do about a failed verification: fix the labels' order, settle a --strict verdict, or the data."""
+    if verification.class_order:
+        return preprocess_search.MISORDER_HINT
+    if all(metrics.STRICT_FAILS in f for f in verification.failures):
+        return STRICT_HINT
+    if detector:
+        return ("check that --calib holds real images of what the detector finds, preprocessed like training (see "
+                "--scaling), or relax --min-agreement")
+    return ("check that --calib holds real training images of the model's classes, preprocessed like training "
+            "(see --scaling), or relax --min-agreement / --max-accuracy-drop"
+            + ("; the advice above names the layers int8 loses most in" if any(
+                a.key == "worst_layers" for a in result.summary.advice) else ""))
 
 
 def _gate_checks(check: compatibility.CheckReport) -> GateChecks:

@@ -178,7 +178,7 @@ class SourceModel(Record):
 
 @dataclass(frozen=True)
 class ConventionComparison(Record):
-    """A preprocessing convention against the chosen one on the same samples (paired, Newcombe and McNemar)."""
+    """A preprocessing convention against the chosen one on the same samples (paired, Tango and McNemar)."""
 
     convention: str
     against: str

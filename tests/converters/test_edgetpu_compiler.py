@@ -30,6 +30,7 @@ from edgekit.converters.compatibility import check_model
 from edgekit.errors import CompilerError, InputError, MissingDependencyError
 from edgekit.results.compile import CompilerOutput
 from tests.conftest import shared_file
+from tests.helpers import default_stop_signals
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "compiler"
 STANDIN = FIXTURES / "standin_edgetpu_compiler.py"
@@ -436,7 +437,8 @@ def test_a_stop_signal_stops_the_compiler_group_and_cleans_up(standin, model_cop
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
     p = subprocess.Popen([sys.executable, "-m", "edgekit", "compile", str(model_copy), "-o", str(out)],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                         preexec_fn=default_stop_signals)
     for _ in range(600):
         if pid_file.exists() and pid_file.read_text():
             break

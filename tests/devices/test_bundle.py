@@ -28,6 +28,7 @@ from edgekit.errors import InputError, UsageError
 from edgekit.preprocess import spec_from_input_quantization
 from tests.conftest import REPO, shared_file
 from tests.devices.test_classify import IMAGES
+from tests.helpers import default_stop_signals
 from tests.helpers import COMPILED, MODEL, SPEC, make_bundle
 
 @pytest.fixture()
@@ -331,7 +332,8 @@ def test_a_stop_signal_while_a_bundle_is_replaced_never_leaves_no_bundle(tmp_pat
     """Was (audit item 3c): SIGINT right after the old bundle was moved aside deleted it: nothing left at -o."""
     target = small_bundle(tmp_path / "bundle", b"old")
     p = subprocess.Popen([sys.executable, "-c", SWAP_WITH_THREADS, str(target)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)})
+                         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
+                         preexec_fn=default_stop_signals)
     assert p.stdout.readline().strip() == "aside"
     os.kill(p.pid, getattr(signal, signame))  # process-directed, as kill or a terminal's Ctrl-C
     out, err = p.communicate(timeout=30)
