@@ -298,7 +298,9 @@ def dequantize(q: np.ndarray, quant: Tuple[float, int]) -> np.ndarray:
 
 
 def quantized_threshold(value: float, quant: Tuple[float, int], dtype: Any) -> Optional[int]:
-    """The smallest integer whose dequantized value is ``>= value`` (None for a float tensor).
+    """The smallest integer whose dequantized value is ``>= value`` (None for a float tensor), clamped to the
+    dtype (its maximum + 1 when none is), computed in one step whatever the scale (a loop from ~1e44 hung
+    on a scale below ~1e-25).
 
     Dequantization ``scale * (q - zero_point)`` is increasing for a positive scale, so ``q >= t``
     keeps exactly the entries whose real value is ``>= value``: filtering before dequantizing is exact.
@@ -306,10 +308,15 @@ def quantized_threshold(value: float, quant: Tuple[float, int], dtype: Any) -> O
     scale, zero_point = quant
     if not scale or np.dtype(dtype).kind == "f" or scale <= 0:
         return None
-    t = int(math.ceil(value / float(scale) + int(zero_point) - 1e-9))
-    while float(scale) * (t - 1 - int(zero_point)) >= value:  # floating-point edge: the smallest such integer
+    scale, zero_point, value = float(scale), int(zero_point), float(value)
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    x = value / scale + zero_point   # the real threshold on the integer grid (inf for a tiny scale)
+    t = hi + 1 if not x < hi + 1 else lo if not x > lo else int(math.ceil(x))   # hi + 1 keeps nothing
+    # floating-point edges: the division and the dequantization round apart; one step settles either side
+    if t > lo and scale * (t - 1 - zero_point) >= value:
         t -= 1
-    while float(scale) * (t - int(zero_point)) < value:
+    elif t <= hi and scale * (t - zero_point) < value:
         t += 1
     return t
 

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from edgekit import detection
 from edgekit.detection import BBox, DetectionLayout, Geometry, Layout, Object
@@ -203,6 +205,28 @@ def test_quantized_threshold_is_exact():
         for conf in (0.0, 0.001, 0.25, 0.5, float(real[200]), 0.999):
             t = detection.quantized_threshold(conf, (scale, zp), np.int8)
             assert set(q[q >= t]) == set(q[real >= conf])
+
+
+_Q_DTYPES = (np.int8, np.uint8, np.int16)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(range(len(_Q_DTYPES))), zp_frac=st.floats(0, 1),
+       scale=st.one_of(st.floats(min_value=5e-324, max_value=1e-300), st.floats(min_value=1e-45, max_value=1e-20),
+                       st.floats(min_value=1e-6, max_value=1e3), st.sampled_from([5e-324, 1e-323, 2.5e-308])),
+       value=st.one_of(st.floats(-1e3, 1e3), st.floats(-1e-300, 1e-300), st.just(0.0)), on_grid=st.integers(-1, 70000))
+def test_quantized_threshold_is_exact_at_every_scale_and_dtype(kind, zp_frac, scale, value, on_grid):
+    """Against a brute-force reference over every integer of the dtype (a tiny scale hung the old loop)."""
+    dtype = _Q_DTYPES[kind]
+    info = np.iinfo(dtype)
+    q = np.arange(int(info.min), int(info.max) + 1, dtype=np.int64)
+    zp = int(info.min) + int(round(zp_frac * (int(info.max) - int(info.min))))
+    real = scale * (q - zp).astype(np.float64)
+    if 0 <= on_grid < len(q):   # a value exactly on the grid: the floating-point edge
+        value = float(real[on_grid])
+    t = detection.quantized_threshold(value, (scale, zp), dtype)
+    assert t is not None and int(info.min) <= t <= int(info.max) + 1
+    assert np.array_equal(q >= t, real >= value), (scale, zp, value, t)
 
 
 def test_nms_is_class_wise_and_capped():
