@@ -246,14 +246,14 @@ class Geometry:
         w, h = image_wh
         W, H = input_wh
         r = min(W / w, H / h)
-        new_w, new_h = int(round(w * r)), int(round(h * r))
+        new_w, new_h = _scaled(w, r), _scaled(h, r)
         dw, dh = (W - new_w) / 2.0, (H - new_h) / 2.0
         return cls((w, h), (W, H), (r, r), (int(round(dw - 0.1)), int(round(dh - 0.1))), True)
 
     @property
     def scaled_wh(self) -> Tuple[int, int]:
         if self.letterbox:
-            return int(round(self.image_wh[0] * self.gain[0])), int(round(self.image_wh[1] * self.gain[1]))
+            return _scaled(self.image_wh[0], self.gain[0]), _scaled(self.image_wh[1], self.gain[1])
         return self.input_wh
 
     def to_image(self, boxes: np.ndarray) -> np.ndarray:
@@ -278,6 +278,11 @@ class Geometry:
         canvas = Image.new(scaled.mode, self.input_wh, LETTERBOX_FILL if bands == 1 else (LETTERBOX_FILL,) * bands)
         canvas.paste(scaled, self.pad)
         return canvas
+
+
+def _scaled(side: int, gain: float) -> int:
+    """One side scaled and rounded, at least 1 pixel (a 4000x3 image's short side would round to 0)."""
+    return max(1, int(round(side * gain)))
 
 
 # ----------------------------------------------------------------------------------- math

@@ -248,6 +248,18 @@ def test_letterbox_geometry_round_trip():
     assert np.allclose(r.to_image(np.array([[16, 16, 32, 32]])), [[100, 50, 200, 100]])
 
 
+@pytest.mark.parametrize("size", [(3000, 1), (1, 3000), (5000, 7)])
+def test_a_very_tall_or_wide_image_keeps_a_pixel_when_letterboxed(tmp_path, size):
+    """The short side rounded to 0 and the image was called damaged; now it keeps 1 pixel and is detected."""
+    g = Geometry.letterboxed(size, (32, 32))
+    assert min(g.scaled_wh) == 1 and max(g.scaled_wh) == 32
+    model = tmp_path / "u.tflite"
+    model.write_bytes(with_ultralytics_metadata(slice_model(HW, [{"shape": [1, 6, N]}]), ["cat", "dog"], HW))
+    image = save_png(tmp_path / "long.png", np.full((size[1], size[0], 3), 128, np.uint8))
+    r = detect([str(image)], model)
+    assert not r.errors and r.results[0].width == size[0] and r.results[0].height == size[1]
+
+
 def test_records_round_trip():
     o = Object(3, 0.5, BBox(1, 2, 3, 4), "person")
     assert Object.from_dict(o.to_dict(10, 20)) == o
