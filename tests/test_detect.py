@@ -197,6 +197,80 @@ def test_ultralytics_metadata_gives_labels_letterbox_and_scaling(tmp_path):
     assert DetectionLayout.from_dict(json.loads(json.dumps(layout.to_dict()))) == layout
 
 
+def _zip_padded_model(tmp_path: Path, members: int) -> Path:
+    """A runnable letterboxed detector whose appended ZIP holds metadata.json then ``members`` deflated MiB of
+    zeros each (a 1.5 GB read for a file of about 2 MB)."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    zero = bytes(1 << 20)
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        z.writestr("metadata.json", json.dumps({"task": "detect", "version": "8.3.0", "names": ["cat", "dog"]}))
+        for i in range(members):
+            z.writestr(f"pad/{i}.bin", zero)
+    path = tmp_path / "padded.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]) + buf.getvalue())
+    return path
+
+
+def test_a_zip_of_many_large_members_appended_to_a_model_is_never_read_whole(tmp_path):
+    """Issue 31, security 1: 1,500 one-MiB members made detect use 1.6 GB. Now only metadata.json (the member
+    edgekit uses) is read, within the first 64 directory entries, and the rest is said."""
+    import tracemalloc
+
+    import edgekit
+    from edgekit.detection_layout import find_layout
+
+    model = _zip_padded_model(tmp_path, 1500)
+    assert model.stat().st_size < 8 << 20
+    image = str(save_png(tmp_path / "a.png", image_for(HW, [yolo_values()])))
+    peaks = {}
+    for what, call in (("layout", lambda: find_layout(model)),
+                       ("detect", lambda: detect([image], model)),
+                       ("open().detect", lambda: edgekit.open(model).detect(image)),
+                       ("inspect", lambda: edgekit.inspect(model))):
+        tracemalloc.start()
+        try:
+            result = call()
+            peaks[what] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        if what == "layout":
+            assert result.labels == ("cat", "dog") and result.letterbox
+            assert any("1437 of its 1501 entries not read" in s for s in result.source), result.source
+    assert max(peaks.values()) < 40 << 20, peaks   # 159 MB with 150 members before
+
+
+def test_a_packed_member_is_read_only_within_its_caps(tmp_path):
+    import io
+    import zipfile
+
+    from edgekit.packed_zip import read_packed
+
+    def packed(members, compression=zipfile.ZIP_DEFLATED):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression) as z:
+            for name, data in members:
+                z.writestr(name, data)
+        return b"TFL3-model-bytes" + buf.getvalue()
+
+    everything = lambda names: names  # noqa: E731
+    big = packed([("a.txt", b"x" * ((1 << 20) + 1)), ("b.txt", b"ok")])
+    got = read_packed(big, everything)
+    assert got.files == {"b.txt": b"ok"} and "a.txt: over 1 MiB" in got.skipped
+    stored = read_packed(packed([("a", b"1"), ("b", b"2")], zipfile.ZIP_STORED), lambda names: ["b"])
+    assert stored.files == {"b": b"2"} and stored.names == ["a", "b"] and stored.skipped is None
+    damaged = bytearray(packed([("m", b"hello" * 100)]))
+    damaged[damaged.index(b"PK\x03\x04") + 30 + 1 + 2] ^= 0xFF   # a byte of the deflated data
+    assert read_packed(bytes(damaged), everything).files == {}
+    assert read_packed(b"no zip here", everything).files == {}
+    deep = packed([("metadata.json", "[" * 200000 + "]" * 200000)])
+    from edgekit.detection_layout import appended_zip, ultralytics_metadata
+
+    assert ultralytics_metadata(appended_zip(deep)) is None   # RecursionError before: treated as no metadata
+
+
 # ------------------------------------------------------------------------------------ pure parts
 def test_quantized_threshold_is_exact():
     for scale, zp in ((0.003959, -128), (1 / 256, -128), (0.1, 3), (0.0187, -14)):
