@@ -27,3 +27,22 @@ def make_bundle(target: Path, mean: tuple[float, ...] | None = None, std: tuple[
         reports=BundleReports(None, None))
     return build.write_bundle(target, {MODEL: shared_file(MODEL), COMPILED: shared_file(COMPILED),
                                        manifest.LABELS_NAME: shared_file("imagenet_labels.txt")}, doc)
+
+
+def with_quantization(model: bytes, tensor: int, scale: float | None = None, zero_point: int | None = None) -> bytes:
+    """``model`` with the first scale and/or zero point of tensor ``tensor`` (main subgraph) overwritten in place,
+    as a damaged or hostile file would hold them."""
+    import struct
+
+    from edgekit.flatbuffer import _Reader
+
+    r = _Reader(model)
+    root = r.table(r.deref(0, "root table"), "model")
+    q = root.tables(2, "subgraphs")[0].tables(0, "tensors")[tensor].table(4, "quantization")
+    out = bytearray(model)
+    for slot, fmt, value in ((2, "f", scale), (3, "q", zero_point)):
+        if value is not None:
+            start, n = q.raw_vector(slot, struct.calcsize("<" + fmt), "quantization")
+            assert n, "the tensor has no such vector to overwrite"
+            struct.pack_into("<" + fmt, out, start, value)
+    return bytes(out)
