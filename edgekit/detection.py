@@ -519,18 +519,25 @@ def _decode_postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]
     """The postprocess op's outputs (NMS done in the model): its first ``count`` boxes scoring >= conf."""
     H, W = layout.input_hw
     get = lambda role: dequantize(np.asarray(outputs[layout.role(role)]), quant[layout.role(role)])  # noqa: E731
-    count = int(round(float(get("count").ravel()[0]))) if "count" in dict(layout.roles) else None
+    notes = []  # type: List[str]
     boxes = get("boxes").reshape(-1, 4)
     scores = get("scores").ravel()
     classes = get("classes").ravel()
-    n = min(len(scores), len(boxes), len(classes), count if count is not None else len(scores))
-    boxes, scores, classes = boxes[:max(n, 0)], scores[:max(n, 0)], classes[:max(n, 0)]
+    n = min(len(scores), len(boxes), len(classes))
+    if "count" in dict(layout.roles):
+        said = get("count").ravel()
+        count = float(said[0]) if said.size else math.nan
+        if math.isfinite(count):
+            n = min(n, max(int(round(count)), 0))
+        else:
+            notes.append("the model's detection count is {} (not a number of boxes): all {} rows read".format(
+                count, n))
+    boxes, scores, classes = boxes[:n], scores[:n], classes[:n]
     keep = scores >= conf
     yx = boxes[keep].clip(0.0, 1.0)
     xyxy = np.stack([yx[:, 1] * W, yx[:, 0] * H, yx[:, 3] * W, yx[:, 2] * H], axis=1) if len(yx) else \
         np.zeros((0, 4), np.float32)
-    return Candidates(xyxy.astype(np.float32), scores[keep], np.rint(classes[keep]).astype(np.int64), [],
-                      nms_done=True)
+    return Candidates(xyxy.astype(np.float32), scores[keep], np.rint(classes[keep]), notes, nms_done=True)
 
 
 def _kept(values_q: np.ndarray, q: Tuple[float, int], dtype: Any, conf: float) -> np.ndarray:
@@ -552,7 +559,7 @@ def _decode_end2end(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLay
     notes = []  # type: List[str]
     sel = dequantize(rows[_kept(rows[:, 4], q, rows.dtype, conf)], q)
     box = _in_pixels(sel[:, :4], layout, notes)
-    return Candidates(box, sel[:, 4], np.rint(sel[:, 5]).astype(np.int64), notes, nms_done=True)
+    return Candidates(box, sel[:, 4], np.rint(sel[:, 5]), notes, nms_done=True)   # class ids checked in _sane
 
 
 def _decode_one_tensor(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLayout, conf: float) -> Candidates:
@@ -635,14 +642,58 @@ def postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layou
                 max_det: int = DEFAULT_MAX_DET, labels: Optional[Dict[int, str]] = None
                 ) -> Tuple[List[Object], List[str]]:
     """Raw outputs → the objects found, in original-image pixels, best first; and notes on what was decided."""
-    cand = decode(outputs, quant, layout, conf)
-    if cand.nms_done:
-        order = np.argsort(-cand.scores, kind="stable")[:max(max_det, 0)]
-    else:
-        order = nms(cand.boxes, cand.scores, cand.classes, iou, max_det)
-    boxes = geometry.to_image(cand.boxes[order]) if len(order) else np.zeros((0, 4))
+    with np.errstate(all="ignore"):   # hostile float outputs (NaN, inf) are dropped below, never warned about raw
+        cand, dropped = _sane(decode(outputs, quant, layout, conf), layout.num_classes)
+        if cand.nms_done:
+            order = np.argsort(-cand.scores, kind="stable")[:max(max_det, 0)]
+        else:
+            order = nms(cand.boxes, cand.scores, cand.classes, iou, max_det)
+        boxes = geometry.to_image(cand.boxes[order]) if len(order) else np.zeros((0, 4))
     names = labels or {}
     objects = [Object(int(cand.classes[i]), float(cand.scores[i]), BBox(*(float(v) for v in box)),
                       names.get(int(cand.classes[i])))
                for i, box in zip(order, boxes)]
-    return objects, cand.notes
+    return objects, cand.notes + ([dropped] if dropped else [])
+
+
+class Dropped(str):
+    """The note on the candidates that could not be detections: ``dropped`` of them (a NaN or infinite
+    coordinate or score, a class id outside the model's classes) and ``ordered`` boxes whose corners came
+    inverted. A detector sums them over its images into one note (:meth:`total`)."""
+
+    dropped = ordered = num_classes = 0
+
+    def __new__(cls, dropped: int, ordered: int, num_classes: int) -> "Dropped":
+        parts = []
+        if dropped:
+            parts.append("{} candidate detection{} dropped: a NaN or infinite box or score, or a class id outside "
+                         "the model's {}".format(dropped, "" if dropped == 1 else "s",
+                                                 "{} classes".format(num_classes) if num_classes else "classes"))
+        if ordered:
+            parts.append("{} box{} with inverted corners ordered".format(ordered, "" if ordered == 1 else "es"))
+        self = str.__new__(cls, "; ".join(parts) + " (the model's raw outputs)")
+        self.dropped, self.ordered, self.num_classes = dropped, ordered, num_classes
+        return self
+
+    @classmethod
+    def total(cls, notes: Sequence["Dropped"]) -> "Dropped":
+        return cls(sum(n.dropped for n in notes), sum(n.ordered for n in notes), notes[0].num_classes)
+
+
+UNKNOWN_CLASSES_LIMIT = 1 << 31   # class ids kept where the model does not say how many classes it has
+
+
+def _sane(c: Candidates, num_classes: int) -> Tuple[Candidates, Optional[Dropped]]:
+    """``c`` without what cannot be a detection (NaN or infinite values, class ids that are not one of the model's
+    ``num_classes``: below :data:`UNKNOWN_CLASSES_LIMIT` when 0) and with inverted corners ordered; and the note saying so, if any."""
+    boxes = np.asarray(c.boxes, np.float64).reshape(-1, 4)
+    scores = np.asarray(c.scores, np.float64).ravel()
+    ids = np.asarray(c.classes, np.float64).ravel()
+    ok = np.isfinite(boxes).all(axis=1) & np.isfinite(scores) & np.isfinite(ids) & (ids >= 0) \
+        & (ids < (num_classes if num_classes > 0 else UNKNOWN_CLASSES_LIMIT))
+    boxes, scores, ids = boxes[ok], scores[ok], ids[ok]
+    inverted = int(((boxes[:, 0] > boxes[:, 2]) | (boxes[:, 1] > boxes[:, 3])).sum())
+    boxes = np.concatenate([np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])], axis=1)
+    dropped = int(len(ok) - ok.sum())
+    note = Dropped(dropped, inverted, num_classes) if dropped or inverted else None
+    return Candidates(boxes, scores, ids.astype(np.int64), c.notes, c.nms_done), note

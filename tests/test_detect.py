@@ -103,6 +103,62 @@ def test_postprocess_op_both_orders(tmp_path, order):
     assert boxes_of(r) == [(0, 0.9, (9.6, 9.6, 22.4, 22.4)), (1, 0.6, (4.8, 4.8, 8.0, 8.0))]
 
 
+def _hostile_outputs(monkeypatch, change):
+    """The interpreter's outputs for each image, changed by ``change`` (a list of arrays -> a list of arrays) as
+    a damaged or hostile model's could be: the real pipeline after the interpreter runs on them."""
+    from edgekit.devices.detector import Detector
+
+    infer = Detector.infer
+    monkeypatch.setattr(Detector, "infer", lambda self, tensor: (change(infer(self, tensor)[0]), 1.0))
+
+
+def test_boxes_that_cannot_be_boxes_are_dropped_or_ordered_with_one_note(tmp_path, monkeypatch):
+    """Issue 31: NaN, infinite and inverted boxes, NaN scores and class ids like -2^63 passed through with numpy's
+    raw RuntimeWarning, and --save then failed (exit 70)."""
+    import warnings
+
+    rows = np.zeros((1, 10, 6), np.float32)
+    rows[0, 0] = [0.1, 0.2, 0.5, 0.6, 0.9, 1]       # sound
+    rows[0, 1] = [0.5, 0.6, 0.1, 0.2, 0.8, 0]       # inverted corners: ordered
+    rows[0, 2] = [np.nan, 0.2, 0.5, 0.6, 0.7, 0]    # NaN coordinate
+    rows[0, 3] = [0.1, np.inf, 0.5, 0.6, 0.7, 0]    # infinite coordinate
+    rows[0, 4] = [0.1, 0.2, 0.5, 0.6, np.nan, 0]    # NaN score
+    rows[0, 5] = [0.1, 0.2, 0.5, 0.6, 0.7, -2.0 ** 63]
+    rows[0, 6] = [0.1, 0.2, 0.5, 0.6, 0.7, np.nan]  # NaN class
+    rows[0, 7] = [0.1, 0.2, 0.5, 0.6, 0.7, 1e30]
+    _hostile_outputs(monkeypatch, lambda outs: [rows])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # numpy's RuntimeWarning reached stderr before
+        r = run(tmp_path, slice_model(HW, [{"shape": [1, 10, 6]}]), [np.zeros((10, 6))], save=tmp_path / "out")
+    assert r.layout.kind == Layout.END2END and not r.errors
+    assert boxes_of(r) == [(1, 0.9, (3.2, 6.4, 16.0, 19.2)), (0, 0.8, (3.2, 6.4, 16.0, 19.2))]
+    assert [n for n in r.notes if "dropped" in n] == [
+        "5 candidate detections dropped: a NaN or infinite box or score, or a class id outside the model's classes; "
+        "1 box with inverted corners ordered (the model's raw outputs)"]
+    assert (tmp_path / "out" / "m.png").is_file()
+
+
+def test_a_postprocess_count_that_is_no_number_reads_every_row(tmp_path, monkeypatch):
+    anchors = np.array([[0.5, 0.5, 0.4, 0.4], [0.2, 0.2, 0.1, 0.1], [0.8, 0.8, 0.2, 0.2]])
+    cls = np.array([[0, 0.9, 0.1], [0, 0.1, 0.6], [0, 0.05, 0.02]])
+
+    def nan_count(outs):
+        return [np.full_like(o, np.nan) if o.size == 1 else o for o in outs]
+
+    _hostile_outputs(monkeypatch, nan_count)
+    r = run(tmp_path, postprocess_model(HW, anchors, 2), [np.zeros((3, 4)), cls])
+    assert boxes_of(r) == [(0, 0.9, (9.6, 9.6, 22.4, 22.4)), (1, 0.6, (4.8, 4.8, 8.0, 8.0))]
+    assert any("detection count is nan (not a number of boxes): all 10 rows read" in n for n in r.notes), r.notes
+
+
+def test_a_split_head_whose_score_rows_differ_from_its_box_rows_is_exit_3(tmp_path, monkeypatch):
+    b, s = dfl_values(3, False)
+    _hostile_outputs(monkeypatch, lambda outs: [outs[0], outs[1][:, :-1]])
+    model = slice_model(HW, [{"shape": [1, N, 64]}, {"shape": [1, N, 3]}], input_scale=0.1, input_zp=0)
+    with pytest.raises(InputError, match="outputs do not fit the split-dfl layout: split head: 21 box rows but 20"):
+        run(tmp_path, model, [b, s], input_scale=0.1, input_zp=0)
+
+
 def dfl_values(nc: int, transposed: bool):
     """Boxes: anchor 0 (stride 8, centre (4, 4)) with sides 1, 2, 3, 4 bins; anchor 20 (stride 32) class 1."""
     boxes = np.zeros((N, 64))
