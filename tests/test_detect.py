@@ -159,6 +159,46 @@ def test_a_split_head_whose_score_rows_differ_from_its_box_rows_is_exit_3(tmp_pa
         run(tmp_path, model, [b, s], input_scale=0.1, input_zp=0)
 
 
+def _cli(*args: str, cwd: Path) -> "subprocess.CompletedProcess":
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_")}, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "edgekit", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_save_into_a_folder_holding_an_input_is_refused_before_any_work(tmp_path):
+    """Issue 31: it stopped after part of the run (exit 2) with a hint naming -o, which detect does not have."""
+    (tmp_path / "m.tflite").write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]))
+    pixels = image_for(HW, [yolo_values()])
+    save_png(tmp_path / "a.png", pixels)
+    (tmp_path / "imgs").mkdir()
+    save_png(tmp_path / "imgs" / "b.png", pixels)
+    proc = _cli("detect", "a.png", "imgs/b.png", "-m", "m.tflite", "--save", "imgs", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith("error: --save imgs holds the input image imgs/b.png")
+    assert "-o" not in proc.stderr and sorted(p.name for p in (tmp_path / "imgs").iterdir()) == ["b.png"]
+
+
+def test_save_writes_name_2_on_a_clash_and_never_replaces_a_file(tmp_path):
+    """Two inputs named alike, and a file of that name already in the folder: name-2, name-3, the file kept."""
+    (tmp_path / "m.tflite").write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]))
+    pixels = image_for(HW, [yolo_values()])
+    for d in ("x", "y"):
+        (tmp_path / d).mkdir()
+        save_png(tmp_path / d / "a.png", pixels)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a.png").write_bytes(b"a file of the user's")
+    proc = _cli("detect", "x/a.png", "y/a.png", "-m", "m.tflite", "--save", "out", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a-2.png", "a-3.png", "a.png"]
+    assert (tmp_path / "out" / "a.png").read_bytes() == b"a file of the user's"
+
+
 def dfl_values(nc: int, transposed: bool):
     """Boxes: anchor 0 (stride 8, centre (4, 4)) with sides 1, 2, 3, 4 bins; anchor 20 (stride 32) class 1."""
     boxes = np.zeros((N, 64))
