@@ -685,7 +685,8 @@ UNKNOWN_CLASSES_LIMIT = 1 << 31   # class ids kept where the model does not say 
 
 def _sane(c: Candidates, num_classes: int) -> Tuple[Candidates, Optional[Dropped]]:
     """``c`` without what cannot be a detection (NaN or infinite values, class ids that are not one of the model's
-    ``num_classes``: below :data:`UNKNOWN_CLASSES_LIMIT` when 0) and with inverted corners ordered; and the note saying so, if any."""
+    ``num_classes``: below :data:`UNKNOWN_CLASSES_LIMIT` when 0) and with inverted corners ordered; and the note
+    saying so, if any."""
     boxes = np.asarray(c.boxes, np.float64).reshape(-1, 4)
     scores = np.asarray(c.scores, np.float64).ravel()
     ids = np.asarray(c.classes, np.float64).ravel()

@@ -240,7 +240,8 @@ class Detector:
         except ValueError as exc:   # the outputs do not fit the layout (a split head's rows, shapes)
             raise InputError("{}: its outputs do not fit the {} layout: {}".format(
                 self.name, self.layout.kind.value, exc),
-                "the model is damaged or not the detector it claims; name another with --layout if it fits one") from None
+                "the model is damaged or not the detector it claims; name another with --layout if it fits one"
+            ) from None
         return objects, ms, (time.perf_counter() - start) * 1000.0, notes
 
     def run(self, images: List[str], conf: float = detection.DEFAULT_CONF, iou: float = detection.DEFAULT_IOU,
