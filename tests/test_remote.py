@@ -1065,8 +1065,8 @@ def test_a_board_detect_answer_is_checked_against_what_was_sent(change, says):
     from edgekit.devices import board_protocol
     from edgekit.detection import DetectionLayout, Layout
 
-    asked = {"conf": 0.25, "iou": 0.45, "max_det": 100, "layout": json.loads(json.dumps(
-        DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict()))}
+    asked = board_protocol.DetectAsked(0.25, 0.45, 100, json.loads(json.dumps(
+        DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict())))
     sound = board_protocol.read_detect(_board_detect_answer(), "u@board", "hint", {"000000.png"}, asked)
     assert sound["results"][0]["objects"][0]["id"] == 1
     with pytest.raises(board_protocol.MalformedAnswer) as caught:

@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Dict, Optional, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Optional, TypedDict, Union
 
 from edgekit.errors import DeviceError
 
@@ -290,7 +290,16 @@ def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: i
     return doc
 
 
-def read_detect(data: bytes, destination: str, hint: str, sent: set[str], asked: dict[str, Any]) -> DetectDocument:
+class DetectAsked(NamedTuple):
+    """What the host asked a board's detect to run with (``layout``: the document sent)."""
+
+    conf: float
+    iou: float
+    max_det: int
+    layout: LayoutDoc
+
+
+def read_detect(data: bytes, destination: str, hint: str, sent: set[str], asked: DetectAsked) -> DetectDocument:
     """A detect document naming only images that were sent, each once, that ran what was ``asked`` (its ``conf``,
     ``iou``, ``max_det`` and ``layout``, the document sent): at most ``max_det`` objects an image, each scoring at
     least ``conf``, of one of the layout's classes, its box inside its image."""
@@ -305,25 +314,26 @@ def read_detect(data: bytes, destination: str, hint: str, sent: set[str], asked:
 _SLACK = 0.01   # pixels: boxes are clipped to the image, then rounded to 2 decimals; scores to 6
 
 
-def _not_asked(doc: DetectDocument, asked: dict[str, Any]) -> str | None:
+def _not_asked(doc: DetectDocument, asked: DetectAsked) -> str | None:
     """What in the board's detect document differs from what was asked (None when nothing does)."""
-    for key in ("conf", "iou", "max_det"):
-        if doc[key] != asked[key]:  # type: ignore[literal-required]
-            return f"it ran with {key} {doc[key]!r}, not the {asked[key]!r} sent"  # type: ignore[literal-required]
-    if json.dumps(doc["layout"], sort_keys=True) != json.dumps(asked["layout"], sort_keys=True):
+    for key, said, sent in (("conf", doc["conf"], asked.conf), ("iou", doc["iou"], asked.iou),
+                            ("max_det", doc["max_det"], asked.max_det)):
+        if said != sent:
+            return f"it ran with {key} {said!r}, not the {sent!r} sent"
+    if json.dumps(doc["layout"], sort_keys=True) != json.dumps(asked.layout, sort_keys=True):
         return f"it decoded another layout ({shown(str(doc['layout'].get('kind')))}) than the one sent"
-    classes = int(asked["layout"]["num_classes"])
+    classes = int(asked.layout["num_classes"])
     for r in doc["results"]:
-        if len(r["objects"]) > asked["max_det"]:
-            return f"more than --max-det {asked['max_det']} objects for an image"
+        if len(r["objects"]) > asked.max_det:
+            return f"more than --max-det {asked.max_det} objects for an image"
         for o in r["objects"]:
             b = o["bbox"]
             if not (-_SLACK <= b["xmin"] <= b["xmax"] <= r["width"] + _SLACK
                     and -_SLACK <= b["ymin"] <= b["ymax"] <= r["height"] + _SLACK):
                 corners = [b["xmin"], b["ymin"], b["xmax"], b["ymax"]]
                 return f"a box {corners} outside its {r['width']}x{r['height']} image"
-            if o["score"] < asked["conf"] - 1e-6:
-                return f"a score {o['score']!r} below the --conf {asked['conf']!r} sent"
+            if o["score"] < asked.conf - 1e-6:
+                return f"a score {o['score']!r} below the --conf {asked.conf!r} sent"
             if o["id"] < 0 or (classes > 0 and o["id"] >= classes):
                 return f"class id {o['id']} is not one of the model's {classes} classes"
     return None

@@ -560,7 +560,7 @@ def detect(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, p
     sent_layout = json.dumps(found.to_dict())
     args = ["--device", _device_arg(device), f"--conf={conf!r}", f"--iou={iou!r}", f"--max-det={max_det}",
             "--layout-json", sent_layout]
-    asked = {"conf": conf, "iou": iou, "max_det": max_det, "layout": json.loads(sent_layout)}
+    asked = board_protocol.DetectAsked(conf, iou, max_det, json.loads(sent_layout))
     from edgekit.devices.detector import DetectReport
 
     return DetectReport.from_dict(_send_images(
