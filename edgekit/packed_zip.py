@@ -89,7 +89,9 @@ def _directory(f: IO[bytes], size: int) -> Union[None, str, Tuple[List[_Entry], 
     at = tail.rfind(_EOCD)
     if at < 0 or len(tail) - at < _EOCD_SIZE:
         return None
-    disk, cd_disk, n_disk, n_total, cd_size, cd_offset, _ = struct.unpack_from("<HHHHIIH", tail, at + 4)
+    disk, cd_disk, n_disk, n_total, cd_size, cd_offset, comment = struct.unpack_from("<HHHHIIH", tail, at + 4)
+    if at + _EOCD_SIZE + comment != len(tail):   # the record and its comment end the file, or it is no archive
+        return None
     if n_total in _ZIP64 or cd_size in _ZIP64 or cd_offset in _ZIP64 or disk or cd_disk or n_disk != n_total:
         return "a ZIP64 or split archive, not read"
     cd_start = size - tail_len + at - cd_size
@@ -108,6 +110,8 @@ def _directory(f: IO[bytes], size: int) -> Union[None, str, Tuple[List[_Entry], 
         name = raw[pos + _CENTRAL_SIZE:end].decode("utf-8" if flags & 0x800 else "cp437", "replace")
         entries.append(_Entry(name, flags, method, crc, csize, usize, prefix + local))
         pos = end + n_extra + n_comment
+    if not entries:   # the bytes only looked like an end record: no archive
+        return None
     left = n_total - len(entries)
     return entries, ("{} of its {} entries not read (edgekit reads at most {} in {} KiB)".format(
         left, n_total, MAX_ENTRIES, MAX_DIRECTORY >> 10) if left > 0 else None)

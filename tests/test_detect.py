@@ -361,6 +361,10 @@ def test_a_packed_member_is_read_only_within_its_caps(tmp_path):
     damaged[damaged.index(b"PK\x03\x04") + 30 + 1 + 2] ^= 0xFF   # a byte of the deflated data
     assert read_packed(bytes(damaged), everything).files == {}
     assert read_packed(b"no zip here", everything).files == {}
+    import struct
+
+    lookalike = b"TFL3" + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 3, 3, 0, 0, 0)   # no archive behind it
+    assert read_packed(lookalike, everything).skipped is None   # not "3 of its 3 entries not read"
     deep = packed([("metadata.json", "[" * 200000 + "]" * 200000)])
     from edgekit.detection_layout import appended_zip, ultralytics_metadata
 
