@@ -519,7 +519,6 @@ def _decode_postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]
     """The postprocess op's outputs (NMS done in the model): its first ``count`` boxes scoring >= conf."""
     H, W = layout.input_hw
     get = lambda role: dequantize(np.asarray(outputs[layout.role(role)]), quant[layout.role(role)])  # noqa: E731
-    notes = []  # type: List[str]
     boxes = get("boxes").reshape(-1, 4)
     scores = get("scores").ravel()
     classes = get("classes").ravel()
@@ -527,17 +526,15 @@ def _decode_postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]
     if "count" in dict(layout.roles):
         said = get("count").ravel()
         count = float(said[0]) if said.size else math.nan
-        if math.isfinite(count):
-            n = min(n, max(int(round(count)), 0))
-        else:
-            notes.append("the model's detection count is {} (not a number of boxes): all {} rows read".format(
-                count, n))
+        if not math.isfinite(count):   # the rows past the count are the op's uninitialized memory: none is read
+            raise ValueError("its detection count is {}, not a number of boxes".format(count))
+        n = min(n, max(int(round(count)), 0))
     boxes, scores, classes = boxes[:n], scores[:n], classes[:n]
     keep = scores >= conf
     yx = boxes[keep].clip(0.0, 1.0)
     xyxy = np.stack([yx[:, 1] * W, yx[:, 0] * H, yx[:, 3] * W, yx[:, 2] * H], axis=1) if len(yx) else \
         np.zeros((0, 4), np.float32)
-    return Candidates(xyxy.astype(np.float32), scores[keep], np.rint(classes[keep]), notes, nms_done=True)
+    return Candidates(xyxy.astype(np.float32), scores[keep], np.rint(classes[keep]), [], nms_done=True)
 
 
 def _kept(values_q: np.ndarray, q: Tuple[float, int], dtype: Any, conf: float) -> np.ndarray:

@@ -138,7 +138,9 @@ def test_boxes_that_cannot_be_boxes_are_dropped_or_ordered_with_one_note(tmp_pat
     assert (tmp_path / "out" / "m.png").is_file()
 
 
-def test_a_postprocess_count_that_is_no_number_reads_every_row(tmp_path, monkeypatch):
+def test_a_postprocess_count_that_is_no_number_is_exit_3(tmp_path, monkeypatch):
+    """The rows past the count are the op's uninitialized memory (reading them all found scores of 1e34): a count
+    of NaN or inf is refused, not read."""
     anchors = np.array([[0.5, 0.5, 0.4, 0.4], [0.2, 0.2, 0.1, 0.1], [0.8, 0.8, 0.2, 0.2]])
     cls = np.array([[0, 0.9, 0.1], [0, 0.1, 0.6], [0, 0.05, 0.02]])
 
@@ -146,9 +148,10 @@ def test_a_postprocess_count_that_is_no_number_reads_every_row(tmp_path, monkeyp
         return [np.full_like(o, np.nan) if o.size == 1 else o for o in outs]
 
     _hostile_outputs(monkeypatch, nan_count)
-    r = run(tmp_path, postprocess_model(HW, anchors, 2), [np.zeros((3, 4)), cls])
-    assert boxes_of(r) == [(0, 0.9, (9.6, 9.6, 22.4, 22.4)), (1, 0.6, (4.8, 4.8, 8.0, 8.0))]
-    assert any("detection count is nan (not a number of boxes): all 10 rows read" in n for n in r.notes), r.notes
+    with pytest.raises(InputError, match="outputs do not fit the postprocess layout: its detection count is nan, "
+                                         "not a number of boxes") as caught:
+        run(tmp_path, postprocess_model(HW, anchors, 2), [np.zeros((3, 4)), cls])
+    assert caught.value.exit_code == 3
 
 
 def test_a_split_head_whose_score_rows_differ_from_its_box_rows_is_exit_3(tmp_path, monkeypatch):
