@@ -246,14 +246,14 @@ class Geometry:
         w, h = image_wh
         W, H = input_wh
         r = min(W / w, H / h)
-        new_w, new_h = int(round(w * r)), int(round(h * r))
+        new_w, new_h = _scaled(w, r), _scaled(h, r)
         dw, dh = (W - new_w) / 2.0, (H - new_h) / 2.0
         return cls((w, h), (W, H), (r, r), (int(round(dw - 0.1)), int(round(dh - 0.1))), True)
 
     @property
     def scaled_wh(self) -> Tuple[int, int]:
         if self.letterbox:
-            return int(round(self.image_wh[0] * self.gain[0])), int(round(self.image_wh[1] * self.gain[1]))
+            return _scaled(self.image_wh[0], self.gain[0]), _scaled(self.image_wh[1], self.gain[1])
         return self.input_wh
 
     def to_image(self, boxes: np.ndarray) -> np.ndarray:
@@ -280,6 +280,11 @@ class Geometry:
         return canvas
 
 
+def _scaled(side: int, gain: float) -> int:
+    """One side scaled and rounded, at least 1 pixel (a 4000x3 image's short side would round to 0)."""
+    return max(1, int(round(side * gain)))
+
+
 # ----------------------------------------------------------------------------------- math
 def sigmoid(x: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-np.clip(x, -80, 80)))
@@ -298,7 +303,9 @@ def dequantize(q: np.ndarray, quant: Tuple[float, int]) -> np.ndarray:
 
 
 def quantized_threshold(value: float, quant: Tuple[float, int], dtype: Any) -> Optional[int]:
-    """The smallest integer whose dequantized value is ``>= value`` (None for a float tensor).
+    """The smallest integer whose dequantized value is ``>= value`` (None for a float tensor), clamped to the
+    dtype (its maximum + 1 when none is), computed in one step whatever the scale (a loop from ~1e44 hung
+    on a scale below ~1e-25).
 
     Dequantization ``scale * (q - zero_point)`` is increasing for a positive scale, so ``q >= t``
     keeps exactly the entries whose real value is ``>= value``: filtering before dequantizing is exact.
@@ -306,10 +313,15 @@ def quantized_threshold(value: float, quant: Tuple[float, int], dtype: Any) -> O
     scale, zero_point = quant
     if not scale or np.dtype(dtype).kind == "f" or scale <= 0:
         return None
-    t = int(math.ceil(value / float(scale) + int(zero_point) - 1e-9))
-    while float(scale) * (t - 1 - int(zero_point)) >= value:  # floating-point edge: the smallest such integer
+    scale, zero_point, value = float(scale), int(zero_point), float(value)
+    info = np.iinfo(dtype)
+    lo, hi = int(info.min), int(info.max)
+    x = value / scale + zero_point   # the real threshold on the integer grid (inf for a tiny scale)
+    t = hi + 1 if not x < hi + 1 else lo if not x > lo else int(math.ceil(x))   # hi + 1 keeps nothing
+    # floating-point edges: the division and the dequantization round apart; one step settles either side
+    if t > lo and scale * (t - 1 - zero_point) >= value:
         t -= 1
-    while float(scale) * (t - int(zero_point)) < value:
+    elif t <= hi and scale * (t - zero_point) < value:
         t += 1
     return t
 
@@ -507,18 +519,22 @@ def _decode_postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]
     """The postprocess op's outputs (NMS done in the model): its first ``count`` boxes scoring >= conf."""
     H, W = layout.input_hw
     get = lambda role: dequantize(np.asarray(outputs[layout.role(role)]), quant[layout.role(role)])  # noqa: E731
-    count = int(round(float(get("count").ravel()[0]))) if "count" in dict(layout.roles) else None
     boxes = get("boxes").reshape(-1, 4)
     scores = get("scores").ravel()
     classes = get("classes").ravel()
-    n = min(len(scores), len(boxes), len(classes), count if count is not None else len(scores))
-    boxes, scores, classes = boxes[:max(n, 0)], scores[:max(n, 0)], classes[:max(n, 0)]
+    n = min(len(scores), len(boxes), len(classes))
+    if "count" in dict(layout.roles):
+        said = get("count").ravel()
+        count = float(said[0]) if said.size else math.nan
+        if not math.isfinite(count):   # the rows past the count are the op's uninitialized memory: none is read
+            raise ValueError("its detection count is {}, not a number of boxes".format(count))
+        n = min(n, max(int(round(count)), 0))
+    boxes, scores, classes = boxes[:n], scores[:n], classes[:n]
     keep = scores >= conf
     yx = boxes[keep].clip(0.0, 1.0)
     xyxy = np.stack([yx[:, 1] * W, yx[:, 0] * H, yx[:, 3] * W, yx[:, 2] * H], axis=1) if len(yx) else \
         np.zeros((0, 4), np.float32)
-    return Candidates(xyxy.astype(np.float32), scores[keep], np.rint(classes[keep]).astype(np.int64), [],
-                      nms_done=True)
+    return Candidates(xyxy.astype(np.float32), scores[keep], np.rint(classes[keep]), [], nms_done=True)
 
 
 def _kept(values_q: np.ndarray, q: Tuple[float, int], dtype: Any, conf: float) -> np.ndarray:
@@ -540,7 +556,7 @@ def _decode_end2end(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLay
     notes = []  # type: List[str]
     sel = dequantize(rows[_kept(rows[:, 4], q, rows.dtype, conf)], q)
     box = _in_pixels(sel[:, :4], layout, notes)
-    return Candidates(box, sel[:, 4], np.rint(sel[:, 5]).astype(np.int64), notes, nms_done=True)
+    return Candidates(box, sel[:, 4], np.rint(sel[:, 5]), notes, nms_done=True)   # class ids checked in _sane
 
 
 def _decode_one_tensor(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLayout, conf: float) -> Candidates:
@@ -623,14 +639,59 @@ def postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layou
                 max_det: int = DEFAULT_MAX_DET, labels: Optional[Dict[int, str]] = None
                 ) -> Tuple[List[Object], List[str]]:
     """Raw outputs → the objects found, in original-image pixels, best first; and notes on what was decided."""
-    cand = decode(outputs, quant, layout, conf)
-    if cand.nms_done:
-        order = np.argsort(-cand.scores, kind="stable")[:max(max_det, 0)]
-    else:
-        order = nms(cand.boxes, cand.scores, cand.classes, iou, max_det)
-    boxes = geometry.to_image(cand.boxes[order]) if len(order) else np.zeros((0, 4))
+    with np.errstate(all="ignore"):   # hostile float outputs (NaN, inf) are dropped below, never warned about raw
+        cand, dropped = _sane(decode(outputs, quant, layout, conf), layout.num_classes)
+        if cand.nms_done:
+            order = np.argsort(-cand.scores, kind="stable")[:max(max_det, 0)]
+        else:
+            order = nms(cand.boxes, cand.scores, cand.classes, iou, max_det)
+        boxes = geometry.to_image(cand.boxes[order]) if len(order) else np.zeros((0, 4))
     names = labels or {}
     objects = [Object(int(cand.classes[i]), float(cand.scores[i]), BBox(*(float(v) for v in box)),
                       names.get(int(cand.classes[i])))
                for i, box in zip(order, boxes)]
-    return objects, cand.notes
+    return objects, cand.notes + ([dropped] if dropped else [])
+
+
+class Dropped(str):
+    """The note on the candidates that could not be detections: ``dropped`` of them (a NaN or infinite
+    coordinate or score, a class id outside the model's classes) and ``ordered`` boxes whose corners came
+    inverted. A detector sums them over its images into one note (:meth:`total`)."""
+
+    dropped = ordered = num_classes = 0
+
+    def __new__(cls, dropped: int, ordered: int, num_classes: int) -> "Dropped":
+        parts = []
+        if dropped:
+            parts.append("{} candidate detection{} dropped: a NaN or infinite box or score, or a class id outside "
+                         "the model's {}".format(dropped, "" if dropped == 1 else "s",
+                                                 "{} classes".format(num_classes) if num_classes else "classes"))
+        if ordered:
+            parts.append("{} box{} with inverted corners ordered".format(ordered, "" if ordered == 1 else "es"))
+        self = str.__new__(cls, "; ".join(parts) + " (the model's raw outputs)")
+        self.dropped, self.ordered, self.num_classes = dropped, ordered, num_classes
+        return self
+
+    @classmethod
+    def total(cls, notes: Sequence["Dropped"]) -> "Dropped":
+        return cls(sum(n.dropped for n in notes), sum(n.ordered for n in notes), notes[0].num_classes)
+
+
+UNKNOWN_CLASSES_LIMIT = 1 << 31   # class ids kept where the model does not say how many classes it has
+
+
+def _sane(c: Candidates, num_classes: int) -> Tuple[Candidates, Optional[Dropped]]:
+    """``c`` without what cannot be a detection (NaN or infinite values, class ids that are not one of the model's
+    ``num_classes``: below :data:`UNKNOWN_CLASSES_LIMIT` when 0) and with inverted corners ordered; and the note
+    saying so, if any."""
+    boxes = np.asarray(c.boxes, np.float64).reshape(-1, 4)
+    scores = np.asarray(c.scores, np.float64).ravel()
+    ids = np.asarray(c.classes, np.float64).ravel()
+    ok = np.isfinite(boxes).all(axis=1) & np.isfinite(scores) & np.isfinite(ids) & (ids >= 0) \
+        & (ids < (num_classes if num_classes > 0 else UNKNOWN_CLASSES_LIMIT))
+    boxes, scores, ids = boxes[ok], scores[ok], ids[ok]
+    inverted = int(((boxes[:, 0] > boxes[:, 2]) | (boxes[:, 1] > boxes[:, 3])).sum())
+    boxes = np.concatenate([np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])], axis=1)
+    dropped = int(len(ok) - ok.sum())
+    note = Dropped(dropped, inverted, num_classes) if dropped or inverted else None
+    return Candidates(boxes, scores, ids.astype(np.int64), c.notes, c.nms_done), note

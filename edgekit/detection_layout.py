@@ -23,15 +23,14 @@ metadata; for float outputs without either it is decided per image from the valu
 
 from __future__ import annotations
 
-import io
 import json
 import os
-import zipfile
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
 
 from edgekit.detection import LAYOUT_HELP, DetectionLayout, Layout, anchor_count
 from edgekit.errors import InputError
+from edgekit.packed_zip import Packed, read_packed
 
 if TYPE_CHECKING:
     from edgekit.detection import LayoutDoc
@@ -56,15 +55,21 @@ class AmbiguousLayoutError(InputError):
 
 
 # ------------------------------------------------------------------------------------ readers
+def packed_files(model: str | os.PathLike | bytes) -> Packed:
+    """The small files packed after a model's flatbuffer (a path, or its bytes) as a ZIP that edgekit reads
+    (Ultralytics' metadata.json, TFLite metadata's label map): only those, with :mod:`edgekit.packed_zip`'s caps
+    on the number and size of what is read."""
+    return read_packed(model, _members_read)
+
+
+def _members_read(names: Sequence[str]) -> List[str]:
+    texts = [n for n in names if n.lower().endswith(".txt")]
+    return ["metadata.json", "labelmap.txt", "labels.txt"] + (texts if len(texts) == 1 else [])
+
+
 def appended_zip(model: str | os.PathLike | bytes) -> Dict[str, bytes]:
-    """The small files packed after a model's flatbuffer (a path, or its bytes) as a ZIP (Ultralytics'
-    metadata.json, TFLite metadata's label maps): {name: bytes}; {} when there is none. Members over 1 MB are
-    skipped."""
-    try:
-        with zipfile.ZipFile(io.BytesIO(model) if isinstance(model, bytes) else str(model)) as z:
-            return {i.filename: z.read(i) for i in z.infolist() if i.file_size <= 1 << 20 and not i.is_dir()}
-    except (zipfile.BadZipFile, OSError, ValueError, NotImplementedError, RuntimeError, EOFError):
-        return {}
+    """{name: bytes} of :func:`packed_files`; {} when there is none."""
+    return packed_files(model).files
 
 
 @dataclass(frozen=True)
@@ -84,7 +89,7 @@ def ultralytics_metadata(files: Dict[str, bytes]) -> Optional[UltralyticsMetadat
         return None
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError):
+    except (ValueError, UnicodeDecodeError, RecursionError):   # a deeply nested document: no metadata
         return None
     if not isinstance(doc, dict):
         return None
@@ -200,7 +205,10 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
     outputs = [g.tensors[i] for i in g.outputs]
     input_hw = _image_input(name, [g.tensors[i] for i in g.inputs])
     recorded_letterbox, recorded_layout = _read_record(record)
-    said = _what_the_file_says(name, appended_zip(model_path), recorded_letterbox, record_labels)
+    packed = packed_files(model_path)
+    said = _what_the_file_says(name, packed.files, recorded_letterbox, record_labels)
+    if packed.skipped:
+        said.source.append("the ZIP packed after the model: " + packed.skipped)
     base = _Shared(input_hw, said.letterbox, said.labels, "0..1" if said.meta is not None else None)
     recorded = _recorded_layout(recorded_layout, outputs, input_hw, said.labels, forced)
     if recorded is not None:

@@ -39,3 +39,22 @@ def default_stop_signals() -> None:
     for name in ("SIGINT", "SIGTERM", "SIGHUP"):
         if hasattr(signal, name):
             signal.signal(getattr(signal, name), signal.SIG_DFL)
+
+
+def with_quantization(model: bytes, tensor: int, scale: float | None = None, zero_point: int | None = None) -> bytes:
+    """``model`` with the first scale and/or zero point of tensor ``tensor`` (main subgraph) overwritten in place,
+    as a damaged or hostile file would hold them."""
+    import struct
+
+    from edgekit.flatbuffer import _Reader
+
+    r = _Reader(model)
+    root = r.table(r.deref(0, "root table"), "model")
+    q = root.tables(2, "subgraphs")[0].tables(0, "tensors")[tensor].table(4, "quantization")
+    out = bytearray(model)
+    for slot, fmt, value in ((2, "f", scale), (3, "q", zero_point)):
+        if value is not None:
+            start, n = q.raw_vector(slot, struct.calcsize("<" + fmt), "quantization")
+            assert n, "the tensor has no such vector to overwrite"
+            struct.pack_into("<" + fmt, out, start, value)
+    return bytes(out)

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from edgekit import detection
 from edgekit.detection import BBox, DetectionLayout, Geometry, Layout, Object
@@ -99,6 +101,105 @@ def test_postprocess_op_both_orders(tmp_path, order):
                      else {"scores": 0, "boxes": 1, "count": 2, "classes": 3})
     assert dict(r.layout.options)["max_detections"] == 10 and dict(r.layout.options)["num_classes"] == 2
     assert boxes_of(r) == [(0, 0.9, (9.6, 9.6, 22.4, 22.4)), (1, 0.6, (4.8, 4.8, 8.0, 8.0))]
+
+
+def _hostile_outputs(monkeypatch, change):
+    """The interpreter's outputs for each image, changed by ``change`` (a list of arrays -> a list of arrays) as
+    a damaged or hostile model's could be: the real pipeline after the interpreter runs on them."""
+    from edgekit.devices.detector import Detector
+
+    infer = Detector.infer
+    monkeypatch.setattr(Detector, "infer", lambda self, tensor: (change(infer(self, tensor)[0]), 1.0))
+
+
+def test_boxes_that_cannot_be_boxes_are_dropped_or_ordered_with_one_note(tmp_path, monkeypatch):
+    """Issue 31: NaN, infinite and inverted boxes, NaN scores and class ids like -2^63 passed through with numpy's
+    raw RuntimeWarning, and --save then failed (exit 70)."""
+    import warnings
+
+    rows = np.zeros((1, 10, 6), np.float32)
+    rows[0, 0] = [0.1, 0.2, 0.5, 0.6, 0.9, 1]       # sound
+    rows[0, 1] = [0.5, 0.6, 0.1, 0.2, 0.8, 0]       # inverted corners: ordered
+    rows[0, 2] = [np.nan, 0.2, 0.5, 0.6, 0.7, 0]    # NaN coordinate
+    rows[0, 3] = [0.1, np.inf, 0.5, 0.6, 0.7, 0]    # infinite coordinate
+    rows[0, 4] = [0.1, 0.2, 0.5, 0.6, np.nan, 0]    # NaN score
+    rows[0, 5] = [0.1, 0.2, 0.5, 0.6, 0.7, -2.0 ** 63]
+    rows[0, 6] = [0.1, 0.2, 0.5, 0.6, 0.7, np.nan]  # NaN class
+    rows[0, 7] = [0.1, 0.2, 0.5, 0.6, 0.7, 1e30]
+    _hostile_outputs(monkeypatch, lambda outs: [rows])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")   # numpy's RuntimeWarning reached stderr before
+        r = run(tmp_path, slice_model(HW, [{"shape": [1, 10, 6]}]), [np.zeros((10, 6))], save=tmp_path / "out")
+    assert r.layout.kind == Layout.END2END and not r.errors
+    assert boxes_of(r) == [(1, 0.9, (3.2, 6.4, 16.0, 19.2)), (0, 0.8, (3.2, 6.4, 16.0, 19.2))]
+    assert [n for n in r.notes if "dropped" in n] == [
+        "5 candidate detections dropped: a NaN or infinite box or score, or a class id outside the model's classes; "
+        "1 box with inverted corners ordered (the model's raw outputs)"]
+    assert (tmp_path / "out" / "m.png").is_file()
+
+
+def test_a_postprocess_count_that_is_no_number_is_exit_3(tmp_path, monkeypatch):
+    """The rows past the count are the op's uninitialized memory (reading them all found scores of 1e34): a count
+    of NaN or inf is refused, not read."""
+    anchors = np.array([[0.5, 0.5, 0.4, 0.4], [0.2, 0.2, 0.1, 0.1], [0.8, 0.8, 0.2, 0.2]])
+    cls = np.array([[0, 0.9, 0.1], [0, 0.1, 0.6], [0, 0.05, 0.02]])
+
+    def nan_count(outs):
+        return [np.full_like(o, np.nan) if o.size == 1 else o for o in outs]
+
+    _hostile_outputs(monkeypatch, nan_count)
+    with pytest.raises(InputError, match="outputs do not fit the postprocess layout: its detection count is nan, "
+                                         "not a number of boxes") as caught:
+        run(tmp_path, postprocess_model(HW, anchors, 2), [np.zeros((3, 4)), cls])
+    assert caught.value.exit_code == 3
+
+
+def test_a_split_head_whose_score_rows_differ_from_its_box_rows_is_exit_3(tmp_path, monkeypatch):
+    b, s = dfl_values(3, False)
+    _hostile_outputs(monkeypatch, lambda outs: [outs[0], outs[1][:, :-1]])
+    model = slice_model(HW, [{"shape": [1, N, 64]}, {"shape": [1, N, 3]}], input_scale=0.1, input_zp=0)
+    with pytest.raises(InputError, match="outputs do not fit the split-dfl layout: split head: 21 box rows but 20"):
+        run(tmp_path, model, [b, s], input_scale=0.1, input_zp=0)
+
+
+def _cli(*args: str, cwd: Path) -> "subprocess.CompletedProcess":
+    import os
+    import subprocess
+    import sys
+
+    from tests.conftest import REPO
+
+    env = {**{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_")}, "PYTHONPATH": str(REPO)}
+    return subprocess.run([sys.executable, "-m", "edgekit", *args], cwd=cwd, env=env, capture_output=True,
+                          text=True, timeout=120)
+
+
+def test_save_into_a_folder_holding_an_input_is_refused_before_any_work(tmp_path):
+    """Issue 31: it stopped after part of the run (exit 2) with a hint naming -o, which detect does not have."""
+    (tmp_path / "m.tflite").write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]))
+    pixels = image_for(HW, [yolo_values()])
+    save_png(tmp_path / "a.png", pixels)
+    (tmp_path / "imgs").mkdir()
+    save_png(tmp_path / "imgs" / "b.png", pixels)
+    proc = _cli("detect", "a.png", "imgs/b.png", "-m", "m.tflite", "--save", "imgs", cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith("error: --save imgs holds the input image imgs/b.png")
+    assert "-o" not in proc.stderr and sorted(p.name for p in (tmp_path / "imgs").iterdir()) == ["b.png"]
+
+
+def test_save_writes_name_2_on_a_clash_and_never_replaces_a_file(tmp_path):
+    """Two inputs named alike, and a file of that name already in the folder: name-2, name-3, the file kept."""
+    (tmp_path / "m.tflite").write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]))
+    pixels = image_for(HW, [yolo_values()])
+    for d in ("x", "y"):
+        (tmp_path / d).mkdir()
+        save_png(tmp_path / d / "a.png", pixels)
+    (tmp_path / "out").mkdir()
+    (tmp_path / "out" / "a.png").write_bytes(b"a file of the user's")
+    proc = _cli("detect", "x/a.png", "y/a.png", "-m", "m.tflite", "--save", "out", "-q", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (tmp_path / "out").iterdir()) == ["a-2.png", "a-3.png", "a.png"]
+    assert (tmp_path / "out" / "a.png").read_bytes() == b"a file of the user's"
 
 
 def dfl_values(nc: int, transposed: bool):
@@ -195,6 +296,84 @@ def test_ultralytics_metadata_gives_labels_letterbox_and_scaling(tmp_path):
     assert DetectionLayout.from_dict(json.loads(json.dumps(layout.to_dict()))) == layout
 
 
+def _zip_padded_model(tmp_path: Path, members: int) -> Path:
+    """A runnable letterboxed detector whose appended ZIP holds metadata.json then ``members`` deflated MiB of
+    zeros each (a 1.5 GB read for a file of about 2 MB)."""
+    import io
+    import zipfile
+
+    buf = io.BytesIO()
+    zero = bytes(1 << 20)
+    with zipfile.ZipFile(buf, "w", zipfile.ZIP_DEFLATED, compresslevel=1) as z:
+        z.writestr("metadata.json", json.dumps({"task": "detect", "version": "8.3.0", "names": ["cat", "dog"]}))
+        for i in range(members):
+            z.writestr(f"pad/{i}.bin", zero)
+    path = tmp_path / "padded.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]) + buf.getvalue())
+    return path
+
+
+def test_a_zip_of_many_large_members_appended_to_a_model_is_never_read_whole(tmp_path):
+    """Issue 31, security 1: 1,500 one-MiB members made detect use 1.6 GB. Now only metadata.json (the member
+    edgekit uses) is read, within the first 64 directory entries, and the rest is said."""
+    import tracemalloc
+
+    import edgekit
+    from edgekit.detection_layout import find_layout
+
+    model = _zip_padded_model(tmp_path, 1500)
+    assert model.stat().st_size < 8 << 20
+    image = str(save_png(tmp_path / "a.png", image_for(HW, [yolo_values()])))
+    peaks = {}
+    for what, call in (("layout", lambda: find_layout(model)),
+                       ("detect", lambda: detect([image], model)),
+                       ("open().detect", lambda: edgekit.open(model).detect(image)),
+                       ("inspect", lambda: edgekit.inspect(model))):
+        tracemalloc.start()
+        try:
+            result = call()
+            peaks[what] = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        if what == "layout":
+            assert result.labels == ("cat", "dog") and result.letterbox
+            assert any("1437 of its 1501 entries not read" in s for s in result.source), result.source
+    assert max(peaks.values()) < 40 << 20, peaks   # 159 MB with 150 members before
+
+
+def test_a_packed_member_is_read_only_within_its_caps(tmp_path):
+    import io
+    import zipfile
+
+    from edgekit.packed_zip import read_packed
+
+    def packed(members, compression=zipfile.ZIP_DEFLATED):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w", compression) as z:
+            for name, data in members:
+                z.writestr(name, data)
+        return b"TFL3-model-bytes" + buf.getvalue()
+
+    everything = lambda names: names  # noqa: E731
+    big = packed([("a.txt", b"x" * ((1 << 20) + 1)), ("b.txt", b"ok")])
+    got = read_packed(big, everything)
+    assert got.files == {"b.txt": b"ok"} and "a.txt: over 1 MiB" in got.skipped
+    stored = read_packed(packed([("a", b"1"), ("b", b"2")], zipfile.ZIP_STORED), lambda names: ["b"])
+    assert stored.files == {"b": b"2"} and stored.names == ["a", "b"] and stored.skipped is None
+    damaged = bytearray(packed([("m", b"hello" * 100)]))
+    damaged[damaged.index(b"PK\x03\x04") + 30 + 1 + 2] ^= 0xFF   # a byte of the deflated data
+    assert read_packed(bytes(damaged), everything).files == {}
+    assert read_packed(b"no zip here", everything).files == {}
+    import struct
+
+    lookalike = b"TFL3" + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 3, 3, 0, 0, 0)   # no archive behind it
+    assert read_packed(lookalike, everything).skipped is None   # not "3 of its 3 entries not read"
+    deep = packed([("metadata.json", "[" * 200000 + "]" * 200000)])
+    from edgekit.detection_layout import appended_zip, ultralytics_metadata
+
+    assert ultralytics_metadata(appended_zip(deep)) is None   # RecursionError before: treated as no metadata
+
+
 # ------------------------------------------------------------------------------------ pure parts
 def test_quantized_threshold_is_exact():
     for scale, zp in ((0.003959, -128), (1 / 256, -128), (0.1, 3), (0.0187, -14)):
@@ -203,6 +382,28 @@ def test_quantized_threshold_is_exact():
         for conf in (0.0, 0.001, 0.25, 0.5, float(real[200]), 0.999):
             t = detection.quantized_threshold(conf, (scale, zp), np.int8)
             assert set(q[q >= t]) == set(q[real >= conf])
+
+
+_Q_DTYPES = (np.int8, np.uint8, np.int16)
+
+
+@settings(max_examples=300, deadline=None)
+@given(kind=st.sampled_from(range(len(_Q_DTYPES))), zp_frac=st.floats(0, 1),
+       scale=st.one_of(st.floats(min_value=5e-324, max_value=1e-300), st.floats(min_value=1e-45, max_value=1e-20),
+                       st.floats(min_value=1e-6, max_value=1e3), st.sampled_from([5e-324, 1e-323, 2.5e-308])),
+       value=st.one_of(st.floats(-1e3, 1e3), st.floats(-1e-300, 1e-300), st.just(0.0)), on_grid=st.integers(-1, 70000))
+def test_quantized_threshold_is_exact_at_every_scale_and_dtype(kind, zp_frac, scale, value, on_grid):
+    """Against a brute-force reference over every integer of the dtype (a tiny scale hung the old loop)."""
+    dtype = _Q_DTYPES[kind]
+    info = np.iinfo(dtype)
+    q = np.arange(int(info.min), int(info.max) + 1, dtype=np.int64)
+    zp = int(info.min) + int(round(zp_frac * (int(info.max) - int(info.min))))
+    real = scale * (q - zp).astype(np.float64)
+    if 0 <= on_grid < len(q):   # a value exactly on the grid: the floating-point edge
+        value = float(real[on_grid])
+    t = detection.quantized_threshold(value, (scale, zp), dtype)
+    assert t is not None and int(info.min) <= t <= int(info.max) + 1
+    assert np.array_equal(q >= t, real >= value), (scale, zp, value, t)
 
 
 def test_nms_is_class_wise_and_capped():
@@ -222,6 +423,18 @@ def test_letterbox_geometry_round_trip():
     assert np.allclose(g.to_image(in_input), box)
     r = Geometry.resize((200, 100), (32, 32))
     assert np.allclose(r.to_image(np.array([[16, 16, 32, 32]])), [[100, 50, 200, 100]])
+
+
+@pytest.mark.parametrize("size", [(3000, 1), (1, 3000), (5000, 7)])
+def test_a_very_tall_or_wide_image_keeps_a_pixel_when_letterboxed(tmp_path, size):
+    """The short side rounded to 0 and the image was called damaged; now it keeps 1 pixel and is detected."""
+    g = Geometry.letterboxed(size, (32, 32))
+    assert min(g.scaled_wh) == 1 and max(g.scaled_wh) == 32
+    model = tmp_path / "u.tflite"
+    model.write_bytes(with_ultralytics_metadata(slice_model(HW, [{"shape": [1, 6, N]}]), ["cat", "dog"], HW))
+    image = save_png(tmp_path / "long.png", np.full((size[1], size[0], 3), 128, np.uint8))
+    r = detect([str(image)], model)
+    assert not r.errors and r.results[0].width == size[0] and r.results[0].height == size[1]
 
 
 def test_records_round_trip():

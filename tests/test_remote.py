@@ -1030,3 +1030,48 @@ def test_detect_on_python37_board_finds_what_the_local_run_finds(sshd, tmp_path)
     res = invoke("detect", image, "--on", sshd.destination, "-m", str(bundle), "--save", str(tmp_path / "s"),
                  *ssh_args(sshd, tmp_path / "board" / "edgekit"))
     assert res.exit_code == 2 and "--save cannot be combined with --on" in res.stderr
+
+
+def _board_detect_answer(**change) -> bytes:
+    """A detect document as a board's runner prints it for one image 000000.png (64x48), ``change`` applied."""
+    from edgekit.detection import DetectionLayout, Layout
+
+    layout = DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict()
+    obj = {"id": 1, "label": None, "score": 0.9, "bbox": {"xmin": 1.0, "ymin": 2.0, "xmax": 64.0, "ymax": 48.0}}
+    obj.update(change.pop("object", {}))
+    doc = {"model": "m.tflite", "device": "cpu", "backend": "tflite_runtime", "layout": layout, "conf": 0.25,
+           "iou": 0.45, "max_det": 100, "first_inference_ms": 1.0,
+           "results": [{"image": "000000.png", "width": 64, "height": 48, "invoke_ms": 1.0, "postprocess_ms": 0.1,
+                        "objects": [obj]}], "errors": [], "notes": []}
+    doc.update(change)
+    return json.dumps(doc).encode()
+
+
+@pytest.mark.parametrize("change, says", [
+    ({"conf": 0.05}, "it ran with conf 0.05, not the 0.25 sent"),
+    ({"iou": 0.9}, "it ran with iou 0.9, not the 0.45 sent"),
+    ({"max_det": 300}, "it ran with max_det 300, not the 100 sent"),
+    ({"layout": {"kind": "end2end", "roles": {"output": 0}, "num_classes": 0, "input_hw": [32, 32]}},
+     "it decoded another layout (end2end) than the one sent"),
+    ({"object": {"bbox": {"xmin": 1.0, "ymin": 2.0, "xmax": 6400.0, "ymax": 48.0}}},
+     "a box [1.0, 2.0, 6400.0, 48.0] outside its 64x48 image"),
+    ({"object": {"bbox": {"xmin": 30.0, "ymin": 2.0, "xmax": 10.0, "ymax": 48.0}}},
+     "a box [30.0, 2.0, 10.0, 48.0] outside its 64x48 image"),
+    ({"object": {"score": 0.1}}, "a score 0.1 below the --conf 0.25 sent"),
+    ({"object": {"id": 7}}, "class id 7 is not one of the model's 2 classes"),
+    ({"object": {"id": -1}}, "results[0].objects[0].id is not an integer >= 0"),
+])
+def test_a_board_detect_answer_is_checked_against_what_was_sent(change, says):
+    """Issue 31: a board's detect answer was taken whatever it said. Now what it echoes must be what was sent, and
+    its boxes must lie in their images: anything else is a malformed answer (exit 9)."""
+    from edgekit.devices import board_protocol
+    from edgekit.detection import DetectionLayout, Layout
+
+    asked = board_protocol.DetectAsked(0.25, 0.45, 100, json.loads(json.dumps(
+        DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict())))
+    sound = board_protocol.read_detect(_board_detect_answer(), "u@board", "hint", {"000000.png"}, asked)
+    assert sound["results"][0]["objects"][0]["id"] == 1
+    with pytest.raises(board_protocol.MalformedAnswer) as caught:
+        board_protocol.read_detect(_board_detect_answer(**change), "u@board", "hint", {"000000.png"}, asked)
+    assert caught.value.exit_code == 9
+    assert caught.value.message == f"the answer of u@board to detecting is malformed: {says}"

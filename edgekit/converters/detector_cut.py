@@ -73,10 +73,12 @@ def cut(model: str | Path, output: str | Path | None = None, report: Reporter = 
     from edgekit import model_record, tflite_model
     from edgekit.converters.compatibility import check_model
     from edgekit.fileio import refuse_overwriting_input, write_bytes_atomic
+    from edgekit.quant_params import refuse_bad_quantization
 
     out = Path(output) if output is not None else default_output(model)
     refuse_overwriting_input(out, model)
     info = tflite_model.load(model)
+    refuse_bad_quantization(info._data, str(model))   # its cut would crash LiteRT as it does
     found = model_record.find_record(model, info.metadata)
     record = json.loads(found[0].to_json()) if found else None
     report.status(f"cutting {model} before its decode")

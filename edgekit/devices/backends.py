@@ -188,6 +188,9 @@ class Backend:
                     content: bytes | None = None) -> Any:
         """A CPU (or delegated) interpreter with tensors allocated (of the file, or of ``content``, the
         model's bytes, which ``model_path`` then only names); a model that cannot load raises."""
+        from edgekit.quant_params import refuse_bad_quantization
+
+        refuse_bad_quantization(content if content is not None else model_path, printable(str(model_path)))
         kwargs: Dict[str, Union[str, bytes, int, List[Any]]] = \
             {"model_content": content} if content is not None else _model_source(model_path)
         if delegates:
@@ -744,7 +747,10 @@ def edgetpu_interpreter(backend: Backend, path: str | Path, spec: DeviceSpec, nu
     The libedgetpu file is found once (as the dynamic linker would, LD_LIBRARY_PATH first), its pair with the
     backend proven in a child process (PairCrashError), and that very file loaded here by its real path.
     """
+    from edgekit.quant_params import refuse_bad_quantization
+
     path = Path(path)
+    refuse_bad_quantization(path, printable(str(path)))   # before the probe runs it: LiteRT would crash on it
     library = _proven_library(backend, path, spec, library or edgetpu_library())
     if backend.make_edgetpu_interpreter is not None and os.sep not in library:
         # Google's pycoral's own factory loads libedgetpu by its bare name: only when no file was resolved

@@ -148,15 +148,33 @@ def compare_to_saved(result: BenchmarkResult, saved: SavedRun, saved_path: str,
                     f"{result.model} on {result.device}")
     notes = []
     if c.verdict is LatencyVerdict.UNCERTAIN:
-        lo, hi = c.change_interval or (float("nan"), float("nan"))
         (said if c.change > max_slowdown / 100.0 else notes).append(
-            f"cannot tell whether p50 grew by more than --max-slowdown {max_slowdown:g}%: {c.change:+.1%} (95% "
-            f"interval {lo:+.1%} to {hi:+.1%}); more inferences (-n) on a quieter machine would settle it")
+            _uncertain(c, current, baseline, saved_path, max_slowdown))
     elif c.verdict is LatencyVerdict.POINT:
         said.append(f"{saved_path} holds no latencies_ms (an older edgekit): judged on the two p50 values "
                     "alone, without an interval")
     return (replace(result, comparison=c, warnings=result.warnings + tuple(said), notes=result.notes + tuple(notes)),
             said, notes)
+
+
+def _uncertain(c: Comparison, current: dict, baseline: dict, saved_path: str, max_slowdown: float) -> str:
+    """The line for an uncertain comparison: why (an interval spanning the limit, or too few latencies for one)
+    and what would settle it."""
+    n_now, n_base = len(current["latencies_ms"] or []), len(baseline["latencies_ms"] or [])
+    if c.change_interval:
+        why = f"95% interval {c.change_interval[0]:+.1%} to {c.change_interval[1]:+.1%}"
+    else:
+        why = (f"{n_now} inferences here and {n_base} in {saved_path}: a 95% interval of each median needs "
+               f"{latency.MIN_SAMPLES} at least")
+    if n_base < latency.MIN_SAMPLES:
+        settle = f"save {saved_path} again with -n {latency.MIN_SAMPLES} or more"
+    else:
+        n = latency.inferences_to_settle(current, baseline, max_slowdown / 100.0)
+        settle = (f"about -n {n} on a machine as quiet would settle it" if n is not None else
+                  f"the latencies in {saved_path} spread too wide for any -n here to settle it: save it again "
+                  "with more inferences on a quieter machine")
+    return (f"cannot tell whether p50 grew by more than --max-slowdown {max_slowdown:g}%: {c.change:+.1%} "
+            f"({why}); {settle}")
 
 
 def regression_error(result: BenchmarkResult, saved_path: str | None) -> RegressionError | None:

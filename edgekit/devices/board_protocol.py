@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Dict, Optional, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Optional, TypedDict, Union
 
 from edgekit.errors import DeviceError
 
@@ -290,13 +290,53 @@ def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: i
     return doc
 
 
-def read_detect(data: bytes, destination: str, hint: str, sent: set[str], max_det: int) -> DetectDocument:
-    """A detect document naming only images that were sent, each once, with at most ``max_det`` objects each."""
+class DetectAsked(NamedTuple):
+    """What the host asked a board's detect to run with (``layout``: the document sent)."""
+
+    conf: float
+    iou: float
+    max_det: int
+    layout: LayoutDoc
+
+
+def read_detect(data: bytes, destination: str, hint: str, sent: set[str], asked: DetectAsked) -> DetectDocument:
+    """A detect document naming only images that were sent, each once, that ran what was ``asked`` (its ``conf``,
+    ``iou``, ``max_det`` and ``layout``, the document sent): at most ``max_det`` objects an image, each scoring at
+    least ``conf``, of one of the layout's classes, its box inside its image."""
     doc = read(data, DETECT, destination, "detecting", hint)
     _sent_once(doc, sent, destination, "detecting", hint)
-    if any(len(r["objects"]) > max_det for r in doc["results"]):
-        raise malformed(destination, "detecting", f"more than --max-det {max_det} objects for an image", hint)
+    why = _not_asked(doc, asked)
+    if why:
+        raise malformed(destination, "detecting", why, hint)
     return doc
+
+
+_SLACK = 0.01   # pixels: boxes are clipped to the image, then rounded to 2 decimals; scores to 6
+
+
+def _not_asked(doc: DetectDocument, asked: DetectAsked) -> str | None:
+    """What in the board's detect document differs from what was asked (None when nothing does)."""
+    for key, said, sent in (("conf", doc["conf"], asked.conf), ("iou", doc["iou"], asked.iou),
+                            ("max_det", doc["max_det"], asked.max_det)):
+        if said != sent:
+            return f"it ran with {key} {said!r}, not the {sent!r} sent"
+    if json.dumps(doc["layout"], sort_keys=True) != json.dumps(asked.layout, sort_keys=True):
+        return f"it decoded another layout ({shown(str(doc['layout'].get('kind')))}) than the one sent"
+    classes = int(asked.layout["num_classes"])
+    for r in doc["results"]:
+        if len(r["objects"]) > asked.max_det:
+            return f"more than --max-det {asked.max_det} objects for an image"
+        for o in r["objects"]:
+            b = o["bbox"]
+            if not (-_SLACK <= b["xmin"] <= b["xmax"] <= r["width"] + _SLACK
+                    and -_SLACK <= b["ymin"] <= b["ymax"] <= r["height"] + _SLACK):
+                corners = [b["xmin"], b["ymin"], b["xmax"], b["ymax"]]
+                return f"a box {corners} outside its {r['width']}x{r['height']} image"
+            if o["score"] < asked.conf - 1e-6:
+                return f"a score {o['score']!r} below the --conf {asked.conf!r} sent"
+            if o["id"] < 0 or (classes > 0 and o["id"] >= classes):
+                return f"class id {o['id']} is not one of the model's {classes} classes"
+    return None
 
 
 def _sent_once(doc: ClassifyDocument | DetectDocument, sent: set[str], destination: str, what: str, hint: str) -> None:

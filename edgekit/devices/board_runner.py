@@ -43,6 +43,8 @@ import sys
 SHIPPED_MODULES = (
     "edgekit/__init__.py",
     "edgekit/errors.py",
+    "edgekit/flatbuffer.py",
+    "edgekit/quant_params.py",
     "edgekit/preprocess.py",
     "edgekit/classes.py",
     "edgekit/manifest.py",

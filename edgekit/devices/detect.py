@@ -109,6 +109,7 @@ def detect(images: Iterable[str], model: str | os.PathLike, *, device: str = "au
     if save is not None:
         from edgekit.fileio import require_output_folder
 
+        refuse_saving_among_inputs(Path(save), paths)
         out_dir = require_output_folder(Path(save) / "annotated", report, flag="--save")
     detector = open_detector(model, device=device, labels=labels, layout=layout, mean=mean, std=std,
                              num_threads=num_threads)
@@ -122,18 +123,31 @@ def detect(images: Iterable[str], model: str | os.PathLike, *, device: str = "au
     for n in result.notes:
         report.note(n)
     if out_dir is not None:
-        save_annotated(result.results, out_dir, paths)
+        save_annotated(result.results, out_dir)
     from dataclasses import replace
 
     return replace(result, errors=tuple(errors) + result.errors)
 
 
-def save_annotated(results: Iterable[ImageDetections], folder: Path, inputs: list[str]) -> list[Path]:
-    """Each image again, with its boxes and labels drawn, into ``folder`` (same name; ``name-2.ext`` on a clash).
-    Written atomically; an input is never overwritten."""
+def refuse_saving_among_inputs(folder: Path, paths: list[str]) -> None:
+    """UsageError (exit 2) naming ``--save`` when ``folder`` holds one of the input images: before any work."""
+    if not folder.is_dir():
+        return
+    where = folder.resolve()
+    inside = [p for p in paths if Path(p).resolve().parent == where]
+    if inside:
+        more = f" and {len(inside) - 1} more" if len(inside) > 1 else ""
+        raise UsageError(f"--save {folder} holds the input image {inside[0]}{more}",
+                         "choose another folder for --save (a new one is created)")
+
+
+def save_annotated(results: Iterable[ImageDetections], folder: Path) -> list[Path]:
+    """Each image again, with its boxes and labels drawn, into ``folder`` (same name; ``name-2.ext``, ``name-3.ext``...
+    when the name is taken, by this run or a file already there). Written atomically; no file is ever replaced,
+    so neither is an input."""
     from PIL import ImageDraw
 
-    from edgekit.fileio import atomic_path, refuse_overwriting_input
+    from edgekit.fileio import atomic_path
     from edgekit.preprocess import open_image
 
     written, taken = [], set()
@@ -142,12 +156,11 @@ def save_annotated(results: Iterable[ImageDetections], folder: Path, inputs: lis
         stem, suffix = src.stem, src.suffix.lower() if src.suffix.lower() in (".jpg", ".jpeg", ".png", ".bmp") \
             else ".png"
         name, n = stem + suffix, 1
-        while name in taken:
+        while name in taken or os.path.lexists(folder / name):
             n += 1
             name = f"{stem}-{n}{suffix}"
         taken.add(name)
         target = folder / name
-        refuse_overwriting_input(target, *inputs)
         image = open_image(r.image).convert("RGB")
         draw = ImageDraw.Draw(image)
         width = max(1, round(max(image.size) / 300))

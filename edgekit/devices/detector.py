@@ -140,7 +140,7 @@ class Detector:
 
         self.loaded, self.layout = loaded, layout
         self.opened = opened = loaded.opened
-        name = str(name or opened.requested_path)
+        name = self.name = str(name or opened.requested_path)
         self.notes = list(loaded.notes)  # type: List[str]
         inp = opened.input
         self.input_dtype = np.dtype(inp["dtype"]).name
@@ -234,8 +234,14 @@ class Detector:
         """(objects, invoke ms, post-processing ms, notes) for one prepared input."""
         outputs, ms = self.infer(tensor)
         start = time.perf_counter()
-        objects, notes = detection.postprocess(outputs, self.quant, self.layout, geometry, conf, iou, max_det,
-                                               self.labels)
+        try:
+            objects, notes = detection.postprocess(outputs, self.quant, self.layout, geometry, conf, iou, max_det,
+                                                   self.labels)
+        except ValueError as exc:   # the outputs do not fit the layout (a split head's rows, shapes)
+            raise InputError("{}: its outputs do not fit the {} layout: {}".format(
+                self.name, self.layout.kind.value, exc),
+                "the model is damaged or not the detector it claims; name another with --layout if it fits one"
+            ) from None
         return objects, ms, (time.perf_counter() - start) * 1000.0, notes
 
     def run(self, images: List[str], conf: float = detection.DEFAULT_CONF, iou: float = detection.DEFAULT_IOU,
@@ -243,6 +249,7 @@ class Detector:
             on_image: Optional[Callable[[str], None]] = None) -> DetectReport:
         """Detect in every image; one that cannot be read is reported in ``errors`` and the rest go on."""
         results, errors, notes = [], [], []  # type: List[ImageDetections], List[ImageFailure], List[str]
+        dropped = []  # type: List[detection.Dropped]
         for path, prepared, error in self.prepared(images, workers):
             if error is not None:
                 errors.append({"image": path, "error": str(error)})
@@ -250,12 +257,16 @@ class Detector:
                 tensor, geometry = prepared
                 objects, ms, post_ms, decided = self.detect_tensor(tensor, geometry, conf, iou, max_det)
                 for n in decided:
-                    if n not in notes:
+                    if isinstance(n, detection.Dropped):
+                        dropped.append(n)
+                    elif n not in notes:
                         notes.append(n)
                 results.append(ImageDetections(path, geometry.image_wh[0], geometry.image_wh[1], round(ms, 3),
                                                round(post_ms, 3), tuple(objects)))
             if on_image:
                 on_image(path)
+        if dropped:
+            notes.append(str(detection.Dropped.total(dropped)))
         first = self.first_inference_ms
         return DetectReport(self.opened.model_path, self.opened.device, self.opened.backend.name, self.layout,
                             conf, iou, max_det, None if first is None else round(first, 3), tuple(results),

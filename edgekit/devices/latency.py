@@ -17,6 +17,7 @@ PERCENTILES = (50, 90, 99)
 # >= 100 invocations moves by a few percent between runs on an idle machine, while a real slowdown
 # (a layer falling off the Edge TPU, a lost thread) costs far more than 20%.
 DEFAULT_MAX_SLOWDOWN = 0.20
+MIN_SAMPLES = 8   # the fewest latencies whose median has a 97.5% order-statistic interval (median_interval)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -106,18 +107,23 @@ def compare(current: Dict[str, object], baseline: Dict[str, object],
     With the samples, the ratio of medians gets a 95% interval (each median's 97.5% order-statistic
     interval, combined at their far ends): ``regression`` only when even its low end exceeds
     1 + ``max_slowdown``, ``verdict`` ``uncertain`` when the interval spans it (too few or too noisy
-    samples to tell: more ``-n`` settles it). Without samples (a file from an older edgekit), the two p50
-    values alone decide, and ``verdict`` says ``point``.
+    samples to tell: more ``-n`` settles it, :func:`inferences_to_settle` says about how many); also, without an
+    interval, when either run has too few latencies for one (fewer than 8). Without samples in the baseline (a
+    file from an older edgekit), the two p50 values alone decide, and ``verdict`` says ``point``.
     """
     base, now = float(baseline["p50_ms"]), float(current["p50_ms"])  # type: ignore[arg-type]
     change = (now - base) / base if base > 0 else 0.0
     out = {"metric": "p50_ms", "baseline_ms": base, "current_ms": now, "change": change,
            "max_slowdown": max_slowdown, "change_interval": None, "confidence": None}  # type: Dict[str, object]
     limit = 1.0 + max_slowdown
-    now_ci = median_interval(current.get("latencies_ms") or [])  # type: ignore[arg-type]
-    base_ci = median_interval(baseline.get("latencies_ms") or [])  # type: ignore[arg-type]
-    if now_ci is None or base_ci is None or base_ci[0] <= 0:
+    now_samples = list(current.get("latencies_ms") or [])  # type: ignore[call-overload]
+    base_samples = list(baseline.get("latencies_ms") or [])  # type: ignore[call-overload]
+    if not now_samples or not base_samples:
         out.update(verdict="point", regression=change > max_slowdown)
+        return out
+    now_ci, base_ci = median_interval(now_samples), median_interval(base_samples)
+    if now_ci is None or base_ci is None or base_ci[0] <= 0:   # too few latencies for a 95% interval
+        out.update(verdict="uncertain", regression=False)
         return out
     low, high = now_ci[0] / base_ci[1], now_ci[1] / base_ci[0]
     out.update(change_interval=[low - 1.0, high - 1.0], confidence=0.95)
@@ -128,6 +134,48 @@ def compare(current: Dict[str, object], baseline: Dict[str, object],
     else:
         out.update(verdict="ok", regression=False)
     return out
+
+
+def inferences_to_settle(current: Dict[str, object], baseline: Dict[str, object],
+                         max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> Optional[int]:
+    """About how many inferences (``-n``) this run would need for :func:`compare`'s interval to leave the limit
+    (at least :data:`MIN_SAMPLES`), assuming its median stays and its latencies spread as they did (as the
+    baseline's when it has too few to say), with 90% power: the 97.5% interval of a median of n values spans the
+    quantiles 1/2 -+ 1.12/sqrt(n) (the binomial law's normal approximation), and its end falls short of that by
+    up to 0.64/sqrt(n) more one time in ten; quantiles read off that spread. None when the baseline's own
+    interval is too wide for any ``-n`` here, or the baseline has too few latencies itself."""
+    base_samples = sorted(baseline.get("latencies_ms") or [])  # type: ignore[type-var]
+    now_samples = sorted(current.get("latencies_ms") or [])  # type: ignore[type-var]
+    base, now = float(baseline["p50_ms"]), float(current["p50_ms"])  # type: ignore[arg-type]
+    base_ci = median_interval(base_samples)
+    if base_ci is None or base_ci[0] <= 0 or now <= 0:
+        return None
+    spread = now_samples if len(now_samples) >= MIN_SAMPLES else base_samples
+    middle = _quantile(spread, 0.5)
+    limit = 1.0 + max_slowdown
+    slower = now / base > limit
+
+    def settled(n: int) -> bool:
+        h = min(0.5, (1.1207 + 0.6408) / math.sqrt(n))   # z(0.9875) / 2 + z(0.9) / 2
+        if slower:
+            return now * _quantile(spread, 0.5 - h) / middle / base_ci[1] > limit
+        return now * _quantile(spread, 0.5 + h) / middle / base_ci[0] < limit
+
+    low, high = MIN_SAMPLES, 1 << 20
+    if not settled(high):
+        return None
+    while low < high:   # settled(n) holds from some n on: the interval narrows as n grows
+        mid = (low + high) // 2
+        low, high = (low, mid) if settled(mid) else (mid + 1, high)
+    return low
+
+
+def _quantile(ordered: Sequence[float], p: float) -> float:
+    """The ``p`` quantile of sorted values, linearly interpolated (numpy's default)."""
+    at = p * (len(ordered) - 1)
+    i = int(math.floor(at))
+    j = min(i + 1, len(ordered) - 1)
+    return float(ordered[i]) + (at - i) * (float(ordered[j]) - float(ordered[i]))
 
 
 def cpu_governors(root: str = "/sys/devices/system/cpu") -> Optional[List[str]]:

@@ -565,13 +565,15 @@ def detect(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, p
     found = find_layout(local_bundle.verified(local_bundle.cpu_model), layout,
                         record_labels=_bundle_labels(local_bundle))
     report.note(f"layout {found.describe()}: " + "; ".join(found.source))
+    sent_layout = json.dumps(found.to_dict())
     args = ["--device", _device_arg(device), f"--conf={conf!r}", f"--iou={iou!r}", f"--max-det={max_det}",
-            "--layout-json", json.dumps(found.to_dict())]
+            "--layout-json", sent_layout]
+    asked = board_protocol.DetectAsked(conf, iou, max_det, json.loads(sent_layout))
     from edgekit.devices.detector import DetectReport
 
     return DetectReport.from_dict(_send_images(
         images, bundle, target, path, "detect", args, mean, std, "detecting", report,
-        lambda data, dest, hint, sent: board_protocol.read_detect(data, dest, hint, sent, max_det),
+        lambda data, dest, hint, sent: board_protocol.read_detect(data, dest, hint, sent, asked),
         lambda n: classify_stdout_bound(n, max_det)))
 
 

@@ -192,6 +192,20 @@ def test_cut_cli_writes_beside_and_refuses_what_it_cannot_cut(tmp_path):
     assert not (tmp_path / "m.tflite").exists() and not (tmp_path / "c.tflite").exists()
 
 
+def test_cut_refuses_quantization_litert_would_crash_on_before_writing(tmp_path):
+    """A NaN scale on an int8 tensor (LiteRT segfaults on such models: tests/devices/test_quant_params.py)."""
+    from tests.helpers import with_quantization
+
+    data = shared_file(YOLO).read_bytes()
+    first = next(t.index for t in tflite_model.ModelInfo.from_bytes(data).main.tensors
+                 if t.dtype == "int8" and t.quantization is not None)
+    src = tmp_path / "bad.tflite"
+    src.write_bytes(with_quantization(data, first, float("nan")))
+    out = CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "c.tflite")])
+    assert out.exit_code == 3 and f"tensor {first} " in out.output and "scale nan" in out.output, out.output
+    assert not (tmp_path / "c.tflite").exists()
+
+
 # --------------------------------------------------------------------------- a YOLO-style detector built here
 @pytest.fixture(scope="module")
 def small_yolo():

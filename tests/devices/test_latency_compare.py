@@ -66,3 +66,45 @@ def test_an_uncertain_change_is_a_warning_only_past_the_limit(median, warned):
     assert len(said) == 1 and said[0].startswith("cannot tell whether p50 grew by more than --max-slowdown 20%")
     assert (warnings if not warned else notes) == []
     assert (judged.warnings if warned else judged.notes) == tuple(said)
+
+
+def _judged(now: dict, base: dict):
+    from edgekit.devices.benchmark import SavedRun, compare_to_saved
+    from edgekit.results.benchmark import BenchmarkResult
+
+    fields = {f: None for f in BenchmarkResult.__dataclass_fields__}
+    fields.update(model="m.tflite", device="cpu", p50_ms=now["p50_ms"], latencies_ms=tuple(now["latencies_ms"]),
+                  warnings=(), notes=())
+    return compare_to_saved(BenchmarkResult(**fields), SavedRun("m.tflite", "cpu", base["p50_ms"],
+                                                                tuple(base["latencies_ms"])), "base.json", 20.0)
+
+
+def test_a_short_run_against_a_saved_one_is_uncertain_and_names_the_n_that_settles_it():
+    """Issue 31: `benchmark -n 5 --compare base.json` said the file "holds no latencies_ms (an older edgekit)" when it
+    held 30. Too few latencies here for an interval: uncertain, and the -n it names does settle it."""
+    base = _run(10.0, 30, 0.05, 0)
+    now = _run(13.5, 5, 0.05, 1)
+    judged, warnings, notes = _judged(now, base)
+    c = judged.comparison
+    assert c.verdict == "uncertain" and not c.regression and c.change_interval is None
+    assert len(warnings) == 1 and not notes and "older edgekit" not in warnings[0]
+    assert "5 inferences here and 30 in base.json: a 95% interval of each median needs 8 at least" in warnings[0]
+    n = latency.inferences_to_settle(now, base, 0.2)
+    assert f"about -n {n} on a machine as quiet would settle it" in warnings[0]
+    # the estimate aims at 90% power for a run whose median stays where this one's is: 176 of 200 measured
+    settled = [latency.compare(_run(now["p50_ms"], n, 0.05, seed), base, 0.2)["verdict"] for seed in range(200)]
+    assert settled.count("regression") >= 150 and "ok" not in settled, (n, settled.count("regression"))
+
+
+def test_too_few_latencies_in_the_saved_run_say_to_save_it_again():
+    judged, warnings, notes = _judged(_run(13.5, 50, 0.05, 1), _run(10.0, 5, 0.05, 0))
+    assert judged.comparison.verdict == "uncertain"
+    assert len(warnings) == 1 and "save base.json again with -n 8 or more" in warnings[0]
+
+
+def test_a_baseline_too_noisy_for_any_n_here_says_so():
+    base = _run(10.0, 10, 0.3, 3)
+    now = _run(12.2, 10, 0.3, 4)
+    assert latency.inferences_to_settle(now, base, 0.2) is None
+    judged, warnings, notes = _judged(now, base)
+    assert "spread too wide for any -n here to settle it" in (warnings + notes)[0]
