@@ -295,3 +295,170 @@ def test_the_cut_models_map_is_the_uncut_ones_within_half_a_point(tmp_path, yolo
                            device="cpu", resamples=100)
     diff = ev.differences[0]
     assert abs(diff.map50_change) <= 0.005 and abs(diff.map_change) <= 0.05, diff
+
+
+# --------------------------------------------------------------------------- the heads Ultralytics has shipped
+# Built here without TensorFlow (tests/yolo_heads.py), so these run on a clone without ../shared.
+HEADS = {"v8-8.3": dict(head="levels"), "v8-8.4": dict(head="joined"), "v8-8.4-nhwc": dict(head="joined", nchw=False),
+         "v26-8.4": dict(head="joined", reg_max=1), "v26-levels": dict(head="levels", reg_max=1),
+         "v8-8.4-96x64": dict(head="joined", size=(96, 64)), "v8-8.4-64-classes": dict(head="joined", nc=64)}
+
+
+def _strip_appended_zip(data: bytes) -> bytes:
+    """``data`` without the ZIP a tool appended after the flatbuffer (as tools that rewrite a model drop it)."""
+    start = data.index(b"PK\x03\x04", max(0, len(data) - 65536))
+    stripped = data[:start]
+    with pytest.raises(zipfile.BadZipFile):
+        zipfile.ZipFile(io.BytesIO(stripped))
+    return stripped
+
+
+@pytest.mark.parametrize("kind", sorted(HEADS))
+def test_every_shipped_head_is_found_by_structure_and_cut_to_a_full_model(kind):
+    from tests.yolo_heads import tiny_yolo
+
+    spec = HEADS[kind]
+    data = tiny_yolo(**spec)
+    info = tflite_model.ModelInfo.from_bytes(data)
+    head = find_yolo_head(info)
+    assert head is not None, kind
+    h, w = spec.get("size", (64, 64))
+    assert (head.reg_max, head.num_classes, head.strides) == (spec.get("reg_max", 16), spec.get("nc", 3), (8, 16, 32))
+    assert head.join == ("per-level" if spec["head"] == "levels" else "joined") and not head.foreign
+    cut, result = cut_decode(data)
+    cut_info = tflite_model.ModelInfo.from_bytes(cut)
+    assert [o.shape for o in cut_info.outputs] == [(1, h // s, w // s, c) for s in (8, 16, 32)
+                                                   for c in (4 * head.reg_max, head.num_classes)]
+    assert check_model(cut_info).verdict == "full" and result.ops_after < result.ops_before
+    assert [o["role"] for o in result.outputs] == [f"{k}@{s}" for s in (8, 16, 32) for k in ("boxes", "scores")]
+    layout = json.loads(cut_info.metadata["edgekit"])["detection"]["layout"]
+    assert (layout["reg_max"], layout["input_hw"], layout["num_classes"]) == (head.reg_max, [h, w], head.num_classes)
+
+
+def test_names_never_decide_the_head():
+    """Tensor names say nothing to the finder: every tensor renamed to the same word, the same head is found."""
+    from tests.tflite_builder import S
+    from tests.yolo_heads import tiny_yolo
+    import flatbuffers
+
+    data = tiny_yolo()
+    m = S.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    for t in m.subgraphs[0].tensors:
+        t.name = "scores"
+    b = flatbuffers.Builder(len(data))
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    a = find_yolo_head(tflite_model.ModelInfo.from_bytes(data))
+    renamed = find_yolo_head(tflite_model.ModelInfo.from_bytes(bytes(b.Output())))
+    assert renamed is not None and renamed.output_tensors == a.output_tensors
+
+
+@pytest.mark.parametrize("metadata", [False, True])
+def test_cut_cli_with_and_without_ultralytics_metadata_lists_the_output_tensors(tmp_path, metadata):
+    """Issue 31: without Ultralytics' appended ZIP, cut wrote its output then exited 70; with it, its `outputs` were
+    the class names. Both: exit 0 and the output tensors (role, name, shape, dtype, quantization)."""
+    from tests.detection_models import with_ultralytics_metadata
+    from tests.yolo_heads import tiny_yolo
+
+    data = tiny_yolo(head="levels")
+    src = tmp_path / "y.tflite"
+    src.write_bytes(with_ultralytics_metadata(data, ["a", "b", "c"], [64, 64]) if metadata else data)
+    out = CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "c.tflite"), "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    info = tflite_model.load(tmp_path / "c.tflite")
+    assert [(o["name"], tuple(o["shape"]), o["dtype"]) for o in doc["outputs"]] == \
+        [(t.name, t.shape, t.dtype) for t in info.outputs]
+    assert [(o["scale"], o["zero_point"]) for o in doc["outputs"]] == \
+        [(pytest.approx(t.quantization.scale), t.quantization.zero_point) for t in info.outputs]
+    layout = json.loads(info.metadata["edgekit"])["detection"]["layout"]
+    assert layout["labels"] == (["a", "b", "c"] if metadata else None)
+    assert "next: edgekit compile" in CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "d.tflite")]).output
+
+
+def test_the_real_export_without_its_metadata_is_cut(tmp_path):
+    """The real YOLOv8n export with Ultralytics' ZIP dropped (issue 31: exit 70 after writing its output)."""
+    src = tmp_path / "yolo.tflite"
+    src.write_bytes(_strip_appended_zip(shared_file(YOLO).read_bytes()))
+    out = CliRunner().invoke(cli, ["cut", str(src), "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert [o["shape"] for o in doc["outputs"]] == [[1, 80, 80, 64], [1, 80, 80, 4], [1, 40, 40, 64], [1, 40, 40, 4],
+                                                    [1, 20, 20, 64], [1, 20, 20, 4]]
+    assert doc["check"] == {"verdict": "full", "cpu_ops": 0}
+
+
+def test_nothing_is_written_before_the_result_stands(tmp_path, monkeypatch):
+    """The typed result is made before the write: a failure there leaves no output behind."""
+    from edgekit import api
+    from edgekit.results import cut as results_cut
+    from tests.yolo_heads import tiny_yolo
+
+    src = tmp_path / "y.tflite"
+    src.write_bytes(tiny_yolo())
+
+    def broken(cls, cut):
+        raise RuntimeError("rendering failed")
+
+    monkeypatch.setattr(results_cut.CutResult, "of_cut", classmethod(broken))
+    with pytest.raises(RuntimeError):
+        api.cut(src, output=tmp_path / "c.tflite")
+    assert not (tmp_path / "c.tflite").exists()
+
+
+def _mutated(data: bytes, change) -> bytes:
+    from tests.tflite_builder import S
+    import flatbuffers
+
+    m = S.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    change(m.subgraphs[0])
+    b = flatbuffers.Builder(len(data))
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def _with_task(data: bytes, task: str) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("metadata.json", json.dumps({"author": "Ultralytics", "task": task, "names": {"0": "a"}}))
+    return data + buf.getvalue()
+
+
+def _cycle(g) -> None:          # the first conv reads what the last op writes
+    g.operators[0].inputs[0] = g.operators[-1].outputs[0]
+
+
+def _written_twice(g) -> None:  # the last op writes the first conv's output again
+    g.operators[-1].outputs[0] = g.operators[0].outputs[0]
+
+
+@pytest.mark.parametrize("case,words", [
+    ("segment", "Segment head"), ("pose", "Pose head"), ("task", "an Ultralytics segment model"),
+    ("cycle", "the graph has a cycle"), ("twice", "malformed graph")])
+def test_what_cut_cannot_handle_is_refused_in_one_line(tmp_path, case, words):
+    """Segmentation and pose heads (whose masks or keypoints a cut would drop in silence), graphs with a cycle or a
+    tensor written twice: exit 3, one line, nothing written."""
+    from tests.yolo_heads import tiny_yolo
+
+    data = {"segment": lambda: tiny_yolo(head="levels", extra="segment"),
+            "pose": lambda: tiny_yolo(head="joined", extra="pose"),
+            "task": lambda: _with_task(tiny_yolo(), "segment"),
+            "cycle": lambda: _mutated(tiny_yolo(), _cycle),
+            "twice": lambda: _mutated(tiny_yolo(), _written_twice)}[case]()
+    src = tmp_path / "y.tflite"
+    src.write_bytes(data)
+    out = CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "c.tflite")])
+    assert out.exit_code == 3, out.output
+    assert words in out.output and len(out.output.strip().splitlines()) == 1
+    assert not (tmp_path / "c.tflite").exists()
+
+
+@pytest.mark.parametrize("kind", ["v8-8.4", "v26-8.4"])
+def test_check_offers_the_cut_on_an_84_head_even_where_its_decode_maps(kind):
+    """Issue 35: check's advice did not offer the cut on Ultralytics 8.4's heads. Where the decode maps (a small
+    input), it is still offered: the int8 decode is what the host would do in float."""
+    from tests.yolo_heads import tiny_yolo
+
+    report = check_model(tflite_model.ModelInfo.from_bytes(tiny_yolo(**HEADS[kind])))
+    assert report.verdict == "full"
+    advice = " ".join(report.advice)
+    assert "`edgekit cut` cuts the model before its decode" in advice and "Ultralytics 8.4" in advice

@@ -1,0 +1,162 @@
+"""Small YOLO-style detectors with each head Ultralytics has shipped, built without TensorFlow (for ``edgekit cut``).
+
+:func:`tiny_yolo` writes the graph of an Ultralytics export in TFLite ops, shapes consistent, int8:
+
+- a backbone of stride-2 3x3 convolutions, features at strides 8, 16 and 32;
+- per level, the head's last layers: two 1x1 convolutions without activation, ``4 * reg_max`` box channels
+  (``cv2``) and ``nc`` class channels (``cv3``), as ``Detect.forward_head`` has them;
+- ``head="levels"`` (Ultralytics up to 8.3): box and class maps joined per level along the channels, the
+  levels flattened and concatenated; ``head="joined"`` (8.4): every level's box map into one tensor and every
+  level's class map into another, channels first as ``forward_head`` writes them (``view(bs, 4 * reg_max, -1)``,
+  one TRANSPOSE per level), or channels last (``nchw=False``: the RESHAPEs a converter may leave instead);
+- the decode: DFL (softmax over ``reg_max`` bins and their weighted sum, none when ``reg_max`` is 1: YOLO26),
+  the anchor arithmetic, the class sigmoid, and the final concatenation;
+- ``extra``: Ultralytics' Segment or Pose head, whose per-level mask-coefficient (32) or keypoint (51)
+  convolutions join the output beside the boxes and classes.
+
+The model is for edgekit's structure readers (head finding, the cut, check); its numbers are not a detector's.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from tests.tflite_builder import S, GraphBuilder
+
+STRIDES = (8, 16, 32)
+EXTRA_CHANNELS = {"segment": 32, "pose": 51}
+
+
+class _Yolo:
+    def __init__(self, size: tuple[int, int], nc: int, reg_max: int, seed: int):
+        self.g = GraphBuilder()
+        self.size, self.nc, self.reg_max = size, nc, reg_max
+        self.rng = np.random.default_rng(seed)
+
+    def conv(self, x: int, cin: int, cout: int, hw: tuple[int, int], k: int, stride: int, relu: bool) -> int:
+        g = self.g
+        w = g.tensor([cout, k, k, cin], "int8", data=self.rng.integers(-100, 100, (cout, k, k, cin)),
+                     scale=[0.02] * cout, zero_point=[0] * cout)
+        b = g.tensor([cout], "int32", data=self.rng.integers(-50, 50, cout), scale=[0.001] * cout,
+                     zero_point=[0] * cout)
+        y = g.tensor([1, hw[0], hw[1], cout], "int8", scale=0.05, zero_point=-10)
+        g.op("CONV_2D", [x, w, b], [y], version=3, padding=S.Padding.SAME, strideW=stride, strideH=stride,
+             fusedActivationFunction=S.ActivationFunctionType.RELU if relu else S.ActivationFunctionType.NONE,
+             dilationWFactor=1, dilationHFactor=1)
+        return y
+
+    def unary(self, name: str, x: int, shape: list[int], **options) -> int:
+        y = self.g.tensor(shape, "int8", scale=1 / 256 if name in ("SOFTMAX", "LOGISTIC") else 0.05,
+                          zero_point=-128 if name in ("SOFTMAX", "LOGISTIC") else 0)
+        self.g.op(name, [x], [y], **options)
+        return y
+
+    def reshape(self, x: int, shape: list[int]) -> int:
+        y = self.g.tensor(shape, "int8", scale=0.05)
+        self.g.op("RESHAPE", [x, self.g.const(shape)], [y], newShape=list(shape))
+        return y
+
+    def transpose(self, x: int, shape: list[int], perm: list[int]) -> int:
+        y = self.g.tensor([shape[p] for p in perm], "int8", scale=0.05)
+        self.g.op("TRANSPOSE", [x, self.g.const(perm)], [y])
+        return y
+
+    def concat(self, xs: list[int], shape: list[int], axis: int) -> int:
+        y = self.g.tensor(shape, "int8", scale=0.05)
+        self.g.op("CONCATENATION", xs, [y], axis=axis, fusedActivationFunction=0)
+        return y
+
+    def binary(self, name: str, a: int, b: int, shape: list[int]) -> int:
+        y = self.g.tensor(shape, "int8", scale=0.05)
+        self.g.op(name, [a, b], [y])
+        return y
+
+    def constant(self, shape: list[int]) -> int:
+        return self.g.tensor(shape, "int8", data=self.rng.integers(0, 100, shape), scale=0.05)
+
+
+def tiny_yolo(size: tuple[int, int] = (64, 64), nc: int = 3, reg_max: int = 16, head: str = "joined",
+              nchw: bool = True, extra: str | None = None, seed: int = 0) -> bytes:
+    """A YOLO-style int8 detector .tflite (see the module's docstring)."""
+    m = _Yolo(size, nc, reg_max, seed)
+    g = m.g
+    h, w = size
+    x = first = g.tensor([1, h, w, 3], "int8", scale=1 / 255, zero_point=-128, name="images")
+    feats, c = [], 3
+    for k in range(5):
+        hw = (h >> (k + 1), w >> (k + 1))
+        x = m.conv(x, c, 8, hw, 3, 2, relu=True)
+        c = 8
+        if k >= 2:
+            feats.append((x, hw))
+    levels = [(m.conv(f, 8, 4 * reg_max, hw, 1, 1, relu=False), m.conv(f, 8, nc, hw, 1, 1, relu=False),
+               m.conv(f, 8, EXTRA_CHANNELS[extra], hw, 1, 1, relu=False) if extra else None, hw) for f, hw in feats]
+    n = sum(hw[0] * hw[1] for *_, hw in levels)
+    if head == "levels":
+        boxes, scores, more = _per_level(m, levels, n, extra)
+    else:
+        boxes, scores, more = _joined(m, levels, n, nchw, extra)
+    out = _decode(m, boxes, scores, more, n, nchw and head == "joined")
+    return g.build([first], [out])
+
+
+def _per_level(m: _Yolo, levels: list, n: int, extra: str | None) -> tuple[int, int, int | None]:
+    """Ultralytics up to 8.3: ``cat(cv2(x), cv3(x))`` per level, the levels flattened and concatenated (NHWC)."""
+    c = 4 * m.reg_max + m.nc
+    rows = []
+    for box, cls, _, hw in levels:
+        joined = m.concat([box, cls], [1, hw[0], hw[1], c], axis=3)
+        rows.append(m.reshape(joined, [1, hw[0] * hw[1], c]))
+    allv = m.concat(rows, [1, n, c], axis=1)
+    boxes, scores = m.g.tensor([1, n, 4 * m.reg_max], "int8", scale=0.05), m.g.tensor([1, n, m.nc], "int8", scale=0.05)
+    m.g.op("STRIDED_SLICE", [allv, m.g.const([0, 0, 0]), m.g.const([1, n, 4 * m.reg_max]), m.g.const([1, 1, 1])],
+           [boxes])
+    m.g.op("STRIDED_SLICE", [allv, m.g.const([0, 0, 4 * m.reg_max]), m.g.const([1, n, c]), m.g.const([1, 1, 1])],
+           [scores])
+    more = None
+    if extra:
+        e = EXTRA_CHANNELS[extra]
+        more = m.concat([m.reshape(x, [1, hw[0] * hw[1], e]) for _, _, x, hw in levels], [1, n, e], axis=1)
+    return boxes, scores, more
+
+
+def _joined(m: _Yolo, levels: list, n: int, nchw: bool, extra: str | None) -> tuple[int, int, int | None]:
+    """Ultralytics 8.4: ``cat([cv2[i](x[i]).view(bs, 4 * reg_max, -1) ...], -1)``, the same for the classes."""
+    def join(index: int, c: int) -> int:
+        parts = []
+        for level in levels:
+            hw = level[3]
+            t = level[index]
+            if nchw:
+                t = m.transpose(t, [1, hw[0], hw[1], c], [0, 3, 1, 2])
+                parts.append(m.reshape(t, [1, c, hw[0] * hw[1]]))
+            else:
+                parts.append(m.reshape(t, [1, hw[0] * hw[1], c]))
+        return m.concat(parts, [1, c, n] if nchw else [1, n, c], axis=2 if nchw else 1)
+
+    more = join(2, EXTRA_CHANNELS[extra]) if extra else None
+    return join(0, 4 * m.reg_max), join(1, m.nc), more
+
+
+def _decode(m: _Yolo, boxes: int, scores: int, more: int | None, n: int, nchw: bool) -> int:
+    """DFL, anchors, sigmoid, concat: ``[1, 4 + nc (+ extra), N]`` channels first, else ``[1, N, ...]``."""
+    r = m.reg_max
+    if nchw:
+        if r > 1:
+            d = m.transpose(m.reshape(boxes, [1, 4, r, n]), [1, 4, r, n], [0, 1, 3, 2])   # [1, 4, N, r]
+            p = m.unary("SOFTMAX", d, [1, 4, n, r], beta=1.0)
+            dist = m.reshape(m.conv(p, r, 1, (4, n), 1, 1, relu=False), [1, 4, n])
+        else:
+            dist = boxes
+        box_shape, cls, axis = [1, 4, n], m.unary("LOGISTIC", scores, [1, m.nc, n]), 1
+    else:
+        if r > 1:
+            p = m.unary("SOFTMAX", m.reshape(boxes, [1, n, 4, r]), [1, n, 4, r], beta=1.0)
+            dist = m.reshape(m.conv(p, r, 1, (n, 4), 1, 1, relu=False), [1, n, 4])
+        else:
+            dist = boxes
+        box_shape, cls, axis = [1, n, 4], m.unary("LOGISTIC", scores, [1, n, m.nc]), 2
+    xy = m.binary("MUL", m.binary("ADD", dist, m.constant(box_shape), box_shape), m.constant(box_shape), box_shape)
+    parts = [xy, cls] + ([more] if more is not None else [])
+    channels = 4 + m.nc + (m.g.tensors[more].shape[1 if nchw else 2] if more is not None else 0)
+    return m.concat(parts, [1, channels, n] if nchw else [1, n, channels], axis=axis)
