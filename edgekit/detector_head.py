@@ -158,9 +158,9 @@ def _head_map(g: SubgraphInfo, made_by: dict[int, int], t: int, input_hw: tuple[
 
 def _join_of(g: SubgraphInfo, users: dict[int, list[int]], t: int) -> tuple[int, int] | None:
     """(the CONCATENATION, the input of it) that tensor ``t`` reaches through layout ops alone, each the only reader
-    of its input."""
+    of its input's values (SHAPE ops beside it read only its shape: Keras' dynamic batch leaves them)."""
     for _ in range(8):
-        readers = users.get(t, [])
+        readers = [i for i in users.get(t, []) if g.ops[i].name != "SHAPE"]
         if len(readers) != 1:
             return None
         op = g.ops[readers[0]]

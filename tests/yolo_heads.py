@@ -160,3 +160,104 @@ def _decode(m: _Yolo, boxes: int, scores: int, more: int | None, n: int, nchw: b
     parts = [xy, cls] + ([more] if more is not None else [])
     channels = 4 + m.nc + (m.g.tensors[more].shape[1 if nchw else 2] if more is not None else 0)
     return m.concat(parts, [1, channels, n] if nchw else [1, n, channels], axis=axis)
+
+
+# ----------------------------------------------------------------------------------- runnable ones (TensorFlow)
+#: What the hand-set detector of :func:`keras_yolo` finds: (class, stride of the level that finds it, side in pixels).
+BLOBS = ((0, 16, 16), (1, 32, 32))     # a red 16x16 square at stride 16, a green 32x32 square at stride 32
+
+
+def blob_image(size: tuple[int, int], places: list[tuple[int, int, int]]) -> np.ndarray:
+    """An HxWx3 uint8 black image with, per (class, row, column) of ``places``, that class's square (red for 0,
+    green for 1) on the cell (row, column) of its level's grid."""
+    img = np.zeros((size[0], size[1], 3), np.uint8)
+    for cls, row, col in places:
+        _, _, side = BLOBS[cls]
+        img[row * side:(row + 1) * side, col * side:(col + 1) * side, cls] = 255
+    return img
+
+
+def keras_yolo(tf, head: str = "joined", reg_max: int = 16, size: tuple[int, int] = (64, 64)) -> bytes:
+    """A runnable int8 YOLO-style detector with Ultralytics' head and decode, its weights set by hand so that it
+    finds :data:`BLOBS` (see :func:`blob_image`) with boxes on their cells: the backbone averages the image over
+    each level's cells (2x2 convolutions of stride 2), the class convolution of a class's level scores that
+    class's colour (logit 8 x mean - 4), every other level/class scores -10, the box distributions put each side
+    half a cell from the centre. Its output is Ultralytics' TFLite export's: ``[1, 4 + nc, N]``, normalized
+    xywh then class probabilities. ``head``: ``joined`` (8.4, channels first) or ``levels`` (8.3)."""
+    keras = tf.keras
+    nc, h, w = len(BLOBS), size[0], size[1]
+    inp = keras.Input((h, w, 3))
+    x, feats = inp, []
+    for k in range(5):
+        conv = keras.layers.Conv2D(3, 2, strides=2, use_bias=False)
+        x = conv(x)
+        conv.set_weights([np.einsum("ij,cd->ijcd", np.full((2, 2), 0.25), np.eye(3)).astype("float32")])
+        if k >= 2:
+            feats.append((x, 2 ** (k + 1)))
+    boxes, scores = [], []
+    for f, stride in feats:
+        box, cls = keras.layers.Conv2D(4 * reg_max, 1), keras.layers.Conv2D(nc, 1)
+        b, c = box(f), cls(f)
+        bins = np.full(reg_max, -6.0) if reg_max > 1 else np.full(1, 0.5)
+        bins[:2] = 6.0 if reg_max > 1 else 0.5
+        box.set_weights([np.full((1, 1, 3, 4 * reg_max), 1e-3, "float32"), np.tile(bins, 4).astype("float32")])
+        wc, bc = np.zeros((1, 1, 3, nc), "float32"), np.full(nc, -10.0, "float32")
+        for k, (_, s, _) in enumerate(BLOBS):
+            if s == stride:
+                wc[0, 0, k, k], bc[k] = 8.0, -4.0
+        cls.set_weights([wc + 1e-3, bc])
+        boxes.append(b)
+        scores.append(c)
+    out = _keras_decode(tf, boxes, scores, [s for _, s in feats], reg_max, nc, (h, w), head)
+    model = keras.Model(inp, out)
+    rng = np.random.default_rng(0)
+    calib = [blob_image(size, [(0, rng.integers(h // 16), rng.integers(w // 16)),
+                               (1, rng.integers(h // 32), rng.integers(w // 32))]) for _ in range(24)]
+    converter = tf.lite.TFLiteConverter.from_keras_model(model)
+    converter.optimizations = [tf.lite.Optimize.DEFAULT]
+    converter.representative_dataset = lambda: ([(im[None] / 255).astype("float32")] for im in calib)
+    converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
+    converter.inference_input_type = converter.inference_output_type = tf.int8
+    return converter.convert()
+
+
+def _keras_decode(tf, boxes: list, scores: list, strides: list[int], reg_max: int, nc: int,
+                  hw: tuple[int, int], head: str):
+    """Ultralytics' decode in Keras layers: the joins, DFL, anchors (``make_anchors``), ``dist2bbox`` (xywh),
+    normalized by the input size as its TensorFlow exports do, the class sigmoid, the final concatenation."""
+    keras = tf.keras
+    grids = [(hw[0] // s, hw[1] // s) for s in strides]
+    n = sum(a * b for a, b in grids)
+    if head == "joined":   # Detect.forward_head: view(bs, C, -1) per level, levels joined along the anchors
+        def flat(t, c, g):
+            return keras.layers.Reshape((c, g[0] * g[1]))(keras.layers.Permute((3, 1, 2))(t))
+
+        box = keras.layers.Concatenate(axis=-1)([flat(b, 4 * reg_max, g) for b, g in zip(boxes, grids)])
+        cls = keras.layers.Concatenate(axis=-1)([flat(c, nc, g) for c, g in zip(scores, grids)])
+    else:                  # up to 8.3: cat(cv2, cv3) per level, then the levels
+        per = [keras.layers.Concatenate(axis=-1)([b, c]) for b, c in zip(boxes, scores)]
+        allv = keras.layers.Concatenate(axis=-1)([keras.layers.Reshape((4 * reg_max + nc, g[0] * g[1]))(
+            keras.layers.Permute((3, 1, 2))(p)) for p, g in zip(per, grids)])
+        box, cls = allv[:, :4 * reg_max], allv[:, 4 * reg_max:]
+    if reg_max > 1:
+        d = keras.layers.Permute((1, 3, 2))(keras.layers.Reshape((4, reg_max, n))(box))   # [1, 4, N, reg_max]
+        d = keras.layers.Softmax(axis=-1)(d)
+        dist = keras.layers.Lambda(lambda p: tf.reduce_sum(p * tf.range(reg_max, dtype=p.dtype), -1))(d)
+    else:
+        dist = box
+    ys, xs, ss = [], [], []
+    for (gh, gw), s in zip(grids, strides):
+        yy, xx = np.mgrid[0:gh, 0:gw]
+        ys.append(yy.ravel() + 0.5)
+        xs.append(xx.ravel() + 0.5)
+        ss.append(np.full(gh * gw, s))
+    anchors = np.stack([np.concatenate(xs), np.concatenate(ys)]).astype("float32")[None]        # [1, 2, N]
+    scale = (np.concatenate(ss)[None, None] / np.array([hw[1], hw[0]])[None, :, None]).astype("float32")
+
+    def to_xywh(dd):
+        lt, rb = dd[:, :2], dd[:, 2:]
+        x1y1, x2y2 = anchors - lt, anchors + rb
+        return tf.concat([(x1y1 + x2y2) / 2 * scale, (x2y2 - x1y1) * scale], axis=1)
+
+    xywh = keras.layers.Lambda(to_xywh)(dist)
+    return keras.layers.Concatenate(axis=1)([xywh, keras.layers.Activation("sigmoid")(cls)])

@@ -462,3 +462,56 @@ def test_check_offers_the_cut_on_an_84_head_even_where_its_decode_maps(kind):
     assert report.verdict == "full"
     advice = " ".join(report.advice)
     assert "`edgekit cut` cuts the model before its decode" in advice and "Ultralytics 8.4" in advice
+
+
+# --------------------------------------------------------------------------- runnable heads built here (TensorFlow)
+KERAS = {"v8-8.3": dict(head="levels"), "v8-8.4": dict(head="joined"), "v26-8.4": dict(head="joined", reg_max=1),
+         "v8-8.4-64x96": dict(head="joined", size=(64, 96))}
+SCENES = ([(0, 1, 2), (1, 1, 0)], [(0, 3, 3)], [(1, 0, 1), (0, 0, 0)], [])   # (class, row, column) per image
+
+
+@pytest.fixture(scope="module")
+def keras_heads():
+    tf = pytest.importorskip("tensorflow")
+    from tests.yolo_heads import keras_yolo
+
+    return {kind: keras_yolo(tf, **spec) for kind, spec in KERAS.items()}
+
+
+def _truth(cls: int, row: int, col: int) -> np.ndarray:
+    from tests.yolo_heads import BLOBS
+
+    side = BLOBS[cls][2]
+    return np.array([[col * side, row * side, (col + 1) * side, (row + 1) * side]], np.float32)
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("metadata", [False, True])
+@pytest.mark.parametrize("kind", sorted(KERAS))
+def test_detect_on_the_cut_model_finds_the_objects_the_uncut_one_finds(tmp_path, keras_heads, kind, metadata):
+    """Issue 35: a runnable detector with each head (8.3 per-level, 8.4 joined, YOLO26's joined without DFL), its
+    weights set by hand to find coloured squares: `edgekit detect` on the cut model (its layout recorded by cut)
+    finds the same objects as on the uncut model (Ultralytics' decode in int8 inside it), both on the squares,
+    with and without Ultralytics' metadata, on a square input and a wide one."""
+    from edgekit import api
+    from edgekit.devices.detect import detect
+    from tests.detection_models import save_png, with_ultralytics_metadata
+    from tests.yolo_heads import blob_image
+
+    data, size = keras_heads[kind], KERAS[kind].get("size", (64, 64))
+    src = tmp_path / "full.tflite"
+    src.write_bytes(with_ultralytics_metadata(data, ["red", "green"], list(size)) if metadata else data)
+    result = api.cut(src, output=tmp_path / "cut.tflite")
+    assert result.check.verdict == "full" and result.reg_max == KERAS[kind].get("reg_max", 16)
+    images = [str(save_png(tmp_path / f"{i}.png", blob_image(size, scene))) for i, scene in enumerate(SCENES)]
+    full = {r.image: r for r in detect(images, src, device="cpu").results}
+    part = {r.image: r for r in detect(images, tmp_path / "cut.tflite", device="cpu").results}
+    for image, scene in zip(images, SCENES):
+        a, b = full[image], part[image]
+        assert sorted(o.id for o in a.objects) == sorted(o.id for o in b.objects) == sorted(c for c, _, _ in scene)
+        for cls, row, col in scene:
+            for found in (a, b):
+                o = next(o for o in found.objects if o.id == cls)
+                box = np.array([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax]], np.float32)
+                assert _iou(box, _truth(cls, row, col))[0] >= 0.9, (kind, image, o)
+                assert o.score > 0.9
