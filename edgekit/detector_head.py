@@ -38,6 +38,8 @@ from edgekit.tflite_model import ModelInfo, SubgraphInfo
 STRIDES = (8, 16, 32, 64)
 #: Ops that move or requantize values and compute none: what lies between a head's maps and their join.
 LAYOUT_OPS = frozenset({"RESHAPE", "TRANSPOSE", "QUANTIZE", "DEQUANTIZE", "SQUEEZE", "EXPAND_DIMS"})
+#: How check's advice names the cut (:func:`decode_tail_advice`; check's summary picks that advice by it).
+CUT_COMMAND = "`edgekit cut`"
 #: The joins that have shipped (see the module's docstring).
 PER_LEVEL, JOINED = "per-level", "joined"
 
@@ -298,12 +300,12 @@ def decode_tail_advice(info: ModelInfo, cpu_ops: set[int]) -> str | None:
     in_decode = len(cpu_ops & decode)
     if not in_decode:
         return (f"The model ends with the decode of its {head.describe()}: {len(decode)} ops that run in int8 "
-                f"(DFL, anchors, class sigmoid, the levels joined). `edgekit cut` cuts the model before its decode, "
+                f"(DFL, anchors, class sigmoid, the levels joined). {CUT_COMMAND} cuts the model before its decode, "
                 f"leaving {kept} ops; `edgekit detect` then decodes the head's maps on the host in float.")
     left = len(cpu_ops - decode)
     after = ("all of them predicted on the Edge TPU" if not left
              else f"{left} of them still predicted on the CPU (see above)")
     first = min(cpu_ops & decode)
     return (f"{in_decode} of the {len(cpu_ops)} ops on the CPU (from #{first}) are the detector's decode after its "
-            f"{head.describe()}: DFL softmax, anchors, class sigmoid, the levels joined. `edgekit cut` cuts the "
+            f"{head.describe()}: DFL softmax, anchors, class sigmoid, the levels joined. {CUT_COMMAND} cuts the "
             f"model before its decode, leaving {kept} ops, {after}; `edgekit detect` then decodes on the host.")

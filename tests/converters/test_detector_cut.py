@@ -515,3 +515,21 @@ def test_detect_on_the_cut_model_finds_the_objects_the_uncut_one_finds(tmp_path,
                 box = np.array([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax]], np.float32)
                 assert _iou(box, _truth(cls, row, col))[0] >= 0.9, (kind, image, o)
                 assert o.score > 0.9
+
+
+def test_checks_summary_in_quantize_and_build_offers_the_cut_whenever_it_applies():
+    """The summary quantize and build print (check_summary.CheckSummary) carries check's offer of the cut: on each
+    head a cut can take, never on a model without one or on a head the cut refuses (Segment)."""
+    import json as _json
+
+    from edgekit.converters.check_summary import CheckSummary
+    from tests.tflite_builder import conv_chain
+    from tests.yolo_heads import tiny_yolo
+
+    for spec in HEADS.values():
+        summary = CheckSummary.from_check(check_model(tflite_model.ModelInfo.from_bytes(tiny_yolo(**spec))))
+        assert summary.cut and "`edgekit cut` cuts the model before its decode" in summary.lines()[-1]
+        assert CheckSummary.from_dict(_json.loads(_json.dumps(summary.to_dict()))) == summary
+    for data in (conv_chain(2), tiny_yolo(head="levels", extra="segment")):
+        summary = CheckSummary.from_check(check_model(tflite_model.ModelInfo.from_bytes(data)))
+        assert summary.cut is None and not any("edgekit cut" in line for line in summary.lines())
