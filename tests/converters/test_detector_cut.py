@@ -533,3 +533,31 @@ def test_checks_summary_in_quantize_and_build_offers_the_cut_whenever_it_applies
     for data in (conv_chain(2), tiny_yolo(head="levels", extra="segment")):
         summary = CheckSummary.from_check(check_model(tflite_model.ModelInfo.from_bytes(data)))
         assert summary.cut is None and not any("edgekit cut" in line for line in summary.lines())
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("kind", ["v26-8.4", "v8-8.4"])
+def test_a_cut_model_whose_record_was_lost_is_still_read_by_its_shapes(tmp_path, keras_heads, kind):
+    """A cut model without its edgekit record (a tool rewrote the metadata): detect reads the per-level maps by their
+    shapes, 16-bin DFL or YOLO26's 4 distances (was: refused unless the boxes had 64 channels)."""
+    from edgekit.devices.detect import detect
+    from tests.detection_models import save_png
+    from tests.tflite_builder import S
+    from tests.yolo_heads import blob_image
+    import flatbuffers
+
+    cut, _ = cut_decode(keras_heads[kind])
+    m = S.ModelT.InitFromPackedBuf(bytearray(cut), 0)
+    m.metadata = [e for e in m.metadata or [] if e.name not in (b"edgekit", "edgekit")]
+    b = flatbuffers.Builder(len(cut))
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    (tmp_path / "cut.tflite").write_bytes(bytes(b.Output()))
+    assert "edgekit" not in tflite_model.load(tmp_path / "cut.tflite").metadata
+    scene = SCENES[0]
+    image = save_png(tmp_path / "a.png", blob_image((64, 64), scene))
+    found = detect([str(image)], tmp_path / "cut.tflite", device="cpu").results[0]
+    assert sorted(o.id for o in found.objects) == [0, 1]
+    for cls, row, col in scene:
+        o = next(o for o in found.objects if o.id == cls)
+        box = np.array([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax]], np.float32)
+        assert _iou(box, _truth(cls, row, col))[0] >= 0.9
