@@ -21,7 +21,8 @@ concatenations (TRANSPOSEs over the size limit, the DFL SOFTMAX, the RESHAPEs an
 convolutions on grids that are the input divided by a stride; per level, a pair joined along the channels
 (boxes first: Ultralytics' order), or one concatenation of a map per level for the boxes and another for the
 classes (the classes are the one whose join feeds a LOGISTIC, the boxes have ``4 * reg_max`` channels); at
-least two levels, one ``reg_max`` and ``nc``; a SOFTMAX over ``reg_max`` bins in the tail when ``reg_max > 1``.
+least two levels, one ``reg_max`` and ``nc``; a SOFTMAX over ``reg_max`` bins in the tail when ``reg_max > 1`` (or
+the EXP of one written out).
 A head whose decode also reads other tensors of the network (the mask coefficients and prototypes of Segment,
 the keypoints of Pose, the angle of OBB) is found with those ``foreign`` inputs, for the cut to refuse.
 Pure: reads :class:`~edgekit.tflite_model.ModelInfo`, imports no TensorFlow.
@@ -269,10 +270,21 @@ def _head(g: SubgraphInfo, found: list, input_hw: tuple[int, int], join: str,
     if any(j in needed for j in joins + tuple(f[3] for f in found)):
         return None   # a "decode" op the head itself needs: not the structure described above
     decode = tuple(op.index for op in g.ops if op.index not in needed)
-    if reg_max > 1 and not any(g.ops[i].name == "SOFTMAX" and g.ops[i].outputs and g.ops[i].outputs[0] >= 0 and
-                               g.tensors[g.ops[i].outputs[0]].shape[-1:] == (reg_max,) for i in decode):
+    if reg_max > 1 and not _dfl_softmax(g, decode, reg_max):
         return None   # no DFL softmax over reg_max bins after the head
     return YoloHead(levels, reg_max, nc, input_hw, decode, join, _foreign(g, needed, decode, head.output_tensors))
+
+
+def _dfl_softmax(g: SubgraphInfo, decode: tuple[int, ...], reg_max: int) -> bool:
+    """The decode holds DFL's softmax over ``reg_max`` bins: a SOFTMAX whose last axis has them, or the EXP of a
+    softmax a converter wrote out (exp, sum, divide) on a tensor with an axis of them."""
+    for i in decode:
+        op = g.ops[i]
+        out = g.tensor(op.outputs[0]) if op.outputs else None
+        if out is not None and ((op.name == "SOFTMAX" and out.shape[-1:] == (reg_max,)) or
+                                (op.name == "EXP" and reg_max in out.shape)):
+            return True
+    return False
 
 
 def _foreign(g: SubgraphInfo, needed: set[int], decode: tuple[int, ...], own: tuple[int, ...]) -> tuple[int, ...]:

@@ -76,9 +76,11 @@ class _Yolo:
 
 
 def tiny_yolo(size: tuple[int, int] = (64, 64), nc: int = 3, reg_max: int = 16, head: str = "joined",
-              nchw: bool = True, extra: str | None = None, seed: int = 0) -> bytes:
-    """A YOLO-style int8 detector .tflite (see the module's docstring)."""
+              nchw: bool = True, extra: str | None = None, seed: int = 0, exp_softmax: bool = False) -> bytes:
+    """A YOLO-style int8 detector .tflite (see the module's docstring; ``exp_softmax``: DFL's softmax written out as
+    EXP, SUM, DIV, as a converter may lower it)."""
     m = _Yolo(size, nc, reg_max, seed)
+    m.exp_softmax = exp_softmax
     g = m.g
     h, w = size
     x = first = g.tensor([1, h, w, 3], "int8", scale=1 / 255, zero_point=-128, name="images")
@@ -138,20 +140,29 @@ def _joined(m: _Yolo, levels: list, n: int, nchw: bool, extra: str | None) -> tu
     return join(0, 4 * m.reg_max), join(1, m.nc), more
 
 
+def _softmax(m: _Yolo, x: int, shape: list[int]) -> int:
+    if not getattr(m, "exp_softmax", False):
+        return m.unary("SOFTMAX", x, shape, beta=1.0)
+    e = m.unary("EXP", x, shape)
+    total = m.g.tensor(shape[:-1] + [1], "int8", scale=0.05)
+    m.g.op("SUM", [e, m.g.const([-1])], [total])
+    return m.binary("DIV", e, total, shape)
+
+
 def _decode(m: _Yolo, boxes: int, scores: int, more: int | None, n: int, nchw: bool) -> int:
     """DFL, anchors, sigmoid, concat: ``[1, 4 + nc (+ extra), N]`` channels first, else ``[1, N, ...]``."""
     r = m.reg_max
     if nchw:
         if r > 1:
             d = m.transpose(m.reshape(boxes, [1, 4, r, n]), [1, 4, r, n], [0, 1, 3, 2])   # [1, 4, N, r]
-            p = m.unary("SOFTMAX", d, [1, 4, n, r], beta=1.0)
+            p = _softmax(m, d, [1, 4, n, r])
             dist = m.reshape(m.conv(p, r, 1, (4, n), 1, 1, relu=False), [1, 4, n])
         else:
             dist = boxes
         box_shape, cls, axis = [1, 4, n], m.unary("LOGISTIC", scores, [1, m.nc, n]), 1
     else:
         if r > 1:
-            p = m.unary("SOFTMAX", m.reshape(boxes, [1, n, 4, r]), [1, n, 4, r], beta=1.0)
+            p = _softmax(m, m.reshape(boxes, [1, n, 4, r]), [1, n, 4, r])
             dist = m.reshape(m.conv(p, r, 1, (n, 4), 1, 1, relu=False), [1, n, 4])
         else:
             dist = boxes

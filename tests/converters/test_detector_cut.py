@@ -301,7 +301,8 @@ def test_the_cut_models_map_is_the_uncut_ones_within_half_a_point(tmp_path, yolo
 # Built here without TensorFlow (tests/yolo_heads.py), so these run on a clone without ../shared.
 HEADS = {"v8-8.3": dict(head="levels"), "v8-8.4": dict(head="joined"), "v8-8.4-nhwc": dict(head="joined", nchw=False),
          "v26-8.4": dict(head="joined", reg_max=1), "v26-levels": dict(head="levels", reg_max=1),
-         "v8-8.4-96x64": dict(head="joined", size=(96, 64)), "v8-8.4-64-classes": dict(head="joined", nc=64)}
+         "v8-8.4-96x64": dict(head="joined", size=(96, 64)), "v8-8.4-64-classes": dict(head="joined", nc=64),
+         "v8-8.4-exp-softmax": dict(head="joined", exp_softmax=True)}
 
 
 def _strip_appended_zip(data: bytes) -> bytes:
