@@ -23,10 +23,11 @@ from edgekit.cli import cli
 from edgekit.converters.compatibility import check_model
 from edgekit.converters.detector_cut import cut_decode
 from edgekit.detector_head import find_yolo_head
-from tests.conftest import shared_file
+from tests.conftest import TESTDATA, shared_file
 
 YOLO = "detection/ppe_yolov8n_full_integer_quant.tflite"
 YOLO_COMPILED = "detection/ppe_yolov8n_full_integer_quant_edgetpu.tflite"
+TESTDATA_PHOTO = TESTDATA / "grace_hopper.bmp"
 
 
 # --------------------------------------------------------------------------- a test oracle for the decode
@@ -562,3 +563,98 @@ def test_a_cut_model_whose_record_was_lost_is_still_read_by_its_shapes(tmp_path,
         o = next(o for o in found.objects if o.id == cls)
         box = np.array([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax]], np.float32)
         assert _iou(box, _truth(cls, row, col))[0] >= 0.9
+
+
+# --------------------------------------------------------------------------- the cut against the uncut decode
+EXPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "exports"
+
+
+def _ultralytics_detect_exports() -> list:
+    """The real Ultralytics exports committed under tests/fixtures/exports (by their script) whose metadata says
+    task=detect; none yet, a skipped case."""
+    from edgekit.detection_layout import appended_zip, ultralytics_metadata
+
+    found = []
+    for p in sorted(EXPORTS.rglob("*.tflite")) if EXPORTS.is_dir() else []:
+        meta = ultralytics_metadata(appended_zip(p))
+        if meta is not None and meta.task == "detect" and not p.stem.endswith("_edgetpu"):
+            found.append(pytest.param(p, id=str(p.relative_to(EXPORTS))))
+    return found or [pytest.param(None, marks=pytest.mark.skip(reason=f"no Ultralytics detect export in {EXPORTS}"))]
+
+
+def _invoke(data: bytes, image: np.ndarray) -> list[np.ndarray]:
+    """The model's dequantized outputs on ``image`` (HxWx3, 0..1): channels first or last, float or integer input."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_content=data, num_threads=1)
+    interp.allocate_tensors()
+    d = interp.get_input_details()[0]
+    x = image[None].astype(np.float32)
+    if d["shape"][1] == 3 and d["shape"][3] != 3:
+        x = x.transpose(0, 3, 1, 2)
+    if np.issubdtype(d["dtype"], np.integer):
+        scale, zero = d["quantization"]
+        info = np.iinfo(d["dtype"])
+        x = np.clip(np.round(x / scale + zero), info.min, info.max)
+    interp.set_tensor(d["index"], x.astype(d["dtype"]))
+    interp.invoke()
+    outs = []
+    for o in interp.get_output_details():
+        v = interp.get_tensor(o["index"])
+        s, z = o["quantization"]
+        outs.append(v.astype(np.float32) if not s else (v.astype(np.float32) - z) * s)
+    return outs
+
+
+def _cut_agrees_with_the_uncut_decode(data: bytes, image: np.ndarray) -> None:
+    """Per anchor, the host's float decode of the cut model's maps (edgekit.detection.decode_split_dfl) against the
+    uncut model's own int8 decode (Ultralytics' TFLite output: [1, 4 + nc, N] normalized xywh, then probabilities):
+    the same best class where it matters, scores within a few of the uncut output's steps, boxes at IoU >= 0.9
+    over a score of 0.25."""
+    from edgekit.detection import decode_split_dfl
+
+    cut, result = cut_decode(data)
+    head = result.head
+    h, w = head.input_hw
+    full = _invoke(data, image)[0][0]
+    full = full if full.shape[0] == 4 + head.num_classes else full.T                   # [4 + nc, N]
+    xy, wh = full[:2].T * (w, h), full[2:4].T * (w, h)
+    ref_boxes, ref_scores = np.concatenate([xy - wh / 2, xy + wh / 2], 1), full[4:].T
+    outs = _invoke(cut, image)
+    got = decode_split_dfl(outs[0::2], outs[1::2], head.input_hw, head.strides, head.reg_max, True)
+    q = tflite_model.ModelInfo.from_bytes(data).outputs[0].quantization
+    step = max(q.scale if q is not None else 0.0, 1 / 256)   # the uncut int8 sigmoid's own step at least
+    assert np.abs(got.scores - ref_scores.max(1)).max() <= 4 * step
+    sure = ref_scores.max(1) > 0.25
+    assert np.array_equal(got.classes[sure], ref_scores.argmax(1)[sure]) or np.sort(ref_scores[sure], 1)[
+        :, -2:].ptp(1).min() <= 4 * step        # a class may flip only where two were within the rounding
+    if sure.any():
+        assert _iou(ref_boxes[sure], got.boxes[sure]).min() >= 0.9
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("kind", sorted(KERAS))
+def test_the_cut_of_each_head_built_here_agrees_with_its_uncut_decode(keras_heads, kind):
+    from tests.yolo_heads import blob_image
+
+    size = KERAS[kind].get("size", (64, 64))
+    _cut_agrees_with_the_uncut_decode(keras_heads[kind], blob_image(size, list(SCENES[0])) / 255.0)
+
+
+@pytest.mark.parametrize("path", _ultralytics_detect_exports())
+def test_the_cut_of_each_real_ultralytics_export_agrees_with_its_uncut_decode(path):
+    """Each real Ultralytics detect export committed as a fixture (8.4: YOLOv8n, YOLO11n, YOLO26n; edgetpu and LiteRT
+    int8): its head is found, the cut maps where the backbone allows, and the host decode agrees with the export's
+    own. The image: a shared photo letterboxed where present, else a generated pattern."""
+    data = path.read_bytes()
+    info = tflite_model.ModelInfo.from_bytes(data)
+    head = find_yolo_head(info)
+    assert head is not None and not head.foreign, path
+    cut, result = cut_decode(data)
+    before = {v.index for v in check_model(info).ops if v.target == "cpu"} - set(head.decode_ops)
+    assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops <= len(before)
+    h, w = head.input_hw
+    photo = TESTDATA_PHOTO if TESTDATA_PHOTO.is_file() else None
+    image = _letterbox("grace_hopper.bmp", h) if photo is not None and h == w else \
+        np.indices((h, w)).sum(0)[..., None].repeat(3, 2) % 64 / 63.0
+    _cut_agrees_with_the_uncut_decode(data, image.astype(np.float32))
