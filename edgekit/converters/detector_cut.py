@@ -128,7 +128,7 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
     info = ModelInfo.from_bytes(data)
     appended = appended_zip(data)
     ultralytics = ultralytics_metadata(appended)
-    head = _head_to_cut(info, ultralytics)
+    head = _head_to_cut(info, ultralytics, record)
     model, schema = _object_model(data)
     graph = model.subgraphs[0]
     keep = sorted(ancestors(info.main, head.output_tensors))
@@ -152,8 +152,8 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
     return _packed(model, len(data), appended), Cut(head, len(info.ops), len(keep), outputs)
 
 
-def _head_to_cut(info: ModelInfo, ultralytics: Any) -> YoloHead:
-    """The head of ``info`` a cut can take, or InputError saying why there is none."""
+def _head_to_cut(info: ModelInfo, ultralytics: Any, record: dict | None) -> YoloHead:
+    """The head of ``info`` a cut can take, or InputError saying why there is none (``record``: the model's)."""
     if info.is_compiled:
         raise InputError("this model is already compiled for the Edge TPU: its decode cannot be cut",
                          "cut the CPU model it was compiled from, then compile the cut model")
@@ -165,6 +165,10 @@ def _head_to_cut(info: ModelInfo, ultralytics: Any) -> YoloHead:
         raise InputError(f"an Ultralytics {task} model: cut handles detection heads only (task=detect)",
                          "cut a detection model; the uncut model keeps its masks or keypoints")
     head = find_yolo_head(info)
+    detection = (record or {}).get("detection")
+    if head is None and isinstance(detection, dict) and detection.get("cut_before_decode") is True:
+        raise InputError("this model was cut before its decode already (its edgekit record says so): its outputs are "
+                         "the head's maps", "compile it (edgekit compile) or run it (edgekit detect)")
     if head is None:
         raise InputError("no YOLO detection head found: per-level box-distribution and class convolutions, joined "
                          "per level or each across the levels (Ultralytics' Detect head)",

@@ -658,3 +658,13 @@ def test_the_cut_of_each_real_ultralytics_export_agrees_with_its_uncut_decode(pa
     image = _letterbox("grace_hopper.bmp", h) if photo is not None and h == w else \
         np.indices((h, w)).sum(0)[..., None].repeat(3, 2) % 64 / 63.0
     _cut_agrees_with_the_uncut_decode(data, image.astype(np.float32))
+
+
+def test_a_model_cut_already_is_refused_saying_so(tmp_path):
+    from tests.yolo_heads import tiny_yolo
+
+    (tmp_path / "y.tflite").write_bytes(tiny_yolo())
+    assert CliRunner().invoke(cli, ["cut", str(tmp_path / "y.tflite")]).exit_code == 0
+    again = CliRunner().invoke(cli, ["cut", str(tmp_path / "y_cut.tflite")])
+    assert again.exit_code == 3 and "cut before its decode already" in again.output
+    assert not (tmp_path / "y_cut_cut.tflite").exists()
