@@ -177,13 +177,13 @@ def _join_of(g: SubgraphInfo, users: dict[int, list[int]], t: int) -> tuple[int,
 
 def _feeds(g: SubgraphInfo, users: dict[int, list[int]], t: int, name: str, depth: int = 6) -> bool:
     """Tensor ``t`` reaches an op ``name`` through layout ops and slices alone."""
-    front = [t]
+    front = {t}
     for _ in range(depth):
-        ops = [g.ops[i] for x in front for i in users.get(x, [])]
+        ops = [g.ops[i] for i in sorted({i for x in front for i in users.get(x, [])})]
         if any(op.name == name for op in ops):
             return True
-        front = [o for op in ops if op.name in LAYOUT_OPS | {"STRIDED_SLICE", "SLICE", "SPLIT"} for o in op.outputs
-                 if o >= 0]
+        front = {o for op in ops if op.name in LAYOUT_OPS | {"STRIDED_SLICE", "SLICE", "SPLIT"} for o in op.outputs
+                 if o >= 0}
     return False
 def find_yolo_head(info: ModelInfo) -> YoloHead | None:
     """The YOLO head of ``info``'s main graph, or None when it has none this module can vouch for (two candidate
