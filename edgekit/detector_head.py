@@ -85,7 +85,8 @@ class YoloHead:
         boxes = f"DFL ({self.reg_max} bins)" if self.reg_max > 1 else "no DFL (4 box distances: YOLO26)"
         joined = ("boxes and classes joined per level" if self.join == PER_LEVEL
                   else "boxes and classes each joined across the levels (Ultralytics 8.4)")
-        return f"YOLO head with {boxes}, {self.num_classes} classes, levels {grids} ({self.num_anchors} anchors), {joined}"
+        return (f"YOLO head with {boxes}, {self.num_classes} classes, levels {grids} ({self.num_anchors} anchors), "
+                f"{joined}")
 
 
 def _producers(g: SubgraphInfo) -> dict[int, int]:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from tests.tflite_builder import S, GraphBuilder
+from tests.tflite_builder import GraphBuilder, S
 
 STRIDES = (8, 16, 32)
 EXTRA_CHANNELS = {"segment": 32, "pose": 51}

@@ -80,7 +80,6 @@ def cut(model: str | Path, output: str | Path | None = None, report: Reporter = 
     from edgekit import model_record, tflite_model
     from edgekit.converters.compatibility import check_model
     from edgekit.fileio import refuse_overwriting_input, write_bytes_atomic
-
     from edgekit.results.cut import CutResult
 
     out = Path(output) if output is not None else default_output(model)
@@ -174,9 +173,9 @@ def _head_to_cut(info: ModelInfo, ultralytics: Any, record: dict | None) -> Yolo
                          "per level or each across the levels (Ultralytics' Detect head)",
                          "cut works on YOLOv5u/v8/v9/11/26-style exports; `edgekit check` shows the model's ops")
     if head.foreign:
-        raise InputError(f"the head's decode also reads {len(head.foreign)} tensor(s) of the network besides the box and "
-                         "class maps (the mask coefficients and prototypes of a Segment head, the keypoints of a Pose "
-                         "head, the angles of an OBB head): cut handles detection heads only",
+        raise InputError(f"the head's decode also reads {len(head.foreign)} tensor(s) of the network besides the box "
+                         "and class maps (the mask coefficients and prototypes of a Segment head, the keypoints of a "
+                         "Pose head, the angles of an OBB head): cut handles detection heads only",
                          "cut a detection model; the uncut model keeps its masks, keypoints or angles")
     return head
 

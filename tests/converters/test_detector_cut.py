@@ -300,10 +300,10 @@ def test_the_cut_models_map_is_the_uncut_ones_within_half_a_point(tmp_path, yolo
 
 # --------------------------------------------------------------------------- the heads Ultralytics has shipped
 # Built here without TensorFlow (tests/yolo_heads.py), so these run on a clone without ../shared.
-HEADS = {"v8-8.3": dict(head="levels"), "v8-8.4": dict(head="joined"), "v8-8.4-nhwc": dict(head="joined", nchw=False),
-         "v26-8.4": dict(head="joined", reg_max=1), "v26-levels": dict(head="levels", reg_max=1),
-         "v8-8.4-96x64": dict(head="joined", size=(96, 64)), "v8-8.4-64-classes": dict(head="joined", nc=64),
-         "v8-8.4-exp-softmax": dict(head="joined", exp_softmax=True)}
+HEADS = {"v8-8.3": {"head": "levels"}, "v8-8.4": {"head": "joined"}, "v8-8.4-nhwc": {"head": "joined", "nchw": False},
+         "v26-8.4": {"head": "joined", "reg_max": 1}, "v26-levels": {"head": "levels", "reg_max": 1},
+         "v8-8.4-96x64": {"head": "joined", "size": (96, 64)}, "v8-8.4-64-classes": {"head": "joined", "nc": 64},
+         "v8-8.4-exp-softmax": {"head": "joined", "exp_softmax": True}}
 
 
 def _strip_appended_zip(data: bytes) -> bytes:
@@ -339,9 +339,10 @@ def test_every_shipped_head_is_found_by_structure_and_cut_to_a_full_model(kind):
 
 def test_names_never_decide_the_head():
     """Tensor names say nothing to the finder: every tensor renamed to the same word, the same head is found."""
+    import flatbuffers
+
     from tests.tflite_builder import S
     from tests.yolo_heads import tiny_yolo
-    import flatbuffers
 
     data = tiny_yolo()
     m = S.ModelT.InitFromPackedBuf(bytearray(data), 0)
@@ -374,7 +375,8 @@ def test_cut_cli_with_and_without_ultralytics_metadata_lists_the_output_tensors(
         [(pytest.approx(t.quantization.scale), t.quantization.zero_point) for t in info.outputs]
     layout = json.loads(info.metadata["edgekit"])["detection"]["layout"]
     assert layout["labels"] == (["a", "b", "c"] if metadata else None)
-    assert "next: edgekit compile" in CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "d.tflite")]).output
+    text = CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "d.tflite")]).output
+    assert "next: edgekit compile" in text
 
 
 def test_the_real_export_without_its_metadata_is_cut(tmp_path):
@@ -408,8 +410,9 @@ def test_nothing_is_written_before_the_result_stands(tmp_path, monkeypatch):
 
 
 def _mutated(data: bytes, change) -> bytes:
-    from tests.tflite_builder import S
     import flatbuffers
+
+    from tests.tflite_builder import S
 
     m = S.ModelT.InitFromPackedBuf(bytearray(data), 0)
     change(m.subgraphs[0])
@@ -467,8 +470,8 @@ def test_check_offers_the_cut_on_an_84_head_even_where_its_decode_maps(kind):
 
 
 # --------------------------------------------------------------------------- runnable heads built here (TensorFlow)
-KERAS = {"v8-8.3": dict(head="levels"), "v8-8.4": dict(head="joined"), "v26-8.4": dict(head="joined", reg_max=1),
-         "v8-8.4-64x96": dict(head="joined", size=(64, 96))}
+KERAS = {"v8-8.3": {"head": "levels"}, "v8-8.4": {"head": "joined"}, "v26-8.4": {"head": "joined", "reg_max": 1},
+         "v8-8.4-64x96": {"head": "joined", "size": (64, 96)}}
 SCENES = ([(0, 1, 2), (1, 1, 0)], [(0, 3, 3)], [(1, 0, 1), (0, 0, 0)], [])   # (class, row, column) per image
 
 
@@ -542,11 +545,12 @@ def test_checks_summary_in_quantize_and_build_offers_the_cut_whenever_it_applies
 def test_a_cut_model_whose_record_was_lost_is_still_read_by_its_shapes(tmp_path, keras_heads, kind):
     """A cut model without its edgekit record (a tool rewrote the metadata): detect reads the per-level maps by their
     shapes, 16-bin DFL or YOLO26's 4 distances (was: refused unless the boxes had 64 channels)."""
+    import flatbuffers
+
     from edgekit.devices.detect import detect
     from tests.detection_models import save_png
     from tests.tflite_builder import S
     from tests.yolo_heads import blob_image
-    import flatbuffers
 
     cut, _ = cut_decode(keras_heads[kind])
     m = S.ModelT.InitFromPackedBuf(bytearray(cut), 0)
@@ -650,7 +654,7 @@ def test_the_cut_of_each_real_ultralytics_export_agrees_with_its_uncut_decode(pa
     info = tflite_model.ModelInfo.from_bytes(data)
     head = find_yolo_head(info)
     assert head is not None and not head.foreign, path
-    cut, result = cut_decode(data)
+    cut, _ = cut_decode(data)
     before = {v.index for v in check_model(info).ops if v.target == "cpu"} - set(head.decode_ops)
     assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops <= len(before)
     h, w = head.input_hw
