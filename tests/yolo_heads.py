@@ -76,14 +76,23 @@ class _Yolo:
 
 
 def tiny_yolo(size: tuple[int, int] = (64, 64), nc: int = 3, reg_max: int = 16, head: str = "joined",
-              nchw: bool = True, extra: str | None = None, seed: int = 0, exp_softmax: bool = False) -> bytes:
+              nchw: bool = True, extra: str | None = None, seed: int = 0, exp_softmax: bool = False,
+              litert: bool = False) -> bytes:
     """A YOLO-style int8 detector .tflite (see the module's docstring; ``exp_softmax``: DFL's softmax written out as
-    EXP, SUM, DIV, as a converter may lower it)."""
+    EXP, SUM, DIV, as a converter may lower it; ``litert``: a float32 channels-first input ``[1, 3, H, W]`` (TRANSPOSE,
+    QUANTIZE) and a dequantized output, as Ultralytics 8.4's default LiteRT int8 export has them)."""
     m = _Yolo(size, nc, reg_max, seed)
     m.exp_softmax = exp_softmax
     g = m.g
     h, w = size
-    x = first = g.tensor([1, h, w, 3], "int8", scale=1 / 255, zero_point=-128, name="images")
+    if litert:
+        first = g.tensor([1, 3, h, w], "float32", scale=None, name="images")
+        hwc = g.tensor([1, h, w, 3], "float32", scale=None)
+        g.op("TRANSPOSE", [first, g.const([0, 2, 3, 1])], [hwc])
+        x = g.tensor([1, h, w, 3], "int8", scale=1 / 255, zero_point=-128)
+        g.op("QUANTIZE", [hwc], [x])
+    else:
+        x = first = g.tensor([1, h, w, 3], "int8", scale=1 / 255, zero_point=-128, name="images")
     feats, c = [], 3
     for k in range(5):
         hw = (h >> (k + 1), w >> (k + 1))
@@ -99,6 +108,11 @@ def tiny_yolo(size: tuple[int, int] = (64, 64), nc: int = 3, reg_max: int = 16, 
     else:
         boxes, scores, more = _joined(m, levels, n, nchw, extra)
     out = _decode(m, boxes, scores, more, n, nchw and head == "joined")
+    if litert:
+        q = g.tensors[out]
+        dequantized = g.tensor(q.shape, "float32", scale=None, name="output")
+        g.op("DEQUANTIZE", [out], [dequantized])
+        out = dequantized
     return g.build([first], [out])
 
 
