@@ -227,7 +227,8 @@ def _packed(model: Any, size: int, appended: dict[str, bytes]) -> bytes:
 
 
 def _name(n: Any) -> str:
-    return n.decode() if isinstance(n, bytes) else str(n)
+    """A name as the schema holds it (bytes, in any encoding a file may have), as text."""
+    return n.decode("utf-8", "replace") if isinstance(n, bytes) else "" if n is None else str(n)
 
 
 def _drop_unused_tensors(graph: Any) -> None:

@@ -1,7 +1,7 @@
 """Structural fuzzing of ``edgekit cut`` (issue 31): seeded mutations of YOLO .tflite models, each of which must end in
 a cut model or an EdgekitError with its exit code (nothing written then), never another exception, never a hang.
 
-The mutations edit the model's structure through TensorFlow Lite's schema (tensor shapes, types and buffers, op
+The mutations edit the model's structure through TensorFlow Lite's schema (tensor shapes, names, types and buffers, op
 inputs, outputs and opcodes, quantization, the subgraphs, the graph's inputs and outputs, buffer contents) and
 sometimes truncate the file. Seeds: YOLO-style models built here (tests/yolo_heads.py: both Ultralytics heads),
 always; the real Ultralytics YOLOv8n export in ../shared/testdata/detection where it is present (fewer cases:
@@ -59,7 +59,7 @@ def _mutate(m: Any, g: Any, r: random.Random) -> Callable[[], None]:
     """One structural change to ``m`` (the schema's ModelT; ``g``: its main graph), and what undoes it."""
     t = r.choice(g.tensors)
     op = r.choice(g.operators)
-    kind = r.randrange(12)
+    kind = r.randrange(13)
     if kind == 0:      # a tensor's shape
         return _set(t, "shape", [r.choice(ODD_INTS) for _ in range(r.randrange(6))])
     if kind == 1:      # an op reads another tensor
@@ -95,6 +95,8 @@ def _mutate(m: Any, g: Any, r: random.Random) -> Callable[[], None]:
     if kind == 9:      # the graph's inputs or outputs
         which = r.choice(["inputs", "outputs"])
         return _set(g, which, [_index(r, len(g.tensors)) for _ in range(r.randrange(3))])
+    if kind == 11:     # a tensor's name: any bytes (not UTF-8)
+        return _set(t, "name", r.randbytes(r.randrange(12)))
     if kind == 10:     # an op's options (a concatenation's axis, a conv's activation...)
         if op.builtinOptions is None:
             return lambda: None
