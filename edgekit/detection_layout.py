@@ -449,7 +449,7 @@ def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[Ultralyti
         return _split_pair(outputs, shapes, input_hw, sig, base, source)
     if len(outputs) == 3 and all(len(s) == 4 for s in shapes):   # per level [1, h, w, 64+nc]: cut before the concat
         return _combined_levels(outputs, shapes, input_hw, meta, base, source)
-    if len(outputs) in (4, 6, 8) and all(len(s) == 4 for s in shapes):
+    if len(outputs) in (4, 6, 8, 10) and all(len(s) == 4 for s in shapes):
         return _split_levels(outputs, shapes, input_hw, base, source)
     return []
 
@@ -582,7 +582,7 @@ def _combined_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tup
 def _split_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int], base: _Shared,
                   source: List[str]) -> List[Tuple[DetectionLayout, str]]:
     """split-dfl per level (a YOLO head cut before its decode, its record lost): a boxes map and a scores map for
-    each of two or more strides of 8, 16, 32, 64. The boxes have 64 channels (4 sides x 16 DFL bins) or 4 (YOLO26:
+    each of two or more strides of 4, 8, 16, 32, 64. The boxes have 64 channels (4 sides x 16 DFL bins) or 4 (YOLO26:
     no DFL); where the channels do not tell (64 and 4), the first map of a level is taken as the boxes (the order of
     ``edgekit cut`` and Ultralytics' ``cat(cv2, cv3)``) and said."""
     levels = {}  # type: Dict[Tuple[int, int], List[int]]
@@ -590,7 +590,7 @@ def _split_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[
         levels.setdefault((s[1], s[2]), []).append(i)
     strides = sorted(((input_hw[0] // hw[0], hw) for hw in levels if hw[0]), key=lambda x: x[0])
     if not (len(levels) >= 2 and all(len(v) == 2 for v in levels.values()) and all(
-            s in (8, 16, 32, 64) and hw[0] * s == input_hw[0] and hw[1] * s == input_hw[1] for s, hw in strides)):
+            s in (4, 8, 16, 32, 64) and hw[0] * s == input_hw[0] and hw[1] * s == input_hw[1] for s, hw in strides)):
         return []
     pairs = {tuple(shapes[i][3] for i in levels[hw]) for _, hw in strides}
     if len(pairs) != 1:

@@ -35,8 +35,8 @@ from dataclasses import dataclass
 
 from edgekit.tflite_model import ModelInfo, SubgraphInfo
 
-#: Strides a pyramid level may have (YOLO P3..P6).
-STRIDES = (8, 16, 32, 64)
+#: Strides a pyramid level may have (YOLO P2..P6: Ultralytics' -p2 and -p6 models, ultralytics/cfg/models).
+STRIDES = (4, 8, 16, 32, 64)
 #: Ops that move or requantize values and compute none: what lies between a head's maps and their join.
 LAYOUT_OPS = frozenset({"RESHAPE", "TRANSPOSE", "QUANTIZE", "DEQUANTIZE", "SQUEEZE", "EXPAND_DIMS"})
 #: How check's advice names the cut (:func:`decode_tail_advice`; check's summary picks that advice by it).

@@ -2,7 +2,8 @@
 
 :func:`tiny_yolo` writes the graph of an Ultralytics export in TFLite ops, shapes consistent, int8:
 
-- a backbone of stride-2 3x3 convolutions, features at strides 8, 16 and 32;
+- a backbone of stride-2 3x3 convolutions, features at strides 8, 16 and 32 (or those asked: P2 models add 4,
+  P6 models 64);
 - per level, the head's last layers: two 1x1 convolutions without activation, ``4 * reg_max`` box channels
   (``cv2``) and ``nc`` class channels (``cv3``), as ``Detect.forward_head`` has them;
 - ``head="levels"`` (Ultralytics up to 8.3): box and class maps joined per level along the channels, the
@@ -77,7 +78,7 @@ class _Yolo:
 
 def tiny_yolo(size: tuple[int, int] = (64, 64), nc: int = 3, reg_max: int = 16, head: str = "joined",
               nchw: bool = True, extra: str | None = None, seed: int = 0, exp_softmax: bool = False,
-              litert: bool = False) -> bytes:
+              litert: bool = False, strides: tuple[int, ...] = STRIDES) -> bytes:
     """A YOLO-style int8 detector .tflite (see the module's docstring; ``exp_softmax``: DFL's softmax written out as
     EXP, SUM, DIV, as a converter may lower it; ``litert``: a float32 channels-first input ``[1, 3, H, W]`` (TRANSPOSE,
     QUANTIZE) and a dequantized output, as Ultralytics 8.4's default LiteRT int8 export has them)."""
@@ -94,11 +95,11 @@ def tiny_yolo(size: tuple[int, int] = (64, 64), nc: int = 3, reg_max: int = 16, 
     else:
         x = first = g.tensor([1, h, w, 3], "int8", scale=1 / 255, zero_point=-128, name="images")
     feats, c = [], 3
-    for k in range(5):
+    for k in range(max(strides).bit_length() - 1):
         hw = (h >> (k + 1), w >> (k + 1))
         x = m.conv(x, c, 8, hw, 3, 2, relu=True)
         c = 8
-        if k >= 2:
+        if 2 ** (k + 1) in strides:
             feats.append((x, hw))
     levels = [(m.conv(f, 8, 4 * reg_max, hw, 1, 1, relu=False), m.conv(f, 8, nc, hw, 1, 1, relu=False),
                m.conv(f, 8, EXTRA_CHANNELS[extra], hw, 1, 1, relu=False) if extra else None, hw) for f, hw in feats]

@@ -304,7 +304,9 @@ HEADS = {"v8-8.3": {"head": "levels"}, "v8-8.4": {"head": "joined"}, "v8-8.4-nhw
          "v26-8.4": {"head": "joined", "reg_max": 1}, "v26-levels": {"head": "levels", "reg_max": 1},
          "v8-8.4-96x64": {"head": "joined", "size": (96, 64)}, "v8-8.4-64-classes": {"head": "joined", "nc": 64},
          "v8-8.4-exp-softmax": {"head": "joined", "exp_softmax": True},
-         "v8-8.4-litert-96x64": {"head": "joined", "litert": True, "size": (96, 64)}}
+         "v8-8.4-litert-96x64": {"head": "joined", "litert": True, "size": (96, 64)},
+         "v26-p2-8.4": {"head": "joined", "reg_max": 1, "strides": (4, 8, 16, 32)},
+         "v8-p6-8.3": {"head": "levels", "strides": (8, 16, 32, 64), "size": (128, 128)}}
 
 
 def _strip_appended_zip(data: bytes) -> bytes:
@@ -326,17 +328,18 @@ def test_every_shipped_head_is_found_by_structure_and_cut_to_a_full_model(kind):
     head = find_yolo_head(info)
     assert head is not None, kind
     h, w = spec.get("size", (64, 64))
-    assert (head.reg_max, head.num_classes, head.strides) == (spec.get("reg_max", 16), spec.get("nc", 3), (8, 16, 32))
+    strides = spec.get("strides", (8, 16, 32))
+    assert (head.reg_max, head.num_classes, head.strides) == (spec.get("reg_max", 16), spec.get("nc", 3), strides)
     assert head.join == ("per-level" if spec["head"] == "levels" else "joined") and not head.foreign
     cut, result = cut_decode(data)
     cut_info = tflite_model.ModelInfo.from_bytes(cut)
-    assert [o.shape for o in cut_info.outputs] == [(1, h // s, w // s, c) for s in (8, 16, 32)
+    assert [o.shape for o in cut_info.outputs] == [(1, h // s, w // s, c) for s in strides
                                                    for c in (4 * head.reg_max, head.num_classes)]
     # the cut maps whole, but for a float input's own TRANSPOSE and QUANTIZE (LiteRT's export), before the head
     uncut_cpu = {v.index for v in check_model(info).ops if v.target == "cpu"} - set(head.decode_ops)
     assert check_model(cut_info).cpu_ops == len(uncut_cpu) == (2 if spec.get("litert") else 0)
     assert result.ops_after < result.ops_before
-    assert [o["role"] for o in result.outputs] == [f"{k}@{s}" for s in (8, 16, 32) for k in ("boxes", "scores")]
+    assert [o["role"] for o in result.outputs] == [f"{k}@{s}" for s in strides for k in ("boxes", "scores")]
     layout = json.loads(cut_info.metadata["edgekit"])["detection"]["layout"]
     assert (layout["reg_max"], layout["input_hw"], layout["num_classes"]) == (head.reg_max, [h, w], head.num_classes)
 
