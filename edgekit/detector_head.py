@@ -186,6 +186,8 @@ def _feeds(g: SubgraphInfo, users: dict[int, list[int]], t: int, name: str, dept
         front = {o for op in ops if op.name in LAYOUT_OPS | {"STRIDED_SLICE", "SLICE", "SPLIT"} for o in op.outputs
                  if o >= 0}
     return False
+
+
 def find_yolo_head(info: ModelInfo) -> YoloHead | None:
     """The YOLO head of ``info``'s main graph, or None when it has none this module can vouch for (two candidate
     heads, or a malformed graph: :func:`graph_problem`)."""
@@ -207,6 +209,8 @@ def find_yolo_head(info: ModelInfo) -> YoloHead | None:
                if set(by_input) == set(g.ops[j].inputs) and len(by_input) == len(g.ops[j].inputs)}
     heads = [h for h in _per_level_heads(g, maps, entries, input_hw) + _joined_heads(g, users, maps, entries, input_hw)
              if h is not None]
+    if len(heads) > 1 and all(h.foreign for h in heads):
+        return heads[0]   # a Segment or Pose head read two ways: either way not a detector's, for the cut to refuse
     return heads[0] if len(heads) == 1 else None   # two candidate heads: not one this module can vouch for
 
 

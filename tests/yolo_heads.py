@@ -108,6 +108,8 @@ def tiny_yolo(size: tuple[int, int] = (64, 64), nc: int = 3, reg_max: int = 16, 
         boxes, scores, more = _per_level(m, levels, n, extra)
     else:
         boxes, scores, more = _joined(m, levels, n, nchw, extra)
+    if extra == "pose":   # the keypoints' visibility goes through a sigmoid too (Pose.kpts_decode)
+        more = m.unary("LOGISTIC", more, list(g.tensors[more].shape))
     out = _decode(m, boxes, scores, more, n, nchw and head == "joined")
     if litert:
         q = g.tensors[out]
