@@ -444,7 +444,8 @@ def _written_twice(g) -> None:  # the last op writes the first conv's output aga
 
 
 @pytest.mark.parametrize("case,words", [
-    ("segment", "Segment head"), ("pose", "Pose head"), ("task", "an Ultralytics segment model"),
+    ("segment", "Segment head"), ("pose", "Pose head"), ("segment-8.4", "Segment head"), ("pose-8.3", "Pose head"),
+    ("task", "an Ultralytics segment model"),
     ("cycle", "the graph has a cycle"), ("twice", "malformed graph")])
 def test_what_cut_cannot_handle_is_refused_in_one_line(tmp_path, case, words):
     """Segmentation and pose heads (whose masks or keypoints a cut would drop in silence), graphs with a cycle or a
@@ -453,6 +454,8 @@ def test_what_cut_cannot_handle_is_refused_in_one_line(tmp_path, case, words):
 
     data = {"segment": lambda: tiny_yolo(head="levels", extra="segment"),
             "pose": lambda: tiny_yolo(head="joined", extra="pose"),
+            "segment-8.4": lambda: tiny_yolo(head="joined", extra="segment"),
+            "pose-8.3": lambda: tiny_yolo(head="levels", extra="pose"),
             "task": lambda: _with_task(tiny_yolo(), "segment"),
             "cycle": lambda: _mutated(tiny_yolo(), _cycle),
             "twice": lambda: _mutated(tiny_yolo(), _written_twice)}[case]()
