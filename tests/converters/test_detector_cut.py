@@ -23,6 +23,7 @@ from edgekit.cli import cli
 from edgekit.converters.compatibility import check_model
 from edgekit.converters.detector_cut import cut_decode
 from edgekit.detector_head import find_yolo_head
+from edgekit.errors import EdgekitError
 from tests.conftest import TESTDATA, shared_file
 
 YOLO = "detection/ppe_yolov8n_full_integer_quant.tflite"
@@ -682,3 +683,45 @@ def test_a_model_cut_already_is_refused_saying_so(tmp_path):
     again = CliRunner().invoke(cli, ["cut", str(tmp_path / "y_cut.tflite")])
     assert again.exit_code == 3 and "cut before its decode already" in again.output
     assert not (tmp_path / "y_cut_cut.tflite").exists()
+
+
+# --------------------------------------------------------------------------- real exports among the evidence pairs
+PAIRS = Path(__file__).resolve().parents[1] / "fixtures" / "evidence" / "pairs"
+
+
+def _pair_models() -> list[tuple[str, bytes, tflite_model.ModelInfo, dict]]:
+    import gzip
+
+    out = []
+    for p in sorted(PAIRS.glob("*.tflite.gz")):
+        data = gzip.decompress(p.read_bytes())
+        try:
+            info = tflite_model.ModelInfo.from_bytes(data)
+        except EdgekitError:
+            continue
+        out.append((p.name, data, info, json.loads(p.with_name(p.name[:-len(".tflite.gz")] + ".json").read_text())))
+    return out
+
+
+def test_the_real_exports_among_the_evidence_pairs_are_found_and_nothing_else():
+    """The evidence pairs (real models from public repositories, their compiled twins' logs, weights zeroed): a head
+    is found exactly in the models whose output is Ultralytics' decoded one ([1, 4 + nc, anchors of the input]; the
+    YOLOv8n exports at 640 and 320, the YOLOv5nu at 320), in none of the other 200-odd (SSD, EfficientDet, YOLOv5
+    with anchor boxes, classifiers...); in each, every op the real compiler left on the CPU is a decode op, and the
+    cut model is predicted whole on the Edge TPU."""
+    from edgekit.detection import anchor_count
+
+    found = []
+    for name, data, info, pair in _pair_models():
+        head = find_yolo_head(info)
+        shapes = [o.shape for o in info.outputs]
+        h, w = info.inputs[0].shape[1:3] if len(info.inputs) == 1 and len(info.inputs[0].shape) == 4 else (0, 0)
+        decoded = len(shapes) == 1 and len(shapes[0]) == 3 and shapes[0][2] == anchor_count((h, w)) > 0
+        assert (head is not None) == decoded, name
+        if head is None:
+            continue
+        found.append((head.reg_max, head.input_hw, head.num_classes))
+        assert set(pair["cpu_op_indices"]) <= set(head.decode_ops), name
+        cut, _ = cut_decode(data)
+        assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops == 0, name
+    assert len(found) >= 4 and {hw for _, hw, _ in found} >= {(640, 640), (320, 320)}, found
