@@ -4,8 +4,8 @@ a cut model or an EdgekitError with its exit code (nothing written then), never 
 The mutations edit the model's structure through TensorFlow Lite's schema (tensor shapes, names, types and buffers, op
 inputs, outputs and opcodes, quantization, the subgraphs, the graph's inputs and outputs, buffer contents) and
 sometimes truncate the file. Seeds: YOLO-style models built here (tests/yolo_heads.py: both Ultralytics heads),
-always; the real Ultralytics YOLOv8n export in ../shared/testdata/detection where it is present (fewer cases:
-each repacks 3 MB).
+always; a real Ultralytics YOLOv5nu export among the evidence pairs (in the repository); the real Ultralytics YOLOv8n
+export in ../shared/testdata/detection where it is present (fewer cases: each repacks 3 MB).
 """
 
 from __future__ import annotations
@@ -13,6 +13,7 @@ from __future__ import annotations
 import random
 import signal
 from contextlib import contextmanager
+from pathlib import Path
 from typing import Any, Callable
 
 import flatbuffers
@@ -155,3 +156,18 @@ def test_mutated_yolo_models_end_in_a_cut_or_an_edgekit_error(tmp_path, head):
 def test_mutated_real_yolov8n_exports_end_in_a_cut_or_an_edgekit_error(tmp_path):
     outcomes = _fuzz(REAL.read_bytes(), 24, seed=35, tmp_path=tmp_path)
     assert sum(outcomes.values()) >= 20, outcomes
+
+
+PAIR = (Path(__file__).resolve().parents[1] / "fixtures" / "evidence" / "pairs" /
+        "muellevin+Studienarbeit___e9927f95__Detection_training__Tensorflow__workspace__models__yolov5nu_saved_model__"
+        "export__tfliteexport__saved_model__yolov5nu_full_integer_quant.tflite.gz")
+
+
+@pytest.mark.skipif(not PAIR.is_file(), reason=f"evidence pair not found: {PAIR}")
+def test_mutated_real_yolov5nu_exports_end_in_a_cut_or_an_edgekit_error(tmp_path):
+    """A real Ultralytics YOLOv5nu export at 320 from the evidence pairs (in the repository: runs without
+    ../shared; its weights zeroed, its structure whole)."""
+    import gzip
+
+    outcomes = _fuzz(gzip.decompress(PAIR.read_bytes()), 16, seed=5, tmp_path=tmp_path)
+    assert sum(outcomes.values()) >= 12, outcomes
