@@ -1,9 +1,11 @@
 """Cutting a YOLO detector before its decode: the head found, the cut model fully mapped, the same detections.
 
-Two models: the real Ultralytics YOLOv8n export in ../shared/testdata/detection (skipped where absent),
-and a small YOLO-style Keras detector built here (per-level box-distribution and class convolutions
-joined along the channels, then the Ultralytics-style decode in TensorFlow ops) so that the structure
-match is tested on a model no rule was written from.
+The models: the real Ultralytics YOLOv8n export in ../shared/testdata/detection (skipped where absent); the real
+exports among the evidence pairs (tests/fixtures/evidence/pairs: structure only, weights zeroed); YOLO-style models
+with each head Ultralytics has shipped, built here without TensorFlow (tests/yolo_heads.py: 8.3's per-level joins,
+8.4's joins across the levels, YOLO26 without DFL, P2/P6, Segment/Pose heads to refuse); runnable ones built with
+Keras and TFLiteConverter, their weights set by hand to find coloured squares (detect on the cut model against the
+uncut one); and the real 8.4 exports under tests/fixtures/exports once they are committed.
 """
 
 from __future__ import annotations
