@@ -241,7 +241,7 @@ def cut(model: str, output: str | None, as_json: bool, quiet: bool) -> None:
 
     The decode (DFL, anchors, class sigmoid) is what edgetpu_compiler leaves on the CPU; `edgekit detect`
     does it on the host instead. Exit codes: 0 ok, 2 bad option (output over the input), 3 bad input (not a
-    .tflite, already compiled, or no YOLO head found).
+    .tflite, a malformed graph, already compiled, no YOLO detection head, or a segmentation/pose head).
     """
     from edgekit import api
 

@@ -419,8 +419,11 @@ def anchor_count(input_hw: Tuple[int, int], strides: Sequence[int] = (8, 16, 32)
 
 
 def dfl(distributions: np.ndarray, reg_max: int = 16) -> np.ndarray:
-    """[N, 4*reg_max] bin logits → [N, 4] distances: softmax over each side's bins, then the expectation."""
+    """[N, 4*reg_max] bin logits → [N, 4] distances: softmax over each side's bins, then the expectation. With one
+    bin (YOLO26: Ultralytics' ``Detect`` has no DFL when ``reg_max`` is 1) the values are the distances."""
     x = np.asarray(distributions, np.float32).reshape(-1, 4, reg_max)
+    if reg_max == 1:
+        return x[:, :, 0]
     x = x - x.max(axis=2, keepdims=True)
     e = np.exp(x)
     p = e / e.sum(axis=2, keepdims=True)

@@ -423,7 +423,8 @@ def _scores_logits(t: Any, source: List[str]) -> Optional[bool]:
 
 
 def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int], input_hw: Tuple[int, int],
-                  base: _Shared, source: List[str], strides: Sequence[int] = (8, 16, 32)) -> DetectionLayout:
+                  base: _Shared, source: List[str], strides: Sequence[int] = (8, 16, 32),
+                  reg_max: int = 16) -> DetectionLayout:
     src = list(source)
     logits = _scores_logits(outputs[score_idx[0]], src)
     if len(box_idx) == 1:
@@ -437,7 +438,7 @@ def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int
             tuple(("scores@{}".format(st), c) for st, c in zip(strides, score_idx))
         nc = int(outputs[score_idx[0]].shape[-1])
     return base.layout(Layout.SPLIT_DFL, roles, nc, scores_are_logits=logits, strides=tuple(strides),
-                       source=tuple(src))
+                       reg_max=reg_max, source=tuple(src))
 
 
 def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[UltralyticsMetadata], sig: Dict[int, str],
@@ -456,7 +457,7 @@ def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[Ultralyti
         return _split_pair(outputs, shapes, input_hw, sig, base, source)
     if len(outputs) == 3 and all(len(s) == 4 for s in shapes):   # per level [1, h, w, 64+nc]: cut before the concat
         return _combined_levels(outputs, shapes, input_hw, meta, base, source)
-    if len(outputs) == 6 and all(len(s) == 4 for s in shapes):
+    if len(outputs) in (4, 6, 8, 10) and all(len(s) == 4 for s in shapes):
         return _split_levels(outputs, shapes, input_hw, base, source)
     return []
 
@@ -588,25 +589,36 @@ def _combined_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tup
 
 def _split_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int], base: _Shared,
                   source: List[str]) -> List[Tuple[DetectionLayout, str]]:
-    """split-dfl per level: a boxes map (64 channels) and a scores map for each stride 8/16/32."""
+    """split-dfl per level (a YOLO head cut before its decode, its record lost): a boxes map and a scores map for
+    each of two or more strides of 4, 8, 16, 32, 64. The boxes have 64 channels (4 sides x 16 DFL bins) or 4 (YOLO26:
+    no DFL); where the channels do not tell (64 and 4), the first map of a level is taken as the boxes (the order of
+    ``edgekit cut`` and Ultralytics' ``cat(cv2, cv3)``) and said."""
     levels = {}  # type: Dict[Tuple[int, int], List[int]]
     for i, s in enumerate(shapes):
         levels.setdefault((s[1], s[2]), []).append(i)
     strides = sorted(((input_hw[0] // hw[0], hw) for hw in levels if hw[0]), key=lambda x: x[0])
-    if not (len(levels) == 3 and all(len(v) == 2 for v in levels.values()) and
-            [s for s, _ in strides] == [8, 16, 32]):
+    if not (len(levels) >= 2 and all(len(v) == 2 for v in levels.values()) and all(
+            s in (4, 8, 16, 32, 64) and hw[0] * s == input_hw[0] and hw[1] * s == input_hw[1] for s, hw in strides)):
         return []
-    box_idx, score_idx = [], []
-    for _, hw in strides:
-        i, j = levels[hw]
-        if (shapes[i][3] == 64) == (shapes[j][3] == 64):
-            raise InputError("per-level outputs {} and {} both (or neither) have 64 channels".format(
-                list(shapes[i]), list(shapes[j])), "cut the model so that boxes and scores differ in size")
-        b_, s_ = (i, j) if shapes[i][3] == 64 else (j, i)
-        box_idx.append(b_)
-        score_idx.append(s_)
-    return [(_split_layout(outputs, box_idx, score_idx, input_hw, base,
-                           source + ["per-level NHWC maps for strides 8/16/32"]), "per-level maps")]
+    pairs = {tuple(shapes[i][3] for i in levels[hw]) for _, hw in strides}
+    if len(pairs) != 1:
+        return []
+    first, second = pairs.pop()
+    src = source + ["per-level NHWC maps for strides {}".format("/".join(str(s) for s, _ in strides))]
+    if {first, second} == {64, 4}:
+        src.append("64 and 4 channels: the first map of each level taken as the boxes (edgekit cut's order)")
+        box_first = True
+    elif (first in (64, 4)) != (second in (64, 4)):
+        box_first = first in (64, 4)
+    else:
+        raise InputError("per-level outputs with {} and {} channels: which holds the boxes (64 DFL bins or 4 "
+                         "distances) is not written in the model".format(first, second),
+                         "cut the uncut model again with edgekit cut, which records the layout")
+    box_idx = [levels[hw][0 if box_first else 1] for _, hw in strides]
+    score_idx = [levels[hw][1 if box_first else 0] for _, hw in strides]
+    reg_max = (first if box_first else second) // 4
+    return [(_split_layout(outputs, box_idx, score_idx, input_hw, base, src, [s for s, _ in strides], reg_max),
+             "per-level maps")]
 
 
 def _split_by_names(outputs: list, sig: Dict[int, str]) -> Optional[int]:

@@ -46,6 +46,7 @@ class CheckSummary(Record):
     min_runtime: int
     edgetpu_param_bytes: int | None                 # parameters of the Edge TPU ops (None: not estimated)
     off_chip_bytes_estimate: int | None             # of those, beyond the ~8 MiB on-chip cache
+    cut: str | None = None                          # check's offer of `edgekit cut` (a YOLO detector it can cut)
 
     @classmethod
     def from_check(cls, check: CheckReport | CheckResult) -> CheckSummary:
@@ -57,10 +58,13 @@ class CheckSummary(Record):
         s = r.summary
         cpu = Counter(o.name for o in r.ops if o.target == Target.CPU)
         on, off = s.on_chip_bytes_estimate, s.off_chip_bytes_estimate
+        from edgekit.detector_head import CUT_COMMAND
+
         return cls(Verdict(r.verdict), s.edgetpu_ops, len(r.ops),
                    tuple(CpuOps(name, n) for name, n in sorted(cpu.items(), key=lambda kv: (-kv[1], kv[0]))),
                    s.uncertain_ops, s.subgraphs, r.min_runtime,
-                   None if on is None else on + (off or 0), off)
+                   None if on is None else on + (off or 0), off,
+                   next((a for a in r.advice if CUT_COMMAND in a), None))
 
     def lines(self) -> list[str]:
         """'Edge TPU (edgekit check): PARTIAL: 4 of 113 ops ...' and the parameters line."""
@@ -85,4 +89,6 @@ class CheckSummary(Record):
             else:
                 lines.append(f"Parameters on the Edge TPU: ~{_mib(self.edgetpu_param_bytes)}, all within the "
                              "~8 MiB on-chip cache")
+        if self.cut:
+            lines.append(self.cut)
         return lines

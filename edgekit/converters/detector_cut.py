@@ -8,22 +8,29 @@ numbers the uncut model computed before its decode, with no int8 rounding of the
 
 The cut keeps the graph's ops that the head needs, in their order, and drops every tensor and buffer
 nothing uses any more; the model's inputs, metadata (an edgekit record gains a ``detection`` entry
-naming the layout) and anything appended to the file (Ultralytics' ZIP of ``metadata.json``) are kept.
-Writing uses TensorFlow Lite's generated schema (ai-edge-litert or TensorFlow) with ``flatbuffers``.
+naming the layout) and anything appended to the file (Ultralytics' ZIP of ``metadata.json``, which a
+tool may have dropped: the cut never needs it) are kept. Writing uses TensorFlow Lite's generated schema
+(ai-edge-litert or TensorFlow) with ``flatbuffers``.
+
+Refused (exit 3, one line): a malformed graph (a tensor written twice, a cycle), no YOLO head, a head whose
+decode also reads other tensors of the network (Segment, Pose, OBB: the cut would drop their masks,
+keypoints or angles), a compiled model.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import struct
 import zipfile
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from edgekit._schema_names import TENSOR_TYPES
 from edgekit.detection_layout import appended_zip, ultralytics_metadata, ultralytics_names
-from edgekit.detector_head import YoloHead, ancestors, find_yolo_head
-from edgekit.errors import InputError
+from edgekit.detector_head import YoloHead, ancestors, find_yolo_head, graph_problem
+from edgekit.errors import InputError, InvalidModelError
 from edgekit.report import SILENT, Reporter
 from edgekit.tflite_model import ModelInfo
 
@@ -39,7 +46,7 @@ class Cut:
     head: YoloHead
     ops_before: int
     ops_after: int
-    outputs: tuple[str, ...]
+    outputs: tuple[dict, ...]          # the cut model's output tensors: role, name, shape, dtype, quantization
     model: str | None = None
     output: str | None = None
     verdict: str | None = None          # check's verdict on the cut model
@@ -74,6 +81,7 @@ def cut(model: str | Path, output: str | Path | None = None, report: Reporter = 
     from edgekit.converters.compatibility import check_model
     from edgekit.fileio import refuse_overwriting_input, write_bytes_atomic
     from edgekit.quant_params import refuse_bad_quantization
+    from edgekit.results.cut import CutResult
 
     out = Path(output) if output is not None else default_output(model)
     refuse_overwriting_input(out, model)
@@ -84,8 +92,10 @@ def cut(model: str | Path, output: str | Path | None = None, report: Reporter = 
     report.status(f"cutting {model} before its decode")
     data, result = cut_decode(Path(model).read_bytes(), record)   # load() vouched it is a regular file
     checked = check_model(tflite_model.ModelInfo.from_bytes(data, str(out)))
+    result = replace(result, model=str(model), output=str(out), verdict=checked.verdict, cpu_ops=checked.cpu_ops)
+    CutResult.of_cut(result).render_text()   # the document and its text stand before anything is written
     write_bytes_atomic(out, data)
-    return replace(result, model=str(model), output=str(out), verdict=checked.verdict, cpu_ops=checked.cpu_ops)
+    return result
 
 
 def _schema() -> Any:
@@ -113,43 +123,99 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
     """``data`` (a .tflite) cut before its YOLO decode, and what was cut.
 
     ``record``: the source's edgekit record (a dict), to carry over with the ``detection`` entry added.
-    Raises InputError for a model with no YOLO head (:func:`find_yolo_head`) or one already compiled.
+    Raises InputError for a model with no YOLO head (:func:`find_yolo_head`), one whose head is not a detector's,
+    a malformed graph, or a model already compiled.
     """
-    import flatbuffers
-
     info = ModelInfo.from_bytes(data)
-    if info.is_compiled:
-        raise InputError("this model is already compiled for the Edge TPU: its decode cannot be cut",
-                         "cut the CPU model it was compiled from, then compile the cut model")
-    head = find_yolo_head(info)
-    if head is None:
-        raise InputError("no YOLO detection head found: per-level box-distribution and class tensors joined "
-                         "along the channels (Ultralytics' Detect head)",
-                         "cut works on YOLOv5u/v8/v9/11-style exports; `edgekit check` shows the model's ops")
-    schema = _schema()
-    model = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    appended = appended_zip(data)
+    ultralytics = ultralytics_metadata(appended)
+    head = _head_to_cut(info, ultralytics, record)
+    model, schema = _object_model(data)
     graph = model.subgraphs[0]
     keep = sorted(ancestors(info.main, head.output_tensors))
     graph.operators = [graph.operators[i] for i in keep]
     graph.outputs = list(head.output_tensors)
     _drop_unused_tensors(graph)
-    names = tuple(_name(graph.tensors[t].name) for t in graph.outputs)
+    outputs = tuple(_output(role, graph.tensors[t]) for role, t in zip(_roles(head), graph.outputs))
     _rewrite_signature(model, schema, graph)
     _drop_unused_buffers(model)
     rec = dict(record or {})
     before = rec.get("detection") if isinstance(rec.get("detection"), dict) else None
-    appended = appended_zip(data)
-    ultralytics = ultralytics_metadata(appended)
     letterbox = bool(before.get("letterbox")) if before and "letterbox" in before else ultralytics is not None
     names = ultralytics_names(ultralytics) if ultralytics else None
-    labels = tuple(rec["labels"]) if isinstance(rec.get("labels"), list) else (
+    labels = tuple(str(x) for x in rec["labels"]) if isinstance(rec.get("labels"), list) else (
         names if names and len(names) == head.num_classes else None)
     # Ultralytics' exports take pixels / 255 (its metadata says so to edgekit detect); a recorded spec wins
     scaling = "0..1" if ultralytics is not None and not rec.get("preprocess") else None
     rec["detection"] = detection_record(head, letterbox, labels, before, scaling)
     rec.setdefault("record_version", 1)
     _set_metadata(model, schema, "edgekit", json.dumps(rec, indent=2).encode())
-    builder = flatbuffers.Builder(len(data) + 4096)
+    return _packed(model, len(data), appended), Cut(head, len(info.ops), len(keep), outputs)
+
+
+def _head_to_cut(info: ModelInfo, ultralytics: Any, record: dict | None) -> YoloHead:
+    """The head of ``info`` a cut can take, or InputError saying why there is none (``record``: the model's)."""
+    if info.is_compiled:
+        raise InputError("this model is already compiled for the Edge TPU: its decode cannot be cut",
+                         "cut the CPU model it was compiled from, then compile the cut model")
+    problem = graph_problem(info.main)
+    if problem:
+        raise InvalidModelError(f"malformed graph: {problem}", "re-export the model")
+    task = getattr(ultralytics, "task", None)
+    if task not in (None, "detect"):
+        raise InputError(f"an Ultralytics {task} model: cut handles detection heads only (task=detect)",
+                         "cut a detection model; the uncut model keeps its masks or keypoints")
+    head = find_yolo_head(info)
+    detection = (record or {}).get("detection")
+    if head is None and isinstance(detection, dict) and detection.get("cut_before_decode") is True:
+        raise InputError("this model was cut before its decode already (its edgekit record says so): its outputs are "
+                         "the head's maps", "compile it (edgekit compile) or run it (edgekit detect)")
+    if head is None:
+        raise InputError("no YOLO detection head found: per-level box-distribution and class convolutions, joined "
+                         "per level or each across the levels (Ultralytics' Detect head)",
+                         "cut works on YOLOv5u/v8/v9/11/26-style exports; `edgekit check` shows the model's ops")
+    if head.foreign:
+        raise InputError(f"the head's decode also reads {len(head.foreign)} tensor(s) of the network besides the box "
+                         "and class maps (the mask coefficients and prototypes of a Segment head, the keypoints of a "
+                         "Pose head, the angles of an OBB head): cut handles detection heads only",
+                         "cut a detection model; the uncut model keeps its masks, keypoints or angles")
+    return head
+
+
+def _object_model(data: bytes) -> tuple[Any, Any]:
+    """The model as the schema's object tree, and the schema; InvalidModelError where the object API cannot read
+    what edgekit's own reader accepted."""
+    schema = _schema()
+    try:
+        model = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    except (ValueError, IndexError, TypeError, AttributeError, struct.error, OverflowError, MemoryError,
+            RecursionError, UnicodeDecodeError) as exc:
+        raise InvalidModelError(f"malformed flatbuffer ({type(exc).__name__}: {exc})", "re-export the model") from None
+    if not model.subgraphs or model.buffers is None:
+        raise InvalidModelError("the model has no subgraph or no buffers", "re-export the model")
+    return model, schema
+
+
+def _roles(head: YoloHead) -> tuple[str, ...]:
+    return tuple(f"{kind}@{lv.stride}" for lv in head.levels for kind in ("boxes", "scores"))
+
+
+def _output(role: str, tensor: Any) -> dict:
+    """An output tensor of the cut model as ``edgekit cut --json`` lists it."""
+    q = tensor.quantization
+    scale = [float(x) for x in q.scale] if q is not None and q.scale is not None and len(q.scale) else None
+    zero = [int(x) for x in q.zeroPoint] if scale and q.zeroPoint is not None and len(q.zeroPoint) else None
+    return {"role": role, "name": _name(tensor.name), "shape": [int(d) for d in tensor.shape],
+            "dtype": TENSOR_TYPES.get(int(tensor.type), f"type_{int(tensor.type)}"),
+            "scale": scale[0] if scale and len(scale) == 1 else None,
+            "zero_point": zero[0] if zero and len(zero) == 1 else (0 if scale and len(scale) == 1 else None)}
+
+
+def _packed(model: Any, size: int, appended: dict[str, bytes]) -> bytes:
+    """The model packed, with the files that were appended to the source appended again."""
+    import flatbuffers
+
+    builder = flatbuffers.Builder(size + 4096)
     builder.Finish(model.Pack(builder), file_identifier=b"TFL3")
     out = bytes(builder.Output())
     if appended:
@@ -159,11 +225,12 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
             for name, content in appended.items():
                 zf.writestr(name, content)
         out = buf.getvalue()
-    return out, Cut(head, len(info.ops), len(keep), names)
+    return out
 
 
 def _name(n: Any) -> str:
-    return n.decode() if isinstance(n, bytes) else str(n)
+    """A name as the schema holds it (bytes, in any encoding a file may have), as text."""
+    return n.decode("utf-8", "replace") if isinstance(n, bytes) else "" if n is None else str(n)
 
 
 def _drop_unused_tensors(graph: Any) -> None:

@@ -66,7 +66,7 @@ _WHERE = {
     "TrainData": "train", "TrainPreprocess": "train", "TrainStrategy": "train", "Epoch": "train",
     "TrainResult": "train",
     # cut
-    "CutCheck": "cut", "CutResult": "cut",
+    "CutCheck": "cut", "CutOutput": "cut", "CutResult": "cut",
 }
 
 __all__ = sorted(_WHERE)

@@ -18,6 +18,19 @@ class CutCheck(Record):
 
 
 @dataclass(frozen=True)
+class CutOutput(Record):
+    """An output tensor of the cut model: its role in the layout (``boxes@8``: the box distributions of stride 8,
+    ``scores@8`` its class logits), name, shape, type and quantization (None: not quantized, or per channel)."""
+
+    role: str
+    name: str
+    shape: Tuple[int, ...]
+    dtype: str
+    scale: Optional[float]
+    zero_point: Optional[int]
+
+
+@dataclass(frozen=True)
 class CutResult(Record):
     """``edgekit cut --json``: the model cut, its head, the decode ops removed, and check's verdict on it."""
 
@@ -28,7 +41,7 @@ class CutResult(Record):
     ops_before: int
     ops_after: int
     decode_ops_removed: int
-    outputs: Tuple[str, ...]
+    outputs: Tuple[CutOutput, ...]
     strides: Tuple[int, ...]
     reg_max: int
     num_classes: int

@@ -1,9 +1,11 @@
 """Cutting a YOLO detector before its decode: the head found, the cut model fully mapped, the same detections.
 
-Two models: the real Ultralytics YOLOv8n export in ../shared/testdata/detection (skipped where absent),
-and a small YOLO-style Keras detector built here (per-level box-distribution and class convolutions
-joined along the channels, then the Ultralytics-style decode in TensorFlow ops) so that the structure
-match is tested on a model no rule was written from.
+The models: the real Ultralytics YOLOv8n export in ../shared/testdata/detection (skipped where absent); the real
+exports among the evidence pairs (tests/fixtures/evidence/pairs: structure only, weights zeroed); YOLO-style models
+with each head Ultralytics has shipped, built here without TensorFlow (tests/yolo_heads.py: 8.3's per-level joins,
+8.4's joins across the levels, YOLO26 without DFL, P2/P6, Segment/Pose heads to refuse); runnable ones built with
+Keras and TFLiteConverter, their weights set by hand to find coloured squares (detect on the cut model against the
+uncut one); and the real 8.4 exports under tests/fixtures/exports once they are committed.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from edgekit.cli import cli
 from edgekit.converters.compatibility import check_model
 from edgekit.converters.detector_cut import cut_decode
 from edgekit.detector_head import find_yolo_head
-from tests.conftest import shared_file
+from edgekit.errors import EdgekitError
+from tests.conftest import TESTDATA, shared_file
 
 YOLO = "detection/ppe_yolov8n_full_integer_quant.tflite"
 YOLO_COMPILED = "detection/ppe_yolov8n_full_integer_quant_edgetpu.tflite"
+TESTDATA_PHOTO = TESTDATA / "grace_hopper.bmp"
 
 
 # --------------------------------------------------------------------------- a test oracle for the decode
@@ -309,3 +313,431 @@ def test_the_cut_models_map_is_the_uncut_ones_within_half_a_point(tmp_path, yolo
                            device="cpu", resamples=100)
     diff = ev.differences[0]
     assert abs(diff.map50_change) <= 0.005 and abs(diff.map_change) <= 0.05, diff
+
+
+# --------------------------------------------------------------------------- the heads Ultralytics has shipped
+# Built here without TensorFlow (tests/yolo_heads.py), so these run on a clone without ../shared.
+HEADS = {"v8-8.3": {"head": "levels"}, "v8-8.4": {"head": "joined"}, "v8-8.4-nhwc": {"head": "joined", "nchw": False},
+         "v26-8.4": {"head": "joined", "reg_max": 1}, "v26-levels": {"head": "levels", "reg_max": 1},
+         "v8-8.4-96x64": {"head": "joined", "size": (96, 64)}, "v8-8.4-64-classes": {"head": "joined", "nc": 64},
+         "v8-8.4-exp-softmax": {"head": "joined", "exp_softmax": True},
+         "v8-8.4-litert-96x64": {"head": "joined", "litert": True, "size": (96, 64)},
+         "v26-p2-8.4": {"head": "joined", "reg_max": 1, "strides": (4, 8, 16, 32)},
+         "v8-p6-8.3": {"head": "levels", "strides": (8, 16, 32, 64), "size": (128, 128)}}
+
+
+def _strip_appended_zip(data: bytes) -> bytes:
+    """``data`` without the ZIP a tool appended after the flatbuffer (as tools that rewrite a model drop it)."""
+    start = data.index(b"PK\x03\x04", max(0, len(data) - 65536))
+    stripped = data[:start]
+    with pytest.raises(zipfile.BadZipFile):
+        zipfile.ZipFile(io.BytesIO(stripped))
+    return stripped
+
+
+@pytest.mark.parametrize("kind", sorted(HEADS))
+def test_every_shipped_head_is_found_by_structure_and_cut_to_a_full_model(kind):
+    from tests.yolo_heads import tiny_yolo
+
+    spec = HEADS[kind]
+    data = tiny_yolo(**spec)
+    info = tflite_model.ModelInfo.from_bytes(data)
+    head = find_yolo_head(info)
+    assert head is not None, kind
+    h, w = spec.get("size", (64, 64))
+    strides = spec.get("strides", (8, 16, 32))
+    assert (head.reg_max, head.num_classes, head.strides) == (spec.get("reg_max", 16), spec.get("nc", 3), strides)
+    assert head.join == ("per-level" if spec["head"] == "levels" else "joined") and not head.foreign
+    cut, result = cut_decode(data)
+    cut_info = tflite_model.ModelInfo.from_bytes(cut)
+    assert [o.shape for o in cut_info.outputs] == [(1, h // s, w // s, c) for s in strides
+                                                   for c in (4 * head.reg_max, head.num_classes)]
+    # the cut maps whole, but for a float input's own TRANSPOSE and QUANTIZE (LiteRT's export), before the head
+    uncut_cpu = {v.index for v in check_model(info).ops if v.target == "cpu"} - set(head.decode_ops)
+    assert check_model(cut_info).cpu_ops == len(uncut_cpu) == (2 if spec.get("litert") else 0)
+    assert result.ops_after < result.ops_before
+    assert [o["role"] for o in result.outputs] == [f"{k}@{s}" for s in strides for k in ("boxes", "scores")]
+    layout = json.loads(cut_info.metadata["edgekit"])["detection"]["layout"]
+    assert (layout["reg_max"], layout["input_hw"], layout["num_classes"]) == (head.reg_max, [h, w], head.num_classes)
+
+
+def test_names_never_decide_the_head():
+    """Tensor names say nothing to the finder: every tensor renamed to the same word, the same head is found."""
+    import flatbuffers
+
+    from tests.tflite_builder import S
+    from tests.yolo_heads import tiny_yolo
+
+    data = tiny_yolo()
+    m = S.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    for t in m.subgraphs[0].tensors:
+        t.name = "scores"
+    b = flatbuffers.Builder(len(data))
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    a = find_yolo_head(tflite_model.ModelInfo.from_bytes(data))
+    renamed = find_yolo_head(tflite_model.ModelInfo.from_bytes(bytes(b.Output())))
+    assert renamed is not None and renamed.output_tensors == a.output_tensors
+
+
+@pytest.mark.parametrize("metadata", [False, True])
+def test_cut_cli_with_and_without_ultralytics_metadata_lists_the_output_tensors(tmp_path, metadata):
+    """Issue 31: without Ultralytics' appended ZIP, cut wrote its output then exited 70; with it, its `outputs` were
+    the class names. Both: exit 0 and the output tensors (role, name, shape, dtype, quantization)."""
+    from tests.detection_models import with_ultralytics_metadata
+    from tests.yolo_heads import tiny_yolo
+
+    data = tiny_yolo(head="levels")
+    src = tmp_path / "y.tflite"
+    src.write_bytes(with_ultralytics_metadata(data, ["a", "b", "c"], [64, 64]) if metadata else data)
+    out = CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "c.tflite"), "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    info = tflite_model.load(tmp_path / "c.tflite")
+    assert [(o["name"], tuple(o["shape"]), o["dtype"]) for o in doc["outputs"]] == \
+        [(t.name, t.shape, t.dtype) for t in info.outputs]
+    assert [(o["scale"], o["zero_point"]) for o in doc["outputs"]] == \
+        [(pytest.approx(t.quantization.scale), t.quantization.zero_point) for t in info.outputs]
+    layout = json.loads(info.metadata["edgekit"])["detection"]["layout"]
+    assert layout["labels"] == (["a", "b", "c"] if metadata else None)
+    text = CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "d.tflite")]).output
+    assert "next: edgekit compile" in text
+
+
+def test_the_real_export_without_its_metadata_is_cut(tmp_path):
+    """The real YOLOv8n export with Ultralytics' ZIP dropped (issue 31: exit 70 after writing its output)."""
+    src = tmp_path / "yolo.tflite"
+    src.write_bytes(_strip_appended_zip(shared_file(YOLO).read_bytes()))
+    out = CliRunner().invoke(cli, ["cut", str(src), "--json"])
+    assert out.exit_code == 0, out.output
+    doc = json.loads(out.stdout)
+    assert [o["shape"] for o in doc["outputs"]] == [[1, 80, 80, 64], [1, 80, 80, 4], [1, 40, 40, 64], [1, 40, 40, 4],
+                                                    [1, 20, 20, 64], [1, 20, 20, 4]]
+    assert doc["check"] == {"verdict": "full", "cpu_ops": 0}
+
+
+def test_nothing_is_written_before_the_result_stands(tmp_path, monkeypatch):
+    """The typed result is made before the write: a failure there leaves no output behind."""
+    from edgekit import api
+    from edgekit.results import cut as results_cut
+    from tests.yolo_heads import tiny_yolo
+
+    src = tmp_path / "y.tflite"
+    src.write_bytes(tiny_yolo())
+
+    def broken(cls, cut):
+        raise RuntimeError("rendering failed")
+
+    monkeypatch.setattr(results_cut.CutResult, "of_cut", classmethod(broken))
+    with pytest.raises(RuntimeError):
+        api.cut(src, output=tmp_path / "c.tflite")
+    assert not (tmp_path / "c.tflite").exists()
+
+
+def _mutated(data: bytes, change) -> bytes:
+    import flatbuffers
+
+    from tests.tflite_builder import S
+
+    m = S.ModelT.InitFromPackedBuf(bytearray(data), 0)
+    change(m.subgraphs[0])
+    b = flatbuffers.Builder(len(data))
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    return bytes(b.Output())
+
+
+def _with_task(data: bytes, task: str) -> bytes:
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("metadata.json", json.dumps({"author": "Ultralytics", "task": task, "names": {"0": "a"}}))
+    return data + buf.getvalue()
+
+
+def _cycle(g) -> None:          # the first conv reads what the last op writes
+    g.operators[0].inputs[0] = g.operators[-1].outputs[0]
+
+
+def _written_twice(g) -> None:  # the last op writes the first conv's output again
+    g.operators[-1].outputs[0] = g.operators[0].outputs[0]
+
+
+@pytest.mark.parametrize("case,words", [
+    ("segment", "Segment head"), ("pose", "Pose head"), ("segment-8.4", "Segment head"), ("pose-8.3", "Pose head"),
+    ("task", "an Ultralytics segment model"),
+    ("cycle", "the graph has a cycle"), ("twice", "malformed graph")])
+def test_what_cut_cannot_handle_is_refused_in_one_line(tmp_path, case, words):
+    """Segmentation and pose heads (whose masks or keypoints a cut would drop in silence), graphs with a cycle or a
+    tensor written twice: exit 3, one line, nothing written."""
+    from tests.yolo_heads import tiny_yolo
+
+    data = {"segment": lambda: tiny_yolo(head="levels", extra="segment"),
+            "pose": lambda: tiny_yolo(head="joined", extra="pose"),
+            "segment-8.4": lambda: tiny_yolo(head="joined", extra="segment"),
+            "pose-8.3": lambda: tiny_yolo(head="levels", extra="pose"),
+            "task": lambda: _with_task(tiny_yolo(), "segment"),
+            "cycle": lambda: _mutated(tiny_yolo(), _cycle),
+            "twice": lambda: _mutated(tiny_yolo(), _written_twice)}[case]()
+    src = tmp_path / "y.tflite"
+    src.write_bytes(data)
+    out = CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "c.tflite")])
+    assert out.exit_code == 3, out.output
+    assert words in out.output and len(out.output.strip().splitlines()) == 1
+    assert not (tmp_path / "c.tflite").exists()
+
+
+@pytest.mark.parametrize("kind", ["v8-8.4", "v26-8.4"])
+def test_check_offers_the_cut_on_an_84_head_even_where_its_decode_maps(kind):
+    """Issue 35: check's advice did not offer the cut on Ultralytics 8.4's heads. Where the decode maps (a small
+    input), it is still offered: the int8 decode is what the host would do in float."""
+    from tests.yolo_heads import tiny_yolo
+
+    report = check_model(tflite_model.ModelInfo.from_bytes(tiny_yolo(**HEADS[kind])))
+    assert report.verdict == "full"
+    advice = " ".join(report.advice)
+    assert "`edgekit cut` cuts the model before its decode" in advice and "Ultralytics 8.4" in advice
+
+
+# --------------------------------------------------------------------------- runnable heads built here (TensorFlow)
+KERAS = {"v8-8.3": {"head": "levels"}, "v8-8.4": {"head": "joined"}, "v26-8.4": {"head": "joined", "reg_max": 1},
+         "v8-8.4-64x96": {"head": "joined", "size": (64, 96)}}
+SCENES = ([(0, 1, 2), (1, 1, 0)], [(0, 3, 3)], [(1, 0, 1), (0, 0, 0)], [])   # (class, row, column) per image
+
+
+@pytest.fixture(scope="module")
+def keras_heads():
+    tf = pytest.importorskip("tensorflow")
+    from tests.yolo_heads import keras_yolo
+
+    return {kind: keras_yolo(tf, **spec) for kind, spec in KERAS.items()}
+
+
+def _truth(cls: int, row: int, col: int) -> np.ndarray:
+    from tests.yolo_heads import BLOBS
+
+    side = BLOBS[cls][2]
+    return np.array([[col * side, row * side, (col + 1) * side, (row + 1) * side]], np.float32)
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("metadata", [False, True])
+@pytest.mark.parametrize("kind", sorted(KERAS))
+def test_detect_on_the_cut_model_finds_the_objects_the_uncut_one_finds(tmp_path, keras_heads, kind, metadata):
+    """Issue 35: a runnable detector with each head (8.3 per-level, 8.4 joined, YOLO26's joined without DFL), its
+    weights set by hand to find coloured squares: `edgekit detect` on the cut model (its layout recorded by cut)
+    finds the same objects as on the uncut model (Ultralytics' decode in int8 inside it), both on the squares,
+    with and without Ultralytics' metadata, on a square input and a wide one."""
+    from edgekit import api
+    from edgekit.devices.detect import detect
+    from tests.detection_models import save_png, with_ultralytics_metadata
+    from tests.yolo_heads import blob_image
+
+    data, size = keras_heads[kind], KERAS[kind].get("size", (64, 64))
+    src = tmp_path / "full.tflite"
+    src.write_bytes(with_ultralytics_metadata(data, ["red", "green"], list(size)) if metadata else data)
+    result = api.cut(src, output=tmp_path / "cut.tflite")
+    assert result.check.verdict == "full" and result.reg_max == KERAS[kind].get("reg_max", 16)
+    images = [str(save_png(tmp_path / f"{i}.png", blob_image(size, scene))) for i, scene in enumerate(SCENES)]
+    full = {r.image: r for r in detect(images, src, device="cpu").results}
+    part = {r.image: r for r in detect(images, tmp_path / "cut.tflite", device="cpu").results}
+    for image, scene in zip(images, SCENES):
+        a, b = full[image], part[image]
+        assert sorted(o.id for o in a.objects) == sorted(o.id for o in b.objects) == sorted(c for c, _, _ in scene)
+        for cls, row, col in scene:
+            for found in (a, b):
+                o = next(o for o in found.objects if o.id == cls)
+                box = np.array([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax]], np.float32)
+                assert _iou(box, _truth(cls, row, col))[0] >= 0.9, (kind, image, o)
+                assert o.score > 0.9
+
+
+def test_checks_summary_in_quantize_and_build_offers_the_cut_whenever_it_applies():
+    """The summary quantize and build print (check_summary.CheckSummary) carries check's offer of the cut: on each
+    head a cut can take, never on a model without one or on a head the cut refuses (Segment)."""
+    import json as _json
+
+    from edgekit.converters.check_summary import CheckSummary
+    from tests.tflite_builder import conv_chain
+    from tests.yolo_heads import tiny_yolo
+
+    for spec in HEADS.values():
+        summary = CheckSummary.from_check(check_model(tflite_model.ModelInfo.from_bytes(tiny_yolo(**spec))))
+        assert summary.cut and "`edgekit cut` cuts the model before its decode" in summary.lines()[-1]
+        assert CheckSummary.from_dict(_json.loads(_json.dumps(summary.to_dict()))) == summary
+    for data in (conv_chain(2), tiny_yolo(head="levels", extra="segment")):
+        summary = CheckSummary.from_check(check_model(tflite_model.ModelInfo.from_bytes(data)))
+        assert summary.cut is None and not any("edgekit cut" in line for line in summary.lines())
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("kind", ["v26-8.4", "v8-8.4"])
+def test_a_cut_model_whose_record_was_lost_is_still_read_by_its_shapes(tmp_path, keras_heads, kind):
+    """A cut model without its edgekit record (a tool rewrote the metadata): detect reads the per-level maps by their
+    shapes, 16-bin DFL or YOLO26's 4 distances (was: refused unless the boxes had 64 channels)."""
+    import flatbuffers
+
+    from edgekit.devices.detect import detect
+    from tests.detection_models import save_png
+    from tests.tflite_builder import S
+    from tests.yolo_heads import blob_image
+
+    cut, _ = cut_decode(keras_heads[kind])
+    m = S.ModelT.InitFromPackedBuf(bytearray(cut), 0)
+    m.metadata = [e for e in m.metadata or [] if e.name not in (b"edgekit", "edgekit")]
+    b = flatbuffers.Builder(len(cut))
+    b.Finish(m.Pack(b), file_identifier=b"TFL3")
+    (tmp_path / "cut.tflite").write_bytes(bytes(b.Output()))
+    assert "edgekit" not in tflite_model.load(tmp_path / "cut.tflite").metadata
+    scene = SCENES[0]
+    image = save_png(tmp_path / "a.png", blob_image((64, 64), scene))
+    found = detect([str(image)], tmp_path / "cut.tflite", device="cpu").results[0]
+    assert sorted(o.id for o in found.objects) == [0, 1]
+    for cls, row, col in scene:
+        o = next(o for o in found.objects if o.id == cls)
+        box = np.array([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax]], np.float32)
+        assert _iou(box, _truth(cls, row, col))[0] >= 0.9
+
+
+# --------------------------------------------------------------------------- the cut against the uncut decode
+EXPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "exports"
+
+
+def _ultralytics_detect_exports() -> list:
+    """The real Ultralytics exports committed under tests/fixtures/exports (by their script) whose metadata says
+    task=detect; none yet, a skipped case."""
+    from edgekit.detection_layout import appended_zip, ultralytics_metadata
+
+    found = []
+    for p in sorted(EXPORTS.rglob("*.tflite")) if EXPORTS.is_dir() else []:
+        meta = ultralytics_metadata(appended_zip(p))
+        if meta is not None and meta.task == "detect" and not p.stem.endswith("_edgetpu"):
+            found.append(pytest.param(p, id=str(p.relative_to(EXPORTS))))
+    return found or [pytest.param(None, marks=pytest.mark.skip(reason=f"no Ultralytics detect export in {EXPORTS}"))]
+
+
+def _invoke(data: bytes, image: np.ndarray) -> list[np.ndarray]:
+    """The model's dequantized outputs on ``image`` (HxWx3, 0..1): channels first or last, float or integer input."""
+    from ai_edge_litert.interpreter import Interpreter
+
+    interp = Interpreter(model_content=data, num_threads=1)
+    interp.allocate_tensors()
+    d = interp.get_input_details()[0]
+    x = image[None].astype(np.float32)
+    if d["shape"][1] == 3 and d["shape"][3] != 3:
+        x = x.transpose(0, 3, 1, 2)
+    if np.issubdtype(d["dtype"], np.integer):
+        scale, zero = d["quantization"]
+        info = np.iinfo(d["dtype"])
+        x = np.clip(np.round(x / scale + zero), info.min, info.max)
+    interp.set_tensor(d["index"], x.astype(d["dtype"]))
+    interp.invoke()
+    outs = []
+    for o in interp.get_output_details():
+        v = interp.get_tensor(o["index"])
+        s, z = o["quantization"]
+        outs.append(v.astype(np.float32) if not s else (v.astype(np.float32) - z) * s)
+    return outs
+
+
+def _cut_agrees_with_the_uncut_decode(data: bytes, image: np.ndarray) -> None:
+    """Per anchor, the host's float decode of the cut model's maps (edgekit.detection.decode_split_dfl) against the
+    uncut model's own int8 decode (Ultralytics' TFLite output: [1, 4 + nc, N] normalized xywh, then probabilities):
+    the same best class where it matters, scores within a few of the uncut output's steps, boxes at IoU >= 0.9
+    over a score of 0.25."""
+    from edgekit.detection import decode_split_dfl
+
+    cut, result = cut_decode(data)
+    head = result.head
+    h, w = head.input_hw
+    full = _invoke(data, image)[0][0]
+    full = full if full.shape[0] == 4 + head.num_classes else full.T                   # [4 + nc, N]
+    xy, wh = full[:2].T * (w, h), full[2:4].T * (w, h)
+    ref_boxes, ref_scores = np.concatenate([xy - wh / 2, xy + wh / 2], 1), full[4:].T
+    outs = _invoke(cut, image)
+    got = decode_split_dfl(outs[0::2], outs[1::2], head.input_hw, head.strides, head.reg_max, True)
+    q = tflite_model.ModelInfo.from_bytes(data).outputs[0].quantization
+    step = max(q.scale if q is not None else 0.0, 1 / 256)   # the uncut int8 sigmoid's own step at least
+    assert np.abs(got.scores - ref_scores.max(1)).max() <= 4 * step
+    sure = ref_scores.max(1) > 0.25
+    assert np.array_equal(got.classes[sure], ref_scores.argmax(1)[sure]) or np.sort(ref_scores[sure], 1)[
+        :, -2:].ptp(1).min() <= 4 * step        # a class may flip only where two were within the rounding
+    if sure.any():
+        assert _iou(ref_boxes[sure], got.boxes[sure]).min() >= 0.9
+
+
+@pytest.mark.tf
+@pytest.mark.parametrize("kind", sorted(KERAS))
+def test_the_cut_of_each_head_built_here_agrees_with_its_uncut_decode(keras_heads, kind):
+    from tests.yolo_heads import blob_image
+
+    size = KERAS[kind].get("size", (64, 64))
+    _cut_agrees_with_the_uncut_decode(keras_heads[kind], blob_image(size, list(SCENES[0])) / 255.0)
+
+
+@pytest.mark.parametrize("path", _ultralytics_detect_exports())
+def test_the_cut_of_each_real_ultralytics_export_agrees_with_its_uncut_decode(path):
+    """Each real Ultralytics detect export committed as a fixture (8.4: YOLOv8n, YOLO11n, YOLO26n; edgetpu and LiteRT
+    int8): its head is found, the cut maps where the backbone allows, and the host decode agrees with the export's
+    own. The image: a shared photo letterboxed where present, else a generated pattern."""
+    data = path.read_bytes()
+    info = tflite_model.ModelInfo.from_bytes(data)
+    head = find_yolo_head(info)
+    assert head is not None and not head.foreign, path
+    cut, _ = cut_decode(data)
+    before = {v.index for v in check_model(info).ops if v.target == "cpu"} - set(head.decode_ops)
+    assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops <= len(before)
+    h, w = head.input_hw
+    photo = TESTDATA_PHOTO if TESTDATA_PHOTO.is_file() else None
+    image = _letterbox("grace_hopper.bmp", h) if photo is not None and h == w else \
+        np.indices((h, w)).sum(0)[..., None].repeat(3, 2) % 64 / 63.0
+    _cut_agrees_with_the_uncut_decode(data, image.astype(np.float32))
+
+
+def test_a_model_cut_already_is_refused_saying_so(tmp_path):
+    from tests.yolo_heads import tiny_yolo
+
+    (tmp_path / "y.tflite").write_bytes(tiny_yolo())
+    assert CliRunner().invoke(cli, ["cut", str(tmp_path / "y.tflite")]).exit_code == 0
+    again = CliRunner().invoke(cli, ["cut", str(tmp_path / "y_cut.tflite")])
+    assert again.exit_code == 3 and "cut before its decode already" in again.output
+    assert not (tmp_path / "y_cut_cut.tflite").exists()
+
+
+# --------------------------------------------------------------------------- real exports among the evidence pairs
+PAIRS = Path(__file__).resolve().parents[1] / "fixtures" / "evidence" / "pairs"
+
+
+def _pair_models() -> list[tuple[str, bytes, tflite_model.ModelInfo, dict]]:
+    import gzip
+
+    out = []
+    for p in sorted(PAIRS.glob("*.tflite.gz")):
+        data = gzip.decompress(p.read_bytes())
+        try:
+            info = tflite_model.ModelInfo.from_bytes(data)
+        except EdgekitError:
+            continue
+        out.append((p.name, data, info, json.loads(p.with_name(p.name[:-len(".tflite.gz")] + ".json").read_text())))
+    return out
+
+
+def test_the_real_exports_among_the_evidence_pairs_are_found_and_nothing_else():
+    """The evidence pairs (real models from public repositories, their compiled twins' logs, weights zeroed): a head
+    is found exactly in the models whose output is Ultralytics' decoded one ([1, 4 + nc, anchors of the input]; the
+    YOLOv8n exports at 640 and 320, the YOLOv5nu at 320), in none of the other 200-odd (SSD, EfficientDet, YOLOv5
+    with anchor boxes, classifiers...); in each, every op the real compiler left on the CPU is a decode op, and the
+    cut model is predicted whole on the Edge TPU."""
+    from edgekit.detection import anchor_count
+
+    found = []
+    for name, data, info, pair in _pair_models():
+        head = find_yolo_head(info)
+        shapes = [o.shape for o in info.outputs]
+        h, w = info.inputs[0].shape[1:3] if len(info.inputs) == 1 and len(info.inputs[0].shape) == 4 else (0, 0)
+        decoded = len(shapes) == 1 and len(shapes[0]) == 3 and shapes[0][2] == anchor_count((h, w)) > 0
+        assert (head is not None) == decoded, name
+        if head is None:
+            continue
+        found.append((head.reg_max, head.input_hw, head.num_classes))
+        assert set(pair["cpu_op_indices"]) <= set(head.decode_ops), name
+        cut, _ = cut_decode(data)
+        assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops == 0, name
+    assert len(found) >= 4 and {hw for _, hw, _ in found} >= {(640, 640), (320, 320)}, found
