@@ -122,7 +122,7 @@ def test_a_block_of_a_shipped_dataclass_is_refused_as_a_records_would_be():
     drifted document is a ValueError naming where, as for a Record's block (not a KeyError or TypeError)."""
     from edgekit.results import DevicesResult
 
-    with pytest.raises(ValueError, match=r"DevicesResult.devices\[0\]: expected an object, got int"):
+    with pytest.raises(ValueError, match=r"DevicesResult.devices\[0\]: expected an object, got 1"):
         DevicesResult.from_dict({"devices": [1]})
     with pytest.raises(ValueError, match=r"DevicesResult.devices\[0\]: the field 'path' is missing"):
         DevicesResult.from_dict({"devices": [{"type": "usb"}]})
