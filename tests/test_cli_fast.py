@@ -109,7 +109,7 @@ ODD_VALUES = {
     "float": ["0", "1", "-1", "-0", "0.5", ".5", "1.", "5", "1e3", "1e999", "-1e999", "1e-400", "1" * 400,
               "1" * 4301, "inf", "-inf", "nan", "NaN", "Infinity", " 1", "+1", "1_0", "\u0663", ""],
     "text": ["", "x", "-x", "--json", "\u00e9t\u00e9", "\udcff", "a b", "auto", "cpu", "usb:0", "=", "1e999"],
-    "path": ["MODEL", "IMG", "DIR", "LABELS", "", "missing.tflite", "-", "\u00e9.tflite", "\udcff.tflite"],
+    "path": ["MODEL", "IMG", "DIR", "LABELS", "", "missing.tflite", "-", "\u00e9.tflite", "\udcff.tflite", "x" * 5000],
 }
 ODD_VALUES["file"] = ODD_VALUES["path"]
 JUNK = ["--", "-", "--bogus", "-x", "--json=1", "--quiet=yes", "-qk", "-k1", "-m", "--top-k", "--=", "---json",
