@@ -204,3 +204,11 @@ def test_what_click_refuses_is_left_to_click(line, files):
     argv = _argv(line, files)
     assert _click_answer(argv[0], argv[1:])[:2] == ("exit", 2)
     assert cli_base.parse(argv) is None
+
+
+def test_a_4301_digit_integer_is_click_s_usage_error_not_a_traceback(tmp_path):
+    """The whole command, as a user runs it: exit 2 and click's one line (it was a ValueError traceback)."""
+    done = subprocess.run([sys.executable, "-m", "edgekit", "classify", str(tmp_path / "a.jpg"), "-m",
+                           str(tmp_path / "m.tflite"), "-k", "1" * 4301], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "is not a valid integer" in done.stderr

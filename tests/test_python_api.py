@@ -257,7 +257,7 @@ def _not_images():
         (None, UsageError, "expected a file path, a PIL image or an HxWxC uint8 array, got None"),
         ([[1, 2], [3, 4]], UsageError, "got a list"),
         (7, UsageError, "got int 7"),
-        (np.zeros((64, 64, 3), np.float32), InputError, "a 64x64x3 float32 array: the pixels of an image array must be"),
+        (np.zeros((64, 64, 3), np.float32), InputError, "a 64x64x3 float32 array: the pixels of an image array"),
         (np.zeros((64, 64, 3), np.int64), InputError, "a 64x64x3 int64 array"),
         (np.zeros((1, 64, 64, 3), np.uint8), InputError, "a 1x64x64x3 uint8 array is not one image"),
         (np.zeros((64, 64, 2), np.uint8), InputError, "a 64x64x2 uint8 array is not one image"),

@@ -102,8 +102,11 @@ def same(a: Any, b: Any) -> bool:
         return a.keys() == b.keys() and all(same(a[k], b[k]) for k in a)
     if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
         return len(a) == len(b) and all(same(x, y) for x, y in zip(a, b))
-    return a == b and type(a) is type(b) or (isinstance(a, (int, float)) and isinstance(b, (int, float))
-                                              and not isinstance(a, bool) and not isinstance(b, bool) and a == b)
+    if isinstance(a, bool) or isinstance(b, bool):
+        return a is b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        return a == b  # an integer where a number is declared may come back as written or as a float
+    return type(a) is type(b) and a == b
 
 
 def check(read: Callable[[dict], Any], document: dict) -> str:
