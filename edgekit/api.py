@@ -19,6 +19,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, Iterable, Optional, Tuple, Union
 
+from edgekit.errors import InputError, UsageError
 from edgekit.flags import default as _cli
 from edgekit.options import Floats, PathLike
 from edgekit.options import floats as _floats, quantize_options as _quantize_options, size as _size
@@ -35,6 +36,117 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
 __all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "benchmark", "quantize", "inspect",
            "devices",
            "doctor", "deploy", "train", "cut"]
+
+
+# ------------------------------------------------------------------------------------ images
+def _image_input(image: Any, channels: str) -> Any:
+    """An image given to :meth:`Model.classify` / :meth:`Model.detect` as preprocessing takes it (a file path as
+    a str, a PIL image, or a uint8 array), or the EdgekitError naming what was passed: UsageError (exit 2) for no
+    image at all, InputError (exit 3) for an array or image that is none edgekit can use. ``channels``: the
+    model's (``L`` for a 1-channel model, which alone takes a grayscale HxW or HxWx1 array).
+
+    The one place that says which images the API takes: widen it here (other pixel orders, float frames).
+    """
+    import numpy as np
+
+    if isinstance(image, (str, bytes, os.PathLike)):
+        return os.fsdecode(image)
+    if isinstance(image, np.ndarray):
+        return _image_array(image, channels)
+    from PIL import Image
+
+    if isinstance(image, Image.Image):
+        if 0 in image.size:
+            raise InputError(f"the image is empty ({image.size[0]}x{image.size[1]} pixels)",
+                             "pass an image with pixels")
+        return image
+    raise UsageError(f"image: expected a file path, a PIL image or an HxWxC uint8 array, got {_what(image)}",
+                     "pass one image (np.asarray(PIL.Image.open(path).convert('RGB')) is an HxWx3 uint8 array)")
+
+
+def _image_array(a: Any, channels: str) -> Any:
+    """An array :func:`_image_input` takes: HxWx3 (RGB) or HxWx4 (RGBA) uint8; HxW or HxWx1 (uint8, or 16-bit)
+    for a 1-channel model."""
+    import numpy as np
+
+    what = f"a {'x'.join(map(str, a.shape)) or '0-D'} {a.dtype} array"
+    gray = a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 1)
+    if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (1, 3, 4)):
+        raise InputError(f"{what} is not one image (HxWx3 RGB, HxWx4 RGBA or, for a 1-channel model, HxW)",
+                         "pass one image; of a batch of one, a[0]")
+    if a.dtype != np.uint8 and not (gray and a.dtype == np.uint16):
+        raise InputError(f"{what}: the pixels of an image array must be uint8 (0..255)",
+                         "convert it first; a float image in 0..1: (a * 255).round().astype(np.uint8)")
+    if 0 in a.shape:
+        raise InputError(f"{what} is an empty image", "pass an image with pixels")
+    if gray and channels != "L":
+        raise InputError(f"{what} is grayscale; the model takes {channels} images",
+                         "pass an HxWx3 array; of a gray one, if gray is what you mean: np.dstack([a, a, a])")
+    return a.reshape(a.shape[:2]) if gray else a
+
+
+def _what(value: Any) -> str:
+    """A value passed where an image or a number was expected, for a message: its type, and a short number."""
+    if value is None:
+        return "None"
+    if isinstance(value, (bool, float)) or (isinstance(value, int) and value.bit_length() < 64):
+        return f"{type(value).__name__} {value!r}"
+    return f"a {type(value).__name__}"
+
+
+def _checked(fn: Any) -> Any:
+    """``fn`` refusing, as a UsageError naming the keyword, a value its declared type does not take, before it runs:
+    where a path is declared (``PathLike``), None (unless Optional) or anything but a str, bytes or os.PathLike (an
+    int would be taken for a file descriptor); where paths are (``Iterable[PathLike]``), one path or a list holding
+    anything else; where an ``int`` is, a bool or a non-integer (``max_det=True`` would be 1). The declarations are
+    read on the first call (``import edgekit`` stays cheap)."""
+    import functools
+
+    read: list = []  # [the signature, {keyword: its declared type}], on the first call
+
+    @functools.wraps(fn)
+    def call(*args: Any, **kwargs: Any) -> Any:
+        if not read:
+            import inspect as python_inspect
+
+            signature = python_inspect.signature(fn)
+            read[:] = [signature, {name: str(p.annotation) for name, p in signature.parameters.items()
+                                   if "PathLike" in str(p.annotation) or str(p.annotation) in ("int", "Optional[int]")}]
+        signature, declared = read
+        bound = signature.bind(*args, **kwargs)
+        for name, value in bound.arguments.items():
+            if name in declared:
+                bound.arguments[name] = _argument(name, value, declared[name])
+        return fn(*bound.args, **bound.kwargs)
+    return call
+
+
+def _argument(name: str, value: Any, declared: str) -> Any:
+    """``value`` of the keyword ``name`` if its declared type (``PathLike``, ``Iterable[PathLike]``, ``int``, each
+    maybe ``Optional``) takes it (an iterable of paths made a list), else the UsageError that says so."""
+    import numbers
+
+    if value is None and declared.startswith("Optional["):
+        return None
+    path_kinds = (str, bytes, os.PathLike)
+    if declared.endswith("int]") or declared == "int":
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            return value
+        raise UsageError(f"{name}: expected an integer, got {_what(value)}", f"pass a whole number as {name}=")
+    if "Iterable[" not in declared:
+        if isinstance(value, path_kinds):
+            return value
+        raise UsageError(f"{name}: expected a path (str or os.PathLike), got {_what(value)}",
+                         f"pass a file or folder path as {name}=")
+    if isinstance(value, path_kinds) or not hasattr(value, "__iter__"):
+        raise UsageError(f"{name}: expected a list of paths, got {_what(value)}",
+                         f"pass a list, even of one path: {name}=[path]")
+    values = list(value)
+    wrong = [v for v in values if not isinstance(v, path_kinds)]
+    if wrong:
+        raise UsageError(f"{name}: expected a list of paths, one of them is {_what(wrong[0])}",
+                         "pass str or os.PathLike paths")
+    return values
 
 
 # ------------------------------------------------------------------------------------ open
@@ -90,7 +202,8 @@ class Model:
 
     # -- running ----------------------------------------------------------------------------
     def input_tensor(self, image: Any) -> "np.ndarray":
-        """An image file path, a PIL image or an HxWxC (HxW) uint8 array -> the model's input tensor.
+        """An image file path, a PIL image or an HxWx3 uint8 array (HxW for a 1-channel model) -> the model's input
+        tensor; any other value is refused (an EdgekitError naming what was passed).
 
         An array that already has the input's shape and dtype is taken as the input tensor itself.
         """
@@ -99,10 +212,11 @@ class Model:
         from edgekit import preprocess
 
         clf = self._clf
-        if isinstance(image, (str, bytes, os.PathLike)):
-            return clf.prepare(os.fsdecode(image))
         if isinstance(image, np.ndarray) and image.shape == clf._input_shape and image.dtype == clf.input_dtype:
             return image
+        image = _image_input(image, clf.spec.channels)
+        if isinstance(image, str):
+            return clf.prepare(image)
         tensor = preprocess.prepare(image, clf.spec, clf.input_dtype, clf.input_scale, clf.input_zero_point)
         return tensor.reshape(clf._input_shape) if tensor.shape != clf._input_shape else tensor
 
@@ -126,6 +240,7 @@ class Model:
         return tuple(dequantize(interp.get_tensor(d["index"]), float(d["quantization"][0]) or None,
                                 int(d["quantization"][1])) for d in interp.get_output_details())
 
+    @_checked
     def classify(self, image: Any, top_k: Optional[int] = _cli("classify", "top_k"),
                  threshold: float = _cli("classify", "threshold")) -> list[Class]:
         """The ``top_k`` best classes with ``score >= threshold``, best first, as :class:`Class` records."""
@@ -134,13 +249,15 @@ class Model:
         top, _ms = self._clf.classify_tensor(self.input_tensor(image), top_k, threshold)
         return [Class(t["id"], float(t["score"]), t["label"]) for t in top]
 
+    @_checked
     def detect(self, image: Any, conf: float = _cli("detect", "conf"), iou: float = _cli("detect", "iou"),
                max_det: int = _cli("detect", "max_det"),
                layout: Optional[str] = None) -> list[Object]:
         """The objects in one image, best first, as :class:`~edgekit.detection.Object` records (``id``, ``score``,
         ``label``, ``bbox`` in the image's own pixels), like pycoral's ``detect.get_objects``.
 
-        ``image``: a file path, a PIL image or an HxWxC (HxW) uint8 array. ``conf``, ``iou`` and ``max_det`` are
+        ``image``: a file path, a PIL image or an HxWx3 uint8 array (HxW for a 1-channel model; any other value is an
+        EdgekitError naming what was passed). ``conf``, ``iou`` and ``max_det`` are
         ``edgekit detect``'s (same defaults); ``layout`` names the output layout where the model's is ambiguous
         (``yolo``, ``postprocess``...). The layout is read from the model once, on the first call.
         """
@@ -149,9 +266,10 @@ class Model:
         from edgekit.devices.detect import check_thresholds
 
         check_thresholds(conf, iou, max_det)
+        image = _image_input(image, self._clf.spec.channels)
         detector = self._detector(layout)
-        if isinstance(image, (str, bytes, os.PathLike)):
-            tensor, geometry = detector.prepare(os.fsdecode(image))
+        if isinstance(image, str):
+            tensor, geometry = detector.prepare(image)
         else:
             from PIL import Image
 
@@ -170,6 +288,7 @@ class Model:
                                                    mean=clf.mean, std=clf.std)
         return self._detectors[layout]
 
+    @_checked
     def classify_files(self, images: Iterable[PathLike], top_k: Optional[int] = _cli("classify", "top_k"),
                        threshold: float = _cli("classify", "threshold"), workers: Optional[int] = None) -> ClassifyResult:
         """Many image files, decoded ahead of inference; unreadable ones go to ``errors`` (classify's document)."""
@@ -177,6 +296,7 @@ class Model:
 
         return ClassifyResult.of_report(self._clf.run([os.fsdecode(p) for p in images], top_k, threshold, workers))
 
+    @_checked
     def time(self, n: int = 100, warmup: int = 10) -> Timing:
         """The benchmark loop on this open model: ``invoke`` timed ``n`` times on a fixed input after the first
         call and ``warmup`` untimed ones; a :class:`~edgekit.results.Timing` (``p50_ms``, ``throughput_per_s``...)."""
@@ -198,6 +318,7 @@ class Model:
         return f"<edgekit.Model {self.model_path} on {self.device} ({self.backend})>"
 
 
+@_checked
 def open(model: PathLike, *, device: str = _cli("classify", "device"), labels: Optional[PathLike] = None,
          mean: Floats = None, std: Floats = None, threads: Optional[int] = None, report: Reporter = SILENT) -> Model:
     """Open a .tflite model (``*_edgetpu.tflite``: on the Edge TPU, else its CPU twin) or a bundle folder.
@@ -214,6 +335,7 @@ def open(model: PathLike, *, device: str = _cli("classify", "device"), labels: O
     return Model(clf)
 
 
+@_checked
 def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[PathLike] = None,
              top_k: int = _cli("classify", "top_k"), threshold: float = _cli("classify", "threshold"),
              device: str = _cli("classify", "device"), mean: Floats = None, std: Floats = None,
@@ -237,6 +359,7 @@ def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Pa
     return ClassifyResult.of_report(report_)
 
 
+@_checked
 def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[PathLike] = None,
            conf: float = _cli("detect", "conf"), iou: float = _cli("detect", "iou"),
            max_det: int = _cli("detect", "max_det"), layout: Optional[str] = None, save: Optional[PathLike] = None,
@@ -259,6 +382,7 @@ def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Path
 
 
 # ------------------------------------------------------------------------------------ check / compile
+@_checked
 def check(model: PathLike, *, min_runtime: int = _cli("check", "min_runtime"), allow_multiple_subgraphs: bool = False,
           strict: bool = False) -> CheckResult:
     """``edgekit check``: which ops edgetpu_compiler 16 maps to the Edge TPU, predicted offline (no TensorFlow).
@@ -281,6 +405,7 @@ def check(model: PathLike, *, min_runtime: int = _cli("check", "min_runtime"), a
     return result
 
 
+@_checked
 def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runtime: Optional[int] = None,
             segments: Optional[int] = None, search_delegate: bool = False, allow_multiple_subgraphs: bool = False,
             timeout: float = _cli("compile", "timeout"), via: Optional[str] = None,
@@ -325,6 +450,7 @@ def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runti
 
 
 # ------------------------------------------------------------------------------------ evaluate / benchmark
+@_checked
 def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] = None, no_layers: bool = False,
              labels: Optional[PathLike] = None, arch: Optional[str] = None,
              custom_objects: Optional[PathLike] = None, trust_model: bool = False,
@@ -378,6 +504,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
                                            layers=not no_layers, verbose=verbose))
 
 
+@_checked
 def benchmark(model: PathLike, *, device: str = _cli("benchmark", "device"), n: int = _cli("benchmark", "n"),
               warmup: int = _cli("benchmark", "warmup"), threads: Optional[int] = None,
               compare: Optional[PathLike] = None, max_slowdown: float = _cli("benchmark", "max_slowdown"),
@@ -444,6 +571,7 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
     return exc
 
 
+@_checked
 def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optional[str] = None,
              samples: int = _cli("quantize", "samples"), holdout: int = _cli("quantize", "holdout"),
              seed: int = _cli("quantize", "seed"), tfrecord_key: str = _cli("quantize", "tfrecord_key"),
@@ -483,6 +611,7 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
 
 
 # ------------------------------------------------------------------------------------ tools
+@_checked
 def inspect(model: PathLike) -> InspectResult:
     """``edgekit inspect``: a .tflite model's I/O, quantization, ops and shapes (no TensorFlow)."""
     from edgekit import tflite_model
@@ -505,6 +634,7 @@ def doctor() -> DoctorResult:
     return doctor_mod.report(doctor_mod.run_checks())
 
 
+@_checked
 def deploy(bundle: PathLike, *, to: Any, path: str = _cli("deploy", "remote_path")) -> DeployResult:
     """``edgekit deploy``: copy a bundle and the runner to a board (``to``: an :class:`edgekit.devices.remote.SshTarget`
     or ``"user@host"``), only the files whose sha256 differs there."""
@@ -514,6 +644,7 @@ def deploy(bundle: PathLike, *, to: Any, path: str = _cli("deploy", "remote_path
     return remote.deploy(bundle, target, path)
 
 
+@_checked
 def train(data: PathLike, *, output: PathLike, arch: str = _cli("train", "arch"), width: float = _cli("train", "width"),
           epochs: int = _cli("train", "epochs"), batch_size: int = _cli("train", "batch_size"),
           input_size: Union[str, Tuple[int, int], None] = None, scaling: str = _cli("train", "scaling"),
@@ -533,6 +664,7 @@ def train(data: PathLike, *, output: PathLike, arch: str = _cli("train", "arch")
         worker_timeout=worker_timeout, show_progress=show_progress, report=report))
 
 
+@_checked
 def cut(model: PathLike, *, output: Optional[PathLike] = None, report: Reporter = SILENT) -> Any:
     """``edgekit cut``: a YOLO detector (.tflite) cut before its decode, so that all of it maps to the Edge TPU
     (default output ``<model>_cut.tflite``); a :class:`edgekit.results.CutResult`."""

@@ -13,6 +13,7 @@ the same keywords. Both run the command through :func:`guarded`: one error line 
 
 from __future__ import annotations
 
+import math
 import os
 import re
 import sys
@@ -180,10 +181,15 @@ def _value(p: Any, value: Any, flag: str = "") -> Any:
         raise _Declined
     if isinstance(value, str) and not (_INT if kind == "int" else _FLOAT).fullmatch(value):
         raise _Declined
-    number = int(value) if kind == "int" else float(value)
+    try:
+        number = int(value) if kind == "int" else float(value)
+    except ValueError:  # an integer past Python's 4,300 digits: click refuses it (exit 2)
+        raise _Declined from None
     low, high = getattr(p, "minimum", None), getattr(p, "maximum", None)
     if (low is not None and (number < low or (p.minimum_open and number == low))) or \
             (high is not None and number > high):
+        raise _Declined
+    if kind == "float" and (low is not None or high is not None) and not math.isfinite(number):  # 1e999 (click: exit 2)
         raise _Declined
     return number
 

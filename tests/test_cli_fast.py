@@ -98,3 +98,117 @@ def test_a_bad_image_is_the_same_error_line_and_exit_code_without_click(tmp_path
     assert runs[0].returncode == runs[1].returncode == 3
     assert runs[0].stderr.splitlines()[-1] == runs[1].stderr.splitlines()[-1]
     assert runs[0].stderr.splitlines()[-1].startswith("error: ")
+
+
+# ------------------------------------------------------------------- generated parity (issue 31)
+#: Odd values of each declared type: huge integers (past Python's 4,300-digit limit for int()), inf/nan and
+#: overflowing floats, negatives, empty strings, underscores and non-ASCII digits, unicode and undecodable bytes.
+ODD_VALUES = {
+    "int": ["0", "1", "-1", "7", "007", "+3", "65535", "65536", "1" * 4301, "9" * 5000, "1" * 400, "1e3", "1.0",
+            " 5", "\u0663", "0x10", "1_0", ""],
+    "float": ["0", "1", "-1", "-0", "0.5", ".5", "1.", "5", "1e3", "1e999", "-1e999", "1e-400", "1" * 400,
+              "1" * 4301, "inf", "-inf", "nan", "NaN", "Infinity", " 1", "+1", "1_0", "\u0663", ""],
+    "text": ["", "x", "-x", "--json", "\u00e9t\u00e9", "\udcff", "a b", "auto", "cpu", "usb:0", "=", "1e999"],
+    "path": ["MODEL", "IMG", "DIR", "LABELS", "", "missing.tflite", "-", "\u00e9.tflite", "\udcff.tflite", "x" * 5000],
+}
+ODD_VALUES["file"] = ODD_VALUES["path"]
+JUNK = ["--", "-", "--bogus", "-x", "--json=1", "--quiet=yes", "-qk", "-k1", "-m", "--top-k", "--=", "---json",
+        "IMG", "\u2014json", "--JSON", "-h"]
+
+
+def _odd_option(p, rng) -> list:
+    """One declared option with an odd value, in one of the forms click takes (or almost takes)."""
+    if p.type == "flag":
+        return [rng.choice(p.flags)] if rng.random() < 0.8 else [f"{p.flags[0]}={rng.choice(['1', ''])}"]
+    values = ODD_VALUES.get(p.type, ODD_VALUES["text"]) if p.type != "choice" else [*p.choices, "", "YOLO", "nope"]
+    value, flag = rng.choice(values), rng.choice(p.flags)
+    if flag.startswith("--") and rng.random() < 0.4:
+        return [f"{flag}={value}"]
+    return [flag, value] if rng.random() < 0.95 else [flag]  # now and then the value is missing
+
+
+def generated_lines(seed: int = 31, per_command: int = 320) -> list:
+    """Odd command lines of each fast command, from edgekit.flags' table: a plain line, then one to three odd
+    options (some repeated), junk tokens or extra arguments at random places."""
+    import random
+
+    from edgekit import flags
+
+    rng = random.Random(seed)
+    lines = []
+    for name in sorted(cli_base.FAST_COMMANDS):
+        declared = flags.COMMANDS[name]
+        options = [p for p in declared if isinstance(p, flags.Option)]
+        base = ["LABELS"] if name == "inspect" else ["-m", "MODEL"] + ([] if name == "benchmark" else ["IMG"])
+        for _ in range(per_command):
+            argv = list(base)
+            for _ in range(rng.choice((1, 1, 2, 3))):
+                piece = rng.choice(["option", "option", "option", "repeat", "junk", "argument"])
+                if piece == "junk":
+                    part = [rng.choice(JUNK)]
+                elif piece == "argument":
+                    part = [rng.choice(ODD_VALUES["path"] + ODD_VALUES["text"])]
+                else:
+                    p = rng.choice(options)
+                    part = _odd_option(p, rng) * (2 if piece == "repeat" else 1)
+                at = rng.randrange(len(argv) + 1)
+                argv[at:at] = part
+            lines.append([name, *argv])
+    return lines
+
+
+def _click_answer(name: str, args: list):
+    """What click makes of a command line: ("ok", keywords), or ("exit", code, message) for an error."""
+    import click
+
+    try:
+        return ("ok", cli.commands[name].make_context(name, list(args)).params)
+    except click.exceptions.Exit as exc:  # --help
+        return ("exit", exc.exit_code, "")
+    except click.ClickException as exc:
+        return ("exit", exc.exit_code, exc.format_message())
+
+
+def test_both_parsers_give_one_answer_for_every_generated_command_line(files, capsys):
+    """Where the fast parser takes a line (no click), click takes it with the same keywords of the same types;
+    where click would refuse it (exit 2 or 3 and its message), the fast parser leaves it to click; the fast
+    parser never raises (a 4,301-digit integer was a traceback, ``--max-slowdown 1e999`` infinity)."""
+    lines = generated_lines()
+    assert len(lines) >= 1000
+    taken = refused = 0
+    for line in lines:
+        argv = [files.get(t, t) for t in line]
+        fast = cli_base.parse(argv)   # never raises
+        answer = _click_answer(argv[0], argv[1:])
+        if fast is None:
+            refused += answer[0] == "exit"
+            continue
+        taken += 1
+        assert answer[0] == "ok", (line, answer)  # click refuses what the fast parser took
+        name, keywords = fast
+        assert (name, keywords) == (argv[0], answer[1]), line
+        assert {k: type(v) for k, v in keywords.items()} == {k: type(v) for k, v in answer[1].items()}, line
+    capsys.readouterr()  # --help's text
+    # the lines exercise both ways: some are plain enough for the fast parser, many are click's to refuse
+    assert taken > 100 and refused > 300, (taken, refused)
+
+
+@pytest.mark.parametrize("line", [
+    "classify IMG -m MODEL -k " + "1" * 4301, "benchmark -m MODEL -n " + "9" * 5000,
+    "benchmark -m MODEL --max-slowdown 1e999", "benchmark -m MODEL --max-slowdown=1" + "0" * 400,
+    "classify IMG -m MODEL --timeout 1e999",
+])
+def test_what_click_refuses_is_left_to_click(line, files):
+    """Python's int() limit (a traceback before) and an overflowing float (taken as infinity before): click
+    refuses both (exit 2), so the fast parser does not take them."""
+    argv = _argv(line, files)
+    assert _click_answer(argv[0], argv[1:])[:2] == ("exit", 2)
+    assert cli_base.parse(argv) is None
+
+
+def test_a_4301_digit_integer_is_click_s_usage_error_not_a_traceback(tmp_path):
+    """The whole command, as a user runs it: exit 2 and click's one line (it was a ValueError traceback)."""
+    done = subprocess.run([sys.executable, "-m", "edgekit", "classify", str(tmp_path / "a.jpg"), "-m",
+                           str(tmp_path / "m.tflite"), "-k", "1" * 4301], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stderr
+    assert "Traceback" not in done.stderr and "is not a valid integer" in done.stderr

@@ -11,7 +11,7 @@ import pytest
 
 import edgekit
 from edgekit import api
-from edgekit.errors import CompatibilityError, UsageError, VerificationError
+from edgekit.errors import CompatibilityError, InputError, UsageError, VerificationError
 from edgekit.records import Record
 from edgekit.results import CheckResult, Class, Confidence, Decision, Target, Verdict, Verification
 from tests.conftest import REPO, shared_file
@@ -122,7 +122,7 @@ def test_a_block_of_a_shipped_dataclass_is_refused_as_a_records_would_be():
     drifted document is a ValueError naming where, as for a Record's block (not a KeyError or TypeError)."""
     from edgekit.results import DevicesResult
 
-    with pytest.raises(ValueError, match=r"DevicesResult.devices\[0\]: expected an object, got int"):
+    with pytest.raises(ValueError, match=r"DevicesResult.devices\[0\]: expected an object, got 1"):
         DevicesResult.from_dict({"devices": [1]})
     with pytest.raises(ValueError, match=r"DevicesResult.devices\[0\]: the field 'path' is missing"):
         DevicesResult.from_dict({"devices": [{"type": "usb"}]})
@@ -249,3 +249,84 @@ def test_edgekit_build_is_both_the_api_call_and_the_module():
     assert callable(build_module.write_bundle)
     with pytest.raises(TypeError):  # the API's signature: output is a required keyword
         edgekit.build("model.keras")
+
+
+# ------------------------------------------------------------------ what is no image, or no path (issue 31)
+DETECTOR = "detection/ppe_yolov8n_full_integer_quant.tflite"
+
+
+def _not_images():
+    from PIL import Image
+
+    return [
+        (None, UsageError, "expected a file path, a PIL image or an HxWxC uint8 array, got None"),
+        ([[1, 2], [3, 4]], UsageError, "got a list"),
+        (7, UsageError, "got int 7"),
+        (np.zeros((64, 64, 3), np.float32), InputError, "a 64x64x3 float32 array: the pixels of an image array"),
+        (np.zeros((64, 64, 3), np.int64), InputError, "a 64x64x3 int64 array"),
+        (np.zeros((1, 64, 64, 3), np.uint8), InputError, "a 1x64x64x3 uint8 array is not one image"),
+        (np.zeros((64, 64, 2), np.uint8), InputError, "a 64x64x2 uint8 array is not one image"),
+        (np.zeros((0, 0, 3), np.uint8), InputError, "a 0x0x3 uint8 array is an empty image"),
+        (np.zeros((0, 5), np.uint8), InputError, "a 0x5 uint8 array is an empty image"),
+        (np.zeros((64, 64, 1), np.uint8), InputError, "a 64x64x1 uint8 array is grayscale; the model takes RGB"),
+        (np.zeros((64, 64), np.uint8), InputError, "a 64x64 uint8 array is grayscale; the model takes RGB"),
+        (Image.new("RGB", (0, 0)), InputError, "the image is empty (0x0 pixels)"),
+    ]
+
+
+def test_model_classify_and_detect_refuse_what_they_cannot_use_naming_it():
+    """HxWx1, float, 4-D, empty arrays and None were TypeError/AttributeError/ZeroDivisionError (or, for classify on
+    a 0x0 image, an answer): now the EdgekitError that names what was passed (its shape and dtype)."""
+    import re
+
+    with edgekit.open(shared_file(MODEL), device="cpu") as classifier, \
+            edgekit.open(shared_file(DETECTOR), device="cpu") as detector:
+        for image, error, message in _not_images():
+            for call in (classifier.classify, detector.detect, classifier.input_tensor):
+                with pytest.raises(error, match=re.escape(message)):
+                    call(image)
+        rgba = np.zeros((64, 64, 4), np.uint8)  # taken as a PNG's pixels are: alpha dropped
+        assert classifier.classify(rgba) == classifier.classify(rgba[..., :3])
+
+
+def test_a_one_channel_model_takes_a_grayscale_array_hxw_or_hxwx1():
+    from PIL import Image
+
+    nine = shared_file("mnist_nine.bmp")
+    with edgekit.open(shared_file("keras_lstm_mnist_ptq.tflite"), device="cpu") as model:
+        assert model.preprocess.channels == "L"
+        gray = np.asarray(Image.open(nine).convert("L"))
+        tensor = model.input_tensor(nine)  # (the LSTM keeps state between runs: compare what goes in)
+        assert np.array_equal(model.input_tensor(gray), tensor)
+        assert np.array_equal(model.input_tensor(gray[..., None]), tensor)
+        assert np.array_equal(model.input_tensor(np.asarray(Image.open(nine).convert("RGB"))), tensor)  # as a file
+        assert model.classify(gray[..., None], top_k=1)[0].id == 9
+
+
+def test_a_path_or_count_keyword_refuses_what_is_none_naming_it():
+    """None for a path was a TypeError deep inside; an int was opened as a file descriptor (labels=3); one path for
+    a list of them was read letter by letter; max_det=True was 1."""
+    model = shared_file(MODEL)
+    with pytest.raises(UsageError, match=r"^model: expected a path \(str or os.PathLike\), got None"):
+        edgekit.open(None)
+    with pytest.raises(UsageError, match="labels: expected a path .*got int 3"):
+        edgekit.open(model, device="cpu", labels=3)
+    for call in (edgekit.check, edgekit.inspect, edgekit.benchmark, edgekit.cut):
+        with pytest.raises(UsageError, match="^model: expected a path"):
+            call(None)
+    with pytest.raises(UsageError, match="^data: expected a path"):
+        edgekit.evaluate(model, None)
+    with pytest.raises(UsageError, match="images: expected a list of paths, got a str"):
+        edgekit.classify("cat.bmp", model=model)
+    with pytest.raises(UsageError, match="images: expected a list of paths, one of them is None"):
+        edgekit.detect([None], model=model)
+    with pytest.raises(UsageError, match="max_det: expected an integer, got bool True"):
+        edgekit.detect(["a.jpg"], model=shared_file(DETECTOR), max_det=True)
+    with edgekit.open(shared_file(DETECTOR), device="cpu") as detector:
+        with pytest.raises(UsageError, match="max_det: expected an integer, got bool True"):
+            detector.detect(np.zeros((64, 64, 3), np.uint8), max_det=True)
+        with pytest.raises(UsageError, match="max_det: expected an integer, got float 2.5"):
+            detector.detect(np.zeros((64, 64, 3), np.uint8), max_det=2.5)
+    # a generator of paths is read once, as a list
+    result = edgekit.classify((str(p) for p in [shared_file("cat.bmp")]), model=model, device="cpu", top_k=1)
+    assert result.results[0].top[0].id == 283

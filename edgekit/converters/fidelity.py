@@ -78,7 +78,7 @@ class CompilerPlacement(Record):
     edgetpu_ops: Mapping[str, int]                 # op type -> count mapped
     compiler_version: Optional[str]
     log_ops: Tuple[Tuple[Union[str, int], ...], ...]   # the log's table rows: (operator, count, status)
-    log_memory: Mapping[str, int]                  # on_chip_used_bytes, off_chip_used_bytes (from the log)
+    log_memory: Mapping[str, Optional[int]]        # on_chip_used_bytes, off_chip_used_bytes (the log may not say)
     edgetpu: Tuple[PackageSummary, ...]            # each Edge TPU package's summary
 
     @classmethod

@@ -32,7 +32,7 @@ class Comparison(Record):
     current_ms: float
     change: float
     max_slowdown: float
-    change_interval: Optional[Tuple[float, ...]]
+    change_interval: Optional[Tuple[float, float]]
     confidence: Optional[float]
     verdict: LatencyVerdict
     regression: bool

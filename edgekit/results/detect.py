@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any, Literal, Mapping, Optional, Tuple, Union
 
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
@@ -50,10 +50,10 @@ class DetectLayout(Record):
     ``kind`` (postprocess | yolo | yolov5 | split-dfl | end2end), each role's output position, and how each
     choice was made (``source``). quantize's detector verification records the same block."""
 
-    kind: str
+    kind: Literal["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]   # edgekit.detection.Layout's values
     roles: Mapping[str, int]
     num_classes: int
-    input_hw: Tuple[int, ...]
+    input_hw: Tuple[int, int]
     boxes_normalized: Optional[bool]
     scores_are_logits: Optional[bool]
     transposed: bool

@@ -18,7 +18,7 @@ class ClassAccuracy(Record):
     label: Optional[str]
     samples: int
     top1: float
-    top1_interval: Optional[Tuple[float, ...]] = None
+    top1_interval: Optional[Tuple[float, float]] = None
     predicted: Optional[int] = None
     precision: Optional[float] = None
 
@@ -64,7 +64,7 @@ class ReferenceComparison(Record):
     top5: Optional[float]
     samples: int
     top1_agreement: float
-    agreement_interval: Tuple[float, ...]
+    agreement_interval: Tuple[float, float]
     mean_abs_diff: float
     max_abs_diff: float
     class_changes: Tuple[ClassChange, ...]
@@ -191,9 +191,9 @@ class MapDifference(Record):
     model: str
     against: str
     map50_change: float
-    map50_interval: Tuple[float, ...]
+    map50_interval: Tuple[float, float]
     map_change: float
-    map_interval: Tuple[float, ...]
+    map_interval: Tuple[float, float]
     resamples: int
     seed: int
 
@@ -239,8 +239,8 @@ class DetectionEvaluateResult(Record):
             lines.append("{:<44} {} {} {} {} {} {}  {} (invoke {:.1f} ms, post-processing {:.1f} ms per image)".format(
                 _short(m.model, 44), pct(m.map), pct(m.map50), pct(m.map75), pct(m.map_small), pct(m.map_medium),
                 pct(m.map_large), m.device, m.invoke_ms, m.postprocess_ms))
-        first = self.models[0]
-        if first.per_class:
+        first = self.models[0] if self.models else None
+        if first and first.per_class:
             lines.append("Per class ({}): ".format(_short(first.model, 60)) + ", ".join(
                 "{} {} AP {} AP50 {}".format(c.name, c.objects, pct(c.ap).strip(), pct(c.ap50).strip())
                 for c in first.per_class))

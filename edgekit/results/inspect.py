@@ -56,7 +56,7 @@ class OpCount(Record):
 class InspectResult(Record):
     """``edgekit inspect --json``: a .tflite model's I/O, quantization, ops and shapes, read without TensorFlow."""
 
-    path: str
+    path: Optional[str]        # None for a model read from bytes (tflite_model.ModelInfo.from_bytes)
     size_bytes: int
     edgetpu_compiled: bool
     subgraphs: int
@@ -76,7 +76,7 @@ class InspectResult(Record):
 
     def render_text(self) -> str:
         lines = [
-            f"{self.path}: {self.size_bytes:,} bytes, {self.subgraphs} subgraph(s), {len(self.ops)} ops",
+            f"{self.path or 'the model (no file)'}: {self.size_bytes:,} bytes, {self.subgraphs} subgraph(s), {len(self.ops)} ops",
             f"Edge TPU compiled: {'yes' if self.edgetpu_compiled else 'no'}",
             f"Quantization: {self.quantization}",
             f"Shapes: {'DYNAMIC (some dimension is -1 in shape_signature)' if self.dynamic_shapes else 'static'}",

@@ -47,7 +47,7 @@ class Map50Gate(Record):
     float_map50: float
     int8_map50: float
     drop: float
-    drop_interval: Tuple[float, ...]
+    drop_interval: Tuple[float, float]
     max_drop_points: float
     verdict: Decision
     resamples: int
@@ -62,7 +62,7 @@ class Verification(Record):
 
     samples: int
     top1_agreement: Optional[float]
-    agreement_interval: Tuple[float, ...]
+    agreement_interval: Tuple[float, float]
     mean_abs_diff: Optional[float]
     max_abs_diff: Optional[float]
     min_agreement: float
@@ -73,7 +73,7 @@ class Verification(Record):
     float_top1: Optional[float]
     int8_top1: Optional[float]
     accuracy_drop: Optional[float]
-    accuracy_drop_interval: Optional[Tuple[float, ...]]
+    accuracy_drop_interval: Optional[Tuple[float, float]]
     max_accuracy_drop: float
     flips: Optional[Mapping[str, int]]
     mcnemar_p: Optional[float]
@@ -91,10 +91,12 @@ class Verification(Record):
         """Agreement and accuracy of int8 against float, each with its 95% interval and verdict."""
         sources = ", ".join(f"{n} {name.replace('_', '-')}" for name, n in self.sources.items() if n)
         lo, hi = self.agreement_interval
-        lines = [f"Verification on {self.samples} samples ({sources}): top-1 agreement {self.top1_agreement:.1%} "
+        agreement = "-" if self.top1_agreement is None else f"{self.top1_agreement:.1%}"
+        diff = "-" if self.mean_abs_diff is None else f"{self.mean_abs_diff:.4f}"
+        lines = [f"Verification on {self.samples} samples ({sources}): top-1 agreement {agreement} "
                  f"(95% interval {lo:.1%} to {hi:.1%}; minimum {self.min_agreement:g}: {self.agreement_verdict}), "
-                 f"mean |score diff| {self.mean_abs_diff:.4f}" + ("" if self.passed else ": FAILED")]
-        if self.float_top1 is not None:
+                 f"mean |score diff| {diff}" + ("" if self.passed else ": FAILED")]
+        if None not in (self.float_top1, self.int8_top1, self.accuracy_drop):
             lo, hi = self.accuracy_drop_interval or (0.0, 0.0)
             lines.append(f"Accuracy on the labels: float {self.float_top1:.1%}, int8 {self.int8_top1:.1%}: "
                          f"{self.accuracy_drop:+.1f} points lost (95% interval {lo:+.1f} to {hi:+.1f}; at most "
@@ -123,7 +125,7 @@ class DetectionVerification(Record):
     failures: Tuple[str, ...]
     warnings: Tuple[str, ...]
     kept: Optional[float]
-    kept_interval: Optional[Tuple[float, ...]]
+    kept_interval: Optional[Tuple[float, float]]
     agreement_verdict: Decision
     passed: bool
     extra_int8: Optional[float] = None
@@ -183,7 +185,7 @@ class ConventionComparison(Record):
     convention: str
     against: str
     difference: float
-    interval: Tuple[float, ...]
+    interval: Tuple[float, float]
     upper_one_sided: float
     only_convention: int
     only_against: int
@@ -280,7 +282,8 @@ class TensorIO(Record):
     zero_point: Optional[int]
 
     def line(self) -> str:
-        return f"{self.dtype} {'x'.join(map(str, self.shape))} scale={self.scale:.6g} zero_point={self.zero_point}"
+        scale = "-" if self.scale is None else f"{self.scale:.6g}"
+        return f"{self.dtype} {'x'.join(map(str, self.shape))} scale={scale} zero_point={self.zero_point}"
 
 
 @dataclass(frozen=True)
@@ -345,7 +348,7 @@ class QuantizeResult(Record):
                                              f"{', '.join(src.output.of or ())})" if src.output else ""),
             "Ops: " + ", ".join(f"{h.count}x {h.name} v{h.version}" for h in self.op_histogram),
             "Int8 checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
-            + ("" if self.remedy == self.remedies_tried[0] else f" (with {self.remedy})"),
+            + ("" if self.remedy == next(iter(self.remedies_tried), None) else f" (with {self.remedy})"),
         ]
         lines += edgetpu_lines(self.edgetpu, self.advice)
         if self.preprocess.search:
