@@ -36,7 +36,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "libedgetpu build": ("feranick-libedgetpu-releases", "feranick-libedgetpu-changelog", "edgetpu#812"),
     "runtime pairing": ("edgetpu#812", "feranick-libedgetpu-releases", "feranick-pycoral-release",
                         "ultralytics-coral-guide"),
-    "kernel driver": ("gasket-driver#52", "gasket-driver#50", "gasket-driver#47", "gasket-driver#55",
+    "kernel driver": ("gasket-driver#12", "edgetpu#808", "gasket-driver#52", "gasket-driver#50", "gasket-driver#47", "gasket-driver#55",
                       "traffic-monitor#171", "gasket-dkms#25", "gasket-dkms#9", "edgetpu#865", "linux#6799"),
     "pi5 pcie": ("rpi-docs#3340", "rpi-docs#3873", "waveshare-pciex1", "geerlingguy-pcie#44", "linux#6126"),
     "usb link": ("frigate#7034", "edgetpu#782"),
@@ -53,7 +53,10 @@ APT_FIX = (f"curl -fsSL https://{CORAL_APT}/doc/apt-key.gpg | sudo gpg --dearmor
            f'echo "deb [signed-by={KEYRING}] https://{CORAL_APT} coral-edgetpu-stable main" | '
            "sudo tee /etc/apt/sources.list.d/coral-edgetpu.list ; sudo apt-get update")
 FERANICK_GASKET = "https://github.com/feranick/gasket-driver/releases/tag/1.0-18.4"
-GASKET_BREAKS_AT = (6, 12)       # Coral's gasket-dkms 1.0-18: 'no_llseek' undeclared (google/gasket-driver#52)
+# Coral's apt package gasket-dkms 1.0-18 (February 2022) predates every later kernel fix: class_create() changed
+# in 6.4 (google/gasket-driver#12; Coral's package failing on 6.5, google-coral/edgetpu#808), eventfd_signal()
+# in 6.8, no_llseek went in 6.12 (google/gasket-driver#52).
+GASKET_BREAKS_AT = (6, 4)
 GASKET_FAILS_REPORTED_AT = (6, 18)  # traffic-monitor#171 (6.18), KyleGospo/gasket-dkms#25 (6.19)
 PCI_EDGETPU = ("0x1ac1", "0x089a")
 #: libedgetpu package versions whose TensorFlow is not in the version string (feranick/libedgetpu's
@@ -339,7 +342,8 @@ def gasket_route(kernel: str | None) -> str:
     k = kernel_tuple(kernel)
     if k < GASKET_BREAKS_AT:
         return "sudo apt-get install gasket-dkms (Coral's apt repository), then reboot"
-    route = ("Coral's gasket-dkms 1.0-18 does not build on kernel 6.12 and newer (no_llseek was removed): "
+    route = ("Coral's gasket-dkms 1.0-18 (2022) does not build on kernel 6.4 and newer (class_create changed in "
+             "6.4, eventfd_signal in 6.8, no_llseek was removed in 6.12): "
              "sudo apt-get remove gasket-dkms ; sudo apt-get install dkms linux-headers-$(uname -r) ; then "
              f"install feranick's patched gasket-dkms_1.0-18.4_all.deb from {FERANICK_GASKET} "
              "(sudo dpkg -i gasket-dkms_1.0-18.4_all.deb) and reboot")

@@ -193,7 +193,7 @@ def test_ubuntu_2404_kernel_614_pcie(tmp_path):
                                 "apt source": "ok", "edgetpu_compiler": "warn"}
     driver = checks["kernel driver"]
     assert "kernel 6.14.0-24-generic" in driver.detail and NO_LLSEEK in driver.detail
-    assert "6.12 and newer" in driver.fix and "gasket-dkms_1.0-18.4_all.deb" in driver.fix
+    assert "6.4 and newer" in driver.fix and "gasket-dkms_1.0-18.4_all.deb" in driver.fix
     assert "linux-headers-$(uname -r)" in driver.fix
     assert checks["devices"].fix == "see kernel driver"
     assert "apt-get install edgetpu-compiler" in checks["edgetpu_compiler"].fix
@@ -311,10 +311,22 @@ def test_a_built_module_is_loaded_and_old_kernels_use_corals_package(tmp_path):
     put(tmp_path, "/proc/sys/kernel/osrelease", "6.8.0-45-generic\n")
     p = probe(tmp_path, {}, python=(3, 12, 3), arch="x86_64")
     assert R.check_kernel_driver(p, []).fix == R.gasket_route("6.8.0-45-generic")
-    assert "sudo apt-get install gasket-dkms" in R.gasket_route("6.8.0-45-generic")
     put(tmp_path, "/var/lib/dkms/gasket/1.0/6.8.0-45-generic/x86_64/module/apex.ko.xz")
     assert "sudo modprobe apex" in R.check_kernel_driver(p, []).fix
     assert "6.18 and 6.19" in R.gasket_route("6.18.2-1-pve")
+
+
+@pytest.mark.parametrize("kernel, corals", [("5.15.0-119-generic", True), ("6.1.0-25-amd64", True),
+                                            ("6.3.4-060304-generic", True), ("6.4.1-060401-generic", False),
+                                            ("6.5.0-10-generic", False), ("6.8.0-45-generic", False),
+                                            ("6.6.51+rpt-rpi-v8", False), ("6.12.41+deb13-amd64", False)])
+def test_corals_gasket_package_only_below_kernel_6_4(kernel, corals):
+    """Coral's apt gasket-dkms 1.0-18 (2022) fails from 6.4 on (class_create: google/gasket-driver#12, Coral's
+    package on 6.5: google-coral/edgetpu#808). (Fails on the old code: it sent Ubuntu 24.04's 6.8 and
+    Raspberry Pi OS's 6.6 to Coral's package.)"""
+    route = R.gasket_route(kernel)
+    assert ("sudo apt-get install gasket-dkms (Coral's apt repository)" in route) == corals, route
+    assert ("gasket-dkms_1.0-18.4_all.deb" in route) == (not corals), route
 
 
 def test_a_pi5_without_the_pcie_overlay_and_no_edge_tpu(tmp_path):
