@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from edgekit.compiler_locator import CORAL_APT_SETUP, CORAL_KEYRING, CORAL_LIST
+
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.devices.discovery import Device
     from edgekit.doctor import Probe
@@ -48,10 +50,8 @@ RULES: dict[str, tuple[str, ...]] = {
 }
 
 CORAL_APT = "packages.cloud.google.com/apt"
-KEYRING = "/etc/apt/keyrings/coral.gpg"  # the same keyring compile's install hint writes
-APT_FIX = (f"curl -fsSL https://{CORAL_APT}/doc/apt-key.gpg | sudo gpg --dearmor -o {KEYRING} ; "
-           f'echo "deb [signed-by={KEYRING}] https://{CORAL_APT} coral-edgetpu-stable main" | '
-           "sudo tee /etc/apt/sources.list.d/coral-edgetpu.list ; sudo apt-get update")
+KEYRING = CORAL_KEYRING  # the keyring compile's install hint and the compiler image's recipe write
+APT_FIX = CORAL_APT_SETUP
 FERANICK_GASKET = "https://github.com/feranick/gasket-driver/releases/tag/1.0-18.4"
 # Coral's apt package gasket-dkms 1.0-18 (February 2022) predates every later kernel fix: class_create() changed
 # in 6.4 (google/gasket-driver#12; Coral's package failing on 6.5, google-coral/edgetpu#808), eventfd_signal()
@@ -491,6 +491,14 @@ def check_passthrough(p: Probe, devices: list[Device]) -> Check | None:
 DEAD_SUITES = ("coral-cloud-stable", "coral-stable")  # 404 since 2025 (google-coral/edgetpu#893, #887)
 
 
+def apt_fix(sources: list[tuple[str, str, str | None]]) -> str:
+    """APT_FIX, after removing Coral's sources from other files than the one it writes: apt refuses two entries of
+    one source whose Signed-By differ ("Conflicting values set for option Signed-By")."""
+    others = sorted({f for f, _, _ in sources if f != CORAL_LIST})
+    steps = [f"delete Coral's line from {f}" if f == "/etc/apt/sources.list" else f"sudo rm {f}" for f in others]
+    return " ; ".join([*steps, APT_FIX])
+
+
 def check_apt_source(p: Probe) -> Check | None:
     """Coral's apt source in the keyring form (apt-key is gone from Debian 13 and Raspberry Pi OS Trixie)."""
     sources = coral_apt_sources(p)
@@ -504,9 +512,9 @@ def check_apt_source(p: Probe) -> Check | None:
     legacy = sorted({f for f, _, key in sources if not key})
     if legacy:
         return Check("apt source", WARN, f"{', '.join(legacy)}: Coral's source has no signed-by keyring, so it relies "
-                     "on apt-key, which is deprecated and gone from Debian 13 (trixie)", APT_FIX)
+                     "on apt-key, which is deprecated and gone from Debian 13 (trixie)", apt_fix(sources))
     lost = sorted({key for _, _, key in sources if key and not at(p, key).is_file()})
     if lost:
         return Check("apt source", WARN, f"Coral's source is signed by {', '.join(lost)}, which does not exist",
-                     APT_FIX)
+                     apt_fix(sources))
     return Check("apt source", OK, f"Coral's source is signed by {sources[0][2]} ({sources[0][0]})")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -564,13 +565,25 @@ def test_the_image_recipe_pins_what_it_pulls():
     recipe = (Path(compile_via.__file__).parent / "compiler_image" / "Dockerfile").read_text()
     froms = [line for line in recipe.splitlines() if line.startswith("FROM ")]
     assert len(froms) == 1 and "--platform=linux/amd64" in froms[0]
-    import re
-
     assert re.search(r"@sha256:[0-9a-f]{64}$", froms[0])  # the base image by digest
     assert "ARG EDGETPU_COMPILER_VERSION=16.0\n" in recipe
     assert '"edgetpu-compiler=${EDGETPU_COMPILER_VERSION}"' in recipe  # the compiler by version
     assert "[signed-by=/etc/apt/keyrings/coral-edgetpu.gpg]" in recipe and "apt-key add" not in recipe
     assert compile_via.image_tag().startswith("edgekit-edgetpu-compiler:16.0-")
+
+
+def test_one_keyring_for_the_image_doctors_fix_compiles_hint_and_the_docs():
+    """Coral's key in one place: the image's recipe, doctor's apt-source fix, compile's install hint and
+    docs/commands/compile.md. (Fails on the old code: the hint, doctor and the docs wrote coral.gpg, the
+    recipe coral-edgetpu.gpg.)"""
+    from edgekit import compiler_locator as L, doctor_rules
+
+    recipe = (Path(compile_via.__file__).parent / "compiler_image" / "Dockerfile").read_text()
+    docs = (REPO / "docs" / "commands" / "compile.md").read_text()
+    written = f"[signed-by={L.CORAL_KEYRING}]"
+    for text in (recipe, doctor_rules.APT_FIX, L.INSTALL_HINT, docs):
+        assert written in text and f"-o {L.CORAL_KEYRING}" in text and L.CORAL_LIST in text
+        assert set(re.findall(r"/etc/apt/keyrings/[\w.-]+", text)) == {L.CORAL_KEYRING}
 
 
 # --------------------------------------------------------------------------------------- helpers

@@ -135,7 +135,7 @@ def test_pi5_trixie_python313_m2(tmp_path):
     assert "6.18" not in driver.fix                      # 6.12: no failure of the patched package reported
     assert "kernel=kernel8.img" in checks["pi5 pcie"].fix and "16K-page" in checks["pi5 pcie"].detail
     assert "usermod -aG apex" in checks["groups"].fix
-    assert "signed-by=/etc/apt/keyrings/coral.gpg" in checks["apt source"].fix
+    assert "signed-by=/etc/apt/keyrings/coral-edgetpu.gpg" in checks["apt source"].fix
     assert "x86-64" in checks["edgetpu_compiler"].fix    # the compiler does not run on ARM
 
 
@@ -450,3 +450,19 @@ def test_a_ready_accelerator_on_usb2_inside_a_proxmox_vm(tmp_path):
                             arch="x86_64", groups=["me", "plugdev"]))
     assert "usb firmware" not in checks and checks["usb link"].status == Doc.WARN
     assert "usb3=1" in checks["usb link"].fix
+
+
+def test_a_missing_keyring_in_another_file_is_removed_before_corals_list_is_written(tmp_path):
+    """apt refuses one source listed twice with different Signed-By: the fix removes the other file first.
+    (Fails on the old code: its fix wrote coral-edgetpu.list beside the .sources file still naming the lost key.)"""
+    put(tmp_path, "/etc/apt/sources.list.d/coral.sources",
+        "Types: deb\nURIs: https://packages.cloud.google.com/apt\nSuites: coral-edgetpu-stable\nComponents: main\n"
+        "Signed-By: /usr/share/keyrings/coral.gpg\n")
+    p = probe(tmp_path, {}, python=(3, 12, 3), arch="x86_64")
+    check = R.check_apt_source(p)
+    assert check.status == Doc.WARN and "/usr/share/keyrings/coral.gpg, which does not exist" in check.detail
+    assert check.fix.startswith("sudo rm /etc/apt/sources.list.d/coral.sources ; sudo install -d")
+    put(tmp_path, "/etc/apt/sources.list.d/coral.sources", "")
+    put(tmp_path, "/etc/apt/sources.list.d/coral-edgetpu.list",
+        "deb https://packages.cloud.google.com/apt coral-edgetpu-stable main\n")
+    assert R.check_apt_source(p).fix == R.APT_FIX  # the file the fix rewrites: nothing to remove first
