@@ -38,13 +38,14 @@ RULES: dict[str, tuple[str, ...]] = {
     "libedgetpu build": ("feranick-libedgetpu-releases", "feranick-libedgetpu-changelog", "edgetpu#812"),
     "runtime pairing": ("edgetpu#812", "feranick-libedgetpu-releases", "feranick-pycoral-release",
                         "ultralytics-coral-guide"),
-    "kernel driver": ("gasket-driver#12", "edgetpu#808", "gasket-driver#52", "gasket-driver#50", "gasket-driver#47", "gasket-driver#55",
-                      "traffic-monitor#171", "gasket-dkms#25", "gasket-dkms#9", "edgetpu#865", "linux#6799"),
+    "kernel driver": ("gasket-driver#12", "edgetpu#808", "gasket-driver#52", "gasket-driver#50", "gasket-driver#47",
+                      "gasket-driver#55", "traffic-monitor#171", "gasket-dkms#25", "gasket-dkms#9", "edgetpu#865", "linux#6799"),
     "pi5 pcie": ("rpi-docs#3340", "rpi-docs#3873", "waveshare-pciex1", "geerlingguy-pcie#44", "linux#6126"),
     "usb link": ("frigate#7034", "edgetpu#782"),
-    "usb firmware": ("edgetpu#536", "frigate#9349", "frigate#2609"),
+    "usb firmware": ("edgetpu#536", "frigate#9349", "frigate#2609", "usbipd-win#1252"),
     "passthrough": ("frigate#5276", "edgetpu#762", "geerlingguy-pcie#44", "frigate-addons#23", "frigate#2613",
-                    "frigate#9349", "frigate#1807", "gist-lxc-apex", "gist-lxc-usb"),
+                    "frigate#9349", "frigate#1807", "gist-lxc-apex", "gist-lxc-usb", "WSL-docs#1878",
+                    "usbipd-win#1252"),
     "apt source": ("edgetpu#777", "edgetpu#801", "edgetpu#915", "gasket-driver#44", "frigate#4649", "edgetpu#893",
                    "edgetpu#887"),
 }
@@ -175,8 +176,15 @@ VM_VENDORS = (("QEMU", "QEMU/KVM (Proxmox and others)"), ("VMware", "VMware"), (
               ("Virtual Machine", "Hyper-V"), ("Xen", "Xen"), ("Parallels", "Parallels"))  # not "Microsoft": Surface
 
 
+WSL = "WSL 2"
+
+
 def vm_kind(p: Probe) -> str | None:
-    """The hypervisor this Linux runs under (from DMI and /proc/cpuinfo), or None on bare metal."""
+    """The hypervisor this Linux runs under (from DMI and /proc/cpuinfo), or None on bare metal; ``WSL`` for
+    Windows' WSL (its kernel release says "microsoft": 5.15.167.4-microsoft-standard-WSL2), where a USB device
+    comes in through usbipd-win, not a VM's passthrough."""
+    if "microsoft" in (kernel_release(p) or "").lower() or p.env.get("WSL_DISTRO_NAME"):
+        return WSL
     dmi = Path(p.sys_root) / "class" / "dmi" / "id"
     vendor = " ".join(filter(None, (read(dmi / n) for n in ("sys_vendor", "product_name", "bios_vendor"))))
     for word, name in VM_VENDORS:
@@ -422,7 +430,7 @@ def check_usb_link(p: Probe, devices: list[Device]) -> Check | None:
                      "runs several times slower than on USB 3")
     vm = vm_kind(p) if p.system == "Linux" and not container_kind(p) else None
     in_vm = (f"; in this VM ({vm}) the passthrough must be USB 3 too (Proxmox: the USB device's 'Use USB3', "
-             "usb3=1)") if vm else ""
+             "usb3=1)") if vm and vm != WSL else ""
     return Check("usb link", WARN, f"{', '.join(d.device for d in slow)} on a USB 2 link ({links}): inference "
                  "runs several times slower than on USB 3",
                  "plug it into a USB 3 port (blue on a Raspberry Pi 4) with a USB 3 cable; if it then drops out, "
@@ -438,6 +446,7 @@ def check_usb_firmware(p: Probe, devices: list[Device]) -> Check | None:
     return Check("usb firmware", WARN, f"{', '.join(d.device for d in boot)} is in its bootloader mode (1a6e:089a) "
                  f"inside a VM ({vm}): when the Edge TPU runtime loads its firmware the Accelerator reconnects as "
                  "18d1:9302, which a passthrough by device id does not follow",
+                 WSL_USB_FIX if vm == WSL else
                  "pass the USB port through, not the device id (Proxmox: Hardware > Add > USB Device > Use USB "
                  "Port), or the whole USB controller (PCI passthrough)")
 
@@ -464,6 +473,14 @@ VM_FIX = ("pass it through to the VM: USB: the USB port (Proxmox: Hardware > Add
           "of the 1ac1:089a device (IOMMU on)")
 
 
+# usbipd-win's commands since its version 4 (MicrosoftDocs/WSL#1878); -a (--auto-attach) attaches the bus id again
+# whenever the device comes back (dorssel/usbipd-win#1252), as the Accelerator does when its firmware loads.
+WSL_USB_FIX = ("attach the USB Accelerator to WSL with usbipd-win, in an administrator PowerShell on Windows: "
+               "winget install usbipd ; usbipd list ; usbipd bind --busid BUSID ; then usbipd attach --wsl --busid "
+               "BUSID --auto-attach (it re-enumerates from 1a6e:089a to 18d1:9302 when the runtime loads its "
+               "firmware, and only --auto-attach follows it)")
+
+
 def check_passthrough(p: Probe, devices: list[Device]) -> Check | None:
     """Inside a container, a VM or Home Assistant: is the Edge TPU passed through?"""
     if p.system != "Linux":
@@ -471,8 +488,9 @@ def check_passthrough(p: Probe, devices: list[Device]) -> Check | None:
     kind, vm = container_kind(p), vm_kind(p)
     if not kind and not vm:
         return None
-    where = f"inside a {kind} container" if kind else f"in a VM ({vm})"
-    fix = {"Home Assistant add-on": HA_FIX, "lxc": LXC_FIX, None: VM_FIX}.get(kind, CONTAINER_FIX)
+    where = f"inside a {kind} container" if kind else "in WSL 2 (Windows)" if vm == WSL else f"in a VM ({vm})"
+    fix = {"Home Assistant add-on": HA_FIX, "lxc": LXC_FIX, None: WSL_USB_FIX if vm == WSL else VM_FIX}.get(
+        kind, CONTAINER_FIX)
     hidden = hidden_usb(p, devices)
     if hidden:
         names = ", ".join(f"{d.device} ({d.usb_id})" for d in hidden)

@@ -466,3 +466,28 @@ def test_a_missing_keyring_in_another_file_is_removed_before_corals_list_is_writ
     put(tmp_path, "/etc/apt/sources.list.d/coral-edgetpu.list",
         "deb https://packages.cloud.google.com/apt coral-edgetpu-stable main\n")
     assert R.check_apt_source(p).fix == R.APT_FIX  # the file the fix rewrites: nothing to remove first
+
+
+def wsl2(root: Path, usb_id: tuple[str, str] | None) -> Doc.Probe:
+    """Ubuntu 24.04 in WSL 2 on Windows: its kernel says "microsoft", its CPU flags "hypervisor", no DMI; the
+    USB Accelerator attached through usbipd-win (or not)."""
+    os_release(root, "Ubuntu 24.04.2 LTS", "noble", "24.04")
+    put(root, "/proc/sys/kernel/osrelease", "5.15.167.4-microsoft-standard-WSL2\n")
+    put(root, "/proc/cpuinfo", "processor\t: 0\nflags\t\t: fpu vme de pse tsc hypervisor lahf_lm\n")
+    if usb_id:
+        usb(root, "1-1", *usb_id, 1, 2, "480")
+    return probe(root, {"ai-edge-litert": "2.1.4", "numpy": "2.2.6"}, python=(3, 12, 3), arch="x86_64",
+                 groups=["me", "plugdev"])
+
+
+@pytest.mark.parametrize("usb_id", [None, ("1a6e", "089a")], ids=["nothing-attached", "bootloader"])
+def test_wsl2_gets_usbipd_not_vm_advice(tmp_path, usb_id):
+    """(Fails on the old code: WSL 2 was "a VM (a hypervisor)" told to use Proxmox's USB port passthrough.)"""
+    checks = findings(wsl2(tmp_path, usb_id))
+    said = " ".join(f"{c.detail} {c.fix or ''}" for c in checks.values())
+    assert "Proxmox" not in said and "a hypervisor" not in said and "PCI passthrough" not in said, said
+    advice = checks["usb firmware"] if usb_id else checks["passthrough"]
+    assert advice.status == Doc.WARN and advice.fix == R.WSL_USB_FIX
+    assert "usbipd attach --wsl --busid BUSID --auto-attach" in advice.fix
+    if not usb_id:
+        assert checks["passthrough"].detail.startswith("in WSL 2 (Windows)")
