@@ -44,7 +44,7 @@ RULES: dict[str, tuple[str, ...]] = {
     "usb link": ("frigate#7034", "edgetpu#782"),
     "usb firmware": ("edgetpu#536", "frigate#9349", "frigate#2609", "usbipd-win#1252"),
     "passthrough": ("frigate#5276", "edgetpu#762", "geerlingguy-pcie#44", "frigate-addons#23", "frigate#2613",
-                    "frigate#9349", "frigate#1807", "gist-lxc-apex", "gist-lxc-usb", "WSL-docs#1878",
+                    "frigate#9349", "frigate#1807", "gist-lxc-apex", "gist-lxc-usb", "pve-pct-conf", "WSL-docs#1878",
                     "usbipd-win#1252"),
     "apt source": ("edgetpu#777", "edgetpu#801", "edgetpu#915", "gasket-driver#44", "frigate#4649", "edgetpu#893",
                    "edgetpu#887"),
@@ -462,9 +462,14 @@ def hidden_usb(p: Probe, devices: list[Device]) -> list[Device]:
 CONTAINER_FIX = ("pass the Edge TPU into the container: USB: docker run --device /dev/bus/usb (compose: devices: "
                  "[/dev/bus/usb:/dev/bus/usb]); PCIe/M.2: --device /dev/apex_0 with the gasket driver installed on "
                  "the host, not in the container")
+# The container's device cgroup must allow a node's major as well as see it mounted: USB's is 189 (gist-lxc-usb);
+# apex's is given out by the kernel when gasket loads, so the user reads it on the host (ls -l). Proxmox's own
+# devN entries (pve-pct-conf) do both.
 LXC_FIX = ("in the LXC's config on the host (Proxmox: /etc/pve/lxc/<id>.conf): USB: lxc.cgroup2.devices.allow: "
            "c 189:* rwm and lxc.mount.entry: /dev/bus/usb dev/bus/usb none bind,optional,create=dir; PCIe/M.2: "
-           "lxc.mount.entry: /dev/apex_0 dev/apex_0 none bind,optional,create=file, with the gasket driver on the host")
+           "lxc.cgroup2.devices.allow: c MAJOR:* rwm (MAJOR: the number before the comma in `ls -l /dev/apex_0` on "
+           "the host) and lxc.mount.entry: /dev/apex_0 dev/apex_0 none bind,optional,create=file, or on Proxmox "
+           "dev0: /dev/apex_0 instead of both; the gasket driver on the host")
 HA_FIX = ("Home Assistant OS ships the apex driver and passes /dev/apex_0 and USB devices to the add-on; in "
           "protection mode only /dev/apex_0: turn protection mode off for a second PCIe Edge TPU; plug the USB "
           "Accelerator into the Home Assistant host itself")

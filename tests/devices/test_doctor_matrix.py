@@ -424,6 +424,9 @@ def test_a_pi5_rebooting_into_kernel8_and_a_proxmox_lxc(tmp_path):
     put(tmp_path, "/proc/1/environ", "container=lxc\x00PATH=/usr/bin\x00")
     check = R.check_passthrough(p, [])
     assert check.status == Doc.FAIL and "lxc.mount.entry: /dev/apex_0" in check.fix
+    # the mount alone gives "Operation not permitted": the device cgroup must allow apex's major too (fails on
+    # the old code, which named only the mount for PCIe)
+    assert "lxc.cgroup2.devices.allow: c MAJOR:* rwm" in check.fix and "ls -l /dev/apex_0" in check.fix
 
 
 def test_a_python_newer_than_the_known_wheels_is_not_called_wheel_less(tmp_path):
