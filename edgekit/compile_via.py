@@ -415,8 +415,9 @@ class ContainerCompiler:
             return
         tag = image_tag()
         inspected = self._engine([exe, "image", "inspect", tag], 60)
-        said = (inspected.stderr + inspected.stdout).strip().splitlines()[-1:]
-        if inspected.returncode != 0 and said and not _NO_IMAGE.search(said[0]):  # the engine itself failed
+        # Both engines print "[]" on stdout when they find no image (or cannot ask): the reason is on stderr.
+        said = inspected.stderr.strip().splitlines()[-1:] or [f"exit {inspected.returncode}"]
+        if inspected.returncode != 0 and not _NO_IMAGE.search(inspected.stderr):  # the engine itself failed
             raise MissingDependencyError(f"--via {self.engine}: {self.engine} does not work here ({said[0][:200]})",
                                          _ENGINE_HINT[self.engine])
         if inspected.returncode != 0:

@@ -515,8 +515,8 @@ def test_via_a_container_a_timeout_kills_the_container(engine, model, tmp_path, 
 def test_via_a_container_without_the_engine_or_its_image_is_exit_4(engine, model, tmp_path, monkeypatch):
     stopped = tmp_path / "stopped-bin"  # a docker CLI whose daemon is not running (as on this test machine)
     stopped.mkdir()
-    _script(stopped / "docker", "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock."
-                                " Is the docker daemon running?' >&2\nexit 1\n")
+    _script(stopped / "docker", "#!/bin/sh\necho '[]'\necho 'Cannot connect to the Docker daemon at "
+                                "unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n")
     with monkeypatch.context() as m:
         m.setenv("PATH", f"{stopped}{os.pathsep}{os.environ['PATH']}")
         r = invoke("compile", str(model), "--via", "docker")
