@@ -631,3 +631,10 @@ def test_the_ssh_options_of_compile_say_host_where_they_mean_the_compile_host():
                  ("identity", "known_hosts", "accept_new_host_key", "connect_timeout")}
         assert len(helps) == 4 and not any("board" in h for h in helps.values()), helps
         assert all("compile host" in helps[n] for n in ("known_hosts", "accept_new_host_key", "connect_timeout"))
+
+
+def test_build_refuses_a_connect_timeout_without_via_ssh_and_writes_nothing(model, tmp_path):
+    """(Fails on the old code: build took --connect-timeout without --via and ignored it.)"""
+    r = invoke("build", str(model), "-o", str(tmp_path / "bundle"), "--connect-timeout", "5")
+    assert r.exit_code == 2 and "--connect-timeout need --via ssh://USER@HOST" in r.stderr, r.output
+    assert not (tmp_path / "bundle").exists()
