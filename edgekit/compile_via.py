@@ -58,12 +58,23 @@ class Elsewhere:
     runner: Runner
 
 
+SSH_OPTIONS = "--identity, --known-hosts, --accept-new-host-key and --connect-timeout"
+
+
+def _timeout_given(connect_timeout: float | None) -> bool:
+    """A --connect-timeout other than the command line's default (which every call passes)."""
+    from edgekit.flags import default
+
+    return connect_timeout is not None and connect_timeout != default("compile", "connect_timeout")
+
+
 def parse_via(via: str, *, identity: str | None = None, known_hosts: str | None = None,
               accept_new_host_key: bool = False, connect_timeout: float | None = None,
               report: Reporter = SILENT) -> Elsewhere:
     """``--via`` (and the SSH options that go with ``ssh://``) as the compiler elsewhere; UsageError for anything
     else. Nothing is contacted yet."""
-    ssh_options = identity is not None or known_hosts is not None or accept_new_host_key
+    ssh_options = (identity is not None or known_hosts is not None or accept_new_host_key
+                   or _timeout_given(connect_timeout))
     m = _SSH_URL.match(via)
     if m:
         port = int(m.group("port")) if m.group("port") else None
@@ -71,11 +82,10 @@ def parse_via(via: str, *, identity: str | None = None, known_hosts: str | None 
             raise UsageError(f"--via {via}: port {port} is not a TCP port", "use a port from 1 to 65535")
         extra = {} if connect_timeout is None else {"connect_timeout": connect_timeout}
         target = SshTarget(m.group("destination"), port=port, identity=identity, known_hosts=known_hosts,
-                           accept_new_host_key=accept_new_host_key, **extra)
+                           accept_new_host_key=accept_new_host_key, noun="compile host", **extra)
         return Elsewhere(via, COMPILER, SshCompiler(target, report))
     if ssh_options:
-        raise UsageError("--identity, --known-hosts and --accept-new-host-key need --via ssh://USER@HOST",
-                         "leave them out, or compile through an SSH host")
+        raise UsageError(f"{SSH_OPTIONS} need --via ssh://USER@HOST", "leave them out, or compile through an SSH host")
     if via in ("docker", "podman"):
         return Elsewhere(via, COMPILER, ContainerCompiler(via, report))
     raise UsageError(f"--via {via!r}: not a place edgekit can compile", VIA_HINT)
@@ -90,8 +100,8 @@ def elsewhere(via: str | None, identity: str | os.PathLike | None = None,
     identity = None if identity is None else os.fspath(identity)
     known_hosts = None if known_hosts is None else os.fspath(known_hosts)
     if via is None:
-        if identity is not None or known_hosts is not None or accept_new_host_key:
-            raise UsageError("--identity, --known-hosts and --accept-new-host-key need --via ssh://USER@HOST",
+        if identity is not None or known_hosts is not None or accept_new_host_key or _timeout_given(connect_timeout):
+            raise UsageError(f"{SSH_OPTIONS} need --via ssh://USER@HOST",
                              "add --via ssh://USER@HOST, or leave them out for a local compile")
         return None
     return parse_via(via, identity=identity, known_hosts=known_hosts, accept_new_host_key=accept_new_host_key,
@@ -334,6 +344,7 @@ class ContainerCompiler:
                  run: Callable[[list[str], float], RunResult] = run_subprocess):
         self.engine, self.report, self.run = engine, report, run
         self._ready = False
+        self._rootless: bool | None = None  # podman's own answer, asked once
 
     def exe(self) -> str:
         found = shutil.which(self.engine)
@@ -367,14 +378,24 @@ class ContainerCompiler:
         """The engine's command line: no network, this user, the model read-only, the output folder writable.
 
         Rootless Podman maps the container's users into the host's subordinate ids: ``--userns=keep-id`` keeps
-        this user's id, so that the files it writes are this user's."""
+        this user's id, so that the files it writes are this user's. Rootful Podman (run as root, or a rootful
+        ``podman machine`` on macOS) refuses keep-id: it gets ``--user`` alone."""
         user = ["--user", f"{os.getuid()}:{os.getgid()}"] if hasattr(os, "getuid") else []
-        if user and self.engine == "podman" and os.getuid() != 0:
+        if user and self.engine == "podman" and self.podman_rootless(exe):
             user = ["--userns=keep-id", *user]
         return [exe, "run", "--rm", "--name", name, "--platform", PLATFORM, "--network", "none", *user,
                 "--mount", f"type=bind,source={model},target=/in/{model.name},readonly",
                 "--mount", f"type=bind,source={out_dir},target=/out", "--workdir", "/out",
                 image_tag(), COMPILER, "--out_dir", "/out", *options, f"/in/{model.name}"]
+
+    def podman_rootless(self, exe: str) -> bool:
+        """Whether Podman runs rootless, as it says itself (``podman info``); its uid says so where it cannot
+        answer (a non-root user of a rootful ``podman machine`` is not root here)."""
+        if self._rootless is None:
+            said = self._engine([exe, "info", "--format", "{{.Host.Security.Rootless}}"], 60)
+            answer = said.stdout.strip().lower() if said.returncode == 0 else ""
+            self._rootless = answer == "true" if answer in ("true", "false") else os.getuid() != 0
+        return self._rootless
 
     def _version(self, exe: str, timeout: float) -> RunResult:
         command = [exe, "run", "--rm", "--platform", PLATFORM, "--network", "none", image_tag(), COMPILER,
@@ -394,8 +415,9 @@ class ContainerCompiler:
             return
         tag = image_tag()
         inspected = self._engine([exe, "image", "inspect", tag], 60)
-        said = (inspected.stderr + inspected.stdout).strip().splitlines()[-1:]
-        if inspected.returncode != 0 and said and not _NO_IMAGE.search(said[0]):  # the engine itself failed
+        # Both engines print "[]" on stdout when they find no image (or cannot ask): the reason is on stderr.
+        said = inspected.stderr.strip().splitlines()[-1:] or [f"exit {inspected.returncode}"]
+        if inspected.returncode != 0 and not _NO_IMAGE.search(inspected.stderr):  # the engine itself failed
             raise MissingDependencyError(f"--via {self.engine}: {self.engine} does not work here ({said[0][:200]})",
                                          _ENGINE_HINT[self.engine])
         if inspected.returncode != 0:

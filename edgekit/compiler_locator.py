@@ -14,15 +14,20 @@ from typing import Mapping
 from edgekit.errors import MissingDependencyError
 
 ENV_VAR = "EDGETPU_COMPILER"
-INSTALL_HINT = (
-    "on Debian/Ubuntu x86-64: "
+# Coral's apt source in the signed-by form (apt-key is gone from Debian 13): one keyring path and one list file
+# for compile's install hint, doctor's apt-source fix and the --via docker image's recipe (compiler_image/
+# Dockerfile; tests/test_compile_via.py checks that it uses these).
+CORAL_KEYRING = "/etc/apt/keyrings/coral-edgetpu.gpg"
+CORAL_LIST = "/etc/apt/sources.list.d/coral-edgetpu.list"
+CORAL_APT_SETUP = (
+    "sudo install -d -m 0755 /etc/apt/keyrings && "
     "curl -fsSL https://packages.cloud.google.com/apt/doc/apt-key.gpg "
-    "| sudo gpg --dearmor -o /etc/apt/keyrings/coral.gpg && "
-    "echo 'deb [signed-by=/etc/apt/keyrings/coral.gpg] "
-    "https://packages.cloud.google.com/apt coral-edgetpu-stable main' "
-    "| sudo tee /etc/apt/sources.list.d/coral-edgetpu.list && sudo apt-get update && "
-    "sudo apt-get install edgetpu-compiler; or set EDGETPU_COMPILER=/path/to/edgetpu_compiler"
+    f"| sudo gpg --dearmor --yes -o {CORAL_KEYRING} && "
+    f"echo 'deb [signed-by={CORAL_KEYRING}] https://packages.cloud.google.com/apt coral-edgetpu-stable main' "
+    f"| sudo tee {CORAL_LIST} && sudo apt-get update"
 )
+INSTALL_HINT = (f"on Debian/Ubuntu x86-64: {CORAL_APT_SETUP} && sudo apt-get install edgetpu-compiler; "
+                "or set EDGETPU_COMPILER=/path/to/edgetpu_compiler")
 OTHER_PLATFORM_HINT = (
     "edgetpu_compiler is built only for x86-64 Linux: compile through one with `edgekit compile MODEL --via "
     "ssh://USER@HOST` (an x86-64 Linux machine with the compiler) or `--via docker` (an emulated x86-64 "

@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from edgekit.compiler_locator import CORAL_APT_SETUP, CORAL_KEYRING, CORAL_LIST
+
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.devices.discovery import Device
     from edgekit.doctor import Probe
@@ -36,24 +38,26 @@ RULES: dict[str, tuple[str, ...]] = {
     "libedgetpu build": ("feranick-libedgetpu-releases", "feranick-libedgetpu-changelog", "edgetpu#812"),
     "runtime pairing": ("edgetpu#812", "feranick-libedgetpu-releases", "feranick-pycoral-release",
                         "ultralytics-coral-guide"),
-    "kernel driver": ("gasket-driver#52", "gasket-driver#50", "gasket-driver#47", "gasket-driver#55",
-                      "traffic-monitor#171", "gasket-dkms#25", "gasket-dkms#9", "edgetpu#865", "linux#6799"),
+    "kernel driver": ("gasket-driver#12", "edgetpu#808", "gasket-driver#52", "gasket-driver#50", "gasket-driver#47",
+                      "gasket-driver#55", "traffic-monitor#171", "gasket-dkms#25", "gasket-dkms#9", "edgetpu#865", "linux#6799"),
     "pi5 pcie": ("rpi-docs#3340", "rpi-docs#3873", "waveshare-pciex1", "geerlingguy-pcie#44", "linux#6126"),
     "usb link": ("frigate#7034", "edgetpu#782"),
-    "usb firmware": ("edgetpu#536", "frigate#9349", "frigate#2609"),
+    "usb firmware": ("edgetpu#536", "frigate#9349", "frigate#2609", "usbipd-win#1252"),
     "passthrough": ("frigate#5276", "edgetpu#762", "geerlingguy-pcie#44", "frigate-addons#23", "frigate#2613",
-                    "frigate#9349", "frigate#1807", "gist-lxc-apex", "gist-lxc-usb"),
+                    "frigate#9349", "frigate#1807", "gist-lxc-apex", "gist-lxc-usb", "pve-pct-conf", "WSL-docs#1878",
+                    "usbipd-win#1252"),
     "apt source": ("edgetpu#777", "edgetpu#801", "edgetpu#915", "gasket-driver#44", "frigate#4649", "edgetpu#893",
                    "edgetpu#887"),
 }
 
 CORAL_APT = "packages.cloud.google.com/apt"
-KEYRING = "/etc/apt/keyrings/coral.gpg"  # the same keyring compile's install hint writes
-APT_FIX = (f"curl -fsSL https://{CORAL_APT}/doc/apt-key.gpg | sudo gpg --dearmor -o {KEYRING} ; "
-           f'echo "deb [signed-by={KEYRING}] https://{CORAL_APT} coral-edgetpu-stable main" | '
-           "sudo tee /etc/apt/sources.list.d/coral-edgetpu.list ; sudo apt-get update")
+KEYRING = CORAL_KEYRING  # the keyring compile's install hint and the compiler image's recipe write
+APT_FIX = CORAL_APT_SETUP
 FERANICK_GASKET = "https://github.com/feranick/gasket-driver/releases/tag/1.0-18.4"
-GASKET_BREAKS_AT = (6, 12)       # Coral's gasket-dkms 1.0-18: 'no_llseek' undeclared (google/gasket-driver#52)
+# Coral's apt package gasket-dkms 1.0-18 (February 2022) predates every later kernel fix: class_create() changed
+# in 6.4 (google/gasket-driver#12; Coral's package failing on 6.5, google-coral/edgetpu#808), eventfd_signal()
+# in 6.8, no_llseek went in 6.12 (google/gasket-driver#52).
+GASKET_BREAKS_AT = (6, 4)
 GASKET_FAILS_REPORTED_AT = (6, 18)  # traffic-monitor#171 (6.18), KyleGospo/gasket-dkms#25 (6.19)
 PCI_EDGETPU = ("0x1ac1", "0x089a")
 #: libedgetpu package versions whose TensorFlow is not in the version string (feranick/libedgetpu's
@@ -172,8 +176,15 @@ VM_VENDORS = (("QEMU", "QEMU/KVM (Proxmox and others)"), ("VMware", "VMware"), (
               ("Virtual Machine", "Hyper-V"), ("Xen", "Xen"), ("Parallels", "Parallels"))  # not "Microsoft": Surface
 
 
+WSL = "WSL 2"
+
+
 def vm_kind(p: Probe) -> str | None:
-    """The hypervisor this Linux runs under (from DMI and /proc/cpuinfo), or None on bare metal."""
+    """The hypervisor this Linux runs under (from DMI and /proc/cpuinfo), or None on bare metal; ``WSL`` for
+    Windows' WSL (its kernel release says "microsoft": 5.15.167.4-microsoft-standard-WSL2), where a USB device
+    comes in through usbipd-win, not a VM's passthrough."""
+    if "microsoft" in (kernel_release(p) or "").lower() or p.env.get("WSL_DISTRO_NAME"):
+        return WSL
     dmi = Path(p.sys_root) / "class" / "dmi" / "id"
     vendor = " ".join(filter(None, (read(dmi / n) for n in ("sys_vendor", "product_name", "bios_vendor"))))
     for word, name in VM_VENDORS:
@@ -339,7 +350,8 @@ def gasket_route(kernel: str | None) -> str:
     k = kernel_tuple(kernel)
     if k < GASKET_BREAKS_AT:
         return "sudo apt-get install gasket-dkms (Coral's apt repository), then reboot"
-    route = ("Coral's gasket-dkms 1.0-18 does not build on kernel 6.12 and newer (no_llseek was removed): "
+    route = ("Coral's gasket-dkms 1.0-18 (2022) does not build on kernel 6.4 and newer (class_create changed in "
+             "6.4, eventfd_signal in 6.8, no_llseek was removed in 6.12): "
              "sudo apt-get remove gasket-dkms ; sudo apt-get install dkms linux-headers-$(uname -r) ; then "
              f"install feranick's patched gasket-dkms_1.0-18.4_all.deb from {FERANICK_GASKET} "
              "(sudo dpkg -i gasket-dkms_1.0-18.4_all.deb) and reboot")
@@ -418,7 +430,7 @@ def check_usb_link(p: Probe, devices: list[Device]) -> Check | None:
                      "runs several times slower than on USB 3")
     vm = vm_kind(p) if p.system == "Linux" and not container_kind(p) else None
     in_vm = (f"; in this VM ({vm}) the passthrough must be USB 3 too (Proxmox: the USB device's 'Use USB3', "
-             "usb3=1)") if vm else ""
+             "usb3=1)") if vm and vm != WSL else ""
     return Check("usb link", WARN, f"{', '.join(d.device for d in slow)} on a USB 2 link ({links}): inference "
                  "runs several times slower than on USB 3",
                  "plug it into a USB 3 port (blue on a Raspberry Pi 4) with a USB 3 cable; if it then drops out, "
@@ -434,6 +446,7 @@ def check_usb_firmware(p: Probe, devices: list[Device]) -> Check | None:
     return Check("usb firmware", WARN, f"{', '.join(d.device for d in boot)} is in its bootloader mode (1a6e:089a) "
                  f"inside a VM ({vm}): when the Edge TPU runtime loads its firmware the Accelerator reconnects as "
                  "18d1:9302, which a passthrough by device id does not follow",
+                 WSL_USB_FIX if vm == WSL else
                  "pass the USB port through, not the device id (Proxmox: Hardware > Add > USB Device > Use USB "
                  "Port), or the whole USB controller (PCI passthrough)")
 
@@ -449,15 +462,28 @@ def hidden_usb(p: Probe, devices: list[Device]) -> list[Device]:
 CONTAINER_FIX = ("pass the Edge TPU into the container: USB: docker run --device /dev/bus/usb (compose: devices: "
                  "[/dev/bus/usb:/dev/bus/usb]); PCIe/M.2: --device /dev/apex_0 with the gasket driver installed on "
                  "the host, not in the container")
+# The container's device cgroup must allow a node's major as well as see it mounted: USB's is 189 (gist-lxc-usb);
+# apex's is given out by the kernel when gasket loads, so the user reads it on the host (ls -l). Proxmox's own
+# devN entries (pve-pct-conf) do both.
 LXC_FIX = ("in the LXC's config on the host (Proxmox: /etc/pve/lxc/<id>.conf): USB: lxc.cgroup2.devices.allow: "
            "c 189:* rwm and lxc.mount.entry: /dev/bus/usb dev/bus/usb none bind,optional,create=dir; PCIe/M.2: "
-           "lxc.mount.entry: /dev/apex_0 dev/apex_0 none bind,optional,create=file, with the gasket driver on the host")
+           "lxc.cgroup2.devices.allow: c MAJOR:* rwm (MAJOR: the number before the comma in `ls -l /dev/apex_0` on "
+           "the host) and lxc.mount.entry: /dev/apex_0 dev/apex_0 none bind,optional,create=file, or on Proxmox "
+           "dev0: /dev/apex_0 instead of both; the gasket driver on the host")
 HA_FIX = ("Home Assistant OS ships the apex driver and passes /dev/apex_0 and USB devices to the add-on; in "
           "protection mode only /dev/apex_0: turn protection mode off for a second PCIe Edge TPU; plug the USB "
           "Accelerator into the Home Assistant host itself")
 VM_FIX = ("pass it through to the VM: USB: the USB port (Proxmox: Hardware > Add > USB Device > Use USB Port), not the "
           "device id, which changes from 1a6e:089a to 18d1:9302 when the firmware loads; PCIe/M.2: PCI passthrough "
           "of the 1ac1:089a device (IOMMU on)")
+
+
+# usbipd-win's commands since its version 4 (MicrosoftDocs/WSL#1878); -a (--auto-attach) attaches the bus id again
+# whenever the device comes back (dorssel/usbipd-win#1252), as the Accelerator does when its firmware loads.
+WSL_USB_FIX = ("attach the USB Accelerator to WSL with usbipd-win, in an administrator PowerShell on Windows: "
+               "winget install usbipd ; usbipd list ; usbipd bind --busid BUSID ; then usbipd attach --wsl --busid "
+               "BUSID --auto-attach (it re-enumerates from 1a6e:089a to 18d1:9302 when the runtime loads its "
+               "firmware, and only --auto-attach follows it)")
 
 
 def check_passthrough(p: Probe, devices: list[Device]) -> Check | None:
@@ -467,8 +493,9 @@ def check_passthrough(p: Probe, devices: list[Device]) -> Check | None:
     kind, vm = container_kind(p), vm_kind(p)
     if not kind and not vm:
         return None
-    where = f"inside a {kind} container" if kind else f"in a VM ({vm})"
-    fix = {"Home Assistant add-on": HA_FIX, "lxc": LXC_FIX, None: VM_FIX}.get(kind, CONTAINER_FIX)
+    where = f"inside a {kind} container" if kind else "in WSL 2 (Windows)" if vm == WSL else f"in a VM ({vm})"
+    fix = {"Home Assistant add-on": HA_FIX, "lxc": LXC_FIX, None: WSL_USB_FIX if vm == WSL else VM_FIX}.get(
+        kind, CONTAINER_FIX)
     hidden = hidden_usb(p, devices)
     if hidden:
         names = ", ".join(f"{d.device} ({d.usb_id})" for d in hidden)
@@ -487,6 +514,14 @@ def check_passthrough(p: Probe, devices: list[Device]) -> Check | None:
 DEAD_SUITES = ("coral-cloud-stable", "coral-stable")  # 404 since 2025 (google-coral/edgetpu#893, #887)
 
 
+def apt_fix(sources: list[tuple[str, str, str | None]]) -> str:
+    """APT_FIX, after removing Coral's sources from other files than the one it writes: apt refuses two entries of
+    one source whose Signed-By differ ("Conflicting values set for option Signed-By")."""
+    others = sorted({f for f, _, _ in sources if f != CORAL_LIST})
+    steps = [f"delete Coral's line from {f}" if f == "/etc/apt/sources.list" else f"sudo rm {f}" for f in others]
+    return " ; ".join([*steps, APT_FIX])
+
+
 def check_apt_source(p: Probe) -> Check | None:
     """Coral's apt source in the keyring form (apt-key is gone from Debian 13 and Raspberry Pi OS Trixie)."""
     sources = coral_apt_sources(p)
@@ -500,9 +535,9 @@ def check_apt_source(p: Probe) -> Check | None:
     legacy = sorted({f for f, _, key in sources if not key})
     if legacy:
         return Check("apt source", WARN, f"{', '.join(legacy)}: Coral's source has no signed-by keyring, so it relies "
-                     "on apt-key, which is deprecated and gone from Debian 13 (trixie)", APT_FIX)
+                     "on apt-key, which is deprecated and gone from Debian 13 (trixie)", apt_fix(sources))
     lost = sorted({key for _, _, key in sources if key and not at(p, key).is_file()})
     if lost:
         return Check("apt source", WARN, f"Coral's source is signed by {', '.join(lost)}, which does not exist",
-                     APT_FIX)
+                     apt_fix(sources))
     return Check("apt source", OK, f"Coral's source is signed by {sources[0][2]} ({sources[0][0]})")

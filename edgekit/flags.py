@@ -207,7 +207,15 @@ BUILD_OUTPUT = option("--output", "-o", required=True, type="path",
 VIA = option("--via", metavar="WHERE", help="Compile with the edgetpu_compiler of another machine: "
              "ssh://USER@HOST[:PORT] (an x86-64 Linux host with the compiler), or docker / podman (Coral's "
              "compiler 16.0 in a linux/amd64 image built from edgekit's recipe; emulated on ARM and macOS).")
-VIA_SSH = tuple(o for o in SSH if o.name in ("identity", "known_hosts", "accept_new_host_key", "connect_timeout"))
+# The SSH options that apply to --via ssh://, their help worded for the compile host (SSH's say "board").
+_VIA_SSH_HELP = {
+    "known_hosts": "known_hosts file to check the compile host's host key against (default: ssh's own).",
+    "accept_new_host_key": "Trust and record the host key of a compile host not yet in known_hosts (a CHANGED key "
+                           "is still refused).",
+    "connect_timeout": "Seconds to wait for the SSH connection to the compile host (--via ssh:// only).",
+}
+VIA_SSH = tuple(o._replace(help=_VIA_SSH_HELP.get(o.name, o.help)) for o in SSH
+                if o.name in ("identity", "known_hosts", "accept_new_host_key", "connect_timeout"))
 BUILD_COMPILE = (
     COMPILE_MIN_RUNTIME,
     COMPILE_TIMEOUT,

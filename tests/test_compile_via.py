@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shlex
 import signal
 import subprocess
@@ -411,6 +412,8 @@ def test_what_the_host_sends_back_when_all_is_well():
     (["--via", "ssh://-oProxyCommand=x"], "not an SSH destination"),
     (["--identity", "key"], "need --via ssh://USER@HOST"),
     (["--via", "docker", "--accept-new-host-key"], "need --via ssh://USER@HOST"),
+    (["--connect-timeout", "5"], "--connect-timeout need --via ssh://USER@HOST"),  # was silently accepted
+    (["--via", "podman", "--connect-timeout", "5"], "--connect-timeout need --via ssh://USER@HOST"),
 ])
 def test_bad_via_options_are_usage_errors(model, tmp_path, args, words):
     (tmp_path / "key").write_text("")
@@ -448,7 +451,10 @@ def test_via_a_container_the_exact_command_lines_and_the_same_files(engine, mode
     _same_document(json.loads(local.stdout), json.loads(there.stdout), tmp_path / "here", tmp_path / "there")
     tag = compile_via.image_tag()
     recipe = Path(compile_via.__file__).parent / "compiler_image" / "Dockerfile"
-    inspect, build, version, run = engine.log()
+    log = engine.log()
+    asked = [c for c in log if c[0] == "info"]  # podman says whether it is rootless, once
+    assert asked == ([["info", "--format", "{{.Host.Security.Rootless}}"]] if name == "podman" else [])
+    inspect, build, version, run = [c for c in log if c[0] != "info"]
     assert inspect == ["image", "inspect", tag]
     assert build == ["build", "--platform", "linux/amd64", "--tag", tag, "--file", str(recipe), str(recipe.parent)]
     assert version == ["run", "--rm", "--platform", "linux/amd64", "--network", "none", tag, "edgetpu_compiler",
@@ -457,8 +463,9 @@ def test_via_a_container_the_exact_command_lines_and_the_same_files(engine, mode
     mounts = [run[i + 1] for i, a in enumerate(run) if a == "--mount"]
     private = Path(mounts[1].split(",")[1][len("source="):])
     assert private.parent == (tmp_path / "there").resolve() and private.name.startswith(".edgekit-compile-")
+    keep_id = ["--userns=keep-id"] if name == "podman" else []  # the stand-in podman says it is rootless
     assert run == ["run", "--rm", "--name", name_arg, "--platform", "linux/amd64", "--network", "none",
-                   "--user", f"{os.getuid()}:{os.getgid()}",
+                   *keep_id, "--user", f"{os.getuid()}:{os.getgid()}",
                    "--mount", f"type=bind,source={model.resolve()},target=/in/{MODEL}.tflite,readonly",
                    "--mount", f"type=bind,source={private},target=/out", "--workdir", "/out",
                    tag, "edgetpu_compiler", "--out_dir", "/out", "--show_operations", "--timeout_sec", "180",
@@ -468,7 +475,7 @@ def test_via_a_container_the_exact_command_lines_and_the_same_files(engine, mode
     assert not private.exists()  # the private folder, mounted writable, is gone
     again = invoke("compile", str(model), "-o", str(tmp_path / "again"), "--via", name, "--segments", "2")
     assert again.exit_code == 0, again.output
-    later = engine.log()[4:]
+    later = [c for c in engine.log()[len(log):] if c[0] != "info"]
     assert [c[0] for c in later] == ["image", "run", "run"]  # the image is there now: not built again
     assert later[2][later[2].index("--num_segments"):][:2] == ["--num_segments", "2"]
 
@@ -508,8 +515,8 @@ def test_via_a_container_a_timeout_kills_the_container(engine, model, tmp_path, 
 def test_via_a_container_without_the_engine_or_its_image_is_exit_4(engine, model, tmp_path, monkeypatch):
     stopped = tmp_path / "stopped-bin"  # a docker CLI whose daemon is not running (as on this test machine)
     stopped.mkdir()
-    _script(stopped / "docker", "#!/bin/sh\necho 'Cannot connect to the Docker daemon at unix:///var/run/docker.sock."
-                                " Is the docker daemon running?' >&2\nexit 1\n")
+    _script(stopped / "docker", "#!/bin/sh\necho '[]'\necho 'Cannot connect to the Docker daemon at "
+                                "unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n")
     with monkeypatch.context() as m:
         m.setenv("PATH", f"{stopped}{os.pathsep}{os.environ['PATH']}")
         r = invoke("compile", str(model), "--via", "docker")
@@ -524,13 +531,27 @@ def test_via_a_container_without_the_engine_or_its_image_is_exit_4(engine, model
     assert r.exit_code == 4 and "no podman on PATH" in r.stderr, r.output
 
 
-@pytest.mark.parametrize("engine_name, uid, extra", [
-    ("docker", 1000, []), ("podman", 1000, ["--userns=keep-id"]), ("podman", 0, [])])
-def test_rootless_podman_keeps_the_users_id(monkeypatch, engine_name, uid, extra):
+@pytest.mark.parametrize("engine_name, uid, says, extra", [
+    ("docker", 1000, None, []), ("podman", 1000, "true", ["--userns=keep-id"]), ("podman", 0, "false", []),
+    ("podman", 501, "false", []),  # a rootful `podman machine` on macOS: keep-id is refused there
+    ("podman", 1000, None, ["--userns=keep-id"]), ("podman", 0, None, [])])  # no answer: the uid decides
+def test_rootless_podman_keeps_the_users_id_and_rootful_podman_does_not(monkeypatch, engine_name, uid, says, extra):
+    """(Fails on the old code for the rootful podman machine: it decided by the uid alone.)"""
+    from edgekit.converters.edgetpu_compiler import RunResult
+
     monkeypatch.setattr(os, "getuid", lambda: uid)
     monkeypatch.setattr(os, "getgid", lambda: uid)
-    argv = compile_via.ContainerCompiler(engine_name).run_argv("/usr/bin/x", "n", Path("/o"), Path("/m/a.tflite"), [])
-    assert argv[argv.index("none") + 1:argv.index("--mount")] == [*extra, "--user", f"{uid}:{uid}"]
+    asked = []
+
+    def run(argv, timeout):
+        asked.append(argv[1:])
+        return RunResult(0, f"{says}\n", "") if says else RunResult(125, "", "Error: unknown flag: --format")
+
+    container = compile_via.ContainerCompiler(engine_name, run=run)
+    for _ in range(2):
+        argv = container.run_argv("/usr/bin/x", "n", Path("/o"), Path("/m/a.tflite"), [])
+        assert argv[argv.index("none") + 1:argv.index("--mount")] == [*extra, "--user", f"{uid}:{uid}"]
+    assert asked == ([["info", "--format", "{{.Host.Security.Rootless}}"]] if engine_name == "podman" else [])
 
 
 def test_compile_via_needs_no_tensorflow(engine, model, light):  # noqa: F811 (engine first: light copies PATH)
@@ -544,13 +565,25 @@ def test_the_image_recipe_pins_what_it_pulls():
     recipe = (Path(compile_via.__file__).parent / "compiler_image" / "Dockerfile").read_text()
     froms = [line for line in recipe.splitlines() if line.startswith("FROM ")]
     assert len(froms) == 1 and "--platform=linux/amd64" in froms[0]
-    import re
-
     assert re.search(r"@sha256:[0-9a-f]{64}$", froms[0])  # the base image by digest
     assert "ARG EDGETPU_COMPILER_VERSION=16.0\n" in recipe
     assert '"edgetpu-compiler=${EDGETPU_COMPILER_VERSION}"' in recipe  # the compiler by version
     assert "[signed-by=/etc/apt/keyrings/coral-edgetpu.gpg]" in recipe and "apt-key add" not in recipe
     assert compile_via.image_tag().startswith("edgekit-edgetpu-compiler:16.0-")
+
+
+def test_one_keyring_for_the_image_doctors_fix_compiles_hint_and_the_docs():
+    """Coral's key in one place: the image's recipe, doctor's apt-source fix, compile's install hint and
+    docs/commands/compile.md. (Fails on the old code: the hint, doctor and the docs wrote coral.gpg, the
+    recipe coral-edgetpu.gpg.)"""
+    from edgekit import compiler_locator as L, doctor_rules
+
+    recipe = (Path(compile_via.__file__).parent / "compiler_image" / "Dockerfile").read_text()
+    docs = (REPO / "docs" / "commands" / "compile.md").read_text()
+    written = f"[signed-by={L.CORAL_KEYRING}]"
+    for text in (recipe, doctor_rules.APT_FIX, L.INSTALL_HINT, docs):
+        assert written in text and f"-o {L.CORAL_KEYRING}" in text and L.CORAL_LIST in text
+        assert set(re.findall(r"/etc/apt/keyrings/[\w.-]+", text)) == {L.CORAL_KEYRING}
 
 
 # --------------------------------------------------------------------------------------- helpers
@@ -571,3 +604,37 @@ def _wait_until(condition, what: str, seconds: float = 20) -> None:
         if time.monotonic() > deadline:
             pytest.fail(f"not within {seconds:g} s: {what}")
         time.sleep(0.1)
+
+
+@pytest.mark.parametrize("said, words", [
+    ("ssh: connect to host h port 22: Connection refused", "that the compile host is powered"),
+    ("Permission denied (publickey).", "ssh-copy-id u@h"),
+    ("@@@ REMOTE HOST IDENTIFICATION HAS CHANGED! @@@", "the compile host may have been reinstalled"),
+])
+def test_ssh_failures_of_compile_via_name_the_compile_host_not_a_board(said, words):
+    """(Fails on the old code: its hints said "board" and `mdt pushkey`, a Dev Board's tool, and --port,
+    which compile does not take.)"""
+    from edgekit.devices.remote import explain_ssh_failure
+
+    target = compile_via.parse_via("ssh://u@h").runner.target
+    err = explain_ssh_failure(said, target)
+    text = f"{err.message} {err.hint}"
+    assert words in text and "board" not in text and "--port" not in text and "mdt" not in text, text
+
+
+def test_the_ssh_options_of_compile_say_host_where_they_mean_the_compile_host():
+    """(Fails on the old code: --known-hosts and --accept-new-host-key reused deploy's help, about a board.)"""
+    from edgekit import flags
+
+    for command in ("compile", "build"):
+        helps = {o.name: o.help for o in flags.COMMANDS[command] if o.name in
+                 ("identity", "known_hosts", "accept_new_host_key", "connect_timeout")}
+        assert len(helps) == 4 and not any("board" in h for h in helps.values()), helps
+        assert all("compile host" in helps[n] for n in ("known_hosts", "accept_new_host_key", "connect_timeout"))
+
+
+def test_build_refuses_a_connect_timeout_without_via_ssh_and_writes_nothing(model, tmp_path):
+    """(Fails on the old code: build took --connect-timeout without --via and ignored it.)"""
+    r = invoke("build", str(model), "-o", str(tmp_path / "bundle"), "--connect-timeout", "5")
+    assert r.exit_code == 2 and "--connect-timeout need --via ssh://USER@HOST" in r.stderr, r.output
+    assert not (tmp_path / "bundle").exists()

@@ -75,6 +75,8 @@ MAX_STDERR = 1 << 20
 ANSWER_TOO_LONG_HINT = ("the runner answers with one JSON document; something on the board prints without end: "
                         "make its login scripts quiet for non-interactive shells, and deploy the bundle again so "
                         "the board runs this edgekit's runner")
+HOST_TOO_LONG_HINT = ("make the host's login scripts quiet for non-interactive shells (nothing may print on their "
+                      "stdout), and run the compile again")
 
 
 def classify_stdout_bound(images: int, k: int) -> int:
@@ -157,6 +159,8 @@ class SshTarget:
     connect_timeout: float = _cli("deploy", "connect_timeout")  # the command line's SSH defaults
     timeout: float = _cli("deploy", "timeout")
     python: str = _cli("deploy", "python")
+    #: what the machine is, in messages and hints: "board" (deploy, --on) or "compile host" (compile --via ssh://)
+    noun: str = "board"
 
     def __post_init__(self) -> None:
         if not _DESTINATION.match(self.destination):
@@ -217,7 +221,8 @@ class SshTarget:
             proc.kill()
             proc.wait()
             raise RemoteTimeout(f"{self.destination}: {what} did not finish within {timeout:g} s",
-                                "check that the board is up and not overloaded; raise --timeout for large jobs") from None
+                                f"check that the {self.noun} is up and not overloaded; raise --timeout for large "
+                                "jobs") from None
         except BaseException:  # Ctrl-C (or SIGTERM, raised like it): ssh goes too, so the remote side sees it
             proc.kill()
             proc.wait()
@@ -227,8 +232,9 @@ class SshTarget:
                 worker.join(timeout=5)
         for capture, stream in ((out, "stdout"), (err, "stderr")):
             if capture.overflow:
-                raise DeviceError(f"{self.destination}: the board's answer to {what} went past "
-                                  f"{_size(capture.limit)} on {stream}, so it was stopped", ANSWER_TOO_LONG_HINT)
+                raise DeviceError(f"{self.destination}: the {self.noun}'s answer to {what} went past "
+                                  f"{_size(capture.limit)} on {stream}, so it was stopped",
+                                  ANSWER_TOO_LONG_HINT if self.noun == "board" else HOST_TOO_LONG_HINT)
         completed = subprocess.CompletedProcess(argv, returncode, bytes(out.data), bytes(err.data))
         if returncode == 255:
             raise explain_ssh_failure(completed.stderr.decode(errors="replace"), self)
@@ -259,7 +265,7 @@ def explain_ssh_failure(stderr: str, target: SshTarget) -> DeviceError:
     where = f"{target.host} port {target.port or 22}"
     known = target.known_hosts or "~/.ssh/known_hosts"
     if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text or "Host key for" in text and "has changed" in text:
-        return DeviceError(f"the host key of {where} has CHANGED since it was recorded in {known}: the board may "
+        return DeviceError(f"the host key of {where} has CHANGED since it was recorded in {known}: the {target.noun} may "
                            "have been reinstalled, or someone may be intercepting the connection",
                            f"if you know why it changed, remove the old key with {forget_host_key_command(target)} "
                            "and connect again with --accept-new-host-key")
@@ -269,15 +275,18 @@ def explain_ssh_failure(stderr: str, target: SshTarget) -> DeviceError:
                            "(or ssh to it once yourself)")
     if "Permission denied" in text or "Too many authentication failures" in text:
         return DeviceError(f"{target.destination} refused the login ({last})",
-                           "pass the right key with --identity KEY or load it into ssh-agent; edgekit never "
-                           "asks for passwords. On a Dev Board, install your key with `mdt pushkey`")
+                           "pass the right key with --identity KEY or load it into ssh-agent; edgekit never asks "
+                           "for passwords. " + ("On a Dev Board, install your key with `mdt pushkey`"
+                                                if target.noun == "board" else
+                                                f"Install your key there with `ssh-copy-id {target.destination}`"))
     unreachable = ("Connection refused", "timed out", "No route to host", "Could not resolve hostname",
                    "Network is unreachable", "Connection closed", "Connection reset", "kex_exchange_identification",
                    "Name or service not known", "Temporary failure in name resolution")
     if any(s in text for s in unreachable):
         return DeviceError(f"cannot reach {where}: {last}",
-                           "check the address, that the board is powered and on the network, and that sshd "
-                           "runs on it (--port for another port)")
+                           f"check the address, that the {target.noun} is powered and on the network, and that sshd "
+                           "runs on it (" + ("--port" if target.noun == "board" else "ssh://USER@HOST:PORT")
+                           + " for another port)")
     if "Identity file" in text or "Load key" in text:
         return DeviceError(f"ssh could not use the key: {last}", "pass a readable private key with --identity")
     return DeviceError(f"ssh to {where} failed: {last}", "run ssh to it yourself to see more")

@@ -135,7 +135,7 @@ def test_pi5_trixie_python313_m2(tmp_path):
     assert "6.18" not in driver.fix                      # 6.12: no failure of the patched package reported
     assert "kernel=kernel8.img" in checks["pi5 pcie"].fix and "16K-page" in checks["pi5 pcie"].detail
     assert "usermod -aG apex" in checks["groups"].fix
-    assert "signed-by=/etc/apt/keyrings/coral.gpg" in checks["apt source"].fix
+    assert "signed-by=/etc/apt/keyrings/coral-edgetpu.gpg" in checks["apt source"].fix
     assert "x86-64" in checks["edgetpu_compiler"].fix    # the compiler does not run on ARM
 
 
@@ -193,7 +193,7 @@ def test_ubuntu_2404_kernel_614_pcie(tmp_path):
                                 "apt source": "ok", "edgetpu_compiler": "warn"}
     driver = checks["kernel driver"]
     assert "kernel 6.14.0-24-generic" in driver.detail and NO_LLSEEK in driver.detail
-    assert "6.12 and newer" in driver.fix and "gasket-dkms_1.0-18.4_all.deb" in driver.fix
+    assert "6.4 and newer" in driver.fix and "gasket-dkms_1.0-18.4_all.deb" in driver.fix
     assert "linux-headers-$(uname -r)" in driver.fix
     assert checks["devices"].fix == "see kernel driver"
     assert "apt-get install edgetpu-compiler" in checks["edgetpu_compiler"].fix
@@ -311,10 +311,22 @@ def test_a_built_module_is_loaded_and_old_kernels_use_corals_package(tmp_path):
     put(tmp_path, "/proc/sys/kernel/osrelease", "6.8.0-45-generic\n")
     p = probe(tmp_path, {}, python=(3, 12, 3), arch="x86_64")
     assert R.check_kernel_driver(p, []).fix == R.gasket_route("6.8.0-45-generic")
-    assert "sudo apt-get install gasket-dkms" in R.gasket_route("6.8.0-45-generic")
     put(tmp_path, "/var/lib/dkms/gasket/1.0/6.8.0-45-generic/x86_64/module/apex.ko.xz")
     assert "sudo modprobe apex" in R.check_kernel_driver(p, []).fix
     assert "6.18 and 6.19" in R.gasket_route("6.18.2-1-pve")
+
+
+@pytest.mark.parametrize("kernel, corals", [("5.15.0-119-generic", True), ("6.1.0-25-amd64", True),
+                                            ("6.3.4-060304-generic", True), ("6.4.1-060401-generic", False),
+                                            ("6.5.0-10-generic", False), ("6.8.0-45-generic", False),
+                                            ("6.6.51+rpt-rpi-v8", False), ("6.12.41+deb13-amd64", False)])
+def test_corals_gasket_package_only_below_kernel_6_4(kernel, corals):
+    """Coral's apt gasket-dkms 1.0-18 (2022) fails from 6.4 on (class_create: google/gasket-driver#12, Coral's
+    package on 6.5: google-coral/edgetpu#808). (Fails on the old code: it sent Ubuntu 24.04's 6.8 and
+    Raspberry Pi OS's 6.6 to Coral's package.)"""
+    route = R.gasket_route(kernel)
+    assert ("sudo apt-get install gasket-dkms (Coral's apt repository)" in route) == corals, route
+    assert ("gasket-dkms_1.0-18.4_all.deb" in route) == (not corals), route
 
 
 def test_a_pi5_without_the_pcie_overlay_and_no_edge_tpu(tmp_path):
@@ -412,6 +424,9 @@ def test_a_pi5_rebooting_into_kernel8_and_a_proxmox_lxc(tmp_path):
     put(tmp_path, "/proc/1/environ", "container=lxc\x00PATH=/usr/bin\x00")
     check = R.check_passthrough(p, [])
     assert check.status == Doc.FAIL and "lxc.mount.entry: /dev/apex_0" in check.fix
+    # the mount alone gives "Operation not permitted": the device cgroup must allow apex's major too (fails on
+    # the old code, which named only the mount for PCIe)
+    assert "lxc.cgroup2.devices.allow: c MAJOR:* rwm" in check.fix and "ls -l /dev/apex_0" in check.fix
 
 
 def test_a_python_newer_than_the_known_wheels_is_not_called_wheel_less(tmp_path):
@@ -438,3 +453,44 @@ def test_a_ready_accelerator_on_usb2_inside_a_proxmox_vm(tmp_path):
                             arch="x86_64", groups=["me", "plugdev"]))
     assert "usb firmware" not in checks and checks["usb link"].status == Doc.WARN
     assert "usb3=1" in checks["usb link"].fix
+
+
+def test_a_missing_keyring_in_another_file_is_removed_before_corals_list_is_written(tmp_path):
+    """apt refuses one source listed twice with different Signed-By: the fix removes the other file first.
+    (Fails on the old code: its fix wrote coral-edgetpu.list beside the .sources file still naming the lost key.)"""
+    put(tmp_path, "/etc/apt/sources.list.d/coral.sources",
+        "Types: deb\nURIs: https://packages.cloud.google.com/apt\nSuites: coral-edgetpu-stable\nComponents: main\n"
+        "Signed-By: /usr/share/keyrings/coral.gpg\n")
+    p = probe(tmp_path, {}, python=(3, 12, 3), arch="x86_64")
+    check = R.check_apt_source(p)
+    assert check.status == Doc.WARN and "/usr/share/keyrings/coral.gpg, which does not exist" in check.detail
+    assert check.fix.startswith("sudo rm /etc/apt/sources.list.d/coral.sources ; sudo install -d")
+    put(tmp_path, "/etc/apt/sources.list.d/coral.sources", "")
+    put(tmp_path, "/etc/apt/sources.list.d/coral-edgetpu.list",
+        "deb https://packages.cloud.google.com/apt coral-edgetpu-stable main\n")
+    assert R.check_apt_source(p).fix == R.APT_FIX  # the file the fix rewrites: nothing to remove first
+
+
+def wsl2(root: Path, usb_id: tuple[str, str] | None) -> Doc.Probe:
+    """Ubuntu 24.04 in WSL 2 on Windows: its kernel says "microsoft", its CPU flags "hypervisor", no DMI; the
+    USB Accelerator attached through usbipd-win (or not)."""
+    os_release(root, "Ubuntu 24.04.2 LTS", "noble", "24.04")
+    put(root, "/proc/sys/kernel/osrelease", "5.15.167.4-microsoft-standard-WSL2\n")
+    put(root, "/proc/cpuinfo", "processor\t: 0\nflags\t\t: fpu vme de pse tsc hypervisor lahf_lm\n")
+    if usb_id:
+        usb(root, "1-1", *usb_id, 1, 2, "480")
+    return probe(root, {"ai-edge-litert": "2.1.4", "numpy": "2.2.6"}, python=(3, 12, 3), arch="x86_64",
+                 groups=["me", "plugdev"])
+
+
+@pytest.mark.parametrize("usb_id", [None, ("1a6e", "089a")], ids=["nothing-attached", "bootloader"])
+def test_wsl2_gets_usbipd_not_vm_advice(tmp_path, usb_id):
+    """(Fails on the old code: WSL 2 was "a VM (a hypervisor)" told to use Proxmox's USB port passthrough.)"""
+    checks = findings(wsl2(tmp_path, usb_id))
+    said = " ".join(f"{c.detail} {c.fix or ''}" for c in checks.values())
+    assert "Proxmox" not in said and "a hypervisor" not in said and "PCI passthrough" not in said, said
+    advice = checks["usb firmware"] if usb_id else checks["passthrough"]
+    assert advice.status == Doc.WARN and advice.fix == R.WSL_USB_FIX
+    assert "usbipd attach --wsl --busid BUSID --auto-attach" in advice.fix
+    if not usb_id:
+        assert checks["passthrough"].detail.startswith("in WSL 2 (Windows)")
