@@ -293,7 +293,7 @@ def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None
     from edgekit import api
 
     board = Ssh(**ssh)
-    emit(as_json, api.deploy(bundle, to=board.target(to), path=board.remote_path))
+    emit(as_json, api.deploy(bundle, to=board.target(to), path=board.remote_path, report=_reporter(quiet)))
 
 
 # ----------------------------------------------------------------------------------------- build
