@@ -30,9 +30,9 @@ from edgekit.options import Floats, PathLike
 from edgekit.preprocess import PreprocessSpec
 from edgekit.report import SILENT, Reporter
 from edgekit.manifest import BundleError, FileEntry
-from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleInput, BundleManifest, BundleModels,
-                                   BundleReports, BundleSource, BundleVersions, ClassifierAccuracy,
-                                   DetectorAccuracy)
+from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleInput,
+                                   BundleManifest, BundleModels, BundleReports, BundleSource, BundleVersions,
+                                   ClassifierAccuracy, DetectorAccuracy)
 from edgekit.results.quantize import QuantizeResult
 
 
