@@ -287,8 +287,12 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
     problems = [p for p in compatibility.quantize_gate(compatibility.check_model(info),
                                                        info.inputs[0].dtype if info.inputs else "uint8", info)]
     if problems:
+        from edgekit.converters import advice
+
+        remedy = advice.quantize_remedy(advice.model_source(info)[0])  # None: a Keras model's, which build takes
         raise InputError(f"{path} is not a full-int8 model the Edge TPU compiler takes: "
                          + "; ".join(dict.fromkeys(p.message for p in problems))[:400],
+                         f"{remedy}, then build from that" if remedy else
                          "quantize the Keras model instead: edgekit build model.keras --calib DATA -o BUNDLE")
     return path, None
 
@@ -585,10 +589,10 @@ def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] =
     stem = path.stem[:-len("_edgetpu")] if path.stem.endswith("_edgetpu") else path.stem
     folder = Path(tempfile.mkdtemp(prefix="edgekit-bundle-"))
     try:
-        report.note(f"{given} is a model, not a bundle: bundled on the fly in a temporary folder, as "
-                    f"edgekit build {given} -o BUNDLE does (build it once to keep the bundle)")
         options = QuantizeOptions(model=given, labels=os.fsdecode(labels) if labels is not None else None)
         build(BuildOptions(options, output=str(folder / (stem or "model")), show_progress=False, report=report))
+        report.note(f"{given} is a model, not a bundle: bundled on the fly in a temporary folder, as "
+                    f"edgekit build {given} -o BUNDLE does (build it once to keep the bundle)")
         yield str(folder / (stem or "model"))
     finally:
         shutil.rmtree(str(folder), ignore_errors=True)

@@ -104,3 +104,15 @@ def test_a_twin_that_is_not_the_models_compiled_one_is_not_taken(tmp_path):
            "outputs differ" in out.stderr
     assert "tiny_yolo_edgetpu.tflite" not in {e["path"] for e in json.loads(
         (tmp_path / "b" / "manifest.json").read_text())["files"]}
+
+
+def test_a_float_io_ultralytics_export_is_refused_with_what_to_do_in_ultralytics(tmp_path):
+    """Was: 'quantize the Keras model instead: edgekit build model.keras ...' for Ultralytics' float-I/O
+    *_int8.tflite, which has no Keras model."""
+    from tests.converters.test_source_advice import float_io_model
+
+    model = tmp_path / "yolo11n_int8.tflite"
+    model.write_bytes(with_ultralytics_metadata(float_io_model(), ["person"], (16, 16)))
+    out = invoke("build", str(model), "-o", str(tmp_path / "b"))
+    assert out.exit_code == 3 and f"error: {model} is not a full-int8 model" in out.stderr
+    assert "format=edgetpu" in out.stderr and "model.keras" not in out.stderr
