@@ -253,7 +253,7 @@ def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Path
     from edgekit.devices import detect as detect_mod
     from edgekit.results import DetectResult
 
-    with _for_board(model, on, report, labels) as (model, labels):
+    with _for_board(model, on, report, labels, layout) as (model, labels):
         report_ = detect_mod.detect([os.fsdecode(i) for i in images], model, device=device, labels=labels,
                                     conf=conf, iou=iou, max_det=max_det, layout=layout, save=save,
                                     mean=_floats(mean), std=_floats(std), num_threads=threads, report=report,
@@ -262,7 +262,8 @@ def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Path
 
 
 @contextlib.contextmanager
-def _for_board(model: PathLike, on: Any, report: Reporter, labels: Optional[PathLike] = None) -> Iterator[tuple]:
+def _for_board(model: PathLike, on: Any, report: Reporter, labels: Optional[PathLike] = None,
+               layout: Optional[str] = None) -> Iterator[tuple]:
     """(model, labels) as a board run takes them: with ``on``, a .tflite is bundled on the fly in a temporary
     folder with its labels (:func:`edgekit.build.board_bundle`, said in a note); a bundle, or a run here, as given."""
     if on is None or os.path.isdir(model) or not os.fsdecode(model).lower().endswith(".tflite"):
@@ -270,7 +271,7 @@ def _for_board(model: PathLike, on: Any, report: Reporter, labels: Optional[Path
         return
     from edgekit.build import board_bundle
 
-    with board_bundle(model, report, labels) as bundle:
+    with board_bundle(model, report, labels, layout) as bundle:
         yield bundle, None
 
 

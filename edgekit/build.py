@@ -46,6 +46,7 @@ class BuildOptions:
     timeout: float = 180.0
     compile: bool = True                 # False: a CPU-only bundle even where the compiler exists
     via: Any = None                      # a compiler elsewhere (edgekit.compile_via.Elsewhere); None: here
+    layout: str | None = None            # a detector .tflite's layout (--layout) where its outputs fit several
     show_progress: bool = True
     report: Reporter = SILENT            # notes and warnings, as they arise
 
@@ -112,6 +113,8 @@ def _plan(opts: BuildOptions) -> _Plan:
     check_target(target)                                                 # fails now
     evaluating = opts.quantize.eval
     from_tflite = Path(opts.quantize.model.rstrip("/\\")).suffix.lower() == ".tflite"
+    if opts.layout is not None and not from_tflite:
+        raise UsageError("--layout: for a detector .tflite", "leave it out: quantize records a Keras detector's layout")
     given = tflite_sources(opts.quantize) if from_tflite else None      # a wrong .tflite fails now too
     notes: list[str] = []
     if given is not None and given[1] is None and opts.compile and opts.via is None:
@@ -134,7 +137,7 @@ def _bundle_contents(opts: BuildOptions, plan: _Plan, made: _Made, work: Path
     for n in made.notes:
         opts.report.note(n)
     shown = plan.given[0] if plan.given is not None else made.cpu  # the same bytes; errors name the user's file
-    detector = _given_detector(shown, opts.quantize) if plan.given is not None else None
+    detector = _given_detector(shown, opts.quantize, opts.layout) if plan.given is not None else None
     if detector is not None:
         spec, labels = detector.spec, detector.labels
         for n in detector.notes:
@@ -353,7 +356,7 @@ def _looks_like_classifier(info: tflite_model.ModelInfo) -> bool:
     return len(outputs) == 1 and sum(1 for d in outputs[0].shape if d > 1) <= 1
 
 
-def _given_detector(path: Path, q: QuantizeOptions) -> _Detected | None:
+def _given_detector(path: Path, q: QuantizeOptions, layout: str | None = None) -> _Detected | None:
     """The given .tflite ``path`` read as ``edgekit detect`` reads it (layout from the model, letterbox, scaling
     and names from the exporter's metadata, ``--labels`` over them); None for a classifier, or for a detector
     edgekit quantized (its record says all: :func:`_spec_and_labels`). Errors name ``path``."""
@@ -367,7 +370,7 @@ def _given_detector(path: Path, q: QuantizeOptions) -> _Detected | None:
         return None
     if _looks_like_classifier(info):
         return None
-    detector = open_detector(path, device="cpu", labels=q.labels, mean=q.mean, std=q.std)
+    detector = open_detector(path, device="cpu", labels=q.labels, layout=layout, mean=q.mean, std=q.std)
     try:
         names = detector.labels
         labels = [names.get(i, str(i)) for i in range(max(names) + 1)] if names else None
@@ -576,10 +579,11 @@ def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, 
 
 # ------------------------------------------------------------------------------------ a board's bundle
 @contextlib.contextmanager
-def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] = None) -> Iterator[str]:
+def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] = None,
+                 layout: Optional[str] = None) -> Iterator[str]:
     """``model`` as deploy and ``--on`` take it: a bundle folder as it is; a .tflite (a detector or classifier,
     its compiled twin beside it where there is one) made into a bundle in a temporary folder, as
-    ``edgekit build MODEL`` would (said in a note; ``labels`` its ``--labels``), deleted afterwards. Errors
+    ``edgekit build MODEL`` would (said in a note; ``labels``, ``layout``: its flags), deleted afterwards. Errors
     name ``model``, never the temporary folder."""
     given = os.fsdecode(model)
     path = Path(given)
@@ -590,7 +594,8 @@ def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] =
     folder = Path(tempfile.mkdtemp(prefix="edgekit-bundle-"))
     try:
         options = QuantizeOptions(model=given, labels=os.fsdecode(labels) if labels is not None else None)
-        build(BuildOptions(options, output=str(folder / (stem or "model")), show_progress=False, report=report))
+        build(BuildOptions(options, output=str(folder / (stem or "model")), show_progress=False, report=report,
+                           layout=layout))
         report.note(f"{given} is a model, not a bundle: bundled on the fly in a temporary folder, as "
                     f"edgekit build {given} -o BUNDLE does (build it once to keep the bundle)")
         yield str(folder / (stem or "model"))
@@ -610,8 +615,8 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                  verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = _cli("build", "timeout"),
                  no_compile: bool = False, via: Optional[str] = None, identity: Optional[PathLike] = None,
                  known_hosts: Optional[PathLike] = None, accept_new_host_key: bool = False,
-                 connect_timeout: float = _cli("build", "connect_timeout"), show_progress: bool = False,
-                 report: Reporter = SILENT) -> BuildResult:
+                 connect_timeout: float = _cli("build", "connect_timeout"), layout: Optional[str] = None,
+                 show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
     """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
     where edgetpu_compiler exists (or ``via`` another machine's, as :func:`edgekit.compile` takes it), and write
     the bundle folder ``output`` with its manifest.json (needs TensorFlow); a :class:`~edgekit.results.BuildResult`.
@@ -625,7 +630,7 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
     there = compile_via.elsewhere(via, identity, known_hosts, accept_new_host_key, connect_timeout, report)
     return build(BuildOptions(quantize=quantize_options(model, None, options, report), output=os.fsdecode(output),
                               min_runtime=min_runtime, timeout=timeout, compile=not no_compile, via=there,
-                              show_progress=show_progress, report=report))
+                              layout=layout, show_progress=show_progress, report=report))
 
 
 class _CallableModule(types.ModuleType):

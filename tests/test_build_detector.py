@@ -116,3 +116,20 @@ def test_a_float_io_ultralytics_export_is_refused_with_what_to_do_in_ultralytics
     out = invoke("build", str(model), "-o", str(tmp_path / "b"))
     assert out.exit_code == 3 and f"error: {model} is not a full-int8 model" in out.stderr
     assert "format=edgetpu" in out.stderr and "model.keras" not in out.stderr
+
+
+
+
+def test_a_detector_only_layout_settles_is_bundled_with_layout(tmp_path):
+    """Two [1, N, 64] outputs: DFL bins beside 64 classes, which is which only --layout settles: refused without
+    it (naming the file given and --layout), bundled with it, the layout chosen in the manifest."""
+    model = tmp_path / "two64.tflite"
+    model.write_bytes(slice_model(HW, [{"shape": [1, N, 64]}, {"shape": [1, N, 64]}], input_scale=0.1, input_zp=0))
+    refused = invoke("build", str(model), "-o", str(tmp_path / "b"), "--no-compile")
+    assert refused.exit_code == 3 and f"error: {model}:" in refused.stderr, refused.output
+    assert "--layout split-dfl" in refused.stderr and ".work" not in refused.stderr
+    out = invoke("build", str(model), "-o", str(tmp_path / "b"), "--no-compile", "--layout", "split-dfl", "--json")
+    assert out.exit_code == 0, out.output
+    assert json.loads(out.stdout)["manifest"]["detection"]["layout"]["kind"] == "split-dfl"
+    keras = invoke("build", str(tmp_path / "m.keras"), "-o", str(tmp_path / "c"), "--layout", "yolo")
+    assert keras.exit_code == 2 and "--layout: for a detector .tflite" in keras.stderr

@@ -65,3 +65,18 @@ def test_a_tflite_that_cannot_be_bundled_is_named_as_given_before_connecting(ssh
                     *ssh_args(sshd, tmp_path / "board" / "edgekit"))
     assert result.exit_code == 3 and f"error: {model}:" in result.stderr, result.output
     assert "edgekit-bundle-" not in result.output and not (tmp_path / "board").exists()
+
+
+def test_detect_on_layout_settles_a_tflite_bundled_on_the_fly(sshd, tmp_path):
+    """A model only --layout reads: the bundle made of it takes the --layout given to detect --on."""
+    model = tmp_path / "two64.tflite"
+    model.write_bytes(slice_model(HW, [{"shape": [1, 21, 64]}, {"shape": [1, 21, 64]}], input_scale=0.1,
+                                  input_zp=0))
+    image = str(save_png(tmp_path / "i.png", image_for(HW, [], input_scale=0.1, input_zp=0)))
+    board = ssh_args(sshd, tmp_path / "board" / "edgekit")
+    refused = invoke("detect", image, "--on", sshd.destination, "-m", str(model), *board)
+    assert refused.exit_code == 3 and "--layout split-dfl" in refused.stderr, refused.output
+    done = invoke("detect", image, "--on", sshd.destination, "-m", str(model), "--layout", "split-dfl", *board,
+                  "--json")
+    assert done.exit_code == 0, done.output
+    assert json.loads(done.stdout)["layout"]["kind"] == "split-dfl"
