@@ -378,7 +378,8 @@ def _given_detector(path: Path, q: QuantizeOptions, layout: str | None = None) -
         notes = [str(n) for n in detector.notes]
         notes.append(f"a detector: layout {layout.describe()}: " + "; ".join(layout.source))
         notes.append(f"preprocessing {detector.spec.describe()} ({detector.spec_source})")
-        meta = json.loads(appended_zip(path)["metadata.json"]) if ultralytics_metadata(appended_zip(path)) else None
+        packed = appended_zip(path)  # Ultralytics' metadata.json, kept whole in the manifest (it read as JSON)
+        meta = json.loads(packed["metadata.json"]) if ultralytics_metadata(packed) else None
         return _Detected(detector.spec, labels, notes, BundleDetection(layout.to_dict(), meta))
     finally:
         detector.opened.close()
