@@ -16,8 +16,9 @@ and progress go to ``report`` (an :class:`edgekit.report.Reporter`; default: sil
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import TYPE_CHECKING, Any, Iterable, Optional, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Tuple, Union
 
 from edgekit.errors import InputError, UsageError
 from edgekit.flags import default as _cli
@@ -353,9 +354,10 @@ def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Pa
 
     if math.isnan(threshold):
         raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
-    report_ = classify_mod.classify([os.fsdecode(i) for i in images], model, device=device, labels=labels, k=top_k,
-                                    threshold=threshold, mean=_floats(mean), std=_floats(std), num_threads=threads,
-                                    report=report, on=on, remote_path=remote_path)
+    with _for_board(model, on, report, labels) as (model, labels):
+        report_ = classify_mod.classify([os.fsdecode(i) for i in images], model, device=device, labels=labels,
+                                        k=top_k, threshold=threshold, mean=_floats(mean), std=_floats(std),
+                                        num_threads=threads, report=report, on=on, remote_path=remote_path)
     return ClassifyResult.of_report(report_)
 
 
@@ -374,11 +376,26 @@ def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Path
     from edgekit.devices import detect as detect_mod
     from edgekit.results import DetectResult
 
-    report_ = detect_mod.detect([os.fsdecode(i) for i in images], model, device=device, labels=labels, conf=conf,
-                                iou=iou, max_det=max_det, layout=layout, save=save, mean=_floats(mean),
-                                std=_floats(std), num_threads=threads, report=report, on=on,
-                                remote_path=remote_path)
+    with _for_board(model, on, report, labels, layout) as (model, labels):
+        report_ = detect_mod.detect([os.fsdecode(i) for i in images], model, device=device, labels=labels,
+                                    conf=conf, iou=iou, max_det=max_det, layout=layout, save=save,
+                                    mean=_floats(mean), std=_floats(std), num_threads=threads, report=report,
+                                    on=on, remote_path=remote_path)
     return DetectResult.of_report(report_)
+
+
+@contextlib.contextmanager
+def _for_board(model: PathLike, on: Any, report: Reporter, labels: Optional[PathLike] = None,
+               layout: Optional[str] = None) -> Iterator[tuple]:
+    """(model, labels) as a board run takes them: with ``on``, a .tflite is bundled on the fly in a temporary
+    folder with its labels (:func:`edgekit.build.board_bundle`, said in a note); a bundle, or a run here, as given."""
+    if on is None or os.path.isdir(model) or not os.fsdecode(model).lower().endswith(".tflite"):
+        yield model, labels
+        return
+    from edgekit.build import board_bundle
+
+    with board_bundle(model, report, labels, layout) as bundle:
+        yield bundle, None
 
 
 # ------------------------------------------------------------------------------------ check / compile
@@ -518,7 +535,9 @@ def benchmark(model: PathLike, *, device: str = _cli("benchmark", "device"), n: 
     from edgekit.devices import benchmark as benchmark_mod
 
     saved = benchmark_mod.read_saved(compare) if compare else None
-    result = benchmark_mod.benchmark(model, device, n, warmup, threads, report=report, on=on, remote_path=remote_path)
+    with _for_board(model, on, report) as (model, _labels):
+        result = benchmark_mod.benchmark(model, device, n, warmup, threads, report=report, on=on,
+                                         remote_path=remote_path)
     if saved is not None:
         result, warnings, notes = benchmark_mod.compare_to_saved(result, saved, os.fsdecode(compare), max_slowdown)
         for warning in warnings:
@@ -635,13 +654,16 @@ def doctor() -> DoctorResult:
 
 
 @_checked
-def deploy(bundle: PathLike, *, to: Any, path: str = _cli("deploy", "remote_path")) -> DeployResult:
+def deploy(bundle: PathLike, *, to: Any, path: str = _cli("deploy", "remote_path"),
+           report: Reporter = SILENT) -> DeployResult:
     """``edgekit deploy``: copy a bundle and the runner to a board (``to``: an :class:`edgekit.devices.remote.SshTarget`
-    or ``"user@host"``), only the files whose sha256 differs there."""
+    or ``"user@host"``), only the files whose sha256 differs there. A .tflite is bundled on the fly first, as
+    ``edgekit build`` would, in a temporary folder (said to ``report``)."""
     from edgekit.devices import remote
 
     target = remote.SshTarget(to) if isinstance(to, str) else to
-    return remote.deploy(bundle, target, path)
+    with _for_board(bundle, target, report) as (bundle, _labels):
+        return remote.deploy(bundle, target, path)
 
 
 @_checked

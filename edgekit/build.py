@@ -9,6 +9,7 @@ devices/ to measure them), so it sits above them, beside the CLI.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -17,7 +18,7 @@ import tempfile
 import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Optional, Tuple, Union
+from typing import Any, Iterator, Optional, Tuple, Union
 
 from edgekit import __version__, manifest, tflite_model
 from edgekit.converters.quantize import QuantizeOptions
@@ -29,9 +30,9 @@ from edgekit.options import Floats, PathLike
 from edgekit.preprocess import PreprocessSpec
 from edgekit.report import SILENT, Reporter
 from edgekit.manifest import BundleError, FileEntry
-from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleInput, BundleManifest, BundleModels,
-                                   BundleReports, BundleSource, BundleVersions, ClassifierAccuracy,
-                                   DetectorAccuracy)
+from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleInput,
+                                   BundleManifest, BundleModels, BundleReports, BundleSource, BundleVersions,
+                                   ClassifierAccuracy, DetectorAccuracy)
 from edgekit.results.quantize import QuantizeResult
 
 
@@ -45,6 +46,7 @@ class BuildOptions:
     timeout: float = 180.0
     compile: bool = True                 # False: a CPU-only bundle even where the compiler exists
     via: Any = None                      # a compiler elsewhere (edgekit.compile_via.Elsewhere); None: here
+    layout: str | None = None            # a detector .tflite's layout (--layout) where its outputs fit several
     show_progress: bool = True
     report: Reporter = SILENT            # notes and warnings, as they arise
 
@@ -65,6 +67,7 @@ class _Plan:
     given: tuple[Path, Path | None] | None
     eval_set: Any = None            # a classifier's labelled set (devices.evaluate.read_set)
     detection_eval: str | None = None  # a detector's COCO JSON or YOLO folder
+    notes: list[str] = field(default_factory=list)  # what build chose before any work (a compiled twin taken)
 
 
 @dataclass
@@ -88,7 +91,9 @@ def build(opts: BuildOptions) -> BuildResult:
     plan = _plan(opts)
     work = Path(tempfile.mkdtemp(prefix=f".{plan.target.name}.", suffix=".work", dir=plan.target.parent))
     try:
-        made = _copy_given(plan.given, work) if plan.given is not None else _quantize_into(opts, work)
+        made = _copy_given(plan.given, work, Path(opts.quantize.model).name) if plan.given is not None \
+            else _quantize_into(opts, work)
+        made.notes[:0] = plan.notes
         doc, sources = _bundle_contents(opts, plan, made, work)
         write_bundle(plan.target, sources, doc)
     finally:
@@ -108,11 +113,17 @@ def _plan(opts: BuildOptions) -> _Plan:
     check_target(target)                                                 # fails now
     evaluating = opts.quantize.eval
     from_tflite = Path(opts.quantize.model.rstrip("/\\")).suffix.lower() == ".tflite"
+    if opts.layout is not None and not from_tflite:
+        raise UsageError("--layout: for a detector .tflite", "leave it out: quantize records a Keras detector's layout")
     given = tflite_sources(opts.quantize) if from_tflite else None      # a wrong .tflite fails now too
+    notes: list[str] = []
+    if given is not None and given[1] is None and opts.compile and opts.via is None:
+        given = (given[0], compiled_twin(given[0], notes))
     if evaluating and is_detection_data(evaluating):  # COCO JSON / YOLO folder: every entry checked now
         read_detection_set(evaluating, flag="--eval")
-        return _Plan(target, given, detection_eval=evaluating)
-    return _Plan(target, given, evaluate_mod.read_set(evaluating, "--eval") if evaluating else None)  # fails now
+        return _Plan(target, given, detection_eval=evaluating, notes=notes)
+    return _Plan(target, given, evaluate_mod.read_set(evaluating, "--eval") if evaluating else None,  # fails now
+                 notes=notes)
 
 
 def _bundle_contents(opts: BuildOptions, plan: _Plan, made: _Made, work: Path
@@ -125,7 +136,14 @@ def _bundle_contents(opts: BuildOptions, plan: _Plan, made: _Made, work: Path
     compile_report = _compile(opts, made, work)
     for n in made.notes:
         opts.report.note(n)
-    spec, labels = _spec_and_labels(made.cpu, opts.quantize, opts.report if plan.given is not None else SILENT)
+    shown = plan.given[0] if plan.given is not None else made.cpu  # the same bytes; errors name the user's file
+    detector = _given_detector(shown, opts.quantize, opts.layout) if plan.given is not None else None
+    if detector is not None:
+        spec, labels = detector.spec, detector.labels
+        for n in detector.notes:
+            opts.report.note(n)
+    else:
+        spec, labels = _spec_and_labels(shown, opts.quantize, opts.report if plan.given is not None else SILENT)
     sources: dict[str, Union[Path, bytes]] = {made.cpu.name: made.cpu}
     if made.compiled is not None:
         sources[made.compiled.name] = made.compiled
@@ -137,7 +155,8 @@ def _bundle_contents(opts: BuildOptions, plan: _Plan, made: _Made, work: Path
         versions=BundleVersions(__version__, _tensorflow_version(plan.given is None),
                                 compile_report.compiler_version if compile_report else None),
         reports=BundleReports(BundleCheck.of_report(check), compile_report),
-        accuracy=_accuracy(opts, plan, made.cpu), source=made.source)
+        accuracy=_accuracy(opts, plan, shown), source=made.source,
+        detection=detector.entry if detector is not None else None)
     return BundleManifest.from_dict(in_bundle(doc.to_dict(), work, "")), sources  # never the work folder's names
 
 
@@ -248,8 +267,8 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
     """(the CPU int8 model, its compiled twin or None) for ``build MODEL.tflite``; refusals before any work.
 
     A compiled ``x_edgetpu.tflite`` needs ``x.tflite`` beside it (the bundle's CPU fallback); given
-    ``x.tflite``, a compiled ``x_edgetpu.tflite`` beside it is not taken silently: the model passed is
-    compiled (or bundled CPU-only), as for a Keras model.
+    ``x.tflite``, a compiled ``x_edgetpu.tflite`` beside it is taken by :func:`compiled_twin` (said in a
+    note) when its inputs and outputs are that model's.
     """
     from edgekit.converters import compatibility
     from edgekit.devices.backends import cpu_twin
@@ -272,14 +291,19 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
     problems = [p for p in compatibility.quantize_gate(compatibility.check_model(info),
                                                        info.inputs[0].dtype if info.inputs else "uint8", info)]
     if problems:
+        from edgekit.converters import advice
+
+        remedy = advice.quantize_remedy(advice.model_source(info)[0])  # None: a Keras model's, which build takes
         raise InputError(f"{path} is not a full-int8 model the Edge TPU compiler takes: "
                          + "; ".join(dict.fromkeys(p.message for p in problems))[:400],
+                         f"{remedy}, then build from that" if remedy else
                          "quantize the Keras model instead: edgekit build model.keras --calib DATA -o BUNDLE")
     return path, None
 
 
-def _copy_given(given: tuple[Path, Path | None], work: Path) -> _Made:
-    """The given int8 model (and its compiled twin) copied into ``work``, as the bundle names them."""
+def _copy_given(given: tuple[Path, Path | None], work: Path, passed: str) -> _Made:
+    """The given int8 model (and its compiled twin) copied into ``work``, as the bundle names them (``passed``: the
+    name of the file the user gave, the manifest's source)."""
     cpu_src, compiled_src = given
     cpu = work / cpu_src.name
     shutil.copyfile(str(cpu_src), str(cpu))
@@ -287,7 +311,79 @@ def _copy_given(given: tuple[Path, Path | None], work: Path) -> _Made:
     if compiled_src is not None:
         compiled = work / (cpu.stem + "_edgetpu.tflite")  # the manifest's naming rule: x.tflite, x_edgetpu.tflite
         shutil.copyfile(str(compiled_src), str(compiled))
-    return _Made(cpu, compiled, None, BundleSource((compiled_src or cpu_src).name, "tflite", None))
+    return _Made(cpu, compiled, None, BundleSource(passed, "tflite", None))
+
+
+def compiled_twin(cpu: Path, notes: list[str]) -> Path | None:
+    """The compiled ``x_edgetpu.tflite`` beside ``x.tflite`` (Ultralytics' format=edgetpu writes both), taken
+    when it is compiled and its inputs and outputs (shapes, types, quantization) are ``x.tflite``'s; what was
+    decided, either way, is said in ``notes``. None: no such file, or not taken."""
+    twin = cpu.with_name(cpu.stem + manifest.EDGETPU_SUFFIX)
+    if not twin.is_file():
+        return None
+
+    def signature(info: tflite_model.ModelInfo) -> list[tuple]:
+        return [(tuple(t.shape), t.dtype, t.quantization.scales if t.quantization else None,
+                 t.quantization.zero_points if t.quantization else None) for t in info.inputs + info.outputs]
+
+    try:
+        compiled = tflite_model.load(twin)
+        why = None if compiled.is_compiled else "it is not compiled for the Edge TPU"
+        why = why or (None if signature(compiled) == signature(tflite_model.load(cpu)) else
+                      "its inputs and outputs differ from that model's (compiled from another model?)")
+    except EdgekitError as exc:
+        why = exc.message
+    if why:
+        notes.append(f"{twin.name} beside {cpu.name} is not taken as its compiled model: {why}")
+        return None
+    notes.append(f"took {twin.name} beside {cpu.name} as its compiled model (same inputs and outputs); "
+                 "move it away to compile afresh, or build with --no-compile for a CPU-only bundle")
+    return twin
+
+
+@dataclass
+class _Detected:
+    """A given detector .tflite as detect reads it: preprocessing, labels by class id, notes, the manifest entry."""
+
+    spec: PreprocessSpec
+    labels: list[str] | None
+    notes: list[str]
+    entry: BundleDetection
+
+
+def _looks_like_classifier(info: tflite_model.ModelInfo) -> bool:
+    """One output with one dimension over 1 (scores per class): classify's kind of model, not a detector's."""
+    outputs = info.outputs
+    return len(outputs) == 1 and sum(1 for d in outputs[0].shape if d > 1) <= 1
+
+
+def _given_detector(path: Path, q: QuantizeOptions, layout: str | None = None) -> _Detected | None:
+    """The given .tflite ``path`` read as ``edgekit detect`` reads it (layout from the model, letterbox, scaling
+    and names from the exporter's metadata, ``--labels`` over them); None for a classifier, or for a detector
+    edgekit quantized (its record says all: :func:`_spec_and_labels`). Errors name ``path``."""
+    from edgekit import model_record
+    from edgekit.detection_layout import appended_zip, ultralytics_metadata
+    from edgekit.devices.detect import open_detector
+
+    info = tflite_model.load(path)
+    found = model_record.find_record(path, info.metadata)
+    if found and isinstance(found[0].extra.get("detection"), dict) and found[0].preprocess is not None:
+        return None
+    if _looks_like_classifier(info):
+        return None
+    detector = open_detector(path, device="cpu", labels=q.labels, layout=layout, mean=q.mean, std=q.std)
+    try:
+        names = detector.labels
+        labels = [names.get(i, str(i)) for i in range(max(names) + 1)] if names else None
+        layout = detector.layout
+        notes = [str(n) for n in detector.notes]
+        notes.append(f"a detector: layout {layout.describe()}: " + "; ".join(layout.source))
+        notes.append(f"preprocessing {detector.spec.describe()} ({detector.spec_source})")
+        packed = appended_zip(path)  # Ultralytics' metadata.json, kept whole in the manifest (it read as JSON)
+        meta = json.loads(packed["metadata.json"]) if ultralytics_metadata(packed) else None
+        return _Detected(detector.spec, labels, notes, BundleDetection(layout.to_dict(), meta))
+    finally:
+        detector.opened.close()
 
 
 def _spec_and_labels(cpu: Path, q: QuantizeOptions, report: Reporter) -> tuple[PreprocessSpec, list[str] | None]:
@@ -483,6 +579,32 @@ def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, 
     return target
 
 
+# ------------------------------------------------------------------------------------ a board's bundle
+@contextlib.contextmanager
+def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] = None,
+                 layout: Optional[str] = None) -> Iterator[str]:
+    """``model`` as deploy and ``--on`` take it: a bundle folder as it is; a .tflite (a detector or classifier,
+    its compiled twin beside it where there is one) made into a bundle in a temporary folder, as
+    ``edgekit build MODEL`` would (said in a note; ``labels``, ``layout``: its flags), deleted afterwards. Errors
+    name ``model``, never the temporary folder."""
+    given = os.fsdecode(model)
+    path = Path(given)
+    if path.is_dir() or path.suffix.lower() != ".tflite":
+        yield given
+        return
+    stem = path.stem[:-len("_edgetpu")] if path.stem.endswith("_edgetpu") else path.stem
+    folder = Path(tempfile.mkdtemp(prefix="edgekit-bundle-"))
+    try:
+        options = QuantizeOptions(model=given, labels=os.fsdecode(labels) if labels is not None else None)
+        build(BuildOptions(options, output=str(folder / (stem or "model")), show_progress=False, report=report,
+                           layout=layout))
+        report.note(f"{given} is a model, not a bundle: bundled on the fly in a temporary folder, as "
+                    f"edgekit build {given} -o BUNDLE does (build it once to keep the bundle)")
+        yield str(folder / (stem or "model"))
+    finally:
+        shutil.rmtree(str(folder), ignore_errors=True)
+
+
 # ------------------------------------------------------------------------------------ Python API
 def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = None, samples: int = _cli("build", "samples"),
                  holdout: int = _cli("build", "holdout"), seed: int = _cli("build", "seed"), tfrecord_key: str = _cli("build", "tfrecord_key"), arch: Optional[str] = None,
@@ -495,8 +617,8 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                  verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = _cli("build", "timeout"),
                  no_compile: bool = False, via: Optional[str] = None, identity: Optional[PathLike] = None,
                  known_hosts: Optional[PathLike] = None, accept_new_host_key: bool = False,
-                 connect_timeout: float = _cli("build", "connect_timeout"), show_progress: bool = False,
-                 report: Reporter = SILENT) -> BuildResult:
+                 connect_timeout: float = _cli("build", "connect_timeout"), layout: Optional[str] = None,
+                 show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
     """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
     where edgetpu_compiler exists (or ``via`` another machine's, as :func:`edgekit.compile` takes it), and write
     the bundle folder ``output`` with its manifest.json (needs TensorFlow); a :class:`~edgekit.results.BuildResult`.
@@ -510,7 +632,7 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
     there = compile_via.elsewhere(via, identity, known_hosts, accept_new_host_key, connect_timeout, report)
     return build(BuildOptions(quantize=quantize_options(model, None, options, report), output=os.fsdecode(output),
                               min_runtime=min_runtime, timeout=timeout, compile=not no_compile, via=there,
-                              show_progress=show_progress, report=report))
+                              layout=layout, show_progress=show_progress, report=report))
 
 
 class _CallableModule(types.ModuleType):

@@ -282,6 +282,9 @@ class Ssh(NamedTuple):
 def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None:
     """Copy a bundle and edgekit's runner to a Coral Dev Board over SSH (only files whose sha256 differs there).
 
+    A .tflite (with its compiled twin x_edgetpu.tflite beside it, where there is one) is bundled on the fly
+    first, as edgekit build would, in a temporary folder; a note says so.
+
     The board needs python3 (3.7 or newer), numpy, Pillow 7 or newer and pycoral or tflite_runtime
     (Coral's apt packages; on Mendel, Pillow from pip: see the README); not edgekit. Then
     `edgekit classify IMAGES --on USER@HOST -m BUNDLE` and `edgekit benchmark --on ...` run there.
@@ -293,7 +296,7 @@ def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None
     from edgekit import api
 
     board = Ssh(**ssh)
-    emit(as_json, api.deploy(bundle, to=board.target(to), path=board.remote_path))
+    emit(as_json, api.deploy(bundle, to=board.target(to), path=board.remote_path, report=_reporter(quiet)))
 
 
 # ----------------------------------------------------------------------------------------- build
@@ -302,7 +305,8 @@ def build(model: str, mean: str | None, std: str | None, input_size: str | None,
           **options: Any) -> None:
     """Keras model → deployable bundle: quantize (every quantize option), check, compile (where edgetpu_compiler
     exists), manifest.json. An int8 .tflite (or a compiled x_edgetpu.tflite with x.tflite beside it) is
-    checked, compiled, evaluated and bundled as it is.
+    checked, compiled, evaluated and bundled as it is; a detector's layout, letterbox and class names are
+    read from the model and its exporter's metadata.
 
     Exit codes: 0 ok, 2 usage (also an existing -o that is not an edgekit bundle), 3 bad input, 4 TensorFlow
     missing, 5 conversion failed, 6 verification failed, 8 the compiler failed. No bundle on failure.

@@ -72,12 +72,12 @@ DEVICE = option("--device", "-d", default="auto", help="auto, cpu, usb, usb:N, p
 RUN_MODEL = option("--model", "-m", required=True, type="path",
                    help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
                    "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified; "
-                   "with --on, a bundle only).")
+                   "with --on, a .tflite is bundled on the fly).")
 MEAN = option("--mean", help="Override the preprocessing mean (one value or R,G,B), on 0..255 pixels.")
 STD = option("--std", help="Override the preprocessing std (one value or R,G,B).")
 THREADS = option("--threads", type="int", minimum=1, help="CPU interpreter threads (default: the cores, at most 4).")
 ON = option("--on", metavar="USER@HOST", help="Run on a Coral Dev Board (or any board with python3) over SSH: "
-            "deploys the bundle -m when needed.")
+            "deploys the bundle -m (or one made of the .tflite -m) when needed.")
 LAYOUTS = ("postprocess", "yolo", "yolov5", "split-dfl", "end2end")
 
 # ------------------------------------------------------------------------------ reaching a board over SSH
@@ -290,7 +290,7 @@ BENCHMARK = (
     option("--max-slowdown", type="float", default=20.0, minimum=0,
            help="Percent of p50 latency growth --compare allows."),
     option("--on", metavar="USER@HOST", help="Time it on a Coral Dev Board (or any board with python3) over SSH: "
-           "deploys the bundle -m when needed."),
+           "deploys the bundle -m (or one made of the .tflite -m) when needed."),
 )
 
 MODEL = Argument("model", "path")
@@ -307,7 +307,9 @@ COMMANDS = {
     "check": (EXISTING_MODEL, *CHECK, JSON),
     "compile": (EXISTING_MODEL, *COMPILE, VIA, *VIA_SSH, JSON, QUIET),
     "cut": (EXISTING_MODEL, CUT_OUTPUT, JSON, QUIET),
-    "build": (MODEL, BUILD_OUTPUT, *QUANTIZE, *BUILD_COMPILE, JSON, QUIET),
+    "build": (MODEL, BUILD_OUTPUT, *QUANTIZE,
+              option("--layout", choices=LAYOUTS, help="A detector .tflite's output layout, when it fits several."),
+              *BUILD_COMPILE, JSON, QUIET),
     "classify": (IMAGES, *CLASSIFY, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),
     "detect": (IMAGES, *DETECT, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),
     "evaluate": (*EVALUATE, DEVICE, MEAN, STD, THREADS,

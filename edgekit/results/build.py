@@ -8,7 +8,7 @@ and checked by :mod:`edgekit.manifest` (Python 3.7, standard library only), whic
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from typing import Any, Mapping, Optional, Tuple, Union
 
 from edgekit.manifest import FORMAT, FORMAT_VERSION, FileEntry, utc_now
 from edgekit.preprocess import PreprocessSpec
@@ -91,6 +91,16 @@ class DetectorAccuracy(DetectionEvaluateResult):
 
 
 @dataclass(frozen=True)
+class BundleDetection(Record):
+    """A detector's bundle: its outputs as edgekit read them from the model (the layout document of
+    :class:`edgekit.detection.DetectionLayout`) and the exporter's metadata packed in the model (Ultralytics'
+    metadata.json), or None."""
+
+    layout: Mapping[str, Any]
+    metadata: Optional[Mapping[str, Any]]
+
+
+@dataclass(frozen=True)
 class BundleManifest(Record):
     """manifest.json (format ``edgekit-bundle``; the schema in :mod:`edgekit.manifest`)."""
 
@@ -106,17 +116,18 @@ class BundleManifest(Record):
     versions: BundleVersions
     reports: BundleReports
     accuracy: Optional[Union[ClassifierAccuracy, DetectorAccuracy]]
+    detection: Optional[BundleDetection] = None  # a detector built from a given .tflite; absent before it existed
 
     @classmethod
     def new(cls, *, models: BundleModels, labels: Optional[str], preprocess: PreprocessSpec, input: BundleInput,
             versions: BundleVersions, reports: BundleReports,
             accuracy: Union[ClassifierAccuracy, DetectorAccuracy, None] = None,
-            source: Optional[BundleSource] = None) -> "BundleManifest":
+            source: Optional[BundleSource] = None, detection: Optional[BundleDetection] = None) -> "BundleManifest":
         """A manifest made now, its ``files`` left to :func:`edgekit.build.write_bundle` (which fills them in
         from what it writes, and refuses what :func:`edgekit.manifest.check_manifest` would: a compiled model
         not named after the CPU model, a file not listed)."""
         return cls(FORMAT, FORMAT_VERSION, utc_now(), source, models, labels, (), preprocess, input, versions,
-                   reports, accuracy)
+                   reports, accuracy, detection)
 
 
 @dataclass(frozen=True)
@@ -140,7 +151,7 @@ class BuildResult(Record):
         lines += edgetpu_lines(None, self.quantize.advice) if self.quantize else []
         lines += self._verification_lines()
         lines += self._accuracy_lines()
-        detector = isinstance(m.accuracy, DetectorAccuracy) or self._verified_detector
+        detector = isinstance(m.accuracy, DetectorAccuracy) or self._verified_detector or m.detection is not None
         lines.append(f"Run it: edgekit {'detect' if detector else 'classify'} IMAGES -m {self.bundle}")
         return "\n".join(lines)
 

@@ -139,8 +139,10 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     advice = _model_advice(problems)
     fatal = [p for p in problems if p.fatal]
     if fatal:
-        return CheckReport(info.path, Verdict.NONE, _refused_verdicts(g, judged, fatal[0]), 0, info.param_bytes, 0, 0,
-                           problems, advice, min_runtime, multiple_subgraphs=multiple_subgraphs)
+        refused = _refused_verdicts(g, judged, fatal[0])
+        return _for_source(info, CheckReport(info.path, Verdict.NONE, refused, 0, info.param_bytes, 0, 0, problems,
+                                             advice + _architecture_advice(info, refused, Verdict.NONE), min_runtime,
+                                             multiple_subgraphs=multiple_subgraphs))
 
     mappable = [j.mappable for j in judged]
     where = place(g, mappable, multiple_subgraphs)
@@ -155,8 +157,29 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
     advice += ([decode] if decode else []) + _advice(g, verdicts, mappable, multiple_subgraphs)
     advice += _cache_advice(tpu_params, off_chip) + _architecture_advice(info, verdicts, verdict)
     n_sub = len({s for s in where if s is not None})
-    return CheckReport(info.path, verdict, verdicts, n_sub, info.param_bytes, on_chip, off_chip,
-                       problems, advice, min_runtime, multiple_subgraphs=multiple_subgraphs)
+    return _for_source(info, CheckReport(info.path, verdict, verdicts, n_sub, info.param_bytes, on_chip, off_chip,
+                                         problems, advice, min_runtime, multiple_subgraphs=multiple_subgraphs))
+
+
+def _for_source(info: ModelInfo, report: CheckReport) -> CheckReport:
+    """The report's fixes, hints and advice in the words of the source the model came from (no `edgekit quantize`
+    for a model quantize cannot take; PyTorch's layers for a PyTorch model): :func:`edgekit.converters.advice.
+    for_source`."""
+    from dataclasses import replace
+
+    from edgekit.converters import advice as table
+
+    source, _why = table.model_source(info)
+    if source == table.Source.KERAS:
+        return report
+
+    def said(text: str | None) -> str | None:
+        return table.for_source(text, source)
+
+    return replace(report, ops=[replace(v, fix=said(v.fix), detail=said(v.detail)) for v in report.ops],
+                   problems=[replace(p, hint=said(p.hint), message=said(p.message) or p.message)
+                             for p in report.problems],
+                   advice=[said(a) or a for a in report.advice])
 
 
 def _model_advice(problems: list[Problem]) -> list[str]:
@@ -381,6 +404,5 @@ def _architecture_advice(info: ModelInfo, verdicts: list[OpVerdict], verdict: st
     the .tflite shows: its op types, its tensor names (Keras layer names survive conversion), the ops on the CPU."""
     from edgekit.converters import advice as table
 
-    facts = table.tflite_facts(info).merged(
-        table.ModelFacts(cpu_ops=frozenset(v.name for v in verdicts if v.target == "cpu")))
+    facts = table.tflite_facts(info, cpu_indices=frozenset(v.index for v in verdicts if v.target == "cpu"))
     return [a.line().split(": ", 1)[1] for a in table.placement_advice(facts, verdict)]
