@@ -205,3 +205,65 @@ def test_classifier_options_refused_for_class_folders(tmp_path):
     (tmp_path / "d" / "a").mkdir(parents=True)
     res = CliRunner().invoke(cli, ["evaluate", "-m", "x.tflite", "--data", str(tmp_path / "d"), "--conf", "0.1"])
     assert res.exit_code == 2 and "detectors only" in res.stderr
+
+
+def test_a_map50_95_loss_gets_a_verdict_of_its_own(yolo_model, tmp_path):
+    """issue 35: a twin whose boxes are requantized in steps of 0.02 (1.3 px of 64) keeps mAP50 within what 40
+    images can tell, but loses mAP50-95 beyond doubt: --max-drop decides both, and fails (exit 6) on the second,
+    the result still printed; a model against itself passes both."""
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+
+    coarse = tmp_path / "coarse.tflite"
+    coarse.write_bytes(slice_model(HW, [{"shape": [1, 4 + NC, NA], "requant": (0.02, -128)}]))
+    ann = encoded_set(tmp_path / "c", n=40, seed=1)
+    ev = detection_eval.evaluate_detector(coarse, ann, against=[str(yolo_model), str(coarse)], resamples=200,
+                                          max_drop=5)
+    loss, same = ev.differences
+    assert loss.map50_verdict.verdict != "failed" and loss.map_verdict.verdict == "failed"
+    assert loss.map_verdict.estimate == pytest.approx(-loss.map_change) and loss.map_verdict.threshold == 0.05
+    assert loss.map_verdict.interval == pytest.approx((-loss.map_interval[1], -loss.map_interval[0]))
+    assert "FAILED: drops more than 5 points" in loss.line().split("mAP50-95")[1]
+    assert same.map50_verdict.verdict == same.map_verdict.verdict == "passed"
+    doc = ev.to_dict()
+    assert DetectionEvaluateResult.from_dict(json.loads(json.dumps(doc))).to_dict() == doc
+    res = CliRunner().invoke(cli, ["evaluate", "-m", str(coarse), "--data", str(ann), "--against", str(yolo_model),
+                                   "--max-drop", "5", "--json", "-q"])
+    assert res.exit_code == 6, res.output
+    assert "mAP50-95 drops" in res.stderr and "--max-drop 5" in res.stderr
+    shown = json.loads(res.stdout)["differences"][0]
+    assert shown["map_verdict"]["verdict"] == "failed" and shown["max_drop_points"] == 5
+    if shown["map50_verdict"]["verdict"] == "uncertain":    # the mAP50 one is said, with what would settle it
+        assert shown["map50_verdict"]["settle_at"] > 40
+
+
+def test_max_drop_needs_against(yolo_model, tmp_path):
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+
+    ann = encoded_set(tmp_path / "c", n=4, seed=1)
+    res = CliRunner().invoke(cli, ["evaluate", "-m", str(yolo_model), "--data", str(ann), "--max-drop", "1"])
+    assert res.exit_code == 2 and "--max-drop needs --against" in res.stderr
+
+
+def test_quantizes_detector_gate_fails_on_a_map50_95_drop_alone():
+    """quantize --eval: a mAP50-95 drop beyond --max-accuracy-drop for sure fails the verification even when the
+    mAP50 drop passes (issue 35's 8.9 points), and the text shows both lines."""
+    import dataclasses
+
+    from edgekit.converters.detector_verify import apply_map50_gate
+    from edgekit.results.detect import DetectLayout
+    from edgekit.results.quantize import Decision, DetectionVerification, Map50Gate
+
+    gate = Map50Gate("eval", 100, 300, 0.90, 0.895, 0.005, (-0.01, 0.02), 2.0, Decision.PASSED, 500, 0, "pycocotools",
+                     (), 0.885, 0.796, 0.089, (0.07, 0.11), Decision.FAILED)
+    layout = DetectLayout("yolo", {"boxes": 0}, 3, (64, 64), True, False, False, 0, (8, 16, 32), False, None, (),
+                          {}, None, "yolo")
+    v = DetectionVerification("detection", 40, {"held_back": 40}, 0.25, 0.5, 100, 100, 98, 0.9, 0.01, None, layout,
+                              (), (), 0.98, (0.95, 0.99), Decision.PASSED, True)
+    out = apply_map50_gate(v, gate)
+    assert not out.passed and "mAP50-95 drops from 88.5 (float) to 79.6 (int8)" in out.failures[0]
+    assert any("mAP50-95 on the labels" in line and "failed" in line for line in out.lines())
+    assert apply_map50_gate(v, dataclasses.replace(gate, map_verdict=Decision.PASSED)).passed

@@ -226,14 +226,14 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
     category_of = detection_eval.category_map(ds, names, layout.num_classes, notes)
     ev_f = detection_eval.run_cocoeval(ds.coco, detection_eval.coco_detections(ds, per_f, category_of))
     ev_q = detection_eval.run_cocoeval(ds.coco, detection_eval.coco_detections(ds, per_q, category_of))
-    f50 = max(float(ev_f.stats[1]), 0.0)
-    q50 = max(float(ev_q.stats[1]), 0.0)
-    (lo, hi), _ = detection_eval.paired_bootstrap(ev_q, ev_f, resamples, seed)   # int8 - float
-    drop, interval = f50 - q50, (-hi, -lo)
-    decision = metrics.at_most(drop, interval, max_drop_points / 100.0, len(ids))
-    return Map50Gate(str(data), len(ids), len(ds.coco["annotations"]), f50, q50, drop, interval, max_drop_points,
-                     Decision(decision.verdict), resamples, seed,
-                     f"{detection_eval.SCORER}, conf {conf:g}, {max_det} per image", tuple(str(n) for n in notes))
+    (f50, f), (q50, q) = [(max(float(e.stats[1]), 0.0), max(float(e.stats[0]), 0.0)) for e in (ev_f, ev_q)]
+    (lo, hi), (mlo, mhi) = detection_eval.paired_bootstrap(ev_q, ev_f, resamples, seed)   # int8 - float
+    decision = metrics.drop_within(q50 - f50, (lo, hi), max_drop_points, len(ids))
+    on_map = metrics.drop_within(q - f, (mlo, mhi), max_drop_points, len(ids))   # mAP50-95: the same limit
+    return Map50Gate(str(data), len(ids), len(ds.coco["annotations"]), f50, q50, f50 - q50, (-hi, -lo),
+                     max_drop_points, Decision(decision.verdict), resamples, seed,
+                     f"{detection_eval.SCORER}, conf {conf:g}, {max_det} per image", tuple(str(n) for n in notes),
+                     f, q, f - q, (-mhi, -mlo), Decision(on_map.verdict))
 
 
 def apply_map50_gate(v: DetectionVerification, gate: Map50Gate) -> DetectionVerification:
@@ -246,6 +246,12 @@ def apply_map50_gate(v: DetectionVerification, gate: Map50Gate) -> DetectionVeri
         return dataclasses.replace(v, passed=False, failures=v.failures + (
             f"mAP50 drops from {100 * gate.float_map50:.1f} (float) to {100 * gate.int8_map50:.1f} (int8) on "
             f"--eval ({span}), more than --max-accuracy-drop {gate.max_drop_points:g}",))
+    if gate.map_verdict == "failed":   # boxes found but drawn loosely: mAP50-95 alone drops
+        mlo, mhi = gate.map_drop_interval
+        return dataclasses.replace(v, passed=False, failures=v.failures + (
+            f"mAP50-95 drops from {100 * gate.float_map:.1f} (float) to {100 * gate.int8_map:.1f} (int8) on --eval "
+            f"(95% interval {100 * mlo:+.1f} to {100 * mhi:+.1f} points, paired bootstrap over {gate.images} "
+            f"images), more than --max-accuracy-drop {gate.max_drop_points:g}",))
     if gate.verdict == "uncertain":
         line = (f"cannot tell yet whether the mAP50 drop ({100 * gate.drop:+.1f} points, {span}) is "
                 f"within --max-accuracy-drop {gate.max_drop_points:g}; more labelled images would settle it")
