@@ -464,9 +464,6 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
         if gate and gate.verdict == "failed":
             exc.measure, exc.value, exc.limit, exc.interval = ("map50_drop", gate.drop, gate.max_drop_points,
                                                                gate.drop_interval)
-        elif gate and gate.map_verdict == "failed":
-            exc.measure, exc.value, exc.limit, exc.interval = ("map_drop", gate.map_drop, gate.max_drop_points,
-                                                               gate.map_drop_interval)
         elif v.agreement_verdict == "failed":
             exc.measure, exc.value, exc.limit, exc.interval = ("detections_kept", v.kept, v.min_agreement,
                                                                v.kept_interval)

@@ -248,9 +248,9 @@ def test_max_drop_needs_against(yolo_model, tmp_path):
     assert res.exit_code == 2 and "--max-drop needs --against" in res.stderr
 
 
-def test_quantizes_detector_gate_fails_on_a_map50_95_drop_alone():
-    """quantize --eval: a mAP50-95 drop beyond --max-accuracy-drop for sure fails the verification even when the
-    mAP50 drop passes (issue 35's 8.9 points), and the text shows both lines."""
+def test_quantizes_detector_gate_says_a_map50_95_drop_beyond_its_limit():
+    """quantize --eval: a mAP50-95 drop beyond --max-accuracy-drop for sure gets its verdict and a warning naming
+    the command that gates on it, while the gate itself stays mAP50's as documented (issue 35's 8.9 points)."""
     import dataclasses
 
     from edgekit.converters.detector_verify import apply_map50_gate
@@ -264,6 +264,8 @@ def test_quantizes_detector_gate_fails_on_a_map50_95_drop_alone():
     v = DetectionVerification("detection", 40, {"held_back": 40}, 0.25, 0.5, 100, 100, 98, 0.9, 0.01, None, layout,
                               (), (), 0.98, (0.95, 0.99), Decision.PASSED, True)
     out = apply_map50_gate(v, gate)
-    assert not out.passed and "mAP50-95 drops from 88.5 (float) to 79.6 (int8)" in out.failures[0]
+    assert out.passed and not out.failures and "mAP50-95 drops from 88.5 (float) to 79.6 (int8)" in out.warnings[0]
+    assert "--max-drop" in out.warnings[0]
     assert any("mAP50-95 on the labels" in line and "failed" in line for line in out.lines())
-    assert apply_map50_gate(v, dataclasses.replace(gate, map_verdict=Decision.PASSED)).passed
+    assert not apply_map50_gate(v, dataclasses.replace(gate, map_verdict=Decision.PASSED)).warnings
+    assert not apply_map50_gate(v, dataclasses.replace(gate, verdict=Decision.FAILED)).passed
