@@ -520,9 +520,13 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
 # ------------------------------------------------------------------------------------ tools
 def inspect(model: PathLike) -> InspectResult:
     """``edgekit inspect``: a .tflite model's I/O, quantization, ops and shapes (no TensorFlow)."""
-    from edgekit import tflite_model
+    import dataclasses
 
-    return tflite_model.summary(tflite_model.load(model))
+    from edgekit import tflite_model
+    from edgekit.exporter_metadata import exporter_metadata
+
+    info = tflite_model.load(model)
+    return dataclasses.replace(tflite_model.summary(info), exporter=exporter_metadata(os.fsdecode(model), info))
 
 
 def devices() -> DevicesResult:

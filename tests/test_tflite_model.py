@@ -89,3 +89,57 @@ def test_compiled_program_bytes_are_reported():
     # the compiled program carries the ~470 KB of weights that left the CPU model's buffers
     assert info.param_bytes == 0 and 470_000 < info.edgetpu_bytes < info.size_bytes
     assert tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant.tflite")).edgetpu_bytes == 0
+
+
+def test_inspect_shows_the_exporters_metadata(tmp_path):
+    """issue 35: inspect shows what detect relies on: Ultralytics' packed metadata.json (names, imgsz, stride, task,
+    version), TFLite metadata's name/description, and edgekit's own record, in the text and in --json."""
+    import json
+
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+    from edgekit.model_record import ModelRecord
+    from edgekit.preprocess import PreprocessSpec
+    from edgekit.results.inspect import InspectResult
+    from tests.detection_models import slice_model, with_ultralytics_metadata
+
+    model = tmp_path / "yolo.tflite"
+    model.write_bytes(with_ultralytics_metadata(slice_model((64, 64), [{"shape": [1, 7, 84]}]), ["a", "b", "c"],
+                                                (64, 64)))
+    res = CliRunner().invoke(cli, ["inspect", str(model), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    u = doc["exporter"]["ultralytics"]
+    assert (u["task"], u["imgsz"], u["stride"], u["version"]) == ("detect", [64, 64], 32, "8.3.0")
+    assert u["names"] == ["a", "b", "c"] and doc["exporter"]["edgekit"] is None
+    assert InspectResult.from_dict(doc).to_dict() == doc
+    text = CliRunner().invoke(cli, ["inspect", str(model)]).stdout
+    assert "Ultralytics metadata.json: task detect, imgsz 64x64, stride 32, version 8.3.0, 3 class names (a, b, c)" \
+        in text
+    plain = tmp_path / "plain.tflite"
+    plain.write_bytes(slice_model((64, 64), [{"shape": [1, 7, 84]}]))
+    rec = ModelRecord(PreprocessSpec(64, 64, "RGB", "lanczos", (0.0,), (255.0,)), ["a", "b", "c"], {"source": "x.h5"})
+    (tmp_path / "plain.edgekit.json").write_text(rec.to_json())
+    doc = json.loads(CliRunner().invoke(cli, ["inspect", str(plain), "--json"]).stdout)
+    e = doc["exporter"]["edgekit"]
+    assert e["found_in"].endswith("plain.edgekit.json") and e["provenance"] == {"source": "x.h5"}
+    assert e["preprocess"]["std"] == [255.0] and e["labels"] == 3 and doc["exporter"]["ultralytics"] is None
+    assert "edgekit record: from" in CliRunner().invoke(cli, ["inspect", str(plain)]).stdout
+
+
+def test_inspect_shows_the_real_exports_metadata():
+    import json
+
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+    from tests.conftest import shared_file
+
+    yolo = shared_file("detection/ppe_yolov8n_full_integer_quant.tflite")
+    labels = shared_file("detection/ppe_yolov8n_labels.txt").read_text().split()
+    u = json.loads(CliRunner().invoke(cli, ["inspect", str(yolo), "--json"]).stdout)["exporter"]["ultralytics"]
+    assert u["names"] == labels and u["task"] == "detect" and u["imgsz"] == [640, 640]
+    mobilenet = shared_file("mobilenet_v1_0.25_128_quant.tflite")
+    t = json.loads(CliRunner().invoke(cli, ["inspect", str(mobilenet), "--json"]).stdout)["exporter"]
+    assert t["tflite_metadata"]["name"] == "ImageClassifier" and t["ultralytics"] is None
