@@ -331,7 +331,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
              device: str = _cli("evaluate", "device"), mean: Floats = None, std: Floats = None,
              threads: Optional[int] = None, verbose: bool = False,
              images: Optional[PathLike] = None, against: Optional[Iterable[PathLike]] = None,
-             max_drop: Optional[float] = None,
+             max_drop: Optional[float] = None, plots: Optional[PathLike] = None,
              conf: Optional[float] = None, iou: Optional[float] = None, max_det: Optional[int] = None, layout: Optional[str] = None,
              report: Reporter = SILENT) -> Union[EvaluateResult, DetectionEvaluateResult]:
     """``edgekit evaluate``: top-1/top-5 accuracy on labelled data (class folders or an .npz with x and y).
@@ -345,7 +345,8 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     Given detection data (a COCO .json or a YOLO folder: images/ + labels/), a detector's COCO mAP scored
     by pycocotools instead (a :class:`~edgekit.results.DetectionEvaluateResult`): ``images`` (a COCO
     file's image folder), ``against`` (with the paired change of mAP50 and mAP50-95, each decided against
-    ``max_drop``), ``conf``, ``iou``, ``max_det`` (default COCO's protocol) and ``layout`` apply to it alone.
+    ``max_drop``), ``plots`` (a folder for the precision-recall and confusion-matrix PNGs; needs matplotlib),
+    ``conf``, ``iou``, ``max_det`` (default COCO's protocol) and ``layout`` apply to it alone.
     """
     from edgekit.detection_data import is_detection_data
     from edgekit.errors import UsageError
@@ -365,8 +366,8 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
             iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
             max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
             mean=_floats(mean), std=_floats(std), num_threads=threads, labels=labels, max_drop=max_drop,
-            report=report), report)
-    detection_only = {"--images": images, "--conf": conf, "--iou": iou, "--max-det": max_det, "--layout": layout}
+            plots=None if plots is None else os.fsdecode(plots), report=report), report)
+    detection_only = {"--images": images, "--plots": plots, "--conf": conf, "--iou": iou, "--max-det": max_det, "--layout": layout}
     given = [flag for flag, value in detection_only.items() if value is not None]
     if given:
         raise UsageError(f"{', '.join(given)} apply to detectors only",

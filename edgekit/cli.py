@@ -379,8 +379,8 @@ def evaluate(model: str, data: str, mean: str | None, std: str | None, as_json: 
     same images and gives the change with a 95% interval.
 
     Exit codes: 0 ok, 2 usage, 3 bad model, data or labels, 4 no interpreter package (or TensorFlow
-    for --reference, or pycocotools for a detector), 6 a drop beyond --max-drop for sure, 9 the Edge TPU or the
-    interpreter failed.
+    for --reference, pycocotools for a detector, matplotlib for --plots), 6 a drop beyond --max-drop for sure,
+    9 the Edge TPU or the interpreter failed.
     """
     from edgekit import api
     from edgekit.errors import VerificationError

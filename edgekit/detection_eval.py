@@ -267,15 +267,22 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
                       max_det: int = STANDARD_MAX_DET, layout: Optional[str] = None, device: str = "auto",
                       mean: Any = None, std: Any = None, num_threads: Optional[int] = None,
                       labels: Optional[str] = None, resamples: int = BOOTSTRAP, seed: int = SEED,
-                      max_drop: Optional[float] = None,
+                      max_drop: Optional[float] = None, plots: Optional[str] = None,
                       report: Reporter = SILENT) -> DetectionEvaluateResult:
     """Score ``model`` (and each of ``against``) on a COCO or YOLO set; the differences with bootstrap intervals,
-    each drop (mAP50 and mAP50-95) decided against ``max_drop`` points where given."""
+    each drop (mAP50 and mAP50-95) decided against ``max_drop`` points where given; ``plots``: the folder
+    :mod:`edgekit.plots` writes the precision-recall curves and confusion matrices in."""
     from edgekit.detection_data import read_detection_set
     from edgekit.devices.detect import check_thresholds
 
     check_thresholds(conf, iou, max_det)
     _pycocotools()
+    if plots is not None:   # before any model runs: no matplotlib, or a folder that cannot be written, fail now
+        from edgekit import plots as plots_mod
+        from edgekit.fileio import require_output_folder
+
+        plots_mod.require()
+        require_output_folder(os.path.join(plots, "pr_curve.png"), report, "--plots")
     dataset = read_detection_set(data, images)
     warnings: List[str] = []
     if conf > STANDARD_CONF or max_det != STANDARD_MAX_DET:
@@ -305,6 +312,8 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
                                     max_drop, len(dataset)))
     protocol = DetectionProtocol(conf, iou, max_det, conf <= STANDARD_CONF and max_det == STANDARD_MAX_DET,
                                  SCORER)
+    written = () if plots is None else tuple(plots_mod.write_detection_plots(
+        plots, dataset.coco, [(r.model, ev) for r, ev in zip(results, evs)]))
     return DetectionEvaluateResult("detection", str(data), dataset.kind, len(dataset), len(dataset.coco["annotations"]),
                                    protocol, tuple(results), tuple(diffs), tuple(warnings),
-                                   tuple(e for m in results for e in m.errors))
+                                   tuple(e for m in results for e in m.errors), written)

@@ -269,3 +269,78 @@ def test_quantizes_detector_gate_says_a_map50_95_drop_beyond_its_limit():
     assert any("mAP50-95 on the labels" in line and "failed" in line for line in out.lines())
     assert not apply_map50_gate(v, dataclasses.replace(gate, map_verdict=Decision.PASSED)).warnings
     assert not apply_map50_gate(v, dataclasses.replace(gate, verdict=Decision.FAILED)).passed
+
+
+def test_plots_writes_pr_curves_and_confusion_matrices_beside_each_other(yolo_model, tmp_path):
+    """evaluate --plots DIR: pr_curve.png and confusion_matrix.png, one panel per model (-m beside --against);
+    the curves are pycocotools' precision array (their mean is the mAP50 printed)."""
+    from click.testing import CliRunner
+    from PIL import Image
+
+    from edgekit import plots
+    from edgekit.cli import cli
+
+    pytest.importorskip("matplotlib")
+    coarse = tmp_path / "coarse.tflite"
+    coarse.write_bytes(slice_model(HW, [{"shape": [1, 4 + NC, NA], "requant": (0.03, -128)}]))
+    ann = encoded_set(tmp_path / "c", n=20, seed=1)
+    res = CliRunner().invoke(cli, ["evaluate", "-m", str(coarse), "--data", str(ann), "--against", str(yolo_model),
+                                   "--plots", str(tmp_path / "out" / "plots"), "--json", "-q"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    assert doc["plots"] == [str(tmp_path / "out" / "plots" / n) for n in ("pr_curve.png", "confusion_matrix.png")]
+    one = detection_eval.evaluate_detector(yolo_model, ann, plots=str(tmp_path / "single"), resamples=100)
+    for name in ("pr_curve.png", "confusion_matrix.png"):
+        two_panels, one_panel = (Image.open(p / name) for p in (tmp_path / "out" / "plots", tmp_path / "single"))
+        assert two_panels.format == "PNG" and two_panels.width > 1.8 * one_panel.width
+    assert "Plots: " in one.render_text()
+    ds = read_detection_set(ann)
+    run = __import__("edgekit.devices.detect", fromlist=["x"]).open_detector(yolo_model).run(
+        [ds.paths[i] for i in sorted(ds.paths)], 0.001, 0.7, 100)
+    ev = detection_eval.run_cocoeval(ds.coco, detection_eval.coco_detections(
+        ds, {i: r.objects for i, r in zip(sorted(ds.paths), run.results)}, {k: k for k in range(NC)}))
+    recall, per_class, mean = plots.pr_curves(ev)
+    assert len(recall) == 101 and per_class.shape == (NC, 101)
+    assert np.nanmean(mean) == pytest.approx(ev.stats[1], abs=1e-12) == doc["models"][1]["map50"]
+
+
+def test_the_confusion_matrix_counts_as_ultralytics_val():
+    """Detections at conf >= 0.25 matched one to one at IoU > 0.45: hits by class, a missed object in the
+    background row, a false detection in the background column, a low-score one ignored."""
+    from edgekit.plots import confusion
+
+    gt = {"images": [{"id": 1}, {"id": 2}],
+          "annotations": [{"image_id": 1, "category_id": 5, "bbox": [0, 0, 10, 10]},
+                          {"image_id": 1, "category_id": 7, "bbox": [20, 20, 10, 10]},
+                          {"image_id": 2, "category_id": 7, "bbox": [0, 0, 10, 10]}]}
+    dets = [{"image_id": 1, "category_id": 5, "score": 0.9, "bbox": [1, 1, 10, 10]},     # right
+            {"image_id": 1, "category_id": 5, "score": 0.8, "bbox": [20, 21, 10, 10]},   # 7 called 5
+            {"image_id": 2, "category_id": 7, "score": 0.2, "bbox": [0, 0, 10, 10]},     # below 0.25: a miss
+            {"image_id": 2, "category_id": 5, "score": 0.7, "bbox": [50, 50, 5, 5]}]     # nothing there
+    m = confusion(gt, dets, [5, 7])
+    assert m.tolist() == [[1, 1, 1], [0, 0, 0], [0, 1, 0]]
+
+
+def test_plots_without_matplotlib_is_exit_4_before_any_model_runs(monkeypatch, yolo_model, tmp_path):
+    import builtins
+
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+
+    real = builtins.__import__
+
+    def no_matplotlib(name, *a, **kw):
+        if name.startswith("matplotlib"):
+            raise ImportError(name)
+        return real(name, *a, **kw)
+
+    ann = encoded_set(tmp_path / "c", n=4, seed=1)
+    monkeypatch.setattr(builtins, "__import__", no_matplotlib)
+    monkeypatch.setattr("edgekit.devices.detect.open_detector", lambda *a, **k: pytest.fail("a model ran"))
+    res = CliRunner().invoke(cli, ["evaluate", "-m", str(yolo_model), "--data", str(ann), "--plots",
+                                   str(tmp_path / "p")])
+    assert res.exit_code == 4 and "pip install 'edgekit[plots]'" in res.stderr and not (tmp_path / "p").exists()
+    (tmp_path / "d" / "a").mkdir(parents=True)
+    res = CliRunner().invoke(cli, ["evaluate", "-m", "x.tflite", "--data", str(tmp_path / "d"), "--plots", "p"])
+    assert res.exit_code == 2 and "--plots apply to detectors only" in res.stderr

@@ -278,6 +278,7 @@ class DetectionEvaluateResult(Record):
     differences: Tuple[MapDifference, ...]
     warnings: Tuple[str, ...]
     errors: Tuple[ImageError, ...]
+    plots: Tuple[str, ...] = ()     # the PNG files --plots wrote
 
     def render_text(self) -> str:
         def pct(v: Optional[float]) -> str:
@@ -300,6 +301,8 @@ class DetectionEvaluateResult(Record):
                 "{} {} AP {} AP50 {}".format(c.name, c.objects, pct(c.ap).strip(), pct(c.ap50).strip())
                 for c in first.per_class))
         lines += [d.line() for d in self.differences]
+        if self.plots:
+            lines.append("Plots: " + ", ".join(self.plots))
         return "\n".join(lines)
 
 
