@@ -236,6 +236,14 @@ def test_a_map50_95_loss_gets_a_verdict_of_its_own(yolo_model, tmp_path):
     assert shown["map_verdict"]["verdict"] == "failed" and shown["max_drop_points"] == 5
     if shown["map50_verdict"]["verdict"] == "uncertain":    # the mAP50 one is said, with what would settle it
         assert shown["map50_verdict"]["settle_at"] > 40
+    import edgekit
+    from edgekit.errors import VerificationError
+
+    with pytest.raises(VerificationError) as info:      # the Python API: the numbers and the whole result
+        edgekit.evaluate(coarse, ann, against=[yolo_model], max_drop=5)
+    e = info.value
+    assert (e.measure, e.limit) == ("map_drop", 5) and e.value == pytest.approx(-shown["map_change"])
+    assert isinstance(e.result, DetectionEvaluateResult) and e.result.differences[0].map_verdict.verdict == "failed"
 
 
 def test_max_drop_needs_against(yolo_model, tmp_path):
