@@ -46,7 +46,7 @@ def ultralytics(path: str | os.PathLike) -> Optional[UltralyticsExport]:
         return UltralyticsExport(error="metadata.json is not a JSON object")
     imgsz = doc.get("imgsz")
     imgsz = tuple(imgsz) if isinstance(imgsz, list) and all(_of(v, int) is not None for v in imgsz) else None
-    return UltralyticsExport(meta.task, meta.version, meta.names, imgsz, _of(doc.get("stride"), int),
+    return UltralyticsExport(meta.task, _of(doc.get("version"), str), meta.names, imgsz, _of(doc.get("stride"), int),
                              _of(doc.get("batch"), int), _of(doc.get("channels"), int), _of(doc.get("end2end"), bool),
                              *(_of(doc.get(k), str) for k in ("description", "author", "date", "license")))
 
@@ -73,6 +73,8 @@ def edgekit(path: str | os.PathLike, info: Any) -> Optional[EdgekitRecordInfo]:
         found = find_record(path, info.metadata)
     except InputError as exc:   # a damaged record: inspect says so, classify would refuse it
         return EdgekitRecordInfo(error=exc.message)
+    except OSError as exc:      # a sidecar that cannot be read
+        return EdgekitRecordInfo(error=f"cannot read the record ({exc.strerror or exc})")
     if found is None:
         return None
     record, source = found

@@ -143,3 +143,35 @@ def test_inspect_shows_the_real_exports_metadata():
     mobilenet = shared_file("mobilenet_v1_0.25_128_quant.tflite")
     t = json.loads(CliRunner().invoke(cli, ["inspect", str(mobilenet), "--json"]).stdout)["exporter"]
     assert t["tflite_metadata"]["name"] == "ImageClassifier" and t["ultralytics"] is None
+
+
+def test_inspect_says_damaged_exporter_metadata_and_goes_on(tmp_path):
+    """A packed metadata.json that is no JSON object, values of the wrong type, a broken sidecar record: each part
+    says what is wrong (or leaves the value null), and inspect still reports the model (exit 0)."""
+    import io
+    import json
+    import zipfile
+
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+    from tests.detection_models import slice_model
+
+    def packed(text: str) -> bytes:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            z.writestr("metadata.json", text)
+        return slice_model((64, 64), [{"shape": [1, 7, 84]}]) + buf.getvalue()
+
+    (tmp_path / "a.tflite").write_bytes(packed("[1, 2]"))
+    (tmp_path / "b.tflite").write_bytes(packed(json.dumps({"task": "detect", "stride": "32", "imgsz": "640",
+                                                           "names": ["x"], "end2end": 1})))
+    (tmp_path / "b.edgekit.json").write_text("{not json")
+    a = CliRunner().invoke(cli, ["inspect", str(tmp_path / "a.tflite"), "--json"])
+    assert a.exit_code == 0 and json.loads(a.stdout)["exporter"]["ultralytics"]["error"] == \
+        "metadata.json is not a JSON object"
+    b = CliRunner().invoke(cli, ["inspect", str(tmp_path / "b.tflite"), "--json"])
+    u, e = (json.loads(b.stdout)["exporter"][k] for k in ("ultralytics", "edgekit"))
+    assert b.exit_code == 0 and (u["task"], u["names"], u["stride"], u["imgsz"], u["end2end"]) == (
+        "detect", ["x"], None, None, None)
+    assert "edgekit record" in e["error"] and e["found_in"] is None
