@@ -137,3 +137,5 @@ def test_against_compares_a_float_classifier_tflite_with_its_int8_one(tmp_path):
     text = CliRunner().invoke(cli, args[:-2] + ["--max-drop", "10"])
     assert text.exit_code == 0 and "top-1 86.7% against 100.0%, -13.3 points" in text.stdout
     assert "uncertain at --max-drop 10: about" in text.stdout and "0 sample(s) only -m gets right, 8 only" in text.stdout
+    own = CliRunner().invoke(cli, args[:7] + ["--device", "cpu"])   # each model's own preprocessing: they differ
+    assert own.exit_code == 0 and "is preprocessed unlike" in own.stderr and "--mean/--std apply to both" in own.stderr
