@@ -6,7 +6,8 @@ Three sources, each read without running anything from the file:
   names, task and version as :func:`edgekit.detection_layout.ultralytics_metadata` reads them for ``detect``);
 - TFLite metadata (``TFLITE_METADATA``, a ``ModelMetadata`` flatbuffer: Model Maker, MediaPipe, the metadata
   writers): its name, description, version, author and license;
-- edgekit's own record (:func:`edgekit.model_record.find_record`): where it was found and what it holds.
+- edgekit's own record (:func:`edgekit.model_record.find_record`): where it was found and what it holds;
+- the converter: the flatbuffer's description and ``CONVERSION_METADATA``'s TensorFlow version.
 A part that is absent is None; one that cannot be read says so in its ``error`` (inspect never fails on it).
 """
 
@@ -16,14 +17,15 @@ import json
 import os
 from typing import Any, Optional
 
-from edgekit.results.inspect import EdgekitRecordInfo, ExporterMetadata, TfliteMetadataInfo, UltralyticsExport
+from edgekit.results.inspect import (ConverterInfo, EdgekitRecordInfo, ExporterMetadata, TfliteMetadataInfo,
+                                     UltralyticsExport)
 
 TFLITE_METADATA_FIELDS = ((0, "name"), (1, "description"), (2, "version"), (4, "author"), (5, "license"))
 
 
 def exporter_metadata(path: str | os.PathLike, info: Any) -> ExporterMetadata:
     """The three parts for the model at ``path`` (``info``: its :class:`edgekit.tflite_model.ModelInfo`)."""
-    return ExporterMetadata(ultralytics(path), tflite_metadata(info), edgekit(path, info))
+    return ExporterMetadata(ultralytics(path), tflite_metadata(info), edgekit(path, info), converter(info))
 
 
 def _of(value: Any, kind: type) -> Any:
@@ -49,6 +51,24 @@ def ultralytics(path: str | os.PathLike) -> Optional[UltralyticsExport]:
     return UltralyticsExport(meta.task, _of(doc.get("version"), str), meta.names, imgsz, _of(doc.get("stride"), int),
                              _of(doc.get("batch"), int), _of(doc.get("channels"), int), _of(doc.get("end2end"), bool),
                              *(_of(doc.get(k), str) for k in ("description", "author", "date", "license")))
+
+
+def converter(info: Any) -> Optional[ConverterInfo]:
+    """The flatbuffer's description and ``CONVERSION_METADATA``'s environment (TensorFlow version, API version)."""
+    raw = info.metadata.get("CONVERSION_METADATA")
+    tf = api = None
+    if raw:
+        from edgekit.tflite_model import _Reader
+
+        try:   # table ConversionMetadata { environment: Environment { tensorflow_version: string; api_version: uint } }
+            r = _Reader(raw)
+            env = r.table(r.deref(0, "conversion metadata root"), "conversion metadata").table(0, "environment")
+            tf, api = env.string(0, "tensorflow version"), int(env.scalar(1, "I"))
+        except Exception:  # damaged optional metadata: the description still stands
+            tf = api = None
+    if info.description is None and tf is None:
+        return None
+    return ConverterInfo(info.description, tf, api or None)
 
 
 def tflite_metadata(info: Any) -> Optional[TfliteMetadataInfo]:

@@ -140,6 +140,8 @@ def test_inspect_shows_the_real_exports_metadata():
     labels = shared_file("detection/ppe_yolov8n_labels.txt").read_text().split()
     u = json.loads(CliRunner().invoke(cli, ["inspect", str(yolo), "--json"]).stdout)["exporter"]["ultralytics"]
     assert u["names"] == labels and u["task"] == "detect" and u["imgsz"] == [640, 640]
+    c = json.loads(CliRunner().invoke(cli, ["inspect", str(yolo), "--json"]).stdout)["exporter"]["converter"]
+    assert c == {"description": "MLIR Converted.", "tensorflow_version": "2.18.0", "api_version": 2}   # its onnx2tf
     mobilenet = shared_file("mobilenet_v1_0.25_128_quant.tflite")
     t = json.loads(CliRunner().invoke(cli, ["inspect", str(mobilenet), "--json"]).stdout)["exporter"]
     assert t["tflite_metadata"]["name"] == "ImageClassifier" and t["ultralytics"] is None

@@ -58,7 +58,7 @@ _WHERE = {
     # inspect
     "TensorSummary": "inspect", "InspectOp": "inspect", "OpCount": "inspect", "EdgeTpuSummary": "inspect",
     "InspectResult": "inspect", "ExporterMetadata": "inspect", "UltralyticsExport": "inspect",
-    "TfliteMetadataInfo": "inspect", "EdgekitRecordInfo": "inspect",
+    "TfliteMetadataInfo": "inspect", "EdgekitRecordInfo": "inspect", "ConverterInfo": "inspect",
     # devices, doctor, deploy
     "Device": "devices", "DevicesResult": "devices",
     "Status": "doctor", "DoctorCheck": "doctor", "DoctorResult": "doctor",

@@ -122,15 +122,32 @@ class EdgekitRecordInfo(Record):
 
 
 @dataclass(frozen=True)
+class ConverterInfo(Record):
+    """The converter that wrote the flatbuffer: the model's ``description`` (``MLIR Converted.``) and, from
+    ``CONVERSION_METADATA`` (TensorFlow 2.9+, LiteRT), the TensorFlow version and converter API version."""
+
+    description: Optional[str] = None
+    tensorflow_version: Optional[str] = None
+    api_version: Optional[int] = None
+
+    def line(self) -> str:
+        tf = f", TensorFlow {self.tensorflow_version}" if self.tensorflow_version else ""
+        api = f" (converter API v{self.api_version})" if self.api_version else ""
+        return f"Converter: {self.description!r}{tf}{api}" if self.description else f"Converter:{tf[1:]}{api}"
+
+
+@dataclass(frozen=True)
 class ExporterMetadata(Record):
     """What the exporter wrote besides the graph (:mod:`edgekit.exporter_metadata`), each None when absent."""
 
     ultralytics: Optional[UltralyticsExport]
     tflite_metadata: Optional[TfliteMetadataInfo]
     edgekit: Optional[EdgekitRecordInfo]
+    converter: Optional[ConverterInfo] = None
 
     def lines(self) -> list[str]:
-        return [part.line() for part in (self.ultralytics, self.tflite_metadata, self.edgekit) if part is not None]
+        return [part.line() for part in (self.converter, self.ultralytics, self.tflite_metadata, self.edgekit)
+                if part is not None]
 
 
 @dataclass(frozen=True)
