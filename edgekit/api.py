@@ -345,8 +345,9 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     Given detection data (a COCO .json or a YOLO folder: images/ + labels/), a detector's COCO mAP scored
     by pycocotools instead (a :class:`~edgekit.results.DetectionEvaluateResult`): ``images`` (a COCO
     file's image folder), ``against`` (with the paired change of mAP50 and mAP50-95, each decided against
-    ``max_drop``), ``plots`` (a folder for the precision-recall and confusion-matrix PNGs; needs matplotlib),
-    ``conf``, ``iou``, ``max_det`` (default COCO's protocol) and ``layout`` apply to it alone.
+    ``max_drop``), ``conf``, ``iou``, ``max_det`` (default COCO's protocol) and ``layout`` apply to it alone.
+    ``plots``: a folder for the confusion-matrix PNG (and a detector's precision-recall curves; needs
+    matplotlib), each ``against`` model beside ``model``.
     """
     from edgekit.detection_data import is_detection_data
     from edgekit.errors import UsageError
@@ -367,24 +368,42 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
             max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
             mean=_floats(mean), std=_floats(std), num_threads=threads, labels=labels, max_drop=max_drop,
             plots=None if plots is None else os.fsdecode(plots), report=report), report)
-    detection_only = {"--images": images, "--plots": plots, "--conf": conf, "--iou": iou, "--max-det": max_det, "--layout": layout}
+    detection_only = {"--images": images, "--conf": conf, "--iou": iou, "--max-det": max_det, "--layout": layout}
     given = [flag for flag, value in detection_only.items() if value is not None]
     if given:
         raise UsageError(f"{', '.join(given)} apply to detectors only",
                          "pass detection data with --data: a COCO .json or a YOLO folder (images/ + labels/)")
     from edgekit.devices import evaluate as evaluate_mod
 
+    plots = None if plots is None else _plots_ready(os.fsdecode(plots), report)
     labelled = evaluate_mod.read_set(data)
     ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean), _floats(std), num_threads=threads,
                                labels=labels, report=report)
-    compared = evaluate_mod.compare_against(ev, labelled, against, device, _floats(mean), _floats(std), threads,
-                                            labels, max_drop, report)
-    if not reference:
-        return _drop_gate(ev.result(against=compared), report)
-    from edgekit.converters import reference as reference_mod
+    compared, others = evaluate_mod.compare_against(ev, labelled, against, device, _floats(mean), _floats(std),
+                                                    threads, labels, max_drop, report)
+    compared_with = None
+    if reference:
+        from edgekit.converters import reference as reference_mod
 
-    return _drop_gate(ev.result(reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
-                                                      layers=not no_layers, verbose=verbose), compared), report)
+        compared_with = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
+                                              layers=not no_layers, verbose=verbose)
+    written = () if plots is None else tuple(_plots_module().write_classifier_plots(plots, [ev] + others))
+    return _drop_gate(ev.result(compared_with, compared, written), report)
+
+
+def _plots_module() -> Any:
+    from edgekit import plots
+
+    return plots
+
+
+def _plots_ready(folder: str, report: Reporter) -> str:
+    """--plots checked before any model runs: matplotlib there (exit 4 otherwise), the folder writable."""
+    from edgekit.fileio import require_output_folder
+
+    _plots_module().require()
+    require_output_folder(os.path.join(folder, "confusion_matrix.png"), report, "--plots")
+    return folder
 
 
 def _drop_gate(result: Any, report: Reporter) -> Any:

@@ -258,8 +258,8 @@ EVALUATE = (
            "beyond doubt (the whole 95% interval above it): mAP50 and mAP50-95 for detectors, top-1 for "
            "classifiers; when the data cannot tell, a warning with the samples that would settle it."),
     option("--plots", type="path", metavar="DIR",
-           help="Detectors: write pr_curve.png (precision-recall per class and all, from pycocotools) and "
-           "confusion_matrix.png into DIR, each --against model beside -m; needs matplotlib "
+           help="Write confusion_matrix.png (and for detectors pr_curve.png: precision-recall per class and "
+           "all, from pycocotools) into DIR, each --against model beside -m; needs matplotlib "
            "(pip install 'edgekit[plots]')."),
     option("--conf", type="float", help="Detectors: score threshold (default 0.001, COCO's protocol)."),
     option("--iou", type="float", help="Detectors: NMS IoU (default 0.7, as Ultralytics' val)."),

@@ -1,4 +1,5 @@
-"""``evaluate --plots DIR``: a detector's precision-recall curves and confusion matrix as PNG files.
+"""``evaluate --plots DIR``: a detector's precision-recall curves and confusion matrix as PNG files (a
+classifier's confusion matrix of top-1 predictions).
 
 The curves are pycocotools' own: ``COCOeval.eval["precision"][T, R, K, A, M]`` (IoU thresholds, the 101
 recall points, classes, area ranges, max detections) at IoU 0.5, every area, the last max-detections
@@ -113,6 +114,23 @@ def write_detection_plots(folder: str | os.PathLike, gt: Any, runs: Sequence[Tup
     return out
 
 
+def write_classifier_plots(folder: str | os.PathLike, runs: Sequence[Any]) -> List[str]:
+    """``confusion_matrix.png`` in ``folder`` (as Ultralytics' classify val: rows predicted, columns true), one
+    panel per evaluation of ``runs`` (``model``, ``scores``, ``labels``, ``names``: -m first, then --against),
+    over the classes that occur in the labels or the predictions; the path written."""
+    plt = require()
+    fig, axes = plt.subplots(1, len(runs), figsize=(6.4 * len(runs), 5.6), squeeze=False)
+    for ax, ev in zip(axes[0], runs):
+        predicted = ev.scores.argmax(1) if len(ev.scores) else np.zeros(0, np.int64)
+        classes = sorted(set(ev.labels.tolist()) | set(predicted.tolist()))
+        index = {c: i for i, c in enumerate(classes)}
+        m = np.zeros((len(classes), len(classes)), np.int64)
+        for p, t in zip(predicted.tolist(), ev.labels.tolist()):
+            m[index[p], index[t]] += 1
+        _confusion_panel(ax, ev.model, m, [str(ev.names.get(c, c)) for c in classes], background=False)
+    return [_save(fig, plt, Path(folder) / "confusion_matrix.png")]
+
+
 def _pr_panel(ax: Any, model: str, ev: Any, names: Sequence[str]) -> None:
     recall, per_class, mean = pr_curves(ev)
     many = len(per_class) > 20      # as Ultralytics: a legend entry per class only up to 20 classes
@@ -126,8 +144,8 @@ def _pr_panel(ax: Any, model: str, ev: Any, names: Sequence[str]) -> None:
     ax.legend(loc="lower left", fontsize="small")
 
 
-def _confusion_panel(ax: Any, model: str, m: np.ndarray, names: Sequence[str]) -> None:
-    labels = list(names) + ["background"]
+def _confusion_panel(ax: Any, model: str, m: np.ndarray, names: Sequence[str], background: bool = True) -> None:
+    labels = list(names) + (["background"] if background else [])
     ax.imshow(m, cmap="Blues")
     if len(labels) <= 30:
         ticks = range(len(labels))
@@ -137,8 +155,8 @@ def _confusion_panel(ax: Any, model: str, m: np.ndarray, names: Sequence[str]) -
             if v:
                 ax.text(j, i, str(v), ha="center", va="center", fontsize="x-small",
                         color="white" if v > m.max() / 2 else "black")
-    ax.set(xlabel="True", ylabel="Predicted",
-           title=f"{os.path.basename(model)}\nconfusion (conf >= {CONFUSION_CONF:g}, IoU > {CONFUSION_IOU:g})")
+    ax.set(xlabel="True", ylabel="Predicted", title=f"{os.path.basename(model)}\nconfusion" + (
+        f" (conf >= {CONFUSION_CONF:g}, IoU > {CONFUSION_IOU:g})" if background else " (top-1)"))
 
 
 def _save(fig: Any, plt: Any, target: Path) -> str:

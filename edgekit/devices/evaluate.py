@@ -121,7 +121,7 @@ class Evaluation:
         return rows
 
     def result(self, reference: Optional[ReferenceComparison] = None,
-               against: tuple[AccuracyDifference, ...] = ()) -> EvaluateResult:
+               against: tuple[AccuracyDifference, ...] = (), plots: tuple[str, ...] = ()) -> EvaluateResult:
         """evaluate's typed result (``reference``: the float model's comparison, where one was made; ``against``:
         the paired changes against other .tflite models)."""
         n, classes = self.scores.shape if self.scores.ndim == 2 else (0, 0)
@@ -130,7 +130,8 @@ class Evaluation:
             self.labels_from, int(n), int(classes),
             metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
             metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
-            tuple(self.per_class()), tuple(ImageError.from_dict(e) for e in self.errors), reference, tuple(against))
+            tuple(self.per_class()), tuple(ImageError.from_dict(e) for e in self.errors), reference, tuple(against),
+            tuple(plots))
 
 
 def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
@@ -205,18 +206,20 @@ def paired_change(a: Evaluation, b: Evaluation, max_drop: float | None) -> Accur
 def compare_against(ev: Evaluation, data: LabelledSet, against: tuple[str, ...], device: str,
                     mean: tuple[float, ...] | None, std: tuple[float, ...] | None, num_threads: int | None,
                     labels: str | os.PathLike | None, max_drop: float | None,
-                    report: Reporter = SILENT) -> tuple[AccuracyDifference, ...]:
+                    report: Reporter = SILENT) -> tuple[tuple[AccuracyDifference, ...], list[Evaluation]]:
     """``evaluate --against`` for classifiers: each model run over the same samples (the same ``--mean/--std``
-    and ``--labels``), and the paired change of ``ev``'s model against it. Preprocessing that differs between
-    the two is a warning: the change would then measure the preprocessing as well as the model."""
-    out = []
+    and ``--labels``), and the paired change of ``ev``'s model against it (with the other models' evaluations).
+    Preprocessing that differs between the two is a warning: the change would then measure the preprocessing as
+    well as the model."""
+    out, others = [], []
     for model in against:
         other = evaluate(model, data, device, mean, std, num_threads=num_threads, labels=labels, report=report)
         if ev.spec.to_dict() != other.spec.to_dict():
             report.warn(f"{other.model} is preprocessed unlike {ev.model} ({_spec_words(other)} against "
                         f"{_spec_words(ev)}): the change measures the preprocessing too; --mean/--std apply to both")
         out.append(paired_change(ev, other, max_drop))
-    return tuple(out)
+        others.append(other)
+    return tuple(out), others
 
 
 def _spec_words(ev: Evaluation) -> str:

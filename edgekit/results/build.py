@@ -80,7 +80,7 @@ class ClassifierAccuracy(EvaluateResult):
 
     data: Optional[str] = None
 
-    document_omits = frozenset({"reference", "against"})   # evaluate's comparisons: not in a manifest
+    document_omits = frozenset({"reference", "against", "plots"})   # evaluate's comparisons: not in a manifest
 
 
 @dataclass(frozen=True)

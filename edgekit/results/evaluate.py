@@ -144,6 +144,7 @@ class EvaluateResult(Record):
     errors: Tuple[ImageError, ...]
     reference: Optional[ReferenceComparison] = None
     against: Tuple[AccuracyDifference, ...] = ()
+    plots: Tuple[str, ...] = ()     # the PNG files --plots wrote
 
     def render_text(self) -> str:
         def pct(v: float | None) -> str:
@@ -170,6 +171,8 @@ class EvaluateResult(Record):
             elif r.layers_error:
                 lines.append(f"Per-layer report unavailable: {r.layers_error}")
         lines += [d.line() for d in self.against]
+        if self.plots:
+            lines.append("Plots: " + ", ".join(self.plots))
         return "\n".join(lines)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import shutil
 
@@ -137,5 +138,12 @@ def test_against_compares_a_float_classifier_tflite_with_its_int8_one(tmp_path):
     text = CliRunner().invoke(cli, args[:-2] + ["--max-drop", "10"])
     assert text.exit_code == 0 and "top-1 86.7% against 100.0%, -13.3 points" in text.stdout
     assert "uncertain at --max-drop 10: about" in text.stdout and "0 sample(s) only -m gets right, 8 only" in text.stdout
+    if importlib.util.find_spec("matplotlib"):      # --plots: the int8 model's confusion beside the float one's
+        from edgekit.plots import require
+
+        res = CliRunner().invoke(cli, args + ["--plots", str(tmp_path / "plots")])
+        assert res.exit_code == 0 and json.loads(res.stdout)["plots"] == [str(tmp_path / "plots" /
+                                                                           "confusion_matrix.png")]
+        assert require() and Image.open(tmp_path / "plots" / "confusion_matrix.png").format == "PNG"
     own = CliRunner().invoke(cli, args[:7] + ["--device", "cpu"])   # each model's own preprocessing: they differ
     assert own.exit_code == 0 and "is preprocessed unlike" in own.stderr and "--mean/--std apply to both" in own.stderr
