@@ -276,6 +276,8 @@ def test_quantizes_detector_gate_says_a_map50_95_drop_beyond_its_limit():
     assert "--max-drop" in out.warnings[0]
     assert any("mAP50-95 on the labels" in line and "failed" in line for line in out.lines())
     assert not apply_map50_gate(v, dataclasses.replace(gate, map_verdict=Decision.PASSED)).warnings
+    unsure = apply_map50_gate(v, dataclasses.replace(gate, map_verdict=Decision.UNCERTAIN))
+    assert unsure.passed and not unsure.warnings and "cannot tell for sure" in unsure.notes[0]
     assert not apply_map50_gate(v, dataclasses.replace(gate, verdict=Decision.FAILED)).passed
 
 

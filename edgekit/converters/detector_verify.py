@@ -253,6 +253,10 @@ def apply_map50_gate(v: DetectionVerification, gate: Map50Gate) -> DetectionVeri
             f"(95% interval {100 * mlo:+.1f} to {100 * mhi:+.1f} points, paired bootstrap over {gate.images} "
             f"images), more than {gate.max_drop_points:g} beyond doubt: int8 finds the boxes but draws them "
             "loosely; quantize gates on mAP50, `edgekit evaluate --against FLOAT.tflite --max-drop` on both",))
+    elif gate.map_verdict == "uncertain" and 100 * gate.map_drop > gate.max_drop_points:
+        v = dataclasses.replace(v, notes=v.notes + (
+            f"mAP50-95 drops {100 * gate.map_drop:.1f} points on --eval, beyond {gate.max_drop_points:g}, but "
+            f"{gate.images} images cannot tell for sure; more labelled images would settle it",))
     if gate.verdict == "uncertain":
         line = (f"cannot tell yet whether the mAP50 drop ({100 * gate.drop:+.1f} points, {span}) is "
                 f"within --max-accuracy-drop {gate.max_drop_points:g}; more labelled images would settle it")
