@@ -474,51 +474,118 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
              device: str = _cli("evaluate", "device"), mean: Floats = None, std: Floats = None,
              threads: Optional[int] = None, verbose: bool = False,
              images: Optional[PathLike] = None, against: Optional[Iterable[PathLike]] = None,
+             max_drop: Optional[float] = None, plots: Optional[PathLike] = None,
              conf: Optional[float] = None, iou: Optional[float] = None, max_det: Optional[int] = None, layout: Optional[str] = None,
              report: Reporter = SILENT) -> Union[EvaluateResult, DetectionEvaluateResult]:
     """``edgekit evaluate``: top-1/top-5 accuracy on labelled data (class folders or an .npz with x and y).
 
     ``reference``: the float Keras model to compare with (needs TensorFlow). Samples that cannot be
-    read are in ``errors``; the rest are scored.
+    read are in ``errors``; the rest are scored. ``against``: other .tflite models (the float one...) run on
+    the same samples, with the paired change of top-1 (Newcombe's interval, exact McNemar test);
+    ``max_drop`` (points): a drop beyond it for sure raises :class:`~edgekit.errors.VerificationError` (exit 6,
+    the result in its ``result``), an uncertain one is a warning.
 
     Given detection data (a COCO .json or a YOLO folder: images/ + labels/), a detector's COCO mAP scored
     by pycocotools instead (a :class:`~edgekit.results.DetectionEvaluateResult`): ``images`` (a COCO
-    file's image folder), ``against`` (other .tflite models scored on the same images, with the paired
-    change), ``conf``, ``iou``, ``max_det`` (default COCO's protocol) and ``layout`` apply to it alone.
+    file's image folder), ``against`` (with the paired change of mAP50 and mAP50-95, each decided against
+    ``max_drop``), ``conf``, ``iou``, ``max_det`` (default COCO's protocol) and ``layout`` apply to it alone.
+    ``plots``: a folder for the confusion-matrix PNG (and a detector's precision-recall curves; needs
+    matplotlib), each ``against`` model beside ``model``.
     """
     from edgekit.detection_data import is_detection_data
     from edgekit.errors import UsageError
 
     against = tuple(os.fsdecode(a) for a in against or ())
+    if max_drop is not None and not against:
+        raise UsageError("--max-drop needs --against", "name the model to compare with, e.g. --against float.tflite")
     if is_detection_data(data):
         if reference:
             raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
                              "--against")
         from edgekit import detection_eval
 
-        return detection_eval.evaluate_detector(
+        return _drop_gate(detection_eval.evaluate_detector(
             model, data, images=images, against=against,
             conf=detection_eval.STANDARD_CONF if conf is None else conf,
             iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
             max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
-            mean=_floats(mean), std=_floats(std), num_threads=threads, labels=labels, report=report)
-    detection_only = {"--images": images, "--against": against or None, "--conf": conf, "--iou": iou,
-                      "--max-det": max_det, "--layout": layout}
+            mean=_floats(mean), std=_floats(std), num_threads=threads, labels=labels, max_drop=max_drop,
+            plots=None if plots is None else os.fsdecode(plots), report=report), report)
+    detection_only = {"--images": images, "--conf": conf, "--iou": iou, "--max-det": max_det, "--layout": layout}
     given = [flag for flag, value in detection_only.items() if value is not None]
     if given:
         raise UsageError(f"{', '.join(given)} apply to detectors only",
                          "pass detection data with --data: a COCO .json or a YOLO folder (images/ + labels/)")
     from edgekit.devices import evaluate as evaluate_mod
 
+    plots = None if plots is None else _plots_ready(os.fsdecode(plots), report)
     labelled = evaluate_mod.read_set(data)
     ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean), _floats(std), num_threads=threads,
                                labels=labels, report=report)
-    if not reference:
-        return ev.result()
-    from edgekit.converters import reference as reference_mod
+    compared, others = evaluate_mod.compare_against(ev, labelled, against, device, _floats(mean), _floats(std),
+                                                    threads, labels, max_drop, report)
+    compared_with = None
+    if reference:
+        from edgekit.converters import reference as reference_mod
 
-    return ev.result(reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
-                                           layers=not no_layers, verbose=verbose))
+        compared_with = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
+                                              layers=not no_layers, verbose=verbose)
+    written = () if plots is None else tuple(_plots_module().write_classifier_plots(plots, [ev] + others))
+    return _drop_gate(ev.result(compared_with, compared, written), report)
+
+
+def _plots_module() -> Any:
+    from edgekit import plots
+
+    return plots
+
+
+def _plots_ready(folder: str, report: Reporter) -> str:
+    """--plots checked before any model runs: matplotlib there (exit 4 otherwise), the folder writable."""
+    from edgekit.fileio import require_output_folder
+
+    _plots_module().require()
+    require_output_folder(os.path.join(folder, "confusion_matrix.png"), report, "--plots")
+    return folder
+
+
+def _drop_gate(result: Any, report: Reporter) -> Any:
+    """evaluate's ``--max-drop`` verdicts: the first drop that failed for sure raises VerificationError (exit 6,
+    with the result and the numbers); an uncertain one is a warning when its estimate is beyond the limit, else a
+    note, each saying how many samples would settle it."""
+    from edgekit.errors import VerificationError
+
+    failed = None
+    for measure, model, verdict in _verdicts(result):
+        if verdict.verdict == "failed" and failed is None:
+            failed = (measure, model, verdict)
+        elif verdict.verdict == "uncertain":
+            settle = (f"about {verdict.settle_at} samples in all would likely settle it" if verdict.settle_at
+                      else "no sample size would settle it")
+            line = (f"cannot tell yet whether the {measure} drop against {model} ({100 * verdict.estimate:+.1f} "
+                    f"points, 95% interval {100 * verdict.interval[0]:+.1f} to {100 * verdict.interval[1]:+.1f}) "
+                    f"is within --max-drop {100 * verdict.threshold:g}: {settle}")
+            (report.warn if verdict.estimate > verdict.threshold else report.note)(line)
+    if failed is None:
+        return result
+    measure, model, v = failed
+    exc = VerificationError(f"{measure} drops {100 * v.estimate:.1f} points against {model} (95% interval "
+                            f"{100 * v.interval[0]:+.1f} to {100 * v.interval[1]:+.1f}), more than --max-drop "
+                            f"{100 * v.threshold:g}", "the drop is beyond doubt on these samples")
+    exc.measure = {"mAP50": "map50_drop", "mAP50-95": "map_drop", "top-1": "accuracy_drop"}[measure]
+    exc.value, exc.limit, exc.interval, exc.result = v.estimate, 100 * v.threshold, tuple(v.interval), result
+    raise exc
+
+
+def _verdicts(result: Any) -> list:
+    """(measure, against model, Decision) of each drop decided against --max-drop in an evaluate result."""
+    out = []
+    for d in getattr(result, "differences", ()) or getattr(result, "against", ()):
+        for measure, verdict in (("mAP50", getattr(d, "map50_verdict", None)),
+                                 ("mAP50-95", getattr(d, "map_verdict", None)), ("top-1", getattr(d, "verdict", None))):
+            if verdict is not None:
+                out.append((measure, d.against, verdict))
+    return out
 
 
 @_checked
@@ -633,9 +700,13 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
 @_checked
 def inspect(model: PathLike) -> InspectResult:
     """``edgekit inspect``: a .tflite model's I/O, quantization, ops and shapes (no TensorFlow)."""
-    from edgekit import tflite_model
+    import dataclasses
 
-    return tflite_model.summary(tflite_model.load(model))
+    from edgekit import tflite_model
+    from edgekit.exporter_metadata import exporter_metadata
+
+    info = tflite_model.load(model)
+    return dataclasses.replace(tflite_model.summary(info), exporter=exporter_metadata(os.fsdecode(model), info))
 
 
 def devices() -> DevicesResult:

@@ -383,14 +383,24 @@ def evaluate(model: str, data: str, mean: str | None, std: str | None, as_json: 
     same images and gives the change with a 95% interval.
 
     Exit codes: 0 ok, 2 usage, 3 bad model, data or labels, 4 no interpreter package (or TensorFlow
-    for --reference, or pycocotools for a detector), 9 the Edge TPU or the interpreter failed.
+    for --reference, pycocotools for a detector, matplotlib for --plots), 6 a drop beyond --max-drop for sure,
+    9 the Edge TPU or the interpreter failed.
     """
     from edgekit import api
+    from edgekit.errors import VerificationError
 
-    result = api.evaluate(model, data, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                          report=_reporter(quiet), **options)
+    failed = None
+    try:
+        result = api.evaluate(model, data, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
+                              report=_reporter(quiet), **options)
+    except VerificationError as exc:  # --max-drop failed: the result is still shown, then exit 6
+        if exc.result is None:
+            raise
+        result, failed = exc.result, exc
     emit(as_json, result)
     _image_errors(result.errors)  # one line per image that failed, as classify; the rest were scored
+    if failed is not None:
+        raise failed
 
 
 # ------------------------------------------------------------------------------------- benchmark

@@ -570,6 +570,23 @@ def make_shapes(folder: str | os.PathLike, n_images: int = 40, size: tuple[int, 
     return coco
 
 
+def shapes_scene(size: tuple[int, int], seed: int = 0, count: int = 12,
+                 classes: tuple[str, ...] = SHAPE_CLASSES) -> Any:
+    """One image (PIL, RGB, ``size`` = (width, height)) of ``count`` shapes drawn as :func:`make_shapes` draws
+    them, on a flat background, sides from a tenth to a third of the image: a frame with objects to time a
+    detector's post-processing on (``benchmark``)."""
+    from PIL import Image, ImageDraw
+
+    rng = np.random.RandomState(seed)
+    w, h = size
+    bg = np.broadcast_to(rng.randint(0, 256, 3).astype(np.uint8), (h, w, 3)).copy()
+    im = Image.fromarray(bg)
+    draw = ImageDraw.Draw(im)
+    for _ in range(count):
+        _draw_shape(draw, rng, bg, classes, max(2, min(w, h) // 10), max(3, min(w, h) // 3))
+    return im
+
+
 def _background(rng: np.random.RandomState, w: int, h: int) -> np.ndarray:
     """An HxWx3 uint8 background: a flat colour, a horizontal gradient or noise, at random."""
     kind = rng.randint(3)

@@ -188,6 +188,20 @@ def paired_bootstrap(ev_a: Any, ev_b: Any, resamples: int = BOOTSTRAP, seed: int
             (float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))))
 
 
+def map_difference(a: DetectorScore, b: DetectorScore, intervals: Tuple[Tuple[float, float], Tuple[float, float]],
+                   resamples: int, seed: int, max_drop: Optional[float], images: int) -> MapDifference:
+    """``a`` minus ``b`` in mAP50 and mAP50-95 with their paired intervals; with ``max_drop`` (points) each drop
+    decided by :func:`edgekit.metrics.drop_within`, as quantize's mAP50 gate decides its own."""
+    from edgekit import metrics
+
+    (i50, imap) = intervals
+    c50, c = (a.map50 or 0.0) - (b.map50 or 0.0), (a.map or 0.0) - (b.map or 0.0)
+    if max_drop is None:
+        return MapDifference(a.model, b.model, c50, i50, c, imap, resamples, seed)
+    return MapDifference(a.model, b.model, c50, i50, c, imap, resamples, seed, max_drop,
+                         metrics.drop_within(c50, i50, max_drop, images), metrics.drop_within(c, imap, max_drop, images))
+
+
 # ------------------------------------------------------------------------------------ the command
 def category_map(dataset: DetectionSet, labels: Dict[int, str], num_classes: int,
                  notes: List[str]) -> Dict[int, int]:
@@ -253,13 +267,22 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
                       max_det: int = STANDARD_MAX_DET, layout: Optional[str] = None, device: str = "auto",
                       mean: Any = None, std: Any = None, num_threads: Optional[int] = None,
                       labels: Optional[str] = None, resamples: int = BOOTSTRAP, seed: int = SEED,
+                      max_drop: Optional[float] = None, plots: Optional[str] = None,
                       report: Reporter = SILENT) -> DetectionEvaluateResult:
-    """Score ``model`` (and each of ``against``) on a COCO or YOLO set; the differences with bootstrap intervals."""
+    """Score ``model`` (and each of ``against``) on a COCO or YOLO set; the differences with bootstrap intervals,
+    each drop (mAP50 and mAP50-95) decided against ``max_drop`` points where given; ``plots``: the folder
+    :mod:`edgekit.plots` writes the precision-recall curves and confusion matrices in."""
     from edgekit.detection_data import read_detection_set
     from edgekit.devices.detect import check_thresholds
 
     check_thresholds(conf, iou, max_det)
     _pycocotools()
+    if plots is not None:   # before any model runs: no matplotlib, or a folder that cannot be written, fail now
+        from edgekit import plots as plots_mod
+        from edgekit.fileio import require_output_folder
+
+        plots_mod.require()
+        require_output_folder(os.path.join(plots, "pr_curve.png"), report, "--plots")
     dataset = read_detection_set(data, images)
     warnings: List[str] = []
     if conf > STANDARD_CONF or max_det != STANDARD_MAX_DET:
@@ -285,12 +308,12 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
         report.note(f"{resamples} bootstrap resamples (fewer on a set this large: the interval's ends move by a "
                     "few tenths of a point between seeds)")
     for r, ev in zip(results[1:], evs[1:]):
-        (i50, imap) = paired_bootstrap(evs[0], ev, resamples, seed)
-        a = results[0]
-        diffs.append(MapDifference(a.model, r.model, (a.map50 or 0.0) - (r.map50 or 0.0), i50,
-                                   (a.map or 0.0) - (r.map or 0.0), imap, resamples, seed))
+        diffs.append(map_difference(results[0], r, paired_bootstrap(evs[0], ev, resamples, seed), resamples, seed,
+                                    max_drop, len(dataset)))
     protocol = DetectionProtocol(conf, iou, max_det, conf <= STANDARD_CONF and max_det == STANDARD_MAX_DET,
                                  SCORER)
+    written = () if plots is None else tuple(plots_mod.write_detection_plots(
+        plots, dataset.coco, [(r.model, ev) for r, ev in zip(results, evs)]))
     return DetectionEvaluateResult("detection", str(data), dataset.kind, len(dataset), len(dataset.coco["annotations"]),
                                    protocol, tuple(results), tuple(diffs), tuple(warnings),
-                                   tuple(e for m in results for e in m.errors))
+                                   tuple(e for m in results for e in m.errors), written)

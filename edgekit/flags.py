@@ -260,8 +260,17 @@ EVALUATE = (
     option("--images", type="path", metavar="DIR",
            help="Detectors: the folder holding a COCO file's images (default: beside it, or its images/)."),
     option("--against", multiple=True, type="path", metavar="MODEL",
-           help="Detectors: also score this .tflite (e.g. the float one) on the same images; the change of -m "
-           "against it, with a paired bootstrap interval. Repeatable."),
+           help="Also run this .tflite (e.g. the float one) on the same samples: the change of -m against it, "
+           "with a paired 95% interval (detectors: mAP50 and mAP50-95, bootstrap over images; classifiers: top-1, "
+           "Newcombe's interval and McNemar's exact test). Repeatable."),
+    option("--max-drop", type="float", minimum=0.0, maximum=100.0, metavar="POINTS",
+           help="With --against: fail (exit 6) when -m is more than this many points below an --against model "
+           "beyond doubt (the whole 95% interval above it): mAP50 and mAP50-95 for detectors, top-1 for "
+           "classifiers; when the data cannot tell, a warning with the samples that would settle it."),
+    option("--plots", type="path", metavar="DIR",
+           help="Write confusion_matrix.png (and for detectors pr_curve.png: precision-recall per class and "
+           "all, from pycocotools) into DIR, each --against model beside -m; needs matplotlib "
+           "(pip install 'edgekit[plots]')."),
     option("--conf", type="float", help="Detectors: score threshold (default 0.001, COCO's protocol)."),
     option("--iou", type="float", help="Detectors: NMS IoU (default 0.7, as Ultralytics' val)."),
     option("--max-det", type="int", help="Detectors: detections per image (default 100, COCO's protocol)."),

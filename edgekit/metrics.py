@@ -234,6 +234,12 @@ def settle_hint(decision: Decision, what: str = "labelled samples", flags: str =
             f"({decision.settle_at - decision.samples:,} more: {flags})")
 
 
+def drop_within(change: float, interval: tuple[float, float], max_drop_points: float, samples: int) -> Decision:
+    """Is the drop of a change (A minus B, shares; its interval) at most ``max_drop_points`` points?
+    :func:`at_most` on the drop (B minus A): ``estimate``, ``interval`` and ``threshold`` are the drop's, in shares."""
+    return at_most(-change, (-interval[1], -interval[0]), max_drop_points / 100.0, samples)
+
+
 def at_least(estimate: float, interval: tuple[float, float], limit: float, samples: int) -> Decision:
     """The mirror of :func:`at_most`: is a quantity at least ``limit``?"""
     flipped = at_most(-estimate, (-interval[1], -interval[0]), -limit, samples)

@@ -89,3 +89,91 @@ def test_compiled_program_bytes_are_reported():
     # the compiled program carries the ~470 KB of weights that left the CPU model's buffers
     assert info.param_bytes == 0 and 470_000 < info.edgetpu_bytes < info.size_bytes
     assert tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant.tflite")).edgetpu_bytes == 0
+
+
+def test_inspect_shows_the_exporters_metadata(tmp_path):
+    """issue 35: inspect shows what detect relies on: Ultralytics' packed metadata.json (names, imgsz, stride, task,
+    version), TFLite metadata's name/description, and edgekit's own record, in the text and in --json."""
+    import json
+
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+    from edgekit.model_record import ModelRecord
+    from edgekit.preprocess import PreprocessSpec
+    from edgekit.results.inspect import InspectResult
+    from tests.detection_models import slice_model, with_ultralytics_metadata
+
+    model = tmp_path / "yolo.tflite"
+    model.write_bytes(with_ultralytics_metadata(slice_model((64, 64), [{"shape": [1, 7, 84]}]), ["a", "b", "c"],
+                                                (64, 64)))
+    res = CliRunner().invoke(cli, ["inspect", str(model), "--json"])
+    assert res.exit_code == 0, res.output
+    doc = json.loads(res.stdout)
+    u = doc["exporter"]["ultralytics"]
+    assert (u["task"], u["imgsz"], u["stride"], u["version"]) == ("detect", [64, 64], 32, "8.3.0")
+    assert u["names"] == ["a", "b", "c"] and doc["exporter"]["edgekit"] is None
+    assert InspectResult.from_dict(doc).to_dict() == doc
+    text = CliRunner().invoke(cli, ["inspect", str(model)]).stdout
+    assert "Ultralytics metadata.json: task detect, imgsz 64x64, stride 32, version 8.3.0, 3 class names (a, b, c)" \
+        in text
+    plain = tmp_path / "plain.tflite"
+    plain.write_bytes(slice_model((64, 64), [{"shape": [1, 7, 84]}]))
+    rec = ModelRecord(PreprocessSpec(64, 64, "RGB", "lanczos", (0.0,), (255.0,)), ["a", "b", "c"], {"source": "x.h5"})
+    (tmp_path / "plain.edgekit.json").write_text(rec.to_json())
+    doc = json.loads(CliRunner().invoke(cli, ["inspect", str(plain), "--json"]).stdout)
+    e = doc["exporter"]["edgekit"]
+    assert e["found_in"].endswith("plain.edgekit.json") and e["provenance"] == {"source": "x.h5"}
+    assert e["preprocess"]["std"] == [255.0] and e["labels"] == 3 and doc["exporter"]["ultralytics"] is None
+    assert "edgekit record: from" in CliRunner().invoke(cli, ["inspect", str(plain)]).stdout
+
+
+def test_inspect_shows_the_real_exports_metadata():
+    import json
+
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+    from tests.conftest import shared_file
+
+    yolo = shared_file("detection/ppe_yolov8n_full_integer_quant.tflite")
+    labels = shared_file("detection/ppe_yolov8n_labels.txt").read_text().split()
+    u = json.loads(CliRunner().invoke(cli, ["inspect", str(yolo), "--json"]).stdout)["exporter"]["ultralytics"]
+    assert u["names"] == labels and u["task"] == "detect" and u["imgsz"] == [640, 640]
+    c = json.loads(CliRunner().invoke(cli, ["inspect", str(yolo), "--json"]).stdout)["exporter"]["converter"]
+    assert c == {"description": "MLIR Converted.", "tensorflow_version": "2.18.0", "api_version": 2}   # its onnx2tf
+    mobilenet = shared_file("mobilenet_v1_0.25_128_quant.tflite")
+    t = json.loads(CliRunner().invoke(cli, ["inspect", str(mobilenet), "--json"]).stdout)["exporter"]
+    assert t["tflite_metadata"]["name"] == "ImageClassifier" and t["ultralytics"] is None
+
+
+def test_inspect_says_damaged_exporter_metadata_and_goes_on(tmp_path):
+    """A packed metadata.json that is no JSON object, values of the wrong type, a broken sidecar record: each part
+    says what is wrong (or leaves the value null), and inspect still reports the model (exit 0)."""
+    import io
+    import json
+    import zipfile
+
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+    from tests.detection_models import slice_model
+
+    def packed(text: str) -> bytes:
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, "w") as z:
+            z.writestr("metadata.json", text)
+        return slice_model((64, 64), [{"shape": [1, 7, 84]}]) + buf.getvalue()
+
+    (tmp_path / "a.tflite").write_bytes(packed("[1, 2]"))
+    (tmp_path / "b.tflite").write_bytes(packed(json.dumps({"task": "detect", "stride": "32", "imgsz": "640",
+                                                           "names": ["x"], "end2end": 1})))
+    (tmp_path / "b.edgekit.json").write_text("{not json")
+    a = CliRunner().invoke(cli, ["inspect", str(tmp_path / "a.tflite"), "--json"])
+    assert a.exit_code == 0 and json.loads(a.stdout)["exporter"]["ultralytics"]["error"] == \
+        "metadata.json is not a JSON object"
+    b = CliRunner().invoke(cli, ["inspect", str(tmp_path / "b.tflite"), "--json"])
+    u, e = (json.loads(b.stdout)["exporter"][k] for k in ("ultralytics", "edgekit"))
+    assert b.exit_code == 0 and (u["task"], u["names"], u["stride"], u["imgsz"], u["end2end"]) == (
+        "detect", ["x"], None, None, None)
+    assert "edgekit record" in e["error"] and e["found_in"] is None

@@ -21,7 +21,8 @@ from edgekit.errors import InputError
 from edgekit.report import SILENT, Reporter
 from edgekit.results.classify import ImageError
 from edgekit.results.evaluate import PER_CLASS_ROWS, per_class_lines  # noqa: F401 (the text table, beside its type)
-from edgekit.results.evaluate import ClassAccuracy, EvaluateResult, Preprocessing, ReferenceComparison
+from edgekit.results.evaluate import (AccuracyDifference, ClassAccuracy, EvaluateResult, Preprocessing,
+                                      ReferenceComparison)
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.devices.classifier import ImageFailure
@@ -119,15 +120,18 @@ class Evaluation:
                                       right / chosen if chosen else None))
         return rows
 
-    def result(self, reference: Optional[ReferenceComparison] = None) -> EvaluateResult:
-        """evaluate's typed result (``reference``: the float model's comparison, where one was made)."""
+    def result(self, reference: Optional[ReferenceComparison] = None,
+               against: tuple[AccuracyDifference, ...] = (), plots: tuple[str, ...] = ()) -> EvaluateResult:
+        """evaluate's typed result (``reference``: the float model's comparison, where one was made; ``against``:
+        the paired changes against other .tflite models)."""
         n, classes = self.scores.shape if self.scores.ndim == 2 else (0, 0)
         return EvaluateResult(
             self.model, self.device, self.backend, Preprocessing.of_spec(self.spec, self.spec_source),
             self.labels_from, int(n), int(classes),
             metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
             metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
-            tuple(self.per_class()), tuple(ImageError.from_dict(e) for e in self.errors), reference)
+            tuple(self.per_class()), tuple(ImageError.from_dict(e) for e in self.errors), reference, tuple(against),
+            tuple(plots))
 
 
 def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
@@ -177,3 +181,48 @@ def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
             kept.append(i)
             bar.update(1)
     return scores, kept, errors
+
+
+def paired_change(a: Evaluation, b: Evaluation, max_drop: float | None) -> AccuracyDifference:
+    """``a``'s top-1 minus ``b``'s on the samples both scored: Newcombe's paired interval and the exact two-sided
+    McNemar test (:func:`edgekit.metrics.paired_difference`); with ``max_drop`` (points) the drop's verdict."""
+    both = sorted(set(a.kept) & set(b.kept))
+    ia, ib = {k: i for i, k in enumerate(a.kept)}, {k: i for i, k in enumerate(b.kept)}
+    pa, pb = [ia[k] for k in both], [ib[k] for k in both]
+    right_a = a.scores[pa].argmax(1) == a.labels[pa] if both else np.zeros(0, bool)
+    right_b = b.scores[pb].argmax(1) == b.labels[pb] if both else np.zeros(0, bool)
+    d = metrics.paired_difference(right_a, right_b)
+    flips = d.only_a + d.only_b
+    two_sided = min(1.0, 2 * min(metrics.binomial_sf(d.only_a, flips, 0.5), metrics.binomial_sf(d.only_b, flips, 0.5)))
+    verdict = None
+    if max_drop is not None and d.difference is not None:
+        verdict = metrics.drop_within(d.difference, d.interval, max_drop, d.samples)
+    n = len(both)
+    return AccuracyDifference(a.model, b.model, n, float(right_a.mean()) if n else None,
+                              float(right_b.mean()) if n else None, d.difference, tuple(d.interval), d.only_a,
+                              d.only_b, two_sided, max_drop if verdict else None, verdict)
+
+
+def compare_against(ev: Evaluation, data: LabelledSet, against: tuple[str, ...], device: str,
+                    mean: tuple[float, ...] | None, std: tuple[float, ...] | None, num_threads: int | None,
+                    labels: str | os.PathLike | None, max_drop: float | None,
+                    report: Reporter = SILENT) -> tuple[tuple[AccuracyDifference, ...], list[Evaluation]]:
+    """``evaluate --against`` for classifiers: each model run over the same samples (the same ``--mean/--std``
+    and ``--labels``), and the paired change of ``ev``'s model against it (with the other models' evaluations).
+    Preprocessing that differs between the two is a warning: the change would then measure the preprocessing as
+    well as the model."""
+    out, others = [], []
+    for model in against:
+        other = evaluate(model, data, device, mean, std, num_threads=num_threads, labels=labels, report=report)
+        if ev.spec.to_dict() != other.spec.to_dict():
+            report.warn(f"{other.model} is preprocessed unlike {ev.model} ({_spec_words(other)} against "
+                        f"{_spec_words(ev)}): the change measures the preprocessing too; --mean/--std apply to both")
+        out.append(paired_change(ev, other, max_drop))
+        others.append(other)
+    return tuple(out), others
+
+
+def _spec_words(ev: Evaluation) -> str:
+    s = ev.spec
+    return "{}x{} {}, mean {}, std {}: {}".format(s.width, s.height, s.channels, ",".join(f"{v:g}" for v in s.mean),
+                                                  ",".join(f"{v:g}" for v in s.std), ev.spec_source)

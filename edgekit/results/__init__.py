@@ -40,7 +40,7 @@ _WHERE = {
     "Preprocessing": "evaluate", "ClassAccuracy": "evaluate", "ClassChange": "evaluate", "LayerError": "evaluate",
     "ReferenceComparison": "evaluate", "EvaluateResult": "evaluate", "DetectionProtocol": "evaluate",
     "ClassScore": "evaluate", "DetectorScore": "evaluate", "MapDifference": "evaluate",
-    "DetectionEvaluateResult": "evaluate",
+    "DetectionEvaluateResult": "evaluate", "AccuracyDifference": "evaluate",
     # compile
     "CompileOp": "compile", "CompileSegment": "compile", "CompilerOutput": "compile", "CompileResult": "compile",
     # quantize
@@ -57,7 +57,8 @@ _WHERE = {
     "DetectorAccuracy": "build", "BundleManifest": "build", "BuildResult": "build",
     # inspect
     "TensorSummary": "inspect", "InspectOp": "inspect", "OpCount": "inspect", "EdgeTpuSummary": "inspect",
-    "InspectResult": "inspect",
+    "InspectResult": "inspect", "ExporterMetadata": "inspect", "UltralyticsExport": "inspect",
+    "TfliteMetadataInfo": "inspect", "EdgekitRecordInfo": "inspect", "ConverterInfo": "inspect",
     # devices, doctor, deploy
     "Device": "devices", "DevicesResult": "devices",
     "Status": "doctor", "DoctorCheck": "doctor", "DoctorResult": "doctor",

@@ -104,8 +104,9 @@ class BenchmarkResult(Record):
         post = self.postprocess
         if post:
             lines.append(f"Host post-processing (decode + NMS, {post.layout}): p50 {post.p50_ms:.3f} ms, mean "
-                         f"{post.mean_ms:.3f} ms over {post.iterations} runs on the outputs of one invoke "
-                         f"({post.objects} objects at conf {post.conf:g}); not included in the invoke times")
+                         f"{post.mean_ms:.3f} ms over {post.iterations} runs on the outputs of one invoke on "
+                         f"{post.input} ({post.objects} objects at conf {post.conf:g}); not included in the invoke "
+                         "times")
         c = self.comparison
         if c:
             span = (f", 95% interval {c.change_interval[0]:+.1%} to {c.change_interval[1]:+.1%}"

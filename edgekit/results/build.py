@@ -80,7 +80,7 @@ class ClassifierAccuracy(EvaluateResult):
 
     data: Optional[str] = None
 
-    document_omits = frozenset({"reference"})
+    document_omits = frozenset({"reference", "against", "plots"})   # evaluate's comparisons: not in a manifest
 
 
 @dataclass(frozen=True)
@@ -88,6 +88,8 @@ class DetectorAccuracy(DetectionEvaluateResult):
     """A detector's COCO mAP on ``--eval`` data, of the CPU model (``model``: its file name in the bundle)."""
 
     model: Optional[str] = None
+
+    document_omits = frozenset({"plots"})   # evaluate --plots' files: not in a manifest
 
 
 @dataclass(frozen=True)

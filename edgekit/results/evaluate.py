@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
+from edgekit.metrics import Decision
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
 from edgekit.results.preprocess import SpecRecord
@@ -72,6 +73,36 @@ class ReferenceComparison(Record):
     layers_error: Optional[str]
 
 
+@dataclass(frozen=True)
+class AccuracyDifference(Record):
+    """``evaluate --against`` for a classifier: ``model``'s top-1 minus ``against``'s on the same samples, with
+    Newcombe's paired 95% interval, the samples only one of them gets right and the exact two-sided McNemar
+    p-value on them; with ``--max-drop`` the drop's verdict (:class:`~edgekit.metrics.Decision`)."""
+
+    model: str
+    against: str
+    samples: int
+    top1: Optional[float]
+    against_top1: Optional[float]
+    top1_change: Optional[float]
+    top1_interval: Tuple[float, ...]
+    only_model: int
+    only_against: int
+    mcnemar_p: float
+    max_drop_points: Optional[float] = None
+    verdict: Optional[Decision] = None
+
+    def line(self) -> str:
+        if self.top1_change is None:
+            return f"{self.model} against {self.against}: no sample scored by both"
+        lo, hi = self.top1_interval
+        return ("{} against {}: top-1 {:.1%} against {:.1%}, {:+.1f} points (95% interval {:+.1f} to {:+.1f}: {}); "
+                "{} sample(s) only -m gets right, {} only the other (exact McNemar p = {:.3g}), {} samples".format(
+                    self.model, self.against, self.top1 or 0.0, self.against_top1 or 0.0, 100 * self.top1_change,
+                    100 * lo, 100 * hi, change_words(self.top1_interval, self.verdict, "samples"), self.only_model,
+                    self.only_against, self.mcnemar_p, self.samples))
+
+
 PER_CLASS_ROWS = 10  # the text shows this many classes, worst first (--json has them all)
 
 
@@ -112,6 +143,8 @@ class EvaluateResult(Record):
     per_class: Tuple[ClassAccuracy, ...]
     errors: Tuple[ImageError, ...]
     reference: Optional[ReferenceComparison] = None
+    against: Tuple[AccuracyDifference, ...] = ()
+    plots: Tuple[str, ...] = ()     # the PNG files --plots wrote
 
     def render_text(self) -> str:
         def pct(v: float | None) -> str:
@@ -137,6 +170,9 @@ class EvaluateResult(Record):
                 lines += [f"  {x.relative_rms_error:8.4f}  {x.op:<18} {x.tensor[:90]}" for x in r.layers[:5]]
             elif r.layers_error:
                 lines.append(f"Per-layer report unavailable: {r.layers_error}")
+        lines += [d.line() for d in self.against]
+        if self.plots:
+            lines.append("Plots: " + ", ".join(self.plots))
         return "\n".join(lines)
 
 
@@ -186,7 +222,9 @@ class DetectorScore(Record):
 
 @dataclass(frozen=True)
 class MapDifference(Record):
-    """``model`` minus ``against`` on the same images, with paired bootstrap 95% intervals over images."""
+    """``model`` minus ``against`` on the same images, with paired bootstrap 95% intervals over images; with
+    ``--max-drop`` (``max_drop_points``), each drop's verdict (passed, failed, uncertain: the interval spans the
+    limit, with the images that would likely settle it), mAP50 and mAP50-95 alike."""
 
     model: str
     against: str
@@ -196,15 +234,35 @@ class MapDifference(Record):
     map_interval: Tuple[float, float]
     resamples: int
     seed: int
+    max_drop_points: Optional[float] = None
+    map50_verdict: Optional[Decision] = None
+    map_verdict: Optional[Decision] = None
 
     def line(self) -> str:
         lo, hi = self.map50_interval
-        verdict = ("a real loss" if hi < 0 else "a real gain" if lo > 0 else "not distinguishable from no change")
-        return ("{} against {}: mAP50 {:+.1f} points (95% interval {:+.1f} to {:+.1f}: {}), mAP {:+.1f} points "
-                "({:+.1f} to {:+.1f}); paired bootstrap over images, {} resamples, seed {}".format(
-                    self.model, self.against, 100 * self.map50_change, 100 * lo, 100 * hi, verdict,
-                    100 * self.map_change, 100 * self.map_interval[0], 100 * self.map_interval[1], self.resamples,
-                    self.seed))
+        mlo, mhi = self.map_interval
+        return ("{} against {}: mAP50 {:+.1f} points (95% interval {:+.1f} to {:+.1f}: {}), mAP50-95 {:+.1f} points "
+                "({:+.1f} to {:+.1f}: {}); paired bootstrap over images, {} resamples, seed {}".format(
+                    self.model, self.against, 100 * self.map50_change, 100 * lo, 100 * hi,
+                    change_words(self.map50_interval, self.map50_verdict, "images"), 100 * self.map_change,
+                    100 * mlo, 100 * mhi, change_words(self.map_interval, self.map_verdict, "images"),
+                    self.resamples, self.seed))
+
+
+def change_words(interval: Sequence[float], verdict: Optional[Decision], unit: str) -> str:
+    """What a change's interval says: against ``--max-drop`` where one was given (``verdict``), else whether it is
+    a real loss, a real gain or not distinguishable from none at this sample size."""
+    lo, hi = interval
+    if verdict is None:
+        return "a real loss" if hi < 0 else "a real gain" if lo > 0 else "not distinguishable from no change"
+    limit = 100 * verdict.threshold
+    if verdict.verdict == "passed":
+        return f"passed: drops at most {limit:g} points"
+    if verdict.verdict == "failed":
+        return f"FAILED: drops more than {limit:g} points"
+    settle = (f"about {verdict.settle_at} {unit} would settle it" if verdict.settle_at else
+              "no sample size would settle it")
+    return f"uncertain at --max-drop {limit:g}: {settle}"
 
 
 @dataclass(frozen=True)
@@ -223,6 +281,7 @@ class DetectionEvaluateResult(Record):
     differences: Tuple[MapDifference, ...]
     warnings: Tuple[str, ...]
     errors: Tuple[ImageError, ...]
+    plots: Tuple[str, ...] = ()     # the PNG files --plots wrote
 
     def render_text(self) -> str:
         def pct(v: Optional[float]) -> str:
@@ -245,6 +304,8 @@ class DetectionEvaluateResult(Record):
                 "{} {} AP {} AP50 {}".format(c.name, c.objects, pct(c.ap).strip(), pct(c.ap50).strip())
                 for c in first.per_class))
         lines += [d.line() for d in self.differences]
+        if self.plots:
+            lines.append("Plots: " + ", ".join(self.plots))
         return "\n".join(lines)
 
 

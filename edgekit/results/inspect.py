@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple, Union
+from typing import Any, Mapping, Optional, Tuple, Union
 
 from edgekit.edgetpu_package import EdgeTpuSummary
 from edgekit.records import Record
@@ -53,6 +53,104 @@ class OpCount(Record):
 
 
 @dataclass(frozen=True)
+class UltralyticsExport(Record):
+    """Ultralytics' ``metadata.json`` packed after the flatbuffer: what ``detect`` takes from it (``names`` by class
+    index, ``imgsz``, ``stride``, ``task``) and what else it says; a value of another type than written here is
+    None (the file is untrusted); ``error`` when the file is no JSON object."""
+
+    task: Optional[str] = None
+    version: Optional[str] = None
+    names: Optional[Tuple[str, ...]] = None
+    imgsz: Optional[Tuple[int, ...]] = None
+    stride: Optional[int] = None
+    batch: Optional[int] = None
+    channels: Optional[int] = None
+    end2end: Optional[bool] = None
+    description: Optional[str] = None
+    author: Optional[str] = None
+    date: Optional[str] = None
+    license: Optional[str] = None
+    error: Optional[str] = None
+
+    def line(self) -> str:
+        if self.error:
+            return f"Ultralytics metadata.json: {self.error}"
+        names = self.names or ()
+        listed = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
+        imgsz = "x".join(map(str, self.imgsz)) if self.imgsz else None
+        return (f"Ultralytics metadata.json: task {self.task}, imgsz {imgsz}, stride {self.stride}, version "
+                f"{self.version}, {len(names)} class names" + (f" ({listed})" if names else ""))
+
+
+@dataclass(frozen=True)
+class TfliteMetadataInfo(Record):
+    """TFLite metadata's (``TFLITE_METADATA``) model-level strings; ``error`` when it cannot be read."""
+
+    name: Optional[str] = None
+    description: Optional[str] = None
+    version: Optional[str] = None
+    author: Optional[str] = None
+    license: Optional[str] = None
+    error: Optional[str] = None
+
+    def line(self) -> str:
+        said = [f"{k} {v!r}" for k, v in (("name", self.name), ("description", self.description),
+                                           ("version", self.version), ("author", self.author),
+                                           ("license", self.license)) if v]
+        return "TFLite metadata: " + (self.error or ", ".join(said) or "no name or description")
+
+
+@dataclass(frozen=True)
+class EdgekitRecordInfo(Record):
+    """edgekit's record with the model: ``found_in`` (its metadata or a sidecar file), its preprocessing document,
+    how many labels, and the rest (``provenance``); ``error`` when it cannot be read."""
+
+    found_in: Optional[str] = None
+    preprocess: Optional[Mapping[str, Any]] = None
+    labels: Optional[int] = None
+    provenance: Optional[Mapping[str, Any]] = None
+    error: Optional[str] = None
+
+    def line(self) -> str:
+        if self.error:
+            return f"edgekit record: {self.error}"
+        p = self.preprocess
+        spec = (f"preprocessing {p.get('width')}x{p.get('height')} {p.get('channels')}, mean "
+                f"{','.join(map(str, p.get('mean') or ()))}, std {','.join(map(str, p.get('std') or ()))}"
+                if p else "no preprocessing")
+        return f"edgekit record: from {self.found_in}; {spec}; {self.labels} labels"
+
+
+@dataclass(frozen=True)
+class ConverterInfo(Record):
+    """The converter that wrote the flatbuffer: the model's ``description`` (``MLIR Converted.``) and, from
+    ``CONVERSION_METADATA`` (TensorFlow 2.9+, LiteRT), the TensorFlow version and converter API version."""
+
+    description: Optional[str] = None
+    tensorflow_version: Optional[str] = None
+    api_version: Optional[int] = None
+
+    def line(self) -> str:
+        tf = f", TensorFlow {self.tensorflow_version}" if self.tensorflow_version else ""
+        api = f" (converter API v{self.api_version})" if self.api_version else ""
+        return f"Converter: {self.description!r}{tf}{api}" if self.description else f"Converter:{tf[1:]}{api}"
+
+
+@dataclass(frozen=True)
+class ExporterMetadata(Record):
+    """What the exporter wrote besides the graph (:mod:`edgekit.exporter_metadata`), each None when absent."""
+
+    ultralytics: Optional[UltralyticsExport]
+    tflite_metadata: Optional[TfliteMetadataInfo]
+    edgekit: Optional[EdgekitRecordInfo]
+    converter: Optional[ConverterInfo] = None
+
+    def lines(self) -> list[str]:
+        return [part.line() for part in (self.converter, self.ultralytics, self.tflite_metadata, self.edgekit)
+                if part is not None]
+
+
+@dataclass(frozen=True)
 class InspectResult(Record):
     """``edgekit inspect --json``: a .tflite model's I/O, quantization, ops and shapes, read without TensorFlow."""
 
@@ -73,6 +171,7 @@ class InspectResult(Record):
     ops: Tuple[InspectOp, ...]
     op_histogram: Tuple[OpCount, ...]
     metadata: Tuple[str, ...]
+    exporter: Optional[ExporterMetadata] = None
 
     def render_text(self) -> str:
         lines = [
@@ -96,4 +195,6 @@ class InspectResult(Record):
         lines += [f"  {h.count:>4} x {h.name} v{h.version}" for h in self.op_histogram]
         if self.metadata:
             lines.append(f"Metadata: {', '.join(self.metadata)}")
+        if self.exporter:
+            lines += self.exporter.lines()
         return "\n".join(lines)

@@ -54,6 +54,11 @@ class Map50Gate(Record):
     seed: int
     scorer: str
     notes: Tuple[str, ...]
+    float_map: Optional[float] = None       # mAP50-95, decided against the same limit
+    int8_map: Optional[float] = None
+    map_drop: Optional[float] = None
+    map_drop_interval: Optional[Tuple[float, ...]] = None
+    map_verdict: Optional[Decision] = None
 
 
 @dataclass(frozen=True)
@@ -149,6 +154,11 @@ class DetectionVerification(Record):
             lines.append(f"mAP50 on the labels: float {100 * g.float_map50:.1f}, int8 {100 * g.int8_map50:.1f}: "
                          f"{100 * g.drop:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; at "
                          f"most {g.max_drop_points:g} allowed: {g.verdict})")
+        if g and g.map_verdict is not None:
+            lo, hi = g.map_drop_interval
+            lines.append(f"mAP50-95 on the labels: float {100 * g.float_map:.1f}, int8 {100 * g.int8_map:.1f}: "
+                         f"{100 * g.map_drop:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; "
+                         f"at most {g.max_drop_points:g} allowed: {g.map_verdict})")
         return lines
 
 

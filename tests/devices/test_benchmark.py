@@ -124,3 +124,28 @@ def test_save_creates_its_folder_and_says_so_and_an_unwritable_one_names_save(tm
     result = CliRunner().invoke(cli, ["benchmark", "-m", model, "-n", "2", "--save", str(target)])
     assert result.exit_code == 3
     assert result.stderr.strip().endswith("(choose another --save)") and result.stdout == ""  # before the run
+
+
+def test_detector_postprocessing_is_timed_on_a_frame_with_objects(tmp_path):
+    """issue 35: the real YOLOv8n export finds nothing on the fixed random input, so NMS was never timed; the
+    synthetic scene gives it objects, the same ones detect finds on that scene written to a file, and the frame
+    is named."""
+    from edgekit.detection_data import shapes_scene
+    from edgekit.devices.benchmark import postprocess_timing
+    from edgekit.devices.detect import detect
+
+    model = shared_file("detection/ppe_yolov8n_full_integer_quant.tflite")
+    post = postprocess_timing(model, "cpu", 5, threads=1)
+    assert post.objects > 0 and post.input.startswith("a synthetic scene of 12 shapes"), post
+    assert post.iterations == 5 and 0 < post.p50_ms <= post.max_ms
+    scene = shapes_scene(_input_size(model), seed=0, count=12)   # at the input size: no resize between the two
+    scene.save(tmp_path / "scene.png")
+    found = detect([str(tmp_path / "scene.png")], model, device="cpu")
+    assert len(found.results[0].objects) == post.objects
+
+
+def _input_size(model) -> tuple:
+    from edgekit import tflite_model
+
+    shape = tflite_model.load(model).inputs[0].shape   # NHWC
+    return int(shape[2]), int(shape[1])
