@@ -92,7 +92,8 @@ class Model:
     def input_tensor(self, image: Any) -> "np.ndarray":
         """An image file path, a PIL image or an HxWxC (HxW) uint8 array -> the model's input tensor.
 
-        An array that already has the input's shape and dtype is taken as the input tensor itself.
+        An array that already has the input's shape and dtype is taken as the input tensor itself; an image is
+        prepared channels-last and transposed where the model takes channels first ([1, 3, H, W]).
         """
         import numpy as np
 
@@ -104,7 +105,7 @@ class Model:
         if isinstance(image, np.ndarray) and image.shape == clf._input_shape and image.dtype == clf.input_dtype:
             return image
         tensor = preprocess.prepare(image, clf.spec, clf.input_dtype, clf.input_scale, clf.input_zero_point)
-        return tensor.reshape(clf._input_shape) if tensor.shape != clf._input_shape else tensor
+        return clf.image_input.from_hwc(tensor)   # channels-first where the model takes them so
 
     def infer(self, tensor: "np.ndarray") -> Tuple["np.ndarray", ...]:
         """Run one input tensor; every output, dequantized (float32), in the interpreter's order."""

@@ -83,7 +83,7 @@ def postprocess_timing(model: str | os.PathLike, device: str, n: int, threads: i
         data = (rng.randint(np.iinfo(dtype).min, int(np.iinfo(dtype).max) + 1, shape).astype(dtype)
                 if dtype.kind in "iu" else rng.random_sample(shape).astype(dtype))
         outputs, _ = detector.infer(data)
-        geometry = detector.geometry((shape[2], shape[1]))
+        geometry = detector.geometry((detector.image_input.width, detector.image_input.height))
         times = []
         for _ in range(max(n, 1)):
             start = clock()

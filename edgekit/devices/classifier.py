@@ -154,18 +154,14 @@ class Classifier:
                 raise self.not_a_classifier
         shape = [int(d) for d in inp["shape"]]
         self._input_shape = tuple(shape)
-        if len(shape) == 3:  # [1, height, width]: a grayscale image without its channel axis (e.g. MNIST)
-            shape.append(1)
-        if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3):
-            raise InputError(f"{name}: expected an image input [1, height, width, 1 or 3], "
-                             f"got {list(self._input_shape)}", "classify runs image classifiers; other models need "
-                             "their own code")
         signature = [int(d) for d in inp.get("shape_signature", shape)]
         if any(d < 0 for d in signature[1:]):  # the interpreter shows 1 for such a dimension: 1x1 images otherwise
             raise InputError(f"{name}: the input size is not fixed (shape signature {signature})",
                              "convert the model with a fixed input size (edgekit quantize --input-size WxH); "
                              "the Edge TPU needs one too")
-        _, height, width, channels = shape
+        self.image_input = preprocess.image_input(shape, str(name), "classify runs image classifiers; other models "
+                                                  "need their own code")
+        height, width, channels = self.image_input.height, self.image_input.width, self.image_input.channels
         self.spec, self.spec_source, warnings = preprocess.spec_for_model(
             loaded.spec, loaded.spec_source, width, height, channels, self.input_dtype, self.input_scale,
             self.input_zero_point, mean, std, name=str(name))
@@ -198,7 +194,7 @@ class Classifier:
         from edgekit.preprocess import prepare_file
 
         return prepare_file(image_path, self.spec, self.input_dtype, self.input_scale, self.input_zero_point,
-                            self._input_shape)
+                            self.image_input)
 
     def infer(self, tensor: np.ndarray) -> Tuple[np.ndarray, float]:
         """Run one input; the dequantized scores and the invoke time in milliseconds."""

@@ -147,14 +147,12 @@ class Detector:
         self.input_scale = float(inp["quantization"][0]) or None
         self.input_zero_point = int(inp["quantization"][1])
         shape = [int(d) for d in inp["shape"]]
-        if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3):
-            raise InputError("{}: expected an image input [1, height, width, 1 or 3], got {}".format(name, shape),
-                             "edgekit detect runs image detectors")
         signature = [int(d) for d in inp.get("shape_signature", shape)]
-        if any(d < 0 for d in signature[1:]):  # the interpreter shows 1 for such a dimension
+        if len(shape) == 4 and any(d < 0 for d in signature[1:]):  # the interpreter shows 1 for such a dimension
             raise InputError("{}: the input size is not fixed (shape signature {})".format(name, signature),
                              "export the detector with a fixed input size (e.g. imgsz=640); the Edge TPU needs one")
-        _, height, width, channels = shape
+        self.image_input = preprocess.image_input(shape, name, "edgekit detect runs image detectors")
+        height, width, channels = self.image_input.height, self.image_input.width, self.image_input.channels
         self._input_shape = tuple(shape)
         recorded = loaded.spec
         source = loaded.spec_source
@@ -192,7 +190,7 @@ class Detector:
         return self.opened.first_inference_ms
 
     def geometry(self, size: Tuple[int, int]) -> Geometry:
-        input_wh = (self._input_shape[2], self._input_shape[1])
+        input_wh = (self.image_input.width, self.image_input.height)
         return Geometry.letterboxed(size, input_wh) if self.layout.letterbox else Geometry.resize(size, input_wh)
 
     def prepare(self, image_path: str) -> Tuple[np.ndarray, Geometry]:
@@ -216,7 +214,7 @@ class Detector:
         except Exception as exc:  # Pillow plugins raise many types on hostile files
             raise InputError("{}: cannot decode image ({})".format(name, type(exc).__name__),
                              "the file is damaged or not an image: save or copy it again") from None
-        return tensor.reshape(self._input_shape), geometry
+        return self.image_input.from_hwc(tensor), geometry
 
     def infer(self, tensor: np.ndarray) -> Tuple[List[np.ndarray], float]:
         """Run one input: every output as the model gives it (quantized), and the invoke time in ms."""

@@ -173,7 +173,9 @@ def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
             else:  # float arrays are model inputs already
                 tensor = preprocess.quantize(x[i][None].astype(np.float32), clf.input_dtype, clf.input_scale,
                                              clf.input_zero_point)
-            scores.append(clf.infer(tensor.reshape(clf._input_shape))[0])
+            model_order = tensor.shape[1:] == tuple(clf._input_shape[1:])   # a float array in the model's own order
+            scores.append(clf.infer(tensor.reshape(clf._input_shape) if model_order
+                                    else clf.image_input.from_hwc(tensor))[0])
             kept.append(i)
             bar.update(1)
     return scores, kept, errors
