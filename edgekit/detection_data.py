@@ -14,6 +14,7 @@ images. Deterministic for a seed; no downloads.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 from dataclasses import dataclass
@@ -77,6 +78,7 @@ class DetectionSet:
     kind: str                      # coco | yolo
     coco: CocoDataset
     paths: dict[int, str]          # image id -> file path
+    notes: tuple[str, ...] = ()    # what was chosen for the user (a split of several), said by the caller
 
     @property
     def categories(self) -> list[CocoCategory]:
@@ -92,6 +94,11 @@ def read_detection_set(source: str | os.PathLike, images: str | os.PathLike | No
     regular_file(p, flag)
     if p.is_file() and p.suffix.lower() == ".json":
         return read_coco(p, images, flag)
+    found = ultralytics_split(p, flag)
+    if found is not None:
+        root, images_dir, labels_dir, names, note = found
+        dataset = read_yolo(root, flag, images_dir, labels_dir, names)
+        return dataclasses.replace(dataset, notes=(note,)) if note else dataset
     if p.is_dir() and (p / "labels").is_dir() and (p / "images").is_dir():
         return read_yolo(p, flag)
     if not p.exists():
@@ -106,6 +113,9 @@ def is_detection_data(source: str | os.PathLike) -> bool:
 
     p = Path(source)
     if p.suffix.lower() == ".json" and p.is_file():
+        return True
+    if p.suffix.lower() in (".yaml", ".yml") and p.is_file() or _images_split_dir(p) is not None \
+            or len(_splits(p)) >= 2:
         return True
     if not ((p / "labels").is_dir() and (p / "images").is_dir()):
         return False
@@ -191,19 +201,131 @@ def _yolo_names(folder: Path, used: set[int]) -> list[str]:
     return [str(k) for k in range(max(used) + 1 if used else 0)]
 
 
-def read_yolo(folder: Path, flag: str = "--data") -> DetectionSet:
+# ------------------------------------------------------------------------- one split, as Ultralytics names it
+EVAL_SPLITS = ("val", "valid", "validation")   # the split evaluate scores where a root holds several
+
+
+def _from_data_yaml(y: Path, flag: str) -> tuple[Path, Path, Path, list[str] | None, None]:
+    """Ultralytics' data.yaml: its ``val:`` image folder (against ``path:``, else the file's folder), the labels
+    beside it by Ultralytics' rule, and ``names``. Read as the few top-level keys it has: no YAML parser needed."""
+    regular_file(y, flag)
+    text = y.read_text(encoding="utf-8", errors="replace")
+    keys = {}
+    for line in text.splitlines():
+        if line[:1] not in ("", " ", "\t", "#", "-") and ":" in line:
+            k, v = line.split(":", 1)
+            keys[k.strip()] = v.split(" #", 1)[0].strip().strip("'\"")
+    val = keys.get("val", "")
+    if not val or val.startswith("[") or val.endswith(".txt"):
+        raise InputError(f"{flag} {y}: " + (f"val: {val} is a list or a file of paths; edgekit reads one image folder"
+                                            if val else "no val: split"),
+                         f"pass the val image folder itself: {flag} path/to/images/val")
+    base = Path(keys.get("path") or ".")
+    images = (base if base.is_absolute() else y.parent / base) / val
+    labels = _labels_for(images)
+    if not images.is_dir() or labels is None or not labels.is_dir():
+        raise InputError(f"{flag} {y}: its val: split {images} is not an image folder with a labels folder beside it "
+                         "(.../images/... -> .../labels/...)", "Ultralytics reads a relative path: against its "
+                         f"datasets_dir; give path: as an absolute folder, or pass the image folder with {flag}")
+    return images.parent, images, labels, _yaml_names(text), None
+
+
+def _yaml_names(text: str) -> list[str] | None:
+    """data.yaml's ``names``: ``[a, b]``, a block of ``  0: a`` lines, or a block of ``  - a`` lines."""
+    lines = text.splitlines()
+    for i, line in enumerate(lines):
+        if not line.startswith("names:"):
+            continue
+        rest = line.split(":", 1)[1].split(" #", 1)[0].strip()
+        if rest.startswith("["):
+            return [n.strip().strip("'\"") for n in rest[1:].rsplit("]", 1)[0].split(",")]
+        block = []
+        for sub in lines[i + 1:]:
+            if not sub.startswith((" ", "\t")):
+                break
+            block.append(sub.strip())
+        if block and all(b.startswith("- ") for b in block if b):
+            return [b[2:].strip().strip("'\"") for b in block if b]
+        named = {int(k): v.strip().strip("'\"") for k, v in (b.split(":", 1) for b in block if ":" in b)
+                 if k.strip().isdigit()}
+        return [named.get(k, str(k)) for k in range(max(named) + 1)] if named else None
+    return None
+
+
+def _labels_for(images_dir: Path) -> Path | None:
+    """Ultralytics' rule: the labels of ``.../images/x`` are in ``.../labels/x`` (its last ``images`` folder)."""
+    parts = list(images_dir.parts)
+    if "images" not in parts:
+        return None
+    i = len(parts) - 1 - parts[::-1].index("images")
+    return Path(*parts[:i], "labels", *parts[i + 1:])
+
+
+def _images_split_dir(p: Path) -> Path | None:
+    """``p`` when it is an image folder below an ``images`` folder whose labels folder exists (``root/images/val``,
+    ``root/valid/images``); else None."""
+    labels = _labels_for(p) if p.is_dir() and p.name != "labels" else None
+    return p if labels is not None and labels != p and labels.is_dir() and p.parent.name != "" else None
+
+
+def _splits(p: Path) -> dict[str, tuple[Path, Path]]:
+    """A root's splits, {name: (images, labels)}: ``images/<split>`` + ``labels/<split>`` (Ultralytics) or
+    ``<split>/images`` + ``<split>/labels`` (Roboflow's export)."""
+    out = {}
+    if (p / "images").is_dir() and (p / "labels").is_dir():
+        out = {d.name: (d, p / "labels" / d.name) for d in (p / "images").iterdir()
+               if d.is_dir() and (p / "labels" / d.name).is_dir()}
+    elif p.is_dir():
+        out = {d.name: (d / "images", d / "labels") for d in p.iterdir()
+               if d.is_dir() and (d / "images").is_dir() and (d / "labels").is_dir()}
+    return dict(sorted(out.items()))
+
+
+def ultralytics_split(p: Path, flag: str = "--data"
+                      ) -> tuple[Path, Path, Path, list[str] | None, str | None] | None:
+    """(root, images folder, labels folder, class names or None, a note or None) where ``p`` names one split as
+    Ultralytics' users name it: a data.yaml (its ``val:`` split and ``names``), an image folder below an
+    ``images`` folder (labels found as Ultralytics finds them), or a root holding several splits (its val split,
+    said in the note: splits are never pooled; InputError when none is val). None for anything else."""
+    from edgekit.preprocess import IMAGE_EXTENSIONS
+
+    if p.is_file() and p.suffix.lower() in (".yaml", ".yml"):
+        return _from_data_yaml(p, flag)
+    split = _images_split_dir(p)
+    if split is not None:   # the root: the folder holding that "images" folder (its classes.txt or data.yaml)
+        root = Path(*split.parts[:len(split.parts) - 1 - split.parts[::-1].index("images")])
+        return root, split, _labels_for(split), None, None
+    splits = _splits(p)
+    direct = (p / "images").is_dir() and any(f.suffix.lower() in IMAGE_EXTENSIONS for f in (p / "images").iterdir())
+    if len(splits) < 2 or direct:
+        return None
+    chosen = next((s for s in EVAL_SPLITS if s in splits), None)
+    if chosen is None:
+        raise InputError(f"{flag} {p}: holds the splits {', '.join(splits)} and none is val; edgekit scores one split, "
+                         "never several pooled", f"pass the one to score, e.g. {flag} {splits[next(iter(splits))][0]}")
+    others = ", ".join(s for s in splits if s != chosen)
+    return p, splits[chosen][0], splits[chosen][1], None, (
+        f"{p} holds the splits {', '.join(splits)}: scoring {chosen} only ({splits[chosen][0]}), never pooled; pass "
+        f"another split's image folder to score it ({others})")
+
+
+def read_yolo(folder: Path, flag: str = "--data", images_dir: Path | None = None, labels_dir: Path | None = None,
+              names: list[str] | None = None) -> DetectionSet:
+    """A YOLO folder (``images/`` + ``labels/``), or one split of it (``images_dir`` with its ``labels_dir``, the
+    class ``names`` from a data.yaml)."""
     from edgekit.preprocess import IMAGE_EXTENSIONS, image_size
 
-    files = sorted(f for f in (folder / "images").rglob("*") if f.suffix.lower() in IMAGE_EXTENSIONS and f.is_file())
+    images_dir, labels_dir = images_dir or folder / "images", labels_dir or folder / "labels"
+    files = sorted(f for f in images_dir.rglob("*") if f.suffix.lower() in IMAGE_EXTENSIONS and f.is_file())
     if not files:
         raise InputError(f"{flag} {folder}: images/ holds no images", "put the images in images/ and their "
                          "labels in labels/<same name>.txt")
     images, anns, paths, used = [], [], {}, set()
     for iid, f in enumerate(files, 1):
         w, h = image_size(f)
-        images.append({"id": iid, "file_name": str(f.relative_to(folder / "images")), "width": w, "height": h})
+        images.append({"id": iid, "file_name": str(f.relative_to(images_dir)), "width": w, "height": h})
         paths[iid] = str(f)
-        label = (folder / "labels" / f.relative_to(folder / "images")).with_suffix(".txt")
+        label = (labels_dir / f.relative_to(images_dir)).with_suffix(".txt")
         if not label.exists():
             continue
         regular_file(label, f"{flag}: label file")
@@ -224,7 +346,7 @@ def read_yolo(folder: Path, flag: str = "--data") -> DetectionSet:
             x, y, ww, hh = (cx - bw / 2) * w, (cy - bh / 2) * h, bw * w, bh * h
             anns.append({"id": len(anns) + 1, "image_id": iid, "category_id": c, "bbox": [x, y, ww, hh],
                          "area": ww * hh, "iscrowd": 0})
-    names = _yolo_names(folder, used)
+    names = list(names) if names else _yolo_names(folder, used)
     if used and max(used) >= len(names):
         names += [str(k) for k in range(len(names), max(used) + 1)]
     cats = [{"id": k, "name": n} for k, n in enumerate(names)]

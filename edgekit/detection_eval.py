@@ -254,7 +254,7 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
     check_thresholds(conf, iou, max_det)
     _pycocotools()
     dataset = read_detection_set(data, images)
-    warnings: List[str] = []
+    warnings: List[str] = list(dataset.notes)   # e.g. the one split scored of a root holding several
     if conf > STANDARD_CONF or max_det != STANDARD_MAX_DET:
         warnings.append("not COCO's standard protocol (conf 0.001, max 100 detections per image): conf {:g}, max {}; "
                         "mAP is not comparable with published numbers".format(conf, max_det))
