@@ -209,7 +209,8 @@ def open(model: PathLike, *, device: str = _cli("classify", "device"), labels: O
     """
     from edgekit.devices.classify import Classifier
 
-    clf = Classifier(model, device, labels, _floats(mean), _floats(std), num_threads=threads, any_output=True)
+    clf = Classifier(model, device, labels, _floats(mean, "mean"), _floats(std, "std"), num_threads=threads,
+                     any_output=True)
     for note in clf.notes:
         report.tell(note)
     return Model(clf)
@@ -233,7 +234,8 @@ def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Pa
     if math.isnan(threshold):
         raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
     report_ = classify_mod.classify([os.fsdecode(i) for i in images], model, device=device, labels=labels, k=top_k,
-                                    threshold=threshold, mean=_floats(mean), std=_floats(std), num_threads=threads,
+                                    threshold=threshold, mean=_floats(mean, "mean"), std=_floats(std, "std"),
+                                    num_threads=threads,
                                     report=report, on=on, remote_path=remote_path)
     return ClassifyResult.of_report(report_)
 
@@ -253,8 +255,8 @@ def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Path
     from edgekit.results import DetectResult
 
     report_ = detect_mod.detect([os.fsdecode(i) for i in images], model, device=device, labels=labels, conf=conf,
-                                iou=iou, max_det=max_det, layout=layout, save=save, mean=_floats(mean),
-                                std=_floats(std), num_threads=threads, report=report, on=on,
+                                iou=iou, max_det=max_det, layout=layout, save=save, mean=_floats(mean, "mean"),
+                                std=_floats(std, "std"), num_threads=threads, report=report, on=on,
                                 remote_path=remote_path)
     return DetectResult.of_report(report_)
 
@@ -346,7 +348,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
             conf=detection_eval.STANDARD_CONF if conf is None else conf,
             iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
             max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
-            mean=_floats(mean), std=_floats(std), num_threads=threads, labels=labels, report=report)
+            mean=_floats(mean, "mean"), std=_floats(std, "std"), num_threads=threads, labels=labels, report=report)
     detection_only = {"--images": images, "--against": against or None, "--conf": conf, "--iou": iou,
                       "--max-det": max_det, "--layout": layout}
     given = [flag for flag, value in detection_only.items() if value is not None]
@@ -356,7 +358,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     from edgekit.devices import evaluate as evaluate_mod
 
     labelled = evaluate_mod.read_set(data)
-    ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean), _floats(std), num_threads=threads,
+    ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean, "mean"), _floats(std, "std"), num_threads=threads,
                                labels=labels, report=report)
     if not reference:
         return ev.result()

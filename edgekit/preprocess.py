@@ -170,7 +170,7 @@ def image_input(shape: Any, name: str = "model", hint: str = "edgekit runs image
     if last and first:
         raise InputError(f"{name}: the input {list(dims)} could be channels-first or channels-last: edgekit cannot "
                          "tell which axis holds the colour channels, and will not guess",
-                         "export the model with an input larger than 3x3 pixels")
+                         "export it with a height and width other than 1 and 3 pixels")
     if last:
         return ImageInput(dims, dims[1], dims[2], dims[3])
     if first:
