@@ -225,3 +225,20 @@ def test_build_bundles_a_float_io_int8_export_and_the_board_runner_classifies_wi
     with edgekit.open(EXPORTS / ONNX2TF_FLOAT_IO) as model:
         here = [int(np.argmax(model.infer(model.input_tensor(images[i]))[0])) for i in range(5)]
     assert got == here and sum(g == int(label) for g, label in zip(got, labels[:5])) >= 4
+
+
+def test_a_float_models_accuracy_is_top1_not_int8_top1(tmp_path):
+    """evaluate on litert-torch's float classifier said "int8 top-1"; now it says what ran (``computes``)."""
+    import edgekit
+    from PIL import Image
+
+    images, labels = heldout_digits()
+    for i in [int(i) for c in range(10) for i in np.flatnonzero(labels == c)[:2]]:   # two of each class
+        folder = tmp_path / str(int(labels[i]))
+        folder.mkdir(exist_ok=True)
+        Image.fromarray(images[i]).save(folder / f"{i}.png")
+    floating = edgekit.evaluate(EXPORTS / LITERT_CLASSIFIER, tmp_path)
+    int8 = edgekit.evaluate(EXPORTS / ONNX2TF_INT8, tmp_path)
+    assert floating.computes == "float" and int8.computes == "full-int8"
+    assert "\ntop-1 " in floating.render_text() and "int8 top-1" not in floating.render_text()
+    assert "int8 top-1" in int8.render_text()

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 
 from edgekit import metrics
-from edgekit.errors import InputError
+from edgekit.errors import EdgekitError, InputError
 from edgekit.report import SILENT, Reporter
 from edgekit.results.classify import ImageError
 from edgekit.results.evaluate import PER_CLASS_ROWS, per_class_lines  # noqa: F401 (the text table, beside its type)
@@ -105,6 +105,7 @@ class Evaluation:
     notes: list[str] = field(default_factory=list)
     errors: list[ImageFailure] = field(default_factory=list)
     kept: list[int] = field(default_factory=list)   # indices into the set of the samples scored
+    computes: str | None = None   # full-int8, mixed or float (tflite_model's quantization_state)
 
     def per_class(self) -> list[ClassAccuracy]:
         """Each class's recall (with its Wilson interval), how often it was predicted, and precision."""
@@ -127,7 +128,7 @@ class Evaluation:
             self.labels_from, int(n), int(classes),
             metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
             metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
-            tuple(self.per_class()), tuple(ImageError.from_dict(e) for e in self.errors), reference)
+            tuple(self.per_class()), tuple(ImageError.from_dict(e) for e in self.errors), reference, self.computes)
 
 
 def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
@@ -148,7 +149,17 @@ def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
     matrix = np.stack(scores) if scores else np.zeros((0, clf.num_classes), np.float32)
     names = clf.labels or dict(enumerate(data.class_names or []))
     return Evaluation(clf.opened.model_path, clf.opened.device, clf.opened.backend.name, clf.spec_source, clf.spec,
-                      labels_from, matrix, ids[kept], names, list(clf.notes), errors, kept)
+                      labels_from, matrix, ids[kept], names, list(clf.notes), errors, kept, _computes(clf))
+
+
+def _computes(clf: Any) -> str | None:
+    """How the model runs: full-int8, mixed (float I/O around int8) or float, for the accuracy's label."""
+    from edgekit import tflite_model
+
+    try:
+        return tflite_model.load(clf.opened.model_path).quantization_state
+    except EdgekitError:
+        return None
 
 
 def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:

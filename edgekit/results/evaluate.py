@@ -112,14 +112,16 @@ class EvaluateResult(Record):
     per_class: Tuple[ClassAccuracy, ...]
     errors: Tuple[ImageError, ...]
     reference: Optional[ReferenceComparison] = None
+    computes: Optional[str] = None   # full-int8, mixed (float I/O around int8) or float: what the accuracy is of
 
     def render_text(self) -> str:
         def pct(v: float | None) -> str:
             return "n/a" if v is None else f"{v:.1%}"
 
+        kind = "top-1" if self.computes == "float" else "int8 top-1"
         lines = [f"{self.model} on {self.device} ({self.backend}): {self.samples} samples, {self.classes} classes",
                  f"Preprocessing: {self.preprocess.source}; labels: {self.labels_from}",
-                 f"int8 top-1 {pct(self.top1)}, top-5 {pct(self.top5)}"]
+                 f"{kind} {pct(self.top1)}, top-5 {pct(self.top5)}"]
         lines += per_class_lines(self.per_class)
         r = self.reference
         if r:
