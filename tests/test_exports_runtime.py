@@ -242,3 +242,22 @@ def test_a_float_models_accuracy_is_top1_not_int8_top1(tmp_path):
     assert floating.computes == "float" and int8.computes == "full-int8"
     assert "\ntop-1 " in floating.render_text() and "int8 top-1" not in floating.render_text()
     assert "int8 top-1" in int8.render_text()
+
+
+def test_logits_are_said_to_be_logits():
+    """litert-torch's and onnx2tf's classifiers end in FULLY_CONNECTED (no softmax): their scores were printed as
+    scores; now a note says they are logits. A model ending in SOFTMAX gets no such note."""
+    import edgekit
+
+    with edgekit.open(EXPORTS / LITERT_CLASSIFIER) as model:
+        assert [n for n in model.notes if "logits" in n and "FULLY_CONNECTED" in n]
+    with edgekit.open(EXPORTS / ONNX2TF_INT8) as model:
+        assert [n for n in model.notes if "logits" in n]
+
+
+def test_a_softmax_output_gets_no_logits_note():
+    import edgekit
+    from tests.conftest import shared_file
+
+    with edgekit.open(shared_file("mobilenet_v1_0.25_128_quant.tflite")) as model:
+        assert not [n for n in model.notes if "logits" in n]

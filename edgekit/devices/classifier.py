@@ -121,6 +121,27 @@ class ClassifyReport:
                    [ImageResult(r["image"], r["ms"], r["top"]) for r in d["results"]], list(d["errors"]))
 
 
+PASS_THROUGH = ("RESHAPE", "SQUEEZE", "QUANTIZE", "DEQUANTIZE")   # ops that keep what a tensor means
+
+
+def _ends_in(interpreter: Any, tensor: int) -> Optional[str]:
+    """The op that computes ``tensor`` (looking through reshapes and (de)quantization), by the interpreter's op
+    list; None where that list is not available (older interpreters, an Edge TPU custom op)."""
+    try:
+        ops = [o for o in interpreter._get_ops_details() if o["op_name"] != "DELEGATE"]
+    except Exception:  # noqa: BLE001 - a private call: absent or different in some interpreter packages
+        return None
+    for _ in range(8):
+        producer = next((o for o in ops if tensor in [int(t) for t in o["outputs"]]), None)
+        name = None if producer is None else str(producer["op_name"])
+        if name is None or name == "CUSTOM" or "edgetpu" in name.lower():   # compiled: what it computes is hidden
+            return None
+        if name not in PASS_THROUGH or not len(producer["inputs"]):
+            return name
+        tensor = int(producer["inputs"][0])
+    return None
+
+
 def default_workers() -> int:
     """Decode threads: one per core, at most 4 (inference runs in the calling thread)."""
     return max(1, min(4, os.cpu_count() or 1))
@@ -167,6 +188,11 @@ class Classifier:
             self.input_zero_point, mean, std, name=str(name))
         self.notes += warnings
 
+        if self.not_a_classifier is None and _ends_in(opened.interpreter, int(out["index"])) not in (
+                None, "SOFTMAX", "LOGISTIC"):
+            self.notes.append(f"{name}: the output is logits (the model ends in "
+                              f"{_ends_in(opened.interpreter, int(out['index']))}, no softmax): scores are not "
+                              "probabilities, and --threshold applies to logits")
         if labels is not None:
             self.labels: Dict[int, str] = read_labels(labels)
             recorded = dict(loaded.labels or {})
