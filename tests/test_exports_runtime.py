@@ -268,3 +268,13 @@ def test_a_softmax_output_gets_no_logits_note():
 
     with edgekit.open(shared_file("mobilenet_v1_0.25_128_quant.tflite")) as model:
         assert not [n for n in model.notes if "logits" in n]
+
+
+def test_benchmark_times_channels_first_models():
+    """benchmark opened models through the classifier's input check, so [1, 3, H, W] ones were refused (exit 3)."""
+    import edgekit
+
+    detector = edgekit.benchmark(EXPORTS / "yolov8t_256_litert_int8.tflite", n=3, warmup=1)
+    assert detector.count == 3 and detector.postprocess is not None and "yolo" in detector.postprocess.layout
+    classifier = edgekit.benchmark(EXPORTS / LITERT_CLASSIFIER, n=3, warmup=1)
+    assert classifier.count == 3 and classifier.p50_ms > 0
