@@ -109,7 +109,8 @@ def test_classify_cli_takes_a_channels_first_model(tmp_path):
     path = tmp_path / "digit.png"
     Image.fromarray(images[0]).save(path)
     proc = subprocess.run([sys.executable, "-m", "edgekit", "classify", str(path), "-m",
-                           str(EXPORTS / LITERT_CLASSIFIER), "--json"], capture_output=True, text=True, timeout=120, check=False)
+                           str(EXPORTS / LITERT_CLASSIFIER), "--json"], capture_output=True, text=True, timeout=120,
+                          check=False)
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["results"][0]["top"][0]["id"] == int(labels[0])
     assert "a guess" in proc.stderr and "--mean/--std" in proc.stderr
