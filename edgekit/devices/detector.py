@@ -228,25 +228,26 @@ class Detector:
         return [interp.get_tensor(o["index"]) for o in self.outputs], ms
 
     def detect_tensor(self, tensor: np.ndarray, geometry: Geometry, conf: float, iou: float,
-                      max_det: int) -> Tuple[List[Object], float, float, List[str]]:
+                      max_det: int, multi_label: bool = False) -> Tuple[List[Object], float, float, List[str]]:
         """(objects, invoke ms, post-processing ms, notes) for one prepared input."""
         outputs, ms = self.infer(tensor)
         start = time.perf_counter()
         objects, notes = detection.postprocess(outputs, self.quant, self.layout, geometry, conf, iou, max_det,
-                                               self.labels)
+                                               self.labels, multi_label)
         return objects, ms, (time.perf_counter() - start) * 1000.0, notes
 
     def run(self, images: List[str], conf: float = detection.DEFAULT_CONF, iou: float = detection.DEFAULT_IOU,
             max_det: int = detection.DEFAULT_MAX_DET, workers: Optional[int] = None,
-            on_image: Optional[Callable[[str], None]] = None) -> DetectReport:
-        """Detect in every image; one that cannot be read is reported in ``errors`` and the rest go on."""
+            on_image: Optional[Callable[[str], None]] = None, multi_label: bool = False) -> DetectReport:
+        """Detect in every image; one that cannot be read is reported in ``errors`` and the rest go on
+        (``multi_label``: every class of a box above ``conf`` is a candidate, as Ultralytics' val scores)."""
         results, errors, notes = [], [], []  # type: List[ImageDetections], List[ImageFailure], List[str]
         for path, prepared, error in self.prepared(images, workers):
             if error is not None:
                 errors.append({"image": path, "error": str(error)})
             else:
                 tensor, geometry = prepared
-                objects, ms, post_ms, decided = self.detect_tensor(tensor, geometry, conf, iou, max_det)
+                objects, ms, post_ms, decided = self.detect_tensor(tensor, geometry, conf, iou, max_det, multi_label)
                 for n in decided:
                     if n not in notes:
                         notes.append(n)

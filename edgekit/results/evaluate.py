@@ -232,7 +232,8 @@ class DetectionEvaluateResult(Record):
 
         p = self.protocol
         lines = ["{} ({}): {} images, {} objects".format(self.data, self.data_kind, self.images, self.objects),
-                 "Protocol: conf >= {:g}, NMS IoU {:g}, at most {} detections per image; scored by pycocotools "
+                 "Protocol: conf >= {:g} for each class of a box (as Ultralytics' val), NMS IoU {:g}, at most {} "
+                 "detections per image; scored by pycocotools "
                  "(COCO bbox AP, 101-point){}".format(p.conf, p.iou, p.max_det, "" if p.standard else
                                                       " - NOT the standard protocol (conf 0.001, max 100)"),
                  "{:<44} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {}".format("model", "mAP", "AP50", "AP75", "S", "M", "L",
