@@ -206,7 +206,8 @@ class Model:
         """An image file path, a PIL image or an HxWx3 uint8 array (HxW for a 1-channel model) -> the model's input
         tensor; any other value is refused (an EdgekitError naming what was passed).
 
-        An array that already has the input's shape and dtype is taken as the input tensor itself.
+        An array that already has the input's shape and dtype is taken as the input tensor itself; an image is
+        prepared channels-last and transposed where the model takes channels first ([1, 3, H, W]).
         """
         import numpy as np
 
@@ -219,7 +220,7 @@ class Model:
         if isinstance(image, str):
             return clf.prepare(image)
         tensor = preprocess.prepare(image, clf.spec, clf.input_dtype, clf.input_scale, clf.input_zero_point)
-        return tensor.reshape(clf._input_shape) if tensor.shape != clf._input_shape else tensor
+        return clf.image_input.from_hwc(tensor)   # channels-first where the model takes them so
 
     def infer(self, tensor: "np.ndarray") -> Tuple["np.ndarray", ...]:
         """Run one input tensor; every output, dequantized (float32), in the interpreter's order."""
@@ -330,7 +331,8 @@ def open(model: PathLike, *, device: str = _cli("classify", "device"), labels: O
     """
     from edgekit.devices.classify import Classifier
 
-    clf = Classifier(model, device, labels, _floats(mean), _floats(std), num_threads=threads, any_output=True)
+    clf = Classifier(model, device, labels, _floats(mean, "mean"), _floats(std, "std"), num_threads=threads,
+                     any_output=True)
     for note in clf.notes:
         report.tell(note)
     return Model(clf)
@@ -356,7 +358,8 @@ def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Pa
         raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
     with _for_board(model, on, report, labels) as (model, labels):
         report_ = classify_mod.classify([os.fsdecode(i) for i in images], model, device=device, labels=labels,
-                                        k=top_k, threshold=threshold, mean=_floats(mean), std=_floats(std),
+                                        k=top_k, threshold=threshold, mean=_floats(mean, "mean"),
+                                        std=_floats(std, "std"),
                                         num_threads=threads, report=report, on=on, remote_path=remote_path)
     return ClassifyResult.of_report(report_)
 
@@ -379,7 +382,8 @@ def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Path
     with _for_board(model, on, report, labels, layout) as (model, labels):
         report_ = detect_mod.detect([os.fsdecode(i) for i in images], model, device=device, labels=labels,
                                     conf=conf, iou=iou, max_det=max_det, layout=layout, save=save,
-                                    mean=_floats(mean), std=_floats(std), num_threads=threads, report=report,
+                                    mean=_floats(mean, "mean"), std=_floats(std, "std"), num_threads=threads,
+                                    report=report,
                                     on=on, remote_path=remote_path)
     return DetectResult.of_report(report_)
 
@@ -509,7 +513,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
             conf=detection_eval.STANDARD_CONF if conf is None else conf,
             iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
             max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
-            mean=_floats(mean), std=_floats(std), num_threads=threads, labels=labels, max_drop=max_drop,
+            mean=_floats(mean, "mean"), std=_floats(std, "std"), num_threads=threads, labels=labels, max_drop=max_drop,
             plots=None if plots is None else os.fsdecode(plots), report=report), report)
     detection_only = {"--images": images, "--conf": conf, "--iou": iou, "--max-det": max_det, "--layout": layout}
     given = [flag for flag, value in detection_only.items() if value is not None]
@@ -520,10 +524,10 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
 
     plots = None if plots is None else _plots_ready(os.fsdecode(plots), report)
     labelled = evaluate_mod.read_set(data)
-    ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean), _floats(std), num_threads=threads,
-                               labels=labels, report=report)
-    compared, others = evaluate_mod.compare_against(ev, labelled, against, device, _floats(mean), _floats(std),
-                                                    threads, labels, max_drop, report)
+    ev = evaluate_mod.evaluate(model, labelled, device, _floats(mean, "mean"), _floats(std, "std"),
+                               num_threads=threads, labels=labels, report=report)
+    compared, others = evaluate_mod.compare_against(ev, labelled, against, device, _floats(mean, "mean"),
+                                                    _floats(std, "std"), threads, labels, max_drop, report)
     compared_with = None
     if reference:
         from edgekit.converters import reference as reference_mod

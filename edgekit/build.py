@@ -288,8 +288,10 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
                              "it", f"put {Path(twin).name} (the model it was compiled from) beside it, or build from "
                              "that one")
         return Path(twin), path
+    boundary = _float_io_boundary(info)
     problems = [p for p in compatibility.quantize_gate(compatibility.check_model(info),
-                                                       info.inputs[0].dtype if info.inputs else "uint8", info)]
+                                                       info.inputs[0].dtype if info.inputs else "uint8", info)
+                if not (p.code == "data_type" and p.ops and set(p.ops) <= boundary)]
     if problems:
         from edgekit.converters import advice
 
@@ -299,6 +301,17 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
                          f"{remedy}, then build from that" if remedy else
                          "quantize the Keras model instead: edgekit build model.keras --calib DATA -o BUNDLE")
     return path, None
+
+
+def _float_io_boundary(info: tflite_model.ModelInfo) -> set[int]:
+    """The ops of a float-I/O int8 model that only convert at its edges: a QUANTIZE of a float model input, a
+    DEQUANTIZE into a float model output (Ultralytics' LiteRT int8 export, onnx2tf's integer_quant). The compiler
+    leaves those on the CPU and maps what is between (tests/fixtures/compiler/v16_float_io_yolov8s_160_CPU.log:
+    first op QUANTIZE and last DEQUANTIZE on the CPU, every other op mapped)."""
+    ins = {t.index for t in info.inputs if t.dtype in ("float32", "float16")}
+    outs = {t.index for t in info.outputs if t.dtype in ("float32", "float16")}
+    return {op.index for op in info.ops if (op.name == "QUANTIZE" and set(op.inputs) <= ins)
+            or (op.name == "DEQUANTIZE" and set(op.outputs) <= outs)}
 
 
 def _copy_given(given: tuple[Path, Path | None], work: Path, passed: str) -> _Made:

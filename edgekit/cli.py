@@ -143,13 +143,9 @@ def train(data: str, input_size: str | None, as_json: bool, quiet: bool, **optio
 
 # -------------------------------------------------------------------------------------- quantize
 def _floats(value: str | None, flag: str) -> tuple[float, ...] | None:
-    if value is None:
-        return None
-    try:
-        return tuple(float(v) for v in value.replace(" ", "").split(","))
-    except ValueError:
-        raise UsageError(f"{flag} expects one number or R,G,B, got {value!r}",
-                         f"e.g. {flag} 127.5, or one value per channel: {flag} 123.7,116.3,103.5") from None
+    from edgekit.options import floats_text
+
+    return None if value is None else floats_text(value, flag)
 
 
 def _size(value: str | None) -> tuple[int, int] | None:

@@ -432,7 +432,7 @@ def dfl(distributions: np.ndarray, reg_max: int = 16) -> np.ndarray:
 
 def decode_split_dfl(boxes: Any, scores: Any, input_hw: Tuple[int, int], strides: Sequence[int] = (8, 16, 32),
                      reg_max: int = 16, scores_are_logits: Optional[bool] = None, conf: float = 0.0,
-                     anchors: Optional[Tuple[np.ndarray, np.ndarray]] = None) -> Candidates:
+                     anchors: Optional[Tuple[np.ndarray, np.ndarray]] = None, multi_label: bool = False) -> Candidates:
     """A split YOLO head → candidate boxes (xyxy in input pixels), best class and score per anchor, score >= conf.
 
     ``boxes``: DFL distributions, one array ``[1, N, 4*reg_max]`` / ``[1, 4*reg_max, N]`` or a list with one
@@ -457,17 +457,23 @@ def decode_split_dfl(boxes: Any, scores: Any, input_hw: Tuple[int, int], strides
         scores_are_logits = bool(score_flat.size) and float(score_flat.min()) < 0
         notes.append("scores read from their values as {}".format(
             "logits (some negative; sigmoid applied)" if scores_are_logits else "probabilities (none negative)"))
-    best = score_flat.argmax(axis=1)
-    best_score = score_flat[np.arange(len(best)), best]
     threshold = logit(conf) if scores_are_logits else conf
-    keep = np.nonzero(best_score >= threshold)[0] if conf > 0 else np.arange(len(best))
+    if multi_label:   # every class at or above conf is a candidate of its own (Ultralytics' val)
+        keep, best = np.nonzero(score_flat >= threshold) if conf > 0 else np.nonzero(np.ones_like(score_flat))
+        best_score = score_flat[keep, best]
+        keep_idx = np.arange(len(keep))
+    else:
+        best = score_flat.argmax(axis=1)
+        best_score = score_flat[np.arange(len(best)), best]
+        keep = np.nonzero(best_score >= threshold)[0] if conf > 0 else np.arange(len(best))
+        keep_idx = keep
     dist = dfl(box_flat[keep], reg_max)
     p, s = points[keep], stride_col[keep][:, None]
     xyxy = np.concatenate([p - dist[:, :2], p + dist[:, 2:]], axis=1) * s
-    sc = best_score[keep]
+    sc = best_score[keep_idx]
     if scores_are_logits:
         sc = sigmoid(sc)
-    return Candidates(xyxy.astype(np.float32), sc.astype(np.float32), best[keep].astype(np.int64), notes)
+    return Candidates(xyxy.astype(np.float32), sc.astype(np.float32), best[keep_idx].astype(np.int64), notes)
 
 
 def _flatten_levels(x: Any, channels: Optional[int], what: str, rows: Optional[int] = None) -> np.ndarray:
@@ -496,8 +502,11 @@ def _best_class(rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
 
 
 def decode(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
-           conf: float = DEFAULT_CONF) -> Candidates:
+           conf: float = DEFAULT_CONF, multi_label: bool = False) -> Candidates:
     """The model's raw outputs (in interpreter order, quantized as they come) → candidates with score >= conf.
+
+    ``multi_label``: every class of a YOLO box scoring >= conf is a candidate (Ultralytics' val), not only its best
+    one (Ultralytics' predict, edgekit's detect).
 
     Where a tensor is quantized with a positive scale, scores are compared with ``conf`` as integers
     (:func:`quantized_threshold`) and only the anchors kept are dequantized.
@@ -506,7 +515,7 @@ def decode(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: De
     if kind == Layout.POSTPROCESS:
         return _decode_postprocess(outputs, quant, layout, conf)
     if kind == Layout.SPLIT_DFL:
-        return _decode_split(outputs, quant, layout, conf)
+        return _decode_split(outputs, quant, layout, conf, multi_label)
     index = layout.role("output")
     raw = np.asarray(outputs[index])
     rows = raw.reshape(raw.shape[-2], raw.shape[-1]) if raw.ndim >= 2 else raw.reshape(1, -1)
@@ -514,7 +523,7 @@ def decode(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: De
         rows = rows.T                                       # [N, C]
     if kind == Layout.END2END:
         return _decode_end2end(rows, quant[index], layout, conf)
-    return _decode_one_tensor(rows, quant[index], layout, conf)
+    return _decode_one_tensor(rows, quant[index], layout, conf, multi_label)
 
 
 def _decode_postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
@@ -562,7 +571,8 @@ def _decode_end2end(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLay
     return Candidates(box, sel[:, 4], np.rint(sel[:, 5]), notes, nms_done=True)   # class ids checked in _sane
 
 
-def _decode_one_tensor(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLayout, conf: float) -> Candidates:
+def _decode_one_tensor(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLayout, conf: float,
+                       multi_label: bool = False) -> Candidates:
     """``[N, 4+nc]`` (yolo: the best class's score) or ``[N, 5+nc]`` (yolov5: objectness times the best class's
     probability) rows → the anchors scoring >= conf, boxes as xyxy in input pixels."""
     notes = []  # type: List[str]
@@ -572,7 +582,11 @@ def _decode_one_tensor(rows: np.ndarray, q: Tuple[float, int], layout: Detection
         return _empty()
     if layout.kind == Layout.YOLO:
         sel = dequantize(rows[_kept(cls_q.max(axis=1), q, rows.dtype, conf)], q)
-        best, score = _best_class(sel[:, 4:])
+        if multi_label:
+            row, best = np.nonzero(sel[:, 4:] >= conf)
+            sel, score = sel[row], sel[row, 4 + best]
+        else:
+            best, score = _best_class(sel[:, 4:])
     else:   # yolov5: score = objectness * class probability; objectness >= conf is necessary (cls <= 1)
         sel = dequantize(rows[_kept(rows[:, 4], q, rows.dtype, conf)], q)
         best, cls_score = _best_class(sel[:, 5:])
@@ -584,10 +598,10 @@ def _decode_one_tensor(rows: np.ndarray, q: Tuple[float, int], layout: Detection
 
 
 def _decode_split(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
-                  conf: float) -> Candidates:
+                  conf: float, multi_label: bool = False) -> Candidates:
     roles = dict(layout.roles)
     if "combined" in roles or "combined@{}".format(layout.strides[0]) in roles:
-        return _decode_combined(outputs, quant, layout, conf, roles)
+        return _decode_combined(outputs, quant, layout, conf, roles, multi_label)
     if "boxes" in roles:
         b = [roles["boxes"]]
         s = [roles["scores"]]
@@ -599,11 +613,11 @@ def _decode_split(outputs: List[np.ndarray], quant: List[Tuple[float, int]], lay
     if len(b) == 1:
         boxes, scores = boxes[0], scores[0]
     return decode_split_dfl(boxes, scores, layout.input_hw, layout.strides, layout.reg_max,
-                            layout.scores_are_logits, conf)
+                            layout.scores_are_logits, conf, multi_label=multi_label)
 
 
 def _decode_combined(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
-                     conf: float, roles: Dict[str, int]) -> Candidates:
+                     conf: float, roles: Dict[str, int], multi_label: bool = False) -> Candidates:
     """DFL bins and class scores in one tensor (``[1, 4*reg_max + nc, N]``, transposed, or one NHWC map per stride):
     a YOLO head cut right after its last concatenation. Anchors are kept on the quantized class scores first."""
     c = 4 * layout.reg_max
@@ -634,16 +648,17 @@ def _decode_combined(outputs: List[np.ndarray], quant: List[Tuple[float, int]], 
     if rows.shape[0] == 0:
         return _empty()
     return decode_split_dfl(rows[None, :, :c], rows[None, :, c:], layout.input_hw, layout.strides, layout.reg_max,
-                            logits, conf, anchors=(points[anchor], stride_col[anchor]))
+                            logits, conf, anchors=(points[anchor], stride_col[anchor]), multi_label=multi_label)
 
 
 def postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
                 geometry: Geometry, conf: float = DEFAULT_CONF, iou: float = DEFAULT_IOU,
-                max_det: int = DEFAULT_MAX_DET, labels: Optional[Dict[int, str]] = None
+                max_det: int = DEFAULT_MAX_DET, labels: Optional[Dict[int, str]] = None, multi_label: bool = False
                 ) -> Tuple[List[Object], List[str]]:
-    """Raw outputs → the objects found, in original-image pixels, best first; and notes on what was decided."""
+    """Raw outputs → the objects found, in original-image pixels, best first; and notes on what was decided
+    (``multi_label``: see :func:`decode`)."""
     with np.errstate(all="ignore"):   # hostile float outputs (NaN, inf) are dropped below, never warned about raw
-        cand, dropped = _sane(decode(outputs, quant, layout, conf), layout.num_classes)
+        cand, dropped = _sane(decode(outputs, quant, layout, conf, multi_label), layout.num_classes)
         if cand.nms_done:
             order = np.argsort(-cand.scores, kind="stable")[:max(max_det, 0)]
         else:

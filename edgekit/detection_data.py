@@ -16,6 +16,7 @@ images. Deterministic for a seed; no downloads.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import os
@@ -82,7 +83,7 @@ class DetectionSet:
     coco: CocoDataset
     paths: dict[int, str]          # image id -> file path
     origins: dict[int, str] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()    # what reading changed or chose (boxes clipped, the one split of several)
 
     @property
     def categories(self) -> list[CocoCategory]:
@@ -106,6 +107,11 @@ def read_detection_set(source: str | os.PathLike, images: str | os.PathLike | No
     regular_file(p, flag)
     if p.is_file() and p.suffix.lower() == ".json":
         return read_coco(p, images, flag)
+    found = ultralytics_split(p, flag)
+    if found is not None:
+        root, images_dir, labels_dir, names, note = found
+        dataset = read_yolo(root, flag, images_dir, labels_dir, names)
+        return dataclasses.replace(dataset, notes=dataset.notes + (note,)) if note else dataset
     if p.is_dir() and (p / "labels").is_dir() and (p / "images").is_dir():
         return read_yolo(p, flag)
     if not p.exists():
@@ -120,6 +126,9 @@ def is_detection_data(source: str | os.PathLike) -> bool:
 
     p = Path(source)
     if p.suffix.lower() == ".json" and p.is_file():
+        return True
+    if p.suffix.lower() in (".yaml", ".yml") and p.is_file() or _images_split_dir(p) is not None \
+            or len(_splits(p)) >= 2:
         return True
     if not ((p / "labels").is_dir() and (p / "images").is_dir()):
         return False
@@ -489,22 +498,112 @@ def yolo_label(label: Path, labels: Path, where: str) -> list[tuple[str, int, li
     return out
 
 
-def read_yolo(folder: Path, flag: str = "--data") -> DetectionSet:
+# ------------------------------------------------------------------------- one split, as Ultralytics names it
+EVAL_SPLITS = ("val", "valid", "validation")   # the split evaluate scores where a root holds several
+
+
+def _from_data_yaml(y: Path, flag: str) -> tuple[Path, Path, Path, list[str] | None, None]:
+    """Ultralytics' data.yaml: its ``val:`` image folder (against ``path:``, else the file's folder), the labels
+    beside it by Ultralytics' rule, and ``names``. Read as the few top-level keys it has: no YAML parser needed."""
+    regular_file(y, flag)
+    text = y.read_text(encoding="utf-8", errors="replace")
+    keys = {}
+    for line in text.splitlines():
+        if line[:1] not in ("", " ", "\t", "#", "-") and ":" in line:
+            k, v = line.split(":", 1)
+            keys[k.strip()] = v.split(" #", 1)[0].strip().strip("'\"")
+    val = keys.get("val", "")
+    if not val or val.startswith("[") or val.endswith(".txt"):
+        raise InputError(f"{flag} {y}: " + (f"val: {val} is a list or a file of paths; edgekit reads one image folder"
+                                            if val else "no val: split"),
+                         f"pass the val image folder itself: {flag} path/to/images/val")
+    base = Path(keys.get("path") or ".")
+    images = (base if base.is_absolute() else y.parent / base) / val
+    labels = _labels_for(images)
+    if not images.is_dir() or labels is None or not labels.is_dir():
+        raise InputError(f"{flag} {y}: its val: split {images} is not an image folder with a labels folder beside it "
+                         "(.../images/... -> .../labels/...)", "Ultralytics reads a relative path: against its "
+                         f"datasets_dir; give path: as an absolute folder, or pass the image folder with {flag}")
+    return images.parent, images, labels, yaml_names(text, f"{flag} {y}"), None
+
+
+def _labels_for(images_dir: Path) -> Path | None:
+    """Ultralytics' rule: the labels of ``.../images/x`` are in ``.../labels/x`` (its last ``images`` folder)."""
+    parts = list(images_dir.parts)
+    if "images" not in parts:
+        return None
+    i = len(parts) - 1 - parts[::-1].index("images")
+    return Path(*parts[:i], "labels", *parts[i + 1:])
+
+
+def _images_split_dir(p: Path) -> Path | None:
+    """``p`` when it is an image folder below an ``images`` folder whose labels folder exists (``root/images/val``,
+    ``root/valid/images``); else None."""
+    labels = _labels_for(p) if p.is_dir() and p.name != "labels" else None
+    return p if labels is not None and labels != p and labels.is_dir() and p.parent.name != "" else None
+
+
+def _splits(p: Path) -> dict[str, tuple[Path, Path]]:
+    """A root's splits, {name: (images, labels)}: ``images/<split>`` + ``labels/<split>`` (Ultralytics) or
+    ``<split>/images`` + ``<split>/labels`` (Roboflow's export)."""
+    out = {}
+    if (p / "images").is_dir() and (p / "labels").is_dir():
+        out = {d.name: (d, p / "labels" / d.name) for d in (p / "images").iterdir()
+               if d.is_dir() and (p / "labels" / d.name).is_dir()}
+    elif p.is_dir():
+        out = {d.name: (d / "images", d / "labels") for d in p.iterdir()
+               if d.is_dir() and (d / "images").is_dir() and (d / "labels").is_dir()}
+    return dict(sorted(out.items()))
+
+
+def ultralytics_split(p: Path, flag: str = "--data"
+                      ) -> tuple[Path, Path, Path, list[str] | None, str | None] | None:
+    """(root, images folder, labels folder, class names or None, a note or None) where ``p`` names one split as
+    Ultralytics' users name it: a data.yaml (its ``val:`` split and ``names``), an image folder below an
+    ``images`` folder (labels found as Ultralytics finds them), or a root holding several splits (its val split,
+    said in the note: splits are never pooled; InputError when none is val). None for anything else."""
+    from edgekit.preprocess import IMAGE_EXTENSIONS
+
+    if p.is_file() and p.suffix.lower() in (".yaml", ".yml"):
+        return _from_data_yaml(p, flag)
+    split = _images_split_dir(p)
+    if split is not None:   # the root: the folder holding that "images" folder (its classes.txt or data.yaml)
+        root = Path(*split.parts[:len(split.parts) - 1 - split.parts[::-1].index("images")])
+        return root, split, _labels_for(split), None, None
+    splits = _splits(p)
+    direct = (p / "images").is_dir() and any(f.suffix.lower() in IMAGE_EXTENSIONS for f in (p / "images").iterdir())
+    if len(splits) < 2 or direct:
+        return None
+    chosen = next((s for s in EVAL_SPLITS if s in splits), None)
+    if chosen is None:
+        raise InputError(f"{flag} {p}: holds the splits {', '.join(splits)} and none is val; edgekit scores one split, "
+                         "never several pooled", f"pass the one to score, e.g. {flag} {splits[next(iter(splits))][0]}")
+    others = ", ".join(s for s in splits if s != chosen)
+    return p, splits[chosen][0], splits[chosen][1], None, (
+        f"{p} holds the splits {', '.join(splits)}: scoring {chosen} only ({splits[chosen][0]}), never pooled; pass "
+        f"another split's image folder to score it ({others})")
+
+
+def read_yolo(folder: Path, flag: str = "--data", images_dir: Path | None = None, labels_dir: Path | None = None,
+              names: list[str] | None = None) -> DetectionSet:
+    """A YOLO folder (``images/`` + ``labels/``), or one split of it (``images_dir`` with its ``labels_dir``, the
+    class ``names`` from a data.yaml), every line checked."""
     from edgekit.preprocess import image_size
 
+    images_dir, labels_dir = images_dir or folder / "images", labels_dir or folder / "labels"
     where = f"{flag} {shown(str(folder))}"
-    files = yolo_images(folder / "images", where)
+    files = yolo_images(images_dir, where)
     if not files:
         raise InputError(f"{where}: images/ holds no images", "put the images in images/ and their labels in "
                          "labels/<same name>.txt")
-    names, names_from = yolo_names(folder, where)
+    names, names_from = (names, "data.yaml") if names is not None else yolo_names(folder, where)
     images, anns, paths, origins, skipped, clipped = [], [], {}, {}, [], []
     for iid, f in enumerate(files, 1):
         w, h = image_size(f)
-        images.append({"id": iid, "file_name": str(f.relative_to(folder / "images")), "width": w, "height": h})
+        images.append({"id": iid, "file_name": str(f.relative_to(images_dir)), "width": w, "height": h})
         paths[iid] = str(f)
-        label = (folder / "labels" / f.relative_to(folder / "images")).with_suffix(".txt")
-        for origin, c, (cx, cy, bw, bh) in yolo_label(label, folder / "labels", where):
+        label = (labels_dir / f.relative_to(images_dir)).with_suffix(".txt")
+        for origin, c, (cx, cy, bw, bh) in yolo_label(label, labels_dir, where):
             if names is not None and c >= len(names):
                 raise InputError(f"{flag}: {shown(origin)}: class {c} is beyond the {len(names)} names in "
                                  f"{names_from} (0 to {len(names) - 1})",

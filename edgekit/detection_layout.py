@@ -227,11 +227,14 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
 
 def _image_input(name: str, inputs: list) -> Tuple[int, int]:
     """(height, width) of the detector's one image input; InputError for anything else."""
+    from edgekit.preprocess import image_input
+
     if len(inputs) != 1 or len(inputs[0].shape) != 4:
         raise InputError("{}: not an image detector: it has {} input(s){}".format(
             name, len(inputs), "" if len(inputs) != 1 else " of shape {}".format(list(inputs[0].shape))),
-            "edgekit detect needs one image input [1, height, width, channels]")
-    return int(inputs[0].shape[1]), int(inputs[0].shape[2])
+            "edgekit detect needs one image input [1, height, width, channels] or [1, channels, height, width]")
+    image = image_input(inputs[0].shape, name, "edgekit detect runs image detectors")
+    return image.height, image.width
 
 
 def _read_record(record: Optional[Dict[str, Any]]) -> Tuple[Optional[bool], Optional[LayoutDoc]]:

@@ -5,22 +5,50 @@ Cheap to import: the converters are imported only when quantize options are made
 
 from __future__ import annotations
 
+import numbers
 import os
 from typing import Any, Optional, Sequence, Tuple, Union
 
+from edgekit.errors import UsageError
 from edgekit.report import Reporter
 
 PathLike = Union[str, "os.PathLike[str]"]
 Floats = Optional[Union[float, Sequence[float]]]
 
 
-def floats(value: Floats) -> Optional[Tuple[float, ...]]:
-    """``mean``/``std`` as the library takes them: one number or one per channel."""
+def floats(value: Floats, name: str = "mean/std") -> Optional[Tuple[float, ...]]:
+    """``mean``/``std`` as the library takes them: one number or one per channel. A string is read as the flag's
+    text is (``"255"``, ``"127.5,127.5,127.5"``), never one value per character; anything else that is no number
+    or sequence of numbers is refused (UsageError)."""
     if value is None:
         return None
-    if isinstance(value, (int, float)):
+    if isinstance(value, (str, bytes)):
+        return floats_text(os.fsdecode(value), name)
+    if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return (float(value),)
-    return tuple(float(v) for v in value)
+    try:
+        out = tuple(floats_text(v, name)[0] if isinstance(v, str) else _real(v) for v in value)
+    except (TypeError, ValueError):
+        out = ()
+    if not out:
+        raise UsageError(f"{name} expects one number or one per channel, got {value!r}",
+                         f"e.g. {name}=127.5, or {name}=(123.7, 116.3, 103.5)")
+    return out
+
+
+def _real(v: Any) -> float:
+    if isinstance(v, bool) or not isinstance(v, numbers.Real):
+        raise TypeError(v)
+    return float(v)
+
+
+def floats_text(value: str, flag: str) -> Tuple[float, ...]:
+    """The text of ``--mean``/``--std`` (one number or R,G,B), as the command line reads it."""
+    try:
+        return tuple(float(v) for v in value.replace(" ", "").split(","))
+    except ValueError:
+        raise UsageError(f"{flag} expects one number or R,G,B, got {value!r}",
+                         f"e.g. {flag} 127.5, or one value per channel: {flag} 123.7,116.3,103.5") from None
 
 
 def size(value: Union[str, Tuple[int, int], None]) -> Optional[Tuple[int, int]]:
@@ -43,8 +71,8 @@ def quantize_options(model: PathLike, output: Optional[PathLike], q: dict, repor
                            calib=q["calib"], samples=q["samples"], holdout=q["holdout"], seed=q["seed"],
                            tfrecord_key=q["tfrecord_key"], arch=q["arch"], custom_objects=q["custom_objects"],
                            trust_model=q["trust_model"], output_name=q["output_name"], scaling=q["scaling"],
-                           mean=floats(q["mean"]),
-                           std=floats(q["std"]), resize=q["resize"], channels=q["channels"],
+                           mean=floats(q["mean"], "mean"),
+                           std=floats(q["std"], "std"), resize=q["resize"], channels=q["channels"],
                            input_size=size(q["input_size"]), io=q["io"], labels=q["labels"], eval=q["eval"],
                            min_agreement=q["min_agreement"], max_accuracy_drop=q["max_accuracy_drop"],
                            strict=q["strict"],

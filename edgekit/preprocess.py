@@ -139,6 +139,53 @@ def with_mean_std(spec: PreprocessSpec, mean: tuple[float, ...] | None,
                    std=tuple(std) if std is not None else (1.0,))
 
 
+@dataclass(frozen=True)
+class ImageInput:
+    """An image model's input tensor as the host fills it: its size and channels, and whether the model takes
+    channels first (``[1, C, H, W]``, what PyTorch exporters such as litert-torch and Ultralytics' LiteRT route
+    write) or last (``[1, H, W, C]``, or ``[1, H, W]`` for one channel). The host prepares every image channels-last
+    and :meth:`from_hwc` puts it in the model's order."""
+
+    shape: tuple[int, ...]
+    height: int
+    width: int
+    channels: int
+    channels_first: bool = False
+
+    @property
+    def layout(self) -> str:
+        return "NCHW" if self.channels_first else "NHWC"
+
+    def from_hwc(self, tensor: np.ndarray) -> np.ndarray:
+        """A ``[1, H, W, C]`` (or ``[H, W, C]``) tensor in the model's own shape and axis order."""
+        x = tensor.reshape((1, self.height, self.width, self.channels))
+        if self.channels_first:
+            x = np.ascontiguousarray(x.transpose(0, 3, 1, 2))
+        return x.reshape(self.shape)
+
+
+def image_input(shape: Any, name: str = "model", hint: str = "edgekit runs image models") -> ImageInput:
+    """The :class:`ImageInput` of an input ``shape``; InputError for a shape that is no single image, or one whose
+    channel axis cannot be told (``[1, 3, 3, 3]``: both axes could be the channels; refused, never guessed)."""
+    dims = tuple(int(d) for d in shape)
+    if len(dims) == 3 and dims[0] == 1 and min(dims) > 0:  # [1, height, width]: grey without its channel axis
+        return ImageInput(dims, dims[1], dims[2], 1)
+    if len(dims) != 4 or dims[0] != 1 or min(dims) < 1:
+        raise InputError(f"{name}: expected an image input [1, height, width, 1 or 3] or [1, 1 or 3, height, width], "
+                         f"got {list(dims)}", hint)
+    last, first = dims[3] in (1, 3), dims[1] in (1, 3)
+    if last and first:
+        raise InputError(f"{name}: the input {list(dims)} could be channels-first or channels-last: edgekit cannot "
+                         "tell which axis holds the colour channels, and will not guess",
+                         "export it with a height and width other than 1 and 3 pixels")
+    if last:
+        return ImageInput(dims, dims[1], dims[2], dims[3])
+    if first:
+        return ImageInput(dims, dims[2], dims[3], dims[1], channels_first=True)
+    raise InputError(f"{name}: expected an image input [1, height, width, 1 or 3] or [1, 1 or 3, height, width], "
+                     f"got {list(dims)}", hint)
+
+
 def spec_from_input_quantization(width: int, height: int, channels: int, dtype: str,
                                  scale: float | None, zero_point: int | None) -> PreprocessSpec:
     """The default spec for a model whose recorded preprocessing is unknown.
@@ -154,6 +201,12 @@ def spec_from_input_quantization(width: int, height: int, channels: int, dtype: 
     return PreprocessSpec(width, height, order)
 
 
+def float_input_guess(width: int, height: int, channels: int) -> PreprocessSpec:
+    """What a float input without a record is fed: pixels / 255, the 0..1 range PyTorch's and Ultralytics' image
+    pipelines (ToTensor, LetterBox) and onnx2tf's calibration give models. Said as a guess wherever used."""
+    return PreprocessSpec.with_scaling(width, height, "0..1", channels="L" if channels == 1 else "RGB")
+
+
 def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None, width: int, height: int,
                    channels: int, dtype: str, scale: float | None, zero_point: int | None,
                    mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
@@ -161,8 +214,8 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
     """(spec, where it came from, warnings): what ``classify`` (here and on a board) applies to a model's input.
 
     The recorded spec (resized to the model's input with a warning when the sizes differ), else the
-    one the input's quantization implies; then ``--mean``/``--std`` by :func:`with_mean_std`.
-    InputError when the spec's channels do not match the model's.
+    one the input's quantization implies (a float input has none: pixels / 255, a guess said in a warning unless
+    ``--mean``/``--std`` settle it); then ``--mean``/``--std`` by :func:`with_mean_std`. InputError when the spec's channels do not match the model's.
     """
     notes = []
     if recorded is not None:
@@ -171,9 +224,15 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
             notes.append(Caution(f"the recorded input size {spec.width}x{spec.height} differs from the "
                                  f"model's {width}x{height}; resizing to the model's"))
             spec = replace(spec, width=width, height=height)
-    else:
+    elif dtype in ("uint8", "int8") and scale:
         spec = spec_from_input_quantization(width, height, channels, dtype, scale, zero_point)
         source = "derived from the input quantization"
+    else:
+        spec, source = float_input_guess(width, height, channels), "a guess: pixels / 255 (float input, no record)"
+        if mean is None and std is None:
+            notes.append(Caution(f"{name}: a float input and no recorded preprocessing: feeding RGB pixels / 255 "
+                                 "(0..1), a guess; pass --mean/--std to settle it (--mean 0 --std 1 for raw 0..255 "
+                                 "pixels, --mean 127.5 --std 127.5 for -1..1)"))
     if mean is not None or std is not None:
         spec, source = with_mean_std(spec, mean, std), "--mean/--std"
     if spec.num_channels != channels:
@@ -467,13 +526,16 @@ def prepare(image, spec: PreprocessSpec, dtype: str, scale: float | None, zero_p
 
 
 def prepare_file(path: str, spec: PreprocessSpec, dtype: str, scale: float | None, zero_point: int | None,
-                 shape: tuple[int, ...] | None = None) -> np.ndarray:
-    """Image file → the model's input tensor (reshaped to ``shape`` when given); InputError when it cannot be read.
+                 shape: tuple[int, ...] | ImageInput | None = None) -> np.ndarray:
+    """Image file → the model's input tensor (reshaped to ``shape`` when given, put channels-first when an
+    :class:`ImageInput` says so); InputError when it cannot be read.
 
     What ``edgekit classify`` and the board runner both do with each image.
     """
     try:
         tensor = prepare(open_image(path), spec, dtype, scale, zero_point)
+        if isinstance(shape, ImageInput):
+            return shape.from_hwc(tensor)
         return tensor.reshape(shape) if shape is not None and tensor.shape != tuple(shape) else tensor
     except EdgekitError:
         raise

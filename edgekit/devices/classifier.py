@@ -121,6 +121,27 @@ class ClassifyReport:
                    [ImageResult(r["image"], r["ms"], r["top"]) for r in d["results"]], list(d["errors"]))
 
 
+PASS_THROUGH = ("RESHAPE", "SQUEEZE", "QUANTIZE", "DEQUANTIZE")   # ops that keep what a tensor means
+
+
+def _ends_in(interpreter: Any, tensor: int) -> Optional[str]:
+    """The op that computes ``tensor`` (looking through reshapes and (de)quantization), by the interpreter's op
+    list; None where that list is not available (older interpreters, an Edge TPU custom op)."""
+    try:
+        ops = [o for o in interpreter._get_ops_details() if o["op_name"] != "DELEGATE"]
+    except Exception:  # noqa: BLE001 - a private call: absent or different in some interpreter packages
+        return None
+    for _ in range(8):
+        producer = next((o for o in ops if tensor in [int(t) for t in o["outputs"]]), None)
+        name = None if producer is None else str(producer["op_name"])
+        if name is None or name == "CUSTOM" or "edgetpu" in name.lower():   # compiled: what it computes is hidden
+            return None
+        if name not in PASS_THROUGH or not len(producer["inputs"]):
+            return name
+        tensor = int(producer["inputs"][0])
+    return None
+
+
 def default_workers() -> int:
     """Decode threads: one per core, at most 4 (inference runs in the calling thread)."""
     return max(1, min(4, os.cpu_count() or 1))
@@ -154,23 +175,24 @@ class Classifier:
                 raise self.not_a_classifier
         shape = [int(d) for d in inp["shape"]]
         self._input_shape = tuple(shape)
-        if len(shape) == 3:  # [1, height, width]: a grayscale image without its channel axis (e.g. MNIST)
-            shape.append(1)
-        if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3):
-            raise InputError(f"{name}: expected an image input [1, height, width, 1 or 3], "
-                             f"got {list(self._input_shape)}", "classify runs image classifiers; other models need "
-                             "their own code")
         signature = [int(d) for d in inp.get("shape_signature", shape)]
         if any(d < 0 for d in signature[1:]):  # the interpreter shows 1 for such a dimension: 1x1 images otherwise
             raise InputError(f"{name}: the input size is not fixed (shape signature {signature})",
                              "convert the model with a fixed input size (edgekit quantize --input-size WxH); "
                              "the Edge TPU needs one too")
-        _, height, width, channels = shape
+        self.image_input = preprocess.image_input(shape, str(name), "classify runs image classifiers; other models "
+                                                  "need their own code")
+        height, width, channels = self.image_input.height, self.image_input.width, self.image_input.channels
         self.spec, self.spec_source, warnings = preprocess.spec_for_model(
             loaded.spec, loaded.spec_source, width, height, channels, self.input_dtype, self.input_scale,
             self.input_zero_point, mean, std, name=str(name))
         self.notes += warnings
 
+        if self.not_a_classifier is None and _ends_in(opened.interpreter, int(out["index"])) not in (
+                None, "SOFTMAX", "LOGISTIC"):
+            self.notes.append(f"{name}: the output is logits (the model ends in "
+                              f"{_ends_in(opened.interpreter, int(out['index']))}, no softmax): scores are not "
+                              "probabilities, and --threshold applies to logits")
         if labels is not None:
             self.labels: Dict[int, str] = read_labels(labels)
             recorded = dict(loaded.labels or {})
@@ -198,7 +220,7 @@ class Classifier:
         from edgekit.preprocess import prepare_file
 
         return prepare_file(image_path, self.spec, self.input_dtype, self.input_scale, self.input_zero_point,
-                            self._input_shape)
+                            self.image_input)
 
     def infer(self, tensor: np.ndarray) -> Tuple[np.ndarray, float]:
         """Run one input; the dequantized scores and the invoke time in milliseconds."""

@@ -147,14 +147,12 @@ class Detector:
         self.input_scale = float(inp["quantization"][0]) or None
         self.input_zero_point = int(inp["quantization"][1])
         shape = [int(d) for d in inp["shape"]]
-        if len(shape) != 4 or shape[0] != 1 or shape[3] not in (1, 3):
-            raise InputError("{}: expected an image input [1, height, width, 1 or 3], got {}".format(name, shape),
-                             "edgekit detect runs image detectors")
         signature = [int(d) for d in inp.get("shape_signature", shape)]
-        if any(d < 0 for d in signature[1:]):  # the interpreter shows 1 for such a dimension
+        if len(shape) == 4 and any(d < 0 for d in signature[1:]):  # the interpreter shows 1 for such a dimension
             raise InputError("{}: the input size is not fixed (shape signature {})".format(name, signature),
                              "export the detector with a fixed input size (e.g. imgsz=640); the Edge TPU needs one")
-        _, height, width, channels = shape
+        self.image_input = preprocess.image_input(shape, name, "edgekit detect runs image detectors")
+        height, width, channels = self.image_input.height, self.image_input.width, self.image_input.channels
         self._input_shape = tuple(shape)
         recorded = loaded.spec
         source = loaded.spec_source
@@ -192,7 +190,7 @@ class Detector:
         return self.opened.first_inference_ms
 
     def geometry(self, size: Tuple[int, int]) -> Geometry:
-        input_wh = (self._input_shape[2], self._input_shape[1])
+        input_wh = (self.image_input.width, self.image_input.height)
         return Geometry.letterboxed(size, input_wh) if self.layout.letterbox else Geometry.resize(size, input_wh)
 
     def prepare(self, image_path: str) -> Tuple[np.ndarray, Geometry]:
@@ -216,7 +214,7 @@ class Detector:
         except Exception as exc:  # Pillow plugins raise many types on hostile files
             raise InputError("{}: cannot decode image ({})".format(name, type(exc).__name__),
                              "the file is damaged or not an image: save or copy it again") from None
-        return tensor.reshape(self._input_shape), geometry
+        return self.image_input.from_hwc(tensor), geometry
 
     def infer(self, tensor: np.ndarray) -> Tuple[List[np.ndarray], float]:
         """Run one input: every output as the model gives it (quantized), and the invoke time in ms."""
@@ -230,13 +228,13 @@ class Detector:
         return [interp.get_tensor(o["index"]) for o in self.outputs], ms
 
     def detect_tensor(self, tensor: np.ndarray, geometry: Geometry, conf: float, iou: float,
-                      max_det: int) -> Tuple[List[Object], float, float, List[str]]:
+                      max_det: int, multi_label: bool = False) -> Tuple[List[Object], float, float, List[str]]:
         """(objects, invoke ms, post-processing ms, notes) for one prepared input."""
         outputs, ms = self.infer(tensor)
         start = time.perf_counter()
         try:
             objects, notes = detection.postprocess(outputs, self.quant, self.layout, geometry, conf, iou, max_det,
-                                                   self.labels)
+                                                   self.labels, multi_label)
         except ValueError as exc:   # the outputs do not fit the layout (a split head's rows, shapes)
             raise InputError("{}: its outputs do not fit the {} layout: {}".format(
                 self.name, self.layout.kind.value, exc),
@@ -246,8 +244,9 @@ class Detector:
 
     def run(self, images: List[str], conf: float = detection.DEFAULT_CONF, iou: float = detection.DEFAULT_IOU,
             max_det: int = detection.DEFAULT_MAX_DET, workers: Optional[int] = None,
-            on_image: Optional[Callable[[str], None]] = None) -> DetectReport:
-        """Detect in every image; one that cannot be read is reported in ``errors`` and the rest go on."""
+            on_image: Optional[Callable[[str], None]] = None, multi_label: bool = False) -> DetectReport:
+        """Detect in every image; one that cannot be read is reported in ``errors`` and the rest go on
+        (``multi_label``: every class of a box above ``conf`` is a candidate, as Ultralytics' val scores)."""
         results, errors, notes = [], [], []  # type: List[ImageDetections], List[ImageFailure], List[str]
         dropped = []  # type: List[detection.Dropped]
         for path, prepared, error in self.prepared(images, workers):
@@ -255,7 +254,7 @@ class Detector:
                 errors.append({"image": path, "error": str(error)})
             else:
                 tensor, geometry = prepared
-                objects, ms, post_ms, decided = self.detect_tensor(tensor, geometry, conf, iou, max_det)
+                objects, ms, post_ms, decided = self.detect_tensor(tensor, geometry, conf, iou, max_det, multi_label)
                 for n in decided:
                     if isinstance(n, detection.Dropped):
                         dropped.append(n)

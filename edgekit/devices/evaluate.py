@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import numpy as np
 
 from edgekit import metrics
-from edgekit.errors import InputError
+from edgekit.errors import EdgekitError, InputError
 from edgekit.report import SILENT, Reporter
 from edgekit.results.classify import ImageError
 from edgekit.results.evaluate import PER_CLASS_ROWS, per_class_lines  # noqa: F401 (the text table, beside its type)
@@ -106,6 +106,7 @@ class Evaluation:
     notes: list[str] = field(default_factory=list)
     errors: list[ImageFailure] = field(default_factory=list)
     kept: list[int] = field(default_factory=list)   # indices into the set of the samples scored
+    computes: str | None = None   # full-int8, mixed or float (tflite_model's quantization_state)
 
     def per_class(self) -> list[ClassAccuracy]:
         """Each class's recall (with its Wilson interval), how often it was predicted, and precision."""
@@ -131,7 +132,7 @@ class Evaluation:
             metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
             metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
             tuple(self.per_class()), tuple(ImageError.from_dict(e) for e in self.errors), reference, tuple(against),
-            tuple(plots))
+            tuple(plots), self.computes)
 
 
 def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
@@ -152,7 +153,17 @@ def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
     matrix = np.stack(scores) if scores else np.zeros((0, clf.num_classes), np.float32)
     names = clf.labels or dict(enumerate(data.class_names or []))
     return Evaluation(clf.opened.model_path, clf.opened.device, clf.opened.backend.name, clf.spec_source, clf.spec,
-                      labels_from, matrix, ids[kept], names, list(clf.notes), errors, kept)
+                      labels_from, matrix, ids[kept], names, list(clf.notes), errors, kept, _computes(clf))
+
+
+def _computes(clf: Any) -> str | None:
+    """How the model runs: full-int8, mixed (float I/O around int8) or float, for the accuracy's label."""
+    from edgekit import tflite_model
+
+    try:
+        return tflite_model.load(clf.opened.model_path).quantization_state
+    except EdgekitError:
+        return None
 
 
 def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
@@ -177,7 +188,9 @@ def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
             else:  # float arrays are model inputs already
                 tensor = preprocess.quantize(x[i][None].astype(np.float32), clf.input_dtype, clf.input_scale,
                                              clf.input_zero_point)
-            scores.append(clf.infer(tensor.reshape(clf._input_shape))[0])
+            model_order = tensor.shape[1:] == tuple(clf._input_shape[1:])   # a float array in the model's own order
+            scores.append(clf.infer(tensor.reshape(clf._input_shape) if model_order
+                                    else clf.image_input.from_hwc(tensor))[0])
             kept.append(i)
             bar.update(1)
     return scores, kept, errors

@@ -145,14 +145,16 @@ class EvaluateResult(Record):
     reference: Optional[ReferenceComparison] = None
     against: Tuple[AccuracyDifference, ...] = ()
     plots: Tuple[str, ...] = ()     # the PNG files --plots wrote
+    computes: Optional[str] = None   # full-int8, mixed (float I/O around int8) or float: what the accuracy is of
 
     def render_text(self) -> str:
         def pct(v: float | None) -> str:
             return "n/a" if v is None else f"{v:.1%}"
 
+        kind = "top-1" if self.computes == "float" else "int8 top-1"
         lines = [f"{self.model} on {self.device} ({self.backend}): {self.samples} samples, {self.classes} classes",
                  f"Preprocessing: {self.preprocess.source}; labels: {self.labels_from}",
-                 f"int8 top-1 {pct(self.top1)}, top-5 {pct(self.top5)}"]
+                 f"{kind} {pct(self.top1)}, top-5 {pct(self.top5)}"]
         lines += per_class_lines(self.per_class)
         r = self.reference
         if r:
@@ -289,7 +291,8 @@ class DetectionEvaluateResult(Record):
 
         p = self.protocol
         lines = ["{} ({}): {} images, {} objects".format(self.data, self.data_kind, self.images, self.objects),
-                 "Protocol: conf >= {:g}, NMS IoU {:g}, at most {} detections per image; scored by pycocotools "
+                 "Protocol: conf >= {:g} for each class of a box (as Ultralytics' val), NMS IoU {:g}, at most {} "
+                 "detections per image; scored by pycocotools "
                  "(COCO bbox AP, 101-point){}".format(p.conf, p.iou, p.max_det, "" if p.standard else
                                                       " - NOT the standard protocol (conf 0.001, max 100)"),
                  "{:<44} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {}".format("model", "mAP", "AP50", "AP75", "S", "M", "L",

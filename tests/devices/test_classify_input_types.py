@@ -64,13 +64,18 @@ def test_quantized_inputs_reproduce_keras_on_pixels_over_255(x255_models, kind):
         assert C.top_k(scores, 1)[0][0] == int(np.argmax(expected))
 
 
-def test_float_input_takes_raw_pixels_unless_std_says_otherwise(x255_models):
+def test_float_input_without_record_is_fed_0_1_and_said_to_be_a_guess(x255_models):
+    """A float input has no quantization to derive the preprocessing from: pixels / 255 is the guess (PyTorch's
+    and Ultralytics' range), said in a warning naming the flags; --mean/--std settle it (raw pixels here). Was raw
+    0..255 pixels, silently, "derived from the input quantization" the input does not have (issue 35)."""
     path = x255_models["paths"]["float32"]
-    raw = C.Classifier(path)
-    scaled = C.Classifier(path, std=(255.0,))
+    guessed = C.Classifier(path)
+    raw = C.Classifier(path, mean=(0.0,), std=(1.0,))
     image, expected = x255_models["images"][0], x255_models["expected"][0]
-    assert raw.spec.std == (1.0,)
-    scores, _ = scaled.infer(scaled.prepare(str(image)))
+    assert guessed.spec.std == (255.0,) and guessed.spec.mean == (0.0,)
+    assert [n for n in guessed.notes if "a guess" in n and "--mean/--std" in n]
+    assert not [n for n in raw.notes if "a guess" in n]
+    scores, _ = guessed.infer(guessed.prepare(str(image)))
     np.testing.assert_allclose(scores, expected, atol=1e-5)
     raw_scores, _ = raw.infer(raw.prepare(str(image)))
     assert not np.allclose(raw_scores, expected, atol=1e-3)
