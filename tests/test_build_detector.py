@@ -106,18 +106,26 @@ def test_a_twin_that_is_not_the_models_compiled_one_is_not_taken(tmp_path):
         (tmp_path / "b" / "manifest.json").read_text())["files"]}
 
 
-def test_a_float_io_ultralytics_export_is_refused_with_what_to_do_in_ultralytics(tmp_path):
-    """Was: 'quantize the Keras model instead: edgekit build model.keras ...' for Ultralytics' float-I/O
-    *_int8.tflite, which has no Keras model."""
-    from tests.converters.test_source_advice import float_io_model
+def test_a_float_ultralytics_export_is_refused_with_what_to_do_in_ultralytics(tmp_path):
+    """Was: 'quantize the Keras model instead: edgekit build model.keras ...' for an Ultralytics export that is not
+    int8 inside, which has no Keras model. (A float-I/O int8 export, QUANTIZE and DEQUANTIZE only at its edges, is
+    built: tests/test_exports_runtime.py.)"""
+    import numpy as np
 
-    model = tmp_path / "yolo11n_int8.tflite"
-    model.write_bytes(with_ultralytics_metadata(float_io_model(), ["person"], (16, 16)))
+    from tests.tflite_builder import GraphBuilder
+
+    g = GraphBuilder()
+    x = g.tensor([1, 16, 16, 3], "float32", scale=None, name="serving_default_images:0")
+    w = g.tensor([4, 3, 3, 3], "float32", data=np.ones((4, 3, 3, 3)), scale=None)
+    b = g.tensor([4], "float32", data=np.zeros(4), scale=None)
+    y = g.tensor([1, 16, 16, 4], "float32", scale=None, name="Identity")
+    g.op("CONV_2D", [x, w, b], [y], version=1, padding=0, stride_w=1, stride_h=1)
+    model = tmp_path / "yolo11n_float32.tflite"
+    model.write_bytes(with_ultralytics_metadata(g.build([x], [y]), ["person"], (16, 16)))
     out = invoke("build", str(model), "-o", str(tmp_path / "b"))
-    assert out.exit_code == 3 and f"error: {model} is not a full-int8 model" in out.stderr
+    assert out.exit_code == 3 and f"error: {model} is not a full-int8 model" in out.stderr, out.stderr
     assert "format=edgetpu" in out.stderr and "model.keras" not in out.stderr
-
-
+    assert not (tmp_path / "b").exists()
 
 
 def test_a_detector_only_layout_settles_is_bundled_with_layout(tmp_path):
