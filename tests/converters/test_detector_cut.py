@@ -637,11 +637,12 @@ def _invoke(data: bytes, image: np.ndarray) -> list[np.ndarray]:
     return outs
 
 
-def _cut_agrees_with_the_uncut_decode(data: bytes, image: np.ndarray) -> None:
+def _cut_agrees_with_the_uncut_decode(data: bytes, image: np.ndarray, boxes: bool = True) -> None:
     """Per anchor, the host's float decode of the cut model's maps (edgekit.detection.decode_split_dfl) against the
     uncut model's own int8 decode (Ultralytics' TFLite output: [1, 4 + nc, N] normalized xywh, then probabilities):
-    the same best class where it matters, scores within a few of the uncut output's steps, boxes at IoU >= 0.9
-    over a score of 0.25."""
+    the same best class where it matters, scores within a few of the uncut output's steps, boxes over a score of
+    0.25 at IoU >= 0.9 or their corners within 4 steps of the uncut model's int8 grid (``boxes``: False for random
+    weights, whose box maps are all but zero: the uncut int8 decode's boxes are then its rounding noise)."""
     from edgekit.detection import decode_split_dfl
 
     cut, result = cut_decode(data)
@@ -659,8 +660,13 @@ def _cut_agrees_with_the_uncut_decode(data: bytes, image: np.ndarray) -> None:
     sure = ref_scores.max(1) > 0.25
     assert np.array_equal(got.classes[sure], ref_scores.argmax(1)[sure]) or np.sort(ref_scores[sure], 1)[
         :, -2:].ptp(1).min() <= 4 * step        # a class may flip only where two were within the rounding
-    if sure.any():
-        assert _iou(ref_boxes[sure], got.boxes[sure]).min() >= 0.9
+    if boxes and sure.any():   # the uncut decode leaves on an int8 grid (what the cut wins back), at least max(h, w) / 255
+        # pixels, coarser where its scale is (read from its own distinct values): its corners may sit a few steps
+        # off, an IoU of ~0.8 on a 35-px box at 640, NaN on a point box of random weights
+        levels = np.unique(np.round(full[:4] * max(h, w), 3))
+        grid = max(max(h, w) / 255, float(np.diff(levels).min()) if len(levels) > 1 else 0.0)
+        near = np.abs(ref_boxes[sure] - got.boxes[sure]).max(1) <= 4 * grid
+        assert (near | (_iou(ref_boxes[sure], got.boxes[sure]) >= 0.9)).all()
 
 
 @pytest.mark.tf
@@ -688,7 +694,8 @@ def test_the_cut_of_each_real_ultralytics_export_agrees_with_its_uncut_decode(pa
     photo = TESTDATA_PHOTO if TESTDATA_PHOTO.is_file() else None
     image = _letterbox("grace_hopper.bmp", h) if photo is not None and h == w else \
         np.indices((h, w)).sum(0)[..., None].repeat(3, 2) % 64 / 63.0
-    _cut_agrees_with_the_uncut_decode(data, image.astype(np.float32))
+    made = json.loads((EXPORTS / "manifest.json").read_text())["files"].get(path.name, {})
+    _cut_agrees_with_the_uncut_decode(data, image.astype(np.float32), boxes=made.get("epochs") != 0)
 
 
 def test_a_model_cut_already_is_refused_saying_so(tmp_path):
