@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from edgekit import __version__, metrics, model_record, tflite_model
-from edgekit.converters import advice, calibration, compatibility, keras_io, preprocess_search
+from edgekit.converters import advice, calibration, compatibility, keras_io, onnx_io, preprocess_search
 from edgekit.converters.check_summary import CheckSummary
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.converter import SettingMissing, apply_settings, make_converter  # noqa: F401 (re-exported)
@@ -618,6 +618,8 @@ def _check_options(opts: QuantizeOptions) -> Path:
         raise InputError(f"no such file or folder: {opts.model}", "check the path")
     if Path(opts.model).suffix.lower() == ".tflite":  # said before "no calibration data", which would mislead
         raise InputError(f"{opts.model} is already a TFLite model", "use `edgekit inspect` or `edgekit check` on it")
+    if Path(opts.model).suffix.lower() in onnx_io.PYTORCH_SUFFIXES:   # a pickle: never loaded (refused before data)
+        onnx_io.refuse_pytorch(Path(opts.model), opts.trust_model)
     refuse_overwriting_input(output, opts.model, *([opts.labels] if opts.labels else []))
     if opts.labels:  # the record written beside the output must not replace the labels file it is made from
         refuse_overwriting_input(model_record.sidecar_path(output), opts.labels)
@@ -682,9 +684,17 @@ def _find_data(run: _Run) -> None:
 
 
 def _load_source(opts: QuantizeOptions) -> keras_io.LoadedModel:
-    """Stage 4: the Keras model (or SavedModel), with what loading it noted."""
-    loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose,
-                           opts.output_name)
+    """Stage 4: the Keras model, SavedModel or ONNX model (with its ONNX Runtime reference), with what loading
+    it noted."""
+    if Path(opts.model).suffix.lower() == onnx_io.ONNX_SUFFIX:
+        if opts.arch or opts.custom_objects:
+            raise UsageError("--arch and --custom-objects apply to Keras models, not to an ONNX model",
+                             "leave them out")
+        import_tensorflow(opts.verbose)
+        loaded: keras_io.LoadedModel = onnx_io.load(opts.model, opts.input_size, opts.output_name, opts.verbose)
+    else:
+        loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose,
+                               opts.output_name)
     for note in loaded.notes:
         opts.report.note(note)
     if loaded.format == "savedmodel":  # docs/commands/quantize.md: a SavedModel is a program, and converting runs it
@@ -725,8 +735,13 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedModel) -> _Prepared:
 
 
 def _convert_stage(run: _Run, p: _Prepared) -> _Converted:
-    """Stage 6: convert and check (with the remedies), and tell a detector from a classifier."""
+    """Stage 6: convert and check (with the remedies), and tell a detector from a classifier. An ONNX model's
+    translation is first checked against ONNX Runtime on the calibration samples."""
     opts = run.opts
+    if isinstance(p.loaded, onnx_io.OnnxModel):
+        with silenced(opts.verbose):
+            matched = onnx_io.check_translation(p.loaded, p.data.calib)
+        run.note([matched])
     model_bytes, remedy, tried = convert_checked(p.loaded, p.data.calib, p.spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
     from edgekit.converters import detector_verify
@@ -781,7 +796,8 @@ def _write_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified) -> bytes:
         "created_by": f"{CREATED_BY} {__version__}",
         "source_model": {"name": source_name(opts.model), "format": p.loaded.format,
                          "output": p.loaded.output.to_dict() if p.loaded.output else None, "notes": p.loaded.notes},
-        "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__},
+        "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__,
+                     **onnx_io.versions(p.loaded)},
         "io": opts.io,
         "calibration": p.data.summary().to_dict(),
         "preprocess_origin": p.origin,

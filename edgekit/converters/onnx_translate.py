@@ -1,0 +1,104 @@
+"""edgekit's ONNX → TensorFlow translator for the ops Edge TPU image models use, channels-last throughout.
+
+A PyTorch graph is channels-first (NCHW). Transposing at the input and back after every op is what makes the
+Edge TPU compiler give up (issue 32: a channels-first entry transpose fails to map at 64 channels, 32x32); so
+every 4-D activation is *kept* NHWC and each op is translated for that layout: axes remapped (Concat, Softmax,
+Split, Slice, Pad, ReduceMean), weights transposed once (Conv, Gemm), constants broadcast in NHWC order. A
+channels-first Flatten feeding a Gemm permutes the Gemm's weight rows instead of transposing the activation.
+BatchNormalization after a Conv is folded into it. The input takes NHWC images: no TRANSPOSE at the input.
+
+An op outside :data:`OPS` (or a MatMul between two activations: attention) is refused before anything runs, as
+one line naming the op and its node. The result is checked against ONNX Runtime by :func:`onnx_io.check_translation`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+import copy
+from typing import Any
+
+import numpy as np
+
+from edgekit.converters.onnx_ops import ATTENTION_HINT, OPS, T, attrs_of, plain, refuse, tensor_of
+from edgekit.converters.tf_quiet import import_tensorflow
+from edgekit.errors import ConversionError, InputError
+
+
+class Translation:
+    """The ONNX graph as a tf-traceable function of an NHWC float32 batch (``__call__``), checked op by op up front."""
+
+    def __init__(self, model: Any, image: Any, output: str, shown: str):
+        self.graph, self.image, self.output, self.shown = model.graph, image, output, shown
+        self.consts: dict[str, np.ndarray] = {t.name: tensor_of(t) for t in model.graph.initializer}
+        self.nodes = [copy.deepcopy(n) for n in model.graph.node]   # BatchNorm folding edits them, not the model
+        self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
+        self.notes: list[str] = []
+        self._fold_batch_norms()
+        self._check_ops()
+        self._predict: Callable[[Any], Any] | None = None
+
+    # ---------------------------------------------------------------------------------------- before tracing
+    def _fold_batch_norms(self) -> None:
+        """A BatchNormalization right after a Conv (its only consumer) becomes the Conv's weights and bias."""
+        users: dict[str, int] = {}
+        for n in self.nodes:
+            for i in n.input:
+                users[i] = users.get(i, 0) + 1
+        producer = {o: n for n in self.nodes for o in n.output}
+        kept = []
+        for n in self.nodes:
+            conv = producer.get(n.input[0]) if n.op_type == "BatchNormalization" else None
+            if conv is None or conv.op_type != "Conv" or users.get(n.input[0]) != 1 or len(n.output) != 1 \
+                    or any(i not in self.consts for i in list(n.input[1:5]) + list(conv.input[1:])):
+                kept.append(n)
+                continue
+            scale, bias, mean, var = (self.consts[i].astype(np.float64) for i in n.input[1:5])
+            factor = scale / np.sqrt(var + attrs_of(n).get("epsilon", 1e-5))
+            w = self.consts[conv.input[1]].astype(np.float64)
+            b = self.consts[conv.input[2]].astype(np.float64) if len(conv.input) > 2 and conv.input[2] else 0.0
+            wname, bname = conv.output[0] + "/folded_w", conv.output[0] + "/folded_b"
+            self.consts[wname] = (w * factor[:, None, None, None]).astype(np.float32)
+            self.consts[bname] = ((b - mean) * factor + bias).astype(np.float32)
+            del conv.input[1:]
+            conv.input.extend([wname, bname])
+            conv.output[0] = n.output[0]
+        self.nodes = kept
+
+    def _check_ops(self) -> None:
+        """Refuse what cannot be translated before any slow work: unknown ops, attention MatMuls."""
+        made_const = set(self.consts) | {o for n in self.nodes if n.op_type == "Constant" for o in n.output}
+        for n in self.nodes:
+            if n.op_type not in OPS:
+                raise refuse(n, self.shown)
+            if n.op_type == "MatMul" and n.input[1] not in made_const and n.input[0] not in made_const:
+                raise refuse(n, self.shown, "multiplies two activations (attention)", ATTENTION_HINT)
+        for n in self.nodes:
+            if n.op_type == "Constant":
+                made_const.update(n.output)
+
+    # ---------------------------------------------------------------------------------------- tracing
+    def __call__(self, x: Any) -> Any:
+        """The translated graph on an NHWC float32 batch; the chosen output in ONNX's layout."""
+        values: dict[str, Any] = dict(self.consts)
+        values[self.image.name] = T(x, nhwc=self.image.nchw)
+        for n in self.nodes:
+            ins = [values[i] if i else None for i in n.input]
+            try:
+                outs = OPS[n.op_type](self, n, ins, attrs_of(n))
+            except (InputError, ConversionError):
+                raise
+            except Exception as exc:  # a shape or attribute the translator does not handle
+                raise refuse(n, self.shown, f"could not be translated ({type(exc).__name__}: "
+                                             f"{str(exc).splitlines()[0][:200] if str(exc) else ''})") from None
+            for name, value in zip(n.output, outs if isinstance(outs, (list, tuple)) else [outs]):
+                values[name] = value
+        out = values[self.output]
+        return plain(out) if isinstance(out, T) else import_tensorflow().constant(out)
+
+    def predict(self, x: np.ndarray) -> np.ndarray:
+        """The translation's float outputs (flattened per sample) for a preprocessed NHWC batch."""
+        tf = import_tensorflow()
+        if self._predict is None:
+            self._predict = tf.function(self)
+        outs = [np.asarray(self._predict(tf.constant(s[None], tf.float32))).reshape(-1) for s in x]
+        return np.stack(outs) if outs else np.zeros((0, 0), np.float32)
