@@ -307,6 +307,17 @@ def check_tensorflow(p: Probe) -> Check:
     return Check("tensorflow", INFO, f"{dist} {version}: op versions match edgetpu_compiler 16 (TFLite 2.5)")
 
 
+def check_onnx(p: Probe) -> Check:
+    """The extra ``edgekit quantize model.onnx`` needs (docs/commands/quantize.md, ONNX models)."""
+    found = {dist: p.dist_version(dist) for dist in ("onnx", "onnxruntime")}
+    if all(found.values()):
+        return Check("onnx", INFO, f"onnx {found['onnx']}, onnxruntime {found['onnxruntime']}: edgekit quantize "
+                     "takes ONNX models")
+    missing = " and ".join(d for d, v in found.items() if not v)
+    return Check("onnx", INFO, f"{missing} not installed (only edgekit quantize of an ONNX model needs them: "
+                 "pip install 'edgekit[onnx]')")
+
+
 def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
     """The interpreter package and libedgetpu as a pair: proven, crashed (from the probe's cache) or at risk.
 
@@ -379,7 +390,8 @@ def run_checks(probe: Probe | None = None) -> list[Check]:
               check_numpy(p), lib, check_runtime_pairing(p, find_libedgetpu(p) if lib.status == OK else None),
               check_verdict_cache(p),
               check_devices(p, devices),
-              check_udev(p, devices), check_groups(p, devices), check_compiler(p), check_tensorflow(p)]
+              check_udev(p, devices), check_groups(p, devices), check_compiler(p), check_tensorflow(p),
+              check_onnx(p)]
     return [c for c in checks if c is not None]
 
 

@@ -8,7 +8,7 @@ NHWC (``T.nhwc``); its axes are remapped by :data:`TO_NHWC`.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -16,6 +16,9 @@ import numpy as np
 
 from edgekit.converters.tf_quiet import import_tensorflow
 from edgekit.errors import InputError
+
+#: An ONNX node's attributes as onnx.helper reads them from the file (raw protobuf values, not an edgekit document).
+Attrs = Mapping[str, Any]
 
 #: ONNX axis of a 4-D NCHW value → its axis in the NHWC tensor that holds it.
 TO_NHWC = {0: 0, 1: 3, 2: 1, 3: 2}
@@ -39,7 +42,7 @@ class T:
         return [shape[0], shape[3], shape[1], shape[2]] if self.nhwc else shape
 
 
-def attrs_of(node: Any) -> dict[str, Any]:
+def attrs_of(node: Any) -> Attrs:
     from onnx import helper
 
     return {a.name: helper.get_attribute_value(a) for a in node.attribute}
@@ -96,7 +99,7 @@ NUMPY_BINARY: dict[str, Callable[[Any, Any], Any]] = {
     "Div": lambda a, b: a // b if np.asarray(a).dtype.kind in "iu" else np.divide(a, b)}
 
 
-def binary(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def binary(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     """Add/Sub/Mul/Div/Pow with ONNX broadcasting; constants aligned to the NHWC layout."""
     tf = tf_()
     x, y = ins[0], ins[1]
@@ -115,16 +118,16 @@ def binary(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return replace(like, x=out)
 
 
-def unary(fn: Callable[[Any, dict[str, Any]], Any]) -> Callable[..., Any]:
+def unary(fn: Callable[[Any, Attrs], Any]) -> Callable[..., Any]:
     """An elementwise op: the layout (and a Flatten's permutation) carries through."""
-    def op(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+    def op(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
         if not isinstance(ins[0], T):
             raise ValueError("a constant input")
         return replace(ins[0], x=fn(ins[0].x, a))
     return op
 
 
-def clip(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def clip(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     tf = tf_()
     lo = float(np.asarray(ins[1])) if len(ins) > 1 and ins[1] is not None else a.get("min", -np.inf)
     hi = float(np.asarray(ins[2])) if len(ins) > 2 and ins[2] is not None else a.get("max", np.inf)
@@ -136,13 +139,13 @@ def clip(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return replace(x, x=tf.clip_by_value(x.x, np.float32(max(lo, -3.4e38)), np.float32(min(hi, 3.4e38))))
 
 
-def hard_sigmoid(x: Any, a: dict[str, Any]) -> Any:
+def hard_sigmoid(x: Any, a: Attrs) -> Any:
     tf = tf_()
     alpha, beta = a.get("alpha", 0.2), a.get("beta", 0.5)
     return tf.nn.relu6(x * np.float32(6 * alpha) + np.float32(6 * beta)) * np.float32(1 / 6)
 
 
-def hard_swish(x: Any, a: dict[str, Any]) -> Any:
+def hard_swish(x: Any, a: Attrs) -> Any:
     tf = tf_()
     return x * tf.nn.relu6(x + np.float32(3)) * np.float32(1 / 6)
 
@@ -154,7 +157,7 @@ def _same_pads(size: int, k: int, s: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
-def windowed(x: T, a: dict[str, Any], kernel: tuple[int, int], fill: float = 0.0,
+def windowed(x: T, a: Attrs, kernel: tuple[int, int], fill: float = 0.0,
              same_ok: bool = True) -> tuple[Any, str]:
     """(input, TF padding) for a Conv or pool: SAME where the ONNX pads equal TensorFlow's, else an explicit PAD."""
     tf = tf_()
@@ -192,7 +195,7 @@ def windowed(x: T, a: dict[str, Any], kernel: tuple[int, int], fill: float = 0.0
     return tf.pad(x.x, [[0, 0], [top, bottom], [left, right], [0, 0]], constant_values=fill), "VALID"
 
 
-def conv(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def conv(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     """Conv: plain, depthwise (group = input channels) or grouped; weights transposed to TensorFlow's layout."""
     tf = tf_()
     x, w = ins[0], np.asarray(ins[1], np.float32)
@@ -216,7 +219,7 @@ def conv(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return T(tf.nn.bias_add(y, b) if b is not None else y, nhwc=True)
 
 
-def max_pool(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def max_pool(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     if any(d != 1 for d in a.get("dilations", [1, 1])):
         raise ValueError("dilated pooling")
     k = tuple(a["kernel_shape"])
@@ -224,7 +227,7 @@ def max_pool(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return T(tf_().nn.max_pool2d(xx, k, [1, *a.get("strides", [1, 1]), 1], padding), nhwc=True)
 
 
-def avg_pool(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def avg_pool(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     k = tuple(a["kernel_shape"])
     include = bool(a.get("count_include_pad", 0))
     xx, padding = windowed(ins[0], a, k, fill=0.0 if include else None, same_ok=not include)
@@ -232,7 +235,7 @@ def avg_pool(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
 
 
 def global_pool(reduce: str) -> Callable[..., Any]:
-    def op(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+    def op(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
         x = ins[0]
         if not x.nhwc:
             raise ValueError("not a 2-D image tensor (N, C, H, W)")
@@ -240,7 +243,7 @@ def global_pool(reduce: str) -> Callable[..., Any]:
     return op
 
 
-def batch_norm(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def batch_norm(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     """A BatchNormalization not folded into a Conv: x * factor + shift."""
     scale, bias, mean, var = (np.asarray(v, np.float64) for v in ins[1:5])
     factor = scale / np.sqrt(var + a.get("epsilon", 1e-5))
@@ -277,7 +280,7 @@ def reshaped(x: Any, target: list[int]) -> Any:
     return T(tf.reshape(x.x, target))
 
 
-def reshape(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def reshape(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     shape = onnx_shape(ins[0])
     target = [int(d) for d in np.asarray(ins[1]).reshape(-1)]
     if not a.get("allowzero", 0):
@@ -288,13 +291,13 @@ def reshape(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return reshaped(ins[0], target)
 
 
-def flatten(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def flatten(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     shape = onnx_shape(ins[0])
     axis = int(a.get("axis", 1)) % (len(shape) or 1) if a.get("axis", 1) < 0 else int(a.get("axis", 1))
     return reshaped(ins[0], [int(np.prod(shape[:axis])), int(np.prod(shape[axis:]))])
 
 
-def gemm(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def gemm(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     """Gemm / MatMul with constant weights (FULLY_CONNECTED); a permuted flat input permutes the weight rows."""
     tf = tf_()
     x, b = ins[0], ins[1]
@@ -315,7 +318,7 @@ def gemm(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return T(tf.reshape(y, (*lead, w.shape[1])) if len(lead) != 1 else y)
 
 
-def softmax(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def softmax(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     x = ins[0]
     rank = len(x.x.shape)
     axis = int(a.get("axis", -1 if tr.opset >= 13 else 1))
@@ -326,7 +329,7 @@ def softmax(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return replace(x, x=tf_().nn.softmax(x.x, axis=axis_of(x, axis)))
 
 
-def concat(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def concat(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     axis = int(a["axis"])
     ts = [v for v in ins if isinstance(v, T)]
     if not ts:
@@ -338,7 +341,7 @@ def concat(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return T(tf_().concat([as_plain(v) for v in ins], axis=axis))
 
 
-def split(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def split(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     x, axis = ins[0], int(a.get("axis", 0))
     sizes = ins[1] if len(ins) > 1 and ins[1] is not None else a.get("split")
     shape = onnx_shape(x)
@@ -353,7 +356,7 @@ def split(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return [replace(x, x=part) for part in tf_().split(x.x, sizes, axis=axis_of(x, axis))]
 
 
-def slice_(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def slice_(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     """Slice with constant starts/ends/axes/steps (opset >= 10 inputs, or the older attributes)."""
     if len(ins) > 1:
         starts, ends = (np.asarray(v).reshape(-1) for v in ins[1:3])
@@ -375,7 +378,7 @@ def slice_(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return replace(x, x=x.x[tuple(index)])
 
 
-def transpose(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def transpose(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     x = ins[0]
     rank = len(onnx_shape(x))
     perm = [int(p) for p in a.get("perm", range(rank - 1, -1, -1))]
@@ -390,7 +393,7 @@ def transpose(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return T(tf_().transpose(xs, stored))
 
 
-def pad(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def pad(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     mode = a.get("mode", b"constant")
     if (mode.decode() if isinstance(mode, bytes) else mode) != "constant":
         raise ValueError(f"mode {mode!r} (edgekit translates constant padding)")
@@ -405,7 +408,7 @@ def pad(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
 
 
 def reduce(name: str) -> Callable[..., Any]:
-    def op(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+    def op(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
         x = ins[0] if ins[0].perm is None else T(plain(ins[0]))
         rank = len(x.x.shape)
         axes = a.get("axes", np.asarray(ins[1]).reshape(-1) if len(ins) > 1 and ins[1] is not None else range(rank))
@@ -421,7 +424,7 @@ def reduce(name: str) -> Callable[..., Any]:
     return op
 
 
-def resize(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def resize(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     """Resize (Upsample) of an image tensor: nearest by an integer factor, or bilinear."""
     tf = tf_()
     x = ins[-1] if n.op_type == "Upsample" and len(ins) == 1 else ins[0]
@@ -454,7 +457,7 @@ def resize(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
 
 # ------------------------------------------------------------------------------------------ constants
 def _const_only(fn: Callable[..., Any]) -> Callable[..., Any]:
-    def op(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+    def op(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
         if any(isinstance(v, T) for v in ins):
             raise InputError(f"{tr.shown}: the ONNX op {n.op_type} (node {n.name or n.output[0]!r}) is applied to an "
                              "activation; edgekit translates it for shape arithmetic on constants only",
@@ -464,7 +467,7 @@ def _const_only(fn: Callable[..., Any]) -> Callable[..., Any]:
     return op
 
 
-def constant(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def constant(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     if "value" in a:
         return tensor_of(a["value"])
     for key in ("value_float", "value_int", "value_floats", "value_ints"):
@@ -473,12 +476,12 @@ def constant(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     raise ValueError("a Constant without a value")
 
 
-def shape_of(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def shape_of(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     shape = onnx_shape(ins[0])
     return np.asarray(shape[a.get("start", 0):a.get("end", len(shape))], np.int64)
 
 
-def squeeze_unsqueeze(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def squeeze_unsqueeze(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     axes = a.get("axes", np.asarray(ins[1]).reshape(-1) if len(ins) > 1 and ins[1] is not None else None)
     shape = onnx_shape(ins[0])
     if n.op_type == "Squeeze":
@@ -491,7 +494,7 @@ def squeeze_unsqueeze(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any
     return reshaped(ins[0], target)
 
 
-def cast(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def cast(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     from onnx import helper
 
     dtype = np.dtype(helper.tensor_dtype_to_np_dtype(a["to"]))
@@ -502,16 +505,16 @@ def cast(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
     return np.asarray(ins[0]).astype(dtype)
 
 
-def gather(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def gather(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     return np.take(np.asarray(ins[0]), np.asarray(ins[1]), axis=int(a.get("axis", 0)))
 
 
-def constant_of_shape(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def constant_of_shape(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     value = tensor_of(a["value"]) if "value" in a else np.zeros(1, np.float32)
     return np.full([int(d) for d in np.asarray(ins[0]).reshape(-1)], value.reshape(-1)[0], value.dtype)
 
 
-def identity(tr: Any, n: Any, ins: list[Any], a: dict[str, Any]) -> Any:
+def identity(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     return [ins[0]] + [None] * (len(n.output) - 1)
 
 

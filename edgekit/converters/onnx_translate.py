@@ -79,7 +79,7 @@ class Translation:
     # ---------------------------------------------------------------------------------------- tracing
     def __call__(self, x: Any) -> Any:
         """The translated graph on an NHWC float32 batch; the chosen output in ONNX's layout."""
-        values: dict[str, Any] = dict(self.consts)
+        values: dict[str, object] = dict(self.consts)
         values[self.image.name] = T(x, nhwc=self.image.nchw)
         for n in self.nodes:
             ins = [values[i] if i else None for i in n.input]

@@ -41,9 +41,8 @@ def digits_onnx(model, path: Path, inflate: tuple[int, float] | None = None) -> 
     ``inflate=(unit, r)`` scales one hidden Gemm unit by r and its row in the last Gemm by 1/r: the same float
     function, and a PTQ-hostile one (that activation's int8 steps r times coarser for every other unit).
     """
-    from onnx import helper
-
     import keras
+    from onnx import helper
 
     convs = [layer for layer in model.layers if isinstance(layer, keras.layers.Conv2D)]
     norms = [layer for layer in model.layers if isinstance(layer, keras.layers.BatchNormalization)]

@@ -19,7 +19,7 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.tf
 
-from tests.converters.onnx_graphs import digits_onnx, save  # noqa: E402
+from tests.converters.onnx_graphs import digits_onnx, save
 
 
 def _node(op, ins, outs, **attrs):
@@ -245,3 +245,39 @@ def _widest(loaded, x):
     session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
     h = np.concatenate([session.run(["h1"], {"input": s.transpose(2, 0, 1)[None]})[0] for s in x[:200]])
     return int(h.max(0).argmax())
+
+
+# ------------------------------------------------------------------ the other commands recognise the file
+def test_check_and_inspect_name_an_onnx_or_pytorch_file_and_the_command_that_takes_it(tmp_path):
+    onnx_path = _nhwc_input(tmp_path / "m.onnx")
+    pt = tmp_path / "m.pt"
+    with zipfile.ZipFile(pt, "w") as z:
+        z.writestr("m/data.pkl", b"\x80\x02N.")
+    legacy = tmp_path / "old.pth"
+    legacy.write_bytes(b"\x80\x02\x8a\nl\xfc\x9cF\xf9 j\xa8P\x19.")   # torch's legacy format: a bare pickle
+    for command in ("check", "inspect"):
+        for path, said, hint in [(onnx_path, "is an ONNX model", f"edgekit quantize {onnx_path}"),
+                                 (pt, "is a PyTorch file", "torch.onnx.export"),
+                                 (legacy, "is a Python pickle (a PyTorch file?)", "torch.onnx.export")]:
+            result = CliRunner().invoke(cli, [command, str(path)])
+            _one_line_error(result, 3)
+            assert said in result.stderr and hint in result.stderr and "damaged" not in result.stderr, result.stderr
+
+
+def test_doctor_says_whether_the_onnx_extra_is_installed():
+    from edgekit import doctor
+
+    with_it = doctor.check_onnx(doctor.Probe(dist_version=lambda d: "1.0"))
+    without = doctor.check_onnx(doctor.Probe(dist_version=lambda d: None if d == "onnxruntime" else "1.0"))
+    assert "takes ONNX models" in with_it.detail
+    assert "onnxruntime not installed" in without.detail and "edgekit[onnx]" in without.detail
+
+
+def test_quantize_onnx_without_the_extra_names_the_install_command(tmp_path, digits_folders, monkeypatch):
+    import sys
+
+    path = _nhwc_input(tmp_path / "m.onnx")
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)   # not installed
+    result, _ = _quantize(path, "--calib", digits_folders.train)
+    _one_line_error(result, 4)
+    assert "pip install 'edgekit[onnx]'" in result.stderr
