@@ -490,12 +490,13 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
     """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
     where edgetpu_compiler exists, and write the bundle folder ``output`` with its manifest.json (needs
     TensorFlow); a :class:`~edgekit.results.BuildResult`. No bundle on failure."""
-    from edgekit.options import quantize_options
+    from edgekit.options import model_file, quantize_options
 
     options = dict(locals())
-    return build(BuildOptions(quantize=quantize_options(model, None, options, report), output=os.fsdecode(output),
-                              min_runtime=min_runtime, timeout=timeout, compile=not no_compile,
-                              show_progress=show_progress, report=report))
+    with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
+        return build(BuildOptions(quantize=quantize_options(path, None, options, report, shown),
+                                  output=os.fsdecode(output), min_runtime=min_runtime, timeout=timeout,
+                                  compile=not no_compile, show_progress=show_progress, report=report))
 
 
 class _CallableModule(types.ModuleType):

@@ -142,7 +142,7 @@ def load(path: str | Path, input_size: tuple[int, int] | None = None, output: st
     reference = Reference(model, image, chosen, shown)
     picked = None if index is None else ModelOutput(chosen, index, tuple(names))
     return OnnxModel(p, "onnx", image.hwc, translation, None, None, output=picked, notes=notes + translation.notes,
-                     reference=reference, translation=translation)
+                     reference=reference, translation=translation, shown=shown)
 
 
 @dataclass
@@ -152,6 +152,7 @@ class OnnxModel(keras_io.LoadedModel):
 
     reference: Any = None
     translation: Any = None
+    shown: str = ""           # how messages name the model (a path, or the API's onnx.ModelProto)
 
     def predict(self, x: np.ndarray, batch_size: int = 64) -> np.ndarray:
         return self.reference.predict(x)
@@ -198,7 +199,7 @@ def check_translation(loaded: OnnxModel, x: np.ndarray) -> str:
     where = f"max |difference| {error:.3g} against ONNX Runtime on {len(x)} calibration samples (outputs up to " \
             f"{scale:.3g})"
     if not error <= TRANSLATION_TOLERANCE * max(scale, 1.0):
-        raise ConversionError(f"{loaded.path}: edgekit's channels-last translation of the ONNX model does not "
+        raise ConversionError(f"{loaded.shown or loaded.path}: edgekit's channels-last translation of the ONNX model does not "
                               f"compute the same function: {where}, tolerance {TRANSLATION_TOLERANCE:g} relative",
                               "this is a bug in edgekit's ONNX translator: report it with the model (--debug shows "
                               "more); nothing was written")

@@ -58,6 +58,7 @@ class QuantizeOptions:
 
     model: str
     output: str | None = None
+    model_shown: str | None = None                # how messages name the model (the API's onnx.ModelProto), else model
     calib: str | None = None
     samples: int = calibration.DEFAULT_SAMPLES
     holdout: int = calibration.DEFAULT_HOLDOUT
@@ -613,6 +614,9 @@ def _check_options(opts: QuantizeOptions) -> Path:
     if not 0.0 <= opts.max_accuracy_drop <= 100.0:
         raise UsageError(f"--max-accuracy-drop {opts.max_accuracy_drop} is not between 0 and 100 (points)",
                          "e.g. --max-accuracy-drop 1")
+    if opts.model_shown and not opts.output:
+        raise UsageError(f"{opts.model_shown} has no file name to put the output beside",
+                         "pass output='model_int8.tflite'")
     output = Path(opts.output) if opts.output else default_output(opts.model)
     if not Path(opts.model).exists():
         raise InputError(f"no such file or folder: {opts.model}", "check the path")
@@ -691,7 +695,8 @@ def _load_source(opts: QuantizeOptions) -> keras_io.LoadedModel:
             raise UsageError("--arch and --custom-objects apply to Keras models, not to an ONNX model",
                              "leave them out")
         import_tensorflow(opts.verbose)
-        loaded: keras_io.LoadedModel = onnx_io.load(opts.model, opts.input_size, opts.output_name, opts.verbose)
+        loaded: keras_io.LoadedModel = onnx_io.load(opts.model, opts.input_size, opts.output_name, opts.verbose,
+                                                     opts.model_shown)
     else:
         loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose,
                                opts.output_name)
@@ -794,7 +799,7 @@ def _write_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified) -> bytes:
 
     rec = model_record.ModelRecord(p.spec, run.labels, {
         "created_by": f"{CREATED_BY} {__version__}",
-        "source_model": {"name": source_name(opts.model), "format": p.loaded.format,
+        "source_model": {"name": opts.model_shown or source_name(opts.model), "format": p.loaded.format,
                          "output": p.loaded.output.to_dict() if p.loaded.output else None, "notes": p.loaded.notes},
         "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__,
                      **onnx_io.versions(p.loaded)},
@@ -833,7 +838,7 @@ def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: b
     spec = p.spec
     summary = QuantizeDocument(
         output=str(run.output), record=str(run.sidecar) if run.sidecar else None,
-        source=SourceModel(str(src), p.loaded.format, src_size, p.loaded.output, tuple(p.loaded.notes)),
+        source=SourceModel(opts.model_shown or str(src), p.loaded.format, src_size, p.loaded.output, tuple(p.loaded.notes)),
         size_bytes=out_info.size_bytes,
         preprocess=Preprocess.of_spec(spec, p.origin, spec.describe(), p.search.record() if p.search else None),
         labels=len(run.labels) if run.labels else None,

@@ -281,3 +281,32 @@ def test_quantize_onnx_without_the_extra_names_the_install_command(tmp_path, dig
     result, _ = _quantize(path, "--calib", digits_folders.train)
     _one_line_error(result, 4)
     assert "pip install 'edgekit[onnx]'" in result.stderr
+
+
+# ------------------------------------------------------------------ build, and the API with an onnx.ModelProto
+def test_build_takes_an_onnx_model(digits_onnx_model, digits_folders, tmp_path):
+    result = CliRunner().invoke(cli, ["build", str(digits_onnx_model), "--calib", str(digits_folders.train),
+                                      "-o", str(tmp_path / "bundle"), "--json", "--quiet"])
+    assert result.exit_code == 0, result.output
+    manifest = json.loads((tmp_path / "bundle" / "manifest.json").read_text())
+    assert any(f.endswith(".tflite") for f in json.dumps(manifest["files"]).split('"')), manifest
+
+
+def test_the_api_takes_an_onnx_modelproto_and_names_it_never_a_temporary_file(tmp_path, digits_folders):
+    import onnx
+
+    import edgekit
+    from edgekit.errors import InputError, UsageError
+
+    w = _weights(c=(4, 3, 3, 3))
+    path = save([_node("Conv", ["input", "c"], ["a"], kernel_shape=[3, 3]), _node("Erf", ["a"], ["e"]),
+                 _node("GlobalAveragePool", ["e"], ["g"]), _node("Flatten", ["g"], ["output"])],
+                w, tmp_path / "gelu.onnx", output_shape=("N", 4))
+    proto = onnx.load(str(path))
+    with pytest.raises(InputError) as err:
+        edgekit.quantize(proto, output=tmp_path / "out.tflite", calib=str(digits_folders.train))
+    assert str(err.value).startswith("the onnx.ModelProto 'edgekit_test': the ONNX op Erf"), err.value
+    assert "edgekit-onnx-" not in str(err.value) + str(err.value.hint)
+    with pytest.raises(UsageError, match="has no file name to put the output beside"):
+        edgekit.quantize(proto, calib=str(digits_folders.train))
+    assert not (tmp_path / "out.tflite").exists()
