@@ -29,6 +29,7 @@ PYTORCH_SUFFIXES = (".pt", ".pth", ".pt2", ".ckpt")
 #: relative to the largest |output| of the reference (float32 conv sums in another order differ by ~1e-6).
 TRANSLATION_TOLERANCE = 1e-3
 TRANSLATION_SAMPLES = 32
+ORIGIN_EXPORTER = "the exporter's metadata in the ONNX file"
 
 
 def require_onnx() -> tuple[Any, Any]:
@@ -136,13 +137,53 @@ def load(path: str | Path, input_size: tuple[int, int] | None = None, output: st
     model = read_model(p, shown)
     image, notes = fix_input(model, input_size, shown)
     names = [o.name for o in model.graph.output]
-    index = keras_io.choose_output(names, output, shown)
+    head = yolo_head(model)
+    index = None if head else keras_io.choose_output(names, output, shown)
     chosen = names[index or 0]
-    translation = onnx_translate.Translation(model, image, chosen, shown)   # unsupported ops refused here
-    reference = Reference(model, image, chosen, shown)
+    translation = onnx_translate.Translation(model, image, chosen, shown, head)   # unsupported ops refused here
+    reference = Reference(model, image, chosen, shown, head)
     picked = None if index is None else ModelOutput(chosen, index, tuple(names))
+    if head:
+        notes.append(f"a YOLO head ({len(head.boxes)} levels, {head.nc} classes, DFL with {head.reg_max} bins): "
+                     "converted up to its box and class maps, two int8 outputs with their own scales; the decode "
+                     "runs on the host (as `edgekit cut` leaves it)")
+    scaling = exporter_scaling(model)
+    if scaling:
+        notes.append(f"preprocessing {scaling[0]} from the ONNX metadata ({scaling[1]})")
     return OnnxModel(p, "onnx", image.hwc, translation, None, None, output=picked, notes=notes + translation.notes,
-                     reference=reference, translation=translation, shown=shown)
+                     reference=reference, translation=translation, shown=shown, head=head,
+                     exporter_scaling=scaling[0] if scaling else None)
+
+
+def exporter_scaling(model: Any) -> tuple[str, str] | None:
+    """(scaling, why) when the ONNX metadata names an exporter whose preprocessing is known: Ultralytics'
+    exporter writes ``author: Ultralytics`` and ``stride``/``names``, and its models take RGB pixels / 255."""
+    meta = {p.key: p.value for p in model.metadata_props}
+    if "ultralytics" in meta.get("author", "").lower() and "names" in meta:
+        return "0..1", "Ultralytics' exporter: RGB pixels / 255"
+    return None
+
+
+def yolo_head(model: Any) -> Any:
+    """The graph's Ultralytics YOLO head (:mod:`onnx_yolo`), found by structure; None for any other model."""
+    from onnx import shape_inference
+
+    from edgekit.converters import onnx_yolo
+    from edgekit.converters.onnx_ops import attrs_of, tensor_of
+
+    try:
+        inferred = shape_inference.infer_shapes(model)
+    except Exception:  # shapes unknown: no head is read from them (the translation still runs)
+        return None
+    channels = {}
+    for vi in list(inferred.graph.value_info) + list(inferred.graph.output):
+        dims = vi.type.tensor_type.shape.dim
+        if len(dims) == 4 and dims[1].HasField("dim_value"):
+            channels[vi.name] = int(dims[1].dim_value)
+    consts = {t.name: tensor_of(t) for t in model.graph.initializer}
+    consts.update({n.output[0]: tensor_of(attrs_of(n)["value"]) for n in model.graph.node
+                   if n.op_type == "Constant" and "value" in attrs_of(n)})
+    return onnx_yolo.find_head(list(model.graph.node), consts, channels)
 
 
 @dataclass
@@ -153,6 +194,8 @@ class OnnxModel(keras_io.LoadedModel):
     reference: Any = None
     translation: Any = None
     shown: str = ""           # how messages name the model (a path, or the API's onnx.ModelProto)
+    head: Any = None          # onnx_yolo.YoloHead: converted up to the head's maps, decoded on the host
+    exporter_scaling: str | None = None   # the preprocessing the exporter's metadata settles (--scaling's names)
 
     def predict(self, x: np.ndarray, batch_size: int = 64) -> np.ndarray:
         return self.reference.predict(x)
@@ -164,8 +207,10 @@ class OnnxModel(keras_io.LoadedModel):
 class Reference:
     """The original ONNX model run by ONNX Runtime (CPU): the float model quantize measures against."""
 
-    def __init__(self, model: Any, image: OnnxInput, output: str, shown: str):
+    def __init__(self, model: Any, image: OnnxInput, output: str, shown: str, head: Any = None):
         _, ort = require_onnx()
+        if head is not None:   # the head's maps as outputs too: the float reference stops where the int8 model does
+            model = _with_outputs(model, list(head.boxes + head.scores))
         options = ort.SessionOptions()
         options.log_severity_level = 3
         options.intra_op_num_threads = 1
@@ -175,15 +220,38 @@ class Reference:
         except Exception as exc:
             raise InputError(f"{shown}: ONNX Runtime cannot run the model: {first_line(exc, 300)}",
                              "export it again (torch.onnx.export with opset_version 13 to 17)") from None
-        self.image, self.output = image, output
+        self.image, self.output, self.head = image, output, head
 
-    def predict(self, x: np.ndarray, batch_size: int = 1) -> np.ndarray:
-        """Float outputs for a preprocessed NHWC float32 batch, flattened per sample (one sample per run)."""
-        outs = []
+    def run(self, x: np.ndarray, names: list[str]) -> list[np.ndarray]:
+        """ONNX Runtime's outputs ``names`` for a preprocessed NHWC float32 batch (one sample per run)."""
+        runs = []
         for sample in np.asarray(x, np.float32):
             feed = sample.transpose(2, 0, 1)[None] if self.image.nchw else sample[None]
-            outs.append(np.asarray(self.session.run([self.output], {self.image.name: feed})[0]).reshape(-1))
-        return np.stack(outs) if outs else np.zeros((0, 0), np.float32)
+            runs.append(self.session.run(names, {self.image.name: feed}))
+        return [np.concatenate([r[i] for r in runs]) for i in range(len(names))] if runs else []
+
+    def predict(self, x: np.ndarray, batch_size: int = 1) -> Any:
+        """Float outputs for a preprocessed NHWC float32 batch: flattened per sample, or a YOLO head's [boxes
+        [n, N, 4*reg_max], class scores [n, N, nc]] (its maps joined as the int8 model joins them, sigmoid applied)."""
+        from edgekit.converters.onnx_yolo import join_levels_nchw
+
+        if self.head is None:
+            out = self.run(x, [self.output])
+            return out[0].reshape(len(x), -1) if out else np.zeros((0, 0), np.float32)
+        maps = self.run(x, list(self.head.boxes + self.head.scores))
+        k = len(self.head.boxes)
+        return [join_levels_nchw(maps[:k]), 1.0 / (1.0 + np.exp(-join_levels_nchw(maps[k:])))]
+
+
+def _with_outputs(model: Any, names: list[str]) -> Any:
+    """A copy of ``model`` that also outputs the tensors ``names``."""
+    from onnx import ModelProto, helper
+
+    copy = ModelProto()
+    copy.CopyFrom(model)
+    known = {o.name for o in copy.graph.output}
+    copy.graph.output.extend(helper.make_empty_tensor_value_info(n) for n in names if n not in known)
+    return copy
 
 
 def check_translation(loaded: OnnxModel, x: np.ndarray) -> str:
@@ -192,10 +260,10 @@ def check_translation(loaded: OnnxModel, x: np.ndarray) -> str:
     Returns the note saying how close they are.
     """
     x = np.asarray(x[:TRANSLATION_SAMPLES], np.float32)
-    reference = loaded.predict(x)
-    ours = loaded.translated_predict(x)
-    scale = float(np.abs(reference).max()) or 1.0
-    error = float(np.abs(ours - reference).max())
+    reference, ours = loaded.predict(x), loaded.translated_predict(x)
+    pairs = list(zip(reference, ours)) if isinstance(reference, list) else [(reference, ours)]
+    scale = max(float(np.abs(r).max()) for r, _ in pairs) or 1.0
+    error = max(float(np.abs(o - r).max()) for r, o in pairs)
     where = f"max |difference| {error:.3g} against ONNX Runtime on {len(x)} calibration samples (outputs up to " \
             f"{scale:.3g})"
     if not error <= TRANSLATION_TOLERANCE * max(scale, 1.0):
@@ -204,6 +272,38 @@ def check_translation(loaded: OnnxModel, x: np.ndarray) -> str:
                               "this is a bug in edgekit's ONNX translator: report it with the model (--debug shows "
                               "more); nothing was written")
     return f"the channels-last translation matches ONNX Runtime: {where}"
+
+
+def check_decode(loaded: OnnxModel, x: np.ndarray) -> str:
+    """The host's decode of the head's maps (:func:`edgekit.detection.decode_split_dfl`) against the ONNX model's own
+    decoded output (``[1, 4+nc, N]``: centre x, y, width, height in pixels, then class scores), by ONNX Runtime;
+    ConversionError with the numbers when they differ (then the head is not the one edgekit decodes)."""
+    from edgekit.detection import decode_split_dfl
+
+    head, x = loaded.head, np.asarray(x[:TRANSLATION_SAMPLES], np.float32)
+    outs = loaded.reference.run(x, [loaded.reference.output] + list(head.boxes))
+    decoded, maps = outs[0], outs[1:]
+    h, w, _ = loaded.input_shape
+    strides = tuple(int(round(h / m.shape[2])) for m in maps)
+    boxes, scores = loaded.predict(x)
+    worst, scale = 0.0, float(max(h, w))
+    for i in range(len(x)):
+        c = decode_split_dfl(boxes[i:i + 1], scores[i:i + 1], (h, w), strides, head.reg_max, False)
+        ref = decoded[i]
+        if ref.shape[0] != 4 + head.nc:
+            raise ConversionError(f"{loaded.shown}: the YOLO head's decoded output has shape {decoded.shape[1:]}, not "
+                                  f"[{4 + head.nc}, N]", "export with Ultralytics' format=onnx (nms=False)")
+        cx, cy, bw, bh = ref[:4]
+        xyxy = np.stack([cx - bw / 2, cy - bh / 2, cx + bw / 2, cy + bh / 2], axis=1)
+        worst = max(worst, float(np.abs(xyxy - c.boxes).max()) / scale,
+                    float(np.abs(ref[4:].max(0) - c.scores).max()))
+    where = (f"max |difference| {worst:.3g} (boxes relative to the input size, and scores) on {len(x)} samples, "
+             f"strides {list(strides)}")
+    if not worst <= TRANSLATION_TOLERANCE:
+        raise ConversionError(f"{loaded.shown}: the host's decode of the YOLO head does not reproduce the ONNX "
+                              f"model's own decode: {where}", "this head is not decoded the way edgekit decodes "
+                              "Ultralytics' DFL head: report it with the model; nothing was written")
+    return f"the host's decode of the head matches the ONNX model's own decode: {where}"
 
 
 def versions(loaded: keras_io.LoadedModel) -> dict[str, str]:

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.converters.onnx_ops import ATTENTION_HINT, OPS, T, attrs_of, plain, refuse, tensor_of
+from edgekit.converters.onnx_yolo import YoloHead, join_levels_nhwc
 from edgekit.converters.tf_quiet import import_tensorflow
 from edgekit.errors import ConversionError, InputError
 
@@ -27,10 +28,11 @@ from edgekit.errors import ConversionError, InputError
 class Translation:
     """The ONNX graph as a tf-traceable function of an NHWC float32 batch (``__call__``), checked op by op up front."""
 
-    def __init__(self, model: Any, image: Any, output: str, shown: str):
-        self.graph, self.image, self.output, self.shown = model.graph, image, output, shown
+    def __init__(self, model: Any, image: Any, output: str, shown: str, head: YoloHead | None = None):
+        self.graph, self.image, self.output, self.shown, self.head = model.graph, image, output, shown, head
         self.consts: dict[str, np.ndarray] = {t.name: tensor_of(t) for t in model.graph.initializer}
-        self.nodes = [copy.deepcopy(n) for n in model.graph.node]   # BatchNorm folding edits them, not the model
+        wanted = list(head.boxes + head.scores) if head else [output]
+        self.nodes = [copy.deepcopy(n) for n in needed(list(model.graph.node), wanted)]   # BatchNorm folding edits
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
         self.notes: list[str] = []
         self._fold_batch_norms()
@@ -78,7 +80,22 @@ class Translation:
 
     # ---------------------------------------------------------------------------------------- tracing
     def __call__(self, x: Any) -> Any:
-        """The translated graph on an NHWC float32 batch; the chosen output in ONNX's layout."""
+        """The translated graph on an NHWC float32 batch: the chosen output in ONNX's layout, or a YOLO head's
+        (boxes [1, N, 4*reg_max], class scores [1, N, nc]) with the decode left to the host."""
+        values = self.trace(x)
+        if self.head is not None:
+            tf = import_tensorflow()
+            maps = [[values[name] for name in names] for names in (self.head.boxes, self.head.scores)]
+            if not all(isinstance(m, T) and m.nhwc for level in maps for m in level):
+                raise ConversionError(f"{self.shown}: the YOLO head's maps are not 4-D image tensors",
+                                      "export the model with Ultralytics' format=onnx at a fixed imgsz")
+            boxes, scores = (join_levels_nhwc(tf, [m.x for m in level]) for level in maps)
+            return boxes, tf.sigmoid(scores)
+        out = values[self.output]
+        return plain(out) if isinstance(out, T) else import_tensorflow().constant(out)
+
+    def trace(self, x: Any) -> dict[str, object]:
+        """Every value of the (pruned) graph on an NHWC float32 batch."""
         values: dict[str, object] = dict(self.consts)
         values[self.image.name] = T(x, nhwc=self.image.nchw)
         for n in self.nodes:
@@ -92,13 +109,28 @@ class Translation:
                                              f"{str(exc).splitlines()[0][:200] if str(exc) else ''})") from None
             for name, value in zip(n.output, outs if isinstance(outs, (list, tuple)) else [outs]):
                 values[name] = value
-        out = values[self.output]
-        return plain(out) if isinstance(out, T) else import_tensorflow().constant(out)
+        return values
 
-    def predict(self, x: np.ndarray) -> np.ndarray:
-        """The translation's float outputs (flattened per sample) for a preprocessed NHWC batch."""
+    def predict(self, x: np.ndarray) -> Any:
+        """The translation's float outputs for a preprocessed NHWC batch: flattened per sample, or a YOLO head's
+        [boxes, scores] batches."""
         tf = import_tensorflow()
         if self._predict is None:
             self._predict = tf.function(self)
-        outs = [np.asarray(self._predict(tf.constant(s[None], tf.float32))).reshape(-1) for s in x]
+        outs = [self._predict(tf.constant(s[None], tf.float32)) for s in x]
+        if self.head is not None:
+            return [np.concatenate([np.asarray(o[i]) for o in outs]) for i in (0, 1)]
+        outs = [np.asarray(o).reshape(-1) for o in outs]
         return np.stack(outs) if outs else np.zeros((0, 0), np.float32)
+
+
+def needed(nodes: list[Any], outputs: list[str]) -> list[Any]:
+    """The nodes ``outputs`` depend on, in their order (a YOLO head's decode is left out, for the host)."""
+    producer = {o: n for n in nodes for o in n.output}
+    todo, keep = list(outputs), set()
+    while todo:
+        node = producer.get(todo.pop())
+        if node is not None and id(node) not in keep:
+            keep.add(id(node))
+            todo += [i for i in node.input if i]
+    return [n for n in nodes if id(n) in keep]

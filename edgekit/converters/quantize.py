@@ -133,6 +133,10 @@ def resolve_spec(loaded: keras_io.LoadedModel, opts: QuantizeOptions,
             mean, std, origin = (0.0,), (1.0,), ORIGIN_MODEL
         else:
             mean, std, origin = (0.0,), (255.0,), UNDECIDED
+    exporter = getattr(loaded, "exporter_scaling", None)   # an ONNX exporter whose preprocessing is known
+    if exporter and origin == UNDECIDED:
+        named = PreprocessSpec.with_scaling(1, 1, exporter)
+        mean, std, origin = named.mean, named.std, onnx_io.ORIGIN_EXPORTER
     if opts.scaling:
         named = PreprocessSpec.with_scaling(1, 1, opts.scaling)
         mean, std, origin = named.mean, named.std, ORIGIN_FLAGS
@@ -745,8 +749,10 @@ def _convert_stage(run: _Run, p: _Prepared) -> _Converted:
     opts = run.opts
     if isinstance(p.loaded, onnx_io.OnnxModel):
         with silenced(opts.verbose):
-            matched = onnx_io.check_translation(p.loaded, p.data.calib)
-        run.note([matched])
+            matched = [onnx_io.check_translation(p.loaded, p.data.calib)]
+            if p.loaded.head is not None:
+                matched.append(onnx_io.check_decode(p.loaded, p.data.calib))
+        run.note(matched)
     model_bytes, remedy, tried = convert_checked(p.loaded, p.data.calib, p.spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
     from edgekit.converters import detector_verify
