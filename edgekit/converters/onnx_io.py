@@ -152,7 +152,22 @@ def load(path: str | Path, input_size: tuple[int, int] | None = None, output: st
         notes.append(f"preprocessing {scaling[0]} from the ONNX metadata ({scaling[1]})")
     return OnnxModel(p, "onnx", image.hwc, translation, None, None, output=picked, notes=notes + translation.notes,
                      reference=reference, translation=translation, shown=shown, head=head,
-                     exporter_scaling=scaling[0] if scaling else None)
+                     exporter_scaling=scaling[0] if scaling else None, class_names=exporter_names(model))
+
+
+def exporter_names(model: Any) -> list[str] | None:
+    """The class names an exporter wrote into the metadata (Ultralytics: ``names``, a Python dict literal of
+    id → name, read with ast.literal_eval: data, never code); None when absent or unreadable."""
+    import ast
+
+    text = next((p.value for p in model.metadata_props if p.key == "names"), None)
+    try:
+        names = ast.literal_eval(text) if text else None
+    except (ValueError, SyntaxError, MemoryError, RecursionError):
+        return None
+    if isinstance(names, dict) and names and all(isinstance(k, int) and k >= 0 for k in names):
+        return [str(names.get(i, i)) for i in range(max(names) + 1)]
+    return [str(n) for n in names] if isinstance(names, list) and names else None
 
 
 def exporter_scaling(model: Any) -> tuple[str, str] | None:
@@ -196,6 +211,7 @@ class OnnxModel(keras_io.LoadedModel):
     shown: str = ""           # how messages name the model (a path, or the API's onnx.ModelProto)
     head: Any = None          # onnx_yolo.YoloHead: converted up to the head's maps, decoded on the host
     exporter_scaling: str | None = None   # the preprocessing the exporter's metadata settles (--scaling's names)
+    class_names: list[str] | None = None  # the class names the exporter's metadata holds
 
     def predict(self, x: np.ndarray, batch_size: int = 64) -> np.ndarray:
         return self.reference.predict(x)

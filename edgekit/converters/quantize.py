@@ -724,6 +724,8 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedModel) -> _Prepared:
     run.warn(spec_warnings)
     if run.labels is None and record and record.labels:
         run.labels = record.labels
+    if run.labels is None and getattr(loaded, "class_names", None):   # an ONNX exporter's metadata (Ultralytics)
+        run.labels = list(loaded.class_names)
     holdout = opts.holdout if opts.verify else 0
     data = calibration.load(run.calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
                             _bars(opts))

@@ -310,3 +310,56 @@ def test_the_api_takes_an_onnx_modelproto_and_names_it_never_a_temporary_file(tm
     with pytest.raises(UsageError, match="has no file name to put the output beside"):
         edgekit.quantize(proto, calib=str(digits_folders.train))
     assert not (tmp_path / "out.tflite").exists()
+
+
+# ------------------------------------------------------------------ YOLO from ONNX (Ultralytics' format=onnx)
+@pytest.mark.parametrize("form", ["split", "joined"])
+def test_a_yolo_head_is_converted_up_to_its_maps_and_decoded_on_the_host(form, tmp_path):
+    from edgekit import tflite_model
+    from edgekit.converters import onnx_io
+    from edgekit.converters.tf_quiet import import_tensorflow, silenced
+    from tests.converters.onnx_graphs import yolo_onnx
+
+    loaded = onnx_io.load(yolo_onnx(tmp_path / "yolo.onnx", form=form))
+    assert loaded.head is not None and (loaded.head.reg_max, loaded.head.nc, len(loaded.head.boxes)) == (16, 3, 3)
+    assert loaded.exporter_scaling == "0..1" and loaded.class_names == ["class0", "class1", "class2"]
+    x = np.random.default_rng(0).uniform(0, 1, (6, 64, 64, 3)).astype(np.float32)
+    onnx_io.check_translation(loaded, x)   # the two tensors, against ONNX Runtime on the original graph
+    assert "matches the ONNX model's own decode" in onnx_io.check_decode(loaded, x)
+    tf = import_tensorflow()
+    with silenced():
+        data = tf.lite.TFLiteConverter.from_concrete_functions([loaded.concrete_function(64, 64)]).convert()
+    info = tflite_model.ModelInfo.from_bytes(data)
+    ops = {op.name for op in info.main.ops}
+    assert "TRANSPOSE" not in ops and "SOFTMAX" not in ops   # no layout change, and the DFL decode is left out
+    assert sorted(tuple(t.shape) for t in info.outputs) == [(1, 84, 3), (1, 84, 64)]
+
+
+def test_quantize_yolo_onnx_splits_boxes_and_scores_and_passes_the_map_gate(tmp_path):
+    from edgekit import tflite_model
+    from edgekit.detection_data import make_shapes
+    from tests.converters.onnx_graphs import yolo_onnx
+
+    make_shapes(tmp_path / "shapes", n_images=40)
+    path = yolo_onnx(tmp_path / "yolo.onnx", form="joined")
+    result, doc = _quantize(path, "--calib", tmp_path / "shapes", "--eval", tmp_path / "shapes")
+    assert result.exit_code == 0, result.output
+    assert doc["edgetpu"]["verdict"] == "full" and doc["verification"]["kind"] == "detection"
+    assert any("host's decode of the head matches" in n for n in doc["notes"])
+    assert doc["preprocess"]["origin"] == "the exporter's metadata in the ONNX file"
+    out = tmp_path / "yolo_int8.tflite"
+    info = tflite_model.ModelInfo.from_bytes(out.read_bytes())
+    boxes, scores = info.outputs
+    assert tuple(boxes.shape) == (1, 84, 64) and tuple(scores.shape) == (1, 84, 3)
+    assert boxes.quantization.scale != scores.quantization.scale   # each its own int8 scale
+    record = json.loads(out.with_name("yolo_int8.edgekit.json").read_text())
+    assert record["detection"]["layout"]["kind"] == "split-dfl" and record["labels"] == ["class0", "class1", "class2"]
+
+
+def test_yolo_with_attention_is_refused_before_conversion(tmp_path, digits_folders):
+    from tests.converters.onnx_graphs import yolo_onnx
+
+    result, _ = _quantize(yolo_onnx(tmp_path / "yolo11.onnx", attention=True), "--calib", digits_folders.train)
+    _one_line_error(result, 3)
+    assert "MatMul (node '/model.10/attn/MatMul') multiplies two activations (attention)" in result.stderr
+    assert "YOLOv8" in result.stderr
