@@ -432,6 +432,7 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
              labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
              min_agreement: float = _cli("quantize", "min_agreement"),
              max_accuracy_drop: float = _cli("quantize", "max_accuracy_drop"), no_verify: bool = False,
+             layout: Optional[str] = None,
              verbose: bool = False, show_progress: bool = False, report: Reporter = SILENT) -> QuantizeResult:
     """``edgekit quantize``: a Keras or ONNX model (a path, or an ``onnx.ModelProto`` with ``output``) to a
     verified full-int8 .tflite (needs TensorFlow; ONNX needs the ``onnx`` extra).

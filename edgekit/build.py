@@ -485,6 +485,7 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                  channels: Optional[str] = None, input_size: Union[str, Tuple[int, int], None] = None,
                  io: str = _cli("build", "io"), labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
                  min_agreement: float = _cli("build", "min_agreement"), max_accuracy_drop: float = _cli("build", "max_accuracy_drop"), no_verify: bool = False,
+                 layout: Optional[str] = None,
                  verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = _cli("build", "timeout"),
                  no_compile: bool = False, show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
     """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile

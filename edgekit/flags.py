@@ -166,6 +166,8 @@ QUANTIZE = (
            "below float's, beyond doubt (the whole 95% interval above it); when the data cannot tell, a "
            "warning if the estimate is above, else a note."),
     option("--no-verify", type="flag", help="Skip comparing the int8 model with the float model."),
+    option("--layout", choices=LAYOUTS, help="Detectors: the output layout of the int8 model, when its outputs fit "
+           "several (default: read from them; never guessed); recorded with the model."),
     option("--verbose", "-v", type="flag", help="Show TensorFlow's own log output."),
 )
 

@@ -71,5 +71,6 @@ def quantize_options(model: PathLike, output: Optional[PathLike], q: dict, repor
                            std=floats(q["std"]), resize=q["resize"], channels=q["channels"],
                            input_size=size(q["input_size"]), io=q["io"], labels=q["labels"], eval=q["eval"],
                            min_agreement=q["min_agreement"], max_accuracy_drop=q["max_accuracy_drop"],
-                           verify=not q["no_verify"], verbose=q["verbose"], show_progress=q["show_progress"],
+                           verify=not q["no_verify"], layout=q.get("layout"), verbose=q["verbose"],
+                           show_progress=q["show_progress"],
                            report=report)

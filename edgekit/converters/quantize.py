@@ -80,6 +80,7 @@ class QuantizeOptions:
     min_agreement: float = DEFAULT_MIN_AGREEMENT
     max_accuracy_drop: float = DEFAULT_MAX_ACCURACY_DROP
     verify: bool = True
+    layout: str | None = None                     # a detector's output layout, when its outputs fit several
     verbose: bool = False
     show_progress: bool = True
     report: Reporter = SILENT  # told each warning as it arises and notes (e.g. "created output folder ...")
@@ -759,7 +760,10 @@ def _convert_stage(run: _Run, p: _Prepared) -> _Converted:
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
     from edgekit.converters import detector_verify
 
-    layout = detector_verify.layout_of(model_bytes, info)   # None: a classifier
+    layout = detector_verify.layout_of(model_bytes, info, opts.layout, opts.model_shown or opts.model)  # None: a
+    if opts.layout and layout is None:                                                               # classifier
+        raise UsageError(f"--layout {opts.layout}: {opts.model_shown or opts.model} is a classifier (one score per "
+                         "class)", "leave --layout out")
     if layout is not None:
         detector_verify.refuse_crushed_scores(layout, info)
         opts.report.note(f"a detector: {layout.describe()} ({'; '.join(layout.source)})")

@@ -363,3 +363,36 @@ def test_yolo_with_attention_is_refused_before_conversion(tmp_path, digits_folde
     _one_line_error(result, 3)
     assert "MatMul (node '/model.10/attn/MatMul') multiplies two activations (attention)" in result.stderr
     assert "YOLOv8" in result.stderr
+
+
+# ------------------------------------------------------------------ detectors with a head of their own (item 3)
+def _single_grid(path, values: int):
+    """A one-grid detector: a stride-8 conv over 64x64 (8x8 cells, one box each), sigmoid, rows of ``values``."""
+    w = _weights(3, c=(values, 3, 8, 8))
+    w["rows"] = np.asarray([1, 64, values], np.int64)
+    return save([_node("Conv", ["input", "c"], ["a"], kernel_shape=[8, 8], strides=[8, 8]),
+                 _node("Sigmoid", ["a"], ["s"]), _node("Transpose", ["s"], ["t"], perm=[0, 2, 3, 1]),
+                 _node("Reshape", ["t", "rows"], ["output"])],
+                w, path, input_shape=(1, 3, 64, 64), output_shape=(1, 64, values))
+
+
+def test_a_single_grid_head_is_read_for_any_n_that_fits_the_input(tmp_path, digits_folders):
+    path = _single_grid(tmp_path / "grid.onnx", 7)     # [1, 64, 5+2]: 8x8 cells, not YOLO's 84 anchors
+    result, doc = _quantize(path, "--calib", digits_folders.train, "--scaling", "0..1", "--no-verify")
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "grid_int8.edgekit.json").read_text())
+    assert record["detection"]["layout"]["kind"] == "yolov5" and record["detection"]["layout"]["num_classes"] == 2
+    assert "one grid, stride 8" in json.dumps(record["detection"]["layout"])
+
+
+def test_quantize_layout_settles_an_ambiguous_head_and_errors_name_the_users_model(tmp_path, digits_folders):
+    path = _single_grid(tmp_path / "six.onnx", 6)      # [1, 64, 6]: end2end rows, or a one-class grid
+    result, _ = _quantize(path, "--calib", digits_folders.train, "--scaling", "0..1", "--no-verify")
+    _one_line_error(result, 3)
+    assert f"the int8 model of {path}: the outputs fit several detection layouts" in result.stderr
+    assert "--layout" in result.stderr and "/tmp" not in result.stderr.replace(str(tmp_path), "")
+    result, _ = _quantize(path, "--calib", digits_folders.train, "--scaling", "0..1", "--no-verify",
+                          "--layout", "yolov5")
+    assert result.exit_code == 0, result.output
+    record = json.loads((tmp_path / "six_int8.edgekit.json").read_text())
+    assert record["detection"]["layout"]["kind"] == "yolov5"
