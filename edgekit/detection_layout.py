@@ -516,7 +516,8 @@ def _decoded_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], met
             found.append((base.layout(Layout.YOLO, (("output", 0),), channels - 4, transposed=transposed,
                                       boxes_normalized=normalized, source=tuple(src)),
                           "{} = 4 + {} classes over {} anchors".format(channels, channels - 4, n)))
-    grid = "3 anchor boxes x {} cells".format(anchors) if a == 3 * anchors else single_grid(a, input_hw)
+    grid = "3 anchor boxes x {} cells".format(anchors) if a == 3 * anchors else \
+        single_grid(a, input_hw) if a > b else None   # rows of 5+nc values: more rows than values
     if b > 5 and grid and meta is None and decoded_range:
         src = list(source) + ["[1, {}, {}]: {}".format(a, b, grid)]
         normalized = _boxes_normalized(t, input_hw, meta, src)

@@ -51,7 +51,7 @@ def layout_of(model_bytes: bytes, info: tflite_model.ModelInfo | None = None, fo
     from edgekit.errors import InputError, UsageError
 
     info = info or tflite_model.ModelInfo.from_bytes(model_bytes)
-    if is_classifier_output(info) and forced is None:
+    if is_classifier_output(info):
         return None
     fd, name = tempfile.mkstemp(suffix=".tflite")
     try:
