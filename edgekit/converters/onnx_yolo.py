@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+Node = Any   # an onnx.NodeProto (onnx is imported only where a model is read)
+
 
 @dataclass(frozen=True)
 class YoloHead:
@@ -34,7 +36,7 @@ def _axis(node: Any) -> int | None:
     return next((a.i for a in node.attribute if a.name == "axis"), None)
 
 
-def _flattened_levels(concat: Any, producer: dict[str, Any], consts: dict[str, np.ndarray]) -> list[str] | None:
+def _flattened_levels(concat: Node, producer: dict[str, Node], consts: dict[str, np.ndarray]) -> list[str] | None:
     """The 4-D maps a Concat on the last axis joins, each through a Reshape to ``[1, C, -1]``; None if not that."""
     if concat.op_type != "Concat" or _axis(concat) not in (2, -1) or len(concat.input) < 2:
         return None
@@ -52,7 +54,7 @@ def _flattened_levels(concat: Any, producer: dict[str, Any], consts: dict[str, n
 def find_head(nodes: list[Any], consts: dict[str, np.ndarray], channels: dict[str, int]) -> YoloHead | None:
     """The YOLO head of a graph (``channels``: each 4-D tensor's channel count, as traced), or None."""
     producer = {o: n for n in nodes for o in n.output}
-    consumers: dict[str, list[Any]] = {}
+    consumers: dict[str, list[Node]] = {}
     for n in nodes:
         for i in n.input:
             consumers.setdefault(i, []).append(n)

@@ -396,3 +396,10 @@ def test_quantize_layout_settles_an_ambiguous_head_and_errors_name_the_users_mod
     assert result.exit_code == 0, result.output
     record = json.loads((tmp_path / "six_int8.edgekit.json").read_text())
     assert record["detection"]["layout"]["kind"] == "yolov5"
+
+
+def test_layout_on_a_classifier_is_a_usage_error(tmp_path, digits_folders):
+    result, _ = _quantize(_nhwc_input(tmp_path / "m.onnx"), "--calib", digits_folders.train, "--scaling", "0..1",
+                          "--layout", "yolo")
+    _one_line_error(result, 2)
+    assert "is a classifier" in result.stderr
