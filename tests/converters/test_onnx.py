@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import zipfile
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -403,3 +404,43 @@ def test_layout_on_a_classifier_is_a_usage_error(tmp_path, digits_folders):
                           "--layout", "yolo")
     _one_line_error(result, 2)
     assert "is a classifier" in result.stderr
+
+
+# ------------------------------------------------------------------ a real torch.onnx.export (tests/fixtures/exports)
+EXPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "exports"
+
+
+def _digits_as_exported(images: np.ndarray) -> np.ndarray:
+    """load_digits' 8x8 images (0..16) as make_exports.py feeds them: x 255/16, nearest-upscaled to 32x32, RGB."""
+    pixels = np.clip(np.asarray(images, np.float64) * (255 / 16), 0, 255).astype(np.uint8)
+    return np.repeat(np.kron(pixels, np.ones((1, 4, 4), np.uint8))[..., None], 3, axis=-1)
+
+
+@pytest.mark.skipif(not (EXPORTS / "digits_cnn_float32.onnx").is_file(),
+                    reason="needs tests/fixtures/exports/ (the exports branch: make_exports.py's PyTorch CNN)")
+def test_a_pytorch_exported_classifier_keeps_its_held_out_accuracy(tmp_path):
+    from PIL import Image
+    from sklearn.datasets import load_digits
+
+    from edgekit import tflite_model
+    from edgekit.converters import onnx_io
+    from edgekit.converters.quantize import run_int8
+
+    digits = load_digits()
+    train = _digits_as_exported(digits.images[:1437])   # make_exports.py trained on 0..1436
+    for i, (img, label) in enumerate(zip(train, digits.target[:1437])):
+        (tmp_path / "train" / str(label)).mkdir(parents=True, exist_ok=True)
+        Image.fromarray(img).save(tmp_path / "train" / str(label) / f"{i}.png")
+    model = tmp_path / "digits_cnn.onnx"
+    model.write_bytes((EXPORTS / "digits_cnn_float32.onnx").read_bytes())
+    result, doc = _quantize(model, "--calib", tmp_path / "train")
+    assert result.exit_code == 0, result.output
+    assert doc["edgetpu"]["verdict"] == "full" and doc["preprocess"]["std"] == [255.0], doc["preprocess"]
+    out = (tmp_path / "digits_cnn_int8.tflite").read_bytes()
+    assert "TRANSPOSE" not in {op.name for op in tflite_model.ModelInfo.from_bytes(out).main.ops}
+    held = np.load(EXPORTS / "digits_heldout_8x8.npz")
+    x, y = _digits_as_exported(held["images"]).astype(np.float32) / 255.0, held["labels"]
+    onnx_top1 = np.mean(onnx_io.load(model).predict(x).argmax(1) == y)
+    int8_top1 = np.mean(run_int8(out, x).argmax(1) == y)
+    assert abs(onnx_top1 - 0.925) < 0.003, onnx_top1           # the manifest's number: the same model
+    assert onnx_top1 - int8_top1 <= 0.01, (onnx_top1, int8_top1)
