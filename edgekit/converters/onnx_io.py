@@ -149,10 +149,13 @@ def load(path: str | Path, input_size: tuple[int, int] | None = None, output: st
                      "runs on the host (as `edgekit cut` leaves it)")
     scaling = exporter_scaling(model)
     if scaling:
-        notes.append(f"preprocessing {scaling[0]} from the ONNX metadata ({scaling[1]})")
+        notes.append(f"preprocessing {scaling[0]} from the ONNX metadata ({scaling[1]})"
+                     + ("; its detector takes letterboxed images (recorded: detect and evaluate letterbox)"
+                        if head else ""))
     return OnnxModel(p, "onnx", image.hwc, translation, None, None, output=picked, notes=notes + translation.notes,
                      reference=reference, translation=translation, shown=shown, head=head,
-                     exporter_scaling=scaling[0] if scaling else None, class_names=exporter_names(model))
+                     exporter_scaling=scaling[0] if scaling else None, class_names=exporter_names(model),
+                     letterbox=bool(head and scaling))
 
 
 def exporter_names(model: Any) -> list[str] | None:
@@ -212,6 +215,7 @@ class OnnxModel(keras_io.LoadedModel):
     head: Any = None          # onnx_yolo.YoloHead: converted up to the head's maps, decoded on the host
     exporter_scaling: str | None = None   # the preprocessing the exporter's metadata settles (--scaling's names)
     class_names: list[str] | None = None  # the class names the exporter's metadata holds
+    letterbox: bool = False               # a detector whose exporter letterboxes (Ultralytics' predict and val)
 
     def predict(self, x: np.ndarray, batch_size: int = 64) -> np.ndarray:
         return self.reference.predict(x)

@@ -764,6 +764,10 @@ def _convert_stage(run: _Run, p: _Prepared) -> _Converted:
     if opts.layout and layout is None:                                                               # classifier
         raise UsageError(f"--layout {opts.layout}: {opts.model_shown or opts.model} is a classifier (one score per "
                          "class)", "leave --layout out")
+    if layout is not None and getattr(p.loaded, "letterbox", False):   # an ONNX exporter that letterboxes
+        layout = dataclasses.replace(layout, letterbox=True, source=tuple(
+            "letterboxed input (the ONNX exporter's metadata: Ultralytics)" if "plain resize" in line else line
+            for line in layout.source))
     if layout is not None:
         detector_verify.refuse_crushed_scores(layout, info)
         opts.report.note(f"a detector: {layout.describe()} ({'; '.join(layout.source)})")
@@ -820,7 +824,8 @@ def _write_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified) -> bytes:
         "preprocess_origin": p.origin,
         "preprocess_search": p.search.record().to_dict() if p.search else None,
         "verification": v.verification.to_dict() if v.verification else None,
-        **({"detection": {"layout": c.layout.to_dict(), "letterbox": False}} if c.layout is not None else {}),
+        **({"detection": {"layout": c.layout.to_dict(), "letterbox": c.layout.letterbox}}
+           if c.layout is not None else {}),
     })
     final = _with_record(c.model, rec)
     # What was verified is the converter's output; what is written is that model repacked with the

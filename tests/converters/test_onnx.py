@@ -355,6 +355,7 @@ def test_quantize_yolo_onnx_splits_boxes_and_scores_and_passes_the_map_gate(tmp_
     assert boxes.quantization.scale != scores.quantization.scale   # each its own int8 scale
     record = json.loads(out.with_name("yolo_int8.edgekit.json").read_text())
     assert record["detection"]["layout"]["kind"] == "split-dfl" and record["labels"] == ["class0", "class1", "class2"]
+    assert record["detection"]["letterbox"] is True      # Ultralytics' models take letterboxed images
 
 
 def test_yolo_with_attention_is_refused_before_conversion(tmp_path, digits_folders):
