@@ -157,12 +157,20 @@ def _same_pads(size: int, k: int, s: int) -> tuple[int, int]:
     return total // 2, total - total // 2
 
 
+def as_nhwc(x: T) -> T:
+    """An activation as NHWC: a 4-D value held in ONNX's NCHW order (after a Reshape) gets one TRANSPOSE."""
+    if x.nhwc:
+        return x
+    if x.perm is not None or len(x.x.shape) != 4:
+        raise ValueError("not a 2-D image tensor (N, C, H, W)")
+    return T(tf_().transpose(x.x, (0, 2, 3, 1)), nhwc=True)
+
+
 def windowed(x: T, a: Attrs, kernel: tuple[int, int], fill: float = 0.0,
              same_ok: bool = True) -> tuple[Any, str]:
     """(input, TF padding) for a Conv or pool: SAME where the ONNX pads equal TensorFlow's, else an explicit PAD."""
     tf = tf_()
-    if not x.nhwc:
-        raise ValueError("not a 2-D image tensor (N, C, H, W)")
+    x = as_nhwc(x)
     h, w = int(x.x.shape[1]), int(x.x.shape[2])
     strides = list(a.get("strides", [1, 1]))
     dil = list(a.get("dilations", [1, 1]))
@@ -199,6 +207,8 @@ def conv(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     """Conv: plain, depthwise (group = input channels) or grouped; weights transposed to TensorFlow's layout."""
     tf = tf_()
     x, w = ins[0], np.asarray(ins[1], np.float32)
+    if w.ndim == 4:
+        x = as_nhwc(x)
     if w.ndim != 4:
         raise ValueError(f"a {w.ndim - 2}-D convolution (edgekit translates 2-D ones)")
     b = np.asarray(ins[2], np.float32) if len(ins) > 2 and ins[2] is not None else None
@@ -236,9 +246,7 @@ def avg_pool(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
 
 def global_pool(reduce: str) -> Callable[..., Any]:
     def op(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
-        x = ins[0]
-        if not x.nhwc:
-            raise ValueError("not a 2-D image tensor (N, C, H, W)")
+        x = as_nhwc(ins[0])
         return T(getattr(tf_(), reduce)(x.x, axis=[1, 2], keepdims=True), nhwc=True)
     return op
 
@@ -427,9 +435,7 @@ def reduce(name: str) -> Callable[..., Any]:
 def resize(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     """Resize (Upsample) of an image tensor: nearest by an integer factor, or bilinear."""
     tf = tf_()
-    x = ins[-1] if n.op_type == "Upsample" and len(ins) == 1 else ins[0]
-    if not x.nhwc:
-        raise ValueError("not a 2-D image tensor (N, C, H, W)")
+    x = as_nhwc(ins[0])
     shape = x.onnx_shape()
     sizes = ins[3] if len(ins) > 3 and ins[3] is not None and np.size(ins[3]) else None
     if sizes is None:

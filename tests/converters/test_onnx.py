@@ -85,7 +85,18 @@ def _nhwc_input(path):
     return save(nodes, w, path, input_shape=(1, 8, 8, 3), output_shape=(1, 4), opset=13)
 
 
-@pytest.mark.parametrize("build", [_many_ops, _shape_ops, _nhwc_input])
+def _plain_4d(path):
+    """A Conv on a 4-D value a Reshape left in ONNX's NCHW order (channels regrouped): one TRANSPOSE, then NHWC."""
+    w = _weights(4, c=(4, 3, 3, 3), d=(6, 8, 1, 1))
+    w["regroup"] = np.asarray([1, 8, 4, 8], np.int64)
+    nodes = [_node("Conv", ["input", "c"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             _node("Reshape", ["a", "regroup"], ["b"]), _node("Conv", ["b", "d"], ["e"], kernel_shape=[1, 1]),
+             _node("MaxPool", ["e"], ["f"], kernel_shape=[2, 2], strides=[2, 2]),
+             _node("GlobalAveragePool", ["f"], ["g"]), _node("Flatten", ["g"], ["output"])]
+    return save(nodes, w, path, input_shape=(1, 3, 8, 8), output_shape=(1, 6), opset=13)
+
+
+@pytest.mark.parametrize("build", [_many_ops, _shape_ops, _nhwc_input, _plain_4d])
 def test_the_translation_computes_what_onnx_runtime_computes(build, tmp_path):
     from edgekit.converters import onnx_io
 
