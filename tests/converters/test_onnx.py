@@ -456,3 +456,26 @@ def test_a_pytorch_exported_classifier_keeps_its_held_out_accuracy(tmp_path):
     int8_top1 = np.mean(run_int8(out, x).argmax(1) == y)
     assert abs(onnx_top1 - 0.925) < 0.003, onnx_top1           # the manifest's number: the same model
     assert onnx_top1 - int8_top1 <= 0.01, (onnx_top1, int8_top1)
+
+
+def test_a_damaged_onnx_file_and_weights_outside_its_folder_are_refused(tmp_path, digits_folders):
+    import onnx
+    from onnx.external_data_helper import set_external_data
+
+    bad = tmp_path / "bad.onnx"
+    bad.write_bytes(b"\x08\x07\x12\x07pytorch" + bytes(range(256)) * 4)
+    result, _ = _quantize(bad, "--calib", digits_folders.train)
+    _one_line_error(result, 3)
+    assert "not a valid ONNX model" in result.stderr or "has no graph" in result.stderr
+
+    model = onnx.load(str(_nhwc_input(tmp_path / "m.onnx")))
+    weight = model.graph.initializer[0]
+    set_external_data(weight, location="../../etc/passwd")   # a hostile file pointing outside its folder
+    weight.ClearField("raw_data")
+    weight.data_location = onnx.TensorProto.EXTERNAL
+    (tmp_path / "sub").mkdir()
+    hostile = tmp_path / "sub" / "hostile.onnx"
+    hostile.write_bytes(model.SerializeToString())
+    result, _ = _quantize(hostile, "--calib", digits_folders.train)
+    _one_line_error(result, 3)
+    assert "points outside the model's folder" in result.stderr
