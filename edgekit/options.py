@@ -63,7 +63,8 @@ def quantize_options(model: PathLike, output: Optional[PathLike], q: dict, repor
     """QuantizeOptions from the keywords of edgekit.quantize / edgekit.build (``q``: them by name)."""
     from edgekit.converters.quantize import QuantizeOptions
 
-    return QuantizeOptions(model=os.fsdecode(model), model_shown=model_shown, output=None if output is None else os.fsdecode(output),
+    return QuantizeOptions(model=os.fsdecode(model), model_shown=model_shown,
+                           output=None if output is None else os.fsdecode(output),
                            calib=q["calib"], samples=q["samples"], holdout=q["holdout"], seed=q["seed"],
                            tfrecord_key=q["tfrecord_key"], arch=q["arch"], custom_objects=q["custom_objects"],
                            trust_model=q["trust_model"], output_name=q["output_name"], scaling=q["scaling"],

@@ -287,8 +287,9 @@ def check_translation(loaded: OnnxModel, x: np.ndarray) -> str:
     where = f"max |difference| {error:.3g} against ONNX Runtime on {len(x)} calibration samples (outputs up to " \
             f"{scale:.3g})"
     if not error <= TRANSLATION_TOLERANCE * max(scale, 1.0):
-        raise ConversionError(f"{loaded.shown or loaded.path}: edgekit's channels-last translation of the ONNX model does not "
-                              f"compute the same function: {where}, tolerance {TRANSLATION_TOLERANCE:g} relative",
+        raise ConversionError(f"{loaded.shown or loaded.path}: edgekit's channels-last translation of the ONNX "
+                              f"model does not compute the same function: {where}, tolerance "
+                              f"{TRANSLATION_TOLERANCE:g} relative",
                               "this is a bug in edgekit's ONNX translator: report it with the model (--debug shows "
                               "more); nothing was written")
     return f"the channels-last translation matches ONNX Runtime: {where}"

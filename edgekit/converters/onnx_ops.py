@@ -30,7 +30,8 @@ ATTENTION_HINT = ("a MatMul between two activations is an attention block (YOLO1
 @dataclass
 class T:
     """A traced activation: ``x`` holds an ONNX value; ``nhwc``: a 4-D NCHW value stored NHWC; ``perm``: a
-    channels-first Flatten stored in NHWC order (stored element i is ONNX element perm[i]; ``hwc`` the 4-D shape it came from)."""
+    channels-first Flatten stored in NHWC order (stored element i is ONNX element perm[i]; ``hwc`` the 4-D shape it
+    came from)."""
 
     x: Any
     nhwc: bool = False
@@ -114,7 +115,8 @@ def binary(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     if n.op_type == "Div" and not isinstance(y, T):
         out = xs * (np.float32(1) / ys)
     else:
-        out = {"Add": tf.add, "Sub": tf.subtract, "Mul": tf.multiply, "Div": tf.divide, "Pow": tf.pow}[n.op_type](xs, ys)
+        ops = {"Add": tf.add, "Sub": tf.subtract, "Mul": tf.multiply, "Div": tf.divide, "Pow": tf.pow}
+        out = ops[n.op_type](xs, ys)
     return replace(like, x=out)
 
 

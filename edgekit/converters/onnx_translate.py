@@ -13,8 +13,8 @@ one line naming the op and its node. The result is checked against ONNX Runtime 
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import copy
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np

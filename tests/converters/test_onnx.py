@@ -20,7 +20,7 @@ pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
 pytestmark = pytest.mark.tf
 
-from tests.converters.onnx_graphs import digits_onnx, save
+from tests.converters.onnx_graphs import digits_onnx, save  # noqa: E402 (after the importorskips)
 
 
 def _node(op, ins, outs, **attrs):
@@ -38,7 +38,8 @@ def _many_ops(path):
     """One graph with most ops the translator knows, shapes that make channels-first and NHWC differ."""
     w = _weights(c1=(8, 3, 3, 3), c1b=(8,), dw=(8, 1, 3, 3), g2=(8, 4, 1, 1), shift=(1, 8, 1, 1), sub=(6, 1, 1),
                  fc=(12, 150), mm=(18, 5), bng=(8,), bnb=(8,), bnm=(8,))
-    w.update(bnv=np.abs(w["bnm"]) + 0.5, lo=np.float32(0), hi=np.float32(6), scales=np.asarray([1, 1, 2, 2], np.float32),
+    w.update(bnv=np.abs(w["bnm"]) + 0.5, lo=np.float32(0), hi=np.float32(6),
+             scales=np.asarray([1, 1, 2, 2], np.float32),
              split=np.asarray([6, 10], np.int64), st=np.asarray([2], np.int64), en=np.asarray([8], np.int64),
              ax=np.asarray([1], np.int64), two=np.float32(2), pads=np.asarray([0, 0, 1, 1, 0, 0, 1, 1], np.int64))
     nodes = [
@@ -50,7 +51,8 @@ def _many_ops(path):
         _node("Conv", ["e", "g2"], ["f"], kernel_shape=[1, 1], group=2),              # grouped
         _node("Sigmoid", ["f"], ["fs"]), _node("Mul", ["f", "fs"], ["g"]),            # SiLU
         _node("BatchNormalization", ["g", "bng", "bnb", "bnm", "bnv"], ["h"]),      # not after a Conv
-        _node("HardSwish", ["h"], ["i"]), _node("Add", ["i", "shift"], ["j"]), _node("LeakyRelu", ["j"], ["k"], alpha=0.1),
+        _node("HardSwish", ["h"], ["i"]), _node("Add", ["i", "shift"], ["j"]),
+        _node("LeakyRelu", ["j"], ["k"], alpha=0.1),
         _node("MaxPool", ["k"], ["l"], kernel_shape=[3, 3], strides=[2, 2], pads=[1, 1, 1, 1]),
         _node("Resize", ["l", "", "scales"], ["m"], mode="nearest"),
         _node("Concat", ["k", "m"], ["n"], axis=1), _node("Split", ["n", "split"], ["o1", "o2"], axis=1),
@@ -236,7 +238,8 @@ def test_a_ptq_hostile_onnx_model_is_refused_by_the_gate(digits_keras, digits_fo
     x, _, _ = __import__("edgekit.training.digits", fromlist=["x"]).load_folder(digits_folders.train)
     plain = onnx_io.load(digits_onnx(digits_keras.model, tmp_path / "plain.onnx"))
     for factor in (100.0, 110.0, 105.0, 115.0):
-        path = digits_onnx(digits_keras.model, tmp_path / f"inflated{factor:g}.onnx", inflate=(_widest(plain, x), factor))
+        path = digits_onnx(digits_keras.model, tmp_path / f"inflated{factor:g}.onnx",
+                           inflate=(_widest(plain, x), factor))
         assert np.abs(onnx_io.load(path).predict(x[:20]) - plain.predict(x[:20])).max() < 1e-4   # float unchanged
         result, doc = _quantize(path, "--calib", digits_folders.train, "--scaling", "0..1")
         if result.exit_code == 6:
