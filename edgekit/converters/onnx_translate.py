@@ -67,15 +67,15 @@ class Translation:
         self.nodes = kept
 
     def _check_ops(self) -> None:
-        """Refuse what cannot be translated before any slow work: unknown ops, attention MatMuls."""
-        made_const = set(self.consts) | {o for n in self.nodes if n.op_type == "Constant" for o in n.output}
-        for n in self.nodes:
+        """Refuse what cannot be translated before any slow work: unknown ops, attention MatMuls (a MatMul whose
+        inputs both depend on the image; weights reached through constant ops, e.g. a Transpose, are constants)."""
+        made_const = set(self.consts)
+        for n in self.nodes:   # in graph order: a node of constants only makes constants
             if n.op_type not in OPS:
                 raise refuse(n, self.shown)
             if n.op_type == "MatMul" and n.input[1] not in made_const and n.input[0] not in made_const:
                 raise refuse(n, self.shown, "multiplies two activations (attention)", ATTENTION_HINT)
-        for n in self.nodes:
-            if n.op_type == "Constant":
+            if n.op_type != "Shape" and all(i in made_const for i in n.input if i):
                 made_const.update(n.output)
 
     # ---------------------------------------------------------------------------------------- tracing

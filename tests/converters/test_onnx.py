@@ -78,6 +78,15 @@ def _shape_ops(path):
     return save(nodes, w, path, input_shape=(1, 3, 8, 8), output_shape=(1, 256), opset=11)
 
 
+def _weights_through_a_transpose(path):
+    """A Linear as some exporters write it: MatMul with weights stored (out, in) and transposed in the graph."""
+    w = _weights(5, c=(4, 3, 3, 3), fc=(7, 4))
+    nodes = [_node("Conv", ["input", "c"], ["a"], kernel_shape=[3, 3]), _node("GlobalAveragePool", ["a"], ["g"]),
+             _node("Flatten", ["g"], ["f"]), _node("Transpose", ["fc"], ["fct"], perm=[1, 0]),
+             _node("MatMul", ["f", "fct"], ["output"])]
+    return save(nodes, w, path, input_shape=(1, 3, 8, 8), output_shape=(1, 7), opset=13)
+
+
 def _nhwc_input(path):
     """A tf2onnx-style graph: NHWC input, transposed to NCHW inside: translated with no transpose at all."""
     w = _weights(2, c=(4, 3, 3, 3))
@@ -98,7 +107,7 @@ def _plain_4d(path):
     return save(nodes, w, path, input_shape=(1, 3, 8, 8), output_shape=(1, 6), opset=13)
 
 
-@pytest.mark.parametrize("build", [_many_ops, _shape_ops, _nhwc_input, _plain_4d])
+@pytest.mark.parametrize("build", [_many_ops, _shape_ops, _nhwc_input, _plain_4d, _weights_through_a_transpose])
 def test_the_translation_computes_what_onnx_runtime_computes(build, tmp_path):
     from edgekit.converters import onnx_io
 
