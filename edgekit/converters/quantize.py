@@ -699,6 +699,7 @@ def _load_source(opts: QuantizeOptions) -> keras_io.LoadedModel:
         if opts.arch or opts.custom_objects:
             raise UsageError("--arch and --custom-objects apply to Keras models, not to an ONNX model",
                              "leave them out")
+        onnx_io.require_onnx()   # the onnx extra named first; then TensorFlow, which converts the translation
         import_tensorflow(opts.verbose)
         loaded: keras_io.LoadedModel = onnx_io.load(opts.model, opts.input_size, opts.output_name, opts.verbose,
                                                      opts.model_shown)
