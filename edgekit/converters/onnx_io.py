@@ -38,7 +38,9 @@ def require_onnx() -> tuple[Any, Any]:
         import onnx
         import onnxruntime
     except ImportError as exc:
-        raise MissingDependencyError(f"an ONNX model needs the onnx and onnxruntime packages ({exc.name} is missing)",
+        text = str(exc)
+        missing = exc.name or (text.split("'")[1] if text.count("'") >= 2 else "one of them")
+        raise MissingDependencyError(f"an ONNX model needs the onnx and onnxruntime packages ({missing} is missing)",
                                      "pip install 'edgekit[onnx]'") from None
     return onnx, onnxruntime
 
