@@ -26,7 +26,7 @@ venv: $(STAMP)
 $(STAMP): pyproject.toml Makefile
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[convert,test,detect,plots]'
+	$(PY) -m pip install --quiet -e '.[convert,test,detect,plots,onnx]'
 	# Keras 2 (tf_keras) for the tests that make Keras-2 artifacts; --no-deps, or pip pulls the 572 MB
 	# `tensorflow` wheel beside tensorflow-cpu (pyproject cannot say --no-deps).
 	$(PY) -m pip install --quiet --no-deps tf-keras==2.21.0

@@ -673,9 +673,10 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
              labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
              min_agreement: float = _cli("quantize", "min_agreement"),
              max_accuracy_drop: float = _cli("quantize", "max_accuracy_drop"), strict: bool = False,
-             no_verify: bool = False, verbose: bool = False, show_progress: bool = False,
-             report: Reporter = SILENT) -> QuantizeResult:
-    """``edgekit quantize``: a Keras model to a verified full-int8 .tflite (needs TensorFlow).
+             no_verify: bool = False, layout: Optional[str] = None, verbose: bool = False,
+             show_progress: bool = False, report: Reporter = SILENT) -> QuantizeResult:
+    """``edgekit quantize``: a Keras or ONNX model (a path, or an ``onnx.ModelProto`` with ``output``) to a
+    verified full-int8 .tflite (needs TensorFlow; ONNX needs the ``onnx`` extra).
 
     A failed verification raises :class:`~edgekit.errors.VerificationError` (exit 6) with ``.measure``,
     ``.value``, ``.limit`` and ``.interval``, and the kept output described by ``.result`` (a
@@ -687,9 +688,12 @@ def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optio
     from edgekit.results import RefusedQuantize
     from edgekit.results.quantize import RefusedPreprocess
 
+    from edgekit.options import model_file
+
     options = dict(locals())
     try:
-        done = run_quantize(_quantize_options(model, output, options, report))
+        with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
+            done = run_quantize(_quantize_options(path, output, options, report, shown))
     except AgreementError as exc:
         exc.result = exc.result.summary
         raise _with_numbers(exc, exc.result.verification)

@@ -113,8 +113,6 @@ def _plan(opts: BuildOptions) -> _Plan:
     check_target(target)                                                 # fails now
     evaluating = opts.quantize.eval
     from_tflite = Path(opts.quantize.model.rstrip("/\\")).suffix.lower() == ".tflite"
-    if opts.layout is not None and not from_tflite:
-        raise UsageError("--layout: for a detector .tflite", "leave it out: quantize records a Keras detector's layout")
     given = tflite_sources(opts.quantize) if from_tflite else None      # a wrong .tflite fails now too
     notes: list[str] = []
     if given is not None and given[1] is None and opts.compile and opts.via is None:
@@ -626,7 +624,9 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                  std: Floats = None, resize: Optional[str] = None,
                  channels: Optional[str] = None, input_size: Union[str, Tuple[int, int], None] = None,
                  io: str = _cli("build", "io"), labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
-                 min_agreement: float = _cli("build", "min_agreement"), max_accuracy_drop: float = _cli("build", "max_accuracy_drop"), strict: bool = False, no_verify: bool = False,
+                 min_agreement: float = _cli("build", "min_agreement"),
+                 max_accuracy_drop: float = _cli("build", "max_accuracy_drop"), strict: bool = False,
+                 no_verify: bool = False,
                  verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = _cli("build", "timeout"),
                  no_compile: bool = False, via: Optional[str] = None, identity: Optional[PathLike] = None,
                  known_hosts: Optional[PathLike] = None, accept_new_host_key: bool = False,
@@ -637,15 +637,17 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
     the bundle folder ``output`` with its manifest.json (needs TensorFlow); a :class:`~edgekit.results.BuildResult`.
     No bundle on failure."""
     from edgekit import compile_via
-    from edgekit.options import quantize_options
+    from edgekit.options import model_file, quantize_options
 
     options = dict(locals())
     if via is not None and no_compile:
         raise UsageError("--via with --no-compile: nothing would be compiled there", "leave one of them out")
     there = compile_via.elsewhere(via, identity, known_hosts, accept_new_host_key, connect_timeout, report)
-    return build(BuildOptions(quantize=quantize_options(model, None, options, report), output=os.fsdecode(output),
-                              min_runtime=min_runtime, timeout=timeout, compile=not no_compile, via=there,
-                              layout=layout, show_progress=show_progress, report=report))
+    with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
+        return build(BuildOptions(quantize=quantize_options(path, None, options, report, shown),
+                                  output=os.fsdecode(output), min_runtime=min_runtime, timeout=timeout,
+                                  compile=not no_compile, via=there, layout=layout, show_progress=show_progress,
+                                  report=report))
 
 
 class _CallableModule(types.ModuleType):

@@ -160,7 +160,7 @@ def _size(value: str | None) -> tuple[int, int] | None:
 @command("quantize")
 def quantize(model: str, mean: str | None, std: str | None, input_size: str | None, as_json: bool, quiet: bool,
              **options: Any) -> None:
-    """Quantize a Keras model (.keras, .h5, weights + --arch, SavedModel) to a verified full-int8 .tflite.
+    """Quantize a Keras model (.keras, .h5, weights + --arch, SavedModel) or ONNX model to a verified int8 .tflite.
 
     Exit codes: 0 ok, 2 usage (also: nothing says the preprocessing and the data has no labels),
     3 bad input, 4 TensorFlow missing, 5 conversion failed, 6 verification failed (output kept) or

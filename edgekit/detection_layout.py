@@ -528,8 +528,10 @@ def _decoded_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], met
             found.append((base.layout(Layout.YOLO, (("output", 0),), channels - 4, transposed=transposed,
                                       boxes_normalized=normalized, source=tuple(src)),
                           "{} = 4 + {} classes over {} anchors".format(channels, channels - 4, n)))
-    if b > 5 and a == 3 * anchors and meta is None and decoded_range:
-        src = list(source) + ["[1, {}, {}]: 3 anchor boxes x {} cells".format(a, b, anchors)]
+    grid = "3 anchor boxes x {} cells".format(anchors) if a == 3 * anchors else \
+        single_grid(a, input_hw) if a > b else None   # rows of 5+nc values: more rows than values
+    if b > 5 and grid and meta is None and decoded_range:
+        src = list(source) + ["[1, {}, {}]: {}".format(a, b, grid)]
         normalized = _boxes_normalized(t, input_hw, meta, src)
         found.append((base.layout(Layout.YOLOV5, (("output", 0),), b - 5, boxes_normalized=normalized,
                                   source=tuple(src)),
@@ -541,6 +543,18 @@ def _decoded_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], met
         found.append((base.layout(Layout.END2END, (("output", 0),), nc, boxes_normalized=normalized,
                                   source=tuple(src)), "{} detections of 6 values".format(a)))
     return found
+
+
+def single_grid(n: int, input_hw: Tuple[int, int]) -> Optional[str]:
+    """How ``n`` rows fit one grid over the input (a single-grid head, e.g. YOLOv2/v3-tiny-like or a custom one):
+    1 to 9 anchor boxes per cell of one stride's grid (strides 2 to 64 dividing the input); None when none fits."""
+    h, w = input_hw
+    for stride in (2, 4, 8, 16, 32, 64):
+        cells = (h // stride) * (w // stride)
+        if h % stride == 0 and w % stride == 0 and cells and n % cells == 0 and 1 <= n // cells <= 9:
+            return "{} anchor box(es) x {}x{} cells (one grid, stride {})".format(n // cells, w // stride,
+                                                                                  h // stride, stride)
+    return None
 
 
 def _split_pair(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int], sig: Dict[int, str],

@@ -355,6 +355,17 @@ def check_tensorflow(p: Probe) -> Check:
     return Check("tensorflow", INFO, f"{dist} {version}: op versions match edgetpu_compiler 16 (TFLite 2.5)")
 
 
+def check_onnx(p: Probe) -> Check:
+    """The extra ``edgekit quantize model.onnx`` needs (docs/commands/quantize.md, ONNX models)."""
+    found = {dist: p.dist_version(dist) for dist in ("onnx", "onnxruntime")}
+    if all(found.values()):
+        return Check("onnx", INFO, f"onnx {found['onnx']}, onnxruntime {found['onnxruntime']}: edgekit quantize "
+                     "takes ONNX models")
+    missing = " and ".join(d for d, v in found.items() if not v)
+    return Check("onnx", INFO, f"{missing} not installed (only edgekit quantize of an ONNX model needs them: "
+                 "pip install 'edgekit[onnx]')")
+
+
 def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
     """The interpreter package and libedgetpu as a pair: proven, crashed (from the probe's cache) or at risk.
 
@@ -449,7 +460,7 @@ def run_checks(probe: Probe | None = None) -> list[Check]:
               check_devices(p, devices), R.check_passthrough(p, devices), R.check_usb_firmware(p, devices),
               R.check_usb_link(p, devices), R.check_kernel_driver(p, devices), R.check_pi5_pcie(p, devices),
               check_udev(p, devices), check_groups(p, devices), R.check_apt_source(p), check_compiler(p),
-              check_tensorflow(p)]
+              check_tensorflow(p), check_onnx(p)]
     return [c for c in checks if c is not None]
 
 

@@ -168,6 +168,9 @@ QUANTIZE = (
     option("--strict", type="flag", help="Fail (exit 6) also when the data cannot tell but the estimate is past "
            "--min-agreement or --max-accuracy-drop (for CI); the message says how many samples would settle it."),
     option("--no-verify", type="flag", help="Skip comparing the int8 model with the float model."),
+    option("--layout", choices=LAYOUTS, help="Detectors: the output layout of the int8 model (or of a detector "
+           ".tflite given to build), when its outputs fit several (default: read from them; never guessed); "
+           "recorded with the model."),
     option("--verbose", "-v", type="flag", help="Show TensorFlow's own log output."),
 )
 
@@ -316,9 +319,7 @@ COMMANDS = {
     "check": (EXISTING_MODEL, *CHECK, JSON),
     "compile": (EXISTING_MODEL, *COMPILE, VIA, *VIA_SSH, JSON, QUIET),
     "cut": (EXISTING_MODEL, CUT_OUTPUT, JSON, QUIET),
-    "build": (MODEL, BUILD_OUTPUT, *QUANTIZE,
-              option("--layout", choices=LAYOUTS, help="A detector .tflite's output layout, when it fits several."),
-              *BUILD_COMPILE, JSON, QUIET),
+    "build": (MODEL, BUILD_OUTPUT, *QUANTIZE, *BUILD_COMPILE, JSON, QUIET),
     "classify": (IMAGES, *CLASSIFY, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),
     "detect": (IMAGES, *DETECT, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),
     "evaluate": (*EVALUATE, DEVICE, MEAN, STD, THREADS,

@@ -7,7 +7,10 @@ from __future__ import annotations
 
 import numbers
 import os
-from typing import Any, Optional, Sequence, Tuple, Union
+import tempfile
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any, Iterator, Optional, Sequence, Tuple, Union
 
 from edgekit.errors import UsageError
 from edgekit.report import Reporter
@@ -63,11 +66,33 @@ def size(value: Union[str, Tuple[int, int], None]) -> Optional[Tuple[int, int]]:
     return int(parts[0]), int(parts[1])
 
 
-def quantize_options(model: PathLike, output: Optional[PathLike], q: dict, report: Reporter) -> Any:
+def is_onnx_proto(model: Any) -> bool:
+    """An ``onnx.ModelProto`` (told by its protobuf shape: onnx need not be imported to ask)."""
+    return hasattr(model, "SerializeToString") and hasattr(model, "graph") and hasattr(model, "opset_import")
+
+
+@contextmanager
+def model_file(model: Any) -> Iterator[Tuple[PathLike, Optional[str]]]:
+    """(path, name to show) for the API's ``model``: a path as it is; an ``onnx.ModelProto`` written to a
+    temporary ``.onnx`` for the run, named in every message as the ModelProto, never as the temporary file."""
+    if not is_onnx_proto(model):
+        yield model, None
+        return
+    graph = str(model.graph.name or "model")
+    stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in graph)[:64] or "model"
+    with tempfile.TemporaryDirectory(prefix="edgekit-onnx-") as tmp:
+        path = Path(tmp) / f"{stem}.onnx"
+        path.write_bytes(model.SerializeToString())
+        yield str(path), f"the onnx.ModelProto {graph!r}"
+
+
+def quantize_options(model: PathLike, output: Optional[PathLike], q: dict, report: Reporter,
+                     model_shown: Optional[str] = None) -> Any:
     """QuantizeOptions from the keywords of edgekit.quantize / edgekit.build (``q``: them by name)."""
     from edgekit.converters.quantize import QuantizeOptions
 
-    return QuantizeOptions(model=os.fsdecode(model), output=None if output is None else os.fsdecode(output),
+    return QuantizeOptions(model=os.fsdecode(model), model_shown=model_shown,
+                           output=None if output is None else os.fsdecode(output),
                            calib=q["calib"], samples=q["samples"], holdout=q["holdout"], seed=q["seed"],
                            tfrecord_key=q["tfrecord_key"], arch=q["arch"], custom_objects=q["custom_objects"],
                            trust_model=q["trust_model"], output_name=q["output_name"], scaling=q["scaling"],
@@ -75,6 +100,6 @@ def quantize_options(model: PathLike, output: Optional[PathLike], q: dict, repor
                            std=floats(q["std"], "std"), resize=q["resize"], channels=q["channels"],
                            input_size=size(q["input_size"]), io=q["io"], labels=q["labels"], eval=q["eval"],
                            min_agreement=q["min_agreement"], max_accuracy_drop=q["max_accuracy_drop"],
-                           strict=q["strict"],
-                           verify=not q["no_verify"], verbose=q["verbose"], show_progress=q["show_progress"],
+                           strict=q["strict"], verify=not q["no_verify"], layout=q.get("layout"), verbose=q["verbose"],
+                           show_progress=q["show_progress"],
                            report=report)

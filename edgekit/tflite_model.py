@@ -393,11 +393,44 @@ def load(path: str | os.PathLike) -> ModelInfo:
     try:
         return ModelInfo(data, str(p))
     except InvalidModelError:
-        keras = {b"\x89HDF\r\n\x1a\n": "a Keras .h5 (HDF5) file", b"PK\x03\x04": "a zip file (a Keras .keras?)"}
-        kind = next((v for k, v in keras.items() if bytes(data[:len(k)]) == k), None)
-        if kind:
-            raise InvalidModelError(f"{p} is {kind}", f"quantize it first: edgekit quantize {p}") from None
+        source = source_model_kind(bytes(data[:64]), p)
+        if source:
+            kind, hint = source
+            raise InvalidModelError(f"{p} is {kind}", hint) from None
         raise
+
+
+#: The first bytes of an ONNX ModelProto: field 1 (ir_version, a varint), then another field of ModelProto
+#: (producer_name 0x12, producer_version 0x1a, domain 0x22, model_version 0x28, doc_string 0x32, graph 0x3a,
+#: opset_import 0x42, metadata_props 0x72, functions 0xa2): protobuf as torch.onnx.export and onnx.save write it.
+_ONNX_NEXT_TAGS = (0x12, 0x1a, 0x22, 0x28, 0x32, 0x3a, 0x42, 0x72, 0xa2)
+
+
+def source_model_kind(head: bytes, path: Path) -> tuple[str, str] | None:
+    """(what the file is, which command takes it) for a model that is not a .tflite: Keras, ONNX or PyTorch,
+    told by its first bytes (and, for a zip, its entries: torch.save writes ``<name>/data.pkl``)."""
+    if head.startswith(b"\x89HDF\r\n\x1a\n"):
+        return "a Keras .h5 (HDF5) file", f"quantize it first: edgekit quantize {path}"
+    if head.startswith(b"PK\x03\x04"):
+        import zipfile
+
+        try:
+            with zipfile.ZipFile(path) as z:
+                names = z.namelist()
+        except (zipfile.BadZipFile, OSError):
+            names = []
+        if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
+            return ("a PyTorch file (torch.save: a zip holding a pickle)",
+                    "export it to ONNX (torch.onnx.export), then: edgekit quantize model.onnx --calib IMAGES")
+        return "a zip file (a Keras .keras?)", f"quantize it first: edgekit quantize {path}"
+    if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
+        return ("a Python pickle (a PyTorch file?)",
+                "export it to ONNX (torch.onnx.export), then: edgekit quantize model.onnx --calib IMAGES")
+    if len(head) > 3 and head[0] == 0x08 and 0 < head[1] < 0x80 and head[2] in _ONNX_NEXT_TAGS:
+        hint = (f"quantize it to a full-int8 .tflite first: edgekit quantize {path} --calib IMAGES; that needs the "
+                "onnx extra: pip install 'edgekit[onnx]'")
+        return "an ONNX model", hint
+    return None
 
 
 def tensor_summary(t: TensorInfo) -> TensorSummary:

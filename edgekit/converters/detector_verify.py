@@ -42,10 +42,13 @@ def is_classifier_output(info: tflite_model.ModelInfo) -> bool:
     return len(outs) == 1 and sum(d > 1 for d in outs[0].shape) <= 1
 
 
-def layout_of(model_bytes: bytes, info: tflite_model.ModelInfo | None = None) -> DetectionLayout | None:
+def layout_of(model_bytes: bytes, info: tflite_model.ModelInfo | None = None, forced: str | None = None,
+              source: str | None = None) -> DetectionLayout | None:
     """The detection layout of converted bytes; None for a classifier (one score per class). InputError when the
-    outputs are not a classifier's and fit no layout, or several."""
+    outputs are not a classifier's and fit no layout, or several and ``forced`` (``--layout``) is None. Its
+    message names ``source`` (the user's model: "the int8 model of SOURCE"), never the temporary file read."""
     from edgekit.detection_layout import find_layout
+    from edgekit.errors import InputError, UsageError
 
     info = info or tflite_model.ModelInfo.from_bytes(model_bytes)
     if is_classifier_output(info):
@@ -54,7 +57,11 @@ def layout_of(model_bytes: bytes, info: tflite_model.ModelInfo | None = None) ->
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(model_bytes)
-        return find_layout(name, info=info)
+        return find_layout(name, forced, info=info)
+    except (InputError, UsageError) as exc:
+        shown = f"the int8 model of {source}" if source else "the int8 model"
+        kind = type(exc) if type(exc) in (InputError, UsageError) else InputError
+        raise kind(exc.message.replace(name, shown), (exc.hint or "").replace(name, shown) or None) from None
     finally:
         os.unlink(name)
 

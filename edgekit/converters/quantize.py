@@ -24,7 +24,7 @@ from typing import Any
 import numpy as np
 
 from edgekit import __version__, metrics, model_record, tflite_model
-from edgekit.converters import advice, calibration, compatibility, keras_io, preprocess_search
+from edgekit.converters import advice, calibration, compatibility, keras_io, onnx_io, preprocess_search
 from edgekit.converters.check_summary import CheckSummary
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.converter import SettingMissing, apply_settings, make_converter  # noqa: F401 (re-exported)
@@ -58,6 +58,7 @@ class QuantizeOptions:
 
     model: str
     output: str | None = None
+    model_shown: str | None = None                # how messages name the model (the API's onnx.ModelProto), else model
     calib: str | None = None
     samples: int = calibration.DEFAULT_SAMPLES
     holdout: int = calibration.DEFAULT_HOLDOUT
@@ -80,6 +81,7 @@ class QuantizeOptions:
     max_accuracy_drop: float = DEFAULT_MAX_ACCURACY_DROP
     strict: bool = False                          # an uncertain verdict whose estimate is past its limit fails
     verify: bool = True
+    layout: str | None = None                     # a detector's output layout, when its outputs fit several
     verbose: bool = False
     show_progress: bool = True
     report: Reporter = SILENT  # told each warning as it arises and notes (e.g. "created output folder ...")
@@ -133,6 +135,10 @@ def resolve_spec(loaded: keras_io.LoadedModel, opts: QuantizeOptions,
             mean, std, origin = (0.0,), (1.0,), ORIGIN_MODEL
         else:
             mean, std, origin = (0.0,), (255.0,), UNDECIDED
+    exporter = getattr(loaded, "exporter_scaling", None)   # an ONNX exporter whose preprocessing is known
+    if exporter and origin == UNDECIDED:
+        named = PreprocessSpec.with_scaling(1, 1, exporter)
+        mean, std, origin = named.mean, named.std, onnx_io.ORIGIN_EXPORTER
     if opts.scaling:
         named = PreprocessSpec.with_scaling(1, 1, opts.scaling)
         mean, std, origin = named.mean, named.std, ORIGIN_FLAGS
@@ -638,11 +644,16 @@ def _check_options(opts: QuantizeOptions) -> Path:
     if not 0.0 <= opts.max_accuracy_drop <= 100.0:
         raise UsageError(f"--max-accuracy-drop {opts.max_accuracy_drop} is not between 0 and 100 (points)",
                          "e.g. --max-accuracy-drop 1")
+    if opts.model_shown and not opts.output:
+        raise UsageError(f"{opts.model_shown} has no file name to put the output beside",
+                         "pass output='model_int8.tflite'")
     output = Path(opts.output) if opts.output else default_output(opts.model)
     if not Path(opts.model).exists():
         raise InputError(f"no such file or folder: {opts.model}", "check the path")
     if Path(opts.model).suffix.lower() == ".tflite":  # said before "no calibration data", which would mislead
         raise InputError(f"{opts.model} is already a TFLite model", "use `edgekit inspect` or `edgekit check` on it")
+    if Path(opts.model).suffix.lower() in onnx_io.PYTORCH_SUFFIXES:   # a pickle: never loaded (refused before data)
+        onnx_io.refuse_pytorch(Path(opts.model), opts.trust_model)
     refuse_overwriting_input(output, opts.model, *([opts.labels] if opts.labels else []))
     if opts.labels:  # the record written beside the output must not replace the labels file it is made from
         refuse_overwriting_input(model_record.sidecar_path(output), opts.labels)
@@ -710,9 +721,19 @@ def _find_data(run: _Run) -> None:
 
 
 def _load_source(opts: QuantizeOptions) -> keras_io.LoadedModel:
-    """Stage 4: the Keras model (or SavedModel), with what loading it noted."""
-    loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose,
-                           opts.output_name)
+    """Stage 4: the Keras model, SavedModel or ONNX model (with its ONNX Runtime reference), with what loading
+    it noted."""
+    if Path(opts.model).suffix.lower() == onnx_io.ONNX_SUFFIX:
+        if opts.arch or opts.custom_objects:
+            raise UsageError("--arch and --custom-objects apply to Keras models, not to an ONNX model",
+                             "leave them out")
+        onnx_io.require_onnx()   # the onnx extra named first; then TensorFlow, which converts the translation
+        import_tensorflow(opts.verbose)
+        loaded: keras_io.LoadedModel = onnx_io.load(opts.model, opts.input_size, opts.output_name, opts.verbose,
+                                                     opts.model_shown)
+    else:
+        loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose,
+                               opts.output_name)
     for note in loaded.notes:
         opts.report.note(note)
     if loaded.format == "savedmodel":  # docs/commands/quantize.md: a SavedModel is a program, and converting runs it
@@ -733,6 +754,8 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedModel) -> _Prepared:
     run.warn(spec_warnings)
     if run.labels is None and record and record.labels:
         run.labels = record.labels
+    if run.labels is None and getattr(loaded, "class_names", None):   # an ONNX exporter's metadata (Ultralytics)
+        run.labels = list(loaded.class_names)
     holdout = opts.holdout if opts.verify else 0
     data = calibration.load(run.calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
                             _bars(opts))
@@ -753,13 +776,27 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedModel) -> _Prepared:
 
 
 def _convert_stage(run: _Run, p: _Prepared) -> _Converted:
-    """Stage 6: convert and check (with the remedies), and tell a detector from a classifier."""
+    """Stage 6: convert and check (with the remedies), and tell a detector from a classifier. An ONNX model's
+    translation is first checked against ONNX Runtime on the calibration samples."""
     opts = run.opts
+    if isinstance(p.loaded, onnx_io.OnnxModel):
+        with silenced(opts.verbose):
+            matched = [onnx_io.check_translation(p.loaded, p.data.calib)]
+            if p.loaded.head is not None:
+                matched.append(onnx_io.check_decode(p.loaded, p.data.calib))
+        run.note(matched)
     model_bytes, remedy, tried = convert_checked(p.loaded, p.data.calib, p.spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
     from edgekit.converters import detector_verify
 
-    layout = detector_verify.layout_of(model_bytes, info)   # None: a classifier
+    layout = detector_verify.layout_of(model_bytes, info, opts.layout, opts.model_shown or opts.model)  # None: a
+    if opts.layout and layout is None:                                                               # classifier
+        raise UsageError(f"--layout {opts.layout}: {opts.model_shown or opts.model} is a classifier (one score per "
+                         "class)", "leave --layout out")
+    if layout is not None and getattr(p.loaded, "letterbox", False):   # an ONNX exporter that letterboxes
+        layout = dataclasses.replace(layout, letterbox=True, source=tuple(
+            "letterboxed input (the ONNX exporter's metadata: Ultralytics)" if "plain resize" in line else line
+            for line in layout.source))
     if layout is not None:
         detector_verify.refuse_crushed_scores(layout, info)
         opts.report.note(f"a detector: {layout.describe()} ({'; '.join(layout.source)})")
@@ -807,15 +844,17 @@ def _write_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified) -> bytes:
 
     rec = model_record.ModelRecord(p.spec, run.labels, {
         "created_by": f"{CREATED_BY} {__version__}",
-        "source_model": {"name": source_name(opts.model), "format": p.loaded.format,
+        "source_model": {"name": opts.model_shown or source_name(opts.model), "format": p.loaded.format,
                          "output": p.loaded.output.to_dict() if p.loaded.output else None, "notes": p.loaded.notes},
-        "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__},
+        "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__,
+                     **onnx_io.versions(p.loaded)},
         "io": opts.io,
         "calibration": p.data.summary().to_dict(),
         "preprocess_origin": p.origin,
         "preprocess_search": p.search.record().to_dict() if p.search else None,
         "verification": v.verification.to_dict() if v.verification else None,
-        **({"detection": {"layout": c.layout.to_dict(), "letterbox": False}} if c.layout is not None else {}),
+        **({"detection": {"layout": c.layout.to_dict(), "letterbox": c.layout.letterbox}}
+           if c.layout is not None else {}),
     })
     final = _with_record(c.model, rec)
     # What was verified is the converter's output; what is written is that model repacked with the
@@ -845,7 +884,7 @@ def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: b
     spec = p.spec
     summary = QuantizeDocument(
         output=str(run.output), record=str(run.sidecar) if run.sidecar else None,
-        source=SourceModel(str(src), p.loaded.format, src_size, p.loaded.output, tuple(p.loaded.notes)),
+        source=SourceModel(opts.model_shown or str(src), p.loaded.format, src_size, p.loaded.output, tuple(p.loaded.notes)),
         size_bytes=out_info.size_bytes,
         preprocess=Preprocess.of_spec(spec, p.origin, spec.describe(), p.search.record() if p.search else None),
         labels=len(run.labels) if run.labels else None,
