@@ -23,10 +23,12 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Tuple, Unio
 from edgekit.errors import InputError, UsageError
 from edgekit.flags import default as _cli
 from edgekit.options import Floats, PathLike
-from edgekit.options import floats as _floats, quantize_options as _quantize_options, size as _size
+from edgekit.options import floats as _floats, is_onnx_proto as _is_onnx_proto
+from edgekit.options import quantize_options as _quantize_options, size as _size
 from edgekit.report import SILENT, Reporter
 if TYPE_CHECKING:  # pragma: no cover - each function imports its own result type (a command pays for its own)
     import numpy as np
+    import onnx
 
     from edgekit.detection import Object
     from edgekit.results import (BenchmarkResult, CheckResult, Class, ClassifyResult, CompileResult,
@@ -129,6 +131,8 @@ def _argument(name: str, value: Any, declared: str) -> Any:
 
     if value is None and declared.startswith("Optional["):
         return None
+    if "ModelProto" in declared and _is_onnx_proto(value):   # quantize's model: a path or an onnx.ModelProto
+        return value
     path_kinds = (str, bytes, os.PathLike)
     if declared.endswith("int]") or declared == "int":
         if isinstance(value, numbers.Integral) and not isinstance(value, bool):
@@ -662,7 +666,7 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
 
 
 @_checked
-def quantize(model: PathLike, *, output: Optional[PathLike] = None, calib: Optional[str] = None,
+def quantize(model: Union[PathLike, "onnx.ModelProto"], *, output: Optional[PathLike] = None, calib: Optional[str] = None,
              samples: int = _cli("quantize", "samples"), holdout: int = _cli("quantize", "holdout"),
              seed: int = _cli("quantize", "seed"), tfrecord_key: str = _cli("quantize", "tfrecord_key"),
              arch: Optional[str] = None,

@@ -363,7 +363,7 @@ def check_onnx(p: Probe) -> Check:
                      "takes ONNX models")
     missing = " and ".join(d for d, v in found.items() if not v)
     return Check("onnx", INFO, f"{missing} not installed (only edgekit quantize of an ONNX model needs them: "
-                 "pip install 'edgekit[onnx]')")
+                 "pip install onnx onnxruntime, or '.[onnx]' in an edgekit checkout)")
 
 
 def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:

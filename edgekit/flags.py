@@ -273,7 +273,7 @@ EVALUATE = (
     option("--plots", type="path", metavar="DIR",
            help="Write confusion_matrix.png (and for detectors pr_curve.png: precision-recall per class and "
            "all, from pycocotools) into DIR, each --against model beside -m; needs matplotlib "
-           "(pip install 'edgekit[plots]')."),
+           "(pip install matplotlib, or '.[plots]' in an edgekit checkout)."),
     option("--conf", type="float", help="Detectors: score threshold (default 0.001, COCO's protocol)."),
     option("--iou", type="float", help="Detectors: NMS IoU (default 0.7, as Ultralytics' val)."),
     option("--max-det", type="int", help="Detectors: detections per image (default 100, COCO's protocol)."),

@@ -9,7 +9,7 @@ image at IoU > 0.45 (one to one, best IoU first), rows the predicted class, colu
 the background (a missed object: background row; a false detection: background column).
 With ``--against`` each model gets its panel, side by side (the float model beside the int8 one).
 
-matplotlib is the ``plots`` extra (``pip install 'edgekit[plots]'``, or ``pip install matplotlib``); without
+matplotlib is the ``plots`` extra (``pip install matplotlib, or '.[plots]' in an edgekit checkout``, or ``pip install matplotlib``); without
 it the command exits 4 saying so, before any model runs (:func:`require`).
 """
 
@@ -26,7 +26,7 @@ from edgekit.errors import MissingDependencyError
 
 CONFUSION_CONF = 0.25     # Ultralytics' ConfusionMatrix defaults
 CONFUSION_IOU = 0.45
-INSTALL = "pip install 'edgekit[plots]' (or pip install matplotlib), or drop --plots"
+INSTALL = "pip install matplotlib (or '.[plots]' in an edgekit checkout), or drop --plots"
 
 
 def require() -> Any:

@@ -428,7 +428,7 @@ def source_model_kind(head: bytes, path: Path) -> tuple[str, str] | None:
                 "export it to ONNX (torch.onnx.export), then: edgekit quantize model.onnx --calib IMAGES")
     if len(head) > 3 and head[0] == 0x08 and 0 < head[1] < 0x80 and head[2] in _ONNX_NEXT_TAGS:
         hint = (f"quantize it to a full-int8 .tflite first: edgekit quantize {path} --calib IMAGES; that needs the "
-                "onnx extra: pip install 'edgekit[onnx]'")
+                "onnx extra: pip install onnx onnxruntime, or '.[onnx]' in an edgekit checkout")
         return "an ONNX model", hint
     return None
 

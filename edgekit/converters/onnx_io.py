@@ -41,7 +41,7 @@ def require_onnx() -> tuple[Any, Any]:
         text = str(exc)
         missing = exc.name or (text.split("'")[1] if text.count("'") >= 2 else "one of them")
         raise MissingDependencyError(f"an ONNX model needs the onnx and onnxruntime packages ({missing} is missing)",
-                                     "pip install 'edgekit[onnx]'") from None
+                                     "pip install onnx onnxruntime, or '.[onnx]' in an edgekit checkout") from None
     return onnx, onnxruntime
 
 

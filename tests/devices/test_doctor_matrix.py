@@ -95,7 +95,7 @@ def statuses(checks: dict[str, Doc.Check]) -> dict[str, str]:
     return {n: c.status for n, c in checks.items()}
 
 
-BASE = {"python": "info", "platform": "info", "packages": "info", "tensorflow": "info"}
+BASE = {"python": "info", "platform": "info", "packages": "info", "tensorflow": "info", "onnx": "info"}
 
 
 # ------------------------------------------------------------------------------------- the machines
@@ -370,7 +370,7 @@ def test_every_rule_cites_sources_in_the_ledger_and_the_ledger_holds_nothing_unc
 
 def test_every_check_a_recorded_machine_shows_is_a_rule_or_one_of_the_old_checks(tmp_path):
     old = {"python", "platform", "packages", "pycoral", "interpreter", "numpy", "libedgetpu", "pair cache",
-           "devices", "udev rule", "groups", "edgetpu_compiler", "tensorflow"}
+           "devices", "udev rule", "groups", "edgetpu_compiler", "tensorflow", "onnx"}
     for build in (pi5_trixie, pi4_usb2, ubuntu_614_pcie, docker_without_usb, proxmox_vm_bootloader, mac):
         names = {c.name for c in Doc.run_checks(build(tmp_path / build.__name__))}
         assert names <= old | set(R.RULES), names - old - set(R.RULES)
