@@ -119,7 +119,7 @@ class BenchmarkResult(Record):
 
 @dataclass(frozen=True)
 class Timing(Record):
-    """:meth:`edgekit.Model.time`: ``invoke`` alone timed on an open model (the first call apart, then the
+    """:meth:`edgekit.Model.time` without an image: ``invoke`` alone timed on an open model (the first call apart, then the
     warm-up, then ``count`` timed calls), in milliseconds."""
 
     first_ms: float

@@ -139,3 +139,29 @@ def test_time_given_an_image_times_the_whole_detect_call_with_its_decode_and_nms
         detector.time(2, image=_grace_rgb(), top_k=1)
     with pytest.raises(UsageError, match="--iou"):
         detector.time(2, image=_grace_rgb(), iou=-1.0)
+
+
+def test_frames_on_a_small_built_detector_with_no_shared_data(tmp_path):
+    """The same, on a detector built here (its outputs are slices of its input), so a clone without
+    ../shared/testdata runs it: a BGR frame is read as BGR only when said, a float frame only with its range."""
+    from tests.detection_models import image_for, slice_model
+
+    hw = (32, 32)
+    values = np.zeros((10, 6))
+    values[0] = [0.1, 0.2, 0.5, 0.6, 0.8, 1]   # end-to-end rows: x1, y1, x2, y2, score, class
+    values[1] = [0.3, 0.1, 0.9, 0.7, 0.6, 0]
+    path = tmp_path / "e2e.tflite"
+    path.write_bytes(slice_model(hw, [{"shape": [1, 10, 6]}]))
+    rgb = image_for(hw, [values])
+    bgr = np.ascontiguousarray(rgb[..., ::-1])
+    with edgekit.open(path, device="cpu") as model:
+        expected = model.detect(rgb, layout="end2end")
+        assert [(o.id, round(o.score, 2)) for o in expected] == [(1, 0.8), (0, 0.6)]
+        assert model.detect(bgr, layout="end2end", channels="BGR") == expected
+        assert model.detect(bgr, layout="end2end") != expected            # RGB is the default, never guessed
+        assert model.detect(rgb / 255.0, layout="end2end", scale=255) == expected
+        assert model.detect_batch([bgr, bgr], layout="end2end", channels="BGR") == [expected, expected]
+        with pytest.raises(InputError, match="^frame 1: .*a float frame does not say its range"):
+            model.detect_batch([rgb, rgb / 255.0], layout="end2end")
+        timing = model.time(3, 0, image=bgr, channels="BGR", layout="end2end")
+        assert timing.call == "detect" and timing.total.count == 3 and timing.postprocess.min_ms > 0
