@@ -80,12 +80,14 @@ def _frame_keywords(channels: Any, scale: Any) -> Tuple[str, Optional[float]]:
     import numbers
 
     if not isinstance(channels, str) or channels.upper() not in ("RGB", "BGR"):
-        raise UsageError(f"channels: expected 'RGB' or 'BGR', got {_what(channels) if not isinstance(channels, str) else repr(channels)}",
+        got = repr(channels) if isinstance(channels, str) else _what(channels)
+        raise UsageError(f"channels: expected 'RGB' or 'BGR', got {got}",
                          "channels='BGR' for OpenCV's frames (cv2.imread, VideoCapture.read), 'RGB' (the default) for "
                          "PIL's and most others")
     if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)
                               or not math.isfinite(scale) or scale <= 0):
-        raise UsageError(f"scale: expected a positive number, got {_what(scale) if not isinstance(scale, str) else repr(scale)}",
+        got = repr(scale) if isinstance(scale, str) else _what(scale)
+        raise UsageError(f"scale: expected a positive number, got {got}",
                          "scale=255 for a float frame in 0..1, scale=1 for one in 0..255")
     return channels.upper(), None if scale is None else float(scale)
 
@@ -109,7 +111,8 @@ def _image_array(a: Any, channels: str, order: str = "RGB", scale: Optional[floa
         raise UsageError(f"scale={scale:g} is for float arrays; {what} has its pixels as they are", "leave scale= out")
     elif a.dtype != np.uint8 and not (gray and a.dtype == np.uint16):
         raise InputError(f"{what}: the pixels of an image array must be uint8 (0..255) or float with scale=",
-                         "convert it to uint8, or pass a float frame with its range: scale=255 (0..1), scale=1 (0..255)")
+                         "convert it to uint8, or pass a float frame with its range: scale=255 (0..1), "
+                         "scale=1 (0..255)")
     if gray and channels != "L":
         raise InputError(f"{what} is grayscale; the model takes {channels} images",
                          "pass an HxWx3 array; of a gray one, if gray is what you mean: np.dstack([a, a, a])")
@@ -459,8 +462,9 @@ class Model:
         known = [k for k in python_inspect.signature(call).parameters if k not in ("image", "channels", "scale")]
         unknown = sorted(set(options) - set(known))
         if unknown:
-            raise UsageError(f"{', '.join(unknown)}: not a keyword of {task} (this model is a "
-                             f"{'classifier' if task == 'classify' else 'detector'})", f"{task} takes {', '.join(known)}")
+            kind = "classifier" if task == "classify" else "detector"
+            raise UsageError(f"{', '.join(unknown)}: not a keyword of {task} (this model is a {kind})",
+                             f"{task} takes {', '.join(known)}")
         runs = []
         for _ in range(1 + warmup + n):
             call(image, channels=channels, scale=scale, **options)

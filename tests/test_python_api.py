@@ -333,7 +333,7 @@ def test_a_path_or_count_keyword_refuses_what_is_none_naming_it():
     assert result.results[0].top[0].id == 283
 
 
-# ------------------------------------------------------------------ the API's frames: channel order, float, batch, timing (issue 35)
+# ------------------------------------------- the API's frames: channel order, float, batch, timing (issue 35)
 def _cat_rgb():
     from PIL import Image
 

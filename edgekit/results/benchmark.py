@@ -119,8 +119,8 @@ class BenchmarkResult(Record):
 
 @dataclass(frozen=True)
 class Timing(Record):
-    """:meth:`edgekit.Model.time` without an image: ``invoke`` alone timed on an open model (the first call apart, then the
-    warm-up, then ``count`` timed calls), in milliseconds."""
+    """:meth:`edgekit.Model.time` without an image: ``invoke`` alone timed on an open model (the first call apart,
+    then the warm-up, then ``count`` timed calls), in milliseconds; also each part of a :class:`CallTiming`."""
 
     first_ms: float
     latencies_ms: Tuple[float, ...]

@@ -88,7 +88,7 @@ def test_a_segmentation_model_opens_for_its_own_task_layer():
             model.classify(shared_file("cat.bmp"))
 
 
-# ------------------------------------------------------------------ frames: channel order, float, batch, timing (issue 35)
+# ------------------------------------------- frames: channel order, float, batch, timing (issue 35)
 def _grace_rgb():
     from PIL import Image
 
