@@ -33,7 +33,7 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
     from edgekit.detection import Object
     from edgekit.results import (BenchmarkResult, CheckResult, Class, ClassifyResult, CompileResult,
                                  DeployResult, DetectionEvaluateResult, DetectResult, DevicesResult, DoctorResult,
-                                 EvaluateResult, InspectResult, QuantizeResult, Timing, TrainResult)
+                                 EvaluateResult, InspectResult, QuantizeResult, Timing, TrainResult, CallTiming)
 
 # build: edgekit.build (the module edgekit/build.py, callable: its build_bundle) takes the same keywords.
 __all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "benchmark", "quantize", "inspect",
@@ -42,20 +42,27 @@ __all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate"
 
 
 # ------------------------------------------------------------------------------------ images
-def _image_input(image: Any, channels: str) -> Any:
+def _image_input(image: Any, channels: str, order: str = "RGB", scale: Optional[float] = None) -> Any:
     """An image given to :meth:`Model.classify` / :meth:`Model.detect` as preprocessing takes it (a file path as
-    a str, a PIL image, or a uint8 array), or the EdgekitError naming what was passed: UsageError (exit 2) for no
+    a str, a PIL image, or a uint8 RGB array), or the EdgekitError naming what was passed: UsageError (exit 2) for no
     image at all, InputError (exit 3) for an array or image that is none edgekit can use. ``channels``: the
-    model's (``L`` for a 1-channel model, which alone takes a grayscale HxW or HxWx1 array).
+    model's (``L`` for a 1-channel model, which alone takes a grayscale HxW or HxWx1 array). ``order``: the
+    caller's ``channels=`` keyword, the order of an array's channels (``RGB`` or ``BGR``: an array cannot say it);
+    ``scale``: the caller's ``scale=``, what a float array is multiplied by to be 0..255 pixels (a float array
+    does not say its range, so one without it is refused).
 
-    The one place that says which images the API takes: widen it here (other pixel orders, float frames).
+    The one place that says which images the API takes: widen it here.
     """
     import numpy as np
 
+    order, scale = _frame_keywords(order, scale)
+    if isinstance(image, np.ndarray):
+        return _image_array(image, channels, order, scale)
+    if scale is not None:
+        raise UsageError(f"scale={scale:g} is for float arrays; {_what(image)} has its pixels in 0..255",
+                         "leave scale= out")
     if isinstance(image, (str, bytes, os.PathLike)):
         return os.fsdecode(image)
-    if isinstance(image, np.ndarray):
-        return _image_array(image, channels)
     from PIL import Image
 
     if isinstance(image, Image.Image):
@@ -63,29 +70,78 @@ def _image_input(image: Any, channels: str) -> Any:
             raise InputError(f"the image is empty ({image.size[0]}x{image.size[1]} pixels)",
                              "pass an image with pixels")
         return image
+    several = "; several: model.classify_batch / detect_batch" if isinstance(image, (list, tuple)) else ""
     raise UsageError(f"image: expected a file path, a PIL image or an HxWxC uint8 array, got {_what(image)}",
-                     "pass one image (np.asarray(PIL.Image.open(path).convert('RGB')) is an HxWx3 uint8 array)")
+                     "pass one image (np.asarray(PIL.Image.open(path).convert('RGB')) is an HxWx3 uint8 array)"
+                     + several)
 
 
-def _image_array(a: Any, channels: str) -> Any:
-    """An array :func:`_image_input` takes: HxWx3 (RGB) or HxWx4 (RGBA) uint8; HxW or HxWx1 (uint8, or 16-bit)
-    for a 1-channel model."""
+def _frame_keywords(channels: Any, scale: Any) -> Tuple[str, Optional[float]]:
+    """The ``channels=`` and ``scale=`` keywords of the API's image calls, checked: (``RGB`` or ``BGR``, None or a
+    positive finite number), else the UsageError naming the keyword."""
+    import math
+    import numbers
+
+    if not isinstance(channels, str) or channels.upper() not in ("RGB", "BGR"):
+        got = repr(channels) if isinstance(channels, str) else _what(channels)
+        raise UsageError(f"channels: expected 'RGB' or 'BGR', got {got}",
+                         "channels='BGR' for OpenCV's frames (cv2.imread, VideoCapture.read), 'RGB' (the default) for "
+                         "PIL's and most others")
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, numbers.Real)
+                              or not math.isfinite(scale) or scale <= 0):
+        got = repr(scale) if isinstance(scale, str) else _what(scale)
+        raise UsageError(f"scale: expected a positive number, got {got}",
+                         "scale=255 for a float frame in 0..1, scale=1 for one in 0..255")
+    return channels.upper(), None if scale is None else float(scale)
+
+
+def _image_array(a: Any, channels: str, order: str = "RGB", scale: Optional[float] = None) -> Any:
+    """An array :func:`_image_input` takes, as an RGB(A) uint8 one: HxWx3 (RGB or, ``order="BGR"``, BGR) or HxWx4
+    (RGBA/BGRA) uint8, or float with ``scale`` (``a * scale`` in 0..255, rounded); HxW or HxWx1 (uint8, 16-bit or
+    float with ``scale``) for a 1-channel model."""
     import numpy as np
 
     what = f"a {'x'.join(map(str, a.shape)) or '0-D'} {a.dtype} array"
     gray = a.ndim == 2 or (a.ndim == 3 and a.shape[2] == 1)
     if a.ndim not in (2, 3) or (a.ndim == 3 and a.shape[2] not in (1, 3, 4)):
         raise InputError(f"{what} is not one image (HxWx3 RGB, HxWx4 RGBA or, for a 1-channel model, HxW)",
-                         "pass one image; of a batch of one, a[0]")
-    if a.dtype != np.uint8 and not (gray and a.dtype == np.uint16):
-        raise InputError(f"{what}: the pixels of an image array must be uint8 (0..255)",
-                         "convert it first; a float image in 0..1: (a * 255).round().astype(np.uint8)")
+                         "pass one image; of a batch of one, a[0]; of several, model.classify_batch / detect_batch")
     if 0 in a.shape:
         raise InputError(f"{what} is an empty image", "pass an image with pixels")
+    if a.dtype.kind == "f":
+        a = _float_pixels(a, what, scale)
+    elif scale is not None:
+        raise UsageError(f"scale={scale:g} is for float arrays; {what} has its pixels as they are", "leave scale= out")
+    elif a.dtype != np.uint8 and not (gray and a.dtype == np.uint16):
+        raise InputError(f"{what}: the pixels of an image array must be uint8 (0..255) or float with scale=",
+                         "convert it to uint8, or pass a float frame with its range: scale=255 (0..1), "
+                         "scale=1 (0..255)")
     if gray and channels != "L":
         raise InputError(f"{what} is grayscale; the model takes {channels} images",
                          "pass an HxWx3 array; of a gray one, if gray is what you mean: np.dstack([a, a, a])")
-    return a.reshape(a.shape[:2]) if gray else a
+    if gray:
+        return a.reshape(a.shape[:2])
+    return a[..., [2, 1, 0, 3][:a.shape[2]]] if order == "BGR" else a
+
+
+def _float_pixels(a: Any, what: str, scale: Optional[float]) -> Any:
+    """A float image array as uint8 pixels: ``a * scale`` rounded, refused (InputError) without ``scale`` (its
+    range would be a guess: a dark 0..255 frame is all within 0..1 too), with NaN, or outside 0..255."""
+    import numpy as np
+
+    finite = np.isfinite(a)
+    if not finite.all():
+        raise InputError(f"{what} holds NaN or infinite values", "pass a frame of finite pixel values")
+    lo, hi = float(a.min()), float(a.max())
+    if scale is None:
+        raise InputError(f"{what} (values {lo:g}..{hi:g}): a float frame does not say its range",
+                         "say it: scale=255 for pixels in 0..1, scale=1 for pixels in 0..255")
+    pixels = a.astype(np.float64) * scale
+    if lo * scale < -0.5 or hi * scale >= 255.5:
+        raise InputError(f"{what} times scale={scale:g} spans {lo * scale:g}..{hi * scale:g}, not pixels in 0..255",
+                         "pass the frame before any normalization (edgekit applies the model's own mean/std), with "
+                         "the scale that makes it 0..255")
+    return np.rint(pixels).astype(np.uint8)
 
 
 def _what(value: Any) -> str:
@@ -167,6 +223,7 @@ class Model:
     def __init__(self, classifier: Any):
         self._clf = classifier
         self._detectors: dict = {}  # layout asked -> the detection task layer over this model (made on first use)
+        self._parts = (0.0, 0.0, 0.0)  # the last classify/detect call's preprocessing, invoke and whole-call ms
 
     # -- what was opened --------------------------------------------------------------------
     @property
@@ -206,9 +263,10 @@ class Model:
         return list(self._clf.opened._live().get_output_details())
 
     # -- running ----------------------------------------------------------------------------
-    def input_tensor(self, image: Any) -> "np.ndarray":
+    def input_tensor(self, image: Any, channels: str = "RGB", scale: Optional[float] = None) -> "np.ndarray":
         """An image file path, a PIL image or an HxWx3 uint8 array (HxW for a 1-channel model) -> the model's input
-        tensor; any other value is refused (an EdgekitError naming what was passed).
+        tensor; any other value is refused (an EdgekitError naming what was passed). ``channels`` and ``scale``: as
+        :meth:`classify`'s.
 
         An array that already has the input's shape and dtype is taken as the input tensor itself; an image is
         prepared channels-last and transposed where the model takes channels first ([1, 3, H, W]).
@@ -220,7 +278,7 @@ class Model:
         clf = self._clf
         if isinstance(image, np.ndarray) and image.shape == clf._input_shape and image.dtype == clf.input_dtype:
             return image
-        image = _image_input(image, clf.spec.channels)
+        image = _image_input(image, clf.spec.channels, channels, scale)
         if isinstance(image, str):
             return clf.prepare(image)
         tensor = preprocess.prepare(image, clf.spec, clf.input_dtype, clf.input_scale, clf.input_zero_point)
@@ -248,41 +306,112 @@ class Model:
 
     @_checked
     def classify(self, image: Any, top_k: Optional[int] = _cli("classify", "top_k"),
-                 threshold: float = _cli("classify", "threshold")) -> list[Class]:
-        """The ``top_k`` best classes with ``score >= threshold``, best first, as :class:`Class` records."""
-        from edgekit.results import Class
+                 threshold: float = _cli("classify", "threshold"), *, channels: str = "RGB",
+                 scale: Optional[float] = None) -> list[Class]:
+        """The ``top_k`` best classes with ``score >= threshold``, best first, as :class:`Class` records.
 
-        top, _ms = self._clf.classify_tensor(self.input_tensor(image), top_k, threshold)
-        return [Class(t["id"], float(t["score"]), t["label"]) for t in top]
+        ``image``: a file path, a PIL image or an HxWx3 array. An array cannot say the order of its channels:
+        ``channels`` is it, ``"RGB"`` by default (PIL's); ``"BGR"`` for OpenCV's frames. A float array cannot say its
+        range: ``scale`` is what it is multiplied by to be 0..255 pixels (``255`` for 0..1, ``1`` for 0..255); a float
+        array without it is refused.
+        """
+        return self._call("classify", image, channels, scale, {"top_k": top_k, "threshold": threshold})
 
     @_checked
     def detect(self, image: Any, conf: float = _cli("detect", "conf"), iou: float = _cli("detect", "iou"),
-               max_det: int = _cli("detect", "max_det"),
-               layout: Optional[str] = None) -> list[Object]:
+               max_det: int = _cli("detect", "max_det"), layout: Optional[str] = None, *, channels: str = "RGB",
+               scale: Optional[float] = None) -> list[Object]:
         """The objects in one image, best first, as :class:`~edgekit.detection.Object` records (``id``, ``score``,
         ``label``, ``bbox`` in the image's own pixels), like pycoral's ``detect.get_objects``.
 
         ``image``: a file path, a PIL image or an HxWx3 uint8 array (HxW for a 1-channel model; any other value is an
-        EdgekitError naming what was passed). ``conf``, ``iou`` and ``max_det`` are
+        EdgekitError naming what was passed); ``channels`` (``"RGB"`` by default, ``"BGR"`` for OpenCV's frames) and
+        ``scale`` (a float array's) as :meth:`classify`'s. ``conf``, ``iou`` and ``max_det`` are
         ``edgekit detect``'s (same defaults); ``layout`` names the output layout where the model's is ambiguous
         (``yolo``, ``postprocess``...). The layout is read from the model once, on the first call.
         """
-        import numpy as np
-
         from edgekit.devices.detect import check_thresholds
 
         check_thresholds(conf, iou, max_det)
-        image = _image_input(image, self._clf.spec.channels)
-        detector = self._detector(layout)
-        if isinstance(image, str):
-            tensor, geometry = detector.prepare(image)
-        else:
-            from PIL import Image
+        return self._call("detect", image, channels, scale,
+                          {"conf": conf, "iou": iou, "max_det": max_det, "layout": layout})
 
-            tensor, geometry = detector.prepare_image(Image.fromarray(image) if isinstance(image, np.ndarray)
-                                                      else image)
-        objects, _ms, _post_ms, _notes = detector.detect_tensor(tensor, geometry, conf, iou, max_det)
-        return objects
+    def _call(self, task: str, image: Any, channels: str, scale: Optional[float],
+              options: dict) -> list:
+        """One classify or detect call's records; its preprocessing, invoke and whole-call ms kept in ``_parts``."""
+        import time as clock
+
+        start = clock.perf_counter()
+        if task == "classify":
+            from edgekit.results import Class
+
+            tensor = self.input_tensor(image, channels, scale)
+            ready = clock.perf_counter()
+            top, invoke_ms = self._clf.classify_tensor(tensor, options["top_k"], options["threshold"])
+            found: list = [Class(t["id"], float(t["score"]), t["label"]) for t in top]
+        else:
+            image = _image_input(image, self._clf.spec.channels, channels, scale)
+            detector = self._detector(options["layout"])
+            if isinstance(image, str):
+                tensor, geometry = detector.prepare(image)
+            else:
+                from PIL import Image
+
+                tensor, geometry = detector.prepare_image(image if isinstance(image, Image.Image)
+                                                          else Image.fromarray(image))
+            ready = clock.perf_counter()
+            found, invoke_ms, _post_ms, _notes = detector.detect_tensor(tensor, geometry, options["conf"],
+                                                                        options["iou"], options["max_det"])
+        self._parts = ((ready - start) * 1000.0, invoke_ms, (clock.perf_counter() - start) * 1000.0)
+        return found
+
+    @_checked
+    def classify_batch(self, frames: Iterable[Any], top_k: Optional[int] = _cli("classify", "top_k"),
+                       threshold: float = _cli("classify", "threshold"), *, channels: str = "RGB",
+                       scale: Optional[float] = None) -> list[list[Class]]:
+        """:meth:`classify` on each of ``frames`` (a list or iterable of images, or an NxHxWx3 array): one list of
+        classes per frame, in order. Every frame is checked before any runs; an error names the frame's index."""
+        frames = self._frames(frames, channels, scale)
+        return [self._at(i, self.classify, frame, top_k, threshold) for i, frame in enumerate(frames)]
+
+    @_checked
+    def detect_batch(self, frames: Iterable[Any], conf: float = _cli("detect", "conf"),
+                     iou: float = _cli("detect", "iou"), max_det: int = _cli("detect", "max_det"),
+                     layout: Optional[str] = None, *, channels: str = "RGB",
+                     scale: Optional[float] = None) -> list[list[Object]]:
+        """:meth:`detect` on each of ``frames`` (a list or iterable of images, or an NxHxWx3 array): one list of
+        objects per frame, in order. Every frame is checked before any runs; an error names the frame's index."""
+        from edgekit.devices.detect import check_thresholds
+
+        check_thresholds(conf, iou, max_det)
+        frames = self._frames(frames, channels, scale)
+        return [self._at(i, self.detect, frame, conf, iou, max_det, layout) for i, frame in enumerate(frames)]
+
+    def _frames(self, frames: Any, channels: str, scale: Optional[float]) -> list:
+        """The frames of a batch call, each checked and made what preprocessing takes (uint8 RGB arrays, paths, PIL
+        images), or the EdgekitError naming the first frame that is not one (``frame 3: ...``)."""
+        import numpy as np
+
+        _frame_keywords(channels, scale)
+        one = isinstance(frames, (str, bytes, os.PathLike)) or (isinstance(frames, np.ndarray) and frames.ndim != 4)
+        if one or not hasattr(frames, "__iter__") or type(frames).__module__.startswith("PIL"):
+            got = f"a {'x'.join(map(str, frames.shape))} array" if isinstance(frames, np.ndarray) else _what(frames)
+            raise UsageError(f"frames: expected a list of images or an NxHxWxC array, got {got}",
+                             "pass a list, even of one frame: [frame]; one frame goes to classify / detect")
+        return [self._at(i, _image_input, frame, self._clf.spec.channels, channels, scale)
+                for i, frame in enumerate(frames)]
+
+    @staticmethod
+    def _at(index: int, call: Any, *args: Any) -> Any:
+        """``call(*args)``, an EdgekitError it raises naming the frame ``index`` of a batch."""
+        from edgekit.errors import EdgekitError
+
+        try:
+            return call(*args)
+        except EdgekitError as err:
+            err.message = f"frame {index}: {err.message}"
+            err.args = (err.message,)
+            raise
 
     def _detector(self, layout: Optional[str]) -> Any:
         """The detection task layer over this open model (one per ``layout`` asked, made on first use)."""
@@ -303,12 +432,57 @@ class Model:
         return ClassifyResult.of_report(self._clf.run([os.fsdecode(p) for p in images], top_k, threshold, workers))
 
     @_checked
-    def time(self, n: int = 100, warmup: int = 10) -> Timing:
-        """The benchmark loop on this open model: ``invoke`` timed ``n`` times on a fixed input after the first
-        call and ``warmup`` untimed ones; a :class:`~edgekit.results.Timing` (``p50_ms``, ``throughput_per_s``...)."""
+    def time(self, n: int = 100, warmup: int = 10, image: Any = None, *, channels: str = "RGB",
+             scale: Optional[float] = None, **options: Any) -> Union[Timing, CallTiming]:
+        """Timed on this open model: the first run apart, then ``warmup`` untimed runs, then ``n`` timed ones.
+
+        Given ``image``, the whole call a user makes on it, :meth:`classify` for a classifier, :meth:`detect` for a
+        detector (``options``: that call's keywords, such as ``conf=``; ``channels``, ``scale`` as its), as a
+        :class:`~edgekit.results.CallTiming`: ``preprocess`` (decoding a file, pixel order and range, resizing,
+        quantizing the input), ``invoke`` (the interpreter's invoke alone), ``postprocess`` (the rest: setting the
+        input, reading and dequantizing the outputs, top-k or the box decode and NMS) and ``total`` (all of it;
+        each run's parts add up to it). Without ``image``: ``invoke`` alone on a fixed random input, a
+        :class:`~edgekit.results.Timing` (``p50_ms``, ``throughput_per_s``...).
+        """
         from edgekit.results import Timing
 
-        return Timing.from_dict(self._clf.opened.time(n, warmup))
+        if image is None:
+            if options or channels != "RGB" or scale is not None:
+                raise UsageError(f"{', '.join(sorted(options)) or 'channels, scale'}: keywords of the timed call, "
+                                 "but no image= to call it on", "pass image=, or leave them out to time invoke alone")
+            return Timing.from_dict(self._clf.opened.time(n, warmup))
+        if n < 1 or warmup < 0:
+            raise UsageError(f"n={n}, warmup={warmup}: time needs n >= 1 and warmup >= 0", "pass n=100, warmup=10")
+        return self._time_call(n, warmup, image, channels, scale, options)
+
+    def _time_call(self, n: int, warmup: int, image: Any, channels: str, scale: Optional[float],
+                   options: dict) -> CallTiming:
+        """:meth:`time` given an image: the public call run ``1 + warmup + n`` times, each run's parts read back."""
+        import inspect as python_inspect
+
+        from edgekit.devices.latency import summarize
+        from edgekit.results import CallTiming, Timing
+
+        task = "classify" if self._clf.not_a_classifier is None else "detect"
+        call = self.classify if task == "classify" else self.detect
+        known = [k for k in python_inspect.signature(call).parameters if k not in ("image", "channels", "scale")]
+        unknown = sorted(set(options) - set(known))
+        if unknown:
+            kind = "classifier" if task == "classify" else "detector"
+            raise UsageError(f"{', '.join(unknown)}: not a keyword of {task} (this model is a {kind})",
+                             f"{task} takes {', '.join(known)}")
+        runs = []
+        for _ in range(1 + warmup + n):
+            call(image, channels=channels, scale=scale, **options)
+            runs.append(self._parts)
+        pre, invoke, total = ([run[k] for run in runs] for k in range(3))
+
+        def timing(values: list) -> Timing:
+            timed = values[1 + warmup:]
+            return Timing.from_dict({"first_ms": values[0], "latencies_ms": timed, **summarize(timed)})
+
+        return CallTiming(task, timing(pre), timing(invoke), timing([t - p - i for p, i, t in zip(pre, invoke, total)]),
+                          timing(total))
 
     def close(self) -> None:
         """Free the interpreter and its Edge TPU delegate (the device is free for another process)."""

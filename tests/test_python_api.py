@@ -262,7 +262,8 @@ def _not_images():
         (None, UsageError, "expected a file path, a PIL image or an HxWxC uint8 array, got None"),
         ([[1, 2], [3, 4]], UsageError, "got a list"),
         (7, UsageError, "got int 7"),
-        (np.zeros((64, 64, 3), np.float32), InputError, "a 64x64x3 float32 array: the pixels of an image array"),
+        (np.zeros((64, 64, 3), np.float32), InputError, "a 64x64x3 float32 array (values 0..0): a float frame does not "
+                                                        "say its range (say it: scale=255 for pixels in 0..1"),
         (np.zeros((64, 64, 3), np.int64), InputError, "a 64x64x3 int64 array"),
         (np.zeros((1, 64, 64, 3), np.uint8), InputError, "a 1x64x64x3 uint8 array is not one image"),
         (np.zeros((64, 64, 2), np.uint8), InputError, "a 64x64x2 uint8 array is not one image"),
@@ -330,3 +331,108 @@ def test_a_path_or_count_keyword_refuses_what_is_none_naming_it():
     # a generator of paths is read once, as a list
     result = edgekit.classify((str(p) for p in [shared_file("cat.bmp")]), model=model, device="cpu", top_k=1)
     assert result.results[0].top[0].id == 283
+
+
+# ------------------------------------------- the API's frames: channel order, float, batch, timing (issue 35)
+def _cat_rgb():
+    from PIL import Image
+
+    return np.asarray(Image.open(shared_file("cat.bmp")).convert("RGB"))
+
+
+@pytest.fixture(scope="module")
+def classifier():
+    with edgekit.open(shared_file(MODEL), device="cpu", labels=shared_file("imagenet_labels.txt")) as model:
+        yield model
+
+
+def test_channels_bgr_takes_an_opencv_frame_and_rgb_is_the_default(classifier):
+    """OpenCV hands BGR; the API took every array as RGB without a word (a cat became a mop): channels= says it."""
+    rgb = _cat_rgb()
+    bgr = np.ascontiguousarray(rgb[..., ::-1])  # what cv2.imread gives
+    expected = classifier.input_tensor(rgb)
+    assert np.array_equal(classifier.input_tensor(bgr, channels="BGR"), expected)
+    assert classifier.classify(bgr, top_k=3, channels="BGR") == classifier.classify(rgb, top_k=3)
+    assert classifier.classify(rgb, top_k=3, channels="rgb") == classifier.classify(rgb, top_k=3)
+    assert not np.array_equal(classifier.input_tensor(bgr), expected)  # the default is RGB, never a guess
+    assert classifier.classify(bgr, top_k=1)[0].id != 283
+    bgra = np.dstack([bgr, np.full(rgb.shape[:2], 255, np.uint8)])
+    assert np.array_equal(classifier.input_tensor(bgra, channels="BGR"), expected)
+    assert inspect.signature(api.Model.classify).parameters["channels"].default == "RGB"
+    assert inspect.signature(api.Model.detect).parameters["channels"].default == "RGB"
+    for wrong in ("BRG", None, 3, "RGBA"):
+        with pytest.raises(UsageError, match="^channels: expected 'RGB' or 'BGR'"):
+            classifier.classify(rgb, channels=wrong)
+
+
+def test_a_float_frame_is_taken_with_its_range_said_and_refused_without(classifier):
+    """A float32 frame was refused outright (before: PIL's TypeError): with scale= it is pixels, never a guess."""
+    rgb = _cat_rgb()
+    expected = classifier.input_tensor(rgb)
+    assert np.array_equal(classifier.input_tensor(rgb.astype(np.float32) / 255, scale=255), expected)
+    assert np.array_equal(classifier.input_tensor(rgb.astype(np.float64), scale=1), expected)
+    assert np.array_equal(classifier.input_tensor(rgb[..., ::-1] / 255, channels="BGR", scale=255), expected)
+    assert classifier.classify(rgb / 255.0, top_k=3, scale=255) == classifier.classify(rgb, top_k=3)
+    with pytest.raises(InputError, match=r"float64 array \(values 0.0\d+\.\.1\): a float frame does not say its "
+                                         r"range \(say it: scale=255 for pixels in 0..1, scale=1"):
+        classifier.classify(rgb / 255.0)
+    normalized = (rgb.astype(np.float32) - 127.5) / 58.0  # mean/std already applied: not pixels
+    with pytest.raises(InputError, match=r"times scale=1 spans -2.\d+\.\.2.\d+, not pixels in 0..255"):
+        classifier.classify(normalized, scale=1)
+    with pytest.raises(InputError, match="times scale=255 spans 510..65025"):
+        classifier.classify(rgb.astype(np.float32), scale=255)  # 0..255 said to be 0..1
+    with pytest.raises(InputError, match="holds NaN or infinite values"):
+        classifier.classify(np.full((8, 8, 3), np.nan, np.float32), scale=255)
+    with pytest.raises(UsageError, match="scale=255 is for float arrays; a 341x512x3 uint8 array"):
+        classifier.classify(rgb, scale=255)
+    with pytest.raises(UsageError, match="scale=255 is for float arrays"):
+        classifier.classify(shared_file("cat.bmp"), scale=255)
+    for wrong in ("255", True, 0, -1.0, float("nan")):  # a string is refused, never read character by character
+        with pytest.raises(UsageError, match="^scale: expected a positive number"):
+            classifier.classify(rgb / 255.0, scale=wrong)
+
+
+def test_classify_batch_answers_each_frame_in_order_and_names_a_bad_frames_index(classifier, monkeypatch):
+    rgb = _cat_rgb()
+    path = shared_file("grace_hopper.bmp")
+    one = [classifier.classify(rgb, top_k=2), classifier.classify(path, top_k=2)]
+    assert classifier.classify_batch([rgb, path], top_k=2) == one
+    assert classifier.classify_batch((f for f in [rgb, path]), top_k=2) == one  # any iterable, read once
+    assert classifier.classify_batch(np.stack([rgb, rgb[..., ::-1]]), top_k=2, channels="BGR") == [
+        classifier.classify(rgb[..., ::-1], top_k=2), one[0]]  # an NxHxWx3 array: its frames, BGR
+    assert classifier.classify_batch([rgb / 255.0], top_k=2, scale=255) == one[:1]
+    assert classifier.classify_batch([]) == []
+    with pytest.raises(UsageError, match="got a list .*several: model.classify_batch / detect_batch"):
+        classifier.classify([rgb, rgb])
+    runs = []
+    monkeypatch.setattr(classifier, "_call", lambda *a: runs.append(a))
+    with pytest.raises(InputError, match=r"^frame 2: a 8x8x3 float32 array \(values 0\.\.0\)"):
+        classifier.classify_batch([rgb, rgb, np.zeros((8, 8, 3), np.float32)])
+    assert runs == []  # every frame is checked before any runs
+    for frames, what in ((rgb, "a 341x512x3 array"), (str(path), "a str"), (None, "None")):
+        with pytest.raises(UsageError, match=f"^frames: expected a list of images or an NxHxWxC array, got {what}"):
+            classifier.classify_batch(frames)
+
+
+def test_time_given_an_image_times_the_whole_classify_call_by_part(classifier):
+    """model.time() timed invoke alone: given an image, the whole call, preprocessing and post-processing too."""
+    from edgekit.results import CallTiming, Timing
+
+    timing = classifier.time(4, 1, image=shared_file("cat.bmp"), top_k=1)
+    assert isinstance(timing, CallTiming) and timing.call == "classify"
+    for part in (timing.preprocess, timing.invoke, timing.postprocess, timing.total):
+        assert isinstance(part, Timing) and part.count == 4 and part.min_ms >= 0
+    for pre, inv, post, total in zip(timing.preprocess.latencies_ms, timing.invoke.latencies_ms,
+                                     timing.postprocess.latencies_ms, timing.total.latencies_ms):
+        assert pre > 0 and inv > 0 and post >= 0 and pre + inv + post == pytest.approx(total)
+    assert timing.preprocess.p50_ms > 0.1  # decoding and resizing a 512x341 BMP: not nothing
+    assert CallTiming.from_dict(timing.to_dict()) == timing and "preprocess: p50" in timing.render_text()
+    bgr = np.ascontiguousarray(_cat_rgb()[..., ::-1])
+    assert classifier.time(2, 0, image=bgr, channels="BGR").total.count == 2
+    assert isinstance(classifier.time(2, 0), Timing)  # without an image: invoke alone, as before
+    with pytest.raises(UsageError, match="conf: not a keyword of classify .*classify takes top_k, threshold"):
+        classifier.time(2, image=bgr, conf=0.3)
+    with pytest.raises(UsageError, match="top_k: keywords of the timed call, but no image="):
+        classifier.time(2, top_k=1)
+    with pytest.raises(UsageError, match="scale=255 is for float arrays"):
+        classifier.time(2, image=bgr, scale=255)

@@ -37,7 +37,7 @@ def test_every_python_block_of_the_page_is_tested():
     text = PAGE.read_text(encoding="utf-8")
     assert text.count("```python") == len(list(BLOCK.finditer(text)))
     assert len(blocks("runtime")) >= 6 and len(blocks("pytest")) == 1 and len(blocks("tensorflow")) == 3
-    assert len(blocks("detection")) == 1
+    assert len(blocks("detection")) == 2   # Model.detect; frames from OpenCV, float frames, batches, timing
 
 
 def _workdir(tmp_path: Path) -> Path:
@@ -71,11 +71,12 @@ def test_the_detection_example_runs_without_tensorflow(tmp_path):
     for name in DETECTION_FILES:
         (tmp_path / Path(name).name).symlink_to(shared_file(name).resolve())
     (tmp_path / "sitecustomize.py").write_text(BLOCKER)
-    (_, _, code), = blocks("detection")
+    code = "\n".join(code for _, _, code in blocks("detection"))   # Model.detect, then frames/batches/timing
     (tmp_path / "detect_example.py").write_text(code + "\nimport sys\nassert 'tensorflow' not in sys.modules\n")
     done = _run([sys.executable, "detect_example.py"], tmp_path, block_tensorflow=True)
     assert done.returncode == 0, done.stdout + done.stderr
     assert done.stdout.startswith("pessoa 0.")
+    assert "does not say its range" in done.stdout and "ms per frame: preprocess" in done.stdout
 
 
 def test_the_users_ci_test_file_passes_without_tensorflow(tmp_path):

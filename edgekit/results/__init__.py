@@ -35,7 +35,7 @@ _WHERE = {
     "CheckProblem": "check", "CheckResult": "check",
     # benchmark
     "LatencyVerdict": "benchmark", "Comparison": "benchmark", "Machine": "benchmark",
-    "PostprocessTiming": "benchmark", "BenchmarkResult": "benchmark", "Timing": "benchmark",
+    "PostprocessTiming": "benchmark", "BenchmarkResult": "benchmark", "Timing": "benchmark", "CallTiming": "benchmark",
     # evaluate (a classifier's, then a detector's)
     "Preprocessing": "evaluate", "ClassAccuracy": "evaluate", "ClassChange": "evaluate", "LayerError": "evaluate",
     "ReferenceComparison": "evaluate", "EvaluateResult": "evaluate", "DetectionProtocol": "evaluate",

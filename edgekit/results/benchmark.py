@@ -120,8 +120,8 @@ class BenchmarkResult(Record):
 
 @dataclass(frozen=True)
 class Timing(Record):
-    """:meth:`edgekit.Model.time`: ``invoke`` alone timed on an open model (the first call apart, then the
-    warm-up, then ``count`` timed calls), in milliseconds."""
+    """:meth:`edgekit.Model.time` without an image: ``invoke`` alone timed on an open model (the first call apart,
+    then the warm-up, then ``count`` timed calls), in milliseconds; also each part of a :class:`CallTiming`."""
 
     first_ms: float
     latencies_ms: Tuple[float, ...]
@@ -138,3 +138,26 @@ class Timing(Record):
         return (f"{self.count} inferences: min {self.min_ms:.3f}  p50 {self.p50_ms:.3f}  p90 {self.p90_ms:.3f}  "
                 f"p99 {self.p99_ms:.3f}  max {self.max_ms:.3f}  mean {self.mean_ms:.3f} ms; first {self.first_ms:.2f} "
                 f"ms; throughput {self.throughput_per_s:.1f} inferences/s")
+
+
+@dataclass(frozen=True)
+class CallTiming(Record):
+    """:meth:`edgekit.Model.time` given an image: the whole ``call`` (``classify`` or ``detect``) timed, and each of
+    its parts (ms; each run's parts add up to its ``total``): ``preprocess`` (decoding a file, the pixel order and
+    range, resizing, quantizing the input), ``invoke`` (the interpreter's invoke alone), ``postprocess`` (the rest:
+    setting the input, reading and dequantizing the outputs, top-k or the box decode and NMS)."""
+
+    call: str
+    preprocess: Timing
+    invoke: Timing
+    postprocess: Timing
+    total: Timing
+
+    def render_text(self) -> str:
+        lines = [f"{self.call}, {self.total.count} whole calls: p50 {self.total.p50_ms:.3f}  mean "
+                 f"{self.total.mean_ms:.3f} ms; first {self.total.first_ms:.2f} ms; throughput "
+                 f"{self.total.throughput_per_s:.1f} calls/s"]
+        for name in ("preprocess", "invoke", "postprocess"):
+            part = getattr(self, name)
+            lines.append(f"  {name}: p50 {part.p50_ms:.3f}  mean {part.mean_ms:.3f}  max {part.max_ms:.3f} ms")
+        return "\n".join(lines)

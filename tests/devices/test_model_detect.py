@@ -86,3 +86,82 @@ def test_a_segmentation_model_opens_for_its_own_task_layer():
         assert outputs[0].ndim >= 3 and not any("labels" in str(n) for n in model.notes)
         with pytest.raises(InputError, match="not a classifier"):
             model.classify(shared_file("cat.bmp"))
+
+
+# ------------------------------------------- frames: channel order, float, batch, timing (issue 35)
+def _grace_rgb():
+    from PIL import Image
+
+    return np.asarray(Image.open(shared_file("grace_hopper.bmp")).convert("RGB"))
+
+
+def test_detect_takes_an_opencv_bgr_frame_and_a_float_frame_with_its_range(detector):
+    """OpenCV's (and Ultralytics predict's) BGR frames were read as RGB without a word; a float frame was refused."""
+    rgb = _grace_rgb()
+    expected = detector.detect(rgb, conf=0.05)
+    bgr = np.ascontiguousarray(rgb[..., ::-1])
+    assert detector.detect(bgr, conf=0.05, channels="BGR") == expected
+    assert detector.detect(bgr, conf=0.05) != expected  # the default is RGB: a BGR frame needs channels="BGR"
+    assert detector.detect(rgb.astype(np.float32) / 255, conf=0.05, scale=255) == expected
+    assert detector.detect(bgr / 255.0, conf=0.05, channels="BGR", scale=255) == expected
+    with pytest.raises(InputError, match="a float frame does not say its range .*scale=255"):
+        detector.detect(rgb / 255.0)
+
+
+def test_detect_batch_answers_each_frame_in_order_and_names_a_bad_frames_index(detector):
+    rgb = _grace_rgb()
+    path = shared_file("grace_hopper.bmp")
+    expected = detector.detect(path, conf=0.3)
+    flipped = detector.detect(np.ascontiguousarray(rgb[:, ::-1]), conf=0.3)
+    assert detector.detect_batch([path, rgb, rgb[:, ::-1]], conf=0.3) == [expected, expected, flipped]
+    assert detector.detect_batch(np.stack([rgb[..., ::-1]] * 2), conf=0.3, channels="BGR") == [expected] * 2
+    with pytest.raises(InputError, match=r"^frame 1: a 1x64x64x3 uint8 array is not one image"):
+        detector.detect_batch([rgb, np.zeros((1, 64, 64, 3), np.uint8)])
+    with pytest.raises(InputError, match="^frame 0: .*no-such.jpg"):
+        detector.detect_batch([str(path) + ".no-such.jpg"])
+    with pytest.raises(UsageError, match="--conf"):
+        detector.detect_batch([rgb], conf=2.0)
+
+
+def test_time_given_an_image_times_the_whole_detect_call_with_its_decode_and_nms(detector):
+    """model.time() timed invoke alone; a detector's call is also its letterbox and its decode + NMS."""
+    from edgekit.results import CallTiming
+
+    timing = detector.time(3, 1, image=_grace_rgb(), conf=0.05, max_det=50)
+    assert isinstance(timing, CallTiming) and timing.call == "detect"
+    assert timing.preprocess.count == timing.invoke.count == timing.postprocess.count == timing.total.count == 3
+    assert timing.postprocess.min_ms > 0 and timing.preprocess.min_ms > 0
+    assert timing.total.p50_ms > timing.invoke.p50_ms
+    for pre, inv, post, total in zip(timing.preprocess.latencies_ms, timing.invoke.latencies_ms,
+                                     timing.postprocess.latencies_ms, timing.total.latencies_ms):
+        assert pre + inv + post == pytest.approx(total)
+    with pytest.raises(UsageError, match="top_k: not a keyword of detect .*detect takes conf, iou, max_det, layout"):
+        detector.time(2, image=_grace_rgb(), top_k=1)
+    with pytest.raises(UsageError, match="--iou"):
+        detector.time(2, image=_grace_rgb(), iou=-1.0)
+
+
+def test_frames_on_a_small_built_detector_with_no_shared_data(tmp_path):
+    """The same, on a detector built here (its outputs are slices of its input), so a clone without
+    ../shared/testdata runs it: a BGR frame is read as BGR only when said, a float frame only with its range."""
+    from tests.detection_models import image_for, slice_model
+
+    hw = (32, 32)
+    values = np.zeros((10, 6))
+    values[0] = [0.1, 0.2, 0.5, 0.6, 0.8, 1]   # end-to-end rows: x1, y1, x2, y2, score, class
+    values[1] = [0.3, 0.1, 0.9, 0.7, 0.6, 0]
+    path = tmp_path / "e2e.tflite"
+    path.write_bytes(slice_model(hw, [{"shape": [1, 10, 6]}]))
+    rgb = image_for(hw, [values])
+    bgr = np.ascontiguousarray(rgb[..., ::-1])
+    with edgekit.open(path, device="cpu") as model:
+        expected = model.detect(rgb, layout="end2end")
+        assert [(o.id, round(o.score, 2)) for o in expected] == [(1, 0.8), (0, 0.6)]
+        assert model.detect(bgr, layout="end2end", channels="BGR") == expected
+        assert model.detect(bgr, layout="end2end") != expected            # RGB is the default, never guessed
+        assert model.detect(rgb / 255.0, layout="end2end", scale=255) == expected
+        assert model.detect_batch([bgr, bgr], layout="end2end", channels="BGR") == [expected, expected]
+        with pytest.raises(InputError, match="^frame 1: .*a float frame does not say its range"):
+            model.detect_batch([rgb, rgb / 255.0], layout="end2end")
+        timing = model.time(3, 0, image=bgr, channels="BGR", layout="end2end")
+        assert timing.call == "detect" and timing.total.count == 3 and timing.postprocess.min_ms > 0
