@@ -664,3 +664,51 @@ def test_labels_packed_by_tflite_metadata(tmp_path):
     path.write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]) + buf.getvalue())
     layout = find_layout(path)
     assert layout.labels == ("person", "car") and any("labelmap.txt" in s for s in layout.source)
+
+
+# ------------------------------------------------------------------ a layout record that is hostile or stale
+GOOD_RECORD = {"kind": "yolo", "roles": {"output": 0}, "num_classes": 2, "input_hw": [32, 32], "transposed": True,
+               "boxes_normalized": True}
+BAD_RECORDS = {
+    "roles a list": dict(GOOD_RECORD, roles=[0]),
+    "roles null": dict(GOOD_RECORD, roles=None),
+    "a role of another layout": dict(GOOD_RECORD, roles={"zzz": 0}),
+    "a role past the outputs": dict(GOOD_RECORD, roles={"output": 7}),
+    "options a list": dict(GOOD_RECORD, options=[1]),
+    "no such kind": dict(GOOD_RECORD, kind="bogus"),
+    "labels a number": dict(GOOD_RECORD, labels=5),
+    "strides a string": dict(GOOD_RECORD, strides="ab"),
+    "no DFL bins": dict(GOOD_RECORD, reg_max=0),
+    "negative classes": dict(GOOD_RECORD, num_classes=-3),
+    "classes that do not fit the tensor": dict(GOOD_RECORD, num_classes=10 ** 12),
+    "input size a string": dict(GOOD_RECORD, input_hw="32"),
+    "another input size": dict(GOOD_RECORD, input_hw=[64, 64]),
+    "a bad pixel scaling": dict(GOOD_RECORD, pixel_scaling="bogus"),
+    "end2end on a yolo head": {"kind": "end2end", "roles": {"output": 0}, "num_classes": 0, "input_hw": [32, 32]},
+    "yolov5 on a yolo head": dict(GOOD_RECORD, kind="yolov5"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RECORDS))
+def test_a_recorded_layout_that_is_malformed_or_does_not_fit_is_ignored_with_a_note(tmp_path, case):
+    """Issue 31: a layout in a model's record (metadata or sidecar, a file anyone can edit) was trusted: malformed
+    ones were exit 70, a bad pixel scaling exit 2, an end2end layout on a YOLO head decoded to nothing in silence.
+    Ignored now, said, and the layout read from the outputs."""
+    (tmp_path / "m.edgekit.json").write_text(json.dumps({"detection": {"layout": BAD_RECORDS[case]}}))
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N]}]), [yolo_values()])
+    assert r.layout.kind == Layout.YOLO and r.layout.transposed
+    assert any(s.startswith("the layout recorded with the model ignored: ") for s in r.layout.source), \
+        r.layout.source
+    assert boxes_of(r) == [(0, 0.9, (12.0, 8.0, 20.0, 24.0)), (1, 0.6, (12.8, 8.0, 20.8, 24.0))]
+
+
+def test_a_recorded_layout_that_fits_is_used_and_cli_notes_an_ignored_one(tmp_path):
+    (tmp_path / "m.edgekit.json").write_text(json.dumps({"detection": {"layout": GOOD_RECORD}}))
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N]}]), [yolo_values()])
+    assert r.layout.source[0] == "recorded by edgekit quantize with the model"
+    assert boxes_of(r)[0] == (0, 0.9, (12.0, 8.0, 20.0, 24.0))
+    (tmp_path / "m.edgekit.json").write_text(json.dumps({"detection": {"layout": BAD_RECORDS["roles a list"]}}))
+    p = _cli("detect", "m.png", "-m", "m.tflite", "--json", cwd=tmp_path)
+    assert p.returncode == 0 and "Traceback" not in p.stderr
+    assert "the layout recorded with the model ignored: its roles are not outputs of the model" in p.stderr
+    assert [o["id"] for o in json.loads(p.stdout)["results"][0]["objects"]] == [0, 1]
