@@ -712,3 +712,45 @@ def test_a_recorded_layout_that_fits_is_used_and_cli_notes_an_ignored_one(tmp_pa
     assert p.returncode == 0 and "Traceback" not in p.stderr
     assert "the layout recorded with the model ignored: its roles are not outputs of the model" in p.stderr
     assert [o["id"] for o in json.loads(p.stdout)["results"][0]["objects"]] == [0, 1]
+
+
+OBJECT_DOC = {"id": 3, "label": "person", "score": 0.5, "bbox": {"xmin": 1, "ymin": 2, "xmax": 3, "ymax": 4}}
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"id": "3"}, "Object.id"), ({"id": 1.5}, "Object.id"), ({"id": True}, "Object.id"),
+    ({"id": 2 ** 70}, "Object.id"), ({"score": "0.5"}, "Object.score"), ({"score": None}, "Object.score"),
+    ({"score": 10 ** 400}, "Object.score"), ({"label": ["a"]}, "Object.label"), ({"label": 5}, "Object.label"),
+    ({"bbox": [1, 2, 3, 4]}, "Object.bbox"), ({"bbox": {"xmin": "1", "ymin": 2, "xmax": 3, "ymax": 4}},
+                                              "Object.bbox.xmin"),
+    ({"bbox": {"xmin": 1, "ymin": 2, "xmax": 3}}, "Object.bbox: the field 'ymax'"),
+])
+def test_object_from_dict_refuses_a_wrong_type_naming_the_field(change, field):
+    """Issue 31 (records): edgekit.Object/BBox.from_dict took a list label or a string coordinate, which then
+    crashed line(), or raised TypeError/KeyError; a ValueError names the field now, as the records' from_dict."""
+    with pytest.raises(ValueError, match="^" + field.replace(".", r"\.")):
+        Object.from_dict({**OBJECT_DOC, **change})
+    with pytest.raises(ValueError, match="^Object: expected an object"):
+        Object.from_dict([OBJECT_DOC])
+
+
+def test_mutated_object_documents_are_read_whole_or_refused():
+    import random
+
+    rng = random.Random(31)
+    odd = [None, True, "x", "", [], {}, [1], -1, 2 ** 64, 1e308, float("nan"), {"xmin": 1}]
+    for _ in range(600):
+        doc = json.loads(json.dumps(OBJECT_DOC))
+        target = doc if rng.random() < 0.5 else doc["bbox"]
+        key = rng.choice(sorted(target) + ["extra"])
+        if rng.random() < 0.2:
+            target.pop(key, None)
+        else:
+            target[key] = rng.choice(odd)
+        try:
+            o = Object.from_dict(doc)
+        except ValueError:
+            continue
+        o.line()
+        json.dumps(o.to_dict(10, 20))
+        assert Object.from_dict(o.to_dict()).id == o.id
