@@ -371,7 +371,7 @@ def _record_misfit(doc: Any, outputs: list, input_hw: Tuple[int, int]) -> Option
     from edgekit.preprocess import SCALINGS
 
     kinds = {k.value for k in Layout}
-    if not isinstance(doc, dict) or doc.get("kind") not in kinds:
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or doc["kind"] not in kinds:
         return "no layout kind of {}".format(", ".join(sorted(kinds)))
     roles = doc.get("roles")
     if not (isinstance(roles, dict) and roles and all(isinstance(k, str) and _is_int(v, 0, len(outputs) - 1)
@@ -402,9 +402,10 @@ def _roles_misfit(doc: "LayoutDoc", roles: Dict[str, int], outputs: list) -> Opt
         return None if fits else "its roles are not the postprocess op's"
     if kind == Layout.SPLIT_DFL:
         strides = doc.get("strides", [8, 16, 32])
-        allowed = {"boxes", "scores", "combined"} | {"{}@{}".format(r, s) for r in ("boxes", "scores", "combined")
-                                                    for s in strides}
-        return None if set(roles) <= allowed else "its roles are not a split head's"
+        per_level = [{"{}@{}".format(r, s) for r in parts for s in strides} for parts in (("combined",),
+                                                                                     ("boxes", "scores"))]
+        fits = strides and set(roles) in [{"combined"}, {"boxes", "scores"}] + per_level
+        return None if fits else "its roles are not a split head's at strides {}".format(strides)
     if set(roles) != {"output"}:
         return "{} reads one output".format(kind.value)
     shape = list(outputs[roles["output"]].shape)

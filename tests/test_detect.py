@@ -686,6 +686,10 @@ BAD_RECORDS = {
     "a bad pixel scaling": dict(GOOD_RECORD, pixel_scaling="bogus"),
     "end2end on a yolo head": {"kind": "end2end", "roles": {"output": 0}, "num_classes": 0, "input_hw": [32, 32]},
     "yolov5 on a yolo head": dict(GOOD_RECORD, kind="yolov5"),
+    "a kind that is an object": dict(GOOD_RECORD, kind={"a": 1}),
+    "split levels not its strides": dict(GOOD_RECORD, kind="split-dfl", roles={"boxes@8": 0, "scores@8": 0}),
+    "split boxes without scores": dict(GOOD_RECORD, kind="split-dfl", roles={"boxes": 0}),
+    "split without strides": dict(GOOD_RECORD, kind="split-dfl", roles={"combined": 0}, strides=[]),
 }
 
 
@@ -754,3 +758,35 @@ def test_mutated_object_documents_are_read_whole_or_refused():
         o.line()
         json.dumps(o.to_dict(10, 20))
         assert Object.from_dict(o.to_dict()).id == o.id
+
+
+def test_mutated_layout_records_end_in_a_detection_or_an_edgekit_error(tmp_path):
+    """Seeded mutations of a recorded layout (its kind, roles, strides, counts, types) through detect: each ends in
+    a report or an EdgekitError (exit 3), never in another exception (exit 70)."""
+    import random
+
+    from edgekit.errors import EdgekitError
+
+    (tmp_path / "m.tflite").write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]))
+    image = save_png(tmp_path / "m.png", image_for(HW, [yolo_values()]))
+    odd = [None, True, 0, -1, 1, 2, 6, 64, 2 ** 63, 1.5, "x", [], {}, [8], [8, 16, 32], [16], [32, 32], [7],
+           {"output": 0}, {"output": 1}, {"boxes": 0, "scores": 0}, {"boxes": 0}, {"combined": 0},
+           {"boxes@8": 0, "scores@8": 0}, {"combined@8": 0}, {"combined@16": 0}, {"boxes": 0, "classes": 0,
+                                                                                   "scores": 0, "count": 0},
+           "yolo", "yolov5", "end2end", "split-dfl", "postprocess", "0..1", ["a", "b"], {"max_detections": 3}]
+    keys = sorted(GOOD_RECORD) + ["reg_max", "strides", "labels", "options", "pixel_scaling", "kind", "roles"]
+    r = random.Random(31)
+    ended = {"report": 0, "refused": 0}
+    for _ in range(150):
+        doc = dict(GOOD_RECORD, kind=r.choice(["yolo", "yolov5", "end2end", "split-dfl", "postprocess"]))
+        for _ in range(r.choice([1, 2, 3])):
+            doc[r.choice(keys)] = r.choice(odd)
+        (tmp_path / "m.edgekit.json").write_text(json.dumps({"detection": {"layout": doc}}))
+        try:
+            report = detect([str(image)], tmp_path / "m.tflite")
+        except EdgekitError:
+            ended["refused"] += 1
+            continue
+        assert not report.errors, (doc, report.errors)
+        ended["report"] += 1
+    assert ended["report"] > 50, ended
