@@ -29,6 +29,7 @@ Layouts (the names ``--layout`` takes):
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass, field
 from enum import Enum
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
@@ -101,6 +102,30 @@ LAYOUT_HELP = {
 
 
 # ----------------------------------------------------------------------------------- records
+def _document(d: Any, where: str) -> None:
+    if not isinstance(d, Mapping):
+        raise ValueError("{}: expected an object, got {}".format(where, type(d).__name__))
+
+
+def _field(d: Mapping[str, Any], key: str, where: str, kind: type) -> Any:
+    """``d[key]`` as ``kind`` (int: an integer, no bool; float: any real number, no bool; dict: an object)."""
+    if key not in d:
+        raise ValueError("{}: the field {!r} is missing".format(where, key))
+    v = d[key]
+    if kind is dict:
+        ok = isinstance(v, Mapping)
+    else:
+        ok = isinstance(v, numbers.Integral if kind is int else numbers.Real) and not isinstance(v, (bool, np.bool_))
+    if ok and kind is int:
+        ok = -(1 << 63) <= v < (1 << 63)
+    elif ok and kind is float:
+        ok = not isinstance(v, numbers.Integral) or abs(v) <= 1 << 1023
+    if not ok:
+        raise ValueError("{}.{}: expected {}, got {}".format(where, key, {int: "an integer of at most 64 bits",
+                         float: "a number", dict: "an object"}[kind], type(v).__name__))
+    return v if kind is dict else kind(v)
+
+
 @dataclass(frozen=True)
 class BBox:
     """A box in pixels of the original image: ``xmin, ymin`` inclusive corner, ``xmax, ymax`` the far one."""
@@ -129,8 +154,10 @@ class BBox:
         return {"xmin": self.xmin, "ymin": self.ymin, "xmax": self.xmax, "ymax": self.ymax}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, float]) -> "BBox":
-        return cls(float(d["xmin"]), float(d["ymin"]), float(d["xmax"]), float(d["ymax"]))
+    def from_dict(cls, d: Mapping[str, float], where: str = "BBox") -> "BBox":
+        """ValueError naming the field for what is not a box document (a key missing, a value no number)."""
+        _document(d, where)
+        return cls(*(_field(d, k, where, float) for k in ("xmin", "ymin", "xmax", "ymax")))
 
 
 @dataclass(frozen=True)
@@ -154,8 +181,14 @@ class Object:
         return d
 
     @classmethod
-    def from_dict(cls, d: ObjectDoc) -> "Object":
-        return cls(int(d["id"]), float(d["score"]), BBox.from_dict(d["bbox"]), d.get("label"))
+    def from_dict(cls, d: ObjectDoc, where: str = "Object") -> "Object":
+        """ValueError naming the field for what is not an object document (as the records' ``from_dict``)."""
+        _document(d, where)
+        label = d.get("label")
+        if label is not None and not isinstance(label, str):
+            raise ValueError("{}.label: expected a string or null, got {}".format(where, type(label).__name__))
+        return cls(_field(d, "id", where, int), _field(d, "score", where, float),
+                   BBox.from_dict(_field(d, "bbox", where, dict), where + ".bbox"), label)
 
     def line(self) -> str:
         b = self.bbox

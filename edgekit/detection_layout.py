@@ -210,7 +210,7 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
     if packed.skipped:
         said.source.append("the ZIP packed after the model: " + packed.skipped)
     base = _Shared(input_hw, said.letterbox, said.labels, "0..1" if said.meta is not None else None)
-    recorded = _recorded_layout(recorded_layout, outputs, input_hw, said.labels, forced)
+    recorded = _recorded_layout(recorded_layout, outputs, input_hw, said.labels, forced, said.source)
     if recorded is not None:
         return recorded
     candidates = _by_postprocess_op(info, g.ops, outputs, base, said.source)
@@ -339,21 +339,85 @@ def _settle(name: str, candidates: List[Tuple[DetectionLayout, str]], forced: Op
 
 
 def _recorded_layout(doc: Optional[LayoutDoc], outputs: list, input_hw: Tuple[int, int],
-                     labels: Optional[Tuple[str, ...]], forced: Optional[str]) -> Optional[DetectionLayout]:
-    """The layout ``edgekit quantize`` recorded with the model (never re-guessed), when it still fits the outputs."""
+                     labels: Optional[Tuple[str, ...]], forced: Optional[str],
+                     source: List[str]) -> Optional[DetectionLayout]:
+    """The layout ``edgekit quantize`` recorded with the model (never re-guessed), when it still fits the outputs.
+    A record is a file anyone can edit: one that is malformed or does not fit the model's outputs is ignored, said
+    in ``source`` (shown as a note), and the layout read from the outputs as for a model without a record."""
     if doc is None:
         return None
-    try:
-        layout = DetectionLayout.from_dict(doc)
-    except (KeyError, TypeError, ValueError):
+    why = _record_misfit(doc, outputs, input_hw)
+    if why is not None:
+        source.append("the layout recorded with the model ignored: {}".format(why))
         return None
-    if (forced is not None and forced != layout.kind.value) or tuple(layout.input_hw) != tuple(input_hw) or \
-            any(not 0 <= i < len(outputs) for _, i in layout.roles):
+    layout = DetectionLayout.from_dict(doc)
+    if forced is not None and forced != layout.kind.value:
         return None
     import dataclasses
 
     return dataclasses.replace(layout, labels=labels or layout.labels,
                                source=("recorded by edgekit quantize with the model",) + tuple(layout.source))
+
+
+def _is_int(v: Any, low: int = 0, high: int = 1 << 20) -> bool:
+    return isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
+
+
+_RECORD_TYPES = (("boxes_normalized", (bool, type(None))), ("scores_are_logits", (bool, type(None))),
+                 ("transposed", bool), ("letterbox", bool), ("options", dict), ("source", list),
+                 ("labels", (list, type(None))), ("pixel_scaling", (str, type(None))), ("strides", list))
+
+
+def _record_misfit(doc: Any, outputs: list, input_hw: Tuple[int, int]) -> Optional[str]:
+    """Why a recorded layout document cannot be used for these outputs (its types, its roles, the shape of the
+    tensor it reads), or None when it can."""
+    from edgekit.preprocess import SCALINGS
+
+    kinds = {k.value for k in Layout}
+    if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or doc["kind"] not in kinds:
+        return "no layout kind of {}".format(", ".join(sorted(kinds)))
+    roles = doc.get("roles")
+    if not (isinstance(roles, dict) and roles and all(isinstance(k, str) and _is_int(v, 0, len(outputs) - 1)
+                                                      for k, v in roles.items())):
+        return "its roles are not outputs of the model"
+    hw = doc.get("input_hw")
+    if not (isinstance(hw, list) and len(hw) == 2 and all(_is_int(v, 1) for v in hw)) or tuple(hw) != input_hw:
+        return "recorded for another input size"
+    if not _is_int(doc.get("num_classes"), 0) or not _is_int(doc.get("reg_max", 16), 1, 256):
+        return "its class or DFL bin count is no count"
+    for key, types in _RECORD_TYPES:
+        if key in doc and not isinstance(doc[key], types):
+            return "its {} is of the wrong type".format(key)
+    if not all(_is_int(s, 1, 1024) for s in doc.get("strides", [8])) or \
+            not all(isinstance(x, str) for x in (doc.get("labels") or []) + list(doc.get("source", []))):
+        return "its strides or labels are malformed"
+    if doc.get("pixel_scaling") is not None and doc["pixel_scaling"] not in SCALINGS:
+        return "unknown pixel scaling {!r}".format(doc["pixel_scaling"])
+    return _roles_misfit(doc, roles, outputs)
+
+
+def _roles_misfit(doc: "LayoutDoc", roles: Dict[str, int], outputs: list) -> Optional[str]:
+    """Why the recorded roles do not fit the layout's kind or the shape of the tensor they name, or None."""
+    kind = Layout(doc["kind"])
+    nc, transposed = doc["num_classes"], doc.get("transposed", False)
+    if kind == Layout.POSTPROCESS:
+        fits = set(roles) <= set(POSTPROCESS_ROLES) and {"boxes", "classes", "scores"} <= set(roles)
+        return None if fits else "its roles are not the postprocess op's"
+    if kind == Layout.SPLIT_DFL:
+        strides = doc.get("strides", [8, 16, 32])
+        per_level = [{"{}@{}".format(r, s) for r in parts for s in strides} for parts in (("combined",),
+                                                                                     ("boxes", "scores"))]
+        fits = strides and set(roles) in [{"combined"}, {"boxes", "scores"}] + per_level
+        return None if fits else "its roles are not a split head's at strides {}".format(strides)
+    if set(roles) != {"output"}:
+        return "{} reads one output".format(kind.value)
+    shape = list(outputs[roles["output"]].shape)
+    want = {Layout.YOLO: 4 + nc, Layout.YOLOV5: 5 + nc, Layout.END2END: 6}[kind]
+    channels = shape[-2 if transposed else -1] if len(shape) >= 2 else None
+    if channels != want or (kind != Layout.END2END and nc < 1):
+        return "{}{} cannot read its output of shape {}".format(
+            kind.value, " of {} classes".format(nc) if kind != Layout.END2END else "", shape)
+    return None
 
 
 def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: _Shared, source: List[str],

@@ -664,3 +664,129 @@ def test_labels_packed_by_tflite_metadata(tmp_path):
     path.write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]) + buf.getvalue())
     layout = find_layout(path)
     assert layout.labels == ("person", "car") and any("labelmap.txt" in s for s in layout.source)
+
+
+# ------------------------------------------------------------------ a layout record that is hostile or stale
+GOOD_RECORD = {"kind": "yolo", "roles": {"output": 0}, "num_classes": 2, "input_hw": [32, 32], "transposed": True,
+               "boxes_normalized": True}
+BAD_RECORDS = {
+    "roles a list": dict(GOOD_RECORD, roles=[0]),
+    "roles null": dict(GOOD_RECORD, roles=None),
+    "a role of another layout": dict(GOOD_RECORD, roles={"zzz": 0}),
+    "a role past the outputs": dict(GOOD_RECORD, roles={"output": 7}),
+    "options a list": dict(GOOD_RECORD, options=[1]),
+    "no such kind": dict(GOOD_RECORD, kind="bogus"),
+    "labels a number": dict(GOOD_RECORD, labels=5),
+    "strides a string": dict(GOOD_RECORD, strides="ab"),
+    "no DFL bins": dict(GOOD_RECORD, reg_max=0),
+    "negative classes": dict(GOOD_RECORD, num_classes=-3),
+    "classes that do not fit the tensor": dict(GOOD_RECORD, num_classes=10 ** 12),
+    "input size a string": dict(GOOD_RECORD, input_hw="32"),
+    "another input size": dict(GOOD_RECORD, input_hw=[64, 64]),
+    "a bad pixel scaling": dict(GOOD_RECORD, pixel_scaling="bogus"),
+    "end2end on a yolo head": {"kind": "end2end", "roles": {"output": 0}, "num_classes": 0, "input_hw": [32, 32]},
+    "yolov5 on a yolo head": dict(GOOD_RECORD, kind="yolov5"),
+    "a kind that is an object": dict(GOOD_RECORD, kind={"a": 1}),
+    "split levels not its strides": dict(GOOD_RECORD, kind="split-dfl", roles={"boxes@8": 0, "scores@8": 0}),
+    "split boxes without scores": dict(GOOD_RECORD, kind="split-dfl", roles={"boxes": 0}),
+    "split without strides": dict(GOOD_RECORD, kind="split-dfl", roles={"combined": 0}, strides=[]),
+}
+
+
+@pytest.mark.parametrize("case", sorted(BAD_RECORDS))
+def test_a_recorded_layout_that_is_malformed_or_does_not_fit_is_ignored_with_a_note(tmp_path, case):
+    """Issue 31: a layout in a model's record (metadata or sidecar, a file anyone can edit) was trusted: malformed
+    ones were exit 70, a bad pixel scaling exit 2, an end2end layout on a YOLO head decoded to nothing in silence.
+    Ignored now, said, and the layout read from the outputs."""
+    (tmp_path / "m.edgekit.json").write_text(json.dumps({"detection": {"layout": BAD_RECORDS[case]}}))
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N]}]), [yolo_values()])
+    assert r.layout.kind == Layout.YOLO and r.layout.transposed
+    assert any(s.startswith("the layout recorded with the model ignored: ") for s in r.layout.source), \
+        r.layout.source
+    assert boxes_of(r) == [(0, 0.9, (12.0, 8.0, 20.0, 24.0)), (1, 0.6, (12.8, 8.0, 20.8, 24.0))]
+
+
+def test_a_recorded_layout_that_fits_is_used_and_cli_notes_an_ignored_one(tmp_path):
+    (tmp_path / "m.edgekit.json").write_text(json.dumps({"detection": {"layout": GOOD_RECORD}}))
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N]}]), [yolo_values()])
+    assert r.layout.source[0] == "recorded by edgekit quantize with the model"
+    assert boxes_of(r)[0] == (0, 0.9, (12.0, 8.0, 20.0, 24.0))
+    (tmp_path / "m.edgekit.json").write_text(json.dumps({"detection": {"layout": BAD_RECORDS["roles a list"]}}))
+    p = _cli("detect", "m.png", "-m", "m.tflite", "--json", cwd=tmp_path)
+    assert p.returncode == 0 and "Traceback" not in p.stderr
+    assert "the layout recorded with the model ignored: its roles are not outputs of the model" in p.stderr
+    assert [o["id"] for o in json.loads(p.stdout)["results"][0]["objects"]] == [0, 1]
+
+
+OBJECT_DOC = {"id": 3, "label": "person", "score": 0.5, "bbox": {"xmin": 1, "ymin": 2, "xmax": 3, "ymax": 4}}
+
+
+@pytest.mark.parametrize("change, field", [
+    ({"id": "3"}, "Object.id"), ({"id": 1.5}, "Object.id"), ({"id": True}, "Object.id"),
+    ({"id": 2 ** 70}, "Object.id"), ({"score": "0.5"}, "Object.score"), ({"score": None}, "Object.score"),
+    ({"score": 10 ** 400}, "Object.score"), ({"label": ["a"]}, "Object.label"), ({"label": 5}, "Object.label"),
+    ({"bbox": [1, 2, 3, 4]}, "Object.bbox"), ({"bbox": {"xmin": "1", "ymin": 2, "xmax": 3, "ymax": 4}},
+                                              "Object.bbox.xmin"),
+    ({"bbox": {"xmin": 1, "ymin": 2, "xmax": 3}}, "Object.bbox: the field 'ymax'"),
+])
+def test_object_from_dict_refuses_a_wrong_type_naming_the_field(change, field):
+    """Issue 31 (records): edgekit.Object/BBox.from_dict took a list label or a string coordinate, which then
+    crashed line(), or raised TypeError/KeyError; a ValueError names the field now, as the records' from_dict."""
+    with pytest.raises(ValueError, match="^" + field.replace(".", r"\.")):
+        Object.from_dict({**OBJECT_DOC, **change})
+    with pytest.raises(ValueError, match="^Object: expected an object"):
+        Object.from_dict([OBJECT_DOC])
+
+
+def test_mutated_object_documents_are_read_whole_or_refused():
+    import random
+
+    rng = random.Random(31)
+    odd = [None, True, "x", "", [], {}, [1], -1, 2 ** 64, 1e308, float("nan"), {"xmin": 1}]
+    for _ in range(600):
+        doc = json.loads(json.dumps(OBJECT_DOC))
+        target = doc if rng.random() < 0.5 else doc["bbox"]
+        key = rng.choice(sorted(target) + ["extra"])
+        if rng.random() < 0.2:
+            target.pop(key, None)
+        else:
+            target[key] = rng.choice(odd)
+        try:
+            o = Object.from_dict(doc)
+        except ValueError:
+            continue
+        o.line()
+        json.dumps(o.to_dict(10, 20))
+        assert Object.from_dict(o.to_dict()).id == o.id
+
+
+def test_mutated_layout_records_end_in_a_detection_or_an_edgekit_error(tmp_path):
+    """Seeded mutations of a recorded layout (its kind, roles, strides, counts, types) through detect: each ends in
+    a report or an EdgekitError (exit 3), never in another exception (exit 70)."""
+    import random
+
+    from edgekit.errors import EdgekitError
+
+    (tmp_path / "m.tflite").write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]))
+    image = save_png(tmp_path / "m.png", image_for(HW, [yolo_values()]))
+    odd = [None, True, 0, -1, 1, 2, 6, 64, 2 ** 63, 1.5, "x", [], {}, [8], [8, 16, 32], [16], [32, 32], [7],
+           {"output": 0}, {"output": 1}, {"boxes": 0, "scores": 0}, {"boxes": 0}, {"combined": 0},
+           {"boxes@8": 0, "scores@8": 0}, {"combined@8": 0}, {"combined@16": 0}, {"boxes": 0, "classes": 0,
+                                                                                   "scores": 0, "count": 0},
+           "yolo", "yolov5", "end2end", "split-dfl", "postprocess", "0..1", ["a", "b"], {"max_detections": 3}]
+    keys = sorted(GOOD_RECORD) + ["reg_max", "strides", "labels", "options", "pixel_scaling", "kind", "roles"]
+    r = random.Random(31)
+    ended = {"report": 0, "refused": 0}
+    for _ in range(150):
+        doc = dict(GOOD_RECORD, kind=r.choice(["yolo", "yolov5", "end2end", "split-dfl", "postprocess"]))
+        for _ in range(r.choice([1, 2, 3])):
+            doc[r.choice(keys)] = r.choice(odd)
+        (tmp_path / "m.edgekit.json").write_text(json.dumps({"detection": {"layout": doc}}))
+        try:
+            report = detect([str(image)], tmp_path / "m.tflite")
+        except EdgekitError:
+            ended["refused"] += 1
+            continue
+        assert not report.errors, (doc, report.errors)
+        ended["report"] += 1
+    assert ended["report"] > 50, ended
