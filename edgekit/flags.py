@@ -274,6 +274,10 @@ EVALUATE = (
            help="Write confusion_matrix.png (and for detectors pr_curve.png: precision-recall per class and "
            "all, from pycocotools) into DIR, each --against model beside -m; needs matplotlib "
            "(pip install matplotlib, or '.[plots]' in an edgekit checkout)."),
+    option("--try-cut", type="flag",
+           help="Detectors: where the model's YOLO decode runs inside it (evaluate then offers `edgekit cut`), cut "
+           "it in memory and score the cut model on the same data too, with the paired change: one more "
+           "evaluation, so only on request."),
     option("--conf", type="float", help="Detectors: score threshold (default 0.001, COCO's protocol)."),
     option("--iou", type="float", help="Detectors: NMS IoU (default 0.7, as Ultralytics' val)."),
     option("--max-det", type="int", help="Detectors: detections per image (default 100, COCO's protocol)."),

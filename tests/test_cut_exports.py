@@ -69,6 +69,30 @@ def test_the_cut_models_map_is_the_float_exports_within_a_point(name, shapes_val
     change = result.differences[0]
     assert change.map_change > 0 and change.map_interval[0] > -0.001, change
     assert abs(uncut.map - MANIFEST["files"][name]["yolo_val"]["mAP50-95"]) <= 0.01   # evaluate is yolo val's
+    assert [o.model for o in result.cut] == [str(EXPORTS / name)]    # the uncut model is offered the cut, not the cut
+
+
+def test_evaluate_offers_the_cut_and_try_cut_measures_what_it_gives_back(shapes_val, cut_models):
+    """A plain evaluate of the uncut export offers `edgekit cut MODEL` (~20 ms: the graph walked, nothing run);
+    --try-cut scores the model cut in memory: the same mAP as the cut file's, with its paired change."""
+    pytest.importorskip("pycocotools")
+    import edgekit
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+
+    name = CUT_256[0]
+    plain = edgekit.evaluate(EXPORTS / name, shapes_val)
+    assert [(o.command, o.decode_ops, o.score) for o in plain.cut] == [(f"edgekit cut {EXPORTS / name}", 31, None)]
+    assert f"`edgekit cut {EXPORTS / name}`" in plain.render_text() and "--try-cut measures" in plain.render_text()
+    out = CliRunner().invoke(cli, ["evaluate", "-m", str(EXPORTS / name), "--data", str(shapes_val), "--try-cut",
+                                   "--json"])
+    assert out.exit_code == 0, out.output
+    offer = json.loads(out.stdout)["cut"][0]
+    on_file = edgekit.evaluate(cut_models[name], shapes_val).models[0]
+    assert offer["score"]["map"] == pytest.approx(on_file.map, abs=1e-9) and offer["score"]["map"] > FLOAT - 0.01
+    assert offer["change"]["map_change"] == pytest.approx(on_file.map - plain.models[0].map, abs=1e-9)
+    assert offer["change"]["map_interval"][0] > 0   # measured: +0.2 to +1.1 points, a real gain
 
 
 def _boxes(objects) -> np.ndarray:
