@@ -152,7 +152,7 @@ QUANTIZE = (
     option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size."),
     option("--io", choices=("uint8", "int8"), default="uint8", help="Input/output tensor type."),
     option("--labels", type="file", help="Labels file to record with the model (class folders named "
-           "like its lines are matched by name)."),
+           "like its lines are matched by name), or an Ultralytics data.yaml (its names)."),
     option("--eval", type="path",
            help="More labelled data (class folders, .npz, TFRecord) to verify the int8 model on, besides the "
            "held-back and calibration samples (build: its accuracy also goes into manifest.json); for a "
