@@ -76,9 +76,9 @@ def test_evaluate_offers_the_cut_and_try_cut_measures_what_it_gives_back(shapes_
     """A plain evaluate of the uncut export offers `edgekit cut MODEL` (~20 ms: the graph walked, nothing run);
     --try-cut scores the model cut in memory: the same mAP as the cut file's, with its paired change."""
     pytest.importorskip("pycocotools")
-    import edgekit
     from click.testing import CliRunner
 
+    import edgekit
     from edgekit.cli import cli
 
     name = CUT_256[0]
@@ -102,8 +102,8 @@ def _boxes(objects) -> np.ndarray:
 def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     lt, rb = np.maximum(a[:, None, :2], b[None, :, :2]), np.minimum(a[:, None, 2:], b[None, :, 2:])
     inter = np.clip(rb - lt, 0, None).prod(2)
-    area = lambda x: (x[:, 2:] - x[:, :2]).prod(1)   # noqa: E731
-    return inter / (area(a)[:, None] + area(b)[None] - inter)
+    area_a, area_b = (a[:, 2:] - a[:, :2]).prod(1), (b[:, 2:] - b[:, :2]).prod(1)
+    return inter / (area_a[:, None] + area_b[None] - inter)
 
 
 @pytest.mark.parametrize("name", CUT_256)

@@ -184,7 +184,8 @@ def yaml_labels(path: str) -> list[str]:
         with open(path, encoding="utf-8-sig", errors="replace") as f:
             names = yaml_names(f.read(), f"--labels {path}")
     except OSError as exc:
-        raise InputError(f"cannot read labels file {path}: {exc.strerror or exc}", "pass a readable data.yaml") from None
+        raise InputError(f"cannot read labels file {path}: {exc.strerror or exc}",
+                         "pass a readable data.yaml") from None
     if not names:
         raise InputError(f"--labels {path}: no 'names:' in it", "name the classes in it (names: [a, b]), or pass a "
                          "labels file, one label per line")
