@@ -204,22 +204,27 @@ def map_difference(a: DetectorScore, b: DetectorScore, intervals: Tuple[Tuple[fl
 
 
 # ------------------------------------------------------------------------------------ the offer of the cut
-def cut_head(model: str) -> Any:
-    """The YOLO head ``edgekit cut`` would cut off ``model``, or None: not a .tflite file, compiled, cut already, no
-    head, or one whose decode reads other tensors (Segment, Pose). Reads the file and walks its graph: ~15 ms on
-    the 8.4 exports, against seconds for their evaluation."""
+def cut_head(model: str) -> Optional[Tuple[str, Any]]:
+    """(the .tflite ``edgekit cut`` would cut, the YOLO head it would cut off) for ``model``, or None: not a .tflite
+    file, cut already, no head, one whose decode reads other tensors (Segment, Pose), or compiled without its CPU
+    twin beside it (``x_edgetpu.tflite``: the cut takes ``x.tflite``, then compile the cut model). Reads the file and
+    walks its graph: ~20 ms on the 8.4 exports, against seconds for their evaluation."""
     from edgekit import tflite_model
     from edgekit.detector_head import find_yolo_head
     from edgekit.errors import EdgekitError
+    from edgekit.model_record import cpu_model_path
 
     if not (os.path.isfile(model) and model.lower().endswith(".tflite")):
         return None
     try:
         info = tflite_model.load(model)
-        head = None if info.is_compiled else find_yolo_head(info)
+        if info.is_compiled:
+            twin = str(cpu_model_path(model))
+            return cut_head(twin) if twin != model else None
+        head = find_yolo_head(info)
     except EdgekitError:
         return None
-    return head if head is not None and not head.foreign else None
+    return (model, head) if head is not None and not head.foreign else None
 
 
 def offer_cut(model: str, score: DetectorScore, ev: Any, dataset: DetectionSet, run_one: Any, resamples: int,
@@ -231,20 +236,29 @@ def offer_cut(model: str, score: DetectorScore, ev: Any, dataset: DetectionSet, 
 
     from edgekit.converters.detector_cut import cut_decode
 
-    head = cut_head(model)
-    if head is None:
+    found = cut_head(model)
+    if found is None:
         return None
-    command = "edgekit cut " + (model if " " not in model else repr(model))
+    given, (model, head) = model, found   # a compiled model's CPU twin, which the cut takes
+
+    def quoted(path: str) -> str:
+        return path if " " not in path else repr(path)
+
+    command = "edgekit cut " + quoted(model)
+    if model != given:
+        from edgekit.converters.detector_cut import default_output
+
+        command += " && edgekit compile " + quoted(str(default_output(model)))
     offer = CutOffer(score.model, command, len(head.decode_ops))
     if not try_cut:
         return offer
     from edgekit import model_record, tflite_model
     from edgekit.errors import EdgekitError
 
-    found = model_record.find_record(model, tflite_model.load(model).metadata)
+    record = model_record.find_record(model, tflite_model.load(model).metadata)
     try:
         with open(model, "rb") as f:
-            data, _ = cut_decode(f.read(), json.loads(found[0].to_json()) if found else None)
+            data, _ = cut_decode(f.read(), json.loads(record[0].to_json()) if record else None)
     except EdgekitError as exc:   # what cut itself would refuse: no offer
         report.note(f"--try-cut: {os.path.basename(model)} cannot be cut: {exc}")
         return None

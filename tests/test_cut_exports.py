@@ -132,3 +132,30 @@ def test_detect_on_the_cut_model_finds_the_objects_of_the_uncut_one(name, shapes
         extra = [p for k, p in enumerate(b.objects) if not iou.size or iou[:, k].max() < 0.5]
         assert all(o.score < 0.25 + 0.03 for o in extra), extra
     assert found >= 15 and np.mean(ious) >= 0.9, (found, np.mean(ious))
+
+
+def test_a_compiled_model_is_offered_the_cut_of_its_cpu_twin_then_the_compile(tmp_path):
+    """``evaluate -m x_edgetpu.tflite``: the cut takes the CPU twin ``x.tflite`` (a compiled model cannot be cut), then
+    the cut model is compiled; with no twin beside it, no offer (nothing to run it on)."""
+    from edgekit.detection_eval import cut_head
+    from tests.conftest import shared_file
+
+    compiled = shared_file("detection/ppe_yolov8n_full_integer_quant_edgetpu.tflite")
+    found = cut_head(str(compiled))
+    assert found is not None and found[0] == str(compiled.with_name("ppe_yolov8n_full_integer_quant.tflite"))
+    assert found[1].num_classes == 4
+    alone = tmp_path / compiled.name
+    alone.write_bytes(compiled.read_bytes())
+    assert cut_head(str(alone)) is None and cut_head(str(tmp_path)) is None
+
+
+def test_try_cut_is_refused_for_a_classifier_with_the_reason(tmp_path):
+    from click.testing import CliRunner
+
+    from edgekit.cli import cli
+
+    data = tmp_path / "d.npz"
+    np.savez(data, x=np.zeros((2, 8, 8, 3), np.uint8), y=np.zeros(2, np.int64))
+    out = CliRunner().invoke(cli, ["evaluate", "-m", str(EXPORTS / "digits_cnn_onnx2tf_full_integer_quant.tflite"),
+                                   "--data", str(data), "--try-cut"])
+    assert out.exit_code == 2 and "--try-cut apply to detectors only" in out.output, out.output

@@ -254,7 +254,8 @@ class MapDifference(Record):
 @dataclass(frozen=True)
 class CutOffer(Record):
     """evaluate's offer of ``edgekit cut`` for a scored model whose YOLO decode runs inside it, in int8 (``command``:
-    what to run; ``decode_ops``: the ops the cut removes). With ``--try-cut``, ``score``: the model cut in memory
+    what to run: for a compiled model, the cut of its CPU twin, then its compile; ``decode_ops``: the ops the cut
+    removes). With ``--try-cut``, ``score``: the model cut in memory
     and scored on the same data, and ``change``: the cut model minus the model, with its paired interval."""
 
     model: str
