@@ -658,7 +658,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
              images: Optional[PathLike] = None, against: Optional[Iterable[PathLike]] = None,
              max_drop: Optional[float] = None, plots: Optional[PathLike] = None,
              conf: Optional[float] = None, iou: Optional[float] = None, max_det: Optional[int] = None, layout: Optional[str] = None,
-             report: Reporter = SILENT) -> Union[EvaluateResult, DetectionEvaluateResult]:
+             try_cut: bool = False, report: Reporter = SILENT) -> Union[EvaluateResult, DetectionEvaluateResult]:
     """``edgekit evaluate``: top-1/top-5 accuracy on labelled data (class folders or an .npz with x and y).
 
     ``reference``: the float Keras model to compare with (needs TensorFlow). Samples that cannot be
@@ -672,7 +672,8 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     file's image folder), ``against`` (with the paired change of mAP50 and mAP50-95, each decided against
     ``max_drop``), ``conf``, ``iou``, ``max_det`` (default COCO's protocol) and ``layout`` apply to it alone.
     ``plots``: a folder for the confusion-matrix PNG (and a detector's precision-recall curves; needs
-    matplotlib), each ``against`` model beside ``model``.
+    matplotlib), each ``against`` model beside ``model``. A YOLO detector whose decode runs inside it is offered
+    ``edgekit cut`` (``cut`` in the result); ``try_cut``: cut it in memory and score it on the same data too.
     """
     from edgekit.detection_data import is_detection_data
     from edgekit.errors import UsageError
@@ -692,8 +693,9 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
             iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
             max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
             mean=_floats(mean, "mean"), std=_floats(std, "std"), num_threads=threads, labels=labels, max_drop=max_drop,
-            plots=None if plots is None else os.fsdecode(plots), report=report), report)
-    detection_only = {"--images": images, "--conf": conf, "--iou": iou, "--max-det": max_det, "--layout": layout}
+            plots=None if plots is None else os.fsdecode(plots), try_cut=try_cut, report=report), report)
+    detection_only = {"--images": images, "--conf": conf, "--iou": iou, "--max-det": max_det, "--layout": layout,
+                      "--try-cut": try_cut or None}
     given = [flag for flag, value in detection_only.items() if value is not None]
     if given:
         raise UsageError(f"{', '.join(given)} apply to detectors only",

@@ -84,6 +84,7 @@ class DetectionSet:
     paths: dict[int, str]          # image id -> file path
     origins: dict[int, str] = field(default_factory=dict)
     notes: tuple[str, ...] = ()    # what reading changed or chose (boxes clipped, the one split of several)
+    names_from: str | None = None  # the file the class names are from (data.yaml, classes.txt); None: class numbers
 
     @property
     def categories(self) -> list[CocoCategory]:
@@ -139,13 +140,13 @@ def is_detection_data(source: str | os.PathLike) -> bool:
 
 
 def calibration_images(source: str | os.PathLike) -> str | None:
-    """The image folder of detection data named as calibration data (a YOLO folder's images/, a COCO file's
-    folder or its images/), for quantize to calibrate on; None for anything else."""
+    """The image folder of detection data named as calibration data (a YOLO folder's images/, an image folder
+    itself, a COCO file's folder or its images/), for quantize to calibrate on; None for anything else."""
     p = Path(source)
     if not is_detection_data(p):
         return None
-    if p.is_dir():
-        return str(p / "images")
+    if p.is_dir():   # an image folder named as Ultralytics names a split (images/val, images) is its own images
+        return str(p) if _images_split_dir(p) is not None else str(p / "images")
     return str(p.parent / "images") if (p.parent / "images").is_dir() else str(p.parent)
 
 
@@ -621,7 +622,8 @@ def read_yolo(folder: Path, flag: str = "--data", images_dir: Path | None = None
     ids = range(len(names)) if names is not None else sorted({a["category_id"] for a in anns})
     cats = [{"id": k, "name": names[k] if names is not None else str(k)} for k in ids]
     dataset = DetectionSet(str(folder), "yolo", {"images": images, "annotations": anns, "categories": cats}, paths,
-                           origins, tuple(name_notes(cats) + box_notes(skipped, clipped)))
+                           origins, tuple(name_notes(cats) + box_notes(skipped, clipped)),
+                           names_from if names is not None else None)
     check_scoreable(dataset, where)
     return dataset
 

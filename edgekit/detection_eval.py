@@ -19,8 +19,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
@@ -28,8 +29,8 @@ import numpy as np
 from edgekit.detection_data import CocoDataset, CocoDetection, DetectionSet
 from edgekit.errors import Caution, InputError, MissingDependencyError
 from edgekit.report import SILENT, Reporter
-from edgekit.results.evaluate import (ClassScore, DetectionEvaluateResult, DetectionProtocol, DetectorScore,
-                                      MapDifference)
+from edgekit.results.evaluate import (ClassScore, CutOffer, DetectionEvaluateResult, DetectionProtocol,
+                                      DetectorScore, MapDifference)
 
 STANDARD_CONF = 0.001
 STANDARD_MAX_DET = 100
@@ -202,6 +203,77 @@ def map_difference(a: DetectorScore, b: DetectorScore, intervals: Tuple[Tuple[fl
                          metrics.drop_within(c50, i50, max_drop, images), metrics.drop_within(c, imap, max_drop, images))
 
 
+# ------------------------------------------------------------------------------------ the offer of the cut
+def cut_head(model: str) -> Optional[Tuple[str, Any]]:
+    """(the .tflite ``edgekit cut`` would cut, the YOLO head it would cut off) for ``model``, or None: not a .tflite
+    file, cut already, no head, one whose decode reads other tensors (Segment, Pose), or compiled without its CPU
+    twin beside it (``x_edgetpu.tflite``: the cut takes ``x.tflite``, then compile the cut model). Reads the file and
+    walks its graph: ~20 ms on the 8.4 exports, against seconds for their evaluation."""
+    from edgekit import tflite_model
+    from edgekit.detector_head import find_yolo_head
+    from edgekit.errors import EdgekitError
+    from edgekit.model_record import cpu_model_path
+
+    if not (os.path.isfile(model) and model.lower().endswith(".tflite")):
+        return None
+    try:
+        info = tflite_model.load(model)
+        if info.is_compiled:
+            twin = str(cpu_model_path(model))
+            return cut_head(twin) if twin != model else None
+        head = find_yolo_head(info)
+    except EdgekitError:
+        return None
+    return (model, head) if head is not None and not head.foreign else None
+
+
+def offer_cut(model: str, score: DetectorScore, ev: Any, dataset: DetectionSet, run_one: Any, resamples: int,
+              seed: int, try_cut: bool, report: Reporter) -> Optional[CutOffer]:
+    """evaluate's offer of ``edgekit cut`` for ``model`` where it applies; with ``try_cut``, the model cut in memory,
+    written to a temporary file for the interpreter, scored on the same data by ``run_one`` (the model's own
+    settings) and compared with it, image by image."""
+    import tempfile
+
+    from edgekit.converters.detector_cut import cut_decode
+
+    found = cut_head(model)
+    if found is None:
+        return None
+    given, (model, head) = model, found   # a compiled model's CPU twin, which the cut takes
+
+    def quoted(path: str) -> str:
+        return path if " " not in path else repr(path)
+
+    command = "edgekit cut " + quoted(model)
+    if model != given:
+        from edgekit.converters.detector_cut import default_output
+
+        command += " && edgekit compile " + quoted(str(default_output(model)))
+    offer = CutOffer(score.model, command, len(head.decode_ops))
+    if not try_cut:
+        return offer
+    from edgekit import model_record, tflite_model
+    from edgekit.errors import EdgekitError
+
+    record = model_record.find_record(model, tflite_model.load(model).metadata)
+    try:
+        with open(model, "rb") as f:
+            data, _ = cut_decode(f.read(), json.loads(record[0].to_json()) if record else None)
+    except EdgekitError as exc:   # what cut itself would refuse: no offer
+        report.note(f"--try-cut: {os.path.basename(model)} cannot be cut: {exc}")
+        return None
+    with tempfile.TemporaryDirectory(prefix="edgekit-try-cut-") as tmp:
+        path = os.path.join(tmp, os.path.basename(model)[:-len(".tflite")] + "_cut.tflite")
+        with open(path, "wb") as f:
+            f.write(data)
+        report.status("--try-cut: scoring " + os.path.basename(model) + " cut before its decode")
+        cut_score, cut_ev = run_one(path)
+    cut_score = replace(cut_score, model="{} (cut)".format(score.model))
+    change = map_difference(cut_score, score, paired_bootstrap(cut_ev, ev, resamples, seed), resamples, seed, None,
+                            len(dataset))
+    return CutOffer(score.model, command, len(head.decode_ops), cut_score, change)
+
+
 # ------------------------------------------------------------------------------------ the command
 def category_map(dataset: DetectionSet, labels: Dict[int, str], num_classes: int,
                  notes: List[str]) -> Dict[int, int]:
@@ -269,11 +341,12 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
                       max_det: int = STANDARD_MAX_DET, layout: Optional[str] = None, device: str = "auto",
                       mean: Any = None, std: Any = None, num_threads: Optional[int] = None,
                       labels: Optional[str] = None, resamples: int = BOOTSTRAP, seed: int = SEED,
-                      max_drop: Optional[float] = None, plots: Optional[str] = None,
+                      max_drop: Optional[float] = None, plots: Optional[str] = None, try_cut: bool = False,
                       report: Reporter = SILENT) -> DetectionEvaluateResult:
     """Score ``model`` (and each of ``against``) on a COCO or YOLO set; the differences with bootstrap intervals,
     each drop (mAP50 and mAP50-95) decided against ``max_drop`` points where given; ``plots``: the folder
-    :mod:`edgekit.plots` writes the precision-recall curves and confusion matrices in."""
+    :mod:`edgekit.plots` writes the precision-recall curves and confusion matrices in. Each scored model whose YOLO
+    decode runs inside it is offered ``edgekit cut``; ``try_cut``: cut it in memory and score it too."""
     from edgekit.detection_data import read_detection_set
     from edgekit.devices.detect import check_thresholds
 
@@ -299,8 +372,12 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
         if not isinstance(n, Caution):
             report.note(n)   # boxes clipped or skipped, counted
     results, evs = [], []
+
+    def run_one(m: str) -> Tuple[DetectorScore, Any]:
+        return _evaluate_one(m, dataset, conf, iou, max_det, layout, device, mean, std, num_threads, labels, report)
+
     for m in [str(model)] + [str(a) for a in against]:
-        r, ev = _evaluate_one(m, dataset, conf, iou, max_det, layout, device, mean, std, num_threads, labels, report)
+        r, ev = run_one(m)
         results.append(r)
         evs.append(ev)
     diffs = []
@@ -316,6 +393,8 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
                                  SCORER)
     written = () if plots is None else tuple(plots_mod.write_detection_plots(
         plots, dataset.coco, [(r.model, ev) for r, ev in zip(results, evs)]))
+    offers = [offer_cut(m, r, ev, dataset, run_one, resamples, seed, try_cut, report)
+              for m, r, ev in zip([str(model)] + [str(a) for a in against], results, evs)]
     return DetectionEvaluateResult("detection", str(data), dataset.kind, len(dataset), len(dataset.coco["annotations"]),
                                    protocol, tuple(results), tuple(diffs), tuple(warnings),
-                                   tuple(e for m in results for e in m.errors), written)
+                                   tuple(e for m in results for e in m.errors), written, tuple(o for o in offers if o))

@@ -152,7 +152,7 @@ QUANTIZE = (
     option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size."),
     option("--io", choices=("uint8", "int8"), default="uint8", help="Input/output tensor type."),
     option("--labels", type="file", help="Labels file to record with the model (class folders named "
-           "like its lines are matched by name)."),
+           "like its lines are matched by name), or an Ultralytics data.yaml (its names)."),
     option("--eval", type="path",
            help="More labelled data (class folders, .npz, TFRecord) to verify the int8 model on, besides the "
            "held-back and calibration samples (build: its accuracy also goes into manifest.json); for a "
@@ -274,6 +274,10 @@ EVALUATE = (
            help="Write confusion_matrix.png (and for detectors pr_curve.png: precision-recall per class and "
            "all, from pycocotools) into DIR, each --against model beside -m; needs matplotlib "
            "(pip install matplotlib, or '.[plots]' in an edgekit checkout)."),
+    option("--try-cut", type="flag",
+           help="Detectors: where the model's YOLO decode runs inside it (evaluate then offers `edgekit cut`), cut "
+           "it in memory and score the cut model on the same data too, with the paired change: one more "
+           "evaluation, so only on request."),
     option("--conf", type="float", help="Detectors: score threshold (default 0.001, COCO's protocol)."),
     option("--iou", type="float", help="Detectors: NMS IoU (default 0.7, as Ultralytics' val)."),
     option("--max-det", type="int", help="Detectors: detections per image (default 100, COCO's protocol)."),

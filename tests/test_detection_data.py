@@ -425,3 +425,25 @@ def test_fuzzed_yolo_folders_end_in_a_set_or_an_edgekit_error(shapes, tmp_path):
         assert all(np.isfinite(a["bbox"]).all() and min(a["bbox"][2:]) > 0 for a in ds.coco["annotations"])
         outcomes["set"] += 1
     assert min(outcomes.values()) > 20, outcomes
+
+
+def test_labels_data_yaml_is_read_as_its_names(tmp_path):
+    """Issue 35 item 3: ``quantize``/``build --labels data.yaml`` records the dataset's names (was read as a labels
+    file, one 'label' per line of YAML: 'path: .', 'names:'...)."""
+    from edgekit.converters.quantize import read_labels
+
+    (tmp_path / "data.yaml").write_text("path: .\nval: images/val\nnames: {0: person, 1: 'fire hydrant'}\n")
+    assert read_labels(str(tmp_path / "data.yaml")) == ["person", "fire hydrant"]
+    (tmp_path / "bare.yml").write_text("path: .\nval: images/val\n")
+    with pytest.raises(InputError, match="bare.yml: no 'names:'"):
+        read_labels(str(tmp_path / "bare.yml"))
+
+
+def test_an_image_folder_of_a_yolo_set_calibrates_on_itself(tmp_path):
+    """``quantize --calib ds/images`` (an image folder beside labels/, which detection data now takes as one split)
+    calibrated on ``ds/images/images``, which does not exist: exit 3 (found by the data.yaml --eval test)."""
+    from edgekit.detection_data import calibration_images, make_shapes
+
+    make_shapes(tmp_path / "ds", n_images=3, size=(32, 32))
+    assert calibration_images(tmp_path / "ds" / "images") == str(tmp_path / "ds" / "images")
+    assert calibration_images(tmp_path / "ds") == str(tmp_path / "ds" / "images")

@@ -161,14 +161,35 @@ def read_labels(path: str) -> list[str]:
     """The labels file read exactly as ``classify`` reads it (pycoral's formats), as a list by class id.
 
     ``<id> <label>`` / ``<id>: <label>`` lines or one label per line; ids that are skipped get their number.
+    An Ultralytics ``data.yaml`` (``.yaml``/``.yml``): its ``names``.
     """
     from edgekit.classes import read_labels as read_label_file
 
+    if path.lower().endswith((".yaml", ".yml")):   # Ultralytics' data.yaml: its names, in their index order
+        return yaml_labels(path)
     table = read_label_file(path)
     if not table:
         raise InputError(f"--labels {path}: the file is empty",
                          "write one label per line, in the order of the model's outputs")
     return [table.get(i, str(i)) for i in range(max(table) + 1)]
+
+
+def yaml_labels(path: str) -> list[str]:
+    """``--labels data.yaml``: the class names of an Ultralytics dataset file, read as evaluate reads them."""
+    from edgekit.detection_data import yaml_names
+    from edgekit.errors import regular_file
+
+    regular_file(path, "labels file")
+    try:
+        with open(path, encoding="utf-8-sig", errors="replace") as f:
+            names = yaml_names(f.read(), f"--labels {path}")
+    except OSError as exc:
+        raise InputError(f"cannot read labels file {path}: {exc.strerror or exc}",
+                         "pass a readable data.yaml") from None
+    if not names:
+        raise InputError(f"--labels {path}: no 'names:' in it", "name the classes in it (names: [a, b]), or pass a "
+                         "labels file, one label per line")
+    return names
 
 
 # ------------------------------------------------------------------------------------------ conversion
@@ -591,6 +612,7 @@ class _Run:
     sidecar: Path | None = None           # None: the sidecar's name is the Keras model's own record
     calib_source: str = ""
     detection_eval_data: str | None = None
+    eval_names: tuple[list[str], str] | None = None   # --eval's class names and their file (data.yaml...)
     warnings: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)   # a choice made for the user, an interval not yet settled
 
@@ -711,7 +733,9 @@ def _find_data(run: _Run) -> None:
     from edgekit.detection_data import calibration_images, is_detection_data, read_detection_set
 
     if opts.eval is not None and is_detection_data(opts.eval):
-        read_detection_set(opts.eval, flag="--eval")   # every entry checked before the slow work
+        evaluated = read_detection_set(opts.eval, flag="--eval")   # every entry checked before the slow work
+        if evaluated.names_from:   # Ultralytics' data.yaml (or classes.txt): the names to record, where none are given
+            run.eval_names = ([c["name"] for c in evaluated.categories], evaluated.names_from)
 
     detection_images = calibration_images(calib_source)   # a COCO file or YOLO folder: calibrate on its images
     if detection_images is not None:
@@ -756,6 +780,11 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedModel) -> _Prepared:
         run.labels = record.labels
     if run.labels is None and getattr(loaded, "class_names", None):   # an ONNX exporter's metadata (Ultralytics)
         run.labels = list(loaded.class_names)
+    if run.labels is None and run.eval_names:   # detect then needs no --labels
+        run.labels, names_from = run.eval_names
+        shown_names = ", ".join(run.labels[:5]) + (f"... ({len(run.labels)})" if len(run.labels) > 5 else "")
+        run.note([f"class names from --eval {opts.eval} ({names_from}): {shown_names}; recorded with the model "
+                  "(--labels FILE records others)"])
     holdout = opts.holdout if opts.verify else 0
     data = calibration.load(run.calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
                             _bars(opts))

@@ -39,7 +39,7 @@ _WHERE = {
     # evaluate (a classifier's, then a detector's)
     "Preprocessing": "evaluate", "ClassAccuracy": "evaluate", "ClassChange": "evaluate", "LayerError": "evaluate",
     "ReferenceComparison": "evaluate", "EvaluateResult": "evaluate", "DetectionProtocol": "evaluate",
-    "ClassScore": "evaluate", "DetectorScore": "evaluate", "MapDifference": "evaluate",
+    "ClassScore": "evaluate", "DetectorScore": "evaluate", "MapDifference": "evaluate", "CutOffer": "evaluate",
     "DetectionEvaluateResult": "evaluate", "AccuracyDifference": "evaluate",
     # compile
     "CompileOp": "compile", "CompileSegment": "compile", "CompilerOutput": "compile", "CompileResult": "compile",

@@ -251,6 +251,31 @@ class MapDifference(Record):
                     self.resamples, self.seed))
 
 
+@dataclass(frozen=True)
+class CutOffer(Record):
+    """evaluate's offer of ``edgekit cut`` for a scored model whose YOLO decode runs inside it, in int8 (``command``:
+    what to run: for a compiled model, the cut of its CPU twin, then its compile; ``decode_ops``: the ops the cut
+    removes). With ``--try-cut``, ``score``: the model cut in memory
+    and scored on the same data, and ``change``: the cut model minus the model, with its paired interval."""
+
+    model: str
+    command: str
+    decode_ops: int
+    score: Optional[DetectorScore] = None
+    change: Optional[MapDifference] = None
+
+    def line(self) -> str:
+        head = (f"Cut: the decode of {self.model} ({self.decode_ops} ops) runs inside the model, in int8; "
+                f"`{self.command}` cuts it off and detect decodes the head's maps on the host in float")
+        if self.score is None or self.change is None:
+            return head + "; --try-cut measures the mAP it gives back on this data (one more evaluation)."
+        c = self.change
+        return head + ": measured here, mAP50-95 {:.1f} ({:+.1f} points, 95% interval {:+.1f} to {:+.1f}: {}), " \
+            "mAP50 {:.1f} ({:+.1f} points).".format(
+                100 * (self.score.map or 0.0), 100 * c.map_change, 100 * c.map_interval[0], 100 * c.map_interval[1],
+                change_words(c.map_interval, None, "images"), 100 * (self.score.map50 or 0.0), 100 * c.map50_change)
+
+
 def change_words(interval: Sequence[float], verdict: Optional[Decision], unit: str) -> str:
     """What a change's interval says: against ``--max-drop`` where one was given (``verdict``), else whether it is
     a real loss, a real gain or not distinguishable from none at this sample size."""
@@ -284,6 +309,7 @@ class DetectionEvaluateResult(Record):
     warnings: Tuple[str, ...]
     errors: Tuple[ImageError, ...]
     plots: Tuple[str, ...] = ()     # the PNG files --plots wrote
+    cut: Tuple[CutOffer, ...] = ()  # the offer of `edgekit cut` for each scored model it applies to
 
     def render_text(self) -> str:
         def pct(v: Optional[float]) -> str:
@@ -309,6 +335,7 @@ class DetectionEvaluateResult(Record):
         lines += [d.line() for d in self.differences]
         if self.plots:
             lines.append("Plots: " + ", ".join(self.plots))
+        lines += [c.line() for c in self.cut]
         return "\n".join(lines)
 
 

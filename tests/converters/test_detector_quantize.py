@@ -183,3 +183,36 @@ def pseudo_labels(model: Path, shapes: Path) -> Path:
     out = shapes / "images" / f"pseudo_{model.stem}.json"
     out.write_text(json.dumps(doc))
     return out
+
+
+def test_quantize_records_the_class_names_of_an_ultralytics_data_yaml_given_as_eval(tmp_path):
+    """Issue 35 item 3: ``--eval data.yaml`` (its val split and names) scores the detector and records the names,
+    so detect needs no --labels afterwards (on the old code the model had no labels: detect printed class ids)."""
+    from edgekit.converters.quantize import QuantizeOptions, quantize
+    from edgekit.detection_data import make_shapes
+    from edgekit.devices.detect import detect
+    from edgekit.model_record import ModelRecord
+    from edgekit import tflite_model
+
+    root = tmp_path / "ds"
+    make_shapes(root, n_images=40, size=(64, 64), seed=5, classes=("rectangle", "ellipse"))
+    (root / "classes.txt").unlink()   # the names only in data.yaml, as Ultralytics writes datasets
+    (root / "data.yaml").write_text("path: .\ntrain: images\nval: images\nnames:\n  0: rectangle\n  1: ellipse\n")
+    model = keras_detector(tmp_path / "det.keras")
+    out = tmp_path / "det_int8.tflite"
+    result = quantize(QuantizeOptions(model=str(model), output=str(out), calib=str(root / "images"), scaling="raw",
+                                      samples=30, holdout=10, eval=str(root / "data.yaml"), max_accuracy_drop=50.0,
+                                      show_progress=False))
+    assert any("class names from --eval" in n and "data.yaml" in n for n in result.summary.to_dict()["notes"])
+    rec = ModelRecord.from_json(tflite_model.load(out).metadata["edgekit"])
+    assert rec.labels == ["rectangle", "ellipse"]
+    r = detect([str(root / "images")], out, conf=0.01)
+    assert r.layout.labels == ("rectangle", "ellipse")
+    assert {o.label for x in r.results for o in x.objects} <= {"rectangle", "ellipse"}
+    from edgekit.build import BuildOptions, build
+
+    build(BuildOptions(QuantizeOptions(model=str(model), calib=str(root), scaling="raw", samples=30, holdout=10,
+                                       eval=str(root / "data.yaml"), max_accuracy_drop=50.0),
+                       output=str(tmp_path / "bundle"), compile=False, show_progress=False))
+    assert (tmp_path / "bundle" / "labels.txt").read_text() == "rectangle\nellipse\n"
+    assert detect([str(root / "images")], tmp_path / "bundle", conf=0.01).layout.labels == ("rectangle", "ellipse")
