@@ -139,5 +139,3 @@ def test_a_detector_only_layout_settles_is_bundled_with_layout(tmp_path):
     out = invoke("build", str(model), "-o", str(tmp_path / "b"), "--no-compile", "--layout", "split-dfl", "--json")
     assert out.exit_code == 0, out.output
     assert json.loads(out.stdout)["manifest"]["detection"]["layout"]["kind"] == "split-dfl"
-    keras = invoke("build", str(tmp_path / "m.keras"), "-o", str(tmp_path / "c"), "--layout", "yolo")
-    assert keras.exit_code == 2 and "--layout: for a detector .tflite" in keras.stderr

@@ -152,7 +152,7 @@ def test_arch_that_does_not_exist(art):
 @pytest.mark.parametrize("name, content, message", [
     ("broken.h5", b"\x89HDF\r\n\x1a\n" + b"\x00" * 100, "not a valid HDF5 file"),
     ("broken.keras", b"PK\x03\x04 truncated", "not a valid .keras file"),
-    ("model.onnx", b"\x08\x07", "unsupported model format '.onnx'"),
+    ("model.onnx", b"\x08\x07", "the ONNX file has no graph"),
     ("model.tflite", b"\x1c\x00\x00\x00TFL3", "already a TFLite model"),
 ])
 def test_corrupt_or_unsupported_files(tmp_path, name, content, message):
