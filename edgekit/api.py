@@ -663,7 +663,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
 
     ``reference``: the float Keras model to compare with (needs TensorFlow). Samples that cannot be
     read are in ``errors``; the rest are scored. ``against``: other .tflite models (the float one...) run on
-    the same samples, with the paired change of top-1 (Newcombe's interval, exact McNemar test);
+    the same samples, with the paired change of top-1 (Tango's score interval, exact McNemar test);
     ``max_drop`` (points): a drop beyond it for sure raises :class:`~edgekit.errors.VerificationError` (exit 6,
     the result in its ``result``), an uncertain one is a warning.
 

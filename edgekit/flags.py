@@ -265,7 +265,7 @@ EVALUATE = (
     option("--against", multiple=True, type="path", metavar="MODEL",
            help="Also run this .tflite (e.g. the float one) on the same samples: the change of -m against it, "
            "with a paired 95% interval (detectors: mAP50 and mAP50-95, bootstrap over images; classifiers: top-1, "
-           "Newcombe's interval and McNemar's exact test). Repeatable."),
+           "Tango's score interval and McNemar's exact test). Repeatable."),
     option("--max-drop", type="float", minimum=0.0, maximum=100.0, metavar="POINTS",
            help="With --against: fail (exit 6) when -m is more than this many points below an --against model "
            "beyond doubt (the whole 95% interval above it): mAP50 and mAP50-95 for detectors, top-1 for "

@@ -197,7 +197,7 @@ def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
 
 
 def paired_change(a: Evaluation, b: Evaluation, max_drop: float | None) -> AccuracyDifference:
-    """``a``'s top-1 minus ``b``'s on the samples both scored: Newcombe's paired interval and the exact two-sided
+    """``a``'s top-1 minus ``b``'s on the samples both scored: Tango's paired interval and the exact two-sided
     McNemar test (:func:`edgekit.metrics.paired_difference`); with ``max_drop`` (points) the drop's verdict."""
     both = sorted(set(a.kept) & set(b.kept))
     ia, ib = {k: i for i, k in enumerate(a.kept)}, {k: i for i, k in enumerate(b.kept)}

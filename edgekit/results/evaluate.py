@@ -76,7 +76,7 @@ class ReferenceComparison(Record):
 @dataclass(frozen=True)
 class AccuracyDifference(Record):
     """``evaluate --against`` for a classifier: ``model``'s top-1 minus ``against``'s on the same samples, with
-    Newcombe's paired 95% interval, the samples only one of them gets right and the exact two-sided McNemar
+    Tango's paired 95% score interval, the samples only one of them gets right and the exact two-sided McNemar
     p-value on them; with ``--max-drop`` the drop's verdict (:class:`~edgekit.metrics.Decision`)."""
 
     model: str

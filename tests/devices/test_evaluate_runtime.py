@@ -7,6 +7,7 @@ import json
 import shutil
 
 import numpy as np
+import pytest
 from click.testing import CliRunner
 
 from edgekit.cli import cli
@@ -105,8 +106,9 @@ def _mean_classifier(dtype: str, out_scale: float = 0.25) -> bytes:
 
 def test_against_compares_a_float_classifier_tflite_with_its_int8_one(tmp_path):
     """issue 35: `evaluate -m int8.tflite --data folders --against float.tflite` for classifiers: the same samples
-    through both, the paired change with Newcombe's interval, the flips and McNemar's exact test, decided against
+    through both, the paired change with Tango's interval, the flips and McNemar's exact test, decided against
     --max-drop (exit 6 beyond it, the result printed); the counts are the ones the colours make by hand."""
+    pytest.importorskip("flatbuffers", reason="building a model uses the flatbuffers package (tests/tflite_builder.py)")
     from PIL import Image
 
     from edgekit.results.evaluate import EvaluateResult

@@ -144,6 +144,7 @@ def test_time_given_an_image_times_the_whole_detect_call_with_its_decode_and_nms
 def test_frames_on_a_small_built_detector_with_no_shared_data(tmp_path):
     """The same, on a detector built here (its outputs are slices of its input), so a clone without
     ../shared/testdata runs it: a BGR frame is read as BGR only when said, a float frame only with its range."""
+    pytest.importorskip("flatbuffers", reason="building a model uses the flatbuffers package (tests/tflite_builder.py)")
     from tests.detection_models import image_for, slice_model
 
     hw = (32, 32)
