@@ -139,11 +139,13 @@ def is_detection_data(source: str | os.PathLike) -> bool:
 
 
 def calibration_images(source: str | os.PathLike) -> str | None:
-    """The image folder of detection data named as calibration data (a YOLO folder's images/, a COCO file's
-    folder or its images/), for quantize to calibrate on; None for anything else."""
+    """The image folder of detection data named as calibration data (a YOLO folder's images/, that images folder
+    itself, a COCO file's folder or its images/), for quantize to calibrate on; None for anything else."""
     p = Path(source)
     if not is_detection_data(p):
         return None
+    if _images_split_dir(p) is not None:   # the images folder itself (calib/images beside calib/labels)
+        return str(p)
     if p.is_dir():
         return str(p / "images")
     return str(p.parent / "images") if (p.parent / "images").is_dir() else str(p.parent)

@@ -425,3 +425,14 @@ def test_fuzzed_yolo_folders_end_in_a_set_or_an_edgekit_error(shapes, tmp_path):
         assert all(np.isfinite(a["bbox"]).all() and min(a["bbox"][2:]) > 0 for a in ds.coco["annotations"])
         outcomes["set"] += 1
     assert min(outcomes.values()) > 20, outcomes
+
+
+def test_calibration_images_of_a_yolo_images_folder_is_that_folder(tmp_path):
+    """``--calib data/images`` (its labels beside it in data/labels) was read as the detection data's root and
+    sent quantize to data/images/images ("no such file or folder"); a root still gives its images/."""
+    from edgekit.detection_data import calibration_images, make_shapes
+
+    make_shapes(tmp_path / "calib", n_images=3, seed=1)
+    assert calibration_images(tmp_path / "calib" / "images") == str(tmp_path / "calib" / "images")
+    assert calibration_images(tmp_path / "calib") == str(tmp_path / "calib" / "images")
+    assert calibration_images(tmp_path / "calib" / "images" / "shapes_0000.png") is None
