@@ -234,9 +234,11 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
     detection_eval._pycocotools()
     ids = [im["id"] for im in ds.coco["images"]]
     images = [open_image(ds.paths[i]) for i in ids]
-    x = np.stack([to_float(im.convert("L" if spec.channels == "L" else "RGB"), spec) for im in images])
     h, w = layout.input_hw
-    geometries = [Geometry.resize(im.size, (w, h)) for im in images]
+    fit = Geometry.letterboxed if layout.letterbox else Geometry.resize   # as evaluate feeds the model
+    geometries = [fit(im.size, (w, h)) for im in images]
+    x = np.stack([to_float(g.apply(im.convert("L" if spec.channels == "L" else "RGB")), spec)
+                  for im, g in zip(images, geometries)])
     int8, quant = run_outputs(model_bytes, x)
     floats = _float_outputs(predict(x), [tuple(o.shape) for o in int8[0]])
     conf, iou, max_det = detection_eval.STANDARD_CONF, detection_eval.DEFAULT_EVAL_IOU, detection_eval.STANDARD_MAX_DET
