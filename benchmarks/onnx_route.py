@@ -22,11 +22,12 @@ Measured 2026-12-07 on this project's 2-core machine (shared with other jobs: si
 1.28.8 + TensorFlow 2.19 from /work/venv-exports, ``--repeat 3`` (median seconds):
   digits: bare 15.5, edgekit 19.9, onnx2tf 16.3 -> edgekit / bare 1.29, edgekit / onnx2tf 1.22
           (per run: 1.04, 1.34, 0.93 against bare; the quietest run, 3, gave bare 7.5, edgekit 7.0, onnx2tf 5.9)
+          again with --repeat 5: bare 16.2, edgekit 17.8, onnx2tf 12.6 -> 1.10 and 1.42 (the load varied 3x)
   yolo:   bare 19.2, edgekit 22.7, onnx2tf 82.1 -> edgekit / bare 1.18, edgekit / onnx2tf 0.28
-Against onnx2tf, the script a user would write, edgekit is 3.6x faster on YOLOv8 and within about 20% on the
+Against onnx2tf, the script a user would write, edgekit is 3.6x faster on YOLOv8 and 20 to 40% slower on the
 small classifier (seconds of fixed cost: ONNX Runtime, the preprocessing search on labelled folders, checks).
-Against the bare translator + TFLiteConverter floor it is 18% (YOLO) to about 30% (digits, noisy) slower: over
-the 1.15 goal; what it pays for is the verification (ONNX Runtime reference, held-back images, the detection
+Against the bare translator + TFLiteConverter floor it is 10 to 30% (digits, noisy) and 18% (YOLO) slower: over
+the 1.15 goal on YOLO; what it pays for is the verification (ONNX Runtime reference, held-back images, the detection
 and mAP checks).
 
 Usage: python benchmarks/onnx_route.py [--repeat N] [--models digits,yolo] [--onnx2tf-python PY]
