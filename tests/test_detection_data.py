@@ -439,11 +439,12 @@ def test_labels_data_yaml_is_read_as_its_names(tmp_path):
         read_labels(str(tmp_path / "bare.yml"))
 
 
-def test_an_image_folder_of_a_yolo_set_calibrates_on_itself(tmp_path):
-    """``quantize --calib ds/images`` (an image folder beside labels/, which detection data now takes as one split)
-    calibrated on ``ds/images/images``, which does not exist: exit 3 (found by the data.yaml --eval test)."""
+def test_calibration_images_of_a_yolo_images_folder_is_that_folder(tmp_path):
+    """``--calib data/images`` (its labels beside it in data/labels) was read as the detection data's root and
+    sent quantize to data/images/images ("no such file or folder"); a root still gives its images/."""
     from edgekit.detection_data import calibration_images, make_shapes
 
-    make_shapes(tmp_path / "ds", n_images=3, size=(32, 32))
-    assert calibration_images(tmp_path / "ds" / "images") == str(tmp_path / "ds" / "images")
-    assert calibration_images(tmp_path / "ds") == str(tmp_path / "ds" / "images")
+    make_shapes(tmp_path / "calib", n_images=3, seed=1)
+    assert calibration_images(tmp_path / "calib" / "images") == str(tmp_path / "calib" / "images")
+    assert calibration_images(tmp_path / "calib") == str(tmp_path / "calib" / "images")
+    assert calibration_images(tmp_path / "calib" / "images" / "shapes_0000.png") is None

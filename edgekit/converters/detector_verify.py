@@ -35,6 +35,11 @@ VERIFY_CONF = detection.DEFAULT_CONF
 BOOTSTRAP = 1000
 SEED = 0
 MIN_SCORE_STEPS = 32     # a 0..1 score needs at least this many int8 steps
+# A float detection is kept when int8 finds it with a score at most this far under conf: a score that moves from
+# 0.26 to 0.24 is no lost object (mAP, which has no threshold, counts it alike). Without it a trained YOLOv8
+# (tests/fixtures/exports/yolov8t_256_float32.onnx) was refused at 82% kept while its int8 mAP50-95 matched
+# the float model's (evaluate: 8.7 against yolo val's 8.6): its weak detections sit near 0.25.
+SCORE_SLACK = 0.05
 
 
 def is_classifier_output(info: tflite_model.ModelInfo) -> bool:
@@ -138,6 +143,13 @@ def match(a: list[detection.Object], b: list[detection.Object], iou: float = MAT
     return matched
 
 
+def image_counts(float_objs: list[detection.Object], int8_near: list[detection.Object]) -> tuple[int, int, int]:
+    """(float detections, int8 detections at conf, float ones int8 keeps) for one image: ``float_objs`` at
+    ``VERIFY_CONF``, ``int8_near`` down to ``VERIFY_CONF - SCORE_SLACK`` (matched, but not counted as int8's)."""
+    near = [o for o in int8_near if o.score >= VERIFY_CONF - SCORE_SLACK]
+    return len(float_objs), sum(o.score >= VERIFY_CONF for o in near), match(float_objs, near)
+
+
 def verify_detector(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout: DetectionLayout,
                     x: np.ndarray, min_agreement: float, sources: dict[str, int],
                     strict: bool = False) -> DetectionVerification:
@@ -154,8 +166,8 @@ def verify_detector(predict: Callable[[np.ndarray], Any], model_bytes: bytes, la
     for i, raw in enumerate(int8):
         f_out = [f[i:i + 1] for f in floats]
         f_objs, _ = detection.postprocess(f_out, float_quant, layout, geometry, VERIFY_CONF)
-        q_objs, _ = detection.postprocess(raw, quant, layout, geometry, VERIFY_CONF)
-        per_image.append((len(f_objs), len(q_objs), match(f_objs, q_objs)))
+        q_near, _ = detection.postprocess(raw, quant, layout, geometry, VERIFY_CONF - SCORE_SLACK)
+        per_image.append(image_counts(f_objs, q_near))
         diffs.append(float(np.abs(detection.dequantize(raw[0], quant[0]).ravel()
                                   - np.asarray(f_out[0], np.float32).ravel()).mean()))
     counts = np.asarray(per_image, np.int64).reshape(-1, 3)
@@ -222,9 +234,11 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
     detection_eval._pycocotools()
     ids = [im["id"] for im in ds.coco["images"]]
     images = [open_image(ds.paths[i]) for i in ids]
-    x = np.stack([to_float(im.convert("L" if spec.channels == "L" else "RGB"), spec) for im in images])
     h, w = layout.input_hw
-    geometries = [Geometry.resize(im.size, (w, h)) for im in images]
+    fit = Geometry.letterboxed if layout.letterbox else Geometry.resize   # as evaluate feeds the model
+    geometries = [fit(im.size, (w, h)) for im in images]
+    x = np.stack([to_float(g.apply(im.convert("L" if spec.channels == "L" else "RGB")), spec)
+                  for im, g in zip(images, geometries)])
     int8, quant = run_outputs(model_bytes, x)
     floats = _float_outputs(predict(x), [tuple(o.shape) for o in int8[0]])
     conf, iou, max_det = detection_eval.STANDARD_CONF, detection_eval.DEFAULT_EVAL_IOU, detection_eval.STANDARD_MAX_DET

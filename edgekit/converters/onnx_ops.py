@@ -363,7 +363,14 @@ def split(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     if not isinstance(x, T):
         return np.split(np.asarray(x), np.cumsum(sizes)[:-1], axis=axis)
     x = x if x.perm is None else T(plain(x))
-    return [replace(x, x=part) for part in tf_().split(x.x, sizes, axis=axis_of(x, axis))]
+    ax = axis_of(x, axis)
+    if len(set(sizes)) == 1:   # equal parts: SPLIT, which the Edge TPU maps (tf.split with sizes writes SPLIT_V,
+        return [replace(x, x=part) for part in tf_().split(x.x, len(sizes), axis=ax)]   # which it does not)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])   # unequal parts: one slice each (SLICE maps)
+    rank = len(x.x.shape)
+    return [replace(x, x=tf_().slice(x.x, [int(b) if d == ax else 0 for d in range(rank)],
+                                     [s if d == ax else -1 for d in range(rank)]))
+            for b, s in zip(starts, sizes)]
 
 
 def slice_(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:

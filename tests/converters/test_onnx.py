@@ -491,3 +491,30 @@ def test_a_damaged_onnx_file_and_weights_outside_its_folder_are_refused(tmp_path
     result, _ = _quantize(hostile, "--calib", digits_folders.train)
     _one_line_error(result, 3)
     assert "points outside the model's folder" in result.stderr
+
+
+def _c2f_splits(path):
+    """YOLOv8's C2f splits its channels in halves (sizes [4, 4]); other models split unevenly ([2, 6])."""
+    w = _weights(6, c=(8, 3, 3, 3))
+    w.update(halves=np.asarray([4, 4], np.int64), uneven=np.asarray([2, 6], np.int64))
+    nodes = [_node("Conv", ["input", "c"], ["a"], kernel_shape=[3, 3], pads=[1, 1, 1, 1]),
+             _node("Split", ["a", "halves"], ["h1", "h2"], axis=1), _node("Split", ["a", "uneven"], ["u1", "u2"], axis=1),
+             _node("Concat", ["h2", "u1", "h1", "u2"], ["output"], axis=1)]
+    return save(nodes, w, path, input_shape=(1, 3, 8, 8), output_shape=(1, 16, 8, 8), opset=13)
+
+
+def test_split_is_translated_to_ops_the_edge_tpu_maps(tmp_path):
+    """tf.split with sizes writes SPLIT_V, which the Edge TPU does not map: the trained YOLOv8 fixture's eight C2f
+    splits left 217 of its 229 ops on the CPU. Equal parts now give SPLIT, unequal ones a SLICE each."""
+    import tensorflow as tf
+
+    from edgekit import tflite_model
+    from edgekit.converters import onnx_io
+
+    loaded = onnx_io.load(_c2f_splits(tmp_path / "m.onnx"))
+    x = np.random.default_rng(0).uniform(0, 1, (4, 8, 8, 3)).astype(np.float32)
+    onnx_io.check_translation(loaded, x)
+    cf = tf.function(loaded.call).get_concrete_function(tf.TensorSpec([1, 8, 8, 3], tf.float32))
+    ops = {op.name for op in tflite_model.ModelInfo.from_bytes(
+        tf.lite.TFLiteConverter.from_concrete_functions([cf]).convert()).ops}
+    assert "SPLIT" in ops and "SLICE" in ops and "SPLIT_V" not in ops, ops
