@@ -289,7 +289,8 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
     boundary = _float_io_boundary(info)
     problems = [p for p in compatibility.quantize_gate(compatibility.check_model(info),
                                                        info.inputs[0].dtype if info.inputs else "uint8", info)
-                if not (p.code == "data_type" and p.ops and set(p.ops) <= boundary)]
+                if not (p.code == "data_type" and p.ops and set(p.ops) <= boundary)
+                and not (p.code == "io_type" and _mixed_io(info))]
     if problems:
         from edgekit.converters import advice
 
@@ -299,6 +300,13 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
                          f"{remedy}, then build from that" if remedy else
                          "quantize the Keras model instead: edgekit build model.keras --calib DATA -o BUNDLE")
     return path, None
+
+
+def _mixed_io(info: tflite_model.ModelInfo) -> bool:
+    """A float input with int8/uint8 outputs (the cut of a float-I/O export: its QUANTIZE kept, its DEQUANTIZE
+    cut off): the host (de)quantizes each I/O tensor by its own type and quantization, so they need not agree."""
+    types = {t.dtype for t in info.inputs} | {t.dtype for t in info.outputs}
+    return types <= {"float32", "int8", "uint8"} and {t.dtype for t in info.inputs} == {"float32"}
 
 
 def _float_io_boundary(info: tflite_model.ModelInfo) -> set[int]:
