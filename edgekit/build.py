@@ -326,11 +326,34 @@ def _copy_given(given: tuple[Path, Path | None], work: Path, passed: str) -> _Ma
     cpu_src, compiled_src = given
     cpu = work / cpu_src.name
     shutil.copyfile(str(cpu_src), str(cpu))
+    notes = _per_tensor_fc(cpu)
     compiled = None
     if compiled_src is not None:
         compiled = work / (cpu.stem + "_edgetpu.tflite")  # the manifest's naming rule: x.tflite, x_edgetpu.tflite
         shutil.copyfile(str(compiled_src), str(compiled))
-    return _Made(cpu, compiled, None, BundleSource(passed, "tflite", None))
+    return _Made(cpu, compiled, None, BundleSource(passed, "tflite", None), notes)
+
+
+def _per_tensor_fc(cpu: Path) -> list[str]:
+    """The bundle's CPU model with its per-channel FULLY_CONNECTED weights made per-tensor, which a Coral board's
+    tflite-runtime 2.7 computes wrongly (all outputs the zero point; :mod:`edgekit.converters.fc_per_tensor`);
+    a note saying so, or nothing where there is none."""
+    info = tflite_model.load(cpu)
+    if not [op for op in info.ops if op.name == "FULLY_CONNECTED" and len(op.inputs) > 1
+            and (t := info.main.tensor(op.inputs[1])) is not None and t.quantization is not None
+            and t.quantization.per_channel]:
+        return []
+    from edgekit.converters import fc_per_tensor
+    from edgekit.converters.detector_cut import _object_model, _packed
+    from edgekit.detection_layout import appended_zip
+
+    data = cpu.read_bytes()
+    model, _ = _object_model(data)
+    ops = fc_per_tensor.requantize(model)
+    cpu.write_bytes(_packed(model, len(data), appended_zip(data)))
+    return [f"FULLY_CONNECTED op(s) #{', #'.join(map(str, ops))}: weights quantized per channel, requantized per "
+            "tensor in the bundle (tflite-runtime 2.7, a Coral board's, reads one scale there and outputs the zero "
+            "point); the bundle's model is no longer byte for byte the given one"]
 
 
 def compiled_twin(cpu: Path, notes: list[str]) -> Path | None:
