@@ -47,6 +47,7 @@ class BuildOptions:
     compile: bool = True                 # False: a CPU-only bundle even where the compiler exists
     via: Any = None                      # a compiler elsewhere (edgekit.compile_via.Elsewhere); None: here
     layout: str | None = None            # a detector .tflite's layout (--layout) where its outputs fit several
+    float_for_cpu: bool = False          # a float .tflite bundled for a CPU (--on, deploy), not refused
     show_progress: bool = True
     report: Reporter = SILENT            # notes and warnings, as they arise
 
@@ -113,8 +114,8 @@ def _plan(opts: BuildOptions) -> _Plan:
     check_target(target)                                                 # fails now
     evaluating = opts.quantize.eval
     from_tflite = Path(opts.quantize.model.rstrip("/\\")).suffix.lower() == ".tflite"
-    given = tflite_sources(opts.quantize) if from_tflite else None      # a wrong .tflite fails now too
-    notes: list[str] = []
+    given = tflite_sources(opts.quantize, opts.float_for_cpu) if from_tflite else None  # a wrong one fails now
+    notes: list[str] = _float_note(given[0]) if given is not None else []
     if given is not None and given[1] is None and opts.compile and opts.via is None:
         given = (given[0], compiled_twin(given[0], notes))
     if evaluating and is_detection_data(evaluating):  # COCO JSON / YOLO folder: every entry checked now
@@ -166,6 +167,8 @@ def _compile(opts: BuildOptions, made: _Made, work: Path) -> BundleCompile | Non
 
     if made.compiled is not None:
         made.notes.append(f"compiled model as given ({made.compiled.name}): not compiled again")
+    elif made.quantized is None and float_model(tflite_model.load(made.cpu)):
+        pass   # a float model: said in the plan's notes
     elif not opts.compile:
         made.notes.append("not compiled (--no-compile): the bundle holds the CPU model only")
     elif opts.via is None and not find_compiler():
@@ -261,12 +264,13 @@ _KERAS_ONLY = {"calib": "--calib", "arch": "--arch", "custom_objects": "--custom
                "verify": "--no-verify"}
 
 
-def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
+def tflite_sources(q: QuantizeOptions, float_for_cpu: bool = False) -> tuple[Path, Path | None]:
     """(the CPU int8 model, its compiled twin or None) for ``build MODEL.tflite``; refusals before any work.
 
     A compiled ``x_edgetpu.tflite`` needs ``x.tflite`` beside it (the bundle's CPU fallback); given
     ``x.tflite``, a compiled ``x_edgetpu.tflite`` beside it is taken by :func:`compiled_twin` (said in a
-    note) when its inputs and outputs are that model's.
+    note) when its inputs and outputs are that model's. ``float_for_cpu``: a float model is taken (for a board's
+    CPU), not refused.
     """
     from edgekit.converters import compatibility
     from edgekit.devices.backends import cpu_twin
@@ -291,7 +295,7 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
                                                        info.inputs[0].dtype if info.inputs else "uint8", info)
                 if not (p.code == "data_type" and p.ops and set(p.ops) <= boundary)
                 and not (p.code == "io_type" and _mixed_io(info))]
-    if problems:
+    if problems and not (float_for_cpu and float_model(info)):   # said in build's notes
         from edgekit.converters import advice
 
         remedy = advice.quantize_remedy(advice.model_source(info)[0])  # None: a Keras model's, which build takes
@@ -300,6 +304,24 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
                          f"{remedy}, then build from that" if remedy else
                          "quantize the Keras model instead: edgekit build model.keras --calib DATA -o BUNDLE")
     return path, None
+
+
+def float_model(info: tflite_model.ModelInfo) -> bool:
+    """A float model (litert-torch's default export): float input, no int8/uint8 tensor. It runs on a CPU,
+    the board's included, never on the Edge TPU."""
+    return bool(info.inputs) and info.inputs[0].dtype == "float32" and not any(
+        t.dtype in ("int8", "uint8") for t in info.main.tensors)
+
+
+def _float_note(path: Path) -> list[str]:
+    from edgekit.converters import advice
+
+    info = tflite_model.load(path)
+    if not float_model(info):
+        return []
+    remedy = advice.quantize_remedy(advice.model_source(info)[0])
+    return [f"{path.name} is a float model: bundled for the board's CPU only, not compiled (the "
+            f"Edge TPU computes int8 only); for the Edge TPU: {remedy or 'edgekit build model.keras --calib DATA'}"]
 
 
 def _mixed_io(info: tflite_model.ModelInfo) -> bool:
@@ -639,7 +661,7 @@ def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] =
     try:
         options = QuantizeOptions(model=given, labels=os.fsdecode(labels) if labels is not None else None)
         build(BuildOptions(options, output=str(folder / (stem or "model")), show_progress=False, report=report,
-                           layout=layout))
+                           layout=layout, float_for_cpu=True))
         report.note(f"{given} is a model, not a bundle: bundled on the fly in a temporary folder, as "
                     f"edgekit build {given} -o BUNDLE does (build it once to keep the bundle)")
         yield str(folder / (stem or "model"))

@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tests.test_exports_runtime import EXPORTS, MANIFEST, ONNX2TF_INT8, heldout_digits
+from tests.test_exports_runtime import EXPORTS, LITERT_CLASSIFIER, MANIFEST, ONNX2TF_INT8, heldout_digits
 from tests.test_remote import _no_agent, invoke, ssh_args, sshd  # noqa: F401  (fixtures)
 
 pytestmark = pytest.mark.remote
@@ -140,4 +140,16 @@ def test_onnx2tf_int8_classifier_classifies_on_the_board(sshd, tmp_path):
         scores = {c["id"]: c["score"] for c in h["top"]}
         assert scores[b["top"][0]["id"]] >= h["top"][0]["score"] - TIE, (h, b)
         assert len({c["score"] for c in b["top"]}) > 1, b   # not every class at the zero point
+    assert sum(b["top"][0]["id"] == int(label) for b, label in zip(there, labels)) >= 9
+
+
+def test_litert_torch_float_classifier_classifies_on_the_board(sshd, tmp_path):
+    """litert-torch's default export is float ([1, 3, 32, 32] in, logits out): build refused it ("not a full-int8
+    model the Edge TPU compiler takes", exit 3), so --on did too. It is bundled for the CPU (said, with the way to
+    the Edge TPU), and the board's float kernels give the host's classes (floats: no tie allowance)."""
+    labels, here, there, stderr = _classify_here_and_there(EXPORTS / LITERT_CLASSIFIER, 10, sshd, tmp_path)
+    assert "is a float model: bundled for the board's CPU only" in stderr
+    assert [b["top"][0]["id"] for b in there] == [h["top"][0]["id"] for h in here]
+    for h, b in zip(here, there):
+        assert abs(b["top"][0]["score"] - h["top"][0]["score"]) <= 1e-3 * max(1.0, abs(h["top"][0]["score"]))
     assert sum(b["top"][0]["id"] == int(label) for b, label in zip(there, labels)) >= 9
