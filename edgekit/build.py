@@ -370,9 +370,17 @@ def _per_tensor_fc(cpu: Path) -> list[str]:
     from edgekit.detection_layout import appended_zip
 
     data = cpu.read_bytes()
-    model, _ = _object_model(data)
-    ops = fc_per_tensor.requantize(model)
-    cpu.write_bytes(_packed(model, len(data), appended_zip(data)))
+    try:
+        model, _ = _object_model(data)
+        ops = fc_per_tensor.requantize(model)
+        packed = _packed(model, len(data), appended_zip(data))
+    except ImportError:   # no TFLite schema (ai-edge-litert or TensorFlow) to write with
+        return ["FULLY_CONNECTED weights quantized per channel, left as they are (no ai-edge-litert here to "
+                "rewrite them): tflite-runtime 2.7, a Coral board's, outputs the zero point for such a layer; "
+                "pip install ai-edge-litert and build again"]
+    if not ops:   # weights outside the flatbuffer: nothing rewritten
+        return []
+    cpu.write_bytes(packed)
     return [f"FULLY_CONNECTED op(s) #{', #'.join(map(str, ops))}: weights quantized per channel, requantized per "
             "tensor in the bundle (tflite-runtime 2.7, a Coral board's, reads one scale there and outputs the zero "
             "point); the bundle's model is no longer byte for byte the given one"]
