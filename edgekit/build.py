@@ -47,6 +47,7 @@ class BuildOptions:
     compile: bool = True                 # False: a CPU-only bundle even where the compiler exists
     via: Any = None                      # a compiler elsewhere (edgekit.compile_via.Elsewhere); None: here
     layout: str | None = None            # a detector .tflite's layout (--layout) where its outputs fit several
+    float_for_cpu: bool = False          # a float .tflite bundled for a CPU (--on, deploy), not refused
     show_progress: bool = True
     report: Reporter = SILENT            # notes and warnings, as they arise
 
@@ -113,8 +114,8 @@ def _plan(opts: BuildOptions) -> _Plan:
     check_target(target)                                                 # fails now
     evaluating = opts.quantize.eval
     from_tflite = Path(opts.quantize.model.rstrip("/\\")).suffix.lower() == ".tflite"
-    given = tflite_sources(opts.quantize) if from_tflite else None      # a wrong .tflite fails now too
-    notes: list[str] = []
+    given = tflite_sources(opts.quantize, opts.float_for_cpu) if from_tflite else None  # a wrong one fails now
+    notes: list[str] = _float_note(given[0]) if given is not None else []
     if given is not None and given[1] is None and opts.compile and opts.via is None:
         given = (given[0], compiled_twin(given[0], notes))
     if evaluating and is_detection_data(evaluating):  # COCO JSON / YOLO folder: every entry checked now
@@ -166,6 +167,8 @@ def _compile(opts: BuildOptions, made: _Made, work: Path) -> BundleCompile | Non
 
     if made.compiled is not None:
         made.notes.append(f"compiled model as given ({made.compiled.name}): not compiled again")
+    elif made.quantized is None and float_model(tflite_model.load(made.cpu)):
+        pass   # a float model: said in the plan's notes
     elif not opts.compile:
         made.notes.append("not compiled (--no-compile): the bundle holds the CPU model only")
     elif opts.via is None and not find_compiler():
@@ -261,12 +264,13 @@ _KERAS_ONLY = {"calib": "--calib", "arch": "--arch", "custom_objects": "--custom
                "verify": "--no-verify"}
 
 
-def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
+def tflite_sources(q: QuantizeOptions, float_for_cpu: bool = False) -> tuple[Path, Path | None]:
     """(the CPU int8 model, its compiled twin or None) for ``build MODEL.tflite``; refusals before any work.
 
     A compiled ``x_edgetpu.tflite`` needs ``x.tflite`` beside it (the bundle's CPU fallback); given
     ``x.tflite``, a compiled ``x_edgetpu.tflite`` beside it is taken by :func:`compiled_twin` (said in a
-    note) when its inputs and outputs are that model's.
+    note) when its inputs and outputs are that model's. ``float_for_cpu``: a float model is taken (for a board's
+    CPU), not refused.
     """
     from edgekit.converters import compatibility
     from edgekit.devices.backends import cpu_twin
@@ -289,8 +293,9 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
     boundary = _float_io_boundary(info)
     problems = [p for p in compatibility.quantize_gate(compatibility.check_model(info),
                                                        info.inputs[0].dtype if info.inputs else "uint8", info)
-                if not (p.code == "data_type" and p.ops and set(p.ops) <= boundary)]
-    if problems:
+                if not (p.code == "data_type" and p.ops and set(p.ops) <= boundary)
+                and not (p.code == "io_type" and _mixed_io(info))]
+    if problems and not (float_for_cpu and float_model(info)):   # said in build's notes
         from edgekit.converters import advice
 
         remedy = advice.quantize_remedy(advice.model_source(info)[0])  # None: a Keras model's, which build takes
@@ -299,6 +304,31 @@ def tflite_sources(q: QuantizeOptions) -> tuple[Path, Path | None]:
                          f"{remedy}, then build from that" if remedy else
                          "quantize the Keras model instead: edgekit build model.keras --calib DATA -o BUNDLE")
     return path, None
+
+
+def float_model(info: tflite_model.ModelInfo) -> bool:
+    """A float model (litert-torch's default export): float input, no int8/uint8 tensor. It runs on a CPU,
+    the board's included, never on the Edge TPU."""
+    return bool(info.inputs) and info.inputs[0].dtype == "float32" and not any(
+        t.dtype in ("int8", "uint8") for t in info.main.tensors)
+
+
+def _float_note(path: Path) -> list[str]:
+    from edgekit.converters import advice
+
+    info = tflite_model.load(path)
+    if not float_model(info):
+        return []
+    remedy = advice.quantize_remedy(advice.model_source(info)[0])
+    return [f"{path.name} is a float model: bundled for the board's CPU only, not compiled (the "
+            f"Edge TPU computes int8 only); for the Edge TPU: {remedy or 'edgekit build model.keras --calib DATA'}"]
+
+
+def _mixed_io(info: tflite_model.ModelInfo) -> bool:
+    """A float input with int8/uint8 outputs (the cut of a float-I/O export: its QUANTIZE kept, its DEQUANTIZE
+    cut off): the host (de)quantizes each I/O tensor by its own type and quantization, so they need not agree."""
+    types = {t.dtype for t in info.inputs} | {t.dtype for t in info.outputs}
+    return types <= {"float32", "int8", "uint8"} and {t.dtype for t in info.inputs} == {"float32"}
 
 
 def _float_io_boundary(info: tflite_model.ModelInfo) -> set[int]:
@@ -318,11 +348,42 @@ def _copy_given(given: tuple[Path, Path | None], work: Path, passed: str) -> _Ma
     cpu_src, compiled_src = given
     cpu = work / cpu_src.name
     shutil.copyfile(str(cpu_src), str(cpu))
+    notes = _per_tensor_fc(cpu)
     compiled = None
     if compiled_src is not None:
         compiled = work / (cpu.stem + "_edgetpu.tflite")  # the manifest's naming rule: x.tflite, x_edgetpu.tflite
         shutil.copyfile(str(compiled_src), str(compiled))
-    return _Made(cpu, compiled, None, BundleSource(passed, "tflite", None))
+    return _Made(cpu, compiled, None, BundleSource(passed, "tflite", None), notes)
+
+
+def _per_tensor_fc(cpu: Path) -> list[str]:
+    """The bundle's CPU model with its per-channel FULLY_CONNECTED weights made per-tensor, which a Coral board's
+    tflite-runtime 2.7 computes wrongly (all outputs the zero point; :mod:`edgekit.converters.fc_per_tensor`);
+    a note saying so, or nothing where there is none."""
+    info = tflite_model.load(cpu)
+    if not [op for op in info.ops if op.name == "FULLY_CONNECTED" and len(op.inputs) > 1
+            and (t := info.main.tensor(op.inputs[1])) is not None and t.quantization is not None
+            and t.quantization.per_channel]:
+        return []
+    from edgekit.converters import fc_per_tensor
+    from edgekit.converters.detector_cut import _object_model, _packed
+    from edgekit.detection_layout import appended_zip
+
+    data = cpu.read_bytes()
+    try:
+        model, _ = _object_model(data)
+        ops = fc_per_tensor.requantize(model)
+        packed = _packed(model, len(data), appended_zip(data))
+    except ImportError:   # no TFLite schema (ai-edge-litert or TensorFlow) to write with
+        return ["FULLY_CONNECTED weights quantized per channel, left as they are (no ai-edge-litert here to "
+                "rewrite them): tflite-runtime 2.7, a Coral board's, outputs the zero point for such a layer; "
+                "pip install ai-edge-litert and build again"]
+    if not ops:   # weights outside the flatbuffer: nothing rewritten
+        return []
+    cpu.write_bytes(packed)
+    return [f"FULLY_CONNECTED op(s) #{', #'.join(map(str, ops))}: weights quantized per channel, requantized per "
+            "tensor in the bundle (tflite-runtime 2.7, a Coral board's, reads one scale there and outputs the zero "
+            "point); the bundle's model is no longer byte for byte the given one"]
 
 
 def compiled_twin(cpu: Path, notes: list[str]) -> Path | None:
@@ -608,7 +669,7 @@ def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] =
     try:
         options = QuantizeOptions(model=given, labels=os.fsdecode(labels) if labels is not None else None)
         build(BuildOptions(options, output=str(folder / (stem or "model")), show_progress=False, report=report,
-                           layout=layout))
+                           layout=layout, float_for_cpu=True))
         report.note(f"{given} is a model, not a bundle: bundled on the fly in a temporary folder, as "
                     f"edgekit build {given} -o BUNDLE does (build it once to keep the bundle)")
         yield str(folder / (stem or "model"))

@@ -225,8 +225,13 @@ def test_build_bundles_a_float_io_int8_export_and_the_board_runner_classifies_wi
     assert proc.returncode == 0, proc.stderr
     got = [r["top"][0]["id"] for r in json.loads(proc.stdout)["results"]]
     with edgekit.open(EXPORTS / ONNX2TF_FLOAT_IO) as model:
-        here = [int(np.argmax(model.infer(model.input_tensor(images[i]))[0])) for i in range(5)]
-    assert got == here and sum(g == int(label) for g, label in zip(got, labels[:5])) >= 4
+        here = [model.infer(model.input_tensor(images[i]))[0].reshape(-1) for i in range(5)]
+    # the bundle's FULLY_CONNECTED is requantized per tensor (tflite-runtime 2.7 reads one scale there and gave
+    # class 0 for every digit): the board's class is the host's, or within its rounding (TIE) of the host's best
+    from tests.test_remote_exports import TIE
+
+    assert all(h[g] >= h.max() - TIE for g, h in zip(got, here)), (got, [int(np.argmax(h)) for h in here])
+    assert sum(g == int(label) for g, label in zip(got, labels[:5])) >= 4
 
 
 def test_a_float_models_accuracy_is_top1_not_int8_top1(tmp_path):
