@@ -351,3 +351,30 @@ def test_a_stop_while_a_copy_is_renamed_into_place_waits_for_the_renames():
                           check=False, preexec_fn=default_stop_signals)
     assert proc.returncode == 143 and proc.stdout.split() == ["renamed", "cleaned", "up"], (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
+
+
+def test_a_killed_runner_its_parent_has_not_reaped_counts_as_gone():
+    """A runner killed outright while its parent (sshd's session) has not reaped it yet is a zombie: os.kill(pid, 0)
+    still succeeds, yet it holds nothing. The next deploy's clean-up took it for alive and left its staging folder
+    (seen once under load in CI's run of test_remote's killed-copy test)."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    from edgekit.devices.board_runner import _process_gone
+
+    if not sys.platform.startswith("linux"):
+        pytest.skip("/proc is Linux's")
+    child = subprocess.Popen(["sleep", "30"])
+    try:
+        assert not _process_gone(child.pid)
+        os.kill(child.pid, signal.SIGKILL)
+        deadline = time.time() + 10
+        while not _process_gone(child.pid) and time.time() < deadline:   # a zombie until waited for
+            time.sleep(0.05)
+        assert _process_gone(child.pid)
+    finally:
+        child.kill()
+        child.wait()

@@ -169,7 +169,11 @@ def _process_gone(pid: int) -> bool:
         return True
     except OSError:  # another user's process
         return False
-    return False
+    try:  # a killed process its parent has not reaped yet (a zombie) still answers os.kill, and holds nothing
+        with open("/proc/{}/stat".format(pid), "rb") as f:
+            return f.read().rsplit(b")", 1)[-1].split()[0] == b"Z"
+    except (OSError, IndexError):
+        return False
 
 
 def remove_stale(parent: str, prefix: str, legacy: bool = False, now=None) -> list:
