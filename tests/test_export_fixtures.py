@@ -1,6 +1,6 @@
 """The real exports in tests/fixtures/exports (made once by make_exports.py there) are the files the manifest
 describes: every committed file is listed with its sha256 and size, nothing listed is missing, the whole set stays
-within its 4 MB budget, and the synthetic val set the figures were measured on regenerates bit for bit from
+within its 5 MB budget, and the synthetic val set the figures were measured on regenerates bit for bit from
 edgekit's own writer (so the tests can score the exports on it without committing images)."""
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ import pytest
 
 EXPORTS = Path(__file__).resolve().parent / "fixtures" / "exports"
 MANIFEST = json.loads((EXPORTS / "manifest.json").read_text())
-BUDGET = 4 * 1024 * 1024
+BUDGET = 5 * 1024 * 1024   # 4 MB before YOLO11/YOLO26 were exported by both routes at 256 and 640
 NOT_LISTED = {"manifest.json", "make_exports.py"}
 
 
