@@ -16,14 +16,13 @@ from __future__ import annotations
 import os
 import platform
 import re
-import sys
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING
 
 from edgekit import __version__, compiler_locator
 from edgekit import doctor_rules as R
-from edgekit.doctor_rules import FAIL, INFO, OK, WARN, Check
+from edgekit.doctor_rules import FAIL, INFO, KNOWN_LIBEDGETPU_DIRS, OK, WARN, Check, Probe
 from edgekit.errors import MissingDependencyError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,36 +32,8 @@ __all__ = ["FAIL", "INFO", "OK", "WARN", "Check", "Probe", "report", "run_checks
 
 TFLITE_OF_COMPILER_16 = (2, 5)  # compiler 16 / libedgetpu 16 embed TensorFlow Lite 2.5
 
-KNOWN_LIBEDGETPU_DIRS = {
-    "Linux": ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf",
-              "/usr/lib", "/usr/local/lib", "/lib"],
-    "Darwin": ["/usr/local/lib", "/opt/homebrew/lib"],
-    "Windows": [r"C:\Windows\System32", r"C:\Program Files\EdgeTPU"],
-}
-UDEV_DIRS = ("/etc/udev/rules.d", "/lib/udev/rules.d", "/usr/lib/udev/rules.d")
 UDEV_RULES = ('SUBSYSTEM=="usb",ATTRS{idVendor}=="1a6e",ATTRS{idProduct}=="089a",GROUP="plugdev"\n'
               'SUBSYSTEM=="usb",ATTRS{idVendor}=="18d1",ATTRS{idProduct}=="9302",GROUP="plugdev"')
-
-
-def _dist_version(name: str) -> str | None:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version(name)
-    except PackageNotFoundError:
-        return None
-
-
-def _module_available(name: str) -> bool:
-    from edgekit.devices.backends import module_available
-
-    return module_available(name)
-
-
-def _google_pycoral() -> bool:
-    from edgekit.devices.backends import google_pycoral_available
-
-    return google_pycoral_available()
 
 
 def _current_groups() -> list[str]:
@@ -72,43 +43,6 @@ def _current_groups() -> list[str]:
         return sorted({grp.getgrgid(g).gr_name for g in os.getgroups()})
     except (ImportError, KeyError, OSError):
         return []
-
-
-@dataclass
-class Probe:
-    """Where the checks look. The defaults describe this machine; tests replace them with fake trees."""
-
-    sys_root: str = "/sys"
-    dev_root: str = "/dev"
-    udev_dirs: tuple[str, ...] = UDEV_DIRS
-    lib_dirs: list[str] | None = None           # None: the known folders for this OS
-    find_library: bool = True                    # also ask ctypes.util.find_library
-    read_runtime_version: bool = True
-    groups: list[str] | None = None              # None: this process's groups
-    is_root: bool | None = None
-    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
-    system: str = field(default_factory=platform.system)
-    dist_version: Callable[[str], str | None] = _dist_version
-    use_pycoral: bool = True
-    root: str = "/"                              # where /etc, /proc, /var, /boot are read (doctor_rules)
-    python: tuple[int, ...] = tuple(sys.version_info[:3])
-    arch: str = field(default_factory=platform.machine)
-    executable: str = sys.executable
-    module_available: Callable[[str], bool] = _module_available
-    google_pycoral: Callable[[], bool] = _google_pycoral
-
-    @classmethod
-    def for_root(cls, root: str, **kw) -> Probe:
-        """A probe that reads every file under ``root`` (a recorded machine state), nothing of this machine."""
-        base = Path(root)
-        system = kw.get("system", "Linux")
-        defaults = {"root": str(base), "executable": "", "sys_root": str(base / "sys"), "dev_root": str(base / "dev"),
-                    "udev_dirs": tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
-                    "lib_dirs": [str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
-                    "find_library": False, "read_runtime_version": False, "use_pycoral": False,
-                    "google_pycoral": lambda: False}
-        defaults.update(kw)
-        return cls(**defaults)
 
 
 def _version_tuple(v: str | None) -> tuple[int, ...]:

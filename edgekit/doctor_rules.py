@@ -9,18 +9,84 @@ by key, each key a row of ``tests/fixtures/evidence/DOCTOR.tsv`` (its URL and wh
 
 from __future__ import annotations
 
+import os
+import platform
 import re
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from edgekit.compiler_locator import CORAL_APT_SETUP, CORAL_KEYRING, CORAL_LIST
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.devices.discovery import Device
-    from edgekit.doctor import Probe
 
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
+
+KNOWN_LIBEDGETPU_DIRS = {
+    "Linux": ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf",
+              "/usr/lib", "/usr/local/lib", "/lib"],
+    "Darwin": ["/usr/local/lib", "/opt/homebrew/lib"],
+    "Windows": [r"C:\Windows\System32", r"C:\Program Files\EdgeTPU"],
+}
+UDEV_DIRS = ("/etc/udev/rules.d", "/lib/udev/rules.d", "/usr/lib/udev/rules.d")
+def _dist_version(name: str) -> str | None:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version(name)
+    except PackageNotFoundError:
+        return None
+
+
+def _module_available(name: str) -> bool:
+    from edgekit.devices.backends import module_available
+
+    return module_available(name)
+
+
+def _google_pycoral() -> bool:
+    from edgekit.devices.backends import google_pycoral_available
+
+    return google_pycoral_available()
+
+
+@dataclass
+class Probe:
+    """Where the checks look. The defaults describe this machine; tests replace them with fake trees."""
+
+    sys_root: str = "/sys"
+    dev_root: str = "/dev"
+    udev_dirs: tuple[str, ...] = UDEV_DIRS
+    lib_dirs: list[str] | None = None           # None: the known folders for this OS
+    find_library: bool = True                    # also ask ctypes.util.find_library
+    read_runtime_version: bool = True
+    groups: list[str] | None = None              # None: this process's groups
+    is_root: bool | None = None
+    env: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    system: str = field(default_factory=platform.system)
+    dist_version: Callable[[str], str | None] = _dist_version
+    use_pycoral: bool = True
+    root: str = "/"                              # where /etc, /proc, /var, /boot are read (doctor_rules)
+    python: tuple[int, ...] = tuple(sys.version_info[:3])
+    arch: str = field(default_factory=platform.machine)
+    executable: str = sys.executable
+    module_available: Callable[[str], bool] = _module_available
+    google_pycoral: Callable[[], bool] = _google_pycoral
+
+    @classmethod
+    def for_root(cls, root: str, **kw) -> Probe:
+        """A probe that reads every file under ``root`` (a recorded machine state), nothing of this machine."""
+        base = Path(root)
+        system = kw.get("system", "Linux")
+        defaults = {"root": str(base), "executable": "", "sys_root": str(base / "sys"), "dev_root": str(base / "dev"),
+                    "udev_dirs": tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
+                    "lib_dirs": [str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
+                    "find_library": False, "read_runtime_version": False, "use_pycoral": False,
+                    "google_pycoral": lambda: False}
+        defaults.update(kw)
+        return cls(**defaults)
 
 
 @dataclass
