@@ -1,7 +1,7 @@
 """How often does `edgekit check` agree with the real edgetpu_compiler? Prints agreement on compiled pairs.
 
 The scoring (op placement per op type, verdicts, the -a and -m each pair was compiled with) is
-:mod:`edgekit.converters.fidelity`, which the regression table in the tests uses too.
+:mod:`edgekit.edgetpu.fidelity`, which the regression table in the tests uses too.
 
     python benchmarks/check_fidelity.py [FOLDER ...] [--json] [--default-flags]
     python benchmarks/check_fidelity.py --ledger [--json] [--default-flags]
@@ -9,7 +9,7 @@ The scoring (op placement per op type, verdicts, the -a and -m each pair was com
 Default folders: ../shared/testdata and ../shared/testdata/pairs. ``--ledger`` scores the evidence ledger
 (tests/fixtures/evidence) instead, and reports agreement and verdicts on each of its parts: the fitting
 pairs rules may cite, and the validation pairs no rule cites (split by a seeded hash of the repository
-name, :func:`edgekit.converters.fidelity.ledger_part`). Exit code 1 when no pair is found.
+name, :func:`edgekit.edgetpu.fidelity.ledger_part`). Exit code 1 when no pair is found.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgekit.converters.fidelity import (find_pairs, format_parts, format_rows, score_ledger, score_pair,  # noqa: E402
+from edgekit.edgetpu.fidelity import (find_pairs, format_parts, format_rows, score_ledger, score_pair,  # noqa: E402
                                          summarize, summarize_parts)
 
 LEDGER = REPO / "tests" / "fixtures" / "evidence"

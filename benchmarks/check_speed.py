@@ -22,8 +22,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgekit import tflite_model  # noqa: E402
-from edgekit.converters.compatibility import check_model  # noqa: E402
+from edgekit.tflite import model as tflite_model  # noqa: E402
+from edgekit.edgetpu.compatibility import check_model  # noqa: E402
 from benchmarks.timing import best_of  # noqa: E402
 from tests.tflite_builder import conv_chain, cut_chain  # noqa: E402
 

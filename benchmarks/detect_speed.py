@@ -118,7 +118,7 @@ class Baseline:
 
 # ------------------------------------------------------------------------------------ the measurement
 def make_images(folder: Path, n: int) -> list[str]:
-    from edgekit.detection_data import make_shapes
+    from edgekit.detection.data import make_shapes
 
     make_shapes(folder, n_images=n, size=(640, 480), seed=0)
     images = sorted(str(p) for p in (folder / "images").glob("*.png"))
@@ -133,7 +133,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=200, help="post-processing runs per image")
     args = ap.parse_args()
 
-    from edgekit import detection
+    from edgekit.board import decode as detection
     from edgekit.devices.detect import open_detector
 
     with tempfile.TemporaryDirectory() as tmp:

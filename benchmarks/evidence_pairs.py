@@ -5,18 +5,18 @@
 For every row of ``tests/fixtures/evidence/SOURCES.tsv`` (and every candidate row given with
 ``--add``, appended to the ledger when it passes), reads ``DIR/owner+name/<model_path>`` and
 ``<compiled_path>`` (and the log, where the row names one), checks that the compiled model was made
-from that CPU model (:func:`edgekit.converters.fidelity.pair_problem`), and writes under
+from that CPU model (:func:`edgekit.edgetpu.fidelity.pair_problem`), and writes under
 ``tests/fixtures/evidence/pairs/``:
 
-* ``<id>.tflite.gz``: the CPU model with its weights zeroed (:func:`~edgekit.converters.fidelity.weightless`);
+* ``<id>.tflite.gz``: the CPU model with its weights zeroed (:func:`~edgekit.edgetpu.fidelity.weightless`);
 * ``<id>.json``: the compiler's placement, read from the compiled model and the log.
 
 A weightless copy must score exactly as its original does; a pair where it does not is refused.
 ``DIR`` defaults to ``../shared/evidence/files`` (where the fetched repositories' files are kept;
 nothing of them but these derived files enters the repository). Rows whose files are absent are
 left as they are. Prints what it did, the regression table and its figures on each part of the ledger
-(fitting, validation: :func:`~edgekit.converters.fidelity.ledger_part`); ``--audit`` also prints, per rule,
-the pairs that agree with it and the ones that contradict it (:func:`~edgekit.converters.fidelity.rule_evidence`).
+(fitting, validation: :func:`~edgekit.edgetpu.fidelity.ledger_part`); ``--audit`` also prints, per rule,
+the pairs that agree with it and the ones that contradict it (:func:`~edgekit.edgetpu.fidelity.rule_evidence`).
 """
 
 from __future__ import annotations
@@ -33,8 +33,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgekit import tflite_model  # noqa: E402
-from edgekit.converters.fidelity import (LEDGER_COLUMNS, format_parts, format_rows, ledger_pairs,  # noqa: E402
+from edgekit.tflite import model as tflite_model  # noqa: E402
+from edgekit.edgetpu.fidelity import (LEDGER_COLUMNS, format_parts, format_rows, ledger_pairs,  # noqa: E402
                                          ledger_part, pair_files, pair_id, pair_problem, placement, read_ledger,
                                          rule_evidence, score, score_ledger, weightless)
 from edgekit.errors import EdgekitError  # noqa: E402

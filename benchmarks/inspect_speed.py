@@ -19,7 +19,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from benchmarks.timing import best_of  # noqa: E402
-from edgekit import tflite_model  # noqa: E402
+from edgekit.tflite import model as tflite_model  # noqa: E402
 from tests.tflite_builder import fc_chain  # noqa: E402
 
 

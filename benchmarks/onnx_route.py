@@ -109,7 +109,7 @@ def prepare_digits() -> tuple[Path, Path]:
 def prepare_yolo() -> tuple[Path, Path]:
     """A copy of the trained YOLOv8 fixture and 300 calibration images from the writer of its training set, with
     another seed."""
-    from edgekit.detection_data import make_shapes
+    from edgekit.detection.data import make_shapes
 
     s = json.loads((EXPORTS / "manifest.json").read_text())["shapes"]
     calib = OUT / "shapes_calib"

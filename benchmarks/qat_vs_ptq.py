@@ -50,8 +50,8 @@ def main(argv: list[str] | None = None) -> int:
     import numpy as np
     import tensorflow as tf
 
-    from edgekit import tflite_model
-    from edgekit.converters.compatibility import check_model
+    from edgekit.tflite import model as tflite_model
+    from edgekit.edgetpu.compatibility import check_model
     from edgekit.training.archs import BN_MOMENTUM
     from edgekit.training.digits import load_folder, write_digits
 

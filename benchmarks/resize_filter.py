@@ -13,8 +13,8 @@ feeding a model trained on Keras-resized images through each of edgekit's filter
   (``keras.ops.image.resize``, bilinear, no antialias), scaled to 0..1, a few epochs;
 * test: fresh crops, the same crops through four resizes: Keras's (what the model was trained
   on), edgekit ``bilinear`` (Pillow), edgekit ``lanczos`` (Pillow, the default) and edgekit ``keras``
-  (:func:`edgekit.preprocess.resize_like_keras`, rounded to uint8), each through
-  :func:`edgekit.preprocess.pixels` as ``classify`` does;
+  (:func:`edgekit.board.preprocess.resize_like_keras`, rounded to uint8), each through
+  :func:`edgekit.board.preprocess.pixels` as ``classify`` does;
 
 and prints, per seed, the float model's accuracy under each, the paired difference of each edgekit
 filter against the training resize (Tango's paired interval, exact McNemar p), and how often the
@@ -88,7 +88,7 @@ def edgekit_resize(images: list, resize: str) -> "np.ndarray":
     """edgekit's preprocessing (the function classify and calibration use), scaling 0..1."""
     import numpy as np
 
-    from edgekit.preprocess import PreprocessSpec, to_float
+    from edgekit.board.preprocess import PreprocessSpec, to_float
 
     spec = PreprocessSpec(SIZE, SIZE, "RGB", resize, (0.0,), (255.0,))
     return np.stack([to_float(im, spec) for im in images])
@@ -98,7 +98,7 @@ def run_seed(seed: int, images: list, args: argparse.Namespace) -> dict:
     import keras
     import numpy as np
 
-    from edgekit import metrics
+    from edgekit.results import metrics
     from edgekit.training.archs import small_cnn
 
     rng = np.random.default_rng(seed)

@@ -12,11 +12,11 @@ _LAZY = {
     "compile": "edgekit.api",
     "evaluate": "edgekit.api", "benchmark": "edgekit.api", "quantize": "edgekit.api", "inspect": "edgekit.api",
     "deploy": "edgekit.api", "train": "edgekit.api", "cut": "edgekit.api",
-    # edgekit/build.py is a module (`from edgekit import build`); calling it is the API's build (build_bundle)
+    # edgekit/pipeline/build.py is a module (`from edgekit import build`); calling it is the API's build (build_bundle)
     "build": None,
     "Model": "edgekit.api",
     # the small records a user handles: a class score (classify) and a detected object with its box (detect)
-    "Class": "edgekit.results", "Object": "edgekit.detection", "BBox": "edgekit.detection",
+    "Class": "edgekit.results", "Object": "edgekit.board.decode", "BBox": "edgekit.board.decode",
     "Verdict": "edgekit.results", "Target": "edgekit.results",
     "Confidence": "edgekit.results", "Decision": "edgekit.results", "CheckResult": "edgekit.results",
     "CompileResult": "edgekit.results", "ClassifyResult": "edgekit.results", "EvaluateResult": "edgekit.results",
@@ -40,7 +40,7 @@ def __getattr__(name):
     import importlib
 
     module = _LAZY[name]
-    value = importlib.import_module("edgekit." + name) if module is None else getattr(importlib.import_module(module),
+    value = importlib.import_module("edgekit.pipeline." + name) if module is None else getattr(importlib.import_module(module),
                                                                                       name)
     globals()[name] = value
     return value

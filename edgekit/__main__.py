@@ -1,3 +1,3 @@
-from edgekit.cli import main
+from edgekit.cli.commands import main
 
 main()

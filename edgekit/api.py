@@ -22,20 +22,20 @@ from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Tuple, Unio
 
 from edgekit.errors import InputError, UsageError
 from edgekit.flags import default as _cli
-from edgekit.options import Floats, PathLike
-from edgekit.options import floats as _floats, is_onnx_proto as _is_onnx_proto
-from edgekit.options import quantize_options as _quantize_options, size as _size
+from edgekit.pipeline.options import Floats, PathLike
+from edgekit.pipeline.options import floats as _floats, is_onnx_proto as _is_onnx_proto
+from edgekit.pipeline.options import quantize_options as _quantize_options, size as _size
 from edgekit.report import SILENT, Reporter
 if TYPE_CHECKING:  # pragma: no cover - each function imports its own result type (a command pays for its own)
     import numpy as np
     import onnx
 
-    from edgekit.detection import Object
+    from edgekit.board.decode import Object
     from edgekit.results import (BenchmarkResult, CheckResult, Class, ClassifyResult, CompileResult,
                                  DeployResult, DetectionEvaluateResult, DetectResult, DevicesResult, DoctorResult,
                                  EvaluateResult, InspectResult, QuantizeResult, Timing, TrainResult, CallTiming)
 
-# build: edgekit.build (the module edgekit/build.py, callable: its build_bundle) takes the same keywords.
+# build: edgekit.pipeline.build (the module edgekit/pipeline/build.py, callable: its build_bundle) takes the same keywords.
 __all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "benchmark", "quantize", "inspect",
            "devices",
            "doctor", "deploy", "train", "cut"]
@@ -250,7 +250,7 @@ class Model:
 
     @property
     def preprocess(self) -> Any:
-        """The :class:`edgekit.preprocess.PreprocessSpec` images go through (size, filter, mean/std, channels)."""
+        """The :class:`edgekit.board.preprocess.PreprocessSpec` images go through (size, filter, mean/std, channels)."""
         return self._clf.spec
 
     @property
@@ -273,7 +273,7 @@ class Model:
         """
         import numpy as np
 
-        from edgekit import preprocess
+        from edgekit.board import preprocess
 
         clf = self._clf
         if isinstance(image, np.ndarray) and image.shape == clf._input_shape and image.dtype == clf.input_dtype:
@@ -286,7 +286,7 @@ class Model:
 
     def infer(self, tensor: "np.ndarray") -> Tuple["np.ndarray", ...]:
         """Run one input tensor; every output, dequantized (float32), in the interpreter's order."""
-        from edgekit.preprocess import dequantize
+        from edgekit.board.preprocess import dequantize
 
         opened = self._clf.opened
         interp = opened._live()
@@ -298,7 +298,7 @@ class Model:
     @property
     def outputs(self) -> Tuple["np.ndarray", ...]:
         """The outputs of the last run, dequantized (what a task layer such as detection decodes)."""
-        from edgekit.preprocess import dequantize
+        from edgekit.board.preprocess import dequantize
 
         interp = self._clf.opened._live()
         return tuple(dequantize(interp.get_tensor(d["index"]), float(d["quantization"][0]) or None,
@@ -321,7 +321,7 @@ class Model:
     def detect(self, image: Any, conf: float = _cli("detect", "conf"), iou: float = _cli("detect", "iou"),
                max_det: int = _cli("detect", "max_det"), layout: Optional[str] = None, *, channels: str = "RGB",
                scale: Optional[float] = None) -> list[Object]:
-        """The objects in one image, best first, as :class:`~edgekit.detection.Object` records (``id``, ``score``,
+        """The objects in one image, best first, as :class:`~edgekit.board.decode.Object` records (``id``, ``score``,
         ``label``, ``bbox`` in the image's own pixels), like pycoral's ``detect.get_objects``.
 
         ``image``: a file path, a PIL image or an HxWx3 uint8 array (HxW for a 1-channel model; any other value is an
@@ -460,7 +460,7 @@ class Model:
         """:meth:`time` given an image: the public call run ``1 + warmup + n`` times, each run's parts read back."""
         import inspect as python_inspect
 
-        from edgekit.devices.latency import summarize
+        from edgekit.board.latency import summarize
         from edgekit.results import CallTiming, Timing
 
         task = "classify" if self._clf.not_a_classifier is None else "detect"
@@ -570,11 +570,11 @@ def detect(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Path
 def _for_board(model: PathLike, on: Any, report: Reporter, labels: Optional[PathLike] = None,
                layout: Optional[str] = None) -> Iterator[tuple]:
     """(model, labels) as a board run takes them: with ``on``, a .tflite is bundled on the fly in a temporary
-    folder with its labels (:func:`edgekit.build.board_bundle`, said in a note); a bundle, or a run here, as given."""
+    folder with its labels (:func:`edgekit.pipeline.build.board_bundle`, said in a note); a bundle, or a run here, as given."""
     if on is None or os.path.isdir(model) or not os.fsdecode(model).lower().endswith(".tflite"):
         yield model, labels
         return
-    from edgekit.build import board_bundle
+    from edgekit.pipeline.build import board_bundle
 
     with board_bundle(model, report, labels, layout) as bundle:
         yield bundle, None
@@ -591,8 +591,9 @@ def check(model: PathLike, *, min_runtime: int = _cli("check", "min_runtime"), a
     """
 
     from edgekit.results import CheckResult
-    from edgekit import edgetpu_package, tflite_model
-    from edgekit.converters import compatibility
+    from edgekit.tflite import edgetpu_package
+    from edgekit.tflite import model as tflite_model
+    from edgekit.edgetpu import compatibility
 
     info = tflite_model.load(model)
     report = compatibility.check_model(info, min_runtime, allow_multiple_subgraphs)
@@ -625,8 +626,10 @@ def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runti
     """
 
     from edgekit.results import CheckResult, CompileResult, CompilerOutput
-    from edgekit import compile_via, tflite_model
-    from edgekit.converters import compatibility, edgetpu_compiler as etc
+    from edgekit.edgetpu import compile_via
+    from edgekit.tflite import model as tflite_model
+    from edgekit.edgetpu import compatibility
+    from edgekit.edgetpu import compiler as etc
     from edgekit.errors import CompilerError, MissingDependencyError
 
     info = tflite_model.load(model)
@@ -675,7 +678,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     matplotlib), each ``against`` model beside ``model``. A YOLO detector whose decode runs inside it is offered
     ``edgekit cut`` (``cut`` in the result); ``try_cut``: cut it in memory and score it on the same data too.
     """
-    from edgekit.detection_data import is_detection_data
+    from edgekit.detection.data import is_detection_data
     from edgekit.errors import UsageError
 
     against = tuple(os.fsdecode(a) for a in against or ())
@@ -685,7 +688,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
         if reference:
             raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
                              "--against")
-        from edgekit import detection_eval
+        from edgekit.devices import evaluate_detector as detection_eval
 
         return _drop_gate(detection_eval.evaluate_detector(
             model, data, images=images, against=against,
@@ -719,7 +722,7 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
 
 
 def _plots_module() -> Any:
-    from edgekit import plots
+    from edgekit.devices import plots
 
     return plots
 
@@ -868,7 +871,7 @@ def quantize(model: Union[PathLike, "onnx.ModelProto"], *, output: Optional[Path
     from edgekit.results import RefusedQuantize
     from edgekit.results.quantize import RefusedPreprocess
 
-    from edgekit.options import model_file
+    from edgekit.pipeline.options import model_file
 
     options = dict(locals())
     try:
@@ -890,8 +893,8 @@ def inspect(model: PathLike) -> InspectResult:
     """``edgekit inspect``: a .tflite model's I/O, quantization, ops and shapes (no TensorFlow)."""
     import dataclasses
 
-    from edgekit import tflite_model
-    from edgekit.exporter_metadata import exporter_metadata
+    from edgekit.tflite import model as tflite_model
+    from edgekit.tflite.exporter_metadata import exporter_metadata
 
     info = tflite_model.load(model)
     return dataclasses.replace(tflite_model.summary(info), exporter=exporter_metadata(os.fsdecode(model), info))
@@ -907,7 +910,7 @@ def devices() -> DevicesResult:
 
 def doctor() -> DoctorResult:
     """``edgekit doctor``: this machine checked for running and compiling Edge TPU models (``ok``: none failed)."""
-    from edgekit import doctor as doctor_mod
+    from edgekit.doctor import diagnose as doctor_mod
 
     return doctor_mod.report(doctor_mod.run_checks())
 
@@ -949,7 +952,7 @@ def train(data: PathLike, *, output: PathLike, arch: str = _cli("train", "arch")
 def cut(model: PathLike, *, output: Optional[PathLike] = None, report: Reporter = SILENT) -> Any:
     """``edgekit cut``: a YOLO detector (.tflite) cut before its decode, so that all of it maps to the Edge TPU
     (default output ``<model>_cut.tflite``); a :class:`edgekit.results.CutResult`."""
-    from edgekit.converters.detector_cut import cut as cut_model
+    from edgekit.detection.cut import cut as cut_model
     from edgekit.results import CutResult
 
     return CutResult.of_cut(cut_model(model, output, report=report))

@@ -3,8 +3,8 @@
 Each :class:`Option` holds its flags, the name it has in Python (the keyword of :mod:`edgekit.api` and
 the parameter of the click command), its value's type, default and help text. :data:`COMMANDS` lists
 which command takes which, in the order ``--help`` shows them. From this one table come the click
-options (:mod:`edgekit.cli`), ``--help``, the option tables of ``docs/commands/*.md``
-(:mod:`edgekit.cli_docs`) and the defaults of :mod:`edgekit.api`. An option that two commands take with
+options (:mod:`edgekit.cli.commands`), ``--help``, the option tables of ``docs/commands/*.md``
+(:mod:`edgekit.cli.docs`) and the defaults of :mod:`edgekit.api`. An option that two commands take with
 the same meaning is one declaration (``--device``, the SSH options, quantize's options in build); where
 the meaning or default differs (``-m`` of classify and of evaluate), there are two.
 

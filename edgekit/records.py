@@ -9,7 +9,7 @@ A result type declares its fields in the order of its document; :class:`Record` 
 - a nested :class:`Record` is its own document; ``Tuple[X, ...]`` is a list (``Tuple[X, Y]`` one of that
   length); a ``Union`` is the first of its types that takes the value;
 - a frozen dataclass of edgekit's that is no Record but has ``to_dict()``/``from_dict()`` (a
-  :class:`~edgekit.preprocess.PreprocessSpec`, a manifest's :class:`~edgekit.manifest.FileEntry`: modules
+  :class:`~edgekit.board.preprocess.PreprocessSpec`, a manifest's :class:`~edgekit.board.manifest.FileEntry`: modules
   shipped to a Python 3.7 board, which cannot import this one) is its own document too, its keys named after
   its fields checked against their types before its own ``from_dict`` reads it;
 - ``Mapping[K, V]`` is an object; ``Any`` holds a sub-document as it is, at most :data:`MAX_DEPTH` deep; both

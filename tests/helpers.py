@@ -5,7 +5,7 @@ from __future__ import annotations
 import signal
 from pathlib import Path
 
-from edgekit.preprocess import spec_from_input_quantization
+from edgekit.board.preprocess import spec_from_input_quantization
 from tests.conftest import shared_file
 
 MODEL = "mobilenet_v1_0.25_128_quant.tflite"            # Coral's MobileNet and its compiled twin
@@ -18,7 +18,8 @@ def make_bundle(target: Path, mean: tuple[float, ...] | None = None, std: tuple[
 
     ``mean``/``std`` record another preprocessing than the one the model's input implies.
     """
-    from edgekit import build, manifest
+    from edgekit.pipeline import build
+    from edgekit.board import manifest
     from edgekit.results.build import BundleInput, BundleManifest, BundleModels, BundleReports, BundleVersions
 
     spec = SPEC if mean is None else type(SPEC)(128, 128, mean=mean, std=std)
@@ -46,7 +47,7 @@ def with_quantization(model: bytes, tensor: int, scale: float | None = None, zer
     as a damaged or hostile file would hold them."""
     import struct
 
-    from edgekit.flatbuffer import _Reader
+    from edgekit.board.flatbuffer import _Reader
 
     r = _Reader(model)
     root = r.table(r.deref(0, "root table"), "model")

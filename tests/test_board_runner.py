@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.devices import backends, board_runner, remote
-from edgekit.devices.classifier import load_bundle
+from edgekit.devices import remote
+from edgekit.board import backends
+from edgekit.board import runner as board_runner
+from edgekit.board.classifier import load_bundle
 from tests.conftest import REPO
 from tests.helpers import default_stop_signals
 
@@ -60,15 +62,15 @@ def test_shipped_file_imports_only_the_allowlist(rel):
 
 
 def _is_name_in_shipped(name: str) -> bool:
-    """``from edgekit.classes import top_k`` names a function of a shipped module, not a module."""
+    """``from edgekit.board.classes import top_k`` names a function of a shipped module, not a module."""
     module = name.rsplit(".", 1)[0].replace(".", "/") + ".py"
     return module in SHIPPED
 
 
 def test_the_allowlist_check_catches_a_forbidden_import(tmp_path):
     bad = tmp_path / "bad.py"
-    bad.write_text("def f():\n    import click\n    from edgekit.devices import backends\n")
-    assert {"click", "edgekit.devices.backends"} <= _imports(bad)
+    bad.write_text("def f():\n    import click\n    from edgekit.board import backends\n")
+    assert {"click", "edgekit.board.backends"} <= _imports(bad)
 
 
 def test_vermin_says_python_37_is_enough():
@@ -101,7 +103,7 @@ def test_runner_standalone_on_the_board(tmp_path):
         (runtime / rel).parent.mkdir(parents=True, exist_ok=True)
         (runtime / rel).write_bytes(path.read_bytes())
     image = str(shared_file("cat.bmp"))
-    proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
+    proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle",
                            "../bundles/m", "--top-k", "1", image], cwd=runtime, capture_output=True, text=True)
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
@@ -109,11 +111,11 @@ def test_runner_standalone_on_the_board(tmp_path):
     assert doc["device"] == "cpu" and doc["model"] == "../bundles/m/mobilenet_v1_0.25_128_quant.tflite"
     lines = proc.stderr.splitlines()  # the one note, no "Exception ignored in Delegate.__del__" traceback after it
     assert len(lines) == 1 and lines[0].startswith("note: running the CPU model"), proc.stderr
-    missing = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
+    missing = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle",
                               "../bundles/none", image], cwd=runtime, capture_output=True, text=True)
     assert missing.returncode == 3 and missing.stderr.startswith("error: ../bundles/none: no such bundle folder")
     (tmp_path / "bundles" / "m" / "labels.txt").write_text("changed\n")
-    changed = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
+    changed = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle",
                               "../bundles/m", image], cwd=runtime, capture_output=True, text=True)
     assert changed.returncode == 3 and "labels.txt has changed since the bundle was built" in changed.stderr
 
@@ -148,7 +150,7 @@ def test_no_edge_tpu_on_the_board_says_what_to_check_there(tmp_path, device, che
     for rel, path in SHIPPED.items():
         (runtime / rel).parent.mkdir(parents=True, exist_ok=True)
         (runtime / rel).write_bytes(path.read_bytes())
-    proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.devices.board_runner", "classify", "--bundle",
+    proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle",
                            "../bundles/m", "--device", device, str(shared_file("cat.bmp"))],
                           cwd=runtime, capture_output=True, text=True)
     assert proc.returncode == 9
@@ -180,7 +182,7 @@ def test_runtime_there_but_no_edge_tpu(tmp_path, monkeypatch, device, check, oth
     monkeypatch.setattr("ctypes.CDLL", lambda name: object())  # the library is there
     # by its bare name, untested: a stand-in backend cannot be proven in a child process (test_delegate_probe.py)
     monkeypatch.setenv("EDGEKIT_DELEGATE_PROBE", "0")
-    monkeypatch.setattr("edgekit.devices.delegate_probe.resolve_library", lambda *args, **kwargs: None)
+    monkeypatch.setattr("edgekit.board.delegate_probe.resolve_library", lambda *args, **kwargs: None)
     with pytest.raises(DeviceError) as caught:
         load_bundle(str(make_bundle(tmp_path / "m")), device)
     error = caught.value
@@ -237,7 +239,7 @@ def _good(stream):
 _FIRST_FRAME = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from edgekit import preprocess
+from edgekit.board import preprocess
 out = {}
 for path in sys.argv[2:]:
     width, height = preprocess.image_size(path)
@@ -285,7 +287,7 @@ def test_a_multi_frame_image_is_its_first_frame_on_old_and_new_pillow(tmp_path):
 _SWEEP = """
 import json, os, sys, time
 sys.path.insert(0, sys.argv[1])
-from edgekit.devices import board_runner as r
+from edgekit.board import runner as r
 print(json.dumps(sorted(r.remove_stale(sys.argv[2], r.STAGING_PREFIX, legacy=True))))
 """
 
@@ -317,7 +319,7 @@ def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
     (outside / "keep").write_bytes(b"x")
     (root / f"{prefix}{dead}-link_123").symlink_to(outside)
     (root / f"{prefix}{dead}-file_123").write_bytes(b"x")
-    hold = ("import sys; sys.path.insert(0, sys.argv[1]); from edgekit.devices import board_runner as r; "
+    hold = ("import sys; sys.path.insert(0, sys.argv[1]); from edgekit.board import runner as r; "
             "f, l = r.make_work_folder(sys.argv[3], sys.argv[2]); print(f, flush=True); sys.stdin.read()")
     held = subprocess.Popen([str(TARGET_PYTHON), "-c", hold, str(REPO), str(root), prefix],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
@@ -343,7 +345,7 @@ def test_a_stop_while_a_copy_is_renamed_into_place_waits_for_the_renames():
     with 143 through its clean-up: a stop never leaves half of a copy renamed in (under the board's Python)."""
     from tests.test_remote import TARGET_PYTHON
 
-    script = ("import os, signal, sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.devices import board_runner as r\n"
+    script = ("import os, signal, sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.board import runner as r\n"
               "r._stop_on_signals()\nheld = r._defer_stops()\nos.kill(os.getpid(), signal.SIGTERM)\n"
               "print('renamed', flush=True)\ntry:\n    r._allow_stops(held)\n    print('not stopped', flush=True)\n"
               "finally:\n    print('cleaned up', flush=True)\n")
@@ -363,7 +365,7 @@ def test_a_killed_runner_its_parent_has_not_reaped_counts_as_gone():
     import sys
     import time
 
-    from edgekit.devices.board_runner import _process_gone
+    from edgekit.board.runner import _process_gone
 
     if not sys.platform.startswith("linux"):
         pytest.skip("/proc is Linux's")

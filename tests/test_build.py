@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from edgekit import manifest
-from edgekit.cli import cli
+from edgekit.board import manifest
+from edgekit.cli.commands import cli
 from edgekit.devices import classify as C
-from edgekit.model_record import ModelRecord, sidecar_path
+from edgekit.tflite.model_record import ModelRecord, sidecar_path
 from tests.converters.test_edgetpu_compiler import standin  # noqa: F401  (a fixture)
 
 pytestmark = pytest.mark.tf
@@ -233,7 +233,7 @@ def test_build_from_a_compiled_model_bundles_it_with_its_cpu_twin(testdata, tmp_
 def test_a_detector_bundles_accuracy_is_shown_in_its_text():
     """build's text for a detector built with --eval: the manifest's accuracy is a DetectorAccuracy (records, read
     by attribute), its mAP line and the detect command to run."""
-    from edgekit.preprocess import PreprocessSpec
+    from edgekit.board.preprocess import PreprocessSpec
     from edgekit.results.build import (BuildResult, BundleInput, BundleManifest, BundleModels, BundleReports,
                                        BundleVersions, DetectorAccuracy)
     from edgekit.results.evaluate import DetectionProtocol, DetectorScore

@@ -13,7 +13,7 @@ import click
 from click.testing import CliRunner
 
 from edgekit import __version__
-from edgekit.cli import cli
+from edgekit.cli.commands import cli
 from edgekit.errors import EXIT_CODES, InputError
 from tests.conftest import shared_file
 
@@ -23,7 +23,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_version_and_help_import_no_tensorflow():
-    code = ("import sys, time; t=time.perf_counter(); from edgekit.cli import main\n"
+    code = ("import sys, time; t=time.perf_counter(); from edgekit.cli.commands import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit: pass\n"
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
             "assert not [m for m in sys.modules if m.startswith('edgekit.converters.')], 'converters imported'\n")
@@ -103,7 +103,7 @@ def test_exit_codes_are_documented_in_the_readme():
 
 
 def test_json_output_is_strict_json_even_for_non_finite_numbers(capsys):
-    from edgekit.cli import _emit_json
+    from edgekit.cli.commands import _emit_json
 
     _emit_json({"score": float("nan"), "top": [{"score": float("-inf")}, {"score": 0.5}]})
     assert json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in JSON")) == {
@@ -222,7 +222,9 @@ def test_each_bad_input_is_one_line_with_what_to_do(tmp_path, case):
 def test_cli_defaults_are_the_library_constants():
     """edgekit.flags types the defaults as literals (--help must not import converters/): they must stay equal to
     the constants the library uses when called directly."""
-    from edgekit.converters import calibration, compatibility, edgetpu_compiler, quantize
+    from edgekit.converters import calibration, quantize
+    from edgekit.edgetpu import compatibility
+    from edgekit.edgetpu import compiler as edgetpu_compiler
 
     def default(command: str, name: str):
         return next(p.default for p in cli.commands[command].params if p.name == name)
@@ -235,7 +237,7 @@ def test_cli_defaults_are_the_library_constants():
         quantize.IO_TYPES)
     assert default("compile", "timeout") == edgetpu_compiler.DEFAULT_TIMEOUT_S
     assert default("check", "min_runtime") == compatibility.COMPILER_DEFAULT_MIN_RUNTIME
-    from edgekit.build import BuildOptions
+    from edgekit.pipeline.build import BuildOptions
 
     built = BuildOptions(quantize=quantize.QuantizeOptions(model="m"), output="o")
     assert default("build", "timeout") == built.timeout == edgetpu_compiler.DEFAULT_TIMEOUT_S
@@ -251,7 +253,8 @@ def test_each_command_function_takes_the_options_edgekit_flags_declares_for_it()
     runs)."""
     import inspect
 
-    from edgekit import cli as cli_module, flags
+    from edgekit import flags
+    from edgekit.cli import commands as cli_module
 
     assert sorted(cli_module._RUNS) == sorted(flags.COMMANDS)
     for name, fn in cli_module._RUNS.items():
@@ -264,8 +267,8 @@ def test_each_command_function_takes_the_options_edgekit_flags_declares_for_it()
 
 
 def test_a_run_builds_the_click_options_of_its_command_alone():
-    """Start-up (issue 25): importing edgekit.cli builds no click command; running one builds that one."""
-    code = ("from edgekit.cli import cli, main\n"
+    """Start-up (issue 25): importing edgekit.cli.commands builds no click command; running one builds that one."""
+    code = ("from edgekit.cli.commands import cli, main\n"
             "assert list(cli.commands._made) == [], cli.commands._made\n"
             "try:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
             "assert list(cli.commands._made) == ['check'], list(cli.commands._made)\n")
@@ -311,7 +314,7 @@ def test_every_error_edgekit_raises_carries_what_to_do():
 
 def test_strict_utf8_for_error_lines_and_json_imports_no_numpy():
     """printable() serves every error line and --json string: it must not pull numpy into a light command."""
-    code = ("import sys\nfrom edgekit.cli import _json_safe\n_json_safe({'name': 'caf\\udce9'})\n"
+    code = ("import sys\nfrom edgekit.cli.commands import _json_safe\n_json_safe({'name': 'caf\\udce9'})\n"
             "assert 'numpy' not in sys.modules, 'numpy imported'\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

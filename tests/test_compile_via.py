@@ -24,8 +24,8 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from edgekit import compile_via
-from edgekit.cli import cli
+from edgekit.edgetpu import compile_via
+from edgekit.cli.commands import cli
 from tests.conftest import REPO, SSHD, shared_file
 from tests.test_light_install import light  # noqa: F401  (a fixture)
 from tests.test_remote import _free_port, _keygen
@@ -537,7 +537,7 @@ def test_via_a_container_without_the_engine_or_its_image_is_exit_4(engine, model
     ("podman", 1000, None, ["--userns=keep-id"]), ("podman", 0, None, [])])  # no answer: the uid decides
 def test_rootless_podman_keeps_the_users_id_and_rootful_podman_does_not(monkeypatch, engine_name, uid, says, extra):
     """(Fails on the old code for the rootful podman machine: it decided by the uid alone.)"""
-    from edgekit.converters.edgetpu_compiler import RunResult
+    from edgekit.edgetpu.compiler import RunResult
 
     monkeypatch.setattr(os, "getuid", lambda: uid)
     monkeypatch.setattr(os, "getgid", lambda: uid)
@@ -576,7 +576,8 @@ def test_one_keyring_for_the_image_doctors_fix_compiles_hint_and_the_docs():
     """Coral's key in one place: the image's recipe, doctor's apt-source fix, compile's install hint and
     docs/commands/compile.md. (Fails on the old code: the hint, doctor and the docs wrote coral.gpg, the
     recipe coral-edgetpu.gpg.)"""
-    from edgekit import compiler_locator as L, doctor_rules
+    from edgekit.edgetpu import compiler_locator as L
+    from edgekit.doctor import rules as doctor_rules
 
     recipe = (Path(compile_via.__file__).parent / "compiler_image" / "Dockerfile").read_text()
     docs = (REPO / "docs" / "commands" / "compile.md").read_text()

@@ -39,7 +39,7 @@ BELOW_FLOAT, ABOVE_FLOAT = 0.01, 0.025   # the issue's point; the int8 exports' 
 def shapes_val(tmp_path_factory) -> Path:
     """The 100 val images ``yolo val`` scored the exports on, regenerated deterministically (as in
     test_exports_runtime.py; its sha256 is checked in test_export_fixtures.py)."""
-    from edgekit.detection_data import make_shapes
+    from edgekit.detection.data import make_shapes
 
     s, v = MANIFEST["shapes"], MANIFEST["shapes"]["val"]
     folder = tmp_path_factory.mktemp("shapes") / "val"
@@ -79,7 +79,7 @@ def test_evaluate_offers_the_cut_and_try_cut_measures_what_it_gives_back(shapes_
     from click.testing import CliRunner
 
     import edgekit
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
 
     name = CUT_256[0]
     plain = edgekit.evaluate(EXPORTS / name, shapes_val)
@@ -137,7 +137,7 @@ def test_detect_on_the_cut_model_finds_the_objects_of_the_uncut_one(name, shapes
 def test_a_compiled_model_is_offered_the_cut_of_its_cpu_twin_then_the_compile(tmp_path):
     """``evaluate -m x_edgetpu.tflite``: the cut takes the CPU twin ``x.tflite`` (a compiled model cannot be cut), then
     the cut model is compiled; with no twin beside it, no offer (nothing to run it on)."""
-    from edgekit.detection_eval import cut_head
+    from edgekit.devices.evaluate_detector import cut_head
     from tests.conftest import shared_file
 
     compiled = shared_file("detection/ppe_yolov8n_full_integer_quant_edgetpu.tflite")
@@ -152,7 +152,7 @@ def test_a_compiled_model_is_offered_the_cut_of_its_cpu_twin_then_the_compile(tm
 def test_try_cut_is_refused_for_a_classifier_with_the_reason(tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
 
     data = tmp_path / "d.npz"
     np.savez(data, x=np.zeros((2, 8, 8, 3), np.uint8), y=np.zeros(2, np.int64))

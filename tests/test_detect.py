@@ -11,11 +11,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from edgekit import detection
-from edgekit.detection import BBox, DetectionLayout, Geometry, Layout, Object
-from edgekit.detection_layout import AmbiguousLayoutError, find_layout
+from edgekit.board import decode as detection
+from edgekit.board.decode import BBox, DetectionLayout, Geometry, Layout, Object
+from edgekit.detection.layout import AmbiguousLayoutError, find_layout
 from edgekit.devices.detect import detect
-from edgekit.devices.detector import DetectReport
+from edgekit.board.detector import DetectReport
 from edgekit.errors import InputError
 from tests.conftest import shared_file
 from tests.detection_models import (image_for, postprocess_model, save_png, slice_model,
@@ -106,7 +106,7 @@ def test_postprocess_op_both_orders(tmp_path, order):
 def _hostile_outputs(monkeypatch, change):
     """The interpreter's outputs for each image, changed by ``change`` (a list of arrays -> a list of arrays) as
     a damaged or hostile model's could be: the real pipeline after the interpreter runs on them."""
-    from edgekit.devices.detector import Detector
+    from edgekit.board.detector import Detector
 
     infer = Detector.infer
     monkeypatch.setattr(Detector, "infer", lambda self, tensor: (change(infer(self, tensor)[0]), 1.0))
@@ -319,7 +319,7 @@ def test_a_zip_of_many_large_members_appended_to_a_model_is_never_read_whole(tmp
     import tracemalloc
 
     import edgekit
-    from edgekit.detection_layout import find_layout
+    from edgekit.detection.layout import find_layout
 
     model = _zip_padded_model(tmp_path, 1500)
     assert model.stat().st_size < 8 << 20
@@ -345,7 +345,7 @@ def test_a_packed_member_is_read_only_within_its_caps(tmp_path):
     import io
     import zipfile
 
-    from edgekit.packed_zip import read_packed
+    from edgekit.tflite.packed_zip import read_packed
 
     def packed(members, compression=zipfile.ZIP_DEFLATED):
         buf = io.BytesIO()
@@ -369,7 +369,7 @@ def test_a_packed_member_is_read_only_within_its_caps(tmp_path):
     lookalike = b"TFL3" + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 3, 3, 0, 0, 0)   # no archive behind it
     assert read_packed(lookalike, everything).skipped is None   # not "3 of its 3 entries not read"
     deep = packed([("metadata.json", "[" * 200000 + "]" * 200000)])
-    from edgekit.detection_layout import appended_zip, ultralytics_metadata
+    from edgekit.detection.layout import appended_zip, ultralytics_metadata
 
     assert ultralytics_metadata(appended_zip(deep)) is None   # RecursionError before: treated as no metadata
 
@@ -444,7 +444,7 @@ def test_records_round_trip():
 
 
 def test_ultralytics_metadata_is_read_into_its_record():
-    from edgekit.detection_layout import UltralyticsMetadata, ultralytics_metadata, ultralytics_names
+    from edgekit.detection.layout import UltralyticsMetadata, ultralytics_metadata, ultralytics_names
 
     def read(doc):
         return ultralytics_metadata({"metadata.json": json.dumps(doc).encode()})
@@ -459,7 +459,7 @@ def test_ultralytics_metadata_is_read_into_its_record():
 
 
 def test_detect_result_is_typed_down_to_each_box():
-    from edgekit.devices.detector import ImageDetections
+    from edgekit.board.detector import ImageDetections
     from edgekit.results import DetectResult
     from edgekit.results.detect import DetectedBox, DetectLayout, ImageObjects
 
@@ -512,7 +512,7 @@ def test_real_compiled_yolov8n_falls_back_to_its_cpu_twin(ppe_model):
 def test_cli_detect_json_and_errors(ppe_model, tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
 
     runner = CliRunner()
     res = runner.invoke(cli, ["detect", str(shared_file("grace_hopper.bmp")), "-m", str(ppe_model), "--json", "-q"])
@@ -565,7 +565,7 @@ def test_pixel_boxes_sharing_an_int8_scale_with_scores_are_warned(tmp_path):
 def test_postprocess_outputs_named_by_tflite_metadata(tmp_path):
     """Without the op (a model whose NMS was cut off, say), TFLite metadata's names say which output is which;
     without them the classes/scores pair is refused rather than guessed."""
-    from edgekit.converters.tflite_metadata import set_metadata
+    from edgekit.tflite.metadata import set_metadata
     from tests.detection_models import tflite_metadata
 
     k = 5
@@ -628,8 +628,8 @@ def test_real_yolov8n_cut_before_its_decode_finds_the_same_boxes(ppe_model, tmp_
     import io
     import zipfile
 
-    from edgekit import tflite_model
-    from edgekit.detection_layout import appended_zip
+    from edgekit.tflite import model as tflite_model
+    from edgekit.detection.layout import appended_zip
     from tests.detection_models import cut_before
 
     info = tflite_model.load(ppe_model)

@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.detection_data import check_classes, make_shapes, read_detection_set, yaml_names
+from edgekit.detection.data import check_classes, make_shapes, read_detection_set, yaml_names
 from edgekit.errors import Caution, EdgekitError, InputError
 from tests.conftest import REPO
 
@@ -30,7 +30,7 @@ def shapes(tmp_path_factory) -> Path:
 
 @pytest.fixture(scope="module")
 def detector(tmp_path_factory) -> Path:
-    from edgekit.detection import anchor_count
+    from edgekit.board.decode import anchor_count
     from tests.detection_models import slice_model
 
     model = tmp_path_factory.mktemp("model") / "yolo3.tflite"
@@ -286,7 +286,7 @@ def test_boxes_outside_their_image_are_clipped_or_skipped_and_counted(shapes, tm
 
 
 def test_two_categories_of_one_name_are_said_and_matched_by_order(shapes, tmp_path):
-    from edgekit.detection_eval import category_map
+    from edgekit.devices.evaluate_detector import category_map
 
     ds = read_detection_set(coco_copy(shapes, tmp_path, _set(("categories", 2, "name"), "rectangle")))
     assert any(isinstance(n, Caution) and "used by more than one category" in n and "ids 0, 2" in n
@@ -312,7 +312,7 @@ def test_a_label_file_that_is_a_folder_and_bad_lines_name_file_and_line(shapes, 
 
 def test_hidden_files_in_images_are_skipped_as_classify_does(shapes, tmp_path):
     """Was: one macOS ``._a.png`` companion (not an image) failed the whole run."""
-    from edgekit.datasets import list_images
+    from edgekit.data.labelled import list_images
 
     root = yolo_copy(shapes, tmp_path)
     (root / "images" / "._shapes_0000.png").write_bytes(b"\x00\x05\x16\x07 AppleDouble")
@@ -362,7 +362,7 @@ def _mutate(doc, rng: random.Random):
 
 def _scores(ds) -> None:
     """What the reader returns, pycocotools scores (its own boxes as detections, and none)."""
-    from edgekit.detection_eval import run_cocoeval
+    from edgekit.devices.evaluate_detector import run_cocoeval
 
     dets = [{"image_id": a["image_id"], "category_id": a["category_id"], "score": 0.9, "bbox": a["bbox"]}
             for a in ds.coco["annotations"]]
@@ -442,7 +442,7 @@ def test_labels_data_yaml_is_read_as_its_names(tmp_path):
 def test_calibration_images_of_a_yolo_images_folder_is_that_folder(tmp_path):
     """``--calib data/images`` (its labels beside it in data/labels) was read as the detection data's root and
     sent quantize to data/images/images ("no such file or folder"); a root still gives its images/."""
-    from edgekit.detection_data import calibration_images, make_shapes
+    from edgekit.detection.data import calibration_images, make_shapes
 
     make_shapes(tmp_path / "calib", n_images=3, seed=1)
     assert calibration_images(tmp_path / "calib" / "images") == str(tmp_path / "calib" / "images")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.detection_data import is_detection_data, make_shapes, read_detection_set
+from edgekit.detection.data import is_detection_data, make_shapes, read_detection_set
 from edgekit.errors import InputError
 
 NAMES = ["rectangle", "ellipse", "triangle"]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from edgekit import cli_docs
-from edgekit.cli import cli
+from edgekit.cli import docs as cli_docs
+from edgekit.cli.commands import cli
 
 
 def test_every_command_has_a_page_whose_option_table_matches_the_cli():
-    assert cli_docs.main(["--check"]) == 0, "run: python -m edgekit.cli_docs"
+    assert cli_docs.main(["--check"]) == 0, "run: python -m edgekit.cli.docs"
     for name, command in cli.commands.items():
         page = (cli_docs.DOCS / f"{name}.md").read_text(encoding="utf-8")
         for param in command.params:
@@ -29,8 +29,8 @@ def test_a_changed_option_makes_the_check_fail(tmp_path, monkeypatch):
 
 
 def test_the_compatibility_page_is_the_rule_table():
-    from edgekit.converters.compatibility import RULES
+    from edgekit.edgetpu.compatibility import RULES
 
     page = cli_docs.RULES_PAGE.read_text(encoding="utf-8")
-    assert page == cli_docs.rules_page(), "run: python -m edgekit.cli_docs"
+    assert page == cli_docs.rules_page(), "run: python -m edgekit.cli.docs"
     assert all(f"| `{op}` |" in page for op in RULES) and f"{len(RULES)} ops" in page

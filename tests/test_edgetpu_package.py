@@ -13,8 +13,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgekit import edgetpu_package, tflite_model
-from edgekit.cli import cli
+from edgekit.tflite import edgetpu_package
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
 from tests.conftest import TESTDATA, shared_file, shared_models
 
 COMPILED = [p for p in shared_models("*_edgetpu.tflite") + shared_models("pairs/*_edgetpu.tflite")]

@@ -47,7 +47,7 @@ def test_manifest_names_the_versions_and_the_figures():
 
 def regenerate_val(folder: Path) -> Path:
     """The val set the detectors were scored on, regenerated with the manifest's parameters."""
-    from edgekit.detection_data import make_shapes
+    from edgekit.detection.data import make_shapes
 
     s, v = MANIFEST["shapes"], MANIFEST["shapes"]["val"]
     make_shapes(folder, n_images=v["n_images"], size=tuple(s["size"]), seed=v["seed"], min_side=s["min_side"],

@@ -93,7 +93,7 @@ def test_the_eps_plugin_is_never_asked_to_load(hostile, monkeypatch):
     """In-process: Pillow's EPS plugin (the one that runs Ghostscript) must not even be offered the file."""
     from PIL import EpsImagePlugin
 
-    from edgekit import preprocess
+    from edgekit.board import preprocess
     from edgekit.errors import InputError
 
     def refuse(*args, **kwargs):
@@ -198,7 +198,7 @@ def test_doctor_leaves_no_child_of_a_hung_compiler(tmp_path):
     exe.write_text(f"#!/bin/sh\nsleep 300 &\necho $! > {pid_file}\nsleep 300\n")
     exe.chmod(0o755)
     start = time.monotonic()
-    from edgekit import doctor
+    from edgekit.doctor import diagnose as doctor
 
     check = doctor.check_compiler(doctor.Probe(env={"EDGETPU_COMPILER": str(exe), "PATH": "/usr/bin:/bin"}), 2.0)
     assert time.monotonic() - start < 30 and "did not answer" in check.detail + (check.fix or "")
@@ -229,7 +229,7 @@ def test_labels_that_contradict_the_recorded_ones_are_warned(hostile):
 def test_only_the_plugin_a_file_names_is_loaded(hostile):
     """The format comes from the file's first bytes, among the README's only: Pillow's EPS reader is never
     even imported, and a BMP loads no other plugin (which also keeps classify's start fast)."""
-    script = ("import sys\nfrom edgekit import preprocess\n"
+    script = ("import sys\nfrom edgekit.board import preprocess\n"
               "try:\n    preprocess.open_image(sys.argv[1])\nexcept Exception as exc:\n    print(type(exc).__name__)\n"
               "preprocess.open_image(sys.argv[2])\n"
               "print(sorted(m for m in sys.modules if m.startswith('PIL.') and m.endswith('ImagePlugin')))\n")
@@ -299,7 +299,7 @@ def test_quantize_eval_errors_name_eval_not_calib(hostile):
     """quantize's --eval data is read by the calibration reader; its errors name --eval, the option at fault."""
     from edgekit.converters import calibration
     from edgekit.errors import InputError, UsageError
-    from edgekit.preprocess import PreprocessSpec
+    from edgekit.board.preprocess import PreprocessSpec
 
     model = hostile / "model.h5"
     model.write_bytes(b"not read: the --eval check comes first")
@@ -320,8 +320,8 @@ def test_check_time_grows_like_reading_the_model_not_quadratically():
     takes to read the same model, measured in this process (so a slow or busy machine slows both). A walk back
     per cut-off op made it quadratic: about 6x the reading time at 6,000 ops (and 166 s at 150,000), linear
     about 0.5x."""
-    from edgekit import tflite_model
-    from edgekit.converters.compatibility import CUT_OFF, check_model
+    from edgekit.tflite import model as tflite_model
+    from edgekit.edgetpu.compatibility import CUT_OFF, check_model
     from tests.tflite_builder import cut_chain
 
     data = cut_chain(6000)
@@ -370,7 +370,8 @@ def test_check_of_a_constant_tflite_refuses_is_exit_3_not_70(tmp_path, op, shape
 def test_build_refuses_inputs_inside_its_output_before_touching_anything(hostile):
     """A bundle that ships its source model or labels is replaced as a whole by ``build -o`` it: the input would
     be deleted. Any input inside -o (as given, or through a link) is exit 2, and the bundle stays as it was."""
-    from edgekit import build, manifest
+    from edgekit.pipeline import build
+    from edgekit.board import manifest
     from edgekit.results.build import BundleManifest
     from tests.helpers import make_bundle
 
@@ -728,7 +729,7 @@ def test_text_safe_escapes_strings_in_typed_results_and_keeps_their_kinds():
     str Enum verdicts kept as the members they are; the result itself (what --json prints) untouched."""
     import types
 
-    from edgekit.cli import _text_safe
+    from edgekit.cli.commands import _text_safe
     from edgekit.results import DetectResult
     from edgekit.results.quantize import Decision, DetectionVerification
 

@@ -63,7 +63,7 @@ def test_quantize_without_tensorflow_names_the_install_command(light, tmp_path, 
 def test_calibration_and_quantize_do_not_import_the_devices_half():
     """Shared things sit below their users (DESIGN.md): image decoding and labels live in preprocess.py and
     classes.py, so converters/ reads images without importing devices/ sideways."""
-    code = ("import sys, edgekit.converters.calibration, edgekit.converters.quantize, edgekit.datasets\n"
+    code = ("import sys, edgekit.converters.calibration, edgekit.converters.quantize, edgekit.data.labelled\n"
             "print(sorted(m for m in sys.modules if m.startswith('edgekit.devices')))")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
                        env={**os.environ, "PYTHONPATH": str(REPO)})

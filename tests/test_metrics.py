@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from edgekit import metrics
+from edgekit.results import metrics
 
 
 def _pairs(n: int, only_a: int, only_b: int, both_wrong: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -9,7 +9,7 @@ import pytest
 from PIL import Image
 
 from edgekit.errors import InputError, UsageError
-from edgekit.preprocess import PreprocessSpec, open_image, prepare, spec_from_input_quantization, to_float
+from edgekit.board.preprocess import PreprocessSpec, open_image, prepare, spec_from_input_quantization, to_float
 from tests.devices.test_classify import _png_header_only
 
 
@@ -109,7 +109,7 @@ def test_float_pixels_outside_every_usual_range_are_refused(tmp_path):
 def test_keras_resize_is_bilinear_with_half_pixel_centres_and_no_antialias():
     """8x8 -> 2x2: each output pixel is the mean of the two middle rows/columns of its 4x4 block (what
     tf.image.resize computes), not the mean of the whole block (what an antialiased filter approaches)."""
-    from edgekit.preprocess import pixels, resize_like_keras
+    from edgekit.board.preprocess import pixels, resize_like_keras
 
     x = np.arange(64, dtype=np.uint8).reshape(8, 8) * 3
     out = resize_like_keras(x, 2, 2)
@@ -124,7 +124,7 @@ def test_keras_resize_is_bilinear_with_half_pixel_centres_and_no_antialias():
 def test_keras_resize_matches_keras_ops_image_resize():
     import keras
 
-    from edgekit.preprocess import resize_like_keras
+    from edgekit.board.preprocess import resize_like_keras
 
     rng = np.random.default_rng(0)
     for shape, size in (((427, 640, 3), (32, 32)), ((90, 100, 3), (224, 224)), ((37, 53, 1), (16, 20))):

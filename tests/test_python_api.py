@@ -21,7 +21,7 @@ from tests.helpers import COMPILED, MODEL
 def test_importing_edgekit_imports_no_tensorflow_click_numpy_or_converters():
     code = ("import sys, edgekit\nassert callable(edgekit.open) and callable(edgekit.check)\n"
             "heavy = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'click', 'numpy', 'PIL')\n"
-            "         or m.startswith(('edgekit.converters', 'edgekit.devices', 'edgekit.cli'))]\n"
+            "         or m.startswith(('edgekit.converters', 'edgekit.devices', 'edgekit.cli.commands'))]\n"
             "print(heavy)")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -189,10 +189,10 @@ CLI_ONLY = {"as_json", "quiet", "port", "identity", "remote_path", "python", "kn
 def test_the_api_takes_every_flag_of_its_command_with_the_same_default(command):
     import click
 
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
 
     cmd = cli.commands[command]
-    function = edgekit.build.build_bundle if command == "build" else getattr(api, command)
+    function = edgekit.pipeline.build.build_bundle if command == "build" else getattr(api, command)
     params = inspect.signature(function).parameters
     ssh = command in ("classify", "benchmark")
     for p in cmd.params:
@@ -232,7 +232,7 @@ def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits
     assert isinstance(ev, EvaluateResult) and ev.samples > 0 and ev.top1 > 0.5 and ev.reference is None
     assert EvaluateResult.from_dict(ev.to_dict()) == ev
     assert "int8 top-1" in ev.render_text()
-    b = edgekit.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
+    b = edgekit.pipeline.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
                       holdout=32, no_compile=True)
     assert isinstance(b, BuildResult) and b.manifest.models.edgetpu is None
     assert BuildResult.from_dict(b.to_dict()) == b and "Run it: edgekit classify" in b.render_text()
@@ -242,13 +242,13 @@ def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits
 
 
 def test_edgekit_build_is_both_the_api_call_and_the_module():
-    """``from edgekit import build`` (the module, as before) and ``edgekit.build(model, output=...)`` both hold."""
-    from edgekit import build as build_module
+    """``from edgekit import build`` (the module, as before) and ``edgekit.pipeline.build(model, output=...)`` both hold."""
+    from edgekit.pipeline import build as build_module
 
-    assert callable(edgekit.build) and edgekit.build is build_module
+    assert callable(edgekit.pipeline.build) and edgekit.pipeline.build is build_module
     assert callable(build_module.write_bundle)
     with pytest.raises(TypeError):  # the API's signature: output is a required keyword
-        edgekit.build("model.keras")
+        edgekit.pipeline.build("model.keras")
 
 
 # ------------------------------------------------------------------ what is no image, or no path (issue 31)

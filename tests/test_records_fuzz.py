@@ -19,7 +19,7 @@ from typing import Any, Callable, Iterator, List, Tuple
 import pytest
 
 from edgekit import results
-from edgekit.cli import _json_text
+from edgekit.cli.commands import _json_text
 from edgekit.records import shown
 from tests.test_docs_json import TYPES, examples, result_type
 
@@ -184,7 +184,7 @@ def test_right_types_are_kept_as_written():
 
 
 def test_the_layout_kinds_are_the_runtimes():
-    from edgekit.detection import Layout
+    from edgekit.board.decode import Layout
 
     kinds = typing.get_args(typing.get_type_hints(results.DetectLayout)["kind"])
     assert set(kinds) == {k.value for k in Layout}

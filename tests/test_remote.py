@@ -21,9 +21,9 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli import cli
-from edgekit.devices import board_runner
-from edgekit.preprocess import spec_from_input_quantization
+from edgekit.cli.commands import cli
+from edgekit.board import runner as board_runner
+from edgekit.board.preprocess import spec_from_input_quantization
 from tests.conftest import REPO, SSHD, shared_file
 from tests.helpers import default_stop_signals, make_bundle
 
@@ -218,7 +218,7 @@ def test_classify_on_python37_feeds_the_same_tensor(sshd, deployed, tmp_path):
         pytest.skip(f"no Python 3.7 board venv ({PY37}): make venv-py37 (needs a python3.7, e.g. pyenv install 3.7.16)")
     import numpy as np
 
-    from edgekit import preprocess
+    from edgekit.board import preprocess
 
     images = [str(shared_file("cat.bmp")), str(shared_file("grace_hopper.bmp"))]
     ours, theirs, remote = _classify_both(sshd, deployed, images, PY37, "-k", "5")
@@ -256,7 +256,7 @@ def test_classify_on_python37_scores_within_a_few_quanta_of_the_local_run(sshd, 
     """
     if TARGET_PYTHON != PY37:
         pytest.skip(f"no Python 3.7 board venv ({PY37}): make venv-py37 (needs a python3.7, e.g. pyenv install 3.7.16)")
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
 
     output = tflite_model.load(deployed.bundle / f"{MODEL}.tflite").outputs[0].quantization
     assert output.zero_point == 0 and output.scale == 1 / 256
@@ -800,7 +800,7 @@ def stand_in(monkeypatch, tmp_path):
     only how edgekit reads answers, every case of it quickly; the real ssh path is tested above."""
     import shlex
 
-    from edgekit import manifest
+    from edgekit.board import manifest
     from edgekit.devices import remote
 
     bundle = make_bundle(tmp_path / "b")
@@ -987,8 +987,9 @@ def test_a_board_error_of_any_length_is_one_line_of_a_bounded_length_stand_in(st
 # ------------------------------------------------------------------------------------ detect --on
 def make_detector_bundle(target: Path) -> Path:
     """A bundle of the real Ultralytics YOLOv8n export and its compiled twin, English labels, pixels / 255."""
-    from edgekit import build, manifest
-    from edgekit.preprocess import PreprocessSpec
+    from edgekit.pipeline import build
+    from edgekit.board import manifest
+    from edgekit.board.preprocess import PreprocessSpec
     from edgekit.results.build import BundleInput, BundleManifest, BundleModels, BundleReports, BundleVersions
 
     cpu, tpu = "ppe_yolov8n_full_integer_quant.tflite", "ppe_yolov8n_full_integer_quant_edgetpu.tflite"
@@ -1020,7 +1021,7 @@ def test_detect_on_python37_board_finds_what_the_local_run_finds(sshd, tmp_path)
     assert theirs["layout"] == ours["layout"] and ours["layout"]["letterbox"]
     a, b = ours["results"][0]["objects"], theirs["results"][0]["objects"]
     assert [o["label"] for o in a] == [o["label"] for o in b] and "person" in [o["label"] for o in a]
-    from edgekit.detection import box_iou
+    from edgekit.board.decode import box_iou
 
     for x, y in zip(a, b):   # on this 255-op model the two builds differ by up to ~5 px and 0.04 in score
         assert abs(x["score"] - y["score"]) < 0.08, (a, b)
@@ -1034,7 +1035,7 @@ def test_detect_on_python37_board_finds_what_the_local_run_finds(sshd, tmp_path)
 
 def _board_detect_answer(**change) -> bytes:
     """A detect document as a board's runner prints it for one image 000000.png (64x48), ``change`` applied."""
-    from edgekit.detection import DetectionLayout, Layout
+    from edgekit.board.decode import DetectionLayout, Layout
 
     layout = DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict()
     obj = {"id": 1, "label": None, "score": 0.9, "bbox": {"xmin": 1.0, "ymin": 2.0, "xmax": 64.0, "ymax": 48.0}}
@@ -1065,7 +1066,7 @@ def test_a_board_detect_answer_is_checked_against_what_was_sent(change, says):
     """Issue 31: a board's detect answer was taken whatever it said. Now what it echoes must be what was sent, and
     its boxes must lie in their images: anything else is a malformed answer (exit 9)."""
     from edgekit.devices import board_protocol
-    from edgekit.detection import DetectionLayout, Layout
+    from edgekit.board.decode import DetectionLayout, Layout
 
     asked = board_protocol.DetectAsked(0.25, 0.45, 100, json.loads(json.dumps(
         DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict())))

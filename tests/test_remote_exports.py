@@ -31,7 +31,7 @@ FLIP = 0.1    # how far apart the scores of a box that changed class may be (see
 def images(tmp_path_factory) -> list:
     """Five of the val images ``yolo val`` scored the exports on: those of the first 30 where the host finds objects
     with both exports at the default --conf (the nano models were trained 40 epochs: most images get none)."""
-    from edgekit.detection_data import make_shapes
+    from edgekit.detection.data import make_shapes
 
     s, v = MANIFEST["shapes"], MANIFEST["shapes"]["val"]
     folder = tmp_path_factory.mktemp("shapes") / "val"

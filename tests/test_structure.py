@@ -123,7 +123,7 @@ def test_the_walk_sees_lazy_imports_and_finds_a_circle():
     """The checker itself: a function-local import counts, and a two-module circle is reported."""
     edges = {"a": {"b": 3}, "b": {"a": 9}, "c": {"a": 1}}
     assert circles(edges) == [["a", "b"]]
-    assert "edgekit.devices.backends" in graph()["edgekit.devices.classifier"]  # imported inside a function
+    assert "edgekit.board.backends" in graph()["edgekit.board.classifier"]  # imported inside a function
     assert "edgekit.results" in graph()["edgekit.api"]
 
 
@@ -157,20 +157,20 @@ def test_devices_never_import_converters_training_or_tensorflow():
 
 def test_modules_beside_the_halves_do_not_reach_into_devices_or_converters():
     """Shared modules (the reader, preprocessing, records, manifest...) sit below both halves."""
-    shared = ("edgekit.tflite_model", "edgekit.edgetpu_package", "edgekit.flatbuffer", "edgekit.preprocess",
-              "edgekit.classes", "edgekit.model_record", "edgekit.manifest", "edgekit.errors", "edgekit.metrics",
-              "edgekit.report", "edgekit.fileio", "edgekit.datasets", "edgekit._schema_names")
+    shared = ("edgekit.tflite.model", "edgekit.tflite.edgetpu_package", "edgekit.board.flatbuffer", "edgekit.board.preprocess",
+              "edgekit.board.classes", "edgekit.tflite.model_record", "edgekit.board.manifest", "edgekit.errors", "edgekit.results.metrics",
+              "edgekit.report", "edgekit.fileio", "edgekit.data.labelled", "edgekit.tflite.schema_names")
     bad = [f"{MODULES[m].relative_to(PACKAGE.parent)}:{line} imports {target}"
            for m in shared if m in MODULES
            for target, line in graph()[m].items() if target.startswith(("edgekit.devices", "edgekit.converters",
-                                                                        "edgekit.training", "edgekit.cli"))]
+                                                                        "edgekit.training", "edgekit.cli.commands"))]
     assert bad == []
 
 
 def test_the_cpu_twin_rule_of_records_and_of_the_runtime_agree():
     """model_record (below devices/) keeps its own copy of the ``x_edgetpu.tflite`` -> ``x.tflite`` rule."""
-    from edgekit.devices.backends import cpu_twin
-    from edgekit.model_record import cpu_model_path
+    from edgekit.board.backends import cpu_twin
+    from edgekit.tflite.model_record import cpu_model_path
 
     for name in ("m_edgetpu.tflite", "m.tflite", "dir/a_b_edgetpu.tflite", "_edgetpu.tflite", "m_edgetpu",
                  "m_edgetpu.tflite.bak", "m_EDGETPU.tflite"):
@@ -181,7 +181,8 @@ def test_the_board_runners_package_finders_are_twins_of_the_runtime_cores():
     """board_runner's probe runs alone on a board, before the core is there: its copies must stay equal."""
     import inspect
 
-    from edgekit.devices import backends, board_runner
+    from edgekit.board import backends
+    from edgekit.board import runner as board_runner
 
     for name in ("module_available", "google_pycoral_available"):
         assert inspect.getsource(getattr(board_runner, name)) == inspect.getsource(getattr(backends, name)), name
@@ -214,3 +215,70 @@ def test_documents_are_typed_not_string_keyed_dicts():
              for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
              if re.search(r"\b[dD]ict\[str, Any\]", line)]
     assert len(found) <= 11, "\n".join(found)
+
+
+# The floors of the house, bottom first (docs/development.md draws them). A module may import its own floor and
+# those below; each floor is a folder, but for the foundations at the package's root.
+FLOORS = (
+    ("foundations", ("edgekit", "edgekit.errors", "edgekit.fileio", "edgekit.report", "edgekit.flags",
+                     "edgekit.records", "edgekit.ssh")),
+    ("board", ("edgekit.board",)),          # ships to a Python 3.7 board
+    ("results", ("edgekit.results",)),      # the typed documents
+    ("data", ("edgekit.data",)),
+    ("tflite", ("edgekit.tflite",)),
+    ("edgetpu", ("edgekit.edgetpu",)),
+    ("detection", ("edgekit.detection",)),
+    ("devices", ("edgekit.devices",)),
+    ("converters", ("edgekit.converters", "edgekit.training")),
+    ("doctor", ("edgekit.doctor",)),
+    ("pipeline", ("edgekit.pipeline",)),
+    ("api", ("edgekit.api",)),
+    ("cli", ("edgekit.cli", "edgekit.__main__")),
+)
+# Imports that still run up a floor, each to be removed (issue 33, item 3: the result layer at the bottom).
+KNOWN_UPWARD: set[tuple[str, str]] = {
+    ("edgekit.edgetpu.compatibility.check", "edgekit.converters.advice"),
+    ("edgekit.edgetpu.compatibility.check", "edgekit.detection.head"),
+    ("edgekit.results.build", "edgekit.converters.check_summary"),
+    ("edgekit.results.check", "edgekit.edgetpu.compatibility.check"),
+    ("edgekit.results.check", "edgekit.edgetpu.compatibility.render"),
+    ("edgekit.results.check", "edgekit.edgetpu.compatibility.values"),
+    ("edgekit.results.check", "edgekit.edgetpu.compatibility.words"),
+    ("edgekit.results.check", "edgekit.tflite.edgetpu_package"),
+    ("edgekit.results.compile", "edgekit.edgetpu.compatibility.render"),
+    ("edgekit.results.compile", "edgekit.edgetpu.compatibility.words"),
+    ("edgekit.results.devices", "edgekit.devices.discovery"),
+    ("edgekit.results.inspect", "edgekit.tflite.edgetpu_package"),
+    ("edgekit.results.quantize", "edgekit.converters.advice"),
+    ("edgekit.results.quantize", "edgekit.converters.check_summary"),
+}
+
+
+def floor(module: str) -> int:
+    for i, (_, prefixes) in enumerate(FLOORS):
+        if any(module == p or (p != "edgekit" and module.startswith(p + ".")) for p in prefixes):
+            return i
+    raise AssertionError(f"{module} is on no floor: add it to FLOORS (and to docs/development.md's picture)")
+
+
+def upward_imports() -> dict[tuple[str, str], str]:
+    edges = graph()
+    return {(a, b): f"{MODULES[a].relative_to(PACKAGE.parent)}:{line} imports {b}"
+            for a in edges for b, line in edges[a].items() if floor(b) > floor(a)}
+
+
+def test_every_module_is_on_a_floor_and_no_import_runs_up_one():
+    up = upward_imports()
+    new = sorted(where for pair, where in up.items() if pair not in KNOWN_UPWARD)
+    assert new == [], "\n".join(new)
+    gone = sorted(f"{a} -> {b}" for a, b in KNOWN_UPWARD - set(up))
+    assert gone == [], "no longer imported: take them out of KNOWN_UPWARD\n" + "\n".join(gone)
+
+
+def test_the_board_folder_is_exactly_what_ships():
+    """What deploy copies to a board is edgekit/board/ whole, plus the package's face and its errors."""
+    from edgekit.board.runner import SHIPPED_MODULES
+
+    folder = {str(p.relative_to(PACKAGE.parent)) for p in (PACKAGE / "board").glob("*.py")}
+    assert set(SHIPPED_MODULES) == folder | {"edgekit/__init__.py", "edgekit/errors.py"}
+    assert not [p for p in (PACKAGE / "board").iterdir() if p.is_dir() and p.name != "__pycache__"]

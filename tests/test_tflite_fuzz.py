@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgekit import tflite_model
+from edgekit.tflite import model as tflite_model
 from edgekit.errors import InvalidModelError
 from tests import detection_models, tflite_builder
 from tests.conftest import TESTDATA

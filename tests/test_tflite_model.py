@@ -1,10 +1,10 @@
-"""edgekit.tflite_model against the real interpreter, on every real model in ../shared/testdata."""
+"""edgekit.tflite.model against the real interpreter, on every real model in ../shared/testdata."""
 
 from __future__ import annotations
 
 import pytest
 
-from edgekit import tflite_model
+from edgekit.tflite import model as tflite_model
 from edgekit.errors import InputError, InvalidModelError
 from tests.conftest import shared_models, shared_file
 
@@ -98,9 +98,9 @@ def test_inspect_shows_the_exporters_metadata(tmp_path):
 
     from click.testing import CliRunner
 
-    from edgekit.cli import cli
-    from edgekit.model_record import ModelRecord
-    from edgekit.preprocess import PreprocessSpec
+    from edgekit.cli.commands import cli
+    from edgekit.tflite.model_record import ModelRecord
+    from edgekit.board.preprocess import PreprocessSpec
     from edgekit.results.inspect import InspectResult
     from tests.detection_models import slice_model, with_ultralytics_metadata
 
@@ -133,7 +133,7 @@ def test_inspect_shows_the_real_exports_metadata():
 
     from click.testing import CliRunner
 
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
     from tests.conftest import shared_file
 
     yolo = shared_file("detection/ppe_yolov8n_full_integer_quant.tflite")
@@ -156,7 +156,7 @@ def test_inspect_says_damaged_exporter_metadata_and_goes_on(tmp_path):
 
     from click.testing import CliRunner
 
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
     from tests.detection_models import slice_model
 
     def packed(text: str) -> bytes:

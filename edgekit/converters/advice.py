@@ -3,7 +3,7 @@
 Generic advice ("replace it with a supported op", "check your calibration data") was what quantize
 said for a Keras MobileNetV3 (hard-swish on the CPU, where ``minimalistic=True`` is the known fix)
 and for an EfficientNet that lost accuracy in int8 (issue 24). Like the rules of
-:mod:`edgekit.converters.compatibility`, each entry of :data:`ARCH_RULES` says what it recognises,
+:mod:`edgekit.edgetpu.compatibility`, each entry of :data:`ARCH_RULES` says what it recognises,
 what to do, and the public evidence it rests on (``report:<key>`` in
 tests/fixtures/evidence/REPORTS.tsv, checked by tests/converters/test_evidence.py).
 
@@ -239,7 +239,7 @@ def keras_facts(model: Any) -> ModelFacts:
 
 
 def tflite_facts(info: Any, check: Any = None, cpu_indices: frozenset[int] | None = None) -> ModelFacts:
-    """Op types and tensor names of a .tflite (:class:`edgekit.tflite_model.ModelInfo`), the op types a check
+    """Op types and tensor names of a .tflite (:class:`edgekit.tflite.model.ModelInfo`), the op types a check
     report (or ``cpu_indices``, the ops check puts on the CPU) places on the CPU, where the model came from,
     and the lowering patterns its graph shows."""
     ops = frozenset(op.name for op in info.main.ops)
@@ -293,7 +293,7 @@ def model_source(info: Any) -> tuple[Source, str]:
     """(where the .tflite came from, what in the file says so): Ultralytics' packed metadata.json, edgekit's
     record, then the tensor names each converter leaves (litert-torch: PyTorch module paths; onnx2tf: its
     ``tf.nn.*``/``tf.math.*`` op layers; Keras: its layer names)."""
-    from edgekit.detection_layout import appended_zip, ultralytics_metadata
+    from edgekit.detection.layout import appended_zip, ultralytics_metadata
 
     packed = appended_zip(info.path) if getattr(info, "path", None) else {}
     meta = ultralytics_metadata(packed)

@@ -2,8 +2,8 @@
 
 Sources: a folder of images (flat, or one subfolder per class), a ``.npy``/``.npz`` array, TFRecord
 files with an encoded-image feature (the Cloud TPU format), or ``random`` (noise, for plumbing
-tests only). Every image goes through :func:`edgekit.preprocess.pixels` and the spec's normalization,
-the same steps as :func:`edgekit.preprocess.to_float`, the function
+tests only). Every image goes through :func:`edgekit.board.preprocess.pixels` and the spec's normalization,
+the same steps as :func:`edgekit.board.preprocess.to_float`, the function
 ``classify`` uses, because a calibration set preprocessed differently from inference is the most
 common cause of int8 accuracy loss. Samples are drawn seeded and balanced across classes; a second,
 disjoint draw is held back to verify the int8 model against the float one.
@@ -24,10 +24,10 @@ from typing import IO, Any, TypeVar
 
 import numpy as np
 
-from edgekit import datasets
-from edgekit.datasets import list_images
+from edgekit.data import labelled as datasets
+from edgekit.data.labelled import list_images
 from edgekit.errors import InputError, UsageError, first_line, regular_file
-from edgekit.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
+from edgekit.board.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
 from edgekit.report import SILENT, Reporter
 from edgekit.results.quantize import Calibration, CalibrationSummary
 

@@ -2,7 +2,7 @@
 
 Quantize used to print a fixed "Edge TPU checks: ... passed" while check rated the same model
 PARTIAL (issue 24: MobileNetV3Small, 4 of 113 ops on the Edge TPU). The summary is now made from
-check's own report (:class:`edgekit.converters.compatibility.CheckReport`, or its typed result):
+check's own report (:class:`edgekit.edgetpu.compatibility.CheckReport`, or its typed result):
 its verdict, the ops left on the CPU by type, how many placements rest on no real compile, and the
 parameters that would not fit the on-chip cache. Pure data: no TensorFlow.
 """
@@ -13,11 +13,11 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from edgekit.converters.compatibility.words import Target, Verdict
+from edgekit.edgetpu.compatibility.words import Target, Verdict
 from edgekit.records import Record
 
 if TYPE_CHECKING:
-    from edgekit.converters.compatibility.check import CheckReport
+    from edgekit.edgetpu.compatibility.check import CheckReport
     from edgekit.results.check import CheckResult
 
 
@@ -58,7 +58,7 @@ class CheckSummary(Record):
         s = r.summary
         cpu = Counter(o.name for o in r.ops if o.target == Target.CPU)
         on, off = s.on_chip_bytes_estimate, s.off_chip_bytes_estimate
-        from edgekit.detector_head import CUT_COMMAND
+        from edgekit.detection.head import CUT_COMMAND
 
         return cls(Verdict(r.verdict), s.edgetpu_ops, len(r.ops),
                    tuple(CpuOps(name, n) for name, n in sorted(cpu.items(), key=lambda kv: (-kv[1], kv[0]))),

@@ -11,7 +11,7 @@ from typing import Any
 
 from edgekit.converters import keras_io
 from edgekit.converters.tf_quiet import import_tensorflow
-from edgekit.preprocess import PreprocessSpec
+from edgekit.board.preprocess import PreprocessSpec
 
 
 def make_converter(loaded: keras_io.LoadedModel, spec: PreprocessSpec, representative: Callable[[], Any],

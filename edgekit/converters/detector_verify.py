@@ -1,13 +1,13 @@
 """quantize's verification for detectors: the int8 model's detections against the float model's.
 
 A Keras model whose output is not one score per class is a detector when its converted int8 model
-fits a detection layout (:func:`edgekit.detection_layout.find_layout`, read from the converted bytes).
+fits a detection layout (:func:`edgekit.detection.layout.find_layout`, read from the converted bytes).
 Then, on the same paired samples quantize verifies classifiers on, both models' outputs are decoded
-by the same code ``edgekit detect`` runs (:func:`edgekit.detection.postprocess`, conf 0.25, class-wise
+by the same code ``edgekit detect`` runs (:func:`edgekit.board.decode.postprocess`, conf 0.25, class-wise
 NMS) and matched per image (same class, IoU >= 0.5, greedily by score). The gate is the share of the
 float model's detections the int8 model keeps, with a 95% interval from a bootstrap over images
 (detections of one image are not independent), decided against ``--min-agreement`` by
-:func:`edgekit.metrics.at_least`, as the classifier's top-1 agreement is: refused only when the whole
+:func:`edgekit.results.metrics.at_least`, as the classifier's top-1 agreement is: refused only when the whole
 interval lies below, "uncertain" (a warning saying how many samples would settle it) when it spans it.
 
 Before any of that, a single output that holds pixel-scale boxes beside 0..1 scores is refused with
@@ -23,8 +23,10 @@ from typing import Any, Callable
 
 import numpy as np
 
-from edgekit import detection, metrics, tflite_model
-from edgekit.detection import DetectionLayout, Geometry, Layout
+from edgekit.board import decode as detection
+from edgekit.results import metrics
+from edgekit.tflite import model as tflite_model
+from edgekit.board.decode import DetectionLayout, Geometry, Layout
 from edgekit.errors import ConversionError, VerificationError
 from edgekit.records import freeze
 from edgekit.results.detect import DetectLayout
@@ -52,7 +54,7 @@ def layout_of(model_bytes: bytes, info: tflite_model.ModelInfo | None = None, fo
     """The detection layout of converted bytes; None for a classifier (one score per class). InputError when the
     outputs are not a classifier's and fit no layout, or several and ``forced`` (``--layout``) is None. Its
     message names ``source`` (the user's model: "the int8 model of SOURCE"), never the temporary file read."""
-    from edgekit.detection_layout import find_layout
+    from edgekit.detection.layout import find_layout
     from edgekit.errors import InputError, UsageError
 
     info = info or tflite_model.ModelInfo.from_bytes(model_bytes)
@@ -87,8 +89,8 @@ def refuse_crushed_scores(layout: DetectionLayout, info: tflite_model.ModelInfo)
 
 def run_outputs(model_bytes: bytes, x: np.ndarray) -> tuple[list[list[np.ndarray]], list[tuple[float, int]]]:
     """Every output of the int8 model, as it gives them (quantized), for each float32 sample (preprocessed)."""
-    from edgekit.devices import backends
-    from edgekit.preprocess import quantize as quantize_tensor
+    from edgekit.board import backends
+    from edgekit.board.preprocess import quantize as quantize_tensor
 
     with backends.open_content(model_bytes, "the int8 model", num_threads=1) as opened:
         interp = opened.interpreter
@@ -224,10 +226,10 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
                resamples: int = 500, seed: int = SEED) -> Map50Gate:
     """``--eval`` detection data (COCO JSON or YOLO folder): mAP50 of the float and the int8 model on its images,
     both scored by pycocotools under COCO's protocol (conf 0.001, 100 per image), and the drop with a paired
-    bootstrap interval over images, decided against ``max_drop_points`` by :func:`edgekit.metrics.at_most`."""
-    from edgekit import detection_eval
-    from edgekit.detection_data import check_classes, read_detection_set
-    from edgekit.preprocess import open_image, to_float
+    bootstrap interval over images, decided against ``max_drop_points`` by :func:`edgekit.results.metrics.at_most`."""
+    from edgekit.devices import evaluate_detector as detection_eval
+    from edgekit.detection.data import check_classes, read_detection_set
+    from edgekit.board.preprocess import open_image, to_float
 
     ds = read_detection_set(data, flag="--eval")
     check_classes(ds, layout.num_classes, "--eval")   # before any image runs

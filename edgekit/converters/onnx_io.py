@@ -298,10 +298,10 @@ def check_translation(loaded: OnnxModel, x: np.ndarray) -> str:
 
 
 def check_decode(loaded: OnnxModel, x: np.ndarray) -> str:
-    """The host's decode of the head's maps (:func:`edgekit.detection.decode_split_dfl`) against the ONNX model's own
+    """The host's decode of the head's maps (:func:`edgekit.board.decode.decode_split_dfl`) against the ONNX model's own
     decoded output (``[1, 4+nc, N]``: centre x, y, width, height in pixels, then class scores), by ONNX Runtime;
     ConversionError with the numbers when they differ (then the head is not the one edgekit decodes)."""
-    from edgekit.detection import decode_split_dfl
+    from edgekit.board.decode import decode_split_dfl
 
     head, x = loaded.head, np.asarray(x[:TRANSLATION_SAMPLES], np.float32)
     outs = loaded.reference.run(x, [loaded.reference.output] + list(head.boxes))

@@ -1,7 +1,7 @@
 """Ultralytics YOLO heads (YOLOv5u/v8/v11 ``format=onnx``) found in an ONNX graph, by structure, never by name.
 
 The Edge TPU runs everything but the decode; the decode (DFL expectation, anchors, strides) runs on the host,
-as ``cut`` leaves it (:func:`edgekit.detection.decode_split_dfl`). So the model edgekit converts ends at the
+as ``cut`` leaves it (:func:`edgekit.board.decode.decode_split_dfl`). So the model edgekit converts ends at the
 head's per-level maps: the box maps (4 x reg_max DFL bins) joined into one output ``[1, N, 4*reg_max]`` and
 the class maps, through their Sigmoid, into another ``[1, N, nc]``, each with its own int8 scale (one tensor
 for both is what costs Ultralytics' own int8 export ~9 points of mAP50-95, issue 32). Joining NHWC maps

@@ -5,12 +5,12 @@ between the float and the int8 model cannot reveal a wrong guess (both get the s
 Labelled calibration data can: the float model is run on one decoded sample under each convention
 ``keras.applications`` uses (``imagenet_utils.preprocess_input`` modes) plus raw pixels, and its
 top-1 accuracy tells which one it was trained with. Each convention is a plain
-:class:`~edgekit.preprocess.PreprocessSpec` (channel order, mean, std on 0..255 pixels), so the one
+:class:`~edgekit.board.preprocess.PreprocessSpec` (channel order, mean, std on 0..255 pixels), so the one
 recorded is the one ``classify`` applies with no flags.
 
 The decision is paired: every convention runs on the same samples, so only the samples where two
 conventions differ in being right count (exact McNemar test; Tango's score interval for the paired
-difference, :mod:`edgekit.metrics`). A convention the best one is shown better than is out; a clear
+difference, :mod:`edgekit.results.metrics`). A convention the best one is shown better than is out; a clear
 winner wins. Conventions the data cannot tell apart are a free choice when none of them could beat
 the one used (the model's own layer first, then the record, then the common prior :data:`PRIOR`) by
 :data:`CHOICE_MARGIN` top-1: the choice cannot change the result, and one note says it. Only a
@@ -27,9 +27,9 @@ from typing import Any
 
 import numpy as np
 
-from edgekit import metrics
+from edgekit.results import metrics
 from edgekit.errors import UsageError, VerificationError
-from edgekit.preprocess import PreprocessSpec, normalize_rgb
+from edgekit.board.preprocess import PreprocessSpec, normalize_rgb
 from edgekit.results.quantize import ConventionComparison, ConventionTrial, PreprocessSearch
 
 IMAGENET_MEAN_RGB = (0.485, 0.456, 0.406)   # keras.applications.imagenet_utils, mode 'torch' (on 0..1)

@@ -23,21 +23,25 @@ from typing import Any
 
 import numpy as np
 
-from edgekit import __version__, metrics, model_record, tflite_model
-from edgekit.converters import advice, calibration, compatibility, keras_io, onnx_io, preprocess_search
+from edgekit import __version__
+from edgekit.results import metrics
+from edgekit.tflite import model_record
+from edgekit.tflite import model as tflite_model
+from edgekit.converters import advice, calibration, keras_io, onnx_io, preprocess_search
+from edgekit.edgetpu import compatibility
 from edgekit.converters.check_summary import CheckSummary
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.converter import SettingMissing, apply_settings, make_converter  # noqa: F401 (re-exported)
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
 from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
-from edgekit.preprocess import PreprocessSpec, with_mean_std
+from edgekit.board.preprocess import PreprocessSpec, with_mean_std
 from edgekit.records import freeze
 from edgekit.report import SILENT, Reporter
 from edgekit.results.quantize import (Decision, DetectionVerification, GateChecks, Misorder, ModelIO, Preprocess,
                                       SourceModel, TensorIO, Verification)
 from edgekit.results.quantize import QuantizeResult as QuantizeDocument
-from edgekit.preprocess import quantize as quantize_tensor
+from edgekit.board.preprocess import quantize as quantize_tensor
 
 DEFAULT_MIN_AGREEMENT = 0.9
 DEFAULT_MAX_ACCURACY_DROP = 1.0   # percentage points of top-1 the int8 model may lose against float
@@ -163,7 +167,7 @@ def read_labels(path: str) -> list[str]:
     ``<id> <label>`` / ``<id>: <label>`` lines or one label per line; ids that are skipped get their number.
     An Ultralytics ``data.yaml`` (``.yaml``/``.yml``): its ``names``.
     """
-    from edgekit.classes import read_labels as read_label_file
+    from edgekit.board.classes import read_labels as read_label_file
 
     if path.lower().endswith((".yaml", ".yml")):   # Ultralytics' data.yaml: its names, in their index order
         return yaml_labels(path)
@@ -176,7 +180,7 @@ def read_labels(path: str) -> list[str]:
 
 def yaml_labels(path: str) -> list[str]:
     """``--labels data.yaml``: the class names of an Ultralytics dataset file, read as evaluate reads them."""
-    from edgekit.detection_data import yaml_names
+    from edgekit.detection.data import yaml_names
     from edgekit.errors import regular_file
 
     regular_file(path, "labels file")
@@ -258,8 +262,8 @@ def convert_checked(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: Pre
 # ------------------------------------------------------------------------------------------ verification
 def run_int8(model: bytes, x: np.ndarray) -> np.ndarray:
     """Dequantized scores of the int8 model for a float32 batch (already preprocessed), one at a time,
-    run by the runtime the commands run models with (:mod:`edgekit.devices.backends`)."""
-    from edgekit.devices import backends
+    run by the runtime the commands run models with (:mod:`edgekit.board.backends`)."""
+    from edgekit.board import backends
 
     with backends.open_content(model, "the int8 model", num_threads=1) as opened:
         inp = opened.input
@@ -447,11 +451,11 @@ MAX_EVAL_SAMPLES = 10_000  # --eval: labelled samples read for verification, at 
 
 def match_folders_to_labels(data: calibration.CalibrationData, labels: list[str], flag: str) -> list[str]:
     """Number class folders by their name's place in ``labels`` when each names one of them (as evaluate does,
-    :func:`edgekit.datasets.match_by_name`): all the classes in another order, or a few of many (20 folders
+    :func:`edgekit.data.labelled.match_by_name`): all the classes in another order, or a few of many (20 folders
     of a 1000-class head). Sorted folder order is Keras's, but a model's labels say its own class order.
     Returns the notes to give (a warning: the folders' sorted order differs from the labels').
     """
-    from edgekit.datasets import match_by_name
+    from edgekit.data.labelled import match_by_name
 
     if not data.classes or data.classes == list(labels) or data.calib_labels is None:
         return []
@@ -730,7 +734,7 @@ def _find_data(run: _Run) -> None:
                              "pass class folders, or an .npz with x and y; or leave --eval out")
         calibration.check_exists(opts.eval, flag="--eval")
 
-    from edgekit.detection_data import calibration_images, is_detection_data, read_detection_set
+    from edgekit.detection.data import calibration_images, is_detection_data, read_detection_set
 
     if opts.eval is not None and is_detection_data(opts.eval):
         evaluated = read_detection_set(opts.eval, flag="--eval")   # every entry checked before the slow work
@@ -791,7 +795,7 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedModel) -> _Prepared:
     run.warn(data.warnings)
     if run.labels is not None and data.kind == "images":
         run.warn(match_folders_to_labels(data, run.labels, "--calib"))
-    from edgekit.detection_data import is_detection_data
+    from edgekit.detection.data import is_detection_data
 
     run.detection_eval_data = opts.eval if opts.eval and is_detection_data(opts.eval) else None  # COCO JSON / YOLO
     # --eval's labelled samples are read first: the preprocessing search measures on them too
@@ -1009,7 +1013,7 @@ def _accuracy_advice(loaded: keras_io.LoadedModel, x: np.ndarray, spec: Preproce
 
 
 def _with_record(model: bytes, rec: model_record.ModelRecord) -> bytes:
-    from edgekit.converters.tflite_metadata import set_metadata
+    from edgekit.tflite.metadata import set_metadata
 
     record = rec.to_json().encode()
     data = set_metadata(model, model_record.METADATA_NAME, record)

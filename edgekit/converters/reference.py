@@ -1,7 +1,7 @@
 """``edgekit evaluate --reference``: the float Keras model beside the int8 one, and where int8 loses it.
 
 The float model gets the same samples through the same spec the int8 model was evaluated with
-(:func:`edgekit.preprocess.to_float`). The per-layer report uses TensorFlow Lite's
+(:func:`edgekit.board.preprocess.to_float`). The per-layer report uses TensorFlow Lite's
 QuantizationDebugger: it quantizes the reference with quantize's own converter settings
 (:func:`edgekit.converters.converter.make_converter`) on the evaluation samples, then runs each op
 in int8 and in float on the same (dequantized) input, so each layer's error is its own, not
@@ -16,10 +16,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from edgekit import metrics
+from edgekit.results import metrics
 from edgekit.converters import keras_io
 from edgekit.converters.tf_quiet import silenced
-from edgekit.preprocess import open_image, to_float
+from edgekit.board.preprocess import open_image, to_float
 from edgekit.results.evaluate import ClassChange, LayerError, ReferenceComparison
 
 if TYPE_CHECKING:  # annotations only: converters/ imports nothing from devices/

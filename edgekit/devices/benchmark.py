@@ -1,7 +1,7 @@
 """``edgekit benchmark``: how fast a model loads and runs on this machine's Edge TPU or CPU.
 
 The model is opened the way ``classify`` opens it (:class:`~edgekit.devices.classify.ModelLoader`)
-and timed loading; then :meth:`OpenedModel.time <edgekit.devices.backends.OpenedModel.time>`, the
+and timed loading; then :meth:`OpenedModel.time <edgekit.board.backends.OpenedModel.time>`, the
 benchmark loop the Dev Board runner uses too, times invoke() alone on a fixed input (the first call
 apart: the Edge TPU loads the model's parameters then, the CPU allocates), after ``warmup`` untimed
 calls.
@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, Callable, Optional, Tuple
 
-from edgekit.devices import latency
+from edgekit.board import latency
 from edgekit.errors import InputError, RegressionError, first_line, parse_json, regular_file
 from edgekit.report import SILENT, Reporter
 from edgekit.results.benchmark import BenchmarkResult, Comparison, LatencyVerdict, PostprocessTiming
@@ -30,7 +30,7 @@ def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warm
     """What ``edgekit benchmark --json`` prints (schema in docs/commands/benchmark.md); its notes and warnings
     also go to ``report``. ``on`` (a :class:`~edgekit.devices.remote.SshTarget`): on that board, ``model``
     being a bundle deployed there first (to ``remote_path``) when it differs."""
-    from edgekit.devices import backends
+    from edgekit.board import backends
 
     if on is not None:
         from edgekit.devices import remote
@@ -53,7 +53,7 @@ def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warm
     return result
 
 
-SCENE = "a synthetic scene of {} shapes (edgekit.detection_data.shapes_scene, seed 0)"
+SCENE = "a synthetic scene of {} shapes (edgekit.detection.data.shapes_scene, seed 0)"
 RANDOM = "the benchmark's fixed random input"
 
 
@@ -65,14 +65,14 @@ def postprocess_timing(model: str | os.PathLike, device: str, n: int, threads: i
     named in ``input``. None for a model that is not a detector (or whose layout is ambiguous)."""
     import numpy as np
 
-    from edgekit import detection
-    from edgekit.detection_layout import find_layout
+    from edgekit.board import decode as detection
+    from edgekit.detection.layout import find_layout
     from edgekit.devices.detect import open_detector
 
     try:  # the layout first, from the file: a classifier is not opened a second time
         path = model
         if Path(model).is_dir():
-            from edgekit import manifest
+            from edgekit.board import manifest
 
             bundle = manifest.load(model)
             path = bundle.path(bundle.cpu_model)
@@ -106,7 +106,7 @@ def _frames(detector: Any, count: int = 12) -> list:
     the model's input size (through detect's own preprocessing), then the fixed random input."""
     import numpy as np
 
-    from edgekit.detection_data import shapes_scene
+    from edgekit.detection.data import shapes_scene
 
     inp = detector.opened.input
     dtype, shape = np.dtype(inp["dtype"]), [int(d) for d in inp["shape"]]

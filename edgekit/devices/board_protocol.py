@@ -26,10 +26,10 @@ from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Optional, TypedDict, Un
 from edgekit.errors import DeviceError
 
 if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.detection import LayoutDoc, ObjectDoc
-    from edgekit.devices.backends import BenchmarkDocument
-    from edgekit.devices.classifier import ClassifyDocument
-    from edgekit.devices.detector import DetectDocument
+    from edgekit.board.decode import LayoutDoc, ObjectDoc
+    from edgekit.board.backends import BenchmarkDocument
+    from edgekit.board.classifier import ClassifyDocument
+    from edgekit.board.detector import DetectDocument
 
 
 class ProbeDocument(TypedDict):
@@ -225,7 +225,7 @@ def _detection(v: Any, where: str) -> ObjectDoc:
 
 def _layout(v: Any, where: str) -> LayoutDoc:
     """The layout the host sent, as the runner read it back: it must still be a layout (the host reads it)."""
-    from edgekit.detection import DetectionLayout
+    from edgekit.board.decode import DetectionLayout
 
     if not isinstance(v, dict):
         raise _Bad(f"{where} is not an object")
@@ -246,7 +246,7 @@ DETECT = {"model": _text, "device": _text, "backend": _text, "layout": _layout, 
 
 
 def _benchmark_fields() -> dict[str, Callable[[Any, str], Any]]:
-    from edgekit.devices.latency import PERCENTILES
+    from edgekit.board.latency import PERCENTILES
 
     fields: dict[str, Callable[[Any, str], Any]] = {
         "model": _text, "device": _text, "backend": _text, "threads": lambda v, w: _opt_int(v, w, 1),

@@ -1,6 +1,6 @@
 """``edgekit classify`` on the host: images from files, folders and globs through a model or a bundle.
 
-The classifier itself (preprocessing, inference, top-k) is :mod:`edgekit.devices.classifier`, which
+The classifier itself (preprocessing, inference, top-k) is :mod:`edgekit.board.classifier`, which
 the Dev Board runs too; this module adds what only the host has: expanding image arguments, and
 opening a model file with what was recorded about it (:class:`ModelLoader`: the record in its
 metadata or sidecar, the CPU twin of a compiled model, the Edge TPU devices that can be found).
@@ -12,22 +12,22 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from edgekit.classes import parse_labels, read_labels, top_k  # noqa: F401 (part of this module's API)
-from edgekit.devices import classifier
-from edgekit.devices.backends import EDGETPU_CUSTOM_OP_BYTES, cpu_twin
-from edgekit.devices.classifier import (ClassifyReport, ImageResult, LoadedModel,  # noqa: F401 (this module's API)
+from edgekit.board.classes import parse_labels, read_labels, top_k  # noqa: F401 (part of this module's API)
+from edgekit.board import classifier
+from edgekit.board.backends import EDGETPU_CUSTOM_OP_BYTES, cpu_twin
+from edgekit.board.classifier import (ClassifyReport, ImageResult, LoadedModel,  # noqa: F401 (this module's API)
                                         default_workers, load_bundle)
-from edgekit.devices.images import expand_images  # noqa: F401 (part of this module's API)
+from edgekit.data.images import expand_images  # noqa: F401 (part of this module's API)
 from edgekit.errors import Caution, InputError, UsageError, regular_file
-from edgekit.preprocess import IMAGE_EXTENSIONS  # noqa: F401 (part of this module's API)
+from edgekit.board.preprocess import IMAGE_EXTENSIONS  # noqa: F401 (part of this module's API)
 from edgekit.report import SILENT, Reporter
 
 
 # ------------------------------------------------------------------------------------- runner
-# edgekit.tflite_model's FILE_IDENTIFIER, repeated so that a plain model does not pay for importing
+# edgekit.tflite.model's FILE_IDENTIFIER, repeated so that a plain model does not pay for importing
 # the reader (a test checks they agree).
 _TFLITE_IDENTIFIER = b"TFL3"
-# edgekit.model_record's METADATA_NAME and SIDECAR_SUFFIX, repeated so that a model without a record does not
+# edgekit.tflite.model_record's METADATA_NAME and SIDECAR_SUFFIX, repeated so that a model without a record does not
 # pay for importing it (json, its record type: a few ms of a one-image classify; a test checks they agree).
 _RECORD_NAME = "edgekit"
 _SIDECAR_SUFFIX = ".edgekit.json"
@@ -39,7 +39,7 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
     A model whose bytes contain neither the Edge TPU custom op's name nor the record's metadata name
     is a plain CPU model without a record: the full parse (a few ms per start, most of it for
     nothing) is skipped. Anything else, including a file that is not a TFLite model, goes through
-    :func:`edgekit.tflite_model.load`, which also gives the precise error.
+    :func:`edgekit.tflite.model.load`, which also gives the precise error.
     """
     import mmap
 
@@ -52,7 +52,7 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
         plain = False
     if plain:
         return False, {}
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
     from edgekit.errors import InvalidModelError
 
     try:
@@ -64,12 +64,12 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
 
 
 def find_record(model: str | os.PathLike, metadata: dict[str, bytes]) -> Any:
-    """:func:`edgekit.model_record.find_record`, importing that module only when the model's metadata or a sidecar
+    """:func:`edgekit.tflite.model_record.find_record`, importing that module only when the model's metadata or a sidecar
     (its own or its CPU twin's) may hold a record: None, for free, for a model without one."""
     if _RECORD_NAME not in metadata and not any(p.with_name(p.stem + _SIDECAR_SUFFIX).is_file()
                                                 for p in (Path(model), cpu_twin(model))):
         return None
-    from edgekit import model_record
+    from edgekit.tflite import model_record
 
     return model_record.find_record(model, metadata)
 
@@ -115,7 +115,7 @@ class ModelLoader:
                            dict(enumerate(rec.labels)) if rec is not None and rec.labels else None, notes)
 
     def _open(self, path: str | os.PathLike, is_compiled: bool) -> Any:
-        from edgekit.devices import backends
+        from edgekit.board import backends
 
         find_devices = None
         if is_compiled:
@@ -132,7 +132,7 @@ class ModelLoader:
 
 
 class Classifier(classifier.Classifier):
-    """:class:`edgekit.devices.classifier.Classifier` on a model file or bundle that a :class:`ModelLoader` opens."""
+    """:class:`edgekit.board.classifier.Classifier` on a model file or bundle that a :class:`ModelLoader` opens."""
 
     def __init__(self, model: str | os.PathLike | ModelLoader, device: str = "auto",
                  labels: str | os.PathLike | None = None, mean: tuple[float, ...] | None = None,

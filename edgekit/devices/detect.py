@@ -1,7 +1,7 @@
 """``edgekit detect`` on the host: images from files, folders and globs through a detector or a bundle.
 
 The detector itself (geometry, preprocessing, inference, decode + NMS) is
-:mod:`edgekit.devices.detector`, which the Dev Board runs too; this module adds what only the host
+:mod:`edgekit.board.detector`, which the Dev Board runs too; this module adds what only the host
 has: expanding image arguments, opening a model file with its record (:class:`ModelLoader`, as
 classify), reading the layout from the model file, and writing annotated images (``--save``).
 """
@@ -12,9 +12,9 @@ import os
 from pathlib import Path
 from typing import Any, Iterable
 
-from edgekit.detection import DEFAULT_CONF, DEFAULT_IOU, DEFAULT_MAX_DET, DetectionLayout
+from edgekit.board.decode import DEFAULT_CONF, DEFAULT_IOU, DEFAULT_MAX_DET, DetectionLayout
 from edgekit.devices.classify import LoadedModel, ModelLoader, expand_images
-from edgekit.devices.detector import DetectReport, Detector, ImageDetections
+from edgekit.board.detector import DetectReport, Detector, ImageDetections
 from edgekit.errors import UsageError
 from edgekit.report import SILENT, Reporter
 
@@ -53,7 +53,7 @@ def detector_for(loaded: LoadedModel, model: str | os.PathLike, *, labels: str |
                  std: tuple[float, ...] | None = None) -> Detector:
     """A :class:`Detector` on a model already opened (``edgekit.open``'s, or :func:`open_detector`'s): its layout
     read from the file that runs (``layout``: the ``--layout`` name settling an ambiguous model)."""
-    from edgekit.detection_layout import find_layout
+    from edgekit.detection.layout import find_layout
 
     found: DetectionLayout = find_layout(loaded.opened.model_path, layout,
                                          record_labels=list(loaded.labels.values()) if loaded.labels else None,
@@ -65,7 +65,7 @@ def _record_extra(loaded: Any) -> dict | None:
     """What edgekit recorded with the model that runs (quantize's ``detection`` entry: its layout), if anything."""
     from edgekit.devices.classify import model_facts
     from edgekit.errors import InputError
-    from edgekit.model_record import find_record
+    from edgekit.tflite.model_record import find_record
 
     paths = [loaded.bundle.path(loaded.bundle.cpu_model)] if loaded.bundle is not None else \
         [loaded.opened.model_path, loaded.opened.requested_path]
@@ -148,7 +148,7 @@ def save_annotated(results: Iterable[ImageDetections], folder: Path) -> list[Pat
     from PIL import ImageDraw
 
     from edgekit.fileio import atomic_path
-    from edgekit.preprocess import open_image
+    from edgekit.board.preprocess import open_image
 
     written, taken = [], set()
     for r in results:

@@ -108,7 +108,7 @@ def pci_devices(sys_root: str | Path = "/sys", dev_root: str | Path = "/dev") ->
 
 def pycoral_devices() -> list[Device]:
     """Edge TPUs as Google's pycoral sees them (empty when it is not installed or fails)."""
-    from edgekit.devices.backends import google_pycoral_available
+    from edgekit.board.backends import google_pycoral_available
 
     if not google_pycoral_available():
         return []

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import numpy as np
 
-from edgekit import metrics
+from edgekit.results import metrics
 from edgekit.errors import EdgekitError, InputError
 from edgekit.report import SILENT, Reporter
 from edgekit.results.classify import ImageError
@@ -25,7 +25,7 @@ from edgekit.results.evaluate import (AccuracyDifference, ClassAccuracy, Evaluat
                                       ReferenceComparison)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.devices.classifier import ImageFailure
+    from edgekit.board.classifier import ImageFailure
 
 
 @dataclass
@@ -48,7 +48,7 @@ def read_set(source: str | os.PathLike, flag: str = "--data") -> LabelledSet:
 
     ``flag`` is the option that named it, for the error messages (evaluate's --data, build's --eval).
     """
-    from edgekit.datasets import list_images, read_labelled_arrays
+    from edgekit.data.labelled import list_images, read_labelled_arrays
 
     p = Path(source)
     if p.is_dir():
@@ -74,7 +74,7 @@ def align_labels(data: LabelledSet, recorded: dict[int, str], classes: int) -> t
     Folder names found among the model's labels are matched by name (a model with a 'background'
     class 0 still lines up); otherwise folder k is output k, which needs as many folders as outputs.
     """
-    from edgekit.datasets import match_by_name
+    from edgekit.data.labelled import match_by_name
 
     ids = match_by_name(data.class_names, recorded) if data.class_names and recorded else None
     if ids is not None:
@@ -158,7 +158,7 @@ def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
 
 def _computes(clf: Any) -> str | None:
     """How the model runs: full-int8, mixed (float I/O around int8) or float, for the accuracy's label."""
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
 
     try:
         return tflite_model.load(clf.opened.model_path).quantization_state
@@ -168,7 +168,7 @@ def _computes(clf: Any) -> str | None:
 
 def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
     """(scores, indices of the samples scored, errors) of every sample, ``bar`` told of each."""
-    from edgekit import preprocess
+    from edgekit.board import preprocess
 
     scores, kept, errors = [], [], []
     if data.paths is not None:
@@ -198,7 +198,7 @@ def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
 
 def paired_change(a: Evaluation, b: Evaluation, max_drop: float | None) -> AccuracyDifference:
     """``a``'s top-1 minus ``b``'s on the samples both scored: Tango's paired interval and the exact two-sided
-    McNemar test (:func:`edgekit.metrics.paired_difference`); with ``max_drop`` (points) the drop's verdict."""
+    McNemar test (:func:`edgekit.results.metrics.paired_difference`); with ``max_drop`` (points) the drop's verdict."""
     both = sorted(set(a.kept) & set(b.kept))
     ia, ib = {k: i for i, k in enumerate(a.kept)}, {k: i for i, k in enumerate(b.kept)}
     pa, pb = [ia[k] for k in both], [ib[k] for k in both]

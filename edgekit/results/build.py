@@ -1,8 +1,8 @@
 """``edgekit build``: the bundle written, and its manifest.json as a typed document.
 
-:class:`BundleManifest` is what :func:`edgekit.build.write_bundle` writes (its ``to_dict()`` is
+:class:`BundleManifest` is what :func:`edgekit.pipeline.build.write_bundle` writes (its ``to_dict()`` is
 manifest.json) and what a :class:`BuildResult` carries. On the board a manifest is read as raw JSON
-and checked by :mod:`edgekit.manifest` (Python 3.7, standard library only), which knows none of these types.
+and checked by :mod:`edgekit.board.manifest` (Python 3.7, standard library only), which knows none of these types.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple, Union
 
-from edgekit.manifest import FORMAT, FORMAT_VERSION, FileEntry, utc_now
-from edgekit.preprocess import PreprocessSpec
+from edgekit.board.manifest import FORMAT, FORMAT_VERSION, FileEntry, utc_now
+from edgekit.board.preprocess import PreprocessSpec
 from edgekit.records import Record
 from edgekit.results.check import CheckResult
 from edgekit.results.compile import CompilerOutput
@@ -95,7 +95,7 @@ class DetectorAccuracy(DetectionEvaluateResult):
 @dataclass(frozen=True)
 class BundleDetection(Record):
     """A detector's bundle: its outputs as edgekit read them from the model (the layout document of
-    :class:`edgekit.detection.DetectionLayout`) and the exporter's metadata packed in the model (Ultralytics'
+    :class:`edgekit.board.decode.DetectionLayout`) and the exporter's metadata packed in the model (Ultralytics'
     metadata.json), or None."""
 
     layout: Mapping[str, Any]
@@ -104,7 +104,7 @@ class BundleDetection(Record):
 
 @dataclass(frozen=True)
 class BundleManifest(Record):
-    """manifest.json (format ``edgekit-bundle``; the schema in :mod:`edgekit.manifest`)."""
+    """manifest.json (format ``edgekit-bundle``; the schema in :mod:`edgekit.board.manifest`)."""
 
     format: str
     format_version: int
@@ -125,8 +125,8 @@ class BundleManifest(Record):
             versions: BundleVersions, reports: BundleReports,
             accuracy: Union[ClassifierAccuracy, DetectorAccuracy, None] = None,
             source: Optional[BundleSource] = None, detection: Optional[BundleDetection] = None) -> "BundleManifest":
-        """A manifest made now, its ``files`` left to :func:`edgekit.build.write_bundle` (which fills them in
-        from what it writes, and refuses what :func:`edgekit.manifest.check_manifest` would: a compiled model
+        """A manifest made now, its ``files`` left to :func:`edgekit.pipeline.build.write_bundle` (which fills them in
+        from what it writes, and refuses what :func:`edgekit.board.manifest.check_manifest` would: a compiled model
         not named after the CPU model, a file not listed)."""
         return cls(FORMAT, FORMAT_VERSION, utc_now(), source, models, labels, (), preprocess, input, versions,
                    reports, accuracy, detection)

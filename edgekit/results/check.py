@@ -1,10 +1,10 @@
 """``edgekit check``: where each op runs and the command's document (the check engine's Verdict, Target and
 Confidence enums).
 
-The check engine (:mod:`edgekit.converters.compatibility`) works in its own values (a
-:class:`~edgekit.converters.compatibility.CheckReport` of
-:class:`~edgekit.converters.compatibility.OpVerdict` and
-:class:`~edgekit.converters.compatibility.Problem`); the records here are their documents:
+The check engine (:mod:`edgekit.edgetpu.compatibility`) works in its own values (a
+:class:`~edgekit.edgetpu.compatibility.CheckReport` of
+:class:`~edgekit.edgetpu.compatibility.OpVerdict` and
+:class:`~edgekit.edgetpu.compatibility.Problem`); the records here are their documents:
 :meth:`CheckResult.of_report` makes one from a report, :meth:`CheckResult.report` gives the
 report back (without what only the engine's text used, each op's fix), for the text and ``--strict``.
 """
@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Tuple, TypeVar
 
-from edgekit.converters.compatibility.words import Confidence, Target, Verdict  # noqa: F401 (the check engine's)
-from edgekit.edgetpu_package import EdgeTpuSummary
+from edgekit.edgetpu.compatibility.words import Confidence, Target, Verdict  # noqa: F401 (the check engine's)
+from edgekit.tflite.edgetpu_package import EdgeTpuSummary
 from edgekit.errors import CompatibilityError
 from edgekit.records import Record
 
 if TYPE_CHECKING:
-    from edgekit.converters.compatibility.check import CheckReport
-    from edgekit.converters.compatibility.values import OpVerdict, Problem
+    from edgekit.edgetpu.compatibility.check import CheckReport
+    from edgekit.edgetpu.compatibility.values import OpVerdict, Problem
 
 C = TypeVar("C", bound="CheckResult")
 
@@ -45,7 +45,7 @@ class OpPlacement(Record):
 
     def verdict(self) -> OpVerdict:
         """The check engine's value (its ``fix``, which only the engine's own text shows, is gone)."""
-        from edgekit.converters.compatibility.values import OpVerdict
+        from edgekit.edgetpu.compatibility.values import OpVerdict
 
         return OpVerdict(self.index, self.name, self.version, self.target, self.reason, self.detail, None,
                          self.confidence, self.subgraph)
@@ -82,7 +82,7 @@ class CheckProblem(Record):
 
     def problem(self) -> Problem:
         """The check engine's value (a fatal problem's words for every op, ``status``, are gone)."""
-        from edgekit.converters.compatibility.values import Problem
+        from edgekit.edgetpu.compatibility.values import Problem
 
         return Problem(self.code, self.message, self.hint, self.ops, self.fatal, None, self.confidence)
 
@@ -114,7 +114,7 @@ class CheckResult(Record):
 
     def report(self) -> CheckReport:
         """The check engine's CheckReport of this document (its text rendering and --strict live there)."""
-        from edgekit.converters.compatibility.check import CheckReport
+        from edgekit.edgetpu.compatibility.check import CheckReport
 
         s = self.summary
         return CheckReport(self.model, self.verdict, [o.verdict() for o in self.ops], s.subgraphs, s.param_bytes,
@@ -130,7 +130,7 @@ class CheckResult(Record):
         return self.report().strict_error()
 
     def render_text(self) -> str:
-        from edgekit.converters.compatibility.render import render
+        from edgekit.edgetpu.compatibility.render import render
 
         text = render(self.report())
         return text + (f"\n{self.edgetpu.describe()}" if self.edgetpu else "")

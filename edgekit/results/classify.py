@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any, Optional, Tuple
 from edgekit.records import Record
 
 if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.devices.classifier import ImageResultDocument
+    from edgekit.board.classifier import ImageResultDocument
 
 
 @dataclass(frozen=True)
@@ -50,7 +50,7 @@ class ClassifyResult(Record):
 
     @classmethod
     def of_report(cls, report: Any) -> "ClassifyResult":
-        """From the runtime core's :class:`~edgekit.devices.classifier.ClassifyReport` (built directly: a
+        """From the runtime core's :class:`~edgekit.board.classifier.ClassifyReport` (built directly: a
         folder of images makes many records)."""
         return cls(report.model, report.device, report.backend, report.first_inference_ms,
                    tuple(ImageClasses(r.image, r.ms, tuple(Class(t["id"], t["score"], t["label"]) for t in r.top))

@@ -1,7 +1,7 @@
 """``edgekit compile``: what edgetpu_compiler said, parsed.
 
-:func:`edgekit.converters.edgetpu_compiler.compile_model` fills a
-:class:`~edgekit.converters.edgetpu_compiler.CompileReport` as it reads the compiler's output; the
+:func:`edgekit.edgetpu.compiler.compile_model` fills a
+:class:`~edgekit.edgetpu.compiler.CompileReport` as it reads the compiler's output; the
 records here are its document (:meth:`CompilerOutput.of_report`).
 """
 
@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple, TypeVar
 from edgekit.records import Record, freeze
 
 if TYPE_CHECKING:
-    from edgekit.converters.edgetpu_compiler import CompileReport, ModelSection, OpLogRow
+    from edgekit.edgetpu.compiler import CompileReport, ModelSection, OpLogRow
 
 C = TypeVar("C", bound="CompilerOutput")
 
@@ -111,8 +111,8 @@ class CompileResult(CompilerOutput):
                                    else tuple(check_disagreements))
 
     def render_text(self) -> str:
-        from edgekit.converters.compatibility.render import format_table
-        from edgekit.converters.compatibility.words import mib
+        from edgekit.edgetpu.compatibility.render import format_table
+        from edgekit.edgetpu.compatibility.words import mib
 
         def size(n: int | None) -> str:
             return "?" if n is None else mib(n)

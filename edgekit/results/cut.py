@@ -1,5 +1,5 @@
 """``edgekit cut``: a YOLO detector cut before its decode (the document of
-:class:`edgekit.converters.detector_cut.Cut`)."""
+:class:`edgekit.detection.cut.Cut`)."""
 
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ class CutResult(Record):
 
     @classmethod
     def of_cut(cls, cut: object) -> "CutResult":
-        """From :class:`edgekit.converters.detector_cut.Cut` (what the converter did)."""
+        """From :class:`edgekit.detection.cut.Cut` (what the converter did)."""
         return cls.from_dict(cut.to_dict())  # type: ignore[attr-defined]
 
     def render_text(self) -> str:

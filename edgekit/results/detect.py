@@ -1,5 +1,5 @@
 """``edgekit detect``: the objects found in each image (the document of
-:class:`edgekit.devices.detector.DetectReport`, which the board's runner also writes)."""
+:class:`edgekit.board.detector.DetectReport`, which the board's runner also writes)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class DetectedBox(Record):
 
 @dataclass(frozen=True)
 class DetectedObject(Record):
-    """One object as ``--json`` writes it (:meth:`edgekit.detection.Object.to_dict`): the class id, its label, the
+    """One object as ``--json`` writes it (:meth:`edgekit.board.decode.Object.to_dict`): the class id, its label, the
     score, the box in the image's pixels and normalized to its size."""
 
     id: int
@@ -46,11 +46,11 @@ class ImageObjects(Record):
 
 @dataclass(frozen=True)
 class DetectLayout(Record):
-    """The layout the detector's outputs were read with (:meth:`edgekit.detection.DetectionLayout.to_dict`):
+    """The layout the detector's outputs were read with (:meth:`edgekit.board.decode.DetectionLayout.to_dict`):
     ``kind`` (postprocess | yolo | yolov5 | split-dfl | end2end), each role's output position, and how each
     choice was made (``source``). quantize's detector verification records the same block."""
 
-    kind: Literal["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]   # edgekit.detection.Layout's values
+    kind: Literal["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]   # edgekit.board.decode.Layout's values
     roles: Mapping[str, int]
     num_classes: int
     input_hw: Tuple[int, int]
@@ -86,12 +86,12 @@ class DetectResult(Record):
 
     @classmethod
     def of_report(cls, report: Any) -> "DetectResult":
-        """From :class:`edgekit.devices.detector.DetectReport` (what the runtime, here or on a board, found)."""
+        """From :class:`edgekit.board.detector.DetectReport` (what the runtime, here or on a board, found)."""
         return cls.from_dict(report.to_dict())
 
     def report(self) -> Any:
-        """The runtime's :class:`~edgekit.devices.detector.DetectReport` of this document (its boxes and layout)."""
-        from edgekit.devices.detector import DetectReport
+        """The runtime's :class:`~edgekit.board.detector.DetectReport` of this document (its boxes and layout)."""
+        from edgekit.board.detector import DetectReport
 
         return DetectReport.from_dict(self.to_dict())
 

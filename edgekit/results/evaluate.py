@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from edgekit.metrics import Decision
+from edgekit.results.metrics import Decision
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
 from edgekit.results.preprocess import SpecRecord
@@ -26,7 +26,7 @@ class ClassAccuracy(Record):
 
 @dataclass(frozen=True)
 class Preprocessing(SpecRecord):
-    """The preprocessing images went through (:class:`edgekit.preprocess.PreprocessSpec`'s document) and where it
+    """The preprocessing images went through (:class:`edgekit.board.preprocess.PreprocessSpec`'s document) and where it
     came from (``source``: recorded with the model, derived from its input, or the flags)."""
 
     source: str
@@ -77,7 +77,7 @@ class ReferenceComparison(Record):
 class AccuracyDifference(Record):
     """``evaluate --against`` for a classifier: ``model``'s top-1 minus ``against``'s on the same samples, with
     Tango's paired 95% score interval, the samples only one of them gets right and the exact two-sided McNemar
-    p-value on them; with ``--max-drop`` the drop's verdict (:class:`~edgekit.metrics.Decision`)."""
+    p-value on them; with ``--max-drop`` the drop's verdict (:class:`~edgekit.results.metrics.Decision`)."""
 
     model: str
     against: str
@@ -295,7 +295,7 @@ def change_words(interval: Sequence[float], verdict: Optional[Decision], unit: s
 @dataclass(frozen=True)
 class DetectionEvaluateResult(Record):
     """``edgekit evaluate --json`` for a detector (COCO or YOLO data; what
-    :func:`edgekit.detection_eval.evaluate_detector` returns): COCO mAP of each model scored by pycocotools, the
+    :func:`edgekit.devices.evaluate_detector.evaluate_detector` returns): COCO mAP of each model scored by pycocotools, the
     protocol, the paired changes against ``--against`` models, warnings, and images that could not be read."""
 
     task: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple, Union
 
-from edgekit.edgetpu_package import EdgeTpuSummary
+from edgekit.tflite.edgetpu_package import EdgeTpuSummary
 from edgekit.records import Record
 
 
@@ -45,7 +45,7 @@ class InspectOp(Record):
 @dataclass(frozen=True)
 class OpCount(Record):
     """A row of the ``op_histogram`` of inspect and quantize: how many ops of one name and version
-    (:meth:`edgekit.tflite_model.ModelInfo.op_histogram_rows`)."""
+    (:meth:`edgekit.tflite.model.ModelInfo.op_histogram_rows`)."""
 
     name: str
     version: int
@@ -138,7 +138,7 @@ class ConverterInfo(Record):
 
 @dataclass(frozen=True)
 class ExporterMetadata(Record):
-    """What the exporter wrote besides the graph (:mod:`edgekit.exporter_metadata`), each None when absent."""
+    """What the exporter wrote besides the graph (:mod:`edgekit.tflite.exporter_metadata`), each None when absent."""
 
     ultralytics: Optional[UltralyticsExport]
     tflite_metadata: Optional[TfliteMetadataInfo]

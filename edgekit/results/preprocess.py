@@ -1,4 +1,4 @@
-"""The preprocessing block of edgekit's results: a :class:`~edgekit.preprocess.PreprocessSpec`'s document.
+"""The preprocessing block of edgekit's results: a :class:`~edgekit.board.preprocess.PreprocessSpec`'s document.
 
 quantize, train and evaluate each say which preprocessing they used: the spec's fields as
 :meth:`PreprocessSpec.to_dict` writes them (``version`` first), then where it came from, in words each
@@ -14,15 +14,15 @@ from typing import TYPE_CHECKING, Any, Tuple, Type, TypeVar
 
 from edgekit.records import Record
 
-if TYPE_CHECKING:  # edgekit.preprocess imports numpy: a result's document and text need only the standard library
-    from edgekit.preprocess import PreprocessSpec
+if TYPE_CHECKING:  # edgekit.board.preprocess imports numpy: a result's document and text need only the standard library
+    from edgekit.board.preprocess import PreprocessSpec
 
 S = TypeVar("S", bound="SpecRecord")
 
 
 @dataclass(frozen=True)
 class SpecRecord(Record):
-    """:meth:`edgekit.preprocess.PreprocessSpec.to_dict` as a record: the document's version, the input size,
+    """:meth:`edgekit.board.preprocess.PreprocessSpec.to_dict` as a record: the document's version, the input size,
     the channel order, the resize filter and ``(pixels - mean) / std``."""
 
     version: int
@@ -40,8 +40,8 @@ class SpecRecord(Record):
                    tuple(spec.std), *more)
 
     def spec(self) -> PreprocessSpec:
-        """The :class:`~edgekit.preprocess.PreprocessSpec` this block records."""
-        from edgekit.preprocess import PreprocessSpec
+        """The :class:`~edgekit.board.preprocess.PreprocessSpec` this block records."""
+        from edgekit.board.preprocess import PreprocessSpec
 
         return PreprocessSpec(self.width, self.height, self.channels, self.resize, tuple(self.mean),
                               tuple(self.std))

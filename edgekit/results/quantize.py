@@ -9,7 +9,7 @@ from typing import Any, Mapping, Optional, Tuple, Union
 
 from edgekit.converters.advice import Advice
 from edgekit.converters.check_summary import CheckSummary
-from edgekit.metrics import Chance
+from edgekit.results.metrics import Chance
 from edgekit.records import Record
 from edgekit.results.detect import DetectLayout
 from edgekit.results.inspect import OpCount
@@ -247,7 +247,7 @@ def render_search(search: PreprocessSearch) -> str:
 
 @dataclass(frozen=True)
 class Preprocess(SpecRecord):
-    """The preprocessing spec recorded (:meth:`edgekit.preprocess.PreprocessSpec.to_dict`), where it came from,
+    """The preprocessing spec recorded (:meth:`edgekit.board.preprocess.PreprocessSpec.to_dict`), where it came from,
     and the search that settled it (None when the flags, the record or the model did)."""
 
     origin: str

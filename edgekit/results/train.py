@@ -22,7 +22,7 @@ class TrainData(Record):
 
 @dataclass(frozen=True)
 class TrainPreprocess(SpecRecord):
-    """The preprocessing recorded with the model (:meth:`edgekit.preprocess.PreprocessSpec.to_dict`) and its
+    """The preprocessing recorded with the model (:meth:`edgekit.board.preprocess.PreprocessSpec.to_dict`) and its
     description."""
 
     description: str

@@ -2,7 +2,7 @@
 
 The demo and the test fixtures use this as real data that needs no download: 1,797 8x8 digits,
 written as 32x32 RGB PNGs in one folder per class (``train/`` and ``test/`` splits), then read back
-through :func:`edgekit.preprocess.to_float` so training, calibration and inference preprocess alike.
+through :func:`edgekit.board.preprocess.to_float` so training, calibration and inference preprocess alike.
 The model orders Conv(use_bias=False) → BatchNorm → ReLU so the BN folds into the CONV_2D
 (../shared/reference/toolchain.md, pitfall 8).
 """
@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.model_record import ModelRecord, sidecar_path
-from edgekit.preprocess import PreprocessSpec, open_image, to_float
+from edgekit.tflite.model_record import ModelRecord, sidecar_path
+from edgekit.board.preprocess import PreprocessSpec, open_image, to_float
 
 SIZE = 32
 CLASSES = [str(i) for i in range(10)]

@@ -2,9 +2,9 @@
 
 The input pipeline is tf.data: parallel decode, cache, shuffle, batch, prefetch (AUTOTUNE). Each image
 goes through edgekit's one preprocessing: decoding, channel order and resizing are
-:func:`edgekit.preprocess.pixels` itself (called through ``tf.numpy_function``; Pillow releases the GIL,
+:func:`edgekit.board.preprocess.pixels` itself (called through ``tf.numpy_function``; Pillow releases the GIL,
 so the parallel map decodes in parallel), and the normalization ``(pixels - mean) / std`` runs in
-TensorFlow on the batch, computing in float32 what :func:`edgekit.preprocess.to_float` computes (a
+TensorFlow on the batch, computing in float32 what :func:`edgekit.board.preprocess.to_float` computes (a
 test checks they agree exactly). The spec and the labels (class folder names, sorted as Keras sorts
 them) are recorded beside the model, so ``edgekit quantize model.keras`` needs no flags.
 
@@ -30,10 +30,10 @@ import numpy as np
 
 from edgekit import __version__
 from edgekit.errors import DeviceError, InputError, UsageError, first_line
-from edgekit.model_record import ModelRecord, sidecar_path
+from edgekit.tflite.model_record import ModelRecord, sidecar_path
 from edgekit.report import SILENT, Reporter
 from edgekit.results.train import Epoch, TrainData, TrainPreprocess, TrainResult
-from edgekit.preprocess import PreprocessSpec, open_image, pixels
+from edgekit.board.preprocess import PreprocessSpec, open_image, pixels
 
 CREATED_BY = "edgekit train"
 TPU_STEPS_PER_EXECUTION = 32
@@ -91,7 +91,7 @@ class TrainingData:
 def read_data(source: str, tfrecord_key: str = "image/encoded") -> TrainingData:
     """A class-folder image set, or TFRecord file(s) of tf.train.Example with an encoded image and an int label."""
     from edgekit.converters import calibration
-    from edgekit.datasets import list_images
+    from edgekit.data.labelled import list_images
 
     if not Path(source).exists() and not calibration._is_glob(source):
         raise InputError(f"DATA {source} does not exist", "pass a folder with one subfolder per class, or TFRecords")
@@ -118,7 +118,7 @@ def _check_headers(source: str, items: list[str]) -> None:
 
     A file that does not decode otherwise surfaces minutes later inside TensorFlow's input threads.
     """
-    from edgekit.preprocess import image_size
+    from edgekit.board.preprocess import image_size
 
     for item in items:
         try:
@@ -158,7 +158,7 @@ def _read_tfrecords(source: str, key: str) -> TrainingData:
 
 
 def _decoder(data: TrainingData, spec: PreprocessSpec) -> Callable[[Any], np.ndarray]:
-    """Item (path or encoded bytes) → HxWxC uint8 pixels, by edgekit.preprocess.pixels."""
+    """Item (path or encoded bytes) → HxWxC uint8 pixels, by edgekit.board.preprocess.pixels."""
     def decode(item: Any) -> np.ndarray:
         where = os.fsdecode(item) if data.kind == "images" else io.BytesIO(item)
         return pixels(open_image(where), spec)

@@ -15,7 +15,7 @@ from PIL import Image
 
 from edgekit.converters import calibration
 from edgekit.errors import InputError
-from edgekit.preprocess import PreprocessSpec
+from edgekit.board.preprocess import PreprocessSpec
 
 SPEC = PreprocessSpec.with_scaling(8, 8, "0..1")
 
@@ -297,7 +297,7 @@ soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
 import numpy as np
 from edgekit.converters import calibration
-from edgekit.preprocess import PreprocessSpec
+from edgekit.board.preprocess import PreprocessSpec
 data = calibration.load(sys.argv[1], PreprocessSpec.with_scaling(8, 8, "0..1"), samples=60, holdout=30)
 print("RESULT " + json.dumps({"classes": data.classes, "per_class": np.bincount(data.calib_labels).tolist(),
                               "pixels": sorted(set(np.round(data.calib[:, 0, 0, 0] * 255).astype(int).tolist()))}))
@@ -431,7 +431,7 @@ def test_every_label_shape_keras_produces_gives_the_same_class_ids(tmp_path, sha
     assert data.classes == ["0", "1", "2", "3"]
     for pixels, labels in ((data.calib_pixels, data.calib_labels), (data.holdout_pixels, data.holdout_labels)):
         assert (pixels[:, 0, 0, 0] == labels * 60).all()
-    from edgekit.datasets import read_labelled_arrays
+    from edgekit.data.labelled import read_labelled_arrays
 
     assert read_labelled_arrays(tmp_path / "d.npz")[1].tolist() == ids.tolist()  # evaluate reads it alike
 
@@ -447,7 +447,7 @@ def test_every_label_shape_keras_produces_gives_the_same_class_ids(tmp_path, sha
 def test_ambiguous_label_rows_are_refused_naming_the_shape(tmp_path, y, said):
     np.savez(tmp_path / "d.npz", x=np.zeros((8, 8, 8, 3), np.uint8), y=y)
     for read in (lambda: calibration.load(str(tmp_path / "d.npz"), SPEC, samples=4, holdout=2),
-                 lambda: __import__("edgekit.datasets").datasets.read_labelled_arrays(tmp_path / "d.npz")):
+                 lambda: __import__("edgekit.data.labelled").data.labelled.read_labelled_arrays(tmp_path / "d.npz")):
         with pytest.raises(InputError, match=said) as exc:
             read()
         assert exc.value.exit_code == 3 and "(N, 1)" in exc.value.hint and "\n" not in str(exc.value)

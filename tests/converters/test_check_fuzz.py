@@ -16,8 +16,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgekit import tflite_model
-from edgekit.converters import compatibility as C
+from edgekit.tflite import model as tflite_model
+from edgekit.edgetpu import compatibility as C
 from edgekit.errors import EdgekitError
 from edgekit.results.check import CheckResult
 from tests.test_tflite_fuzz import SEED_BYTES, mutated_model, time_limit
@@ -117,7 +117,7 @@ def test_zero_size_resize_is_a_verdict_not_a_crash(shape_in, shape_out):
 def test_cli_check_on_a_truncated_real_model_is_one_clean_line(tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
 
     data = SEED_BYTES[min(SEED_BYTES)]
     bad = tmp_path / "cut.tflite"

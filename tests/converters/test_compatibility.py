@@ -17,12 +17,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.converters.fidelity import find_pairs, format_rows, score_pair, summarize
-from edgekit import tflite_model
-from edgekit.cli import cli
-from edgekit.converters import compatibility as C
-from edgekit.converters.compatibility import check_model
-from edgekit.converters.edgetpu_compiler import parse_operation_log
+from edgekit.edgetpu.fidelity import find_pairs, format_rows, score_pair, summarize
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
+from edgekit.edgetpu import compatibility as C
+from edgekit.edgetpu.compatibility import check_model
+from edgekit.edgetpu.compiler import parse_operation_log
 from edgekit.results.check import CheckResult, CheckProblem, OpPlacement
 from tests.conftest import TESTDATA, shared_file
 from tests.tflite_builder import GraphBuilder, S, conv_chain
@@ -421,7 +421,7 @@ def test_table_looks_like_the_compilers_operation_log():
 
 
 def test_check_imports_no_tensorflow():
-    code = ("import sys; from edgekit.converters import compatibility, edgetpu_compiler; import edgekit.cli; "
+    code = ("import sys; from edgekit.edgetpu import compatibility, compiler as edgetpu_compiler; import edgekit.cli.commands; "
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
 
@@ -630,7 +630,7 @@ def test_an_op_mapped_as_a_best_guess_is_an_uncertain_problem_and_never_fails_st
 
 
 def test_every_rule_has_an_explicit_unique_id_and_the_page_lists_it():
-    from edgekit import cli_docs
+    from edgekit.cli import docs as cli_docs
 
     ids = [rule_id for rule_id, _, _ in C.all_rules()]
     assert len(ids) == len(set(ids)) and all(ids)
@@ -643,7 +643,7 @@ def test_judge_has_no_op_name_branch_and_no_rule_takes_its_identity_from_a_funct
     import inspect
     import re
 
-    from edgekit.converters.compatibility import op_judge as judge_module
+    from edgekit.edgetpu.compatibility import op_judge as judge_module
 
     source = inspect.getsource(judge_module.judge)
     assert not re.search(r"name\s*==", source), "judge decides by the tables, not by op name"

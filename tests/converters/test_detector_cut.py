@@ -20,11 +20,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit import tflite_model
-from edgekit.cli import cli
-from edgekit.converters.compatibility import check_model
-from edgekit.converters.detector_cut import cut_decode
-from edgekit.detector_head import find_yolo_head
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
+from edgekit.edgetpu.compatibility import check_model
+from edgekit.detection.cut import cut_decode
+from edgekit.detection.head import find_yolo_head
 from edgekit.errors import EdgekitError
 from tests.conftest import TESTDATA, shared_file
 
@@ -279,7 +279,7 @@ def test_the_cut_models_map_is_the_uncut_ones_within_half_a_point(tmp_path, yolo
     pytest.importorskip("pycocotools")
     from PIL import Image, ImageOps
 
-    from edgekit.detection_eval import evaluate_detector
+    from edgekit.devices.evaluate_detector import evaluate_detector
     from edgekit.devices.detect import detect
 
     data, cut, _ = yolo
@@ -603,7 +603,7 @@ EXPORTS = Path(__file__).resolve().parents[1] / "fixtures" / "exports"
 def _ultralytics_detect_exports() -> list:
     """The real Ultralytics exports committed under tests/fixtures/exports (by their script) whose metadata says
     task=detect; none yet, a skipped case."""
-    from edgekit.detection_layout import appended_zip, ultralytics_metadata
+    from edgekit.detection.layout import appended_zip, ultralytics_metadata
 
     found = []
     for p in sorted(EXPORTS.rglob("*.tflite")) if EXPORTS.is_dir() else []:
@@ -638,12 +638,12 @@ def _invoke(data: bytes, image: np.ndarray) -> list[np.ndarray]:
 
 
 def _cut_agrees_with_the_uncut_decode(data: bytes, image: np.ndarray, boxes: bool = True) -> None:
-    """Per anchor, the host's float decode of the cut model's maps (edgekit.detection.decode_split_dfl) against the
+    """Per anchor, the host's float decode of the cut model's maps (edgekit.board.decode.decode_split_dfl) against the
     uncut model's own int8 decode (Ultralytics' TFLite output: [1, 4 + nc, N] normalized xywh, then probabilities):
     the same best class where it matters, scores within a few of the uncut output's steps, boxes over a score of
     0.25 at IoU >= 0.9 or their corners within 4 steps of the uncut model's int8 grid (``boxes``: False for random
     weights, whose box maps are all but zero: the uncut int8 decode's boxes are then its rounding noise)."""
-    from edgekit.detection import decode_split_dfl
+    from edgekit.board.decode import decode_split_dfl
 
     cut, result = cut_decode(data)
     head = result.head
@@ -732,7 +732,7 @@ def test_the_real_exports_among_the_evidence_pairs_are_found_and_nothing_else():
     YOLOv8n exports at 640 and 320, the YOLOv5nu at 320), in none of the other 200-odd (SSD, EfficientDet, YOLOv5
     with anchor boxes, classifiers...); in each, every op the real compiler left on the CPU is a decode op, and the
     cut model is predicted whole on the Edge TPU."""
-    from edgekit.detection import anchor_count
+    from edgekit.board.decode import anchor_count
 
     found = []
     for name, data, info, pair in _pair_models():

@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.detection import Layout
+from edgekit.board.decode import Layout
 
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
@@ -72,7 +72,7 @@ def keras_detector(path: Path, pixel_boxes: bool = False, outlier: bool = False,
 
 @pytest.fixture(scope="module")
 def shapes(tmp_path_factory):
-    from edgekit.detection_data import make_shapes
+    from edgekit.detection.data import make_shapes
 
     root = tmp_path_factory.mktemp("shapes")
     make_shapes(root, n_images=60, size=(64, 64), seed=2)
@@ -114,7 +114,7 @@ def test_a_detector_whose_int8_twin_loses_its_detections_is_refused(shapes, tmp_
 
 
 def test_a_keras_detector_builds_a_bundle_detect_runs_with_no_flags(shapes, tmp_path):
-    from edgekit.build import BuildOptions, build
+    from edgekit.pipeline.build import BuildOptions, build
     from edgekit.converters.quantize import QuantizeOptions
     from edgekit.devices.detect import detect
 
@@ -143,11 +143,11 @@ def test_a_keras_detector_builds_a_bundle_detect_runs_with_no_flags(shapes, tmp_
     assert r.layout.source[0] == "recorded by edgekit quantize with the model"   # never re-guessed
     assert {o.label for x in r.results for o in x.objects} <= {"rectangle", "ellipse"}
     assert sum(len(x.objects) for x in r.results) > 0 and r.layout.boxes_normalized is True
-    from edgekit import manifest
-    from edgekit.model_record import ModelRecord
+    from edgekit.board import manifest
+    from edgekit.tflite.model_record import ModelRecord
 
     bundle = manifest.load(tmp_path / "bundle")
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
 
     rec = ModelRecord.from_json(tflite_model.load(bundle.path(bundle.cpu_model)).metadata["edgekit"])
     assert rec.extra["detection"]["layout"]["kind"] == "yolo"
@@ -161,8 +161,8 @@ def pseudo_labels(model: Path, shapes: Path) -> Path:
     import keras
     from PIL import Image
 
-    from edgekit import detection
-    from edgekit.detection_data import read_detection_set
+    from edgekit.board import decode as detection
+    from edgekit.detection.data import read_detection_set
 
     ds = read_detection_set(shapes / "annotations.json")
     ids = [im["id"] for im in ds.coco["images"]]
@@ -189,10 +189,10 @@ def test_quantize_records_the_class_names_of_an_ultralytics_data_yaml_given_as_e
     """Issue 35 item 3: ``--eval data.yaml`` (its val split and names) scores the detector and records the names,
     so detect needs no --labels afterwards (on the old code the model had no labels: detect printed class ids)."""
     from edgekit.converters.quantize import QuantizeOptions, quantize
-    from edgekit.detection_data import make_shapes
+    from edgekit.detection.data import make_shapes
     from edgekit.devices.detect import detect
-    from edgekit.model_record import ModelRecord
-    from edgekit import tflite_model
+    from edgekit.tflite.model_record import ModelRecord
+    from edgekit.tflite import model as tflite_model
 
     root = tmp_path / "ds"
     make_shapes(root, n_images=40, size=(64, 64), seed=5, classes=("rectangle", "ellipse"))
@@ -209,7 +209,7 @@ def test_quantize_records_the_class_names_of_an_ultralytics_data_yaml_given_as_e
     r = detect([str(root / "images")], out, conf=0.01)
     assert r.layout.labels == ("rectangle", "ellipse")
     assert {o.label for x in r.results for o in x.objects} <= {"rectangle", "ellipse"}
-    from edgekit.build import BuildOptions, build
+    from edgekit.pipeline.build import BuildOptions, build
 
     build(BuildOptions(QuantizeOptions(model=str(model), calib=str(root), scaling="raw", samples=30, holdout=10,
                                        eval=str(root / "data.yaml"), max_accuracy_drop=50.0),

@@ -23,10 +23,10 @@ import pytest
 from edgekit.report import Collector
 from click.testing import CliRunner
 
-from edgekit import tflite_model
-from edgekit.cli import cli
-from edgekit.converters import edgetpu_compiler as etc
-from edgekit.converters.compatibility import check_model
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
+from edgekit.edgetpu import compiler as etc
+from edgekit.edgetpu.compatibility import check_model
 from edgekit.errors import CompilerError, InputError, MissingDependencyError
 from edgekit.results.compile import CompilerOutput
 from tests.conftest import shared_file

@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli import cli
-from edgekit.preprocess import quantize as quantize_input
+from edgekit.cli.commands import cli
+from edgekit.board.preprocess import quantize as quantize_input
 
 pytestmark = pytest.mark.tf
 

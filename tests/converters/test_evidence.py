@@ -17,11 +17,12 @@ from pathlib import Path
 
 import pytest
 
-from edgekit import tflite_model
-from edgekit.compiler_locator import COMPILER_MIN_RUNTIME_EVIDENCE
-from edgekit.converters import advice, compatibility as C
-from edgekit.converters.edgetpu_compiler import FAILURES, parse_compiler_output
-from edgekit.converters.fidelity import (FITTING, LEDGER_COLUMNS, VALIDATION, find_pairs, format_parts, format_rows,
+from edgekit.tflite import model as tflite_model
+from edgekit.edgetpu.compiler_locator import COMPILER_MIN_RUNTIME_EVIDENCE
+from edgekit.converters import advice
+from edgekit.edgetpu import compatibility as C
+from edgekit.edgetpu.compiler import FAILURES, parse_compiler_output
+from edgekit.edgetpu.fidelity import (FITTING, LEDGER_COLUMNS, VALIDATION, find_pairs, format_parts, format_rows,
                                          ledger_pairs, ledger_part, pair_files, pair_id, placement, read_ledger,
                                          rule_evidence, score, score_ledger, summarize, summarize_parts, weightless)
 from tests.conftest import TESTDATA
@@ -208,7 +209,7 @@ def test_log_status_words_agree_with_check_where_a_ledger_pair_has_its_log():
     for name, cpu, actual in PAIRS:
         if not actual.log_ops or name in UNMATCHED or actual.edgetpu_subgraphs != 1:
             continue
-        from edgekit.converters.fidelity import compiler_default_runtime
+        from edgekit.edgetpu.fidelity import compiler_default_runtime
 
         ours = Counter()
         for op, n, status in C.check_model(cpu, compiler_default_runtime(actual)).table():

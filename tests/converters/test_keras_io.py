@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit import tflite_model
-from edgekit.cli import cli
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
 from edgekit.converters import keras_io
 from edgekit.errors import InputError, UsageError
 
@@ -283,7 +283,7 @@ def test_each_bad_conversion_input_is_one_line_with_what_to_do(tmp_path, case, m
     if argv is None:  # calibration sources, read after the model: checked on the library call
         from edgekit.converters import calibration
         from edgekit.errors import InputError
-        from edgekit.preprocess import PreprocessSpec
+        from edgekit.board.preprocess import PreprocessSpec
 
         source = str(tmp_path / "none" / "*.tfrecord") if "TFRecord" in case else str(tmp_path / "imgs" / "*.png")
         with pytest.raises(InputError) as exc:

@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit import tflite_model
-from edgekit.cli import cli
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
 
 pytestmark = pytest.mark.tf
 

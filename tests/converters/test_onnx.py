@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli import cli
+from edgekit.cli.commands import cli
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")
@@ -122,7 +122,7 @@ def test_the_translation_computes_what_onnx_runtime_computes(build, tmp_path):
 
 def _ops_of_translation(path, tmp_path):
     """The TFLite op names of the float conversion of the translation (what TensorFlow makes of it)."""
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
     from edgekit.converters import onnx_io
     from edgekit.converters.tf_quiet import import_tensorflow, silenced
 
@@ -214,7 +214,7 @@ def digits_onnx_model(digits_keras, tmp_path_factory):
 
 
 def test_quantize_onnx_classifier_keeps_its_accuracy_and_maps_fully(digits_onnx_model, digits_folders):
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
     from edgekit.converters import onnx_io
     from edgekit.converters.quantize import run_int8
     from edgekit.training import digits
@@ -289,7 +289,7 @@ def test_check_and_inspect_name_an_onnx_or_pytorch_file_and_the_command_that_tak
 
 
 def test_doctor_says_whether_the_onnx_extra_is_installed():
-    from edgekit import doctor
+    from edgekit.doctor import diagnose as doctor
 
     with_it = doctor.check_onnx(doctor.Probe(dist_version=lambda d: "1.0"))
     without = doctor.check_onnx(doctor.Probe(dist_version=lambda d: None if d == "onnxruntime" else "1.0"))
@@ -339,7 +339,7 @@ def test_the_api_takes_an_onnx_modelproto_and_names_it_never_a_temporary_file(tm
 # ------------------------------------------------------------------ YOLO from ONNX (Ultralytics' format=onnx)
 @pytest.mark.parametrize("form", ["split", "joined"])
 def test_a_yolo_head_is_converted_up_to_its_maps_and_decoded_on_the_host(form, tmp_path):
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
     from edgekit.converters import onnx_io
     from edgekit.converters.tf_quiet import import_tensorflow, silenced
     from tests.converters.onnx_graphs import yolo_onnx
@@ -360,8 +360,8 @@ def test_a_yolo_head_is_converted_up_to_its_maps_and_decoded_on_the_host(form, t
 
 
 def test_quantize_yolo_onnx_splits_boxes_and_scores_and_passes_the_map_gate(tmp_path):
-    from edgekit import tflite_model
-    from edgekit.detection_data import make_shapes
+    from edgekit.tflite import model as tflite_model
+    from edgekit.detection.data import make_shapes
     from tests.converters.onnx_graphs import yolo_onnx
 
     make_shapes(tmp_path / "shapes", n_images=40)
@@ -446,7 +446,7 @@ def test_a_pytorch_exported_classifier_keeps_its_held_out_accuracy(tmp_path):
     from PIL import Image
     from sklearn.datasets import load_digits
 
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
     from edgekit.converters import onnx_io
     from edgekit.converters.quantize import run_int8
 
@@ -508,7 +508,7 @@ def test_split_is_translated_to_ops_the_edge_tpu_maps(tmp_path):
     splits left 217 of its 229 ops on the CPU. Equal parts now give SPLIT, unequal ones a SLICE each."""
     import tensorflow as tf
 
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
     from edgekit.converters import onnx_io
 
     loaded = onnx_io.load(_c2f_splits(tmp_path / "m.onnx"))

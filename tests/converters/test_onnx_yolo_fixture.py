@@ -15,7 +15,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli import cli
+from edgekit.cli.commands import cli
 from tests.test_exports_runtime import EXPORTS, FILES, MANIFEST, shapes_val  # noqa: F401 (the fixture)
 
 pytest.importorskip("onnx")
@@ -30,7 +30,7 @@ MAX_DROP = 0.02   # the issue's bar: int8 mAP50-95 within 2 points of the ONNX f
 
 def test_quantize_the_trained_yolov8_onnx_keeps_its_map(tmp_path, shapes_val):  # noqa: F811
     import edgekit
-    from edgekit.detection_data import make_shapes
+    from edgekit.detection.data import make_shapes
 
     s = MANIFEST["shapes"]
     make_shapes(tmp_path / "calib", n_images=200, size=tuple(s["size"]), seed=CALIB_SEED, min_side=s["min_side"],

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from edgekit import tflite_model
-from edgekit.converters import op_versions
-from edgekit.converters.op_versions import max_compiler_version, version_problem
+from edgekit.tflite import model as tflite_model
+from edgekit.edgetpu import op_versions
+from edgekit.edgetpu.op_versions import max_compiler_version, version_problem
 from tests.conftest import shared_models
 
 
@@ -111,8 +111,8 @@ def test_no_ledger_pair_the_compiler_compiled_is_predicted_unparseable():
     'cannot parse' (surely or perhaps) for one."""
     from pathlib import Path
 
-    from edgekit.converters.compatibility import check_model
-    from edgekit.converters.fidelity import ledger_pairs, pair_id
+    from edgekit.edgetpu.compatibility import check_model
+    from edgekit.edgetpu.fidelity import ledger_pairs, pair_id
 
     ledger = Path(__file__).resolve().parents[1] / "fixtures" / "evidence"
     pairs = ledger_pairs(ledger)
@@ -136,7 +136,7 @@ def _add_model(version: int) -> tflite_model.ModelInfo:
 
 def test_an_unsure_version_is_reported_uncertain_and_the_model_judged_as_parsed():
     """ADD v4 (TFLite 2.6.0): not registered at v2.5.0, but the best guess is that compiler 16 parses it."""
-    from edgekit.converters.compatibility import UNCERTAIN, check_model
+    from edgekit.edgetpu.compatibility import UNCERTAIN, check_model
 
     report = check_model(_add_model(4))
     assert report.verdict == "full" and not report.fatal
@@ -149,7 +149,7 @@ def test_an_unsure_version_is_reported_uncertain_and_the_model_judged_as_parsed(
 def test_a_sure_refusal_stays_fatal():
     from tests.tflite_builder import GraphBuilder
 
-    from edgekit.converters.compatibility import CONFIRMED, check_model
+    from edgekit.edgetpu.compatibility import CONFIRMED, check_model
 
     gb = GraphBuilder()
     a, y = gb.tensor([1, 8], "int8"), gb.tensor([1, 8], "int8")

@@ -15,11 +15,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit import metrics, model_record, tflite_model
-from edgekit.cli import cli
+from edgekit.results import metrics
+from edgekit.tflite import model_record
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
 from edgekit.converters import preprocess_search
 from edgekit.converters.preprocess_search import ORIGIN_DATA, Trial, decide
-from edgekit.preprocess import PreprocessSpec, open_image, pixels, quantize as quantize_input, to_float
+from edgekit.board.preprocess import PreprocessSpec, open_image, pixels, quantize as quantize_input, to_float
 
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)

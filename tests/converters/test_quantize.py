@@ -12,9 +12,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit import model_record, tflite_model
-from edgekit.cli import cli
-from edgekit.preprocess import open_image, prepare
+from edgekit.tflite import model_record
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
+from edgekit.board.preprocess import open_image, prepare
 
 pytestmark = pytest.mark.tf
 
@@ -51,7 +52,7 @@ def test_int8_accuracy_within_one_point_of_float(digits_int8, held_out, float_to
 
 
 def test_output_passes_the_edge_tpu_structural_checks(digits_int8):
-    from edgekit.converters import op_versions
+    from edgekit.edgetpu import op_versions
 
     info = tflite_model.load(digits_int8.output)
     assert digits_int8.output.name == "digits_int8.tflite"          # default name, beside the input
@@ -375,7 +376,7 @@ def test_default_output_is_beside_the_input_as_typed(tmp_path, monkeypatch, type
 
 def test_the_bytes_written_are_the_bytes_verified(digits_keras, digits_folders, tmp_path, monkeypatch):
     """Adding the record repacks the model: a repack that changed a weight must not be written as verified."""
-    from edgekit.converters import tflite_metadata
+    from edgekit.tflite import metadata as tflite_metadata
 
     real = tflite_metadata.set_metadata
 
@@ -421,7 +422,7 @@ def test_a_bug_in_edgekit_during_conversion_is_an_internal_error_not_exit_5(digi
     x = np.zeros((4, 32, 32, 3), np.float32)
     from edgekit.converters import keras_io
     from edgekit.converters.quantize import convert
-    from edgekit.preprocess import PreprocessSpec
+    from edgekit.board.preprocess import PreprocessSpec
 
     loaded = keras_io.load(digits_keras.path)
     with pytest.raises(AttributeError, match="no attribute 'write'"):

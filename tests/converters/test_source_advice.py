@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit import tflite_model
-from edgekit.cli import cli
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
 from edgekit.converters import advice
 from edgekit.converters.advice import Source
 from tests.detection_models import with_ultralytics_metadata

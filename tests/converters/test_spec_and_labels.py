@@ -5,12 +5,13 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from edgekit import model_record, tflite_model
-from edgekit.cli import cli
+from edgekit.tflite import model_record
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
 from edgekit.converters.keras_io import LoadedModel
 from edgekit.converters.quantize import QuantizeOptions, read_labels, resolve_spec
 from edgekit.errors import InputError, UsageError
-from edgekit.preprocess import PreprocessSpec
+from edgekit.board.preprocess import PreprocessSpec
 
 
 def _loaded(shape=(32, 32, 3), raw=False):

@@ -14,11 +14,12 @@ import pytest
 from ai_edge_litert import schema_py_generated as S
 from click.testing import CliRunner
 
-from edgekit import tflite_model
-from edgekit.converters import advice, compatibility
+from edgekit.tflite import model as tflite_model
+from edgekit.converters import advice
+from edgekit.edgetpu import compatibility
 from edgekit.converters.advice import AdviceKind, ModelFacts
 from edgekit.converters.check_summary import CheckSummary
-from edgekit.converters.compatibility.words import Verdict
+from edgekit.edgetpu.compatibility.words import Verdict
 from edgekit.results.build import BundleCheck
 from tests.conftest import TESTDATA
 
@@ -132,7 +133,7 @@ def test_keras_facts_see_nested_layers_and_activations():
 def test_a_mobilenet_v3_summary_says_partial_with_hard_swish_on_the_cpu_and_minimalistic(tmp_path):
     import keras
 
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
     from edgekit.converters.tf_quiet import import_tensorflow, silenced
 
     import_tensorflow()

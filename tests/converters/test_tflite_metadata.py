@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from edgekit import tflite_model
-from edgekit.converters.tflite_metadata import set_metadata
+from edgekit.tflite import model as tflite_model
+from edgekit.tflite.metadata import set_metadata
 from tests.conftest import shared_file
 
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import numpy as np
 from click.testing import CliRunner
 
-from edgekit import metrics
-from edgekit.cli import cli
+from edgekit.results import metrics
+from edgekit.cli.commands import cli
 from edgekit.converters import detector_verify
 from edgekit.converters.quantize import QuantizeOptions, verify
 from edgekit.results.quantize import Decision, DetectionVerification, Map50Gate
@@ -131,7 +131,7 @@ def test_a_detection_whose_int8_score_lands_just_under_conf_is_kept():
     model's: its weak detections sit near conf 0.25, and one at 0.26 in float and 0.24 in int8 counted as lost.
     Within SCORE_SLACK it is kept (but not counted as an int8 detection); further under, or elsewhere, lost."""
     from edgekit.converters.detector_verify import SCORE_SLACK, VERIFY_CONF, image_counts
-    from edgekit.detection import BBox, Object
+    from edgekit.board.decode import BBox, Object
 
     box, far = BBox(10, 10, 50, 50), BBox(100, 100, 140, 140)
     f = [Object(0, VERIFY_CONF + 0.01, box)]

@@ -12,6 +12,6 @@ ABSENT_EDGETPU_LIBRARY = "libedgetpu-made-absent-by-test.so.1"
 def no_edgetpu(monkeypatch):
     """The Edge TPU runtime made unloadable through the backend's own hook (the library name it loads), so
     the CPU-fallback tests run on every machine, a Coral developer's with libedgetpu installed too."""
-    from edgekit.devices import backends
+    from edgekit.board import backends
 
     monkeypatch.setattr(backends, "edgetpu_library", lambda system=None: ABSENT_EDGETPU_LIBRARY)

@@ -11,7 +11,7 @@ import types
 
 import pytest
 
-from edgekit.devices import backends as B
+from edgekit.board import backends as B
 from edgekit.errors import DeviceError, MissingDependencyError, UsageError
 from tests.conftest import shared_file
 from tests.devices.conftest import ABSENT_EDGETPU_LIBRARY
@@ -22,7 +22,7 @@ def _no_delegate_probe(monkeypatch):
     """These tests drive stand-in backends that a child process cannot import: the crash guard, which proves
     a real package with a real library file in a child, has its own tests (test_delegate_probe.py). The library
     name then reaches the stand-ins as it is, on a machine with libedgetpu installed too."""
-    from edgekit.devices import delegate_probe
+    from edgekit.board import delegate_probe
 
     monkeypatch.setenv("EDGEKIT_DELEGATE_PROBE", "0")
     monkeypatch.setattr(delegate_probe, "resolve_library", lambda *args, **kwargs: None)
@@ -73,7 +73,7 @@ def test_tensorflow_as_the_last_resort_warns_even_with_quiet(monkeypatch):
     """Only TensorFlow installed (the other packages hidden): it runs, and --quiet does not hide why it is slow."""
     from click.testing import CliRunner
 
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
 
     if "tflite_runtime" in sys.modules:
         pytest.skip("importing tensorflow after tflite_runtime breaks tflite_runtime (toolchain.md pitfall 4)")
@@ -111,7 +111,7 @@ def test_tflite_runtime_with_numpy_2_is_one_error_with_the_fix(monkeypatch):
     import numpy
     from click.testing import CliRunner
 
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
 
     if int(numpy.__version__.split(".")[0]) < 2:
         pytest.skip("numpy 1 here: tflite-runtime runs")
@@ -172,7 +172,7 @@ def test_real_load_delegate_error_becomes_an_actionable_device_error(name):
 
 def test_failed_delegate_leaves_no_noise_on_stderr():
     """The packages' Delegate.__del__ prints 'Exception ignored ... _library' after a failed load; we hide it."""
-    code = ("import gc\nfrom edgekit.devices import backends as B\n"
+    code = ("import gc\nfrom edgekit.board import backends as B\n"
             f"B.edgetpu_library = lambda system=None: {ABSENT_EDGETPU_LIBRARY!r}\n"
             "try:\n    B.load_edgetpu_delegate(B.select_backend(), B.parse_device('usb'))\n"
             "except Exception as e:\n    print(type(e).__name__)\ngc.collect()\n")

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli import cli
-from edgekit.devices import latency
+from edgekit.cli.commands import cli
+from edgekit.board import latency
 from tests.conftest import shared_file
 
 
@@ -130,7 +130,7 @@ def test_detector_postprocessing_is_timed_on_a_frame_with_objects(tmp_path):
     """issue 35: the real YOLOv8n export finds nothing on the fixed random input, so NMS was never timed; the
     synthetic scene gives it objects, the same ones detect finds on that scene written to a file, and the frame
     is named."""
-    from edgekit.detection_data import shapes_scene
+    from edgekit.detection.data import shapes_scene
     from edgekit.devices.benchmark import postprocess_timing
     from edgekit.devices.detect import detect
 
@@ -145,7 +145,7 @@ def test_detector_postprocessing_is_timed_on_a_frame_with_objects(tmp_path):
 
 
 def _input_size(model) -> tuple:
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
 
     shape = tflite_model.load(model).inputs[0].shape   # NHWC
     return int(shape[2]), int(shape[1])

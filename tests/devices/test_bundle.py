@@ -1,4 +1,4 @@
-"""Bundles (edgekit/manifest.py) on the runtime side: written all at once, classified from, refused when unsafe.
+"""Bundles (edgekit/board/manifest.py) on the runtime side: written all at once, classified from, refused when unsafe.
 
 The bundle here is made from Coral's real MobileNet pair (CPU model + compiled model) and its labels,
 with the preprocessing derived from the input quantization, so these tests need no TensorFlow and
@@ -20,12 +20,13 @@ import pytest
 from edgekit.report import Collector
 from click.testing import CliRunner
 
-from edgekit import build, manifest
-from edgekit.cli import cli
-from edgekit.devices import backends
+from edgekit.pipeline import build
+from edgekit.board import manifest
+from edgekit.cli.commands import cli
+from edgekit.board import backends
 from edgekit.devices import classify as C
 from edgekit.errors import InputError, UsageError
-from edgekit.preprocess import spec_from_input_quantization
+from edgekit.board.preprocess import spec_from_input_quantization
 from tests.conftest import REPO, shared_file
 from tests.devices.test_classify import IMAGES
 from tests.helpers import default_stop_signals
@@ -194,11 +195,11 @@ def test_the_board_refuses_the_same_manifests_under_python37(bundle, tmp_path):
     from tests.test_remote import TARGET_PYTHON
 
     runtime = tmp_path / "runtime"
-    for rel in ("edgekit/__init__.py", "edgekit/errors.py", "edgekit/manifest.py"):
+    for rel in ("edgekit/__init__.py", "edgekit/errors.py", "edgekit/board/manifest.py"):
         (runtime / rel).parent.mkdir(parents=True, exist_ok=True)
         (runtime / rel).write_bytes((REPO / rel).read_bytes())
     good = (bundle / "manifest.json").read_text()
-    script = ("import sys\nfrom edgekit import manifest\ntry:\n    manifest.load(sys.argv[1])\n"
+    script = ("import sys\nfrom edgekit.board import manifest\ntry:\n    manifest.load(sys.argv[1])\n"
               "except manifest.BundleError as e:\n    print(e.exit_code, e.message)\nelse:\n    print(0)\n")
     for case in sorted(STRICT_CASES):
         change, message = STRICT_CASES[case]
@@ -296,9 +297,10 @@ def test_a_failure_while_swapping_puts_the_previous_bundle_back(tmp_path, monkey
 SWAP_WITH_THREADS = r"""
 import os, sys, threading, time
 from pathlib import Path
-from edgekit import build, manifest
-from edgekit.preprocess import spec_from_input_quantization
-from edgekit.cli import _stop_like_ctrl_c
+from edgekit.pipeline import build
+from edgekit.board import manifest
+from edgekit.board.preprocess import spec_from_input_quantization
+from edgekit.cli.commands import _stop_like_ctrl_c
 _stop_like_ctrl_c()
 idle = threading.Event()
 for _ in range(4):  # as TensorFlow's threads: the kernel may hand a process-directed signal to any of them

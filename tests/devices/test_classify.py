@@ -17,12 +17,12 @@ from edgekit.report import Collector
 from click.testing import CliRunner
 from PIL import Image
 
-from edgekit.cli import cli
+from edgekit.cli.commands import cli
 from edgekit.devices import classify as C
-from edgekit.devices.backends import select_backend
+from edgekit.board.backends import select_backend
 from edgekit.errors import DeviceError, InputError
-from edgekit.model_record import ModelRecord, sidecar_path
-from edgekit.preprocess import PreprocessSpec
+from edgekit.tflite.model_record import ModelRecord, sidecar_path
+from edgekit.board.preprocess import PreprocessSpec
 from tests.conftest import shared_file
 
 MODEL = "mobilenet_v1_0.25_128_quant.tflite"
@@ -289,8 +289,8 @@ def test_recorded_preprocessing_and_labels_are_used_without_flags(tmp_path):
 def test_record_inside_the_model_metadata_is_used(tmp_path):
     """How `edgekit quantize` ships its record: a metadata entry named 'edgekit' (no sidecar here)."""
     pytest.importorskip("ai_edge_litert", reason="writing metadata uses ai-edge-litert's schema module")
-    from edgekit.converters.tflite_metadata import set_metadata
-    from edgekit.model_record import METADATA_NAME
+    from edgekit.tflite.metadata import set_metadata
+    from edgekit.tflite.model_record import METADATA_NAME
 
     record = ModelRecord(PreprocessSpec(128, 128, mean=(127.5,), std=(127.5,)), [f"meta {i}" for i in range(1001)])
     model = tmp_path / "with_metadata.tflite"
@@ -333,7 +333,7 @@ def test_integer_shortcut_of_prepare_equals_the_float_path(dtype, scale, zero_po
     """prepare() skips the float round trip when it maps pixels to pixels (- 128): it must change nothing."""
     from PIL import Image
 
-    from edgekit import preprocess as P
+    from edgekit.board import preprocess as P
 
     rng = np.random.default_rng(7)
     image = Image.fromarray(rng.integers(0, 256, (40, 50, 3), dtype=np.uint8))
@@ -511,7 +511,7 @@ def test_an_input_of_any_size_is_refused_rather_than_fed_1x1_images(tmp_path):
 
 
 def test_model_facts_skip_the_parse_only_where_it_cannot_matter(tmp_path):
-    from edgekit import tflite_model
+    from edgekit.tflite import model as tflite_model
 
     assert C._TFLITE_IDENTIFIER == tflite_model.FILE_IDENTIFIER
     assert C.EDGETPU_CUSTOM_OP_BYTES == tflite_model.EDGETPU_CUSTOM_OP.encode()
@@ -563,7 +563,7 @@ def test_a_broken_record_is_ignored_when_nothing_it_says_is_used(tmp_path):
     still stops, naming the file (was: all three stopped)."""
     from click.testing import CliRunner
 
-    from edgekit.cli import cli
+    from edgekit.cli.commands import cli
 
     model = tmp_path / "m.tflite"
     shutil.copyfile(shared_file(MODEL), model)
@@ -580,12 +580,12 @@ def test_a_broken_record_is_ignored_when_nothing_it_says_is_used(tmp_path):
 
 
 def test_a_model_without_a_record_does_not_import_model_record(tmp_path):
-    """Start-up (issue 25): the record's names repeated in devices/classify agree with edgekit.model_record, and
+    """Start-up (issue 25): the record's names repeated in devices/classify agree with edgekit.tflite.model_record, and
     model_record (json, its record type) is imported only where a record may be: metadata or a sidecar."""
     import subprocess
     import sys
 
-    from edgekit import model_record
+    from edgekit.tflite import model_record
 
     assert (C._RECORD_NAME, C._SIDECAR_SUFFIX) == (model_record.METADATA_NAME, model_record.SIDECAR_SUFFIX)
     model = tmp_path / "m_edgetpu.tflite"
@@ -595,7 +595,7 @@ def test_a_model_without_a_record_does_not_import_model_record(tmp_path):
     found = C.find_record(model, {})
     assert found is not None and found[0].labels == ["a", "b"] and found[1] == str(sidecar)
     code = ("import sys\nfrom edgekit.devices.classify import Classifier\nClassifier(sys.argv[1], device='cpu')\n"
-            "assert 'edgekit.model_record' not in sys.modules and 'json' not in sys.modules\n")
+            "assert 'edgekit.tflite.model_record' not in sys.modules and 'json' not in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code, str(shared_file(MODEL))], capture_output=True, text=True,
                           timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from edgekit.devices import classify as C
-from edgekit import tflite_model
+from edgekit.tflite import model as tflite_model
 
 pytestmark = [pytest.mark.tf, pytest.mark.filterwarnings("ignore:Statistics for quantized inputs:UserWarning")]
 

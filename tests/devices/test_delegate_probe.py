@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.devices import backends as B
-from edgekit.devices import delegate_probe
+from edgekit.board import backends as B
+from edgekit.board import delegate_probe
 from edgekit.errors import DeviceError
 from tests.conftest import REPO, shared_file
 
@@ -87,7 +87,7 @@ def _use(monkeypatch, library):
 
 def test_without_the_probe_the_crashing_library_kills_the_process(libraries, pair):
     """What users of a mismatched pair see today: the process dies (no error line, no exit code of ours)."""
-    script = ("import sys\nfrom edgekit.devices import backends as B\n"
+    script = ("import sys\nfrom edgekit.board import backends as B\n"
               f"B.edgetpu_library = lambda system=None: {libraries['crashing']!r}\n"
               "B.open_model(sys.argv[1], 'auto')\n")
     env = {"PYTHONPATH": str(REPO), delegate_probe.PROBE_ENV: "0", "PATH": "/usr/bin:/bin"}
@@ -195,7 +195,7 @@ def test_the_probe_child_still_finds_what_pythonpath_names(libraries, pair, tmp_
 
 
 def test_doctor_reads_the_runtime_version_without_code_from_the_current_folder(libraries, tmp_path, monkeypatch):
-    from edgekit import doctor
+    from edgekit.doctor import diagnose as doctor
 
     marker = tmp_path / "ran"
     monkeypatch.chdir(_plant(tmp_path / "downloaded", marker))
@@ -377,7 +377,7 @@ def test_a_hostile_cache_file_neither_hangs_nor_crashes_nor_leaves_files(tmp_pat
         target.write_text("[" * 200000 + "]" * 200000)
         target.chmod(0o600)
     before = sorted(p.name for p in folder.iterdir())
-    code = ("from edgekit.devices import delegate_probe as d\n"
+    code = ("from edgekit.board import delegate_probe as d\n"
             "d._write_cache('k', {'state': 'ok'})\nprint(sorted(d.read_cache()))\n")
     env = {**os.environ, delegate_probe.CACHE_ENV: str(folder), "PYTHONPATH": str(REPO)}
     done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
@@ -435,7 +435,7 @@ def test_pycoral_gets_the_resolved_file_not_its_bare_name_lookup(libraries, pair
 
 def test_a_child_looks_for_modules_as_its_parent_does(tmp_path):
     """A parent started with -I (or -E/-s) gives its children the same flags; the child never has '' first."""
-    code = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.devices import delegate_probe as d\n"
+    code = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.board import delegate_probe as d\n"
             "r = d.run_python('print(sys.flags.isolated, sys.flags.ignore_environment, \"\" in sys.path)', [], 30)\n"
             "print(r.stdout.decode().strip())\n")
     for flags, expected in (([], "0 0 False"), (["-I"], "1 1 False"), (["-E"], "0 1 False")):

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from edgekit import doctor as Doc
-from edgekit.cli import cli
+from edgekit.doctor import diagnose as Doc
+from edgekit.cli.commands import cli
 from tests.devices.test_discovery import fake_apex, fake_usb
 
 VERSIONS = {"numpy": "1.26.4", "ai-edge-litert": "2.3.0", "pillow": "11.0.0", "click": "8.1.7"}
@@ -102,7 +102,7 @@ def test_tflite_runtime_with_numpy_2_fails_with_the_fix(tmp_path):
 
 def test_the_interpreter_and_libedgetpu_pair_is_reported_from_the_probe_or_the_known_segfaults(tmp_path,
                                                                                                  monkeypatch):
-    from edgekit.devices import delegate_probe
+    from edgekit.board import delegate_probe
 
     monkeypatch.setenv(delegate_probe.CACHE_ENV, str(tmp_path / "cache"))
     lib = tmp_path / "lib" / "libedgetpu.so.1"
@@ -144,7 +144,7 @@ def test_compiler_from_the_environment_variable_and_its_failures(tmp_path):
 
 @pytest.mark.parametrize("forced", ["tensorflow", "tflite_runtime", "ai_edge_litert"])
 def test_a_forced_backend_that_is_not_installed_fails(tmp_path, monkeypatch, forced):
-    from edgekit.devices import backends
+    from edgekit.board import backends
 
     installed = backends.module_available
     monkeypatch.setattr(backends, "module_available", lambda name: name != forced and installed(name))
@@ -164,7 +164,7 @@ def test_doctor_command_json_and_exit_code():
 
 
 def test_a_hung_pair_and_a_cache_that_cannot_be_used_are_reported(tmp_path, monkeypatch):
-    from edgekit.devices import delegate_probe
+    from edgekit.board import delegate_probe
 
     cache = tmp_path / "cache"
     monkeypatch.setenv(delegate_probe.CACHE_ENV, str(cache))

@@ -3,7 +3,7 @@
 of this machine is read. For each state the test asserts the whole set of findings (check, status), so a
 false finding fails as surely as a missing one, and the words of the fixes that matter.
 
-Every rule of :mod:`edgekit.doctor_rules` cites its public reports (``RULES``), and each report is a row of
+Every rule of :mod:`edgekit.doctor.rules` cites its public reports (``RULES``), and each report is a row of
 tests/fixtures/evidence/DOCTOR.tsv: the last tests check that ledger.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from edgekit import doctor as Doc
-from edgekit import doctor_rules as R
-from edgekit.devices import delegate_probe
+from edgekit.doctor import diagnose as Doc
+from edgekit.doctor import rules as R
+from edgekit.board import delegate_probe
 
 LEDGER = Path(__file__).resolve().parents[1] / "fixtures" / "evidence" / "DOCTOR.tsv"
 MODULES = {"ai_edge_litert": "ai-edge-litert", "tflite_runtime": "tflite-runtime", "tensorflow": "tensorflow"}

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli import cli
+from edgekit.cli.commands import cli
 from tests.conftest import shared_file
 
 
@@ -65,7 +65,7 @@ def test_a_compiled_model_without_an_edge_tpu_is_evaluated_on_its_cpu_twin(tmp_p
 def test_evaluate_text_has_a_per_class_table_worst_first_and_bounded(tmp_path):
     """Was: the text gave top-1 and top-5 only; per class was in --json alone."""
     from edgekit.devices.evaluate import PER_CLASS_ROWS, Evaluation
-    from edgekit.preprocess import PreprocessSpec
+    from edgekit.board.preprocess import PreprocessSpec
 
     classes, per = 14, 5
     labels = np.repeat(np.arange(classes), per)
@@ -141,7 +141,7 @@ def test_against_compares_a_float_classifier_tflite_with_its_int8_one(tmp_path):
     assert text.exit_code == 0 and "top-1 86.7% against 100.0%, -13.3 points" in text.stdout
     assert "uncertain at --max-drop 10: about" in text.stdout and "0 sample(s) only -m gets right, 8 only" in text.stdout
     if importlib.util.find_spec("matplotlib"):      # --plots: the int8 model's confusion beside the float one's
-        from edgekit.plots import require
+        from edgekit.devices.plots import require
 
         res = CliRunner().invoke(cli, args + ["--plots", str(tmp_path / "plots")])
         assert res.exit_code == 0 and json.loads(res.stdout)["plots"] == [str(tmp_path / "plots" /

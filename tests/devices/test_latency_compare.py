@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from edgekit.devices import latency
+from edgekit.board import latency
 
 
 def _run(median: float, n: int, spread: float, seed: int) -> dict:

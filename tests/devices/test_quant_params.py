@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from edgekit.errors import InputError
-from edgekit.quant_params import bad_quantization
+from edgekit.board.quant_params import bad_quantization
 from tests.conftest import REPO
 from tests.helpers import with_quantization
 
@@ -24,7 +24,7 @@ BAD = {"nan": (float("nan"), None), "inf": (float("inf"), None), "zero": (0.0, N
 RAW_RUN = """
 import sys
 import numpy as np
-from edgekit.devices.backends import select_backend
+from edgekit.board.backends import select_backend
 interp = select_backend().interpreter_cls(model_path=sys.argv[1])
 interp.allocate_tensors()
 d = interp.get_input_details()[0]
@@ -46,7 +46,7 @@ def _model(tmp_path: Path, case: str) -> Path:
 
 
 def _tensors(data: bytes) -> list:
-    from edgekit.tflite_model import ModelInfo
+    from edgekit.tflite.model import ModelInfo
 
     return list(ModelInfo.from_bytes(data).main.tensors)
 

@@ -1,4 +1,4 @@
-"""edgekit train: the tf.data pipeline agrees with edgekit.preprocess, the built-in architectures train on
+"""edgekit train: the tf.data pipeline agrees with edgekit.board.preprocess, the built-in architectures train on
 the digits and quantize to models `edgekit check` maps fully, and the record makes quantize flag-free."""
 
 from __future__ import annotations
@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit import tflite_model
-from edgekit.cli import cli
-from edgekit.converters import compatibility
-from edgekit.model_record import ModelRecord, sidecar_path
-from edgekit.preprocess import PreprocessSpec, open_image, to_float
+from edgekit.tflite import model as tflite_model
+from edgekit.cli.commands import cli
+from edgekit.edgetpu import compatibility
+from edgekit.tflite.model_record import ModelRecord, sidecar_path
+from edgekit.board.preprocess import PreprocessSpec, open_image, to_float
 
 pytestmark = pytest.mark.tf
 REPO = Path(__file__).resolve().parents[2]

@@ -1,0 +1,2 @@
+"""The steps put together: ``build`` (quantize, compile, evaluate, bundle) and the API's quantize options.
+"""
