@@ -282,3 +282,12 @@ def test_the_board_folder_is_exactly_what_ships():
     folder = {str(p.relative_to(PACKAGE.parent)) for p in (PACKAGE / "board").glob("*.py")}
     assert set(SHIPPED_MODULES) == folder | {"edgekit/__init__.py", "edgekit/errors.py"}
     assert not [p for p in (PACKAGE / "board").iterdir() if p.is_dir() and p.name != "__pycache__"]
+
+
+def test_the_picture_in_development_md_names_every_folder_and_floor():
+    """docs/development.md's house drawing is kept with the code: a folder it does not name fails here."""
+    text = (PACKAGE.parent / "docs" / "development.md").read_text(encoding="utf-8")
+    picture = text[text.index("## The house"):text.index("**Where does X live.**")]
+    folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
+    assert [f for f in folders if f"{f}/" not in picture] == []
+    assert [name for name, _ in FLOORS if name not in picture and f"{name}/" not in picture] == []
