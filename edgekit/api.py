@@ -21,7 +21,7 @@ import os
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Tuple, Union
 
 from edgekit.errors import InputError, UsageError
-from edgekit.flags import default as _cli
+from edgekit.flags import QuantizeOptions as _Q, default as _cli
 from edgekit.pipeline.options import Floats, PathLike
 from edgekit.pipeline.options import floats as _floats, is_onnx_proto as _is_onnx_proto
 from edgekit.pipeline.options import quantize_options as _quantize_options, size as _size
@@ -846,16 +846,16 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
 
 @_checked
 def quantize(model: Union[PathLike, "onnx.ModelProto"], *, output: Optional[PathLike] = None, calib: Optional[str] = None,
-             samples: int = _cli("quantize", "samples"), holdout: int = _cli("quantize", "holdout"),
-             seed: int = _cli("quantize", "seed"), tfrecord_key: str = _cli("quantize", "tfrecord_key"),
+             samples: int = _Q.samples, holdout: int = _Q.holdout,
+             seed: int = _Q.seed, tfrecord_key: str = _Q.tfrecord_key,
              arch: Optional[str] = None,
              custom_objects: Optional[PathLike] = None, trust_model: bool = False,
              output_name: Optional[str] = None, scaling: Optional[str] = None,
              mean: Floats = None, std: Floats = None, resize: Optional[str] = None, channels: Optional[str] = None,
-             input_size: Union[str, Tuple[int, int], None] = None, io: str = _cli("quantize", "io"),
+             input_size: Union[str, Tuple[int, int], None] = None, io: str = _Q.io,
              labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
-             min_agreement: float = _cli("quantize", "min_agreement"),
-             max_accuracy_drop: float = _cli("quantize", "max_accuracy_drop"), strict: bool = False,
+             min_agreement: float = _Q.min_agreement,
+             max_accuracy_drop: float = _Q.max_accuracy_drop, strict: bool = False,
              no_verify: bool = False, layout: Optional[str] = None, verbose: bool = False,
              show_progress: bool = False, report: Reporter = SILENT) -> QuantizeResult:
     """``edgekit quantize``: a Keras or ONNX model (a path, or an ``onnx.ModelProto`` with ``output``) to a
@@ -873,10 +873,14 @@ def quantize(model: Union[PathLike, "onnx.ModelProto"], *, output: Optional[Path
 
     from edgekit.pipeline.options import model_file
 
-    options = dict(locals())
     try:
         with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
-            done = run_quantize(_quantize_options(path, output, options, report, shown))
+            done = run_quantize(_quantize_options(
+                path, shown, output, mean, std, input_size, calib=calib, samples=samples, holdout=holdout, seed=seed,
+                tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects, trust_model=trust_model,
+                output_name=output_name, scaling=scaling, resize=resize, channels=channels, io=io, labels=labels,
+                eval=eval, min_agreement=min_agreement, max_accuracy_drop=max_accuracy_drop, strict=strict,
+                no_verify=no_verify, layout=layout, verbose=verbose, show_progress=show_progress, report=report))
     except AgreementError as exc:
         exc.result = exc.result.summary
         raise _with_numbers(exc, exc.result.verification)
