@@ -241,49 +241,6 @@ def test_cli_defaults_are_the_library_constants():
     assert default("build", "timeout") == built.timeout == edgetpu_compiler.DEFAULT_TIMEOUT_S
 
 
-#: QuantizeOptions' fields that are no option: the model (an argument), how messages name it, how the run talks.
-_RUN_FIELDS = {"model", "model_shown", "show_progress", "report"}
-
-
-def _keywords(fn) -> dict:
-    import inspect
-
-    return {n: p.default for n, p in inspect.signature(fn).parameters.items() if p.kind is p.KEYWORD_ONLY}
-
-
-def test_quantize_s_options_are_one_dataclass_that_the_api_build_and_the_cli_agree_with():
-    """edgekit.flags.QuantizeOptions declares quantize's options and their defaults once: every field is an option
-    of ``edgekit quantize`` and a keyword of ``edgekit.quantize`` of the same name and default, and every one but
-    ``output`` (build's is the bundle) an option of ``edgekit build`` and a keyword of ``edgekit.pipeline.build``;
-    quantize takes no other option or keyword (before, the API's ``no_verify`` was the library's ``verify``)."""
-    import dataclasses
-
-    from edgekit import api, flags
-    from edgekit.pipeline.build import build_bundle
-
-    fields = {f.name: f.default for f in dataclasses.fields(flags.QuantizeOptions) if f.name not in _RUN_FIELDS}
-    assert len(fields) == 25 and "no_verify" in fields and "output" in fields
-
-    def table(command: str) -> dict:
-        return {o.name: o.default for o in flags.COMMANDS[command]
-                if isinstance(o, flags.Option) and o.name not in ("as_json", "quiet")}
-
-    def clicked(command: str, *required: str) -> dict:   # what the command is called with when left out
-        given = cli.commands[command].make_context(command, ["model.keras", *required]).params
-        return {n: v for n, v in given.items() if n not in ("model", "as_json", "quiet") + required}
-
-    assert table("quantize") == fields
-    assert clicked("quantize") == fields
-    assert {n: d for n, d in _keywords(api.quantize).items() if n not in _RUN_FIELDS} == fields
-    shared = {n: d for n, d in fields.items() if n != "output"}
-    for keywords in (table("build"), clicked("build", "-o", "bundle"), _keywords(build_bundle)):
-        assert {n: d for n, d in keywords.items() if n in shared} == shared
-    # the docs' tables are click's (edgekit.cli.docs), so they show these defaults too
-    from edgekit.cli.docs import options_table
-
-    assert "| `--samples` | N (N>=1) | `300` |" in options_table(cli.commands["quantize"])
-
-
 def test_each_command_function_takes_the_options_edgekit_flags_declares_for_it():
     """cli.py's functions and edgekit.flags.COMMANDS name the same arguments and options (a keyword the table
     lacks, or a declared option a function without **keywords cannot take, would fail only when that command
