@@ -21,7 +21,7 @@ import os
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, Optional, Tuple, Union
 
 from edgekit.errors import InputError, UsageError
-from edgekit.flags import QuantizeOptions as _Q, default as _cli
+from edgekit.flags import default as _cli
 from edgekit.pipeline.options import Floats, PathLike
 from edgekit.pipeline.options import floats as _floats, is_onnx_proto as _is_onnx_proto
 from edgekit.pipeline.options import quantize_options as _quantize_options, size as _size
@@ -847,16 +847,16 @@ def _with_numbers(exc: Any, verification: Any) -> Any:
 
 @_checked
 def quantize(model: Union[PathLike, "onnx.ModelProto"], *, output: Optional[PathLike] = None, calib: Optional[str] = None,
-             samples: int = _Q.samples, holdout: int = _Q.holdout,
-             seed: int = _Q.seed, tfrecord_key: str = _Q.tfrecord_key,
+             samples: int = _cli("quantize", "samples"), holdout: int = _cli("quantize", "holdout"),
+             seed: int = _cli("quantize", "seed"), tfrecord_key: str = _cli("quantize", "tfrecord_key"),
              arch: Optional[str] = None,
              custom_objects: Optional[PathLike] = None, trust_model: bool = False,
              output_name: Optional[str] = None, scaling: Optional[str] = None,
              mean: Floats = None, std: Floats = None, resize: Optional[str] = None, channels: Optional[str] = None,
-             input_size: Union[str, Tuple[int, int], None] = None, io: str = _Q.io,
+             input_size: Union[str, Tuple[int, int], None] = None, io: str = _cli("quantize", "io"),
              labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
-             min_agreement: float = _Q.min_agreement,
-             max_accuracy_drop: float = _Q.max_accuracy_drop, strict: bool = False,
+             min_agreement: float = _cli("quantize", "min_agreement"),
+             max_accuracy_drop: float = _cli("quantize", "max_accuracy_drop"), strict: bool = False,
              no_verify: bool = False, layout: Optional[str] = None, verbose: bool = False,
              show_progress: bool = False, report: Reporter = SILENT) -> QuantizeResult:
     """``edgekit quantize``: a Keras or ONNX model (a path, or an ``onnx.ModelProto`` with ``output``) to a

@@ -8,18 +8,15 @@ options (:mod:`edgekit.cli.commands`), ``--help``, the option tables of ``docs/c
 the same meaning is one declaration (``--device``, the SSH options, quantize's options in build, ``-m``), its
 help worded for a command by :func:`worded` where that reads better; where the meaning or default differs
 (``--conf`` of detect and of evaluate, ``--timeout`` of SSH and of compile), there are two.
-:class:`QuantizeOptions` is quantize's option set, one frozen dataclass whose fields carry the defaults
-:data:`QUANTIZE` shows, the API and build take, and :mod:`edgekit.converters.quantize` runs on.
+The frozen dataclass :class:`edgekit.quantize_options.QuantizeOptions` (quantize's options, one field each) takes
+its defaults from :data:`QUANTIZE`.
 
 Plain data: it imports neither click nor anything heavy, so the API can read its defaults for free.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, NamedTuple, Optional, Tuple, Union
-
-from edgekit.report import SILENT, Reporter
 
 #: The longest timeout a flag takes: a week (the compiler's timer and Python's waits overflow far above).
 MAX_TIMEOUT = 7 * 24 * 3600.0
@@ -68,54 +65,6 @@ def option(*flags: str, name: str = "", type: str = "text", choices: Tuple[str, 
     return Option(flags, name, type="choice" if choices else type, choices=choices, default=default, **fields)
 
 
-@dataclass(frozen=True)
-class QuantizeOptions:
-    """Everything ``edgekit quantize`` takes, each default declared here once: the options of quantize (and of
-    build, which quantizes first) in :data:`QUANTIZE`, the keywords of ``edgekit.quantize`` and
-    ``edgekit.pipeline.build``, and what :func:`edgekit.converters.quantize.quantize` runs on (tests/test_cli.py
-    checks that the three agree, name and default). Besides one field per option: ``model``, the model's name in
-    messages (``model_shown``: the API's onnx.ModelProto), and how the run talks (``show_progress``, ``report``).
-    ``mean``, ``std`` and ``input_size`` hold the values as read (the flags' text is read by the CLI and the API)."""
-
-    model: str
-    output: Optional[str] = None
-    model_shown: Optional[str] = None             # how messages name the model (the API's onnx.ModelProto), else model
-    calib: Optional[str] = None
-    samples: int = 300
-    holdout: int = 100
-    seed: int = 0
-    tfrecord_key: str = "image/encoded"
-    arch: Optional[str] = None
-    custom_objects: Optional[str] = None
-    trust_model: bool = False
-    output_name: Optional[str] = None             # which output of a model with several (name or index)
-    scaling: Optional[str] = None
-    mean: Optional[Tuple[float, ...]] = None
-    std: Optional[Tuple[float, ...]] = None
-    resize: Optional[str] = None
-    channels: Optional[str] = None
-    input_size: Optional[Tuple[int, int]] = None  # (width, height) for models of any input size
-    io: str = "uint8"
-    labels: Optional[str] = None
-    eval: Optional[str] = None                    # labelled data verification uses too (besides calibration's)
-    min_agreement: float = 0.9
-    max_accuracy_drop: float = 1.0                # percentage points of top-1 the int8 model may lose against float
-    strict: bool = False                          # an uncertain verdict whose estimate is past its limit fails
-    no_verify: bool = False
-    layout: Optional[str] = None                  # a detector's output layout, when its outputs fit several
-    verbose: bool = False
-    show_progress: bool = True
-    report: Reporter = SILENT  # told each warning as it arises and notes (e.g. "created output folder ...")
-
-    @property
-    def verify(self) -> bool:
-        """Whether the int8 model is compared with the float one (not ``--no-verify``)."""
-        return not self.no_verify
-
-
-_Q = QuantizeOptions  # the options of quantize below take its fields' defaults (class attributes of the dataclass)
-
-
 def worded(o: Option, help: str) -> Option:
     """The option ``o`` (one declaration: its flags, name, value and default) with its help worded for another
     command, where the same option reads better in that command's words (``--help`` and the docs show it)."""
@@ -153,7 +102,7 @@ CUSTOM_OBJECTS = option("--custom-objects", type="file",
 TRUST_MODEL = option("--trust-model", type="flag", help="Allow loading Lambda layers (runs code stored in the file) "
                      "and SavedModels with file or system operations (a SavedModel is a program).")
 VERBOSE = option("--verbose", "-v", type="flag", help="Show TensorFlow's own log output.")
-TFRECORD_KEY = option("--tfrecord-key", default=_Q.tfrecord_key,
+TFRECORD_KEY = option("--tfrecord-key", default="image/encoded",
                       help="Feature holding the encoded image in TFRecord examples.")
 
 # ------------------------------------------------------------------------------ reaching a board over SSH
@@ -201,11 +150,11 @@ TRAIN = (
 QUANTIZE = (
     option("--calib", help="Calibration data: an image folder (flat or one subfolder per class), .npy, .npz, "
            "TFRecord file(s), or 'random' (plumbing tests only). Default: the data recorded beside the model."),
-    option("--samples", type="int", default=_Q.samples, minimum=1,
+    option("--samples", type="int", default=300, minimum=1,
            help="Calibration samples (seeded, balanced across classes)."),
-    option("--holdout", type="int", default=_Q.holdout, minimum=0,
+    option("--holdout", type="int", default=100, minimum=0,
            help="Samples held back from calibration to verify the int8 model on (a quarter of a smaller pool)."),
-    option("--seed", type="int", default=_Q.seed, help="Seed for drawing the samples."),
+    option("--seed", type="int", default=0, help="Seed for drawing the samples."),
     TFRECORD_KEY,
     ARCH,
     CUSTOM_OBJECTS,
@@ -222,18 +171,18 @@ QUANTIZE = (
            "tf.image.resize train with)."),
     option("--channels", choices=("RGB", "BGR", "L"), help="Channel order (default RGB, L for 1 channel)."),
     option("--input-size", help="WIDTHxHEIGHT, for models that accept any input size."),
-    option("--io", choices=("uint8", "int8"), default=_Q.io, help="Input/output tensor type."),
+    option("--io", choices=("uint8", "int8"), default="uint8", help="Input/output tensor type."),
     option("--labels", type="file", help="Labels file to record with the model (class folders named "
            "like its lines are matched by name), or an Ultralytics data.yaml (its names)."),
     option("--eval", type="path",
            help="More labelled data (class folders, .npz, TFRecord) to verify the int8 model on, besides the "
            "held-back and calibration samples (build: its accuracy also goes into manifest.json); for a "
            "detector, a COCO .json or YOLO folder: the mAP50 drop is gated."),
-    option("--min-agreement", type="float", default=_Q.min_agreement, minimum=0.0, maximum=1.0,
+    option("--min-agreement", type="float", default=0.9, minimum=0.0, maximum=1.0,
            help="Fail (exit 6) when int8 top-1 agrees with float less often than this, beyond doubt (the "
            "whole 95% interval below it); when the data cannot tell, a warning if the estimate is below, "
            "else a note."),
-    option("--max-accuracy-drop", type="float", default=_Q.max_accuracy_drop, minimum=0.0, maximum=100.0,
+    option("--max-accuracy-drop", type="float", default=1.0, minimum=0.0, maximum=100.0,
            help="With labelled data: fail (exit 6) when int8 top-1 accuracy is more than this many points "
            "below float's, beyond doubt (the whole 95% interval above it); when the data cannot tell, a "
            "warning if the estimate is above, else a note."),

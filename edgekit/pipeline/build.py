@@ -24,14 +24,13 @@ from edgekit import __version__
 from edgekit.board import manifest
 from edgekit.tflite import model as tflite_model
 from edgekit.errors import printable
-from edgekit.flags import QUANTIZE, QuantizeOptions, default as _cli
+from edgekit.flags import QUANTIZE, default as _cli
 from edgekit.errors import EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
 from edgekit.pipeline.options import Floats, PathLike
 from edgekit.board.preprocess import PreprocessSpec
+from edgekit.quantize_options import QuantizeOptions
 from edgekit.report import SILENT, Reporter
-
-_Q = QuantizeOptions  # build's quantize keywords take its defaults (declared once, in edgekit.flags)
 from edgekit.board.manifest import BundleError, FileEntry
 from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleInput,
                                    BundleManifest, BundleModels, BundleReports, BundleSource, BundleVersions,
@@ -680,15 +679,16 @@ def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] =
 
 # ------------------------------------------------------------------------------------ Python API
 def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = None,
-                 samples: int = _Q.samples, holdout: int = _Q.holdout, seed: int = _Q.seed, tfrecord_key: str = _Q.tfrecord_key,
+                 samples: int = _cli("build", "samples"), holdout: int = _cli("build", "holdout"),
+                 seed: int = _cli("build", "seed"), tfrecord_key: str = _cli("build", "tfrecord_key"),
                  arch: Optional[str] = None,
                  custom_objects: Optional[PathLike] = None, trust_model: bool = False,
                  output_name: Optional[str] = None, scaling: Optional[str] = None, mean: Floats = None,
                  std: Floats = None, resize: Optional[str] = None,
                  channels: Optional[str] = None, input_size: Union[str, Tuple[int, int], None] = None,
-                 io: str = _Q.io, labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
-                 min_agreement: float = _Q.min_agreement,
-                 max_accuracy_drop: float = _Q.max_accuracy_drop, strict: bool = False,
+                 io: str = _cli("build", "io"), labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
+                 min_agreement: float = _cli("build", "min_agreement"),
+                 max_accuracy_drop: float = _cli("build", "max_accuracy_drop"), strict: bool = False,
                  no_verify: bool = False,
                  verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = _cli("build", "timeout"),
                  no_compile: bool = False, via: Optional[str] = None, identity: Optional[PathLike] = None,

@@ -1,6 +1,7 @@
 """Keyword arguments of the Python API turned into the library's options (shared by edgekit.api and edgekit.pipeline.build).
 
-Cheap to import: no converter, no TensorFlow (quantize's options are :class:`edgekit.flags.QuantizeOptions`).
+Cheap to import: no converter, no TensorFlow, and quantize's options (:mod:`edgekit.quantize_options`) are
+imported only when made (a one-image classify imports this module through edgekit.api).
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Tuple, Union
 
 from edgekit.errors import UsageError
-from edgekit.flags import QuantizeOptions
+if TYPE_CHECKING:  # pragma: no cover
+    from edgekit.quantize_options import QuantizeOptions
 
 PathLike = Union[str, "os.PathLike[str]"]
 Floats = Optional[Union[float, Sequence[float]]]
@@ -88,9 +90,12 @@ def model_file(model: Any) -> Iterator[Tuple[PathLike, Optional[str]]]:
 
 def quantize_options(model: PathLike, model_shown: Optional[str], output: Optional[PathLike], mean: Floats,
                      std: Floats, input_size: Union[str, Tuple[int, int], None], **options: Any) -> QuantizeOptions:
-    """The :class:`~edgekit.flags.QuantizeOptions` of a call of edgekit.quantize or edgekit.pipeline.build: the
-    model and output as paths, ``mean``, ``std`` and ``input_size`` read as the API takes them (a number, a
-    sequence, or the flag's text), every other option as given (``options``: the call's keywords by name)."""
+    """The :class:`~edgekit.quantize_options.QuantizeOptions` of a call of edgekit.quantize or
+    edgekit.pipeline.build: the model and output as paths, ``mean``, ``std`` and ``input_size`` read as the API
+    takes them (a number, a sequence, or the flag's text), every other option as given (``options``: the call's
+    keywords by name)."""
+    from edgekit.quantize_options import QuantizeOptions
+
     return QuantizeOptions(model=os.fsdecode(model), model_shown=model_shown,
                            output=None if output is None else os.fsdecode(output), mean=floats(mean, "mean"),
                            std=floats(std, "std"), input_size=size(input_size), **options)
