@@ -432,8 +432,8 @@ class Model:
         return ClassifyResult.of_report(self._clf.run([os.fsdecode(p) for p in images], top_k, threshold, workers))
 
     @_checked
-    def time(self, n: int = 100, warmup: int = 10, image: Any = None, *, channels: str = "RGB",
-             scale: Optional[float] = None, **options: Any) -> Union[Timing, CallTiming]:
+    def time(self, n: int = _cli("benchmark", "n"), warmup: int = _cli("benchmark", "warmup"), image: Any = None, *,
+             channels: str = "RGB", scale: Optional[float] = None, **options: Any) -> Union[Timing, CallTiming]:
         """Timed on this open model: the first run apart, then ``warmup`` untimed runs, then ``n`` timed ones.
 
         Given ``image``, the whole call a user makes on it, :meth:`classify` for a classifier, :meth:`detect` for a
@@ -452,7 +452,8 @@ class Model:
                                  "but no image= to call it on", "pass image=, or leave them out to time invoke alone")
             return Timing.from_dict(self._clf.opened.time(n, warmup))
         if n < 1 or warmup < 0:
-            raise UsageError(f"n={n}, warmup={warmup}: time needs n >= 1 and warmup >= 0", "pass n=100, warmup=10")
+            raise UsageError(f"n={n}, warmup={warmup}: time needs n >= 1 and warmup >= 0",
+                             f"pass n={_cli('benchmark', 'n')}, warmup={_cli('benchmark', 'warmup')}")
         return self._time_call(n, warmup, image, channels, scale, options)
 
     def _time_call(self, n: int, warmup: int, image: Any, channels: str, scale: Optional[float],
@@ -873,10 +874,14 @@ def quantize(model: Union[PathLike, "onnx.ModelProto"], *, output: Optional[Path
 
     from edgekit.pipeline.options import model_file
 
-    options = dict(locals())
     try:
         with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
-            done = run_quantize(_quantize_options(path, output, options, report, shown))
+            done = run_quantize(_quantize_options(
+                path, shown, output, mean, std, input_size, calib=calib, samples=samples, holdout=holdout, seed=seed,
+                tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects, trust_model=trust_model,
+                output_name=output_name, scaling=scaling, resize=resize, channels=channels, io=io, labels=labels,
+                eval=eval, min_agreement=min_agreement, max_accuracy_drop=max_accuracy_drop, strict=strict,
+                no_verify=no_verify, layout=layout, verbose=verbose, show_progress=show_progress, report=report))
     except AgreementError as exc:
         exc.result = exc.result.summary
         raise _with_numbers(exc, exc.result.verification)

@@ -5,8 +5,11 @@ the parameter of the click command), its value's type, default and help text. :d
 which command takes which, in the order ``--help`` shows them. From this one table come the click
 options (:mod:`edgekit.cli.commands`), ``--help``, the option tables of ``docs/commands/*.md``
 (:mod:`edgekit.cli.docs`) and the defaults of :mod:`edgekit.api`. An option that two commands take with
-the same meaning is one declaration (``--device``, the SSH options, quantize's options in build); where
-the meaning or default differs (``-m`` of classify and of evaluate), there are two.
+the same meaning is one declaration (``--device``, the SSH options, quantize's options in build, ``-m``), its
+help worded for a command by :func:`worded` where that reads better; where the meaning or default differs
+(``--conf`` of detect and of evaluate, ``--timeout`` of SSH and of compile), there are two.
+The frozen dataclass :class:`edgekit.quantize_options.QuantizeOptions` (quantize's options, one field each) takes
+its defaults from :data:`QUANTIZE`.
 
 Plain data: it imports neither click nor anything heavy, so the API can read its defaults for free.
 """
@@ -62,6 +65,12 @@ def option(*flags: str, name: str = "", type: str = "text", choices: Tuple[str, 
     return Option(flags, name, type="choice" if choices else type, choices=choices, default=default, **fields)
 
 
+def worded(o: Option, help: str) -> Option:
+    """The option ``o`` (one declaration: its flags, name, value and default) with its help worded for another
+    command, where the same option reads better in that command's words (``--help`` and the docs show it)."""
+    return o._replace(help=help)
+
+
 # ------------------------------------------------------------------------------ shared by every command
 JSON = option("--json", name="as_json", type="flag",
               help="Print one JSON document (its schema: the command's page in docs/commands/).")
@@ -79,6 +88,22 @@ THREADS = option("--threads", type="int", minimum=1, help="CPU interpreter threa
 ON = option("--on", metavar="USER@HOST", help="Run on a Coral Dev Board (or any board with python3) over SSH: "
             "deploys the bundle -m (or one made of the .tflite -m) when needed.")
 LAYOUTS = ("postprocess", "yolo", "yolov5", "split-dfl", "end2end")
+LAYOUT = option("--layout", choices=LAYOUTS, help="Detectors: the output layout of the int8 model (or of a detector "
+                ".tflite given to build), when its outputs fit several (default: read from them; never guessed); "
+                "recorded with the model.")
+LABELS = option("--labels", "-l", type="file",
+                help="Labels: '0 cat', '0: cat' or one per line (default: the labels recorded with the model).")
+
+# ------------------------------------------------------------------------------ loading a Keras model
+ARCH = option("--arch", help="For weights-only files: module.py:function or package.module:function that builds "
+              "the model.")
+CUSTOM_OBJECTS = option("--custom-objects", type="file",
+                        help="A .py file defining the model's custom layers/functions.")
+TRUST_MODEL = option("--trust-model", type="flag", help="Allow loading Lambda layers (runs code stored in the file) "
+                     "and SavedModels with file or system operations (a SavedModel is a program).")
+VERBOSE = option("--verbose", "-v", type="flag", help="Show TensorFlow's own log output.")
+TFRECORD_KEY = option("--tfrecord-key", default="image/encoded",
+                      help="Feature holding the encoded image in TFRecord examples.")
 
 # ------------------------------------------------------------------------------ reaching a board over SSH
 SSH = (
@@ -116,14 +141,12 @@ TRAIN = (
            help="Share of each class held out for the per-epoch validation accuracy."),
     option("--learning-rate", type="float", default=2e-3, minimum=0.0, minimum_open=True),
     option("--seed", type="int", default=0),
-    option("--tfrecord-key", default="image/encoded",
-           help="Feature holding the encoded image in TFRecord examples (labels: image/class/label)."),
+    worded(TFRECORD_KEY, "Feature holding the encoded image in TFRecord examples (labels: image/class/label)."),
     option("--worker-timeout", type="float", default=120.0, minimum=1, maximum=MAX_TIMEOUT,
            help="With TF_CONFIG: seconds for every worker to join the cluster, and for each step they share."),
 )
 
 # ------------------------------------------------------------------------------ quantize (and build)
-# The library's own constants are equal (tests/test_cli.py checks); literals here keep --help free of converters/.
 QUANTIZE = (
     option("--calib", help="Calibration data: an image folder (flat or one subfolder per class), .npy, .npz, "
            "TFRecord file(s), or 'random' (plumbing tests only). Default: the data recorded beside the model."),
@@ -132,19 +155,17 @@ QUANTIZE = (
     option("--holdout", type="int", default=100, minimum=0,
            help="Samples held back from calibration to verify the int8 model on (a quarter of a smaller pool)."),
     option("--seed", type="int", default=0, help="Seed for drawing the samples."),
-    option("--tfrecord-key", default="image/encoded", help="Feature holding the encoded image in TFRecord examples."),
-    option("--arch", help="For weights-only files: module.py:function or package.module:function that builds "
-           "the model."),
-    option("--custom-objects", type="file", help="A .py file defining the model's custom layers/functions."),
-    option("--trust-model", type="flag", help="Allow loading Lambda layers (runs code stored in the file) "
-           "and SavedModels with file or system operations (a SavedModel is a program)."),
+    TFRECORD_KEY,
+    ARCH,
+    CUSTOM_OBJECTS,
+    TRUST_MODEL,
     option("--output-name", metavar="NAME", help="For a model with several outputs: the one to convert, by "
            "name (or index); recorded with the model. Without it such a model is refused (exit 5)."),
     option("--scaling", choices=("raw", "0..1", "-1..1"),
            help="Input scaling the model was trained with (default: from the model or its record, else "
            "measured on labelled calibration data)."),
-    option("--mean", help="Mean subtracted from 0..255 pixels (one value or R,G,B); overrides --scaling."),
-    option("--std", help="Std dividing the pixels after the mean (one value or R,G,B)."),
+    worded(MEAN, "Mean subtracted from 0..255 pixels (one value or R,G,B); overrides --scaling."),
+    worded(STD, "Std dividing the pixels after the mean (one value or R,G,B)."),
     option("--resize", choices=("lanczos", "bilinear", "bicubic", "nearest", "box", "hamming", "keras"),
            help="Resize filter (default lanczos; keras: bilinear without antialias, as Keras pipelines and "
            "tf.image.resize train with)."),
@@ -168,20 +189,20 @@ QUANTIZE = (
     option("--strict", type="flag", help="Fail (exit 6) also when the data cannot tell but the estimate is past "
            "--min-agreement or --max-accuracy-drop (for CI); the message says how many samples would settle it."),
     option("--no-verify", type="flag", help="Skip comparing the int8 model with the float model."),
-    option("--layout", choices=LAYOUTS, help="Detectors: the output layout of the int8 model (or of a detector "
-           ".tflite given to build), when its outputs fit several (default: read from them; never guessed); "
-           "recorded with the model."),
-    option("--verbose", "-v", type="flag", help="Show TensorFlow's own log output."),
+    LAYOUT,
+    VERBOSE,
 )
 
 # ------------------------------------------------------------------------------ check, compile, cut, build
 MIN_RUNTIME_CHECK = option("--min-runtime", type="int", default=14, minimum=10, maximum=14, help="Lowest Edge TPU "
                            "runtime to stay compatible with (edgetpu_compiler -m; compiler 16 defaults to 14).")
+ALLOW_MULTIPLE_SUBGRAPHS = option("--allow-multiple-subgraphs", "-a", type="flag", help="Compile with "
+                                  "edgetpu_compiler -a (--enable_multiple_subgraphs, compiler 16): every mappable run "
+                                  "of ops becomes its own Edge TPU subgraph.")
 CHECK = (
     MIN_RUNTIME_CHECK,
-    option("--allow-multiple-subgraphs", "-a", type="flag",
-           help="Predict a compile with edgetpu_compiler -a (--enable_multiple_subgraphs): every mappable run "
-           "of ops becomes its own Edge TPU subgraph."),
+    worded(ALLOW_MULTIPLE_SUBGRAPHS, "Predict a compile with edgetpu_compiler -a (--enable_multiple_subgraphs): "
+           "every mappable run of ops becomes its own Edge TPU subgraph."),
     option("--strict", type="flag", help="Exit 7 when any op is certain to stay on the CPU or the compiler "
            "would certainly refuse the model (a placement only an uncertain rule decides does not fail)."),
 )
@@ -197,9 +218,7 @@ COMPILE = (
     option("--segments", type="int", minimum=1, help="Split into N pipeline segments (edgetpu_compiler -n)."),
     option("--search-delegate", type="flag",
            help="If the whole model fails, compile the largest leading part that works (edgetpu_compiler -d)."),
-    option("--allow-multiple-subgraphs", "-a", type="flag",
-           help="Compile with edgetpu_compiler -a (--enable_multiple_subgraphs, compiler 16): every mappable run of "
-           "ops becomes its own Edge TPU subgraph."),
+    ALLOW_MULTIPLE_SUBGRAPHS,
     COMPILE_TIMEOUT,
 )
 CUT_OUTPUT = option("-o", "--output", type="out-file",
@@ -230,33 +249,28 @@ BUILD_COMPILE = (
 # ------------------------------------------------------------------------------ classify, detect
 CLASSIFY = (
     RUN_MODEL,
-    option("--labels", "-l", type="file",
-           help="Labels: '0 cat', '0: cat' or one per line (default: the labels recorded with the model)."),
+    LABELS,
     option("--top-k", "-k", type="int", default=5, minimum=1, help="Classes per image."),
     option("--threshold", "-t", type="float", default=float("-inf"), show_default=False,
            help="Keep only scores >= this (default: keep all; a model without softmax has negative scores)."),
 )
 DETECT = (
-    option("--model", "-m", required=True, type="path",
-           help="The detector .tflite (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
-           "or a bundle folder from edgekit build."),
-    option("--labels", "-l", type="file",
-           help="Labels: '0 person', '0: person' or one per line (default: the model's metadata or record)."),
+    worded(RUN_MODEL, "The detector .tflite (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU "
+           "twin), or a bundle folder from edgekit build."),
+    worded(LABELS, "Labels: '0 person', '0: person' or one per line (default: the model's metadata or record)."),
     option("--conf", type="float", default=0.25, help="Keep detections scoring at least this."),
     option("--iou", type="float", default=0.45,
            help="Class-wise NMS: a box overlapping a better one of its class by more than this is dropped."),
     option("--max-det", type="int", default=100, help="Detections kept per image, best first."),
-    option("--layout", choices=LAYOUTS,
-           help="The output layout, when the model fits several (default: read from the model; never guessed)."),
+    worded(LAYOUT, "The output layout, when the model fits several (default: read from the model; never guessed)."),
     option("--save", type="path", metavar="DIR",
            help="Write each image with its boxes drawn into DIR (same file name; never over an input)."),
 )
 
 # ------------------------------------------------------------------------------ evaluate
 EVALUATE = (
-    option("--model", "-m", required=True, type="path",
-           help="The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU twin), "
-           "or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified)."),
+    worded(RUN_MODEL, "The .tflite model (an *_edgetpu.tflite runs on the Edge TPU, or falls back to its CPU "
+           "twin), or a bundle folder from edgekit build (its compiled or CPU model by device, sha256-verified)."),
     option("--data", required=True, type="path",
            help="Labelled samples: a folder with one subfolder per class, or an .npz with x and y; for a "
            "detector, a COCO annotation file (.json) or a YOLO folder (images/ + labels/*.txt)."),
@@ -281,16 +295,15 @@ EVALUATE = (
     option("--conf", type="float", help="Detectors: score threshold (default 0.001, COCO's protocol)."),
     option("--iou", type="float", help="Detectors: NMS IoU (default 0.7, as Ultralytics' val)."),
     option("--max-det", type="int", help="Detectors: detections per image (default 100, COCO's protocol)."),
-    option("--layout", choices=LAYOUTS, help="Detectors: the output layout, when the model fits several."),
+    worded(LAYOUT, "Detectors: the output layout, when the model fits several."),
     option("--reference", type="path",
            help="The float Keras model (.keras, .h5, SavedModel) to compare with; needs TensorFlow."),
     option("--no-layers", type="flag", help="With --reference: skip the per-layer error report."),
-    option("--labels", "-l", type="file",
-           help="Labels file (default: recorded with the model); class folders named as labels match by name."),
-    option("--arch", help="For a weights-only --reference: module.py:function that builds the model."),
-    option("--custom-objects", type="file", help="A .py file with the reference's custom layers."),
-    option("--trust-model", type="flag", help="Allow loading Lambda layers, and a SavedModel with file or "
-           "system operations, in --reference."),
+    worded(LABELS, "Labels file (default: recorded with the model); class folders named as labels match by name."),
+    worded(ARCH, "For a weights-only --reference: module.py:function that builds the model."),
+    worded(CUSTOM_OBJECTS, "A .py file with the reference's custom layers."),
+    worded(TRUST_MODEL, "Allow loading Lambda layers, and a SavedModel with file or system operations, in "
+           "--reference."),
 )
 
 # ------------------------------------------------------------------------------ benchmark
@@ -305,8 +318,8 @@ BENCHMARK = (
            help="A file written by --save: exit 10 when p50 latency grew by more than --max-slowdown."),
     option("--max-slowdown", type="float", default=20.0, minimum=0,
            help="Percent of p50 latency growth --compare allows."),
-    option("--on", metavar="USER@HOST", help="Time it on a Coral Dev Board (or any board with python3) over SSH: "
-           "deploys the bundle -m (or one made of the .tflite -m) when needed."),
+    worded(ON, "Time it on a Coral Dev Board (or any board with python3) over SSH: deploys the bundle -m (or one "
+           "made of the .tflite -m) when needed."),
 )
 
 MODEL = Argument("model", "path")
@@ -327,7 +340,7 @@ COMMANDS = {
     "classify": (IMAGES, *CLASSIFY, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),
     "detect": (IMAGES, *DETECT, DEVICE, MEAN, STD, THREADS, ON, *SSH, JSON, QUIET),
     "evaluate": (*EVALUATE, DEVICE, MEAN, STD, THREADS,
-                 option("--verbose", "-v", type="flag", help="Show TensorFlow's own log output (--reference)."),
+                 worded(VERBOSE, "Show TensorFlow's own log output (--reference)."),
                  JSON, QUIET),
     "benchmark": (*BENCHMARK, *SSH, JSON, QUIET),
     "deploy": (Argument("bundle", "path"), option("--to", required=True, metavar="USER@HOST",

@@ -231,8 +231,6 @@ def test_cli_defaults_are_the_library_constants():
 
     assert default("quantize", "samples") == calibration.DEFAULT_SAMPLES
     assert default("quantize", "tfrecord_key") == calibration.DEFAULT_TFRECORD_KEY
-    assert default("quantize", "min_agreement") == quantize.DEFAULT_MIN_AGREEMENT
-    assert default("quantize", "max_accuracy_drop") == quantize.DEFAULT_MAX_ACCURACY_DROP
     assert list(next(p for p in cli.commands["quantize"].params if p.name == "io").type.choices) == list(
         quantize.IO_TYPES)
     assert default("compile", "timeout") == edgetpu_compiler.DEFAULT_TIMEOUT_S
@@ -241,10 +239,6 @@ def test_cli_defaults_are_the_library_constants():
 
     built = BuildOptions(quantize=quantize.QuantizeOptions(model="m"), output="o")
     assert default("build", "timeout") == built.timeout == edgetpu_compiler.DEFAULT_TIMEOUT_S
-    library = quantize.QuantizeOptions(model="m")
-    for name, value in (("samples", library.samples), ("holdout", library.holdout), ("seed", library.seed),
-                        ("tfrecord_key", library.tfrecord_key), ("io", library.io)):
-        assert default("quantize", name) == default("build", name) == value, name
 
 
 def test_each_command_function_takes_the_options_edgekit_flags_declares_for_it():

@@ -538,11 +538,11 @@ def test_a_plain_savedmodel_passes_the_scan_and_is_called_a_program(saved_models
     assert keras_io.saved_model_system_ops(plain) == {}  # its own checkpoint save/restore functions do not count
     report = Collector()
     quantize(QuantizeOptions(model=str(plain), output=str(tmp_path / "out.tflite"), calib="random",
-                             scaling="0..1", verify=False, show_progress=False, report=report))
+                             scaling="0..1", no_verify=True, show_progress=False, report=report))
     assert any("a SavedModel is a program" in n for n in report.notes), report.notes
     trusted = Collector()
     quantize(QuantizeOptions(model=str(plain), output=str(tmp_path / "out2.tflite"), calib="random",
-                             scaling="0..1", verify=False, show_progress=False, trust_model=True, report=trusted))
+                             scaling="0..1", no_verify=True, show_progress=False, trust_model=True, report=trusted))
     assert any("a SavedModel is a program" in w and "--trust-model" in w for w in trusted.warnings), trusted.warnings
 
 

@@ -27,16 +27,17 @@ import numpy as np
 from edgekit.data import labelled as datasets
 from edgekit.data.labelled import list_images
 from edgekit.errors import InputError, UsageError, first_line, regular_file
+from edgekit.quantize_options import QuantizeOptions
 from edgekit.board.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
 from edgekit.report import SILENT, Reporter
 from edgekit.results.quantize import Calibration, CalibrationSummary
 
 IMAGE_SUFFIXES = IMAGE_EXTENSIONS  # the images classify reads are the images calibration reads
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record")
-DEFAULT_SAMPLES = 300
-DEFAULT_HOLDOUT = 100
+DEFAULT_SAMPLES = QuantizeOptions.samples   # quantize's defaults, declared once (edgekit.flags)
+DEFAULT_HOLDOUT = QuantizeOptions.holdout
 MIN_RECOMMENDED = 100
-DEFAULT_TFRECORD_KEY = "image/encoded"
+DEFAULT_TFRECORD_KEY = QuantizeOptions.tfrecord_key
 TFRECORD_LABEL_KEYS = ("image/class/label", "label")
 MAX_TFRECORD_SCAN = 5000
 RANDOM_WARNING = ("CALIBRATING ON RANDOM NOISE: the int8 model's accuracy is meaningless. "
@@ -333,7 +334,7 @@ class _Source:
 
 
 def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, holdout: int = DEFAULT_HOLDOUT,
-         seed: int = 0, tfrecord_key: str = DEFAULT_TFRECORD_KEY, report: Reporter = SILENT,
+         seed: int = QuantizeOptions.seed, tfrecord_key: str = DEFAULT_TFRECORD_KEY, report: Reporter = SILENT,
          flag: str = "--calib") -> CalibrationData:
     """Read, sample and preprocess calibration data from ``source`` (see the module docstring); ``report``
     draws the progress; ``flag`` is the option errors name (``--calib``, or quantize's ``--eval``)."""

@@ -34,6 +34,8 @@ from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORI
 from edgekit.converters.converter import SettingMissing, apply_settings, make_converter  # noqa: F401 (re-exported)
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
+from edgekit.flags import QUANTIZE
+from edgekit.quantize_options import QuantizeOptions  # noqa: F401 (re-exported, as before)
 from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
 from edgekit.board.preprocess import PreprocessSpec, with_mean_std
 from edgekit.records import freeze
@@ -43,10 +45,8 @@ from edgekit.results.quantize import (Decision, DetectionVerification, GateCheck
 from edgekit.results.quantize import QuantizeResult as QuantizeDocument
 from edgekit.board.preprocess import quantize as quantize_tensor
 
-DEFAULT_MIN_AGREEMENT = 0.9
-DEFAULT_MAX_ACCURACY_DROP = 1.0   # percentage points of top-1 the int8 model may lose against float
 CREATED_BY = "edgekit quantize"   # marks the records this command writes: records of a .tflite, not of a Keras model
-IO_TYPES = ("uint8", "int8")
+IO_TYPES = next(o.choices for o in QUANTIZE if o.name == "io")
 # Converter settings tried in order when the output fails a check. The old (TOCO) converter would
 # be the classic remedy, but it is gone in TF 2.21 (experimental_new_converter=False raises).
 REMEDIES: list[tuple[str, dict[str, bool]]] = [
@@ -54,41 +54,6 @@ REMEDIES: list[tuple[str, dict[str, bool]]] = [
     ("per-tensor weights for every layer", {"_experimental_disable_per_channel": True}),
     ("the legacy calibration quantizer", {"experimental_new_quantizer": False}),
 ]
-
-
-@dataclass
-class QuantizeOptions:
-    """Everything ``edgekit quantize`` takes; defaults match the CLI's."""
-
-    model: str
-    output: str | None = None
-    model_shown: str | None = None                # how messages name the model (the API's onnx.ModelProto), else model
-    calib: str | None = None
-    samples: int = calibration.DEFAULT_SAMPLES
-    holdout: int = calibration.DEFAULT_HOLDOUT
-    seed: int = 0
-    tfrecord_key: str = calibration.DEFAULT_TFRECORD_KEY
-    arch: str | None = None
-    custom_objects: str | None = None
-    trust_model: bool = False
-    output_name: str | None = None                # which output of a model with several (name or index)
-    scaling: str | None = None
-    mean: tuple[float, ...] | None = None
-    std: tuple[float, ...] | None = None
-    resize: str | None = None
-    channels: str | None = None
-    input_size: tuple[int, int] | None = None     # (width, height) for models of any input size
-    io: str = "uint8"
-    labels: str | None = None
-    eval: str | None = None                       # labelled data verification uses too (besides calibration's)
-    min_agreement: float = DEFAULT_MIN_AGREEMENT
-    max_accuracy_drop: float = DEFAULT_MAX_ACCURACY_DROP
-    strict: bool = False                          # an uncertain verdict whose estimate is past its limit fails
-    verify: bool = True
-    layout: str | None = None                     # a detector's output layout, when its outputs fit several
-    verbose: bool = False
-    show_progress: bool = True
-    report: Reporter = SILENT  # told each warning as it arises and notes (e.g. "created output folder ...")
 
 
 @dataclass

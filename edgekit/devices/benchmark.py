@@ -17,6 +17,7 @@ from typing import Any, Callable, Optional, Tuple
 
 from edgekit.board import latency
 from edgekit.errors import InputError, RegressionError, first_line, parse_json, regular_file
+from edgekit.flags import default as _cli
 from edgekit.report import SILENT, Reporter
 from edgekit.results.benchmark import BenchmarkResult, Comparison, LatencyVerdict, PostprocessTiming
 
@@ -24,7 +25,8 @@ from edgekit.results.benchmark import BenchmarkResult, Comparison, LatencyVerdic
 default_threads = latency.default_threads
 
 
-def benchmark(model: str | os.PathLike, device: str = "auto", n: int = 100, warmup: int = 10,
+def benchmark(model: str | os.PathLike, device: str = _cli("benchmark", "device"), n: int = _cli("benchmark", "n"),
+              warmup: int = _cli("benchmark", "warmup"),
               threads: int | None = None, clock: Callable[[], float] = time.perf_counter,
               report: Reporter = SILENT, on: Any = None, remote_path: str | None = None) -> BenchmarkResult:
     """What ``edgekit benchmark --json`` prints (schema in docs/commands/benchmark.md); its notes and warnings

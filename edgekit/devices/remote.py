@@ -33,6 +33,7 @@ from edgekit.ssh import (ANSWER_TOO_LONG_HINT, HOST_TOO_LONG_HINT, MAX_STDERR, M
 from edgekit.board import runner as board_runner
 from edgekit.devices.board_protocol import ProbeDocument
 from edgekit.errors import Caution, DeviceError, EdgekitError, UsageError
+from edgekit.flags import default as _cli
 from edgekit.report import SILENT, Reporter
 from edgekit.results.deploy import DeployResult
 
@@ -45,7 +46,7 @@ if TYPE_CHECKING:  # pragma: no cover
 RunnerDocument = TypeVar("RunnerDocument", "ClassifyDocument", "DetectDocument", "BenchmarkDocument")
 
 
-DEFAULT_PATH = "edgekit"  # on the board, relative to the login user's home
+DEFAULT_PATH = _cli("deploy", "remote_path")  # on the board, relative to the login user's home (--path)
 RUNNER_MODULE = "edgekit.board.runner"
 def classify_stdout_bound(images: int, k: int) -> int:
     """The most a classify document of ``images`` images with ``k`` classes each may take: far over what the
@@ -263,7 +264,8 @@ def _run_runner(target: SshTarget, path: str, bundle_name: str, command: str, ar
 
 
 def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
-             device: str = "auto", k: int = 5, threshold: float = float("-inf"),
+             device: str = _cli("classify", "device"), k: int = _cli("classify", "top_k"),
+             threshold: float = _cli("classify", "threshold"),
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
              report: Reporter = SILENT) -> ClassifyReport:
     """Deploy when needed, send the images, classify them on the target: what ``edgekit classify --json`` prints.
@@ -322,7 +324,8 @@ def _send_images(images: list[str], bundle: str | os.PathLike, target: SshTarget
 
 
 def detect(images: list[str], bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
-           device: str = "auto", conf: float = 0.25, iou: float = 0.45, max_det: int = 100, layout: str | None = None,
+           device: str = _cli("detect", "device"), conf: float = _cli("detect", "conf"),
+           iou: float = _cli("detect", "iou"), max_det: int = _cli("detect", "max_det"), layout: str | None = None,
            mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
            report: Reporter = SILENT) -> DetectReport:
     """Deploy when needed, send the images, detect on the target: what ``edgekit detect --json`` prints.
@@ -360,8 +363,9 @@ def _bundle_labels(bundle: Any) -> list[str] | None:
     return [labels[k] for k in sorted(labels)]
 
 
-def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH, device: str = "auto",
-              n: int = 100, warmup: int = 10, threads: int | None = None,
+def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
+              device: str = _cli("benchmark", "device"), n: int = _cli("benchmark", "n"),
+              warmup: int = _cli("benchmark", "warmup"), threads: int | None = None,
               report: Reporter = SILENT) -> BenchmarkDocument:
     """Deploy when needed and time the bundle's model on the target: the ``edgekit benchmark --json`` document
     (``report`` is told what was deployed)."""

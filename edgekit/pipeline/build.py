@@ -23,13 +23,13 @@ from typing import Any, Iterator, Optional, Tuple, Union
 from edgekit import __version__
 from edgekit.board import manifest
 from edgekit.tflite import model as tflite_model
-from edgekit.converters.quantize import QuantizeOptions
 from edgekit.errors import printable
-from edgekit.flags import default as _cli
+from edgekit.flags import QUANTIZE, default as _cli
 from edgekit.errors import EdgekitError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
 from edgekit.pipeline.options import Floats, PathLike
 from edgekit.board.preprocess import PreprocessSpec
+from edgekit.quantize_options import QuantizeOptions
 from edgekit.report import SILENT, Reporter
 from edgekit.board.manifest import BundleError, FileEntry
 from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleInput,
@@ -257,13 +257,10 @@ def _tensorflow_version(used: bool) -> str | None:
     return import_tensorflow().__version__
 
 
-# Options that only mean something for a Keras model (a .tflite is quantized already), with the flag named.
-_KERAS_ONLY = {"calib": "--calib", "arch": "--arch", "custom_objects": "--custom-objects",
-               "trust_model": "--trust-model", "output_name": "--output-name", "scaling": "--scaling",
-               "resize": "--resize", "channels": "--channels", "input_size": "--input-size", "io": "--io",
-               "samples": "--samples", "holdout": "--holdout", "seed": "--seed", "tfrecord_key": "--tfrecord-key",
-               "min_agreement": "--min-agreement", "max_accuracy_drop": "--max-accuracy-drop", "strict": "--strict",
-               "verify": "--no-verify"}
+# Options that only mean something for a Keras model (a .tflite is quantized already), in the order errors name them.
+_KERAS_ONLY = ("calib", "arch", "custom_objects", "trust_model", "output_name", "scaling", "resize", "channels",
+               "input_size", "io", "samples", "holdout", "seed", "tfrecord_key", "min_agreement", "max_accuracy_drop",
+               "strict", "no_verify")
 
 
 def tflite_sources(q: QuantizeOptions, float_for_cpu: bool = False) -> tuple[Path, Path | None]:
@@ -278,7 +275,8 @@ def tflite_sources(q: QuantizeOptions, float_for_cpu: bool = False) -> tuple[Pat
     from edgekit.board.backends import cpu_twin
 
     defaults = QuantizeOptions(model=q.model)
-    used = [flag for key, flag in _KERAS_ONLY.items() if getattr(q, key) != getattr(defaults, key)]
+    flag = {o.name: o.flags[0] for o in QUANTIZE}
+    used = [flag[name] for name in _KERAS_ONLY if getattr(q, name) != getattr(defaults, name)]
     if used:
         raise UsageError(f"{', '.join(used)}: for a Keras model; {q.model} is a .tflite, quantized already",
                          "leave them out: a .tflite takes --labels, --mean/--std, --eval and the compile options; "
@@ -680,8 +678,10 @@ def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] =
 
 
 # ------------------------------------------------------------------------------------ Python API
-def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = None, samples: int = _cli("build", "samples"),
-                 holdout: int = _cli("build", "holdout"), seed: int = _cli("build", "seed"), tfrecord_key: str = _cli("build", "tfrecord_key"), arch: Optional[str] = None,
+def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = None,
+                 samples: int = _cli("build", "samples"), holdout: int = _cli("build", "holdout"),
+                 seed: int = _cli("build", "seed"), tfrecord_key: str = _cli("build", "tfrecord_key"),
+                 arch: Optional[str] = None,
                  custom_objects: Optional[PathLike] = None, trust_model: bool = False,
                  output_name: Optional[str] = None, scaling: Optional[str] = None, mean: Floats = None,
                  std: Floats = None, resize: Optional[str] = None,
@@ -702,15 +702,19 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
     from edgekit.edgetpu import compile_via
     from edgekit.pipeline.options import model_file, quantize_options
 
-    options = dict(locals())
     if via is not None and no_compile:
         raise UsageError("--via with --no-compile: nothing would be compiled there", "leave one of them out")
     there = compile_via.elsewhere(via, identity, known_hosts, accept_new_host_key, connect_timeout, report)
     with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
-        return build(BuildOptions(quantize=quantize_options(path, None, options, report, shown),
-                                  output=os.fsdecode(output), min_runtime=min_runtime, timeout=timeout,
-                                  compile=not no_compile, via=there, layout=layout, show_progress=show_progress,
-                                  report=report))
+        quantize = quantize_options(
+            path, shown, None, mean, std, input_size, calib=calib, samples=samples, holdout=holdout, seed=seed,
+            tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects, trust_model=trust_model,
+            output_name=output_name, scaling=scaling, resize=resize, channels=channels, io=io, labels=labels,
+            eval=eval, min_agreement=min_agreement, max_accuracy_drop=max_accuracy_drop, strict=strict,
+            no_verify=no_verify, layout=layout, verbose=verbose, show_progress=show_progress, report=report)
+        return build(BuildOptions(quantize=quantize, output=os.fsdecode(output), min_runtime=min_runtime,
+                                  timeout=timeout, compile=not no_compile, via=there, layout=layout,
+                                  show_progress=show_progress, report=report))
 
 
 class _CallableModule(types.ModuleType):

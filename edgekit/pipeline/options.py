@@ -1,6 +1,7 @@
 """Keyword arguments of the Python API turned into the library's options (shared by edgekit.api and edgekit.pipeline.build).
 
-Cheap to import: the converters are imported only when quantize options are made.
+Cheap to import: no converter, no TensorFlow, and quantize's options (:mod:`edgekit.quantize_options`) are
+imported only when made (a one-image classify imports this module through edgekit.api).
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ import os
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Tuple, Union
 
 from edgekit.errors import UsageError
-from edgekit.report import Reporter
+if TYPE_CHECKING:  # pragma: no cover
+    from edgekit.quantize_options import QuantizeOptions
 
 PathLike = Union[str, "os.PathLike[str]"]
 Floats = Optional[Union[float, Sequence[float]]]
@@ -86,20 +88,14 @@ def model_file(model: Any) -> Iterator[Tuple[PathLike, Optional[str]]]:
         yield str(path), f"the onnx.ModelProto {graph!r}"
 
 
-def quantize_options(model: PathLike, output: Optional[PathLike], q: dict, report: Reporter,
-                     model_shown: Optional[str] = None) -> Any:
-    """QuantizeOptions from the keywords of edgekit.quantize / edgekit.pipeline.build (``q``: them by name)."""
-    from edgekit.converters.quantize import QuantizeOptions
+def quantize_options(model: PathLike, model_shown: Optional[str], output: Optional[PathLike], mean: Floats,
+                     std: Floats, input_size: Union[str, Tuple[int, int], None], **options: Any) -> QuantizeOptions:
+    """The :class:`~edgekit.quantize_options.QuantizeOptions` of a call of edgekit.quantize or
+    edgekit.pipeline.build: the model and output as paths, ``mean``, ``std`` and ``input_size`` read as the API
+    takes them (a number, a sequence, or the flag's text), every other option as given (``options``: the call's
+    keywords by name)."""
+    from edgekit.quantize_options import QuantizeOptions
 
     return QuantizeOptions(model=os.fsdecode(model), model_shown=model_shown,
-                           output=None if output is None else os.fsdecode(output),
-                           calib=q["calib"], samples=q["samples"], holdout=q["holdout"], seed=q["seed"],
-                           tfrecord_key=q["tfrecord_key"], arch=q["arch"], custom_objects=q["custom_objects"],
-                           trust_model=q["trust_model"], output_name=q["output_name"], scaling=q["scaling"],
-                           mean=floats(q["mean"], "mean"),
-                           std=floats(q["std"], "std"), resize=q["resize"], channels=q["channels"],
-                           input_size=size(q["input_size"]), io=q["io"], labels=q["labels"], eval=q["eval"],
-                           min_agreement=q["min_agreement"], max_accuracy_drop=q["max_accuracy_drop"],
-                           strict=q["strict"], verify=not q["no_verify"], layout=q.get("layout"), verbose=q["verbose"],
-                           show_progress=q["show_progress"],
-                           report=report)
+                           output=None if output is None else os.fsdecode(output), mean=floats(mean, "mean"),
+                           std=floats(std, "std"), input_size=size(input_size), **options)

@@ -74,7 +74,7 @@ def test_per_layer_report_names_the_layer_broken_on_purpose(digits_keras, digits
     with silenced():
         model.save(path)
     out = quantize(QuantizeOptions(model=str(path), calib=str(digits_folders.train), scaling="0..1", samples=100,
-                                   verify=False, show_progress=False)).output
+                                   no_verify=True, show_progress=False)).output
     result = CliRunner().invoke(cli, ["evaluate", "-m", str(out), "--data", str(digits_folders.test),
                                       "--reference", str(path), "--json", "--quiet"])
     assert result.exit_code == 0, result.output
