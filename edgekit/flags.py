@@ -8,7 +8,7 @@ options (:mod:`edgekit.cli.commands`), ``--help``, the option tables of ``docs/c
 the same meaning is one declaration (``--device``, the SSH options, quantize's options in build, ``-m``), its
 help worded for a command by :func:`worded` where that reads better; where the meaning or default differs
 (``--conf`` of detect and of evaluate, ``--timeout`` of SSH and of compile), there are two.
-The frozen dataclass :class:`edgekit.quantize_options.QuantizeOptions` (quantize's options, one field each) takes
+The frozen dataclass :class:`edgekit.converters.quantize_options.QuantizeOptions` (quantize's options, one field each) takes
 its defaults from :data:`QUANTIZE`.
 
 Plain data: it imports neither click nor anything heavy, so the API can read its defaults for free.

@@ -27,7 +27,7 @@ def _keywords(fn) -> dict:
 
 
 def test_quantize_s_options_are_one_dataclass_that_the_api_build_and_the_cli_agree_with():
-    """edgekit.quantize_options.QuantizeOptions is quantize's option set, one field per option, each default read
+    """edgekit.converters.quantize_options.QuantizeOptions is quantize's option set, one field per option, each default read
     from its one declaration in edgekit.flags: every field is an option
     of ``edgekit quantize`` and a keyword of ``edgekit.quantize`` of the same name and default, and every one but
     ``output`` (build's is the bundle) an option of ``edgekit build`` and a keyword of ``edgekit.pipeline.build``;
@@ -36,7 +36,7 @@ def test_quantize_s_options_are_one_dataclass_that_the_api_build_and_the_cli_agr
 
     from edgekit import api
     from edgekit.pipeline.build import build_bundle
-    from edgekit.quantize_options import QuantizeOptions
+    from edgekit.converters.quantize_options import QuantizeOptions
 
     fields = {f.name: f.default for f in dataclasses.fields(QuantizeOptions) if f.name not in _RUN_FIELDS}
     assert len(fields) == 25 and "no_verify" in fields and "output" in fields
@@ -152,9 +152,9 @@ def test_an_option_of_one_meaning_is_declared_once():
 
 def test_a_one_image_classify_does_not_make_quantize_s_dataclass():
     """Making QuantizeOptions (a frozen dataclass of 29 fields) costs about 15M instructions: the modules a runtime
-    command line imports (its parse, the API, the runtime) must not import edgekit.quantize_options."""
+    command line imports (its parse, the API, the runtime) must not import edgekit.converters.quantize_options."""
     code = ("import sys\nimport edgekit.cli.commands, edgekit.cli.base, edgekit.api, edgekit.pipeline.options\n"
             "import edgekit.devices.classify, edgekit.devices.detect, edgekit.devices.benchmark\n"
-            "assert 'edgekit.quantize_options' not in sys.modules\n")
+            "assert 'edgekit.converters.quantize_options' not in sys.modules\n")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

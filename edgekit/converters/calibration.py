@@ -27,7 +27,7 @@ import numpy as np
 from edgekit.data import labelled as datasets
 from edgekit.data.labelled import list_images
 from edgekit.errors import InputError, UsageError, first_line, regular_file
-from edgekit.quantize_options import QuantizeOptions
+from edgekit.converters.quantize_options import QuantizeOptions
 from edgekit.board.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
 from edgekit.report import SILENT, Reporter
 from edgekit.results.quantize import Calibration, CalibrationSummary

@@ -35,7 +35,7 @@ from edgekit.converters.converter import SettingMissing, apply_settings, make_co
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
 from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
 from edgekit.flags import QUANTIZE
-from edgekit.quantize_options import QuantizeOptions  # noqa: F401 (re-exported, as before)
+from edgekit.converters.quantize_options import QuantizeOptions  # noqa: F401 (re-exported, as before)
 from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
 from edgekit.board.preprocess import PreprocessSpec, with_mean_std
 from edgekit.records import freeze

@@ -29,7 +29,7 @@ from edgekit.errors import EdgekitError, InputError, MissingDependencyError, Usa
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
 from edgekit.pipeline.options import Floats, PathLike
 from edgekit.board.preprocess import PreprocessSpec
-from edgekit.quantize_options import QuantizeOptions
+from edgekit.converters.quantize_options import QuantizeOptions
 from edgekit.report import SILENT, Reporter
 from edgekit.board.manifest import BundleError, FileEntry
 from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleInput,

@@ -1,6 +1,6 @@
 """Keyword arguments of the Python API turned into the library's options (shared by edgekit.api and edgekit.pipeline.build).
 
-Cheap to import: no converter, no TensorFlow, and quantize's options (:mod:`edgekit.quantize_options`) are
+Cheap to import: no converter, no TensorFlow, and quantize's options (:mod:`edgekit.converters.quantize_options`) are
 imported only when made (a one-image classify imports this module through edgekit.api).
 """
 
@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Tuple, Unio
 
 from edgekit.errors import UsageError
 if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.quantize_options import QuantizeOptions
+    from edgekit.converters.quantize_options import QuantizeOptions
 
 PathLike = Union[str, "os.PathLike[str]"]
 Floats = Optional[Union[float, Sequence[float]]]
@@ -90,11 +90,11 @@ def model_file(model: Any) -> Iterator[Tuple[PathLike, Optional[str]]]:
 
 def quantize_options(model: PathLike, model_shown: Optional[str], output: Optional[PathLike], mean: Floats,
                      std: Floats, input_size: Union[str, Tuple[int, int], None], **options: Any) -> QuantizeOptions:
-    """The :class:`~edgekit.quantize_options.QuantizeOptions` of a call of edgekit.quantize or
+    """The :class:`~edgekit.converters.quantize_options.QuantizeOptions` of a call of edgekit.quantize or
     edgekit.pipeline.build: the model and output as paths, ``mean``, ``std`` and ``input_size`` read as the API
     takes them (a number, a sequence, or the flag's text), every other option as given (``options``: the call's
     keywords by name)."""
-    from edgekit.quantize_options import QuantizeOptions
+    from edgekit.converters.quantize_options import QuantizeOptions
 
     return QuantizeOptions(model=os.fsdecode(model), model_shown=model_shown,
                            output=None if output is None else os.fsdecode(output), mean=floats(mean, "mean"),
