@@ -30,7 +30,7 @@ def test_quantize_s_options_are_one_dataclass_that_the_api_build_and_the_cli_agr
     """edgekit.converters.quantize_options.QuantizeOptions is quantize's option set, one field per option, each default read
     from its one declaration in edgekit.flags: every field is an option
     of ``edgekit quantize`` and a keyword of ``edgekit.quantize`` of the same name and default, and every one but
-    ``output`` (build's is the bundle) an option of ``edgekit build`` and a keyword of ``edgekit.pipeline.build``;
+    ``output`` (build's is the bundle) an option of ``edgekit build`` and a keyword of ``edgekit.build``;
     quantize takes no other option or keyword (before, the API's ``no_verify`` was the library's ``verify``)."""
     import dataclasses
 

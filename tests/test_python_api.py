@@ -232,7 +232,7 @@ def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits
     assert isinstance(ev, EvaluateResult) and ev.samples > 0 and ev.top1 > 0.5 and ev.reference is None
     assert EvaluateResult.from_dict(ev.to_dict()) == ev
     assert "int8 top-1" in ev.render_text()
-    b = edgekit.pipeline.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
+    b = edgekit.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
                       holdout=32, no_compile=True)
     assert isinstance(b, BuildResult) and b.manifest.models.edgetpu is None
     assert BuildResult.from_dict(b.to_dict()) == b and "Run it: edgekit classify" in b.render_text()
@@ -242,13 +242,13 @@ def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits
 
 
 def test_edgekit_build_is_both_the_api_call_and_the_module():
-    """``from edgekit import build`` (the module, as before) and ``edgekit.pipeline.build(model, output=...)`` both hold."""
+    """``from edgekit import build`` (the module, as before) and ``edgekit.build(model, output=...)`` both hold."""
     from edgekit.pipeline import build as build_module
 
-    assert callable(edgekit.pipeline.build) and edgekit.pipeline.build is build_module
+    assert callable(edgekit.build) and edgekit.build is build_module
     assert callable(build_module.write_bundle)
     with pytest.raises(TypeError):  # the API's signature: output is a required keyword
-        edgekit.pipeline.build("model.keras")
+        edgekit.build("model.keras")
 
 
 # ------------------------------------------------------------------ what is no image, or no path (issue 31)

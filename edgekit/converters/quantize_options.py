@@ -1,7 +1,7 @@
 """quantize's options (and build's, which quantizes first): one frozen dataclass, one field per option.
 
 What ``edgekit quantize`` takes, as :func:`edgekit.converters.quantize.quantize` runs on it: made by the Python API
-(``edgekit.quantize``, ``edgekit.pipeline.build``: :func:`edgekit.pipeline.options.quantize_options`), which the
+(``edgekit.quantize``, ``edgekit.build``: :func:`edgekit.pipeline.options.quantize_options`), which the
 command line calls. Each default is the option's in :data:`edgekit.flags.QUANTIZE`, where it is written once
 (``--help`` and the docs tables read it there). The dataclass is its own module, made only where quantize's
 options are: making a frozen dataclass of 29 fields costs about 15M instructions, which a one-image ``edgekit

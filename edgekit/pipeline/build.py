@@ -695,7 +695,7 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                  known_hosts: Optional[PathLike] = None, accept_new_host_key: bool = False,
                  connect_timeout: float = _cli("build", "connect_timeout"), layout: Optional[str] = None,
                  show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
-    """``edgekit.pipeline.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
+    """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
     where edgetpu_compiler exists (or ``via`` another machine's, as :func:`edgekit.compile` takes it), and write
     the bundle folder ``output`` with its manifest.json (needs TensorFlow); a :class:`~edgekit.results.BuildResult`.
     No bundle on failure."""
@@ -718,7 +718,7 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
 
 
 class _CallableModule(types.ModuleType):
-    """``edgekit.pipeline.build(...)`` is the Python API's build (:func:`build_bundle`), while ``from edgekit import build``
+    """``edgekit.build(...)`` is the Python API's build (:func:`build_bundle`), while ``from edgekit import build``
     has always been this module: calling the module calls the API, so both hold whichever is imported first."""
 
     def __call__(self, *args: Any, **kwargs: Any) -> Any:
