@@ -29,7 +29,7 @@ def stand_in_compiler(folder: Path, body: str) -> Path:
 
 
 def probe(tmp_path: Path, versions: dict | None = None, **kw) -> Doc.Probe:
-    defaults = dict(sys_root=str(tmp_path / "sys"), dev_root=str(tmp_path / "dev"),
+    defaults = dict(sys_root=str(tmp_path / "sys"), dev_root=str(tmp_path / "dev"),  # noqa: C408 (a table of keywords)
                     udev_dirs=(str(tmp_path / "udev"),), lib_dirs=[str(tmp_path / "lib")], find_library=False,
                     read_runtime_version=False, groups=["users"], is_root=False,
                     env={"PATH": str(tmp_path / "bin")}, system="Linux", use_pycoral=False, root=str(tmp_path),
