@@ -1,7 +1,8 @@
 """Lines of code of the package, per folder: printed at the end of every test run (tinygrad-style), so growth is
 seen, and held under a budget by tests/test_line_budget.py.
 
-A line of code is a line that is not blank and not only a comment (docstrings count: they are read as code is).
+A line of code is a logical line: one statement (a docstring is one; a call wrapped over five lines is one), the
+count ``ruff format`` leaves alone (it turns 23,493 non-blank lines into 29,390, and 17,779 statements into 17,799).
 """
 
 from __future__ import annotations
@@ -11,19 +12,14 @@ import tokenize
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "edgekit"
-# The budget: the total when it was set (23,493 lines, after issue 33 moved the folders) and 2% of room. Raise it
+# The budget: the total when it was set (17,779 lines, after issue 33 moved the folders) and ~2% of room. Raise it
 # here, in the commit that needs it, saying why; lower it when a change shrinks the package.
-BUDGET = 24_000
+BUDGET = 18_200
 
 
 def code_lines(source: str) -> int:
-    """Lines holding at least one token other than a comment (blank and comment-only lines are not counted)."""
-    lines: set[int] = set()
-    skip = {tokenize.COMMENT, tokenize.NL, tokenize.NEWLINE, tokenize.INDENT, tokenize.DEDENT, tokenize.ENDMARKER}
-    for tok in tokenize.generate_tokens(io.StringIO(source).readline):
-        if tok.type not in skip:
-            lines.update(range(tok.start[0], tok.end[0] + 1))
-    return len(lines)
+    """Logical lines: the statements, however each is wrapped (blank and comment-only lines are none)."""
+    return sum(tok.type == tokenize.NEWLINE for tok in tokenize.generate_tokens(io.StringIO(source).readline))
 
 
 def by_folder(package: Path = PACKAGE) -> dict[str, int]:
@@ -40,4 +36,4 @@ def summary(counts: dict[str, int]) -> str:
     """One line: the total against the budget, then each folder."""
     total = sum(counts.values())
     parts = "  ".join(f"{folder} {n:,}" for folder, n in counts.items())
-    return f"edgekit: {total:,} lines of code (budget {BUDGET:,}): {parts}"
+    return f"edgekit: {total:,} lines of code (statements; budget {BUDGET:,}): {parts}"
