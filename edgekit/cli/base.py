@@ -273,7 +273,7 @@ def run(name: str, keywords: dict[str, Value]) -> None:
             raise
         from click.utils import _PacifyFlushWrapper
 
-        sys.stdout = _PacifyFlushWrapper(sys.stdout)  # type: ignore[assignment]
-        sys.stderr = _PacifyFlushWrapper(sys.stderr)  # type: ignore[assignment]
+        sys.stdout = _PacifyFlushWrapper(sys.stdout)
+        sys.stderr = _PacifyFlushWrapper(sys.stderr)
         sys.exit(1)
     sys.exit(0)
