@@ -16,7 +16,7 @@ from edgekit.errors import UsageError
 from edgekit.report import Reporter
 
 PathLike = Union[str, "os.PathLike[str]"]
-Floats = Optional[Union[float, Sequence[float]]]
+Floats = float | Sequence[float] | None
 
 
 def floats(value: Floats, name: str = "mean/std") -> Optional[Tuple[float, ...]]:
