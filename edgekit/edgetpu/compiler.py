@@ -113,7 +113,7 @@ class CompileReport:
 
     def split_by_type(self) -> dict[str, Counter]:
         """{"edgetpu": Counter(op -> n), "cpu": Counter(...)} from the operation table."""
-        out = {"edgetpu": Counter(), "cpu": Counter()}
+        out: dict[str, Counter[str]] = {"edgetpu": Counter(), "cpu": Counter()}
         for r in self.ops:
             out["edgetpu" if r.mapped else "cpu"][r.operator] += r.count
         return out
