@@ -19,7 +19,7 @@ PY37_VENV := .venv-py37
 PY37_STAMP := $(PY37_VENV)/.edgekit-installed
 PY37_PACKAGES := 'numpy<1.22' 'Pillow<10' tflite-runtime==2.7.0
 
-.PHONY: test test-tflrt venv-py37 demo venv clean
+.PHONY: test lint test-tflrt venv-py37 demo venv clean
 
 venv: $(STAMP)
 
@@ -33,9 +33,16 @@ $(STAMP): pyproject.toml Makefile
 	@touch $(STAMP)
 
 test: $(STAMP)
+	@$(MAKE) --no-print-directory lint
 	@$(MAKE) --no-print-directory venv-py37
 	$(PY) -m pytest
 	@$(MAKE) --no-print-directory test-tflrt
+
+# The style tools pyproject configures (the test extra pins them); mypy runs inside pytest (tests/test_types.py),
+# held to its baseline. A failure names the file and line; `ruff format` and `ruff check --fix` repair most.
+lint: $(STAMP)
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check .
 
 test-tflrt:
 	@if $(MAKE) --no-print-directory $(TFLRT_STAMP); then \

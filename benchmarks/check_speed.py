@@ -79,9 +79,9 @@ def main() -> int:
         cut_rows = []
         for n in (1000, 2000, 4000, 8000):
             data = cut_chain(n)
-            read = best_of(lambda: tflite_model.ModelInfo.from_bytes(data))
+            read = best_of(lambda data=data: tflite_model.ModelInfo.from_bytes(data))
             info = tflite_model.ModelInfo.from_bytes(data)
-            t = best_of(lambda: check_model(info))
+            t = best_of(lambda info=info: check_model(info))
             cut_rows.append({"ops": n, "read_s": read, "check_s": t, "ratio": t / read})
             print(f"  {n:5d} ops  read {read * 1000:8.1f} ms  check {t * 1000:8.1f} ms  check/read {t / read:5.2f}")
         out["cut_chain"] = cut_rows

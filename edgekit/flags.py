@@ -16,12 +16,12 @@ Plain data: it imports neither click nor anything heavy, so the API can read its
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Tuple, Union
+from typing import Any, NamedTuple, Optional, Tuple
 
 #: The longest timeout a flag takes: a week (the compiler's timer and Python's waits overflow far above).
 MAX_TIMEOUT = 7 * 24 * 3600.0
 
-Number = Union[int, float]
+Number = int | float
 
 
 class Option(NamedTuple):

@@ -88,6 +88,10 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     reporter = config.pluginmanager.get_plugin("terminalreporter")
     if line and reporter is not None:
         reporter.write_line(line, yellow=True, bold=True)
+    if reporter is not None:  # the package's lines of code per folder, so growth is seen (tests/line_budget.py)
+        from tests.line_budget import by_folder, summary
+
+        reporter.write_line(summary(by_folder()))
 
 
 # ------------------------------------------------------------------ the digits CNN (needs TensorFlow)

@@ -79,7 +79,7 @@ def test_a_one_image_classify_runs_without_click_and_prints_what_click_s_run_pri
     fast, slow = runs["fast"], runs["click"]
     assert fast.returncode == slow.returncode == 0, (fast.stderr, slow.stderr)
     assert "click imported: False" in fast.stderr and "click imported: True" in slow.stderr
-    strip = [line for line in fast.stdout.splitlines()]
+    strip = fast.stdout.splitlines()
     assert [_no_ms(x) for x in strip] == [_no_ms(x) for x in slow.stdout.splitlines()]
     assert fast.stderr.replace("False", "") == slow.stderr.replace("True", "")
 

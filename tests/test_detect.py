@@ -4,6 +4,7 @@ real Ultralytics YOLOv8n export in ../shared/testdata/detection."""
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import numpy as np

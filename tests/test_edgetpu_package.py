@@ -18,7 +18,7 @@ from edgekit.tflite import model as tflite_model
 from edgekit.cli.commands import cli
 from tests.conftest import TESTDATA, shared_file, shared_models
 
-COMPILED = [p for p in shared_models("*_edgetpu.tflite") + shared_models("pairs/*_edgetpu.tflite")]
+COMPILED = shared_models("*_edgetpu.tflite") + shared_models("pairs/*_edgetpu.tflite")
 
 
 @pytest.mark.parametrize("path", COMPILED, ids=lambda p: p.name)

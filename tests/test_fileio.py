@@ -175,10 +175,9 @@ def test_signals_held_gives_back_the_previous_handlers_and_raises_what_arrived()
     previous = signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         before = {s: signal.getsignal(s) for s in fileio.STOP_SIGNALS}
-        with pytest.raises(KeyboardInterrupt):
-            with fileio.signals_held():
-                signal.raise_signal(signal.SIGINT)
-                reached = True  # the signal did not cut the block
+        with pytest.raises(KeyboardInterrupt), fileio.signals_held():
+            signal.raise_signal(signal.SIGINT)
+            reached = True  # the signal did not cut the block
         assert reached
         assert {s: signal.getsignal(s) for s in fileio.STOP_SIGNALS} == before
     finally:

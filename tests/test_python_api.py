@@ -86,7 +86,7 @@ def test_check_is_typed_round_trips_and_strict_raises_with_the_result():
     assert full.verdict is Verdict.FULL and full.verdict == "full" and full.fully_mappable
     assert all(o.target is Target.EDGETPU and o.confidence is Confidence.CONFIRMED for o in full.ops)
     assert CheckResult.from_dict(full.to_dict()) == full and full.edgetpu is None
-    with pytest.raises(Exception):  # frozen
+    with pytest.raises(AttributeError):  # frozen (dataclasses.FrozenInstanceError)
         full.verdict = Verdict.NONE  # type: ignore[misc]
     partial = edgekit.check(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"))
     assert partial.verdict is Verdict.PARTIAL and partial.summary.cpu_ops > 0

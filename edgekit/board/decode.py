@@ -394,7 +394,7 @@ def nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, iou: float =
     order = np.argsort(-np.asarray(scores), kind="stable")[:MAX_NMS_BOXES]
     x1, y1, x2, y2 = shifted[:, 0], shifted[:, 1], shifted[:, 2], shifted[:, 3]
     areas = (x2 - x1).clip(0) * (y2 - y1).clip(0)
-    keep = []
+    keep: List[int] = []
     while order.size and len(keep) < max_det:
         i = order[0]
         keep.append(i)

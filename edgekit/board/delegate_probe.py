@@ -141,8 +141,7 @@ def library_candidates(name: str, system: str, env: Optional[Mapping[str, str]] 
     elif system == "Linux":
         for folder in _search_dirs("LD_LIBRARY_PATH", env):
             yield os.path.join(folder, name)
-        for path in _ldconfig_cache(name):
-            yield path
+        yield from _ldconfig_cache(name)
         for folder in _default_dirs() + KNOWN_LIBRARY_DIRS["Linux"]:
             yield os.path.join(folder, name)
     elif system == "Darwin":  # dyld; not the current folder, which dlopen would also try for a bare name

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
@@ -176,7 +176,7 @@ class Detector:
                     "{} steps between 0 and 1; export with normalized boxes (Ultralytics' TFLite exports do) or "
                     "with boxes and scores as separate outputs".format(name, scale, int(1.0 / scale))))
         if labels is not None:
-            self.labels = read_labels(labels)  # type: Dict[int, str]
+            self.labels: Dict[int, str] = read_labels(labels)
         elif layout.labels:
             self.labels = dict(enumerate(layout.labels))
         else:

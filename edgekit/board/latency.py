@@ -144,8 +144,8 @@ def inferences_to_settle(current: Dict[str, object], baseline: Dict[str, object]
     quantiles 1/2 -+ 1.12/sqrt(n) (the binomial law's normal approximation), and its end falls short of that by
     up to 0.64/sqrt(n) more one time in ten; quantiles read off that spread. None when the baseline's own
     interval is too wide for any ``-n`` here, or the baseline has too few latencies itself."""
-    base_samples = sorted(baseline.get("latencies_ms") or [])  # type: ignore[type-var]
-    now_samples = sorted(current.get("latencies_ms") or [])  # type: ignore[type-var]
+    base_samples = sorted(baseline.get("latencies_ms") or [])  # type: ignore[call-overload]
+    now_samples = sorted(current.get("latencies_ms") or [])  # type: ignore[call-overload]
     base, now = float(baseline["p50_ms"]), float(current["p50_ms"])  # type: ignore[arg-type]
     base_ci = median_interval(base_samples)
     if base_ci is None or base_ci[0] <= 0 or now <= 0:

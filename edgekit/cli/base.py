@@ -18,7 +18,7 @@ import os
 import re
 import sys
 from collections.abc import Callable
-from typing import Any, Union
+from typing import Any
 
 from edgekit import flags
 from edgekit.errors import EdgekitError, InputError, InternalError, regular_file, shown
@@ -30,7 +30,7 @@ RUNS: dict[str, Callable[..., None]] = {}
 FAST_COMMANDS = frozenset({"classify", "detect", "benchmark", "inspect"})
 
 #: A parsed value: text or a path, a number, a switch, an option left out, or the images of ``IMAGES...``.
-Value = Union[str, int, float, bool, None, tuple[str, ...]]
+Value = str | int | float | bool | None | tuple[str, ...]
 
 _INT = re.compile(r"-?[0-9]+")
 _FLOAT = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
@@ -273,7 +273,7 @@ def run(name: str, keywords: dict[str, Value]) -> None:
             raise
         from click.utils import _PacifyFlushWrapper
 
-        sys.stdout = _PacifyFlushWrapper(sys.stdout)  # type: ignore[assignment]
-        sys.stderr = _PacifyFlushWrapper(sys.stderr)  # type: ignore[assignment]
+        sys.stdout = _PacifyFlushWrapper(sys.stdout)
+        sys.stderr = _PacifyFlushWrapper(sys.stderr)
         sys.exit(1)
     sys.exit(0)

@@ -215,7 +215,7 @@ def _what_the_file_says(name: str, files: Dict[str, bytes], recorded_letterbox: 
     """Letterboxing and labels from edgekit's record, Ultralytics' metadata (letterboxed, pixels / 255, names;
     InputError for a model of another task), then a label file packed with the model."""
     meta = ultralytics_metadata(files)
-    source = []  # type: List[str]
+    source: list[str] = []
     labels = tuple(record_labels) if record_labels else None
     letterbox = False
     if recorded_letterbox is not None:
@@ -495,7 +495,7 @@ def _combined_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], nc
     _, a, b = shape
     anchors = anchor_count(input_hw)
     rng = _range(t)
-    found = []  # type: List[Tuple[DetectionLayout, str]]
+    found: list[tuple[DetectionLayout, str]] = []
     for transposed, channels, n in ((True, a, b), (False, b, a)):
         if n == anchors and channels > 64 and (nc_meta is None or channels == 64 + nc_meta) and \
                 (rng is None or rng[0] < 0):       # DFL bins and class scores before sigmoid are logits
@@ -515,7 +515,7 @@ def _decoded_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], met
     _, a, b = shape
     anchors = anchor_count(input_hw)
     rng = _range(t)
-    found = []  # type: List[Tuple[DetectionLayout, str]]
+    found: list[tuple[DetectionLayout, str]] = []
     # decoded heads hold coordinates in the image and scores in 0..1: an int8 range reaching well below 0 is
     # not one of them (logits are)
     decoded_range = rng is None or rng[0] >= -0.5
@@ -611,7 +611,7 @@ def _split_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[
     each of two or more strides of 4, 8, 16, 32, 64. The boxes have 64 channels (4 sides x 16 DFL bins) or 4 (YOLO26:
     no DFL); where the channels do not tell (64 and 4), the first map of a level is taken as the boxes (the order of
     ``edgekit cut`` and Ultralytics' ``cat(cv2, cv3)``) and said."""
-    levels = {}  # type: Dict[Tuple[int, int], List[int]]
+    levels: dict[tuple[int, int], list[int]] = {}
     for i, s in enumerate(shapes):
         levels.setdefault((s[1], s[2]), []).append(i)
     strides = sorted(((input_hw[0] // hw[0], hw) for hw in levels if hw[0]), key=lambda x: x[0])

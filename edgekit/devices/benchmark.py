@@ -176,7 +176,7 @@ def compare_to_saved(result: BenchmarkResult, saved: SavedRun, saved_path: str,
     if saved.model != result.model or saved.device != result.device:
         said.append(f"{saved_path} timed {saved.model} on {saved.device}; this run "
                     f"{result.model} on {result.device}")
-    notes = []
+    notes: list[str] = []
     if c.verdict is LatencyVerdict.UNCERTAIN:
         (said if c.change > max_slowdown / 100.0 else notes).append(
             _uncertain(c, current, baseline, saved_path, max_slowdown))

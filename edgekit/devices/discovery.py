@@ -71,7 +71,7 @@ def _usb_sort_key(name: str) -> tuple:
 def usb_devices(sys_root: str | Path = "/sys") -> list[Device]:
     """USB Edge TPUs from ``<sys_root>/bus/usb/devices``, ordered by bus path."""
     base = Path(sys_root) / "bus" / "usb" / "devices"
-    found = []
+    found: list[Device] = []
     try:
         entries = sorted((p for p in base.iterdir() if (p / "idVendor").exists()), key=lambda p: _usb_sort_key(p.name))
     except OSError:
@@ -95,7 +95,7 @@ def pci_devices(sys_root: str | Path = "/sys", dev_root: str | Path = "/dev") ->
                     indices[int(m.group(1))] = indices.get(int(m.group(1)), False) or is_node
         except OSError:
             continue
-    found = []
+    found: list[Device] = []
     for n in sorted(indices):
         raw = _read(Path(sys_root) / "class" / "apex" / f"apex_{n}" / "temp")
         temp = int(raw) / 1000.0 if raw and raw.lstrip("-").isdigit() else None
@@ -119,7 +119,7 @@ def pycoral_devices() -> list[Device]:
     except Exception:  # an old or broken runtime must not break discovery
         return []
     counts: dict[str, int] = {}
-    found = []
+    found: list[Device] = []
     for d in listed:
         kind = str(d.get("type", "usb"))
         found.append(Device(kind, str(d.get("path", "")), f"{kind}:{counts.get(kind, 0)}", "ready",

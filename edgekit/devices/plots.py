@@ -56,11 +56,11 @@ def confusion(gt: Any, detections: Sequence[Any], categories: Sequence[int]) -> 
     index = {c: i for i, c in enumerate(categories)}
     k = len(categories)
     m = np.zeros((k + 1, k + 1), np.int64)
-    truth = {im["id"]: [] for im in gt["images"]}
+    truth: dict[int, list[tuple[int, Any]]] = {im["id"]: [] for im in gt["images"]}
     for a in gt["annotations"]:
         if not a.get("iscrowd") and a["category_id"] in index:
             truth[a["image_id"]].append((index[a["category_id"]], a["bbox"]))
-    found = {i: [] for i in truth}
+    found: dict[int, list[tuple[int, Any]]] = {i: [] for i in truth}
     for d in detections:
         if d["score"] >= CONFUSION_CONF and d["category_id"] in index and d["image_id"] in found:
             found[d["image_id"]].append((index[d["category_id"]], d["bbox"]))

@@ -153,8 +153,8 @@ def deploy(bundle: str | os.PathLike, target: SshTarget, path: str = DEFAULT_PAT
     interpreter = _check_packages(target, facts)
     there: dict[str, str] = facts["files"]
     upload = sorted(rel for rel, (_, sha) in wanted.items() if there.get(rel) != sha)
-    delete = sorted(rel for rel in there if rel not in wanted and (rel.startswith("runtime/edgekit/")
-                                                                      or rel.startswith(f"bundles/{local.name}/")))
+    delete = sorted(rel for rel in there if rel not in wanted and rel.startswith(
+        ("runtime/edgekit/", f"bundles/{local.name}/")))
     sent = 0
     if upload or delete:
         with tempfile.TemporaryFile() as stdin:
@@ -229,7 +229,7 @@ def _notes_from(stderr: bytes) -> list[str]:
     :class:`~edgekit.errors.Caution` for warnings (control characters escaped: the board's text)."""
     lines = [board_protocol.shown(line) for line in stderr.decode(errors="replace").splitlines()]
     return [line[len("note: "):] if line.startswith("note: ") else Caution(line[len("warning: "):])
-            for line in lines if line.startswith("note: ") or line.startswith("warning: ")]
+            for line in lines if line.startswith(("note: ", "warning: "))]
 
 
 def _shell_path(path: str) -> str:

@@ -113,7 +113,7 @@ class CompileReport:
 
     def split_by_type(self) -> dict[str, Counter]:
         """{"edgetpu": Counter(op -> n), "cpu": Counter(...)} from the operation table."""
-        out = {"edgetpu": Counter(), "cpu": Counter()}
+        out: dict[str, Counter[str]] = {"edgetpu": Counter(), "cpu": Counter()}
         for r in self.ops:
             out["edgetpu" if r.mapped else "cpu"][r.operator] += r.count
         return out
@@ -203,10 +203,9 @@ def parse_compiler_output(text: str, returncode: int | None = None) -> CompileRe
             final_word = "succeeded"
         elif stripped.startswith("Compilation failed!"):
             final_word = "failed"
-        elif (stripped.startswith("ERROR:") or stripped.startswith("Compilation failed:")
-              or stripped.startswith("Invalid model")
+        elif (stripped.startswith(("ERROR:", "Compilation failed:", "Invalid model", "Failed"))
               or stripped in ("Model could not be parsed", "Model not quantized")
-              or "Internal compiler error" in stripped or stripped.startswith("Failed")):
+              or "Internal compiler error" in stripped):
             report.errors.append(stripped)
             saw_failure_line = True
         elif _HEADER.match(stripped):
@@ -352,9 +351,9 @@ def run_subprocess(argv: list[str], timeout: float) -> RunResult:
         p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                              text=True, errors="replace", start_new_session=True)
     except FileNotFoundError:
-        raise MissingDependencyError(f"cannot run {argv[0]}: no such file", INSTALL_HINT)
+        raise MissingDependencyError(f"cannot run {argv[0]}: no such file", INSTALL_HINT) from None
     except PermissionError:
-        raise MissingDependencyError(f"cannot run {argv[0]}: not executable", f"chmod +x {argv[0]}")
+        raise MissingDependencyError(f"cannot run {argv[0]}: not executable", f"chmod +x {argv[0]}") from None
     try:
         stdout, stderr = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:

@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from edgekit.converters.quantize_options import QuantizeOptions
 
 PathLike = Union[str, "os.PathLike[str]"]
-Floats = Optional[Union[float, Sequence[float]]]
+Floats = float | Sequence[float] | None
 
 
 def floats(value: Floats, name: str = "mean/std") -> Optional[Tuple[float, ...]]:

@@ -101,7 +101,8 @@ def _directory(f: IO[bytes], size: int) -> Union[None, str, Tuple[List[_Entry], 
         return None
     f.seek(cd_start)
     raw = f.read(min(cd_size, MAX_DIRECTORY))
-    entries, pos = [], 0
+    entries: list[_Entry] = []
+    pos = 0
     while len(entries) < min(n_total, MAX_ENTRIES) and pos + _CENTRAL_SIZE <= len(raw):
         (sig, _, _, flags, method, _, _, crc, csize, usize, n_name, n_extra, n_comment, _, _, _,
          local) = struct.unpack_from("<4sHHHHHHIIIHHHHHII", raw, pos)

@@ -298,7 +298,8 @@ def _listen(cluster: Cluster) -> socket.socket:
     except OSError as exc:
         listener.close()
         raise DeviceError(f"this task's address {cluster.me} (from TF_CONFIG) cannot be used here: "
-                          f"{exc.strerror or exc}", "give each worker a free port of its own machine in TF_CONFIG")
+                          f"{exc.strerror or exc}",
+                          "give each worker a free port of its own machine in TF_CONFIG") from exc
     listener.listen(16)
     listener.settimeout(0.2)
     return listener

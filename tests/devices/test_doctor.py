@@ -29,12 +29,12 @@ def stand_in_compiler(folder: Path, body: str) -> Path:
 
 
 def probe(tmp_path: Path, versions: dict | None = None, **kw) -> Doc.Probe:
-    defaults = dict(sys_root=str(tmp_path / "sys"), dev_root=str(tmp_path / "dev"),
-                    udev_dirs=(str(tmp_path / "udev"),), lib_dirs=[str(tmp_path / "lib")], find_library=False,
-                    read_runtime_version=False, groups=["users"], is_root=False,
-                    env={"PATH": str(tmp_path / "bin")}, system="Linux", use_pycoral=False, root=str(tmp_path),
-                    arch="x86_64", python=(3, 11, 9),
-                    dist_version=lambda name, v=versions or VERSIONS: v.get(name))
+    defaults = {"sys_root": str(tmp_path / "sys"), "dev_root": str(tmp_path / "dev"),
+                "udev_dirs": (str(tmp_path / "udev"),), "lib_dirs": [str(tmp_path / "lib")], "find_library": False,
+                "read_runtime_version": False, "groups": ["users"], "is_root": False,
+                "env": {"PATH": str(tmp_path / "bin")}, "system": "Linux", "use_pycoral": False,
+                "root": str(tmp_path), "arch": "x86_64", "python": (3, 11, 9),
+                "dist_version": lambda name, v=versions or VERSIONS: v.get(name)}
     defaults.update(kw)
     return Doc.Probe(**defaults)
 

@@ -73,9 +73,9 @@ def test_a_detector_opens_but_does_not_classify(detector):
 
 
 def test_a_classifier_has_no_detection_layout():
-    with edgekit.open(shared_file("mobilenet_v1_0.25_128_quant.tflite"), device="cpu") as model:
-        with pytest.raises(InputError):
-            model.detect(shared_file("cat.bmp"))
+    with edgekit.open(shared_file("mobilenet_v1_0.25_128_quant.tflite"), device="cpu") as model, \
+            pytest.raises(InputError):
+        model.detect(shared_file("cat.bmp"))
 
 
 def test_a_segmentation_model_opens_for_its_own_task_layer():

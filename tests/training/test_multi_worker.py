@@ -48,7 +48,7 @@ def test_two_workers_train_one_model_that_the_chief_writes(digits_folders, tmp_p
     runs = [_train(digits_folders.train, folder / "m.keras", _tf_config(ports, i), "--epochs", "3", "--json", "-q")
             for i, folder in enumerate((chief_out, worker_out))]
     results = [p.communicate(timeout=600) for p in runs]
-    for p, (out, err) in zip(runs, results):
+    for p, (_, err) in zip(runs, results):
         assert p.returncode == 0, err
     chief, worker = (json.loads(out) for out, _ in results)
     assert chief["strategy"]["kind"] == worker["strategy"]["kind"] == "multi_worker"

@@ -85,7 +85,7 @@ class CheckReport:
 
     def split_by_type(self) -> dict[str, Counter]:
         """{"edgetpu": Counter(op name -> n), "cpu": Counter(...)}, the way a compiled pair is scored."""
-        out = {Target.EDGETPU.value: Counter(), Target.CPU.value: Counter()}
+        out: dict[str, Counter[str]] = {Target.EDGETPU.value: Counter(), Target.CPU.value: Counter()}
         for o in self.ops:
             out[o.target][o.name] += 1
         return out

@@ -11,7 +11,7 @@ class Word(str, Enum):
     """A word of check's JSON: equal to (and hashed, printed and formatted as) its string value."""
 
     __str__ = str.__str__
-    __format__ = str.__format__
+    __format__ = str.__format__  # type: ignore[assignment]  # on purpose: f"{word}" is the value, not Enum's name
     __hash__ = str.__hash__
 
 
