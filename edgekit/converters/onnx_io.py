@@ -225,6 +225,10 @@ class OnnxModel(keras_io.LoadedModel):
     def translated_predict(self, x: np.ndarray) -> np.ndarray:
         return self.translation.predict(x)
 
+    def concrete_function(self, height: int, width: int) -> Any:
+        """The translation at batch 1, traced once (:meth:`onnx_translate.Translation.concrete`)."""
+        return self.translation.concrete(height, width)
+
 
 class Reference:
     """The original ONNX model run by ONNX Runtime (CPU): the float model quantize measures against."""
