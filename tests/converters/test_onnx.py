@@ -120,6 +120,27 @@ def test_the_translation_computes_what_onnx_runtime_computes(build, tmp_path):
     assert np.abs(reference - ours).max() <= 1e-4 * max(1.0, float(np.abs(reference).max())), note
 
 
+def test_the_translation_is_traced_once_for_the_check_and_every_conversion(tmp_path, monkeypatch):
+    """The translation check and each converter remedy run one traced graph (tracing again, with autograph
+    re-parsing every op function, was most of the route's fixed cost), and it computes what ONNX Runtime does."""
+    from edgekit.converters import onnx_io, onnx_translate
+    from edgekit.converters.converter import make_converter
+    from edgekit.preprocess import PreprocessSpec
+
+    traces = []
+    trace = onnx_translate.Translation.trace
+    monkeypatch.setattr(onnx_translate.Translation, "trace", lambda self, x: traces.append(x) or trace(self, x))
+    loaded = onnx_io.load(_many_ops(tmp_path / "m.onnx"))
+    x = np.random.default_rng(0).uniform(0, 1, (4, 16, 16, 3)).astype(np.float32)
+    onnx_io.check_translation(loaded, x)
+    spec = PreprocessSpec.with_scaling(16, 16, "0..1")
+    for settings in ({}, {"_experimental_disable_per_channel": True}):   # two remedies, two converters
+        make_converter(loaded, spec, lambda: iter(()), "uint8", settings)
+    assert len(traces) == 1 and tuple(traces[0].shape) == (1, 16, 16, 3)
+    assert loaded.concrete_function(16, 16) is loaded.concrete_function(16, 16)
+    assert np.allclose(loaded.translated_predict(x), loaded.predict(x), atol=1e-4)
+
+
 def _ops_of_translation(path, tmp_path):
     """The TFLite op names of the float conversion of the translation (what TensorFlow makes of it)."""
     from edgekit import tflite_model
