@@ -74,6 +74,10 @@ class CalibrationData:
     # Class folders matched by name to a few of many labels: ``classes`` is then the labels (the ids'
     # space) and this the number of folders read (None: as many as ``classes``).
     folders: int | None = None
+    # What ``calib`` and ``holdout`` were last normalized with (channels, mean, std: all normalize_rgb reads), so
+    # that using the spec they already follow (an exporter's or a recorded spec, a search that keeps the first
+    # guess) does not normalize every sample again.
+    normalized_as: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def labelled(self) -> bool:
@@ -86,9 +90,11 @@ class CalibrationData:
 
     def use(self, spec: PreprocessSpec) -> None:
         """Renormalize ``calib`` and ``holdout`` under another spec of the same size (float arrays stay)."""
-        if self.calib_pixels is not None:
+        key = (spec.channels == "BGR", tuple(spec.mean), tuple(spec.std))
+        if self.calib_pixels is not None and key != self.normalized_as:
             self.calib = normalize_rgb(self.calib_pixels, spec)
             self.holdout = normalize_rgb(self.holdout_pixels, spec)
+            self.normalized_as = key
 
     def summary(self) -> CalibrationSummary:
         """What was read, as the record inside the model keeps it."""

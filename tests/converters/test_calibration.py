@@ -472,3 +472,20 @@ def test_tfrecord_one_hot_labels_are_class_ids_not_their_first_value(tmp_path, k
     data = calibration.load(str(tmp_path / "d.tfrecord"), SPEC, samples=9, holdout=3)
     assert data.classes == ["0", "1", "2"]
     assert (np.round(data.calib_pixels[:, 0, 0, 0]) == 100 * data.calib_labels).all()
+
+
+def test_using_the_spec_the_samples_already_follow_does_not_normalize_them_again():
+    """quantize calls use() with the settled spec; when it is the spec the samples were read with (an exporter's,
+    a recorded one) the arrays stay as they are, and any other scaling or channel order is applied afresh."""
+    data = calibration.load("random", SPEC, samples=12, holdout=4, seed=0)
+    calib, holdout = data.calib, data.holdout
+    data.use(PreprocessSpec.with_scaling(8, 8, "0..1"))   # equal, not the same object
+    assert data.calib is calib and data.holdout is holdout
+    for other in (PreprocessSpec.with_scaling(8, 8, "-1..1"), PreprocessSpec(8, 8, "BGR", "lanczos", (0.0,), (255.0,))):
+        data.use(other)
+        expected = calibration.normalize_rgb(data.calib_pixels, other)
+        assert data.calib is not calib and np.array_equal(data.calib, expected)
+        assert np.array_equal(data.holdout, calibration.normalize_rgb(data.holdout_pixels, other))
+        calib = data.calib
+    data.use(SPEC)   # back to the first spec: normalized again, not left as the last one
+    assert np.array_equal(data.calib, calibration.normalize_rgb(data.calib_pixels, SPEC))
