@@ -810,9 +810,7 @@ def _convert_stage(run: _Run, p: _Prepared) -> _Converted:
     opts = run.opts
     if isinstance(p.loaded, onnx_io.OnnxModel):
         with silenced(opts.verbose):
-            matched = [onnx_io.check_translation(p.loaded, p.data.calib)]
-            if p.loaded.head is not None:
-                matched.append(onnx_io.check_decode(p.loaded, p.data.calib))
+            matched = onnx_io.check_against_reference(p.loaded, p.data.calib)
         run.note(matched)
     model_bytes, remedy, tried = convert_checked(p.loaded, p.data.calib, p.spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)

@@ -380,6 +380,22 @@ def test_a_yolo_head_is_converted_up_to_its_maps_and_decoded_on_the_host(form, t
     assert sorted(tuple(t.shape) for t in info.outputs) == [(1, 84, 3), (1, 84, 64)]
 
 
+def test_the_translation_and_the_host_decode_are_checked_on_one_onnx_runtime_pass(tmp_path, monkeypatch):
+    """quantize's checks of a YOLO model run ONNX Runtime once per sample (they ran it three times), and say
+    exactly what the checks run one by one say."""
+    from edgekit.converters import onnx_io
+    from tests.converters.onnx_graphs import yolo_onnx
+
+    loaded = onnx_io.load(yolo_onnx(tmp_path / "yolo.onnx", form="split"))
+    x = np.random.default_rng(0).uniform(0, 1, (5, 64, 64, 3)).astype(np.float32)
+    separate = [onnx_io.check_translation(loaded, x), onnx_io.check_decode(loaded, x)]
+    runs = []
+    run = onnx_io.Reference.run
+    monkeypatch.setattr(onnx_io.Reference, "run", lambda self, xs, names: runs.append(len(xs)) or run(self, xs, names))
+    assert onnx_io.check_against_reference(loaded, x) == separate
+    assert runs == [5]
+
+
 def test_quantize_yolo_onnx_splits_boxes_and_scores_and_passes_the_map_gate(tmp_path):
     from edgekit import tflite_model
     from edgekit.detection_data import make_shapes
