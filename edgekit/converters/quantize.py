@@ -934,9 +934,14 @@ def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result:
         return
     more = _accuracy_advice(p.loaded, v.checked.x, p.spec, verification, facts, c.tried, opts.verbose, opts.report)
     result.summary = dataclasses.replace(result.summary, advice=result.summary.advice + tuple(more))
+    if c.layout is not None:
+        from edgekit.converters.detector_verify import difference_said
+
+        difference = difference_said(c.layout, verification.mean_abs_diff)
+    else:
+        difference = f"mean |score difference| {verification.mean_abs_diff:.4f}"
     raise AgreementError(
-        f"on {v.checked.describe()}: " + "; ".join(verification.failures)
-        + f"; mean |score difference| {verification.mean_abs_diff:.4f}", run.output,
+        f"on {v.checked.describe()}: " + "; ".join(verification.failures) + f"; {difference}", run.output,
         _refusal_hint(verification, c.layout is not None, result), result)
 
 
