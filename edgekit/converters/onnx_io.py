@@ -152,8 +152,8 @@ def load(path: str | Path, input_size: tuple[int, int] | None = None, output: st
     scaling = exporter_scaling(model)
     if scaling:
         notes.append(f"preprocessing {scaling[0]} from the ONNX metadata ({scaling[1]})"
-                     + ("; its detector takes letterboxed images (recorded: detect and evaluate letterbox)"
-                        if head else ""))
+                     + ("; its detector takes letterboxed images (recorded: detect and evaluate letterbox; "
+                        "calibration and verification images are letterboxed too)" if head else ""))
     return OnnxModel(p, "onnx", image.hwc, translation, None, None, output=picked, notes=notes + translation.notes,
                      reference=reference, translation=translation, shown=shown, head=head,
                      exporter_scaling=scaling[0] if scaling else None, class_names=exporter_names(model),

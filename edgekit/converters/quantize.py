@@ -787,7 +787,7 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedModel) -> _Prepared:
                   "(--labels FILE records others)"])
     holdout = opts.holdout if opts.verify else 0
     data = calibration.load(run.calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
-                            _bars(opts))
+                            _bars(opts), letterbox=getattr(loaded, "letterbox", False))   # fed as it will be
     run.warn(data.warnings)
     if run.labels is not None and data.kind == "images":
         run.warn(match_folders_to_labels(data, run.labels, "--calib"))

@@ -489,3 +489,17 @@ def test_using_the_spec_the_samples_already_follow_does_not_normalize_them_again
         calib = data.calib
     data.use(SPEC)   # back to the first spec: normalized again, not left as the last one
     assert np.array_equal(data.calib, calibration.normalize_rgb(data.calib_pixels, SPEC))
+
+
+@pytest.mark.parametrize("letterbox", [False, True])
+def test_a_letterboxed_detector_is_calibrated_on_letterboxed_images(tmp_path, letterbox):
+    """16x8 images for an 8x8 input: scaled to 8x4 with grey bars of 2 rows above and below, as evaluate and detect
+    feed a letterboxed detector (Ultralytics' LetterBox); stretched otherwise. uint8 arrays likewise."""
+    for i in range(6):
+        _write(tmp_path / "imgs", f"{i}.png", 200, size=(16, 8))
+    np.save(tmp_path / "x.npy", np.full((6, 8, 16, 3), 200, np.uint8))
+    for source in (tmp_path / "imgs", tmp_path / "x.npy"):
+        data = calibration.load(str(source), SPEC, samples=4, holdout=2, letterbox=letterbox)
+        for px in (data.calib_pixels, data.holdout_pixels):
+            assert px.shape[1:] == (8, 8, 3) and (px[:, 2:6] == 200).all()
+            assert (px[:, [0, 1, 6, 7]] == (114 if letterbox else 200)).all()

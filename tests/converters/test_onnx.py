@@ -396,15 +396,24 @@ def test_the_translation_and_the_host_decode_are_checked_on_one_onnx_runtime_pas
     assert runs == [5]
 
 
-def test_quantize_yolo_onnx_splits_boxes_and_scores_and_passes_the_map_gate(tmp_path):
+def test_quantize_yolo_onnx_splits_boxes_and_scores_and_passes_the_map_gate(tmp_path, monkeypatch):
     from edgekit import tflite_model
+    from edgekit.converters import calibration
     from edgekit.detection_data import make_shapes
     from tests.converters.onnx_graphs import yolo_onnx
 
-    make_shapes(tmp_path / "shapes", n_images=40)
+    read = []
+    load = calibration.load
+    monkeypatch.setattr(calibration, "load", lambda *a, **k: read.append(load(*a, **k)) or read[-1])
+    make_shapes(tmp_path / "shapes", n_images=40)   # 160x120 images for a 64x64 input
     path = yolo_onnx(tmp_path / "yolo.onnx", form="joined")
     result, doc = _quantize(path, "--calib", tmp_path / "shapes", "--eval", tmp_path / "shapes")
     assert result.exit_code == 0, result.output
+    # calibrated and verified on images letterboxed as Ultralytics' predict feeds the model (scaled to 64x48, grey
+    # bars of 8 rows above and below), not stretched to 64x64
+    (data,) = read
+    for px in (data.calib_pixels, data.holdout_pixels):
+        assert len(px) and (px[:, :8] == 114).all() and (px[:, -8:] == 114).all() and (px[:, 8:-8] != 114).any()
     assert doc["edgetpu"]["verdict"] == "full" and doc["verification"]["kind"] == "detection"
     assert any("host's decode of the head matches" in n for n in doc["notes"])
     assert doc["preprocess"]["origin"] == "the exporter's metadata in the ONNX file"
