@@ -75,6 +75,10 @@ class CalibrationData:
     # Class folders matched by name to a few of many labels: ``classes`` is then the labels (the ids'
     # space) and this the number of folders read (None: as many as ``classes``).
     folders: int | None = None
+    # What ``calib`` and ``holdout`` were last normalized with (channels, mean, std: all normalize_rgb reads), so
+    # that using the spec they already follow (an exporter's or a recorded spec, a search that keeps the first
+    # guess) does not normalize every sample again.
+    normalized_as: tuple[Any, ...] | None = field(default=None, repr=False, compare=False)
 
     @property
     def labelled(self) -> bool:
@@ -87,9 +91,11 @@ class CalibrationData:
 
     def use(self, spec: PreprocessSpec) -> None:
         """Renormalize ``calib`` and ``holdout`` under another spec of the same size (float arrays stay)."""
-        if self.calib_pixels is not None:
+        key = (spec.channels == "BGR", tuple(spec.mean), tuple(spec.std))
+        if self.calib_pixels is not None and key != self.normalized_as:
             self.calib = normalize_rgb(self.calib_pixels, spec)
             self.holdout = normalize_rgb(self.holdout_pixels, spec)
+            self.normalized_as = key
 
     def summary(self) -> CalibrationSummary:
         """What was read, as the record inside the model keeps it."""
@@ -335,16 +341,17 @@ class _Source:
 
 def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, holdout: int = DEFAULT_HOLDOUT,
          seed: int = QuantizeOptions.seed, tfrecord_key: str = DEFAULT_TFRECORD_KEY, report: Reporter = SILENT,
-         flag: str = "--calib") -> CalibrationData:
+         flag: str = "--calib", letterbox: bool = False) -> CalibrationData:
     """Read, sample and preprocess calibration data from ``source`` (see the module docstring); ``report``
-    draws the progress; ``flag`` is the option errors name (``--calib``, or quantize's ``--eval``)."""
+    draws the progress; ``flag`` is the option errors name (``--calib``, or quantize's ``--eval``); ``letterbox``:
+    images are letterboxed to the input size (a detector fed like Ultralytics' predict and val), not stretched."""
     if samples < 1:
         raise UsageError("--samples must be at least 1", "e.g. --samples 300")
     check_exists(source, flag=flag)
     rgb = replace(spec, channels="L" if spec.num_channels == 1 else "RGB")  # decode once; use() applies any order
     if source == "random":
         return _random(spec, rgb, samples, holdout, seed)
-    found = _open_source(source, spec, rgb, seed, tfrecord_key, flag)
+    found = _open_source(source, spec, _fitter(rgb, letterbox), seed, tfrecord_key, flag)
     return _sample(found, source, spec, samples, holdout, seed, report, flag)
 
 
@@ -360,16 +367,33 @@ def _random(spec: PreprocessSpec, rgb: PreprocessSpec, samples: int, holdout: in
     return data
 
 
-def _open_source(source: str, spec: PreprocessSpec, rgb: PreprocessSpec, seed: int, tfrecord_key: str,
+def _fitter(rgb: PreprocessSpec, letterbox: bool) -> Callable[[Any], np.ndarray]:
+    """Image → resized pixels (:func:`edgekit.board.preprocess.pixels`); letterboxed first for a detector that takes
+    letterboxed images, exactly as evaluate and detect feed it (:meth:`edgekit.board.decode.Geometry.apply`)."""
+    if not letterbox:
+        return lambda image: pixels(image, rgb)
+    from PIL import Image
+
+    from edgekit.board.decode import Geometry
+    from edgekit.board.preprocess import to_8bit
+
+    def fit(image: Any) -> np.ndarray:
+        image = to_8bit(Image.fromarray(image) if isinstance(image, np.ndarray) else image)
+        image = image.convert("L" if rgb.channels == "L" else "RGB")
+        return pixels(Geometry.letterboxed(image.size, (rgb.width, rgb.height)).apply(image), rgb)
+    return fit
+
+
+def _open_source(source: str, spec: PreprocessSpec, fit: Callable[[Any], np.ndarray], seed: int, tfrecord_key: str,
                  flag: str) -> _Source:
     """The reader for the kind of ``source`` (TFRecord, image folder, array), or the refusal naming what it is."""
     path = Path(source)
     if _is_tfrecord(source):
-        return _tfrecord_source(source, rgb, seed, tfrecord_key, flag)
+        return _tfrecord_source(source, fit, seed, tfrecord_key, flag)
     if path.is_dir():
-        return _folder_source(source, rgb, flag)
+        return _folder_source(source, fit, flag)
     if path.suffix.lower() in (".npy", ".npz") and path.is_file():
-        return _array_source(source, spec, rgb, flag)
+        return _array_source(source, spec, fit, flag)
     if _is_glob(source):  # a glob is read as TFRecord files only (README): say so, not "a single image"
         folder = path.parent if not _is_glob(str(path.parent)) else None
         raise InputError(f"{flag} {source}: a glob names TFRecord files only, and this one names none",
@@ -381,13 +405,14 @@ def _open_source(source: str, spec: PreprocessSpec, rgb: PreprocessSpec, seed: i
     raise InputError(f"{flag} {source}: unsupported calibration source", f"example: {_example(flag)}")
 
 
-def _tfrecord_source(source: str, rgb: PreprocessSpec, seed: int, tfrecord_key: str, flag: str) -> _Source:
+def _tfrecord_source(source: str, fit: Callable[[Any], np.ndarray], seed: int, tfrecord_key: str,
+                     flag: str) -> _Source:
     """TFRecord files: encoded images grouped by their label feature."""
     groups, classes, notes = _read_tfrecords(source, tfrecord_key, seed, flag)
 
     def decode(b: bytes) -> np.ndarray:
         try:
-            return pixels(open_image(io.BytesIO(b)), rgb)
+            return fit(open_image(io.BytesIO(b)))
         except InputError as exc:
             raise InputError(f"{flag} {source}: a record's {tfrecord_key!r} is not a readable image "
                              f"({exc.message.split(': ', 1)[-1]})",
@@ -395,24 +420,24 @@ def _tfrecord_source(source: str, rgb: PreprocessSpec, seed: int, tfrecord_key: 
     return _Source("tfrecord", groups, decode, classes, [int(c) for c in classes] if classes else None, notes)
 
 
-def _folder_source(source: str, rgb: PreprocessSpec, flag: str) -> _Source:
+def _folder_source(source: str, fit: Callable[[Any], np.ndarray], flag: str) -> _Source:
     """A folder of images, flat or one subfolder per class (ids in sorted order, as Keras numbers them)."""
     groups, classes = list_images(Path(source))
 
     def decode(f: Path) -> np.ndarray:
         try:
-            return pixels(open_image(f), rgb)
+            return fit(open_image(f))
         except InputError as exc:
             raise InputError(f"{flag} {source}: {exc.message}", "remove or replace that file") from None
     return _Source("images", groups, decode, classes, list(range(len(classes))) if classes else None)
 
 
-def _array_source(source: str, spec: PreprocessSpec, rgb: PreprocessSpec, flag: str) -> _Source:
+def _array_source(source: str, spec: PreprocessSpec, fit: Callable[[Any], np.ndarray], flag: str) -> _Source:
     """A .npy/.npz: uint8 images (preprocessed here) or float model inputs (used as they are), with an .npz's y."""
     path = Path(source)
     x, y = _read_array(path, flag)
     _check_array(x, source, flag)
-    found = _Source(path.suffix.lower()[1:], [list(range(len(x)))], _array_decoder(x, source, spec, rgb, flag),
+    found = _Source(path.suffix.lower()[1:], [list(range(len(x)))], _array_decoder(x, source, spec, fit, flag),
                     is_float=x.dtype.kind == "f")
     if x.dtype.kind == "f":
         found.notes.append("float array used as model inputs as is (no preprocessing applied)")
@@ -439,12 +464,12 @@ def _check_array(x: np.ndarray, source: str, flag: str) -> None:
                          "replace them (np.nan_to_num) or drop those samples")
 
 
-def _array_decoder(x: np.ndarray, source: str, spec: PreprocessSpec, rgb: PreprocessSpec,
+def _array_decoder(x: np.ndarray, source: str, spec: PreprocessSpec, fit: Callable[[Any], np.ndarray],
                    flag: str) -> Callable[[int], np.ndarray]:
     """Sample ``i`` of the array: uint8 pixels resized like an image, or a float input of the model's shape."""
     if x.dtype == np.uint8:
         def decode(i: int) -> np.ndarray:
-            return pixels(x[i] if x[i].ndim == 2 or x[i].shape[-1] != 1 else x[i][..., 0], rgb)
+            return fit(x[i] if x[i].ndim == 2 or x[i].shape[-1] != 1 else x[i][..., 0])
         return decode
     if x.dtype.kind == "f":
         shape = (spec.height, spec.width, spec.num_channels)

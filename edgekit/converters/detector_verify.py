@@ -106,6 +106,15 @@ def run_outputs(model_bytes: bytes, x: np.ndarray) -> tuple[list[list[np.ndarray
     return results, quant
 
 
+def difference_said(layout: DetectionLayout, mean_abs_diff: float | None) -> str:
+    """The mean |difference| :func:`verify_detector` measures, said for what it is: the int8 model's output 0 against
+    the float model's, named by its role (a split head's box output, boxes and scores in one output...), not a score
+    difference (quantize's refusal said "score difference" for a box output)."""
+    role = next((name for name, index in layout.roles if index == 0), "output").split("@")[0]
+    what = {"output": "boxes and scores"}.get(role, role)
+    return f"mean |difference| on output 0 ({what}) {mean_abs_diff or 0.0:.4f}"
+
+
 def _float_outputs(predicted: Any, int8_shapes: list[tuple[int, ...]]) -> list[np.ndarray]:
     """Keras's outputs (an array or a list, batch first) in the int8 model's output order, matched by shape."""
     arrays = [np.asarray(p) for p in (predicted if isinstance(predicted, (list, tuple)) else [predicted])]

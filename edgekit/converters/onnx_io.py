@@ -152,8 +152,8 @@ def load(path: str | Path, input_size: tuple[int, int] | None = None, output: st
     scaling = exporter_scaling(model)
     if scaling:
         notes.append(f"preprocessing {scaling[0]} from the ONNX metadata ({scaling[1]})"
-                     + ("; its detector takes letterboxed images (recorded: detect and evaluate letterbox)"
-                        if head else ""))
+                     + ("; its detector takes letterboxed images (recorded: detect and evaluate letterbox; "
+                        "calibration and verification images are letterboxed too)" if head else ""))
     return OnnxModel(p, "onnx", image.hwc, translation, None, None, output=picked, notes=notes + translation.notes,
                      reference=reference, translation=translation, shown=shown, head=head,
                      exporter_scaling=scaling[0] if scaling else None, class_names=exporter_names(model),
@@ -225,6 +225,10 @@ class OnnxModel(keras_io.LoadedModel):
     def translated_predict(self, x: np.ndarray) -> np.ndarray:
         return self.translation.predict(x)
 
+    def concrete_function(self, height: int, width: int) -> Any:
+        """The translation at batch 1, traced once (:meth:`onnx_translate.Translation.concrete`)."""
+        return self.translation.concrete(height, width)
+
 
 class Reference:
     """The original ONNX model run by ONNX Runtime (CPU): the float model quantize measures against."""
@@ -255,14 +259,21 @@ class Reference:
     def predict(self, x: np.ndarray, batch_size: int = 1) -> Any:
         """Float outputs for a preprocessed NHWC float32 batch: flattened per sample, or a YOLO head's [boxes
         [n, N, 4*reg_max], class scores [n, N, nc]] (its maps joined as the int8 model joins them, sigmoid applied)."""
+        return self.predict_and(x, [])[0]
+
+    def predict_and(self, x: np.ndarray, names: list[str]) -> tuple[Any, list[np.ndarray]]:
+        """:meth:`predict`, and ONNX Runtime's outputs ``names`` from the same runs (one pass over ``x``)."""
         from edgekit.converters.onnx_yolo import join_levels_nchw
 
+        own = [self.output] if self.head is None else list(self.head.boxes + self.head.scores)
+        wanted = list(dict.fromkeys(own + names))
+        got = dict(zip(wanted, self.run(x, wanted)))   # empty when x is
+        extra = [got[n] for n in names] if got else []
         if self.head is None:
-            out = self.run(x, [self.output])
-            return out[0].reshape(len(x), -1) if out else np.zeros((0, 0), np.float32)
-        maps = self.run(x, list(self.head.boxes + self.head.scores))
+            return (got[self.output].reshape(len(x), -1) if got else np.zeros((0, 0), np.float32)), extra
+        maps = [got[n] for n in own] if got else []
         k = len(self.head.boxes)
-        return [join_levels_nchw(maps[:k]), 1.0 / (1.0 + np.exp(-join_levels_nchw(maps[k:])))]
+        return [join_levels_nchw(maps[:k]), 1.0 / (1.0 + np.exp(-join_levels_nchw(maps[k:])))], extra
 
 
 def _with_outputs(model: Any, names: list[str]) -> Any:
@@ -276,13 +287,23 @@ def _with_outputs(model: Any, names: list[str]) -> Any:
     return copy
 
 
-def check_translation(loaded: OnnxModel, x: np.ndarray) -> str:
+def check_against_reference(loaded: OnnxModel, x: np.ndarray) -> list[str]:
+    """The translation (:func:`check_translation`) and a YOLO head's host decode (:func:`check_decode`) against ONNX
+    Runtime on the first calibration samples, from one ONNX Runtime pass over them; the notes saying how close."""
+    x = np.asarray(x[:TRANSLATION_SAMPLES], np.float32)
+    head = loaded.head
+    reference, outs = loaded.reference.predict_and(x, [loaded.reference.output, *head.boxes] if head else [])
+    return [check_translation(loaded, x, reference)] + ([check_decode(loaded, x, reference, outs)] if head else [])
+
+
+def check_translation(loaded: OnnxModel, x: np.ndarray, reference: Any = None) -> str:
     """Compare the translation with ONNX Runtime on real inputs; ConversionError with the numbers when they differ.
 
-    Returns the note saying how close they are.
+    Returns the note saying how close they are. ``reference``: ONNX Runtime's outputs on ``x`` when already run.
     """
     x = np.asarray(x[:TRANSLATION_SAMPLES], np.float32)
-    reference, ours = loaded.predict(x), loaded.translated_predict(x)
+    reference = loaded.predict(x) if reference is None else reference
+    ours = loaded.translated_predict(x)
     pairs = list(zip(reference, ours)) if isinstance(reference, list) else [(reference, ours)]
     scale = max(float(np.abs(r).max()) for r, _ in pairs) or 1.0
     error = max(float(np.abs(o - r).max()) for r, o in pairs)
@@ -297,18 +318,20 @@ def check_translation(loaded: OnnxModel, x: np.ndarray) -> str:
     return f"the channels-last translation matches ONNX Runtime: {where}"
 
 
-def check_decode(loaded: OnnxModel, x: np.ndarray) -> str:
+def check_decode(loaded: OnnxModel, x: np.ndarray, predicted: Any = None, outs: list[np.ndarray] | None = None) -> str:
     """The host's decode of the head's maps (:func:`edgekit.board.decode.decode_split_dfl`) against the ONNX model's own
     decoded output (``[1, 4+nc, N]``: centre x, y, width, height in pixels, then class scores), by ONNX Runtime;
-    ConversionError with the numbers when they differ (then the head is not the one edgekit decodes)."""
+    ConversionError with the numbers when they differ (then the head is not the one edgekit decodes).
+    ``predicted`` and ``outs``: the reference's predict and its outputs [decoded, box maps...] on ``x`` when run."""
     from edgekit.board.decode import decode_split_dfl
 
     head, x = loaded.head, np.asarray(x[:TRANSLATION_SAMPLES], np.float32)
-    outs = loaded.reference.run(x, [loaded.reference.output] + list(head.boxes))
+    if outs is None:
+        outs = loaded.reference.run(x, [loaded.reference.output] + list(head.boxes))
     decoded, maps = outs[0], outs[1:]
     h, w, _ = loaded.input_shape
     strides = tuple(int(round(h / m.shape[2])) for m in maps)
-    boxes, scores = loaded.predict(x)
+    boxes, scores = loaded.predict(x) if predicted is None else predicted
     worst, scale = 0.0, float(max(h, w))
     for i in range(len(x)):
         c = decode_split_dfl(boxes[i:i + 1], scores[i:i + 1], (h, w), strides, head.reg_max, False)

@@ -14,7 +14,6 @@ one line naming the op and its node. The result is checked against ONNX Runtime 
 from __future__ import annotations
 
 import copy
-from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -37,7 +36,7 @@ class Translation:
         self.notes: list[str] = []
         self._fold_batch_norms()
         self._check_ops()
-        self._predict: Callable[[Any], Any] | None = None
+        self._traced: dict[tuple[int, int], Any] = {}
 
     # ---------------------------------------------------------------------------------------- before tracing
     def _fold_batch_norms(self) -> None:
@@ -111,13 +110,23 @@ class Translation:
                 values[name] = value
         return values
 
+    def concrete(self, height: int, width: int) -> Any:
+        """The translation traced once per input size at batch 1: the one graph both the translation check runs and
+        TensorFlow's converter quantizes (each remedy included). Traced without autograph: the translator is plain
+        Python over the graph's nodes with no control flow on tensor values, so autograph would only re-parse every
+        op function's source (seconds of fixed cost, twice) to emit the same ops."""
+        if (height, width) not in self._traced:
+            tf = import_tensorflow()
+            spec = tf.TensorSpec([1, height, width, self.image.hwc[2]], tf.float32, name="input")
+            self._traced[height, width] = tf.function(self, autograph=False).get_concrete_function(spec)
+        return self._traced[height, width]
+
     def predict(self, x: np.ndarray) -> Any:
         """The translation's float outputs for a preprocessed NHWC batch: flattened per sample, or a YOLO head's
         [boxes, scores] batches."""
         tf = import_tensorflow()
-        if self._predict is None:
-            self._predict = tf.function(self)
-        outs = [self._predict(tf.constant(s[None], tf.float32)) for s in x]
+        run = self.concrete(int(x.shape[1]), int(x.shape[2])) if len(x) else None
+        outs = [run(tf.constant(s[None], tf.float32)) for s in x]
         if self.head is not None:
             return [np.concatenate([np.asarray(o[i]) for o in outs]) for i in (0, 1)]
         outs = [np.asarray(o).reshape(-1) for o in outs]

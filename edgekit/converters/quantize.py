@@ -756,7 +756,7 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedModel) -> _Prepared:
                   "(--labels FILE records others)"])
     holdout = opts.holdout if opts.verify else 0
     data = calibration.load(run.calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
-                            _bars(opts))
+                            _bars(opts), letterbox=getattr(loaded, "letterbox", False))   # fed as it will be
     run.warn(data.warnings)
     if run.labels is not None and data.kind == "images":
         run.warn(match_folders_to_labels(data, run.labels, "--calib"))
@@ -779,9 +779,7 @@ def _convert_stage(run: _Run, p: _Prepared) -> _Converted:
     opts = run.opts
     if isinstance(p.loaded, onnx_io.OnnxModel):
         with silenced(opts.verbose):
-            matched = [onnx_io.check_translation(p.loaded, p.data.calib)]
-            if p.loaded.head is not None:
-                matched.append(onnx_io.check_decode(p.loaded, p.data.calib))
+            matched = onnx_io.check_against_reference(p.loaded, p.data.calib)
         run.note(matched)
     model_bytes, remedy, tried = convert_checked(p.loaded, p.data.calib, p.spec, opts.io, _bars(opts), opts.verbose)
     info = tflite_model.ModelInfo.from_bytes(model_bytes)
@@ -905,9 +903,14 @@ def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result:
         return
     more = _accuracy_advice(p.loaded, v.checked.x, p.spec, verification, facts, c.tried, opts.verbose, opts.report)
     result.summary = dataclasses.replace(result.summary, advice=result.summary.advice + tuple(more))
+    if c.layout is not None:
+        from edgekit.converters.detector_verify import difference_said
+
+        difference = difference_said(c.layout, verification.mean_abs_diff)
+    else:
+        difference = f"mean |score difference| {verification.mean_abs_diff:.4f}"
     raise AgreementError(
-        f"on {v.checked.describe()}: " + "; ".join(verification.failures)
-        + f"; mean |score difference| {verification.mean_abs_diff:.4f}", run.output,
+        f"on {v.checked.describe()}: " + "; ".join(verification.failures) + f"; {difference}", run.output,
         _refusal_hint(verification, c.layout is not None, result), result)
 
 

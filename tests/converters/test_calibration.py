@@ -472,3 +472,34 @@ def test_tfrecord_one_hot_labels_are_class_ids_not_their_first_value(tmp_path, k
     data = calibration.load(str(tmp_path / "d.tfrecord"), SPEC, samples=9, holdout=3)
     assert data.classes == ["0", "1", "2"]
     assert (np.round(data.calib_pixels[:, 0, 0, 0]) == 100 * data.calib_labels).all()
+
+
+def test_using_the_spec_the_samples_already_follow_does_not_normalize_them_again():
+    """quantize calls use() with the settled spec; when it is the spec the samples were read with (an exporter's,
+    a recorded one) the arrays stay as they are, and any other scaling or channel order is applied afresh."""
+    data = calibration.load("random", SPEC, samples=12, holdout=4, seed=0)
+    calib, holdout = data.calib, data.holdout
+    data.use(PreprocessSpec.with_scaling(8, 8, "0..1"))   # equal, not the same object
+    assert data.calib is calib and data.holdout is holdout
+    for other in (PreprocessSpec.with_scaling(8, 8, "-1..1"), PreprocessSpec(8, 8, "BGR", "lanczos", (0.0,), (255.0,))):
+        data.use(other)
+        expected = calibration.normalize_rgb(data.calib_pixels, other)
+        assert data.calib is not calib and np.array_equal(data.calib, expected)
+        assert np.array_equal(data.holdout, calibration.normalize_rgb(data.holdout_pixels, other))
+        calib = data.calib
+    data.use(SPEC)   # back to the first spec: normalized again, not left as the last one
+    assert np.array_equal(data.calib, calibration.normalize_rgb(data.calib_pixels, SPEC))
+
+
+@pytest.mark.parametrize("letterbox", [False, True])
+def test_a_letterboxed_detector_is_calibrated_on_letterboxed_images(tmp_path, letterbox):
+    """16x8 images for an 8x8 input: scaled to 8x4 with grey bars of 2 rows above and below, as evaluate and detect
+    feed a letterboxed detector (Ultralytics' LetterBox); stretched otherwise. uint8 arrays likewise."""
+    for i in range(6):
+        _write(tmp_path / "imgs", f"{i}.png", 200, size=(16, 8))
+    np.save(tmp_path / "x.npy", np.full((6, 8, 16, 3), 200, np.uint8))
+    for source in (tmp_path / "imgs", tmp_path / "x.npy"):
+        data = calibration.load(str(source), SPEC, samples=4, holdout=2, letterbox=letterbox)
+        for px in (data.calib_pixels, data.holdout_pixels):
+            assert px.shape[1:] == (8, 8, 3) and (px[:, 2:6] == 200).all()
+            assert (px[:, [0, 1, 6, 7]] == (114 if letterbox else 200)).all()

@@ -110,6 +110,9 @@ def test_a_detector_whose_int8_twin_loses_its_detections_is_refused(shapes, tmp_
                                  eval=str(labels), max_accuracy_drop=6.0, show_progress=False))
     v = info.value.result.summary.to_dict()["verification"]
     assert v["kept_interval"][1] < 0.9 and info.value.exit_code == 6, v
+    # the difference it states is of the one output's boxes and scores, not a score difference
+    assert "score difference" not in str(info.value)
+    assert f"mean |difference| on output 0 (boxes and scores) {v['mean_abs_diff']:.4f}" in str(info.value)
     assert v["map50"]["verdict"] == "failed" and v["map50"]["drop_interval"][0] > 0.06, v["map50"]
 
 
@@ -216,3 +219,16 @@ def test_quantize_records_the_class_names_of_an_ultralytics_data_yaml_given_as_e
                        output=str(tmp_path / "bundle"), compile=False, show_progress=False))
     assert (tmp_path / "bundle" / "labels.txt").read_text() == "rectangle\nellipse\n"
     assert detect([str(root / "images")], tmp_path / "bundle", conf=0.01).layout.labels == ("rectangle", "ellipse")
+
+
+def test_the_refusal_names_the_output_its_mean_difference_is_of():
+    """A split head's output 0 holds box distributions: its difference is a box difference, not a score one."""
+    from edgekit.converters.detector_verify import difference_said
+    from edgekit.board.decode import DetectionLayout
+
+    split = DetectionLayout(Layout.SPLIT_DFL, (("boxes", 0), ("scores", 1)), 3, (64, 64))
+    levels = DetectionLayout(Layout.SPLIT_DFL, (("scores@8", 1), ("boxes@8", 0)), 3, (64, 64))
+    joined = DetectionLayout(Layout.YOLO, (("output", 0),), 3, (64, 64))
+    assert difference_said(split, 0.01234) == "mean |difference| on output 0 (boxes) 0.0123"
+    assert difference_said(levels, 0.5) == "mean |difference| on output 0 (boxes) 0.5000"
+    assert difference_said(joined, None) == "mean |difference| on output 0 (boxes and scores) 0.0000"

@@ -120,6 +120,27 @@ def test_the_translation_computes_what_onnx_runtime_computes(build, tmp_path):
     assert np.abs(reference - ours).max() <= 1e-4 * max(1.0, float(np.abs(reference).max())), note
 
 
+def test_the_translation_is_traced_once_for_the_check_and_every_conversion(tmp_path, monkeypatch):
+    """The translation check and each converter remedy run one traced graph (tracing again, with autograph
+    re-parsing every op function, was most of the route's fixed cost), and it computes what ONNX Runtime does."""
+    from edgekit.converters import onnx_io, onnx_translate
+    from edgekit.converters.converter import make_converter
+    from edgekit.board.preprocess import PreprocessSpec
+
+    traces = []
+    trace = onnx_translate.Translation.trace
+    monkeypatch.setattr(onnx_translate.Translation, "trace", lambda self, x: traces.append(x) or trace(self, x))
+    loaded = onnx_io.load(_many_ops(tmp_path / "m.onnx"))
+    x = np.random.default_rng(0).uniform(0, 1, (4, 16, 16, 3)).astype(np.float32)
+    onnx_io.check_translation(loaded, x)
+    spec = PreprocessSpec.with_scaling(16, 16, "0..1")
+    for settings in ({}, {"_experimental_disable_per_channel": True}):   # two remedies, two converters
+        make_converter(loaded, spec, lambda: iter(()), "uint8", settings)
+    assert len(traces) == 1 and tuple(traces[0].shape) == (1, 16, 16, 3)
+    assert loaded.concrete_function(16, 16) is loaded.concrete_function(16, 16)
+    assert np.allclose(loaded.translated_predict(x), loaded.predict(x), atol=1e-4)
+
+
 def _ops_of_translation(path, tmp_path):
     """The TFLite op names of the float conversion of the translation (what TensorFlow makes of it)."""
     from edgekit.tflite import model as tflite_model
@@ -359,15 +380,40 @@ def test_a_yolo_head_is_converted_up_to_its_maps_and_decoded_on_the_host(form, t
     assert sorted(tuple(t.shape) for t in info.outputs) == [(1, 84, 3), (1, 84, 64)]
 
 
-def test_quantize_yolo_onnx_splits_boxes_and_scores_and_passes_the_map_gate(tmp_path):
+def test_the_translation_and_the_host_decode_are_checked_on_one_onnx_runtime_pass(tmp_path, monkeypatch):
+    """quantize's checks of a YOLO model run ONNX Runtime once per sample (they ran it three times), and say
+    exactly what the checks run one by one say."""
+    from edgekit.converters import onnx_io
+    from tests.converters.onnx_graphs import yolo_onnx
+
+    loaded = onnx_io.load(yolo_onnx(tmp_path / "yolo.onnx", form="split"))
+    x = np.random.default_rng(0).uniform(0, 1, (5, 64, 64, 3)).astype(np.float32)
+    separate = [onnx_io.check_translation(loaded, x), onnx_io.check_decode(loaded, x)]
+    runs = []
+    run = onnx_io.Reference.run
+    monkeypatch.setattr(onnx_io.Reference, "run", lambda self, xs, names: runs.append(len(xs)) or run(self, xs, names))
+    assert onnx_io.check_against_reference(loaded, x) == separate
+    assert runs == [5]
+
+
+def test_quantize_yolo_onnx_splits_boxes_and_scores_and_passes_the_map_gate(tmp_path, monkeypatch):
     from edgekit.tflite import model as tflite_model
+    from edgekit.converters import calibration
     from edgekit.detection.data import make_shapes
     from tests.converters.onnx_graphs import yolo_onnx
 
-    make_shapes(tmp_path / "shapes", n_images=40)
+    read = []
+    load = calibration.load
+    monkeypatch.setattr(calibration, "load", lambda *a, **k: read.append(load(*a, **k)) or read[-1])
+    make_shapes(tmp_path / "shapes", n_images=40)   # 160x120 images for a 64x64 input
     path = yolo_onnx(tmp_path / "yolo.onnx", form="joined")
     result, doc = _quantize(path, "--calib", tmp_path / "shapes", "--eval", tmp_path / "shapes")
     assert result.exit_code == 0, result.output
+    # calibrated and verified on images letterboxed as Ultralytics' predict feeds the model (scaled to 64x48, grey
+    # bars of 8 rows above and below), not stretched to 64x64
+    (data,) = read
+    for px in (data.calib_pixels, data.holdout_pixels):
+        assert len(px) and (px[:, :8] == 114).all() and (px[:, -8:] == 114).all() and (px[:, 8:-8] != 114).any()
     assert doc["edgetpu"]["verdict"] == "full" and doc["verification"]["kind"] == "detection"
     assert any("host's decode of the head matches" in n for n in doc["notes"])
     assert doc["preprocess"]["origin"] == "the exporter's metadata in the ONNX file"
