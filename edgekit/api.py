@@ -35,7 +35,8 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
                                  DeployResult, DetectionEvaluateResult, DetectResult, DevicesResult, DoctorResult,
                                  EvaluateResult, InspectResult, QuantizeResult, Timing, TrainResult, CallTiming)
 
-# build: edgekit.pipeline.build (the module edgekit/pipeline/build.py, callable: its build_bundle) takes the same keywords.
+# build: edgekit.build (a plain function: edgekit.pipeline.build.build_bundle, which imports the converters) takes the
+# same keywords.
 __all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "benchmark", "quantize", "inspect",
            "devices",
            "doctor", "deploy", "train", "cut"]

@@ -207,7 +207,7 @@ def test_build_bundles_a_float_io_int8_export_and_the_board_runner_classifies_wi
     from edgekit.board import runner as board_runner
     from tests.test_remote import TARGET_PYTHON
 
-    result = edgekit.pipeline.build(EXPORTS / ONNX2TF_FLOAT_IO, output=tmp_path / "bundles" / "digits", no_compile=True)
+    result = edgekit.build(EXPORTS / ONNX2TF_FLOAT_IO, output=tmp_path / "bundles" / "digits", no_compile=True)
     assert result.manifest.preprocess.std == (255.0,) and result.manifest.input.dtype == "float32"
     runtime = tmp_path / "runtime"
     root = Path(__file__).resolve().parents[1]

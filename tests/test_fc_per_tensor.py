@@ -22,7 +22,7 @@ def test_build_requantizes_a_per_channel_fully_connected_and_keeps_its_accuracy(
     import edgekit
 
     assert _fc_scales(EXPORTS / ONNX2TF_INT8) == [10]
-    result = edgekit.pipeline.build(EXPORTS / ONNX2TF_INT8, output=tmp_path / "digits", no_compile=True)
+    result = edgekit.build(EXPORTS / ONNX2TF_INT8, output=tmp_path / "digits", no_compile=True)
     bundled = tmp_path / "digits" / ONNX2TF_INT8
     assert _fc_scales(bundled) == [1]
     assert [n for n in result.notes if "requantized per tensor in the bundle" in n]
@@ -43,7 +43,7 @@ def test_the_board_runtime_scores_the_requantized_model(tmp_path):
         pytest.skip(f"no board Python at {PY37} (make venv-py37)")
     import edgekit
 
-    edgekit.pipeline.build(EXPORTS / ONNX2TF_INT8, output=tmp_path / "digits", no_compile=True)
+    edgekit.build(EXPORTS / ONNX2TF_INT8, output=tmp_path / "digits", no_compile=True)
     images, labels = heldout_digits()
     np.save(tmp_path / "x.npy", images[:20])
     script = """import sys, numpy as np

@@ -192,7 +192,7 @@ def test_the_api_takes_every_flag_of_its_command_with_the_same_default(command):
     from edgekit.cli.commands import cli
 
     cmd = cli.commands[command]
-    function = edgekit.pipeline.build.build_bundle if command == "build" else getattr(api, command)
+    function = getattr(edgekit if command == "build" else api, command)
     params = inspect.signature(function).parameters
     ssh = command in ("classify", "benchmark")
     for p in cmd.params:
@@ -232,7 +232,7 @@ def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits
     assert isinstance(ev, EvaluateResult) and ev.samples > 0 and ev.top1 > 0.5 and ev.reference is None
     assert EvaluateResult.from_dict(ev.to_dict()) == ev
     assert "int8 top-1" in ev.render_text()
-    b = edgekit.pipeline.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
+    b = edgekit.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
                       holdout=32, no_compile=True)
     assert isinstance(b, BuildResult) and b.manifest.models.edgetpu is None
     assert BuildResult.from_dict(b.to_dict()) == b and "Run it: edgekit classify" in b.render_text()
@@ -241,14 +241,19 @@ def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits
         assert model.classify(image, top_k=1)[0].label is not None
 
 
-def test_edgekit_build_is_both_the_api_call_and_the_module():
-    """``from edgekit import build`` (the module, as before) and ``edgekit.pipeline.build(model, output=...)`` both hold."""
+def test_edgekit_build_is_a_plain_function_and_its_module_is_a_plain_module():
+    """Issue 33: ``edgekit.build`` (and ``from edgekit import build``) is the API's function, with its signature;
+    edgekit/pipeline/build.py is an ordinary module that no longer turns itself into a callable."""
+    import types
+
+    from edgekit import build
     from edgekit.pipeline import build as build_module
 
-    assert callable(edgekit.pipeline.build) and edgekit.pipeline.build is build_module
-    assert callable(build_module.write_bundle)
+    assert isinstance(build, types.FunctionType) and build is edgekit.build is build_module.build_bundle
+    assert type(build_module) is types.ModuleType and not callable(build_module)
+    assert inspect.signature(build).parameters["output"].kind is inspect.Parameter.KEYWORD_ONLY
     with pytest.raises(TypeError):  # the API's signature: output is a required keyword
-        edgekit.pipeline.build("model.keras")
+        edgekit.build("model.keras")
 
 
 # ------------------------------------------------------------------ what is no image, or no path (issue 31)

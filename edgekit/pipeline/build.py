@@ -13,9 +13,7 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import tempfile
-import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Optional, Tuple, Union
@@ -695,7 +693,7 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                  known_hosts: Optional[PathLike] = None, accept_new_host_key: bool = False,
                  connect_timeout: float = _cli("build", "connect_timeout"), layout: Optional[str] = None,
                  show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
-    """``edgekit.pipeline.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
+    """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
     where edgetpu_compiler exists (or ``via`` another machine's, as :func:`edgekit.compile` takes it), and write
     the bundle folder ``output`` with its manifest.json (needs TensorFlow); a :class:`~edgekit.results.BuildResult`.
     No bundle on failure."""
@@ -712,13 +710,3 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                                   compile=not no_compile, via=there, layout=layout, show_progress=show_progress,
                                   report=report))
 
-
-class _CallableModule(types.ModuleType):
-    """``edgekit.pipeline.build(...)`` is the Python API's build (:func:`build_bundle`), while ``from edgekit import build``
-    has always been this module: calling the module calls the API, so both hold whichever is imported first."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return build_bundle(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule
