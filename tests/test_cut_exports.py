@@ -79,7 +79,7 @@ def test_evaluate_offers_the_cut_and_try_cut_measures_what_it_gives_back(shapes_
     from click.testing import CliRunner
 
     import edgekit
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     name = CUT_256[0]
     plain = edgekit.evaluate(EXPORTS / name, shapes_val)
@@ -152,7 +152,7 @@ def test_a_compiled_model_is_offered_the_cut_of_its_cpu_twin_then_the_compile(tm
 def test_try_cut_is_refused_for_a_classifier_with_the_reason(tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     data = tmp_path / "d.npz"
     np.savez(data, x=np.zeros((2, 8, 8, 3), np.uint8), y=np.zeros(2, np.int64))

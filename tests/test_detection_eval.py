@@ -94,7 +94,7 @@ def pycocotools_by_hand(ann: Path, detect_doc: dict, tmp_path: Path) -> np.ndarr
 def test_map_equals_pycocotools_on_detects_output(yolo_model, tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     ann = encoded_set(tmp_path / "set")
     runner = CliRunner()
@@ -200,7 +200,7 @@ def test_synthetic_shapes_write_matching_coco_and_yolo(tmp_path):
 def test_classifier_options_refused_for_class_folders(tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     (tmp_path / "d" / "a").mkdir(parents=True)
     res = CliRunner().invoke(cli, ["evaluate", "-m", "x.tflite", "--data", str(tmp_path / "d"), "--conf", "0.1"])
@@ -213,7 +213,7 @@ def test_a_map50_95_loss_gets_a_verdict_of_its_own(yolo_model, tmp_path):
     the result still printed; a model against itself passes both."""
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     coarse = tmp_path / "coarse.tflite"
     coarse.write_bytes(slice_model(HW, [{"shape": [1, 4 + NC, NA], "requant": (0.02, -128)}]))
@@ -249,7 +249,7 @@ def test_a_map50_95_loss_gets_a_verdict_of_its_own(yolo_model, tmp_path):
 def test_max_drop_needs_against(yolo_model, tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     ann = encoded_set(tmp_path / "c", n=4, seed=1)
     res = CliRunner().invoke(cli, ["evaluate", "-m", str(yolo_model), "--data", str(ann), "--max-drop", "1"])
@@ -288,7 +288,7 @@ def test_plots_writes_pr_curves_and_confusion_matrices_beside_each_other(yolo_mo
     from PIL import Image
 
     from edgekit.devices import plots
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     pytest.importorskip("matplotlib")
     coarse = tmp_path / "coarse.tflite"
@@ -336,7 +336,7 @@ def test_plots_without_matplotlib_is_exit_4_before_any_model_runs(monkeypatch, y
 
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     real = builtins.__import__
 

@@ -189,7 +189,7 @@ CLI_ONLY = {"as_json", "quiet", "port", "identity", "remote_path", "python", "kn
 def test_the_api_takes_every_flag_of_its_command_with_the_same_default(command):
     import click
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     cmd = cli.commands[command]
     function = getattr(edgekit if command == "build" else api, command)

@@ -15,7 +15,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from tests.test_exports_runtime import EXPORTS, FILES, MANIFEST, shapes_val  # noqa: F401 (the fixture)
 
 pytest.importorskip("onnx")
