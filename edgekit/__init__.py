@@ -10,7 +10,8 @@ __version__ = "0.1.0"
 _LAZY = {
     "open": "edgekit.api", "classify": "edgekit.api", "detect": "edgekit.api", "check": "edgekit.api",
     "compile": "edgekit.api",
-    "evaluate": "edgekit.api", "benchmark": "edgekit.api", "quantize": "edgekit.api", "inspect": "edgekit.api",
+    "evaluate": "edgekit.api", "evaluate_detector": "edgekit.api", "benchmark": "edgekit.api",
+    "quantize": "edgekit.api", "inspect": "edgekit.api",
     "deploy": "edgekit.api", "train": "edgekit.api", "cut": "edgekit.api",
     # the API's build is a plain function: edgekit/pipeline/build.py's build_bundle ("module:name" where they differ)
     "build": "edgekit.pipeline.build:build_bundle",

@@ -37,7 +37,7 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
 
 # build: edgekit.build (a plain function: edgekit.pipeline.build.build_bundle, which imports the converters) takes the
 # same keywords.
-__all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "benchmark", "quantize", "inspect",
+__all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "evaluate_detector", "benchmark", "quantize", "inspect",
            "devices",
            "doctor", "deploy", "train", "cut"]
 
@@ -671,33 +671,28 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     ``max_drop`` (points): a drop beyond it for sure raises :class:`~edgekit.errors.VerificationError` (exit 6,
     the result in its ``result``), an uncertain one is a warning.
 
-    Given detection data (a COCO .json or a YOLO folder: images/ + labels/), a detector's COCO mAP scored
-    by pycocotools instead (a :class:`~edgekit.results.DetectionEvaluateResult`): ``images`` (a COCO
-    file's image folder), ``against`` (with the paired change of mAP50 and mAP50-95, each decided against
-    ``max_drop``), ``conf``, ``iou``, ``max_det`` (default COCO's protocol) and ``layout`` apply to it alone.
-    ``plots``: a folder for the confusion-matrix PNG (and a detector's precision-recall curves; needs
-    matplotlib), each ``against`` model beside ``model``. A YOLO detector whose decode runs inside it is offered
-    ``edgekit cut`` (``cut`` in the result); ``try_cut``: cut it in memory and score it on the same data too.
+    ``plots``: a folder for the confusion-matrix PNG (needs matplotlib), each ``against`` model beside ``model``.
+
+    A detector's COCO mAP is :func:`evaluate_detector`'s. Given detection data (a COCO .json or a YOLO folder),
+    ``evaluate`` still scores it as :func:`evaluate_detector` does (``images``, ``conf``, ``iou``, ``max_det``,
+    ``layout`` and ``try_cut`` are its keywords) with a DeprecationWarning: deprecated, to be removed in the next
+    release.
     """
     from edgekit.detection.data import is_detection_data
     from edgekit.errors import UsageError
 
-    against = tuple(os.fsdecode(a) for a in against or ())
-    if max_drop is not None and not against:
-        raise UsageError("--max-drop needs --against", "name the model to compare with, e.g. --against float.tflite")
+    against = _against(against, max_drop)
     if is_detection_data(data):
         if reference:
             raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
                              "--against")
-        from edgekit.devices import evaluate_detector as detection_eval
+        import warnings
 
-        return _drop_gate(detection_eval.evaluate_detector(
-            model, data, images=images, against=against,
-            conf=detection_eval.STANDARD_CONF if conf is None else conf,
-            iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
-            max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
-            mean=_floats(mean, "mean"), std=_floats(std, "std"), num_threads=threads, labels=labels, max_drop=max_drop,
-            plots=None if plots is None else os.fsdecode(plots), try_cut=try_cut, report=report), report)
+        warnings.warn("edgekit.evaluate() on detection data is deprecated and will be removed in the next release: "
+                      "call edgekit.evaluate_detector(model, data, ...)", DeprecationWarning, stacklevel=3)
+        return evaluate_detector(model, data, images=images, against=against, max_drop=max_drop, conf=conf, iou=iou,
+                                 max_det=max_det, layout=layout, try_cut=try_cut, plots=plots, device=device,
+                                 mean=mean, std=std, threads=threads, labels=labels, report=report)
     detection_only = {"--images": images, "--conf": conf, "--iou": iou, "--max-det": max_det, "--layout": layout,
                       "--try-cut": try_cut or None}
     given = [flag for flag, value in detection_only.items() if value is not None]
@@ -720,6 +715,49 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
                                               layers=not no_layers, verbose=verbose)
     written = () if plots is None else tuple(_plots_module().write_classifier_plots(plots, [ev] + others))
     return _drop_gate(ev.result(compared_with, compared, written), report)
+
+
+@_checked
+def evaluate_detector(model: PathLike, data: PathLike, *, images: Optional[PathLike] = None,
+                      against: Optional[Iterable[PathLike]] = None, max_drop: Optional[float] = None,
+                      conf: Optional[float] = None, iou: Optional[float] = None, max_det: Optional[int] = None,
+                      layout: Optional[str] = None, try_cut: bool = False, plots: Optional[PathLike] = None,
+                      device: str = _cli("evaluate", "device"), mean: Floats = None, std: Floats = None,
+                      threads: Optional[int] = None, labels: Optional[PathLike] = None,
+                      report: Reporter = SILENT) -> DetectionEvaluateResult:
+    """``edgekit evaluate`` given detection data (a COCO .json, a YOLO data.yaml or folder: images/ + labels/): a
+    detector's COCO mAP scored by pycocotools (a :class:`~edgekit.results.DetectionEvaluateResult`).
+
+    ``images``: a COCO file's image folder. ``against``: other .tflite models (the float one...) run on the same
+    images, with the paired change of mAP50 and mAP50-95, each decided against ``max_drop`` (points): a drop beyond
+    it for sure raises :class:`~edgekit.errors.VerificationError` (exit 6, the result in its ``result``).
+    ``conf``, ``iou``, ``max_det``: default COCO's protocol; ``layout``: the output layout, where the model does not
+    say it. ``plots``: a folder for the confusion matrix and precision-recall curves (needs matplotlib). A YOLO
+    detector whose decode runs inside it is offered ``edgekit cut`` (``cut`` in the result); ``try_cut``: cut it in
+    memory and score it on the same data too.
+    """
+    from edgekit.detection.data import is_detection_data
+    from edgekit.devices import evaluate_detector as detection_eval
+
+    against = _against(against, max_drop)
+    if not is_detection_data(data):
+        raise UsageError(f"{os.fsdecode(data)}: not detection data (a COCO .json, or a YOLO data.yaml or folder with "
+                         "images/ and labels/)", "a classifier's labelled data goes to edgekit.evaluate")
+    return _drop_gate(detection_eval.evaluate_detector(
+        model, data, images=images, against=against,
+        conf=detection_eval.STANDARD_CONF if conf is None else conf,
+        iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
+        max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
+        mean=_floats(mean, "mean"), std=_floats(std, "std"), num_threads=threads, labels=labels, max_drop=max_drop,
+        plots=None if plots is None else os.fsdecode(plots), try_cut=try_cut, report=report), report)
+
+
+def _against(against: Optional[Iterable[PathLike]], max_drop: Optional[float]) -> Tuple[str, ...]:
+    """evaluate's ``against`` models as paths, refused (UsageError) where ``max_drop`` has none to compare with."""
+    against = tuple(os.fsdecode(a) for a in against or ())
+    if max_drop is not None and not against:
+        raise UsageError("--max-drop needs --against", "name the model to compare with, e.g. --against float.tflite")
+    return against
 
 
 def _plots_module() -> Any:

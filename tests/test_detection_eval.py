@@ -240,7 +240,7 @@ def test_a_map50_95_loss_gets_a_verdict_of_its_own(yolo_model, tmp_path):
     from edgekit.errors import VerificationError
 
     with pytest.raises(VerificationError) as info:      # the Python API: the numbers and the whole result
-        edgekit.evaluate(coarse, ann, against=[yolo_model], max_drop=5)
+        edgekit.evaluate_detector(coarse, ann, against=[yolo_model], max_drop=5)
     e = info.value
     assert (e.measure, e.limit) == ("map_drop", 5) and e.value == pytest.approx(-shown["map_change"])
     assert isinstance(e.result, DetectionEvaluateResult) and e.result.differences[0].map_verdict.verdict == "failed"
@@ -354,3 +354,39 @@ def test_plots_without_matplotlib_is_exit_4_before_any_model_runs(monkeypatch, y
     (tmp_path / "d" / "a").mkdir(parents=True)     # a classifier's too, before its model is opened
     res = CliRunner().invoke(cli, ["evaluate", "-m", "x.tflite", "--data", str(tmp_path / "d"), "--plots", "p"])
     assert res.exit_code == 4 and "pip install matplotlib (or '.[plots]' in an edgekit checkout)" in res.stderr
+
+
+def test_evaluate_detector_is_its_own_api_function_and_evaluate_on_detection_data_is_deprecated(yolo_model, tmp_path):
+    """Issue 33: one type per function. edgekit.evaluate_detector returns a DetectionEvaluateResult and refuses a
+    classifier's data; edgekit.evaluate given detection data still scores it, for one release, with a
+    DeprecationWarning naming evaluate_detector; the CLI's one evaluate command picks by the data, without it."""
+    import warnings
+
+    from click.testing import CliRunner
+
+    import edgekit
+    from edgekit.cli.app import cli
+    from edgekit.errors import UsageError
+
+    ann = encoded_set(tmp_path / "s", n=12, seed=2)
+    result = edgekit.evaluate_detector(yolo_model, ann, device="cpu")
+    assert isinstance(result, DetectionEvaluateResult) and result.models[0].map50 is not None
+    with pytest.warns(DeprecationWarning, match=r"edgekit\.evaluate_detector\(model, data") as caught:
+        old = edgekit.evaluate(yolo_model, ann, device="cpu")
+    assert untimed(old.to_dict()) == untimed(result.to_dict())
+    assert caught[0].filename == __file__   # the warning points at the caller's line
+    (tmp_path / "classes" / "a").mkdir(parents=True)
+    with pytest.raises(UsageError, match="not detection data"):
+        edgekit.evaluate_detector(yolo_model, tmp_path / "classes")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        res = CliRunner().invoke(cli, ["evaluate", "-m", str(yolo_model), "--data", str(ann), "--json", "-q"])
+    assert res.exit_code == 0, res.output
+    assert untimed(json.loads(res.stdout)) == untimed(json.loads(json.dumps(result.to_dict())))
+
+
+def untimed(doc):
+    """A document without its timings (``*_ms``), which differ from run to run."""
+    if isinstance(doc, dict):
+        return {k: untimed(v) for k, v in doc.items() if not k.endswith("_ms")}
+    return [untimed(v) for v in doc] if isinstance(doc, list) else doc

@@ -370,13 +370,21 @@ def evaluate(model: str, data: str, mean: str | None, std: str | None, as_json: 
     for --reference, pycocotools for a detector, matplotlib for --plots), 6 a drop beyond --max-drop for sure,
     9 the Edge TPU or the interpreter failed.
     """
+    import inspect as python_inspect
+
     from edgekit import api
+    from edgekit.detection.data import is_detection_data
     from edgekit.errors import VerificationError
 
+    run = api.evaluate
+    if is_detection_data(data) and not options.get("reference"):  # (evaluate refuses --reference for a detector)
+        run = api.evaluate_detector
+        taken = python_inspect.signature(run).parameters
+        options = {name: value for name, value in options.items() if name in taken}
     failed = None
     try:
-        result = api.evaluate(model, data, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                              report=_reporter(quiet), **options)
+        result = run(model, data, mean=_floats(mean, "--mean"), std=_floats(std, "--std"), report=_reporter(quiet),
+                     **options)
     except VerificationError as exc:  # --max-drop failed: the result is still shown, then exit 6
         if exc.result is None:
             raise
