@@ -366,14 +366,14 @@ def _per_tensor_fc(cpu: Path) -> list[str]:
             and t.quantization.per_channel]:
         return []
     from edgekit.tflite import fc_per_tensor
-    from edgekit.detection.cut import _object_model, _packed
+    from edgekit.detection.cut import object_model, packed_model
     from edgekit.detection.layout import appended_zip
 
     data = cpu.read_bytes()
     try:
-        model, _ = _object_model(data)
+        model, _ = object_model(data)
         ops = fc_per_tensor.requantize(model)
-        packed = _packed(model, len(data), appended_zip(data))
+        packed = packed_model(model, len(data), appended_zip(data))
     except ImportError:   # no TFLite schema (ai-edge-litert or TensorFlow) to write with
         return ["FULLY_CONNECTED weights quantized per channel, left as they are (no ai-edge-litert here to "
                 "rewrite them): tflite-runtime 2.7, a Coral board's, outputs the zero point for such a layer; "
