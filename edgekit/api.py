@@ -599,9 +599,8 @@ def check(model: PathLike, *, min_runtime: int = _cli("check", "min_runtime"), a
     info = tflite_model.load(model)
     report = compatibility.check_model(info, min_runtime, allow_multiple_subgraphs)
     result = CheckResult.of_report(report, edgetpu_package.summary(info.edgetpu_packages))
-    failure = report.strict_error() if strict else None
+    failure = report.strict_error(result) if strict else None
     if failure:
-        failure.result = result
         raise failure
     return result
 
@@ -626,12 +625,12 @@ def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runti
     :class:`~edgekit.errors.DeviceError` (exit 9) when the host cannot be reached or its host key is unknown.
     """
 
-    from edgekit.results import CheckResult, CompileResult, CompilerOutput
+    from edgekit.results import CheckResult, CompileResult
     from edgekit.edgetpu import compile_via
     from edgekit.tflite import model as tflite_model
     from edgekit.edgetpu import compatibility
     from edgekit.edgetpu import compiler as etc
-    from edgekit.errors import CompilerError, MissingDependencyError
+    from edgekit.errors import MissingDependencyError
 
     info = tflite_model.load(model)
     prediction = compatibility.check_model(info, min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME,
@@ -642,13 +641,8 @@ def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runti
                                      search_delegate=search_delegate, timeout=timeout, report=report,
                                      multiple_subgraphs=allow_multiple_subgraphs, compiler=there.compiler if there else None,
                                      runner=there.runner if there else etc.run_subprocess)
-    except MissingDependencyError as err:
-        err.check = CheckResult.of_report(prediction)
-        raise
-    except CompilerError as err:  # what the compiler said, as its document
-        if getattr(err, "report", None) is not None:
-            err.report = CompilerOutput.of_report(err.report)
-        raise
+    except MissingDependencyError as err:  # no compiler here: the error carries the offline prediction
+        raise MissingDependencyError(err.message, err.hint, check=CheckResult.of_report(prediction)) from err
     return CompileResult.of_report(compiled, etc.check_disagreements(info, prediction, compiled, segments))
 
 
@@ -795,12 +789,11 @@ def _drop_gate(result: Any, report: Reporter) -> Any:
     if failed is None:
         return result
     measure, model, v = failed
-    exc = VerificationError(f"{measure} drops {100 * v.estimate:.1f} points against {model} (95% interval "
+    raise VerificationError(f"{measure} drops {100 * v.estimate:.1f} points against {model} (95% interval "
                             f"{100 * v.interval[0]:+.1f} to {100 * v.interval[1]:+.1f}), more than --max-drop "
-                            f"{100 * v.threshold:g}", "the drop is beyond doubt on these samples")
-    exc.measure = {"mAP50": "map50_drop", "mAP50-95": "map_drop", "top-1": "accuracy_drop"}[measure]
-    exc.value, exc.limit, exc.interval, exc.result = v.estimate, 100 * v.threshold, tuple(v.interval), result
-    raise exc
+                            f"{100 * v.threshold:g}", "the drop is beyond doubt on these samples",
+                            measure={"mAP50": "map50_drop", "mAP50-95": "map_drop", "top-1": "accuracy_drop"}[measure],
+                            value=v.estimate, limit=100 * v.threshold, interval=v.interval, result=result)
 
 
 def _verdicts(result: Any) -> list:
@@ -839,50 +832,11 @@ def benchmark(model: PathLike, *, device: str = _cli("benchmark", "device"), n: 
             report.note(note)
     regression = benchmark_mod.regression_error(result, os.fsdecode(compare) if compare else None)
     if regression is not None:
-        regression.result = result
         raise regression
     return result
 
 
 # ------------------------------------------------------------------------------------ quantize / build
-def _with_numbers(exc: Any, verification: Any) -> Any:
-    """A quantize verification failure with the numbers it rests on: the first measure that failed, its
-    value, the limit and the 95% interval (attributes of the VerificationError)."""
-    v = verification
-    if v is None:
-        return exc
-    if getattr(v, "kind", None) == "detection":  # a detector's: the mAP50 drop, else the detections kept
-        gate = v.map50
-        if gate and gate.verdict == "failed":
-            exc.measure, exc.value, exc.limit, exc.interval = ("map50_drop", gate.drop, gate.max_drop_points,
-                                                               gate.drop_interval)
-        elif v.agreement_verdict == "failed" or (v.agreement_verdict == "uncertain" and v.kept is not None
-                                                 and v.kept < v.min_agreement):   # --strict
-            exc.measure, exc.value, exc.limit, exc.interval = ("detections_kept", v.kept, v.min_agreement,
-                                                               v.kept_interval)
-        elif gate and gate.verdict == "uncertain":   # --strict: past the limit, the data not settled
-            exc.measure, exc.value, exc.limit, exc.interval = ("map50_drop", gate.drop, gate.max_drop_points,
-                                                               gate.drop_interval)
-        return exc
-    if v.accuracy_verdict == "failed":
-        exc.measure, exc.value, exc.limit, exc.interval = ("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop,
-                                                           v.accuracy_drop_interval)
-    elif v.agreement_verdict == "failed":
-        exc.measure, exc.value, exc.limit, exc.interval = ("top1_agreement", v.top1_agreement, v.min_agreement,
-                                                           v.agreement_interval)
-    elif v.class_order:
-        exc.measure = "class_order"
-    elif v.float_near_chance:
-        exc.measure, exc.value, exc.limit = "float_top1", v.float_top1, v.chance.chance if v.chance else None
-    elif v.accuracy_verdict == "uncertain" and (v.accuracy_drop or 0.0) > v.max_accuracy_drop:   # --strict
-        exc.measure, exc.value, exc.limit, exc.interval = ("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop,
-                                                           v.accuracy_drop_interval)
-    elif v.agreement_verdict == "uncertain":   # --strict: the estimate below --min-agreement
-        exc.measure, exc.value, exc.limit, exc.interval = ("top1_agreement", v.top1_agreement, v.min_agreement,
-                                                           v.agreement_interval)
-    return exc
-
-
 @_checked
 def quantize(model: Union[PathLike, "onnx.ModelProto"], *, output: Optional[PathLike] = None, calib: Optional[str] = None,
              samples: int = _cli("quantize", "samples"), holdout: int = _cli("quantize", "holdout"),
@@ -905,25 +859,13 @@ def quantize(model: Union[PathLike, "onnx.ModelProto"], *, output: Optional[Path
     :class:`QuantizeResult`). ``strict``: an uncertain verdict whose estimate is past its limit fails too
     (``--strict``; by default it passes with a warning).
     """
-    from edgekit.converters.preprocess_search import PreprocessingRefused
-    from edgekit.converters.quantize import AgreementError, quantize as run_quantize
-    from edgekit.results import RefusedQuantize
-    from edgekit.results.quantize import RefusedPreprocess
+    from edgekit.converters.quantize import quantize as run_quantize
 
     from edgekit.pipeline.options import model_file
 
     options = dict(locals())
-    try:
-        with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
-            done = run_quantize(_quantize_options(path, output, options, report, shown))
-    except AgreementError as exc:
-        exc.result = exc.result.summary
-        raise _with_numbers(exc, exc.result.verification)
-    except PreprocessingRefused as exc:  # nothing written: the measurements the refusal rests on
-        exc.search = exc.result
-        exc.result = RefusedQuantize(None, str(exc), RefusedPreprocess(None, exc.search.record()))
-        raise
-    return done.summary
+    with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
+        return run_quantize(_quantize_options(path, output, options, report, shown)).summary
 
 
 # ------------------------------------------------------------------------------------ tools
