@@ -233,7 +233,7 @@ def map50_gate(predict: Callable[[np.ndarray], Any], model_bytes: bytes, layout:
 
     ds = read_detection_set(data, flag="--eval")
     check_classes(ds, layout.num_classes, "--eval")   # before any image runs
-    detection_eval.load_pycocotools()
+    detection_eval.pycocotools_api()
     ids = [im["id"] for im in ds.coco["images"]]
     images = [open_image(ds.paths[i]) for i in ids]
     h, w = layout.input_hw

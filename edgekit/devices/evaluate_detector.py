@@ -42,7 +42,7 @@ SEED = 0
 SCORER = "pycocotools COCOeval (bbox)"
 
 
-def load_pycocotools() -> Tuple[Any, Any]:
+def pycocotools_api() -> Tuple[Any, Any]:
     try:
         from pycocotools.coco import COCO
         from pycocotools.cocoeval import COCOeval
@@ -74,7 +74,7 @@ def run_cocoeval(gt: CocoDataset, detections: List[CocoDetection], max_det: int 
 
     No detections at all is scored too (pycocotools' ``loadRes`` cannot read an empty list: the empty result
     set is built directly)."""
-    COCO, COCOeval = load_pycocotools()
+    COCO, COCOeval = pycocotools_api()
     with contextlib.redirect_stdout(io.StringIO()):
         coco_gt = COCO()
         coco_gt.dataset = {"images": gt["images"], "annotations": gt["annotations"], "categories": gt["categories"],
@@ -352,7 +352,7 @@ def evaluate_detector(model: str | os.PathLike, data: str | os.PathLike, *, imag
     from edgekit.devices.detect import check_thresholds
 
     check_thresholds(conf, iou, max_det)
-    load_pycocotools()
+    pycocotools_api()
     if plots is not None:   # before any model runs: no matplotlib, or a folder that cannot be written, fail now
         from edgekit.devices import plots as plots_mod
         from edgekit.fileio import require_output_folder
