@@ -10,10 +10,11 @@ __version__ = "0.1.0"
 _LAZY = {
     "open": "edgekit.api", "classify": "edgekit.api", "detect": "edgekit.api", "check": "edgekit.api",
     "compile": "edgekit.api",
-    "evaluate": "edgekit.api", "benchmark": "edgekit.api", "quantize": "edgekit.api", "inspect": "edgekit.api",
+    "evaluate": "edgekit.api", "evaluate_detector": "edgekit.api", "benchmark": "edgekit.api",
+    "quantize": "edgekit.api", "inspect": "edgekit.api",
     "deploy": "edgekit.api", "train": "edgekit.api", "cut": "edgekit.api",
-    # edgekit/pipeline/build.py is a module (`from edgekit import build`); calling it is the API's build (build_bundle)
-    "build": None,
+    # the API's build is a plain function: edgekit/pipeline/build.py's build_bundle ("module:name" where they differ)
+    "build": "edgekit.pipeline.build:build_bundle",
     "Model": "edgekit.api",
     # the small records a user handles: a class score (classify) and a detected object with its box (detect)
     "Class": "edgekit.results", "Object": "edgekit.board.decode", "BBox": "edgekit.board.decode",
@@ -39,9 +40,8 @@ def __getattr__(name):
         raise AttributeError(f"module 'edgekit' has no attribute {name!r}")
     import importlib
 
-    module = _LAZY[name]
-    value = importlib.import_module("edgekit.pipeline." + name) if module is None else getattr(importlib.import_module(module),
-                                                                                      name)
+    module, _, attribute = _LAZY[name].partition(":")
+    value = getattr(importlib.import_module(module), attribute or name)
     globals()[name] = value
     return value
 

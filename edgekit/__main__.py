@@ -1,3 +1,3 @@
-from edgekit.cli.commands import main
+from edgekit.cli import main
 
 main()

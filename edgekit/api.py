@@ -35,8 +35,9 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
                                  DeployResult, DetectionEvaluateResult, DetectResult, DevicesResult, DoctorResult,
                                  EvaluateResult, InspectResult, QuantizeResult, Timing, TrainResult, CallTiming)
 
-# build: edgekit.build (the module edgekit/pipeline/build.py, callable: its build_bundle) takes the same keywords.
-__all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "benchmark", "quantize", "inspect",
+# build: edgekit.build (a plain function: edgekit.pipeline.build.build_bundle, which imports the converters) takes the
+# same keywords.
+__all__ = ["Model", "open", "classify", "detect", "check", "compile", "evaluate", "evaluate_detector", "benchmark", "quantize", "inspect",
            "devices",
            "doctor", "deploy", "train", "cut"]
 
@@ -599,9 +600,8 @@ def check(model: PathLike, *, min_runtime: int = _cli("check", "min_runtime"), a
     info = tflite_model.load(model)
     report = compatibility.check_model(info, min_runtime, allow_multiple_subgraphs)
     result = CheckResult.of_report(report, edgetpu_package.summary(info.edgetpu_packages))
-    failure = report.strict_error() if strict else None
+    failure = report.strict_error(result) if strict else None
     if failure:
-        failure.result = result
         raise failure
     return result
 
@@ -626,12 +626,12 @@ def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runti
     :class:`~edgekit.errors.DeviceError` (exit 9) when the host cannot be reached or its host key is unknown.
     """
 
-    from edgekit.results import CheckResult, CompileResult, CompilerOutput
+    from edgekit.results import CheckResult, CompileResult
     from edgekit.edgetpu import compile_via
     from edgekit.tflite import model as tflite_model
     from edgekit.edgetpu import compatibility
     from edgekit.edgetpu import compiler as etc
-    from edgekit.errors import CompilerError, MissingDependencyError
+    from edgekit.errors import MissingDependencyError
 
     info = tflite_model.load(model)
     prediction = compatibility.check_model(info, min_runtime or compatibility.COMPILER_DEFAULT_MIN_RUNTIME,
@@ -642,13 +642,8 @@ def compile(model: PathLike, *, output_dir: Optional[PathLike] = None, min_runti
                                      search_delegate=search_delegate, timeout=timeout, report=report,
                                      multiple_subgraphs=allow_multiple_subgraphs, compiler=there.compiler if there else None,
                                      runner=there.runner if there else etc.run_subprocess)
-    except MissingDependencyError as err:
-        err.check = CheckResult.of_report(prediction)
-        raise
-    except CompilerError as err:  # what the compiler said, as its document
-        if getattr(err, "report", None) is not None:
-            err.report = CompilerOutput.of_report(err.report)
-        raise
+    except MissingDependencyError as err:  # no compiler here: the error carries the offline prediction
+        raise MissingDependencyError(err.message, err.hint, check=CheckResult.of_report(prediction)) from err
     return CompileResult.of_report(compiled, etc.check_disagreements(info, prediction, compiled, segments))
 
 
@@ -671,33 +666,28 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     ``max_drop`` (points): a drop beyond it for sure raises :class:`~edgekit.errors.VerificationError` (exit 6,
     the result in its ``result``), an uncertain one is a warning.
 
-    Given detection data (a COCO .json or a YOLO folder: images/ + labels/), a detector's COCO mAP scored
-    by pycocotools instead (a :class:`~edgekit.results.DetectionEvaluateResult`): ``images`` (a COCO
-    file's image folder), ``against`` (with the paired change of mAP50 and mAP50-95, each decided against
-    ``max_drop``), ``conf``, ``iou``, ``max_det`` (default COCO's protocol) and ``layout`` apply to it alone.
-    ``plots``: a folder for the confusion-matrix PNG (and a detector's precision-recall curves; needs
-    matplotlib), each ``against`` model beside ``model``. A YOLO detector whose decode runs inside it is offered
-    ``edgekit cut`` (``cut`` in the result); ``try_cut``: cut it in memory and score it on the same data too.
+    ``plots``: a folder for the confusion-matrix PNG (needs matplotlib), each ``against`` model beside ``model``.
+
+    A detector's COCO mAP is :func:`evaluate_detector`'s. Given detection data (a COCO .json or a YOLO folder),
+    ``evaluate`` still scores it as :func:`evaluate_detector` does (``images``, ``conf``, ``iou``, ``max_det``,
+    ``layout`` and ``try_cut`` are its keywords) with a DeprecationWarning: deprecated, to be removed in the next
+    release.
     """
     from edgekit.detection.data import is_detection_data
     from edgekit.errors import UsageError
 
-    against = tuple(os.fsdecode(a) for a in against or ())
-    if max_drop is not None and not against:
-        raise UsageError("--max-drop needs --against", "name the model to compare with, e.g. --against float.tflite")
+    against = _against(against, max_drop)
     if is_detection_data(data):
         if reference:
             raise UsageError("--reference compares classifiers", "for a detector, pass the float .tflite with "
                              "--against")
-        from edgekit.devices import evaluate_detector as detection_eval
+        import warnings
 
-        return _drop_gate(detection_eval.evaluate_detector(
-            model, data, images=images, against=against,
-            conf=detection_eval.STANDARD_CONF if conf is None else conf,
-            iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
-            max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
-            mean=_floats(mean, "mean"), std=_floats(std, "std"), num_threads=threads, labels=labels, max_drop=max_drop,
-            plots=None if plots is None else os.fsdecode(plots), try_cut=try_cut, report=report), report)
+        warnings.warn("edgekit.evaluate() on detection data is deprecated and will be removed in the next release: "
+                      "call edgekit.evaluate_detector(model, data, ...)", DeprecationWarning, stacklevel=3)
+        return evaluate_detector(model, data, images=images, against=against, max_drop=max_drop, conf=conf, iou=iou,
+                                 max_det=max_det, layout=layout, try_cut=try_cut, plots=plots, device=device,
+                                 mean=mean, std=std, threads=threads, labels=labels, report=report)
     detection_only = {"--images": images, "--conf": conf, "--iou": iou, "--max-det": max_det, "--layout": layout,
                       "--try-cut": try_cut or None}
     given = [flag for flag, value in detection_only.items() if value is not None]
@@ -720,6 +710,49 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
                                               layers=not no_layers, verbose=verbose)
     written = () if plots is None else tuple(_plots_module().write_classifier_plots(plots, [ev] + others))
     return _drop_gate(ev.result(compared_with, compared, written), report)
+
+
+@_checked
+def evaluate_detector(model: PathLike, data: PathLike, *, images: Optional[PathLike] = None,
+                      against: Optional[Iterable[PathLike]] = None, max_drop: Optional[float] = None,
+                      conf: Optional[float] = None, iou: Optional[float] = None, max_det: Optional[int] = None,
+                      layout: Optional[str] = None, try_cut: bool = False, plots: Optional[PathLike] = None,
+                      device: str = _cli("evaluate", "device"), mean: Floats = None, std: Floats = None,
+                      threads: Optional[int] = None, labels: Optional[PathLike] = None,
+                      report: Reporter = SILENT) -> DetectionEvaluateResult:
+    """``edgekit evaluate`` given detection data (a COCO .json, a YOLO data.yaml or folder: images/ + labels/): a
+    detector's COCO mAP scored by pycocotools (a :class:`~edgekit.results.DetectionEvaluateResult`).
+
+    ``images``: a COCO file's image folder. ``against``: other .tflite models (the float one...) run on the same
+    images, with the paired change of mAP50 and mAP50-95, each decided against ``max_drop`` (points): a drop beyond
+    it for sure raises :class:`~edgekit.errors.VerificationError` (exit 6, the result in its ``result``).
+    ``conf``, ``iou``, ``max_det``: default COCO's protocol; ``layout``: the output layout, where the model does not
+    say it. ``plots``: a folder for the confusion matrix and precision-recall curves (needs matplotlib). A YOLO
+    detector whose decode runs inside it is offered ``edgekit cut`` (``cut`` in the result); ``try_cut``: cut it in
+    memory and score it on the same data too.
+    """
+    from edgekit.detection.data import is_detection_data
+    from edgekit.devices import evaluate_detector as detection_eval
+
+    against = _against(against, max_drop)
+    if not is_detection_data(data):
+        raise UsageError(f"{os.fsdecode(data)}: not detection data (a COCO .json, or a YOLO data.yaml or folder with "
+                         "images/ and labels/)", "a classifier's labelled data goes to edgekit.evaluate")
+    return _drop_gate(detection_eval.evaluate_detector(
+        model, data, images=images, against=against,
+        conf=detection_eval.STANDARD_CONF if conf is None else conf,
+        iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
+        max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
+        mean=_floats(mean, "mean"), std=_floats(std, "std"), num_threads=threads, labels=labels, max_drop=max_drop,
+        plots=None if plots is None else os.fsdecode(plots), try_cut=try_cut, report=report), report)
+
+
+def _against(against: Optional[Iterable[PathLike]], max_drop: Optional[float]) -> Tuple[str, ...]:
+    """evaluate's ``against`` models as paths, refused (UsageError) where ``max_drop`` has none to compare with."""
+    against = tuple(os.fsdecode(a) for a in against or ())
+    if max_drop is not None and not against:
+        raise UsageError("--max-drop needs --against", "name the model to compare with, e.g. --against float.tflite")
+    return against
 
 
 def _plots_module() -> Any:
@@ -757,12 +790,11 @@ def _drop_gate(result: Any, report: Reporter) -> Any:
     if failed is None:
         return result
     measure, model, v = failed
-    exc = VerificationError(f"{measure} drops {100 * v.estimate:.1f} points against {model} (95% interval "
+    raise VerificationError(f"{measure} drops {100 * v.estimate:.1f} points against {model} (95% interval "
                             f"{100 * v.interval[0]:+.1f} to {100 * v.interval[1]:+.1f}), more than --max-drop "
-                            f"{100 * v.threshold:g}", "the drop is beyond doubt on these samples")
-    exc.measure = {"mAP50": "map50_drop", "mAP50-95": "map_drop", "top-1": "accuracy_drop"}[measure]
-    exc.value, exc.limit, exc.interval, exc.result = v.estimate, 100 * v.threshold, tuple(v.interval), result
-    raise exc
+                            f"{100 * v.threshold:g}", "the drop is beyond doubt on these samples",
+                            measure={"mAP50": "map50_drop", "mAP50-95": "map_drop", "top-1": "accuracy_drop"}[measure],
+                            value=v.estimate, limit=100 * v.threshold, interval=v.interval, result=result)
 
 
 def _verdicts(result: Any) -> list:
@@ -801,50 +833,11 @@ def benchmark(model: PathLike, *, device: str = _cli("benchmark", "device"), n: 
             report.note(note)
     regression = benchmark_mod.regression_error(result, os.fsdecode(compare) if compare else None)
     if regression is not None:
-        regression.result = result
         raise regression
     return result
 
 
 # ------------------------------------------------------------------------------------ quantize / build
-def _with_numbers(exc: Any, verification: Any) -> Any:
-    """A quantize verification failure with the numbers it rests on: the first measure that failed, its
-    value, the limit and the 95% interval (attributes of the VerificationError)."""
-    v = verification
-    if v is None:
-        return exc
-    if getattr(v, "kind", None) == "detection":  # a detector's: the mAP50 drop, else the detections kept
-        gate = v.map50
-        if gate and gate.verdict == "failed":
-            exc.measure, exc.value, exc.limit, exc.interval = ("map50_drop", gate.drop, gate.max_drop_points,
-                                                               gate.drop_interval)
-        elif v.agreement_verdict == "failed" or (v.agreement_verdict == "uncertain" and v.kept is not None
-                                                 and v.kept < v.min_agreement):   # --strict
-            exc.measure, exc.value, exc.limit, exc.interval = ("detections_kept", v.kept, v.min_agreement,
-                                                               v.kept_interval)
-        elif gate and gate.verdict == "uncertain":   # --strict: past the limit, the data not settled
-            exc.measure, exc.value, exc.limit, exc.interval = ("map50_drop", gate.drop, gate.max_drop_points,
-                                                               gate.drop_interval)
-        return exc
-    if v.accuracy_verdict == "failed":
-        exc.measure, exc.value, exc.limit, exc.interval = ("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop,
-                                                           v.accuracy_drop_interval)
-    elif v.agreement_verdict == "failed":
-        exc.measure, exc.value, exc.limit, exc.interval = ("top1_agreement", v.top1_agreement, v.min_agreement,
-                                                           v.agreement_interval)
-    elif v.class_order:
-        exc.measure = "class_order"
-    elif v.float_near_chance:
-        exc.measure, exc.value, exc.limit = "float_top1", v.float_top1, v.chance.chance if v.chance else None
-    elif v.accuracy_verdict == "uncertain" and (v.accuracy_drop or 0.0) > v.max_accuracy_drop:   # --strict
-        exc.measure, exc.value, exc.limit, exc.interval = ("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop,
-                                                           v.accuracy_drop_interval)
-    elif v.agreement_verdict == "uncertain":   # --strict: the estimate below --min-agreement
-        exc.measure, exc.value, exc.limit, exc.interval = ("top1_agreement", v.top1_agreement, v.min_agreement,
-                                                           v.agreement_interval)
-    return exc
-
-
 @_checked
 def quantize(model: Union[PathLike, "onnx.ModelProto"], *, output: Optional[PathLike] = None, calib: Optional[str] = None,
              samples: int = _cli("quantize", "samples"), holdout: int = _cli("quantize", "holdout"),
@@ -867,29 +860,17 @@ def quantize(model: Union[PathLike, "onnx.ModelProto"], *, output: Optional[Path
     :class:`QuantizeResult`). ``strict``: an uncertain verdict whose estimate is past its limit fails too
     (``--strict``; by default it passes with a warning).
     """
-    from edgekit.converters.preprocess_search import PreprocessingRefused
-    from edgekit.converters.quantize import AgreementError, quantize as run_quantize
-    from edgekit.results import RefusedQuantize
-    from edgekit.results.quantize import RefusedPreprocess
+    from edgekit.converters.quantize import quantize as run_quantize
 
     from edgekit.pipeline.options import model_file
 
-    try:
-        with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
-            done = run_quantize(_quantize_options(
-                path, shown, output, mean, std, input_size, calib=calib, samples=samples, holdout=holdout, seed=seed,
-                tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects, trust_model=trust_model,
-                output_name=output_name, scaling=scaling, resize=resize, channels=channels, io=io, labels=labels,
-                eval=eval, min_agreement=min_agreement, max_accuracy_drop=max_accuracy_drop, strict=strict,
-                no_verify=no_verify, layout=layout, verbose=verbose, show_progress=show_progress, report=report))
-    except AgreementError as exc:
-        exc.result = exc.result.summary
-        raise _with_numbers(exc, exc.result.verification)
-    except PreprocessingRefused as exc:  # nothing written: the measurements the refusal rests on
-        exc.search = exc.result
-        exc.result = RefusedQuantize(None, str(exc), RefusedPreprocess(None, exc.search.record()))
-        raise
-    return done.summary
+    with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
+        return run_quantize(_quantize_options(
+            path, shown, output, mean, std, input_size, calib=calib, samples=samples, holdout=holdout, seed=seed,
+            tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects, trust_model=trust_model,
+            output_name=output_name, scaling=scaling, resize=resize, channels=channels, io=io, labels=labels,
+            eval=eval, min_agreement=min_agreement, max_accuracy_drop=max_accuracy_drop, strict=strict,
+            no_verify=no_verify, layout=layout, verbose=verbose, show_progress=show_progress, report=report)).summary
 
 
 # ------------------------------------------------------------------------------------ tools

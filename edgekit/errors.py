@@ -161,7 +161,14 @@ class InvalidModelError(InputError):
 
 
 class MissingDependencyError(EdgekitError):
+    """A tool or package is missing. ``check``: what edgekit could tell without it, where something (``compile``
+    without a compiler: the offline prediction, a CheckResult)."""
+
     exit_code = 4
+
+    def __init__(self, message: str, hint: str | None = None, *, check=None):
+        super().__init__(message, hint)
+        self.check = check
 
 
 class ConversionError(EdgekitError):
@@ -173,21 +180,29 @@ class VerificationError(EdgekitError):
     ``limit`` it had to meet and its 95% ``interval``, where the failure is a measurement (else None)."""
 
     exit_code = 6
-    measure: str | None = None
-    value: float | None = None
-    limit: float | None = None
-    interval: tuple[float, ...] | None = None
-    result = None  # the typed result of what was made anyway (quantize keeps its output), when there is one
+
+    def __init__(self, message: str, hint: str | None = None, *, measure: str | None = None,
+                 value: float | None = None, limit: float | None = None, interval=None, result=None):
+        super().__init__(message, hint)
+        self.measure, self.value, self.limit = measure, value, limit
+        self.interval = None if interval is None else tuple(interval)
+        self.result = result  # the typed result of what was made anyway (quantize keeps its output), if there is one
 
 
 class CompatibilityError(EdgekitError):
     exit_code = 7
-    result = None  # the CheckResult the failure rests on (edgekit.check(..., strict=True))
+
+    def __init__(self, message: str, hint: str | None = None, *, result=None):
+        super().__init__(message, hint)
+        self.result = result  # the CheckResult the failure rests on (edgekit.check(..., strict=True))
 
 
 class CompilerError(EdgekitError):
     exit_code = 8
-    report = None  # the parsed compiler output, when the compiler ran to the end (``compile --json`` shows it)
+
+    def __init__(self, message: str, hint: str | None = None, *, report=None):
+        super().__init__(message, hint)
+        self.report = report  # what the compiler said (a CompilerOutput), when it ran to the end (compile --json)
 
 
 class DeviceError(EdgekitError):
@@ -198,7 +213,10 @@ class RegressionError(EdgekitError):
     """``benchmark --compare``: slower than the saved run by more than allowed."""
 
     exit_code = 10
-    result = None  # the BenchmarkResult of the run (edgekit.benchmark(..., compare=...))
+
+    def __init__(self, message: str, hint: str | None = None, *, result=None):
+        super().__init__(message, hint)
+        self.result = result  # the BenchmarkResult of the run (edgekit.benchmark(..., compare=...))
 
 
 class InternalError(EdgekitError):

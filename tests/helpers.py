@@ -47,9 +47,9 @@ def with_quantization(model: bytes, tensor: int, scale: float | None = None, zer
     as a damaged or hostile file would hold them."""
     import struct
 
-    from edgekit.board.flatbuffer import _Reader
+    from edgekit.board.flatbuffer import Reader
 
-    r = _Reader(model)
+    r = Reader(model)
     root = r.table(r.deref(0, "root table"), "model")
     q = root.tables(2, "subgraphs")[0].tables(0, "tensors")[tensor].table(4, "quantization")
     out = bytearray(model)

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgekit.board import manifest
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.devices import classify as C
 from edgekit.tflite.model_record import ModelRecord, sidecar_path
 from tests.converters.test_edgetpu_compiler import standin  # noqa: F401  (a fixture)

@@ -10,7 +10,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from edgekit.board import manifest
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from tests.conftest import shared_file
 from tests.detection_models import image_for, save_png, slice_model, with_ultralytics_metadata
 from tests.test_detect import HW, N, yolo_values

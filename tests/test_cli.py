@@ -13,7 +13,7 @@ import click
 from click.testing import CliRunner
 
 from edgekit import __version__
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.errors import EXIT_CODES, InputError
 from tests.conftest import shared_file
 
@@ -23,7 +23,7 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_version_and_help_import_no_tensorflow():
-    code = ("import sys, time; t=time.perf_counter(); from edgekit.cli.commands import main\n"
+    code = ("import sys, time; t=time.perf_counter(); from edgekit.cli import main\n"
             "try:\n    main(['--help'])\nexcept SystemExit: pass\n"
             "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
             "assert not [m for m in sys.modules if m.startswith('edgekit.converters.')], 'converters imported'\n")
@@ -262,7 +262,7 @@ def test_each_command_function_takes_the_options_edgekit_flags_declares_for_it()
 
 def test_a_run_builds_the_click_options_of_its_command_alone():
     """Start-up (issue 25): importing edgekit.cli.commands builds no click command; running one builds that one."""
-    code = ("from edgekit.cli.commands import cli, main\n"
+    code = ("from edgekit.cli import main\nfrom edgekit.cli.app import cli\n"
             "assert list(cli.commands._made) == [], cli.commands._made\n"
             "try:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
             "assert list(cli.commands._made) == ['check'], list(cli.commands._made)\n")
@@ -310,5 +310,15 @@ def test_strict_utf8_for_error_lines_and_json_imports_no_numpy():
     """printable() serves every error line and --json string: it must not pull numpy into a light command."""
     code = ("import sys\nfrom edgekit.cli.commands import _json_safe\n_json_safe({'name': 'caf\\udce9'})\n"
             "assert 'numpy' not in sys.modules, 'numpy imported'\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_the_click_group_holds_every_command_and_the_commands_module_has_no_getattr():
+    """Issue 33: edgekit.cli.app's group is imported as it is (it registers the commands itself), and
+    edgekit.cli.commands has no compatibility ``__getattr__`` handing out click's objects."""
+    code = ("from edgekit.cli.app import cli\nfrom edgekit import flags\nfrom edgekit.cli import commands\n"
+            "assert sorted(cli.commands) == sorted(flags.COMMANDS), sorted(cli.commands)\n"
+            "assert not hasattr(commands, '__getattr__') and not hasattr(commands, 'cli')\n")
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

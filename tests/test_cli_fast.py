@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from edgekit.cli import base as cli_base
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from tests.conftest import shared_file
 
 
@@ -69,7 +69,7 @@ def test_a_one_image_classify_runs_without_click_and_prints_what_click_s_run_pri
     """The same stdout, stderr and exit code with and without click (--debug at the group makes click parse)."""
     model = shared_file("mobilenet_v1_0.25_128_quant.tflite")
     image = shared_file("cat.bmp")
-    code = ("import sys\nfrom edgekit.cli.commands import main\ntry:\n    main(sys.argv[1:])\nfinally:\n"
+    code = ("import sys\nfrom edgekit.cli import main\ntry:\n    main(sys.argv[1:])\nfinally:\n"
             "    sys.stderr.write('click imported: %s\\n' % ('click' in sys.modules))\n")
     runs = {}
     for how, pre in (("fast", []), ("click", ["--debug"])):

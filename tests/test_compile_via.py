@@ -25,7 +25,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgekit.edgetpu import compile_via
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from tests.conftest import REPO, SSHD, shared_file
 from tests.test_light_install import light  # noqa: F401  (a fixture)
 from tests.test_remote import _free_port, _keygen

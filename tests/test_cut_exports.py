@@ -63,7 +63,7 @@ def test_the_cut_models_map_is_the_float_exports_within_a_point(name, shapes_val
     pytest.importorskip("pycocotools")
     import edgekit
 
-    result = edgekit.evaluate(cut_models[name], shapes_val, against=[EXPORTS / name])
+    result = edgekit.evaluate_detector(cut_models[name], shapes_val, against=[EXPORTS / name])
     cut, uncut = result.models
     assert FLOAT - BELOW_FLOAT <= cut.map <= FLOAT + ABOVE_FLOAT, (cut.map, FLOAT)
     change = result.differences[0]
@@ -79,17 +79,17 @@ def test_evaluate_offers_the_cut_and_try_cut_measures_what_it_gives_back(shapes_
     from click.testing import CliRunner
 
     import edgekit
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     name = CUT_256[0]
-    plain = edgekit.evaluate(EXPORTS / name, shapes_val)
+    plain = edgekit.evaluate_detector(EXPORTS / name, shapes_val)
     assert [(o.command, o.decode_ops, o.score) for o in plain.cut] == [(f"edgekit cut {EXPORTS / name}", 31, None)]
     assert f"`edgekit cut {EXPORTS / name}`" in plain.render_text() and "--try-cut measures" in plain.render_text()
     out = CliRunner().invoke(cli, ["evaluate", "-m", str(EXPORTS / name), "--data", str(shapes_val), "--try-cut",
                                    "--json"])
     assert out.exit_code == 0, out.output
     offer = json.loads(out.stdout)["cut"][0]
-    on_file = edgekit.evaluate(cut_models[name], shapes_val).models[0]
+    on_file = edgekit.evaluate_detector(cut_models[name], shapes_val).models[0]
     assert offer["score"]["map"] == pytest.approx(on_file.map, abs=1e-9) and offer["score"]["map"] > FLOAT - 0.01
     assert offer["change"]["map_change"] == pytest.approx(on_file.map - plain.models[0].map, abs=1e-9)
     assert offer["change"]["map_interval"][0] > 0   # measured: +0.2 to +1.1 points, a real gain
@@ -152,7 +152,7 @@ def test_a_compiled_model_is_offered_the_cut_of_its_cpu_twin_then_the_compile(tm
 def test_try_cut_is_refused_for_a_classifier_with_the_reason(tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     data = tmp_path / "d.npz"
     np.savez(data, x=np.zeros((2, 8, 8, 3), np.uint8), y=np.zeros(2, np.int64))

@@ -513,7 +513,7 @@ def test_real_compiled_yolov8n_falls_back_to_its_cpu_twin(ppe_model):
 def test_cli_detect_json_and_errors(ppe_model, tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     runner = CliRunner()
     res = runner.invoke(cli, ["detect", str(shared_file("grace_hopper.bmp")), "-m", str(ppe_model), "--json", "-q"])

@@ -94,7 +94,7 @@ def pycocotools_by_hand(ann: Path, detect_doc: dict, tmp_path: Path) -> np.ndarr
 def test_map_equals_pycocotools_on_detects_output(yolo_model, tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     ann = encoded_set(tmp_path / "set")
     runner = CliRunner()
@@ -200,7 +200,7 @@ def test_synthetic_shapes_write_matching_coco_and_yolo(tmp_path):
 def test_classifier_options_refused_for_class_folders(tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     (tmp_path / "d" / "a").mkdir(parents=True)
     res = CliRunner().invoke(cli, ["evaluate", "-m", "x.tflite", "--data", str(tmp_path / "d"), "--conf", "0.1"])
@@ -213,7 +213,7 @@ def test_a_map50_95_loss_gets_a_verdict_of_its_own(yolo_model, tmp_path):
     the result still printed; a model against itself passes both."""
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     coarse = tmp_path / "coarse.tflite"
     coarse.write_bytes(slice_model(HW, [{"shape": [1, 4 + NC, NA], "requant": (0.02, -128)}]))
@@ -240,7 +240,7 @@ def test_a_map50_95_loss_gets_a_verdict_of_its_own(yolo_model, tmp_path):
     from edgekit.errors import VerificationError
 
     with pytest.raises(VerificationError) as info:      # the Python API: the numbers and the whole result
-        edgekit.evaluate(coarse, ann, against=[yolo_model], max_drop=5)
+        edgekit.evaluate_detector(coarse, ann, against=[yolo_model], max_drop=5)
     e = info.value
     assert (e.measure, e.limit) == ("map_drop", 5) and e.value == pytest.approx(-shown["map_change"])
     assert isinstance(e.result, DetectionEvaluateResult) and e.result.differences[0].map_verdict.verdict == "failed"
@@ -249,7 +249,7 @@ def test_a_map50_95_loss_gets_a_verdict_of_its_own(yolo_model, tmp_path):
 def test_max_drop_needs_against(yolo_model, tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     ann = encoded_set(tmp_path / "c", n=4, seed=1)
     res = CliRunner().invoke(cli, ["evaluate", "-m", str(yolo_model), "--data", str(ann), "--max-drop", "1"])
@@ -288,7 +288,7 @@ def test_plots_writes_pr_curves_and_confusion_matrices_beside_each_other(yolo_mo
     from PIL import Image
 
     from edgekit.devices import plots
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     pytest.importorskip("matplotlib")
     coarse = tmp_path / "coarse.tflite"
@@ -336,7 +336,7 @@ def test_plots_without_matplotlib_is_exit_4_before_any_model_runs(monkeypatch, y
 
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     real = builtins.__import__
 
@@ -354,3 +354,39 @@ def test_plots_without_matplotlib_is_exit_4_before_any_model_runs(monkeypatch, y
     (tmp_path / "d" / "a").mkdir(parents=True)     # a classifier's too, before its model is opened
     res = CliRunner().invoke(cli, ["evaluate", "-m", "x.tflite", "--data", str(tmp_path / "d"), "--plots", "p"])
     assert res.exit_code == 4 and "pip install matplotlib (or '.[plots]' in an edgekit checkout)" in res.stderr
+
+
+def test_evaluate_detector_is_its_own_api_function_and_evaluate_on_detection_data_is_deprecated(yolo_model, tmp_path):
+    """Issue 33: one type per function. edgekit.evaluate_detector returns a DetectionEvaluateResult and refuses a
+    classifier's data; edgekit.evaluate given detection data still scores it, for one release, with a
+    DeprecationWarning naming evaluate_detector; the CLI's one evaluate command picks by the data, without it."""
+    import warnings
+
+    from click.testing import CliRunner
+
+    import edgekit
+    from edgekit.cli.app import cli
+    from edgekit.errors import UsageError
+
+    ann = encoded_set(tmp_path / "s", n=12, seed=2)
+    result = edgekit.evaluate_detector(yolo_model, ann, device="cpu")
+    assert isinstance(result, DetectionEvaluateResult) and result.models[0].map50 is not None
+    with pytest.warns(DeprecationWarning, match=r"edgekit\.evaluate_detector\(model, data") as caught:
+        old = edgekit.evaluate(yolo_model, ann, device="cpu")
+    assert untimed(old.to_dict()) == untimed(result.to_dict())
+    assert caught[0].filename == __file__   # the warning points at the caller's line
+    (tmp_path / "classes" / "a").mkdir(parents=True)
+    with pytest.raises(UsageError, match="not detection data"):
+        edgekit.evaluate_detector(yolo_model, tmp_path / "classes")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        res = CliRunner().invoke(cli, ["evaluate", "-m", str(yolo_model), "--data", str(ann), "--json", "-q"])
+    assert res.exit_code == 0, res.output
+    assert untimed(json.loads(res.stdout)) == untimed(json.loads(json.dumps(result.to_dict())))
+
+
+def untimed(doc):
+    """A document without its timings (``*_ms``), which differ from run to run."""
+    if isinstance(doc, dict):
+        return {k: untimed(v) for k, v in doc.items() if not k.endswith("_ms")}
+    return [untimed(v) for v in doc] if isinstance(doc, list) else doc

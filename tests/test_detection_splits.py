@@ -93,6 +93,6 @@ def test_evaluate_says_which_split_it_scored(tmp_path):
 
     model = Path(__file__).resolve().parent / "fixtures" / "exports" / "yolov8t_256_full_integer_quant.tflite"
     root = ultralytics_root(tmp_path / "ds")
-    result = edgekit.evaluate(model, root)
+    result = edgekit.evaluate_detector(model, root)
     assert result.images == 4
     assert [w for w in result.warnings if "scoring val only" in w]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from edgekit.cli import docs as cli_docs
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 
 
 def test_every_command_has_a_page_whose_option_table_matches_the_cli():

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 
 from edgekit.tflite import edgetpu_package
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from tests.conftest import TESTDATA, shared_file, shared_models
 
 COMPILED = shared_models("*_edgetpu.tflite") + shared_models("pairs/*_edgetpu.tflite")

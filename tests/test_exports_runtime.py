@@ -171,7 +171,7 @@ def test_evaluate_agrees_with_yolo_val(name, shapes_val):
     640 px export 6.0 against yolo val's 7.2: val counts every class above conf; evaluate now does too."""
     import edgekit
 
-    result = edgekit.evaluate(EXPORTS / name, shapes_val)
+    result = edgekit.evaluate_detector(EXPORTS / name, shapes_val)
     want = FILES[name]["yolo_val"]
     got = result.models[0]
     assert abs(got.map - want["mAP50-95"]) <= 0.01, (got.map, want)

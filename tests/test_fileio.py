@@ -101,7 +101,7 @@ def test_sigterm_and_sighup_while_writing_leave_no_temporary_file(tmp_path, sign
     script = f"""
 import sys, time
 from pathlib import Path
-from edgekit.cli.commands import _stop_like_ctrl_c
+from edgekit.cli import _stop_like_ctrl_c
 from edgekit.fileio import atomic_paths
 _stop_like_ctrl_c()
 try:
@@ -126,7 +126,7 @@ import os, sys, threading, time
 from pathlib import Path
 from edgekit import fileio
 if sys.argv[2] == "edgekit":
-    from edgekit.cli.commands import _stop_like_ctrl_c
+    from edgekit.cli import _stop_like_ctrl_c
     _stop_like_ctrl_c()
 idle = threading.Event()
 for _ in range(4):  # as TensorFlow's threads: the kernel may hand a process-directed signal to any of them
@@ -208,7 +208,7 @@ def test_a_run_waiting_for_the_folder_lock_can_still_be_stopped(tmp_path):
     script = f"""
 import sys
 from pathlib import Path
-from edgekit.cli.commands import _stop_like_ctrl_c
+from edgekit.cli import _stop_like_ctrl_c
 from edgekit import fileio
 _stop_like_ctrl_c()
 print("writing", flush=True)

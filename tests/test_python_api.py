@@ -138,25 +138,34 @@ def _verification(**over):
     return Verification.from_dict({**base, **over})
 
 
+def _failed(message, v):
+    """The VerificationError quantize raises for ``v``: built with the numbers it carries (issue 33: not set on it
+    on the way up)."""
+    from edgekit.converters.quantize import failed_measure
+
+    measure, value, limit, interval = failed_measure(v)
+    return VerificationError(message, "hint", measure=measure, value=value, limit=limit, interval=interval)
+
+
 def test_a_verification_failure_carries_its_measure_value_limit_and_interval():
     v = _verification()
     assert v.agreement_verdict is Decision.FAILED and v.accuracy_verdict is None
-    err = api._with_numbers(VerificationError("int8 disagrees"), v)
+    err = _failed("int8 disagrees", v)
     assert (err.measure, err.value, err.limit, err.interval) == ("top1_agreement", 0.7, 0.9, (0.6, 0.78))
     v = _verification(agreement_verdict="passed", accuracy_verdict="failed", labelled=True, float_top1=0.9,
                       int8_top1=0.8, accuracy_drop=10.0, accuracy_drop_interval=[6.0, 14.0])
-    err = api._with_numbers(VerificationError("int8 loses accuracy"), v)
+    err = _failed("int8 loses accuracy", v)
     assert (err.measure, err.value, err.limit, err.interval) == ("accuracy_drop", 10.0, 1.0, (6.0, 14.0))
     assert err.exit_code == 6
     v = _verification(agreement_verdict="passed", labelled=True, float_top1=0.11, float_near_chance=True,
                       chance={"chance": 0.1, "accuracy": 0.11, "interval": [0.06, 0.19], "p_value": 0.4,
                               "near_chance": True})
-    err = api._with_numbers(VerificationError("the float model is no better than chance"), v)
+    err = _failed("the float model is no better than chance", v)
     assert (err.measure, err.value, err.limit) == ("float_top1", 0.11, 0.1)
     # strict=True (issue 31): an uncertain drop whose estimate is past the limit failed it: the drop is the measure
     v = _verification(agreement_verdict="passed", accuracy_verdict="uncertain", labelled=True, float_top1=0.93,
                       int8_top1=0.9, accuracy_drop=3.0, accuracy_drop_interval=[0.8, 5.5])
-    err = api._with_numbers(VerificationError("cannot tell yet"), v)
+    err = _failed("cannot tell yet", v)
     assert (err.measure, err.value, err.limit, err.interval) == ("accuracy_drop", 3.0, 1.0, (0.8, 5.5))
 
 
@@ -175,7 +184,7 @@ def test_a_detector_verification_failure_carries_its_map50_drop():
         "float_detections": 40, "int8_detections": 38, "matched": 36, "min_agreement": 0.9, "mean_abs_diff": 0.01,
         "class_order": None, "layout": layout, "failures": ["..."], "warnings": [], "kept": 0.9,
         "kept_interval": [0.8, 0.95], "agreement_verdict": "passed", "passed": False, "map50": gate})
-    err = api._with_numbers(VerificationError("int8 loses mAP50"), v)
+    err = _failed("int8 loses mAP50", v)
     assert (err.measure, err.value, err.limit, err.interval) == ("map50_drop", 0.2, 6.0, (0.1, 0.3))
 
 
@@ -189,10 +198,10 @@ CLI_ONLY = {"as_json", "quiet", "port", "identity", "remote_path", "python", "kn
 def test_the_api_takes_every_flag_of_its_command_with_the_same_default(command):
     import click
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     cmd = cli.commands[command]
-    function = edgekit.pipeline.build.build_bundle if command == "build" else getattr(api, command)
+    function = getattr(edgekit if command == "build" else api, command)
     params = inspect.signature(function).parameters
     ssh = command in ("classify", "benchmark")
     for p in cmd.params:
@@ -241,12 +250,17 @@ def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits
         assert model.classify(image, top_k=1)[0].label is not None
 
 
-def test_edgekit_build_is_both_the_api_call_and_the_module():
-    """``from edgekit import build`` (the module, as before) and ``edgekit.build(model, output=...)`` both hold."""
+def test_edgekit_build_is_a_plain_function_and_its_module_is_a_plain_module():
+    """Issue 33: ``edgekit.build`` (and ``from edgekit import build``) is the API's function, with its signature;
+    edgekit/pipeline/build.py is an ordinary module that no longer turns itself into a callable."""
+    import types
+
+    from edgekit import build
     from edgekit.pipeline import build as build_module
 
-    assert callable(edgekit.build) and edgekit.build is build_module
-    assert callable(build_module.write_bundle)
+    assert isinstance(build, types.FunctionType) and build is edgekit.build is build_module.build_bundle
+    assert type(build_module) is types.ModuleType and not callable(build_module)
+    assert inspect.signature(build).parameters["output"].kind is inspect.Parameter.KEYWORD_ONLY
     with pytest.raises(TypeError):  # the API's signature: output is a required keyword
         edgekit.build("model.keras")
 

@@ -140,7 +140,7 @@ def _scenario(code: int, tmp: Path, light_run, request) -> subprocess.CompletedP
         return light_run("benchmark", "-m", model, "-n", "10", "--warmup", "1", "--compare", str(tmp / "base.json"))
     if code == 70:  # a bug in edgekit, simulated: the model reader raises an unexpected exception
         script = ("import sys, edgekit.tflite.model as t\nt.load = lambda p: 1 / 0\n"
-                  "from edgekit.cli.commands import main\nmain(['inspect', sys.argv[1]])\n")
+                  "from edgekit.cli import main\nmain(['inspect', sys.argv[1]])\n")
         return subprocess.run([sys.executable, "-c", script, model], capture_output=True, text=True, timeout=60,
                               env={**os.environ, "PYTHONPATH": str(REPO)})
     if code in (129, 130, 143):  # stopped while the compiler runs

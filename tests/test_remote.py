@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.board import runner as board_runner
 from edgekit.board.preprocess import spec_from_input_quantization
 from tests.conftest import REPO, SSHD, shared_file

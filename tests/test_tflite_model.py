@@ -98,7 +98,7 @@ def test_inspect_shows_the_exporters_metadata(tmp_path):
 
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
     from edgekit.tflite.model_record import ModelRecord
     from edgekit.board.preprocess import PreprocessSpec
     from edgekit.results.inspect import InspectResult
@@ -133,7 +133,7 @@ def test_inspect_shows_the_real_exports_metadata():
 
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
     from tests.conftest import shared_file
 
     yolo = shared_file("detection/ppe_yolov8n_full_integer_quant.tflite")
@@ -156,7 +156,7 @@ def test_inspect_says_damaged_exporter_metadata_and_goes_on(tmp_path):
 
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
     from tests.detection_models import slice_model
 
     def packed(text: str) -> bytes:

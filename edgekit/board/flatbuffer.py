@@ -13,10 +13,10 @@ from typing import Any
 
 from edgekit.errors import InvalidModelError
 
-_ITEM_SIZE = {"?": 1, "b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8, "f": 4, "d": 8}
+ITEM_SIZE = {"?": 1, "b": 1, "B": 1, "h": 2, "H": 2, "i": 4, "I": 4, "q": 8, "Q": 8, "f": 4, "d": 8}
 
 
-class _Reader:
+class Reader:
     """Bounds-checked access to flatbuffer tables, vectors and strings in one byte buffer."""
 
     def __init__(self, buf: Any):
@@ -28,7 +28,7 @@ class _Reader:
             raise InvalidModelError(f"{what} at offset {pos} (+{n} bytes) lies outside the file ({self.size} bytes)")
 
     def scalar(self, fmt: str, pos: int, what: str = "value") -> Any:
-        self._check(pos, _ITEM_SIZE[fmt], what)
+        self._check(pos, ITEM_SIZE[fmt], what)
         return struct.unpack_from("<" + fmt, self.buf, pos)[0]
 
     def deref(self, pos: int, what: str) -> int:
@@ -37,7 +37,7 @@ class _Reader:
         self._check(target, 4, what)
         return target
 
-    def table(self, pos: int, what: str) -> "_Table":
+    def table(self, pos: int, what: str) -> "Table":
         self._check(pos, 4, what)
         vtable = pos - self.scalar("i", pos, what)
         self._check(vtable, 4, f"{what} vtable")
@@ -45,7 +45,7 @@ class _Reader:
         if vt_size < 4 or vt_size % 2:
             raise InvalidModelError(f"{what} has a malformed vtable (size {vt_size})")
         self._check(vtable, vt_size, f"{what} vtable")
-        return _Table(self, pos, vtable, vt_size, what)
+        return Table(self, pos, vtable, vt_size, what)
 
     def vector(self, pos: int, item_size: int, what: str) -> tuple[int, int]:
         """(start, length) of the vector at ``pos``, its whole extent checked."""
@@ -54,10 +54,10 @@ class _Reader:
         return pos + 4, length
 
 
-class _Table:
+class Table:
     __slots__ = ("r", "pos", "vtable", "vt_size", "what")
 
-    def __init__(self, r: _Reader, pos: int, vtable: int, vt_size: int, what: str):
+    def __init__(self, r: Reader, pos: int, vtable: int, vt_size: int, what: str):
         self.r, self.pos, self.vtable, self.vt_size, self.what = r, pos, vtable, vt_size, what
 
     def _field(self, slot: int) -> int:
@@ -71,7 +71,7 @@ class _Table:
         p = self._field(slot)
         return self.r.scalar(fmt, p, self.what) if p else default
 
-    def table(self, slot: int, what: str) -> "_Table | None":
+    def table(self, slot: int, what: str) -> "Table | None":
         p = self._field(slot)
         return self.r.table(self.r.deref(p, what), what) if p else None
 
@@ -89,9 +89,9 @@ class _Table:
         return self.r.vector(self.r.deref(p, what), item_size, what)
 
     def scalars(self, slot: int, fmt: str, what: str) -> tuple:
-        start, n = self.raw_vector(slot, _ITEM_SIZE[fmt], what)
+        start, n = self.raw_vector(slot, ITEM_SIZE[fmt], what)
         return struct.unpack_from(f"<{n}{fmt}", self.r.buf, start) if n else ()
 
-    def tables(self, slot: int, what: str) -> list["_Table"]:
+    def tables(self, slot: int, what: str) -> list["Table"]:
         start, n = self.raw_vector(slot, 4, what)
         return [self.r.table(self.r.deref(start + 4 * i, what), f"{what}[{i}]") for i in range(n)]

@@ -17,7 +17,7 @@ import struct
 from typing import Any, Optional, Union
 
 from edgekit.errors import InputError, InvalidModelError, shown
-from edgekit.board.flatbuffer import _Reader
+from edgekit.board.flatbuffer import Reader
 
 # TensorType codes of TFLite's schema (edgekit/tflite/schema_names.py): the types LiteRT quantizes affinely
 _RANGES = {3: ("uint8", 0, 255), 9: ("int8", -128, 127)}
@@ -29,7 +29,7 @@ def bad_quantization(data: Any) -> Optional[str]:
     memory map), e.g. ``tensor 5 'out' (int8): scale nan``; None when every one is sound, or when the file is no
     flatbuffer this reader follows (the interpreter then says what is wrong)."""
     try:
-        r = _Reader(data)
+        r = Reader(data)
         model = r.table(r.deref(0, "root table"), "model")
         for g in model.tables(2, "subgraphs"):
             for i, t in enumerate(g.tables(0, "tensors")):

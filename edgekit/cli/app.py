@@ -1,8 +1,9 @@
 """The click half of the command line: click's types, the ``edgekit`` group and each command's options, made from
 the declarations in :mod:`edgekit.flags` (each command's when first looked up).
 
-Imported by :mod:`edgekit.cli.commands` when click parses (``--help``, anything :func:`edgekit.cli.base.parse` leaves to it)
-and for ``edgekit.cli.commands.cli`` (tests, the docs generator): a plain runtime command line never imports click.
+Imported by :func:`edgekit.cli.main` when click parses (``--help``, anything :func:`edgekit.cli.base.parse` leaves to
+it) and for :data:`cli`, the group of every command (tests, the docs generator): a plain runtime command line never
+imports click.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import click
 
 from edgekit import __version__, flags
+from edgekit.cli import commands  # noqa: F401 (registers each command's run in RUNS: the group holds them all)
 from edgekit.cli.base import RUNS, debug_env, echo, guarded
 from edgekit.errors import InputError, shown
 

@@ -12,7 +12,6 @@ from __future__ import annotations
 import enum
 import math
 import os
-import signal
 import sys
 import types
 from typing import Any, NamedTuple
@@ -23,18 +22,6 @@ from edgekit.cli.base import command, echo as _echo, fail as _fail  # noqa: F401
 from edgekit.errors import InputError, UsageError, shown
 
 _RUNS = cli_base.RUNS  # each subcommand's function, registered by @command
-
-#: What was defined here before click moved to edgekit.cli.app (imported on first use, so that a plain run of a
-#: runtime command never imports click): the click group ``cli`` and the click types.
-_CLICK_NAMES = ("cli", "FilePath", "DirPath", "FloatRange", "debug_option")
-
-
-def __getattr__(name: str) -> Any:
-    if name not in _CLICK_NAMES:
-        raise AttributeError(f"module 'edgekit.cli.commands' has no attribute {name!r}")
-    from edgekit.cli import app as cli_click
-
-    return getattr(cli_click, name)
 
 
 def _json_safe(x: Any) -> Any:
@@ -383,13 +370,21 @@ def evaluate(model: str, data: str, mean: str | None, std: str | None, as_json: 
     for --reference, pycocotools for a detector, matplotlib for --plots), 6 a drop beyond --max-drop for sure,
     9 the Edge TPU or the interpreter failed.
     """
+    import inspect as python_inspect
+
     from edgekit import api
+    from edgekit.detection.data import is_detection_data
     from edgekit.errors import VerificationError
 
+    run = api.evaluate
+    if is_detection_data(data) and not options.get("reference"):  # (evaluate refuses --reference for a detector)
+        run = api.evaluate_detector
+        taken = python_inspect.signature(run).parameters
+        options = {name: value for name, value in options.items() if name in taken}
     failed = None
     try:
-        result = api.evaluate(model, data, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                              report=_reporter(quiet), **options)
+        result = run(model, data, mean=_floats(mean, "--mean"), std=_floats(std, "--std"), report=_reporter(quiet),
+                     **options)
     except VerificationError as exc:  # --max-drop failed: the result is still shown, then exit 6
         if exc.result is None:
             raise
@@ -474,55 +469,3 @@ def doctor(as_json: bool) -> None:
     emit(as_json, result)
     if not result.ok:
         sys.exit(1)
-
-
-class _Stopped(KeyboardInterrupt):
-    """SIGTERM or SIGHUP, raised like Ctrl-C so the same cleanups run (temporary files, the compiler's group)."""
-
-    def __init__(self, signum: int) -> None:
-        super().__init__(signum)
-        self.signum = signum
-
-
-def _raise_stopped(signum: int, _frame: Any) -> None:
-    raise _Stopped(signum)
-
-
-def _stop_like_ctrl_c() -> None:
-    """SIGTERM and SIGHUP stop a run as Ctrl-C does (a SIGHUP ignored by nohup stays ignored)."""
-    for name in ("SIGTERM", "SIGHUP"):
-        sig = getattr(signal, name, None)
-        if sig is not None and signal.getsignal(sig) is not signal.SIG_IGN:
-            signal.signal(sig, _raise_stopped)
-
-
-def _fill_closed_std_fds() -> None:
-    """A closed standard descriptor (``>&-``) gets /dev/null, as OpenSSH's sanitise_stdfd does: else the next file
-    edgekit or a child opens would take its number and receive what is written to standard output or error.
-    Python already set ``sys.stdout`` (``sys.stderr``) to None for it, so a write to it still fails (exit 1)."""
-    for fd in (0, 1, 2):
-        try:
-            os.fstat(fd)
-        except OSError:
-            try:
-                null = os.open(os.devnull, os.O_RDWR)
-            except OSError:
-                return
-            if null != fd:
-                os.dup2(null, fd)
-                os.close(null)
-
-
-def main(argv: list[str] | None = None) -> None:
-    _fill_closed_std_fds()
-    _stop_like_ctrl_c()
-    parsed = cli_base.parse(sys.argv[1:] if argv is None else list(argv))
-    if parsed is not None:  # a plain command line of a runtime command: no click (start-up, issue 25)
-        cli_base.run(*parsed)
-    from edgekit.cli.app import cli
-
-    cli.main(args=argv, prog_name="edgekit")
-
-
-if __name__ == "__main__":
-    main()

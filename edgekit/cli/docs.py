@@ -217,7 +217,7 @@ def rules_page() -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     check = "--check" in (argv if argv is not None else sys.argv[1:])
     stale = []

@@ -134,15 +134,15 @@ def split_balanced(groups: Sequence[Sequence[T]], samples: int, holdout: int,
 
 
 # ------------------------------------------------------------------------------------------ sources
-def _is_glob(source: str) -> bool:
+def is_glob(source: str) -> bool:
     return any(ch in source for ch in "*?[")
 
 
-def _tfrecord_files(source: str, flag: str = "--calib") -> list[str]:
+def tfrecord_files(source: str, flag: str = "--calib") -> list[str]:
     p = Path(source)
     if p.is_dir():
         files = sorted(str(f) for f in p.iterdir() if f.suffix.lower() in TFRECORD_SUFFIXES)
-    elif _is_glob(source):
+    elif is_glob(source):
         files = sorted(glob.glob(source))
     else:
         files = [source] if p.is_file() else []
@@ -153,7 +153,7 @@ def _tfrecord_files(source: str, flag: str = "--calib") -> list[str]:
     return files
 
 
-def _is_tfrecord(source: str) -> bool:
+def is_tfrecord(source: str) -> bool:
     name = source.lower()
     if name.endswith(TFRECORD_SUFFIXES) or ".tfrecord" in name:
         return True
@@ -200,7 +200,7 @@ def _read_tfrecords(source: str, key: str, seed: int = 0, flag: str = "--calib")
     from edgekit.converters.tf_quiet import import_tensorflow
 
     tf = import_tensorflow()
-    files = _tfrecord_files(source, flag)
+    files = tfrecord_files(source, flag)
     files = [files[i] for i in np.random.default_rng(seed).permutation(len(files))]
     by_label: dict[Any, list[bytes]] = {}
     notes: list[str] = []
@@ -318,7 +318,7 @@ def check_exists(source: str, recorded_in: str | Path | None = None, flag: str =
 
     ``recorded_in`` names the record the source came from when the user gave no ``--calib``.
     """
-    if source == "random" or _is_glob(source) or Path(source).exists():
+    if source == "random" or is_glob(source) or Path(source).exists():
         return
     if recorded_in:
         raise InputError(f"the calibration data recorded in {recorded_in} is gone: no such file or folder {source}",
@@ -388,14 +388,14 @@ def _open_source(source: str, spec: PreprocessSpec, fit: Callable[[Any], np.ndar
                  flag: str) -> _Source:
     """The reader for the kind of ``source`` (TFRecord, image folder, array), or the refusal naming what it is."""
     path = Path(source)
-    if _is_tfrecord(source):
+    if is_tfrecord(source):
         return _tfrecord_source(source, fit, seed, tfrecord_key, flag)
     if path.is_dir():
         return _folder_source(source, fit, flag)
     if path.suffix.lower() in (".npy", ".npz") and path.is_file():
         return _array_source(source, spec, fit, flag)
-    if _is_glob(source):  # a glob is read as TFRecord files only (README): say so, not "a single image"
-        folder = path.parent if not _is_glob(str(path.parent)) else None
+    if is_glob(source):  # a glob is read as TFRecord files only (README): say so, not "a single image"
+        folder = path.parent if not is_glob(str(path.parent)) else None
         raise InputError(f"{flag} {source}: a glob names TFRecord files only, and this one names none",
                          f"pass the folder that holds the images: {flag} {folder}" if folder
                          else f"pass a folder of images; example: {_example(flag)}")

@@ -30,7 +30,8 @@ import numpy as np
 from edgekit.results import metrics
 from edgekit.errors import UsageError, VerificationError
 from edgekit.board.preprocess import PreprocessSpec, normalize_rgb
-from edgekit.results.quantize import ConventionComparison, ConventionTrial, PreprocessSearch
+from edgekit.results.quantize import (ConventionComparison, ConventionTrial, PreprocessSearch, RefusedPreprocess,
+                                      RefusedQuantize)
 
 IMAGENET_MEAN_RGB = (0.485, 0.456, 0.406)   # keras.applications.imagenet_utils, mode 'torch' (on 0..1)
 IMAGENET_STD_RGB = (0.229, 0.224, 0.225)
@@ -295,12 +296,14 @@ class ClassOrderRefused(VerificationError):
 
 class PreprocessingRefused(VerificationError):
     """The labelled data leaves a preprocessing choice that could change the result (or all are near chance):
-    the table goes with the error."""
+    the table goes with the error, as the search (``search``) and as quantize's document of a refusal (``result``,
+    a RefusedQuantize: nothing was written)."""
 
-    def __init__(self, result: SearchResult):
-        message, hint = describe_refusal(result)
-        super().__init__(message, hint)
-        self.result = result
+    def __init__(self, search: SearchResult):
+        message, hint = describe_refusal(search)
+        said = f"{message} ({hint})" if hint else message
+        super().__init__(message, hint, result=RefusedQuantize(None, said, RefusedPreprocess(None, search.record())))
+        self.search = search
 
 
 def labels_problem(data: Any, classes: int) -> str | None:

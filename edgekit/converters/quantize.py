@@ -64,15 +64,52 @@ class QuantizeResult:
 
 
 class AgreementError(VerificationError):
-    """The int8 model failed verification; the output is kept and ``result`` describes it.
+    """The int8 model failed verification; the output is kept and ``result`` (quantize's document) describes it,
+    with the first measure that failed, its value, limit and 95% interval (:func:`failed_measure`).
 
     ``reason`` is the message without where the output was kept (build, which keeps nothing, says so itself).
     """
 
-    def __init__(self, reason: str, output: Path, hint: str, result: QuantizeResult):
-        super().__init__(f"{reason}; output kept at {output}", hint)
+    def __init__(self, reason: str, output: Path, hint: str, result: QuantizeDocument):
+        measure, value, limit, interval = failed_measure(result.verification)
+        super().__init__(f"{reason}; output kept at {output}", hint, result=result, measure=measure, value=value,
+                         limit=limit, interval=interval)
         self.reason = reason
-        self.result = result
+
+
+def failed_measure(v: Any) -> tuple[str | None, Any, Any, Any]:
+    """The numbers a failed verification rests on, as VerificationError carries them: the first measure that failed,
+    its value, the limit and the 95% interval (all None without one)."""
+    if v is None:
+        return _numbers(None)
+    if getattr(v, "kind", None) == "detection":  # a detector's: the mAP50 drop, else the detections kept
+        gate = v.map50
+        if gate and gate.verdict == "failed":
+            return _numbers("map50_drop", gate.drop, gate.max_drop_points, gate.drop_interval)
+        if v.agreement_verdict == "failed" or (v.agreement_verdict == "uncertain" and v.kept is not None
+                                               and v.kept < v.min_agreement):   # --strict
+            return _numbers("detections_kept", v.kept, v.min_agreement, v.kept_interval)
+        if gate and gate.verdict == "uncertain":   # --strict: past the limit, the data not settled
+            return _numbers("map50_drop", gate.drop, gate.max_drop_points, gate.drop_interval)
+        return _numbers(None)
+    if v.accuracy_verdict == "failed":
+        return _numbers("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop, v.accuracy_drop_interval)
+    if v.agreement_verdict == "failed":
+        return _numbers("top1_agreement", v.top1_agreement, v.min_agreement, v.agreement_interval)
+    if v.class_order:
+        return _numbers("class_order")
+    if v.float_near_chance:
+        return _numbers("float_top1", v.float_top1, v.chance.chance if v.chance else None)
+    if v.accuracy_verdict == "uncertain" and (v.accuracy_drop or 0.0) > v.max_accuracy_drop:   # --strict
+        return _numbers("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop, v.accuracy_drop_interval)
+    if v.agreement_verdict == "uncertain":   # --strict: the estimate below --min-agreement
+        return _numbers("top1_agreement", v.top1_agreement, v.min_agreement, v.agreement_interval)
+    return _numbers(None)
+
+
+def _numbers(measure: str | None, value: Any = None, limit: Any = None,
+             interval: Any = None) -> tuple[str | None, Any, Any, Any]:
+    return measure, value, limit, interval
 
 
 # ------------------------------------------------------------------------------------------ spec
@@ -911,7 +948,7 @@ def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result:
         difference = f"mean |score difference| {verification.mean_abs_diff:.4f}"
     raise AgreementError(
         f"on {v.checked.describe()}: " + "; ".join(verification.failures) + f"; {difference}", run.output,
-        _refusal_hint(verification, c.layout is not None, result), result)
+        _refusal_hint(verification, c.layout is not None, result), result.summary)
 
 
 STRICT_HINT = ("give it more samples until the verdict settles (--samples, --eval: the line says how many), or "

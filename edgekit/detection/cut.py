@@ -100,7 +100,7 @@ def cut(model: str | Path, output: str | Path | None = None, report: Reporter = 
 
 
 def _schema() -> Any:
-    from edgekit.tflite.metadata import _schema as schema
+    from edgekit.tflite.metadata import metadata_schema as schema
     return schema()
 
 
@@ -131,7 +131,7 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
     appended = appended_zip(data)
     ultralytics = ultralytics_metadata(appended)
     head = _head_to_cut(info, ultralytics, record)
-    model, schema = _object_model(data)
+    model, schema = object_model(data)
     graph = model.subgraphs[0]
     keep = sorted(ancestors(info.main, head.output_tensors))
     graph.operators = [graph.operators[i] for i in keep]
@@ -151,7 +151,7 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
     rec["detection"] = detection_record(head, letterbox, labels, before, scaling)
     rec.setdefault("record_version", 1)
     _set_metadata(model, schema, "edgekit", json.dumps(rec, indent=2).encode())
-    return _packed(model, len(data), appended), Cut(head, len(info.ops), len(keep), outputs)
+    return packed_model(model, len(data), appended), Cut(head, len(info.ops), len(keep), outputs)
 
 
 def _head_to_cut(info: ModelInfo, ultralytics: Any, record: dict | None) -> YoloHead:
@@ -183,7 +183,7 @@ def _head_to_cut(info: ModelInfo, ultralytics: Any, record: dict | None) -> Yolo
     return head
 
 
-def _object_model(data: bytes) -> tuple[Any, Any]:
+def object_model(data: bytes) -> tuple[Any, Any]:
     """The model as the schema's object tree, and the schema; InvalidModelError where the object API cannot read
     what edgekit's own reader accepted."""
     schema = _schema()
@@ -212,7 +212,7 @@ def _output(role: str, tensor: Any) -> dict:
             "zero_point": zero[0] if zero and len(zero) == 1 else (0 if scale and len(scale) == 1 else None)}
 
 
-def _packed(model: Any, size: int, appended: dict[str, bytes]) -> bytes:
+def packed_model(model: Any, size: int, appended: dict[str, bytes]) -> bytes:
     """The model packed, with the files that were appended to the source appended again."""
     import flatbuffers
 

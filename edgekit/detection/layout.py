@@ -56,10 +56,10 @@ class AmbiguousLayoutError(InputError):
 
 def signature_outputs(info: Any) -> Dict[int, str]:
     """{tensor index: output name} of the model's single signature (empty without one, or with several)."""
-    from edgekit.tflite.model import _Reader
+    from edgekit.board.flatbuffer import Reader
 
     try:
-        r = _Reader(info._data)
+        r = Reader(info._data)
         model = r.table(r.deref(0, "root table"), "model")
         defs = model.tables(7, "signature defs")
         if len(defs) != 1:
@@ -78,10 +78,10 @@ def metadata_output_names(info: Any) -> Optional[List[str]]:
     raw = info.metadata.get("TFLITE_METADATA")
     if not raw:
         return None
-    from edgekit.tflite.model import _Reader
+    from edgekit.board.flatbuffer import Reader
 
     try:
-        r = _Reader(raw)
+        r = Reader(raw)
         root = r.table(r.deref(0, "metadata root"), "model metadata")
         subgraphs = root.tables(3, "subgraph metadata")
         if not subgraphs:

@@ -208,7 +208,8 @@ def _uncertain(c: Comparison, current: dict, baseline: dict, saved_path: str, ma
 
 
 def regression_error(result: BenchmarkResult, saved_path: str | None) -> RegressionError | None:
-    """The exit-10 error when the comparison found a regression beyond doubt (None otherwise)."""
+    """The exit-10 error when the comparison found a regression beyond doubt, carrying ``result`` (None
+    otherwise)."""
     c = result.comparison
     if not c or not c.regression:
         return None
@@ -217,4 +218,5 @@ def regression_error(result: BenchmarkResult, saved_path: str | None) -> Regress
     return RegressionError(f"p50 latency {c.current_ms:.3f} ms is {c.change:+.1%} against "
                            f"{c.baseline_ms:.3f} ms in {saved_path}{sure}, more than --max-slowdown "
                            f"{100 * c.max_slowdown:g}%",
-                           "look for ops that left the Edge TPU, fewer threads, or a busy or throttled CPU")
+                           "look for ops that left the Edge TPU, fewer threads, or a busy or throttled CPU",
+                           result=result)

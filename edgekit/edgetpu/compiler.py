@@ -533,9 +533,7 @@ def _run(job: _Compiler, argv: list[str], model: Path, work: Path, segments: int
     result.compiler_version = result.compiler_version or job.version
     produced = [n for n in output_names(model, segments) if (work / n).is_file()]
     if not result.succeeded or not any(n.endswith(".tflite") for n in produced):
-        failure = _failure(result, text, res.returncode, job.path, model)
-        failure.report = result
-        raise failure
+        raise _failure(result, text, res.returncode, job.path, model)
     return result, produced
 
 
@@ -551,21 +549,25 @@ def _fill_op_tables(result: CompileReport, work: Path, produced: list[str]) -> N
 
 
 def _failure(report: CompileReport, text: str, returncode: int, compiler: str, model: Path) -> CompilerError:
-    """Why a compile failed or wrote no model: a known failure and its fix, else the compiler's own words."""
+    """Why a compile failed or wrote no model: a known failure and its fix, else the compiler's own words; the
+    error carries what the compiler said (its ``report``, a CompilerOutput: ``compile --json`` shows it)."""
+    from edgekit.results import CompilerOutput
+
+    said = CompilerOutput.of_report(report)
     known = diagnose(text)
     if known:
-        return CompilerError(*known)
+        return CompilerError(*known, report=said)
     if "timeout period" in text and "completed within timeout period" not in text:
-        return CompilerTimeout("edgetpu_compiler stopped at its own timeout", TIMEOUT_HINT)
+        return CompilerTimeout("edgetpu_compiler stopped at its own timeout", TIMEOUT_HINT, report=said)
     if returncode != 0:
         last = report.errors[-3:] or text.strip().splitlines()[-1:] or ["no output"]
         return CompilerError(f"edgetpu_compiler failed (exit {returncode}): {' | '.join(last)}",
-                             "run `edgekit check` on the model to see what the compiler cannot take")
+                             "run `edgekit check` on the model to see what the compiler cannot take", report=said)
     return CompilerError(
         "edgetpu_compiler reported success but wrote no model" if report.succeeded else
         "edgetpu_compiler did not succeed: " + (" | ".join(report.errors[-3:]) or "no reason given"),
         f"run `edgekit check` on the model; `{shlex.quote(compiler)} -s {shlex.quote(str(model))}` shows the "
-        "compiler's full output")
+        "compiler's full output", report=said)
 
 
 def compiled_split(cpu_model: ModelInfo, compiled_model: ModelInfo) -> dict[str, Counter]:

@@ -205,7 +205,7 @@ def weightless(data: bytes, keep: int = KEEP_BUFFER_BYTES) -> bytes:
     per-channel quantization (min, max, scales, zero points) of constant tensors (their count stays:
     a rule may ask whether weights are per channel); tensor names become underscores of the same length.
     """
-    from edgekit.tflite.model import _Reader
+    from edgekit.board.flatbuffer import Reader
 
     info = tflite_model.ModelInfo.from_bytes(data)
     out = bytearray(data)
@@ -216,7 +216,7 @@ def weightless(data: bytes, keep: int = KEEP_BUFFER_BYTES) -> bytes:
     for i, b in enumerate(info._buffers):
         if b.size > keep or (i in weights and i not in kept):
             out[b.start:b.start + b.size] = bytes(b.size)
-    r = _Reader(data)
+    r = Reader(data)
     model = r.table(r.deref(0, "root table"), "model")
     for g, sub in zip(model.tables(2, "subgraphs"), info.subgraphs):
         for t, tensor in zip(g.tables(0, "tensors"), sub.tensors):

@@ -13,9 +13,7 @@ import contextlib
 import json
 import os
 import shutil
-import sys
 import tempfile
-import types
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import Any, Iterator, Optional, Tuple, Union
@@ -366,14 +364,14 @@ def _per_tensor_fc(cpu: Path) -> list[str]:
             and t.quantization.per_channel]:
         return []
     from edgekit.tflite import fc_per_tensor
-    from edgekit.detection.cut import _object_model, _packed
+    from edgekit.detection.cut import object_model, packed_model
     from edgekit.detection.layout import appended_zip
 
     data = cpu.read_bytes()
     try:
-        model, _ = _object_model(data)
+        model, _ = object_model(data)
         ops = fc_per_tensor.requantize(model)
-        packed = _packed(model, len(data), appended_zip(data))
+        packed = packed_model(model, len(data), appended_zip(data))
     except ImportError:   # no TFLite schema (ai-edge-litert or TensorFlow) to write with
         return ["FULLY_CONNECTED weights quantized per channel, left as they are (no ai-edge-litert here to "
                 "rewrite them): tflite-runtime 2.7, a Coral board's, outputs the zero point for such a layer; "
@@ -716,13 +714,3 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
                                   timeout=timeout, compile=not no_compile, via=there, layout=layout,
                                   show_progress=show_progress, report=report))
 
-
-class _CallableModule(types.ModuleType):
-    """``edgekit.build(...)`` is the Python API's build (:func:`build_bundle`), while ``from edgekit import build``
-    has always been this module: calling the module calls the API, so both hold whichever is imported first."""
-
-    def __call__(self, *args: Any, **kwargs: Any) -> Any:
-        return build_bundle(*args, **kwargs)
-
-
-sys.modules[__name__].__class__ = _CallableModule

@@ -126,8 +126,8 @@ class CheckResult(Record):
         return self.verdict is Verdict.FULL
 
     def strict_error(self) -> Optional[CompatibilityError]:
-        """What ``check --strict`` raises (a CompatibilityError, exit 7), or None."""
-        return self.report().strict_error()
+        """What ``check --strict`` raises (a CompatibilityError, exit 7, carrying this result), or None."""
+        return self.report().strict_error(self)
 
     def render_text(self) -> str:
         from edgekit.edgetpu.compatibility.render import render

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Tuple
 
 from edgekit.errors import InvalidModelError
-from edgekit.board.flatbuffer import _Reader
+from edgekit.board.flatbuffer import Reader
 from edgekit.records import Record
 
 IDENTIFIER = b"DWN1"
@@ -130,17 +130,17 @@ def read(options: Any, subgraph: int = 0, op: int = 0) -> Package:
     if at < 4:
         return Package(subgraph, op, error="no DWN1 package in the custom op's options")
     try:
-        r = _Reader(options)
+        r = Reader(options)
         package = r.table(r.deref(at - 4, "package root"), "package")
         start, n = package.raw_vector(_PACKAGE_MULTI_EXECUTABLE, 1, "serialized multi-executable")
         executables: list[Executable] = []
         if n:
-            inner = _Reader(memoryview(options)[start:start + n])
+            inner = Reader(memoryview(options)[start:start + n])
             multi = inner.table(inner.deref(0, "multi-executable root"), "multi-executable")
             vec, count = multi.raw_vector(0, 4, "serialized executables")
             for i in range(count):
                 s, size = inner.vector(inner.deref(vec + 4 * i, f"executable {i}"), 1, f"executable {i}")
-                er = _Reader(inner.buf[s:s + size])
+                er = Reader(inner.buf[s:s + size])
                 exe = er.table(er.deref(0, f"executable {i} root"), f"executable {i}")
                 kind = exe.scalar(_EXE_TYPE, "h", 0)
                 cycles = exe.scalar(_EXE_CYCLES_64, "q", 0) or exe.scalar(_EXE_CYCLES, "i", 0)

@@ -58,10 +58,10 @@ def converter(info: Any) -> Optional[ConverterInfo]:
     raw = info.metadata.get("CONVERSION_METADATA")
     tf = api = None
     if raw:
-        from edgekit.tflite.model import _Reader
+        from edgekit.board.flatbuffer import Reader
 
         try:   # table ConversionMetadata { environment: Environment { tensorflow_version: string; api_version: uint } }
-            r = _Reader(raw)
+            r = Reader(raw)
             env = r.table(r.deref(0, "conversion metadata root"), "conversion metadata").table(0, "environment")
             tf, api = env.string(0, "tensorflow version"), int(env.scalar(1, "I"))
         except Exception:  # damaged optional metadata: the description still stands
@@ -75,10 +75,10 @@ def tflite_metadata(info: Any) -> Optional[TfliteMetadataInfo]:
     raw = info.metadata.get("TFLITE_METADATA")
     if not raw:
         return None
-    from edgekit.tflite.model import _Reader
+    from edgekit.board.flatbuffer import Reader
 
     try:
-        r = _Reader(raw)
+        r = Reader(raw)
         root = r.table(r.deref(0, "metadata root"), "model metadata")
         return TfliteMetadataInfo(*(root.string(slot, "model metadata " + key) for slot, key in TFLITE_METADATA_FIELDS))
     except Exception:  # damaged optional metadata: said, inspect goes on

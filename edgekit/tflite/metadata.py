@@ -12,7 +12,7 @@ from typing import Any
 FILE_IDENTIFIER = b"TFL3"
 
 
-def _schema() -> Any:
+def metadata_schema() -> Any:
     try:
         from ai_edge_litert import schema_py_generated as schema
     except ImportError:  # pragma: no cover - TensorFlow ships the same module
@@ -30,7 +30,7 @@ def set_metadata(model: bytes, name: str, data: bytes) -> bytes:
     import flatbuffers
     import numpy as np
 
-    schema = _schema()
+    schema = metadata_schema()
     m = schema.ModelT.InitFromPackedBuf(bytearray(model), 0)
     m.buffers = list(m.buffers or [])
     m.metadata = list(m.metadata or [])

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Union
 
 from edgekit.tflite.schema_names import BUILTIN_OPS, TENSOR_TYPES
 from edgekit.errors import InputError, InvalidModelError, regular_file
-from edgekit.board.flatbuffer import _ITEM_SIZE, _Reader, _Table  # noqa: F401  (_Reader: also fidelity's)
+from edgekit.board.flatbuffer import Reader, Table
 from edgekit.results.inspect import OpCount  # the rows of op_histogram_rows (inspect and quantize show them)
 
 if TYPE_CHECKING:
@@ -159,7 +159,7 @@ class ModelInfo:
         self.path = path
         self.size_bytes = len(data)
         try:
-            self._parse(_Reader(data))
+            self._parse(Reader(data))
         except InvalidModelError:
             raise
         except (struct.error, ValueError, IndexError, OverflowError, MemoryError, RecursionError) as exc:
@@ -170,7 +170,7 @@ class ModelInfo:
         return cls(memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data, path)
 
     # -- parsing -------------------------------------------------------------------------------
-    def _parse(self, r: _Reader) -> None:
+    def _parse(self, r: Reader) -> None:
         if r.size < 8:
             raise InvalidModelError(f"file is too small ({r.size} bytes)")
         ident = bytes(r.buf[4:8])
@@ -206,7 +206,7 @@ class ModelInfo:
             name = m.string(0, "metadata name") or f"metadata_{i}"
             self.metadata[name] = self._buffer_bytes(m.scalar(1, "I"), "metadata buffer")
 
-    def _parse_subgraph(self, index: int, g: _Table, opcodes: list) -> SubgraphInfo:
+    def _parse_subgraph(self, index: int, g: Table, opcodes: list) -> SubgraphInfo:
         tensors = []
         for t_index, t in enumerate(g.tables(0, f"subgraph {index} tensors")):
             shape = t.scalars(0, "i", "tensor shape")
@@ -253,7 +253,7 @@ class ModelInfo:
                             tensor_refs(g.scalars(2, "i", "subgraph outputs"), "subgraph outputs"))
 
     @staticmethod
-    def _custom_options_span(op: _Table) -> tuple[int, int]:
+    def _custom_options_span(op: Table) -> tuple[int, int]:
         """(size, offset) of an op's custom options bytes."""
         start, n = op.raw_vector(5, 1, "custom options")
         large = op.scalar(10, "Q")  # custom options stored after the flatbuffer (models over 2 GB)

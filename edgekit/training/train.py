@@ -93,9 +93,9 @@ def read_data(source: str, tfrecord_key: str = "image/encoded") -> TrainingData:
     from edgekit.converters import calibration
     from edgekit.data.labelled import list_images
 
-    if not Path(source).exists() and not calibration._is_glob(source):
+    if not Path(source).exists() and not calibration.is_glob(source):
         raise InputError(f"DATA {source} does not exist", "pass a folder with one subfolder per class, or TFRecords")
-    if calibration._is_tfrecord(source):
+    if calibration.is_tfrecord(source):
         return _read_tfrecords(source, tfrecord_key)
     if not Path(source).is_dir():
         raise InputError(f"DATA {source} is neither a folder of class folders nor TFRecord files",
@@ -132,7 +132,7 @@ def _read_tfrecords(source: str, key: str) -> TrainingData:
     from edgekit.converters.tf_quiet import import_tensorflow
 
     tf = import_tensorflow()
-    files = calibration._tfrecord_files(source)
+    files = calibration.tfrecord_files(source)
     items, labels = [], []
     try:
         for raw in tf.data.TFRecordDataset(files):

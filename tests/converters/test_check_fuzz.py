@@ -117,7 +117,7 @@ def test_zero_size_resize_is_a_verdict_not_a_crash(shape_in, shape_out):
 def test_cli_check_on_a_truncated_real_model_is_one_clean_line(tmp_path):
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     data = SEED_BYTES[min(SEED_BYTES)]
     bad = tmp_path / "cut.tflite"

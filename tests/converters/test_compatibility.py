@@ -19,7 +19,7 @@ from click.testing import CliRunner
 
 from edgekit.edgetpu.fidelity import find_pairs, format_rows, score_pair, summarize
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.edgetpu import compatibility as C
 from edgekit.edgetpu.compatibility import check_model
 from edgekit.edgetpu.compiler import parse_operation_log

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.edgetpu.compatibility import check_model
 from edgekit.detection.cut import cut_decode
 from edgekit.detection.head import find_yolo_head

@@ -24,7 +24,7 @@ from edgekit.report import Collector
 from click.testing import CliRunner
 
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.edgetpu import compiler as etc
 from edgekit.edgetpu.compatibility import check_model
 from edgekit.errors import CompilerError, InputError, MissingDependencyError

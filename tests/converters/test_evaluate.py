@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.board.preprocess import quantize as quantize_input
 
 pytestmark = pytest.mark.tf

@@ -21,7 +21,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.converters import keras_io
 from edgekit.errors import InputError, UsageError
 

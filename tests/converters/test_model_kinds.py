@@ -13,7 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 
 pytestmark = pytest.mark.tf
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 
 pytest.importorskip("onnx")
 pytest.importorskip("onnxruntime")

@@ -15,7 +15,7 @@ import shutil
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from tests.test_exports_runtime import EXPORTS, FILES, MANIFEST, shapes_val  # noqa: F401 (the fixture)
 
 pytest.importorskip("onnx")
@@ -57,7 +57,7 @@ def test_quantize_the_trained_yolov8_onnx_keeps_its_map(tmp_path, shapes_val):  
     assert gate["map_drop_interval"][1] <= MAX_DROP, gate
 
     # measured by edgekit evaluate, against Ultralytics' own Edge TPU export: not worse (paired interval)
-    ev = edgekit.evaluate(out, shapes_val, against=[EXPORTS / THEIRS])
+    ev = edgekit.evaluate_detector(out, shapes_val, against=[EXPORTS / THEIRS])
     ours = ev.models[0]
     assert ours.map >= FILES[MODEL]["yolo_val"]["mAP50-95"] - MAX_DROP, ours
     assert ev.differences[0].map_interval[1] > 0, ev.differences[0]

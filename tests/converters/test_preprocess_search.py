@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from edgekit.results import metrics
 from edgekit.tflite import model_record
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.converters import preprocess_search
 from edgekit.converters.preprocess_search import ORIGIN_DATA, Trial, decide
 from edgekit.board.preprocess import PreprocessSpec, open_image, pixels, quantize as quantize_input, to_float

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 
 from edgekit.tflite import model_record
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.board.preprocess import open_image, prepare
 
 pytestmark = pytest.mark.tf

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.converters import advice
 from edgekit.converters.advice import Source
 from tests.detection_models import with_ultralytics_metadata

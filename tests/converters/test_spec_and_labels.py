@@ -7,7 +7,7 @@ from click.testing import CliRunner
 
 from edgekit.tflite import model_record
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.converters.keras_io import LoadedModel
 from edgekit.converters.quantize import QuantizeOptions, read_labels, resolve_spec
 from edgekit.errors import InputError, UsageError

@@ -133,7 +133,7 @@ def test_keras_facts_see_nested_layers_and_activations():
 def test_a_mobilenet_v3_summary_says_partial_with_hard_swish_on_the_cpu_and_minimalistic(tmp_path):
     import keras
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
     from edgekit.converters.tf_quiet import import_tensorflow, silenced
 
     import_tensorflow()

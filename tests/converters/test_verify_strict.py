@@ -8,7 +8,7 @@ import numpy as np
 from click.testing import CliRunner
 
 from edgekit.results import metrics
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.converters import detector_verify
 from edgekit.converters.quantize import QuantizeOptions, verify
 from edgekit.results.quantize import Decision, DetectionVerification, Map50Gate

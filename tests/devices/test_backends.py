@@ -73,7 +73,7 @@ def test_tensorflow_as_the_last_resort_warns_even_with_quiet(monkeypatch):
     """Only TensorFlow installed (the other packages hidden): it runs, and --quiet does not hide why it is slow."""
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     if "tflite_runtime" in sys.modules:
         pytest.skip("importing tensorflow after tflite_runtime breaks tflite_runtime (toolchain.md pitfall 4)")
@@ -111,7 +111,7 @@ def test_tflite_runtime_with_numpy_2_is_one_error_with_the_fix(monkeypatch):
     import numpy
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     if int(numpy.__version__.split(".")[0]) < 2:
         pytest.skip("numpy 1 here: tflite-runtime runs")

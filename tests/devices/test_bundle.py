@@ -22,7 +22,7 @@ from click.testing import CliRunner
 
 from edgekit.pipeline import build
 from edgekit.board import manifest
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.board import backends
 from edgekit.devices import classify as C
 from edgekit.errors import InputError, UsageError
@@ -300,7 +300,7 @@ from pathlib import Path
 from edgekit.pipeline import build
 from edgekit.board import manifest
 from edgekit.board.preprocess import spec_from_input_quantization
-from edgekit.cli.commands import _stop_like_ctrl_c
+from edgekit.cli import _stop_like_ctrl_c
 _stop_like_ctrl_c()
 idle = threading.Event()
 for _ in range(4):  # as TensorFlow's threads: the kernel may hand a process-directed signal to any of them

@@ -17,7 +17,7 @@ from edgekit.report import Collector
 from click.testing import CliRunner
 from PIL import Image
 
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.devices import classify as C
 from edgekit.board.backends import select_backend
 from edgekit.errors import DeviceError, InputError
@@ -563,7 +563,7 @@ def test_a_broken_record_is_ignored_when_nothing_it_says_is_used(tmp_path):
     still stops, naming the file (was: all three stopped)."""
     from click.testing import CliRunner
 
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     model = tmp_path / "m.tflite"
     shutil.copyfile(shared_file(MODEL), model)

@@ -12,7 +12,7 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.devices import discovery as D
 
 

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgekit.doctor import diagnose as Doc
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from tests.devices.test_discovery import fake_apex, fake_usb
 
 VERSIONS = {"numpy": "1.26.4", "ai-edge-litert": "2.3.0", "pillow": "11.0.0", "click": "8.1.7"}

@@ -18,7 +18,7 @@ DETECTOR = "detection/ppe_yolov8n_full_integer_quant.tflite"
 
 def test_detect_defaults_are_the_commands():
     """Model.detect's defaults are edgekit detect's (the CLI's options) and edgekit.detect's."""
-    from edgekit.cli.commands import cli
+    from edgekit.cli.app import cli
 
     params = inspect.signature(Model.detect).parameters
     options = {p.name: p.default for p in cli.commands["detect"].params}

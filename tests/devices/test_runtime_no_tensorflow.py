@@ -36,7 +36,7 @@ try:
     blocked = False
 except ImportError:
     blocked = True
-from edgekit.cli.commands import main
+from edgekit.cli import main
 codes = []
 for argv in (sys.argv[1:], ["devices", "--json"], ["doctor", "--json"]):
     try:

@@ -86,7 +86,7 @@ def refuse(*args, **kwargs):
                                     "information from remote target /job:worker/replica:0/task:0")
 
 pywrap_tfe.TFE_ContextSetServerDefWithTimeoutAndRetries = refuse
-from edgekit.cli.commands import main
+from edgekit.cli import main
 try:
     main(sys.argv[1:])
 finally:
@@ -117,7 +117,7 @@ def test_train_with_colab_tpu_addr_at_a_closed_port_trains_on_the_default_strate
     data = _tiny_classes(tmp_path / "data")
     port = _closed_port()
     try:
-        proc = subprocess.run([sys.executable, "-m", "edgekit.cli.commands", "train", str(data), "-o", str(tmp_path / "m.keras"),
+        proc = subprocess.run([sys.executable, "-m", "edgekit", "train", str(data), "-o", str(tmp_path / "m.keras"),
                                "--epochs", "1", "--batch-size", "4", "--json", "-q"],
                               check=False, capture_output=True, text=True, timeout=240,
                               env=_env(COLAB_TPU_ADDR=f"127.0.0.1:{port}"))

@@ -15,7 +15,7 @@ import pytest
 from click.testing import CliRunner
 
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 from edgekit.edgetpu import compatibility
 from edgekit.tflite.model_record import ModelRecord, sidecar_path
 from edgekit.board.preprocess import PreprocessSpec, open_image, to_float

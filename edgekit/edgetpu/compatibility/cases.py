@@ -10,7 +10,7 @@ from __future__ import annotations
 from edgekit.edgetpu.compatibility.evidence import DOCS, EV_DECODERS, EV_DEEPLAB, EV_FLOAT_IO
 from edgekit.edgetpu.compatibility.rules import RULES
 from edgekit.edgetpu.compatibility.values import OpCase, OpContext
-from edgekit.edgetpu.compatibility.words import (_QUANT_TYPES, CONFIRMED, DATA_TYPE, FIX_MOVE_TO_END, FIX_QUANTIZE,
+from edgekit.edgetpu.compatibility.words import (QUANT_TYPES, CONFIRMED, DATA_TYPE, FIX_MOVE_TO_END, FIX_QUANTIZE,
                                                     KNOWN_CUSTOM_OPS, NOT_SUPPORTED, UNSPECIFIED, Kind)
 from edgekit.tflite.model import FLOAT_DTYPES
 
@@ -54,7 +54,7 @@ OP_CASES: tuple[OpCase, ...] = (
     # The converter's QUANTIZE of a float model input (float I/O) stays on the CPU.
     OpCase("quantize_float_input",
            lambda c: c.op.name == "QUANTIZE" and any(t.dtype in FLOAT_DTYPES for t in c.ins if t is not None)
-           and all(t.dtype in _QUANT_TYPES for t in c.outs if t is not None), UNSPECIFIED,
+           and all(t.dtype in QUANT_TYPES for t in c.outs if t is not None), UNSPECIFIED,
            lambda c: f"quantizes a {c.ins[0].dtype} input: the model has float I/O",
            "use integer (uint8/int8) model inputs: `edgekit quantize` makes them", EV_FLOAT_IO, CONFIRMED, Kind.TYPE),
 )

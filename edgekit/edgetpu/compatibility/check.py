@@ -65,8 +65,9 @@ class CheckReport:
     def fatal(self) -> list[Problem]:
         return [p for p in self.problems if p.fatal]
 
-    def strict_error(self) -> CompatibilityError | None:
+    def strict_error(self, result: Any = None) -> CompatibilityError | None:
         """What ``check --strict`` raises (exit 7): ops certain to stay on the CPU, or None when there are none.
+        ``result``: the CheckResult it carries (its ``result``).
 
         Uncertainty alone does not fail: ops put on the CPU only by a rule no real compile shows
         are reported, not held against the model.
@@ -74,14 +75,14 @@ class CheckReport:
         refused = [p for p in self.fatal if p.confidence == CONFIRMED]
         if refused:
             return CompatibilityError(f"edgetpu_compiler would refuse the model: {refused[0].message}",
-                                      refused[0].hint or "see the problems above (or --json)")
+                                      refused[0].hint or "see the problems above (or --json)", result=result)
         certain = self.certain_cpu_ops
         if not certain:
             return None
         first = certain[0]
         return CompatibilityError(f"{len(certain)} of {len(self.ops)} ops would run on the CPU"
                                   f" (first: #{first.index} {first.name}: {first.reason})",
-                                  "see the advice above (or --json) for what to change")
+                                  "see the advice above (or --json) for what to change", result=result)
 
     def split_by_type(self) -> dict[str, Counter]:
         """{"edgetpu": Counter(op name -> n), "cpu": Counter(...)}, the way a compiled pair is scored."""

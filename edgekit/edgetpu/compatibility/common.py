@@ -6,7 +6,7 @@ from collections.abc import Callable, Iterable
 
 from edgekit.edgetpu.compatibility.evidence import DOCS, EV_FLOAT_IO, EV_SRGAN, EV_YOLOV8N
 from edgekit.edgetpu.compatibility.values import Constraint, OpContext, SizeLimit, Test
-from edgekit.edgetpu.compatibility.words import (_CONST_OK_TYPES, _QUANT_TYPES, CONFIRMED, DATA_TYPE,
+from edgekit.edgetpu.compatibility.words import (CONST_OK_TYPES, QUANT_TYPES, CONFIRMED, DATA_TYPE,
                                                     FIX_MOVE_TO_END, FIX_QUANTIZE, NOT_CONSTANT, NOT_SUPPORTED, RANK,
                                                     UNCERTAIN, UNSPECIFIED, Kind)
 from edgekit.tflite.model import FLOAT_DTYPES, TensorInfo
@@ -48,15 +48,15 @@ RESHAPE_LIMIT = RESHAPES.limit
 
 
 # ------------------------------------------------------------------------------------ helpers
-def _shape(t: TensorInfo) -> str:
+def shape_text(t: TensorInfo) -> str:
     return "x".join(map(str, t.shape)) or "scalar"
 
 
-def _normalize_axes(axes: Iterable[int], rank: int) -> set[int]:
+def normalize_axes(axes: Iterable[int], rank: int) -> set[int]:
     return {a + rank if a < 0 else a for a in axes}
 
 
-def _elements(t: TensorInfo) -> int:
+def elements(t: TensorInfo) -> int:
     n = 1
     for d in t.shape:
         n *= d
@@ -65,9 +65,9 @@ def _elements(t: TensorInfo) -> int:
 
 # ------------------------------------------------------------------------ common constraints
 def _data_types(c: OpContext) -> tuple[str, str] | None:
-    bad = [t for t in c.activations if t.dtype not in _QUANT_TYPES and not t.is_variable]
-    bad += [t for t in c.ins if t is not None and t.is_constant and t.dtype not in _CONST_OK_TYPES]
-    bad += [t for t in c.ins if t is not None and t.is_variable and t.dtype not in _QUANT_TYPES | {"int16"}]
+    bad = [t for t in c.activations if t.dtype not in QUANT_TYPES and not t.is_variable]
+    bad += [t for t in c.ins if t is not None and t.is_constant and t.dtype not in CONST_OK_TYPES]
+    bad += [t for t in c.ins if t is not None and t.is_variable and t.dtype not in QUANT_TYPES | {"int16"}]
     if not bad:
         return None
     types = sorted({t.dtype for t in bad})
@@ -95,7 +95,7 @@ def _constant_params(c: OpContext) -> str | None:
 def _rank(c: OpContext) -> str | None:
     for t in c.activations:
         if len(t.shape) > 3 and any(d > 1 for d in t.shape[:-3]):
-            return f"tensor {t.name!r} is {_shape(t)}: only the 3 innermost dimensions may exceed 1"
+            return f"tensor {t.name!r} is {shape_text(t)}: only the 3 innermost dimensions may exceed 1"
     return None
 
 
@@ -107,19 +107,19 @@ def _row_size(limit: int, seen: bool) -> Test:
             if row > limit:
                 why = (f"real compiles refuse rows from {ROW_REFUSED:,}" if seen
                        else f"~{ROW_LIMIT:,}; heuristic")
-                return (f"tensor {t.name!r} is {_shape(t)}: its two innermost dimensions hold {row:,} values, more "
+                return (f"tensor {t.name!r} is {shape_text(t)}: its two innermost dimensions hold {row:,} values, more "
                         f"than the Edge TPU maps ({why})")
         return None
 
     return row_size
 
 
-def _transpose_size(limit: int, seen: bool) -> Test:
+def transpose_test(limit: int, seen: bool) -> Test:
     def transpose_size(c: OpContext) -> str | None:
         t = c.ins[0]
-        if t is not None and _elements(t) > limit:
+        if t is not None and elements(t) > limit:
             why = f"real compiles refuse it from {TRANSPOSE_REFUSED:,}" if seen else f"~{TRANSPOSE_LIMIT:,}; heuristic"
-            return (f"transposes {_elements(t):,} values ({_shape(t)}); the Edge TPU maps TRANSPOSE only on small "
+            return (f"transposes {elements(t):,} values ({shape_text(t)}); the Edge TPU maps TRANSPOSE only on small "
                     f"tensors ({why})")
         return None
 

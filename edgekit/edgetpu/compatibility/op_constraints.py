@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from edgekit.edgetpu.compatibility.common import (RESHAPES, ROWS, TRANSPOSES, _elements, _normalize_axes, _shape,
-                                                     _transpose_size, size_constraints)
+from edgekit.edgetpu.compatibility.common import (RESHAPES, ROWS, TRANSPOSES, elements, normalize_axes, shape_text,
+                                                     transpose_test, size_constraints)
 from edgekit.edgetpu.compatibility.evidence import DOCS, EV_DEEPLAB, Refs
 from edgekit.edgetpu.compatibility.values import Constraint, OpContext, SizeLimit
 from edgekit.edgetpu.compatibility.words import Kind, CONFIRMED, STRIDES, UNCERTAIN, UNSPECIFIED
@@ -117,7 +117,7 @@ def _reduce_axes(c: OpContext) -> str | None:
     axes = c.const_ints(1)
     if t is None or axes is None or len(t.shape) < 4:
         return None
-    axes_n = _normalize_axes(axes, len(t.shape))
+    axes_n = normalize_axes(axes, len(t.shape))
     if 0 in axes_n:
         return f"reduce over the batch dimension (axis {sorted(axes_n)})"
     if c.op.name == "MEAN" and len(t.shape) - 1 in axes_n and t.shape[-1] % 4:
@@ -131,7 +131,7 @@ def _mean_positions(c: OpContext) -> str | None:
     for d in (t.shape[:-1] if t is not None else ()):
         positions *= d
     if positions > MEAN_POSITIONS_LIMIT:
-        return (f"mean over a {_shape(t)} input ({positions:,} positions); the Edge TPU maps MEAN only on smaller "
+        return (f"mean over a {shape_text(t)} input ({positions:,} positions); the Edge TPU maps MEAN only on smaller "
                 f"inputs (~{MEAN_POSITIONS_LIMIT:,} positions; heuristic)")
     return None
 
@@ -150,7 +150,7 @@ MEAN = REDUCE + (Constraint(_mean_positions, UNSPECIFIED, "split the input (e.g.
                                 id="mean_positions", kind=Kind.SIZE),)
 
 
-def _pad_batch(c: OpContext) -> str | None:
+def pad_batch(c: OpContext) -> str | None:
     pads = c.const_ints(1)
     t = c.ins[0]
     if pads and t is not None and len(t.shape) >= 4 and any(pads[:2]):
@@ -165,7 +165,7 @@ def _split_outer(c: OpContext) -> str | None:
         return None
     a = axis[0] + len(t.shape) if axis[0] < 0 else axis[0]
     if a == 0 and t.shape[0] > 1:
-        return f"splits {_shape(t)} along its first dimension"
+        return f"splits {shape_text(t)} along its first dimension"
     return None
 
 
@@ -194,7 +194,7 @@ EXPAND_DIMS = (Constraint(_expand_dims, UNSPECIFIED, "insert the unit dimension 
                           "(one repository's models show it refused)", id="expand_dims", kind=Kind.INFERRED),)
 
 
-def _pack_batch(c: OpContext) -> str | None:
+def pack_batch(c: OpContext) -> str | None:
     out = c.outs[0]
     axis = c.op.options.get("axis", 0)
     if axis < 0:
@@ -204,7 +204,7 @@ def _pack_batch(c: OpContext) -> str | None:
     return None
 
 
-def _concat_constant(c: OpContext) -> str | None:
+def concat_constant(c: OpContext) -> str | None:
     consts = [t for t in c.ins if t is not None and t.is_constant]
     if not consts:
         return None
@@ -222,7 +222,7 @@ def _concat_constant(c: OpContext) -> str | None:
 def _resize_rank(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
     if len(t.shape) != 4 or len(out.shape) != 4:
-        return f"{_shape(t)} -> {_shape(out)}; input and output must be 3-D images (H, W, C, as 1xHxWxC)"
+        return f"{shape_text(t)} -> {shape_text(out)}; input and output must be 3-D images (H, W, C, as 1xHxWxC)"
     return None
 
 
@@ -279,8 +279,8 @@ RESIZE_LIMIT = RESIZES.limit
 
 def _resize_size(c: OpContext) -> str | None:
     out = c.outs[0]
-    if _elements(out) > RESIZE_LIMIT:
-        return (f"resizes to {_shape(out)} ({_elements(out):,} values); the Edge TPU maps resizes only to smaller "
+    if elements(out) > RESIZE_LIMIT:
+        return (f"resizes to {shape_text(out)} ({elements(out):,} values); the Edge TPU maps resizes only to smaller "
                 f"outputs (~{RESIZE_LIMIT:,}; heuristic)")
     return None
 
@@ -312,7 +312,7 @@ RESIZE_BILINEAR = (
                "align_corners is seen refused; x2 maps)", id="bilinear_factor", kind=Kind.HEURISTIC))
 
 
-def _squeeze(c: OpContext) -> str | None:
+def squeeze(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
     leading = 0
     for d in t.shape:
@@ -321,19 +321,19 @@ def _squeeze(c: OpContext) -> str | None:
         leading += 1
     # Fine when the output is the input minus some of its leading 1s (no relayout needed).
     if not any(tuple(out.shape) == tuple(t.shape[k:]) for k in range(leading + 1)):
-        return f"{_shape(t)} -> {_shape(out)} squeezes an inner dimension (needs a relayout)"
+        return f"{shape_text(t)} -> {shape_text(out)} squeezes an inner dimension (needs a relayout)"
     return None
 
 
-def _prelu(c: OpContext) -> str | None:
+def prelu(c: OpContext) -> str | None:
     alpha = c.ins[1] if len(c.ins) > 1 else None
     if alpha is not None and sum(1 for d in alpha.shape[:-1] if d > 1):
-        return f"alpha is {_shape(alpha)}; it must be 1-D (only the innermost dimension > 1)"
+        return f"alpha is {shape_text(alpha)}; it must be 1-D (only the innermost dimension > 1)"
     return None
 
 
 FIX_TRANSPOSE = "transpose on the CPU after the Edge TPU part, or keep the layout NHWC"
-TRANSPOSE = size_constraints(TRANSPOSES, _transpose_size, FIX_TRANSPOSE, measured="a transpose")
+TRANSPOSE = size_constraints(TRANSPOSES, transpose_test, FIX_TRANSPOSE, measured="a transpose")
 
 
 #: Every size limit the rules draw, as the compiles show it (docs/edgetpu-compatibility.md lists them).

@@ -3,19 +3,19 @@
 
 from __future__ import annotations
 
-from edgekit.edgetpu.compatibility.common import RESHAPE_LIMIT, _elements, _shape
+from edgekit.edgetpu.compatibility.common import RESHAPE_LIMIT, elements, shape_text
 from edgekit.edgetpu.compatibility.evidence import DOCS
 from edgekit.edgetpu.compatibility.op_constraints import (CONV, EXPAND_DIMS, FULLY_CONNECTED, MEAN,
     NO_FUSED_ACTIVATION, REDUCE, RESIZE_BILINEAR, RESIZE_RANK, RESIZE_SIZE, SOFTMAX, SPLIT, STRIDED_SLICE,
-    TRANSPOSE, _concat_constant, _pack_batch, _pad_batch, _prelu, _squeeze)
+    TRANSPOSE, concat_constant, pack_batch, pad_batch, prelu, squeeze)
 from edgekit.edgetpu.compatibility.values import Constraint, OpContext, OpRule
 from edgekit.edgetpu.compatibility.words import UNCERTAIN, UNSPECIFIED, Kind
 
 
 def _reshape_size(c: OpContext) -> str | None:
     t = c.ins[0]
-    if _elements(t) > RESHAPE_LIMIT:
-        return (f"reshapes {_elements(t):,} values ({_shape(t)} -> {_shape(c.outs[0])}); the Edge TPU maps "
+    if elements(t) > RESHAPE_LIMIT:
+        return (f"reshapes {elements(t):,} values ({shape_text(t)} -> {shape_text(c.outs[0])}); the Edge TPU maps "
                 f"RESHAPE only on smaller tensors (~{RESHAPE_LIMIT:,}; heuristic)")
     return None
 
@@ -27,27 +27,27 @@ RULES: dict[str, OpRule] = {
     "AVERAGE_POOL_2D": OpRule(constraints=(NO_FUSED_ACTIVATION,)),
     "MAX_POOL_2D": OpRule(constraints=(NO_FUSED_ACTIVATION,)),
     "CONCATENATION": OpRule(constraints=(NO_FUSED_ACTIVATION, Constraint(
-        _concat_constant, UNSPECIFIED, "feed the constant as a model input, or use PAD for zero padding", DOCS,
+        concat_constant, UNSPECIFIED, "feed the constant as a model input, or use PAD for zero padding", DOCS,
         looked_for="a compiled CONCATENATION with a constant input", id="concat_constant", kind=Kind.OPTION))),
     "CONV_2D": OpRule(params=((1, "filter"), (2, "bias")), constraints=CONV),
     "DEPTHWISE_CONV_2D": OpRule(params=((1, "filter"), (2, "bias")), constraints=CONV),
     "TRANSPOSE_CONV": OpRule(13, ((0, "output shape"), (1, "filter"), (3, "bias"))),
     "FULLY_CONNECTED": OpRule(constraints=FULLY_CONNECTED),  # run-time weights map: EV_FC_2D
     "EXPAND_DIMS": OpRule(13, _AXIS, EXPAND_DIMS), "SQUEEZE": OpRule(constraints=(Constraint(
-        _squeeze, UNSPECIFIED, "squeeze only leading dimensions of size 1", DOCS,
+        squeeze, UNSPECIFIED, "squeeze only leading dimensions of size 1", DOCS,
         looked_for="a compiled SQUEEZE of an inner dimension", id="squeeze", kind=Kind.LAYOUT),)),
     "L2_NORMALIZATION": OpRule(), "LOGISTIC": OpRule(), "TANH": OpRule(),
     "RELU": OpRule(), "RELU6": OpRule(), "RELU_N1_TO_1": OpRule(),
     "LSTM": OpRule(14), "UNIDIRECTIONAL_SEQUENCE_LSTM": OpRule(14),
     "MEAN": OpRule(params=_AXIS, constraints=MEAN), "SUM": OpRule(13, _AXIS, REDUCE),
     "REDUCE_MAX": OpRule(14, _AXIS, REDUCE), "REDUCE_MIN": OpRule(14, _AXIS, REDUCE),
-    "PACK": OpRule(13, constraints=(Constraint(_pack_batch, UNSPECIFIED, "pack along an inner dimension", DOCS,
+    "PACK": OpRule(13, constraints=(Constraint(pack_batch, UNSPECIFIED, "pack along an inner dimension", DOCS,
                                                looked_for="a compiled PACK along the batch",
                                                    id="pack_batch", kind=Kind.LAYOUT),)),
     "PAD": OpRule(params=((1, "paddings"),), constraints=(Constraint(
-        _pad_batch, UNSPECIFIED, "do not pad the batch dimension", DOCS,
+        pad_batch, UNSPECIFIED, "do not pad the batch dimension", DOCS,
         looked_for="a compiled PAD of the batch dimension", id="pad_batch", kind=Kind.LAYOUT),)),
-    "PRELU": OpRule(13, ((1, "alpha"),), (Constraint(_prelu, UNSPECIFIED, "Keras PReLU with shared_axes=[1, 2]",
+    "PRELU": OpRule(13, ((1, "alpha"),), (Constraint(prelu, UNSPECIFIED, "Keras PReLU with shared_axes=[1, 2]",
                                                      DOCS, looked_for="a compiled PRELU with a 2-D or 3-D alpha",
                                                          id="prelu", kind=Kind.LAYOUT),)),
     "QUANTIZE": OpRule(13),

@@ -73,8 +73,8 @@ SUPPORTED_MIN_RUNTIMES = range(10, 15)
 #: on-chip estimate is an upper bound near the limit.
 PARAMETER_CACHE_BYTES = 8 * 1024 * 1024
 
-_QUANT_TYPES = {"int8", "uint8"}
-_CONST_OK_TYPES = {"int8", "uint8", "int32"}
+QUANT_TYPES = {"int8", "uint8"}
+CONST_OK_TYPES = {"int8", "uint8", "int32"}
 
 #: Custom ops the compiler's TensorFlow Lite resolves (they stay on the CPU as "Operation is
 #: working on an unsupported data type": tensorflow/models#10695 and other public logs).
