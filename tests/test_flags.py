@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 
 from edgekit import flags
-from edgekit.cli.commands import cli
+from edgekit.cli.app import cli
 
 FLAGS_SOURCE = Path(flags.__file__)
 
