@@ -1,12 +1,12 @@
-"""``edgekit check``: where each op runs and the command's document (the check engine's Verdict, Target and
-Confidence enums).
+"""``edgekit check``: where each op runs, the command's document, its text and ``--strict``'s error.
 
 The check engine (:mod:`edgekit.edgetpu.compatibility`) works in its own values (a
 :class:`~edgekit.edgetpu.compatibility.CheckReport` of
 :class:`~edgekit.edgetpu.compatibility.OpVerdict` and
-:class:`~edgekit.edgetpu.compatibility.Problem`); the records here are their documents:
-:meth:`CheckResult.of_report` makes one from a report, :meth:`CheckResult.report` gives the
-report back (without what only the engine's text used, each op's fix), for the text and ``--strict``.
+:class:`~edgekit.edgetpu.compatibility.Problem`); the records here are their documents
+(:meth:`CheckResult.of_report` makes one from a report). The words both share (Verdict, Target, Confidence)
+live below both, in :mod:`edgekit.results.words`; the text and ``--strict`` are the document's own, and the
+engine's report renders through its document.
 """
 
 from __future__ import annotations
@@ -14,10 +14,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Optional, Tuple, TypeVar
 
-from edgekit.edgetpu.compatibility.words import Confidence, Target, Verdict  # noqa: F401 (the check engine's)
-from edgekit.tflite.edgetpu_package import EdgeTpuSummary
 from edgekit.errors import CompatibilityError
 from edgekit.records import Record
+from edgekit.results.words import Confidence, Target, Verdict, format_table, mib
+from edgekit.results.inspect import EdgeTpuSummary
 
 if TYPE_CHECKING:
     from edgekit.edgetpu.compatibility.check import CheckReport
@@ -42,13 +42,6 @@ class OpPlacement(Record):
     @classmethod
     def of_verdict(cls, v: OpVerdict) -> OpPlacement:
         return cls(v.index, v.name, v.version, v.target, v.reason, v.detail, v.confidence, v.subgraph)
-
-    def verdict(self) -> OpVerdict:
-        """The check engine's value (its ``fix``, which only the engine's own text shows, is gone)."""
-        from edgekit.edgetpu.compatibility.values import OpVerdict
-
-        return OpVerdict(self.index, self.name, self.version, self.target, self.reason, self.detail, None,
-                         self.confidence, self.subgraph)
 
 
 @dataclass(frozen=True)
@@ -80,12 +73,6 @@ class CheckProblem(Record):
     def of_problem(cls, p: Problem) -> CheckProblem:
         return cls(p.code, p.message, p.hint, tuple(p.ops), p.fatal, p.confidence)
 
-    def problem(self) -> Problem:
-        """The check engine's value (a fatal problem's words for every op, ``status``, are gone)."""
-        from edgekit.edgetpu.compatibility.values import Problem
-
-        return Problem(self.code, self.message, self.hint, self.ops, self.fatal, None, self.confidence)
-
 
 @dataclass(frozen=True)
 class CheckResult(Record):
@@ -112,25 +99,85 @@ class CheckResult(Record):
                    tuple(OpPlacement.of_verdict(o) for o in report.ops), CheckSummary.of_report(report),
                    tuple(CheckProblem.of_problem(p) for p in report.problems), tuple(report.advice), edgetpu)
 
-    def report(self) -> CheckReport:
-        """The check engine's CheckReport of this document (its text rendering and --strict live there)."""
-        from edgekit.edgetpu.compatibility.check import CheckReport
-
-        s = self.summary
-        return CheckReport(self.model, self.verdict, [o.verdict() for o in self.ops], s.subgraphs, s.param_bytes,
-                           s.on_chip_bytes_estimate, s.off_chip_bytes_estimate, [p.problem() for p in self.problems],
-                           list(self.advice), self.min_runtime, self.compiled, self.multiple_subgraphs)
-
     @property
     def fully_mappable(self) -> bool:
         return self.verdict is Verdict.FULL
 
     def strict_error(self) -> Optional[CompatibilityError]:
-        """What ``check --strict`` raises (a CompatibilityError, exit 7), or None."""
-        return self.report().strict_error()
+        """What ``check --strict`` raises (exit 7): ops certain to stay on the CPU, or a refusal certain to happen,
+        or None when there are none.
+
+        Uncertainty alone does not fail: ops put on the CPU only by a rule no real compile shows
+        are reported, not held against the model.
+        """
+        refused = [p for p in self.problems if p.fatal and p.confidence == Confidence.CONFIRMED]
+        if refused:
+            return CompatibilityError(f"edgetpu_compiler would refuse the model: {refused[0].message}",
+                                      refused[0].hint or "see the problems above (or --json)")
+        certain = [o for o in self.ops if o.target == Target.CPU and o.confidence != Confidence.UNCERTAIN]
+        if not certain:
+            return None
+        first = certain[0]
+        return CompatibilityError(f"{len(certain)} of {len(self.ops)} ops would run on the CPU"
+                                  f" (first: #{first.index} {first.name}: {first.reason})",
+                                  "see the advice above (or --json) for what to change")
+
+    def table(self) -> list[tuple[str, int, str]]:
+        """Rows of the compiler's operation log: (operator, count, status), in first-seen order."""
+        counts: dict[tuple[str, str], int] = {}
+        for o in self.ops:
+            counts[(o.name, o.reason)] = counts.get((o.name, o.reason), 0) + 1
+        return [(name, n, status) for (name, status), n in counts.items()]
 
     def render_text(self) -> str:
-        from edgekit.edgetpu.compatibility.render import render
-
-        text = render(self.report())
+        """Human-readable text for ``edgekit check``: the compiler-style operation table and the report."""
+        flags = f"--min-runtime {self.min_runtime}" + (", -a" if self.multiple_subgraphs and not self.compiled
+                                                       else "")
+        lines = [f"Edge TPU check: {self.model or '<model>'} (edgetpu_compiler 16 rules, {flags})"]
+        if self.compiled:
+            lines.append("This model is ALREADY COMPILED for the Edge TPU.")
+        lines += ["", format_table(self.table()), "", "Ops:"]
+        lines += self._op_lines() + [""] + self._parameter_lines() + self._problem_lines()
+        s = self.summary
+        unsure = (f"; {s.uncertain_ops} of these placements uncertain (no real compile shows their rule)"
+                  if s.uncertain_ops else "")
+        lines.append(f"Verdict: {Verdict(self.verdict).value.upper()}: {s.edgetpu_ops} of {len(self.ops)} ops on "
+                     f"the Edge TPU ({s.subgraphs} Edge TPU subgraph{'s' if s.subgraphs != 1 else ''}), "
+                     f"{s.cpu_ops} on the CPU{unsure}")
+        lines += [f"Advice: {a}" for a in self.advice]
+        text = "\n".join(lines)
         return text + (f"\n{self.edgetpu.describe()}" if self.edgetpu else "")
+
+    def _op_lines(self) -> list[str]:
+        lines = []
+        many = self.summary.subgraphs > 1
+        for v in self.ops:
+            mark = "TPU" if v.target == Target.EDGETPU else "CPU"
+            if many and v.subgraph is not None:
+                mark += str(v.subgraph)
+            extra = "" if v.target == Target.EDGETPU and not v.detail else f"  {v.reason}" + (
+                f" ({v.detail})" if v.detail else "")
+            unsure = "  [uncertain]" if v.confidence == Confidence.UNCERTAIN else ""
+            lines.append(f"  #{v.index:<4} {mark:<4} {v.name} v{v.version}{extra}{unsure}")
+        if any(v.confidence == Confidence.UNCERTAIN for v in self.ops):
+            lines.append("  [uncertain]: rests on Coral's documentation or an inference; no real compile seen shows it "
+                         "either way")
+        return lines
+
+    def _parameter_lines(self) -> list[str]:
+        s = self.summary
+        if s.on_chip_bytes_estimate is not None:
+            return [f"Parameters: {s.param_bytes:,} bytes; Edge TPU ops ~{mib(s.on_chip_bytes_estimate)} "
+                    f"on-chip, ~{mib(s.off_chip_bytes_estimate or 0)} off-chip (streamed), of a ~8 MiB cache"]
+        return [f"Parameters{' of the CPU ops' if self.compiled else ''}: {s.param_bytes:,} bytes"]
+
+    def _problem_lines(self) -> list[str]:
+        lines = []
+        for p in self.problems:
+            if p.code == "already_compiled":
+                continue
+            tag = "FATAL" if p.fatal else "Problem"
+            if p.confidence == Confidence.UNCERTAIN:
+                tag += " (uncertain)"
+            lines.append(f"{tag}: {p.message}" + (f"\n  fix: {p.hint}" if p.hint else ""))
+        return lines

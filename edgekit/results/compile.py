@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from edgekit.records import Record, freeze
+from edgekit.results.words import format_table, mib
 
 if TYPE_CHECKING:
     from edgekit.edgetpu.compiler import CompileReport, ModelSection, OpLogRow
@@ -111,9 +112,6 @@ class CompileResult(CompilerOutput):
                                    else tuple(check_disagreements))
 
     def render_text(self) -> str:
-        from edgekit.edgetpu.compatibility.render import format_table
-        from edgekit.edgetpu.compatibility.words import mib
-
         def size(n: int | None) -> str:
             return "?" if n is None else mib(n)
 

@@ -16,6 +16,7 @@ from edgekit.edgetpu.compatibility.words import (COMPILER_DEFAULT_MIN_RUNTIME, C
                                                     UNCERTAIN, UNSPECIFIED, VERSION, Target, Verdict, mib)
 from edgekit.detection.head import decode_tail_advice
 from edgekit.errors import CompatibilityError, UsageError
+from edgekit.results.check import CheckResult
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, ModelInfo, SubgraphInfo
 
 
@@ -66,22 +67,8 @@ class CheckReport:
         return [p for p in self.problems if p.fatal]
 
     def strict_error(self) -> CompatibilityError | None:
-        """What ``check --strict`` raises (exit 7): ops certain to stay on the CPU, or None when there are none.
-
-        Uncertainty alone does not fail: ops put on the CPU only by a rule no real compile shows
-        are reported, not held against the model.
-        """
-        refused = [p for p in self.fatal if p.confidence == CONFIRMED]
-        if refused:
-            return CompatibilityError(f"edgetpu_compiler would refuse the model: {refused[0].message}",
-                                      refused[0].hint or "see the problems above (or --json)")
-        certain = self.certain_cpu_ops
-        if not certain:
-            return None
-        first = certain[0]
-        return CompatibilityError(f"{len(certain)} of {len(self.ops)} ops would run on the CPU"
-                                  f" (first: #{first.index} {first.name}: {first.reason})",
-                                  "see the advice above (or --json) for what to change")
+        """What ``check --strict`` raises (exit 7), or None: :meth:`edgekit.results.check.CheckResult.strict_error`."""
+        return CheckResult.of_report(self).strict_error()
 
     def split_by_type(self) -> dict[str, Counter]:
         """{"edgetpu": Counter(op name -> n), "cpu": Counter(...)}, the way a compiled pair is scored."""
@@ -92,10 +79,7 @@ class CheckReport:
 
     def table(self) -> list[tuple[str, int, str]]:
         """Rows of the compiler's operation log: (operator, count, status), in first-seen order."""
-        counts: dict[tuple[str, str], int] = {}
-        for o in self.ops:
-            counts[(o.name, o.reason)] = counts.get((o.name, o.reason), 0) + 1
-        return [(name, n, status) for (name, status), n in counts.items()]
+        return CheckResult.of_report(self).table()
 
 
 def _cut_confidence(g: SubgraphInfo, judged: list[Judgement], producer: dict[int, int]
