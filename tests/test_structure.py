@@ -240,7 +240,6 @@ KNOWN_UPWARD: set[tuple[str, str]] = {
     ("edgekit.edgetpu.compatibility.check", "edgekit.converters.advice"),
     ("edgekit.edgetpu.compatibility.check", "edgekit.detection.head"),
     ("edgekit.results.build", "edgekit.converters.check_summary"),
-    ("edgekit.results.devices", "edgekit.devices.discovery"),
     ("edgekit.results.quantize", "edgekit.converters.advice"),
     ("edgekit.results.quantize", "edgekit.converters.check_summary"),
 }
