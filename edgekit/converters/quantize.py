@@ -27,9 +27,10 @@ from edgekit import __version__
 from edgekit.results import metrics
 from edgekit.tflite import model_record
 from edgekit.tflite import model as tflite_model
-from edgekit.converters import advice, calibration, keras_io, onnx_io, preprocess_search
+from edgekit.converters import calibration, keras_io, onnx_io, preprocess_search
 from edgekit.edgetpu import compatibility
-from edgekit.converters.check_summary import CheckSummary
+from edgekit.edgetpu import advice
+from edgekit.results.check import CheckDigest
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.converter import SettingMissing, apply_settings, make_converter  # noqa: F401 (re-exported)
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
@@ -925,7 +926,7 @@ def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: b
         io=ModelIO(_io_summary(out_info.inputs[0]), _io_summary(out_info.outputs[0])),
         op_histogram=tuple(out_info.op_histogram_rows()),
         checks=_gate_checks(check),
-        edgetpu=CheckSummary.from_check(check),   # check's real verdict, not a fixed "passed"
+        edgetpu=CheckDigest.from_check(check),   # check's real verdict, not a fixed "passed"
         advice=tuple(advice.placement_advice(facts, check.verdict)),
         remedy=c.remedy, remedies_tried=tuple(c.tried), verification=v.verification,
         warnings=tuple(run.warnings), notes=tuple(run.notes))

@@ -298,7 +298,7 @@ def tflite_sources(q: QuantizeOptions, float_for_cpu: bool = False) -> tuple[Pat
                 if not (p.code == "data_type" and p.ops and set(p.ops) <= boundary)
                 and not (p.code == "io_type" and _mixed_io(info))]
     if problems and not (float_for_cpu and float_model(info)):   # said in build's notes
-        from edgekit.converters import advice
+        from edgekit.edgetpu import advice
 
         remedy = advice.quantize_remedy(advice.model_source(info)[0])  # None: a Keras model's, which build takes
         raise InputError(f"{path} is not a full-int8 model the Edge TPU compiler takes: "
@@ -316,7 +316,7 @@ def float_model(info: tflite_model.ModelInfo) -> bool:
 
 
 def _float_note(path: Path) -> list[str]:
-    from edgekit.converters import advice
+    from edgekit.edgetpu import advice
 
     info = tflite_model.load(path)
     if not float_model(info):

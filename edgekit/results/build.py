@@ -13,7 +13,7 @@ from typing import Any, Mapping, Optional, Tuple, Union
 from edgekit.board.manifest import FORMAT, FORMAT_VERSION, FileEntry, utc_now
 from edgekit.board.preprocess import PreprocessSpec
 from edgekit.records import Record
-from edgekit.results.check import CheckResult
+from edgekit.results.check import CheckDigest, CheckResult
 from edgekit.results.compile import CompilerOutput
 from edgekit.results.evaluate import DetectionEvaluateResult, EvaluateResult
 from edgekit.results.quantize import ModelOutput, QuantizeResult, edgetpu_lines
@@ -147,9 +147,7 @@ class BuildResult(Record):
         lines += [f"  {e.path}  {e.size_bytes:,} bytes" for e in m.files]
         lines.append(f"CPU model: {m.models.cpu}; Edge TPU model: {m.models.edgetpu or 'none (not compiled)'}")
         if m.reports.check is not None:
-            from edgekit.converters.check_summary import CheckSummary
-
-            lines += CheckSummary.from_check(m.reports.check).lines()
+            lines += CheckDigest.from_check(m.reports.check).lines()
         lines += edgetpu_lines(None, self.quantize.advice) if self.quantize else []
         lines += self._verification_lines()
         lines += self._accuracy_lines()

@@ -12,11 +12,12 @@ engine's report renders through its document.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Optional, Tuple, TypeVar
+from collections import Counter
+from typing import TYPE_CHECKING, Optional, Tuple, TypeVar, Union
 
 from edgekit.errors import CompatibilityError
 from edgekit.records import Record
-from edgekit.results.words import Confidence, Target, Verdict, format_table, mib
+from edgekit.results.words import CUT_COMMAND, Confidence, Target, Verdict, format_table, mib
 from edgekit.results.inspect import EdgeTpuSummary
 
 if TYPE_CHECKING:
@@ -180,4 +181,72 @@ class CheckResult(Record):
             if p.confidence == Confidence.UNCERTAIN:
                 tag += " (uncertain)"
             lines.append(f"{tag}: {p.message}" + (f"\n  fix: {p.hint}" if p.hint else ""))
+        return lines
+
+
+@dataclass(frozen=True)
+class CpuOps(Record):
+    """An op type check leaves on the CPU and how many of it."""
+
+    op: str
+    count: int
+
+
+@dataclass(frozen=True)
+class CheckDigest(Record):
+    """check's verdict on one model, as the summary line or two quantize and build print (quantize's document
+    carries it as ``edgetpu``): its verdict, the ops left on the CPU by type, how many placements rest on no real
+    compile, and the parameters that would not fit the on-chip cache. (Quantize used to print a fixed "Edge TPU
+    checks: ... passed" while check rated the same model PARTIAL: issue 24.)"""
+
+    verdict: Verdict                                # check's own (full | partial | none)
+    edgetpu_ops: int
+    total_ops: int
+    cpu_ops_by_type: Tuple[CpuOps, ...]             # most first
+    uncertain_ops: int                              # placements no real compile shows
+    subgraphs: int
+    min_runtime: int
+    edgetpu_param_bytes: Optional[int]              # parameters of the Edge TPU ops (None: not estimated)
+    off_chip_bytes_estimate: Optional[int]          # of those, beyond the ~8 MiB on-chip cache
+    cut: Optional[str] = None                       # check's offer of `edgekit cut` (a YOLO detector it can cut)
+
+    @classmethod
+    def from_check(cls, check: Union[CheckReport, CheckResult]) -> CheckDigest:
+        """From check's report, or its result (build's manifest holds one: a
+        :class:`~edgekit.results.build.BundleCheck`)."""
+        r = check if isinstance(check, CheckResult) else CheckResult.of_report(check)
+        s = r.summary
+        cpu = Counter(o.name for o in r.ops if o.target == Target.CPU)
+        on, off = s.on_chip_bytes_estimate, s.off_chip_bytes_estimate
+        return cls(Verdict(r.verdict), s.edgetpu_ops, len(r.ops),
+                   tuple(CpuOps(name, n) for name, n in sorted(cpu.items(), key=lambda kv: (-kv[1], kv[0]))),
+                   s.uncertain_ops, s.subgraphs, r.min_runtime,
+                   None if on is None else on + (off or 0), off,
+                   next((a for a in r.advice if CUT_COMMAND in a), None))
+
+    def lines(self) -> list[str]:
+        """'Edge TPU (edgekit check): PARTIAL: 4 of 113 ops ...' and the parameters line."""
+        word = self.verdict.value.upper()
+        first = (f"Edge TPU (edgekit check, compiler 16 rules, runtime {self.min_runtime}): {word}: {self.edgetpu_ops} "
+                 f"of {self.total_ops} ops on the Edge TPU")
+        if self.subgraphs > 1:
+            first += f" in {self.subgraphs} subgraphs"
+        if self.cpu_ops_by_type:
+            shown = ", ".join(f"{c.count}x {c.op}" for c in self.cpu_ops_by_type[:8])
+            more = len(self.cpu_ops_by_type) - 8
+            first += f"; on the CPU: {shown}" + (f" and {more} more type(s)" if more > 0 else "")
+        if self.uncertain_ops:
+            first += (f"; {self.uncertain_ops} placement(s) uncertain (no real compile shows their rule: "
+                      "`edgekit check` lists them)")
+        lines = [first]
+        if self.edgetpu_param_bytes is not None:
+            if self.off_chip_bytes_estimate:
+                lines.append(f"Parameters on the Edge TPU: ~{mib(self.edgetpu_param_bytes)}, ~"
+                             f"{mib(self.off_chip_bytes_estimate)} of them off-chip (streamed from host memory "
+                             "at every inference: slower)")
+            else:
+                lines.append(f"Parameters on the Edge TPU: ~{mib(self.edgetpu_param_bytes)}, all within the "
+                             "~8 MiB on-chip cache")
+        if self.cut:
+            lines.append(self.cut)
         return lines

@@ -14,10 +14,10 @@ from edgekit.edgetpu.compatibility.words import (COMPILER_DEFAULT_MIN_RUNTIME, C
                                                     MORE_THAN_ONE_SUBGRAPH, NOT_CONSTANT, NOT_SUPPORTED,
                                                     PARAMETER_CACHE_BYTES, RANK, STRIDES, SUPPORTED_MIN_RUNTIMES,
                                                     UNCERTAIN, UNSPECIFIED, VERSION, Target, Verdict, mib)
-from edgekit.detection.head import decode_tail_advice
 from edgekit.errors import CompatibilityError, UsageError
 from edgekit.results.check import CheckResult
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, ModelInfo, SubgraphInfo
+from edgekit.tflite.yolo_head import decode_tail_advice
 
 
 @dataclass(frozen=True)
@@ -147,11 +147,11 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
 
 def _for_source(info: ModelInfo, report: CheckReport) -> CheckReport:
     """The report's fixes, hints and advice in the words of the source the model came from (no `edgekit quantize`
-    for a model quantize cannot take; PyTorch's layers for a PyTorch model): :func:`edgekit.converters.advice.
-    for_source`."""
+    for a model quantize cannot take; PyTorch's layers for a PyTorch model):
+    :func:`edgekit.edgetpu.advice.for_source`."""
     from dataclasses import replace
 
-    from edgekit.converters import advice as table
+    from edgekit.edgetpu import advice as table
 
     source, _why = table.model_source(info)
     if source == table.Source.KERAS:
@@ -384,9 +384,9 @@ def _check_compiled(info: ModelInfo, min_runtime: int) -> CheckReport:
 
 
 def _architecture_advice(info: ModelInfo, verdicts: list[OpVerdict], verdict: str) -> list[str]:
-    """The advice table's entries (:mod:`edgekit.converters.advice`, each with its evidence) for the architecture
+    """The advice table's entries (:mod:`edgekit.edgetpu.advice`, each with its evidence) for the architecture
     the .tflite shows: its op types, its tensor names (Keras layer names survive conversion), the ops on the CPU."""
-    from edgekit.converters import advice as table
+    from edgekit.edgetpu import advice as table
 
     facts = table.tflite_facts(info, cpu_indices=frozenset(v.index for v in verdicts if v.target == "cpu"))
     return [a.line().split(": ", 1)[1] for a in table.placement_advice(facts, verdict)]
