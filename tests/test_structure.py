@@ -188,6 +188,19 @@ def test_the_board_runners_package_finders_are_twins_of_the_runtime_cores():
         assert inspect.getsource(getattr(board_runner, name)) == inspect.getsource(getattr(backends, name)), name
 
 
+def test_the_manifests_words_of_the_result_layer_and_of_the_board_agree():
+    """results/build.py (which may not import board/) keeps its own copy of manifest.json's format words and clock."""
+    import inspect
+
+    from edgekit.board import manifest
+    from edgekit.results import build
+
+    assert (build.FORMAT, build.FORMAT_VERSION) == (manifest.FORMAT, manifest.FORMAT_VERSION)
+    assert inspect.getsource(build.utc_now) == inspect.getsource(manifest.utc_now)
+    entry = build.BundleFile("m.tflite", "ab" * 32, 7)
+    assert manifest.FileEntry.from_dict(entry.to_dict()).to_dict() == entry.to_dict()
+
+
 # Issue 25: quantize, calibration loading and train are named stages, not one long function each.
 LONGEST_FUNCTION = 60  # lines from ``def`` to the last line, docstring included
 

@@ -31,8 +31,8 @@ from edgekit.fileio import folder_mode, renames_together, require_output_folder
 from edgekit.pipeline.options import Floats, PathLike
 from edgekit.board.preprocess import PreprocessSpec
 from edgekit.report import SILENT, Reporter
-from edgekit.board.manifest import BundleError, FileEntry
-from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleInput,
+from edgekit.board.manifest import BundleError
+from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleFile, BundleInput,
                                    BundleManifest, BundleModels, BundleReports, BundleSource, BundleVersions,
                                    ClassifierAccuracy, DetectorAccuracy)
 from edgekit.results.quantize import QuantizeResult
@@ -623,7 +623,7 @@ def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, 
                 dest.write_bytes(src)
             else:
                 shutil.copyfile(str(src), str(dest))  # created under the umask, as write_bytes
-            entries.append(FileEntry(rel, manifest.sha256_file(dest), dest.stat().st_size))
+            entries.append(BundleFile(rel, manifest.sha256_file(dest), dest.stat().st_size))
         written = replace(doc, files=tuple(sorted(entries, key=lambda e: e.path))).to_dict()
         manifest.check_manifest(tmp, written)  # never write a bundle that load() would refuse
         (tmp / manifest.MANIFEST_NAME).write_text(json.dumps(written, indent=2, allow_nan=False) + "\n",
