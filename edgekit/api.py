@@ -507,9 +507,9 @@ def open(model: PathLike, *, device: str = _cli("classify", "device"), labels: O
     ``mean`` and ``std`` override what was recorded with the model. Where it runs and why, and any
     warning, go to ``report`` and stay in ``Model.notes``.
     """
-    from edgekit.devices.classify import Classifier
+    from edgekit.devices.classify import HostClassifier
 
-    clf = Classifier(model, device, labels, _floats(mean, "mean"), _floats(std, "std"), num_threads=threads,
+    clf = HostClassifier(model, device, labels, _floats(mean, "mean"), _floats(std, "std"), num_threads=threads,
                      any_output=True)
     for note in clf.notes:
         report.tell(note)

@@ -304,3 +304,26 @@ def test_the_checker_of_the_result_layer_sees_a_reach_into_board():
 
 def test_records_and_results_import_only_records_results_and_the_foundations():
     assert result_layer_imports(graph()) == []
+
+
+# Issue 33, item 6: one name per class. Two classes of one name in two modules (two CheckSummary, two QuantizeResult
+# were) make a reader ask which is meant, and an import of the wrong one type-checks by its name alone.
+def duplicate_class_names(modules: dict[str, Path]) -> dict[str, list[str]]:
+    """Class name -> the modules defining it, for each name defined in more than one module (private names too)."""
+    where: dict[str, list[str]] = {}
+    for module, path in modules.items():
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), str(path))):
+            if isinstance(node, ast.ClassDef) and module not in where.setdefault(node.name, []):
+                where[node.name].append(module)
+    return {name: found for name, found in sorted(where.items()) if len(found) > 1}
+
+
+def test_the_duplicate_class_finder_sees_a_twin(tmp_path):
+    (tmp_path / "a.py").write_text("class Result:\n    pass\n\n\nclass Only:\n    pass\n")
+    (tmp_path / "b.py").write_text("def f():\n    class Result:\n        pass\n")
+    found = duplicate_class_names({"a": tmp_path / "a.py", "b": tmp_path / "b.py"})
+    assert found == {"Result": ["a", "b"]}
+
+
+def test_each_class_name_is_defined_once_in_the_package():
+    assert duplicate_class_names(MODULES) == {}

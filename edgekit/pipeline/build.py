@@ -465,13 +465,13 @@ def _spec_and_labels(cpu: Path, q: QuantizeOptions, report: Reporter) -> tuple[P
     ``--mean/--std`` and ``--labels`` over them), as a spec and a list by class id."""
     from edgekit.tflite import model_record
     from edgekit.converters.quantize import read_labels
-    from edgekit.devices.classify import Classifier
+    from edgekit.devices.classify import HostClassifier
 
     found = model_record.find_record(cpu, tflite_model.load(cpu).metadata)
     if found and isinstance(found[0].extra.get("detection"), dict) and found[0].preprocess is not None:
         labels = list(found[0].labels) if found[0].labels else None  # a detector: what quantize recorded for it
         return found[0].preprocess, (read_labels(q.labels) if q.labels else labels)
-    clf = Classifier(cpu, "cpu", q.labels, q.mean, q.std)
+    clf = HostClassifier(cpu, "cpu", q.labels, q.mean, q.std)
     try:
         for n in clf.notes:
             report.note(str(n))
