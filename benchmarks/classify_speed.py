@@ -145,7 +145,7 @@ def bare_loop(model: str, paths: list[str]) -> float:
 
 
 def edgekit_loop(model: str, paths: list[str], workers: int | None) -> float:
-    from edgekit.devices.classify import Classifier
+    from edgekit.devices.classify import HostClassifier as Classifier
 
     clf = Classifier(model, device="cpu")
     start = time.perf_counter()

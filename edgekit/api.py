@@ -509,9 +509,9 @@ def open(model: PathLike, *, device: str = _cli("classify", "device"), labels: O
     ``mean`` and ``std`` override what was recorded with the model. Where it runs and why, and any
     warning, go to ``report`` and stay in ``Model.notes``.
     """
-    from edgekit.devices.classify import Classifier
+    from edgekit.devices.classify import HostClassifier
 
-    clf = Classifier(model, device, labels, _floats(mean, "mean"), _floats(std, "std"), num_threads=threads,
+    clf = HostClassifier(model, device, labels, _floats(mean, "mean"), _floats(std, "std"), num_threads=threads,
                      any_output=True)
     for note in clf.notes:
         report.tell(note)
@@ -600,7 +600,7 @@ def check(model: PathLike, *, min_runtime: int = _cli("check", "min_runtime"), a
     info = tflite_model.load(model)
     report = compatibility.check_model(info, min_runtime, allow_multiple_subgraphs)
     result = CheckResult.of_report(report, edgetpu_package.summary(info.edgetpu_packages))
-    failure = report.strict_error(result) if strict else None
+    failure = result.strict_error() if strict else None
     if failure:
         raise failure
     return result

@@ -475,7 +475,24 @@ def test_detect_result_is_typed_down_to_each_box():
     assert isinstance(image, ImageObjects) and image.objects[0].label == "dog"
     assert image.objects[0].bbox == DetectedBox(1.0, 2.0, 3.0, 4.0)
     assert image.objects[0].bbox_normalized == DetectedBox(0.1, 0.1, 0.3, 0.2)
-    assert result.to_dict() == report.to_dict() and result.report() == report
+    assert result.to_dict() == report.to_dict() and result.render_text() == report.render_text()
+
+
+def test_detect_results_text_is_the_runtimes_text():
+    """The document renders the lines the runtime's DetectReport prints (on a board, the runner prints those): two
+    images (an even count: the median of two), an object without a label, an image that failed."""
+    from edgekit.board.detector import ImageDetections
+    from edgekit.results import DetectResult
+
+    layout = DetectionLayout(Layout.YOLO, (("output", 0),), 2, HW, boxes_normalized=None, letterbox=True)
+    one = ImageDetections("a.png", 10, 20, 1.5, 0.25, (Object(1, 0.5, BBox(1, 2, 3, 4), "dog"),
+                                                       Object(0, 0.123456, BBox(0.4, 0.6, 9.5, 19.5))))
+    two = ImageDetections("b.png", 640, 480, 2.75, 1.0, ())
+    report = DetectReport("m.tflite", "usb:0", "pycoral", layout, 0.3, 0.5, 7, 3.0, (one, two),
+                          ({"image": "c.png", "error": "unreadable"},))
+    text = DetectResult.of_report(report).render_text()
+    assert text == report.render_text() and "class 0" in text and "c.png: error: unreadable" in text
+    assert DetectResult.of_report(DetectReport("m.tflite", "cpu", "litert", layout, 0.3, 0.5, 7)).render_text() == ""
 
 
 # ------------------------------------------------------------------------------------ the real YOLOv8n export

@@ -14,7 +14,7 @@ from edgekit.converters.tf_quiet import import_tensorflow
 from edgekit.board.preprocess import PreprocessSpec
 
 
-def make_converter(loaded: keras_io.LoadedModel, spec: PreprocessSpec, representative: Callable[[], Any],
+def make_converter(loaded: keras_io.LoadedSource, spec: PreprocessSpec, representative: Callable[[], Any],
                    io_type: str | None = "uint8", settings: dict[str, bool] | None = None) -> Any:
     """The TFLiteConverter quantize uses (``io_type`` None keeps float I/O, as the quantization debugger needs)."""
     tf = import_tensorflow()

@@ -37,7 +37,7 @@ _VALUE_PRESERVING_LAYERS = ("InputLayer", "Resizing", "CenterCrop")
 
 
 @dataclass
-class LoadedModel:
+class LoadedSource:
     """A float model that maps a float32 (N, H, W, C) batch to class scores."""
 
     path: Path
@@ -80,7 +80,7 @@ def default_output_stem(path: str | Path) -> str:
 
 
 def load(path: str | Path, arch: str | None = None, custom_objects: str | None = None,
-         trust_model: bool = False, verbose: bool = False, output: str | None = None) -> LoadedModel:
+         trust_model: bool = False, verbose: bool = False, output: str | None = None) -> LoadedSource:
     """Load a Keras model or SavedModel from ``path`` (see the module docstring for formats).
 
     ``output`` chooses one output (by name, or by index) of a model with several (``--output-name``);
@@ -373,7 +373,7 @@ def _pick(out: Any, index: int | None, names: list[str] | None, where: Any) -> A
 
 
 def _from_keras(p: Path, fmt: str, model: Any, output: str | None = None, notes: list[str] | None = None
-                ) -> LoadedModel:
+                ) -> LoadedSource:
     inputs = getattr(model, "inputs", None) or []
     if len(inputs) != 1:
         raise ConversionError(f"{p}: the model has {len(inputs)} inputs; edgekit quantize handles one image input",
@@ -392,7 +392,7 @@ def _from_keras(p: Path, fmt: str, model: Any, output: str | None = None, notes:
     shape = inputs[0].shape
     chosen = None if index is None else ModelOutput(names[index] if names else str(index), index,
                                                     tuple(names) if names is not None else None)
-    return LoadedModel(p, fmt, _input_shape(shape, p), _drop_channel_axis(shape, call), _has_scaling_layer(model),
+    return LoadedSource(p, fmt, _input_shape(shape, p), _drop_channel_axis(shape, call), _has_scaling_layer(model),
                        model, output=chosen, notes=list(notes or []))
 
 
@@ -567,7 +567,7 @@ def as_float32(model: Any, custom: dict[str, Callable[..., Any]], trust_model: b
 
 
 def _load_saved_model(p: Path, verbose: bool, trust_model: bool = False,
-                      output: str | None = None) -> LoadedModel:
+                      output: str | None = None) -> LoadedSource:
     tf = import_tensorflow(verbose)
     if not trust_model:
         _refuse_system_ops(p)  # read as data before TensorFlow loads it: loading runs its initializers
@@ -604,5 +604,5 @@ def _load_saved_model(p: Path, verbose: bool, trust_model: bool = False,
                               "export it again with a batch of 1 or None, e.g. model.export(dir)")
     # owner=obj keeps the SavedModel's variables alive while its functions are used
     chosen = None if index is None else ModelOutput(key, index, tuple(names) if names is not None else None)
-    return LoadedModel(p, "savedmodel", _input_shape(spec.shape, p), _drop_channel_axis(spec.shape, call), None,
+    return LoadedSource(p, "savedmodel", _input_shape(spec.shape, p), _drop_channel_axis(spec.shape, call), None,
                        owner=obj, fixed_batch=batch, output=chosen)

@@ -130,8 +130,8 @@ def fix_input(model: Any, input_size: tuple[int, int] | None, shown: str) -> tup
 
 
 def load(path: str | Path, input_size: tuple[int, int] | None = None, output: str | None = None,
-         verbose: bool = False, shown: str | None = None) -> keras_io.LoadedModel:
-    """The ONNX model as a LoadedModel: ``call`` the channels-last translation, ``predict`` ONNX Runtime."""
+         verbose: bool = False, shown: str | None = None) -> keras_io.LoadedSource:
+    """The ONNX model as a LoadedSource: ``call`` the channels-last translation, ``predict`` ONNX Runtime."""
     from edgekit.converters import onnx_translate
 
     p = Path(path)
@@ -207,14 +207,14 @@ def yolo_head(model: Any) -> Any:
 
 
 @dataclass
-class OnnxModel(keras_io.LoadedModel):
+class OnnxModel(keras_io.LoadedSource):
     """An ONNX model: ``call`` is the channels-last translation (what TensorFlow converts), ``predict`` the
     original graph run by ONNX Runtime (the float reference every measurement is made against)."""
 
     reference: Any = None
     translation: Any = None
     shown: str = ""           # how messages name the model (a path, or the API's onnx.ModelProto)
-    head: Any = None          # onnx_yolo.YoloHead: converted up to the head's maps, decoded on the host
+    head: Any = None          # onnx_yolo.OnnxYoloHead: converted up to the head's maps, decoded on the host
     exporter_scaling: str | None = None   # the preprocessing the exporter's metadata settles (--scaling's names)
     class_names: list[str] | None = None  # the class names the exporter's metadata holds
     letterbox: bool = False               # a detector whose exporter letterboxes (Ultralytics' predict and val)
@@ -352,7 +352,7 @@ def check_decode(loaded: OnnxModel, x: np.ndarray, predicted: Any = None, outs: 
     return f"the host's decode of the head matches the ONNX model's own decode: {where}"
 
 
-def versions(loaded: keras_io.LoadedModel) -> dict[str, str]:
+def versions(loaded: keras_io.LoadedSource) -> dict[str, str]:
     """The onnx and onnxruntime versions an ONNX model was read and run with (recorded; nothing for Keras)."""
     if not isinstance(loaded, OnnxModel):
         return {}

@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from edgekit.converters.onnx_ops import ATTENTION_HINT, OPS, T, attrs_of, plain, refuse, tensor_of
-from edgekit.converters.onnx_yolo import YoloHead, join_levels_nhwc
+from edgekit.converters.onnx_yolo import OnnxYoloHead, join_levels_nhwc
 from edgekit.converters.tf_quiet import import_tensorflow
 from edgekit.errors import ConversionError, InputError
 
@@ -27,7 +27,7 @@ from edgekit.errors import ConversionError, InputError
 class Translation:
     """The ONNX graph as a tf-traceable function of an NHWC float32 batch (``__call__``), checked op by op up front."""
 
-    def __init__(self, model: Any, image: Any, output: str, shown: str, head: YoloHead | None = None):
+    def __init__(self, model: Any, image: Any, output: str, shown: str, head: OnnxYoloHead | None = None):
         self.graph, self.image, self.output, self.shown, self.head = model.graph, image, output, shown, head
         self.consts: dict[str, np.ndarray] = {t.name: tensor_of(t) for t in model.graph.initializer}
         wanted = list(head.boxes + head.scores) if head else [output]

@@ -23,7 +23,7 @@ Node = Any   # an onnx.NodeProto (onnx is imported only where a model is read)
 
 
 @dataclass(frozen=True)
-class YoloHead:
+class OnnxYoloHead:
     """Where a YOLO head's per-level maps are: box and class map names per level (finest first)."""
 
     boxes: tuple[str, ...]
@@ -51,7 +51,7 @@ def _flattened_levels(concat: Node, producer: dict[str, Node], consts: dict[str,
     return maps
 
 
-def find_head(nodes: list[Any], consts: dict[str, np.ndarray], channels: dict[str, int]) -> YoloHead | None:
+def find_head(nodes: list[Any], consts: dict[str, np.ndarray], channels: dict[str, int]) -> OnnxYoloHead | None:
     """The YOLO head of a graph (``channels``: each 4-D tensor's channel count, as traced), or None."""
     producer = {o: n for n in nodes for o in n.output}
     consumers: dict[str, list[Node]] = {}
@@ -81,7 +81,7 @@ def find_head(nodes: list[Any], consts: dict[str, np.ndarray], channels: dict[st
     return None
 
 
-def _head(boxes: tuple[str, ...], scores: tuple[str, ...], channels: dict[str, int]) -> YoloHead | None:
+def _head(boxes: tuple[str, ...], scores: tuple[str, ...], channels: dict[str, int]) -> OnnxYoloHead | None:
     box_c = {channels.get(b) for b in boxes}
     cls_c = {channels.get(s) for s in scores}
     if len(box_c) != 1 or len(cls_c) != 1 or None in box_c | cls_c:
@@ -89,7 +89,7 @@ def _head(boxes: tuple[str, ...], scores: tuple[str, ...], channels: dict[str, i
     (bc,), (nc,) = box_c, cls_c
     if bc % 4 or bc < 8:
         return None
-    return YoloHead(boxes, scores, bc // 4, nc)
+    return OnnxYoloHead(boxes, scores, bc // 4, nc)
 
 
 def join_levels_nhwc(tf: Any, maps: list[Any]) -> Any:

@@ -104,7 +104,7 @@ PRIOR = ("0..1", "-1..1", "torch", "caffe", "raw")
 
 
 @dataclass(frozen=True)
-class Comparison:
+class TrialComparison:
     """Convention ``name`` against ``against`` on the same samples (top-1 right or not on each)."""
 
     name: str
@@ -118,7 +118,7 @@ class Comparison:
     disagreement: float               # share of samples whose top-1 class differs between the two
 
     @classmethod
-    def of(cls, a: Trial, b: Trial) -> "Comparison":
+    def of(cls, a: Trial, b: Trial) -> "TrialComparison":
         two = metrics.paired_difference(a.correct, b.correct)
         one = metrics.paired_difference(a.correct, b.correct, z=Z_ONE_SIDED_95)
         n = len(a.correct)
@@ -143,7 +143,7 @@ class SearchResult:
     tied: list[str]            # conventions the best one was not shown better than, best first
     chosen: str | None = None  # the convention used (verdicts chosen and choice)
     preferred_by: str | None = None            # why it was picked among the tied ones (verdict choice)
-    comparisons: list[Comparison] = field(default_factory=list)   # each tied one against the chosen/best one
+    comparisons: list[TrialComparison] = field(default_factory=list)   # each tied one against the chosen/best one
 
     @property
     def best(self) -> Trial:
@@ -206,14 +206,14 @@ def decide(trials: list[Trial], classes: int, preferred: tuple[str, ...] = ()) -
     ranked = sorted(trials, key=lambda t: -t.accuracy)   # stable: equal accuracies keep the CONVENTIONS order
     best = ranked[0]
     alpha = EXCLUDE_ALPHA / max(1, len(ranked) - 1)
-    tied = [t for t in ranked[1:] if Comparison.of(t, best).p_value >= alpha]
+    tied = [t for t in ranked[1:] if TrialComparison.of(t, best).p_value >= alpha]
     if metrics.near_chance(best.accuracy, len(best.correct), classes):
         return SearchResult(ranked, classes, SearchVerdict.NEAR_CHANCE, [t.name for t in tied])
     if not tied:
         return SearchResult(ranked, classes, SearchVerdict.CHOSEN, [], best.name)
     race = sorted([best] + tied, key=lambda t: _preference(t.name, preferred))
     for rank, used in enumerate(race):
-        comparisons = [Comparison.of(t, used) for t in race if t is not used]
+        comparisons = [TrialComparison.of(t, used) for t in race if t is not used]
         if all(c.upper_one_sided <= CHOICE_MARGIN for c in comparisons):
             why = ("the model's own input layer" if used.name in preferred else "the common default among them"
                    ) if rank == 0 else (f"{', '.join(t.name for t in race[:rank])} could be beaten by more than "
@@ -221,7 +221,7 @@ def decide(trials: list[Trial], classes: int, preferred: tuple[str, ...] = ()) -
             return SearchResult(ranked, classes, SearchVerdict.CHOICE, [t.name for t in tied], used.name, why,
                                 comparisons)
     return SearchResult(ranked, classes, SearchVerdict.AMBIGUOUS, [t.name for t in tied], None, None,
-                        [Comparison.of(t, best) for t in tied])
+                        [TrialComparison.of(t, best) for t in tied])
 
 
 def search(predict: Callable[[np.ndarray], np.ndarray], pixels: np.ndarray, labels: np.ndarray,

@@ -27,9 +27,10 @@ from edgekit import __version__
 from edgekit.results import metrics
 from edgekit.tflite import model_record
 from edgekit.tflite import model as tflite_model
-from edgekit.converters import advice, calibration, keras_io, onnx_io, preprocess_search
+from edgekit.converters import calibration, keras_io, onnx_io, preprocess_search
 from edgekit.edgetpu import compatibility
-from edgekit.converters.check_summary import CheckSummary
+from edgekit.edgetpu import advice
+from edgekit.results.check import CheckDigest
 from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
 from edgekit.converters.converter import SettingMissing, apply_settings, make_converter  # noqa: F401 (re-exported)
 from edgekit.converters.tf_quiet import import_tensorflow, silenced
@@ -57,7 +58,9 @@ REMEDIES: list[tuple[str, dict[str, bool]]] = [
 
 
 @dataclass
-class QuantizeResult:
+class QuantizeOutcome:
+    """What one quantize run wrote: the int8 model, its record (sidecar) and the command's document."""
+
     output: Path
     record_path: Path | None  # None: the input's own record sits where the sidecar would (the record is inside)
     summary: QuantizeDocument  # what the CLI prints (``--json`` is its to_dict()), warnings included
@@ -113,7 +116,7 @@ def _numbers(measure: str | None, value: Any = None, limit: Any = None,
 
 
 # ------------------------------------------------------------------------------------------ spec
-def resolve_spec(loaded: keras_io.LoadedModel, opts: QuantizeOptions,
+def resolve_spec(loaded: keras_io.LoadedSource, opts: QuantizeOptions,
                  recorded: PreprocessSpec | None) -> tuple[PreprocessSpec, str, list[str]]:
     """The preprocessing spec, where it came from (flags/record/model, else ``UNDECIDED``) and any warnings.
 
@@ -199,7 +202,7 @@ def yaml_labels(path: str) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------------ conversion
-def convert(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str = "uint8",
+def convert(loaded: keras_io.LoadedSource, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str = "uint8",
             settings: dict[str, bool] | None = None, report: Reporter = SILENT, verbose: bool = False) -> bytes:
     """Full-integer conversion with a static batch-1 input; raises ConversionError with TF's reason."""
     import_tensorflow(verbose)
@@ -227,7 +230,7 @@ def convert(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessS
                           "TensorFlow's log")
 
 
-def convert_checked(loaded: keras_io.LoadedModel, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str,
+def convert_checked(loaded: keras_io.LoadedSource, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str,
                     report: Reporter, verbose: bool) -> tuple[bytes, str, list[str]]:
     """Convert, check, and retry with each remedy until the checks pass: (model, remedy used, tried)."""
     tried: list[str] = []
@@ -567,7 +570,7 @@ def _io_summary(t: tflite_model.TensorInfo) -> TensorIO:
     return TensorIO(t.dtype, tuple(t.shape), q.scale if q else None, q.zero_point if q else None)
 
 
-def settle_on_data(loaded: keras_io.LoadedModel, data: calibration.CalibrationData, spec: PreprocessSpec,
+def settle_on_data(loaded: keras_io.LoadedSource, data: calibration.CalibrationData, spec: PreprocessSpec,
                    origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None],
                    labels_recorded: bool = False, eval_data: calibration.CalibrationData | None = None,
                    note: Callable[[list[str]], None] | None = None,
@@ -637,7 +640,7 @@ class _Run:
 class _Prepared:
     """The loaded model and the data read through the settled preprocessing."""
 
-    loaded: keras_io.LoadedModel
+    loaded: keras_io.LoadedSource
     spec: PreprocessSpec
     origin: str
     data: calibration.CalibrationData
@@ -750,7 +753,7 @@ def _find_data(run: _Run) -> None:
     run.calib_source = calib_source
 
 
-def _load_source(opts: QuantizeOptions) -> keras_io.LoadedModel:
+def _load_source(opts: QuantizeOptions) -> keras_io.LoadedSource:
     """Stage 4: the Keras model, SavedModel or ONNX model (with its ONNX Runtime reference), with what loading
     it noted."""
     if Path(opts.model).suffix.lower() == onnx_io.ONNX_SUFFIX:
@@ -759,7 +762,7 @@ def _load_source(opts: QuantizeOptions) -> keras_io.LoadedModel:
                              "leave them out")
         onnx_io.require_onnx()   # the onnx extra named first; then TensorFlow, which converts the translation
         import_tensorflow(opts.verbose)
-        loaded: keras_io.LoadedModel = onnx_io.load(opts.model, opts.input_size, opts.output_name, opts.verbose,
+        loaded: keras_io.LoadedSource = onnx_io.load(opts.model, opts.input_size, opts.output_name, opts.verbose,
                                                      opts.model_shown)
     else:
         loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose,
@@ -776,7 +779,7 @@ def _load_source(opts: QuantizeOptions) -> keras_io.LoadedModel:
     return loaded
 
 
-def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedModel) -> _Prepared:
+def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedSource) -> _Prepared:
     """Stage 5: the preprocessing spec (flags, record, model, else measured on the labelled data), the
     calibration and ``--eval`` data read through it, and the labels to record."""
     opts, record = run.opts, run.record
@@ -906,7 +909,7 @@ def _write_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified) -> bytes:
 
 
 def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: bytes,
-                  ) -> tuple[QuantizeResult, advice.ModelFacts]:
+                  ) -> tuple[QuantizeOutcome, advice.ModelFacts]:
     """Stage 9: check the written model as ``edgekit check`` would, advise on placement, and describe the run."""
     opts = run.opts
     out_info = tflite_model.ModelInfo.from_bytes(final)
@@ -925,14 +928,14 @@ def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: b
         io=ModelIO(_io_summary(out_info.inputs[0]), _io_summary(out_info.outputs[0])),
         op_histogram=tuple(out_info.op_histogram_rows()),
         checks=_gate_checks(check),
-        edgetpu=CheckSummary.from_check(check),   # check's real verdict, not a fixed "passed"
+        edgetpu=CheckDigest.from_check(check),   # check's real verdict, not a fixed "passed"
         advice=tuple(advice.placement_advice(facts, check.verdict)),
         remedy=c.remedy, remedies_tried=tuple(c.tried), verification=v.verification,
         warnings=tuple(run.warnings), notes=tuple(run.notes))
-    return QuantizeResult(run.output, run.sidecar, summary), facts
+    return QuantizeOutcome(run.output, run.sidecar, summary), facts
 
 
-def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result: QuantizeResult,
+def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result: QuantizeOutcome,
                    facts: advice.ModelFacts) -> None:
     """Stage 10: a failed verification, with advice on what int8 lost, raised as :class:`AgreementError`."""
     verification, opts = v.verification, run.opts
@@ -955,7 +958,7 @@ STRICT_HINT = ("give it more samples until the verdict settles (--samples, --eva
                "leave out --strict to pass an uncertain verdict with a warning")
 
 
-def _refusal_hint(verification: Verification | DetectionVerification, detector: bool, result: QuantizeResult) -> str:
+def _refusal_hint(verification: Verification | DetectionVerification, detector: bool, result: QuantizeOutcome) -> str:
     """What to do about a failed verification: fix the labels' order, settle a --strict verdict, or the data."""
     if verification.class_order:
         return preprocess_search.MISORDER_HINT
@@ -978,7 +981,7 @@ def _gate_checks(check: compatibility.CheckReport) -> GateChecks:
                       getattr(verdict, "value", verdict))
 
 
-def quantize(opts: QuantizeOptions) -> QuantizeResult:
+def quantize(opts: QuantizeOptions) -> QuantizeOutcome:
     """Run the whole ``edgekit quantize`` flow (see the module docstring), stage by stage. Raises EdgekitError
     subclasses (:class:`AgreementError` when the int8 model fails verification: the output is kept)."""
     run = _Run(opts, _check_options(opts))
@@ -994,7 +997,7 @@ def quantize(opts: QuantizeOptions) -> QuantizeResult:
     return result
 
 
-def _accuracy_advice(loaded: keras_io.LoadedModel, x: np.ndarray, spec: PreprocessSpec,
+def _accuracy_advice(loaded: keras_io.LoadedSource, x: np.ndarray, spec: PreprocessSpec,
                      verification: Verification | DetectionVerification,
                      facts: advice.ModelFacts, tried: list[str], verbose: bool,
                      report: Reporter = SILENT) -> list[advice.Advice]:

@@ -51,7 +51,7 @@ def class_changes(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.
     return sorted(rows, key=lambda r: (r.change, r.id))
 
 
-def layer_errors(loaded: keras_io.LoadedModel, x: np.ndarray, spec: Any, verbose: bool = False) -> list[LayerError]:
+def layer_errors(loaded: keras_io.LoadedSource, x: np.ndarray, spec: Any, verbose: bool = False) -> list[LayerError]:
     """Each quantized op's own int8-vs-float error on ``x`` (worst first), from TFLite's QuantizationDebugger."""
     import tensorflow as tf
 

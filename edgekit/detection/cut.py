@@ -1,7 +1,7 @@
 """Cut a YOLO detector before its decode, so that all of what is left maps to the Edge TPU.
 
 The decode of a YOLO export (DFL softmax, anchors, the class sigmoid, the levels flattened and
-concatenated: :mod:`edgekit.detection.head`) is what the Edge TPU compiler leaves on the CPU, and its
+concatenated: :mod:`edgekit.tflite.yolo_head`) is what the Edge TPU compiler leaves on the CPU, and its
 TRANSPOSEs split the model in two. Cut there, the model ends with the per-level box distributions and
 class logits, every op of it maps, and edgekit decodes on the host (``edgekit detect``): the same
 numbers the uncut model computed before its decode, with no int8 rounding of the decode itself.
@@ -29,7 +29,7 @@ from typing import Any
 
 from edgekit.tflite.schema_names import TENSOR_TYPES
 from edgekit.detection.layout import appended_zip, ultralytics_metadata, ultralytics_names
-from edgekit.detection.head import YoloHead, ancestors, find_yolo_head, graph_problem
+from edgekit.tflite.yolo_head import YoloHead, ancestors, find_yolo_head, graph_problem
 from edgekit.errors import InputError, InvalidModelError
 from edgekit.report import SILENT, Reporter
 from edgekit.tflite.model import ModelInfo

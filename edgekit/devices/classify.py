@@ -131,7 +131,7 @@ class ModelLoader:
         return load_bundle(str(self.model), self.device, self.backend, self.num_threads, list_devices)
 
 
-class Classifier(classifier.Classifier):
+class HostClassifier(classifier.Classifier):
     """:class:`edgekit.board.classifier.Classifier` on a model file or bundle that a :class:`ModelLoader` opens."""
 
     def __init__(self, model: str | os.PathLike | ModelLoader, device: str = "auto",
@@ -167,7 +167,7 @@ def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "
         return remote.classify(list(images), model, on, path=remote_path or remote.DEFAULT_PATH, device=device, k=k,
                                threshold=threshold, mean=mean, std=std, report=report)
     paths, errors = expand_images(images)
-    classifier = Classifier(model, device, labels, mean, std, num_threads=num_threads)
+    classifier = HostClassifier(model, device, labels, mean, std, num_threads=num_threads)
     for note in classifier.notes:
         report.tell(note)
     with report.progress(len(paths), "classifying") as bar:

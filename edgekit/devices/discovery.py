@@ -12,49 +12,15 @@ The sysfs and /dev roots are parameters so that tests can point them at fake tre
 from __future__ import annotations
 
 import re
-from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Optional, TypedDict
+
+from edgekit.results.devices import Device
 
 USB_IDS = {
     ("1a6e", "089a"): "firmware not loaded yet (the Edge TPU runtime loads it on first use)",
     ("18d1", "9302"): "ready",
 }
 _APEX_RE = re.compile(r"^apex_(\d+)$")
-
-
-class DeviceDocument(TypedDict):
-    """One device in ``edgekit devices --json`` (:class:`Device`'s document)."""
-
-    type: str
-    path: str
-    device: str
-    state: str
-    usb_id: Optional[str]
-    temperature_c: Optional[float]
-    source: str
-
-
-@dataclass(frozen=True)
-class Device:
-    """One Edge TPU: ``device`` is what to pass as ``device=`` / ``--device`` (``usb:0``, ``pci:1``). The one
-    type of a device: what discovery finds and what :class:`edgekit.results.DevicesResult` lists."""
-
-    type: str                      # "usb" or "pci"
-    path: str                      # sysfs USB path or /dev/apex_N
-    device: str
-    state: str
-    usb_id: str | None = None      # "vendor:product" for USB
-    temperature_c: float | None = None
-    source: str = "sysfs"          # "sysfs" or "pycoral"
-
-    def to_dict(self) -> DeviceDocument:
-        return asdict(self)  # type: ignore[return-value]
-
-    @classmethod
-    def from_dict(cls, d: DeviceDocument) -> "Device":
-        return cls(str(d["type"]), str(d["path"]), str(d["device"]), str(d["state"]), d.get("usb_id"),
-                   d.get("temperature_c"), str(d.get("source", "sysfs")))
 
 
 def _read(path: Path) -> str | None:

@@ -142,9 +142,9 @@ def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
     """Run the model over every sample of ``data``; unreadable images go to ``errors``, the rest are scored.
 
     ``report`` is told where the model runs and why (before the work) and draws the progress."""
-    from edgekit.devices.classify import Classifier
+    from edgekit.devices.classify import HostClassifier
 
-    clf = Classifier(model, device, labels, mean, std, num_threads=num_threads)
+    clf = HostClassifier(model, device, labels, mean, std, num_threads=num_threads)
     ids, labels_from = align_labels(data, clf.labels, clf.num_classes)
     for note in clf.notes:
         report.tell(note)

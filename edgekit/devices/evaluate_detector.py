@@ -41,7 +41,7 @@ def cut_head(model: str) -> Optional[Tuple[str, Any]]:
     twin beside it (``x_edgetpu.tflite``: the cut takes ``x.tflite``, then compile the cut model). Reads the file and
     walks its graph: ~20 ms on the 8.4 exports, against seconds for their evaluation."""
     from edgekit.tflite import model as tflite_model
-    from edgekit.detection.head import find_yolo_head
+    from edgekit.tflite.yolo_head import find_yolo_head
     from edgekit.errors import EdgekitError
     from edgekit.tflite.model_record import cpu_model_path
 

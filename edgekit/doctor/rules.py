@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Callable, Mapping
 from edgekit.edgetpu.compiler_locator import CORAL_APT_SETUP, CORAL_KEYRING, CORAL_LIST
 
 if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.devices.discovery import Device
+    from edgekit.results.devices import Device
 
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
 

@@ -37,6 +37,7 @@ from edgekit.edgetpu.compiler_locator import (  # noqa: F401  (part of this modu
 from edgekit.errors import RUNTIME_MISMATCH, CompilerError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import publish, refuse_folders, require_output_folder
 from edgekit.report import SILENT, Reporter
+from edgekit.results.compile import CompileOp  # one row of the operation table: the document's own record
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, ModelInfo
 
 if TYPE_CHECKING:
@@ -50,19 +51,6 @@ _HEADER = re.compile(r"^Operator\s+Count\s+Status\s*$")
 
 
 # ------------------------------------------------------------------------------------ reports
-@dataclass(frozen=True)
-class OpLogRow:
-    """One row of the compiler's operation table."""
-
-    operator: str
-    count: int
-    status: str
-
-    @property
-    def mapped(self) -> bool:
-        return self.status == "Mapped to Edge TPU"
-
-
 @dataclass
 class ModelSection:
     """What the compiler printed about one output model (one per segment with ``-n``)."""
@@ -79,7 +67,7 @@ class ModelSection:
     edgetpu_ops: int | None = None
     cpu_ops: int | None = None
     operation_log: str | None = None
-    ops: list[OpLogRow] = field(default_factory=list)
+    ops: list[CompileOp] = field(default_factory=list)
 
 
 @dataclass
@@ -102,7 +90,7 @@ class CompileReport:
         return self.sections[-1] if self.sections else ModelSection()
 
     @property
-    def ops(self) -> list[OpLogRow]:
+    def ops(self) -> list[CompileOp]:
         return [r for s in self.sections for r in s.ops]
 
     def ops_per_status(self) -> dict[str, int]:
@@ -128,7 +116,7 @@ def parse_size(text: str) -> int:
     return int(round(float(m.group(1)) * _UNITS[m.group(2)]))
 
 
-def _parse_table(lines: list[str], start: int) -> tuple[list[OpLogRow], int]:
+def _parse_table(lines: list[str], start: int) -> tuple[list[CompileOp], int]:
     """Rows after the header at ``start``; returns (rows, index of the first line after the table)."""
     rows = []
     i = start + 1
@@ -138,17 +126,17 @@ def _parse_table(lines: list[str], start: int) -> tuple[list[OpLogRow], int]:
         m = _ROW.match(lines[i])
         if not m:
             break
-        rows.append(OpLogRow(m.group(1), int(m.group(2)), m.group(3)))
+        rows.append(CompileOp(m.group(1), int(m.group(2)), m.group(3)))
         i += 1
     return rows, i
 
 
-def parse_operation_log(text: str) -> tuple[str | None, str | None, str | None, list[OpLogRow]]:
+def parse_operation_log(text: str) -> tuple[str | None, str | None, str | None, list[CompileOp]]:
     """(compiler version, input, output, rows) of a ``*_edgetpu.log`` file (first model in it)."""
     lines = text.splitlines()
     version = parse_version(text)
     inp = out = None
-    rows: list[OpLogRow] = []
+    rows: list[CompileOp] = []
     for i, line in enumerate(lines):
         if line.startswith("Input: ") and inp is None:
             inp = line[len("Input: "):].strip()

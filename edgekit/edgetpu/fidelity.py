@@ -42,7 +42,7 @@ from edgekit.edgetpu.compatibility import COMPILER_DEFAULT_MIN_RUNTIME, check_mo
 from edgekit.edgetpu.compiler import compiled_split, parse_compiler_output
 from edgekit.errors import EdgekitError
 from edgekit.records import Record, freeze
-from edgekit.tflite.edgetpu_package import PackageSummary
+from edgekit.results.inspect import PackageSummary
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, ModelInfo
 
 LEDGER_COLUMNS = ("repo", "commit", "model_path", "compiled_path", "log", "compiler_version", "license", "kind")

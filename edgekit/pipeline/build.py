@@ -29,8 +29,8 @@ from edgekit.pipeline.options import Floats, PathLike
 from edgekit.board.preprocess import PreprocessSpec
 from edgekit.converters.quantize_options import QuantizeOptions
 from edgekit.report import SILENT, Reporter
-from edgekit.board.manifest import BundleError, FileEntry
-from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleInput,
+from edgekit.board.manifest import BundleError
+from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleFile, BundleInput,
                                    BundleManifest, BundleModels, BundleReports, BundleSource, BundleVersions,
                                    ClassifierAccuracy, DetectorAccuracy)
 from edgekit.results.quantize import QuantizeResult
@@ -294,7 +294,7 @@ def tflite_sources(q: QuantizeOptions, float_for_cpu: bool = False) -> tuple[Pat
                 if not (p.code == "data_type" and p.ops and set(p.ops) <= boundary)
                 and not (p.code == "io_type" and _mixed_io(info))]
     if problems and not (float_for_cpu and float_model(info)):   # said in build's notes
-        from edgekit.converters import advice
+        from edgekit.edgetpu import advice
 
         remedy = advice.quantize_remedy(advice.model_source(info)[0])  # None: a Keras model's, which build takes
         raise InputError(f"{path} is not a full-int8 model the Edge TPU compiler takes: "
@@ -312,7 +312,7 @@ def float_model(info: tflite_model.ModelInfo) -> bool:
 
 
 def _float_note(path: Path) -> list[str]:
-    from edgekit.converters import advice
+    from edgekit.edgetpu import advice
 
     info = tflite_model.load(path)
     if not float_model(info):
@@ -461,13 +461,13 @@ def _spec_and_labels(cpu: Path, q: QuantizeOptions, report: Reporter) -> tuple[P
     ``--mean/--std`` and ``--labels`` over them), as a spec and a list by class id."""
     from edgekit.tflite import model_record
     from edgekit.converters.quantize import read_labels
-    from edgekit.devices.classify import Classifier
+    from edgekit.devices.classify import HostClassifier
 
     found = model_record.find_record(cpu, tflite_model.load(cpu).metadata)
     if found and isinstance(found[0].extra.get("detection"), dict) and found[0].preprocess is not None:
         labels = list(found[0].labels) if found[0].labels else None  # a detector: what quantize recorded for it
         return found[0].preprocess, (read_labels(q.labels) if q.labels else labels)
-    clf = Classifier(cpu, "cpu", q.labels, q.mean, q.std)
+    clf = HostClassifier(cpu, "cpu", q.labels, q.mean, q.std)
     try:
         for n in clf.notes:
             report.note(str(n))
@@ -619,7 +619,7 @@ def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, 
                 dest.write_bytes(src)
             else:
                 shutil.copyfile(str(src), str(dest))  # created under the umask, as write_bytes
-            entries.append(FileEntry(rel, manifest.sha256_file(dest), dest.stat().st_size))
+            entries.append(BundleFile(rel, manifest.sha256_file(dest), dest.stat().st_size))
         written = replace(doc, files=tuple(sorted(entries, key=lambda e: e.path))).to_dict()
         manifest.check_manifest(tmp, written)  # never write a bundle that load() would refuse
         (tmp / manifest.MANIFEST_NAME).write_text(json.dumps(written, indent=2, allow_nan=False) + "\n",

@@ -32,7 +32,7 @@ _WHERE = {
     "SpecRecord": "preprocess",
     # check
     "Verdict": "check", "Target": "check", "Confidence": "check", "OpPlacement": "check", "CheckSummary": "check",
-    "CheckProblem": "check", "CheckResult": "check",
+    "CheckProblem": "check", "CheckResult": "check", "CpuOps": "check", "CheckDigest": "check",
     # benchmark
     "LatencyVerdict": "benchmark", "Comparison": "benchmark", "Machine": "benchmark",
     "PostprocessTiming": "benchmark", "BenchmarkResult": "benchmark", "Timing": "benchmark", "CallTiming": "benchmark",
@@ -49,7 +49,7 @@ _WHERE = {
     "ConventionComparison": "quantize", "ConventionTrial": "quantize", "PreprocessSearch": "quantize",
     "render_search": "quantize", "Preprocess": "quantize", "RefusedPreprocess": "quantize",
     "CalibrationSummary": "quantize", "Calibration": "quantize", "TensorIO": "quantize", "ModelIO": "quantize",
-    "GateChecks": "quantize", "Advice": "quantize", "Chance": "quantize", "QuantizeResult": "quantize",
+    "GateChecks": "quantize", "Advice": "advice", "Chance": "quantize", "QuantizeResult": "quantize",
     "RefusedQuantize": "quantize",
     # build (BundleManifest is manifest.json)
     "BundleModels": "build", "BundleInput": "build", "BundleVersions": "build", "BundleSource": "build",

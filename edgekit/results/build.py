@@ -7,16 +7,45 @@ and checked by :mod:`edgekit.board.manifest` (Python 3.7, standard library only)
 
 from __future__ import annotations
 
+import datetime
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple, Union
 
-from edgekit.board.manifest import FORMAT, FORMAT_VERSION, FileEntry, utc_now
-from edgekit.board.preprocess import PreprocessSpec
 from edgekit.records import Record
-from edgekit.results.check import CheckResult
+from edgekit.results.check import CheckDigest, CheckResult
 from edgekit.results.compile import CompilerOutput
 from edgekit.results.evaluate import DetectionEvaluateResult, EvaluateResult
+from edgekit.results.preprocess import SpecRecord
 from edgekit.results.quantize import ModelOutput, QuantizeResult, edgetpu_lines
+
+#: manifest.json's format and its version: the values :mod:`edgekit.board.manifest` (which cannot import this module
+#: on a Python 3.7 board) checks, kept equal to its own by tests/test_structure.py.
+FORMAT = "edgekit-bundle"
+FORMAT_VERSION = 1
+
+
+def utc_now() -> str:
+    return datetime.datetime.now(datetime.timezone.utc).replace(microsecond=0).isoformat().replace("+00:00", "Z")
+
+
+@dataclass(frozen=True)
+class BundleFile(Record):
+    """A file of the bundle: its relative POSIX path, sha256 and size (what :class:`edgekit.board.manifest.FileEntry`
+    reads on the board)."""
+
+    path: str
+    sha256: str
+    size_bytes: int
+
+
+@dataclass(frozen=True)
+class BundlePreprocess(SpecRecord):
+    """The preprocessing a bundle's model takes: :meth:`edgekit.board.preprocess.PreprocessSpec.to_dict`, which the
+    board reads back with ``PreprocessSpec.from_dict`` (mean and std as numbers with a point, as that writes them)."""
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
+        object.__setattr__(self, "std", tuple(float(v) for v in self.std))
 
 
 @dataclass(frozen=True)
@@ -112,8 +141,8 @@ class BundleManifest(Record):
     source: Optional[BundleSource]
     models: BundleModels
     labels: Optional[str]
-    files: Tuple[FileEntry, ...]
-    preprocess: PreprocessSpec
+    files: Tuple[BundleFile, ...]
+    preprocess: BundlePreprocess
     input: BundleInput
     versions: BundleVersions
     reports: BundleReports
@@ -121,13 +150,16 @@ class BundleManifest(Record):
     detection: Optional[BundleDetection] = None  # a detector built from a given .tflite; absent before it existed
 
     @classmethod
-    def new(cls, *, models: BundleModels, labels: Optional[str], preprocess: PreprocessSpec, input: BundleInput,
+    def new(cls, *, models: BundleModels, labels: Optional[str], preprocess: Any, input: BundleInput,
             versions: BundleVersions, reports: BundleReports,
             accuracy: Union[ClassifierAccuracy, DetectorAccuracy, None] = None,
             source: Optional[BundleSource] = None, detection: Optional[BundleDetection] = None) -> "BundleManifest":
         """A manifest made now, its ``files`` left to :func:`edgekit.pipeline.build.write_bundle` (which fills them in
         from what it writes, and refuses what :func:`edgekit.board.manifest.check_manifest` would: a compiled model
-        not named after the CPU model, a file not listed)."""
+        not named after the CPU model, a file not listed). ``preprocess``: a
+        :class:`~edgekit.board.preprocess.PreprocessSpec`, or its record."""
+        if not isinstance(preprocess, BundlePreprocess):
+            preprocess = BundlePreprocess.of_spec(preprocess)
         return cls(FORMAT, FORMAT_VERSION, utc_now(), source, models, labels, (), preprocess, input, versions,
                    reports, accuracy, detection)
 
@@ -147,9 +179,7 @@ class BuildResult(Record):
         lines += [f"  {e.path}  {e.size_bytes:,} bytes" for e in m.files]
         lines.append(f"CPU model: {m.models.cpu}; Edge TPU model: {m.models.edgetpu or 'none (not compiled)'}")
         if m.reports.check is not None:
-            from edgekit.converters.check_summary import CheckSummary
-
-            lines += CheckSummary.from_check(m.reports.check).lines()
+            lines += CheckDigest.from_check(m.reports.check).lines()
         lines += edgetpu_lines(None, self.quantize.advice) if self.quantize else []
         lines += self._verification_lines()
         lines += self._accuracy_lines()

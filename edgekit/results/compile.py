@@ -12,24 +12,25 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Mapping, Optional, Sequence, Tuple, TypeVar
 
 from edgekit.records import Record, freeze
+from edgekit.results.words import format_table, mib
 
 if TYPE_CHECKING:
-    from edgekit.edgetpu.compiler import CompileReport, ModelSection, OpLogRow
+    from edgekit.edgetpu.compiler import CompileReport, ModelSection
 
 C = TypeVar("C", bound="CompilerOutput")
 
 
 @dataclass(frozen=True)
 class CompileOp(Record):
-    """One row of the compiler's operation table."""
+    """One row of the compiler's operation table (what :mod:`edgekit.edgetpu.compiler` parses it into)."""
 
     operator: str
     count: int
     status: str
 
-    @classmethod
-    def of_row(cls, r: OpLogRow) -> CompileOp:
-        return cls(r.operator, r.count, r.status)
+    @property
+    def mapped(self) -> bool:
+        return self.status == "Mapped to Edge TPU"
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,7 @@ class CompileSegment(Record):
     def of_section(cls, s: ModelSection) -> CompileSegment:
         return cls(s.input_model, s.input_size_bytes, s.output_model, s.output_size_bytes, s.on_chip_used_bytes,
                    s.on_chip_remaining_bytes, s.off_chip_used_bytes, s.subgraphs, s.total_ops, s.edgetpu_ops,
-                   s.cpu_ops, s.operation_log, tuple(CompileOp.of_row(r) for r in s.ops))
+                   s.cpu_ops, s.operation_log, tuple(s.ops))
 
 
 @dataclass(frozen=True)
@@ -92,7 +93,7 @@ class CompilerOutput(Record):
                    tuple(report.command), m.input_model, m.input_size_bytes, m.output_model, m.output_size_bytes,
                    m.on_chip_used_bytes, m.on_chip_remaining_bytes, m.off_chip_used_bytes, m.subgraphs, m.total_ops,
                    m.edgetpu_ops, m.cpu_ops, freeze(report.ops_per_status()),
-                   tuple(CompileOp.of_row(r) for r in report.ops),
+                   tuple(report.ops),
                    tuple(CompileSegment.of_section(s) for s in segments), tuple(report.outputs),
                    tuple(report.errors))
 
@@ -111,9 +112,6 @@ class CompileResult(CompilerOutput):
                                    else tuple(check_disagreements))
 
     def render_text(self) -> str:
-        from edgekit.edgetpu.compatibility.render import format_table
-        from edgekit.edgetpu.compatibility.words import mib
-
         def size(n: int | None) -> str:
             return "?" if n is None else mib(n)
 

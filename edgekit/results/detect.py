@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import statistics
 from dataclasses import dataclass
 from typing import Any, Literal, Mapping, Optional, Tuple, Union
 
@@ -89,12 +90,24 @@ class DetectResult(Record):
         """From :class:`edgekit.board.detector.DetectReport` (what the runtime, here or on a board, found)."""
         return cls.from_dict(report.to_dict())
 
-    def report(self) -> Any:
-        """The runtime's :class:`~edgekit.board.detector.DetectReport` of this document (its boxes and layout)."""
-        from edgekit.board.detector import DetectReport
-
-        return DetectReport.from_dict(self.to_dict())
-
     def render_text(self) -> str:
-        # one rendering, beside the runtime's type (the board's runner prints the same lines)
-        return self.report().render_text()
+        """The text the runtime's :meth:`edgekit.board.detector.DetectReport.render_text` prints (the board's
+        runner prints it there; tests/test_detect.py keeps the two equal)."""
+        lines = []
+        for r in self.results:
+            lines.append("{}: {} object{} ({}x{}; invoke {:.1f} ms, post-processing {:.1f} ms)".format(
+                r.image, len(r.objects), "" if len(r.objects) == 1 else "s", r.width, r.height, r.invoke_ms,
+                r.postprocess_ms))
+            lines += ["  {:<16} {:.3f}  [{:.0f}, {:.0f}, {:.0f}, {:.0f}]".format(
+                o.label if o.label is not None else "class {}".format(o.id), o.score, o.bbox.xmin, o.bbox.ymin,
+                o.bbox.xmax, o.bbox.ymax) for o in r.objects]
+        lines += ["{}: error: {}".format(e.image, e.error) for e in self.errors]
+        if self.results:
+            n = len(self.results)
+            lines.append("{} image{} on {} ({}): invoke {:.1f} ms, post-processing {:.1f} ms per image (median); "
+                         "layout {}; conf {:g}, IoU {:g}, max {}".format(
+                             n, "" if n == 1 else "s", self.device, self.backend,
+                             float(statistics.median(r.invoke_ms for r in self.results)),
+                             float(statistics.median(r.postprocess_ms for r in self.results)),
+                             self.layout.description, self.conf, self.iou, self.max_det))
+        return "\n".join(lines)

@@ -3,16 +3,28 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
+from typing import Optional, Tuple
 
-from edgekit.devices.discovery import Device
 from edgekit.records import Record
 
 
 @dataclass(frozen=True)
+class Device(Record):
+    """One Edge TPU: ``device`` is what to pass as ``device=`` / ``--device`` (``usb:0``, ``pci:1``). The one
+    type of a device: what :mod:`edgekit.devices.discovery` finds and what :class:`DevicesResult` lists."""
+
+    type: str                              # "usb" or "pci"
+    path: str                              # sysfs USB path or /dev/apex_N
+    device: str
+    state: str
+    usb_id: Optional[str] = None           # "vendor:product" for USB
+    temperature_c: Optional[float] = None
+    source: str = "sysfs"                  # "sysfs" or "pycoral"
+
+
+@dataclass(frozen=True)
 class DevicesResult(Record):
-    """``edgekit devices --json``: the Edge TPUs on this machine (each a :class:`edgekit.devices.discovery.Device`,
-    also ``edgekit.results.Device``)."""
+    """``edgekit devices --json``: the Edge TPUs on this machine (each a :class:`Device`, also ``edgekit.results.Device``)."""
 
     devices: Tuple[Device, ...]
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence, Tuple
 
-from edgekit.results.metrics import Decision
+from edgekit.results.metrics import LimitTest
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
 from edgekit.results.preprocess import SpecRecord
@@ -77,7 +77,7 @@ class ReferenceComparison(Record):
 class AccuracyDifference(Record):
     """``evaluate --against`` for a classifier: ``model``'s top-1 minus ``against``'s on the same samples, with
     Tango's paired 95% score interval, the samples only one of them gets right and the exact two-sided McNemar
-    p-value on them; with ``--max-drop`` the drop's verdict (:class:`~edgekit.results.metrics.Decision`)."""
+    p-value on them; with ``--max-drop`` the drop's verdict (:class:`~edgekit.results.metrics.LimitTest`)."""
 
     model: str
     against: str
@@ -90,7 +90,7 @@ class AccuracyDifference(Record):
     only_against: int
     mcnemar_p: float
     max_drop_points: Optional[float] = None
-    verdict: Optional[Decision] = None
+    verdict: Optional[LimitTest] = None
 
     def line(self) -> str:
         if self.top1_change is None:
@@ -237,8 +237,8 @@ class MapDifference(Record):
     resamples: int
     seed: int
     max_drop_points: Optional[float] = None
-    map50_verdict: Optional[Decision] = None
-    map_verdict: Optional[Decision] = None
+    map50_verdict: Optional[LimitTest] = None
+    map_verdict: Optional[LimitTest] = None
 
     def line(self) -> str:
         lo, hi = self.map50_interval
@@ -276,7 +276,7 @@ class CutOffer(Record):
                 change_words(c.map_interval, None, "images"), 100 * (self.score.map50 or 0.0), 100 * c.map50_change)
 
 
-def change_words(interval: Sequence[float], verdict: Optional[Decision], unit: str) -> str:
+def change_words(interval: Sequence[float], verdict: Optional[LimitTest], unit: str) -> str:
     """What a change's interval says: against ``--max-drop`` where one was given (``verdict``), else whether it is
     a real loss, a real gain or not distinguishable from none at this sample size."""
     lo, hi = interval

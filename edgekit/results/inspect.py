@@ -5,8 +5,56 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple, Union
 
-from edgekit.tflite.edgetpu_package import EdgeTpuSummary
 from edgekit.records import Record
+
+
+# --------------------------- a compiled model's Edge TPU packages (read by edgekit.tflite.edgetpu_package)
+@dataclass(frozen=True)
+class ExecutableSummary(Record):
+    """One executable of a package, as ``inspect --json`` / ``check --json`` show it (its caching token aside)."""
+
+    type: str
+    parameter_bytes: int
+    estimated_cycles: Optional[int]
+    chip: Optional[str]
+
+
+@dataclass(frozen=True)
+class PackageSummary(Record):
+    """One Edge TPU subgraph's package, with its parameter bytes cached on chip and streamed."""
+
+    subgraph: int
+    op: int
+    min_runtime_version: Optional[int]
+    compiler_version: Optional[str]
+    cached_parameter_bytes: int
+    streamed_parameter_bytes: int
+    estimated_cycles: Optional[int]
+    executables: Tuple[ExecutableSummary, ...]
+    error: Optional[str]
+
+
+@dataclass(frozen=True)
+class EdgeTpuSummary(Record):
+    """The ``edgetpu`` block of ``inspect --json`` and ``check --json``: a compiled model's Edge TPU side."""
+
+    subgraphs: int
+    executables: int
+    cached_parameter_bytes: int
+    streamed_parameter_bytes: int
+    estimated_cycles: Optional[int]
+    min_runtime_version: Optional[int]
+    unreadable: int
+    packages: Tuple[PackageSummary, ...]
+
+    def describe(self) -> str:
+        """One line for people: the figures the compiler printed when it made the model (MiB, as check prints)."""
+        cycles = f"; estimated {self.estimated_cycles:,} cycles" if self.estimated_cycles else ""
+        runtime = f"; needs Edge TPU runtime {self.min_runtime_version}+" if self.min_runtime_version else ""
+        bad = f"; {self.unreadable} package(s) unreadable" if self.unreadable else ""
+        return (f"Edge TPU: {self.subgraphs} subgraph(s), {self.executables} executable(s); parameters cached on "
+                f"chip {self.cached_parameter_bytes / 2**20:.2f} MiB, streamed off chip "
+                f"{self.streamed_parameter_bytes / 2**20:.2f} MiB{cycles}{runtime}{bad}")
 
 
 @dataclass(frozen=True)

@@ -197,7 +197,7 @@ def paired_difference(a_correct: np.ndarray, b_correct: np.ndarray, z: float = Z
 
 
 @dataclass
-class Decision(Record):
+class LimitTest(Record):
     """A measured value against a threshold: ``passed``, ``failed`` or ``uncertain`` (the interval spans it)."""
 
     verdict: str
@@ -209,23 +209,23 @@ class Decision(Record):
     confidence: float = CONFIDENCE
 
 
-def at_most(estimate: float, interval: tuple[float, float], limit: float, samples: int) -> Decision:
+def at_most(estimate: float, interval: tuple[float, float], limit: float, samples: int) -> LimitTest:
     """Is a quantity at most ``limit``? failed when even the interval's low end exceeds it, passed when its
     high end does not reach it, uncertain between (with the sample size that would settle it)."""
     lo, hi = interval
     if lo > limit:
-        return Decision("failed", estimate, interval, limit, samples, None)
+        return LimitTest("failed", estimate, interval, limit, samples, None)
     if hi <= limit:
-        return Decision("passed", estimate, interval, limit, samples, None)
+        return LimitTest("passed", estimate, interval, limit, samples, None)
     half = (hi - estimate) if estimate <= limit else (estimate - lo)
-    return Decision("uncertain", estimate, interval, limit, samples, samples_to_settle(samples, half,
+    return LimitTest("uncertain", estimate, interval, limit, samples, samples_to_settle(samples, half,
                                                                                      abs(limit - estimate)))
 
 
 STRICT_FAILS = "--strict fails an uncertain verdict whose estimate is past the limit"
 
 
-def settle_hint(decision: Decision, what: str = "labelled samples", flags: str = "--samples, --eval") -> str:
+def settle_hint(decision: LimitTest, what: str = "labelled samples", flags: str = "--samples, --eval") -> str:
     """How many ``what`` would settle an uncertain ``decision``: computed from its interval (the half facing the
     threshold shrinks as 1/sqrt(n)), for every uncertain line to say."""
     if decision.settle_at is None:
@@ -234,16 +234,16 @@ def settle_hint(decision: Decision, what: str = "labelled samples", flags: str =
             f"({decision.settle_at - decision.samples:,} more: {flags})")
 
 
-def drop_within(change: float, interval: tuple[float, float], max_drop_points: float, samples: int) -> Decision:
+def drop_within(change: float, interval: tuple[float, float], max_drop_points: float, samples: int) -> LimitTest:
     """Is the drop of a change (A minus B, shares; its interval) at most ``max_drop_points`` points?
     :func:`at_most` on the drop (B minus A): ``estimate``, ``interval`` and ``threshold`` are the drop's, in shares."""
     return at_most(-change, (-interval[1], -interval[0]), max_drop_points / 100.0, samples)
 
 
-def at_least(estimate: float, interval: tuple[float, float], limit: float, samples: int) -> Decision:
+def at_least(estimate: float, interval: tuple[float, float], limit: float, samples: int) -> LimitTest:
     """The mirror of :func:`at_most`: is a quantity at least ``limit``?"""
     flipped = at_most(-estimate, (-interval[1], -interval[0]), -limit, samples)
-    return Decision(flipped.verdict, estimate, interval, limit, samples, flipped.settle_at)
+    return LimitTest(flipped.verdict, estimate, interval, limit, samples, flipped.settle_at)
 
 
 @dataclass(frozen=True)

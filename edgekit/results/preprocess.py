@@ -38,10 +38,3 @@ class SpecRecord(Record):
         """The block of ``spec``, ``more`` being the subclass's own fields in order."""
         return cls(int(spec.to_dict()["version"]), spec.width, spec.height, spec.channels, spec.resize, tuple(spec.mean),
                    tuple(spec.std), *more)
-
-    def spec(self) -> PreprocessSpec:
-        """The :class:`~edgekit.board.preprocess.PreprocessSpec` this block records."""
-        from edgekit.board.preprocess import PreprocessSpec
-
-        return PreprocessSpec(self.width, self.height, self.channels, self.resize, tuple(self.mean),
-                              tuple(self.std))

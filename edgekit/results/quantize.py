@@ -7,8 +7,8 @@ import enum
 from dataclasses import dataclass
 from typing import Any, Mapping, Optional, Tuple, Union
 
-from edgekit.converters.advice import Advice
-from edgekit.converters.check_summary import CheckSummary
+from edgekit.results.advice import Advice
+from edgekit.results.check import CheckDigest
 from edgekit.results.metrics import Chance
 from edgekit.records import Record
 from edgekit.results.detect import DetectLayout
@@ -162,7 +162,7 @@ class DetectionVerification(Record):
         return lines
 
 
-def edgetpu_lines(edgetpu: Optional[CheckSummary], advice: Tuple[Advice, ...]) -> list[str]:
+def edgetpu_lines(edgetpu: Optional[CheckDigest], advice: Tuple[Advice, ...]) -> list[str]:
     """check's verdict on the written model and the advice for it (quantize's and build's summaries)."""
     lines = edgetpu.lines() if edgetpu else []
     return lines + [a.line() for a in advice or ()]
@@ -331,7 +331,7 @@ class QuantizeResult(Record):
     remedies_tried: Tuple[Optional[str], ...]
     verification: Optional[Union[Verification, DetectionVerification]]  # a detector's: DetectionVerification
     warnings: Tuple[str, ...]
-    edgetpu: Optional[CheckSummary] = None   # check's verdict on the written model
+    edgetpu: Optional[CheckDigest] = None   # check's verdict on the written model
     advice: Tuple[Advice, ...] = ()          # each with its evidence
     notes: Tuple[str, ...] = ()
 

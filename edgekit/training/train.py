@@ -365,7 +365,7 @@ def _sums(tf: Any, losses: Any, scores: Any, labels: Any) -> tuple:
 
 
 @dataclass
-class _Plan:
+class _TrainPlan:
     """What the stages of :func:`train` hand on: the outputs, the data and its split, the preprocessing."""
 
     output: Path
@@ -438,7 +438,7 @@ def _check_outputs(opts: TrainOptions) -> tuple[Path, Path]:
     return output, record_path
 
 
-def _plan_data(opts: TrainOptions, output: Path, record_path: Path) -> _Plan:
+def _plan_data(opts: TrainOptions, output: Path, record_path: Path) -> _TrainPlan:
     """DATA read, its input size and preprocessing decided, split into training and validation examples."""
     data = read_data(opts.data, opts.tfrecord_key)
     if data.empty_classes:  # Keras's folder reader keeps them as classes never seen; edgekit leaves them out: said
@@ -459,10 +459,10 @@ def _plan_data(opts: TrainOptions, output: Path, record_path: Path) -> _Plan:
     if opts.batch_size > len(train_idx):  # said before TensorFlow starts; the global batch is checked later
         raise UsageError(f"--batch-size {opts.batch_size} is larger than the {len(train_idx)} training examples",
                          "lower --batch-size")
-    return _Plan(output, record_path, data, spec, size_from, train_idx, val_idx)
+    return _TrainPlan(output, record_path, data, spec, size_from, train_idx, val_idx)
 
 
-def _distribute(opts: TrainOptions, plan: _Plan) -> _Distributed:
+def _distribute(opts: TrainOptions, plan: _TrainPlan) -> _Distributed:
     """The strategy for this machine (said as a note, its advice as warnings) and the pipelines in its batches."""
     from edgekit.training import strategy as strategy_mod
 
@@ -485,7 +485,7 @@ def _distribute(opts: TrainOptions, plan: _Plan) -> _Distributed:
     return _Distributed(choice, global_batch, advice, train_ds, val_ds, steps)
 
 
-def _build_model(tf: Any, opts: TrainOptions, plan: _Plan, dist: _Distributed) -> tuple[Any, Any]:
+def _build_model(tf: Any, opts: TrainOptions, plan: _TrainPlan, dist: _Distributed) -> tuple[Any, Any]:
     """(model, optimizer): the architecture built and compiled inside the strategy's scope, seeded."""
     import keras
 
@@ -513,7 +513,7 @@ def _build_model(tf: Any, opts: TrainOptions, plan: _Plan, dist: _Distributed) -
     return model, optimizer
 
 
-def _fit(tf: Any, opts: TrainOptions, plan: _Plan, dist: _Distributed, model: Any,
+def _fit(tf: Any, opts: TrainOptions, plan: _TrainPlan, dist: _Distributed, model: Any,
          optimizer: Any) -> tuple[_Progress, float]:
     """(the progress with each epoch's numbers, seconds): Keras's ``fit``, or the custom loop across workers;
     TensorFlow's failures turned into edgekit's errors."""
@@ -548,7 +548,7 @@ def _fit(tf: Any, opts: TrainOptions, plan: _Plan, dist: _Distributed, model: An
     return progress, time.perf_counter() - start
 
 
-def _write(tf: Any, opts: TrainOptions, plan: _Plan, dist: _Distributed, model: Any) -> bool:
+def _write(tf: Any, opts: TrainOptions, plan: _TrainPlan, dist: _Distributed, model: Any) -> bool:
     """The model and its record (preprocessing, labels, the calibration data, how it was trained) written
     together, by the chief only (another worker of a cluster says so); whether this run wrote them."""
     try:
@@ -570,7 +570,7 @@ def _write(tf: Any, opts: TrainOptions, plan: _Plan, dist: _Distributed, model: 
     return False
 
 
-def _result(opts: TrainOptions, plan: _Plan, dist: _Distributed, progress: _Progress, seconds: float,
+def _result(opts: TrainOptions, plan: _TrainPlan, dist: _Distributed, progress: _Progress, seconds: float,
             written: bool) -> TrainResult:
     """What ``edgekit train --json`` prints."""
     data, spec = plan.data, plan.spec

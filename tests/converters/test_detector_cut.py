@@ -24,7 +24,7 @@ from edgekit.tflite import model as tflite_model
 from edgekit.cli.app import cli
 from edgekit.edgetpu.compatibility import check_model
 from edgekit.detection.cut import cut_decode
-from edgekit.detection.head import find_yolo_head
+from edgekit.tflite.yolo_head import find_yolo_head
 from edgekit.errors import EdgekitError
 from tests.conftest import TESTDATA, shared_file
 
@@ -550,20 +550,20 @@ def test_detect_on_the_cut_model_finds_the_objects_the_uncut_one_finds(tmp_path,
 
 
 def test_checks_summary_in_quantize_and_build_offers_the_cut_whenever_it_applies():
-    """The summary quantize and build print (check_summary.CheckSummary) carries check's offer of the cut: on each
+    """The summary quantize and build print (results.check.CheckDigest) carries check's offer of the cut: on each
     head a cut can take, never on a model without one or on a head the cut refuses (Segment)."""
     import json as _json
 
-    from edgekit.converters.check_summary import CheckSummary
+    from edgekit.results.check import CheckDigest
     from tests.tflite_builder import conv_chain
     from tests.yolo_heads import tiny_yolo
 
     for spec in HEADS.values():
-        summary = CheckSummary.from_check(check_model(tflite_model.ModelInfo.from_bytes(tiny_yolo(**spec))))
+        summary = CheckDigest.from_check(check_model(tflite_model.ModelInfo.from_bytes(tiny_yolo(**spec))))
         assert summary.cut and "`edgekit cut` cuts the model before its decode" in summary.lines()[-1]
-        assert CheckSummary.from_dict(_json.loads(_json.dumps(summary.to_dict()))) == summary
+        assert CheckDigest.from_dict(_json.loads(_json.dumps(summary.to_dict()))) == summary
     for data in (conv_chain(2), tiny_yolo(head="levels", extra="segment")):
-        summary = CheckSummary.from_check(check_model(tflite_model.ModelInfo.from_bytes(data)))
+        summary = CheckDigest.from_check(check_model(tflite_model.ModelInfo.from_bytes(data)))
         assert summary.cut is None and not any("edgekit cut" in line for line in summary.lines())
 
 

@@ -19,7 +19,7 @@ import pytest
 
 from edgekit.tflite import model as tflite_model
 from edgekit.edgetpu.compiler_locator import COMPILER_MIN_RUNTIME_EVIDENCE
-from edgekit.converters import advice
+from edgekit.edgetpu import advice
 from edgekit.edgetpu import compatibility as C
 from edgekit.edgetpu.compiler import FAILURES, parse_compiler_output
 from edgekit.edgetpu.fidelity import (FITTING, LEDGER_COLUMNS, VALIDATION, find_pairs, format_parts, format_rows,

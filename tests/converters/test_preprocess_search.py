@@ -110,7 +110,7 @@ def test_conventions_the_data_cannot_tell_apart_and_that_cannot_change_the_resul
 
 def test_a_comparison_is_typed_and_round_trips():
     a, b = _trial("0..1", _correct(100, range(3))), _trial("raw", _correct(100, range(10)))
-    c = preprocess_search.Comparison.of(b, a)
+    c = preprocess_search.TrialComparison.of(b, a)
     assert (c.only_name, c.only_against) == (0, 7) and c.difference == pytest.approx(-0.07)
     assert c.interval[0] < c.difference < c.upper_one_sided < c.interval[1] and c.p_value == pytest.approx(0.5 ** 7)
     row = c.record()

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 
 from edgekit.tflite import model as tflite_model
 from edgekit.cli.app import cli
-from edgekit.converters import advice
-from edgekit.converters.advice import Source
+from edgekit.edgetpu import advice
+from edgekit.edgetpu.advice import Source
 from tests.detection_models import with_ultralytics_metadata
 from tests.tflite_builder import GraphBuilder
 

@@ -8,14 +8,14 @@ from click.testing import CliRunner
 from edgekit.tflite import model_record
 from edgekit.tflite import model as tflite_model
 from edgekit.cli.app import cli
-from edgekit.converters.keras_io import LoadedModel
+from edgekit.converters.keras_io import LoadedSource
 from edgekit.converters.quantize import QuantizeOptions, read_labels, resolve_spec
 from edgekit.errors import InputError, UsageError
 from edgekit.board.preprocess import PreprocessSpec
 
 
 def _loaded(shape=(32, 32, 3), raw=False):
-    return LoadedModel(path=None, format="keras", input_shape=shape, call=None, raw_pixel_input=raw)
+    return LoadedSource(path=None, format="keras", input_shape=shape, call=None, raw_pixel_input=raw)
 
 
 def test_rescaling_layer_means_raw_pixels():
@@ -49,11 +49,11 @@ def test_std_alone_means_mean_0_as_in_quantize():
     from tests.conftest import shared_file
     from tests.devices.test_classify import MODEL
 
-    clf = C.Classifier(shared_file(MODEL), std=(64.0,))   # the derived spec has mean 128 (the input's zero point)
+    clf = C.HostClassifier(shared_file(MODEL), std=(64.0,))   # the derived spec has mean 128 (the input's zero point)
     spec, _, _ = resolve_spec(_loaded(), QuantizeOptions(model="m", std=(64.0,)),
                               PreprocessSpec(32, 32, mean=(128.0,), std=(128.0,)))
     assert (clf.spec.mean, clf.spec.std) == ((0.0,), (64.0,)) == (spec.mean, spec.std)
-    clf = C.Classifier(shared_file(MODEL), mean=(100.0,))
+    clf = C.HostClassifier(shared_file(MODEL), mean=(100.0,))
     spec, _, _ = resolve_spec(_loaded(), QuantizeOptions(model="m", mean=(100.0,)),
                               PreprocessSpec(32, 32, mean=(128.0,), std=(128.0,)))
     assert (clf.spec.mean, clf.spec.std) == ((100.0,), (1.0,)) == (spec.mean, spec.std)

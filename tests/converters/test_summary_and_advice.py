@@ -15,10 +15,10 @@ from ai_edge_litert import schema_py_generated as S
 from click.testing import CliRunner
 
 from edgekit.tflite import model as tflite_model
-from edgekit.converters import advice
+from edgekit.edgetpu import advice
 from edgekit.edgetpu import compatibility
-from edgekit.converters.advice import AdviceKind, ModelFacts
-from edgekit.converters.check_summary import CheckSummary
+from edgekit.edgetpu.advice import AdviceKind, ModelFacts
+from edgekit.results.check import CheckDigest
 from edgekit.edgetpu.compatibility.words import Verdict
 from edgekit.results.build import BundleCheck
 from tests.conftest import TESTDATA
@@ -30,10 +30,10 @@ DEEPLAB = TESTDATA / "deeplabv3_mnv2_dm05_pascal_quant.tflite"
 @pytest.mark.skipif(not DEEPLAB.is_file(), reason=f"{DEEPLAB} not found (set EDGEKIT_TESTDATA)")
 def test_the_summary_is_checks_own_verdict_with_the_cpu_ops_by_type():
     report = compatibility.check_model(tflite_model.load(DEEPLAB))
-    summary = CheckSummary.from_check(report)
+    summary = CheckDigest.from_check(report)
     manifests = BundleCheck.from_dict(json.loads(json.dumps(BundleCheck.of_report(report).to_dict())))
-    assert summary == CheckSummary.from_check(manifests)  # build's manifest, read back
-    assert summary == CheckSummary.from_dict(json.loads(json.dumps(summary.to_dict())))
+    assert summary == CheckDigest.from_check(manifests)  # build's manifest, read back
+    assert summary == CheckDigest.from_dict(json.loads(json.dumps(summary.to_dict())))
     assert summary.verdict == Verdict(report.verdict) == Verdict.PARTIAL
     assert (summary.edgetpu_ops, summary.total_ops) == (report.edgetpu_ops, len(report.ops))
     by_type = {c.op: c.count for c in summary.cpu_ops_by_type}
@@ -48,10 +48,10 @@ def test_off_chip_parameters_are_said_when_the_estimate_has_them():
     d = {"verdict": "full", "edgetpu_ops": 3, "total_ops": 3, "cpu_ops_by_type": [], "uncertain_ops": 0,
          "subgraphs": 1, "min_runtime": 14, "edgetpu_param_bytes": 12 * 1024 * 1024,
          "off_chip_bytes_estimate": 4 * 1024 * 1024}
-    lines = CheckSummary.from_dict(d).lines()
+    lines = CheckDigest.from_dict(d).lines()
     assert lines[0].endswith("FULL: 3 of 3 ops on the Edge TPU")
     assert "~12.00 MiB, ~4.00 MiB of them off-chip" in lines[1]
-    assert "all within" in CheckSummary.from_dict(dict(d, off_chip_bytes_estimate=0)).lines()[1]
+    assert "all within" in CheckDigest.from_dict(dict(d, off_chip_bytes_estimate=0)).lines()[1]
 
 
 def test_the_advice_table_names_the_known_fix_for_each_architecture():

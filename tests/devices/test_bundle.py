@@ -86,7 +86,7 @@ def test_a_changed_file_is_refused_with_exit_3_and_nothing_is_loaded(bundle, vic
     data[-1] ^= 1
     path.write_bytes(bytes(data))
     with pytest.raises(manifest.BundleError, match=f"{victim} has changed since the bundle was built"):
-        C.Classifier(bundle)
+        C.HostClassifier(bundle)
     out = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(bundle)])
     assert out.exit_code == 3 and "has changed since the bundle was built" in out.stderr
     assert out.stderr.count("\n") == 1 and no_open == []

@@ -76,7 +76,7 @@ def pycoral_get_classes_from_scores(scores: np.ndarray, top_k: int, score_thresh
 def test_same_top1_and_scores_as_pycoral_classify_image(image):
     model, img = shared_file(MODEL), shared_file(image)
     theirs = pycoral_classify_image(model, img)
-    clf = C.Classifier(model)
+    clf = C.HostClassifier(model)
     ours, _ = clf.infer(clf.prepare(str(img)))
     assert np.max(np.abs(ours - theirs)) <= 1 / 256
     best = theirs.max()
@@ -252,7 +252,7 @@ def test_hidden_files_in_a_folder_are_skipped_like_a_glob_skips_them(tmp_path):
 
 def test_prefetching_gives_the_same_results_in_the_same_order():
     paths = [str(shared_file(n)) for n in IMAGES * 4]
-    clf = C.Classifier(shared_file(MODEL))
+    clf = C.HostClassifier(shared_file(MODEL))
     seq = clf.run(paths, k=3, workers=1)
     par = clf.run(paths, k=3, workers=3)
     assert [(r.image, r.top) for r in seq.results] == [(r.image, r.top) for r in par.results]
@@ -271,10 +271,10 @@ def test_recorded_preprocessing_and_labels_are_used_without_flags(tmp_path):
     labels = [f"recorded {i}" for i in range(1001)]
     model = _record_copy(tmp_path, spec, labels)
     cat = str(shared_file("cat.bmp"))
-    recorded = C.Classifier(model)
+    recorded = C.HostClassifier(model)
     assert recorded.spec == spec and recorded.spec_source.startswith("recorded")
-    flagged = C.Classifier(shared_file(MODEL), mean=(127.5,), std=(127.5,))
-    default = C.Classifier(shared_file(MODEL))
+    flagged = C.HostClassifier(shared_file(MODEL), mean=(127.5,), std=(127.5,))
+    default = C.HostClassifier(shared_file(MODEL))
     from dataclasses import replace
     flagged.spec = replace(flagged.spec, resize="bilinear")
     r_scores, _ = recorded.infer(recorded.prepare(cat))
@@ -295,7 +295,7 @@ def test_record_inside_the_model_metadata_is_used(tmp_path):
     record = ModelRecord(PreprocessSpec(128, 128, mean=(127.5,), std=(127.5,)), [f"meta {i}" for i in range(1001)])
     model = tmp_path / "with_metadata.tflite"
     model.write_bytes(set_metadata(shared_file(MODEL).read_bytes(), METADATA_NAME, record.to_json().encode()))
-    clf = C.Classifier(model)
+    clf = C.HostClassifier(model)
     assert clf.spec_source == "recorded (model metadata)" and clf.spec == record.preprocess
     assert clf.run([str(shared_file("cat.bmp"))], k=1).results[0].top[0]["label"].startswith("meta ")
 
@@ -303,7 +303,7 @@ def test_record_inside_the_model_metadata_is_used(tmp_path):
 def test_recorded_preprocessing_that_does_not_fit_the_model_is_refused(tmp_path):
     model = _record_copy(tmp_path, PreprocessSpec(128, 128, channels="L"), None)
     with pytest.raises(InputError, match="1-channel images but the model takes 3"):
-        C.Classifier(model)
+        C.HostClassifier(model)
 
 
 def test_record_of_the_cpu_twin_is_found_for_a_compiled_model(tmp_path, no_edgetpu):
@@ -319,7 +319,7 @@ def test_record_of_the_cpu_twin_is_found_for_a_compiled_model(tmp_path, no_edget
 def test_mean_std_override_reproduces_classify_image_with_other_values():
     model, cat = shared_file(MODEL), shared_file("cat.bmp")
     theirs = pycoral_classify_image(model, cat, mean=100.0, std=64.0)
-    clf = C.Classifier(model, mean=(100.0,), std=(64.0,))
+    clf = C.HostClassifier(model, mean=(100.0,), std=(64.0,))
     ours, _ = clf.infer(clf.prepare(str(cat)))
     assert np.max(np.abs(ours - theirs)) <= 1 / 256 + 1e-9
 
@@ -381,10 +381,10 @@ def test_the_fallback_note_is_shown_before_the_images_are_worked_on(monkeypatch,
     import click
 
     events: list[str] = []
-    echo, prepare = click.echo, C.Classifier.prepare
+    echo, prepare = click.echo, C.HostClassifier.prepare
     monkeypatch.setattr(click, "echo",
                         lambda message=None, **kw: (events.append(f"echo {message}"), echo(message, **kw)))
-    monkeypatch.setattr(C.Classifier, "prepare", lambda self, path: (events.append("prepare"), prepare(self, path))[1])
+    monkeypatch.setattr(C.HostClassifier, "prepare", lambda self, path: (events.append("prepare"), prepare(self, path))[1])
     cat = str(shared_file("cat.bmp"))
     result = CliRunner().invoke(cli, ["classify", cat, cat, cat, "-m", str(shared_file(COMPILED)), "-k", "1"])
     assert result.exit_code == 0, result.output
@@ -594,7 +594,7 @@ def test_a_model_without_a_record_does_not_import_model_record(tmp_path):
     sidecar.write_text(model_record.ModelRecord(labels=["a", "b"]).to_json())
     found = C.find_record(model, {})
     assert found is not None and found[0].labels == ["a", "b"] and found[1] == str(sidecar)
-    code = ("import sys\nfrom edgekit.devices.classify import Classifier\nClassifier(sys.argv[1], device='cpu')\n"
+    code = ("import sys\nfrom edgekit.devices.classify import HostClassifier\nHostClassifier(sys.argv[1], device='cpu')\n"
             "assert 'edgekit.tflite.model_record' not in sys.modules and 'json' not in sys.modules\n")
     proc = subprocess.run([sys.executable, "-c", code, str(shared_file(MODEL))], capture_output=True, text=True,
                           timeout=120, check=False)

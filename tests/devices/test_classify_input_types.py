@@ -57,7 +57,7 @@ def test_quantized_inputs_reproduce_keras_on_pixels_over_255(x255_models, kind):
     path = x255_models["paths"][kind]
     q = tflite_model.load(path).inputs[0]
     assert q.dtype == kind and abs(q.quantization.scale - 1 / 255) < 1e-4  # the case classify_image.py gets wrong
-    clf = C.Classifier(path)
+    clf = C.HostClassifier(path)
     for image, expected in zip(x255_models["images"], x255_models["expected"]):
         scores, _ = clf.infer(clf.prepare(str(image)))
         assert np.max(np.abs(scores - expected)) < 0.02
@@ -69,8 +69,8 @@ def test_float_input_without_record_is_fed_0_1_and_said_to_be_a_guess(x255_model
     and Ultralytics' range), said in a warning naming the flags; --mean/--std settle it (raw pixels here). Was raw
     0..255 pixels, silently, "derived from the input quantization" the input does not have (issue 35)."""
     path = x255_models["paths"]["float32"]
-    guessed = C.Classifier(path)
-    raw = C.Classifier(path, mean=(0.0,), std=(1.0,))
+    guessed = C.HostClassifier(path)
+    raw = C.HostClassifier(path, mean=(0.0,), std=(1.0,))
     image, expected = x255_models["images"][0], x255_models["expected"][0]
     assert guessed.spec.std == (255.0,) and guessed.spec.mean == (0.0,)
     assert [n for n in guessed.notes if "a guess" in n and "--mean/--std" in n]

@@ -14,9 +14,10 @@ from edgekit.edgetpu.compatibility.words import (COMPILER_DEFAULT_MIN_RUNTIME, C
                                                     MORE_THAN_ONE_SUBGRAPH, NOT_CONSTANT, NOT_SUPPORTED,
                                                     PARAMETER_CACHE_BYTES, RANK, STRIDES, SUPPORTED_MIN_RUNTIMES,
                                                     UNCERTAIN, UNSPECIFIED, VERSION, Target, Verdict, mib)
-from edgekit.detection.head import decode_tail_advice
 from edgekit.errors import CompatibilityError, UsageError
+from edgekit.results.check import CheckResult
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, ModelInfo, SubgraphInfo
+from edgekit.tflite.yolo_head import decode_tail_advice
 
 
 @dataclass(frozen=True)
@@ -65,24 +66,9 @@ class CheckReport:
     def fatal(self) -> list[Problem]:
         return [p for p in self.problems if p.fatal]
 
-    def strict_error(self, result: Any = None) -> CompatibilityError | None:
-        """What ``check --strict`` raises (exit 7): ops certain to stay on the CPU, or None when there are none.
-        ``result``: the CheckResult it carries (its ``result``).
-
-        Uncertainty alone does not fail: ops put on the CPU only by a rule no real compile shows
-        are reported, not held against the model.
-        """
-        refused = [p for p in self.fatal if p.confidence == CONFIRMED]
-        if refused:
-            return CompatibilityError(f"edgetpu_compiler would refuse the model: {refused[0].message}",
-                                      refused[0].hint or "see the problems above (or --json)", result=result)
-        certain = self.certain_cpu_ops
-        if not certain:
-            return None
-        first = certain[0]
-        return CompatibilityError(f"{len(certain)} of {len(self.ops)} ops would run on the CPU"
-                                  f" (first: #{first.index} {first.name}: {first.reason})",
-                                  "see the advice above (or --json) for what to change", result=result)
+    def strict_error(self) -> CompatibilityError | None:
+        """What ``check --strict`` raises (exit 7), or None: :meth:`edgekit.results.check.CheckResult.strict_error`."""
+        return CheckResult.of_report(self).strict_error()
 
     def split_by_type(self) -> dict[str, Counter]:
         """{"edgetpu": Counter(op name -> n), "cpu": Counter(...)}, the way a compiled pair is scored."""
@@ -93,10 +79,7 @@ class CheckReport:
 
     def table(self) -> list[tuple[str, int, str]]:
         """Rows of the compiler's operation log: (operator, count, status), in first-seen order."""
-        counts: dict[tuple[str, str], int] = {}
-        for o in self.ops:
-            counts[(o.name, o.reason)] = counts.get((o.name, o.reason), 0) + 1
-        return [(name, n, status) for (name, status), n in counts.items()]
+        return CheckResult.of_report(self).table()
 
 
 def _cut_confidence(g: SubgraphInfo, judged: list[Judgement], producer: dict[int, int]
@@ -164,11 +147,11 @@ def check_model(info: ModelInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
 
 def _for_source(info: ModelInfo, report: CheckReport) -> CheckReport:
     """The report's fixes, hints and advice in the words of the source the model came from (no `edgekit quantize`
-    for a model quantize cannot take; PyTorch's layers for a PyTorch model): :func:`edgekit.converters.advice.
-    for_source`."""
+    for a model quantize cannot take; PyTorch's layers for a PyTorch model):
+    :func:`edgekit.edgetpu.advice.for_source`."""
     from dataclasses import replace
 
-    from edgekit.converters import advice as table
+    from edgekit.edgetpu import advice as table
 
     source, _why = table.model_source(info)
     if source == table.Source.KERAS:
@@ -401,9 +384,9 @@ def _check_compiled(info: ModelInfo, min_runtime: int) -> CheckReport:
 
 
 def _architecture_advice(info: ModelInfo, verdicts: list[OpVerdict], verdict: str) -> list[str]:
-    """The advice table's entries (:mod:`edgekit.converters.advice`, each with its evidence) for the architecture
+    """The advice table's entries (:mod:`edgekit.edgetpu.advice`, each with its evidence) for the architecture
     the .tflite shows: its op types, its tensor names (Keras layer names survive conversion), the ops on the CPU."""
-    from edgekit.converters import advice as table
+    from edgekit.edgetpu import advice as table
 
     facts = table.tflite_facts(info, cpu_indices=frozenset(v.index for v in verdicts if v.target == "cpu"))
     return [a.line().split(": ", 1)[1] for a in table.placement_advice(facts, verdict)]

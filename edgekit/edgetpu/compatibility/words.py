@@ -2,39 +2,8 @@
 
 from __future__ import annotations
 
-from enum import Enum
-
 from edgekit.edgetpu.compiler_locator import COMPILER_MIN_RUNTIME
-
-
-class Word(str, Enum):
-    """A word of check's JSON: equal to (and hashed, printed and formatted as) its string value."""
-
-    __str__ = str.__str__
-    __format__ = str.__format__  # type: ignore[assignment]  # on purpose: f"{word}" is the value, not Enum's name
-    __hash__ = str.__hash__
-
-
-class Confidence(Word):
-    """How sure a placement, a rule or a problem is."""
-
-    CONFIRMED = "confirmed"  # a real compile shows it
-    UNCERTAIN = "uncertain"  # no real compile shows it either way (documentation or inference only)
-
-
-class Target(Word):
-    """Where an op runs."""
-
-    EDGETPU = "edgetpu"
-    CPU = "cpu"
-
-
-class Verdict(Word):
-    """How much of the model runs on the Edge TPU."""
-
-    FULL = "full"
-    PARTIAL = "partial"
-    NONE = "none"
+from edgekit.results.words import Confidence, Target, Verdict, Word, mib  # noqa: F401 (shared with the documents)
 
 
 class Kind(Word):
@@ -92,7 +61,3 @@ FIX_QUANTIZE = ("quantize the whole model to int8 (full-integer post-training qu
                 "`edgekit quantize`")
 FIX_MOVE_TO_END = "replace it with a supported op, or move it after the last op that should run on the Edge TPU"
 
-
-def mib(n: int) -> str:
-    """Bytes as MiB with two decimals, as check and compile print sizes."""
-    return f"{n / 1024 / 1024:.2f} MiB"

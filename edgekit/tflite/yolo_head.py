@@ -33,14 +33,13 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
+from edgekit.results.words import CUT_COMMAND  # how check's advice names the cut (its digest picks that advice by it)
 from edgekit.tflite.model import ModelInfo, SubgraphInfo
 
 #: Strides a pyramid level may have (YOLO P2..P6: Ultralytics' -p2 and -p6 models, ultralytics/cfg/models).
 STRIDES = (4, 8, 16, 32, 64)
 #: Ops that move or requantize values and compute none: what lies between a head's maps and their join.
 LAYOUT_OPS = frozenset({"RESHAPE", "TRANSPOSE", "QUANTIZE", "DEQUANTIZE", "SQUEEZE", "EXPAND_DIMS"})
-#: How check's advice names the cut (:func:`decode_tail_advice`; check's summary picks that advice by it).
-CUT_COMMAND = "`edgekit cut`"
 #: The joins that have shipped (see the module's docstring).
 PER_LEVEL, JOINED = "per-level", "joined"
 

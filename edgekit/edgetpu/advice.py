@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Any, Iterable
 
-from edgekit.records import Record
+from edgekit.results.advice import Advice, AdviceKind
 from edgekit.results.evaluate import LayerError
 
 # Evidence (report keys in tests/fixtures/evidence/REPORTS.tsv).
@@ -50,13 +50,6 @@ class Source(str, Enum):
     LITERT_TORCH = "litert-torch"  # PyTorch module paths in the tensor names (litert-torch / ai-edge-torch)
     ONNX2TF = "onnx2tf"           # onnx2tf's tf.* op layers in the tensor names
     UNKNOWN = "unknown"
-
-
-class AdviceKind(str, Enum):
-    """What the advice is about."""
-
-    PLACEMENT = "placement"   # ops that keep the model (partly) off the Edge TPU
-    ACCURACY = "accuracy"     # the int8 model losing accuracy against the float one
 
 
 @dataclass(frozen=True)
@@ -195,21 +188,6 @@ ARCH_RULES: tuple[ArchRule, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class Advice(Record):
-    """One piece of advice: what it is about, what was found, what to do, and why it can be trusted."""
-
-    kind: AdviceKind
-    key: str
-    found: str
-    text: str
-    evidence: tuple[str, ...] = ()
-
-    def line(self) -> str:
-        cited = f" [evidence: {', '.join(e.split(':', 1)[1] for e in self.evidence)}]" if self.evidence else ""
-        return f"Advice ({self.kind.value}): {self.found}: {self.text}{cited}"
-
-
 # ------------------------------------------------------------------------------------------ facts
 def keras_facts(model: Any) -> ModelFacts:
     """Names, layer classes and activation names of a Keras model, nested models included (any other object:
@@ -293,7 +271,7 @@ def model_source(info: Any) -> tuple[Source, str]:
     """(where the .tflite came from, what in the file says so): Ultralytics' packed metadata.json, edgekit's
     record, then the tensor names each converter leaves (litert-torch: PyTorch module paths; onnx2tf: its
     ``tf.nn.*``/``tf.math.*`` op layers; Keras: its layer names)."""
-    from edgekit.detection.layout import appended_zip, ultralytics_metadata
+    from edgekit.tflite.packed_zip import appended_zip, ultralytics_metadata
 
     packed = appended_zip(info.path) if getattr(info, "path", None) else {}
     meta = ultralytics_metadata(packed)
