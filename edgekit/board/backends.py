@@ -709,7 +709,7 @@ def _plain_path(model_path: Any) -> str | None:
     return model_path
 
 
-def _compiled_twin(path: Path | str) -> tuple[str, str, bool]:
+def _compiled_twin(path: Path | str) -> Tuple[str, str, bool]:
     """(the name of ``path``, the name of its compiled twin ``x_edgetpu.tflite`` beside it, whether that is a
     file), as pathlib's name, stem and suffix say, for a Path or a :func:`_plain_path` text."""
     if not isinstance(path, str):
