@@ -262,3 +262,34 @@ def test_a_4301_digit_integer_is_click_s_usage_error_not_a_traceback(tmp_path):
                            str(tmp_path / "m.tflite"), "-k", "1" * 4301], capture_output=True, text=True, timeout=120)
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "is not a valid integer" in done.stderr
+
+
+# ------------------------------------------------------------------------ start-up guard (issue 33)
+#: Modules a one-image classify of a plain model must not import: each cost the start-up measured in
+#: benchmarks/startup.md (callgrind instructions) and none is needed for it. click (the parser for anything but a
+#: plain command line), tempfile (12M instructions with shutil and random), pathlib (16M with urllib.parse and
+#: ipaddress: os.path does for a plain model and image file), glob (only for a pattern), the TFLite reader and the
+#: record reader (only for a compiled model or one with a record), and everything of quantize and build.
+NOT_ON_A_ONE_IMAGE_CLASSIFY = ("click", "tempfile", "pathlib", "urllib.parse", "ipaddress", "random", "glob",
+                               "edgekit.tflite.model", "edgekit.tflite.model_record", "edgekit.pipeline.build",
+                               "edgekit.converters", "tensorflow", "edgekit.devices.remote", "edgekit.ssh")
+
+
+@pytest.mark.parametrize("as_json", [False, True])
+def test_a_one_image_classify_imports_nothing_it_does_not_use(as_json):
+    """The start-up budget (benchmarks/startup.md: at most 1.13x the bare LiteRT script's instructions) is held by
+    what is not imported; this fails the moment a module-level import brings one of them back."""
+    model = shared_file("mobilenet_v1_0.25_128_quant.tflite")
+    image, labels = shared_file("cat.bmp"), shared_file("imagenet_labels.txt")
+    code = ("import atexit, runpy, sys\n"
+            "atexit.register(lambda: sys.stderr.write('imported: %s\\n' % ' '.join(sorted(sys.modules))))\n"
+            "sys.argv[0] = 'edgekit'\nrunpy.run_module('edgekit', run_name='__main__')\n")
+    proc = subprocess.run([sys.executable, "-c", code, "classify", str(image), "-m", str(model), "-k", "1", "--quiet",
+                           "-l", str(labels), *(["--json"] if as_json else [])],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    imported = proc.stderr.rsplit("imported: ", 1)[1].split()
+    assert "edgekit.devices.classify" in imported  # it did run edgekit's classify
+    unwanted = [m for m in imported if m in NOT_ON_A_ONE_IMAGE_CLASSIFY
+                or m.startswith(tuple(n + "." for n in NOT_ON_A_ONE_IMAGE_CLASSIFY))]
+    assert not unwanted, f"a one-image classify imported {unwanted} (see benchmarks/startup.md)"

@@ -24,7 +24,6 @@ import sys
 import time
 import warnings
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from edgekit.board.latency import default_threads
@@ -32,6 +31,7 @@ from edgekit.errors import (RUNTIME_MISMATCH, Caution, DeviceError, InputError, 
                             first_line, printable)
 
 if TYPE_CHECKING:  # shapes for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
+    from pathlib import Path  # imported where used: a plain model opens without it (benchmarks/startup.md)
     from typing import TypedDict  # novermin
 
     import numpy as np
@@ -224,6 +224,8 @@ def _model_source(model_path: str | os.PathLike) -> Dict[str, Union[str, bytes]]
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
+        from pathlib import Path
+
         try:
             return {"model_content": Path(text).read_bytes()}
         except OSError as exc:
@@ -605,6 +607,8 @@ def open_content(content: bytes, name: str = "<model>", num_threads: int | None 
 
 def cpu_twin(model_path: Union[str, "os.PathLike[str]"]) -> Path:
     """``x_edgetpu.tflite`` → ``x.tflite`` (the CPU model the compiler started from)."""
+    from pathlib import Path
+
     p = Path(model_path)
     return p.with_name(p.stem[:-len("_edgetpu")] + p.suffix) if p.stem.endswith("_edgetpu") else p
 
@@ -645,9 +649,13 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
     else DeviceError. An explicit ``usb``/``pci``/``:N`` never falls back silently: it raises DeviceError.
     """
     spec = device if isinstance(device, DeviceSpec) else parse_device(device)
-    path = Path(model_path)
     if is_compiled is None:
-        is_compiled = is_compiled_file(path)
+        is_compiled = is_compiled_file(model_path)
+    path = None if is_compiled else _plain_path(model_path)
+    if path is None:
+        from pathlib import Path
+
+        path = Path(model_path)
     backend = backend or select_backend()
     notes = [backend.warning] if backend.warning else []
 
@@ -664,9 +672,9 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
                              "build the bundle from a compiled model, or use --device cpu" if ON_BOARD else
                              "compile it first (edgekit compile), pass its _edgetpu.tflite, or use --device cpu")
         if spec.kind == "auto":
-            twin = path.with_name(path.stem + "_edgetpu" + path.suffix)
-            hint = f"; pass {twin.name} to use an Edge TPU" if twin.is_file() else ""
-            notes.append(f"running on the CPU: {path.name} is not compiled for the Edge TPU{hint}")
+            name, twin_name, twin_found = _compiled_twin(path)
+            hint = f"; pass {twin_name} to use an Edge TPU" if twin_found else ""
+            notes.append(f"running on the CPU: {name} is not compiled for the Edge TPU{hint}")
         return on_cpu(path)
 
     if spec.kind == "cpu":
@@ -689,6 +697,29 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
         return on_cpu(twin)
     label = spec.delegate_option or "edgetpu"
     return OpenedModel(interp, str(path), str(path), label, backend, notes)
+
+
+def _plain_path(model_path: Any) -> str | None:
+    """``model_path`` where it is its own ``str(pathlib.Path(model_path))`` (a POSIX str with no empty or ``.`` part,
+    no trailing ``/``), else None: such a path needs no pathlib, whose import (urllib.parse, ipaddress) cost a
+    one-image classify about 16M instructions (benchmarks/startup.md)."""
+    if os.name == "nt" or not isinstance(model_path, str) or model_path in ("", ".") or "//" in model_path \
+            or model_path.startswith("./") or "/./" in model_path or model_path.endswith(("/", "/.")):
+        return None
+    return model_path
+
+
+def _compiled_twin(path: Path | str) -> Tuple[str, str, bool]:
+    """(the name of ``path``, the name of its compiled twin ``x_edgetpu.tflite`` beside it, whether that is a
+    file), as pathlib's name, stem and suffix say, for a Path or a :func:`_plain_path` text."""
+    if not isinstance(path, str):
+        twin = path.with_name(path.stem + "_edgetpu" + path.suffix)
+        return path.name, twin.name, twin.is_file()
+    name = path.rsplit("/", 1)[-1]
+    dot = name.rfind(".")
+    stem, suffix = (name[:dot], name[dot:]) if 0 < dot < len(name) - 1 else (name, "")
+    twin_name = stem + "_edgetpu" + suffix
+    return name, twin_name, os.path.isfile(path[:len(path) - len(name)] + twin_name)
 
 
 def _runtime_mismatch(path: Path, text: str) -> DeviceError | None:
@@ -747,6 +778,8 @@ def edgetpu_interpreter(backend: Backend, path: str | Path, spec: DeviceSpec, nu
     The libedgetpu file is found once (as the dynamic linker would, LD_LIBRARY_PATH first), its pair with the
     backend proven in a child process (PairCrashError), and that very file loaded here by its real path.
     """
+    from pathlib import Path
+
     from edgekit.board.quant_params import refuse_bad_quantization
 
     path = Path(path)

@@ -17,12 +17,14 @@ import math
 import os
 import warnings
 from dataclasses import asdict, dataclass, replace
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from edgekit.errors import Caution, EdgekitError, InputError, UsageError, first_line, printable, regular_file
+
+if TYPE_CHECKING:  # pragma: no cover - an annotation only: pathlib costs a one-image classify 16M instructions
+    from pathlib import Path
 
 SPEC_VERSION = 1
 # Pillow's filters, and "keras": the resize Keras pipelines train with (image_dataset_from_directory,

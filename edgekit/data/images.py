@@ -6,8 +6,7 @@ both sit above it.
 
 from __future__ import annotations
 
-import glob
-from pathlib import Path
+import os
 from typing import Iterable
 
 from edgekit.board.preprocess import IMAGE_EXTENSIONS, is_hidden
@@ -19,6 +18,12 @@ def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]
     images: list[str] = []
     errors: list[dict[str, str]] = []
     for arg in args:
+        if arg.strip() and os.path.isfile(arg):  # what the branches below do for a file, without pathlib and glob (start-up)
+            images.append(arg)
+            continue
+        import glob
+        from pathlib import Path
+
         p = Path(arg)
         if not arg.strip():  # Path("") is the current folder: an unset shell variable must not scan it
             errors.append({"image": arg, "error": "an image argument is empty (is a shell variable unset?)"})

@@ -9,8 +9,7 @@ metadata or sidecar, the CPU twin of a compiled model, the Edge TPU devices that
 from __future__ import annotations
 
 import os
-from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from edgekit.board.classes import parse_labels, read_labels, top_k  # noqa: F401 (part of this module's API)
 from edgekit.board import classifier
@@ -21,6 +20,9 @@ from edgekit.data.images import expand_images  # noqa: F401 (part of this module
 from edgekit.errors import Caution, InputError, UsageError, regular_file
 from edgekit.board.preprocess import IMAGE_EXTENSIONS  # noqa: F401 (part of this module's API)
 from edgekit.report import SILENT, Reporter
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pathlib import Path
 
 
 # ------------------------------------------------------------------------------------- runner
@@ -66,12 +68,24 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
 def find_record(model: str | os.PathLike, metadata: dict[str, bytes]) -> Any:
     """:func:`edgekit.tflite.model_record.find_record`, importing that module only when the model's metadata or a sidecar
     (its own or its CPU twin's) may hold a record: None, for free, for a model without one."""
-    if _RECORD_NAME not in metadata and not any(p.with_name(p.stem + _SIDECAR_SUFFIX).is_file()
-                                                for p in (Path(model), cpu_twin(model))):
+    if _RECORD_NAME not in metadata and not any(os.path.isfile(p) for p in _sidecars(model)):
         return None
     from edgekit.tflite import model_record
 
     return model_record.find_record(model, metadata)
+
+
+def _sidecars(model: str | os.PathLike) -> list[str | Path]:
+    """The sidecar records :func:`find_record` looks for: ``p.with_name(p.stem + ".edgekit.json")`` of the model
+    and of its CPU twin. A str without ``_edgetpu`` in its name is its own CPU twin, and its sidecar is found
+    without pathlib (16M instructions of a one-image classify; the model is a regular file here)."""
+    folder, name = os.path.split(model) if isinstance(model, str) else ("", "_edgetpu")
+    if "_edgetpu" not in name and name not in ("", "."):
+        dot = name.rfind(".")
+        return [os.path.join(folder, (name[:dot] if 0 < dot < len(name) - 1 else name) + _SIDECAR_SUFFIX)]
+    from pathlib import Path
+
+    return [p.with_name(p.stem + _SIDECAR_SUFFIX) for p in (Path(model), cpu_twin(model))]
 
 
 class ModelLoader:
@@ -91,13 +105,16 @@ class ModelLoader:
         self.record_needed = record_needed
 
     def __call__(self) -> LoadedModel:
-        if Path(self.model).is_dir():
-            return self._load_bundle()
-        twin = cpu_twin(self.model)
-        if not Path(self.model).exists() and twin != Path(self.model) and twin.is_file():
-            # the quick start without edgetpu_compiler: step 3 made no compiled model
-            raise InputError(f"no such file: {self.model}",
-                             f"compile it first (edgekit compile {twin}), or run the CPU model: -m {twin}")
+        if not (isinstance(self.model, str) and os.path.isfile(self.model)):  # a bundle, or no model file
+            from pathlib import Path
+
+            if Path(self.model).is_dir():
+                return self._load_bundle()
+            twin = cpu_twin(self.model)
+            if not Path(self.model).exists() and twin != Path(self.model) and twin.is_file():
+                # the quick start without edgetpu_compiler: step 3 made no compiled model
+                raise InputError(f"no such file: {self.model}",
+                                 f"compile it first (edgekit compile {twin}), or run the CPU model: -m {twin}")
         is_compiled, metadata = model_facts(self.model)
         opened = self._open(self.model, is_compiled)
         notes = list(opened.notes)

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import numbers
 import os
-import tempfile
 from contextlib import contextmanager
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Tuple, Union
 
 from edgekit.errors import UsageError
@@ -82,6 +80,9 @@ def model_file(model: Any) -> Iterator[Tuple[PathLike, Optional[str]]]:
         return
     graph = str(model.graph.name or "model")
     stem = "".join(c if c.isalnum() or c in "-_" else "_" for c in graph)[:64] or "model"
+    import tempfile  # here: a run without a ModelProto (a one-image classify) never pays for it
+    from pathlib import Path
+
     with tempfile.TemporaryDirectory(prefix="edgekit-onnx-") as tmp:
         path = Path(tmp) / f"{stem}.onnx"
         path.write_bytes(model.SerializeToString())

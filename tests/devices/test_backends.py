@@ -338,3 +338,37 @@ def test_cpu_interpreters_use_the_cores_unless_told(monkeypatch):
     assert _StandInInterpreter.made[-1]["num_threads"] == 1
     monkeypatch.setattr(os, "cpu_count", lambda: None)
     assert B.default_threads() == 1
+
+
+#: Paths whose text pathlib rewrites (``./``, ``//``, a trailing ``/``, ``.`` parts) or whose name has no stem or
+#: suffix as os.path would split it: the plain-model route (no pathlib, for start-up) must answer as pathlib does.
+ODD_PATHS = ["m.tflite", "dir/m.tflite", "/abs/m.tflite", "./m.tflite", "dir//m.tflite", "dir/./m.tflite",
+             "dir/m.tflite/", "//m.tflite", "m", "m.", ".tflite", "..tflite", "a.b.tflite", "../m.tflite",
+             "m_edgetpu.tflite", "_edgetpu.tflite", "dir/x_edgetpu", "a b/é.tflite", ".", "", "/"]
+
+
+@pytest.mark.parametrize("text", ODD_PATHS)
+def test_a_model_path_without_pathlib_names_what_pathlib_names(text):
+    from pathlib import Path
+
+    from edgekit.board.backends import _compiled_twin, _plain_path
+
+    plain = _plain_path(text)
+    if plain is None:
+        return  # pathlib then opens it, as before
+    path = Path(text)
+    assert str(path) == plain
+    twin = path.with_name(path.stem + "_edgetpu" + path.suffix)
+    assert _compiled_twin(plain) == (path.name, twin.name, twin.is_file()) == _compiled_twin(path)
+
+
+@pytest.mark.parametrize("text", [t for t in ODD_PATHS if t not in (".", "", "/", "dir/m.tflite/")])  # no file's name
+def test_the_sidecars_looked_for_without_pathlib_are_pathlib_s(text):
+    import os
+    from pathlib import Path
+
+    from edgekit.board.backends import cpu_twin
+    from edgekit.devices.classify import _SIDECAR_SUFFIX, _sidecars
+
+    expected = {os.path.normpath(p.with_name(p.stem + _SIDECAR_SUFFIX)) for p in (Path(text), cpu_twin(text))}
+    assert {os.path.normpath(p) for p in _sidecars(text)} == expected
