@@ -108,7 +108,7 @@ def test_a_detector_whose_int8_twin_loses_its_detections_is_refused(shapes, tmp_
         quantize(QuantizeOptions(model=str(model), output=str(tmp_path / "outlier_int8.tflite"),
                                  calib=str(shapes / "images"), scaling="raw", samples=40, holdout=20,
                                  eval=str(labels), max_accuracy_drop=6.0, show_progress=False))
-    v = info.value.result.summary.to_dict()["verification"]
+    v = info.value.result.to_dict()["verification"]
     assert v["kept_interval"][1] < 0.9 and info.value.exit_code == 6, v
     # the difference it states is of the one output's boxes and scores, not a score difference
     assert "score difference" not in str(info.value)
