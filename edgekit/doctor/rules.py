@@ -15,7 +15,7 @@ import re
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from edgekit.edgetpu.compiler_locator import CORAL_APT_SETUP, CORAL_KEYRING, CORAL_LIST
 
@@ -80,7 +80,7 @@ class Probe:
         """A probe that reads every file under ``root`` (a recorded machine state), nothing of this machine."""
         base = Path(root)
         system = kw.get("system", "Linux")
-        defaults = {"root": str(base), "executable": "", "sys_root": str(base / "sys"), "dev_root": str(base / "dev"),
+        defaults: dict[str, Any] = {"root": str(base), "executable": "", "sys_root": str(base / "sys"), "dev_root": str(base / "dev"),
                     "udev_dirs": tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
                     "lib_dirs": [str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
                     "find_library": False, "read_runtime_version": False, "use_pycoral": False,
@@ -288,8 +288,8 @@ def dkms_gasket(p: Probe, kernel: str) -> tuple[str, str]:
         if any((v / kernel).glob("*/module/apex.ko*")):
             return "built", v.name
     for v in versions:
-        log = read(v / "build" / "make.log")
-        errors = [line.strip() for line in (log or "").splitlines() if re.search(r"error:|\bError \d", line, re.IGNORECASE)]
+        log = read(v / "build" / "make.log") or ""
+        errors = [line.strip() for line in log.splitlines() if re.search(r"error:|\bError \d", line, re.IGNORECASE)]
         if errors:  # a make.log without errors is what a finished build leaves behind
             first = errors[0]
             built_for = re.search(r"for kernel (\S+)", log)
@@ -483,8 +483,8 @@ def check_pi5_pcie(p: Probe, devices: list[Device]) -> Check | None:
 # ------------------------------------------------------------------------------------- USB
 def check_usb_link(p: Probe, devices: list[Device]) -> Check | None:
     """The link speed of a ready USB Accelerator (before its firmware loads, the speed says nothing)."""
-    ready = [(d, usb_speed(d.path)) for d in devices if d.type == "usb" and d.usb_id == "18d1:9302"]
-    ready = [(d, s) for d, s in ready if s]
+    speeds = [(d, usb_speed(d.path)) for d in devices if d.type == "usb" and d.usb_id == "18d1:9302"]
+    ready = [(d, s) for d, s in speeds if s]
     if not ready:
         return None
     slow = [d for d, s in ready if s <= 480]
