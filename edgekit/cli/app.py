@@ -124,7 +124,8 @@ debug_option = click.option("--debug", is_flag=True, expose_value=False, callbac
 
 
 #: The click types of the declared path values (edgekit.flags.Option's ``type``).
-_PATH_TYPES: dict[str, Callable[[], click.ParamType]] = {"path": click.Path, "file": FilePath, "dir": DirPath, "out-file": lambda: click.Path(dir_okay=False)}
+_PATH_TYPES: dict[str, Callable[[], click.ParamType]] = {
+    "path": click.Path, "file": FilePath, "dir": DirPath, "out-file": lambda: click.Path(dir_okay=False)}
 
 
 def _click_type(p: flags.Option | flags.Argument) -> Any:

@@ -572,7 +572,8 @@ def ultralytics_split(p: Path, flag: str = "--data"
         return _from_data_yaml(p, flag)
     split = _images_split_dir(p)
     labels = _labels_for(split) if split is not None else None   # found whenever split is (_images_split_dir)
-    if split is not None and labels is not None:   # the root: the folder holding that "images" folder (its classes.txt or data.yaml)
+    if split is not None and labels is not None:
+        # the root: the folder holding that "images" folder (its classes.txt or data.yaml)
         root = Path(*split.parts[:len(split.parts) - 1 - split.parts[::-1].index("images")])
         return root, split, labels, None, None
     splits = _splits(p)

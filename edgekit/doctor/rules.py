@@ -13,9 +13,9 @@ import os
 import platform
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Callable, Mapping
 
 from edgekit.edgetpu.compiler_locator import CORAL_APT_SETUP, CORAL_KEYRING, CORAL_LIST
 
@@ -80,13 +80,12 @@ class Probe:
         """A probe that reads every file under ``root`` (a recorded machine state), nothing of this machine."""
         base = Path(root)
         system = kw.get("system", "Linux")
-        defaults: dict[str, Any] = {"root": str(base), "executable": "", "sys_root": str(base / "sys"), "dev_root": str(base / "dev"),
-                    "udev_dirs": tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
-                    "lib_dirs": [str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
-                    "find_library": False, "read_runtime_version": False, "use_pycoral": False,
-                    "google_pycoral": lambda: False}
-        defaults.update(kw)
-        return cls(**defaults)
+        recorded = cls(root=str(base), executable="", sys_root=str(base / "sys"), dev_root=str(base / "dev"),
+                       udev_dirs=tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
+                       lib_dirs=[str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
+                       find_library=False, read_runtime_version=False, use_pycoral=False,
+                       google_pycoral=lambda: False)
+        return replace(recorded, **kw)
 
 
 @dataclass

@@ -129,7 +129,8 @@ def pair_problem(cpu: ModelInfo, compiled: ModelInfo) -> str | None:
     if extra:
         return f"the compiled model has ops the CPU model lacks: {dict(extra)}"
 
-    def io(m: ModelInfo) -> tuple[list[tuple], list[tuple]]:  # shapes, types and quantization: a re-exported model differs in them
+    # shapes, types and quantization: a re-exported model differs in them
+    def io(m: ModelInfo) -> tuple[list[tuple], list[tuple]]:
         def one(t: Any) -> tuple:
             q = t.quantization
             return tuple(t.shape), t.dtype, (round(q.scale, 9), q.zero_point) if q else None
