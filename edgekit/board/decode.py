@@ -646,7 +646,8 @@ def _decode_split(outputs: List[np.ndarray], quant: List[Tuple[float, int]], lay
     boxes = [dequantize(np.asarray(outputs[i]), quant[i]) for i in b]
     scores = [dequantize(np.asarray(outputs[i]), quant[i]) for i in s]
     one = len(b) == 1   # one tensor each, or one per level
-    return decode_split_dfl(boxes[0] if one else boxes, scores[0] if one else scores, layout.input_hw, layout.strides, layout.reg_max,
+    return decode_split_dfl(boxes[0] if one else boxes, scores[0] if one else scores, layout.input_hw,
+                            layout.strides, layout.reg_max,
                             layout.scores_are_logits, conf, multi_label=multi_label)
 
 
