@@ -706,8 +706,9 @@ def evaluate(model: PathLike, data: PathLike, *, reference: Optional[PathLike] =
     if reference:
         from edgekit.converters import reference as reference_mod
 
-        compared_with = reference_mod.compare(ev, labelled, reference, arch, custom_objects, trust_model,
-                                              layers=not no_layers, verbose=verbose)
+        compared_with = reference_mod.compare(ev, labelled, os.fsdecode(reference), arch,
+                                              None if custom_objects is None else os.fsdecode(custom_objects),
+                                              trust_model, layers=not no_layers, verbose=verbose)
     written = () if plots is None else tuple(_plots_module().write_classifier_plots(plots, [ev] + others))
     return _drop_gate(ev.result(compared_with, compared, written), report)
 
@@ -743,7 +744,8 @@ def evaluate_detector(model: PathLike, data: PathLike, *, images: Optional[PathL
         conf=detection_eval.STANDARD_CONF if conf is None else conf,
         iou=detection_eval.DEFAULT_EVAL_IOU if iou is None else iou,
         max_det=detection_eval.STANDARD_MAX_DET if max_det is None else max_det, layout=layout, device=device,
-        mean=_floats(mean, "mean"), std=_floats(std, "std"), num_threads=threads, labels=labels, max_drop=max_drop,
+        mean=_floats(mean, "mean"), std=_floats(std, "std"), num_threads=threads,
+        labels=None if labels is None else os.fsdecode(labels), max_drop=max_drop,
         plots=None if plots is None else os.fsdecode(plots), try_cut=try_cut, report=report), report)
 
 
@@ -825,7 +827,7 @@ def benchmark(model: PathLike, *, device: str = _cli("benchmark", "device"), n: 
     with _for_board(model, on, report) as (model, _labels):
         result = benchmark_mod.benchmark(model, device, n, warmup, threads, report=report, on=on,
                                          remote_path=remote_path)
-    if saved is not None:
+    if saved is not None and compare:   # saved is read only from compare
         result, warnings, notes = benchmark_mod.compare_to_saved(result, saved, os.fsdecode(compare), max_slowdown)
         for warning in warnings:
             report.warn(warning)
@@ -941,4 +943,5 @@ def cut(model: PathLike, *, output: Optional[PathLike] = None, report: Reporter 
     from edgekit.detection.cut import cut as cut_model
     from edgekit.results import CutResult
 
-    return CutResult.of_cut(cut_model(model, output, report=report))
+    return CutResult.of_cut(cut_model(os.fsdecode(model), None if output is None else os.fsdecode(output),
+                                      report=report))

@@ -206,8 +206,8 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
         raise InputError(f"cannot write {', '.join(str(p) for p in paths)} ({exc.strerror or exc})",
                          "free some space or choose another -o") from None
     finally:
-        for tmp in tmps:
-            tmp.unlink(missing_ok=True)
+        for made in tmps:
+            made.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

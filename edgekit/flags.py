@@ -16,7 +16,7 @@ Plain data: it imports neither click nor anything heavy, so the API can read its
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Optional, Tuple
+from typing import Any, Dict, NamedTuple, Optional, Tuple, Union
 
 #: The longest timeout a flag takes: a week (the compiler's timer and Python's waits overflow far above).
 MAX_TIMEOUT = 7 * 24 * 3600.0
@@ -328,7 +328,7 @@ IMAGES = Argument("images", nargs=-1)
 
 #: Each command's arguments and options, in the order --help lists them; the commands in the order a Coral user
 #: works (quantize, check, compile, classify), then the tools, as ``edgekit --help`` lists them.
-COMMANDS = {
+COMMANDS: Dict[str, Tuple[Union[Option, Argument], ...]] = {
     "train": (Argument("data", "path"), *TRAIN, JSON, QUIET),
     "quantize": (MODEL, *QUANTIZE, option("--output", "-o", type="file",
                                            help="Output .tflite (default <stem>_int8.tflite beside the input)."),

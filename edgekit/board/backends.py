@@ -192,7 +192,7 @@ class Backend:
 
         refuse_bad_quantization(content if content is not None else model_path, printable(str(model_path)))
         kwargs: Dict[str, Union[str, bytes, int, List[Any]]] = \
-            {"model_content": content} if content is not None else _model_source(model_path)
+            {"model_content": content} if content is not None else dict(_model_source(model_path))
         if delegates:
             kwargs["experimental_delegates"] = delegates
         if num_threads:
@@ -657,7 +657,7 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
 
         path = Path(model_path)
     backend = backend or select_backend()
-    notes = [backend.warning] if backend.warning else []
+    notes: List[str] = [backend.warning] if backend.warning else []   # Caution is a str: a warning among notes
 
     def on_cpu(run_path: Path) -> OpenedModel:
         # LiteRT's own default is one thread: mobilenet_v2_1.0_224_quant took 8.0 ms per invoke that way

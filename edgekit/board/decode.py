@@ -249,11 +249,12 @@ class DetectionLayout:
 
     @classmethod
     def from_dict(cls, d: LayoutDoc) -> "DetectionLayout":
+        labels = d.get("labels")
         return cls(Layout(d["kind"]), tuple((str(k), int(v)) for k, v in d["roles"].items()), int(d["num_classes"]),
                    (int(d["input_hw"][0]), int(d["input_hw"][1])), d.get("boxes_normalized"),
                    d.get("scores_are_logits"), bool(d.get("transposed", False)), int(d.get("reg_max", 16)),
                    tuple(int(s) for s in d.get("strides", (8, 16, 32))), bool(d.get("letterbox", False)),
-                   tuple(d["labels"]) if d.get("labels") is not None else None, tuple(d.get("source", ())),
+                   tuple(labels) if labels is not None else None, tuple(d.get("source", ())),
                    tuple(sorted((d.get("options") or {}).items())), d.get("pixel_scaling"))
 
 
@@ -271,7 +272,8 @@ class Geometry:
 
     @classmethod
     def resize(cls, image_wh: Tuple[int, int], input_wh: Tuple[int, int]) -> "Geometry":
-        return cls(tuple(image_wh), tuple(input_wh), (input_wh[0] / image_wh[0], input_wh[1] / image_wh[1]))
+        return cls((image_wh[0], image_wh[1]), (input_wh[0], input_wh[1]),
+                   (input_wh[0] / image_wh[0], input_wh[1] / image_wh[1]))
 
     @classmethod
     def letterboxed(cls, image_wh: Tuple[int, int], input_wh: Tuple[int, int]) -> "Geometry":
@@ -643,9 +645,9 @@ def _decode_split(outputs: List[np.ndarray], quant: List[Tuple[float, int]], lay
         s = [roles["scores@{}".format(st)] for st in layout.strides]
     boxes = [dequantize(np.asarray(outputs[i]), quant[i]) for i in b]
     scores = [dequantize(np.asarray(outputs[i]), quant[i]) for i in s]
-    if len(b) == 1:
-        boxes, scores = boxes[0], scores[0]
-    return decode_split_dfl(boxes, scores, layout.input_hw, layout.strides, layout.reg_max,
+    one = len(b) == 1   # one tensor each, or one per level
+    return decode_split_dfl(boxes[0] if one else boxes, scores[0] if one else scores, layout.input_hw,
+                            layout.strides, layout.reg_max,
                             layout.scores_are_logits, conf, multi_label=multi_label)
 
 

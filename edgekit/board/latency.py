@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Dict, List, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
 
 PERCENTILES = (50, 90, 99)
 # --compare flags a regression when p50 latency grows by more than this share. p50 rather than the
@@ -99,7 +99,7 @@ def median_interval(values: Sequence[float], confidence: float = 0.975) -> Optio
     return x[best - 1], x[n - best]
 
 
-def compare(current: Dict[str, object], baseline: Dict[str, object],
+def compare(current: Mapping[str, object], baseline: Mapping[str, object],
             max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> Dict[str, object]:
     """Is ``current`` a regression against ``baseline``? Judged on p50 latency, with an interval when both
     runs carry their ``latencies_ms``.

@@ -17,7 +17,7 @@ import math
 import os
 import warnings
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
@@ -219,7 +219,7 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
     one the input's quantization implies (a float input has none: pixels / 255, a guess said in a warning unless
     ``--mean``/``--std`` settle it); then ``--mean``/``--std`` by :func:`with_mean_std`. InputError when the spec's channels do not match the model's.
     """
-    notes = []
+    notes = []  # type: list[str]  # a Caution (a str) is a warning among them
     if recorded is not None:
         spec, source = recorded, str(recorded_source or "recorded")
         if (spec.width, spec.height) != (width, height):
@@ -312,8 +312,9 @@ def _header(path: Any) -> tuple[int, int]:
         return im.size
 
 
-def open_image(path: str | Path):
-    """Open an image fully decoded, EXIF-rotated, refusing decompression bombs. Raises InputError."""
+def open_image(path: str | Path | BinaryIO):
+    """Open an image (a path, or a binary file such as a TFRecord's bytes in a BytesIO) fully decoded,
+    EXIF-rotated, refusing decompression bombs. Raises InputError."""
     return _with_image_errors(path, lambda: _decode(path))
 
 

@@ -44,7 +44,7 @@ def bad_quantization(data: Any) -> Optional[str]:
 def _tensor_problem(t: Any) -> Optional[str]:
     kind = _RANGES.get(t.scalar(1, "b"))
     q = t.table(4, "quantization") if kind is not None else None
-    if q is None:
+    if q is None or kind is None:
         return None
     name, low, high = kind
     for s in q.scalars(2, "f", "quantization scales"):

@@ -192,7 +192,7 @@ def remove_stale(parent: str, prefix: str, legacy: bool = False, now=None) -> li
     import time
 
     now = time.time() if now is None else now
-    removed = []
+    removed = []  # type: list[str]
     named = re.compile(re.escape(prefix) + (r"(?:(\d+)-)?" if legacy else r"(\d+)-") + r"[a-z0-9_]{8}")
     try:
         names = os.listdir(parent)

@@ -66,7 +66,7 @@ class _KindPath(click.Path):
             raise _BadInputParameter(str(exc)) from None
         if self.is_wrong(value):
             right = "file" if self.wrong == "folder" else "folder"
-            flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else None
+            flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else ""
             raise _BadInputParameter(f"{flag + ' ' if flag else ''}{value} is a {self.wrong}, not a {right} "
                                      f"(pass a {right} path)")
         return super().convert(value, param, ctx)
@@ -124,19 +124,23 @@ debug_option = click.option("--debug", is_flag=True, expose_value=False, callbac
 
 
 #: The click types of the declared path values (edgekit.flags.Option's ``type``).
-_PATH_TYPES = {"path": click.Path, "file": FilePath, "dir": DirPath, "out-file": lambda: click.Path(dir_okay=False)}
+_PATH_TYPES: dict[str, Callable[[], click.ParamType]] = {
+    "path": click.Path, "file": FilePath, "dir": DirPath, "out-file": lambda: click.Path(dir_okay=False)}
 
 
 def _click_type(p: flags.Option | flags.Argument) -> Any:
     """The click type of a declared argument or option (None: text, click's default)."""
     if p.type in _PATH_TYPES:
         return _PATH_TYPES[p.type]()
+    if isinstance(p, flags.Argument):   # an argument is text or a path
+        return None
     if p.type == "choice":
         return click.Choice(p.choices)
     if p.type in ("int", "float") and p.minimum is None and p.maximum is None:
         return int if p.type == "int" else float
     if p.type == "int":
-        return click.IntRange(p.minimum, p.maximum)
+        return click.IntRange(None if p.minimum is None else int(p.minimum),   # an int option's bounds are ints
+                              None if p.maximum is None else int(p.maximum))
     if p.type == "float":  # bounded: nan and infinities refused too
         return FloatRange(p.minimum, p.maximum, min_open=p.minimum_open)
     return None

@@ -104,7 +104,8 @@ def fail(exc: EdgekitError, debug: bool = False) -> None:
     sys.exit(exc.exit_code)
 
 
-def guarded(run: Callable[[], Any], debug: Callable[[], bool], passthrough: tuple[type, ...] = ()) -> Any:
+def guarded(run: Callable[[], Any], debug: Callable[[], bool], passthrough: tuple[type[BaseException], ...] = ()
+            ) -> Any:
     """``run()``, every EdgekitError turned into one line on stderr and its exit code; anything else is a bug.
     ``passthrough``: exceptions left to the caller (click's own)."""
     import signal

@@ -92,7 +92,7 @@ class CalibrationData:
     def use(self, spec: PreprocessSpec) -> None:
         """Renormalize ``calib`` and ``holdout`` under another spec of the same size (float arrays stay)."""
         key = (spec.channels == "BGR", tuple(spec.mean), tuple(spec.std))
-        if self.calib_pixels is not None and key != self.normalized_as:
+        if self.calib_pixels is not None and self.holdout_pixels is not None and key != self.normalized_as:
             self.calib = normalize_rgb(self.calib_pixels, spec)
             self.holdout = normalize_rgb(self.holdout_pixels, spec)
             self.normalized_as = key

@@ -144,8 +144,8 @@ def match(a: list[detection.Object], b: list[detection.Object], iou: float = MAT
         for j, p in enumerate(b):
             if j in used or p.id != o.id:
                 continue
-            v = float(detection.box_iou([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax]],
-                                        [[p.bbox.xmin, p.bbox.ymin, p.bbox.xmax, p.bbox.ymax]])[0, 0])
+            v = float(detection.box_iou(np.array([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax]]),
+                                        np.array([[p.bbox.xmin, p.bbox.ymin, p.bbox.xmax, p.bbox.ymax]]))[0, 0])
             if v >= best_iou:
                 best, best_iou = j, v
         if best is not None:
@@ -212,7 +212,9 @@ def _judge_kept(block: DetectionVerification, counts: np.ndarray, images: int,
             shares.append(pick[:, 2].sum() / f)
     interval = (float(np.percentile(shares, 2.5)), float(np.percentile(shares, 97.5)))
     decision = metrics.at_least(kept, interval, min_agreement, images)
-    failures, warnings, notes = [], [], []
+    failures: list[str] = []
+    warnings: list[str] = []
+    notes: list[str] = []
     span = f"95% interval {interval[0]:.1%} to {interval[1]:.1%}, bootstrap over {images} images"
     if decision.verdict == "failed":
         failures.append(f"the int8 model keeps {kept:.1%} of the float model's {n_float} detections (same "
@@ -283,14 +285,16 @@ def apply_map50_gate(v: DetectionVerification, gate: Map50Gate, strict: bool = F
         return dataclasses.replace(v, passed=False, failures=v.failures + (
             f"mAP50 drops from {100 * gate.float_map50:.1f} (float) to {100 * gate.int8_map50:.1f} (int8) on "
             f"--eval ({span}), more than --max-accuracy-drop {gate.max_drop_points:g}",))
-    if gate.map_verdict == "failed":   # boxes found but drawn loosely: said, not refused (the gate is mAP50's)
+    # map50_gate sets the mAP50-95 fields together with map_verdict; a gate without them says nothing of mAP50-95
+    if (gate.map_verdict == "failed" and gate.map_drop_interval is not None and gate.float_map is not None
+            and gate.int8_map is not None):   # boxes found but drawn loosely: said, not refused (the gate is mAP50's)
         mlo, mhi = gate.map_drop_interval
         v = dataclasses.replace(v, warnings=v.warnings + (
             f"mAP50-95 drops from {100 * gate.float_map:.1f} (float) to {100 * gate.int8_map:.1f} (int8) on --eval "
             f"(95% interval {100 * mlo:+.1f} to {100 * mhi:+.1f} points, paired bootstrap over {gate.images} "
             f"images), more than {gate.max_drop_points:g} beyond doubt: int8 finds the boxes but draws them "
             "loosely; quantize gates on mAP50, `edgekit evaluate --against FLOAT.tflite --max-drop` on both",))
-    elif gate.map_verdict == "uncertain" and 100 * gate.map_drop > gate.max_drop_points:
+    elif gate.map_verdict == "uncertain" and gate.map_drop is not None and 100 * gate.map_drop > gate.max_drop_points:
         v = dataclasses.replace(v, notes=v.notes + (
             f"mAP50-95 drops {100 * gate.map_drop:.1f} points on --eval, beyond {gate.max_drop_points:g}, but "
             f"{gate.images} images cannot tell for sure; more labelled images would settle it",))

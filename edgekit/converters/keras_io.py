@@ -172,6 +172,8 @@ def _import_user_module(spec: str, flag: str) -> Any:
             sys.path.insert(0, str(file.resolve().parent))
             name = f"_edgekit_user_{file.stem}"
             mod_spec = importlib.util.spec_from_file_location(name, file)
+            if mod_spec is None or mod_spec.loader is None:   # a .py file always has both
+                raise InputError(f"{flag}: Python cannot import {file}", "check the path to the .py file")
             module = importlib.util.module_from_spec(mod_spec)
             sys.modules[name] = module
             mod_spec.loader.exec_module(module)
@@ -284,8 +286,8 @@ def _input_shape(shape: Any, p: Path) -> tuple[int | None, int | None, int]:
     if len(dims) != 4 or dims[-1] not in (1, 3):
         raise ConversionError(f"{p}: input shape {tuple(shape)} is not an image batch (N, H, W, 1 or 3)",
                               "edgekit quantize handles image classifiers with one HxWx1 or HxWx3 input")
-    h, w, c = (None if d is None else int(d) for d in dims[1:])
-    return h, w, int(c)
+    h, w = (None if d is None else int(d) for d in dims[1:3])
+    return h, w, int(dims[3])
 
 
 def _drop_channel_axis(shape: Any, call: Callable[[Any], Any]) -> Callable[[Any], Any]:
@@ -318,6 +320,12 @@ def _has_scaling_layer(model: Any) -> bool:
     return False
 
 
+def _no_output_chosen(names: list[str], where: Any) -> ConversionError:
+    listed = ", ".join(names)
+    return ConversionError(f"{where}: the model has {len(names)} outputs ({listed}); an Edge TPU classifier has one",
+                           f"choose the classifier's output with --output-name NAME (one of {listed})")
+
+
 def choose_output(names: list[str], output: str | None, where: Any) -> int | None:
     """The index of the output to convert among ``names`` (None: the model has one output).
 
@@ -331,8 +339,7 @@ def choose_output(names: list[str], output: str | None, where: Any) -> int | Non
         return None
     listed = ", ".join(names)
     if output is None:
-        raise ConversionError(f"{where}: the model has {len(names)} outputs ({listed}); an Edge TPU classifier "
-                              "has one", f"choose the classifier's output with --output-name NAME (one of {listed})")
+        raise _no_output_chosen(names, where)
     if output in names:
         return names.index(output)
     if output.isdigit() and int(output) < len(names):
@@ -360,14 +367,14 @@ def _pick(out: Any, index: int | None, names: list[str] | None, where: Any) -> A
         if len(keys) == 1:
             return out[keys[0]]
         if index is None:
-            choose_output([str(k) for k in keys], None, where)
+            raise _no_output_chosen([str(k) for k in keys], where)
         key = names[index] if names and names[index] in out else keys[index]
         return out[key]
     if isinstance(out, (list, tuple)):
         if len(out) == 1:
             return out[0]
         if index is None:
-            choose_output([f"output_{i}" for i in range(len(out))], None, where)
+            raise _no_output_chosen([f"output_{i}" for i in range(len(out))], where)
         return out[index]
     return out
 
@@ -603,6 +610,6 @@ def _load_saved_model(p: Path, verbose: bool, trust_model: bool = False,
         raise ConversionError(f"{p}: the serving signature takes a fixed batch of {batch}; the Edge TPU needs 1",
                               "export it again with a batch of 1 or None, e.g. model.export(dir)")
     # owner=obj keeps the SavedModel's variables alive while its functions are used
-    chosen = None if index is None else ModelOutput(key, index, tuple(names) if names is not None else None)
+    chosen = ModelOutput(key, index, tuple(names)) if index is not None and key is not None and names else None
     return LoadedSource(p, "savedmodel", _input_shape(spec.shape, p), _drop_channel_axis(spec.shape, call), None,
                        owner=obj, fixed_batch=batch, output=chosen)

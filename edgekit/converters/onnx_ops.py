@@ -168,7 +168,7 @@ def as_nhwc(x: T) -> T:
     return T(tf_().transpose(x.x, (0, 2, 3, 1)), nhwc=True)
 
 
-def windowed(x: T, a: Attrs, kernel: tuple[int, int], fill: float = 0.0,
+def windowed(x: T, a: Attrs, kernel: tuple[int, int], fill: float | None = 0.0,
              same_ok: bool = True) -> tuple[Any, str]:
     """(input, TF padding) for a Conv or pool: SAME where the ONNX pads equal TensorFlow's, else an explicit PAD."""
     tf = tf_()

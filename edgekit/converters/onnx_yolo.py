@@ -58,16 +58,15 @@ def find_head(nodes: list[Any], consts: dict[str, np.ndarray], channels: dict[st
     for n in nodes:
         for i in n.input:
             consumers.setdefault(i, []).append(n)
-    joined = [(n, _flattened_levels(n, producer, consts)) for n in nodes]
-    joined = [(n, maps) for n, maps in joined if maps]
+    levels = [(n, _flattened_levels(n, producer, consts)) for n in nodes]
+    joined = [(n, maps) for n, maps in levels if maps]
     for concat, maps in joined:   # the older form: a Split into boxes and classes after the join
         split = next((c for c in consumers.get(concat.output[0], []) if c.op_type == "Split"), None)
-        pairs = [producer.get(m) for m in maps]
-        if split is None or len(split.output) != 2 or not all(p is not None and p.op_type == "Concat"
-                                                               and len(p.input) == 2 for p in pairs):
+        pairs = [p for p in (producer.get(m) for m in maps) if p is not None]
+        if split is None or len(split.output) != 2 or len(pairs) != len(maps) or not all(
+                p.op_type == "Concat" and len(p.input) == 2 for p in pairs):
             continue
-        boxes, scores = tuple(p.input[0] for p in pairs), tuple(p.input[1] for p in pairs)
-        head = _head(boxes, scores, channels)
+        head = _head(tuple(p.input[0] for p in pairs), tuple(p.input[1] for p in pairs), channels)
         if head:
             return head
     for box_concat, boxes in joined:  # Ultralytics 8.4: boxes and classes joined apart, classes into a Sigmoid
@@ -84,10 +83,10 @@ def find_head(nodes: list[Any], consts: dict[str, np.ndarray], channels: dict[st
 def _head(boxes: tuple[str, ...], scores: tuple[str, ...], channels: dict[str, int]) -> OnnxYoloHead | None:
     box_c = {channels.get(b) for b in boxes}
     cls_c = {channels.get(s) for s in scores}
-    if len(box_c) != 1 or len(cls_c) != 1 or None in box_c | cls_c:
+    if len(box_c) != 1 or len(cls_c) != 1:
         return None
     (bc,), (nc,) = box_c, cls_c
-    if bc % 4 or bc < 8:
+    if bc is None or nc is None or bc % 4 or bc < 8:
         return None
     return OnnxYoloHead(boxes, scores, bc // 4, nc)
 

@@ -357,8 +357,8 @@ def settle(origin: str, spec: PreprocessSpec, data: Any, predict: Callable[[np.n
     if labels_unusable or data.calib_pixels is None:
         if origin == ORIGIN_MODEL:
             return spec, origin, None, [], []
-        why = ("the calibration arrays are already preprocessed" if data.calib_pixels is None
-               else labels_unusable)
+        why = (labels_unusable if labels_unusable and data.calib_pixels is not None
+               else "the calibration arrays are already preprocessed")
         raise refuse_unlabelled(why, spec)
     preferred = ("raw",) if origin == ORIGIN_MODEL else ()
     px, labels = search_samples(data, extra)
@@ -367,7 +367,9 @@ def settle(origin: str, spec: PreprocessSpec, data: Any, predict: Callable[[np.n
     if result.verdict != SearchVerdict.CHOSEN and len(px) > n:  # not settled outright: measure on every sample
         result = search(predict, px, labels, spec, classes, progress=progress, preferred=preferred)
     if result.verdict == SearchVerdict.NEAR_CHANCE:  # misordered labels look like chance: say which, when shown
-        found = metrics.misordered_classes(result.best.predicted, labels[:len(result.best.predicted)], classes)
+        predicted = result.best.predicted   # search's trials carry it (a Trial read back from JSON may not)
+        found = metrics.misordered_classes(predicted, labels[:len(predicted)], classes) if predicted is not None \
+            else []
         if found:
             raise ClassOrderRefused(found, data.classes if data.kind == "images" else None)
         raise PreprocessingRefused(result)

@@ -362,10 +362,10 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
     found = _Findings()
     agreed = metrics.agreement(float_scores, int8_scores)
     agreement_verdict = _judge_agreement(agreed.samples, agreed.top1_agreement,
-                                         tuple(agreed.agreement_interval), opts, found)
+                                         agreed.agreement_interval, opts, found)
     acc = _judge_accuracy(float_scores, int8_scores, labels, opts, names, found) if labels is not None else None
     return Verification(
-        agreed.samples, agreed.top1_agreement, tuple(agreed.agreement_interval), agreed.mean_abs_diff,
+        agreed.samples, agreed.top1_agreement, agreed.agreement_interval, agreed.mean_abs_diff,
         agreed.max_abs_diff, opts.min_agreement, freeze(sources), bool(sources.get("held_back")), labels is not None,
         metrics.CONFIDENCE, acc.float_top1 if acc else None, acc.int8_top1 if acc else None,
         acc.drop if acc else None, acc.drop_interval if acc else None, opts.max_accuracy_drop,
@@ -401,11 +401,14 @@ def _judge_accuracy(float_scores: np.ndarray, int8_scores: np.ndarray, labels: n
     int8_ok = int8_scores.argmax(1) == labels
     paired = metrics.paired_difference(float_ok, int8_ok)
     lo, hi = paired.interval
-    acc = _Accuracy(float(np.mean(float_ok)), float(np.mean(int8_ok)), _points(paired.difference),
+    difference = paired.difference
+    if difference is None:   # None only without samples; a verification set always holds some
+        raise ValueError("no labelled samples to measure an accuracy drop on")
+    acc = _Accuracy(float(np.mean(float_ok)), float(np.mean(int8_ok)), _points(difference),
                     (_points(lo), _points(hi)), {"float_only": paired.only_a, "int8_only": paired.only_b},
                     paired.p_value, "", metrics.ChanceTest(int(float_ok.sum()), n, classes),
                     list(order.misordered))
-    drop = metrics.at_most(paired.difference, (lo, hi), opts.max_accuracy_drop / 100, n)
+    drop = metrics.at_most(difference, (lo, hi), opts.max_accuracy_drop / 100, n)
     if drop.verdict == "uncertain":   # solved on Tango's interval, the flips in the same shares
         drop.settle_at = metrics.paired_settle_at(paired.only_a, paired.only_b, n, opts.max_accuracy_drop / 100)
     acc.verdict = drop.verdict
@@ -491,6 +494,8 @@ def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, labels: list[str] | N
     Read before the preprocessing search, whose samples they add to (checked against the model's
     classes by :func:`check_eval` once the model's outputs are known).
     """
+    if opts.eval is None:
+        raise ValueError("load_eval reads --eval; it was not given")
     data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, _bars(opts),
                             flag="--eval")
     if labels is not None and data.kind == "images":
@@ -728,7 +733,7 @@ def _find_data(run: _Run) -> None:
     calib_source = opts.calib
     if calib_source is None:
         recorded_calib = (record.extra.get("calibration") or {}).get("source") if record else None
-        if not recorded_calib:
+        if not recorded_calib or record_file is None:   # a record always comes with its file
             raise calibration.describe_missing(opts.model)
         calib_path = Path(recorded_calib)
         calib_source = str(calib_path if calib_path.is_absolute() else record_file.parent / calib_path)
@@ -787,8 +792,9 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedSource) -> _Prepared
     run.warn(spec_warnings)
     if run.labels is None and record and record.labels:
         run.labels = record.labels
-    if run.labels is None and getattr(loaded, "class_names", None):   # an ONNX exporter's metadata (Ultralytics)
-        run.labels = list(loaded.class_names)
+    class_names = getattr(loaded, "class_names", None)   # an ONNX exporter's metadata (Ultralytics)
+    if run.labels is None and class_names:
+        run.labels = list(class_names)
     if run.labels is None and run.eval_names:   # detect then needs no --labels
         run.labels, names_from = run.eval_names
         shown_names = ", ".join(run.labels[:5]) + (f"... ({len(run.labels)})" if len(run.labels) > 5 else "")
@@ -851,6 +857,7 @@ def _verify_stage(run: _Run, p: _Prepared, c: _Converted) -> _Verified:
     if not opts.verify:
         return _Verified(None, None, None)
     checked = verification_set(p.data, p.labelled, p.eval_data)
+    verification: Verification | DetectionVerification
     if c.layout is not None:   # detections matched, not top-1 (labelled detection data: evaluate --against)
         from edgekit.converters import detector_verify
 
@@ -938,10 +945,10 @@ def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: b
 def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result: QuantizeOutcome,
                    facts: advice.ModelFacts) -> None:
     """Stage 10: a failed verification, with advice on what int8 lost, raised as :class:`AgreementError`."""
-    verification, opts = v.verification, run.opts
-    if not verification or verification.passed:
+    verification, checked, opts = v.verification, v.checked, run.opts
+    if not verification or verification.passed or checked is None:   # checked is set with the verification
         return
-    more = _accuracy_advice(p.loaded, v.checked.x, p.spec, verification, facts, c.tried, opts.verbose, opts.report)
+    more = _accuracy_advice(p.loaded, checked.x, p.spec, verification, facts, c.tried, opts.verbose, opts.report)
     result.summary = dataclasses.replace(result.summary, advice=result.summary.advice + tuple(more))
     if c.layout is not None:
         from edgekit.converters.detector_verify import difference_said
@@ -950,7 +957,7 @@ def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result:
     else:
         difference = f"mean |score difference| {verification.mean_abs_diff:.4f}"
     raise AgreementError(
-        f"on {v.checked.describe()}: " + "; ".join(verification.failures) + f"; {difference}", run.output,
+        f"on {checked.describe()}: " + "; ".join(verification.failures) + f"; {difference}", run.output,
         _refusal_hint(verification, c.layout is not None, result), result.summary)
 
 

@@ -33,6 +33,8 @@ def float_inputs(data: LabelledSet, ev: Evaluation) -> np.ndarray:
     """The scored samples preprocessed for the float model with the spec the int8 model used."""
     if data.paths is not None:
         return np.stack([to_float(open_image(data.paths[i]), ev.spec) for i in ev.kept]).astype(np.float32)
+    if data.arrays is None:
+        raise ValueError("a labelled set holds image paths or arrays; this one holds neither")
     x = data.arrays[ev.kept]
     if x.dtype != np.uint8:
         return x.astype(np.float32)
@@ -119,5 +121,5 @@ def compare(ev: Evaluation, data: LabelledSet, reference: str, arch: str | None 
     return ReferenceComparison(
         str(reference), metrics.top_k_accuracy(float_scores, ev.labels, 1),
         metrics.top_k_accuracy(float_scores, ev.labels, 5), agreed.samples, agreed.top1_agreement,
-        tuple(agreed.agreement_interval), agreed.mean_abs_diff, agreed.max_abs_diff,
+        agreed.agreement_interval, agreed.mean_abs_diff, agreed.max_abs_diff,
         tuple(class_changes(float_scores, ev.scores, ev.labels, ev.names)[:WORST_SHOWN]), layer_rows, layers_error)

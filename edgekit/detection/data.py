@@ -302,11 +302,11 @@ def _coco_images(entries: list, root: Path, fallback: Path | None, where: str
         f = inside(root, im.get("file_name"), at)
         if fallback is not None and not f.is_file() and (fallback / im["file_name"]).is_file():
             f = inside(fallback, im["file_name"], at)
-        size = [_number(im.get(key)) for key in ("width", "height")]
-        if not all(v is not None and v >= 1 and v == int(v) for v in size):
+        width, height = _number(im.get("width")), _number(im.get("height"))
+        if width is None or height is None or not all(v >= 1 and v == int(v) for v in (width, height)):
             raise InputError(f"{at}: width {_show(im.get('width'))} and height {_show(im.get('height'))}: expected "
                              "the image's size in pixels (whole numbers)", COCO_HINT)
-        images.append({"id": iid, "file_name": im["file_name"], "width": int(size[0]), "height": int(size[1])})
+        images.append({"id": iid, "file_name": im["file_name"], "width": int(width), "height": int(height)})
         paths[iid] = str(f)
     return images, paths
 
@@ -340,6 +340,7 @@ def _coco_annotations(entries: list, images: dict[int, CocoImage], categories: s
     seen: set[int] = set()
     skipped: list[str] = []
     clipped: list[str] = []
+    unnumbered: list[int] = []   # positions in out of the annotations without an id (given one at the end)
     for k, a in enumerate(entries):
         at = f"{where}: annotations[{k}]"
         if not isinstance(a, dict):
@@ -366,23 +367,25 @@ def _coco_annotations(entries: list, images: dict[int, CocoImage], categories: s
             continue
         if moved:
             clipped.append(at[len(where) + 2:])
-        out.append({"id": aid, "image_id": iid, "category_id": cid, "bbox": box,
+        if aid is None:
+            unnumbered.append(len(out))
+        out.append({"id": aid if aid is not None else 0, "image_id": iid, "category_id": cid, "bbox": box,
                     "area": float(area) if "area" in a else box[2] * box[3], "iscrowd": int(crowd)})
     next_id = max(seen, default=0) + 1
-    for a in out:
-        if a["id"] is None:
-            a["id"], next_id = next_id, next_id + 1
+    for i in unnumbered:
+        out[i]["id"], next_id = next_id, next_id + 1
     notes += box_notes(skipped, clipped)
     return out
 
 
 def _coco_box(annotation: dict, at: str) -> list[float]:
     box = annotation.get("bbox")
-    values = [_number(v) for v in box] if isinstance(box, list) and len(box) == 4 else [None]
-    if None in values:
+    values = [_number(v) for v in box] if isinstance(box, list) and len(box) == 4 else []
+    numbers = [v for v in values if v is not None]
+    if len(numbers) != 4:
         raise InputError(f"{at}: bbox is {_show(box) if 'bbox' in annotation else 'missing'}: expected [x, y, "
                          "width, height], four finite numbers in pixels", COCO_HINT)
-    return values
+    return numbers
 
 
 # ------------------------------------------------------------------------------------ YOLO
@@ -568,9 +571,11 @@ def ultralytics_split(p: Path, flag: str = "--data"
     if p.is_file() and p.suffix.lower() in (".yaml", ".yml"):
         return _from_data_yaml(p, flag)
     split = _images_split_dir(p)
-    if split is not None:   # the root: the folder holding that "images" folder (its classes.txt or data.yaml)
+    labels = _labels_for(split) if split is not None else None   # found whenever split is (_images_split_dir)
+    if split is not None and labels is not None:
+        # the root: the folder holding that "images" folder (its classes.txt or data.yaml)
         root = Path(*split.parts[:len(split.parts) - 1 - split.parts[::-1].index("images")])
-        return root, split, _labels_for(split), None, None
+        return root, split, labels, None, None
     splits = _splits(p)
     direct = (p / "images").is_dir() and any(f.suffix.lower() in IMAGE_EXTENSIONS for f in (p / "images").iterdir())
     if len(splits) < 2 or direct:
@@ -598,7 +603,12 @@ def read_yolo(folder: Path, flag: str = "--data", images_dir: Path | None = None
         raise InputError(f"{where}: images/ holds no images", "put the images in images/ and their labels in "
                          "labels/<same name>.txt")
     names, names_from = (names, "data.yaml") if names is not None else yolo_names(folder, where)
-    images, anns, paths, origins, skipped, clipped = [], [], {}, {}, [], []
+    images: list[CocoImage] = []
+    anns: list[CocoAnnotation] = []
+    paths: dict[int, str] = {}
+    origins: dict[int, str] = {}
+    skipped: list[str] = []
+    clipped: list[str] = []
     for iid, f in enumerate(files, 1):
         w, h = image_size(f)
         images.append({"id": iid, "file_name": str(f.relative_to(images_dir)), "width": w, "height": h})
@@ -620,7 +630,7 @@ def read_yolo(folder: Path, flag: str = "--data", images_dir: Path | None = None
             anns.append({"id": len(anns) + 1, "image_id": iid, "category_id": c, "bbox": box,
                          "area": box[2] * box[3], "iscrowd": 0})
     ids = range(len(names)) if names is not None else sorted({a["category_id"] for a in anns})
-    cats = [{"id": k, "name": names[k] if names is not None else str(k)} for k in ids]
+    cats: list[CocoCategory] = [{"id": k, "name": names[k] if names is not None else str(k)} for k in ids]
     dataset = DetectionSet(str(folder), "yolo", {"images": images, "annotations": anns, "categories": cats}, paths,
                            origins, tuple(name_notes(cats) + box_notes(skipped, clipped)),
                            names_from if names is not None else None)

@@ -344,7 +344,7 @@ def _roles_misfit(doc: "LayoutDoc", roles: Dict[str, int], outputs: list) -> Opt
         strides = doc.get("strides", [8, 16, 32])
         per_level = [{"{}@{}".format(r, s) for r in parts for s in strides} for parts in (("combined",),
                                                                                      ("boxes", "scores"))]
-        fits = strides and set(roles) in [{"combined"}, {"boxes", "scores"}] + per_level
+        fits = bool(strides) and set(roles) in [{"combined"}, {"boxes", "scores"}] + per_level
         return None if fits else "its roles are not a split head's at strides {}".format(strides)
     if set(roles) != {"output"}:
         return "{} reads one output".format(kind.value)
@@ -431,6 +431,7 @@ def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int
                   reg_max: int = 16) -> DetectionLayout:
     src = list(source)
     logits = _scores_logits(outputs[score_idx[0]], src)
+    roles: Tuple[Tuple[str, int], ...]
     if len(box_idx) == 1:
         roles = (("boxes", box_idx[0]), ("scores", score_idx[0]))
         s = outputs[score_idx[0]].shape
@@ -478,8 +479,9 @@ def _postprocess_by_names(outputs: list, shapes: List[Tuple[int, ...]], sig: Dic
         return [(base.layout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
                              source=tuple(source) + ("TFLite metadata output names ({})".format(
                                  ", ".join(meta_names)),)), "TFLite metadata names")]
-    if all(n in SIGNATURE_ROLES for n in names):
-        roles = tuple((SIGNATURE_ROLES[n], i) for i, n in enumerate(names))
+    signature_roles = [SIGNATURE_ROLES.get(n) if n is not None else None for n in names]
+    if all(r is not None for r in signature_roles):
+        roles = tuple((r, i) for i, r in enumerate(signature_roles) if r is not None)
         return [(base.layout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
                              source=tuple(source) + ("signature output names (pycoral's convention)",)),
                  "signature output names")]

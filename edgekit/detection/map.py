@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 import io
 from dataclasses import dataclass
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
 
 import numpy as np
 
@@ -43,7 +43,7 @@ def pycocotools_api() -> Tuple[Any, Any]:
 
 
 # ------------------------------------------------------------------------------------ scoring
-def coco_detections(dataset: DetectionSet, per_image: Dict[int, Sequence[Any]],
+def coco_detections(dataset: DetectionSet, per_image: Mapping[int, Sequence[Any]],
                     category_of: Dict[int, int]) -> List[CocoDetection]:
     """Objects (edgekit.board.decode.Object, image pixels xyxy) by image id → COCO results (x, y, w, h).
     Classes the dataset has no category for are dropped (``category_of`` maps model class → category id)."""

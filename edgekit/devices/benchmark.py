@@ -83,13 +83,12 @@ def postprocess_timing(model: str | os.PathLike, device: str, n: int, threads: i
     except InputError:
         return None
     with detector.opened:
-        best = None
+        runs = []
         for name, tensor, geometry in _frames(detector):
             outputs, _ = detector.infer(tensor)
             objects, _notes = detection.postprocess(outputs, detector.quant, detector.layout, geometry)
-            if best is None or len(objects) > len(best[3]):
-                best = (name, outputs, geometry, objects)
-        name, outputs, geometry, objects = best
+            runs.append((name, outputs, geometry, objects))
+        name, outputs, geometry, objects = max(runs, key=lambda r: len(r[3]))   # the first with the most objects
         times = []
         for _ in range(max(n, 1)):
             start = clock()

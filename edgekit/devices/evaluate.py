@@ -117,7 +117,7 @@ class Evaluation:
             mask = self.labels == c
             right, chosen = int(np.sum(predicted[mask] == c)), int(np.sum(predicted == c))
             rows.append(ClassAccuracy(int(c), self.names.get(int(c)), int(mask.sum()), right / int(mask.sum()),
-                                      tuple(metrics.wilson(right, int(mask.sum()))), chosen,
+                                      metrics.wilson(right, int(mask.sum())), chosen,
                                       right / chosen if chosen else None))
         return rows
 
@@ -179,7 +179,7 @@ def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
                 scores.append(clf.infer(tensor)[0])
                 kept.append(i)
             bar.update(1)
-    else:
+    elif data.arrays is not None:   # read_set gives paths or arrays
         x = data.arrays
         for i in range(len(x)):
             if x.dtype == np.uint8:

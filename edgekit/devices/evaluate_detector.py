@@ -96,8 +96,8 @@ def offer_cut(model: str, score: DetectorScore, ev: Any, dataset: DetectionSet, 
         return None
     with tempfile.TemporaryDirectory(prefix="edgekit-try-cut-") as tmp:
         path = os.path.join(tmp, os.path.basename(model)[:-len(".tflite")] + "_cut.tflite")
-        with open(path, "wb") as f:
-            f.write(data)
+        with open(path, "wb") as out:
+            out.write(data)
         report.status("--try-cut: scoring " + os.path.basename(model) + " cut before its decode")
         cut_score, cut_ev = run_one(path)
     cut_score = replace(cut_score, model="{} (cut)".format(score.model))

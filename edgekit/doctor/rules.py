@@ -13,7 +13,7 @@ import os
 import platform
 import re
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Mapping
 
@@ -80,13 +80,12 @@ class Probe:
         """A probe that reads every file under ``root`` (a recorded machine state), nothing of this machine."""
         base = Path(root)
         system = kw.get("system", "Linux")
-        defaults = {"root": str(base), "executable": "", "sys_root": str(base / "sys"), "dev_root": str(base / "dev"),
-                    "udev_dirs": tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
-                    "lib_dirs": [str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
-                    "find_library": False, "read_runtime_version": False, "use_pycoral": False,
-                    "google_pycoral": lambda: False}
-        defaults.update(kw)
-        return cls(**defaults)
+        recorded = cls(root=str(base), executable="", sys_root=str(base / "sys"), dev_root=str(base / "dev"),
+                       udev_dirs=tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
+                       lib_dirs=[str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
+                       find_library=False, read_runtime_version=False, use_pycoral=False,
+                       google_pycoral=lambda: False)
+        return replace(recorded, **kw)
 
 
 @dataclass
@@ -288,8 +287,8 @@ def dkms_gasket(p: Probe, kernel: str) -> tuple[str, str]:
         if any((v / kernel).glob("*/module/apex.ko*")):
             return "built", v.name
     for v in versions:
-        log = read(v / "build" / "make.log")
-        errors = [line.strip() for line in (log or "").splitlines() if re.search(r"error:|\bError \d", line, re.IGNORECASE)]
+        log = read(v / "build" / "make.log") or ""
+        errors = [line.strip() for line in log.splitlines() if re.search(r"error:|\bError \d", line, re.IGNORECASE)]
         if errors:  # a make.log without errors is what a finished build leaves behind
             first = errors[0]
             built_for = re.search(r"for kernel (\S+)", log)
@@ -483,8 +482,8 @@ def check_pi5_pcie(p: Probe, devices: list[Device]) -> Check | None:
 # ------------------------------------------------------------------------------------- USB
 def check_usb_link(p: Probe, devices: list[Device]) -> Check | None:
     """The link speed of a ready USB Accelerator (before its firmware loads, the speed says nothing)."""
-    ready = [(d, usb_speed(d.path)) for d in devices if d.type == "usb" and d.usb_id == "18d1:9302"]
-    ready = [(d, s) for d, s in ready if s]
+    speeds = [(d, usb_speed(d.path)) for d in devices if d.type == "usb" and d.usb_id == "18d1:9302"]
+    ready = [(d, s) for d, s in speeds if s]
     if not ready:
         return None
     slow = [d for d, s in ready if s <= 480]

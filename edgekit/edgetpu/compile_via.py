@@ -295,7 +295,10 @@ def _read_tar(data: bytes, destination: str) -> dict[str, bytes]:
                 if not member.isfile() or (name not in _TAR_NAMES and (
                         not inside or "/" in inside or inside in (".", ".."))):
                     raise DeviceError(f"{malformed} ({name!r} is not a file it writes)", _RERUN_HINT)
-                files[name] = tar.extractfile(member).read()
+                content = tar.extractfile(member)
+                if content is None:   # a regular file member always has its content
+                    raise DeviceError(f"{malformed} ({name!r} cannot be read)", _RERUN_HINT)
+                files[name] = content.read()
     except (tarfile.TarError, EOFError) as exc:
         raise DeviceError(f"{malformed} ({exc})", _RERUN_HINT) from None
     missing = [n for n in _TAR_NAMES if n not in files]

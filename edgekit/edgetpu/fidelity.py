@@ -129,7 +129,8 @@ def pair_problem(cpu: ModelInfo, compiled: ModelInfo) -> str | None:
     if extra:
         return f"the compiled model has ops the CPU model lacks: {dict(extra)}"
 
-    def io(m: ModelInfo) -> list:  # shapes, types and quantization: a re-exported model differs in them
+    # shapes, types and quantization: a re-exported model differs in them
+    def io(m: ModelInfo) -> tuple[list[tuple], list[tuple]]:
         def one(t: Any) -> tuple:
             q = t.quantization
             return tuple(t.shape), t.dtype, (round(q.scale, 9), q.zero_point) if q else None
@@ -156,6 +157,7 @@ def score(name: str, cpu: ModelInfo, actual: CompilerPlacement, infer_flags: boo
     actual_cpu = Counter(actual.cpu_ops)
     actual_verdict = "none" if not subgraphs else ("full" if not +actual_cpu else "partial")
     uncertain = 0
+    verdict: str   # the check's verdict, or the error that refused the model
     try:
         report = check_model(cpu, runtime, multiple_subgraphs=multiple)
         predicted, verdict = report.split_by_type()["cpu"], report.verdict
@@ -210,9 +212,9 @@ def weightless(data: bytes, keep: int = KEEP_BUFFER_BYTES) -> bytes:
     info = tflite_model.ModelInfo.from_bytes(data)
     out = bytearray(data)
     weights = {t.buffer for g in info.subgraphs for t in g.tensors if t.is_constant}
-    kept = {t.buffer for g in info.subgraphs for op in g.ops for i in op.inputs
-            if (t := g.tensor(i)) is not None and t.is_constant
-            and (op.name == "CONCATENATION" or (t.dtype in ("int32", "int64") and t.buffer_bytes <= 256))}
+    kept = {c.buffer for g in info.subgraphs for op in g.ops for i in op.inputs
+            if (c := g.tensor(i)) is not None and c.is_constant
+            and (op.name == "CONCATENATION" or (c.dtype in ("int32", "int64") and c.buffer_bytes <= 256))}
     for i, b in enumerate(info._buffers):
         if b.size > keep or (i in weights and i not in kept):
             out[b.start:b.start + b.size] = bytes(b.size)

@@ -16,7 +16,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator, Optional, Tuple, Union
+from typing import Any, Iterator, Mapping, Optional, Tuple, Union
 
 from edgekit import __version__
 from edgekit.board import manifest
@@ -205,8 +205,8 @@ def _accuracy(opts: BuildOptions, plan: _Plan, cpu: Path) -> ClassifierAccuracy 
     if plan.detection_eval is not None:  # a detector's COCO mAP, by pycocotools, of the CPU model
         from edgekit.devices import evaluate_detector as detection_eval_mod
 
-        ev = detection_eval_mod.evaluate_detector(cpu, plan.detection_eval, device="cpu")
-        return DetectorAccuracy.from_dict({**ev.to_dict(), "model": cpu.name, "data": str(evaluating)})
+        dev = detection_eval_mod.evaluate_detector(cpu, plan.detection_eval, device="cpu")
+        return DetectorAccuracy.from_dict({**dev.to_dict(), "model": cpu.name, "data": str(evaluating)})
     return None
 
 
@@ -445,13 +445,13 @@ def _given_detector(path: Path, q: QuantizeOptions, layout: str | None = None) -
     try:
         names = detector.labels
         labels = [names.get(i, str(i)) for i in range(max(names) + 1)] if names else None
-        layout = detector.layout
+        found_layout = detector.layout   # what the detector settled on (``layout`` is only the flag's word)
         notes = [str(n) for n in detector.notes]
-        notes.append(f"a detector: layout {layout.describe()}: " + "; ".join(layout.source))
+        notes.append(f"a detector: layout {found_layout.describe()}: " + "; ".join(found_layout.source))
         notes.append(f"preprocessing {detector.spec.describe()} ({detector.spec_source})")
         packed = appended_zip(path)  # Ultralytics' metadata.json, kept whole in the manifest (it read as JSON)
         meta = json.loads(packed["metadata.json"]) if ultralytics_metadata(packed) else None
-        return _Detected(detector.spec, labels, notes, BundleDetection(layout.to_dict(), meta))
+        return _Detected(detector.spec, labels, notes, BundleDetection(found_layout.to_dict(), meta))
     finally:
         detector.opened.close()
 
@@ -589,7 +589,7 @@ def _why_not_replaceable(target: Path) -> str | None:
     return None
 
 
-def write_bundle(target: Union[str, os.PathLike], sources: dict[str, Union[str, os.PathLike, bytes]],
+def write_bundle(target: Union[str, os.PathLike], sources: Mapping[str, Union[str, os.PathLike, bytes]],
                  doc: BundleManifest) -> Path:
     """Write a bundle folder at ``target`` all at once: ``sources`` maps bundle paths to files or bytes.
 

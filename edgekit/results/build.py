@@ -16,7 +16,7 @@ from edgekit.results.check import CheckDigest, CheckResult
 from edgekit.results.compile import CompilerOutput
 from edgekit.results.evaluate import DetectionEvaluateResult, EvaluateResult
 from edgekit.results.preprocess import SpecRecord
-from edgekit.results.quantize import ModelOutput, QuantizeResult, edgetpu_lines
+from edgekit.results.quantize import DetectionVerification, ModelOutput, QuantizeResult, edgetpu_lines
 
 #: manifest.json's format and its version: the values :mod:`edgekit.board.manifest` (which cannot import this module
 #: on a Python 3.7 board) checks, kept equal to its own by tests/test_structure.py.
@@ -190,11 +190,11 @@ class BuildResult(Record):
     @property
     def _verified_detector(self) -> bool:
         v = self.quantize.verification if self.quantize else None
-        return getattr(v, "kind", None) == "detection"
+        return isinstance(v, DetectionVerification)   # built (and read back) with kind "detection" only
 
     def _verification_lines(self) -> list[str]:
         v = self.quantize.verification if self.quantize else None
-        if self._verified_detector:
+        if isinstance(v, DetectionVerification):
             return [f"Verification: int8 keeps {v.kept:.1%} of the float model's detections on {v.samples} "
                     "samples"] if v.kept is not None else []
         return [f"Verification: top-1 agreement {v.top1_agreement:.1%} on {v.samples} samples"] if v else []

@@ -86,7 +86,8 @@ class InspectOp(Record):
     subgraph: Optional[int] = None
 
     def to_dict(self) -> dict[str, int | str | None]:
-        doc = {"index": self.index, "name": self.name, "version": self.version, "custom_code": self.custom_code}
+        doc: dict[str, int | str | None] = {"index": self.index, "name": self.name, "version": self.version,
+                                            "custom_code": self.custom_code}
         return doc if self.subgraph is None else {**doc, "subgraph": self.subgraph}
 
 

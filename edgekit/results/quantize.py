@@ -154,7 +154,8 @@ class DetectionVerification(Record):
             lines.append(f"mAP50 on the labels: float {100 * g.float_map50:.1f}, int8 {100 * g.int8_map50:.1f}: "
                          f"{100 * g.drop:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; at "
                          f"most {g.max_drop_points:g} allowed: {g.verdict})")
-        if g and g.map_verdict is not None:
+        if (g and g.map_verdict is not None and g.map_drop_interval is not None and g.float_map is not None
+                and g.int8_map is not None and g.map_drop is not None):   # set together by the mAP50 gate
             lo, hi = g.map_drop_interval
             lines.append(f"mAP50-95 on the labels: float {100 * g.float_map:.1f}, int8 {100 * g.int8_map:.1f}: "
                          f"{100 * g.map_drop:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; "

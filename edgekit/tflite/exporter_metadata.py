@@ -63,7 +63,8 @@ def converter(info: Any) -> Optional[ConverterInfo]:
         try:   # table ConversionMetadata { environment: Environment { tensorflow_version: string; api_version: uint } }
             r = Reader(raw)
             env = r.table(r.deref(0, "conversion metadata root"), "conversion metadata").table(0, "environment")
-            tf, api = env.string(0, "tensorflow version"), int(env.scalar(1, "I"))
+            tf, api = (env.string(0, "tensorflow version"), int(env.scalar(1, "I"))) if env is not None \
+                else (None, None)   # no environment table: nothing to say
         except Exception:  # damaged optional metadata: the description still stands
             tf = api = None
     if info.description is None and tf is None:

@@ -40,9 +40,10 @@ def requantize(model: Any) -> list[int]:
         w = _data(model, weights).astype(np.int8).astype(np.float64).reshape(len(scales), -1)
         _set_data(model, weights, np.clip(np.round(w * ratio[:, None]), -127, 127).astype(np.int8))
         _per_tensor(weights, s)
-        if len(op.inputs) > 2 and op.inputs[2] >= 0 and _data(model, graph.tensors[op.inputs[2]]) is not None:
-            bias = graph.tensors[op.inputs[2]]
-            b = _data(model, bias).view(np.int32).astype(np.float64)
+        bias = graph.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
+        bias_data = _data(model, bias) if bias is not None else None
+        if bias is not None and bias_data is not None:
+            b = bias_data.view(np.int32).astype(np.float64)
             _set_data(model, bias, np.clip(np.round(b * ratio), -2**31, 2**31 - 1).astype(np.int32))
             input_scale = float(_scales(graph.tensors[op.inputs[0]])[0])
             _per_tensor(bias, input_scale * s)

@@ -14,6 +14,7 @@ This module is pure (no TensorFlow), so the runtime half can read records on a b
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,12 +55,12 @@ class ModelRecord:
             raise InputError(f"{source}: {exc.message}", exc.hint or RECORD_HINT) from None
 
 
-def sidecar_path(model_path: str | Path) -> Path:
+def sidecar_path(model_path: str | os.PathLike) -> Path:
     p = Path(model_path)
     return p.with_name(p.stem + SIDECAR_SUFFIX)
 
 
-def cpu_model_path(model_path: str | Path) -> Path:
+def cpu_model_path(model_path: str | os.PathLike) -> Path:
     """``x_edgetpu.tflite`` → ``x.tflite`` (the CPU model the compiler started from).
 
     (edgekit.board.backends.cpu_twin is its twin in the runtime core, which this shared module sits
@@ -69,7 +70,7 @@ def cpu_model_path(model_path: str | Path) -> Path:
     return p.with_name(p.stem[:-len("_edgetpu")] + p.suffix) if p.stem.endswith("_edgetpu") else p
 
 
-def find_record(model_path: str | Path, metadata: dict[str, bytes]) -> tuple[ModelRecord, str] | None:
+def find_record(model_path: str | os.PathLike, metadata: dict[str, bytes]) -> tuple[ModelRecord, str] | None:
     """The record for a model and where it came from: its metadata, its sidecar, or its CPU twin's sidecar."""
     if METADATA_NAME in metadata:
         return ModelRecord.from_json(metadata[METADATA_NAME], f"{model_path} metadata"), "model metadata"

@@ -55,6 +55,6 @@ OP_CASES: tuple[OpCase, ...] = (
     OpCase("quantize_float_input",
            lambda c: c.op.name == "QUANTIZE" and any(t.dtype in FLOAT_DTYPES for t in c.ins if t is not None)
            and all(t.dtype in QUANT_TYPES for t in c.outs if t is not None), UNSPECIFIED,
-           lambda c: f"quantizes a {c.ins[0].dtype} input: the model has float I/O",
+           lambda c: f"quantizes a {next(t.dtype for t in c.ins if t is not None)} input: the model has float I/O",
            "use integer (uint8/int8) model inputs: `edgekit quantize` makes them", EV_FLOAT_IO, CONFIRMED, Kind.TYPE),
 )

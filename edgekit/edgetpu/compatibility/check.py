@@ -13,7 +13,8 @@ from edgekit.edgetpu.compatibility.words import (COMPILER_DEFAULT_MIN_RUNTIME, C
                                                     CUT_OFF_FED_BY_CPU, DATA_TYPE, FIX_QUANTIZE, MAPPED,
                                                     MORE_THAN_ONE_SUBGRAPH, NOT_CONSTANT, NOT_SUPPORTED,
                                                     PARAMETER_CACHE_BYTES, RANK, STRIDES, SUPPORTED_MIN_RUNTIMES,
-                                                    UNCERTAIN, UNSPECIFIED, VERSION, Target, Verdict, mib)
+                                                    UNCERTAIN, UNSPECIFIED, VERSION, Confidence, Target, Verdict,
+                                                    mib)
 from edgekit.errors import CompatibilityError, UsageError
 from edgekit.results.check import CheckResult
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, ModelInfo, SubgraphInfo
@@ -83,7 +84,7 @@ class CheckReport:
 
 
 def _cut_confidence(g: SubgraphInfo, judged: list[Judgement], producer: dict[int, int]
-                    ) -> tuple[list[str], list[bool]]:
+                    ) -> tuple[list[Confidence], list[bool]]:
     """Per op, how sure its place on the CPU is when it is cut off the one Edge TPU subgraph (sure when it
     depends on an op certain to be unmappable; else as sure as the unmappable ops it depends on, or,
     depending on none, every unmappable op before it, are), and whether it depends on such a sure op."""
@@ -176,7 +177,7 @@ def _model_advice(problems: list[Problem]) -> list[str]:
 
 def _refused_verdicts(g: SubgraphInfo, judged: list[Judgement], first: Problem) -> list[OpVerdict]:
     """Every op on the CPU with the words of the first fatal problem (what each would be otherwise in its detail)."""
-    def sure(j: Judgement) -> str:  # on the CPU for sure when the refusal is, or when the op is unmappable
+    def sure(j: Judgement) -> Confidence:  # on the CPU for sure when the refusal is, or when the op is unmappable
         return CONFIRMED if CONFIRMED in (first.confidence, j.confidence if not j.mappable else None) else UNCERTAIN
 
     return [OpVerdict(op.index, op.name, op.version, Target.CPU, first.status or first.message,
@@ -271,7 +272,7 @@ _PROBLEM_CODES = {NOT_SUPPORTED: "unsupported_op", DATA_TYPE: "data_type", VERSI
 
 def _cpu_problems(verdicts: list[OpVerdict]) -> list[Problem]:
     """One problem per (reason, detail) among the unmappable ops."""
-    grouped: dict[tuple[str, str, str | None, str, str | None], list[int]] = {}
+    grouped: dict[tuple[str, str, str | None, Confidence, str | None], list[int]] = {}
     for v in verdicts:
         if v.target == Target.CPU and not v.cut_off:
             key = (v.reason, f"{v.name}: {v.detail or v.reason}", v.fix, v.confidence, v.code)

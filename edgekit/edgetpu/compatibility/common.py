@@ -77,6 +77,8 @@ def _data_types(c: OpContext) -> tuple[str, str] | None:
 
 
 def _runtime(c: OpContext) -> tuple[str, str] | None:
+    if c.rule is None:   # COMMON runs only for an op in the table (OP_CASES judged the others)
+        return None
     need = c.rule.min_runtime
     if need <= c.min_runtime:
         return None
@@ -85,7 +87,7 @@ def _runtime(c: OpContext) -> tuple[str, str] | None:
 
 
 def _constant_params(c: OpContext) -> str | None:
-    for pos, what in c.rule.params:
+    for pos, what in (c.rule.params if c.rule is not None else ()):
         t = c.ins[pos] if pos < len(c.ins) else None
         if t is not None and not t.is_constant:
             return f"the {what} (input {pos}) is computed at run time"

@@ -128,7 +128,9 @@ def _reduce_axes(c: OpContext) -> str | None:
 def _mean_positions(c: OpContext) -> str | None:
     t = c.ins[0]
     positions = 1
-    for d in (t.shape[:-1] if t is not None else ()):
+    if t is None:
+        return None
+    for d in t.shape[:-1]:
         positions *= d
     if positions > MEAN_POSITIONS_LIMIT:
         return (f"mean over a {shape_text(t)} input ({positions:,} positions); the Edge TPU maps MEAN only on smaller "
@@ -196,6 +198,8 @@ EXPAND_DIMS = (Constraint(_expand_dims, UNSPECIFIED, "insert the unit dimension 
 
 def pack_batch(c: OpContext) -> str | None:
     out = c.outs[0]
+    if out is None:
+        return None
     axis = c.op.options.get("axis", 0)
     if axis < 0:
         axis += len(out.shape)
@@ -221,6 +225,8 @@ def concat_constant(c: OpContext) -> str | None:
 
 def _resize_rank(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
+    if t is None or out is None:  # judge() refuses an op without them before its constraints run
+        return None
     if len(t.shape) != 4 or len(out.shape) != 4:
         return f"{shape_text(t)} -> {shape_text(out)}; input and output must be 3-D images (H, W, C, as 1xHxWxC)"
     return None
@@ -228,6 +234,8 @@ def _resize_rank(c: OpContext) -> str | None:
 
 def _bilinear_from_one(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
+    if t is None or out is None:  # judge() refuses an op without them before its constraints run
+        return None
     if not c.op.options.get("align_corners", False):
         return None
     for axis, label in ((1, "height"), (2, "width")):
@@ -240,6 +248,8 @@ def _bilinear_from_one(c: OpContext) -> str | None:
 
 def _resize_zero(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
+    if t is None or out is None:  # judge() refuses an op without them before its constraints run
+        return None
     for axis, label in ((1, "height"), (2, "width")):
         i, o = t.shape[axis], out.shape[axis]
         if i != o and min(i, o) <= 0:
@@ -249,6 +259,8 @@ def _resize_zero(c: OpContext) -> str | None:
 
 def _bilinear_factor(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
+    if t is None or out is None:  # judge() refuses an op without them before its constraints run
+        return None
     align = c.op.options.get("align_corners", False)
     for axis, label in ((1, "height"), (2, "width")):
         i, o = t.shape[axis], out.shape[axis]
@@ -279,7 +291,7 @@ RESIZE_LIMIT = RESIZES.limit
 
 def _resize_size(c: OpContext) -> str | None:
     out = c.outs[0]
-    if elements(out) > RESIZE_LIMIT:
+    if out is not None and elements(out) > RESIZE_LIMIT:
         return (f"resizes to {shape_text(out)} ({elements(out):,} values); the Edge TPU maps resizes only to smaller "
                 f"outputs (~{RESIZE_LIMIT:,}; heuristic)")
     return None
@@ -314,6 +326,8 @@ RESIZE_BILINEAR = (
 
 def squeeze(c: OpContext) -> str | None:
     t, out = c.ins[0], c.outs[0]
+    if t is None or out is None:  # judge() refuses an op without them before its constraints run
+        return None
     leading = 0
     for d in t.shape:
         if d != 1:
@@ -327,7 +341,7 @@ def squeeze(c: OpContext) -> str | None:
 
 def prelu(c: OpContext) -> str | None:
     alpha = c.ins[1] if len(c.ins) > 1 else None
-    if alpha is not None and sum(1 for d in alpha.shape[:-1] if d > 1):
+    if alpha is not None and any(d > 1 for d in alpha.shape[:-1]):
         return f"alpha is {shape_text(alpha)}; it must be 1-D (only the innermost dimension > 1)"
     return None
 

@@ -39,7 +39,7 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
             fix = case.fix(c) if callable(case.fix) else case.fix
             return Judgement(case.status, case.detail(c), fix, case.evidence, case.confidence, rule=case.id)
     doubt = None
-    for k in COMMON + rule.constraints:
+    for k in COMMON + (rule.constraints if rule is not None else ()):   # OP_CASES judged an op not in RULES
         why = k.test(c)
         if why is None:
             continue

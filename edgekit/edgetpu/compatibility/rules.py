@@ -13,9 +13,11 @@ from edgekit.edgetpu.compatibility.words import UNCERTAIN, UNSPECIFIED, Kind
 
 
 def _reshape_size(c: OpContext) -> str | None:
-    t = c.ins[0]
+    t, out = c.ins[0], c.outs[0]
+    if t is None or out is None:  # judge() refuses an op without them before its constraints run
+        return None
     if elements(t) > RESHAPE_LIMIT:
-        return (f"reshapes {elements(t):,} values ({shape_text(t)} -> {shape_text(c.outs[0])}); the Edge TPU maps "
+        return (f"reshapes {elements(t):,} values ({shape_text(t)} -> {shape_text(out)}); the Edge TPU maps "
                 f"RESHAPE only on smaller tensors (~{RESHAPE_LIMIT:,}; heuristic)")
     return None
 
