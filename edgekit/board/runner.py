@@ -39,10 +39,15 @@ import os
 import sys
 
 # The modules this runner needs on the board, relative to the package root's parent (tests keep
-# this list closed under imports: everything a shipped module imports from edgekit is shipped).
+# this list closed under imports: everything a shipped module imports from edgekit is shipped): edgekit/board/
+# whole, the foundations it stands on (the package's face, its errors, the Record base) and the result modules
+# whose records the runtime core returns (one type per document, from the board to the host's --json).
 SHIPPED_MODULES = (
     "edgekit/__init__.py",
     "edgekit/errors.py",
+    "edgekit/records.py",
+    "edgekit/results/__init__.py",
+    "edgekit/results/classify.py",
     "edgekit/board/flatbuffer.py",
     "edgekit/board/quant_params.py",
     "edgekit/board/preprocess.py",
