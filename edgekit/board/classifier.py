@@ -21,23 +21,13 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from edgekit.board.classes import read_labels, top_k
 from edgekit.errors import Caution, InputError
 from edgekit.results.classify import Class, ClassifyResult, ImageClasses, ImageError
-
-if TYPE_CHECKING:  # for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
-    from typing import TypedDict  # novermin
-
-    class ImageFailure(TypedDict):
-        """An image that could not be read, and why (detect's document, until it is a record too)."""
-
-        image: str
-        error: str
-
 
 @dataclass
 class LoadedModel:
