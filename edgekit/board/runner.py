@@ -48,6 +48,7 @@ SHIPPED_MODULES = (
     "edgekit/records.py",
     "edgekit/results/__init__.py",
     "edgekit/results/classify.py",
+    "edgekit/results/benchmark.py",
     "edgekit/board/flatbuffer.py",
     "edgekit/board/quant_params.py",
     "edgekit/board/preprocess.py",
@@ -368,14 +369,15 @@ def _classifier(args):
 
 
 def benchmark(bundle: str, device: str = "auto", n: int = 100, warmup: int = 10, threads=None) -> dict:
-    """The document of ``edgekit benchmark --json``: the bundle's model loaded, then invoke() alone timed."""
+    """The document of ``edgekit benchmark --json`` (BenchmarkResult's): the bundle's model loaded, then invoke()
+    alone timed."""
     from edgekit.board import backends
     from edgekit.board import latency
     from edgekit.board.classifier import load_bundle
 
     backends.ON_BOARD = True
     threads = threads or latency.default_threads()
-    return backends.benchmark(lambda: load_bundle(bundle, device, num_threads=threads), n, warmup, threads)
+    return backends.benchmark(lambda: load_bundle(bundle, device, num_threads=threads), n, warmup, threads).to_dict()
 
 
 def _numbers(text):

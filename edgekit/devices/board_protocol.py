@@ -27,7 +27,6 @@ from edgekit.errors import DeviceError
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.board.decode import LayoutDoc, ObjectDoc
-    from edgekit.board.backends import BenchmarkDocument
     from edgekit.board.detector import DetectDocument
 
 
@@ -258,7 +257,8 @@ def _benchmark_fields() -> dict[str, Callable[[Any, str], Any]]:
         "min_ms": _number, "max_ms": _number, "mean_ms": _number, "throughput_per_s": _number,
         "machine": lambda v, w: _object(v, w, {"platform": _text, "processor": _text, "cpus": _opt_int,
                                                "governors": lambda g, wg: _opt_list(g, wg, _text)}),
-        "notes": lambda v, w: _list(v, w, _text), "warnings": lambda v, w: _list(v, w, _text), "comparison": _null}
+        "notes": lambda v, w: _list(v, w, _text), "warnings": lambda v, w: _list(v, w, _text), "postprocess": _null,
+        "comparison": _null}
     fields.update({f"p{q}_ms": _number for q in PERCENTILES})
     return fields
 
@@ -353,7 +353,7 @@ def _sent_once(doc: Answer | DetectDocument, sent: set[str], destination: str, w
         seen.add(entry["image"])
 
 
-def read_benchmark(data: bytes, destination: str, hint: str, n: int, warmup: int) -> BenchmarkDocument:
+def read_benchmark(data: bytes, destination: str, hint: str, n: int, warmup: int) -> Answer:
     """A benchmark document of ``n`` timed runs after ``warmup``, its summary within its latencies."""
     doc = read(data, _benchmark_fields(), destination, "benchmarking", hint)
     lat = doc["latencies_ms"]

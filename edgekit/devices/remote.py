@@ -35,15 +35,15 @@ from edgekit.devices.board_protocol import ProbeDocument
 from edgekit.errors import Caution, DeviceError, EdgekitError, UsageError
 from edgekit.flags import default as _cli
 from edgekit.report import SILENT, Reporter
+from edgekit.results.benchmark import BenchmarkResult
 from edgekit.results.classify import ClassifyResult
 from edgekit.results.deploy import DeployResult
 
 if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.board.backends import BenchmarkDocument
     from edgekit.board.detector import DetectDocument, DetectReport
 
 #: a runner's document, as its reader checked it
-RunnerDocument = TypeVar("RunnerDocument", "board_protocol.Answer", "DetectDocument", "BenchmarkDocument")
+RunnerDocument = TypeVar("RunnerDocument", "board_protocol.Answer", "DetectDocument")
 
 
 DEFAULT_PATH = _cli("deploy", "remote_path")  # on the board, relative to the login user's home (--path)
@@ -365,14 +365,14 @@ def _bundle_labels(bundle: Any) -> list[str] | None:
 def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
               device: str = _cli("benchmark", "device"), n: int = _cli("benchmark", "n"),
               warmup: int = _cli("benchmark", "warmup"), threads: int | None = None,
-              report: Reporter = SILENT) -> BenchmarkDocument:
-    """Deploy when needed and time the bundle's model on the target: the ``edgekit benchmark --json`` document
-    (``report`` is told what was deployed)."""
+              report: Reporter = SILENT) -> BenchmarkResult:
+    """Deploy when needed and time the bundle's model on the target: ``edgekit benchmark``'s record, read from the
+    board's document (``report`` is told what was deployed)."""
     args = ["--device", _device_arg(device), "-n", str(n), "--warmup", str(warmup)]
     if threads is not None:
         args += ["--threads", str(threads)]
     local = read_bundle(bundle)
     report.note(deploy(bundle, target, path, local).render_text())
-    return _run_runner(target, path, local.name, "benchmark", args, b"", "benchmarking", SILENT,
-                       lambda data, dest, hint: board_protocol.read_benchmark(data, dest, hint, n, warmup),
-                       benchmark_stdout_bound(n))
+    return BenchmarkResult.from_dict(_run_runner(
+        target, path, local.name, "benchmark", args, b"", "benchmarking", SILENT,
+        lambda data, dest, hint: board_protocol.read_benchmark(data, dest, hint, n, warmup), benchmark_stdout_bound(n)))
