@@ -344,12 +344,10 @@ class Model:
 
         start = clock.perf_counter()
         if task == "classify":
-            from edgekit.results import Class
-
             tensor = self.input_tensor(image, channels, scale)
             ready = clock.perf_counter()
             top, invoke_ms = self._clf.classify_tensor(tensor, options["top_k"], options["threshold"])
-            found: list = [Class(t["id"], float(t["score"]), t["label"]) for t in top]
+            found: list = list(top)
         else:
             image = _image_input(image, self._clf.spec.channels, channels, scale)
             detector = self._detector(options["layout"])
@@ -428,9 +426,7 @@ class Model:
     def classify_files(self, images: Iterable[PathLike], top_k: Optional[int] = _cli("classify", "top_k"),
                        threshold: float = _cli("classify", "threshold"), workers: Optional[int] = None) -> ClassifyResult:
         """Many image files, decoded ahead of inference; unreadable ones go to ``errors`` (classify's document)."""
-        from edgekit.results import ClassifyResult
-
-        return ClassifyResult.of_report(self._clf.run([os.fsdecode(p) for p in images], top_k, threshold, workers))
+        return self._clf.run([os.fsdecode(p) for p in images], top_k, threshold, workers)
 
     @_checked
     def time(self, n: int = _cli("benchmark", "n"), warmup: int = _cli("benchmark", "warmup"), image: Any = None, *,
@@ -532,16 +528,13 @@ def classify(images: Iterable[PathLike], *, model: PathLike, labels: Optional[Pa
 
     from edgekit.devices import classify as classify_mod
     from edgekit.errors import UsageError
-    from edgekit.results import ClassifyResult
 
     if math.isnan(threshold):
         raise UsageError("-t/--threshold nan keeps no score", "pass a number such as -t 0.1, or leave -t out")
     with _for_board(model, on, report, labels) as (model, labels):
-        report_ = classify_mod.classify([os.fsdecode(i) for i in images], model, device=device, labels=labels,
-                                        k=top_k, threshold=threshold, mean=_floats(mean, "mean"),
-                                        std=_floats(std, "std"),
-                                        num_threads=threads, report=report, on=on, remote_path=remote_path)
-    return ClassifyResult.of_report(report_)
+        return classify_mod.classify([os.fsdecode(i) for i in images], model, device=device, labels=labels,
+                                     k=top_k, threshold=threshold, mean=_floats(mean, "mean"), std=_floats(std, "std"),
+                                     num_threads=threads, report=report, on=on, remote_path=remote_path)
 
 
 @_checked

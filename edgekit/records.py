@@ -9,9 +9,8 @@ A result type declares its fields in the order of its document; :class:`Record` 
 - a nested :class:`Record` is its own document; ``Tuple[X, ...]`` is a list (``Tuple[X, Y]`` one of that
   length); a ``Union`` is the first of its types that takes the value;
 - a frozen dataclass of edgekit's that is no Record but has ``to_dict()``/``from_dict()`` (a
-  :class:`~edgekit.board.preprocess.PreprocessSpec`, a manifest's :class:`~edgekit.board.manifest.FileEntry`: modules
-  shipped to a Python 3.7 board, which cannot import this one) is its own document too, its keys named after
-  its fields checked against their types before its own ``from_dict`` reads it;
+  :class:`~edgekit.board.preprocess.PreprocessSpec`, a manifest's :class:`~edgekit.board.manifest.FileEntry`) is its
+  own document too, its keys named after its fields checked against their types before its own ``from_dict`` reads it;
 - ``Mapping[K, V]`` is an object; ``Any`` holds a sub-document as it is, at most :data:`MAX_DEPTH` deep; both
   are made read-only (:func:`freeze`: mappings become :class:`types.MappingProxyType`, lists become tuples) so
   a result cannot change.
@@ -23,7 +22,10 @@ bundle's manifest) names them in ``document_omits``; they keep their defaults.
 its field's type does not hold (a ``ValueError`` naming the field's path, e.g. ``InspectResult.ops[3].index:
 expected an integer, got 'x'``; an ``Optional`` field left out is None): a document that drifted from its
 type, or a hostile one, fails loudly instead of losing a field or crashing whatever shows it.
-Standard library (and edgekit.errors) only, cheap to import.
+Standard library (and edgekit.errors) only, cheap to import. This module ships to a Python 3.7 board with the
+result modules whose records the runtime core returns (``board.runner.SHIPPED_MODULES``), so it stays 3.7 (vermin
+checks it), and so do their annotations, which ``typing.get_type_hints`` evaluates there: ``Optional[X]`` and
+``Tuple[X, ...]``, not ``X | None`` or ``tuple[X, ...]`` (a test resolves every shipped record's fields on 3.7).
 """
 
 from __future__ import annotations
@@ -100,18 +102,26 @@ def thaw(value: Any) -> Any:
     return value
 
 
+# Python 3.7 (a board's) has neither typing.get_origin/get_args (3.8) nor Literal (3.8) nor ``X | Y`` (3.10): the
+# same answers from the typing objects' own attributes, and a marker no origin is where a feature is absent.
+_get_origin = getattr(typing, "get_origin", None) or (lambda tp: getattr(tp, "__origin__", None))  # novermin
+_get_args = getattr(typing, "get_args", None) or (lambda tp: getattr(tp, "__args__", None) or ())  # novermin
+_LITERAL = getattr(typing, "Literal", object())  # novermin
+_UNION_TYPE = getattr(types, "UnionType", ())  # novermin
+
+
 def _is_union(tp: Any) -> bool:
-    return typing.get_origin(tp) is typing.Union or isinstance(tp, types.UnionType)
+    return _get_origin(tp) is typing.Union or isinstance(tp, _UNION_TYPE)
 
 
 def _is_optional(tp: Any) -> bool:
-    return _is_union(tp) and type(None) in typing.get_args(tp)
+    return _is_union(tp) and type(None) in _get_args(tp)
 
 
 def _strip_optional(tp: Any) -> Any:
     """``Optional[X]`` -> X; a Union of several -> that Union without None."""
     if _is_union(tp):
-        args = tuple(a for a in typing.get_args(tp) if a is not type(None))
+        args = tuple(a for a in _get_args(tp) if a is not type(None))
         return args[0] if len(args) == 1 else typing.Union[args]
     return tp
 
@@ -120,13 +130,13 @@ def _kind(tp: Any) -> str:
     """What a field type holds, in a message's words."""
     if tp in _KINDS:
         return _KINDS[tp]
-    if typing.get_origin(tp) is typing.Literal:
-        return "one of " + ", ".join(repr(a) for a in typing.get_args(tp))
-    if typing.get_origin(tp) in (tuple, Tuple):
-        args = typing.get_args(tp)
+    if _get_origin(tp) is _LITERAL:
+        return "one of " + ", ".join(repr(a) for a in _get_args(tp))
+    if _get_origin(tp) in (tuple, Tuple):
+        args = _get_args(tp)
         return "a list" if not args or args[-1] is Ellipsis else f"a list of {len(args)}"
     if _is_union(tp):
-        return " or ".join(_kind(a) for a in typing.get_args(tp))
+        return " or ".join(_kind(a) for a in _get_args(tp))
     if isinstance(tp, type) and issubclass(tp, enum.Enum):
         return "one of " + ", ".join(repr(m.value) for m in tp)
     return "a value" if tp is Any else "an object"
@@ -190,7 +200,7 @@ def _load_document(tp: Any, value: Any, where: str) -> Any:
 
 def _load_tuple(tp: Any, value: Any, where: str) -> Tuple[Any, ...]:
     """A list as ``Tuple[X, ...]`` (any length) or ``Tuple[X, Y]`` (that length) holds it."""
-    args = typing.get_args(tp)
+    args = _get_args(tp)
     if not isinstance(value, (list, tuple)):
         raise ValueError(f"{where}: expected {_kind(tp)}, got {shown(value)}")
     if not args or args[-1] is Ellipsis:
@@ -204,7 +214,7 @@ def _load_tuple(tp: Any, value: Any, where: str) -> Tuple[Any, ...]:
 
 def _load_mapping(tp: Any, value: Any, where: str) -> Mapping[str, Any]:
     """An object as ``Mapping[K, V]`` holds it, read-only."""
-    key, item = typing.get_args(tp) or (str, Any)
+    key, item = _get_args(tp) or (str, Any)
     if not isinstance(value, Mapping):
         raise ValueError(f"{where}: expected an object, got {shown(value)}")
     return types.MappingProxyType({_load(key, k, f"{where} (a key)"): _load(item, v, f"{where}.{k}")
@@ -215,7 +225,7 @@ def _load_choice(tp: Any, value: Any, where: str) -> Any:
     """A value of a ``str`` :class:`~enum.Enum` or a ``Literal``."""
     if isinstance(tp, type) and isinstance(value, tp):
         return value
-    choices = [m.value for m in tp] if isinstance(tp, type) else list(typing.get_args(tp))
+    choices = [m.value for m in tp] if isinstance(tp, type) else list(_get_args(tp))
     for choice in choices:
         if type(value) is type(choice) and value == choice:
             return tp(value) if isinstance(tp, type) else value
@@ -228,12 +238,12 @@ def _load(tp: Any, value: Any, where: str) -> Any:
     if value is None and (tp is Any or _is_optional(tp)):
         return None
     tp = _strip_optional(tp)
-    origin = typing.get_origin(tp)
+    origin = _get_origin(tp)
     if tp in _KINDS:
         return _load_primitive(tp, value, where)
     if _is_union(tp):
-        return _load_union(typing.get_args(tp), value, where)
-    if origin is typing.Literal or isinstance(tp, type) and issubclass(tp, enum.Enum):
+        return _load_union(_get_args(tp), value, where)
+    if origin is _LITERAL or isinstance(tp, type) and issubclass(tp, enum.Enum):
         return _load_choice(tp, value, where)
     if origin in (tuple, Tuple):
         return _load_tuple(tp, value, where)

@@ -83,6 +83,37 @@ def test_vermin_says_python_37_is_enough():
     assert minimum and int(minimum.group(1)) <= 7, proc.stdout
 
 
+_SHIPPED_RECORDS = """
+import dataclasses, importlib, sys
+sys.path.insert(0, sys.argv[1])
+from edgekit.records import Record, _fields
+for module in sys.argv[2:]:
+    for value in vars(importlib.import_module(module)).values():
+        if isinstance(value, type) and issubclass(value, Record) and dataclasses.is_dataclass(value):
+            hints, fields = _fields(value)  # typing.get_type_hints on this Python: `X | None` fails on 3.7
+            print(value.__name__, sorted(hints) == sorted(set(fields) | {"document_omits"}))
+from edgekit.results.classify import ClassifyResult
+doc = {"model": "m", "device": "cpu", "backend": "litert", "first_inference_ms": None, "errors": [{"image": "b",
+       "error": "b: no such file"}], "results": [{"image": "a", "ms": 1.5, "top": [{"id": 3, "label": None, "score": 1}]}]}
+print("round-trip", ClassifyResult.from_dict(doc).to_dict() == doc)
+"""
+
+
+def test_the_shipped_records_resolve_their_fields_on_the_boards_python():
+    """vermin reads syntax, not annotations: the records the board's runtime returns have their field types
+    evaluated there (from_dict, to_dict), so each must resolve under the board's Python (3.7 where .venv-py37 is)."""
+    from tests.test_remote import TARGET_PYTHON
+
+    modules = [rel[:-3].replace("/", ".") for rel in SHIPPED if rel.startswith("edgekit/results/")
+               and not rel.endswith("__init__.py")]
+    assert modules, "no result module ships: the board's runtime returns records (results/classify.py)"
+    proc = subprocess.run([str(TARGET_PYTHON), "-c", _SHIPPED_RECORDS, str(REPO), *modules], capture_output=True,
+                          text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    said = dict(line.split() for line in proc.stdout.splitlines())
+    assert {"ClassifyResult", "BenchmarkResult", "round-trip"} <= set(said) and set(said.values()) == {"True"}, proc.stdout
+
+
 def test_vermin_would_catch_newer_syntax(tmp_path):
     newer = tmp_path / "newer.py"
     newer.write_text("if (n := 3):\n    print(f'{n=}')\n")

@@ -482,14 +482,14 @@ def test_detect_results_text_is_the_runtimes_text():
     """The document renders the lines the runtime's DetectReport prints (on a board, the runner prints those): two
     images (an even count: the median of two), an object without a label, an image that failed."""
     from edgekit.board.detector import ImageDetections
-    from edgekit.results import DetectResult
+    from edgekit.results import DetectResult, ImageError
 
     layout = DetectionLayout(Layout.YOLO, (("output", 0),), 2, HW, boxes_normalized=None, letterbox=True)
     one = ImageDetections("a.png", 10, 20, 1.5, 0.25, (Object(1, 0.5, BBox(1, 2, 3, 4), "dog"),
                                                        Object(0, 0.123456, BBox(0.4, 0.6, 9.5, 19.5))))
     two = ImageDetections("b.png", 640, 480, 2.75, 1.0, ())
     report = DetectReport("m.tflite", "usb:0", "pycoral", layout, 0.3, 0.5, 7, 3.0, (one, two),
-                          ({"image": "c.png", "error": "unreadable"},))
+                          (ImageError("c.png", "unreadable"),))
     text = DetectResult.of_report(report).render_text()
     assert text == report.render_text() and "class 0" in text and "c.png: error: unreadable" in text
     assert DetectResult.of_report(DetectReport("m.tflite", "cpu", "litert", layout, 0.3, 0.5, 7)).render_text() == ""

@@ -657,7 +657,8 @@ def _benchmark_doc() -> dict:
             "first_inference_ms": 2.0, "iterations": 3, "warmup": 1, "latencies_ms": [1.0, 2.0, 3.0], "count": 3,
             "min_ms": 1.0, "max_ms": 3.0, "mean_ms": 2.0, "p50_ms": 2.0, "p90_ms": 2.8, "p99_ms": 2.98,
             "throughput_per_s": 500.0, "machine": {"platform": "Linux", "processor": "aarch64", "cpus": 4,
-                                                    "governors": None}, "notes": [], "warnings": [], "comparison": None}
+                                                    "governors": None}, "notes": [], "warnings": [], "postprocess": None,
+            "comparison": None}
 
 
 def _changed(doc: dict, path: str, value) -> bytes:

@@ -235,8 +235,8 @@ def test_documents_are_typed_not_string_keyed_dicts():
 FLOORS = (
     ("foundations", ("edgekit", "edgekit.errors", "edgekit.fileio", "edgekit.report", "edgekit.flags",
                      "edgekit.records", "edgekit.ssh")),
+    ("results", ("edgekit.results",)),      # the typed documents (the board's runtime core returns some)
     ("board", ("edgekit.board",)),          # ships to a Python 3.7 board
-    ("results", ("edgekit.results",)),      # the typed documents
     ("data", ("edgekit.data",)),
     ("tflite", ("edgekit.tflite",)),
     ("edgetpu", ("edgekit.edgetpu",)),
@@ -274,12 +274,27 @@ def test_every_module_is_on_a_floor_and_no_import_runs_up_one():
     assert gone == [], "no longer imported: take them out of KNOWN_UPWARD\n" + "\n".join(gone)
 
 
+# What ships beside edgekit/board/: the foundations the board stands on, named here once.
+SHIPPED_FOUNDATIONS = {"edgekit/__init__.py", "edgekit/errors.py", "edgekit/records.py"}
+
+
 def test_the_board_folder_is_exactly_what_ships():
-    """What deploy copies to a board is edgekit/board/ whole, plus the package's face and its errors."""
+    """What deploy copies to a board is edgekit/board/ whole, the named foundations, and exactly the result modules
+    (with results/__init__.py) that board/ imports, directly or through another of them: the records its runtime
+    core returns. Nothing else of the host's goes to the board."""
     from edgekit.board.runner import SHIPPED_MODULES
 
     folder = {str(p.relative_to(PACKAGE.parent)) for p in (PACKAGE / "board").glob("*.py")}
-    assert set(SHIPPED_MODULES) == folder | {"edgekit/__init__.py", "edgekit/errors.py"}
+    edges = graph()
+    reached, todo = set(), [m for m in edges if m.startswith("edgekit.board")]
+    while todo:
+        for b in edges.get(todo.pop(), {}):
+            if b.startswith("edgekit.results.") and b not in reached:
+                reached.add(b)
+                todo.append(b)
+    results = {str(MODULES[m].relative_to(PACKAGE.parent)) for m in reached}
+    results |= {"edgekit/results/__init__.py"} if results else set()
+    assert set(SHIPPED_MODULES) == folder | SHIPPED_FOUNDATIONS | results
     assert not [p for p in (PACKAGE / "board").iterdir() if p.is_dir() and p.name != "__pycache__"]
 
 

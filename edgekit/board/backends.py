@@ -36,6 +36,8 @@ if TYPE_CHECKING:  # shapes for type checkers only: typing.TypedDict is Python 3
 
     import numpy as np
 
+    from edgekit.results.benchmark import BenchmarkResult
+
     class TensorDetails(TypedDict):
         """One entry of the interpreter's ``get_input_details()`` / ``get_output_details()`` (all three packages)."""
 
@@ -48,36 +50,6 @@ if TYPE_CHECKING:  # shapes for type checkers only: typing.TypedDict is Python 3
         quantization_parameters: Dict[str, np.ndarray]     # scales, zero_points, quantized_dimension
         sparsity_parameters: Dict[str, object]
 
-    class MachineDocument(TypedDict):
-        platform: str
-        processor: str
-        cpus: Optional[int]
-        governors: Optional[List[str]]
-
-    class BenchmarkDocument(TypedDict):
-        """What :func:`benchmark` returns, here and on a board (``edgekit benchmark --json`` but ``postprocess``)."""
-
-        model: str
-        device: str
-        backend: str
-        threads: Optional[int]
-        load_ms: float
-        first_inference_ms: float
-        iterations: int
-        warmup: int
-        latencies_ms: List[float]
-        count: int
-        min_ms: float
-        max_ms: float
-        mean_ms: float
-        p50_ms: float
-        p90_ms: float
-        p99_ms: float
-        throughput_per_s: float
-        machine: MachineDocument
-        notes: List[str]
-        warnings: List[str]
-        comparison: None
 
 BACKENDS = ("pycoral", "ai_edge_litert", "tflite_runtime", "tensorflow")
 BACKEND_ENV = "EDGEKIT_BACKEND"
@@ -570,11 +542,12 @@ class OpenedModel:
 
 
 def benchmark(load: Callable[[], Any], n: int, warmup: int, threads: int | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> BenchmarkDocument:
-    """The document ``edgekit benchmark --json`` prints, here and on a board: ``load()`` (which returns what
-    :func:`open_model` made, or a ``LoadedModel`` holding it as ``opened`` with its ``notes``) timed, then
-    :meth:`OpenedModel.time`."""
+              clock: Callable[[], float] = time.perf_counter) -> BenchmarkResult:
+    """What ``edgekit benchmark --json`` prints, here and on a board (the record, shipped to it): ``load()`` (which
+    returns what :func:`open_model` made, or a ``LoadedModel`` holding it as ``opened`` with its ``notes``) timed,
+    then :meth:`OpenedModel.time`."""
     from edgekit.board import latency
+    from edgekit.results.benchmark import BenchmarkResult
 
     threads = threads or latency.default_threads()
     start = clock()
@@ -585,7 +558,7 @@ def benchmark(load: Callable[[], Any], n: int, warmup: int, threads: int | None 
     with opened:
         timing = opened.time(n, warmup, clock)
     governors = latency.cpu_governors()
-    return {
+    return BenchmarkResult.from_dict({
         "model": opened.model_path, "device": opened.device, "backend": opened.backend.name,
         "threads": threads if opened.device == "cpu" else None,
         "load_ms": load_ms, "first_inference_ms": timing.pop("first_ms"),
@@ -593,8 +566,7 @@ def benchmark(load: Callable[[], Any], n: int, warmup: int, threads: int | None 
         "machine": latency.machine(governors),
         "notes": [str(m) for m in notes if not isinstance(m, Caution)],
         "warnings": [str(m) for m in notes if isinstance(m, Caution)] + latency.governor_warnings(governors),
-        "comparison": None,
-    }
+    })
 
 
 def open_content(content: bytes, name: str = "<model>", num_threads: int | None = None,

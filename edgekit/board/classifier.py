@@ -10,8 +10,10 @@ Decoding and resizing run in a small thread pool ahead of inference (Pillow rele
 a folder of images keeps the interpreter busy; results still come back in input order.
 
 Shipped to boards (``board_runner.SHIPPED_MODULES``): Python 3.7, numpy, Pillow and the shipped
-edgekit modules only. The host's ``edgekit.devices.classify`` adds image expansion and models
-with records around it; the board runner adds its protocol.
+edgekit modules only. It returns the command's record (:class:`edgekit.results.classify.ClassifyResult`,
+shipped too): the board runner prints its document, and the host reads that back into the same type. The
+host's ``edgekit.devices.classify`` adds image expansion and models with records around it; the board
+runner adds its protocol.
 """
 
 from __future__ import annotations
@@ -19,44 +21,13 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from edgekit.board.classes import read_labels, top_k
 from edgekit.errors import Caution, InputError
-
-if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
-    from typing import TypedDict  # novermin
-
-    class TopClass(TypedDict):
-        """One class of an image's top-k in classify's document (key order: id, label, score)."""
-
-        id: int
-        label: Optional[str]
-        score: float
-
-    class ImageFailure(TypedDict):
-        """An image that could not be read, and why."""
-
-        image: str
-        error: str
-
-    class ImageResultDocument(TypedDict):
-        image: str
-        ms: float
-        top: List[TopClass]
-
-    class ClassifyDocument(TypedDict):
-        """``edgekit classify --json`` (and what a board's runner prints for ``classify``)."""
-
-        model: str
-        device: str
-        backend: str
-        first_inference_ms: Optional[float]
-        results: List[ImageResultDocument]
-        errors: List[ImageFailure]
-
+from edgekit.results.classify import Class, ClassifyResult, ImageClasses, ImageError
 
 @dataclass
 class LoadedModel:
@@ -88,37 +59,6 @@ def load_bundle(path: str, device: str = "auto", backend: Any = None, num_thread
     opened = open_model(bundle.path(chosen), device, backend=backend, num_threads=num_threads, is_compiled=compiled,
                         find_devices=find_devices if compiled else None, cpu_model=bundle.path(bundle.cpu_model))
     return LoadedModel(opened, spec, f"recorded (bundle {path})", labels, list(opened.notes), bundle)
-
-
-@dataclass
-class ImageResult:
-    image: str
-    ms: float
-    top: List[TopClass]
-
-
-@dataclass
-class ClassifyReport:
-    """The document ``edgekit classify --json`` prints (schema in docs/commands/classify.md)."""
-
-    model: str
-    device: str
-    backend: str
-    first_inference_ms: Optional[float] = None
-    results: List[ImageResult] = field(default_factory=list)
-    errors: List[ImageFailure] = field(default_factory=list)
-
-    def to_dict(self) -> ClassifyDocument:
-        return {"model": self.model, "device": self.device, "backend": self.backend,
-                "first_inference_ms": self.first_inference_ms,
-                "results": [{"image": r.image, "ms": r.ms, "top": r.top} for r in self.results],
-                "errors": self.errors}
-
-    @classmethod
-    def from_dict(cls, d: ClassifyDocument) -> "ClassifyReport":
-        """The report of a document (e.g. the one a board's runner printed)."""
-        return cls(d["model"], d["device"], d["backend"], d["first_inference_ms"],
-                   [ImageResult(r["image"], r["ms"], r["top"]) for r in d["results"]], list(d["errors"]))
 
 
 PASS_THROUGH = ("RESHAPE", "SQUEEZE", "QUANTIZE", "DEQUANTIZE")   # ops that keep what a tensor means
@@ -230,11 +170,11 @@ class Classifier:
         return self.labels.get(class_id)
 
     def classify_tensor(self, tensor: np.ndarray, k: Optional[int],
-                        threshold: float) -> Tuple[List[TopClass], float]:
+                        threshold: float) -> Tuple[Tuple[Class, ...], float]:
         if self.not_a_classifier is not None:
             raise self.not_a_classifier
         scores, ms = self.infer(tensor)
-        return [{"id": i, "label": self.label(i), "score": s} for i, s in top_k(scores, k, threshold)], ms
+        return tuple(Class(i, s, self.label(i)) for i, s in top_k(scores, k, threshold)), ms
 
     def prepared(self, images: List[str], workers: Optional[int] = None
                  ) -> Iterator[Tuple[str, Optional[np.ndarray], Optional[InputError]]]:
@@ -268,19 +208,19 @@ class Classifier:
                     yield path, None, exc
 
     def run(self, images: List[str], k: Optional[int] = 5, threshold: float = float("-inf"),
-            workers: Optional[int] = None, on_image: Optional[Callable[[str], None]] = None) -> ClassifyReport:
+            workers: Optional[int] = None, on_image: Optional[Callable[[str], None]] = None) -> ClassifyResult:
         """Classify every image; one that cannot be read is reported in ``errors`` and the rest go on."""
         if self.not_a_classifier is not None:
             raise self.not_a_classifier
-        report = ClassifyReport(self.opened.model_path, self.opened.device, self.opened.backend.name)
+        results, errors = [], []  # type: List[ImageClasses], List[ImageError]
         for path, tensor, error in self.prepared(images, workers):
             if error is not None:
-                report.errors.append({"image": path, "error": str(error)})
+                errors.append(ImageError(path, str(error)))
             else:
                 top, ms = self.classify_tensor(tensor, k, threshold)
-                report.results.append(ImageResult(path, round(ms, 3), top))
+                results.append(ImageClasses(path, round(ms, 3), top))
             if on_image:
                 on_image(path)
         first = self.first_inference_ms
-        report.first_inference_ms = None if first is None else round(first, 3)
-        return report
+        return ClassifyResult(self.opened.model_path, self.opened.device, self.opened.backend.name,
+                              None if first is None else round(first, 3), tuple(results), tuple(errors))

@@ -23,12 +23,12 @@ from edgekit.board.classes import read_labels
 from edgekit.board.decode import DetectionLayout, Geometry, Object
 from edgekit.board.classifier import Classifier, LoadedModel
 from edgekit.errors import Caution, InputError
+from edgekit.results.classify import ImageError
 
 if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
     from typing import TypedDict  # novermin
 
     from edgekit.board.decode import LayoutDoc, ObjectDoc
-    from edgekit.board.classifier import ImageFailure
 
     class ImageDetectionsDocument(TypedDict):
         image: str
@@ -50,7 +50,7 @@ if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.Typed
         max_det: int
         first_inference_ms: Optional[float]
         results: List[ImageDetectionsDocument]
-        errors: List[ImageFailure]
+        errors: List[Dict[str, str]]  # ImageError's documents
         notes: List[str]
 
 
@@ -95,20 +95,20 @@ class DetectReport:
     max_det: int
     first_inference_ms: Optional[float] = None
     results: Tuple[ImageDetections, ...] = ()
-    errors: Tuple[ImageFailure, ...] = ()
+    errors: Tuple[ImageError, ...] = ()
     notes: Tuple[str, ...] = ()
 
     def to_dict(self) -> DetectDocument:
         return {"model": self.model, "device": self.device, "backend": self.backend, "layout": self.layout.to_dict(),
                 "conf": self.conf, "iou": self.iou, "max_det": self.max_det,
                 "first_inference_ms": self.first_inference_ms, "results": [r.to_dict() for r in self.results],
-                "errors": [dict(e) for e in self.errors], "notes": list(self.notes)}
+                "errors": [e.to_dict() for e in self.errors], "notes": list(self.notes)}
 
     @classmethod
     def from_dict(cls, d: DetectDocument) -> "DetectReport":
         return cls(d["model"], d["device"], d["backend"], DetectionLayout.from_dict(d["layout"]), float(d["conf"]),
                    float(d["iou"]), int(d["max_det"]), d.get("first_inference_ms"),
-                   tuple(ImageDetections.from_dict(r) for r in d["results"]), tuple(dict(e) for e in d["errors"]),
+                   tuple(ImageDetections.from_dict(r) for r in d["results"]), tuple(ImageError.from_dict(e) for e in d["errors"]),
                    tuple(d.get("notes", ())))
 
     def render_text(self) -> str:
@@ -116,7 +116,7 @@ class DetectReport:
         for r in self.results:
             lines += r.lines()
         for e in self.errors:
-            lines.append("{}: error: {}".format(e["image"], e["error"]))
+            lines.append("{}: error: {}".format(e.image, e.error))
         if self.results:
             inv = [r.invoke_ms for r in self.results]
             post = [r.postprocess_ms for r in self.results]
@@ -247,11 +247,11 @@ class Detector:
             on_image: Optional[Callable[[str], None]] = None, multi_label: bool = False) -> DetectReport:
         """Detect in every image; one that cannot be read is reported in ``errors`` and the rest go on
         (``multi_label``: every class of a box above ``conf`` is a candidate, as Ultralytics' val scores)."""
-        results, errors, notes = [], [], []  # type: List[ImageDetections], List[ImageFailure], List[str]
+        results, errors, notes = [], [], []  # type: List[ImageDetections], List[ImageError], List[str]
         dropped = []  # type: List[detection.Dropped]
         for path, prepared, error in self.prepared(images, workers):
             if error is not None:
-                errors.append({"image": path, "error": str(error)})
+                errors.append(ImageError(path, str(error)))
             else:
                 tensor, geometry = prepared
                 objects, ms, post_ms, decided = self.detect_tensor(tensor, geometry, conf, iou, max_det, multi_label)

@@ -39,10 +39,16 @@ import os
 import sys
 
 # The modules this runner needs on the board, relative to the package root's parent (tests keep
-# this list closed under imports: everything a shipped module imports from edgekit is shipped).
+# this list closed under imports: everything a shipped module imports from edgekit is shipped): edgekit/board/
+# whole, the foundations it stands on (the package's face, its errors, the Record base) and the result modules
+# whose records the runtime core returns (one type per document, from the board to the host's --json).
 SHIPPED_MODULES = (
     "edgekit/__init__.py",
     "edgekit/errors.py",
+    "edgekit/records.py",
+    "edgekit/results/__init__.py",
+    "edgekit/results/classify.py",
+    "edgekit/results/benchmark.py",
     "edgekit/board/flatbuffer.py",
     "edgekit/board/quant_params.py",
     "edgekit/board/preprocess.py",
@@ -363,14 +369,15 @@ def _classifier(args):
 
 
 def benchmark(bundle: str, device: str = "auto", n: int = 100, warmup: int = 10, threads=None) -> dict:
-    """The document of ``edgekit benchmark --json``: the bundle's model loaded, then invoke() alone timed."""
+    """The document of ``edgekit benchmark --json`` (BenchmarkResult's): the bundle's model loaded, then invoke()
+    alone timed."""
     from edgekit.board import backends
     from edgekit.board import latency
     from edgekit.board.classifier import load_bundle
 
     backends.ON_BOARD = True
     threads = threads or latency.default_threads()
-    return backends.benchmark(lambda: load_bundle(bundle, device, num_threads=threads), n, warmup, threads)
+    return backends.benchmark(lambda: load_bundle(bundle, device, num_threads=threads), n, warmup, threads).to_dict()
 
 
 def _numbers(text):

@@ -37,17 +37,15 @@ def benchmark(model: str | os.PathLike, device: str = _cli("benchmark", "device"
     if on is not None:
         from edgekit.devices import remote
 
-        doc = remote.benchmark(model, on, path=remote_path or remote.DEFAULT_PATH, device=device, n=n, warmup=warmup,
-                               threads=threads, report=report)
-        postprocess = None  # the board's runner does not time it
+        result = remote.benchmark(model, on, path=remote_path or remote.DEFAULT_PATH, device=device, n=n,
+                                  warmup=warmup, threads=threads, report=report)  # no postprocess: not timed there
     else:
         from edgekit.devices.classify import ModelLoader
 
         threads = threads or default_threads()
-        doc = backends.benchmark(lambda: ModelLoader(model, device, num_threads=threads, record_needed=False)(), n,
-                                 warmup, threads, clock)
-        postprocess = postprocess_timing(model, device, n, threads, clock)
-    result = BenchmarkResult.from_dict({**doc, "postprocess": postprocess})
+        result = backends.benchmark(lambda: ModelLoader(model, device, num_threads=threads, record_needed=False)(),
+                                    n, warmup, threads, clock)
+        result = replace(result, postprocess=postprocess_timing(model, device, n, threads, clock))
     for note in result.notes:
         report.note(note)
     for warning in result.warnings:

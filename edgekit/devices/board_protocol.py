@@ -27,9 +27,11 @@ from edgekit.errors import DeviceError
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.board.decode import LayoutDoc, ObjectDoc
-    from edgekit.board.backends import BenchmarkDocument
-    from edgekit.board.classifier import ClassifyDocument
     from edgekit.board.detector import DetectDocument
+
+
+#: A board's answer as read: raw JSON, each field checked by this module (classify's is then read into its record).
+Answer = Dict[str, Any]
 
 
 class ProbeDocument(TypedDict):
@@ -151,7 +153,7 @@ def _opt_list(v: Any, where: str, item: Callable[[Any, str], Any]) -> list | Non
     return None if v is None else _list(v, where, item)
 
 
-def _object(v: Any, where: str, fields: dict[str, Callable[[Any, str], Any]]) -> dict[str, Any]:
+def _object(v: Any, where: str, fields: dict[str, Callable[[Any, str], Any]]) -> Answer:
     """``v`` as an object with exactly ``fields``, each checked (and its text escaped) by its function."""
     if not isinstance(v, dict):
         raise _Bad(f"{where} is not an object")
@@ -255,7 +257,8 @@ def _benchmark_fields() -> dict[str, Callable[[Any, str], Any]]:
         "min_ms": _number, "max_ms": _number, "mean_ms": _number, "throughput_per_s": _number,
         "machine": lambda v, w: _object(v, w, {"platform": _text, "processor": _text, "cpus": _opt_int,
                                                "governors": lambda g, wg: _opt_list(g, wg, _text)}),
-        "notes": lambda v, w: _list(v, w, _text), "warnings": lambda v, w: _list(v, w, _text), "comparison": _null}
+        "notes": lambda v, w: _list(v, w, _text), "warnings": lambda v, w: _list(v, w, _text), "postprocess": _null,
+        "comparison": _null}
     fields.update({f"p{q}_ms": _number for q in PERCENTILES})
     return fields
 
@@ -269,7 +272,7 @@ def malformed(destination: str, what: str, why: str, hint: str) -> MalformedAnsw
 
 
 def read(data: bytes, fields: dict[str, Callable[[Any, str], Any]], destination: str, what: str,
-         hint: str) -> dict[str, Any]:
+         hint: str) -> Answer:
     """The runner's document in ``data`` (stdout), checked against ``fields``; MalformedAnswer (exit 9) when not."""
     try:
         return _object(parse(data), "the document", fields)
@@ -281,8 +284,10 @@ def read_probe(data: bytes, destination: str, hint: str) -> ProbeDocument:
     return read(data, PROBE, destination, "listing the target folder", hint)
 
 
-def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: int) -> ClassifyDocument:
-    """A classify document naming only images that were sent, each once, with at most ``k`` classes each."""
+def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: int) -> Answer:
+    """A classify document naming only images that were sent, each once, with at most ``k`` classes each (the
+    document of :class:`edgekit.results.classify.ClassifyResult`, checked stricter than its ``from_dict``: finite
+    numbers, no negative time; :func:`edgekit.devices.remote.classify` reads it into that record)."""
     doc = read(data, CLASSIFY, destination, "classifying", hint)
     _sent_once(doc, sent, destination, "classifying", hint)
     if any(len(r["top"]) > k for r in doc["results"]):
@@ -339,7 +344,7 @@ def _not_asked(doc: DetectDocument, asked: DetectAsked) -> str | None:
     return None
 
 
-def _sent_once(doc: ClassifyDocument | DetectDocument, sent: set[str], destination: str, what: str, hint: str) -> None:
+def _sent_once(doc: Answer | DetectDocument, sent: set[str], destination: str, what: str, hint: str) -> None:
     seen: set[str] = set()
     for entry in doc["results"] + doc["errors"]:
         if entry["image"] not in sent or entry["image"] in seen:
@@ -348,7 +353,7 @@ def _sent_once(doc: ClassifyDocument | DetectDocument, sent: set[str], destinati
         seen.add(entry["image"])
 
 
-def read_benchmark(data: bytes, destination: str, hint: str, n: int, warmup: int) -> BenchmarkDocument:
+def read_benchmark(data: bytes, destination: str, hint: str, n: int, warmup: int) -> Answer:
     """A benchmark document of ``n`` timed runs after ``warmup``, its summary within its latencies."""
     doc = read(data, _benchmark_fields(), destination, "benchmarking", hint)
     lat = doc["latencies_ms"]

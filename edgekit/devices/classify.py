@@ -8,18 +8,19 @@ metadata or sidecar, the CPU twin of a compiled model, the Edge TPU devices that
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import TYPE_CHECKING, Any, Iterable
 
 from edgekit.board.classes import parse_labels, read_labels, top_k  # noqa: F401 (part of this module's API)
 from edgekit.board import classifier
 from edgekit.board.backends import EDGETPU_CUSTOM_OP_BYTES, cpu_twin
-from edgekit.board.classifier import (ClassifyReport, ImageResult, LoadedModel,  # noqa: F401 (this module's API)
-                                        default_workers, load_bundle)
+from edgekit.board.classifier import LoadedModel, default_workers, load_bundle  # noqa: F401 (this module's API)
 from edgekit.data.images import expand_images  # noqa: F401 (part of this module's API)
 from edgekit.errors import Caution, InputError, UsageError, regular_file
 from edgekit.board.preprocess import IMAGE_EXTENSIONS  # noqa: F401 (part of this module's API)
 from edgekit.report import SILENT, Reporter
+from edgekit.results.classify import ClassifyResult, ImageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from pathlib import Path
@@ -166,8 +167,8 @@ def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "
              labels: str | os.PathLike | None = None, k: int | None = 5, threshold: float = float("-inf"),
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
              workers: int | None = None, num_threads: int | None = None, report: Reporter = SILENT,
-             on: Any = None, remote_path: str | None = None) -> ClassifyReport:
-    """Expand ``images`` (files, folders, globs), classify them all, and return the report.
+             on: Any = None, remote_path: str | None = None) -> ClassifyResult:
+    """Expand ``images`` (files, folders, globs), classify them all: ``edgekit classify``'s record.
 
     ``report`` is told where the model runs and why and the label-count warnings (before the work),
     and draws the progress over the images. ``on`` (a :class:`~edgekit.devices.remote.SshTarget`):
@@ -189,5 +190,4 @@ def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "
         report.tell(note)
     with report.progress(len(paths), "classifying") as bar:
         result = classifier.run(paths, k, threshold, workers, lambda _path: bar.update(1))
-    result.errors = errors + result.errors
-    return result
+    return dataclasses.replace(result, errors=tuple(ImageError(e["image"], e["error"]) for e in errors) + result.errors)

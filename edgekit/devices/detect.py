@@ -126,7 +126,9 @@ def detect(images: Iterable[str], model: str | os.PathLike, *, device: str = "au
         save_annotated(result.results, out_dir)
     from dataclasses import replace
 
-    return replace(result, errors=tuple(errors) + result.errors)
+    from edgekit.results.classify import ImageError
+
+    return replace(result, errors=tuple(ImageError(e["image"], e["error"]) for e in errors) + result.errors)
 
 
 def refuse_saving_among_inputs(folder: Path, paths: list[str]) -> None:

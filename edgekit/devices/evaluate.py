@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional
 
 import numpy as np
 
@@ -23,9 +23,6 @@ from edgekit.results.classify import ImageError
 from edgekit.results.evaluate import PER_CLASS_ROWS, per_class_lines  # noqa: F401 (the text table, beside its type)
 from edgekit.results.evaluate import (AccuracyDifference, ClassAccuracy, EvaluateResult, Preprocessing,
                                       ReferenceComparison)
-
-if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.board.classifier import ImageFailure
 
 
 @dataclass
@@ -104,7 +101,7 @@ class Evaluation:
     labels: np.ndarray                      # (N,) class ids
     names: dict[int, str]
     notes: list[str] = field(default_factory=list)
-    errors: list[ImageFailure] = field(default_factory=list)
+    errors: list[ImageError] = field(default_factory=list)
     kept: list[int] = field(default_factory=list)   # indices into the set of the samples scored
     computes: str | None = None   # full-int8, mixed or float (tflite_model's quantization_state)
 
@@ -131,7 +128,7 @@ class Evaluation:
             self.labels_from, int(n), int(classes),
             metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
             metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
-            tuple(self.per_class()), tuple(ImageError.from_dict(e) for e in self.errors), reference, tuple(against),
+            tuple(self.per_class()), tuple(self.errors), reference, tuple(against),
             tuple(plots), self.computes)
 
 
@@ -174,7 +171,7 @@ def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
     if data.paths is not None:
         for i, (path, tensor, error) in enumerate(clf.prepared(data.paths)):
             if error is not None:
-                errors.append({"image": path, "error": str(error)})
+                errors.append(ImageError(path, str(error)))
             else:
                 scores.append(clf.infer(tensor)[0])
                 kept.append(i)

@@ -155,7 +155,7 @@ def _evaluate_one(model: str, dataset: DetectionSet, conf: float, iou: float, ma
     per_image = {i: by_path[p].objects for i, p in zip(ids, paths) if p in by_path}
     if run.errors:
         raise InputError("{} image(s) of the data could not be read, e.g. {}".format(len(run.errors),
-                                                                                    run.errors[0]["error"]),
+                                                                                    run.errors[0].error),
                          "fix or remove them: mAP over a subset would not be the set's")
     dets = coco_detections(dataset, per_image, category_of)
     ev = run_cocoeval(dataset.coco, dets, max_det)

@@ -35,15 +35,15 @@ from edgekit.devices.board_protocol import ProbeDocument
 from edgekit.errors import Caution, DeviceError, EdgekitError, UsageError
 from edgekit.flags import default as _cli
 from edgekit.report import SILENT, Reporter
+from edgekit.results.benchmark import BenchmarkResult
+from edgekit.results.classify import ClassifyResult
 from edgekit.results.deploy import DeployResult
 
 if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.board.backends import BenchmarkDocument
-    from edgekit.board.classifier import ClassifyDocument, ClassifyReport
     from edgekit.board.detector import DetectDocument, DetectReport
 
 #: a runner's document, as its reader checked it
-RunnerDocument = TypeVar("RunnerDocument", "ClassifyDocument", "DetectDocument", "BenchmarkDocument")
+RunnerDocument = TypeVar("RunnerDocument", "board_protocol.Answer", "DetectDocument")
 
 
 DEFAULT_PATH = _cli("deploy", "remote_path")  # on the board, relative to the login user's home (--path)
@@ -267,8 +267,9 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
              device: str = _cli("classify", "device"), k: int = _cli("classify", "top_k"),
              threshold: float = _cli("classify", "threshold"),
              mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-             report: Reporter = SILENT) -> ClassifyReport:
-    """Deploy when needed, send the images, classify them on the target: what ``edgekit classify --json`` prints.
+             report: Reporter = SILENT) -> ClassifyResult:
+    """Deploy when needed, send the images, classify them on the target: what ``edgekit classify --json`` prints
+    (the board's document, checked by :func:`board_protocol.read_classify`, read back into the one record).
 
     ``report`` is told what was deployed and what the runner said (where the model runs and why).
 
@@ -276,9 +277,7 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
     them as given; ``model`` and ``device`` name the target (``user@host:...``, ``... on user@host``).
     """
     args = ["--device", _device_arg(device), "--top-k", str(k), f"--threshold={threshold}"]
-    from edgekit.board.classifier import ClassifyReport
-
-    return ClassifyReport.from_dict(_send_images(
+    return ClassifyResult.from_dict(_send_images(
         images, bundle, target, path, "classify", args, mean, std, "classifying", report,
         lambda data, dest, hint, sent: board_protocol.read_classify(data, dest, hint, sent, k),
         lambda n: classify_stdout_bound(n, k)))
@@ -286,8 +285,8 @@ def classify(images: list[str], bundle: str | os.PathLike, target: SshTarget, *,
 
 def _send_images(images: list[str], bundle: str | os.PathLike, target: SshTarget, path: str, command: str,
                  args: list[str], mean: tuple[float, ...] | None, std: tuple[float, ...] | None, label: str,
-                 report: Reporter, read: Callable[[bytes, str, str, set], Union[ClassifyDocument, DetectDocument]],
-                 stdout_bound: Callable[[int], int]) -> Union[ClassifyDocument, DetectDocument]:
+                 report: Reporter, read: Callable[[bytes, str, str, set], Union[board_protocol.Answer, DetectDocument]],
+                 stdout_bound: Callable[[int], int]) -> Union[board_protocol.Answer, DetectDocument]:
     """classify's and detect's shared protocol: expand, deploy, send the images as a tar, rename the results.
 
     ``read(stdout, destination, hint, sent)`` checks the runner's document; ``stdout_bound(images)`` bounds it."""
@@ -366,14 +365,14 @@ def _bundle_labels(bundle: Any) -> list[str] | None:
 def benchmark(bundle: str | os.PathLike, target: SshTarget, *, path: str = DEFAULT_PATH,
               device: str = _cli("benchmark", "device"), n: int = _cli("benchmark", "n"),
               warmup: int = _cli("benchmark", "warmup"), threads: int | None = None,
-              report: Reporter = SILENT) -> BenchmarkDocument:
-    """Deploy when needed and time the bundle's model on the target: the ``edgekit benchmark --json`` document
-    (``report`` is told what was deployed)."""
+              report: Reporter = SILENT) -> BenchmarkResult:
+    """Deploy when needed and time the bundle's model on the target: ``edgekit benchmark``'s record, read from the
+    board's document (``report`` is told what was deployed)."""
     args = ["--device", _device_arg(device), "-n", str(n), "--warmup", str(warmup)]
     if threads is not None:
         args += ["--threads", str(threads)]
     local = read_bundle(bundle)
     report.note(deploy(bundle, target, path, local).render_text())
-    return _run_runner(target, path, local.name, "benchmark", args, b"", "benchmarking", SILENT,
-                       lambda data, dest, hint: board_protocol.read_benchmark(data, dest, hint, n, warmup),
-                       benchmark_stdout_bound(n))
+    return BenchmarkResult.from_dict(_run_runner(
+        target, path, local.name, "benchmark", args, b"", "benchmarking", SILENT,
+        lambda data, dest, hint: board_protocol.read_benchmark(data, dest, hint, n, warmup), benchmark_stdout_bound(n)))

@@ -200,7 +200,7 @@ def _accuracy(opts: BuildOptions, plan: _Plan, cpu: Path) -> ClassifierAccuracy 
                                    labels=opts.quantize.labels)
         if ev.errors:
             raise InputError(f"--eval {evaluating}: {len(ev.errors)} sample(s) could not be read "
-                             f"(first: {ev.errors[0]['error']})", "fix or remove them, then build again")
+                             f"(first: {ev.errors[0].error})", "fix or remove them, then build again")
         return ClassifierAccuracy.from_dict({**ev.result().to_dict(), "model": cpu.name, "data": str(evaluating)})
     if plan.detection_eval is not None:  # a detector's COCO mAP, by pycocotools, of the CPU model
         from edgekit.devices import evaluate_detector as detection_eval_mod

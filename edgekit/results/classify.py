@@ -1,14 +1,15 @@
-"""``edgekit classify``: :class:`Class` records (like pycoral's) and the command's document."""
+"""``edgekit classify``: :class:`Class` records (like pycoral's) and the command's document.
+
+The one type of that document, wherever it is made: the runtime core (:mod:`edgekit.board.classifier`) returns
+it on the host and on a Python 3.7 board (this module ships there, so it stays 3.7: ``Optional``, ``Tuple``), the
+board runner prints its ``to_dict()``, and the host reads a board's answer back with ``from_dict()``."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from edgekit.records import Record
-
-if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.board.classifier import ImageResultDocument
 
 
 @dataclass(frozen=True)
@@ -26,7 +27,7 @@ class ImageClasses(Record):
     ms: float
     top: Tuple[Class, ...]
 
-    def to_dict(self) -> ImageResultDocument:  # type: ignore[override]  # the document's key order: id, label, score
+    def to_dict(self) -> Dict[str, Any]:  # the document's key order: id, label, score
         return {"image": self.image, "ms": self.ms,
                 "top": [{"id": c.id, "label": c.label, "score": c.score} for c in self.top]}
 
@@ -47,15 +48,6 @@ class ClassifyResult(Record):
     first_inference_ms: Optional[float]
     results: Tuple[ImageClasses, ...]
     errors: Tuple[ImageError, ...]
-
-    @classmethod
-    def of_report(cls, report: Any) -> "ClassifyResult":
-        """From the runtime core's :class:`~edgekit.board.classifier.ClassifyReport` (built directly: a
-        folder of images makes many records)."""
-        return cls(report.model, report.device, report.backend, report.first_inference_ms,
-                   tuple(ImageClasses(r.image, r.ms, tuple(Class(t["id"], t["score"], t["label"]) for t in r.top))
-                         for r in report.results),
-                   tuple(ImageError(e["image"], e["error"]) for e in report.errors))
 
     def render_text(self) -> str:
         first = "" if self.first_inference_ms is None else f", first inference {self.first_inference_ms:.1f} ms"

@@ -96,10 +96,10 @@ def test_known_classes_on_coral_images():
     """
     labels = shared_file("imagenet_labels.txt")
     report = C.classify([str(shared_file(i)) for i in IMAGES], shared_file(MODEL), labels=labels, k=2)
-    assert [r.top[0]["label"] for r in report.results] == ["tiger cat", "academic gown, academic robe, judge's robe"]
+    assert [r.top[0].label for r in report.results] == ["tiger cat", "academic gown, academic robe, judge's robe"]
     cat = report.results[0].top
-    assert cat[0]["score"] > cat[1]["score"] or cat[0]["id"] < cat[1]["id"]
-    assert report.errors == [] and report.device == "cpu"
+    assert cat[0].score > cat[1].score or cat[0].id < cat[1].id
+    assert report.errors == () and report.device == "cpu"
 
 
 # ------------------------------------------------------------------------------ top_k
@@ -190,7 +190,7 @@ def test_bad_images_are_reported_and_the_rest_go_on(bad_images):
     order = ["truncated", "good", "text", "bomb"]
     report = C.classify([str(bad_images[n]) for n in order] + [str(shared_file("cat.bmp"))], shared_file(MODEL))
     assert [r.image for r in report.results] == [str(bad_images["good"]), str(shared_file("cat.bmp"))]
-    errors = {Path(e["image"]).stem: e["error"] for e in report.errors}
+    errors = {Path(e.image).stem: e.error for e in report.errors}
     assert set(errors) == {"truncated", "notes", "bomb"}
     # what is said after the file name (which alone contains "truncated"): the reason, then the fix
     said = {k: v.split(": ", 1)[1] for k, v in errors.items()}
@@ -283,7 +283,7 @@ def test_recorded_preprocessing_and_labels_are_used_without_flags(tmp_path):
     assert np.array_equal(r_scores, f_scores)
     assert not np.array_equal(r_scores, d_scores)  # the record really changed the preprocessing
     top = recorded.run([cat], k=1).results[0].top[0]
-    assert top["label"] == f"recorded {top['id']}"
+    assert top.label == f"recorded {top.id}"
 
 
 def test_record_inside_the_model_metadata_is_used(tmp_path):
@@ -297,7 +297,7 @@ def test_record_inside_the_model_metadata_is_used(tmp_path):
     model.write_bytes(set_metadata(shared_file(MODEL).read_bytes(), METADATA_NAME, record.to_json().encode()))
     clf = C.HostClassifier(model)
     assert clf.spec_source == "recorded (model metadata)" and clf.spec == record.preprocess
-    assert clf.run([str(shared_file("cat.bmp"))], k=1).results[0].top[0]["label"].startswith("meta ")
+    assert clf.run([str(shared_file("cat.bmp"))], k=1).results[0].top[0].label.startswith("meta ")
 
 
 def test_recorded_preprocessing_that_does_not_fit_the_model_is_refused(tmp_path):
@@ -313,7 +313,7 @@ def test_record_of_the_cpu_twin_is_found_for_a_compiled_model(tmp_path, no_edget
     shutil.copy(shared_file(COMPILED), compiled)
     report = C.classify([str(shared_file("cat.bmp"))], compiled, k=1)
     assert report.model == str(model) and report.device == "cpu"
-    assert report.results[0].top[0]["label"].startswith("twin ")
+    assert report.results[0].top[0].label.startswith("twin ")
 
 
 def test_mean_std_override_reproduces_classify_image_with_other_values():
@@ -454,7 +454,7 @@ def test_bad_device_string_is_a_usage_error():
 def test_grayscale_input_without_channel_axis_reads_the_mnist_nine():
     """keras_lstm_mnist_ptq takes [1, 28, 28] (no channel axis): the real digit must come out as 9."""
     report = C.classify([str(shared_file("mnist_nine.bmp"))], shared_file("keras_lstm_mnist_ptq.tflite"), k=1)
-    assert report.errors == [] and report.results[0].top[0]["id"] == 9 and report.results[0].top[0]["score"] > 0.9
+    assert report.errors == () and report.results[0].top[0].id == 9 and report.results[0].top[0].score > 0.9
 
 
 @pytest.mark.parametrize("model, says", [("deeplabv3_mnv2_dm05_pascal_quant.tflite", "not a classifier"),
@@ -533,7 +533,7 @@ def test_a_16bit_image_is_classified_like_its_8bit_copy(tmp_path):
     Image.fromarray(grey.astype(np.uint16) * 257).save(tmp_path / "cat16.png")
     Image.fromarray(grey.astype(np.uint16) * 257).save(tmp_path / "cat16.tif")
     report = C.classify([str(tmp_path / n) for n in ("cat8.png", "cat16.png", "cat16.tif")], shared_file(MODEL), k=3)
-    tops = [[t["id"] for t in r.top] for r in report.results]
+    tops = [[t.id for t in r.top] for r in report.results]
     assert len(tops) == 3 and 281 <= tops[0][0] <= 285, tops  # ImageNet ids 281-285 are cats
     assert tops[1] == tops[0] and tops[2] == tops[0], tops
     assert [r.top for r in report.results[1:]] == [report.results[0].top] * 2
