@@ -22,8 +22,15 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgekit.edgetpu.fidelity import (find_pairs, format_parts, format_rows, score_ledger, score_pair,  # noqa: E402
-                                         summarize, summarize_parts)
+from edgekit.edgetpu.fidelity import (
+    find_pairs,
+    format_parts,
+    format_rows,
+    score_ledger,
+    score_pair,
+    summarize,
+    summarize_parts,
+)
 
 LEDGER = REPO / "tests" / "fixtures" / "evidence"
 
@@ -34,8 +41,11 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("folders", nargs="*", type=Path, help="folders holding X.tflite + X_edgetpu.tflite pairs")
     ap.add_argument("--json", action="store_true", help="print JSON instead of the table")
-    ap.add_argument("--default-flags", action="store_true",
-                    help="check every pair as a default compile (do not infer -a from the compiled file)")
+    ap.add_argument(
+        "--default-flags",
+        action="store_true",
+        help="check every pair as a default compile (do not infer -a from the compiled file)",
+    )
     ap.add_argument("--ledger", action="store_true", help="score the evidence ledger, part by part")
     args = ap.parse_args(argv)
     if args.ledger:
@@ -47,8 +57,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0 if rows else 1
     pairs = find_pairs(args.folders or DEFAULT_FOLDERS)
     if not pairs:
-        print("error: no compiled pairs (X.tflite beside X_edgetpu.tflite) found (give folders holding them)",
-              file=sys.stderr)
+        print(
+            "error: no compiled pairs (X.tflite beside X_edgetpu.tflite) found (give folders holding them)",
+            file=sys.stderr,
+        )
         return 1
     rows = [score_pair(c, e, not args.default_flags) for c, e in pairs]
     print(json.dumps({"summary": summarize(rows), "pairs": rows}, indent=1) if args.json else format_rows(rows))

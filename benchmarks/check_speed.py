@@ -22,10 +22,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgekit.tflite import model as tflite_model  # noqa: E402
-from edgekit.edgetpu.compatibility import check_model  # noqa: E402
-from benchmarks.timing import best_of  # noqa: E402
-from tests.tflite_builder import conv_chain, cut_chain  # noqa: E402
+from benchmarks.timing import best_of
+from edgekit.edgetpu.compatibility import check_model
+from edgekit.tflite import model as tflite_model
+from tests.tflite_builder import conv_chain, cut_chain
 
 
 def check_time(path: Path) -> float:
@@ -42,8 +42,10 @@ def main() -> int:
         out["model_4mb_bytes"] = four_mb.stat().st_size
         out["model_4mb_ops"] = n_ops
         out["check_4mb_s"] = t4 = check_time(four_mb)
-        print(f"~4 MB model: {four_mb.stat().st_size / 1e6:.2f} MB, {n_ops} ops: load + check {t4 * 1000:.1f} ms "
-              f"(goal < 100 ms: {'met' if t4 < 0.1 else 'NOT met'})")
+        print(
+            f"~4 MB model: {four_mb.stat().st_size / 1e6:.2f} MB, {n_ops} ops: load + check {t4 * 1000:.1f} ms "
+            f"(goal < 100 ms: {'met' if t4 < 0.1 else 'NOT met'})"
+        )
         ok &= t4 < 0.1
 
         deeplab = REPO.parent / "shared" / "testdata" / "deeplabv3_mnv2_dm05_pascal_quant.tflite"
@@ -65,8 +67,10 @@ def main() -> int:
         for (n0, t0), (n1, t1) in zip(zip(counts, times), list(zip(counts, times))[1:]):
             r = (t1 / t0) / ((n1 + 4) / (n0 + 4))
             ratios.append(r)
-            print(f"  {n1 + 4} vs {n0 + 4} ops: time ratio {t1 / t0:.2f} for an op ratio {(n1 + 4) / (n0 + 4):.2f} "
-                  f"(time/op ratio {r:.2f}; 1.00 = linear)")
+            print(
+                f"  {n1 + 4} vs {n0 + 4} ops: time ratio {t1 / t0:.2f} for an op ratio {(n1 + 4) / (n0 + 4):.2f} "
+                f"(time/op ratio {r:.2f}; 1.00 = linear)"
+            )
         overall = (times[-1] / times[0]) / ((counts[-1] + 4) / (counts[0] + 4))
         print(f"  {counts[-1] + 4} vs {counts[0] + 4} ops overall: time/op ratio {overall:.2f} (1.00 = linear)")
         linear = 0.7 < overall < 1.4 and all(0.5 < r < 2.0 for r in ratios)

@@ -30,7 +30,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parents[1]
 DEFAULT_MODEL = REPO.parent / "shared" / "testdata" / "mobilenet_v1_0.25_128_quant.tflite"
 
-BARE_SCRIPT = '''
+BARE_SCRIPT = """
 # pycoral examples/classify_image.py (HEAD 46f06c8), one inference, LiteRT's Interpreter in place of
 # make_interpreter (there is no Edge TPU here) and pycoral's helpers written inline.
 import argparse, re, time
@@ -95,7 +95,7 @@ def main():
 
 if __name__ == '__main__':
   main()
-'''
+"""
 
 
 def make_images(folder: Path, n: int, size: tuple[int, int] = (640, 480)) -> list[str]:
@@ -118,8 +118,8 @@ def make_images(folder: Path, n: int, size: tuple[int, int] = (640, 480)) -> lis
 
 def bare_loop(model: str, paths: list[str]) -> float:
     """classify_image.py's steps for each image, in sequence; returns seconds."""
-    from PIL import Image
     from ai_edge_litert.interpreter import Interpreter
+    from PIL import Image
 
     interpreter = Interpreter(model_path=model)
     interpreter.allocate_tensors()
@@ -189,11 +189,17 @@ def measure_loops(model: str, paths: list[str], repeat: int) -> dict[str, float]
         ek_seq = min(ek_seq, edgekit_loop(model, paths, 1))
         ek_par = min(ek_par, edgekit_loop(model, paths, None))
     n = len(paths)
-    return {"bare_sequential_ms_per_image": 1000 * bare_seq / n, "edgekit_sequential_ms_per_image": 1000 * ek_seq / n,
-            "edgekit_prefetch_ms_per_image": 1000 * ek_par / n,
-            "overhead_ratio": ek_seq / bare_seq, "overhead_goal": 1.05,
-            "throughput_ratio": bare_seq / ek_par, "throughput_goal": 1.5,
-            "bare_sequential_s": bare_seq, "edgekit_prefetch_s": ek_par}
+    return {
+        "bare_sequential_ms_per_image": 1000 * bare_seq / n,
+        "edgekit_sequential_ms_per_image": 1000 * ek_seq / n,
+        "edgekit_prefetch_ms_per_image": 1000 * ek_par / n,
+        "overhead_ratio": ek_seq / bare_seq,
+        "overhead_goal": 1.05,
+        "throughput_ratio": bare_seq / ek_par,
+        "throughput_goal": 1.5,
+        "bare_sequential_s": bare_seq,
+        "edgekit_prefetch_s": ek_par,
+    }
 
 
 def measure_cold_start(model: str, image: str, folder: Path, runs: int) -> dict[str, float]:
@@ -214,30 +220,44 @@ def measure_cold_start(model: str, image: str, folder: Path, runs: int) -> dict[
     ek_wall, ek_cpu = [r[0] for r in ek_runs], [r[1] for r in ek_runs]
     bare_wall, bare_cpu = [r[0] for r in bare_runs], [r[1] for r in bare_runs]
     med_ek, med_bare = statistics.median(ek_wall), statistics.median(bare_wall)
-    return {"cold_start_edgekit_s": min(ek_wall), "cold_start_bare_s": min(bare_wall),
-            "cold_start_ratio": min(ek_wall) / min(bare_wall), "cold_start_goal": 1.2,
-            "cold_start_median_edgekit_s": med_ek, "cold_start_median_bare_s": med_bare,
-            "cold_start_median_ratio": med_ek / med_bare,
-            "cold_start_paired_median_ratio": paired_median(ek_wall, bare_wall),
-            "cold_start_cpu_median_edgekit_s": statistics.median(ek_cpu),
-            "cold_start_cpu_median_bare_s": statistics.median(bare_cpu),
-            "cold_start_cpu_paired_median_ratio": paired_median(ek_cpu, bare_cpu), "cold_start_runs": runs}
+    return {
+        "cold_start_edgekit_s": min(ek_wall),
+        "cold_start_bare_s": min(bare_wall),
+        "cold_start_ratio": min(ek_wall) / min(bare_wall),
+        "cold_start_goal": 1.2,
+        "cold_start_median_edgekit_s": med_ek,
+        "cold_start_median_bare_s": med_bare,
+        "cold_start_median_ratio": med_ek / med_bare,
+        "cold_start_paired_median_ratio": paired_median(ek_wall, bare_wall),
+        "cold_start_cpu_median_edgekit_s": statistics.median(ek_cpu),
+        "cold_start_cpu_median_bare_s": statistics.median(bare_cpu),
+        "cold_start_cpu_paired_median_ratio": paired_median(ek_cpu, bare_cpu),
+        "cold_start_runs": runs,
+    }
 
 
 def print_result(r: dict[str, float], model: str, n: int) -> None:
     print(f"model {Path(model).name}, {n} images of 640x480, {os.cpu_count()} cores")
-    print(f"1. warm per-image overhead: edgekit {r['edgekit_sequential_ms_per_image']:.2f} ms vs bare "
-          f"{r['bare_sequential_ms_per_image']:.2f} ms  ->  ratio {r['overhead_ratio']:.3f} (goal <= 1.05)")
-    print(f"2. throughput over {n} images: bare {r['bare_sequential_s']:.2f} s vs edgekit "
-          f"{r['edgekit_prefetch_s']:.2f} s  ->  {r['throughput_ratio']:.2f}x (goal >= 1.5)")
-    print(f"3. cold start: edgekit {r['cold_start_edgekit_s'] * 1000:.0f} ms vs bare script "
-          f"{r['cold_start_bare_s'] * 1000:.0f} ms  ->  ratio {r['cold_start_ratio']:.3f} (goal <= 1.2; best of "
-          f"{r['cold_start_runs']} each; medians {r['cold_start_median_edgekit_s'] * 1000:.0f} vs "
-          f"{r['cold_start_median_bare_s'] * 1000:.0f} ms, ratio {r['cold_start_median_ratio']:.3f})")
-    print(f"   paired: median of the run-by-run ratios {r['cold_start_paired_median_ratio']:.3f} (wall), "
-          f"{r['cold_start_cpu_paired_median_ratio']:.3f} (CPU seconds: edgekit "
-          f"{r['cold_start_cpu_median_edgekit_s'] * 1000:.0f} ms vs bare "
-          f"{r['cold_start_cpu_median_bare_s'] * 1000:.0f} ms, medians)")
+    print(
+        f"1. warm per-image overhead: edgekit {r['edgekit_sequential_ms_per_image']:.2f} ms vs bare "
+        f"{r['bare_sequential_ms_per_image']:.2f} ms  ->  ratio {r['overhead_ratio']:.3f} (goal <= 1.05)"
+    )
+    print(
+        f"2. throughput over {n} images: bare {r['bare_sequential_s']:.2f} s vs edgekit "
+        f"{r['edgekit_prefetch_s']:.2f} s  ->  {r['throughput_ratio']:.2f}x (goal >= 1.5)"
+    )
+    print(
+        f"3. cold start: edgekit {r['cold_start_edgekit_s'] * 1000:.0f} ms vs bare script "
+        f"{r['cold_start_bare_s'] * 1000:.0f} ms  ->  ratio {r['cold_start_ratio']:.3f} (goal <= 1.2; best of "
+        f"{r['cold_start_runs']} each; medians {r['cold_start_median_edgekit_s'] * 1000:.0f} vs "
+        f"{r['cold_start_median_bare_s'] * 1000:.0f} ms, ratio {r['cold_start_median_ratio']:.3f})"
+    )
+    print(
+        f"   paired: median of the run-by-run ratios {r['cold_start_paired_median_ratio']:.3f} (wall), "
+        f"{r['cold_start_cpu_paired_median_ratio']:.3f} (CPU seconds: edgekit "
+        f"{r['cold_start_cpu_median_edgekit_s'] * 1000:.0f} ms vs bare "
+        f"{r['cold_start_cpu_median_bare_s'] * 1000:.0f} ms, medians)"
+    )
 
 
 def main() -> None:

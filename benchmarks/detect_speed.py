@@ -67,9 +67,9 @@ def nms_numpy(boxes, scores, iou_thres):
 
 
 def baseline_post(raw, out_scale, out_zp, r, pad, image_wh, conf=0.25, iou=0.45, max_det=100, size=640):
-    y = (raw.astype(np.float32) - out_zp) * out_scale          # the whole output dequantized
-    y = y[0].T                                                  # [N, 4 + nc]
-    y[:, :4] *= size                                            # Ultralytics: normalized xywh in TFLite exports
+    y = (raw.astype(np.float32) - out_zp) * out_scale  # the whole output dequantized
+    y = y[0].T  # [N, 4 + nc]
+    y[:, :4] *= size  # Ultralytics: normalized xywh in TFLite exports
     scores = y[:, 4:]
     cls = scores.argmax(1)
     best = scores.max(1)
@@ -173,25 +173,38 @@ def main() -> int:
             for c, _s, b in theirs:
                 total += 1
                 mine = [o for o in objs if o.id == c]
-                if mine and detection.box_iou([b], [[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax]
-                                                    for o in mine]).max() >= 0.9:
+                if (
+                    mine
+                    and detection.box_iou(
+                        [b], [[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax] for o in mine]
+                    ).max()
+                    >= 0.9
+                ):
                     agree += 1
         det.opened.close()
 
     post_ratio = statistics.median(post_b) / statistics.median(post_e)
     whole_ratio = statistics.median(whole_b) / statistics.median(whole_e)
-    doc = {"model": args.model, "images": len(images), "repeat": args.repeat,
-           "postprocess_ms": {"edgekit": 1000 * statistics.median(post_e),
-                              "baseline": 1000 * statistics.median(post_b)},
-           "whole_image_ms": {"edgekit": 1000 * statistics.median(whole_e),
-                              "baseline": 1000 * statistics.median(whole_b)},
-           "postprocess_speedup": post_ratio, "whole_image_speedup": whole_ratio,
-           "baseline_boxes": total, "matched_at_iou_0.9": agree}
+    doc = {
+        "model": args.model,
+        "images": len(images),
+        "repeat": args.repeat,
+        "postprocess_ms": {"edgekit": 1000 * statistics.median(post_e), "baseline": 1000 * statistics.median(post_b)},
+        "whole_image_ms": {"edgekit": 1000 * statistics.median(whole_e), "baseline": 1000 * statistics.median(whole_b)},
+        "postprocess_speedup": post_ratio,
+        "whole_image_speedup": whole_ratio,
+        "baseline_boxes": total,
+        "matched_at_iou_0.9": agree,
+    }
     print(f"{args.model}: {len(images)} images, CPU")
-    print(f"post-processing per image: edgekit {doc['postprocess_ms']['edgekit']:.3f} ms, baseline "
-          f"{doc['postprocess_ms']['baseline']:.3f} ms: {post_ratio:.2f}x")
-    print(f"whole image (decode, letterbox, invoke, post): edgekit {doc['whole_image_ms']['edgekit']:.1f} ms, "
-          f"baseline {doc['whole_image_ms']['baseline']:.1f} ms: {whole_ratio:.2f}x")
+    print(
+        f"post-processing per image: edgekit {doc['postprocess_ms']['edgekit']:.3f} ms, baseline "
+        f"{doc['postprocess_ms']['baseline']:.3f} ms: {post_ratio:.2f}x"
+    )
+    print(
+        f"whole image (decode, letterbox, invoke, post): edgekit {doc['whole_image_ms']['edgekit']:.1f} ms, "
+        f"baseline {doc['whole_image_ms']['baseline']:.1f} ms: {whole_ratio:.2f}x"
+    )
     print(f"detections: {agree} of the baseline's {total} boxes found by edgekit at IoU >= 0.9")
     out = REPO / "benchmarks" / "out"
     out.mkdir(exist_ok=True)

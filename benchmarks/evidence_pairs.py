@@ -33,11 +33,24 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from edgekit.tflite import model as tflite_model  # noqa: E402
-from edgekit.edgetpu.fidelity import (LEDGER_COLUMNS, format_parts, format_rows, ledger_pairs,  # noqa: E402
-                                         ledger_part, pair_files, pair_id, pair_problem, placement, read_ledger,
-                                         rule_evidence, score, score_ledger, weightless)
-from edgekit.errors import EdgekitError  # noqa: E402
+from edgekit.edgetpu.fidelity import (
+    LEDGER_COLUMNS,
+    format_parts,
+    format_rows,
+    ledger_pairs,
+    ledger_part,
+    pair_files,
+    pair_id,
+    pair_problem,
+    placement,
+    read_ledger,
+    rule_evidence,
+    score,
+    score_ledger,
+    weightless,
+)
+from edgekit.errors import EdgekitError
+from edgekit.tflite import model as tflite_model
 
 LEDGER = REPO / "tests" / "fixtures" / "evidence"
 DEFAULT_FILES = REPO.parent / "shared" / "evidence" / "files"
@@ -47,16 +60,21 @@ RESERVED = REPO.parent / "shared" / "testdata" / "RESERVED.md"
 # Coral's own published models (coral.ai/models, google-coral/test_data: reserved for measurement),
 # which public repositories copy; a retrained model keeping such a name (e.g. mobilenet_v2_1.0_224_quant
 # with 5 classes) is the user's own and stays.
-CORAL_MODELS = re.compile(r"inat_(bird|insect|plant)|coco17_ptq|coco_quant_postprocess|ssdlite_mobiledet|"
-                          r"efficientnet-edgetpu|inception_v\d_\d+_quant|deeplabv3_mnv2|efficientdet_lite\d|"
-                          r"movenet_|posenet_mobilenet|bodypix_|yamnet|keras_post_training_unet")
+CORAL_MODELS = re.compile(
+    r"inat_(bird|insect|plant)|coco17_ptq|coco_quant_postprocess|ssdlite_mobiledet|"
+    r"efficientnet-edgetpu|inception_v\d_\d+_quant|deeplabv3_mnv2|efficientdet_lite\d|"
+    r"movenet_|posenet_mobilenet|bodypix_|yamnet|keras_post_training_unet"
+)
 
 
 def reserved() -> set[str]:
     if not RESERVED.is_file():
         return set()
-    return {line.strip() for line in RESERVED.read_text().splitlines() if line.strip().count("/") == 1
-            and " " not in line.strip()}
+    return {
+        line.strip()
+        for line in RESERVED.read_text().splitlines()
+        if line.strip().count("/") == 1 and " " not in line.strip()
+    }
 
 
 def derive(row: dict[str, str], files: Path, seen: dict[str, str]) -> str | None:
@@ -93,8 +111,9 @@ def derive(row: dict[str, str], files: Path, seen: dict[str, str]) -> str | None
         row["compiler_version"] = actual.compiler_version
     gz, placement_json = pair_files(LEDGER, row)
     gz.write_bytes(gzip.compress(light, 9, mtime=0))
-    placement_json.write_text(json.dumps({k: row[k] for k in LEDGER_COLUMNS} | {"sha256": digest} | actual.to_dict(),
-                                                   indent=1) + "\n")
+    placement_json.write_text(
+        json.dumps({k: row[k] for k in LEDGER_COLUMNS} | {"sha256": digest} | actual.to_dict(), indent=1) + "\n"
+    )
     return None
 
 
@@ -144,8 +163,10 @@ def main(argv: list[str] | None = None) -> int:
     if args.audit:
         pairs = [(pair_id(row["repo"], row["model_path"]), cpu, actual) for row, cpu, actual in ledger_pairs(LEDGER)]
         for rule, seen in sorted(rule_evidence(pairs).items()):
-            print(f"{rule:<44} agree {len(seen['agrees']):>3}  contradict {len(seen['contradicts']):>3}  "
-                  + " ".join(seen["contradicts"][:3]))
+            print(
+                f"{rule:<44} agree {len(seen['agrees']):>3}  contradict {len(seen['contradicts']):>3}  "
+                + " ".join(seen["contradicts"][:3])
+            )
     return 0
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.timing import best_of  # noqa: E402
+from benchmarks.timing import best_of
 
 GOAL_EXTRA_S = 0.3
 
@@ -29,10 +29,18 @@ def main() -> int:
     bare = best_of(lambda: run("-c", "pass"), repeat=5)
     help_ = best_of(lambda: run("-m", "edgekit", "--help"), repeat=5)
     extra = help_ - bare
-    doc = {"python_start_s": bare, "help_s": help_, "extra_s": extra, "ratio": help_ / bare,
-           "goal_extra_s": GOAL_EXTRA_S, "met": extra <= GOAL_EXTRA_S}
-    print(f"python start {bare:.3f} s; edgekit --help {help_:.3f} s ({help_ / bare:.1f}x); "
-          f"extra {extra:.3f} s (goal <= {GOAL_EXTRA_S} s): {'met' if doc['met'] else 'NOT met'}")
+    doc = {
+        "python_start_s": bare,
+        "help_s": help_,
+        "extra_s": extra,
+        "ratio": help_ / bare,
+        "goal_extra_s": GOAL_EXTRA_S,
+        "met": extra <= GOAL_EXTRA_S,
+    }
+    print(
+        f"python start {bare:.3f} s; edgekit --help {help_:.3f} s ({help_ / bare:.1f}x); "
+        f"extra {extra:.3f} s (goal <= {GOAL_EXTRA_S} s): {'met' if doc['met'] else 'NOT met'}"
+    )
     out = REPO / "benchmarks" / "out"
     out.mkdir(exist_ok=True)
     (out / "help_speed.json").write_text(json.dumps(doc, indent=2))

@@ -18,9 +18,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from benchmarks.timing import best_of  # noqa: E402
-from edgekit.tflite import model as tflite_model  # noqa: E402
-from tests.tflite_builder import fc_chain  # noqa: E402
+from benchmarks.timing import best_of
+from edgekit.tflite import model as tflite_model
+from tests.tflite_builder import fc_chain
 
 
 def inspect_time(path: Path) -> float:
@@ -36,6 +36,7 @@ def litert_load_time(path: Path) -> float:
 def main() -> int:
     out: dict[str, float] = {}
     with tempfile.TemporaryDirectory() as tmp:
+
         def make(name: str, **kw) -> Path:
             p = Path(tmp) / f"{name}.tflite"
             p.write_bytes(fc_chain(**kw))
@@ -57,8 +58,12 @@ def main() -> int:
     print(f"  edgekit inspect          {out['inspect_big_s'] * 1000:8.2f} ms")
     print(f"  LiteRT load + allocate   {out['litert_load_big_s'] * 1000:8.2f} ms")
     print(f"  ratio inspect/LiteRT     {out['inspect_big_s'] / out['litert_load_big_s']:8.2f}")
-    print(f"bytes: 100 MB vs 1 MB at 8 ops     time ratio {out['inspect_big_s'] / out['inspect_small_s']:.2f} (bytes ratio 100)")
-    print(f"ops: 1000 vs 100 at fixed width     time ratio {out['inspect_1000_ops_s'] / out['inspect_100_ops_s']:.2f} (ops ratio 10)")
+    print(
+        f"bytes: 100 MB vs 1 MB at 8 ops     time ratio {out['inspect_big_s'] / out['inspect_small_s']:.2f} (bytes ratio 100)"
+    )
+    print(
+        f"ops: 1000 vs 100 at fixed width     time ratio {out['inspect_1000_ops_s'] / out['inspect_100_ops_s']:.2f} (ops ratio 10)"
+    )
     met = out["inspect_big_s"] < 0.25
     print(f"goal: inspect of the 100 MB model well under 1 s (< 0.25 s): {'met' if met else 'NOT met'}")
     dest = REPO / "benchmarks" / "out"

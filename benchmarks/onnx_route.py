@@ -60,12 +60,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 OUT = REPO / "benchmarks" / "out" / "onnx_route"
 EXPORTS = REPO / "tests" / "fixtures" / "exports"
-GOAL = 1.15          # edgekit over the bare translator + TFLiteConverter script: what the checks may add
-GOAL_ONNX2TF = 1.0   # edgekit over onnx2tf, the issue's baseline: "as fast as"
+GOAL = 1.15  # edgekit over the bare translator + TFLiteConverter script: what the checks may add
+GOAL_ONNX2TF = 1.0  # edgekit over onnx2tf, the issue's baseline: "as fast as"
 
-from benchmarks.quantize_speed import timed  # noqa: E402
+from benchmarks.quantize_speed import timed
 
-BARE_SCRIPT = '''
+BARE_SCRIPT = """
 import sys, random
 from pathlib import Path
 import numpy as np
@@ -93,11 +93,11 @@ converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
 converter.inference_input_type = tf.uint8
 converter.inference_output_type = tf.uint8
 Path(out).write_bytes(converter.convert())
-'''
+"""
 
 # onnx2tf with the network blocked in its process (as tests/fixtures/exports/make_exports.py runs it): a download
 # attempt fails the run instead of fetching anything
-OFFLINE_ONNX2TF = '''
+OFFLINE_ONNX2TF = """
 import os, runpy, socket, sys
 
 def refuse(*args, **kwargs):
@@ -107,7 +107,7 @@ socket.socket.connect = socket.socket.connect_ex = socket.create_connection = so
 os.environ.update({"TF_CPP_MIN_LOG_LEVEL": "3", "CUDA_VISIBLE_DEVICES": ""})
 sys.argv = ["onnx2tf"] + sys.argv[1:]
 runpy.run_module("onnx2tf", run_name="__main__")
-'''
+"""
 
 
 def prepare_digits() -> tuple[Path, Path]:
@@ -117,7 +117,7 @@ def prepare_digits() -> tuple[Path, Path]:
 
     folders = digits.write_digits(OUT / "digits")
     model_path = OUT / "digits_cnn_float32.onnx"
-    shutil.copyfile(EXPORTS / "digits_cnn_float32.onnx", model_path)   # never the committed file
+    shutil.copyfile(EXPORTS / "digits_cnn_float32.onnx", model_path)  # never the committed file
     return model_path, Path(folders.train)
 
 
@@ -129,8 +129,15 @@ def prepare_yolo() -> tuple[Path, Path]:
     s = json.loads((EXPORTS / "manifest.json").read_text())["shapes"]
     calib = OUT / "shapes_calib"
     if not (calib / "images").is_dir():
-        make_shapes(calib, n_images=300, size=tuple(s["size"]), seed=3601, min_side=s["min_side"],
-                    max_objects=s["max_objects"], empty_every=s["empty_every"])
+        make_shapes(
+            calib,
+            n_images=300,
+            size=tuple(s["size"]),
+            seed=3601,
+            min_side=s["min_side"],
+            max_objects=s["max_objects"],
+            empty_every=s["empty_every"],
+        )
     model_path = OUT / "yolov8t_256_float32.onnx"
     shutil.copyfile(EXPORTS / "yolov8t_256_float32.onnx", model_path)
     return model_path, calib / "images"
@@ -146,17 +153,28 @@ def onnx2tf_command(python: str, model_path: Path, folder: Path) -> list[str]:
     inp = onnx.load(str(model_path)).graph.input[0]
     _, _, h, w = (d.dim_value for d in inp.type.tensor_type.shape.dim)
     files = sorted(folder.rglob("*.png"))[:300]
-    images = np.stack([np.asarray(Image.open(f).convert("RGB").resize((w, h)), np.float32) / 255.0
-                       for f in files])
+    images = np.stack([np.asarray(Image.open(f).convert("RGB").resize((w, h)), np.float32) / 255.0 for f in files])
     calib = OUT / f"{model_path.stem}_calib.npy"
     np.save(calib, images)
-    sample = np.stack([np.asarray(Image.open(f).convert("RGB").resize((128, 128)), np.float32) / 255.0
-                       for f in files[:20]])
+    sample = np.stack(
+        [np.asarray(Image.open(f).convert("RGB").resize((128, 128)), np.float32) / 255.0 for f in files[:20]]
+    )
     np.save(OUT / "calibration_image_sample_data_20x128x128x3_float32.npy", sample)
     (OUT / "onnx2tf_offline.py").write_text(OFFLINE_ONNX2TF)
-    return [python, str(OUT / "onnx2tf_offline.py"), "-i", str(model_path), "-o",
-            str(OUT / f"onnx2tf_{model_path.stem}"), "-oiqt", "-cind", inp.name, str(calib),
-            "[[[[0,0,0]]]]", "[[[[1,1,1]]]]"]
+    return [
+        python,
+        str(OUT / "onnx2tf_offline.py"),
+        "-i",
+        str(model_path),
+        "-o",
+        str(OUT / f"onnx2tf_{model_path.stem}"),
+        "-oiqt",
+        "-cind",
+        inp.name,
+        str(calib),
+        "[[[[0,0,0]]]]",
+        "[[[[1,1,1]]]]",
+    ]
 
 
 def median_interval(values: list[float]) -> tuple[tuple[float, float], float]:
@@ -167,8 +185,8 @@ def median_interval(values: list[float]) -> tuple[tuple[float, float], float]:
 
     v, n = sorted(values), len(values)
 
-    def coverage(k: int) -> float:   # P(the k-th smallest <= median <= the k-th largest)
-        return 1.0 - 2.0 * sum(comb(n, i) for i in range(k)) / 2.0 ** n
+    def coverage(k: int) -> float:  # P(the k-th smallest <= median <= the k-th largest)
+        return 1.0 - 2.0 * sum(comb(n, i) for i in range(k)) / 2.0**n
 
     k = max([k for k in range(1, (n + 1) // 2 + 1) if coverage(k) >= 0.95] or [1])
     return (v[k - 1], v[n - k]), coverage(k)
@@ -186,20 +204,32 @@ def judge(ours: list[float], theirs: list[float], limit: float) -> dict:
     interval, cover = median_interval(ratios)
     decision = at_most(estimate, interval, limit, len(ratios))
     verdict = {"passed": "holds", "failed": "does not hold"}.get(decision.verdict, "uncertain")
-    return {"ratios": ratios, "ratio": estimate, "interval": list(interval), "coverage": cover, "limit": limit,
-            "verdict": verdict, "settle_at_runs": decision.settle_at if verdict == "uncertain" else None}
+    return {
+        "ratios": ratios,
+        "ratio": estimate,
+        "interval": list(interval),
+        "coverage": cover,
+        "limit": limit,
+        "verdict": verdict,
+        "settle_at_runs": decision.settle_at if verdict == "uncertain" else None,
+    }
 
 
 def say(name: str, baseline: str, goal: str, r: dict) -> None:
     """One line: the ratio, its interval and what it is, and whether the goal holds."""
     settle = ""
     if r["verdict"] == "uncertain":
-        settle = (f"; about {r['settle_at_runs']} runs would settle it (--repeat)" if r["settle_at_runs"] else
-                  "; the estimate sits on the limit")
+        settle = (
+            f"; about {r['settle_at_runs']} runs would settle it (--repeat)"
+            if r["settle_at_runs"]
+            else "; the estimate sits on the limit"
+        )
     few = " (their whole range: too few runs for 95%, --repeat 6 or more)" if r["coverage"] < 0.95 else ""
-    print(f"{name}: edgekit / {baseline}: {r['ratio']:.2f} (median of {len(r['ratios'])} paired runs; "
-          f"{r['coverage']:.1%} interval {r['interval'][0]:.2f} to {r['interval'][1]:.2f}{few}; per run "
-          f"{', '.join(f'{x:.2f}' for x in r['ratios'])}) -> {goal} (<= {r['limit']:g}): {r['verdict']}{settle}")
+    print(
+        f"{name}: edgekit / {baseline}: {r['ratio']:.2f} (median of {len(r['ratios'])} paired runs; "
+        f"{r['coverage']:.1%} interval {r['interval'][0]:.2f} to {r['interval'][1]:.2f}{few}; per run "
+        f"{', '.join(f'{x:.2f}' for x in r['ratios'])}) -> {goal} (<= {r['limit']:g}): {r['verdict']}{settle}"
+    )
 
 
 def bench(name: str, model_path: Path, folder: Path, repeat: int, onnx2tf_python: str | None) -> dict:
@@ -209,12 +239,23 @@ def bench(name: str, model_path: Path, folder: Path, repeat: int, onnx2tf_python
     bare_script.write_text(BARE_SCRIPT)
     commands = {
         "bare": [sys.executable, str(bare_script), str(model_path), str(folder), str(OUT / f"{name}_bare.tflite")],
-        "edgekit": [sys.executable, "-m", "edgekit", "quantize", str(model_path), "--calib", str(folder),
-                    "-o", str(OUT / f"{name}_edgekit.tflite"), "--quiet"]}
+        "edgekit": [
+            sys.executable,
+            "-m",
+            "edgekit",
+            "quantize",
+            str(model_path),
+            "--calib",
+            str(folder),
+            "-o",
+            str(OUT / f"{name}_edgekit.tflite"),
+            "--quiet",
+        ],
+    }
     if onnx2tf_python:
         commands["onnx2tf"] = onnx2tf_command(onnx2tf_python, model_path, folder)
     times: dict[str, list[float]] = {route: [] for route in commands}
-    for i in range(repeat):   # interleaved, so drifting load on the shared cores hits all alike
+    for i in range(repeat):  # interleaved, so drifting load on the shared cores hits all alike
         for route, cmd in commands.items():
             times[route].append(timed(cmd) if route != "onnx2tf" else _in(OUT, cmd))
         print(f"{name} run {i + 1}: " + ", ".join(f"{n} {t[-1]:.2f} s" for n, t in times.items()), flush=True)
@@ -236,8 +277,7 @@ def main() -> None:
     args = parser.parse_args()
     OUT.mkdir(parents=True, exist_ok=True)
     prepare = {"digits": prepare_digits, "yolo": prepare_yolo}
-    results = {name: bench(name, *prepare[name](), args.repeat, args.onnx2tf_python)
-               for name in args.models.split(",")}
+    results = {name: bench(name, *prepare[name](), args.repeat, args.onnx2tf_python) for name in args.models.split(",")}
     (OUT.parent / "onnx_route.json").write_text(json.dumps(results, indent=2))
 
 

@@ -44,14 +44,15 @@ def main(argv: list[str] | None = None) -> int:
         import tensorflow_model_optimization as tfmot
         import tf_keras as keras
     except ImportError as exc:
-        print(f"error: {exc.name} is not installed (pip install tensorflow-model-optimization tf-keras)",
-              file=sys.stderr)
+        print(
+            f"error: {exc.name} is not installed (pip install tensorflow-model-optimization tf-keras)", file=sys.stderr
+        )
         return 4
     import numpy as np
     import tensorflow as tf
 
-    from edgekit.tflite import model as tflite_model
     from edgekit.edgetpu.compatibility import check_model
+    from edgekit.tflite import model as tflite_model
     from edgekit.training.archs import BN_MOMENTUM
     from edgekit.training.digits import load_folder, write_digits
 
@@ -61,14 +62,24 @@ def main(argv: list[str] | None = None) -> int:
     layers = keras.layers
 
     def small_cnn() -> keras.Model:  # edgekit.training.archs.small_cnn, in tf_keras
-        return keras.Sequential([
-            keras.Input((32, 32, 3)),
-            layers.Conv2D(16, 3, padding="same", use_bias=False), layers.BatchNormalization(momentum=BN_MOMENTUM),
-            layers.ReLU(), layers.MaxPooling2D(),
-            layers.Conv2D(32, 3, padding="same", use_bias=False), layers.BatchNormalization(momentum=BN_MOMENTUM),
-            layers.ReLU(), layers.MaxPooling2D(),
-            layers.Dropout(0.2), layers.Flatten(), layers.Dense(64, activation="relu"), layers.Dropout(0.2),
-            layers.Dense(10, activation="softmax")])
+        return keras.Sequential(
+            [
+                keras.Input((32, 32, 3)),
+                layers.Conv2D(16, 3, padding="same", use_bias=False),
+                layers.BatchNormalization(momentum=BN_MOMENTUM),
+                layers.ReLU(),
+                layers.MaxPooling2D(),
+                layers.Conv2D(32, 3, padding="same", use_bias=False),
+                layers.BatchNormalization(momentum=BN_MOMENTUM),
+                layers.ReLU(),
+                layers.MaxPooling2D(),
+                layers.Dropout(0.2),
+                layers.Flatten(),
+                layers.Dense(64, activation="relu"),
+                layers.Dropout(0.2),
+                layers.Dense(10, activation="softmax"),
+            ]
+        )
 
     def fit(model: keras.Model, lr: float, epochs: int) -> None:
         model.compile(keras.optimizers.Adam(lr), "sparse_categorical_crossentropy", ["accuracy"])
@@ -77,7 +88,7 @@ def main(argv: list[str] | None = None) -> int:
     def int8(model: keras.Model) -> bytes:
         conv = tf.lite.TFLiteConverter.from_keras_model(model)
         conv.optimizations = [tf.lite.Optimize.DEFAULT]
-        conv.representative_dataset = lambda: ([x[i:i + 1]] for i in range(0, 300, 3))
+        conv.representative_dataset = lambda: ([x[i : i + 1]] for i in range(0, 300, 3))
         conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
         conv.inference_input_type = conv.inference_output_type = tf.uint8
         conv._experimental_disable_per_channel_quantization_for_dense_layers = True
@@ -113,18 +124,35 @@ def main(argv: list[str] | None = None) -> int:
         qat_model = int8(qat)
         fit(model, 5e-4, 2)  # the control: the same 2 more epochs, without fake quantization
         control = int8(model)
-        rows.append({"seed": seed, "ptq_8_epochs": accuracy(ptq_model), "qat_8_plus_2": accuracy(qat_model),
-                     "ptq_8_plus_2": accuracy(control), "float_8_plus_2": float(model.evaluate(xt, yt, verbose=0)[1]),
-                     "check_qat": verdict(qat_model), "check_ptq": verdict(control)})
+        rows.append(
+            {
+                "seed": seed,
+                "ptq_8_epochs": accuracy(ptq_model),
+                "qat_8_plus_2": accuracy(qat_model),
+                "ptq_8_plus_2": accuracy(control),
+                "float_8_plus_2": float(model.evaluate(xt, yt, verbose=0)[1]),
+                "check_qat": verdict(qat_model),
+                "check_ptq": verdict(control),
+            }
+        )
         print(json.dumps(rows[-1]), flush=True)
-    mean = {k: float(np.mean([r[k] for r in rows])) for k in ("ptq_8_epochs", "qat_8_plus_2", "ptq_8_plus_2",
-                                                                "float_8_plus_2")}
-    summary = {"test_images": len(yt), "seeds": args.seeds, "mean_int8_accuracy": mean,
-               "qat_minus_ptq_same_training_points": 100 * (mean["qat_8_plus_2"] - mean["ptq_8_plus_2"]),
-               "ptq_minus_float_points": 100 * (mean["ptq_8_plus_2"] - mean["float_8_plus_2"]), "runs": rows}
-    print(f"int8 accuracy over {args.seeds} seeds, {len(yt)} test images: PTQ {mean['ptq_8_plus_2']:.2%}, "
-          f"QAT {mean['qat_8_plus_2']:.2%} (same training), float {mean['float_8_plus_2']:.2%}; "
-          f"QAT - PTQ = {summary['qat_minus_ptq_same_training_points']:+.2f} points")
+    mean = {
+        k: float(np.mean([r[k] for r in rows]))
+        for k in ("ptq_8_epochs", "qat_8_plus_2", "ptq_8_plus_2", "float_8_plus_2")
+    }
+    summary = {
+        "test_images": len(yt),
+        "seeds": args.seeds,
+        "mean_int8_accuracy": mean,
+        "qat_minus_ptq_same_training_points": 100 * (mean["qat_8_plus_2"] - mean["ptq_8_plus_2"]),
+        "ptq_minus_float_points": 100 * (mean["ptq_8_plus_2"] - mean["float_8_plus_2"]),
+        "runs": rows,
+    }
+    print(
+        f"int8 accuracy over {args.seeds} seeds, {len(yt)} test images: PTQ {mean['ptq_8_plus_2']:.2%}, "
+        f"QAT {mean['qat_8_plus_2']:.2%} (same training), float {mean['float_8_plus_2']:.2%}; "
+        f"QAT - PTQ = {summary['qat_minus_ptq_same_training_points']:+.2f} points"
+    )
     OUT.parent.mkdir(parents=True, exist_ok=True)
     OUT.write_text(json.dumps(summary, indent=1))
     return 0

@@ -30,7 +30,7 @@ REPO = Path(__file__).resolve().parents[1]
 OUT = REPO / "benchmarks" / "out" / "quantize_speed"
 GOAL = 1.15
 
-BARE_SCRIPT = '''
+BARE_SCRIPT = """
 import sys, random
 from pathlib import Path
 import numpy as np
@@ -60,7 +60,7 @@ converter.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
 converter.inference_input_type = tf.uint8
 converter.inference_output_type = tf.uint8
 Path(out).write_bytes(converter.convert())
-'''
+"""
 
 
 def timed(cmd: list[str]) -> float:
@@ -92,26 +92,51 @@ def main() -> None:
     bare_script.write_text(BARE_SCRIPT)
 
     bare_cmd = [sys.executable, str(bare_script), str(model_path), str(folders.train), str(OUT / "bare.tflite")]
-    edgekit_cmd = [sys.executable, "-m", "edgekit", "quantize", str(model_path), "--calib", str(folders.train),
-                   "-o", str(OUT / "edgekit.tflite"), "--quiet"]
+    edgekit_cmd = [
+        sys.executable,
+        "-m",
+        "edgekit",
+        "quantize",
+        str(model_path),
+        "--calib",
+        str(folders.train),
+        "-o",
+        str(OUT / "edgekit.tflite"),
+        "--quiet",
+    ]
     static_cmd = bare_cmd[:-1] + [str(OUT / "bare_static.tflite"), "static"]
     bare, static, ours = [], [], []
     for i in range(args.repeat):  # interleaved, so drifting load on the shared cores hits all three alike
         bare.append(timed(bare_cmd))
         static.append(timed(static_cmd))
         ours.append(timed(edgekit_cmd))
-        print(f"run {i + 1}: bare {bare[-1]:.2f} s, bare static batch-1 {static[-1]:.2f} s, "
-              f"edgekit {ours[-1]:.2f} s", flush=True)
+        print(
+            f"run {i + 1}: bare {bare[-1]:.2f} s, bare static batch-1 {static[-1]:.2f} s, edgekit {ours[-1]:.2f} s",
+            flush=True,
+        )
     med = statistics.median
     ratio, static_ratio = med(ours) / med(bare), med(ours) / med(static)
-    result = {"bare_s": bare, "bare_static_s": static, "edgekit_s": ours, "median_bare_s": med(bare),
-              "median_bare_static_s": med(static), "median_edgekit_s": med(ours), "ratio": ratio,
-              "ratio_vs_static": static_ratio, "goal": GOAL, "ok": ratio <= GOAL}
+    result = {
+        "bare_s": bare,
+        "bare_static_s": static,
+        "edgekit_s": ours,
+        "median_bare_s": med(bare),
+        "median_bare_static_s": med(static),
+        "median_edgekit_s": med(ours),
+        "ratio": ratio,
+        "ratio_vs_static": static_ratio,
+        "goal": GOAL,
+        "ok": ratio <= GOAL,
+    }
     (OUT.parent / "quantize_speed.json").write_text(json.dumps(result, indent=2))
-    print(f"edgekit quantize / bare TFLiteConverter script (median of {args.repeat}): {ratio:.3f} "
-          f"(goal <= {GOAL}) -> {'OK' if result['ok'] else 'OVER'}")
-    print(f"edgekit quantize / bare script converting like edgekit (static batch 1): {static_ratio:.3f} "
-          "(informative: edgekit's sampling, checks, verification and record)")
+    print(
+        f"edgekit quantize / bare TFLiteConverter script (median of {args.repeat}): {ratio:.3f} "
+        f"(goal <= {GOAL}) -> {'OK' if result['ok'] else 'OVER'}"
+    )
+    print(
+        f"edgekit quantize / bare script converting like edgekit (static batch 1): {static_ratio:.3f} "
+        "(informative: edgekit's sampling, checks, verification and record)"
+    )
 
 
 if __name__ == "__main__":

@@ -59,7 +59,7 @@ def photos(folder: str | None) -> list:
     return images
 
 
-def crops(images: list, n: int, rng) -> tuple[list, "np.ndarray"]:
+def crops(images: list, n: int, rng) -> tuple[list, np.ndarray]:
     """``n`` random square crops, each inside one region of one photo, and the region's class id."""
     import numpy as np
 
@@ -73,22 +73,32 @@ def crops(images: list, n: int, rng) -> tuple[list, "np.ndarray"]:
         side = int(rng.integers(min(64, h, w), min(200, h, w) + 1))
         y0 = r * h + int(rng.integers(h - side + 1))
         x0 = c * w + int(rng.integers(w - side + 1))
-        out.append(img[y0:y0 + side, x0:x0 + side])
+        out.append(img[y0 : y0 + side, x0 : x0 + side])
         labels.append((k * rows + r) * cols + c)
     return out, np.asarray(labels, np.int64)
 
 
-def keras_resize(images: list) -> "np.ndarray":
+def keras_resize(images: list) -> np.ndarray:
     """What image_dataset_from_directory feeds a model: float pixels, bilinear, antialias=False, then /255."""
     import keras
     import numpy as np
 
-    return np.stack([np.asarray(keras.ops.image.resize(np.asarray(im, np.float32), (SIZE, SIZE),
-                                                       interpolation="bilinear", antialias=False))
-                     for im in images]) / 255.0
+    return (
+        np.stack(
+            [
+                np.asarray(
+                    keras.ops.image.resize(
+                        np.asarray(im, np.float32), (SIZE, SIZE), interpolation="bilinear", antialias=False
+                    )
+                )
+                for im in images
+            ]
+        )
+        / 255.0
+    )
 
 
-def edgekit_resize(images: list, resize: str) -> "np.ndarray":
+def edgekit_resize(images: list, resize: str) -> np.ndarray:
     """edgekit's preprocessing (the function classify and calibration use), scaling 0..1."""
     import numpy as np
 
@@ -115,24 +125,40 @@ def run_seed(seed: int, images: list, args: argparse.Namespace) -> dict:
     start = time.perf_counter()
     model.fit(keras_resize(train_images), y, batch_size=32, epochs=args.epochs, verbose=0, shuffle=True)
     seconds = time.perf_counter() - start
-    predicted = {name: model.predict(x, verbose=0).argmax(1) for name, x in (
-        ("keras_bilinear", keras_resize(test_images)), ("edgekit_bilinear", edgekit_resize(test_images, "bilinear")),
-        ("edgekit_lanczos", edgekit_resize(test_images, "lanczos")),
-        ("edgekit_keras", edgekit_resize(test_images, "keras")))}
+    predicted = {
+        name: model.predict(x, verbose=0).argmax(1)
+        for name, x in (
+            ("keras_bilinear", keras_resize(test_images)),
+            ("edgekit_bilinear", edgekit_resize(test_images, "bilinear")),
+            ("edgekit_lanczos", edgekit_resize(test_images, "lanczos")),
+            ("edgekit_keras", edgekit_resize(test_images, "keras")),
+        )
+    }
     right = {name: p == yt for name, p in predicted.items()}
-    row = {"seed": seed, "classes": classes, "train": len(y), "test": len(yt), "train_seconds": round(seconds, 1),
-           "accuracy": {name: float(np.mean(r)) for name, r in right.items()}, "against_training_resize": {}}
+    row = {
+        "seed": seed,
+        "classes": classes,
+        "train": len(y),
+        "test": len(yt),
+        "train_seconds": round(seconds, 1),
+        "accuracy": {name: float(np.mean(r)) for name, r in right.items()},
+        "against_training_resize": {},
+    }
     for name in ("edgekit_bilinear", "edgekit_lanczos", "edgekit_keras"):
         d = metrics.paired_difference(right[name], right["keras_bilinear"])
         row["against_training_resize"][name] = {
             "difference_points": round(100 * d["difference"], 2),
             "interval_points": [round(100 * v, 2) for v in d["interval"]],
-            "only_edgekit": d["only_a"], "only_keras": d["only_b"],
+            "only_edgekit": d["only_a"],
+            "only_keras": d["only_b"],
             "p_edgekit_worse": metrics.binomial_sf(d["only_b"], d["only_a"] + d["only_b"], 0.5),
-            "prediction_agreement": float(np.mean(predicted[name] == predicted["keras_bilinear"]))}
+            "prediction_agreement": float(np.mean(predicted[name] == predicted["keras_bilinear"])),
+        }
     d = metrics.paired_difference(right["edgekit_lanczos"], right["edgekit_bilinear"])
-    row["lanczos_minus_bilinear"] = {"difference_points": round(100 * d["difference"], 2),
-                                     "interval_points": [round(100 * v, 2) for v in d["interval"]]}
+    row["lanczos_minus_bilinear"] = {
+        "difference_points": round(100 * d["difference"], 2),
+        "interval_points": [round(100 * v, 2) for v in d["interval"]],
+    }
     return row
 
 
@@ -158,17 +184,23 @@ def main(argv: list[str] | None = None) -> int:
             row = run_seed(seed, images, args)
         rows.append(row)
         acc = row["accuracy"]
-        print(f"seed {seed}: {row['classes']} classes, {row['train']} train / {row['test']} test crops; float top-1 "
-              f"keras-bilinear {acc['keras_bilinear']:.1%}, edgekit bilinear {acc['edgekit_bilinear']:.1%}, "
-              f"edgekit lanczos {acc['edgekit_lanczos']:.1%}, edgekit keras {acc['edgekit_keras']:.1%}")
+        print(
+            f"seed {seed}: {row['classes']} classes, {row['train']} train / {row['test']} test crops; float top-1 "
+            f"keras-bilinear {acc['keras_bilinear']:.1%}, edgekit bilinear {acc['edgekit_bilinear']:.1%}, "
+            f"edgekit lanczos {acc['edgekit_lanczos']:.1%}, edgekit keras {acc['edgekit_keras']:.1%}"
+        )
         for name, d in row["against_training_resize"].items():
             lo, hi = d["interval_points"]
-            print(f"  {name} - keras: {d['difference_points']:+.2f} points (95% {lo:+.2f} to {hi:+.2f}; "
-                  f"{d['only_edgekit']} only edgekit right, {d['only_keras']} only keras; p(worse)="
-                  f"{d['p_edgekit_worse']:.2g}); predictions agree {d['prediction_agreement']:.1%}")
+            print(
+                f"  {name} - keras: {d['difference_points']:+.2f} points (95% {lo:+.2f} to {hi:+.2f}; "
+                f"{d['only_edgekit']} only edgekit right, {d['only_keras']} only keras; p(worse)="
+                f"{d['p_edgekit_worse']:.2g}); predictions agree {d['prediction_agreement']:.1%}"
+            )
         lb = row["lanczos_minus_bilinear"]
-        print(f"  lanczos - bilinear (edgekit): {lb['difference_points']:+.2f} points "
-              f"(95% {lb['interval_points'][0]:+.2f} to {lb['interval_points'][1]:+.2f})")
+        print(
+            f"  lanczos - bilinear (edgekit): {lb['difference_points']:+.2f} points "
+            f"(95% {lb['interval_points'][0]:+.2f} to {lb['interval_points'][1]:+.2f})"
+        )
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
     out.write_text(json.dumps({"benchmark": "resize_filter", "size": SIZE, "grid": GRID, "runs": rows}, indent=2))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from typing import Callable
+from collections.abc import Callable
 
 
 def best_of(fn: Callable[[], object], repeat: int = 7) -> float:

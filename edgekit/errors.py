@@ -28,8 +28,10 @@ import re
 
 # What libedgetpu says when a model was compiled for a newer runtime than its own (edgetpu.md §3):
 # read by `classify` (the delegate's error) and by `compile` (the compiler's own output) alike.
-RUNTIME_MISMATCH = re.compile(r"requires runtime version \((?P<need>\d+)\), which is newer than this runtime version "
-                              r"\((?P<have>\d+)\)")
+RUNTIME_MISMATCH = re.compile(
+    r"requires runtime version \((?P<need>\d+)\), which is newer than this runtime version "
+    r"\((?P<have>\d+)\)"
+)
 
 
 class Caution(str):
@@ -54,7 +56,7 @@ class OutputError(EdgekitError):
     """Standard output cannot be written (a full disk, /dev/full, a closed pipe): exit 1, straight away."""
 
     exit_code = 1
-    hard_exit = True   # its unwritten buffer would fail again when Python exits
+    hard_exit = True  # its unwritten buffer would fail again when Python exits
 
 
 def first_line(exc: BaseException, limit: int = 300) -> str:
@@ -81,11 +83,20 @@ def regular_file(path, what: str = "") -> None:
         return
     if stat.S_ISREG(mode) or stat.S_ISDIR(mode):
         return
-    kind = ("a FIFO (named pipe)" if stat.S_ISFIFO(mode) else "a device" if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
-            else "a socket" if stat.S_ISSOCK(mode) else "a special file")
+    kind = (
+        "a FIFO (named pipe)"
+        if stat.S_ISFIFO(mode)
+        else "a device"
+        if stat.S_ISCHR(mode) or stat.S_ISBLK(mode)
+        else "a socket"
+        if stat.S_ISSOCK(mode)
+        else "a special file"
+    )
     shown = os.fsdecode(path) if isinstance(path, bytes) else str(path)
-    raise InputError(f"{what + ' ' if what else ''}{shown} is {kind}, not a regular file",
-                     "pass a regular file (save what the pipe or device gives to a file first)")
+    raise InputError(
+        f"{what + ' ' if what else ''}{shown} is {kind}, not a regular file",
+        "pass a regular file (save what the pipe or device gives to a file first)",
+    )
 
 
 def parse_json(text, what: str, hint: str):
@@ -152,8 +163,10 @@ class InputError(EdgekitError):
 class InvalidModelError(InputError):
     """The bytes are not a valid TFLite flatbuffer."""
 
-    DEFAULT_HINT = ("pass a .tflite file (a Keras model goes to `edgekit quantize` first); "
-                    "a damaged file must be copied or exported again")
+    DEFAULT_HINT = (
+        "pass a .tflite file (a Keras model goes to `edgekit quantize` first); "
+        "a damaged file must be copied or exported again"
+    )
 
     def __init__(self, why: str, hint: str | None = None):
         super().__init__(f"not a valid TFLite model: {why}", hint or self.DEFAULT_HINT)
@@ -181,8 +194,17 @@ class VerificationError(EdgekitError):
 
     exit_code = 6
 
-    def __init__(self, message: str, hint: str | None = None, *, measure: str | None = None,
-                 value: float | None = None, limit: float | None = None, interval=None, result=None):
+    def __init__(
+        self,
+        message: str,
+        hint: str | None = None,
+        *,
+        measure: str | None = None,
+        value: float | None = None,
+        limit: float | None = None,
+        interval=None,
+        result=None,
+    ):
         super().__init__(message, hint)
         self.measure, self.value, self.limit = measure, value, limit
         self.interval = None if interval is None else tuple(interval)

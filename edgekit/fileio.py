@@ -13,8 +13,9 @@ import os
 import signal
 import tempfile
 import threading
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from edgekit.errors import InputError, UsageError
 
@@ -46,16 +47,19 @@ def require_output_folder(target: str | os.PathLike, report: Any = None, flag: s
         try:
             folder.mkdir(parents=True)
         except OSError as exc:
-            raise InputError(f"cannot create output folder {folder} ({exc.strerror or exc})",
-                             f"create it yourself or choose another {flag}") from None
+            raise InputError(
+                f"cannot create output folder {folder} ({exc.strerror or exc})",
+                f"create it yourself or choose another {flag}",
+            ) from None
         if report is not None:
             report.note(f"created output folder {folder}")
     try:
         with tempfile.TemporaryFile(dir=folder):
             pass
     except OSError as exc:
-        raise InputError(f"cannot write in output folder {folder} ({exc.strerror or exc})",
-                         f"choose another {flag}") from None
+        raise InputError(
+            f"cannot write in output folder {folder} ({exc.strerror or exc})", f"choose another {flag}"
+        ) from None
     return folder
 
 
@@ -79,8 +83,10 @@ def refuse_folders(targets: Sequence[Path]) -> None:
     """InputError when an output path is taken by a folder (renaming a file onto it would fail)."""
     for t in targets:
         if t.is_dir():
-            raise InputError(f"cannot write {t}: a folder of that name is in the way",
-                             "move or remove that folder, or choose another -o")
+            raise InputError(
+                f"cannot write {t}: a folder of that name is in the way",
+                "move or remove that folder, or choose another -o",
+            )
 
 
 @contextlib.contextmanager
@@ -117,8 +123,9 @@ def signals_held() -> Iterator[None]:
     renames; the signals are blocked in this thread as before.
     """
     if threading.current_thread() is not threading.main_thread():
-        old_mask = signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if hasattr(signal, "pthread_sigmask") \
-            else None
+        old_mask = (
+            signal.pthread_sigmask(signal.SIG_BLOCK, STOP_SIGNALS) if hasattr(signal, "pthread_sigmask") else None
+        )
         try:
             yield
         finally:
@@ -203,8 +210,10 @@ def atomic_paths(*targets: str | os.PathLike) -> Iterator[list[Path]]:
         yield tmps
         publish(tmps, paths)
     except OSError as exc:  # disk full while writing, ...: the user's to fix, not a bug
-        raise InputError(f"cannot write {', '.join(str(p) for p in paths)} ({exc.strerror or exc})",
-                         "free some space or choose another -o") from None
+        raise InputError(
+            f"cannot write {', '.join(str(p) for p in paths)} ({exc.strerror or exc})",
+            "free some space or choose another -o",
+        ) from None
     finally:
         for made in tmps:
             made.unlink(missing_ok=True)

@@ -50,7 +50,7 @@ R = TypeVar("R", bound="Record")
 MAX_DEPTH = 32
 #: An integer field holds a count, a size, an id or a version: an integer beyond 64 bits is no such thing (and one
 #: of 4,300+ digits cannot even be written back as text).
-INT_RANGE = (-2 ** 63, 2 ** 63 - 1)
+INT_RANGE = (-(2**63), 2**63 - 1)
 _KINDS = {bool: "true or false", int: "an integer", float: "a number", str: "a string", type(None): "null"}
 _MAPPINGS = (Mapping, dict, collections.abc.Mapping)
 
@@ -75,7 +75,7 @@ def shown(value: Any) -> str:
         return {None: "null", True: "true", False: "false"}[value]
     if isinstance(value, int):
         digits = int(value.bit_length() * 0.30103)  # log10(2): repr() refuses past 4,300 digits
-        return repr(value) if abs(value) < 10 ** 30 else f"an integer of about {digits} digits"
+        return repr(value) if abs(value) < 10**30 else f"an integer of about {digits} digits"
     if isinstance(value, str):
         return repr(value) if len(value) <= 40 else repr(value[:40]) + "..."
     if isinstance(value, (Mapping, list, tuple)):
@@ -85,8 +85,12 @@ def shown(value: Any) -> str:
 
 def _is_document_type(tp: Any) -> bool:
     """A dataclass with its own ``to_dict``/``from_dict`` that is no Record (see the module's docstring)."""
-    return isinstance(tp, type) and dataclasses.is_dataclass(tp) and callable(getattr(tp, "from_dict", None)) \
+    return (
+        isinstance(tp, type)
+        and dataclasses.is_dataclass(tp)
+        and callable(getattr(tp, "from_dict", None))
         and callable(getattr(tp, "to_dict", None))
+    )
 
 
 def thaw(value: Any) -> Any:
@@ -152,8 +156,9 @@ def _load_primitive(tp: type, value: Any, where: str) -> Any:
         value = int(value)
         if INT_RANGE[0] <= value <= INT_RANGE[1] or (tp is float and abs(value) <= sys.float_info.max):
             return value  # as written (1, not 1.0, where a number is declared)
-        raise ValueError(f"{where}: expected {'an integer of at most 64 bits' if tp is int else 'a number'}, "
-                         f"got {shown(value)}")
+        raise ValueError(
+            f"{where}: expected {'an integer of at most 64 bits' if tp is int else 'a number'}, got {shown(value)}"
+        )
     if tp is float and number:
         return float(value)
     if tp in (str, bool, type(None)) and isinstance(value, tp):
@@ -217,8 +222,9 @@ def _load_mapping(tp: Any, value: Any, where: str) -> Mapping[str, Any]:
     key, item = _get_args(tp) or (str, Any)
     if not isinstance(value, Mapping):
         raise ValueError(f"{where}: expected an object, got {shown(value)}")
-    return types.MappingProxyType({_load(key, k, f"{where} (a key)"): _load(item, v, f"{where}.{k}")
-                                   for k, v in value.items()})
+    return types.MappingProxyType(
+        {_load(key, k, f"{where} (a key)"): _load(item, v, f"{where}.{k}") for k, v in value.items()}
+    )
 
 
 def _load_choice(tp: Any, value: Any, where: str) -> Any:
@@ -274,8 +280,11 @@ class Record:
     document_omits: ClassVar[FrozenSet[str]] = frozenset()  # fields this type's document leaves out
 
     def to_dict(self) -> Dict[str, Any]:
-        return {f.name: thaw(getattr(self, f.name)) for f in dataclasses.fields(self)  # type: ignore[arg-type]
-                if f.name not in self.document_omits}
+        return {
+            f.name: thaw(getattr(self, f.name))
+            for f in dataclasses.fields(self)  # type: ignore[arg-type]
+            if f.name not in self.document_omits
+        }
 
     @classmethod
     def from_dict(cls: type[R], document: Mapping[str, Any], where: str | None = None) -> R:
@@ -285,8 +294,7 @@ class Record:
         hints, fields = _fields(cls)
         unknown = [k for k in document if k not in fields]
         if unknown:
-            raise ValueError(f"{where}: unknown field(s) {unknown} (this edgekit's {cls.__name__} has "
-                             f"{list(fields)})")
+            raise ValueError(f"{where}: unknown field(s) {unknown} (this edgekit's {cls.__name__} has {list(fields)})")
         kwargs = {}
         for name, f in fields.items():
             if name in document:

@@ -11,7 +11,8 @@ and a :class:`~edgekit.errors.Caution` among them is a warning: :meth:`Reporter.
 from __future__ import annotations
 
 import sys
-from typing import IO, Any, Callable, Iterable, Iterator, TypeVar
+from collections.abc import Callable, Iterable, Iterator
+from typing import IO, Any, TypeVar
 
 from edgekit.errors import Caution
 
@@ -27,7 +28,7 @@ class Progress:
     def close(self) -> None:
         pass
 
-    def __enter__(self) -> "Progress":
+    def __enter__(self) -> Progress:
         return self
 
     def __exit__(self, *exc: Any) -> None:

@@ -23,8 +23,7 @@ from edgekit.errors import DeviceError, InputError, MissingDependencyError, Usag
 from edgekit.flags import default as _cli
 
 # Runs the runner's source sent on stdin (first line: its length in bytes), leaving the rest of stdin to it.
-_BOOTSTRAP = ("import sys;b=sys.stdin.buffer;n=int(b.readline());"
-              "exec(compile(b.read(n),'edgekit-board-runner','exec'))")
+_BOOTSTRAP = "import sys;b=sys.stdin.buffer;n=int(b.readline());exec(compile(b.read(n),'edgekit-board-runner','exec'))"
 # user@host, both parts from a safe set and neither starting with '-' (ssh would take it as an option).
 _DESTINATION = re.compile(r"^(?:[A-Za-z0-9_][A-Za-z0-9_.\-]*@)?[A-Za-z0-9_][A-Za-z0-9_.\-]*$")
 # What ssh cannot be given inside a file option's value: its config parser's quote and escape characters
@@ -39,9 +38,13 @@ def ssh_path(path: str, flag: str) -> str:
     no quoting carries those through every OpenSSH version, and ``${...}`` (ssh expands environment
     variables there) likewise."""
     if _UNQUOTABLE.search(path) or "${" in path:
-        raise UsageError(f"{flag} {path!r}: ssh cannot be given a path holding a double quote, a backslash, a "
-                         "control character or ${", f"move or link the file to a plainer path and pass that to {flag}")
+        raise UsageError(
+            f"{flag} {path!r}: ssh cannot be given a path holding a double quote, a backslash, a "
+            "control character or ${",
+            f"move or link the file to a plainer path and pass that to {flag}",
+        )
     return os.path.abspath(path).replace("%", "%%")
+
 
 # How much of a board's answer is read (OpenSSH's sftp likewise refuses a message over its 256 KiB bound rather
 # than allocating what the server announces). stdout holds one JSON document: MAX_STDOUT for a listing, more for
@@ -49,11 +52,15 @@ def ssh_path(path: str, flag: str) -> str:
 # the runner's notes and at most one error line.
 MAX_STDOUT = 16 << 20
 MAX_STDERR = 1 << 20
-ANSWER_TOO_LONG_HINT = ("the runner answers with one JSON document; something on the board prints without end: "
-                        "make its login scripts quiet for non-interactive shells, and deploy the bundle again so "
-                        "the board runs this edgekit's runner")
-HOST_TOO_LONG_HINT = ("make the host's login scripts quiet for non-interactive shells (nothing may print on their "
-                      "stdout), and run the compile again")
+ANSWER_TOO_LONG_HINT = (
+    "the runner answers with one JSON document; something on the board prints without end: "
+    "make its login scripts quiet for non-interactive shells, and deploy the bundle again so "
+    "the board runs this edgekit's runner"
+)
+HOST_TOO_LONG_HINT = (
+    "make the host's login scripts quiet for non-interactive shells (nothing may print on their "
+    "stdout), and run the compile again"
+)
 
 
 def _size(n: int) -> str:
@@ -131,17 +138,21 @@ class SshTarget:
 
     def __post_init__(self) -> None:
         if not _DESTINATION.match(self.destination):
-            raise UsageError(f"not an SSH destination: {self.destination!r}",
-                             "use user@host (letters, digits, '.', '_', '-'; neither part starting with '-'), "
-                             "e.g. mendel@192.168.100.2")
+            raise UsageError(
+                f"not an SSH destination: {self.destination!r}",
+                "use user@host (letters, digits, '.', '_', '-'; neither part starting with '-'), "
+                "e.g. mendel@192.168.100.2",
+            )
         for flag, path in (("--identity", self.identity), ("--known-hosts", self.known_hosts)):
             if path is not None:
                 ssh_path(path, flag)
         if self.identity is not None and not Path(self.identity).is_file():
             raise InputError(f"--identity {self.identity}: no such key file", "check the path to the private key")
         if self.known_hosts is not None and not Path(self.known_hosts).parent.is_dir():
-            raise InputError(f"--known-hosts {self.known_hosts}: its folder does not exist",
-                             "create the folder, or point --known-hosts at a file in an existing one")
+            raise InputError(
+                f"--known-hosts {self.known_hosts}: its folder does not exist",
+                "create the folder, or point --known-hosts at a file in an existing one",
+            )
 
     @property
     def host(self) -> str:
@@ -150,13 +161,29 @@ class SshTarget:
     def ssh_argv(self, remote_command: str) -> list[str]:
         ssh = shutil.which("ssh")
         if ssh is None:
-            raise MissingDependencyError("no ssh client on PATH", "install OpenSSH's client: apt-get install openssh-client")
-        argv = [ssh, "-T", "-o", "BatchMode=yes",
-                "-o", f"StrictHostKeyChecking={'accept-new' if self.accept_new_host_key else 'yes'}",
-                "-o", f"ConnectTimeout={max(1, round(self.connect_timeout))}",
-                "-o", "ServerAliveInterval=15", "-o", "ServerAliveCountMax=3",
-                "-o", "PasswordAuthentication=no", "-o", "KbdInteractiveAuthentication=no",
-                "-o", "LogLevel=ERROR"]
+            raise MissingDependencyError(
+                "no ssh client on PATH", "install OpenSSH's client: apt-get install openssh-client"
+            )
+        argv = [
+            ssh,
+            "-T",
+            "-o",
+            "BatchMode=yes",
+            "-o",
+            f"StrictHostKeyChecking={'accept-new' if self.accept_new_host_key else 'yes'}",
+            "-o",
+            f"ConnectTimeout={max(1, round(self.connect_timeout))}",
+            "-o",
+            "ServerAliveInterval=15",
+            "-o",
+            "ServerAliveCountMax=3",
+            "-o",
+            "PasswordAuthentication=no",
+            "-o",
+            "KbdInteractiveAuthentication=no",
+            "-o",
+            "LogLevel=ERROR",
+        ]
         if self.port is not None:
             argv += ["-p", str(self.port)]
         if self.identity is not None:
@@ -167,8 +194,14 @@ class SshTarget:
             argv += ["-o", f'UserKnownHostsFile="{ssh_path(self.known_hosts, "--known-hosts")}"']
         return argv + ["--", self.destination, remote_command]
 
-    def run(self, remote_command: str, stdin: bytes | Any = b"", timeout: float | None = None,
-            what: str = "the command", max_stdout: int = MAX_STDOUT) -> subprocess.CompletedProcess:
+    def run(
+        self,
+        remote_command: str,
+        stdin: bytes | Any = b"",
+        timeout: float | None = None,
+        what: str = "the command",
+        max_stdout: int = MAX_STDOUT,
+    ) -> subprocess.CompletedProcess:
         """Run a shell command on the target; ssh's own failures (exit 255) raise a one-line DeviceError.
 
         What the board sends back is bounded: past ``max_stdout`` bytes on stdout or MAX_STDERR on stderr,
@@ -176,8 +209,12 @@ class SshTarget:
         take all the memory here)."""
         timeout = self.timeout if timeout is None else timeout
         argv = self.ssh_argv(remote_command)
-        proc = subprocess.Popen(argv, stdin=subprocess.PIPE if isinstance(stdin, bytes) else stdin,
-                                stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE if isinstance(stdin, bytes) else stdin,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
         out, err = _Capture(proc, proc.stdout, max_stdout), _Capture(proc, proc.stderr, MAX_STDERR)
         workers = [out.thread, err.thread]
         if isinstance(stdin, bytes):
@@ -187,9 +224,10 @@ class SshTarget:
         except subprocess.TimeoutExpired:
             proc.kill()
             proc.wait()
-            raise RemoteTimeout(f"{self.destination}: {what} did not finish within {timeout:g} s",
-                                f"check that the {self.noun} is up and not overloaded; raise --timeout for large "
-                                "jobs") from None
+            raise RemoteTimeout(
+                f"{self.destination}: {what} did not finish within {timeout:g} s",
+                f"check that the {self.noun} is up and not overloaded; raise --timeout for large jobs",
+            ) from None
         except BaseException:  # Ctrl-C (or SIGTERM, raised like it): ssh goes too, so the remote side sees it
             proc.kill()
             proc.wait()
@@ -199,9 +237,11 @@ class SshTarget:
                 worker.join(timeout=5)
         for capture, stream in ((out, "stdout"), (err, "stderr")):
             if capture.overflow:
-                raise DeviceError(f"{self.destination}: the {self.noun}'s answer to {what} went past "
-                                  f"{_size(capture.limit)} on {stream}, so it was stopped",
-                                  ANSWER_TOO_LONG_HINT if self.noun == "board" else HOST_TOO_LONG_HINT)
+                raise DeviceError(
+                    f"{self.destination}: the {self.noun}'s answer to {what} went past "
+                    f"{_size(capture.limit)} on {stream}, so it was stopped",
+                    ANSWER_TOO_LONG_HINT if self.noun == "board" else HOST_TOO_LONG_HINT,
+                )
         completed = subprocess.CompletedProcess(argv, returncode, bytes(out.data), bytes(err.data))
         if returncode == 255:
             raise explain_ssh_failure(completed.stderr.decode(errors="replace"), self)
@@ -232,28 +272,47 @@ def explain_ssh_failure(stderr: str, target: SshTarget) -> DeviceError:
     where = f"{target.host} port {target.port or 22}"
     known = target.known_hosts or "~/.ssh/known_hosts"
     if "REMOTE HOST IDENTIFICATION HAS CHANGED" in text or "Host key for" in text and "has changed" in text:
-        return DeviceError(f"the host key of {where} has CHANGED since it was recorded in {known}: the {target.noun} may "
-                           "have been reinstalled, or someone may be intercepting the connection",
-                           f"if you know why it changed, remove the old key with {forget_host_key_command(target)} "
-                           "and connect again with --accept-new-host-key")
+        return DeviceError(
+            f"the host key of {where} has CHANGED since it was recorded in {known}: the {target.noun} may "
+            "have been reinstalled, or someone may be intercepting the connection",
+            f"if you know why it changed, remove the old key with {forget_host_key_command(target)} "
+            "and connect again with --accept-new-host-key",
+        )
     if "Host key verification failed" in text or "host key is known" in text:
-        return DeviceError(f"{where} is not in {known}, so its identity cannot be verified",
-                           "check its host key fingerprint, then rerun with --accept-new-host-key to record it "
-                           "(or ssh to it once yourself)")
+        return DeviceError(
+            f"{where} is not in {known}, so its identity cannot be verified",
+            "check its host key fingerprint, then rerun with --accept-new-host-key to record it "
+            "(or ssh to it once yourself)",
+        )
     if "Permission denied" in text or "Too many authentication failures" in text:
-        return DeviceError(f"{target.destination} refused the login ({last})",
-                           "pass the right key with --identity KEY or load it into ssh-agent; edgekit never asks "
-                           "for passwords. " + ("On a Dev Board, install your key with `mdt pushkey`"
-                                                if target.noun == "board" else
-                                                f"Install your key there with `ssh-copy-id {target.destination}`"))
-    unreachable = ("Connection refused", "timed out", "No route to host", "Could not resolve hostname",
-                   "Network is unreachable", "Connection closed", "Connection reset", "kex_exchange_identification",
-                   "Name or service not known", "Temporary failure in name resolution")
+        return DeviceError(
+            f"{target.destination} refused the login ({last})",
+            "pass the right key with --identity KEY or load it into ssh-agent; edgekit never asks "
+            "for passwords. "
+            + (
+                "On a Dev Board, install your key with `mdt pushkey`"
+                if target.noun == "board"
+                else f"Install your key there with `ssh-copy-id {target.destination}`"
+            ),
+        )
+    unreachable = (
+        "Connection refused",
+        "timed out",
+        "No route to host",
+        "Could not resolve hostname",
+        "Network is unreachable",
+        "Connection closed",
+        "Connection reset",
+        "kex_exchange_identification",
+        "Name or service not known",
+        "Temporary failure in name resolution",
+    )
     if any(s in text for s in unreachable):
-        return DeviceError(f"cannot reach {where}: {last}",
-                           f"check the address, that the {target.noun} is powered and on the network, and that sshd "
-                           "runs on it (" + ("--port" if target.noun == "board" else "ssh://USER@HOST:PORT")
-                           + " for another port)")
+        return DeviceError(
+            f"cannot reach {where}: {last}",
+            f"check the address, that the {target.noun} is powered and on the network, and that sshd "
+            "runs on it (" + ("--port" if target.noun == "board" else "ssh://USER@HOST:PORT") + " for another port)",
+        )
     if "Identity file" in text or "Load key" in text:
         return DeviceError(f"ssh could not use the key: {last}", "pass a readable private key with --identity")
     return DeviceError(f"ssh to {where} failed: {last}", "run ssh to it yourself to see more")

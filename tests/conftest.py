@@ -77,8 +77,10 @@ def testdata_summary(skipped: int) -> str | None:
     if not skipped:
         return None
     where = "absent" if not TESTDATA.is_dir() else "incomplete"
-    return (f"{skipped} test{'s' if skipped != 1 else ''} skipped because the real Coral test data is {where}: "
-            f"{TESTDATA} (put it at ../shared/testdata or set EDGEKIT_TESTDATA)")
+    return (
+        f"{skipped} test{'s' if skipped != 1 else ''} skipped because the real Coral test data is {where}: "
+        f"{TESTDATA} (put it at ../shared/testdata or set EDGEKIT_TESTDATA)"
+    )
 
 
 @pytest.hookimpl(trylast=True)
@@ -125,5 +127,4 @@ def digits_int8(digits_keras, digits_folders):
     """The QuantizeResult of quantizing digits.h5 (output digits_int8.tflite beside it)."""
     from edgekit.converters.quantize import QuantizeOptions, quantize
 
-    return quantize(QuantizeOptions(model=str(digits_keras.path), calib=str(digits_folders.train),
-                                    show_progress=False))
+    return quantize(QuantizeOptions(model=str(digits_keras.path), calib=str(digits_folders.train), show_progress=False))

@@ -13,20 +13,26 @@ from __future__ import annotations
 import io
 import json
 import zipfile
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import numpy as np
 from flatbuffers import flexbuffers
 
-from tests.tflite_builder import S, GraphBuilder
+from tests.tflite_builder import GraphBuilder, S
 
-INPUT_SCALE = 1 / 128   # int8 input: real = (q + 128) / 128 = pixel / 128 (0..2)
+INPUT_SCALE = 1 / 128  # int8 input: real = (q + 128) / 128 = pixel / 128 (0..2)
 INPUT_ZP = -128
 
 
-def slice_model(input_hw: tuple[int, int], outputs: Sequence[dict[str, Any]], input_scale: float = INPUT_SCALE,
-                input_zp: int = INPUT_ZP, names: Sequence[str] | None = None) -> bytes:
+def slice_model(
+    input_hw: tuple[int, int],
+    outputs: Sequence[dict[str, Any]],
+    input_scale: float = INPUT_SCALE,
+    input_zp: int = INPUT_ZP,
+    names: Sequence[str] | None = None,
+) -> bytes:
     """outputs: dicts with ``shape`` and optional ``requant`` ((scale, zp)) or ``float`` (True)."""
     g = GraphBuilder()
     h, w = input_hw
@@ -59,8 +65,9 @@ def slice_model(input_hw: tuple[int, int], outputs: Sequence[dict[str, Any]], in
     return g.build([x], outs)
 
 
-def image_for(input_hw: tuple[int, int], values: Sequence[np.ndarray], input_scale: float = INPUT_SCALE,
-              input_zp: int = INPUT_ZP) -> np.ndarray:
+def image_for(
+    input_hw: tuple[int, int], values: Sequence[np.ndarray], input_scale: float = INPUT_SCALE, input_zp: int = INPUT_ZP
+) -> np.ndarray:
     """The HxWx3 uint8 image whose int8 input (pixels - 128, the spec derived from the input quantization) makes
     the model's outputs (before any requantization) equal ``values`` (real numbers), one array per output."""
     h, w = input_hw
@@ -69,7 +76,7 @@ def image_for(input_hw: tuple[int, int], values: Sequence[np.ndarray], input_sca
     for v in values:
         q = np.rint(np.asarray(v, np.float64).ravel() / input_scale + input_zp).astype(np.int64)
         assert q.min() >= -128 and q.max() <= 127, "a value is outside the input's range"
-        row[offset:offset + q.size] = q
+        row[offset : offset + q.size] = q
         offset += q.size
     return (row + 128).astype(np.uint8).reshape(h, w, 3)
 
@@ -85,14 +92,31 @@ def with_ultralytics_metadata(model: bytes, names: Sequence[str], imgsz: Sequenc
     """``model`` with Ultralytics' metadata.json appended as a ZIP, as its TFLite exports do."""
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        z.writestr("metadata.json", json.dumps({"author": "Ultralytics", "version": "8.3.0", "task": "detect",
-                                                "stride": 32, "imgsz": list(imgsz),
-                                                "names": {str(i): n for i, n in enumerate(names)}}))
+        z.writestr(
+            "metadata.json",
+            json.dumps(
+                {
+                    "author": "Ultralytics",
+                    "version": "8.3.0",
+                    "task": "detect",
+                    "stride": 32,
+                    "imgsz": list(imgsz),
+                    "names": {str(i): n for i, n in enumerate(names)},
+                }
+            ),
+        )
     return model + buf.getvalue()
 
 
-def postprocess_model(input_hw: tuple[int, int], anchors: np.ndarray, num_classes: int, order: str = "tf1",
-                      max_detections: int = 10, score_threshold: float = 0.3, iou_threshold: float = 0.5) -> bytes:
+def postprocess_model(
+    input_hw: tuple[int, int],
+    anchors: np.ndarray,
+    num_classes: int,
+    order: str = "tf1",
+    max_detections: int = 10,
+    score_threshold: float = 0.3,
+    iou_threshold: float = 0.5,
+) -> bytes:
     """A model ending in the real TFLite_Detection_PostProcess op: box encodings [1, N, 4] and class scores
     [1, N, 1 + classes] (background first) sliced from the input and dequantized, constant anchors [N, 4]
     (ycenter, xcenter, h, w, normalized). ``order``: tf1 = boxes, classes, scores, count as graph outputs;
@@ -116,14 +140,25 @@ def postprocess_model(input_hw: tuple[int, int], anchors: np.ndarray, num_classe
         floats.append(f)
         offset += size
     anchor_t = g.tensor([n, 4], "float32", data=np.asarray(anchors, np.float32), scale=None, name="anchors")
-    outs = [g.tensor([1, max_detections, 4], "float32", scale=None, name="TFLite_Detection_PostProcess"),
-            g.tensor([1, max_detections], "float32", scale=None, name="TFLite_Detection_PostProcess:1"),
-            g.tensor([1, max_detections], "float32", scale=None, name="TFLite_Detection_PostProcess:2"),
-            g.tensor([1], "float32", scale=None, name="TFLite_Detection_PostProcess:3")]
-    options = {"max_detections": max_detections, "max_classes_per_detection": 1, "detections_per_class": 100,
-               "use_regular_nms": False, "nms_score_threshold": score_threshold,
-               "nms_iou_threshold": iou_threshold, "num_classes": num_classes, "y_scale": 10.0, "x_scale": 10.0,
-               "h_scale": 5.0, "w_scale": 5.0}
+    outs = [
+        g.tensor([1, max_detections, 4], "float32", scale=None, name="TFLite_Detection_PostProcess"),
+        g.tensor([1, max_detections], "float32", scale=None, name="TFLite_Detection_PostProcess:1"),
+        g.tensor([1, max_detections], "float32", scale=None, name="TFLite_Detection_PostProcess:2"),
+        g.tensor([1], "float32", scale=None, name="TFLite_Detection_PostProcess:3"),
+    ]
+    options = {
+        "max_detections": max_detections,
+        "max_classes_per_detection": 1,
+        "detections_per_class": 100,
+        "use_regular_nms": False,
+        "nms_score_threshold": score_threshold,
+        "nms_iou_threshold": iou_threshold,
+        "num_classes": num_classes,
+        "y_scale": 10.0,
+        "x_scale": 10.0,
+        "h_scale": 5.0,
+        "w_scale": 5.0,
+    }
     g.op("CUSTOM", [floats[0], floats[1], anchor_t], outs, custom_code="TFLite_Detection_PostProcess")
     g.ops[-1].customOptions = list(flexbuffers.Dumps(options))
     g.ops[-1].customOptionsFormat = S.CustomOptionsFormat.FLEXBUFFERS
@@ -139,20 +174,20 @@ def tflite_metadata(output_names: Sequence[str]) -> bytes:
     names = [b.CreateString(n) for n in output_names]
     tensors = []
     for n in names:
-        b.StartObject(7)                                    # TensorMetadata: name is field 0
+        b.StartObject(7)  # TensorMetadata: name is field 0
         b.PrependUOffsetTRelativeSlot(0, n, 0)
         tensors.append(b.EndObject())
     b.StartVector(4, len(tensors), 4)
     for t in reversed(tensors):
         b.PrependUOffsetTRelative(t)
     vec = b.EndVector()
-    b.StartObject(8)                                        # SubGraphMetadata: output_tensor_metadata is field 3
+    b.StartObject(8)  # SubGraphMetadata: output_tensor_metadata is field 3
     b.PrependUOffsetTRelativeSlot(3, vec, 0)
     sub = b.EndObject()
     b.StartVector(4, 1, 4)
     b.PrependUOffsetTRelative(sub)
     subs = b.EndVector()
-    b.StartObject(8)                                        # ModelMetadata: subgraph_metadata is field 3
+    b.StartObject(8)  # ModelMetadata: subgraph_metadata is field 3
     b.PrependUOffsetTRelativeSlot(3, subs, 0)
     b.Finish(b.EndObject(), file_identifier=b"M001")
     return bytes(b.Output())

@@ -8,7 +8,7 @@ from pathlib import Path
 from edgekit.board.preprocess import spec_from_input_quantization
 from tests.conftest import shared_file
 
-MODEL = "mobilenet_v1_0.25_128_quant.tflite"            # Coral's MobileNet and its compiled twin
+MODEL = "mobilenet_v1_0.25_128_quant.tflite"  # Coral's MobileNet and its compiled twin
 COMPILED = "mobilenet_v1_0.25_128_quant_edgetpu.tflite"
 SPEC = spec_from_input_quantization(128, 128, 3, "uint8", 1 / 128, 128)  # what its input quantization implies
 
@@ -18,17 +18,28 @@ def make_bundle(target: Path, mean: tuple[float, ...] | None = None, std: tuple[
 
     ``mean``/``std`` record another preprocessing than the one the model's input implies.
     """
-    from edgekit.pipeline import build
     from edgekit.board import manifest
+    from edgekit.pipeline import build
     from edgekit.results.build import BundleInput, BundleManifest, BundleModels, BundleReports, BundleVersions
 
     spec = SPEC if mean is None else type(SPEC)(128, 128, mean=mean, std=std)
     doc = BundleManifest.new(
-        models=BundleModels(MODEL, COMPILED), labels=manifest.LABELS_NAME, preprocess=spec,
-        input=BundleInput((1, 128, 128, 3), "uint8", 1 / 128, 128), versions=BundleVersions("test", None, None),
-        reports=BundleReports(None, None))
-    return build.write_bundle(target, {MODEL: shared_file(MODEL), COMPILED: shared_file(COMPILED),
-                                       manifest.LABELS_NAME: shared_file("imagenet_labels.txt")}, doc)
+        models=BundleModels(MODEL, COMPILED),
+        labels=manifest.LABELS_NAME,
+        preprocess=spec,
+        input=BundleInput((1, 128, 128, 3), "uint8", 1 / 128, 128),
+        versions=BundleVersions("test", None, None),
+        reports=BundleReports(None, None),
+    )
+    return build.write_bundle(
+        target,
+        {
+            MODEL: shared_file(MODEL),
+            COMPILED: shared_file(COMPILED),
+            manifest.LABELS_NAME: shared_file("imagenet_labels.txt"),
+        },
+        doc,
+    )
 
 
 def default_stop_signals() -> None:

@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.devices import remote
 from edgekit.board import backends
 from edgekit.board import runner as board_runner
 from edgekit.board.classifier import load_bundle
+from edgekit.devices import remote
 from tests.conftest import REPO
 from tests.helpers import default_stop_signals
 
@@ -104,14 +104,20 @@ def test_the_shipped_records_resolve_their_fields_on_the_boards_python():
     evaluated there (from_dict, to_dict), so each must resolve under the board's Python (3.7 where .venv-py37 is)."""
     from tests.test_remote import TARGET_PYTHON
 
-    modules = [rel[:-3].replace("/", ".") for rel in SHIPPED if rel.startswith("edgekit/results/")
-               and not rel.endswith("__init__.py")]
+    modules = [
+        rel[:-3].replace("/", ".")
+        for rel in SHIPPED
+        if rel.startswith("edgekit/results/") and not rel.endswith("__init__.py")
+    ]
     assert modules, "no result module ships: the board's runtime returns records (results/classify.py)"
-    proc = subprocess.run([str(TARGET_PYTHON), "-c", _SHIPPED_RECORDS, str(REPO), *modules], capture_output=True,
-                          text=True, timeout=60)
+    proc = subprocess.run(
+        [str(TARGET_PYTHON), "-c", _SHIPPED_RECORDS, str(REPO), *modules], capture_output=True, text=True, timeout=60
+    )
     assert proc.returncode == 0, proc.stderr
     said = dict(line.split() for line in proc.stdout.splitlines())
-    assert {"ClassifyResult", "BenchmarkResult", "round-trip"} <= set(said) and set(said.values()) == {"True"}, proc.stdout
+    assert {"ClassifyResult", "BenchmarkResult", "round-trip"} <= set(said) and set(said.values()) == {"True"}, (
+        proc.stdout
+    )
 
 
 def test_vermin_would_catch_newer_syntax(tmp_path):
@@ -134,20 +140,42 @@ def test_runner_standalone_on_the_board(tmp_path):
         (runtime / rel).parent.mkdir(parents=True, exist_ok=True)
         (runtime / rel).write_bytes(path.read_bytes())
     image = str(shared_file("cat.bmp"))
-    proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle",
-                           "../bundles/m", "--top-k", "1", image], cwd=runtime, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(TARGET_PYTHON),
+            "-m",
+            "edgekit.board.runner",
+            "classify",
+            "--bundle",
+            "../bundles/m",
+            "--top-k",
+            "1",
+            image,
+        ],
+        cwd=runtime,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["results"][0]["image"] == image and doc["results"][0]["top"][0]["label"] == "tiger cat"
     assert doc["device"] == "cpu" and doc["model"] == "../bundles/m/mobilenet_v1_0.25_128_quant.tflite"
     lines = proc.stderr.splitlines()  # the one note, no "Exception ignored in Delegate.__del__" traceback after it
     assert len(lines) == 1 and lines[0].startswith("note: running the CPU model"), proc.stderr
-    missing = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle",
-                              "../bundles/none", image], cwd=runtime, capture_output=True, text=True)
+    missing = subprocess.run(
+        [str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle", "../bundles/none", image],
+        cwd=runtime,
+        capture_output=True,
+        text=True,
+    )
     assert missing.returncode == 3 and missing.stderr.startswith("error: ../bundles/none: no such bundle folder")
     (tmp_path / "bundles" / "m" / "labels.txt").write_text("changed\n")
-    changed = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle",
-                              "../bundles/m", image], cwd=runtime, capture_output=True, text=True)
+    changed = subprocess.run(
+        [str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle", "../bundles/m", image],
+        cwd=runtime,
+        capture_output=True,
+        text=True,
+    )
     assert changed.returncode == 3 and "labels.txt has changed since the bundle was built" in changed.stderr
 
 
@@ -181,12 +209,27 @@ def test_no_edge_tpu_on_the_board_says_what_to_check_there(tmp_path, device, che
     for rel, path in SHIPPED.items():
         (runtime / rel).parent.mkdir(parents=True, exist_ok=True)
         (runtime / rel).write_bytes(path.read_bytes())
-    proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle",
-                           "../bundles/m", "--device", device, str(shared_file("cat.bmp"))],
-                          cwd=runtime, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            str(TARGET_PYTHON),
+            "-m",
+            "edgekit.board.runner",
+            "classify",
+            "--bundle",
+            "../bundles/m",
+            "--device",
+            device,
+            str(shared_file("cat.bmp")),
+        ],
+        cwd=runtime,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 9
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
-    assert len(lines) == 1 and lines[0].startswith("error: the Edge TPU runtime libedgetpu.so.1 is not installed"), lines
+    assert len(lines) == 1 and lines[0].startswith("error: the Edge TPU runtime libedgetpu.so.1 is not installed"), (
+        lines
+    )
     said = json.loads(proc.stdout)["error"]  # the same error, for the host: its one document on stdout
     assert said["exit_code"] == 9 and lines[0] == f"error: {said['message']} ({said['hint']})"
     assert "sudo apt-get install libedgetpu1-std" in lines[0] and all(check in lines[0] for check in checks)
@@ -217,8 +260,10 @@ def test_runtime_there_but_no_edge_tpu(tmp_path, monkeypatch, device, check, oth
     with pytest.raises(DeviceError) as caught:
         load_bundle(str(make_bundle(tmp_path / "m")), device)
     error = caught.value
-    assert error.message == (f"the Edge TPU runtime libedgetpu.so.1 is installed but found no usable Edge TPU "
-                             f"({device}) (Failed to load delegate from libedgetpu.so.1)")
+    assert error.message == (
+        f"the Edge TPU runtime libedgetpu.so.1 is installed but found no usable Edge TPU "
+        f"({device}) (Failed to load delegate from libedgetpu.so.1)"
+    )
     assert error.hint.startswith("on the board, check that " + ("lsusb" if check == "lsusb" else "/dev/apex_0"))
     assert "dpkg -s libedgetpu1-std" in error.hint and other not in error.hint and "doctor" not in error.hint
 
@@ -244,7 +289,7 @@ def test_unpack_on_the_board_is_all_or_nothing(tmp_path, bad):
             tar.addfile(link)
     data = stream.getvalue()
     if bad == "cut short":
-        data = data[:700]   # the second file's bytes never arrive
+        data = data[:700]  # the second file's bytes never arrive
     with pytest.raises((ValueError, tarfile.TarError)):
         board_runner.unpack(str(root), io.BytesIO(data), [])
     assert sorted(p.name for p in (root / "bundles" / "b").iterdir()) == ["model.tflite"]
@@ -260,7 +305,10 @@ def _good(stream):
     import tarfile
 
     out = io.BytesIO()
-    with tarfile.open(fileobj=io.BytesIO(stream.getvalue()), mode="r") as src, tarfile.open(fileobj=out, mode="w") as dst:
+    with (
+        tarfile.open(fileobj=io.BytesIO(stream.getvalue()), mode="r") as src,
+        tarfile.open(fileobj=out, mode="w") as dst,
+    ):
         for member in src.getmembers():
             if member.isfile():
                 dst.addfile(member, src.extractfile(member))
@@ -295,21 +343,28 @@ def test_a_multi_frame_image_is_its_first_frame_on_old_and_new_pillow(tmp_path):
     first.save(tmp_path / "pages_deflate.tif", save_all=True, append_images=others, compression="tiff_adobe_deflate")
     first.save(tmp_path / "first.png")
     palette = first.quantize(16)
-    palette.save(tmp_path / "anim.gif", save_all=True, append_images=[palette.rotate(90), palette.rotate(180)],
-                 duration=50, loop=0)
+    palette.save(
+        tmp_path / "anim.gif",
+        save_all=True,
+        append_images=[palette.rotate(90), palette.rotate(180)],
+        duration=50,
+        loop=0,
+    )
     palette.save(tmp_path / "first.gif")
     names = ["pages.tif", "pages_deflate.tif", "first.png", "anim.gif", "first.gif"]
     paths = [str(tmp_path / n) for n in names]
     docs = []
     for python in dict.fromkeys([str(TARGET_PYTHON), sys.executable]):
-        proc = subprocess.run([python, "-c", _FIRST_FRAME, str(REPO), *paths], capture_output=True, text=True,
-                              check=False)
+        proc = subprocess.run(
+            [python, "-c", _FIRST_FRAME, str(REPO), *paths], capture_output=True, text=True, check=False
+        )
         assert proc.returncode == 0, proc.stderr
         docs.append({Path(k).name: np.asarray(v) for k, v in json.loads(proc.stdout).items()})
     for doc in docs:
         assert doc["pages.tif"].shape == (1, 30, 40, 3)
-        assert np.array_equal(doc["pages.tif"], doc["first.png"]) and np.array_equal(doc["pages_deflate.tif"],
-                                                                                      doc["first.png"])
+        assert np.array_equal(doc["pages.tif"], doc["first.png"]) and np.array_equal(
+            doc["pages_deflate.tif"], doc["first.png"]
+        )
         assert np.array_equal(doc["anim.gif"], doc["first.gif"])
     for name in names:  # old and new Pillow alike
         assert np.array_equal(docs[0][name], docs[-1][name]), name
@@ -335,8 +390,9 @@ def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
     root = tmp_path / "edgekit"
     root.mkdir()
     prefix = board_runner.STAGING_PREFIX
-    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True,
-                          text=True, check=True).stdout.strip()
+    dead = subprocess.run(
+        [sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True, check=True
+    ).stdout.strip()
     gone, legacy_old, legacy_young = f"{prefix}{dead}-gone_123", f"{prefix}oldform1", f"{prefix}youngfo1"
     alive, other = f"{prefix}{os.getpid()}-alive_12", f"{prefix}my-holiday-photos"
     for name in (gone, legacy_old, legacy_young, alive, other, "bundles", ".edgekit-tmp-other"):
@@ -350,20 +406,36 @@ def test_only_stale_work_folders_of_this_user_are_removed(tmp_path):
     (outside / "keep").write_bytes(b"x")
     (root / f"{prefix}{dead}-link_123").symlink_to(outside)
     (root / f"{prefix}{dead}-file_123").write_bytes(b"x")
-    hold = ("import sys; sys.path.insert(0, sys.argv[1]); from edgekit.board import runner as r; "
-            "f, l = r.make_work_folder(sys.argv[3], sys.argv[2]); print(f, flush=True); sys.stdin.read()")
-    held = subprocess.Popen([str(TARGET_PYTHON), "-c", hold, str(REPO), str(root), prefix],
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    hold = (
+        "import sys; sys.path.insert(0, sys.argv[1]); from edgekit.board import runner as r; "
+        "f, l = r.make_work_folder(sys.argv[3], sys.argv[2]); print(f, flush=True); sys.stdin.read()"
+    )
+    held = subprocess.Popen(
+        [str(TARGET_PYTHON), "-c", hold, str(REPO), str(root), prefix],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         in_use = Path(held.stdout.readline().strip())
         os.utime(in_use, (old, old))  # old, but held: a copy still under way
-        proc = subprocess.run([str(TARGET_PYTHON), "-c", _SWEEP, str(REPO), str(root)], capture_output=True, text=True,
-                              check=False)
+        proc = subprocess.run(
+            [str(TARGET_PYTHON), "-c", _SWEEP, str(REPO), str(root)], capture_output=True, text=True, check=False
+        )
         assert proc.returncode == 0, proc.stderr
         assert json.loads(proc.stdout) == sorted([gone, legacy_old])
-        assert sorted(p.name for p in root.iterdir()) == sorted([
-            legacy_young, alive, other, "bundles", ".edgekit-tmp-other", f"{prefix}{dead}-link_123",
-            f"{prefix}{dead}-file_123", in_use.name])
+        assert sorted(p.name for p in root.iterdir()) == sorted(
+            [
+                legacy_young,
+                alive,
+                other,
+                "bundles",
+                ".edgekit-tmp-other",
+                f"{prefix}{dead}-link_123",
+                f"{prefix}{dead}-file_123",
+                in_use.name,
+            ]
+        )
         assert (outside / "keep").is_file()
     finally:
         held.stdin.close()
@@ -376,12 +448,20 @@ def test_a_stop_while_a_copy_is_renamed_into_place_waits_for_the_renames():
     with 143 through its clean-up: a stop never leaves half of a copy renamed in (under the board's Python)."""
     from tests.test_remote import TARGET_PYTHON
 
-    script = ("import os, signal, sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.board import runner as r\n"
-              "r._stop_on_signals()\nheld = r._defer_stops()\nos.kill(os.getpid(), signal.SIGTERM)\n"
-              "print('renamed', flush=True)\ntry:\n    r._allow_stops(held)\n    print('not stopped', flush=True)\n"
-              "finally:\n    print('cleaned up', flush=True)\n")
-    proc = subprocess.run([str(TARGET_PYTHON), "-c", script, str(REPO)], capture_output=True, text=True, timeout=60,
-                          check=False, preexec_fn=default_stop_signals)
+    script = (
+        "import os, signal, sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.board import runner as r\n"
+        "r._stop_on_signals()\nheld = r._defer_stops()\nos.kill(os.getpid(), signal.SIGTERM)\n"
+        "print('renamed', flush=True)\ntry:\n    r._allow_stops(held)\n    print('not stopped', flush=True)\n"
+        "finally:\n    print('cleaned up', flush=True)\n"
+    )
+    proc = subprocess.run(
+        [str(TARGET_PYTHON), "-c", script, str(REPO)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+        preexec_fn=default_stop_signals,
+    )
     assert proc.returncode == 143 and proc.stdout.split() == ["renamed", "cleaned", "up"], (proc.stdout, proc.stderr)
     assert "Traceback" not in proc.stderr
 
@@ -405,7 +485,7 @@ def test_a_killed_runner_its_parent_has_not_reaped_counts_as_gone():
         assert not _process_gone(child.pid)
         os.kill(child.pid, signal.SIGKILL)
         deadline = time.time() + 10
-        while not _process_gone(child.pid) and time.time() < deadline:   # a zombie until waited for
+        while not _process_gone(child.pid) and time.time() < deadline:  # a zombie until waited for
             time.sleep(0.05)
         assert _process_gone(child.pid)
     finally:

@@ -28,8 +28,9 @@ def _build(args: list[str]) -> dict:
 def built(digits_keras, digits_folders, tmp_path_factory):
     """`edgekit build digits.h5 --eval test/ -o bundle/` (calibration data from the record beside the model)."""
     target = tmp_path_factory.mktemp("build") / "bundle"
-    return target, _build([str(digits_keras.path), "-o", str(target), "--no-compile",
-                           "--eval", str(digits_folders.test)])
+    return target, _build(
+        [str(digits_keras.path), "-o", str(target), "--no-compile", "--eval", str(digits_folders.test)]
+    )
 
 
 def test_bundle_manifest_describes_the_built_model(built, digits_keras, digits_folders):
@@ -120,23 +121,36 @@ def test_a_weights_only_h5_with_arch_builds(digits_keras, digits_folders, tmp_pa
     weights = tmp_path / "digits.weights.h5"
     digits_keras.model.save_weights(weights)
     (tmp_path / "model_def.py").write_text(
-        "from edgekit.training.digits import build_cnn\n\ndef create_model():\n    return build_cnn()\n")
-    doc = _build([str(weights), "--arch", f"{tmp_path / 'model_def.py'}:create_model", "--calib",
-                  str(digits_folders.train), "--scaling", "0..1", "-o", str(tmp_path / "bundle"), "--no-compile"])
+        "from edgekit.training.digits import build_cnn\n\ndef create_model():\n    return build_cnn()\n"
+    )
+    doc = _build(
+        [
+            str(weights),
+            "--arch",
+            f"{tmp_path / 'model_def.py'}:create_model",
+            "--calib",
+            str(digits_folders.train),
+            "--scaling",
+            "0..1",
+            "-o",
+            str(tmp_path / "bundle"),
+            "--no-compile",
+        ]
+    )
     assert doc["quantize"]["source"]["format"] == "weights+arch"
     assert doc["quantize"]["verification"]["passed"] and doc["quantize"]["verification"]["float_top1"] > 0.9
     manifest.load(tmp_path / "bundle").verify_all()
 
 
-def test_a_build_that_fails_verification_names_build_flags_and_leaves_nothing(digits_keras, digits_folders,
-                                                                             tmp_path):
+def test_a_build_that_fails_verification_names_build_flags_and_leaves_nothing(digits_keras, digits_folders, tmp_path):
     swapped = tmp_path / "swapped"
     shutil.copytree(digits_folders.train, swapped)
     (swapped / "1").rename(swapped / "tmp")
     (swapped / "2").rename(swapped / "1")
     (swapped / "tmp").rename(swapped / "2")
-    out = CliRunner().invoke(cli, ["build", str(digits_keras.path), "--calib", str(swapped), "-o",
-                                   str(tmp_path / "bundle")])
+    out = CliRunner().invoke(
+        cli, ["build", str(digits_keras.path), "--calib", str(swapped), "-o", str(tmp_path / "bundle")]
+    )
     assert out.exit_code == 6, out.output
     line = [ln for ln in out.stderr.splitlines() if ln.startswith("error: ")][0]
     assert "no bundle was written" in line and "output kept" not in line
@@ -152,13 +166,14 @@ def test_build_eval_errors_name_eval(digits_keras, tmp_path):
 
 
 def test_a_failed_build_leaves_nothing(digits_keras, tmp_path):
-    out = CliRunner().invoke(cli, ["build", str(digits_keras.path), "--calib", str(tmp_path / "none"),
-                                   "-o", str(tmp_path / "bundle")])
+    out = CliRunner().invoke(
+        cli, ["build", str(digits_keras.path), "--calib", str(tmp_path / "none"), "-o", str(tmp_path / "bundle")]
+    )
     assert out.exit_code == 3, out.output
     assert list(tmp_path.iterdir()) == []
 
 
-def test_build_with_a_compiler_adds_the_compiled_model_and_its_report(standin, digits_keras, tmp_path):  # noqa: F811
+def test_build_with_a_compiler_adds_the_compiled_model_and_its_report(standin, digits_keras, tmp_path):
     """STAND-IN compiler (it copies the model; compiles nothing): tests only how build packs its output."""
     standin()  # a v16 success in the real format, naming this model; it maps nothing (no real compile)
     doc = _build([str(digits_keras.path), "-o", str(tmp_path / "bundle")])
@@ -182,7 +197,7 @@ def _strings(doc):
         yield doc
 
 
-def test_the_manifest_never_names_the_work_folder_it_was_made_in(built, standin, digits_keras, tmp_path):  # noqa: F811
+def test_the_manifest_never_names_the_work_folder_it_was_made_in(built, standin, digits_keras, tmp_path):
     """Was: reports.check.model = ".bundle.xxxx.work/digits_int8.tflite" (a folder deleted at the end)."""
     target, doc = built
     assert doc["manifest"]["reports"]["check"]["model"] == "digits_int8.tflite"
@@ -207,21 +222,32 @@ def test_build_from_an_existing_int8_tflite_checks_evaluates_and_bundles_it(buil
     assert m["reports"]["check"]["verdict"] == "full" and doc["quantize"] is None
     assert m["versions"]["tensorflow"] is None
     manifest.load(tmp_path / "b").verify_all()
-    refused = CliRunner().invoke(cli, ["build", str(given), "-o", str(tmp_path / "c"), "--calib",
-                                       str(digits_folders.train)])
+    refused = CliRunner().invoke(
+        cli, ["build", str(given), "-o", str(tmp_path / "c"), "--calib", str(digits_folders.train)]
+    )
     assert refused.exit_code == 2 and "--calib: for a Keras model" in refused.stderr
     assert not (tmp_path / "c").exists()
 
 
 def test_build_from_a_compiled_model_bundles_it_with_its_cpu_twin(testdata, tmp_path):
     """Coral's own pair: x_edgetpu.tflite with x.tflite beside it; the compiled model is kept as it is."""
-    doc = _build([str(testdata / "mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "--labels",
-                  str(testdata / "imagenet_labels.txt"), "-o", str(tmp_path / "b")])
+    doc = _build(
+        [
+            str(testdata / "mobilenet_v1_0.25_128_quant_edgetpu.tflite"),
+            "--labels",
+            str(testdata / "imagenet_labels.txt"),
+            "-o",
+            str(tmp_path / "b"),
+        ]
+    )
     m = doc["manifest"]
-    assert m["models"] == {"cpu": "mobilenet_v1_0.25_128_quant.tflite",
-                           "edgetpu": "mobilenet_v1_0.25_128_quant_edgetpu.tflite"}
-    assert (tmp_path / "b" / m["models"]["edgetpu"]).read_bytes() == \
-        (testdata / "mobilenet_v1_0.25_128_quant_edgetpu.tflite").read_bytes()
+    assert m["models"] == {
+        "cpu": "mobilenet_v1_0.25_128_quant.tflite",
+        "edgetpu": "mobilenet_v1_0.25_128_quant_edgetpu.tflite",
+    }
+    assert (tmp_path / "b" / m["models"]["edgetpu"]).read_bytes() == (
+        testdata / "mobilenet_v1_0.25_128_quant_edgetpu.tflite"
+    ).read_bytes()
     assert any("not compiled again" in n for n in doc["notes"])
     result = C.classify([str(testdata / "cat.bmp")], tmp_path / "b", k=3, device="cpu").to_dict()
     assert any("cat" in t["label"] for t in result["results"][0]["top"])
@@ -234,19 +260,42 @@ def test_a_detector_bundles_accuracy_is_shown_in_its_text():
     """build's text for a detector built with --eval: the manifest's accuracy is a DetectorAccuracy (records, read
     by attribute), its mAP line and the detect command to run."""
     from edgekit.board.preprocess import PreprocessSpec
-    from edgekit.results.build import (BuildResult, BundleInput, BundleManifest, BundleModels, BundleReports,
-                                       BundleVersions, DetectorAccuracy)
+    from edgekit.results.build import (
+        BuildResult,
+        BundleInput,
+        BundleManifest,
+        BundleModels,
+        BundleReports,
+        BundleVersions,
+        DetectorAccuracy,
+    )
     from edgekit.results.evaluate import DetectionProtocol, DetectorScore
 
-    score = DetectorScore("det.tflite", "cpu", "ai_edge_litert", "yolo", 0.25, 0.5, None, None, None, None, (), 12,
-                          1.0, 0.5, ())
-    accuracy = DetectorAccuracy("detection", "coco.json", "coco", 4, 9, DetectionProtocol(0.001, 0.7, 100, True,
-                                                                                          "pycocotools"),
-                                (score,), (), (), (), model="det.tflite")
-    m = BundleManifest.new(models=BundleModels("det.tflite", None), labels=None, preprocess=PreprocessSpec(64, 64),
-                           input=BundleInput((1, 64, 64, 3), "uint8", 1 / 255, 0),
-                           versions=BundleVersions("0", None, None), reports=BundleReports(None, None),
-                           accuracy=accuracy)
+    score = DetectorScore(
+        "det.tflite", "cpu", "ai_edge_litert", "yolo", 0.25, 0.5, None, None, None, None, (), 12, 1.0, 0.5, ()
+    )
+    accuracy = DetectorAccuracy(
+        "detection",
+        "coco.json",
+        "coco",
+        4,
+        9,
+        DetectionProtocol(0.001, 0.7, 100, True, "pycocotools"),
+        (score,),
+        (),
+        (),
+        (),
+        model="det.tflite",
+    )
+    m = BundleManifest.new(
+        models=BundleModels("det.tflite", None),
+        labels=None,
+        preprocess=PreprocessSpec(64, 64),
+        input=BundleInput((1, 64, 64, 3), "uint8", 1 / 255, 0),
+        versions=BundleVersions("0", None, None),
+        reports=BundleReports(None, None),
+        accuracy=accuracy,
+    )
     result = BuildResult("bundle", m, None, ())
     assert BuildResult.from_dict(json.loads(json.dumps(result.to_dict()))) == result
     text = result.render_text().splitlines()

@@ -86,8 +86,10 @@ def test_build_takes_the_real_ultralytics_export_with_its_compiled_twin(tmp_path
     m = doc["manifest"]
     assert m["models"] == {"cpu": f"{YOLO}.tflite", "edgetpu": f"{YOLO}_edgetpu.tflite"}
     assert (tmp_path / "b" / f"{YOLO}_edgetpu.tflite").read_bytes() == tpu.read_bytes()
-    assert any(n.startswith(f"took {YOLO}_edgetpu.tflite beside") for n in doc["notes"]) or \
-        f"took {YOLO}_edgetpu.tflite beside" in out.stderr
+    assert (
+        any(n.startswith(f"took {YOLO}_edgetpu.tflite beside") for n in doc["notes"])
+        or f"took {YOLO}_edgetpu.tflite beside" in out.stderr
+    )
     assert (tmp_path / "b" / "labels.txt").read_text().split() == ["bota", "capacete", "oculos", "pessoa"]
     assert m["detection"]["layout"]["letterbox"] and m["detection"]["metadata"]["version"] == "8.3.169"
     assert m["input"]["shape"] == [1, 640, 640, 3] and m["preprocess"]["std"] == [255.0]
@@ -100,10 +102,13 @@ def test_a_twin_that_is_not_the_models_compiled_one_is_not_taken(tmp_path):
     shutil.copy(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), tmp_path / "tiny_yolo_edgetpu.tflite")
     out = invoke("build", str(model), "-o", str(tmp_path / "b"))
     assert out.exit_code == 0, out.output
-    assert "tiny_yolo_edgetpu.tflite beside tiny_yolo.tflite is not taken as its compiled model: its inputs and " \
-           "outputs differ" in out.stderr
-    assert "tiny_yolo_edgetpu.tflite" not in {e["path"] for e in json.loads(
-        (tmp_path / "b" / "manifest.json").read_text())["files"]}
+    assert (
+        "tiny_yolo_edgetpu.tflite beside tiny_yolo.tflite is not taken as its compiled model: its inputs and "
+        "outputs differ" in out.stderr
+    )
+    assert "tiny_yolo_edgetpu.tflite" not in {
+        e["path"] for e in json.loads((tmp_path / "b" / "manifest.json").read_text())["files"]
+    }
 
 
 def test_a_float_ultralytics_export_is_refused_with_what_to_do_in_ultralytics(tmp_path):

@@ -7,9 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 import click
+import pytest
 from click.testing import CliRunner
 
 from edgekit import __version__
@@ -23,18 +22,32 @@ def run(*args: str) -> subprocess.CompletedProcess:
 
 
 def test_version_and_help_import_no_tensorflow():
-    code = ("import sys, time; t=time.perf_counter(); from edgekit.cli import main\n"
-            "try:\n    main(['--help'])\nexcept SystemExit: pass\n"
-            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
-            "assert not [m for m in sys.modules if m.startswith('edgekit.converters.')], 'converters imported'\n")
+    code = (
+        "import sys, time; t=time.perf_counter(); from edgekit.cli import main\n"
+        "try:\n    main(['--help'])\nexcept SystemExit: pass\n"
+        "assert 'tensorflow' not in sys.modules, 'tensorflow imported'\n"
+        "assert not [m for m in sys.modules if m.startswith('edgekit.converters.')], 'converters imported'\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     listed = [line.split()[0] for line in proc.stdout.split("Commands:")[1].strip().splitlines()]
-    assert listed == ["train", "quantize", "check", "compile", "cut", "build", "classify", "detect", "evaluate", "benchmark",
-                      "deploy", "inspect", "devices", "doctor"]
+    assert listed == [
+        "train",
+        "quantize",
+        "check",
+        "compile",
+        "cut",
+        "build",
+        "classify",
+        "detect",
+        "evaluate",
+        "benchmark",
+        "deploy",
+        "inspect",
+        "devices",
+        "doctor",
+    ]
     assert run("--version").stdout.strip() == f"edgekit, version {__version__}"
-
-
 
 
 def test_inspect_json_schema():
@@ -44,8 +57,16 @@ def test_inspect_json_schema():
     d = json.loads(result.output)
     assert {"path", "size_bytes", "edgetpu_compiled", "subgraphs", "inputs", "outputs", "ops"} <= set(d)
     assert d["size_bytes"] == path.stat().st_size and d["edgetpu_compiled"] is False and d["subgraphs"] == 1
-    assert d["inputs"] == [{"name": "input", "dtype": "uint8", "shape": [1, 128, 128, 3],
-                            "shape_signature": [1, 128, 128, 3], "scale": 0.0078125, "zero_point": 128}]
+    assert d["inputs"] == [
+        {
+            "name": "input",
+            "dtype": "uint8",
+            "shape": [1, 128, 128, 3],
+            "shape_signature": [1, 128, 128, 3],
+            "scale": 0.0078125,
+            "zero_point": 128,
+        }
+    ]
     assert d["outputs"][0]["shape"] == [1, 1001]
     assert len(d["ops"]) == 31 and d["ops"][0] == {"index": 0, "name": "CONV_2D", "version": 1, "custom_code": None}
     assert d["quantization"] == "full-int8" and d["dynamic_shapes"] is False
@@ -67,7 +88,8 @@ def test_bad_model_is_one_line_with_exit_code(tmp_path):
     assert proc.stderr.strip().splitlines() == [
         "error: not a valid TFLite model: file identifier is b'\\x00\\x00\\x00\\x00', expected b'TFL3' "
         "(pass a .tflite file (a Keras model goes to `edgekit quantize` first); a damaged file must be copied or "
-        "exported again)"]
+        "exported again)"
+    ]
     assert "Traceback" not in proc.stderr
 
 
@@ -83,8 +105,10 @@ def test_missing_file_gets_a_hint_and_debug_shows_traceback(tmp_path):
     assert "Traceback" in per_command.stderr and per_command.returncode == 3
 
 
-@pytest.mark.parametrize("value, shown", [("1", True), ("yes", True), ("0", False), ("false", False),
-                                          ("False", False), ("off", False), ("", False)])
+@pytest.mark.parametrize(
+    "value, shown",
+    [("1", True), ("yes", True), ("0", False), ("false", False), ("False", False), ("off", False), ("", False)],
+)
 def test_edgekit_debug_environment_values(tmp_path, monkeypatch, value, shown):
     """EDGEKIT_DEBUG=0 or =false turned tracebacks on; they mean off."""
     monkeypatch.setenv("EDGEKIT_DEBUG", value)
@@ -107,7 +131,9 @@ def test_json_output_is_strict_json_even_for_non_finite_numbers(capsys):
 
     _emit_json({"score": float("nan"), "top": [{"score": float("-inf")}, {"score": 0.5}]})
     assert json.loads(capsys.readouterr().out, parse_constant=lambda c: pytest.fail(f"{c} in JSON")) == {
-        "score": None, "top": [{"score": None}, {"score": 0.5}]}
+        "score": None,
+        "top": [{"score": None}, {"score": 0.5}],
+    }
 
 
 # ------------------------------------------------------- every error line says what to do (issue 9, item 11)
@@ -149,50 +175,101 @@ def _bad_runtime_inputs(tmp: Path) -> dict[str, tuple[list[str], int, str]]:
         "a .h5 given to inspect": (["inspect", str(h5)], 3, "is a Keras .h5"),
         "a corrupt record beside the model": (["classify", cat, "-m", str(stray)], 3, "fix or delete that file"),
         "a folder as the model": (["inspect", str(tmp / "a_folder")], 3, "is a folder, not a file"),
-        "a folder as labels": (["classify", cat, "-m", model, "-l", str(tmp / "a_folder")], 3,
-                               "--labels " + str(tmp / "a_folder") + " is a folder"),
+        "a folder as labels": (
+            ["classify", cat, "-m", model, "-l", str(tmp / "a_folder")],
+            3,
+            "--labels " + str(tmp / "a_folder") + " is a folder",
+        ),
         "a folder as an image": (["classify", str(tmp / "a_folder"), "-m", model], 3, "folder holds no images"),
-        "a file as compile's output folder": (["compile", model, "-o", str(tmp / "afile")], 3,
-                                              "is a file, not a folder"),
+        "a file as compile's output folder": (
+            ["compile", model, "-o", str(tmp / "afile")],
+            3,
+            "is a file, not a folder",
+        ),
         "a folder as train's output": (["train", str(tmp), "-o", str(tmp / "a_folder")], 3, "is a folder, not a file"),
-        "benchmark --save over the model": (["benchmark", "-m", str(stray), "--save", str(stray)], 2,
-                                            "would overwrite the model"),
+        "benchmark --save over the model": (
+            ["benchmark", "-m", str(stray), "--save", str(stray)],
+            2,
+            "would overwrite the model",
+        ),
         "evaluate labels with NaN": (["evaluate", "-m", model, "--data", str(tmp / "y_nan.npz")], 3, "NaN"),
-        "evaluate labels with fractions": (["evaluate", "-m", model, "--data", str(tmp / "y_frac.npz")], 3,
-                                           "fractions such as 1.5"),
-        "evaluate images with NaN": (["evaluate", "-m", model, "--data", str(tmp / "x_nan.npz")], 3,
-                                     "x holds NaN"),
-        "evaluate a scalar y": (["evaluate", "-m", model, "--data", str(tmp / "y_scalar.npz")], 3,
-                                "expected one label per image"),
-        "evaluate y rows with no values": (["evaluate", "-m", model, "--data", str(tmp / "y_empty_rows.npz")], 3,
-                                           "rows with no values"),
-        "evaluate x_test beside y_train only": (["evaluate", "-m", model, "--data", str(tmp / "test_only.npz")], 3,
-                                                "needs an image array and a label array"),
-        "quantize's record over --labels": (["quantize", str(h5), "--labels", str(tmp / "col.edgekit.json"),
-                                             "-o", str(tmp / "col.tflite")], 2, "would overwrite the input"),
+        "evaluate labels with fractions": (
+            ["evaluate", "-m", model, "--data", str(tmp / "y_frac.npz")],
+            3,
+            "fractions such as 1.5",
+        ),
+        "evaluate images with NaN": (["evaluate", "-m", model, "--data", str(tmp / "x_nan.npz")], 3, "x holds NaN"),
+        "evaluate a scalar y": (
+            ["evaluate", "-m", model, "--data", str(tmp / "y_scalar.npz")],
+            3,
+            "expected one label per image",
+        ),
+        "evaluate y rows with no values": (
+            ["evaluate", "-m", model, "--data", str(tmp / "y_empty_rows.npz")],
+            3,
+            "rows with no values",
+        ),
+        "evaluate x_test beside y_train only": (
+            ["evaluate", "-m", model, "--data", str(tmp / "test_only.npz")],
+            3,
+            "needs an image array and a label array",
+        ),
+        "quantize's record over --labels": (
+            ["quantize", str(h5), "--labels", str(tmp / "col.edgekit.json"), "-o", str(tmp / "col.tflite")],
+            2,
+            "would overwrite the input",
+        ),
         "quantize -o .tflite": (["quantize", str(h5), "-o", str(tmp / ".tflite")], 2, "not a file name ending in"),
-        "a folder where quantize's record goes": (["quantize", str(h5), "-o", str(tmp / "a.tflite")], 3,
-                                                  "a folder of that name is in the way"),
+        "a folder where quantize's record goes": (
+            ["quantize", str(h5), "-o", str(tmp / "a.tflite")],
+            3,
+            "a folder of that name is in the way",
+        ),
     }
 
 
 REPO_README = Path(__file__).resolve().parents[1] / "README.md"
-BAD_RUNTIME_INPUTS = ["labels missing", "labels not UTF-8", "--mean not a number", "--std count",
-                      "not a TFLite model", "a .h5 given to check", "a .h5 given to inspect",
-                      "a corrupt record beside the model", "a folder as the model", "a folder as labels",
-                      "a folder as an image", "a file as compile's output folder", "a folder as train's output",
-                      "benchmark --save over the model", "evaluate labels with NaN", "evaluate labels with fractions",
-                      "evaluate images with NaN", "evaluate a scalar y", "evaluate y rows with no values",
-                      "evaluate x_test beside y_train only", "quantize's record over --labels", "quantize -o .tflite",
-                      "a folder where quantize's record goes"]
+BAD_RUNTIME_INPUTS = [
+    "labels missing",
+    "labels not UTF-8",
+    "--mean not a number",
+    "--std count",
+    "not a TFLite model",
+    "a .h5 given to check",
+    "a .h5 given to inspect",
+    "a corrupt record beside the model",
+    "a folder as the model",
+    "a folder as labels",
+    "a folder as an image",
+    "a file as compile's output folder",
+    "a folder as train's output",
+    "benchmark --save over the model",
+    "evaluate labels with NaN",
+    "evaluate labels with fractions",
+    "evaluate images with NaN",
+    "evaluate a scalar y",
+    "evaluate y rows with no values",
+    "evaluate x_test beside y_train only",
+    "quantize's record over --labels",
+    "quantize -o .tflite",
+    "a folder where quantize's record goes",
+]
 
 
-@pytest.mark.parametrize("argv", [
-    ["compile", "m.tflite", "--timeout", "nan"], ["build", "m.keras", "-o", "b", "--timeout", "inf"],
-    ["compile", "m.tflite", "--timeout", "1e300"], ["train", "d", "-o", "m.keras", "--learning-rate", "nan"],
-    ["train", "d", "-o", "m.keras", "--width", "nan"], ["benchmark", "-m", "m.tflite", "--max-slowdown", "nan"],
-    ["quantize", "m.h5", "--min-agreement", "nan"], ["deploy", "b", "--to", "u@h", "--connect-timeout", "inf"]],
-    ids=lambda a: " ".join(a[:1] + a[-2:]))
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["compile", "m.tflite", "--timeout", "nan"],
+        ["build", "m.keras", "-o", "b", "--timeout", "inf"],
+        ["compile", "m.tflite", "--timeout", "1e300"],
+        ["train", "d", "-o", "m.keras", "--learning-rate", "nan"],
+        ["train", "d", "-o", "m.keras", "--width", "nan"],
+        ["benchmark", "-m", "m.tflite", "--max-slowdown", "nan"],
+        ["quantize", "m.h5", "--min-agreement", "nan"],
+        ["deploy", "b", "--to", "u@h", "--connect-timeout", "inf"],
+    ],
+    ids=lambda a: " ".join(a[:1] + a[-2:]),
+)
 def test_non_finite_numbers_are_usage_errors(argv):
     """Was: --timeout nan/inf/1e300 an internal error, --learning-rate nan a NaN model, --max-slowdown nan no gate."""
     result = CliRunner().invoke(cli, argv)
@@ -232,7 +309,8 @@ def test_cli_defaults_are_the_library_constants():
     assert default("quantize", "samples") == calibration.DEFAULT_SAMPLES
     assert default("quantize", "tfrecord_key") == calibration.DEFAULT_TFRECORD_KEY
     assert list(next(p for p in cli.commands["quantize"].params if p.name == "io").type.choices) == list(
-        quantize.IO_TYPES)
+        quantize.IO_TYPES
+    )
     assert default("compile", "timeout") == edgetpu_compiler.DEFAULT_TIMEOUT_S
     assert default("check", "min_runtime") == compatibility.COMPILER_DEFAULT_MIN_RUNTIME
     from edgekit.pipeline.build import BuildOptions
@@ -262,10 +340,12 @@ def test_each_command_function_takes_the_options_edgekit_flags_declares_for_it()
 
 def test_a_run_builds_the_click_options_of_its_command_alone():
     """Start-up (issue 25): importing edgekit.cli.commands builds no click command; running one builds that one."""
-    code = ("from edgekit.cli import main\nfrom edgekit.cli.app import cli\n"
-            "assert list(cli.commands._made) == [], cli.commands._made\n"
-            "try:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
-            "assert list(cli.commands._made) == ['check'], list(cli.commands._made)\n")
+    code = (
+        "from edgekit.cli import main\nfrom edgekit.cli.app import cli\n"
+        "assert list(cli.commands._made) == [], cli.commands._made\n"
+        "try:\n    main(['check', '--help'])\nexcept SystemExit:\n    pass\n"
+        "assert list(cli.commands._made) == ['check'], list(cli.commands._made)\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "--min-runtime" in proc.stdout
@@ -273,16 +353,35 @@ def test_a_run_builds_the_click_options_of_its_command_alone():
 
 def test_build_takes_every_quantize_option_with_the_same_name_default_and_help():
     """build is quantize plus packaging: one option set, defined once (only -o differs: a bundle folder)."""
+
     def options(command: str) -> dict:
-        return {p.name: (tuple(p.opts), p.default, p.help) for p in cli.commands[command].params
-                if isinstance(p, click.Option)}
+        return {
+            p.name: (tuple(p.opts), p.default, p.help)
+            for p in cli.commands[command].params
+            if isinstance(p, click.Option)
+        }
 
     quantize_opts, build_opts = options("quantize"), options("build")
     shared = {name: spec for name, spec in quantize_opts.items() if name != "output"}
     assert {name: build_opts.get(name) for name in shared} == shared
-    for flag in ("--arch", "--custom-objects", "--trust-model", "--scaling", "--mean", "--std", "--channels",
-                 "--resize", "--input-size", "--labels", "--max-accuracy-drop", "--min-agreement", "--no-verify",
-                 "--io", "--eval", "--holdout"):
+    for flag in (
+        "--arch",
+        "--custom-objects",
+        "--trust-model",
+        "--scaling",
+        "--mean",
+        "--std",
+        "--channels",
+        "--resize",
+        "--input-size",
+        "--labels",
+        "--max-accuracy-drop",
+        "--min-agreement",
+        "--no-verify",
+        "--io",
+        "--eval",
+        "--holdout",
+    ):
         assert any(flag in spec[0] for spec in build_opts.values()), flag
 
 
@@ -293,9 +392,21 @@ def test_every_error_edgekit_raises_carries_what_to_do():
 
     from tests.conftest import REPO
 
-    errors = {"InputError", "UsageError", "MissingDependencyError", "ConversionError", "VerificationError",
-              "CompatibilityError", "CompilerError", "DeviceError", "RegressionError", "BundleError",
-              "CompilerTimeout", "InternalError", "EdgekitError"}
+    errors = {
+        "InputError",
+        "UsageError",
+        "MissingDependencyError",
+        "ConversionError",
+        "VerificationError",
+        "CompatibilityError",
+        "CompilerError",
+        "DeviceError",
+        "RegressionError",
+        "BundleError",
+        "CompilerTimeout",
+        "InternalError",
+        "EdgekitError",
+    }
     bare = []
     for path in sorted((REPO / "edgekit").rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text())):
@@ -308,8 +419,10 @@ def test_every_error_edgekit_raises_carries_what_to_do():
 
 def test_strict_utf8_for_error_lines_and_json_imports_no_numpy():
     """printable() serves every error line and --json string: it must not pull numpy into a light command."""
-    code = ("import sys\nfrom edgekit.cli.commands import _json_safe\n_json_safe({'name': 'caf\\udce9'})\n"
-            "assert 'numpy' not in sys.modules, 'numpy imported'\n")
+    code = (
+        "import sys\nfrom edgekit.cli.commands import _json_safe\n_json_safe({'name': 'caf\\udce9'})\n"
+        "assert 'numpy' not in sys.modules, 'numpy imported'\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
 
@@ -317,8 +430,10 @@ def test_strict_utf8_for_error_lines_and_json_imports_no_numpy():
 def test_the_click_group_holds_every_command_and_the_commands_module_has_no_getattr():
     """Issue 33: edgekit.cli.app's group is imported as it is (it registers the commands itself), and
     edgekit.cli.commands has no compatibility ``__getattr__`` handing out click's objects."""
-    code = ("from edgekit.cli.app import cli\nfrom edgekit import flags\nfrom edgekit.cli import commands\n"
-            "assert sorted(cli.commands) == sorted(flags.COMMANDS), sorted(cli.commands)\n"
-            "assert not hasattr(commands, '__getattr__') and not hasattr(commands, 'cli')\n")
+    code = (
+        "from edgekit.cli.app import cli\nfrom edgekit import flags\nfrom edgekit.cli import commands\n"
+        "assert sorted(cli.commands) == sorted(flags.COMMANDS), sorted(cli.commands)\n"
+        "assert not hasattr(commands, '__getattr__') and not hasattr(commands, 'cli')\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr

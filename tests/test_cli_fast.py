@@ -32,12 +32,27 @@ TAKEN = [
     "inspect MODEL --json",
 ]
 DECLINED = [
-    "classify IMG -m MODEL --help", "classify -m MODEL", "classify IMG", "classify IMG -m MODEL -k 0",
-    "classify IMG -m MODEL -k1", "classify IMG -m MODEL -k 1 -k 2", "classify IMG -m MODEL --threshold -1",
-    "classify IMG -m MODEL --threshold nan", "classify IMG -m MODEL -k 1.5", "classify IMG -m MODEL --bogus",
-    "classify IMG -m MODEL -- -x", "classify IMG -m MODEL -l DIR", "classify IMG -m MODEL --json=1",
-    "classify IMG -m MODEL -qk 1", "classify IMG -m MODEL --connect-timeout 0", "classify IMG -m MODEL -p 70000",
-    "detect IMG -m MODEL --layout nope", "inspect MODEL MODEL", "inspect DIR", "check MODEL", "--debug inspect MODEL",
+    "classify IMG -m MODEL --help",
+    "classify -m MODEL",
+    "classify IMG",
+    "classify IMG -m MODEL -k 0",
+    "classify IMG -m MODEL -k1",
+    "classify IMG -m MODEL -k 1 -k 2",
+    "classify IMG -m MODEL --threshold -1",
+    "classify IMG -m MODEL --threshold nan",
+    "classify IMG -m MODEL -k 1.5",
+    "classify IMG -m MODEL --bogus",
+    "classify IMG -m MODEL -- -x",
+    "classify IMG -m MODEL -l DIR",
+    "classify IMG -m MODEL --json=1",
+    "classify IMG -m MODEL -qk 1",
+    "classify IMG -m MODEL --connect-timeout 0",
+    "classify IMG -m MODEL -p 70000",
+    "detect IMG -m MODEL --layout nope",
+    "inspect MODEL MODEL",
+    "inspect DIR",
+    "check MODEL",
+    "--debug inspect MODEL",
     "classify IMG -m",
 ]
 
@@ -69,12 +84,18 @@ def test_a_one_image_classify_runs_without_click_and_prints_what_click_s_run_pri
     """The same stdout, stderr and exit code with and without click (--debug at the group makes click parse)."""
     model = shared_file("mobilenet_v1_0.25_128_quant.tflite")
     image = shared_file("cat.bmp")
-    code = ("import sys\nfrom edgekit.cli import main\ntry:\n    main(sys.argv[1:])\nfinally:\n"
-            "    sys.stderr.write('click imported: %s\\n' % ('click' in sys.modules))\n")
+    code = (
+        "import sys\nfrom edgekit.cli import main\ntry:\n    main(sys.argv[1:])\nfinally:\n"
+        "    sys.stderr.write('click imported: %s\\n' % ('click' in sys.modules))\n"
+    )
     runs = {}
     for how, pre in (("fast", []), ("click", ["--debug"])):
-        proc = subprocess.run([sys.executable, "-c", code, *pre, "classify", str(image), "-m", str(model), "-k", "2",
-                               "--quiet"], capture_output=True, text=True, timeout=120)
+        proc = subprocess.run(
+            [sys.executable, "-c", code, *pre, "classify", str(image), "-m", str(model), "-k", "2", "--quiet"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
         runs[how] = proc
     fast, slow = runs["fast"], runs["click"]
     assert fast.returncode == slow.returncode == 0, (fast.stderr, slow.stderr)
@@ -92,9 +113,25 @@ def _no_ms(line: str) -> str:
 
 def test_a_bad_image_is_the_same_error_line_and_exit_code_without_click(tmp_path):
     model = shared_file("mobilenet_v1_0.25_128_quant.tflite")
-    runs = [subprocess.run([sys.executable, "-m", "edgekit", *pre, "classify", str(tmp_path / "none.jpg"), "-m",
-                            str(model), "--quiet"], capture_output=True, text=True, timeout=120)
-            for pre in ([], ["--debug"])]
+    runs = [
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "edgekit",
+                *pre,
+                "classify",
+                str(tmp_path / "none.jpg"),
+                "-m",
+                str(model),
+                "--quiet",
+            ],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        )
+        for pre in ([], ["--debug"])
+    ]
     assert runs[0].returncode == runs[1].returncode == 3
     assert runs[0].stderr.splitlines()[-1] == runs[1].stderr.splitlines()[-1]
     assert runs[0].stderr.splitlines()[-1].startswith("error: ")
@@ -104,16 +141,74 @@ def test_a_bad_image_is_the_same_error_line_and_exit_code_without_click(tmp_path
 #: Odd values of each declared type: huge integers (past Python's 4,300-digit limit for int()), inf/nan and
 #: overflowing floats, negatives, empty strings, underscores and non-ASCII digits, unicode and undecodable bytes.
 ODD_VALUES = {
-    "int": ["0", "1", "-1", "7", "007", "+3", "65535", "65536", "1" * 4301, "9" * 5000, "1" * 400, "1e3", "1.0",
-            " 5", "\u0663", "0x10", "1_0", ""],
-    "float": ["0", "1", "-1", "-0", "0.5", ".5", "1.", "5", "1e3", "1e999", "-1e999", "1e-400", "1" * 400,
-              "1" * 4301, "inf", "-inf", "nan", "NaN", "Infinity", " 1", "+1", "1_0", "\u0663", ""],
+    "int": [
+        "0",
+        "1",
+        "-1",
+        "7",
+        "007",
+        "+3",
+        "65535",
+        "65536",
+        "1" * 4301,
+        "9" * 5000,
+        "1" * 400,
+        "1e3",
+        "1.0",
+        " 5",
+        "\u0663",
+        "0x10",
+        "1_0",
+        "",
+    ],
+    "float": [
+        "0",
+        "1",
+        "-1",
+        "-0",
+        "0.5",
+        ".5",
+        "1.",
+        "5",
+        "1e3",
+        "1e999",
+        "-1e999",
+        "1e-400",
+        "1" * 400,
+        "1" * 4301,
+        "inf",
+        "-inf",
+        "nan",
+        "NaN",
+        "Infinity",
+        " 1",
+        "+1",
+        "1_0",
+        "\u0663",
+        "",
+    ],
     "text": ["", "x", "-x", "--json", "\u00e9t\u00e9", "\udcff", "a b", "auto", "cpu", "usb:0", "=", "1e999"],
     "path": ["MODEL", "IMG", "DIR", "LABELS", "", "missing.tflite", "-", "\u00e9.tflite", "\udcff.tflite", "x" * 5000],
 }
 ODD_VALUES["file"] = ODD_VALUES["path"]
-JUNK = ["--", "-", "--bogus", "-x", "--json=1", "--quiet=yes", "-qk", "-k1", "-m", "--top-k", "--=", "---json",
-        "IMG", "\u2014json", "--JSON", "-h"]
+JUNK = [
+    "--",
+    "-",
+    "--bogus",
+    "-x",
+    "--json=1",
+    "--quiet=yes",
+    "-qk",
+    "-k1",
+    "-m",
+    "--top-k",
+    "--=",
+    "---json",
+    "IMG",
+    "\u2014json",
+    "--JSON",
+    "-h",
+]
 
 
 def _odd_option(p, rng) -> list:
@@ -147,9 +242,12 @@ def plain_lines(name: str) -> list:
             continue
         value = p.choices[0] if p.type == "choice" else PLAIN_VALUES.get(p.type, "")
         for flag in p.flags:
-            spellings = [[flag]] if p.type == "flag" else [[flag, value]] + (
-                [[f"{flag}={value}"]] if flag.startswith("--") else [])
-            if p.required:   # -m: this spelling instead of the base's
+            spellings = (
+                [[flag]]
+                if p.type == "flag"
+                else [[flag, value]] + ([[f"{flag}={value}"]] if flag.startswith("--") else [])
+            )
+            if p.required:  # -m: this spelling instead of the base's
                 lines += [[name, *_base(name, tuple(spelling))] for spelling in spellings]
             else:
                 lines += [[name, *_base(name), *spelling] for spelling in spellings]
@@ -208,7 +306,7 @@ def test_both_parsers_give_one_answer_for_every_generated_command_line(files, ca
     taken = refused = 0
     for line in lines:
         argv = [files.get(t, t) for t in line]
-        fast = cli_base.parse(argv)   # never raises
+        fast = cli_base.parse(argv)  # never raises
         answer = _click_answer(argv[0], argv[1:])
         if fast is None:
             refused += answer[0] == "exit"
@@ -237,17 +335,20 @@ def test_the_generated_lines_give_every_option_of_every_fast_command_in_every_sp
             if not isinstance(p, flags.Option):
                 continue
             for flag in p.flags:
-                def has(line: list) -> bool:
-                    return any(t == flag or t.startswith(flag + "=") for t in line[1:])
-                assert any(has(line) for line in taken), (name, flag)
-                assert sum(has(line) for line in ours) > sum(has(line) for line in taken), (name, flag)
+                assert any(_has(line, flag) for line in taken), (name, flag)
+                assert sum(_has(line, flag) for line in ours) > sum(_has(line, flag) for line in taken), (name, flag)
 
 
-@pytest.mark.parametrize("line", [
-    "classify IMG -m MODEL -k " + "1" * 4301, "benchmark -m MODEL -n " + "9" * 5000,
-    "benchmark -m MODEL --max-slowdown 1e999", "benchmark -m MODEL --max-slowdown=1" + "0" * 400,
-    "classify IMG -m MODEL --timeout 1e999",
-])
+@pytest.mark.parametrize(
+    "line",
+    [
+        "classify IMG -m MODEL -k " + "1" * 4301,
+        "benchmark -m MODEL -n " + "9" * 5000,
+        "benchmark -m MODEL --max-slowdown 1e999",
+        "benchmark -m MODEL --max-slowdown=1" + "0" * 400,
+        "classify IMG -m MODEL --timeout 1e999",
+    ],
+)
 def test_what_click_refuses_is_left_to_click(line, files):
     """Python's int() limit (a traceback before) and an overflowing float (taken as infinity before): click
     refuses both (exit 2), so the fast parser does not take them."""
@@ -258,8 +359,22 @@ def test_what_click_refuses_is_left_to_click(line, files):
 
 def test_a_4301_digit_integer_is_click_s_usage_error_not_a_traceback(tmp_path):
     """The whole command, as a user runs it: exit 2 and click's one line (it was a ValueError traceback)."""
-    done = subprocess.run([sys.executable, "-m", "edgekit", "classify", str(tmp_path / "a.jpg"), "-m",
-                           str(tmp_path / "m.tflite"), "-k", "1" * 4301], capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edgekit",
+            "classify",
+            str(tmp_path / "a.jpg"),
+            "-m",
+            str(tmp_path / "m.tflite"),
+            "-k",
+            "1" * 4301,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert done.returncode == 2, done.stderr
     assert "Traceback" not in done.stderr and "is not a valid integer" in done.stderr
 
@@ -270,9 +385,22 @@ def test_a_4301_digit_integer_is_click_s_usage_error_not_a_traceback(tmp_path):
 #: plain command line), tempfile (12M instructions with shutil and random), pathlib (16M with urllib.parse and
 #: ipaddress: os.path does for a plain model and image file), glob (only for a pattern), the TFLite reader and the
 #: record reader (only for a compiled model or one with a record), and everything of quantize and build.
-NOT_ON_A_ONE_IMAGE_CLASSIFY = ("click", "tempfile", "pathlib", "urllib.parse", "ipaddress", "random", "glob",
-                               "edgekit.tflite.model", "edgekit.tflite.model_record", "edgekit.pipeline.build",
-                               "edgekit.converters", "tensorflow", "edgekit.devices.remote", "edgekit.ssh")
+NOT_ON_A_ONE_IMAGE_CLASSIFY = (
+    "click",
+    "tempfile",
+    "pathlib",
+    "urllib.parse",
+    "ipaddress",
+    "random",
+    "glob",
+    "edgekit.tflite.model",
+    "edgekit.tflite.model_record",
+    "edgekit.pipeline.build",
+    "edgekit.converters",
+    "tensorflow",
+    "edgekit.devices.remote",
+    "edgekit.ssh",
+)
 
 
 @pytest.mark.parametrize("as_json", [False, True])
@@ -281,15 +409,42 @@ def test_a_one_image_classify_imports_nothing_it_does_not_use(as_json):
     what is not imported; this fails the moment a module-level import brings one of them back."""
     model = shared_file("mobilenet_v1_0.25_128_quant.tflite")
     image, labels = shared_file("cat.bmp"), shared_file("imagenet_labels.txt")
-    code = ("import atexit, runpy, sys\n"
-            "atexit.register(lambda: sys.stderr.write('imported: %s\\n' % ' '.join(sorted(sys.modules))))\n"
-            "sys.argv[0] = 'edgekit'\nrunpy.run_module('edgekit', run_name='__main__')\n")
-    proc = subprocess.run([sys.executable, "-c", code, "classify", str(image), "-m", str(model), "-k", "1", "--quiet",
-                           "-l", str(labels), *(["--json"] if as_json else [])],
-                          capture_output=True, text=True, timeout=120)
+    code = (
+        "import atexit, runpy, sys\n"
+        "atexit.register(lambda: sys.stderr.write('imported: %s\\n' % ' '.join(sorted(sys.modules))))\n"
+        "sys.argv[0] = 'edgekit'\nrunpy.run_module('edgekit', run_name='__main__')\n"
+    )
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            code,
+            "classify",
+            str(image),
+            "-m",
+            str(model),
+            "-k",
+            "1",
+            "--quiet",
+            "-l",
+            str(labels),
+            *(["--json"] if as_json else []),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     imported = proc.stderr.rsplit("imported: ", 1)[1].split()
     assert "edgekit.devices.classify" in imported  # it did run edgekit's classify
-    unwanted = [m for m in imported if m in NOT_ON_A_ONE_IMAGE_CLASSIFY
-                or m.startswith(tuple(n + "." for n in NOT_ON_A_ONE_IMAGE_CLASSIFY))]
+    unwanted = [
+        m
+        for m in imported
+        if m in NOT_ON_A_ONE_IMAGE_CLASSIFY or m.startswith(tuple(n + "." for n in NOT_ON_A_ONE_IMAGE_CLASSIFY))
+    ]
     assert not unwanted, f"a one-image classify imported {unwanted} (see benchmarks/startup.md)"
+
+
+def _has(line: list, flag: str) -> bool:
+    """The command line ``line`` (its command first) gives ``flag``, alone or as ``flag=value``."""
+    return any(t == flag or t.startswith(flag + "=") for t in line[1:])

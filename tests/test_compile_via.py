@@ -24,8 +24,8 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from edgekit.edgetpu import compile_via
 from edgekit.cli.app import cli
+from edgekit.edgetpu import compile_via
 from tests.conftest import REPO, SSHD, shared_file
 from tests.test_light_install import light  # noqa: F401  (a fixture)
 from tests.test_remote import _free_port, _keygen
@@ -61,9 +61,11 @@ def compiler_env(tmp_path_factory):
     env_file.write_text("")
     bin_dir = d / "bin"
     bin_dir.mkdir()
-    exe = _script(bin_dir / "edgetpu_compiler",
-                  f"#!/bin/sh\n. {shlex.quote(str(env_file))}\nexec {shlex.quote(sys.executable)} "
-                  f"{shlex.quote(str(STANDIN))} \"$@\"\n")
+    exe = _script(
+        bin_dir / "edgetpu_compiler",
+        f"#!/bin/sh\n. {shlex.quote(str(env_file))}\nexec {shlex.quote(sys.executable)} "
+        f'{shlex.quote(str(STANDIN))} "$@"\n',
+    )
     return SimpleNamespace(dir=d, env_file=env_file, bin=bin_dir, exe=exe)
 
 
@@ -73,8 +75,7 @@ def standin(compiler_env, monkeypatch):
     monkeypatch.setenv("EDGETPU_COMPILER", str(compiler_env.exe))
 
     def configure(**env: object) -> None:
-        compiler_env.env_file.write_text("".join(f"export STANDIN_{k}={shlex.quote(str(v))}\n"
-                                                 for k, v in env.items()))
+        compiler_env.env_file.write_text("".join(f"export STANDIN_{k}={shlex.quote(str(v))}\n" for k, v in env.items()))
 
     configure()
     yield configure
@@ -104,7 +105,7 @@ Port {bare_port}
 ListenAddress 127.0.0.1
 HostKey {host_key}
 PidFile none
-AuthorizedKeysFile {d / 'authorized_keys'}
+AuthorizedKeysFile {d / "authorized_keys"}
 AllowUsers {user}
 PubkeyAuthentication yes
 PasswordAuthentication no
@@ -136,9 +137,16 @@ Match LocalPort {bare_port}
     known_hosts = d / "known_hosts"
     pub = Path(f"{host_key}.pub").read_text()
     known_hosts.write_text(f"[127.0.0.1]:{port} {pub}[127.0.0.1]:{bare_port} {pub}")
-    yield SimpleNamespace(port=port, bare_port=bare_port, key=key, known_hosts=known_hosts, remote_tmp=remote_tmp,
-                          via=f"ssh://{user}@127.0.0.1:{port}", bare_via=f"ssh://{user}@127.0.0.1:{bare_port}",
-                          dir=d)
+    yield SimpleNamespace(
+        port=port,
+        bare_port=bare_port,
+        key=key,
+        known_hosts=known_hosts,
+        remote_tmp=remote_tmp,
+        via=f"ssh://{user}@127.0.0.1:{port}",
+        bare_via=f"ssh://{user}@127.0.0.1:{bare_port}",
+        dir=d,
+    )
     proc.terminate()
     try:
         proc.wait(timeout=10)
@@ -167,6 +175,7 @@ def _outputs(folder: Path) -> dict[str, bytes]:
 def _same_document(local: dict, there: dict, local_dir: Path, there_dir: Path) -> None:
     """The two JSON documents are equal but for the command line (the private folder differs) and the output
     folders."""
+
     def normal(doc: dict, folder: Path) -> dict:
         doc = {k: v for k, v in doc.items() if k != "command"}
         doc["outputs"] = [str(Path(p).relative_to(folder)) for p in doc.get("outputs", [])]
@@ -181,18 +190,26 @@ def _remote_leftovers(sshd) -> list[str]:
 
 # --------------------------------------------------------------------------------------------- ssh
 @pytest.mark.remote
-@pytest.mark.parametrize("options, passed", [
-    ([], []),
-    (["--segments", "2"], ["--num_segments", "2"]),
-    (["-a", "--min-runtime", "13", "--search-delegate"],
-     ["--min_runtime_version", "13", "--search_delegate", "--enable_multiple_subgraphs"]),
-], ids=["plain", "segments-2", "a-m13-d"])
-def test_remote_and_local_compiles_give_byte_identical_files_and_the_same_json(sshd, standin, model, tmp_path,
-                                                                                options, passed):
+@pytest.mark.parametrize(
+    "options, passed",
+    [
+        ([], []),
+        (["--segments", "2"], ["--num_segments", "2"]),
+        (
+            ["-a", "--min-runtime", "13", "--search-delegate"],
+            ["--min_runtime_version", "13", "--search_delegate", "--enable_multiple_subgraphs"],
+        ),
+    ],
+    ids=["plain", "segments-2", "a-m13-d"],
+)
+def test_remote_and_local_compiles_give_byte_identical_files_and_the_same_json(
+    sshd, standin, model, tmp_path, options, passed
+):
     standin(OUTPUT_MODEL=shared_file(f"{MODEL}_edgetpu.tflite"))
     local = invoke("compile", str(model), "-o", str(tmp_path / "here"), "--json", *options)
-    there = invoke("compile", str(model), "-o", str(tmp_path / "there"), "--via", sshd.via, *ssh_options(sshd),
-                   "--json", *options)
+    there = invoke(
+        "compile", str(model), "-o", str(tmp_path / "there"), "--via", sshd.via, *ssh_options(sshd), "--json", *options
+    )
     assert local.exit_code == 0, local.output
     assert there.exit_code == 0, there.output
     files = _outputs(tmp_path / "there")
@@ -213,16 +230,21 @@ def test_remote_and_local_compiles_give_byte_identical_files_and_the_same_json(s
 
 
 @pytest.mark.remote
-@pytest.mark.parametrize("behaviour", [
-    {"STDOUT": "v16_large_activations.txt", "EXIT": 1, "WRITE": 0},   # a known failure, exit 1
-    {"STDOUT": "v16_dynamic_tensors.txt", "EXIT": 0},                  # failure text after exit 0, outputs written
-    {"EXIT": 3},                                                       # success text, failing exit code
-], ids=["known-failure", "failure-text-exit-0", "nonzero-exit"])
+@pytest.mark.parametrize(
+    "behaviour",
+    [
+        {"STDOUT": "v16_large_activations.txt", "EXIT": 1, "WRITE": 0},  # a known failure, exit 1
+        {"STDOUT": "v16_dynamic_tensors.txt", "EXIT": 0},  # failure text after exit 0, outputs written
+        {"EXIT": 3},  # success text, failing exit code
+    ],
+    ids=["known-failure", "failure-text-exit-0", "nonzero-exit"],
+)
 def test_a_remote_failure_fails_as_the_same_local_one(sshd, standin, model, tmp_path, behaviour):
     standin(**behaviour)
     local = invoke("compile", str(model), "-o", str(tmp_path / "here"), "--json")
-    there = invoke("compile", str(model), "-o", str(tmp_path / "there"), "--via", sshd.via, *ssh_options(sshd),
-                   "--json")
+    there = invoke(
+        "compile", str(model), "-o", str(tmp_path / "there"), "--via", sshd.via, *ssh_options(sshd), "--json"
+    )
     assert local.exit_code == there.exit_code == 8, (local.output, there.output)
     assert there.stderr.splitlines()[-1] == local.stderr.splitlines()[-1]  # the same error line and fix
     _same_document(json.loads(local.stdout), json.loads(there.stdout), tmp_path / "here", tmp_path / "there")
@@ -235,13 +257,26 @@ def test_a_remote_timeout_stops_the_compiler_there_and_removes_its_folder(sshd, 
     pid_file = tmp_path / "child.pid"
     standin(SLEEP=60, CHILD_PID_FILE=pid_file)
     started = time.monotonic()
-    there = invoke("compile", str(model), "-o", str(tmp_path / "there"), "--via", sshd.via, *ssh_options(sshd),
-                   "--timeout", "1", "--json")
+    there = invoke(
+        "compile",
+        str(model),
+        "-o",
+        str(tmp_path / "there"),
+        "--via",
+        sshd.via,
+        *ssh_options(sshd),
+        "--timeout",
+        "1",
+        "--json",
+    )
     assert time.monotonic() - started < 30
     local = invoke("compile", str(model), "-o", str(tmp_path / "here"), "--json", "--timeout", "1")
     assert local.exit_code == there.exit_code == 8, there.output
-    assert json.loads(there.stdout) == json.loads(local.stdout) == {
-        "succeeded": False, "error": there.stderr.splitlines()[-1][len("error: "):]}
+    assert (
+        json.loads(there.stdout)
+        == json.loads(local.stdout)
+        == {"succeeded": False, "error": there.stderr.splitlines()[-1][len("error: ") :]}
+    )
     assert there.stderr.splitlines()[-1] == local.stderr.splitlines()[-1]
     assert "did not finish within --timeout 1 s and was stopped" in there.stderr
     _wait_until(lambda: not _alive(int(pid_file.read_text())), "the compiler's child process was stopped")
@@ -254,9 +289,24 @@ def test_an_interrupted_remote_compile_stops_there_and_leaves_nothing(sshd, stan
     pid_file = tmp_path / "child.pid"
     standin(SLEEP=60, CHILD_PID_FILE=pid_file)
     env = {**os.environ, "PYTHONPATH": str(REPO)}
-    proc = subprocess.Popen([sys.executable, "-m", "edgekit", "compile", str(model), "-o", str(tmp_path / "there"),
-                             "--via", sshd.via, *ssh_options(sshd)], env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edgekit",
+            "compile",
+            str(model),
+            "-o",
+            str(tmp_path / "there"),
+            "--via",
+            sshd.via,
+            *ssh_options(sshd),
+        ],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     try:
         _wait_until(lambda: pid_file.exists() and pid_file.read_text().strip(), "the compile started there")
         assert len(_remote_leftovers(sshd)) == 1
@@ -299,8 +349,7 @@ def test_build_via_ssh_bundles_the_same_compiled_model_as_a_local_build(sshd, st
     model.write_bytes(shared_file(f"{classifier}.tflite").read_bytes())
     standin(OUTPUT_MODEL=shared_file(f"{classifier}_edgetpu.tflite"))
     local = invoke("build", str(model), "-o", str(tmp_path / "here"), "--json")
-    there = invoke("build", str(model), "-o", str(tmp_path / "there"), "--via", sshd.via, *ssh_options(sshd),
-                   "--json")
+    there = invoke("build", str(model), "-o", str(tmp_path / "there"), "--via", sshd.via, *ssh_options(sshd), "--json")
     assert local.exit_code == 0, local.output
     assert there.exit_code == 0, there.output
     name = f"{classifier}_edgetpu.tflite"
@@ -316,8 +365,12 @@ def test_ctrl_c_during_any_ssh_command_stops_ssh(sshd):
     stop signal edgekit raises like it, leaves no ssh of ours running on."""
     from edgekit.devices.remote import SshTarget
 
-    target = SshTarget(sshd.via[len("ssh://"):].rsplit(":", 1)[0], port=sshd.port, identity=str(sshd.key),
-                       known_hosts=str(sshd.known_hosts))
+    target = SshTarget(
+        sshd.via[len("ssh://") :].rsplit(":", 1)[0],
+        port=sshd.port,
+        identity=str(sshd.key),
+        known_hosts=str(sshd.known_hosts),
+    )
 
     def interrupt(*_):
         raise KeyboardInterrupt
@@ -380,16 +433,28 @@ def _tar(*members: tuple[str, bytes | None, str]) -> bytes:
     return buffer.getvalue()
 
 
-@pytest.mark.parametrize("data, words", [
-    (b"Welcome to build-box!\n", "malformed archive"),  # a login script printing on stdout
-    (_tar(("rc", b"0", "file"), ("stdout", b"", "file"), ("stderr", b"", "file")), "no where"),
-    (_tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")], ("out/../../x", b"", "file")),
-     "'out/../../x' is not a file it writes"),
-    (_tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")],
-          ("out/m_edgetpu.tflite", b"/etc", "symlink")), "is not a file it writes"),
-    (_tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")], ("out/sub/x", b"", "file")),
-     "is not a file it writes"),
-])
+@pytest.mark.parametrize(
+    "data, words",
+    [
+        (b"Welcome to build-box!\n", "malformed archive"),  # a login script printing on stdout
+        (_tar(("rc", b"0", "file"), ("stdout", b"", "file"), ("stderr", b"", "file")), "no where"),
+        (
+            _tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")], ("out/../../x", b"", "file")),
+            "'out/../../x' is not a file it writes",
+        ),
+        (
+            _tar(
+                *[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")],
+                ("out/m_edgetpu.tflite", b"/etc", "symlink"),
+            ),
+            "is not a file it writes",
+        ),
+        (
+            _tar(*[(n, b"0", "file") for n in ("rc", "where", "stdout", "stderr")], ("out/sub/x", b"", "file")),
+            "is not a file it writes",
+        ),
+    ],
+)
 def test_what_the_host_sends_back_is_read_strictly(data, words):
     from edgekit.errors import DeviceError
 
@@ -399,22 +464,36 @@ def test_what_the_host_sends_back_is_read_strictly(data, words):
 
 
 def test_what_the_host_sends_back_when_all_is_well():
-    files = compile_via._read_tar(_tar(*[(n, n.encode(), "file") for n in ("rc", "where", "stdout", "stderr")],
-                                       ("out", None, "dir"), ("out/m_edgetpu.tflite", b"model", "file")), "me@host")
-    assert files == {"rc": b"rc", "where": b"where", "stdout": b"stdout", "stderr": b"stderr",
-                     "out/m_edgetpu.tflite": b"model"}
+    files = compile_via._read_tar(
+        _tar(
+            *[(n, n.encode(), "file") for n in ("rc", "where", "stdout", "stderr")],
+            ("out", None, "dir"),
+            ("out/m_edgetpu.tflite", b"model", "file"),
+        ),
+        "me@host",
+    )
+    assert files == {
+        "rc": b"rc",
+        "where": b"where",
+        "stdout": b"stdout",
+        "stderr": b"stderr",
+        "out/m_edgetpu.tflite": b"model",
+    }
 
 
 # --------------------------------------------------------------------------------------- usage
-@pytest.mark.parametrize("args, words", [
-    (["--via", "ftp://host"], "not a place edgekit can compile"),
-    (["--via", "ssh://user@host:99999"], "not a TCP port"),
-    (["--via", "ssh://-oProxyCommand=x"], "not an SSH destination"),
-    (["--identity", "key"], "need --via ssh://USER@HOST"),
-    (["--via", "docker", "--accept-new-host-key"], "need --via ssh://USER@HOST"),
-    (["--connect-timeout", "5"], "--connect-timeout need --via ssh://USER@HOST"),  # was silently accepted
-    (["--via", "podman", "--connect-timeout", "5"], "--connect-timeout need --via ssh://USER@HOST"),
-])
+@pytest.mark.parametrize(
+    "args, words",
+    [
+        (["--via", "ftp://host"], "not a place edgekit can compile"),
+        (["--via", "ssh://user@host:99999"], "not a TCP port"),
+        (["--via", "ssh://-oProxyCommand=x"], "not an SSH destination"),
+        (["--identity", "key"], "need --via ssh://USER@HOST"),
+        (["--via", "docker", "--accept-new-host-key"], "need --via ssh://USER@HOST"),
+        (["--connect-timeout", "5"], "--connect-timeout need --via ssh://USER@HOST"),  # was silently accepted
+        (["--via", "podman", "--connect-timeout", "5"], "--connect-timeout need --via ssh://USER@HOST"),
+    ],
+)
 def test_bad_via_options_are_usage_errors(model, tmp_path, args, words):
     (tmp_path / "key").write_text("")
     os.chdir(tmp_path)
@@ -430,15 +509,19 @@ def engine(compiler_env, standin, tmp_path, monkeypatch):
     bin_dir = tmp_path / "engine-bin"
     bin_dir.mkdir()
     for name in ("docker", "podman"):
-        _script(bin_dir / name, f"#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(STANDIN_ENGINE))} "
-                                "\"$@\"\n")
+        _script(
+            bin_dir / name, f'#!/bin/sh\nexec {shlex.quote(sys.executable)} {shlex.quote(str(STANDIN_ENGINE))} "$@"\n'
+        )
     log, images = tmp_path / "engine.log", tmp_path / "images"
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ['PATH']}")
     monkeypatch.setenv("STANDIN_ENGINE_LOG", str(log))
     monkeypatch.setenv("STANDIN_ENGINE_IMAGES", str(images))
     monkeypatch.setenv("STANDIN_COMPILER", str(compiler_env.exe))
-    return SimpleNamespace(log=lambda: [json.loads(line) for line in log.read_text().splitlines()]
-                           if log.exists() else [], images=images, standin=standin)
+    return SimpleNamespace(
+        log=lambda: [json.loads(line) for line in log.read_text().splitlines()] if log.exists() else [],
+        images=images,
+        standin=standin,
+    )
 
 
 @pytest.mark.parametrize("name", ["docker", "podman"])
@@ -457,27 +540,57 @@ def test_via_a_container_the_exact_command_lines_and_the_same_files(engine, mode
     inspect, build, version, run = [c for c in log if c[0] != "info"]
     assert inspect == ["image", "inspect", tag]
     assert build == ["build", "--platform", "linux/amd64", "--tag", tag, "--file", str(recipe), str(recipe.parent)]
-    assert version == ["run", "--rm", "--platform", "linux/amd64", "--network", "none", tag, "edgetpu_compiler",
-                       "--version"]
+    assert version == [
+        "run",
+        "--rm",
+        "--platform",
+        "linux/amd64",
+        "--network",
+        "none",
+        tag,
+        "edgetpu_compiler",
+        "--version",
+    ]
     name_arg = run[run.index("--name") + 1]
     mounts = [run[i + 1] for i, a in enumerate(run) if a == "--mount"]
-    private = Path(mounts[1].split(",")[1][len("source="):])
+    private = Path(mounts[1].split(",")[1][len("source=") :])
     assert private.parent == (tmp_path / "there").resolve() and private.name.startswith(".edgekit-compile-")
     keep_id = ["--userns=keep-id"] if name == "podman" else []  # the stand-in podman says it is rootless
-    assert run == ["run", "--rm", "--name", name_arg, "--platform", "linux/amd64", "--network", "none",
-                   *keep_id, "--user", f"{os.getuid()}:{os.getgid()}",
-                   "--mount", f"type=bind,source={model.resolve()},target=/in/{MODEL}.tflite,readonly",
-                   "--mount", f"type=bind,source={private},target=/out", "--workdir", "/out",
-                   tag, "edgetpu_compiler", "--out_dir", "/out", "--show_operations", "--timeout_sec", "180",
-                   f"/in/{MODEL}.tflite"]
+    assert run == [
+        "run",
+        "--rm",
+        "--name",
+        name_arg,
+        "--platform",
+        "linux/amd64",
+        "--network",
+        "none",
+        *keep_id,
+        "--user",
+        f"{os.getuid()}:{os.getgid()}",
+        "--mount",
+        f"type=bind,source={model.resolve()},target=/in/{MODEL}.tflite,readonly",
+        "--mount",
+        f"type=bind,source={private},target=/out",
+        "--workdir",
+        "/out",
+        tag,
+        "edgetpu_compiler",
+        "--out_dir",
+        "/out",
+        "--show_operations",
+        "--timeout_sec",
+        "180",
+        f"/in/{MODEL}.tflite",
+    ]
     assert name_arg.startswith("edgekit-compile-")
     assert json.loads(there.stdout)["command"][1:] == run
     assert not private.exists()  # the private folder, mounted writable, is gone
     again = invoke("compile", str(model), "-o", str(tmp_path / "again"), "--via", name, "--segments", "2")
     assert again.exit_code == 0, again.output
-    later = [c for c in engine.log()[len(log):] if c[0] != "info"]
+    later = [c for c in engine.log()[len(log) :] if c[0] != "info"]
     assert [c[0] for c in later] == ["image", "run", "run"]  # the image is there now: not built again
-    assert later[2][later[2].index("--num_segments"):][:2] == ["--num_segments", "2"]
+    assert later[2][later[2].index("--num_segments") :][:2] == ["--num_segments", "2"]
 
 
 def test_a_missing_image_is_built_once_with_one_status_line(engine, model, tmp_path):
@@ -515,8 +628,11 @@ def test_via_a_container_a_timeout_kills_the_container(engine, model, tmp_path, 
 def test_via_a_container_without_the_engine_or_its_image_is_exit_4(engine, model, tmp_path, monkeypatch):
     stopped = tmp_path / "stopped-bin"  # a docker CLI whose daemon is not running (as on this test machine)
     stopped.mkdir()
-    _script(stopped / "docker", "#!/bin/sh\necho '[]'\necho 'Cannot connect to the Docker daemon at "
-                                "unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n")
+    _script(
+        stopped / "docker",
+        "#!/bin/sh\necho '[]'\necho 'Cannot connect to the Docker daemon at "
+        "unix:///var/run/docker.sock. Is the docker daemon running?' >&2\nexit 1\n",
+    )
     with monkeypatch.context() as m:
         m.setenv("PATH", f"{stopped}{os.pathsep}{os.environ['PATH']}")
         r = invoke("compile", str(model), "--via", "docker")
@@ -531,10 +647,17 @@ def test_via_a_container_without_the_engine_or_its_image_is_exit_4(engine, model
     assert r.exit_code == 4 and "no podman on PATH" in r.stderr, r.output
 
 
-@pytest.mark.parametrize("engine_name, uid, says, extra", [
-    ("docker", 1000, None, []), ("podman", 1000, "true", ["--userns=keep-id"]), ("podman", 0, "false", []),
-    ("podman", 501, "false", []),  # a rootful `podman machine` on macOS: keep-id is refused there
-    ("podman", 1000, None, ["--userns=keep-id"]), ("podman", 0, None, [])])  # no answer: the uid decides
+@pytest.mark.parametrize(
+    "engine_name, uid, says, extra",
+    [
+        ("docker", 1000, None, []),
+        ("podman", 1000, "true", ["--userns=keep-id"]),
+        ("podman", 0, "false", []),
+        ("podman", 501, "false", []),  # a rootful `podman machine` on macOS: keep-id is refused there
+        ("podman", 1000, None, ["--userns=keep-id"]),
+        ("podman", 0, None, []),
+    ],
+)  # no answer: the uid decides
 def test_rootless_podman_keeps_the_users_id_and_rootful_podman_does_not(monkeypatch, engine_name, uid, says, extra):
     """(Fails on the old code for the rootful podman machine: it decided by the uid alone.)"""
     from edgekit.edgetpu.compiler import RunResult
@@ -550,11 +673,11 @@ def test_rootless_podman_keeps_the_users_id_and_rootful_podman_does_not(monkeypa
     container = compile_via.ContainerCompiler(engine_name, run=run)
     for _ in range(2):
         argv = container.run_argv("/usr/bin/x", "n", Path("/o"), Path("/m/a.tflite"), [])
-        assert argv[argv.index("none") + 1:argv.index("--mount")] == [*extra, "--user", f"{uid}:{uid}"]
+        assert argv[argv.index("none") + 1 : argv.index("--mount")] == [*extra, "--user", f"{uid}:{uid}"]
     assert asked == ([["info", "--format", "{{.Host.Security.Rootless}}"]] if engine_name == "podman" else [])
 
 
-def test_compile_via_needs_no_tensorflow(engine, model, light):  # noqa: F811 (engine first: light copies PATH)
+def test_compile_via_needs_no_tensorflow(engine, model, light):
     """From a Mac or a Pi with the light install: --via loads neither TensorFlow nor Keras."""
     r = light("compile", str(model), "-o", str(model.parent / "out"), "--via", "docker")
     assert r.returncode == 0, r.stderr
@@ -576,8 +699,8 @@ def test_one_keyring_for_the_image_doctors_fix_compiles_hint_and_the_docs():
     """Coral's key in one place: the image's recipe, doctor's apt-source fix, compile's install hint and
     docs/commands/compile.md. (Fails on the old code: the hint, doctor and the docs wrote coral.gpg, the
     recipe coral-edgetpu.gpg.)"""
-    from edgekit.edgetpu import compiler_locator as L
     from edgekit.doctor import rules as doctor_rules
+    from edgekit.edgetpu import compiler_locator as L
 
     recipe = (Path(compile_via.__file__).parent / "compiler_image" / "Dockerfile").read_text()
     docs = (REPO / "docs" / "commands" / "compile.md").read_text()
@@ -607,11 +730,14 @@ def _wait_until(condition, what: str, seconds: float = 20) -> None:
         time.sleep(0.1)
 
 
-@pytest.mark.parametrize("said, words", [
-    ("ssh: connect to host h port 22: Connection refused", "that the compile host is powered"),
-    ("Permission denied (publickey).", "ssh-copy-id u@h"),
-    ("@@@ REMOTE HOST IDENTIFICATION HAS CHANGED! @@@", "the compile host may have been reinstalled"),
-])
+@pytest.mark.parametrize(
+    "said, words",
+    [
+        ("ssh: connect to host h port 22: Connection refused", "that the compile host is powered"),
+        ("Permission denied (publickey).", "ssh-copy-id u@h"),
+        ("@@@ REMOTE HOST IDENTIFICATION HAS CHANGED! @@@", "the compile host may have been reinstalled"),
+    ],
+)
 def test_ssh_failures_of_compile_via_name_the_compile_host_not_a_board(said, words):
     """(Fails on the old code: its hints said "board" and `mdt pushkey`, a Dev Board's tool, and --port,
     which compile does not take.)"""
@@ -628,8 +754,11 @@ def test_the_ssh_options_of_compile_say_host_where_they_mean_the_compile_host():
     from edgekit import flags
 
     for command in ("compile", "build"):
-        helps = {o.name: o.help for o in flags.COMMANDS[command] if o.name in
-                 ("identity", "known_hosts", "accept_new_host_key", "connect_timeout")}
+        helps = {
+            o.name: o.help
+            for o in flags.COMMANDS[command]
+            if o.name in ("identity", "known_hosts", "accept_new_host_key", "connect_timeout")
+        }
         assert len(helps) == 4 and not any("board" in h for h in helps.values()), helps
         assert all("compile host" in helps[n] for n in ("known_hosts", "accept_new_host_key", "connect_timeout"))
 

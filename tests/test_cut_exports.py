@@ -32,7 +32,7 @@ EXPORTS = Path(__file__).resolve().parent / "fixtures" / "exports"
 MANIFEST = json.loads((EXPORTS / "manifest.json").read_text())
 FLOAT = MANIFEST["files"]["yolov8t_256_float32.onnx"]["yolo_val"]["mAP50-95"]
 CUT_256 = ["yolov8t_256_full_integer_quant.tflite", "yolov8t_256_litert_int8.tflite"]
-BELOW_FLOAT, ABOVE_FLOAT = 0.01, 0.025   # the issue's point; the int8 exports' scatter plus the cut's gain (above)
+BELOW_FLOAT, ABOVE_FLOAT = 0.01, 0.025  # the issue's point; the int8 exports' scatter plus the cut's gain (above)
 
 
 @pytest.fixture(scope="module")
@@ -43,8 +43,15 @@ def shapes_val(tmp_path_factory) -> Path:
 
     s, v = MANIFEST["shapes"], MANIFEST["shapes"]["val"]
     folder = tmp_path_factory.mktemp("shapes") / "val"
-    make_shapes(folder, n_images=v["n_images"], size=tuple(s["size"]), seed=v["seed"], min_side=s["min_side"],
-                max_objects=s["max_objects"], empty_every=s["empty_every"])
+    make_shapes(
+        folder,
+        n_images=v["n_images"],
+        size=tuple(s["size"]),
+        seed=v["seed"],
+        min_side=s["min_side"],
+        max_objects=s["max_objects"],
+        empty_every=s["empty_every"],
+    )
     return folder
 
 
@@ -68,8 +75,8 @@ def test_the_cut_models_map_is_the_float_exports_within_a_point(name, shapes_val
     assert FLOAT - BELOW_FLOAT <= cut.map <= FLOAT + ABOVE_FLOAT, (cut.map, FLOAT)
     change = result.differences[0]
     assert change.map_change > 0 and change.map_interval[0] > -0.001, change
-    assert abs(uncut.map - MANIFEST["files"][name]["yolo_val"]["mAP50-95"]) <= 0.01   # evaluate is yolo val's
-    assert [o.model for o in result.cut] == [str(EXPORTS / name)]    # the uncut model is offered the cut, not the cut
+    assert abs(uncut.map - MANIFEST["files"][name]["yolo_val"]["mAP50-95"]) <= 0.01  # evaluate is yolo val's
+    assert [o.model for o in result.cut] == [str(EXPORTS / name)]  # the uncut model is offered the cut, not the cut
 
 
 def test_evaluate_offers_the_cut_and_try_cut_measures_what_it_gives_back(shapes_val, cut_models):
@@ -85,14 +92,15 @@ def test_evaluate_offers_the_cut_and_try_cut_measures_what_it_gives_back(shapes_
     plain = edgekit.evaluate_detector(EXPORTS / name, shapes_val)
     assert [(o.command, o.decode_ops, o.score) for o in plain.cut] == [(f"edgekit cut {EXPORTS / name}", 31, None)]
     assert f"`edgekit cut {EXPORTS / name}`" in plain.render_text() and "--try-cut measures" in plain.render_text()
-    out = CliRunner().invoke(cli, ["evaluate", "-m", str(EXPORTS / name), "--data", str(shapes_val), "--try-cut",
-                                   "--json"])
+    out = CliRunner().invoke(
+        cli, ["evaluate", "-m", str(EXPORTS / name), "--data", str(shapes_val), "--try-cut", "--json"]
+    )
     assert out.exit_code == 0, out.output
     offer = json.loads(out.stdout)["cut"][0]
     on_file = edgekit.evaluate_detector(cut_models[name], shapes_val).models[0]
     assert offer["score"]["map"] == pytest.approx(on_file.map, abs=1e-9) and offer["score"]["map"] > FLOAT - 0.01
     assert offer["change"]["map_change"] == pytest.approx(on_file.map - plain.models[0].map, abs=1e-9)
-    assert offer["change"]["map_interval"][0] > 0   # measured: +0.2 to +1.1 points, a real gain
+    assert offer["change"]["map_interval"][0] > 0  # measured: +0.2 to +1.1 points, a real gain
 
 
 def _boxes(objects) -> np.ndarray:
@@ -156,6 +164,15 @@ def test_try_cut_is_refused_for_a_classifier_with_the_reason(tmp_path):
 
     data = tmp_path / "d.npz"
     np.savez(data, x=np.zeros((2, 8, 8, 3), np.uint8), y=np.zeros(2, np.int64))
-    out = CliRunner().invoke(cli, ["evaluate", "-m", str(EXPORTS / "digits_cnn_onnx2tf_full_integer_quant.tflite"),
-                                   "--data", str(data), "--try-cut"])
+    out = CliRunner().invoke(
+        cli,
+        [
+            "evaluate",
+            "-m",
+            str(EXPORTS / "digits_cnn_onnx2tf_full_integer_quant.tflite"),
+            "--data",
+            str(data),
+            "--try-cut",
+        ],
+    )
     assert out.exit_code == 2 and "--try-cut apply to detectors only" in out.output, out.output

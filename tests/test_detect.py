@@ -14,16 +14,15 @@ from hypothesis import strategies as st
 
 from edgekit.board import decode as detection
 from edgekit.board.decode import BBox, DetectionLayout, Geometry, Layout, Object
+from edgekit.board.detector import DetectReport
 from edgekit.detection.layout import AmbiguousLayoutError, find_layout
 from edgekit.devices.detect import detect
-from edgekit.board.detector import DetectReport
 from edgekit.errors import InputError
 from tests.conftest import shared_file
-from tests.detection_models import (image_for, postprocess_model, save_png, slice_model,
-                                    with_ultralytics_metadata)
+from tests.detection_models import image_for, postprocess_model, save_png, slice_model, with_ultralytics_metadata
 
 HW = (32, 32)
-N = 21          # anchors of a 32x32 input at strides 8/16/32: 16 + 4 + 1
+N = 21  # anchors of a 32x32 input at strides 8/16/32: 16 + 4 + 1
 
 
 def run(tmp_path: Path, model: bytes, values, name: str = "m", input_scale=None, input_zp=None, **kw):
@@ -35,17 +34,19 @@ def run(tmp_path: Path, model: bytes, values, name: str = "m", input_scale=None,
 
 
 def boxes_of(report: DetectReport):
-    return [(o.id, round(o.score, 2), tuple(round(v, 1) for v in o.bbox.to_dict().values()))
-            for o in report.results[0].objects]
+    return [
+        (o.id, round(o.score, 2), tuple(round(v, 1) for v in o.bbox.to_dict().values()))
+        for o in report.results[0].objects
+    ]
 
 
 # ------------------------------------------------------------------------------------ layouts
 def yolo_values(nc: int = 2) -> np.ndarray:
     v = np.zeros((4 + nc, N))
     v[:, 3] = [0.5, 0.5, 0.25, 0.5] + [0.9] + [0.1] * (nc - 1)
-    v[:, 5] = [0.52, 0.5, 0.25, 0.5] + [0.8] + [0.1] * (nc - 1)   # overlaps anchor 3, same class: suppressed
+    v[:, 5] = [0.52, 0.5, 0.25, 0.5] + [0.8] + [0.1] * (nc - 1)  # overlaps anchor 3, same class: suppressed
     v[:, 6] = [0.52, 0.5, 0.25, 0.5] + [0.1, 0.6] + [0.0] * (nc - 2)  # same place, other class: kept
-    v[:, 7] = [0.2, 0.2, 0.1, 0.1] + [0.24] + [0.0] * (nc - 1)   # below --conf
+    v[:, 7] = [0.2, 0.2, 0.1, 0.1] + [0.24] + [0.0] * (nc - 1)  # below --conf
     return v
 
 
@@ -59,8 +60,8 @@ def test_yolo_channels_first(tmp_path):
 
 
 def test_yolo_anchors_last_axis_and_pixel_boxes(tmp_path):
-    v = yolo_values().T.copy()           # [1, N, 6]
-    v[:, :4] *= 32 / 20                  # pixels / 20 so they fit the input's range: requantized below
+    v = yolo_values().T.copy()  # [1, N, 6]
+    v[:, :4] *= 32 / 20  # pixels / 20 so they fit the input's range: requantized below
     model = slice_model(HW, [{"shape": [1, N, 6], "requant": (0.5, -128)}])
     path = tmp_path / "px.tflite"
     path.write_bytes(model)
@@ -71,9 +72,9 @@ def test_yolo_anchors_last_axis_and_pixel_boxes(tmp_path):
 def test_yolov5_objectness(tmp_path):
     nc = 3
     v = np.zeros((3 * N, 5 + nc))
-    v[10] = [0.5, 0.5, 0.5, 0.5, 0.9, 0.1, 0.8, 0.1]   # 0.72 for class 1
-    v[11] = [0.5, 0.5, 0.5, 0.5, 0.3, 0.9, 0.0, 0.0]   # 0.27 for class 0
-    v[12] = [0.5, 0.5, 0.5, 0.5, 0.2, 1.0, 0.0, 0.0]   # 0.2: below conf
+    v[10] = [0.5, 0.5, 0.5, 0.5, 0.9, 0.1, 0.8, 0.1]  # 0.72 for class 1
+    v[11] = [0.5, 0.5, 0.5, 0.5, 0.3, 0.9, 0.0, 0.0]  # 0.27 for class 0
+    v[12] = [0.5, 0.5, 0.5, 0.5, 0.2, 1.0, 0.0, 0.0]  # 0.2: below conf
     r = run(tmp_path, slice_model(HW, [{"shape": [1, 3 * N, 5 + nc]}]), [v])
     assert r.layout.kind == Layout.YOLOV5
     assert boxes_of(r) == [(1, 0.72, (8.0, 8.0, 24.0, 24.0)), (0, 0.27, (8.0, 8.0, 24.0, 24.0))]
@@ -82,7 +83,7 @@ def test_yolov5_objectness(tmp_path):
 def test_end2end(tmp_path):
     v = np.zeros((10, 6))
     v[0] = [0.1, 0.2, 0.5, 0.6, 0.8, 1]
-    v[1] = [0.1, 0.2, 0.5, 0.6, 0.7, 0]     # NMS already done by the model: both kept
+    v[1] = [0.1, 0.2, 0.5, 0.6, 0.7, 0]  # NMS already done by the model: both kept
     r = run(tmp_path, slice_model(HW, [{"shape": [1, 10, 6]}]), [v])
     assert r.layout.kind == Layout.END2END
     assert [(i, s) for i, s, _ in boxes_of(r)] == [(1, 0.8), (0, 0.7)]
@@ -98,8 +99,11 @@ def test_postprocess_op_both_orders(tmp_path, order):
     r = run(tmp_path, postprocess_model(HW, anchors, 2, order), [enc, cls], name=order)
     assert r.layout.kind == Layout.POSTPROCESS
     roles = dict(r.layout.roles)
-    assert roles == ({"boxes": 0, "classes": 1, "scores": 2, "count": 3} if order == "tf1"
-                     else {"scores": 0, "boxes": 1, "count": 2, "classes": 3})
+    assert roles == (
+        {"boxes": 0, "classes": 1, "scores": 2, "count": 3}
+        if order == "tf1"
+        else {"scores": 0, "boxes": 1, "count": 2, "classes": 3}
+    )
     assert dict(r.layout.options)["max_detections"] == 10 and dict(r.layout.options)["num_classes"] == 2
     assert boxes_of(r) == [(0, 0.9, (9.6, 9.6, 22.4, 22.4)), (1, 0.6, (4.8, 4.8, 8.0, 8.0))]
 
@@ -119,23 +123,24 @@ def test_boxes_that_cannot_be_boxes_are_dropped_or_ordered_with_one_note(tmp_pat
     import warnings
 
     rows = np.zeros((1, 10, 6), np.float32)
-    rows[0, 0] = [0.1, 0.2, 0.5, 0.6, 0.9, 1]       # sound
-    rows[0, 1] = [0.5, 0.6, 0.1, 0.2, 0.8, 0]       # inverted corners: ordered
-    rows[0, 2] = [np.nan, 0.2, 0.5, 0.6, 0.7, 0]    # NaN coordinate
-    rows[0, 3] = [0.1, np.inf, 0.5, 0.6, 0.7, 0]    # infinite coordinate
-    rows[0, 4] = [0.1, 0.2, 0.5, 0.6, np.nan, 0]    # NaN score
-    rows[0, 5] = [0.1, 0.2, 0.5, 0.6, 0.7, -2.0 ** 63]
+    rows[0, 0] = [0.1, 0.2, 0.5, 0.6, 0.9, 1]  # sound
+    rows[0, 1] = [0.5, 0.6, 0.1, 0.2, 0.8, 0]  # inverted corners: ordered
+    rows[0, 2] = [np.nan, 0.2, 0.5, 0.6, 0.7, 0]  # NaN coordinate
+    rows[0, 3] = [0.1, np.inf, 0.5, 0.6, 0.7, 0]  # infinite coordinate
+    rows[0, 4] = [0.1, 0.2, 0.5, 0.6, np.nan, 0]  # NaN score
+    rows[0, 5] = [0.1, 0.2, 0.5, 0.6, 0.7, -(2.0**63)]
     rows[0, 6] = [0.1, 0.2, 0.5, 0.6, 0.7, np.nan]  # NaN class
     rows[0, 7] = [0.1, 0.2, 0.5, 0.6, 0.7, 1e30]
     _hostile_outputs(monkeypatch, lambda outs: [rows])
     with warnings.catch_warnings():
-        warnings.simplefilter("error")   # numpy's RuntimeWarning reached stderr before
+        warnings.simplefilter("error")  # numpy's RuntimeWarning reached stderr before
         r = run(tmp_path, slice_model(HW, [{"shape": [1, 10, 6]}]), [np.zeros((10, 6))], save=tmp_path / "out")
     assert r.layout.kind == Layout.END2END and not r.errors
     assert boxes_of(r) == [(1, 0.9, (3.2, 6.4, 16.0, 19.2)), (0, 0.8, (3.2, 6.4, 16.0, 19.2))]
     assert [n for n in r.notes if "dropped" in n] == [
         "5 candidate detections dropped: a NaN or infinite box or score, or a class id outside the model's classes; "
-        "1 box with inverted corners ordered (the model's raw outputs)"]
+        "1 box with inverted corners ordered (the model's raw outputs)"
+    ]
     assert (tmp_path / "out" / "m.png").is_file()
 
 
@@ -149,8 +154,9 @@ def test_a_postprocess_count_that_is_no_number_is_exit_3(tmp_path, monkeypatch):
         return [np.full_like(o, np.nan) if o.size == 1 else o for o in outs]
 
     _hostile_outputs(monkeypatch, nan_count)
-    with pytest.raises(InputError, match="outputs do not fit the postprocess layout: its detection count is nan, "
-                                         "not a number of boxes") as caught:
+    with pytest.raises(
+        InputError, match="outputs do not fit the postprocess layout: its detection count is nan, not a number of boxes"
+    ) as caught:
         run(tmp_path, postprocess_model(HW, anchors, 2), [np.zeros((3, 4)), cls])
     assert caught.value.exit_code == 3
 
@@ -163,7 +169,7 @@ def test_a_split_head_whose_score_rows_differ_from_its_box_rows_is_exit_3(tmp_pa
         run(tmp_path, model, [b, s], input_scale=0.1, input_zp=0)
 
 
-def _cli(*args: str, cwd: Path) -> "subprocess.CompletedProcess":
+def _cli(*args: str, cwd: Path) -> subprocess.CompletedProcess:
     import os
     import subprocess
     import sys
@@ -171,8 +177,9 @@ def _cli(*args: str, cwd: Path) -> "subprocess.CompletedProcess":
     from tests.conftest import REPO
 
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_")}, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "edgekit", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "edgekit", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+    )
 
 
 def test_save_into_a_folder_holding_an_input_is_refused_before_any_work(tmp_path):
@@ -210,8 +217,8 @@ def dfl_values(nc: int, transposed: bool):
     for side, k in enumerate((1, 2, 3, 4)):
         boxes[0, side * 16 + k] = 10.0
         boxes[20, side * 16 + 0] = 10.0
-    scores[0, 0] = 2.0     # sigmoid 0.881
-    scores[20, 1] = 0.0    # sigmoid 0.5
+    scores[0, 0] = 2.0  # sigmoid 0.881
+    scores[20, 1] = 0.0  # sigmoid 0.5
     return (boxes.T.copy(), scores.T.copy()) if transposed else (boxes, scores)
 
 
@@ -220,8 +227,14 @@ def test_split_dfl(tmp_path, transposed):
     nc = 3
     b, s = dfl_values(nc, transposed)
     shapes = [[1, 64, N], [1, nc, N]] if transposed else [[1, N, 64], [1, N, nc]]
-    r = run(tmp_path, slice_model(HW, [{"shape": shapes[0]}, {"shape": shapes[1]}], input_scale=0.1, input_zp=0),
-            [b, s], input_scale=0.1, input_zp=0, conf=0.3)
+    r = run(
+        tmp_path,
+        slice_model(HW, [{"shape": shapes[0]}, {"shape": shapes[1]}], input_scale=0.1, input_zp=0),
+        [b, s],
+        input_scale=0.1,
+        input_zp=0,
+        conf=0.3,
+    )
     assert r.layout.kind == Layout.SPLIT_DFL and r.layout.scores_are_logits is True
     got = boxes_of(r)
     assert [(i, sc) for i, sc, _ in got] == [(0, 0.88), (1, 0.5)]
@@ -237,10 +250,9 @@ def test_split_dfl_per_level_maps(tmp_path):
     outs, vals, start = [], [], 0
     for _stride, g in levels:
         outs += [{"shape": [1, g, g, 64]}, {"shape": [1, g, g, nc]}]
-        vals += [b[start:start + g * g], s[start:start + g * g]]
+        vals += [b[start : start + g * g], s[start : start + g * g]]
         start += g * g
-    r = run(tmp_path, slice_model(HW, outs, input_scale=0.1, input_zp=0), vals, input_scale=0.1, input_zp=0,
-            conf=0.3)
+    r = run(tmp_path, slice_model(HW, outs, input_scale=0.1, input_zp=0), vals, input_scale=0.1, input_zp=0, conf=0.3)
     assert r.layout.kind == Layout.SPLIT_DFL and "boxes@8" in dict(r.layout.roles)
     assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
 
@@ -326,10 +338,12 @@ def test_a_zip_of_many_large_members_appended_to_a_model_is_never_read_whole(tmp
     assert model.stat().st_size < 8 << 20
     image = str(save_png(tmp_path / "a.png", image_for(HW, [yolo_values()])))
     peaks = {}
-    for what, call in (("layout", lambda: find_layout(model)),
-                       ("detect", lambda: detect([image], model)),
-                       ("open().detect", lambda: edgekit.open(model).detect(image)),
-                       ("inspect", lambda: edgekit.inspect(model))):
+    for what, call in (
+        ("layout", lambda: find_layout(model)),
+        ("detect", lambda: detect([image], model)),
+        ("open().detect", lambda: edgekit.open(model).detect(image)),
+        ("inspect", lambda: edgekit.inspect(model)),
+    ):
         tracemalloc.start()
         try:
             result = call()
@@ -339,7 +353,7 @@ def test_a_zip_of_many_large_members_appended_to_a_model_is_never_read_whole(tmp
         if what == "layout":
             assert result.labels == ("cat", "dog") and result.letterbox
             assert any("1437 of its 1501 entries not read" in s for s in result.source), result.source
-    assert max(peaks.values()) < 40 << 20, peaks   # 159 MB with 150 members before
+    assert max(peaks.values()) < 40 << 20, peaks  # 159 MB with 150 members before
 
 
 def test_a_packed_member_is_read_only_within_its_caps(tmp_path):
@@ -355,24 +369,24 @@ def test_a_packed_member_is_read_only_within_its_caps(tmp_path):
                 z.writestr(name, data)
         return b"TFL3-model-bytes" + buf.getvalue()
 
-    everything = lambda names: names  # noqa: E731
+    everything = lambda names: names
     big = packed([("a.txt", b"x" * ((1 << 20) + 1)), ("b.txt", b"ok")])
     got = read_packed(big, everything)
     assert got.files == {"b.txt": b"ok"} and "a.txt: over 1 MiB" in got.skipped
     stored = read_packed(packed([("a", b"1"), ("b", b"2")], zipfile.ZIP_STORED), lambda names: ["b"])
     assert stored.files == {"b": b"2"} and stored.names == ["a", "b"] and stored.skipped is None
     damaged = bytearray(packed([("m", b"hello" * 100)]))
-    damaged[damaged.index(b"PK\x03\x04") + 30 + 1 + 2] ^= 0xFF   # a byte of the deflated data
+    damaged[damaged.index(b"PK\x03\x04") + 30 + 1 + 2] ^= 0xFF  # a byte of the deflated data
     assert read_packed(bytes(damaged), everything).files == {}
     assert read_packed(b"no zip here", everything).files == {}
     import struct
 
-    lookalike = b"TFL3" + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 3, 3, 0, 0, 0)   # no archive behind it
-    assert read_packed(lookalike, everything).skipped is None   # not "3 of its 3 entries not read"
+    lookalike = b"TFL3" + b"PK\x05\x06" + struct.pack("<HHHHIIH", 0, 0, 3, 3, 0, 0, 0)  # no archive behind it
+    assert read_packed(lookalike, everything).skipped is None  # not "3 of its 3 entries not read"
     deep = packed([("metadata.json", "[" * 200000 + "]" * 200000)])
     from edgekit.detection.layout import appended_zip, ultralytics_metadata
 
-    assert ultralytics_metadata(appended_zip(deep)) is None   # RecursionError before: treated as no metadata
+    assert ultralytics_metadata(appended_zip(deep)) is None  # RecursionError before: treated as no metadata
 
 
 # ------------------------------------------------------------------------------------ pure parts
@@ -389,10 +403,18 @@ _Q_DTYPES = (np.int8, np.uint8, np.int16)
 
 
 @settings(max_examples=300, deadline=None)
-@given(kind=st.sampled_from(range(len(_Q_DTYPES))), zp_frac=st.floats(0, 1),
-       scale=st.one_of(st.floats(min_value=5e-324, max_value=1e-300), st.floats(min_value=1e-45, max_value=1e-20),
-                       st.floats(min_value=1e-6, max_value=1e3), st.sampled_from([5e-324, 1e-323, 2.5e-308])),
-       value=st.one_of(st.floats(-1e3, 1e3), st.floats(-1e-300, 1e-300), st.just(0.0)), on_grid=st.integers(-1, 70000))
+@given(
+    kind=st.sampled_from(range(len(_Q_DTYPES))),
+    zp_frac=st.floats(0, 1),
+    scale=st.one_of(
+        st.floats(min_value=5e-324, max_value=1e-300),
+        st.floats(min_value=1e-45, max_value=1e-20),
+        st.floats(min_value=1e-6, max_value=1e3),
+        st.sampled_from([5e-324, 1e-323, 2.5e-308]),
+    ),
+    value=st.one_of(st.floats(-1e3, 1e3), st.floats(-1e-300, 1e-300), st.just(0.0)),
+    on_grid=st.integers(-1, 70000),
+)
 def test_quantized_threshold_is_exact_at_every_scale_and_dtype(kind, zp_frac, scale, value, on_grid):
     """Against a brute-force reference over every integer of the dtype (a tiny scale hung the old loop)."""
     dtype = _Q_DTYPES[kind]
@@ -400,7 +422,7 @@ def test_quantized_threshold_is_exact_at_every_scale_and_dtype(kind, zp_frac, sc
     q = np.arange(int(info.min), int(info.max) + 1, dtype=np.int64)
     zp = int(info.min) + int(round(zp_frac * (int(info.max) - int(info.min))))
     real = scale * (q - zp).astype(np.float64)
-    if 0 <= on_grid < len(q):   # a value exactly on the grid: the floating-point edge
+    if 0 <= on_grid < len(q):  # a value exactly on the grid: the floating-point edge
         value = float(real[on_grid])
     t = detection.quantized_threshold(value, (scale, zp), dtype)
     assert t is not None and int(info.min) <= t <= int(info.max) + 1
@@ -417,8 +439,8 @@ def test_nms_is_class_wise_and_capped():
 
 
 def test_letterbox_geometry_round_trip():
-    g = Geometry.letterboxed((512, 600), (640, 640))   # grace_hopper.bmp
-    assert g.gain == (640 / 600, 640 / 600) and g.pad == (47, 0)   # round((640 - 546) / 2 - 0.1)
+    g = Geometry.letterboxed((512, 600), (640, 640))  # grace_hopper.bmp
+    assert g.gain == (640 / 600, 640 / 600) and g.pad == (47, 0)  # round((640 - 546) / 2 - 0.1)
     box = np.array([[100.0, 50.0, 300.0, 500.0]])
     in_input = box * g.gain[0] + np.array([g.pad[0], g.pad[1], g.pad[0], g.pad[1]])
     assert np.allclose(g.to_image(in_input), box)
@@ -464,8 +486,16 @@ def test_detect_result_is_typed_down_to_each_box():
     from edgekit.results import DetectResult
     from edgekit.results.detect import DetectedBox, DetectLayout, ImageObjects
 
-    layout = DetectionLayout(Layout.YOLO, (("output", 0),), 2, HW, boxes_normalized=True, transposed=True,
-                             labels=("cat", "dog"), options=(("num_classes", 2),))
+    layout = DetectionLayout(
+        Layout.YOLO,
+        (("output", 0),),
+        2,
+        HW,
+        boxes_normalized=True,
+        transposed=True,
+        labels=("cat", "dog"),
+        options=(("num_classes", 2),),
+    )
     found = ImageDetections("a.png", 10, 20, 1.5, 0.25, (Object(1, 0.5, BBox(1, 2, 3, 4), "dog"),))
     report = DetectReport("m.tflite", "cpu", "litert", layout, 0.25, 0.45, 100, 3.0, (found,))
     result = DetectResult.of_report(report)
@@ -485,11 +515,18 @@ def test_detect_results_text_is_the_runtimes_text():
     from edgekit.results import DetectResult, ImageError
 
     layout = DetectionLayout(Layout.YOLO, (("output", 0),), 2, HW, boxes_normalized=None, letterbox=True)
-    one = ImageDetections("a.png", 10, 20, 1.5, 0.25, (Object(1, 0.5, BBox(1, 2, 3, 4), "dog"),
-                                                       Object(0, 0.123456, BBox(0.4, 0.6, 9.5, 19.5))))
+    one = ImageDetections(
+        "a.png",
+        10,
+        20,
+        1.5,
+        0.25,
+        (Object(1, 0.5, BBox(1, 2, 3, 4), "dog"), Object(0, 0.123456, BBox(0.4, 0.6, 9.5, 19.5))),
+    )
     two = ImageDetections("b.png", 640, 480, 2.75, 1.0, ())
-    report = DetectReport("m.tflite", "usb:0", "pycoral", layout, 0.3, 0.5, 7, 3.0, (one, two),
-                          (ImageError("c.png", "unreadable"),))
+    report = DetectReport(
+        "m.tflite", "usb:0", "pycoral", layout, 0.3, 0.5, 7, 3.0, (one, two), (ImageError("c.png", "unreadable"),)
+    )
     text = DetectResult.of_report(report).render_text()
     assert text == report.render_text() and "class 0" in text and "c.png: error: unreadable" in text
     assert DetectResult.of_report(DetectReport("m.tflite", "cpu", "litert", layout, 0.3, 0.5, 7)).render_text() == ""
@@ -509,7 +546,7 @@ def test_real_yolov8n_finds_the_person_in_grace_hopper(ppe_model, tmp_path):
     person = [o for o in objs if o.label == "person"]
     assert person and person[0].score > 0.6
     b = person[0].bbox
-    assert b.area > 0.5 * 512 * 600 and b.xmax <= 512 and b.ymax <= 600   # she fills most of the picture
+    assert b.area > 0.5 * 512 * 600 and b.xmax <= 512 and b.ymax <= 600  # she fills most of the picture
     assert r.layout.letterbox and r.layout.labels == ("bota", "capacete", "oculos", "pessoa")
     assert (tmp_path / "out" / "grace_hopper.bmp").is_file()
     doc = r.to_dict()
@@ -523,7 +560,7 @@ def test_real_compiled_yolov8n_falls_back_to_its_cpu_twin(ppe_model):
     c = Collector()
     r = detect([str(shared_file("grace_hopper.bmp"))], compiled, report=c)
     assert r.device == "cpu" and r.model.endswith("ppe_yolov8n_full_integer_quant.tflite")
-    assert any("pessoa" == o.label for o in r.results[0].objects)
+    assert any(o.label == "pessoa" for o in r.results[0].objects)
     assert any("layout yolo" in n for n in c.notes)
 
 
@@ -538,12 +575,13 @@ def test_cli_detect_json_and_errors(ppe_model, tmp_path):
     doc = json.loads(res.stdout)
     obj = doc["results"][0]["objects"][0]
     assert set(obj) == {"id", "label", "score", "bbox", "bbox_normalized"} and obj["label"] == "pessoa"
-    res = runner.invoke(cli, ["detect", str(shared_file("grace_hopper.bmp")), "-m",
-                              str(shared_file("mobilenet_v1_0.25_128_quant.tflite"))])
+    res = runner.invoke(
+        cli,
+        ["detect", str(shared_file("grace_hopper.bmp")), "-m", str(shared_file("mobilenet_v1_0.25_128_quant.tflite"))],
+    )
     assert res.exit_code == 3 and "no detection layout" in res.stderr and "Traceback" not in res.output
     missing = tmp_path / "nope.png"
-    res = runner.invoke(cli, ["detect", str(missing), str(shared_file("grace_hopper.bmp")), "-m", str(ppe_model),
-                              "-q"])
+    res = runner.invoke(cli, ["detect", str(missing), str(shared_file("grace_hopper.bmp")), "-m", str(ppe_model), "-q"])
     assert res.exit_code == 3 and "pessoa" in res.stdout and "no such file" in res.stderr
 
 
@@ -587,19 +625,26 @@ def test_postprocess_outputs_named_by_tflite_metadata(tmp_path):
     from tests.detection_models import tflite_metadata
 
     k = 5
-    shapes = [[1, k], [1, k, 4], [1], [1, k]]            # Model Maker's order: scores, boxes, count, classes
+    shapes = [[1, k], [1, k, 4], [1], [1, k]]  # Model Maker's order: scores, boxes, count, classes
     model = slice_model(HW, [{"shape": s, "float": True} for s in shapes], input_scale=0.1, input_zp=0)
     bare = tmp_path / "bare.tflite"
     bare.write_bytes(model)
     with pytest.raises(InputError, match="classes and which is scores"):
         find_layout(bare)
     named = tmp_path / "named.tflite"
-    named.write_bytes(set_metadata(model, "TFLITE_METADATA",
-                                   tflite_metadata(["score", "location", "number of detections", "category"])))
+    named.write_bytes(
+        set_metadata(
+            model, "TFLITE_METADATA", tflite_metadata(["score", "location", "number of detections", "category"])
+        )
+    )
     layout = find_layout(named)
     assert dict(layout.roles) == {"scores": 0, "boxes": 1, "count": 2, "classes": 3}
-    values = [np.array([0.9, 0.5, 0.1, 0, 0]), np.array([[0.1, 0.2, 0.5, 0.6]] * k), np.array([3.0]),
-              np.array([1.0, 0, 0, 0, 0])]
+    values = [
+        np.array([0.9, 0.5, 0.1, 0, 0]),
+        np.array([[0.1, 0.2, 0.5, 0.6]] * k),
+        np.array([3.0]),
+        np.array([1.0, 0, 0, 0, 0]),
+    ]
     save_png(tmp_path / "n.png", image_for(HW, values, input_scale=0.1, input_zp=0))
     r = detect([str(tmp_path / "n.png")], named)
     assert boxes_of(r) == [(1, 0.9, (6.4, 3.2, 19.2, 16.0)), (0, 0.5, (6.4, 3.2, 19.2, 16.0))]
@@ -607,14 +652,20 @@ def test_postprocess_outputs_named_by_tflite_metadata(tmp_path):
 
 def combined_values(nc: int):
     b, s = dfl_values(nc, False)
-    return np.concatenate([b, s], axis=1)                 # [N, 64 + nc]
+    return np.concatenate([b, s], axis=1)  # [N, 64 + nc]
 
 
 def test_split_dfl_in_one_tensor(tmp_path):
     nc = 3
     v = combined_values(nc)
-    r = run(tmp_path, slice_model(HW, [{"shape": [1, 64 + nc, N]}], input_scale=0.1, input_zp=0), [v.T.copy()],
-            input_scale=0.1, input_zp=0, conf=0.3)
+    r = run(
+        tmp_path,
+        slice_model(HW, [{"shape": [1, 64 + nc, N]}], input_scale=0.1, input_zp=0),
+        [v.T.copy()],
+        input_scale=0.1,
+        input_zp=0,
+        conf=0.3,
+    )
     assert r.layout.kind == Layout.SPLIT_DFL and dict(r.layout.roles) == {"combined": 0} and r.layout.num_classes == 3
     assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
     assert boxes_of(r)[0][2] == pytest.approx((0.0, 0.0, 28.0, 32.0), abs=0.2)
@@ -631,10 +682,9 @@ def test_split_dfl_per_level_combined_maps(tmp_path):
     outs, vals, start = [], [], 0
     for g in (4, 2, 1):
         outs.append({"shape": [1, g, g, 64 + nc]})
-        vals.append(v[start:start + g * g])
+        vals.append(v[start : start + g * g])
         start += g * g
-    r = run(tmp_path, slice_model(HW, outs, input_scale=0.1, input_zp=0), vals, input_scale=0.1, input_zp=0,
-            conf=0.3)
+    r = run(tmp_path, slice_model(HW, outs, input_scale=0.1, input_zp=0), vals, input_scale=0.1, input_zp=0, conf=0.3)
     assert "combined@8" in dict(r.layout.roles)
     assert [(i, sc) for i, sc, _ in boxes_of(r)] == [(0, 0.88), (1, 0.5)]
 
@@ -646,13 +696,16 @@ def test_real_yolov8n_cut_before_its_decode_finds_the_same_boxes(ppe_model, tmp_
     import io
     import zipfile
 
-    from edgekit.tflite import model as tflite_model
     from edgekit.detection.layout import appended_zip
+    from edgekit.tflite import model as tflite_model
     from tests.detection_models import cut_before
 
     info = tflite_model.load(ppe_model)
-    concat = [op for op in info.main.ops if op.name == "CONCATENATION"
-              and info.main.tensors[op.outputs[0]].shape == (1, 68, 8400)][0]
+    concat = [
+        op
+        for op in info.main.ops
+        if op.name == "CONCATENATION" and info.main.tensors[op.outputs[0]].shape == (1, 68, 8400)
+    ][0]
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
         for name, data in appended_zip(ppe_model).items():
@@ -685,8 +738,14 @@ def test_labels_packed_by_tflite_metadata(tmp_path):
 
 
 # ------------------------------------------------------------------ a layout record that is hostile or stale
-GOOD_RECORD = {"kind": "yolo", "roles": {"output": 0}, "num_classes": 2, "input_hw": [32, 32], "transposed": True,
-               "boxes_normalized": True}
+GOOD_RECORD = {
+    "kind": "yolo",
+    "roles": {"output": 0},
+    "num_classes": 2,
+    "input_hw": [32, 32],
+    "transposed": True,
+    "boxes_normalized": True,
+}
 BAD_RECORDS = {
     "roles a list": dict(GOOD_RECORD, roles=[0]),
     "roles null": dict(GOOD_RECORD, roles=None),
@@ -698,7 +757,7 @@ BAD_RECORDS = {
     "strides a string": dict(GOOD_RECORD, strides="ab"),
     "no DFL bins": dict(GOOD_RECORD, reg_max=0),
     "negative classes": dict(GOOD_RECORD, num_classes=-3),
-    "classes that do not fit the tensor": dict(GOOD_RECORD, num_classes=10 ** 12),
+    "classes that do not fit the tensor": dict(GOOD_RECORD, num_classes=10**12),
     "input size a string": dict(GOOD_RECORD, input_hw="32"),
     "another input size": dict(GOOD_RECORD, input_hw=[64, 64]),
     "a bad pixel scaling": dict(GOOD_RECORD, pixel_scaling="bogus"),
@@ -719,8 +778,7 @@ def test_a_recorded_layout_that_is_malformed_or_does_not_fit_is_ignored_with_a_n
     (tmp_path / "m.edgekit.json").write_text(json.dumps({"detection": {"layout": BAD_RECORDS[case]}}))
     r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N]}]), [yolo_values()])
     assert r.layout.kind == Layout.YOLO and r.layout.transposed
-    assert any(s.startswith("the layout recorded with the model ignored: ") for s in r.layout.source), \
-        r.layout.source
+    assert any(s.startswith("the layout recorded with the model ignored: ") for s in r.layout.source), r.layout.source
     assert boxes_of(r) == [(0, 0.9, (12.0, 8.0, 20.0, 24.0)), (1, 0.6, (12.8, 8.0, 20.8, 24.0))]
 
 
@@ -739,14 +797,23 @@ def test_a_recorded_layout_that_fits_is_used_and_cli_notes_an_ignored_one(tmp_pa
 OBJECT_DOC = {"id": 3, "label": "person", "score": 0.5, "bbox": {"xmin": 1, "ymin": 2, "xmax": 3, "ymax": 4}}
 
 
-@pytest.mark.parametrize("change, field", [
-    ({"id": "3"}, "Object.id"), ({"id": 1.5}, "Object.id"), ({"id": True}, "Object.id"),
-    ({"id": 2 ** 70}, "Object.id"), ({"score": "0.5"}, "Object.score"), ({"score": None}, "Object.score"),
-    ({"score": 10 ** 400}, "Object.score"), ({"label": ["a"]}, "Object.label"), ({"label": 5}, "Object.label"),
-    ({"bbox": [1, 2, 3, 4]}, "Object.bbox"), ({"bbox": {"xmin": "1", "ymin": 2, "xmax": 3, "ymax": 4}},
-                                              "Object.bbox.xmin"),
-    ({"bbox": {"xmin": 1, "ymin": 2, "xmax": 3}}, "Object.bbox: the field 'ymax'"),
-])
+@pytest.mark.parametrize(
+    "change, field",
+    [
+        ({"id": "3"}, "Object.id"),
+        ({"id": 1.5}, "Object.id"),
+        ({"id": True}, "Object.id"),
+        ({"id": 2**70}, "Object.id"),
+        ({"score": "0.5"}, "Object.score"),
+        ({"score": None}, "Object.score"),
+        ({"score": 10**400}, "Object.score"),
+        ({"label": ["a"]}, "Object.label"),
+        ({"label": 5}, "Object.label"),
+        ({"bbox": [1, 2, 3, 4]}, "Object.bbox"),
+        ({"bbox": {"xmin": "1", "ymin": 2, "xmax": 3, "ymax": 4}}, "Object.bbox.xmin"),
+        ({"bbox": {"xmin": 1, "ymin": 2, "xmax": 3}}, "Object.bbox: the field 'ymax'"),
+    ],
+)
 def test_object_from_dict_refuses_a_wrong_type_naming_the_field(change, field):
     """Issue 31 (records): edgekit.Object/BBox.from_dict took a list label or a string coordinate, which then
     crashed line(), or raised TypeError/KeyError; a ValueError names the field now, as the records' from_dict."""
@@ -760,7 +827,7 @@ def test_mutated_object_documents_are_read_whole_or_refused():
     import random
 
     rng = random.Random(31)
-    odd = [None, True, "x", "", [], {}, [1], -1, 2 ** 64, 1e308, float("nan"), {"xmin": 1}]
+    odd = [None, True, "x", "", [], {}, [1], -1, 2**64, 1e308, float("nan"), {"xmin": 1}]
     for _ in range(600):
         doc = json.loads(json.dumps(OBJECT_DOC))
         target = doc if rng.random() < 0.5 else doc["bbox"]
@@ -787,11 +854,43 @@ def test_mutated_layout_records_end_in_a_detection_or_an_edgekit_error(tmp_path)
 
     (tmp_path / "m.tflite").write_bytes(slice_model(HW, [{"shape": [1, 6, N]}]))
     image = save_png(tmp_path / "m.png", image_for(HW, [yolo_values()]))
-    odd = [None, True, 0, -1, 1, 2, 6, 64, 2 ** 63, 1.5, "x", [], {}, [8], [8, 16, 32], [16], [32, 32], [7],
-           {"output": 0}, {"output": 1}, {"boxes": 0, "scores": 0}, {"boxes": 0}, {"combined": 0},
-           {"boxes@8": 0, "scores@8": 0}, {"combined@8": 0}, {"combined@16": 0}, {"boxes": 0, "classes": 0,
-                                                                                   "scores": 0, "count": 0},
-           "yolo", "yolov5", "end2end", "split-dfl", "postprocess", "0..1", ["a", "b"], {"max_detections": 3}]
+    odd = [
+        None,
+        True,
+        0,
+        -1,
+        1,
+        2,
+        6,
+        64,
+        2**63,
+        1.5,
+        "x",
+        [],
+        {},
+        [8],
+        [8, 16, 32],
+        [16],
+        [32, 32],
+        [7],
+        {"output": 0},
+        {"output": 1},
+        {"boxes": 0, "scores": 0},
+        {"boxes": 0},
+        {"combined": 0},
+        {"boxes@8": 0, "scores@8": 0},
+        {"combined@8": 0},
+        {"combined@16": 0},
+        {"boxes": 0, "classes": 0, "scores": 0, "count": 0},
+        "yolo",
+        "yolov5",
+        "end2end",
+        "split-dfl",
+        "postprocess",
+        "0..1",
+        ["a", "b"],
+        {"max_detections": 3},
+    ]
     keys = sorted(GOOD_RECORD) + ["reg_max", "strides", "labels", "options", "pixel_scaling", "kind", "roles"]
     r = random.Random(31)
     ended = {"report": 0, "refused": 0}

@@ -74,8 +74,14 @@ def _limited_memory() -> None:
 
 def evaluate_cli(*args: str, timeout: float = 60) -> subprocess.CompletedProcess:
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_")}, "PYTHONPATH": str(REPO)}
-    return subprocess.run([sys.executable, "-m", "edgekit", "evaluate", *args], env=env, capture_output=True,
-                          text=True, timeout=timeout, preexec_fn=_limited_memory)
+    return subprocess.run(
+        [sys.executable, "-m", "edgekit", "evaluate", *args],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        preexec_fn=_limited_memory,
+    )
 
 
 def test_a_huge_class_id_is_exit_3_naming_file_and_line_under_a_memory_limit(shapes, detector, tmp_path):
@@ -90,7 +96,7 @@ def test_a_huge_class_id_is_exit_3_naming_file_and_line_under_a_memory_limit(sha
     assert proc.returncode == 3, proc.stderr
     assert f"shapes_0001.txt:{line_no}: class 999999999999 is beyond the model's 3 classes" in proc.stderr
     assert "Traceback" not in proc.stderr
-    (root / "classes.txt").write_text("a\nb\nc\n")          # beyond the names too: said before the model opens
+    (root / "classes.txt").write_text("a\nb\nc\n")  # beyond the names too: said before the model opens
     proc = evaluate_cli("-m", str(model), "--data", str(root), timeout=30)
     assert proc.returncode == 3 and "is beyond the 3 names in classes.txt" in proc.stderr, proc.stderr
     (root / "classes.txt").unlink()
@@ -99,11 +105,14 @@ def test_a_huge_class_id_is_exit_3_naming_file_and_line_under_a_memory_limit(sha
     assert proc.returncode == 3 and "index 999999999999: indices must be 0 to 0" in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("change, says", [
-    (lambda d: d["images"][0].update(file_name="/etc/hostname"), "images[0] (id 1): file_name \"/etc/hostname\" is"),
-    (lambda d: d["annotations"][2].update(iscrowd="no"), "annotations[2] (id 3): iscrowd \"no\""),
-    (lambda d: d.update(annotations=[]), "holds no object to score"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (lambda d: d["images"][0].update(file_name="/etc/hostname"), 'images[0] (id 1): file_name "/etc/hostname" is'),
+        (lambda d: d["annotations"][2].update(iscrowd="no"), 'annotations[2] (id 3): iscrowd "no"'),
+        (lambda d: d.update(annotations=[]), "holds no object to score"),
+    ],
+)
 def test_evaluate_refuses_bad_coco_with_one_line_and_exit_3(shapes, detector, tmp_path, change, says):
     pytest.importorskip("pycocotools")
     proc = evaluate_cli("-m", str(detector), "--data", str(coco_copy(shapes, tmp_path, change)))
@@ -128,7 +137,7 @@ def test_duplicate_names_are_a_warning_in_the_json_and_clipped_boxes_a_note(shap
 def test_a_class_beyond_the_model_is_refused_before_any_image_runs(shapes, tmp_path):
     root = yolo_copy(shapes, tmp_path)
     (root / "labels" / "shapes_0002.txt").write_text("7 0.5 0.5 0.2 0.2\n")
-    ds = read_detection_set(root)                     # no names: the categories are the ids used, not a range
+    ds = read_detection_set(root)  # no names: the categories are the ids used, not a range
     assert [c["id"] for c in ds.categories] == sorted({a["category_id"] for a in ds.coco["annotations"]})
     with pytest.raises(InputError, match=r"shapes_0002.txt:1: class 7 is beyond the model's 3 classes"):
         check_classes(ds, 3)
@@ -150,42 +159,72 @@ def test_quantize_and_build_check_eval_detection_data_first(shapes, tmp_path):
     (tmp_path / "m.keras").write_bytes(b"")
     env = {**{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_")}, "PYTHONPATH": str(REPO)}
     for command in (["quantize"], ["build", "-o", str(tmp_path / "out")]):
-        proc = subprocess.run([sys.executable, "-m", "edgekit", *command, str(tmp_path / "m.keras"), "--calib",
-                               str(root), "--eval", str(root)], env=env, capture_output=True, text=True, timeout=60)
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "edgekit",
+                *command,
+                str(tmp_path / "m.keras"),
+                "--calib",
+                str(root),
+                "--eval",
+                str(root),
+            ],
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
         assert proc.returncode == 3, proc.stderr
         assert "--eval: " in proc.stderr and "shapes_0004.txt:2: class 5 is beyond the 3 names" in proc.stderr
 
 
-@pytest.mark.parametrize("text, names", [
-    ("names: [a, 'b c', d]\n", ["a", "b c", "d"]),
-    ("names:\n  - a\n  - b\nnc: 2\n", ["a", "b"]),
-    ("names:\n  0: a\n  1: b  \n\nval: x\n", ["a", "b"]),
-    ("names: {0: a, 1: 'b'}\n", ["a", "b"]),
-    ("train: x\n", None),
-])
+@pytest.mark.parametrize(
+    "text, names",
+    [
+        ("names: [a, 'b c', d]\n", ["a", "b c", "d"]),
+        ("names:\n  - a\n  - b\nnc: 2\n", ["a", "b"]),
+        ("names:\n  0: a\n  1: b  \n\nval: x\n", ["a", "b"]),
+        ("names: {0: a, 1: 'b'}\n", ["a", "b"]),
+        ("train: x\n", None),
+    ],
+)
 def test_data_yaml_names_in_ultralytics_forms(text, names):
     assert yaml_names(text, "data.yaml") == names
 
 
-@pytest.mark.parametrize("text", ["names: {0: a, 5: b}\n", "names:\n  -1: a\n", "names:\n  0: a\n  0: b\n",
-                                  "names: {x: a}\n", "names: {" + "9" * 5000 + ": a}\n"])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "names: {0: a, 5: b}\n",
+        "names:\n  -1: a\n",
+        "names:\n  0: a\n  0: b\n",
+        "names: {x: a}\n",
+        "names: {" + "9" * 5000 + ": a}\n",
+    ],
+)
 def test_data_yaml_names_with_a_gap_or_no_index_are_refused(text):
     with pytest.raises(InputError, match="data.yaml: names"):
         yaml_names(text, "data.yaml")
 
 
 # ------------------------------------------------------------------------------------ security 4: escaping names
-@pytest.mark.parametrize("name, says", [
-    ("/etc/hostname", "is absolute or climbs out"),
-    ("../secret.png", "is absolute or climbs out"),
-    ("sub/../../secret.png", "is absolute or climbs out"),
-    ("C:\\secret.png", "is absolute or climbs out"),
-    ("a\x00.png", "expected a file name"),
-    ("", "expected a file name"),
-    (None, "expected a file name"),
-])
+@pytest.mark.parametrize(
+    "name, says",
+    [
+        ("/etc/hostname", "is absolute or climbs out"),
+        ("../secret.png", "is absolute or climbs out"),
+        ("sub/../../secret.png", "is absolute or climbs out"),
+        ("C:\\secret.png", "is absolute or climbs out"),
+        ("a\x00.png", "expected a file name"),
+        ("", "expected a file name"),
+        (None, "expected a file name"),
+    ],
+)
 def test_a_coco_file_name_out_of_the_image_folder_is_refused(shapes, tmp_path, name, says):
     """Was: absolute names and .. read and scored."""
+
     def change(doc):
         doc["images"][1]["file_name"] = name
 
@@ -228,27 +267,31 @@ def _set(path, value):
             del target[last]
         else:
             target[last] = value
+
     return change
 
 
-@pytest.mark.parametrize("change, says", [
-    (_set(("images", 2, "id"), "3"), "images[2]: id is \"3\": expected an integer"),
-    (_set(("images", 2, "id"), None), "images[2]: id is null"),
-    (_set(("annotations", 0, "id"), None), "annotations[0]: id is null"),
-    (_set(("annotations", 0, "image_id"), 1.0), "annotations[0] (id 1): image_id is 1.0"),
-    (_set(("categories", 1, "name"), KeyError), "categories[1] (id 1): name is missing"),
-    (_set(("categories", 1, "name"), 7), "categories[1] (id 1): name is 7"),
-    (_set(("categories", 1, "id"), 0), "categories[1]: category id 0 appears twice"),
-    (_set(("annotations", 1, "area"), "big"), "annotations[1] (id 2): iscrowd 0, area \"big\""),
-    (_set(("annotations", 1, "iscrowd"), "0"), "annotations[1] (id 2): iscrowd \"0\""),
-    (_set(("annotations", 1, "bbox"), [1, 2, 3]), "annotations[1] (id 2): bbox is a list"),
-    (_set(("annotations", 1, "bbox"), [1, 2, "3", 4]), "bbox is a list: expected [x, y, width, height]"),
-    (_set(("annotations", 1, "id"), 1), "annotations[1] (id 1): annotation id 1 appears twice"),
-    (_set(("annotations", 1, "category_id"), 9), "names an unknown category (9)"),
-    (_set(("images", 0, "width"), "48"), "images[0] (id 1): width \"48\""),
-    (_set(("images", 0), []), "images[0] is a list, not an object"),
-    (_set(("annotations",), {}), "annotations is an object, not a list"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        (_set(("images", 2, "id"), "3"), 'images[2]: id is "3": expected an integer'),
+        (_set(("images", 2, "id"), None), "images[2]: id is null"),
+        (_set(("annotations", 0, "id"), None), "annotations[0]: id is null"),
+        (_set(("annotations", 0, "image_id"), 1.0), "annotations[0] (id 1): image_id is 1.0"),
+        (_set(("categories", 1, "name"), KeyError), "categories[1] (id 1): name is missing"),
+        (_set(("categories", 1, "name"), 7), "categories[1] (id 1): name is 7"),
+        (_set(("categories", 1, "id"), 0), "categories[1]: category id 0 appears twice"),
+        (_set(("annotations", 1, "area"), "big"), 'annotations[1] (id 2): iscrowd 0, area "big"'),
+        (_set(("annotations", 1, "iscrowd"), "0"), 'annotations[1] (id 2): iscrowd "0"'),
+        (_set(("annotations", 1, "bbox"), [1, 2, 3]), "annotations[1] (id 2): bbox is a list"),
+        (_set(("annotations", 1, "bbox"), [1, 2, "3", 4]), "bbox is a list: expected [x, y, width, height]"),
+        (_set(("annotations", 1, "id"), 1), "annotations[1] (id 1): annotation id 1 appears twice"),
+        (_set(("annotations", 1, "category_id"), 9), "names an unknown category (9)"),
+        (_set(("images", 0, "width"), "48"), 'images[0] (id 1): width "48"'),
+        (_set(("images", 0), []), "images[0] is a list, not an object"),
+        (_set(("annotations",), {}), "annotations is an object, not a list"),
+    ],
+)
 def test_a_malformed_coco_entry_is_one_line_naming_it(shapes, tmp_path, change, says):
     """Was: mixed or null ids, a category without a name, a string area or iscrowd... exit 70 in pycocotools."""
     refused(coco_copy(shapes, tmp_path, change), match=says)
@@ -260,15 +303,17 @@ def test_an_empty_coco_set_is_refused_saying_what_to_do(shapes, tmp_path):
     (tmp_path / "2").mkdir()
     refused(coco_copy(shapes, tmp_path / "2", lambda d: d.update(images=[], annotations=[])), match="no images")
     (tmp_path / "3").mkdir()
-    refused(coco_copy(shapes, tmp_path / "3", lambda d: [a.update(iscrowd=1) for a in d["annotations"]]),
-            match="no object to score")
+    refused(
+        coco_copy(shapes, tmp_path / "3", lambda d: [a.update(iscrowd=1) for a in d["annotations"]]),
+        match="no object to score",
+    )
 
 
 def test_boxes_outside_their_image_are_clipped_or_skipped_and_counted(shapes, tmp_path):
     def change(doc):
-        doc["annotations"][0]["bbox"] = [10, 10, -5, 8]                  # negative width: skipped
-        doc["annotations"][1]["bbox"] = [-1e30, 5, 2e30, 1e300]          # huge: clipped to the 48x40 image
-        doc["annotations"][2]["bbox"] = [100, 100, 5, 5]                 # wholly outside: skipped
+        doc["annotations"][0]["bbox"] = [10, 10, -5, 8]  # negative width: skipped
+        doc["annotations"][1]["bbox"] = [-1e30, 5, 2e30, 1e300]  # huge: clipped to the 48x40 image
+        doc["annotations"][2]["bbox"] = [100, 100, 5, 5]  # wholly outside: skipped
         doc["annotations"][3].pop("area")
 
     ds = read_detection_set(coco_copy(shapes, tmp_path, change))
@@ -289,8 +334,7 @@ def test_two_categories_of_one_name_are_said_and_matched_by_order(shapes, tmp_pa
     from edgekit.devices.evaluate_detector import category_map
 
     ds = read_detection_set(coco_copy(shapes, tmp_path, _set(("categories", 2, "name"), "rectangle")))
-    assert any(isinstance(n, Caution) and "used by more than one category" in n and "ids 0, 2" in n
-               for n in ds.notes)
+    assert any(isinstance(n, Caution) and "used by more than one category" in n and "ids 0, 2" in n for n in ds.notes)
     notes: list = []
     assert category_map(ds, {0: "rectangle", 1: "ellipse", 2: "triangle"}, 3, notes) == {0: 0, 1: 1, 2: 2}
 
@@ -301,8 +345,14 @@ def test_a_label_file_that_is_a_folder_and_bad_lines_name_file_and_line(shapes, 
     (root / "labels" / "shapes_0001.txt").mkdir()
     refused(root, match="shapes_0001.txt is a folder")
     (root / "labels" / "shapes_0001.txt").rmdir()
-    for text in ("0 0.5 0.5 0.1\n", "x 0.5 0.5 0.1 0.1\n", "0 nan 0.5 0.1 0.1\n", "-1 0.5 0.5 0.1 0.1\n",
-                 "9" * 5000 + " 0.5 0.5 0.1 0.1\n", "99999999999999999999 0.5 0.5 0.1 0.1\n"):
+    for text in (
+        "0 0.5 0.5 0.1\n",
+        "x 0.5 0.5 0.1 0.1\n",
+        "0 nan 0.5 0.1 0.1\n",
+        "-1 0.5 0.5 0.1 0.1\n",
+        "9" * 5000 + " 0.5 0.5 0.1 0.1\n",
+        "99999999999999999999 0.5 0.5 0.1 0.1\n",
+    ):
         (root / "labels" / "shapes_0001.txt").write_text("1 0.5 0.5 0.2 0.2\n" + text)
         refused(root, match="shapes_0001.txt:2: not 'class cx cy w h'")
     for f in (root / "labels").iterdir():
@@ -320,13 +370,35 @@ def test_hidden_files_in_images_are_skipped_as_classify_does(shapes, tmp_path):
     (root / "images" / ".thumbs" / "t.png").write_bytes(b"not a png")
     ds = read_detection_set(root)
     assert len(ds) == 5 and not any("/." in p for p in ds.paths.values())
-    groups, _ = list_images(root / "images")                            # classify's calibration reader too
+    groups, _ = list_images(root / "images")  # classify's calibration reader too
     assert len(groups[0]) == 5
 
 
 # ------------------------------------------------------------------------------------ fuzzers
-ODD = [None, True, -1, 0, 1, 2 ** 63, 1e300, float("nan"), float("inf"), -0.0, "", "0", "../x.png", "/etc/passwd",
-       "a\x00b", [], [1, 2, 3, 4], {}, {"id": 1}, "\u202e", 10 ** 30, 3.5]
+ODD = [
+    None,
+    True,
+    -1,
+    0,
+    1,
+    2**63,
+    1e300,
+    float("nan"),
+    float("inf"),
+    -0.0,
+    "",
+    "0",
+    "../x.png",
+    "/etc/passwd",
+    "a\x00b",
+    [],
+    [1, 2, 3, 4],
+    {},
+    {"id": 1},
+    "\u202e",
+    10**30,
+    3.5,
+]
 
 
 def _paths(doc, prefix=()):
@@ -353,7 +425,7 @@ def _mutate(doc, rng: random.Random):
         elif kind < 0.75 and isinstance(parent, dict):
             del parent[path[-1]]
         elif kind < 0.9 and isinstance(parent, list):
-            parent.append(copy.deepcopy(parent[path[-1]]))                 # a duplicate entry (ids twice)
+            parent.append(copy.deepcopy(parent[path[-1]]))  # a duplicate entry (ids twice)
         else:
             value = parent[path[-1]]
             parent[path[-1]] = value * rng.choice([-1, 1e6, 0]) if isinstance(value, (int, float)) else value
@@ -364,8 +436,10 @@ def _scores(ds) -> None:
     """What the reader returns, pycocotools scores (its own boxes as detections, and none)."""
     from edgekit.devices.evaluate_detector import run_cocoeval
 
-    dets = [{"image_id": a["image_id"], "category_id": a["category_id"], "score": 0.9, "bbox": a["bbox"]}
-            for a in ds.coco["annotations"]]
+    dets = [
+        {"image_id": a["image_id"], "category_id": a["category_id"], "score": 0.9, "bbox": a["bbox"]}
+        for a in ds.coco["annotations"]
+    ]
     ev = run_cocoeval(ds.coco, dets)
     assert ev.stats[1] in (-1.0, 1.0) or 0 <= ev.stats[1] <= 1
     run_cocoeval(ds.coco, [])
@@ -389,7 +463,7 @@ def test_fuzzed_coco_documents_end_in_a_set_or_an_edgekit_error(shapes, tmp_path
             continue
         _scores(ds)
         outcomes["set"] += 1
-    assert min(outcomes.values()) > 20, outcomes     # the mutations reach both ends
+    assert min(outcomes.values()) > 20, outcomes  # the mutations reach both ends
 
 
 def test_fuzzed_yolo_folders_end_in_a_set_or_an_edgekit_error(shapes, tmp_path):
@@ -397,10 +471,36 @@ def test_fuzzed_yolo_folders_end_in_a_set_or_an_edgekit_error(shapes, tmp_path):
     root = yolo_copy(shapes, tmp_path)
     good = {f.name: f.read_text() for f in (root / "labels").iterdir()}
     rng = random.Random(35)
-    tokens = ["0", "1", "2", "-1", "3", "1e309", "nan", "0.5", "-0.5", "2", "1e-30", "999999999999", "x", "", "0x1",
-              "1.0", "\x00", "\u0663"]
-    yamls = ["names: [a, b, c]\n", "names: {0: a, 2: b}\n", "names:\n  - a\n", "names:\n  0: a\n  1: b\n  2: c\n",
-             "names: {999999999999: x}\n", "names: []\n", "names: x\n", "path: /\nnames: [a]\n"]
+    tokens = [
+        "0",
+        "1",
+        "2",
+        "-1",
+        "3",
+        "1e309",
+        "nan",
+        "0.5",
+        "-0.5",
+        "2",
+        "1e-30",
+        "999999999999",
+        "x",
+        "",
+        "0x1",
+        "1.0",
+        "\x00",
+        "\u0663",
+    ]
+    yamls = [
+        "names: [a, b, c]\n",
+        "names: {0: a, 2: b}\n",
+        "names:\n  - a\n",
+        "names:\n  0: a\n  1: b\n  2: c\n",
+        "names: {999999999999: x}\n",
+        "names: []\n",
+        "names: x\n",
+        "path: /\nnames: [a]\n",
+    ]
     outcomes = {"set": 0, "refused": 0}
     for k in range(300):
         for name, text in good.items():
@@ -410,7 +510,7 @@ def test_fuzzed_yolo_folders_end_in_a_set_or_an_edgekit_error(shapes, tmp_path):
                 parts = lines[i].split()
                 parts[rng.randrange(len(parts))] = rng.choice(tokens)
                 if rng.random() < 0.2:
-                    parts = parts[:rng.randrange(len(parts) + 1)]
+                    parts = parts[: rng.randrange(len(parts) + 1)]
                 lines[i] = " ".join(parts)
             (root / "labels" / name).write_text("\n".join(lines) + "\n")
         (root / "data.yaml").write_text(rng.choice(yamls))

@@ -9,18 +9,18 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from edgekit.devices import evaluate_detector as detection_eval
 from edgekit.board.decode import anchor_count
 from edgekit.detection.data import make_shapes, read_detection_set
+from edgekit.devices import evaluate_detector as detection_eval
 from edgekit.results.evaluate import DetectionEvaluateResult
 from tests.detection_models import image_for, save_png, slice_model
 
 pytest.importorskip("pycocotools")
-from pycocotools.coco import COCO  # noqa: E402
-from pycocotools.cocoeval import COCOeval  # noqa: E402
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
 
 HW = (64, 64)
-NA = anchor_count(HW)   # 84
+NA = anchor_count(HW)  # 84
 NC = 3
 
 
@@ -37,19 +37,27 @@ def encoded_set(folder: Path, n: int = 30, seed: int = 0, predict: bool = True, 
         out = np.zeros((4 + NC, NA))
         lines = []
         for j in range(k):
-            w, h = (rng.uniform(2, 6, 2) if j == 0 else rng.uniform(6, 50, 2))     # one tiny box per image
+            w, h = rng.uniform(2, 6, 2) if j == 0 else rng.uniform(6, 50, 2)  # one tiny box per image
             x, y = rng.uniform(0, 64 - w), rng.uniform(0, 64 - h)
             c = rng.randint(NC)
-            anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": c, "bbox": [x, y, w, h],
-                         "area": w * h, "iscrowd": 0})
+            anns.append(
+                {
+                    "id": len(anns) + 1,
+                    "image_id": i + 1,
+                    "category_id": c,
+                    "bbox": [x, y, w, h],
+                    "area": w * h,
+                    "iscrowd": 0,
+                }
+            )
             lines.append(f"{c} {(x + w / 2) / 64:.6f} {(y + h / 2) / 64:.6f} {w / 64:.6f} {h / 64:.6f}")
-            if predict and i % 7 != 3 and rng.uniform() > 0.15:            # image 3, 10, ...: nothing predicted
+            if predict and i % 7 != 3 and rng.uniform() > 0.15:  # image 3, 10, ...: nothing predicted
                 jit = rng.normal(0, 0.03 * max(w, h), 4)
                 cx, cy = (x + w / 2 + jit[0]) / 64, (y + h / 2 + jit[1]) / 64
                 out[:4, j] = [cx, cy, max(w + jit[2], 1) / 64, max(h + jit[3], 1) / 64]
                 out[4 + (c if rng.uniform() > 0.1 else (c + 1) % NC), j] = rng.uniform(0.3, 1.0)
         if predict and i % 7 != 3:
-            for j in range(10, 10 + rng.randint(0, 3)):                        # false positives
+            for j in range(10, 10 + rng.randint(0, 3)):  # false positives
                 out[:4, j] = [*rng.uniform(0.2, 0.8, 2), *rng.uniform(0.05, 0.3, 2)]
                 out[4 + rng.randint(NC), j] = rng.uniform(0.05, 0.6)
         out[:4] = out[:4].clip(0, 1.98)
@@ -58,8 +66,11 @@ def encoded_set(folder: Path, n: int = 30, seed: int = 0, predict: bool = True, 
         (folder / "labels" / f"im{i:03d}.txt").write_text("\n".join(lines))
         images.append({"id": i + 1, "file_name": name, "width": 64, "height": 64})
     ann = folder / "instances.json"
-    ann.write_text(json.dumps({"images": images, "annotations": anns,
-                               "categories": [{"id": c, "name": f"c{c}"} for c in range(NC)]}))
+    ann.write_text(
+        json.dumps(
+            {"images": images, "annotations": anns, "categories": [{"id": c, "name": f"c{c}"} for c in range(NC)]}
+        )
+    )
     (folder / "classes.txt").write_text("".join(f"c{c}\n" for c in range(NC)))
     return ann
 
@@ -79,8 +90,14 @@ def pycocotools_by_hand(ann: Path, detect_doc: dict, tmp_path: Path) -> np.ndarr
     for r in detect_doc["results"]:
         for o in r["objects"]:
             b = o["bbox"]
-            results.append({"image_id": by_name[Path(r["image"]).name], "category_id": o["id"], "score": o["score"],
-                            "bbox": [b["xmin"], b["ymin"], b["xmax"] - b["xmin"], b["ymax"] - b["ymin"]]})
+            results.append(
+                {
+                    "image_id": by_name[Path(r["image"]).name],
+                    "category_id": o["id"],
+                    "score": o["score"],
+                    "bbox": [b["xmin"], b["ymin"], b["xmax"] - b["xmin"], b["ymax"] - b["ymin"]],
+                }
+            )
     res = tmp_path / "results.json"
     res.write_text(json.dumps(results))
     coco = COCO(str(ann))
@@ -102,16 +119,36 @@ def test_map_equals_pycocotools_on_detects_output(yolo_model, tmp_path):
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     m = doc["models"][0]
-    det = runner.invoke(cli, ["detect", str(tmp_path / "set" / "images"), "-m", str(yolo_model), "--conf", "0.001",
-                              "--iou", "0.7", "--max-det", "100", "--json", "-q"])
+    det = runner.invoke(
+        cli,
+        [
+            "detect",
+            str(tmp_path / "set" / "images"),
+            "-m",
+            str(yolo_model),
+            "--conf",
+            "0.001",
+            "--iou",
+            "0.7",
+            "--max-det",
+            "100",
+            "--json",
+            "-q",
+        ],
+    )
     assert det.exit_code == 0, det.output
     stats = pycocotools_by_hand(ann, json.loads(det.stdout), tmp_path)
-    assert 0.2 < stats[0] < 0.95                       # a set with real hits and misses
+    assert 0.2 < stats[0] < 0.95  # a set with real hits and misses
     assert abs(m["map"] - stats[0]) < 1e-3 and abs(m["map50"] - stats[1]) < 1e-3
     assert abs(m["map75"] - stats[2]) < 1e-3 and abs(m["map_small"] - stats[3]) < 1e-3
-    assert m["map_large"] is None and stats[5] == -1   # nothing large in 64x64 images: COCO's -1
-    assert doc["protocol"] == {"conf": 0.001, "iou": 0.7, "max_det": 100, "standard": True,
-                               "scorer": "pycocotools COCOeval (bbox)"}
+    assert m["map_large"] is None and stats[5] == -1  # nothing large in 64x64 images: COCO's -1
+    assert doc["protocol"] == {
+        "conf": 0.001,
+        "iou": 0.7,
+        "max_det": 100,
+        "standard": True,
+        "scorer": "pycocotools COCOeval (bbox)",
+    }
     assert any(c["objects"] for c in m["per_class"])
     # the YOLO folder form of the same set scores the same
     res = runner.invoke(cli, ["evaluate", "-m", str(yolo_model), "--data", str(tmp_path / "set"), "--json", "-q"])
@@ -142,8 +179,9 @@ def test_reaccumulation_equals_cocoeval(yolo_model, tmp_path):
     det = open_detector(yolo_model)
     run = det.run([dataset.paths[i] for i in sorted(dataset.paths)], 0.001, 0.7, 100)
     per_image = {i: r.objects for i, r in zip(sorted(dataset.paths), run.results)}
-    ev = detection_eval.run_cocoeval(dataset.coco, detection_eval.coco_detections(dataset, per_image,
-                                                                                  {k: k for k in range(NC)}))
+    ev = detection_eval.run_cocoeval(
+        dataset.coco, detection_eval.coco_detections(dataset, per_image, {k: k for k in range(NC)})
+    )
     m, m50 = detection_eval.accumulate_images(ev, np.arange(len(dataset)))
     assert m == pytest.approx(ev.stats[0], abs=1e-12) and m50 == pytest.approx(ev.stats[1], abs=1e-12)
 
@@ -193,7 +231,7 @@ def test_synthetic_shapes_write_matching_coco_and_yolo(tmp_path):
     per_image = {im["id"]: 0 for im in coco["images"]}
     for x in coco["annotations"]:
         per_image[x["image_id"]] += 1
-    assert 0 in per_image.values() and min(boxes_a[:, 2]) < 8      # images without objects, tiny objects
+    assert 0 in per_image.values() and min(boxes_a[:, 2]) < 8  # images without objects, tiny objects
     assert make_shapes(tmp_path / "again", n_images=14, seed=5) == coco  # deterministic
 
 
@@ -218,8 +256,9 @@ def test_a_map50_95_loss_gets_a_verdict_of_its_own(yolo_model, tmp_path):
     coarse = tmp_path / "coarse.tflite"
     coarse.write_bytes(slice_model(HW, [{"shape": [1, 4 + NC, NA], "requant": (0.02, -128)}]))
     ann = encoded_set(tmp_path / "c", n=40, seed=1)
-    ev = detection_eval.evaluate_detector(coarse, ann, against=[str(yolo_model), str(coarse)], resamples=200,
-                                          max_drop=5)
+    ev = detection_eval.evaluate_detector(
+        coarse, ann, against=[str(yolo_model), str(coarse)], resamples=200, max_drop=5
+    )
     loss, same = ev.differences
     assert loss.map50_verdict.verdict != "failed" and loss.map_verdict.verdict == "failed"
     assert loss.map_verdict.estimate == pytest.approx(-loss.map_change) and loss.map_verdict.threshold == 0.05
@@ -228,18 +267,32 @@ def test_a_map50_95_loss_gets_a_verdict_of_its_own(yolo_model, tmp_path):
     assert same.map50_verdict.verdict == same.map_verdict.verdict == "passed"
     doc = ev.to_dict()
     assert DetectionEvaluateResult.from_dict(json.loads(json.dumps(doc))).to_dict() == doc
-    res = CliRunner().invoke(cli, ["evaluate", "-m", str(coarse), "--data", str(ann), "--against", str(yolo_model),
-                                   "--max-drop", "5", "--json", "-q"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "evaluate",
+            "-m",
+            str(coarse),
+            "--data",
+            str(ann),
+            "--against",
+            str(yolo_model),
+            "--max-drop",
+            "5",
+            "--json",
+            "-q",
+        ],
+    )
     assert res.exit_code == 6, res.output
     assert "mAP50-95 drops" in res.stderr and "--max-drop 5" in res.stderr
     shown = json.loads(res.stdout)["differences"][0]
     assert shown["map_verdict"]["verdict"] == "failed" and shown["max_drop_points"] == 5
-    if shown["map50_verdict"]["verdict"] == "uncertain":    # the mAP50 one is said, with what would settle it
+    if shown["map50_verdict"]["verdict"] == "uncertain":  # the mAP50 one is said, with what would settle it
         assert shown["map50_verdict"]["settle_at"] > 40
     import edgekit
     from edgekit.errors import VerificationError
 
-    with pytest.raises(VerificationError) as info:      # the Python API: the numbers and the whole result
+    with pytest.raises(VerificationError) as info:  # the Python API: the numbers and the whole result
         edgekit.evaluate_detector(coarse, ann, against=[yolo_model], max_drop=5)
     e = info.value
     assert (e.measure, e.limit) == ("map_drop", 5) and e.value == pytest.approx(-shown["map_change"])
@@ -265,12 +318,49 @@ def test_quantizes_detector_gate_says_a_map50_95_drop_beyond_its_limit():
     from edgekit.results.detect import DetectLayout
     from edgekit.results.quantize import Decision, DetectionVerification, Map50Gate
 
-    gate = Map50Gate("eval", 100, 300, 0.90, 0.895, 0.005, (-0.01, 0.02), 2.0, Decision.PASSED, 500, 0, "pycocotools",
-                     (), 0.885, 0.796, 0.089, (0.07, 0.11), Decision.FAILED)
-    layout = DetectLayout("yolo", {"boxes": 0}, 3, (64, 64), True, False, False, 0, (8, 16, 32), False, None, (),
-                          {}, None, "yolo")
-    v = DetectionVerification("detection", 40, {"held_back": 40}, 0.25, 0.5, 100, 100, 98, 0.9, 0.01, None, layout,
-                              (), (), 0.98, (0.95, 0.99), Decision.PASSED, True)
+    gate = Map50Gate(
+        "eval",
+        100,
+        300,
+        0.90,
+        0.895,
+        0.005,
+        (-0.01, 0.02),
+        2.0,
+        Decision.PASSED,
+        500,
+        0,
+        "pycocotools",
+        (),
+        0.885,
+        0.796,
+        0.089,
+        (0.07, 0.11),
+        Decision.FAILED,
+    )
+    layout = DetectLayout(
+        "yolo", {"boxes": 0}, 3, (64, 64), True, False, False, 0, (8, 16, 32), False, None, (), {}, None, "yolo"
+    )
+    v = DetectionVerification(
+        "detection",
+        40,
+        {"held_back": 40},
+        0.25,
+        0.5,
+        100,
+        100,
+        98,
+        0.9,
+        0.01,
+        None,
+        layout,
+        (),
+        (),
+        0.98,
+        (0.95, 0.99),
+        Decision.PASSED,
+        True,
+    )
     out = apply_map50_gate(v, gate)
     assert out.passed and not out.failures and "mAP50-95 drops from 88.5 (float) to 79.6 (int8)" in out.warnings[0]
     assert "--max-drop" in out.warnings[0]
@@ -287,15 +377,29 @@ def test_plots_writes_pr_curves_and_confusion_matrices_beside_each_other(yolo_mo
     from click.testing import CliRunner
     from PIL import Image
 
-    from edgekit.devices import plots
     from edgekit.cli.app import cli
+    from edgekit.devices import plots
 
     pytest.importorskip("matplotlib")
     coarse = tmp_path / "coarse.tflite"
     coarse.write_bytes(slice_model(HW, [{"shape": [1, 4 + NC, NA], "requant": (0.03, -128)}]))
     ann = encoded_set(tmp_path / "c", n=20, seed=1)
-    res = CliRunner().invoke(cli, ["evaluate", "-m", str(coarse), "--data", str(ann), "--against", str(yolo_model),
-                                   "--plots", str(tmp_path / "out" / "plots"), "--json", "-q"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "evaluate",
+            "-m",
+            str(coarse),
+            "--data",
+            str(ann),
+            "--against",
+            str(yolo_model),
+            "--plots",
+            str(tmp_path / "out" / "plots"),
+            "--json",
+            "-q",
+        ],
+    )
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
     assert doc["plots"] == [str(tmp_path / "out" / "plots" / n) for n in ("pr_curve.png", "confusion_matrix.png")]
@@ -305,10 +409,17 @@ def test_plots_writes_pr_curves_and_confusion_matrices_beside_each_other(yolo_mo
         assert two_panels.format == "PNG" and two_panels.width > 1.8 * one_panel.width
     assert "Plots: " in one.render_text()
     ds = read_detection_set(ann)
-    run = __import__("edgekit.devices.detect", fromlist=["x"]).open_detector(yolo_model).run(
-        [ds.paths[i] for i in sorted(ds.paths)], 0.001, 0.7, 100)
-    ev = detection_eval.run_cocoeval(ds.coco, detection_eval.coco_detections(
-        ds, {i: r.objects for i, r in zip(sorted(ds.paths), run.results)}, {k: k for k in range(NC)}))
+    run = (
+        __import__("edgekit.devices.detect", fromlist=["x"])
+        .open_detector(yolo_model)
+        .run([ds.paths[i] for i in sorted(ds.paths)], 0.001, 0.7, 100)
+    )
+    ev = detection_eval.run_cocoeval(
+        ds.coco,
+        detection_eval.coco_detections(
+            ds, {i: r.objects for i, r in zip(sorted(ds.paths), run.results)}, {k: k for k in range(NC)}
+        ),
+    )
     recall, per_class, mean = plots.pr_curves(ev)
     assert len(recall) == 101 and per_class.shape == (NC, 101)
     assert np.nanmean(mean) == pytest.approx(ev.stats[1], abs=1e-12) == doc["models"][1]["map50"]
@@ -319,14 +430,20 @@ def test_the_confusion_matrix_counts_as_ultralytics_val():
     background row, a false detection in the background column, a low-score one ignored."""
     from edgekit.devices.plots import confusion
 
-    gt = {"images": [{"id": 1}, {"id": 2}],
-          "annotations": [{"image_id": 1, "category_id": 5, "bbox": [0, 0, 10, 10]},
-                          {"image_id": 1, "category_id": 7, "bbox": [20, 20, 10, 10]},
-                          {"image_id": 2, "category_id": 7, "bbox": [0, 0, 10, 10]}]}
-    dets = [{"image_id": 1, "category_id": 5, "score": 0.9, "bbox": [1, 1, 10, 10]},     # right
-            {"image_id": 1, "category_id": 5, "score": 0.8, "bbox": [20, 21, 10, 10]},   # 7 called 5
-            {"image_id": 2, "category_id": 7, "score": 0.2, "bbox": [0, 0, 10, 10]},     # below 0.25: a miss
-            {"image_id": 2, "category_id": 5, "score": 0.7, "bbox": [50, 50, 5, 5]}]     # nothing there
+    gt = {
+        "images": [{"id": 1}, {"id": 2}],
+        "annotations": [
+            {"image_id": 1, "category_id": 5, "bbox": [0, 0, 10, 10]},
+            {"image_id": 1, "category_id": 7, "bbox": [20, 20, 10, 10]},
+            {"image_id": 2, "category_id": 7, "bbox": [0, 0, 10, 10]},
+        ],
+    }
+    dets = [
+        {"image_id": 1, "category_id": 5, "score": 0.9, "bbox": [1, 1, 10, 10]},  # right
+        {"image_id": 1, "category_id": 5, "score": 0.8, "bbox": [20, 21, 10, 10]},  # 7 called 5
+        {"image_id": 2, "category_id": 7, "score": 0.2, "bbox": [0, 0, 10, 10]},  # below 0.25: a miss
+        {"image_id": 2, "category_id": 5, "score": 0.7, "bbox": [50, 50, 5, 5]},
+    ]  # nothing there
     m = confusion(gt, dets, [5, 7])
     assert m.tolist() == [[1, 1, 1], [0, 0, 0], [0, 1, 0]]
 
@@ -348,10 +465,15 @@ def test_plots_without_matplotlib_is_exit_4_before_any_model_runs(monkeypatch, y
     ann = encoded_set(tmp_path / "c", n=4, seed=1)
     monkeypatch.setattr(builtins, "__import__", no_matplotlib)
     monkeypatch.setattr("edgekit.devices.detect.open_detector", lambda *a, **k: pytest.fail("a model ran"))
-    res = CliRunner().invoke(cli, ["evaluate", "-m", str(yolo_model), "--data", str(ann), "--plots",
-                                   str(tmp_path / "p")])
-    assert res.exit_code == 4 and "pip install matplotlib (or '.[plots]' in an edgekit checkout)" in res.stderr and not (tmp_path / "p").exists()
-    (tmp_path / "d" / "a").mkdir(parents=True)     # a classifier's too, before its model is opened
+    res = CliRunner().invoke(
+        cli, ["evaluate", "-m", str(yolo_model), "--data", str(ann), "--plots", str(tmp_path / "p")]
+    )
+    assert (
+        res.exit_code == 4
+        and "pip install matplotlib (or '.[plots]' in an edgekit checkout)" in res.stderr
+        and not (tmp_path / "p").exists()
+    )
+    (tmp_path / "d" / "a").mkdir(parents=True)  # a classifier's too, before its model is opened
     res = CliRunner().invoke(cli, ["evaluate", "-m", "x.tflite", "--data", str(tmp_path / "d"), "--plots", "p"])
     assert res.exit_code == 4 and "pip install matplotlib (or '.[plots]' in an edgekit checkout)" in res.stderr
 
@@ -374,7 +496,7 @@ def test_evaluate_detector_is_its_own_api_function_and_evaluate_on_detection_dat
     with pytest.warns(DeprecationWarning, match=r"edgekit\.evaluate_detector\(model, data") as caught:
         old = edgekit.evaluate(yolo_model, ann, device="cpu")
     assert untimed(old.to_dict()) == untimed(result.to_dict())
-    assert caught[0].filename == __file__   # the warning points at the caller's line
+    assert caught[0].filename == __file__  # the warning points at the caller's line
     (tmp_path / "classes" / "a").mkdir(parents=True)
     with pytest.raises(UsageError, match="not detection data"):
         edgekit.evaluate_detector(yolo_model, tmp_path / "classes")

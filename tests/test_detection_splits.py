@@ -34,7 +34,7 @@ def test_a_root_with_several_splits_scores_val_only_and_says_so(tmp_path, robofl
     root = ultralytics_root(tmp_path / "ds", roboflow=roboflow)
     assert is_detection_data(root)
     data = read_detection_set(root)
-    assert len(data) == 4   # val's 4 images, not train's 9 pooled with them
+    assert len(data) == 4  # val's 4 images, not train's 9 pooled with them
     assert all(("val" + "/") in p.replace("\\", "/") for p in data.paths.values())
     assert len(data.notes) == 1 and "scoring val only" in data.notes[0] and "train" in data.notes[0]
 
@@ -46,11 +46,14 @@ def test_a_root_whose_splits_have_no_val_is_refused(tmp_path):
     assert "/images/test" in exc.value.hint.replace("\\", "/")
 
 
-@pytest.mark.parametrize("names_block", [
-    "names:\n  0: rectangle\n  1: ellipse\n  2: triangle\n",
-    "names: [rectangle, ellipse, 'triangle']\n",
-    "names:\n  - rectangle\n  - ellipse\n  - triangle\n",
-])
+@pytest.mark.parametrize(
+    "names_block",
+    [
+        "names:\n  0: rectangle\n  1: ellipse\n  2: triangle\n",
+        "names: [rectangle, ellipse, 'triangle']\n",
+        "names:\n  - rectangle\n  - ellipse\n  - triangle\n",
+    ],
+)
 def test_data_yaml_gives_its_val_split_and_names(tmp_path, names_block):
     root = ultralytics_root(tmp_path / "ds")
     yaml = tmp_path / "elsewhere" / "shapes.yaml"
@@ -60,8 +63,9 @@ def test_data_yaml_gives_its_val_split_and_names(tmp_path, names_block):
     data = read_detection_set(yaml)
     assert len(data) == 4 and not data.notes
     assert [c["name"] for c in data.categories] == NAMES
-    labelled = sum(Path(p.replace("images", "labels").rsplit(".", 1)[0] + ".txt").is_file()
-                   for p in data.paths.values())
+    labelled = sum(
+        Path(p.replace("images", "labels").rsplit(".", 1)[0] + ".txt").is_file() for p in data.paths.values()
+    )
     assert labelled == 4 and len(data.coco["annotations"]) > 0
 
 

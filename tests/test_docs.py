@@ -24,8 +24,8 @@ def test_a_changed_option_makes_the_check_fail(tmp_path, monkeypatch):
     page = tmp_path / "commands" / "inspect.md"
     page.write_text(page.read_text().replace("Print one JSON document", "Print a JSON document"))
     assert cli_docs.main(["--check"]) == 1
-    assert cli_docs.main([]) == 0 and cli_docs.main(["--check"]) == 0   # regenerated, prose kept
-    assert page.read_text().startswith("# `edgekit inspect")   # the prose above the table is kept
+    assert cli_docs.main([]) == 0 and cli_docs.main(["--check"]) == 0  # regenerated, prose kept
+    assert page.read_text().startswith("# `edgekit inspect")  # the prose above the table is kept
 
 
 def test_the_compatibility_page_is_the_rule_table():

@@ -10,11 +10,22 @@ import pytest
 from edgekit import results
 from tests.conftest import REPO
 
-TYPES = {"benchmark": results.BenchmarkResult, "check": results.CheckResult, "classify": results.ClassifyResult,
-         "devices": results.DevicesResult, "doctor": results.DoctorResult, "evaluate": results.EvaluateResult,
-         "inspect": results.InspectResult, "quantize": results.QuantizeResult, "train": results.TrainResult,
-         "compile": results.CompileResult, "build": results.BuildResult, "deploy": results.DeployResult,
-         "cut": results.CutResult, "detect": results.DetectResult}
+TYPES = {
+    "benchmark": results.BenchmarkResult,
+    "check": results.CheckResult,
+    "classify": results.ClassifyResult,
+    "devices": results.DevicesResult,
+    "doctor": results.DoctorResult,
+    "evaluate": results.EvaluateResult,
+    "inspect": results.InspectResult,
+    "quantize": results.QuantizeResult,
+    "train": results.TrainResult,
+    "compile": results.CompileResult,
+    "build": results.BuildResult,
+    "deploy": results.DeployResult,
+    "cut": results.CutResult,
+    "detect": results.DetectResult,
+}
 
 
 def result_type(command: str, document: dict) -> type:

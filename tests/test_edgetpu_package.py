@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from edgekit.cli.app import cli
 from edgekit.tflite import edgetpu_package
 from edgekit.tflite import model as tflite_model
-from edgekit.cli.app import cli
 from tests.conftest import TESTDATA, shared_file, shared_models
 
 COMPILED = shared_models("*_edgetpu.tflite") + shared_models("pairs/*_edgetpu.tflite")
@@ -33,7 +33,7 @@ def test_every_compiled_model_has_one_readable_package_per_edge_tpu_subgraph(pat
         # compilers 14 to 16 cache parameters: one caching and one execution-only executable, sharing a token
         assert kinds == ["execution_only", "parameter_caching"], kinds
         assert len({e.caching_token for e in p.executables}) == 1
-        assert {e.chip for e in p.executables} == {"beagle"}          # the Edge TPU's chip name
+        assert {e.chip for e in p.executables} == {"beagle"}  # the Edge TPU's chip name
         assert p.min_runtime_version in (10, 11, 12, 13, 14)
     s = edgetpu_package.summary(packages)
     # the parameters are part of the custom ops' bytes, never more
@@ -57,7 +57,7 @@ def test_a_model_too_large_for_the_chip_streams_part_of_its_parameters():
         pytest.skip(f"not found: {path}")
     s = edgetpu_package.summary(tflite_model.load(path).edgetpu_packages)
     assert s.cached_parameter_bytes == 2496832 and s.streamed_parameter_bytes == 598080
-    assert s.estimated_cycles == 480054           # this compiler stored its cycle estimate
+    assert s.estimated_cycles == 480054  # this compiler stored its cycle estimate
 
 
 def test_inspect_and_check_say_what_the_compiler_wrote():
@@ -77,14 +77,14 @@ def test_inspect_and_check_say_what_the_compiler_wrote():
 def test_a_damaged_package_is_unreadable_never_an_exception(data):
     compiled = tflite_model.load(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"))
     op = compiled.ops[0]
-    raw = bytearray(compiled._data[op.custom_options_offset:op.custom_options_offset + op.custom_options_bytes])
+    raw = bytearray(compiled._data[op.custom_options_offset : op.custom_options_offset + op.custom_options_bytes])
     start = raw.find(b"DWN1") - 4
     for _ in range(data.draw(st.integers(1, 8))):
         at = data.draw(st.integers(start, min(len(raw) - 1, start + 4096)))
         raw[at] = data.draw(st.integers(0, 255))
     package = edgetpu_package.read(bytes(raw))
     assert package.error is None or package.error.startswith(("unreadable package", "no DWN1"))
-    edgetpu_package.summary([package])   # and the summary of it still renders
+    edgetpu_package.summary([package])  # and the summary of it still renders
 
 
 def test_options_without_a_package_say_so():

@@ -13,7 +13,7 @@ import pytest
 
 EXPORTS = Path(__file__).resolve().parent / "fixtures" / "exports"
 MANIFEST = json.loads((EXPORTS / "manifest.json").read_text())
-BUDGET = 5 * 1024 * 1024   # 4 MB before YOLO11/YOLO26 were exported by both routes at 256 and 640
+BUDGET = 5 * 1024 * 1024  # 4 MB before YOLO11/YOLO26 were exported by both routes at 256 and 640
 NOT_LISTED = {"manifest.json", "make_exports.py"}
 
 
@@ -39,9 +39,9 @@ def test_manifest_names_the_versions_and_the_figures():
     for tool in ("python", "torch", "ultralytics", "onnx2tf", "litert-torch", "ai-edge-quantizer", "tensorflow"):
         assert versions.get(tool), tool
     for name, entry in MANIFEST["files"].items():
-        if "architecture" in entry:   # a detector: yolo val's figures on the val set
+        if "architecture" in entry:  # a detector: yolo val's figures on the val set
             assert 0 <= entry["yolo_val"]["mAP50-95"] <= entry["yolo_val"]["mAP50"] <= 1, name
-        elif "exporter" in entry:     # a classifier: top-1 on the held-out digits
+        elif "exporter" in entry:  # a classifier: top-1 on the held-out digits
             assert 0 <= entry["top1_heldout"] <= 1, name
 
 
@@ -50,8 +50,15 @@ def regenerate_val(folder: Path) -> Path:
     from edgekit.detection.data import make_shapes
 
     s, v = MANIFEST["shapes"], MANIFEST["shapes"]["val"]
-    make_shapes(folder, n_images=v["n_images"], size=tuple(s["size"]), seed=v["seed"], min_side=s["min_side"],
-                max_objects=s["max_objects"], empty_every=s["empty_every"])
+    make_shapes(
+        folder,
+        n_images=v["n_images"],
+        size=tuple(s["size"]),
+        seed=v["seed"],
+        min_side=s["min_side"],
+        max_objects=s["max_objects"],
+        empty_every=s["empty_every"],
+    )
     return folder
 
 

@@ -21,9 +21,9 @@ from edgekit.errors import InputError
 EXPORTS = Path(__file__).resolve().parent / "fixtures" / "exports"
 MANIFEST = json.loads((EXPORTS / "manifest.json").read_text())
 FILES = MANIFEST["files"]
-LITERT_CLASSIFIER = "digits_cnn_litert_torch_float32.tflite"       # [1, 3, 32, 32] float in, float out
-ONNX2TF_FLOAT_IO = "digits_cnn_onnx2tf_integer_quant.tflite"        # [1, 32, 32, 3] float in and out, int8 inside
-ONNX2TF_INT8 = "digits_cnn_onnx2tf_full_integer_quant.tflite"       # [1, 32, 32, 3] int8 in and out
+LITERT_CLASSIFIER = "digits_cnn_litert_torch_float32.tflite"  # [1, 3, 32, 32] float in, float out
+ONNX2TF_FLOAT_IO = "digits_cnn_onnx2tf_integer_quant.tflite"  # [1, 32, 32, 3] float in and out, int8 inside
+ONNX2TF_INT8 = "digits_cnn_onnx2tf_full_integer_quant.tflite"  # [1, 32, 32, 3] int8 in and out
 
 
 def heldout_digits() -> tuple[np.ndarray, np.ndarray]:
@@ -42,10 +42,16 @@ def top1(model, images: np.ndarray, labels: np.ndarray) -> float:
 
 
 # ---------------------------------------------------------------------------------------- the input's layout
-@pytest.mark.parametrize("shape, expected", [
-    ((1, 224, 224, 3), (224, 224, 3, False)), ((1, 3, 224, 160), (224, 160, 3, True)),
-    ((1, 1, 28, 28), (28, 28, 1, True)), ((1, 28, 28, 1), (28, 28, 1, False)), ((1, 28, 28), (28, 28, 1, False)),
-])
+@pytest.mark.parametrize(
+    "shape, expected",
+    [
+        ((1, 224, 224, 3), (224, 224, 3, False)),
+        ((1, 3, 224, 160), (224, 160, 3, True)),
+        ((1, 1, 28, 28), (28, 28, 1, True)),
+        ((1, 28, 28, 1), (28, 28, 1, False)),
+        ((1, 28, 28), (28, 28, 1, False)),
+    ],
+)
 def test_image_input_reads_the_layout_from_the_shape(shape, expected):
     got = preprocess.image_input(shape)
     assert (got.height, got.width, got.channels, got.channels_first) == expected
@@ -64,7 +70,7 @@ def test_a_shape_that_is_no_image_is_refused(shape):
 
 
 def test_from_hwc_transposes_to_channels_first():
-    x = np.arange(2 * 4 * 3).reshape(1, 2, 4, 3)   # [1, H=2, W=4, C=3]
+    x = np.arange(2 * 4 * 3).reshape(1, 2, 4, 3)  # [1, H=2, W=4, C=3]
     out = preprocess.image_input((1, 3, 2, 4)).from_hwc(x)
     assert out.shape == (1, 3, 2, 4) and out.flags.c_contiguous
     assert np.array_equal(out[0, 1], x[0, ..., 1])
@@ -108,9 +114,13 @@ def test_classify_cli_takes_a_channels_first_model(tmp_path):
     images, labels = heldout_digits()
     path = tmp_path / "digit.png"
     Image.fromarray(images[0]).save(path)
-    proc = subprocess.run([sys.executable, "-m", "edgekit", "classify", str(path), "-m",
-                           str(EXPORTS / LITERT_CLASSIFIER), "--json"], capture_output=True, text=True, timeout=120,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-m", "edgekit", "classify", str(path), "-m", str(EXPORTS / LITERT_CLASSIFIER), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     assert json.loads(proc.stdout)["results"][0]["top"][0]["id"] == int(labels[0])
     assert "a guess" in proc.stderr and "--mean/--std" in proc.stderr
@@ -121,8 +131,10 @@ def test_mean_std_settle_the_guess_on_a_channels_first_model():
     import edgekit
 
     images, _ = heldout_digits()
-    with edgekit.open(EXPORTS / LITERT_CLASSIFIER) as guessed, \
-            edgekit.open(EXPORTS / LITERT_CLASSIFIER, mean=0, std=255) as settled:
+    with (
+        edgekit.open(EXPORTS / LITERT_CLASSIFIER) as guessed,
+        edgekit.open(EXPORTS / LITERT_CLASSIFIER, mean=0, std=255) as settled,
+    ):
         assert not [n for n in settled._clf.notes if "a guess" in n]
         a = guessed.infer(guessed.input_tensor(images[3]))[0]
         b = settled.infer(settled.input_tensor(images[3]))[0]
@@ -142,8 +154,15 @@ def shapes_val(tmp_path_factory) -> Path:
 
     s, v = MANIFEST["shapes"], MANIFEST["shapes"]["val"]
     folder = tmp_path_factory.mktemp("shapes") / "val"
-    make_shapes(folder, n_images=v["n_images"], size=tuple(s["size"]), seed=v["seed"], min_side=s["min_side"],
-                max_objects=s["max_objects"], empty_every=s["empty_every"])
+    make_shapes(
+        folder,
+        n_images=v["n_images"],
+        size=tuple(s["size"]),
+        seed=v["seed"],
+        min_side=s["min_side"],
+        max_objects=s["max_objects"],
+        empty_every=s["empty_every"],
+    )
     return folder
 
 
@@ -219,9 +238,24 @@ def test_build_bundles_a_float_io_int8_export_and_the_board_runner_classifies_wi
     for i in range(5):
         paths.append(str(tmp_path / f"{i}.png"))
         Image.fromarray(images[i]).save(paths[-1])
-    proc = subprocess.run([str(TARGET_PYTHON), "-m", "edgekit.board.runner", "classify", "--bundle",
-                           "../bundles/digits", "--top-k", "1", *paths], cwd=runtime, capture_output=True, text=True,
-                          timeout=120, check=False)
+    proc = subprocess.run(
+        [
+            str(TARGET_PYTHON),
+            "-m",
+            "edgekit.board.runner",
+            "classify",
+            "--bundle",
+            "../bundles/digits",
+            "--top-k",
+            "1",
+            *paths,
+        ],
+        cwd=runtime,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
     got = [r["top"][0]["id"] for r in json.loads(proc.stdout)["results"]]
     with edgekit.open(EXPORTS / ONNX2TF_FLOAT_IO) as model:
@@ -241,7 +275,7 @@ def test_a_float_models_accuracy_is_top1_not_int8_top1(tmp_path):
     import edgekit
 
     images, labels = heldout_digits()
-    for i in [int(i) for c in range(10) for i in np.flatnonzero(labels == c)[:2]]:   # two of each class
+    for i in [int(i) for c in range(10) for i in np.flatnonzero(labels == c)[:2]]:  # two of each class
         folder = tmp_path / str(int(labels[i]))
         folder.mkdir(exist_ok=True)
         Image.fromarray(images[i]).save(folder / f"{i}.png")
@@ -293,4 +327,4 @@ def test_multi_label_decode_keeps_every_class_above_conf():
     every = decode_split_dfl(boxes, scores, (16, 16), (8,), 16, False, 0.001, anchors=anchors, multi_label=True)
     assert one.classes.tolist() == [0] and np.allclose(one.scores, [0.6])
     assert sorted(every.classes.tolist()) == [0, 1] and np.allclose(sorted(every.scores), [0.5, 0.6])
-    assert np.allclose(every.boxes[0], every.boxes[1])   # the same box, once per class
+    assert np.allclose(every.boxes[0], every.boxes[1])  # the same box, once per class

@@ -29,7 +29,7 @@ def test_build_requantizes_a_per_channel_fully_connected_and_keeps_its_accuracy(
     images, labels = heldout_digits()
     with edgekit.open(EXPORTS / ONNX2TF_INT8) as given, edgekit.open(bundled) as rewritten:
         before, after = top1(given, images, labels), top1(rewritten, images, labels)
-    assert abs(after - before) <= 0.01, (before, after)   # measured: 0.922 -> 0.925
+    assert abs(after - before) <= 0.01, (before, after)  # measured: 0.922 -> 0.925
 
 
 def test_the_board_runtime_scores_the_requantized_model(tmp_path):
@@ -56,8 +56,13 @@ for x in np.load(sys.argv[2]):
 """
     runs = {}
     for name, path in (("given", EXPORTS / ONNX2TF_INT8), ("bundled", tmp_path / "digits" / ONNX2TF_INT8)):
-        out = subprocess.run([str(PY37), "-c", script, str(path), str(tmp_path / "x.npy")], capture_output=True,
-                             text=True, timeout=120, check=True).stdout
+        out = subprocess.run(
+            [str(PY37), "-c", script, str(path), str(tmp_path / "x.npy")],
+            capture_output=True,
+            text=True,
+            timeout=120,
+            check=True,
+        ).stdout
         runs[name] = np.array([[int(v) for v in line.split()] for line in out.splitlines()])
-    assert (runs["given"] == runs["given"][0, 0]).all()   # every class, every digit: the zero point
+    assert (runs["given"] == runs["given"][0, 0]).all()  # every class, every digit: the zero point
     assert (runs["bundled"].argmax(1) == labels[:20]).mean() >= 0.85

@@ -112,8 +112,13 @@ try:
 except KeyboardInterrupt as exc:
     sys.exit(128 + exc.signum)
 """
-    p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                         env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=default_stop_signals)
+    p = subprocess.Popen(
+        [sys.executable, "-c", script],
+        stdout=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=default_stop_signals,
+    )
     assert p.stdout.readline().strip() == "writing"
     p.send_signal(getattr(signal, signame))
     p.communicate(timeout=30)
@@ -150,18 +155,26 @@ print("not stopped", flush=True)
 
 
 @pytest.mark.skipif(not hasattr(signal, "SIGHUP"), reason="POSIX signals")
-@pytest.mark.parametrize("signame, handlers, code", [
-    ("SIGINT", "python", 130),            # Python's KeyboardInterrupt
-    ("SIGTERM", "edgekit", 143),          # edgekit's stop, as the CLI installs it
-    ("SIGHUP", "edgekit", 129),
-    ("SIGTERM", "python", -signal.SIGTERM),  # no handler: the default action, once both files are in place
-])
+@pytest.mark.parametrize(
+    "signame, handlers, code",
+    [
+        ("SIGINT", "python", 130),  # Python's KeyboardInterrupt
+        ("SIGTERM", "edgekit", 143),  # edgekit's stop, as the CLI installs it
+        ("SIGHUP", "edgekit", 129),
+        ("SIGTERM", "python", -signal.SIGTERM),  # no handler: the default action, once both files are in place
+    ],
+)
 def test_a_stop_signal_in_a_process_with_threads_waits_for_both_renames(tmp_path, signame, handlers, code):
     """Was: pthread_sigmask held the signal in the main thread only; another thread took the process-directed
     signal, Python raised it in the main thread between the renames: a model without its record."""
-    p = subprocess.Popen([sys.executable, "-c", HELD_WITH_THREADS, str(tmp_path), handlers], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
-                         preexec_fn=default_stop_signals)
+    p = subprocess.Popen(
+        [sys.executable, "-c", HELD_WITH_THREADS, str(tmp_path), handlers],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=default_stop_signals,
+    )
     assert p.stdout.readline().strip() == "renamed"
     os.kill(p.pid, getattr(signal, signame))  # process-directed, as kill, timeout or a terminal's Ctrl-C
     out, err = p.communicate(timeout=30)
@@ -220,8 +233,13 @@ except KeyboardInterrupt as exc:
     fd = os.open(tmp_path, os.O_RDONLY)
     fcntl.flock(fd, fcntl.LOCK_EX)  # another writer holds the folder
     try:
-        p = subprocess.Popen([sys.executable, "-c", script], stdout=subprocess.PIPE, text=True,
-                             env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=default_stop_signals)
+        p = subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            text=True,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            preexec_fn=default_stop_signals,
+        )
         assert p.stdout.readline().strip() == "writing"
         time.sleep(0.5)  # now waiting for the lock
         p.send_signal(signal.SIGTERM)
@@ -236,14 +254,24 @@ except KeyboardInterrupt as exc:
 def test_the_signal_tests_hold_in_a_suite_started_with_sigint_and_sighup_ignored(tmp_path):
     """Issue 31: ``nohup make test &`` (and some CI runners) start the suite with SIGHUP (and SIGINT) ignored, and
     children inherit ignored signals: the tests that stop a child by a signal set its dispositions themselves."""
+
     def as_nohup() -> None:
         signal.signal(signal.SIGINT, signal.SIG_IGN)
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
 
     here = Path(__file__).resolve()
-    tests = [f"{here}::test_sigterm_and_sighup_while_writing_leave_no_temporary_file",
-             f"{here}::test_signals_held_gives_back_the_previous_handlers_and_raises_what_arrived"]
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=REPO,
-                          capture_output=True, text=True, timeout=300, preexec_fn=as_nohup, check=False,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "EDGEKIT_TESTDATA": str(tmp_path / "none")})
+    tests = [
+        f"{here}::test_sigterm_and_sighup_while_writing_leave_no_temporary_file",
+        f"{here}::test_signals_held_gives_back_the_previous_handlers_and_raises_what_arrived",
+    ]
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        preexec_fn=as_nohup,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO), "EDGEKIT_TESTDATA": str(tmp_path / "none")},
+    )
     assert proc.returncode == 0 and "3 passed" in proc.stdout, proc.stdout[-3000:] + proc.stderr[-2000:]

@@ -35,17 +35,20 @@ def test_quantize_s_options_are_one_dataclass_that_the_api_build_and_the_cli_agr
     import dataclasses
 
     from edgekit import api
-    from edgekit.pipeline.build import build_bundle
     from edgekit.converters.quantize_options import QuantizeOptions
+    from edgekit.pipeline.build import build_bundle
 
     fields = {f.name: f.default for f in dataclasses.fields(QuantizeOptions) if f.name not in _RUN_FIELDS}
     assert len(fields) == 25 and "no_verify" in fields and "output" in fields
 
     def table(command: str) -> dict:
-        return {o.name: o.default for o in flags.COMMANDS[command]
-                if isinstance(o, flags.Option) and o.name not in ("as_json", "quiet")}
+        return {
+            o.name: o.default
+            for o in flags.COMMANDS[command]
+            if isinstance(o, flags.Option) and o.name not in ("as_json", "quiet")
+        }
 
-    def clicked(command: str, *required: str) -> dict:   # what the command is called with when left out
+    def clicked(command: str, *required: str) -> dict:  # what the command is called with when left out
         given = cli.commands[command].make_context(command, ["model.keras", *required]).params
         return {n: v for n, v in given.items() if n not in ("model", "as_json", "quiet") + required}
 
@@ -74,12 +77,15 @@ def test_the_runtime_s_defaults_are_the_flags():
     def cli_default(command: str, *names: str) -> dict:
         return {n: flags.default(command, n) for n in names}
 
-    assert remote.DEFAULT_PATH == flags.default("deploy", "remote_path")
+    assert flags.default("deploy", "remote_path") == remote.DEFAULT_PATH
     assert _defaults(remote.classify, "device", "k", "threshold") == {
-        "device": flags.default("classify", "device"), "k": flags.default("classify", "top_k"),
-        "threshold": flags.default("classify", "threshold")}
+        "device": flags.default("classify", "device"),
+        "k": flags.default("classify", "top_k"),
+        "threshold": flags.default("classify", "threshold"),
+    }
     assert _defaults(remote.detect, "device", "conf", "iou", "max_det") == cli_default(
-        "detect", "device", "conf", "iou", "max_det")
+        "detect", "device", "conf", "iou", "max_det"
+    )
     assert _defaults(remote.benchmark, "device", "n", "warmup") == cli_default("benchmark", "device", "n", "warmup")
     assert _defaults(benchmark.benchmark, "device", "n", "warmup") == cli_default("benchmark", "device", "n", "warmup")
     assert _defaults(api.Model.time, "n", "warmup") == cli_default("benchmark", "n", "warmup")
@@ -95,15 +101,22 @@ def test_the_board_s_own_defaults_are_pinned_to_the_flags():
     detect = vars(parser.parse_args(["detect", "--bundle", "b", "--layout-json", "{}"]))
     timed = vars(parser.parse_args(["benchmark", "--bundle", "b"]))
     assert (classify["device"], classify["top_k"], classify["threshold"]) == tuple(
-        flags.default("classify", n) for n in ("device", "top_k", "threshold"))
+        flags.default("classify", n) for n in ("device", "top_k", "threshold")
+    )
     assert (detect["device"], detect["conf"], detect["iou"], detect["max_det"]) == tuple(
-        flags.default("detect", n) for n in ("device", "conf", "iou", "max_det"))
+        flags.default("detect", n) for n in ("device", "conf", "iou", "max_det")
+    )
     assert (timed["device"], timed["n"], timed["warmup"]) == tuple(
-        flags.default("benchmark", n) for n in ("device", "n", "warmup"))
+        flags.default("benchmark", n) for n in ("device", "n", "warmup")
+    )
     assert _defaults(runner.benchmark, "device", "n", "warmup") == {
-        n: flags.default("benchmark", n) for n in ("device", "n", "warmup")}
-    assert (decode.DEFAULT_CONF, decode.DEFAULT_IOU, decode.DEFAULT_MAX_DET) == tuple(
-        flags.default("detect", n) for n in ("conf", "iou", "max_det"))
+        n: flags.default("benchmark", n) for n in ("device", "n", "warmup")
+    }
+    assert tuple(flags.default("detect", n) for n in ("conf", "iou", "max_det")) == (
+        decode.DEFAULT_CONF,
+        decode.DEFAULT_IOU,
+        decode.DEFAULT_MAX_DET,
+    )
 
 
 def _declarations() -> dict:
@@ -121,7 +134,7 @@ def _declarations() -> dict:
 #: Flags declared more than once, each declaration meaning something else (so a default or type may differ).
 DIFFERENT_MEANINGS = {
     "--arch": "train's picks the architecture to train (default cnn); quantize's and evaluate's build a weights-only "
-              "model",
+    "model",
     "--channels": "train's trains with them (default RGB); quantize's reads the model's",
     "--conf": "detect's threshold (0.25) and evaluate's (None: COCO's 0.001)",
     "--iou": "detect's NMS (0.45) and evaluate's (None: Ultralytics' val 0.7)",
@@ -146,15 +159,17 @@ def test_an_option_of_one_meaning_is_declared_once():
     found = _declarations()
     twice = {flag for flag, declared in found.items() if len(declared) > 1}
     assert twice == set(DIFFERENT_MEANINGS), twice ^ set(DIFFERENT_MEANINGS)
-    repeated = {flag for flag, declared in found.items() if len({d for d in declared}) < len(declared)}
-    assert not repeated - {"--input-size", "--seed", "--strict"}, repeated   # same shape, another meaning (above)
+    repeated = {flag for flag, declared in found.items() if len(set(declared)) < len(declared)}
+    assert not repeated - {"--input-size", "--seed", "--strict"}, repeated  # same shape, another meaning (above)
 
 
 def test_a_one_image_classify_does_not_make_quantize_s_dataclass():
     """Making QuantizeOptions (a frozen dataclass of 29 fields) costs about 15M instructions: the modules a runtime
     command line imports (its parse, the API, the runtime) must not import edgekit.converters.quantize_options."""
-    code = ("import sys\nimport edgekit.cli.commands, edgekit.cli.base, edgekit.api, edgekit.pipeline.options\n"
-            "import edgekit.devices.classify, edgekit.devices.detect, edgekit.devices.benchmark\n"
-            "assert 'edgekit.converters.quantize_options' not in sys.modules\n")
+    code = (
+        "import sys\nimport edgekit.cli.commands, edgekit.cli.base, edgekit.api, edgekit.pipeline.options\n"
+        "import edgekit.devices.classify, edgekit.devices.detect, edgekit.devices.benchmark\n"
+        "assert 'edgekit.converters.quantize_options' not in sys.modules\n"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=False)
     assert done.returncode == 0, done.stderr

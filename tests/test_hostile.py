@@ -28,17 +28,22 @@ MODEL = "mobilenet_v1_0.25_128_quant.tflite"
 DOCUMENTED = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 129, 130, 143}
 
 
-def run(*args: str | bytes, cwd: Path | None = None, timeout: float = 60,
-        env: dict | None = None) -> subprocess.CompletedProcess:
-    full_env = {**{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_")},
-                "PYTHONPATH": str(REPO), **(env or {})}
-    return subprocess.run([sys.executable, "-m", "edgekit", *args], cwd=cwd, env=full_env, capture_output=True,
-                          timeout=timeout)
+def run(
+    *args: str | bytes, cwd: Path | None = None, timeout: float = 60, env: dict | None = None
+) -> subprocess.CompletedProcess:
+    full_env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_")},
+        "PYTHONPATH": str(REPO),
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "edgekit", *args], cwd=cwd, env=full_env, capture_output=True, timeout=timeout
+    )
 
 
 def assert_clean(proc: subprocess.CompletedProcess, code: int | None = None) -> str:
     """The README's promise for a refused input; returns the one error line (or "")."""
-    err = proc.stderr.decode("utf-8")   # strict: every line edgekit prints is UTF-8
+    err = proc.stderr.decode("utf-8")  # strict: every line edgekit prints is UTF-8
     assert proc.returncode in DOCUMENTED and proc.returncode != 70, (proc.returncode, err)
     if code is not None:
         assert proc.returncode == code, err
@@ -50,11 +55,16 @@ def assert_clean(proc: subprocess.CompletedProcess, code: int | None = None) -> 
 
 def _png(width: int, height: int) -> bytes:
     """A PNG whose header declares ``width`` x ``height``: a decompression bomb's first bytes."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
 
-    return (b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
-            + chunk(b"IDAT", zlib.compress(b"\x00" * 1024)) + chunk(b"IEND", b""))
+    return (
+        b"\x89PNG\r\n\x1a\n"
+        + chunk(b"IHDR", struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0))
+        + chunk(b"IDAT", zlib.compress(b"\x00" * 1024))
+        + chunk(b"IEND", b"")
+    )
 
 
 @pytest.fixture()
@@ -66,7 +76,7 @@ def hostile(tmp_path):
     os.mkfifo(tmp_path / "fifo.tflite")
     os.mkfifo(tmp_path / "fifo.jpg")
     os.mkfifo(tmp_path / "fifo.json")
-    (tmp_path / "yolo_fifo" / "images").mkdir(parents=True)   # a YOLO folder whose label file is a FIFO
+    (tmp_path / "yolo_fifo" / "images").mkdir(parents=True)  # a YOLO folder whose label file is a FIFO
     (tmp_path / "yolo_fifo" / "labels").mkdir()
     shutil.copy(shared_file("cat.bmp"), tmp_path / "yolo_fifo" / "images" / "cat.bmp")
     os.mkfifo(tmp_path / "yolo_fifo" / "labels" / "cat.txt")
@@ -105,28 +115,52 @@ def test_the_eps_plugin_is_never_asked_to_load(hostile, monkeypatch):
         preprocess.open_image(hostile / "eps.jpg")
 
 
-@pytest.mark.parametrize("argv", [
-    ["inspect", "{fifo}"], ["check", "{fifo}"], ["compile", "{fifo}"], ["inspect", "/dev/null"],
-    ["classify", "{cat}", "-m", "{fifo}"], ["classify", "{cat}", "-m", "{model}", "-l", "/dev/zero"],
-    ["classify", "{cat}", "-m", "{model}", "-l", "{dir}/fifo.json"], ["benchmark", "-m", "{fifo}", "-n", "1"],
-    ["benchmark", "-m", "{model}", "-n", "1", "--compare", "{dir}/fifo.json"],
-    ["evaluate", "-m", "{model}", "--data", "{dir}/fifo.json"],
-    ["detect", "{cat}", "-m", "{fifo}"], ["detect", "{cat}", "-m", "{model}", "-l", "/dev/zero"],
-    ["evaluate", "-m", "{model}", "--data", "{dir}/yolo_fifo"],
-    ["evaluate", "-m", "{model}", "--data", "{dir}/deep.json"],
-    ["quantize", "{dir}/fifo.json", "--calib", "random"], ["inspect", "{dir}"], ["inspect", "{dir}/missing.tflite"],
-])
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["inspect", "{fifo}"],
+        ["check", "{fifo}"],
+        ["compile", "{fifo}"],
+        ["inspect", "/dev/null"],
+        ["classify", "{cat}", "-m", "{fifo}"],
+        ["classify", "{cat}", "-m", "{model}", "-l", "/dev/zero"],
+        ["classify", "{cat}", "-m", "{model}", "-l", "{dir}/fifo.json"],
+        ["benchmark", "-m", "{fifo}", "-n", "1"],
+        ["benchmark", "-m", "{model}", "-n", "1", "--compare", "{dir}/fifo.json"],
+        ["evaluate", "-m", "{model}", "--data", "{dir}/fifo.json"],
+        ["detect", "{cat}", "-m", "{fifo}"],
+        ["detect", "{cat}", "-m", "{model}", "-l", "/dev/zero"],
+        ["evaluate", "-m", "{model}", "--data", "{dir}/yolo_fifo"],
+        ["evaluate", "-m", "{model}", "--data", "{dir}/deep.json"],
+        ["quantize", "{dir}/fifo.json", "--calib", "random"],
+        ["inspect", "{dir}"],
+        ["inspect", "{dir}/missing.tflite"],
+    ],
+)
 def test_fifos_devices_folders_and_missing_files_never_hang(hostile, argv):
-    args = [a.format(fifo=hostile / "fifo.tflite", model=hostile / MODEL, cat=shared_file("cat.bmp"), dir=hostile)
-            for a in argv]
+    args = [
+        a.format(fifo=hostile / "fifo.tflite", model=hostile / MODEL, cat=shared_file("cat.bmp"), dir=hostile)
+        for a in argv
+    ]
     proc = run(*args, cwd=hostile, timeout=120)
     assert proc.returncode in (2, 3), proc.stderr
     assert_clean(proc)
 
 
-@pytest.mark.parametrize("saved", ['{"p50_ms": NaN}', '{"p50_ms": Infinity}', '{"p50_ms": 0}', '{"p50_ms": -3}',
-                                   '{"p50_ms": true}', '{"p50_ms": "12"}', '[1, 2]', '{"p50_ms": 5, "latencies_ms": '
-                                   '[1, -1]}', "deep"])
+@pytest.mark.parametrize(
+    "saved",
+    [
+        '{"p50_ms": NaN}',
+        '{"p50_ms": Infinity}',
+        '{"p50_ms": 0}',
+        '{"p50_ms": -3}',
+        '{"p50_ms": true}',
+        '{"p50_ms": "12"}',
+        "[1, 2]",
+        '{"p50_ms": 5, "latencies_ms": [1, -1]}',
+        "deep",
+    ],
+)
 def test_a_benchmark_baseline_that_is_not_a_saved_run_is_exit_3(hostile, saved):
     path = hostile / ("deep.json" if saved == "deep" else "saved.json")
     if saved != "deep":
@@ -139,7 +173,9 @@ def test_deep_json_beside_a_model_or_in_a_bundle_is_exit_3(hostile):
     from tests.helpers import make_bundle
 
     shutil.copy(hostile / "deep.json", hostile / "mobilenet_v1_0.25_128_quant.edgekit.json")
-    assert "nested too deeply" in assert_clean(run("classify", str(shared_file("cat.bmp")), "-m", str(hostile / MODEL)), 3)
+    assert "nested too deeply" in assert_clean(
+        run("classify", str(shared_file("cat.bmp")), "-m", str(hostile / MODEL)), 3
+    )
     bundle = make_bundle(hostile / "bundle")
     shutil.copy(hostile / "deep.json", bundle / "manifest.json")
     assert "nested too deeply" in assert_clean(run("classify", str(shared_file("cat.bmp")), "-m", str(bundle)), 3)
@@ -150,8 +186,12 @@ def test_names_that_are_not_utf8_or_look_like_options(hostile):
     shutil.copy(hostile / MODEL, weird)
     bad_image = os.fsencode(hostile) + b"/bad\xff.jpg"
     Path(os.fsdecode(bad_image)).write_bytes(b"not an image")
-    for args in (["classify", bad_image, str(shared_file("cat.bmp")), "-m", weird, "-k", "1"],
-                 ["benchmark", "-m", weird, "-n", "2"], ["inspect", weird], ["check", weird]):
+    for args in (
+        ["classify", bad_image, str(shared_file("cat.bmp")), "-m", weird, "-k", "1"],
+        ["benchmark", "-m", weird, "-n", "2"],
+        ["inspect", weird],
+        ["check", weird],
+    ):
         proc = run(*args)
         assert_clean(proc)
         assert proc.returncode in (0, 3), proc.stderr
@@ -175,15 +215,36 @@ def test_ssh_destinations_that_could_be_options_are_exit_2(hostile, destination)
 def test_a_full_stdout_is_one_line_and_exit_1(hostile):
     for args in (["inspect", str(hostile / MODEL)], ["inspect", str(hostile / MODEL), "--json"], ["devices"]):
         with open("/dev/full", "w") as full:
-            proc = subprocess.run([sys.executable, "-m", "edgekit", *args], stdout=full, stderr=subprocess.PIPE,
-                                  env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+            proc = subprocess.run(
+                [sys.executable, "-m", "edgekit", *args],
+                stdout=full,
+                stderr=subprocess.PIPE,
+                env={**os.environ, "PYTHONPATH": str(REPO)},
+                timeout=60,
+            )
         assert "cannot write to standard output" in assert_clean(proc, 1)
 
 
 def test_sigterm_stops_a_run_with_its_documented_code(hostile):
-    proc = subprocess.Popen([sys.executable, "-m", "edgekit", "benchmark", "-m", str(hostile / MODEL), "-n",
-                             "100000000", "--warmup", "0", "-q"], stderr=subprocess.PIPE, stdout=subprocess.PIPE,
-                            env={**os.environ, "PYTHONPATH": str(REPO)}, preexec_fn=default_stop_signals)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "edgekit",
+            "benchmark",
+            "-m",
+            str(hostile / MODEL),
+            "-n",
+            "100000000",
+            "--warmup",
+            "0",
+            "-q",
+        ],
+        stderr=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=default_stop_signals,
+    )
     time.sleep(3)
     proc.send_signal(signal.SIGTERM)
     _, err = proc.communicate(timeout=60)
@@ -229,12 +290,19 @@ def test_labels_that_contradict_the_recorded_ones_are_warned(hostile):
 def test_only_the_plugin_a_file_names_is_loaded(hostile):
     """The format comes from the file's first bytes, among the README's only: Pillow's EPS reader is never
     even imported, and a BMP loads no other plugin (which also keeps classify's start fast)."""
-    script = ("import sys\nfrom edgekit.board import preprocess\n"
-              "try:\n    preprocess.open_image(sys.argv[1])\nexcept Exception as exc:\n    print(type(exc).__name__)\n"
-              "preprocess.open_image(sys.argv[2])\n"
-              "print(sorted(m for m in sys.modules if m.startswith('PIL.') and m.endswith('ImagePlugin')))\n")
-    proc = subprocess.run([sys.executable, "-c", script, str(hostile / "eps.jpg"), str(shared_file("cat.bmp"))],
-                          capture_output=True, text=True, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60)
+    script = (
+        "import sys\nfrom edgekit.board import preprocess\n"
+        "try:\n    preprocess.open_image(sys.argv[1])\nexcept Exception as exc:\n    print(type(exc).__name__)\n"
+        "preprocess.open_image(sys.argv[2])\n"
+        "print(sorted(m for m in sys.modules if m.startswith('PIL.') and m.endswith('ImagePlugin')))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, str(hostile / "eps.jpg"), str(shared_file("cat.bmp"))],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        timeout=60,
+    )
     assert proc.returncode == 0, proc.stderr
     refused, plugins = proc.stdout.splitlines()
     assert refused == "InputError" and plugins == "['PIL.BmpImagePlugin']"
@@ -272,10 +340,18 @@ def test_a_crashing_libedgetpu_on_ld_library_path_and_planted_modules_in_the_cur
     for package in ("edgekit", "edgekit/devices"):
         (here / package).mkdir()
         (here / package / "__init__.py").write_text(forge)
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_") and k != "PYTHONPATH"},
-           "LD_LIBRARY_PATH": str(libs), "EDGEKIT_CACHE_DIR": str(tmp_path / "cache")}
-    done = subprocess.run([str(script), "classify", "-m", "mobilenet_v1_0.25_128_quant_edgetpu.tflite", "cat.bmp"],
-                          cwd=here, env=env, capture_output=True, timeout=300)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_") and k != "PYTHONPATH"},
+        "LD_LIBRARY_PATH": str(libs),
+        "EDGEKIT_CACHE_DIR": str(tmp_path / "cache"),
+    }
+    done = subprocess.run(
+        [str(script), "classify", "-m", "mobilenet_v1_0.25_128_quant_edgetpu.tflite", "cat.bmp"],
+        cwd=here,
+        env=env,
+        capture_output=True,
+        timeout=300,
+    )
     assert done.returncode == 0, (done.returncode, done.stderr.decode(errors="replace"))
     assert_clean(done, 0)
     err = done.stderr.decode()
@@ -289,17 +365,22 @@ def test_a_crashing_libedgetpu_on_ld_library_path_and_planted_modules_in_the_cur
 def test_a_closed_stdout_is_one_line_and_exit_1(hostile):
     """``edgekit inspect m >&-``: the output cannot go anywhere, so exit 1 as for a full disk (README), not 0."""
     for args in (["inspect", str(hostile / MODEL)], ["inspect", str(hostile / MODEL), "--json"]):
-        proc = subprocess.run([sys.executable, "-m", "edgekit", *args], stdout=subprocess.DEVNULL,
-                              stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(REPO)}, timeout=60,
-                              preexec_fn=lambda: os.close(1))
+        proc = subprocess.run(
+            [sys.executable, "-m", "edgekit", *args],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+            timeout=60,
+            preexec_fn=lambda: os.close(1),
+        )
         assert "standard output" in assert_clean(proc, 1)
 
 
 def test_quantize_eval_errors_name_eval_not_calib(hostile):
     """quantize's --eval data is read by the calibration reader; its errors name --eval, the option at fault."""
+    from edgekit.board.preprocess import PreprocessSpec
     from edgekit.converters import calibration
     from edgekit.errors import InputError, UsageError
-    from edgekit.board.preprocess import PreprocessSpec
 
     model = hostile / "model.h5"
     model.write_bytes(b"not read: the --eval check comes first")
@@ -320,8 +401,8 @@ def test_check_time_grows_like_reading_the_model_not_quadratically():
     takes to read the same model, measured in this process (so a slow or busy machine slows both). A walk back
     per cut-off op made it quadratic: about 6x the reading time at 6,000 ops (and 166 s at 150,000), linear
     about 0.5x."""
-    from edgekit.tflite import model as tflite_model
     from edgekit.edgetpu.compatibility import CUT_OFF, check_model
+    from edgekit.tflite import model as tflite_model
     from tests.tflite_builder import cut_chain
 
     data = cut_chain(6000)
@@ -336,8 +417,9 @@ def test_check_time_grows_like_reading_the_model_not_quadratically():
     assert check < 3 * read, f"check {check:.2f} s against {read:.2f} s to read the model"
 
 
-def _one_op_model(op: str, const_shape: list[int], const_values: int, const_bytes: int | None = None,
-                  const_first: bool = False) -> bytes:
+def _one_op_model(
+    op: str, const_shape: list[int], const_values: int, const_bytes: int | None = None, const_first: bool = False
+) -> bytes:
     """``op`` over an int8 1x4x4x2 input and an int32 constant of ``const_shape`` holding ``const_values`` ones,
     its buffer cut to ``const_bytes`` when given: what TensorFlow Lite refuses as "invalidly specified"."""
     import numpy as np
@@ -354,9 +436,17 @@ def _one_op_model(op: str, const_shape: list[int], const_values: int, const_byte
     return gb.build([x], [y])
 
 
-@pytest.mark.parametrize("op,shape,values,cut,first", [
-    ("SPLIT", [], 1, 2, True), ("SPLIT", [1], 1, 2, True), ("MEAN", [-1, -1], 1, None, False),
-    ("PAD", [-1, -1], 1, None, False), ("SPLIT", [-1, -1], 1, None, True), ("MEAN", [2], 1, None, False)])
+@pytest.mark.parametrize(
+    "op,shape,values,cut,first",
+    [
+        ("SPLIT", [], 1, 2, True),
+        ("SPLIT", [1], 1, 2, True),
+        ("MEAN", [-1, -1], 1, None, False),
+        ("PAD", [-1, -1], 1, None, False),
+        ("SPLIT", [-1, -1], 1, None, True),
+        ("MEAN", [2], 1, None, False),
+    ],
+)
 def test_check_of_a_constant_tflite_refuses_is_exit_3_not_70(tmp_path, op, shape, values, cut, first):
     """A constant shaped [-1, -1], or an axis whose buffer holds 2 of the 4 bytes of an int32: TensorFlow Lite
     refuses both ("invalidly specified in schema"); check says which op and constant, exit 3."""
@@ -370,8 +460,8 @@ def test_check_of_a_constant_tflite_refuses_is_exit_3_not_70(tmp_path, op, shape
 def test_build_refuses_inputs_inside_its_output_before_touching_anything(hostile):
     """A bundle that ships its source model or labels is replaced as a whole by ``build -o`` it: the input would
     be deleted. Any input inside -o (as given, or through a link) is exit 2, and the bundle stays as it was."""
-    from edgekit.pipeline import build
     from edgekit.board import manifest
+    from edgekit.pipeline import build
     from edgekit.results.build import BundleManifest
     from tests.helpers import make_bundle
 
@@ -385,13 +475,15 @@ def test_build_refuses_inputs_inside_its_output_before_touching_anything(hostile
     (hostile / "labels-link.txt").symlink_to(bundle / manifest.LABELS_NAME)
     outside = hostile / "model.h5"
     outside.write_bytes(b"not read")
-    for args, what in (([str(bundle / "source/model.h5")], "the model"),
-                       ([str(outside), "--labels", str(bundle / manifest.LABELS_NAME)], "--labels"),
-                       ([str(outside), "--labels", str(hostile / "labels-link.txt")], "--labels"),
-                       ([str(outside), "--calib", str(bundle / "data")], "--calib"),
-                       ([str(outside), "--calib", str(bundle / "data" / "*.tfrecord")], "--calib"),
-                       ([str(outside), "--calib", "random", "--eval", str(bundle)], "--eval"),
-                       (["bundle2/source/model.h5"], "the model")):
+    for args, what in (
+        ([str(bundle / "source/model.h5")], "the model"),
+        ([str(outside), "--labels", str(bundle / manifest.LABELS_NAME)], "--labels"),
+        ([str(outside), "--labels", str(hostile / "labels-link.txt")], "--labels"),
+        ([str(outside), "--calib", str(bundle / "data")], "--calib"),
+        ([str(outside), "--calib", str(bundle / "data" / "*.tfrecord")], "--calib"),
+        ([str(outside), "--calib", "random", "--eval", str(bundle)], "--eval"),
+        (["bundle2/source/model.h5"], "the model"),
+    ):
         line = assert_clean(run("build", *args, "-o", str(bundle), cwd=hostile), 2)
         assert line.startswith(f"error: {what} ") and "inside the output folder" in line, line
     assert {p: p.read_bytes() for p in bundle.rglob("*") if p.is_file()} == before
@@ -487,8 +579,9 @@ def _saved_model(folder: Path, evil: str, marker: Path) -> Path:
             elif evil == "print_to_file":
                 tf.print("hello", output_stream=f"file://{marker}")
             elif evil == "save_v2":
-                tf.raw_ops.SaveV2(prefix=str(marker), tensor_names=["w"], shape_and_slices=[""],
-                                  tensors=[self.w.read_value()])
+                tf.raw_ops.SaveV2(
+                    prefix=str(marker), tensor_names=["w"], shape_and_slices=[""], tensors=[self.w.read_value()]
+                )
             return tf.nn.softmax(tf.reduce_mean(x, [1, 2]) @ self.w)
 
     m = Model()
@@ -504,8 +597,9 @@ EVIL_OPS = {"write_file": "WriteFile", "py_function": "EagerPyFunc", "print_to_f
 def saved_models(tmp_path_factory):
     """One plain SavedModel and one per kind of EVIL_OPS, made once (their marker files must never appear)."""
     root = tmp_path_factory.mktemp("saved_models")
-    return root, {evil: _saved_model(root / (evil or "plain"), evil, root / f"written_{evil}")
-                  for evil in ["", *EVIL_OPS]}
+    return root, {
+        evil: _saved_model(root / (evil or "plain"), evil, root / f"written_{evil}") for evil in ["", *EVIL_OPS]
+    }
 
 
 @pytest.mark.tf
@@ -521,8 +615,9 @@ def test_a_savedmodel_with_file_or_system_ops_is_refused_unread(saved_models, tm
         with pytest.raises(InputError, match=f"{op} \\(in __inference_serve") as caught:
             keras_io.load(models[evil])
         assert "--trust-model" in caught.value.hint
-    proc = run("quantize", str(models["write_file"]), "--calib", "random", "-o", str(tmp_path / "out.tflite"),
-               timeout=300)
+    proc = run(
+        "quantize", str(models["write_file"]), "--calib", "random", "-o", str(tmp_path / "out.tflite"), timeout=300
+    )
     line = assert_clean(proc, 3)
     assert "WriteFile" in line and "--trust-model" in line, line
     assert not list(root.glob("written*")) and not (tmp_path / "out.tflite").exists()
@@ -537,12 +632,31 @@ def test_a_plain_savedmodel_passes_the_scan_and_is_called_a_program(saved_models
     plain = saved_models[1][""]
     assert keras_io.saved_model_system_ops(plain) == {}  # its own checkpoint save/restore functions do not count
     report = Collector()
-    quantize(QuantizeOptions(model=str(plain), output=str(tmp_path / "out.tflite"), calib="random",
-                             scaling="0..1", no_verify=True, show_progress=False, report=report))
+    quantize(
+        QuantizeOptions(
+            model=str(plain),
+            output=str(tmp_path / "out.tflite"),
+            calib="random",
+            scaling="0..1",
+            no_verify=True,
+            show_progress=False,
+            report=report,
+        )
+    )
     assert any("a SavedModel is a program" in n for n in report.notes), report.notes
     trusted = Collector()
-    quantize(QuantizeOptions(model=str(plain), output=str(tmp_path / "out2.tflite"), calib="random",
-                             scaling="0..1", no_verify=True, show_progress=False, trust_model=True, report=trusted))
+    quantize(
+        QuantizeOptions(
+            model=str(plain),
+            output=str(tmp_path / "out2.tflite"),
+            calib="random",
+            scaling="0..1",
+            no_verify=True,
+            show_progress=False,
+            trust_model=True,
+            report=trusted,
+        )
+    )
     assert any("a SavedModel is a program" in w and "--trust-model" in w for w in trusted.warnings), trusted.warnings
 
 
@@ -560,10 +674,13 @@ def _train_data(root: Path) -> Path:
     return root
 
 
-@pytest.mark.parametrize("tf_config,says", [
-    ('{"cluster": {"worker": ["localhost:99999"]}, "task": {"type": "worker", "index": 0}}', "no port in 1..65535"),
-    ("[" * 20000 + "]" * 20000, "nested too deeply"),
-])
+@pytest.mark.parametrize(
+    "tf_config,says",
+    [
+        ('{"cluster": {"worker": ["localhost:99999"]}, "task": {"type": "worker", "index": 0}}', "no port in 1..65535"),
+        ("[" * 20000 + "]" * 20000, "nested too deeply"),
+    ],
+)
 def test_train_tf_config_with_a_port_out_of_range_or_nested_deeply_is_exit_2(tmp_path, tf_config, says):
     data = _train_data(tmp_path / "data")
     line = assert_clean(run("train", str(data), "-o", str(tmp_path / "m.keras"), env={"TF_CONFIG": tf_config}), 2)
@@ -581,8 +698,9 @@ def test_train_input_size_too_large_is_exit_2_before_any_work(tmp_path):
 @pytest.mark.tf
 def test_train_input_size_too_small_is_exit_2_and_an_empty_class_folder_is_said(tmp_path):
     data = _train_data(tmp_path / "data")
-    proc = run("train", str(data), "-o", str(tmp_path / "m.keras"), "--input-size", "2x2", "--batch-size", "2",
-               timeout=300)
+    proc = run(
+        "train", str(data), "-o", str(tmp_path / "m.keras"), "--input-size", "2x2", "--batch-size", "2", timeout=300
+    )
     line = assert_clean(proc, 2)
     assert "--input-size 2x2 is too small for --arch cnn" in line, line
     warning = [ln for ln in proc.stderr.decode().splitlines() if ln.startswith("warning: ")]
@@ -620,8 +738,15 @@ def test_a_peer_port_that_answers_but_is_no_tensorflow_worker_ends_the_rendezvou
     from edgekit.training.strategy import Cluster, WorkersUnreachable, knock, rendezvous
 
     settings = b"\x00\x00\x06\x04\x00\x00\x00\x00\x00\x00\x04\x00@\x00\x00"  # what TensorFlow's server sends first
-    servers = {kind: _serve(reply) for kind, reply in [("ssh", b"SSH-2.0-OpenSSH_9.2p1\r\n"), ("grpc", settings),
-                                                       ("edgekit", strategy.RENDEZVOUS_GREETING), ("silent", None)]}
+    servers = {
+        kind: _serve(reply)
+        for kind, reply in [
+            ("ssh", b"SSH-2.0-OpenSSH_9.2p1\r\n"),
+            ("grpc", settings),
+            ("edgekit", strategy.RENDEZVOUS_GREETING),
+            ("silent", None),
+        ]
+    }
     try:
         assert knock(servers["grpc"][1], 1.0) == (True, None)
         assert knock(servers["edgekit"][1], 1.0) == (True, None)
@@ -656,16 +781,20 @@ def board_here(tmp_path):
     bin_dir.mkdir()
     (bin_dir / "ssh").write_text('#!/bin/sh\nfor last; do :; done\nexec sh -c "$last"\n')
     (bin_dir / "ssh").chmod(0o755)
-    return {"env": {"PATH": f"{bin_dir}:{os.environ['PATH']}"}, "bundle": make_bundle(tmp_path / "bundle"),
-            "path": str(tmp_path / "board"), "dir": tmp_path}
+    return {
+        "env": {"PATH": f"{bin_dir}:{os.environ['PATH']}"},
+        "bundle": make_bundle(tmp_path / "bundle"),
+        "path": str(tmp_path / "board"),
+        "dir": tmp_path,
+    }
 
 
 BOARD_ANSWERS = {  # step: (the board's shell action, what the one error line must say)
     "probe {}": ("probe", "echo '{}'", "to listing the target folder is malformed"),
-    "probe deep": ("probe", "python3 -c 'print(\"[\" * 100000 + \"]\" * 100000)'", "is malformed: JSON nested"),
+    "probe deep": ("probe", 'python3 -c \'print("[" * 100000 + "]" * 100000)\'', "is malformed: JSON nested"),
     "classify NaN": ("classify", "echo '{\"model\": NaN}'", "to classifying is malformed: not one JSON document"),
     "classify not UTF-8": ("classify", r"printf '{\"model\": \"\377\"}\n'", "to classifying is malformed: not UTF-8"),
-    "classify wrong types": ("classify", "echo '{\"model\": 1, \"device\": [], \"backend\": {}}'", "is malformed"),
+    "classify wrong types": ("classify", 'echo \'{"model": 1, "device": [], "backend": {}}\'', "is malformed"),
     "classify endless": ("classify", "exec yes", "the board's answer to classifying went past"),
     "benchmark {}": ("benchmark", "echo '{}'", "to benchmarking is malformed"),
     "benchmark error without hint": ("benchmark", "echo 'error: no' >&2; exit 9", "on u@board: no (check the Edge"),
@@ -680,18 +809,41 @@ def test_a_hostile_board_is_one_line_and_exit_9(board_here, case):
 
     step, action, said = BOARD_ANSWERS[case]
     python = board_python(board_here["dir"], step, action + "; exit 0")  # answered: the real runner never runs
-    common = ["--on", "u@board", "-m", str(board_here["bundle"]), "--path", board_here["path"], "--python",
-              str(python), "--timeout", "60", "-q"]
-    args = (["classify", str(shared_file("cat.bmp")), *common] if step == "classify" else
-            ["benchmark", "-n", "2", "--warmup", "0", *common])
+    common = [
+        "--on",
+        "u@board",
+        "-m",
+        str(board_here["bundle"]),
+        "--path",
+        board_here["path"],
+        "--python",
+        str(python),
+        "--timeout",
+        "60",
+        "-q",
+    ]
+    args = (
+        ["classify", str(shared_file("cat.bmp")), *common]
+        if step == "classify"
+        else ["benchmark", "-n", "2", "--warmup", "0", *common]
+    )
     started = time.monotonic()
     line = assert_clean(run(*args, env=board_here["env"], timeout=120), 9)
     assert said in line and line.endswith(")"), line
     assert time.monotonic() - started < 50
 
 
-@pytest.mark.parametrize("change", ['"format_version": true', '"accuracy": NaN', '"path": "."',
-                                    '"path": "./manifest.json"', '"path": "labels.txt/"', '"path": "a folder"'])
+@pytest.mark.parametrize(
+    "change",
+    [
+        '"format_version": true',
+        '"accuracy": NaN',
+        '"path": "."',
+        '"path": "./manifest.json"',
+        '"path": "labels.txt/"',
+        '"path": "a folder"',
+    ],
+)
 def test_a_manifest_with_a_loose_value_or_a_second_spelling_is_exit_3(hostile, change):
     from tests.helpers import make_bundle
 
@@ -706,8 +858,10 @@ def test_a_manifest_with_a_loose_value_or_a_second_spelling_is_exit_3(hostile, c
         (bundle / "a folder").mkdir()
         doc = doc.replace('"files": [', '"files": [{' + change + ', "sha256": "' + "0" * 64 + '", "size_bytes": 0}, ')
     (bundle / "manifest.json").write_text(doc)
-    for args in (["classify", str(shared_file("cat.bmp")), "-m", str(bundle)],
-                 ["deploy", str(bundle), "--to", "nobody@127.0.0.1", "--port", "9"]):
+    for args in (
+        ["classify", str(shared_file("cat.bmp")), "-m", str(bundle)],
+        ["deploy", str(bundle), "--to", "nobody@127.0.0.1", "--port", "9"],
+    ):
         line = assert_clean(run(*args), 3)
         assert "manifest" in line and "rebuild the bundle with edgekit build" in line
 
@@ -717,8 +871,16 @@ def test_a_multi_page_tiff_is_classified_by_its_first_page(hostile):
 
     with Image.open(shared_file("cat.bmp")) as cat:
         cat.convert("RGB").save(hostile / "pages.tif", save_all=True, append_images=[Image.new("RGB", (7, 9))])
-    proc = run("classify", str(hostile / "pages.tif"), str(shared_file("cat.bmp")), "-m", str(hostile / MODEL),
-               "-k", "1", "--json")
+    proc = run(
+        "classify",
+        str(hostile / "pages.tif"),
+        str(shared_file("cat.bmp")),
+        "-m",
+        str(hostile / MODEL),
+        "-k",
+        "1",
+        "--json",
+    )
     assert_clean(proc, 0)
     tiff, bmp = json.loads(proc.stdout)["results"]
     assert tiff["top"] == bmp["top"]
@@ -734,22 +896,65 @@ def test_text_safe_escapes_strings_in_typed_results_and_keeps_their_kinds():
     from edgekit.results.quantize import Decision, DetectionVerification
 
     name = "a\x1b[31m\nb"
-    layout = {"kind": "yolo", "roles": {"output": 0}, "num_classes": 1, "input_hw": [64, 64], "boxes_normalized": True,
-              "scores_are_logits": None, "transposed": True, "reg_max": 16, "strides": [8, 16, 32], "letterbox": False,
-              "labels": [name], "source": [name], "options": {}, "pixel_scaling": None, "description": name}
-    v = DetectionVerification.from_dict({
-        "kind": "detection", "samples": 3, "sources": {name: 3}, "conf": 0.25, "match_iou": 0.5,
-        "float_detections": 4, "int8_detections": 4, "matched": 4, "min_agreement": 0.9, "mean_abs_diff": 0.1,
-        "class_order": None, "layout": layout, "failures": [], "warnings": [name], "kept": 1.0,
-        "kept_interval": [0.9, 1.0], "agreement_verdict": "passed", "passed": True})
+    layout = {
+        "kind": "yolo",
+        "roles": {"output": 0},
+        "num_classes": 1,
+        "input_hw": [64, 64],
+        "boxes_normalized": True,
+        "scores_are_logits": None,
+        "transposed": True,
+        "reg_max": 16,
+        "strides": [8, 16, 32],
+        "letterbox": False,
+        "labels": [name],
+        "source": [name],
+        "options": {},
+        "pixel_scaling": None,
+        "description": name,
+    }
+    v = DetectionVerification.from_dict(
+        {
+            "kind": "detection",
+            "samples": 3,
+            "sources": {name: 3},
+            "conf": 0.25,
+            "match_iou": 0.5,
+            "float_detections": 4,
+            "int8_detections": 4,
+            "matched": 4,
+            "min_agreement": 0.9,
+            "mean_abs_diff": 0.1,
+            "class_order": None,
+            "layout": layout,
+            "failures": [],
+            "warnings": [name],
+            "kept": 1.0,
+            "kept_interval": [0.9, 1.0],
+            "agreement_verdict": "passed",
+            "passed": True,
+        }
+    )
     safe = _text_safe(v)
     assert safe.agreement_verdict is Decision.PASSED
     assert isinstance(safe.sources, types.MappingProxyType) and list(safe.sources) == ["a\\x1b[31m\\nb"]
     assert safe.warnings == ("a\\x1b[31m\\nb",) and safe.kept_interval == (0.9, 1.0)
     assert "\n" not in "".join(safe.lines()) and "\x1b" not in "".join(safe.lines())
     assert v.warnings == (name,)  # the result itself is left exact (--json)
-    d = DetectResult.from_dict({"model": name, "device": "cpu", "backend": "litert", "layout": layout,
-                                "conf": 0.25, "iou": 0.45, "max_det": 100, "first_inference_ms": None,
-                                "results": [], "errors": [{"image": name, "error": name}], "notes": []})
+    d = DetectResult.from_dict(
+        {
+            "model": name,
+            "device": "cpu",
+            "backend": "litert",
+            "layout": layout,
+            "conf": 0.25,
+            "iou": 0.45,
+            "max_det": 100,
+            "first_inference_ms": None,
+            "results": [],
+            "errors": [{"image": name, "error": name}],
+            "notes": [],
+        }
+    )
     assert _text_safe(d).errors[0].image == "a\\x1b[31m\\nb" and d.errors[0].image == name
     assert _text_safe(d).layout.labels == ("a\\x1b[31m\\nb",) and d.layout.labels == (name,)

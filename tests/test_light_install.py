@@ -15,7 +15,7 @@ import pytest
 
 REPO = Path(__file__).resolve().parents[1]
 HEAVY = ("tensorflow", "h5py", "keras", "tf_keras")
-BLOCKER = '''
+BLOCKER = """
 import importlib.abc, sys
 
 class _Blocked(importlib.abc.MetaPathFinder):
@@ -25,7 +25,7 @@ class _Blocked(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, _Blocked())
-'''
+"""
 
 
 @pytest.fixture()
@@ -38,8 +38,10 @@ def light(tmp_path):
     env["PYTHONPATH"] = os.pathsep.join([str(site), str(REPO)])
 
     def run(*args: str, cwd: Path = tmp_path) -> subprocess.CompletedProcess:
-        return subprocess.run([sys.executable, "-m", "edgekit", *args], cwd=cwd, env=env,
-                              capture_output=True, text=True, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "edgekit", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=120
+        )
+
     return run
 
 
@@ -49,6 +51,7 @@ def test_quantize_without_tensorflow_names_the_install_command(light, tmp_path, 
     (tmp_path / "imgs").mkdir()
     if model.endswith(".keras"):
         import zipfile
+
         with zipfile.ZipFile(tmp_path / model, "w") as z:
             z.writestr("config.json", "{}")
     else:
@@ -63,9 +66,16 @@ def test_quantize_without_tensorflow_names_the_install_command(light, tmp_path, 
 def test_calibration_and_quantize_do_not_import_the_devices_half():
     """Shared things sit below their users (DESIGN.md): image decoding and labels live in preprocess.py and
     classes.py, so converters/ reads images without importing devices/ sideways."""
-    code = ("import sys, edgekit.converters.calibration, edgekit.converters.quantize, edgekit.data.labelled\n"
-            "print(sorted(m for m in sys.modules if m.startswith('edgekit.devices')))")
-    r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    code = (
+        "import sys, edgekit.converters.calibration, edgekit.converters.quantize, edgekit.data.labelled\n"
+        "print(sorted(m for m in sys.modules if m.startswith('edgekit.devices')))"
+    )
+    r = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "[]"

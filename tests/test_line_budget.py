@@ -15,8 +15,10 @@ def test_the_package_is_within_its_line_budget():
     counts = by_folder()
     assert {"board", "tflite", "."} <= counts.keys()
     total = sum(counts.values())
-    assert total <= BUDGET, (f"{summary(counts)}\nedgekit grew past its line budget by {total - BUDGET:,} lines: "
-                             "make it smaller, or raise BUDGET in tests/line_budget.py saying why")
+    assert total <= BUDGET, (
+        f"{summary(counts)}\nedgekit grew past its line budget by {total - BUDGET:,} lines: "
+        "make it smaller, or raise BUDGET in tests/line_budget.py saying why"
+    )
 
 
 def test_by_folder_counts_a_package_of_two_folders(tmp_path):

@@ -13,22 +13,22 @@ from edgekit.results import metrics
 def _pairs(n: int, only_a: int, only_b: int, both_wrong: int = 0) -> tuple[np.ndarray, np.ndarray]:
     a, b = np.ones(n, bool), np.ones(n, bool)
     a[:both_wrong] = b[:both_wrong] = False
-    a[both_wrong:both_wrong + only_b] = False
-    b[both_wrong + only_b:both_wrong + only_b + only_a] = False
+    a[both_wrong : both_wrong + only_b] = False
+    b[both_wrong + only_b : both_wrong + only_b + only_a] = False
     return a, b
 
 
 def test_binomial_tail_is_exact():
     assert metrics.binomial_sf(0, 10, 0.3) == 1.0 and metrics.binomial_sf(11, 10, 0.3) == 0.0
-    assert metrics.binomial_sf(10, 10, 0.5) == pytest.approx(0.5 ** 10)
-    exact = sum(math.comb(20, i) * 0.1 ** i * 0.9 ** (20 - i) for i in range(5, 21))
+    assert metrics.binomial_sf(10, 10, 0.5) == pytest.approx(0.5**10)
+    exact = sum(math.comb(20, i) * 0.1**i * 0.9 ** (20 - i) for i in range(5, 21))
     assert metrics.binomial_sf(5, 20, 0.1) == pytest.approx(exact, rel=1e-12)
-    assert 0.0 < metrics.binomial_sf(5200, 10000, 0.5) < 1e-4   # large n stays finite
+    assert 0.0 < metrics.binomial_sf(5200, 10000, 0.5) < 1e-4  # large n stays finite
 
 
 def test_wilson_interval_covers_zero_and_full_counts():
     lo, hi = metrics.wilson(0, 30)
-    assert lo == 0.0 and 0.08 < hi < 0.13           # 0 of 30 is not "exactly 0"
+    assert lo == 0.0 and 0.08 < hi < 0.13  # 0 of 30 is not "exactly 0"
     lo, hi = metrics.wilson(30, 30)
     assert hi == 1.0 and 0.87 < lo < 0.92
 
@@ -51,9 +51,9 @@ def test_tangos_interval_matches_the_published_worked_example():
     2012 (n11 59, n12 6, n21 16, n22 80): Tango's asymptotic score interval -0.0621 (95% CI -0.1240 to -0.0054),
     as the book's own R package (contingencytables, tests/testthat/test-ch8.R) prints it."""
     assert metrics.tango_interval(6, 16, 161) == (pytest.approx(-0.1240, abs=5e-5), pytest.approx(-0.0054, abs=5e-5))
-    lo, hi = metrics.tango_interval(16, 6, 161)                # the mirror image: A and B exchanged
+    lo, hi = metrics.tango_interval(16, 6, 161)  # the mirror image: A and B exchanged
     assert (lo, hi) == (pytest.approx(0.0054, abs=5e-5), pytest.approx(0.1240, abs=5e-5))
-    a, b = _pairs(161, 6, 16, both_wrong=80)             # through paired_difference: A is the table's rows
+    a, b = _pairs(161, 6, 16, both_wrong=80)  # through paired_difference: A is the table's rows
     d = metrics.paired_difference(a, b)
     assert d.difference == pytest.approx(-10 / 161) and d.interval == metrics.tango_interval(6, 16, 161)
 
@@ -64,8 +64,8 @@ def test_no_flip_keeps_a_width_that_falls_as_1_over_n():
     for n in (75, 300, 400, 2000):
         a, b = _pairs(n, 0, 0, both_wrong=n // 10)
         lo, hi = metrics.paired_difference(a, b).interval
-        assert hi == pytest.approx(metrics.Z95 ** 2 / (n + metrics.Z95 ** 2)) and lo == pytest.approx(-hi)
-    assert metrics.paired_settle_at(0, 0, 300, 0.01) == 381       # 1.96² x 99 = 380.3
+        assert hi == pytest.approx(metrics.Z95**2 / (n + metrics.Z95**2)) and lo == pytest.approx(-hi)
+    assert metrics.paired_settle_at(0, 0, 300, 0.01) == 381  # 1.96² x 99 = 380.3
 
 
 def test_no_flip_passes_only_with_enough_samples_and_says_how_many_would_do():
@@ -93,15 +93,15 @@ def test_misordered_labels_are_found_and_a_weak_class_is_not():
     labels = np.repeat(np.arange(10), 30)
     predicted = labels.copy()
     noisy = rng.random(300) < 0.1
-    predicted[noisy] = rng.integers(0, 10, int(noisy.sum()))   # a model right ~91% of the time
+    predicted[noisy] = rng.integers(0, 10, int(noisy.sum()))  # a model right ~91% of the time
     swapped = predicted.copy()
-    swapped[labels == 3], swapped[labels == 7] = 7, 3          # folders 3 and 7 exchanged
+    swapped[labels == 3], swapped[labels == 7] = 7, 3  # folders 3 and 7 exchanged
     found = metrics.misordered_classes(swapped, labels, 10)
     assert [(f["label"], f["predicted"]) for f in found] == [(3, 7), (7, 3)]
     shifted = (labels + 1) % 10
     assert len(metrics.misordered_classes(shifted, labels, 10)) == 10
     weak = labels.copy()
-    weak[labels == 3] = 7                                     # the model reads every 3 as a 7; 7s are still 7s
+    weak[labels == 3] = 7  # the model reads every 3 as a 7; 7s are still 7s
     assert metrics.misordered_classes(weak, labels, 10) == []
     assert metrics.misordered_classes(labels, labels, 10) == []
 
@@ -130,31 +130,33 @@ def _confusion(right: list[int], per_class: int = 30) -> np.ndarray:
 def test_a_swap_is_found_though_another_class_is_weak_and_a_weak_class_is_only_said():
     """Issue 31: the old test gave up when any other class was read mostly as another (one class at 40%)."""
     c = _confusion([27] * 10)
-    c[[3, 5]] = c[[5, 3]]                              # folders 3 and 5 swapped: label 3 holds 5s
-    c[8] = [0, 16, 0, 0, 0, 0, 0, 0, 12, 2]         # label 8: 12 of 30 right, 16 read as 1 (1s stay 1s)
+    c[[3, 5]] = c[[5, 3]]  # folders 3 and 5 swapped: label 3 holds 5s
+    c[8] = [0, 16, 0, 0, 0, 0, 0, 0, 12, 2]  # label 8: 12 of 30 right, 16 read as 1 (1s stay 1s)
     order = metrics.class_order(*_predictions(c), 10)
-    assert [(m["label"], m["predicted"], m["count"], m["of"]) for m in order.misordered] == [(3, 5, 27, 30),
-                                                                                             (5, 3, 27, 30)]
-    assert order.one_way == () and order.unshown == ()   # 16 against 12 shows no move (not refused, not said)
+    assert [(m["label"], m["predicted"], m["count"], m["of"]) for m in order.misordered] == [
+        (3, 5, 27, 30),
+        (5, 3, 27, 30),
+    ]
+    assert order.one_way == () and order.unshown == ()  # 16 against 12 shows no move (not refused, not said)
     assert metrics.misordered_classes(*_predictions(c), 10) == list(order.misordered)
-    c[8] = [0, 28, 0, 0, 0, 0, 0, 0, 2, 0]           # a class the model reads as another, one way: a note
+    c[8] = [0, 28, 0, 0, 0, 0, 0, 0, 2, 0]  # a class the model reads as another, one way: a note
     order = metrics.class_order(*_predictions(c), 10)
     assert [(m["label"], m["predicted"]) for m in order.misordered] == [(3, 5), (5, 3)]
     assert [(m["label"], m["predicted"]) for m in order.one_way] == [(8, 1)]
 
 
 def test_a_merely_bad_model_is_not_misordered():
-    weak = _confusion([5] * 10)                       # 17% right, errors spread: bad, not permuted
+    weak = _confusion([5] * 10)  # 17% right, errors spread: bad, not permuted
     assert metrics.class_order(*_predictions(weak), 10) == metrics.ClassOrder((), (), ())
     collapsed = np.zeros((10, 10), int)
-    collapsed[:, 0] = 30                               # everything read as class 0: one-way moves, no cycle
+    collapsed[:, 0] = 30  # everything read as class 0: one-way moves, no cycle
     order = metrics.class_order(*_predictions(collapsed), 10)
     assert order.misordered == () and [m["label"] for m in order.one_way] == list(range(1, 10))
-    pairs = np.zeros((10, 10), int)                    # classes confused in pairs, each still read mostly right
+    pairs = np.zeros((10, 10), int)  # classes confused in pairs, each still read mostly right
     for k in range(0, 10, 2):
         pairs[k, k], pairs[k, k + 1], pairs[k + 1, k + 1], pairs[k + 1, k] = 16, 14, 16, 14
     assert metrics.class_order(*_predictions(pairs), 10) == metrics.ClassOrder((), (), ())
-    rng = np.random.default_rng(31)                    # guessing models: never refused, never warned (1% each)
+    rng = np.random.default_rng(31)  # guessing models: never refused, never warned (1% each)
     labels = np.repeat(np.arange(10), 30)
     found = [metrics.class_order(rng.integers(0, 10, 300), labels, 10) for _ in range(100)]
     assert sum(bool(o.misordered) + bool(o.unshown) for o in found) <= 3

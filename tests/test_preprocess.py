@@ -8,13 +8,16 @@ import numpy as np
 import pytest
 from PIL import Image
 
-from edgekit.errors import InputError, UsageError
 from edgekit.board.preprocess import PreprocessSpec, open_image, prepare, spec_from_input_quantization, to_float
+from edgekit.errors import InputError, UsageError
 from tests.devices.test_classify import _png_header_only
 
 
-@pytest.mark.parametrize("width, height", [(9_000, 9_000), (9_500, 9_500), (30_000, 30_000)],
-                         ids=["over-our-limit", "over-pillow-warning", "over-pillow-error"])
+@pytest.mark.parametrize(
+    "width, height",
+    [(9_000, 9_000), (9_500, 9_500), (30_000, 30_000)],
+    ids=["over-our-limit", "over-pillow-warning", "over-pillow-error"],
+)
 def test_decompression_bombs_are_refused_quietly(tmp_path, width, height):
     bomb = tmp_path / "bomb.png"
     _png_header_only(bomb, width, height)
@@ -33,8 +36,10 @@ def test_exif_orientation_is_applied(tmp_path):
     assert open_image(tmp_path / "rotated.jpg").size == (20, 40)
 
 
-@pytest.mark.parametrize("dtype, scale, zero_point, shift", [("uint8", 1 / 128, 128, 0), ("uint8", 1 / 255, 0, 0),
-                                                             ("int8", 1 / 255, -128, 128), ("uint8", 1.0, 0, 0)])
+@pytest.mark.parametrize(
+    "dtype, scale, zero_point, shift",
+    [("uint8", 1 / 128, 128, 0), ("uint8", 1 / 255, 0, 0), ("int8", 1 / 255, -128, 128), ("uint8", 1.0, 0, 0)],
+)
 def test_default_spec_feeds_raw_pixels(dtype, scale, zero_point, shift):
     """Without a record, the input's own quantization decides: raw pixels (uint8), pixels - 128 (int8)."""
     rgb = np.random.default_rng(0).integers(0, 256, (8, 8, 3), dtype=np.uint8)
@@ -73,9 +78,11 @@ def _gradient16() -> np.ndarray:
     return (np.arange(48 * 40).reshape(40, 48) * 34 % 65536).astype(np.uint16)
 
 
-@pytest.mark.parametrize("suffix, dtype, full", [(".png", np.uint16, 65535), (".tif", np.uint16, 65535),
-                                                 (".tif", np.int32, 65535), (".tif", np.float32, 1.0)],
-                         ids=["16-bit-png", "16-bit-tiff", "32-bit-int-tiff", "float-tiff-0..1"])
+@pytest.mark.parametrize(
+    "suffix, dtype, full",
+    [(".png", np.uint16, 65535), (".tif", np.uint16, 65535), (".tif", np.int32, 65535), (".tif", np.float32, 1.0)],
+    ids=["16-bit-png", "16-bit-tiff", "32-bit-int-tiff", "float-tiff-0..1"],
+)
 def test_high_bit_depth_images_are_scaled_to_8_bits_not_clipped(tmp_path, suffix, dtype, full):
     """Pillow's own convert() clips a 16-bit pixel at 255 (a grey image turns white): scale instead."""
     g16 = _gradient16()
@@ -85,8 +92,9 @@ def test_high_bit_depth_images_are_scaled_to_8_bits_not_clipped(tmp_path, suffix
     assert Image.open(path).mode in ("I;16", "I", "F")  # really a high-bit-depth file
     expected = np.rint(g16 / 257.0).astype(np.uint8)
     spec = PreprocessSpec(48, 40, "L")
-    np.testing.assert_allclose(prepare(open_image(path), spec, "uint8", 1.0, 0)[0, ..., 0].astype(int),
-                               expected.astype(int), atol=1)
+    np.testing.assert_allclose(
+        prepare(open_image(path), spec, "uint8", 1.0, 0)[0, ..., 0].astype(int), expected.astype(int), atol=1
+    )
     rgb = PreprocessSpec(48, 40, "RGB")
     px = prepare(open_image(path), rgb, "uint8", 1.0, 0)[0]
     np.testing.assert_allclose(px[..., 1].astype(int), expected.astype(int), atol=1)
@@ -116,7 +124,7 @@ def test_keras_resize_is_bilinear_with_half_pixel_centres_and_no_antialias():
     expected = [[x[1:3, 1:3].mean(), x[1:3, 5:7].mean()], [x[5:7, 1:3].mean(), x[5:7, 5:7].mean()]]
     assert out.tolist() == np.round(expected).astype(int).tolist()
     spec = PreprocessSpec(2, 2, "L", "keras")
-    assert pixels(x, spec)[..., 0].tolist() == out.tolist()          # the one preprocessing uses it
+    assert pixels(x, spec)[..., 0].tolist() == out.tolist()  # the one preprocessing uses it
     assert PreprocessSpec.from_dict(spec.to_dict()).resize == "keras"  # and records it
 
 
@@ -129,6 +137,5 @@ def test_keras_resize_matches_keras_ops_image_resize():
     rng = np.random.default_rng(0)
     for shape, size in (((427, 640, 3), (32, 32)), ((90, 100, 3), (224, 224)), ((37, 53, 1), (16, 20))):
         x = rng.integers(0, 256, shape, dtype=np.uint8)
-        ref = np.asarray(keras.ops.image.resize(x.astype(np.float32), size, interpolation="bilinear",
-                                                antialias=False))
+        ref = np.asarray(keras.ops.image.resize(x.astype(np.float32), size, interpolation="bilinear", antialias=False))
         assert np.abs(resize_like_keras(x, *size).astype(np.float32) - ref).max() <= 0.501  # uint8 rounding only

@@ -19,10 +19,12 @@ from tests.helpers import COMPILED, MODEL
 
 
 def test_importing_edgekit_imports_no_tensorflow_click_numpy_or_converters():
-    code = ("import sys, edgekit\nassert callable(edgekit.open) and callable(edgekit.check)\n"
-            "heavy = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'click', 'numpy', 'PIL')\n"
-            "         or m.startswith(('edgekit.converters', 'edgekit.devices', 'edgekit.cli.commands'))]\n"
-            "print(heavy)")
+    code = (
+        "import sys, edgekit\nassert callable(edgekit.open) and callable(edgekit.check)\n"
+        "heavy = [m for m in sys.modules if m.split('.')[0] in ('tensorflow', 'click', 'numpy', 'PIL')\n"
+        "         or m.startswith(('edgekit.converters', 'edgekit.devices', 'edgekit.cli.commands'))]\n"
+        "print(heavy)"
+    )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[]"
@@ -50,7 +52,7 @@ def test_open_classifies_a_path_a_pil_image_and_an_array_into_class_records():
         tensor = model.input_tensor(cat)
         assert model.classify(tensor, top_k=3) == top  # already the input: taken as it is
         assert model.classify(cat, top_k=None, threshold=0.2) == [c for c in top if c.score >= 0.2]
-        scores, = model.infer(tensor)  # the seam a task layer (detection) decodes from
+        (scores,) = model.infer(tensor)  # the seam a task layer (detection) decodes from
         assert scores.shape == (1, 1001) and int(scores.argmax()) == 283
         assert np.array_equal(model.outputs[0], scores)
         timing = model.time(3, 1)
@@ -71,8 +73,9 @@ def test_the_compiled_model_falls_back_to_its_cpu_twin_and_says_so(monkeypatch):
 
 
 def test_classify_files_and_the_module_level_classify_give_the_commands_document():
-    result = edgekit.classify([str(shared_file("cat.bmp")), "missing.jpg"], model=shared_file(MODEL), device="cpu",
-                              top_k=2)
+    result = edgekit.classify(
+        [str(shared_file("cat.bmp")), "missing.jpg"], model=shared_file(MODEL), device="cpu", top_k=2
+    )
     assert result.results[0].top[0].id == 283 and len(result.results[0].top) == 2
     assert [e.image for e in result.errors] == ["missing.jpg"]
     doc = result.to_dict()
@@ -103,8 +106,10 @@ def test_benchmark_result_is_typed_and_round_trips():
     assert result.iterations == 3 and len(result.latencies_ms) == 3 and result.threads == 1
     assert result.min_ms <= result.p50_ms <= result.max_ms and result.comparison is None
     assert type(result).from_dict(result.to_dict()) == result
-    assert result.render_text().splitlines()[0].endswith("(ai_edge_litert, 1 threads)") or "threads" in \
-        result.render_text().splitlines()[0]
+    assert (
+        result.render_text().splitlines()[0].endswith("(ai_edge_litert, 1 threads)")
+        or "threads" in result.render_text().splitlines()[0]
+    )
 
 
 def test_records_refuse_a_drifted_document():
@@ -129,12 +134,32 @@ def test_a_block_of_a_shipped_dataclass_is_refused_as_a_records_would_be():
 
 
 def _verification(**over):
-    base = {"samples": 100, "top1_agreement": 0.7, "agreement_interval": [0.6, 0.78], "mean_abs_diff": 0.1,
-            "max_abs_diff": 0.5, "min_agreement": 0.9, "sources": {"held_back": 100}, "held_back": True,
-            "labelled": False, "confidence": 0.95, "float_top1": None, "int8_top1": None, "accuracy_drop": None,
-            "accuracy_drop_interval": None, "max_accuracy_drop": 1.0, "flips": None, "mcnemar_p": None,
-            "float_near_chance": None, "chance": None, "class_order": None, "agreement_verdict": "failed",
-            "passed": False, "failures": ["..."], "warnings": []}
+    base = {
+        "samples": 100,
+        "top1_agreement": 0.7,
+        "agreement_interval": [0.6, 0.78],
+        "mean_abs_diff": 0.1,
+        "max_abs_diff": 0.5,
+        "min_agreement": 0.9,
+        "sources": {"held_back": 100},
+        "held_back": True,
+        "labelled": False,
+        "confidence": 0.95,
+        "float_top1": None,
+        "int8_top1": None,
+        "accuracy_drop": None,
+        "accuracy_drop_interval": None,
+        "max_accuracy_drop": 1.0,
+        "flips": None,
+        "mcnemar_p": None,
+        "float_near_chance": None,
+        "chance": None,
+        "class_order": None,
+        "agreement_verdict": "failed",
+        "passed": False,
+        "failures": ["..."],
+        "warnings": [],
+    }
     return Verification.from_dict({**base, **over})
 
 
@@ -152,19 +177,37 @@ def test_a_verification_failure_carries_its_measure_value_limit_and_interval():
     assert v.agreement_verdict is Decision.FAILED and v.accuracy_verdict is None
     err = _failed("int8 disagrees", v)
     assert (err.measure, err.value, err.limit, err.interval) == ("top1_agreement", 0.7, 0.9, (0.6, 0.78))
-    v = _verification(agreement_verdict="passed", accuracy_verdict="failed", labelled=True, float_top1=0.9,
-                      int8_top1=0.8, accuracy_drop=10.0, accuracy_drop_interval=[6.0, 14.0])
+    v = _verification(
+        agreement_verdict="passed",
+        accuracy_verdict="failed",
+        labelled=True,
+        float_top1=0.9,
+        int8_top1=0.8,
+        accuracy_drop=10.0,
+        accuracy_drop_interval=[6.0, 14.0],
+    )
     err = _failed("int8 loses accuracy", v)
     assert (err.measure, err.value, err.limit, err.interval) == ("accuracy_drop", 10.0, 1.0, (6.0, 14.0))
     assert err.exit_code == 6
-    v = _verification(agreement_verdict="passed", labelled=True, float_top1=0.11, float_near_chance=True,
-                      chance={"chance": 0.1, "accuracy": 0.11, "interval": [0.06, 0.19], "p_value": 0.4,
-                              "near_chance": True})
+    v = _verification(
+        agreement_verdict="passed",
+        labelled=True,
+        float_top1=0.11,
+        float_near_chance=True,
+        chance={"chance": 0.1, "accuracy": 0.11, "interval": [0.06, 0.19], "p_value": 0.4, "near_chance": True},
+    )
     err = _failed("the float model is no better than chance", v)
     assert (err.measure, err.value, err.limit) == ("float_top1", 0.11, 0.1)
     # strict=True (issue 31): an uncertain drop whose estimate is past the limit failed it: the drop is the measure
-    v = _verification(agreement_verdict="passed", accuracy_verdict="uncertain", labelled=True, float_top1=0.93,
-                      int8_top1=0.9, accuracy_drop=3.0, accuracy_drop_interval=[0.8, 5.5])
+    v = _verification(
+        agreement_verdict="passed",
+        accuracy_verdict="uncertain",
+        labelled=True,
+        float_top1=0.93,
+        int8_top1=0.9,
+        accuracy_drop=3.0,
+        accuracy_drop_interval=[0.8, 5.5],
+    )
     err = _failed("cannot tell yet", v)
     assert (err.measure, err.value, err.limit, err.interval) == ("accuracy_drop", 3.0, 1.0, (0.8, 5.5))
 
@@ -172,26 +215,83 @@ def test_a_verification_failure_carries_its_measure_value_limit_and_interval():
 def test_a_detector_verification_failure_carries_its_map50_drop():
     from edgekit.results.quantize import DetectionVerification
 
-    gate = {"data": "coco.json", "images": 20, "objects": 40, "float_map50": 0.9, "int8_map50": 0.7, "drop": 0.2,
-            "drop_interval": [0.1, 0.3], "max_drop_points": 6.0, "verdict": "failed", "resamples": 1000, "seed": 0,
-            "scorer": "pycocotools", "notes": []}
-    layout = {"kind": "yolo", "roles": {"output": 0}, "num_classes": 2, "input_hw": [64, 64],
-              "boxes_normalized": True, "scores_are_logits": False, "transposed": True, "reg_max": 16,
-              "strides": [8, 16, 32], "letterbox": False, "labels": None, "source": [], "options": {},
-              "pixel_scaling": None, "description": "yolo"}
-    v = DetectionVerification.from_dict({
-        "kind": "detection", "samples": 20, "sources": {"held_back": 20}, "conf": 0.25, "match_iou": 0.5,
-        "float_detections": 40, "int8_detections": 38, "matched": 36, "min_agreement": 0.9, "mean_abs_diff": 0.01,
-        "class_order": None, "layout": layout, "failures": ["..."], "warnings": [], "kept": 0.9,
-        "kept_interval": [0.8, 0.95], "agreement_verdict": "passed", "passed": False, "map50": gate})
+    gate = {
+        "data": "coco.json",
+        "images": 20,
+        "objects": 40,
+        "float_map50": 0.9,
+        "int8_map50": 0.7,
+        "drop": 0.2,
+        "drop_interval": [0.1, 0.3],
+        "max_drop_points": 6.0,
+        "verdict": "failed",
+        "resamples": 1000,
+        "seed": 0,
+        "scorer": "pycocotools",
+        "notes": [],
+    }
+    layout = {
+        "kind": "yolo",
+        "roles": {"output": 0},
+        "num_classes": 2,
+        "input_hw": [64, 64],
+        "boxes_normalized": True,
+        "scores_are_logits": False,
+        "transposed": True,
+        "reg_max": 16,
+        "strides": [8, 16, 32],
+        "letterbox": False,
+        "labels": None,
+        "source": [],
+        "options": {},
+        "pixel_scaling": None,
+        "description": "yolo",
+    }
+    v = DetectionVerification.from_dict(
+        {
+            "kind": "detection",
+            "samples": 20,
+            "sources": {"held_back": 20},
+            "conf": 0.25,
+            "match_iou": 0.5,
+            "float_detections": 40,
+            "int8_detections": 38,
+            "matched": 36,
+            "min_agreement": 0.9,
+            "mean_abs_diff": 0.01,
+            "class_order": None,
+            "layout": layout,
+            "failures": ["..."],
+            "warnings": [],
+            "kept": 0.9,
+            "kept_interval": [0.8, 0.95],
+            "agreement_verdict": "passed",
+            "passed": False,
+            "map50": gate,
+        }
+    )
     err = _failed("int8 loses mAP50", v)
     assert (err.measure, err.value, err.limit, err.interval) == ("map50_drop", 0.2, 6.0, (0.1, 0.3))
 
 
 # Options that only the command line has: output format, SSH details (the API takes an SshTarget as ``on``),
 # --save (json.dump(result.to_dict()) in Python), and positional arguments the API takes first.
-CLI_ONLY = {"as_json", "quiet", "port", "identity", "remote_path", "python", "known_hosts", "accept_new_host_key",
-            "connect_timeout", "timeout_ssh", "save", "images", "model", "on"}
+CLI_ONLY = {
+    "as_json",
+    "quiet",
+    "port",
+    "identity",
+    "remote_path",
+    "python",
+    "known_hosts",
+    "accept_new_host_key",
+    "connect_timeout",
+    "timeout_ssh",
+    "save",
+    "images",
+    "model",
+    "on",
+}
 
 
 @pytest.mark.parametrize("command", ["check", "compile", "evaluate", "benchmark", "quantize", "build", "classify"])
@@ -216,8 +316,11 @@ def test_the_api_takes_every_flag_of_its_command_with_the_same_default(command):
         expected = p.get_default(click.Context(cmd), call=True)
         if expected is None or "UNSET" in repr(expected):  # click 8.2+ marks "no default" with a sentinel
             expected = False if getattr(p, "is_flag", False) else None
-        assert default == expected or (default != default and expected != expected) or (
-            isinstance(expected, float) and default == expected), f"{command} {name}: {default!r} != {expected!r}"
+        assert (
+            default == expected
+            or (default != default and expected != expected)
+            or (isinstance(expected, float) and default == expected)
+        ), f"{command} {name}: {default!r} != {expected!r}"
 
 
 def test_records_are_plain_frozen_dataclasses():
@@ -231,8 +334,9 @@ def test_records_are_plain_frozen_dataclasses():
 def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits_keras, digits_folders, tmp_path):
     from edgekit.results import BuildResult, EvaluateResult, QuantizeResult
 
-    q = edgekit.quantize(digits_keras.path, output=tmp_path / "d_int8.tflite", calib=str(digits_folders.train),
-                         samples=64, holdout=32)
+    q = edgekit.quantize(
+        digits_keras.path, output=tmp_path / "d_int8.tflite", calib=str(digits_folders.train), samples=64, holdout=32
+    )
     assert isinstance(q, QuantizeResult) and q.output == str(tmp_path / "d_int8.tflite")
     assert q.verification is not None and q.verification.passed and q.verification.agreement_verdict is not None
     assert QuantizeResult.from_dict(q.to_dict()) == q
@@ -241,8 +345,14 @@ def test_quantize_build_and_evaluate_return_typed_results_that_round_trip(digits
     assert isinstance(ev, EvaluateResult) and ev.samples > 0 and ev.top1 > 0.5 and ev.reference is None
     assert EvaluateResult.from_dict(ev.to_dict()) == ev
     assert "int8 top-1" in ev.render_text()
-    b = edgekit.build(digits_keras.path, output=tmp_path / "bundle", calib=str(digits_folders.train), samples=64,
-                      holdout=32, no_compile=True)
+    b = edgekit.build(
+        digits_keras.path,
+        output=tmp_path / "bundle",
+        calib=str(digits_folders.train),
+        samples=64,
+        holdout=32,
+        no_compile=True,
+    )
     assert isinstance(b, BuildResult) and b.manifest.models.edgetpu is None
     assert BuildResult.from_dict(b.to_dict()) == b and "Run it: edgekit classify" in b.render_text()
     with edgekit.open(b.bundle) as model:  # the bundle opens and classifies with its recorded preprocessing
@@ -276,8 +386,12 @@ def _not_images():
         (None, UsageError, "expected a file path, a PIL image or an HxWxC uint8 array, got None"),
         ([[1, 2], [3, 4]], UsageError, "got a list"),
         (7, UsageError, "got int 7"),
-        (np.zeros((64, 64, 3), np.float32), InputError, "a 64x64x3 float32 array (values 0..0): a float frame does not "
-                                                        "say its range (say it: scale=255 for pixels in 0..1"),
+        (
+            np.zeros((64, 64, 3), np.float32),
+            InputError,
+            "a 64x64x3 float32 array (values 0..0): a float frame does not "
+            "say its range (say it: scale=255 for pixels in 0..1",
+        ),
         (np.zeros((64, 64, 3), np.int64), InputError, "a 64x64x3 int64 array"),
         (np.zeros((1, 64, 64, 3), np.uint8), InputError, "a 1x64x64x3 uint8 array is not one image"),
         (np.zeros((64, 64, 2), np.uint8), InputError, "a 64x64x2 uint8 array is not one image"),
@@ -294,8 +408,10 @@ def test_model_classify_and_detect_refuse_what_they_cannot_use_naming_it():
     a 0x0 image, an answer): now the EdgekitError that names what was passed (its shape and dtype)."""
     import re
 
-    with edgekit.open(shared_file(MODEL), device="cpu") as classifier, \
-            edgekit.open(shared_file(DETECTOR), device="cpu") as detector:
+    with (
+        edgekit.open(shared_file(MODEL), device="cpu") as classifier,
+        edgekit.open(shared_file(DETECTOR), device="cpu") as detector,
+    ):
         for image, error, message in _not_images():
             for call in (classifier.classify, detector.detect, classifier.input_tensor):
                 with pytest.raises(error, match=re.escape(message)):
@@ -387,8 +503,11 @@ def test_a_float_frame_is_taken_with_its_range_said_and_refused_without(classifi
     assert np.array_equal(classifier.input_tensor(rgb.astype(np.float64), scale=1), expected)
     assert np.array_equal(classifier.input_tensor(rgb[..., ::-1] / 255, channels="BGR", scale=255), expected)
     assert classifier.classify(rgb / 255.0, top_k=3, scale=255) == classifier.classify(rgb, top_k=3)
-    with pytest.raises(InputError, match=r"float64 array \(values 0.0\d+\.\.1\): a float frame does not say its "
-                                         r"range \(say it: scale=255 for pixels in 0..1, scale=1"):
+    with pytest.raises(
+        InputError,
+        match=r"float64 array \(values 0.0\d+\.\.1\): a float frame does not say its "
+        r"range \(say it: scale=255 for pixels in 0..1, scale=1",
+    ):
         classifier.classify(rgb / 255.0)
     normalized = (rgb.astype(np.float32) - 127.5) / 58.0  # mean/std already applied: not pixels
     with pytest.raises(InputError, match=r"times scale=1 spans -2.\d+\.\.2.\d+, not pixels in 0..255"):
@@ -413,7 +532,9 @@ def test_classify_batch_answers_each_frame_in_order_and_names_a_bad_frames_index
     assert classifier.classify_batch([rgb, path], top_k=2) == one
     assert classifier.classify_batch((f for f in [rgb, path]), top_k=2) == one  # any iterable, read once
     assert classifier.classify_batch(np.stack([rgb, rgb[..., ::-1]]), top_k=2, channels="BGR") == [
-        classifier.classify(rgb[..., ::-1], top_k=2), one[0]]  # an NxHxWx3 array: its frames, BGR
+        classifier.classify(rgb[..., ::-1], top_k=2),
+        one[0],
+    ]  # an NxHxWx3 array: its frames, BGR
     assert classifier.classify_batch([rgb / 255.0], top_k=2, scale=255) == one[:1]
     assert classifier.classify_batch([]) == []
     with pytest.raises(UsageError, match="got a list .*several: model.classify_batch / detect_batch"):
@@ -436,8 +557,12 @@ def test_time_given_an_image_times_the_whole_classify_call_by_part(classifier):
     assert isinstance(timing, CallTiming) and timing.call == "classify"
     for part in (timing.preprocess, timing.invoke, timing.postprocess, timing.total):
         assert isinstance(part, Timing) and part.count == 4 and part.min_ms >= 0
-    for pre, inv, post, total in zip(timing.preprocess.latencies_ms, timing.invoke.latencies_ms,
-                                     timing.postprocess.latencies_ms, timing.total.latencies_ms):
+    for pre, inv, post, total in zip(
+        timing.preprocess.latencies_ms,
+        timing.invoke.latencies_ms,
+        timing.postprocess.latencies_ms,
+        timing.total.latencies_ms,
+    ):
         assert pre > 0 and inv > 0 and post >= 0 and pre + inv + post == pytest.approx(total)
     assert timing.preprocess.p50_ms > 0.1  # decoding and resizing a 512x341 BMP: not nothing
     assert CallTiming.from_dict(timing.to_dict()) == timing and "preprocess: p50" in timing.render_text()

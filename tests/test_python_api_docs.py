@@ -20,16 +20,26 @@ from tests.conftest import REPO, shared_file
 from tests.devices.test_runtime_no_tensorflow import BLOCKER
 
 PAGE = REPO / "docs" / "python-api.md"
-BLOCK = re.compile(r"<!-- test: (?P<kind>runtime|detection|tensorflow|pytest (?P<file>\S+)) -->\n```python\n(?P<code>.*?)```",
-                   re.S)
-RUNTIME_FILES = ("mobilenet_v1_0.25_128_quant.tflite", "mobilenet_v1_0.25_128_quant_edgetpu.tflite",
-                 "imagenet_labels.txt", "cat.bmp", "grace_hopper.bmp", "deeplabv3_mnv2_dm05_pascal_quant.tflite")
+BLOCK = re.compile(
+    r"<!-- test: (?P<kind>runtime|detection|tensorflow|pytest (?P<file>\S+)) -->\n```python\n(?P<code>.*?)```", re.S
+)
+RUNTIME_FILES = (
+    "mobilenet_v1_0.25_128_quant.tflite",
+    "mobilenet_v1_0.25_128_quant_edgetpu.tflite",
+    "imagenet_labels.txt",
+    "cat.bmp",
+    "grace_hopper.bmp",
+    "deeplabv3_mnv2_dm05_pascal_quant.tflite",
+)
 DETECTION_FILES = ("detection/ppe_yolov8n_full_integer_quant.tflite", "grace_hopper.bmp")  # a real YOLOv8n export
 
 
 def blocks(kind: str) -> list[tuple[str, str | None, str]]:
-    return [(m["kind"], m["file"], m["code"]) for m in BLOCK.finditer(PAGE.read_text(encoding="utf-8"))
-            if m["kind"].split()[0] == kind]
+    return [
+        (m["kind"], m["file"], m["code"])
+        for m in BLOCK.finditer(PAGE.read_text(encoding="utf-8"))
+        if m["kind"].split()[0] == kind
+    ]
 
 
 def test_every_python_block_of_the_page_is_tested():
@@ -37,7 +47,7 @@ def test_every_python_block_of_the_page_is_tested():
     text = PAGE.read_text(encoding="utf-8")
     assert text.count("```python") == len(list(BLOCK.finditer(text)))
     assert len(blocks("runtime")) >= 6 and len(blocks("pytest")) == 1 and len(blocks("tensorflow")) == 3
-    assert len(blocks("detection")) == 2   # Model.detect; frames from OpenCV, float frames, batches, timing
+    assert len(blocks("detection")) == 2  # Model.detect; frames from OpenCV, float frames, batches, timing
 
 
 def _workdir(tmp_path: Path) -> Path:
@@ -57,8 +67,9 @@ def test_the_runtime_examples_run_without_tensorflow(tmp_path):
     work = _workdir(tmp_path)
     script = "import sys\nassert 'tensorflow' not in sys.modules\n" + "\n".join(
         f"# --- block {i}\n{code}\nassert 'tensorflow' not in sys.modules, 'block {i} imported TensorFlow'\n"
-        for i, (_, _, code) in enumerate(blocks("runtime")))
-    script += ("try:\n    import tensorflow\nexcept ImportError:\n    print('TENSORFLOW BLOCKED')\n")
+        for i, (_, _, code) in enumerate(blocks("runtime"))
+    )
+    script += "try:\n    import tensorflow\nexcept ImportError:\n    print('TENSORFLOW BLOCKED')\n"
     (work / "examples.py").write_text(script)
     done = _run([sys.executable, "examples.py"], work, block_tensorflow=True)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -71,7 +82,7 @@ def test_the_detection_example_runs_without_tensorflow(tmp_path):
     for name in DETECTION_FILES:
         (tmp_path / Path(name).name).symlink_to(shared_file(name).resolve())
     (tmp_path / "sitecustomize.py").write_text(BLOCKER)
-    code = "\n".join(code for _, _, code in blocks("detection"))   # Model.detect, then frames/batches/timing
+    code = "\n".join(code for _, _, code in blocks("detection"))  # Model.detect, then frames/batches/timing
     (tmp_path / "detect_example.py").write_text(code + "\nimport sys\nassert 'tensorflow' not in sys.modules\n")
     done = _run([sys.executable, "detect_example.py"], tmp_path, block_tensorflow=True)
     assert done.returncode == 0, done.stdout + done.stderr
@@ -81,7 +92,7 @@ def test_the_detection_example_runs_without_tensorflow(tmp_path):
 
 def test_the_users_ci_test_file_passes_without_tensorflow(tmp_path):
     work = _workdir(tmp_path)
-    (kind, name, code), = blocks("pytest")
+    ((kind, name, code),) = blocks("pytest")
     (work / name).write_text(code)
     done = _run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", name], work, block_tensorflow=True)
     assert done.returncode == 0, done.stdout + done.stderr

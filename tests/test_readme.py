@@ -33,32 +33,35 @@ def quick_start_commands() -> list[list[str]]:
     """The `edgekit ...` lines of the README's quick-start block, as argument lists (comments dropped)."""
     section = README.split("## Quick start", 1)[1]
     block = section.split("```sh", 1)[1].split("```", 1)[0]
-    return [shlex.split(line, comments=True)[1:] for line in block.strip().splitlines()
-            if line.startswith("edgekit ")]
+    return [shlex.split(line, comments=True)[1:] for line in block.strip().splitlines() if line.startswith("edgekit ")]
 
 
 def full(*args: str, cwd: Path, env: dict | None = None) -> subprocess.CompletedProcess:
     """`python -m edgekit ARGS` with everything installed (TensorFlow too)."""
-    env = {**{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_")}, "PYTHONPATH": str(REPO),
-           **(env or {})}
-    return subprocess.run([sys.executable, "-m", "edgekit", *args], cwd=cwd, env=env, capture_output=True,
-                          text=True, timeout=600)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("EDGEKIT_")},
+        "PYTHONPATH": str(REPO),
+        **(env or {}),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "edgekit", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+    )
 
 
 @pytest.mark.tf
-def test_the_quick_start_runs_as_written(digits_keras, digits_folders, tmp_path, light):  # noqa: F811
+def test_the_quick_start_runs_as_written(digits_keras, digits_folders, tmp_path, light):
     from PIL import Image
 
     commands = quick_start_commands()
     assert [c[0] for c in commands] == ["quantize", "check", "compile", "classify"], commands
-    shutil.copy(digits_keras.path, tmp_path / "model.h5")          # a Keras model, no record beside it
-    shutil.copytree(digits_folders.train, tmp_path / "images")     # class folders of images
+    shutil.copy(digits_keras.path, tmp_path / "model.h5")  # a Keras model, no record beside it
+    shutil.copytree(digits_folders.train, tmp_path / "images")  # class folders of images
     digit = sorted((Path(digits_folders.test) / "3").iterdir())[0]
     Image.open(digit).convert("RGB").save(tmp_path / "cat.jpg", quality=95)  # the image to classify
     compiler = shutil.which(os.environ.get("EDGETPU_COMPILER", "edgetpu_compiler"))
     for argv in commands:
         r = full(*argv, cwd=tmp_path) if argv[0] == "quantize" else light(*argv)
-        if argv[0] == "compile" and not compiler:   # README: x86-64 Linux only; elsewhere check's prediction
+        if argv[0] == "compile" and not compiler:  # README: x86-64 Linux only; elsewhere check's prediction
             assert r.returncode == 4 and "offline prediction" in r.stdout, r.stderr
             continue
         if argv[0] == "classify" and not compiler:  # no compiled model: the error names both ways on
@@ -79,13 +82,15 @@ def documented_exit_codes() -> list[int]:
 
 def _stand_in_compiler(folder: Path, **behaviour: str) -> dict:
     exe = folder / "edgetpu_compiler"
-    exe.write_text(f"#!{sys.executable}\nimport runpy, sys\nsys.exit(runpy.run_path({str(STANDIN)!r}, "
-                   "run_name='standin')['main'](sys.argv[1:]))\n")
+    exe.write_text(
+        f"#!{sys.executable}\nimport runpy, sys\nsys.exit(runpy.run_path({str(STANDIN)!r}, "
+        "run_name='standin')['main'](sys.argv[1:]))\n"
+    )
     exe.chmod(0o755)
     return {"EDGETPU_COMPILER": str(exe), **{f"STANDIN_{k}": str(v) for k, v in behaviour.items()}}
 
 
-def _scenario(code: int, tmp: Path, light_run, request) -> subprocess.CompletedProcess:  # noqa: C901
+def _scenario(code: int, tmp: Path, light_run, request) -> subprocess.CompletedProcess:
     model, cat = str(shared_file("mobilenet_v1_0.25_128_quant.tflite")), str(shared_file("cat.bmp"))
     if code == 0:
         return light_run("inspect", model)
@@ -108,7 +113,7 @@ def _scenario(code: int, tmp: Path, light_run, request) -> subprocess.CompletedP
         if code == 5:  # not a one-input image model
             a, b = keras.Input((8, 8, 3)), keras.Input((8, 8, 3))
             m = keras.Model([a, b], keras.layers.Dense(2)(keras.layers.Flatten()(keras.layers.Add()([a, b]))))
-        else:          # an untrained model on labelled data: every preprocessing is near chance
+        else:  # an untrained model on labelled data: every preprocessing is near chance
             m = digits.build_cnn(seed=1)
         m.save(tmp / "m.keras")
         folders = request.getfixturevalue("digits_folders")
@@ -122,8 +127,9 @@ def _scenario(code: int, tmp: Path, light_run, request) -> subprocess.CompletedP
     if code == 9:
         if ctypes.util.find_library("edgetpu"):
             pytest.skip("libedgetpu is installed here: -d usb may really run")
-        return light_run("classify", cat, "-m", str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")),
-                         "-d", "usb")
+        return light_run(
+            "classify", cat, "-m", str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")), "-d", "usb"
+        )
     if code == 10:  # benchmark --compare against a saved run made to look 1000 times faster
         import json
 
@@ -139,16 +145,33 @@ def _scenario(code: int, tmp: Path, light_run, request) -> subprocess.CompletedP
         (tmp / "base.json").write_text(json.dumps(doc))
         return light_run("benchmark", "-m", model, "-n", "10", "--warmup", "1", "--compare", str(tmp / "base.json"))
     if code == 70:  # a bug in edgekit, simulated: the model reader raises an unexpected exception
-        script = ("import sys, edgekit.tflite.model as t\nt.load = lambda p: 1 / 0\n"
-                  "from edgekit.cli import main\nmain(['inspect', sys.argv[1]])\n")
-        return subprocess.run([sys.executable, "-c", script, model], capture_output=True, text=True, timeout=60,
-                              env={**os.environ, "PYTHONPATH": str(REPO)})
+        script = (
+            "import sys, edgekit.tflite.model as t\nt.load = lambda p: 1 / 0\n"
+            "from edgekit.cli import main\nmain(['inspect', sys.argv[1]])\n"
+        )
+        return subprocess.run(
+            [sys.executable, "-c", script, model],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            env={**os.environ, "PYTHONPATH": str(REPO)},
+        )
     if code in (129, 130, 143):  # stopped while the compiler runs
         shutil.copy(shared_file("split_concat.tflite"), tmp / "m.tflite")
-        env = {**os.environ, "PYTHONPATH": str(REPO), **_stand_in_compiler(tmp, SLEEP=30,
-                                                                             CHILD_PID_FILE=tmp / "child.pid")}
-        p = subprocess.Popen([sys.executable, "-m", "edgekit", "compile", "m.tflite"], cwd=tmp, env=env,
-                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=default_stop_signals)
+        env = {
+            **os.environ,
+            "PYTHONPATH": str(REPO),
+            **_stand_in_compiler(tmp, SLEEP=30, CHILD_PID_FILE=tmp / "child.pid"),
+        }
+        p = subprocess.Popen(
+            [sys.executable, "-m", "edgekit", "compile", "m.tflite"],
+            cwd=tmp,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            preexec_fn=default_stop_signals,
+        )
         for _ in range(600):
             if (tmp / "child.pid").exists() and (tmp / "child.pid").read_text():
                 break
@@ -160,7 +183,7 @@ def _scenario(code: int, tmp: Path, light_run, request) -> subprocess.CompletedP
 
 
 @pytest.mark.parametrize("code", documented_exit_codes())
-def test_each_documented_exit_code_happens_as_documented(code, tmp_path, light, request):  # noqa: F811
+def test_each_documented_exit_code_happens_as_documented(code, tmp_path, light, request):
     r = _scenario(code, tmp_path, light, request)
     assert r.returncode == code, (r.stdout, r.stderr)
     if code in (0, 1):

@@ -14,7 +14,8 @@ import json
 import math
 import random
 import typing
-from typing import Any, Callable, Iterator, List, Tuple
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
@@ -25,7 +26,7 @@ from tests.test_docs_json import TYPES, examples, result_type
 
 SEED = 31
 MUTATIONS = 2000
-Path = Tuple[Any, ...]
+Path = tuple[Any, ...]
 
 
 def deep(depth: int, kind: str) -> Any:
@@ -37,9 +38,39 @@ def deep(depth: int, kind: str) -> Any:
 
 
 #: Values of every JSON kind (and some that only Python's json reader lets in), wrong for most fields.
-ODD_VALUES = ["x", "", "1", "nan", "\ud800", 0, 1, -1, 7, 2 ** 63, -2 ** 63 - 1, 10 ** 400, 10 ** 5000,
-              0.5, -3.25, 1e308, float("nan"), float("inf"), float("-inf"), True, False, None, [], [1], ["x"],
-              [None], {}, {"a": 1}, [[1, 2], [3]], deep(3000, "list"), deep(3000, "dict")]
+ODD_VALUES = [
+    "x",
+    "",
+    "1",
+    "nan",
+    "\ud800",
+    0,
+    1,
+    -1,
+    7,
+    2**63,
+    -(2**63) - 1,
+    10**400,
+    10**5000,
+    0.5,
+    -3.25,
+    1e308,
+    float("nan"),
+    float("inf"),
+    float("-inf"),
+    True,
+    False,
+    None,
+    [],
+    [1],
+    ["x"],
+    [None],
+    {},
+    {"a": 1},
+    [[1, 2], [3]],
+    deep(3000, "list"),
+    deep(3000, "dict"),
+]
 
 
 def paths(node: Any, here: Path = ()) -> Iterator[Path]:
@@ -64,7 +95,7 @@ def parent_of(document: Any, path: Path) -> Any:
 
 def mutate_once(doc: dict, rng: random.Random) -> str:
     """One mutation of ``doc``, in place, and what it did."""
-    places: List[Path] = list(paths(doc))
+    places: list[Path] = list(paths(doc))
     if not places:
         doc["surprise"] = 1
         return "extra key in an empty document"
@@ -88,7 +119,7 @@ def mutate_once(doc: dict, rng: random.Random) -> str:
     return f"empty {path}"
 
 
-def mutate(document: dict, rng: random.Random) -> Tuple[str, dict]:
+def mutate(document: dict, rng: random.Random) -> tuple[str, dict]:
     """A copy of ``document`` with one to three mutations, and what they were."""
     doc = copy.deepcopy(document)
     return " + ".join(mutate_once(doc, rng) for _ in range(rng.choice((1, 1, 2, 3)))), doc
@@ -119,15 +150,15 @@ def check(read: Callable[[dict], Any], document: dict) -> str:
         return "refused"
     written = result.to_dict()
     assert result.render_text() is not None
-    text = _json_text(written)             # strict JSON, as --json writes it (NaN and infinities as null)
+    text = _json_text(written)  # strict JSON, as --json writes it (NaN and infinities as null)
     if "NaN" not in json.dumps(written) and "Infinity" not in json.dumps(written):
-        again = read(json.loads(text))     # what --json wrote reads back...
+        again = read(json.loads(text))  # what --json wrote reads back...
         assert _json_text(again.to_dict()) == text  # ...as the same document
     assert same(read(written).to_dict(), written)
     return "kept"
 
 
-def cases() -> List[Tuple[str, int, dict]]:
+def cases() -> list[tuple[str, int, dict]]:
     found = [(command, i, json.loads(e)) for command in sorted(TYPES) for i, e in enumerate(examples(command))]
     assert found, "no documented JSON example to mutate"
     return found
@@ -143,26 +174,30 @@ def test_mutated_documents_are_read_or_refused_with_a_value_error():
         read = result_type(command, document).from_dict
         try:
             outcomes[check(read, mutated)] += 1
-        except Exception as exc:  # noqa: BLE001 - the test reports any other failure with the mutation
+        except Exception as exc:
             pytest.fail(f"{command} example {i}, mutation {n} ({what}): {type(exc).__name__}: {exc!s:.300}")
     # the fuzzer must exercise both ways out, or it tests nothing
     assert outcomes["refused"] > MUTATIONS // 10 and outcomes["kept"] > MUTATIONS // 10, outcomes
 
 
-@pytest.mark.parametrize("value, field, message", [
-    ("x", "num_classes", "expected an integer, got 'x'"),
-    (True, "num_classes", "expected an integer, got true"),
-    (None, "num_classes", "expected an integer, got null"),
-    (2 ** 63, "num_classes", "expected an integer of at most 64 bits, got 9223372036854775808"),
-    (10 ** 5000, "num_classes", "expected an integer of at most 64 bits, got an integer of about 5000 digits"),
-    ("1", "conf", "expected a number, got '1'"),
-    (10 ** 400, "conf", "expected a number, got an integer of about 400 digits"),
-    (None, "conf", "expected a number, got null"),
-    ([64], "input_hw", "expected a list of 2, got a list of 1"),
-    ("boxes", "kind", "'boxes' is not one of"),
-    (deep(3000, "list"), "labels", "expected a string, got a list"),
-    (deep(3000, "dict"), "options", "expected true or false or an integer or a number or a string, got an object"),
-], ids=lambda v: shown(v)[:20])
+@pytest.mark.parametrize(
+    "value, field, message",
+    [
+        ("x", "num_classes", "expected an integer, got 'x'"),
+        (True, "num_classes", "expected an integer, got true"),
+        (None, "num_classes", "expected an integer, got null"),
+        (2**63, "num_classes", "expected an integer of at most 64 bits, got 9223372036854775808"),
+        (10**5000, "num_classes", "expected an integer of at most 64 bits, got an integer of about 5000 digits"),
+        ("1", "conf", "expected a number, got '1'"),
+        (10**400, "conf", "expected a number, got an integer of about 400 digits"),
+        (None, "conf", "expected a number, got null"),
+        ([64], "input_hw", "expected a list of 2, got a list of 1"),
+        ("boxes", "kind", "'boxes' is not one of"),
+        (deep(3000, "list"), "labels", "expected a string, got a list"),
+        (deep(3000, "dict"), "options", "expected true or false or an integer or a number or a string, got an object"),
+    ],
+    ids=lambda v: shown(v)[:20],
+)
 def test_a_wrong_type_is_refused_naming_the_field(value, field, message):
     document = json.loads(examples("detect")[0])
     where = document["layout"] if field in document["layout"] else document

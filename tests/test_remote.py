@@ -21,9 +21,9 @@ from types import SimpleNamespace
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli.app import cli
 from edgekit.board import runner as board_runner
 from edgekit.board.preprocess import spec_from_input_quantization
+from edgekit.cli.app import cli
 from tests.conftest import REPO, SSHD, shared_file
 from tests.helpers import default_stop_signals, make_bundle
 
@@ -58,7 +58,7 @@ def sshd(tmp_path_factory):
     # login shell's rc files, which may put another python3 first), so --python can be left at its default.
     wrappers = d / "bin"
     wrappers.mkdir()
-    (wrappers / "python3").write_text(f"#!/bin/sh\nexec {TARGET_PYTHON} \"$@\"\n")
+    (wrappers / "python3").write_text(f'#!/bin/sh\nexec {TARGET_PYTHON} "$@"\n')
     (wrappers / "python3").chmod(0o755)
     (d / "sshd_config").write_text(f"""\
 Port {port}
@@ -66,7 +66,7 @@ Port {python3_port}
 ListenAddress 127.0.0.1
 HostKey {host_key}
 PidFile none
-AuthorizedKeysFile {d / 'authorized_keys'}
+AuthorizedKeysFile {d / "authorized_keys"}
 AllowUsers {user}
 PubkeyAuthentication yes
 PasswordAuthentication no
@@ -80,8 +80,9 @@ Match LocalPort {python3_port}
     if os.getuid() == 0:
         os.makedirs("/run/sshd", mode=0o755, exist_ok=True)  # sshd's privilege separation folder
     log = open(d / "sshd.log", "wb")
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stdout=log, stderr=log,
-                            preexec_fn=default_stop_signals)   # its sessions' runners are stopped by signals
+    proc = subprocess.Popen(
+        [SSHD, "-D", "-e", "-f", str(d / "sshd_config")], stdout=log, stderr=log, preexec_fn=default_stop_signals
+    )  # its sessions' runners are stopped by signals
     deadline = time.monotonic() + 10
     while True:
         try:
@@ -93,10 +94,20 @@ Match LocalPort {python3_port}
                 pytest.fail(f"sshd did not start: {(d / 'sshd.log').read_text()}")
             time.sleep(0.05)
     known_hosts = d / "known_hosts"
-    known_hosts.write_text(f"[127.0.0.1]:{port} {Path(f'{host_key}.pub').read_text()}"
-                           f"[127.0.0.1]:{python3_port} {Path(f'{host_key}.pub').read_text()}")
-    yield SimpleNamespace(port=port, python3_port=python3_port, user=user, key=key, wrong_key=wrong_key,
-                          known_hosts=known_hosts, dir=d, destination=f"{user}@127.0.0.1")
+    known_hosts.write_text(
+        f"[127.0.0.1]:{port} {Path(f'{host_key}.pub').read_text()}"
+        f"[127.0.0.1]:{python3_port} {Path(f'{host_key}.pub').read_text()}"
+    )
+    yield SimpleNamespace(
+        port=port,
+        python3_port=python3_port,
+        user=user,
+        key=key,
+        wrong_key=wrong_key,
+        known_hosts=known_hosts,
+        dir=d,
+        destination=f"{user}@127.0.0.1",
+    )
     proc.terminate()
     try:
         proc.wait(timeout=10)
@@ -114,9 +125,17 @@ def _no_agent(monkeypatch):
 def ssh_args(sshd, remote_path: Path, *extra: str, identity: bool = True, python: bool = True) -> list[str]:
     # --python: the login shell's own rc files may put another python3 first on PATH
     # (test_default_python3_is_the_logins tests the default on sshd.python3_port)
-    return ["--port", str(sshd.port), *(["--identity", str(sshd.key)] if identity else []),
-            "--known-hosts", str(sshd.known_hosts), "--path", str(remote_path),
-            *(["--python", str(TARGET_PYTHON)] if python else []), *extra]
+    return [
+        "--port",
+        str(sshd.port),
+        *(["--identity", str(sshd.key)] if identity else []),
+        "--known-hosts",
+        str(sshd.known_hosts),
+        "--path",
+        str(remote_path),
+        *(["--python", str(TARGET_PYTHON)] if python else []),
+        *extra,
+    ]
 
 
 def invoke(*args: str):
@@ -137,8 +156,9 @@ def deployed(sshd, tmp_path_factory):
 def test_deploy_copies_the_bundle_and_runner_then_only_what_changed(sshd, deployed):
     first = deployed.first
     shipped = {f"runtime/{m}" for m in board_runner.SHIPPED_MODULES}
-    bundle_files = {f"bundles/mobilenet/{n}" for n in ("manifest.json", f"{MODEL}.tflite", f"{MODEL}_edgetpu.tflite",
-                                                       "labels.txt")}
+    bundle_files = {
+        f"bundles/mobilenet/{n}" for n in ("manifest.json", f"{MODEL}.tflite", f"{MODEL}_edgetpu.tflite", "labels.txt")
+    }
     assert set(first["uploaded"]) == shipped | bundle_files and first["unchanged"] == 0
     assert first["python"].startswith("3.7.") or TARGET_PYTHON != PY37
     assert first["interpreter"] in ("tflite_runtime", "ai_edge_litert")
@@ -146,8 +166,9 @@ def test_deploy_copies_the_bundle_and_runner_then_only_what_changed(sshd, deploy
         local = deployed.bundle / rel.split("/", 2)[2]
         assert (deployed.remote_path / rel).read_bytes() == local.read_bytes()
 
-    again = invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
-                   *ssh_args(sshd, deployed.remote_path), "--json")
+    again = invoke(
+        "deploy", str(deployed.bundle), "--to", sshd.destination, *ssh_args(sshd, deployed.remote_path), "--json"
+    )
     assert again.exit_code == 0, again.output
     doc = json.loads(again.stdout)
     assert doc["uploaded"] == [] and doc["deleted"] == [] and doc["bytes_sent"] == 0
@@ -172,8 +193,19 @@ def test_deploy_replaces_a_changed_file_and_removes_a_stray_one(sshd, tmp_path):
 def _classify_both(sshd, deployed, images, python, *args):
     local = invoke("classify", *images, "-m", str(deployed.bundle), "--json", *args)
     assert local.exit_code == 0, local.output
-    remote = invoke("classify", *images, "--on", sshd.destination, "-m", str(deployed.bundle),
-                    *ssh_args(sshd, deployed.remote_path), "--python", str(python), "--json", *args)
+    remote = invoke(
+        "classify",
+        *images,
+        "--on",
+        sshd.destination,
+        "-m",
+        str(deployed.bundle),
+        *ssh_args(sshd, deployed.remote_path),
+        "--python",
+        str(python),
+        "--json",
+        *args,
+    )
     assert remote.exit_code == 0, remote.output
     return json.loads(local.stdout), json.loads(remote.stdout), remote
 
@@ -198,8 +230,9 @@ def test_classify_on_prints_each_note_once_as_a_local_run_does(sshd, deployed):
     """The runner's `note: ...` lines reach the terminal with one `note: `, as the same local run's notes do."""
     image = str(shared_file("cat.bmp"))
     local = invoke("classify", image, "-m", str(deployed.bundle))
-    remote = invoke("classify", image, "--on", sshd.destination, "-m", str(deployed.bundle),
-                    *ssh_args(sshd, deployed.remote_path))
+    remote = invoke(
+        "classify", image, "--on", sshd.destination, "-m", str(deployed.bundle), *ssh_args(sshd, deployed.remote_path)
+    )
     assert local.exit_code == 0 and remote.exit_code == 0, remote.output
     fallback = [line for line in remote.stderr.splitlines() if "running the CPU model" in line]
     assert len(fallback) == 1 and fallback[0].startswith("note: running the CPU model "), remote.stderr
@@ -227,15 +260,26 @@ def test_classify_on_python37_feeds_the_same_tensor(sshd, deployed, tmp_path):
     spec = spec_from_input_quantization(128, 128, 3, "uint8", 0.0078125, 128)
     for i, image in enumerate(images):
         np.save(tmp_path / f"{i}.npy", preprocess.prepare(preprocess.open_image(image), spec, "uint8", 0.0078125, 128))
-    code = ("import sys, json, numpy as np\nfrom tflite_runtime.interpreter import Interpreter\n"
-            "it = Interpreter(sys.argv[1]); it.allocate_tensors(); out = []\n"
-            "for p in sys.argv[2:]:\n"
-            "    it.set_tensor(it.get_input_details()[0]['index'], np.load(p)); it.invoke()\n"
-            "    out.append(it.get_tensor(it.get_output_details()[0]['index']).ravel().tolist())\n"
-            "print(json.dumps(out))")
-    proc = subprocess.run([str(PY37), "-c", code, str(deployed.bundle / f"{MODEL}.tflite"),
-                           *[str(tmp_path / f"{i}.npy") for i in range(len(images))]],
-                          capture_output=True, text=True, check=True)
+    code = (
+        "import sys, json, numpy as np\nfrom tflite_runtime.interpreter import Interpreter\n"
+        "it = Interpreter(sys.argv[1]); it.allocate_tensors(); out = []\n"
+        "for p in sys.argv[2:]:\n"
+        "    it.set_tensor(it.get_input_details()[0]['index'], np.load(p)); it.invoke()\n"
+        "    out.append(it.get_tensor(it.get_output_details()[0]['index']).ravel().tolist())\n"
+        "print(json.dumps(out))"
+    )
+    proc = subprocess.run(
+        [
+            str(PY37),
+            "-c",
+            code,
+            str(deployed.bundle / f"{MODEL}.tflite"),
+            *[str(tmp_path / f"{i}.npy") for i in range(len(images))],
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     for raw, result in zip(json.loads(proc.stdout), theirs["results"]):
         scores = 0.00390625 * np.asarray(raw, np.float64)  # the output's scale, zero point 0
         best = np.argsort(-scores, kind="stable")[:5]
@@ -280,8 +324,20 @@ def test_classify_on_applies_the_recorded_preprocessing(sshd, tmp_path):
     bundle = make_bundle(tmp_path / "scaled", mean=(127.5,), std=(127.5,))
     image = str(shared_file("grace_hopper.bmp"))
     local = invoke("classify", image, "-m", str(bundle), "--json")
-    remote = invoke("classify", image, "--on", sshd.destination, "-m", str(bundle),
-                    *ssh_args(sshd, tmp_path / "board"), "--python", sys.executable, "--json", "--device", "cpu")
+    remote = invoke(
+        "classify",
+        image,
+        "--on",
+        sshd.destination,
+        "-m",
+        str(bundle),
+        *ssh_args(sshd, tmp_path / "board"),
+        "--python",
+        sys.executable,
+        "--json",
+        "--device",
+        "cpu",
+    )
     assert local.exit_code == 0 and remote.exit_code == 0, remote.output
     ours, theirs = json.loads(local.stdout)["results"], json.loads(remote.stdout)["results"]
     assert theirs[0]["top"] == ours[0]["top"]
@@ -293,15 +349,26 @@ def test_classify_on_reports_a_bad_image_and_goes_on(sshd, deployed, tmp_path):
     bad = tmp_path / "broken.jpg"
     bad.write_bytes(b"not an image")
     good = str(shared_file("cat.bmp"))
-    result = invoke("classify", str(bad), good, str(tmp_path / "missing.png"), "--on", sshd.destination,
-                    "-m", str(deployed.bundle), *ssh_args(sshd, deployed.remote_path), "--json")
+    result = invoke(
+        "classify",
+        str(bad),
+        good,
+        str(tmp_path / "missing.png"),
+        "--on",
+        sshd.destination,
+        "-m",
+        str(deployed.bundle),
+        *ssh_args(sshd, deployed.remote_path),
+        "--json",
+    )
     assert result.exit_code == 3
     doc = json.loads(result.stdout)
     assert [r["image"] for r in doc["results"]] == [good]
     assert [e["image"] for e in doc["errors"]] == [str(tmp_path / "missing.png"), str(bad)]
     assert doc["errors"][1]["error"].startswith(f"{bad}: ")
     assert [line for line in result.stderr.splitlines() if line.startswith("error: ")] == [  # one line per image
-        f"error: {e['error']}" for e in doc["errors"]]
+        f"error: {e['error']}" for e in doc["errors"]
+    ]
 
 
 # ------------------------------------------------------------------------------------ benchmark --on
@@ -309,9 +376,23 @@ def test_benchmark_on_the_board_has_the_local_schema(sshd, deployed, tmp_path):
     local = invoke("benchmark", "-m", str(deployed.bundle), "-n", "20", "--warmup", "2", "--json")
     assert local.exit_code == 0, local.output
     saved = tmp_path / "board.json"
-    remote = invoke("benchmark", "--on", sshd.destination, "-m", str(deployed.bundle),
-                    *ssh_args(sshd, deployed.remote_path), "-n", "20", "--warmup", "2", "--threads", "1",
-                    "--json", "--save", str(saved))
+    remote = invoke(
+        "benchmark",
+        "--on",
+        sshd.destination,
+        "-m",
+        str(deployed.bundle),
+        *ssh_args(sshd, deployed.remote_path),
+        "-n",
+        "20",
+        "--warmup",
+        "2",
+        "--threads",
+        "1",
+        "--json",
+        "--save",
+        str(saved),
+    )
     assert remote.exit_code == 0, remote.output
     ours, theirs = json.loads(local.stdout), json.loads(remote.stdout)
     assert set(theirs) == set(ours) and set(theirs["machine"]) == set(ours["machine"])
@@ -336,8 +417,15 @@ def _one_error_line(result, code: int) -> str:
 def test_unknown_host_key_is_refused_unless_accepted(sshd, deployed, tmp_path):
     empty = tmp_path / "known_hosts"
     empty.write_text("")
-    args = ["deploy", str(deployed.bundle), "--to", sshd.destination, *ssh_args(sshd, deployed.remote_path),
-            "--known-hosts", str(empty)]
+    args = [
+        "deploy",
+        str(deployed.bundle),
+        "--to",
+        sshd.destination,
+        *ssh_args(sshd, deployed.remote_path),
+        "--known-hosts",
+        str(empty),
+    ]
     line = _one_error_line(invoke(*args), 9)
     assert "is not in" in line and "--accept-new-host-key" in line
     assert invoke(*args, "--accept-new-host-key").exit_code == 0
@@ -361,8 +449,16 @@ def test_changed_host_key_is_refused_even_with_accept_new(sshd, deployed, tmp_pa
     other = _keygen(tmp_path / "other_host_key")
     changed = tmp_path / "known_hosts"
     changed.write_text(f"[127.0.0.1]:{sshd.port} {Path(f'{other}.pub').read_text()}")
-    args = ["deploy", str(deployed.bundle), "--to", sshd.destination, *ssh_args(sshd, deployed.remote_path),
-            "--known-hosts", str(changed), "--accept-new-host-key"]
+    args = [
+        "deploy",
+        str(deployed.bundle),
+        "--to",
+        sshd.destination,
+        *ssh_args(sshd, deployed.remote_path),
+        "--known-hosts",
+        str(changed),
+        "--accept-new-host-key",
+    ]
     line = _one_error_line(invoke(*args), 9)
     assert "CHANGED" in line
     command = _forget_command(line)
@@ -385,9 +481,11 @@ def test_changed_host_key_hint_removes_the_entry_on_any_port(tmp_path, port, has
     if hashed:  # as Debian's ssh writes them (HashKnownHosts yes)
         subprocess.run(["ssh-keygen", "-H", "-f", str(known)], check=True, capture_output=True)
     target = SshTarget("mendel@192.168.100.2", port=port, known_hosts=str(known))
-    stderr = ("@@@@@@@@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n@@@@@@@@@@@\n"
-              "Host key for 192.168.100.2 has changed and you have requested strict checking.\n"
-              "Host key verification failed.\n")
+    stderr = (
+        "@@@@@@@@@@@\n@    WARNING: REMOTE HOST IDENTIFICATION HAS CHANGED!     @\n@@@@@@@@@@@\n"
+        "Host key for 192.168.100.2 has changed and you have requested strict checking.\n"
+        "Host key verification failed.\n"
+    )
     error = explain_ssh_failure(stderr, target)
     assert f"192.168.100.2 port {port or 22} has CHANGED" in str(error)
     command = _forget_command(str(error))
@@ -402,23 +500,57 @@ def test_changed_host_key_hint_removes_the_entry_on_any_port(tmp_path, port, has
 
 
 def test_wrong_key_is_a_refused_login(sshd, deployed):
-    line = _one_error_line(invoke("classify", str(shared_file("cat.bmp")), "--on", sshd.destination,
-                                  "-m", str(deployed.bundle), *ssh_args(sshd, deployed.remote_path),
-                                  "--identity", str(sshd.wrong_key)), 9)
+    line = _one_error_line(
+        invoke(
+            "classify",
+            str(shared_file("cat.bmp")),
+            "--on",
+            sshd.destination,
+            "-m",
+            str(deployed.bundle),
+            *ssh_args(sshd, deployed.remote_path),
+            "--identity",
+            str(sshd.wrong_key),
+        ),
+        9,
+    )
     assert "refused the login" in line and "--identity" in line
 
 
 def test_unreachable_host(sshd, deployed):
     closed = str(_free_port())
-    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
-                                  *ssh_args(sshd, deployed.remote_path), "--port", closed), 9)
+    line = _one_error_line(
+        invoke(
+            "deploy",
+            str(deployed.bundle),
+            "--to",
+            sshd.destination,
+            *ssh_args(sshd, deployed.remote_path),
+            "--port",
+            closed,
+        ),
+        9,
+    )
     assert f"cannot reach 127.0.0.1 port {closed}" in line and "Connection refused" in line
 
 
 def test_no_edge_tpu_on_the_board_is_one_line_with_a_hint_for_the_board(sshd, deployed):
     """`-d usb` (never falls back) on a board without the Edge TPU runtime: exit 9, checks to make there."""
-    line = _one_error_line(invoke("classify", str(shared_file("cat.bmp")), "--on", sshd.destination,
-                                  "-m", str(deployed.bundle), *ssh_args(sshd, deployed.remote_path), "-d", "usb", "--quiet"), 9)
+    line = _one_error_line(
+        invoke(
+            "classify",
+            str(shared_file("cat.bmp")),
+            "--on",
+            sshd.destination,
+            "-m",
+            str(deployed.bundle),
+            *ssh_args(sshd, deployed.remote_path),
+            "-d",
+            "usb",
+            "--quiet",
+        ),
+        9,
+    )
     assert line.startswith(f"error: on {sshd.destination}: the Edge TPU runtime libedgetpu.so.1 ")
     assert "lsusb lists the USB Accelerator (1a6e:089a" in line and "libedgetpu1-std" in line
     assert "edgekit doctor" not in line  # edgekit does not run on the board
@@ -432,9 +564,19 @@ def test_connect_timeout_stops_a_board_that_never_answers(sshd, deployed):
         silent.listen(1)
         port = silent.getsockname()[1]
         started = time.monotonic()
-        result = invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
-                        *ssh_args(sshd, deployed.remote_path), "--port", str(port),
-                        "--connect-timeout", "2", "--timeout", "60")
+        result = invoke(
+            "deploy",
+            str(deployed.bundle),
+            "--to",
+            sshd.destination,
+            *ssh_args(sshd, deployed.remote_path),
+            "--port",
+            str(port),
+            "--connect-timeout",
+            "2",
+            "--timeout",
+            "60",
+        )
         elapsed = time.monotonic() - started
     line = _one_error_line(result, 9)
     assert line.startswith(f"error: cannot reach 127.0.0.1 port {port}: ") and "timed out" in line, line
@@ -445,8 +587,12 @@ def test_connect_timeout_to_a_non_routable_address(deployed):
     """10.255.255.1 is never answered: within --connect-timeout plus a little, exit 9, one line (offline, the
     route's absence may be reported at once instead)."""
     started = time.monotonic()
-    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", "mendel@10.255.255.1",
-                                  "--connect-timeout", "2", "--timeout", "60"), 9)
+    line = _one_error_line(
+        invoke(
+            "deploy", str(deployed.bundle), "--to", "mendel@10.255.255.1", "--connect-timeout", "2", "--timeout", "60"
+        ),
+        9,
+    )
     assert time.monotonic() - started < 2 + 5
     assert line.startswith("error: cannot reach 10.255.255.1 port 22: "), line
 
@@ -461,12 +607,22 @@ def test_agent_authentication(sshd, deployed, tmp_path, monkeypatch):
             assert agent.poll() is None and time.monotonic() < deadline, "ssh-agent did not start"
             time.sleep(0.05)
         monkeypatch.setenv("SSH_AUTH_SOCK", str(sock))
-        args = ["deploy", str(deployed.bundle), "--to", sshd.destination,
-                *ssh_args(sshd, deployed.remote_path, identity=False), "--json"]
+        args = [
+            "deploy",
+            str(deployed.bundle),
+            "--to",
+            sshd.destination,
+            *ssh_args(sshd, deployed.remote_path, identity=False),
+            "--json",
+        ]
         line = _one_error_line(invoke(*args), 9)
         assert "refused the login" in line  # the agent is empty: nothing else could log in
-        subprocess.run(["ssh-add", "-q", str(sshd.key)], check=True, capture_output=True,
-                       env={**os.environ, "SSH_AUTH_SOCK": str(sock)})
+        subprocess.run(
+            ["ssh-add", "-q", str(sshd.key)],
+            check=True,
+            capture_output=True,
+            env={**os.environ, "SSH_AUTH_SOCK": str(sock)},
+        )
         result = invoke(*args)
         assert result.exit_code == 0, result.output
         assert json.loads(result.stdout)["target"] == sshd.destination
@@ -478,8 +634,16 @@ def test_agent_authentication(sshd, deployed, tmp_path, monkeypatch):
 def test_default_python3_is_the_logins(sshd, tmp_path):
     """Without --python, `python3` as the board's login finds it (here the board venv, first on its PATH)."""
     bundle = make_bundle(tmp_path / "m")
-    args = ["--port", str(sshd.python3_port), "--identity", str(sshd.key), "--known-hosts", str(sshd.known_hosts),
-            "--path", str(tmp_path / "board")]
+    args = [
+        "--port",
+        str(sshd.python3_port),
+        "--identity",
+        str(sshd.key),
+        "--known-hosts",
+        str(sshd.known_hosts),
+        "--path",
+        str(tmp_path / "board"),
+    ]
     deployed = invoke("deploy", str(bundle), "--to", sshd.destination, *args, "--json")
     assert deployed.exit_code == 0, deployed.output
     doc = json.loads(deployed.stdout)
@@ -499,16 +663,36 @@ def board_python_version() -> tuple[int, int, int]:
 
 
 def test_target_without_python3(sshd, deployed):
-    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
-                                  *ssh_args(sshd, deployed.remote_path), "--python", "python3.99"), 9)
+    line = _one_error_line(
+        invoke(
+            "deploy",
+            str(deployed.bundle),
+            "--to",
+            sshd.destination,
+            *ssh_args(sshd, deployed.remote_path),
+            "--python",
+            "python3.99",
+        ),
+        9,
+    )
     assert "has no python3.99" in line and "--python" in line
 
 
 def test_target_without_an_interpreter_package(sshd, deployed, tmp_path):
     bare = tmp_path / "bare"  # a Python with nothing installed: no numpy, Pillow or interpreter package
     subprocess.run([str(TARGET_PYTHON), "-m", "venv", "--without-pip", str(bare)], check=True)
-    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
-                                  *ssh_args(sshd, tmp_path / "board"), "--python", str(bare / "bin" / "python")), 9)
+    line = _one_error_line(
+        invoke(
+            "deploy",
+            str(deployed.bundle),
+            "--to",
+            sshd.destination,
+            *ssh_args(sshd, tmp_path / "board"),
+            "--python",
+            str(bare / "bin" / "python"),
+        ),
+        9,
+    )
     assert "lacks numpy, Pillow, an interpreter package (pycoral or tflite_runtime)" in line
     assert "apt-get install python3-pycoral" in line and "pip install numpy Pillow tflite-runtime" in line
     assert not (tmp_path / "board").exists()  # nothing copied to a board that cannot run it
@@ -519,8 +703,20 @@ def test_a_remote_step_that_hangs_is_stopped_by_timeout(sshd, deployed, tmp_path
     slow.write_text("#!/bin/sh\nsleep 8\n")
     slow.chmod(0o755)
     started = time.monotonic()
-    line = _one_error_line(invoke("deploy", str(deployed.bundle), "--to", sshd.destination,
-                                  *ssh_args(sshd, tmp_path / "board"), "--python", str(slow), "--timeout", "2"), 9)
+    line = _one_error_line(
+        invoke(
+            "deploy",
+            str(deployed.bundle),
+            "--to",
+            sshd.destination,
+            *ssh_args(sshd, tmp_path / "board"),
+            "--python",
+            str(slow),
+            "--timeout",
+            "2",
+        ),
+        9,
+    )
     assert "listing the target folder did not finish within 2 s" in line and "--timeout" in line
     assert time.monotonic() - started < 20
 
@@ -553,11 +749,18 @@ def test_known_hosts_path_is_taken_whole_by_ssh(sshd, deployed, tmp_path, folder
     (tmp_path / folder).mkdir()
     changed = tmp_path / folder / "known_hosts"
     changed.write_text(f"[127.0.0.1]:{sshd.port} {Path(f'{other}.pub').read_text()}")  # the board's key changed
-    decoy = tmp_path / folder.split(" ")[0]   # what ssh used to read: the path up to its first space
+    decoy = tmp_path / folder.split(" ")[0]  # what ssh used to read: the path up to its first space
     if decoy != tmp_path / folder:
         decoy.write_text(f"[127.0.0.1]:{sshd.port} {real_key}")
-    args = ["deploy", str(deployed.bundle), "--to", sshd.destination, *ssh_args(sshd, deployed.remote_path),
-            "--known-hosts", str(changed)]
+    args = [
+        "deploy",
+        str(deployed.bundle),
+        "--to",
+        sshd.destination,
+        *ssh_args(sshd, deployed.remote_path),
+        "--known-hosts",
+        str(changed),
+    ]
     assert "CHANGED" in _one_error_line(invoke(*args), 9)
     # a new board's key is recorded in the file named, not elsewhere
     empty = tmp_path / folder / "new_known_hosts"
@@ -574,9 +777,22 @@ def test_identity_path_with_spaces_and_percent_is_taken_whole(sshd, deployed, tm
     key = folder / "id %h key"
     key.write_bytes(sshd.key.read_bytes())
     key.chmod(0o600)
-    args = ["deploy", str(deployed.bundle), "--to", sshd.destination, "--port", str(sshd.port), "--identity",
-            str(key), "--known-hosts", str(sshd.known_hosts), "--path", str(deployed.remote_path),
-            "--python", str(TARGET_PYTHON)]
+    args = [
+        "deploy",
+        str(deployed.bundle),
+        "--to",
+        sshd.destination,
+        "--port",
+        str(sshd.port),
+        "--identity",
+        str(key),
+        "--known-hosts",
+        str(sshd.known_hosts),
+        "--path",
+        str(deployed.remote_path),
+        "--python",
+        str(TARGET_PYTHON),
+    ]
     result = invoke(*args)
     assert result.exit_code == 0, result.output
 
@@ -587,9 +803,20 @@ def test_paths_ssh_cannot_take_whole_are_refused(deployed, path):
     assert "ssh cannot be given a path" in line
 
 
-@pytest.mark.parametrize("destination", ["-oProxyCommand=touch MARKER@host", "-oProxyCommand=touch MARKER",
-                                         "user@-oProxyCommand=x", "us er@host", "user@ho st", "@host", "user@",
-                                         "user@host;touch MARKER", "-v@host"])
+@pytest.mark.parametrize(
+    "destination",
+    [
+        "-oProxyCommand=touch MARKER@host",
+        "-oProxyCommand=touch MARKER",
+        "user@-oProxyCommand=x",
+        "us er@host",
+        "user@ho st",
+        "@host",
+        "user@",
+        "user@host;touch MARKER",
+        "-v@host",
+    ],
+)
 def test_a_destination_that_could_be_an_ssh_option_is_refused(deployed, tmp_path, monkeypatch, destination):
     monkeypatch.chdir(tmp_path)
     result = invoke("deploy", str(deployed.bundle), "--to", destination.replace("MARKER", str(tmp_path / "marker")))
@@ -632,33 +859,75 @@ def _on_the_board(sshd, deployed, step: str, python: Path, *extra: str):
     """Run ``step``'s command (deploy for probe and unpack) on the deployed board with ``python`` as its Python."""
     args = ssh_args(sshd, deployed.remote_path, python=False) + ["--python", str(python), "--quiet", *extra]
     if step == "classify":
-        return invoke("classify", str(shared_file("cat.bmp")), "--on", sshd.destination, "-m", str(deployed.bundle),
-                      "-k", "3", *args)
+        return invoke(
+            "classify",
+            str(shared_file("cat.bmp")),
+            "--on",
+            sshd.destination,
+            "-m",
+            str(deployed.bundle),
+            "-k",
+            "3",
+            *args,
+        )
     if step == "benchmark":
-        return invoke("benchmark", "--on", sshd.destination, "-m", str(deployed.bundle), "-n", "3", "--warmup", "1",
-                      *args)
+        return invoke(
+            "benchmark", "--on", sshd.destination, "-m", str(deployed.bundle), "-n", "3", "--warmup", "1", *args
+        )
     return invoke("deploy", str(deployed.bundle), "--to", sshd.destination, *args)
 
 
 def _probe_doc() -> dict:
-    return {"python": "3.7.3", "executable": "/usr/bin/python3",
-            "packages": {"numpy": True, "pillow": "9.5.0", "pycoral": False, "tflite_runtime": True,
-                         "ai_edge_litert": False}, "files": {}}
+    return {
+        "python": "3.7.3",
+        "executable": "/usr/bin/python3",
+        "packages": {
+            "numpy": True,
+            "pillow": "9.5.0",
+            "pycoral": False,
+            "tflite_runtime": True,
+            "ai_edge_litert": False,
+        },
+        "files": {},
+    }
 
 
 def _classify_doc() -> dict:
-    return {"model": "m.tflite", "device": "cpu", "backend": "tflite_runtime", "first_inference_ms": 1.5,
-            "results": [{"image": "000000.bmp", "ms": 1.0, "top": [{"id": 282, "label": "tiger cat", "score": 0.5}]}],
-            "errors": []}
+    return {
+        "model": "m.tflite",
+        "device": "cpu",
+        "backend": "tflite_runtime",
+        "first_inference_ms": 1.5,
+        "results": [{"image": "000000.bmp", "ms": 1.0, "top": [{"id": 282, "label": "tiger cat", "score": 0.5}]}],
+        "errors": [],
+    }
 
 
 def _benchmark_doc() -> dict:
-    return {"model": "m.tflite", "device": "cpu", "backend": "tflite_runtime", "threads": 2, "load_ms": 3.0,
-            "first_inference_ms": 2.0, "iterations": 3, "warmup": 1, "latencies_ms": [1.0, 2.0, 3.0], "count": 3,
-            "min_ms": 1.0, "max_ms": 3.0, "mean_ms": 2.0, "p50_ms": 2.0, "p90_ms": 2.8, "p99_ms": 2.98,
-            "throughput_per_s": 500.0, "machine": {"platform": "Linux", "processor": "aarch64", "cpus": 4,
-                                                    "governors": None}, "notes": [], "warnings": [], "postprocess": None,
-            "comparison": None}
+    return {
+        "model": "m.tflite",
+        "device": "cpu",
+        "backend": "tflite_runtime",
+        "threads": 2,
+        "load_ms": 3.0,
+        "first_inference_ms": 2.0,
+        "iterations": 3,
+        "warmup": 1,
+        "latencies_ms": [1.0, 2.0, 3.0],
+        "count": 3,
+        "min_ms": 1.0,
+        "max_ms": 3.0,
+        "mean_ms": 2.0,
+        "p50_ms": 2.0,
+        "p90_ms": 2.8,
+        "p99_ms": 2.98,
+        "throughput_per_s": 500.0,
+        "machine": {"platform": "Linux", "processor": "aarch64", "cpus": 4, "governors": None},
+        "notes": [],
+        "warnings": [],
+        "postprocess": None,
+        "comparison": None,
+    }
 
 
 def _changed(doc: dict, path: str, value) -> bytes:
@@ -678,19 +947,24 @@ _REMOVE = object()
 _DEEP = b"[" * 100_000 + b"]" * 100_000
 MALFORMED = {  # step -> case -> the board's answer (exit 0). Before the fix, 13 of these were exit 70.
     "probe": {
-        "{}": b"{}", "a list": b"[1, 2]", "python a number": _changed(_probe_doc(), "python", 3),
+        "{}": b"{}",
+        "a list": b"[1, 2]",
+        "python a number": _changed(_probe_doc(), "python", 3),
         "packages a list": _changed(_probe_doc(), "packages", []),
         "files a list": _changed(_probe_doc(), "files", ["runtime/x"]),
         "a sha256 a number": _changed(_probe_doc(), "files", {"runtime/x": 1}),
         "numpy missing": _changed(_probe_doc(), "packages.numpy", _REMOVE),
         "pillow a huge number": _changed(_probe_doc(), "packages.pillow", "9" * 5000),
         "NaN": json.dumps(_probe_doc()).replace('"9.5.0"', "NaN").encode(),
-        "deep": _DEEP, "truncated": json.dumps(_probe_doc()).encode()[:40],
+        "deep": _DEEP,
+        "truncated": json.dumps(_probe_doc()).encode()[:40],
         "not UTF-8": json.dumps(_probe_doc()).replace("python3", "pyth\xffn3").encode("latin-1"),
         "two documents": json.dumps(_probe_doc()).encode() * 2,
     },
     "classify": {
-        "{}": b"{}", "null": b"null", "results an object": _changed(_classify_doc(), "results", {}),
+        "{}": b"{}",
+        "null": b"null",
+        "results an object": _changed(_classify_doc(), "results", {}),
         "model a number": _changed(_classify_doc(), "model", 7),
         "score a string": _changed(_classify_doc(), "results.0.top.0.score", "0.5"),
         "score NaN": json.dumps(_classify_doc()).replace("0.5", "NaN").encode(),
@@ -700,13 +974,15 @@ MALFORMED = {  # step -> case -> the board's answer (exit 0). Before the fix, 13
         "an entry a string": _changed(_classify_doc(), "results.0", "000000.bmp"),
         "an image not sent": _changed(_classify_doc(), "results.0.image", "/etc/passwd"),
         "errors without error": _changed(_classify_doc(), "errors", [{"image": "000000.bmp"}]),
-        "deep": _DEEP, "deep within limits of json": _changed(_classify_doc(), "errors", json.loads("[" * 30 + "]" * 30)),
+        "deep": _DEEP,
+        "deep within limits of json": _changed(_classify_doc(), "errors", json.loads("[" * 30 + "]" * 30)),
         "truncated": json.dumps(_classify_doc()).encode()[:-3],
         "not UTF-8": json.dumps(_classify_doc()).replace("tiger", "tig\xe9r").encode("latin-1"),
         "an unknown field": _changed(_classify_doc(), "extra", 1),
     },
     "benchmark": {
-        "{}": b"{}", "p50 NaN": json.dumps(_benchmark_doc()).replace('"p50_ms": 2.0', '"p50_ms": NaN').encode(),
+        "{}": b"{}",
+        "p50 NaN": json.dumps(_benchmark_doc()).replace('"p50_ms": 2.0', '"p50_ms": NaN').encode(),
         "latency negative": _changed(_benchmark_doc(), "latencies_ms.0", -1.0),
         "latencies a string": _changed(_benchmark_doc(), "latencies_ms", "1,2,3"),
         "count not the latencies": _changed(_benchmark_doc(), "count", 2),
@@ -714,22 +990,31 @@ MALFORMED = {  # step -> case -> the board's answer (exit 0). Before the fix, 13
         "machine a string": _changed(_benchmark_doc(), "machine", "Linux"),
         "notes a string": _changed(_benchmark_doc(), "notes", "note"),
         "comparison an object": _changed(_benchmark_doc(), "comparison", {"regression": False}),
-        "deep": _DEEP, "truncated": json.dumps(_benchmark_doc()).encode()[:-1],
+        "deep": _DEEP,
+        "truncated": json.dumps(_benchmark_doc()).encode()[:-1],
     },
 }
 VALID = {"probe": None, "classify": _classify_doc, "benchmark": _benchmark_doc}
 
 
 # Through the real sshd, a few of the cases below (each step, each kind of fault); the rest through the stand-in.
-REAL_SSH_CASES = [("probe", "{}"), ("probe", "not UTF-8"), ("classify", "score NaN"), ("classify", "deep"),
-                  ("benchmark", "{}")]
+REAL_SSH_CASES = [
+    ("probe", "{}"),
+    ("probe", "not UTF-8"),
+    ("classify", "score NaN"),
+    ("classify", "deep"),
+    ("benchmark", "{}"),
+]
 _WHAT = {"probe": "listing the target folder", "classify": "classifying", "benchmark": "benchmarking"}
 
 
 def _assert_malformed(line: str, destination: str, step: str) -> None:
     assert line.startswith(f"error: the answer of {destination} to {_WHAT[step]} is malformed: "), line
-    assert ("--python" in line and "login scripts quiet" in line) if step == "probe" else \
-        ("deploy the bundle again" in line and "edgekit version" in line), line
+    assert (
+        ("--python" in line and "login scripts quiet" in line)
+        if step == "probe"
+        else ("deploy the bundle again" in line and "edgekit version" in line)
+    ), line
 
 
 @pytest.mark.parametrize("step, case", REAL_SSH_CASES)
@@ -750,13 +1035,15 @@ def test_a_well_formed_answer_from_the_same_board_passes(sshd, deployed, tmp_pat
         assert doc["results"][0]["image"] == str(shared_file("cat.bmp"))
 
 
-@pytest.mark.parametrize("step, stream", [("probe", "stdout"), ("probe", "stderr"), ("classify", "stdout"),
-                                          ("benchmark", "stderr")])
+@pytest.mark.parametrize(
+    "step, stream", [("probe", "stdout"), ("probe", "stderr"), ("classify", "stdout"), ("benchmark", "stderr")]
+)
 def test_a_board_answering_without_end_is_stopped_at_a_bound(sshd, deployed, tmp_path, step, stream):
     """`yes` as the board's answer: read up to a bound, then ssh is stopped: one line, exit 9, long before
     --timeout (the whole answer was kept in memory until the timeout before)."""
-    python = board_python(tmp_path, step, "exec yes 'the board says this again and again'" +
-                          (" >&2" if stream == "stderr" else ""))
+    python = board_python(
+        tmp_path, step, "exec yes 'the board says this again and again'" + (" >&2" if stream == "stderr" else "")
+    )
     started = time.monotonic()
     line = _one_error_line(_on_the_board(sshd, deployed, step, python, "--timeout", "30"), 9)
     assert time.monotonic() - started < 25
@@ -767,16 +1054,20 @@ def test_a_board_error_without_a_hint_gets_one(sshd, deployed, tmp_path):
     """An error line alone (a runner of an older edgekit), exit 3: the hint for its exit code."""
     python = board_python(tmp_path, "classify", "echo 'error: the board says no' >&2; exit 3")
     line = _one_error_line(_on_the_board(sshd, deployed, "classify", python), 3)
-    assert line == (f"error: on {sshd.destination}: the board says no (a file on the board is not what the runner "
-                    "can read: deploy the bundle again (edgekit deploy), and check the images)")
+    assert line == (
+        f"error: on {sshd.destination}: the board says no (a file on the board is not what the runner "
+        "can read: deploy the bundle again (edgekit deploy), and check the images)"
+    )
 
 
 def test_a_board_error_that_is_not_the_runners_has_a_hint_and_reaches_the_terminal_escaped(sshd, deployed, tmp_path):
     python = board_python(tmp_path, "classify", r"printf 'Segmentation fault \033[2J\033]0;owned\007\n' >&2; exit 139")
     line = _one_error_line(_on_the_board(sshd, deployed, "classify", python), 9)
     assert "\x1b" not in line and "\x07" not in line
-    assert line == (f"error: the runner failed on {sshd.destination}: Segmentation fault \\x1b[2J\\x1b]0;owned\\x07 "
-                    "(deploy the bundle again (edgekit deploy); rerun with --debug)")
+    assert line == (
+        f"error: the runner failed on {sshd.destination}: Segmentation fault \\x1b[2J\\x1b]0;owned\\x07 "
+        "(deploy the bundle again (edgekit deploy); rerun with --debug)"
+    )
 
 
 def test_a_real_runner_error_keeps_its_own_hint(sshd, deployed, tmp_path):
@@ -786,9 +1077,21 @@ def test_a_real_runner_error_keeps_its_own_hint(sshd, deployed, tmp_path):
     assert invoke("deploy", str(bundle), "--to", sshd.destination, *ssh_args(sshd, remote_path)).exit_code == 0
     board_labels = remote_path / "bundles" / "b" / "labels.txt"
     python = board_python(tmp_path, "classify", f"echo changed > {board_labels}")  # then the real runner runs
-    line = _one_error_line(invoke("classify", str(shared_file("cat.bmp")), "--on", sshd.destination, "-m",
-                                  str(bundle), *ssh_args(sshd, remote_path, python=False), "--python", str(python),
-                                  "--quiet"), 3)
+    line = _one_error_line(
+        invoke(
+            "classify",
+            str(shared_file("cat.bmp")),
+            "--on",
+            sshd.destination,
+            "-m",
+            str(bundle),
+            *ssh_args(sshd, remote_path, python=False),
+            "--python",
+            str(python),
+            "--quiet",
+        ),
+        3,
+    )
     assert f"error: on {sshd.destination}: ../bundles/b: labels.txt has changed since the bundle was built" in line
     assert line.endswith("(copy the bundle again or rebuild it with edgekit build; edited bundles are refused)")
 
@@ -825,8 +1128,9 @@ def _stand_in_run(stand_in, step: str, *extra: str):
     if step == "classify":
         return invoke("classify", image, "--on", "u@board", "-m", str(stand_in.bundle), "-k", "3", "--quiet", *extra)
     if step == "benchmark":
-        return invoke("benchmark", "--on", "u@board", "-m", str(stand_in.bundle), "-n", "3", "--warmup", "1",
-                      "--quiet", *extra)
+        return invoke(
+            "benchmark", "--on", "u@board", "-m", str(stand_in.bundle), "-n", "3", "--warmup", "1", "--quiet", *extra
+        )
     return invoke("deploy", str(stand_in.bundle), "--to", "u@board", *extra)
 
 
@@ -845,19 +1149,52 @@ def test_the_stand_ins_well_formed_answers_pass(stand_in, step):
     assert [s for s, _ in stand_in.seen] == ["probe"] + ([step] if step != "probe" else [])
 
 
-@pytest.mark.parametrize("stdout, stderr, code, expected_code, expected", [
-    (b"", b"error: the board says no\n", 3, 3, ("the board says no (a file on the board is not what the runner can "
-                                              "read: deploy the bundle again (edgekit deploy), and check the images)")),
-    (b"", b"error: the board says no\n", 9, 9, "the board says no (check the Edge TPU and its runtime on the board"),
-    (b"", b"error: the board says no\n", 4, 4, "the board says no (install what is missing on the board"),
-    (b"", b"error: the board says no\n", 2, 2, "the board says no (the board's runner refused its arguments"),
-    (b"", b"error: the board says no\n", 42, 9, "the board says no (check the Edge TPU"),
-    (b'{"error": {"message": "no", "hint": null, "exit_code": 3}}', b"", 3, 3, "no (a file on the board is not what the runner"),
-    (b'{"error": {"message": "no", "hint": "do this", "exit_code": 9}}', b"error: no (do this)\n", 9, 9,
-     "no (do this)"),
-    (b'{"error": {"message": "no\\u001b[31m", "hint": "do\\nthis", "exit_code": 3}}', b"", 3, 3,
-     "no\\x1b[31m (do\\x0athis)"),
-])
+@pytest.mark.parametrize(
+    "stdout, stderr, code, expected_code, expected",
+    [
+        (
+            b"",
+            b"error: the board says no\n",
+            3,
+            3,
+            (
+                "the board says no (a file on the board is not what the runner can "
+                "read: deploy the bundle again (edgekit deploy), and check the images)"
+            ),
+        ),
+        (
+            b"",
+            b"error: the board says no\n",
+            9,
+            9,
+            "the board says no (check the Edge TPU and its runtime on the board",
+        ),
+        (b"", b"error: the board says no\n", 4, 4, "the board says no (install what is missing on the board"),
+        (b"", b"error: the board says no\n", 2, 2, "the board says no (the board's runner refused its arguments"),
+        (b"", b"error: the board says no\n", 42, 9, "the board says no (check the Edge TPU"),
+        (
+            b'{"error": {"message": "no", "hint": null, "exit_code": 3}}',
+            b"",
+            3,
+            3,
+            "no (a file on the board is not what the runner",
+        ),
+        (
+            b'{"error": {"message": "no", "hint": "do this", "exit_code": 9}}',
+            b"error: no (do this)\n",
+            9,
+            9,
+            "no (do this)",
+        ),
+        (
+            b'{"error": {"message": "no\\u001b[31m", "hint": "do\\nthis", "exit_code": 3}}',
+            b"",
+            3,
+            3,
+            "no\\x1b[31m (do\\x0athis)",
+        ),
+    ],
+)
 def test_each_board_error_has_a_hint_stand_in(stand_in, stdout, stderr, code, expected_code, expected):
     stand_in.answers["classify"] = (stdout, stderr, code)
     line = _one_error_line(_stand_in_run(stand_in, "classify"), expected_code)
@@ -914,18 +1251,28 @@ def _start_unpack(sshd, remote_path: Path) -> tuple[subprocess.Popen, int]:
 
     from edgekit.devices import remote
 
-    target = remote.SshTarget(sshd.destination, port=sshd.port, identity=str(sshd.key),
-                              known_hosts=str(sshd.known_hosts), python=str(TARGET_PYTHON))
+    target = remote.SshTarget(
+        sshd.destination,
+        port=sshd.port,
+        identity=str(sshd.key),
+        known_hosts=str(sshd.known_hosts),
+        python=str(TARGET_PYTHON),
+    )
     before = set(_staging(remote_path))
-    proc = subprocess.Popen(target.ssh_argv(target.python_command("unpack", str(remote_path))),
-                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            preexec_fn=default_stop_signals)
+    proc = subprocess.Popen(
+        target.ssh_argv(target.python_command("unpack", str(remote_path))),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        preexec_fn=default_stop_signals,
+    )
     member = tarfile.TarInfo("bundles/b/model.tflite")
     member.size = 1 << 20
     proc.stdin.write(remote._runner_source() + member.tobuf() + b"x" * 100_000)
     proc.stdin.flush()
-    assert _wait_for(lambda: set(_staging(remote_path)) - before and _board_runner_pids(remote_path, "unpack")), \
+    assert _wait_for(lambda: set(_staging(remote_path)) - before and _board_runner_pids(remote_path, "unpack")), (
         proc.poll()
+    )
     return proc, _board_runner_pids(remote_path, "unpack")[0]
 
 
@@ -979,8 +1326,11 @@ def test_the_next_deploy_removes_a_staging_folder_left_by_a_killed_copy_but_not_
 
 
 def test_a_board_error_of_any_length_is_one_line_of_a_bounded_length_stand_in(stand_in):
-    stand_in.answers["classify"] = (json.dumps({"error": {"message": "x" * 500_000, "hint": None, "exit_code": 3}})
-                                    .encode(), b"error: " + b"y" * 500_000 + b"\n", 3)
+    stand_in.answers["classify"] = (
+        json.dumps({"error": {"message": "x" * 500_000, "hint": None, "exit_code": 3}}).encode(),
+        b"error: " + b"y" * 500_000 + b"\n",
+        3,
+    )
     line = _one_error_line(_stand_in_run(stand_in, "classify"), 3)
     assert len(line) < 2500 and line.startswith("error: on u@board: xxx") and "... (a file on the board" in line
 
@@ -988,9 +1338,9 @@ def test_a_board_error_of_any_length_is_one_line_of_a_bounded_length_stand_in(st
 # ------------------------------------------------------------------------------------ detect --on
 def make_detector_bundle(target: Path) -> Path:
     """A bundle of the real Ultralytics YOLOv8n export and its compiled twin, English labels, pixels / 255."""
-    from edgekit.pipeline import build
     from edgekit.board import manifest
     from edgekit.board.preprocess import PreprocessSpec
+    from edgekit.pipeline import build
     from edgekit.results.build import BundleInput, BundleManifest, BundleModels, BundleReports, BundleVersions
 
     cpu, tpu = "ppe_yolov8n_full_integer_quant.tflite", "ppe_yolov8n_full_integer_quant_edgetpu.tflite"
@@ -999,11 +1349,18 @@ def make_detector_bundle(target: Path) -> Path:
     labels.write_text("boots\nhelmet\ngoggles\nperson\n")
     spec = PreprocessSpec.with_scaling(640, 640, "0..1", resize="bilinear")
     doc = BundleManifest.new(
-        models=BundleModels(cpu, tpu), labels=manifest.LABELS_NAME, preprocess=spec,
+        models=BundleModels(cpu, tpu),
+        labels=manifest.LABELS_NAME,
+        preprocess=spec,
         input=BundleInput((1, 640, 640, 3), "int8", 0.01865844801068306, -14),
-        versions=BundleVersions("test", None, None), reports=BundleReports(None, None))
-    return build.write_bundle(target, {cpu: shared_file("detection/" + cpu), tpu: shared_file("detection/" + tpu),
-                                       manifest.LABELS_NAME: labels}, doc)
+        versions=BundleVersions("test", None, None),
+        reports=BundleReports(None, None),
+    )
+    return build.write_bundle(
+        target,
+        {cpu: shared_file("detection/" + cpu), tpu: shared_file("detection/" + tpu), manifest.LABELS_NAME: labels},
+        doc,
+    )
 
 
 def test_detect_on_python37_board_finds_what_the_local_run_finds(sshd, tmp_path):
@@ -1014,8 +1371,16 @@ def test_detect_on_python37_board_finds_what_the_local_run_finds(sshd, tmp_path)
     image = str(shared_file("grace_hopper.bmp"))
     local = invoke("detect", image, "-m", str(bundle), "--json")
     assert local.exit_code == 0, local.output
-    remote = invoke("detect", image, "--on", sshd.destination, "-m", str(bundle),
-                    *ssh_args(sshd, tmp_path / "board" / "edgekit"), "--json")
+    remote = invoke(
+        "detect",
+        image,
+        "--on",
+        sshd.destination,
+        "-m",
+        str(bundle),
+        *ssh_args(sshd, tmp_path / "board" / "edgekit"),
+        "--json",
+    )
     assert remote.exit_code == 0, remote.output
     ours, theirs = json.loads(local.stdout), json.loads(remote.stdout)
     assert theirs["results"][0]["image"] == image and theirs["device"] == f"cpu on {sshd.destination}"
@@ -1024,13 +1389,22 @@ def test_detect_on_python37_board_finds_what_the_local_run_finds(sshd, tmp_path)
     assert [o["label"] for o in a] == [o["label"] for o in b] and "person" in [o["label"] for o in a]
     from edgekit.board.decode import box_iou
 
-    for x, y in zip(a, b):   # on this 255-op model the two builds differ by up to ~5 px and 0.04 in score
+    for x, y in zip(a, b):  # on this 255-op model the two builds differ by up to ~5 px and 0.04 in score
         assert abs(x["score"] - y["score"]) < 0.08, (a, b)
         assert box_iou([list(x["bbox"].values())], [list(y["bbox"].values())])[0, 0] >= 0.9, (a, b)
     if TARGET_PYTHON == PY37:
         assert theirs["backend"] == "tflite_runtime"
-    res = invoke("detect", image, "--on", sshd.destination, "-m", str(bundle), "--save", str(tmp_path / "s"),
-                 *ssh_args(sshd, tmp_path / "board" / "edgekit"))
+    res = invoke(
+        "detect",
+        image,
+        "--on",
+        sshd.destination,
+        "-m",
+        str(bundle),
+        "--save",
+        str(tmp_path / "s"),
+        *ssh_args(sshd, tmp_path / "board" / "edgekit"),
+    )
     assert res.exit_code == 2 and "--save cannot be combined with --on" in res.stderr
 
 
@@ -1041,36 +1415,69 @@ def _board_detect_answer(**change) -> bytes:
     layout = DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict()
     obj = {"id": 1, "label": None, "score": 0.9, "bbox": {"xmin": 1.0, "ymin": 2.0, "xmax": 64.0, "ymax": 48.0}}
     obj.update(change.pop("object", {}))
-    doc = {"model": "m.tflite", "device": "cpu", "backend": "tflite_runtime", "layout": layout, "conf": 0.25,
-           "iou": 0.45, "max_det": 100, "first_inference_ms": 1.0,
-           "results": [{"image": "000000.png", "width": 64, "height": 48, "invoke_ms": 1.0, "postprocess_ms": 0.1,
-                        "objects": [obj]}], "errors": [], "notes": []}
+    doc = {
+        "model": "m.tflite",
+        "device": "cpu",
+        "backend": "tflite_runtime",
+        "layout": layout,
+        "conf": 0.25,
+        "iou": 0.45,
+        "max_det": 100,
+        "first_inference_ms": 1.0,
+        "results": [
+            {
+                "image": "000000.png",
+                "width": 64,
+                "height": 48,
+                "invoke_ms": 1.0,
+                "postprocess_ms": 0.1,
+                "objects": [obj],
+            }
+        ],
+        "errors": [],
+        "notes": [],
+    }
     doc.update(change)
     return json.dumps(doc).encode()
 
 
-@pytest.mark.parametrize("change, says", [
-    ({"conf": 0.05}, "it ran with conf 0.05, not the 0.25 sent"),
-    ({"iou": 0.9}, "it ran with iou 0.9, not the 0.45 sent"),
-    ({"max_det": 300}, "it ran with max_det 300, not the 100 sent"),
-    ({"layout": {"kind": "end2end", "roles": {"output": 0}, "num_classes": 0, "input_hw": [32, 32]}},
-     "it decoded another layout (end2end) than the one sent"),
-    ({"object": {"bbox": {"xmin": 1.0, "ymin": 2.0, "xmax": 6400.0, "ymax": 48.0}}},
-     "a box [1.0, 2.0, 6400.0, 48.0] outside its 64x48 image"),
-    ({"object": {"bbox": {"xmin": 30.0, "ymin": 2.0, "xmax": 10.0, "ymax": 48.0}}},
-     "a box [30.0, 2.0, 10.0, 48.0] outside its 64x48 image"),
-    ({"object": {"score": 0.1}}, "a score 0.1 below the --conf 0.25 sent"),
-    ({"object": {"id": 7}}, "class id 7 is not one of the model's 2 classes"),
-    ({"object": {"id": -1}}, "results[0].objects[0].id is not an integer >= 0"),
-])
+@pytest.mark.parametrize(
+    "change, says",
+    [
+        ({"conf": 0.05}, "it ran with conf 0.05, not the 0.25 sent"),
+        ({"iou": 0.9}, "it ran with iou 0.9, not the 0.45 sent"),
+        ({"max_det": 300}, "it ran with max_det 300, not the 100 sent"),
+        (
+            {"layout": {"kind": "end2end", "roles": {"output": 0}, "num_classes": 0, "input_hw": [32, 32]}},
+            "it decoded another layout (end2end) than the one sent",
+        ),
+        (
+            {"object": {"bbox": {"xmin": 1.0, "ymin": 2.0, "xmax": 6400.0, "ymax": 48.0}}},
+            "a box [1.0, 2.0, 6400.0, 48.0] outside its 64x48 image",
+        ),
+        (
+            {"object": {"bbox": {"xmin": 30.0, "ymin": 2.0, "xmax": 10.0, "ymax": 48.0}}},
+            "a box [30.0, 2.0, 10.0, 48.0] outside its 64x48 image",
+        ),
+        ({"object": {"score": 0.1}}, "a score 0.1 below the --conf 0.25 sent"),
+        ({"object": {"id": 7}}, "class id 7 is not one of the model's 2 classes"),
+        ({"object": {"id": -1}}, "results[0].objects[0].id is not an integer >= 0"),
+    ],
+)
 def test_a_board_detect_answer_is_checked_against_what_was_sent(change, says):
     """Issue 31: a board's detect answer was taken whatever it said. Now what it echoes must be what was sent, and
     its boxes must lie in their images: anything else is a malformed answer (exit 9)."""
-    from edgekit.devices import board_protocol
     from edgekit.board.decode import DetectionLayout, Layout
+    from edgekit.devices import board_protocol
 
-    asked = board_protocol.DetectAsked(0.25, 0.45, 100, json.loads(json.dumps(
-        DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict())))
+    asked = board_protocol.DetectAsked(
+        0.25,
+        0.45,
+        100,
+        json.loads(
+            json.dumps(DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict())
+        ),
+    )
     sound = board_protocol.read_detect(_board_detect_answer(), "u@board", "hint", {"000000.png"}, asked)
     assert sound["results"][0]["objects"][0]["id"] == 1
     with pytest.raises(board_protocol.MalformedAnswer) as caught:

@@ -22,9 +22,9 @@ pytestmark = pytest.mark.remote
 LITERT = "yolov8t_256_litert_int8.tflite"
 ONNX2TF = "yolov8t_256_full_integer_quant.tflite"
 CONF = 0.25
-NEAR = 0.05   # how far from --conf an object only one side finds may score
-TIE = 0.5     # logits: ~3 steps of the onnx2tf classifier's output (0.155 each)
-FLIP = 0.1    # how far apart the scores of a box that changed class may be (see _same_objects)
+NEAR = 0.05  # how far from --conf an object only one side finds may score
+TIE = 0.5  # logits: ~3 steps of the onnx2tf classifier's output (0.155 each)
+FLIP = 0.1  # how far apart the scores of a box that changed class may be (see _same_objects)
 
 
 @pytest.fixture(scope="module")
@@ -35,8 +35,15 @@ def images(tmp_path_factory) -> list:
 
     s, v = MANIFEST["shapes"], MANIFEST["shapes"]["val"]
     folder = tmp_path_factory.mktemp("shapes") / "val"
-    make_shapes(folder, n_images=30, size=tuple(s["size"]), seed=v["seed"], min_side=s["min_side"],
-                max_objects=s["max_objects"], empty_every=s["empty_every"])
+    make_shapes(
+        folder,
+        n_images=30,
+        size=tuple(s["size"]),
+        seed=v["seed"],
+        min_side=s["min_side"],
+        max_objects=s["max_objects"],
+        empty_every=s["empty_every"],
+    )
     return [str(folder / "images" / f"shapes_{i:04d}.png") for i in (2, 15, 21, 28, 29)]
 
 
@@ -64,8 +71,9 @@ def _unmatched(ours: list, theirs: list) -> list:
 
 
 def _brief(result: dict) -> tuple:
-    return Path(result["image"]).name, [(o["id"], round(o["score"], 3), _box(o).round().tolist())
-                                        for o in result["objects"]]
+    return Path(result["image"]).name, [
+        (o["id"], round(o["score"], 3), _box(o).round().tolist()) for o in result["objects"]
+    ]
 
 
 def _same_objects(host: dict, board: dict) -> int:
@@ -93,8 +101,9 @@ def _detect_on_and_benchmark_on(model: Path, images: list, sshd, board_path: Pat
     assert here.exit_code == 0, here.output
     assert _same_objects(json.loads(here.stdout), json.loads(there.stdout)) >= 3
     assert "a guess" not in there.stderr
-    timed = invoke("benchmark", "--on", sshd.destination, "-m", str(model), "-n", "2", "--warmup", "1", *board,
-                   "--json")
+    timed = invoke(
+        "benchmark", "--on", sshd.destination, "-m", str(model), "-n", "2", "--warmup", "1", *board, "--json"
+    )
     assert timed.exit_code == 0, timed.output
     assert json.loads(timed.stdout)["count"] == 2
 
@@ -139,7 +148,7 @@ def test_onnx2tf_int8_classifier_classifies_on_the_board(sshd, tmp_path):
     for h, b in zip(here, there):
         scores = {c["id"]: c["score"] for c in h["top"]}
         assert scores[b["top"][0]["id"]] >= h["top"][0]["score"] - TIE, (h, b)
-        assert len({c["score"] for c in b["top"]}) > 1, b   # not every class at the zero point
+        assert len({c["score"] for c in b["top"]}) > 1, b  # not every class at the zero point
     assert sum(b["top"][0]["id"] == int(label) for b, label in zip(there, labels)) >= 9
 
 

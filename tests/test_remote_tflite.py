@@ -31,12 +31,14 @@ def test_detect_on_takes_a_detector_tflite(sshd, tmp_path):
     theirs = invoke("detect", image, "--on", sshd.destination, "-m", str(model), *board, "--json")
     assert _objects(theirs) == _objects(invoke("detect", image, "-m", str(model), "--json", "-q")) != []
     assert f"{model} {ON_THE_FLY}" in theirs.stderr and "edgekit-bundle-" not in theirs.output
-    assert (tmp_path / "board" / "edgekit" / "bundles" / "tiny_yolo" / "tiny_yolo.tflite").read_bytes() == \
-        model.read_bytes()
+    assert (
+        tmp_path / "board" / "edgekit" / "bundles" / "tiny_yolo" / "tiny_yolo.tflite"
+    ).read_bytes() == model.read_bytes()
     labels = tmp_path / "names.txt"
-    labels.write_text("kitten\npuppy\n")   # --labels goes into the bundle made of a .tflite
-    named = invoke("detect", image, "--on", sshd.destination, "-m", str(model), "--labels", str(labels), *board,
-                   "--json", "-q")
+    labels.write_text("kitten\npuppy\n")  # --labels goes into the bundle made of a .tflite
+    named = invoke(
+        "detect", image, "--on", sshd.destination, "-m", str(model), "--labels", str(labels), *board, "--json", "-q"
+    )
     assert {label for label, _ in _objects(named)} <= {"kitten", "puppy"} and _objects(named)
 
 
@@ -51,8 +53,7 @@ def test_deploy_and_benchmark_on_take_a_tflite_with_its_compiled_twin(sshd, tmp_
     assert doc["bundle"].endswith(f"/bundles/{YOLO}") and f"{cpu} {ON_THE_FLY}" in deployed.stderr
     there = tmp_path / "board" / "edgekit" / "bundles" / YOLO
     assert json.loads((there / "manifest.json").read_text())["models"]["edgetpu"] == f"{YOLO}_edgetpu.tflite"
-    timed = invoke("benchmark", "--on", sshd.destination, "-m", str(cpu), "-n", "2", "--warmup", "1", *board,
-                   "--json")
+    timed = invoke("benchmark", "--on", sshd.destination, "-m", str(cpu), "-n", "2", "--warmup", "1", *board, "--json")
     assert timed.exit_code == 0, timed.output
     assert json.loads(timed.stdout)["model"].endswith(f"/bundles/{YOLO}/{YOLO}.tflite")
 
@@ -61,8 +62,9 @@ def test_a_tflite_that_cannot_be_bundled_is_named_as_given_before_connecting(ssh
     model = tmp_path / "odd.tflite"
     model.write_bytes(slice_model(HW, [{"shape": [1, 7, 5]}, {"shape": [1, 3, 3]}]))
     image = str(save_png(tmp_path / "i.png", image_for(HW, [])))
-    result = invoke("detect", image, "--on", sshd.destination, "-m", str(model),
-                    *ssh_args(sshd, tmp_path / "board" / "edgekit"))
+    result = invoke(
+        "detect", image, "--on", sshd.destination, "-m", str(model), *ssh_args(sshd, tmp_path / "board" / "edgekit")
+    )
     assert result.exit_code == 3 and f"error: {model}:" in result.stderr, result.output
     assert "edgekit-bundle-" not in result.output and not (tmp_path / "board").exists()
 
@@ -70,13 +72,13 @@ def test_a_tflite_that_cannot_be_bundled_is_named_as_given_before_connecting(ssh
 def test_detect_on_layout_settles_a_tflite_bundled_on_the_fly(sshd, tmp_path):
     """A model only --layout reads: the bundle made of it takes the --layout given to detect --on."""
     model = tmp_path / "two64.tflite"
-    model.write_bytes(slice_model(HW, [{"shape": [1, 21, 64]}, {"shape": [1, 21, 64]}], input_scale=0.1,
-                                  input_zp=0))
+    model.write_bytes(slice_model(HW, [{"shape": [1, 21, 64]}, {"shape": [1, 21, 64]}], input_scale=0.1, input_zp=0))
     image = str(save_png(tmp_path / "i.png", image_for(HW, [], input_scale=0.1, input_zp=0)))
     board = ssh_args(sshd, tmp_path / "board" / "edgekit")
     refused = invoke("detect", image, "--on", sshd.destination, "-m", str(model), *board)
     assert refused.exit_code == 3 and "--layout split-dfl" in refused.stderr, refused.output
-    done = invoke("detect", image, "--on", sshd.destination, "-m", str(model), "--layout", "split-dfl", *board,
-                  "--json")
+    done = invoke(
+        "detect", image, "--on", sshd.destination, "-m", str(model), "--layout", "split-dfl", *board, "--json"
+    )
     assert done.exit_code == 0, done.output
     assert json.loads(done.stdout)["layout"]["kind"] == "split-dfl"

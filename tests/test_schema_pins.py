@@ -83,8 +83,12 @@ PINS: dict[tuple[str, str, str, int], str] = {
 }
 # Conversion metadata (TensorFlow's conversion_metadata.fbs, generated beside schema_py_generated in TensorFlow).
 CONVERSION_PINS: dict[tuple[str, str, str, int], str] = {
-    ("tflite/exporter_metadata.py", "r.table(r.deref(0, 'conversion metadata root'), 'conversion metadata')",
-     "table", 0): "ConversionMetadata.environment",
+    (
+        "tflite/exporter_metadata.py",
+        "r.table(r.deref(0, 'conversion metadata root'), 'conversion metadata')",
+        "table",
+        0,
+    ): "ConversionMetadata.environment",
     ("tflite/exporter_metadata.py", "env", "string", 0): "Environment.tensorflow_version",
     ("tflite/exporter_metadata.py", "env", "scalar", 1): "Environment.api_version",
 }
@@ -98,22 +102,59 @@ UNPINNED: dict[tuple[str, str, str, int], str] = {
 }
 # Ops whose builtin options edgekit reads (edgekit.tflite.model._OPTIONS), and their options table in schema.fbs.
 OPTIONS_TABLES = {
-    "CONV_2D": "Conv2DOptions", "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions",
-    "FULLY_CONNECTED": "FullyConnectedOptions", "CONCATENATION": "ConcatenationOptions",
-    "STRIDED_SLICE": "StridedSliceOptions", "PACK": "PackOptions", "UNPACK": "UnpackOptions",
-    "SOFTMAX": "SoftmaxOptions", "RESIZE_BILINEAR": "ResizeBilinearOptions",
-    "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions", "ADD": "AddOptions", "SUB": "SubOptions",
-    "MUL": "MulOptions", "SPLIT": "SplitOptions", "TRANSPOSE_CONV": "TransposeConvOptions",
-    "AVERAGE_POOL_2D": "Pool2DOptions", "MAX_POOL_2D": "Pool2DOptions", "L2_POOL_2D": "Pool2DOptions",
-    "MEAN": "ReducerOptions", "SUM": "ReducerOptions", "REDUCE_MAX": "ReducerOptions", "REDUCE_MIN": "ReducerOptions",
-    "REDUCE_PROD": "ReducerOptions", "REDUCE_ANY": "ReducerOptions",
+    "CONV_2D": "Conv2DOptions",
+    "DEPTHWISE_CONV_2D": "DepthwiseConv2DOptions",
+    "FULLY_CONNECTED": "FullyConnectedOptions",
+    "CONCATENATION": "ConcatenationOptions",
+    "STRIDED_SLICE": "StridedSliceOptions",
+    "PACK": "PackOptions",
+    "UNPACK": "UnpackOptions",
+    "SOFTMAX": "SoftmaxOptions",
+    "RESIZE_BILINEAR": "ResizeBilinearOptions",
+    "RESIZE_NEAREST_NEIGHBOR": "ResizeNearestNeighborOptions",
+    "ADD": "AddOptions",
+    "SUB": "SubOptions",
+    "MUL": "MulOptions",
+    "SPLIT": "SplitOptions",
+    "TRANSPOSE_CONV": "TransposeConvOptions",
+    "AVERAGE_POOL_2D": "Pool2DOptions",
+    "MAX_POOL_2D": "Pool2DOptions",
+    "L2_POOL_2D": "Pool2DOptions",
+    "MEAN": "ReducerOptions",
+    "SUM": "ReducerOptions",
+    "REDUCE_MAX": "ReducerOptions",
+    "REDUCE_MIN": "ReducerOptions",
+    "REDUCE_PROD": "ReducerOptions",
+    "REDUCE_ANY": "ReducerOptions",
     "UNIDIRECTIONAL_SEQUENCE_LSTM": "UnidirectionalSequenceLSTMOptions",
 }
 # struct formats of the reader -> the generated builder's scalar types.
-FORMATS = {"b": "Int8", "B": "Uint8", "?": "Bool", "h": "Int16", "H": "Uint16", "i": "Int32", "I": "Uint32",
-           "q": "Int64", "Q": "Uint64", "f": "Float32", "d": "Float64"}
-SIZES = {"Int8": 1, "Uint8": 1, "Bool": 1, "Int16": 2, "Uint16": 2, "Int32": 4, "Uint32": 4, "Int64": 8,
-         "Uint64": 8, "Float32": 4, "Float64": 8}
+FORMATS = {
+    "b": "Int8",
+    "B": "Uint8",
+    "?": "Bool",
+    "h": "Int16",
+    "H": "Uint16",
+    "i": "Int32",
+    "I": "Uint32",
+    "q": "Int64",
+    "Q": "Uint64",
+    "f": "Float32",
+    "d": "Float64",
+}
+SIZES = {
+    "Int8": 1,
+    "Uint8": 1,
+    "Bool": 1,
+    "Int16": 2,
+    "Uint16": 2,
+    "Int32": 4,
+    "Uint32": 4,
+    "Int64": 8,
+    "Uint64": 8,
+    "Float32": 4,
+    "Float64": 8,
+}
 _SLOT = re.compile(r"builder\.Prepend(\w+?)Slot\((\d+), .*, ([^,]+)\)\s*$", re.M)
 
 
@@ -160,7 +201,9 @@ def generated_slot(module: ModuleType, field: str) -> tuple[int, str, str]:
 def vector_item(module: ModuleType, field: str) -> str | None:
     """The scalar type of a vector field's items (its generated ``Table.Field(self, j)``), None for tables/strings."""
     table, name = field.split(".")
-    found = re.search(r"number_types\.(\w+)Flags, a \+", inspect.getsource(getattr(getattr(module, table), camel(name))))
+    found = re.search(
+        r"number_types\.(\w+)Flags, a \+", inspect.getsource(getattr(getattr(module, table), camel(name)))
+    )
     return found[1] if found else None
 
 
@@ -169,10 +212,20 @@ def sites() -> dict[tuple[str, str, str, int], list[ast.Call]]:
     found: dict[tuple[str, str, str, int], list[ast.Call]] = {}
     for path in sorted(PACKAGE.rglob("*.py")):
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in ACCESSORS
-                    and node.args and isinstance(node.args[0], ast.Constant) and type(node.args[0].value) is int):
-                key = (path.relative_to(PACKAGE).as_posix(), ast.unparse(node.func.value), node.func.attr,
-                       node.args[0].value)
+            if (
+                isinstance(node, ast.Call)
+                and isinstance(node.func, ast.Attribute)
+                and node.func.attr in ACCESSORS
+                and node.args
+                and isinstance(node.args[0], ast.Constant)
+                and type(node.args[0].value) is int
+            ):
+                key = (
+                    path.relative_to(PACKAGE).as_posix(),
+                    ast.unparse(node.func.value),
+                    node.func.attr,
+                    node.args[0].value,
+                )
                 found.setdefault(key, []).append(node)
     return found
 
@@ -187,7 +240,9 @@ def check(module: ModuleType, key: tuple[str, str, str, int], field: str, calls:
         if accessor == "scalar" and FORMATS.get(fmt) != kind:
             wrong.append(f"{where}: {field} is {kind} in the schema, edgekit reads format {fmt!r}")
         if accessor == "scalar" and len(call.args) > 2 and ast.literal_eval(call.args[2]) != ast.literal_eval(default):
-            wrong.append(f"{where}: {field} defaults to {default} in the schema, edgekit to {ast.unparse(call.args[2])}")
+            wrong.append(
+                f"{where}: {field} defaults to {default} in the schema, edgekit to {ast.unparse(call.args[2])}"
+            )
         if accessor in ("scalars", "raw_vector") and kind == "UOffsetTRelative":
             item = vector_item(module, field)
             size = SIZES.get(item or "", 1)
@@ -213,7 +268,11 @@ def test_hand_typed_slots_equal_the_generated_schema(schema):
 
 def test_conversion_metadata_slots_equal_the_generated_schema(conversion_schema):
     found = sites()
-    wrong = [line for key, field in CONVERSION_PINS.items() for line in check(conversion_schema, key, field, found.get(key, []))]
+    wrong = [
+        line
+        for key, field in CONVERSION_PINS.items()
+        for line in check(conversion_schema, key, field, found.get(key, []))
+    ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -226,15 +285,20 @@ def test_the_builtin_options_table_equals_the_generated_schema(schema):
         for name, slot, fmt, default in fields:
             want, kind, written = generated_slot(schema, f"{OPTIONS_TABLES[op]}.{name}")
             if (slot, FORMATS[fmt]) != (want, kind) or default != ast.literal_eval(written):
-                wrong.append(f"{op}.{name}: schema slot {want} {kind} default {written}, edgekit {slot} {fmt!r} {default!r}")
+                wrong.append(
+                    f"{op}.{name}: schema slot {want} {kind} default {written}, edgekit {slot} {fmt!r} {default!r}"
+                )
     assert not wrong, "\n".join(wrong)
 
 
 def test_fidelitys_quantization_vectors_equal_the_generated_schema(schema):
     """edgetpu/fidelity.py blanks QuantizationParameters' min, max, scale, zero_point by (slot, item size)."""
     tree = ast.parse((PACKAGE / "edgetpu" / "fidelity.py").read_text(encoding="utf-8"))
-    loops = [ast.literal_eval(n.iter) for n in ast.walk(tree)
-             if isinstance(n, ast.For) and ast.unparse(n.target) == "(slot, size)"]
+    loops = [
+        ast.literal_eval(n.iter)
+        for n in ast.walk(tree)
+        if isinstance(n, ast.For) and ast.unparse(n.target) == "(slot, size)"
+    ]
     assert len(loops) == 1, "the (slot, size) loop of fidelity.py moved: pin it again here"
     for (slot, size), name in zip(loops[0], ("min", "max", "scale", "zero_point"), strict=True):
         field = f"QuantizationParameters.{name}"
@@ -253,13 +317,55 @@ def test_op_and_tensor_type_names_equal_the_generated_enums(schema):
 # Upper-case words of the check engine and the TFLite readers that are not op names (a new one goes here; an op
 # name misspelt lands here too, where a reviewer sees it).
 NOT_OPS = {
-    "ALWAYS_DYNAMIC", "COMMON", "COMPILER_DEFAULT_MIN_RUNTIME", "CONFIRMED", "CONVERSION_METADATA", "CPU",
-    "CUSTOM_UNRESOLVED", "CUT_OFF", "CUT_OFF_FED_BY_CPU", "DATA_TYPE", "DOCS", "DYNAMIC", "EDGETPU_COMPILER",
-    "FATAL", "FIX_MOVE_TO_END", "FIX_QUANTIZE", "KNOWN_CUSTOM_OPS", "MAPPED", "MEAN_POSITIONS_LIMIT", "MODEL_RULES",
-    "MORE_THAN_ONE_SUBGRAPH", "NOT_CONSTANT", "NOT_SUPPORTED", "OP_CASES", "PARAMETER_CACHE_BYTES", "PARSE_FAILED",
-    "PATH", "RESHAPES", "RESHAPE_LIMIT", "RESIZE_LIMIT", "ROWS", "ROW_LIMIT", "ROW_REFUSED", "RULES", "SEEN_MAPPED",
-    "SETTLE", "SHAPE_INPUTS", "SIZE_LIMITS", "STATUS_WORDS", "STRIDES", "SUPPORTED_MIN_RUNTIMES", "TESTED",
-    "TFLITE_METADATA", "TPU", "TRANSPOSES", "TRANSPOSE_LIMIT", "TRANSPOSE_REFUSED", "UNCERTAIN", "UNSPECIFIED",
+    "ALWAYS_DYNAMIC",
+    "COMMON",
+    "COMPILER_DEFAULT_MIN_RUNTIME",
+    "CONFIRMED",
+    "CONVERSION_METADATA",
+    "CPU",
+    "CUSTOM_UNRESOLVED",
+    "CUT_OFF",
+    "CUT_OFF_FED_BY_CPU",
+    "DATA_TYPE",
+    "DOCS",
+    "DYNAMIC",
+    "EDGETPU_COMPILER",
+    "FATAL",
+    "FIX_MOVE_TO_END",
+    "FIX_QUANTIZE",
+    "KNOWN_CUSTOM_OPS",
+    "MAPPED",
+    "MEAN_POSITIONS_LIMIT",
+    "MODEL_RULES",
+    "MORE_THAN_ONE_SUBGRAPH",
+    "NOT_CONSTANT",
+    "NOT_SUPPORTED",
+    "OP_CASES",
+    "PARAMETER_CACHE_BYTES",
+    "PARSE_FAILED",
+    "PATH",
+    "RESHAPES",
+    "RESHAPE_LIMIT",
+    "RESIZE_LIMIT",
+    "ROWS",
+    "ROW_LIMIT",
+    "ROW_REFUSED",
+    "RULES",
+    "SEEN_MAPPED",
+    "SETTLE",
+    "SHAPE_INPUTS",
+    "SIZE_LIMITS",
+    "STATUS_WORDS",
+    "STRIDES",
+    "SUPPORTED_MIN_RUNTIMES",
+    "TESTED",
+    "TFLITE_METADATA",
+    "TPU",
+    "TRANSPOSES",
+    "TRANSPOSE_LIMIT",
+    "TRANSPOSE_REFUSED",
+    "UNCERTAIN",
+    "UNSPECIFIED",
     "VERSION",
 }
 _WORD = re.compile(r"[A-Z][A-Z0-9]*(_[A-Z0-9]+)+|[A-Z]{3,}[0-9]*")

@@ -32,7 +32,7 @@ def _targets(module: str, node: ast.Import | ast.ImportFrom, is_package: bool) -
     base = node.module or ""
     if node.level:
         package = module.split(".") if is_package else module.split(".")[:-1]
-        package = package[:len(package) - (node.level - 1)]
+        package = package[: len(package) - (node.level - 1)]
         base = ".".join(package + ([base] if base else []))
     return [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base for alias in node.names]
 
@@ -115,8 +115,12 @@ def circles(edges: dict[str, dict[str, int]]) -> list[list[str]]:
 
 
 def _describe(component: list[str], edges: dict[str, dict[str, int]]) -> str:
-    return "; ".join(f"{MODULES[a].relative_to(PACKAGE.parent)}:{line} imports {b}"
-                     for a in component for b, line in sorted(edges[a].items()) if b in component)
+    return "; ".join(
+        f"{MODULES[a].relative_to(PACKAGE.parent)}:{line} imports {b}"
+        for a in component
+        for b, line in sorted(edges[a].items())
+        if b in component
+    )
 
 
 def test_the_walk_sees_lazy_imports_and_finds_a_circle():
@@ -149,21 +153,37 @@ def test_devices_never_import_converters_training_or_tensorflow():
             continue
         for name, line in imports(module).items():
             top = name.split(".")[0]
-            if top in ("tensorflow", "tf_keras", "keras", "onnx", "onnxruntime") or name.startswith(("edgekit.converters",
-                                                                               "edgekit.training")):
+            if top in ("tensorflow", "tf_keras", "keras", "onnx", "onnxruntime") or name.startswith(
+                ("edgekit.converters", "edgekit.training")
+            ):
                 bad.append(f"{MODULES[module].relative_to(PACKAGE.parent)}:{line} imports {name}")
     assert bad == []
 
 
 def test_modules_beside_the_halves_do_not_reach_into_devices_or_converters():
     """Shared modules (the reader, preprocessing, records, manifest...) sit below both halves."""
-    shared = ("edgekit.tflite.model", "edgekit.tflite.edgetpu_package", "edgekit.board.flatbuffer", "edgekit.board.preprocess",
-              "edgekit.board.classes", "edgekit.tflite.model_record", "edgekit.board.manifest", "edgekit.errors", "edgekit.results.metrics",
-              "edgekit.report", "edgekit.fileio", "edgekit.data.labelled", "edgekit.tflite.schema_names")
-    bad = [f"{MODULES[m].relative_to(PACKAGE.parent)}:{line} imports {target}"
-           for m in shared if m in MODULES
-           for target, line in graph()[m].items() if target.startswith(("edgekit.devices", "edgekit.converters",
-                                                                        "edgekit.training", "edgekit.cli.commands"))]
+    shared = (
+        "edgekit.tflite.model",
+        "edgekit.tflite.edgetpu_package",
+        "edgekit.board.flatbuffer",
+        "edgekit.board.preprocess",
+        "edgekit.board.classes",
+        "edgekit.tflite.model_record",
+        "edgekit.board.manifest",
+        "edgekit.errors",
+        "edgekit.results.metrics",
+        "edgekit.report",
+        "edgekit.fileio",
+        "edgekit.data.labelled",
+        "edgekit.tflite.schema_names",
+    )
+    bad = [
+        f"{MODULES[m].relative_to(PACKAGE.parent)}:{line} imports {target}"
+        for m in shared
+        if m in MODULES
+        for target, line in graph()[m].items()
+        if target.startswith(("edgekit.devices", "edgekit.converters", "edgekit.training", "edgekit.cli.commands"))
+    ]
     assert bad == []
 
 
@@ -172,8 +192,15 @@ def test_the_cpu_twin_rule_of_records_and_of_the_runtime_agree():
     from edgekit.board.backends import cpu_twin
     from edgekit.tflite.model_record import cpu_model_path
 
-    for name in ("m_edgetpu.tflite", "m.tflite", "dir/a_b_edgetpu.tflite", "_edgetpu.tflite", "m_edgetpu",
-                 "m_edgetpu.tflite.bak", "m_EDGETPU.tflite"):
+    for name in (
+        "m_edgetpu.tflite",
+        "m.tflite",
+        "dir/a_b_edgetpu.tflite",
+        "_edgetpu.tflite",
+        "m_edgetpu",
+        "m_edgetpu.tflite.bak",
+        "m_EDGETPU.tflite",
+    ):
         assert cpu_model_path(name) == cpu_twin(name), name
 
 
@@ -224,19 +251,32 @@ def test_documents_are_typed_not_string_keyed_dicts():
     ``to_dict``. A ratchet: lower the bound when one goes, never raise it without a raw-JSON reason."""
     import re
 
-    found = [f"{path.relative_to(PACKAGE.parent)}:{i}" for path in MODULES.values()
-             for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
-             if re.search(r"\b[dD]ict\[str, Any\]", line)]
+    found = [
+        f"{path.relative_to(PACKAGE.parent)}:{i}"
+        for path in MODULES.values()
+        for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+        if re.search(r"\b[dD]ict\[str, Any\]", line)
+    ]
     assert len(found) <= 11, "\n".join(found)
 
 
 # The floors of the house, bottom first (docs/development.md draws them). A module may import its own floor and
 # those below; each floor is a folder, but for the foundations at the package's root.
 FLOORS = (
-    ("foundations", ("edgekit", "edgekit.errors", "edgekit.fileio", "edgekit.report", "edgekit.flags",
-                     "edgekit.records", "edgekit.ssh")),
-    ("results", ("edgekit.results",)),      # the typed documents (the board's runtime core returns some)
-    ("board", ("edgekit.board",)),          # ships to a Python 3.7 board
+    (
+        "foundations",
+        (
+            "edgekit",
+            "edgekit.errors",
+            "edgekit.fileio",
+            "edgekit.report",
+            "edgekit.flags",
+            "edgekit.records",
+            "edgekit.ssh",
+        ),
+    ),
+    ("results", ("edgekit.results",)),  # the typed documents (the board's runtime core returns some)
+    ("board", ("edgekit.board",)),  # ships to a Python 3.7 board
     ("data", ("edgekit.data",)),
     ("tflite", ("edgekit.tflite",)),
     ("edgetpu", ("edgekit.edgetpu",)),
@@ -262,8 +302,12 @@ def floor(module: str) -> int:
 
 def upward_imports() -> dict[tuple[str, str], str]:
     edges = graph()
-    return {(a, b): f"{MODULES[a].relative_to(PACKAGE.parent)}:{line} imports {b}"
-            for a in edges for b, line in edges[a].items() if floor(b) > floor(a)}
+    return {
+        (a, b): f"{MODULES[a].relative_to(PACKAGE.parent)}:{line} imports {b}"
+        for a in edges
+        for b, line in edges[a].items()
+        if floor(b) > floor(a)
+    }
 
 
 def test_every_module_is_on_a_floor_and_no_import_runs_up_one():
@@ -301,7 +345,7 @@ def test_the_board_folder_is_exactly_what_ships():
 def test_the_picture_in_development_md_names_every_folder_and_floor():
     """docs/development.md's house drawing is kept with the code: a folder it does not name fails here."""
     text = (PACKAGE.parent / "docs" / "development.md").read_text(encoding="utf-8")
-    picture = text[text.index("## The house"):text.index("**Where does X live.**")]
+    picture = text[text.index("## The house") : text.index("**Where does X live.**")]
     folders = sorted(p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file())
     assert [f for f in folders if f"{f}/" not in picture] == []
     assert [name for name, _ in FLOORS if name not in picture and f"{name}/" not in picture] == []
@@ -315,14 +359,21 @@ RESULT_LAYER_MAY_IMPORT = ("edgekit.errors", "edgekit.fileio", "edgekit.report",
 
 def result_layer_imports(edges: dict[str, dict[str, int]]) -> list[str]:
     """Where a module of records.py or results/ imports an edgekit module outside them and the foundations."""
-    return sorted(f"{a}:{line} imports {b}" for a in edges if a == "edgekit.records" or a.startswith("edgekit.results.")
-                  for b, line in edges[a].items()
-                  if b not in RESULT_LAYER_MAY_IMPORT and not b.startswith("edgekit.results."))
+    return sorted(
+        f"{a}:{line} imports {b}"
+        for a in edges
+        if a == "edgekit.records" or a.startswith("edgekit.results.")
+        for b, line in edges[a].items()
+        if b not in RESULT_LAYER_MAY_IMPORT and not b.startswith("edgekit.results.")
+    )
 
 
 def test_the_checker_of_the_result_layer_sees_a_reach_into_board():
-    edges = {"edgekit.results.x": {"edgekit.board.manifest": 4, "edgekit.results.y": 5, "edgekit.errors": 6},
-             "edgekit.records": {"edgekit.errors": 1}, "edgekit.board.manifest": {"edgekit.results.x": 2}}
+    edges = {
+        "edgekit.results.x": {"edgekit.board.manifest": 4, "edgekit.results.y": 5, "edgekit.errors": 6},
+        "edgekit.records": {"edgekit.errors": 1},
+        "edgekit.board.manifest": {"edgekit.results.x": 2},
+    }
     assert result_layer_imports(edges) == ["edgekit.results.x:4 imports edgekit.board.manifest"]
 
 

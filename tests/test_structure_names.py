@@ -25,8 +25,11 @@ def cross_module_private_names() -> list[str]:
         modules_bound: dict[str, str] = {}
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom):
-                base = _targets(module, ast.ImportFrom(module=node.module, names=[ast.alias(name="_")],
-                                                       level=node.level), path.name == "__init__.py")[0]
+                base = _targets(
+                    module,
+                    ast.ImportFrom(module=node.module, names=[ast.alias(name="_")], level=node.level),
+                    path.name == "__init__.py",
+                )[0]
                 for alias in node.names:
                     if f"{base}.{alias.name}" in MODULES:
                         modules_bound[alias.asname or alias.name] = f"{base}.{alias.name}"
@@ -35,8 +38,12 @@ def cross_module_private_names() -> list[str]:
             elif isinstance(node, ast.Import):
                 modules_bound.update({a.asname: a.name for a in node.names if a.asname and a.name in MODULES})
         for node in ast.walk(tree):
-            if (isinstance(node, ast.Attribute) and _private(node.attr) and isinstance(node.value, ast.Name)
-                    and modules_bound.get(node.value.id, module) != module):
+            if (
+                isinstance(node, ast.Attribute)
+                and _private(node.attr)
+                and isinstance(node.value, ast.Name)
+                and modules_bound.get(node.value.id, module) != module
+            ):
                 found.add(f"{module} -> {modules_bound[node.value.id]}.{node.attr}")
     return sorted(found)
 
@@ -51,11 +58,13 @@ def test_the_walk_finds_an_underscore_name_reached_from_another_module(tmp_path,
     ``self._x`` and a public name are not."""
     (tmp_path / "edgekit").mkdir()
     (tmp_path / "edgekit" / "a.py").write_text("_y = 1\n_z = 2\nw = 3\n")
-    (tmp_path / "edgekit" / "b.py").write_text("from edgekit.a import _y, w\nfrom edgekit import a\n"
-                                               "print(a._z, a.w, _y)\n\nclass B:\n    def f(self):\n"
-                                               "        return self._x\n")
+    (tmp_path / "edgekit" / "b.py").write_text(
+        "from edgekit.a import _y, w\nfrom edgekit import a\n"
+        "print(a._z, a.w, _y)\n\nclass B:\n    def f(self):\n"
+        "        return self._x\n"
+    )
     made_up = {"edgekit.a": tmp_path / "edgekit" / "a.py", "edgekit.b": tmp_path / "edgekit" / "b.py"}
-    for module in (sys.modules[__name__], test_structure):   # the walk's own table and the one it resolves with
+    for module in (sys.modules[__name__], test_structure):  # the walk's own table and the one it resolves with
         monkeypatch.setattr(module, "MODULES", made_up)
     assert cross_module_private_names() == ["edgekit.b -> edgekit.a._y", "edgekit.b -> edgekit.a._z"]
 
@@ -73,8 +82,9 @@ def _error_names(function: ast.AST) -> set[str]:
     """The names a function binds to an exception: ``except ... as name``, ``name = SomeError(...)`` /
     ``name = ...error(...)`` / ``name = ..._failure(...)`` (a function that makes one; ``... if ... else ...`` too),
     and parameters named ``exc``, ``err``, ``error`` or ``failure``."""
-    names = {a.arg for a in function.args.args + function.args.kwonlyargs
-             if a.arg in ("exc", "err", "error", "failure")}
+    names = {
+        a.arg for a in function.args.args + function.args.kwonlyargs if a.arg in ("exc", "err", "error", "failure")
+    }
     for node in ast.walk(function):
         value = getattr(node, "value", None)
         value = value.body if isinstance(value, ast.IfExp) else value
@@ -99,8 +109,13 @@ def errors_changed_after_construction() -> list[str]:
                 continue
             names = _error_names(function)
             for node in ast.walk(function):
-                targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
-                    node, (ast.AugAssign, ast.AnnAssign)) else []
+                targets = (
+                    node.targets
+                    if isinstance(node, ast.Assign)
+                    else [node.target]
+                    if isinstance(node, (ast.AugAssign, ast.AnnAssign))
+                    else []
+                )
                 flat = [x for target in targets for x in (target.elts if isinstance(target, ast.Tuple) else [target])]
                 for t in flat:
                     if isinstance(t, ast.Attribute) and isinstance(t.value, ast.Name) and t.value.id in names:
@@ -111,7 +126,7 @@ def errors_changed_after_construction() -> list[str]:
 # Exceptions still changed on their way up, each with its reason.
 KNOWN_CHANGED_ERRORS: dict[str, str] = {
     "edgekit.api._at: err.message": "the frame of a batch prefixed to whatever error the one-image call raised "
-                                    "(any EdgekitError subclass: no one constructor to build it again with)",
+    "(any EdgekitError subclass: no one constructor to build it again with)",
     "edgekit.api._at: err.args": "the same prefix, in the text str() and tracebacks show",
 }
 
@@ -124,10 +139,14 @@ def test_the_walk_finds_an_error_changed_after_it_was_made(tmp_path, monkeypatch
         "def h(exc):\n    failure = x.strict_error() if s else None\n    failure.result, y = 2, 3\n"
         "    exc.value = 4\n    raise failure\n"
         "class Boom(Exception):\n    def __init__(self, m):\n        self.m = m\n"
-        "def k():\n    thing = make()\n    thing.x = 1\n")
+        "def k():\n    thing = make()\n    thing.x = 1\n"
+    )
     monkeypatch.setattr(sys.modules[__name__], "MODULES", {"edgekit.c": tmp_path / "c.py"})
-    assert errors_changed_after_construction() == ["edgekit.c.f: err.result", "edgekit.c.h: exc.value",
-                                                   "edgekit.c.h: failure.result"]
+    assert errors_changed_after_construction() == [
+        "edgekit.c.f: err.result",
+        "edgekit.c.h: exc.value",
+        "edgekit.c.h: failure.result",
+    ]
 
 
 def test_errors_are_built_with_what_they_carry_not_changed_on_the_way_up():

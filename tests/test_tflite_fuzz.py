@@ -13,13 +13,17 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgekit.tflite import model as tflite_model
 from edgekit.errors import InvalidModelError
+from edgekit.tflite import model as tflite_model
 from tests import detection_models, tflite_builder
 from tests.conftest import TESTDATA
 
-SEEDS = ["split_concat.tflite", "keras_lstm_mnist_ptq.tflite", "mobilenet_v1_0.25_128_quant_edgetpu.tflite",
-         "mobilenet_v1_0.25_128_quant.tflite"]
+SEEDS = [
+    "split_concat.tflite",
+    "keras_lstm_mnist_ptq.tflite",
+    "mobilenet_v1_0.25_128_quant_edgetpu.tflite",
+    "mobilenet_v1_0.25_128_quant.tflite",
+]
 
 
 def built_seeds() -> dict[str, bytes]:
@@ -27,16 +31,21 @@ def built_seeds() -> dict[str, bytes]:
     a Dense chain, a chain the Edge TPU cuts, sliced detector heads and the TFLite_Detection_PostProcess
     custom op with its flexbuffer options."""
     anchors = np.array([[0.5, 0.5, 0.4, 0.4], [0.2, 0.2, 0.1, 0.1], [0.8, 0.8, 0.2, 0.2]])
-    return {"built:conv_chain": tflite_builder.conv_chain(2, channels=4, size=8),
-            "built:fc_chain": tflite_builder.fc_chain(3, 8),
-            "built:cut_chain": tflite_builder.cut_chain(5),
-            "built:slice_model": detection_models.slice_model((16, 16), [{"shape": [1, 6, 21]},
-                                                                         {"shape": [1, 21, 4], "float": True}]),
-            "built:postprocess": detection_models.postprocess_model((16, 16), anchors, 2)}
+    return {
+        "built:conv_chain": tflite_builder.conv_chain(2, channels=4, size=8),
+        "built:fc_chain": tflite_builder.fc_chain(3, 8),
+        "built:cut_chain": tflite_builder.cut_chain(5),
+        "built:slice_model": detection_models.slice_model(
+            (16, 16), [{"shape": [1, 6, 21]}, {"shape": [1, 21, 4], "float": True}]
+        ),
+        "built:postprocess": detection_models.postprocess_model((16, 16), anchors, 2),
+    }
 
 
-SEED_BYTES = {**built_seeds(), **{name: (TESTDATA / name).read_bytes() for name in SEEDS
-                                  if (TESTDATA / name).is_file()}}
+SEED_BYTES = {
+    **built_seeds(),
+    **{name: (TESTDATA / name).read_bytes() for name in SEEDS if (TESTDATA / name).is_file()},
+}
 PER_CASE_SECONDS = 2
 INTERESTING_U32 = [0, 1, 4, 0x7F, 0xFF, 0x7FFF, 0xFFFF, 0x7FFFFFFF, 0x80000000, 0xFFFFFFFF, 0xFFFFFFFC]
 
@@ -88,8 +97,12 @@ def mutated_model(draw):
     return bytes(data)
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(mutated_model())
 def test_mutated_models_raise_only_our_error(data):
     parse_everything(data)
@@ -119,13 +132,25 @@ def test_a_clone_without_the_shared_test_data_fuzzes_built_models_and_says_what_
 
     here = Path(__file__).resolve()
     tests = [f"{here}::test_every_truncation_point_of_a_small_model", str(REPO / "tests" / "test_tflite_model.py")]
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests], cwd=REPO,
-                          capture_output=True, text=True, timeout=300, check=False,
-                          env={**os.environ, "PYTHONPATH": str(REPO), "EDGEKIT_TESTDATA": str(tmp_path / "none")})
+    proc = subprocess.run(
+        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", *tests],
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        env={**os.environ, "PYTHONPATH": str(REPO), "EDGEKIT_TESTDATA": str(tmp_path / "none")},
+    )
     lines = proc.stdout.strip().splitlines()
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
-    summary = next(line for line in reversed(lines) if " passed" in line)   # other summary lines may follow it
-    assert int(summary.split(" passed")[0].rsplit(" ", 1)[-1]) >= len(built_seeds())   # the built seeds ran
+    summary = next(line for line in reversed(lines) if " passed" in line)  # other summary lines may follow it
+    assert int(summary.split(" passed")[0].rsplit(" ", 1)[-1]) >= len(built_seeds())  # the built seeds ran
     skipped = int(summary.split(" skipped")[0].rsplit(" ", 1)[-1])
-    assert skipped and (f"{skipped} tests skipped because the real Coral test data is absent: "
-                        f"{tmp_path / 'none'} (put it at ../shared/testdata or set EDGEKIT_TESTDATA)") in lines
+    assert (
+        skipped
+        and (
+            f"{skipped} tests skipped because the real Coral test data is absent: "
+            f"{tmp_path / 'none'} (put it at ../shared/testdata or set EDGEKIT_TESTDATA)"
+        )
+        in lines
+    )

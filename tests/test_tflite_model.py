@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from edgekit.tflite import model as tflite_model
 from edgekit.errors import InputError, InvalidModelError
-from tests.conftest import shared_models, shared_file
+from edgekit.tflite import model as tflite_model
+from tests.conftest import shared_file, shared_models
 
 MODELS = shared_models()
 
@@ -14,8 +14,9 @@ MODELS = shared_models()
 def _interpreter_ops(path) -> list[str]:
     from ai_edge_litert.interpreter import Interpreter, OpResolverType
 
-    interp = Interpreter(model_path=str(path),
-                         experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES)
+    interp = Interpreter(
+        model_path=str(path), experimental_op_resolver_type=OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES
+    )
     return [d["op_name"] for d in interp._get_ops_details()]
 
 
@@ -65,12 +66,15 @@ def test_constant_values_are_readable():
     assert conv.options["stride_w"] == 2 and conv.options["dilation_w_factor"] == 1
 
 
-@pytest.mark.parametrize("data, why", [
-    (b"", "too small"),
-    (b"\x00" * 7, "too small"),
-    (b"\x10\x00\x00\x00TFL2" + b"\x00" * 32, "file identifier"),
-    (b"\xff\xff\xff\x7fTFL3" + b"\x00" * 32, "outside the file"),
-])
+@pytest.mark.parametrize(
+    "data, why",
+    [
+        (b"", "too small"),
+        (b"\x00" * 7, "too small"),
+        (b"\x10\x00\x00\x00TFL2" + b"\x00" * 32, "file identifier"),
+        (b"\xff\xff\xff\x7fTFL3" + b"\x00" * 32, "outside the file"),
+    ],
+)
 def test_garbage_is_refused_with_our_error(data, why):
     with pytest.raises(InvalidModelError, match=why) as exc:
         tflite_model.ModelInfo.from_bytes(data)
@@ -98,15 +102,16 @@ def test_inspect_shows_the_exporters_metadata(tmp_path):
 
     from click.testing import CliRunner
 
-    from edgekit.cli.app import cli
-    from edgekit.tflite.model_record import ModelRecord
     from edgekit.board.preprocess import PreprocessSpec
+    from edgekit.cli.app import cli
     from edgekit.results.inspect import InspectResult
+    from edgekit.tflite.model_record import ModelRecord
     from tests.detection_models import slice_model, with_ultralytics_metadata
 
     model = tmp_path / "yolo.tflite"
-    model.write_bytes(with_ultralytics_metadata(slice_model((64, 64), [{"shape": [1, 7, 84]}]), ["a", "b", "c"],
-                                                (64, 64)))
+    model.write_bytes(
+        with_ultralytics_metadata(slice_model((64, 64), [{"shape": [1, 7, 84]}]), ["a", "b", "c"], (64, 64))
+    )
     res = CliRunner().invoke(cli, ["inspect", str(model), "--json"])
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
@@ -115,8 +120,9 @@ def test_inspect_shows_the_exporters_metadata(tmp_path):
     assert u["names"] == ["a", "b", "c"] and doc["exporter"]["edgekit"] is None
     assert InspectResult.from_dict(doc).to_dict() == doc
     text = CliRunner().invoke(cli, ["inspect", str(model)]).stdout
-    assert "Ultralytics metadata.json: task detect, imgsz 64x64, stride 32, version 8.3.0, 3 class names (a, b, c)" \
-        in text
+    assert (
+        "Ultralytics metadata.json: task detect, imgsz 64x64, stride 32, version 8.3.0, 3 class names (a, b, c)" in text
+    )
     plain = tmp_path / "plain.tflite"
     plain.write_bytes(slice_model((64, 64), [{"shape": [1, 7, 84]}]))
     rec = ModelRecord(PreprocessSpec(64, 64, "RGB", "lanczos", (0.0,), (255.0,)), ["a", "b", "c"], {"source": "x.h5"})
@@ -141,7 +147,7 @@ def test_inspect_shows_the_real_exports_metadata():
     u = json.loads(CliRunner().invoke(cli, ["inspect", str(yolo), "--json"]).stdout)["exporter"]["ultralytics"]
     assert u["names"] == labels and u["task"] == "detect" and u["imgsz"] == [640, 640]
     c = json.loads(CliRunner().invoke(cli, ["inspect", str(yolo), "--json"]).stdout)["exporter"]["converter"]
-    assert c == {"description": "MLIR Converted.", "tensorflow_version": "2.18.0", "api_version": 2}   # its onnx2tf
+    assert c == {"description": "MLIR Converted.", "tensorflow_version": "2.18.0", "api_version": 2}  # its onnx2tf
     mobilenet = shared_file("mobilenet_v1_0.25_128_quant.tflite")
     t = json.loads(CliRunner().invoke(cli, ["inspect", str(mobilenet), "--json"]).stdout)["exporter"]
     assert t["tflite_metadata"]["name"] == "ImageClassifier" and t["ultralytics"] is None
@@ -166,14 +172,22 @@ def test_inspect_says_damaged_exporter_metadata_and_goes_on(tmp_path):
         return slice_model((64, 64), [{"shape": [1, 7, 84]}]) + buf.getvalue()
 
     (tmp_path / "a.tflite").write_bytes(packed("[1, 2]"))
-    (tmp_path / "b.tflite").write_bytes(packed(json.dumps({"task": "detect", "stride": "32", "imgsz": "640",
-                                                           "names": ["x"], "end2end": 1})))
+    (tmp_path / "b.tflite").write_bytes(
+        packed(json.dumps({"task": "detect", "stride": "32", "imgsz": "640", "names": ["x"], "end2end": 1}))
+    )
     (tmp_path / "b.edgekit.json").write_text("{not json")
     a = CliRunner().invoke(cli, ["inspect", str(tmp_path / "a.tflite"), "--json"])
-    assert a.exit_code == 0 and json.loads(a.stdout)["exporter"]["ultralytics"]["error"] == \
-        "metadata.json is not a JSON object"
+    assert (
+        a.exit_code == 0
+        and json.loads(a.stdout)["exporter"]["ultralytics"]["error"] == "metadata.json is not a JSON object"
+    )
     b = CliRunner().invoke(cli, ["inspect", str(tmp_path / "b.tflite"), "--json"])
     u, e = (json.loads(b.stdout)["exporter"][k] for k in ("ultralytics", "edgekit"))
     assert b.exit_code == 0 and (u["task"], u["names"], u["stride"], u["imgsz"], u["end2end"]) == (
-        "detect", ["x"], None, None, None)
+        "detect",
+        ["x"],
+        None,
+        None,
+        None,
+    )
     assert "edgekit record" in e["error"] and e["found_in"] is None

@@ -31,8 +31,9 @@ def _mypy() -> str | None:
 
 def run_mypy(exe: str) -> tuple[Counter[str], list[str]]:
     """mypy's error lines over the configured files, and their count per module path."""
-    proc = subprocess.run([exe, "--no-incremental", "--cache-dir", "/dev/null", "--no-pretty"], cwd=REPO,
-                          capture_output=True, text=True)
+    proc = subprocess.run(
+        [exe, "--no-incremental", "--cache-dir", "/dev/null", "--no-pretty"], cwd=REPO, capture_output=True, text=True
+    )
     if proc.returncode not in (0, 1):
         raise RuntimeError(f"mypy could not run (exit {proc.returncode}):\n{proc.stdout}{proc.stderr}")
     lines = [line for line in proc.stdout.splitlines() if _ERROR.match(line)]
@@ -41,10 +42,16 @@ def run_mypy(exe: str) -> tuple[Counter[str], list[str]]:
 
 def compare(counts: Counter[str], baseline: dict[str, int]) -> tuple[list[str], list[str]]:
     """The modules over their baseline (failures) and under it (notes), as readable lines."""
-    worse = [f"{path}: {n} mypy errors, baseline {baseline.get(path, 0)}" for path, n in sorted(counts.items())
-             if n > baseline.get(path, 0)]
-    better = [f"{path}: {counts.get(path, 0)} mypy errors, baseline {n}" for path, n in sorted(baseline.items())
-              if counts.get(path, 0) < n]
+    worse = [
+        f"{path}: {n} mypy errors, baseline {baseline.get(path, 0)}"
+        for path, n in sorted(counts.items())
+        if n > baseline.get(path, 0)
+    ]
+    better = [
+        f"{path}: {counts.get(path, 0)} mypy errors, baseline {n}"
+        for path, n in sorted(baseline.items())
+        if counts.get(path, 0) < n
+    ]
     return worse, better
 
 
@@ -61,8 +68,11 @@ def test_mypy_finds_no_error_beyond_the_baseline():
     counts, lines = run_mypy(exe)
     worse, better = compare(counts, json.loads(BASELINE.read_text()))
     if better:
-        warnings.warn("fewer mypy errors than the baseline; lower it (python tests/test_types.py --update):\n"
-                      + "\n".join(better), stacklevel=1)
+        warnings.warn(
+            "fewer mypy errors than the baseline; lower it (python tests/test_types.py --update):\n"
+            + "\n".join(better),
+            stacklevel=1,
+        )
     shown = [line for line in lines if any(line.startswith(w.split(":")[0] + ":") for w in worse)]
     assert not worse, "new mypy errors (fix them; see tests/test_types.py):\n" + "\n".join(worse + [""] + shown)
 

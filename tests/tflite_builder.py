@@ -13,10 +13,22 @@ import flatbuffers
 import numpy as np
 from ai_edge_litert import schema_py_generated as S
 
-_TYPES = {"float32": S.TensorType.FLOAT32, "int8": S.TensorType.INT8, "uint8": S.TensorType.UINT8,
-          "int32": S.TensorType.INT32, "int16": S.TensorType.INT16, "int64": S.TensorType.INT64}
-_NP = {"float32": np.float32, "int8": np.int8, "uint8": np.uint8, "int32": np.int32, "int16": np.int16,
-       "int64": np.int64}
+_TYPES = {
+    "float32": S.TensorType.FLOAT32,
+    "int8": S.TensorType.INT8,
+    "uint8": S.TensorType.UINT8,
+    "int32": S.TensorType.INT32,
+    "int16": S.TensorType.INT16,
+    "int64": S.TensorType.INT64,
+}
+_NP = {
+    "float32": np.float32,
+    "int8": np.int8,
+    "uint8": np.uint8,
+    "int32": np.int32,
+    "int16": np.int16,
+    "int64": np.int64,
+}
 
 
 def _options(name: str, kw: dict[str, Any]) -> tuple[int, Any]:
@@ -56,8 +68,17 @@ class GraphBuilder:
         self.codes: list[Any] = []
         self.ops: list[Any] = []
 
-    def tensor(self, shape, dtype: str = "int8", data: np.ndarray | None = None, scale: float | list | None = 0.05,
-               zero_point: int | list = 0, name: str | None = None, signature=None, variable: bool = False) -> int:
+    def tensor(
+        self,
+        shape,
+        dtype: str = "int8",
+        data: np.ndarray | None = None,
+        scale: float | list | None = 0.05,
+        zero_point: int | list = 0,
+        name: str | None = None,
+        signature=None,
+        variable: bool = False,
+    ) -> int:
         t = S.TensorT()
         t.shape = list(shape)
         if signature is not None:
@@ -85,8 +106,15 @@ class GraphBuilder:
         arr = np.asarray(values, dtype=_NP[dtype])
         return self.tensor(arr.shape, dtype, data=arr, scale=None)
 
-    def op(self, name: str, inputs: list[int], outputs: list[int], version: int = 1,
-           custom_code: str | None = None, **options) -> int:
+    def op(
+        self,
+        name: str,
+        inputs: list[int],
+        outputs: list[int],
+        version: int = 1,
+        custom_code: str | None = None,
+        **options,
+    ) -> int:
         key = (name, version, custom_code)
         if key not in self.opcodes:
             oc = S.OperatorCodeT()
@@ -128,17 +156,46 @@ def conv_chain(n_convs: int, channels: int = 32, size: int = 16, seed: int = 0) 
     x = gb.tensor([1, size, size, channels], "int8", name="input")
     first = x
     for _ in range(n_convs):
-        w = gb.tensor([channels, 3, 3, channels], "int8", data=rng.integers(-127, 127, (channels, 3, 3, channels)),
-                      scale=[0.01] * channels, zero_point=[0] * channels)
-        bias = gb.tensor([channels], "int32", data=rng.integers(-100, 100, channels), scale=[0.0005] * channels,
-                         zero_point=[0] * channels)
+        w = gb.tensor(
+            [channels, 3, 3, channels],
+            "int8",
+            data=rng.integers(-127, 127, (channels, 3, 3, channels)),
+            scale=[0.01] * channels,
+            zero_point=[0] * channels,
+        )
+        bias = gb.tensor(
+            [channels],
+            "int32",
+            data=rng.integers(-100, 100, channels),
+            scale=[0.0005] * channels,
+            zero_point=[0] * channels,
+        )
         y = gb.tensor([1, size, size, channels], "int8")
-        gb.op("CONV_2D", [x, w, bias], [y], version=3, padding=S.Padding.SAME, strideW=1, strideH=1,
-              fusedActivationFunction=S.ActivationFunctionType.RELU, dilationWFactor=1, dilationHFactor=1)
+        gb.op(
+            "CONV_2D",
+            [x, w, bias],
+            [y],
+            version=3,
+            padding=S.Padding.SAME,
+            strideW=1,
+            strideH=1,
+            fusedActivationFunction=S.ActivationFunctionType.RELU,
+            dilationWFactor=1,
+            dilationHFactor=1,
+        )
         x = y
     pooled = gb.tensor([1, 1, 1, channels], "int8")
-    gb.op("AVERAGE_POOL_2D", [x], [pooled], version=2, padding=S.Padding.VALID, strideW=1, strideH=1,
-          filterWidth=size, filterHeight=size)
+    gb.op(
+        "AVERAGE_POOL_2D",
+        [x],
+        [pooled],
+        version=2,
+        padding=S.Padding.VALID,
+        strideW=1,
+        strideH=1,
+        filterWidth=size,
+        filterHeight=size,
+    )
     flat = gb.tensor([1, channels], "int8")
     gb.op("RESHAPE", [pooled, gb.const([1, channels])], [flat])
     w = gb.tensor([10, channels], "int8", data=rng.integers(-127, 127, (10, channels)))

@@ -36,19 +36,38 @@ class _Yolo:
 
     def conv(self, x: int, cin: int, cout: int, hw: tuple[int, int], k: int, stride: int, relu: bool) -> int:
         g = self.g
-        w = g.tensor([cout, k, k, cin], "int8", data=self.rng.integers(-100, 100, (cout, k, k, cin)),
-                     scale=[0.02] * cout, zero_point=[0] * cout)
-        b = g.tensor([cout], "int32", data=self.rng.integers(-50, 50, cout), scale=[0.001] * cout,
-                     zero_point=[0] * cout)
+        w = g.tensor(
+            [cout, k, k, cin],
+            "int8",
+            data=self.rng.integers(-100, 100, (cout, k, k, cin)),
+            scale=[0.02] * cout,
+            zero_point=[0] * cout,
+        )
+        b = g.tensor(
+            [cout], "int32", data=self.rng.integers(-50, 50, cout), scale=[0.001] * cout, zero_point=[0] * cout
+        )
         y = g.tensor([1, hw[0], hw[1], cout], "int8", scale=0.05, zero_point=-10)
-        g.op("CONV_2D", [x, w, b], [y], version=3, padding=S.Padding.SAME, strideW=stride, strideH=stride,
-             fusedActivationFunction=S.ActivationFunctionType.RELU if relu else S.ActivationFunctionType.NONE,
-             dilationWFactor=1, dilationHFactor=1)
+        g.op(
+            "CONV_2D",
+            [x, w, b],
+            [y],
+            version=3,
+            padding=S.Padding.SAME,
+            strideW=stride,
+            strideH=stride,
+            fusedActivationFunction=S.ActivationFunctionType.RELU if relu else S.ActivationFunctionType.NONE,
+            dilationWFactor=1,
+            dilationHFactor=1,
+        )
         return y
 
     def unary(self, name: str, x: int, shape: list[int], **options) -> int:
-        y = self.g.tensor(shape, "int8", scale=1 / 256 if name in ("SOFTMAX", "LOGISTIC") else 0.05,
-                          zero_point=-128 if name in ("SOFTMAX", "LOGISTIC") else 0)
+        y = self.g.tensor(
+            shape,
+            "int8",
+            scale=1 / 256 if name in ("SOFTMAX", "LOGISTIC") else 0.05,
+            zero_point=-128 if name in ("SOFTMAX", "LOGISTIC") else 0,
+        )
         self.g.op(name, [x], [y], **options)
         return y
 
@@ -76,9 +95,18 @@ class _Yolo:
         return self.g.tensor(shape, "int8", data=self.rng.integers(0, 100, shape), scale=0.05)
 
 
-def tiny_yolo(size: tuple[int, int] = (64, 64), nc: int = 3, reg_max: int = 16, head: str = "joined",
-              nchw: bool = True, extra: str | None = None, seed: int = 0, exp_softmax: bool = False,
-              litert: bool = False, strides: tuple[int, ...] = STRIDES) -> bytes:
+def tiny_yolo(
+    size: tuple[int, int] = (64, 64),
+    nc: int = 3,
+    reg_max: int = 16,
+    head: str = "joined",
+    nchw: bool = True,
+    extra: str | None = None,
+    seed: int = 0,
+    exp_softmax: bool = False,
+    litert: bool = False,
+    strides: tuple[int, ...] = STRIDES,
+) -> bytes:
     """A YOLO-style int8 detector .tflite (see the module's docstring; ``exp_softmax``: DFL's softmax written out as
     EXP, SUM, DIV, as a converter may lower it; ``litert``: a float32 channels-first input ``[1, 3, H, W]`` (TRANSPOSE,
     QUANTIZE) and a dequantized output, as Ultralytics 8.4's default LiteRT int8 export has them)."""
@@ -101,14 +129,21 @@ def tiny_yolo(size: tuple[int, int] = (64, 64), nc: int = 3, reg_max: int = 16, 
         c = 8
         if 2 ** (k + 1) in strides:
             feats.append((x, hw))
-    levels = [(m.conv(f, 8, 4 * reg_max, hw, 1, 1, relu=False), m.conv(f, 8, nc, hw, 1, 1, relu=False),
-               m.conv(f, 8, EXTRA_CHANNELS[extra], hw, 1, 1, relu=False) if extra else None, hw) for f, hw in feats]
+    levels = [
+        (
+            m.conv(f, 8, 4 * reg_max, hw, 1, 1, relu=False),
+            m.conv(f, 8, nc, hw, 1, 1, relu=False),
+            m.conv(f, 8, EXTRA_CHANNELS[extra], hw, 1, 1, relu=False) if extra else None,
+            hw,
+        )
+        for f, hw in feats
+    ]
     n = sum(hw[0] * hw[1] for *_, hw in levels)
     if head == "levels":
         boxes, scores, more = _per_level(m, levels, n, extra)
     else:
         boxes, scores, more = _joined(m, levels, n, nchw, extra)
-    if extra == "pose":   # the keypoints' visibility goes through a sigmoid too (Pose.kpts_decode)
+    if extra == "pose":  # the keypoints' visibility goes through a sigmoid too (Pose.kpts_decode)
         more = m.unary("LOGISTIC", more, list(g.tensors[more].shape))
     out = _decode(m, boxes, scores, more, n, nchw and head == "joined")
     if litert:
@@ -128,10 +163,12 @@ def _per_level(m: _Yolo, levels: list, n: int, extra: str | None) -> tuple[int, 
         rows.append(m.reshape(joined, [1, hw[0] * hw[1], c]))
     allv = m.concat(rows, [1, n, c], axis=1)
     boxes, scores = m.g.tensor([1, n, 4 * m.reg_max], "int8", scale=0.05), m.g.tensor([1, n, m.nc], "int8", scale=0.05)
-    m.g.op("STRIDED_SLICE", [allv, m.g.const([0, 0, 0]), m.g.const([1, n, 4 * m.reg_max]), m.g.const([1, 1, 1])],
-           [boxes])
-    m.g.op("STRIDED_SLICE", [allv, m.g.const([0, 0, 4 * m.reg_max]), m.g.const([1, n, c]), m.g.const([1, 1, 1])],
-           [scores])
+    m.g.op(
+        "STRIDED_SLICE", [allv, m.g.const([0, 0, 0]), m.g.const([1, n, 4 * m.reg_max]), m.g.const([1, 1, 1])], [boxes]
+    )
+    m.g.op(
+        "STRIDED_SLICE", [allv, m.g.const([0, 0, 4 * m.reg_max]), m.g.const([1, n, c]), m.g.const([1, 1, 1])], [scores]
+    )
     more = None
     if extra:
         e = EXTRA_CHANNELS[extra]
@@ -141,6 +178,7 @@ def _per_level(m: _Yolo, levels: list, n: int, extra: str | None) -> tuple[int, 
 
 def _joined(m: _Yolo, levels: list, n: int, nchw: bool, extra: str | None) -> tuple[int, int, int | None]:
     """Ultralytics 8.4: ``cat([cv2[i](x[i]).view(bs, 4 * reg_max, -1) ...], -1)``, the same for the classes."""
+
     def join(index: int, c: int) -> int:
         parts = []
         for level in levels:
@@ -171,7 +209,7 @@ def _decode(m: _Yolo, boxes: int, scores: int, more: int | None, n: int, nchw: b
     r = m.reg_max
     if nchw:
         if r > 1:
-            d = m.transpose(m.reshape(boxes, [1, 4, r, n]), [1, 4, r, n], [0, 1, 3, 2])   # [1, 4, N, r]
+            d = m.transpose(m.reshape(boxes, [1, 4, r, n]), [1, 4, r, n], [0, 1, 3, 2])  # [1, 4, N, r]
             p = _softmax(m, d, [1, 4, n, r])
             dist = m.reshape(m.conv(p, r, 1, (4, n), 1, 1, relu=False), [1, 4, n])
         else:
@@ -192,7 +230,7 @@ def _decode(m: _Yolo, boxes: int, scores: int, more: int | None, n: int, nchw: b
 
 # ----------------------------------------------------------------------------------- runnable ones (TensorFlow)
 #: What the hand-set detector of :func:`keras_yolo` finds: (class, stride of the level that finds it, side in pixels).
-BLOBS = ((0, 16, 16), (1, 32, 32))     # a red 16x16 square at stride 16, a green 32x32 square at stride 32
+BLOBS = ((0, 16, 16), (1, 32, 32))  # a red 16x16 square at stride 16, a green 32x32 square at stride 32
 
 
 def blob_image(size: tuple[int, int], places: list[tuple[int, int, int]]) -> np.ndarray:
@@ -201,7 +239,7 @@ def blob_image(size: tuple[int, int], places: list[tuple[int, int, int]]) -> np.
     img = np.zeros((size[0], size[1], 3), np.uint8)
     for cls, row, col in places:
         _, _, side = BLOBS[cls]
-        img[row * side:(row + 1) * side, col * side:(col + 1) * side, cls] = 255
+        img[row * side : (row + 1) * side, col * side : (col + 1) * side, cls] = 255
     return img
 
 
@@ -239,8 +277,12 @@ def keras_yolo(tf, head: str = "joined", reg_max: int = 16, size: tuple[int, int
     out = _keras_decode(tf, boxes, scores, [s for _, s in feats], reg_max, nc, (h, w), head)
     model = keras.Model(inp, out)
     rng = np.random.default_rng(0)
-    calib = [blob_image(size, [(0, rng.integers(h // 16), rng.integers(w // 16)),
-                               (1, rng.integers(h // 32), rng.integers(w // 32))]) for _ in range(24)]
+    calib = [
+        blob_image(
+            size, [(0, rng.integers(h // 16), rng.integers(w // 16)), (1, rng.integers(h // 32), rng.integers(w // 32))]
+        )
+        for _ in range(24)
+    ]
     converter = tf.lite.TFLiteConverter.from_keras_model(model)
     converter.optimizations = [tf.lite.Optimize.DEFAULT]
     converter.representative_dataset = lambda: ([(im[None] / 255).astype("float32")] for im in calib)
@@ -249,26 +291,32 @@ def keras_yolo(tf, head: str = "joined", reg_max: int = 16, size: tuple[int, int
     return converter.convert()
 
 
-def _keras_decode(tf, boxes: list, scores: list, strides: list[int], reg_max: int, nc: int,
-                  hw: tuple[int, int], head: str):
+def _keras_decode(
+    tf, boxes: list, scores: list, strides: list[int], reg_max: int, nc: int, hw: tuple[int, int], head: str
+):
     """Ultralytics' decode in Keras layers: the joins, DFL, anchors (``make_anchors``), ``dist2bbox`` (xywh),
     normalized by the input size as its TensorFlow exports do, the class sigmoid, the final concatenation."""
     keras = tf.keras
     grids = [(hw[0] // s, hw[1] // s) for s in strides]
     n = sum(a * b for a, b in grids)
-    if head == "joined":   # Detect.forward_head: view(bs, C, -1) per level, levels joined along the anchors
+    if head == "joined":  # Detect.forward_head: view(bs, C, -1) per level, levels joined along the anchors
+
         def flat(t, c, g):
             return keras.layers.Reshape((c, g[0] * g[1]))(keras.layers.Permute((3, 1, 2))(t))
 
         box = keras.layers.Concatenate(axis=-1)([flat(b, 4 * reg_max, g) for b, g in zip(boxes, grids)])
         cls = keras.layers.Concatenate(axis=-1)([flat(c, nc, g) for c, g in zip(scores, grids)])
-    else:                  # up to 8.3: cat(cv2, cv3) per level, then the levels
+    else:  # up to 8.3: cat(cv2, cv3) per level, then the levels
         per = [keras.layers.Concatenate(axis=-1)([b, c]) for b, c in zip(boxes, scores)]
-        allv = keras.layers.Concatenate(axis=-1)([keras.layers.Reshape((4 * reg_max + nc, g[0] * g[1]))(
-            keras.layers.Permute((3, 1, 2))(p)) for p, g in zip(per, grids)])
-        box, cls = allv[:, :4 * reg_max], allv[:, 4 * reg_max:]
+        allv = keras.layers.Concatenate(axis=-1)(
+            [
+                keras.layers.Reshape((4 * reg_max + nc, g[0] * g[1]))(keras.layers.Permute((3, 1, 2))(p))
+                for p, g in zip(per, grids)
+            ]
+        )
+        box, cls = allv[:, : 4 * reg_max], allv[:, 4 * reg_max :]
     if reg_max > 1:
-        d = keras.layers.Permute((1, 3, 2))(keras.layers.Reshape((4, reg_max, n))(box))   # [1, 4, N, reg_max]
+        d = keras.layers.Permute((1, 3, 2))(keras.layers.Reshape((4, reg_max, n))(box))  # [1, 4, N, reg_max]
         d = keras.layers.Softmax(axis=-1)(d)
         dist = keras.layers.Lambda(lambda p: tf.reduce_sum(p * tf.range(reg_max, dtype=p.dtype), -1))(d)
     else:
@@ -279,7 +327,7 @@ def _keras_decode(tf, boxes: list, scores: list, strides: list[int], reg_max: in
         ys.append(yy.ravel() + 0.5)
         xs.append(xx.ravel() + 0.5)
         ss.append(np.full(gh * gw, s))
-    anchors = np.stack([np.concatenate(xs), np.concatenate(ys)]).astype("float32")[None]        # [1, 2, N]
+    anchors = np.stack([np.concatenate(xs), np.concatenate(ys)]).astype("float32")[None]  # [1, 2, N]
     scale = (np.concatenate(ss)[None, None] / np.array([hw[1], hw[0]])[None, :, None]).astype("float32")
 
     def to_xywh(dd):

@@ -24,8 +24,9 @@ ADAPTER_PREFIXES = ("of_", "to_typed", "from_document", "from_report", "as_recor
 
 
 def code_lines(path: Path) -> int:
-    return sum(1 for line in path.read_text(encoding="utf-8").splitlines()
-               if line.strip() and not line.strip().startswith("#"))
+    return sum(
+        1 for line in path.read_text(encoding="utf-8").splitlines() if line.strip() and not line.strip().startswith("#")
+    )
 
 
 def main(root: Path) -> None:
@@ -55,7 +56,9 @@ def main(root: Path) -> None:
         grew = bool(new)
     twice = sorted(name for name, where in classes.items() if len(set(where)) > 1)
     flags_twice, same_meaning = flag_counts(package / "flags.py")
-    print(f"modules at the package root: {len(root_modules)} ({at_root} lines of {total}, {100 * at_root / total:.0f}%)")
+    print(
+        f"modules at the package root: {len(root_modules)} ({at_root} lines of {total}, {100 * at_root / total:.0f}%)"
+    )
     print(f"lines of code in edgekit/: {total} in {len(files)} files")
     print(f"record types: {len(records) - 1}")
     print(f"TypedDicts: {typed_dicts}; adapters between types of one document: {adapters}")
@@ -71,7 +74,9 @@ def flag_counts(flags_py: Path) -> tuple[int, int]:
             long_flags = [s for s in strings if s.startswith("--")] or strings[:1]
             kw = {k.arg: ast.unparse(k.value) for k in node.keywords}
             if long_flags:
-                decls[long_flags[0]].append((kw.get("name", ""), kw.get("type", ""), kw.get("default", ""), kw.get("help", "")[:40]))
+                decls[long_flags[0]].append(
+                    (kw.get("name", ""), kw.get("type", ""), kw.get("default", ""), kw.get("help", "")[:40])
+                )
     twice = {flag: d for flag, d in decls.items() if len(d) > 1}
     same = sum(1 for d in twice.values() if len(set(d)) < len(d))
     return len(twice), same

@@ -27,8 +27,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from edgekit.board.latency import default_threads
-from edgekit.errors import (RUNTIME_MISMATCH, Caution, DeviceError, InputError, MissingDependencyError, UsageError,
-                            first_line, printable)
+from edgekit.errors import (
+    RUNTIME_MISMATCH,
+    Caution,
+    DeviceError,
+    InputError,
+    MissingDependencyError,
+    UsageError,
+    first_line,
+    printable,
+)
 
 if TYPE_CHECKING:  # shapes for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
     from pathlib import Path  # imported where used: a plain model opens without it (benchmarks/startup.md)
@@ -46,8 +54,8 @@ if TYPE_CHECKING:  # shapes for type checkers only: typing.TypedDict is Python 3
         shape: np.ndarray
         shape_signature: np.ndarray
         dtype: type
-        quantization: Tuple[float, int]                    # (scale, zero point); (0.0, 0) when not quantized
-        quantization_parameters: Dict[str, np.ndarray]     # scales, zero_points, quantized_dimension
+        quantization: Tuple[float, int]  # (scale, zero point); (0.0, 0) when not quantized
+        quantization_parameters: Dict[str, np.ndarray]  # scales, zero_points, quantized_dimension
         sparsity_parameters: Dict[str, object]
 
 
@@ -140,8 +148,9 @@ def edgetpu_library(system: str | None = None) -> str:
     try:
         return EDGETPU_LIBRARIES[system]
     except KeyError:
-        raise DeviceError(f"the Edge TPU runtime does not exist for {system}",
-                          "run on the CPU with --device cpu") from None
+        raise DeviceError(
+            f"the Edge TPU runtime does not exist for {system}", "run on the CPU with --device cpu"
+        ) from None
 
 
 # ----------------------------------------------------------------------------------- backends
@@ -156,15 +165,21 @@ class Backend:
     make_edgetpu_interpreter: Callable[..., Any] | None = None  # pycoral's make_interpreter
     warning: Caution | None = None  # for the user: tensorflow.lite chosen for lack of better
 
-    def interpreter(self, model_path: str, delegates: list | None = None, num_threads: int | None = None,
-                    content: bytes | None = None) -> Any:
+    def interpreter(
+        self,
+        model_path: str,
+        delegates: list | None = None,
+        num_threads: int | None = None,
+        content: bytes | None = None,
+    ) -> Any:
         """A CPU (or delegated) interpreter with tensors allocated (of the file, or of ``content``, the
         model's bytes, which ``model_path`` then only names); a model that cannot load raises."""
         from edgekit.board.quant_params import refuse_bad_quantization
 
         refuse_bad_quantization(content if content is not None else model_path, printable(str(model_path)))
-        kwargs: Dict[str, Union[str, bytes, int, List[Any]]] = \
+        kwargs: Dict[str, Union[str, bytes, int, List[Any]]] = (
             {"model_content": content} if content is not None else dict(_model_source(model_path))
+        )
         if delegates:
             kwargs["experimental_delegates"] = delegates
         if num_threads:
@@ -180,12 +195,16 @@ class Backend:
     def _explain_load_error(self, model_path: str, exc: Exception) -> Exception:
         text = str(exc)
         if "edgetpu-custom-op" in text:
-            return DeviceError(f"{model_path}: the model is compiled for the Edge TPU and cannot run on the CPU",
-                               "pass the CPU model it was compiled from instead")
-        return InputError(f"{model_path}: the {self.name} interpreter cannot load the model ({first_line(exc)})",
-                          "deploy the bundle again; an interpreter older than the model's ops needs an update"
-                          if ON_BOARD else
-                          "check it with `edgekit inspect`; a damaged file must be copied or exported again")
+            return DeviceError(
+                f"{model_path}: the model is compiled for the Edge TPU and cannot run on the CPU",
+                "pass the CPU model it was compiled from instead",
+            )
+        return InputError(
+            f"{model_path}: the {self.name} interpreter cannot load the model ({first_line(exc)})",
+            "deploy the bundle again; an interpreter older than the model's ops needs an update"
+            if ON_BOARD
+            else "check it with `edgekit inspect`; a damaged file must be copied or exported again",
+        )
 
 
 def _model_source(model_path: str | os.PathLike) -> Dict[str, Union[str, bytes]]:
@@ -201,8 +220,9 @@ def _model_source(model_path: str | os.PathLike) -> Dict[str, Union[str, bytes]]
         try:
             return {"model_content": Path(text).read_bytes()}
         except OSError as exc:
-            raise InputError(f"cannot read {printable(text)}: {exc.strerror or exc}",
-                             "check the file's permissions") from None
+            raise InputError(
+                f"cannot read {printable(text)}: {exc.strerror or exc}", "check the file's permissions"
+            ) from None
     return {"model_path": text}
 
 
@@ -242,8 +262,11 @@ def _quiet_native_stderr() -> Iterator[None]:
         except BlockingIOError:
             pass
         os.close(read_end)
-        kept = [line for line in b"".join(chunks).decode(errors="replace").splitlines()
-                if line.strip() and line.strip() not in _NATIVE_NOISE]
+        kept = [
+            line
+            for line in b"".join(chunks).decode(errors="replace").splitlines()
+            if line.strip() and line.strip() not in _NATIVE_NOISE
+        ]
         if kept:
             sys.stderr.write("\n".join(kept) + "\n")
 
@@ -268,13 +291,15 @@ def _require_numpy_1(tflite_runtime_version: str) -> None:
     if int(numpy.__version__.split(".")[0]) >= 2:
         raise MissingDependencyError(
             f"tflite-runtime {tflite_runtime_version} cannot run with numpy {numpy.__version__}",
-            "tflite-runtime is built against numpy 1.x: pip install 'numpy<2', or use ai-edge-litert")
+            "tflite-runtime is built against numpy 1.x: pip install 'numpy<2', or use ai-edge-litert",
+        )
 
 
 def _library_first(load_delegate: Callable[..., Any]) -> Callable[..., Any]:
     """A package's ``load_delegate`` that loads the library itself first: a missing library is then one clear
     OSError (some packages only say "Failed to load delegate"), and no half-made Delegate prints its
     ``__del__`` traceback at exit (Python 3.7 has no hook to silence it)."""
+
     def load(library: str, options: Optional[Dict[str, str]] = None) -> Any:
         import ctypes
 
@@ -293,13 +318,21 @@ def _load_backend(name: str) -> Backend:
         edgetpu = importlib.import_module("pycoral.utils.edgetpu")
         tflite = importlib.import_module("tflite_runtime.interpreter")
         pycoral = importlib.import_module("pycoral")
-        return Backend(name, _module_version(pycoral, "pycoral"), tflite.Interpreter,
-                       _library_first(tflite.load_delegate),
-                       make_edgetpu_interpreter=edgetpu.make_interpreter)
+        return Backend(
+            name,
+            _module_version(pycoral, "pycoral"),
+            tflite.Interpreter,
+            _library_first(tflite.load_delegate),
+            make_edgetpu_interpreter=edgetpu.make_interpreter,
+        )
     if name == "ai_edge_litert":
         mod = importlib.import_module("ai_edge_litert.interpreter")
-        return Backend(name, _module_version(importlib.import_module("ai_edge_litert"), "ai-edge-litert"),
-                       mod.Interpreter, _library_first(mod.load_delegate))
+        return Backend(
+            name,
+            _module_version(importlib.import_module("ai_edge_litert"), "ai-edge-litert"),
+            mod.Interpreter,
+            _library_first(mod.load_delegate),
+        )
     if name == "tflite_runtime":
         version = _module_version(importlib.import_module("tflite_runtime"), "tflite-runtime")
         _require_numpy_1(version)
@@ -309,8 +342,9 @@ def _load_backend(name: str) -> Backend:
         os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")  # its start-up log lines mean nothing to a classify user
         warnings.filterwarnings("ignore", r".*tf\.lite\.Interpreter is deprecated", UserWarning)  # we warn already
         tf = importlib.import_module("tensorflow")
-        return Backend(name, str(tf.__version__), tf.lite.Interpreter,
-                       _library_first(tf.lite.experimental.load_delegate))
+        return Backend(
+            name, str(tf.__version__), tf.lite.Interpreter, _library_first(tf.lite.experimental.load_delegate)
+        )
     raise UsageError(f"unknown backend {name!r}", f"{BACKEND_ENV} must be one of {', '.join(BACKENDS)}")
 
 
@@ -327,8 +361,10 @@ def select_backend(name: str | None = None) -> Backend:
         try:
             backend = _load_backend(name)
         except ImportError as exc:
-            raise MissingDependencyError(f"backend {name} (from {BACKEND_ENV}) is not usable: {exc}",
-                                         f"install it or choose one of {', '.join(BACKENDS)}") from None
+            raise MissingDependencyError(
+                f"backend {name} (from {BACKEND_ENV}) is not usable: {exc}",
+                f"install it or choose one of {', '.join(BACKENDS)}",
+            ) from None
     else:
         unusable: MissingDependencyError | None = None
         for candidate in BACKENDS:
@@ -346,8 +382,10 @@ def select_backend(name: str | None = None) -> Backend:
                 unusable = unusable or exc
                 continue
             if candidate == "tensorflow":  # chosen, not forced: say that a lighter package is wanted
-                backend.warning = Caution("no TFLite interpreter package found, falling back to tensorflow.lite "
-                                   "(slow to import, deprecated): pip install ai-edge-litert")
+                backend.warning = Caution(
+                    "no TFLite interpreter package found, falling back to tensorflow.lite "
+                    "(slow to import, deprecated): pip install ai-edge-litert"
+                )
             break
         else:
             if unusable is not None:
@@ -355,7 +393,8 @@ def select_backend(name: str | None = None) -> Backend:
             raise MissingDependencyError(
                 "no TFLite interpreter package is installed",
                 "pip install ai-edge-litert (or tflite-runtime 'numpy<2'; "
-                "on a Coral board: apt-get install python3-pycoral)")
+                "on a Coral board: apt-get install python3-pycoral)",
+            )
     _CACHE[key] = backend
     return backend
 
@@ -364,18 +403,24 @@ def select_backend(name: str | None = None) -> Backend:
 # How to install libedgetpu per OS: for classify's delegate errors and doctor's check alike.
 EDGETPU_INSTALL_HINTS = {
     "Linux": "install the Edge TPU runtime from Coral's apt repo: sudo apt-get install libedgetpu1-std "
-             "(https://coral.ai/docs/accelerator/get-started/)",
+    "(https://coral.ai/docs/accelerator/get-started/)",
     "Darwin": "install the Edge TPU runtime (Coral's edgetpu_runtime install.sh, or brew) so that "
-              "libedgetpu.1.dylib is on the library path",
-    "Windows": "install the Edge TPU runtime (Coral's edgetpu_runtime install.bat) so that edgetpu.dll "
-               "is on PATH",
+    "libedgetpu.1.dylib is on the library path",
+    "Windows": "install the Edge TPU runtime (Coral's edgetpu_runtime install.bat) so that edgetpu.dll is on PATH",
 }
-_NOT_INSTALLED = ("cannot open shared object file", "image not found", "library not loaded", "no such file",
-                  "could not find module", "error 126")
+_NOT_INSTALLED = (
+    "cannot open shared object file",
+    "image not found",
+    "library not loaded",
+    "no such file",
+    "could not find module",
+    "error 126",
+)
 
 
-def explain_delegate_error(exc: BaseException, library: str, device: DeviceSpec | None = None,
-                           system: str | None = None) -> DeviceError:
+def explain_delegate_error(
+    exc: BaseException, library: str, device: DeviceSpec | None = None, system: str | None = None
+) -> DeviceError:
     """Turn what ``load_delegate`` raised into a DeviceError that says the likely cause and the fix."""
     system = system or current_system()
     text = str(exc).strip()
@@ -385,23 +430,32 @@ def explain_delegate_error(exc: BaseException, library: str, device: DeviceSpec 
     missing = any(s in lowered for s in _NOT_INSTALLED) and "failed to load delegate" not in lowered
     if isinstance(exc, OSError) or missing:
         if ON_BOARD:
-            return DeviceError(f"the Edge TPU runtime {library} is not installed ({first})",
-                               "install the Edge TPU runtime on the board (sudo apt-get install libedgetpu1-std, "
-                               f"from Coral's apt repo) and check {_board_checks(device)}; or use --device auto to fall "
-                               "back to the CPU model")
+            return DeviceError(
+                f"the Edge TPU runtime {library} is not installed ({first})",
+                "install the Edge TPU runtime on the board (sudo apt-get install libedgetpu1-std, "
+                f"from Coral's apt repo) and check {_board_checks(device)}; or use --device auto to fall "
+                "back to the CPU model",
+            )
         install = EDGETPU_INSTALL_HINTS.get(system, "install the Edge TPU runtime")
-        return DeviceError(f"the Edge TPU runtime {library} is not installed or not on the library path ({first})",
-                           f"{install}; or run on the CPU with --device cpu")
+        return DeviceError(
+            f"the Edge TPU runtime {library} is not installed or not on the library path ({first})",
+            f"{install}; or run on the CPU with --device cpu",
+        )
     if ON_BOARD:  # edgekit does not run there: what to check on the board itself
-        fixes = (f"on the board, check {_board_checks(device)}, and that the Edge TPU runtime is installed "
-                 "(dpkg -s libedgetpu1-std); or use --device auto to fall back to the CPU model")
+        fixes = (
+            f"on the board, check {_board_checks(device)}, and that the Edge TPU runtime is installed "
+            "(dpkg -s libedgetpu1-std); or use --device auto to fall back to the CPU model"
+        )
     else:
-        fixes = ("check that the Edge TPU is plugged in and listed by `edgekit devices`; "
-                 "USB: install Coral's udev rule and add yourself to the plugdev group, then replug; "
-                 "PCIe/M.2: load the gasket-dkms driver (apex) and join the apex group; "
-                 "`edgekit doctor` checks each of these")
-    return DeviceError(f"the Edge TPU runtime {library} is installed but found no usable Edge TPU{where} ({first})",
-                       fixes)
+        fixes = (
+            "check that the Edge TPU is plugged in and listed by `edgekit devices`; "
+            "USB: install Coral's udev rule and add yourself to the plugdev group, then replug; "
+            "PCIe/M.2: load the gasket-dkms driver (apex) and join the apex group; "
+            "`edgekit doctor` checks each of these"
+        )
+    return DeviceError(
+        f"the Edge TPU runtime {library} is installed but found no usable Edge TPU{where} ({first})", fixes
+    )
 
 
 #: True in the runner on a Coral board (set by ``board_runner.main``): hints name what to check on
@@ -450,8 +504,9 @@ def load_edgetpu_delegate(backend: Backend, device: DeviceSpec, library: str | N
 
 # ------------------------------------------------------------------------------------ open_model
 # What to do when an opened model fails to run: one text for the host and the board.
-INFERENCE_FAILED_HINT = ("the model or the runtime is broken: try --device cpu; an Edge TPU that fails needs "
-                         "replugging or a reboot")
+INFERENCE_FAILED_HINT = (
+    "the model or the runtime is broken: try --device cpu; an Edge TPU that fails needs replugging or a reboot"
+)
 
 
 @dataclass
@@ -464,16 +519,16 @@ class OpenedModel:
     """
 
     interpreter: Any
-    model_path: str          # the file actually running (the CPU twin when a compiled model fell back)
+    model_path: str  # the file actually running (the CPU twin when a compiled model fell back)
     requested_path: str
-    device: str              # "cpu", or the Edge TPU device string ("usb:0", "pci", ":0", "edgetpu")
+    device: str  # "cpu", or the Edge TPU device string ("usb:0", "pci", ":0", "edgetpu")
     backend: Backend
     notes: List[str] = field(default_factory=list)
     first_inference_ms: Optional[float] = None
     _input: Optional[TensorDetails] = field(default=None, repr=False, compare=False)
     _output: Optional[TensorDetails] = field(default=None, repr=False, compare=False)
 
-    def __enter__(self) -> "OpenedModel":
+    def __enter__(self) -> OpenedModel:
         return self
 
     def __exit__(self, *exc: Any) -> None:
@@ -505,8 +560,10 @@ class OpenedModel:
         try:
             self._live().invoke()
         except (RuntimeError, ValueError) as exc:
-            raise DeviceError(f"inference failed on {self.device}: {first_line(exc)}", INFERENCE_FAILED_HINT
-                              + ("" if ON_BOARD else "; `edgekit doctor` tells what else to check")) from None
+            raise DeviceError(
+                f"inference failed on {self.device}: {first_line(exc)}",
+                INFERENCE_FAILED_HINT + ("" if ON_BOARD else "; `edgekit doctor` tells what else to check"),
+            ) from None
 
     def run(self, tensor: Any) -> Tuple[Any, float]:
         """The dequantized first output for one input tensor, and the invoke time in milliseconds."""
@@ -522,8 +579,9 @@ class OpenedModel:
         scale, zero_point = out.get("quantization", (0.0, 0))
         return dequantize(interp.get_tensor(out["index"]).ravel(), float(scale) or None, int(zero_point)), ms
 
-    def time(self, n: int, warmup: int,
-             clock: Callable[[], float] = time.perf_counter) -> Dict[str, Union[float, List[float]]]:
+    def time(
+        self, n: int, warmup: int, clock: Callable[[], float] = time.perf_counter
+    ) -> Dict[str, Union[float, List[float]]]:
         """The benchmark loop: ``invoke`` alone timed ``n`` times on a fixed random input after ``warmup``
         untimed calls (the first call apart); statistics from :func:`edgekit.board.latency.measure`."""
         import numpy as np
@@ -541,8 +599,13 @@ class OpenedModel:
         return latency.measure(self.invoke, n, warmup, clock)
 
 
-def benchmark(load: Callable[[], Any], n: int, warmup: int, threads: int | None = None,
-              clock: Callable[[], float] = time.perf_counter) -> BenchmarkResult:
+def benchmark(
+    load: Callable[[], Any],
+    n: int,
+    warmup: int,
+    threads: int | None = None,
+    clock: Callable[[], float] = time.perf_counter,
+) -> BenchmarkResult:
     """What ``edgekit benchmark --json`` prints, here and on a board (the record, shipped to it): ``load()`` (which
     returns what :func:`open_model` made, or a ``LoadedModel`` holding it as ``opened`` with its ``notes``) timed,
     then :meth:`OpenedModel.time`."""
@@ -558,38 +621,46 @@ def benchmark(load: Callable[[], Any], n: int, warmup: int, threads: int | None 
     with opened:
         timing = opened.time(n, warmup, clock)
     governors = latency.cpu_governors()
-    return BenchmarkResult.from_dict({
-        "model": opened.model_path, "device": opened.device, "backend": opened.backend.name,
-        "threads": threads if opened.device == "cpu" else None,
-        "load_ms": load_ms, "first_inference_ms": timing.pop("first_ms"),
-        "iterations": n, "warmup": warmup, **timing,
-        "machine": latency.machine(governors),
-        "notes": [str(m) for m in notes if not isinstance(m, Caution)],
-        "warnings": [str(m) for m in notes if isinstance(m, Caution)] + latency.governor_warnings(governors),
-    })
+    return BenchmarkResult.from_dict(
+        {
+            "model": opened.model_path,
+            "device": opened.device,
+            "backend": opened.backend.name,
+            "threads": threads if opened.device == "cpu" else None,
+            "load_ms": load_ms,
+            "first_inference_ms": timing.pop("first_ms"),
+            "iterations": n,
+            "warmup": warmup,
+            **timing,
+            "machine": latency.machine(governors),
+            "notes": [str(m) for m in notes if not isinstance(m, Caution)],
+            "warnings": [str(m) for m in notes if isinstance(m, Caution)] + latency.governor_warnings(governors),
+        }
+    )
 
 
-def open_content(content: bytes, name: str = "<model>", num_threads: int | None = None,
-                 backend: Backend | None = None) -> OpenedModel:
+def open_content(
+    content: bytes, name: str = "<model>", num_threads: int | None = None, backend: Backend | None = None
+) -> OpenedModel:
     """A model held in memory (e.g. one just converted), opened on the CPU."""
     backend = backend or select_backend()
     interp = backend.interpreter(name, num_threads=num_threads, content=content)
     return OpenedModel(interp, name, name, "cpu", backend, [backend.warning] if backend.warning else [])
 
 
-def cpu_twin(model_path: Union[str, "os.PathLike[str]"]) -> Path:
+def cpu_twin(model_path: Union[str, os.PathLike[str]]) -> Path:
     """``x_edgetpu.tflite`` → ``x.tflite`` (the CPU model the compiler started from)."""
     from pathlib import Path
 
     p = Path(model_path)
-    return p.with_name(p.stem[:-len("_edgetpu")] + p.suffix) if p.stem.endswith("_edgetpu") else p
+    return p.with_name(p.stem[: -len("_edgetpu")] + p.suffix) if p.stem.endswith("_edgetpu") else p
 
 
 # edgekit.tflite.model's EDGETPU_CUSTOM_OP (a test checks they agree): found without parsing the model.
 EDGETPU_CUSTOM_OP_BYTES = b"edgetpu-custom-op"
 
 
-def is_compiled_file(path: Union[str, "os.PathLike[str]"]) -> bool:
+def is_compiled_file(path: Union[str, os.PathLike[str]]) -> bool:
     """True when the file holds the Edge TPU custom op's name: a compiled model (no parse, no TensorFlow)."""
     import mmap
 
@@ -605,14 +676,22 @@ def _cpu_twin_or_fail(model_path: Path, why: str) -> Path:
     if twin != model_path and twin.is_file():
         return twin
     which = f"{twin}, not found" if twin != model_path else "the edgetpu_compiler's input"
-    raise DeviceError(f"{model_path} is compiled for the Edge TPU and needs one to run, but {why}",
-                      f"to run on the CPU, pass the CPU model it was compiled from ({which}); "
-                      "or attach an Edge TPU")
+    raise DeviceError(
+        f"{model_path} is compiled for the Edge TPU and needs one to run, but {why}",
+        f"to run on the CPU, pass the CPU model it was compiled from ({which}); or attach an Edge TPU",
+    )
 
 
-def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto", *, backend: Backend | None = None,
-               num_threads: int | None = None, is_compiled: bool | None = None,
-               find_devices: Callable[[], list] | None = None, cpu_model: Path | None = None) -> OpenedModel:
+def open_model(
+    model_path: str | os.PathLike,
+    device: str | DeviceSpec = "auto",
+    *,
+    backend: Backend | None = None,
+    num_threads: int | None = None,
+    is_compiled: bool | None = None,
+    find_devices: Callable[[], list] | None = None,
+    cpu_model: Path | None = None,
+) -> OpenedModel:
     """Open ``model_path`` on ``device``.
 
     ``auto``: the Edge TPU when the model is compiled and a device and the delegate are there, else
@@ -629,20 +708,24 @@ def open_model(model_path: str | os.PathLike, device: str | DeviceSpec = "auto",
 
         path = Path(model_path)
     backend = backend or select_backend()
-    notes: List[str] = [backend.warning] if backend.warning else []   # Caution is a str: a warning among notes
+    notes: List[str] = [backend.warning] if backend.warning else []  # Caution is a str: a warning among notes
 
     def on_cpu(run_path: Path) -> OpenedModel:
         # LiteRT's own default is one thread: mobilenet_v2_1.0_224_quant took 8.0 ms per invoke that way
         # and 3.8 ms with num_threads=2 on a 2-core machine (issue 11). One per core, at most 4:
         threads = num_threads or default_threads()
-        return OpenedModel(backend.interpreter(str(run_path), num_threads=threads), str(run_path), str(path),
-                           "cpu", backend, notes)
+        return OpenedModel(
+            backend.interpreter(str(run_path), num_threads=threads), str(run_path), str(path), "cpu", backend, notes
+        )
 
     if not is_compiled:
         if spec.wants_edgetpu:
-            raise UsageError(f"{path} is not compiled for the Edge TPU, so it cannot run on {spec}",
-                             "build the bundle from a compiled model, or use --device cpu" if ON_BOARD else
-                             "compile it first (edgekit compile), pass its _edgetpu.tflite, or use --device cpu")
+            raise UsageError(
+                f"{path} is not compiled for the Edge TPU, so it cannot run on {spec}",
+                "build the bundle from a compiled model, or use --device cpu"
+                if ON_BOARD
+                else "compile it first (edgekit compile), pass its _edgetpu.tflite, or use --device cpu",
+            )
         if spec.kind == "auto":
             name, twin_name, twin_found = _compiled_twin(path)
             hint = f"; pass {twin_name} to use an Edge TPU" if twin_found else ""
@@ -675,8 +758,15 @@ def _plain_path(model_path: Any) -> str | None:
     """``model_path`` where it is its own ``str(pathlib.Path(model_path))`` (a POSIX str with no empty or ``.`` part,
     no trailing ``/``), else None: such a path needs no pathlib, whose import (urllib.parse, ipaddress) cost a
     one-image classify about 16M instructions (benchmarks/startup.md)."""
-    if os.name == "nt" or not isinstance(model_path, str) or model_path in ("", ".") or "//" in model_path \
-            or model_path.startswith("./") or "/./" in model_path or model_path.endswith(("/", "/.")):
+    if (
+        os.name == "nt"
+        or not isinstance(model_path, str)
+        or model_path in ("", ".")
+        or "//" in model_path
+        or model_path.startswith("./")
+        or "/./" in model_path
+        or model_path.endswith(("/", "/."))
+    ):
         return None
     return model_path
 
@@ -691,7 +781,7 @@ def _compiled_twin(path: Path | str) -> Tuple[str, str, bool]:
     dot = name.rfind(".")
     stem, suffix = (name[:dot], name[dot:]) if 0 < dot < len(name) - 1 else (name, "")
     twin_name = stem + "_edgetpu" + suffix
-    return name, twin_name, os.path.isfile(path[:len(path) - len(name)] + twin_name)
+    return name, twin_name, os.path.isfile(path[: len(path) - len(name)] + twin_name)
 
 
 def _runtime_mismatch(path: Path, text: str) -> DeviceError | None:
@@ -699,9 +789,11 @@ def _runtime_mismatch(path: Path, text: str) -> DeviceError | None:
     if not m:
         return None
     need, have = m.groups()
-    return DeviceError(f"{path.name} needs Edge TPU runtime {need} but the libedgetpu here is runtime {have}",
-                       f"recompile it for this runtime: edgekit compile --min-runtime {have} "
-                       f"(edgetpu_compiler -m {have}); or update libedgetpu")
+    return DeviceError(
+        f"{path.name} needs Edge TPU runtime {need} but the libedgetpu here is runtime {have}",
+        f"recompile it for this runtime: edgekit compile --min-runtime {have} "
+        f"(edgetpu_compiler -m {have}); or update libedgetpu",
+    )
 
 
 class PairCrashError(DeviceError):
@@ -719,32 +811,35 @@ def _proven_library(backend: Backend, path: Path, spec: DeviceSpec, library: str
         return resolved or library
     if resolved is None:  # nothing to prove, and nothing edgekit would load untested
         raise explain_delegate_error(OSError(f"{library}: not found on the library path"), library, spec)
-    verdict = delegate_probe.prove(backend.name, backend.version, library, resolved, str(path),
-                                   spec.delegate_option)
+    verdict = delegate_probe.prove(backend.name, backend.version, library, resolved, str(path), spec.delegate_option)
     remembered = ", remembered from an earlier run" if verdict.cached else ""
     builds = f"install a libedgetpu built for this TFLite, or a runtime matching it: {delegate_probe.COMMUNITY_BUILDS}"
     if verdict.state == delegate_probe.CRASHED:
         raise PairCrashError(
             f"the Edge TPU runtime {resolved} crashes with {backend.name} {backend.version} "
             f"({verdict.detail} in a test process{remembered}), so it is not loaded",
-            f"{builds}; then remove {delegate_probe.cache_path()}; or run on the CPU with --device cpu")
+            f"{builds}; then remove {delegate_probe.cache_path()}; or run on the CPU with --device cpu",
+        )
     if verdict.state == delegate_probe.HUNG:
         raise PairCrashError(
             f"the Edge TPU runtime {resolved} hangs with {backend.name} {backend.version} "
             f"({verdict.detail} in a test process{remembered}), so it is not loaded",
             "replug the Edge TPU (or reboot) and remove "
             f"{delegate_probe.cache_path()} to test it again; if it hangs again, {builds}; "
-            "or run on the CPU with --device cpu")
+            "or run on the CPU with --device cpu",
+        )
     if verdict.state == delegate_probe.UNPROVABLE:
         raise PairCrashError(
             f"the Edge TPU runtime {resolved} could not be tested with {backend.name} {backend.version} in a "
             f"separate process ({verdict.detail}), so it is not loaded",
-            f"run on the CPU with --device cpu; or set {delegate_probe.PROBE_ENV}=0 to load it untested")
+            f"run on the CPU with --device cpu; or set {delegate_probe.PROBE_ENV}=0 to load it untested",
+        )
     return resolved
 
 
-def edgetpu_interpreter(backend: Backend, path: str | Path, spec: DeviceSpec, num_threads: int | None,
-                        library: str | None = None) -> Any:
+def edgetpu_interpreter(
+    backend: Backend, path: str | Path, spec: DeviceSpec, num_threads: int | None, library: str | None = None
+) -> Any:
     """An interpreter running ``path`` (a compiled model) on the Edge TPU ``spec``; DeviceError when it cannot.
 
     The libedgetpu file is found once (as the dynamic linker would, LD_LIBRARY_PATH first), its pair with the
@@ -755,7 +850,7 @@ def edgetpu_interpreter(backend: Backend, path: str | Path, spec: DeviceSpec, nu
     from edgekit.board.quant_params import refuse_bad_quantization
 
     path = Path(path)
-    refuse_bad_quantization(path, printable(str(path)))   # before the probe runs it: LiteRT would crash on it
+    refuse_bad_quantization(path, printable(str(path)))  # before the probe runs it: LiteRT would crash on it
     library = _proven_library(backend, path, spec, library or edgetpu_library())
     if backend.make_edgetpu_interpreter is not None and os.sep not in library:
         # Google's pycoral's own factory loads libedgetpu by its bare name: only when no file was resolved
@@ -763,8 +858,9 @@ def edgetpu_interpreter(backend: Backend, path: str | Path, spec: DeviceSpec, nu
         # make_interpreter would do with the name.
         try:
             source = _model_source(path)
-            interp = backend.make_edgetpu_interpreter(source.get("model_path") or source["model_content"],
-                                                      device=spec.delegate_option)
+            interp = backend.make_edgetpu_interpreter(
+                source.get("model_path") or source["model_content"], device=spec.delegate_option
+            )
             interp.allocate_tensors()
             return interp
         except (OSError, ValueError, RuntimeError) as exc:
@@ -775,4 +871,5 @@ def edgetpu_interpreter(backend: Backend, path: str | Path, spec: DeviceSpec, nu
     except InputError as exc:
         raise _runtime_mismatch(path, exc.message) or DeviceError(
             f"the Edge TPU could not prepare {path.name}: {exc.message}",
-            "update libedgetpu, or recompile the model with edgekit compile") from None
+            "update libedgetpu, or recompile the model with edgekit compile",
+        ) from None

@@ -36,7 +36,7 @@ def top_k(scores: np.ndarray, k: int | None = None, threshold: float = float("-i
     keep = np.flatnonzero(s >= threshold)
     order = keep[np.lexsort((keep, -s[keep]))]
     if k is not None:
-        order = order[:max(k, 0)]
+        order = order[: max(k, 0)]
     return [(int(i), float(s[i])) for i in order]
 
 
@@ -54,8 +54,11 @@ def read_labels(path):
     except FileNotFoundError:
         raise InputError("labels file %s does not exist" % path, "check the path, or leave the labels out") from None
     except UnicodeDecodeError:
-        raise InputError("labels file %s is not UTF-8 text" % path,
-                         "save it as UTF-8, one label per line (or `0 cat` lines)") from None
+        raise InputError(
+            "labels file %s is not UTF-8 text" % path, "save it as UTF-8, one label per line (or `0 cat` lines)"
+        ) from None
     except OSError as exc:
-        raise InputError("cannot read labels file %s: %s" % (path, exc.strerror or exc),
-                         "pass a readable text file, one label per line") from None
+        raise InputError(
+            "cannot read labels file %s: %s" % (path, exc.strerror or exc),
+            "pass a readable text file, one label per line",
+        ) from None

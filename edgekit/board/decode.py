@@ -51,7 +51,7 @@ if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.Typed
         id: int
         label: Optional[str]
         score: float
-        bbox: BoxDoc                     # in the image's pixels
+        bbox: BoxDoc  # in the image's pixels
 
     class ObjectDoc(_ObjectRequired, total=False):
         """:meth:`Object.to_dict` (``bbox_normalized``, the box as shares of the image's size, when it is given)."""
@@ -77,11 +77,12 @@ if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.Typed
         pixel_scaling: Optional[str]
         description: str
 
+
 DEFAULT_CONF = 0.25
 DEFAULT_IOU = 0.45
 DEFAULT_MAX_DET = 100
-MAX_NMS_BOXES = 30000   # boxes kept (best first) before NMS, as Ultralytics' non_max_suppression
-LETTERBOX_FILL = 114    # the grey Ultralytics pads with
+MAX_NMS_BOXES = 30000  # boxes kept (best first) before NMS, as Ultralytics' non_max_suppression
+LETTERBOX_FILL = 114  # the grey Ultralytics pads with
 
 
 class Layout(str, Enum):
@@ -104,13 +105,13 @@ LAYOUT_HELP = {
 # ----------------------------------------------------------------------------------- records
 def _document(d: Any, where: str) -> None:
     if not isinstance(d, Mapping):
-        raise ValueError("{}: expected an object, got {}".format(where, type(d).__name__))
+        raise ValueError(f"{where}: expected an object, got {type(d).__name__}")
 
 
 def _field(d: Mapping[str, Any], key: str, where: str, kind: type) -> Any:
     """``d[key]`` as ``kind`` (int: an integer, no bool; float: any real number, no bool; dict: an object)."""
     if key not in d:
-        raise ValueError("{}: the field {!r} is missing".format(where, key))
+        raise ValueError(f"{where}: the field {key!r} is missing")
     v = d[key]
     if kind is dict:
         ok = isinstance(v, Mapping)
@@ -121,8 +122,14 @@ def _field(d: Mapping[str, Any], key: str, where: str, kind: type) -> Any:
     elif ok and kind is float:
         ok = not isinstance(v, numbers.Integral) or abs(v) <= 1 << 1023
     if not ok:
-        raise ValueError("{}.{}: expected {}, got {}".format(where, key, {int: "an integer of at most 64 bits",
-                         float: "a number", dict: "an object"}[kind], type(v).__name__))
+        raise ValueError(
+            "{}.{}: expected {}, got {}".format(
+                where,
+                key,
+                {int: "an integer of at most 64 bits", float: "a number", dict: "an object"}[kind],
+                type(v).__name__,
+            )
+        )
     return v if kind is dict else kind(v)
 
 
@@ -147,14 +154,14 @@ class BBox:
     def area(self) -> float:
         return max(0.0, self.width) * max(0.0, self.height)
 
-    def scale(self, sx: float, sy: float) -> "BBox":
+    def scale(self, sx: float, sy: float) -> BBox:
         return BBox(self.xmin * sx, self.ymin * sy, self.xmax * sx, self.ymax * sy)
 
     def to_dict(self) -> BoxDoc:
         return {"xmin": self.xmin, "ymin": self.ymin, "xmax": self.xmax, "ymax": self.ymax}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, float], where: str = "BBox") -> "BBox":
+    def from_dict(cls, d: Mapping[str, float], where: str = "BBox") -> BBox:
         """ValueError naming the field for what is not a box document (a key missing, a value no number)."""
         _document(d, where)
         return cls(*(_field(d, k, where, float) for k in ("xmin", "ymin", "xmax", "ymax")))
@@ -172,29 +179,35 @@ class Object:
     def to_dict(self, width: Optional[int] = None, height: Optional[int] = None) -> ObjectDoc:
         """``bbox`` in pixels; ``bbox_normalized`` (0..1 of the image) when its size is given."""
         shown = BBox(*(round(v, 2) for v in (self.bbox.xmin, self.bbox.ymin, self.bbox.xmax, self.bbox.ymax)))
-        d = {"id": self.id, "label": self.label, "score": round(self.score, 6),
-             "bbox": shown.to_dict()}  # type: ObjectDoc
+        d = {"id": self.id, "label": self.label, "score": round(self.score, 6), "bbox": shown.to_dict()}  # type: ObjectDoc
         if width and height:
             normalized = shown.scale(1.0 / width, 1.0 / height)
-            d["bbox_normalized"] = {"xmin": round(normalized.xmin, 6), "ymin": round(normalized.ymin, 6),
-                                    "xmax": round(normalized.xmax, 6), "ymax": round(normalized.ymax, 6)}
+            d["bbox_normalized"] = {
+                "xmin": round(normalized.xmin, 6),
+                "ymin": round(normalized.ymin, 6),
+                "xmax": round(normalized.xmax, 6),
+                "ymax": round(normalized.ymax, 6),
+            }
         return d
 
     @classmethod
-    def from_dict(cls, d: ObjectDoc, where: str = "Object") -> "Object":
+    def from_dict(cls, d: ObjectDoc, where: str = "Object") -> Object:
         """ValueError naming the field for what is not an object document (as the records' ``from_dict``)."""
         _document(d, where)
         label = d.get("label")
         if label is not None and not isinstance(label, str):
-            raise ValueError("{}.label: expected a string or null, got {}".format(where, type(label).__name__))
-        return cls(_field(d, "id", where, int), _field(d, "score", where, float),
-                   BBox.from_dict(_field(d, "bbox", where, dict), where + ".bbox"), label)
+            raise ValueError(f"{where}.label: expected a string or null, got {type(label).__name__}")
+        return cls(
+            _field(d, "id", where, int),
+            _field(d, "score", where, float),
+            BBox.from_dict(_field(d, "bbox", where, dict), where + ".bbox"),
+            label,
+        )
 
     def line(self) -> str:
         b = self.bbox
-        name = self.label if self.label is not None else "class {}".format(self.id)
-        return "{:<16} {:.3f}  [{:.0f}, {:.0f}, {:.0f}, {:.0f}]".format(name, self.score, b.xmin, b.ymin,
-                                                                       b.xmax, b.ymax)
+        name = self.label if self.label is not None else f"class {self.id}"
+        return f"{name:<16} {self.score:.3f}  [{b.xmin:.0f}, {b.ymin:.0f}, {b.xmax:.0f}, {b.ymax:.0f}]"
 
 
 @dataclass(frozen=True)
@@ -222,40 +235,67 @@ class DetectionLayout:
     letterbox: bool = False
     labels: Optional[Tuple[str, ...]] = None
     source: Tuple[str, ...] = ()
-    options: Tuple[Tuple[str, Any], ...] = ()   # e.g. the postprocess op's custom options
-    pixel_scaling: Optional[str] = None         # "0..1" when the model's maker says so (Ultralytics divides by 255)
+    options: Tuple[Tuple[str, Any], ...] = ()  # e.g. the postprocess op's custom options
+    pixel_scaling: Optional[str] = None  # "0..1" when the model's maker says so (Ultralytics divides by 255)
 
     def role(self, name: str) -> int:
         return dict(self.roles)[name]
 
     def describe(self) -> str:
-        parts = [self.kind.value, "{} classes".format(self.num_classes)]
+        parts = [self.kind.value, f"{self.num_classes} classes"]
         if self.kind in (Layout.YOLO, Layout.YOLOV5, Layout.END2END):
-            parts.append({True: "normalized boxes", False: "pixel boxes", None: "box scale read per image"}
-                         [self.boxes_normalized])
+            parts.append(
+                {True: "normalized boxes", False: "pixel boxes", None: "box scale read per image"}[
+                    self.boxes_normalized
+                ]
+            )
         if self.kind == Layout.SPLIT_DFL:
-            parts.append({True: "score logits (sigmoid applied)", False: "score probabilities",
-                          None: "scores read per image"}[self.scores_are_logits])
+            parts.append(
+                {True: "score logits (sigmoid applied)", False: "score probabilities", None: "scores read per image"}[
+                    self.scores_are_logits
+                ]
+            )
         parts.append("letterboxed input" if self.letterbox else "resized input")
         return ", ".join(parts)
 
     def to_dict(self) -> LayoutDoc:
-        return {"kind": self.kind.value, "roles": dict(self.roles), "num_classes": self.num_classes,
-                "input_hw": list(self.input_hw), "boxes_normalized": self.boxes_normalized,
-                "scores_are_logits": self.scores_are_logits, "transposed": self.transposed,
-                "reg_max": self.reg_max, "strides": list(self.strides), "letterbox": self.letterbox,
-                "labels": list(self.labels) if self.labels is not None else None, "source": list(self.source),
-                "options": dict(self.options), "pixel_scaling": self.pixel_scaling, "description": self.describe()}
+        return {
+            "kind": self.kind.value,
+            "roles": dict(self.roles),
+            "num_classes": self.num_classes,
+            "input_hw": list(self.input_hw),
+            "boxes_normalized": self.boxes_normalized,
+            "scores_are_logits": self.scores_are_logits,
+            "transposed": self.transposed,
+            "reg_max": self.reg_max,
+            "strides": list(self.strides),
+            "letterbox": self.letterbox,
+            "labels": list(self.labels) if self.labels is not None else None,
+            "source": list(self.source),
+            "options": dict(self.options),
+            "pixel_scaling": self.pixel_scaling,
+            "description": self.describe(),
+        }
 
     @classmethod
-    def from_dict(cls, d: LayoutDoc) -> "DetectionLayout":
+    def from_dict(cls, d: LayoutDoc) -> DetectionLayout:
         labels = d.get("labels")
-        return cls(Layout(d["kind"]), tuple((str(k), int(v)) for k, v in d["roles"].items()), int(d["num_classes"]),
-                   (int(d["input_hw"][0]), int(d["input_hw"][1])), d.get("boxes_normalized"),
-                   d.get("scores_are_logits"), bool(d.get("transposed", False)), int(d.get("reg_max", 16)),
-                   tuple(int(s) for s in d.get("strides", (8, 16, 32))), bool(d.get("letterbox", False)),
-                   tuple(labels) if labels is not None else None, tuple(d.get("source", ())),
-                   tuple(sorted((d.get("options") or {}).items())), d.get("pixel_scaling"))
+        return cls(
+            Layout(d["kind"]),
+            tuple((str(k), int(v)) for k, v in d["roles"].items()),
+            int(d["num_classes"]),
+            (int(d["input_hw"][0]), int(d["input_hw"][1])),
+            d.get("boxes_normalized"),
+            d.get("scores_are_logits"),
+            bool(d.get("transposed", False)),
+            int(d.get("reg_max", 16)),
+            tuple(int(s) for s in d.get("strides", (8, 16, 32))),
+            bool(d.get("letterbox", False)),
+            tuple(labels) if labels is not None else None,
+            tuple(d.get("source", ())),
+            tuple(sorted((d.get("options") or {}).items())),
+            d.get("pixel_scaling"),
+        )
 
 
 # ----------------------------------------------------------------------------------- geometry
@@ -271,12 +311,15 @@ class Geometry:
     letterbox: bool = False
 
     @classmethod
-    def resize(cls, image_wh: Tuple[int, int], input_wh: Tuple[int, int]) -> "Geometry":
-        return cls((image_wh[0], image_wh[1]), (input_wh[0], input_wh[1]),
-                   (input_wh[0] / image_wh[0], input_wh[1] / image_wh[1]))
+    def resize(cls, image_wh: Tuple[int, int], input_wh: Tuple[int, int]) -> Geometry:
+        return cls(
+            (image_wh[0], image_wh[1]),
+            (input_wh[0], input_wh[1]),
+            (input_wh[0] / image_wh[0], input_wh[1] / image_wh[1]),
+        )
 
     @classmethod
-    def letterboxed(cls, image_wh: Tuple[int, int], input_wh: Tuple[int, int]) -> "Geometry":
+    def letterboxed(cls, image_wh: Tuple[int, int], input_wh: Tuple[int, int]) -> Geometry:
         """Ultralytics' ``LetterBox`` (auto=False, centred): one gain, the rest padded, pads rounded as it does."""
         w, h = image_wh
         W, H = input_wh
@@ -307,8 +350,11 @@ class Geometry:
         from PIL import Image
 
         filters = getattr(Image, "Resampling", Image)
-        scaled = image.resize(self.scaled_wh, resample if resample is not None else filters.BILINEAR) \
-            if image.size != self.scaled_wh else image
+        scaled = (
+            image.resize(self.scaled_wh, resample if resample is not None else filters.BILINEAR)
+            if image.size != self.scaled_wh
+            else image
+        )
         bands = len(scaled.getbands())
         canvas = Image.new(scaled.mode, self.input_wh, LETTERBOX_FILL if bands == 1 else (LETTERBOX_FILL,) * bands)
         canvas.paste(scaled, self.pad)
@@ -351,8 +397,8 @@ def quantized_threshold(value: float, quant: Tuple[float, int], dtype: Any) -> O
     scale, zero_point, value = float(scale), int(zero_point), float(value)
     info = np.iinfo(dtype)
     lo, hi = int(info.min), int(info.max)
-    x = value / scale + zero_point   # the real threshold on the integer grid (inf for a tiny scale)
-    t = hi + 1 if not x < hi + 1 else lo if not x > lo else int(math.ceil(x))   # hi + 1 keeps nothing
+    x = value / scale + zero_point  # the real threshold on the integer grid (inf for a tiny scale)
+    t = hi + 1 if not x < hi + 1 else lo if not x > lo else int(math.ceil(x))  # hi + 1 keeps nothing
     # floating-point edges: the division and the dequantization round apart; one step settles either side
     if t > lo and scale * (t - 1 - zero_point) >= value:
         t -= 1
@@ -383,8 +429,9 @@ def box_iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
 
 
-def nms(boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, iou: float = DEFAULT_IOU,
-        max_det: int = DEFAULT_MAX_DET) -> np.ndarray:
+def nms(
+    boxes: np.ndarray, scores: np.ndarray, classes: np.ndarray, iou: float = DEFAULT_IOU, max_det: int = DEFAULT_MAX_DET
+) -> np.ndarray:
     """Class-wise greedy NMS: indices kept, best score first (boxes of different classes never suppress
     each other: each class is moved to its own region, as torchvision's ``batched_nms`` does)."""
     n = len(scores)
@@ -430,20 +477,25 @@ def _normalized(values: np.ndarray, decided: Optional[bool], notes: List[str]) -
     if decided is not None:
         return decided
     normalized = values.size == 0 or float(np.abs(values).max()) <= 2.0
-    notes.append("boxes read from their values as {}".format(
-        "normalized (no coordinate above 2)" if normalized else "pixels (coordinates above 2)"))
+    notes.append(
+        "boxes read from their values as {}".format(
+            "normalized (no coordinate above 2)" if normalized else "pixels (coordinates above 2)"
+        )
+    )
     return normalized
 
 
-def make_anchors(input_hw: Tuple[int, int], strides: Sequence[int] = (8, 16, 32),
-                 offset: float = 0.5) -> Tuple[np.ndarray, np.ndarray]:
+def make_anchors(
+    input_hw: Tuple[int, int], strides: Sequence[int] = (8, 16, 32), offset: float = 0.5
+) -> Tuple[np.ndarray, np.ndarray]:
     """Anchor points (cell centres, in grid units) and their strides, level by level, row-major, as
     Ultralytics' ``make_anchors``: for each stride s a grid of ceil(h/s) x ceil(w/s) cells."""
     points, stride_col = [], []
     for s in strides:
         h, w = int(math.ceil(input_hw[0] / float(s))), int(math.ceil(input_hw[1] / float(s)))
-        sy, sx = np.meshgrid(np.arange(h, dtype=np.float32) + offset, np.arange(w, dtype=np.float32) + offset,
-                             indexing="ij")
+        sy, sx = np.meshgrid(
+            np.arange(h, dtype=np.float32) + offset, np.arange(w, dtype=np.float32) + offset, indexing="ij"
+        )
         points.append(np.stack([sx.ravel(), sy.ravel()], axis=1))
         stride_col.append(np.full(h * w, s, dtype=np.float32))
     return np.concatenate(points), np.concatenate(stride_col)
@@ -465,9 +517,17 @@ def dfl(distributions: np.ndarray, reg_max: int = 16) -> np.ndarray:
     return (p * np.arange(reg_max, dtype=np.float32)).sum(axis=2)
 
 
-def decode_split_dfl(boxes: Any, scores: Any, input_hw: Tuple[int, int], strides: Sequence[int] = (8, 16, 32),
-                     reg_max: int = 16, scores_are_logits: Optional[bool] = None, conf: float = 0.0,
-                     anchors: Optional[Tuple[np.ndarray, np.ndarray]] = None, multi_label: bool = False) -> Candidates:
+def decode_split_dfl(
+    boxes: Any,
+    scores: Any,
+    input_hw: Tuple[int, int],
+    strides: Sequence[int] = (8, 16, 32),
+    reg_max: int = 16,
+    scores_are_logits: Optional[bool] = None,
+    conf: float = 0.0,
+    anchors: Optional[Tuple[np.ndarray, np.ndarray]] = None,
+    multi_label: bool = False,
+) -> Candidates:
     """A split YOLO head → candidate boxes (xyxy in input pixels), best class and score per anchor, score >= conf.
 
     ``boxes``: DFL distributions, one array ``[1, N, 4*reg_max]`` / ``[1, 4*reg_max, N]`` or a list with one
@@ -481,19 +541,23 @@ def decode_split_dfl(boxes: Any, scores: Any, input_hw: Tuple[int, int], strides
     box_flat = _flatten_levels(boxes, 4 * reg_max, "boxes")
     score_flat = _flatten_levels(scores, None, "scores", box_flat.shape[0])
     if box_flat.shape[0] != score_flat.shape[0]:
-        raise ValueError("split head: {} box rows but {} score rows".format(box_flat.shape[0], score_flat.shape[0]))
+        raise ValueError(f"split head: {box_flat.shape[0]} box rows but {score_flat.shape[0]} score rows")
     if anchors is None:
         anchors = make_anchors(input_hw, strides)
     points, stride_col = anchors
     if points.shape[0] != box_flat.shape[0]:
-        raise ValueError("split head: {} anchors, but strides {} on a {}x{} input make {}".format(
-            box_flat.shape[0], list(strides), input_hw[1], input_hw[0], points.shape[0]))
+        raise ValueError(
+            f"split head: {box_flat.shape[0]} anchors, but strides {list(strides)} on a {input_hw[1]}x{input_hw[0]} input make {points.shape[0]}"
+        )
     if scores_are_logits is None:
         scores_are_logits = bool(score_flat.size) and float(score_flat.min()) < 0
-        notes.append("scores read from their values as {}".format(
-            "logits (some negative; sigmoid applied)" if scores_are_logits else "probabilities (none negative)"))
+        notes.append(
+            "scores read from their values as {}".format(
+                "logits (some negative; sigmoid applied)" if scores_are_logits else "probabilities (none negative)"
+            )
+        )
     threshold = logit(conf) if scores_are_logits else conf
-    if multi_label:   # every class at or above conf is a candidate of its own (Ultralytics' val)
+    if multi_label:  # every class at or above conf is a candidate of its own (Ultralytics' val)
         keep, best = np.nonzero(score_flat >= threshold) if conf > 0 else np.nonzero(np.ones_like(score_flat))
         best_score = score_flat[keep, best]
         keep_idx = np.arange(len(keep))
@@ -525,7 +589,7 @@ def _flatten_levels(x: Any, channels: Optional[int], what: str, rows: Optional[i
             return a
         if a.shape[0] == channels:
             return a.T
-        raise ValueError("split head: {} has shape {}, no axis of {}".format(what, list(a.shape), channels))
+        raise ValueError(f"split head: {what} has shape {list(a.shape)}, no axis of {channels}")
     if rows is not None and a.shape[0] != rows and a.shape[1] == rows:
         return a.T
     return a
@@ -536,8 +600,13 @@ def _best_class(rows: np.ndarray) -> Tuple[np.ndarray, np.ndarray]:
     return best, rows[np.arange(len(best)), best]
 
 
-def decode(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
-           conf: float = DEFAULT_CONF, multi_label: bool = False) -> Candidates:
+def decode(
+    outputs: List[np.ndarray],
+    quant: List[Tuple[float, int]],
+    layout: DetectionLayout,
+    conf: float = DEFAULT_CONF,
+    multi_label: bool = False,
+) -> Candidates:
     """The model's raw outputs (in interpreter order, quantized as they come) → candidates with score >= conf.
 
     ``multi_label``: every class of a YOLO box scoring >= conf is a candidate (Ultralytics' val), not only its best
@@ -555,17 +624,18 @@ def decode(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: De
     raw = np.asarray(outputs[index])
     rows = raw.reshape(raw.shape[-2], raw.shape[-1]) if raw.ndim >= 2 else raw.reshape(1, -1)
     if layout.transposed:
-        rows = rows.T                                       # [N, C]
+        rows = rows.T  # [N, C]
     if kind == Layout.END2END:
         return _decode_end2end(rows, quant[index], layout, conf)
     return _decode_one_tensor(rows, quant[index], layout, conf, multi_label)
 
 
-def _decode_postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
-                        conf: float) -> Candidates:
+def _decode_postprocess(
+    outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout, conf: float
+) -> Candidates:
     """The postprocess op's outputs (NMS done in the model): its first ``count`` boxes scoring >= conf."""
     H, W = layout.input_hw
-    get = lambda role: dequantize(np.asarray(outputs[layout.role(role)]), quant[layout.role(role)])  # noqa: E731
+    get = lambda role: dequantize(np.asarray(outputs[layout.role(role)]), quant[layout.role(role)])
     boxes = get("boxes").reshape(-1, 4)
     scores = get("scores").ravel()
     classes = get("classes").ravel()
@@ -573,14 +643,17 @@ def _decode_postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]
     if "count" in dict(layout.roles):
         said = get("count").ravel()
         count = float(said[0]) if said.size else math.nan
-        if not math.isfinite(count):   # the rows past the count are the op's uninitialized memory: none is read
-            raise ValueError("its detection count is {}, not a number of boxes".format(count))
+        if not math.isfinite(count):  # the rows past the count are the op's uninitialized memory: none is read
+            raise ValueError(f"its detection count is {count}, not a number of boxes")
         n = min(n, max(int(round(count)), 0))
     boxes, scores, classes = boxes[:n], scores[:n], classes[:n]
     keep = scores >= conf
     yx = boxes[keep].clip(0.0, 1.0)
-    xyxy = np.stack([yx[:, 1] * W, yx[:, 0] * H, yx[:, 3] * W, yx[:, 2] * H], axis=1) if len(yx) else \
-        np.zeros((0, 4), np.float32)
+    xyxy = (
+        np.stack([yx[:, 1] * W, yx[:, 0] * H, yx[:, 3] * W, yx[:, 2] * H], axis=1)
+        if len(yx)
+        else np.zeros((0, 4), np.float32)
+    )
     return Candidates(xyxy.astype(np.float32), scores[keep], np.rint(classes[keep]), [], nms_done=True)
 
 
@@ -603,11 +676,12 @@ def _decode_end2end(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLay
     notes = []  # type: List[str]
     sel = dequantize(rows[_kept(rows[:, 4], q, rows.dtype, conf)], q)
     box = _in_pixels(sel[:, :4], layout, notes)
-    return Candidates(box, sel[:, 4], np.rint(sel[:, 5]), notes, nms_done=True)   # class ids checked in _sane
+    return Candidates(box, sel[:, 4], np.rint(sel[:, 5]), notes, nms_done=True)  # class ids checked in _sane
 
 
-def _decode_one_tensor(rows: np.ndarray, q: Tuple[float, int], layout: DetectionLayout, conf: float,
-                       multi_label: bool = False) -> Candidates:
+def _decode_one_tensor(
+    rows: np.ndarray, q: Tuple[float, int], layout: DetectionLayout, conf: float, multi_label: bool = False
+) -> Candidates:
     """``[N, 4+nc]`` (yolo: the best class's score) or ``[N, 5+nc]`` (yolov5: objectness times the best class's
     probability) rows → the anchors scoring >= conf, boxes as xyxy in input pixels."""
     notes = []  # type: List[str]
@@ -622,7 +696,7 @@ def _decode_one_tensor(rows: np.ndarray, q: Tuple[float, int], layout: Detection
             sel, score = sel[row], sel[row, 4 + best]
         else:
             best, score = _best_class(sel[:, 4:])
-    else:   # yolov5: score = objectness * class probability; objectness >= conf is necessary (cls <= 1)
+    else:  # yolov5: score = objectness * class probability; objectness >= conf is necessary (cls <= 1)
         sel = dequantize(rows[_kept(rows[:, 4], q, rows.dtype, conf)], q)
         best, cls_score = _best_class(sel[:, 5:])
         score = sel[:, 4] * cls_score
@@ -632,27 +706,45 @@ def _decode_one_tensor(rows: np.ndarray, q: Tuple[float, int], layout: Detection
     return Candidates(xywh_to_xyxy(box), score.astype(np.float32), best.astype(np.int64), notes)
 
 
-def _decode_split(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
-                  conf: float, multi_label: bool = False) -> Candidates:
+def _decode_split(
+    outputs: List[np.ndarray],
+    quant: List[Tuple[float, int]],
+    layout: DetectionLayout,
+    conf: float,
+    multi_label: bool = False,
+) -> Candidates:
     roles = dict(layout.roles)
-    if "combined" in roles or "combined@{}".format(layout.strides[0]) in roles:
+    if "combined" in roles or f"combined@{layout.strides[0]}" in roles:
         return _decode_combined(outputs, quant, layout, conf, roles, multi_label)
     if "boxes" in roles:
         b = [roles["boxes"]]
         s = [roles["scores"]]
     else:
-        b = [roles["boxes@{}".format(st)] for st in layout.strides]
-        s = [roles["scores@{}".format(st)] for st in layout.strides]
+        b = [roles[f"boxes@{st}"] for st in layout.strides]
+        s = [roles[f"scores@{st}"] for st in layout.strides]
     boxes = [dequantize(np.asarray(outputs[i]), quant[i]) for i in b]
     scores = [dequantize(np.asarray(outputs[i]), quant[i]) for i in s]
-    one = len(b) == 1   # one tensor each, or one per level
-    return decode_split_dfl(boxes[0] if one else boxes, scores[0] if one else scores, layout.input_hw,
-                            layout.strides, layout.reg_max,
-                            layout.scores_are_logits, conf, multi_label=multi_label)
+    one = len(b) == 1  # one tensor each, or one per level
+    return decode_split_dfl(
+        boxes[0] if one else boxes,
+        scores[0] if one else scores,
+        layout.input_hw,
+        layout.strides,
+        layout.reg_max,
+        layout.scores_are_logits,
+        conf,
+        multi_label=multi_label,
+    )
 
 
-def _decode_combined(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
-                     conf: float, roles: Dict[str, int], multi_label: bool = False) -> Candidates:
+def _decode_combined(
+    outputs: List[np.ndarray],
+    quant: List[Tuple[float, int]],
+    layout: DetectionLayout,
+    conf: float,
+    roles: Dict[str, int],
+    multi_label: bool = False,
+) -> Candidates:
     """DFL bins and class scores in one tensor (``[1, 4*reg_max + nc, N]``, transposed, or one NHWC map per stride):
     a YOLO head cut right after its last concatenation. Anchors are kept on the quantized class scores first."""
     c = 4 * layout.reg_max
@@ -660,11 +752,11 @@ def _decode_combined(outputs: List[np.ndarray], quant: List[Tuple[float, int]], 
         i = roles["combined"]
         raw = np.asarray(outputs[i])
         rows = raw.reshape(raw.shape[-2], raw.shape[-1])
-        rows = rows.T if layout.transposed else rows            # [N, C]
+        rows = rows.T if layout.transposed else rows  # [N, C]
         qs = [quant[i]]
         parts = [rows]
     else:
-        idx = [roles["combined@{}".format(st)] for st in layout.strides]
+        idx = [roles[f"combined@{st}"] for st in layout.strides]
         parts = [np.asarray(outputs[i]).reshape(-1, np.asarray(outputs[i]).shape[-1]) for i in idx]
         qs = [quant[i] for i in idx]
     points, stride_col = make_anchors(layout.input_hw, layout.strides)
@@ -672,8 +764,11 @@ def _decode_combined(outputs: List[np.ndarray], quant: List[Tuple[float, int]], 
     keep_rows, keep_anchor, start = [], [], 0
     for part, q in zip(parts, qs):
         n = part.shape[0]
-        t = quantized_threshold(logit(conf) if logits else conf, q, part.dtype) if logits is not None and conf > 0 \
+        t = (
+            quantized_threshold(logit(conf) if logits else conf, q, part.dtype)
+            if logits is not None and conf > 0
             else None
+        )
         sel = np.nonzero(part[:, c:].max(axis=1) >= t)[0] if t is not None else np.arange(n)
         keep_rows.append(dequantize(part[sel], q))
         keep_anchor.append(sel + start)
@@ -682,27 +777,46 @@ def _decode_combined(outputs: List[np.ndarray], quant: List[Tuple[float, int]], 
     anchor = np.concatenate(keep_anchor) if keep_anchor else np.zeros(0, np.int64)
     if rows.shape[0] == 0:
         return _empty()
-    return decode_split_dfl(rows[None, :, :c], rows[None, :, c:], layout.input_hw, layout.strides, layout.reg_max,
-                            logits, conf, anchors=(points[anchor], stride_col[anchor]), multi_label=multi_label)
+    return decode_split_dfl(
+        rows[None, :, :c],
+        rows[None, :, c:],
+        layout.input_hw,
+        layout.strides,
+        layout.reg_max,
+        logits,
+        conf,
+        anchors=(points[anchor], stride_col[anchor]),
+        multi_label=multi_label,
+    )
 
 
-def postprocess(outputs: List[np.ndarray], quant: List[Tuple[float, int]], layout: DetectionLayout,
-                geometry: Geometry, conf: float = DEFAULT_CONF, iou: float = DEFAULT_IOU,
-                max_det: int = DEFAULT_MAX_DET, labels: Optional[Dict[int, str]] = None, multi_label: bool = False
-                ) -> Tuple[List[Object], List[str]]:
+def postprocess(
+    outputs: List[np.ndarray],
+    quant: List[Tuple[float, int]],
+    layout: DetectionLayout,
+    geometry: Geometry,
+    conf: float = DEFAULT_CONF,
+    iou: float = DEFAULT_IOU,
+    max_det: int = DEFAULT_MAX_DET,
+    labels: Optional[Dict[int, str]] = None,
+    multi_label: bool = False,
+) -> Tuple[List[Object], List[str]]:
     """Raw outputs → the objects found, in original-image pixels, best first; and notes on what was decided
     (``multi_label``: see :func:`decode`)."""
-    with np.errstate(all="ignore"):   # hostile float outputs (NaN, inf) are dropped below, never warned about raw
+    with np.errstate(all="ignore"):  # hostile float outputs (NaN, inf) are dropped below, never warned about raw
         cand, dropped = _sane(decode(outputs, quant, layout, conf, multi_label), layout.num_classes)
         if cand.nms_done:
-            order = np.argsort(-cand.scores, kind="stable")[:max(max_det, 0)]
+            order = np.argsort(-cand.scores, kind="stable")[: max(max_det, 0)]
         else:
             order = nms(cand.boxes, cand.scores, cand.classes, iou, max_det)
         boxes = geometry.to_image(cand.boxes[order]) if len(order) else np.zeros((0, 4))
     names = labels or {}
-    objects = [Object(int(cand.classes[i]), float(cand.scores[i]), BBox(*(float(v) for v in box)),
-                      names.get(int(cand.classes[i])))
-               for i, box in zip(order, boxes)]
+    objects = [
+        Object(
+            int(cand.classes[i]), float(cand.scores[i]), BBox(*(float(v) for v in box)), names.get(int(cand.classes[i]))
+        )
+        for i, box in zip(order, boxes)
+    ]
     return objects, cand.notes + ([dropped] if dropped else [])
 
 
@@ -713,12 +827,15 @@ class Dropped(str):
 
     dropped = ordered = num_classes = 0
 
-    def __new__(cls, dropped: int, ordered: int, num_classes: int) -> "Dropped":
+    def __new__(cls, dropped: int, ordered: int, num_classes: int) -> Dropped:
         parts = []
         if dropped:
-            parts.append("{} candidate detection{} dropped: a NaN or infinite box or score, or a class id outside "
-                         "the model's {}".format(dropped, "" if dropped == 1 else "s",
-                                                 "{} classes".format(num_classes) if num_classes else "classes"))
+            parts.append(
+                "{} candidate detection{} dropped: a NaN or infinite box or score, or a class id outside "
+                "the model's {}".format(
+                    dropped, "" if dropped == 1 else "s", f"{num_classes} classes" if num_classes else "classes"
+                )
+            )
         if ordered:
             parts.append("{} box{} with inverted corners ordered".format(ordered, "" if ordered == 1 else "es"))
         self = str.__new__(cls, "; ".join(parts) + " (the model's raw outputs)")
@@ -726,11 +843,11 @@ class Dropped(str):
         return self
 
     @classmethod
-    def total(cls, notes: Sequence["Dropped"]) -> "Dropped":
+    def total(cls, notes: Sequence[Dropped]) -> Dropped:
         return cls(sum(n.dropped for n in notes), sum(n.ordered for n in notes), notes[0].num_classes)
 
 
-UNKNOWN_CLASSES_LIMIT = 1 << 31   # class ids kept where the model does not say how many classes it has
+UNKNOWN_CLASSES_LIMIT = 1 << 31  # class ids kept where the model does not say how many classes it has
 
 
 def _sane(c: Candidates, num_classes: int) -> Tuple[Candidates, Optional[Dropped]]:
@@ -740,8 +857,13 @@ def _sane(c: Candidates, num_classes: int) -> Tuple[Candidates, Optional[Dropped
     boxes = np.asarray(c.boxes, np.float64).reshape(-1, 4)
     scores = np.asarray(c.scores, np.float64).ravel()
     ids = np.asarray(c.classes, np.float64).ravel()
-    ok = np.isfinite(boxes).all(axis=1) & np.isfinite(scores) & np.isfinite(ids) & (ids >= 0) \
+    ok = (
+        np.isfinite(boxes).all(axis=1)
+        & np.isfinite(scores)
+        & np.isfinite(ids)
+        & (ids >= 0)
         & (ids < (num_classes if num_classes > 0 else UNKNOWN_CLASSES_LIMIT))
+    )
     boxes, scores, ids = boxes[ok], scores[ok], ids[ok]
     inverted = int(((boxes[:, 0] > boxes[:, 2]) | (boxes[:, 1] > boxes[:, 3])).sum())
     boxes = np.concatenate([np.minimum(boxes[:, :2], boxes[:, 2:]), np.maximum(boxes[:, :2], boxes[:, 2:])], axis=1)

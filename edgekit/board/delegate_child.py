@@ -22,13 +22,13 @@ def main(argv: List[str]) -> None:  # pragma: no cover - runs in the child; its 
         if spec.kind == "auto":
             spec = backends.DeviceSpec("any")
     except Exception as exc:
-        sys.stderr.write("cannot set up the test: {}: {}\n".format(type(exc).__name__, _first(exc)))
+        sys.stderr.write(f"cannot set up the test: {type(exc).__name__}: {_first(exc)}\n")
         sys.exit(CHILD_SETUP_FAILURE)
     try:
         interpreter = backends.edgetpu_interpreter(backend, model_path, spec, 1, library=library)
         interpreter.invoke()
     except Exception as exc:  # an ordinary failure: one line, its own exit code
-        sys.stderr.write("{}: {}\n".format(type(exc).__name__, _first(exc)))
+        sys.stderr.write(f"{type(exc).__name__}: {_first(exc)}\n")
         sys.exit(CHILD_ORDINARY_FAILURE)
     sys.exit(0)
 

@@ -41,8 +41,8 @@ from typing import TYPE_CHECKING, Any, Dict, Iterator, List, Mapping, Optional
 PROBE_ENV = "EDGEKIT_DELEGATE_PROBE"
 CACHE_ENV = "EDGEKIT_CACHE_DIR"
 CACHE_FILE = "delegate-pairs.json"
-CACHE_MAX_BYTES = 1 << 20   # a verdict is ~200 bytes: a bigger file is not ours
-PROBE_TIMEOUT = 60.0   # seconds: a first Edge TPU invoke loads the model's parameters; a hang is a failure too
+CACHE_MAX_BYTES = 1 << 20  # a verdict is ~200 bytes: a bigger file is not ours
+PROBE_TIMEOUT = 60.0  # seconds: a first Edge TPU invoke loads the model's parameters; a hang is a failure too
 
 # Verdicts: what a child proved. FAILED ones are cached and refuse the pair.
 OK, CRASHED, HUNG, UNPROVEN, UNPROVABLE = "ok", "crashed", "hung", "unproven", "unprovable"
@@ -52,13 +52,15 @@ if TYPE_CHECKING:  # the cache's entries, for type checkers only: typing.TypedDi
     from typing import TypedDict  # novermin
 
     class _VerdictRequired(TypedDict):
-        state: str    # OK, CRASHED or HUNG: the verdicts worth remembering
+        state: str  # OK, CRASHED or HUNG: the verdicts worth remembering
         detail: str
 
     class CachedVerdict(_VerdictRequired, total=False):
         """One pair's verdict in the cache file (``python``: the interpreter that ran the test)."""
 
         python: str
+
+
 # The child's exit code for an ordinary failure of the test itself (the delegate or the model refused);
 # any other non-zero code means the child could not run the test at all.
 CHILD_ORDINARY_FAILURE = 3
@@ -66,18 +68,26 @@ CHILD_ORDINARY_FAILURE = 3
 # Where Coral's packages put libedgetpu (doctor reports from the same list); looked at after the linker's own
 # search path.
 KNOWN_LIBRARY_DIRS = {
-    "Linux": ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf",
-              "/usr/lib", "/usr/local/lib", "/lib"],
+    "Linux": [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib/arm-linux-gnueabihf",
+        "/usr/lib",
+        "/usr/local/lib",
+        "/lib",
+    ],
     "Darwin": ["/usr/local/lib", "/opt/homebrew/lib"],
     "Windows": [r"C:\Windows\System32", r"C:\Program Files\EdgeTPU"],
 }
 
 # Builds of libedgetpu, tflite-runtime and pycoral for the TFLite and Python versions Coral stopped at
 # (Python 3.10+): the pairs the community reports working (google-coral/pycoral#137, libedgetpu#53).
-COMMUNITY_BUILDS = ("libedgetpu rebuilt for newer TFLite: github.com/feranick/libedgetpu/releases; matching "
-                    "tflite-runtime wheels for Python 3.10+: github.com/feranick/TFlite-builds/releases; pycoral: "
-                    "github.com/feranick/pycoral/releases (or oberluz/pycoral); or Coral's own pair: "
-                    "tflite-runtime 2.5.0.post1 with libedgetpu1-std on Python 3.7-3.9")
+COMMUNITY_BUILDS = (
+    "libedgetpu rebuilt for newer TFLite: github.com/feranick/libedgetpu/releases; matching "
+    "tflite-runtime wheels for Python 3.10+: github.com/feranick/TFlite-builds/releases; pycoral: "
+    "github.com/feranick/pycoral/releases (or oberluz/pycoral); or Coral's own pair: "
+    "tflite-runtime 2.5.0.post1 with libedgetpu1-std on Python 3.7-3.9"
+)
 
 
 def enabled() -> bool:
@@ -86,8 +96,15 @@ def enabled() -> bool:
 
 # --------------------------------------------------------------------------- which file is loaded
 # ldconfig -p names each library's ABI; the one of this process (by machine) must match.
-_LDCONFIG_ABI = {"x86_64": "x86-64", "aarch64": "AArch64", "armv7l": "hard-float", "armv8l": "hard-float",
-                 "ppc64le": "64bit", "s390x": "64bit", "riscv64": "64bit"}
+_LDCONFIG_ABI = {
+    "x86_64": "x86-64",
+    "aarch64": "AArch64",
+    "armv7l": "hard-float",
+    "armv8l": "hard-float",
+    "ppc64le": "64bit",
+    "s390x": "64bit",
+    "riscv64": "64bit",
+}
 
 
 def _search_dirs(variable: str, env: Mapping[str, str]) -> List[str]:
@@ -107,8 +124,14 @@ def _ldconfig_cache(name: str) -> List[str]:
     if ldconfig is None:
         return []
     try:
-        out = subprocess.run([ldconfig, "-p"], stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                             stderr=subprocess.DEVNULL, timeout=10, cwd="/").stdout
+        out = subprocess.run(
+            [ldconfig, "-p"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+            cwd="/",
+        ).stdout
     except (OSError, subprocess.SubprocessError):
         return []
     abi = _LDCONFIG_ABI.get(platform.machine())
@@ -120,7 +143,7 @@ def _ldconfig_cache(name: str) -> List[str]:
             continue
         if abi is not None and abi not in flags:
             continue
-        if abi is None and "," in flags:   # an unknown machine: only plain (libc6) entries
+        if abi is None and "," in flags:  # an unknown machine: only plain (libc6) entries
             continue
         found.append(path.strip())
     return found
@@ -146,11 +169,18 @@ def library_candidates(name: str, system: str, env: Optional[Mapping[str, str]] 
             yield os.path.join(folder, name)
     elif system == "Darwin":  # dyld; not the current folder, which dlopen would also try for a bare name
         fallback = _search_dirs("DYLD_FALLBACK_LIBRARY_PATH", env) or [
-            os.path.join(os.path.expanduser("~"), "lib"), "/usr/local/lib", "/usr/lib"]
-        for folder in (_search_dirs("DYLD_LIBRARY_PATH", env) + _search_dirs("LD_LIBRARY_PATH", env) + fallback
-                       + KNOWN_LIBRARY_DIRS["Darwin"]):
+            os.path.join(os.path.expanduser("~"), "lib"),
+            "/usr/local/lib",
+            "/usr/lib",
+        ]
+        for folder in (
+            _search_dirs("DYLD_LIBRARY_PATH", env)
+            + _search_dirs("LD_LIBRARY_PATH", env)
+            + fallback
+            + KNOWN_LIBRARY_DIRS["Darwin"]
+        ):
             yield os.path.join(folder, name)
-    else:   # Windows: the known folders, then PATH (never the current folder)
+    else:  # Windows: the known folders, then PATH (never the current folder)
         for folder in KNOWN_LIBRARY_DIRS.get(system, []) + (env.get("PATH") or "").split(os.pathsep):
             if folder and os.path.isabs(folder):
                 yield os.path.join(folder, name)
@@ -180,24 +210,24 @@ def library_identity(path: str) -> str:
         with os.fdopen(fd, "rb") as f:
             st = os.fstat(f.fileno())
             if not stat.S_ISREG(st.st_mode):
-                return "{} (not a regular file)".format(real)
+                return f"{real} (not a regular file)"
             for chunk in iter(lambda: f.read(1 << 20), b""):
                 digest.update(chunk)
     except OSError as exc:
-        return "{} (unreadable: {})".format(real, exc.strerror or exc)
-    return "{} {} sha256:{}".format(real, st.st_size, digest.hexdigest())
+        return f"{real} (unreadable: {exc.strerror or exc})"
+    return f"{real} {st.st_size} sha256:{digest.hexdigest()}"
 
 
 def pair_key(backend_name: str, backend_version: str, library_file: str) -> str:
     """What identifies a pair: the Python, the package and version, and the library file as it is now."""
-    return "python {}.{}.{} | {} {} | {}".format(sys.version_info[0], sys.version_info[1], sys.version_info[2],
-                                                 backend_name, backend_version, library_identity(library_file))
+    return f"python {sys.version_info[0]}.{sys.version_info[1]}.{sys.version_info[2]} | {backend_name} {backend_version} | {library_identity(library_file)}"
 
 
 # --------------------------------------------------------------------------------- the verdict cache
 def cache_dir() -> str:
     return os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "edgekit")
+        os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache"), "edgekit"
+    )
 
 
 def cache_path() -> str:
@@ -265,14 +295,14 @@ def _open_cache_dir(create: bool) -> Optional[int]:
         try:
             os.makedirs(folder, mode=0o700)
         except OSError:
-            pass   # there already (checked below), or cannot be made (no cache)
+            pass  # there already (checked below), or cannot be made (no cache)
     if not _safe_ancestors(folder):
         return None
     try:
         if _DIRFD:
             fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY | _NOFOLLOW | _CLOEXEC)
             st = os.fstat(fd)
-        else:   # Windows: no descriptors for folders; look without following
+        else:  # Windows: no descriptors for folders; look without following
             st = os.lstat(folder)
             fd = -1
     except OSError:
@@ -298,8 +328,12 @@ def _read_cache_in(dir_fd: int) -> Dict[str, Any]:
         return {}
     try:
         st = os.fstat(fd)
-        if (not stat.S_ISREG(st.st_mode) or not _owned_privately(st) or st.st_size > CACHE_MAX_BYTES
-                or (dir_fd < 0 and os.path.islink(name))):
+        if (
+            not stat.S_ISREG(st.st_mode)
+            or not _owned_privately(st)
+            or st.st_size > CACHE_MAX_BYTES
+            or (dir_fd < 0 and os.path.islink(name))
+        ):
             return {}
         chunks, size = [], 0
         while size <= CACHE_MAX_BYTES:
@@ -329,8 +363,11 @@ def read_cache() -> "Dict[str, CachedVerdict]":
     finally:
         if dir_fd >= 0:
             os.close(dir_fd)
-    return {key: _verdict(entry) for key, entry in raw.items()
-            if isinstance(entry, dict) and entry.get("state") in (OK,) + FAILED}
+    return {
+        key: _verdict(entry)
+        for key, entry in raw.items()
+        if isinstance(entry, dict) and entry.get("state") in (OK,) + FAILED
+    }
 
 
 def _verdict(entry: Mapping[str, object]) -> "CachedVerdict":
@@ -346,23 +383,23 @@ def cache_problem() -> Optional[str]:
     if not os.path.lexists(folder):
         return None
     if not _safe_ancestors(folder):
-        return "a folder above {} is another user's or writable by others".format(folder)
+        return f"a folder above {folder} is another user's or writable by others"
     try:
         st = os.lstat(folder)
     except OSError as exc:
-        return "{} cannot be read ({})".format(folder, exc.strerror or exc)
+        return f"{folder} cannot be read ({exc.strerror or exc})"
     if stat.S_ISLNK(st.st_mode):
-        return "{} is a symlink".format(folder)
+        return f"{folder} is a symlink"
     if not stat.S_ISDIR(st.st_mode):
-        return "{} is not a folder".format(folder)
+        return f"{folder} is not a folder"
     if not _owned_privately(st):
-        return "{} is another user's or writable by others".format(folder)
+        return f"{folder} is another user's or writable by others"
     try:
         st = os.lstat(cache_path())
     except OSError:
         return None
     if stat.S_ISDIR(st.st_mode):
-        return "{} is a folder".format(cache_path())
+        return f"{cache_path()} is a folder"
     return None
 
 
@@ -372,7 +409,7 @@ def _write_cache(key: str, verdict: "CachedVerdict") -> None:
     dir_fd = _open_cache_dir(create=True)
     if dir_fd is None:
         return
-    tmp = ".delegate-pairs.{}.{}.tmp".format(os.getpid(), os.urandom(6).hex())
+    tmp = f".delegate-pairs.{os.getpid()}.{os.urandom(6).hex()}.tmp"
     target = CACHE_FILE if dir_fd >= 0 else cache_path()
     if dir_fd < 0:
         tmp = os.path.join(cache_dir(), tmp)
@@ -380,8 +417,12 @@ def _write_cache(key: str, verdict: "CachedVerdict") -> None:
     try:
         data = _read_cache_in(dir_fd)
         data[key] = verdict
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0),
-                     0o600, **_in_dir(dir_fd, tmp))
+        fd = os.open(
+            tmp,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0),
+            0o600,
+            **_in_dir(dir_fd, tmp),
+        )
         made = True
         with os.fdopen(fd, "wb") as f:
             f.write(json.dumps(data, indent=1, sort_keys=True).encode("utf-8"))
@@ -452,7 +493,7 @@ def _package_root() -> Optional[str]:
     import site
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    sites = list(getattr(site, "getsitepackages", lambda: [])())
+    sites = list(getattr(site, "getsitepackages", list)())
     user = getattr(site, "getusersitepackages", lambda: None)()
     sites += [user] if user else []
     return None if any(os.path.abspath(s) == root for s in sites) else root
@@ -462,12 +503,20 @@ def _same_flags() -> List[str]:
     """The command-line flags that decide where this Python looks for modules, for its child to look alike."""
     if getattr(sys.flags, "isolated", 0):
         return ["-I"] + (["-S"] if sys.flags.no_site else [])
-    return [flag for flag, on in (("-E", sys.flags.ignore_environment), ("-s", sys.flags.no_user_site),
-                                  ("-S", sys.flags.no_site)) if on]
+    return [
+        flag
+        for flag, on in (
+            ("-E", sys.flags.ignore_environment),
+            ("-s", sys.flags.no_user_site),
+            ("-S", sys.flags.no_site),
+        )
+        if on
+    ]
 
 
-def run_python(code: str, args: List[str], timeout: float, env: Optional[Mapping[str, str]] = None,
-               with_edgekit: bool = False) -> ChildResult:
+def run_python(
+    code: str, args: List[str], timeout: float, env: Optional[Mapping[str, str]] = None, with_edgekit: bool = False
+) -> ChildResult:
     """Run ``code`` in a child of this Python that imports nothing from the current folder.
 
     The child starts in a private empty folder, drops the ``''`` that ``-c`` puts first on its path (the
@@ -478,24 +527,39 @@ def run_python(code: str, args: List[str], timeout: float, env: Optional[Mapping
     prelude = "import sys\nif sys.path and sys.path[0] == '':\n    del sys.path[0]\n"
     root = _package_root() if with_edgekit else None
     if root:
-        prelude += "sys.path.insert(0, {!r})\n".format(root)
+        prelude += f"sys.path.insert(0, {root!r})\n"
     workdir = tempfile.mkdtemp(prefix="edgekit-child-")
     try:
         popen_extra = {"start_new_session": True} if os.name == "posix" else {}
         try:
             argv = [sys.executable] + _same_flags() + ["-c", prelude + code] + list(args)
-            proc = subprocess.Popen(argv, cwd=workdir, env=child_env(env), stdin=subprocess.DEVNULL,
-                                    stdout=subprocess.PIPE, stderr=subprocess.PIPE, **popen_extra)
+            proc = subprocess.Popen(
+                argv,
+                cwd=workdir,
+                env=child_env(env),
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                **popen_extra,
+            )
         except (OSError, ValueError) as exc:
-            return ChildResult(None, b"", "cannot start {}: {}".format(
-                sys.executable, getattr(exc, "strerror", None) or exc).encode("utf-8", "replace"), started=False)
-        out = []   # type: List[bytes]
-        err = []   # type: List[bytes]
-        readers = [threading.Thread(target=_drain, args=(proc.stdout, out, False), daemon=True),
-                   threading.Thread(target=_drain, args=(proc.stderr, err, True), daemon=True)]
+            return ChildResult(
+                None,
+                b"",
+                "cannot start {}: {}".format(sys.executable, getattr(exc, "strerror", None) or exc).encode(
+                    "utf-8", "replace"
+                ),
+                started=False,
+            )
+        out = []  # type: List[bytes]
+        err = []  # type: List[bytes]
+        readers = [
+            threading.Thread(target=_drain, args=(proc.stdout, out, False), daemon=True),
+            threading.Thread(target=_drain, args=(proc.stderr, err, True), daemon=True),
+        ]
         for t in readers:
             t.start()
-        returncode = None   # type: Optional[int]
+        returncode = None  # type: Optional[int]
         try:
             returncode = proc.wait(timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -523,7 +587,7 @@ def _kill(proc: "subprocess.Popen[bytes]") -> None:
         pass
     try:
         proc.wait(timeout=10)
-    except subprocess.TimeoutExpired:   # stuck in the kernel (a USB call): it dies when that returns
+    except subprocess.TimeoutExpired:  # stuck in the kernel (a USB call): it dies when that returns
         pass
 
 
@@ -531,7 +595,7 @@ def _signal_name(number: int) -> str:
     try:
         return signal.Signals(number).name
     except ValueError:
-        return "signal {}".format(number)
+        return f"signal {number}"
 
 
 #: The child's exit code when it could not set up its test (its backend or edgekit would not import).
@@ -555,8 +619,15 @@ class PairVerdict:
 _CHILD_CODE = "from edgekit.board.delegate_child import main\nmain(sys.argv[1:])\n"
 
 
-def prove(backend_name: str, backend_version: str, library: str, library_file: str, model_path: str,
-          device_option: Optional[str], timeout: Optional[float] = None) -> PairVerdict:
+def prove(
+    backend_name: str,
+    backend_version: str,
+    library: str,
+    library_file: str,
+    model_path: str,
+    device_option: Optional[str],
+    timeout: Optional[float] = None,
+) -> PairVerdict:
     """Open ``model_path`` on the Edge TPU with ``library_file`` (the resolved real path of ``library``, the
     one the caller then loads) and run it once in a child process, unless the pair's verdict is cached."""
     timeout = PROBE_TIMEOUT if timeout is None else timeout
@@ -565,20 +636,20 @@ def prove(backend_name: str, backend_version: str, library: str, library_file: s
     if known is not None:
         return PairVerdict(known["state"], known["detail"], True)
     env = dict(os.environ)
-    env[PROBE_ENV] = "0"   # the child loads in-process: it is the test
+    env[PROBE_ENV] = "0"  # the child loads in-process: it is the test
     args = [backend_name, os.path.abspath(library_file), os.path.abspath(model_path), device_option or ""]
     done = run_python(_CHILD_CODE, args, timeout, env=env, with_edgekit=True)
     if not done.started:
         return PairVerdict(UNPROVABLE, done.stderr.decode("utf-8", "replace"), False)
     if done.returncode is None:
-        verdict = {"state": HUNG, "detail": "no answer within {:g} s".format(timeout)}  # type: CachedVerdict
+        verdict = {"state": HUNG, "detail": f"no answer within {timeout:g} s"}  # type: CachedVerdict
     elif done.returncode < 0:
         verdict = {"state": CRASHED, "detail": _signal_name(-done.returncode)}
     elif done.returncode == 0:
         verdict = {"state": OK, "detail": "ran a model on the Edge TPU"}
     else:
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
-        last = lines[-1] if lines else "exit code {}".format(done.returncode)
+        last = lines[-1] if lines else f"exit code {done.returncode}"
         state = UNPROVEN if done.returncode == CHILD_ORDINARY_FAILURE else UNPROVABLE
         return PairVerdict(state, last[:300], False)
     verdict["python"] = sys.executable

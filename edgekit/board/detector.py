@@ -20,8 +20,8 @@ import numpy as np
 
 from edgekit.board import decode as detection
 from edgekit.board.classes import read_labels
-from edgekit.board.decode import DetectionLayout, Geometry, Object
 from edgekit.board.classifier import Classifier, LoadedModel
+from edgekit.board.decode import DetectionLayout, Geometry, Object
 from edgekit.errors import Caution, InputError
 from edgekit.results.classify import ImageError
 
@@ -66,19 +66,36 @@ class ImageDetections:
     objects: Tuple[Object, ...] = ()
 
     def to_dict(self) -> ImageDetectionsDocument:
-        return {"image": self.image, "width": self.width, "height": self.height, "invoke_ms": self.invoke_ms,
-                "postprocess_ms": self.postprocess_ms,
-                "objects": [o.to_dict(self.width, self.height) for o in self.objects]}
+        return {
+            "image": self.image,
+            "width": self.width,
+            "height": self.height,
+            "invoke_ms": self.invoke_ms,
+            "postprocess_ms": self.postprocess_ms,
+            "objects": [o.to_dict(self.width, self.height) for o in self.objects],
+        }
 
     @classmethod
-    def from_dict(cls, d: ImageDetectionsDocument) -> "ImageDetections":
-        return cls(d["image"], int(d["width"]), int(d["height"]), float(d["invoke_ms"]), float(d["postprocess_ms"]),
-                   tuple(Object.from_dict(o) for o in d["objects"]))
+    def from_dict(cls, d: ImageDetectionsDocument) -> ImageDetections:
+        return cls(
+            d["image"],
+            int(d["width"]),
+            int(d["height"]),
+            float(d["invoke_ms"]),
+            float(d["postprocess_ms"]),
+            tuple(Object.from_dict(o) for o in d["objects"]),
+        )
 
     def lines(self) -> List[str]:
         head = "{}: {} object{} ({}x{}; invoke {:.1f} ms, post-processing {:.1f} ms)".format(
-            self.image, len(self.objects), "" if len(self.objects) == 1 else "s", self.width, self.height,
-            self.invoke_ms, self.postprocess_ms)
+            self.image,
+            len(self.objects),
+            "" if len(self.objects) == 1 else "s",
+            self.width,
+            self.height,
+            self.invoke_ms,
+            self.postprocess_ms,
+        )
         return [head] + ["  " + o.line() for o in self.objects]
 
 
@@ -99,43 +116,77 @@ class DetectReport:
     notes: Tuple[str, ...] = ()
 
     def to_dict(self) -> DetectDocument:
-        return {"model": self.model, "device": self.device, "backend": self.backend, "layout": self.layout.to_dict(),
-                "conf": self.conf, "iou": self.iou, "max_det": self.max_det,
-                "first_inference_ms": self.first_inference_ms, "results": [r.to_dict() for r in self.results],
-                "errors": [e.to_dict() for e in self.errors], "notes": list(self.notes)}
+        return {
+            "model": self.model,
+            "device": self.device,
+            "backend": self.backend,
+            "layout": self.layout.to_dict(),
+            "conf": self.conf,
+            "iou": self.iou,
+            "max_det": self.max_det,
+            "first_inference_ms": self.first_inference_ms,
+            "results": [r.to_dict() for r in self.results],
+            "errors": [e.to_dict() for e in self.errors],
+            "notes": list(self.notes),
+        }
 
     @classmethod
-    def from_dict(cls, d: DetectDocument) -> "DetectReport":
-        return cls(d["model"], d["device"], d["backend"], DetectionLayout.from_dict(d["layout"]), float(d["conf"]),
-                   float(d["iou"]), int(d["max_det"]), d.get("first_inference_ms"),
-                   tuple(ImageDetections.from_dict(r) for r in d["results"]), tuple(ImageError.from_dict(e) for e in d["errors"]),
-                   tuple(d.get("notes", ())))
+    def from_dict(cls, d: DetectDocument) -> DetectReport:
+        return cls(
+            d["model"],
+            d["device"],
+            d["backend"],
+            DetectionLayout.from_dict(d["layout"]),
+            float(d["conf"]),
+            float(d["iou"]),
+            int(d["max_det"]),
+            d.get("first_inference_ms"),
+            tuple(ImageDetections.from_dict(r) for r in d["results"]),
+            tuple(ImageError.from_dict(e) for e in d["errors"]),
+            tuple(d.get("notes", ())),
+        )
 
     def render_text(self) -> str:
         lines = []
         for r in self.results:
             lines += r.lines()
         for e in self.errors:
-            lines.append("{}: error: {}".format(e.image, e.error))
+            lines.append(f"{e.image}: error: {e.error}")
         if self.results:
             inv = [r.invoke_ms for r in self.results]
             post = [r.postprocess_ms for r in self.results]
-            lines.append("{} image{} on {} ({}): invoke {:.1f} ms, post-processing {:.1f} ms per image (median); "
-                         "layout {}; conf {:g}, IoU {:g}, max {}".format(
-                             len(self.results), "" if len(self.results) == 1 else "s", self.device, self.backend,
-                             float(np.median(inv)), float(np.median(post)), self.layout.describe(), self.conf,
-                             self.iou, self.max_det))
+            lines.append(
+                "{} image{} on {} ({}): invoke {:.1f} ms, post-processing {:.1f} ms per image (median); "
+                "layout {}; conf {:g}, IoU {:g}, max {}".format(
+                    len(self.results),
+                    "" if len(self.results) == 1 else "s",
+                    self.device,
+                    self.backend,
+                    float(np.median(inv)),
+                    float(np.median(post)),
+                    self.layout.describe(),
+                    self.conf,
+                    self.iou,
+                    self.max_det,
+                )
+            )
         return "\n".join(lines)
 
 
 class Detector:
     """Images through a loaded detector: image files in, objects out (in each image's own pixels)."""
 
-    prepared = Classifier.prepared   # the same read-ahead of decoded images as classify's
+    prepared = Classifier.prepared  # the same read-ahead of decoded images as classify's
 
-    def __init__(self, loaded: LoadedModel, layout: DetectionLayout, labels: Optional[str] = None,
-                 mean: Optional[Tuple[float, ...]] = None, std: Optional[Tuple[float, ...]] = None,
-                 name: Optional[str] = None):
+    def __init__(
+        self,
+        loaded: LoadedModel,
+        layout: DetectionLayout,
+        labels: Optional[str] = None,
+        mean: Optional[Tuple[float, ...]] = None,
+        std: Optional[Tuple[float, ...]] = None,
+        name: Optional[str] = None,
+    ):
         from edgekit.board import preprocess
 
         self.loaded, self.layout = loaded, layout
@@ -149,32 +200,49 @@ class Detector:
         shape = [int(d) for d in inp["shape"]]
         signature = [int(d) for d in inp.get("shape_signature", shape)]
         if len(shape) == 4 and any(d < 0 for d in signature[1:]):  # the interpreter shows 1 for such a dimension
-            raise InputError("{}: the input size is not fixed (shape signature {})".format(name, signature),
-                             "export the detector with a fixed input size (e.g. imgsz=640); the Edge TPU needs one")
+            raise InputError(
+                f"{name}: the input size is not fixed (shape signature {signature})",
+                "export the detector with a fixed input size (e.g. imgsz=640); the Edge TPU needs one",
+            )
         self.image_input = preprocess.image_input(shape, name, "edgekit detect runs image detectors")
         height, width, channels = self.image_input.height, self.image_input.width, self.image_input.channels
         self._input_shape = tuple(shape)
         recorded = loaded.spec
         source = loaded.spec_source
         if recorded is None and layout.pixel_scaling is not None:
-            recorded = preprocess.PreprocessSpec.with_scaling(width, height, layout.pixel_scaling,
-                                                              channels="RGB" if channels == 3 else "L",
-                                                              resize="bilinear")
-            source = "pixels scaled {} (the model's metadata)".format(layout.pixel_scaling)
+            recorded = preprocess.PreprocessSpec.with_scaling(
+                width, height, layout.pixel_scaling, channels="RGB" if channels == 3 else "L", resize="bilinear"
+            )
+            source = f"pixels scaled {layout.pixel_scaling} (the model's metadata)"
         self.spec, self.spec_source, warnings = preprocess.spec_for_model(
-            recorded, source, width, height, channels, self.input_dtype, self.input_scale, self.input_zero_point,
-            mean, std, name=name)
+            recorded,
+            source,
+            width,
+            height,
+            channels,
+            self.input_dtype,
+            self.input_scale,
+            self.input_zero_point,
+            mean,
+            std,
+            name=name,
+        )
         self.notes += warnings
         self.outputs = opened.interpreter.get_output_details()
         self.quant = [(float(o["quantization"][0]), int(o["quantization"][1])) for o in self.outputs]
-        if layout.kind in (detection.Layout.YOLO, detection.Layout.YOLOV5, detection.Layout.END2END) \
-                and layout.boxes_normalized is False:
+        if (
+            layout.kind in (detection.Layout.YOLO, detection.Layout.YOLOV5, detection.Layout.END2END)
+            and layout.boxes_normalized is False
+        ):
             scale = self.quant[layout.role("output")][0]
             if scale and scale > 1.0 / 32:
-                self.notes.append(Caution(
-                    "{}: pixel-scale boxes and 0..1 scores share one int8 output (scale {:.3g}): scores have only "
-                    "{} steps between 0 and 1; export with normalized boxes (Ultralytics' TFLite exports do) or "
-                    "with boxes and scores as separate outputs".format(name, scale, int(1.0 / scale))))
+                self.notes.append(
+                    Caution(
+                        f"{name}: pixel-scale boxes and 0..1 scores share one int8 output (scale {scale:.3g}): scores have only "
+                        f"{int(1.0 / scale)} steps between 0 and 1; export with normalized boxes (Ultralytics' TFLite exports do) or "
+                        "with boxes and scores as separate outputs"
+                    )
+                )
         if labels is not None:
             self.labels: Dict[int, str] = read_labels(labels)
         elif layout.labels:
@@ -182,8 +250,7 @@ class Detector:
         else:
             self.labels = dict(loaded.labels or {})
         if self.labels and layout.num_classes and len(self.labels) != layout.num_classes:
-            self.notes.append(Caution("{} labels but the model has {} classes".format(len(self.labels),
-                                                                                       layout.num_classes)))
+            self.notes.append(Caution(f"{len(self.labels)} labels but the model has {layout.num_classes} classes"))
 
     @property
     def first_inference_ms(self) -> Optional[float]:
@@ -207,13 +274,16 @@ class Detector:
         try:
             if self.spec.channels != "L" and image.mode != "RGB":
                 image = image.convert("RGB")
-            tensor = prepare(geometry.apply(image), self.spec, self.input_dtype, self.input_scale,
-                             self.input_zero_point)
+            tensor = prepare(
+                geometry.apply(image), self.spec, self.input_dtype, self.input_scale, self.input_zero_point
+            )
         except InputError:
             raise
         except Exception as exc:  # Pillow plugins raise many types on hostile files
-            raise InputError("{}: cannot decode image ({})".format(name, type(exc).__name__),
-                             "the file is damaged or not an image: save or copy it again") from None
+            raise InputError(
+                f"{name}: cannot decode image ({type(exc).__name__})",
+                "the file is damaged or not an image: save or copy it again",
+            ) from None
         return self.image_input.from_hwc(tensor), geometry
 
     def infer(self, tensor: np.ndarray) -> Tuple[List[np.ndarray], float]:
@@ -227,24 +297,33 @@ class Detector:
             self.opened.first_inference_ms = ms
         return [interp.get_tensor(o["index"]) for o in self.outputs], ms
 
-    def detect_tensor(self, tensor: np.ndarray, geometry: Geometry, conf: float, iou: float,
-                      max_det: int, multi_label: bool = False) -> Tuple[List[Object], float, float, List[str]]:
+    def detect_tensor(
+        self, tensor: np.ndarray, geometry: Geometry, conf: float, iou: float, max_det: int, multi_label: bool = False
+    ) -> Tuple[List[Object], float, float, List[str]]:
         """(objects, invoke ms, post-processing ms, notes) for one prepared input."""
         outputs, ms = self.infer(tensor)
         start = time.perf_counter()
         try:
-            objects, notes = detection.postprocess(outputs, self.quant, self.layout, geometry, conf, iou, max_det,
-                                                   self.labels, multi_label)
-        except ValueError as exc:   # the outputs do not fit the layout (a split head's rows, shapes)
-            raise InputError("{}: its outputs do not fit the {} layout: {}".format(
-                self.name, self.layout.kind.value, exc),
-                "the model is damaged or not the detector it claims; name another with --layout if it fits one"
+            objects, notes = detection.postprocess(
+                outputs, self.quant, self.layout, geometry, conf, iou, max_det, self.labels, multi_label
+            )
+        except ValueError as exc:  # the outputs do not fit the layout (a split head's rows, shapes)
+            raise InputError(
+                f"{self.name}: its outputs do not fit the {self.layout.kind.value} layout: {exc}",
+                "the model is damaged or not the detector it claims; name another with --layout if it fits one",
             ) from None
         return objects, ms, (time.perf_counter() - start) * 1000.0, notes
 
-    def run(self, images: List[str], conf: float = detection.DEFAULT_CONF, iou: float = detection.DEFAULT_IOU,
-            max_det: int = detection.DEFAULT_MAX_DET, workers: Optional[int] = None,
-            on_image: Optional[Callable[[str], None]] = None, multi_label: bool = False) -> DetectReport:
+    def run(
+        self,
+        images: List[str],
+        conf: float = detection.DEFAULT_CONF,
+        iou: float = detection.DEFAULT_IOU,
+        max_det: int = detection.DEFAULT_MAX_DET,
+        workers: Optional[int] = None,
+        on_image: Optional[Callable[[str], None]] = None,
+        multi_label: bool = False,
+    ) -> DetectReport:
         """Detect in every image; one that cannot be read is reported in ``errors`` and the rest go on
         (``multi_label``: every class of a box above ``conf`` is a candidate, as Ultralytics' val scores)."""
         results, errors, notes = [], [], []  # type: List[ImageDetections], List[ImageError], List[str]
@@ -260,16 +339,34 @@ class Detector:
                         dropped.append(n)
                     elif n not in notes:
                         notes.append(n)
-                results.append(ImageDetections(path, geometry.image_wh[0], geometry.image_wh[1], round(ms, 3),
-                                               round(post_ms, 3), tuple(objects)))
+                results.append(
+                    ImageDetections(
+                        path,
+                        geometry.image_wh[0],
+                        geometry.image_wh[1],
+                        round(ms, 3),
+                        round(post_ms, 3),
+                        tuple(objects),
+                    )
+                )
             if on_image:
                 on_image(path)
         if dropped:
             notes.append(str(detection.Dropped.total(dropped)))
         first = self.first_inference_ms
-        return DetectReport(self.opened.model_path, self.opened.device, self.opened.backend.name, self.layout,
-                            conf, iou, max_det, None if first is None else round(first, 3), tuple(results),
-                            tuple(errors), tuple(notes))
+        return DetectReport(
+            self.opened.model_path,
+            self.opened.device,
+            self.opened.backend.name,
+            self.layout,
+            conf,
+            iou,
+            max_det,
+            None if first is None else round(first, 3),
+            tuple(results),
+            tuple(errors),
+            tuple(notes),
+        )
 
 
 def iter_objects(report: DetectReport) -> Iterator[Tuple[str, Object]]:

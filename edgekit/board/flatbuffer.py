@@ -37,7 +37,7 @@ class Reader:
         self._check(target, 4, what)
         return target
 
-    def table(self, pos: int, what: str) -> "Table":
+    def table(self, pos: int, what: str) -> Table:
         self._check(pos, 4, what)
         vtable = pos - self.scalar("i", pos, what)
         self._check(vtable, 4, f"{what} vtable")
@@ -71,7 +71,7 @@ class Table:
         p = self._field(slot)
         return self.r.scalar(fmt, p, self.what) if p else default
 
-    def table(self, slot: int, what: str) -> "Table | None":
+    def table(self, slot: int, what: str) -> Table | None:
         p = self._field(slot)
         return self.r.table(self.r.deref(p, what), what) if p else None
 
@@ -80,7 +80,7 @@ class Table:
         if not p:
             return None
         start, n = self.r.vector(self.r.deref(p, what), 1, what)
-        return bytes(self.r.buf[start:start + n]).decode("utf-8", errors="replace")
+        return bytes(self.r.buf[start : start + n]).decode("utf-8", errors="replace")
 
     def raw_vector(self, slot: int, item_size: int, what: str) -> tuple[int, int]:
         p = self._field(slot)
@@ -92,6 +92,6 @@ class Table:
         start, n = self.raw_vector(slot, ITEM_SIZE[fmt], what)
         return struct.unpack_from(f"<{n}{fmt}", self.r.buf, start) if n else ()
 
-    def tables(self, slot: int, what: str) -> list["Table"]:
+    def tables(self, slot: int, what: str) -> list[Table]:
         start, n = self.raw_vector(slot, 4, what)
         return [self.r.table(self.r.deref(start + 4 * i, what), f"{what}[{i}]") for i in range(n)]

@@ -17,7 +17,7 @@ PERCENTILES = (50, 90, 99)
 # >= 100 invocations moves by a few percent between runs on an idle machine, while a real slowdown
 # (a layer falling off the Edge TPU, a lost thread) costs far more than 20%.
 DEFAULT_MAX_SLOWDOWN = 0.20
-MIN_SAMPLES = 8   # the fewest latencies whose median has a 97.5% order-statistic interval (median_interval)
+MIN_SAMPLES = 8  # the fewest latencies whose median has a 97.5% order-statistic interval (median_interval)
 
 
 def percentile(sorted_values: Sequence[float], q: float) -> float:
@@ -43,8 +43,9 @@ def summarize(latencies_ms: Sequence[float]) -> Dict[str, float]:
     return out
 
 
-def measure(run: Callable[[], object], n: int, warmup: int = 0,
-            clock: Callable[[], float] = time.perf_counter) -> Dict[str, object]:
+def measure(
+    run: Callable[[], object], n: int, warmup: int = 0, clock: Callable[[], float] = time.perf_counter
+) -> Dict[str, object]:
     """Time ``run``: the first call apart, then ``warmup`` untimed calls, then ``n`` timed ones.
 
     Returns ``{"first_ms", "latencies_ms": [...], **summarize(latencies_ms)}``; ``clock`` returns seconds.
@@ -99,8 +100,9 @@ def median_interval(values: Sequence[float], confidence: float = 0.975) -> Optio
     return x[best - 1], x[n - best]
 
 
-def compare(current: Mapping[str, object], baseline: Mapping[str, object],
-            max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> Dict[str, object]:
+def compare(
+    current: Mapping[str, object], baseline: Mapping[str, object], max_slowdown: float = DEFAULT_MAX_SLOWDOWN
+) -> Dict[str, object]:
     """Is ``current`` a regression against ``baseline``? Judged on p50 latency, with an interval when both
     runs carry their ``latencies_ms``.
 
@@ -113,8 +115,15 @@ def compare(current: Mapping[str, object], baseline: Mapping[str, object],
     """
     base, now = float(baseline["p50_ms"]), float(current["p50_ms"])  # type: ignore[arg-type]
     change = (now - base) / base if base > 0 else 0.0
-    out = {"metric": "p50_ms", "baseline_ms": base, "current_ms": now, "change": change,
-           "max_slowdown": max_slowdown, "change_interval": None, "confidence": None}  # type: Dict[str, object]
+    out = {
+        "metric": "p50_ms",
+        "baseline_ms": base,
+        "current_ms": now,
+        "change": change,
+        "max_slowdown": max_slowdown,
+        "change_interval": None,
+        "confidence": None,
+    }  # type: Dict[str, object]
     limit = 1.0 + max_slowdown
     now_samples = list(current.get("latencies_ms") or [])  # type: ignore[call-overload]
     base_samples = list(baseline.get("latencies_ms") or [])  # type: ignore[call-overload]
@@ -122,7 +131,7 @@ def compare(current: Mapping[str, object], baseline: Mapping[str, object],
         out.update(verdict="point", regression=change > max_slowdown)
         return out
     now_ci, base_ci = median_interval(now_samples), median_interval(base_samples)
-    if now_ci is None or base_ci is None or base_ci[0] <= 0:   # too few latencies for a 95% interval
+    if now_ci is None or base_ci is None or base_ci[0] <= 0:  # too few latencies for a 95% interval
         out.update(verdict="uncertain", regression=False)
         return out
     low, high = now_ci[0] / base_ci[1], now_ci[1] / base_ci[0]
@@ -136,8 +145,9 @@ def compare(current: Mapping[str, object], baseline: Mapping[str, object],
     return out
 
 
-def inferences_to_settle(current: Dict[str, object], baseline: Dict[str, object],
-                         max_slowdown: float = DEFAULT_MAX_SLOWDOWN) -> Optional[int]:
+def inferences_to_settle(
+    current: Dict[str, object], baseline: Dict[str, object], max_slowdown: float = DEFAULT_MAX_SLOWDOWN
+) -> Optional[int]:
     """About how many inferences (``-n``) this run would need for :func:`compare`'s interval to leave the limit
     (at least :data:`MIN_SAMPLES`), assuming its median stays and its latencies spread as they did (as the
     baseline's when it has too few to say), with 90% power: the 97.5% interval of a median of n values spans the
@@ -156,7 +166,7 @@ def inferences_to_settle(current: Dict[str, object], baseline: Dict[str, object]
     slower = now / base > limit
 
     def settled(n: int) -> bool:
-        h = min(0.5, (1.1207 + 0.6408) / math.sqrt(n))   # z(0.9875) / 2 + z(0.9) / 2
+        h = min(0.5, (1.1207 + 0.6408) / math.sqrt(n))  # z(0.9875) / 2 + z(0.9) / 2
         if slower:
             return now * _quantile(spread, 0.5 - h) / middle / base_ci[1] > limit
         return now * _quantile(spread, 0.5 + h) / middle / base_ci[0] < limit
@@ -164,7 +174,7 @@ def inferences_to_settle(current: Dict[str, object], baseline: Dict[str, object]
     low, high = MIN_SAMPLES, 1 << 20
     if not settled(high):
         return None
-    while low < high:   # settled(n) holds from some n on: the interval narrows as n grows
+    while low < high:  # settled(n) holds from some n on: the interval narrows as n grows
         mid = (low + high) // 2
         low, high = (low, mid) if settled(mid) else (mid + 1, high)
     return low
@@ -204,13 +214,19 @@ def machine(governors: Optional[List[str]] = None) -> Dict[str, object]:
     import os
     import platform
 
-    return {"platform": platform.platform(), "processor": platform.machine(), "cpus": os.cpu_count(),
-            "governors": sorted(set(governors)) if governors else None}
+    return {
+        "platform": platform.platform(),
+        "processor": platform.machine(),
+        "cpus": os.cpu_count(),
+        "governors": sorted(set(governors)) if governors else None,
+    }
 
 
 def governor_warnings(governors: Optional[List[str]]) -> List[str]:
     """A warning when a CPU's frequency governor is not ``performance``: latencies then move with the clock."""
     if governors and any(g != "performance" for g in governors):
-        return ["CPU frequency governor is %s, not performance: latencies vary with the clock "
-                "(sudo cpupower frequency-set -g performance for stable numbers)" % "/".join(sorted(set(governors)))]
+        return [
+            "CPU frequency governor is %s, not performance: latencies vary with the clock "
+            "(sudo cpupower frequency-set -g performance for stable numbers)" % "/".join(sorted(set(governors)))
+        ]
     return []

@@ -41,6 +41,7 @@ if TYPE_CHECKING:
 try:
     from edgekit.errors import InputError as _BundleErrorBase
 except ImportError:  # copied alone onto a board without edgekit
+
     class _BundleErrorBase(Exception):  # type: ignore[no-redef]
         exit_code = 3
 
@@ -50,6 +51,7 @@ except ImportError:  # copied alone onto a board without edgekit
 
         def __str__(self) -> str:
             return "%s (%s)" % (self.message, self.hint) if self.hint else self.message
+
 
 FORMAT = "edgekit-bundle"
 FORMAT_VERSION = 1
@@ -78,23 +80,31 @@ def utc_now() -> str:
 def inside(root: Path, rel: Any, what: str) -> Path:
     """``root / rel`` after checking that ``rel`` is a relative POSIX path that stays inside ``root``."""
     if not isinstance(rel, str) or not rel or "\\" in rel or "\x00" in rel:
-        raise BundleError("%s: manifest %s %r is not a relative POSIX path" % (root, what, rel),
-                          "rebuild the bundle with edgekit build")
+        raise BundleError(
+            "%s: manifest %s %r is not a relative POSIX path" % (root, what, rel),
+            "rebuild the bundle with edgekit build",
+        )
     pure = PurePosixPath(rel)
     if pure.is_absolute() or ".." in pure.parts or rel.startswith("~") or (len(rel) > 1 and rel[1] == ":"):
-        raise BundleError("%s: manifest %s %r points outside the bundle" % (root, what, rel),
-                          "a bundle may only name files inside its own folder; rebuild it with edgekit build")
+        raise BundleError(
+            "%s: manifest %s %r points outside the bundle" % (root, what, rel),
+            "a bundle may only name files inside its own folder; rebuild it with edgekit build",
+        )
     if any(part in ("", ".") for part in rel.split("/")):
         # one spelling per file: '.', 'a/./b', 'a//b' and 'labels.txt/' name the folder itself or a file under
         # a second name ('./manifest.json' would pass as a file other than the manifest)
-        raise BundleError("%s: manifest %s %r is not a plain relative path (an empty or '.' part)" % (root, what, rel),
-                          "rebuild the bundle with edgekit build")
+        raise BundleError(
+            "%s: manifest %s %r is not a plain relative path (an empty or '.' part)" % (root, what, rel),
+            "rebuild the bundle with edgekit build",
+        )
     path = root.joinpath(*pure.parts)
     real_root = os.path.realpath(str(root))
     real = os.path.realpath(str(path))
     if os.path.commonpath([real_root, real]) != real_root:
-        raise BundleError("%s: manifest %s %r leads outside the bundle (through a symbolic link)" % (root, what, rel),
-                          "a bundle may only name files inside its own folder; rebuild it with edgekit build")
+        raise BundleError(
+            "%s: manifest %s %r leads outside the bundle (through a symbolic link)" % (root, what, rel),
+            "a bundle may only name files inside its own folder; rebuild it with edgekit build",
+        )
     return path
 
 
@@ -110,7 +120,7 @@ class FileEntry:
         return {"path": self.path, "sha256": self.sha256, "size_bytes": self.size_bytes}
 
     @classmethod
-    def from_dict(cls, d: Mapping[str, object]) -> "FileEntry":
+    def from_dict(cls, d: Mapping[str, object]) -> FileEntry:
         """An entry :func:`check_manifest` has checked."""
         return cls(str(d["path"]), str(d["sha256"]), int(d["size_bytes"]))  # type: ignore[call-overload]
 
@@ -151,22 +161,30 @@ class Bundle:
         """The path of bundle file ``rel`` after checking its size and sha256 against the manifest."""
         entry = self.entries.get(rel)
         if entry is None:
-            raise BundleError("%s: %s is not listed in the manifest's files" % (self.root, rel),
-                              "rebuild the bundle with edgekit build")
+            raise BundleError(
+                "%s: %s is not listed in the manifest's files" % (self.root, rel),
+                "rebuild the bundle with edgekit build",
+            )
         path = self.path(rel)
         if path.is_symlink():
-            raise BundleError("%s: %s is a symbolic link; a bundle holds its files themselves" % (self.root, rel),
-                              "copy the file in place of the link (cp --remove-destination TARGET LINK), or "
-                              "rebuild the bundle with edgekit build")
+            raise BundleError(
+                "%s: %s is a symbolic link; a bundle holds its files themselves" % (self.root, rel),
+                "copy the file in place of the link (cp --remove-destination TARGET LINK), or "
+                "rebuild the bundle with edgekit build",
+            )
         if not path.is_file():
-            raise BundleError("%s: %s is missing from the bundle" % (self.root, rel),
-                              "copy the whole bundle folder, or rebuild it with edgekit build")
+            raise BundleError(
+                "%s: %s is missing from the bundle" % (self.root, rel),
+                "copy the whole bundle folder, or rebuild it with edgekit build",
+            )
         size = path.stat().st_size
         digest = sha256_file(path)
         if digest != entry.sha256 or size != entry.size_bytes:
-            raise BundleError("%s: %s has changed since the bundle was built (sha256 %s..., manifest says %s...)"
-                              % (self.root, rel, digest[:12], entry.sha256[:12]),
-                              "copy the bundle again or rebuild it with edgekit build; edited bundles are refused")
+            raise BundleError(
+                "%s: %s has changed since the bundle was built (sha256 %s..., manifest says %s...)"
+                % (self.root, rel, digest[:12], entry.sha256[:12]),
+                "copy the bundle again or rebuild it with edgekit build; edited bundles are refused",
+            )
         return path
 
     def verify_all(self) -> None:
@@ -176,9 +194,12 @@ class Bundle:
 
 def check_manifest(root: Path, m: Any) -> None:
     """Refuse (BundleError) a manifest document that is not one edgekit reads, or names a path leading out."""
+
     def bad(why: str) -> BundleError:
-        return BundleError("%s: not a valid %s manifest: %s" % (root / MANIFEST_NAME, FORMAT, why),
-                           "rebuild the bundle with edgekit build")
+        return BundleError(
+            "%s: not a valid %s manifest: %s" % (root / MANIFEST_NAME, FORMAT, why),
+            "rebuild the bundle with edgekit build",
+        )
 
     if not isinstance(m, dict) or m.get("format") != FORMAT:
         raise bad("'format' is not %r" % FORMAT)
@@ -186,15 +207,22 @@ def check_manifest(root: Path, m: Any) -> None:
     if not isinstance(version, int) or isinstance(version, bool) or version < 1:
         raise bad("'format_version' is not a positive integer")
     if version > FORMAT_VERSION:
-        raise BundleError("%s: bundle format version %d is newer than this edgekit reads (%d)"
-                          % (root, version, FORMAT_VERSION), "update edgekit")
+        raise BundleError(
+            "%s: bundle format version %d is newer than this edgekit reads (%d)" % (root, version, FORMAT_VERSION),
+            "update edgekit",
+        )
     files = m.get("files")
     if not isinstance(files, list):
         raise bad("'files' is not a list")
     seen = set()
     for e in files:
-        if not (isinstance(e, dict) and isinstance(e.get("sha256"), str) and isinstance(e.get("size_bytes"), int)
-                and not isinstance(e.get("size_bytes"), bool) and e["size_bytes"] >= 0):
+        if not (
+            isinstance(e, dict)
+            and isinstance(e.get("sha256"), str)
+            and isinstance(e.get("size_bytes"), int)
+            and not isinstance(e.get("size_bytes"), bool)
+            and e["size_bytes"] >= 0
+        ):
             raise bad("each 'files' entry needs path, sha256 and size_bytes")
         if not _SHA256.fullmatch(e["sha256"]):
             raise bad("file %r: 'sha256' is not 64 hex digits" % (e.get("path"),))
@@ -210,8 +238,9 @@ def check_manifest(root: Path, m: Any) -> None:
     named = [("model", models["cpu"])]
     if models.get("edgetpu") is not None:
         named.append(("model", models["edgetpu"]))
-        if models["edgetpu"] != str(models["cpu"])[:-len(".tflite")] + EDGETPU_SUFFIX or \
-                not str(models["cpu"]).endswith(".tflite"):
+        if models["edgetpu"] != str(models["cpu"])[: -len(".tflite")] + EDGETPU_SUFFIX or not str(
+            models["cpu"]
+        ).endswith(".tflite"):
             raise bad("the Edge TPU model must be named after the CPU model (x.tflite, x%s)" % EDGETPU_SUFFIX)
     if m.get("labels") is not None:
         named.append(("labels", m["labels"]))
@@ -237,15 +266,19 @@ def load(path: Union[str, os.PathLike]) -> Bundle:
     if not manifest_path.is_file():
         raise BundleError("%s: not a bundle (no %s)" % (root, MANIFEST_NAME), "pass the folder edgekit build wrote")
     if manifest_path.is_symlink():
-        raise BundleError("%s: %s is a symbolic link; a bundle holds its files themselves" % (root, MANIFEST_NAME),
-                          "copy the bundle folder again (cp -rL), or rebuild it with edgekit build")
+        raise BundleError(
+            "%s: %s is a symbolic link; a bundle holds its files themselves" % (root, MANIFEST_NAME),
+            "copy the bundle folder again (cp -rL), or rebuild it with edgekit build",
+        )
     try:
         m = json.loads(manifest_path.read_text(encoding="utf-8"), parse_constant=_no_constant)
     except (ValueError, UnicodeDecodeError) as exc:
-        raise BundleError("%s: manifest is not valid JSON (%s)" % (manifest_path, exc),
-                          "rebuild the bundle with edgekit build") from None
+        raise BundleError(
+            "%s: manifest is not valid JSON (%s)" % (manifest_path, exc), "rebuild the bundle with edgekit build"
+        ) from None
     except RecursionError:
-        raise BundleError("%s: manifest is nested too deeply to be read" % manifest_path,
-                          "rebuild the bundle with edgekit build") from None
+        raise BundleError(
+            "%s: manifest is nested too deeply to be read" % manifest_path, "rebuild the bundle with edgekit build"
+        ) from None
     check_manifest(root, m)
     return Bundle(root, m)

@@ -33,12 +33,12 @@ RESIZE_FILTERS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming",
 CHANNEL_ORDERS = ("RGB", "BGR", "L")
 # Named scalings: (mean, std) applied to 0..255 pixels.
 SCALINGS: dict[str, tuple[float, float]] = {
-    "raw": (0.0, 1.0),          # 0..255
+    "raw": (0.0, 1.0),  # 0..255
     "0..1": (0.0, 255.0),
     "-1..1": (127.5, 127.5),
 }
-MIN_STD = 1e-6        # smaller (or negative) divisors make pixel values overflow float32 or flip them
-MAX_MEAN_STD = 1e30   # float32 stays finite
+MIN_STD = 1e-6  # smaller (or negative) divisors make pixel values overflow float32 or flip them
+MAX_MEAN_STD = 1e30  # float32 stays finite
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
 
 
@@ -46,6 +46,7 @@ def is_hidden(relative) -> bool:
     """A dot file or a file in a dot folder (``relative`` to the folder searched): macOS's ``._photo.jpg``
     companions, ``.ipynb_checkpoints``... Skipped wherever a folder's images are listed, as by a glob's ``*``."""
     return any(part.startswith(".") for part in relative.parts)
+
 
 MAX_IMAGE_PIXELS = 64 * 1024 * 1024  # larger images are refused as decompression bombs
 EXIF_ORIENTATION = 0x0112  # the EXIF tag saying how the camera was held
@@ -64,8 +65,9 @@ class PreprocessSpec:
 
     def __post_init__(self) -> None:
         if self.width < 1 or self.height < 1:
-            raise UsageError(f"input size must be positive, got {self.width}x{self.height}",
-                             "e.g. --input-size 224x224")
+            raise UsageError(
+                f"input size must be positive, got {self.width}x{self.height}", "e.g. --input-size 224x224"
+            )
         if self.channels not in CHANNEL_ORDERS:
             raise UsageError(f"unknown channel order {self.channels!r}", f"use one of {', '.join(CHANNEL_ORDERS)}")
         if self.resize not in RESIZE_FILTERS:
@@ -74,23 +76,29 @@ class PreprocessSpec:
         for name, values in (("mean", self.mean), ("std", self.std)):
             if len(values) not in (1, n):
                 expected = "1 value" if n == 1 else f"1 or {n} values"
-                raise UsageError(f"--{name} needs {expected} for {self.channels} input, got {len(values)}",
-                                 "one value for all channels" + ("" if n == 1 else ", or R,G,B"))
+                raise UsageError(
+                    f"--{name} needs {expected} for {self.channels} input, got {len(values)}",
+                    "one value for all channels" + ("" if n == 1 else ", or R,G,B"),
+                )
         if not all(math.isfinite(v) and abs(v) <= MAX_MEAN_STD for v in self.mean + self.std):
-            raise UsageError(f"--mean and --std must be finite numbers, got mean={list(self.mean)} std={list(self.std)}",
-                             "pass values on 0..255 pixels, e.g. --mean 127.5 --std 127.5")
+            raise UsageError(
+                f"--mean and --std must be finite numbers, got mean={list(self.mean)} std={list(self.std)}",
+                "pass values on 0..255 pixels, e.g. --mean 127.5 --std 127.5",
+            )
         if any(s == 0 for s in self.std):
             raise UsageError("--std must not be zero", "pass the divisor on 0..255 pixels, e.g. --std 255 for 0..1")
         if any(s < MIN_STD for s in self.std):
-            raise UsageError(f"--std must be at least {MIN_STD:g}, got {list(self.std)}",
-                             "pass the divisor on 0..255 pixels, e.g. --std 255 for 0..1")
+            raise UsageError(
+                f"--std must be at least {MIN_STD:g}, got {list(self.std)}",
+                "pass the divisor on 0..255 pixels, e.g. --std 255 for 0..1",
+            )
 
     @property
     def num_channels(self) -> int:
         return 1 if self.channels == "L" else 3
 
     @classmethod
-    def with_scaling(cls, width: int, height: int, scaling: str, **kw: Any) -> "PreprocessSpec":
+    def with_scaling(cls, width: int, height: int, scaling: str, **kw: Any) -> PreprocessSpec:
         if scaling not in SCALINGS:
             raise UsageError(f"unknown scaling {scaling!r}", f"use one of {', '.join(SCALINGS)} or --mean/--std")
         mean, std = SCALINGS[scaling]
@@ -114,22 +122,32 @@ class PreprocessSpec:
         return {"version": SPEC_VERSION, **d}
 
     @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> "PreprocessSpec":
+    def from_dict(cls, d: dict[str, Any]) -> PreprocessSpec:
         """The spec of a recorded document (raw JSON from a record or a manifest, checked here)."""
         try:
-            return cls(int(d["width"]), int(d["height"]), str(d.get("channels", "RGB")),
-                       str(d.get("resize", "lanczos")), tuple(float(v) for v in d.get("mean", (0.0,))),
-                       tuple(float(v) for v in d.get("std", (1.0,))))
+            return cls(
+                int(d["width"]),
+                int(d["height"]),
+                str(d.get("channels", "RGB")),
+                str(d.get("resize", "lanczos")),
+                tuple(float(v) for v in d.get("mean", (0.0,))),
+                tuple(float(v) for v in d.get("std", (1.0,))),
+            )
         except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(f"recorded preprocessing is malformed: {exc}",
-                             "quantize the model again, or delete the broken record and pass --mean/--std") from None
+            raise InputError(
+                f"recorded preprocessing is malformed: {exc}",
+                "quantize the model again, or delete the broken record and pass --mean/--std",
+            ) from None
         except UsageError as exc:  # a value __post_init__ refuses: the record is at fault, not a flag
-            raise InputError(f"recorded preprocessing is malformed: {exc.message.replace('--', '')}",
-                             "re-create the model with edgekit quantize, or pass --mean/--std") from None
+            raise InputError(
+                f"recorded preprocessing is malformed: {exc.message.replace('--', '')}",
+                "re-create the model with edgekit quantize, or pass --mean/--std",
+            ) from None
 
 
-def with_mean_std(spec: PreprocessSpec, mean: tuple[float, ...] | None,
-                  std: tuple[float, ...] | None) -> PreprocessSpec:
+def with_mean_std(
+    spec: PreprocessSpec, mean: tuple[float, ...] | None, std: tuple[float, ...] | None
+) -> PreprocessSpec:
     """``spec`` with ``--mean``/``--std`` applied: the one rule for quantize and classify alike.
 
     The flags describe the whole normalization ``(pixel - mean) / std`` on their own: given alone,
@@ -137,8 +155,9 @@ def with_mean_std(spec: PreprocessSpec, mean: tuple[float, ...] | None,
     """
     if mean is None and std is None:
         return spec
-    return replace(spec, mean=tuple(mean) if mean is not None else (0.0,),
-                   std=tuple(std) if std is not None else (1.0,))
+    return replace(
+        spec, mean=tuple(mean) if mean is not None else (0.0,), std=tuple(std) if std is not None else (1.0,)
+    )
 
 
 @dataclass(frozen=True)
@@ -173,23 +192,31 @@ def image_input(shape: Any, name: str = "model", hint: str = "edgekit runs image
     if len(dims) == 3 and dims[0] == 1 and min(dims) > 0:  # [1, height, width]: grey without its channel axis
         return ImageInput(dims, dims[1], dims[2], 1)
     if len(dims) != 4 or dims[0] != 1 or min(dims) < 1:
-        raise InputError(f"{name}: expected an image input [1, height, width, 1 or 3] or [1, 1 or 3, height, width], "
-                         f"got {list(dims)}", hint)
+        raise InputError(
+            f"{name}: expected an image input [1, height, width, 1 or 3] or [1, 1 or 3, height, width], "
+            f"got {list(dims)}",
+            hint,
+        )
     last, first = dims[3] in (1, 3), dims[1] in (1, 3)
     if last and first:
-        raise InputError(f"{name}: the input {list(dims)} could be channels-first or channels-last: edgekit cannot "
-                         "tell which axis holds the colour channels, and will not guess",
-                         "export it with a height and width other than 1 and 3 pixels")
+        raise InputError(
+            f"{name}: the input {list(dims)} could be channels-first or channels-last: edgekit cannot "
+            "tell which axis holds the colour channels, and will not guess",
+            "export it with a height and width other than 1 and 3 pixels",
+        )
     if last:
         return ImageInput(dims, dims[1], dims[2], dims[3])
     if first:
         return ImageInput(dims, dims[2], dims[3], dims[1], channels_first=True)
-    raise InputError(f"{name}: expected an image input [1, height, width, 1 or 3] or [1, 1 or 3, height, width], "
-                     f"got {list(dims)}", hint)
+    raise InputError(
+        f"{name}: expected an image input [1, height, width, 1 or 3] or [1, 1 or 3, height, width], got {list(dims)}",
+        hint,
+    )
 
 
-def spec_from_input_quantization(width: int, height: int, channels: int, dtype: str,
-                                 scale: float | None, zero_point: int | None) -> PreprocessSpec:
+def spec_from_input_quantization(
+    width: int, height: int, channels: int, dtype: str, scale: float | None, zero_point: int | None
+) -> PreprocessSpec:
     """The default spec for a model whose recorded preprocessing is unknown.
 
     uint8 input: mean = zero_point, std = 1/scale, so the quantized input equals the raw pixels.
@@ -209,10 +236,19 @@ def float_input_guess(width: int, height: int, channels: int) -> PreprocessSpec:
     return PreprocessSpec.with_scaling(width, height, "0..1", channels="L" if channels == 1 else "RGB")
 
 
-def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None, width: int, height: int,
-                   channels: int, dtype: str, scale: float | None, zero_point: int | None,
-                   mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-                   name: str = "model") -> tuple[PreprocessSpec, str, list[str]]:
+def spec_for_model(
+    recorded: PreprocessSpec | None,
+    recorded_source: str | None,
+    width: int,
+    height: int,
+    channels: int,
+    dtype: str,
+    scale: float | None,
+    zero_point: int | None,
+    mean: tuple[float, ...] | None = None,
+    std: tuple[float, ...] | None = None,
+    name: str = "model",
+) -> tuple[PreprocessSpec, str, list[str]]:
     """(spec, where it came from, warnings): what ``classify`` (here and on a board) applies to a model's input.
 
     The recorded spec (resized to the model's input with a warning when the sizes differ), else the
@@ -223,8 +259,12 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
     if recorded is not None:
         spec, source = recorded, str(recorded_source or "recorded")
         if (spec.width, spec.height) != (width, height):
-            notes.append(Caution(f"the recorded input size {spec.width}x{spec.height} differs from the "
-                                 f"model's {width}x{height}; resizing to the model's"))
+            notes.append(
+                Caution(
+                    f"the recorded input size {spec.width}x{spec.height} differs from the "
+                    f"model's {width}x{height}; resizing to the model's"
+                )
+            )
             spec = replace(spec, width=width, height=height)
     elif dtype in ("uint8", "int8") and scale:
         spec = spec_from_input_quantization(width, height, channels, dtype, scale, zero_point)
@@ -232,15 +272,21 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
     else:
         spec, source = float_input_guess(width, height, channels), "a guess: pixels / 255 (float input, no record)"
         if mean is None and std is None:
-            notes.append(Caution(f"{name}: a float input and no recorded preprocessing: feeding RGB pixels / 255 "
-                                 "(0..1), a guess; pass --mean/--std to settle it (--mean 0 --std 1 for raw 0..255 "
-                                 "pixels, --mean 127.5 --std 127.5 for -1..1)"))
+            notes.append(
+                Caution(
+                    f"{name}: a float input and no recorded preprocessing: feeding RGB pixels / 255 "
+                    "(0..1), a guess; pass --mean/--std to settle it (--mean 0 --std 1 for raw 0..255 "
+                    "pixels, --mean 127.5 --std 127.5 for -1..1)"
+                )
+            )
     if mean is not None or std is not None:
         spec, source = with_mean_std(spec, mean, std), "--mean/--std"
     if spec.num_channels != channels:
-        raise InputError(f"{name}: the preprocessing ({source}) makes {spec.num_channels}-channel "
-                         f"images but the model takes {channels} channel(s)",
-                         f"give {channels} --mean/--std value(s), or quantize the model again")
+        raise InputError(
+            f"{name}: the preprocessing ({source}) makes {spec.num_channels}-channel "
+            f"images but the model takes {channels} channel(s)",
+            f"give {channels} --mean/--std value(s), or quantize the model again",
+        )
     return spec, source, notes
 
 
@@ -252,9 +298,15 @@ def spec_for_model(recorded: PreprocessSpec | None, recorded_source: str | None,
 # whose load() runs Ghostscript. Only the one plugin a file's magic names is imported and offered
 # (also the cheapest start: no other plugin loads). MPO is what Pillow's JPEG reader calls a JPEG
 # holding several pictures, as cameras write.
-_MAGIC = ((b"\xff\xd8\xff", "JPEG", "JpegImagePlugin"), (b"\x89PNG\r\n\x1a\n", "PNG", "PngImagePlugin"),
-          (b"BM", "BMP", "BmpImagePlugin"), (b"GIF87a", "GIF", "GifImagePlugin"), (b"GIF89a", "GIF", "GifImagePlugin"),
-          (b"II*\x00", "TIFF", "TiffImagePlugin"), (b"MM\x00*", "TIFF", "TiffImagePlugin"))
+_MAGIC = (
+    (b"\xff\xd8\xff", "JPEG", "JpegImagePlugin"),
+    (b"\x89PNG\r\n\x1a\n", "PNG", "PngImagePlugin"),
+    (b"BM", "BMP", "BmpImagePlugin"),
+    (b"GIF87a", "GIF", "GifImagePlugin"),
+    (b"GIF89a", "GIF", "GifImagePlugin"),
+    (b"II*\x00", "TIFF", "TiffImagePlugin"),
+    (b"MM\x00*", "TIFF", "TiffImagePlugin"),
+)
 IMAGE_FORMATS = ("JPEG", "PNG", "BMP", "GIF", "TIFF", "WEBP", "PPM")
 READ_AS = IMAGE_FORMATS + ("MPO",)
 
@@ -319,7 +371,7 @@ def open_image(path: str | Path | BinaryIO):
 
 
 def _decode(path: Any):
-    too_large = (f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are refused as possible decompression bombs")
+    too_large = f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are refused as possible decompression bombs"
     with _open_allowed(path) as im:
         # A multi-page TIFF, an animated GIF, WebP or PNG and an MPO hold several frames: the first is read, and
         # copied out of the file before it closes. Left as it was, the frame still needed its file afterwards: on
@@ -368,18 +420,22 @@ def _with_image_errors(path: Any, read: Any) -> Any:
     except FileNotFoundError:
         raise InputError(f"{shown}: no such file", "check the path") from None
     except Image.DecompressionBombError:
-        raise InputError(f"{shown}: image is too large", f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are "
-                         "refused as possible decompression bombs") from None
+        raise InputError(
+            f"{shown}: image is too large",
+            f"images over {MAX_IMAGE_PIXELS // 2**20} megapixels are refused as possible decompression bombs",
+        ) from None
     except UnidentifiedImageError:
-        raise InputError(f"{shown}: not an image edgekit reads",
-                         "pass JPEG, PNG, BMP, GIF, WebP, TIFF or PPM images") from None
+        raise InputError(
+            f"{shown}: not an image edgekit reads", "pass JPEG, PNG, BMP, GIF, WebP, TIFF or PPM images"
+        ) from None
     except IsADirectoryError:
         raise InputError(f"{shown}: a folder, not an image", "pass the folder itself, not as a file") from None
     except (OSError, SyntaxError, ValueError) as exc:
         text = str(exc).strip()
         why = text.splitlines()[0][:200] if text else type(exc).__name__
-        raise InputError(f"{shown}: cannot decode image ({why})",
-                         "the file is damaged or truncated: save or copy it again") from None
+        raise InputError(
+            f"{shown}: cannot decode image ({why})", "the file is damaged or truncated: save or copy it again"
+        ) from None
 
 
 def _full_scale(mode: str, image_format: str | None, peak: float) -> float:
@@ -416,8 +472,10 @@ def to_8bit(image, path: Any = "image", image_format: str | None = None):
     peak = float(x.max()) if x.size else 0.0
     full = _full_scale(mode, image_format, peak) if math.isfinite(peak) and math.isfinite(low) else 0.0
     if low < 0 or full == 0.0:
-        raise InputError(f"{path}: {mode} pixels range from {low:g} to {peak:g}, not 0..1, 0..255 or 0..65535",
-                         "save the image with 8- or 16-bit unsigned pixels")
+        raise InputError(
+            f"{path}: {mode} pixels range from {low:g} to {peak:g}, not 0..1, 0..255 or 0..65535",
+            "save the image with 8- or 16-bit unsigned pixels",
+        )
     return Image.fromarray(np.rint(x * (255.0 / full)).astype(np.uint8))
 
 
@@ -528,8 +586,14 @@ def prepare(image, spec: PreprocessSpec, dtype: str, scale: float | None, zero_p
     return quantize(to_float(image, spec), dtype, scale, zero_point)[None, ...]
 
 
-def prepare_file(path: str, spec: PreprocessSpec, dtype: str, scale: float | None, zero_point: int | None,
-                 shape: tuple[int, ...] | ImageInput | None = None) -> np.ndarray:
+def prepare_file(
+    path: str,
+    spec: PreprocessSpec,
+    dtype: str,
+    scale: float | None,
+    zero_point: int | None,
+    shape: tuple[int, ...] | ImageInput | None = None,
+) -> np.ndarray:
     """Image file → the model's input tensor (reshaped to ``shape`` when given, put channels-first when an
     :class:`ImageInput` says so); InputError when it cannot be read.
 
@@ -543,5 +607,7 @@ def prepare_file(path: str, spec: PreprocessSpec, dtype: str, scale: float | Non
     except EdgekitError:
         raise
     except Exception as exc:  # Pillow plugins raise many types on hostile files
-        raise InputError(f"{path}: cannot decode image ({type(exc).__name__}: {first_line(exc)})",
-                         "the file is damaged or not an image: save or copy it again") from None
+        raise InputError(
+            f"{path}: cannot decode image ({type(exc).__name__}: {first_line(exc)})",
+            "the file is damaged or not an image: save or copy it again",
+        ) from None

@@ -16,12 +16,12 @@ import os
 import struct
 from typing import Any, Optional, Union
 
-from edgekit.errors import InputError, InvalidModelError, shown
 from edgekit.board.flatbuffer import Reader
+from edgekit.errors import InputError, InvalidModelError, shown
 
 # TensorType codes of TFLite's schema (edgekit/tflite/schema_names.py): the types LiteRT quantizes affinely
 _RANGES = {3: ("uint8", 0, 255), 9: ("int8", -128, 127)}
-_FLT_MIN = 1.1754943508222875e-38      # the smallest normal float32: a smaller scale is subnormal
+_FLT_MIN = 1.1754943508222875e-38  # the smallest normal float32: a smaller scale is subnormal
 
 
 def bad_quantization(data: Any) -> Optional[str]:
@@ -48,25 +48,27 @@ def _tensor_problem(t: Any) -> Optional[str]:
         return None
     name, low, high = kind
     for s in q.scalars(2, "f", "quantization scales"):
-        if not (_FLT_MIN <= s < math.inf):   # NaN fails every comparison
+        if not (_FLT_MIN <= s < math.inf):  # NaN fails every comparison
             return "{}: scale {!r}{}".format(name, s, " (subnormal)" if 0 < s < _FLT_MIN else "")
     for z in q.scalars(3, "q", "quantization zero points"):
         if not low <= z <= high:
-            return "{}: zero point {} outside {}..{}".format(name, z, low, high)
+            return f"{name}: zero point {z} outside {low}..{high}"
     return None
 
 
-def refuse_bad_quantization(model: Union[str, "os.PathLike[str]", bytes, Any], name: str) -> None:
+def refuse_bad_quantization(model: Union[str, os.PathLike[str], bytes, Any], name: str) -> None:
     """InputError (exit 3) naming the tensor when LiteRT would crash on the model's quantization parameters;
     nothing for a model that cannot be read here (its interpreter explains that)."""
-    if not isinstance(model, (str, os.PathLike)):   # the model's bytes, or a memory map of them
+    if not isinstance(model, (str, os.PathLike)):  # the model's bytes, or a memory map of them
         problem = bad_quantization(model)
     else:
         try:
             with open(model, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
                 problem = bad_quantization(data)
-        except (OSError, ValueError):   # missing, unreadable, empty: opening it gives the precise error
+        except (OSError, ValueError):  # missing, unreadable, empty: opening it gives the precise error
             return
     if problem:
-        raise InputError("{}: {}: quantization parameters LiteRT cannot run (it would crash)".format(name, problem),
-                         "quantize or export the model again; the file is damaged or was edited")
+        raise InputError(
+            f"{name}: {problem}: quantization parameters LiteRT cannot run (it would crash)",
+            "quantize or export the model again; the file is damaged or was edited",
+        )

@@ -176,7 +176,7 @@ def _process_gone(pid: int) -> bool:
     except OSError:  # another user's process
         return False
     try:  # a killed process its parent has not reaped yet (a zombie) still answers os.kill, and holds nothing
-        with open("/proc/{}/stat".format(pid), "rb") as f:
+        with open(f"/proc/{pid}/stat", "rb") as f:
             return f.read().rsplit(b")", 1)[-1].split()[0] == b"Z"
     except (OSError, IndexError):
         return False
@@ -270,9 +270,13 @@ def probe(root: str, subdirs: list[str]) -> dict:
             pillow = getattr(PIL, "__version__", None) or getattr(PIL, "PILLOW_VERSION", "0")
         except Exception:  # a broken install counts as missing
             pillow = None
-    packages = {"numpy": module_available("numpy"), "pillow": pillow,
-                "pycoral": google_pycoral_available(), "tflite_runtime": module_available("tflite_runtime"),
-                "ai_edge_litert": module_available("ai_edge_litert")}
+    packages = {
+        "numpy": module_available("numpy"),
+        "pillow": pillow,
+        "pycoral": google_pycoral_available(),
+        "tflite_runtime": module_available("tflite_runtime"),
+        "ai_edge_litert": module_available("ai_edge_litert"),
+    }
     files = {}
     root = os.path.expanduser(root)
     remove_stale(root, STAGING_PREFIX, legacy=True)
@@ -284,8 +288,12 @@ def probe(root: str, subdirs: list[str]) -> dict:
                 path = os.path.join(folder, name)
                 if os.path.isfile(path) and not name.startswith(".edgekit-tmp-"):
                     files[os.path.relpath(path, root).replace(os.sep, "/")] = sha256_file(path)
-    return {"python": "%d.%d.%d" % sys.version_info[:3], "executable": sys.executable,
-            "packages": packages, "files": files}
+    return {
+        "python": "%d.%d.%d" % sys.version_info[:3],
+        "executable": sys.executable,
+        "packages": packages,
+        "files": files,
+    }
 
 
 def _first_line(exc: BaseException) -> str:
@@ -371,8 +379,7 @@ def _classifier(args):
 def benchmark(bundle: str, device: str = "auto", n: int = 100, warmup: int = 10, threads=None) -> dict:
     """The document of ``edgekit benchmark --json`` (BenchmarkResult's): the bundle's model loaded, then invoke()
     alone timed."""
-    from edgekit.board import backends
-    from edgekit.board import latency
+    from edgekit.board import backends, latency
     from edgekit.board.classifier import load_bundle
 
     backends.ON_BOARD = True
@@ -427,9 +434,9 @@ def _parser():
 def _detector(args):
     import json
 
-    from edgekit.board.decode import DetectionLayout
     from edgekit.board import backends
     from edgekit.board.classifier import load_bundle
+    from edgekit.board.decode import DetectionLayout
     from edgekit.board.detector import Detector
 
     backends.ON_BOARD = True
@@ -470,7 +477,7 @@ def _classify(args) -> dict:
         report = run([os.path.join(folder, n) for n in names])
         prefix = folder + os.sep
         for entry in report["results"] + report["errors"]:  # name images as the host sent them
-            entry["image"] = entry["image"][len(prefix):]
+            entry["image"] = entry["image"][len(prefix) :]
             if "error" in entry:
                 entry["error"] = entry["error"].replace(prefix, "")
         return report
@@ -497,8 +504,9 @@ def main(argv=None) -> int:
     except (ValueError, OSError, tarfile.TarError) as exc:
         if args.command in ("classify", "detect", "benchmark"):  # edgekit.errors is there: everything else is a bug
             raise
-        return _fail(_first_line(exc), None,
-                     EXIT_INPUT if isinstance(exc, (ValueError, tarfile.TarError)) else EXIT_DEVICE)
+        return _fail(
+            _first_line(exc), None, EXIT_INPUT if isinstance(exc, (ValueError, tarfile.TarError)) else EXIT_DEVICE
+        )
     except Exception as exc:
         code = getattr(exc, "exit_code", None)
         if code is None:

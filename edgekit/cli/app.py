@@ -35,8 +35,11 @@ class _Group(click.Group):
         return sorted(self.commands, key=lambda name: (order.index(name) if name in order else len(order), name))
 
     def invoke(self, ctx: click.Context) -> Any:
-        return guarded(lambda: super(_Group, self).invoke(ctx), lambda: _debug_requested(ctx),
-                       (click.exceptions.Exit, click.exceptions.Abort, click.ClickException))
+        return guarded(
+            lambda: super(_Group, self).invoke(ctx),
+            lambda: _debug_requested(ctx),
+            (click.exceptions.Exit, click.exceptions.Abort, click.ClickException),
+        )
 
 
 class _BadInputParameter(click.ClickException):
@@ -67,8 +70,9 @@ class _KindPath(click.Path):
         if self.is_wrong(value):
             right = "file" if self.wrong == "folder" else "folder"
             flag = param.opts[0] if param is not None and param.opts and param.opts[0].startswith("-") else ""
-            raise _BadInputParameter(f"{flag + ' ' if flag else ''}{value} is a {self.wrong}, not a {right} "
-                                     f"(pass a {right} path)")
+            raise _BadInputParameter(
+                f"{flag + ' ' if flag else ''}{value} is a {self.wrong}, not a {right} (pass a {right} path)"
+            )
         return super().convert(value, param, ctx)
 
 
@@ -119,28 +123,40 @@ def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> N
         ctx.exit()
 
 
-debug_option = click.option("--debug", is_flag=True, expose_value=False, callback=_set_debug, is_eager=True,
-                            help="Show the full traceback on errors.")
+debug_option = click.option(
+    "--debug",
+    is_flag=True,
+    expose_value=False,
+    callback=_set_debug,
+    is_eager=True,
+    help="Show the full traceback on errors.",
+)
 
 
 #: The click types of the declared path values (edgekit.flags.Option's ``type``).
 _PATH_TYPES: dict[str, Callable[[], click.ParamType]] = {
-    "path": click.Path, "file": FilePath, "dir": DirPath, "out-file": lambda: click.Path(dir_okay=False)}
+    "path": click.Path,
+    "file": FilePath,
+    "dir": DirPath,
+    "out-file": lambda: click.Path(dir_okay=False),
+}
 
 
 def _click_type(p: flags.Option | flags.Argument) -> Any:
     """The click type of a declared argument or option (None: text, click's default)."""
     if p.type in _PATH_TYPES:
         return _PATH_TYPES[p.type]()
-    if isinstance(p, flags.Argument):   # an argument is text or a path
+    if isinstance(p, flags.Argument):  # an argument is text or a path
         return None
     if p.type == "choice":
         return click.Choice(p.choices)
     if p.type in ("int", "float") and p.minimum is None and p.maximum is None:
         return int if p.type == "int" else float
     if p.type == "int":
-        return click.IntRange(None if p.minimum is None else int(p.minimum),   # an int option's bounds are ints
-                              None if p.maximum is None else int(p.maximum))
+        return click.IntRange(
+            None if p.minimum is None else int(p.minimum),  # an int option's bounds are ints
+            None if p.maximum is None else int(p.maximum),
+        )
     if p.type == "float":  # bounded: nan and infinities refused too
         return FloatRange(p.minimum, p.maximum, min_open=p.minimum_open)
     return None
@@ -153,8 +169,16 @@ def _click_param(p: flags.Option | flags.Argument) -> Callable[[Callable[..., No
     if p.type == "flag":
         return click.option(*p.flags, p.name, is_flag=True, help=p.help or None)
     extra = {"default": p.default, "show_default": p.show_default} if p.default is not None else {}
-    return click.option(*p.flags, p.name, type=_click_type(p), required=p.required, metavar=p.metavar,
-                        multiple=p.multiple, help=p.help or None, **extra)
+    return click.option(
+        *p.flags,
+        p.name,
+        type=_click_type(p),
+        required=p.required,
+        metavar=p.metavar,
+        multiple=p.multiple,
+        help=p.help or None,
+        **extra,
+    )
 
 
 def _click_command(name: str) -> click.Command:
@@ -194,8 +218,15 @@ class _Commands(MutableMapping):
 
 
 @click.group(cls=_Group, commands=_Commands(), context_settings={"help_option_names": ["-h", "--help"]})
-@click.option("--version", "-V", is_flag=True, expose_value=False, is_eager=True, callback=_show_version,
-              help="Show the version and exit.")
+@click.option(
+    "--version",
+    "-V",
+    is_flag=True,
+    expose_value=False,
+    is_eager=True,
+    callback=_show_version,
+    help="Show the version and exit.",
+)
 @debug_option
 def cli() -> None:
     """Keras image classifiers onto Google's Coral Edge TPU.

@@ -39,9 +39,11 @@ _FLOAT = re.compile(r"-?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?")
 def command(name: str) -> Callable[[Callable[..., None]], Callable[..., None]]:
     """Register a function as the subcommand ``name``; each keyword it takes is one of the arguments and options
     :data:`edgekit.flags.COMMANDS` declares for ``name``."""
+
     def register(fn: Callable[..., None]) -> Callable[..., None]:
         RUNS[name] = fn
         return fn
+
     return register
 
 
@@ -68,8 +70,10 @@ def echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
     if not err and sys.stdout is None and kwargs.get("file") is None:  # edgekit started with stdout closed
         from edgekit.errors import OutputError
 
-        raise OutputError("cannot write to standard output (it is closed)",
-                          "run edgekit with its standard output open: redirect it to a file or /dev/null")
+        raise OutputError(
+            "cannot write to standard output (it is closed)",
+            "run edgekit with its standard output open: redirect it to a file or /dev/null",
+        )
     try:
         _write(shown(message, newlines=True) if isinstance(message, str) else message, err, **kwargs)
     except OSError as exc:  # a full disk or device behind > (/dev/full), a closed pipe
@@ -77,8 +81,10 @@ def echo(message: Any = "", err: bool = False, **kwargs: Any) -> None:
             raise
         from edgekit.errors import OutputError
 
-        raise OutputError(f"cannot write to standard output ({exc.strerror or exc})",
-                          "check where the output goes: the disk may be full, or the reader gone") from None
+        raise OutputError(
+            f"cannot write to standard output ({exc.strerror or exc})",
+            "check where the output goes: the disk may be full, or the reader gone",
+        ) from None
 
 
 def debug_env() -> bool:
@@ -104,8 +110,9 @@ def fail(exc: EdgekitError, debug: bool = False) -> None:
     sys.exit(exc.exit_code)
 
 
-def guarded(run: Callable[[], Any], debug: Callable[[], bool], passthrough: tuple[type[BaseException], ...] = ()
-            ) -> Any:
+def guarded(
+    run: Callable[[], Any], debug: Callable[[], bool], passthrough: tuple[type[BaseException], ...] = ()
+) -> Any:
     """``run()``, every EdgekitError turned into one line on stderr and its exit code; anything else is a bug.
     ``passthrough``: exceptions left to the caller (click's own)."""
     import signal
@@ -123,8 +130,13 @@ def guarded(run: Callable[[], Any], debug: Callable[[], bool], passthrough: tupl
     except Exception as exc:  # a bug: say so, briefly
         from edgekit.errors import first_line
 
-        fail(InternalError(f"internal error: {type(exc).__name__}: {first_line(exc)}",
-                           "this is a bug in edgekit; rerun with --debug and report the traceback"), debug())
+        fail(
+            InternalError(
+                f"internal error: {type(exc).__name__}: {first_line(exc)}",
+                "this is a bug in edgekit; rerun with --debug and report the traceback",
+            ),
+            debug(),
+        )
 
 
 # -------------------------------------------------------------------------------------- fast parse
@@ -161,8 +173,11 @@ def _path(kind: str, value: str, flag: str) -> str:
         st = os.stat(value)
     except OSError:
         return value  # a path that need not exist (click.Path's exists=False)
-    if (kind == "file" and stat.S_ISDIR(st.st_mode)) or (kind == "dir" and not stat.S_ISDIR(st.st_mode)) \
-            or not os.access(value, os.R_OK):
+    if (
+        (kind == "file" and stat.S_ISDIR(st.st_mode))
+        or (kind == "dir" and not stat.S_ISDIR(st.st_mode))
+        or not os.access(value, os.R_OK)
+    ):
         raise _Declined
     return value
 
@@ -187,8 +202,9 @@ def _value(p: Any, value: Any, flag: str = "") -> Any:
     except ValueError:  # an integer past Python's 4,300 digits: click refuses it (exit 2)
         raise _Declined from None
     low, high = getattr(p, "minimum", None), getattr(p, "maximum", None)
-    if (low is not None and (number < low or (p.minimum_open and number == low))) or \
-            (high is not None and number > high):
+    if (low is not None and (number < low or (p.minimum_open and number == low))) or (
+        high is not None and number > high
+    ):
         raise _Declined
     if kind == "float" and (low is not None or high is not None) and not math.isfinite(number):  # 1e999 (click: exit 2)
         raise _Declined
@@ -242,8 +258,14 @@ def _arguments(declared: tuple[Any, ...], positional: list) -> dict[str, Value]:
 
 def parse(argv: list) -> tuple[str, dict[str, Value]] | None:
     """(command, the keywords click would call it with) for a plain command line of a runtime command, else None."""
-    if not argv or argv[0] not in FAST_COMMANDS or argv[0] not in RUNS or os.name == "nt" \
-            or "_EDGEKIT_COMPLETE" in os.environ or not _plain_streams():
+    if (
+        not argv
+        or argv[0] not in FAST_COMMANDS
+        or argv[0] not in RUNS
+        or os.name == "nt"
+        or "_EDGEKIT_COMPLETE" in os.environ
+        or not _plain_streams()
+    ):
         return None
     declared = flags.COMMANDS[argv[0]]
     try:
@@ -256,8 +278,9 @@ def parse(argv: list) -> tuple[str, dict[str, Value]] | None:
                 elif p.required:
                     raise _Declined
                 else:
-                    keywords[p.name] = False if p.type == "flag" else None if p.default is None else \
-                        _value(p, p.default)
+                    keywords[p.name] = (
+                        False if p.type == "flag" else None if p.default is None else _value(p, p.default)
+                    )
     except _Declined:
         return None
     return argv[0], {p.name: keywords[p.name] for p in declared}

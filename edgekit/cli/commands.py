@@ -18,7 +18,8 @@ from typing import Any, NamedTuple
 
 from edgekit import flags
 from edgekit.cli import base as cli_base
-from edgekit.cli.base import command, echo as _echo, fail as _fail  # noqa: F401 (_fail: part of this module's API)
+from edgekit.cli.base import command
+from edgekit.cli.base import echo as _echo
 from edgekit.errors import InputError, UsageError, shown
 
 _RUNS = cli_base.RUNS  # each subcommand's function, registered by @command
@@ -99,10 +100,10 @@ def _text_safe(x: Any) -> Any:
         items = [_text_safe(v) for v in x]
         return type(x)._make(items) if hasattr(type(x), "_make") else tuple(items)
     if dataclasses.is_dataclass(x) and not isinstance(x, type):  # a typed result and the records inside it
-        return dataclasses.replace(x, **{f.name: _text_safe(getattr(x, f.name)) for f in dataclasses.fields(x)
-                                         if f.init})
+        return dataclasses.replace(
+            x, **{f.name: _text_safe(getattr(x, f.name)) for f in dataclasses.fields(x) if f.init}
+        )
     return x
-
 
 
 # --------------------------------------------------------------------------------------- inspect
@@ -125,8 +126,10 @@ def train(data: str, input_size: str | None, as_json: bool, quiet: bool, **optio
     """
     from edgekit import api
 
-    emit(as_json, api.train(data, input_size=_size(input_size), show_progress=not quiet, report=_reporter(quiet),
-                            **options))
+    emit(
+        as_json,
+        api.train(data, input_size=_size(input_size), show_progress=not quiet, report=_reporter(quiet), **options),
+    )
 
 
 # -------------------------------------------------------------------------------------- quantize
@@ -146,8 +149,9 @@ def _size(value: str | None) -> tuple[int, int] | None:
 
 
 @command("quantize")
-def quantize(model: str, mean: str | None, std: str | None, input_size: str | None, as_json: bool, quiet: bool,
-             **options: Any) -> None:
+def quantize(
+    model: str, mean: str | None, std: str | None, input_size: str | None, as_json: bool, quiet: bool, **options: Any
+) -> None:
     """Quantize a Keras model (.keras, .h5, weights + --arch, SavedModel) or ONNX model to a verified int8 .tflite.
 
     Exit codes: 0 ok, 2 usage (also: nothing says the preprocessing and the data has no labels),
@@ -158,9 +162,15 @@ def quantize(model: str, mean: str | None, std: str | None, input_size: str | No
     from edgekit.errors import VerificationError
 
     try:
-        result = api.quantize(model, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                              input_size=_size(input_size), show_progress=not quiet, report=_reporter(quiet),
-                              **options)
+        result = api.quantize(
+            model,
+            mean=_floats(mean, "--mean"),
+            std=_floats(std, "--std"),
+            input_size=_size(input_size),
+            show_progress=not quiet,
+            report=_reporter(quiet),
+            **options,
+        )
     except VerificationError as exc:  # the output kept (exit 6), or nothing written and the measurements why
         if exc.result is not None:
             emit(as_json, exc.result)
@@ -180,8 +190,9 @@ def check(model: str, min_runtime: int, allow_multiple_subgraphs: bool, strict: 
     from edgekit.errors import CompatibilityError
 
     try:
-        result = api.check(model, min_runtime=min_runtime, allow_multiple_subgraphs=allow_multiple_subgraphs,
-                           strict=strict)
+        result = api.check(
+            model, min_runtime=min_runtime, allow_multiple_subgraphs=allow_multiple_subgraphs, strict=strict
+        )
     except CompatibilityError as exc:  # --strict: the report first, then the error line (exit 7)
         emit(as_json, exc.result)
         raise
@@ -248,8 +259,10 @@ class Ssh(NamedTuple):
     def require(self, on: str | None) -> None:
         """Any of them given without --on is a usage error (a local run would ignore it)."""
         if on is None and any(getattr(self, o.name) != o.default for o in flags.SSH):
-            raise UsageError("--port, --identity, --path, --python, --known-hosts, --accept-new-host-key and the "
-                             "timeouts need --on", "add --on USER@HOST, or leave those options out for a local run")
+            raise UsageError(
+                "--port, --identity, --path, --python, --known-hosts, --accept-new-host-key and the timeouts need --on",
+                "add --on USER@HOST, or leave those options out for a local run",
+            )
 
     def target(self, destination: str | None) -> Any:
         """The :class:`edgekit.devices.remote.SshTarget` the API takes as ``on`` (None: run here)."""
@@ -257,9 +270,16 @@ class Ssh(NamedTuple):
             return None
         from edgekit.devices.remote import SshTarget
 
-        return SshTarget(destination, port=self.port, identity=self.identity, known_hosts=self.known_hosts,
-                         accept_new_host_key=self.accept_new_host_key, connect_timeout=self.connect_timeout,
-                         timeout=self.timeout, python=self.python)
+        return SshTarget(
+            destination,
+            port=self.port,
+            identity=self.identity,
+            known_hosts=self.known_hosts,
+            accept_new_host_key=self.accept_new_host_key,
+            connect_timeout=self.connect_timeout,
+            timeout=self.timeout,
+            python=self.python,
+        )
 
 
 @command("deploy")
@@ -285,8 +305,9 @@ def deploy(bundle: str, to: str, as_json: bool, quiet: bool, **ssh: Any) -> None
 
 # ----------------------------------------------------------------------------------------- build
 @command("build")
-def build(model: str, mean: str | None, std: str | None, input_size: str | None, as_json: bool, quiet: bool,
-          **options: Any) -> None:
+def build(
+    model: str, mean: str | None, std: str | None, input_size: str | None, as_json: bool, quiet: bool, **options: Any
+) -> None:
     """Keras model → deployable bundle: quantize (every quantize option), check, compile (where edgetpu_compiler
     exists), manifest.json. An int8 .tflite (or a compiled x_edgetpu.tflite with x.tflite beside it) is
     checked, compiled, evaluated and bundled as it is; a detector's layout, letterbox and class names are
@@ -297,16 +318,37 @@ def build(model: str, mean: str | None, std: str | None, input_size: str | None,
     """
     from edgekit.pipeline.build import build_bundle
 
-    emit(as_json, build_bundle(model, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                               input_size=_size(input_size), show_progress=not quiet, report=_reporter(quiet),
-                               **options))
+    emit(
+        as_json,
+        build_bundle(
+            model,
+            mean=_floats(mean, "--mean"),
+            std=_floats(std, "--std"),
+            input_size=_size(input_size),
+            show_progress=not quiet,
+            report=_reporter(quiet),
+            **options,
+        ),
+    )
 
 
 # -------------------------------------------------------------------------------------- classify
 @command("classify")
-def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int, threshold: float, device: str,
-             mean: str | None, std: str | None, threads: int | None, on: str | None, as_json: bool, quiet: bool,
-             **ssh: Any) -> None:
+def classify(
+    images: tuple[str, ...],
+    model: str,
+    labels: str | None,
+    top_k: int,
+    threshold: float,
+    device: str,
+    mean: str | None,
+    std: str | None,
+    threads: int | None,
+    on: str | None,
+    as_json: bool,
+    quiet: bool,
+    **ssh: Any,
+) -> None:
     """Classify images (files, folders, globs) on an Edge TPU, or on the CPU where there is none.
 
     With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
@@ -320,18 +362,44 @@ def classify(images: tuple[str, ...], model: str, labels: str | None, top_k: int
 
     board = Ssh(**ssh)
     board.require(on)
-    result = api.classify(images, model=model, labels=labels, top_k=top_k, threshold=threshold, device=device,
-                          mean=_floats(mean, "--mean"), std=_floats(std, "--std"), threads=threads,
-                          on=board.target(on), remote_path=board.remote_path, report=_reporter(quiet))
+    result = api.classify(
+        images,
+        model=model,
+        labels=labels,
+        top_k=top_k,
+        threshold=threshold,
+        device=device,
+        mean=_floats(mean, "--mean"),
+        std=_floats(std, "--std"),
+        threads=threads,
+        on=board.target(on),
+        remote_path=board.remote_path,
+        report=_reporter(quiet),
+    )
     emit(as_json, result)
     _image_errors(result.errors)  # one line per image that failed, with its fix; the rest were classified
 
 
 # -------------------------------------------------------------------------------------- detect
 @command("detect")
-def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float, iou: float, max_det: int,
-           layout: str | None, save: str | None, device: str, mean: str | None, std: str | None, threads: int | None,
-           on: str | None, as_json: bool, quiet: bool, **ssh: Any) -> None:
+def detect(
+    images: tuple[str, ...],
+    model: str,
+    labels: str | None,
+    conf: float,
+    iou: float,
+    max_det: int,
+    layout: str | None,
+    save: str | None,
+    device: str,
+    mean: str | None,
+    std: str | None,
+    threads: int | None,
+    on: str | None,
+    as_json: bool,
+    quiet: bool,
+    **ssh: Any,
+) -> None:
     """Detect objects in images (files, folders, globs) on an Edge TPU, or on the CPU where there is none.
 
     With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
@@ -349,17 +417,32 @@ def detect(images: tuple[str, ...], model: str, labels: str | None, conf: float,
 
     board = Ssh(**ssh)
     board.require(on)
-    result = api.detect(images, model=model, labels=labels, conf=conf, iou=iou, max_det=max_det, layout=layout,
-                        save=save, device=device, mean=_floats(mean, "--mean"), std=_floats(std, "--std"),
-                        threads=threads, on=board.target(on), remote_path=board.remote_path, report=_reporter(quiet))
+    result = api.detect(
+        images,
+        model=model,
+        labels=labels,
+        conf=conf,
+        iou=iou,
+        max_det=max_det,
+        layout=layout,
+        save=save,
+        device=device,
+        mean=_floats(mean, "--mean"),
+        std=_floats(std, "--std"),
+        threads=threads,
+        on=board.target(on),
+        remote_path=board.remote_path,
+        report=_reporter(quiet),
+    )
     emit(as_json, result)
     _image_errors(result.errors)  # one line per image that failed; the rest were searched
 
 
 # -------------------------------------------------------------------------------------- evaluate
 @command("evaluate")
-def evaluate(model: str, data: str, mean: str | None, std: str | None, as_json: bool, quiet: bool,
-             **options: Any) -> None:
+def evaluate(
+    model: str, data: str, mean: str | None, std: str | None, as_json: bool, quiet: bool, **options: Any
+) -> None:
     """Top-1/top-5 accuracy of a .tflite model on labelled data; with --reference, against the float model.
 
     Given detection data (a COCO .json or a YOLO folder), COCO mAP@[.5:.95], mAP50, mAP75, small/medium/large
@@ -383,8 +466,9 @@ def evaluate(model: str, data: str, mean: str | None, std: str | None, as_json: 
         options = {name: value for name, value in options.items() if name in taken}
     failed = None
     try:
-        result = run(model, data, mean=_floats(mean, "--mean"), std=_floats(std, "--std"), report=_reporter(quiet),
-                     **options)
+        result = run(
+            model, data, mean=_floats(mean, "--mean"), std=_floats(std, "--std"), report=_reporter(quiet), **options
+        )
     except VerificationError as exc:  # --max-drop failed: the result is still shown, then exit 6
         if exc.result is None:
             raise
@@ -397,9 +481,20 @@ def evaluate(model: str, data: str, mean: str | None, std: str | None, as_json: 
 
 # ------------------------------------------------------------------------------------- benchmark
 @command("benchmark")
-def benchmark(model: str, device: str, n: int, warmup: int, threads: int | None, save: str | None,
-              compare: str | None, max_slowdown: float, on: str | None, as_json: bool, quiet: bool,
-              **ssh: Any) -> None:
+def benchmark(
+    model: str,
+    device: str,
+    n: int,
+    warmup: int,
+    threads: int | None,
+    save: str | None,
+    compare: str | None,
+    max_slowdown: float,
+    on: str | None,
+    as_json: bool,
+    quiet: bool,
+    **ssh: Any,
+) -> None:
     """Time loading and inference of a model on the Edge TPU or the CPU: latency percentiles, throughput.
 
     With --on USER@HOST, on a board over SSH (the bundle -m is deployed first when it differs there).
@@ -422,9 +517,18 @@ def benchmark(model: str, device: str, n: int, warmup: int, threads: int | None,
         require_output_folder(save, report, "--save")
     regression = None
     try:
-        result = api.benchmark(model, device=device, n=n, warmup=warmup, threads=threads, compare=compare,
-                               max_slowdown=max_slowdown, on=board.target(on), remote_path=board.remote_path,
-                               report=report)
+        result = api.benchmark(
+            model,
+            device=device,
+            n=n,
+            warmup=warmup,
+            threads=threads,
+            compare=compare,
+            max_slowdown=max_slowdown,
+            on=board.target(on),
+            remote_path=board.remote_path,
+            report=report,
+        )
     except RegressionError as exc:  # the run is still saved and shown, then exit 10
         result, regression = exc.result, exc
     if save:
@@ -441,10 +545,15 @@ def _refuse_save_over_model(save: str, model: str) -> None:
     from pathlib import Path
 
     target, src = Path(save).resolve(), Path(model).resolve()
-    if target == src or (src.is_dir() and src in target.parents) or (
-            target.exists() and src.exists() and os.path.samefile(target, src)):
-        raise UsageError(f"--save {save} would overwrite the model {model} (or a file of its bundle)",
-                         "save the run to a file outside the model and its bundle")
+    if (
+        target == src
+        or (src.is_dir() and src in target.parents)
+        or (target.exists() and src.exists() and os.path.samefile(target, src))
+    ):
+        raise UsageError(
+            f"--save {save} would overwrite the model {model} (or a file of its bundle)",
+            "save the run to a file outside the model and its bundle",
+        )
 
 
 # -------------------------------------------------------------------------------------- devices

@@ -56,7 +56,7 @@ def options_table(command: click.Command) -> str:
             continue
         if not isinstance(p, click.Option) or p.hidden:
             continue
-        names = ", ".join(f"`{o}`" for o in sorted(p.opts + p.secondary_opts, key=lambda o: (o.startswith('--'), o)))
+        names = ", ".join(f"`{o}`" for o in sorted(p.opts + p.secondary_opts, key=lambda o: (o.startswith("--"), o)))
         rows.append(f"| {names} | {_type(p)} | {_default(p)} | {_cell(p.help or '')} |")
     return "\n".join(rows)
 
@@ -91,44 +91,79 @@ def _op_table() -> str:
     for name, rule in sorted(C.RULES.items()):
         params = ", ".join(f"{what} (#{i})" for i, what in rule.params) or ""
         seen = C.SEEN_MAPPED.get(name)
-        rows.append(f"| `{name}` | `{name}.mapped` | {rule.min_runtime}+ | {_cell(params)} | mapped | | | "
-                    f"{C.CONFIRMED if seen else C.UNCERTAIN} | {_evidence(seen or C.DOCS)} |")
+        rows.append(
+            f"| `{name}` | `{name}.mapped` | {rule.min_runtime}+ | {_cell(params)} | mapped | | | "
+            f"{C.CONFIRMED if seen else C.UNCERTAIN} | {_evidence(seen or C.DOCS)} |"
+        )
         for c in rule.constraints:
-            rows.append(f"| | `{name}.{c.id}` | | | {_cell(c.status)} | {_cell(c.fix or '')} | {c.kind} | "
-                        f"{c.confidence} | {_evidence(c.evidence, c.looked_for)} |")
-    return _table(("op", "rule", "runtime", "constant inputs", "when not mapped (the compiler's words)", "what to do",
-                   "kind", "confidence", "evidence"), rows)
+            rows.append(
+                f"| | `{name}.{c.id}` | | | {_cell(c.status)} | {_cell(c.fix or '')} | {c.kind} | "
+                f"{c.confidence} | {_evidence(c.evidence, c.looked_for)} |"
+            )
+    return _table(
+        (
+            "op",
+            "rule",
+            "runtime",
+            "constant inputs",
+            "when not mapped (the compiler's words)",
+            "what to do",
+            "kind",
+            "confidence",
+            "evidence",
+        ),
+        rows,
+    )
 
 
 def _rule_tables() -> dict[str, str]:
     """The smaller tables of compatibility, by section: before the table, every op, sizes, guesses, whole model."""
     from edgekit.edgetpu import compatibility as C
 
-    cases = _table(("rule", "the op gets (the compiler's words)", "confidence", "evidence"),
-                   [f"| `{c.id}` | {_cell(c.status)} | {c.confidence} | {_evidence(c.evidence)} |" for c in C.OP_CASES])
-    common = _table(("rule", "when it fires (the compiler's words)", "kind", "confidence", "evidence"),
-                    [f"| `{c.id}` | {_cell(c.status)} | {c.kind} | {c.confidence} | "
-                     f"{_evidence(c.evidence, c.looked_for)} |" for c in C.COMMON])
-    model = _table(("problem code", "fatal", "confidence", "evidence"),
-                   [f"| `{code}` | {'yes' if r.fatal else 'no'} | {r.confidence} | "
-                    f"{_evidence(r.evidence, r.looked_for)} |" for code, r in C.MODEL_RULES.items()])
+    cases = _table(
+        ("rule", "the op gets (the compiler's words)", "confidence", "evidence"),
+        [f"| `{c.id}` | {_cell(c.status)} | {c.confidence} | {_evidence(c.evidence)} |" for c in C.OP_CASES],
+    )
+    common = _table(
+        ("rule", "when it fires (the compiler's words)", "kind", "confidence", "evidence"),
+        [
+            f"| `{c.id}` | {_cell(c.status)} | {c.kind} | {c.confidence} | {_evidence(c.evidence, c.looked_for)} |"
+            for c in C.COMMON
+        ],
+    )
+    model = _table(
+        ("problem code", "fatal", "confidence", "evidence"),
+        [
+            f"| `{code}` | {'yes' if r.fatal else 'no'} | {r.confidence} | {_evidence(r.evidence, r.looked_for)} |"
+            for code, r in C.MODEL_RULES.items()
+        ],
+    )
     sizes = []
     for z in C.SIZE_LIMITS:
         refusal = f"confirmed from {z.smallest_refused:,}" if z.refused_confirmed else "uncertain at every size"
-        sizes.append(f"| `{z.id}` | {z.largest_mapped:,} | {z.smallest_refused:,} | {z.limit:,} | {refusal} | "
-                     f"{_evidence(z.evidence + z.refused_evidence)} |")
+        sizes.append(
+            f"| `{z.id}` | {z.largest_mapped:,} | {z.smallest_refused:,} | {z.limit:,} | {refusal} | "
+            f"{_evidence(z.evidence + z.refused_evidence)} |"
+        )
     guesses = []
     for kind in list(C.Kind)[:-1] + [None]:
         r = C.record(kind)
         lo, hi = r.interval
         guesses.append(f"| {kind or 'all documented'} | {r.held} | {r.tested} | {lo:.0%}-{hi:.0%} | {r.guess} |")
-    tested = [f"| {_cell(t.rule)} | {t.kind} | {'yes' if t.held else 'no'} | {_evidence(t.evidence)} |"
-              for t in C.TESTED]
-    return {"cases": cases, "common": common, "model": model,
-            "sizes": _table(("limit", "largest seen mapped", "smallest seen refused", "check's line", "refusal",
-                             "evidence"), sizes),
-            "guesses": _table(("kind", "held", "tested", "95% interval", "best guess for its untested rules"), guesses)
-            + "\n\n" + _table(("rule once untested", "kind", "held", "evidence"), tested)}
+    tested = [
+        f"| {_cell(t.rule)} | {t.kind} | {'yes' if t.held else 'no'} | {_evidence(t.evidence)} |" for t in C.TESTED
+    ]
+    return {
+        "cases": cases,
+        "common": common,
+        "model": model,
+        "sizes": _table(
+            ("limit", "largest seen mapped", "smallest seen refused", "check's line", "refusal", "evidence"), sizes
+        ),
+        "guesses": _table(("kind", "held", "tested", "95% interval", "best guess for its untested rules"), guesses)
+        + "\n\n"
+        + _table(("rule once untested", "kind", "held", "evidence"), tested),
+    }
 
 
 def _documentation_only_section() -> str:
@@ -138,51 +173,70 @@ def _documentation_only_section() -> str:
     rows = []
     for rid, where, rule in C.documentation_only():
         kind = getattr(rule, "kind", None)
-        guess = (f"{C.best_guess(kind)} ({kind})" if kind is not None else "edgetpu where its constraints allow"
-                 if isinstance(rule, C.OpRule) else "a problem; the main subgraph is checked")
+        guess = (
+            f"{C.best_guess(kind)} ({kind})"
+            if kind is not None
+            else "edgetpu where its constraints allow"
+            if isinstance(rule, C.OpRule)
+            else "a problem; the main subgraph is checked"
+        )
         rows.append(f"| `{rid}` | {_cell(where)} | {guess} | {_cell(C.SETTLE[rid])} |")
-    return ("\n\n## Rules on documentation alone\n\nNo compiled pair, compiler log or public report of a compile "
-            "shows these rules either way: each cites Coral's documentation only (`report:coral-*`), so check "
-            "places what they decide as uncertain, by the best guess of its kind (an op type's mapping: mapped, as "
-            "Coral's table says, unless one of its constraints refuses the op). Each names the compile that would "
-            "settle it, for compiler 16 on a full-int8 model "
-            f"(`compatibility.open_rules.SETTLE`; a test keeps it equal to the engine's data). {len(rows)} rules.\n\n"
-            + _table(("rule", "applies to", "check's guess", "the compile that would settle it"), rows))
+    return (
+        "\n\n## Rules on documentation alone\n\nNo compiled pair, compiler log or public report of a compile "
+        "shows these rules either way: each cites Coral's documentation only (`report:coral-*`), so check "
+        "places what they decide as uncertain, by the best guess of its kind (an op type's mapping: mapped, as "
+        "Coral's table says, unless one of its constraints refuses the op). Each names the compile that would "
+        "settle it, for compiler 16 on a full-int8 model "
+        f"(`compatibility.open_rules.SETTLE`; a test keeps it equal to the engine's data). {len(rows)} rules.\n\n"
+        + _table(("rule", "applies to", "check's guess", "the compile that would settle it"), rows)
+    )
 
 
 def _multiple_subgraphs_section() -> str:
     """What check's placement under -a rests on (compatibility.EV_MULTIPLE_SUBGRAPHS), and what is missing."""
     from edgekit.edgetpu import compatibility as C
 
-    return ("\n\n## Compiled with -a\n\nWith `-a` (`--enable_multiple_subgraphs`; `edgekit check -a`) check makes "
-            "every mappable run its own Edge TPU subgraph, with the same per-op rules as a default compile. That rests "
-            f"on {_evidence(C.EV_MULTIPLE_SUBGRAPHS)}: check matches the two compiled pairs made with `-a` op by op "
-            "(three Edge TPU subgraphs each). No public compiled pair of a large detector (YOLOv5/v8/11, SSD, "
-            "EfficientDet-Lite) made with `-a` was found: its public logs give counts per op type without the CPU "
-            "model (the yolov5s 224 log's model is 7.37 MiB and not to be had), and Coral's engineer says `-a` "
-            "fails to make a subgraph when one of its activations does not fit in memory (google-coral/edgetpu#356), "
-            "which check does not model. So check's `-a` placement of large detectors is not fitted to a compile, "
-            "and the code is left as it is. What would settle it: a YOLOv8n or YOLOv5s exported at 320 to 640 with "
-            "int8 input and output, compiled with `edgetpu_compiler -a -s` (and once without `-a`), published with "
-            "its CPU model and `.log`.")
+    return (
+        "\n\n## Compiled with -a\n\nWith `-a` (`--enable_multiple_subgraphs`; `edgekit check -a`) check makes "
+        "every mappable run its own Edge TPU subgraph, with the same per-op rules as a default compile. That rests "
+        f"on {_evidence(C.EV_MULTIPLE_SUBGRAPHS)}: check matches the two compiled pairs made with `-a` op by op "
+        "(three Edge TPU subgraphs each). No public compiled pair of a large detector (YOLOv5/v8/11, SSD, "
+        "EfficientDet-Lite) made with `-a` was found: its public logs give counts per op type without the CPU "
+        "model (the yolov5s 224 log's model is 7.37 MiB and not to be had), and Coral's engineer says `-a` "
+        "fails to make a subgraph when one of its activations does not fit in memory (google-coral/edgetpu#356), "
+        "which check does not model. So check's `-a` placement of large detectors is not fitted to a compile, "
+        "and the code is left as it is. What would settle it: a YOLOv8n or YOLOv5s exported at 320 to 640 with "
+        "int8 input and output, compiled with `edgetpu_compiler -a -s` (and once without `-a`), published with "
+        "its CPU model and `.log`."
+    )
 
 
 def _parsing_section() -> str:
     """The op-version ceiling (op_versions.REGISTERED) and the evidence that overrides it."""
     from edgekit.edgetpu import op_versions as V
 
-    overrides = _table(("op", "registered at v2.5.0", "compiler 16 parses", "why", "evidence"),
-                       [f"| `{op}` | {V.REGISTERED.get(op, ('-', '-'))[1]} | {o.max_version} | {_cell(o.why)} | "
-                        f"{_evidence(o.evidence)} |" for op, o in sorted(V.PARSE_OVERRIDES.items())])
-    return ("\n\n## Parsing: the op-version ceiling\n\nThe compiler refuses a whole model ('Model could not be "
-            "parsed') when an op version is not registered by its TensorFlow Lite's op resolver. The ceiling is "
-            f"`op_versions.REGISTERED`, read from {V.REGISTERED_SOURCE} ({len(V.REGISTERED)} builtin ops); "
-            "TensorFlow's runtime_version.cc dates every version and agrees with it on every op. Versions first "
-            f"released in {', '.join(sorted(V.UNSURE_RELEASES))} are reported as an uncertain problem "
-            "(`op_version_unsure`) and the model is judged as parsed; later ones are refused for sure "
-            "(`op_version`).\n\nWhere evidence disagrees with the registrations, the evidence wins: "
-            + ("\n\n" + overrides if V.PARSE_OVERRIDES else
-               "no compile we hold disagrees with them (every ledger pair is within them)."))
+    overrides = _table(
+        ("op", "registered at v2.5.0", "compiler 16 parses", "why", "evidence"),
+        [
+            f"| `{op}` | {V.REGISTERED.get(op, ('-', '-'))[1]} | {o.max_version} | {_cell(o.why)} | "
+            f"{_evidence(o.evidence)} |"
+            for op, o in sorted(V.PARSE_OVERRIDES.items())
+        ],
+    )
+    return (
+        "\n\n## Parsing: the op-version ceiling\n\nThe compiler refuses a whole model ('Model could not be "
+        "parsed') when an op version is not registered by its TensorFlow Lite's op resolver. The ceiling is "
+        f"`op_versions.REGISTERED`, read from {V.REGISTERED_SOURCE} ({len(V.REGISTERED)} builtin ops); "
+        "TensorFlow's runtime_version.cc dates every version and agrees with it on every op. Versions first "
+        f"released in {', '.join(sorted(V.UNSURE_RELEASES))} are reported as an uncertain problem "
+        "(`op_version_unsure`) and the model is judged as parsed; later ones are refused for sure "
+        "(`op_version`).\n\nWhere evidence disagrees with the registrations, the evidence wins: "
+        + (
+            "\n\n" + overrides
+            if V.PARSE_OVERRIDES
+            else "no compile we hold disagrees with them (every ledger pair is within them)."
+        )
+    )
 
 
 def rules_page() -> str:
@@ -190,30 +244,40 @@ def rules_page() -> str:
     from edgekit.edgetpu import compatibility as C
 
     t = _rule_tables()
-    return ("# Edge TPU compatibility: the rules `edgekit check` applies\n\n"
-            "Generated from `edgekit.edgetpu.compatibility` (`RULES`, `SEEN_MAPPED`, `COMMON`, `MODEL_RULES`) "
-            "by `python -m edgekit.cli.docs` (a test fails when this page differs). An op not listed is not an "
-            "Edge TPU op: it stays on the CPU. Each rule names the evidence it rests on: `pair:` a public compiled "
-            "pair of the evidence ledger (`tests/fixtures/evidence/SOURCES.tsv`), `testdata:` a compiled pair in "
-            "`../shared/testdata`, `log:` real compiler output in `tests/fixtures/compiler`, `report:` a public "
-            "report listed in `tests/fixtures/evidence/REPORTS.tsv`. `confirmed`: a real compile shows it; "
-            "`uncertain`: no real compile shows it either way, and the rule says what evidence was looked for; "
-            "check reports the placements it decides as uncertain. "
-            f"{len(C.RULES)} ops, {len(C.all_rules())} rules, each with its id.\n\n"
-            "## Before the table\n\nTried first, in this order; the first that applies decides the op.\n\n"
-            + t["cases"] + "\n\n## Per op\n\n" + _op_table()
-            + "\n\n## Every op\n\nChecked on every supported op before its own constraints.\n\n" + t["common"]
-            + "\n\n## Size limits\n\nEach limit as the compiles show it; check draws its line in the gap between the "
-            "largest size seen mapped and the smallest seen refused.\n\n" + t["sizes"]
-            + "\n\n## Best guesses for uncertain rules\n\nAn uncertain rule (no compile shows it either way) still "
-            "has to place its op. The guess follows how often rules of its kind held once a compile tested them "
-            "(a tie, or no record, falls back on all documented kinds; size limits and inferred refusals guess "
-            "what their own evidence shows: refused). The op's placement stays uncertain, so `--strict` never "
-            "fails on it; an op mapped as a best guess is reported as an uncertain problem (`uncertain_rule`).\n\n"
-            + t["guesses"]
-            + "\n\n## The whole model\n\nProblems that make the compiler refuse the model, or that check cannot "
-            "place op by op.\n\n" + t["model"] + _documentation_only_section() + _multiple_subgraphs_section()
-            + _parsing_section() + "\n")
+    return (
+        "# Edge TPU compatibility: the rules `edgekit check` applies\n\n"
+        "Generated from `edgekit.edgetpu.compatibility` (`RULES`, `SEEN_MAPPED`, `COMMON`, `MODEL_RULES`) "
+        "by `python -m edgekit.cli.docs` (a test fails when this page differs). An op not listed is not an "
+        "Edge TPU op: it stays on the CPU. Each rule names the evidence it rests on: `pair:` a public compiled "
+        "pair of the evidence ledger (`tests/fixtures/evidence/SOURCES.tsv`), `testdata:` a compiled pair in "
+        "`../shared/testdata`, `log:` real compiler output in `tests/fixtures/compiler`, `report:` a public "
+        "report listed in `tests/fixtures/evidence/REPORTS.tsv`. `confirmed`: a real compile shows it; "
+        "`uncertain`: no real compile shows it either way, and the rule says what evidence was looked for; "
+        "check reports the placements it decides as uncertain. "
+        f"{len(C.RULES)} ops, {len(C.all_rules())} rules, each with its id.\n\n"
+        "## Before the table\n\nTried first, in this order; the first that applies decides the op.\n\n"
+        + t["cases"]
+        + "\n\n## Per op\n\n"
+        + _op_table()
+        + "\n\n## Every op\n\nChecked on every supported op before its own constraints.\n\n"
+        + t["common"]
+        + "\n\n## Size limits\n\nEach limit as the compiles show it; check draws its line in the gap between the "
+        "largest size seen mapped and the smallest seen refused.\n\n"
+        + t["sizes"]
+        + "\n\n## Best guesses for uncertain rules\n\nAn uncertain rule (no compile shows it either way) still "
+        "has to place its op. The guess follows how often rules of its kind held once a compile tested them "
+        "(a tie, or no record, falls back on all documented kinds; size limits and inferred refusals guess "
+        "what their own evidence shows: refused). The op's placement stays uncertain, so `--strict` never "
+        "fails on it; an op mapped as a best guess is reported as an uncertain problem (`uncertain_rule`).\n\n"
+        + t["guesses"]
+        + "\n\n## The whole model\n\nProblems that make the compiler refuse the model, or that check cannot "
+        "place op by op.\n\n"
+        + t["model"]
+        + _documentation_only_section()
+        + _multiple_subgraphs_section()
+        + _parsing_section()
+        + "\n"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

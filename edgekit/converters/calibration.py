@@ -24,26 +24,30 @@ from typing import IO, Any, TypeVar
 
 import numpy as np
 
+from edgekit.board.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
+from edgekit.converters.quantize_options import QuantizeOptions
 from edgekit.data import labelled as datasets
 from edgekit.data.labelled import list_images
 from edgekit.errors import InputError, UsageError, first_line, regular_file
-from edgekit.converters.quantize_options import QuantizeOptions
-from edgekit.board.preprocess import IMAGE_EXTENSIONS, PreprocessSpec, normalize_rgb, open_image, pixels
 from edgekit.report import SILENT, Reporter
 from edgekit.results.quantize import Calibration, CalibrationSummary
 
 IMAGE_SUFFIXES = IMAGE_EXTENSIONS  # the images classify reads are the images calibration reads
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record")
-DEFAULT_SAMPLES = QuantizeOptions.samples   # quantize's defaults, declared once (edgekit.flags)
+DEFAULT_SAMPLES = QuantizeOptions.samples  # quantize's defaults, declared once (edgekit.flags)
 DEFAULT_HOLDOUT = QuantizeOptions.holdout
 MIN_RECOMMENDED = 100
 DEFAULT_TFRECORD_KEY = QuantizeOptions.tfrecord_key
 TFRECORD_LABEL_KEYS = ("image/class/label", "label")
 MAX_TFRECORD_SCAN = 5000
-RANDOM_WARNING = ("CALIBRATING ON RANDOM NOISE: the int8 model's accuracy is meaningless. "
-                  "Use --calib random only to test the plumbing; pass real images with --calib for a usable model.")
-CALIB_EXAMPLE = ("--calib path/to/images/  (a folder of training images, flat or one subfolder per class; "
-                 "also .npy, .npz, .tfrecord)")
+RANDOM_WARNING = (
+    "CALIBRATING ON RANDOM NOISE: the int8 model's accuracy is meaningless. "
+    "Use --calib random only to test the plumbing; pass real images with --calib for a usable model."
+)
+CALIB_EXAMPLE = (
+    "--calib path/to/images/  (a folder of training images, flat or one subfolder per class; "
+    "also .npy, .npz, .tfrecord)"
+)
 
 T = TypeVar("T")
 
@@ -59,7 +63,7 @@ class CalibrationData:
 
     calib: np.ndarray
     holdout: np.ndarray
-    kind: str                      # images | npy | npz | tfrecord | random
+    kind: str  # images | npy | npz | tfrecord | random
     source: str
     classes: list[str] | None = None
     warnings: list[str] = field(default_factory=list)
@@ -99,8 +103,14 @@ class CalibrationData:
 
     def summary(self) -> CalibrationSummary:
         """What was read, as the record inside the model keeps it."""
-        return CalibrationSummary(self.source, self.kind, len(self.calib), len(self.holdout),
-                                  self.folders or (len(self.classes) if self.classes else None), self.kind == "random")
+        return CalibrationSummary(
+            self.source,
+            self.kind,
+            len(self.calib),
+            len(self.holdout),
+            self.folders or (len(self.classes) if self.classes else None),
+            self.kind == "random",
+        )
 
     def described(self) -> Calibration:
         """:meth:`summary` and the notes reading the data gave (quantize's ``calibration``)."""
@@ -108,8 +118,7 @@ class CalibrationData:
 
 
 # ------------------------------------------------------------------------------------------ sampling
-def split_balanced(groups: Sequence[Sequence[T]], samples: int, holdout: int,
-                   seed: int) -> tuple[list[T], list[T]]:
+def split_balanced(groups: Sequence[Sequence[T]], samples: int, holdout: int, seed: int) -> tuple[list[T], list[T]]:
     """Draw disjoint calibration and held-back lists, seeded, round-robin over the groups (classes).
 
     When there is not enough for both, a quarter of the pool (at most ``holdout``) is held back.
@@ -129,7 +138,7 @@ def split_balanced(groups: Sequence[Sequence[T]], samples: int, holdout: int,
             if depth < len(g):
                 order.append(g[depth])
         depth += 1
-    order = order[:n_cal + n_hold]
+    order = order[: n_cal + n_hold]
     return order[:n_cal], order[n_cal:]
 
 
@@ -147,9 +156,10 @@ def tfrecord_files(source: str, flag: str = "--calib") -> list[str]:
     else:
         files = [source] if p.is_file() else []
     if not files:
-        raise InputError(f"{flag} {source}: no TFRecord files found",
-                         "check the folder or glob (quote it so the shell leaves the * alone), "
-                         "e.g. {flag} 'data/train-*.tfrecord'")
+        raise InputError(
+            f"{flag} {source}: no TFRecord files found",
+            "check the folder or glob (quote it so the shell leaves the * alone), e.g. {flag} 'data/train-*.tfrecord'",
+        )
     return files
 
 
@@ -158,8 +168,11 @@ def is_tfrecord(source: str) -> bool:
     if name.endswith(TFRECORD_SUFFIXES) or ".tfrecord" in name:
         return True
     p = Path(source)
-    return p.is_dir() and any(f.suffix.lower() in TFRECORD_SUFFIXES for f in p.iterdir()) and not any(
-        f.suffix.lower() in IMAGE_SUFFIXES or f.is_dir() for f in p.iterdir())
+    return (
+        p.is_dir()
+        and any(f.suffix.lower() in TFRECORD_SUFFIXES for f in p.iterdir())
+        and not any(f.suffix.lower() in IMAGE_SUFFIXES or f.is_dir() for f in p.iterdir())
+    )
 
 
 def _records_in_shares(tf: Any, files: Sequence[str], budget: int) -> Iterator[Any]:
@@ -171,6 +184,7 @@ def _records_in_shares(tf: Any, files: Sequence[str], budget: int) -> Iterator[A
     to the files that had more, read on from where they stopped. With more files than ``budget``, the
     first ``budget`` files in the (seeded, shuffled) order give one record each.
     """
+
     def reader(index: Any, name: Any, skip: Any, take: Any) -> Any:
         return tf.data.TFRecordDataset(name).skip(skip).take(take).map(lambda raw: (index, raw))
 
@@ -184,8 +198,13 @@ def _records_in_shares(tf: Any, files: Sequence[str], budget: int) -> Iterator[A
         plan = [(i, n) for i, n in plan if n > 0]
         indices, takes = [i for i, _ in plan], [n for _, n in plan]
         records = tf.data.Dataset.from_tensor_slices(
-            (np.asarray(indices, np.int64), [files[i] for i in indices],
-             np.asarray([read[i] for i in indices], np.int64), np.asarray(takes, np.int64))).flat_map(reader)
+            (
+                np.asarray(indices, np.int64),
+                [files[i] for i in indices],
+                np.asarray([read[i] for i in indices], np.int64),
+                np.asarray(takes, np.int64),
+            )
+        ).flat_map(reader)
         got = dict.fromkeys(indices, 0)
         for index, raw in records:
             got[int(index)] += 1
@@ -196,7 +215,9 @@ def _records_in_shares(tf: Any, files: Sequence[str], budget: int) -> Iterator[A
         active = unread + [i for i, n in plan if got[i] == n]
 
 
-def _read_tfrecords(source: str, key: str, seed: int = 0, flag: str = "--calib") -> tuple[list[list[bytes]], list[str] | None, list[str]]:
+def _read_tfrecords(
+    source: str, key: str, seed: int = 0, flag: str = "--calib"
+) -> tuple[list[list[bytes]], list[str] | None, list[str]]:
     from edgekit.converters.tf_quiet import import_tensorflow
 
     tf = import_tensorflow()
@@ -211,8 +232,11 @@ def _read_tfrecords(source: str, key: str, seed: int = 0, flag: str = "--calib")
             feats = example.features.feature
             if key not in feats or not feats[key].bytes_list.value:
                 present = ", ".join(sorted(feats)) or "none"
-                raise InputError(f"{flag} {source}: TFRecord example has no encoded image under {key!r} "
-                                 f"(features present: {present})", "name the feature with --tfrecord-key KEY")
+                raise InputError(
+                    f"{flag} {source}: TFRecord example has no encoded image under {key!r} "
+                    f"(features present: {present})",
+                    "name the feature with --tfrecord-key KEY",
+                )
             label = None
             for lk in TFRECORD_LABEL_KEYS:
                 if lk in feats and (feats[lk].int64_list.value or feats[lk].float_list.value):
@@ -233,10 +257,12 @@ def _read_tfrecords(source: str, key: str, seed: int = 0, flag: str = "--calib")
             hint = "the file is damaged or truncated, or is not a TFRecord of tf.train.Example"
         raise InputError(f"{flag} {source}: cannot read TFRecord: {reason}", hint) from None
     if count >= MAX_TFRECORD_SCAN:
-        notes.append(f"sampled from {MAX_TFRECORD_SCAN} records, an even share from the start of each of "
-                     f"{len(files)} file(s)" if len(files) <= MAX_TFRECORD_SCAN else
-                     f"sampled from {MAX_TFRECORD_SCAN} records, one from each of {MAX_TFRECORD_SCAN} of the "
-                     f"{len(files)} files (chosen with --seed)")
+        notes.append(
+            f"sampled from {MAX_TFRECORD_SCAN} records, an even share from the start of each of {len(files)} file(s)"
+            if len(files) <= MAX_TFRECORD_SCAN
+            else f"sampled from {MAX_TFRECORD_SCAN} records, one from each of {MAX_TFRECORD_SCAN} of the "
+            f"{len(files)} files (chosen with --seed)"
+        )
     labels = sorted(by_label, key=lambda v: (v is None, v))
     classes = [str(v) for v in labels] if len(labels) > 1 and None not in by_label else None
     return [by_label[v] for v in labels], classes, notes
@@ -250,8 +276,11 @@ def _record_label(feature: Any, what: str) -> int:
 
 
 def _not_an_array(source: Any, flag: str = "--calib") -> InputError:
-    return InputError(f"{flag} {source}: not a NumPy array of numbers (not a .npy/.npz file, or it holds "
-                      "Python objects, which edgekit never unpickles)", ARRAY_HINT)
+    return InputError(
+        f"{flag} {source}: not a NumPy array of numbers (not a .npy/.npz file, or it holds "
+        "Python objects, which edgekit never unpickles)",
+        ARRAY_HINT,
+    )
 
 
 def _check_npy_header(f: IO[bytes], available: int, where: str, flag: str = "--calib") -> None:
@@ -267,8 +296,11 @@ def _check_npy_header(f: IO[bytes], available: int, where: str, flag: str = "--c
     needed = math.prod(shape) * dtype.itemsize
     available -= f.tell()  # the header's own bytes
     if needed > available:
-        raise InputError(f"{flag} {where}: its header says {tuple(shape)} {dtype} ({needed:,} bytes) but the file "
-                         f"holds {available:,} (truncated or damaged)", "save the array again with np.save")
+        raise InputError(
+            f"{flag} {where}: its header says {tuple(shape)} {dtype} ({needed:,} bytes) but the file "
+            f"holds {available:,} (truncated or damaged)",
+            "save the array again with np.save",
+        )
 
 
 def _check_headers(source: Path, flag: str = "--calib") -> None:
@@ -296,8 +328,10 @@ def _read_array(source: Path, flag: str = "--calib") -> tuple[np.ndarray, np.nda
             xkey, ykey = datasets.array_names(names)
             xkey = xkey or next((k for k in names if z[k].ndim >= 3), None)
             if xkey is None:
-                raise InputError(f"{flag} {source}: no image array in the .npz (arrays: {', '.join(names)})",
-                                 "store the images as an (N, H, W, C) array named 'x'")
+                raise InputError(
+                    f"{flag} {source}: no image array in the .npz (arrays: {', '.join(names)})",
+                    "store the images as an (N, H, W, C) array named 'x'",
+                )
             return z[xkey], (z[ykey] if ykey else None)
     except InputError:
         raise
@@ -321,8 +355,10 @@ def check_exists(source: str, recorded_in: str | Path | None = None, flag: str =
     if source == "random" or is_glob(source) or Path(source).exists():
         return
     if recorded_in:
-        raise InputError(f"the calibration data recorded in {recorded_in} is gone: no such file or folder {source}",
-                         f"pass it explicitly: {CALIB_EXAMPLE}")
+        raise InputError(
+            f"the calibration data recorded in {recorded_in} is gone: no such file or folder {source}",
+            f"pass it explicitly: {CALIB_EXAMPLE}",
+        )
     raise InputError(f"{flag} {source}: no such file or folder", f"example: {_example(flag)}")
 
 
@@ -339,9 +375,17 @@ class _Source:
     is_float: bool = False  # float arrays are model inputs already: no pixels to renormalize
 
 
-def load(source: str, spec: PreprocessSpec, samples: int = DEFAULT_SAMPLES, holdout: int = DEFAULT_HOLDOUT,
-         seed: int = QuantizeOptions.seed, tfrecord_key: str = DEFAULT_TFRECORD_KEY, report: Reporter = SILENT,
-         flag: str = "--calib", letterbox: bool = False) -> CalibrationData:
+def load(
+    source: str,
+    spec: PreprocessSpec,
+    samples: int = DEFAULT_SAMPLES,
+    holdout: int = DEFAULT_HOLDOUT,
+    seed: int = QuantizeOptions.seed,
+    tfrecord_key: str = DEFAULT_TFRECORD_KEY,
+    report: Reporter = SILENT,
+    flag: str = "--calib",
+    letterbox: bool = False,
+) -> CalibrationData:
     """Read, sample and preprocess calibration data from ``source`` (see the module docstring); ``report``
     draws the progress; ``flag`` is the option errors name (``--calib``, or quantize's ``--eval``); ``letterbox``:
     images are letterboxed to the input size (a detector fed like Ultralytics' predict and val), not stretched."""
@@ -361,8 +405,15 @@ def _random(spec: PreprocessSpec, rgb: PreprocessSpec, samples: int, holdout: in
     rng = np.random.default_rng(seed)
     noise = rng.integers(0, 256, (samples + holdout, h, w, 3 if c == 3 else 1), dtype=np.uint8)
     px = np.stack([pixels(n if c == 3 else n[..., 0], rgb) for n in noise])
-    data = CalibrationData(np.zeros(0), np.zeros(0), "random", "random", warnings=[RANDOM_WARNING],
-                           calib_pixels=px[:samples], holdout_pixels=px[samples:])
+    data = CalibrationData(
+        np.zeros(0),
+        np.zeros(0),
+        "random",
+        "random",
+        warnings=[RANDOM_WARNING],
+        calib_pixels=px[:samples],
+        holdout_pixels=px[samples:],
+    )
     data.use(spec)
     return data
 
@@ -381,11 +432,13 @@ def _fitter(rgb: PreprocessSpec, letterbox: bool) -> Callable[[Any], np.ndarray]
         image = to_8bit(Image.fromarray(image) if isinstance(image, np.ndarray) else image)
         image = image.convert("L" if rgb.channels == "L" else "RGB")
         return pixels(Geometry.letterboxed(image.size, (rgb.width, rgb.height)).apply(image), rgb)
+
     return fit
 
 
-def _open_source(source: str, spec: PreprocessSpec, fit: Callable[[Any], np.ndarray], seed: int, tfrecord_key: str,
-                 flag: str) -> _Source:
+def _open_source(
+    source: str, spec: PreprocessSpec, fit: Callable[[Any], np.ndarray], seed: int, tfrecord_key: str, flag: str
+) -> _Source:
     """The reader for the kind of ``source`` (TFRecord, image folder, array), or the refusal naming what it is."""
     path = Path(source)
     if is_tfrecord(source):
@@ -396,17 +449,21 @@ def _open_source(source: str, spec: PreprocessSpec, fit: Callable[[Any], np.ndar
         return _array_source(source, spec, fit, flag)
     if is_glob(source):  # a glob is read as TFRecord files only (README): say so, not "a single image"
         folder = path.parent if not is_glob(str(path.parent)) else None
-        raise InputError(f"{flag} {source}: a glob names TFRecord files only, and this one names none",
-                         f"pass the folder that holds the images: {flag} {folder}" if folder
-                         else f"pass a folder of images; example: {_example(flag)}")
+        raise InputError(
+            f"{flag} {source}: a glob names TFRecord files only, and this one names none",
+            f"pass the folder that holds the images: {flag} {folder}"
+            if folder
+            else f"pass a folder of images; example: {_example(flag)}",
+        )
     if path.suffix.lower() in IMAGE_SUFFIXES:
-        raise InputError(f"{flag} {source} is a single image; calibration needs a few hundred",
-                         f"pass the folder that holds the images: {flag} {path.parent}")
+        raise InputError(
+            f"{flag} {source} is a single image; calibration needs a few hundred",
+            f"pass the folder that holds the images: {flag} {path.parent}",
+        )
     raise InputError(f"{flag} {source}: unsupported calibration source", f"example: {_example(flag)}")
 
 
-def _tfrecord_source(source: str, fit: Callable[[Any], np.ndarray], seed: int, tfrecord_key: str,
-                     flag: str) -> _Source:
+def _tfrecord_source(source: str, fit: Callable[[Any], np.ndarray], seed: int, tfrecord_key: str, flag: str) -> _Source:
     """TFRecord files: encoded images grouped by their label feature."""
     groups, classes, notes = _read_tfrecords(source, tfrecord_key, seed, flag)
 
@@ -414,9 +471,12 @@ def _tfrecord_source(source: str, fit: Callable[[Any], np.ndarray], seed: int, t
         try:
             return fit(open_image(io.BytesIO(b)))
         except InputError as exc:
-            raise InputError(f"{flag} {source}: a record's {tfrecord_key!r} is not a readable image "
-                             f"({exc.message.split(': ', 1)[-1]})",
-                             "name the feature holding encoded images with --tfrecord-key") from None
+            raise InputError(
+                f"{flag} {source}: a record's {tfrecord_key!r} is not a readable image "
+                f"({exc.message.split(': ', 1)[-1]})",
+                "name the feature holding encoded images with --tfrecord-key",
+            ) from None
+
     return _Source("tfrecord", groups, decode, classes, [int(c) for c in classes] if classes else None, notes)
 
 
@@ -429,6 +489,7 @@ def _folder_source(source: str, fit: Callable[[Any], np.ndarray], flag: str) -> 
             return fit(open_image(f))
         except InputError as exc:
             raise InputError(f"{flag} {source}: {exc.message}", "remove or replace that file") from None
+
     return _Source("images", groups, decode, classes, list(range(len(classes))) if classes else None)
 
 
@@ -437,8 +498,12 @@ def _array_source(source: str, spec: PreprocessSpec, fit: Callable[[Any], np.nda
     path = Path(source)
     x, y = _read_array(path, flag)
     _check_array(x, source, flag)
-    found = _Source(path.suffix.lower()[1:], [list(range(len(x)))], _array_decoder(x, source, spec, fit, flag),
-                    is_float=x.dtype.kind == "f")
+    found = _Source(
+        path.suffix.lower()[1:],
+        [list(range(len(x)))],
+        _array_decoder(x, source, spec, fit, flag),
+        is_float=x.dtype.kind == "f",
+    )
     if x.dtype.kind == "f":
         found.notes.append("float array used as model inputs as is (no preprocessing applied)")
     if y is not None:  # labels that are there must be labels, as evaluate requires of the same file
@@ -453,41 +518,58 @@ def _array_source(source: str, spec: PreprocessSpec, fit: Callable[[Any], np.nda
 def _check_array(x: np.ndarray, source: str, flag: str) -> None:
     """Refuse an array that holds no images: wrong rank, empty, odd channels, NaN or infinite values."""
     if x.ndim not in (3, 4) or len(x) == 0:
-        raise InputError(f"{flag} {source}: expected an (N, H, W, C) image array, got shape {x.shape}",
-                         ARRAY_HINT)
+        raise InputError(f"{flag} {source}: expected an (N, H, W, C) image array, got shape {x.shape}", ARRAY_HINT)
     if x.dtype == np.uint8 and x.ndim == 4 and x.shape[-1] not in (1, 3, 4):
-        raise InputError(f"{flag} {source}: images with {x.shape[-1]} channels (shape {x.shape})",
-                         "store 1 (grey), 3 (RGB) or 4 (RGBA) channels, as (N, H, W, C)")
+        raise InputError(
+            f"{flag} {source}: images with {x.shape[-1]} channels (shape {x.shape})",
+            "store 1 (grey), 3 (RGB) or 4 (RGBA) channels, as (N, H, W, C)",
+        )
     if x.dtype.kind == "f" and not np.isfinite(x).all():
-        raise InputError(f"{flag} {source}: the array holds NaN or infinite values "
-                         f"({int(np.count_nonzero(~np.isfinite(x)))} of {x.size})",
-                         "replace them (np.nan_to_num) or drop those samples")
+        raise InputError(
+            f"{flag} {source}: the array holds NaN or infinite values "
+            f"({int(np.count_nonzero(~np.isfinite(x)))} of {x.size})",
+            "replace them (np.nan_to_num) or drop those samples",
+        )
 
 
-def _array_decoder(x: np.ndarray, source: str, spec: PreprocessSpec, fit: Callable[[Any], np.ndarray],
-                   flag: str) -> Callable[[int], np.ndarray]:
+def _array_decoder(
+    x: np.ndarray, source: str, spec: PreprocessSpec, fit: Callable[[Any], np.ndarray], flag: str
+) -> Callable[[int], np.ndarray]:
     """Sample ``i`` of the array: uint8 pixels resized like an image, or a float input of the model's shape."""
     if x.dtype == np.uint8:
+
         def decode(i: int) -> np.ndarray:
             return fit(x[i] if x[i].ndim == 2 or x[i].shape[-1] != 1 else x[i][..., 0])
+
         return decode
     if x.dtype.kind == "f":
         shape = (spec.height, spec.width, spec.num_channels)
         if tuple(x.shape[1:]) != shape:
-            raise InputError(f"{flag} {source}: float array of shape {tuple(x.shape[1:])} per sample, "
-                             f"but the model takes {shape}",
-                             "store uint8 images (edgekit preprocesses them) or already-preprocessed "
-                             "inputs of the model's shape")
+            raise InputError(
+                f"{flag} {source}: float array of shape {tuple(x.shape[1:])} per sample, but the model takes {shape}",
+                "store uint8 images (edgekit preprocesses them) or already-preprocessed inputs of the model's shape",
+            )
 
         def as_input(i: int) -> np.ndarray:
             return x[i].astype(np.float32)
+
         return as_input
-    raise InputError(f"{flag} {source}: array dtype {x.dtype} is neither uint8 images nor float inputs",
-                     "save 0..255 images as uint8 (x.astype(np.uint8)), or preprocessed model inputs as float32")
+    raise InputError(
+        f"{flag} {source}: array dtype {x.dtype} is neither uint8 images nor float inputs",
+        "save 0..255 images as uint8 (x.astype(np.uint8)), or preprocessed model inputs as float32",
+    )
 
 
-def _sample(found: _Source, source: str, spec: PreprocessSpec, samples: int, holdout: int, seed: int,
-            report: Reporter, flag: str) -> CalibrationData:
+def _sample(
+    found: _Source,
+    source: str,
+    spec: PreprocessSpec,
+    samples: int,
+    holdout: int,
+    seed: int,
+    report: Reporter,
+    flag: str,
+) -> CalibrationData:
     """Draw the calibration and held-back samples (balanced over the classes), decode and normalize them."""
     h, w, c = spec.height, spec.width, spec.num_channels
     tagged = [[(k, item) for item in g] for k, g in enumerate(found.groups)]  # each item with its group
@@ -497,21 +579,24 @@ def _sample(found: _Source, source: str, spec: PreprocessSpec, samples: int, hol
     title = "Reading calibration data" if flag == "--calib" else f"Reading {flag} data"
     tensors = [found.decode(item) for _, item in report.iterate(chosen + held, len(chosen) + len(held), title)]
     empty = np.zeros((0, h, w, c), np.float32 if found.is_float else np.uint8)
-    first = np.stack(tensors[:len(chosen)])
-    rest = np.stack(tensors[len(chosen):]) if held else empty
+    first = np.stack(tensors[: len(chosen)])
+    rest = np.stack(tensors[len(chosen) :]) if held else empty
     kind, classes, notes = found.kind, found.classes, found.notes
     if found.is_float:
         data = CalibrationData(first.astype(np.float32), rest.astype(np.float32), kind, source, classes, notes=notes)
     else:
-        data = CalibrationData(np.zeros(0), np.zeros(0), kind, source, classes, notes=notes,
-                               calib_pixels=first, holdout_pixels=rest)
+        data = CalibrationData(
+            np.zeros(0), np.zeros(0), kind, source, classes, notes=notes, calib_pixels=first, holdout_pixels=rest
+        )
         data.use(spec)
     if found.class_ids is not None:
         data.calib_labels = np.asarray([found.class_ids[k] for k, _ in chosen], np.int64)
         data.holdout_labels = np.asarray([found.class_ids[k] for k, _ in held], np.int64)
     if len(chosen) < MIN_RECOMMENDED:
-        data.warnings.append(f"only {len(chosen)} calibration samples (fewer than {MIN_RECOMMENDED}): "
-                             "int8 ranges may be poorly estimated; give more data or a larger --samples")
+        data.warnings.append(
+            f"only {len(chosen)} calibration samples (fewer than {MIN_RECOMMENDED}): "
+            "int8 ranges may be poorly estimated; give more data or a larger --samples"
+        )
     if holdout and not held:
         data.notes.append("too little data to hold any back: verification uses the calibration samples")
     return data
@@ -519,6 +604,8 @@ def _sample(found: _Source, source: str, spec: PreprocessSpec, samples: int, hol
 
 def describe_missing(model_path: str) -> UsageError:
     """The refusal when no calibration data was given and none is recorded beside the model."""
-    return UsageError(f"no calibration data for {os.path.basename(model_path)}: full-int8 quantization needs "
-                      "real inputs to measure activation ranges",
-                      f"pass {CALIB_EXAMPLE}; `--calib random` only to test the plumbing")
+    return UsageError(
+        f"no calibration data for {os.path.basename(model_path)}: full-int8 quantization needs "
+        "real inputs to measure activation ranges",
+        f"pass {CALIB_EXAMPLE}; `--calib random` only to test the plumbing",
+    )

@@ -9,13 +9,18 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
+from edgekit.board.preprocess import PreprocessSpec
 from edgekit.converters import keras_io
 from edgekit.converters.tf_quiet import import_tensorflow
-from edgekit.board.preprocess import PreprocessSpec
 
 
-def make_converter(loaded: keras_io.LoadedSource, spec: PreprocessSpec, representative: Callable[[], Any],
-                   io_type: str | None = "uint8", settings: dict[str, bool] | None = None) -> Any:
+def make_converter(
+    loaded: keras_io.LoadedSource,
+    spec: PreprocessSpec,
+    representative: Callable[[], Any],
+    io_type: str | None = "uint8",
+    settings: dict[str, bool] | None = None,
+) -> Any:
     """The TFLiteConverter quantize uses (``io_type`` None keeps float I/O, as the quantization debugger needs)."""
     tf = import_tensorflow()
     cf = loaded.concrete_function(spec.height, spec.width)

@@ -22,9 +22,11 @@ Attrs = Mapping[str, Any]
 
 #: ONNX axis of a 4-D NCHW value → its axis in the NHWC tensor that holds it.
 TO_NHWC = {0: 0, 1: 3, 2: 1, 3: 2}
-ATTENTION_HINT = ("a MatMul between two activations is an attention block (YOLO11/YOLO26's C2PSA/Attention): the "
-                  "Edge TPU cannot run it (BATCH_MATMUL on the CPU splits the model). Use a model without attention "
-                  "for a Coral (YOLOv8 or YOLOv5u; a CNN classifier), or remove the block and fine-tune")
+ATTENTION_HINT = (
+    "a MatMul between two activations is an attention block (YOLO11/YOLO26's C2PSA/Attention): the "
+    "Edge TPU cannot run it (BATCH_MATMUL on the CPU splits the model). Use a model without attention "
+    "for a Coral (YOLOv8 or YOLOv5u; a CNN classifier), or remove the block and fine-tune"
+)
 
 
 @dataclass
@@ -57,10 +59,12 @@ def tensor_of(t: Any) -> np.ndarray:
 
 def refuse(node: Any, shown: str, why: str = "", hint: str = "") -> InputError:
     what = f"the ONNX op {node.op_type} (node {node.name or node.output[0]!r})"
-    return InputError(f"{shown}: {what} {why or 'has no translation to an Edge TPU model in edgekit'}",
-                      hint or "replace it in the PyTorch model with an op the Edge TPU runs (Conv, ReLU/ReLU6, "
-                      "pooling, Add, Concat, Linear: docs/commands/quantize.md lists the ops) and export again")
-
+    return InputError(
+        f"{shown}: {what} {why or 'has no translation to an Edge TPU model in edgekit'}",
+        hint
+        or "replace it in the PyTorch model with an op the Edge TPU runs (Conv, ReLU/ReLU6, "
+        "pooling, Add, Concat, Linear: docs/commands/quantize.md lists the ops) and export again",
+    )
 
 
 def plain(t: T) -> Any:
@@ -96,8 +100,12 @@ def aligned(c: Any, like: T) -> Any:
 
 
 NUMPY_BINARY: dict[str, Callable[[Any, Any], Any]] = {
-    "Add": np.add, "Sub": np.subtract, "Mul": np.multiply, "Pow": np.power,
-    "Div": lambda a, b: a // b if np.asarray(a).dtype.kind in "iu" else np.divide(a, b)}
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "Pow": np.power,
+    "Div": lambda a, b: a // b if np.asarray(a).dtype.kind in "iu" else np.divide(a, b),
+}
 
 
 def binary(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
@@ -107,8 +115,9 @@ def binary(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     if not isinstance(x, T) and not isinstance(y, T):
         return np.asarray(NUMPY_BINARY[n.op_type](np.asarray(x), np.asarray(y)))
     like = x if isinstance(x, T) else y
-    if (isinstance(x, T) and isinstance(y, T) and (x.nhwc != y.nhwc or x.perm is not None or y.perm is not None)) \
-            or (like.perm is not None and np.asarray(x if like is y else y).size > 1):
+    if (isinstance(x, T) and isinstance(y, T) and (x.nhwc != y.nhwc or x.perm is not None or y.perm is not None)) or (
+        like.perm is not None and np.asarray(x if like is y else y).size > 1
+    ):
         x, y, like = T(as_plain(x)), T(as_plain(y)), T(as_plain(x))
     xs = x.x if isinstance(x, T) else aligned(x, like)
     ys = y.x if isinstance(y, T) else aligned(y, like)
@@ -122,10 +131,12 @@ def binary(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
 
 def unary(fn: Callable[[Any, Attrs], Any]) -> Callable[..., Any]:
     """An elementwise op: the layout (and a Flatten's permutation) carries through."""
+
     def op(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
         if not isinstance(ins[0], T):
             raise ValueError("a constant input")
         return replace(ins[0], x=fn(ins[0].x, a))
+
     return op
 
 
@@ -168,8 +179,9 @@ def as_nhwc(x: T) -> T:
     return T(tf_().transpose(x.x, (0, 2, 3, 1)), nhwc=True)
 
 
-def windowed(x: T, a: Attrs, kernel: tuple[int, int], fill: float | None = 0.0,
-             same_ok: bool = True) -> tuple[Any, str]:
+def windowed(
+    x: T, a: Attrs, kernel: tuple[int, int], fill: float | None = 0.0, same_ok: bool = True
+) -> tuple[Any, str]:
     """(input, TF padding) for a Conv or pool: SAME where the ONNX pads equal TensorFlow's, else an explicit PAD."""
     tf = tf_()
     x = as_nhwc(x)
@@ -225,8 +237,10 @@ def conv(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
         f = w.reshape(cin, w.shape[0] // cin, kh, kw).transpose(2, 3, 0, 1)
         y = tf.nn.depthwise_conv2d(xx, f, strides, padding, dilations=dil)
     else:
-        parts = [tf.nn.conv2d(xi, wi.transpose(2, 3, 1, 0), strides, padding, dilations=[1, *dil, 1])
-                 for xi, wi in zip(tf.split(xx, group, axis=3), np.split(w, group, axis=0))]
+        parts = [
+            tf.nn.conv2d(xi, wi.transpose(2, 3, 1, 0), strides, padding, dilations=[1, *dil, 1])
+            for xi, wi in zip(tf.split(xx, group, axis=3), np.split(w, group, axis=0))
+        ]
         y = tf.concat(parts, axis=3)
     return T(tf.nn.bias_add(y, b) if b is not None else y, nhwc=True)
 
@@ -250,6 +264,7 @@ def global_pool(reduce: str) -> Callable[..., Any]:
     def op(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
         x = as_nhwc(ins[0])
         return T(getattr(tf_(), reduce)(x.x, axis=[1, 2], keepdims=True), nhwc=True)
+
     return op
 
 
@@ -285,7 +300,7 @@ def reshaped(x: Any, target: list[int]) -> Any:
         n, c, h, w = shape
         flat = tf.reshape(x.x, (n, c * h * w))
         return T(flat) if h * w == 1 else T(flat, perm=flat_perm(h, w, c), hwc=(h, w, c))
-    if x.nhwc or x.perm is not None:   # any other reshape of a channels-first value: in ONNX's order (TRANSPOSE)
+    if x.nhwc or x.perm is not None:  # any other reshape of a channels-first value: in ONNX's order (TRANSPOSE)
         return T(tf.reshape(plain(x), target))
     return T(tf.reshape(x.x, target))
 
@@ -312,8 +327,11 @@ def gemm(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     tf = tf_()
     x, b = ins[0], ins[1]
     if isinstance(b, T) or not isinstance(x, T):
-        raise InputError(f"{tr.shown}: the ONNX op {n.op_type} (node {n.name or n.output[0]!r}) multiplies two "
-                         "activations (attention)", ATTENTION_HINT)
+        raise InputError(
+            f"{tr.shown}: the ONNX op {n.op_type} (node {n.name or n.output[0]!r}) multiplies two "
+            "activations (attention)",
+            ATTENTION_HINT,
+        )
     if a.get("transA", 0):
         raise ValueError("transA=1")
     w = np.asarray(b, np.float32)
@@ -364,13 +382,19 @@ def split(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
         return np.split(np.asarray(x), np.cumsum(sizes)[:-1], axis=axis)
     x = x if x.perm is None else T(plain(x))
     ax = axis_of(x, axis)
-    if len(set(sizes)) == 1:   # equal parts: SPLIT, which the Edge TPU maps (tf.split with sizes writes SPLIT_V,
-        return [replace(x, x=part) for part in tf_().split(x.x, len(sizes), axis=ax)]   # which it does not)
-    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])   # unequal parts: one slice each (SLICE maps)
+    if len(set(sizes)) == 1:  # equal parts: SPLIT, which the Edge TPU maps (tf.split with sizes writes SPLIT_V,
+        return [replace(x, x=part) for part in tf_().split(x.x, len(sizes), axis=ax)]  # which it does not)
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])  # unequal parts: one slice each (SLICE maps)
     rank = len(x.x.shape)
-    return [replace(x, x=tf_().slice(x.x, [int(b) if d == ax else 0 for d in range(rank)],
-                                     [s if d == ax else -1 for d in range(rank)]))
-            for b, s in zip(starts, sizes)]
+    return [
+        replace(
+            x,
+            x=tf_().slice(
+                x.x, [int(b) if d == ax else 0 for d in range(rank)], [s if d == ax else -1 for d in range(rank)]
+            ),
+        )
+        for b, s in zip(starts, sizes)
+    ]
 
 
 def slice_(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
@@ -385,7 +409,7 @@ def slice_(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     x = ins[0] if not isinstance(ins[0], T) or ins[0].perm is None else T(plain(ins[0]))
     rank = len(onnx_shape(x))
     index = [slice(None)] * rank
-    big = 2 ** 62
+    big = 2**62
     for s, e, ax, st in zip(starts, ends, axes, steps):
         e = None if (st > 0 and e >= big) or (st < 0 and e <= -big) else int(e)
         ax = int(ax) % rank
@@ -402,7 +426,7 @@ def transpose(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     if not isinstance(x, T):
         return np.transpose(np.asarray(x), perm)
     if not x.nhwc and x.perm is None and rank == 4 and perm == [0, 3, 1, 2]:
-        return T(x.x, nhwc=True)   # NHWC → NCHW: the value already is NHWC, as stored
+        return T(x.x, nhwc=True)  # NHWC → NCHW: the value already is NHWC, as stored
     stored = [axis_of(x, p) for p in perm] if x.perm is None else perm
     xs = x.x if x.perm is None else plain(x)
     if stored == list(range(rank)):
@@ -434,10 +458,11 @@ def reduce(name: str) -> Callable[..., Any]:
         y = getattr(tf_(), name)(x.x, axis=stored, keepdims=bool(a.get("keepdims", 1)))
         if a.get("keepdims", 1):
             return replace(x, x=y)
-        kept = [ax for ax in range(rank) if ax not in axes]   # ONNX order of the axes left
+        kept = [ax for ax in range(rank) if ax not in axes]  # ONNX order of the axes left
         kept_stored = sorted(kept, key=lambda ax: axis_of(x, ax))
         order = [kept_stored.index(ax) for ax in kept]
         return T(y if order == sorted(order) else tf_().transpose(y, order))
+
     return op
 
 
@@ -461,12 +486,20 @@ def resize(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     if mode == "nearest":
         if out[0] % shape[2] or out[1] % shape[3] or ctm == "tf_crop_and_resize":
             raise ValueError("nearest resizing by a factor that is not a whole number")
-        return T(tf.compat.v1.image.resize_nearest_neighbor(x.x, out, align_corners=False,
-                                                             half_pixel_centers=False), nhwc=True)
+        return T(
+            tf.compat.v1.image.resize_nearest_neighbor(x.x, out, align_corners=False, half_pixel_centers=False),
+            nhwc=True,
+        )
     if mode == "linear" and ctm in ("half_pixel", "pytorch_half_pixel", "align_corners", "asymmetric"):
-        return T(tf.compat.v1.image.resize_bilinear(x.x, out, align_corners=ctm == "align_corners",
-                                                    half_pixel_centers=ctm in ("half_pixel", "pytorch_half_pixel")),
-                 nhwc=True)
+        return T(
+            tf.compat.v1.image.resize_bilinear(
+                x.x,
+                out,
+                align_corners=ctm == "align_corners",
+                half_pixel_centers=ctm in ("half_pixel", "pytorch_half_pixel"),
+            ),
+            nhwc=True,
+        )
     raise ValueError(f"mode {mode} with coordinate_transformation_mode {ctm}")
 
 
@@ -474,11 +507,14 @@ def resize(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
 def _const_only(fn: Callable[..., Any]) -> Callable[..., Any]:
     def op(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
         if any(isinstance(v, T) for v in ins):
-            raise InputError(f"{tr.shown}: the ONNX op {n.op_type} (node {n.name or n.output[0]!r}) is applied to an "
-                             "activation; edgekit translates it for shape arithmetic on constants only",
-                             "export the model without it (torch.flatten / nn.Flatten instead of view/size "
-                             "arithmetic), or simplify it with onnxsim first")
+            raise InputError(
+                f"{tr.shown}: the ONNX op {n.op_type} (node {n.name or n.output[0]!r}) is applied to an "
+                "activation; edgekit translates it for shape arithmetic on constants only",
+                "export the model without it (torch.flatten / nn.Flatten instead of view/size "
+                "arithmetic), or simplify it with onnxsim first",
+            )
         return fn(tr, n, ins, a)
+
     return op
 
 
@@ -493,7 +529,7 @@ def constant(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
 
 def shape_of(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
     shape = onnx_shape(ins[0])
-    return np.asarray(shape[a.get("start", 0):a.get("end", len(shape))], np.int64)
+    return np.asarray(shape[a.get("start", 0) : a.get("end", len(shape))], np.int64)
 
 
 def squeeze_unsqueeze(tr: Any, n: Any, ins: list[Any], a: Attrs) -> Any:
@@ -542,18 +578,49 @@ def _tf_unary(name: str) -> Callable[..., Any]:
 
 
 OPS: dict[str, Callable[..., Any]] = {
-    "Conv": conv, "BatchNormalization": batch_norm, "Relu": _tf_unary("relu"), "Clip": clip,
-    "Sigmoid": _tf_unary("sigmoid"), "Tanh": _tf_unary("tanh"),
+    "Conv": conv,
+    "BatchNormalization": batch_norm,
+    "Relu": _tf_unary("relu"),
+    "Clip": clip,
+    "Sigmoid": _tf_unary("sigmoid"),
+    "Tanh": _tf_unary("tanh"),
     "LeakyRelu": unary(lambda x, a: tf_().nn.leaky_relu(x, alpha=a.get("alpha", 0.01))),
-    "HardSigmoid": unary(hard_sigmoid), "HardSwish": unary(hard_swish),
-    "Add": binary, "Sub": binary, "Mul": binary, "Div": binary, "Pow": binary,
-    "MaxPool": max_pool, "AveragePool": avg_pool, "GlobalAveragePool": global_pool("reduce_mean"),
-    "GlobalMaxPool": global_pool("reduce_max"), "Concat": concat, "Reshape": reshape, "Flatten": flatten,
-    "Gemm": gemm, "MatMul": gemm, "Softmax": softmax, "Resize": resize, "Upsample": resize, "Split": split,
-    "Slice": slice_, "Transpose": transpose, "Pad": pad, "ReduceMean": reduce("reduce_mean"),
-    "ReduceMax": reduce("reduce_max"), "Identity": identity, "Dropout": identity, "Constant": constant,
-    "Shape": shape_of, "Squeeze": squeeze_unsqueeze, "Unsqueeze": squeeze_unsqueeze, "Cast": cast,
-    "Gather": _const_only(gather), "ConstantOfShape": _const_only(constant_of_shape),
-    "Sqrt": numpy_unary(np.sqrt), "Floor": numpy_unary(np.floor), "Ceil": numpy_unary(np.ceil),
+    "HardSigmoid": unary(hard_sigmoid),
+    "HardSwish": unary(hard_swish),
+    "Add": binary,
+    "Sub": binary,
+    "Mul": binary,
+    "Div": binary,
+    "Pow": binary,
+    "MaxPool": max_pool,
+    "AveragePool": avg_pool,
+    "GlobalAveragePool": global_pool("reduce_mean"),
+    "GlobalMaxPool": global_pool("reduce_max"),
+    "Concat": concat,
+    "Reshape": reshape,
+    "Flatten": flatten,
+    "Gemm": gemm,
+    "MatMul": gemm,
+    "Softmax": softmax,
+    "Resize": resize,
+    "Upsample": resize,
+    "Split": split,
+    "Slice": slice_,
+    "Transpose": transpose,
+    "Pad": pad,
+    "ReduceMean": reduce("reduce_mean"),
+    "ReduceMax": reduce("reduce_max"),
+    "Identity": identity,
+    "Dropout": identity,
+    "Constant": constant,
+    "Shape": shape_of,
+    "Squeeze": squeeze_unsqueeze,
+    "Unsqueeze": squeeze_unsqueeze,
+    "Cast": cast,
+    "Gather": _const_only(gather),
+    "ConstantOfShape": _const_only(constant_of_shape),
+    "Sqrt": numpy_unary(np.sqrt),
+    "Floor": numpy_unary(np.floor),
+    "Ceil": numpy_unary(np.ceil),
     "Neg": numpy_unary(np.negative),
 }

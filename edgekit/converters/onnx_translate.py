@@ -31,7 +31,7 @@ class Translation:
         self.graph, self.image, self.output, self.shown, self.head = model.graph, image, output, shown, head
         self.consts: dict[str, np.ndarray] = {t.name: tensor_of(t) for t in model.graph.initializer}
         wanted = list(head.boxes + head.scores) if head else [output]
-        self.nodes = [copy.deepcopy(n) for n in needed(list(model.graph.node), wanted)]   # BatchNorm folding edits
+        self.nodes = [copy.deepcopy(n) for n in needed(list(model.graph.node), wanted)]  # BatchNorm folding edits
         self.opset = next((o.version for o in model.opset_import if o.domain in ("", "ai.onnx")), 13)
         self.notes: list[str] = []
         self._fold_batch_norms()
@@ -49,8 +49,13 @@ class Translation:
         kept = []
         for n in self.nodes:
             conv = producer.get(n.input[0]) if n.op_type == "BatchNormalization" else None
-            if conv is None or conv.op_type != "Conv" or users.get(n.input[0]) != 1 or len(n.output) != 1 \
-                    or any(i not in self.consts for i in list(n.input[1:5]) + list(conv.input[1:])):
+            if (
+                conv is None
+                or conv.op_type != "Conv"
+                or users.get(n.input[0]) != 1
+                or len(n.output) != 1
+                or any(i not in self.consts for i in list(n.input[1:5]) + list(conv.input[1:]))
+            ):
                 kept.append(n)
                 continue
             scale, bias, mean, var = (self.consts[i].astype(np.float64) for i in n.input[1:5])
@@ -69,7 +74,7 @@ class Translation:
         """Refuse what cannot be translated before any slow work: unknown ops, attention MatMuls (a MatMul whose
         inputs both depend on the image; weights reached through constant ops, e.g. a Transpose, are constants)."""
         made_const = set(self.consts)
-        for n in self.nodes:   # in graph order: a node of constants only makes constants
+        for n in self.nodes:  # in graph order: a node of constants only makes constants
             if n.op_type not in OPS:
                 raise refuse(n, self.shown)
             if n.op_type == "MatMul" and n.input[1] not in made_const and n.input[0] not in made_const:
@@ -86,8 +91,10 @@ class Translation:
             tf = import_tensorflow()
             maps = [[values[name] for name in names] for names in (self.head.boxes, self.head.scores)]
             if not all(isinstance(m, T) and m.nhwc for level in maps for m in level):
-                raise ConversionError(f"{self.shown}: the YOLO head's maps are not 4-D image tensors",
-                                      "export the model with Ultralytics' format=onnx at a fixed imgsz")
+                raise ConversionError(
+                    f"{self.shown}: the YOLO head's maps are not 4-D image tensors",
+                    "export the model with Ultralytics' format=onnx at a fixed imgsz",
+                )
             boxes, scores = (join_levels_nhwc(tf, [m.x for m in level]) for level in maps)
             return boxes, tf.sigmoid(scores)
         out = values[self.output]
@@ -104,8 +111,12 @@ class Translation:
             except (InputError, ConversionError):
                 raise
             except Exception as exc:  # a shape or attribute the translator does not handle
-                raise refuse(n, self.shown, f"could not be translated ({type(exc).__name__}: "
-                                             f"{str(exc).splitlines()[0][:200] if str(exc) else ''})") from None
+                raise refuse(
+                    n,
+                    self.shown,
+                    f"could not be translated ({type(exc).__name__}: "
+                    f"{str(exc).splitlines()[0][:200] if str(exc) else ''})",
+                ) from None
             for name, value in zip(n.output, outs if isinstance(outs, (list, tuple)) else [outs]):
                 values[name] = value
         return values

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-Node = Any   # an onnx.NodeProto (onnx is imported only where a model is read)
+Node = Any  # an onnx.NodeProto (onnx is imported only where a model is read)
 
 
 @dataclass(frozen=True)
@@ -60,11 +60,15 @@ def find_head(nodes: list[Any], consts: dict[str, np.ndarray], channels: dict[st
             consumers.setdefault(i, []).append(n)
     levels = [(n, _flattened_levels(n, producer, consts)) for n in nodes]
     joined = [(n, maps) for n, maps in levels if maps]
-    for concat, maps in joined:   # the older form: a Split into boxes and classes after the join
+    for concat, maps in joined:  # the older form: a Split into boxes and classes after the join
         split = next((c for c in consumers.get(concat.output[0], []) if c.op_type == "Split"), None)
         pairs = [p for p in (producer.get(m) for m in maps) if p is not None]
-        if split is None or len(split.output) != 2 or len(pairs) != len(maps) or not all(
-                p.op_type == "Concat" and len(p.input) == 2 for p in pairs):
+        if (
+            split is None
+            or len(split.output) != 2
+            or len(pairs) != len(maps)
+            or not all(p.op_type == "Concat" and len(p.input) == 2 for p in pairs)
+        ):
             continue
         head = _head(tuple(p.input[0] for p in pairs), tuple(p.input[1] for p in pairs), channels)
         if head:

@@ -27,24 +27,32 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.results import metrics
-from edgekit.errors import UsageError, VerificationError
 from edgekit.board.preprocess import PreprocessSpec, normalize_rgb
-from edgekit.results.quantize import (ConventionComparison, ConventionTrial, PreprocessSearch, RefusedPreprocess,
-                                      RefusedQuantize)
+from edgekit.errors import UsageError, VerificationError
+from edgekit.results import metrics
+from edgekit.results.quantize import (
+    ConventionComparison,
+    ConventionTrial,
+    PreprocessSearch,
+    RefusedPreprocess,
+    RefusedQuantize,
+)
 
-IMAGENET_MEAN_RGB = (0.485, 0.456, 0.406)   # keras.applications.imagenet_utils, mode 'torch' (on 0..1)
+IMAGENET_MEAN_RGB = (0.485, 0.456, 0.406)  # keras.applications.imagenet_utils, mode 'torch' (on 0..1)
 IMAGENET_STD_RGB = (0.229, 0.224, 0.225)
 CAFFE_MEAN_BGR = (103.939, 116.779, 123.68)  # mode 'caffe': BGR, these means subtracted, no scaling
 
 # name → (channel order, mean, std) on 0..255 pixels; "L" models try the first three only.
 CONVENTIONS: dict[str, tuple[str, tuple[float, ...], tuple[float, ...]]] = {
-    "raw": ("RGB", (0.0,), (1.0,)),                        # 0..255 as they are
-    "0..1": ("RGB", (0.0,), (255.0,)),                     # x / 255
-    "-1..1": ("RGB", (127.5,), (127.5,)),                  # x / 127.5 - 1: mode 'tf' (MobileNet, Inception...)
-    "torch": ("RGB", tuple(round(255 * m, 6) for m in IMAGENET_MEAN_RGB),
-              tuple(round(255 * s, 6) for s in IMAGENET_STD_RGB)),  # (x / 255 - mean) / std
-    "caffe": ("BGR", CAFFE_MEAN_BGR, (1.0,)),               # BGR, x - mean (ResNet50, VGG)
+    "raw": ("RGB", (0.0,), (1.0,)),  # 0..255 as they are
+    "0..1": ("RGB", (0.0,), (255.0,)),  # x / 255
+    "-1..1": ("RGB", (127.5,), (127.5,)),  # x / 127.5 - 1: mode 'tf' (MobileNet, Inception...)
+    "torch": (
+        "RGB",
+        tuple(round(255 * m, 6) for m in IMAGENET_MEAN_RGB),
+        tuple(round(255 * s, 6) for s in IMAGENET_STD_RGB),
+    ),  # (x / 255 - mean) / std
+    "caffe": ("BGR", CAFFE_MEAN_BGR, (1.0,)),  # BGR, x - mean (ResNet50, VGG)
 }
 GRAYSCALE_CONVENTIONS = ("raw", "0..1", "-1..1")
 SEARCH_SAMPLES = 200
@@ -63,8 +71,11 @@ def conventions_for(base: PreprocessSpec) -> list[str]:
 def flags_for(spec: PreprocessSpec) -> str:
     """The quantize flags that give ``spec``'s channel order and scaling."""
     named = spec.scaling_name
-    flags = f"--scaling {named}" if named else (f"--mean {','.join(f'{v:g}' for v in spec.mean)} "
-                                                 f"--std {','.join(f'{v:g}' for v in spec.std)}")
+    flags = (
+        f"--scaling {named}"
+        if named
+        else (f"--mean {','.join(f'{v:g}' for v in spec.mean)} --std {','.join(f'{v:g}' for v in spec.std)}")
+    )
     return flags + (" --channels BGR" if spec.channels == "BGR" else "")
 
 
@@ -72,8 +83,8 @@ def flags_for(spec: PreprocessSpec) -> str:
 class Trial:
     name: str
     spec: PreprocessSpec
-    correct: np.ndarray   # (N,) bool: top-1 right on each sample
-    predicted: np.ndarray | None = None   # (N,) the top-1 class of each sample
+    correct: np.ndarray  # (N,) bool: top-1 right on each sample
+    predicted: np.ndarray | None = None  # (N,) the top-1 class of each sample
 
     @property
     def accuracy(self) -> float:
@@ -83,9 +94,9 @@ class Trial:
 class SearchVerdict(str, Enum):
     """What the measurements settle."""
 
-    CHOSEN = "chosen"            # one convention is shown better than every other
-    CHOICE = "choice"            # several score alike, and which is used cannot change top-1 by CHOICE_MARGIN
-    AMBIGUOUS = "ambiguous"      # several score alike, and the choice could change top-1 by more: the user says
+    CHOSEN = "chosen"  # one convention is shown better than every other
+    CHOICE = "choice"  # several score alike, and which is used cannot change top-1 by CHOICE_MARGIN
+    AMBIGUOUS = "ambiguous"  # several score alike, and the choice could change top-1 by more: the user says
     NEAR_CHANCE = "near-chance"  # even the best cannot be told from guessing
 
 
@@ -109,41 +120,64 @@ class TrialComparison:
 
     name: str
     against: str
-    difference: float                 # top-1 of name minus top-1 of against
-    interval: tuple[float, float]     # two-sided 95% (Tango, paired)
-    upper_one_sided: float            # one-sided 95% upper bound of the difference
-    only_name: int                    # samples only ``name`` gets right
-    only_against: int                 # samples only ``against`` gets right
-    p_value: float                    # exact one-sided McNemar: ``against`` better than ``name``
-    disagreement: float               # share of samples whose top-1 class differs between the two
+    difference: float  # top-1 of name minus top-1 of against
+    interval: tuple[float, float]  # two-sided 95% (Tango, paired)
+    upper_one_sided: float  # one-sided 95% upper bound of the difference
+    only_name: int  # samples only ``name`` gets right
+    only_against: int  # samples only ``against`` gets right
+    p_value: float  # exact one-sided McNemar: ``against`` better than ``name``
+    disagreement: float  # share of samples whose top-1 class differs between the two
 
     @classmethod
-    def of(cls, a: Trial, b: Trial) -> "TrialComparison":
+    def of(cls, a: Trial, b: Trial) -> TrialComparison:
         two = metrics.paired_difference(a.correct, b.correct)
         one = metrics.paired_difference(a.correct, b.correct, z=Z_ONE_SIDED_95)
         n = len(a.correct)
-        differ = (float(np.mean(a.predicted != b.predicted)) if a.predicted is not None and b.predicted is not None
-                  and n else float(np.mean(a.correct != b.correct)) if n else 0.0)
+        differ = (
+            float(np.mean(a.predicted != b.predicted))
+            if a.predicted is not None and b.predicted is not None and n
+            else float(np.mean(a.correct != b.correct))
+            if n
+            else 0.0
+        )
         lo, hi = two.interval
         p_value = metrics.binomial_sf(two.only_b, two.only_a + two.only_b, 0.5)
-        return cls(a.name, b.name, float(two.difference or 0.0), (float(lo), float(hi)), float(one.interval[1]),
-                   two.only_a, two.only_b, float(p_value), differ)
+        return cls(
+            a.name,
+            b.name,
+            float(two.difference or 0.0),
+            (float(lo), float(hi)),
+            float(one.interval[1]),
+            two.only_a,
+            two.only_b,
+            float(p_value),
+            differ,
+        )
 
     def record(self) -> ConventionComparison:
         """The comparison as quantize's ``preprocess.search.comparisons`` rows record it."""
-        return ConventionComparison(self.name, self.against, self.difference, self.interval, self.upper_one_sided,
-                                    self.only_name, self.only_against, self.p_value, self.disagreement)
+        return ConventionComparison(
+            self.name,
+            self.against,
+            self.difference,
+            self.interval,
+            self.upper_one_sided,
+            self.only_name,
+            self.only_against,
+            self.p_value,
+            self.disagreement,
+        )
 
 
 @dataclass
 class SearchResult:
-    trials: list[Trial]        # best first
+    trials: list[Trial]  # best first
     classes: int
     verdict: SearchVerdict
-    tied: list[str]            # conventions the best one was not shown better than, best first
+    tied: list[str]  # conventions the best one was not shown better than, best first
     chosen: str | None = None  # the convention used (verdicts chosen and choice)
-    preferred_by: str | None = None            # why it was picked among the tied ones (verdict choice)
-    comparisons: list[TrialComparison] = field(default_factory=list)   # each tied one against the chosen/best one
+    preferred_by: str | None = None  # why it was picked among the tied ones (verdict choice)
+    comparisons: list[TrialComparison] = field(default_factory=list)  # each tied one against the chosen/best one
 
     @property
     def best(self) -> Trial:
@@ -160,15 +194,29 @@ class SearchResult:
     def record(self) -> PreprocessSearch:
         """The search as quantize's ``preprocess.search`` (and the model's record) keep it."""
         return PreprocessSearch(
-            self.samples, self.classes, 1.0 / self.classes, self.verdict.value, self.chosen, tuple(self.tied),
-            self.preferred_by, CHOICE_MARGIN, tuple(c.record() for c in self.comparisons),
-            tuple(ConventionTrial(t.name, t.spec.channels, tuple(t.spec.mean), tuple(t.spec.std), t.accuracy,
-                                  flags_for(t.spec)) for t in self.trials))
+            self.samples,
+            self.classes,
+            1.0 / self.classes,
+            self.verdict.value,
+            self.chosen,
+            tuple(self.tied),
+            self.preferred_by,
+            CHOICE_MARGIN,
+            tuple(c.record() for c in self.comparisons),
+            tuple(
+                ConventionTrial(
+                    t.name, t.spec.channels, tuple(t.spec.mean), tuple(t.spec.std), t.accuracy, flags_for(t.spec)
+                )
+                for t in self.trials
+            ),
+        )
 
     def table(self) -> str:
         """The accuracy of each convention, one line each, best first (the lines quantize prints)."""
-        lines = [f"Preprocessing tried on {self.samples} labelled samples "
-                 f"({self.classes} classes, chance {1 / self.classes:.1%}):"]
+        lines = [
+            f"Preprocessing tried on {self.samples} labelled samples "
+            f"({self.classes} classes, chance {1 / self.classes:.1%}):"
+        ]
         for t in self.trials:
             lines.append(f"  {t.name:<6} {t.accuracy:6.1%}  {flags_for(t.spec)}")
         return "\n".join(lines)
@@ -179,14 +227,19 @@ class SearchResult:
             return None
         used = self.used
         others = [c for c in self.comparisons if c.name != used.name]
-        alike = ", ".join(f"{c.name} {c.difference + used.accuracy:.1%} (at most "
-                          f"{100 * max(0.0, c.upper_one_sided):.1f} points better, one-sided 95%; top-1 class "
-                          f"differs on {c.disagreement:.0%} of samples)" for c in others)
+        alike = ", ".join(
+            f"{c.name} {c.difference + used.accuracy:.1%} (at most "
+            f"{100 * max(0.0, c.upper_one_sided):.1f} points better, one-sided 95%; top-1 class "
+            f"differs on {c.disagreement:.0%} of samples)"
+            for c in others
+        )
         flags = "; ".join(flags_for(t.spec) for t in self.trials if t.name in {c.name for c in others})
-        return (f"preprocessing: {self.samples} labelled samples do not clearly separate {used.name} "
-                f"({used.accuracy:.1%}) from {alike}; none could beat {used.name} by {100 * CHOICE_MARGIN:g} points "
-                f"of top-1, so the choice cannot change the result by that much: using {used.name} "
-                f"({self.preferred_by}); if the model was trained otherwise, pass {flags}")
+        return (
+            f"preprocessing: {self.samples} labelled samples do not clearly separate {used.name} "
+            f"({used.accuracy:.1%}) from {alike}; none could beat {used.name} by {100 * CHOICE_MARGIN:g} points "
+            f"of top-1, so the choice cannot change the result by that much: using {used.name} "
+            f"({self.preferred_by}); if the model was trained otherwise, pass {flags}"
+        )
 
 
 def _preference(name: str, preferred: tuple[str, ...]) -> int:
@@ -203,7 +256,7 @@ def decide(trials: list[Trial], classes: int, preferred: tuple[str, ...] = ()) -
     choice that cannot change the result. When every one could be beaten by more, the choice matters
     and the data cannot make it: ambiguous.
     """
-    ranked = sorted(trials, key=lambda t: -t.accuracy)   # stable: equal accuracies keep the CONVENTIONS order
+    ranked = sorted(trials, key=lambda t: -t.accuracy)  # stable: equal accuracies keep the CONVENTIONS order
     best = ranked[0]
     alpha = EXCLUDE_ALPHA / max(1, len(ranked) - 1)
     tied = [t for t in ranked[1:] if TrialComparison.of(t, best).p_value >= alpha]
@@ -215,25 +268,45 @@ def decide(trials: list[Trial], classes: int, preferred: tuple[str, ...] = ()) -
     for rank, used in enumerate(race):
         comparisons = [TrialComparison.of(t, used) for t in race if t is not used]
         if all(c.upper_one_sided <= CHOICE_MARGIN for c in comparisons):
-            why = ("the model's own input layer" if used.name in preferred else "the common default among them"
-                   ) if rank == 0 else (f"{', '.join(t.name for t in race[:rank])} could be beaten by more than "
-                                        f"{100 * CHOICE_MARGIN:g} points")
-            return SearchResult(ranked, classes, SearchVerdict.CHOICE, [t.name for t in tied], used.name, why,
-                                comparisons)
-    return SearchResult(ranked, classes, SearchVerdict.AMBIGUOUS, [t.name for t in tied], None, None,
-                        [TrialComparison.of(t, best) for t in tied])
+            why = (
+                ("the model's own input layer" if used.name in preferred else "the common default among them")
+                if rank == 0
+                else (
+                    f"{', '.join(t.name for t in race[:rank])} could be beaten by more than "
+                    f"{100 * CHOICE_MARGIN:g} points"
+                )
+            )
+            return SearchResult(
+                ranked, classes, SearchVerdict.CHOICE, [t.name for t in tied], used.name, why, comparisons
+            )
+    return SearchResult(
+        ranked,
+        classes,
+        SearchVerdict.AMBIGUOUS,
+        [t.name for t in tied],
+        None,
+        None,
+        [TrialComparison.of(t, best) for t in tied],
+    )
 
 
-def search(predict: Callable[[np.ndarray], np.ndarray], pixels: np.ndarray, labels: np.ndarray,
-           base: PreprocessSpec, classes: int, names: list[str] | None = None,
-           progress: Callable[[list[str]], Any] | None = None, preferred: tuple[str, ...] = ()) -> SearchResult:
+def search(
+    predict: Callable[[np.ndarray], np.ndarray],
+    pixels: np.ndarray,
+    labels: np.ndarray,
+    base: PreprocessSpec,
+    classes: int,
+    names: list[str] | None = None,
+    progress: Callable[[list[str]], Any] | None = None,
+    preferred: tuple[str, ...] = (),
+) -> SearchResult:
     """Run ``predict`` (float model: float32 batch → scores) on ``pixels`` under each convention.
 
     ``pixels`` are resized uint8 (N, H, W, C) images in RGB (or L) order, ``labels`` their class ids.
     """
     names = names or conventions_for(base)
     trials = []
-    for name in (progress(names) if progress else names):
+    for name in progress(names) if progress else names:
         spec = convention_spec(name, base)
         scores = predict(normalize_rgb(pixels, spec))
         predicted = scores.argmax(1)
@@ -245,36 +318,46 @@ def describe_refusal(result: SearchResult) -> tuple[str, str]:
     """(message, hint) for refusing to choose."""
     best = result.best
     if result.verdict == SearchVerdict.NEAR_CHANCE:
-        return (f"the float model is near chance under every preprocessing convention (best: {best.name}, "
-                f"{best.accuracy:.1%} on {result.samples} labelled samples, chance {1 / result.classes:.1%})",
-                "check that the calibration classes are the model's, in the same order (class folders are "
-                "read in sorted order, as Keras does), or pass the preprocessing the model was trained with, "
-                "e.g. " + flags_for(best.spec))
-    others = ", ".join(f"{c.name} ({c.difference + best.accuracy:.1%}, top-1 class differs on {c.disagreement:.0%} "
-                       "of samples)" for c in result.comparisons)
+        return (
+            f"the float model is near chance under every preprocessing convention (best: {best.name}, "
+            f"{best.accuracy:.1%} on {result.samples} labelled samples, chance {1 / result.classes:.1%})",
+            "check that the calibration classes are the model's, in the same order (class folders are "
+            "read in sorted order, as Keras does), or pass the preprocessing the model was trained with, "
+            "e.g. " + flags_for(best.spec),
+        )
+    others = ", ".join(
+        f"{c.name} ({c.difference + best.accuracy:.1%}, top-1 class differs on {c.disagreement:.0%} of samples)"
+        for c in result.comparisons
+    )
     swing = max((max(abs(c.interval[0]), abs(c.interval[1])) for c in result.comparisons), default=0.0)
-    return (f"cannot tell the preprocessing apart: {best.name} ({best.accuracy:.1%}) is not clearly better than "
-            f"{others} on {result.samples} labelled samples, and the choice could change top-1 by up to "
-            f"{100 * swing:.1f} points (95%)",
-            "pass the one the model was trained with: " + "; or ".join(
-                flags_for(t.spec) for t in result.trials if t.name == best.name or t.name in result.tied)
-            + " (or give it more labelled samples: --holdout N or --eval DATA add samples to the search "
-            "without adding calibration work)")
+    return (
+        f"cannot tell the preprocessing apart: {best.name} ({best.accuracy:.1%}) is not clearly better than "
+        f"{others} on {result.samples} labelled samples, and the choice could change top-1 by up to "
+        f"{100 * swing:.1f} points (95%)",
+        "pass the one the model was trained with: "
+        + "; or ".join(flags_for(t.spec) for t in result.trials if t.name == best.name or t.name in result.tied)
+        + " (or give it more labelled samples: --holdout N or --eval DATA add samples to the search "
+        "without adding calibration work)",
+    )
 
 
 def describe_misorder(found: list[dict[str, int]], names: list[str] | None) -> str:
     """'label 3 ("cat") is read as class 5 on 27 of 30 samples, ...': the mapping the data suggests."""
+
     def name(k: int) -> str:
         return f"label {k} ({names[k]!r})" if names and k < len(names) else f"label {k}"
 
-    pairs = ", ".join(f"{name(f['label'])} is read as class {f['predicted']} on {f['count']} of {f['of']} samples"
-                      for f in found)
+    pairs = ", ".join(
+        f"{name(f['label'])} is read as class {f['predicted']} on {f['count']} of {f['of']} samples" for f in found
+    )
     return f"the labels do not follow the model's class order: {pairs}"
 
 
-MISORDER_HINT = ("the calibration labels must be in the model's output order: class folders are read in sorted "
-                 "order (as Keras does: 'B' before 'a', '10' before '2'); rename the folders, or pass --labels "
-                 "with the model's class names in output order (folders named like them are matched by name)")
+MISORDER_HINT = (
+    "the calibration labels must be in the model's output order: class folders are read in sorted "
+    "order (as Keras does: 'B' before 'a', '10' before '2'); rename the folders, or pass --labels "
+    "with the model's class names in output order (folders named like them are matched by name)"
+)
 
 
 # ------------------------------------------------------------------------------------------ quantize's use
@@ -283,7 +366,7 @@ ORIGIN_MODEL = "the model: Rescaling/Normalization at its input"
 ORIGIN_FLAGS = "the flags"
 ORIGIN_DATA = "the labelled calibration data"
 ORIGIN_MODEL_CONFIRMED = ORIGIN_MODEL + ", confirmed on the labelled calibration data"
-UNDECIDED = "undecided"   # nothing settled it before the data was read
+UNDECIDED = "undecided"  # nothing settled it before the data was read
 
 
 class ClassOrderRefused(VerificationError):
@@ -320,10 +403,12 @@ def labels_problem(data: Any, classes: int) -> str | None:
 
 def refuse_unlabelled(why: str, base: PreprocessSpec) -> UsageError:
     names = conventions_for(base)
-    return UsageError(f"no record, flag or Rescaling/Normalization layer says how the model's input was "
-                      f"preprocessed, and {why} to measure it",
-                      "calibrate on class folders (one subfolder per class, as for training) or pass one of: "
-                      + "; ".join(flags_for(convention_spec(n, base)) for n in names))
+    return UsageError(
+        f"no record, flag or Rescaling/Normalization layer says how the model's input was "
+        f"preprocessed, and {why} to measure it",
+        "calibrate on class folders (one subfolder per class, as for training) or pass one of: "
+        + "; ".join(flags_for(convention_spec(n, base)) for n in names),
+    )
 
 
 def search_samples(data: Any, extra: Any = None) -> tuple[np.ndarray, np.ndarray]:
@@ -342,10 +427,16 @@ def search_samples(data: Any, extra: Any = None) -> tuple[np.ndarray, np.ndarray
     return np.concatenate([x for x, _ in parts]), np.concatenate([y for _, y in parts]).astype(np.int64)
 
 
-def settle(origin: str, spec: PreprocessSpec, data: Any, predict: Callable[[np.ndarray], np.ndarray],
-           classes: int, labels_unusable: str | None,
-           progress: Callable[[list[str]], Any] | None = None,
-           extra: Any = None) -> tuple[PreprocessSpec, str, SearchResult | None, list[str], list[str]]:
+def settle(
+    origin: str,
+    spec: PreprocessSpec,
+    data: Any,
+    predict: Callable[[np.ndarray], np.ndarray],
+    classes: int,
+    labels_unusable: str | None,
+    progress: Callable[[list[str]], Any] | None = None,
+    extra: Any = None,
+) -> tuple[PreprocessSpec, str, SearchResult | None, list[str], list[str]]:
     """The spec quantize uses: searched on labelled data when nothing settled it or a layer suggests it.
 
     The first :data:`SEARCH_SAMPLES` labelled samples are tried; when they leave a choice, every labelled
@@ -357,8 +448,11 @@ def settle(origin: str, spec: PreprocessSpec, data: Any, predict: Callable[[np.n
     if labels_unusable or data.calib_pixels is None:
         if origin == ORIGIN_MODEL:
             return spec, origin, None, [], []
-        why = (labels_unusable if labels_unusable and data.calib_pixels is not None
-               else "the calibration arrays are already preprocessed")
+        why = (
+            labels_unusable
+            if labels_unusable and data.calib_pixels is not None
+            else "the calibration arrays are already preprocessed"
+        )
         raise refuse_unlabelled(why, spec)
     preferred = ("raw",) if origin == ORIGIN_MODEL else ()
     px, labels = search_samples(data, extra)
@@ -367,26 +461,42 @@ def settle(origin: str, spec: PreprocessSpec, data: Any, predict: Callable[[np.n
     if result.verdict != SearchVerdict.CHOSEN and len(px) > n:  # not settled outright: measure on every sample
         result = search(predict, px, labels, spec, classes, progress=progress, preferred=preferred)
     if result.verdict == SearchVerdict.NEAR_CHANCE:  # misordered labels look like chance: say which, when shown
-        predicted = result.best.predicted   # search's trials carry it (a Trial read back from JSON may not)
-        found = metrics.misordered_classes(predicted, labels[:len(predicted)], classes) if predicted is not None \
-            else []
+        predicted = result.best.predicted  # search's trials carry it (a Trial read back from JSON may not)
+        found = (
+            metrics.misordered_classes(predicted, labels[: len(predicted)], classes) if predicted is not None else []
+        )
         if found:
             raise ClassOrderRefused(found, data.classes if data.kind == "images" else None)
         raise PreprocessingRefused(result)
     if origin == ORIGIN_MODEL:
-        raw = next(t for t in result.trials if t.name == "raw")
-        if result.chosen == "raw" or result.best.name == "raw" or "raw" in result.tied:
-            return spec, ORIGIN_MODEL_CONFIRMED, result, [], []   # the layer settles what the data cannot
-        if result.chosen is None:
-            raise PreprocessingRefused(result)
-        used = result.used
-        assert used is not None
-        return used.spec, ORIGIN_DATA, result, [
-            f"the model has a Rescaling/Normalization layer at its input, yet it scores {raw.accuracy:.1%} on raw "
-            f"pixels and {used.accuracy:.1%} with {used.name} preprocessing: using {used.name} "
-            "(its training pipeline scaled the images too)"], [n for n in [result.choice_note()] if n]
+        return _settled_against_the_layer(spec, result)
     if result.chosen is None:
         raise PreprocessingRefused(result)
     used = result.used
     assert used is not None
     return used.spec, ORIGIN_DATA, result, [], [n for n in [result.choice_note()] if n]
+
+
+def _settled_against_the_layer(
+    spec: PreprocessSpec, result: SearchResult
+) -> tuple[PreprocessSpec, str, SearchResult | None, list[str], list[str]]:
+    """:func:`settle` for a model with a Rescaling/Normalization layer at its input: raw pixels unless the labelled
+    data clearly scores another convention better (then that one, with a warning saying so)."""
+    raw = next(t for t in result.trials if t.name == "raw")
+    if result.chosen == "raw" or result.best.name == "raw" or "raw" in result.tied:
+        return spec, ORIGIN_MODEL_CONFIRMED, result, [], []  # the layer settles what the data cannot
+    if result.chosen is None:
+        raise PreprocessingRefused(result)
+    used = result.used
+    assert used is not None
+    return (
+        used.spec,
+        ORIGIN_DATA,
+        result,
+        [
+            f"the model has a Rescaling/Normalization layer at its input, yet it scores {raw.accuracy:.1%} on raw "
+            f"pixels and {used.accuracy:.1%} with {used.name} preprocessing: using {used.name} "
+            "(its training pipeline scaled the images too)"
+        ],
+        [n for n in [result.choice_note()] if n],
+    )

@@ -15,8 +15,8 @@ else the class folder names), versions and numbers are recorded inside the model
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import dataclasses
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,29 +24,37 @@ from typing import Any
 import numpy as np
 
 from edgekit import __version__
-from edgekit.results import metrics
-from edgekit.tflite import model_record
-from edgekit.tflite import model as tflite_model
-from edgekit.converters import calibration, keras_io, onnx_io, preprocess_search
-from edgekit.edgetpu import compatibility
-from edgekit.edgetpu import advice
-from edgekit.results.check import CheckDigest
-from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
-from edgekit.converters.converter import SettingMissing, apply_settings, make_converter  # noqa: F401 (re-exported)
-from edgekit.converters.tf_quiet import import_tensorflow, silenced
-from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
-from edgekit.flags import QUANTIZE
-from edgekit.converters.quantize_options import QuantizeOptions  # noqa: F401 (re-exported, as before)
-from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
 from edgekit.board.preprocess import PreprocessSpec, with_mean_std
+from edgekit.board.preprocess import quantize as quantize_tensor
+from edgekit.converters import calibration, keras_io, onnx_io, preprocess_search
+from edgekit.converters.converter import SettingMissing, apply_settings, make_converter  # noqa: F401 (re-exported)
+from edgekit.converters.preprocess_search import ORIGIN_FLAGS, ORIGIN_MODEL, ORIGIN_RECORD, UNDECIDED
+from edgekit.converters.quantize_options import QuantizeOptions
+from edgekit.converters.tf_quiet import import_tensorflow, silenced
+from edgekit.edgetpu import advice, compatibility
+from edgekit.errors import ConversionError, InputError, InternalError, UsageError, VerificationError
+from edgekit.fileio import refuse_folders, refuse_overwriting_input, require_output_folder, write_all_atomic
+from edgekit.flags import QUANTIZE
 from edgekit.records import freeze
 from edgekit.report import SILENT, Reporter
-from edgekit.results.quantize import (Decision, DetectionVerification, GateChecks, Misorder, ModelIO, Preprocess,
-                                      SourceModel, TensorIO, Verification)
+from edgekit.results import metrics
+from edgekit.results.check import CheckDigest
+from edgekit.results.quantize import (
+    Decision,
+    DetectionVerification,
+    GateChecks,
+    Misorder,
+    ModelIO,
+    Preprocess,
+    SourceModel,
+    TensorIO,
+    Verification,
+)
 from edgekit.results.quantize import QuantizeResult as QuantizeDocument
-from edgekit.board.preprocess import quantize as quantize_tensor
+from edgekit.tflite import model as tflite_model
+from edgekit.tflite import model_record
 
-CREATED_BY = "edgekit quantize"   # marks the records this command writes: records of a .tflite, not of a Keras model
+CREATED_BY = "edgekit quantize"  # marks the records this command writes: records of a .tflite, not of a Keras model
 IO_TYPES = next(o.choices for o in QUANTIZE if o.name == "io")
 # Converter settings tried in order when the output fails a check. The old (TOCO) converter would
 # be the classic remedy, but it is gone in TF 2.21 (experimental_new_converter=False raises).
@@ -75,8 +83,15 @@ class AgreementError(VerificationError):
 
     def __init__(self, reason: str, output: Path, hint: str, result: QuantizeDocument):
         measure, value, limit, interval = failed_measure(result.verification)
-        super().__init__(f"{reason}; output kept at {output}", hint, result=result, measure=measure, value=value,
-                         limit=limit, interval=interval)
+        super().__init__(
+            f"{reason}; output kept at {output}",
+            hint,
+            result=result,
+            measure=measure,
+            value=value,
+            limit=limit,
+            interval=interval,
+        )
         self.reason = reason
 
 
@@ -89,10 +104,11 @@ def failed_measure(v: Any) -> tuple[str | None, Any, Any, Any]:
         gate = v.map50
         if gate and gate.verdict == "failed":
             return _numbers("map50_drop", gate.drop, gate.max_drop_points, gate.drop_interval)
-        if v.agreement_verdict == "failed" or (v.agreement_verdict == "uncertain" and v.kept is not None
-                                               and v.kept < v.min_agreement):   # --strict
+        if v.agreement_verdict == "failed" or (
+            v.agreement_verdict == "uncertain" and v.kept is not None and v.kept < v.min_agreement
+        ):  # --strict
             return _numbers("detections_kept", v.kept, v.min_agreement, v.kept_interval)
-        if gate and gate.verdict == "uncertain":   # --strict: past the limit, the data not settled
+        if gate and gate.verdict == "uncertain":  # --strict: past the limit, the data not settled
             return _numbers("map50_drop", gate.drop, gate.max_drop_points, gate.drop_interval)
         return _numbers(None)
     if v.accuracy_verdict == "failed":
@@ -103,21 +119,23 @@ def failed_measure(v: Any) -> tuple[str | None, Any, Any, Any]:
         return _numbers("class_order")
     if v.float_near_chance:
         return _numbers("float_top1", v.float_top1, v.chance.chance if v.chance else None)
-    if v.accuracy_verdict == "uncertain" and (v.accuracy_drop or 0.0) > v.max_accuracy_drop:   # --strict
+    if v.accuracy_verdict == "uncertain" and (v.accuracy_drop or 0.0) > v.max_accuracy_drop:  # --strict
         return _numbers("accuracy_drop", v.accuracy_drop, v.max_accuracy_drop, v.accuracy_drop_interval)
-    if v.agreement_verdict == "uncertain":   # --strict: the estimate below --min-agreement
+    if v.agreement_verdict == "uncertain":  # --strict: the estimate below --min-agreement
         return _numbers("top1_agreement", v.top1_agreement, v.min_agreement, v.agreement_interval)
     return _numbers(None)
 
 
-def _numbers(measure: str | None, value: Any = None, limit: Any = None,
-             interval: Any = None) -> tuple[str | None, Any, Any, Any]:
+def _numbers(
+    measure: str | None, value: Any = None, limit: Any = None, interval: Any = None
+) -> tuple[str | None, Any, Any, Any]:
     return measure, value, limit, interval
 
 
 # ------------------------------------------------------------------------------------------ spec
-def resolve_spec(loaded: keras_io.LoadedSource, opts: QuantizeOptions,
-                 recorded: PreprocessSpec | None) -> tuple[PreprocessSpec, str, list[str]]:
+def resolve_spec(
+    loaded: keras_io.LoadedSource, opts: QuantizeOptions, recorded: PreprocessSpec | None
+) -> tuple[PreprocessSpec, str, list[str]]:
     """The preprocessing spec, where it came from (flags/record/model, else ``UNDECIDED``) and any warnings.
 
     An undecided spec (0..1 as a placeholder) is settled on the calibration data by
@@ -127,8 +145,10 @@ def resolve_spec(loaded: keras_io.LoadedSource, opts: QuantizeOptions,
     warnings: list[str] = []
     if opts.input_size:
         if (w and w != opts.input_size[0]) or (h and h != opts.input_size[1]):
-            raise UsageError(f"--input-size {opts.input_size[0]}x{opts.input_size[1]} differs from the model's "
-                             f"fixed input {w}x{h}", "leave --input-size out for this model")
+            raise UsageError(
+                f"--input-size {opts.input_size[0]}x{opts.input_size[1]} differs from the model's fixed input {w}x{h}",
+                "leave --input-size out for this model",
+            )
         w, h = opts.input_size
     elif not (h and w):
         if recorded:
@@ -144,7 +164,7 @@ def resolve_spec(loaded: keras_io.LoadedSource, opts: QuantizeOptions,
             mean, std, origin = (0.0,), (1.0,), ORIGIN_MODEL
         else:
             mean, std, origin = (0.0,), (255.0,), UNDECIDED
-    exporter = getattr(loaded, "exporter_scaling", None)   # an ONNX exporter whose preprocessing is known
+    exporter = getattr(loaded, "exporter_scaling", None)  # an ONNX exporter whose preprocessing is known
     if exporter and origin == UNDECIDED:
         named = PreprocessSpec.with_scaling(1, 1, exporter)
         mean, std, origin = named.mean, named.std, onnx_io.ORIGIN_EXPORTER
@@ -156,12 +176,13 @@ def resolve_spec(loaded: keras_io.LoadedSource, opts: QuantizeOptions,
         mean, std, origin = flags.mean, flags.std, ORIGIN_FLAGS
     elif opts.channels and origin == UNDECIDED:  # --channels alone settles the order, not the scaling
         origin = ORIGIN_FLAGS
-        warnings.append(f"--channels {opts.channels} without --scaling or --mean/--std: assuming pixels scaled "
-                        "to 0..1")
+        warnings.append(f"--channels {opts.channels} without --scaling or --mean/--std: assuming pixels scaled to 0..1")
     channels = opts.channels or base_channels
     if (channels == "L") != (c == 1):
-        raise UsageError(f"--channels {channels} does not fit the model's {c}-channel input",
-                         "use L for 1-channel models, RGB or BGR for 3-channel ones")
+        raise UsageError(
+            f"--channels {channels} does not fit the model's {c}-channel input",
+            "use L for 1-channel models, RGB or BGR for 3-channel ones",
+        )
     spec = PreprocessSpec(int(w), int(h), channels, opts.resize or base_resize, tuple(mean), tuple(std))
     return spec, origin, warnings
 
@@ -174,12 +195,13 @@ def read_labels(path: str) -> list[str]:
     """
     from edgekit.board.classes import read_labels as read_label_file
 
-    if path.lower().endswith((".yaml", ".yml")):   # Ultralytics' data.yaml: its names, in their index order
+    if path.lower().endswith((".yaml", ".yml")):  # Ultralytics' data.yaml: its names, in their index order
         return yaml_labels(path)
     table = read_label_file(path)
     if not table:
-        raise InputError(f"--labels {path}: the file is empty",
-                         "write one label per line, in the order of the model's outputs")
+        raise InputError(
+            f"--labels {path}: the file is empty", "write one label per line, in the order of the model's outputs"
+        )
     return [table.get(i, str(i)) for i in range(max(table) + 1)]
 
 
@@ -193,21 +215,32 @@ def yaml_labels(path: str) -> list[str]:
         with open(path, encoding="utf-8-sig", errors="replace") as f:
             names = yaml_names(f.read(), f"--labels {path}")
     except OSError as exc:
-        raise InputError(f"cannot read labels file {path}: {exc.strerror or exc}",
-                         "pass a readable data.yaml") from None
+        raise InputError(
+            f"cannot read labels file {path}: {exc.strerror or exc}", "pass a readable data.yaml"
+        ) from None
     if not names:
-        raise InputError(f"--labels {path}: no 'names:' in it", "name the classes in it (names: [a, b]), or pass a "
-                         "labels file, one label per line")
+        raise InputError(
+            f"--labels {path}: no 'names:' in it",
+            "name the classes in it (names: [a, b]), or pass a labels file, one label per line",
+        )
     return names
 
 
 # ------------------------------------------------------------------------------------------ conversion
-def convert(loaded: keras_io.LoadedSource, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str = "uint8",
-            settings: dict[str, bool] | None = None, report: Reporter = SILENT, verbose: bool = False) -> bytes:
+def convert(
+    loaded: keras_io.LoadedSource,
+    calib_x: np.ndarray,
+    spec: PreprocessSpec,
+    io_type: str = "uint8",
+    settings: dict[str, bool] | None = None,
+    report: Reporter = SILENT,
+    verbose: bool = False,
+) -> bytes:
     """Full-integer conversion with a static batch-1 input; raises ConversionError with TF's reason."""
     import_tensorflow(verbose)
     ours: list[BaseException] = []  # an error in edgekit's own calibration feed is a bug, not TF's refusal
     with silenced(verbose) as (real_err, log):
+
         def representative() -> Any:
             try:
                 for x in report.iterate(calib_x, len(calib_x), "Calibrating", real_err):
@@ -225,13 +258,20 @@ def convert(loaded: keras_io.LoadedSource, calib_x: np.ndarray, spec: Preprocess
             error = exc
     reasons = [ln for ln in str(error).splitlines() if "error" in ln.lower()] or log.error_lines()
     reason = "; ".join(r.strip() for r in reasons[:3])[:500] or f"{type(error).__name__}: {str(error)[:300]}"
-    raise ConversionError(f"TensorFlow could not convert the model to full int8: {reason}",
-                          "every op must have an int8 kernel (TFLITE_BUILTINS_INT8); rerun with --verbose for "
-                          "TensorFlow's log")
+    raise ConversionError(
+        f"TensorFlow could not convert the model to full int8: {reason}",
+        "every op must have an int8 kernel (TFLITE_BUILTINS_INT8); rerun with --verbose for TensorFlow's log",
+    )
 
 
-def convert_checked(loaded: keras_io.LoadedSource, calib_x: np.ndarray, spec: PreprocessSpec, io_type: str,
-                    report: Reporter, verbose: bool) -> tuple[bytes, str, list[str]]:
+def convert_checked(
+    loaded: keras_io.LoadedSource,
+    calib_x: np.ndarray,
+    spec: PreprocessSpec,
+    io_type: str,
+    report: Reporter,
+    verbose: bool,
+) -> tuple[bytes, str, list[str]]:
     """Convert, check, and retry with each remedy until the checks pass: (model, remedy used, tried)."""
     tried: list[str] = []
     first_problems: list[compatibility.Problem] | None = None
@@ -259,9 +299,11 @@ def convert_checked(loaded: keras_io.LoadedSource, calib_x: np.ndarray, spec: Pr
         first_problems = first_problems or problems
     assert first_problems is not None
     listed = "; ".join(dict.fromkeys(p.message for p in first_problems))
-    raise ConversionError(f"the int8 model would not pass edgetpu_compiler 16: {listed}",
-                          f"tried {', '.join(tried)}; replace the named op in the Keras model with one the "
-                          "Edge TPU supports (e.g. relu for gelu/elu)")
+    raise ConversionError(
+        f"the int8 model would not pass edgetpu_compiler 16: {listed}",
+        f"tried {', '.join(tried)}; replace the named op in the Keras model with one the "
+        "Edge TPU supports (e.g. relu for gelu/elu)",
+    )
 
 
 # ------------------------------------------------------------------------------------------ verification
@@ -299,13 +341,19 @@ class VerificationSet:
         return f"{len(self.x)} samples ({', '.join(parts)})" if len(parts) > 1 else f"{len(self.x)} {parts[0]} samples"
 
 
-def verification_set(data: calibration.CalibrationData, labelled: bool,
-                     extra: calibration.CalibrationData | None = None) -> VerificationSet:
+def verification_set(
+    data: calibration.CalibrationData, labelled: bool, extra: calibration.CalibrationData | None = None
+) -> VerificationSet:
     """Every sample that can verify the int8 model: held back, calibration, and ``--eval`` data."""
     parts = [("held_back", data.holdout, data.holdout_labels), ("calibration", data.calib, data.calib_labels)]
     if extra is not None:
-        parts.append(("eval", np.concatenate([extra.calib, extra.holdout]),
-                      np.concatenate([extra.calib_labels, extra.holdout_labels])))
+        parts.append(
+            (
+                "eval",
+                np.concatenate([extra.calib, extra.holdout]),
+                np.concatenate([extra.calib_labels, extra.holdout_labels]),
+            )
+        )
     parts = [(name, x, y) for name, x, y in parts if len(x)]
     x = np.concatenate([x for _, x, _ in parts])
     y = np.concatenate([y for _, _, y in parts]) if labelled else None
@@ -348,8 +396,14 @@ class _Accuracy:
     class_order: list[dict[str, int]]
 
 
-def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray | None,
-           opts: QuantizeOptions, sources: dict[str, int], names: list[str] | None = None) -> Verification:
+def verify(
+    float_scores: np.ndarray,
+    int8_scores: np.ndarray,
+    labels: np.ndarray | None,
+    opts: QuantizeOptions,
+    sources: dict[str, int],
+    names: list[str] | None = None,
+) -> Verification:
     """The verification block: int8 against float on paired samples, decided on intervals, not point values.
 
     Refuses (``failures``) only what the data shows beyond doubt at 95%: agreement whose whole interval
@@ -361,38 +415,67 @@ def verify(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray
     """
     found = _Findings()
     agreed = metrics.agreement(float_scores, int8_scores)
-    agreement_verdict = _judge_agreement(agreed.samples, agreed.top1_agreement,
-                                         agreed.agreement_interval, opts, found)
+    agreement_verdict = _judge_agreement(agreed.samples, agreed.top1_agreement, agreed.agreement_interval, opts, found)
     acc = _judge_accuracy(float_scores, int8_scores, labels, opts, names, found) if labels is not None else None
     return Verification(
-        agreed.samples, agreed.top1_agreement, agreed.agreement_interval, agreed.mean_abs_diff,
-        agreed.max_abs_diff, opts.min_agreement, freeze(sources), bool(sources.get("held_back")), labels is not None,
-        metrics.CONFIDENCE, acc.float_top1 if acc else None, acc.int8_top1 if acc else None,
-        acc.drop if acc else None, acc.drop_interval if acc else None, opts.max_accuracy_drop,
-        freeze(acc.flips) if acc else None, acc.mcnemar_p if acc else None, acc.chance.near_chance if acc else None,
+        agreed.samples,
+        agreed.top1_agreement,
+        agreed.agreement_interval,
+        agreed.mean_abs_diff,
+        agreed.max_abs_diff,
+        opts.min_agreement,
+        freeze(sources),
+        bool(sources.get("held_back")),
+        labels is not None,
+        metrics.CONFIDENCE,
+        acc.float_top1 if acc else None,
+        acc.int8_top1 if acc else None,
+        acc.drop if acc else None,
+        acc.drop_interval if acc else None,
+        opts.max_accuracy_drop,
+        freeze(acc.flips) if acc else None,
+        acc.mcnemar_p if acc else None,
+        acc.chance.near_chance if acc else None,
         acc.chance.result() if acc else None,
         tuple(Misorder.from_dict(m) for m in acc.class_order) if acc else None,
-        Decision(agreement_verdict), Decision(acc.verdict) if acc else None, not found.failures,
-        tuple(found.failures), tuple(found.warnings), tuple(found.notes))
+        Decision(agreement_verdict),
+        Decision(acc.verdict) if acc else None,
+        not found.failures,
+        tuple(found.failures),
+        tuple(found.warnings),
+        tuple(found.notes),
+    )
 
 
-def _judge_agreement(n: int, top1: float, interval: tuple[float, float], opts: QuantizeOptions,
-                     found: _Findings) -> str:
+def _judge_agreement(
+    n: int, top1: float, interval: tuple[float, float], opts: QuantizeOptions, found: _Findings
+) -> str:
     """Top-1 agreement against ``--min-agreement`` on its interval: the verdict, and what to say about it."""
     agree = metrics.at_least(top1, interval, opts.min_agreement, n)
     span = f"95% interval {interval[0]:.1%} to {interval[1]:.1%}"
     if agree.verdict == "failed":
-        found.failures.append(f"int8 model agrees with the float model on {top1:.1%} (top-1; {span}), "
-                              f"below --min-agreement {opts.min_agreement:g}")
+        found.failures.append(
+            f"int8 model agrees with the float model on {top1:.1%} (top-1; {span}), "
+            f"below --min-agreement {opts.min_agreement:g}"
+        )
     elif agree.verdict == "uncertain":  # a warning only when the estimate itself is below the limit
-        found.uncertain(f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
-                        f"{top1:.1%} ({span}) on {n} samples; " + metrics.settle_hint(agree, "samples"),
-                        top1 < opts.min_agreement, opts.strict)
+        found.uncertain(
+            f"cannot tell yet whether top-1 agreement reaches --min-agreement {opts.min_agreement:g}: "
+            f"{top1:.1%} ({span}) on {n} samples; " + metrics.settle_hint(agree, "samples"),
+            top1 < opts.min_agreement,
+            opts.strict,
+        )
     return agree.verdict
 
 
-def _judge_accuracy(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray, opts: QuantizeOptions,
-                    names: list[str] | None, found: _Findings) -> _Accuracy:
+def _judge_accuracy(
+    float_scores: np.ndarray,
+    int8_scores: np.ndarray,
+    labels: np.ndarray,
+    opts: QuantizeOptions,
+    names: list[str] | None,
+    found: _Findings,
+) -> _Accuracy:
     """Accuracy on the labels: the paired drop against ``--max-accuracy-drop``, then the float model itself
     (classes it reads in another order, or no better than chance)."""
     n, classes = len(float_scores), float_scores.shape[1]
@@ -402,58 +485,89 @@ def _judge_accuracy(float_scores: np.ndarray, int8_scores: np.ndarray, labels: n
     paired = metrics.paired_difference(float_ok, int8_ok)
     lo, hi = paired.interval
     difference = paired.difference
-    if difference is None:   # None only without samples; a verification set always holds some
+    if difference is None:  # None only without samples; a verification set always holds some
         raise ValueError("no labelled samples to measure an accuracy drop on")
-    acc = _Accuracy(float(np.mean(float_ok)), float(np.mean(int8_ok)), _points(difference),
-                    (_points(lo), _points(hi)), {"float_only": paired.only_a, "int8_only": paired.only_b},
-                    paired.p_value, "", metrics.ChanceTest(int(float_ok.sum()), n, classes),
-                    list(order.misordered))
+    acc = _Accuracy(
+        float(np.mean(float_ok)),
+        float(np.mean(int8_ok)),
+        _points(difference),
+        (_points(lo), _points(hi)),
+        {"float_only": paired.only_a, "int8_only": paired.only_b},
+        paired.p_value,
+        "",
+        metrics.ChanceTest(int(float_ok.sum()), n, classes),
+        list(order.misordered),
+    )
     drop = metrics.at_most(difference, (lo, hi), opts.max_accuracy_drop / 100, n)
-    if drop.verdict == "uncertain":   # solved on Tango's interval, the flips in the same shares
+    if drop.verdict == "uncertain":  # solved on Tango's interval, the flips in the same shares
         drop.settle_at = metrics.paired_settle_at(paired.only_a, paired.only_b, n, opts.max_accuracy_drop / 100)
     acc.verdict = drop.verdict
-    numbers = (f"int8 top-1 {acc.int8_top1:.1%} vs float {acc.float_top1:.1%}, {acc.drop:+.1f} points lost (95% "
-               f"interval {acc.drop_interval[0]:+.1f} to {acc.drop_interval[1]:+.1f}; {paired.only_a} sample(s) "
-               f"only float got right, {paired.only_b} only int8)")
+    numbers = (
+        f"int8 top-1 {acc.int8_top1:.1%} vs float {acc.float_top1:.1%}, {acc.drop:+.1f} points lost (95% "
+        f"interval {acc.drop_interval[0]:+.1f} to {acc.drop_interval[1]:+.1f}; {paired.only_a} sample(s) "
+        f"only float got right, {paired.only_b} only int8)"
+    )
     if drop.verdict == "failed":
-        found.failures.append(f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
-                              f"(McNemar p={paired.p_value:.2g})")
+        found.failures.append(
+            f"{numbers}: more than --max-accuracy-drop {opts.max_accuracy_drop:g} beyond doubt "
+            f"(McNemar p={paired.p_value:.2g})"
+        )
     elif drop.verdict == "uncertain":  # a warning only when the estimate itself is beyond the limit
-        found.uncertain(f"cannot tell yet whether int8 loses more than --max-accuracy-drop "
-                        f"{opts.max_accuracy_drop:g} points: {numbers} on {n} labelled samples; "
-                        + metrics.settle_hint(drop), acc.drop > opts.max_accuracy_drop, opts.strict)
+        found.uncertain(
+            f"cannot tell yet whether int8 loses more than --max-accuracy-drop "
+            f"{opts.max_accuracy_drop:g} points: {numbers} on {n} labelled samples; " + metrics.settle_hint(drop),
+            acc.drop > opts.max_accuracy_drop,
+            opts.strict,
+        )
+    _judge_the_float_model(acc, order, names, found, n, classes)
+    return acc
+
+
+def _judge_the_float_model(
+    acc: _Accuracy, order: metrics.ClassOrder, names: list[str] | None, found: _Findings, n: int, classes: int
+) -> None:
+    """The float model itself: classes it reads in another order than the labels (a failure), or no better than
+    chance (a failure)."""
     chance = acc.chance
     _say_class_order(order, names, found)
     if acc.class_order:
         found.failures.append(preprocess_search.describe_misorder(acc.class_order, names))
     elif chance.near_chance:
-        found.failures.append(f"the float model itself is no better than chance ({acc.float_top1:.1%} top-1 on {n} "
-                              f"labelled samples, {classes} classes: chance {chance.chance:.1%}, "
-                              f"p={chance.p_value:.2g})")
-    return acc
+        found.failures.append(
+            f"the float model itself is no better than chance ({acc.float_top1:.1%} top-1 on {n} "
+            f"labelled samples, {classes} classes: chance {chance.chance:.1%}, "
+            f"p={chance.p_value:.2g})"
+        )
 
 
 def _say_class_order(order: metrics.ClassOrder, names: list[str] | None, found: _Findings) -> None:
     """What the class-order test found short of a misorder: a class read one way as another (a note: the model
     confuses it, the labels are not permuted), and swaps the counts point to that the data cannot show yet."""
+
     def name(k: int) -> str:
         return f"label {k} ({names[k]!r})" if names and k < len(names) else f"label {k}"
 
     for m in order.one_way:
-        found.notes.append(f"{name(m['label'])} is read as class {m['predicted']} on {m['count']} of {m['of']} "
-                           f"samples, more often than as itself, while class {m['predicted']}'s own samples are "
-                           "not read as it: a class the model confuses, not misordered labels")
+        found.notes.append(
+            f"{name(m['label'])} is read as class {m['predicted']} on {m['count']} of {m['of']} "
+            f"samples, more often than as itself, while class {m['predicted']}'s own samples are "
+            "not read as it: a class the model confuses, not misordered labels"
+        )
     for cycle in order.unshown:
         labels = " and ".join(name(k) for k in cycle["labels"])
-        settle = (f"about {cycle['per_class']:,} labelled samples per class would show it (--samples, --eval)"
-                  if cycle["per_class"] else "no sample size would show it at these shares")
-        found.warnings.append(f"the labels may not follow the model's class order: {labels} are read as one "
-                              f"another's classes more often than as their own, on too few samples to be sure; "
-                              + settle)
+        settle = (
+            f"about {cycle['per_class']:,} labelled samples per class would show it (--samples, --eval)"
+            if cycle["per_class"]
+            else "no sample size would show it at these shares"
+        )
+        found.warnings.append(
+            f"the labels may not follow the model's class order: {labels} are read as one "
+            f"another's classes more often than as their own, on too few samples to be sure; " + settle
+        )
 
 
 # ------------------------------------------------------------------------------------------ main
-PROBE_SAMPLES = 64        # verification samples run again through the written model (it must not change)
+PROBE_SAMPLES = 64  # verification samples run again through the written model (it must not change)
 MAX_EVAL_SAMPLES = 10_000  # --eval: labelled samples read for verification, at most
 
 
@@ -483,8 +597,10 @@ def match_folders_to_labels(data: calibration.CalibrationData, labels: list[str]
 def unused_labels_warning(unusable: str, labels_recorded: bool) -> str:
     """The warning when the data's labels cannot measure accuracy, true to what is recorded."""
     if labels_recorded:
-        return (f"the calibration labels are not used to measure accuracy: {unusable} (the labels recorded are "
-                "--labels's or the record's; name the class folders like them to have them matched by name)")
+        return (
+            f"the calibration labels are not used to measure accuracy: {unusable} (the labels recorded are "
+            "--labels's or the record's; name the class folders like them to have them matched by name)"
+        )
     return f"the calibration labels are neither recorded nor used to measure accuracy: {unusable}"
 
 
@@ -496,8 +612,9 @@ def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, labels: list[str] | N
     """
     if opts.eval is None:
         raise ValueError("load_eval reads --eval; it was not given")
-    data = calibration.load(opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, _bars(opts),
-                            flag="--eval")
+    data = calibration.load(
+        opts.eval, spec, MAX_EVAL_SAMPLES, 0, opts.seed, opts.tfrecord_key, _bars(opts), flag="--eval"
+    )
     if labels is not None and data.kind == "images":
         match_folders_to_labels(data, labels, "--eval")
     return data
@@ -506,8 +623,10 @@ def load_eval(opts: QuantizeOptions, spec: PreprocessSpec, labels: list[str] | N
 def check_eval(opts: QuantizeOptions, data: calibration.CalibrationData, classes: int) -> None:
     problem = preprocess_search.labels_problem(data, classes)
     if problem:
-        raise InputError(f"--eval {opts.eval}: {problem}",
-                         "pass labelled data of the model's classes: class folders, or an .npz with x and y")
+        raise InputError(
+            f"--eval {opts.eval}: {problem}",
+            "pass labelled data of the model's classes: class folders, or an .npz with x and y",
+        )
 
 
 def default_output(model: str | Path) -> Path:
@@ -547,9 +666,11 @@ def refuse_replacing_another_source(output: Path, model: str | Path) -> None:
         return
     made = f"was made from {source}" if source else "was not written by edgekit quantize"
     stem = Path(model).name.replace(".", "_") if not Path(model).is_dir() else name
-    raise UsageError(f"the default output {output} exists and {made}, not from {name}: it would be replaced",
-                     f"choose another output with -o (e.g. -o {output.with_name(stem + '_int8.tflite')}), or delete "
-                     f"{output.name} first")
+    raise UsageError(
+        f"the default output {output} exists and {made}, not from {name}: it would be replaced",
+        f"choose another output with -o (e.g. -o {output.with_name(stem + '_int8.tflite')}), or delete "
+        f"{output.name} first",
+    )
 
 
 def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] | None:
@@ -560,8 +681,10 @@ def recorded_beside(model: str | Path) -> tuple[model_record.ModelRecord, Path] 
     """
     p = Path(model)
     p = p.resolve() if p.is_dir() else p  # `.` or `..` for a SavedModel: the record sits beside the folder
-    candidates = [model_record.sidecar_path(p),
-                  p.with_name(keras_io.default_output_stem(p) + model_record.SIDECAR_SUFFIX)]
+    candidates = [
+        model_record.sidecar_path(p),
+        p.with_name(keras_io.default_output_stem(p) + model_record.SIDECAR_SUFFIX),
+    ]
     for c in dict.fromkeys(candidates):
         if c.is_file():
             record = model_record.ModelRecord.from_json(c.read_bytes(), str(c))
@@ -575,11 +698,17 @@ def _io_summary(t: tflite_model.TensorInfo) -> TensorIO:
     return TensorIO(t.dtype, tuple(t.shape), q.scale if q else None, q.zero_point if q else None)
 
 
-def settle_on_data(loaded: keras_io.LoadedSource, data: calibration.CalibrationData, spec: PreprocessSpec,
-                   origin: str, opts: QuantizeOptions, warn: Callable[[list[str]], None],
-                   labels_recorded: bool = False, eval_data: calibration.CalibrationData | None = None,
-                   note: Callable[[list[str]], None] | None = None,
-                   ) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool, int]:
+def settle_on_data(
+    loaded: keras_io.LoadedSource,
+    data: calibration.CalibrationData,
+    spec: PreprocessSpec,
+    origin: str,
+    opts: QuantizeOptions,
+    warn: Callable[[list[str]], None],
+    labels_recorded: bool = False,
+    eval_data: calibration.CalibrationData | None = None,
+    note: Callable[[list[str]], None] | None = None,
+) -> tuple[PreprocessSpec, str, preprocess_search.SearchResult | None, bool, int]:
     """Settle the spec on the labelled data (see :mod:`preprocess_search`) and apply it to ``data``
     (and ``eval_data``, whose labelled samples the search uses too).
 
@@ -595,11 +724,13 @@ def settle_on_data(loaded: keras_io.LoadedSource, data: calibration.CalibrationD
         warn([unused_labels_warning(unusable, labels_recorded)])
 
     with silenced(opts.verbose) as (real_err, _):
+
         def bar(names: list[str]) -> Any:
             return _bars(opts).iterate(names, len(names), "Trying preprocessing", real_err)
 
         spec, origin, search, warnings, notes = preprocess_search.settle(
-            origin, spec, data, loaded.predict, classes, unusable, bar, extra=eval_data)
+            origin, spec, data, loaded.predict, classes, unusable, bar, extra=eval_data
+        )
     warn(warnings)
     if note:
         note(notes)
@@ -623,12 +754,12 @@ class _Run:
     labels: list[str] | None = None
     record: model_record.ModelRecord | None = None
     record_file: Path | None = None
-    sidecar: Path | None = None           # None: the sidecar's name is the Keras model's own record
+    sidecar: Path | None = None  # None: the sidecar's name is the Keras model's own record
     calib_source: str = ""
     detection_eval_data: str | None = None
-    eval_names: tuple[list[str], str] | None = None   # --eval's class names and their file (data.yaml...)
+    eval_names: tuple[list[str], str] | None = None  # --eval's class names and their file (data.yaml...)
     warnings: list[str] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)   # a choice made for the user, an interval not yet settled
+    notes: list[str] = field(default_factory=list)  # a choice made for the user, an interval not yet settled
 
     def warn(self, messages: list[str]) -> None:
         for m in messages:
@@ -661,7 +792,7 @@ class _Converted:
     model: bytes
     remedy: str
     tried: list[str]
-    layout: Any   # detector_verify's DetectionLayout, or None
+    layout: Any  # detector_verify's DetectionLayout, or None
 
 
 @dataclass
@@ -678,24 +809,28 @@ def _check_options(opts: QuantizeOptions) -> Path:
     if not 0.0 <= opts.min_agreement <= 1.0:
         raise UsageError(f"--min-agreement {opts.min_agreement} is not between 0 and 1", "e.g. --min-agreement 0.9")
     if not 0.0 <= opts.max_accuracy_drop <= 100.0:
-        raise UsageError(f"--max-accuracy-drop {opts.max_accuracy_drop} is not between 0 and 100 (points)",
-                         "e.g. --max-accuracy-drop 1")
+        raise UsageError(
+            f"--max-accuracy-drop {opts.max_accuracy_drop} is not between 0 and 100 (points)",
+            "e.g. --max-accuracy-drop 1",
+        )
     if opts.model_shown and not opts.output:
-        raise UsageError(f"{opts.model_shown} has no file name to put the output beside",
-                         "pass output='model_int8.tflite'")
+        raise UsageError(
+            f"{opts.model_shown} has no file name to put the output beside", "pass output='model_int8.tflite'"
+        )
     output = Path(opts.output) if opts.output else default_output(opts.model)
     if not Path(opts.model).exists():
         raise InputError(f"no such file or folder: {opts.model}", "check the path")
     if Path(opts.model).suffix.lower() == ".tflite":  # said before "no calibration data", which would mislead
         raise InputError(f"{opts.model} is already a TFLite model", "use `edgekit inspect` or `edgekit check` on it")
-    if Path(opts.model).suffix.lower() in onnx_io.PYTORCH_SUFFIXES:   # a pickle: never loaded (refused before data)
+    if Path(opts.model).suffix.lower() in onnx_io.PYTORCH_SUFFIXES:  # a pickle: never loaded (refused before data)
         onnx_io.refuse_pytorch(Path(opts.model), opts.trust_model)
     refuse_overwriting_input(output, opts.model, *([opts.labels] if opts.labels else []))
     if opts.labels:  # the record written beside the output must not replace the labels file it is made from
         refuse_overwriting_input(model_record.sidecar_path(output), opts.labels)
     if not output.name.lower().endswith(".tflite") or output.name.lower() == ".tflite":
-        raise UsageError(f"output {output} is not a file name ending in .tflite",
-                         "choose an output path like -o model_int8.tflite")
+        raise UsageError(
+            f"output {output} is not a file name ending in .tflite", "choose an output path like -o model_int8.tflite"
+        )
     require_output_folder(output, opts.report)  # before the slow work, like every check below up to keras_io.load
     refuse_folders([output, model_record.sidecar_path(output)])
     return output
@@ -718,8 +853,10 @@ def _find_record(run: _Run) -> None:
     # training record, an input). The output's record goes inside the model only; that one stays as it is.
     run.sidecar = model_record.sidecar_path(output)
     if run.record_file and run.sidecar.resolve() == run.record_file.resolve():
-        opts.report.note(f"{run.sidecar.name} beside the output is {Path(opts.model).name}'s own record and stays as "
-                         f"it is: the output's record is written inside {output.name} only")
+        opts.report.note(
+            f"{run.sidecar.name} beside the output is {Path(opts.model).name}'s own record and stays as "
+            f"it is: the output's record is written inside {output.name} only"
+        )
         run.sidecar = None
     if opts.output is None:
         refuse_replacing_another_source(output, opts.model)
@@ -733,25 +870,27 @@ def _find_data(run: _Run) -> None:
     calib_source = opts.calib
     if calib_source is None:
         recorded_calib = (record.extra.get("calibration") or {}).get("source") if record else None
-        if not recorded_calib or record_file is None:   # a record always comes with its file
+        if not recorded_calib or record_file is None:  # a record always comes with its file
             raise calibration.describe_missing(opts.model)
         calib_path = Path(recorded_calib)
         calib_source = str(calib_path if calib_path.is_absolute() else record_file.parent / calib_path)
     calibration.check_exists(calib_source, record_file if opts.calib is None else None)
     if opts.eval is not None:  # before the slow work too
         if opts.eval == "random":  # noise has no labels: it can measure no accuracy
-            raise UsageError("--eval random: --eval takes labelled data, and noise has no labels",
-                             "pass class folders, or an .npz with x and y; or leave --eval out")
+            raise UsageError(
+                "--eval random: --eval takes labelled data, and noise has no labels",
+                "pass class folders, or an .npz with x and y; or leave --eval out",
+            )
         calibration.check_exists(opts.eval, flag="--eval")
 
     from edgekit.detection.data import calibration_images, is_detection_data, read_detection_set
 
     if opts.eval is not None and is_detection_data(opts.eval):
-        evaluated = read_detection_set(opts.eval, flag="--eval")   # every entry checked before the slow work
-        if evaluated.names_from:   # Ultralytics' data.yaml (or classes.txt): the names to record, where none are given
+        evaluated = read_detection_set(opts.eval, flag="--eval")  # every entry checked before the slow work
+        if evaluated.names_from:  # Ultralytics' data.yaml (or classes.txt): the names to record, where none are given
             run.eval_names = ([c["name"] for c in evaluated.categories], evaluated.names_from)
 
-    detection_images = calibration_images(calib_source)   # a COCO file or YOLO folder: calibrate on its images
+    detection_images = calibration_images(calib_source)  # a COCO file or YOLO folder: calibrate on its images
     if detection_images is not None:
         opts.report.note(f"calibrating on the images of the detection data {calib_source}: {detection_images}")
         calib_source = detection_images
@@ -763,24 +902,31 @@ def _load_source(opts: QuantizeOptions) -> keras_io.LoadedSource:
     it noted."""
     if Path(opts.model).suffix.lower() == onnx_io.ONNX_SUFFIX:
         if opts.arch or opts.custom_objects:
-            raise UsageError("--arch and --custom-objects apply to Keras models, not to an ONNX model",
-                             "leave them out")
-        onnx_io.require_onnx()   # the onnx extra named first; then TensorFlow, which converts the translation
+            raise UsageError(
+                "--arch and --custom-objects apply to Keras models, not to an ONNX model", "leave them out"
+            )
+        onnx_io.require_onnx()  # the onnx extra named first; then TensorFlow, which converts the translation
         import_tensorflow(opts.verbose)
-        loaded: keras_io.LoadedSource = onnx_io.load(opts.model, opts.input_size, opts.output_name, opts.verbose,
-                                                     opts.model_shown)
+        loaded: keras_io.LoadedSource = onnx_io.load(
+            opts.model, opts.input_size, opts.output_name, opts.verbose, opts.model_shown
+        )
     else:
-        loaded = keras_io.load(opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose,
-                               opts.output_name)
+        loaded = keras_io.load(
+            opts.model, opts.arch, opts.custom_objects, opts.trust_model, opts.verbose, opts.output_name
+        )
     for note in loaded.notes:
         opts.report.note(note)
     if loaded.format == "savedmodel":  # docs/commands/quantize.md: a SavedModel is a program, and converting runs it
         if opts.trust_model:
-            opts.report.warn("a SavedModel is a program: converting it runs its graph, and with --trust-model its "
-                             "file and system operations were not looked for")
+            opts.report.warn(
+                "a SavedModel is a program: converting it runs its graph, and with --trust-model its "
+                "file and system operations were not looked for"
+            )
         else:
-            opts.report.note("a SavedModel is a program: converting it runs its graph (read first: it has no file or "
-                             "system operations)")
+            opts.report.note(
+                "a SavedModel is a program: converting it runs its graph (read first: it has no file or "
+                "system operations)"
+            )
     return loaded
 
 
@@ -792,17 +938,29 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedSource) -> _Prepared
     run.warn(spec_warnings)
     if run.labels is None and record and record.labels:
         run.labels = record.labels
-    class_names = getattr(loaded, "class_names", None)   # an ONNX exporter's metadata (Ultralytics)
+    class_names = getattr(loaded, "class_names", None)  # an ONNX exporter's metadata (Ultralytics)
     if run.labels is None and class_names:
         run.labels = list(class_names)
-    if run.labels is None and run.eval_names:   # detect then needs no --labels
+    if run.labels is None and run.eval_names:  # detect then needs no --labels
         run.labels, names_from = run.eval_names
         shown_names = ", ".join(run.labels[:5]) + (f"... ({len(run.labels)})" if len(run.labels) > 5 else "")
-        run.note([f"class names from --eval {opts.eval} ({names_from}): {shown_names}; recorded with the model "
-                  "(--labels FILE records others)"])
+        run.note(
+            [
+                f"class names from --eval {opts.eval} ({names_from}): {shown_names}; recorded with the model "
+                "(--labels FILE records others)"
+            ]
+        )
     holdout = opts.holdout if opts.verify else 0
-    data = calibration.load(run.calib_source, spec, opts.samples, holdout, opts.seed, opts.tfrecord_key,
-                            _bars(opts), letterbox=getattr(loaded, "letterbox", False))   # fed as it will be
+    data = calibration.load(
+        run.calib_source,
+        spec,
+        opts.samples,
+        holdout,
+        opts.seed,
+        opts.tfrecord_key,
+        _bars(opts),
+        letterbox=getattr(loaded, "letterbox", False),
+    )  # fed as it will be
     run.warn(data.warnings)
     if run.labels is not None and data.kind == "images":
         run.warn(match_folders_to_labels(data, run.labels, "--calib"))
@@ -810,12 +968,16 @@ def _decide_preprocessing(run: _Run, loaded: keras_io.LoadedSource) -> _Prepared
 
     run.detection_eval_data = opts.eval if opts.eval and is_detection_data(opts.eval) else None  # COCO JSON / YOLO
     # --eval's labelled samples are read first: the preprocessing search measures on them too
-    eval_data = load_eval(opts, spec, run.labels or data.class_names) \
-        if opts.verify and opts.eval and not run.detection_eval_data else None
-    spec, spec_origin, search, labelled, _ = settle_on_data(loaded, data, spec, spec_origin, opts, run.warn,
-                                                            run.labels is not None, eval_data, run.note)
+    eval_data = (
+        load_eval(opts, spec, run.labels or data.class_names)
+        if opts.verify and opts.eval and not run.detection_eval_data
+        else None
+    )
+    spec, spec_origin, search, labelled, _ = settle_on_data(
+        loaded, data, spec, spec_origin, opts, run.warn, run.labels is not None, eval_data, run.note
+    )
     if run.labels is None and data.class_names and labelled:
-        run.labels = data.class_names   # class folder names, in Keras's order: what classify should print
+        run.labels = data.class_names  # class folder names, in Keras's order: what classify should print
     return _Prepared(loaded, spec, spec_origin, data, eval_data, search, labelled)
 
 
@@ -832,20 +994,29 @@ def _convert_stage(run: _Run, p: _Prepared) -> _Converted:
     from edgekit.converters import detector_verify
 
     layout = detector_verify.layout_of(model_bytes, info, opts.layout, opts.model_shown or opts.model)  # None: a
-    if opts.layout and layout is None:                                                               # classifier
-        raise UsageError(f"--layout {opts.layout}: {opts.model_shown or opts.model} is a classifier (one score per "
-                         "class)", "leave --layout out")
-    if layout is not None and getattr(p.loaded, "letterbox", False):   # an ONNX exporter that letterboxes
-        layout = dataclasses.replace(layout, letterbox=True, source=tuple(
-            "letterboxed input (the ONNX exporter's metadata: Ultralytics)" if "plain resize" in line else line
-            for line in layout.source))
+    if opts.layout and layout is None:  # classifier
+        raise UsageError(
+            f"--layout {opts.layout}: {opts.model_shown or opts.model} is a classifier (one score per class)",
+            "leave --layout out",
+        )
+    if layout is not None and getattr(p.loaded, "letterbox", False):  # an ONNX exporter that letterboxes
+        layout = dataclasses.replace(
+            layout,
+            letterbox=True,
+            source=tuple(
+                "letterboxed input (the ONNX exporter's metadata: Ultralytics)" if "plain resize" in line else line
+                for line in layout.source
+            ),
+        )
     if layout is not None:
         detector_verify.refuse_crushed_scores(layout, info)
         opts.report.note(f"a detector: {layout.describe()} ({'; '.join(layout.source)})")
     n_classes = layout.num_classes if layout is not None else int(np.prod(info.outputs[0].shape))
     if run.detection_eval_data and layout is None:
-        raise InputError(f"--eval {opts.eval}: detection data (boxes), but the model is a classifier",
-                         "pass class folders or an .npz with x and y")
+        raise InputError(
+            f"--eval {opts.eval}: detection data (boxes), but the model is a classifier",
+            "pass class folders or an .npz with x and y",
+        )
     if run.labels is not None and len(run.labels) != n_classes:
         run.warn([f"{len(run.labels)} labels for {n_classes} model outputs"])
     return _Converted(model_bytes, remedy, tried, layout)
@@ -858,16 +1029,27 @@ def _verify_stage(run: _Run, p: _Prepared, c: _Converted) -> _Verified:
         return _Verified(None, None, None)
     checked = verification_set(p.data, p.labelled, p.eval_data)
     verification: Verification | DetectionVerification
-    if c.layout is not None:   # detections matched, not top-1 (labelled detection data: evaluate --against)
+    if c.layout is not None:  # detections matched, not top-1 (labelled detection data: evaluate --against)
         from edgekit.converters import detector_verify
 
         with silenced(opts.verbose):
-            verification = detector_verify.verify_detector(p.loaded.predict, c.model, c.layout, checked.x,
-                                                           opts.min_agreement, checked.sources, opts.strict)
+            verification = detector_verify.verify_detector(
+                p.loaded.predict, c.model, c.layout, checked.x, opts.min_agreement, checked.sources, opts.strict
+            )
             if run.detection_eval_data:
-                verification = detector_verify.apply_map50_gate(verification, detector_verify.map50_gate(
-                    p.loaded.predict, c.model, c.layout, p.spec, run.detection_eval_data, opts.max_accuracy_drop,
-                    run.labels), opts.strict)
+                verification = detector_verify.apply_map50_gate(
+                    verification,
+                    detector_verify.map50_gate(
+                        p.loaded.predict,
+                        c.model,
+                        c.layout,
+                        p.spec,
+                        run.detection_eval_data,
+                        opts.max_accuracy_drop,
+                        run.labels,
+                    ),
+                    opts.strict,
+                )
             int8_scores = run_int8(c.model, checked.x[:PROBE_SAMPLES])
     else:
         with silenced(opts.verbose):
@@ -885,20 +1067,35 @@ def _write_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified) -> bytes:
     tf = import_tensorflow()
     import keras
 
-    rec = model_record.ModelRecord(p.spec, run.labels, {
-        "created_by": f"{CREATED_BY} {__version__}",
-        "source_model": {"name": opts.model_shown or source_name(opts.model), "format": p.loaded.format,
-                         "output": p.loaded.output.to_dict() if p.loaded.output else None, "notes": p.loaded.notes},
-        "versions": {"edgekit": __version__, "tensorflow": tf.__version__, "keras": keras.__version__,
-                     **onnx_io.versions(p.loaded)},
-        "io": opts.io,
-        "calibration": p.data.summary().to_dict(),
-        "preprocess_origin": p.origin,
-        "preprocess_search": p.search.record().to_dict() if p.search else None,
-        "verification": v.verification.to_dict() if v.verification else None,
-        **({"detection": {"layout": c.layout.to_dict(), "letterbox": c.layout.letterbox}}
-           if c.layout is not None else {}),
-    })
+    rec = model_record.ModelRecord(
+        p.spec,
+        run.labels,
+        {
+            "created_by": f"{CREATED_BY} {__version__}",
+            "source_model": {
+                "name": opts.model_shown or source_name(opts.model),
+                "format": p.loaded.format,
+                "output": p.loaded.output.to_dict() if p.loaded.output else None,
+                "notes": p.loaded.notes,
+            },
+            "versions": {
+                "edgekit": __version__,
+                "tensorflow": tf.__version__,
+                "keras": keras.__version__,
+                **onnx_io.versions(p.loaded),
+            },
+            "io": opts.io,
+            "calibration": p.data.summary().to_dict(),
+            "preprocess_origin": p.origin,
+            "preprocess_search": p.search.record().to_dict() if p.search else None,
+            "verification": v.verification.to_dict() if v.verification else None,
+            **(
+                {"detection": {"layout": c.layout.to_dict(), "letterbox": c.layout.letterbox}}
+                if c.layout is not None
+                else {}
+            ),
+        },
+    )
     final = _with_record(c.model, rec)
     # What was verified is the converter's output; what is written is that model repacked with the
     # record. The repack must not change a single output: run the verification samples (or a few
@@ -908,15 +1105,22 @@ def _write_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified) -> bytes:
         before = v.int8_scores[:PROBE_SAMPLES] if v.int8_scores is not None else run_int8(c.model, probe)
         after = run_int8(final, probe)
     if not np.array_equal(before, after):
-        raise InternalError("adding the record to the model changed its outputs "
-                            f"(on {len(probe)} samples, max |difference| {float(np.abs(after - before).max()):g})",
-                            "this is a bug in edgekit (nothing was written); rerun with --debug and report it")
+        raise InternalError(
+            "adding the record to the model changed its outputs "
+            f"(on {len(probe)} samples, max |difference| {float(np.abs(after - before).max()):g})",
+            "this is a bug in edgekit (nothing was written); rerun with --debug and report it",
+        )
     write_all_atomic({run.output: final, **({run.sidecar: rec.to_json().encode()} if run.sidecar else {})})
     return final
 
 
-def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: bytes,
-                  ) -> tuple[QuantizeOutcome, advice.ModelFacts]:
+def _result_stage(
+    run: _Run,
+    p: _Prepared,
+    c: _Converted,
+    v: _Verified,
+    final: bytes,
+) -> tuple[QuantizeOutcome, advice.ModelFacts]:
     """Stage 9: check the written model as ``edgekit check`` would, advise on placement, and describe the run."""
     opts = run.opts
     out_info = tflite_model.ModelInfo.from_bytes(final)
@@ -926,8 +1130,11 @@ def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: b
     src_size = sum(f.stat().st_size for f in src.rglob("*") if f.is_file()) if src.is_dir() else src.stat().st_size
     spec = p.spec
     summary = QuantizeDocument(
-        output=str(run.output), record=str(run.sidecar) if run.sidecar else None,
-        source=SourceModel(opts.model_shown or str(src), p.loaded.format, src_size, p.loaded.output, tuple(p.loaded.notes)),
+        output=str(run.output),
+        record=str(run.sidecar) if run.sidecar else None,
+        source=SourceModel(
+            opts.model_shown or str(src), p.loaded.format, src_size, p.loaded.output, tuple(p.loaded.notes)
+        ),
         size_bytes=out_info.size_bytes,
         preprocess=Preprocess.of_spec(spec, p.origin, spec.describe(), p.search.record() if p.search else None),
         labels=len(run.labels) if run.labels else None,
@@ -935,18 +1142,23 @@ def _result_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified, final: b
         io=ModelIO(_io_summary(out_info.inputs[0]), _io_summary(out_info.outputs[0])),
         op_histogram=tuple(out_info.op_histogram_rows()),
         checks=_gate_checks(check),
-        edgetpu=CheckDigest.from_check(check),   # check's real verdict, not a fixed "passed"
+        edgetpu=CheckDigest.from_check(check),  # check's real verdict, not a fixed "passed"
         advice=tuple(advice.placement_advice(facts, check.verdict)),
-        remedy=c.remedy, remedies_tried=tuple(c.tried), verification=v.verification,
-        warnings=tuple(run.warnings), notes=tuple(run.notes))
+        remedy=c.remedy,
+        remedies_tried=tuple(c.tried),
+        verification=v.verification,
+        warnings=tuple(run.warnings),
+        notes=tuple(run.notes),
+    )
     return QuantizeOutcome(run.output, run.sidecar, summary), facts
 
 
-def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result: QuantizeOutcome,
-                   facts: advice.ModelFacts) -> None:
+def _refuse_failed(
+    run: _Run, p: _Prepared, c: _Converted, v: _Verified, result: QuantizeOutcome, facts: advice.ModelFacts
+) -> None:
     """Stage 10: a failed verification, with advice on what int8 lost, raised as :class:`AgreementError`."""
     verification, checked, opts = v.verification, v.checked, run.opts
-    if not verification or verification.passed or checked is None:   # checked is set with the verification
+    if not verification or verification.passed or checked is None:  # checked is set with the verification
         return
     more = _accuracy_advice(p.loaded, checked.x, p.spec, verification, facts, c.tried, opts.verbose, opts.report)
     result.summary = dataclasses.replace(result.summary, advice=result.summary.advice + tuple(more))
@@ -957,12 +1169,17 @@ def _refuse_failed(run: _Run, p: _Prepared, c: _Converted, v: _Verified, result:
     else:
         difference = f"mean |score difference| {verification.mean_abs_diff:.4f}"
     raise AgreementError(
-        f"on {checked.describe()}: " + "; ".join(verification.failures) + f"; {difference}", run.output,
-        _refusal_hint(verification, c.layout is not None, result), result.summary)
+        f"on {checked.describe()}: " + "; ".join(verification.failures) + f"; {difference}",
+        run.output,
+        _refusal_hint(verification, c.layout is not None, result),
+        result.summary,
+    )
 
 
-STRICT_HINT = ("give it more samples until the verdict settles (--samples, --eval: the line says how many), or "
-               "leave out --strict to pass an uncertain verdict with a warning")
+STRICT_HINT = (
+    "give it more samples until the verdict settles (--samples, --eval: the line says how many), or "
+    "leave out --strict to pass an uncertain verdict with a warning"
+)
 
 
 def _refusal_hint(verification: Verification | DetectionVerification, detector: bool, result: QuantizeOutcome) -> str:
@@ -972,20 +1189,31 @@ def _refusal_hint(verification: Verification | DetectionVerification, detector: 
     if all(metrics.STRICT_FAILS in f for f in verification.failures):
         return STRICT_HINT
     if detector:
-        return ("check that --calib holds real images of what the detector finds, preprocessed like training (see "
-                "--scaling), or relax --min-agreement")
-    return ("check that --calib holds real training images of the model's classes, preprocessed like training "
-            "(see --scaling), or relax --min-agreement / --max-accuracy-drop"
-            + ("; the advice above names the layers int8 loses most in" if any(
-                a.key == "worst_layers" for a in result.summary.advice) else ""))
+        return (
+            "check that --calib holds real images of what the detector finds, preprocessed like training (see "
+            "--scaling), or relax --min-agreement"
+        )
+    return (
+        "check that --calib holds real training images of the model's classes, preprocessed like training "
+        "(see --scaling), or relax --min-agreement / --max-accuracy-drop"
+        + (
+            "; the advice above names the layers int8 loses most in"
+            if any(a.key == "worst_layers" for a in result.summary.advice)
+            else ""
+        )
+    )
 
 
 def _gate_checks(check: compatibility.CheckReport) -> GateChecks:
     """What quantize required of the written model (:func:`compatibility.gate_checks`), typed."""
     gate = compatibility.gate_checks(check)
     verdict = gate["edgetpu_verdict"]
-    return GateChecks(gate["full_int8"], gate["static_shapes"], gate["op_versions_within_compiler"],
-                      getattr(verdict, "value", verdict))
+    return GateChecks(
+        gate["full_int8"],
+        gate["static_shapes"],
+        gate["op_versions_within_compiler"],
+        getattr(verdict, "value", verdict),
+    )
 
 
 def quantize(opts: QuantizeOptions) -> QuantizeOutcome:
@@ -1004,10 +1232,16 @@ def quantize(opts: QuantizeOptions) -> QuantizeOutcome:
     return result
 
 
-def _accuracy_advice(loaded: keras_io.LoadedSource, x: np.ndarray, spec: PreprocessSpec,
-                     verification: Verification | DetectionVerification,
-                     facts: advice.ModelFacts, tried: list[str], verbose: bool,
-                     report: Reporter = SILENT) -> list[advice.Advice]:
+def _accuracy_advice(
+    loaded: keras_io.LoadedSource,
+    x: np.ndarray,
+    spec: PreprocessSpec,
+    verification: Verification | DetectionVerification,
+    facts: advice.ModelFacts,
+    tried: list[str],
+    verbose: bool,
+    report: Reporter = SILENT,
+) -> list[advice.Advice]:
     """Advice for an int8 model that lost accuracy or agreement: the architecture's remedy, the layers int8 loses
     most in (TFLite's quantization debugger, as ``evaluate --reference``), the converter settings tried. Nothing
     for a failure the int8 conversion did not cause (labels misordered, a float model at chance)."""
@@ -1033,6 +1267,8 @@ def _with_record(model: bytes, rec: model_record.ModelRecord) -> bytes:
     record = rec.to_json().encode()
     data = set_metadata(model, model_record.METADATA_NAME, record)
     if tflite_model.ModelInfo.from_bytes(data).metadata.get(model_record.METADATA_NAME) != record:
-        raise InternalError("the record written into the model does not read back",
-                            "this is a bug in edgekit (nothing was written); rerun with --debug and report it")
+        raise InternalError(
+            "the record written into the model does not read back",
+            "this is a bug in edgekit (nothing was written); rerun with --debug and report it",
+        )
     return data

@@ -13,7 +13,7 @@ and default.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Optional, Tuple
+from typing import Any
 
 from edgekit.flags import default
 from edgekit.report import SILENT, Reporter
@@ -31,31 +31,31 @@ class QuantizeOptions:
     (``show_progress``, ``report``). ``mean``, ``std`` and ``input_size`` hold the values as read."""
 
     model: str
-    output: Optional[str] = _flag("output")
-    model_shown: Optional[str] = None
-    calib: Optional[str] = _flag("calib")
+    output: str | None = _flag("output")
+    model_shown: str | None = None
+    calib: str | None = _flag("calib")
     samples: int = _flag("samples")
     holdout: int = _flag("holdout")
     seed: int = _flag("seed")
     tfrecord_key: str = _flag("tfrecord_key")
-    arch: Optional[str] = _flag("arch")
-    custom_objects: Optional[str] = _flag("custom_objects")
+    arch: str | None = _flag("arch")
+    custom_objects: str | None = _flag("custom_objects")
     trust_model: bool = _flag("trust_model")
-    output_name: Optional[str] = _flag("output_name")        # which output of a model with several (name or index)
-    scaling: Optional[str] = _flag("scaling")
-    mean: Optional[Tuple[float, ...]] = _flag("mean")
-    std: Optional[Tuple[float, ...]] = _flag("std")
-    resize: Optional[str] = _flag("resize")
-    channels: Optional[str] = _flag("channels")
-    input_size: Optional[Tuple[int, int]] = _flag("input_size")   # (width, height) for models of any input size
+    output_name: str | None = _flag("output_name")  # which output of a model with several (name or index)
+    scaling: str | None = _flag("scaling")
+    mean: tuple[float, ...] | None = _flag("mean")
+    std: tuple[float, ...] | None = _flag("std")
+    resize: str | None = _flag("resize")
+    channels: str | None = _flag("channels")
+    input_size: tuple[int, int] | None = _flag("input_size")  # (width, height) for models of any input size
     io: str = _flag("io")
-    labels: Optional[str] = _flag("labels")
-    eval: Optional[str] = _flag("eval")                      # labelled data verification uses besides calibration's
+    labels: str | None = _flag("labels")
+    eval: str | None = _flag("eval")  # labelled data verification uses besides calibration's
     min_agreement: float = _flag("min_agreement")
-    max_accuracy_drop: float = _flag("max_accuracy_drop")    # points of top-1 the int8 model may lose against float
-    strict: bool = _flag("strict")                           # an uncertain verdict past its limit fails too
+    max_accuracy_drop: float = _flag("max_accuracy_drop")  # points of top-1 the int8 model may lose against float
+    strict: bool = _flag("strict")  # an uncertain verdict past its limit fails too
     no_verify: bool = _flag("no_verify")
-    layout: Optional[str] = _flag("layout")                  # a detector's output layout, when its outputs fit several
+    layout: str | None = _flag("layout")  # a detector's output layout, when its outputs fit several
     verbose: bool = _flag("verbose")
     show_progress: bool = True
     report: Reporter = SILENT  # told each warning as it arises and notes (e.g. "created output folder ...")

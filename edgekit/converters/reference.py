@@ -16,16 +16,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from edgekit.results import metrics
+from edgekit.board.preprocess import open_image, to_float
 from edgekit.converters import keras_io
 from edgekit.converters.tf_quiet import silenced
-from edgekit.board.preprocess import open_image, to_float
+from edgekit.results import metrics
 from edgekit.results.evaluate import ClassChange, LayerError, ReferenceComparison
 
 if TYPE_CHECKING:  # annotations only: converters/ imports nothing from devices/
     from edgekit.devices.evaluate import Evaluation, LabelledSet
 
-LAYER_SAMPLES = 32      # samples the per-layer report runs (each runs every op twice)
+LAYER_SAMPLES = 32  # samples the per-layer report runs (each runs every op twice)
 WORST_SHOWN = 5
 
 
@@ -41,8 +41,9 @@ def float_inputs(data: LabelledSet, ev: Evaluation) -> np.ndarray:
     return np.stack([to_float(im[..., 0] if im.ndim == 3 and im.shape[-1] == 1 else im, ev.spec) for im in x])
 
 
-def class_changes(float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray,
-                  names: dict[int, str]) -> list[ClassChange]:
+def class_changes(
+    float_scores: np.ndarray, int8_scores: np.ndarray, labels: np.ndarray, names: dict[int, str]
+) -> list[ClassChange]:
     """Per class: float and int8 top-1 and the change, the largest losses first (then by class id)."""
     rows = []
     f_pred, q_pred = float_scores.argmax(1), int8_scores.argmax(1)
@@ -70,10 +71,10 @@ def layer_errors(loaded: keras_io.LoadedSource, x: np.ndarray, spec: Any, verbos
 
     with silenced(verbose):
         converter = make_converter(loaded, spec, dataset, io_type=None)
-        options = tf.lite.experimental.QuantizationDebugOptions(
-            layer_direct_compare_metrics={"float_rms": float_rms})
-        debugger = tf.lite.experimental.QuantizationDebugger(converter=converter, debug_dataset=dataset,
-                                                             debug_options=options)
+        options = tf.lite.experimental.QuantizationDebugOptions(layer_direct_compare_metrics={"float_rms": float_rms})
+        debugger = tf.lite.experimental.QuantizationDebugger(
+            converter=converter, debug_dataset=dataset, debug_options=options
+        )
         debugger.run()
     interp = debugger._quant_interpreter
     rows = []
@@ -84,14 +85,24 @@ def layer_errors(loaded: keras_io.LoadedSource, x: np.ndarray, spec: Any, verbos
         # the error itself is NumericVerify's (float op minus dequantized int8 op, same input)
         rms_error = float(np.sqrt(stats["mean_squared_error"]))
         signal = float(stats["float_rms"])
-        rows.append(LayerError(op, tensor_name, rms_error / signal if signal > 0 else 0.0, rms_error,
-                               float(stats["max_abs_error"])))
+        rows.append(
+            LayerError(
+                op, tensor_name, rms_error / signal if signal > 0 else 0.0, rms_error, float(stats["max_abs_error"])
+            )
+        )
     return sorted(rows, key=lambda r: -r.relative_rms_error)
 
 
-def compare(ev: Evaluation, data: LabelledSet, reference: str, arch: str | None = None,
-            custom_objects: str | None = None, trust_model: bool = False, layers: bool = True,
-            verbose: bool = False) -> ReferenceComparison:
+def compare(
+    ev: Evaluation,
+    data: LabelledSet,
+    reference: str,
+    arch: str | None = None,
+    custom_objects: str | None = None,
+    trust_model: bool = False,
+    layers: bool = True,
+    verbose: bool = False,
+) -> ReferenceComparison:
     """The ``reference`` block of ``evaluate --json``: float accuracy, agreement, class changes, layer errors."""
     loaded = keras_io.load(reference, arch, custom_objects, trust_model, verbose)
     x = float_inputs(data, ev)
@@ -99,16 +110,21 @@ def compare(ev: Evaluation, data: LabelledSet, reference: str, arch: str | None 
     if any(w and w != got for w, got in zip(wanted, x.shape[1:])) or len(wanted) != x.ndim - 1:
         from edgekit.errors import InputError
 
-        raise InputError(f"--reference {reference}: it takes inputs of shape {wanted} (height, width, channels), "
-                         f"the evaluated model {tuple(x.shape[1:])}",
-                         "pass the float model this .tflite was made from")
+        raise InputError(
+            f"--reference {reference}: it takes inputs of shape {wanted} (height, width, channels), "
+            f"the evaluated model {tuple(x.shape[1:])}",
+            "pass the float model this .tflite was made from",
+        )
     with silenced(verbose):
         float_scores = loaded.predict(x)
     if float_scores.shape != ev.scores.shape:
         from edgekit.errors import InputError
 
-        raise InputError(f"--reference {reference}: it gives {float_scores.shape[1]} scores per sample, "
-                         f"the evaluated model {ev.scores.shape[1]}", "pass the float model this .tflite was made from")
+        raise InputError(
+            f"--reference {reference}: it gives {float_scores.shape[1]} scores per sample, "
+            f"the evaluated model {ev.scores.shape[1]}",
+            "pass the float model this .tflite was made from",
+        )
     layer_rows, layers_error = None, None
     if layers:
         try:
@@ -119,7 +135,15 @@ def compare(ev: Evaluation, data: LabelledSet, reference: str, arch: str | None 
             layers_error = f"{type(exc).__name__}: {first_line(exc)}"
     agreed = metrics.agreement(float_scores, ev.scores)
     return ReferenceComparison(
-        str(reference), metrics.top_k_accuracy(float_scores, ev.labels, 1),
-        metrics.top_k_accuracy(float_scores, ev.labels, 5), agreed.samples, agreed.top1_agreement,
-        agreed.agreement_interval, agreed.mean_abs_diff, agreed.max_abs_diff,
-        tuple(class_changes(float_scores, ev.scores, ev.labels, ev.names)[:WORST_SHOWN]), layer_rows, layers_error)
+        str(reference),
+        metrics.top_k_accuracy(float_scores, ev.labels, 1),
+        metrics.top_k_accuracy(float_scores, ev.labels, 5),
+        agreed.samples,
+        agreed.top1_agreement,
+        agreed.agreement_interval,
+        agreed.mean_abs_diff,
+        agreed.max_abs_diff,
+        tuple(class_changes(float_scores, ev.scores, ev.labels, ev.names)[:WORST_SHOWN]),
+        layer_rows,
+        layers_error,
+    )

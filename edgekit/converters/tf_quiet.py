@@ -114,11 +114,14 @@ def import_tensorflow(verbose: bool = False) -> Any:
     try:
         with silenced(verbose):
             import tensorflow as tf
+
             if not verbose:
                 tf.get_logger().setLevel(logging.ERROR)
                 logging.getLogger("absl").setLevel(logging.ERROR)
     except ImportError as exc:
-        raise MissingDependencyError(f"TensorFlow is needed to train, read or quantize Keras models ({exc})",
-                                     "pip install 'tensorflow-cpu==2.21.*', or pip install '.[convert]' in an edgekit"
-                                     " checkout; PyPI's 'edgekit' is another project") from None
+        raise MissingDependencyError(
+            f"TensorFlow is needed to train, read or quantize Keras models ({exc})",
+            "pip install 'tensorflow-cpu==2.21.*', or pip install '.[convert]' in an edgekit"
+            " checkout; PyPI's 'edgekit' is another project",
+        ) from None
     return tf

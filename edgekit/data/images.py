@@ -7,7 +7,7 @@ both sit above it.
 from __future__ import annotations
 
 import os
-from typing import Iterable
+from collections.abc import Iterable
 
 from edgekit.board.preprocess import IMAGE_EXTENSIONS, is_hidden
 
@@ -18,7 +18,9 @@ def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]
     images: list[str] = []
     errors: list[dict[str, str]] = []
     for arg in args:
-        if arg.strip() and os.path.isfile(arg):  # what the branches below do for a file, without pathlib and glob (start-up)
+        if arg.strip() and os.path.isfile(
+            arg
+        ):  # what the branches below do for a file, without pathlib and glob (start-up)
             images.append(arg)
             continue
         import glob
@@ -28,8 +30,11 @@ def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]
         if not arg.strip():  # Path("") is the current folder: an unset shell variable must not scan it
             errors.append({"image": arg, "error": "an image argument is empty (is a shell variable unset?)"})
         elif p.is_dir():
-            found = sorted(str(c) for c in p.rglob("*") if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file()
-                           and not is_hidden(c.relative_to(p)))
+            found = sorted(
+                str(c)
+                for c in p.rglob("*")
+                if c.suffix.lower() in IMAGE_EXTENSIONS and c.is_file() and not is_hidden(c.relative_to(p))
+            )
             if not found:
                 kinds = ", ".join(sorted(IMAGE_EXTENSIONS))
                 errors.append({"image": arg, "error": f"{arg}: folder holds no images (only {kinds} files are read)"})
@@ -39,8 +44,13 @@ def expand_images(args: Iterable[str]) -> tuple[list[str], list[dict[str, str]]]
         elif glob.has_magic(arg):
             found = sorted(m for m in glob.glob(arg, recursive=True) if Path(m).is_file())
             if not found:
-                errors.append({"image": arg, "error": f"{arg}: no file matches this pattern (check the folder and the "
-                                                      "pattern; quote it so the shell leaves the * alone)"})
+                errors.append(
+                    {
+                        "image": arg,
+                        "error": f"{arg}: no file matches this pattern (check the folder and the "
+                        "pattern; quote it so the shell leaves the * alone)",
+                    }
+                )
             images += found
         else:
             errors.append({"image": arg, "error": f"{arg}: no such file (check the path)"})

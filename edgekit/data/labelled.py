@@ -15,8 +15,14 @@ from edgekit.board.preprocess import IMAGE_EXTENSIONS, is_hidden
 from edgekit.errors import InputError, first_line, regular_file
 
 #: Image array names in an .npz, in the order looked for, each with the label array names that go with it.
-ARRAY_PAIRS = {"x": ("y", "labels"), "images": ("labels", "y"), "x_train": ("y_train",), "data": ("labels", "y"),
-               "x_calib": ("y_calib", "y"), "x_test": ("y_test",)}
+ARRAY_PAIRS = {
+    "x": ("y", "labels"),
+    "images": ("labels", "y"),
+    "x_train": ("y_train",),
+    "data": ("labels", "y"),
+    "x_calib": ("y_calib", "y"),
+    "x_test": ("y_test",),
+}
 
 
 def array_names(names: list[str]) -> tuple[str | None, str | None]:
@@ -33,8 +39,10 @@ def labels_of(x: np.ndarray, y: np.ndarray, where: str) -> np.ndarray:
     """Class ids of the images ``x`` from ``y``, one label per image (see :func:`class_ids`); else InputError."""
     y = np.asarray(y)
     if y.ndim == 0 or len(y) != len(x):
-        raise InputError(f"{where}: x has shape {x.shape} and y {y.shape}: expected one label per image",
-                         "save one label per image: np.savez(path, x=images, y=labels)")
+        raise InputError(
+            f"{where}: x has shape {x.shape} and y {y.shape}: expected one label per image",
+            "save one label per image: np.savez(path, x=images, y=labels)",
+        )
     return class_ids(y, f"{where}: y")
 
 
@@ -55,9 +63,13 @@ def match_by_name(folders: list[str], labels: dict[int, str] | list[str]) -> np.
 
 def list_images(folder: Path, flag: str = "--calib") -> tuple[list[list[Path]], list[str] | None]:
     """Image files grouped by class subfolder (``None`` classes for a flat folder)."""
+
     def images_in(d: Path) -> list[Path]:
-        return sorted(f for f in d.iterdir() if f.is_file() and f.suffix.lower() in IMAGE_EXTENSIONS
-                      and not is_hidden(f.relative_to(d)))
+        return sorted(
+            f
+            for f in d.iterdir()
+            if f.is_file() and f.suffix.lower() in IMAGE_EXTENSIONS and not is_hidden(f.relative_to(d))
+        )
 
     subdirs = sorted(d for d in folder.iterdir() if d.is_dir() and not is_hidden(d.relative_to(folder)))
     groups = [(d.name, images_in(d)) for d in subdirs]
@@ -67,8 +79,11 @@ def list_images(folder: Path, flag: str = "--calib") -> tuple[list[list[Path]], 
         return [files for _, files in groups], [n for n, _ in groups]
     if flat:
         return [flat], None
-    raise InputError(f"{flag} {folder}: no images found (looked for {', '.join(sorted(IMAGE_EXTENSIONS))}, "
-                     "flat or one subfolder per class)", "put the images in the folder, or one subfolder per class")
+    raise InputError(
+        f"{flag} {folder}: no images found (looked for {', '.join(sorted(IMAGE_EXTENSIONS))}, "
+        "flat or one subfolder per class)",
+        "put the images in the folder, or one subfolder per class",
+    )
 
 
 LABEL_HINT = "store int class ids shaped (N,) or (N, 1), or one-hot rows shaped (N, classes)"
@@ -124,8 +139,10 @@ def _row_ids(rows: np.ndarray, shape: tuple[int, ...], what: str) -> np.ndarray:
     else:
         bad = int(np.flatnonzero(ties)[0])
         why = f"row {bad} has a tie for its largest value"
-    raise InputError(f"{what} has shape {tuple(shape)} but its rows are not one-hot: {why}, so the class of a "
-                     "sample is ambiguous", LABEL_HINT)
+    raise InputError(
+        f"{what} has shape {tuple(shape)} but its rows are not one-hot: {why}, so the class of a sample is ambiguous",
+        LABEL_HINT,
+    )
 
 
 def read_labelled_arrays(path: Path, flag: str = "--data") -> tuple[np.ndarray, np.ndarray]:
@@ -136,20 +153,28 @@ def read_labelled_arrays(path: Path, flag: str = "--data") -> tuple[np.ndarray, 
             names = list(z.files)
             xkey, ykey = array_names(names)
             if xkey is None or ykey is None:
-                raise InputError(f"{flag} {path}: needs an image array and a label array (arrays: {', '.join(names)})",
-                                 "save them with np.savez(path, x=images, y=labels)")
+                raise InputError(
+                    f"{flag} {path}: needs an image array and a label array (arrays: {', '.join(names)})",
+                    "save them with np.savez(path, x=images, y=labels)",
+                )
             x, y = z[xkey], z[ykey]
     except InputError:
         raise
     except (ValueError, OSError, EOFError) as exc:
-        raise InputError(f"{flag} {path}: cannot read the arrays ({first_line(exc)})",
-                         "save uint8 images and int labels with np.savez (edgekit never unpickles)") from None
+        raise InputError(
+            f"{flag} {path}: cannot read the arrays ({first_line(exc)})",
+            "save uint8 images and int labels with np.savez (edgekit never unpickles)",
+        ) from None
     if x.ndim not in (3, 4) or not len(x):
-        raise InputError(f"{flag} {path}: x has shape {x.shape}: expected (N, H, W[, C]) images",
-                         "save the images as one (N, H, W, C) array: np.savez(path, x=images, y=labels)")
+        raise InputError(
+            f"{flag} {path}: x has shape {x.shape}: expected (N, H, W[, C]) images",
+            "save the images as one (N, H, W, C) array: np.savez(path, x=images, y=labels)",
+        )
     if x.dtype != np.uint8 and x.dtype.kind != "f":
-        raise InputError(f"{flag} {path}: x is {x.dtype}, neither uint8 images nor float model inputs",
-                         "save uint8 images (or float32 model inputs) as x")
+        raise InputError(
+            f"{flag} {path}: x is {x.dtype}, neither uint8 images nor float model inputs",
+            "save uint8 images (or float32 model inputs) as x",
+        )
     if x.dtype.kind == "f" and not np.isfinite(x).all():
         raise InputError(f"{flag} {path}: x holds NaN or infinite values", "replace them, or drop those samples")
     return x, labels_of(x, y, f"{flag} {path}")

@@ -27,12 +27,12 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from edgekit.tflite.schema_names import TENSOR_TYPES
 from edgekit.detection.layout import appended_zip, ultralytics_metadata, ultralytics_names
-from edgekit.tflite.yolo_head import YoloHead, ancestors, find_yolo_head, graph_problem
 from edgekit.errors import InputError, InvalidModelError
 from edgekit.report import SILENT, Reporter
 from edgekit.tflite.model import ModelInfo
+from edgekit.tflite.schema_names import TENSOR_TYPES
+from edgekit.tflite.yolo_head import YoloHead, ancestors, find_yolo_head, graph_problem
 
 #: The layout a cut model has, as ``edgekit detect --layout`` names it.
 LAYOUT = "split-dfl"
@@ -46,18 +46,27 @@ class Cut:
     head: YoloHead
     ops_before: int
     ops_after: int
-    outputs: tuple[dict, ...]          # the cut model's output tensors: role, name, shape, dtype, quantization
+    outputs: tuple[dict, ...]  # the cut model's output tensors: role, name, shape, dtype, quantization
     model: str | None = None
     output: str | None = None
-    verdict: str | None = None          # check's verdict on the cut model
-    cpu_ops: int | None = None          # ops check still puts on the CPU
+    verdict: str | None = None  # check's verdict on the cut model
+    cpu_ops: int | None = None  # ops check still puts on the CPU
 
     def to_dict(self) -> dict:
-        return {"model": self.model, "output": self.output, "layout": LAYOUT, "head": self.head.describe(),
-                "ops_before": self.ops_before, "ops_after": self.ops_after,
-                "decode_ops_removed": self.ops_before - self.ops_after, "outputs": list(self.outputs),
-                "strides": list(self.head.strides), "reg_max": self.head.reg_max,
-                "num_classes": self.head.num_classes, "check": {"verdict": self.verdict, "cpu_ops": self.cpu_ops}}
+        return {
+            "model": self.model,
+            "output": self.output,
+            "layout": LAYOUT,
+            "head": self.head.describe(),
+            "ops_before": self.ops_before,
+            "ops_after": self.ops_after,
+            "decode_ops_removed": self.ops_before - self.ops_after,
+            "outputs": list(self.outputs),
+            "strides": list(self.head.strides),
+            "reg_max": self.head.reg_max,
+            "num_classes": self.head.num_classes,
+            "check": {"verdict": self.verdict, "cpu_ops": self.cpu_ops},
+        }
 
     def render_text(self) -> str:
         """``edgekit cut``'s text: the typed :class:`edgekit.results.CutResult` renders it (one rendering)."""
@@ -77,46 +86,63 @@ def cut(model: str | Path, output: str | Path | None = None, report: Reporter = 
     The default output is ``<stem>_cut.tflite`` beside the model; it never replaces the input.
     The result carries check's prediction for the cut model.
     """
-    from edgekit.tflite import model_record
-    from edgekit.tflite import model as tflite_model
+    from edgekit.board.quant_params import refuse_bad_quantization
     from edgekit.edgetpu.compatibility import check_model
     from edgekit.fileio import refuse_overwriting_input, write_bytes_atomic
-    from edgekit.board.quant_params import refuse_bad_quantization
     from edgekit.results.cut import CutResult
+    from edgekit.tflite import model as tflite_model
+    from edgekit.tflite import model_record
 
     out = Path(output) if output is not None else default_output(model)
     refuse_overwriting_input(out, model)
     info = tflite_model.load(model)
-    refuse_bad_quantization(info._data, str(model))   # its cut would crash LiteRT as it does
+    refuse_bad_quantization(info._data, str(model))  # its cut would crash LiteRT as it does
     found = model_record.find_record(model, info.metadata)
     record = json.loads(found[0].to_json()) if found else None
     report.status(f"cutting {model} before its decode")
-    data, result = cut_decode(Path(model).read_bytes(), record)   # load() vouched it is a regular file
+    data, result = cut_decode(Path(model).read_bytes(), record)  # load() vouched it is a regular file
     checked = check_model(tflite_model.ModelInfo.from_bytes(data, str(out)))
     result = replace(result, model=str(model), output=str(out), verdict=checked.verdict, cpu_ops=checked.cpu_ops)
-    CutResult.of_cut(result).render_text()   # the document and its text stand before anything is written
+    CutResult.of_cut(result).render_text()  # the document and its text stand before anything is written
     write_bytes_atomic(out, data)
     return result
 
 
 def _schema() -> Any:
     from edgekit.tflite.metadata import metadata_schema as schema
+
     return schema()
 
 
-def detection_record(head: YoloHead, letterbox: bool, labels: tuple[str, ...] | None,
-                     before: dict | None = None, pixel_scaling: str | None = None) -> dict:
+def detection_record(
+    head: YoloHead,
+    letterbox: bool,
+    labels: tuple[str, ...] | None,
+    before: dict | None = None,
+    pixel_scaling: str | None = None,
+) -> dict:
     """The ``detection`` entry of the record a cut model carries: its layout as ``edgekit detect`` reads it
     (:class:`edgekit.board.decode.DetectionLayout`), never guessed again (``before``: the source's entry, kept)."""
     from edgekit.board.decode import DetectionLayout, Layout
 
-    roles = tuple((f"boxes@{lv.stride}", 2 * k) for k, lv in enumerate(head.levels)) + \
-        tuple((f"scores@{lv.stride}", 2 * k + 1) for k, lv in enumerate(head.levels))
-    layout = DetectionLayout(Layout.SPLIT_DFL, roles, head.num_classes, head.input_hw, scores_are_logits=True,
-                             reg_max=head.reg_max, strides=head.strides, letterbox=letterbox, labels=labels,
-                             pixel_scaling=pixel_scaling,
-                             source=(f"cut before its decode by edgekit cut: per level, box distributions then "
-                                     f"class logits ({head.describe()})",))
+    roles = tuple((f"boxes@{lv.stride}", 2 * k) for k, lv in enumerate(head.levels)) + tuple(
+        (f"scores@{lv.stride}", 2 * k + 1) for k, lv in enumerate(head.levels)
+    )
+    layout = DetectionLayout(
+        Layout.SPLIT_DFL,
+        roles,
+        head.num_classes,
+        head.input_hw,
+        scores_are_logits=True,
+        reg_max=head.reg_max,
+        strides=head.strides,
+        letterbox=letterbox,
+        labels=labels,
+        pixel_scaling=pixel_scaling,
+        source=(
+            f"cut before its decode by edgekit cut: per level, box distributions then class logits ({head.describe()})",
+        ),
+    )
     return {**(before or {}), "letterbox": letterbox, "layout": layout.to_dict(), "cut_before_decode": True}
 
 
@@ -144,8 +170,11 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
     before = rec.get("detection") if isinstance(rec.get("detection"), dict) else None
     letterbox = bool(before.get("letterbox")) if before and "letterbox" in before else ultralytics is not None
     names = ultralytics_names(ultralytics) if ultralytics else None
-    labels = tuple(str(x) for x in rec["labels"]) if isinstance(rec.get("labels"), list) else (
-        names if names and len(names) == head.num_classes else None)
+    labels = (
+        tuple(str(x) for x in rec["labels"])
+        if isinstance(rec.get("labels"), list)
+        else (names if names and len(names) == head.num_classes else None)
+    )
     # Ultralytics' exports take pixels / 255 (its metadata says so to edgekit detect); a recorded spec wins
     scaling = "0..1" if ultralytics is not None and not rec.get("preprocess") else None
     rec["detection"] = detection_record(head, letterbox, labels, before, scaling)
@@ -157,29 +186,40 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
 def _head_to_cut(info: ModelInfo, ultralytics: Any, record: dict | None) -> YoloHead:
     """The head of ``info`` a cut can take, or InputError saying why there is none (``record``: the model's)."""
     if info.is_compiled:
-        raise InputError("this model is already compiled for the Edge TPU: its decode cannot be cut",
-                         "cut the CPU model it was compiled from, then compile the cut model")
+        raise InputError(
+            "this model is already compiled for the Edge TPU: its decode cannot be cut",
+            "cut the CPU model it was compiled from, then compile the cut model",
+        )
     problem = graph_problem(info.main)
     if problem:
         raise InvalidModelError(f"malformed graph: {problem}", "re-export the model")
     task = getattr(ultralytics, "task", None)
     if task not in (None, "detect"):
-        raise InputError(f"an Ultralytics {task} model: cut handles detection heads only (task=detect)",
-                         "cut a detection model; the uncut model keeps its masks or keypoints")
+        raise InputError(
+            f"an Ultralytics {task} model: cut handles detection heads only (task=detect)",
+            "cut a detection model; the uncut model keeps its masks or keypoints",
+        )
     head = find_yolo_head(info)
     detection = (record or {}).get("detection")
     if head is None and isinstance(detection, dict) and detection.get("cut_before_decode") is True:
-        raise InputError("this model was cut before its decode already (its edgekit record says so): its outputs are "
-                         "the head's maps", "compile it (edgekit compile) or run it (edgekit detect)")
+        raise InputError(
+            "this model was cut before its decode already (its edgekit record says so): its outputs are "
+            "the head's maps",
+            "compile it (edgekit compile) or run it (edgekit detect)",
+        )
     if head is None:
-        raise InputError("no YOLO detection head found: per-level box-distribution and class convolutions, joined "
-                         "per level or each across the levels (Ultralytics' Detect head)",
-                         "cut works on YOLOv5u/v8/v9/11/26-style exports; `edgekit check` shows the model's ops")
+        raise InputError(
+            "no YOLO detection head found: per-level box-distribution and class convolutions, joined "
+            "per level or each across the levels (Ultralytics' Detect head)",
+            "cut works on YOLOv5u/v8/v9/11/26-style exports; `edgekit check` shows the model's ops",
+        )
     if head.foreign:
-        raise InputError(f"the head's decode also reads {len(head.foreign)} tensor(s) of the network besides the box "
-                         "and class maps (the mask coefficients and prototypes of a Segment head, the keypoints of a "
-                         "Pose head, the angles of an OBB head): cut handles detection heads only",
-                         "cut a detection model; the uncut model keeps its masks, keypoints or angles")
+        raise InputError(
+            f"the head's decode also reads {len(head.foreign)} tensor(s) of the network besides the box "
+            "and class maps (the mask coefficients and prototypes of a Segment head, the keypoints of a "
+            "Pose head, the angles of an OBB head): cut handles detection heads only",
+            "cut a detection model; the uncut model keeps its masks, keypoints or angles",
+        )
     return head
 
 
@@ -189,8 +229,17 @@ def object_model(data: bytes) -> tuple[Any, Any]:
     schema = _schema()
     try:
         model = schema.ModelT.InitFromPackedBuf(bytearray(data), 0)
-    except (ValueError, IndexError, TypeError, AttributeError, struct.error, OverflowError, MemoryError,
-            RecursionError, UnicodeDecodeError) as exc:
+    except (
+        ValueError,
+        IndexError,
+        TypeError,
+        AttributeError,
+        struct.error,
+        OverflowError,
+        MemoryError,
+        RecursionError,
+        UnicodeDecodeError,
+    ) as exc:
         raise InvalidModelError(f"malformed flatbuffer ({type(exc).__name__}: {exc})", "re-export the model") from None
     if not model.subgraphs or model.buffers is None:
         raise InvalidModelError("the model has no subgraph or no buffers", "re-export the model")
@@ -206,10 +255,14 @@ def _output(role: str, tensor: Any) -> dict:
     q = tensor.quantization
     scale = [float(x) for x in q.scale] if q is not None and q.scale is not None and len(q.scale) else None
     zero = [int(x) for x in q.zeroPoint] if scale and q.zeroPoint is not None and len(q.zeroPoint) else None
-    return {"role": role, "name": _name(tensor.name), "shape": [int(d) for d in tensor.shape],
-            "dtype": TENSOR_TYPES.get(int(tensor.type), f"type_{int(tensor.type)}"),
-            "scale": scale[0] if scale and len(scale) == 1 else None,
-            "zero_point": zero[0] if zero and len(zero) == 1 else (0 if scale and len(scale) == 1 else None)}
+    return {
+        "role": role,
+        "name": _name(tensor.name),
+        "shape": [int(d) for d in tensor.shape],
+        "dtype": TENSOR_TYPES.get(int(tensor.type), f"type_{int(tensor.type)}"),
+        "scale": scale[0] if scale and len(scale) == 1 else None,
+        "zero_point": zero[0] if zero and len(zero) == 1 else (0 if scale and len(scale) == 1 else None),
+    }
 
 
 def packed_model(model: Any, size: int, appended: dict[str, bytes]) -> bytes:
@@ -236,8 +289,14 @@ def _name(n: Any) -> str:
 
 def _drop_unused_tensors(graph: Any) -> None:
     """Renumber the graph's tensors to those its ops, inputs and outputs still use."""
-    used = {int(t) for op in graph.operators for seq in (op.inputs, op.outputs, op.intermediates)
-            if seq is not None for t in seq if int(t) >= 0}
+    used = {
+        int(t)
+        for op in graph.operators
+        for seq in (op.inputs, op.outputs, op.intermediates)
+        if seq is not None
+        for t in seq
+        if int(t) >= 0
+    }
     used |= {int(t) for t in list(graph.inputs) + list(graph.outputs)}
     order = sorted(used)
     new = {old: i for i, old in enumerate(order)}
@@ -262,7 +321,7 @@ def _rewrite_signature(model: Any, schema: Any, graph: Any) -> None:
             m.name, m.tensorIndex = graph.tensors[t].name, t
             outputs.append(m)
         sig.outputs = outputs
-        for m in sig.inputs or []:   # inputs keep their tensors, which were renumbered
+        for m in sig.inputs or []:  # inputs keep their tensors, which were renumbered
             m.tensorIndex = list(graph.inputs)[0] if len(graph.inputs) == 1 else m.tensorIndex
 
 

@@ -22,7 +22,7 @@ import math
 import os
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath, PureWindowsPath
-from typing import Any, TypedDict, Union
+from typing import Any, TypedDict
 
 import numpy as np
 
@@ -44,7 +44,7 @@ class CocoAnnotation(TypedDict):
     id: int
     image_id: int
     category_id: int
-    bbox: list[float]          # x, y, width, height in pixels
+    bbox: list[float]  # x, y, width, height in pixels
     area: float
     iscrowd: int
 
@@ -60,7 +60,7 @@ class CocoDataset(TypedDict, total=False):
     images: list[CocoImage]
     annotations: list[CocoAnnotation]
     categories: list[CocoCategory]
-    info: dict[str, Union[str, int]]
+    info: dict[str, str | int]
 
 
 class CocoDetection(TypedDict):
@@ -69,7 +69,7 @@ class CocoDetection(TypedDict):
     image_id: int
     category_id: int
     score: float
-    bbox: list[float]          # x, y, width, height in pixels
+    bbox: list[float]  # x, y, width, height in pixels
 
 
 @dataclass(frozen=True)
@@ -79,11 +79,11 @@ class DetectionSet:
     ``notes`` what reading changed or noticed (boxes clipped or skipped, a name used twice), for the user."""
 
     source: str
-    kind: str                      # coco | yolo
+    kind: str  # coco | yolo
     coco: CocoDataset
-    paths: dict[int, str]          # image id -> file path
+    paths: dict[int, str]  # image id -> file path
     origins: dict[int, str] = field(default_factory=dict)
-    notes: tuple[str, ...] = ()    # what reading changed or chose (boxes clipped, the one split of several)
+    notes: tuple[str, ...] = ()  # what reading changed or chose (boxes clipped, the one split of several)
     names_from: str | None = None  # the file the class names are from (data.yaml, classes.txt); None: class numbers
 
     @property
@@ -97,11 +97,12 @@ class DetectionSet:
 COCO_HINT = "fix the entry: COCO's format is at https://cocodataset.org/#format-data"
 LINK_HINT = "keep the data's files inside its folders (copy the file in rather than linking out)"
 YOLO_HINT = "one object per line, class id then the box normalized to the image"
-MAX_ID = 2 ** 63          # ids are int64 to numpy (pycocotools sorts and indexes by them)
+MAX_ID = 2**63  # ids are int64 to numpy (pycocotools sorts and indexes by them)
 
 
-def read_detection_set(source: str | os.PathLike, images: str | os.PathLike | None = None,
-                       flag: str = "--data") -> DetectionSet:
+def read_detection_set(
+    source: str | os.PathLike, images: str | os.PathLike | None = None, flag: str = "--data"
+) -> DetectionSet:
     """A COCO annotation file or a YOLO folder, every entry checked (InputError naming the entry or file:line):
     what it returns pycocotools can score."""
     p = Path(source)
@@ -117,8 +118,10 @@ def read_detection_set(source: str | os.PathLike, images: str | os.PathLike | No
         return read_yolo(p, flag)
     if not p.exists():
         raise InputError(f"{flag} {p}: no such file or folder", "check the path")
-    raise InputError(f"{flag} {p}: not a COCO annotation file (.json) or a YOLO folder (images/ + labels/)",
-                     "pass instances.json (with --images DIR) or a folder holding images/ and labels/")
+    raise InputError(
+        f"{flag} {p}: not a COCO annotation file (.json) or a YOLO folder (images/ + labels/)",
+        "pass instances.json (with --images DIR) or a folder holding images/ and labels/",
+    )
 
 
 def is_detection_data(source: str | os.PathLike) -> bool:
@@ -128,12 +131,16 @@ def is_detection_data(source: str | os.PathLike) -> bool:
     p = Path(source)
     if p.suffix.lower() == ".json" and p.is_file():
         return True
-    if p.suffix.lower() in (".yaml", ".yml") and p.is_file() or _images_split_dir(p) is not None \
-            or len(_splits(p)) >= 2:
+    if (
+        p.suffix.lower() in (".yaml", ".yml")
+        and p.is_file()
+        or _images_split_dir(p) is not None
+        or len(_splits(p)) >= 2
+    ):
         return True
     if not ((p / "labels").is_dir() and (p / "images").is_dir()):
         return False
-    try:   # class folders named "images" and "labels" would hold images in both: labels/ holds .txt files
+    try:  # class folders named "images" and "labels" would hold images in both: labels/ holds .txt files
         return not any(f.suffix.lower() in IMAGE_EXTENSIONS for f in (p / "labels").iterdir())
     except OSError:
         return False
@@ -145,7 +152,7 @@ def calibration_images(source: str | os.PathLike) -> str | None:
     p = Path(source)
     if not is_detection_data(p):
         return None
-    if p.is_dir():   # an image folder named as Ultralytics names a split (images/val, images) is its own images
+    if p.is_dir():  # an image folder named as Ultralytics names a split (images/val, images) is its own images
         return str(p) if _images_split_dir(p) is not None else str(p / "images")
     return str(p.parent / "images") if (p.parent / "images").is_dir() else str(p.parent)
 
@@ -183,11 +190,12 @@ def within(root: Path, path: Path, where: str) -> None:
     """Refuse (InputError naming ``where``) a ``path`` that leads outside ``root`` once links are resolved."""
     try:
         real, base = path.resolve(), root.resolve()
-    except (OSError, RuntimeError) as exc:   # a link loop
+    except (OSError, RuntimeError) as exc:  # a link loop
         raise InputError(f"{where}: {shown(str(path))} cannot be resolved ({first_line(exc)})", LINK_HINT) from None
     if real != base and base not in real.parents:
-        raise InputError(f"{where}: {shown(str(path))} leads outside {shown(str(root))} (to {shown(str(real))})",
-                         LINK_HINT)
+        raise InputError(
+            f"{where}: {shown(str(path))} leads outside {shown(str(root))} (to {shown(str(real))})", LINK_HINT
+        )
 
 
 def inside(root: Path, name: object, where: str) -> Path:
@@ -196,7 +204,7 @@ def inside(root: Path, name: object, where: str) -> Path:
     hint = "name each image by its path inside the image folder (--images DIR; default: beside the file)"
     if not isinstance(name, str) or not name.strip() or "\x00" in name:
         raise InputError(f"{where}: file_name is {_show(name)}: expected a file name", hint)
-    win = PureWindowsPath(name)   # splits on both / and \
+    win = PureWindowsPath(name)  # splits on both / and \
     if PurePosixPath(name).is_absolute() or win.drive or win.root or ".." in win.parts:
         raise InputError(f"{where}: file_name {_show(name)} is absolute or climbs out with '..'", hint)
     within(root, root / name, where)
@@ -217,11 +225,15 @@ def box_notes(skipped: list[str], clipped: list[str]) -> list[str]:
     """The counted notes on boxes not scored as written."""
     notes = []
     if skipped:
-        notes.append(f"{len(skipped)} box(es) with no area inside their image (a width or height <= 0, or wholly "
-                     f"outside) are not scored, e.g. {skipped[0]}")
+        notes.append(
+            f"{len(skipped)} box(es) with no area inside their image (a width or height <= 0, or wholly "
+            f"outside) are not scored, e.g. {skipped[0]}"
+        )
     if clipped:
-        notes.append(f"{len(clipped)} box(es) reaching more than a pixel outside their image are clipped to it, "
-                     f"e.g. {clipped[0]}")
+        notes.append(
+            f"{len(clipped)} box(es) reaching more than a pixel outside their image are clipped to it, "
+            f"e.g. {clipped[0]}"
+        )
     return notes
 
 
@@ -234,9 +246,13 @@ def name_notes(categories: list[CocoCategory]) -> list[str]:
     if not twice:
         return []
     name, first = next(iter(twice.items()))
-    return [Caution(f"{len(twice)} category name(s) are used by more than one category, e.g. {_show(name)} by ids "
-                    f"{', '.join(map(str, first[:5]))}: model classes are matched to categories by order, not by "
-                    "name; give each category its own name")]
+    return [
+        Caution(
+            f"{len(twice)} category name(s) are used by more than one category, e.g. {_show(name)} by ids "
+            f"{', '.join(map(str, first[:5]))}: model classes are matched to categories by order, not by "
+            "name; give each category its own name"
+        )
+    ]
 
 
 def check_scoreable(dataset: DetectionSet, where: str) -> None:
@@ -244,9 +260,11 @@ def check_scoreable(dataset: DetectionSet, where: str) -> None:
     if not dataset.coco["images"]:
         raise InputError(f"{where}: holds no images: nothing to score", "pass a set with images and their objects")
     if not any(not a["iscrowd"] for a in dataset.coco["annotations"]):
-        raise InputError(f"{where}: holds no object to score (no annotation, or only crowd regions or boxes with "
-                         "no area): every mAP would be undefined",
-                         "add the objects' boxes (COCO annotations, or YOLO labels/<image>.txt lines)")
+        raise InputError(
+            f"{where}: holds no object to score (no annotation, or only crowd regions or boxes with "
+            "no area): every mAP would be undefined",
+            "add the objects' boxes (COCO annotations, or YOLO labels/<image>.txt lines)",
+        )
 
 
 def check_classes(dataset: DetectionSet, num_classes: int, flag: str = "--data") -> None:
@@ -256,9 +274,12 @@ def check_classes(dataset: DetectionSet, num_classes: int, flag: str = "--data")
         return
     for a in dataset.coco["annotations"]:
         if a["category_id"] >= num_classes:
-            raise InputError(f"{flag}: {shown(dataset.origins.get(a['id'], dataset.source))}: class "
-                             f"{a['category_id']} is beyond the model's {num_classes} classes (0 to "
-                             f"{num_classes - 1})", "fix the label, or evaluate the model trained on these classes")
+            raise InputError(
+                f"{flag}: {shown(dataset.origins.get(a['id'], dataset.source))}: class "
+                f"{a['category_id']} is beyond the model's {num_classes} classes (0 to "
+                f"{num_classes - 1})",
+                "fix the label, or evaluate the model trained on these classes",
+            )
 
 
 # ------------------------------------------------------------------------------------ COCO
@@ -274,20 +295,25 @@ def read_coco(path: Path, images: str | os.PathLike | None, flag: str = "--data"
     imgs, paths = _coco_images(doc["images"], root, path.parent / "images" if images is None else None, where)
     cats = _coco_categories(doc["categories"], where)
     notes: list[str] = name_notes(cats)
-    anns = _coco_annotations(doc.get("annotations", []), {im["id"]: im for im in imgs}, {c["id"] for c in cats},
-                             where, notes)
-    dataset = DetectionSet(str(path), "coco", {"images": imgs, "annotations": anns, "categories": cats}, paths,
-                           notes=tuple(notes))
+    anns = _coco_annotations(
+        doc.get("annotations", []), {im["id"]: im for im in imgs}, {c["id"] for c in cats}, where, notes
+    )
+    dataset = DetectionSet(
+        str(path), "coco", {"images": imgs, "annotations": anns, "categories": cats}, paths, notes=tuple(notes)
+    )
     check_scoreable(dataset, where)
     missing = [p for p in paths.values() if not Path(p).is_file()]
     if missing:
-        raise InputError(f"{where}: {len(missing)} image(s) not found, e.g. {shown(missing[0])}",
-                         "pass the folder holding them with --images DIR")
+        raise InputError(
+            f"{where}: {len(missing)} image(s) not found, e.g. {shown(missing[0])}",
+            "pass the folder holding them with --images DIR",
+        )
     return dataset
 
 
-def _coco_images(entries: list, root: Path, fallback: Path | None, where: str
-                 ) -> tuple[list[CocoImage], dict[int, str]]:
+def _coco_images(
+    entries: list, root: Path, fallback: Path | None, where: str
+) -> tuple[list[CocoImage], dict[int, str]]:
     """The images (id, file_name, width, height), each checked; their paths in ``root`` (else in ``fallback``)."""
     images: list[CocoImage] = []
     paths: dict[int, str] = {}
@@ -304,8 +330,11 @@ def _coco_images(entries: list, root: Path, fallback: Path | None, where: str
             f = inside(fallback, im["file_name"], at)
         width, height = _number(im.get("width")), _number(im.get("height"))
         if width is None or height is None or not all(v >= 1 and v == int(v) for v in (width, height)):
-            raise InputError(f"{at}: width {_show(im.get('width'))} and height {_show(im.get('height'))}: expected "
-                             "the image's size in pixels (whole numbers)", COCO_HINT)
+            raise InputError(
+                f"{at}: width {_show(im.get('width'))} and height {_show(im.get('height'))}: expected "
+                "the image's size in pixels (whole numbers)",
+                COCO_HINT,
+            )
         images.append({"id": iid, "file_name": im["file_name"], "width": int(width), "height": int(height)})
         paths[iid] = str(f)
     return images, paths
@@ -321,26 +350,30 @@ def _coco_categories(entries: list, where: str) -> list[CocoCategory]:
             raise InputError(f"{at} is {_show(c)}, not an object", COCO_HINT)
         cid = _integer(c, "id", at)
         if cid in seen:
-            raise InputError(f"{at}: category id {cid} appears twice (also categories[{seen[cid]}])",
-                             "give each category its own id")
+            raise InputError(
+                f"{at}: category id {cid} appears twice (also categories[{seen[cid]}])", "give each category its own id"
+            )
         seen[cid] = k
         name = c.get("name")
         if not isinstance(name, str) or not name.strip():
-            raise InputError(f"{at} (id {cid}): name is {_show(name) if 'name' in c else 'missing'}: every "
-                             "category needs a name", COCO_HINT)
+            raise InputError(
+                f"{at} (id {cid}): name is {_show(name) if 'name' in c else 'missing'}: every category needs a name",
+                COCO_HINT,
+            )
         cats.append({"id": cid, "name": name})
     return cats
 
 
-def _coco_annotations(entries: list, images: dict[int, CocoImage], categories: set[int], where: str,
-                      notes: list[str]) -> list[CocoAnnotation]:
+def _coco_annotations(
+    entries: list, images: dict[int, CocoImage], categories: set[int], where: str, notes: list[str]
+) -> list[CocoAnnotation]:
     """The annotations, each checked, boxes clipped to their image (counted in ``notes``), ids given to those
     without one."""
     out: list[CocoAnnotation] = []
     seen: set[int] = set()
     skipped: list[str] = []
     clipped: list[str] = []
-    unnumbered: list[int] = []   # positions in out of the annotations without an id (given one at the end)
+    unnumbered: list[int] = []  # positions in out of the annotations without an id (given one at the end)
     for k, a in enumerate(entries):
         at = f"{where}: annotations[{k}]"
         if not isinstance(a, dict):
@@ -353,24 +386,41 @@ def _coco_annotations(entries: list, images: dict[int, CocoImage], categories: s
             seen.add(aid)
         iid, cid = _integer(a, "image_id", at), _integer(a, "category_id", at)
         if iid not in images or cid not in categories:
-            raise InputError(f"{at}: names an unknown {'image' if iid not in images else 'category'} "
-                             f"({iid if iid not in images else cid})", COCO_HINT)
+            raise InputError(
+                f"{at}: names an unknown {'image' if iid not in images else 'category'} "
+                f"({iid if iid not in images else cid})",
+                COCO_HINT,
+            )
         x, y, w, h = _coco_box(a, at)
         crowd, area = a.get("iscrowd", 0), a.get("area", 0)
         if isinstance(crowd, float) or crowd not in (0, 1) or _number(area) is None or area < 0:
-            raise InputError(f"{at}: iscrowd {_show(crowd)}, area {_show(area)}: expected iscrowd 0 or 1 and an "
-                             "area in square pixels", COCO_HINT)
-        box, moved = fit_box(x, y, x + w, y + h, images[iid]["width"], images[iid]["height"]) if w > 0 and h > 0 \
+            raise InputError(
+                f"{at}: iscrowd {_show(crowd)}, area {_show(area)}: expected iscrowd 0 or 1 and an "
+                "area in square pixels",
+                COCO_HINT,
+            )
+        box, moved = (
+            fit_box(x, y, x + w, y + h, images[iid]["width"], images[iid]["height"])
+            if w > 0 and h > 0
             else (None, False)
+        )
         if box is None:
-            skipped.append(at[len(where) + 2:])
+            skipped.append(at[len(where) + 2 :])
             continue
         if moved:
-            clipped.append(at[len(where) + 2:])
+            clipped.append(at[len(where) + 2 :])
         if aid is None:
             unnumbered.append(len(out))
-        out.append({"id": aid if aid is not None else 0, "image_id": iid, "category_id": cid, "bbox": box,
-                    "area": float(area) if "area" in a else box[2] * box[3], "iscrowd": int(crowd)})
+        out.append(
+            {
+                "id": aid if aid is not None else 0,
+                "image_id": iid,
+                "category_id": cid,
+                "bbox": box,
+                "area": float(area) if "area" in a else box[2] * box[3],
+                "iscrowd": int(crowd),
+            }
+        )
     next_id = max(seen, default=0) + 1
     for i in unnumbered:
         out[i]["id"], next_id = next_id, next_id + 1
@@ -383,8 +433,11 @@ def _coco_box(annotation: dict, at: str) -> list[float]:
     values = [_number(v) for v in box] if isinstance(box, list) and len(box) == 4 else []
     numbers = [v for v in values if v is not None]
     if len(numbers) != 4:
-        raise InputError(f"{at}: bbox is {_show(box) if 'bbox' in annotation else 'missing'}: expected [x, y, "
-                         "width, height], four finite numbers in pixels", COCO_HINT)
+        raise InputError(
+            f"{at}: bbox is {_show(box) if 'bbox' in annotation else 'missing'}: expected [x, y, "
+            "width, height], four finite numbers in pixels",
+            COCO_HINT,
+        )
     return numbers
 
 
@@ -397,14 +450,14 @@ def yaml_names(text: str, where: str) -> list[str] | None:
     for i, line in enumerate(lines):
         if not line.startswith("names:"):
             continue
-        rest = line[len("names:"):].split(" #")[0].strip()
+        rest = line[len("names:") :].split(" #")[0].strip()
         if rest.startswith("["):
             return [_unquote(n) for n in rest[1:].rsplit("]", 1)[0].split(",") if n.strip()]
         if rest.startswith("{"):
             items = [kv.split(":", 1) for kv in rest[1:].rsplit("}", 1)[0].split(",") if kv.strip()]
         elif not rest:
             block = []
-            for sub in lines[i + 1:]:
+            for sub in lines[i + 1 :]:
                 if sub.strip() and not sub.startswith((" ", "\t")):
                     break
                 if sub.strip() and not sub.strip().startswith("#"):
@@ -434,12 +487,15 @@ def _indexed_names(items: list[list[str]], where: str) -> list[str] | None:
                 raise ValueError
             names[k] = _unquote(kv[1])
         except ValueError:
-            raise InputError(f"{where}: names: {_show(':'.join(kv).strip())} is not 'index: name' (each index once)",
-                             hint) from None
+            raise InputError(
+                f"{where}: names: {_show(':'.join(kv).strip())} is not 'index: name' (each index once)", hint
+            ) from None
     if any(not 0 <= k < len(names) for k in names):
         bad = next(k for k in names if not 0 <= k < len(names))
-        raise InputError(f"{where}: names has {len(names)} entries but an index {_show(bad)}: indices must be 0 "
-                         f"to {len(names) - 1}", hint)
+        raise InputError(
+            f"{where}: names has {len(names)} entries but an index {_show(bad)}: indices must be 0 to {len(names) - 1}",
+            hint,
+        )
     return [names[k] for k in range(len(names))] or None
 
 
@@ -448,8 +504,9 @@ def yolo_names(folder: Path, where: str) -> tuple[list[str] | None, str]:
     f = folder / "classes.txt"
     regular_file(f, "classes file")
     if f.is_file():
-        return [ln.strip() for ln in f.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()], \
-            "classes.txt"
+        return [
+            ln.strip() for ln in f.read_text(encoding="utf-8", errors="replace").splitlines() if ln.strip()
+        ], "classes.txt"
     y = folder / "data.yaml"
     regular_file(y, "data file")
     if y.is_file():
@@ -464,8 +521,11 @@ def yolo_images(folder: Path, where: str) -> list[Path]:
     folder is refused."""
     from edgekit.board.preprocess import IMAGE_EXTENSIONS, is_hidden
 
-    files = sorted(f for f in folder.rglob("*") if f.suffix.lower() in IMAGE_EXTENSIONS
-                   and not is_hidden(f.relative_to(folder)) and f.is_file())
+    files = sorted(
+        f
+        for f in folder.rglob("*")
+        if f.suffix.lower() in IMAGE_EXTENSIONS and not is_hidden(f.relative_to(folder)) and f.is_file()
+    )
     for f in files:
         within(folder, f, where)
     return files
@@ -496,14 +556,15 @@ def yolo_label(label: Path, labels: Path, where: str) -> list[tuple[str, int, li
             if not 0 <= c < MAX_ID or not all(math.isfinite(v) for v in box):
                 raise ValueError("a negative or huge class, or a non-finite number")
         except ValueError as exc:
-            raise InputError(f"{where}: {shown(str(label))}:{n}: not 'class cx cy w h' ({first_line(exc, 80)})",
-                             YOLO_HINT) from None
+            raise InputError(
+                f"{where}: {shown(str(label))}:{n}: not 'class cx cy w h' ({first_line(exc, 80)})", YOLO_HINT
+            ) from None
         out.append((f"{label}:{n}", c, box))
     return out
 
 
 # ------------------------------------------------------------------------- one split, as Ultralytics names it
-EVAL_SPLITS = ("val", "valid", "validation")   # the split evaluate scores where a root holds several
+EVAL_SPLITS = ("val", "valid", "validation")  # the split evaluate scores where a root holds several
 
 
 def _from_data_yaml(y: Path, flag: str) -> tuple[Path, Path, Path, list[str] | None, None]:
@@ -518,16 +579,21 @@ def _from_data_yaml(y: Path, flag: str) -> tuple[Path, Path, Path, list[str] | N
             keys[k.strip()] = v.split(" #", 1)[0].strip().strip("'\"")
     val = keys.get("val", "")
     if not val or val.startswith("[") or val.endswith(".txt"):
-        raise InputError(f"{flag} {y}: " + (f"val: {val} is a list or a file of paths; edgekit reads one image folder"
-                                            if val else "no val: split"),
-                         f"pass the val image folder itself: {flag} path/to/images/val")
+        raise InputError(
+            f"{flag} {y}: "
+            + (f"val: {val} is a list or a file of paths; edgekit reads one image folder" if val else "no val: split"),
+            f"pass the val image folder itself: {flag} path/to/images/val",
+        )
     base = Path(keys.get("path") or ".")
     images = (base if base.is_absolute() else y.parent / base) / val
     labels = _labels_for(images)
     if not images.is_dir() or labels is None or not labels.is_dir():
-        raise InputError(f"{flag} {y}: its val: split {images} is not an image folder with a labels folder beside it "
-                         "(.../images/... -> .../labels/...)", "Ultralytics reads a relative path: against its "
-                         f"datasets_dir; give path: as an absolute folder, or pass the image folder with {flag}")
+        raise InputError(
+            f"{flag} {y}: its val: split {images} is not an image folder with a labels folder beside it "
+            "(.../images/... -> .../labels/...)",
+            "Ultralytics reads a relative path: against its "
+            f"datasets_dir; give path: as an absolute folder, or pass the image folder with {flag}",
+        )
     return images.parent, images, labels, yaml_names(text, f"{flag} {y}"), None
 
 
@@ -537,7 +603,7 @@ def _labels_for(images_dir: Path) -> Path | None:
     if "images" not in parts:
         return None
     i = len(parts) - 1 - parts[::-1].index("images")
-    return Path(*parts[:i], "labels", *parts[i + 1:])
+    return Path(*parts[:i], "labels", *parts[i + 1 :])
 
 
 def _images_split_dir(p: Path) -> Path | None:
@@ -552,16 +618,21 @@ def _splits(p: Path) -> dict[str, tuple[Path, Path]]:
     ``<split>/images`` + ``<split>/labels`` (Roboflow's export)."""
     out = {}
     if (p / "images").is_dir() and (p / "labels").is_dir():
-        out = {d.name: (d, p / "labels" / d.name) for d in (p / "images").iterdir()
-               if d.is_dir() and (p / "labels" / d.name).is_dir()}
+        out = {
+            d.name: (d, p / "labels" / d.name)
+            for d in (p / "images").iterdir()
+            if d.is_dir() and (p / "labels" / d.name).is_dir()
+        }
     elif p.is_dir():
-        out = {d.name: (d / "images", d / "labels") for d in p.iterdir()
-               if d.is_dir() and (d / "images").is_dir() and (d / "labels").is_dir()}
+        out = {
+            d.name: (d / "images", d / "labels")
+            for d in p.iterdir()
+            if d.is_dir() and (d / "images").is_dir() and (d / "labels").is_dir()
+        }
     return dict(sorted(out.items()))
 
 
-def ultralytics_split(p: Path, flag: str = "--data"
-                      ) -> tuple[Path, Path, Path, list[str] | None, str | None] | None:
+def ultralytics_split(p: Path, flag: str = "--data") -> tuple[Path, Path, Path, list[str] | None, str | None] | None:
     """(root, images folder, labels folder, class names or None, a note or None) where ``p`` names one split as
     Ultralytics' users name it: a data.yaml (its ``val:`` split and ``names``), an image folder below an
     ``images`` folder (labels found as Ultralytics finds them), or a root holding several splits (its val split,
@@ -571,10 +642,10 @@ def ultralytics_split(p: Path, flag: str = "--data"
     if p.is_file() and p.suffix.lower() in (".yaml", ".yml"):
         return _from_data_yaml(p, flag)
     split = _images_split_dir(p)
-    labels = _labels_for(split) if split is not None else None   # found whenever split is (_images_split_dir)
+    labels = _labels_for(split) if split is not None else None  # found whenever split is (_images_split_dir)
     if split is not None and labels is not None:
         # the root: the folder holding that "images" folder (its classes.txt or data.yaml)
-        root = Path(*split.parts[:len(split.parts) - 1 - split.parts[::-1].index("images")])
+        root = Path(*split.parts[: len(split.parts) - 1 - split.parts[::-1].index("images")])
         return root, split, labels, None, None
     splits = _splits(p)
     direct = (p / "images").is_dir() and any(f.suffix.lower() in IMAGE_EXTENSIONS for f in (p / "images").iterdir())
@@ -582,16 +653,31 @@ def ultralytics_split(p: Path, flag: str = "--data"
         return None
     chosen = next((s for s in EVAL_SPLITS if s in splits), None)
     if chosen is None:
-        raise InputError(f"{flag} {p}: holds the splits {', '.join(splits)} and none is val; edgekit scores one split, "
-                         "never several pooled", f"pass the one to score, e.g. {flag} {splits[next(iter(splits))][0]}")
+        raise InputError(
+            f"{flag} {p}: holds the splits {', '.join(splits)} and none is val; edgekit scores one split, "
+            "never several pooled",
+            f"pass the one to score, e.g. {flag} {splits[next(iter(splits))][0]}",
+        )
     others = ", ".join(s for s in splits if s != chosen)
-    return p, splits[chosen][0], splits[chosen][1], None, (
-        f"{p} holds the splits {', '.join(splits)}: scoring {chosen} only ({splits[chosen][0]}), never pooled; pass "
-        f"another split's image folder to score it ({others})")
+    return (
+        p,
+        splits[chosen][0],
+        splits[chosen][1],
+        None,
+        (
+            f"{p} holds the splits {', '.join(splits)}: scoring {chosen} only ({splits[chosen][0]}), never pooled; pass "
+            f"another split's image folder to score it ({others})"
+        ),
+    )
 
 
-def read_yolo(folder: Path, flag: str = "--data", images_dir: Path | None = None, labels_dir: Path | None = None,
-              names: list[str] | None = None) -> DetectionSet:
+def read_yolo(
+    folder: Path,
+    flag: str = "--data",
+    images_dir: Path | None = None,
+    labels_dir: Path | None = None,
+    names: list[str] | None = None,
+) -> DetectionSet:
     """A YOLO folder (``images/`` + ``labels/``), or one split of it (``images_dir`` with its ``labels_dir``, the
     class ``names`` from a data.yaml), every line checked."""
     from edgekit.board.preprocess import image_size
@@ -600,8 +686,9 @@ def read_yolo(folder: Path, flag: str = "--data", images_dir: Path | None = None
     where = f"{flag} {shown(str(folder))}"
     files = yolo_images(images_dir, where)
     if not files:
-        raise InputError(f"{where}: images/ holds no images", "put the images in images/ and their labels in "
-                         "labels/<same name>.txt")
+        raise InputError(
+            f"{where}: images/ holds no images", "put the images in images/ and their labels in labels/<same name>.txt"
+        )
     names, names_from = (names, "data.yaml") if names is not None else yolo_names(folder, where)
     images: list[CocoImage] = []
     anns: list[CocoAnnotation] = []
@@ -616,32 +703,59 @@ def read_yolo(folder: Path, flag: str = "--data", images_dir: Path | None = None
         label = (labels_dir / f.relative_to(images_dir)).with_suffix(".txt")
         for origin, c, (cx, cy, bw, bh) in yolo_label(label, labels_dir, where):
             if names is not None and c >= len(names):
-                raise InputError(f"{flag}: {shown(origin)}: class {c} is beyond the {len(names)} names in "
-                                 f"{names_from} (0 to {len(names) - 1})",
-                                 f"fix the label, or name every class in {names_from}")
-            box, moved = fit_box((cx - bw / 2) * w, (cy - bh / 2) * h, (cx + bw / 2) * w, (cy + bh / 2) * h, w, h) \
-                if bw > 0 and bh > 0 else (None, False)
+                raise InputError(
+                    f"{flag}: {shown(origin)}: class {c} is beyond the {len(names)} names in "
+                    f"{names_from} (0 to {len(names) - 1})",
+                    f"fix the label, or name every class in {names_from}",
+                )
+            box, moved = (
+                fit_box((cx - bw / 2) * w, (cy - bh / 2) * h, (cx + bw / 2) * w, (cy + bh / 2) * h, w, h)
+                if bw > 0 and bh > 0
+                else (None, False)
+            )
             if box is None:
                 skipped.append(shown(origin))
                 continue
             if moved:
                 clipped.append(shown(origin))
             origins[len(anns) + 1] = origin
-            anns.append({"id": len(anns) + 1, "image_id": iid, "category_id": c, "bbox": box,
-                         "area": box[2] * box[3], "iscrowd": 0})
+            anns.append(
+                {
+                    "id": len(anns) + 1,
+                    "image_id": iid,
+                    "category_id": c,
+                    "bbox": box,
+                    "area": box[2] * box[3],
+                    "iscrowd": 0,
+                }
+            )
     ids = range(len(names)) if names is not None else sorted({a["category_id"] for a in anns})
     cats: list[CocoCategory] = [{"id": k, "name": names[k] if names is not None else str(k)} for k in ids]
-    dataset = DetectionSet(str(folder), "yolo", {"images": images, "annotations": anns, "categories": cats}, paths,
-                           origins, tuple(name_notes(cats) + box_notes(skipped, clipped)),
-                           names_from if names is not None else None)
+    dataset = DetectionSet(
+        str(folder),
+        "yolo",
+        {"images": images, "annotations": anns, "categories": cats},
+        paths,
+        origins,
+        tuple(name_notes(cats) + box_notes(skipped, clipped)),
+        names_from if names is not None else None,
+    )
     check_scoreable(dataset, where)
     return dataset
 
 
 # ------------------------------------------------------------------------------------ synthetic shapes
-def make_shapes(folder: str | os.PathLike, n_images: int = 40, size: tuple[int, int] = (160, 120), seed: int = 0,
-                classes: tuple[str, ...] = SHAPE_CLASSES, max_objects: int = 4, min_side: int = 4,
-                max_side: int | None = None, empty_every: int = 7) -> CocoDataset:
+def make_shapes(
+    folder: str | os.PathLike,
+    n_images: int = 40,
+    size: tuple[int, int] = (160, 120),
+    seed: int = 0,
+    classes: tuple[str, ...] = SHAPE_CLASSES,
+    max_objects: int = 4,
+    min_side: int = 4,
+    max_side: int | None = None,
+    empty_every: int = 7,
+) -> CocoDataset:
     """Write ``n_images`` images of random shapes with labels in both formats into ``folder``:
     ``images/*.png``, ``labels/*.txt`` (YOLO), ``classes.txt`` and ``annotations.json`` (COCO).
 
@@ -667,22 +781,34 @@ def make_shapes(folder: str | os.PathLike, n_images: int = 40, size: tuple[int, 
         count = 0 if empty_every and i % empty_every == empty_every - 1 else rng.randint(1, max_objects + 1)
         for _ in range(count):
             c, (x0, y0, bw, bh) = _draw_shape(draw, rng, bg, classes, min_side, max_side)
-            anns.append({"id": len(anns) + 1, "image_id": i + 1, "category_id": c,
-                         "bbox": [float(x0), float(y0), float(bw), float(bh)], "area": float(bw * bh), "iscrowd": 0})
+            anns.append(
+                {
+                    "id": len(anns) + 1,
+                    "image_id": i + 1,
+                    "category_id": c,
+                    "bbox": [float(x0), float(y0), float(bw), float(bh)],
+                    "area": float(bw * bh),
+                    "iscrowd": 0,
+                }
+            )
             lines.append(f"{c} {(x0 + bw / 2) / w:.6f} {(y0 + bh / 2) / h:.6f} {bw / w:.6f} {bh / h:.6f}")
         name = f"shapes_{i:04d}.png"
         im.save(root / "images" / name)
         (root / "labels" / f"shapes_{i:04d}.txt").write_text("\n".join(lines) + ("\n" if lines else ""))
         images.append({"id": i + 1, "file_name": name, "width": w, "height": h})
-    coco: CocoDataset = {"images": images, "annotations": anns,
-                         "categories": [{"id": k, "name": n} for k, n in enumerate(classes)]}
+    coco: CocoDataset = {
+        "images": images,
+        "annotations": anns,
+        "categories": [{"id": k, "name": n} for k, n in enumerate(classes)],
+    }
     (root / "classes.txt").write_text("\n".join(classes) + "\n")
     (root / "annotations.json").write_text(json.dumps(coco))
     return coco
 
 
-def shapes_scene(size: tuple[int, int], seed: int = 0, count: int = 12,
-                 classes: tuple[str, ...] = SHAPE_CLASSES) -> Any:
+def shapes_scene(
+    size: tuple[int, int], seed: int = 0, count: int = 12, classes: tuple[str, ...] = SHAPE_CLASSES
+) -> Any:
     """One image (PIL, RGB, ``size`` = (width, height)) of ``count`` shapes drawn as :func:`make_shapes` draws
     them, on a flat background, sides from a tenth to a third of the image: a frame with objects to time a
     detector's post-processing on (``benchmark``)."""
@@ -710,8 +836,9 @@ def _background(rng: np.random.RandomState, w: int, h: int) -> np.ndarray:
     return rng.randint(0, 256, (h, w, 3)).astype(np.uint8)
 
 
-def _draw_shape(draw: Any, rng: np.random.RandomState, bg: np.ndarray, classes: tuple[str, ...], min_side: int,
-                max_side: int) -> tuple[int, tuple[int, int, int, int]]:
+def _draw_shape(
+    draw: Any, rng: np.random.RandomState, bg: np.ndarray, classes: tuple[str, ...], min_side: int, max_side: int
+) -> tuple[int, tuple[int, int, int, int]]:
     """One shape of a random class, size and place drawn, in a colour that stands out from the background under it:
     (its class, (x0, y0, width, height))."""
     h, w = bg.shape[:2]
@@ -722,8 +849,8 @@ def _draw_shape(draw: Any, rng: np.random.RandomState, bg: np.ndarray, classes: 
     x0, y0 = rng.randint(0, w - bw + 1), rng.randint(0, h - bh + 1)
     x1, y1 = x0 + bw - 1, y0 + bh - 1
     colour = tuple(int(v) for v in rng.randint(0, 256, 3))
-    if int(np.abs(np.asarray(colour) - bg[y0:y1 + 1, x0:x1 + 1].reshape(-1, 3).mean(0)).sum()) < 120:
-        colour = tuple(255 - v for v in colour)   # keep it visible against its background
+    if int(np.abs(np.asarray(colour) - bg[y0 : y1 + 1, x0 : x1 + 1].reshape(-1, 3).mean(0)).sum()) < 120:
+        colour = tuple(255 - v for v in colour)  # keep it visible against its background
     shape = classes[c]
     if shape == "rectangle":
         draw.rectangle([x0, y0, x1, y1], fill=colour)

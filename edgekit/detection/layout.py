@@ -24,19 +24,25 @@ metadata; for float outputs without either it is decided per image from the valu
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any
 
 from edgekit.board.decode import LAYOUT_HELP, DetectionLayout, Layout, anchor_count
 from edgekit.errors import InputError
-from edgekit.tflite.packed_zip import (UltralyticsMetadata, appended_zip, packed_files,  # noqa: F401 (read here, and
-                                       ultralytics_metadata, ultralytics_names)  # callers import them from here)
+from edgekit.tflite.packed_zip import (  # noqa: F401 (read here, and
+    UltralyticsMetadata,
+    appended_zip,
+    packed_files,
+    ultralytics_metadata,  # callers import them from here)
+    ultralytics_names,
+)
 
 if TYPE_CHECKING:
     from edgekit.board.decode import LayoutDoc
 
 POSTPROCESS_OP = "TFLite_Detection_PostProcess"
-POSTPROCESS_ROLES = ("boxes", "classes", "scores", "count")   # the op's output order
+POSTPROCESS_ROLES = ("boxes", "classes", "scores", "count")  # the op's output order
 # pycoral's detect.get_objects, for a model with a signature: output_0..3 = count, scores, classes, boxes
 SIGNATURE_ROLES = {"output_0": "count", "output_1": "scores", "output_2": "classes", "output_3": "boxes"}
 # TFLite metadata's output tensor names for detectors (Model Maker, TFLite Support's ObjectDetector)
@@ -47,14 +53,16 @@ LAYOUT_NAMES = tuple(layout.value for layout in Layout)
 class AmbiguousLayoutError(InputError):
     """The outputs fit several layouts: refused rather than guessed."""
 
-    def __init__(self, name: str, candidates: Sequence[Tuple[Layout, str]]):
-        listed = "; ".join("{} ({})".format(k.value, why) for k, why in candidates)
-        super().__init__("{}: the outputs fit several detection layouts: {}".format(name, listed),
-                         "name the right one with --layout {}".format("|".join(k.value for k, _ in candidates)))
+    def __init__(self, name: str, candidates: Sequence[tuple[Layout, str]]):
+        listed = "; ".join(f"{k.value} ({why})" for k, why in candidates)
+        super().__init__(
+            f"{name}: the outputs fit several detection layouts: {listed}",
+            "name the right one with --layout {}".format("|".join(k.value for k, _ in candidates)),
+        )
         self.candidates = [k.value for k, _ in candidates]
 
 
-def signature_outputs(info: Any) -> Dict[int, str]:
+def signature_outputs(info: Any) -> dict[int, str]:
     """{tensor index: output name} of the model's single signature (empty without one, or with several)."""
     from edgekit.board.flatbuffer import Reader
 
@@ -72,7 +80,7 @@ def signature_outputs(info: Any) -> Dict[int, str]:
         return {}
 
 
-def metadata_output_names(info: Any) -> Optional[List[str]]:
+def metadata_output_names(info: Any) -> list[str] | None:
     """The output tensor names TFLite metadata (``TFLITE_METADATA``: a ``ModelMetadata`` flatbuffer, as Model Maker
     and MediaPipe write) gives, in output order; None without it or when it cannot be read."""
     raw = info.metadata.get("TFLITE_METADATA")
@@ -91,11 +99,11 @@ def metadata_output_names(info: Any) -> Optional[List[str]]:
         return None
 
 
-def postprocess_options(info: Any, op: Any) -> Dict[str, Union[int, float, str]]:
+def postprocess_options(info: Any, op: Any) -> dict[str, int | float | str]:
     """The op's flexbuffer custom options (max_detections, nms_iou_threshold, num_classes, ...); {} if unreadable."""
     if not op.custom_options_bytes:
         return {}
-    data = bytes(info._data[op.custom_options_offset:op.custom_options_offset + op.custom_options_bytes])
+    data = bytes(info._data[op.custom_options_offset : op.custom_options_offset + op.custom_options_bytes])
     try:
         from flatbuffers import flexbuffers
 
@@ -104,12 +112,15 @@ def postprocess_options(info: Any, op: Any) -> Dict[str, Union[int, float, str]]
         return {}
     if not isinstance(doc, dict):
         return {}
-    return {str(k): (round(v, 6) if isinstance(v, float) else v) for k, v in doc.items()
-            if isinstance(v, (int, float, bool, str))}
+    return {
+        str(k): (round(v, 6) if isinstance(v, float) else v)
+        for k, v in doc.items()
+        if isinstance(v, (int, float, bool, str))
+    }
 
 
 # ------------------------------------------------------------------------------------ finding
-def _range(t: Any) -> Optional[Tuple[float, float]]:
+def _range(t: Any) -> tuple[float, float] | None:
     """The real values an integer tensor can hold, from its quantization; None for a float tensor."""
     q = t.quantization
     if t.dtype not in ("int8", "uint8", "int16") or q is None or not q.scales or q.per_channel or q.scale <= 0:
@@ -118,9 +129,13 @@ def _range(t: Any) -> Optional[Tuple[float, float]]:
     return q.scale * (lo - q.zero_point), q.scale * (hi - q.zero_point)
 
 
-def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
-                record_labels: Optional[Sequence[str]] = None, record: Optional[Dict[str, Any]] = None,
-                info: Any = None) -> DetectionLayout:
+def find_layout(
+    model_path: str | os.PathLike,
+    forced: str | None = None,
+    record_labels: Sequence[str] | None = None,
+    record: dict[str, Any] | None = None,
+    info: Any = None,
+) -> DetectionLayout:
     """The :class:`DetectionLayout` of a .tflite detector (``forced``: the ``--layout`` name that settles an
     ambiguity). ``record``: what edgekit recorded about the model (``detection`` entry: letterbox, labels).
     InputError (exit 3) when the outputs fit no layout, or several and ``forced`` is None.
@@ -136,7 +151,7 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
     if forced is not None and forced not in LAYOUT_NAMES:
         from edgekit.errors import UsageError
 
-        raise UsageError("unknown layout {!r}".format(forced), "use one of " + ", ".join(LAYOUT_NAMES))
+        raise UsageError(f"unknown layout {forced!r}", "use one of " + ", ".join(LAYOUT_NAMES))
     info = info or tflite_model.load(model_path)
     g = info.main
     outputs = [g.tensors[i] for i in g.outputs]
@@ -153,28 +168,32 @@ def find_layout(model_path: str | os.PathLike, forced: Optional[str] = None,
     candidates = _by_postprocess_op(info, g.ops, outputs, base, said.source)
     if not candidates:
         try:
-            candidates = _by_shape(outputs, input_hw, said.meta, signature_outputs(info), base, said.source,
-                                   metadata_output_names(info))
+            candidates = _by_shape(
+                outputs, input_hw, said.meta, signature_outputs(info), base, said.source, metadata_output_names(info)
+            )
         except InputError as exc:
             if forced is None:
-                raise InputError("{}: {}".format(name, exc.message), exc.hint) from None
+                raise InputError(f"{name}: {exc.message}", exc.hint) from None
             candidates = []
     return _settle(name, candidates, forced, outputs, input_hw, base, said.source)
 
 
-def _image_input(name: str, inputs: list) -> Tuple[int, int]:
+def _image_input(name: str, inputs: list) -> tuple[int, int]:
     """(height, width) of the detector's one image input; InputError for anything else."""
     from edgekit.board.preprocess import image_input
 
     if len(inputs) != 1 or len(inputs[0].shape) != 4:
-        raise InputError("{}: not an image detector: it has {} input(s){}".format(
-            name, len(inputs), "" if len(inputs) != 1 else " of shape {}".format(list(inputs[0].shape))),
-            "edgekit detect needs one image input [1, height, width, channels] or [1, channels, height, width]")
+        raise InputError(
+            "{}: not an image detector: it has {} input(s){}".format(
+                name, len(inputs), "" if len(inputs) != 1 else f" of shape {list(inputs[0].shape)}"
+            ),
+            "edgekit detect needs one image input [1, height, width, channels] or [1, channels, height, width]",
+        )
     image = image_input(inputs[0].shape, name, "edgekit detect runs image detectors")
     return image.height, image.width
 
 
-def _read_record(record: Optional[Dict[str, Any]]) -> Tuple[Optional[bool], Optional[LayoutDoc]]:
+def _read_record(record: dict[str, Any] | None) -> tuple[bool | None, LayoutDoc | None]:
     """(letterboxed input or not, the layout document) of the ``detection`` entry edgekit recorded with the model
     (raw JSON from the model file); None for what it does not hold."""
     entry = record.get("detection") if isinstance(record, dict) else None
@@ -188,30 +207,40 @@ def _read_record(record: Optional[Dict[str, Any]]) -> Tuple[Optional[bool], Opti
 class _Shared:
     """What every candidate layout of one model shares: its input size and what the file said."""
 
-    input_hw: Tuple[int, int]
+    input_hw: tuple[int, int]
     letterbox: bool
-    labels: Optional[Tuple[str, ...]]
-    pixel_scaling: Optional[str]
+    labels: tuple[str, ...] | None
+    pixel_scaling: str | None
 
-    def layout(self, kind: Layout, roles: Tuple[Tuple[str, int], ...], num_classes: int,
-               **choices: Any) -> DetectionLayout:
+    def layout(
+        self, kind: Layout, roles: tuple[tuple[str, int], ...], num_classes: int, **choices: Any
+    ) -> DetectionLayout:
         """A :class:`DetectionLayout` of this model (``choices``: its other fields: boxes_normalized, source...)."""
-        return DetectionLayout(kind, roles, num_classes, self.input_hw, letterbox=self.letterbox, labels=self.labels,
-                               pixel_scaling=self.pixel_scaling, **choices)
+        return DetectionLayout(
+            kind,
+            roles,
+            num_classes,
+            self.input_hw,
+            letterbox=self.letterbox,
+            labels=self.labels,
+            pixel_scaling=self.pixel_scaling,
+            **choices,
+        )
 
 
 @dataclass
 class _Said:
     """What the model file says besides its graph, in reading order; ``source`` says where each came from."""
 
-    meta: Optional[UltralyticsMetadata]
-    labels: Optional[Tuple[str, ...]]
+    meta: UltralyticsMetadata | None
+    labels: tuple[str, ...] | None
     letterbox: bool
-    source: List[str]
+    source: list[str]
 
 
-def _what_the_file_says(name: str, files: Dict[str, bytes], recorded_letterbox: Optional[bool],
-                        record_labels: Optional[Sequence[str]]) -> _Said:
+def _what_the_file_says(
+    name: str, files: dict[str, bytes], recorded_letterbox: bool | None, record_labels: Sequence[str] | None
+) -> _Said:
     """Letterboxing and labels from edgekit's record, Ultralytics' metadata (letterboxed, pixels / 255, names;
     InputError for a model of another task), then a label file packed with the model."""
     meta = ultralytics_metadata(files)
@@ -223,26 +252,28 @@ def _what_the_file_says(name: str, files: Dict[str, bytes], recorded_letterbox: 
         source.append("input {} (edgekit record)".format("letterboxed" if letterbox else "resized"))
     if meta is not None:
         if meta.task not in (None, "detect"):
-            raise InputError("{}: an Ultralytics {} model, not a detector".format(name, meta.task),
-                             "edgekit detect runs detection models (task=detect)")
+            raise InputError(
+                f"{name}: an Ultralytics {meta.task} model, not a detector",
+                "edgekit detect runs detection models (task=detect)",
+            )
         labels = labels or ultralytics_names(meta)
         letterbox = True
-        source.append("Ultralytics metadata (version {}): letterboxed input, pixels / 255, labels".format(
-            meta.version))
+        source.append(f"Ultralytics metadata (version {meta.version}): letterboxed input, pixels / 255, labels")
     elif not source:
         source.append("plain resize to the input (no record of letterboxing)")
     if labels is None:
         texts = [f for f in files if f.lower().endswith(".txt")]
         named = [f for f in ("labelmap.txt", "labels.txt") if f in files] or (texts if len(texts) == 1 else [])
-        if named:   # TFLite metadata's associated label file (Model Maker, MediaPipe: labelmap.txt)
+        if named:  # TFLite metadata's associated label file (Model Maker, MediaPipe: labelmap.txt)
             text = files[named[0]].decode("utf-8", "replace")
             labels = tuple(line.strip() for line in text.splitlines() if line.strip())
-            source.append("labels from the model's packed {}".format(named[0]))
+            source.append(f"labels from the model's packed {named[0]}")
     return _Said(meta, labels, letterbox, source)
 
 
-def _by_postprocess_op(info: Any, ops: list, outputs: list, base: _Shared,
-                       source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+def _by_postprocess_op(
+    info: Any, ops: list, outputs: list, base: _Shared, source: list[str]
+) -> list[tuple[DetectionLayout, str]]:
     """The ``TFLite_Detection_PostProcess`` op's outputs, followed to the model's output positions by tensor."""
     post_ops = [op for op in ops if op.custom_code == POSTPROCESS_OP]
     if not post_ops:
@@ -254,30 +285,55 @@ def _by_postprocess_op(info: Any, ops: list, outputs: list, base: _Shared,
     if len(roles) < 3:
         return []
     nc = int(options.get("num_classes", 0) or 0)
-    return [(base.layout(Layout.POSTPROCESS, tuple(roles), nc, boxes_normalized=True,
-                         source=tuple(source) + ("the {} op's outputs, by tensor".format(POSTPROCESS_OP),),
-                         options=tuple(sorted(options.items()))), "the {} op".format(POSTPROCESS_OP))]
+    return [
+        (
+            base.layout(
+                Layout.POSTPROCESS,
+                tuple(roles),
+                nc,
+                boxes_normalized=True,
+                source=tuple(source) + (f"the {POSTPROCESS_OP} op's outputs, by tensor",),
+                options=tuple(sorted(options.items())),
+            ),
+            f"the {POSTPROCESS_OP} op",
+        )
+    ]
 
 
-def _settle(name: str, candidates: List[Tuple[DetectionLayout, str]], forced: Optional[str], outputs: list,
-            input_hw: Tuple[int, int], base: _Shared, source: List[str]) -> DetectionLayout:
+def _settle(
+    name: str,
+    candidates: list[tuple[DetectionLayout, str]],
+    forced: str | None,
+    outputs: list,
+    input_hw: tuple[int, int],
+    base: _Shared,
+    source: list[str],
+) -> DetectionLayout:
     """The one candidate (``forced`` picks among them, or builds its layout by convention); InputError when none
     fits, AmbiguousLayoutError when several do."""
     if forced is not None:
-        candidates = [c for c in candidates if c[0].kind.value == forced] or _forced(forced, outputs, input_hw,
-                                                                                     base, source, name)
+        candidates = [c for c in candidates if c[0].kind.value == forced] or _forced(
+            forced, outputs, input_hw, base, source, name
+        )
     if not candidates:
-        shapes = ", ".join("{} {}".format(list(t.shape), t.dtype) for t in outputs)
-        raise InputError("{}: no detection layout edgekit knows fits its outputs ({})".format(name, shapes),
-                         "supported: " + "; ".join("{}: {}".format(k.value, v) for k, v in LAYOUT_HELP.items()))
+        shapes = ", ".join(f"{list(t.shape)} {t.dtype}" for t in outputs)
+        raise InputError(
+            f"{name}: no detection layout edgekit knows fits its outputs ({shapes})",
+            "supported: " + "; ".join(f"{k.value}: {v}" for k, v in LAYOUT_HELP.items()),
+        )
     if len(candidates) > 1:
         raise AmbiguousLayoutError(name, [(c.kind, why) for c, why in candidates])
     return candidates[0][0]
 
 
-def _recorded_layout(doc: Optional[LayoutDoc], outputs: list, input_hw: Tuple[int, int],
-                     labels: Optional[Tuple[str, ...]], forced: Optional[str],
-                     source: List[str]) -> Optional[DetectionLayout]:
+def _recorded_layout(
+    doc: LayoutDoc | None,
+    outputs: list,
+    input_hw: tuple[int, int],
+    labels: tuple[str, ...] | None,
+    forced: str | None,
+    source: list[str],
+) -> DetectionLayout | None:
     """The layout ``edgekit quantize`` recorded with the model (never re-guessed), when it still fits the outputs.
     A record is a file anyone can edit: one that is malformed or does not fit the model's outputs is ignored, said
     in ``source`` (shown as a note), and the layout read from the outputs as for a model without a record."""
@@ -285,27 +341,38 @@ def _recorded_layout(doc: Optional[LayoutDoc], outputs: list, input_hw: Tuple[in
         return None
     why = _record_misfit(doc, outputs, input_hw)
     if why is not None:
-        source.append("the layout recorded with the model ignored: {}".format(why))
+        source.append(f"the layout recorded with the model ignored: {why}")
         return None
     layout = DetectionLayout.from_dict(doc)
     if forced is not None and forced != layout.kind.value:
         return None
     import dataclasses
 
-    return dataclasses.replace(layout, labels=labels or layout.labels,
-                               source=("recorded by edgekit quantize with the model",) + tuple(layout.source))
+    return dataclasses.replace(
+        layout,
+        labels=labels or layout.labels,
+        source=("recorded by edgekit quantize with the model",) + tuple(layout.source),
+    )
 
 
 def _is_int(v: Any, low: int = 0, high: int = 1 << 20) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
 
 
-_RECORD_TYPES = (("boxes_normalized", (bool, type(None))), ("scores_are_logits", (bool, type(None))),
-                 ("transposed", bool), ("letterbox", bool), ("options", dict), ("source", list),
-                 ("labels", (list, type(None))), ("pixel_scaling", (str, type(None))), ("strides", list))
+_RECORD_TYPES = (
+    ("boxes_normalized", (bool, type(None))),
+    ("scores_are_logits", (bool, type(None))),
+    ("transposed", bool),
+    ("letterbox", bool),
+    ("options", dict),
+    ("source", list),
+    ("labels", (list, type(None))),
+    ("pixel_scaling", (str, type(None))),
+    ("strides", list),
+)
 
 
-def _record_misfit(doc: Any, outputs: list, input_hw: Tuple[int, int]) -> Optional[str]:
+def _record_misfit(doc: Any, outputs: list, input_hw: tuple[int, int]) -> str | None:
     """Why a recorded layout document cannot be used for these outputs (its types, its roles, the shape of the
     tensor it reads), or None when it can."""
     from edgekit.board.preprocess import SCALINGS
@@ -314,8 +381,11 @@ def _record_misfit(doc: Any, outputs: list, input_hw: Tuple[int, int]) -> Option
     if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or doc["kind"] not in kinds:
         return "no layout kind of {}".format(", ".join(sorted(kinds)))
     roles = doc.get("roles")
-    if not (isinstance(roles, dict) and roles and all(isinstance(k, str) and _is_int(v, 0, len(outputs) - 1)
-                                                      for k, v in roles.items())):
+    if not (
+        isinstance(roles, dict)
+        and roles
+        and all(isinstance(k, str) and _is_int(v, 0, len(outputs) - 1) for k, v in roles.items())
+    ):
         return "its roles are not outputs of the model"
     hw = doc.get("input_hw")
     if not (isinstance(hw, list) and len(hw) == 2 and all(_is_int(v, 1) for v in hw)) or tuple(hw) != input_hw:
@@ -324,16 +394,17 @@ def _record_misfit(doc: Any, outputs: list, input_hw: Tuple[int, int]) -> Option
         return "its class or DFL bin count is no count"
     for key, types in _RECORD_TYPES:
         if key in doc and not isinstance(doc[key], types):
-            return "its {} is of the wrong type".format(key)
-    if not all(_is_int(s, 1, 1024) for s in doc.get("strides", [8])) or \
-            not all(isinstance(x, str) for x in (doc.get("labels") or []) + list(doc.get("source", []))):
+            return f"its {key} is of the wrong type"
+    if not all(_is_int(s, 1, 1024) for s in doc.get("strides", [8])) or not all(
+        isinstance(x, str) for x in (doc.get("labels") or []) + list(doc.get("source", []))
+    ):
         return "its strides or labels are malformed"
     if doc.get("pixel_scaling") is not None and doc["pixel_scaling"] not in SCALINGS:
         return "unknown pixel scaling {!r}".format(doc["pixel_scaling"])
     return _roles_misfit(doc, roles, outputs)
 
 
-def _roles_misfit(doc: "LayoutDoc", roles: Dict[str, int], outputs: list) -> Optional[str]:
+def _roles_misfit(doc: LayoutDoc, roles: dict[str, int], outputs: list) -> str | None:
     """Why the recorded roles do not fit the layout's kind or the shape of the tensor they name, or None."""
     kind = Layout(doc["kind"])
     nc, transposed = doc["num_classes"], doc.get("transposed", False)
@@ -342,32 +413,42 @@ def _roles_misfit(doc: "LayoutDoc", roles: Dict[str, int], outputs: list) -> Opt
         return None if fits else "its roles are not the postprocess op's"
     if kind == Layout.SPLIT_DFL:
         strides = doc.get("strides", [8, 16, 32])
-        per_level = [{"{}@{}".format(r, s) for r in parts for s in strides} for parts in (("combined",),
-                                                                                     ("boxes", "scores"))]
+        per_level = [{f"{r}@{s}" for r in parts for s in strides} for parts in (("combined",), ("boxes", "scores"))]
         fits = bool(strides) and set(roles) in [{"combined"}, {"boxes", "scores"}] + per_level
-        return None if fits else "its roles are not a split head's at strides {}".format(strides)
+        return None if fits else f"its roles are not a split head's at strides {strides}"
     if set(roles) != {"output"}:
-        return "{} reads one output".format(kind.value)
+        return f"{kind.value} reads one output"
     shape = list(outputs[roles["output"]].shape)
     want = {Layout.YOLO: 4 + nc, Layout.YOLOV5: 5 + nc, Layout.END2END: 6}[kind]
     channels = shape[-2 if transposed else -1] if len(shape) >= 2 else None
     if channels != want or (kind != Layout.END2END and nc < 1):
         return "{}{} cannot read its output of shape {}".format(
-            kind.value, " of {} classes".format(nc) if kind != Layout.END2END else "", shape)
+            kind.value, f" of {nc} classes" if kind != Layout.END2END else "", shape
+        )
     return None
 
 
-def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: _Shared, source: List[str],
-            name: str) -> List[Tuple[DetectionLayout, str]]:
+def _forced(
+    forced: str, outputs: list, input_hw: tuple[int, int], base: _Shared, source: list[str], name: str
+) -> list[tuple[DetectionLayout, str]]:
     """``--layout`` naming a layout the shapes did not single out: build it by the layout's own convention."""
     kind = Layout(forced)
     shapes = [list(t.shape) for t in outputs]
-    src = tuple(source) + ("--layout {}".format(forced),)
+    src = tuple(source) + (f"--layout {forced}",)
     if kind == Layout.POSTPROCESS and len(outputs) == 4:  # TF1's order unless the sizes say otherwise
-        order = POSTPROCESS_ROLES if len(outputs[3].shape) == 1 or outputs[3].shape[-1] == 1 else \
-            ("scores", "boxes", "count", "classes")
-        return [(base.layout(Layout.POSTPROCESS, tuple((r, i) for i, r in enumerate(order)), 0,
-                             boxes_normalized=True, source=src), forced)]
+        order = (
+            POSTPROCESS_ROLES
+            if len(outputs[3].shape) == 1 or outputs[3].shape[-1] == 1
+            else ("scores", "boxes", "count", "classes")
+        )
+        return [
+            (
+                base.layout(
+                    Layout.POSTPROCESS, tuple((r, i) for i, r in enumerate(order)), 0, boxes_normalized=True, source=src
+                ),
+                forced,
+            )
+        ]
     if kind in (Layout.YOLO, Layout.YOLOV5, Layout.END2END) and len(outputs) == 1 and len(shapes[0]) == 3:
         _, a, b = shapes[0]
         transposed = kind == Layout.YOLO and a < b
@@ -375,25 +456,52 @@ def _forced(forced: str, outputs: list, input_hw: Tuple[int, int], base: _Shared
         nc = channels - {Layout.YOLO: 4, Layout.YOLOV5: 5, Layout.END2END: 4}[kind]
         if kind == Layout.END2END:
             nc = 0
-        return [(base.layout(kind, (("output", 0),), max(nc, 0), transposed=transposed,
-                             boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, src and list(src)),
-                             source=src), forced)]
+        return [
+            (
+                base.layout(
+                    kind,
+                    (("output", 0),),
+                    max(nc, 0),
+                    transposed=transposed,
+                    boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, src and list(src)),
+                    source=src,
+                ),
+                forced,
+            )
+        ]
     if kind == Layout.SPLIT_DFL and len(outputs) == 1 and len(shapes[0]) == 3 and max(shapes[0][1:]) > 64:
         _, a, b = shapes[0]
         transposed = a < b
         src2 = list(src) + ["one tensor: 64 DFL bins then the class scores (Ultralytics' order)"]
-        return [(base.layout(Layout.SPLIT_DFL, (("combined", 0),), (a if transposed else b) - 64,
-                             scores_are_logits=_scores_logits(outputs[0], src2), transposed=transposed,
-                             source=tuple(src2)), forced)]
+        return [
+            (
+                base.layout(
+                    Layout.SPLIT_DFL,
+                    (("combined", 0),),
+                    (a if transposed else b) - 64,
+                    scores_are_logits=_scores_logits(outputs[0], src2),
+                    transposed=transposed,
+                    source=tuple(src2),
+                ),
+                forced,
+            )
+        ]
     if kind == Layout.SPLIT_DFL and len(outputs) == 2:  # Ultralytics' head concatenates boxes before classes
-        return [(_split_layout(outputs, (0,), (1,), input_hw, base, list(src) + ["boxes first (Ultralytics' order)"]),
-                 forced)]
-    raise InputError("{}: --layout {} does not fit its outputs ({})".format(name, forced, shapes),
-                     "pick a layout that matches, or leave --layout out to have it found")
+        return [
+            (
+                _split_layout(outputs, (0,), (1,), input_hw, base, list(src) + ["boxes first (Ultralytics' order)"]),
+                forced,
+            )
+        ]
+    raise InputError(
+        f"{name}: --layout {forced} does not fit its outputs ({shapes})",
+        "pick a layout that matches, or leave --layout out to have it found",
+    )
 
 
-def _boxes_normalized(t: Any, input_hw: Tuple[int, int], meta: Optional[UltralyticsMetadata],
-                      source: List[str]) -> Optional[bool]:
+def _boxes_normalized(
+    t: Any, input_hw: tuple[int, int], meta: UltralyticsMetadata | None, source: list[str]
+) -> bool | None:
     if meta is not None:
         source.append("boxes normalized to the input (Ultralytics' TFLite export)")
         return True
@@ -403,35 +511,50 @@ def _boxes_normalized(t: Any, input_hw: Tuple[int, int], meta: Optional[Ultralyt
         return None
     side = min(input_hw)
     if rng[1] <= min(4.0, side / 4.0):
-        normalized = True      # a pixel box could not be stored: the range ends far below the input's size
+        normalized = True  # a pixel box could not be stored: the range ends far below the input's size
     elif rng[1] >= side / 2.0:
-        normalized = False     # room for pixel coordinates; normalized ones would waste all but a few steps
+        normalized = False  # room for pixel coordinates; normalized ones would waste all but a few steps
     else:
-        source.append("box scale read from the values of each image (output range {:.3g}..{:.3g} fits neither "
-                      "normalized nor {}-pixel boxes well)".format(rng[0], rng[1], side))
+        source.append(
+            f"box scale read from the values of each image (output range {rng[0]:.3g}..{rng[1]:.3g} fits neither "
+            f"normalized nor {side}-pixel boxes well)"
+        )
         return None
-    source.append("boxes {} (output quantization range {:.3g}..{:.3g})".format(
-        "normalized" if normalized else "in input pixels", rng[0], rng[1]))
+    source.append(
+        "boxes {} (output quantization range {:.3g}..{:.3g})".format(
+            "normalized" if normalized else "in input pixels", rng[0], rng[1]
+        )
+    )
     return normalized
 
 
-def _scores_logits(t: Any, source: List[str]) -> Optional[bool]:
+def _scores_logits(t: Any, source: list[str]) -> bool | None:
     rng = _range(t)
     if rng is None:
         source.append("float scores: logits or probabilities read from the values of each image")
         return None
     logits = rng[0] < -1e-3
-    source.append("scores are {} (quantization range {:.3g}..{:.3g})".format(
-        "logits: sigmoid applied" if logits else "probabilities", rng[0], rng[1]))
+    source.append(
+        "scores are {} (quantization range {:.3g}..{:.3g})".format(
+            "logits: sigmoid applied" if logits else "probabilities", rng[0], rng[1]
+        )
+    )
     return logits
 
 
-def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int], input_hw: Tuple[int, int],
-                  base: _Shared, source: List[str], strides: Sequence[int] = (8, 16, 32),
-                  reg_max: int = 16) -> DetectionLayout:
+def _split_layout(
+    outputs: list,
+    box_idx: Sequence[int],
+    score_idx: Sequence[int],
+    input_hw: tuple[int, int],
+    base: _Shared,
+    source: list[str],
+    strides: Sequence[int] = (8, 16, 32),
+    reg_max: int = 16,
+) -> DetectionLayout:
     src = list(source)
     logits = _scores_logits(outputs[score_idx[0]], src)
-    roles: Tuple[Tuple[str, int], ...]
+    roles: tuple[tuple[str, int], ...]
     if len(box_idx) == 1:
         roles = (("boxes", box_idx[0]), ("scores", score_idx[0]))
         s = outputs[score_idx[0]].shape
@@ -439,16 +562,30 @@ def _split_layout(outputs: list, box_idx: Sequence[int], score_idx: Sequence[int
         if anchor_count(input_hw, strides) in (s[1], s[2]):
             nc = int(s[2] if s[1] == anchor_count(input_hw, strides) else s[1])
     else:
-        roles = tuple(("boxes@{}".format(st), b) for st, b in zip(strides, box_idx)) + \
-            tuple(("scores@{}".format(st), c) for st, c in zip(strides, score_idx))
+        roles = tuple((f"boxes@{st}", b) for st, b in zip(strides, box_idx)) + tuple(
+            (f"scores@{st}", c) for st, c in zip(strides, score_idx)
+        )
         nc = int(outputs[score_idx[0]].shape[-1])
-    return base.layout(Layout.SPLIT_DFL, roles, nc, scores_are_logits=logits, strides=tuple(strides),
-                       reg_max=reg_max, source=tuple(src))
+    return base.layout(
+        Layout.SPLIT_DFL,
+        roles,
+        nc,
+        scores_are_logits=logits,
+        strides=tuple(strides),
+        reg_max=reg_max,
+        source=tuple(src),
+    )
 
 
-def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[UltralyticsMetadata], sig: Dict[int, str],
-              base: _Shared, source: List[str], metadata_names: Optional[List[str]] = None
-              ) -> List[Tuple[DetectionLayout, str]]:
+def _by_shape(
+    outputs: list,
+    input_hw: tuple[int, int],
+    meta: UltralyticsMetadata | None,
+    sig: dict[int, str],
+    base: _Shared,
+    source: list[str],
+    metadata_names: list[str] | None = None,
+) -> list[tuple[DetectionLayout, str]]:
     """The layouts the outputs' names (postprocess-like outputs) and shapes fit: one tensor (a YOLO head, decoded
     or cut), a split head's boxes and scores, or per-level maps."""
     shapes = [tuple(int(d) for d in t.shape) for t in outputs]
@@ -456,19 +593,26 @@ def _by_shape(outputs: list, input_hw: Tuple[int, int], meta: Optional[Ultralyti
         return _postprocess_by_names(outputs, shapes, sig, base, source, metadata_names)
     if len(outputs) == 1 and len(shapes[0]) == 3 and shapes[0][0] == 1:
         nc_meta = len(base.labels) if meta is not None and base.labels else None
-        return _combined_head(outputs[0], shapes[0], input_hw, nc_meta, base, source) + \
-            _decoded_head(outputs[0], shapes[0], input_hw, meta, nc_meta, base, source)
+        return _combined_head(outputs[0], shapes[0], input_hw, nc_meta, base, source) + _decoded_head(
+            outputs[0], shapes[0], input_hw, meta, nc_meta, base, source
+        )
     if len(outputs) == 2 and all(len(s) == 3 for s in shapes):
         return _split_pair(outputs, shapes, input_hw, sig, base, source)
-    if len(outputs) == 3 and all(len(s) == 4 for s in shapes):   # per level [1, h, w, 64+nc]: cut before the concat
+    if len(outputs) == 3 and all(len(s) == 4 for s in shapes):  # per level [1, h, w, 64+nc]: cut before the concat
         return _combined_levels(outputs, shapes, input_hw, meta, base, source)
     if len(outputs) in (4, 6, 8, 10) and all(len(s) == 4 for s in shapes):
         return _split_levels(outputs, shapes, input_hw, base, source)
     return []
 
 
-def _postprocess_by_names(outputs: list, shapes: List[Tuple[int, ...]], sig: Dict[int, str], base: _Shared,
-                          source: List[str], metadata_names: Optional[List[str]]) -> List[Tuple[DetectionLayout, str]]:
+def _postprocess_by_names(
+    outputs: list,
+    shapes: list[tuple[int, ...]],
+    sig: dict[int, str],
+    base: _Shared,
+    source: list[str],
+    metadata_names: list[str] | None,
+) -> list[tuple[DetectionLayout, str]]:
     """Postprocess-style outputs without the op (its name lost): the roles by TFLite metadata's output names, else
     by the signature's (pycoral's convention); InputError when neither says."""
     names = [sig.get(t.index) for t in outputs]
@@ -476,22 +620,43 @@ def _postprocess_by_names(outputs: list, shapes: List[Tuple[int, ...]], sig: Dic
     named = sorted(METADATA_ROLES.get(n, "") for n in meta_names)
     if len(meta_names) == 4 and named == sorted(METADATA_ROLES.values()):
         roles = tuple((METADATA_ROLES[n], i) for i, n in enumerate(meta_names))
-        return [(base.layout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
-                             source=tuple(source) + ("TFLite metadata output names ({})".format(
-                                 ", ".join(meta_names)),)), "TFLite metadata names")]
+        return [
+            (
+                base.layout(
+                    Layout.POSTPROCESS,
+                    roles,
+                    0,
+                    boxes_normalized=True,
+                    source=tuple(source) + ("TFLite metadata output names ({})".format(", ".join(meta_names)),),
+                ),
+                "TFLite metadata names",
+            )
+        ]
     signature_roles = [SIGNATURE_ROLES.get(n) if n is not None else None for n in names]
     if all(r is not None for r in signature_roles):
         roles = tuple((r, i) for i, r in enumerate(signature_roles) if r is not None)
-        return [(base.layout(Layout.POSTPROCESS, roles, 0, boxes_normalized=True,
-                             source=tuple(source) + ("signature output names (pycoral's convention)",)),
-                 "signature output names")]
-    raise InputError("outputs shaped like TFLite_Detection_PostProcess's ({}) but neither the op nor the "
-                     "signature names say which is classes and which is scores".format([list(s) for s in shapes]),
-                     "pass --layout postprocess to take TF1's order (boxes, classes, scores, count)")
+        return [
+            (
+                base.layout(
+                    Layout.POSTPROCESS,
+                    roles,
+                    0,
+                    boxes_normalized=True,
+                    source=tuple(source) + ("signature output names (pycoral's convention)",),
+                ),
+                "signature output names",
+            )
+        ]
+    raise InputError(
+        f"outputs shaped like TFLite_Detection_PostProcess's ({[list(s) for s in shapes]}) but neither the op nor the "
+        "signature names say which is classes and which is scores",
+        "pass --layout postprocess to take TF1's order (boxes, classes, scores, count)",
+    )
 
 
-def _combined_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], nc_meta: Optional[int], base: _Shared,
-                   source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+def _combined_head(
+    t: Any, shape: tuple[int, ...], input_hw: tuple[int, int], nc_meta: int | None, base: _Shared, source: list[str]
+) -> list[tuple[DetectionLayout, str]]:
     """split-dfl, uncut concatenation: ``[1, 64+nc, N]`` / ``[1, N, 64+nc]`` (a YOLO head cut before its DFL
     decode), either way round."""
     _, a, b = shape
@@ -499,19 +664,42 @@ def _combined_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], nc
     rng = _range(t)
     found: list[tuple[DetectionLayout, str]] = []
     for transposed, channels, n in ((True, a, b), (False, b, a)):
-        if n == anchors and channels > 64 and (nc_meta is None or channels == 64 + nc_meta) and \
-                (rng is None or rng[0] < 0):       # DFL bins and class scores before sigmoid are logits
-            src = list(source) + ["[1, {}, {}]: 64 DFL bins (4 sides x 16) + {} class scores over {} anchors, in "
-                                  "one tensor".format(a, b, channels - 64, n)]
+        if (
+            n == anchors
+            and channels > 64
+            and (nc_meta is None or channels == 64 + nc_meta)
+            and (rng is None or rng[0] < 0)
+        ):  # DFL bins and class scores before sigmoid are logits
+            src = list(source) + [
+                f"[1, {a}, {b}]: 64 DFL bins (4 sides x 16) + {channels - 64} class scores over {n} anchors, in "
+                "one tensor"
+            ]
             logits = _scores_logits(t, src)
-            found.append((base.layout(Layout.SPLIT_DFL, (("combined", 0),), channels - 64,
-                                      scores_are_logits=logits, transposed=transposed, source=tuple(src)),
-                          "{} = 64 DFL bins + {} classes over {} anchors".format(channels, channels - 64, n)))
+            found.append(
+                (
+                    base.layout(
+                        Layout.SPLIT_DFL,
+                        (("combined", 0),),
+                        channels - 64,
+                        scores_are_logits=logits,
+                        transposed=transposed,
+                        source=tuple(src),
+                    ),
+                    f"{channels} = 64 DFL bins + {channels - 64} classes over {n} anchors",
+                )
+            )
     return found
 
 
-def _decoded_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], meta: Optional[UltralyticsMetadata],
-                  nc_meta: Optional[int], base: _Shared, source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+def _decoded_head(
+    t: Any,
+    shape: tuple[int, ...],
+    input_hw: tuple[int, int],
+    meta: UltralyticsMetadata | None,
+    nc_meta: int | None,
+    base: _Shared,
+    source: list[str],
+) -> list[tuple[DetectionLayout, str]]:
     """One decoded tensor: yolo ``[1, 4+nc, N]`` / ``[1, N, 4+nc]``, yolov5 ``[1, N, 5+nc]`` (three anchor boxes per
     cell), end2end ``[1, K, 6]``."""
     _, a, b = shape
@@ -525,48 +713,74 @@ def _decoded_head(t: Any, shape: Tuple[int, ...], input_hw: Tuple[int, int], met
         if (nc_meta is not None and channels != 4 + nc_meta) or not decoded_range:
             continue
         if channels > 4 and (n == anchors or (nc_meta is not None and n > channels)):
-            src = list(source) + ["[1, {}, {}]: {} anchors{}".format(
-                a, b, n, " for strides 8/16/32 at {}x{}".format(input_hw[1], input_hw[0]) if n == anchors else "")]
+            src = list(source) + [
+                "[1, {}, {}]: {} anchors{}".format(
+                    a, b, n, f" for strides 8/16/32 at {input_hw[1]}x{input_hw[0]}" if n == anchors else ""
+                )
+            ]
             normalized = _boxes_normalized(t, input_hw, meta, src)
-            found.append((base.layout(Layout.YOLO, (("output", 0),), channels - 4, transposed=transposed,
-                                      boxes_normalized=normalized, source=tuple(src)),
-                          "{} = 4 + {} classes over {} anchors".format(channels, channels - 4, n)))
-    grid = "3 anchor boxes x {} cells".format(anchors) if a == 3 * anchors else \
-        single_grid(a, input_hw) if a > b else None   # rows of 5+nc values: more rows than values
+            found.append(
+                (
+                    base.layout(
+                        Layout.YOLO,
+                        (("output", 0),),
+                        channels - 4,
+                        transposed=transposed,
+                        boxes_normalized=normalized,
+                        source=tuple(src),
+                    ),
+                    f"{channels} = 4 + {channels - 4} classes over {n} anchors",
+                )
+            )
+    grid = (
+        f"3 anchor boxes x {anchors} cells" if a == 3 * anchors else single_grid(a, input_hw) if a > b else None
+    )  # rows of 5+nc values: more rows than values
     if b > 5 and grid and meta is None and decoded_range:
-        src = list(source) + ["[1, {}, {}]: {}".format(a, b, grid)]
+        src = list(source) + [f"[1, {a}, {b}]: {grid}"]
         normalized = _boxes_normalized(t, input_hw, meta, src)
-        found.append((base.layout(Layout.YOLOV5, (("output", 0),), b - 5, boxes_normalized=normalized,
-                                  source=tuple(src)),
-                      "{} = 5 + {} classes over {} anchors".format(b, b - 5, a)))
+        found.append(
+            (
+                base.layout(Layout.YOLOV5, (("output", 0),), b - 5, boxes_normalized=normalized, source=tuple(src)),
+                f"{b} = 5 + {b - 5} classes over {a} anchors",
+            )
+        )
     if b == 6 and a not in (anchors, 3 * anchors) and decoded_range:
-        src = list(source) + ["[1, {}, 6]: x1, y1, x2, y2, score, class".format(a)]
+        src = list(source) + [f"[1, {a}, 6]: x1, y1, x2, y2, score, class"]
         normalized = _boxes_normalized(t, input_hw, meta, src)
         nc = len(base.labels) if base.labels else 0
-        found.append((base.layout(Layout.END2END, (("output", 0),), nc, boxes_normalized=normalized,
-                                  source=tuple(src)), "{} detections of 6 values".format(a)))
+        found.append(
+            (
+                base.layout(Layout.END2END, (("output", 0),), nc, boxes_normalized=normalized, source=tuple(src)),
+                f"{a} detections of 6 values",
+            )
+        )
     return found
 
 
-def single_grid(n: int, input_hw: Tuple[int, int]) -> Optional[str]:
+def single_grid(n: int, input_hw: tuple[int, int]) -> str | None:
     """How ``n`` rows fit one grid over the input (a single-grid head, e.g. YOLOv2/v3-tiny-like or a custom one):
     1 to 9 anchor boxes per cell of one stride's grid (strides 2 to 64 dividing the input); None when none fits."""
     h, w = input_hw
     for stride in (2, 4, 8, 16, 32, 64):
         cells = (h // stride) * (w // stride)
         if h % stride == 0 and w % stride == 0 and cells and n % cells == 0 and 1 <= n // cells <= 9:
-            return "{} anchor box(es) x {}x{} cells (one grid, stride {})".format(n // cells, w // stride,
-                                                                                  h // stride, stride)
+            return f"{n // cells} anchor box(es) x {w // stride}x{h // stride} cells (one grid, stride {stride})"
     return None
 
 
-def _split_pair(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int], sig: Dict[int, str],
-                base: _Shared, source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+def _split_pair(
+    outputs: list,
+    shapes: list[tuple[int, ...]],
+    input_hw: tuple[int, int],
+    sig: dict[int, str],
+    base: _Shared,
+    source: list[str],
+) -> list[tuple[DetectionLayout, str]]:
     """split-dfl: boxes ``[1, N, 64]`` + scores ``[1, N, nc]`` (or transposed); with 64 classes too, the names
     tell which is which, or InputError."""
     anchors = anchor_count(input_hw)
 
-    def channels(s: tuple) -> Optional[int]:
+    def channels(s: tuple) -> int | None:
         return s[2] if s[1] == anchors else s[1] if s[2] == anchors else None
 
     ch = [channels(s) for s in shapes]
@@ -574,41 +788,79 @@ def _split_pair(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[in
         return []
     box_at = [i for i in (0, 1) if ch[i] == 64]
     if len(box_at) == 1:
-        return [(_split_layout(outputs, box_at, (1 - box_at[0],), input_hw, base,
-                               source + ["{} anchors: 64 = 4 sides x 16 DFL bins".format(anchors)]),
-                 "boxes at output {}".format(box_at[0]))]
+        return [
+            (
+                _split_layout(
+                    outputs,
+                    box_at,
+                    (1 - box_at[0],),
+                    input_hw,
+                    base,
+                    source + [f"{anchors} anchors: 64 = 4 sides x 16 DFL bins"],
+                ),
+                f"boxes at output {box_at[0]}",
+            )
+        ]
     if len(box_at) == 2:  # 64 classes: names may tell which is which
         named = _split_by_names(outputs, sig)
         if named is not None:
-            return [(_split_layout(outputs, (named,), (1 - named,), input_hw, base,
-                                   source + ["64 classes: boxes told by the output names"]), "names")]
-        raise InputError("both outputs have 64 channels (4 x 16 DFL bins, and 64 classes?): which one holds "
-                         "the boxes is not written in the model",
-                         "pass --layout split-dfl to take Ultralytics' order (boxes first)")
+            return [
+                (
+                    _split_layout(
+                        outputs,
+                        (named,),
+                        (1 - named,),
+                        input_hw,
+                        base,
+                        source + ["64 classes: boxes told by the output names"],
+                    ),
+                    "names",
+                )
+            ]
+        raise InputError(
+            "both outputs have 64 channels (4 x 16 DFL bins, and 64 classes?): which one holds "
+            "the boxes is not written in the model",
+            "pass --layout split-dfl to take Ultralytics' order (boxes first)",
+        )
     return []
 
 
-def _combined_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int],
-                     meta: Optional[UltralyticsMetadata], base: _Shared,
-                     source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+def _combined_levels(
+    outputs: list,
+    shapes: list[tuple[int, ...]],
+    input_hw: tuple[int, int],
+    meta: UltralyticsMetadata | None,
+    base: _Shared,
+    source: list[str],
+) -> list[tuple[DetectionLayout, str]]:
     """split-dfl cut before the concatenation: one NHWC map ``[1, h, w, 64+nc]`` per stride 8/16/32."""
     nc_meta = len(base.labels) if meta is not None and base.labels else None
     order = sorted(range(3), key=lambda i: -shapes[i][1])
     strides = [input_hw[0] // shapes[i][1] for i in order if shapes[i][1]]
     chans = {shapes[i][3] for i in order}
-    if not (strides == [8, 16, 32] and len(chans) == 1 and min(chans) > 64 and
-            (nc_meta is None or min(chans) == 64 + nc_meta)):
+    if not (
+        strides == [8, 16, 32]
+        and len(chans) == 1
+        and min(chans) > 64
+        and (nc_meta is None or min(chans) == 64 + nc_meta)
+    ):
         return []
-    src = list(source) + ["per-level maps [1, h, w, {}] for strides 8/16/32: 64 DFL bins + {} class "
-                          "scores".format(min(chans), min(chans) - 64)]
+    src = list(source) + [
+        f"per-level maps [1, h, w, {min(chans)}] for strides 8/16/32: 64 DFL bins + {min(chans) - 64} class scores"
+    ]
     logits = _scores_logits(outputs[order[0]], src)
-    roles = tuple(("combined@{}".format(st), i) for st, i in zip((8, 16, 32), order))
-    return [(base.layout(Layout.SPLIT_DFL, roles, min(chans) - 64, scores_are_logits=logits,
-                         source=tuple(src)), "per-level maps")]
+    roles = tuple((f"combined@{st}", i) for st, i in zip((8, 16, 32), order))
+    return [
+        (
+            base.layout(Layout.SPLIT_DFL, roles, min(chans) - 64, scores_are_logits=logits, source=tuple(src)),
+            "per-level maps",
+        )
+    ]
 
 
-def _split_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[int, int], base: _Shared,
-                  source: List[str]) -> List[Tuple[DetectionLayout, str]]:
+def _split_levels(
+    outputs: list, shapes: list[tuple[int, ...]], input_hw: tuple[int, int], base: _Shared, source: list[str]
+) -> list[tuple[DetectionLayout, str]]:
     """split-dfl per level (a YOLO head cut before its decode, its record lost): a boxes map and a scores map for
     each of two or more strides of 4, 8, 16, 32, 64. The boxes have 64 channels (4 sides x 16 DFL bins) or 4 (YOLO26:
     no DFL); where the channels do not tell (64 and 4), the first map of a level is taken as the boxes (the order of
@@ -617,8 +869,11 @@ def _split_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[
     for i, s in enumerate(shapes):
         levels.setdefault((s[1], s[2]), []).append(i)
     strides = sorted(((input_hw[0] // hw[0], hw) for hw in levels if hw[0]), key=lambda x: x[0])
-    if not (len(levels) >= 2 and all(len(v) == 2 for v in levels.values()) and all(
-            s in (4, 8, 16, 32, 64) and hw[0] * s == input_hw[0] and hw[1] * s == input_hw[1] for s, hw in strides)):
+    if not (
+        len(levels) >= 2
+        and all(len(v) == 2 for v in levels.values())
+        and all(s in (4, 8, 16, 32, 64) and hw[0] * s == input_hw[0] and hw[1] * s == input_hw[1] for s, hw in strides)
+    ):
         return []
     pairs = {tuple(shapes[i][3] for i in levels[hw]) for _, hw in strides}
     if len(pairs) != 1:
@@ -631,17 +886,23 @@ def _split_levels(outputs: list, shapes: List[Tuple[int, ...]], input_hw: Tuple[
     elif (first in (64, 4)) != (second in (64, 4)):
         box_first = first in (64, 4)
     else:
-        raise InputError("per-level outputs with {} and {} channels: which holds the boxes (64 DFL bins or 4 "
-                         "distances) is not written in the model".format(first, second),
-                         "cut the uncut model again with edgekit cut, which records the layout")
+        raise InputError(
+            f"per-level outputs with {first} and {second} channels: which holds the boxes (64 DFL bins or 4 "
+            "distances) is not written in the model",
+            "cut the uncut model again with edgekit cut, which records the layout",
+        )
     box_idx = [levels[hw][0 if box_first else 1] for _, hw in strides]
     score_idx = [levels[hw][1 if box_first else 0] for _, hw in strides]
     reg_max = (first if box_first else second) // 4
-    return [(_split_layout(outputs, box_idx, score_idx, input_hw, base, src, [s for s, _ in strides], reg_max),
-             "per-level maps")]
+    return [
+        (
+            _split_layout(outputs, box_idx, score_idx, input_hw, base, src, [s for s, _ in strides], reg_max),
+            "per-level maps",
+        )
+    ]
 
 
-def _split_by_names(outputs: list, sig: Dict[int, str]) -> Optional[int]:
+def _split_by_names(outputs: list, sig: dict[int, str]) -> int | None:
     for i, t in enumerate(outputs):
         text = (sig.get(t.index, "") + " " + t.name).lower()
         if any(w in text for w in ("box", "dfl", "reg", "loc")):

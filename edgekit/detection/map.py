@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import contextlib
 import io
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Any
 
 import numpy as np
 
@@ -24,42 +25,51 @@ from edgekit.results.evaluate import ClassScore, DetectorScore, MapDifference
 
 STANDARD_CONF = 0.001
 STANDARD_MAX_DET = 100
-DEFAULT_EVAL_IOU = 0.7     # Ultralytics' val default (YOLOv5's was 0.6): NMS IoU is not part of COCO's protocol
+DEFAULT_EVAL_IOU = 0.7  # Ultralytics' val default (YOLOv5's was 0.6): NMS IoU is not part of COCO's protocol
 BOOTSTRAP = 500
 MIN_BOOTSTRAP = 100
-BOOTSTRAP_WORK = 50000     # images x categories re-accumulated per resample before resamples are cut down
+BOOTSTRAP_WORK = 50000  # images x categories re-accumulated per resample before resamples are cut down
 SEED = 0
 SCORER = "pycocotools COCOeval (bbox)"
 
 
-def pycocotools_api() -> Tuple[Any, Any]:
+def pycocotools_api() -> tuple[Any, Any]:
     try:
         from pycocotools.coco import COCO
         from pycocotools.cocoeval import COCOeval
     except ImportError:
-        raise MissingDependencyError("evaluating a detector needs pycocotools",
-                                     "pip install pycocotools, or pip install '.[detect]' in an edgekit checkout") from None
+        raise MissingDependencyError(
+            "evaluating a detector needs pycocotools",
+            "pip install pycocotools, or pip install '.[detect]' in an edgekit checkout",
+        ) from None
     return COCO, COCOeval
 
 
 # ------------------------------------------------------------------------------------ scoring
-def coco_detections(dataset: DetectionSet, per_image: Mapping[int, Sequence[Any]],
-                    category_of: Dict[int, int]) -> List[CocoDetection]:
+def coco_detections(
+    dataset: DetectionSet, per_image: Mapping[int, Sequence[Any]], category_of: dict[int, int]
+) -> list[CocoDetection]:
     """Objects (edgekit.board.decode.Object, image pixels xyxy) by image id → COCO results (x, y, w, h).
     Classes the dataset has no category for are dropped (``category_of`` maps model class → category id)."""
-    out: List[CocoDetection] = []
+    out: list[CocoDetection] = []
     for iid, objects in per_image.items():
         for o in objects:
             cat = category_of.get(o.id)
             if cat is None:
                 continue
             b = o.bbox
-            out.append({"image_id": iid, "category_id": cat, "score": float(o.score),
-                        "bbox": [float(b.xmin), float(b.ymin), float(b.xmax - b.xmin), float(b.ymax - b.ymin)]})
+            out.append(
+                {
+                    "image_id": iid,
+                    "category_id": cat,
+                    "score": float(o.score),
+                    "bbox": [float(b.xmin), float(b.ymin), float(b.xmax - b.xmin), float(b.ymax - b.ymin)],
+                }
+            )
     return out
 
 
-def run_cocoeval(gt: CocoDataset, detections: List[CocoDetection], max_det: int = STANDARD_MAX_DET) -> Any:
+def run_cocoeval(gt: CocoDataset, detections: list[CocoDetection], max_det: int = STANDARD_MAX_DET) -> Any:
     """pycocotools' COCOeval (bbox) evaluated, accumulated and summarized (its printing swallowed).
 
     No detections at all is scored too (pycocotools' ``loadRes`` cannot read an empty list: the empty result
@@ -67,8 +77,13 @@ def run_cocoeval(gt: CocoDataset, detections: List[CocoDetection], max_det: int 
     COCO, COCOeval = pycocotools_api()
     with contextlib.redirect_stdout(io.StringIO()):
         coco_gt = COCO()
-        coco_gt.dataset = {"images": gt["images"], "annotations": gt["annotations"], "categories": gt["categories"],
-                           "info": gt.get("info", {}), "licenses": []}
+        coco_gt.dataset = {
+            "images": gt["images"],
+            "annotations": gt["annotations"],
+            "categories": gt["categories"],
+            "info": gt.get("info", {}),
+            "licenses": [],
+        }
         coco_gt.createIndex()
         if detections:
             coco_dt = coco_gt.loadRes([dict(d) for d in detections])
@@ -84,7 +99,7 @@ def run_cocoeval(gt: CocoDataset, detections: List[CocoDetection], max_det: int 
     return ev
 
 
-def _stat(v: float) -> Optional[float]:
+def _stat(v: float) -> float | None:
     return None if v < 0 else float(v)
 
 
@@ -92,30 +107,36 @@ def _stat(v: float) -> Optional[float]:
 class MapResult:
     """pycocotools' summary (``stats``; None where COCO prints -1: nothing of that kind to score) and per class."""
 
-    map: Optional[float]
-    map50: Optional[float]
-    map75: Optional[float]
-    small: Optional[float]
-    medium: Optional[float]
-    large: Optional[float]
-    per_class: Tuple[ClassScore, ...] = ()
+    map: float | None
+    map50: float | None
+    map75: float | None
+    small: float | None
+    medium: float | None
+    large: float | None
+    per_class: tuple[ClassScore, ...] = ()
 
 
-def map_result(ev: Any, names: Dict[int, str]) -> MapResult:
+def map_result(ev: Any, names: dict[int, str]) -> MapResult:
     s = ev.stats
-    precision = ev.eval["precision"]          # [T, R, K, A, M]
+    precision = ev.eval["precision"]  # [T, R, K, A, M]
     per_class = []
     for k, cat in enumerate(ev.params.catIds):
         p = precision[:, :, k, 0, -1]
         p50 = precision[0, :, k, 0, -1]
         objects = len(ev.cocoGt.getAnnIds(catIds=[cat], iscrowd=False))
-        per_class.append(ClassScore(int(cat), names.get(cat, str(cat)),
-                                    float(p[p > -1].mean()) if (p > -1).any() else None,
-                                    float(p50[p50 > -1].mean()) if (p50 > -1).any() else None, objects))
+        per_class.append(
+            ClassScore(
+                int(cat),
+                names.get(cat, str(cat)),
+                float(p[p > -1].mean()) if (p > -1).any() else None,
+                float(p50[p50 > -1].mean()) if (p50 > -1).any() else None,
+                objects,
+            )
+        )
     return MapResult(_stat(s[0]), _stat(s[1]), _stat(s[2]), _stat(s[3]), _stat(s[4]), _stat(s[5]), tuple(per_class))
 
 
-def accumulate_images(ev: Any, image_positions: np.ndarray) -> Tuple[float, float]:
+def accumulate_images(ev: Any, image_positions: np.ndarray) -> tuple[float, float]:
     """(mAP@[.5:.95], mAP50) over the images at ``image_positions`` (indices into ``ev.params.imgIds``, repeats
     allowed), re-accumulated from ``ev.evalImgs`` exactly as ``COCOeval.accumulate`` does (area all, last maxDet)."""
     p = ev.params
@@ -145,7 +166,7 @@ def accumulate_images(ev: Any, image_positions: np.ndarray) -> Tuple[float, floa
             tp, fp = tp_sum[t], fp_sum[t]
             rc = tp / npig
             pr = tp / (fp + tp + np.spacing(1))
-            pr = np.maximum.accumulate(pr[::-1])[::-1] if len(pr) else pr   # the envelope, as its loop makes it
+            pr = np.maximum.accumulate(pr[::-1])[::-1] if len(pr) else pr  # the envelope, as its loop makes it
             q = np.zeros(R)
             idx = np.searchsorted(rc, rec_thrs, side="left")
             ok = idx < len(pr)
@@ -158,8 +179,9 @@ def accumulate_images(ev: Any, image_positions: np.ndarray) -> Tuple[float, floa
     return m, m50
 
 
-def paired_bootstrap(ev_a: Any, ev_b: Any, resamples: int = BOOTSTRAP, seed: int = SEED
-                     ) -> Tuple[Tuple[float, float], Tuple[float, float]]:
+def paired_bootstrap(
+    ev_a: Any, ev_b: Any, resamples: int = BOOTSTRAP, seed: int = SEED
+) -> tuple[tuple[float, float], tuple[float, float]]:
     """95% percentile intervals of (mAP50 a - b, mAP a - b) over images resampled with replacement, the same
     resample for both models (paired)."""
     n = len(ev_a.params.imgIds)
@@ -175,12 +197,21 @@ def paired_bootstrap(ev_a: Any, ev_b: Any, resamples: int = BOOTSTRAP, seed: int
         d.append(a - b)
     if not d:
         return (0.0, 0.0), (0.0, 0.0)
-    return ((float(np.percentile(d50, 2.5)), float(np.percentile(d50, 97.5))),
-            (float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))))
+    return (
+        (float(np.percentile(d50, 2.5)), float(np.percentile(d50, 97.5))),
+        (float(np.percentile(d, 2.5)), float(np.percentile(d, 97.5))),
+    )
 
 
-def map_difference(a: DetectorScore, b: DetectorScore, intervals: Tuple[Tuple[float, float], Tuple[float, float]],
-                   resamples: int, seed: int, max_drop: Optional[float], images: int) -> MapDifference:
+def map_difference(
+    a: DetectorScore,
+    b: DetectorScore,
+    intervals: tuple[tuple[float, float], tuple[float, float]],
+    resamples: int,
+    seed: int,
+    max_drop: float | None,
+    images: int,
+) -> MapDifference:
     """``a`` minus ``b`` in mAP50 and mAP50-95 with their paired intervals; with ``max_drop`` (points) each drop
     decided by :func:`edgekit.results.metrics.drop_within`, as quantize's mAP50 gate decides its own."""
     from edgekit.results import metrics
@@ -189,8 +220,19 @@ def map_difference(a: DetectorScore, b: DetectorScore, intervals: Tuple[Tuple[fl
     c50, c = (a.map50 or 0.0) - (b.map50 or 0.0), (a.map or 0.0) - (b.map or 0.0)
     if max_drop is None:
         return MapDifference(a.model, b.model, c50, i50, c, imap, resamples, seed)
-    return MapDifference(a.model, b.model, c50, i50, c, imap, resamples, seed, max_drop,
-                         metrics.drop_within(c50, i50, max_drop, images), metrics.drop_within(c, imap, max_drop, images))
+    return MapDifference(
+        a.model,
+        b.model,
+        c50,
+        i50,
+        c,
+        imap,
+        resamples,
+        seed,
+        max_drop,
+        metrics.drop_within(c50, i50, max_drop, images),
+        metrics.drop_within(c, imap, max_drop, images),
+    )
 
 
 # ------------------------------------------------------------------------------------ the offer of the cut

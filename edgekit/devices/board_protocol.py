@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, Dict, NamedTuple, Optional, TypedDict, Union
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
 
 from edgekit.errors import DeviceError
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 
 #: A board's answer as read: raw JSON, each field checked by this module (classify's is then read into its record).
-Answer = Dict[str, Any]
+Answer = dict[str, Any]
 
 
 class ProbeDocument(TypedDict):
@@ -39,16 +39,17 @@ class ProbeDocument(TypedDict):
 
     python: str
     executable: str
-    packages: Dict[str, Union[bool, str, None]]  # numpy, pycoral, tflite_runtime, ai_edge_litert: bool; pillow: version
-    files: Dict[str, str]                        # path under --path -> sha256
+    packages: dict[str, bool | str | None]  # numpy, pycoral, tflite_runtime, ai_edge_litert: bool; pillow: version
+    files: dict[str, str]  # path under --path -> sha256
 
 
 class RunnerError(TypedDict):
     """The runner's error document's ``error``."""
 
     message: str
-    hint: Optional[str]
+    hint: str | None
     exit_code: int
+
 
 MAX_DEPTH = 16  # the runner's documents nest 4 deep (a classify document's results, their top, its entries)
 _CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
@@ -84,6 +85,7 @@ def _depth(doc: Any) -> int:
 
 def parse(data: bytes) -> Any:
     """The JSON document in ``data``, or _Bad: not UTF-8, not one JSON document, NaN/Infinity, too deep."""
+
     def no_constant(name: str) -> Any:
         raise ValueError(f"{name} is not a JSON number")
 
@@ -201,16 +203,40 @@ def _package_version(v: Any, where: str) -> str | None:
     return v
 
 
-PROBE = {"python": _python_version, "executable": _text,
-         "packages": lambda v, w: _object(v, w, {"numpy": _flag, "pillow": _package_version, "pycoral": _flag,
-                                                 "tflite_runtime": _flag, "ai_edge_litert": _flag}),
-         "files": _files}
+PROBE = {
+    "python": _python_version,
+    "executable": _text,
+    "packages": lambda v, w: _object(
+        v,
+        w,
+        {
+            "numpy": _flag,
+            "pillow": _package_version,
+            "pycoral": _flag,
+            "tflite_runtime": _flag,
+            "ai_edge_litert": _flag,
+        },
+    ),
+    "files": _files,
+}
 
 _TOP = {"id": _int, "label": _opt_text, "score": lambda v, w: _number(v, w, None)}
-CLASSIFY = {"model": _text, "device": _text, "backend": _text, "first_inference_ms": _opt_number,
-            "results": lambda v, w: _list(v, w, lambda r, wr: _object(r, wr, {
-                "image": _text, "ms": _number, "top": lambda t, wt: _list(t, wt, lambda e, we: _object(e, we, _TOP))})),
-            "errors": lambda v, w: _list(v, w, lambda e, we: _object(e, we, {"image": _text, "error": _text}))}
+CLASSIFY = {
+    "model": _text,
+    "device": _text,
+    "backend": _text,
+    "first_inference_ms": _opt_number,
+    "results": lambda v, w: _list(
+        v,
+        w,
+        lambda r, wr: _object(
+            r,
+            wr,
+            {"image": _text, "ms": _number, "top": lambda t, wt: _list(t, wt, lambda e, we: _object(e, we, _TOP))},
+        ),
+    ),
+    "errors": lambda v, w: _list(v, w, lambda e, we: _object(e, we, {"image": _text, "error": _text})),
+}
 
 
 _BOX = {k: (lambda v, w: _number(v, w, None)) for k in ("xmin", "ymin", "xmax", "ymax")}
@@ -218,8 +244,12 @@ _BOX = {k: (lambda v, w: _number(v, w, None)) for k in ("xmin", "ymin", "xmax", 
 
 def _detection(v: Any, where: str) -> ObjectDoc:
     """One object: id, label, score, bbox in pixels, and bbox_normalized when the runner knew the image's size."""
-    fields = {"id": _int, "label": _opt_text, "score": lambda s, ws: _number(s, ws, None),
-              "bbox": lambda b, wb: _object(b, wb, _BOX)}
+    fields = {
+        "id": _int,
+        "label": _opt_text,
+        "score": lambda s, ws: _number(s, ws, None),
+        "bbox": lambda b, wb: _object(b, wb, _BOX),
+    }
     if isinstance(v, dict) and "bbox_normalized" in v:
         fields["bbox_normalized"] = lambda b, wb: _object(b, wb, _BOX)
     return _object(v, where, fields)  # type: ignore[return-value]
@@ -237,42 +267,85 @@ def _layout(v: Any, where: str) -> LayoutDoc:
         raise _Bad(f"{where} is not a detection layout") from None
 
 
-DETECT = {"model": _text, "device": _text, "backend": _text, "layout": _layout, "conf": _number,
-          "iou": _number, "max_det": lambda v, w: _int(v, w, 1), "first_inference_ms": _opt_number,
-          "results": lambda v, w: _list(v, w, lambda r, wr: _object(r, wr, {
-              "image": _text, "width": lambda x, wx: _int(x, wx, 1), "height": lambda x, wx: _int(x, wx, 1),
-              "invoke_ms": _number, "postprocess_ms": _number,
-              "objects": lambda o, wo: _list(o, wo, _detection)})),
-          "errors": lambda v, w: _list(v, w, lambda e, we: _object(e, we, {"image": _text, "error": _text})),
-          "notes": lambda v, w: _list(v, w, _text)}
+DETECT = {
+    "model": _text,
+    "device": _text,
+    "backend": _text,
+    "layout": _layout,
+    "conf": _number,
+    "iou": _number,
+    "max_det": lambda v, w: _int(v, w, 1),
+    "first_inference_ms": _opt_number,
+    "results": lambda v, w: _list(
+        v,
+        w,
+        lambda r, wr: _object(
+            r,
+            wr,
+            {
+                "image": _text,
+                "width": lambda x, wx: _int(x, wx, 1),
+                "height": lambda x, wx: _int(x, wx, 1),
+                "invoke_ms": _number,
+                "postprocess_ms": _number,
+                "objects": lambda o, wo: _list(o, wo, _detection),
+            },
+        ),
+    ),
+    "errors": lambda v, w: _list(v, w, lambda e, we: _object(e, we, {"image": _text, "error": _text})),
+    "notes": lambda v, w: _list(v, w, _text),
+}
 
 
 def _benchmark_fields() -> dict[str, Callable[[Any, str], Any]]:
     from edgekit.board.latency import PERCENTILES
 
     fields: dict[str, Callable[[Any, str], Any]] = {
-        "model": _text, "device": _text, "backend": _text, "threads": lambda v, w: _opt_int(v, w, 1),
-        "load_ms": _number, "first_inference_ms": _number, "iterations": lambda v, w: _int(v, w, 1),
-        "warmup": _int, "latencies_ms": lambda v, w: _list(v, w, _number), "count": lambda v, w: _int(v, w, 1),
-        "min_ms": _number, "max_ms": _number, "mean_ms": _number, "throughput_per_s": _number,
-        "machine": lambda v, w: _object(v, w, {"platform": _text, "processor": _text, "cpus": _opt_int,
-                                               "governors": lambda g, wg: _opt_list(g, wg, _text)}),
-        "notes": lambda v, w: _list(v, w, _text), "warnings": lambda v, w: _list(v, w, _text), "postprocess": _null,
-        "comparison": _null}
+        "model": _text,
+        "device": _text,
+        "backend": _text,
+        "threads": lambda v, w: _opt_int(v, w, 1),
+        "load_ms": _number,
+        "first_inference_ms": _number,
+        "iterations": lambda v, w: _int(v, w, 1),
+        "warmup": _int,
+        "latencies_ms": lambda v, w: _list(v, w, _number),
+        "count": lambda v, w: _int(v, w, 1),
+        "min_ms": _number,
+        "max_ms": _number,
+        "mean_ms": _number,
+        "throughput_per_s": _number,
+        "machine": lambda v, w: _object(
+            v,
+            w,
+            {
+                "platform": _text,
+                "processor": _text,
+                "cpus": _opt_int,
+                "governors": lambda g, wg: _opt_list(g, wg, _text),
+            },
+        ),
+        "notes": lambda v, w: _list(v, w, _text),
+        "warnings": lambda v, w: _list(v, w, _text),
+        "postprocess": _null,
+        "comparison": _null,
+    }
     fields.update({f"p{q}_ms": _number for q in PERCENTILES})
     return fields
 
 
-ERROR = {"error": lambda v, w: _object(v, w, {"message": _text, "hint": _opt_text,
-                                              "exit_code": lambda c, wc: _int(c, wc, 1)})}
+ERROR = {
+    "error": lambda v, w: _object(
+        v, w, {"message": _text, "hint": _opt_text, "exit_code": lambda c, wc: _int(c, wc, 1)}
+    )
+}
 
 
 def malformed(destination: str, what: str, why: str, hint: str) -> MalformedAnswer:
     return MalformedAnswer(f"the answer of {destination} to {what} is malformed: {why}", hint)
 
 
-def read(data: bytes, fields: dict[str, Callable[[Any, str], Any]], destination: str, what: str,
-         hint: str) -> Answer:
+def read(data: bytes, fields: dict[str, Callable[[Any, str], Any]], destination: str, what: str, hint: str) -> Answer:
     """The runner's document in ``data`` (stdout), checked against ``fields``; MalformedAnswer (exit 9) when not."""
     try:
         return _object(parse(data), "the document", fields)
@@ -316,13 +389,16 @@ def read_detect(data: bytes, destination: str, hint: str, sent: set[str], asked:
     return doc
 
 
-_SLACK = 0.01   # pixels: boxes are clipped to the image, then rounded to 2 decimals; scores to 6
+_SLACK = 0.01  # pixels: boxes are clipped to the image, then rounded to 2 decimals; scores to 6
 
 
 def _not_asked(doc: DetectDocument, asked: DetectAsked) -> str | None:
     """What in the board's detect document differs from what was asked (None when nothing does)."""
-    for key, said, sent in (("conf", doc["conf"], asked.conf), ("iou", doc["iou"], asked.iou),
-                            ("max_det", doc["max_det"], asked.max_det)):
+    for key, said, sent in (
+        ("conf", doc["conf"], asked.conf),
+        ("iou", doc["iou"], asked.iou),
+        ("max_det", doc["max_det"], asked.max_det),
+    ):
         if said != sent:
             return f"it ran with {key} {said!r}, not the {sent!r} sent"
     if json.dumps(doc["layout"], sort_keys=True) != json.dumps(asked.layout, sort_keys=True):
@@ -333,8 +409,10 @@ def _not_asked(doc: DetectDocument, asked: DetectAsked) -> str | None:
             return f"more than --max-det {asked.max_det} objects for an image"
         for o in r["objects"]:
             b = o["bbox"]
-            if not (-_SLACK <= b["xmin"] <= b["xmax"] <= r["width"] + _SLACK
-                    and -_SLACK <= b["ymin"] <= b["ymax"] <= r["height"] + _SLACK):
+            if not (
+                -_SLACK <= b["xmin"] <= b["xmax"] <= r["width"] + _SLACK
+                and -_SLACK <= b["ymin"] <= b["ymax"] <= r["height"] + _SLACK
+            ):
                 corners = [b["xmin"], b["ymin"], b["xmax"], b["ymax"]]
                 return f"a box {corners} outside its {r['width']}x{r['height']} image"
             if o["score"] < asked.conf - 1e-6:

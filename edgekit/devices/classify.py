@@ -10,15 +10,16 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
 
-from edgekit.board.classes import parse_labels, read_labels, top_k  # noqa: F401 (part of this module's API)
 from edgekit.board import classifier
 from edgekit.board.backends import EDGETPU_CUSTOM_OP_BYTES, cpu_twin
+from edgekit.board.classes import parse_labels, read_labels, top_k  # noqa: F401 (part of this module's API)
 from edgekit.board.classifier import LoadedModel, default_workers, load_bundle  # noqa: F401 (this module's API)
-from edgekit.data.images import expand_images  # noqa: F401 (part of this module's API)
-from edgekit.errors import Caution, InputError, UsageError, regular_file
 from edgekit.board.preprocess import IMAGE_EXTENSIONS  # noqa: F401 (part of this module's API)
+from edgekit.data.images import expand_images
+from edgekit.errors import Caution, InputError, UsageError, regular_file
 from edgekit.report import SILENT, Reporter
 from edgekit.results.classify import ClassifyResult, ImageError
 
@@ -49,21 +50,26 @@ def model_facts(path: str | os.PathLike) -> tuple[bool, dict[str, bytes]]:
     regular_file(path)
     try:
         with open(path, "rb") as f, mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ) as data:
-            plain = (data[4:8] == _TFLITE_IDENTIFIER and data.find(EDGETPU_CUSTOM_OP_BYTES) < 0
-                     and data.find(_RECORD_NAME.encode()) < 0)
+            plain = (
+                data[4:8] == _TFLITE_IDENTIFIER
+                and data.find(EDGETPU_CUSTOM_OP_BYTES) < 0
+                and data.find(_RECORD_NAME.encode()) < 0
+            )
     except (OSError, ValueError):  # missing, unreadable, empty, a folder: let load() say which
         plain = False
     if plain:
         return False, {}
-    from edgekit.tflite import model as tflite_model
     from edgekit.errors import InvalidModelError
+    from edgekit.tflite import model as tflite_model
 
     try:
         info = tflite_model.load(path)
         return info.is_compiled, info.metadata
     except InvalidModelError as exc:  # its message does not say which file
         generic = not exc.hint or exc.hint == InvalidModelError.DEFAULT_HINT
-        raise InputError(f"{path}: {exc.message}", "pass a .tflite model with -m/--model" if generic else exc.hint) from None
+        raise InputError(
+            f"{path}: {exc.message}", "pass a .tflite model with -m/--model" if generic else exc.hint
+        ) from None
 
 
 def find_record(model: str | os.PathLike, metadata: dict[str, bytes]) -> Any:
@@ -98,8 +104,14 @@ class ModelLoader:
     Calling the loader opens the model and returns a :class:`LoadedModel`.
     """
 
-    def __init__(self, model: str | os.PathLike, device: str = "auto", backend: Any = None,
-                 num_threads: int | None = None, record_needed: bool = True):
+    def __init__(
+        self,
+        model: str | os.PathLike,
+        device: str = "auto",
+        backend: Any = None,
+        num_threads: int | None = None,
+        record_needed: bool = True,
+    ):
         self.model, self.device, self.backend, self.num_threads = model, device, backend, num_threads
         # False where nothing the record says is used (benchmark) or all of it is overridden (--mean and
         # --std): a record that cannot be read is then ignored with a warning instead of stopping the run.
@@ -114,8 +126,10 @@ class ModelLoader:
             twin = cpu_twin(self.model)
             if not Path(self.model).exists() and twin != Path(self.model) and twin.is_file():
                 # the quick start without edgetpu_compiler: step 3 made no compiled model
-                raise InputError(f"no such file: {self.model}",
-                                 f"compile it first (edgekit compile {twin}), or run the CPU model: -m {twin}")
+                raise InputError(
+                    f"no such file: {self.model}",
+                    f"compile it first (edgekit compile {twin}), or run the CPU model: -m {twin}",
+                )
         is_compiled, metadata = model_facts(self.model)
         opened = self._open(self.model, is_compiled)
         notes = list(opened.notes)
@@ -129,8 +143,13 @@ class ModelLoader:
             record = None
             notes.append(Caution(f"ignoring a record that cannot be read: {exc.message}"))
         rec = record[0] if record else None
-        return LoadedModel(opened, rec.preprocess if rec else None, f"recorded ({record[1]})" if record else None,
-                           dict(enumerate(rec.labels)) if rec is not None and rec.labels else None, notes)
+        return LoadedModel(
+            opened,
+            rec.preprocess if rec else None,
+            f"recorded ({record[1]})" if record else None,
+            dict(enumerate(rec.labels)) if rec is not None and rec.labels else None,
+            notes,
+        )
 
     def _open(self, path: str | os.PathLike, is_compiled: bool) -> Any:
         from edgekit.board import backends
@@ -140,8 +159,14 @@ class ModelLoader:
             from edgekit.devices.discovery import list_devices
 
             find_devices = list_devices
-        return backends.open_model(path, self.device, backend=self.backend, num_threads=self.num_threads,
-                                   is_compiled=is_compiled, find_devices=find_devices)
+        return backends.open_model(
+            path,
+            self.device,
+            backend=self.backend,
+            num_threads=self.num_threads,
+            is_compiled=is_compiled,
+            find_devices=find_devices,
+        )
 
     def _load_bundle(self) -> LoadedModel:
         from edgekit.devices.discovery import list_devices
@@ -152,22 +177,43 @@ class ModelLoader:
 class HostClassifier(classifier.Classifier):
     """:class:`edgekit.board.classifier.Classifier` on a model file or bundle that a :class:`ModelLoader` opens."""
 
-    def __init__(self, model: str | os.PathLike | ModelLoader, device: str = "auto",
-                 labels: str | os.PathLike | None = None, mean: tuple[float, ...] | None = None,
-                 std: tuple[float, ...] | None = None, backend: Any = None, num_threads: int | None = None,
-                 any_output: bool = False):
+    def __init__(
+        self,
+        model: str | os.PathLike | ModelLoader,
+        device: str = "auto",
+        labels: str | os.PathLike | None = None,
+        mean: tuple[float, ...] | None = None,
+        std: tuple[float, ...] | None = None,
+        backend: Any = None,
+        num_threads: int | None = None,
+        any_output: bool = False,
+    ):
         """``any_output``: a model that is not a classifier (a detector) opens too (see the base class)."""
-        loader = model if isinstance(model, ModelLoader) else ModelLoader(
-            model, device, backend, num_threads, record_needed=mean is None or std is None)
+        loader = (
+            model
+            if isinstance(model, ModelLoader)
+            else ModelLoader(model, device, backend, num_threads, record_needed=mean is None or std is None)
+        )
         self.model, self.labels_file, self.mean, self.std = loader.model, labels, mean, std  # as asked: for detect
         super().__init__(loader(), labels, mean, std, name=str(loader.model), any_output=any_output)
 
 
-def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "auto",
-             labels: str | os.PathLike | None = None, k: int | None = 5, threshold: float = float("-inf"),
-             mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-             workers: int | None = None, num_threads: int | None = None, report: Reporter = SILENT,
-             on: Any = None, remote_path: str | None = None) -> ClassifyResult:
+def classify(
+    images: Iterable[str],
+    model: str | os.PathLike,
+    *,
+    device: str = "auto",
+    labels: str | os.PathLike | None = None,
+    k: int | None = 5,
+    threshold: float = float("-inf"),
+    mean: tuple[float, ...] | None = None,
+    std: tuple[float, ...] | None = None,
+    workers: int | None = None,
+    num_threads: int | None = None,
+    report: Reporter = SILENT,
+    on: Any = None,
+    remote_path: str | None = None,
+) -> ClassifyResult:
     """Expand ``images`` (files, folders, globs), classify them all: ``edgekit classify``'s record.
 
     ``report`` is told where the model runs and why and the label-count warnings (before the work),
@@ -182,8 +228,18 @@ def classify(images: Iterable[str], model: str | os.PathLike, *, device: str = "
             raise UsageError("--labels cannot be combined with --on", "the labels come from the bundle")
         if num_threads is not None:
             raise UsageError("--threads cannot be combined with --on", "the board's runner picks its threads")
-        return remote.classify(list(images), model, on, path=remote_path or remote.DEFAULT_PATH, device=device, k=k,
-                               threshold=threshold, mean=mean, std=std, report=report)
+        return remote.classify(
+            list(images),
+            model,
+            on,
+            path=remote_path or remote.DEFAULT_PATH,
+            device=device,
+            k=k,
+            threshold=threshold,
+            mean=mean,
+            std=std,
+            report=report,
+        )
     paths, errors = expand_images(images)
     classifier = HostClassifier(model, device, labels, mean, std, num_threads=num_threads)
     for note in classifier.notes:

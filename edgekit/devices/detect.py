@@ -9,20 +9,39 @@ classify), reading the layout from the model file, and writing annotated images 
 from __future__ import annotations
 
 import os
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 from edgekit.board.decode import DEFAULT_CONF, DEFAULT_IOU, DEFAULT_MAX_DET, DetectionLayout
+from edgekit.board.detector import Detector, DetectReport, ImageDetections
 from edgekit.devices.classify import LoadedModel, ModelLoader, expand_images
-from edgekit.board.detector import DetectReport, Detector, ImageDetections
 from edgekit.errors import UsageError
 from edgekit.report import SILENT, Reporter
 
 # Distinct colours for the classes' boxes (Ultralytics' palette's first entries).
-PALETTE = ((255, 56, 56), (255, 157, 151), (255, 112, 31), (255, 178, 29), (207, 210, 49), (72, 249, 10),
-           (146, 204, 23), (61, 219, 134), (26, 147, 52), (0, 212, 187), (44, 153, 168), (0, 194, 255),
-           (52, 69, 147), (100, 115, 255), (0, 24, 236), (132, 56, 255), (82, 0, 133), (203, 56, 255),
-           (255, 149, 200), (255, 55, 199))
+PALETTE = (
+    (255, 56, 56),
+    (255, 157, 151),
+    (255, 112, 31),
+    (255, 178, 29),
+    (207, 210, 49),
+    (72, 249, 10),
+    (146, 204, 23),
+    (61, 219, 134),
+    (26, 147, 52),
+    (0, 212, 187),
+    (44, 153, 168),
+    (0, 194, 255),
+    (52, 69, 147),
+    (100, 115, 255),
+    (0, 24, 236),
+    (132, 56, 255),
+    (82, 0, 133),
+    (203, 56, 255),
+    (255, 149, 200),
+    (255, 55, 199),
+)
 
 
 def check_thresholds(conf: float, iou: float, max_det: int) -> None:
@@ -34,10 +53,17 @@ def check_thresholds(conf: float, iou: float, max_det: int) -> None:
         raise UsageError(f"--max-det must be at least 1, got {max_det}", "e.g. --max-det 100")
 
 
-def open_detector(model: str | os.PathLike, *, device: str = "auto", labels: str | os.PathLike | None = None,
-                  layout: str | None = None, mean: tuple[float, ...] | None = None,
-                  std: tuple[float, ...] | None = None, num_threads: int | None = None,
-                  backend: Any = None) -> Detector:
+def open_detector(
+    model: str | os.PathLike,
+    *,
+    device: str = "auto",
+    labels: str | os.PathLike | None = None,
+    layout: str | None = None,
+    mean: tuple[float, ...] | None = None,
+    std: tuple[float, ...] | None = None,
+    num_threads: int | None = None,
+    backend: Any = None,
+) -> Detector:
     """A :class:`Detector` on a model file or a bundle: opened on the best device (classify's loader), its layout
     read from the file that runs (``layout``: the ``--layout`` name settling an ambiguous model)."""
     loaded = ModelLoader(model, device, backend, num_threads, record_needed=mean is None or std is None)()
@@ -48,16 +74,25 @@ def open_detector(model: str | os.PathLike, *, device: str = "auto", labels: str
         raise
 
 
-def detector_for(loaded: LoadedModel, model: str | os.PathLike, *, labels: str | os.PathLike | None = None,
-                 layout: str | None = None, mean: tuple[float, ...] | None = None,
-                 std: tuple[float, ...] | None = None) -> Detector:
+def detector_for(
+    loaded: LoadedModel,
+    model: str | os.PathLike,
+    *,
+    labels: str | os.PathLike | None = None,
+    layout: str | None = None,
+    mean: tuple[float, ...] | None = None,
+    std: tuple[float, ...] | None = None,
+) -> Detector:
     """A :class:`Detector` on a model already opened (``edgekit.open``'s, or :func:`open_detector`'s): its layout
     read from the file that runs (``layout``: the ``--layout`` name settling an ambiguous model)."""
     from edgekit.detection.layout import find_layout
 
-    found: DetectionLayout = find_layout(loaded.opened.model_path, layout,
-                                         record_labels=list(loaded.labels.values()) if loaded.labels else None,
-                                         record=_record_extra(loaded))
+    found: DetectionLayout = find_layout(
+        loaded.opened.model_path,
+        layout,
+        record_labels=list(loaded.labels.values()) if loaded.labels else None,
+        record=_record_extra(loaded),
+    )
     return Detector(loaded, found, str(labels) if labels is not None else None, mean, std, name=str(model))
 
 
@@ -67,8 +102,11 @@ def _record_extra(loaded: Any) -> dict | None:
     from edgekit.errors import InputError
     from edgekit.tflite.model_record import find_record
 
-    paths = [loaded.bundle.path(loaded.bundle.cpu_model)] if loaded.bundle is not None else \
-        [loaded.opened.model_path, loaded.opened.requested_path]
+    paths = (
+        [loaded.bundle.path(loaded.bundle.cpu_model)]
+        if loaded.bundle is not None
+        else [loaded.opened.model_path, loaded.opened.requested_path]
+    )
     for path in dict.fromkeys(str(p) for p in paths):
         try:
             found = find_record(path, model_facts(path)[1])
@@ -79,12 +117,25 @@ def _record_extra(loaded: Any) -> dict | None:
     return None
 
 
-def detect(images: Iterable[str], model: str | os.PathLike, *, device: str = "auto",
-           labels: str | os.PathLike | None = None, conf: float = DEFAULT_CONF, iou: float = DEFAULT_IOU,
-           max_det: int = DEFAULT_MAX_DET, layout: str | None = None, save: str | os.PathLike | None = None,
-           mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-           workers: int | None = None, num_threads: int | None = None, report: Reporter = SILENT,
-           on: Any = None, remote_path: str | None = None) -> DetectReport:
+def detect(
+    images: Iterable[str],
+    model: str | os.PathLike,
+    *,
+    device: str = "auto",
+    labels: str | os.PathLike | None = None,
+    conf: float = DEFAULT_CONF,
+    iou: float = DEFAULT_IOU,
+    max_det: int = DEFAULT_MAX_DET,
+    layout: str | None = None,
+    save: str | os.PathLike | None = None,
+    mean: tuple[float, ...] | None = None,
+    std: tuple[float, ...] | None = None,
+    workers: int | None = None,
+    num_threads: int | None = None,
+    report: Reporter = SILENT,
+    on: Any = None,
+    remote_path: str | None = None,
+) -> DetectReport:
     """Expand ``images`` (files, folders, globs), detect objects in each, and return the report.
 
     ``report`` is told where the model runs, which layout was found and why, and draws the progress.
@@ -98,12 +149,28 @@ def detect(images: Iterable[str], model: str | os.PathLike, *, device: str = "au
 
         for flag, value in (("--labels", labels), ("--threads", num_threads), ("--save", save)):
             if value is not None:
-                raise UsageError(f"{flag} cannot be combined with --on",
-                                 "the labels come from the bundle" if flag == "--labels" else
-                                 "the board's runner picks its threads" if flag == "--threads" else
-                                 "run detect here to save annotated images")
-        return remote.detect(list(images), model, on, path=remote_path or remote.DEFAULT_PATH, device=device,
-                             conf=conf, iou=iou, max_det=max_det, layout=layout, mean=mean, std=std, report=report)
+                raise UsageError(
+                    f"{flag} cannot be combined with --on",
+                    "the labels come from the bundle"
+                    if flag == "--labels"
+                    else "the board's runner picks its threads"
+                    if flag == "--threads"
+                    else "run detect here to save annotated images",
+                )
+        return remote.detect(
+            list(images),
+            model,
+            on,
+            path=remote_path or remote.DEFAULT_PATH,
+            device=device,
+            conf=conf,
+            iou=iou,
+            max_det=max_det,
+            layout=layout,
+            mean=mean,
+            std=std,
+            report=report,
+        )
     paths, errors = expand_images(images)
     out_dir = None
     if save is not None:
@@ -111,8 +178,9 @@ def detect(images: Iterable[str], model: str | os.PathLike, *, device: str = "au
 
         refuse_saving_among_inputs(Path(save), paths)
         out_dir = require_output_folder(Path(save) / "annotated", report, flag="--save")
-    detector = open_detector(model, device=device, labels=labels, layout=layout, mean=mean, std=std,
-                             num_threads=num_threads)
+    detector = open_detector(
+        model, device=device, labels=labels, layout=layout, mean=mean, std=std, num_threads=num_threads
+    )
     with detector.opened:
         for note in detector.notes:
             report.tell(note)
@@ -139,8 +207,10 @@ def refuse_saving_among_inputs(folder: Path, paths: list[str]) -> None:
     inside = [p for p in paths if Path(p).resolve().parent == where]
     if inside:
         more = f" and {len(inside) - 1} more" if len(inside) > 1 else ""
-        raise UsageError(f"--save {folder} holds the input image {inside[0]}{more}",
-                         "choose another folder for --save (a new one is created)")
+        raise UsageError(
+            f"--save {folder} holds the input image {inside[0]}{more}",
+            "choose another folder for --save (a new one is created)",
+        )
 
 
 def save_annotated(results: Iterable[ImageDetections], folder: Path) -> list[Path]:
@@ -149,14 +219,16 @@ def save_annotated(results: Iterable[ImageDetections], folder: Path) -> list[Pat
     so neither is an input."""
     from PIL import ImageDraw
 
-    from edgekit.fileio import atomic_path
     from edgekit.board.preprocess import open_image
+    from edgekit.fileio import atomic_path
 
     written, taken = [], set()
     for r in results:
         src = Path(r.image)
-        stem, suffix = src.stem, src.suffix.lower() if src.suffix.lower() in (".jpg", ".jpeg", ".png", ".bmp") \
-            else ".png"
+        stem, suffix = (
+            src.stem,
+            src.suffix.lower() if src.suffix.lower() in (".jpg", ".jpeg", ".png", ".bmp") else ".png",
+        )
         name, n = stem + suffix, 1
         while name in taken or os.path.lexists(folder / name):
             n += 1

@@ -45,8 +45,9 @@ def usb_devices(sys_root: str | Path = "/sys") -> list[Device]:
     for entry in entries:
         vendor, product = (_read(entry / "idVendor") or "").lower(), (_read(entry / "idProduct") or "").lower()
         if (vendor, product) in USB_IDS:
-            found.append(Device("usb", str(entry), f"usb:{len(found)}", USB_IDS[vendor, product],
-                                       usb_id=f"{vendor}:{product}"))
+            found.append(
+                Device("usb", str(entry), f"usb:{len(found)}", USB_IDS[vendor, product], usb_id=f"{vendor}:{product}")
+            )
     return found
 
 
@@ -67,8 +68,7 @@ def pci_devices(sys_root: str | Path = "/sys", dev_root: str | Path = "/dev") ->
         temp = int(raw) / 1000.0 if raw and raw.lstrip("-").isdigit() else None
         node = Path(dev_root) / f"apex_{n}"
         state = "ready" if indices[n] else f"driver sees it but {node} is missing (check udev / the apex group)"
-        found.append(Device("pci", str(Path(dev_root) / f"apex_{n}"), f"pci:{len(found)}", state,
-                                   temperature_c=temp))
+        found.append(Device("pci", str(Path(dev_root) / f"apex_{n}"), f"pci:{len(found)}", state, temperature_c=temp))
     return found
 
 
@@ -88,14 +88,14 @@ def pycoral_devices() -> list[Device]:
     found: list[Device] = []
     for d in listed:
         kind = str(d.get("type", "usb"))
-        found.append(Device(kind, str(d.get("path", "")), f"{kind}:{counts.get(kind, 0)}", "ready",
-                                   source="pycoral"))
+        found.append(Device(kind, str(d.get("path", "")), f"{kind}:{counts.get(kind, 0)}", "ready", source="pycoral"))
         counts[kind] = counts.get(kind, 0) + 1
     return found
 
 
-def list_devices(sys_root: str | Path = "/sys", dev_root: str | Path = "/dev",
-                 use_pycoral: bool = True) -> list[Device]:
+def list_devices(
+    sys_root: str | Path = "/sys", dev_root: str | Path = "/dev", use_pycoral: bool = True
+) -> list[Device]:
     """All Edge TPUs: sysfs first, then any that only pycoral reports (matched by path)."""
     found = usb_devices(sys_root) + pci_devices(sys_root, dev_root)
     if use_pycoral:

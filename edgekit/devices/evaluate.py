@@ -12,17 +12,23 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
-from edgekit.results import metrics
 from edgekit.errors import EdgekitError, InputError
 from edgekit.report import SILENT, Reporter
+from edgekit.results import metrics
 from edgekit.results.classify import ImageError
-from edgekit.results.evaluate import PER_CLASS_ROWS, per_class_lines  # noqa: F401 (the text table, beside its type)
-from edgekit.results.evaluate import (AccuracyDifference, ClassAccuracy, EvaluateResult, Preprocessing,
-                                      ReferenceComparison)
+from edgekit.results.evaluate import (  # noqa: F401 (the text table, beside its type)
+    PER_CLASS_ROWS,
+    AccuracyDifference,
+    ClassAccuracy,
+    EvaluateResult,
+    Preprocessing,
+    ReferenceComparison,
+    per_class_lines,
+)
 
 
 @dataclass
@@ -30,11 +36,11 @@ class LabelledSet:
     """What ``--data`` names: image files with class ids, or arrays (uint8 images / float inputs) with ids."""
 
     source: str
-    kind: str                               # images | npz
+    kind: str  # images | npz
     labels: np.ndarray
     paths: list[str] | None = None
     arrays: np.ndarray | None = None
-    class_names: list[str] | None = None    # class folder names, by class id
+    class_names: list[str] | None = None  # class folder names, by class id
 
     def __len__(self) -> int:
         return len(self.labels)
@@ -51,8 +57,10 @@ def read_set(source: str | os.PathLike, flag: str = "--data") -> LabelledSet:
     if p.is_dir():
         groups, classes = list_images(p, flag)
         if classes is None:
-            raise InputError(f"{flag} {p}: a flat folder has no labels",
-                             "put the images in one subfolder per class (named as the classes, sorted as trained)")
+            raise InputError(
+                f"{flag} {p}: a flat folder has no labels",
+                "put the images in one subfolder per class (named as the classes, sorted as trained)",
+            )
         paths = [str(f) for g in groups for f in g]
         labels = np.asarray([k for k, g in enumerate(groups) for _ in g], np.int64)
         return LabelledSet(str(p), "images", labels, paths=paths, class_names=classes)
@@ -61,8 +69,10 @@ def read_set(source: str | os.PathLike, flag: str = "--data") -> LabelledSet:
         return LabelledSet(str(p), "npz", y, arrays=x)
     if not p.exists():
         raise InputError(f"{flag} {p}: no such file or folder", "check the path")
-    raise InputError(f"{flag} {p}: not a class-folder tree or an .npz", "pass a folder with one subfolder per class, "
-                     "or an .npz with x (images) and y (labels)")
+    raise InputError(
+        f"{flag} {p}: not a class-folder tree or an .npz",
+        "pass a folder with one subfolder per class, or an .npz with x (images) and y (labels)",
+    )
 
 
 def align_labels(data: LabelledSet, recorded: dict[int, str], classes: int) -> tuple[np.ndarray, str]:
@@ -78,14 +88,18 @@ def align_labels(data: LabelledSet, recorded: dict[int, str], classes: int) -> t
         return ids[data.labels], "class folder names matched to the model's labels"
     if data.class_names:
         if len(data.class_names) != classes:
-            raise InputError(f"--data {data.source}: {len(data.class_names)} class folders for {classes} model "
-                             "outputs, and their names are not the model's labels",
-                             "use one folder per output class, named as the labels (or sorted as in training)")
+            raise InputError(
+                f"--data {data.source}: {len(data.class_names)} class folders for {classes} model "
+                "outputs, and their names are not the model's labels",
+                "use one folder per output class, named as the labels (or sorted as in training)",
+            )
         return data.labels, "class folders in sorted order (Keras's order)"
     if len(data.labels) and (data.labels.min() < 0 or data.labels.max() >= classes):
-        raise InputError(f"--data {data.source}: labels run from {data.labels.min()} to {data.labels.max()}, "
-                         f"outside the model's {classes} outputs", "label each sample with its output index, "
-                         f"0 to {classes - 1}")
+        raise InputError(
+            f"--data {data.source}: labels run from {data.labels.min()} to {data.labels.max()}, "
+            f"outside the model's {classes} outputs",
+            f"label each sample with its output index, 0 to {classes - 1}",
+        )
     return data.labels, "the labels in the arrays"
 
 
@@ -97,13 +111,13 @@ class Evaluation:
     spec_source: str
     spec: Any
     labels_from: str
-    scores: np.ndarray                      # (N, classes), dequantized
-    labels: np.ndarray                      # (N,) class ids
+    scores: np.ndarray  # (N, classes), dequantized
+    labels: np.ndarray  # (N,) class ids
     names: dict[int, str]
     notes: list[str] = field(default_factory=list)
     errors: list[ImageError] = field(default_factory=list)
-    kept: list[int] = field(default_factory=list)   # indices into the set of the samples scored
-    computes: str | None = None   # full-int8, mixed or float (tflite_model's quantization_state)
+    kept: list[int] = field(default_factory=list)  # indices into the set of the samples scored
+    computes: str | None = None  # full-int8, mixed or float (tflite_model's quantization_state)
 
     def per_class(self) -> list[ClassAccuracy]:
         """Each class's recall (with its Wilson interval), how often it was predicted, and precision."""
@@ -113,29 +127,57 @@ class Evaluation:
         for c in sorted(set(self.labels.tolist())):
             mask = self.labels == c
             right, chosen = int(np.sum(predicted[mask] == c)), int(np.sum(predicted == c))
-            rows.append(ClassAccuracy(int(c), self.names.get(int(c)), int(mask.sum()), right / int(mask.sum()),
-                                      metrics.wilson(right, int(mask.sum())), chosen,
-                                      right / chosen if chosen else None))
+            rows.append(
+                ClassAccuracy(
+                    int(c),
+                    self.names.get(int(c)),
+                    int(mask.sum()),
+                    right / int(mask.sum()),
+                    metrics.wilson(right, int(mask.sum())),
+                    chosen,
+                    right / chosen if chosen else None,
+                )
+            )
         return rows
 
-    def result(self, reference: Optional[ReferenceComparison] = None,
-               against: tuple[AccuracyDifference, ...] = (), plots: tuple[str, ...] = ()) -> EvaluateResult:
+    def result(
+        self,
+        reference: ReferenceComparison | None = None,
+        against: tuple[AccuracyDifference, ...] = (),
+        plots: tuple[str, ...] = (),
+    ) -> EvaluateResult:
         """evaluate's typed result (``reference``: the float model's comparison, where one was made; ``against``:
         the paired changes against other .tflite models)."""
         n, classes = self.scores.shape if self.scores.ndim == 2 else (0, 0)
         return EvaluateResult(
-            self.model, self.device, self.backend, Preprocessing.of_spec(self.spec, self.spec_source),
-            self.labels_from, int(n), int(classes),
+            self.model,
+            self.device,
+            self.backend,
+            Preprocessing.of_spec(self.spec, self.spec_source),
+            self.labels_from,
+            int(n),
+            int(classes),
             metrics.top_k_accuracy(self.scores, self.labels, 1) if n else None,
             metrics.top_k_accuracy(self.scores, self.labels, 5) if n else None,
-            tuple(self.per_class()), tuple(self.errors), reference, tuple(against),
-            tuple(plots), self.computes)
+            tuple(self.per_class()),
+            tuple(self.errors),
+            reference,
+            tuple(against),
+            tuple(plots),
+            self.computes,
+        )
 
 
-def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
-             mean: tuple[float, ...] | None = None, std: tuple[float, ...] | None = None,
-             num_threads: int | None = None, labels: str | os.PathLike | None = None,
-             report: Reporter = SILENT) -> Evaluation:
+def evaluate(
+    model: str | os.PathLike,
+    data: LabelledSet,
+    device: str = "auto",
+    mean: tuple[float, ...] | None = None,
+    std: tuple[float, ...] | None = None,
+    num_threads: int | None = None,
+    labels: str | os.PathLike | None = None,
+    report: Reporter = SILENT,
+) -> Evaluation:
     """Run the model over every sample of ``data``; unreadable images go to ``errors``, the rest are scored.
 
     ``report`` is told where the model runs and why (before the work) and draws the progress."""
@@ -149,8 +191,21 @@ def evaluate(model: str | os.PathLike, data: LabelledSet, device: str = "auto",
         scores, kept, errors = _run(clf, data, bar)
     matrix = np.stack(scores) if scores else np.zeros((0, clf.num_classes), np.float32)
     names = clf.labels or dict(enumerate(data.class_names or []))
-    return Evaluation(clf.opened.model_path, clf.opened.device, clf.opened.backend.name, clf.spec_source, clf.spec,
-                      labels_from, matrix, ids[kept], names, list(clf.notes), errors, kept, _computes(clf))
+    return Evaluation(
+        clf.opened.model_path,
+        clf.opened.device,
+        clf.opened.backend.name,
+        clf.spec_source,
+        clf.spec,
+        labels_from,
+        matrix,
+        ids[kept],
+        names,
+        list(clf.notes),
+        errors,
+        kept,
+        _computes(clf),
+    )
 
 
 def _computes(clf: Any) -> str | None:
@@ -176,18 +231,20 @@ def _run(clf: Any, data: LabelledSet, bar: Any) -> tuple[list, list, list]:
                 scores.append(clf.infer(tensor)[0])
                 kept.append(i)
             bar.update(1)
-    elif data.arrays is not None:   # read_set gives paths or arrays
+    elif data.arrays is not None:  # read_set gives paths or arrays
         x = data.arrays
         for i in range(len(x)):
             if x.dtype == np.uint8:
                 image = x[i][..., 0] if x[i].ndim == 3 and x[i].shape[-1] == 1 else x[i]
                 tensor = preprocess.prepare(image, clf.spec, clf.input_dtype, clf.input_scale, clf.input_zero_point)
             else:  # float arrays are model inputs already
-                tensor = preprocess.quantize(x[i][None].astype(np.float32), clf.input_dtype, clf.input_scale,
-                                             clf.input_zero_point)
-            model_order = tensor.shape[1:] == tuple(clf._input_shape[1:])   # a float array in the model's own order
-            scores.append(clf.infer(tensor.reshape(clf._input_shape) if model_order
-                                    else clf.image_input.from_hwc(tensor))[0])
+                tensor = preprocess.quantize(
+                    x[i][None].astype(np.float32), clf.input_dtype, clf.input_scale, clf.input_zero_point
+                )
+            model_order = tensor.shape[1:] == tuple(clf._input_shape[1:])  # a float array in the model's own order
+            scores.append(
+                clf.infer(tensor.reshape(clf._input_shape) if model_order else clf.image_input.from_hwc(tensor))[0]
+            )
             kept.append(i)
             bar.update(1)
     return scores, kept, errors
@@ -208,15 +265,34 @@ def paired_change(a: Evaluation, b: Evaluation, max_drop: float | None) -> Accur
     if max_drop is not None and d.difference is not None:
         verdict = metrics.drop_within(d.difference, d.interval, max_drop, d.samples)
     n = len(both)
-    return AccuracyDifference(a.model, b.model, n, float(right_a.mean()) if n else None,
-                              float(right_b.mean()) if n else None, d.difference, tuple(d.interval), d.only_a,
-                              d.only_b, two_sided, max_drop if verdict else None, verdict)
+    return AccuracyDifference(
+        a.model,
+        b.model,
+        n,
+        float(right_a.mean()) if n else None,
+        float(right_b.mean()) if n else None,
+        d.difference,
+        tuple(d.interval),
+        d.only_a,
+        d.only_b,
+        two_sided,
+        max_drop if verdict else None,
+        verdict,
+    )
 
 
-def compare_against(ev: Evaluation, data: LabelledSet, against: tuple[str, ...], device: str,
-                    mean: tuple[float, ...] | None, std: tuple[float, ...] | None, num_threads: int | None,
-                    labels: str | os.PathLike | None, max_drop: float | None,
-                    report: Reporter = SILENT) -> tuple[tuple[AccuracyDifference, ...], list[Evaluation]]:
+def compare_against(
+    ev: Evaluation,
+    data: LabelledSet,
+    against: tuple[str, ...],
+    device: str,
+    mean: tuple[float, ...] | None,
+    std: tuple[float, ...] | None,
+    num_threads: int | None,
+    labels: str | os.PathLike | None,
+    max_drop: float | None,
+    report: Reporter = SILENT,
+) -> tuple[tuple[AccuracyDifference, ...], list[Evaluation]]:
     """``evaluate --against`` for classifiers: each model run over the same samples (the same ``--mean/--std``
     and ``--labels``), and the paired change of ``ev``'s model against it (with the other models' evaluations).
     Preprocessing that differs between the two is a warning: the change would then measure the preprocessing as
@@ -225,8 +301,10 @@ def compare_against(ev: Evaluation, data: LabelledSet, against: tuple[str, ...],
     for model in against:
         other = evaluate(model, data, device, mean, std, num_threads=num_threads, labels=labels, report=report)
         if ev.spec.to_dict() != other.spec.to_dict():
-            report.warn(f"{other.model} is preprocessed unlike {ev.model} ({_spec_words(other)} against "
-                        f"{_spec_words(ev)}): the change measures the preprocessing too; --mean/--std apply to both")
+            report.warn(
+                f"{other.model} is preprocessed unlike {ev.model} ({_spec_words(other)} against "
+                f"{_spec_words(ev)}): the change measures the preprocessing too; --mean/--std apply to both"
+            )
         out.append(paired_change(ev, other, max_drop))
         others.append(other)
     return tuple(out), others
@@ -234,5 +312,11 @@ def compare_against(ev: Evaluation, data: LabelledSet, against: tuple[str, ...],
 
 def _spec_words(ev: Evaluation) -> str:
     s = ev.spec
-    return "{}x{} {}, mean {}, std {}: {}".format(s.width, s.height, s.channels, ",".join(f"{v:g}" for v in s.mean),
-                                                  ",".join(f"{v:g}" for v in s.std), ev.spec_source)
+    return "{}x{} {}, mean {}, std {}: {}".format(
+        s.width,
+        s.height,
+        s.channels,
+        ",".join(f"{v:g}" for v in s.mean),
+        ",".join(f"{v:g}" for v in s.std),
+        ev.spec_source,
+    )

@@ -17,14 +17,15 @@ from __future__ import annotations
 
 import io
 import os
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, List, Sequence, Tuple
+from typing import Any
 
 import numpy as np
 
 from edgekit.errors import MissingDependencyError
 
-CONFUSION_CONF = 0.25     # Ultralytics' ConfusionMatrix defaults
+CONFUSION_CONF = 0.25  # Ultralytics' ConfusionMatrix defaults
 CONFUSION_IOU = 0.45
 INSTALL = "pip install matplotlib (or '.[plots]' in an edgekit checkout), or drop --plots"
 
@@ -41,10 +42,10 @@ def require() -> Any:
     return plt
 
 
-def pr_curves(ev: Any) -> Tuple[np.ndarray, np.ndarray, np.ndarray]:
+def pr_curves(ev: Any) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(recall points (R,), precision per class (K, R) with NaN where a class has no ground truth, their mean (R,))
     from pycocotools' accumulated ``ev.eval["precision"]`` at IoU 0.5, area all, the last maxDets."""
-    p = np.array(ev.eval["precision"][0, :, :, 0, -1], float).T      # (K, R)
+    p = np.array(ev.eval["precision"][0, :, :, 0, -1], float).T  # (K, R)
     p[p < 0] = np.nan
     scored = ~np.all(np.isnan(p), axis=1)
     mean = np.nanmean(p[scored], axis=0) if scored.any() else np.full(p.shape[1], np.nan)
@@ -66,7 +67,9 @@ def confusion(gt: Any, detections: Sequence[Any], categories: Sequence[int]) -> 
             found[d["image_id"]].append((index[d["category_id"]], d["bbox"]))
     for iid, gts in truth.items():
         dts = found[iid]
-        iou = _iou(np.array([b for _, b in dts], float).reshape(-1, 4), np.array([b for _, b in gts], float).reshape(-1, 4))
+        iou = _iou(
+            np.array([b for _, b in dts], float).reshape(-1, 4), np.array([b for _, b in gts], float).reshape(-1, 4)
+        )
         pairs = sorted(((iou[i, j], i, j) for i, j in zip(*np.nonzero(iou > CONFUSION_IOU))), reverse=True)
         used_d, used_g = set(), set()
         for _, i, j in pairs:
@@ -76,10 +79,10 @@ def confusion(gt: Any, detections: Sequence[Any], categories: Sequence[int]) -> 
                 m[dts[i][0], gts[j][0]] += 1
         for j, (c, _) in enumerate(gts):
             if j not in used_g:
-                m[k, c] += 1      # missed: predicted background
+                m[k, c] += 1  # missed: predicted background
         for i, (c, _) in enumerate(dts):
             if i not in used_d:
-                m[c, k] += 1      # a detection of nothing: true background
+                m[c, k] += 1  # a detection of nothing: true background
     return m
 
 
@@ -94,12 +97,12 @@ def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     return np.where(union > 0, inter / np.where(union > 0, union, 1), 0.0)
 
 
-def write_detection_plots(folder: str | os.PathLike, gt: Any, runs: Sequence[Tuple[str, Any]]) -> List[str]:
+def write_detection_plots(folder: str | os.PathLike, gt: Any, runs: Sequence[tuple[str, Any]]) -> list[str]:
     """``pr_curve.png`` and ``confusion_matrix.png`` in ``folder``, one panel per (model, its accumulated COCOeval)
     of ``runs`` (its detections are the ones COCOeval scored); the paths written. Each file is written whole or
     not at all (fileio's atomic writes)."""
     plt = require()
-    categories = sorted(c["id"] for c in gt["categories"])   # COCOeval's class axis: category ids sorted
+    categories = sorted(c["id"] for c in gt["categories"])  # COCOeval's class axis: category ids sorted
     name_of = {c["id"]: str(c["name"]) for c in gt["categories"]}
     names = [name_of[c] for c in categories]
     out = []
@@ -114,7 +117,7 @@ def write_detection_plots(folder: str | os.PathLike, gt: Any, runs: Sequence[Tup
     return out
 
 
-def write_classifier_plots(folder: str | os.PathLike, runs: Sequence[Any]) -> List[str]:
+def write_classifier_plots(folder: str | os.PathLike, runs: Sequence[Any]) -> list[str]:
     """``confusion_matrix.png`` in ``folder`` (as Ultralytics' classify val: rows predicted, columns true), one
     panel per evaluation of ``runs`` (``model``, ``scores``, ``labels``, ``names``: -m first, then --against),
     over the classes that occur in the labels or the predictions; the path written."""
@@ -133,14 +136,24 @@ def write_classifier_plots(folder: str | os.PathLike, runs: Sequence[Any]) -> Li
 
 def _pr_panel(ax: Any, model: str, ev: Any, names: Sequence[str]) -> None:
     recall, per_class, mean = pr_curves(ev)
-    many = len(per_class) > 20      # as Ultralytics: a legend entry per class only up to 20 classes
+    many = len(per_class) > 20  # as Ultralytics: a legend entry per class only up to 20 classes
     for k, p in enumerate(per_class):
         if not np.all(np.isnan(p)):
-            ax.plot(recall, p, linewidth=1, color="grey" if many else None,
-                    label=None if many else f"{names[k]} {np.nanmean(p):.3f}")
+            ax.plot(
+                recall,
+                p,
+                linewidth=1,
+                color="grey" if many else None,
+                label=None if many else f"{names[k]} {np.nanmean(p):.3f}",
+            )
     ax.plot(recall, mean, linewidth=3, color="blue", label=f"all classes {np.nanmean(mean):.3f} mAP@0.5")
-    ax.set(xlabel="Recall", ylabel="Precision", xlim=(0, 1), ylim=(0, 1.01),
-           title=f"{os.path.basename(model)}\nprecision-recall (pycocotools, IoU 0.5)")
+    ax.set(
+        xlabel="Recall",
+        ylabel="Precision",
+        xlim=(0, 1),
+        ylim=(0, 1.01),
+        title=f"{os.path.basename(model)}\nprecision-recall (pycocotools, IoU 0.5)",
+    )
     ax.legend(loc="lower left", fontsize="small")
 
 
@@ -153,10 +166,21 @@ def _confusion_panel(ax: Any, model: str, m: np.ndarray, names: Sequence[str], b
         ax.set_yticks(ticks, labels, fontsize="small")
         for (i, j), v in np.ndenumerate(m):
             if v:
-                ax.text(j, i, str(v), ha="center", va="center", fontsize="x-small",
-                        color="white" if v > m.max() / 2 else "black")
-    ax.set(xlabel="True", ylabel="Predicted", title=f"{os.path.basename(model)}\nconfusion" + (
-        f" (conf >= {CONFUSION_CONF:g}, IoU > {CONFUSION_IOU:g})" if background else " (top-1)"))
+                ax.text(
+                    j,
+                    i,
+                    str(v),
+                    ha="center",
+                    va="center",
+                    fontsize="x-small",
+                    color="white" if v > m.max() / 2 else "black",
+                )
+    ax.set(
+        xlabel="True",
+        ylabel="Predicted",
+        title=f"{os.path.basename(model)}\nconfusion"
+        + (f" (conf >= {CONFUSION_CONF:g}, IoU > {CONFUSION_IOU:g})" if background else " (top-1)"),
+    )
 
 
 def _save(fig: Any, plt: Any, target: Path) -> str:

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from edgekit import __version__
-from edgekit.edgetpu import compiler_locator
 from edgekit.doctor import rules as R
 from edgekit.doctor.rules import FAIL, INFO, KNOWN_LIBEDGETPU_DIRS, OK, WARN, Check, Probe
+from edgekit.edgetpu import compiler_locator
 from edgekit.errors import MissingDependencyError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -33,8 +33,10 @@ __all__ = ["FAIL", "INFO", "OK", "WARN", "Check", "Probe", "report", "run_checks
 
 TFLITE_OF_COMPILER_16 = (2, 5)  # compiler 16 / libedgetpu 16 embed TensorFlow Lite 2.5
 
-UDEV_RULES = ('SUBSYSTEM=="usb",ATTRS{idVendor}=="1a6e",ATTRS{idProduct}=="089a",GROUP="plugdev"\n'
-              'SUBSYSTEM=="usb",ATTRS{idVendor}=="18d1",ATTRS{idProduct}=="9302",GROUP="plugdev"')
+UDEV_RULES = (
+    'SUBSYSTEM=="usb",ATTRS{idVendor}=="1a6e",ATTRS{idProduct}=="089a",GROUP="plugdev"\n'
+    'SUBSYSTEM=="usb",ATTRS{idVendor}=="18d1",ATTRS{idProduct}=="9302",GROUP="plugdev"'
+)
 
 
 def _current_groups() -> list[str]:
@@ -75,8 +77,7 @@ def check_platform(p: Probe) -> Check:
 
 
 def check_packages(p: Probe) -> Check:
-    names = ["ai-edge-litert", "tflite-runtime", "pycoral", "numpy", "pillow", "click", "tensorflow",
-             "tensorflow-cpu"]
+    names = ["ai-edge-litert", "tflite-runtime", "pycoral", "numpy", "pillow", "click", "tensorflow", "tensorflow-cpu"]
     found = {n: p.dist_version(n) for n in names}
     detail = ", ".join(f"{n} {v}" for n, v in found.items() if v) or "none"
     return Check("packages", INFO, detail)
@@ -85,13 +86,18 @@ def check_packages(p: Probe) -> Check:
 def check_pycoral(p: Probe) -> Check | None:
     version = p.dist_version("pycoral")
     if p.google_pycoral():
-        return Check("pycoral", OK,
-                     f"Google's pycoral {version or ''} (Edge TPU models go through its make_interpreter)")
+        return Check(
+            "pycoral", OK, f"Google's pycoral {version or ''} (Edge TPU models go through its make_interpreter)"
+        )
     if version:
-        return Check("pycoral", WARN, f"the installed 'pycoral' {version} is not Google's Coral library "
-                     "(PyPI's pycoral is an unrelated GIS tool)",
-                     "pip uninstall pycoral; on Debian/Mendel use apt-get install python3-pycoral if you want it "
-                     "(edgekit works without it)")
+        return Check(
+            "pycoral",
+            WARN,
+            f"the installed 'pycoral' {version} is not Google's Coral library "
+            "(PyPI's pycoral is an unrelated GIS tool)",
+            "pip uninstall pycoral; on Debian/Mendel use apt-get install python3-pycoral if you want it "
+            "(edgekit works without it)",
+        )
     return None
 
 
@@ -103,18 +109,26 @@ def check_interpreter(p: Probe) -> Check:
     if p.google_pycoral() and "tflite_runtime" in available:
         available.insert(0, "pycoral")
     if forced and forced not in available:
-        return Check("interpreter", FAIL, f"{BACKEND_ENV}={forced}, but it is not installed "
-                     f"(installed: {', '.join(available) or 'none'})", f"install it or unset {BACKEND_ENV}")
+        return Check(
+            "interpreter",
+            FAIL,
+            f"{BACKEND_ENV}={forced}, but it is not installed (installed: {', '.join(available) or 'none'})",
+            f"install it or unset {BACKEND_ENV}",
+        )
     if not available:
         wheels = [w for w in R.wheels_for(p) if w != "Google's pycoral"]
-        fix = (f"pip install {wheels[0]}" + (" 'numpy<2'" if wheels[0] == "tflite-runtime" else "") if wheels
-               else R.check_wheels(p).fix or "")
+        fix = (
+            f"pip install {wheels[0]}" + (" 'numpy<2'" if wheels[0] == "tflite-runtime" else "")
+            if wheels
+            else R.check_wheels(p).fix or ""
+        )
         return Check("interpreter", FAIL, "no TFLite interpreter package is installed", fix)
     chosen = forced or available[0]
     detail = f"edgekit will use {chosen}" + (f" ({BACKEND_ENV}={forced})" if forced else "")
     if chosen == "tensorflow":
-        return Check("interpreter", WARN, detail + " (tensorflow.lite: slow to import, deprecated)",
-                     "pip install ai-edge-litert")
+        return Check(
+            "interpreter", WARN, detail + " (tensorflow.lite: slow to import, deprecated)", "pip install ai-edge-litert"
+        )
     return Check("interpreter", OK, detail + f" (installed: {', '.join(available)})")
 
 
@@ -124,8 +138,13 @@ def check_numpy(p: Probe) -> Check:
     if numpy_v is None:
         return Check("numpy", FAIL, "numpy is not installed", "pip install numpy")
     if tflrt and _version_tuple(tflrt) >= (2,) and _version_tuple(numpy_v) >= (2,):
-        return Check("numpy", FAIL, f"tflite-runtime {tflrt} is built against numpy 1.x and fails with numpy {numpy_v} "
-                     "(AttributeError: _ARRAY_API not found)", "pip install 'numpy<2' (or use ai-edge-litert)")
+        return Check(
+            "numpy",
+            FAIL,
+            f"tflite-runtime {tflrt} is built against numpy 1.x and fails with numpy {numpy_v} "
+            "(AttributeError: _ARRAY_API not found)",
+            "pip install 'numpy<2' (or use ai-edge-litert)",
+        )
     return Check("numpy", OK, f"numpy {numpy_v}" + (f" works with tflite-runtime {tflrt}" if tflrt else ""))
 
 
@@ -155,8 +174,10 @@ def libedgetpu_version(path: str, timeout: float = 10.0) -> str | None:
     (and, like every child of edgekit, one that imports nothing from the current folder)."""
     from edgekit.board.delegate_probe import run_python
 
-    code = ("import ctypes; lib = ctypes.CDLL(sys.argv[1]); f = lib.edgetpu_version; "
-            "f.restype = ctypes.c_char_p; print(f().decode())")
+    code = (
+        "import ctypes; lib = ctypes.CDLL(sys.argv[1]); f = lib.edgetpu_version; "
+        "f.restype = ctypes.c_char_p; print(f().decode())"
+    )
     done = run_python(code, [os.path.abspath(path)], timeout)
     if done.returncode != 0:
         return None
@@ -183,29 +204,46 @@ def check_libedgetpu(p: Probe, devices: list) -> Check:
 
 def check_devices(p: Probe, devices: list) -> Check:
     if not devices and p.system == "Darwin":
-        return Check("devices", INFO, "doctor lists Edge TPUs from Linux sysfs (and Google's pycoral): on macOS, "
-                     "`system_profiler SPUSBDataType` shows the USB Accelerator as Global Unichip (1a6e:089a) before "
-                     "its firmware loads, Google Inc. (18d1:9302) after")
+        return Check(
+            "devices",
+            INFO,
+            "doctor lists Edge TPUs from Linux sysfs (and Google's pycoral): on macOS, "
+            "`system_profiler SPUSBDataType` shows the USB Accelerator as Global Unichip (1a6e:089a) before "
+            "its firmware loads, Google Inc. (18d1:9302) after",
+        )
     cards = R.pci_edgetpus(p) if p.system == "Linux" else []
     if not devices and cards:
-        return Check("devices", WARN, f"PCIe Edge TPU(s) at {', '.join(cards)} (1ac1:089a) without a /dev/apex_N",
-                     "see kernel driver" if not R.container_kind(p) else "see passthrough")
+        return Check(
+            "devices",
+            WARN,
+            f"PCIe Edge TPU(s) at {', '.join(cards)} (1ac1:089a) without a /dev/apex_N",
+            "see kernel driver" if not R.container_kind(p) else "see passthrough",
+        )
     if not devices:
-        return Check("devices", WARN, "no Edge TPU found (USB 1a6e:089a / 18d1:9302, /dev/apex_N)",
-                     "plug in the USB Accelerator (a USB 3 port and cable help); PCIe/M.2 and the Dev Board need "
-                     "the gasket-dkms driver for /dev/apex_0")
+        return Check(
+            "devices",
+            WARN,
+            "no Edge TPU found (USB 1a6e:089a / 18d1:9302, /dev/apex_N)",
+            "plug in the USB Accelerator (a USB 3 port and cable help); PCIe/M.2 and the Dev Board need "
+            "the gasket-dkms driver for /dev/apex_0",
+        )
     parts = []
     for d in devices:
         temp = f", {d.temperature_c:.1f} C" if d.temperature_c is not None else ""
         parts.append(f"{d.device} {d.path} ({d.state}{temp})")
     hidden = R.hidden_usb(p, devices)
     if hidden:
-        return Check("devices", WARN, "; ".join(parts) + f"; {', '.join(d.device for d in hidden)} not passed into "
-                     "this container", "see passthrough")
+        return Check(
+            "devices",
+            WARN,
+            "; ".join(parts) + f"; {', '.join(d.device for d in hidden)} not passed into this container",
+            "see passthrough",
+        )
     bad = [d for d in devices if d.state != "ready" and d.type == "pci"]
     if bad:
-        return Check("devices", WARN, "; ".join(parts),
-                     "check the apex udev rule and group, then reload the gasket/apex modules")
+        return Check(
+            "devices", WARN, "; ".join(parts), "check the apex udev rule and group, then reload the gasket/apex modules"
+        )
     return Check("devices", OK, "; ".join(parts))
 
 
@@ -225,11 +263,15 @@ def check_udev(p: Probe, devices: list) -> Check | None:
             if "1a6e" in text and "18d1" in text:
                 return Check("udev rule", OK, f"{R.on_machine(p, str(f))} lists the Edge TPU USB ids")
     usb_present = any(d.type == "usb" for d in devices)
-    return Check("udev rule", FAIL if usb_present and not _is_root(p) else WARN,
-                 "no udev rule for the USB Edge TPU (1a6e:089a, 18d1:9302): only root can open it",
-                 "install libedgetpu1-std (it ships the rule), or write these two lines to "
-                 "/etc/udev/rules.d/99-edgetpu-accelerator.rules: " + UDEV_RULES.replace("\n", " ; ")
-                 + " then: sudo udevadm control --reload-rules && sudo udevadm trigger, and replug")
+    return Check(
+        "udev rule",
+        FAIL if usb_present and not _is_root(p) else WARN,
+        "no udev rule for the USB Edge TPU (1a6e:089a, 18d1:9302): only root can open it",
+        "install libedgetpu1-std (it ships the rule), or write these two lines to "
+        "/etc/udev/rules.d/99-edgetpu-accelerator.rules: "
+        + UDEV_RULES.replace("\n", " ; ")
+        + " then: sudo udevadm control --reload-rules && sudo udevadm trigger, and replug",
+    )
 
 
 def _is_root(p: Probe) -> bool:
@@ -244,16 +286,23 @@ def check_groups(p: Probe, devices: list) -> Check | None:
     if _is_root(p):
         return Check("groups", OK, "running as root: no group membership needed")
     groups = p.groups if p.groups is not None else _current_groups()
-    needed = {"plugdev": any(d.type == "usb" for d in devices),
-              "apex": any(d.type == "pci" for d in devices) or bool(R.pci_edgetpus(p))}
+    needed = {
+        "plugdev": any(d.type == "usb" for d in devices),
+        "apex": any(d.type == "pci" for d in devices) or bool(R.pci_edgetpus(p)),
+    }
     wanted = [g for g in needed if needed[g]] or list(needed)  # nothing attached: both, as a warning
     missing = [g for g in wanted if g not in groups]
     if not missing:
-        return Check("groups", OK, "member of " + " and ".join(f"{g} ({'USB' if g == 'plugdev' else 'PCIe'})"
-                                                           for g in wanted))
+        return Check(
+            "groups", OK, "member of " + " and ".join(f"{g} ({'USB' if g == 'plugdev' else 'PCIe'})" for g in wanted)
+        )
     status = FAIL if any(needed[g] for g in missing) and (devices or not R.pci_edgetpus(p)) else WARN
-    return Check("groups", status, f"not in group(s) {', '.join(missing)} (groups: {', '.join(groups) or 'none'})",
-                 " ; ".join(f"sudo usermod -aG {g} $USER" for g in missing) + ", then log out and back in")
+    return Check(
+        "groups",
+        status,
+        f"not in group(s) {', '.join(missing)} (groups: {', '.join(groups) or 'none'})",
+        " ; ".join(f"sudo usermod -aG {g} $USER" for g in missing) + ", then log out and back in",
+    )
 
 
 def check_compiler(p: Probe, timeout: float = compiler_locator.VERSION_TIMEOUT_S) -> Check:
@@ -263,8 +312,12 @@ def check_compiler(p: Probe, timeout: float = compiler_locator.VERSION_TIMEOUT_S
         return Check("edgetpu_compiler", FAIL, exc.message, exc.hint)
     if not exe:
         supported = p.system == "Linux" and R.cpu(p) == "x86_64"
-        return Check("edgetpu_compiler", WARN, "not found (only needed for edgekit compile)",
-                     compiler_locator.INSTALL_HINT if supported else compiler_locator.OTHER_PLATFORM_HINT)
+        return Check(
+            "edgetpu_compiler",
+            WARN,
+            "not found (only needed for edgekit compile)",
+            compiler_locator.INSTALL_HINT if supported else compiler_locator.OTHER_PLATFORM_HINT,
+        )
     try:
         version = compiler_locator.probe_version(exe, timeout)
     except MissingDependencyError as exc:  # the same probe and words as `edgekit compile`
@@ -280,13 +333,20 @@ def check_tensorflow(p: Probe) -> Check:
         if version:
             break
     else:
-        return Check("tensorflow", INFO,
-                     "not installed (only edgekit quantize needs it: pip install '.[convert]' in edgekit's checkout; "
-                     "PyPI's 'edgekit' is an unrelated project)")
+        return Check(
+            "tensorflow",
+            INFO,
+            "not installed (only edgekit quantize needs it: pip install '.[convert]' in edgekit's checkout; "
+            "PyPI's 'edgekit' is an unrelated project)",
+        )
     if _version_tuple(version)[:2] > TFLITE_OF_COMPILER_16:
-        return Check("tensorflow", INFO, f"{dist} {version}: its converter can write op versions newer than "
-                     "TFLite 2.5, which edgetpu_compiler 16 refuses (\"Didn't find op for builtin opcode\"); "
-                     "the ops of a quantized model must stay at versions TFLite 2.5 knows")
+        return Check(
+            "tensorflow",
+            INFO,
+            f"{dist} {version}: its converter can write op versions newer than "
+            'TFLite 2.5, which edgetpu_compiler 16 refuses ("Didn\'t find op for builtin opcode"); '
+            "the ops of a quantized model must stay at versions TFLite 2.5 knows",
+        )
     return Check("tensorflow", INFO, f"{dist} {version}: op versions match edgetpu_compiler 16 (TFLite 2.5)")
 
 
@@ -294,11 +354,18 @@ def check_onnx(p: Probe) -> Check:
     """The extra ``edgekit quantize model.onnx`` needs (docs/commands/quantize.md, ONNX models)."""
     found = {dist: p.dist_version(dist) for dist in ("onnx", "onnxruntime")}
     if all(found.values()):
-        return Check("onnx", INFO, f"onnx {found['onnx']}, onnxruntime {found['onnxruntime']}: edgekit quantize "
-                     "takes ONNX models")
+        return Check(
+            "onnx",
+            INFO,
+            f"onnx {found['onnx']}, onnxruntime {found['onnxruntime']}: edgekit quantize takes ONNX models",
+        )
     missing = " and ".join(d for d, v in found.items() if not v)
-    return Check("onnx", INFO, f"{missing} not installed (only edgekit quantize of an ONNX model needs them: "
-                 "pip install onnx onnxruntime, or '.[onnx]' in an edgekit checkout)")
+    return Check(
+        "onnx",
+        INFO,
+        f"{missing} not installed (only edgekit quantize of an ONNX model needs them: "
+        "pip install onnx onnxruntime, or '.[onnx]' in an edgekit checkout)",
+    )
 
 
 def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
@@ -320,8 +387,12 @@ def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
     pair = f"{name} {version} with {R.on_machine(p, library)}"
     if isinstance(verdict, dict) and verdict.get("state") in delegate_probe.FAILED:
         what = "hung" if verdict.get("state") == delegate_probe.HUNG else "crashed"
-        return Check("runtime pairing", FAIL, f"{pair} {what} a test process ({verdict.get('detail')}): classify "
-                     "runs compiled models on the CPU", delegate_probe.COMMUNITY_BUILDS)
+        return Check(
+            "runtime pairing",
+            FAIL,
+            f"{pair} {what} a test process ({verdict.get('detail')}): classify runs compiled models on the CPU",
+            delegate_probe.COMMUNITY_BUILDS,
+        )
     if isinstance(verdict, dict) and verdict.get("state") == "ok":
         return Check("runtime pairing", OK, f"{pair}: proven (a test process ran a model on the Edge TPU)")
     built_for = R.libedgetpu_build(p, library)[2]
@@ -329,12 +400,17 @@ def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
         return _community_pairing(pair, name, version, built_for)
     tflite = _version_tuple(version) if name in ("tflite_runtime", "pycoral") else (2, 17)
     if tflite >= (2, 12):  # ai-edge-litert is TFLite 2.17 and newer
-        return Check("runtime pairing", WARN, f"{pair}: Coral's libedgetpu is built for TFLite 2.5 and is reported "
-                     "to segfault with TFLite 2.12 and newer (google-coral/libedgetpu#53); edgekit proves the pair "
-                     "in a test process before loading it and falls back to the CPU if it crashes",
-                     delegate_probe.COMMUNITY_BUILDS)
-    return Check("runtime pairing", INFO, f"{pair}: not proven yet (the first run on an Edge TPU proves it in a "
-                 "test process)")
+        return Check(
+            "runtime pairing",
+            WARN,
+            f"{pair}: Coral's libedgetpu is built for TFLite 2.5 and is reported "
+            "to segfault with TFLite 2.12 and newer (google-coral/libedgetpu#53); edgekit proves the pair "
+            "in a test process before loading it and falls back to the CPU if it crashes",
+            delegate_probe.COMMUNITY_BUILDS,
+        )
+    return Check(
+        "runtime pairing", INFO, f"{pair}: not proven yet (the first run on an Edge TPU proves it in a test process)"
+    )
 
 
 def _community_pairing(pair: str, name: str, version: str, built_for: tuple[int, ...]) -> Check:
@@ -344,13 +420,25 @@ def _community_pairing(pair: str, name: str, version: str, built_for: tuple[int,
 
     tf = ".".join(map(str, built_for))
     if name == "ai_edge_litert" or built_for < (2, 11, 1):  # the releases name a range from 16.0tf2.11.1 on
-        return Check("runtime pairing", INFO, f"{pair}: a libedgetpu built against TensorFlow {tf}; its releases name "
-                     "no range for this interpreter, so edgekit proves this pair in a test process on first use")
-    if (2, 11, 1) <= _version_tuple(version) and _version_tuple(version)[:2] <= built_for[:2]:
-        return Check("runtime pairing", INFO, f"{pair}: within what this libedgetpu build is released for "
-                     f"(tflite_runtime 2.11.1 to {tf}); not proven yet (the first run proves it in a test process)")
-    return Check("runtime pairing", WARN, f"{pair}: this libedgetpu build is released for tflite_runtime 2.11.1 to "
-                 f"{tf}, and {version} is outside that", delegate_probe.COMMUNITY_BUILDS)
+        return Check(
+            "runtime pairing",
+            INFO,
+            f"{pair}: a libedgetpu built against TensorFlow {tf}; its releases name "
+            "no range for this interpreter, so edgekit proves this pair in a test process on first use",
+        )
+    if _version_tuple(version) >= (2, 11, 1) and _version_tuple(version)[:2] <= built_for[:2]:
+        return Check(
+            "runtime pairing",
+            INFO,
+            f"{pair}: within what this libedgetpu build is released for "
+            f"(tflite_runtime 2.11.1 to {tf}); not proven yet (the first run proves it in a test process)",
+        )
+    return Check(
+        "runtime pairing",
+        WARN,
+        f"{pair}: this libedgetpu build is released for tflite_runtime 2.11.1 to {tf}, and {version} is outside that",
+        delegate_probe.COMMUNITY_BUILDS,
+    )
 
 
 def check_verdict_cache(p: Probe) -> Check | None:
@@ -360,10 +448,14 @@ def check_verdict_cache(p: Probe) -> Check | None:
     problem = delegate_probe.cache_problem()
     if problem is None:
         return None
-    return Check("pair cache", WARN, f"verdicts of the crash guard are not kept: {problem}, so each run of a compiled "
-                 "model proves its pair again in a test process",
-                 f"use a folder only you can write to: chmod 700 it (and remove what is in it), or set "
-                 f"{delegate_probe.CACHE_ENV} to one")
+    return Check(
+        "pair cache",
+        WARN,
+        f"verdicts of the crash guard are not kept: {problem}, so each run of a compiled "
+        "model proves its pair again in a test process",
+        f"use a folder only you can write to: chmod 700 it (and remove what is in it), or set "
+        f"{delegate_probe.CACHE_ENV} to one",
+    )
 
 
 def _chosen_interpreter(p: Probe) -> tuple[str, str] | None:
@@ -389,13 +481,31 @@ def run_checks(probe: Probe | None = None) -> list[Check]:
     devices = list_devices(p.sys_root, p.dev_root, use_pycoral=p.use_pycoral)
     lib = check_libedgetpu(p, devices)
     path = find_libedgetpu(p) if lib.status == OK else None
-    checks = [check_python(p), check_platform(p), check_packages(p), check_pycoral(p), check_interpreter(p),
-              R.check_wheels(p), check_numpy(p), lib, R.check_libedgetpu_build(p, path) if path else None,
-              check_runtime_pairing(p, path), check_verdict_cache(p),
-              check_devices(p, devices), R.check_passthrough(p, devices), R.check_usb_firmware(p, devices),
-              R.check_usb_link(p, devices), R.check_kernel_driver(p, devices), R.check_pi5_pcie(p, devices),
-              check_udev(p, devices), check_groups(p, devices), R.check_apt_source(p), check_compiler(p),
-              check_tensorflow(p), check_onnx(p)]
+    checks = [
+        check_python(p),
+        check_platform(p),
+        check_packages(p),
+        check_pycoral(p),
+        check_interpreter(p),
+        R.check_wheels(p),
+        check_numpy(p),
+        lib,
+        R.check_libedgetpu_build(p, path) if path else None,
+        check_runtime_pairing(p, path),
+        check_verdict_cache(p),
+        check_devices(p, devices),
+        R.check_passthrough(p, devices),
+        R.check_usb_firmware(p, devices),
+        R.check_usb_link(p, devices),
+        R.check_kernel_driver(p, devices),
+        R.check_pi5_pcie(p, devices),
+        check_udev(p, devices),
+        check_groups(p, devices),
+        R.check_apt_source(p),
+        check_compiler(p),
+        check_tensorflow(p),
+        check_onnx(p),
+    ]
     return [c for c in checks if c is not None]
 
 
@@ -403,5 +513,6 @@ def report(checks: list[Check]) -> DoctorResult:
     """The result of ``edgekit doctor`` (its ``to_dict()`` is the ``--json`` document)."""
     from edgekit.results.doctor import DoctorResult
 
-    return DoctorResult.from_dict({"edgekit": __version__, "ok": not any(c.status == FAIL for c in checks),
-                                   "checks": [asdict(c) for c in checks]})
+    return DoctorResult.from_dict(
+        {"edgekit": __version__, "ok": not any(c.status == FAIL for c in checks), "checks": [asdict(c) for c in checks]}
+    )

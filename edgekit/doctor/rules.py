@@ -13,9 +13,10 @@ import os
 import platform
 import re
 import sys
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Callable, Mapping
+from typing import TYPE_CHECKING
 
 from edgekit.edgetpu.compiler_locator import CORAL_APT_SETUP, CORAL_KEYRING, CORAL_LIST
 
@@ -25,12 +26,20 @@ if TYPE_CHECKING:  # pragma: no cover
 OK, INFO, WARN, FAIL = "ok", "info", "warn", "fail"
 
 KNOWN_LIBEDGETPU_DIRS = {
-    "Linux": ["/usr/lib/x86_64-linux-gnu", "/usr/lib/aarch64-linux-gnu", "/usr/lib/arm-linux-gnueabihf",
-              "/usr/lib", "/usr/local/lib", "/lib"],
+    "Linux": [
+        "/usr/lib/x86_64-linux-gnu",
+        "/usr/lib/aarch64-linux-gnu",
+        "/usr/lib/arm-linux-gnueabihf",
+        "/usr/lib",
+        "/usr/local/lib",
+        "/lib",
+    ],
     "Darwin": ["/usr/local/lib", "/opt/homebrew/lib"],
     "Windows": [r"C:\Windows\System32", r"C:\Program Files\EdgeTPU"],
 }
 UDEV_DIRS = ("/etc/udev/rules.d", "/lib/udev/rules.d", "/usr/lib/udev/rules.d")
+
+
 def _dist_version(name: str) -> str | None:
     from importlib.metadata import PackageNotFoundError, version
 
@@ -59,16 +68,16 @@ class Probe:
     sys_root: str = "/sys"
     dev_root: str = "/dev"
     udev_dirs: tuple[str, ...] = UDEV_DIRS
-    lib_dirs: list[str] | None = None           # None: the known folders for this OS
-    find_library: bool = True                    # also ask ctypes.util.find_library
+    lib_dirs: list[str] | None = None  # None: the known folders for this OS
+    find_library: bool = True  # also ask ctypes.util.find_library
     read_runtime_version: bool = True
-    groups: list[str] | None = None              # None: this process's groups
+    groups: list[str] | None = None  # None: this process's groups
     is_root: bool | None = None
     env: Mapping[str, str] = field(default_factory=lambda: os.environ)
     system: str = field(default_factory=platform.system)
     dist_version: Callable[[str], str | None] = _dist_version
     use_pycoral: bool = True
-    root: str = "/"                              # where /etc, /proc, /var, /boot are read (doctor_rules)
+    root: str = "/"  # where /etc, /proc, /var, /boot are read (doctor_rules)
     python: tuple[int, ...] = tuple(sys.version_info[:3])
     arch: str = field(default_factory=platform.machine)
     executable: str = sys.executable
@@ -80,11 +89,18 @@ class Probe:
         """A probe that reads every file under ``root`` (a recorded machine state), nothing of this machine."""
         base = Path(root)
         system = kw.get("system", "Linux")
-        recorded = cls(root=str(base), executable="", sys_root=str(base / "sys"), dev_root=str(base / "dev"),
-                       udev_dirs=tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
-                       lib_dirs=[str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
-                       find_library=False, read_runtime_version=False, use_pycoral=False,
-                       google_pycoral=lambda: False)
+        recorded = cls(
+            root=str(base),
+            executable="",
+            sys_root=str(base / "sys"),
+            dev_root=str(base / "dev"),
+            udev_dirs=tuple(str(base / d.lstrip("/")) for d in UDEV_DIRS),
+            lib_dirs=[str(base / d.lstrip("/")) for d in KNOWN_LIBEDGETPU_DIRS.get(system, [])],
+            find_library=False,
+            read_runtime_version=False,
+            use_pycoral=False,
+            google_pycoral=lambda: False,
+        )
         return replace(recorded, **kw)
 
 
@@ -98,21 +114,61 @@ class Check:
 
 #: Each rule (a check's name) and the reports it rests on (keys of tests/fixtures/evidence/DOCTOR.tsv).
 RULES: dict[str, tuple[str, ...]] = {
-    "interpreter wheel": ("pycoral#85", "pycoral#58", "coral-tflite#58", "openWakeWord#270", "pypi-tflite-runtime",
-                          "nixpkgs-ai-edge-litert-linux", "nixpkgs-ai-edge-litert-darwin"),
+    "interpreter wheel": (
+        "pycoral#85",
+        "pycoral#58",
+        "coral-tflite#58",
+        "openWakeWord#270",
+        "pypi-tflite-runtime",
+        "nixpkgs-ai-edge-litert-linux",
+        "nixpkgs-ai-edge-litert-darwin",
+    ),
     "libedgetpu build": ("feranick-libedgetpu-releases", "feranick-libedgetpu-changelog", "edgetpu#812"),
-    "runtime pairing": ("edgetpu#812", "feranick-libedgetpu-releases", "feranick-pycoral-release",
-                        "ultralytics-coral-guide"),
-    "kernel driver": ("gasket-driver#12", "edgetpu#808", "gasket-driver#52", "gasket-driver#50", "gasket-driver#47",
-                      "gasket-driver#55", "traffic-monitor#171", "gasket-dkms#25", "gasket-dkms#9", "edgetpu#865", "linux#6799"),
+    "runtime pairing": (
+        "edgetpu#812",
+        "feranick-libedgetpu-releases",
+        "feranick-pycoral-release",
+        "ultralytics-coral-guide",
+    ),
+    "kernel driver": (
+        "gasket-driver#12",
+        "edgetpu#808",
+        "gasket-driver#52",
+        "gasket-driver#50",
+        "gasket-driver#47",
+        "gasket-driver#55",
+        "traffic-monitor#171",
+        "gasket-dkms#25",
+        "gasket-dkms#9",
+        "edgetpu#865",
+        "linux#6799",
+    ),
     "pi5 pcie": ("rpi-docs#3340", "rpi-docs#3873", "waveshare-pciex1", "geerlingguy-pcie#44", "linux#6126"),
     "usb link": ("frigate#7034", "edgetpu#782"),
     "usb firmware": ("edgetpu#536", "frigate#9349", "frigate#2609", "usbipd-win#1252"),
-    "passthrough": ("frigate#5276", "edgetpu#762", "geerlingguy-pcie#44", "frigate-addons#23", "frigate#2613",
-                    "frigate#9349", "frigate#1807", "gist-lxc-apex", "gist-lxc-usb", "pve-pct-conf", "WSL-docs#1878",
-                    "usbipd-win#1252"),
-    "apt source": ("edgetpu#777", "edgetpu#801", "edgetpu#915", "gasket-driver#44", "frigate#4649", "edgetpu#893",
-                   "edgetpu#887"),
+    "passthrough": (
+        "frigate#5276",
+        "edgetpu#762",
+        "geerlingguy-pcie#44",
+        "frigate-addons#23",
+        "frigate#2613",
+        "frigate#9349",
+        "frigate#1807",
+        "gist-lxc-apex",
+        "gist-lxc-usb",
+        "pve-pct-conf",
+        "WSL-docs#1878",
+        "usbipd-win#1252",
+    ),
+    "apt source": (
+        "edgetpu#777",
+        "edgetpu#801",
+        "edgetpu#915",
+        "gasket-driver#44",
+        "frigate#4649",
+        "edgetpu#893",
+        "edgetpu#887",
+    ),
 }
 
 CORAL_APT = "packages.cloud.google.com/apt"
@@ -127,7 +183,12 @@ GASKET_FAILS_REPORTED_AT = (6, 18)  # traffic-monitor#171 (6.18), KyleGospo/gask
 PCI_EDGETPU = ("0x1ac1", "0x089a")
 #: libedgetpu package versions whose TensorFlow is not in the version string (feranick/libedgetpu's
 #: debian/changelog): Coral's own 16.0 is TF 2.5; feranick's first builds; later ones are 16.0tfX.Y.Z-N.
-LIBEDGETPU_VERSIONS = {"16.0": (2, 5), "16.0-0ppa1": (2, 8, 4), "16.0pp2": (2, 9, 3), "16.0pp3": (2, 10, 1)}  # lspci: Global Unichip Corp. Coral Edge TPU [1ac1:089a]
+LIBEDGETPU_VERSIONS = {
+    "16.0": (2, 5),
+    "16.0-0ppa1": (2, 8, 4),
+    "16.0pp2": (2, 9, 3),
+    "16.0pp3": (2, 10, 1),
+}  # lspci: Global Unichip Corp. Coral Edge TPU [1ac1:089a]
 
 
 # ------------------------------------------------------------------------------------- reading the machine
@@ -180,8 +241,11 @@ def pci_edgetpus(p: Probe) -> list[str]:
         entries = sorted(base.iterdir())
     except OSError:
         return []
-    return [e.name for e in entries
-            if ((read(e / "vendor") or "").strip(), (read(e / "device") or "").strip()) == PCI_EDGETPU]
+    return [
+        e.name
+        for e in entries
+        if ((read(e / "vendor") or "").strip(), (read(e / "device") or "").strip()) == PCI_EDGETPU
+    ]
 
 
 def module_loaded(p: Probe, name: str) -> bool:
@@ -207,7 +271,7 @@ def dpkg_owner(p: Probe, path: str) -> str | None:
         return None
     for f in lists:
         if path in (read(f) or "").splitlines():
-            return f.name[:-len(".list")].split(":")[0]
+            return f.name[: -len(".list")].split(":")[0]
     return None
 
 
@@ -222,7 +286,7 @@ def on_machine(p: Probe, path: str) -> str:
 
 
 def container_kind(p: Probe) -> str | None:
-    """"docker", "podman", "lxc", "kubernetes", "Home Assistant add-on" or None (not in a container)."""
+    """ "docker", "podman", "lxc", "kubernetes", "Home Assistant add-on" or None (not in a container)."""
     if p.env.get("SUPERVISOR_TOKEN"):  # set in every Home Assistant add-on
         return "Home Assistant add-on"
     if at(p, "/.dockerenv").exists():
@@ -237,8 +301,14 @@ def container_kind(p: Probe) -> str | None:
     return "lxc" if "container=lxc" in environ else None
 
 
-VM_VENDORS = (("QEMU", "QEMU/KVM (Proxmox and others)"), ("VMware", "VMware"), ("innotek", "VirtualBox"),
-              ("Virtual Machine", "Hyper-V"), ("Xen", "Xen"), ("Parallels", "Parallels"))  # not "Microsoft": Surface
+VM_VENDORS = (
+    ("QEMU", "QEMU/KVM (Proxmox and others)"),
+    ("VMware", "VMware"),
+    ("innotek", "VirtualBox"),
+    ("Virtual Machine", "Hyper-V"),
+    ("Xen", "Xen"),
+    ("Parallels", "Parallels"),
+)  # not "Microsoft": Surface
 
 
 WSL = "WSL 2"
@@ -303,7 +373,8 @@ def coral_apt_sources(p: Probe) -> list[tuple[str, str, str | None]]:
     the same host serves Google's other repositories). apt reads only *.list and *.sources files."""
     folder = at(p, "/etc/apt/sources.list.d")
     files = [at(p, "/etc/apt/sources.list")] + (
-        sorted(f for f in folder.iterdir() if f.suffix in (".list", ".sources")) if folder.is_dir() else [])
+        sorted(f for f in folder.iterdir() if f.suffix in (".list", ".sources")) if folder.is_dir() else []
+    )
     found = []
     for f in files:
         text = read(f) or ""
@@ -326,15 +397,25 @@ def coral_apt_sources(p: Probe) -> list[tuple[str, str, str | None]]:
 #: Where each interpreter package publishes wheels: (OS, CPU) -> (oldest, newest CPython) in the sources.
 WHEELS: dict[str, dict[tuple[str, str], tuple[tuple[int, int], tuple[int, int]]]] = {
     # nixpkgs' ai-edge-litert release.json lists the PyPI wheels: cp310-cp313, manylinux x86_64/aarch64, macOS arm64
-    "ai-edge-litert": {("Linux", "x86_64"): ((3, 10), (3, 13)), ("Linux", "aarch64"): ((3, 10), (3, 13)),
-                       ("Darwin", "arm64"): ((3, 10), (3, 13))},
+    "ai-edge-litert": {
+        ("Linux", "x86_64"): ((3, 10), (3, 13)),
+        ("Linux", "aarch64"): ((3, 10), (3, 13)),
+        ("Darwin", "arm64"): ((3, 10), (3, 13)),
+    },
     # PyPI's last tflite-runtime (2.14.0) stops at cp311 (openWakeWord#270), for x86_64, aarch64 and armv7l
-    "tflite-runtime": {("Linux", "x86_64"): ((3, 7), (3, 11)), ("Linux", "aarch64"): ((3, 7), (3, 11)),
-                       ("Linux", "armv7l"): ((3, 7), (3, 11))},
+    "tflite-runtime": {
+        ("Linux", "x86_64"): ((3, 7), (3, 11)),
+        ("Linux", "aarch64"): ((3, 7), (3, 11)),
+        ("Linux", "armv7l"): ((3, 7), (3, 11)),
+    },
     # Google's pycoral (Coral's own package index, not PyPI's unrelated 'pycoral'): up to 3.9 (pycoral#85),
     # 3.10 on Apple Silicon only (pycoral#58)
-    "Google's pycoral": {("Linux", "x86_64"): ((3, 6), (3, 9)), ("Linux", "aarch64"): ((3, 6), (3, 9)),
-                         ("Linux", "armv7l"): ((3, 6), (3, 9)), ("Darwin", "arm64"): ((3, 6), (3, 10))},
+    "Google's pycoral": {
+        ("Linux", "x86_64"): ((3, 6), (3, 9)),
+        ("Linux", "aarch64"): ((3, 6), (3, 9)),
+        ("Linux", "armv7l"): ((3, 6), (3, 9)),
+        ("Darwin", "arm64"): ((3, 6), (3, 10)),
+    },
 }
 
 
@@ -350,8 +431,9 @@ def cpu(p: Probe) -> str:
 def wheels_for(p: Probe) -> list[str]:
     """The interpreter packages that publish a wheel for this Python, OS and CPU."""
     py = tuple(p.python[:2])
-    return [name for name, table in WHEELS.items()
-            if (span := table.get((p.system, cpu(p)))) and span[0] <= py <= span[1]]
+    return [
+        name for name, table in WHEELS.items() if (span := table.get((p.system, cpu(p)))) and span[0] <= py <= span[1]
+    ]
 
 
 def check_wheels(p: Probe) -> Check:
@@ -360,22 +442,35 @@ def check_wheels(p: Probe) -> Check:
     has = wheels_for(p)
     if has:
         missing = [n for n in WHEELS if n not in has]
-        return Check("interpreter wheel", OK, f"wheels for {where}: {', '.join(has)}"
-                     + (f" (none from {', '.join(missing)})" if missing else ""))
+        return Check(
+            "interpreter wheel",
+            OK,
+            f"wheels for {where}: {', '.join(has)}" + (f" (none from {', '.join(missing)})" if missing else ""),
+        )
     litert = WHEELS["ai-edge-litert"].get((p.system, cpu(p)))
     newest = litert[1] if litert else None
     if newest and tuple(p.python[:2]) > newest:  # a newer Python on a platform ai-edge-litert publishes for
-        return Check("interpreter wheel", INFO, f"{where} is newer than the wheels these sources list (up to "
-                     f"{newest[0]}.{newest[1]}); ai-edge-litert is the one to try: pip install ai-edge-litert")
+        return Check(
+            "interpreter wheel",
+            INFO,
+            f"{where} is newer than the wheels these sources list (up to "
+            f"{newest[0]}.{newest[1]}); ai-edge-litert is the one to try: pip install ai-edge-litert",
+        )
     if cpu(p) == "armv7l":
-        fix = ("install the 64-bit Raspberry Pi OS (aarch64), where ai-edge-litert has wheels for Python 3.10-3.13; "
-               "on 32-bit ARM only tflite-runtime 2.14 has wheels, for Python 3.11 and older")
+        fix = (
+            "install the 64-bit Raspberry Pi OS (aarch64), where ai-edge-litert has wheels for Python 3.10-3.13; "
+            "on 32-bit ARM only tflite-runtime 2.14 has wheels, for Python 3.11 and older"
+        )
     elif p.system == "Darwin":
         fix = "ai-edge-litert has macOS wheels for Apple Silicon (arm64) only, for Python 3.10-3.13"
     else:
         fix = "use CPython 3.10-3.13 on Linux x86_64/aarch64 (ai-edge-litert's wheels), e.g. in a venv"
-    return Check("interpreter wheel", WARN, f"no interpreter package publishes a wheel for {where} "
-                 "(ai-edge-litert, tflite-runtime, Google's pycoral)", fix)
+    return Check(
+        "interpreter wheel",
+        WARN,
+        f"no interpreter package publishes a wheel for {where} (ai-edge-litert, tflite-runtime, Google's pycoral)",
+        fix,
+    )
 
 
 # ------------------------------------------------------------------------------------- libedgetpu's build
@@ -398,8 +493,12 @@ def libedgetpu_build(p: Probe, path: str) -> tuple[str | None, str | None, tuple
 def check_libedgetpu_build(p: Probe, path: str) -> Check:
     owner, version, tf = libedgetpu_build(p, path)
     if version is None:
-        return Check("libedgetpu build", INFO, f"{on_machine(p, path)} is not from a Debian package: its build "
-                     "(Google's 16.0 for TFLite 2.5, or a community build for newer TFLite) is not known")
+        return Check(
+            "libedgetpu build",
+            INFO,
+            f"{on_machine(p, path)} is not from a Debian package: its build "
+            "(Google's 16.0 for TFLite 2.5, or a community build for newer TFLite) is not known",
+        )
     if tf and tf[:2] != (2, 5):
         what = f"a community build against TensorFlow {'.'.join(map(str, tf))} (feranick/libedgetpu)"
     elif tf:
@@ -415,14 +514,18 @@ def gasket_route(kernel: str | None) -> str:
     k = kernel_tuple(kernel)
     if k < GASKET_BREAKS_AT:
         return "sudo apt-get install gasket-dkms (Coral's apt repository), then reboot"
-    route = ("Coral's gasket-dkms 1.0-18 (2022) does not build on kernel 6.4 and newer (class_create changed in "
-             "6.4, eventfd_signal in 6.8, no_llseek was removed in 6.12): "
-             "sudo apt-get remove gasket-dkms ; sudo apt-get install dkms linux-headers-$(uname -r) ; then "
-             f"install feranick's patched gasket-dkms_1.0-18.4_all.deb from {FERANICK_GASKET} "
-             "(sudo dpkg -i gasket-dkms_1.0-18.4_all.deb) and reboot")
+    route = (
+        "Coral's gasket-dkms 1.0-18 (2022) does not build on kernel 6.4 and newer (class_create changed in "
+        "6.4, eventfd_signal in 6.8, no_llseek was removed in 6.12): "
+        "sudo apt-get remove gasket-dkms ; sudo apt-get install dkms linux-headers-$(uname -r) ; then "
+        f"install feranick's patched gasket-dkms_1.0-18.4_all.deb from {FERANICK_GASKET} "
+        "(sudo dpkg -i gasket-dkms_1.0-18.4_all.deb) and reboot"
+    )
     if k >= GASKET_FAILS_REPORTED_AT:
-        route += ("; builds are reported failing on 6.18 and 6.19 (glossyio/traffic-monitor#171, "
-                  "KyleGospo/gasket-dkms#25): if it fails, boot a 6.12-6.17 kernel, where it is reported to build")
+        route += (
+            "; builds are reported failing on 6.18 and 6.19 (glossyio/traffic-monitor#171, "
+            "KyleGospo/gasket-dkms#25): if it fails, boot a 6.12-6.17 kernel, where it is reported to build"
+        )
     return route
 
 
@@ -437,17 +540,28 @@ def check_kernel_driver(p: Probe, devices: list[Device]) -> Check | None:
     if nodes:
         return Check("kernel driver", OK, f"{where}: apex driver loaded, {', '.join(d.path for d in nodes)}")
     if module_loaded(p, "apex"):
-        return Check("kernel driver", FAIL, f"{where}: the apex driver is loaded but made no /dev/apex_N",
-                     "read why in the kernel log: sudo dmesg | grep -i -e apex -e gasket (on a Raspberry Pi 5, "
-                     "'Couldn't initialize interrupts' needs the 4K-page kernel and the PCIe overlay, see pi5 pcie)")
+        return Check(
+            "kernel driver",
+            FAIL,
+            f"{where}: the apex driver is loaded but made no /dev/apex_N",
+            "read why in the kernel log: sudo dmesg | grep -i -e apex -e gasket (on a Raspberry Pi 5, "
+            "'Couldn't initialize interrupts' needs the 4K-page kernel and the PCIe overlay, see pi5 pcie)",
+        )
     state, what = dkms_gasket(p, kernel)
     if state == "built":
-        return Check("kernel driver", FAIL, f"{where}: gasket {what} is built by dkms for this kernel but "
-                     "the apex module is not loaded",
-                     "sudo modprobe apex ; if that fails: sudo dmesg | grep -i -e apex -e gasket")
+        return Check(
+            "kernel driver",
+            FAIL,
+            f"{where}: gasket {what} is built by dkms for this kernel but the apex module is not loaded",
+            "sudo modprobe apex ; if that fails: sudo dmesg | grep -i -e apex -e gasket",
+        )
     if state == "failed":
-        return Check("kernel driver", FAIL, f"{where}: the apex driver is not loaded; its dkms build failed, "
-                     f"make.log says: {what[:200]}", gasket_route(kernel))
+        return Check(
+            "kernel driver",
+            FAIL,
+            f"{where}: the apex driver is not loaded; its dkms build failed, make.log says: {what[:200]}",
+            gasket_route(kernel),
+        )
     missing = "gasket is in dkms but not built for this kernel" if state == "added" else "no gasket/apex driver"
     return Check("kernel driver", FAIL, f"{where}: {missing}, so no /dev/apex_N", gasket_route(kernel))
 
@@ -464,18 +578,30 @@ def check_pi5_pcie(p: Probe, devices: list[Device]) -> Check | None:
         if enabled:
             return None
         status = INFO if devices else WARN
-        return Check("pi5 pcie", status, f"{model}: the PCIe connector is not enabled in {path} (no dtparam=pciex1): "
-                     "an M.2 Coral on a PCIe HAT stays invisible (HAT+ boards enable it themselves)",
-                     f"for an M.2 Coral: add dtparam=pciex1 to {path} and reboot")
+        return Check(
+            "pi5 pcie",
+            status,
+            f"{model}: the PCIe connector is not enabled in {path} (no dtparam=pciex1): "
+            "an M.2 Coral on a PCIe HAT stays invisible (HAT+ boards enable it themselves)",
+            f"for an M.2 Coral: add dtparam=pciex1 to {path} and reboot",
+        )
     kernel = kernel_release(p) or ""
     if "2712" in kernel and re.search(r"^\s*kernel=kernel8\.img", config, re.MULTILINE):
-        return Check("pi5 pcie", WARN, f"{path} selects kernel8.img (4K pages) but the running kernel is still the "
-                     f"16K-page {kernel}", "reboot, then build the driver for that kernel (sudo dkms autoinstall)")
+        return Check(
+            "pi5 pcie",
+            WARN,
+            f"{path} selects kernel8.img (4K pages) but the running kernel is still the 16K-page {kernel}",
+            "reboot, then build the driver for that kernel (sudo dkms autoinstall)",
+        )
     if "2712" in kernel:
-        return Check("pi5 pcie", FAIL, f"{model} runs the 16K-page kernel ({kernel}); the gasket/apex driver needs "
-                     "the 4K-page kernel", f"add kernel=kernel8.img to {path}, reboot, then build the driver for "
-                     "that kernel (sudo dkms autoinstall); if dmesg still says 'Couldn't initialize interrupts', "
-                     f"add dtoverlay=pineboards-hat-ai to {path} (the MSI change the Coral needs on a Pi 5)")
+        return Check(
+            "pi5 pcie",
+            FAIL,
+            f"{model} runs the 16K-page kernel ({kernel}); the gasket/apex driver needs the 4K-page kernel",
+            f"add kernel=kernel8.img to {path}, reboot, then build the driver for "
+            "that kernel (sudo dkms autoinstall); if dmesg still says 'Couldn't initialize interrupts', "
+            f"add dtoverlay=pineboards-hat-ai to {path} (the MSI change the Coral needs on a Pi 5)",
+        )
     return Check("pi5 pcie", OK, f"{model}: PCIe enabled, 4K-page kernel ({kernel})")
 
 
@@ -491,15 +617,26 @@ def check_usb_link(p: Probe, devices: list[Device]) -> Check | None:
     if not slow:
         return Check("usb link", OK, f"USB 3 link ({links})")
     if "Raspberry Pi 3" in (board_model(p) or "") or "Raspberry Pi Zero" in (board_model(p) or ""):
-        return Check("usb link", INFO, f"USB 2 link ({links}): this board has USB 2 ports only, so inference "
-                     "runs several times slower than on USB 3")
+        return Check(
+            "usb link",
+            INFO,
+            f"USB 2 link ({links}): this board has USB 2 ports only, so inference "
+            "runs several times slower than on USB 3",
+        )
     vm = vm_kind(p) if p.system == "Linux" and not container_kind(p) else None
-    in_vm = (f"; in this VM ({vm}) the passthrough must be USB 3 too (Proxmox: the USB device's 'Use USB3', "
-             "usb3=1)") if vm and vm != WSL else ""
-    return Check("usb link", WARN, f"{', '.join(d.device for d in slow)} on a USB 2 link ({links}): inference "
-                 "runs several times slower than on USB 3",
-                 "plug it into a USB 3 port (blue on a Raspberry Pi 4) with a USB 3 cable; if it then drops out, "
-                 "the port lacks power: use a powered USB 3 hub" + in_vm)
+    in_vm = (
+        (f"; in this VM ({vm}) the passthrough must be USB 3 too (Proxmox: the USB device's 'Use USB3', usb3=1)")
+        if vm and vm != WSL
+        else ""
+    )
+    return Check(
+        "usb link",
+        WARN,
+        f"{', '.join(d.device for d in slow)} on a USB 2 link ({links}): inference "
+        "runs several times slower than on USB 3",
+        "plug it into a USB 3 port (blue on a Raspberry Pi 4) with a USB 3 cable; if it then drops out, "
+        "the port lacks power: use a powered USB 3 hub" + in_vm,
+    )
 
 
 def check_usb_firmware(p: Probe, devices: list[Device]) -> Check | None:
@@ -508,12 +645,17 @@ def check_usb_firmware(p: Probe, devices: list[Device]) -> Check | None:
     vm = vm_kind(p) if p.system == "Linux" else None
     if not boot or not vm or container_kind(p):
         return None
-    return Check("usb firmware", WARN, f"{', '.join(d.device for d in boot)} is in its bootloader mode (1a6e:089a) "
-                 f"inside a VM ({vm}): when the Edge TPU runtime loads its firmware the Accelerator reconnects as "
-                 "18d1:9302, which a passthrough by device id does not follow",
-                 WSL_USB_FIX if vm == WSL else
-                 "pass the USB port through, not the device id (Proxmox: Hardware > Add > USB Device > Use USB "
-                 "Port), or the whole USB controller (PCI passthrough)")
+    return Check(
+        "usb firmware",
+        WARN,
+        f"{', '.join(d.device for d in boot)} is in its bootloader mode (1a6e:089a) "
+        f"inside a VM ({vm}): when the Edge TPU runtime loads its firmware the Accelerator reconnects as "
+        "18d1:9302, which a passthrough by device id does not follow",
+        WSL_USB_FIX
+        if vm == WSL
+        else "pass the USB port through, not the device id (Proxmox: Hardware > Add > USB Device > Use USB "
+        "Port), or the whole USB controller (PCI passthrough)",
+    )
 
 
 # ------------------------------------------------------------------------------------- containers and VMs
@@ -524,31 +666,41 @@ def hidden_usb(p: Probe, devices: list[Device]) -> list[Device]:
     return [d for d in devices if d.type == "usb" and (node := usb_node(p, d.path)) and not node.exists()]
 
 
-CONTAINER_FIX = ("pass the Edge TPU into the container: USB: docker run --device /dev/bus/usb (compose: devices: "
-                 "[/dev/bus/usb:/dev/bus/usb]); PCIe/M.2: --device /dev/apex_0 with the gasket driver installed on "
-                 "the host, not in the container")
+CONTAINER_FIX = (
+    "pass the Edge TPU into the container: USB: docker run --device /dev/bus/usb (compose: devices: "
+    "[/dev/bus/usb:/dev/bus/usb]); PCIe/M.2: --device /dev/apex_0 with the gasket driver installed on "
+    "the host, not in the container"
+)
 # The container's device cgroup must allow a node's major as well as see it mounted: USB's is 189 (gist-lxc-usb);
 # apex's is given out by the kernel when gasket loads, so the user reads it on the host (ls -l). Proxmox's own
 # devN entries (pve-pct-conf) do both.
-LXC_FIX = ("in the LXC's config on the host (Proxmox: /etc/pve/lxc/<id>.conf): USB: lxc.cgroup2.devices.allow: "
-           "c 189:* rwm and lxc.mount.entry: /dev/bus/usb dev/bus/usb none bind,optional,create=dir; PCIe/M.2: "
-           "lxc.cgroup2.devices.allow: c MAJOR:* rwm (MAJOR: the number before the comma in `ls -l /dev/apex_0` on "
-           "the host) and lxc.mount.entry: /dev/apex_0 dev/apex_0 none bind,optional,create=file, or on Proxmox "
-           "dev0: /dev/apex_0 instead of both; the gasket driver on the host")
-HA_FIX = ("Home Assistant OS ships the apex driver and passes /dev/apex_0 and USB devices to the add-on; in "
-          "protection mode only /dev/apex_0: turn protection mode off for a second PCIe Edge TPU; plug the USB "
-          "Accelerator into the Home Assistant host itself")
-VM_FIX = ("pass it through to the VM: USB: the USB port (Proxmox: Hardware > Add > USB Device > Use USB Port), not the "
-          "device id, which changes from 1a6e:089a to 18d1:9302 when the firmware loads; PCIe/M.2: PCI passthrough "
-          "of the 1ac1:089a device (IOMMU on)")
+LXC_FIX = (
+    "in the LXC's config on the host (Proxmox: /etc/pve/lxc/<id>.conf): USB: lxc.cgroup2.devices.allow: "
+    "c 189:* rwm and lxc.mount.entry: /dev/bus/usb dev/bus/usb none bind,optional,create=dir; PCIe/M.2: "
+    "lxc.cgroup2.devices.allow: c MAJOR:* rwm (MAJOR: the number before the comma in `ls -l /dev/apex_0` on "
+    "the host) and lxc.mount.entry: /dev/apex_0 dev/apex_0 none bind,optional,create=file, or on Proxmox "
+    "dev0: /dev/apex_0 instead of both; the gasket driver on the host"
+)
+HA_FIX = (
+    "Home Assistant OS ships the apex driver and passes /dev/apex_0 and USB devices to the add-on; in "
+    "protection mode only /dev/apex_0: turn protection mode off for a second PCIe Edge TPU; plug the USB "
+    "Accelerator into the Home Assistant host itself"
+)
+VM_FIX = (
+    "pass it through to the VM: USB: the USB port (Proxmox: Hardware > Add > USB Device > Use USB Port), not the "
+    "device id, which changes from 1a6e:089a to 18d1:9302 when the firmware loads; PCIe/M.2: PCI passthrough "
+    "of the 1ac1:089a device (IOMMU on)"
+)
 
 
 # usbipd-win's commands since its version 4 (MicrosoftDocs/WSL#1878); -a (--auto-attach) attaches the bus id again
 # whenever the device comes back (dorssel/usbipd-win#1252), as the Accelerator does when its firmware loads.
-WSL_USB_FIX = ("attach the USB Accelerator to WSL with usbipd-win, in an administrator PowerShell on Windows: "
-               "winget install usbipd ; usbipd list ; usbipd bind --busid BUSID ; then usbipd attach --wsl --busid "
-               "BUSID --auto-attach (it re-enumerates from 1a6e:089a to 18d1:9302 when the runtime loads its "
-               "firmware, and only --auto-attach follows it)")
+WSL_USB_FIX = (
+    "attach the USB Accelerator to WSL with usbipd-win, in an administrator PowerShell on Windows: "
+    "winget install usbipd ; usbipd list ; usbipd bind --busid BUSID ; then usbipd attach --wsl --busid "
+    "BUSID --auto-attach (it re-enumerates from 1a6e:089a to 18d1:9302 when the runtime loads its "
+    "firmware, and only --auto-attach follows it)"
+)
 
 
 def check_passthrough(p: Probe, devices: list[Device]) -> Check | None:
@@ -560,19 +712,25 @@ def check_passthrough(p: Probe, devices: list[Device]) -> Check | None:
         return None
     where = f"inside a {kind} container" if kind else "in WSL 2 (Windows)" if vm == WSL else f"in a VM ({vm})"
     fix = {"Home Assistant add-on": HA_FIX, "lxc": LXC_FIX, None: WSL_USB_FIX if vm == WSL else VM_FIX}.get(
-        kind, CONTAINER_FIX)
+        kind, CONTAINER_FIX
+    )
     hidden = hidden_usb(p, devices)
     if hidden:
         names = ", ".join(f"{d.device} ({d.usb_id})" for d in hidden)
-        return Check("passthrough", FAIL, f"{where}: sysfs shows {names} but its /dev/bus/usb node is not in the "
-                     "container, so nothing here can open it", fix)
+        return Check(
+            "passthrough",
+            FAIL,
+            f"{where}: sysfs shows {names} but its /dev/bus/usb node is not in the "
+            "container, so nothing here can open it",
+            fix,
+        )
     if kind and pci_edgetpus(p) and not any(d.type == "pci" for d in devices):
-        return Check("passthrough", FAIL, f"{where}: the host has a PCIe Edge TPU but no /dev/apex_N is passed in",
-                     fix)
+        return Check("passthrough", FAIL, f"{where}: the host has a PCIe Edge TPU but no /dev/apex_N is passed in", fix)
     if not devices:
         return Check("passthrough", WARN, f"{where} and no Edge TPU is visible here", fix)
-    return Check("passthrough", OK, f"{where}, with the Edge TPU passed through "
-                 f"({', '.join(d.device for d in devices)})")
+    return Check(
+        "passthrough", OK, f"{where}, with the Edge TPU passed through ({', '.join(d.device for d in devices)})"
+    )
 
 
 # ------------------------------------------------------------------------------------- Coral's apt source
@@ -594,15 +752,24 @@ def check_apt_source(p: Probe) -> Check | None:
         return None
     dead = [(f, s) for f, s, _ in sources if s in DEAD_SUITES]
     if dead:
-        return Check("apt source", WARN, "; ".join(f"{f} lists {s}, which no longer exists (apt update fails with "
-                                                   "404)" for f, s in dead),
-                     f"remove {', '.join(sorted({f for f, _ in dead}))}: Coral's packages are in coral-edgetpu-stable")
+        return Check(
+            "apt source",
+            WARN,
+            "; ".join(f"{f} lists {s}, which no longer exists (apt update fails with 404)" for f, s in dead),
+            f"remove {', '.join(sorted({f for f, _ in dead}))}: Coral's packages are in coral-edgetpu-stable",
+        )
     legacy = sorted({f for f, _, key in sources if not key})
     if legacy:
-        return Check("apt source", WARN, f"{', '.join(legacy)}: Coral's source has no signed-by keyring, so it relies "
-                     "on apt-key, which is deprecated and gone from Debian 13 (trixie)", apt_fix(sources))
+        return Check(
+            "apt source",
+            WARN,
+            f"{', '.join(legacy)}: Coral's source has no signed-by keyring, so it relies "
+            "on apt-key, which is deprecated and gone from Debian 13 (trixie)",
+            apt_fix(sources),
+        )
     lost = sorted({key for _, _, key in sources if key and not at(p, key).is_file()})
     if lost:
-        return Check("apt source", WARN, f"Coral's source is signed by {', '.join(lost)}, which does not exist",
-                     apt_fix(sources))
+        return Check(
+            "apt source", WARN, f"Coral's source is signed by {', '.join(lost)}, which does not exist", apt_fix(sources)
+        )
     return Check("apt source", OK, f"Coral's source is signed by {sources[0][2]} ({sources[0][0]})")

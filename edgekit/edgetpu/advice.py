@@ -22,9 +22,10 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any, Iterable
+from typing import Any
 
 from edgekit.results.advice import Advice, AdviceKind
 from edgekit.results.evaluate import LayerError
@@ -45,10 +46,10 @@ EV_INPUT_TRANSPOSE = ("report:jveitchmichaelis/edgetpu-yolo",)
 class Source(str, Enum):
     """Where a .tflite came from, as its file shows it (:func:`model_source`)."""
 
-    KERAS = "keras"               # Keras layer names in the tensors, or edgekit's record
-    ULTRALYTICS = "ultralytics"   # Ultralytics' metadata.json packed after the model
+    KERAS = "keras"  # Keras layer names in the tensors, or edgekit's record
+    ULTRALYTICS = "ultralytics"  # Ultralytics' metadata.json packed after the model
     LITERT_TORCH = "litert-torch"  # PyTorch module paths in the tensor names (litert-torch / ai-edge-torch)
-    ONNX2TF = "onnx2tf"           # onnx2tf's tf.* op layers in the tensor names
+    ONNX2TF = "onnx2tf"  # onnx2tf's tf.* op layers in the tensor names
     UNKNOWN = "unknown"
 
 
@@ -59,10 +60,10 @@ class ModelFacts:
     names: frozenset[str] = frozenset()
     classes: frozenset[str] = frozenset()
     activations: frozenset[str] = frozenset()
-    ops: frozenset[str] = frozenset()          # TFLite op types in the converted model
-    cpu_ops: frozenset[str] = frozenset()      # of those, the ones check puts on the CPU
-    source: Source = Source.UNKNOWN            # where the .tflite came from (:func:`model_source`)
-    found: tuple[tuple[str, str], ...] = ()    # (pattern, where): lowering patterns seen in the .tflite's graph
+    ops: frozenset[str] = frozenset()  # TFLite op types in the converted model
+    cpu_ops: frozenset[str] = frozenset()  # of those, the ones check puts on the CPU
+    source: Source = Source.UNKNOWN  # where the .tflite came from (:func:`model_source`)
+    found: tuple[tuple[str, str], ...] = ()  # (pattern, where): lowering patterns seen in the .tflite's graph
 
     def named(self, *fragments: str) -> bool:
         return any(f in n for n in self.names for f in fragments)
@@ -71,11 +72,16 @@ class ModelFacts:
         """Where the graph shows ``pattern`` (``attention``, ``tile``, ``input_transpose``), in graph order."""
         return [w for p, w in self.found if p == pattern]
 
-    def merged(self, other: "ModelFacts") -> "ModelFacts":
-        return ModelFacts(self.names | other.names, self.classes | other.classes,
-                          self.activations | other.activations, self.ops | other.ops, self.cpu_ops | other.cpu_ops,
-                          self.source if self.source != Source.UNKNOWN else other.source,
-                          self.found + tuple(x for x in other.found if x not in self.found))
+    def merged(self, other: ModelFacts) -> ModelFacts:
+        return ModelFacts(
+            self.names | other.names,
+            self.classes | other.classes,
+            self.activations | other.activations,
+            self.ops | other.ops,
+            self.cpu_ops | other.cpu_ops,
+            self.source if self.source != Source.UNKNOWN else other.source,
+            self.found + tuple(x for x in other.found if x not in self.found),
+        )
 
 
 @dataclass(frozen=True)
@@ -84,7 +90,7 @@ class ArchRule:
 
     key: str
     kind: AdviceKind
-    applies: Any          # Callable[[ModelFacts], str | None]: what was recognised, or None
+    applies: Any  # Callable[[ModelFacts], str | None]: what was recognised, or None
     advice: str
     evidence: tuple[str, ...]
 
@@ -125,23 +131,31 @@ def _attention(f: ModelFacts) -> str | None:
     hits = f.where("attention")
     if not hits:
         return None
-    what = ("YOLO11/YOLO26's C2PSA attention block (an Ultralytics model)" if f.source == Source.ULTRALYTICS
-            else "an attention block")
+    what = (
+        "YOLO11/YOLO26's C2PSA attention block (an Ultralytics model)"
+        if f.source == Source.ULTRALYTICS
+        else "an attention block"
+    )
     return f"BATCH_MATMUL of two activations ({_listed(hits)}): {what}"
 
 
 def _upsampling_tile(f: ModelFacts) -> str | None:
     hits = f.where("tile")
-    return f"TILE from UpSampling2D {_listed(hits)} (TensorFlow lowers its nearest repeat to RESHAPE + TILE)" \
-        if hits else None
+    return (
+        f"TILE from UpSampling2D {_listed(hits)} (TensorFlow lowers its nearest repeat to RESHAPE + TILE)"
+        if hits
+        else None
+    )
 
 
 def _input_transpose(f: ModelFacts) -> str | None:
     hits = f.where("input_transpose")
     if not hits:
         return None
-    by = {Source.LITERT_TORCH: " (litert-torch keeps PyTorch's NCHW input)",
-          Source.ULTRALYTICS: " (Ultralytics' LiteRT export keeps PyTorch's NCHW input)"}.get(f.source, "")
+    by = {
+        Source.LITERT_TORCH: " (litert-torch keeps PyTorch's NCHW input)",
+        Source.ULTRALYTICS: " (Ultralytics' LiteRT export keeps PyTorch's NCHW input)",
+    }.get(f.source, "")
     return f"a TRANSPOSE of the channels-first input {_listed(hits)} on the CPU{by}"
 
 
@@ -152,39 +166,78 @@ def _listed(items: list[str], most: int = 4) -> str:
 #: The table, most specific first: an entry whose advice another already gave for the same model is
 #: skipped (MobileNetV3's includes hard-swish's).
 ARCH_RULES: tuple[ArchRule, ...] = (
-    ArchRule("mobilenet_v3", AdviceKind.PLACEMENT, _mobilenet_v3,
-             "build it with keras.applications.MobileNetV3Small/Large(..., minimalistic=True) and fine-tune again: "
-             "the minimalistic variants use ReLU instead of hard-swish (HARD_SWISH stays on the CPU and cuts the "
-             "Edge TPU graph) and no squeeze-excite; Coral answered exactly this for a Keras MobileNetV3",
-             EV_MNV3_MINIMALISTIC),
-    ArchRule("hard_swish", AdviceKind.PLACEMENT, _hard_swish,
-             "replace hard-swish with ReLU6 (or ReLU) and retrain: the Edge TPU has no HARD_SWISH, which runs on "
-             "the CPU and cuts the Edge TPU graph at each use", EV_HARD_SWISH_LEAKY),
-    ArchRule("leaky_relu", AdviceKind.PLACEMENT, _leaky_relu,
-             "replace LeakyReLU with ReLU and retrain (Coral's advice): the Edge TPU has no LEAKY_RELU, which runs "
-             "on the CPU and cuts the Edge TPU graph at each use", EV_LEAKY),
-    ArchRule("attention", AdviceKind.PLACEMENT, _attention,
-             "the Edge TPU has no BATCH_MATMUL: the graph is cut at the block's first product, and every op that "
-             "depends on it (the neck and the detection head, for a YOLO) runs on the CPU. On a Coral use a "
-             "detector without the attention block: YOLOv8 or YOLOv5u (all convolution; Ultralytics exports them the "
-             "same way), or a model trained without C2PSA; for another model, replace the attention with "
-             "convolutions", EV_NOT_SUPPORTED),
-    ArchRule("upsampling_tile", AdviceKind.PLACEMENT, _upsampling_tile,
-             "replace each UpSampling2D(size=s) with keras.layers.Resizing(s*H, s*W, interpolation=\"nearest\"), "
-             "which TensorFlow lowers to RESIZE_NEAREST_NEIGHBOR (mapped to the Edge TPU) and computes the same "
-             "nearest repeat, so the trained weights still fit; UpSampling2D(interpolation=\"nearest\") is the "
-             "default and lowers to TILE too (TensorFlow 2.21), while UpSampling2D(interpolation=\"bilinear\") "
-             "becomes RESIZE_BILINEAR (mapped, but another operation: retrain with it)", EV_NOT_SUPPORTED),
-    ArchRule("input_transpose", AdviceKind.PLACEMENT, _input_transpose,
-             "export the model with a channels-last input [1, H, W, C], so that no TRANSPOSE precedes the first "
-             "convolution: onnx2tf's conversions of a PyTorch model take NHWC", EV_INPUT_TRANSPOSE),
-    ArchRule("efficientnet", AdviceKind.ACCURACY, _efficientnet,
-             "use EfficientNet-Lite (lite0-lite4) instead: Google made it for post-training quantization and the "
-             "Edge TPU by removing squeeze-excite and replacing every swish with ReLU6, the parts of EfficientNet "
-             "int8 handles worst", EV_EFFICIENTNET_LITE),
-    ArchRule("silu", AdviceKind.ACCURACY, _silu,
-             "SiLU/swish activations widen the int8 ranges of the layers they feed; ReLU6 (as EfficientNet-Lite "
-             "did) is the quantization-friendly replacement", EV_EFFICIENTNET_LITE),
+    ArchRule(
+        "mobilenet_v3",
+        AdviceKind.PLACEMENT,
+        _mobilenet_v3,
+        "build it with keras.applications.MobileNetV3Small/Large(..., minimalistic=True) and fine-tune again: "
+        "the minimalistic variants use ReLU instead of hard-swish (HARD_SWISH stays on the CPU and cuts the "
+        "Edge TPU graph) and no squeeze-excite; Coral answered exactly this for a Keras MobileNetV3",
+        EV_MNV3_MINIMALISTIC,
+    ),
+    ArchRule(
+        "hard_swish",
+        AdviceKind.PLACEMENT,
+        _hard_swish,
+        "replace hard-swish with ReLU6 (or ReLU) and retrain: the Edge TPU has no HARD_SWISH, which runs on "
+        "the CPU and cuts the Edge TPU graph at each use",
+        EV_HARD_SWISH_LEAKY,
+    ),
+    ArchRule(
+        "leaky_relu",
+        AdviceKind.PLACEMENT,
+        _leaky_relu,
+        "replace LeakyReLU with ReLU and retrain (Coral's advice): the Edge TPU has no LEAKY_RELU, which runs "
+        "on the CPU and cuts the Edge TPU graph at each use",
+        EV_LEAKY,
+    ),
+    ArchRule(
+        "attention",
+        AdviceKind.PLACEMENT,
+        _attention,
+        "the Edge TPU has no BATCH_MATMUL: the graph is cut at the block's first product, and every op that "
+        "depends on it (the neck and the detection head, for a YOLO) runs on the CPU. On a Coral use a "
+        "detector without the attention block: YOLOv8 or YOLOv5u (all convolution; Ultralytics exports them the "
+        "same way), or a model trained without C2PSA; for another model, replace the attention with "
+        "convolutions",
+        EV_NOT_SUPPORTED,
+    ),
+    ArchRule(
+        "upsampling_tile",
+        AdviceKind.PLACEMENT,
+        _upsampling_tile,
+        'replace each UpSampling2D(size=s) with keras.layers.Resizing(s*H, s*W, interpolation="nearest"), '
+        "which TensorFlow lowers to RESIZE_NEAREST_NEIGHBOR (mapped to the Edge TPU) and computes the same "
+        'nearest repeat, so the trained weights still fit; UpSampling2D(interpolation="nearest") is the '
+        'default and lowers to TILE too (TensorFlow 2.21), while UpSampling2D(interpolation="bilinear") '
+        "becomes RESIZE_BILINEAR (mapped, but another operation: retrain with it)",
+        EV_NOT_SUPPORTED,
+    ),
+    ArchRule(
+        "input_transpose",
+        AdviceKind.PLACEMENT,
+        _input_transpose,
+        "export the model with a channels-last input [1, H, W, C], so that no TRANSPOSE precedes the first "
+        "convolution: onnx2tf's conversions of a PyTorch model take NHWC",
+        EV_INPUT_TRANSPOSE,
+    ),
+    ArchRule(
+        "efficientnet",
+        AdviceKind.ACCURACY,
+        _efficientnet,
+        "use EfficientNet-Lite (lite0-lite4) instead: Google made it for post-training quantization and the "
+        "Edge TPU by removing squeeze-excite and replacing every swish with ReLU6, the parts of EfficientNet "
+        "int8 handles worst",
+        EV_EFFICIENTNET_LITE,
+    ),
+    ArchRule(
+        "silu",
+        AdviceKind.ACCURACY,
+        _silu,
+        "SiLU/swish activations widen the int8 ranges of the layers they feed; ReLU6 (as EfficientNet-Lite "
+        "did) is the quantization-friendly replacement",
+        EV_EFFICIENTNET_LITE,
+    ),
 )
 
 
@@ -225,8 +278,13 @@ def tflite_facts(info: Any, check: Any = None, cpu_indices: frozenset[int] | Non
     if check is not None:
         cpu_indices = frozenset(o.index for o in check.ops if o.target == "cpu")
     cpu = frozenset(op.name for op in info.main.ops if op.index in cpu_indices) if cpu_indices else frozenset()
-    return ModelFacts(names=names, ops=ops, cpu_ops=cpu, source=model_source(info)[0],
-                      found=_patterns(info, cpu_indices or frozenset()))
+    return ModelFacts(
+        names=names,
+        ops=ops,
+        cpu_ops=cpu,
+        source=model_source(info)[0],
+        found=_patterns(info, cpu_indices or frozenset()),
+    )
 
 
 # Keras's UpSampling2D repeats with ops.repeat: its TILE's tensor is named MODEL/LAYER/Repeat[_1]/Tile. Keras 3
@@ -261,8 +319,15 @@ def _patterns(info: Any, cpu_indices: frozenset[int]) -> tuple[tuple[str, str], 
             layer = next((found for n in names for found in [_repeat_layer(n)] if found), None)
             if layer and ("tile", repr(layer)) not in out:
                 out.append(("tile", repr(layer)))
-        elif op.name == "TRANSPOSE" and op.index in cpu_indices and ins and ins[0].index in g.inputs \
-                and len(ins[0].shape) == 4 and ins[0].shape[1] in (1, 3) and ins[0].shape[3] not in (1, 3):
+        elif (
+            op.name == "TRANSPOSE"
+            and op.index in cpu_indices
+            and ins
+            and ins[0].index in g.inputs
+            and len(ins[0].shape) == 4
+            and ins[0].shape[1] in (1, 3)
+            and ins[0].shape[3] not in (1, 3)
+        ):
             out.append(("input_transpose", f"#{op.index} {list(ins[0].shape)}"))
     return tuple(out)
 
@@ -284,8 +349,14 @@ def model_source(info: Any) -> tuple[Source, str]:
         return Source.LITERT_TORCH, "PyTorch module paths in its tensor names (litert-torch)"
     if any(re.search(r"(?:^|/)tf\.(?:nn|math|compat\.v1)\.", n) for n in names):
         return Source.ONNX2TF, "onnx2tf's tf.nn/tf.math op layers in its tensor names"
-    if any(re.search(r"(?:^|/)(?:conv2d|dense|depthwise_conv2d|batch_normalization|up_sampling2d|sequential|"
-                     r"functional)(?:_\d+)?(?:/|$)", n.lower()) for n in names):
+    if any(
+        re.search(
+            r"(?:^|/)(?:conv2d|dense|depthwise_conv2d|batch_normalization|up_sampling2d|sequential|"
+            r"functional)(?:_\d+)?(?:/|$)",
+            n.lower(),
+        )
+        for n in names
+    ):
         return Source.KERAS, "Keras layer names in its tensor names"
     return Source.UNKNOWN, "no exporter's metadata or naming recognised"
 
@@ -301,14 +372,14 @@ def quantize_remedy(source: Source) -> str | None:
     onnx = " or `edgekit quantize model.onnx` on its ONNX export" if _onnx_route() else ""
     return {
         Source.ULTRALYTICS: "re-export it with Ultralytics' format=edgetpu (`yolo export model=best.pt "
-                            "format=edgetpu`: a full-int8 model with int8 I/O, and its compiled twin)"
-                            + (", or export format=onnx and run `edgekit quantize model.onnx`" if onnx else ""),
+        "format=edgetpu`: a full-int8 model with int8 I/O, and its compiled twin)"
+        + (", or export format=onnx and run `edgekit quantize model.onnx`" if onnx else ""),
         Source.LITERT_TORCH: "export the PyTorch model to ONNX and convert it with `onnx2tf -oiqt`, taking its "
-                             "*_full_integer_quant.tflite (int8 I/O, NHWC)" + onnx,
+        "*_full_integer_quant.tflite (int8 I/O, NHWC)" + onnx,
         Source.ONNX2TF: "take onnx2tf's *_full_integer_quant.tflite (int8 I/O), which `onnx2tf -oiqt` writes beside "
-                        "its float-I/O *_integer_quant.tflite" + onnx,
+        "its float-I/O *_integer_quant.tflite" + onnx,
         Source.UNKNOWN: "re-convert its source model full-int8 with integer I/O (a Keras model: `edgekit quantize "
-                        "model.keras`; quantize does not take a .tflite)",
+        "model.keras`; quantize does not take a .tflite)",
     }.get(source)
 
 
@@ -327,9 +398,12 @@ def for_source(text: str | None, source: Source) -> str | None:
     if remedy and "`edgekit quantize`" in text and remedy not in text:
         text = _QUANTIZE_CLAUSE.sub(lambda _m: remedy, text)
     if source in _PYTORCH:
-        text = text.replace(_FLATTEN, "flatten to 2-D before the nn.Linear in PyTorch (torch.flatten(x, 1)): the "
-                            "converter keeps the input's dimensions (keep_num_dims) for an nn.Linear on a 3-D or "
-                            "4-D tensor").replace(_DENSE_ND, "a PyTorch nn.Linear applied to a 3-D or 4-D tensor")
+        text = text.replace(
+            _FLATTEN,
+            "flatten to 2-D before the nn.Linear in PyTorch (torch.flatten(x, 1)): the "
+            "converter keeps the input's dimensions (keep_num_dims) for an nn.Linear on a 3-D or "
+            "4-D tensor",
+        ).replace(_DENSE_ND, "a PyTorch nn.Linear applied to a 3-D or 4-D tensor")
     return text
 
 
@@ -360,25 +434,45 @@ def placement_advice(facts: ModelFacts, verdict: str) -> list[Advice]:
 WORST_LAYERS = 3
 
 
-def accuracy_advice(facts: ModelFacts, layers: list[LayerError] | None, layers_error: str | None,
-                    remedies_tried: list[str]) -> list[Advice]:
+def accuracy_advice(
+    facts: ModelFacts, layers: list[LayerError] | None, layers_error: str | None, remedies_tried: list[str]
+) -> list[Advice]:
     """Advice for an int8 accuracy loss: the architecture's known remedy, the layers int8 loses most in
     (rows of :func:`edgekit.converters.reference.layer_errors`, worst first) and the converter settings tried."""
     out = architecture_advice(facts, [AdviceKind.ACCURACY])
     if layers:
-        worst = "; ".join(f"{r.op} {r.tensor!r} (error {r.relative_rms_error:.0%} of its signal)"
-                          for r in layers[:WORST_LAYERS])
-        out.append(Advice(AdviceKind.ACCURACY, "worst_layers", f"the layers int8 loses most in: {worst}",
-                          "a layer whose int8 error is a large share of its signal has outlier weights or "
-                          "activations: retrain it with a bounded activation (ReLU6) or BatchNorm after it, or "
-                          "calibrate on images that cover its range; `edgekit evaluate MODEL --reference "
-                          "KERAS_MODEL` shows the full table"))
+        worst = "; ".join(
+            f"{r.op} {r.tensor!r} (error {r.relative_rms_error:.0%} of its signal)" for r in layers[:WORST_LAYERS]
+        )
+        out.append(
+            Advice(
+                AdviceKind.ACCURACY,
+                "worst_layers",
+                f"the layers int8 loses most in: {worst}",
+                "a layer whose int8 error is a large share of its signal has outlier weights or "
+                "activations: retrain it with a bounded activation (ReLU6) or BatchNorm after it, or "
+                "calibrate on images that cover its range; `edgekit evaluate MODEL --reference "
+                "KERAS_MODEL` shows the full table",
+            )
+        )
     elif layers_error:
-        out.append(Advice(AdviceKind.ACCURACY, "worst_layers", "per-layer errors unavailable",
-                          f"TensorFlow's quantization debugger failed ({layers_error})"))
+        out.append(
+            Advice(
+                AdviceKind.ACCURACY,
+                "worst_layers",
+                "per-layer errors unavailable",
+                f"TensorFlow's quantization debugger failed ({layers_error})",
+            )
+        )
     if remedies_tried:
-        out.append(Advice(AdviceKind.ACCURACY, "remedies", "converter settings tried: " + ", ".join(remedies_tried),
-                          "the first setting that passed the Edge TPU checks was kept (the others are tried only "
-                          "when a check fails, not for accuracy); beyond the architecture and the calibration data, "
-                          "quantization-aware training is the remedy"))
+        out.append(
+            Advice(
+                AdviceKind.ACCURACY,
+                "remedies",
+                "converter settings tried: " + ", ".join(remedies_tried),
+                "the first setting that passed the Edge TPU checks was kept (the others are tried only "
+                "when a check fails, not for accuracy); beyond the architecture and the calibration data, "
+                "quantization-aware training is the remedy",
+            )
+        )
     return out

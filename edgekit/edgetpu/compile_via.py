@@ -31,22 +31,24 @@ import shlex
 import shutil
 import tarfile
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Callable
 
-from edgekit.edgetpu.compiler_locator import parse_version
 from edgekit.edgetpu.compiler import TIMEOUT_HINT, CompilerTimeout, Runner, RunResult, run_subprocess
-from edgekit.ssh import RemoteTimeout, SshTarget
+from edgekit.edgetpu.compiler_locator import parse_version
 from edgekit.errors import DeviceError, EdgekitError, MissingDependencyError, UsageError
 from edgekit.report import SILENT, Reporter
+from edgekit.ssh import RemoteTimeout, SshTarget
 
 COMPILER = "edgetpu_compiler"  # its name on the host or in the image (on PATH there)
 VIA_HINT = "use --via ssh://USER@HOST[:PORT] (an x86-64 Linux machine with edgetpu_compiler), docker or podman"
 _SSH_URL = re.compile(r"^ssh://(?P<destination>[^/:?#\s]+)(?::(?P<port>[0-9]{1,5}))?/?$")
-REMOTE_INSTALL_HINT = ("install it there (Debian/Ubuntu x86-64: Coral's apt repository, `sudo apt-get install "
-                       "edgetpu-compiler`; see docs/commands/compile.md) and make sure `edgetpu_compiler` is on the "
-                       "PATH of a non-interactive login (`ssh USER@HOST edgetpu_compiler --version`)")
+REMOTE_INSTALL_HINT = (
+    "install it there (Debian/Ubuntu x86-64: Coral's apt repository, `sudo apt-get install "
+    "edgetpu-compiler`; see docs/commands/compile.md) and make sure `edgetpu_compiler` is on the "
+    "PATH of a non-interactive login (`ssh USER@HOST edgetpu_compiler --version`)"
+)
 
 
 @dataclass(frozen=True)
@@ -68,21 +70,35 @@ def _timeout_given(connect_timeout: float | None) -> bool:
     return connect_timeout is not None and connect_timeout != default("compile", "connect_timeout")
 
 
-def parse_via(via: str, *, identity: str | None = None, known_hosts: str | None = None,
-              accept_new_host_key: bool = False, connect_timeout: float | None = None,
-              report: Reporter = SILENT) -> Elsewhere:
+def parse_via(
+    via: str,
+    *,
+    identity: str | None = None,
+    known_hosts: str | None = None,
+    accept_new_host_key: bool = False,
+    connect_timeout: float | None = None,
+    report: Reporter = SILENT,
+) -> Elsewhere:
     """``--via`` (and the SSH options that go with ``ssh://``) as the compiler elsewhere; UsageError for anything
     else. Nothing is contacted yet."""
-    ssh_options = (identity is not None or known_hosts is not None or accept_new_host_key
-                   or _timeout_given(connect_timeout))
+    ssh_options = (
+        identity is not None or known_hosts is not None or accept_new_host_key or _timeout_given(connect_timeout)
+    )
     m = _SSH_URL.match(via)
     if m:
         port = int(m.group("port")) if m.group("port") else None
         if port is not None and not 1 <= port <= 65535:
             raise UsageError(f"--via {via}: port {port} is not a TCP port", "use a port from 1 to 65535")
         extra = {} if connect_timeout is None else {"connect_timeout": connect_timeout}
-        target = SshTarget(m.group("destination"), port=port, identity=identity, known_hosts=known_hosts,
-                           accept_new_host_key=accept_new_host_key, noun="compile host", **extra)
+        target = SshTarget(
+            m.group("destination"),
+            port=port,
+            identity=identity,
+            known_hosts=known_hosts,
+            accept_new_host_key=accept_new_host_key,
+            noun="compile host",
+            **extra,
+        )
         return Elsewhere(via, COMPILER, SshCompiler(target, report))
     if ssh_options:
         raise UsageError(f"{SSH_OPTIONS} need --via ssh://USER@HOST", "leave them out, or compile through an SSH host")
@@ -91,9 +107,14 @@ def parse_via(via: str, *, identity: str | None = None, known_hosts: str | None 
     raise UsageError(f"--via {via!r}: not a place edgekit can compile", VIA_HINT)
 
 
-def elsewhere(via: str | None, identity: str | os.PathLike | None = None,
-              known_hosts: str | os.PathLike | None = None, accept_new_host_key: bool = False,
-              connect_timeout: float | None = None, report: Reporter = SILENT) -> Elsewhere | None:
+def elsewhere(
+    via: str | None,
+    identity: str | os.PathLike | None = None,
+    known_hosts: str | os.PathLike | None = None,
+    accept_new_host_key: bool = False,
+    connect_timeout: float | None = None,
+    report: Reporter = SILENT,
+) -> Elsewhere | None:
     """The compiler elsewhere ``via`` names (None: compile here).
 
     The SSH options without ``--via ssh://`` are a usage error (a local compile would ignore them)."""
@@ -101,17 +122,25 @@ def elsewhere(via: str | None, identity: str | os.PathLike | None = None,
     known_hosts = None if known_hosts is None else os.fspath(known_hosts)
     if via is None:
         if identity is not None or known_hosts is not None or accept_new_host_key or _timeout_given(connect_timeout):
-            raise UsageError(f"{SSH_OPTIONS} need --via ssh://USER@HOST",
-                             "add --via ssh://USER@HOST, or leave them out for a local compile")
+            raise UsageError(
+                f"{SSH_OPTIONS} need --via ssh://USER@HOST",
+                "add --via ssh://USER@HOST, or leave them out for a local compile",
+            )
         return None
-    return parse_via(via, identity=identity, known_hosts=known_hosts, accept_new_host_key=accept_new_host_key,
-                     connect_timeout=connect_timeout, report=report)
+    return parse_via(
+        via,
+        identity=identity,
+        known_hosts=known_hosts,
+        accept_new_host_key=accept_new_host_key,
+        connect_timeout=connect_timeout,
+        report=report,
+    )
 
 
 def _split(argv: list[str]) -> tuple[Path, Path, list[str]]:
     """compile_model's argument list: (the local output folder after --out_dir, the model (last), the options)."""
     i = argv.index("--out_dir")
-    return Path(argv[i + 1]), Path(argv[-1]), argv[1:i] + argv[i + 2:-1]
+    return Path(argv[i + 1]), Path(argv[-1]), argv[1:i] + argv[i + 2 : -1]
 
 
 # ------------------------------------------------------------------------------------------ ssh
@@ -170,38 +199,54 @@ class SshCompiler:
     def _version(self, timeout: float) -> RunResult:
         script = _sh(f"command -v {COMPILER} >/dev/null 2>&1 || exit {_NO_COMPILER}; exec {COMPILER} --version")
         try:
-            proc = self.target.run(script, timeout=timeout + self.target.connect_timeout,
-                                   what=f"`{COMPILER} --version`")
+            proc = self.target.run(
+                script, timeout=timeout + self.target.connect_timeout, what=f"`{COMPILER} --version`"
+            )
         except RemoteTimeout:
             raise CompilerTimeout(f"{COMPILER} --version on {self.target.destination} did not answer", "") from None
         said = (proc.stdout + proc.stderr).decode(errors="replace")
         if proc.returncode == _NO_COMPILER:
-            raise MissingDependencyError(f"no {COMPILER} on {self.target.host} (not on the PATH of a "
-                                         f"non-interactive login as {self.target.destination})", REMOTE_INSTALL_HINT)
+            raise MissingDependencyError(
+                f"no {COMPILER} on {self.target.host} (not on the PATH of a "
+                f"non-interactive login as {self.target.destination})",
+                REMOTE_INSTALL_HINT,
+            )
         if parse_version(said) is None:
             last = said.strip().splitlines()[-1:] or ["nothing"]
-            raise MissingDependencyError(f"{COMPILER} on {self.target.host} is not a working compiler: "
-                                         f"`--version` exited {proc.returncode} and printed {last[0][:80]!r}",
-                                         REMOTE_INSTALL_HINT)
+            raise MissingDependencyError(
+                f"{COMPILER} on {self.target.host} is not a working compiler: "
+                f"`--version` exited {proc.returncode} and printed {last[0][:80]!r}",
+                REMOTE_INSTALL_HINT,
+            )
         return RunResult(proc.returncode, proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace"))
 
     def _compile(self, argv: list[str], timeout: float) -> RunResult:
         out_dir, model, options = _split(argv)
         data = model.read_bytes()
         seconds = max(1, math.ceil(timeout))
-        script = _sh(_REMOTE_SCRIPT.format(compiler=COMPILER, size=len(data), name=shlex.quote(model.name),
-                                           seconds=seconds, options=" ".join(map(shlex.quote, options))))
+        script = _sh(
+            _REMOTE_SCRIPT.format(
+                compiler=COMPILER,
+                size=len(data),
+                name=shlex.quote(model.name),
+                seconds=seconds,
+                options=" ".join(map(shlex.quote, options)),
+            )
+        )
         self.report.status(f"copying {model.name} to {self.target.destination} to compile it there...")
         # The whole connection: the remote timeout, the login, and the model both ways at 0.5 MB/s at worst.
         allowed = seconds + 10 + self.target.connect_timeout + 60 + 4 * len(data) / 1e6
         read_fd, write_fd = os.pipe()
         feeder = _feed_and_hold(write_fd, data)
         try:
-            proc = self.target.run(script, read_fd, timeout=allowed, what="compiling",
-                                   max_stdout=3 * len(data) + (64 << 20))
+            proc = self.target.run(
+                script, read_fd, timeout=allowed, what="compiling", max_stdout=3 * len(data) + (64 << 20)
+            )
         except RemoteTimeout:
-            raise CompilerTimeout(f"compiling on {self.target.destination} did not finish within {allowed:g} s "
-                                  "and was stopped", TIMEOUT_HINT) from None
+            raise CompilerTimeout(
+                f"compiling on {self.target.destination} did not finish within {allowed:g} s and was stopped",
+                TIMEOUT_HINT,
+            ) from None
         finally:
             os.close(read_fd)
             feeder.release()
@@ -217,33 +262,43 @@ class SshCompiler:
         if code == _NO_COMPILER:
             raise MissingDependencyError(f"no {COMPILER} on {self.target.host}", REMOTE_INSTALL_HINT)
         if code == _NO_TOOL:
-            raise MissingDependencyError(f"{self.target.host} cannot hold a private folder to compile in "
-                                         f"({last[0]})", "edgekit needs mktemp, timeout, tar, head and wc there "
-                                         "(coreutils and tar, on any Debian/Ubuntu)")
+            raise MissingDependencyError(
+                f"{self.target.host} cannot hold a private folder to compile in ({last[0]})",
+                "edgekit needs mktemp, timeout, tar, head and wc there (coreutils and tar, on any Debian/Ubuntu)",
+            )
         if code == _SHORT_COPY:
-            raise DeviceError(f"copying the model to {self.target.destination} failed ({last[0]})",
-                              "check the free space in /tmp (or $TMPDIR) there")
-        raise DeviceError(f"compiling on {self.target.destination} failed: {last[0]} (exit {code})",
-                          "run `edgekit compile` again with --debug; check that the host is a Linux machine")
+            raise DeviceError(
+                f"copying the model to {self.target.destination} failed ({last[0]})",
+                "check the free space in /tmp (or $TMPDIR) there",
+            )
+        raise DeviceError(
+            f"compiling on {self.target.destination} failed: {last[0]} (exit {code})",
+            "run `edgekit compile` again with --debug; check that the host is a Linux machine",
+        )
 
-    def _result(self, files: dict[str, bytes], out_dir: Path, model: Path, options: list[str],
-                timeout: float) -> RunResult:
+    def _result(
+        self, files: dict[str, bytes], out_dir: Path, model: Path, options: list[str], timeout: float
+    ) -> RunResult:
         """What the compiler said, with the files it wrote put into ``out_dir``."""
         for name, content in files.items():
             if name.startswith("out/"):
-                (out_dir / name[len("out/"):]).write_bytes(content)
+                (out_dir / name[len("out/") :]).write_bytes(content)
         try:
             returncode = int(files["rc"].decode(errors="replace").strip())
         except ValueError:
-            raise DeviceError(f"{self.target.destination} sent back no exit code of the compiler "
-                              f"({files['rc'][:40]!r})", _RERUN_HINT) from None
+            raise DeviceError(
+                f"{self.target.destination} sent back no exit code of the compiler ({files['rc'][:40]!r})", _RERUN_HINT
+            ) from None
         if returncode == _TIMED_OUT:
-            raise CompilerTimeout(f"{COMPILER} did not finish within {timeout:g} s on {self.target.destination} "
-                                  "and was stopped", TIMEOUT_HINT)
+            raise CompilerTimeout(
+                f"{COMPILER} did not finish within {timeout:g} s on {self.target.destination} and was stopped",
+                TIMEOUT_HINT,
+            )
         where = PurePosixPath(files["where"].decode(errors="replace").strip())
         command = [self.where, COMPILER, "--out_dir", str(where / "out"), *options, str(where / model.name)]
-        return RunResult(returncode, files["stdout"].decode(errors="replace"),
-                         files["stderr"].decode(errors="replace"), command)
+        return RunResult(
+            returncode, files["stdout"].decode(errors="replace"), files["stderr"].decode(errors="replace"), command
+        )
 
 
 class _Held:
@@ -267,7 +322,7 @@ def _feed_and_hold(fd: int, data: bytes) -> _Held:
         view = memoryview(data)
         try:
             while view:
-                n = os.write(fd, view[:1 << 16])
+                n = os.write(fd, view[: 1 << 16])
                 view = view[n:]
         except OSError:  # the other end went away: what ssh says tells why
             pass
@@ -291,12 +346,13 @@ def _read_tar(data: bytes, destination: str) -> dict[str, bytes]:
                 name = member.name.rstrip("/")
                 if name == "out" and member.isdir():
                     continue
-                inside = name[len("out/"):] if name.startswith("out/") else None
-                if not member.isfile() or (name not in _TAR_NAMES and (
-                        not inside or "/" in inside or inside in (".", ".."))):
+                inside = name[len("out/") :] if name.startswith("out/") else None
+                if not member.isfile() or (
+                    name not in _TAR_NAMES and (not inside or "/" in inside or inside in (".", ".."))
+                ):
                     raise DeviceError(f"{malformed} ({name!r} is not a file it writes)", _RERUN_HINT)
                 content = tar.extractfile(member)
-                if content is None:   # a regular file member always has its content
+                if content is None:  # a regular file member always has its content
                     raise DeviceError(f"{malformed} ({name!r} cannot be read)", _RERUN_HINT)
                 files[name] = content.read()
     except (tarfile.TarError, EOFError) as exc:
@@ -307,8 +363,9 @@ def _read_tar(data: bytes, destination: str) -> dict[str, bytes]:
     return files
 
 
-_RERUN_HINT = ("make the host's login scripts quiet for non-interactive shells, and run the compile again "
-               "(with --debug for more)")
+_RERUN_HINT = (
+    "make the host's login scripts quiet for non-interactive shells, and run the compile again (with --debug for more)"
+)
 
 
 # ------------------------------------------------------------------------------------ containers
@@ -317,13 +374,15 @@ PLATFORM = "linux/amd64"
 BUILD_TIMEOUT_S = 3600.0
 _ENGINE_HINT = {
     "docker": "install Docker (Docker Desktop on macOS and Windows; docker.io or Docker's packages on Linux) and "
-              "start it",
+    "start it",
     "podman": "install Podman (brew install podman && podman machine init && podman machine start on macOS; "
-              "apt-get install podman on Debian/Ubuntu)",
+    "apt-get install podman on Debian/Ubuntu)",
 }
-EMULATION_HINT = ("this host cannot run linux/amd64 containers yet: on Linux ARM register QEMU's x86-64 emulator "
-                  "(sudo apt-get install qemu-user-static binfmt-support, or docker run --privileged --rm "
-                  "tonistiigi/binfmt --install amd64); on macOS Docker Desktop and Podman emulate it out of the box")
+EMULATION_HINT = (
+    "this host cannot run linux/amd64 containers yet: on Linux ARM register QEMU's x86-64 emulator "
+    "(sudo apt-get install qemu-user-static binfmt-support, or docker run --privileged --rm "
+    "tonistiigi/binfmt --install amd64); on macOS Docker Desktop and Podman emulate it out of the box"
+)
 
 
 # How docker ("No such image") and podman ("image not known") say that an image is not there.
@@ -343,8 +402,9 @@ class ContainerCompiler:
     #: seconds allowed on top of the compile's for the container to start (emulated: a few seconds, slower at first)
     START_S = 60.0
 
-    def __init__(self, engine: str, report: Reporter = SILENT,
-                 run: Callable[[list[str], float], RunResult] = run_subprocess):
+    def __init__(
+        self, engine: str, report: Reporter = SILENT, run: Callable[[list[str], float], RunResult] = run_subprocess
+    ):
         self.engine, self.report, self.run = engine, report, run
         self._ready = False
         self._rootless: bool | None = None  # podman's own answer, asked once
@@ -363,13 +423,17 @@ class ContainerCompiler:
         out_dir, model, options = _split(argv)
         for path in (out_dir.resolve(), model.resolve()):
             if "," in str(path) or "\n" in str(path):
-                raise UsageError(f"--via {self.engine} cannot mount {path}: a ',' or a line break in a path "
-                                 "splits the engine's --mount option", "move or link the model (and -o) to a "
-                                 "plainer path")
+                raise UsageError(
+                    f"--via {self.engine} cannot mount {path}: a ',' or a line break in a path "
+                    "splits the engine's --mount option",
+                    "move or link the model (and -o) to a plainer path",
+                )
         name = f"edgekit-compile-{uuid.uuid4().hex[:12]}"
         command = self.run_argv(exe, name, out_dir.resolve(), model.resolve(), options)
-        self.report.status(f"starting the {PLATFORM} compiler container with {self.engine} "
-                           "(emulated on ARM and macOS: slower than on x86-64)...")
+        self.report.status(
+            f"starting the {PLATFORM} compiler container with {self.engine} "
+            "(emulated on ARM and macOS: slower than on x86-64)..."
+        )
         try:
             res = self.run(command, timeout + self.START_S)
         except BaseException:  # a timeout, Ctrl-C: the engine's client is stopped, the container is not
@@ -386,10 +450,30 @@ class ContainerCompiler:
         user = ["--user", f"{os.getuid()}:{os.getgid()}"] if hasattr(os, "getuid") else []
         if user and self.engine == "podman" and self.podman_rootless(exe):
             user = ["--userns=keep-id", *user]
-        return [exe, "run", "--rm", "--name", name, "--platform", PLATFORM, "--network", "none", *user,
-                "--mount", f"type=bind,source={model},target=/in/{model.name},readonly",
-                "--mount", f"type=bind,source={out_dir},target=/out", "--workdir", "/out",
-                image_tag(), COMPILER, "--out_dir", "/out", *options, f"/in/{model.name}"]
+        return [
+            exe,
+            "run",
+            "--rm",
+            "--name",
+            name,
+            "--platform",
+            PLATFORM,
+            "--network",
+            "none",
+            *user,
+            "--mount",
+            f"type=bind,source={model},target=/in/{model.name},readonly",
+            "--mount",
+            f"type=bind,source={out_dir},target=/out",
+            "--workdir",
+            "/out",
+            image_tag(),
+            COMPILER,
+            "--out_dir",
+            "/out",
+            *options,
+            f"/in/{model.name}",
+        ]
 
     def podman_rootless(self, exe: str) -> bool:
         """Whether Podman runs rootless, as it says itself (``podman info``); its uid says so where it cannot
@@ -401,15 +485,15 @@ class ContainerCompiler:
         return self._rootless
 
     def _version(self, exe: str, timeout: float) -> RunResult:
-        command = [exe, "run", "--rm", "--platform", PLATFORM, "--network", "none", image_tag(), COMPILER,
-                   "--version"]
+        command = [exe, "run", "--rm", "--platform", PLATFORM, "--network", "none", image_tag(), COMPILER, "--version"]
         res = self.run(command, timeout + self.START_S)
         said = res.stdout + res.stderr
         if parse_version(said) is None:
             last = said.strip().splitlines()[-1:] or ["nothing"]
             hint = EMULATION_HINT if "exec format error" in said.lower() else _ENGINE_HINT[self.engine]
-            raise MissingDependencyError(f"--via {self.engine}: the compiler image did not run "
-                                         f"(exit {res.returncode}: {last[0][:200]})", hint)
+            raise MissingDependencyError(
+                f"--via {self.engine}: the compiler image did not run (exit {res.returncode}: {last[0][:200]})", hint
+            )
         return res
 
     def _ensure_image(self, exe: str) -> None:
@@ -421,18 +505,35 @@ class ContainerCompiler:
         # Both engines print "[]" on stdout when they find no image (or cannot ask): the reason is on stderr.
         said = inspected.stderr.strip().splitlines()[-1:] or [f"exit {inspected.returncode}"]
         if inspected.returncode != 0 and not _NO_IMAGE.search(inspected.stderr):  # the engine itself failed
-            raise MissingDependencyError(f"--via {self.engine}: {self.engine} does not work here ({said[0][:200]})",
-                                         _ENGINE_HINT[self.engine])
+            raise MissingDependencyError(
+                f"--via {self.engine}: {self.engine} does not work here ({said[0][:200]})", _ENGINE_HINT[self.engine]
+            )
         if inspected.returncode != 0:
-            self.report.status(f"building the compiler image {tag} with {self.engine} from "
-                               f"{IMAGE_RECIPE} (once; it downloads Debian and Coral's compiler)...")
-            built = self._engine([exe, "build", "--platform", PLATFORM, "--tag", tag, "--file", str(IMAGE_RECIPE),
-                                  str(IMAGE_RECIPE.parent)], BUILD_TIMEOUT_S)
+            self.report.status(
+                f"building the compiler image {tag} with {self.engine} from "
+                f"{IMAGE_RECIPE} (once; it downloads Debian and Coral's compiler)..."
+            )
+            built = self._engine(
+                [
+                    exe,
+                    "build",
+                    "--platform",
+                    PLATFORM,
+                    "--tag",
+                    tag,
+                    "--file",
+                    str(IMAGE_RECIPE),
+                    str(IMAGE_RECIPE.parent),
+                ],
+                BUILD_TIMEOUT_S,
+            )
             if built.returncode != 0:
                 said = (built.stdout + built.stderr).strip().splitlines()[-1:] or [f"exit {built.returncode}"]
-                raise MissingDependencyError(f"--via {self.engine}: building the compiler image failed "
-                                             f"({said[0][:200]})", _ENGINE_HINT[self.engine] + "; it needs the "
-                                             "network once, to fetch Debian and Coral's apt repository")
+                raise MissingDependencyError(
+                    f"--via {self.engine}: building the compiler image failed ({said[0][:200]})",
+                    _ENGINE_HINT[self.engine] + "; it needs the "
+                    "network once, to fetch Debian and Coral's apt repository",
+                )
         self._ready = True
 
     def _engine(self, argv: list[str], timeout: float) -> RunResult:
@@ -441,8 +542,9 @@ class ContainerCompiler:
         try:
             return self.run(argv, timeout)
         except CompilerTimeout:
-            raise MissingDependencyError(f"`{self.engine} {argv[1]}` did not answer within {timeout:g} s",
-                                         _ENGINE_HINT[self.engine]) from None
+            raise MissingDependencyError(
+                f"`{self.engine} {argv[1]}` did not answer within {timeout:g} s", _ENGINE_HINT[self.engine]
+            ) from None
 
     def _kill(self, exe: str, name: str) -> None:
         try:

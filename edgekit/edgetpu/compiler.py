@@ -20,31 +20,41 @@ from __future__ import annotations
 import os
 import platform
 import re
-import shutil
 import shlex
+import shutil
 import signal
 import subprocess
 import tempfile
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
-from edgekit.tflite import model as tflite_model
 from edgekit.edgetpu.compiler_locator import (  # noqa: F401  (part of this module's API)
-    ENV_VAR, INSTALL_HINT, NOT_COMPILER_HINT, OTHER_PLATFORM_HINT, VERSION_TIMEOUT_S, find_compiler, parse_version,
-    platform_supported, version_from_output, version_major)
+    ENV_VAR,
+    INSTALL_HINT,
+    NOT_COMPILER_HINT,
+    OTHER_PLATFORM_HINT,
+    VERSION_TIMEOUT_S,
+    find_compiler,
+    parse_version,
+    platform_supported,
+    version_from_output,
+    version_major,
+)
 from edgekit.errors import RUNTIME_MISMATCH, CompilerError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import publish, refuse_folders, require_output_folder
 from edgekit.report import SILENT, Reporter
 from edgekit.results.compile import CompileOp  # one row of the operation table: the document's own record
+from edgekit.tflite import model as tflite_model
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, ModelInfo
 
 if TYPE_CHECKING:
     from edgekit.edgetpu.compatibility.check import CheckReport
 
 DEFAULT_TIMEOUT_S = 180
-_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024 ** 2, "GiB": 1024 ** 3}
+_UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(B|KiB|MiB|GiB)\s*$")
 _ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\S.*?)\s*$")
 _HEADER = re.compile(r"^Operator\s+Count\s+Status\s*$")
@@ -139,9 +149,9 @@ def parse_operation_log(text: str) -> tuple[str | None, str | None, str | None, 
     rows: list[CompileOp] = []
     for i, line in enumerate(lines):
         if line.startswith("Input: ") and inp is None:
-            inp = line[len("Input: "):].strip()
+            inp = line[len("Input: ") :].strip()
         elif line.startswith("Output: ") and out is None:
-            out = line[len("Output: "):].strip()
+            out = line[len("Output: ") :].strip()
         elif _HEADER.match(line):
             rows, _ = _parse_table(lines, i)
             break
@@ -191,9 +201,11 @@ def parse_compiler_output(text: str, returncode: int | None = None) -> CompileRe
             final_word = "succeeded"
         elif stripped.startswith("Compilation failed!"):
             final_word = "failed"
-        elif (stripped.startswith(("ERROR:", "Compilation failed:", "Invalid model", "Failed"))
-              or stripped in ("Model could not be parsed", "Model not quantized")
-              or "Internal compiler error" in stripped):
+        elif (
+            stripped.startswith(("ERROR:", "Compilation failed:", "Invalid model", "Failed"))
+            or stripped in ("Model could not be parsed", "Model not quantized")
+            or "Internal compiler error" in stripped
+        ):
             report.errors.append(stripped)
             saw_failure_line = True
         elif _HEADER.match(stripped):
@@ -247,46 +259,74 @@ def _known(pattern: str | re.Pattern, what: str, fix: str, *refs: str) -> Failur
 
 #: The known failures, first match wins (the op-version one also names the TensorFlow that made the op).
 FAILURES: tuple[Failure, ...] = (
-    _known(r"Didn't find op for builtin opcode '(?P<op>\w+)' version '(?P<version>\d+)'",
-             "edgetpu_compiler cannot parse the model: {why}",
-             "re-convert the model so that its op versions are ones TensorFlow Lite 2.5 knows "
-             "(`edgekit quantize` checks this; `edgekit check` lists every op version problem)",
-             "log:v16_op_version_exp.txt", "log:v16_op_version_quantize.txt", "log:v16_op_version_transpose_conv.txt"),
-    _known(r"builtin_code out of range",
-             "edgetpu_compiler cannot parse the model: an op is newer than its TensorFlow Lite 2.5",
-             "use only classic TFLite builtin ops; `edgekit check` names the op", "report:google-coral/edgetpu#862"),
-    _known(RUNTIME_MISMATCH,
-             "the model was compiled for Edge TPU runtime {need}, but this runtime is version {have}",
-             "recompile with `edgekit compile --min-runtime {have}` (edgetpu_compiler -m {have}), "
-             "or update libedgetpu on the device", "log:runtime_mismatch.txt"),
-    _known(r"Model not quantized",
-             "edgetpu_compiler refused the model: 'Model not quantized' (some ops compute in float)",
-             "quantize the whole model to int8 with integer I/O: `edgekit quantize`", "log:v14_not_quantized.txt"),
-    _known(r"dynamic-sized tensors",
-             "edgetpu_compiler refused the model: it has dynamic-sized tensors (e.g. a batch dimension of -1)",
-             "convert with a fixed batch of 1: keras.Input(shape, batch_size=1), or a tf.function with "
-             "TensorSpec([1, H, W, C]); `edgekit quantize` does this", "log:v16_dynamic_tensors.txt"),
-    _known(r"large activation tensors",
-             "edgetpu_compiler failed: 'Compilation failed due to large activation tensors in model'",
-             "reduce the input resolution or the widest layers, or retry with --search-delegate "
-             "(maps the largest part that compiles) or --segments N", "log:v16_large_activations.txt"),
-    _known(r"Encountered unresolved custom op: (?P<op>[^.\s]+)",
-             "edgetpu_compiler failed: the model contains the custom op {op!r}, unknown to its TensorFlow Lite",
-             "remove the custom op and run that step on the CPU after the Edge TPU model",
-             "report:coral-unresolved-custom-op"),
-    _known(r"Internal compiler error",
-             "edgetpu_compiler crashed ('Internal compiler error. Aborting!')",
-             "retry with --search-delegate, or without -a style options, or simplify the model around the ops "
-             "`edgekit check` flags; report it to google-coral/edgetpu with the model if it persists",
-             "log:v15_internal_error.txt", "log:v14_internal_error.txt"),
-    _known(r"Model could not be parsed|Invalid model",
-             "edgetpu_compiler could not parse the model",
-             "check that it loads in TensorFlow Lite and that `edgekit check` reports no op-version problem",
-             "log:v16_op_version_exp.txt"),
-    _known(r"Model failed in Tflite interpreter",
-             "edgetpu_compiler could not run the model in its TensorFlow Lite interpreter",
-             "make sure the model loads and runs with TensorFlow Lite 2.5-era ops (`edgekit check`)",
-             "log:v16_dynamic_tensors.txt"),
+    _known(
+        r"Didn't find op for builtin opcode '(?P<op>\w+)' version '(?P<version>\d+)'",
+        "edgetpu_compiler cannot parse the model: {why}",
+        "re-convert the model so that its op versions are ones TensorFlow Lite 2.5 knows "
+        "(`edgekit quantize` checks this; `edgekit check` lists every op version problem)",
+        "log:v16_op_version_exp.txt",
+        "log:v16_op_version_quantize.txt",
+        "log:v16_op_version_transpose_conv.txt",
+    ),
+    _known(
+        r"builtin_code out of range",
+        "edgetpu_compiler cannot parse the model: an op is newer than its TensorFlow Lite 2.5",
+        "use only classic TFLite builtin ops; `edgekit check` names the op",
+        "report:google-coral/edgetpu#862",
+    ),
+    _known(
+        RUNTIME_MISMATCH,
+        "the model was compiled for Edge TPU runtime {need}, but this runtime is version {have}",
+        "recompile with `edgekit compile --min-runtime {have}` (edgetpu_compiler -m {have}), "
+        "or update libedgetpu on the device",
+        "log:runtime_mismatch.txt",
+    ),
+    _known(
+        r"Model not quantized",
+        "edgetpu_compiler refused the model: 'Model not quantized' (some ops compute in float)",
+        "quantize the whole model to int8 with integer I/O: `edgekit quantize`",
+        "log:v14_not_quantized.txt",
+    ),
+    _known(
+        r"dynamic-sized tensors",
+        "edgetpu_compiler refused the model: it has dynamic-sized tensors (e.g. a batch dimension of -1)",
+        "convert with a fixed batch of 1: keras.Input(shape, batch_size=1), or a tf.function with "
+        "TensorSpec([1, H, W, C]); `edgekit quantize` does this",
+        "log:v16_dynamic_tensors.txt",
+    ),
+    _known(
+        r"large activation tensors",
+        "edgetpu_compiler failed: 'Compilation failed due to large activation tensors in model'",
+        "reduce the input resolution or the widest layers, or retry with --search-delegate "
+        "(maps the largest part that compiles) or --segments N",
+        "log:v16_large_activations.txt",
+    ),
+    _known(
+        r"Encountered unresolved custom op: (?P<op>[^.\s]+)",
+        "edgetpu_compiler failed: the model contains the custom op {op!r}, unknown to its TensorFlow Lite",
+        "remove the custom op and run that step on the CPU after the Edge TPU model",
+        "report:coral-unresolved-custom-op",
+    ),
+    _known(
+        r"Internal compiler error",
+        "edgetpu_compiler crashed ('Internal compiler error. Aborting!')",
+        "retry with --search-delegate, or without -a style options, or simplify the model around the ops "
+        "`edgekit check` flags; report it to google-coral/edgetpu with the model if it persists",
+        "log:v15_internal_error.txt",
+        "log:v14_internal_error.txt",
+    ),
+    _known(
+        r"Model could not be parsed|Invalid model",
+        "edgetpu_compiler could not parse the model",
+        "check that it loads in TensorFlow Lite and that `edgekit check` reports no op-version problem",
+        "log:v16_op_version_exp.txt",
+    ),
+    _known(
+        r"Model failed in Tflite interpreter",
+        "edgetpu_compiler could not run the model in its TensorFlow Lite interpreter",
+        "make sure the model loads and runs with TensorFlow Lite 2.5-era ops (`edgekit check`)",
+        "log:v16_dynamic_tensors.txt",
+    ),
 )
 
 
@@ -336,8 +376,15 @@ def run_subprocess(argv: list[str], timeout: float) -> RunResult:
     process group, not just the parent.
     """
     try:
-        p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                             text=True, errors="replace", start_new_session=True)
+        p = subprocess.Popen(
+            argv,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            start_new_session=True,
+        )
     except FileNotFoundError:
         raise MissingDependencyError(f"cannot run {argv[0]}: no such file", INSTALL_HINT) from None
     except PermissionError:
@@ -346,8 +393,9 @@ def run_subprocess(argv: list[str], timeout: float) -> RunResult:
         stdout, stderr = p.communicate(timeout=timeout)
     except subprocess.TimeoutExpired:
         _stop(p)
-        raise CompilerTimeout(f"{Path(argv[0]).name} did not finish within {timeout:g} s and was stopped",
-                              TIMEOUT_HINT) from None
+        raise CompilerTimeout(
+            f"{Path(argv[0]).name} did not finish within {timeout:g} s and was stopped", TIMEOUT_HINT
+        ) from None
     except BaseException:  # Ctrl-C does not reach a process in another session: stop it here
         _stop(p)
         raise
@@ -376,9 +424,11 @@ def missing_compiler_error() -> MissingDependencyError:
     if not platform_supported():
         return MissingDependencyError(
             f"edgetpu_compiler does not exist for {system} {machine}: it is built only for x86-64 Linux",
-            f"{OTHER_PLATFORM_HINT}; to install it there, {INSTALL_HINT}")
-    return MissingDependencyError("edgetpu_compiler is not installed (not on PATH, EDGETPU_COMPILER unset)",
-                                  INSTALL_HINT)
+            f"{OTHER_PLATFORM_HINT}; to install it there, {INSTALL_HINT}",
+        )
+    return MissingDependencyError(
+        "edgetpu_compiler is not installed (not on PATH, EDGETPU_COMPILER unset)", INSTALL_HINT
+    )
 
 
 def compiler_version(compiler: str, runner: Runner = run_subprocess, timeout: float = VERSION_TIMEOUT_S) -> str:
@@ -390,8 +440,9 @@ def compiler_version(compiler: str, runner: Runner = run_subprocess, timeout: fl
     try:
         res = runner([compiler, "--version"], timeout)
     except CompilerTimeout:
-        raise MissingDependencyError(f"{compiler} --version did not answer within {timeout:g} s",
-                                     NOT_COMPILER_HINT) from None
+        raise MissingDependencyError(
+            f"{compiler} --version did not answer within {timeout:g} s", NOT_COMPILER_HINT
+        ) from None
     return version_from_output(compiler, res.returncode, res.stdout + res.stderr)
 
 
@@ -405,11 +456,19 @@ def output_names(model: Path, segments: int | None = None) -> list[str]:
     return [n + ext for n in names for ext in (".tflite", ".log")]
 
 
-def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = None, *,
-                  min_runtime: int | None = None, segments: int | None = None, search_delegate: bool = False,
-                  timeout: float = DEFAULT_TIMEOUT_S, compiler: str | None = None,
-                  runner: Runner = run_subprocess, report: Reporter = SILENT,
-                  multiple_subgraphs: bool = False) -> CompileReport:
+def compile_model(
+    model: str | os.PathLike,
+    out_dir: str | os.PathLike | None = None,
+    *,
+    min_runtime: int | None = None,
+    segments: int | None = None,
+    search_delegate: bool = False,
+    timeout: float = DEFAULT_TIMEOUT_S,
+    compiler: str | None = None,
+    runner: Runner = run_subprocess,
+    report: Reporter = SILENT,
+    multiple_subgraphs: bool = False,
+) -> CompileReport:
     """Compile ``model`` with the real edgetpu_compiler; outputs land in ``out_dir`` only on success.
 
     ``min_runtime`` None leaves the Edge TPU runtime to target at the compiler's default.
@@ -430,8 +489,9 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
     try:
         work = Path(tempfile.mkdtemp(prefix=".edgekit-compile-", dir=out))
     except OSError as e:
-        raise InputError(f"cannot write into the output folder {out}: {e.strerror}",
-                         "choose a writable folder with -o") from None
+        raise InputError(
+            f"cannot write into the output folder {out}: {e.strerror}", "choose a writable folder with -o"
+        ) from None
     try:
         argv = job.argv(work, model, min_runtime, segments, search_delegate, timeout, multiple_subgraphs)
         result, produced = _run(job, argv, model, work, segments, timeout, report)
@@ -443,8 +503,9 @@ def compile_model(model: str | os.PathLike, out_dir: str | os.PathLike | None = 
         shutil.rmtree(work, ignore_errors=True)
 
 
-def _check_arguments(model: Path, out_dir: str | os.PathLike | None, segments: int | None, timeout: float,
-                     report: Reporter) -> Path:
+def _check_arguments(
+    model: Path, out_dir: str | os.PathLike | None, segments: int | None, timeout: float, report: Reporter
+) -> Path:
     """The output folder (made when missing) once the arguments are fit to compile; else the error saying why."""
     if not model.is_file():
         raise InputError(f"no such file: {model}", "check the path")
@@ -455,8 +516,10 @@ def _check_arguments(model: Path, out_dir: str | os.PathLike | None, segments: i
     if timeout <= 0:
         raise UsageError("--timeout must be positive", "e.g. --timeout 180 (seconds)")
     if tflite_model.load(model).is_compiled:
-        raise InputError(f"{model} is already compiled for the Edge TPU (it contains {EDGETPU_CUSTOM_OP})",
-                         "compile the model from before edgetpu_compiler (the file without _edgetpu)")
+        raise InputError(
+            f"{model} is already compiled for the Edge TPU (it contains {EDGETPU_CUSTOM_OP})",
+            "compile the model from before edgetpu_compiler (the file without _edgetpu)",
+        )
     return out
 
 
@@ -472,8 +535,16 @@ class _Compiler:
     def major(self) -> int:
         return version_major(self.version) or 0
 
-    def argv(self, work: Path, model: Path, min_runtime: int | None, segments: int | None, search_delegate: bool,
-             timeout: float, multiple_subgraphs: bool = False) -> list[str]:
+    def argv(
+        self,
+        work: Path,
+        model: Path,
+        min_runtime: int | None,
+        segments: int | None,
+        search_delegate: bool,
+        timeout: float,
+        multiple_subgraphs: bool = False,
+    ) -> list[str]:
         """The compiler's command line: write into ``work``, print the op table, and the options asked for."""
         argv = [self.path, "--out_dir", str(work), "--show_operations"]
         if min_runtime is not None:  # else the compiler's own default (14 for compiler 16, 13 for 14/15)
@@ -490,8 +561,9 @@ class _Compiler:
         return argv
 
 
-def _find_compiler(compiler: str | None, runner: Runner, search_delegate: bool,
-                   multiple_subgraphs: bool = False) -> _Compiler:
+def _find_compiler(
+    compiler: str | None, runner: Runner, search_delegate: bool, multiple_subgraphs: bool = False
+) -> _Compiler:
     """The compiler given or found, with its version; MissingDependencyError when there is none that works."""
     compiler = compiler or find_compiler()
     if not compiler:
@@ -499,13 +571,16 @@ def _find_compiler(compiler: str | None, runner: Runner, search_delegate: bool,
     found = _Compiler(compiler, compiler_version(compiler, runner, VERSION_TIMEOUT_S), runner)
     for flag, asked in (("--search-delegate", search_delegate), ("-a", multiple_subgraphs)):
         if asked and found.major < 16:
-            raise UsageError(f"{flag} needs edgetpu_compiler 16 (found {found.version})",
-                             f"install compiler 16 (apt-get install edgetpu-compiler), or leave {flag} out")
+            raise UsageError(
+                f"{flag} needs edgetpu_compiler 16 (found {found.version})",
+                f"install compiler 16 (apt-get install edgetpu-compiler), or leave {flag} out",
+            )
     return found
 
 
-def _run(job: _Compiler, argv: list[str], model: Path, work: Path, segments: int | None, timeout: float,
-         report: Reporter) -> tuple[CompileReport, list[str]]:
+def _run(
+    job: _Compiler, argv: list[str], model: Path, work: Path, segments: int | None, timeout: float, report: Reporter
+) -> tuple[CompileReport, list[str]]:
     """Run the compiler and read what it said: (the report, the files it wrote into ``work``); a CompilerError
     (with the report) when it failed or wrote no model."""
     report.status(f"running edgetpu_compiler {job.version} on {model.name} (stopped after {timeout:g} s)...")
@@ -513,8 +588,9 @@ def _run(job: _Compiler, argv: list[str], model: Path, work: Path, segments: int
     try:
         res = job.runner(argv, timeout + min(30.0, timeout))
     except CompilerTimeout:
-        raise CompilerTimeout(f"edgetpu_compiler did not finish within --timeout {timeout:g} s and was stopped",
-                              TIMEOUT_HINT) from None
+        raise CompilerTimeout(
+            f"edgetpu_compiler did not finish within --timeout {timeout:g} s and was stopped", TIMEOUT_HINT
+        ) from None
     text = res.stdout + ("\n" + res.stderr if res.stderr else "")
     result = parse_compiler_output(text, res.returncode)
     result.command = res.command or argv
@@ -549,13 +625,19 @@ def _failure(report: CompileReport, text: str, returncode: int, compiler: str, m
         return CompilerTimeout("edgetpu_compiler stopped at its own timeout", TIMEOUT_HINT, report=said)
     if returncode != 0:
         last = report.errors[-3:] or text.strip().splitlines()[-1:] or ["no output"]
-        return CompilerError(f"edgetpu_compiler failed (exit {returncode}): {' | '.join(last)}",
-                             "run `edgekit check` on the model to see what the compiler cannot take", report=said)
+        return CompilerError(
+            f"edgetpu_compiler failed (exit {returncode}): {' | '.join(last)}",
+            "run `edgekit check` on the model to see what the compiler cannot take",
+            report=said,
+        )
     return CompilerError(
-        "edgetpu_compiler reported success but wrote no model" if report.succeeded else
-        "edgetpu_compiler did not succeed: " + (" | ".join(report.errors[-3:]) or "no reason given"),
+        "edgetpu_compiler reported success but wrote no model"
+        if report.succeeded
+        else "edgetpu_compiler did not succeed: " + (" | ".join(report.errors[-3:]) or "no reason given"),
         f"run `edgekit check` on the model; `{shlex.quote(compiler)} -s {shlex.quote(str(model))}` shows the "
-        "compiler's full output", report=said)
+        "compiler's full output",
+        report=said,
+    )
 
 
 def compiled_split(cpu_model: ModelInfo, compiled_model: ModelInfo) -> dict[str, Counter]:
@@ -573,13 +655,15 @@ def disagreements(predicted: dict[str, Counter], actual: dict[str, Counter]) -> 
         p = (predicted["edgetpu"][n], predicted["cpu"][n])
         a = (actual["edgetpu"][n], actual["cpu"][n])
         if p != a:
-            out.append(f"{n}: check predicted {p[0]} on the Edge TPU / {p[1]} on the CPU, "
-                       f"the compiler mapped {a[0]} / {a[1]}")
+            out.append(
+                f"{n}: check predicted {p[0]} on the Edge TPU / {p[1]} on the CPU, the compiler mapped {a[0]} / {a[1]}"
+            )
     return out
 
 
-def check_disagreements(cpu_model: ModelInfo, prediction: CheckReport, report: CompileReport,
-                        segments: int | None = None) -> list[str]:
+def check_disagreements(
+    cpu_model: ModelInfo, prediction: CheckReport, report: CompileReport, segments: int | None = None
+) -> list[str]:
     """Where ``edgekit check``'s prediction differed from what the compiler did with ``cpu_model``.
 
     The compiled model is read when there is one (its ops are the truth); a segmented compile's

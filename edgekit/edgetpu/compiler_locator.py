@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Mapping
+from collections.abc import Mapping
 
 from edgekit.errors import MissingDependencyError
 
@@ -26,8 +26,10 @@ CORAL_APT_SETUP = (
     f"echo 'deb [signed-by={CORAL_KEYRING}] https://packages.cloud.google.com/apt coral-edgetpu-stable main' "
     f"| sudo tee {CORAL_LIST} && sudo apt-get update"
 )
-INSTALL_HINT = (f"on Debian/Ubuntu x86-64: {CORAL_APT_SETUP} && sudo apt-get install edgetpu-compiler; "
-                "or set EDGETPU_COMPILER=/path/to/edgetpu_compiler")
+INSTALL_HINT = (
+    f"on Debian/Ubuntu x86-64: {CORAL_APT_SETUP} && sudo apt-get install edgetpu-compiler; "
+    "or set EDGETPU_COMPILER=/path/to/edgetpu_compiler"
+)
 OTHER_PLATFORM_HINT = (
     "edgetpu_compiler is built only for x86-64 Linux: compile through one with `edgekit compile MODEL --via "
     "ssh://USER@HOST` (an x86-64 Linux machine with the compiler) or `--via docker` (an emulated x86-64 "
@@ -64,8 +66,10 @@ def find_compiler(env: Mapping[str, str] | None = None) -> str | None:
     if named:
         found = shutil.which(named, path=env.get("PATH"))
         if not found:
-            raise MissingDependencyError(f"{ENV_VAR}={named} is not an executable file",
-                                         f"point {ENV_VAR} at edgetpu_compiler, or unset it to search PATH")
+            raise MissingDependencyError(
+                f"{ENV_VAR}={named} is not an executable file",
+                f"point {ENV_VAR} at edgetpu_compiler, or unset it to search PATH",
+            )
         return found
     return shutil.which("edgetpu_compiler", path=env.get("PATH"))
 
@@ -77,8 +81,7 @@ def parse_version(text: str) -> str | None:
 
 
 VERSION_TIMEOUT_S = 10.0  # `edgetpu_compiler --version` answers at once; a hang is a broken install
-NOT_COMPILER_HINT = (f"point {ENV_VAR} (or PATH) at Coral's edgetpu_compiler, and check that it runs here "
-                     "(x86-64 Linux)")
+NOT_COMPILER_HINT = f"point {ENV_VAR} (or PATH) at Coral's edgetpu_compiler, and check that it runs here (x86-64 Linux)"
 
 
 def version_from_output(exe: str, returncode: int, text: str) -> str:
@@ -88,8 +91,10 @@ def version_from_output(exe: str, returncode: int, text: str) -> str:
         return version
     lines = text.strip().splitlines()
     said = repr(lines[0].strip()[:80]) if lines else "nothing"
-    raise MissingDependencyError(f"{exe} is not a working edgetpu_compiler: `--version` exited {returncode} and "
-                                 f"printed {said}, not a version", NOT_COMPILER_HINT)
+    raise MissingDependencyError(
+        f"{exe} is not a working edgetpu_compiler: `--version` exited {returncode} and printed {said}, not a version",
+        NOT_COMPILER_HINT,
+    )
 
 
 def probe_version(exe: str, timeout: float = VERSION_TIMEOUT_S) -> str:
@@ -103,8 +108,15 @@ def probe_version(exe: str, timeout: float = VERSION_TIMEOUT_S) -> str:
     import subprocess
 
     try:
-        proc = subprocess.Popen([exe, "--version"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                                errors="replace", stdin=subprocess.DEVNULL, start_new_session=True)
+        proc = subprocess.Popen(
+            [exe, "--version"],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            errors="replace",
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
+        )
     except OSError as exc:
         raise MissingDependencyError(f"{exe} cannot run: {exc.strerror or exc}", NOT_COMPILER_HINT) from None
     try:
@@ -115,8 +127,9 @@ def probe_version(exe: str, timeout: float = VERSION_TIMEOUT_S) -> str:
         except OSError:
             proc.kill()
         proc.communicate()
-        raise MissingDependencyError(f"{exe} --version did not answer within {timeout:g} s",
-                                     NOT_COMPILER_HINT) from None
+        raise MissingDependencyError(
+            f"{exe} --version did not answer within {timeout:g} s", NOT_COMPILER_HINT
+        ) from None
     return version_from_output(exe, proc.returncode, out + err)
 
 

@@ -32,17 +32,18 @@ import hashlib
 import json
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from pathlib import Path
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any
 
-from edgekit.tflite import model as tflite_model
-from edgekit.edgetpu.compiler_locator import default_min_runtime, version_major
 from edgekit.edgetpu.compatibility import COMPILER_DEFAULT_MIN_RUNTIME, check_model
 from edgekit.edgetpu.compiler import compiled_split, parse_compiler_output
+from edgekit.edgetpu.compiler_locator import default_min_runtime, version_major
 from edgekit.errors import EdgekitError
 from edgekit.records import Record, freeze
 from edgekit.results.inspect import PackageSummary
+from edgekit.tflite import model as tflite_model
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, ModelInfo
 
 LEDGER_COLUMNS = ("repo", "commit", "model_path", "compiled_path", "log", "compiler_version", "license", "kind")
@@ -62,7 +63,7 @@ KEEP_BUFFER_BYTES = 1024
 def ledger_part(repo: str) -> str:
     """``"validation"`` or ``"fitting"``: the part of the ledger a repository's pairs belong to."""
     digest = hashlib.sha256(f"{SPLIT_SEED}:{repo.lower()}".encode()).digest()
-    return VALIDATION if int.from_bytes(digest[:8], "big") / 2 ** 64 < VALIDATION_FRACTION else FITTING
+    return VALIDATION if int.from_bytes(digest[:8], "big") / 2**64 < VALIDATION_FRACTION else FITTING
 
 
 # ------------------------------------------------------------------------------------ placements
@@ -72,17 +73,17 @@ class CompilerPlacement(Record):
 
     The ledger keeps it as JSON beside each weightless pair (with the ledger row's columns and the sha256)."""
 
-    edgetpu_subgraphs: int                         # edgetpu-custom-ops in the compiled model
-    cpu_ops: Mapping[str, int]                     # op type -> count left on the CPU
-    cpu_op_indices: Optional[Tuple[int, ...]]      # which ops, by index (None: the names do not tell)
-    edgetpu_ops: Mapping[str, int]                 # op type -> count mapped
-    compiler_version: Optional[str]
-    log_ops: Tuple[Tuple[Union[str, int], ...], ...]   # the log's table rows: (operator, count, status)
-    log_memory: Mapping[str, Optional[int]]        # on_chip_used_bytes, off_chip_used_bytes (the log may not say)
-    edgetpu: Tuple[PackageSummary, ...]            # each Edge TPU package's summary
+    edgetpu_subgraphs: int  # edgetpu-custom-ops in the compiled model
+    cpu_ops: Mapping[str, int]  # op type -> count left on the CPU
+    cpu_op_indices: tuple[int, ...] | None  # which ops, by index (None: the names do not tell)
+    edgetpu_ops: Mapping[str, int]  # op type -> count mapped
+    compiler_version: str | None
+    log_ops: tuple[tuple[str | int, ...], ...]  # the log's table rows: (operator, count, status)
+    log_memory: Mapping[str, int | None]  # on_chip_used_bytes, off_chip_used_bytes (the log may not say)
+    edgetpu: tuple[PackageSummary, ...]  # each Edge TPU package's summary
 
     @classmethod
-    def of_ledger(cls, document: Mapping[str, Any]) -> "CompilerPlacement":
+    def of_ledger(cls, document: Mapping[str, Any]) -> CompilerPlacement:
         """From a ledger pair's JSON, which also holds the ledger row's columns and the model's sha256."""
         names = {f.name for f in fields(cls)}
         return cls.from_dict({k: v for k, v in document.items() if k in names})
@@ -101,17 +102,22 @@ def placement(cpu: ModelInfo, compiled: ModelInfo, log_text: str | None = None) 
         edgetpu_ops=freeze(dict(sorted((+split["edgetpu"]).items()))),
         compiler_version=(log.compiler_version if log else None) or (versions[0] if versions else None),
         log_ops=tuple((r.operator, r.count, r.status) for r in log.ops) if log else (),
-        log_memory=freeze({k: getattr(log.main, k) for k in ("on_chip_used_bytes", "off_chip_used_bytes")}
-                          if log else {}),
-        edgetpu=tuple(p.summary() for p in compiled.edgetpu_packages))
+        log_memory=freeze(
+            {k: getattr(log.main, k) for k in ("on_chip_used_bytes", "off_chip_used_bytes")} if log else {}
+        ),
+        edgetpu=tuple(p.summary() for p in compiled.edgetpu_packages),
+    )
 
 
 def cpu_op_indices(cpu: ModelInfo, compiled: ModelInfo) -> list[int] | None:
     """The CPU model's ops the compiler left on the CPU, by index: matched by their output tensors' names,
     which the compiler keeps. None where names are not unique or do not all match."""
     names = [cpu.tensors[op.outputs[0]].name if op.outputs else None for op in cpu.ops]
-    left = [compiled.tensors[op.outputs[0]].name for op in compiled.ops
-            if op.custom_code != EDGETPU_CUSTOM_OP and op.outputs]
+    left = [
+        compiled.tensors[op.outputs[0]].name
+        for op in compiled.ops
+        if op.custom_code != EDGETPU_CUSTOM_OP and op.outputs
+    ]
     if len(set(names)) != len(names) or None in names:
         return None
     found = [i for i, name in enumerate(names) if name in set(left)]
@@ -125,7 +131,8 @@ def pair_problem(cpu: ModelInfo, compiled: ModelInfo) -> str | None:
     if cpu.is_compiled:
         return "the CPU model is itself compiled"
     extra = Counter(op.name for op in compiled.ops if op.custom_code != EDGETPU_CUSTOM_OP) - Counter(
-        op.name for op in cpu.ops)
+        op.name for op in cpu.ops
+    )
     if extra:
         return f"the compiled model has ops the CPU model lacks: {dict(extra)}"
 
@@ -141,7 +148,8 @@ def pair_problem(cpu: ModelInfo, compiled: ModelInfo) -> str | None:
     # A detector's TFLite_Detection_PostProcess outputs have no stored shape (``()``) in the CPU model;
     # the compiler's TFLite fills them in (1x10x4, 1x10, ...): such an output matches on type alone.
     same_out = len(cpu_out) == len(tpu_out) and all(
-        a == b or (a[0] == () and a[1:] == b[1:]) for a, b in zip(cpu_out, tpu_out))
+        a == b or (a[0] == () and a[1:] == b[1:]) for a, b in zip(cpu_out, tpu_out)
+    )
     if cpu_in != tpu_in or not same_out:
         return f"inputs/outputs differ: {io(cpu)} vs {io(compiled)}"
     return None
@@ -157,7 +165,7 @@ def score(name: str, cpu: ModelInfo, actual: CompilerPlacement, infer_flags: boo
     actual_cpu = Counter(actual.cpu_ops)
     actual_verdict = "none" if not subgraphs else ("full" if not +actual_cpu else "partial")
     uncertain = 0
-    verdict: str   # the check's verdict, or the error that refused the model
+    verdict: str  # the check's verdict, or the error that refused the model
     try:
         report = check_model(cpu, runtime, multiple_subgraphs=multiple)
         predicted, verdict = report.split_by_type()["cpu"], report.verdict
@@ -172,10 +180,19 @@ def score(name: str, cpu: ModelInfo, actual: CompilerPlacement, infer_flags: boo
     if actual_ops is not None and predicted_ops is not None:  # op by op, where the pair says which op ran where
         wrong = len(set(predicted_ops) ^ set(actual_ops))
     n = len(cpu.ops)
-    return {"pair": name, "ops": n, "agreeing_ops": max(n - wrong, 0), "multiple_subgraphs": multiple,
-            "min_runtime": runtime, "compiler": major, "uncertain_ops": uncertain,
-            "verdict": verdict, "actual_verdict": actual_verdict,
-            "predicted_cpu": dict(sorted((+predicted).items())), "actual_cpu": dict(sorted((+actual_cpu).items()))}
+    return {
+        "pair": name,
+        "ops": n,
+        "agreeing_ops": max(n - wrong, 0),
+        "multiple_subgraphs": multiple,
+        "min_runtime": runtime,
+        "compiler": major,
+        "uncertain_ops": uncertain,
+        "verdict": verdict,
+        "actual_verdict": actual_verdict,
+        "predicted_cpu": dict(sorted((+predicted).items())),
+        "actual_cpu": dict(sorted((+actual_cpu).items())),
+    }
 
 
 def find_pairs(folders: list[Path]) -> list[tuple[Path, Path]]:
@@ -193,8 +210,9 @@ def score_pair(cpu_path: Path, compiled_path: Path, infer_flags: bool = True) ->
     """:func:`score` for a pair of files (the log beside the compiled model read when there is one)."""
     log = compiled_path.with_suffix(".log")
     cpu = tflite_model.load(cpu_path)
-    actual = placement(cpu, tflite_model.load(compiled_path),
-                       log.read_text(errors="replace") if log.is_file() else None)
+    actual = placement(
+        cpu, tflite_model.load(compiled_path), log.read_text(errors="replace") if log.is_file() else None
+    )
     return score(cpu_path.stem, cpu, actual, infer_flags)
 
 
@@ -212,25 +230,31 @@ def weightless(data: bytes, keep: int = KEEP_BUFFER_BYTES) -> bytes:
     info = tflite_model.ModelInfo.from_bytes(data)
     out = bytearray(data)
     weights = {t.buffer for g in info.subgraphs for t in g.tensors if t.is_constant}
-    kept = {c.buffer for g in info.subgraphs for op in g.ops for i in op.inputs
-            if (c := g.tensor(i)) is not None and c.is_constant
-            and (op.name == "CONCATENATION" or (c.dtype in ("int32", "int64") and c.buffer_bytes <= 256))}
+    kept = {
+        c.buffer
+        for g in info.subgraphs
+        for op in g.ops
+        for i in op.inputs
+        if (c := g.tensor(i)) is not None
+        and c.is_constant
+        and (op.name == "CONCATENATION" or (c.dtype in ("int32", "int64") and c.buffer_bytes <= 256))
+    }
     for i, b in enumerate(info._buffers):
         if b.size > keep or (i in weights and i not in kept):
-            out[b.start:b.start + b.size] = bytes(b.size)
+            out[b.start : b.start + b.size] = bytes(b.size)
     r = Reader(data)
     model = r.table(r.deref(0, "root table"), "model")
     for g, sub in zip(model.tables(2, "subgraphs"), info.subgraphs):
         for t, tensor in zip(g.tables(0, "tensors"), sub.tensors):
             start, n = t.raw_vector(3, 1, "tensor name")  # names say nothing the rules read
-            out[start:start + n] = b"_" * n
+            out[start : start + n] = b"_" * n
             q = t.table(4, "quantization")
             if q is None or not tensor.is_constant:
                 continue
             for slot, size in ((0, 4), (1, 4), (2, 4), (3, 8)):  # min, max, scale (float), zero point (int64)
                 start, n = q.raw_vector(slot, size, "quantization")
                 if n > 16:
-                    out[start:start + n * size] = bytes(n * size)
+                    out[start : start + n * size] = bytes(n * size)
     return bytes(out)
 
 
@@ -262,17 +286,23 @@ def ledger_pairs(folder: Path) -> list[tuple[dict[str, str], ModelInfo, Compiler
 
 def score_ledger(folder: Path, infer_flags: bool = True) -> list[dict]:
     """:func:`score` of every ledger pair, each row naming its part (``"fitting"`` or ``"validation"``)."""
-    return [score(pair_id(row["repo"], row["model_path"]), cpu, actual, infer_flags) | {
-        "part": ledger_part(row["repo"]), "repo": row["repo"]} for row, cpu, actual in ledger_pairs(folder)]
+    return [
+        score(pair_id(row["repo"], row["model_path"]), cpu, actual, infer_flags)
+        | {"part": ledger_part(row["repo"]), "repo": row["repo"]}
+        for row, cpu, actual in ledger_pairs(folder)
+    ]
 
 
 # ------------------------------------------------------------------------------------ reports
 def summarize(rows: list[dict]) -> dict:
     ops = sum(r["ops"] for r in rows)
-    return {"pairs": len(rows), "ops": ops,
-            "op_agreement": sum(r["agreeing_ops"] for r in rows) / ops if ops else 0.0,
-            "exact_pairs": sum(r["agreeing_ops"] == r["ops"] for r in rows),
-            "verdicts_right": sum(r["verdict"] == r["actual_verdict"] for r in rows)}
+    return {
+        "pairs": len(rows),
+        "ops": ops,
+        "op_agreement": sum(r["agreeing_ops"] for r in rows) / ops if ops else 0.0,
+        "exact_pairs": sum(r["agreeing_ops"] == r["ops"] for r in rows),
+        "verdicts_right": sum(r["verdict"] == r["actual_verdict"] for r in rows),
+    }
 
 
 def summarize_parts(rows: list[dict]) -> dict[str, dict]:
@@ -288,9 +318,11 @@ def format_parts(rows: list[dict]) -> str:
     """One line per part of the ledger: pairs, repositories, op agreement, exact pairs, verdicts right."""
     lines = []
     for part, s in summarize_parts(rows).items():
-        lines.append(f"{part:<10} {s['pairs']:>3} pairs from {s['repositories']:>2} repositories: op placement "
-                     f"agreement {s['op_agreement']:.1%} over {s['ops']} ops, {s['exact_pairs']} pairs exact, "
-                     f"verdicts right {s['verdicts_right']}/{s['pairs']}")
+        lines.append(
+            f"{part:<10} {s['pairs']:>3} pairs from {s['repositories']:>2} repositories: op placement "
+            f"agreement {s['op_agreement']:.1%} over {s['ops']} ops, {s['exact_pairs']} pairs exact, "
+            f"verdicts right {s['verdicts_right']}/{s['pairs']}"
+        )
     return "\n".join(lines)
 
 
@@ -298,13 +330,17 @@ def format_rows(rows: list[dict]) -> str:
     lines = [f"{'pair':<64} {'ops':>4} {'agree':>6}  verdict (check / compiler)"]
     for r in rows:
         flag = (" -a" if r["multiple_subgraphs"] else "") + (f" -m {r['min_runtime']}" if r["compiler"] else "")
-        lines.append(f"{r['pair'][:64]:<64} {r['ops']:>4} {r['agreeing_ops'] / max(r['ops'], 1):>6.1%}  "
-                     f"{r['verdict']} / {r['actual_verdict']}{flag}")
+        lines.append(
+            f"{r['pair'][:64]:<64} {r['ops']:>4} {r['agreeing_ops'] / max(r['ops'], 1):>6.1%}  "
+            f"{r['verdict']} / {r['actual_verdict']}{flag}"
+        )
         if r["predicted_cpu"] != r["actual_cpu"]:
             lines.append(f"    CPU ops: check {r['predicted_cpu']}, compiler {r['actual_cpu']}")
     s = summarize(rows)
-    lines.append(f"op placement agreement {s['op_agreement']:.1%} over {s['ops']} ops in {s['pairs']} pairs; "
-                 f"{s['exact_pairs']} pairs exact; verdicts right {s['verdicts_right']}/{s['pairs']}")
+    lines.append(
+        f"op placement agreement {s['op_agreement']:.1%} over {s['ops']} ops in {s['pairs']} pairs; "
+        f"{s['exact_pairs']} pairs exact; verdicts right {s['verdicts_right']}/{s['pairs']}"
+    )
     return "\n".join(lines)
 
 
@@ -336,8 +372,15 @@ def rule_evidence(pairs: list[tuple[str, ModelInfo, CompilerPlacement]]) -> dict
                 continue
             if actual.edgetpu_ops.get(op.name):
                 note(f"{op.name}.mapped", "agrees", name)
-            c = OpContext(cpu, g, op, [g.tensor(i) for i in op.inputs], [g.tensor(i) for i in op.outputs],
-                          compiler_default_runtime(actual), rule)
+            c = OpContext(
+                cpu,
+                g,
+                op,
+                [g.tensor(i) for i in op.inputs],
+                [g.tensor(i) for i in op.outputs],
+                compiler_default_runtime(actual),
+                rule,
+            )
             if any(t is None for t in c.ins[:1] + c.outs[:1]):
                 continue
             for k in COMMON + rule.constraints:

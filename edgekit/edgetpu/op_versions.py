@@ -49,51 +49,161 @@ compiler-16 logs). That is
 
 from __future__ import annotations
 
-from functools import lru_cache
-
 from dataclasses import dataclass
+from functools import cache
 
 COMPILER_VERSION = "16.0.384591198"
 COMPILER_TFLITE = "2.5.0"
-SOURCE = ("tensorflow/tensorflow tensorflow/lite/tools/versioning/runtime_version.cc "
-          "@ f3ddd831d6e108d9a79f7bc37ce9439f91b58d7b")
+SOURCE = (
+    "tensorflow/tensorflow tensorflow/lite/tools/versioning/runtime_version.cc "
+    "@ f3ddd831d6e108d9a79f7bc37ce9439f91b58d7b"
+)
 #: Where :data:`REGISTERED` was read. tensorflow/tensorflow's own v2.5.0 tag is not among the stored
 #: snapshots; barbolo/tflite_runtime_build builds tflite_runtime 2.5.0 from ``git clone -b v2.5.0`` and
 #: keeps the file with three MediaPipe ``AddCustom`` lines added (custom ops: no builtin changes).
-REGISTERED_SOURCE = ("tensorflow/tensorflow tensorflow/lite/kernels/register.cc @ v2.5.0, as kept in "
-                     "barbolo/tflite_runtime_build tensorflow/lite/kernels/register.cc "
-                     "@ d9597285d1091c6c0a2b7dd546ca0f8d5a66c582")
+REGISTERED_SOURCE = (
+    "tensorflow/tensorflow tensorflow/lite/kernels/register.cc @ v2.5.0, as kept in "
+    "barbolo/tflite_runtime_build tensorflow/lite/kernels/register.cc "
+    "@ d9597285d1091c6c0a2b7dd546ca0f8d5a66c582"
+)
 
 #: ``BuiltinOpResolver``'s registrations at v2.5.0: op -> (min_version, max_version).
 REGISTERED: dict[str, tuple[int, int]] = {
-    "ABS": (1, 3), "HARD_SWISH": (1, 1), "RELU": (1, 3), "RELU_N1_TO_1": (1, 1), "RELU6": (1, 3), "TANH": (1, 3),
-    "LOGISTIC": (1, 3), "AVERAGE_POOL_2D": (1, 3), "MAX_POOL_2D": (1, 3), "L2_POOL_2D": (1, 1), "CONV_2D": (1, 5),
-    "DEPTHWISE_CONV_2D": (1, 6), "SVDF": (1, 4), "RNN": (1, 3), "BIDIRECTIONAL_SEQUENCE_RNN": (1, 3),
-    "UNIDIRECTIONAL_SEQUENCE_RNN": (1, 3), "EMBEDDING_LOOKUP": (1, 3), "EMBEDDING_LOOKUP_SPARSE": (1, 1),
-    "FULLY_CONNECTED": (1, 9), "LSH_PROJECTION": (1, 1), "HASHTABLE_LOOKUP": (1, 1), "SOFTMAX": (1, 3),
-    "CONCATENATION": (1, 3), "ADD": (1, 3), "SPACE_TO_BATCH_ND": (1, 3), "BATCH_TO_SPACE_ND": (1, 3), "MUL": (1, 4),
-    "L2_NORMALIZATION": (1, 2), "LOCAL_RESPONSE_NORMALIZATION": (1, 1), "LSTM": (1, 4),
-    "BIDIRECTIONAL_SEQUENCE_LSTM": (1, 3), "UNIDIRECTIONAL_SEQUENCE_LSTM": (1, 3), "PAD": (1, 3), "PADV2": (1, 3),
-    "RESHAPE": (1, 1), "RESIZE_BILINEAR": (1, 4), "RESIZE_NEAREST_NEIGHBOR": (1, 4), "SKIP_GRAM": (1, 1),
-    "SPACE_TO_DEPTH": (1, 2), "DEPTH_TO_SPACE": (1, 2), "GATHER": (1, 5), "TRANSPOSE": (1, 5), "MEAN": (1, 3),
-    "DIV": (1, 2), "SUB": (1, 5), "SPLIT": (1, 4), "SPLIT_V": (1, 2), "SQUEEZE": (1, 2), "STRIDED_SLICE": (1, 5),
-    "EXP": (1, 1), "TOPK_V2": (1, 2), "LOG": (1, 1), "LOG_SOFTMAX": (1, 2), "CAST": (1, 1), "DEQUANTIZE": (1, 4),
-    "PRELU": (1, 1), "MAXIMUM": (1, 4), "MINIMUM": (1, 4), "ARG_MAX": (1, 2), "ARG_MIN": (1, 2), "GREATER": (1, 2),
-    "GREATER_EQUAL": (1, 2), "LESS": (1, 2), "LESS_EQUAL": (1, 2), "FLOOR": (1, 1), "CEIL": (1, 1), "ROUND": (1, 1),
-    "NEG": (1, 1), "SELECT": (1, 2), "SELECT_V2": (1, 1), "SLICE": (1, 5), "SIN": (1, 1), "COS": (1, 1),
-    "TRANSPOSE_CONV": (1, 3), "TILE": (1, 2), "SUM": (1, 2), "REDUCE_PROD": (1, 1), "REDUCE_MAX": (1, 3),
-    "REDUCE_MIN": (1, 3), "REDUCE_ANY": (1, 1), "EXPAND_DIMS": (1, 1), "SPARSE_TO_DENSE": (1, 3), "EQUAL": (1, 3),
-    "NOT_EQUAL": (1, 3), "SQRT": (1, 1), "RSQRT": (1, 2), "SHAPE": (1, 1), "RANK": (1, 1), "POW": (1, 1),
-    "FAKE_QUANT": (1, 2), "PACK": (1, 3), "ONE_HOT": (1, 1), "LOGICAL_OR": (1, 1), "LOGICAL_AND": (1, 1),
-    "LOGICAL_NOT": (1, 1), "UNPACK": (1, 4), "FLOOR_DIV": (1, 2), "SQUARE": (1, 1), "ZEROS_LIKE": (1, 1),
-    "FLOOR_MOD": (1, 1), "RANGE": (1, 1), "LEAKY_RELU": (1, 2), "SQUARED_DIFFERENCE": (1, 2), "FILL": (1, 3),
-    "MIRROR_PAD": (1, 2), "UNIQUE": (1, 1), "REVERSE_V2": (1, 3), "ADD_N": (1, 1), "GATHER_ND": (1, 3), "WHERE": (1,
-    1), "ELU": (1, 1), "REVERSE_SEQUENCE": (1, 1), "MATRIX_DIAG": (1, 1), "QUANTIZE": (1, 2), "MATRIX_SET_DIAG": (1,
-    1), "IF": (1, 1), "WHILE": (1, 1), "NON_MAX_SUPPRESSION_V4": (1, 1), "NON_MAX_SUPPRESSION_V5": (1, 1),
-    "SCATTER_ND": (1, 1), "DENSIFY": (1, 1), "SEGMENT_SUM": (1, 1), "BATCH_MATMUL": (1, 4), "CUMSUM": (1, 1),
-    "BROADCAST_TO": (2, 3), "CALL_ONCE": (1, 1), "RFFT2D": (1, 1), "CONV_3D": (1, 1), "IMAG": (1, 1), "REAL": (1,
-    1), "COMPLEX_ABS": (1, 1), "HASHTABLE": (1, 1), "HASHTABLE_FIND": (1, 1), "HASHTABLE_IMPORT": (1, 1),
-    "HASHTABLE_SIZE": (1, 1)
+    "ABS": (1, 3),
+    "HARD_SWISH": (1, 1),
+    "RELU": (1, 3),
+    "RELU_N1_TO_1": (1, 1),
+    "RELU6": (1, 3),
+    "TANH": (1, 3),
+    "LOGISTIC": (1, 3),
+    "AVERAGE_POOL_2D": (1, 3),
+    "MAX_POOL_2D": (1, 3),
+    "L2_POOL_2D": (1, 1),
+    "CONV_2D": (1, 5),
+    "DEPTHWISE_CONV_2D": (1, 6),
+    "SVDF": (1, 4),
+    "RNN": (1, 3),
+    "BIDIRECTIONAL_SEQUENCE_RNN": (1, 3),
+    "UNIDIRECTIONAL_SEQUENCE_RNN": (1, 3),
+    "EMBEDDING_LOOKUP": (1, 3),
+    "EMBEDDING_LOOKUP_SPARSE": (1, 1),
+    "FULLY_CONNECTED": (1, 9),
+    "LSH_PROJECTION": (1, 1),
+    "HASHTABLE_LOOKUP": (1, 1),
+    "SOFTMAX": (1, 3),
+    "CONCATENATION": (1, 3),
+    "ADD": (1, 3),
+    "SPACE_TO_BATCH_ND": (1, 3),
+    "BATCH_TO_SPACE_ND": (1, 3),
+    "MUL": (1, 4),
+    "L2_NORMALIZATION": (1, 2),
+    "LOCAL_RESPONSE_NORMALIZATION": (1, 1),
+    "LSTM": (1, 4),
+    "BIDIRECTIONAL_SEQUENCE_LSTM": (1, 3),
+    "UNIDIRECTIONAL_SEQUENCE_LSTM": (1, 3),
+    "PAD": (1, 3),
+    "PADV2": (1, 3),
+    "RESHAPE": (1, 1),
+    "RESIZE_BILINEAR": (1, 4),
+    "RESIZE_NEAREST_NEIGHBOR": (1, 4),
+    "SKIP_GRAM": (1, 1),
+    "SPACE_TO_DEPTH": (1, 2),
+    "DEPTH_TO_SPACE": (1, 2),
+    "GATHER": (1, 5),
+    "TRANSPOSE": (1, 5),
+    "MEAN": (1, 3),
+    "DIV": (1, 2),
+    "SUB": (1, 5),
+    "SPLIT": (1, 4),
+    "SPLIT_V": (1, 2),
+    "SQUEEZE": (1, 2),
+    "STRIDED_SLICE": (1, 5),
+    "EXP": (1, 1),
+    "TOPK_V2": (1, 2),
+    "LOG": (1, 1),
+    "LOG_SOFTMAX": (1, 2),
+    "CAST": (1, 1),
+    "DEQUANTIZE": (1, 4),
+    "PRELU": (1, 1),
+    "MAXIMUM": (1, 4),
+    "MINIMUM": (1, 4),
+    "ARG_MAX": (1, 2),
+    "ARG_MIN": (1, 2),
+    "GREATER": (1, 2),
+    "GREATER_EQUAL": (1, 2),
+    "LESS": (1, 2),
+    "LESS_EQUAL": (1, 2),
+    "FLOOR": (1, 1),
+    "CEIL": (1, 1),
+    "ROUND": (1, 1),
+    "NEG": (1, 1),
+    "SELECT": (1, 2),
+    "SELECT_V2": (1, 1),
+    "SLICE": (1, 5),
+    "SIN": (1, 1),
+    "COS": (1, 1),
+    "TRANSPOSE_CONV": (1, 3),
+    "TILE": (1, 2),
+    "SUM": (1, 2),
+    "REDUCE_PROD": (1, 1),
+    "REDUCE_MAX": (1, 3),
+    "REDUCE_MIN": (1, 3),
+    "REDUCE_ANY": (1, 1),
+    "EXPAND_DIMS": (1, 1),
+    "SPARSE_TO_DENSE": (1, 3),
+    "EQUAL": (1, 3),
+    "NOT_EQUAL": (1, 3),
+    "SQRT": (1, 1),
+    "RSQRT": (1, 2),
+    "SHAPE": (1, 1),
+    "RANK": (1, 1),
+    "POW": (1, 1),
+    "FAKE_QUANT": (1, 2),
+    "PACK": (1, 3),
+    "ONE_HOT": (1, 1),
+    "LOGICAL_OR": (1, 1),
+    "LOGICAL_AND": (1, 1),
+    "LOGICAL_NOT": (1, 1),
+    "UNPACK": (1, 4),
+    "FLOOR_DIV": (1, 2),
+    "SQUARE": (1, 1),
+    "ZEROS_LIKE": (1, 1),
+    "FLOOR_MOD": (1, 1),
+    "RANGE": (1, 1),
+    "LEAKY_RELU": (1, 2),
+    "SQUARED_DIFFERENCE": (1, 2),
+    "FILL": (1, 3),
+    "MIRROR_PAD": (1, 2),
+    "UNIQUE": (1, 1),
+    "REVERSE_V2": (1, 3),
+    "ADD_N": (1, 1),
+    "GATHER_ND": (1, 3),
+    "WHERE": (1, 1),
+    "ELU": (1, 1),
+    "REVERSE_SEQUENCE": (1, 1),
+    "MATRIX_DIAG": (1, 1),
+    "QUANTIZE": (1, 2),
+    "MATRIX_SET_DIAG": (1, 1),
+    "IF": (1, 1),
+    "WHILE": (1, 1),
+    "NON_MAX_SUPPRESSION_V4": (1, 1),
+    "NON_MAX_SUPPRESSION_V5": (1, 1),
+    "SCATTER_ND": (1, 1),
+    "DENSIFY": (1, 1),
+    "SEGMENT_SUM": (1, 1),
+    "BATCH_MATMUL": (1, 4),
+    "CUMSUM": (1, 1),
+    "BROADCAST_TO": (2, 3),
+    "CALL_ONCE": (1, 1),
+    "RFFT2D": (1, 1),
+    "CONV_3D": (1, 1),
+    "IMAG": (1, 1),
+    "REAL": (1, 1),
+    "COMPLEX_ABS": (1, 1),
+    "HASHTABLE": (1, 1),
+    "HASHTABLE_FIND": (1, 1),
+    "HASHTABLE_IMPORT": (1, 1),
+    "HASHTABLE_SIZE": (1, 1),
 }
 
 
@@ -138,8 +248,7 @@ _RELEASES: dict[str, tuple[str | None, ...]] = {
     "EMBEDDING_LOOKUP": ("1.13.0", "1.14.0", "1.14.0"),
     "EMBEDDING_LOOKUP_SPARSE": ("1.5.0",),
     "FAKE_QUANT": ("1.5.0", "1.10.0"),
-    "FULLY_CONNECTED": ("1.5.0", "1.10.0", "1.14.0", "1.14.0", "2.0.0", "2.1.0", "2.3.0", "2.3.0", "2.3.0",
-                        "2.11.0"),
+    "FULLY_CONNECTED": ("1.5.0", "1.10.0", "1.14.0", "1.14.0", "2.0.0", "2.1.0", "2.3.0", "2.3.0", "2.3.0", "2.11.0"),
     "GATHER": ("1.6.0", "1.14.0", "1.15.0", "2.4.0", "2.5.0"),
     "GATHER_ND": ("1.14.0", "2.3.0", "2.5.0"),
     "HASHTABLE_LOOKUP": ("1.5.0",),
@@ -296,7 +405,7 @@ def max_compiler_version(op_name: str) -> int | None:
     return known[1] if known else None
 
 
-@lru_cache(maxsize=None)
+@cache
 def released_by(op_name: str, release: str) -> int | None:
     """Highest version of ``op_name`` that runtime_version.cc gives a first release of ``release`` or earlier."""
     key = _release_key(release)
@@ -326,15 +435,24 @@ def version_problem(op_name: str, version: int) -> str | None:
     if ceiling is None:
         if op_name in _RELEASES:
             first = next(r for r in _RELEASES[op_name] if r)
-            return (f"{op_name} needs TensorFlow Lite {first} or newer; edgetpu_compiler 16 "
-                    f"(TFLite {COMPILER_TFLITE[:3]}) does not know this op")
+            return (
+                f"{op_name} needs TensorFlow Lite {first} or newer; edgetpu_compiler 16 "
+                f"(TFLite {COMPILER_TFLITE[:3]}) does not know this op"
+            )
         return f"{op_name} is not a builtin op that edgetpu_compiler 16 (TFLite {COMPILER_TFLITE[:3]}) knows"
     if CEILING[op_name][0] <= version <= ceiling:
         return None
     if version < CEILING[op_name][0]:
-        return (f"{op_name} v{version} is not a version edgetpu_compiler 16 (TFLite {COMPILER_TFLITE[:3]}) "
-                f"registers (it parses v{CEILING[op_name][0]} to v{ceiling})")
-    needs = (f"needs TensorFlow Lite {release}" if release
-             else f"needs a TensorFlow Lite release newer than {COMPILER_TFLITE}")
-    return (f"{op_name} v{version} {needs}; edgetpu_compiler 16 knows versions up to {ceiling} "
-            f"(TFLite {COMPILER_TFLITE[:3]})")
+        return (
+            f"{op_name} v{version} is not a version edgetpu_compiler 16 (TFLite {COMPILER_TFLITE[:3]}) "
+            f"registers (it parses v{CEILING[op_name][0]} to v{ceiling})"
+        )
+    needs = (
+        f"needs TensorFlow Lite {release}"
+        if release
+        else f"needs a TensorFlow Lite release newer than {COMPILER_TFLITE}"
+    )
+    return (
+        f"{op_name} v{version} {needs}; edgetpu_compiler 16 knows versions up to {ceiling} "
+        f"(TFLite {COMPILER_TFLITE[:3]})"
+    )

@@ -1,2 +1,1 @@
-"""The steps put together: ``build`` (quantize, compile, evaluate, bundle) and the API's quantize options.
-"""
+"""The steps put together: ``build`` (quantize, compile, evaluate, bundle) and the API's quantize options."""

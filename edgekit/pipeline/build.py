@@ -14,42 +14,55 @@ import json
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import Any, Iterator, Mapping, Optional, Tuple, Union
+from typing import Any
 
 from edgekit import __version__
 from edgekit.board import manifest
-from edgekit.tflite import model as tflite_model
-from edgekit.errors import printable
-from edgekit.flags import QUANTIZE, default as _cli
-from edgekit.errors import EdgekitError, InputError, MissingDependencyError, UsageError
-from edgekit.fileio import folder_mode, renames_together, require_output_folder
-from edgekit.pipeline.options import Floats, PathLike
+from edgekit.board.manifest import BundleError
 from edgekit.board.preprocess import PreprocessSpec
 from edgekit.converters.quantize_options import QuantizeOptions
+from edgekit.errors import EdgekitError, InputError, MissingDependencyError, UsageError, printable
+from edgekit.fileio import folder_mode, renames_together, require_output_folder
+from edgekit.flags import QUANTIZE
+from edgekit.flags import default as _cli
+from edgekit.pipeline.options import Floats, PathLike
 from edgekit.report import SILENT, Reporter
-from edgekit.board.manifest import BundleError
-from edgekit.results.build import (BuildResult, BundleCheck, BundleCompile, BundleDetection, BundleFile, BundleInput,
-                                   BundleManifest, BundleModels, BundleReports, BundleSource, BundleVersions,
-                                   ClassifierAccuracy, DetectorAccuracy)
+from edgekit.results.build import (
+    BuildResult,
+    BundleCheck,
+    BundleCompile,
+    BundleDetection,
+    BundleFile,
+    BundleInput,
+    BundleManifest,
+    BundleModels,
+    BundleReports,
+    BundleSource,
+    BundleVersions,
+    ClassifierAccuracy,
+    DetectorAccuracy,
+)
 from edgekit.results.quantize import QuantizeResult
+from edgekit.tflite import model as tflite_model
 
 
 @dataclass
 class BuildOptions:
     """``edgekit build``: quantize's options (its ``output`` is set by build) plus the bundle's."""
 
-    quantize: QuantizeOptions            # the model, calibration, preprocessing and verification, as for quantize
+    quantize: QuantizeOptions  # the model, calibration, preprocessing and verification, as for quantize
     output: str
-    min_runtime: int | None = None       # edgetpu_compiler -m; None: the compiler's default (14 for compiler 16)
+    min_runtime: int | None = None  # edgetpu_compiler -m; None: the compiler's default (14 for compiler 16)
     timeout: float = 180.0
-    compile: bool = True                 # False: a CPU-only bundle even where the compiler exists
-    via: Any = None                      # a compiler elsewhere (edgekit.edgetpu.compile_via.Elsewhere); None: here
-    layout: str | None = None            # a detector .tflite's layout (--layout) where its outputs fit several
-    float_for_cpu: bool = False          # a float .tflite bundled for a CPU (--on, deploy), not refused
+    compile: bool = True  # False: a CPU-only bundle even where the compiler exists
+    via: Any = None  # a compiler elsewhere (edgekit.edgetpu.compile_via.Elsewhere); None: here
+    layout: str | None = None  # a detector .tflite's layout (--layout) where its outputs fit several
+    float_for_cpu: bool = False  # a float .tflite bundled for a CPU (--on, deploy), not refused
     show_progress: bool = True
-    report: Reporter = SILENT            # notes and warnings, as they arise
+    report: Reporter = SILENT  # notes and warnings, as they arise
 
 
 class _WarningsOnly(Reporter):
@@ -66,7 +79,7 @@ class _Plan:
 
     target: Path
     given: tuple[Path, Path | None] | None
-    eval_set: Any = None            # a classifier's labelled set (devices.evaluate.read_set)
+    eval_set: Any = None  # a classifier's labelled set (devices.evaluate.read_set)
     detection_eval: str | None = None  # a detector's COCO JSON or YOLO folder
     notes: list[str] = field(default_factory=list)  # what build chose before any work (a compiled twin taken)
 
@@ -92,8 +105,11 @@ def build(opts: BuildOptions) -> BuildResult:
     plan = _plan(opts)
     work = Path(tempfile.mkdtemp(prefix=f".{plan.target.name}.", suffix=".work", dir=plan.target.parent))
     try:
-        made = _copy_given(plan.given, work, Path(opts.quantize.model).name) if plan.given is not None \
+        made = (
+            _copy_given(plan.given, work, Path(opts.quantize.model).name)
+            if plan.given is not None
             else _quantize_into(opts, work)
+        )
         made.notes[:0] = plan.notes
         doc, sources = _bundle_contents(opts, plan, made, work)
         write_bundle(plan.target, sources, doc)
@@ -111,7 +127,7 @@ def _plan(opts: BuildOptions) -> _Plan:
     target = Path(opts.output)
     refuse_inputs_inside(target, opts.quantize)  # first: nothing is touched for an -o that holds an input
     require_output_folder(target, opts.report)  # before minutes of work: a wrong -o
-    check_target(target)                                                 # fails now
+    check_target(target)  # fails now
     evaluating = opts.quantize.eval
     from_tflite = Path(opts.quantize.model.rstrip("/\\")).suffix.lower() == ".tflite"
     given = tflite_sources(opts.quantize, opts.float_for_cpu) if from_tflite else None  # a wrong one fails now
@@ -121,12 +137,17 @@ def _plan(opts: BuildOptions) -> _Plan:
     if evaluating and is_detection_data(evaluating):  # COCO JSON / YOLO folder: every entry checked now
         read_detection_set(evaluating, flag="--eval")
         return _Plan(target, given, detection_eval=evaluating, notes=notes)
-    return _Plan(target, given, evaluate_mod.read_set(evaluating, "--eval") if evaluating else None,  # fails now
-                 notes=notes)
+    return _Plan(
+        target,
+        given,
+        evaluate_mod.read_set(evaluating, "--eval") if evaluating else None,  # fails now
+        notes=notes,
+    )
 
 
-def _bundle_contents(opts: BuildOptions, plan: _Plan, made: _Made, work: Path
-                     ) -> tuple[BundleManifest, dict[str, Union[Path, bytes]]]:
+def _bundle_contents(
+    opts: BuildOptions, plan: _Plan, made: _Made, work: Path
+) -> tuple[BundleManifest, dict[str, Path | bytes]]:
     """check, compile, evaluate the models in ``work``: the manifest and the files of the bundle."""
     from edgekit.edgetpu import compatibility
 
@@ -143,43 +164,58 @@ def _bundle_contents(opts: BuildOptions, plan: _Plan, made: _Made, work: Path
             opts.report.note(n)
     else:
         spec, labels = _spec_and_labels(shown, opts.quantize, opts.report if plan.given is not None else SILENT)
-    sources: dict[str, Union[Path, bytes]] = {made.cpu.name: made.cpu}
+    sources: dict[str, Path | bytes] = {made.cpu.name: made.cpu}
     if made.compiled is not None:
         sources[made.compiled.name] = made.compiled
     if labels:
         sources[manifest.LABELS_NAME] = ("\n".join(printable(x) for x in labels) + "\n").encode()
     doc = BundleManifest.new(
         models=BundleModels(made.cpu.name, made.compiled.name if made.compiled else None),
-        labels=manifest.LABELS_NAME if labels else None, preprocess=spec, input=_input(info.inputs[0]),
-        versions=BundleVersions(__version__, _tensorflow_version(plan.given is None),
-                                compile_report.compiler_version if compile_report else None),
+        labels=manifest.LABELS_NAME if labels else None,
+        preprocess=spec,
+        input=_input(info.inputs[0]),
+        versions=BundleVersions(
+            __version__,
+            _tensorflow_version(plan.given is None),
+            compile_report.compiler_version if compile_report else None,
+        ),
         reports=BundleReports(BundleCheck.of_report(check), compile_report),
-        accuracy=_accuracy(opts, plan, shown), source=made.source,
-        detection=detector.entry if detector is not None else None)
+        accuracy=_accuracy(opts, plan, shown),
+        source=made.source,
+        detection=detector.entry if detector is not None else None,
+    )
     return BundleManifest.from_dict(in_bundle(doc.to_dict(), work, "")), sources  # never the work folder's names
 
 
 def _compile(opts: BuildOptions, made: _Made, work: Path) -> BundleCompile | None:
     """Compile the CPU model where the compiler is here and asked for (``made.compiled`` then names the result);
     why it was not, in ``made.notes``."""
-    from edgekit.edgetpu.compiler_locator import find_compiler
     from edgekit.edgetpu.compiler import compile_model, run_subprocess
+    from edgekit.edgetpu.compiler_locator import find_compiler
 
     if made.compiled is not None:
         made.notes.append(f"compiled model as given ({made.compiled.name}): not compiled again")
     elif made.quantized is None and float_model(tflite_model.load(made.cpu)):
-        pass   # a float model: said in the plan's notes
+        pass  # a float model: said in the plan's notes
     elif not opts.compile:
         made.notes.append("not compiled (--no-compile): the bundle holds the CPU model only")
     elif opts.via is None and not find_compiler():
-        made.notes.append("no edgetpu_compiler here (x86-64 Linux only): the bundle holds the CPU model only; "
-                          "build with --via ssh://USER@HOST or --via docker, or on a machine with the compiler, "
-                          "to add the Edge TPU model")
+        made.notes.append(
+            "no edgetpu_compiler here (x86-64 Linux only): the bundle holds the CPU model only; "
+            "build with --via ssh://USER@HOST or --via docker, or on a machine with the compiler, "
+            "to add the Edge TPU model"
+        )
     else:
         try:
-            report = compile_model(made.cpu, work, min_runtime=opts.min_runtime, timeout=opts.timeout,
-                                   report=opts.report, compiler=opts.via.compiler if opts.via else None,
-                                   runner=opts.via.runner if opts.via else run_subprocess)
+            report = compile_model(
+                made.cpu,
+                work,
+                min_runtime=opts.min_runtime,
+                timeout=opts.timeout,
+                report=opts.report,
+                compiler=opts.via.compiler if opts.via else None,
+                runner=opts.via.runner if opts.via else run_subprocess,
+            )
         except MissingDependencyError as exc:  # found but unusable (e.g. a wrong EDGETPU_COMPILER)
             if opts.via is not None:  # asked for by name: its absence is an error, not a CPU-only bundle
                 raise
@@ -196,11 +232,14 @@ def _accuracy(opts: BuildOptions, plan: _Plan, cpu: Path) -> ClassifierAccuracy 
 
     evaluating = opts.quantize.eval
     if plan.eval_set is not None:
-        ev = evaluate_mod.evaluate(cpu, plan.eval_set, "cpu", opts.quantize.mean, opts.quantize.std,
-                                   labels=opts.quantize.labels)
+        ev = evaluate_mod.evaluate(
+            cpu, plan.eval_set, "cpu", opts.quantize.mean, opts.quantize.std, labels=opts.quantize.labels
+        )
         if ev.errors:
-            raise InputError(f"--eval {evaluating}: {len(ev.errors)} sample(s) could not be read "
-                             f"(first: {ev.errors[0].error})", "fix or remove them, then build again")
+            raise InputError(
+                f"--eval {evaluating}: {len(ev.errors)} sample(s) could not be read (first: {ev.errors[0].error})",
+                "fix or remove them, then build again",
+            )
         return ClassifierAccuracy.from_dict({**ev.result().to_dict(), "model": cpu.name, "data": str(evaluating)})
     if plan.detection_eval is not None:  # a detector's COCO mAP, by pycocotools, of the CPU model
         from edgekit.devices import evaluate_detector as detection_eval_mod
@@ -235,8 +274,9 @@ def _quantize_into(opts: BuildOptions, work: Path) -> _Made:
     stem = stem if stem.endswith("_int8") else stem + "_int8"
     cpu = work / f"{stem}.tflite"
     try:
-        q = quantize(replace(opts.quantize, output=str(cpu), show_progress=opts.show_progress,
-                             report=_WarningsOnly(opts.report)))
+        q = quantize(
+            replace(opts.quantize, output=str(cpu), show_progress=opts.show_progress, report=_WarningsOnly(opts.report))
+        )
     except AgreementError as exc:  # quantize keeps its output for a look; build writes no bundle of it
         raise VerificationError(f"{exc.reason}; no bundle was written", exc.hint) from None
     summary = q.summary
@@ -256,9 +296,26 @@ def _tensorflow_version(used: bool) -> str | None:
 
 
 # Options that only mean something for a Keras model (a .tflite is quantized already), in the order errors name them.
-_KERAS_ONLY = ("calib", "arch", "custom_objects", "trust_model", "output_name", "scaling", "resize", "channels",
-               "input_size", "io", "samples", "holdout", "seed", "tfrecord_key", "min_agreement", "max_accuracy_drop",
-               "strict", "no_verify")
+_KERAS_ONLY = (
+    "calib",
+    "arch",
+    "custom_objects",
+    "trust_model",
+    "output_name",
+    "scaling",
+    "resize",
+    "channels",
+    "input_size",
+    "io",
+    "samples",
+    "holdout",
+    "seed",
+    "tfrecord_key",
+    "min_agreement",
+    "max_accuracy_drop",
+    "strict",
+    "no_verify",
+)
 
 
 def tflite_sources(q: QuantizeOptions, float_for_cpu: bool = False) -> tuple[Path, Path | None]:
@@ -269,46 +326,59 @@ def tflite_sources(q: QuantizeOptions, float_for_cpu: bool = False) -> tuple[Pat
     note) when its inputs and outputs are that model's. ``float_for_cpu``: a float model is taken (for a board's
     CPU), not refused.
     """
-    from edgekit.edgetpu import compatibility
     from edgekit.board.backends import cpu_twin
+    from edgekit.edgetpu import compatibility
 
     defaults = QuantizeOptions(model=q.model)
     flag = {o.name: o.flags[0] for o in QUANTIZE}
     used = [flag[name] for name in _KERAS_ONLY if getattr(q, name) != getattr(defaults, name)]
     if used:
-        raise UsageError(f"{', '.join(used)}: for a Keras model; {q.model} is a .tflite, quantized already",
-                         "leave them out: a .tflite takes --labels, --mean/--std, --eval and the compile options; "
-                         "or build from the Keras model")
+        raise UsageError(
+            f"{', '.join(used)}: for a Keras model; {q.model} is a .tflite, quantized already",
+            "leave them out: a .tflite takes --labels, --mean/--std, --eval and the compile options; "
+            "or build from the Keras model",
+        )
     path = Path(q.model)
     info = tflite_model.load(path)  # InvalidModelError (exit 3) for a file that is no TFLite model
     if info.is_compiled:
         twin = cpu_twin(path)
         if not Path(twin).is_file():
-            raise InputError(f"{path} is compiled for the Edge TPU and its CPU model {Path(twin).name} is not beside "
-                             "it", f"put {Path(twin).name} (the model it was compiled from) beside it, or build from "
-                             "that one")
+            raise InputError(
+                f"{path} is compiled for the Edge TPU and its CPU model {Path(twin).name} is not beside it",
+                f"put {Path(twin).name} (the model it was compiled from) beside it, or build from that one",
+            )
         return Path(twin), path
     boundary = _float_io_boundary(info)
-    problems = [p for p in compatibility.quantize_gate(compatibility.check_model(info),
-                                                       info.inputs[0].dtype if info.inputs else "uint8", info)
-                if not (p.code == "data_type" and p.ops and set(p.ops) <= boundary)
-                and not (p.code == "io_type" and _mixed_io(info))]
-    if problems and not (float_for_cpu and float_model(info)):   # said in build's notes
+    problems = [
+        p
+        for p in compatibility.quantize_gate(
+            compatibility.check_model(info), info.inputs[0].dtype if info.inputs else "uint8", info
+        )
+        if not (p.code == "data_type" and p.ops and set(p.ops) <= boundary)
+        and not (p.code == "io_type" and _mixed_io(info))
+    ]
+    if problems and not (float_for_cpu and float_model(info)):  # said in build's notes
         from edgekit.edgetpu import advice
 
         remedy = advice.quantize_remedy(advice.model_source(info)[0])  # None: a Keras model's, which build takes
-        raise InputError(f"{path} is not a full-int8 model the Edge TPU compiler takes: "
-                         + "; ".join(dict.fromkeys(p.message for p in problems))[:400],
-                         f"{remedy}, then build from that" if remedy else
-                         "quantize the Keras model instead: edgekit build model.keras --calib DATA -o BUNDLE")
+        raise InputError(
+            f"{path} is not a full-int8 model the Edge TPU compiler takes: "
+            + "; ".join(dict.fromkeys(p.message for p in problems))[:400],
+            f"{remedy}, then build from that"
+            if remedy
+            else "quantize the Keras model instead: edgekit build model.keras --calib DATA -o BUNDLE",
+        )
     return path, None
 
 
 def float_model(info: tflite_model.ModelInfo) -> bool:
     """A float model (litert-torch's default export): float input, no int8/uint8 tensor. It runs on a CPU,
     the board's included, never on the Edge TPU."""
-    return bool(info.inputs) and info.inputs[0].dtype == "float32" and not any(
-        t.dtype in ("int8", "uint8") for t in info.main.tensors)
+    return (
+        bool(info.inputs)
+        and info.inputs[0].dtype == "float32"
+        and not any(t.dtype in ("int8", "uint8") for t in info.main.tensors)
+    )
 
 
 def _float_note(path: Path) -> list[str]:
@@ -318,8 +388,10 @@ def _float_note(path: Path) -> list[str]:
     if not float_model(info):
         return []
     remedy = advice.quantize_remedy(advice.model_source(info)[0])
-    return [f"{path.name} is a float model: bundled for the board's CPU only, not compiled (the "
-            f"Edge TPU computes int8 only); for the Edge TPU: {remedy or 'edgekit build model.keras --calib DATA'}"]
+    return [
+        f"{path.name} is a float model: bundled for the board's CPU only, not compiled (the "
+        f"Edge TPU computes int8 only); for the Edge TPU: {remedy or 'edgekit build model.keras --calib DATA'}"
+    ]
 
 
 def _mixed_io(info: tflite_model.ModelInfo) -> bool:
@@ -336,8 +408,11 @@ def _float_io_boundary(info: tflite_model.ModelInfo) -> set[int]:
     first op QUANTIZE and last DEQUANTIZE on the CPU, every other op mapped)."""
     ins = {t.index for t in info.inputs if t.dtype in ("float32", "float16")}
     outs = {t.index for t in info.outputs if t.dtype in ("float32", "float16")}
-    return {op.index for op in info.ops if (op.name == "QUANTIZE" and set(op.inputs) <= ins)
-            or (op.name == "DEQUANTIZE" and set(op.outputs) <= outs)}
+    return {
+        op.index
+        for op in info.ops
+        if (op.name == "QUANTIZE" and set(op.inputs) <= ins) or (op.name == "DEQUANTIZE" and set(op.outputs) <= outs)
+    }
 
 
 def _copy_given(given: tuple[Path, Path | None], work: Path, passed: str) -> _Made:
@@ -359,29 +434,39 @@ def _per_tensor_fc(cpu: Path) -> list[str]:
     tflite-runtime 2.7 computes wrongly (all outputs the zero point; :mod:`edgekit.tflite.fc_per_tensor`);
     a note saying so, or nothing where there is none."""
     info = tflite_model.load(cpu)
-    if not [op for op in info.ops if op.name == "FULLY_CONNECTED" and len(op.inputs) > 1
-            and (t := info.main.tensor(op.inputs[1])) is not None and t.quantization is not None
-            and t.quantization.per_channel]:
+    if not [
+        op
+        for op in info.ops
+        if op.name == "FULLY_CONNECTED"
+        and len(op.inputs) > 1
+        and (t := info.main.tensor(op.inputs[1])) is not None
+        and t.quantization is not None
+        and t.quantization.per_channel
+    ]:
         return []
-    from edgekit.tflite import fc_per_tensor
     from edgekit.detection.cut import object_model, packed_model
     from edgekit.detection.layout import appended_zip
+    from edgekit.tflite import fc_per_tensor
 
     data = cpu.read_bytes()
     try:
         model, _ = object_model(data)
         ops = fc_per_tensor.requantize(model)
         packed = packed_model(model, len(data), appended_zip(data))
-    except ImportError:   # no TFLite schema (ai-edge-litert or TensorFlow) to write with
-        return ["FULLY_CONNECTED weights quantized per channel, left as they are (no ai-edge-litert here to "
-                "rewrite them): tflite-runtime 2.7, a Coral board's, outputs the zero point for such a layer; "
-                "pip install ai-edge-litert and build again"]
-    if not ops:   # weights outside the flatbuffer: nothing rewritten
+    except ImportError:  # no TFLite schema (ai-edge-litert or TensorFlow) to write with
+        return [
+            "FULLY_CONNECTED weights quantized per channel, left as they are (no ai-edge-litert here to "
+            "rewrite them): tflite-runtime 2.7, a Coral board's, outputs the zero point for such a layer; "
+            "pip install ai-edge-litert and build again"
+        ]
+    if not ops:  # weights outside the flatbuffer: nothing rewritten
         return []
     cpu.write_bytes(packed)
-    return [f"FULLY_CONNECTED op(s) #{', #'.join(map(str, ops))}: weights quantized per channel, requantized per "
-            "tensor in the bundle (tflite-runtime 2.7, a Coral board's, reads one scale there and outputs the zero "
-            "point); the bundle's model is no longer byte for byte the given one"]
+    return [
+        f"FULLY_CONNECTED op(s) #{', #'.join(map(str, ops))}: weights quantized per channel, requantized per "
+        "tensor in the bundle (tflite-runtime 2.7, a Coral board's, reads one scale there and outputs the zero "
+        "point); the bundle's model is no longer byte for byte the given one"
+    ]
 
 
 def compiled_twin(cpu: Path, notes: list[str]) -> Path | None:
@@ -393,21 +478,33 @@ def compiled_twin(cpu: Path, notes: list[str]) -> Path | None:
         return None
 
     def signature(info: tflite_model.ModelInfo) -> list[tuple]:
-        return [(tuple(t.shape), t.dtype, t.quantization.scales if t.quantization else None,
-                 t.quantization.zero_points if t.quantization else None) for t in info.inputs + info.outputs]
+        return [
+            (
+                tuple(t.shape),
+                t.dtype,
+                t.quantization.scales if t.quantization else None,
+                t.quantization.zero_points if t.quantization else None,
+            )
+            for t in info.inputs + info.outputs
+        ]
 
     try:
         compiled = tflite_model.load(twin)
         why = None if compiled.is_compiled else "it is not compiled for the Edge TPU"
-        why = why or (None if signature(compiled) == signature(tflite_model.load(cpu)) else
-                      "its inputs and outputs differ from that model's (compiled from another model?)")
+        why = why or (
+            None
+            if signature(compiled) == signature(tflite_model.load(cpu))
+            else "its inputs and outputs differ from that model's (compiled from another model?)"
+        )
     except EdgekitError as exc:
         why = exc.message
     if why:
         notes.append(f"{twin.name} beside {cpu.name} is not taken as its compiled model: {why}")
         return None
-    notes.append(f"took {twin.name} beside {cpu.name} as its compiled model (same inputs and outputs); "
-                 "move it away to compile afresh, or build with --no-compile for a CPU-only bundle")
+    notes.append(
+        f"took {twin.name} beside {cpu.name} as its compiled model (same inputs and outputs); "
+        "move it away to compile afresh, or build with --no-compile for a CPU-only bundle"
+    )
     return twin
 
 
@@ -431,9 +528,9 @@ def _given_detector(path: Path, q: QuantizeOptions, layout: str | None = None) -
     """The given .tflite ``path`` read as ``edgekit detect`` reads it (layout from the model, letterbox, scaling
     and names from the exporter's metadata, ``--labels`` over them); None for a classifier, or for a detector
     edgekit quantized (its record says all: :func:`_spec_and_labels`). Errors name ``path``."""
-    from edgekit.tflite import model_record
     from edgekit.detection.layout import appended_zip, ultralytics_metadata
     from edgekit.devices.detect import open_detector
+    from edgekit.tflite import model_record
 
     info = tflite_model.load(path)
     found = model_record.find_record(path, info.metadata)
@@ -445,7 +542,7 @@ def _given_detector(path: Path, q: QuantizeOptions, layout: str | None = None) -
     try:
         names = detector.labels
         labels = [names.get(i, str(i)) for i in range(max(names) + 1)] if names else None
-        found_layout = detector.layout   # what the detector settled on (``layout`` is only the flag's word)
+        found_layout = detector.layout  # what the detector settled on (``layout`` is only the flag's word)
         notes = [str(n) for n in detector.notes]
         notes.append(f"a detector: layout {found_layout.describe()}: " + "; ".join(found_layout.source))
         notes.append(f"preprocessing {detector.spec.describe()} ({detector.spec_source})")
@@ -459,9 +556,9 @@ def _given_detector(path: Path, q: QuantizeOptions, layout: str | None = None) -
 def _spec_and_labels(cpu: Path, q: QuantizeOptions, report: Reporter) -> tuple[PreprocessSpec, list[str] | None]:
     """The preprocessing and labels classify would use for ``cpu`` (record, else its input quantization;
     ``--mean/--std`` and ``--labels`` over them), as a spec and a list by class id."""
-    from edgekit.tflite import model_record
     from edgekit.converters.quantize import read_labels
     from edgekit.devices.classify import HostClassifier
+    from edgekit.tflite import model_record
 
     found = model_record.find_record(cpu, tflite_model.load(cpu).metadata)
     if found and isinstance(found[0].extra.get("detection"), dict) and found[0].preprocess is not None:
@@ -481,8 +578,11 @@ def _spec_and_labels(cpu: Path, q: QuantizeOptions, report: Reporter) -> tuple[P
 def in_bundle(doc: Any, work: Path, replacement: str) -> Any:
     """``doc`` with every path into the work folder (absolute, or relative as it was named) made ``replacement``
     + the name inside the bundle: a manifest must not record the temporary folder it was made in."""
-    prefixes = sorted({str(work) + os.sep, str(work.resolve()) + os.sep, work.name + os.sep,
-                       os.path.relpath(work) + os.sep}, key=len, reverse=True)
+    prefixes = sorted(
+        {str(work) + os.sep, str(work.resolve()) + os.sep, work.name + os.sep, os.path.relpath(work) + os.sep},
+        key=len,
+        reverse=True,
+    )
 
     def fix(x: Any) -> Any:
         if isinstance(x, str):
@@ -503,11 +603,21 @@ def _inputs(q: QuantizeOptions) -> list[tuple[str, str]]:
     calibration data (given, or recorded beside the model), --eval data, labels, and the record beside the model."""
     from edgekit.converters.quantize import recorded_beside
 
-    found = [("the model", q.model), ("--arch", q.arch), ("--custom-objects", q.custom_objects),
-             ("--calib", q.calib), ("--eval", q.eval), ("--labels", q.labels)]
+    found = [
+        ("the model", q.model),
+        ("--arch", q.arch),
+        ("--custom-objects", q.custom_objects),
+        ("--calib", q.calib),
+        ("--eval", q.eval),
+        ("--labels", q.labels),
+    ]
     try:
         beside = recorded_beside(q.model) if Path(q.model).exists() else None
-    except (EdgekitError, OSError, RecursionError):  # an unreadable record is quantize's to report; its file is an input all the same
+    except (
+        EdgekitError,
+        OSError,
+        RecursionError,
+    ):  # an unreadable record is quantize's to report; its file is an input all the same
         beside = None
     if beside is not None:
         record, record_file = beside
@@ -515,8 +625,9 @@ def _inputs(q: QuantizeOptions) -> list[tuple[str, str]]:
         recorded = (record.extra.get("calibration") or {}).get("source")
         if q.calib is None and isinstance(recorded, str) and recorded:
             source = Path(recorded)
-            found.append(("the recorded calibration data", str(source if source.is_absolute()
-                                                               else record_file.parent / source)))
+            found.append(
+                ("the recorded calibration data", str(source if source.is_absolute() else record_file.parent / source))
+            )
     return [(what, path) for what, path in found if path and path != "random"]
 
 
@@ -529,22 +640,25 @@ def _unglobbed(path: str) -> str:
     return path
 
 
-def refuse_inputs_inside(target: Union[str, os.PathLike], q: QuantizeOptions) -> None:
+def refuse_inputs_inside(target: str | os.PathLike, q: QuantizeOptions) -> None:
     """UsageError (exit 2) when an input lies inside the bundle folder ``target`` (or is it): replacing the
     bundle would delete it. Checked on the paths as given and as resolved (a link into the bundle counts)."""
-    def forms(path: Union[str, os.PathLike]) -> set[Path]:
+
+    def forms(path: str | os.PathLike) -> set[Path]:
         return {Path(os.path.abspath(path)), Path(os.path.realpath(path))}
 
     outs = forms(target)
     for what, path in _inputs(q):
         for p in forms(_unglobbed(path)):
             if any(p == out or out in p.parents for out in outs):
-                raise UsageError(f"{what} {path} lies inside the output folder {target}, which build replaces "
-                                 "as a whole", "keep the inputs outside the bundle: move them, or choose another -o")
+                raise UsageError(
+                    f"{what} {path} lies inside the output folder {target}, which build replaces as a whole",
+                    "keep the inputs outside the bundle: move them, or choose another -o",
+                )
 
 
 # ------------------------------------------------------------------------------ writing a bundle (host only)
-def check_target(target: Union[str, os.PathLike]) -> None:
+def check_target(target: str | os.PathLike) -> None:
     """Refuse an output that may not be replaced, or whose folder is missing (before any slow work).
 
     A new or empty folder is fine; an existing one only when it is exactly an edgekit bundle: a valid
@@ -556,8 +670,10 @@ def check_target(target: Union[str, os.PathLike]) -> None:
     if target.exists() or target.is_symlink():
         why = _why_not_replaceable(target)
         if why:
-            raise UsageError(f"output {target} exists and is not an edgekit bundle that can be replaced: {why}",
-                             "choose a new or empty folder with -o (an existing bundle is replaced, nothing else is)")
+            raise UsageError(
+                f"output {target} exists and is not an edgekit bundle that can be replaced: {why}",
+                "choose a new or empty folder with -o (an existing bundle is replaced, nothing else is)",
+            )
     if not target.parent.is_dir():
         raise BundleError(f"output folder {target.parent} does not exist", "create it first or choose another -o")
 
@@ -580,17 +696,23 @@ def _why_not_replaceable(target: Path) -> str | None:
         return "its manifest.json is nested too deeply to be an edgekit manifest"
     listed.add(manifest.MANIFEST_NAME)
     folders = {parent.as_posix() for rel in listed for parent in PurePosixPath(rel).parents if parent.name}
-    extra = sorted(rel for rel, p in present.items()
-                   if rel not in listed and not (rel in folders and p.is_dir() and not p.is_symlink())
-                   or p.is_symlink())
+    extra = sorted(
+        rel
+        for rel, p in present.items()
+        if rel not in listed and not (rel in folders and p.is_dir() and not p.is_symlink()) or p.is_symlink()
+    )
     if extra:
-        return f"it holds {len(extra)} file(s) the manifest does not list ({', '.join(extra[:3])}" + \
-               (", ..." if len(extra) > 3 else "") + ")"
+        return (
+            f"it holds {len(extra)} file(s) the manifest does not list ({', '.join(extra[:3])}"
+            + (", ..." if len(extra) > 3 else "")
+            + ")"
+        )
     return None
 
 
-def write_bundle(target: Union[str, os.PathLike], sources: Mapping[str, Union[str, os.PathLike, bytes]],
-                 doc: BundleManifest) -> Path:
+def write_bundle(
+    target: str | os.PathLike, sources: Mapping[str, str | os.PathLike | bytes], doc: BundleManifest
+) -> Path:
     """Write a bundle folder at ``target`` all at once: ``sources`` maps bundle paths to files or bytes.
 
     The folder is built in a temporary folder beside ``target`` and renamed into place. An existing
@@ -606,8 +728,9 @@ def write_bundle(target: Union[str, os.PathLike], sources: Mapping[str, Union[st
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}.", suffix=".tmp", dir=str(parent)))
     except OSError as exc:
-        raise BundleError(f"cannot write in output folder {parent} ({exc.strerror or exc})",
-                          "choose another -o") from None
+        raise BundleError(
+            f"cannot write in output folder {parent} ({exc.strerror or exc})", "choose another -o"
+        ) from None
     old = None
     replaced = False
     try:
@@ -622,8 +745,9 @@ def write_bundle(target: Union[str, os.PathLike], sources: Mapping[str, Union[st
             entries.append(BundleFile(rel, manifest.sha256_file(dest), dest.stat().st_size))
         written = replace(doc, files=tuple(sorted(entries, key=lambda e: e.path))).to_dict()
         manifest.check_manifest(tmp, written)  # never write a bundle that load() would refuse
-        (tmp / manifest.MANIFEST_NAME).write_text(json.dumps(written, indent=2, allow_nan=False) + "\n",
-                                                  encoding="utf-8")
+        (tmp / manifest.MANIFEST_NAME).write_text(
+            json.dumps(written, indent=2, allow_nan=False) + "\n", encoding="utf-8"
+        )
         os.chmod(str(tmp), folder_mode())  # mkdtemp made it 0700
         with renames_together([parent]):
             check_target(target)  # again, under the lock: still nothing but a bundle is replaced
@@ -651,8 +775,9 @@ def write_bundle(target: Union[str, os.PathLike], sources: Mapping[str, Union[st
 
 # ------------------------------------------------------------------------------------ a board's bundle
 @contextlib.contextmanager
-def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] = None,
-                 layout: Optional[str] = None) -> Iterator[str]:
+def board_bundle(
+    model: PathLike, report: Reporter, labels: PathLike | None = None, layout: str | None = None
+) -> Iterator[str]:
     """``model`` as deploy and ``--on`` take it: a bundle folder as it is; a .tflite (a detector or classifier,
     its compiled twin beside it where there is one) made into a bundle in a temporary folder, as
     ``edgekit build MODEL`` would (said in a note; ``labels``, ``layout``: its flags), deleted afterwards. Errors
@@ -662,37 +787,69 @@ def board_bundle(model: PathLike, report: Reporter, labels: Optional[PathLike] =
     if path.is_dir() or path.suffix.lower() != ".tflite":
         yield given
         return
-    stem = path.stem[:-len("_edgetpu")] if path.stem.endswith("_edgetpu") else path.stem
+    stem = path.stem[: -len("_edgetpu")] if path.stem.endswith("_edgetpu") else path.stem
     folder = Path(tempfile.mkdtemp(prefix="edgekit-bundle-"))
     try:
         options = QuantizeOptions(model=given, labels=os.fsdecode(labels) if labels is not None else None)
-        build(BuildOptions(options, output=str(folder / (stem or "model")), show_progress=False, report=report,
-                           layout=layout, float_for_cpu=True))
-        report.note(f"{given} is a model, not a bundle: bundled on the fly in a temporary folder, as "
-                    f"edgekit build {given} -o BUNDLE does (build it once to keep the bundle)")
+        build(
+            BuildOptions(
+                options,
+                output=str(folder / (stem or "model")),
+                show_progress=False,
+                report=report,
+                layout=layout,
+                float_for_cpu=True,
+            )
+        )
+        report.note(
+            f"{given} is a model, not a bundle: bundled on the fly in a temporary folder, as "
+            f"edgekit build {given} -o BUNDLE does (build it once to keep the bundle)"
+        )
         yield str(folder / (stem or "model"))
     finally:
         shutil.rmtree(str(folder), ignore_errors=True)
 
 
 # ------------------------------------------------------------------------------------ Python API
-def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = None,
-                 samples: int = _cli("build", "samples"), holdout: int = _cli("build", "holdout"),
-                 seed: int = _cli("build", "seed"), tfrecord_key: str = _cli("build", "tfrecord_key"),
-                 arch: Optional[str] = None,
-                 custom_objects: Optional[PathLike] = None, trust_model: bool = False,
-                 output_name: Optional[str] = None, scaling: Optional[str] = None, mean: Floats = None,
-                 std: Floats = None, resize: Optional[str] = None,
-                 channels: Optional[str] = None, input_size: Union[str, Tuple[int, int], None] = None,
-                 io: str = _cli("build", "io"), labels: Optional[PathLike] = None, eval: Optional[PathLike] = None,
-                 min_agreement: float = _cli("build", "min_agreement"),
-                 max_accuracy_drop: float = _cli("build", "max_accuracy_drop"), strict: bool = False,
-                 no_verify: bool = False,
-                 verbose: bool = False, min_runtime: Optional[int] = None, timeout: float = _cli("build", "timeout"),
-                 no_compile: bool = False, via: Optional[str] = None, identity: Optional[PathLike] = None,
-                 known_hosts: Optional[PathLike] = None, accept_new_host_key: bool = False,
-                 connect_timeout: float = _cli("build", "connect_timeout"), layout: Optional[str] = None,
-                 show_progress: bool = False, report: Reporter = SILENT) -> BuildResult:
+def build_bundle(
+    model: PathLike,
+    *,
+    output: PathLike,
+    calib: str | None = None,
+    samples: int = _cli("build", "samples"),
+    holdout: int = _cli("build", "holdout"),
+    seed: int = _cli("build", "seed"),
+    tfrecord_key: str = _cli("build", "tfrecord_key"),
+    arch: str | None = None,
+    custom_objects: PathLike | None = None,
+    trust_model: bool = False,
+    output_name: str | None = None,
+    scaling: str | None = None,
+    mean: Floats = None,
+    std: Floats = None,
+    resize: str | None = None,
+    channels: str | None = None,
+    input_size: str | tuple[int, int] | None = None,
+    io: str = _cli("build", "io"),
+    labels: PathLike | None = None,
+    eval: PathLike | None = None,
+    min_agreement: float = _cli("build", "min_agreement"),
+    max_accuracy_drop: float = _cli("build", "max_accuracy_drop"),
+    strict: bool = False,
+    no_verify: bool = False,
+    verbose: bool = False,
+    min_runtime: int | None = None,
+    timeout: float = _cli("build", "timeout"),
+    no_compile: bool = False,
+    via: str | None = None,
+    identity: PathLike | None = None,
+    known_hosts: PathLike | None = None,
+    accept_new_host_key: bool = False,
+    connect_timeout: float = _cli("build", "connect_timeout"),
+    layout: str | None = None,
+    show_progress: bool = False,
+    report: Reporter = SILENT,
+) -> BuildResult:
     """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
     where edgetpu_compiler exists (or ``via`` another machine's, as :func:`edgekit.compile` takes it), and write
     the bundle folder ``output`` with its manifest.json (needs TensorFlow); a :class:`~edgekit.results.BuildResult`.
@@ -703,14 +860,48 @@ def build_bundle(model: PathLike, *, output: PathLike, calib: Optional[str] = No
     if via is not None and no_compile:
         raise UsageError("--via with --no-compile: nothing would be compiled there", "leave one of them out")
     there = compile_via.elsewhere(via, identity, known_hosts, accept_new_host_key, connect_timeout, report)
-    with model_file(model) as (path, shown):   # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
+    with model_file(model) as (path, shown):  # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
         quantize = quantize_options(
-            path, shown, None, mean, std, input_size, calib=calib, samples=samples, holdout=holdout, seed=seed,
-            tfrecord_key=tfrecord_key, arch=arch, custom_objects=custom_objects, trust_model=trust_model,
-            output_name=output_name, scaling=scaling, resize=resize, channels=channels, io=io, labels=labels,
-            eval=eval, min_agreement=min_agreement, max_accuracy_drop=max_accuracy_drop, strict=strict,
-            no_verify=no_verify, layout=layout, verbose=verbose, show_progress=show_progress, report=report)
-        return build(BuildOptions(quantize=quantize, output=os.fsdecode(output), min_runtime=min_runtime,
-                                  timeout=timeout, compile=not no_compile, via=there, layout=layout,
-                                  show_progress=show_progress, report=report))
-
+            path,
+            shown,
+            None,
+            mean,
+            std,
+            input_size,
+            calib=calib,
+            samples=samples,
+            holdout=holdout,
+            seed=seed,
+            tfrecord_key=tfrecord_key,
+            arch=arch,
+            custom_objects=custom_objects,
+            trust_model=trust_model,
+            output_name=output_name,
+            scaling=scaling,
+            resize=resize,
+            channels=channels,
+            io=io,
+            labels=labels,
+            eval=eval,
+            min_agreement=min_agreement,
+            max_accuracy_drop=max_accuracy_drop,
+            strict=strict,
+            no_verify=no_verify,
+            layout=layout,
+            verbose=verbose,
+            show_progress=show_progress,
+            report=report,
+        )
+        return build(
+            BuildOptions(
+                quantize=quantize,
+                output=os.fsdecode(output),
+                min_runtime=min_runtime,
+                timeout=timeout,
+                compile=not no_compile,
+                via=there,
+                layout=layout,
+                show_progress=show_progress,
+                report=report,
+            )
+        )

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import numbers
 import os
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence, Tuple, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from edgekit.errors import UsageError
+
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.converters.quantize_options import QuantizeOptions
 
@@ -19,7 +21,7 @@ PathLike = Union[str, "os.PathLike[str]"]
 Floats = float | Sequence[float] | None
 
 
-def floats(value: Floats, name: str = "mean/std") -> Optional[Tuple[float, ...]]:
+def floats(value: Floats, name: str = "mean/std") -> tuple[float, ...] | None:
     """``mean``/``std`` as the library takes them: one number or one per channel. A string is read as the flag's
     text is (``"255"``, ``"127.5,127.5,127.5"``), never one value per character; anything else that is no number
     or sequence of numbers is refused (UsageError)."""
@@ -34,8 +36,10 @@ def floats(value: Floats, name: str = "mean/std") -> Optional[Tuple[float, ...]]
     except (TypeError, ValueError):
         out = ()
     if not out:
-        raise UsageError(f"{name} expects one number or one per channel, got {value!r}",
-                         f"e.g. {name}=127.5, or {name}=(123.7, 116.3, 103.5)")
+        raise UsageError(
+            f"{name} expects one number or one per channel, got {value!r}",
+            f"e.g. {name}=127.5, or {name}=(123.7, 116.3, 103.5)",
+        )
     return out
 
 
@@ -45,16 +49,18 @@ def _real(v: Any) -> float:
     return float(v)
 
 
-def floats_text(value: str, flag: str) -> Tuple[float, ...]:
+def floats_text(value: str, flag: str) -> tuple[float, ...]:
     """The text of ``--mean``/``--std`` (one number or R,G,B), as the command line reads it."""
     try:
         return tuple(float(v) for v in value.replace(" ", "").split(","))
     except ValueError:
-        raise UsageError(f"{flag} expects one number or R,G,B, got {value!r}",
-                         f"e.g. {flag} 127.5, or one value per channel: {flag} 123.7,116.3,103.5") from None
+        raise UsageError(
+            f"{flag} expects one number or R,G,B, got {value!r}",
+            f"e.g. {flag} 127.5, or one value per channel: {flag} 123.7,116.3,103.5",
+        ) from None
 
 
-def size(value: Union[str, Tuple[int, int], None]) -> Optional[Tuple[int, int]]:
+def size(value: str | tuple[int, int] | None) -> tuple[int, int] | None:
     """``input_size`` as ``"224x224"`` (the flag's text) or ``(224, 224)``."""
     if value is None or isinstance(value, tuple):
         return value
@@ -72,7 +78,7 @@ def is_onnx_proto(model: Any) -> bool:
 
 
 @contextmanager
-def model_file(model: Any) -> Iterator[Tuple[PathLike, Optional[str]]]:
+def model_file(model: Any) -> Iterator[tuple[PathLike, str | None]]:
     """(path, name to show) for the API's ``model``: a path as it is; an ``onnx.ModelProto`` written to a
     temporary ``.onnx`` for the run, named in every message as the ModelProto, never as the temporary file."""
     if not is_onnx_proto(model):
@@ -89,14 +95,27 @@ def model_file(model: Any) -> Iterator[Tuple[PathLike, Optional[str]]]:
         yield str(path), f"the onnx.ModelProto {graph!r}"
 
 
-def quantize_options(model: PathLike, model_shown: Optional[str], output: Optional[PathLike], mean: Floats,
-                     std: Floats, input_size: Union[str, Tuple[int, int], None], **options: Any) -> QuantizeOptions:
+def quantize_options(
+    model: PathLike,
+    model_shown: str | None,
+    output: PathLike | None,
+    mean: Floats,
+    std: Floats,
+    input_size: str | tuple[int, int] | None,
+    **options: Any,
+) -> QuantizeOptions:
     """The :class:`~edgekit.converters.quantize_options.QuantizeOptions` of a call of edgekit.quantize or
     edgekit.pipeline.build: the model and output as paths, ``mean``, ``std`` and ``input_size`` read as the API
     takes them (a number, a sequence, or the flag's text), every other option as given (``options``: the call's
     keywords by name)."""
     from edgekit.converters.quantize_options import QuantizeOptions
 
-    return QuantizeOptions(model=os.fsdecode(model), model_shown=model_shown,
-                           output=None if output is None else os.fsdecode(output), mean=floats(mean, "mean"),
-                           std=floats(std, "std"), input_size=size(input_size), **options)
+    return QuantizeOptions(
+        model=os.fsdecode(model),
+        model_shown=model_shown,
+        output=None if output is None else os.fsdecode(output),
+        mean=floats(mean, "mean"),
+        std=floats(std, "std"),
+        input_size=size(input_size),
+        **options,
+    )

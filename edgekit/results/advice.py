@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from enum import Enum
-from typing import Tuple
 
 from edgekit.records import Record
 
@@ -13,8 +12,8 @@ from edgekit.records import Record
 class AdviceKind(str, Enum):
     """What the advice is about."""
 
-    PLACEMENT = "placement"   # ops that keep the model (partly) off the Edge TPU
-    ACCURACY = "accuracy"     # the int8 model losing accuracy against the float one
+    PLACEMENT = "placement"  # ops that keep the model (partly) off the Edge TPU
+    ACCURACY = "accuracy"  # the int8 model losing accuracy against the float one
 
 
 @dataclass(frozen=True)
@@ -25,7 +24,7 @@ class Advice(Record):
     key: str
     found: str
     text: str
-    evidence: Tuple[str, ...] = ()
+    evidence: tuple[str, ...] = ()
 
     def line(self) -> str:
         cited = f" [evidence: {', '.join(e.split(':', 1)[1] for e in self.evidence)}]" if self.evidence else ""

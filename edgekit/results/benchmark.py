@@ -95,26 +95,35 @@ class BenchmarkResult(Record):
     def render_text(self) -> str:
         threads = f", {self.threads} threads" if self.threads else ""
         first = "n/a" if self.first_inference_ms is None else f"{self.first_inference_ms:.2f} ms"
-        lines = [f"{self.model} on {self.device} ({self.backend}{threads})",
-                 f"Load {self.load_ms:.1f} ms; first inference {first}",
-                 f"{self.iterations} inferences after {self.warmup} warm-up: min {self.min_ms:.3f}  p50 "
-                 f"{self.p50_ms:.3f}  p90 {self.p90_ms:.3f}  p99 {self.p99_ms:.3f}  max {self.max_ms:.3f}  mean "
-                 f"{self.mean_ms:.3f} ms",
-                 f"Throughput {self.throughput_per_s:.1f} inferences/s"]
+        lines = [
+            f"{self.model} on {self.device} ({self.backend}{threads})",
+            f"Load {self.load_ms:.1f} ms; first inference {first}",
+            f"{self.iterations} inferences after {self.warmup} warm-up: min {self.min_ms:.3f}  p50 "
+            f"{self.p50_ms:.3f}  p90 {self.p90_ms:.3f}  p99 {self.p99_ms:.3f}  max {self.max_ms:.3f}  mean "
+            f"{self.mean_ms:.3f} ms",
+            f"Throughput {self.throughput_per_s:.1f} inferences/s",
+        ]
         post = self.postprocess
         if post:
-            lines.append(f"Host post-processing (decode + NMS, {post.layout}): p50 {post.p50_ms:.3f} ms, mean "
-                         f"{post.mean_ms:.3f} ms over {post.iterations} runs on the outputs of one invoke on "
-                         f"{post.input} ({post.objects} objects at conf {post.conf:g}); not included in the invoke "
-                         "times")
+            lines.append(
+                f"Host post-processing (decode + NMS, {post.layout}): p50 {post.p50_ms:.3f} ms, mean "
+                f"{post.mean_ms:.3f} ms over {post.iterations} runs on the outputs of one invoke on "
+                f"{post.input} ({post.objects} objects at conf {post.conf:g}); not included in the invoke "
+                "times"
+            )
         c = self.comparison
         if c:
-            span = (f", 95% interval {c.change_interval[0]:+.1%} to {c.change_interval[1]:+.1%}"
-                    if c.change_interval else "")
-            lines.append(f"Against {c.saved}: p50 {c.baseline_ms:.3f} -> {c.current_ms:.3f} ms "
-                         f"({c.change:+.1%}{span}; more than +{c.max_slowdown:.0%} is a regression: p50 moves a "
-                         "few percent between runs on an idle machine, a busy CPU or ops off the Edge TPU far more)"
-                         + (": REGRESSION" if c.regression else f": {c.verdict}"))
+            span = (
+                f", 95% interval {c.change_interval[0]:+.1%} to {c.change_interval[1]:+.1%}"
+                if c.change_interval
+                else ""
+            )
+            lines.append(
+                f"Against {c.saved}: p50 {c.baseline_ms:.3f} -> {c.current_ms:.3f} ms "
+                f"({c.change:+.1%}{span}; more than +{c.max_slowdown:.0%} is a regression: p50 moves a "
+                "few percent between runs on an idle machine, a busy CPU or ops off the Edge TPU far more)"
+                + (": REGRESSION" if c.regression else f": {c.verdict}")
+            )
         return "\n".join(lines)
 
 
@@ -135,9 +144,11 @@ class Timing(Record):
     throughput_per_s: float
 
     def render_text(self) -> str:
-        return (f"{self.count} inferences: min {self.min_ms:.3f}  p50 {self.p50_ms:.3f}  p90 {self.p90_ms:.3f}  "
-                f"p99 {self.p99_ms:.3f}  max {self.max_ms:.3f}  mean {self.mean_ms:.3f} ms; first {self.first_ms:.2f} "
-                f"ms; throughput {self.throughput_per_s:.1f} inferences/s")
+        return (
+            f"{self.count} inferences: min {self.min_ms:.3f}  p50 {self.p50_ms:.3f}  p90 {self.p90_ms:.3f}  "
+            f"p99 {self.p99_ms:.3f}  max {self.max_ms:.3f}  mean {self.mean_ms:.3f} ms; first {self.first_ms:.2f} "
+            f"ms; throughput {self.throughput_per_s:.1f} inferences/s"
+        )
 
 
 @dataclass(frozen=True)
@@ -154,9 +165,11 @@ class CallTiming(Record):
     total: Timing
 
     def render_text(self) -> str:
-        lines = [f"{self.call}, {self.total.count} whole calls: p50 {self.total.p50_ms:.3f}  mean "
-                 f"{self.total.mean_ms:.3f} ms; first {self.total.first_ms:.2f} ms; throughput "
-                 f"{self.total.throughput_per_s:.1f} calls/s"]
+        lines = [
+            f"{self.call}, {self.total.count} whole calls: p50 {self.total.p50_ms:.3f}  mean "
+            f"{self.total.mean_ms:.3f} ms; first {self.total.first_ms:.2f} ms; throughput "
+            f"{self.total.throughput_per_s:.1f} calls/s"
+        ]
         for name in ("preprocess", "invoke", "postprocess"):
             part = getattr(self, name)
             lines.append(f"  {name}: p50 {part.p50_ms:.3f}  mean {part.mean_ms:.3f}  max {part.max_ms:.3f} ms")

@@ -8,8 +8,9 @@ and checked by :mod:`edgekit.board.manifest` (Python 3.7, standard library only)
 from __future__ import annotations
 
 import datetime
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any
 
 from edgekit.records import Record
 from edgekit.results.check import CheckDigest, CheckResult
@@ -53,17 +54,17 @@ class BundleModels(Record):
     """The bundle's models: the CPU int8 model, and its compiled twin (``x.tflite``, ``x_edgetpu.tflite``)."""
 
     cpu: str
-    edgetpu: Optional[str]
+    edgetpu: str | None
 
 
 @dataclass(frozen=True)
 class BundleInput(Record):
     """The model's input tensor: shape, dtype and quantization (None where it has none)."""
 
-    shape: Tuple[int, ...]
+    shape: tuple[int, ...]
     dtype: str
-    scale: Optional[float]
-    zero_point: Optional[int]
+    scale: float | None
+    zero_point: int | None
 
 
 @dataclass(frozen=True)
@@ -71,8 +72,8 @@ class BundleVersions(Record):
     """What made the bundle (None: it played no part, or is not installed)."""
 
     edgekit: str
-    tensorflow: Optional[str]
-    edgetpu_compiler: Optional[str]
+    tensorflow: str | None
+    edgetpu_compiler: str | None
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ class BundleSource(Record):
 
     model: str
     format: str
-    output: Optional[ModelOutput]
+    output: ModelOutput | None
 
 
 @dataclass(frozen=True)
@@ -99,26 +100,26 @@ class BundleCompile(CompilerOutput):
 
 @dataclass(frozen=True)
 class BundleReports(Record):
-    check: Optional[BundleCheck]
-    compile: Optional[BundleCompile]  # None: not compiled here
+    check: BundleCheck | None
+    compile: BundleCompile | None  # None: not compiled here
 
 
 @dataclass(frozen=True)
 class ClassifierAccuracy(EvaluateResult):
     """evaluate's result for the CPU model on ``--eval`` data (``data``: that data), without a float reference."""
 
-    data: Optional[str] = None
+    data: str | None = None
 
-    document_omits = frozenset({"reference", "against", "plots"})   # evaluate's comparisons: not in a manifest
+    document_omits = frozenset({"reference", "against", "plots"})  # evaluate's comparisons: not in a manifest
 
 
 @dataclass(frozen=True)
 class DetectorAccuracy(DetectionEvaluateResult):
     """A detector's COCO mAP on ``--eval`` data, of the CPU model (``model``: its file name in the bundle)."""
 
-    model: Optional[str] = None
+    model: str | None = None
 
-    document_omits = frozenset({"plots"})   # evaluate --plots' files: not in a manifest
+    document_omits = frozenset({"plots"})  # evaluate --plots' files: not in a manifest
 
 
 @dataclass(frozen=True)
@@ -128,7 +129,7 @@ class BundleDetection(Record):
     metadata.json), or None."""
 
     layout: Mapping[str, Any]
-    metadata: Optional[Mapping[str, Any]]
+    metadata: Mapping[str, Any] | None
 
 
 @dataclass(frozen=True)
@@ -138,30 +139,52 @@ class BundleManifest(Record):
     format: str
     format_version: int
     created: str
-    source: Optional[BundleSource]
+    source: BundleSource | None
     models: BundleModels
-    labels: Optional[str]
-    files: Tuple[BundleFile, ...]
+    labels: str | None
+    files: tuple[BundleFile, ...]
     preprocess: BundlePreprocess
     input: BundleInput
     versions: BundleVersions
     reports: BundleReports
-    accuracy: Optional[Union[ClassifierAccuracy, DetectorAccuracy]]
-    detection: Optional[BundleDetection] = None  # a detector built from a given .tflite; absent before it existed
+    accuracy: ClassifierAccuracy | DetectorAccuracy | None
+    detection: BundleDetection | None = None  # a detector built from a given .tflite; absent before it existed
 
     @classmethod
-    def new(cls, *, models: BundleModels, labels: Optional[str], preprocess: Any, input: BundleInput,
-            versions: BundleVersions, reports: BundleReports,
-            accuracy: Union[ClassifierAccuracy, DetectorAccuracy, None] = None,
-            source: Optional[BundleSource] = None, detection: Optional[BundleDetection] = None) -> "BundleManifest":
+    def new(
+        cls,
+        *,
+        models: BundleModels,
+        labels: str | None,
+        preprocess: Any,
+        input: BundleInput,
+        versions: BundleVersions,
+        reports: BundleReports,
+        accuracy: ClassifierAccuracy | DetectorAccuracy | None = None,
+        source: BundleSource | None = None,
+        detection: BundleDetection | None = None,
+    ) -> BundleManifest:
         """A manifest made now, its ``files`` left to :func:`edgekit.pipeline.build.write_bundle` (which fills them in
         from what it writes, and refuses what :func:`edgekit.board.manifest.check_manifest` would: a compiled model
         not named after the CPU model, a file not listed). ``preprocess``: a
         :class:`~edgekit.board.preprocess.PreprocessSpec`, or its record."""
         if not isinstance(preprocess, BundlePreprocess):
             preprocess = BundlePreprocess.of_spec(preprocess)
-        return cls(FORMAT, FORMAT_VERSION, utc_now(), source, models, labels, (), preprocess, input, versions,
-                   reports, accuracy, detection)
+        return cls(
+            FORMAT,
+            FORMAT_VERSION,
+            utc_now(),
+            source,
+            models,
+            labels,
+            (),
+            preprocess,
+            input,
+            versions,
+            reports,
+            accuracy,
+            detection,
+        )
 
 
 @dataclass(frozen=True)
@@ -170,8 +193,8 @@ class BuildResult(Record):
 
     bundle: str
     manifest: BundleManifest
-    quantize: Optional[QuantizeResult]  # None: built from an existing .tflite (the manifest's source says so)
-    notes: Tuple[str, ...]
+    quantize: QuantizeResult | None  # None: built from an existing .tflite (the manifest's source says so)
+    notes: tuple[str, ...]
 
     def render_text(self) -> str:
         m = self.manifest
@@ -190,13 +213,16 @@ class BuildResult(Record):
     @property
     def _verified_detector(self) -> bool:
         v = self.quantize.verification if self.quantize else None
-        return isinstance(v, DetectionVerification)   # built (and read back) with kind "detection" only
+        return isinstance(v, DetectionVerification)  # built (and read back) with kind "detection" only
 
     def _verification_lines(self) -> list[str]:
         v = self.quantize.verification if self.quantize else None
         if isinstance(v, DetectionVerification):
-            return [f"Verification: int8 keeps {v.kept:.1%} of the float model's detections on {v.samples} "
-                    "samples"] if v.kept is not None else []
+            return (
+                [f"Verification: int8 keeps {v.kept:.1%} of the float model's detections on {v.samples} samples"]
+                if v.kept is not None
+                else []
+            )
         return [f"Verification: top-1 agreement {v.top1_agreement:.1%} on {v.samples} samples"] if v else []
 
     def _accuracy_lines(self) -> list[str]:
@@ -204,11 +230,16 @@ class BuildResult(Record):
         if isinstance(acc, DetectorAccuracy):  # a detector's COCO mAP (pycocotools)
             r = acc.models[0]
 
-            def pct(x: Optional[float]) -> str:
+            def pct(x: float | None) -> str:
                 return "n/a" if x is None else f"{x:.1%}"
-            return [f"Accuracy on {acc.data}: mAP {pct(r.map)}, mAP50 {pct(r.map50)} "
-                    f"({acc.images} images, the CPU int8 model)"]
+
+            return [
+                f"Accuracy on {acc.data}: mAP {pct(r.map)}, mAP50 {pct(r.map50)} "
+                f"({acc.images} images, the CPU int8 model)"
+            ]
         if acc is not None:
-            return [f"Accuracy on {acc.data}: top-1 {acc.top1:.1%}, top-5 {acc.top5:.1%} "
-                    f"({acc.samples} samples, the CPU int8 model)"]
+            return [
+                f"Accuracy on {acc.data}: top-1 {acc.top1:.1%}, top-5 {acc.top5:.1%} "
+                f"({acc.samples} samples, the CPU int8 model)"
+            ]
         return []

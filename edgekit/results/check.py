@@ -11,14 +11,14 @@ engine's report renders through its document.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from collections import Counter
-from typing import TYPE_CHECKING, Optional, Tuple, TypeVar, Union
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, TypeVar
 
 from edgekit.errors import CompatibilityError
 from edgekit.records import Record
-from edgekit.results.words import CUT_COMMAND, Confidence, Target, Verdict, format_table, mib
 from edgekit.results.inspect import EdgeTpuSummary
+from edgekit.results.words import CUT_COMMAND, Confidence, Target, Verdict, format_table, mib
 
 if TYPE_CHECKING:
     from edgekit.edgetpu.compatibility.check import CheckReport
@@ -36,9 +36,9 @@ class OpPlacement(Record):
     version: int
     target: Target
     reason: str
-    detail: Optional[str]
+    detail: str | None
     confidence: Confidence
-    subgraph: Optional[int]
+    subgraph: int | None
 
     @classmethod
     def of_verdict(cls, v: OpVerdict) -> OpPlacement:
@@ -52,21 +52,28 @@ class CheckSummary(Record):
     subgraphs: int
     uncertain_ops: int
     param_bytes: int
-    on_chip_bytes_estimate: Optional[int]
-    off_chip_bytes_estimate: Optional[int]
+    on_chip_bytes_estimate: int | None
+    off_chip_bytes_estimate: int | None
 
     @classmethod
     def of_report(cls, r: CheckReport) -> CheckSummary:
-        return cls(r.edgetpu_ops, r.cpu_ops, r.subgraphs, r.uncertain_ops, r.param_bytes, r.on_chip_bytes_estimate,
-                   r.off_chip_bytes_estimate)
+        return cls(
+            r.edgetpu_ops,
+            r.cpu_ops,
+            r.subgraphs,
+            r.uncertain_ops,
+            r.param_bytes,
+            r.on_chip_bytes_estimate,
+            r.off_chip_bytes_estimate,
+        )
 
 
 @dataclass(frozen=True)
 class CheckProblem(Record):
     code: str
     message: str
-    hint: Optional[str]
-    ops: Tuple[int, ...]
+    hint: str | None
+    ops: tuple[int, ...]
     fatal: bool
     confidence: Confidence
 
@@ -82,29 +89,38 @@ class CheckResult(Record):
     ``edgetpu``: what the compiler wrote in a compiled model (None for a CPU model).
     """
 
-    model: Optional[str]
+    model: str | None
     verdict: Verdict
     compiled: bool
     min_runtime: int
     multiple_subgraphs: bool
-    ops: Tuple[OpPlacement, ...]
+    ops: tuple[OpPlacement, ...]
     summary: CheckSummary
-    problems: Tuple[CheckProblem, ...]
-    advice: Tuple[str, ...]
-    edgetpu: Optional[EdgeTpuSummary] = None
+    problems: tuple[CheckProblem, ...]
+    advice: tuple[str, ...]
+    edgetpu: EdgeTpuSummary | None = None
 
     @classmethod
-    def of_report(cls: type[C], report: CheckReport, edgetpu: Optional[EdgeTpuSummary] = None) -> C:
+    def of_report(cls: type[C], report: CheckReport, edgetpu: EdgeTpuSummary | None = None) -> C:
         """The document of the engine's ``report``, with ``edgetpu`` (what the compiler wrote, when compiled)."""
-        return cls(report.model, report.verdict, report.compiled, report.min_runtime, report.multiple_subgraphs,
-                   tuple(OpPlacement.of_verdict(o) for o in report.ops), CheckSummary.of_report(report),
-                   tuple(CheckProblem.of_problem(p) for p in report.problems), tuple(report.advice), edgetpu)
+        return cls(
+            report.model,
+            report.verdict,
+            report.compiled,
+            report.min_runtime,
+            report.multiple_subgraphs,
+            tuple(OpPlacement.of_verdict(o) for o in report.ops),
+            CheckSummary.of_report(report),
+            tuple(CheckProblem.of_problem(p) for p in report.problems),
+            tuple(report.advice),
+            edgetpu,
+        )
 
     @property
     def fully_mappable(self) -> bool:
         return self.verdict is Verdict.FULL
 
-    def strict_error(self) -> Optional[CompatibilityError]:
+    def strict_error(self) -> CompatibilityError | None:
         """What ``check --strict`` raises (exit 7): ops certain to stay on the CPU, or a refusal certain to happen,
         or None when there are none.
 
@@ -113,15 +129,21 @@ class CheckResult(Record):
         """
         refused = [p for p in self.problems if p.fatal and p.confidence == Confidence.CONFIRMED]
         if refused:
-            return CompatibilityError(f"edgetpu_compiler would refuse the model: {refused[0].message}",
-                                      refused[0].hint or "see the problems above (or --json)", result=self)
+            return CompatibilityError(
+                f"edgetpu_compiler would refuse the model: {refused[0].message}",
+                refused[0].hint or "see the problems above (or --json)",
+                result=self,
+            )
         certain = [o for o in self.ops if o.target == Target.CPU and o.confidence != Confidence.UNCERTAIN]
         if not certain:
             return None
         first = certain[0]
-        return CompatibilityError(f"{len(certain)} of {len(self.ops)} ops would run on the CPU"
-                                  f" (first: #{first.index} {first.name}: {first.reason})",
-                                  "see the advice above (or --json) for what to change", result=self)
+        return CompatibilityError(
+            f"{len(certain)} of {len(self.ops)} ops would run on the CPU"
+            f" (first: #{first.index} {first.name}: {first.reason})",
+            "see the advice above (or --json) for what to change",
+            result=self,
+        )
 
     def table(self) -> list[tuple[str, int, str]]:
         """Rows of the compiler's operation log: (operator, count, status), in first-seen order."""
@@ -132,19 +154,23 @@ class CheckResult(Record):
 
     def render_text(self) -> str:
         """Human-readable text for ``edgekit check``: the compiler-style operation table and the report."""
-        flags = f"--min-runtime {self.min_runtime}" + (", -a" if self.multiple_subgraphs and not self.compiled
-                                                       else "")
+        flags = f"--min-runtime {self.min_runtime}" + (", -a" if self.multiple_subgraphs and not self.compiled else "")
         lines = [f"Edge TPU check: {self.model or '<model>'} (edgetpu_compiler 16 rules, {flags})"]
         if self.compiled:
             lines.append("This model is ALREADY COMPILED for the Edge TPU.")
         lines += ["", format_table(self.table()), "", "Ops:"]
         lines += self._op_lines() + [""] + self._parameter_lines() + self._problem_lines()
         s = self.summary
-        unsure = (f"; {s.uncertain_ops} of these placements uncertain (no real compile shows their rule)"
-                  if s.uncertain_ops else "")
-        lines.append(f"Verdict: {Verdict(self.verdict).value.upper()}: {s.edgetpu_ops} of {len(self.ops)} ops on "
-                     f"the Edge TPU ({s.subgraphs} Edge TPU subgraph{'s' if s.subgraphs != 1 else ''}), "
-                     f"{s.cpu_ops} on the CPU{unsure}")
+        unsure = (
+            f"; {s.uncertain_ops} of these placements uncertain (no real compile shows their rule)"
+            if s.uncertain_ops
+            else ""
+        )
+        lines.append(
+            f"Verdict: {Verdict(self.verdict).value.upper()}: {s.edgetpu_ops} of {len(self.ops)} ops on "
+            f"the Edge TPU ({s.subgraphs} Edge TPU subgraph{'s' if s.subgraphs != 1 else ''}), "
+            f"{s.cpu_ops} on the CPU{unsure}"
+        )
         lines += [f"Advice: {a}" for a in self.advice]
         text = "\n".join(lines)
         return text + (f"\n{self.edgetpu.describe()}" if self.edgetpu else "")
@@ -156,20 +182,27 @@ class CheckResult(Record):
             mark = "TPU" if v.target == Target.EDGETPU else "CPU"
             if many and v.subgraph is not None:
                 mark += str(v.subgraph)
-            extra = "" if v.target == Target.EDGETPU and not v.detail else f"  {v.reason}" + (
-                f" ({v.detail})" if v.detail else "")
+            extra = (
+                ""
+                if v.target == Target.EDGETPU and not v.detail
+                else f"  {v.reason}" + (f" ({v.detail})" if v.detail else "")
+            )
             unsure = "  [uncertain]" if v.confidence == Confidence.UNCERTAIN else ""
             lines.append(f"  #{v.index:<4} {mark:<4} {v.name} v{v.version}{extra}{unsure}")
         if any(v.confidence == Confidence.UNCERTAIN for v in self.ops):
-            lines.append("  [uncertain]: rests on Coral's documentation or an inference; no real compile seen shows it "
-                         "either way")
+            lines.append(
+                "  [uncertain]: rests on Coral's documentation or an inference; no real compile seen shows it "
+                "either way"
+            )
         return lines
 
     def _parameter_lines(self) -> list[str]:
         s = self.summary
         if s.on_chip_bytes_estimate is not None:
-            return [f"Parameters: {s.param_bytes:,} bytes; Edge TPU ops ~{mib(s.on_chip_bytes_estimate)} "
-                    f"on-chip, ~{mib(s.off_chip_bytes_estimate or 0)} off-chip (streamed), of a ~8 MiB cache"]
+            return [
+                f"Parameters: {s.param_bytes:,} bytes; Edge TPU ops ~{mib(s.on_chip_bytes_estimate)} "
+                f"on-chip, ~{mib(s.off_chip_bytes_estimate or 0)} off-chip (streamed), of a ~8 MiB cache"
+            ]
         return [f"Parameters{' of the CPU ops' if self.compiled else ''}: {s.param_bytes:,} bytes"]
 
     def _problem_lines(self) -> list[str]:
@@ -199,36 +232,45 @@ class CheckDigest(Record):
     compile, and the parameters that would not fit the on-chip cache. (Quantize used to print a fixed "Edge TPU
     checks: ... passed" while check rated the same model PARTIAL: issue 24.)"""
 
-    verdict: Verdict                                # check's own (full | partial | none)
+    verdict: Verdict  # check's own (full | partial | none)
     edgetpu_ops: int
     total_ops: int
-    cpu_ops_by_type: Tuple[CpuOps, ...]             # most first
-    uncertain_ops: int                              # placements no real compile shows
+    cpu_ops_by_type: tuple[CpuOps, ...]  # most first
+    uncertain_ops: int  # placements no real compile shows
     subgraphs: int
     min_runtime: int
-    edgetpu_param_bytes: Optional[int]              # parameters of the Edge TPU ops (None: not estimated)
-    off_chip_bytes_estimate: Optional[int]          # of those, beyond the ~8 MiB on-chip cache
-    cut: Optional[str] = None                       # check's offer of `edgekit cut` (a YOLO detector it can cut)
+    edgetpu_param_bytes: int | None  # parameters of the Edge TPU ops (None: not estimated)
+    off_chip_bytes_estimate: int | None  # of those, beyond the ~8 MiB on-chip cache
+    cut: str | None = None  # check's offer of `edgekit cut` (a YOLO detector it can cut)
 
     @classmethod
-    def from_check(cls, check: Union[CheckReport, CheckResult]) -> CheckDigest:
+    def from_check(cls, check: CheckReport | CheckResult) -> CheckDigest:
         """From check's report, or its result (build's manifest holds one: a
         :class:`~edgekit.results.build.BundleCheck`)."""
         r = check if isinstance(check, CheckResult) else CheckResult.of_report(check)
         s = r.summary
         cpu = Counter(o.name for o in r.ops if o.target == Target.CPU)
         on, off = s.on_chip_bytes_estimate, s.off_chip_bytes_estimate
-        return cls(Verdict(r.verdict), s.edgetpu_ops, len(r.ops),
-                   tuple(CpuOps(name, n) for name, n in sorted(cpu.items(), key=lambda kv: (-kv[1], kv[0]))),
-                   s.uncertain_ops, s.subgraphs, r.min_runtime,
-                   None if on is None else on + (off or 0), off,
-                   next((a for a in r.advice if CUT_COMMAND in a), None))
+        return cls(
+            Verdict(r.verdict),
+            s.edgetpu_ops,
+            len(r.ops),
+            tuple(CpuOps(name, n) for name, n in sorted(cpu.items(), key=lambda kv: (-kv[1], kv[0]))),
+            s.uncertain_ops,
+            s.subgraphs,
+            r.min_runtime,
+            None if on is None else on + (off or 0),
+            off,
+            next((a for a in r.advice if CUT_COMMAND in a), None),
+        )
 
     def lines(self) -> list[str]:
         """'Edge TPU (edgekit check): PARTIAL: 4 of 113 ops ...' and the parameters line."""
         word = self.verdict.value.upper()
-        first = (f"Edge TPU (edgekit check, compiler 16 rules, runtime {self.min_runtime}): {word}: {self.edgetpu_ops} "
-                 f"of {self.total_ops} ops on the Edge TPU")
+        first = (
+            f"Edge TPU (edgekit check, compiler 16 rules, runtime {self.min_runtime}): {word}: {self.edgetpu_ops} "
+            f"of {self.total_ops} ops on the Edge TPU"
+        )
         if self.subgraphs > 1:
             first += f" in {self.subgraphs} subgraphs"
         if self.cpu_ops_by_type:
@@ -236,17 +278,22 @@ class CheckDigest(Record):
             more = len(self.cpu_ops_by_type) - 8
             first += f"; on the CPU: {shown}" + (f" and {more} more type(s)" if more > 0 else "")
         if self.uncertain_ops:
-            first += (f"; {self.uncertain_ops} placement(s) uncertain (no real compile shows their rule: "
-                      "`edgekit check` lists them)")
+            first += (
+                f"; {self.uncertain_ops} placement(s) uncertain (no real compile shows their rule: "
+                "`edgekit check` lists them)"
+            )
         lines = [first]
         if self.edgetpu_param_bytes is not None:
             if self.off_chip_bytes_estimate:
-                lines.append(f"Parameters on the Edge TPU: ~{mib(self.edgetpu_param_bytes)}, ~"
-                             f"{mib(self.off_chip_bytes_estimate)} of them off-chip (streamed from host memory "
-                             "at every inference: slower)")
+                lines.append(
+                    f"Parameters on the Edge TPU: ~{mib(self.edgetpu_param_bytes)}, ~"
+                    f"{mib(self.off_chip_bytes_estimate)} of them off-chip (streamed from host memory "
+                    "at every inference: slower)"
+                )
             else:
-                lines.append(f"Parameters on the Edge TPU: ~{mib(self.edgetpu_param_bytes)}, all within the "
-                             "~8 MiB on-chip cache")
+                lines.append(
+                    f"Parameters on the Edge TPU: ~{mib(self.edgetpu_param_bytes)}, all within the ~8 MiB on-chip cache"
+                )
         if self.cut:
             lines.append(self.cut)
         return lines

@@ -28,8 +28,11 @@ class ImageClasses(Record):
     top: Tuple[Class, ...]
 
     def to_dict(self) -> Dict[str, Any]:  # the document's key order: id, label, score
-        return {"image": self.image, "ms": self.ms,
-                "top": [{"id": c.id, "label": c.label, "score": c.score} for c in self.top]}
+        return {
+            "image": self.image,
+            "ms": self.ms,
+            "top": [{"id": c.id, "label": c.label, "score": c.score} for c in self.top],
+        }
 
 
 @dataclass(frozen=True)
@@ -54,6 +57,7 @@ class ClassifyResult(Record):
         lines = [f"{self.model} on {self.device} ({self.backend}){first}"]
         for r in self.results:
             lines.append(f"{r.image}  ({r.ms:.1f} ms)")
-            lines += [f"  {t.score:8.5f}  {t.id:>5}  {t.label if t.label is not None else ''}".rstrip()
-                      for t in r.top] or ["  (no class at or above the threshold)"]
+            lines += [
+                f"  {t.score:8.5f}  {t.id:>5}  {t.label if t.label is not None else ''}".rstrip() for t in r.top
+            ] or ["  (no class at or above the threshold)"]
         return "\n".join(lines)

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from edgekit.records import Record
 
@@ -13,8 +12,8 @@ from edgekit.records import Record
 class CutCheck(Record):
     """check's prediction for the cut model: its verdict and the ops it still puts on the CPU (None: not checked)."""
 
-    verdict: Optional[str]
-    cpu_ops: Optional[int]
+    verdict: str | None
+    cpu_ops: int | None
 
 
 @dataclass(frozen=True)
@@ -24,41 +23,43 @@ class CutOutput(Record):
 
     role: str
     name: str
-    shape: Tuple[int, ...]
+    shape: tuple[int, ...]
     dtype: str
-    scale: Optional[float]
-    zero_point: Optional[int]
+    scale: float | None
+    zero_point: int | None
 
 
 @dataclass(frozen=True)
 class CutResult(Record):
     """``edgekit cut --json``: the model cut, its head, the decode ops removed, and check's verdict on it."""
 
-    model: Optional[str]
-    output: Optional[str]
+    model: str | None
+    output: str | None
     layout: str
     head: str
     ops_before: int
     ops_after: int
     decode_ops_removed: int
-    outputs: Tuple[CutOutput, ...]
-    strides: Tuple[int, ...]
+    outputs: tuple[CutOutput, ...]
+    strides: tuple[int, ...]
     reg_max: int
     num_classes: int
     check: CutCheck
 
     @classmethod
-    def of_cut(cls, cut: object) -> "CutResult":
+    def of_cut(cls, cut: object) -> CutResult:
         """From :class:`edgekit.detection.cut.Cut` (what the converter did)."""
         return cls.from_dict(cut.to_dict())  # type: ignore[attr-defined]
 
     def render_text(self) -> str:
-        lines = [f"{self.output}: {self.model} cut before its decode",
-                 f"  head: {self.head}",
-                 f"  ops: {self.ops_after} of {self.ops_before} kept ({self.decode_ops_removed} decode ops "
-                 "removed: edgekit decodes them on the host)",
-                 f"  outputs: per level, box distributions then class logits ({len(self.outputs)} tensors, "
-                 f"layout {self.layout})"]
+        lines = [
+            f"{self.output}: {self.model} cut before its decode",
+            f"  head: {self.head}",
+            f"  ops: {self.ops_after} of {self.ops_before} kept ({self.decode_ops_removed} decode ops "
+            "removed: edgekit decodes them on the host)",
+            f"  outputs: per level, box distributions then class logits ({len(self.outputs)} tensors, "
+            f"layout {self.layout})",
+        ]
         if self.check.verdict is not None:
             lines.append(f"  check: {self.check.verdict.upper()}, {self.check.cpu_ops} op(s) predicted on the CPU")
         lines.append(f"next: edgekit compile {self.output}; edgekit detect IMAGE -m {self.output}")

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Tuple
 
 from edgekit.records import Record
 
@@ -17,8 +16,8 @@ class DeployResult(Record):
     bundle: str
     python: str
     interpreter: str
-    uploaded: Tuple[str, ...]
-    deleted: Tuple[str, ...]
+    uploaded: tuple[str, ...]
+    deleted: tuple[str, ...]
     unchanged: int
     bytes_sent: int
 
@@ -26,6 +25,8 @@ class DeployResult(Record):
         """One line for people about what ``deploy`` did (classify/benchmark ``--on`` note it too)."""
         if not self.uploaded and not self.deleted:
             return f"{self.bundle} on {self.target} is up to date (Python {self.python}, {self.interpreter})"
-        return (f"deployed to {self.target}:{self.bundle}: {len(self.uploaded)} file(s) copied ({self.bytes_sent:,} "
-                f"bytes), {self.unchanged} unchanged, {len(self.deleted)} removed (Python {self.python}, "
-                f"{self.interpreter})")
+        return (
+            f"deployed to {self.target}:{self.bundle}: {len(self.uploaded)} file(s) copied ({self.bytes_sent:,} "
+            f"bytes), {self.unchanged} unchanged, {len(self.deleted)} removed (Python {self.python}, "
+            f"{self.interpreter})"
+        )

@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, Mapping, Optional, Tuple, Union
+from typing import Any, Literal
 
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
@@ -27,7 +28,7 @@ class DetectedObject(Record):
     score, the box in the image's pixels and normalized to its size."""
 
     id: int
-    label: Optional[str]
+    label: str | None
     score: float
     bbox: DetectedBox
     bbox_normalized: DetectedBox
@@ -42,7 +43,7 @@ class ImageObjects(Record):
     height: int
     invoke_ms: float
     postprocess_ms: float
-    objects: Tuple[DetectedObject, ...]
+    objects: tuple[DetectedObject, ...]
 
 
 @dataclass(frozen=True)
@@ -51,20 +52,20 @@ class DetectLayout(Record):
     ``kind`` (postprocess | yolo | yolov5 | split-dfl | end2end), each role's output position, and how each
     choice was made (``source``). quantize's detector verification records the same block."""
 
-    kind: Literal["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]   # edgekit.board.decode.Layout's values
+    kind: Literal["postprocess", "yolo", "yolov5", "split-dfl", "end2end"]  # edgekit.board.decode.Layout's values
     roles: Mapping[str, int]
     num_classes: int
-    input_hw: Tuple[int, int]
-    boxes_normalized: Optional[bool]
-    scores_are_logits: Optional[bool]
+    input_hw: tuple[int, int]
+    boxes_normalized: bool | None
+    scores_are_logits: bool | None
     transposed: bool
     reg_max: int
-    strides: Tuple[int, ...]
+    strides: tuple[int, ...]
     letterbox: bool
-    labels: Optional[Tuple[str, ...]]
-    source: Tuple[str, ...]
-    options: Mapping[str, Union[bool, int, float, str]]   # the postprocess op's custom options
-    pixel_scaling: Optional[str]
+    labels: tuple[str, ...] | None
+    source: tuple[str, ...]
+    options: Mapping[str, bool | int | float | str]  # the postprocess op's custom options
+    pixel_scaling: str | None
     description: str
 
 
@@ -80,13 +81,13 @@ class DetectResult(Record):
     conf: float
     iou: float
     max_det: int
-    first_inference_ms: Optional[float]
-    results: Tuple[ImageObjects, ...]
-    errors: Tuple[ImageError, ...]
-    notes: Tuple[str, ...] = ()
+    first_inference_ms: float | None
+    results: tuple[ImageObjects, ...]
+    errors: tuple[ImageError, ...]
+    notes: tuple[str, ...] = ()
 
     @classmethod
-    def of_report(cls, report: Any) -> "DetectResult":
+    def of_report(cls, report: Any) -> DetectResult:
         """From :class:`edgekit.board.detector.DetectReport` (what the runtime, here or on a board, found)."""
         return cls.from_dict(report.to_dict())
 
@@ -95,19 +96,44 @@ class DetectResult(Record):
         runner prints it there; tests/test_detect.py keeps the two equal)."""
         lines = []
         for r in self.results:
-            lines.append("{}: {} object{} ({}x{}; invoke {:.1f} ms, post-processing {:.1f} ms)".format(
-                r.image, len(r.objects), "" if len(r.objects) == 1 else "s", r.width, r.height, r.invoke_ms,
-                r.postprocess_ms))
-            lines += ["  {:<16} {:.3f}  [{:.0f}, {:.0f}, {:.0f}, {:.0f}]".format(
-                o.label if o.label is not None else "class {}".format(o.id), o.score, o.bbox.xmin, o.bbox.ymin,
-                o.bbox.xmax, o.bbox.ymax) for o in r.objects]
-        lines += ["{}: error: {}".format(e.image, e.error) for e in self.errors]
+            lines.append(
+                "{}: {} object{} ({}x{}; invoke {:.1f} ms, post-processing {:.1f} ms)".format(
+                    r.image,
+                    len(r.objects),
+                    "" if len(r.objects) == 1 else "s",
+                    r.width,
+                    r.height,
+                    r.invoke_ms,
+                    r.postprocess_ms,
+                )
+            )
+            lines += [
+                "  {:<16} {:.3f}  [{:.0f}, {:.0f}, {:.0f}, {:.0f}]".format(
+                    o.label if o.label is not None else f"class {o.id}",
+                    o.score,
+                    o.bbox.xmin,
+                    o.bbox.ymin,
+                    o.bbox.xmax,
+                    o.bbox.ymax,
+                )
+                for o in r.objects
+            ]
+        lines += [f"{e.image}: error: {e.error}" for e in self.errors]
         if self.results:
             n = len(self.results)
-            lines.append("{} image{} on {} ({}): invoke {:.1f} ms, post-processing {:.1f} ms per image (median); "
-                         "layout {}; conf {:g}, IoU {:g}, max {}".format(
-                             n, "" if n == 1 else "s", self.device, self.backend,
-                             float(statistics.median(r.invoke_ms for r in self.results)),
-                             float(statistics.median(r.postprocess_ms for r in self.results)),
-                             self.layout.description, self.conf, self.iou, self.max_det))
+            lines.append(
+                "{} image{} on {} ({}): invoke {:.1f} ms, post-processing {:.1f} ms per image (median); "
+                "layout {}; conf {:g}, IoU {:g}, max {}".format(
+                    n,
+                    "" if n == 1 else "s",
+                    self.device,
+                    self.backend,
+                    float(statistics.median(r.invoke_ms for r in self.results)),
+                    float(statistics.median(r.postprocess_ms for r in self.results)),
+                    self.layout.description,
+                    self.conf,
+                    self.iou,
+                    self.max_det,
+                )
+            )
         return "\n".join(lines)

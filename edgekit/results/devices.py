@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from edgekit.records import Record
 
@@ -13,20 +12,20 @@ class Device(Record):
     """One Edge TPU: ``device`` is what to pass as ``device=`` / ``--device`` (``usb:0``, ``pci:1``). The one
     type of a device: what :mod:`edgekit.devices.discovery` finds and what :class:`DevicesResult` lists."""
 
-    type: str                              # "usb" or "pci"
-    path: str                              # sysfs USB path or /dev/apex_N
+    type: str  # "usb" or "pci"
+    path: str  # sysfs USB path or /dev/apex_N
     device: str
     state: str
-    usb_id: Optional[str] = None           # "vendor:product" for USB
-    temperature_c: Optional[float] = None
-    source: str = "sysfs"                  # "sysfs" or "pycoral"
+    usb_id: str | None = None  # "vendor:product" for USB
+    temperature_c: float | None = None
+    source: str = "sysfs"  # "sysfs" or "pycoral"
 
 
 @dataclass(frozen=True)
 class DevicesResult(Record):
     """``edgekit devices --json``: the Edge TPUs on this machine (each a :class:`Device`, also ``edgekit.results.Device``)."""
 
-    devices: Tuple[Device, ...]
+    devices: tuple[Device, ...]
 
     def render_text(self) -> str:
         if not self.devices:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from edgekit.records import Record
 
@@ -26,7 +25,7 @@ class DoctorCheck(Record):
     name: str
     status: Status
     detail: str
-    fix: Optional[str] = None
+    fix: str | None = None
 
 
 @dataclass(frozen=True)
@@ -35,7 +34,7 @@ class DoctorResult(Record):
 
     edgekit: str
     ok: bool
-    checks: Tuple[DoctorCheck, ...]
+    checks: tuple[DoctorCheck, ...]
 
     def render_text(self) -> str:
         tags = {Status.OK: " ok ", Status.INFO: "info", Status.WARN: "WARN", Status.FAIL: "FAIL"}

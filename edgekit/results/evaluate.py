@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence, Tuple
 
-from edgekit.results.metrics import LimitTest
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
+from edgekit.results.metrics import LimitTest
 from edgekit.results.preprocess import SpecRecord
 
 
@@ -16,12 +16,12 @@ class ClassAccuracy(Record):
     """One class: recall (``top1``, with its 95% Wilson interval), how often it was predicted, and precision."""
 
     id: int
-    label: Optional[str]
+    label: str | None
     samples: int
     top1: float
-    top1_interval: Optional[Tuple[float, float]] = None
-    predicted: Optional[int] = None
-    precision: Optional[float] = None
+    top1_interval: tuple[float, float] | None = None
+    predicted: int | None = None
+    precision: float | None = None
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class ClassChange(Record):
     """One class's top-1 accuracy on the float model and on the int8 one (``change``: int8 minus float)."""
 
     id: int
-    label: Optional[str]
+    label: str | None
     samples: int
     float_top1: float
     int8_top1: float
@@ -61,16 +61,16 @@ class ReferenceComparison(Record):
     """``evaluate --reference``: the float Keras model on the same samples, and how far the int8 model is from it."""
 
     model: str
-    top1: Optional[float]
-    top5: Optional[float]
+    top1: float | None
+    top5: float | None
     samples: int
     top1_agreement: float
-    agreement_interval: Tuple[float, float]
+    agreement_interval: tuple[float, float]
     mean_abs_diff: float
     max_abs_diff: float
-    class_changes: Tuple[ClassChange, ...]
-    layers: Optional[Tuple[LayerError, ...]]
-    layers_error: Optional[str]
+    class_changes: tuple[ClassChange, ...]
+    layers: tuple[LayerError, ...] | None
+    layers_error: str | None
 
 
 @dataclass(frozen=True)
@@ -82,25 +82,37 @@ class AccuracyDifference(Record):
     model: str
     against: str
     samples: int
-    top1: Optional[float]
-    against_top1: Optional[float]
-    top1_change: Optional[float]
-    top1_interval: Tuple[float, ...]
+    top1: float | None
+    against_top1: float | None
+    top1_change: float | None
+    top1_interval: tuple[float, ...]
     only_model: int
     only_against: int
     mcnemar_p: float
-    max_drop_points: Optional[float] = None
-    verdict: Optional[LimitTest] = None
+    max_drop_points: float | None = None
+    verdict: LimitTest | None = None
 
     def line(self) -> str:
         if self.top1_change is None:
             return f"{self.model} against {self.against}: no sample scored by both"
         lo, hi = self.top1_interval
-        return ("{} against {}: top-1 {:.1%} against {:.1%}, {:+.1f} points (95% interval {:+.1f} to {:+.1f}: {}); "
-                "{} sample(s) only -m gets right, {} only the other (exact McNemar p = {:.3g}), {} samples".format(
-                    self.model, self.against, self.top1 or 0.0, self.against_top1 or 0.0, 100 * self.top1_change,
-                    100 * lo, 100 * hi, change_words(self.top1_interval, self.verdict, "samples"), self.only_model,
-                    self.only_against, self.mcnemar_p, self.samples))
+        return (
+            "{} against {}: top-1 {:.1%} against {:.1%}, {:+.1f} points (95% interval {:+.1f} to {:+.1f}: {}); "
+            "{} sample(s) only -m gets right, {} only the other (exact McNemar p = {:.3g}), {} samples".format(
+                self.model,
+                self.against,
+                self.top1 or 0.0,
+                self.against_top1 or 0.0,
+                100 * self.top1_change,
+                100 * lo,
+                100 * hi,
+                change_words(self.top1_interval, self.verdict, "samples"),
+                self.only_model,
+                self.only_against,
+                self.mcnemar_p,
+                self.samples,
+            )
+        )
 
 
 PER_CLASS_ROWS = 10  # the text shows this many classes, worst first (--json has them all)
@@ -116,14 +128,19 @@ def per_class_lines(per_class: Sequence[ClassAccuracy], rows: int = PER_CLASS_RO
         return []
     worst = sorted(per_class, key=lambda c: (c.top1, -c.samples, c.id))
     shown = worst[:rows]
-    lines = [f"Per class, worst first ({len(shown)} of {len(per_class)}" + ("" if len(shown) == len(per_class) else
-             "; all in --json") + "):",
-             f"  {'id':>4} {'label':<20} {'recall':>7} {'(95% interval)':>16} {'precision':>9} {'samples':>7}"]
+    lines = [
+        f"Per class, worst first ({len(shown)} of {len(per_class)}"
+        + ("" if len(shown) == len(per_class) else "; all in --json")
+        + "):",
+        f"  {'id':>4} {'label':<20} {'recall':>7} {'(95% interval)':>16} {'precision':>9} {'samples':>7}",
+    ]
     for c in shown:
         lo, hi = c.top1_interval or (float("nan"), float("nan"))
         precision = "n/a" if c.precision is None else f"{c.precision:.1%}"
-        lines.append(f"  {c.id:>4} {str(c.label or '')[:20]:<20} {c.top1:>7.1%} "
-                     f"{f'({lo:.0%} to {hi:.0%})':>16} {precision:>9} {c.samples:>7}")
+        lines.append(
+            f"  {c.id:>4} {str(c.label or '')[:20]:<20} {c.top1:>7.1%} "
+            f"{f'({lo:.0%} to {hi:.0%})':>16} {precision:>9} {c.samples:>7}"
+        )
     return lines
 
 
@@ -138,37 +155,48 @@ class EvaluateResult(Record):
     labels_from: str
     samples: int
     classes: int
-    top1: Optional[float]
-    top5: Optional[float]
-    per_class: Tuple[ClassAccuracy, ...]
-    errors: Tuple[ImageError, ...]
-    reference: Optional[ReferenceComparison] = None
-    against: Tuple[AccuracyDifference, ...] = ()
-    plots: Tuple[str, ...] = ()     # the PNG files --plots wrote
-    computes: Optional[str] = None   # full-int8, mixed (float I/O around int8) or float: what the accuracy is of
+    top1: float | None
+    top5: float | None
+    per_class: tuple[ClassAccuracy, ...]
+    errors: tuple[ImageError, ...]
+    reference: ReferenceComparison | None = None
+    against: tuple[AccuracyDifference, ...] = ()
+    plots: tuple[str, ...] = ()  # the PNG files --plots wrote
+    computes: str | None = None  # full-int8, mixed (float I/O around int8) or float: what the accuracy is of
 
     def render_text(self) -> str:
         def pct(v: float | None) -> str:
             return "n/a" if v is None else f"{v:.1%}"
 
         kind = "top-1" if self.computes == "float" else "int8 top-1"
-        lines = [f"{self.model} on {self.device} ({self.backend}): {self.samples} samples, {self.classes} classes",
-                 f"Preprocessing: {self.preprocess.source}; labels: {self.labels_from}",
-                 f"{kind} {pct(self.top1)}, top-5 {pct(self.top5)}"]
+        lines = [
+            f"{self.model} on {self.device} ({self.backend}): {self.samples} samples, {self.classes} classes",
+            f"Preprocessing: {self.preprocess.source}; labels: {self.labels_from}",
+            f"{kind} {pct(self.top1)}, top-5 {pct(self.top5)}",
+        ]
         lines += per_class_lines(self.per_class)
         r = self.reference
         if r:
-            lines += [f"float ({r.model}) top-1 {pct(r.top1)}, top-5 {pct(r.top5)}",
-                      f"Agreement (top-1) {pct(r.top1_agreement)}; score difference mean "
-                      f"{r.mean_abs_diff:.4f}, max {r.max_abs_diff:.4f}"]
+            lines += [
+                f"float ({r.model}) top-1 {pct(r.top1)}, top-5 {pct(r.top5)}",
+                f"Agreement (top-1) {pct(r.top1_agreement)}; score difference mean "
+                f"{r.mean_abs_diff:.4f}, max {r.max_abs_diff:.4f}",
+            ]
             changed = [c for c in r.class_changes if c.change]
-            lines.append("Classes that changed most (float -> int8 top-1):" if changed else
-                         "No class's top-1 accuracy changed from float to int8")
-            lines += [f"  {c.id:>4} {c.label or '':<16} {pct(c.float_top1)} -> {pct(c.int8_top1)} "
-                      f"({c.samples} samples)" for c in changed]
+            lines.append(
+                "Classes that changed most (float -> int8 top-1):"
+                if changed
+                else "No class's top-1 accuracy changed from float to int8"
+            )
+            lines += [
+                f"  {c.id:>4} {c.label or '':<16} {pct(c.float_top1)} -> {pct(c.int8_top1)} ({c.samples} samples)"
+                for c in changed
+            ]
             if r.layers:
-                lines.append("Layers with the largest int8 error (RMS error / RMS of the float output, each layer "
-                             "on the same input):")
+                lines.append(
+                    "Layers with the largest int8 error (RMS error / RMS of the float output, each layer "
+                    "on the same input):"
+                )
                 lines += [f"  {x.relative_rms_error:8.4f}  {x.op:<18} {x.tensor[:90]}" for x in r.layers[:5]]
             elif r.layers_error:
                 lines.append(f"Per-layer report unavailable: {r.layers_error}")
@@ -195,8 +223,8 @@ class ClassScore(Record):
 
     id: int
     name: str
-    ap: Optional[float]
-    ap50: Optional[float]
+    ap: float | None
+    ap50: float | None
     objects: int
 
 
@@ -209,17 +237,17 @@ class DetectorScore(Record):
     device: str
     backend: str
     layout: str
-    map: Optional[float]
-    map50: Optional[float]
-    map75: Optional[float]
-    map_small: Optional[float]
-    map_medium: Optional[float]
-    map_large: Optional[float]
-    per_class: Tuple[ClassScore, ...]
+    map: float | None
+    map50: float | None
+    map75: float | None
+    map_small: float | None
+    map_medium: float | None
+    map_large: float | None
+    per_class: tuple[ClassScore, ...]
     detections: int
     invoke_ms: float
     postprocess_ms: float
-    errors: Tuple[ImageError, ...]
+    errors: tuple[ImageError, ...]
 
 
 @dataclass(frozen=True)
@@ -231,24 +259,35 @@ class MapDifference(Record):
     model: str
     against: str
     map50_change: float
-    map50_interval: Tuple[float, float]
+    map50_interval: tuple[float, float]
     map_change: float
-    map_interval: Tuple[float, float]
+    map_interval: tuple[float, float]
     resamples: int
     seed: int
-    max_drop_points: Optional[float] = None
-    map50_verdict: Optional[LimitTest] = None
-    map_verdict: Optional[LimitTest] = None
+    max_drop_points: float | None = None
+    map50_verdict: LimitTest | None = None
+    map_verdict: LimitTest | None = None
 
     def line(self) -> str:
         lo, hi = self.map50_interval
         mlo, mhi = self.map_interval
-        return ("{} against {}: mAP50 {:+.1f} points (95% interval {:+.1f} to {:+.1f}: {}), mAP50-95 {:+.1f} points "
-                "({:+.1f} to {:+.1f}: {}); paired bootstrap over images, {} resamples, seed {}".format(
-                    self.model, self.against, 100 * self.map50_change, 100 * lo, 100 * hi,
-                    change_words(self.map50_interval, self.map50_verdict, "images"), 100 * self.map_change,
-                    100 * mlo, 100 * mhi, change_words(self.map_interval, self.map_verdict, "images"),
-                    self.resamples, self.seed))
+        return (
+            "{} against {}: mAP50 {:+.1f} points (95% interval {:+.1f} to {:+.1f}: {}), mAP50-95 {:+.1f} points "
+            "({:+.1f} to {:+.1f}: {}); paired bootstrap over images, {} resamples, seed {}".format(
+                self.model,
+                self.against,
+                100 * self.map50_change,
+                100 * lo,
+                100 * hi,
+                change_words(self.map50_interval, self.map50_verdict, "images"),
+                100 * self.map_change,
+                100 * mlo,
+                100 * mhi,
+                change_words(self.map_interval, self.map_verdict, "images"),
+                self.resamples,
+                self.seed,
+            )
+        )
 
 
 @dataclass(frozen=True)
@@ -261,22 +300,33 @@ class CutOffer(Record):
     model: str
     command: str
     decode_ops: int
-    score: Optional[DetectorScore] = None
-    change: Optional[MapDifference] = None
+    score: DetectorScore | None = None
+    change: MapDifference | None = None
 
     def line(self) -> str:
-        head = (f"Cut: the decode of {self.model} ({self.decode_ops} ops) runs inside the model, in int8; "
-                f"`{self.command}` cuts it off and detect decodes the head's maps on the host in float")
+        head = (
+            f"Cut: the decode of {self.model} ({self.decode_ops} ops) runs inside the model, in int8; "
+            f"`{self.command}` cuts it off and detect decodes the head's maps on the host in float"
+        )
         if self.score is None or self.change is None:
             return head + "; --try-cut measures the mAP it gives back on this data (one more evaluation)."
         c = self.change
-        return head + ": measured here, mAP50-95 {:.1f} ({:+.1f} points, 95% interval {:+.1f} to {:+.1f}: {}), " \
+        return (
+            head
+            + ": measured here, mAP50-95 {:.1f} ({:+.1f} points, 95% interval {:+.1f} to {:+.1f}: {}), "
             "mAP50 {:.1f} ({:+.1f} points).".format(
-                100 * (self.score.map or 0.0), 100 * c.map_change, 100 * c.map_interval[0], 100 * c.map_interval[1],
-                change_words(c.map_interval, None, "images"), 100 * (self.score.map50 or 0.0), 100 * c.map50_change)
+                100 * (self.score.map or 0.0),
+                100 * c.map_change,
+                100 * c.map_interval[0],
+                100 * c.map_interval[1],
+                change_words(c.map_interval, None, "images"),
+                100 * (self.score.map50 or 0.0),
+                100 * c.map50_change,
+            )
+        )
 
 
-def change_words(interval: Sequence[float], verdict: Optional[LimitTest], unit: str) -> str:
+def change_words(interval: Sequence[float], verdict: LimitTest | None, unit: str) -> str:
     """What a change's interval says: against ``--max-drop`` where one was given (``verdict``), else whether it is
     a real loss, a real gain or not distinguishable from none at this sample size."""
     lo, hi = interval
@@ -287,8 +337,9 @@ def change_words(interval: Sequence[float], verdict: Optional[LimitTest], unit: 
         return f"passed: drops at most {limit:g} points"
     if verdict.verdict == "failed":
         return f"FAILED: drops more than {limit:g} points"
-    settle = (f"about {verdict.settle_at} {unit} would settle it" if verdict.settle_at else
-              "no sample size would settle it")
+    settle = (
+        f"about {verdict.settle_at} {unit} would settle it" if verdict.settle_at else "no sample size would settle it"
+    )
     return f"uncertain at --max-drop {limit:g}: {settle}"
 
 
@@ -304,34 +355,41 @@ class DetectionEvaluateResult(Record):
     images: int
     objects: int
     protocol: DetectionProtocol
-    models: Tuple[DetectorScore, ...]
-    differences: Tuple[MapDifference, ...]
-    warnings: Tuple[str, ...]
-    errors: Tuple[ImageError, ...]
-    plots: Tuple[str, ...] = ()     # the PNG files --plots wrote
-    cut: Tuple[CutOffer, ...] = ()  # the offer of `edgekit cut` for each scored model it applies to
+    models: tuple[DetectorScore, ...]
+    differences: tuple[MapDifference, ...]
+    warnings: tuple[str, ...]
+    errors: tuple[ImageError, ...]
+    plots: tuple[str, ...] = ()  # the PNG files --plots wrote
+    cut: tuple[CutOffer, ...] = ()  # the offer of `edgekit cut` for each scored model it applies to
 
     def render_text(self) -> str:
-        def pct(v: Optional[float]) -> str:
-            return "  -  " if v is None else "{:5.1f}".format(100 * v)
+        def pct(v: float | None) -> str:
+            return "  -  " if v is None else f"{100 * v:5.1f}"
 
         p = self.protocol
-        lines = ["{} ({}): {} images, {} objects".format(self.data, self.data_kind, self.images, self.objects),
-                 "Protocol: conf >= {:g} for each class of a box (as Ultralytics' val), NMS IoU {:g}, at most {} "
-                 "detections per image; scored by pycocotools "
-                 "(COCO bbox AP, 101-point){}".format(p.conf, p.iou, p.max_det, "" if p.standard else
-                                                      " - NOT the standard protocol (conf 0.001, max 100)"),
-                 "{:<44} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {}".format("model", "mAP", "AP50", "AP75", "S", "M", "L",
-                                                                         "device")]
+        lines = [
+            f"{self.data} ({self.data_kind}): {self.images} images, {self.objects} objects",
+            "Protocol: conf >= {:g} for each class of a box (as Ultralytics' val), NMS IoU {:g}, at most {} "
+            "detections per image; scored by pycocotools "
+            "(COCO bbox AP, 101-point){}".format(
+                p.conf, p.iou, p.max_det, "" if p.standard else " - NOT the standard protocol (conf 0.001, max 100)"
+            ),
+            "{:<44} {:>5} {:>5} {:>5} {:>5} {:>5} {:>5}  {}".format(
+                "model", "mAP", "AP50", "AP75", "S", "M", "L", "device"
+            ),
+        ]
         for m in self.models:
-            lines.append("{:<44} {} {} {} {} {} {}  {} (invoke {:.1f} ms, post-processing {:.1f} ms per image)".format(
-                _short(m.model, 44), pct(m.map), pct(m.map50), pct(m.map75), pct(m.map_small), pct(m.map_medium),
-                pct(m.map_large), m.device, m.invoke_ms, m.postprocess_ms))
+            lines.append(
+                f"{_short(m.model, 44):<44} {pct(m.map)} {pct(m.map50)} {pct(m.map75)} {pct(m.map_small)} {pct(m.map_medium)} {pct(m.map_large)}  {m.device} (invoke {m.invoke_ms:.1f} ms, post-processing {m.postprocess_ms:.1f} ms per image)"
+            )
         first = self.models[0] if self.models else None
         if first and first.per_class:
-            lines.append("Per class ({}): ".format(_short(first.model, 60)) + ", ".join(
-                "{} {} AP {} AP50 {}".format(c.name, c.objects, pct(c.ap).strip(), pct(c.ap50).strip())
-                for c in first.per_class))
+            lines.append(
+                f"Per class ({_short(first.model, 60)}): "
+                + ", ".join(
+                    f"{c.name} {c.objects} AP {pct(c.ap).strip()} AP50 {pct(c.ap50).strip()}" for c in first.per_class
+                )
+            )
         lines += [d.line() for d in self.differences]
         if self.plots:
             lines.append("Plots: " + ", ".join(self.plots))
@@ -340,4 +398,4 @@ class DetectionEvaluateResult(Record):
 
 
 def _short(text: str, n: int) -> str:
-    return text if len(text) <= n else "..." + text[-(n - 3):]
+    return text if len(text) <= n else "..." + text[-(n - 3) :]

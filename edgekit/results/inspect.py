@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any
 
 from edgekit.records import Record
 
@@ -15,8 +16,8 @@ class ExecutableSummary(Record):
 
     type: str
     parameter_bytes: int
-    estimated_cycles: Optional[int]
-    chip: Optional[str]
+    estimated_cycles: int | None
+    chip: str | None
 
 
 @dataclass(frozen=True)
@@ -25,13 +26,13 @@ class PackageSummary(Record):
 
     subgraph: int
     op: int
-    min_runtime_version: Optional[int]
-    compiler_version: Optional[str]
+    min_runtime_version: int | None
+    compiler_version: str | None
     cached_parameter_bytes: int
     streamed_parameter_bytes: int
-    estimated_cycles: Optional[int]
-    executables: Tuple[ExecutableSummary, ...]
-    error: Optional[str]
+    estimated_cycles: int | None
+    executables: tuple[ExecutableSummary, ...]
+    error: str | None
 
 
 @dataclass(frozen=True)
@@ -42,36 +43,44 @@ class EdgeTpuSummary(Record):
     executables: int
     cached_parameter_bytes: int
     streamed_parameter_bytes: int
-    estimated_cycles: Optional[int]
-    min_runtime_version: Optional[int]
+    estimated_cycles: int | None
+    min_runtime_version: int | None
     unreadable: int
-    packages: Tuple[PackageSummary, ...]
+    packages: tuple[PackageSummary, ...]
 
     def describe(self) -> str:
         """One line for people: the figures the compiler printed when it made the model (MiB, as check prints)."""
         cycles = f"; estimated {self.estimated_cycles:,} cycles" if self.estimated_cycles else ""
         runtime = f"; needs Edge TPU runtime {self.min_runtime_version}+" if self.min_runtime_version else ""
         bad = f"; {self.unreadable} package(s) unreadable" if self.unreadable else ""
-        return (f"Edge TPU: {self.subgraphs} subgraph(s), {self.executables} executable(s); parameters cached on "
-                f"chip {self.cached_parameter_bytes / 2**20:.2f} MiB, streamed off chip "
-                f"{self.streamed_parameter_bytes / 2**20:.2f} MiB{cycles}{runtime}{bad}")
+        return (
+            f"Edge TPU: {self.subgraphs} subgraph(s), {self.executables} executable(s); parameters cached on "
+            f"chip {self.cached_parameter_bytes / 2**20:.2f} MiB, streamed off chip "
+            f"{self.streamed_parameter_bytes / 2**20:.2f} MiB{cycles}{runtime}{bad}"
+        )
 
 
 @dataclass(frozen=True)
 class TensorSummary(Record):
-    name: Optional[str]
+    name: str | None
     dtype: str
-    shape: Tuple[int, ...]
-    shape_signature: Tuple[int, ...]
-    scale: Union[float, Tuple[float, ...], None]      # one per tensor, one per channel, or None (not quantized)
-    zero_point: Union[int, Tuple[int, ...], None]
+    shape: tuple[int, ...]
+    shape_signature: tuple[int, ...]
+    scale: float | tuple[float, ...] | None  # one per tensor, one per channel, or None (not quantized)
+    zero_point: int | tuple[int, ...] | None
 
     def line(self) -> str:
         shape = "x".join(map(str, self.shape))
         sig = "" if self.shape_signature == self.shape else f" (signature {list(self.shape_signature)})"
-        q = "" if self.scale is None else (
-            f"  scale={self.scale:.6g} zero_point={self.zero_point}" if not isinstance(self.scale, tuple)
-            else f"  per-channel ({len(self.scale)} scales)")
+        q = (
+            ""
+            if self.scale is None
+            else (
+                f"  scale={self.scale:.6g} zero_point={self.zero_point}"
+                if not isinstance(self.scale, tuple)
+                else f"  per-channel ({len(self.scale)} scales)"
+            )
+        )
         return f"  {self.name or '<unnamed>'}: {self.dtype} [{shape}]{sig}{q}"
 
 
@@ -82,12 +91,16 @@ class InspectOp(Record):
     index: int
     name: str
     version: int
-    custom_code: Optional[str]
-    subgraph: Optional[int] = None
+    custom_code: str | None
+    subgraph: int | None = None
 
     def to_dict(self) -> dict[str, int | str | None]:
-        doc: dict[str, int | str | None] = {"index": self.index, "name": self.name, "version": self.version,
-                                            "custom_code": self.custom_code}
+        doc: dict[str, int | str | None] = {
+            "index": self.index,
+            "name": self.name,
+            "version": self.version,
+            "custom_code": self.custom_code,
+        }
         return doc if self.subgraph is None else {**doc, "subgraph": self.subgraph}
 
 
@@ -107,19 +120,19 @@ class UltralyticsExport(Record):
     index, ``imgsz``, ``stride``, ``task``) and what else it says; a value of another type than written here is
     None (the file is untrusted); ``error`` when the file is no JSON object."""
 
-    task: Optional[str] = None
-    version: Optional[str] = None
-    names: Optional[Tuple[str, ...]] = None
-    imgsz: Optional[Tuple[int, ...]] = None
-    stride: Optional[int] = None
-    batch: Optional[int] = None
-    channels: Optional[int] = None
-    end2end: Optional[bool] = None
-    description: Optional[str] = None
-    author: Optional[str] = None
-    date: Optional[str] = None
-    license: Optional[str] = None
-    error: Optional[str] = None
+    task: str | None = None
+    version: str | None = None
+    names: tuple[str, ...] | None = None
+    imgsz: tuple[int, ...] | None = None
+    stride: int | None = None
+    batch: int | None = None
+    channels: int | None = None
+    end2end: bool | None = None
+    description: str | None = None
+    author: str | None = None
+    date: str | None = None
+    license: str | None = None
+    error: str | None = None
 
     def line(self) -> str:
         if self.error:
@@ -127,25 +140,35 @@ class UltralyticsExport(Record):
         names = self.names or ()
         listed = ", ".join(names[:8]) + (", ..." if len(names) > 8 else "")
         imgsz = "x".join(map(str, self.imgsz)) if self.imgsz else None
-        return (f"Ultralytics metadata.json: task {self.task}, imgsz {imgsz}, stride {self.stride}, version "
-                f"{self.version}, {len(names)} class names" + (f" ({listed})" if names else ""))
+        return (
+            f"Ultralytics metadata.json: task {self.task}, imgsz {imgsz}, stride {self.stride}, version "
+            f"{self.version}, {len(names)} class names" + (f" ({listed})" if names else "")
+        )
 
 
 @dataclass(frozen=True)
 class TfliteMetadataInfo(Record):
     """TFLite metadata's (``TFLITE_METADATA``) model-level strings; ``error`` when it cannot be read."""
 
-    name: Optional[str] = None
-    description: Optional[str] = None
-    version: Optional[str] = None
-    author: Optional[str] = None
-    license: Optional[str] = None
-    error: Optional[str] = None
+    name: str | None = None
+    description: str | None = None
+    version: str | None = None
+    author: str | None = None
+    license: str | None = None
+    error: str | None = None
 
     def line(self) -> str:
-        said = [f"{k} {v!r}" for k, v in (("name", self.name), ("description", self.description),
-                                           ("version", self.version), ("author", self.author),
-                                           ("license", self.license)) if v]
+        said = [
+            f"{k} {v!r}"
+            for k, v in (
+                ("name", self.name),
+                ("description", self.description),
+                ("version", self.version),
+                ("author", self.author),
+                ("license", self.license),
+            )
+            if v
+        ]
         return "TFLite metadata: " + (self.error or ", ".join(said) or "no name or description")
 
 
@@ -154,19 +177,22 @@ class EdgekitRecordInfo(Record):
     """edgekit's record with the model: ``found_in`` (its metadata or a sidecar file), its preprocessing document,
     how many labels, and the rest (``provenance``); ``error`` when it cannot be read."""
 
-    found_in: Optional[str] = None
-    preprocess: Optional[Mapping[str, Any]] = None
-    labels: Optional[int] = None
-    provenance: Optional[Mapping[str, Any]] = None
-    error: Optional[str] = None
+    found_in: str | None = None
+    preprocess: Mapping[str, Any] | None = None
+    labels: int | None = None
+    provenance: Mapping[str, Any] | None = None
+    error: str | None = None
 
     def line(self) -> str:
         if self.error:
             return f"edgekit record: {self.error}"
         p = self.preprocess
-        spec = (f"preprocessing {p.get('width')}x{p.get('height')} {p.get('channels')}, mean "
-                f"{','.join(map(str, p.get('mean') or ()))}, std {','.join(map(str, p.get('std') or ()))}"
-                if p else "no preprocessing")
+        spec = (
+            f"preprocessing {p.get('width')}x{p.get('height')} {p.get('channels')}, mean "
+            f"{','.join(map(str, p.get('mean') or ()))}, std {','.join(map(str, p.get('std') or ()))}"
+            if p
+            else "no preprocessing"
+        )
         return f"edgekit record: from {self.found_in}; {spec}; {self.labels} labels"
 
 
@@ -175,9 +201,9 @@ class ConverterInfo(Record):
     """The converter that wrote the flatbuffer: the model's ``description`` (``MLIR Converted.``) and, from
     ``CONVERSION_METADATA`` (TensorFlow 2.9+, LiteRT), the TensorFlow version and converter API version."""
 
-    description: Optional[str] = None
-    tensorflow_version: Optional[str] = None
-    api_version: Optional[int] = None
+    description: str | None = None
+    tensorflow_version: str | None = None
+    api_version: int | None = None
 
     def line(self) -> str:
         tf = f", TensorFlow {self.tensorflow_version}" if self.tensorflow_version else ""
@@ -189,38 +215,41 @@ class ConverterInfo(Record):
 class ExporterMetadata(Record):
     """What the exporter wrote besides the graph (:mod:`edgekit.tflite.exporter_metadata`), each None when absent."""
 
-    ultralytics: Optional[UltralyticsExport]
-    tflite_metadata: Optional[TfliteMetadataInfo]
-    edgekit: Optional[EdgekitRecordInfo]
-    converter: Optional[ConverterInfo] = None
+    ultralytics: UltralyticsExport | None
+    tflite_metadata: TfliteMetadataInfo | None
+    edgekit: EdgekitRecordInfo | None
+    converter: ConverterInfo | None = None
 
     def lines(self) -> list[str]:
-        return [part.line() for part in (self.converter, self.ultralytics, self.tflite_metadata, self.edgekit)
-                if part is not None]
+        return [
+            part.line()
+            for part in (self.converter, self.ultralytics, self.tflite_metadata, self.edgekit)
+            if part is not None
+        ]
 
 
 @dataclass(frozen=True)
 class InspectResult(Record):
     """``edgekit inspect --json``: a .tflite model's I/O, quantization, ops and shapes, read without TensorFlow."""
 
-    path: Optional[str]        # None for a model read from bytes (tflite_model.ModelInfo.from_bytes)
+    path: str | None  # None for a model read from bytes (tflite_model.ModelInfo.from_bytes)
     size_bytes: int
     edgetpu_compiled: bool
     subgraphs: int
-    schema_version: Optional[int]
-    description: Optional[str]
-    min_runtime_version: Optional[str]
+    schema_version: int | None
+    description: str | None
+    min_runtime_version: str | None
     quantization: str
     dynamic_shapes: bool
     param_bytes: int
     edgetpu_bytes: int
-    edgetpu: Optional[EdgeTpuSummary]
-    inputs: Tuple[TensorSummary, ...]
-    outputs: Tuple[TensorSummary, ...]
-    ops: Tuple[InspectOp, ...]
-    op_histogram: Tuple[OpCount, ...]
-    metadata: Tuple[str, ...]
-    exporter: Optional[ExporterMetadata] = None
+    edgetpu: EdgeTpuSummary | None
+    inputs: tuple[TensorSummary, ...]
+    outputs: tuple[TensorSummary, ...]
+    ops: tuple[InspectOp, ...]
+    op_histogram: tuple[OpCount, ...]
+    metadata: tuple[str, ...]
+    exporter: ExporterMetadata | None = None
 
     def render_text(self) -> str:
         lines = [
@@ -229,8 +258,11 @@ class InspectResult(Record):
             f"Quantization: {self.quantization}",
             f"Shapes: {'DYNAMIC (some dimension is -1 in shape_signature)' if self.dynamic_shapes else 'static'}",
             f"Parameters: {self.param_bytes:,} bytes"
-            + (f" on the CPU, {self.edgetpu_bytes:,} bytes of compiled Edge TPU program" if self.edgetpu_compiled
-               else ""),
+            + (
+                f" on the CPU, {self.edgetpu_bytes:,} bytes of compiled Edge TPU program"
+                if self.edgetpu_compiled
+                else ""
+            ),
         ]
         if self.min_runtime_version:
             lines.append(f"Min TFLite runtime: {self.min_runtime_version}")

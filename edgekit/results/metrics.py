@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 import numpy as np
 
 from edgekit.records import Record
 
-CONFIDENCE = 0.95           # the intervals edgekit prints and decides on
-CHANCE_ALPHA = 0.01         # "better than chance" must be shown at this one-sided level
-Z95 = 1.959963984540054     # the normal quantile of a two-sided 95% interval
+CONFIDENCE = 0.95  # the intervals edgekit prints and decides on
+CHANCE_ALPHA = 0.01  # "better than chance" must be shown at this one-sided level
+Z95 = 1.959963984540054  # the normal quantile of a two-sided 95% interval
 
 
 def top_k_accuracy(scores: np.ndarray, labels: np.ndarray, k: int = 1) -> float:
@@ -72,8 +71,8 @@ class Chance(Record):
     """What :class:`ChanceTest` found: the chance level, the accuracy with its Wilson interval, the p-value."""
 
     chance: float
-    accuracy: Optional[float]           # None without samples
-    interval: Tuple[float, float]
+    accuracy: float | None  # None without samples
+    interval: tuple[float, float]
     p_value: float
     near_chance: bool
 
@@ -100,8 +99,13 @@ class ChanceTest:
         return self.samples == 0 or self.p_value >= CHANCE_ALPHA
 
     def result(self) -> Chance:
-        return Chance(self.chance, self.correct / self.samples if self.samples else None,
-                      wilson(self.correct, self.samples), self.p_value, self.near_chance)
+        return Chance(
+            self.chance,
+            self.correct / self.samples if self.samples else None,
+            wilson(self.correct, self.samples),
+            self.p_value,
+            self.near_chance,
+        )
 
 
 def near_chance(accuracy: float, samples: int, classes: int) -> bool:
@@ -115,11 +119,11 @@ class PairedDifference(Record):
     """Accuracy of A minus accuracy of B on the same samples (:func:`paired_difference`)."""
 
     samples: int
-    difference: Optional[float]         # None without samples
-    interval: Tuple[float, float]       # Tango's score interval, at the ``z`` asked for
-    only_a: int                         # samples only A gets right
-    only_b: int                         # samples only B gets right
-    p_value: float                      # exact one-sided McNemar: A better than B
+    difference: float | None  # None without samples
+    interval: tuple[float, float]  # Tango's score interval, at the ``z`` asked for
+    only_a: int  # samples only A gets right
+    only_b: int  # samples only B gets right
+    p_value: float  # exact one-sided McNemar: A better than B
 
 
 def tango_statistic(only_a: float, only_b: float, n: int, delta: float) -> float:
@@ -146,17 +150,19 @@ def tango_interval(only_a: float, only_b: float, n: int, z: float = Z95) -> tupl
     estimate = (only_a - only_b) / n
 
     def where(target: float, lo: float, hi: float) -> float:
-        for _ in range(100):   # 2^-100 of the range: far below any digit printed
+        for _ in range(100):  # 2^-100 of the range: far below any digit printed
             mid = (lo + hi) / 2
             lo, hi = (mid, hi) if tango_statistic(only_a, only_b, n, mid) > target else (lo, mid)
         return (lo + hi) / 2
+
     lower = -1.0 if tango_statistic(only_a, only_b, n, -1.0) <= z else where(z, -1.0, estimate)
     upper = 1.0 if tango_statistic(only_a, only_b, n, 1.0) >= -z else where(-z, estimate, 1.0)
     return lower, upper
 
 
-def paired_settle_at(only_a: int, only_b: int, n: int, limit: float, z: float = Z95,
-                     most: int = 10_000_000) -> int | None:
+def paired_settle_at(
+    only_a: int, only_b: int, n: int, limit: float, z: float = Z95, most: int = 10_000_000
+) -> int | None:
     """Samples in all at which Tango's interval, the flips in the same shares, would no longer span ``limit``
     (a paired difference as a fraction): solved on the interval itself, not scaled from its width (with no
     flip the width falls as 1/n, not 1/sqrt(n)). None when no number up to ``most`` would."""
@@ -166,6 +172,7 @@ def paired_settle_at(only_a: int, only_b: int, n: int, limit: float, z: float = 
     def settled(total: int) -> bool:
         lo, hi = tango_interval(only_a * total / n, only_b * total / n, total, z)
         return lo > limit or hi <= limit
+
     lo, hi = n, 2 * n
     while not settled(hi):
         lo, hi = hi, 2 * hi
@@ -192,8 +199,14 @@ def paired_difference(a_correct: np.ndarray, b_correct: np.ndarray, z: float = Z
     only_b = int(np.sum(~a_correct & b_correct))
     if n == 0:
         return PairedDifference(0, None, (-1.0, 1.0), 0, 0, 1.0)
-    return PairedDifference(n, (only_a - only_b) / n, tango_interval(only_a, only_b, n, z), only_a, only_b,
-                            binomial_sf(only_a, only_a + only_b, 0.5))
+    return PairedDifference(
+        n,
+        (only_a - only_b) / n,
+        tango_interval(only_a, only_b, n, z),
+        only_a,
+        only_b,
+        binomial_sf(only_a, only_a + only_b, 0.5),
+    )
 
 
 @dataclass
@@ -205,7 +218,7 @@ class LimitTest(Record):
     interval: tuple[float, float]
     threshold: float
     samples: int
-    settle_at: int | None    # samples in all that would likely settle an uncertain verdict (None: none would)
+    settle_at: int | None  # samples in all that would likely settle an uncertain verdict (None: none would)
     confidence: float = CONFIDENCE
 
 
@@ -218,8 +231,9 @@ def at_most(estimate: float, interval: tuple[float, float], limit: float, sample
     if hi <= limit:
         return LimitTest("passed", estimate, interval, limit, samples, None)
     half = (hi - estimate) if estimate <= limit else (estimate - lo)
-    return LimitTest("uncertain", estimate, interval, limit, samples, samples_to_settle(samples, half,
-                                                                                     abs(limit - estimate)))
+    return LimitTest(
+        "uncertain", estimate, interval, limit, samples, samples_to_settle(samples, half, abs(limit - estimate))
+    )
 
 
 STRICT_FAILS = "--strict fails an uncertain verdict whose estimate is past the limit"
@@ -230,8 +244,10 @@ def settle_hint(decision: LimitTest, what: str = "labelled samples", flags: str 
     threshold shrinks as 1/sqrt(n)), for every uncertain line to say."""
     if decision.settle_at is None:
         return f"no number of {what} settles it while the estimate sits on the limit itself"
-    return (f"about {decision.settle_at:,} {what} in all would settle it "
-            f"({decision.settle_at - decision.samples:,} more: {flags})")
+    return (
+        f"about {decision.settle_at:,} {what} in all would settle it "
+        f"({decision.settle_at - decision.samples:,} more: {flags})"
+    )
 
 
 def drop_within(change: float, interval: tuple[float, float], max_drop_points: float, samples: int) -> LimitTest:
@@ -251,8 +267,8 @@ class Agreement(Record):
     """How often two models' top-1 classes agree, with its Wilson interval, and how far their scores differ."""
 
     samples: int
-    top1_agreement: float               # NaN without samples
-    agreement_interval: Tuple[float, float]
+    top1_agreement: float  # NaN without samples
+    agreement_interval: tuple[float, float]
     mean_abs_diff: float
     max_abs_diff: float
 
@@ -262,8 +278,13 @@ def agreement(float_scores: np.ndarray, int8_scores: np.ndarray) -> Agreement:
     diff = np.abs(float_scores - int8_scores)
     agree = int(np.sum(float_scores.argmax(1) == int8_scores.argmax(1)))
     n = len(float_scores)
-    return Agreement(n, agree / n if n else float("nan"), wilson(agree, n),
-                     float(diff.mean()) if n else float("nan"), float(diff.max()) if n else float("nan"))
+    return Agreement(
+        n,
+        agree / n if n else float("nan"),
+        wilson(agree, n),
+        float(diff.mean()) if n else float("nan"),
+        float(diff.max()) if n else float("nan"),
+    )
 
 
 # ------------------------------------------------------------------------------------------ class order
@@ -276,9 +297,9 @@ class ClassOrder:
     to that the data cannot show yet, with the images per class that would show them. Each move is
     ``{"label": i, "predicted": j, "count": C[i, j], "of": images of label i}``."""
 
-    misordered: Tuple[dict, ...]
-    one_way: Tuple[dict, ...]
-    unshown: Tuple[dict, ...]           # {"labels": (i, j, ...), "per_class": n or None (no number would)}
+    misordered: tuple[dict, ...]
+    one_way: tuple[dict, ...]
+    unshown: tuple[dict, ...]  # {"labels": (i, j, ...), "per_class": n or None (no number would)}
 
 
 def _confusion(predicted: np.ndarray, labels: np.ndarray, classes: int) -> np.ndarray:
@@ -310,6 +331,7 @@ def _in_cycles(edges: set[tuple[int, int]]) -> set[tuple[int, int]]:
                     seen.add(nxt)
                     todo.append(nxt)
         return False
+
     return {(i, j) for i, j in edges if reaches(j, i)}
 
 
@@ -323,8 +345,9 @@ def _cycles(edges: set[tuple[int, int]]) -> list[tuple[int, ...]]:
     return sorted(tuple(sorted(g)) for g in groups)
 
 
-def _per_class_to_show(confusion: np.ndarray, moves: list[tuple[int, int]], level: float,
-                       limit: int = 100_000) -> int | None:
+def _per_class_to_show(
+    confusion: np.ndarray, moves: list[tuple[int, int]], level: float, limit: int = 100_000
+) -> int | None:
     """Images per class at which every move of ``moves``, its shares as now, would pass a sign test at
     ``level`` (the strictest step of the Holm correction): the largest such count over the moves."""
     needed = 0
@@ -336,12 +359,13 @@ def _per_class_to_show(confusion: np.ndarray, moves: list[tuple[int, int]], leve
         def shown(n: int, share: float = share, towards: float = towards) -> bool:
             pair = round(share * n)
             return binomial_sf(round(towards * pair), pair, 0.5) < level
+
         lo, hi = n_i - 1, n_i
         while not shown(hi):
             lo, hi = hi, 2 * hi
             if hi > limit:
                 return None
-        while hi - lo > 1:   # the least count shown (the test grows surer with n at fixed shares)
+        while hi - lo > 1:  # the least count shown (the test grows surer with n at fixed shares)
             mid = (lo + hi) // 2
             lo, hi = (lo, mid) if shown(mid) else (mid, hi)
         needed = max(needed, hi)
@@ -364,10 +388,14 @@ def class_order(predicted: np.ndarray, labels: np.ndarray, classes: int, alpha: 
     confusion = _confusion(predicted, labels, classes)
     present = [int(k) for k in np.unique(np.asarray(labels, np.int64))]
     pairs = len(present) * (len(confusion) - 1)
-    candidates = sorted((_move_p(confusion, i, j), i, j) for i in present for j in range(len(confusion))
-                        if j != i and confusion[i, j] > confusion[i, i])
+    candidates = sorted(
+        (_move_p(confusion, i, j), i, j)
+        for i in present
+        for j in range(len(confusion))
+        if j != i and confusion[i, j] > confusion[i, i]
+    )
     moves = set()
-    for rank, (p, i, j) in enumerate(candidates):   # Holm: the r-th smallest p against alpha / (pairs - r)
+    for rank, (p, i, j) in enumerate(candidates):  # Holm: the r-th smallest p against alpha / (pairs - r)
         if p >= alpha / (pairs - rank):
             break
         moves.add((i, j))
@@ -375,16 +403,24 @@ def class_order(predicted: np.ndarray, labels: np.ndarray, classes: int, alpha: 
 
     def move(i: int, j: int) -> dict:
         return {"label": i, "predicted": j, "count": int(confusion[i, j]), "of": int(confusion[i].sum())}
+
     suggestive = {(i, j) for p, i, j in candidates if p < alpha}
     pending = _in_cycles(suggestive) - cyclic
-    unshown = tuple({"labels": group, "per_class": _per_class_to_show(
-        confusion, sorted((i, j) for i, j in pending if i in group), alpha / pairs)} for group in _cycles(pending))
-    return ClassOrder(tuple(move(i, j) for i, j in sorted(cyclic)),
-                      tuple(move(i, j) for i, j in sorted(moves - cyclic)), unshown)
+    unshown = tuple(
+        {
+            "labels": group,
+            "per_class": _per_class_to_show(confusion, sorted((i, j) for i, j in pending if i in group), alpha / pairs),
+        }
+        for group in _cycles(pending)
+    )
+    return ClassOrder(
+        tuple(move(i, j) for i, j in sorted(cyclic)), tuple(move(i, j) for i, j in sorted(moves - cyclic)), unshown
+    )
 
 
-def misordered_classes(predicted: np.ndarray, labels: np.ndarray, classes: int,
-                       alpha: float = CHANCE_ALPHA) -> list[dict[str, int]]:
+def misordered_classes(
+    predicted: np.ndarray, labels: np.ndarray, classes: int, alpha: float = CHANCE_ALPHA
+) -> list[dict[str, int]]:
     """The moves of :func:`class_order` that close a cycle: labels permuted, evidence of misordering.
     Returns [{"label": k, "predicted": j, "count": c, "of": n_k}, ...]."""
     return list(class_order(predicted, labels, classes, alpha).misordered)

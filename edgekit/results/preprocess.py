@@ -10,7 +10,7 @@ it with its own, so the documents stay as they are and every block gives back it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Tuple, Type, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from edgekit.records import Record
 
@@ -30,11 +30,19 @@ class SpecRecord(Record):
     height: int
     channels: str
     resize: str
-    mean: Tuple[float, ...]
-    std: Tuple[float, ...]
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
 
     @classmethod
-    def of_spec(cls: Type[S], spec: PreprocessSpec, *more: Any) -> S:
+    def of_spec(cls: type[S], spec: PreprocessSpec, *more: Any) -> S:
         """The block of ``spec``, ``more`` being the subclass's own fields in order."""
-        return cls(int(spec.to_dict()["version"]), spec.width, spec.height, spec.channels, spec.resize, tuple(spec.mean),
-                   tuple(spec.std), *more)
+        return cls(
+            int(spec.to_dict()["version"]),
+            spec.width,
+            spec.height,
+            spec.channels,
+            spec.resize,
+            tuple(spec.mean),
+            tuple(spec.std),
+            *more,
+        )

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import dataclasses
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Mapping, Optional, Tuple, Union
+from typing import Any
 
+from edgekit.records import Record
 from edgekit.results.advice import Advice
 from edgekit.results.check import CheckDigest
-from edgekit.results.metrics import Chance
-from edgekit.records import Record
 from edgekit.results.detect import DetectLayout
 from edgekit.results.inspect import OpCount
+from edgekit.results.metrics import Chance
 from edgekit.results.preprocess import SpecRecord
 
 
@@ -47,18 +48,18 @@ class Map50Gate(Record):
     float_map50: float
     int8_map50: float
     drop: float
-    drop_interval: Tuple[float, float]
+    drop_interval: tuple[float, float]
     max_drop_points: float
     verdict: Decision
     resamples: int
     seed: int
     scorer: str
-    notes: Tuple[str, ...]
-    float_map: Optional[float] = None       # mAP50-95, decided against the same limit
-    int8_map: Optional[float] = None
-    map_drop: Optional[float] = None
-    map_drop_interval: Optional[Tuple[float, ...]] = None
-    map_verdict: Optional[Decision] = None
+    notes: tuple[str, ...]
+    float_map: float | None = None  # mAP50-95, decided against the same limit
+    int8_map: float | None = None
+    map_drop: float | None = None
+    map_drop_interval: tuple[float, ...] | None = None
+    map_verdict: Decision | None = None
 
 
 @dataclass(frozen=True)
@@ -66,31 +67,31 @@ class Verification(Record):
     """int8 against float on paired samples, each measure decided on its 95% interval (quantize)."""
 
     samples: int
-    top1_agreement: Optional[float]
-    agreement_interval: Tuple[float, float]
-    mean_abs_diff: Optional[float]
-    max_abs_diff: Optional[float]
+    top1_agreement: float | None
+    agreement_interval: tuple[float, float]
+    mean_abs_diff: float | None
+    max_abs_diff: float | None
     min_agreement: float
     sources: Mapping[str, int]
     held_back: bool
     labelled: bool
     confidence: float
-    float_top1: Optional[float]
-    int8_top1: Optional[float]
-    accuracy_drop: Optional[float]
-    accuracy_drop_interval: Optional[Tuple[float, float]]
+    float_top1: float | None
+    int8_top1: float | None
+    accuracy_drop: float | None
+    accuracy_drop_interval: tuple[float, float] | None
     max_accuracy_drop: float
-    flips: Optional[Mapping[str, int]]
-    mcnemar_p: Optional[float]
-    float_near_chance: Optional[bool]
-    chance: Optional[Chance]
-    class_order: Optional[Tuple[Misorder, ...]]
+    flips: Mapping[str, int] | None
+    mcnemar_p: float | None
+    float_near_chance: bool | None
+    chance: Chance | None
+    class_order: tuple[Misorder, ...] | None
     agreement_verdict: Decision
-    accuracy_verdict: Optional[Decision]   # None without labels
+    accuracy_verdict: Decision | None  # None without labels
     passed: bool
-    failures: Tuple[str, ...]
-    warnings: Tuple[str, ...]
-    notes: Tuple[str, ...] = ()            # what the data cannot tell yet, while the estimate is within the limit
+    failures: tuple[str, ...]
+    warnings: tuple[str, ...]
+    notes: tuple[str, ...] = ()  # what the data cannot tell yet, while the estimate is within the limit
 
     def lines(self) -> list[str]:
         """Agreement and accuracy of int8 against float, each with its 95% interval and verdict."""
@@ -98,14 +99,18 @@ class Verification(Record):
         lo, hi = self.agreement_interval
         agreement = "-" if self.top1_agreement is None else f"{self.top1_agreement:.1%}"
         diff = "-" if self.mean_abs_diff is None else f"{self.mean_abs_diff:.4f}"
-        lines = [f"Verification on {self.samples} samples ({sources}): top-1 agreement {agreement} "
-                 f"(95% interval {lo:.1%} to {hi:.1%}; minimum {self.min_agreement:g}: {self.agreement_verdict}), "
-                 f"mean |score diff| {diff}" + ("" if self.passed else ": FAILED")]
+        lines = [
+            f"Verification on {self.samples} samples ({sources}): top-1 agreement {agreement} "
+            f"(95% interval {lo:.1%} to {hi:.1%}; minimum {self.min_agreement:g}: {self.agreement_verdict}), "
+            f"mean |score diff| {diff}" + ("" if self.passed else ": FAILED")
+        ]
         if None not in (self.float_top1, self.int8_top1, self.accuracy_drop):
             lo, hi = self.accuracy_drop_interval or (0.0, 0.0)
-            lines.append(f"Accuracy on the labels: float {self.float_top1:.1%}, int8 {self.int8_top1:.1%}: "
-                         f"{self.accuracy_drop:+.1f} points lost (95% interval {lo:+.1f} to {hi:+.1f}; at most "
-                         f"{self.max_accuracy_drop:g} allowed: {self.accuracy_verdict})")
+            lines.append(
+                f"Accuracy on the labels: float {self.float_top1:.1%}, int8 {self.int8_top1:.1%}: "
+                f"{self.accuracy_drop:+.1f} points lost (95% interval {lo:+.1f} to {hi:+.1f}; at most "
+                f"{self.max_accuracy_drop:g} allowed: {self.accuracy_verdict})"
+            )
         return lines
 
 
@@ -124,18 +129,18 @@ class DetectionVerification(Record):
     int8_detections: int
     matched: int
     min_agreement: float
-    mean_abs_diff: Optional[float]
+    mean_abs_diff: float | None
     class_order: None
-    layout: DetectLayout   # the layout verification read both models with (detect's block)
-    failures: Tuple[str, ...]
-    warnings: Tuple[str, ...]
-    kept: Optional[float]
-    kept_interval: Optional[Tuple[float, float]]
+    layout: DetectLayout  # the layout verification read both models with (detect's block)
+    failures: tuple[str, ...]
+    warnings: tuple[str, ...]
+    kept: float | None
+    kept_interval: tuple[float, float] | None
     agreement_verdict: Decision
     passed: bool
-    extra_int8: Optional[float] = None
-    map50: Optional[Map50Gate] = None
-    notes: Tuple[str, ...] = ()
+    extra_int8: float | None = None
+    map50: Map50Gate | None = None
+    notes: tuple[str, ...] = ()
 
     def lines(self) -> list[str]:
         """Detections kept by int8 (with the interval and verdict), and the mAP50 gate when there was one."""
@@ -144,26 +149,40 @@ class DetectionVerification(Record):
             kept = f"no float detections at conf {self.conf:g} to compare"
         else:
             lo, hi = self.kept_interval or (0.0, 0.0)
-            kept = (f"int8 keeps {self.kept:.1%} of the float model's {self.float_detections} detections (95% "
-                    f"interval {lo:.1%} to {hi:.1%}; minimum {self.min_agreement:g}: {self.agreement_verdict})")
-        lines = [f"Verification on {self.samples} samples ({sources}): {kept}, mean |output diff| "
-                 f"{self.mean_abs_diff or 0.0:.4f}" + ("" if self.passed else ": FAILED")]
+            kept = (
+                f"int8 keeps {self.kept:.1%} of the float model's {self.float_detections} detections (95% "
+                f"interval {lo:.1%} to {hi:.1%}; minimum {self.min_agreement:g}: {self.agreement_verdict})"
+            )
+        lines = [
+            f"Verification on {self.samples} samples ({sources}): {kept}, mean |output diff| "
+            f"{self.mean_abs_diff or 0.0:.4f}" + ("" if self.passed else ": FAILED")
+        ]
         g = self.map50
         if g:
             lo, hi = g.drop_interval
-            lines.append(f"mAP50 on the labels: float {100 * g.float_map50:.1f}, int8 {100 * g.int8_map50:.1f}: "
-                         f"{100 * g.drop:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; at "
-                         f"most {g.max_drop_points:g} allowed: {g.verdict})")
-        if (g and g.map_verdict is not None and g.map_drop_interval is not None and g.float_map is not None
-                and g.int8_map is not None and g.map_drop is not None):   # set together by the mAP50 gate
+            lines.append(
+                f"mAP50 on the labels: float {100 * g.float_map50:.1f}, int8 {100 * g.int8_map50:.1f}: "
+                f"{100 * g.drop:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; at "
+                f"most {g.max_drop_points:g} allowed: {g.verdict})"
+            )
+        if (
+            g
+            and g.map_verdict is not None
+            and g.map_drop_interval is not None
+            and g.float_map is not None
+            and g.int8_map is not None
+            and g.map_drop is not None
+        ):  # set together by the mAP50 gate
             lo, hi = g.map_drop_interval
-            lines.append(f"mAP50-95 on the labels: float {100 * g.float_map:.1f}, int8 {100 * g.int8_map:.1f}: "
-                         f"{100 * g.map_drop:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; "
-                         f"at most {g.max_drop_points:g} allowed: {g.map_verdict})")
+            lines.append(
+                f"mAP50-95 on the labels: float {100 * g.float_map:.1f}, int8 {100 * g.int8_map:.1f}: "
+                f"{100 * g.map_drop:+.1f} points lost (95% interval {100 * lo:+.1f} to {100 * hi:+.1f}; "
+                f"at most {g.max_drop_points:g} allowed: {g.map_verdict})"
+            )
         return lines
 
 
-def edgetpu_lines(edgetpu: Optional[CheckDigest], advice: Tuple[Advice, ...]) -> list[str]:
+def edgetpu_lines(edgetpu: CheckDigest | None, advice: tuple[Advice, ...]) -> list[str]:
     """check's verdict on the written model and the advice for it (quantize's and build's summaries)."""
     lines = edgetpu.lines() if edgetpu else []
     return lines + [a.line() for a in advice or ()]
@@ -175,7 +194,7 @@ class ModelOutput(Record):
 
     name: str
     index: int
-    of: Optional[Tuple[str, ...]]
+    of: tuple[str, ...] | None
 
 
 @dataclass(frozen=True)
@@ -185,8 +204,8 @@ class SourceModel(Record):
     path: str
     format: str
     size_bytes: int
-    output: Optional[ModelOutput]
-    notes: Tuple[str, ...]
+    output: ModelOutput | None
+    notes: tuple[str, ...]
 
 
 @dataclass(frozen=True)
@@ -196,7 +215,7 @@ class ConventionComparison(Record):
     convention: str
     against: str
     difference: float
-    interval: Tuple[float, float]
+    interval: tuple[float, float]
     upper_one_sided: float
     only_convention: int
     only_against: int
@@ -210,8 +229,8 @@ class ConventionTrial(Record):
 
     convention: str
     channels: str
-    mean: Tuple[float, ...]
-    std: Tuple[float, ...]
+    mean: tuple[float, ...]
+    std: tuple[float, ...]
     accuracy: float
     flags: str
 
@@ -224,17 +243,19 @@ class PreprocessSearch(Record):
     classes: int
     chance: float
     verdict: str
-    chosen: Optional[str]
-    tied: Tuple[str, ...]
-    preferred_by: Optional[str]
+    chosen: str | None
+    tied: tuple[str, ...]
+    preferred_by: str | None
     choice_margin: float
-    comparisons: Tuple[ConventionComparison, ...]
-    table: Tuple[ConventionTrial, ...]   # best first
+    comparisons: tuple[ConventionComparison, ...]
+    table: tuple[ConventionTrial, ...]  # best first
 
     def render_text(self) -> str:
         """The accuracy of each preprocessing convention quantize tried, best first."""
-        lines = [f"Preprocessing tried on {self.samples} labelled samples ({self.classes} classes, "
-                 f"chance {self.chance:.1%}):"]
+        lines = [
+            f"Preprocessing tried on {self.samples} labelled samples ({self.classes} classes, "
+            f"chance {self.chance:.1%}):"
+        ]
         for row in self.table:
             mark = "  <- chosen" if row.convention == self.chosen else ""
             lines.append(f"  {row.convention:<6} {row.accuracy:6.1%}   {row.flags}{mark}")
@@ -253,7 +274,7 @@ class Preprocess(SpecRecord):
 
     origin: str
     description: str
-    search: Optional[PreprocessSearch]
+    search: PreprocessSearch | None
 
 
 @dataclass(frozen=True)
@@ -272,7 +293,7 @@ class CalibrationSummary(Record):
     kind: str
     samples: int
     holdout_samples: int
-    classes: Optional[int]
+    classes: int | None
     random: bool
 
 
@@ -280,7 +301,7 @@ class CalibrationSummary(Record):
 class Calibration(CalibrationSummary):
     """:class:`CalibrationSummary` and what reading the data noted."""
 
-    notes: Tuple[str, ...] = ()
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -288,9 +309,9 @@ class TensorIO(Record):
     """An input or output tensor of the int8 model: type, shape, quantization."""
 
     dtype: str
-    shape: Tuple[int, ...]
-    scale: Optional[float]
-    zero_point: Optional[int]
+    shape: tuple[int, ...]
+    scale: float | None
+    zero_point: int | None
 
     def line(self) -> str:
         scale = "-" if self.scale is None else f"{self.scale:.6g}"
@@ -319,33 +340,35 @@ class QuantizeResult(Record):
     (None with ``verify=False``)."""
 
     output: str
-    record: Optional[str]  # None: the sidecar's name is the Keras model's own record (metadata inside only)
+    record: str | None  # None: the sidecar's name is the Keras model's own record (metadata inside only)
     source: SourceModel
     size_bytes: int
     preprocess: Preprocess
-    labels: Optional[int]
+    labels: int | None
     calibration: Calibration
     io: ModelIO
-    op_histogram: Tuple[OpCount, ...]
+    op_histogram: tuple[OpCount, ...]
     checks: GateChecks
-    remedy: Optional[str]
-    remedies_tried: Tuple[Optional[str], ...]
-    verification: Optional[Union[Verification, DetectionVerification]]  # a detector's: DetectionVerification
-    warnings: Tuple[str, ...]
-    edgetpu: Optional[CheckDigest] = None   # check's verdict on the written model
-    advice: Tuple[Advice, ...] = ()          # each with its evidence
-    notes: Tuple[str, ...] = ()
+    remedy: str | None
+    remedies_tried: tuple[str | None, ...]
+    verification: Verification | DetectionVerification | None  # a detector's: DetectionVerification
+    warnings: tuple[str, ...]
+    edgetpu: CheckDigest | None = None  # check's verdict on the written model
+    advice: tuple[Advice, ...] = ()  # each with its evidence
+    notes: tuple[str, ...] = ()
 
     @classmethod
-    def from_dict(cls, document: Mapping[str, Any], where: Optional[str] = None) -> "QuantizeResult":
+    def from_dict(cls, document: Mapping[str, Any], where: str | None = None) -> QuantizeResult:
         """As :meth:`Record.from_dict`; the verification block read as a detector's when its ``kind`` says so."""
         where = where or cls.__name__
         v = document.get("verification") if isinstance(document, Mapping) else None
         if not isinstance(v, Mapping):
             return super().from_dict(document, where)
         kind = DetectionVerification if v.get("kind") == "detection" else Verification
-        return dataclasses.replace(super().from_dict({**document, "verification": None}, where),
-                                   verification=kind.from_dict(v, f"{where}.verification"))
+        return dataclasses.replace(
+            super().from_dict({**document, "verification": None}, where),
+            verification=kind.from_dict(v, f"{where}.verification"),
+        )
 
     def render_text(self) -> str:
         src, io, cal = self.source, self.io, self.calibration
@@ -353,10 +376,11 @@ class QuantizeResult(Record):
             f"{self.output}: full-int8, {self.size_bytes:,} bytes (source {src.format}, {src.size_bytes:,} bytes)",
             f"Preprocessing: {self.preprocess.description} (from {self.preprocess.origin})",
             f"Calibration: {cal.samples} samples from {cal.source} ({cal.kind}"
-            + (f", {cal.classes} classes" if cal.classes else "") + f"), {cal.holdout_samples} held back",
+            + (f", {cal.classes} classes" if cal.classes else "")
+            + f"), {cal.holdout_samples} held back",
             f"Input:  {io.input.line()}",
-            f"Output: {io.output.line()}" + (f" (the model's output {src.output.name!r} of "
-                                             f"{', '.join(src.output.of or ())})" if src.output else ""),
+            f"Output: {io.output.line()}"
+            + (f" (the model's output {src.output.name!r} of {', '.join(src.output.of or ())})" if src.output else ""),
             "Ops: " + ", ".join(f"{h.count}x {h.name} v{h.version}" for h in self.op_histogram),
             "Int8 checks: integer ops, static batch-1 shapes, op versions within edgetpu_compiler 16: passed"
             + ("" if self.remedy == next(iter(self.remedies_tried), None) else f" (with {self.remedy})"),
@@ -365,9 +389,14 @@ class QuantizeResult(Record):
         if self.preprocess.search:
             lines[1:1] = [self.preprocess.search.render_text()]
         lines += self.verification.lines() if self.verification else ["Verification: skipped (--no-verify)"]
-        lines.append((f"Record: {self.record} and metadata 'edgekit' inside the model" if self.record else
-                      "Record: metadata 'edgekit' inside the model (the sidecar's name is the Keras model's own "
-                      "record)") + (f" ({self.labels} labels)" if self.labels else ""))
+        lines.append(
+            (
+                f"Record: {self.record} and metadata 'edgekit' inside the model"
+                if self.record
+                else "Record: metadata 'edgekit' inside the model (the sidecar's name is the Keras model's own record)"
+            )
+            + (f" ({self.labels} labels)" if self.labels else "")
+        )
         return "\n".join(lines)
 
 

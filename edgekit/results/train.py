@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Tuple
 
 from edgekit.records import Record
 from edgekit.results.preprocess import SpecRecord
@@ -36,7 +35,7 @@ class TrainStrategy(Record):
     kind: str
     reason: str
     replicas: int
-    tried: Tuple[str, ...]
+    tried: tuple[str, ...]
     chief: bool
 
 
@@ -45,10 +44,10 @@ class Epoch(Record):
     """One epoch's numbers as Keras reported them (None where it did not: no validation split)."""
 
     epoch: int
-    loss: Optional[float]
-    accuracy: Optional[float]
-    val_loss: Optional[float]
-    val_accuracy: Optional[float]
+    loss: float | None
+    accuracy: float | None
+    val_loss: float | None
+    val_accuracy: float | None
     seconds: float
 
 
@@ -56,32 +55,40 @@ class Epoch(Record):
 class TrainResult(Record):
     """``edgekit train --json``: the model trained (``output`` None on a worker that is not the chief)."""
 
-    output: Optional[str]
-    record: Optional[str]
+    output: str | None
+    record: str | None
     arch: str
-    labels: Tuple[str, ...]
+    labels: tuple[str, ...]
     data: TrainData
     preprocess: TrainPreprocess
     strategy: TrainStrategy
     batch_per_replica: int
     global_batch: int
     steps_per_execution: int
-    advice: Tuple[str, ...]
-    epochs: Tuple[Epoch, ...]
-    validation_accuracy: Optional[float]
+    advice: tuple[str, ...]
+    epochs: tuple[Epoch, ...]
+    validation_accuracy: float | None
     seconds: float
 
     def render_text(self) -> str:
         data, s = self.data, self.strategy
         val = self.validation_accuracy
         written = self.output is not None
-        return "\n".join([
-            f"{self.output if written else 'this worker (the chief writes the model)'}: {self.arch} trained "
-            f"{len(self.epochs)} epoch(s) in {self.seconds:.1f} s"
-            + (f", validation accuracy {val:.1%}" if val is not None else ""),
-            f"Data: {data.source} ({data.kind}, {data.classes} classes, {data.train_samples} training, "
-            f"{data.validation_samples} validation examples)",
-            f"Strategy: {s.kind} ({s.reason}), {s.replicas} replica(s), global batch {self.global_batch}",
-            f"Preprocessing: {self.preprocess.description}",
-        ] + ([f"Record: {self.record} (preprocessing, labels, data): `edgekit quantize {self.output}` needs no flags"]
-             if written else []))
+        return "\n".join(
+            [
+                f"{self.output if written else 'this worker (the chief writes the model)'}: {self.arch} trained "
+                f"{len(self.epochs)} epoch(s) in {self.seconds:.1f} s"
+                + (f", validation accuracy {val:.1%}" if val is not None else ""),
+                f"Data: {data.source} ({data.kind}, {data.classes} classes, {data.train_samples} training, "
+                f"{data.validation_samples} validation examples)",
+                f"Strategy: {s.kind} ({s.reason}), {s.replicas} replica(s), global batch {self.global_batch}",
+                f"Preprocessing: {self.preprocess.description}",
+            ]
+            + (
+                [
+                    f"Record: {self.record} (preprocessing, labels, data): `edgekit quantize {self.output}` needs no flags"
+                ]
+                if written
+                else []
+            )
+        )

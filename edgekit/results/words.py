@@ -7,8 +7,8 @@ Standard library only: the result layer sits below the engine, the runtime and t
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from enum import Enum
-from typing import Iterable, Tuple
 
 
 class Word(str, Enum):
@@ -51,7 +51,7 @@ def mib(n: int) -> str:
     return f"{n / 1024 / 1024:.2f} MiB"
 
 
-def format_table(rows: Iterable[Tuple[str, int, str]]) -> str:
+def format_table(rows: Iterable[tuple[str, int, str]]) -> str:
     """The compiler's operation-log table: ``Operator<pad 31>Count<pad 11>Status``."""
     lines = [f"{'Operator':<31}{'Count':<11}Status", ""]
     lines += [f"{name:<31}{count:<11}{status}" for name, count, status in rows]

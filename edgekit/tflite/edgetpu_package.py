@@ -21,8 +21,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from edgekit.errors import InvalidModelError
 from edgekit.board.flatbuffer import Reader
+from edgekit.errors import InvalidModelError
 from edgekit.results.inspect import EdgeTpuSummary, ExecutableSummary, PackageSummary
 
 IDENTIFIER = b"DWN1"
@@ -35,13 +35,13 @@ _EXE_PARAMETERS, _EXE_CHIP, _EXE_CYCLES, _EXE_TYPE, _EXE_TOKEN, _EXE_CYCLES_64 =
 
 @dataclass(frozen=True)
 class Executable:
-    type: str                      # stand_alone | parameter_caching | execution_only (or type_N)
+    type: str  # stand_alone | parameter_caching | execution_only (or type_N)
     parameter_bytes: int
-    estimated_cycles: int | None   # None where the compiler stored none
+    estimated_cycles: int | None  # None where the compiler stored none
     chip: str | None
     caching_token: int
 
-    def summary(self) -> "ExecutableSummary":
+    def summary(self) -> ExecutableSummary:
         return ExecutableSummary(self.type, self.parameter_bytes, self.estimated_cycles, self.chip)
 
 
@@ -54,7 +54,7 @@ class Package:
     min_runtime_version: int | None = None
     compiler_version: str | None = None
     executables: tuple[Executable, ...] = ()
-    error: str | None = None       # why the package could not be read (the rest of the model still can)
+    error: str | None = None  # why the package could not be read (the rest of the model still can)
 
     @property
     def cached_parameter_bytes(self) -> int:
@@ -69,10 +69,18 @@ class Package:
         cycles = [e.estimated_cycles for e in self.executables if e.estimated_cycles]
         return sum(cycles) if cycles else None
 
-    def summary(self) -> "PackageSummary":
-        return PackageSummary(self.subgraph, self.op, self.min_runtime_version, self.compiler_version,
-                              self.cached_parameter_bytes, self.streamed_parameter_bytes, self.estimated_cycles,
-                              tuple(e.summary() for e in self.executables), self.error)
+    def summary(self) -> PackageSummary:
+        return PackageSummary(
+            self.subgraph,
+            self.op,
+            self.min_runtime_version,
+            self.compiler_version,
+            self.cached_parameter_bytes,
+            self.streamed_parameter_bytes,
+            self.estimated_cycles,
+            tuple(e.summary() for e in self.executables),
+            self.error,
+        )
 
 
 def read(options: Any, subgraph: int = 0, op: int = 0) -> Package:
@@ -86,22 +94,32 @@ def read(options: Any, subgraph: int = 0, op: int = 0) -> Package:
         start, n = package.raw_vector(_PACKAGE_MULTI_EXECUTABLE, 1, "serialized multi-executable")
         executables: list[Executable] = []
         if n:
-            inner = Reader(memoryview(options)[start:start + n])
+            inner = Reader(memoryview(options)[start : start + n])
             multi = inner.table(inner.deref(0, "multi-executable root"), "multi-executable")
             vec, count = multi.raw_vector(0, 4, "serialized executables")
             for i in range(count):
                 s, size = inner.vector(inner.deref(vec + 4 * i, f"executable {i}"), 1, f"executable {i}")
-                er = Reader(inner.buf[s:s + size])
+                er = Reader(inner.buf[s : s + size])
                 exe = er.table(er.deref(0, f"executable {i} root"), f"executable {i}")
                 kind = exe.scalar(_EXE_TYPE, "h", 0)
                 cycles = exe.scalar(_EXE_CYCLES_64, "q", 0) or exe.scalar(_EXE_CYCLES, "i", 0)
-                executables.append(Executable(EXECUTABLE_TYPES.get(kind, f"type_{kind}"),
-                                              exe.raw_vector(_EXE_PARAMETERS, 1, "parameters")[1],
-                                              cycles if cycles > 0 else None, exe.string(_EXE_CHIP, "chip"),
-                                              exe.scalar(_EXE_TOKEN, "Q", 0)))
+                executables.append(
+                    Executable(
+                        EXECUTABLE_TYPES.get(kind, f"type_{kind}"),
+                        exe.raw_vector(_EXE_PARAMETERS, 1, "parameters")[1],
+                        cycles if cycles > 0 else None,
+                        exe.string(_EXE_CHIP, "chip"),
+                        exe.scalar(_EXE_TOKEN, "Q", 0),
+                    )
+                )
         version = package.string(_PACKAGE_COMPILER_VERSION, "compiler version")
-        return Package(subgraph, op, package.scalar(_PACKAGE_MIN_RUNTIME, "i", 0) or None,
-                       version if version and version.strip("cl/ ") else None, tuple(executables))
+        return Package(
+            subgraph,
+            op,
+            package.scalar(_PACKAGE_MIN_RUNTIME, "i", 0) or None,
+            version if version and version.strip("cl/ ") else None,
+            tuple(executables),
+        )
     except (InvalidModelError, ValueError) as exc:
         return Package(subgraph, op, error=f"unreadable package: {exc}")
 
@@ -113,8 +131,13 @@ def summary(packages: list[Package]) -> EdgeTpuSummary | None:
     readable = [p for p in packages if p.error is None]
     cycles = [p.estimated_cycles for p in readable if p.estimated_cycles]
     runtimes = [p.min_runtime_version for p in readable if p.min_runtime_version]
-    return EdgeTpuSummary(len(packages), sum(len(p.executables) for p in readable),
-                          sum(p.cached_parameter_bytes for p in readable),
-                          sum(p.streamed_parameter_bytes for p in readable), sum(cycles) if cycles else None,
-                          max(runtimes) if runtimes else None, len(packages) - len(readable),
-                          tuple(p.summary() for p in packages))
+    return EdgeTpuSummary(
+        len(packages),
+        sum(len(p.executables) for p in readable),
+        sum(p.cached_parameter_bytes for p in readable),
+        sum(p.streamed_parameter_bytes for p in readable),
+        sum(cycles) if cycles else None,
+        max(runtimes) if runtimes else None,
+        len(packages) - len(readable),
+        tuple(p.summary() for p in packages),
+    )

@@ -15,10 +15,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Optional
+from typing import Any
 
-from edgekit.results.inspect import (ConverterInfo, EdgekitRecordInfo, ExporterMetadata, TfliteMetadataInfo,
-                                     UltralyticsExport)
+from edgekit.results.inspect import (
+    ConverterInfo,
+    EdgekitRecordInfo,
+    ExporterMetadata,
+    TfliteMetadataInfo,
+    UltralyticsExport,
+)
 
 TFLITE_METADATA_FIELDS = ((0, "name"), (1, "description"), (2, "version"), (4, "author"), (5, "license"))
 
@@ -33,10 +38,10 @@ def _of(value: Any, kind: type) -> Any:
     return value if isinstance(value, kind) and not (kind is int and isinstance(value, bool)) else None
 
 
-def ultralytics(path: str | os.PathLike) -> Optional[UltralyticsExport]:
+def ultralytics(path: str | os.PathLike) -> UltralyticsExport | None:
     from edgekit.tflite.packed_zip import appended_zip, ultralytics_metadata
 
-    files = appended_zip(path)   # one call: the packed-file reader is swapped in one place
+    files = appended_zip(path)  # one call: the packed-file reader is swapped in one place
     if "metadata.json" not in files:
         return None
     try:
@@ -48,23 +53,32 @@ def ultralytics(path: str | os.PathLike) -> Optional[UltralyticsExport]:
         return UltralyticsExport(error="metadata.json is not a JSON object")
     imgsz = doc.get("imgsz")
     imgsz = tuple(imgsz) if isinstance(imgsz, list) and all(_of(v, int) is not None for v in imgsz) else None
-    return UltralyticsExport(meta.task, _of(doc.get("version"), str), meta.names, imgsz, _of(doc.get("stride"), int),
-                             _of(doc.get("batch"), int), _of(doc.get("channels"), int), _of(doc.get("end2end"), bool),
-                             *(_of(doc.get(k), str) for k in ("description", "author", "date", "license")))
+    return UltralyticsExport(
+        meta.task,
+        _of(doc.get("version"), str),
+        meta.names,
+        imgsz,
+        _of(doc.get("stride"), int),
+        _of(doc.get("batch"), int),
+        _of(doc.get("channels"), int),
+        _of(doc.get("end2end"), bool),
+        *(_of(doc.get(k), str) for k in ("description", "author", "date", "license")),
+    )
 
 
-def converter(info: Any) -> Optional[ConverterInfo]:
+def converter(info: Any) -> ConverterInfo | None:
     """The flatbuffer's description and ``CONVERSION_METADATA``'s environment (TensorFlow version, API version)."""
     raw = info.metadata.get("CONVERSION_METADATA")
     tf = api = None
     if raw:
         from edgekit.board.flatbuffer import Reader
 
-        try:   # table ConversionMetadata { environment: Environment { tensorflow_version: string; api_version: uint } }
+        try:  # table ConversionMetadata { environment: Environment { tensorflow_version: string; api_version: uint } }
             r = Reader(raw)
             env = r.table(r.deref(0, "conversion metadata root"), "conversion metadata").table(0, "environment")
-            tf, api = (env.string(0, "tensorflow version"), int(env.scalar(1, "I"))) if env is not None \
-                else (None, None)   # no environment table: nothing to say
+            tf, api = (
+                (env.string(0, "tensorflow version"), int(env.scalar(1, "I"))) if env is not None else (None, None)
+            )  # no environment table: nothing to say
         except Exception:  # damaged optional metadata: the description still stands
             tf = api = None
     if info.description is None and tf is None:
@@ -72,7 +86,7 @@ def converter(info: Any) -> Optional[ConverterInfo]:
     return ConverterInfo(info.description, tf, api or None)
 
 
-def tflite_metadata(info: Any) -> Optional[TfliteMetadataInfo]:
+def tflite_metadata(info: Any) -> TfliteMetadataInfo | None:
     raw = info.metadata.get("TFLITE_METADATA")
     if not raw:
         return None
@@ -86,18 +100,22 @@ def tflite_metadata(info: Any) -> Optional[TfliteMetadataInfo]:
         return TfliteMetadataInfo(error="TFLITE_METADATA cannot be read")
 
 
-def edgekit(path: str | os.PathLike, info: Any) -> Optional[EdgekitRecordInfo]:
+def edgekit(path: str | os.PathLike, info: Any) -> EdgekitRecordInfo | None:
     from edgekit.errors import InputError
     from edgekit.tflite.model_record import find_record
 
     try:
         found = find_record(path, info.metadata)
-    except InputError as exc:   # a damaged record: inspect says so, classify would refuse it
+    except InputError as exc:  # a damaged record: inspect says so, classify would refuse it
         return EdgekitRecordInfo(error=exc.message)
-    except OSError as exc:      # a sidecar that cannot be read
+    except OSError as exc:  # a sidecar that cannot be read
         return EdgekitRecordInfo(error=f"cannot read the record ({exc.strerror or exc})")
     if found is None:
         return None
     record, source = found
-    return EdgekitRecordInfo(source, record.preprocess.to_dict() if record.preprocess else None,
-                             len(record.labels) if record.labels is not None else None, record.extra)
+    return EdgekitRecordInfo(
+        source,
+        record.preprocess.to_dict() if record.preprocess else None,
+        len(record.labels) if record.labels is not None else None,
+        record.extra,
+    )

@@ -15,15 +15,21 @@ from typing import Any
 
 import numpy as np
 
-FULLY_CONNECTED = 9   # TFLite's BuiltinOperator
+FULLY_CONNECTED = 9  # TFLite's BuiltinOperator
 
 
 def per_channel_fc_ops(model: Any) -> list[int]:
     """The FULLY_CONNECTED ops of the first subgraph whose int8 weights hold a scale per channel."""
     graph = model.subgraphs[0]
-    return [i for i, op in enumerate(graph.operators or [])
-            if _code(model, op) == FULLY_CONNECTED and len(op.inputs) > 1 and op.inputs[1] >= 0
-            and _scales(graph.tensors[op.inputs[1]]).size > 1 and _data(model, graph.tensors[op.inputs[1]]) is not None]
+    return [
+        i
+        for i, op in enumerate(graph.operators or [])
+        if _code(model, op) == FULLY_CONNECTED
+        and len(op.inputs) > 1
+        and op.inputs[1] >= 0
+        and _scales(graph.tensors[op.inputs[1]]).size > 1
+        and _data(model, graph.tensors[op.inputs[1]]) is not None
+    ]
 
 
 def requantize(model: Any) -> list[int]:
@@ -44,7 +50,7 @@ def requantize(model: Any) -> list[int]:
         bias_data = _data(model, bias) if bias is not None else None
         if bias is not None and bias_data is not None:
             b = bias_data.view(np.int32).astype(np.float64)
-            _set_data(model, bias, np.clip(np.round(b * ratio), -2**31, 2**31 - 1).astype(np.int32))
+            _set_data(model, bias, np.clip(np.round(b * ratio), -(2**31), 2**31 - 1).astype(np.int32))
             input_scale = float(_scales(graph.tensors[op.inputs[0]])[0])
             _per_tensor(bias, input_scale * s)
     return done

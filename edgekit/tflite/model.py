@@ -17,16 +17,16 @@ import struct
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Union
+from typing import TYPE_CHECKING, Any
 
-from edgekit.tflite.schema_names import BUILTIN_OPS, TENSOR_TYPES
-from edgekit.errors import InputError, InvalidModelError, regular_file
 from edgekit.board.flatbuffer import Reader, Table
+from edgekit.errors import InputError, InvalidModelError, regular_file
 from edgekit.results.inspect import OpCount  # the rows of op_histogram_rows (inspect and quantize show them)
+from edgekit.tflite.schema_names import BUILTIN_OPS, TENSOR_TYPES
 
 if TYPE_CHECKING:
-    from edgekit.tflite.edgetpu_package import Package
     from edgekit.results.inspect import InspectResult, TensorSummary
+    from edgekit.tflite.edgetpu_package import Package
 
 EDGETPU_CUSTOM_OP = "edgetpu-custom-op"
 #: Tensor types that make an op a float op (the Edge TPU computes on 8-bit integers only).
@@ -34,26 +34,55 @@ FLOAT_DTYPES = frozenset({"float32", "float16", "float64", "bfloat16"})
 FILE_IDENTIFIER = b"TFL3"
 
 _NUMPY_DTYPES = {
-    "float32": "<f4", "float16": "<f2", "float64": "<f8", "int8": "i1", "uint8": "u1",
-    "int16": "<i2", "uint16": "<u2", "int32": "<i4", "uint32": "<u4", "int64": "<i8",
-    "uint64": "<u8", "bool": "?",
+    "float32": "<f4",
+    "float16": "<f2",
+    "float64": "<f8",
+    "int8": "i1",
+    "uint8": "u1",
+    "int16": "<i2",
+    "uint16": "<u2",
+    "int32": "<i4",
+    "uint32": "<u4",
+    "int64": "<i8",
+    "uint64": "<u8",
+    "bool": "?",
 }
 
 
 # Scalar builtin options worth exposing, by op name: (field name, slot, struct format, default).
 _FUSED = ("fused_activation_function", "b")
 _OPTIONS: dict[str, list[tuple[str, int, str, Any]]] = {
-    "CONV_2D": [("padding", 0, "b", 0), ("stride_w", 1, "i", 0), ("stride_h", 2, "i", 0),
-                ("fused_activation_function", 3, "b", 0), ("dilation_w_factor", 4, "i", 1),
-                ("dilation_h_factor", 5, "i", 1)],
-    "DEPTHWISE_CONV_2D": [("padding", 0, "b", 0), ("stride_w", 1, "i", 0), ("stride_h", 2, "i", 0),
-                          ("depth_multiplier", 3, "i", 0), ("fused_activation_function", 4, "b", 0),
-                          ("dilation_w_factor", 5, "i", 1), ("dilation_h_factor", 6, "i", 1)],
-    "FULLY_CONNECTED": [("fused_activation_function", 0, "b", 0), ("weights_format", 1, "b", 0),
-                        ("keep_num_dims", 2, "?", False)],
+    "CONV_2D": [
+        ("padding", 0, "b", 0),
+        ("stride_w", 1, "i", 0),
+        ("stride_h", 2, "i", 0),
+        ("fused_activation_function", 3, "b", 0),
+        ("dilation_w_factor", 4, "i", 1),
+        ("dilation_h_factor", 5, "i", 1),
+    ],
+    "DEPTHWISE_CONV_2D": [
+        ("padding", 0, "b", 0),
+        ("stride_w", 1, "i", 0),
+        ("stride_h", 2, "i", 0),
+        ("depth_multiplier", 3, "i", 0),
+        ("fused_activation_function", 4, "b", 0),
+        ("dilation_w_factor", 5, "i", 1),
+        ("dilation_h_factor", 6, "i", 1),
+    ],
+    "FULLY_CONNECTED": [
+        ("fused_activation_function", 0, "b", 0),
+        ("weights_format", 1, "b", 0),
+        ("keep_num_dims", 2, "?", False),
+    ],
     "CONCATENATION": [("axis", 0, "i", 0), ("fused_activation_function", 1, "b", 0)],
-    "STRIDED_SLICE": [("begin_mask", 0, "i", 0), ("end_mask", 1, "i", 0), ("ellipsis_mask", 2, "i", 0),
-                      ("new_axis_mask", 3, "i", 0), ("shrink_axis_mask", 4, "i", 0), ("offset", 5, "?", False)],
+    "STRIDED_SLICE": [
+        ("begin_mask", 0, "i", 0),
+        ("end_mask", 1, "i", 0),
+        ("ellipsis_mask", 2, "i", 0),
+        ("new_axis_mask", 3, "i", 0),
+        ("shrink_axis_mask", 4, "i", 0),
+        ("offset", 5, "?", False),
+    ],
     "PACK": [("values_count", 0, "i", 0), ("axis", 1, "i", 0)],
     "UNPACK": [("num", 0, "i", 0), ("axis", 1, "i", 0)],
     "SOFTMAX": [("beta", 0, "f", 0.0)],
@@ -63,13 +92,22 @@ _OPTIONS: dict[str, list[tuple[str, int, str, Any]]] = {
     "SUB": [("fused_activation_function", 0, "b", 0)],
     "MUL": [("fused_activation_function", 0, "b", 0)],
     "SPLIT": [("num_splits", 0, "i", 0)],
-    "TRANSPOSE_CONV": [("padding", 0, "b", 0), ("stride_w", 1, "i", 0), ("stride_h", 2, "i", 0),
-                       ("fused_activation_function", 3, "b", 0)],
+    "TRANSPOSE_CONV": [
+        ("padding", 0, "b", 0),
+        ("stride_w", 1, "i", 0),
+        ("stride_h", 2, "i", 0),
+        ("fused_activation_function", 3, "b", 0),
+    ],
 }
 for _pool in ("AVERAGE_POOL_2D", "MAX_POOL_2D", "L2_POOL_2D"):
-    _OPTIONS[_pool] = [("padding", 0, "b", 0), ("stride_w", 1, "i", 0), ("stride_h", 2, "i", 0),
-                       ("filter_width", 3, "i", 0), ("filter_height", 4, "i", 0),
-                       ("fused_activation_function", 5, "b", 0)]
+    _OPTIONS[_pool] = [
+        ("padding", 0, "b", 0),
+        ("stride_w", 1, "i", 0),
+        ("stride_h", 2, "i", 0),
+        ("filter_width", 3, "i", 0),
+        ("filter_height", 4, "i", 0),
+        ("fused_activation_function", 5, "b", 0),
+    ]
 for _reducer in ("MEAN", "SUM", "REDUCE_MAX", "REDUCE_MIN", "REDUCE_PROD", "REDUCE_ANY"):
     _OPTIONS[_reducer] = [("keep_dims", 0, "?", False)]
 _OPTIONS["UNIDIRECTIONAL_SEQUENCE_LSTM"] = [("fused_activation_function", 0, "b", 0), ("time_major", 3, "?", False)]
@@ -126,7 +164,7 @@ class OpInfo:
     custom_code: str | None
     inputs: tuple[int, ...]
     outputs: tuple[int, ...]
-    options: dict[str, Union[int, float, bool]] = field(default_factory=dict, compare=False)  # see _OPTIONS
+    options: dict[str, int | float | bool] = field(default_factory=dict, compare=False)  # see _OPTIONS
     custom_options_bytes: int = 0  # for edgetpu-custom-op: the compiled Edge TPU program and its parameters
     custom_options_offset: int = field(default=0, compare=False)  # where those bytes start in the file
 
@@ -166,7 +204,7 @@ class ModelInfo:
             raise InvalidModelError(f"malformed flatbuffer ({type(exc).__name__}: {exc})") from exc
 
     @classmethod
-    def from_bytes(cls, data: bytes | bytearray | memoryview, path: str | None = None) -> "ModelInfo":
+    def from_bytes(cls, data: bytes | bytearray | memoryview, path: str | None = None) -> ModelInfo:
         return cls(memoryview(data).cast("B") if not isinstance(data, (bytes, bytearray)) else data, path)
 
     # -- parsing -------------------------------------------------------------------------------
@@ -197,7 +235,8 @@ class ModelInfo:
             opcodes.append((name, oc.scalar(2, "i", 1), oc.string(1, "custom code")))
 
         self.subgraphs: tuple[SubgraphInfo, ...] = tuple(
-            self._parse_subgraph(i, g, opcodes) for i, g in enumerate(model.tables(2, "subgraphs")))
+            self._parse_subgraph(i, g, opcodes) for i, g in enumerate(model.tables(2, "subgraphs"))
+        )
         if not self.subgraphs:
             raise InvalidModelError("the model has no subgraph")
 
@@ -222,10 +261,19 @@ class ModelInfo:
             if buf_index >= len(self._buffers) and self._buffers:
                 raise InvalidModelError(f"tensor {t_index} refers to buffer {buf_index} of {len(self._buffers)}")
             buf_bytes = self._buffers[buf_index].size if buf_index < len(self._buffers) else 0
-            tensors.append(TensorInfo(
-                index=t_index, name=t.string(3, "tensor name") or "", shape=tuple(shape),
-                shape_signature=tuple(signature), dtype=TENSOR_TYPES.get(type_code, f"type_{type_code}"),
-                quantization=quant, buffer=buf_index, buffer_bytes=buf_bytes, is_variable=bool(t.scalar(5, "?"))))
+            tensors.append(
+                TensorInfo(
+                    index=t_index,
+                    name=t.string(3, "tensor name") or "",
+                    shape=tuple(shape),
+                    shape_signature=tuple(signature),
+                    dtype=TENSOR_TYPES.get(type_code, f"type_{type_code}"),
+                    quantization=quant,
+                    buffer=buf_index,
+                    buffer_bytes=buf_bytes,
+                    is_variable=bool(t.scalar(5, "?")),
+                )
+            )
         n = len(tensors)
 
         def tensor_refs(values: tuple, what: str) -> tuple[int, ...]:
@@ -238,19 +286,34 @@ class ModelInfo:
         for o_index, o in enumerate(g.tables(3, f"subgraph {index} operators")):
             code_index = o.scalar(0, "I")
             if code_index >= len(opcodes):
-                raise InvalidModelError(f"operator {o_index} uses opcode {code_index}, but the model has {len(opcodes)}")
+                raise InvalidModelError(
+                    f"operator {o_index} uses opcode {code_index}, but the model has {len(opcodes)}"
+                )
             name, version, custom = opcodes[code_index]
             options = {}
             if name in _OPTIONS:
                 opt = o.table(4, f"operator {o_index} options")
                 options = {k: (opt.scalar(slot, fmt, d) if opt else d) for k, slot, fmt, d in _OPTIONS[name]}
-            ops.append(OpInfo(o_index, name, version, custom,
-                              tensor_refs(o.scalars(1, "i", "operator inputs"), f"operator {o_index}"),
-                              tensor_refs(o.scalars(2, "i", "operator outputs"), f"operator {o_index}"),
-                              options, *self._custom_options_span(o)))
-        return SubgraphInfo(index, g.string(4, "subgraph name") or "", tuple(tensors), tuple(ops),
-                            tensor_refs(g.scalars(1, "i", "subgraph inputs"), "subgraph inputs"),
-                            tensor_refs(g.scalars(2, "i", "subgraph outputs"), "subgraph outputs"))
+            ops.append(
+                OpInfo(
+                    o_index,
+                    name,
+                    version,
+                    custom,
+                    tensor_refs(o.scalars(1, "i", "operator inputs"), f"operator {o_index}"),
+                    tensor_refs(o.scalars(2, "i", "operator outputs"), f"operator {o_index}"),
+                    options,
+                    *self._custom_options_span(o),
+                )
+            )
+        return SubgraphInfo(
+            index,
+            g.string(4, "subgraph name") or "",
+            tuple(tensors),
+            tuple(ops),
+            tensor_refs(g.scalars(1, "i", "subgraph inputs"), "subgraph inputs"),
+            tensor_refs(g.scalars(2, "i", "subgraph outputs"), "subgraph outputs"),
+        )
 
     @staticmethod
     def _custom_options_span(op: Table) -> tuple[int, int]:
@@ -266,7 +329,7 @@ class ModelInfo:
         if index >= len(self._buffers):
             raise InvalidModelError(f"{what} {index} does not exist ({len(self._buffers)} buffers)")
         b = self._buffers[index]
-        return bytes(self._data[b.start:b.start + b.size])
+        return bytes(self._data[b.start : b.start + b.size])
 
     # -- views -----------------------------------------------------------------------------------
     @property
@@ -304,16 +367,25 @@ class ModelInfo:
     @cached_property
     def edgetpu_bytes(self) -> int:
         """Bytes of the compiled Edge TPU programs (their parameters included); 0 when not compiled."""
-        return sum(op.custom_options_bytes for g in self.subgraphs for op in g.ops if op.custom_code == EDGETPU_CUSTOM_OP)
+        return sum(
+            op.custom_options_bytes for g in self.subgraphs for op in g.ops if op.custom_code == EDGETPU_CUSTOM_OP
+        )
 
     @cached_property
     def edgetpu_packages(self) -> list[Package]:
         """The package the compiler wrote in each ``edgetpu-custom-op`` (:mod:`edgekit.tflite.edgetpu_package`)."""
         from edgekit.tflite import edgetpu_package
 
-        return [edgetpu_package.read(self._data[op.custom_options_offset:op.custom_options_offset
-                                                + op.custom_options_bytes], g.index, op.index)
-                for g in self.subgraphs for op in g.ops if op.custom_code == EDGETPU_CUSTOM_OP]
+        return [
+            edgetpu_package.read(
+                self._data[op.custom_options_offset : op.custom_options_offset + op.custom_options_bytes],
+                g.index,
+                op.index,
+            )
+            for g in self.subgraphs
+            for op in g.ops
+            if op.custom_code == EDGETPU_CUSTOM_OP
+        ]
 
     @property
     def min_runtime_version(self) -> str | None:
@@ -403,7 +475,7 @@ def load(path: str | os.PathLike) -> ModelInfo:
 #: The first bytes of an ONNX ModelProto: field 1 (ir_version, a varint), then another field of ModelProto
 #: (producer_name 0x12, producer_version 0x1a, domain 0x22, model_version 0x28, doc_string 0x32, graph 0x3a,
 #: opset_import 0x42, metadata_props 0x72, functions 0xa2): protobuf as torch.onnx.export and onnx.save write it.
-_ONNX_NEXT_TAGS = (0x12, 0x1a, 0x22, 0x28, 0x32, 0x3a, 0x42, 0x72, 0xa2)
+_ONNX_NEXT_TAGS = (0x12, 0x1A, 0x22, 0x28, 0x32, 0x3A, 0x42, 0x72, 0xA2)
 
 
 def source_model_kind(head: bytes, path: Path) -> tuple[str, str] | None:
@@ -420,15 +492,21 @@ def source_model_kind(head: bytes, path: Path) -> tuple[str, str] | None:
         except (zipfile.BadZipFile, OSError):
             names = []
         if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
-            return ("a PyTorch file (torch.save: a zip holding a pickle)",
-                    "export it to ONNX (torch.onnx.export), then: edgekit quantize model.onnx --calib IMAGES")
+            return (
+                "a PyTorch file (torch.save: a zip holding a pickle)",
+                "export it to ONNX (torch.onnx.export), then: edgekit quantize model.onnx --calib IMAGES",
+            )
         return "a zip file (a Keras .keras?)", f"quantize it first: edgekit quantize {path}"
     if head[:1] == b"\x80" and head[1:2] in (b"\x02", b"\x03", b"\x04", b"\x05"):
-        return ("a Python pickle (a PyTorch file?)",
-                "export it to ONNX (torch.onnx.export), then: edgekit quantize model.onnx --calib IMAGES")
+        return (
+            "a Python pickle (a PyTorch file?)",
+            "export it to ONNX (torch.onnx.export), then: edgekit quantize model.onnx --calib IMAGES",
+        )
     if len(head) > 3 and head[0] == 0x08 and 0 < head[1] < 0x80 and head[2] in _ONNX_NEXT_TAGS:
-        hint = (f"quantize it to a full-int8 .tflite first: edgekit quantize {path} --calib IMAGES; that needs the "
-                "onnx extra: pip install onnx onnxruntime, or '.[onnx]' in an edgekit checkout")
+        hint = (
+            f"quantize it to a full-int8 .tflite first: edgekit quantize {path} --calib IMAGES; that needs the "
+            "onnx extra: pip install onnx onnxruntime, or '.[onnx]' in an edgekit checkout"
+        )
         return "an ONNX model", hint
     return None
 
@@ -438,35 +516,50 @@ def tensor_summary(t: TensorInfo) -> TensorSummary:
     from edgekit.results.inspect import TensorSummary
 
     q = t.quantization
-    return TensorSummary(t.name, t.dtype, tuple(t.shape), tuple(t.shape_signature),
-                         q.scale if q and not q.per_channel else (tuple(q.scales) if q else None),
-                         q.zero_point if q and not q.per_channel else (tuple(q.zero_points) if q else None))
+    return TensorSummary(
+        t.name,
+        t.dtype,
+        tuple(t.shape),
+        tuple(t.shape_signature),
+        q.scale if q and not q.per_channel else (tuple(q.scales) if q else None),
+        q.zero_point if q and not q.per_channel else (tuple(q.zero_points) if q else None),
+    )
 
 
 def summary(info: ModelInfo) -> InspectResult:
     """What ``edgekit inspect`` reports (its ``--json`` schema in docs/commands/inspect.md)."""
-    from edgekit.tflite import edgetpu_package
     from edgekit.results.inspect import InspectResult
+    from edgekit.tflite import edgetpu_package
 
     edgetpu = edgetpu_package.summary(info.edgetpu_packages)
-    return InspectResult.from_dict({
-        "path": info.path,
-        "size_bytes": info.size_bytes,
-        "edgetpu_compiled": info.is_compiled,
-        "subgraphs": len(info.subgraphs),
-        "schema_version": info.schema_version,
-        "description": info.description,
-        "min_runtime_version": info.min_runtime_version,
-        "quantization": info.quantization_state,
-        "dynamic_shapes": info.has_dynamic_shapes,
-        "param_bytes": info.param_bytes,
-        "edgetpu_bytes": info.edgetpu_bytes,
-        "edgetpu": edgetpu.to_dict() if edgetpu else None,
-        "inputs": [tensor_summary(t).to_dict() for t in info.inputs],
-        "outputs": [tensor_summary(t).to_dict() for t in info.outputs],
-        "ops": [{"index": op.index, "name": op.name, "version": op.version, "custom_code": op.custom_code,
-                 **({"subgraph": g.index} if g.index else {})}
-                for g in info.subgraphs for op in g.ops],
-        "op_histogram": [row.to_dict() for row in info.op_histogram_rows()],
-        "metadata": sorted(info.metadata),
-    })
+    return InspectResult.from_dict(
+        {
+            "path": info.path,
+            "size_bytes": info.size_bytes,
+            "edgetpu_compiled": info.is_compiled,
+            "subgraphs": len(info.subgraphs),
+            "schema_version": info.schema_version,
+            "description": info.description,
+            "min_runtime_version": info.min_runtime_version,
+            "quantization": info.quantization_state,
+            "dynamic_shapes": info.has_dynamic_shapes,
+            "param_bytes": info.param_bytes,
+            "edgetpu_bytes": info.edgetpu_bytes,
+            "edgetpu": edgetpu.to_dict() if edgetpu else None,
+            "inputs": [tensor_summary(t).to_dict() for t in info.inputs],
+            "outputs": [tensor_summary(t).to_dict() for t in info.outputs],
+            "ops": [
+                {
+                    "index": op.index,
+                    "name": op.name,
+                    "version": op.version,
+                    "custom_code": op.custom_code,
+                    **({"subgraph": g.index} if g.index else {}),
+                }
+                for g in info.subgraphs
+                for op in g.ops
+            ],
+            "op_histogram": [row.to_dict() for row in info.op_histogram_rows()],
+            "metadata": sorted(info.metadata),
+        }
+    )

@@ -19,8 +19,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from edgekit.errors import InputError, parse_json
 from edgekit.board.preprocess import PreprocessSpec
+from edgekit.errors import InputError, parse_json
 
 METADATA_NAME = "edgekit"
 SIDECAR_SUFFIX = ".edgekit.json"
@@ -35,12 +35,18 @@ class ModelRecord:
     extra: dict[str, Any] = field(default_factory=dict)  # provenance: source model, versions, agreement...
 
     def to_json(self) -> str:
-        return json.dumps({"record_version": RECORD_VERSION,
-                           "preprocess": self.preprocess.to_dict() if self.preprocess else None,
-                           "labels": self.labels, **self.extra}, indent=2)
+        return json.dumps(
+            {
+                "record_version": RECORD_VERSION,
+                "preprocess": self.preprocess.to_dict() if self.preprocess else None,
+                "labels": self.labels,
+                **self.extra,
+            },
+            indent=2,
+        )
 
     @classmethod
-    def from_json(cls, text: str | bytes, source: str = "record") -> "ModelRecord":
+    def from_json(cls, text: str | bytes, source: str = "record") -> ModelRecord:
         d = parse_json(text, f"{source}: edgekit record", RECORD_HINT)
         if not isinstance(d, dict):
             raise InputError(f"{source}: edgekit record is not valid JSON (not a JSON object)", RECORD_HINT)
@@ -67,7 +73,7 @@ def cpu_model_path(model_path: str | os.PathLike) -> Path:
     below: tests/test_structure.py checks they agree.)
     """
     p = Path(model_path)
-    return p.with_name(p.stem[:-len("_edgetpu")] + p.suffix) if p.stem.endswith("_edgetpu") else p
+    return p.with_name(p.stem[: -len("_edgetpu")] + p.suffix) if p.stem.endswith("_edgetpu") else p
 
 
 def find_record(model_path: str | os.PathLike, metadata: dict[str, bytes]) -> tuple[ModelRecord, str] | None:

@@ -15,8 +15,9 @@ import json
 import os
 import struct
 import zlib
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import IO, Callable, Dict, List, Optional, Sequence, Tuple, Union
+from typing import IO
 
 MAX_ENTRIES = 64
 MAX_DIRECTORY = 64 << 10
@@ -31,9 +32,9 @@ class Packed:
     """The members read ({name: bytes}), every name the directory listed (up to the caps), and one line on
     what was not read (None when nothing was left out)."""
 
-    files: Dict[str, bytes] = field(default_factory=dict)
-    names: List[str] = field(default_factory=list)
-    skipped: Optional[str] = None
+    files: dict[str, bytes] = field(default_factory=dict)
+    names: list[str] = field(default_factory=list)
+    skipped: str | None = None
 
 
 @dataclass(frozen=True)
@@ -47,8 +48,7 @@ class _Entry:
     local: int
 
 
-def read_packed(source: Union[str, "os.PathLike[str]", bytes], want: Callable[[Sequence[str]], Sequence[str]]
-                ) -> Packed:
+def read_packed(source: str | os.PathLike[str] | bytes, want: Callable[[Sequence[str]], Sequence[str]]) -> Packed:
     """The members ``want`` picks (given every listed name) of the ZIP appended to ``source`` (a path, or a
     model's bytes); an empty :class:`Packed` when there is none or the file cannot be read."""
     try:
@@ -81,7 +81,7 @@ def _read(f: IO[bytes], size: int, want: Callable[[Sequence[str]], Sequence[str]
     return out
 
 
-def _directory(f: IO[bytes], size: int) -> Union[None, str, Tuple[List[_Entry], Optional[str]]]:
+def _directory(f: IO[bytes], size: int) -> None | str | tuple[list[_Entry], str | None]:
     """The directory's first entries (and a line on those left unread); None without a ZIP; a line when the
     archive is one edgekit does not read."""
     tail_len = min(size, _EOCD_SIZE + 0xFFFF)
@@ -91,12 +91,12 @@ def _directory(f: IO[bytes], size: int) -> Union[None, str, Tuple[List[_Entry], 
     if at < 0 or len(tail) - at < _EOCD_SIZE:
         return None
     disk, cd_disk, n_disk, n_total, cd_size, cd_offset, comment = struct.unpack_from("<HHHHIIH", tail, at + 4)
-    if at + _EOCD_SIZE + comment != len(tail):   # the record and its comment end the file, or it is no archive
+    if at + _EOCD_SIZE + comment != len(tail):  # the record and its comment end the file, or it is no archive
         return None
     if n_total in _ZIP64 or cd_size in _ZIP64 or cd_offset in _ZIP64 or disk or cd_disk or n_disk != n_total:
         return "a ZIP64 or split archive, not read"
     cd_start = size - tail_len + at - cd_size
-    prefix = cd_start - cd_offset          # the model's own bytes before the archive
+    prefix = cd_start - cd_offset  # the model's own bytes before the archive
     if cd_start < 0 or prefix < 0:
         return None
     f.seek(cd_start)
@@ -104,28 +104,32 @@ def _directory(f: IO[bytes], size: int) -> Union[None, str, Tuple[List[_Entry], 
     entries: list[_Entry] = []
     pos = 0
     while len(entries) < min(n_total, MAX_ENTRIES) and pos + _CENTRAL_SIZE <= len(raw):
-        (sig, _, _, flags, method, _, _, crc, csize, usize, n_name, n_extra, n_comment, _, _, _,
-         local) = struct.unpack_from("<4sHHHHHHIIIHHHHHII", raw, pos)
+        (sig, _, _, flags, method, _, _, crc, csize, usize, n_name, n_extra, n_comment, _, _, _, local) = (
+            struct.unpack_from("<4sHHHHHHIIIHHHHHII", raw, pos)
+        )
         end = pos + _CENTRAL_SIZE + n_name
         if sig != _CENTRAL or end > len(raw):
             break
-        name = raw[pos + _CENTRAL_SIZE:end].decode("utf-8" if flags & 0x800 else "cp437", "replace")
+        name = raw[pos + _CENTRAL_SIZE : end].decode("utf-8" if flags & 0x800 else "cp437", "replace")
         entries.append(_Entry(name, flags, method, crc, csize, usize, prefix + local))
         pos = end + n_extra + n_comment
-    if not entries:   # the bytes only looked like an end record: no archive
+    if not entries:  # the bytes only looked like an end record: no archive
         return None
     left = n_total - len(entries)
-    return entries, ("{} of its {} entries not read (edgekit reads at most {} in {} KiB)".format(
-        left, n_total, MAX_ENTRIES, MAX_DIRECTORY >> 10) if left > 0 else None)
+    return entries, (
+        f"{left} of its {n_total} entries not read (edgekit reads at most {MAX_ENTRIES} in {MAX_DIRECTORY >> 10} KiB)"
+        if left > 0
+        else None
+    )
 
 
-def _member(f: IO[bytes], e: _Entry) -> Union[bytes, str]:
+def _member(f: IO[bytes], e: _Entry) -> bytes | str:
     """One member's bytes, or a line saying why it was not read."""
-    why = "{}: ".format(e.name)
+    why = f"{e.name}: "
     if e.flags & 1 or e.method not in (0, 8):
-        return why + "encrypted or compressed with method {}, not read".format(e.method)
+        return why + f"encrypted or compressed with method {e.method}, not read"
     if e.size > MAX_MEMBER or e.compressed > MAX_MEMBER + 1024:
-        return why + "over {} MiB, not read".format(MAX_MEMBER >> 20)
+        return why + f"over {MAX_MEMBER >> 20} MiB, not read"
     f.seek(e.local)
     head = f.read(_LOCAL_SIZE)
     if len(head) < _LOCAL_SIZE or head[:4] != _LOCAL:
@@ -152,12 +156,12 @@ def packed_files(model: str | os.PathLike | bytes) -> Packed:
     return read_packed(model, _members_read)
 
 
-def _members_read(names: Sequence[str]) -> List[str]:
+def _members_read(names: Sequence[str]) -> list[str]:
     texts = [n for n in names if n.lower().endswith(".txt")]
     return ["metadata.json", "labelmap.txt", "labels.txt"] + (texts if len(texts) == 1 else [])
 
 
-def appended_zip(model: str | os.PathLike | bytes) -> Dict[str, bytes]:
+def appended_zip(model: str | os.PathLike | bytes) -> dict[str, bytes]:
     """{name: bytes} of :func:`packed_files`; {} when there is none."""
     return packed_files(model).files
 
@@ -167,32 +171,33 @@ class UltralyticsMetadata:
     """What edgekit reads of Ultralytics' ``metadata.json``: the task, the version that exported the model, and the
     class names (None unless they are a list, or a {index: name} map over 0..n-1)."""
 
-    task: Optional[str]
+    task: str | None
     version: str
-    names: Optional[Tuple[str, ...]]
+    names: tuple[str, ...] | None
 
 
-def ultralytics_metadata(files: Dict[str, bytes]) -> Optional[UltralyticsMetadata]:
+def ultralytics_metadata(files: dict[str, bytes]) -> UltralyticsMetadata | None:
     """Ultralytics' ``metadata.json`` among the packed files, read; None without it or when it is no JSON object."""
     raw = files.get("metadata.json")
     if raw is None:
         return None
     try:
         doc = json.loads(raw.decode("utf-8"))
-    except (ValueError, UnicodeDecodeError, RecursionError):   # a deeply nested document: no metadata
+    except (ValueError, UnicodeDecodeError, RecursionError):  # a deeply nested document: no metadata
         return None
     if not isinstance(doc, dict):
         return None
     task = doc.get("task")
-    return UltralyticsMetadata(None if task is None else str(task), str(doc.get("version", "?")),
-                               _ultralytics_names(doc.get("names")))
+    return UltralyticsMetadata(
+        None if task is None else str(task), str(doc.get("version", "?")), _ultralytics_names(doc.get("names"))
+    )
 
 
-def ultralytics_names(meta: UltralyticsMetadata) -> Optional[Tuple[str, ...]]:
+def ultralytics_names(meta: UltralyticsMetadata) -> tuple[str, ...] | None:
     return meta.names
 
 
-def _ultralytics_names(names: object) -> Optional[Tuple[str, ...]]:
+def _ultralytics_names(names: object) -> tuple[str, ...] | None:
     """``names`` as the JSON holds it: a list, or a map of class index (as a string) to name."""
     if isinstance(names, dict):
         try:

@@ -49,22 +49,22 @@ class HeadLevel:
     """One pyramid level of the head: its stride, grid, and the two tensors the decode starts from."""
 
     stride: int
-    grid: tuple[int, int]      # (rows, columns)
-    box_tensor: int            # [1, rows, columns, 4 * reg_max]: DFL logits, sides (left, top, right, bottom)
-    class_tensor: int          # [1, rows, columns, nc]: class logits (before the sigmoid)
+    grid: tuple[int, int]  # (rows, columns)
+    box_tensor: int  # [1, rows, columns, 4 * reg_max]: DFL logits, sides (left, top, right, bottom)
+    class_tensor: int  # [1, rows, columns, nc]: class logits (before the sigmoid)
 
 
 @dataclass(frozen=True)
 class YoloHead:
     """The head found in a model, and the decode ops after it."""
 
-    levels: tuple[HeadLevel, ...]      # ordered by stride
+    levels: tuple[HeadLevel, ...]  # ordered by stride
     reg_max: int
     num_classes: int
     input_hw: tuple[int, int]
-    decode_ops: tuple[int, ...]        # indices of the ops after the head (none of them needed by it)
-    join: str = PER_LEVEL              # PER_LEVEL or JOINED
-    foreign: tuple[int, ...] = ()      # tensors of the network besides the head's that the decode reads
+    decode_ops: tuple[int, ...]  # indices of the ops after the head (none of them needed by it)
+    join: str = PER_LEVEL  # PER_LEVEL or JOINED
+    foreign: tuple[int, ...] = ()  # tensors of the network besides the head's that the decode reads
 
     @property
     def strides(self) -> tuple[int, ...]:
@@ -82,10 +82,14 @@ class YoloHead:
     def describe(self) -> str:
         grids = ", ".join(f"{lv.grid[0]}x{lv.grid[1]}/{lv.stride}" for lv in self.levels)
         boxes = f"DFL ({self.reg_max} bins)" if self.reg_max > 1 else "no DFL (4 box distances: YOLO26)"
-        joined = ("boxes and classes joined per level" if self.join == PER_LEVEL
-                  else "boxes and classes each joined across the levels (Ultralytics 8.4)")
-        return (f"YOLO head with {boxes}, {self.num_classes} classes, levels {grids} ({self.num_anchors} anchors), "
-                f"{joined}")
+        joined = (
+            "boxes and classes joined per level"
+            if self.join == PER_LEVEL
+            else "boxes and classes each joined across the levels (Ultralytics 8.4)"
+        )
+        return (
+            f"YOLO head with {boxes}, {self.num_classes} classes, levels {grids} ({self.num_anchors} anchors), {joined}"
+        )
 
 
 def _producers(g: SubgraphInfo) -> dict[int, int]:
@@ -124,14 +128,18 @@ def graph_problem(g: SubgraphInfo) -> str | None:
             if t < 0:
                 return f"op #{op.index} ({op.name}) has an output that is no tensor"
             if t in made_by or t in g.inputs or g.tensors[t].is_constant:
-                return f"tensor {t} is written by op #{op.index} ({op.name}) and is also an input, a constant or " \
-                       "another op's output"
+                return (
+                    f"tensor {t} is written by op #{op.index} ({op.name}) and is also an input, a constant or "
+                    "another op's output"
+                )
             made_by[t] = op.index
     for op in g.ops:
         later = [t for t in op.inputs if made_by.get(t, -1) >= op.index]
         if later:
-            return (f"op #{op.index} ({op.name}) reads tensor {later[0]}, which op #{made_by[later[0]]} writes at "
-                    "or after it: the graph has a cycle")
+            return (
+                f"op #{op.index} ({op.name}) reads tensor {later[0]}, which op #{made_by[later[0]]} writes at "
+                "or after it: the graph has a cycle"
+            )
     return None
 
 
@@ -141,12 +149,17 @@ def _plain_1x1_conv(g: SubgraphInfo, made_by: dict[int, int], tensor: int) -> bo
     if op is None or op.name != "CONV_2D" or len(op.inputs) < 2:
         return False
     weights = g.tensor(op.inputs[1])
-    return (weights is not None and len(weights.shape) == 4 and weights.shape[1:3] == (1, 1)
-            and op.options.get("fused_activation_function", 0) == 0)
+    return (
+        weights is not None
+        and len(weights.shape) == 4
+        and weights.shape[1:3] == (1, 1)
+        and op.options.get("fused_activation_function", 0) == 0
+    )
 
 
-def _head_map(g: SubgraphInfo, made_by: dict[int, int], t: int, input_hw: tuple[int, int]
-              ) -> tuple[int, tuple[int, int], int] | None:
+def _head_map(
+    g: SubgraphInfo, made_by: dict[int, int], t: int, input_hw: tuple[int, int]
+) -> tuple[int, tuple[int, int], int] | None:
     """(stride, grid, channels) when tensor ``t`` is a plain 1x1 convolution's ``[1, rows, cols, C]`` map on a grid
     that is the input divided by a stride."""
     tensor = g.tensor(t)
@@ -182,8 +195,9 @@ def _feeds(g: SubgraphInfo, users: dict[int, list[int]], t: int, name: str, dept
         ops = [g.ops[i] for i in sorted({i for x in front for i in users.get(x, [])})]
         if any(op.name == name for op in ops):
             return True
-        front = {o for op in ops if op.name in LAYOUT_OPS | {"STRIDED_SLICE", "SLICE", "SPLIT"} for o in op.outputs
-                 if o >= 0}
+        front = {
+            o for op in ops if op.name in LAYOUT_OPS | {"STRIDED_SLICE", "SLICE", "SPLIT"} for o in op.outputs if o >= 0
+        }
     return False
 
 
@@ -197,20 +211,31 @@ def find_yolo_head(info: ModelInfo) -> YoloHead | None:
     if input_hw is None or graph_problem(g):
         return None
     made_by, users = _producers(g), _consumers(g)
-    maps = {op.outputs[0]: m for op in g.ops if op.name == "CONV_2D" and len(op.outputs) == 1
-            for m in [_head_map(g, made_by, op.outputs[0], input_hw)] if m is not None}
-    joins: dict[int, dict[int, int]] = defaultdict(dict)    # concatenation -> {its input: the head map feeding it}
+    maps = {
+        op.outputs[0]: m
+        for op in g.ops
+        if op.name == "CONV_2D" and len(op.outputs) == 1
+        for m in [_head_map(g, made_by, op.outputs[0], input_hw)]
+        if m is not None
+    }
+    joins: dict[int, dict[int, int]] = defaultdict(dict)  # concatenation -> {its input: the head map feeding it}
     for t in maps:
         j = _join_of(g, users, t)
         if j is not None:
             joins[j[0]][j[1]] = t
-    entries = {j: [by_input[x] for x in g.ops[j].inputs] for j, by_input in joins.items()
-               if set(by_input) == set(g.ops[j].inputs) and len(by_input) == len(g.ops[j].inputs)}
-    heads = [h for h in _per_level_heads(g, maps, entries, input_hw) + _joined_heads(g, users, maps, entries, input_hw)
-             if h is not None]
+    entries = {
+        j: [by_input[x] for x in g.ops[j].inputs]
+        for j, by_input in joins.items()
+        if set(by_input) == set(g.ops[j].inputs) and len(by_input) == len(g.ops[j].inputs)
+    }
+    heads = [
+        h
+        for h in _per_level_heads(g, maps, entries, input_hw) + _joined_heads(g, users, maps, entries, input_hw)
+        if h is not None
+    ]
     if len(heads) > 1 and all(h.foreign for h in heads):
-        return heads[0]   # a Segment or Pose head read two ways: either way not a detector's, for the cut to refuse
-    return heads[0] if len(heads) == 1 else None   # two candidate heads: not one this module can vouch for
+        return heads[0]  # a Segment or Pose head read two ways: either way not a detector's, for the cut to refuse
+    return heads[0] if len(heads) == 1 else None  # two candidate heads: not one this module can vouch for
 
 
 def image_size(shape: tuple[int, ...]) -> tuple[int, int] | None:
@@ -230,39 +255,46 @@ def _per_level_heads(g: SubgraphInfo, maps: dict, entries: dict[int, list[int]],
         if len(ts) != 2 or out is None or len(out.shape) != 4 or g.ops[j].options.get("axis") not in (3, -1):
             continue
         (stride, grid, boxes), (_, grid2, nc) = maps[ts[0]], maps[ts[1]]
-        if grid == grid2 and boxes % 4 == 0:   # Ultralytics' order: cat(cv2 (box), cv3 (class)), Detect.forward
+        if grid == grid2 and boxes % 4 == 0:  # Ultralytics' order: cat(cv2 (box), cv3 (class)), Detect.forward
             found.append((HeadLevel(stride, grid, ts[0], ts[1]), boxes // 4, nc, j))
     kinds = sorted({f[1:3] for f in found})
     return [_head(g, [f for f in found if f[1:3] == kind], input_hw, PER_LEVEL) for kind in kinds]
 
 
-def _joined_heads(g: SubgraphInfo, users: dict, maps: dict, entries: dict[int, list[int]],
-                  input_hw: tuple[int, int]) -> list:
+def _joined_heads(
+    g: SubgraphInfo, users: dict, maps: dict, entries: dict[int, list[int]], input_hw: tuple[int, int]
+) -> list:
     """Since Ultralytics 8.4: one map per level joined for the boxes, another such join for the classes (the one
     feeding a LOGISTIC: the sigmoid)."""
-    branches = [(j, ts) for j, ts in entries.items() if len(ts) >= 2 and len({maps[t][1] for t in ts}) == len(ts)
-                and len({maps[t][2] for t in ts}) == 1]
+    branches = [
+        (j, ts)
+        for j, ts in entries.items()
+        if len(ts) >= 2 and len({maps[t][1] for t in ts}) == len(ts) and len({maps[t][2] for t in ts}) == 1
+    ]
     heads = []
     for k, a in enumerate(branches):
-        for b in branches[k + 1:]:
+        for b in branches[k + 1 :]:
             if sorted(maps[t][1] for t in a[1]) != sorted(maps[t][1] for t in b[1]):
                 continue
             sigmoid = [_feeds(g, users, g.ops[br[0]].outputs[0], "LOGISTIC") for br in (a, b)]
             if sigmoid[0] == sigmoid[1]:
-                continue   # no telling the classes from the boxes
+                continue  # no telling the classes from the boxes
             boxes, classes = (b, a) if sigmoid[0] else (a, b)
             channels, nc = maps[boxes[1][0]][2], maps[classes[1][0]][2]
             if channels % 4:
                 continue
             by_grid = {maps[t][1]: t for t in classes[1]}
-            found = [(HeadLevel(maps[t][0], maps[t][1], t, by_grid[maps[t][1]]), channels // 4, nc, boxes[0])
-                     for t in boxes[1]]
+            found = [
+                (HeadLevel(maps[t][0], maps[t][1], t, by_grid[maps[t][1]]), channels // 4, nc, boxes[0])
+                for t in boxes[1]
+            ]
             heads.append(_head(g, found, input_hw, JOINED, joins=(boxes[0], classes[0])))
     return heads
 
 
-def _head(g: SubgraphInfo, found: list, input_hw: tuple[int, int], join: str,
-          joins: tuple[int, ...] = ()) -> YoloHead | None:
+def _head(
+    g: SubgraphInfo, found: list, input_hw: tuple[int, int], join: str, joins: tuple[int, ...] = ()
+) -> YoloHead | None:
     """The head made of ``found`` levels (all of one reg_max and nc), when they form one."""
     strides = [level.stride for level, *_ in found]
     if len(found) < 2 or len(set(strides)) != len(strides):
@@ -272,10 +304,10 @@ def _head(g: SubgraphInfo, found: list, input_hw: tuple[int, int], join: str,
     head = YoloHead(levels, reg_max, nc, input_hw, (), join)
     needed = ancestors(g, head.output_tensors)
     if any(j in needed for j in joins + tuple(f[3] for f in found)):
-        return None   # a "decode" op the head itself needs: not the structure described above
+        return None  # a "decode" op the head itself needs: not the structure described above
     decode = tuple(op.index for op in g.ops if op.index not in needed)
     if reg_max > 1 and not _dfl_softmax(g, decode, reg_max):
-        return None   # no DFL softmax over reg_max bins after the head
+        return None  # no DFL softmax over reg_max bins after the head
     return YoloHead(levels, reg_max, nc, input_hw, decode, join, _foreign(g, needed, decode, head.output_tensors))
 
 
@@ -285,8 +317,9 @@ def _dfl_softmax(g: SubgraphInfo, decode: tuple[int, ...], reg_max: int) -> bool
     for i in decode:
         op = g.ops[i]
         out = g.tensor(op.outputs[0]) if op.outputs else None
-        if out is not None and ((op.name == "SOFTMAX" and out.shape[-1:] == (reg_max,)) or
-                                (op.name == "EXP" and reg_max in out.shape)):
+        if out is not None and (
+            (op.name == "SOFTMAX" and out.shape[-1:] == (reg_max,)) or (op.name == "EXP" and reg_max in out.shape)
+        ):
             return True
     return False
 
@@ -295,8 +328,16 @@ def _foreign(g: SubgraphInfo, needed: set[int], decode: tuple[int, ...], own: tu
     """The tensors of the network, besides the head's own maps, that the decode reads (a Segment head's mask
     coefficients and prototypes, a Pose head's keypoints): what a cut would drop."""
     made_by = _producers(g)
-    return tuple(sorted({t for i in decode for t in g.ops[i].inputs if t >= 0 and t not in own and
-                         (t in g.inputs or made_by.get(t, -1) in needed)}))
+    return tuple(
+        sorted(
+            {
+                t
+                for i in decode
+                for t in g.ops[i].inputs
+                if t >= 0 and t not in own and (t in g.inputs or made_by.get(t, -1) in needed)
+            }
+        )
+    )
 
 
 def decode_tail_advice(info: ModelInfo, cpu_ops: set[int]) -> str | None:
@@ -315,13 +356,20 @@ def decode_tail_advice(info: ModelInfo, cpu_ops: set[int]) -> str | None:
     kept = len(info.ops) - len(decode)
     in_decode = len(cpu_ops & decode)
     if not in_decode:
-        return (f"The model ends with the decode of its {head.describe()}: {len(decode)} ops that run in int8 "
-                f"(DFL, anchors, class sigmoid, the levels joined). {CUT_COMMAND} cuts the model before its decode, "
-                f"leaving {kept} ops; `edgekit detect` then decodes the head's maps on the host in float.")
+        return (
+            f"The model ends with the decode of its {head.describe()}: {len(decode)} ops that run in int8 "
+            f"(DFL, anchors, class sigmoid, the levels joined). {CUT_COMMAND} cuts the model before its decode, "
+            f"leaving {kept} ops; `edgekit detect` then decodes the head's maps on the host in float."
+        )
     left = len(cpu_ops - decode)
-    after = ("all of them predicted on the Edge TPU" if not left
-             else f"{left} of them still predicted on the CPU (see above)")
+    after = (
+        "all of them predicted on the Edge TPU"
+        if not left
+        else f"{left} of them still predicted on the CPU (see above)"
+    )
     first = min(cpu_ops & decode)
-    return (f"{in_decode} of the {len(cpu_ops)} ops on the CPU (from #{first}) are the detector's decode after its "
-            f"{head.describe()}: DFL softmax, anchors, class sigmoid, the levels joined. {CUT_COMMAND} cuts the "
-            f"model before its decode, leaving {kept} ops, {after}; `edgekit detect` then decodes on the host.")
+    return (
+        f"{in_decode} of the {len(cpu_ops)} ops on the CPU (from #{first}) are the detector's decode after its "
+        f"{head.describe()}: DFL softmax, anchors, class sigmoid, the levels joined. {CUT_COMMAND} cuts the "
+        f"model before its decode, leaving {kept} ops, {after}; `edgekit detect` then decodes on the host."
+    )

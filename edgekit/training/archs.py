@@ -12,7 +12,8 @@ a MobileNetV2 at 94% training, 10% validation accuracy after 6 epochs at the def
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 BN_MOMENTUM = 0.9
 
@@ -22,27 +23,37 @@ def small_cnn(input_shape: tuple[int, int, int], num_classes: int, momentum: flo
     import keras
     from keras import layers
 
-    return keras.Sequential([
-        keras.Input(input_shape),
-        layers.Conv2D(16, 3, padding="same", use_bias=False),
-        layers.BatchNormalization(momentum=momentum),
-        layers.ReLU(),
-        layers.MaxPooling2D(),
-        layers.Conv2D(32, 3, padding="same", use_bias=False),
-        layers.BatchNormalization(momentum=momentum),
-        layers.ReLU(),
-        layers.MaxPooling2D(),
-        layers.Dropout(0.2),
-        layers.Flatten(),
-        layers.Dense(64, activation="relu"),
-        layers.Dropout(0.2),
-        layers.Dense(num_classes, activation="softmax"),
-    ], name="small_cnn")
+    return keras.Sequential(
+        [
+            keras.Input(input_shape),
+            layers.Conv2D(16, 3, padding="same", use_bias=False),
+            layers.BatchNormalization(momentum=momentum),
+            layers.ReLU(),
+            layers.MaxPooling2D(),
+            layers.Conv2D(32, 3, padding="same", use_bias=False),
+            layers.BatchNormalization(momentum=momentum),
+            layers.ReLU(),
+            layers.MaxPooling2D(),
+            layers.Dropout(0.2),
+            layers.Flatten(),
+            layers.Dense(64, activation="relu"),
+            layers.Dropout(0.2),
+            layers.Dense(num_classes, activation="softmax"),
+        ],
+        name="small_cnn",
+    )
 
 
 # MobileNetV2's inverted residual blocks (Sandler et al. 2018, table 2): expansion t, channels c, repeats n, stride s.
-MOBILENET_V2_BLOCKS = ((1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1), (6, 160, 3, 2),
-                       (6, 320, 1, 1))
+MOBILENET_V2_BLOCKS = (
+    (1, 16, 1, 1),
+    (6, 24, 2, 2),
+    (6, 32, 3, 2),
+    (6, 64, 4, 2),
+    (6, 96, 3, 1),
+    (6, 160, 3, 2),
+    (6, 320, 1, 1),
+)
 
 
 def _divisible(v: float, divisor: int = 8) -> int:
@@ -51,8 +62,9 @@ def _divisible(v: float, divisor: int = 8) -> int:
     return new + divisor if new < 0.9 * v else new
 
 
-def mobilenet_v2(input_shape: tuple[int, int, int], num_classes: int, width: float = 1.0,
-                 momentum: float = BN_MOMENTUM) -> Any:
+def mobilenet_v2(
+    input_shape: tuple[int, int, int], num_classes: int, width: float = 1.0, momentum: float = BN_MOMENTUM
+) -> Any:
     """A MobileNetV2 (random weights) of any width multiplier and input size, Conv(no bias)-BN-ReLU6 throughout."""
     import keras
     from keras import layers

@@ -16,8 +16,8 @@ from typing import Any
 
 import numpy as np
 
-from edgekit.tflite.model_record import ModelRecord, sidecar_path
 from edgekit.board.preprocess import PreprocessSpec, open_image, to_float
+from edgekit.tflite.model_record import ModelRecord, sidecar_path
 
 SIZE = 32
 CLASSES = [str(i) for i in range(10)]
@@ -74,8 +74,7 @@ def build_cnn(input_shape: tuple[int, int, int] = (SIZE, SIZE, 3), num_classes: 
 
     keras.utils.set_random_seed(seed)
     model = small_cnn(input_shape, num_classes)
-    model.compile(optimizer=keras.optimizers.Adam(2e-3), loss="sparse_categorical_crossentropy",
-                  metrics=["accuracy"])
+    model.compile(optimizer=keras.optimizers.Adam(2e-3), loss="sparse_categorical_crossentropy", metrics=["accuracy"])
     return model
 
 
@@ -100,7 +99,8 @@ def save(model: Any, path: str | Path, folders: DigitsFolders) -> Path:
         calib = calib.resolve().relative_to(path.resolve().parent)
     except ValueError:
         calib = calib.resolve()
-    record = ModelRecord(SPEC, CLASSES, {"created_by": "edgekit.training.digits",
-                                         "calibration": {"source": str(calib)}})
+    record = ModelRecord(
+        SPEC, CLASSES, {"created_by": "edgekit.training.digits", "calibration": {"source": str(calib)}}
+    )
     sidecar_path(path).write_text(record.to_json())
     return path

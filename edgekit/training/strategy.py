@@ -34,17 +34,17 @@ from edgekit.errors import DeviceError, UsageError, first_line
 from edgekit.results.train import TrainStrategy
 
 TPU_BATCH_PER_CORE = 128  # "a batch size of 128 per TPU core" (TensorFlow's TPU guide, performance section)
-TPU_PROBE_SECONDS = 5.0   # a TPU worker answers a TCP connect in milliseconds; an address that does not is no TPU
+TPU_PROBE_SECONDS = 5.0  # a TPU worker answers a TCP connect in milliseconds; an address that does not is no TPU
 
 
 @dataclass
 class StrategyChoice:
-    kind: str                       # tpu | multi_worker | mirrored | default
-    reason: str                     # why this one
+    kind: str  # tpu | multi_worker | mirrored | default
+    reason: str  # why this one
     replicas: int
     strategy: Any = None
     tried: list[str] = field(default_factory=list)  # why the ones before it did not apply
-    cluster: Cluster | None = None                  # multi_worker: the TF_CONFIG cluster and this task
+    cluster: Cluster | None = None  # multi_worker: the TF_CONFIG cluster and this task
 
     @property
     def writes_outputs(self) -> bool:
@@ -80,8 +80,9 @@ class Cluster:
     @property
     def is_chief(self) -> bool:
         """The task that writes the model: the ``chief``, else worker 0 (TensorFlow's convention)."""
-        return self.task_type == "chief" or ("chief" not in self.tasks and self.task_type == "worker"
-                                             and self.task_index == 0)
+        return self.task_type == "chief" or (
+            "chief" not in self.tasks and self.task_type == "worker" and self.task_index == 0
+        )
 
     @property
     def me(self) -> str:
@@ -92,9 +93,11 @@ class Cluster:
 
 
 def _bad_tf_config(why: str) -> UsageError:
-    return UsageError(f"TF_CONFIG {why}",
-                      'set it like {"cluster": {"worker": ["host1:port", "host2:port"]}, "task": {"type": "worker", '
-                      '"index": 0}}, the same cluster on every worker and each its own index; or unset it')
+    return UsageError(
+        f"TF_CONFIG {why}",
+        'set it like {"cluster": {"worker": ["host1:port", "host2:port"]}, "task": {"type": "worker", '
+        '"index": 0}}, the same cluster on every worker and each its own index; or unset it',
+    )
 
 
 def parse_tf_config(raw: str) -> Cluster:
@@ -109,8 +112,9 @@ def parse_tf_config(raw: str) -> Cluster:
         raise _bad_tf_config("has no 'cluster' object")
     tasks = doc["cluster"]
     for kind, addresses in tasks.items():
-        if not isinstance(addresses, list) or not all(isinstance(a, str) and split_host_port(a, any_port=True)
-                                                      for a in addresses):
+        if not isinstance(addresses, list) or not all(
+            isinstance(a, str) and split_host_port(a, any_port=True) for a in addresses
+        ):
             raise _bad_tf_config(f"cluster {kind!r} is not a list of host:port addresses")
         for a in addresses:
             if split_host_port(a) is None:
@@ -123,8 +127,9 @@ def parse_tf_config(raw: str) -> Cluster:
     index = task.get("index", 0)
     size = len(tasks[task["type"]])
     if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < size:
-        raise _bad_tf_config(f"task index {index!r} is out of range: the cluster has {size} {task['type']}(s), "
-                             f"indexes 0 to {size - 1}")
+        raise _bad_tf_config(
+            f"task index {index!r} is out of range: the cluster has {size} {task['type']}(s), indexes 0 to {size - 1}"
+        )
     return Cluster(tasks, task["type"], index)
 
 
@@ -216,7 +221,7 @@ def _try_tpu(tf: Any, tpu: str) -> Any:
         raise
 
 
-RENDEZVOUS_GRACE = 3.0   # seconds a worker keeps answering after it saw every other one, for the slower ones
+RENDEZVOUS_GRACE = 3.0  # seconds a worker keeps answering after it saw every other one, for the slower ones
 #: What a task's rendezvous listener says to each knock: a port that says something else is no edgekit worker.
 RENDEZVOUS_GREETING = b"edgekit-rendezvous 1\n"
 #: An HTTP/2 client preface and an empty SETTINGS frame: a gRPC server (TensorFlow's, a faster worker already past
@@ -245,13 +250,13 @@ def knock(address: str, timeout: float) -> tuple[bool, str | None]:
             data = b""
             try:
                 data = conn.recv(64)
-            except socket.timeout:
+            except TimeoutError:
                 pass
             if not data:  # a server that waits for its client to speak first
                 try:
                     conn.sendall(_HTTP2_PREFACE)
                     data = conn.recv(64)
-                except socket.timeout:
+                except TimeoutError:
                     pass
     except TimeoutError:  # nothing there (yet): the caller keeps knocking
         return False, f"nothing answers at {address} within {timeout:g} s"
@@ -297,9 +302,10 @@ def _listen(cluster: Cluster) -> socket.socket:
         listener.bind(("::" if ":" in host else "", port))
     except OSError as exc:
         listener.close()
-        raise DeviceError(f"this task's address {cluster.me} (from TF_CONFIG) cannot be used here: "
-                          f"{exc.strerror or exc}",
-                          "give each worker a free port of its own machine in TF_CONFIG") from exc
+        raise DeviceError(
+            f"this task's address {cluster.me} (from TF_CONFIG) cannot be used here: {exc.strerror or exc}",
+            "give each worker a free port of its own machine in TF_CONFIG",
+        ) from exc
     listener.listen(16)
     listener.settimeout(0.2)
     return listener
@@ -347,7 +353,8 @@ def _await_others(cluster: Cluster, timeout: float) -> None:
                 raise WorkersUnreachable(
                     f"the multi-worker cluster cannot come together: {why}",
                     "check TF_CONFIG's addresses: each must be a port `edgekit train` (with the same TF_CONFIG) "
-                    "listens on, not another service's")
+                    "listens on, not another service's",
+                )
             if why:
                 still.append(a)
         waiting = still
@@ -356,10 +363,11 @@ def _await_others(cluster: Cluster, timeout: float) -> None:
     if waiting:
         raise WorkersUnreachable(
             f"the multi-worker cluster did not come together within {timeout:g} s: {cluster.me} heard nothing "
-            f"from {', '.join(waiting)}" + "".join(f" ({whys[a]})" for a in waiting[:1] if whys.get(a)
-                                                    and "says nothing" in (whys[a] or "")),
+            f"from {', '.join(waiting)}"
+            + "".join(f" ({whys[a]})" for a in waiting[:1] if whys.get(a) and "says nothing" in (whys[a] or "")),
             "start `edgekit train` with the same TF_CONFIG (and its own task index) on every worker, check the "
-            "addresses and that their ports are open, or wait longer with --worker-timeout S")
+            "addresses and that their ports are open, or wait longer with --worker-timeout S",
+        )
 
 
 def _multi_worker_strategy(tf: Any, cluster: Cluster, timeout: float) -> Any:
@@ -370,8 +378,10 @@ def _multi_worker_strategy(tf: Any, cluster: Cluster, timeout: float) -> Any:
     try:
         return tf.distribute.MultiWorkerMirroredStrategy(communication_options=options)
     except Exception as exc:
-        raise DeviceError(f"TensorFlow could not set up the multi-worker cluster: {first_line(exc, 300)}",
-                          "check TF_CONFIG's addresses: this task's own port must be free on this machine") from None
+        raise DeviceError(
+            f"TensorFlow could not set up the multi-worker cluster: {first_line(exc, 300)}",
+            "check TF_CONFIG's addresses: this task's own port must be free on this machine",
+        ) from None
 
 
 WORKER_TIMEOUT = 120.0  # seconds the workers of a TF_CONFIG cluster get to join, and each collective to finish
@@ -401,8 +411,7 @@ def resolve(env: Mapping[str, str] | None = None, worker_timeout: float = WORKER
     try:
         if cluster is not None:
             strategy = _multi_worker_strategy(tf, cluster, worker_timeout)
-            return StrategyChoice("multi_worker", cluster_why, strategy.num_replicas_in_sync, strategy, tried,
-                                  cluster)
+            return StrategyChoice("multi_worker", cluster_why, strategy.num_replicas_in_sync, strategy, tried, cluster)
         tried.append(cluster_why)
 
         gpus = tf.config.list_logical_devices("GPU")
@@ -413,9 +422,11 @@ def resolve(env: Mapping[str, str] | None = None, worker_timeout: float = WORKER
         if not tpu_failed:
             raise
         # The TPU attempt left TensorFlow unusable even after the reset: say so in one line.
-        raise DeviceError(f"TensorFlow cannot use this machine's devices after the failed TPU connect "
-                          f"({tpu_failed}): {first_line(exc, 200)}",
-                          "unset COLAB_TPU_ADDR and TPU_NAME to train here, or point them at a reachable TPU") from None
+        raise DeviceError(
+            f"TensorFlow cannot use this machine's devices after the failed TPU connect "
+            f"({tpu_failed}): {first_line(exc, 200)}",
+            "unset COLAB_TPU_ADDR and TPU_NAME to train here, or point them at a reachable TPU",
+        ) from None
     if len(devices) > 1:
         kind = "GPUs" if gpus else "logical CPU devices"
         strategy = tf.distribute.MirroredStrategy(devices)
@@ -430,10 +441,14 @@ def global_batch(per_replica: int, choice: StrategyChoice) -> tuple[int, list[st
     advice = []
     if choice.kind == "tpu":
         if per_replica % 8:
-            advice.append(f"a batch of {per_replica} per TPU core is not a multiple of 8: the TPU pads it "
-                          f"and wastes work; use a multiple of 8")
+            advice.append(
+                f"a batch of {per_replica} per TPU core is not a multiple of 8: the TPU pads it "
+                f"and wastes work; use a multiple of 8"
+            )
         elif per_replica % TPU_BATCH_PER_CORE:
-            advice.append(f"TPUs run best with {TPU_BATCH_PER_CORE} (or a multiple) per core: "
-                          f"--batch-size {TPU_BATCH_PER_CORE} gives a global batch of "
-                          f"{TPU_BATCH_PER_CORE * choice.replicas}")
+            advice.append(
+                f"TPUs run best with {TPU_BATCH_PER_CORE} (or a multiple) per core: "
+                f"--batch-size {TPU_BATCH_PER_CORE} gives a global batch of "
+                f"{TPU_BATCH_PER_CORE * choice.replicas}"
+            )
     return per_replica * choice.replicas, advice

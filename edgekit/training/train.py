@@ -22,18 +22,19 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any, Callable
+from typing import IO, Any
 
 import numpy as np
 
 from edgekit import __version__
+from edgekit.board.preprocess import PreprocessSpec, open_image, pixels
 from edgekit.errors import DeviceError, InputError, UsageError, first_line
-from edgekit.tflite.model_record import ModelRecord, sidecar_path
 from edgekit.report import SILENT, Reporter
 from edgekit.results.train import Epoch, TrainData, TrainPreprocess, TrainResult
-from edgekit.board.preprocess import PreprocessSpec, open_image, pixels
+from edgekit.tflite.model_record import ModelRecord, sidecar_path
 
 CREATED_BY = "edgekit train"
 TPU_STEPS_PER_EXECUTION = 32
@@ -48,9 +49,9 @@ class TrainOptions:
     data: str
     output: str
     arch: str = "cnn"
-    width: float = 1.0                       # mobilenetv2's width multiplier
+    width: float = 1.0  # mobilenetv2's width multiplier
     epochs: int = 10
-    batch_size: int = 32                     # per replica
+    batch_size: int = 32  # per replica
     input_size: tuple[int, int] | None = None  # (width, height); default: the first image's size
     scaling: str = "0..1"
     channels: str = "RGB"
@@ -58,7 +59,7 @@ class TrainOptions:
     learning_rate: float = 2e-3
     seed: int = 0
     tfrecord_key: str = "image/encoded"
-    worker_timeout: float = 120.0            # TF_CONFIG clusters: seconds for the workers to join (and each collective)
+    worker_timeout: float = 120.0  # TF_CONFIG clusters: seconds for the workers to join (and each collective)
     show_progress: bool = True
     report: Reporter = SILENT  # the strategy line (a note) and advice (warnings); epoch lines go to stderr
 
@@ -68,12 +69,12 @@ class TrainingData:
     """The examples of DATA: image paths (folders) or serialized tf.train.Example bytes (TFRecords)."""
 
     source: str
-    kind: str                 # images | tfrecord
-    items: list[Any]          # paths, or encoded image bytes
+    kind: str  # images | tfrecord
+    items: list[Any]  # paths, or encoded image bytes
     labels: np.ndarray
     class_names: list[str]
     first_size: tuple[int, int] = (0, 0)
-    empty_classes: tuple[str, ...] = ()   # class folders with no image in them (left out: said as a warning)
+    empty_classes: tuple[str, ...] = ()  # class folders with no image in them (left out: said as a warning)
 
     def split(self, fraction: float, seed: int) -> tuple[np.ndarray, np.ndarray]:
         """(train indices, validation indices): ``fraction`` of each class held out, seeded."""
@@ -98,18 +99,27 @@ def read_data(source: str, tfrecord_key: str = "image/encoded") -> TrainingData:
     if calibration.is_tfrecord(source):
         return _read_tfrecords(source, tfrecord_key)
     if not Path(source).is_dir():
-        raise InputError(f"DATA {source} is neither a folder of class folders nor TFRecord files",
-                         "pass a folder with one subfolder of images per class, or .tfrecord files")
+        raise InputError(
+            f"DATA {source} is neither a folder of class folders nor TFRecord files",
+            "pass a folder with one subfolder of images per class, or .tfrecord files",
+        )
     groups, classes = list_images(Path(source), "DATA")
     if classes is None or len(classes) < 2:
-        raise InputError(f"DATA {source}: training needs one subfolder per class, at least two",
-                         "put each class's images in a folder named after the class")
+        raise InputError(
+            f"DATA {source}: training needs one subfolder per class, at least two",
+            "put each class's images in a folder named after the class",
+        )
     items = [str(p) for g in groups for p in g]
     labels = np.concatenate([np.full(len(g), k, np.int64) for k, g in enumerate(groups)])
     first = open_image(items[0])
     _check_headers(source, items)
-    empty = tuple(sorted(d.name for d in Path(source).iterdir()
-                         if d.is_dir() and not d.name.startswith(".") and d.name not in classes))
+    empty = tuple(
+        sorted(
+            d.name
+            for d in Path(source).iterdir()
+            if d.is_dir() and not d.name.startswith(".") and d.name not in classes
+        )
+    )
     return TrainingData(source, "images", items, labels, classes, first.size, empty)
 
 
@@ -138,27 +148,36 @@ def _read_tfrecords(source: str, key: str) -> TrainingData:
         for raw in tf.data.TFRecordDataset(files):
             ex = tf.train.Example.FromString(raw.numpy()).features.feature
             if key not in ex or DEFAULT_TFRECORD_LABEL_KEY not in ex:
-                raise InputError(f"DATA {source}: a TFRecord example lacks {key!r} or {DEFAULT_TFRECORD_LABEL_KEY!r} "
-                                 f"(features present: {', '.join(sorted(ex)) or 'none'})",
-                                 "name the image feature with --tfrecord-key; labels must be int64 class ids")
+                raise InputError(
+                    f"DATA {source}: a TFRecord example lacks {key!r} or {DEFAULT_TFRECORD_LABEL_KEY!r} "
+                    f"(features present: {', '.join(sorted(ex)) or 'none'})",
+                    "name the image feature with --tfrecord-key; labels must be int64 class ids",
+                )
             items.append(ex[key].bytes_list.value[0])
             labels.append(int(ex[DEFAULT_TFRECORD_LABEL_KEY].int64_list.value[0]))
     except tf.errors.OpError as exc:
-        raise InputError(f"DATA {source}: cannot read TFRecord: {first_line(exc)}",
-                         "pass TFRecord files of tf.train.Example records, or a folder of class subfolders") from None
+        raise InputError(
+            f"DATA {source}: cannot read TFRecord: {first_line(exc)}",
+            "pass TFRecord files of tf.train.Example records, or a folder of class subfolders",
+        ) from None
     if not items:
-        raise InputError(f"DATA {source}: the TFRecord files hold no examples",
-                         "write tf.train.Example records with the image and its class id")
+        raise InputError(
+            f"DATA {source}: the TFRecord files hold no examples",
+            "write tf.train.Example records with the image and its class id",
+        )
     y = np.asarray(labels, np.int64)
     if y.min() < 0:
-        raise InputError(f"DATA {source}: negative class id {int(y.min())} in {DEFAULT_TFRECORD_LABEL_KEY!r}",
-                         "store class ids from 0 to the number of classes - 1")
+        raise InputError(
+            f"DATA {source}: negative class id {int(y.min())} in {DEFAULT_TFRECORD_LABEL_KEY!r}",
+            "store class ids from 0 to the number of classes - 1",
+        )
     first = open_image(io.BytesIO(items[0]))
     return TrainingData(source, "tfrecord", items, y, [str(i) for i in range(int(y.max()) + 1)], first.size)
 
 
 def _decoder(data: TrainingData, spec: PreprocessSpec) -> Callable[[Any], np.ndarray]:
     """Item (path or encoded bytes) → HxWxC uint8 pixels, by edgekit.board.preprocess.pixels."""
+
     def decode(item: Any) -> np.ndarray:
         where = os.fsdecode(item) if data.kind == "images" else io.BytesIO(item)
         return pixels(open_image(where), spec)
@@ -166,8 +185,16 @@ def _decoder(data: TrainingData, spec: PreprocessSpec) -> Callable[[Any], np.nda
     return decode
 
 
-def dataset(data: TrainingData, indices: np.ndarray, spec: PreprocessSpec, batch: int, *, shuffle: bool,
-            seed: int = 0, drop_remainder: bool = False) -> Any:
+def dataset(
+    data: TrainingData,
+    indices: np.ndarray,
+    spec: PreprocessSpec,
+    batch: int,
+    *,
+    shuffle: bool,
+    seed: int = 0,
+    drop_remainder: bool = False,
+) -> Any:
     """The tf.data pipeline: decode in parallel → cache → shuffle → batch → normalize → prefetch."""
     from edgekit.converters.tf_quiet import import_tensorflow
 
@@ -220,8 +247,7 @@ class _Progress:
     ``callback`` feeds it from Keras's ``fit``; the multi-worker loop calls the methods itself.
     """
 
-    def __init__(self, steps: int, epochs: int, show: bool, stream: IO[str] | None = None,
-                 report: Reporter = SILENT):
+    def __init__(self, steps: int, epochs: int, show: bool, stream: IO[str] | None = None, report: Reporter = SILENT):
         import keras
 
         self.steps, self.n_epochs, self.show = steps, epochs, show
@@ -256,13 +282,21 @@ class _Progress:
             self.bar.close()
             self.bar = None
         logs = {k: float(v) for k, v in (logs or {}).items() if v is not None}
-        row = Epoch(epoch + 1, logs.get("loss"), logs.get("accuracy"), logs.get("val_loss"), logs.get("val_accuracy"),
-                    round(time.perf_counter() - self.start, 3))
+        row = Epoch(
+            epoch + 1,
+            logs.get("loss"),
+            logs.get("accuracy"),
+            logs.get("val_loss"),
+            logs.get("val_accuracy"),
+            round(time.perf_counter() - self.start, 3),
+        )
         self.epochs.append(row)
         if self.show:
             val = f", validation accuracy {row.val_accuracy:.1%}" if row.val_accuracy is not None else ""
-            self.stream.write(f"epoch {epoch + 1}/{self.n_epochs}: loss {row.loss:.4f}, accuracy "
-                              f"{row.accuracy:.1%}{val} ({row.seconds:.1f} s)\n")
+            self.stream.write(
+                f"epoch {epoch + 1}/{self.n_epochs}: loss {row.loss:.4f}, accuracy "
+                f"{row.accuracy:.1%}{val} ({row.seconds:.1f} s)\n"
+            )
             self.stream.flush()
 
 
@@ -274,15 +308,17 @@ def _save_keras(model: Any, output: Path, record: bytes, record_path: Path) -> N
     try:
         tmp = Path(tempfile.mkdtemp(prefix=f".{output.name}.", dir=output.parent))
     except OSError as exc:
-        raise InputError(f"cannot write in output folder {output.parent} ({exc.strerror or exc})",
-                         "choose another -o") from None
+        raise InputError(
+            f"cannot write in output folder {output.parent} ({exc.strerror or exc})", "choose another -o"
+        ) from None
     try:
         model.save(tmp / output.name)
         (tmp / record_path.name).write_bytes(record)
         publish([tmp / output.name, tmp / record_path.name], [output, record_path])
     except OSError as exc:
-        raise InputError(f"cannot write {output} ({exc.strerror or exc})", "free some space or choose another -o") \
-            from None
+        raise InputError(
+            f"cannot write {output} ({exc.strerror or exc})", "free some space or choose another -o"
+        ) from None
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
 
@@ -299,8 +335,17 @@ class _OutOfMemory(DeviceError):
     hard_exit = True
 
 
-def _fit_across_workers(tf: Any, strategy: Any, model: Any, optimizer: Any, train_ds: Any, val_ds: Any,
-                        global_batch: int, epochs: int, progress: "_Progress") -> None:
+def _fit_across_workers(
+    tf: Any,
+    strategy: Any,
+    model: Any,
+    optimizer: Any,
+    train_ds: Any,
+    val_ds: Any,
+    global_batch: int,
+    epochs: int,
+    progress: _Progress,
+) -> None:
     """Synchronous data-parallel training over a TF_CONFIG cluster, in a custom loop.
 
     Keras 3's ``fit`` does not run under MultiWorkerMirroredStrategy (it fails converting PerReplica
@@ -340,22 +385,27 @@ def _fit_across_workers(tf: Any, strategy: Any, model: Any, optimizer: Any, trai
 
         return totals(strategy.run(step, args=batch))
 
-    def run(step: Any, ds: Any, on_batch: Any = None) -> tuple[float | None, float | None]:
-        loss = correct = count = 0.0
-        for batch in strategy.experimental_distribute_dataset(ds.with_options(options)):
-            sums = [float(v) for v in step(batch)]
-            loss, correct, count = loss + sums[0], correct + sums[1], count + sums[2]
-            if on_batch:
-                on_batch()
-        return (loss / count, correct / count) if count else (None, None)
-
     for epoch in range(epochs):
         progress.epoch_begin(epoch)
-        loss, accuracy = run(train_step, train_ds, progress.batch_end)
+        loss, accuracy = _run_epoch(strategy, options, train_step, train_ds, progress.batch_end)
         logs = {"loss": loss, "accuracy": accuracy}
         if val_ds is not None:
-            logs["val_loss"], logs["val_accuracy"] = run(val_step, val_ds)
+            logs["val_loss"], logs["val_accuracy"] = _run_epoch(strategy, options, val_step, val_ds)
         progress.epoch_end(epoch, logs)
+
+
+def _run_epoch(
+    strategy: Any, options: Any, step: Any, ds: Any, on_batch: Any = None
+) -> tuple[float | None, float | None]:
+    """One pass of ``step`` over ``ds`` distributed by ``strategy``: (mean loss, accuracy) over every worker's
+    samples, or (None, None) for an empty dataset."""
+    loss = correct = count = 0.0
+    for batch in strategy.experimental_distribute_dataset(ds.with_options(options)):
+        sums = [float(v) for v in step(batch)]
+        loss, correct, count = loss + sums[0], correct + sums[1], count + sums[2]
+        if on_batch:
+            on_batch()
+    return (loss / count, correct / count) if count else (None, None)
 
 
 def _sums(tf: Any, losses: Any, scores: Any, labels: Any) -> tuple:
@@ -372,7 +422,7 @@ class _TrainPlan:
     record_path: Path
     data: TrainingData
     spec: PreprocessSpec
-    size_from: str            # where the input size came from, for the errors that name it
+    size_from: str  # where the input size came from, for the errors that name it
     train_idx: np.ndarray
     val_idx: np.ndarray
 
@@ -381,7 +431,7 @@ class _TrainPlan:
 class _Distributed:
     """The strategy chosen, the global batch, and the tf.data pipelines batched for it."""
 
-    choice: Any               # strategy.StrategyChoice
+    choice: Any  # strategy.StrategyChoice
     global_batch: int
     advice: list[str]
     train_ds: Any
@@ -432,8 +482,10 @@ def _check_outputs(opts: TrainOptions) -> tuple[Path, Path]:
         require_output_folder(output, opts.report if opts.show_progress else None)
         refuse_folders([output, record_path])  # now, not after the training: the two are published together
     if opts.epochs < 1 or opts.batch_size < 1 or not 0.0 <= opts.validation_split < 1.0:
-        raise UsageError("--epochs and --batch-size must be positive, --validation-split in [0, 1)",
-                         "e.g. --epochs 10 --batch-size 32 --validation-split 0.2")
+        raise UsageError(
+            "--epochs and --batch-size must be positive, --validation-split in [0, 1)",
+            "e.g. --epochs 10 --batch-size 32 --validation-split 0.2",
+        )
     check_arch(opts.arch)
     return output, record_path
 
@@ -442,23 +494,31 @@ def _plan_data(opts: TrainOptions, output: Path, record_path: Path) -> _TrainPla
     """DATA read, its input size and preprocessing decided, split into training and validation examples."""
     data = read_data(opts.data, opts.tfrecord_key)
     if data.empty_classes:  # Keras's folder reader keeps them as classes never seen; edgekit leaves them out: said
-        opts.report.warn(f"DATA {opts.data}: {len(data.empty_classes)} class folder(s) hold no images and are left "
-                         f"out ({', '.join(data.empty_classes[:5])}{', ...' if len(data.empty_classes) > 5 else ''}): "
-                         f"the model learns {len(data.class_names)} classes")
+        opts.report.warn(
+            f"DATA {opts.data}: {len(data.empty_classes)} class folder(s) hold no images and are left "
+            f"out ({', '.join(data.empty_classes[:5])}{', ...' if len(data.empty_classes) > 5 else ''}): "
+            f"the model learns {len(data.class_names)} classes"
+        )
     width, height = opts.input_size or data.first_size
     size_from = "--input-size" if opts.input_size else f"the first image's size (DATA {opts.data}, no --input-size)"
     if max(width, height) > MAX_INPUT_SIDE:
-        raise UsageError(f"{size_from} {width}x{height} is larger than {MAX_INPUT_SIDE} pixels on a side: no Edge "
-                         "TPU classifier takes such images", "train at the size the model will classify, e.g. "
-                         "--input-size 224x224; images are resized to it")
+        raise UsageError(
+            f"{size_from} {width}x{height} is larger than {MAX_INPUT_SIDE} pixels on a side: no Edge "
+            "TPU classifier takes such images",
+            "train at the size the model will classify, e.g. --input-size 224x224; images are resized to it",
+        )
     spec = PreprocessSpec.with_scaling(width, height, opts.scaling, channels=opts.channels)
     train_idx, val_idx = data.split(opts.validation_split, opts.seed)
     if len(train_idx) == 0:
-        raise InputError(f"DATA {opts.data}: no training examples left after the validation split",
-                         "add images, or lower --validation-split")
+        raise InputError(
+            f"DATA {opts.data}: no training examples left after the validation split",
+            "add images, or lower --validation-split",
+        )
     if opts.batch_size > len(train_idx):  # said before TensorFlow starts; the global batch is checked later
-        raise UsageError(f"--batch-size {opts.batch_size} is larger than the {len(train_idx)} training examples",
-                         "lower --batch-size")
+        raise UsageError(
+            f"--batch-size {opts.batch_size} is larger than the {len(train_idx)} training examples",
+            "lower --batch-size",
+        )
     return _TrainPlan(output, record_path, data, spec, size_from, train_idx, val_idx)
 
 
@@ -469,19 +529,22 @@ def _distribute(opts: TrainOptions, plan: _TrainPlan) -> _Distributed:
     choice = strategy_mod.resolve(worker_timeout=opts.worker_timeout)
     global_batch, advice = strategy_mod.global_batch(opts.batch_size, choice)
     if opts.show_progress:
-        opts.report.note(f"strategy: {choice.kind} ({choice.reason}), {choice.replicas} replica(s), "
-                         f"global batch {global_batch}")
+        opts.report.note(
+            f"strategy: {choice.kind} ({choice.reason}), {choice.replicas} replica(s), global batch {global_batch}"
+        )
     for a in advice:
         opts.report.warn(a)
     on_tpu = choice.kind == "tpu"
     n_train = len(plan.train_idx)
-    train_ds = dataset(plan.data, plan.train_idx, plan.spec, global_batch, shuffle=True, seed=opts.seed,
-                       drop_remainder=on_tpu)
+    train_ds = dataset(
+        plan.data, plan.train_idx, plan.spec, global_batch, shuffle=True, seed=opts.seed, drop_remainder=on_tpu
+    )
     val_ds = dataset(plan.data, plan.val_idx, plan.spec, global_batch, shuffle=False) if len(plan.val_idx) else None
     steps = n_train // global_batch if on_tpu else -(-n_train // global_batch)
     if global_batch > n_train:
-        raise UsageError(f"the global batch {global_batch} is larger than the {n_train} training examples",
-                         "lower --batch-size")
+        raise UsageError(
+            f"the global batch {global_batch} is larger than the {n_train} training examples", "lower --batch-size"
+        )
     return _Distributed(choice, global_batch, advice, train_ds, val_ds, steps)
 
 
@@ -499,22 +562,33 @@ def _build_model(tf: Any, opts: TrainOptions, plan: _TrainPlan, dist: _Distribut
             if ":" in opts.arch:
                 raise
             layer = re.search(r"calling (\w+)\.call", str(exc))
-            raise UsageError(f"{plan.size_from} {width}x{height} is too small for --arch {opts.arch}"
-                             + (f": its {layer.group(1)} layer has too little of the image left" if layer else
-                                f" ({first_line(exc, 160)})"),
-                             "train at a larger size, e.g. --input-size 32x32 or more; images are resized to it"
-                             ) from None
+            raise UsageError(
+                f"{plan.size_from} {width}x{height} is too small for --arch {opts.arch}"
+                + (
+                    f": its {layer.group(1)} layer has too little of the image left"
+                    if layer
+                    else f" ({first_line(exc, 160)})"
+                ),
+                "train at a larger size, e.g. --input-size 32x32 or more; images are resized to it",
+            ) from None
         except (tf.errors.ResourceExhaustedError, MemoryError):
-            raise _OutOfMemory(f"out of memory building --arch {opts.arch} for {width}x{height} images",
-                               "lower --input-size (or --width)") from None
+            raise _OutOfMemory(
+                f"out of memory building --arch {opts.arch} for {width}x{height} images",
+                "lower --input-size (or --width)",
+            ) from None
         optimizer = keras.optimizers.Adam(opts.learning_rate)
-        model.compile(optimizer=optimizer, loss="sparse_categorical_crossentropy",
-                      metrics=["accuracy"], steps_per_execution=TPU_STEPS_PER_EXECUTION if dist.on_tpu else 1)
+        model.compile(
+            optimizer=optimizer,
+            loss="sparse_categorical_crossentropy",
+            metrics=["accuracy"],
+            steps_per_execution=TPU_STEPS_PER_EXECUTION if dist.on_tpu else 1,
+        )
     return model, optimizer
 
 
-def _fit(tf: Any, opts: TrainOptions, plan: _TrainPlan, dist: _Distributed, model: Any,
-         optimizer: Any) -> tuple[_Progress, float]:
+def _fit(
+    tf: Any, opts: TrainOptions, plan: _TrainPlan, dist: _Distributed, model: Any, optimizer: Any
+) -> tuple[_Progress, float]:
     """(the progress with each epoch's numbers, seconds): Keras's ``fit``, or the custom loop across workers;
     TensorFlow's failures turned into edgekit's errors."""
     from edgekit.converters.tf_quiet import silenced
@@ -526,25 +600,45 @@ def _fit(tf: Any, opts: TrainOptions, plan: _TrainPlan, dist: _Distributed, mode
         with silenced() as (stderr, _log):  # TensorFlow's noise hidden; the epoch lines reach the real stderr
             progress = _Progress(dist.steps, opts.epochs, opts.show_progress, stderr, opts.report)
             if choice.kind == "multi_worker":
-                _fit_across_workers(tf, choice.strategy, model, optimizer, dist.train_ds, dist.val_ds,
-                                    dist.global_batch, opts.epochs, progress)
+                _fit_across_workers(
+                    tf,
+                    choice.strategy,
+                    model,
+                    optimizer,
+                    dist.train_ds,
+                    dist.val_ds,
+                    dist.global_batch,
+                    opts.epochs,
+                    progress,
+                )
             else:
-                model.fit(dist.train_ds, validation_data=dist.val_ds, epochs=opts.epochs, verbose=0,
-                          callbacks=[progress.callback])
+                model.fit(
+                    dist.train_ds,
+                    validation_data=dist.val_ds,
+                    epochs=opts.epochs,
+                    verbose=0,
+                    callbacks=[progress.callback],
+                )
     except tf.errors.ResourceExhaustedError:
-        raise _OutOfMemory(f"out of memory training --arch {opts.arch} on {plan.spec.width}x{plan.spec.height} "
-                           f"images in global batches of {dist.global_batch}",
-                           "lower --batch-size or --input-size") from None
+        raise _OutOfMemory(
+            f"out of memory training --arch {opts.arch} on {plan.spec.width}x{plan.spec.height} "
+            f"images in global batches of {dist.global_batch}",
+            "lower --batch-size or --input-size",
+        ) from None
     except tf.errors.OpError as exc:  # an image that does not decode surfaces here, from inside tf.numpy_function
         text = str(exc)
-        if choice.kind == "multi_worker" and isinstance(exc, (tf.errors.DeadlineExceededError,
-                                                              tf.errors.UnavailableError, tf.errors.CancelledError)):
+        if choice.kind == "multi_worker" and isinstance(
+            exc, (tf.errors.DeadlineExceededError, tf.errors.UnavailableError, tf.errors.CancelledError)
+        ):
             raise strategy_mod.WorkersUnreachable(
                 f"a worker of the TF_CONFIG cluster stopped answering during training ({first_line(exc, 200)})",
-                "start every worker again with the same TF_CONFIG; --worker-timeout S waits longer") from None
+                "start every worker again with the same TF_CONFIG; --worker-timeout S waits longer",
+            ) from None
         line = next((ln for ln in text.splitlines() if "InputError" in ln), first_line(exc))
-        raise _InputStopped(f"training failed on DATA {opts.data}: {line.split('InputError:')[-1].strip()}",
-                            "remove or fix the file, then train again") from None
+        raise _InputStopped(
+            f"training failed on DATA {opts.data}: {line.split('InputError:')[-1].strip()}",
+            "remove or fix the file, then train again",
+        ) from None
     return progress, time.perf_counter() - start
 
 
@@ -556,32 +650,50 @@ def _write(tf: Any, opts: TrainOptions, plan: _TrainPlan, dist: _Distributed, mo
     except ValueError:  # another drive on Windows
         calib = str(Path(opts.data).resolve())
     choice = dist.choice
-    training = {"arch": opts.arch, "width": opts.width if opts.arch == "mobilenetv2" else None,
-                "epochs": opts.epochs, "batch_per_replica": opts.batch_size, "global_batch": dist.global_batch,
-                "strategy": choice.summary().to_dict(), "tensorflow": tf.__version__}
-    record = ModelRecord(plan.spec, plan.data.class_names, {"created_by": CREATED_BY, "edgekit": __version__,
-                                                            "calibration": {"source": calib}, "training": training})
+    training = {
+        "arch": opts.arch,
+        "width": opts.width if opts.arch == "mobilenetv2" else None,
+        "epochs": opts.epochs,
+        "batch_per_replica": opts.batch_size,
+        "global_batch": dist.global_batch,
+        "strategy": choice.summary().to_dict(),
+        "tensorflow": tf.__version__,
+    }
+    record = ModelRecord(
+        plan.spec,
+        plan.data.class_names,
+        {"created_by": CREATED_BY, "edgekit": __version__, "calibration": {"source": calib}, "training": training},
+    )
     if choice.writes_outputs:
         _save_keras(model, plan.output, record.to_json().encode(), plan.record_path)
         return True
     if opts.show_progress:
-        opts.report.note(f"{choice.cluster.task_type} {choice.cluster.task_index} of the cluster: trained its share; "
-                         "the chief writes the model and its record")
+        opts.report.note(
+            f"{choice.cluster.task_type} {choice.cluster.task_index} of the cluster: trained its share; "
+            "the chief writes the model and its record"
+        )
     return False
 
 
-def _result(opts: TrainOptions, plan: _TrainPlan, dist: _Distributed, progress: _Progress, seconds: float,
-            written: bool) -> TrainResult:
+def _result(
+    opts: TrainOptions, plan: _TrainPlan, dist: _Distributed, progress: _Progress, seconds: float, written: bool
+) -> TrainResult:
     """What ``edgekit train --json`` prints."""
     data, spec = plan.data, plan.spec
     last = progress.epochs[-1] if progress.epochs else None
     return TrainResult(
-        output=str(plan.output) if written else None, record=str(plan.record_path) if written else None,
-        arch=opts.arch, labels=tuple(data.class_names),
-        data=TrainData(opts.data, data.kind, len(data.class_names), int(len(plan.train_idx)),
-                       int(len(plan.val_idx))),
+        output=str(plan.output) if written else None,
+        record=str(plan.record_path) if written else None,
+        arch=opts.arch,
+        labels=tuple(data.class_names),
+        data=TrainData(opts.data, data.kind, len(data.class_names), int(len(plan.train_idx)), int(len(plan.val_idx))),
         preprocess=TrainPreprocess.of_spec(spec, spec.describe()),
-        strategy=dist.choice.summary(), batch_per_replica=opts.batch_size, global_batch=dist.global_batch,
-        steps_per_execution=TPU_STEPS_PER_EXECUTION if dist.on_tpu else 1, advice=tuple(dist.advice),
-        epochs=tuple(progress.epochs), validation_accuracy=last.val_accuracy if last is not None else None,
-        seconds=round(seconds, 3))
+        strategy=dist.choice.summary(),
+        batch_per_replica=opts.batch_size,
+        global_batch=dist.global_batch,
+        steps_per_execution=TPU_STEPS_PER_EXECUTION if dist.on_tpu else 1,
+        advice=tuple(dist.advice),
+        epochs=tuple(progress.epochs),
+        validation_accuracy=last.val_accuracy if last is not None else None,
+        seconds=round(seconds, 3),
+    )

@@ -15,14 +15,16 @@ import numpy as np
 
 def create_model(keras):
     """The tiny architecture shared with the --arch modules the tests write (same layer order)."""
-    return keras.Sequential([
-        keras.Input((16, 16, 3)),
-        keras.layers.Conv2D(8, 3, use_bias=False),
-        keras.layers.BatchNormalization(),
-        keras.layers.ReLU(),
-        keras.layers.Flatten(),
-        keras.layers.Dense(3, activation="softmax"),
-    ])
+    return keras.Sequential(
+        [
+            keras.Input((16, 16, 3)),
+            keras.layers.Conv2D(8, 3, use_bias=False),
+            keras.layers.BatchNormalization(),
+            keras.layers.ReLU(),
+            keras.layers.Flatten(),
+            keras.layers.Dense(3, activation="softmax"),
+        ]
+    )
 
 
 def main(out: Path) -> None:
@@ -46,7 +48,7 @@ def main(out: Path) -> None:
         model.save_weights(out / "k2_weights.h5")
         model.save(out / "k2_savedmodel")
         np.save(out / "k2_expected.npy", model.predict(x, verbose=0))
-        inp = k2.Input((16, 16, 3))   # a Lambda layer: Python bytecode stored in the file
+        inp = k2.Input((16, 16, 3))  # a Lambda layer: Python bytecode stored in the file
         lam = k2.layers.Dense(3)(k2.layers.Flatten()(k2.layers.Lambda(lambda t: t * 2.0)(inp)))
         k2.Model(inp, lam).save(out / "k2_lambda.h5")
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 from PIL import Image
 
+from edgekit.board.preprocess import PreprocessSpec
 from edgekit.converters import calibration
 from edgekit.errors import InputError
-from edgekit.board.preprocess import PreprocessSpec
 
 SPEC = PreprocessSpec.with_scaling(8, 8, "0..1")
 
@@ -113,13 +113,16 @@ def test_npz_with_labels_is_balanced_and_float_inputs_pass_through(tmp_path):
     assert data.class_names is None
 
 
-@pytest.mark.parametrize(("y", "said"), [
-    (np.zeros(5, np.int64), r"x has shape \(20, 8, 8, 3\) and y \(5,\): expected one label per image"),
-    (np.full(20, np.nan), r"y holds NaN or infinite values"),
-    (np.array([0.0, 1.5] * 10), r"y holds fractions such as 1\.5, not class ids"),
-    (np.array(["a", "b"] * 10), r"y holds <U1 values, not class ids"),
-    (np.int64(3), r"x has shape \(20, 8, 8, 3\) and y \(\): expected one label per image"),
-])
+@pytest.mark.parametrize(
+    ("y", "said"),
+    [
+        (np.zeros(5, np.int64), r"x has shape \(20, 8, 8, 3\) and y \(5,\): expected one label per image"),
+        (np.full(20, np.nan), r"y holds NaN or infinite values"),
+        (np.array([0.0, 1.5] * 10), r"y holds fractions such as 1\.5, not class ids"),
+        (np.array(["a", "b"] * 10), r"y holds <U1 values, not class ids"),
+        (np.int64(3), r"x has shape \(20, 8, 8, 3\) and y \(\): expected one label per image"),
+    ],
+)
 def test_npz_labels_that_are_no_labels_are_refused_as_evaluate_refuses_them(tmp_path, y, said):
     """Was: a y of another length silently dropped (exit 0; evaluate refuses the file with exit 3), a NaN y
     "no samples in it", a fractional y silently unused."""
@@ -185,14 +188,15 @@ def test_an_unreadable_image_in_the_folder_is_named_with_what_to_do(tmp_path):
     (root / "class1" / "broken.png").write_text("not a png")
     with pytest.raises(InputError) as exc:
         calibration.load(str(root), SPEC, samples=10, holdout=0)
-    assert str(exc.value) == (f"--calib {root}: {root / 'class1' / 'broken.png'}: not an image edgekit reads "
-                              "(remove or replace that file)")
+    assert str(exc.value) == (
+        f"--calib {root}: {root / 'class1' / 'broken.png'}: not an image edgekit reads (remove or replace that file)"
+    )
 
 
 def test_random_calibration_warns_loudly():
     data = calibration.load("random", SPEC, samples=5, holdout=2)
     assert data.kind == "random" and data.calib.shape == (5, 8, 8, 3) and len(data.holdout) == 2
-    assert 0.0 <= data.calib.min() and data.calib.max() <= 1.0
+    assert data.calib.min() >= 0.0 and data.calib.max() <= 1.0
     assert data.warnings == [calibration.RANDOM_WARNING] and "meaningless" in calibration.RANDOM_WARNING
 
 
@@ -234,9 +238,11 @@ def tfrecord(tmp_path_factory):
     with tf.io.TFRecordWriter(str(path)) as w:
         for i in range(24):
             label = i % 2
-            feats = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(200 * label)])),
-                     "img": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(100)])),
-                     "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+            feats = {
+                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(200 * label)])),
+                "img": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(100)])),
+                "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+            }
             w.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
     return path
 
@@ -250,8 +256,10 @@ def test_tfrecord_shards_written_class_by_class_are_all_sampled(tmp_path, monkey
     for label in range(3):  # one class per shard, 20 records each
         with tf.io.TFRecordWriter(str(tmp_path / f"train-{label:05d}-of-00003.tfrecord")) as w:
             for _ in range(20):
-                feats = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(80 * label)])),
-                         "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+                feats = {
+                    "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(80 * label)])),
+                    "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+                }
                 w.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
     monkeypatch.setattr(calibration, "MAX_TFRECORD_SCAN", 15)
     data = calibration.load(str(tmp_path), SPEC, samples=9, holdout=3)
@@ -261,8 +269,10 @@ def test_tfrecord_shards_written_class_by_class_are_all_sampled(tmp_path, monkey
 
 
 def _example(tf, png: bytes, label: int) -> bytes:
-    feats = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[png])),
-             "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label]))}
+    feats = {
+        "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[png])),
+        "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[label])),
+    }
     return tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString()
 
 
@@ -278,8 +288,10 @@ def test_tfrecord_shares_go_to_the_files_that_have_more_and_every_file_is_read(t
         with tf.io.TFRecordWriter(files[-1]) as w:
             for i in range(n):
                 w.write(_example(tf, b"%d-%d" % (k, i), k))
-    read = [tf.train.Example.FromString(r.numpy()).features.feature["image/encoded"].bytes_list.value[0]
-            for r in calibration._records_in_shares(tf, files, 30)]
+    read = [
+        tf.train.Example.FromString(r.numpy()).features.feature["image/encoded"].bytes_list.value[0]
+        for r in calibration._records_in_shares(tf, files, 30)
+    ]
     assert len(read) == len(set(read)) == 30
     assert [sum(r.startswith(b"%d-" % k) for r in read) for k in range(3)] == [2, 14, 14]
     assert sorted(int(r.split(b"-")[1]) for r in read if r.startswith(b"1-")) == list(range(14))  # from the start
@@ -291,7 +303,7 @@ def test_tfrecord_shares_go_to_the_files_that_have_more_and_every_file_is_read(t
 # 1,024 training shards) must calibrate with fewer open files allowed than there are shards. Was: the
 # interleave opened every shard at once ("Too many open files", reported as a damaged file), and printed
 # TensorFlow's 2-line UserWarning about `deterministic` on stderr for every TFRecord calibration.
-MANY_SHARDS = r'''
+MANY_SHARDS = r"""
 import json, resource, sys
 soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
 resource.setrlimit(resource.RLIMIT_NOFILE, (128, hard))
@@ -301,7 +313,7 @@ from edgekit.board.preprocess import PreprocessSpec
 data = calibration.load(sys.argv[1], PreprocessSpec.with_scaling(8, 8, "0..1"), samples=60, holdout=30)
 print("RESULT " + json.dumps({"classes": data.classes, "per_class": np.bincount(data.calib_labels).tolist(),
                               "pixels": sorted(set(np.round(data.calib[:, 0, 0, 0] * 255).astype(int).tolist()))}))
-'''
+"""
 
 
 @pytest.mark.tf
@@ -314,11 +326,17 @@ def test_hundreds_of_class_sorted_shards_calibrate_under_a_low_open_file_limit_w
         with tf.io.TFRecordWriter(str(tmp_path / f"train-{s:05d}-of-00300.tfrecord")) as w:
             w.write(_example(tf, pngs[s // 100], s // 100))
     repo = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, "-c", MANY_SHARDS, str(tmp_path)], check=False, capture_output=True,
-                          text=True, timeout=300, env={**os.environ, "PYTHONPATH": str(repo)})
+    proc = subprocess.run(
+        [sys.executable, "-c", MANY_SHARDS, str(tmp_path)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "PYTHONPATH": str(repo)},
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line, proc.stderr[-3000:]
-    doc = json.loads(line[len("RESULT "):])
+    doc = json.loads(line[len("RESULT ") :])
     assert doc["classes"] == ["0", "1", "2"] and doc["per_class"] == [20, 20, 20]
     assert doc["pixels"] == [0, 80, 160]
     assert "UserWarning" not in proc.stderr and "deterministic" not in proc.stderr, proc.stderr[-3000:]
@@ -340,7 +358,7 @@ def test_tfrecord_default_key_and_labels(tfrecord):
     assert data.kind == "tfrecord" and data.classes == ["0", "1"]
     assert data.calib.shape == (10, 8, 8, 3)
     assert sorted(set(np.round(data.calib[:, 0, 0, 0] * 255).astype(int).tolist())) == [0, 200]
-    assert (np.round(data.calib[:, 0, 0, 0] * 255) == 200 * data.calib_labels).all()   # image/class/label
+    assert (np.round(data.calib[:, 0, 0, 0] * 255) == 200 * data.calib_labels).all()  # image/class/label
     assert (np.round(data.holdout[:, 0, 0, 0] * 255) == 200 * data.holdout_labels).all()
 
 
@@ -379,11 +397,15 @@ def test_an_array_header_bigger_than_the_file_is_refused_before_allocating(tmp_p
     _huge_header_npy(path)
     if kind == "npz":
         import zipfile
+
         with zipfile.ZipFile(tmp_path / "big.npz", "w") as z:
             z.write(path, "x.npy")
         path = tmp_path / "big.npz"
-    with pytest.raises(InputError, match=r"header says \(1200000, 1024, 1024, 3\) uint8 \(3,774,873,600,000 bytes\)"
-                                         r" but the file holds 64 ") as exc:
+    with pytest.raises(
+        InputError,
+        match=r"header says \(1200000, 1024, 1024, 3\) uint8 \(3,774,873,600,000 bytes\)"
+        r" but the file holds 64 ",
+    ) as exc:
         calibration.load(str(path), SPEC)
     assert "np.save" in exc.value.hint
 
@@ -415,16 +437,24 @@ def test_integer_and_bool_arrays_say_what_to_store(tmp_path, dtype):
     assert "astype(np.uint8)" in exc.value.hint
 
 
-@pytest.mark.parametrize("shape_of", ["ids", "column", "column_uint8", "onehot_uint8", "onehot_int64",
-                                      "onehot_float", "smoothed", "column_float"])
+@pytest.mark.parametrize(
+    "shape_of",
+    ["ids", "column", "column_uint8", "onehot_uint8", "onehot_int64", "onehot_float", "smoothed", "column_float"],
+)
 def test_every_label_shape_keras_produces_gives_the_same_class_ids(tmp_path, shape_of):
     """Was: (N, 1) ids, what keras.datasets.cifar10.load_data() returns, read as one-hot rows of one class:
     class 0 for every sample (evaluate printed 11% for a 79% model, quantize called it near chance)."""
     ids = np.array([0, 3, 1, 2, 3, 0, 2, 1] * 3)
-    y = {"ids": ids, "column": ids[:, None], "column_uint8": ids[:, None].astype(np.uint8),
-         "onehot_uint8": np.eye(4, dtype=np.uint8)[ids], "onehot_int64": np.eye(4, dtype=np.int64)[ids],
-         "onehot_float": np.eye(4, dtype=np.float32)[ids], "column_float": ids[:, None].astype(np.float32),
-         "smoothed": (np.eye(4) * 0.9 + 0.1 / 4)[ids]}[shape_of]
+    y = {
+        "ids": ids,
+        "column": ids[:, None],
+        "column_uint8": ids[:, None].astype(np.uint8),
+        "onehot_uint8": np.eye(4, dtype=np.uint8)[ids],
+        "onehot_int64": np.eye(4, dtype=np.int64)[ids],
+        "onehot_float": np.eye(4, dtype=np.float32)[ids],
+        "column_float": ids[:, None].astype(np.float32),
+        "smoothed": (np.eye(4) * 0.9 + 0.1 / 4)[ids],
+    }[shape_of]
     x = (ids[:, None, None, None] * 60 + np.zeros((1, 8, 8, 3))).astype(np.uint8)
     np.savez(tmp_path / "d.npz", x=x, y=y)
     data = calibration.load(str(tmp_path / "d.npz"), SPEC, samples=16, holdout=8)
@@ -436,18 +466,29 @@ def test_every_label_shape_keras_produces_gives_the_same_class_ids(tmp_path, sha
     assert read_labelled_arrays(tmp_path / "d.npz")[1].tolist() == ids.tolist()  # evaluate reads it alike
 
 
-@pytest.mark.parametrize(("y", "said"), [
-    (np.array([[1, 1, 0], [0, 1, 0]] * 4), r"has shape \(8, 3\) but its rows are not one-hot: row 0 has 2 ones "
-                                           r"\(multi-label\?\)"),
-    (np.array([[0, 0, 0], [0, 1, 0]] * 4), r"row 0 has 0 ones"),
-    (np.array([[2.0, -1.0, 0.5]] * 8), r"row 0 is no one-hot or probability row \(sums to 1\.5; scores or logits\?\)"),
-    (np.array([[0.5, 0.5, 0.0]] * 8), r"row 0 has a tie for its largest value"),
-    (np.array([[3], [-1]] * 4), r"holds negative class ids such as -1"),
-])
+@pytest.mark.parametrize(
+    ("y", "said"),
+    [
+        (
+            np.array([[1, 1, 0], [0, 1, 0]] * 4),
+            r"has shape \(8, 3\) but its rows are not one-hot: row 0 has 2 ones "
+            r"\(multi-label\?\)",
+        ),
+        (np.array([[0, 0, 0], [0, 1, 0]] * 4), r"row 0 has 0 ones"),
+        (
+            np.array([[2.0, -1.0, 0.5]] * 8),
+            r"row 0 is no one-hot or probability row \(sums to 1\.5; scores or logits\?\)",
+        ),
+        (np.array([[0.5, 0.5, 0.0]] * 8), r"row 0 has a tie for its largest value"),
+        (np.array([[3], [-1]] * 4), r"holds negative class ids such as -1"),
+    ],
+)
 def test_ambiguous_label_rows_are_refused_naming_the_shape(tmp_path, y, said):
     np.savez(tmp_path / "d.npz", x=np.zeros((8, 8, 8, 3), np.uint8), y=y)
-    for read in (lambda: calibration.load(str(tmp_path / "d.npz"), SPEC, samples=4, holdout=2),
-                 lambda: __import__("edgekit.data.labelled").data.labelled.read_labelled_arrays(tmp_path / "d.npz")):
+    for read in (
+        lambda: calibration.load(str(tmp_path / "d.npz"), SPEC, samples=4, holdout=2),
+        lambda: __import__("edgekit.data.labelled").data.labelled.read_labelled_arrays(tmp_path / "d.npz"),
+    ):
         with pytest.raises(InputError, match=said) as exc:
             read()
         assert exc.value.exit_code == 3 and "(N, 1)" in exc.value.hint and "\n" not in str(exc.value)
@@ -464,10 +505,15 @@ def test_tfrecord_one_hot_labels_are_class_ids_not_their_first_value(tmp_path, k
         for i in range(18):
             label = i % 3
             row = np.eye(3)[label]
-            feature = (tf.train.Feature(int64_list=tf.train.Int64List(value=row.astype(int).tolist())) if kind == "int64"
-                       else tf.train.Feature(float_list=tf.train.FloatList(value=row.tolist())))
-            feats = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(100 * label)])),
-                     "image/class/label": feature}
+            feature = (
+                tf.train.Feature(int64_list=tf.train.Int64List(value=row.astype(int).tolist()))
+                if kind == "int64"
+                else tf.train.Feature(float_list=tf.train.FloatList(value=row.tolist()))
+            )
+            feats = {
+                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[_png(100 * label)])),
+                "image/class/label": feature,
+            }
             w.write(tf.train.Example(features=tf.train.Features(feature=feats)).SerializeToString())
     data = calibration.load(str(tmp_path / "d.tfrecord"), SPEC, samples=9, holdout=3)
     assert data.classes == ["0", "1", "2"]
@@ -479,7 +525,7 @@ def test_using_the_spec_the_samples_already_follow_does_not_normalize_them_again
     a recorded one) the arrays stay as they are, and any other scaling or channel order is applied afresh."""
     data = calibration.load("random", SPEC, samples=12, holdout=4, seed=0)
     calib, holdout = data.calib, data.holdout
-    data.use(PreprocessSpec.with_scaling(8, 8, "0..1"))   # equal, not the same object
+    data.use(PreprocessSpec.with_scaling(8, 8, "0..1"))  # equal, not the same object
     assert data.calib is calib and data.holdout is holdout
     for other in (PreprocessSpec.with_scaling(8, 8, "-1..1"), PreprocessSpec(8, 8, "BGR", "lanczos", (0.0,), (255.0,))):
         data.use(other)
@@ -487,7 +533,7 @@ def test_using_the_spec_the_samples_already_follow_does_not_normalize_them_again
         assert data.calib is not calib and np.array_equal(data.calib, expected)
         assert np.array_equal(data.holdout, calibration.normalize_rgb(data.holdout_pixels, other))
         calib = data.calib
-    data.use(SPEC)   # back to the first spec: normalized again, not left as the last one
+    data.use(SPEC)  # back to the first spec: normalized again, not left as the last one
     assert np.array_equal(data.calib, calibration.normalize_rgb(data.calib_pixels, SPEC))
 
 

@@ -16,10 +16,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from edgekit.tflite import model as tflite_model
 from edgekit.edgetpu import compatibility as C
 from edgekit.errors import EdgekitError
 from edgekit.results.check import CheckResult
+from edgekit.tflite import model as tflite_model
 from tests.test_tflite_fuzz import SEED_BYTES, mutated_model, time_limit
 
 OP_NAMES = sorted(C.RULES) + ["ARG_MAX", "DEQUANTIZE", "GATHER", "SHAPE", "WHERE", "CUSTOM"]
@@ -41,8 +41,12 @@ def check_everything(data: bytes, multiple: bool = False) -> None:
             assert "Traceback" not in str(exc)
 
 
-@settings(max_examples=150, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=150,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(mutated_model(), st.booleans())
 def test_check_of_mutated_real_models_fails_only_cleanly(data, multiple):
     check_everything(data, multiple)
@@ -70,9 +74,13 @@ def odd_graph(draw):
             return -1
         if kind == "const":
             values = draw(st.lists(st.integers(-3, 5), min_size=0, max_size=6))
-            return gb.tensor([len(values)], draw(st.sampled_from(["int32", "int8", "float32"])),
-                             data=np.array(values), scale=draw(st.sampled_from([None, 0.5, [0.1, 0.2]])),
-                             zero_point=0 if draw(st.booleans()) else [0, 0])
+            return gb.tensor(
+                [len(values)],
+                draw(st.sampled_from(["int32", "int8", "float32"])),
+                data=np.array(values),
+                scale=draw(st.sampled_from([None, 0.5, [0.1, 0.2]])),
+                zero_point=0 if draw(st.booleans()) else [0, 0],
+            )
         return activation()
 
     first = activation()
@@ -84,21 +92,28 @@ def odd_graph(draw):
         outs = [activation() for _ in range(draw(st.sampled_from([1, 1, 1, 1, 1, 1, 2, 2, 0])))]
         extra = {}
         if name == "CUSTOM":
-            extra["custom_code"] = draw(st.sampled_from(["Atan", "TFLite_Detection_PostProcess", "Atan", "edgetpu-custom-op"]))
+            extra["custom_code"] = draw(
+                st.sampled_from(["Atan", "TFLite_Detection_PostProcess", "Atan", "edgetpu-custom-op"])
+            )
         gb.op(name, ins, outs, version=draw(st.sampled_from([1, 1, 1, 1, 2, 3, 12])), **extra)
         outputs += outs
     return gb.build([first], outputs or [first])
 
 
-@settings(max_examples=300, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@settings(
+    max_examples=300,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 @given(odd_graph(), st.booleans())
 def test_check_of_odd_synthesized_graphs_fails_only_cleanly(data, multiple):
     check_everything(data, multiple)
 
 
-@pytest.mark.parametrize("shape_in, shape_out", [([1, 0, 4, 8], [1, 0, 8, 8]), ([1, 4, 4, 8], [1, 0, 0, 8]),
-                                                 ([1, 1, 4, 8], [1, 0, 8, 8])])
+@pytest.mark.parametrize(
+    "shape_in, shape_out", [([1, 0, 4, 8], [1, 0, 8, 8]), ([1, 4, 4, 8], [1, 0, 0, 8]), ([1, 1, 4, 8], [1, 0, 8, 8])]
+)
 def test_zero_size_resize_is_a_verdict_not_a_crash(shape_in, shape_out):
     from tests.tflite_builder import GraphBuilder
 

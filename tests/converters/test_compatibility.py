@@ -17,13 +17,13 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.edgetpu.fidelity import find_pairs, format_rows, score_pair, summarize
-from edgekit.tflite import model as tflite_model
 from edgekit.cli.app import cli
 from edgekit.edgetpu import compatibility as C
 from edgekit.edgetpu.compatibility import check_model
 from edgekit.edgetpu.compiler import parse_operation_log
-from edgekit.results.check import CheckResult, CheckProblem, OpPlacement
+from edgekit.edgetpu.fidelity import find_pairs, format_rows, score_pair, summarize
+from edgekit.results.check import CheckProblem, CheckResult, OpPlacement
+from edgekit.tflite import model as tflite_model
 from tests.conftest import TESTDATA, shared_file
 from tests.tflite_builder import GraphBuilder, S, conv_chain
 
@@ -56,15 +56,20 @@ def test_regression_table_over_every_compiled_pair():
 @pytest.mark.skipif(not PAIRS, reason=NO_PAIRS)
 def test_the_pairs_the_rules_rest_on_are_there():
     names = {cpu.stem for cpu, _ in PAIRS}
-    assert names >= {"mobilenet_v1_0.25_128_quant", "keras_lstm_mnist_ptq", "split_concat",
-                     "deeplabv3_mnv2_dm05_pascal_quant"}
+    assert names >= {
+        "mobilenet_v1_0.25_128_quant",
+        "keras_lstm_mnist_ptq",
+        "split_concat",
+        "deeplabv3_mnv2_dm05_pascal_quant",
+    }
     if (TESTDATA / "pairs").is_dir():
         assert len([n for n in names if "__" in n]) >= 10
 
 
 @pytest.mark.skipif(not PAIRS, reason=NO_PAIRS)
-@pytest.mark.parametrize("cpu_path", [c for c, e in PAIRS if (c.parent / f"{e.stem}.log").exists()],
-                         ids=lambda p: p.stem)
+@pytest.mark.parametrize(
+    "cpu_path", [c for c, e in PAIRS if (c.parent / f"{e.stem}.log").exists()], ids=lambda p: p.stem
+)
 def test_status_words_equal_the_log_beside_the_pair(cpu_path):
     """Where the compiler's .log sits beside a pair, check's operation table equals it row for row."""
     _, _, _, rows = parse_operation_log((cpu_path.parent / f"{cpu_path.stem}_edgetpu.log").read_text())
@@ -76,23 +81,26 @@ def test_yolov8n_refused_ops_are_the_large_tail_tensors():
     """The yolov8n log's 13 "unspecified limitation" ops: TRANSPOSE over the limit and tensors whose two
     innermost dimensions exceed the row limit; softmax on 1x4x8400x16 is mappable (cut off). Sizes a real
     compile refused are certain; the ones between the largest mapped and the smallest refused are not."""
-    report = check_model(tflite_model.load(shared_file(
-        "pairs/coral_wifi_webserver__yolov8n_full_integer_quant.tflite")))
+    report = check_model(
+        tflite_model.load(shared_file("pairs/coral_wifi_webserver__yolov8n_full_integer_quant.tflite"))
+    )
     refused = Counter(o.name for o in report.ops if o.reason == C.UNSPECIFIED)
-    assert refused == Counter({"TRANSPOSE": 4, "RESHAPE": 3, "CONCATENATION": 2, "STRIDED_SLICE": 2,
-                               "LOGISTIC": 1, "QUANTIZE": 1})
+    assert refused == Counter(
+        {"TRANSPOSE": 4, "RESHAPE": 3, "CONCATENATION": 2, "STRIDED_SLICE": 2, "LOGISTIC": 1, "QUANTIZE": 1}
+    )
     softmax = next(o for o in report.ops if o.name == "SOFTMAX")
     assert softmax.reason == C.MORE_THAN_ONE_SUBGRAPH
     sure = Counter(o.name for o in report.ops if o.reason == C.UNSPECIFIED and o.confidence == C.CONFIRMED)
     assert sure["TRANSPOSE"] == 4 and sure["RESHAPE"] >= 1
-    assert "real compiles refuse" in next(o.detail for o in report.ops if o.name == "TRANSPOSE"
-                                          and o.reason == C.UNSPECIFIED)
+    assert "real compiles refuse" in next(
+        o.detail for o in report.ops if o.name == "TRANSPOSE" and o.reason == C.UNSPECIFIED
+    )
 
 
 def test_srgan_with_a_dynamic_batch_compiles_into_three_subgraphs_with_a():
     """-1 batches with constant shapes compile; its 5-D RESHAPE/TRANSPOSE split the model (rank rule)."""
     info = tflite_model.load(shared_file("pairs/srgan__srgan_quant_2.tflite"))
-    assert info.has_dynamic_shapes                               # -1 in every shape_signature
+    assert info.has_dynamic_shapes  # -1 in every shape_signature
     multi = check_model(info, multiple_subgraphs=True)
     assert multi.verdict == "partial" and multi.subgraphs == 3 and not multi.fatal
     assert {o.subgraph for o in multi.ops if o.target == "edgetpu"} == {0, 1, 2}
@@ -103,8 +111,9 @@ def test_srgan_with_a_dynamic_batch_compiles_into_three_subgraphs_with_a():
 
 
 def test_a_decoder_custom_op_stays_on_the_cpu_and_warns_the_compile_may_fail():
-    report = check_model(tflite_model.load(shared_file(
-        "pairs/posenet__posenet_mobilenet_v1_075_353_481_quant_decoder.tflite")))
+    report = check_model(
+        tflite_model.load(shared_file("pairs/posenet__posenet_mobilenet_v1_075_353_481_quant_decoder.tflite"))
+    )
     assert report.verdict == "partial" and report.cpu_ops == 1
     last = report.ops[-1]
     assert (last.name, last.target, last.confidence) == ("CUSTOM", "cpu", C.CONFIRMED)  # where it runs is sure
@@ -118,7 +127,8 @@ def test_deeplab_eight_cpu_ops_and_the_op_that_breaks_the_graph():
     report = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite")))
     cpu = [o for o in report.ops if o.target == "cpu"]
     assert Counter(o.name for o in cpu) == Counter(
-        {"RESIZE_BILINEAR": 3, "CONV_2D": 2, "CONCATENATION": 1, "QUANTIZE": 1, "ARG_MAX": 1})
+        {"RESIZE_BILINEAR": 3, "CONV_2D": 2, "CONCATENATION": 1, "QUANTIZE": 1, "ARG_MAX": 1}
+    )
     assert [o.index for o in cpu] == list(range(64, 72))
     first = cpu[0]
     assert (first.name, first.confidence) == ("RESIZE_BILINEAR", C.CONFIRMED)
@@ -167,7 +177,11 @@ def test_unmappable_first_op_does_not_push_the_rest_to_the_cpu():
     """Float I/O: the real compiler maps everything between the edge QUANTIZE/DEQUANTIZE (fixture logs)."""
     report = check_model(_info(_float_io_model()))
     assert [(o.name, o.target) for o in report.ops] == [
-        ("QUANTIZE", "cpu"), ("CONV_2D", "edgetpu"), ("CONV_2D", "edgetpu"), ("DEQUANTIZE", "cpu")]
+        ("QUANTIZE", "cpu"),
+        ("CONV_2D", "edgetpu"),
+        ("CONV_2D", "edgetpu"),
+        ("DEQUANTIZE", "cpu"),
+    ]
     # the status words for these two are the ones the real compiler used in the float-I/O log
     for log in ("v16_float_io_yolov8s_160_CPU.log",):
         _, _, _, rows = parse_operation_log((FIXTURES / log).read_text())
@@ -181,14 +195,24 @@ def _two_branches(unmappable_first: bool) -> bytes:
     gb = GraphBuilder()
     x = gb.tensor([1, 4, 4, 8], "int8")
     a = gb.tensor([1, 4, 4, 8], "int8")
-    gb.op("CONV_2D", [x, gb.tensor([8, 1, 1, 8], "int8", data=np.ones((8, 1, 1, 8))),
-                      gb.tensor([8], "int32", data=np.zeros(8), scale=0.001)], [a], strideW=1, strideH=1,
-          dilationWFactor=1, dilationHFactor=1)
+    gb.op(
+        "CONV_2D",
+        [
+            x,
+            gb.tensor([8, 1, 1, 8], "int8", data=np.ones((8, 1, 1, 8))),
+            gb.tensor([8], "int32", data=np.zeros(8), scale=0.001),
+        ],
+        [a],
+        strideW=1,
+        strideH=1,
+        dilationWFactor=1,
+        dilationHFactor=1,
+    )
     if unmappable_first:
         bad = gb.tensor([1, 4, 4, 8], "int8")
-        gb.op("FLOOR", [a], [bad])           # not an Edge TPU op
+        gb.op("FLOOR", [a], [bad])  # not an Edge TPU op
     b = gb.tensor([1, 4, 4, 8], "int8")
-    gb.op("ADD", [a, a], [b])                # independent of the unmappable op
+    gb.op("ADD", [a, a], [b])  # independent of the unmappable op
     return gb.build([x], [b] + ([bad] if unmappable_first else []))
 
 
@@ -203,19 +227,23 @@ def test_ops_that_depend_on_the_unmappable_one_are_cut_off():
     gb = GraphBuilder()
     x = gb.tensor([1, 4, 4, 8], "int8")
     a = gb.tensor([1, 4, 4, 8], "int8")
-    gb.op("ADD", [x, x], [a])                # starts the first (Edge TPU) run
+    gb.op("ADD", [x, x], [a])  # starts the first (Edge TPU) run
     h = gb.tensor([1, 4, 4, 8], "int8")
-    gb.op("FLOOR", [a], [h])                 # unmappable
+    gb.op("FLOOR", [a], [h])  # unmappable
     y = gb.tensor([1, 4, 4, 8], "int8")
-    gb.op("ADD", [a, a], [y])                # later, independent of FLOOR: joins the first run
+    gb.op("ADD", [a, a], [y])  # later, independent of FLOOR: joins the first run
     z = gb.tensor([1, 4, 4, 8], "int8")
-    gb.op("ADD", [h, y], [z])                # depends on FLOOR: a second mappable run
+    gb.op("ADD", [h, y], [z])  # depends on FLOOR: a second mappable run
     q = gb.tensor([1, 4, 4, 8], "uint8")
     gb.op("QUANTIZE", [z], [q])
     report = check_model(_info(gb.build([x], [q])))
     assert [(o.name, o.target, o.reason) for o in report.ops] == [
-        ("ADD", "edgetpu", C.MAPPED), ("FLOOR", "cpu", C.NOT_SUPPORTED), ("ADD", "edgetpu", C.MAPPED),
-        ("ADD", "cpu", C.MORE_THAN_ONE_SUBGRAPH), ("QUANTIZE", "cpu", C.MORE_THAN_ONE_SUBGRAPH)]
+        ("ADD", "edgetpu", C.MAPPED),
+        ("FLOOR", "cpu", C.NOT_SUPPORTED),
+        ("ADD", "edgetpu", C.MAPPED),
+        ("ADD", "cpu", C.MORE_THAN_ONE_SUBGRAPH),
+        ("QUANTIZE", "cpu", C.MORE_THAN_ONE_SUBGRAPH),
+    ]
     assert any("#1 FLOOR breaks the graph" in a for a in report.advice)
 
 
@@ -290,9 +318,20 @@ def test_op_version_beyond_the_compiler_is_fatal():
     gb = GraphBuilder()
     x = gb.tensor([1, 4, 4, 8], "int8")
     y = gb.tensor([1, 4, 4, 8], "int8")
-    gb.op("CONV_2D", [x, gb.tensor([8, 1, 1, 8], "int8", data=np.ones((8, 1, 1, 8))),
-                      gb.tensor([8], "int32", data=np.zeros(8), scale=0.001)], [y], version=6,
-          strideW=1, strideH=1, dilationWFactor=1, dilationHFactor=1)
+    gb.op(
+        "CONV_2D",
+        [
+            x,
+            gb.tensor([8, 1, 1, 8], "int8", data=np.ones((8, 1, 1, 8))),
+            gb.tensor([8], "int32", data=np.zeros(8), scale=0.001),
+        ],
+        [y],
+        version=6,
+        strideW=1,
+        strideH=1,
+        dilationWFactor=1,
+        dilationHFactor=1,
+    )
     report = check_model(_info(gb.build([x], [y])))
     assert report.verdict == "none" and report.ops[0].reason == C.PARSE_FAILED
     assert "CONV_2D v6 needs TensorFlow Lite 2.9.0" in report.problems[0].message
@@ -340,9 +379,16 @@ def test_strided_slice_needs_unit_strides():
 def test_fully_connected_rules():
     def w(per_channel):
         def make(g):
-            return g.tensor([3, 8], "int8", data=np.ones((3, 8)), scale=[0.1, 0.2, 0.3] if per_channel else 0.1,
-                            zero_point=[0, 0, 0] if per_channel else 0)
+            return g.tensor(
+                [3, 8],
+                "int8",
+                data=np.ones((3, 8)),
+                scale=[0.1, 0.2, 0.3] if per_channel else 0.1,
+                zero_point=[0, 0, 0] if per_channel else 0,
+            )
+
         return make
+
     bias = lambda g: g.tensor([3], "int32", data=np.zeros(3), scale=0.001)
     assert _single("FULLY_CONNECTED", [1, 8], [1, 3], [w(False), bias], version=4).target == "edgetpu"
     # Per-channel weights map (compiler 16 on LibrEdgeTPU's dense templates: C.EV_PER_CHANNEL_FC).
@@ -367,8 +413,16 @@ def test_concatenation_with_a_constant_must_be_two_inputs_of_zeros():
 
 
 def test_pool_with_fused_activation_and_runtime_too_old():
-    relu = _single("MAX_POOL_2D", [1, 4, 4, 8], [1, 2, 2, 8], strideW=2, strideH=2, filterWidth=2, filterHeight=2,
-                   fusedActivationFunction=S.ActivationFunctionType.RELU)
+    relu = _single(
+        "MAX_POOL_2D",
+        [1, 4, 4, 8],
+        [1, 2, 2, 8],
+        strideW=2,
+        strideH=2,
+        filterWidth=2,
+        filterHeight=2,
+        fusedActivationFunction=S.ActivationFunctionType.RELU,
+    )
     assert relu.target == "cpu" and "fused activation" in relu.detail
     gb = GraphBuilder()
     x = gb.tensor([1, 4, 8], "int8")
@@ -390,7 +444,7 @@ def test_min_runtime_out_of_range_is_a_usage_error():
 def test_parameters_beyond_the_cache_are_estimated_off_chip():
     gb = GraphBuilder()
     x = gb.tensor([1, 4096], "int8")
-    w = gb.tensor([2500, 4096], "int8", data=np.zeros((2500, 4096), np.int8))   # ~9.8 MiB
+    w = gb.tensor([2500, 4096], "int8", data=np.zeros((2500, 4096), np.int8))  # ~9.8 MiB
     y = gb.tensor([1, 2500], "int8")
     gb.op("FULLY_CONNECTED", [x, w, -1], [y], version=4)
     report = check_model(_info(gb.build([x], [y])))
@@ -405,8 +459,15 @@ def test_json_schema():
     d = CheckResult.of_report(report).to_dict()
     assert {"model", "verdict", "ops", "summary", "problems"} <= set(d)
     assert set(d["ops"][0]) == {"index", "name", "version", "target", "reason", "detail", "confidence", "subgraph"}
-    assert set(d["summary"]) == {"edgetpu_ops", "cpu_ops", "subgraphs", "uncertain_ops", "param_bytes",
-                                 "on_chip_bytes_estimate", "off_chip_bytes_estimate"}
+    assert set(d["summary"]) == {
+        "edgetpu_ops",
+        "cpu_ops",
+        "subgraphs",
+        "uncertain_ops",
+        "param_bytes",
+        "on_chip_bytes_estimate",
+        "off_chip_bytes_estimate",
+    }
     assert d["multiple_subgraphs"] is False and {o["confidence"] for o in d["ops"]} <= {"confirmed", "uncertain"}
     assert {o["subgraph"] for o in d["ops"] if o["target"] == "edgetpu"} == {0}
     assert d["summary"]["edgetpu_ops"] == 64 and d["summary"]["cpu_ops"] == 8
@@ -416,13 +477,15 @@ def test_json_schema():
 def test_table_looks_like_the_compilers_operation_log():
     text = C.format_table([("CONV_2D", 36, C.MAPPED)])
     real = (FIXTURES / "v16_full_yolov5s_160.log").read_text().splitlines()
-    assert text.splitlines()[0] == real[4]          # "Operator                       Count      Status"
+    assert text.splitlines()[0] == real[4]  # "Operator                       Count      Status"
     assert text.splitlines()[2] == "CONV_2D                        36         Mapped to Edge TPU"
 
 
 def test_check_imports_no_tensorflow():
-    code = ("import sys; from edgekit.edgetpu import compatibility, compiler as edgetpu_compiler; import edgekit.cli.commands; "
-            "assert 'tensorflow' not in sys.modules, 'tensorflow imported'")
+    code = (
+        "import sys; from edgekit.edgetpu import compatibility, compiler as edgetpu_compiler; import edgekit.cli.commands; "
+        "assert 'tensorflow' not in sys.modules, 'tensorflow imported'"
+    )
     subprocess.run([sys.executable, "-c", code], check=True, cwd=Path(__file__).resolve().parents[2])
 
 
@@ -530,8 +593,12 @@ def test_quantize_gate_and_its_checks_come_from_the_same_report():
     report = check_model(info)
     # Per-channel Dense weights are no reason to refuse: compiler 16 maps them (C.EV_PER_CHANNEL_FC).
     assert C.quantize_gate(report, "uint8", info) == [] and report.verdict == "full"
-    assert C.gate_checks(report) == {"full_int8": True, "static_shapes": True, "op_versions_within_compiler": True,
-                                     "edgetpu_verdict": "full"}
+    assert C.gate_checks(report) == {
+        "full_int8": True,
+        "static_shapes": True,
+        "op_versions_within_compiler": True,
+        "edgetpu_verdict": "full",
+    }
     assert [p.code for p in C.quantize_gate(report, "int8", info)] == ["io_type", "io_type"]
     ok = check_model(_info(conv_chain(2)))
     assert C.gate_checks(ok)["edgetpu_verdict"] == "full" and all(C.gate_checks(ok).values())
@@ -543,7 +610,7 @@ def test_transpose_limit_sits_between_the_yolov8_192_log_and_a_yolov8_pair():
     perm = [lambda g: g.const([0, 3, 1, 2])]
     mapped = _single("TRANSPOSE", [1, 24, 24, 144], [1, 144, 24, 24], perm)
     refused = _single("TRANSPOSE", [1, 40, 40, 65], [1, 65, 40, 40], perm)
-    in_gap = _single("TRANSPOSE", [1, 40, 40, 62], [1, 62, 40, 40], perm)   # 99,200: neither seen
+    in_gap = _single("TRANSPOSE", [1, 40, 40, 62], [1, 62, 40, 40], perm)  # 99,200: neither seen
     assert mapped.target == "edgetpu"
     assert (refused.target, refused.reason, refused.confidence) == ("cpu", C.UNSPECIFIED, C.CONFIRMED)
     assert "104,000" in refused.detail and "real compiles refuse it" in refused.detail
@@ -553,8 +620,10 @@ def test_transpose_limit_sits_between_the_yolov8_192_log_and_a_yolov8_pair():
 def test_reshape_limit_sits_between_yolov5_640s_p4_and_p3_head_reshapes():
     """yolov5 at 640 (compiler 16 logs): 1x40x40x255 -> 1x1600x3x85 mapped, 1x80x80x255 -> 1x6400x3x85 refused,
     although no tensor of either has wide rows."""
+
     def reshape(h):
         return _single("RESHAPE", [1, h, h, 255], [1, h * h, 3, 85], [lambda g: g.const([1, h * h, 3, 85])])
+
     assert reshape(40).target == "edgetpu"
     big = reshape(80)
     assert (big.target, big.reason, big.confidence) == ("cpu", C.UNSPECIFIED, C.UNCERTAIN)
@@ -570,8 +639,7 @@ def test_nearest_neighbour_resizes_by_any_factor_bilinear_by_integer_factors():
     # tested (the nearest-neighbour one by that log): the best guess maps it, uncertain.
     odd = _single("RESIZE_BILINEAR", [1, 3, 3, 64], [1, 5, 5, 64], size)
     assert (odd.target, odd.reason, odd.confidence) == ("edgetpu", C.MAPPED, C.UNCERTAIN)
-    assert _single("RESIZE_BILINEAR", [1, 5, 5, 64], [1, 10, 10, 64], [lambda g: g.const([10, 10])]).target == \
-        "edgetpu"
+    assert _single("RESIZE_BILINEAR", [1, 5, 5, 64], [1, 10, 10, 64], [lambda g: g.const([10, 10])]).target == "edgetpu"
     flat = _single("RESIZE_NEAREST_NEIGHBOR", [1, 3, 64], [1, 5, 64], [lambda g: g.const([5])])
     assert (flat.target, flat.confidence) == ("edgetpu", C.UNCERTAIN)  # documented layout rule: best guess maps
 
@@ -579,6 +647,7 @@ def test_nearest_neighbour_resizes_by_any_factor_bilinear_by_integer_factors():
 def test_strict_fails_on_certain_cpu_ops_only_and_the_verdict_counts_the_uncertain(tmp_path):
     """An op put on the CPU by a rule no real compile shows is reported as uncertain (text, --json, the
     verdict line); --strict holds only ops certain to stay on the CPU against the model."""
+
     def model(op: str, out_shape: list[int], extra) -> str:
         gb = GraphBuilder()
         x, y = gb.tensor([1, 8, 8, 4], "int8"), gb.tensor(out_shape, "int8")
@@ -587,13 +656,13 @@ def test_strict_fails_on_certain_cpu_ops_only_and_the_verdict_counts_the_uncerta
         path.write_bytes(gb.build([x], [y]))
         return str(path)
 
-    unsure = model("EXPAND_DIMS", [1, 1, 8, 8, 4], lambda g: g.const([1]))   # uncertain rule, nothing certain
+    unsure = model("EXPAND_DIMS", [1, 1, 8, 8, 4], lambda g: g.const([1]))  # uncertain rule, nothing certain
     r = CliRunner().invoke(cli, ["check", unsure, "--strict"])
     assert r.exit_code == 0, r.output
     assert "[uncertain]" in r.output and "1 of these placements uncertain" in r.output
     d = json.loads(CliRunner().invoke(cli, ["check", unsure, "--json"]).output)
     assert d["summary"]["uncertain_ops"] == 1 and d["ops"][0]["confidence"] == "uncertain"
-    certain = model("ARG_MAX", [1, 8, 8], lambda g: g.const([3]))          # not an Edge TPU op at all
+    certain = model("ARG_MAX", [1, 8, 8], lambda g: g.const([3]))  # not an Edge TPU op at all
     r = CliRunner().invoke(cli, ["check", certain, "--strict"])
     assert r.exit_code == 7 and "1 of 1 ops would run on the CPU" in r.output
 
@@ -655,7 +724,9 @@ def test_judge_has_no_op_name_branch_and_no_rule_takes_its_identity_from_a_funct
 def test_verdicts_targets_and_confidence_are_str_enums_equal_to_the_json_words():
     assert [v.value for v in C.Verdict] == ["full", "partial", "none"]
     assert [t.value for t in C.Target] == ["edgetpu", "cpu"] and [c.value for c in C.Confidence] == [
-        "confirmed", "uncertain"]
+        "confirmed",
+        "uncertain",
+    ]
     report = check_model(_info(conv_chain(2)))
     d = CheckResult.of_report(report).to_dict()
     assert json.loads(json.dumps(d)) == d and d["verdict"] == "full" and isinstance(report.verdict, C.Verdict)

@@ -20,12 +20,12 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.tflite import model as tflite_model
 from edgekit.cli.app import cli
-from edgekit.edgetpu.compatibility import check_model
 from edgekit.detection.cut import cut_decode
-from edgekit.tflite.yolo_head import find_yolo_head
+from edgekit.edgetpu.compatibility import check_model
 from edgekit.errors import EdgekitError
+from edgekit.tflite import model as tflite_model
+from edgekit.tflite.yolo_head import find_yolo_head
 from tests.conftest import TESTDATA, shared_file
 
 YOLO = "detection/ppe_yolov8n_full_integer_quant.tflite"
@@ -72,7 +72,7 @@ def _oracle_decode(outs: list[np.ndarray], strides) -> tuple[np.ndarray, np.ndar
 def _iou(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     lt, rb = np.maximum(a[:, :2], b[:, :2]), np.minimum(a[:, 2:], b[:, 2:])
     inter = np.prod(np.clip(rb - lt, 0, None), 1)
-    area = lambda z: np.prod(z[:, 2:] - z[:, :2], 1)  # noqa: E731
+    area = lambda z: np.prod(z[:, 2:] - z[:, :2], 1)
     return inter / (area(a) + area(b) - inter)
 
 
@@ -127,8 +127,14 @@ def test_the_cut_model_maps_whole(yolo):
     info = tflite_model.ModelInfo.from_bytes(cut)
     report = check_model(info)
     assert (report.verdict, report.cpu_ops, report.edgetpu_ops) == ("full", 0, result.ops_after)
-    assert [o.shape for o in info.outputs] == [(1, 80, 80, 64), (1, 80, 80, 4), (1, 40, 40, 64), (1, 40, 40, 4),
-                                              (1, 20, 20, 64), (1, 20, 20, 4)]
+    assert [o.shape for o in info.outputs] == [
+        (1, 80, 80, 64),
+        (1, 80, 80, 4),
+        (1, 40, 40, 64),
+        (1, 40, 40, 4),
+        (1, 20, 20, 64),
+        (1, 20, 20, 4),
+    ]
     record = json.loads(info.metadata["edgekit"])
     layout = record["detection"]["layout"]
     assert (layout["kind"], layout["strides"], layout["scores_are_logits"]) == ("split-dfl", [8, 16, 32], True)
@@ -148,15 +154,19 @@ def test_the_cut_model_detects_what_the_uncut_one_does(yolo, image):
     """Before NMS: the same anchors over the threshold, boxes at IoU >= 0.9, scores within 2 output steps."""
     data, cut, result = yolo
     x = _letterbox(image, 640)
-    full = _run(data, x)[0][0]                       # [8, 8400]: normalized cx, cy, w, h, 4 class scores
-    ref_boxes = np.stack([full[0] - full[2] / 2, full[1] - full[3] / 2, full[0] + full[2] / 2,
-                          full[1] + full[3] / 2], 1) * 640
+    full = _run(data, x)[0][0]  # [8, 8400]: normalized cx, cy, w, h, 4 class scores
+    ref_boxes = (
+        np.stack([full[0] - full[2] / 2, full[1] - full[3] / 2, full[0] + full[2] / 2, full[1] + full[3] / 2], 1) * 640
+    )
     ref_scores = full[4:].T
     boxes, scores = _oracle_decode(_run(cut, x), result.head.strides)
     step = tflite_model.ModelInfo.from_bytes(data).outputs[0].quantization.scale
     assert np.abs(scores - ref_scores).max() <= 2 * step
     hit = ref_scores.max(1) > 0.25
-    assert np.array_equal(hit, scores.max(1) > 0.25) or np.abs(ref_scores.max(1) - 0.25)[hit != (scores.max(1) > 0.25)].max() <= 2 * step
+    assert (
+        np.array_equal(hit, scores.max(1) > 0.25)
+        or np.abs(ref_scores.max(1) - 0.25)[hit != (scores.max(1) > 0.25)].max() <= 2 * step
+    )
     if hit.any():
         assert _iou(ref_boxes[hit], boxes[hit]).min() >= 0.9
 
@@ -171,11 +181,12 @@ def test_detect_reads_the_recorded_layout_and_finds_the_uncut_models_boxes(tmp_p
     images = [str(shared_file("grace_hopper.bmp")), str(shared_file("cat.bmp"))]
     full = detect(images, tmp_path / "full.tflite", device="cpu")
     part = detect(images, tmp_path / "cut.tflite", device="cpu")
-    assert "recorded by edgekit quantize with the model" in part.layout.source[0] or \
-        "edgekit cut" in " ".join(part.layout.source)
+    assert "recorded by edgekit quantize with the model" in part.layout.source[0] or "edgekit cut" in " ".join(
+        part.layout.source
+    )
     for a, b in zip(full.results, part.results):
         assert [o.id for o in a.objects] == [o.id for o in b.objects]
-        boxes = lambda r: np.array([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax] for o in r.objects])  # noqa
+        boxes = lambda r: np.array([[o.bbox.xmin, o.bbox.ymin, o.bbox.xmax, o.bbox.ymax] for o in r.objects])
         if a.objects:
             assert _iou(boxes(a), boxes(b)).min() >= 0.9
 
@@ -188,8 +199,9 @@ def test_cut_cli_writes_beside_and_refuses_what_it_cannot_cut(tmp_path):
     doc = json.loads(out.stdout)
     assert doc["output"] == str(tmp_path / "yolo_cut.tflite") and doc["check"] == {"verdict": "full", "cpu_ops": 0}
     assert CliRunner().invoke(cli, ["cut", str(src), "-o", str(src)]).exit_code == 2
-    classifier = CliRunner().invoke(cli, ["cut", str(shared_file("mobilenet_v1_0.25_128_quant.tflite")),
-                                          "-o", str(tmp_path / "m.tflite")])
+    classifier = CliRunner().invoke(
+        cli, ["cut", str(shared_file("mobilenet_v1_0.25_128_quant.tflite")), "-o", str(tmp_path / "m.tflite")]
+    )
     assert classifier.exit_code == 3 and "no YOLO detection head" in classifier.output
     compiled = CliRunner().invoke(cli, ["cut", str(shared_file(YOLO_COMPILED)), "-o", str(tmp_path / "c.tflite")])
     assert compiled.exit_code == 3 and "already compiled" in compiled.output
@@ -201,8 +213,11 @@ def test_cut_refuses_quantization_litert_would_crash_on_before_writing(tmp_path)
     from tests.helpers import with_quantization
 
     data = shared_file(YOLO).read_bytes()
-    first = next(t.index for t in tflite_model.ModelInfo.from_bytes(data).main.tensors
-                 if t.dtype == "int8" and t.quantization is not None)
+    first = next(
+        t.index
+        for t in tflite_model.ModelInfo.from_bytes(data).main.tensors
+        if t.dtype == "int8" and t.quantization is not None
+    )
     src = tmp_path / "bad.tflite"
     src.write_bytes(with_quantization(data, first, float("nan")))
     out = CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "c.tflite")])
@@ -223,7 +238,7 @@ def small_yolo():
     for k in range(5):
         x = keras.layers.Conv2D(8 * (k + 1), 3, strides=2, padding="same", activation="relu")(x)
         if k >= 2:
-            feats.append(x)                                  # strides 8, 16, 32
+            feats.append(x)  # strides 8, 16, 32
     flat = []
     for f in feats:
         box = keras.layers.Conv2D(4 * reg_max, 1)(f)
@@ -231,12 +246,12 @@ def small_yolo():
         joined = keras.layers.Concatenate(axis=-1)([box, cls])
         flat.append(keras.layers.Reshape((-1, 4 * reg_max + nc))(joined))
     allv = keras.layers.Concatenate(axis=1)(flat)
-    dist = keras.layers.Reshape((-1, 4, reg_max))(allv[..., :4 * reg_max])
+    dist = keras.layers.Reshape((-1, 4, reg_max))(allv[..., : 4 * reg_max])
     dist = keras.layers.Softmax(axis=-1)(dist)
     dist = keras.layers.Lambda(lambda d: tf.reduce_sum(d * tf.range(reg_max, dtype=d.dtype), -1))(dist)
-    probs = keras.layers.Activation("sigmoid")(allv[..., 4 * reg_max:])
+    probs = keras.layers.Activation("sigmoid")(allv[..., 4 * reg_max :])
     model = keras.Model(inp, keras.layers.Concatenate(axis=-1)([dist, probs]))
-    for w in model.weights:                                  # fixed weights: no training, same on any machine
+    for w in model.weights:  # fixed weights: no training, same on any machine
         w.assign(rng.normal(0, 0.3, w.shape).astype("float32"))
     images = rng.uniform(0, 1, (16, size, size, 3)).astype("float32")
 
@@ -256,7 +271,7 @@ def test_a_yolo_style_detector_built_here_is_found_and_cut(small_yolo):
     cut, result = cut_decode(data)
     assert result.ops_after < result.ops_before
     assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops == 0
-    full = _run(data, images[0])[0][0]                      # [N, 4 + nc]: distances then probabilities
+    full = _run(data, images[0])[0][0]  # [N, 4 + nc]: distances then probabilities
     outs = _run(cut, images[0])
     _, probs = _oracle_decode(outs, head.strides)
     step = tflite_model.ModelInfo.from_bytes(data).outputs[0].quantization.scale
@@ -279,8 +294,8 @@ def test_the_cut_models_map_is_the_uncut_ones_within_half_a_point(tmp_path, yolo
     pytest.importorskip("pycocotools")
     from PIL import Image, ImageOps
 
-    from edgekit.devices.evaluate_detector import evaluate_detector
     from edgekit.devices.detect import detect
+    from edgekit.devices.evaluate_detector import evaluate_detector
 
     data, cut, _ = yolo
     (tmp_path / "full.tflite").write_bytes(data)
@@ -290,9 +305,15 @@ def test_the_cut_models_map_is_the_uncut_ones_within_half_a_point(tmp_path, yolo
     for name in ("grace_hopper.bmp", "cat.bmp"):
         im = Image.open(shared_file(name)).convert("RGB")
         w, h = im.size
-        variants = [im, ImageOps.mirror(im), im.crop((w // 8, h // 8, w - w // 8, h - h // 8)),
-                    im.resize((w * 3 // 2, h * 3 // 2)), im.resize((w * 2 // 3, h * 2 // 3)),
-                    im.crop((0, 0, w * 3 // 4, h)), ImageOps.mirror(im).crop((w // 4, 0, w, h * 3 // 4))]
+        variants = [
+            im,
+            ImageOps.mirror(im),
+            im.crop((w // 8, h // 8, w - w // 8, h - h // 8)),
+            im.resize((w * 3 // 2, h * 3 // 2)),
+            im.resize((w * 2 // 3, h * 2 // 3)),
+            im.crop((0, 0, w * 3 // 4, h)),
+            ImageOps.mirror(im).crop((w // 4, 0, w, h * 3 // 4)),
+        ]
         for k, v in enumerate(variants):
             v.save(folder / f"{Path(name).stem}_{k}.png")
     truth = detect([str(folder)], tmp_path / "full.tflite", device="cpu", conf=0.25)
@@ -302,28 +323,54 @@ def test_the_cut_models_map_is_the_uncut_ones_within_half_a_point(tmp_path, yolo
         images.append({"id": i, "file_name": Path(r.image).name, "width": r.width, "height": r.height})
         for o in r.objects:
             b = o.bbox
-            annotations.append({"id": len(annotations) + 1, "image_id": i, "category_id": o.id, "iscrowd": 0,
-                                "bbox": [b.xmin, b.ymin, b.xmax - b.xmin, b.ymax - b.ymin],
-                                "area": (b.xmax - b.xmin) * (b.ymax - b.ymin)})
+            annotations.append(
+                {
+                    "id": len(annotations) + 1,
+                    "image_id": i,
+                    "category_id": o.id,
+                    "iscrowd": 0,
+                    "bbox": [b.xmin, b.ymin, b.xmax - b.xmin, b.ymax - b.ymin],
+                    "area": (b.xmax - b.xmin) * (b.ymax - b.ymin),
+                }
+            )
     assert len(annotations) >= 10, "the shared photos should give the uncut model something to find"
     coco = tmp_path / "truth.json"
-    coco.write_text(json.dumps({"images": images, "annotations": annotations,
-                                "categories": [{"id": k, "name": n} for k, n in enumerate(names)]}))
-    ev = evaluate_detector(tmp_path / "cut.tflite", coco, images=folder, against=[str(tmp_path / "full.tflite")],
-                           device="cpu", resamples=100)
+    coco.write_text(
+        json.dumps(
+            {
+                "images": images,
+                "annotations": annotations,
+                "categories": [{"id": k, "name": n} for k, n in enumerate(names)],
+            }
+        )
+    )
+    ev = evaluate_detector(
+        tmp_path / "cut.tflite",
+        coco,
+        images=folder,
+        against=[str(tmp_path / "full.tflite")],
+        device="cpu",
+        resamples=100,
+    )
     diff = ev.differences[0]
     assert abs(diff.map50_change) <= 0.005 and abs(diff.map_change) <= 0.05, diff
 
 
 # --------------------------------------------------------------------------- the heads Ultralytics has shipped
 # Built here without TensorFlow (tests/yolo_heads.py), so these run on a clone without ../shared.
-HEADS = {"v8-8.3": {"head": "levels"}, "v8-8.4": {"head": "joined"}, "v8-8.4-nhwc": {"head": "joined", "nchw": False},
-         "v26-8.4": {"head": "joined", "reg_max": 1}, "v26-levels": {"head": "levels", "reg_max": 1},
-         "v8-8.4-96x64": {"head": "joined", "size": (96, 64)}, "v8-8.4-64-classes": {"head": "joined", "nc": 64},
-         "v8-8.4-exp-softmax": {"head": "joined", "exp_softmax": True},
-         "v8-8.4-litert-96x64": {"head": "joined", "litert": True, "size": (96, 64)},
-         "v26-p2-8.4": {"head": "joined", "reg_max": 1, "strides": (4, 8, 16, 32)},
-         "v8-p6-8.3": {"head": "levels", "strides": (8, 16, 32, 64), "size": (128, 128)}}
+HEADS = {
+    "v8-8.3": {"head": "levels"},
+    "v8-8.4": {"head": "joined"},
+    "v8-8.4-nhwc": {"head": "joined", "nchw": False},
+    "v26-8.4": {"head": "joined", "reg_max": 1},
+    "v26-levels": {"head": "levels", "reg_max": 1},
+    "v8-8.4-96x64": {"head": "joined", "size": (96, 64)},
+    "v8-8.4-64-classes": {"head": "joined", "nc": 64},
+    "v8-8.4-exp-softmax": {"head": "joined", "exp_softmax": True},
+    "v8-8.4-litert-96x64": {"head": "joined", "litert": True, "size": (96, 64)},
+    "v26-p2-8.4": {"head": "joined", "reg_max": 1, "strides": (4, 8, 16, 32)},
+    "v8-p6-8.3": {"head": "levels", "strides": (8, 16, 32, 64), "size": (128, 128)},
+}
 
 
 def _strip_appended_zip(data: bytes) -> bytes:
@@ -350,8 +397,9 @@ def test_every_shipped_head_is_found_by_structure_and_cut_to_a_full_model(kind):
     assert head.join == ("per-level" if spec["head"] == "levels" else "joined") and not head.foreign
     cut, result = cut_decode(data)
     cut_info = tflite_model.ModelInfo.from_bytes(cut)
-    assert [o.shape for o in cut_info.outputs] == [(1, h // s, w // s, c) for s in strides
-                                                   for c in (4 * head.reg_max, head.num_classes)]
+    assert [o.shape for o in cut_info.outputs] == [
+        (1, h // s, w // s, c) for s in strides for c in (4 * head.reg_max, head.num_classes)
+    ]
     # the cut maps whole, but for a float input's own TRANSPOSE and QUANTIZE (LiteRT's export), before the head
     uncut_cpu = {v.index for v in check_model(info).ops if v.target == "cpu"} - set(head.decode_ops)
     assert check_model(cut_info).cpu_ops == len(uncut_cpu) == (2 if spec.get("litert") else 0)
@@ -393,10 +441,12 @@ def test_cut_cli_with_and_without_ultralytics_metadata_lists_the_output_tensors(
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
     info = tflite_model.load(tmp_path / "c.tflite")
-    assert [(o["name"], tuple(o["shape"]), o["dtype"]) for o in doc["outputs"]] == \
-        [(t.name, t.shape, t.dtype) for t in info.outputs]
-    assert [(o["scale"], o["zero_point"]) for o in doc["outputs"]] == \
-        [(pytest.approx(t.quantization.scale), t.quantization.zero_point) for t in info.outputs]
+    assert [(o["name"], tuple(o["shape"]), o["dtype"]) for o in doc["outputs"]] == [
+        (t.name, t.shape, t.dtype) for t in info.outputs
+    ]
+    assert [(o["scale"], o["zero_point"]) for o in doc["outputs"]] == [
+        (pytest.approx(t.quantization.scale), t.quantization.zero_point) for t in info.outputs
+    ]
     layout = json.loads(info.metadata["edgekit"])["detection"]["layout"]
     assert layout["labels"] == (["a", "b", "c"] if metadata else None)
     text = CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "d.tflite")]).output
@@ -410,8 +460,14 @@ def test_the_real_export_without_its_metadata_is_cut(tmp_path):
     out = CliRunner().invoke(cli, ["cut", str(src), "--json"])
     assert out.exit_code == 0, out.output
     doc = json.loads(out.stdout)
-    assert [o["shape"] for o in doc["outputs"]] == [[1, 80, 80, 64], [1, 80, 80, 4], [1, 40, 40, 64], [1, 40, 40, 4],
-                                                    [1, 20, 20, 64], [1, 20, 20, 4]]
+    assert [o["shape"] for o in doc["outputs"]] == [
+        [1, 80, 80, 64],
+        [1, 80, 80, 4],
+        [1, 40, 40, 64],
+        [1, 40, 40, 4],
+        [1, 20, 20, 64],
+        [1, 20, 20, 4],
+    ]
     assert doc["check"] == {"verdict": "full", "cpu_ops": 0}
 
 
@@ -452,7 +508,7 @@ def _with_task(data: bytes, task: str) -> bytes:
     return data + buf.getvalue()
 
 
-def _cycle(g) -> None:          # the first conv reads what the last op writes
+def _cycle(g) -> None:  # the first conv reads what the last op writes
     g.operators[0].inputs[0] = g.operators[-1].outputs[0]
 
 
@@ -460,22 +516,32 @@ def _written_twice(g) -> None:  # the last op writes the first conv's output aga
     g.operators[-1].outputs[0] = g.operators[0].outputs[0]
 
 
-@pytest.mark.parametrize("case,words", [
-    ("segment", "Segment head"), ("pose", "Pose head"), ("segment-8.4", "Segment head"), ("pose-8.3", "Pose head"),
-    ("task", "an Ultralytics segment model"),
-    ("cycle", "the graph has a cycle"), ("twice", "malformed graph")])
+@pytest.mark.parametrize(
+    "case,words",
+    [
+        ("segment", "Segment head"),
+        ("pose", "Pose head"),
+        ("segment-8.4", "Segment head"),
+        ("pose-8.3", "Pose head"),
+        ("task", "an Ultralytics segment model"),
+        ("cycle", "the graph has a cycle"),
+        ("twice", "malformed graph"),
+    ],
+)
 def test_what_cut_cannot_handle_is_refused_in_one_line(tmp_path, case, words):
     """Segmentation and pose heads (whose masks or keypoints a cut would drop in silence), graphs with a cycle or a
     tensor written twice: exit 3, one line, nothing written."""
     from tests.yolo_heads import tiny_yolo
 
-    data = {"segment": lambda: tiny_yolo(head="levels", extra="segment"),
-            "pose": lambda: tiny_yolo(head="joined", extra="pose"),
-            "segment-8.4": lambda: tiny_yolo(head="joined", extra="segment"),
-            "pose-8.3": lambda: tiny_yolo(head="levels", extra="pose"),
-            "task": lambda: _with_task(tiny_yolo(), "segment"),
-            "cycle": lambda: _mutated(tiny_yolo(), _cycle),
-            "twice": lambda: _mutated(tiny_yolo(), _written_twice)}[case]()
+    data = {
+        "segment": lambda: tiny_yolo(head="levels", extra="segment"),
+        "pose": lambda: tiny_yolo(head="joined", extra="pose"),
+        "segment-8.4": lambda: tiny_yolo(head="joined", extra="segment"),
+        "pose-8.3": lambda: tiny_yolo(head="levels", extra="pose"),
+        "task": lambda: _with_task(tiny_yolo(), "segment"),
+        "cycle": lambda: _mutated(tiny_yolo(), _cycle),
+        "twice": lambda: _mutated(tiny_yolo(), _written_twice),
+    }[case]()
     src = tmp_path / "y.tflite"
     src.write_bytes(data)
     out = CliRunner().invoke(cli, ["cut", str(src), "-o", str(tmp_path / "c.tflite")])
@@ -497,9 +563,13 @@ def test_check_offers_the_cut_on_an_84_head_even_where_its_decode_maps(kind):
 
 
 # --------------------------------------------------------------------------- runnable heads built here (TensorFlow)
-KERAS = {"v8-8.3": {"head": "levels"}, "v8-8.4": {"head": "joined"}, "v26-8.4": {"head": "joined", "reg_max": 1},
-         "v8-8.4-64x96": {"head": "joined", "size": (64, 96)}}
-SCENES = ([(0, 1, 2), (1, 1, 0)], [(0, 3, 3)], [(1, 0, 1), (0, 0, 0)], [])   # (class, row, column) per image
+KERAS = {
+    "v8-8.3": {"head": "levels"},
+    "v8-8.4": {"head": "joined"},
+    "v26-8.4": {"head": "joined", "reg_max": 1},
+    "v8-8.4-64x96": {"head": "joined", "size": (64, 96)},
+}
+SCENES = ([(0, 1, 2), (1, 1, 0)], [(0, 3, 3)], [(1, 0, 1), (0, 0, 0)], [])  # (class, row, column) per image
 
 
 @pytest.fixture(scope="module")
@@ -649,18 +719,22 @@ def _cut_agrees_with_the_uncut_decode(data: bytes, image: np.ndarray, boxes: boo
     head = result.head
     h, w = head.input_hw
     full = _invoke(data, image)[0][0]
-    full = full if full.shape[0] == 4 + head.num_classes else full.T                   # [4 + nc, N]
+    full = full if full.shape[0] == 4 + head.num_classes else full.T  # [4 + nc, N]
     xy, wh = full[:2].T * (w, h), full[2:4].T * (w, h)
     ref_boxes, ref_scores = np.concatenate([xy - wh / 2, xy + wh / 2], 1), full[4:].T
     outs = _invoke(cut, image)
     got = decode_split_dfl(outs[0::2], outs[1::2], head.input_hw, head.strides, head.reg_max, True)
     q = tflite_model.ModelInfo.from_bytes(data).outputs[0].quantization
-    step = max(q.scale if q is not None else 0.0, 1 / 256)   # the uncut int8 sigmoid's own step at least
+    step = max(q.scale if q is not None else 0.0, 1 / 256)  # the uncut int8 sigmoid's own step at least
     assert np.abs(got.scores - ref_scores.max(1)).max() <= 4 * step
     sure = ref_scores.max(1) > 0.25
-    assert np.array_equal(got.classes[sure], ref_scores.argmax(1)[sure]) or np.sort(ref_scores[sure], 1)[
-        :, -2:].ptp(1).min() <= 4 * step        # a class may flip only where two were within the rounding
-    if boxes and sure.any():   # the uncut decode leaves on an int8 grid (what the cut wins back), at least max(h, w) / 255
+    assert (
+        np.array_equal(got.classes[sure], ref_scores.argmax(1)[sure])
+        or np.sort(ref_scores[sure], 1)[:, -2:].ptp(1).min() <= 4 * step
+    )  # a class may flip only where two were within the rounding
+    if (
+        boxes and sure.any()
+    ):  # the uncut decode leaves on an int8 grid (what the cut wins back), at least max(h, w) / 255
         # pixels, coarser where its scale is (read from its own distinct values): its corners may sit a few steps
         # off, an IoU of ~0.8 on a 35-px box at 640, NaN on a point box of random weights
         levels = np.unique(np.round(full[:4] * max(h, w), 3))
@@ -692,8 +766,11 @@ def test_the_cut_of_each_real_ultralytics_export_agrees_with_its_uncut_decode(pa
     assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops <= len(before)
     h, w = head.input_hw
     photo = TESTDATA_PHOTO if TESTDATA_PHOTO.is_file() else None
-    image = _letterbox("grace_hopper.bmp", h) if photo is not None and h == w else \
-        np.indices((h, w)).sum(0)[..., None].repeat(3, 2) % 64 / 63.0
+    image = (
+        _letterbox("grace_hopper.bmp", h)
+        if photo is not None and h == w
+        else np.indices((h, w)).sum(0)[..., None].repeat(3, 2) % 64 / 63.0
+    )
     made = json.loads((EXPORTS / "manifest.json").read_text())["files"].get(path.name, {})
     _cut_agrees_with_the_uncut_decode(data, image.astype(np.float32), boxes=made.get("epochs") != 0)
 
@@ -722,7 +799,7 @@ def _pair_models() -> list[tuple[str, bytes, tflite_model.ModelInfo, dict]]:
             info = tflite_model.ModelInfo.from_bytes(data)
         except EdgekitError:
             continue
-        out.append((p.name, data, info, json.loads(p.with_name(p.name[:-len(".tflite.gz")] + ".json").read_text())))
+        out.append((p.name, data, info, json.loads(p.with_name(p.name[: -len(".tflite.gz")] + ".json").read_text())))
     return out
 
 

@@ -83,8 +83,17 @@ def quantize_detector(model: Path, shapes: Path, out: Path):
     """Calibrated on a YOLO folder (images/ + labels/): quantize takes its images."""
     from edgekit.converters.quantize import QuantizeOptions, quantize
 
-    return quantize(QuantizeOptions(model=str(model), output=str(out), calib=str(shapes), scaling="raw",
-                                    samples=40, holdout=20, show_progress=False))
+    return quantize(
+        QuantizeOptions(
+            model=str(model),
+            output=str(out),
+            calib=str(shapes),
+            scaling="raw",
+            samples=40,
+            holdout=20,
+            show_progress=False,
+        )
+    )
 
 
 def test_pixel_boxes_beside_scores_in_one_output_are_refused_with_the_reason(shapes, tmp_path):
@@ -105,9 +114,19 @@ def test_a_detector_whose_int8_twin_loses_its_detections_is_refused(shapes, tmp_
     with silenced():
         labels = pseudo_labels(model, shapes)
     with pytest.raises(AgreementError, match="keeps .* of the float model's .* detections.*mAP50 drops") as info:
-        quantize(QuantizeOptions(model=str(model), output=str(tmp_path / "outlier_int8.tflite"),
-                                 calib=str(shapes / "images"), scaling="raw", samples=40, holdout=20,
-                                 eval=str(labels), max_accuracy_drop=6.0, show_progress=False))
+        quantize(
+            QuantizeOptions(
+                model=str(model),
+                output=str(tmp_path / "outlier_int8.tflite"),
+                calib=str(shapes / "images"),
+                scaling="raw",
+                samples=40,
+                holdout=20,
+                eval=str(labels),
+                max_accuracy_drop=6.0,
+                show_progress=False,
+            )
+        )
     v = info.value.result.to_dict()["verification"]
     assert v["kept_interval"][1] < 0.9 and info.value.exit_code == 6, v
     # the difference it states is of the one output's boxes and scores, not a score difference
@@ -117,9 +136,9 @@ def test_a_detector_whose_int8_twin_loses_its_detections_is_refused(shapes, tmp_
 
 
 def test_a_keras_detector_builds_a_bundle_detect_runs_with_no_flags(shapes, tmp_path):
-    from edgekit.pipeline.build import BuildOptions, build
     from edgekit.converters.quantize import QuantizeOptions
     from edgekit.devices.detect import detect
+    from edgekit.pipeline.build import BuildOptions, build
 
     model = keras_detector(tmp_path / "det.keras")
     labels = tmp_path / "labels.txt"
@@ -129,10 +148,23 @@ def test_a_keras_detector_builds_a_bundle_detect_runs_with_no_flags(shapes, tmp_
     with silenced():
         coco = pseudo_labels(model, shapes)
     # int8 loses about 3 mAP50 points on these labels (its scores near 0.5 move): within --max-accuracy-drop 6
-    doc = build(BuildOptions(QuantizeOptions(model=str(model), calib=str(shapes / "images"), scaling="raw",
-                                             samples=40, holdout=20, labels=str(labels), eval=str(coco),
-                                             max_accuracy_drop=6.0),
-                             output=str(tmp_path / "bundle"), compile=False, show_progress=False)).to_dict()
+    doc = build(
+        BuildOptions(
+            QuantizeOptions(
+                model=str(model),
+                calib=str(shapes / "images"),
+                scaling="raw",
+                samples=40,
+                holdout=20,
+                labels=str(labels),
+                eval=str(coco),
+                max_accuracy_drop=6.0,
+            ),
+            output=str(tmp_path / "bundle"),
+            compile=False,
+            show_progress=False,
+        )
+    ).to_dict()
     v = doc["quantize"]["verification"]
     assert v["kind"] == "detection" and v["float_detections"] > 20, v
     assert v["passed"] and v["kept"] >= 0.8 and v["kept_interval"][0] <= v["kept"] <= v["kept_interval"][1], v
@@ -143,7 +175,7 @@ def test_a_keras_detector_builds_a_bundle_detect_runs_with_no_flags(shapes, tmp_
     assert record["accuracy"]["task"] == "detection" and record["accuracy"]["models"][0]["map50"] > 0.8
     r = detect([str(shapes / "images")], tmp_path / "bundle")
     assert r.layout.kind == Layout.YOLO and r.layout.labels == ("rectangle", "ellipse")
-    assert r.layout.source[0] == "recorded by edgekit quantize with the model"   # never re-guessed
+    assert r.layout.source[0] == "recorded by edgekit quantize with the model"  # never re-guessed
     assert {o.label for x in r.results for o in x.objects} <= {"rectangle", "ellipse"}
     assert sum(len(x.objects) for x in r.results) > 0 and r.layout.boxes_normalized is True
     from edgekit.board import manifest
@@ -171,18 +203,30 @@ def pseudo_labels(model: Path, shapes: Path) -> Path:
     ids = [im["id"] for im in ds.coco["images"]]
     x = np.stack([np.asarray(Image.open(ds.paths[i]).convert("RGB"), np.float32) for i in ids])
     y = keras.models.load_model(model).predict(x, verbose=0)
-    layout = detection.DetectionLayout(detection.Layout.YOLO, (("output", 0),), NC, (64, 64), boxes_normalized=True,
-                                       transposed=True)
+    layout = detection.DetectionLayout(
+        detection.Layout.YOLO, (("output", 0),), NC, (64, 64), boxes_normalized=True, transposed=True
+    )
     g = detection.Geometry.resize((64, 64), (64, 64))
     anns = []
     for k, iid in enumerate(ids):
-        objs, _ = detection.postprocess([y[k:k + 1]], [(0.0, 0)], layout, g, 0.5, 0.45, 100)
+        objs, _ = detection.postprocess([y[k : k + 1]], [(0.0, 0)], layout, g, 0.5, 0.45, 100)
         for o in objs:
             b = o.bbox
-            anns.append({"id": len(anns) + 1, "image_id": iid, "category_id": o.id, "iscrowd": 0,
-                         "bbox": [b.xmin, b.ymin, b.width, b.height], "area": b.area})
-    doc = {"images": ds.coco["images"], "annotations": anns,
-           "categories": [{"id": c, "name": f"c{c}"} for c in range(NC)]}
+            anns.append(
+                {
+                    "id": len(anns) + 1,
+                    "image_id": iid,
+                    "category_id": o.id,
+                    "iscrowd": 0,
+                    "bbox": [b.xmin, b.ymin, b.width, b.height],
+                    "area": b.area,
+                }
+            )
+    doc = {
+        "images": ds.coco["images"],
+        "annotations": anns,
+        "categories": [{"id": c, "name": f"c{c}"} for c in range(NC)],
+    }
     out = shapes / "images" / f"pseudo_{model.stem}.json"
     out.write_text(json.dumps(doc))
     return out
@@ -194,18 +238,28 @@ def test_quantize_records_the_class_names_of_an_ultralytics_data_yaml_given_as_e
     from edgekit.converters.quantize import QuantizeOptions, quantize
     from edgekit.detection.data import make_shapes
     from edgekit.devices.detect import detect
-    from edgekit.tflite.model_record import ModelRecord
     from edgekit.tflite import model as tflite_model
+    from edgekit.tflite.model_record import ModelRecord
 
     root = tmp_path / "ds"
     make_shapes(root, n_images=40, size=(64, 64), seed=5, classes=("rectangle", "ellipse"))
-    (root / "classes.txt").unlink()   # the names only in data.yaml, as Ultralytics writes datasets
+    (root / "classes.txt").unlink()  # the names only in data.yaml, as Ultralytics writes datasets
     (root / "data.yaml").write_text("path: .\ntrain: images\nval: images\nnames:\n  0: rectangle\n  1: ellipse\n")
     model = keras_detector(tmp_path / "det.keras")
     out = tmp_path / "det_int8.tflite"
-    result = quantize(QuantizeOptions(model=str(model), output=str(out), calib=str(root / "images"), scaling="raw",
-                                      samples=30, holdout=10, eval=str(root / "data.yaml"), max_accuracy_drop=50.0,
-                                      show_progress=False))
+    result = quantize(
+        QuantizeOptions(
+            model=str(model),
+            output=str(out),
+            calib=str(root / "images"),
+            scaling="raw",
+            samples=30,
+            holdout=10,
+            eval=str(root / "data.yaml"),
+            max_accuracy_drop=50.0,
+            show_progress=False,
+        )
+    )
     assert any("class names from --eval" in n and "data.yaml" in n for n in result.summary.to_dict()["notes"])
     rec = ModelRecord.from_json(tflite_model.load(out).metadata["edgekit"])
     assert rec.labels == ["rectangle", "ellipse"]
@@ -214,17 +268,30 @@ def test_quantize_records_the_class_names_of_an_ultralytics_data_yaml_given_as_e
     assert {o.label for x in r.results for o in x.objects} <= {"rectangle", "ellipse"}
     from edgekit.pipeline.build import BuildOptions, build
 
-    build(BuildOptions(QuantizeOptions(model=str(model), calib=str(root), scaling="raw", samples=30, holdout=10,
-                                       eval=str(root / "data.yaml"), max_accuracy_drop=50.0),
-                       output=str(tmp_path / "bundle"), compile=False, show_progress=False))
+    build(
+        BuildOptions(
+            QuantizeOptions(
+                model=str(model),
+                calib=str(root),
+                scaling="raw",
+                samples=30,
+                holdout=10,
+                eval=str(root / "data.yaml"),
+                max_accuracy_drop=50.0,
+            ),
+            output=str(tmp_path / "bundle"),
+            compile=False,
+            show_progress=False,
+        )
+    )
     assert (tmp_path / "bundle" / "labels.txt").read_text() == "rectangle\nellipse\n"
     assert detect([str(root / "images")], tmp_path / "bundle", conf=0.01).layout.labels == ("rectangle", "ellipse")
 
 
 def test_the_refusal_names_the_output_its_mean_difference_is_of():
     """A split head's output 0 holds box distributions: its difference is a box difference, not a score one."""
-    from edgekit.converters.detector_verify import difference_said
     from edgekit.board.decode import DetectionLayout
+    from edgekit.converters.detector_verify import difference_said
 
     split = DetectionLayout(Layout.SPLIT_DFL, (("boxes", 0), ("scores", 1)), 3, (64, 64))
     levels = DetectionLayout(Layout.SPLIT_DFL, (("scores@8", 1), ("boxes@8", 0)), 3, (64, 64))

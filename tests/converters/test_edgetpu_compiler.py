@@ -19,16 +19,15 @@ import time
 from pathlib import Path
 
 import pytest
-
-from edgekit.report import Collector
 from click.testing import CliRunner
 
-from edgekit.tflite import model as tflite_model
 from edgekit.cli.app import cli
 from edgekit.edgetpu import compiler as etc
 from edgekit.edgetpu.compatibility import check_model
 from edgekit.errors import CompilerError, InputError, MissingDependencyError
+from edgekit.report import Collector
 from edgekit.results.compile import CompilerOutput
+from edgekit.tflite import model as tflite_model
 from tests.conftest import shared_file
 from tests.helpers import default_stop_signals
 
@@ -49,8 +48,10 @@ def test_every_fixture_names_its_source():
 
 
 # ------------------------------------------------------------------------------------- parsers
-@pytest.mark.parametrize("text, expected", [("0.00B", 0), ("1.75KiB", 1792), ("7.37MiB", round(7.37 * 1024 ** 2)),
-                                            ("1.00GiB", 1024 ** 3), ("322.25KiB", 329984)])
+@pytest.mark.parametrize(
+    "text, expected",
+    [("0.00B", 0), ("1.75KiB", 1792), ("7.37MiB", round(7.37 * 1024**2)), ("1.00GiB", 1024**3), ("322.25KiB", 329984)],
+)
 def test_parse_size(text, expected):
     assert etc.parse_size(text) == expected
 
@@ -68,7 +69,10 @@ def test_v16_partial_mapping_stdout():
     assert (m.input_model, m.output_model) == ("yolov5s-int8-224.tflite", "yolov5s-int8-224_edgetpu.tflite")
     assert m.input_size_bytes == etc.parse_size("7.37MiB") and m.output_size_bytes == etc.parse_size("8.34MiB")
     assert (m.on_chip_used_bytes, m.on_chip_remaining_bytes, m.off_chip_used_bytes) == (
-        etc.parse_size("6.08MiB"), 0, etc.parse_size("1.70MiB"))
+        etc.parse_size("6.08MiB"),
+        0,
+        etc.parse_size("1.70MiB"),
+    )
     assert (m.subgraphs, m.total_ops, m.edgetpu_ops, m.cpu_ops) == (2, 294, 289, 5)
     assert m.operation_log == "yolov5s-int8-224_edgetpu.log"
     assert len(r.ops) == 17
@@ -87,7 +91,8 @@ def test_v16_full_mapping_log_and_v15_logs():
     assert v15.compiler_version == "15.0.340273435" and v15.succeeded and v15.main.total_ops == 294
     assert sum(r.count for r in v15.ops) == 294 and v15.ops_per_status()["Mapped to Edge TPU"] == 1
     assert ("STRIDED_SLICE", 4, "Only Strided-Slice with unitary strides supported") in [
-        (r.operator, r.count, r.status) for r in v15.ops]
+        (r.operator, r.count, r.status) for r in v15.ops
+    ]
 
 
 def test_older_console_formats():
@@ -109,17 +114,24 @@ def test_search_delegate_output():
     assert all(row.mapped for row in r.ops)
 
 
-@pytest.mark.parametrize("name, words, hint_words", [
-    ("v16_op_version_transpose_conv.txt", "TRANSPOSE_CONV v4 needs TensorFlow Lite 2.13.0", "re-convert"),
-    ("v16_op_version_exp.txt", "EXP v2 needs a TensorFlow Lite release newer than 2.5.0", "re-convert"),
-    ("v16_op_version_quantize.txt", "QUANTIZE v3 needs TensorFlow Lite 2.7.0", "re-convert"),
-    ("v16_dynamic_tensors.txt", "dynamic-sized tensors", "batch_size=1"),
-    ("v16_large_activations.txt", "large activation tensors", "--search-delegate"),
-    ("v14_internal_error.txt", "Internal compiler error", "--search-delegate"),
-    ("v15_internal_error.txt", "Internal compiler error", "--search-delegate"),
-    ("v14_not_quantized.txt", "Model not quantized", "edgekit quantize"),
-    ("runtime_mismatch.txt", "compiled for Edge TPU runtime 14, but this runtime is version 13", "--min-runtime 13"),
-])
+@pytest.mark.parametrize(
+    "name, words, hint_words",
+    [
+        ("v16_op_version_transpose_conv.txt", "TRANSPOSE_CONV v4 needs TensorFlow Lite 2.13.0", "re-convert"),
+        ("v16_op_version_exp.txt", "EXP v2 needs a TensorFlow Lite release newer than 2.5.0", "re-convert"),
+        ("v16_op_version_quantize.txt", "QUANTIZE v3 needs TensorFlow Lite 2.7.0", "re-convert"),
+        ("v16_dynamic_tensors.txt", "dynamic-sized tensors", "batch_size=1"),
+        ("v16_large_activations.txt", "large activation tensors", "--search-delegate"),
+        ("v14_internal_error.txt", "Internal compiler error", "--search-delegate"),
+        ("v15_internal_error.txt", "Internal compiler error", "--search-delegate"),
+        ("v14_not_quantized.txt", "Model not quantized", "edgekit quantize"),
+        (
+            "runtime_mismatch.txt",
+            "compiled for Edge TPU runtime 14, but this runtime is version 13",
+            "--min-runtime 13",
+        ),
+    ],
+)
 def test_known_failures_become_clear_errors(name, words, hint_words):
     text = fixture(name)
     if name != "runtime_mismatch.txt":
@@ -145,8 +157,10 @@ def standin(tmp_path, monkeypatch):
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
     exe = bin_dir / "edgetpu_compiler"
-    exe.write_text(f"#!{sys.executable}\nimport runpy, sys\nsys.exit(runpy.run_path({str(STANDIN)!r}, "
-                   "run_name='standin')['main'](sys.argv[1:]))\n")
+    exe.write_text(
+        f"#!{sys.executable}\nimport runpy, sys\nsys.exit(runpy.run_path({str(STANDIN)!r}, "
+        "run_name='standin')['main'](sys.argv[1:]))\n"
+    )
     exe.chmod(exe.stat().st_mode | stat.S_IXUSR | stat.S_IXGRP | stat.S_IXOTH)
     monkeypatch.delenv("EDGETPU_COMPILER", raising=False)
     monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
@@ -299,8 +313,10 @@ def test_unwritable_output_folder_is_a_bad_input(standin, model_copy, tmp_path, 
     monkeypatch.setattr(etc.tempfile, "mkdtemp", denied)
     r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(tmp_path)])
     assert r.exit_code == 3
-    assert r.stderr == f"error: cannot write into the output folder {tmp_path}: Permission denied " \
-                       "(choose a writable folder with -o)\n"
+    assert (
+        r.stderr == f"error: cannot write into the output folder {tmp_path}: Permission denied "
+        "(choose a writable folder with -o)\n"
+    )
 
 
 def _yolov8n(tmp_path: Path) -> tuple[Path, Path, Path]:
@@ -326,8 +342,12 @@ def test_segments_are_all_moved_into_place(standin, model_copy, tmp_path):
     argv_file = standin()
     report = etc.compile_model(model_copy, tmp_path, segments=2)
     names = sorted(Path(p).name for p in report.outputs)
-    assert names == ["split_concat_segment_0_of_2_edgetpu.log", "split_concat_segment_0_of_2_edgetpu.tflite",
-                     "split_concat_segment_1_of_2_edgetpu.log", "split_concat_segment_1_of_2_edgetpu.tflite"]
+    assert names == [
+        "split_concat_segment_0_of_2_edgetpu.log",
+        "split_concat_segment_0_of_2_edgetpu.tflite",
+        "split_concat_segment_1_of_2_edgetpu.log",
+        "split_concat_segment_1_of_2_edgetpu.tflite",
+    ]
     argv = json.loads(argv_file.read_text())
     assert argv[argv.index("--num_segments") + 1] == "2"
 
@@ -395,7 +415,9 @@ def test_cli_compile_names_bad_arguments_before_a_missing_compiler(monkeypatch, 
     r = CliRunner().invoke(cli, ["compile", str(shared_file("split_concat_edgetpu.tflite"))])
     assert r.exit_code == 3 and "already compiled" in r.stderr
     (tmp_path / "afile").write_text("")
-    r = CliRunner().invoke(cli, ["compile", str(shared_file("split_concat.tflite")), "-o", str(tmp_path / "afile" / "sub")])
+    r = CliRunner().invoke(
+        cli, ["compile", str(shared_file("split_concat.tflite")), "-o", str(tmp_path / "afile" / "sub")]
+    )
     assert r.exit_code == 3 and f"cannot create output folder {tmp_path / 'afile' / 'sub'}" in r.stderr
 
 
@@ -418,8 +440,10 @@ def test_a_folder_in_the_way_of_an_output_writes_nothing(standin, model_copy, tm
     (out / in_the_way).mkdir(parents=True)
     r = CliRunner().invoke(cli, ["compile", str(model_copy), "-o", str(out)])
     assert r.exit_code == 3, r.output
-    assert r.stderr.strip().splitlines() == [f"error: cannot write {out / in_the_way}: a folder of that name is "
-                                             "in the way (move or remove that folder, or choose another -o)"]
+    assert r.stderr.strip().splitlines() == [
+        f"error: cannot write {out / in_the_way}: a folder of that name is "
+        "in the way (move or remove that folder, or choose another -o)"
+    ]
     assert sorted(p.name for p in out.iterdir()) == [in_the_way] and not argv_file.exists()  # compiler not run
 
 
@@ -436,9 +460,14 @@ def test_a_stop_signal_stops_the_compiler_group_and_cleans_up(standin, model_cop
     out = tmp_path / "out"
     out.mkdir()
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
-    p = subprocess.Popen([sys.executable, "-m", "edgekit", "compile", str(model_copy), "-o", str(out)],
-                         env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                         preexec_fn=default_stop_signals)
+    p = subprocess.Popen(
+        [sys.executable, "-m", "edgekit", "compile", str(model_copy), "-o", str(out)],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=default_stop_signals,
+    )
     for _ in range(600):
         if pid_file.exists() and pid_file.read_text():
             break
@@ -463,12 +492,17 @@ def test_cli_compile_compares_with_check(standin, tmp_path):
     a report mixing two models. The comparison rests on the real compiled pair only."""
     model = tmp_path / "deeplab.tflite"
     shutil.copyfile(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite"), model)
-    text = fixture("v16_version.txt").strip() + "\n\nModel compiled successfully in 1000 ms.\n\n" \
+    text = (
+        fixture("v16_version.txt").strip() + "\n\nModel compiled successfully in 1000 ms.\n\n"
         "Input model: deeplab.tflite\nOutput model: deeplab_edgetpu.tflite\n"
+    )
     (tmp_path / "stdout.txt").write_text(text)
     (tmp_path / "log.txt").write_text("Edge TPU Compiler version 16.0.384591198\nInput: deeplab.tflite\n")
-    standin(OUTPUT_MODEL=shared_file("deeplabv3_mnv2_dm05_pascal_quant_edgetpu.tflite"),
-            STDOUT=tmp_path / "stdout.txt", LOG=tmp_path / "log.txt")
+    standin(
+        OUTPUT_MODEL=shared_file("deeplabv3_mnv2_dm05_pascal_quant_edgetpu.tflite"),
+        STDOUT=tmp_path / "stdout.txt",
+        LOG=tmp_path / "log.txt",
+    )
     r = CliRunner().invoke(cli, ["compile", str(model)])
     assert r.exit_code == 0, r.output
     assert "edgekit check agreed with the compiler on every op type" in r.output
@@ -477,10 +511,29 @@ def test_cli_compile_compares_with_check(standin, tmp_path):
     assert doc["check_disagreements"] == [] and doc["succeeded"] and doc["compiler_version"] == "16.0.384591198"
     assert doc["input_model"] == "deeplab.tflite" and doc["ops"] == []  # nothing from another model
     assert set(doc) == {  # the schema in the README
-        "compiler_version", "succeeded", "compile_ms", "returncode", "command", "input_model", "output_model",
-        "input_size_bytes", "output_size_bytes", "on_chip_used_bytes", "on_chip_remaining_bytes",
-        "off_chip_used_bytes", "subgraphs", "total_ops", "edgetpu_ops", "cpu_ops", "ops_per_status", "ops",
-        "segments", "outputs", "errors", "check_disagreements"}
+        "compiler_version",
+        "succeeded",
+        "compile_ms",
+        "returncode",
+        "command",
+        "input_model",
+        "output_model",
+        "input_size_bytes",
+        "output_size_bytes",
+        "on_chip_used_bytes",
+        "on_chip_remaining_bytes",
+        "off_chip_used_bytes",
+        "subgraphs",
+        "total_ops",
+        "edgetpu_ops",
+        "cpu_ops",
+        "ops_per_status",
+        "ops",
+        "segments",
+        "outputs",
+        "errors",
+        "check_disagreements",
+    }
 
 
 def test_the_op_table_of_a_real_log_is_rendered():
@@ -538,8 +591,7 @@ def test_cli_compile_failure_exit_code(standin, model_copy):
 
 
 # --------------------------------------------------------------------------- the real compiler
-REAL_PAIRS = ["mobilenet_v1_0.25_128_quant", "keras_lstm_mnist_ptq", "split_concat",
-              "deeplabv3_mnv2_dm05_pascal_quant"]
+REAL_PAIRS = ["mobilenet_v1_0.25_128_quant", "keras_lstm_mnist_ptq", "split_concat", "deeplabv3_mnv2_dm05_pascal_quant"]
 
 
 @pytest.mark.compiler
@@ -598,7 +650,9 @@ def test_cli_compile_without_an_op_table_prints_the_compilers_own_counts(standin
     assert r.exit_code == 0 and "Ops: 230 on the Edge TPU, 25 on the CPU" in r.output
 
 
-@pytest.mark.skipif(not (Path("/bin/true").exists() and Path("/bin/false").exists()), reason="needs /bin/true, /bin/false")
+@pytest.mark.skipif(
+    not (Path("/bin/true").exists() and Path("/bin/false").exists()), reason="needs /bin/true, /bin/false"
+)
 @pytest.mark.parametrize("exe, code", [("/bin/false", 1), ("/bin/true", 0)])
 def test_a_compiler_that_prints_no_version_is_no_compiler(monkeypatch, exe, code):
     """Was: a 4-line error with the banner pasted in, "failed (exit 0)", and empty --json stdout."""
@@ -608,10 +662,13 @@ def test_a_compiler_that_prints_no_version_is_no_compiler(monkeypatch, exe, code
     assert r.exit_code == 4, r.output
     lines = r.stderr.strip().splitlines()  # GNU's print their --version banner: its first line is quoted
     assert len(lines) == 1, lines
-    assert lines[0].startswith(f"error: {exe} is not a working edgetpu_compiler: `--version` exited {code} and "
-                               "printed ")
-    assert lines[0].endswith(", not a version (point EDGETPU_COMPILER (or PATH) at Coral's edgetpu_compiler, "
-                             "and check that it runs here (x86-64 Linux))")
+    assert lines[0].startswith(
+        f"error: {exe} is not a working edgetpu_compiler: `--version` exited {code} and printed "
+    )
+    assert lines[0].endswith(
+        ", not a version (point EDGETPU_COMPILER (or PATH) at Coral's edgetpu_compiler, "
+        "and check that it runs here (x86-64 Linux))"
+    )
     assert "offline prediction" in r.stdout
     r = CliRunner().invoke(cli, ["compile", model, "--json"])
     assert r.exit_code == 4 and json.loads(r.stdout)["compiled"] is False

@@ -17,14 +17,31 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.tflite import model as tflite_model
-from edgekit.edgetpu.compiler_locator import COMPILER_MIN_RUNTIME_EVIDENCE
 from edgekit.edgetpu import advice
 from edgekit.edgetpu import compatibility as C
 from edgekit.edgetpu.compiler import FAILURES, parse_compiler_output
-from edgekit.edgetpu.fidelity import (FITTING, LEDGER_COLUMNS, VALIDATION, find_pairs, format_parts, format_rows,
-                                         ledger_pairs, ledger_part, pair_files, pair_id, placement, read_ledger,
-                                         rule_evidence, score, score_ledger, summarize, summarize_parts, weightless)
+from edgekit.edgetpu.compiler_locator import COMPILER_MIN_RUNTIME_EVIDENCE
+from edgekit.edgetpu.fidelity import (
+    FITTING,
+    LEDGER_COLUMNS,
+    VALIDATION,
+    find_pairs,
+    format_parts,
+    format_rows,
+    ledger_pairs,
+    ledger_part,
+    pair_files,
+    pair_id,
+    placement,
+    read_ledger,
+    rule_evidence,
+    score,
+    score_ledger,
+    summarize,
+    summarize_parts,
+    weightless,
+)
+from edgekit.tflite import model as tflite_model
 from tests.conftest import TESTDATA
 
 LEDGER = Path(__file__).resolve().parents[1] / "fixtures" / "evidence"
@@ -43,7 +60,8 @@ UNMATCHED: dict[str, str] = {
         "google-coral/edgetpu#420, log v15_partial_yolov5s_stdout.txt); compiler 16, which check models, maps "
         "half-pixel RESIZE_NEAREST_NEIGHBOR (3 ledger pairs with logs) and no compile shows its bilinear "
         "either way. The pair has no log, its CPU model comes from TF 2.2 (2020) and its package needs runtime "
-        "12: most likely an older compiler, which check does not model"),
+        "12: most likely an older compiler, which check does not model"
+    ),
 }
 
 # KeondoPark/votenet_tf (fitting part, added 2026-11-26): PointNet++/VoteNet sub-models ending in CONV_2D ->
@@ -54,46 +72,54 @@ UNMATCHED: dict[str, str] = {
 # TPU run may be what the compiler refuses; the disagreement is left for a rule that evidence can settle.
 _VOTENET_TRAILING_RESHAPE = (
     "compiler 16 left the trailing 4-D -> 3-D RESHAPE (131,072 or 262,144 values) before DEQUANTIZE on the CPU "
-    "('More than one subgraph is not supported', log); check maps it (reshapes seen mapped up to 408,000 values)")
-UNMATCHED.update({name: _VOTENET_TRAILING_RESHAPE for name in (
-    "KeondoPark+votenet_tf__tflite__tflite_models__1way_2__fp1_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__1way_2__sa3_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__1way__fp1_quant_double",
-    "KeondoPark+votenet_tf__tflite__tflite_models__1way__sa3_quant_double",
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way_2__sa1_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way_2__sa2_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa1_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa1_quant_double",
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa1_quant_layer",
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa2_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa2_quant_double",
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa2_quant_layer",
-    "KeondoPark+votenet_tf__tflite__tflite_models__2way_fusiontest__sa3_quant_fused",
-    "KeondoPark+votenet_tf__tflite__tflite_models__baseline__fp1_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__baseline__sa3_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_1way__fp1_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_1way__sa3_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa1_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa1_quant_layer",
-    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa2_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa2_quant_layer",
-    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_baseline__fp1_quant",
-    "KeondoPark+votenet_tf__tflite__tflite_models__scannet_baseline__sa3_quant",
-
-)})
-UNMATCHED.update({name: (
-    "besides the reshape check also puts on the CPU, compiler 16 left a CONCATENATION and 2 of its 5 "
-    "MAX_POOL_2D on the CPU ('More than one subgraph is not supported', log); check maps them") for name in (
-    "KeondoPark+votenet_tf__tflite__tflite_models__1way__sa1_quant_double",
-
-)})
+    "('More than one subgraph is not supported', log); check maps it (reshapes seen mapped up to 408,000 values)"
+)
+UNMATCHED.update(
+    dict.fromkeys(
+        (
+            "KeondoPark+votenet_tf__tflite__tflite_models__1way_2__fp1_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__1way_2__sa3_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__1way__fp1_quant_double",
+            "KeondoPark+votenet_tf__tflite__tflite_models__1way__sa3_quant_double",
+            "KeondoPark+votenet_tf__tflite__tflite_models__2way_2__sa1_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__2way_2__sa2_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa1_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa1_quant_double",
+            "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa1_quant_layer",
+            "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa2_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa2_quant_double",
+            "KeondoPark+votenet_tf__tflite__tflite_models__2way__sa2_quant_layer",
+            "KeondoPark+votenet_tf__tflite__tflite_models__2way_fusiontest__sa3_quant_fused",
+            "KeondoPark+votenet_tf__tflite__tflite_models__baseline__fp1_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__baseline__sa3_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__scannet_1way__fp1_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__scannet_1way__sa3_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa1_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa1_quant_layer",
+            "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa2_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__scannet_2way__sa2_quant_layer",
+            "KeondoPark+votenet_tf__tflite__tflite_models__scannet_baseline__fp1_quant",
+            "KeondoPark+votenet_tf__tflite__tflite_models__scannet_baseline__sa3_quant",
+        ),
+        _VOTENET_TRAILING_RESHAPE,
+    )
+)
+UNMATCHED.update(
+    dict.fromkeys(
+        ("KeondoPark+votenet_tf__tflite__tflite_models__1way__sa1_quant_double",),
+        "besides the reshape check also puts on the CPU, compiler 16 left a CONCATENATION and 2 of its 5 "
+        "MAX_POOL_2D on the CPU ('More than one subgraph is not supported', log); check maps them",
+    )
+)
 
 
 #: Ledger pairs whose placement check matches but whose log gives an op other status words than check's
 #: table does, with the reason (asserted to still differ, so that a pair that starts to agree leaves the list).
-_BILINEAR_WORDS = ("compiler 16 (log) words deeplab's image-pooling RESIZE_BILINEAR (1 -> N, align_corners) "
-                   "\"Image-interpolation layer won't run precisely enough on Edge TPU\"; check places it on the CPU "
-                   "too (bilinear_from_one) but words it 'unspecified limitation'")
+_BILINEAR_WORDS = (
+    "compiler 16 (log) words deeplab's image-pooling RESIZE_BILINEAR (1 -> N, align_corners) "
+    '"Image-interpolation layer won\'t run precisely enough on Edge TPU"; check places it on the CPU '
+    "too (bilinear_from_one) but words it 'unspecified limitation'"
+)
 WORDS_UNMATCHED: dict[str, str] = {
     "KeondoPark+votenet_tf__deeplab__saved_model__scannet_5_quant": _BILINEAR_WORDS,
     "KeondoPark+votenet_tf__deeplab__saved_model__sunrgbd_COCO_15_quant": _BILINEAR_WORDS,
@@ -105,8 +131,13 @@ def _testdata_pairs() -> list[tuple[str, tflite_model.ModelInfo, dict]]:
     for cpu_path, compiled_path in TESTDATA_PAIRS:
         cpu = tflite_model.load(cpu_path)
         log = compiled_path.with_suffix(".log")
-        out.append((cpu_path.stem, cpu, placement(cpu, tflite_model.load(compiled_path),
-                                                  log.read_text() if log.is_file() else None)))
+        out.append(
+            (
+                cpu_path.stem,
+                cpu,
+                placement(cpu, tflite_model.load(compiled_path), log.read_text() if log.is_file() else None),
+            )
+        )
     return out
 
 
@@ -153,16 +184,19 @@ def test_the_ledger_spans_many_repositories_and_model_kinds():
     repos = {r["repo"] for r in ROWS}
     assert len(ROWS) >= 100 and len(repos) >= 30, f"{len(ROWS)} pairs from {len(repos)} repositories"
     kinds = " ".join(r["kind"].lower() for r in ROWS)
-    assert all(k in kinds for k in ("classifier", "detector", "yolo", "ssd", "segmentation", "pose", "audio",
-                                    "landmark", "ocr")), kinds
+    assert all(
+        k in kinds
+        for k in ("classifier", "detector", "yolo", "ssd", "segmentation", "pose", "audio", "landmark", "ocr")
+    ), kinds
 
 
 def test_no_ledger_pair_comes_from_a_reserved_repository():
     reserved_md = TESTDATA / "RESERVED.md"
     if not reserved_md.is_file():
         pytest.skip(f"{reserved_md} not found")
-    reserved = {line.strip() for line in reserved_md.read_text().splitlines()
-                if re.fullmatch(r"[\w.-]+/[\w.-]+", line.strip())}
+    reserved = {
+        line.strip() for line in reserved_md.read_text().splitlines() if re.fullmatch(r"[\w.-]+/[\w.-]+", line.strip())
+    }
     assert reserved, "RESERVED.md lists no repository: its format changed"
     assert not {r["repo"] for r in ROWS} & reserved
     # Nor any file of one (a log, a README, a model) among the public reports and the fixture logs' sources.
@@ -178,7 +212,7 @@ def test_weightless_copies_hold_no_weights_and_stay_small():
         gz = pair_files(LEDGER, row)[0]
         data = gzip.decompress(gz.read_bytes())
         info = tflite_model.ModelInfo.from_bytes(data)
-        assert all(not any(data[b.start:b.start + b.size]) for b in info._buffers if b.size > 1024), gz
+        assert all(not any(data[b.start : b.start + b.size]) for b in info._buffers if b.size > 1024), gz
         assert gz.stat().st_size < 200_000, gz
 
 
@@ -196,8 +230,11 @@ def test_regression_table_over_every_ledger_pair():
     assert all(actual.cpu_op_indices is not None for _, _, actual in PAIRS)
     rows = [score(name, cpu, actual) for name, cpu, actual in PAIRS]
     print("\n" + format_rows(rows))
-    wrong = {r["pair"] for r in rows if (r["predicted_cpu"], r["verdict"]) != (r["actual_cpu"], r["actual_verdict"])
-             or r["agreeing_ops"] != r["ops"]}
+    wrong = {
+        r["pair"]
+        for r in rows
+        if (r["predicted_cpu"], r["verdict"]) != (r["actual_cpu"], r["actual_verdict"]) or r["agreeing_ops"] != r["ops"]
+    }
     assert wrong == set(UNMATCHED), format_rows([r for r in rows if r["pair"] in wrong ^ set(UNMATCHED)])
     s = summarize(rows)
     assert s["op_agreement"] >= 0.97 and s["verdicts_right"] >= 0.9 * s["pairs"], s
@@ -279,7 +316,8 @@ def test_rules_cite_only_fitting_pairs():
     cited |= {ref[5:] for t in C.TESTED for ref in t.evidence if ref.startswith("pair:")}
     cited |= {ref[5:] for z in C.SIZE_LIMITS for ref in z.evidence + z.refused_evidence if ref.startswith("pair:")}
     assert cited and all(ledger_part(ledger_repo[p]) == FITTING for p in cited), [
-        p for p in cited if ledger_part(ledger_repo[p]) != FITTING]
+        p for p in cited if ledger_part(ledger_repo[p]) != FITTING
+    ]
 
 
 def test_the_validation_part_agrees_as_well_as_the_fitted_part():
@@ -318,7 +356,9 @@ def test_every_rule_on_documentation_alone_names_the_compile_that_would_settle_i
     doc_only = {rid: rule for rid, _, rule in C.documentation_only()}
     assert set(C.SETTLE) == set(doc_only), set(C.SETTLE) ^ set(doc_only)
     assert all(getattr(r, "confidence", C.UNCERTAIN) == C.UNCERTAIN for r in doc_only.values())
-    assert all(op not in C.SEEN_MAPPED for op in (rid[:-len(".mapped")] for rid in doc_only if rid.endswith(".mapped")))
+    assert all(
+        op not in C.SEEN_MAPPED for op in (rid[: -len(".mapped")] for rid in doc_only if rid.endswith(".mapped"))
+    )
     assert "FULLY_CONNECTED.fc_keep_num_dims" not in doc_only and "TRANSPOSE_CONV.mapped" not in doc_only
     assert "CONV_2D.equal_dilation" in doc_only
 
@@ -352,7 +392,8 @@ def test_every_rule_fires_on_the_pairs_it_cites_and_every_seen_op_maps_there():
             kind, _, name = ref.partition(":")
             if kind == "pair" or (kind == "testdata" and name in by_name):
                 assert any(name in audit.get(key, {}).get("agrees", []) for key in keys[kid]), (
-                    f"{keys[kid]} cites {ref}, where it does not refuse an op of its type left on the CPU")
+                    f"{keys[kid]} cites {ref}, where it does not refuse an op of its type left on the CPU"
+                )
     for op, refs in C.SEEN_MAPPED.items():
         for ref in refs:
             kind, _, name = ref.partition(":")

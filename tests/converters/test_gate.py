@@ -76,7 +76,7 @@ def test_a_real_int8_loss_is_refused_while_agreement_stays_above_90(digits_keras
         pytest.fail(f"no inflation of the ladder made a refused model with agreement above 90%: {result.output}")
     assert result.exit_code == 6, result.output
     assert v["accuracy_verdict"] == "failed" and v["accuracy_drop_interval"][0] > 1.0
-    assert v["top1_agreement"] > 0.9 and v["agreement_verdict"] != "failed"   # agreement alone would pass it
+    assert v["top1_agreement"] > 0.9 and v["agreement_verdict"] != "failed"  # agreement alone would pass it
     assert v["mcnemar_p"] < 0.01 and v["flips"]["float_only"] > v["flips"]["int8_only"]
     assert "more than --max-accuracy-drop 1 beyond doubt" in result.stderr and "95% interval" in result.stderr
     # the advice names the layers int8 loses most in (issue 24): the inflated hidden Dense leads the list
@@ -94,11 +94,12 @@ def test_a_real_int8_loss_is_refused_while_agreement_stays_above_90(digits_keras
 def test_a_model_that_loses_nothing_real_is_never_refused_on_noise(digits_keras, digits_folders, tmp_path):
     """300 labelled images, all defaults, five seeds: the case the point-difference gate refused on one flip."""
     folder = _subset(digits_folders.train, tmp_path / "three_hundred", 30)
-    path = _inflated(digits_keras.model, 50.0, tmp_path / "mild.keras")   # a flip or two, no real loss
+    path = _inflated(digits_keras.model, 50.0, tmp_path / "mild.keras")  # a flip or two, no real loss
 
     for seed in range(5):
-        result, doc = _quantize(path, "--calib", folder, "--scaling", "0..1", "--seed", seed,
-                                "-o", tmp_path / f"s{seed}.tflite")
+        result, doc = _quantize(
+            path, "--calib", folder, "--scaling", "0..1", "--seed", seed, "-o", tmp_path / f"s{seed}.tflite"
+        )
         assert result.exit_code == 0, (seed, result.output)
         v = doc["verification"]
         assert v["samples"] == 300 and v["sources"] == {"held_back": 75, "calibration": 225}
@@ -106,11 +107,15 @@ def test_a_model_that_loses_nothing_real_is_never_refused_on_noise(digits_keras,
         if v["accuracy_verdict"] == "uncertain":  # said, with the interval and how much data would settle it:
             # a warning only when the estimate itself is beyond the limit, else a note (issue 24)
             said = doc["warnings"] if v["accuracy_drop"] > 1.0 else doc["notes"]
-            assert any("cannot tell yet whether int8 loses more than --max-accuracy-drop 1" in w and
-                       "95% interval" in w and "labelled samples" in w for w in said)
-            assert not any("cannot tell yet" in w for w in (doc["notes"] if said is doc["warnings"]
-                                                            else doc["warnings"]))
-
+            assert any(
+                "cannot tell yet whether int8 loses more than --max-accuracy-drop 1" in w
+                and "95% interval" in w
+                and "labelled samples" in w
+                for w in said
+            )
+            assert not any(
+                "cannot tell yet" in w for w in (doc["notes"] if said is doc["warnings"] else doc["warnings"])
+            )
 
 
 def test_swapped_class_folders_are_refused_with_the_mapping(digits_keras, digits_folders, tmp_path):
@@ -139,7 +144,7 @@ def test_swapped_folders_are_refused_though_another_class_is_weak(digits_keras, 
     keep = len(eights) * 3 // 10
     for f in eights[keep:]:
         f.unlink()
-    for f in ones[:len(eights) - keep]:
+    for f in ones[: len(eights) - keep]:
         shutil.copy(f, data / "8" / f"one_{f.name}")
     result, doc = _quantize(digits_keras.path, "--calib", data, "-o", tmp_path / "w.tflite")
     assert result.exit_code == 6, result.output
@@ -153,7 +158,7 @@ def test_folders_named_like_the_labels_are_matched_by_name(digits_keras, digits_
     renamed = tmp_path / "renamed"
     for d in digits_folders.train.iterdir():
         if d.is_dir():
-            shutil.copytree(d, renamed / f"digit_{9 - int(d.name)}")   # class k's folder sorts at 9 - k
+            shutil.copytree(d, renamed / f"digit_{9 - int(d.name)}")  # class k's folder sorts at 9 - k
     labels = tmp_path / "labels.txt"
     labels.write_text("".join(f"digit_{9 - k}\n" for k in range(10)))
     result, doc = _quantize(digits_keras.path, "--calib", renamed, "--labels", labels, "-o", tmp_path / "n.tflite")

@@ -20,15 +20,15 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.tflite import model as tflite_model
 from edgekit.cli.app import cli
 from edgekit.converters import keras_io
 from edgekit.errors import InputError, UsageError
+from edgekit.tflite import model as tflite_model
 
 pytestmark = pytest.mark.tf
 
 MAKER = Path(__file__).with_name("make_keras_artifacts.py")
-ARCH_SOURCE = textwrap.dedent('''
+ARCH_SOURCE = textwrap.dedent("""
     import keras
 
     def create_model(units=3):
@@ -43,7 +43,7 @@ ARCH_SOURCE = textwrap.dedent('''
 
     def create_wider_model():
         return create_model(units=4)
-''')
+""")
 
 
 def _need_tf_keras() -> None:
@@ -57,8 +57,13 @@ def art(tmp_path_factory):
     out = tmp_path_factory.mktemp("keras_artifacts")
     x = np.random.default_rng(0).integers(0, 256, (40, 16, 16, 3), dtype=np.uint8)
     np.savez(out / "x.npz", x=x)
-    proc = subprocess.run([sys.executable, str(MAKER), str(out)], capture_output=True, text=True, timeout=600,
-                          env={**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"})
+    proc = subprocess.run(
+        [sys.executable, str(MAKER), str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env={**os.environ, "TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "replicas 2" in proc.stdout
 
@@ -84,8 +89,11 @@ def art(tmp_path_factory):
         model.save(out / "k3_full.h5")
         model.save_weights(out / "k3.weights.h5")
         model.export(out / "k3_savedmodel", verbose=False)
-        model.export(out / "k3_savedmodel_batch1", verbose=False,  # toolchain.md's way to force batch 1
-                     input_signature=[keras.InputSpec(shape=(1, 16, 16, 3), dtype="float32")])
+        model.export(
+            out / "k3_savedmodel_batch1",
+            verbose=False,  # toolchain.md's way to force batch 1
+            input_signature=[keras.InputSpec(shape=(1, 16, 16, 3), dtype="float32")],
+        )
     np.save(out / "k3_expected.npy", model.predict(x / 255.0, verbose=0))
     return SimpleNamespace(dir=out, x=x.astype(np.float32) / 255.0)
 
@@ -117,8 +125,19 @@ def test_each_format_loads_faithfully_and_quantizes(art, monkeypatch, tmp_path, 
     np.testing.assert_allclose(loaded.predict(art.x), want, atol=1e-5)
 
     out = tmp_path / "out.tflite"
-    args = ["quantize", name, "--calib", "x.npz", "--scaling", "0..1", "-o", str(out), "--min-agreement", "0.8",
-            "--quiet"]
+    args = [
+        "quantize",
+        name,
+        "--calib",
+        "x.npz",
+        "--scaling",
+        "0..1",
+        "-o",
+        str(out),
+        "--min-agreement",
+        "0.8",
+        "--quiet",
+    ]
     result = CliRunner().invoke(cli, args + (["--arch", arch] if arch else []))
     assert result.exit_code == 0, result.output
     info = tflite_model.load(out)
@@ -149,12 +168,15 @@ def test_arch_that_does_not_exist(art):
         keras_io.load(art.dir / "k3.weights.h5", arch="tiny_arch.py")
 
 
-@pytest.mark.parametrize("name, content, message", [
-    ("broken.h5", b"\x89HDF\r\n\x1a\n" + b"\x00" * 100, "not a valid HDF5 file"),
-    ("broken.keras", b"PK\x03\x04 truncated", "not a valid .keras file"),
-    ("model.onnx", b"\x08\x07", "the ONNX file has no graph"),
-    ("model.tflite", b"\x1c\x00\x00\x00TFL3", "already a TFLite model"),
-])
+@pytest.mark.parametrize(
+    "name, content, message",
+    [
+        ("broken.h5", b"\x89HDF\r\n\x1a\n" + b"\x00" * 100, "not a valid HDF5 file"),
+        ("broken.keras", b"PK\x03\x04 truncated", "not a valid .keras file"),
+        ("model.onnx", b"\x08\x07", "the ONNX file has no graph"),
+        ("model.tflite", b"\x1c\x00\x00\x00TFL3", "already a TFLite model"),
+    ],
+)
 def test_corrupt_or_unsupported_files(tmp_path, name, content, message):
     path = tmp_path / name
     path.write_bytes(content)
@@ -187,7 +209,7 @@ def lambda_model(tmp_path_factory):
 
 @pytest.mark.parametrize("suffix", [".keras", ".h5", "keras2.h5"])
 def test_lambda_layers_are_refused_unless_trusted(lambda_model, art, suffix):
-    if suffix == "keras2.h5":   # saved by tf_keras, as a 2019 Colab notebook would
+    if suffix == "keras2.h5":  # saved by tf_keras, as a 2019 Colab notebook would
         _need_tf_keras()
         path = art.dir / "k2_lambda.h5"
     else:
@@ -198,32 +220,34 @@ def test_lambda_layers_are_refused_unless_trusted(lambda_model, art, suffix):
     assert keras_io.load(path, trust_model=True).input_shape == (16, 16, 3)
 
 
-@pytest.mark.parametrize("name, stem", [("m.h5", "m"), ("m.weights.h5", "m"), ("m.keras", "m"),
-                                        ("saved.v2/", "saved.v2")])
+@pytest.mark.parametrize(
+    "name, stem", [("m.h5", "m"), ("m.weights.h5", "m"), ("m.keras", "m"), ("saved.v2/", "saved.v2")]
+)
 def test_default_output_stem(tmp_path, name, stem):
     if name.endswith("/"):
-        (tmp_path / name).mkdir()   # a SavedModel folder keeps its whole name, dots included
+        (tmp_path / name).mkdir()  # a SavedModel folder keeps its whole name, dots included
     assert keras_io.default_output_stem(tmp_path / name) == stem
 
 
 def test_savedmodel_given_as_dot_is_named_after_its_folder(art, monkeypatch):
     """`cd saved_model_dir && edgekit quantize .` writes ../saved_model_dir_int8.tflite."""
     monkeypatch.chdir(art.dir / "k3_savedmodel")
-    result = CliRunner().invoke(cli, ["quantize", ".", "--calib", "../x.npz", "--scaling", "0..1", "--no-verify",
-                                      "--quiet"])
+    result = CliRunner().invoke(
+        cli, ["quantize", ".", "--calib", "../x.npz", "--scaling", "0..1", "--no-verify", "--quiet"]
+    )
     assert result.exit_code == 0, result.output
     out = art.dir / "k3_savedmodel_int8.tflite"
     assert tflite_model.load(out).quantization_state == "full-int8"
     assert (art.dir / "k3_savedmodel_int8.edgekit.json").is_file()
 
 
-CUSTOM_SOURCE = textwrap.dedent('''
+CUSTOM_SOURCE = textwrap.dedent("""
     import keras
 
     class Doubling(keras.layers.Layer):
         def call(self, x):
             return x * 2.0
-''')
+""")
 
 
 def test_custom_layers_need_custom_objects(tmp_path):
@@ -239,7 +263,7 @@ def test_custom_layers_need_custom_objects(tmp_path):
     path = tmp_path / "custom.keras"
     with silenced():
         keras.Model(inp, out).save(path)
-    del sys.modules[module.__name__]   # as in a fresh process: the class is not importable by name
+    del sys.modules[module.__name__]  # as in a fresh process: the class is not importable by name
 
     with pytest.raises(InputError, match="needs the custom class or function 'Doubling'") as exc:
         keras_io.load(path)
@@ -263,8 +287,16 @@ def _weights_only_h5(path):
     return path
 
 
-@pytest.mark.parametrize("case", ["--arch file missing", "--custom-objects file missing", "corrupt SavedModel",
-                                  "TFRecord glob without a match", "image glob"])
+@pytest.mark.parametrize(
+    "case",
+    [
+        "--arch file missing",
+        "--custom-objects file missing",
+        "corrupt SavedModel",
+        "TFRecord glob without a match",
+        "image glob",
+    ],
+)
 def test_each_bad_conversion_input_is_one_line_with_what_to_do(tmp_path, case, monkeypatch):
     from tests.test_cli import one_error_line_with_its_fix
 
@@ -273,17 +305,26 @@ def test_each_bad_conversion_input_is_one_line_with_what_to_do(tmp_path, case, m
     (tmp_path / "sm" / "saved_model.pb").write_bytes(b"\x00garbage")
     (tmp_path / "imgs").mkdir()
     argv, code, says = {
-        "--arch file missing": (["quantize", str(weights), "--arch", str(tmp_path / "nope.py") + ":f",
-                                 "--calib", "random"], 3, "no such file"),
-        "--custom-objects file missing": (["quantize", str(weights), "--custom-objects", str(tmp_path / "no.py"),
-                                           "--calib", "random"], 3, "--custom-objects: no such file"),
-        "corrupt SavedModel": (["quantize", str(tmp_path / "sm"), "--calib", "random"], 3,
-                               "TensorFlow could not load the SavedModel"),
+        "--arch file missing": (
+            ["quantize", str(weights), "--arch", str(tmp_path / "nope.py") + ":f", "--calib", "random"],
+            3,
+            "no such file",
+        ),
+        "--custom-objects file missing": (
+            ["quantize", str(weights), "--custom-objects", str(tmp_path / "no.py"), "--calib", "random"],
+            3,
+            "--custom-objects: no such file",
+        ),
+        "corrupt SavedModel": (
+            ["quantize", str(tmp_path / "sm"), "--calib", "random"],
+            3,
+            "TensorFlow could not load the SavedModel",
+        ),
     }.get(case, (None, None, None))
     if argv is None:  # calibration sources, read after the model: checked on the library call
+        from edgekit.board.preprocess import PreprocessSpec
         from edgekit.converters import calibration
         from edgekit.errors import InputError
-        from edgekit.board.preprocess import PreprocessSpec
 
         source = str(tmp_path / "none" / "*.tfrecord") if "TFRecord" in case else str(tmp_path / "imgs" / "*.png")
         with pytest.raises(InputError) as exc:
@@ -308,6 +349,9 @@ def test_a_broken_record_beside_the_model_does_not_block_a_run_with_calib(digits
 
     monkeypatch.setattr(keras_io, "load", reached)
     result = CliRunner().invoke(cli, ["quantize", str(model), "--calib", "random"])
-    assert "warning: ignoring the record beside the model" in result.stderr and "the model loader was reached" in result.stderr
+    assert (
+        "warning: ignoring the record beside the model" in result.stderr
+        and "the model loader was reached" in result.stderr
+    )
     result = CliRunner().invoke(cli, ["quantize", str(model)])  # without --calib the record is needed: refused
     assert result.exit_code == 3 and "fix or delete that file" in result.stderr

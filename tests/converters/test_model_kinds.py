@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.tflite import model as tflite_model
 from edgekit.cli.app import cli
+from edgekit.tflite import model as tflite_model
 
 pytestmark = pytest.mark.tf
 
@@ -35,7 +35,8 @@ def _two_output_model(trained, as_dict: bool):
 
 @pytest.mark.parametrize("as_dict", [False, True], ids=["list", "dict"])
 def test_a_model_with_two_outputs_is_refused_naming_them_or_converted_with_the_chosen_one(
-        digits_keras, digits_folders, tmp_path, as_dict):
+    digits_keras, digits_folders, tmp_path, as_dict
+):
     """Was: exit 0 with the first output (for a dict, the alphabetically first key) and not a word."""
     from edgekit.converters.tf_quiet import silenced
 
@@ -43,8 +44,18 @@ def test_a_model_with_two_outputs_is_refused_naming_them_or_converted_with_the_c
         model = _two_output_model(digits_keras.model, as_dict)
         path = tmp_path / "two.keras"
         model.save(path)
-    base = ["quantize", str(path), "--calib", str(digits_folders.train), "--scaling", "0..1", "--samples", "100",
-            "--holdout", "100"]
+    base = [
+        "quantize",
+        str(path),
+        "--calib",
+        str(digits_folders.train),
+        "--scaling",
+        "0..1",
+        "--samples",
+        "100",
+        "--holdout",
+        "100",
+    ]
     refused = CliRunner().invoke(cli, base)
     assert refused.exit_code == 5, refused.output
     error = [ln for ln in refused.stderr.splitlines() if ln.startswith("error: ")]
@@ -64,8 +75,21 @@ def test_a_model_with_two_outputs_is_refused_naming_them_or_converted_with_the_c
     record = json.loads(tflite_model.load(tmp_path / "two_int8.tflite").metadata["edgekit"])
     assert record["source_model"]["output"]["name"] == "digit"  # the choice travels with the model
     if as_dict:  # build takes the option too, and its manifest says which output the bundle holds
-        built = CliRunner().invoke(cli, ["build", str(path), "-o", str(tmp_path / "bundle"), "--output-name", "digit",
-                                         *base[2:], "--no-compile", "--json", "--quiet"])
+        built = CliRunner().invoke(
+            cli,
+            [
+                "build",
+                str(path),
+                "-o",
+                str(tmp_path / "bundle"),
+                "--output-name",
+                "digit",
+                *base[2:],
+                "--no-compile",
+                "--json",
+                "--quiet",
+            ],
+        )
         assert built.exit_code == 0, built.output
         assert json.loads(built.stdout)["manifest"]["source"]["output"]["name"] == "digit"
 
@@ -97,7 +121,8 @@ def _half_precision_copy(trained, policy: str):
 
 @pytest.mark.parametrize("policy", ["mixed_float16", "float16"])
 def test_a_half_precision_model_loads_as_float32_with_a_note_and_its_int8_twin_agrees(
-        digits_keras, digits_folders, tmp_path, policy):
+    digits_keras, digits_folders, tmp_path, policy
+):
     """Was: exit 5 with TensorFlow's MLIR dump and the hint "every op must have an int8 kernel"."""
     from edgekit.converters.tf_quiet import silenced
     from edgekit.training import digits
@@ -106,8 +131,22 @@ def test_a_half_precision_model_loads_as_float32_with_a_note_and_its_int8_twin_a
         model = _half_precision_copy(digits_keras.model, policy)
         path = tmp_path / f"{policy}.keras"
         model.save(path)
-    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(digits_folders.train), "--scaling",
-                                      "0..1", "--samples", "100", "--holdout", "100", "--json"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "quantize",
+            str(path),
+            "--calib",
+            str(digits_folders.train),
+            "--scaling",
+            "0..1",
+            "--samples",
+            "100",
+            "--holdout",
+            "100",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert f"note: the model computes in {policy}: loaded as float32" in result.stderr
     doc = json.loads(result.stdout)
@@ -134,7 +173,7 @@ def _head_1000(trained, offset: int = 100):
     model = keras.Model(inp, keras.layers.Dense(1000, activation="softmax", name="predictions")(x))
     kernel, bias = trained.layers[-1].get_weights()
     wide, wide_bias = np.zeros((kernel.shape[0], 1000), np.float32), np.full(1000, -20.0, np.float32)
-    wide[:, offset:offset + 10], wide_bias[offset:offset + 10] = kernel, bias
+    wide[:, offset : offset + 10], wide_bias[offset : offset + 10] = kernel, bias
     model.get_layer("predictions").set_weights([wide, wide_bias])
     return model
 
@@ -149,8 +188,20 @@ def test_a_1000_class_head_matches_a_few_class_folders_to_its_labels_by_name(dig
     names = [f"class{i}" for i in range(1000)]
     names[100:110] = [str(d) for d in range(10)]
     (tmp_path / "labels.txt").write_text("\n".join(names) + "\n")
-    base = ["quantize", str(tmp_path / "wide.keras"), "--calib", str(digits_folders.train), "--labels",
-            str(tmp_path / "labels.txt"), "--scaling", "0..1", "--samples", "100", "--holdout", "100"]
+    base = [
+        "quantize",
+        str(tmp_path / "wide.keras"),
+        "--calib",
+        str(digits_folders.train),
+        "--labels",
+        str(tmp_path / "labels.txt"),
+        "--scaling",
+        "0..1",
+        "--samples",
+        "100",
+        "--holdout",
+        "100",
+    ]
     result = CliRunner().invoke(cli, base + ["--eval", str(digits_folders.test), "--json"])
     assert result.exit_code == 0, result.output
     assert "warning" not in result.stderr, result.stderr
@@ -164,8 +215,11 @@ def test_a_1000_class_head_matches_a_few_class_folders_to_its_labels_by_name(dig
     (tmp_path / "other.txt").write_text("\n".join(f"class{i}" for i in range(1000)) + "\n")
     other = CliRunner().invoke(cli, base[:5] + [str(tmp_path / "other.txt")] + base[6:] + ["--no-verify"])
     assert other.exit_code == 0, other.output
-    assert "the calibration labels are not used to measure accuracy: 10 class folders for 1000 model outputs" \
-        in other.stderr and "neither recorded" not in other.stderr
+    assert (
+        "the calibration labels are not used to measure accuracy: 10 class folders for 1000 model outputs"
+        in other.stderr
+        and "neither recorded" not in other.stderr
+    )
 
 
 def test_a_savedmodel_with_two_outputs_is_refused_or_loaded_with_the_chosen_one(tmp_path):
@@ -178,8 +232,13 @@ def test_a_savedmodel_with_two_outputs_is_refused_or_loaded_with_the_chosen_one(
 
     inp = keras.Input((8, 8, 3))
     flat = keras.layers.Flatten()(inp)
-    model = keras.Model(inp, {"is_odd": keras.layers.Dense(1, activation="sigmoid", name="is_odd")(flat),
-                              "digit": keras.layers.Dense(10, activation="softmax", name="digit")(flat)})
+    model = keras.Model(
+        inp,
+        {
+            "is_odd": keras.layers.Dense(1, activation="sigmoid", name="is_odd")(flat),
+            "digit": keras.layers.Dense(10, activation="softmax", name="digit")(flat),
+        },
+    )
     with silenced():
         model.export(str(tmp_path / "saved"))
     with pytest.raises(ConversionError, match=r"the model has 2 outputs \(digit, is_odd\)") as exc:

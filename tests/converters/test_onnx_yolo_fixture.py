@@ -23,22 +23,30 @@ pytest.importorskip("onnxruntime")
 pytestmark = [pytest.mark.tf, pytest.mark.slow]
 
 MODEL = "yolov8t_256_float32.onnx"
-THEIRS = "yolov8t_256_full_integer_quant.tflite"   # Ultralytics' format=edgetpu int8 file
+THEIRS = "yolov8t_256_full_integer_quant.tflite"  # Ultralytics' format=edgetpu int8 file
 CALIB_SEED = 3601
-MAX_DROP = 0.02   # the issue's bar: int8 mAP50-95 within 2 points of the ONNX float model's
+MAX_DROP = 0.02  # the issue's bar: int8 mAP50-95 within 2 points of the ONNX float model's
 
 
-def test_quantize_the_trained_yolov8_onnx_keeps_its_map(tmp_path, shapes_val):  # noqa: F811
+def test_quantize_the_trained_yolov8_onnx_keeps_its_map(tmp_path, shapes_val):
     import edgekit
     from edgekit.detection.data import make_shapes
 
     s = MANIFEST["shapes"]
-    make_shapes(tmp_path / "calib", n_images=200, size=tuple(s["size"]), seed=CALIB_SEED, min_side=s["min_side"],
-                max_objects=s["max_objects"], empty_every=s["empty_every"])
+    make_shapes(
+        tmp_path / "calib",
+        n_images=200,
+        size=tuple(s["size"]),
+        seed=CALIB_SEED,
+        min_side=s["min_side"],
+        max_objects=s["max_objects"],
+        empty_every=s["empty_every"],
+    )
     model = tmp_path / MODEL
     shutil.copyfile(EXPORTS / MODEL, model)
-    result = CliRunner().invoke(cli, ["quantize", str(model), "--calib", str(tmp_path / "calib" / "images"),
-                                      "--eval", str(shapes_val)])
+    result = CliRunner().invoke(
+        cli, ["quantize", str(model), "--calib", str(tmp_path / "calib" / "images"), "--eval", str(shapes_val)]
+    )
     assert result.exit_code == 0, result.output
     out = tmp_path / "yolov8t_256_float32_int8.tflite"
     record = json.loads(out.with_suffix(".edgekit.json").read_text())

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from edgekit.tflite import model as tflite_model
 from edgekit.edgetpu import op_versions
 from edgekit.edgetpu.op_versions import max_compiler_version, version_problem
+from edgekit.tflite import model as tflite_model
 from tests.conftest import shared_models
 
 
@@ -15,7 +15,8 @@ def test_conv_2d_v5_parses_and_v6_is_rejected():
     assert max_compiler_version("CONV_2D") == 5
     assert version_problem("CONV_2D", 5) is None
     assert version_problem("CONV_2D", 6) == (
-        "CONV_2D v6 needs TensorFlow Lite 2.9.0; edgetpu_compiler 16 knows versions up to 5 (TFLite 2.5)")
+        "CONV_2D v6 needs TensorFlow Lite 2.9.0; edgetpu_compiler 16 knows versions up to 5 (TFLite 2.5)"
+    )
 
 
 def test_fully_connected_v9_parses_v10_and_later_do_not():
@@ -27,11 +28,14 @@ def test_fully_connected_v9_parses_v10_and_later_do_not():
     assert "newer than 2.5.0" in version_problem("FULLY_CONNECTED", 12)
 
 
-@pytest.mark.parametrize("op, version, ceiling", [
-    ("EXP", 2, 1),              # TF 2.16, google-coral/libedgetpu#71
-    ("QUANTIZE", 3, 2),         # 2.7.0
-    ("TRANSPOSE_CONV", 4, 3),   # 2.13.0, google-coral/edgetpu#845
-])
+@pytest.mark.parametrize(
+    "op, version, ceiling",
+    [
+        ("EXP", 2, 1),  # TF 2.16, google-coral/libedgetpu#71
+        ("QUANTIZE", 3, 2),  # 2.7.0
+        ("TRANSPOSE_CONV", 4, 3),  # 2.13.0, google-coral/edgetpu#845
+    ],
+)
 def test_versions_reported_as_rejected_are_rejected(op, version, ceiling):
     assert max_compiler_version(op) == ceiling
     assert version_problem(op, ceiling) is None
@@ -45,16 +49,16 @@ def test_table_facts_from_runtime_version_cc():
     assert op_versions.first_release("CAST", 2) == "2.7.0"
     assert op_versions.first_release("FULLY_CONNECTED", 9) == "2.3.0"
     assert max_compiler_version("ADD") == 3
-    assert max_compiler_version("RESIZE_BILINEAR") == 4    # v4 is 2.5.0 itself: included
-    assert max_compiler_version("BROADCAST_TO") == 3       # the map starts at v2
+    assert max_compiler_version("RESIZE_BILINEAR") == 4  # v4 is 2.5.0 itself: included
+    assert max_compiler_version("BROADCAST_TO") == 3  # the map starts at v2
 
 
 def test_ops_the_compiler_does_not_know():
-    assert max_compiler_version("GELU") is None            # first release 2.9.0
+    assert max_compiler_version("GELU") is None  # first release 2.9.0
     assert "does not know this op" in version_problem("GELU", 1)
     assert max_compiler_version("STABLEHLO_ADD") is None
     assert "not a builtin op" in version_problem("STABLEHLO_ADD", 1)
-    assert version_problem("CUSTOM", 1) is None            # custom ops are judged elsewhere
+    assert version_problem("CUSTOM", 1) is None  # custom ops are judged elsewhere
 
 
 # The CPU halves of the compiled pairs (model_invoking_error.tflite is a custom-op toy, never compiled).
@@ -87,8 +91,11 @@ def test_the_ceiling_is_the_v2_5_0_registrations_except_where_evidence_overrides
 def test_registrations_and_runtime_version_cc_agree():
     """Two sources for one fact: a version runtime_version.cc dates 2.5.0 or earlier is registered at v2.5.0,
     a later one is not (where they disagreed, the registrations, the parser's own table, would decide)."""
-    disagree = {op: (hi, op_versions.released_by(op, "2.5.0")) for op, (lo, hi) in op_versions.REGISTERED.items()
-                if op_versions.released_by(op, "2.5.0") != hi}
+    disagree = {
+        op: (hi, op_versions.released_by(op, "2.5.0"))
+        for op, (lo, hi) in op_versions.REGISTERED.items()
+        if op_versions.released_by(op, "2.5.0") != hi
+    }
     assert not disagree, disagree
     known = {op for op, _ in op_versions.FIRST_RELEASE}
     assert {op for op in known if op_versions.released_by(op, "2.5.0")} == set(op_versions.REGISTERED)
@@ -147,9 +154,8 @@ def test_an_unsure_version_is_reported_uncertain_and_the_model_judged_as_parsed(
 
 
 def test_a_sure_refusal_stays_fatal():
-    from tests.tflite_builder import GraphBuilder
-
     from edgekit.edgetpu.compatibility import CONFIRMED, check_model
+    from tests.tflite_builder import GraphBuilder
 
     gb = GraphBuilder()
     a, y = gb.tensor([1, 8], "int8"), gb.tensor([1, 8], "int8")

@@ -15,13 +15,14 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.results import metrics
-from edgekit.tflite import model_record
-from edgekit.tflite import model as tflite_model
+from edgekit.board.preprocess import PreprocessSpec, open_image, pixels, to_float
+from edgekit.board.preprocess import quantize as quantize_input
 from edgekit.cli.app import cli
 from edgekit.converters import preprocess_search
 from edgekit.converters.preprocess_search import ORIGIN_DATA, Trial, decide
-from edgekit.board.preprocess import PreprocessSpec, open_image, pixels, quantize as quantize_input, to_float
+from edgekit.results import metrics
+from edgekit.tflite import model as tflite_model
+from edgekit.tflite import model_record
 
 MEAN = np.array([0.485, 0.456, 0.406], np.float32)
 STD = np.array([0.229, 0.224, 0.225], np.float32)
@@ -54,20 +55,20 @@ def _correct(n, wrong):
 
 def test_a_clear_winner_is_chosen_a_close_race_that_matters_is_refused_and_chance_is_refused():
     n = 200
-    good = _correct(n, range(6))                        # 97%
-    poor = np.arange(n) % 2 == 0                        # 50%
+    good = _correct(n, range(6))  # 97%
+    poor = np.arange(n) % 2 == 0  # 50%
     result = decide([_trial("raw", poor), _trial("0..1", good)], 10)
     assert (result.verdict, result.best.name, result.tied, result.chosen) == ("chosen", "0..1", [], "0..1")
     # 64% and 59% on 100 samples, right on different samples: the data cannot say which, and the
     # choice could change top-1 by far more than the margin: the user chooses (exit 6 with both flags)
-    a = _correct(100, list(range(0, 36)))
+    a = _correct(100, list(range(36)))
     b = _correct(100, list(range(20, 61)))
     result = decide([_trial("raw", a), _trial("-1..1", b)], 10)
     assert (result.verdict, result.chosen, result.tied) == ("ambiguous", None, ["-1..1"])
     message, hint = preprocess_search.describe_refusal(result)
     assert "not clearly better than -1..1" in message and "could change top-1 by up to" in message
     assert "--scaling raw" in hint and "--scaling -1..1" in hint
-    chance = np.arange(n) % 8 == 0                      # 12.5% with 10 classes
+    chance = np.arange(n) % 8 == 0  # 12.5% with 10 classes
     result = decide([_trial("raw", chance), _trial("0..1", np.zeros(n, bool))], 10)
     assert result.verdict == "near-chance"
     assert "near chance" in preprocess_search.describe_refusal(result)[0]
@@ -78,9 +79,9 @@ def test_an_eleven_point_paired_difference_on_300_samples_is_a_clear_winner():
     (a BatchNorm-first CNN, where raw comes near). 33 more samples right of 300 is not a close call,
     even with many samples on which the two differ."""
     n = 300
-    right_01 = _correct(n, range(58))                   # 80.7%
-    right_raw = _correct(n, list(range(0, 25)) + list(range(58, 124)))  # 69.7%: 33 only-0..1, 58 + ... differ
-    for names in (("0..1", "raw"), ("raw", "0..1")):   # whichever the prior prefers
+    right_01 = _correct(n, range(58))  # 80.7%
+    right_raw = _correct(n, list(range(25)) + list(range(58, 124)))  # 69.7%: 33 only-0..1, 58 + ... differ
+    for names in (("0..1", "raw"), ("raw", "0..1")):  # whichever the prior prefers
         trials = {"0..1": right_01, "raw": right_raw}
         result = decide([_trial(k, trials[k]) for k in names], 10)
         assert result.chosen == "0..1" and result.verdict in ("chosen", "choice"), result
@@ -93,12 +94,15 @@ def test_conventions_the_data_cannot_tell_apart_and_that_cannot_change_the_resul
     """Issue 23: a -1..1 digits CNN scoring 98% under both -1..1 and torch normalization on another
     machine was refused. Either choice gives the same result: the common default is used, in one note."""
     n = 300
-    minus = _correct(n, [1, 2, 3, 4, 5, 6])            # 98.0%
+    minus = _correct(n, [1, 2, 3, 4, 5, 6])  # 98.0%
     for torch_wrong in ([1, 2, 3, 4, 5], [1, 2, 3, 4, 5, 6, 7], [0, 1, 2, 3, 4, 5]):  # ahead, behind, even
         torch = _correct(n, torch_wrong)
         result = decide([_trial("torch", torch), _trial("-1..1", minus), _trial("raw", np.arange(n) % 3 == 0)], 10)
-        assert (result.verdict, result.chosen, result.tied) == ("choice", "-1..1", ["-1..1"] if
-                                                                result.best.name == "torch" else ["torch"])
+        assert (result.verdict, result.chosen, result.tied) == (
+            "choice",
+            "-1..1",
+            ["-1..1"] if result.best.name == "torch" else ["torch"],
+        )
         note = result.choice_note()
         assert note.count("\n") == 0 and "torch" in note and "--mean" in note and "using -1..1" in note
         assert result.record().to_dict()["chosen"] == "-1..1" and result.record().to_dict()["verdict"] == "choice"
@@ -112,7 +116,7 @@ def test_a_comparison_is_typed_and_round_trips():
     a, b = _trial("0..1", _correct(100, range(3))), _trial("raw", _correct(100, range(10)))
     c = preprocess_search.TrialComparison.of(b, a)
     assert (c.only_name, c.only_against) == (0, 7) and c.difference == pytest.approx(-0.07)
-    assert c.interval[0] < c.difference < c.upper_one_sided < c.interval[1] and c.p_value == pytest.approx(0.5 ** 7)
+    assert c.interval[0] < c.difference < c.upper_one_sided < c.interval[1] and c.p_value == pytest.approx(0.5**7)
     row = c.record()
     assert (row.convention, row.only_convention, row.only_against) == ("raw", 0, 7)
     assert type(row).from_dict(json.loads(json.dumps(row.to_dict()))) == row
@@ -136,11 +140,13 @@ def test_a_close_call_on_the_first_samples_is_measured_again_on_all_of_them():
 
     # 600 calibration samples, 200 held back, 200 more from --eval: the search is not limited to calibration's
     px, y = np.full((n, 2, 2, 3), 200, np.uint8), np.zeros(n, np.int64)
-    data = SimpleNamespace(calib_pixels=px[:600], calib_labels=y[:600], holdout_pixels=px[600:800],
-                           holdout_labels=y[600:800])
+    data = SimpleNamespace(
+        calib_pixels=px[:600], calib_labels=y[:600], holdout_pixels=px[600:800], holdout_labels=y[600:800]
+    )
     extra = SimpleNamespace(calib_pixels=px[800:], calib_labels=y[800:], holdout_pixels=px[:0], holdout_labels=y[:0])
-    spec, origin, result, warnings, notes = preprocess_search.settle(preprocess_search.UNDECIDED, RGB, data, predict,
-                                                                     10, None, extra=extra)
+    spec, origin, result, warnings, notes = preprocess_search.settle(
+        preprocess_search.UNDECIDED, RGB, data, predict, 10, None, extra=extra
+    )
     assert (result.verdict, result.best.name, result.samples) == ("chosen", "0..1", n)
     assert origin == preprocess_search.ORIGIN_DATA and spec.scaling_name == "0..1" and warnings == notes == []
     first = preprocess_search.search(predict, px[:200], y[:200], RGB, 10)
@@ -150,8 +156,8 @@ def test_a_close_call_on_the_first_samples_is_measured_again_on_all_of_them():
 def test_near_chance_is_an_exact_test_against_guessing_that_scales_with_classes_and_samples():
     # 10 classes: 12% of 200 is what guessing gives (p ~0.2); 19% is beyond guessing (p < 0.001)
     assert metrics.near_chance(0.12, 200, 10) and not metrics.near_chance(0.19, 200, 10)
-    assert metrics.near_chance(0.2, 20, 10)            # 4 of 20: guessing does that one time in eight
-    assert not metrics.near_chance(0.05, 1000, 1000)   # 50x chance
+    assert metrics.near_chance(0.2, 20, 10)  # 4 of 20: guessing does that one time in eight
+    assert not metrics.near_chance(0.05, 1000, 1000)  # 50x chance
     assert metrics.near_chance(0.003, 200, 1000)
     # 2 classes: a working classifier is not "near chance" (the old margin made even 100% so)
     assert not metrics.near_chance(1.0, 75, 2) and not metrics.near_chance(0.7, 75, 2)
@@ -171,14 +177,16 @@ def test_each_convention_is_one_spec_that_to_float_applies():
     for name, truth in TRUE_PREPROCESSING.items():
         spec = preprocess_search.convention_spec(name, RGB)
         assert np.allclose(to_float(image, spec), truth(image), atol=1e-4), name
-    assert preprocess_search.flags_for(preprocess_search.convention_spec("caffe", RGB)) == \
-        "--mean 103.939,116.779,123.68 --std 1 --channels BGR"
+    assert (
+        preprocess_search.flags_for(preprocess_search.convention_spec("caffe", RGB))
+        == "--mean 103.939,116.779,123.68 --std 1 --channels BGR"
+    )
 
 
 def test_top_k_accuracy():
     scores = np.array([[0.1, 0.7, 0.2], [0.5, 0.3, 0.2], [0.2, 0.2, 0.6]])
     assert metrics.top_k_accuracy(scores, np.array([1, 1, 0]), 1) == pytest.approx(1 / 3)
-    assert metrics.top_k_accuracy(scores, np.array([1, 1, 0]), 2) == 1.0    # a tie: the lower class id is in
+    assert metrics.top_k_accuracy(scores, np.array([1, 1, 0]), 2) == 1.0  # a tie: the lower class id is in
     assert metrics.top_k_accuracy(scores, np.array([1, 1, 1]), 2) == pytest.approx(2 / 3)
     assert metrics.top_k_accuracy(scores, np.array([1, 2, 1]), 5) == 1.0
 
@@ -304,10 +312,19 @@ def _colab_cnn(seed):
     from keras import layers
 
     keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((32, 32, 3)), layers.BatchNormalization(),
-                              layers.Conv2D(16, 3, activation="relu"), layers.MaxPooling2D(),
-                              layers.Conv2D(32, 3, activation="relu"), layers.MaxPooling2D(), layers.Flatten(),
-                              layers.Dense(64, activation="relu"), layers.Dense(10, activation="softmax")])
+    model = keras.Sequential(
+        [
+            keras.Input((32, 32, 3)),
+            layers.BatchNormalization(),
+            layers.Conv2D(16, 3, activation="relu"),
+            layers.MaxPooling2D(),
+            layers.Conv2D(32, 3, activation="relu"),
+            layers.MaxPooling2D(),
+            layers.Flatten(),
+            layers.Dense(64, activation="relu"),
+            layers.Dense(10, activation="softmax"),
+        ]
+    )
     model.compile(optimizer="adam", loss="sparse_categorical_crossentropy")
     return model
 
@@ -336,7 +353,7 @@ def test_a_colab_style_x255_model_quantizes_with_no_flags_on_300_images(seed, di
     result = quantize(QuantizeOptions(model=str(path), calib=str(digits_300), show_progress=False, report=told))
     pre = result.summary.to_dict()["preprocess"]
     search = pre["search"]
-    assert pre["origin"] == ORIGIN_DATA and search["samples"] == 300, search   # held-back samples searched too
+    assert pre["origin"] == ORIGIN_DATA and search["samples"] == 300, search  # held-back samples searched too
     true_acc = float(np.mean(model.predict(xt / 255.0, verbose=0).argmax(1) == yt))
     assert true_acc > 0.85, f"the model did not learn ({true_acc:.1%})"
     if search["verdict"] == "chosen":
@@ -344,8 +361,9 @@ def test_a_colab_style_x255_model_quantizes_with_no_flags_on_300_images(seed, di
     else:  # a choice among conventions the data cannot tell apart: said once, in a note
         race = [search["table"][0]["convention"], *search["tied"]]
         assert search["verdict"] == "choice" and "0..1" in race and search["chosen"] in race, search
-        assert [n for n in told.notes if n.startswith("preprocessing:")] == [n for n in result.summary.notes
-                                                                             if n.startswith("preprocessing:")]
+        assert [n for n in told.notes if n.startswith("preprocessing:")] == [
+            n for n in result.summary.notes if n.startswith("preprocessing:")
+        ]
         assert len([n for n in told.notes if n.startswith("preprocessing:")]) == 1
         used = TRUE_PREPROCESSING[search["chosen"]](xt)
         used_acc = float(np.mean(model.predict(used, verbose=0).argmax(1) == yt))
@@ -361,6 +379,7 @@ def test_caffe_is_told_from_the_others_on_colour_images_where_the_channel_order_
     from PIL import Image
 
     (x, y, _), (xt, yt, _) = digits_pixels
+
     def tint(g):  # a different curve per channel: red ink on a blue-ish ground
         g = g[..., 0].astype(np.float32)
         return np.stack([g, 0.5 * g + 40, 255 - 0.8 * g], -1).clip(0, 255).astype(np.uint8)
@@ -382,8 +401,9 @@ def test_caffe_is_told_from_the_others_on_colour_images_where_the_channel_order_
 
 
 @pytest.mark.tf
-def test_savedmodel_export_with_rescaling_inside_is_found_to_take_raw_pixels(digits_pixels, digits_folders,
-                                                                           tmp_path_factory):
+def test_savedmodel_export_with_rescaling_inside_is_found_to_take_raw_pixels(
+    digits_pixels, digits_folders, tmp_path_factory
+):
     import keras
 
     (x, y, _), (xt, yt, _) = digits_pixels
@@ -415,16 +435,18 @@ def test_a_model_trained_on_noise_labels_is_refused_with_the_table(digits_pixels
     model = _train(x.astype(np.float32) / 255.0, noise, epochs=2)
     path = tmp_path / "noise.keras"
     model.save(path)
-    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(digits_folders.train),
-                                      "--samples", "200", "--quiet"])
+    result = CliRunner().invoke(
+        cli, ["quantize", str(path), "--calib", str(digits_folders.train), "--samples", "200", "--quiet"]
+    )
     assert result.exit_code == 6, result.output
     assert "near chance under every preprocessing convention" in result.stderr
     for name in TRUE_PREPROCESSING:
-        assert f"  {name}" in result.stdout                  # the table, one line per convention
+        assert f"  {name}" in result.stdout  # the table, one line per convention
     assert "--scaling -1..1" in result.stdout and "--channels BGR" in result.stdout
     assert not (tmp_path / "noise_int8.tflite").exists()
-    as_json = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(digits_folders.train),
-                                       "--samples", "200", "--quiet", "--json"])
+    as_json = CliRunner().invoke(
+        cli, ["quantize", str(path), "--calib", str(digits_folders.train), "--samples", "200", "--quiet", "--json"]
+    )
     doc = json.loads(as_json.stdout)
     assert as_json.exit_code == 6 and doc["output"] is None
     assert doc["preprocess"]["search"]["verdict"] == "near-chance"
@@ -451,8 +473,9 @@ def test_without_labels_nothing_is_assumed(conventions, digits_folders, tmp_path
     three = tmp_path / "three"
     for c in "012":
         shutil.copytree(digits_folders.train / c, three / c)
-    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(three), "--scaling", "0..1",
-                                      "--no-verify", "--quiet", "--json"])
+    result = CliRunner().invoke(
+        cli, ["quantize", str(path), "--calib", str(three), "--scaling", "0..1", "--no-verify", "--quiet", "--json"]
+    )
     assert result.exit_code == 0, result.output
     assert "3 class folders for 10 model outputs" in result.stderr
     assert json.loads(result.stdout)["labels"] is None
@@ -475,11 +498,28 @@ def test_int8_losing_accuracy_fails_with_both_numbers(conventions, digits_folder
     path = tmp_path / "squeezed.keras"
     with silenced():
         squeezed.save(path)
-    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", str(digits_folders.train), "--scaling",
-                                      "-1..1", "--samples", "100", "--min-agreement", "0", "--json", "--quiet"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "quantize",
+            str(path),
+            "--calib",
+            str(digits_folders.train),
+            "--scaling",
+            "-1..1",
+            "--samples",
+            "100",
+            "--min-agreement",
+            "0",
+            "--json",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 6, result.output
     v = json.loads(result.stdout)["verification"]
     assert v["float_top1"] > 0.85 and v["accuracy_drop"] > 1.0 and not v["passed"]
-    assert "points lost (95% interval" in result.stderr and "more than --max-accuracy-drop 1 beyond doubt" in result.stderr
+    assert (
+        "points lost (95% interval" in result.stderr and "more than --max-accuracy-drop 1 beyond doubt" in result.stderr
+    )
     assert v["accuracy_verdict"] == "failed" and v["accuracy_drop_interval"][0] > 1.0
     assert (tmp_path / "squeezed_int8.tflite").is_file()

@@ -12,10 +12,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.tflite import model_record
-from edgekit.tflite import model as tflite_model
-from edgekit.cli.app import cli
 from edgekit.board.preprocess import open_image, prepare
+from edgekit.cli.app import cli
+from edgekit.tflite import model as tflite_model
+from edgekit.tflite import model_record
 
 pytestmark = pytest.mark.tf
 
@@ -55,16 +55,15 @@ def test_output_passes_the_edge_tpu_structural_checks(digits_int8):
     from edgekit.edgetpu import op_versions
 
     info = tflite_model.load(digits_int8.output)
-    assert digits_int8.output.name == "digits_int8.tflite"          # default name, beside the input
+    assert digits_int8.output.name == "digits_int8.tflite"  # default name, beside the input
     assert info.quantization_state == "full-int8"
     assert not info.has_dynamic_shapes
     assert [list(t.shape_signature) for t in info.inputs] == [[1, 32, 32, 3]]
     assert [t.dtype for t in info.inputs + info.outputs] == ["uint8", "uint8"]
-    assert [(op.name, op.version) for op in info.ops
-            if op_versions.version_problem(op.name, op.version)] == []
+    assert [(op.name, op.version) for op in info.ops if op_versions.version_problem(op.name, op.version)] == []
     names = [op.name for op in info.ops]
-    assert "SHAPE" not in names and "STRIDED_SLICE" not in names     # static batch: a single RESHAPE
-    assert "MUL" not in names and "ADD" not in names                 # BatchNorm folded into CONV_2D
+    assert "SHAPE" not in names and "STRIDED_SLICE" not in names  # static batch: a single RESHAPE
+    assert "MUL" not in names and "ADD" not in names  # BatchNorm folded into CONV_2D
     for op in info.ops:
         if op.name == "FULLY_CONNECTED":
             assert not info.tensors[op.inputs[1]].quantization.per_channel
@@ -85,7 +84,7 @@ def test_record_is_inside_the_model_and_beside_it(digits_int8):
         assert rec.extra["verification"]["sources"] == {"held_back": 100, "calibration": 300}
         assert rec.extra["versions"]["tensorflow"]
     assert info.metadata["edgekit"].decode() == beside.to_json()
-    _interpreter(digits_int8.output).invoke()   # the edited flatbuffer still loads and runs
+    _interpreter(digits_int8.output).invoke()  # the edited flatbuffer still loads and runs
 
 
 def test_recorded_preprocessing_reproduces_the_float_model(digits_int8, held_out, float_top1):
@@ -105,8 +104,9 @@ def test_recorded_preprocessing_reproduces_the_float_model(digits_int8, held_out
 
 def test_classify_cli_with_no_preprocessing_flags_agrees(digits_int8, digits_folders, held_out, float_top1):
     _, _, paths = held_out
-    result = CliRunner().invoke(cli, ["classify", *map(str, paths), "-m", str(digits_int8.output),
-                                      "-k", "1", "--json", "--device", "cpu"])
+    result = CliRunner().invoke(
+        cli, ["classify", *map(str, paths), "-m", str(digits_int8.output), "-k", "1", "--json", "--device", "cpu"]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     by_image = {os.path.realpath(r["image"]): int(r["top"][0]["id"]) for r in doc["results"]}
@@ -119,10 +119,27 @@ def test_cli_json_is_clean_and_tensorflow_noise_stays_off_the_terminal(digits_ke
     """Also when a --custom-objects module imports keras itself (that import used to print TF's C++ log)."""
     out = tmp_path / "q.tflite"
     (tmp_path / "my_layers.py").write_text("import keras\n\nclass Unused(keras.layers.Layer):\n    pass\n")
-    proc = subprocess.run([sys.executable, "-m", "edgekit", "quantize", str(digits_keras.path), "--calib",
-                           str(digits_folders.train), "--samples", "60", "-o", str(out), "--json",
-                           "--custom-objects", str(tmp_path / "my_layers.py")],
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edgekit",
+            "quantize",
+            str(digits_keras.path),
+            "--calib",
+            str(digits_folders.train),
+            "--samples",
+            "60",
+            "-o",
+            str(out),
+            "--json",
+            "--custom-objects",
+            str(tmp_path / "my_layers.py"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["output"] == str(out) and out.is_file()
@@ -154,8 +171,9 @@ def test_verbose_shows_tensorflow_output_on_stderr_so_json_stays_clean(capfd):
 
 def test_int8_io_option(digits_keras, digits_folders, tmp_path):
     out = tmp_path / "new_folder" / "io8.tflite"  # a missing -o folder is created, and said
-    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
-                                      "--io", "int8", "-o", str(out)])
+    result = CliRunner().invoke(
+        cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train), "--io", "int8", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert f"note: created output folder {out.parent}" in result.stderr
     info = tflite_model.load(out)
@@ -189,8 +207,7 @@ def test_a_tflite_given_as_the_model_is_named_not_asked_for_calibration(tmp_path
     assert "calibration" not in result.stderr
 
 
-def test_cheap_mistakes_are_refused_before_the_model_is_loaded(digits_keras, digits_folders, tmp_path,
-                                                               monkeypatch):
+def test_cheap_mistakes_are_refused_before_the_model_is_loaded(digits_keras, digits_folders, tmp_path, monkeypatch):
     """A typo in --calib or -o fails at once, not after TensorFlow has loaded and converted the model."""
     from edgekit.converters import keras_io
 
@@ -202,13 +219,23 @@ def test_cheap_mistakes_are_refused_before_the_model_is_loaded(digits_keras, dig
     assert result.exit_code == 3, result.output
     assert f"--calib {tmp_path / 'typo'}: no such file or folder" in result.stderr
     (tmp_path / "afile").write_text("")
-    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
-                                      "-o", str(tmp_path / "afile" / "sub" / "m.tflite")])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "quantize",
+            str(digits_keras.path),
+            "--calib",
+            str(digits_folders.train),
+            "-o",
+            str(tmp_path / "afile" / "sub" / "m.tflite"),
+        ],
+    )
     assert result.exit_code == 3, result.output
     assert f"cannot create output folder {tmp_path / 'afile' / 'sub'}" in result.stderr
     if os.path.isdir("/proc/self"):  # Linux: a folder where nobody, not even root, can create a file
-        result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
-                                          "-o", "/proc/m.tflite"])
+        result = CliRunner().invoke(
+            cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train), "-o", "/proc/m.tflite"]
+        )
         assert result.exit_code == 3, result.output
         assert "cannot write in output folder /proc" in result.stderr
 
@@ -221,15 +248,18 @@ def test_recorded_calibration_that_is_gone_says_where_it_was_recorded(digits_ker
     model_record.sidecar_path(model).write_text(record.to_json())
     result = CliRunner().invoke(cli, ["quantize", str(model)])
     assert result.exit_code == 3, result.output
-    assert (f"error: the calibration data recorded in {model_record.sidecar_path(model)} is gone: "
-            f"no such file or folder {tmp_path / 'moved' / 'train'}") in result.stderr
+    assert (
+        f"error: the calibration data recorded in {model_record.sidecar_path(model)} is gone: "
+        f"no such file or folder {tmp_path / 'moved' / 'train'}"
+    ) in result.stderr
     assert "pass it explicitly: --calib path/to/images/" in result.stderr
 
 
 def test_calib_random_warns_loudly(digits_keras, tmp_path):
     out = tmp_path / "random.tflite"
-    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", "random", "--samples", "20",
-                                      "--no-verify", "-o", str(out)])
+    result = CliRunner().invoke(
+        cli, ["quantize", str(digits_keras.path), "--calib", "random", "--samples", "20", "--no-verify", "-o", str(out)]
+    )
     assert result.exit_code == 0, result.output
     assert "RANDOM NOISE" in result.stderr and "meaningless" in result.stderr
     rec = model_record.ModelRecord.from_json(model_record.sidecar_path(out).read_text())
@@ -251,8 +281,21 @@ def test_quantize_to_the_models_own_name_keeps_its_training_record(digits_keras,
     shutil.copy(model_record.sidecar_path(digits_keras.path), tmp_path / "m.edgekit.json")
     before = (tmp_path / "m.edgekit.json").read_bytes()
     for _ in range(2):  # and again: the training record is still recognised as the input's
-        result = CliRunner().invoke(cli, ["quantize", str(model), "-o", str(tmp_path / "m.tflite"), "--calib",
-                                          str(digits_folders.train), "--samples", "60", "--no-verify", "--json"])
+        result = CliRunner().invoke(
+            cli,
+            [
+                "quantize",
+                str(model),
+                "-o",
+                str(tmp_path / "m.tflite"),
+                "--calib",
+                str(digits_folders.train),
+                "--samples",
+                "60",
+                "--no-verify",
+                "--json",
+            ],
+        )
         assert result.exit_code == 0, result.output
         assert "note: m.edgekit.json beside the output is m.h5's own record" in result.stderr
         assert json.loads(result.stdout)["record"] is None
@@ -287,8 +330,19 @@ def test_rerunning_with_an_output_named_like_the_model_works(digits_keras, digit
     """`-o model.tflite` writes model.edgekit.json beside model.h5: the output's record, not a training record."""
     model = tmp_path / "m.h5"
     shutil.copy(digits_keras.path, model)
-    args = ["quantize", str(model), "--calib", str(digits_folders.train), "--samples", "150", "--no-verify",
-            "-o", str(tmp_path / "m.tflite"), "--json", "--quiet"]
+    args = [
+        "quantize",
+        str(model),
+        "--calib",
+        str(digits_folders.train),
+        "--samples",
+        "150",
+        "--no-verify",
+        "-o",
+        str(tmp_path / "m.tflite"),
+        "--json",
+        "--quiet",
+    ]
     for _ in range(2):
         result = CliRunner().invoke(cli, args)
         assert result.exit_code == 0, result.output
@@ -324,12 +378,14 @@ def test_verification_failure_exits_6_with_the_numbers_and_keeps_the_output(digi
     assert doc["verification"]["passed"] is False and doc["verification"]["top1_agreement"] < 0.9
     assert doc["output"] == str(tmp_path / "flat_int8.tflite")
     errors = [ln for ln in result.stderr.splitlines() if not ln.startswith("warning: ")]
-    assert len(errors) == 1 and errors[0].startswith("error: on 200 samples (100 held-back, 100 calibration): int8 "
-                                                     "model agrees with the float model on ")
+    assert len(errors) == 1 and errors[0].startswith(
+        "error: on 200 samples (100 held-back, 100 calibration): int8 model agrees with the float model on "
+    )
 
 
-@pytest.mark.parametrize("activation, named", [("gelu", "GELU needs TensorFlow Lite 2.9.0"),
-                                               ("elu", "ELU: ELU on float32 data")])
+@pytest.mark.parametrize(
+    "activation, named", [("gelu", "GELU needs TensorFlow Lite 2.9.0"), ("elu", "ELU: ELU on float32 data")]
+)
 def test_ops_the_compiler_would_reject_are_named_after_trying_the_remedies(tmp_path, activation, named):
     import keras
 
@@ -341,8 +397,9 @@ def test_ops_the_compiler_would_reject_are_named_after_trying_the_remedies(tmp_p
     path = tmp_path / f"{activation}.keras"
     with silenced():
         model.save(path)
-    result = CliRunner().invoke(cli, ["quantize", str(path), "--calib", "random", "--samples", "20", "--no-verify",
-                                      "--scaling", "0..1"])
+    result = CliRunner().invoke(
+        cli, ["quantize", str(path), "--calib", "random", "--samples", "20", "--no-verify", "--scaling", "0..1"]
+    )
     assert result.exit_code == 5, result.output
     assert "would not pass edgetpu_compiler 16" in result.stderr and named in result.stderr
     assert "tried per-tensor Dense weights, per-tensor weights for every layer" in result.stderr
@@ -352,8 +409,9 @@ def test_ops_the_compiler_would_reject_are_named_after_trying_the_remedies(tmp_p
 
 def test_without_calib_the_data_recorded_beside_the_model_is_used(digits_keras, digits_folders, tmp_path):
     out = tmp_path / "recorded.tflite"
-    result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "-o", str(out), "--samples", "50",
-                                      "--no-verify", "--json"])
+    result = CliRunner().invoke(
+        cli, ["quantize", str(digits_keras.path), "-o", str(out), "--samples", "50", "--no-verify", "--json"]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert os.path.realpath(doc["calibration"]["source"]) == os.path.realpath(digits_folders.train)
@@ -362,8 +420,10 @@ def test_without_calib_the_data_recorded_beside_the_model_is_used(digits_keras, 
     assert doc["calibration"]["holdout_samples"] == 0 and doc["calibration"]["notes"] == []  # nothing to verify
 
 
-@pytest.mark.parametrize("typed, expected", [("saved", "saved_int8.tflite"), ("saved/", "saved_int8.tflite"),
-                                             ("sub/model.h5", "sub/model_int8.tflite")])
+@pytest.mark.parametrize(
+    "typed, expected",
+    [("saved", "saved_int8.tflite"), ("saved/", "saved_int8.tflite"), ("sub/model.h5", "sub/model_int8.tflite")],
+)
 def test_default_output_is_beside_the_input_as_typed(tmp_path, monkeypatch, typed, expected):
     from edgekit.converters.quantize import default_output
 
@@ -385,14 +445,27 @@ def test_the_bytes_written_are_the_bytes_verified(digits_keras, digits_folders, 
         info = tflite_model.ModelInfo.from_bytes(bytes(out))
         conv = next(op for op in info.ops if op.name == "CONV_2D")
         weights = info._buffers[info.tensors[conv.inputs[1]].buffer]
-        out[weights.start:weights.start + weights.size] = bytes(weights.size)  # zero the first convolution
+        out[weights.start : weights.start + weights.size] = bytes(weights.size)  # zero the first convolution
         return bytes(out)
 
     monkeypatch.setattr(tflite_metadata, "set_metadata", damaging)
     out = tmp_path / "m.tflite"
     for extra in ([], ["--no-verify"]):
-        result = CliRunner().invoke(cli, ["quantize", str(digits_keras.path), "--calib", str(digits_folders.train),
-                                          "--samples", "50", "-o", str(out), "--quiet", *extra])
+        result = CliRunner().invoke(
+            cli,
+            [
+                "quantize",
+                str(digits_keras.path),
+                "--calib",
+                str(digits_folders.train),
+                "--samples",
+                "50",
+                "-o",
+                str(out),
+                "--quiet",
+                *extra,
+            ],
+        )
         assert result.exit_code == 70, result.output
         assert "adding the record to the model changed its outputs" in result.stderr
         assert not out.exists()
@@ -407,7 +480,8 @@ def test_a_converter_setting_tensorflow_lacks_is_not_set_silently():
 
     conv = Converter()
     assert apply_settings(conv, {"_experimental_disable_per_channel": True, "_renamed_in_tf_3": True}) == [
-        "_renamed_in_tf_3"]
+        "_renamed_in_tf_3"
+    ]
     assert conv._experimental_disable_per_channel is True and not hasattr(conv, "_renamed_in_tf_3")
 
 
@@ -420,9 +494,9 @@ def test_a_bug_in_edgekit_during_conversion_is_an_internal_error_not_exit_5(digi
             raise AttributeError("'NoneType' object has no attribute 'write'")  # a bug in edgekit's feed
 
     x = np.zeros((4, 32, 32, 3), np.float32)
+    from edgekit.board.preprocess import PreprocessSpec
     from edgekit.converters import keras_io
     from edgekit.converters.quantize import convert
-    from edgekit.board.preprocess import PreprocessSpec
 
     loaded = keras_io.load(digits_keras.path)
     with pytest.raises(AttributeError, match="no attribute 'write'"):

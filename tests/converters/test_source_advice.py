@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.tflite import model as tflite_model
 from edgekit.cli.app import cli
 from edgekit.edgetpu import advice
 from edgekit.edgetpu.advice import Source
+from edgekit.tflite import model as tflite_model
 from tests.detection_models import with_ultralytics_metadata
 from tests.tflite_builder import GraphBuilder
 
@@ -48,7 +48,7 @@ def test_an_ultralytics_float_io_int8_export_is_never_told_to_run_edgekit_quanti
     path = tmp_path / "yolo11n_int8.tflite"
     path.write_bytes(with_ultralytics_metadata(float_io_model(), ["person"], (16, 16)))
     text, doc = check(path)
-    for said in (text, json.dumps(doc)):   # quantize takes the ONNX re-export, never this .tflite
+    for said in (text, json.dumps(doc)):  # quantize takes the ONNX re-export, never this .tflite
         assert said.count("edgekit quantize") == said.count("edgekit quantize model.onnx"), said
     assert "format=edgetpu" in text and doc["problems"]
     assert all("format=edgetpu" in p["hint"] for p in doc["problems"] if p["hint"] and "integer" in p["hint"])
@@ -86,8 +86,11 @@ def attention_model(constant_key: bool = False) -> bytes:
     b = g.tensor([4], "int32", data=np.zeros(4), scale=0.0005)
     qry = g.tensor([1, 8, 8, 4], "int8", name="model.10.m.0.attn.qkv")
     g.op("CONV_2D", [x, w, b], [qry], version=3, padding=0, stride_w=1, stride_h=1)
-    key = g.tensor([1, 8, 4, 8], "int8", data=np.ones((1, 8, 4, 8)), scale=0.05) if constant_key else \
-        g.tensor([1, 8, 4, 8], "int8", name="model.10.m.0.attn.k")
+    key = (
+        g.tensor([1, 8, 4, 8], "int8", data=np.ones((1, 8, 4, 8)), scale=0.05)
+        if constant_key
+        else g.tensor([1, 8, 4, 8], "int8", name="model.10.m.0.attn.k")
+    )
     if not constant_key:
         g.op("RESHAPE", [qry, g.const([1, 8, 4, 8])], [key], new_shape=[1, 8, 4, 8])
     out = g.tensor([1, 8, 8, 8], "int8", name="model.10.m.0.attn.matmul")
@@ -123,8 +126,9 @@ def tile_model(names: list[str]) -> bytes:
 
 def test_tile_advice_names_each_upsampling_layer_and_the_resizing_fix(tmp_path):
     path = tmp_path / "unet.tflite"
-    path.write_bytes(tile_model(["functional_1/up_sampling2d_1", "functional_1/up_sampling2d_1_2",
-                                 "functional_1/decoder_up_1"]))
+    path.write_bytes(
+        tile_model(["functional_1/up_sampling2d_1", "functional_1/up_sampling2d_1_2", "functional_1/decoder_up_1"])
+    )
     line = next(a for a in check(path)[0].splitlines() if a.startswith("Advice: TILE"))
     assert "UpSampling2D 'up_sampling2d', 'up_sampling2d_1', 'decoder_up'" in line
     assert 'Resizing(s*H, s*W, interpolation="nearest")' in line
@@ -172,9 +176,11 @@ def test_tensorflow_lowers_upsampling2d_to_tile_and_resizing_nearest_to_a_mapped
 
     inp = keras.Input((4, 4, 3), batch_size=1)
     x = keras.layers.Conv2D(4, 3, padding="same", name="conv_a")(inp)
-    branches = [keras.layers.UpSampling2D(2, interpolation="nearest", name="up_nearest")(x),
-                keras.layers.UpSampling2D(2, interpolation="bilinear", name="up_bilinear")(x),
-                keras.layers.Resizing(8, 8, interpolation="nearest", name="resize_nearest")(x)]
+    branches = [
+        keras.layers.UpSampling2D(2, interpolation="nearest", name="up_nearest")(x),
+        keras.layers.UpSampling2D(2, interpolation="bilinear", name="up_bilinear")(x),
+        keras.layers.Resizing(8, 8, interpolation="nearest", name="resize_nearest")(x),
+    ]
     out = keras.layers.Concatenate(name="joined")(branches)
     converter = tf.lite.TFLiteConverter.from_keras_model(keras.Model(inp, out))
     converter.optimizations = [tf.lite.Optimize.DEFAULT]

@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from edgekit.tflite import model_record
-from edgekit.tflite import model as tflite_model
+from edgekit.board.preprocess import PreprocessSpec
 from edgekit.cli.app import cli
 from edgekit.converters.keras_io import LoadedSource
 from edgekit.converters.quantize import QuantizeOptions, read_labels, resolve_spec
 from edgekit.errors import InputError, UsageError
-from edgekit.board.preprocess import PreprocessSpec
+from edgekit.tflite import model as tflite_model
+from edgekit.tflite import model_record
 
 
 def _loaded(shape=(32, 32, 3), raw=False):
@@ -26,7 +26,7 @@ def test_rescaling_layer_means_raw_pixels():
 
 def test_unknown_scaling_is_left_for_the_data_to_settle():
     spec, origin, warnings = resolve_spec(_loaded(), QuantizeOptions(model="m"), None)
-    assert origin == "undecided" and warnings == []     # preprocess_search.settle measures it, or refuses
+    assert origin == "undecided" and warnings == []  # preprocess_search.settle measures it, or refuses
     spec, origin, warnings = resolve_spec(_loaded(), QuantizeOptions(model="m", channels="BGR"), None)
     assert (spec.channels, spec.scaling_name, origin) == ("BGR", "0..1", "the flags") and "0..1" in warnings[0]
 
@@ -49,13 +49,15 @@ def test_std_alone_means_mean_0_as_in_quantize():
     from tests.conftest import shared_file
     from tests.devices.test_classify import MODEL
 
-    clf = C.HostClassifier(shared_file(MODEL), std=(64.0,))   # the derived spec has mean 128 (the input's zero point)
-    spec, _, _ = resolve_spec(_loaded(), QuantizeOptions(model="m", std=(64.0,)),
-                              PreprocessSpec(32, 32, mean=(128.0,), std=(128.0,)))
+    clf = C.HostClassifier(shared_file(MODEL), std=(64.0,))  # the derived spec has mean 128 (the input's zero point)
+    spec, _, _ = resolve_spec(
+        _loaded(), QuantizeOptions(model="m", std=(64.0,)), PreprocessSpec(32, 32, mean=(128.0,), std=(128.0,))
+    )
     assert (clf.spec.mean, clf.spec.std) == ((0.0,), (64.0,)) == (spec.mean, spec.std)
     clf = C.HostClassifier(shared_file(MODEL), mean=(100.0,))
-    spec, _, _ = resolve_spec(_loaded(), QuantizeOptions(model="m", mean=(100.0,)),
-                              PreprocessSpec(32, 32, mean=(128.0,), std=(128.0,)))
+    spec, _, _ = resolve_spec(
+        _loaded(), QuantizeOptions(model="m", mean=(100.0,)), PreprocessSpec(32, 32, mean=(128.0,), std=(128.0,))
+    )
     assert (clf.spec.mean, clf.spec.std) == ((100.0,), (1.0,)) == (spec.mean, spec.std)
 
 
@@ -76,12 +78,15 @@ def test_any_size_models_need_input_size():
         resolve_spec(_loaded(), QuantizeOptions(model="m", input_size=(40, 30)), None)
 
 
-@pytest.mark.parametrize("text, labels", [
-    ("cat\ndog\n\n", ["cat", "dog"]),
-    ("0 cat\n1 dog\n", ["cat", "dog"]),
-    ("0: background\n2: dog\n", ["background", "1", "dog"]),
-    ("\ufeff0 cat\n1 dog\n", ["cat", "dog"]),          # a BOM from a Windows editor
-])
+@pytest.mark.parametrize(
+    "text, labels",
+    [
+        ("cat\ndog\n\n", ["cat", "dog"]),
+        ("0 cat\n1 dog\n", ["cat", "dog"]),
+        ("0: background\n2: dog\n", ["background", "1", "dog"]),
+        ("\ufeff0 cat\n1 dog\n", ["cat", "dog"]),  # a BOM from a Windows editor
+    ],
+)
 def test_label_files(tmp_path, text, labels):
     (tmp_path / "l.txt").write_text(text, encoding="utf-8")
     assert read_labels(str(tmp_path / "l.txt")) == labels
@@ -123,7 +128,7 @@ def test_rescaling_behind_augmentation_and_resizing_still_means_raw_pixels(tmp_p
     spec, origin, warnings = resolve_spec(keras_io.load(tmp_path / "tutorial.keras"), QuantizeOptions(model="m"), None)
     assert spec.scaling_name == "raw" and "Rescaling" in origin and warnings == []
     spec, origin, _ = resolve_spec(keras_io.load(tmp_path / "plain.keras"), QuantizeOptions(model="m"), None)
-    assert origin == "undecided"   # a Conv first: nothing says raw pixels
+    assert origin == "undecided"  # a Conv first: nothing says raw pixels
 
 
 @pytest.mark.tf
@@ -134,13 +139,28 @@ def test_a_model_without_a_channel_axis_is_grayscale(digits_folders, tmp_path):
     from edgekit.converters.tf_quiet import silenced
 
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((28, 28)), keras.layers.Flatten(),
-                              keras.layers.Dense(10, activation="softmax")])
+    model = keras.Sequential(
+        [keras.Input((28, 28)), keras.layers.Flatten(), keras.layers.Dense(10, activation="softmax")]
+    )
     with silenced():
         model.save(tmp_path / "mnist.keras")
     # --no-verify: the untrained model is at chance, which verification on the labelled folders refuses
-    result = CliRunner().invoke(cli, ["quantize", str(tmp_path / "mnist.keras"), "--calib", str(digits_folders.train),
-                                      "--scaling", "0..1", "--samples", "100", "--no-verify", "--quiet", "--json"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "quantize",
+            str(tmp_path / "mnist.keras"),
+            "--calib",
+            str(digits_folders.train),
+            "--scaling",
+            "0..1",
+            "--samples",
+            "100",
+            "--no-verify",
+            "--quiet",
+            "--json",
+        ],
+    )
     assert result.exit_code == 0, result.output
     info = tflite_model.load(tmp_path / "mnist_int8.tflite")
     assert list(info.inputs[0].shape_signature) == [1, 28, 28, 1] and info.quantization_state == "full-int8"
@@ -163,8 +183,19 @@ def test_real_rescaling_model_any_size_and_labels_end_to_end(tmp_path):
     with silenced():
         model.save(path)
     (tmp_path / "labels.txt").write_text("no\nyes\nmaybe\n")
-    args = ["quantize", str(path), "--calib", "random", "--samples", "10", "--no-verify", "--input-size", "24x20",
-            "--labels", str(tmp_path / "labels.txt")]
+    args = [
+        "quantize",
+        str(path),
+        "--calib",
+        "random",
+        "--samples",
+        "10",
+        "--no-verify",
+        "--input-size",
+        "24x20",
+        "--labels",
+        str(tmp_path / "labels.txt"),
+    ]
     result = CliRunner().invoke(cli, args)
     assert result.exit_code == 0, result.output
     assert "3 labels for 2 model outputs" in result.stderr

@@ -14,13 +14,12 @@ import pytest
 from ai_edge_litert import schema_py_generated as S
 from click.testing import CliRunner
 
-from edgekit.tflite import model as tflite_model
-from edgekit.edgetpu import advice
-from edgekit.edgetpu import compatibility
+from edgekit.edgetpu import advice, compatibility
 from edgekit.edgetpu.advice import AdviceKind, ModelFacts
-from edgekit.results.check import CheckDigest
 from edgekit.edgetpu.compatibility.words import Verdict
 from edgekit.results.build import BundleCheck
+from edgekit.results.check import CheckDigest
+from edgekit.tflite import model as tflite_model
 from tests.conftest import TESTDATA
 
 DEEPLAB = TESTDATA / "deeplabv3_mnv2_dm05_pascal_quant.tflite"
@@ -45,9 +44,17 @@ def test_the_summary_is_checks_own_verdict_with_the_cpu_ops_by_type():
 
 
 def test_off_chip_parameters_are_said_when_the_estimate_has_them():
-    d = {"verdict": "full", "edgetpu_ops": 3, "total_ops": 3, "cpu_ops_by_type": [], "uncertain_ops": 0,
-         "subgraphs": 1, "min_runtime": 14, "edgetpu_param_bytes": 12 * 1024 * 1024,
-         "off_chip_bytes_estimate": 4 * 1024 * 1024}
+    d = {
+        "verdict": "full",
+        "edgetpu_ops": 3,
+        "total_ops": 3,
+        "cpu_ops_by_type": [],
+        "uncertain_ops": 0,
+        "subgraphs": 1,
+        "min_runtime": 14,
+        "edgetpu_param_bytes": 12 * 1024 * 1024,
+        "off_chip_bytes_estimate": 4 * 1024 * 1024,
+    }
     lines = CheckDigest.from_dict(d).lines()
     assert lines[0].endswith("FULL: 3 of 3 ops on the Edge TPU")
     assert "~12.00 MiB, ~4.00 MiB of them off-chip" in lines[1]
@@ -55,24 +62,29 @@ def test_off_chip_parameters_are_said_when_the_estimate_has_them():
 
 
 def test_the_advice_table_names_the_known_fix_for_each_architecture():
-    mnv3 = ModelFacts(names=frozenset({"mobilenetv3small", "expanded_conv_1_project"}),
-                      activations=frozenset({"hard_swish"}), ops=frozenset({"HARD_SWISH", "CONV_2D"}),
-                      cpu_ops=frozenset({"HARD_SWISH"}))
+    mnv3 = ModelFacts(
+        names=frozenset({"mobilenetv3small", "expanded_conv_1_project"}),
+        activations=frozenset({"hard_swish"}),
+        ops=frozenset({"HARD_SWISH", "CONV_2D"}),
+        cpu_ops=frozenset({"HARD_SWISH"}),
+    )
     got = advice.placement_advice(mnv3, "partial")
-    assert [a.key for a in got] == ["mobilenet_v3"]        # hard-swish's own advice is included in it
+    assert [a.key for a in got] == ["mobilenet_v3"]  # hard-swish's own advice is included in it
     assert "minimalistic=True" in got[0].text and "google-coral/edgetpu#353" in got[0].line()
     assert advice.placement_advice(mnv3, "full") == []
     # a MobileNetV3 seen only in the .tflite (tensor names keep Keras's layer names)
-    tflite_only = ModelFacts(names=frozenset({"expanded_conv_2/depthwise"}), ops=frozenset({"HARD_SWISH"}),
-                             cpu_ops=frozenset({"HARD_SWISH"}))
+    tflite_only = ModelFacts(
+        names=frozenset({"expanded_conv_2/depthwise"}), ops=frozenset({"HARD_SWISH"}), cpu_ops=frozenset({"HARD_SWISH"})
+    )
     assert [a.key for a in advice.placement_advice(tflite_only, "partial")] == ["mobilenet_v3"]
     leaky = ModelFacts(classes=frozenset({"LeakyReLU"}), cpu_ops=frozenset({"LEAKY_RELU"}))
     got = advice.placement_advice(leaky, "partial")
     assert [a.key for a in got] == ["leaky_relu"] and "ReLU" in got[0].text
     swish = ModelFacts(names=frozenset({"hard"}), cpu_ops=frozenset({"HARD_SWISH"}))
     assert [a.key for a in advice.placement_advice(swish, "none")] == ["hard_swish"]
-    effnet = ModelFacts(names=frozenset({"efficientnetb0", "block1a_se_squeeze", "stem_conv"}),
-                        activations=frozenset({"swish"}))
+    effnet = ModelFacts(
+        names=frozenset({"efficientnetb0", "block1a_se_squeeze", "stem_conv"}), activations=frozenset({"swish"})
+    )
     got = advice.architecture_advice(effnet, [AdviceKind.ACCURACY])
     assert [a.key for a in got] == ["efficientnet"] and "EfficientNet-Lite" in got[0].text
     assert advice.architecture_advice(ModelFacts(names=frozenset({"efficientnet-lite0"})), [AdviceKind.ACCURACY]) == []
@@ -119,12 +131,14 @@ def test_check_gives_the_table_advice_from_the_tflite_alone():
 def test_keras_facts_see_nested_layers_and_activations():
     import keras
 
-    inner = keras.Sequential([keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3, activation="swish"),
-                              keras.layers.LeakyReLU()], name="efficientnetb0")
+    inner = keras.Sequential(
+        [keras.Input((8, 8, 3)), keras.layers.Conv2D(4, 3, activation="swish"), keras.layers.LeakyReLU()],
+        name="efficientnetb0",
+    )
     outer = keras.Sequential([keras.Input((8, 8, 3)), inner, keras.layers.Flatten(), keras.layers.Dense(2)])
     facts = advice.keras_facts(outer)
     assert "efficientnetb0" in facts.names and "LeakyReLU" in facts.classes
-    assert {"swish", "silu"} & facts.activations   # Keras 3 names swish silu
+    assert {"swish", "silu"} & facts.activations  # Keras 3 names swish silu
     assert advice.keras_facts(object()) == ModelFacts()
 
 
@@ -147,8 +161,9 @@ def test_a_mobilenet_v3_summary_says_partial_with_hard_swish_on_the_cpu_and_mini
     doc = json.loads(result.stdout)
     edgetpu = doc["edgetpu"]
     assert edgetpu["verdict"] == "partial" and edgetpu["edgetpu_ops"] < edgetpu["total_ops"], edgetpu
-    assert {"op": "HARD_SWISH", "count": edgetpu["cpu_ops_by_type"][0]["count"]} in edgetpu["cpu_ops_by_type"] or \
-        any(r["op"] == "HARD_SWISH" for r in edgetpu["cpu_ops_by_type"])
+    assert {"op": "HARD_SWISH", "count": edgetpu["cpu_ops_by_type"][0]["count"]} in edgetpu["cpu_ops_by_type"] or any(
+        r["op"] == "HARD_SWISH" for r in edgetpu["cpu_ops_by_type"]
+    )
     assert doc["checks"]["edgetpu_verdict"] == "partial"
     assert [a["key"] for a in doc["advice"]] == ["mobilenet_v3"]
     text = CliRunner().invoke(cli, args + ["-o", str(tmp_path / "t.tflite")])

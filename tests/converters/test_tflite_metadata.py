@@ -27,7 +27,7 @@ def test_metadata_is_added_then_replaced_and_the_model_still_runs():
     second = set_metadata(first, "edgekit", b'{"a": 2}')
     info = tflite_model.ModelInfo.from_bytes(second)
     assert info.metadata["edgekit"] == b'{"a": 2}'
-    assert len(second) == len(first)   # replaced in place: the old record is not left behind in the file
+    assert len(second) == len(first)  # replaced in place: the old record is not left behind in the file
     assert set(info.metadata) == set(before.metadata) | {"edgekit"}
     assert [(op.name, op.version) for op in info.ops] == [(op.name, op.version) for op in before.ops]
     np.testing.assert_array_equal(_run(second), _run(original))

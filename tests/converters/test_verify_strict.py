@@ -3,14 +3,13 @@ every uncertain line says how many samples would settle it, computed from its in
 
 from __future__ import annotations
 
-
 import numpy as np
 from click.testing import CliRunner
 
-from edgekit.results import metrics
 from edgekit.cli.app import cli
 from edgekit.converters import detector_verify
 from edgekit.converters.quantize import QuantizeOptions, verify
+from edgekit.results import metrics
 from edgekit.results.quantize import Decision, DetectionVerification, Map50Gate
 
 
@@ -56,7 +55,7 @@ def test_strict_never_fails_an_uncertain_verdict_whose_estimate_is_within_the_li
 
 def test_strict_fails_an_uncertain_agreement_below_the_limit():
     labels = np.repeat(np.arange(10), 5)
-    f, q = _scores(labels, range(0), range(6))       # int8 agrees on 44 of 50: 88%, interval spans 0.9
+    f, q = _scores(labels, range(0), range(6))  # int8 agrees on 44 of 50: 88%, interval spans 0.9
     assert verify(f, q, None, QuantizeOptions(model="m.h5"), {"held_back": 50}).passed
     v = verify(f, q, None, QuantizeOptions(model="m.h5", strict=True), {"held_back": 50})
     assert v.agreement_verdict == "uncertain" and not v.passed
@@ -65,21 +64,48 @@ def test_strict_fails_an_uncertain_agreement_below_the_limit():
 
 def _detections(min_agreement: float = 0.9) -> DetectionVerification:
     return DetectionVerification(
-        kind="detection", samples=40, sources={"held_back": 40}, conf=0.25, match_iou=0.5, float_detections=40,
-        int8_detections=40, matched=35, min_agreement=min_agreement, mean_abs_diff=0.0, class_order=None,
-        layout=None, failures=(), warnings=(), kept=None, kept_interval=None, agreement_verdict=Decision.UNCERTAIN,
-        passed=True)
+        kind="detection",
+        samples=40,
+        sources={"held_back": 40},
+        conf=0.25,
+        match_iou=0.5,
+        float_detections=40,
+        int8_detections=40,
+        matched=35,
+        min_agreement=min_agreement,
+        mean_abs_diff=0.0,
+        class_order=None,
+        layout=None,
+        failures=(),
+        warnings=(),
+        kept=None,
+        kept_interval=None,
+        agreement_verdict=Decision.UNCERTAIN,
+        passed=True,
+    )
 
 
 def test_a_detectors_uncertain_verdicts_say_how_many_images_would_settle_them_and_strict_fails_them():
-    counts = np.array([[1, 1, 1]] * 35 + [[1, 1, 0]] * 5)          # 35 of 40 detections kept: 87.5%
+    counts = np.array([[1, 1, 1]] * 35 + [[1, 1, 0]] * 5)  # 35 of 40 detections kept: 87.5%
     v = detector_verify._judge_kept(_detections(), counts, 40)
     assert v.agreement_verdict == "uncertain" and v.passed and "images in all would settle it" in v.warnings[0]
     v = detector_verify._judge_kept(_detections(), counts, 40, strict=True)
     assert not v.passed and metrics.STRICT_FAILS in v.failures[0] and "images in all would settle it" in v.failures[0]
-    gate = Map50Gate(data="d", images=50, objects=80, float_map50=0.6, int8_map50=0.57, drop=0.03,
-                     drop_interval=(-0.005, 0.07), max_drop_points=1.0, verdict=Decision.UNCERTAIN, resamples=500,
-                     seed=0, scorer="pycocotools", notes=())
+    gate = Map50Gate(
+        data="d",
+        images=50,
+        objects=80,
+        float_map50=0.6,
+        int8_map50=0.57,
+        drop=0.03,
+        drop_interval=(-0.005, 0.07),
+        max_drop_points=1.0,
+        verdict=Decision.UNCERTAIN,
+        resamples=500,
+        seed=0,
+        scorer="pycocotools",
+        notes=(),
+    )
     kept = detector_verify._judge_kept(_detections(0.5), counts, 40)
     warned = detector_verify.apply_map50_gate(kept, gate)
     assert warned.passed and "labelled images in all would settle it (" in warned.warnings[-1]
@@ -95,6 +121,7 @@ def test_strict_reaches_quantize_and_build_from_the_command_line(monkeypatch, tm
     def fake(opts):
         seen.append(opts.strict)
         raise quantize.InputError("stop here", "nothing")
+
     monkeypatch.setattr(quantize, "quantize", fake)
     for strict in ([], ["--strict"]):
         result = CliRunner().invoke(cli, ["quantize", str(tmp_path / "m.h5"), "--quiet", *strict])
@@ -104,34 +131,41 @@ def test_strict_reaches_quantize_and_build_from_the_command_line(monkeypatch, tm
 
     (tmp_path / "m.tflite").write_bytes(fc_chain(2, 8))
     built = CliRunner().invoke(cli, ["build", str(tmp_path / "m.tflite"), "-o", str(tmp_path / "b"), "--strict"])
-    assert built.exit_code == 2 and "--strict: for a Keras model" in built.stderr, built.output   # nothing to verify
+    assert built.exit_code == 2 and "--strict: for a Keras model" in built.stderr, built.output  # nothing to verify
 
 
 def test_a_one_way_confusion_is_a_note_and_a_swap_too_few_samples_show_is_a_warning():
     """Issue 31: short of a misorder, what the class-order test found is said, never refused."""
     labels = np.repeat(np.arange(10), 30)
     predicted = labels.copy()
-    predicted[labels == 8] = 1                       # every 8 read as a 1, the 1s still 1s: a class it confuses
+    predicted[labels == 8] = 1  # every 8 read as a 1, the 1s still 1s: a class it confuses
     scores = np.eye(10)[predicted]
     v = verify(scores, scores, labels, QuantizeOptions(model="m.h5"), {"held_back": 300}, [str(k) for k in range(10)])
     assert v.passed and v.class_order == ()
-    assert [n for n in v.notes if n.startswith("label 8 ('8') is read as class 1 on 30 of 30 samples")
-            and "not misordered labels" in n]
+    assert [
+        n
+        for n in v.notes
+        if n.startswith("label 8 ('8') is read as class 1 on 30 of 30 samples") and "not misordered labels" in n
+    ]
     few = np.repeat(np.arange(10), 8)
     swapped = few.copy()
-    swapped[few == 3], swapped[few == 7] = 7, 3      # 8 of 8 each way: too few to show it after Holm's correction
+    swapped[few == 3], swapped[few == 7] = 7, 3  # 8 of 8 each way: too few to show it after Holm's correction
     scores = np.eye(10)[swapped]
     v = verify(scores, scores, few, QuantizeOptions(model="m.h5"), {"held_back": 80})
-    assert v.class_order == () and [w for w in v.warnings if "label 3 and label 7 are read as one another's" in w
-                                    and "about 14 labelled samples per class would show it" in w]
+    assert v.class_order == () and [
+        w
+        for w in v.warnings
+        if "label 3 and label 7 are read as one another's" in w
+        and "about 14 labelled samples per class would show it" in w
+    ]
 
 
 def test_a_detection_whose_int8_score_lands_just_under_conf_is_kept():
     """The trained YOLOv8 fixture was refused (82% kept, below 0.9) while its int8 mAP50-95 matched the float
     model's: its weak detections sit near conf 0.25, and one at 0.26 in float and 0.24 in int8 counted as lost.
     Within SCORE_SLACK it is kept (but not counted as an int8 detection); further under, or elsewhere, lost."""
-    from edgekit.converters.detector_verify import SCORE_SLACK, VERIFY_CONF, image_counts
     from edgekit.board.decode import BBox, Object
+    from edgekit.converters.detector_verify import SCORE_SLACK, VERIFY_CONF, image_counts
 
     box, far = BBox(10, 10, 50, 50), BBox(100, 100, 140, 140)
     f = [Object(0, VERIFY_CONF + 0.01, box)]

@@ -29,11 +29,20 @@ def _no_delegate_probe(monkeypatch):
 
 
 # ------------------------------------------------------------------------------ device grammar
-@pytest.mark.parametrize("text, kind, index, option", [
-    ("auto", "auto", None, None), ("cpu", "cpu", None, None), ("usb", "usb", None, "usb"),
-    ("usb:1", "usb", 1, "usb:1"), ("pci", "pci", None, "pci"), ("pci:0", "pci", 0, "pci:0"),
-    (":2", "any", 2, ":2"), (" USB:0 ", "usb", 0, "usb:0"), (None, "auto", None, None),
-])
+@pytest.mark.parametrize(
+    "text, kind, index, option",
+    [
+        ("auto", "auto", None, None),
+        ("cpu", "cpu", None, None),
+        ("usb", "usb", None, "usb"),
+        ("usb:1", "usb", 1, "usb:1"),
+        ("pci", "pci", None, "pci"),
+        ("pci:0", "pci", 0, "pci:0"),
+        (":2", "any", 2, ":2"),
+        (" USB:0 ", "usb", 0, "usb:0"),
+        (None, "auto", None, None),
+    ],
+)
 def test_device_grammar(text, kind, index, option):
     spec = B.parse_device(text)
     assert (spec.kind, spec.index, spec.delegate_option) == (kind, index, option)
@@ -46,8 +55,9 @@ def test_device_grammar_refuses_everything_else(text):
         B.parse_device(text)
 
 
-@pytest.mark.parametrize("system, library", [("Linux", "libedgetpu.so.1"), ("Darwin", "libedgetpu.1.dylib"),
-                                             ("Windows", "edgetpu.dll")])
+@pytest.mark.parametrize(
+    "system, library", [("Linux", "libedgetpu.so.1"), ("Darwin", "libedgetpu.1.dylib"), ("Windows", "edgetpu.dll")]
+)
 def test_delegate_library_per_os(system, library):
     assert B.edgetpu_library(system) == library
 
@@ -81,8 +91,19 @@ def test_tensorflow_as_the_last_resort_warns_even_with_quiet(monkeypatch):
     monkeypatch.setattr(B, "_CACHE", {})
     monkeypatch.setattr(B, "module_available", lambda name: name == "tensorflow")
     monkeypatch.setattr(B, "google_pycoral_available", lambda: False)
-    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-k", "1", "--quiet", "--json",
-                                      "-m", str(shared_file("mobilenet_v1_0.25_128_quant.tflite"))])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "classify",
+            str(shared_file("cat.bmp")),
+            "-k",
+            "1",
+            "--quiet",
+            "--json",
+            "-m",
+            str(shared_file("mobilenet_v1_0.25_128_quant.tflite")),
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["backend"] == "tensorflow"
     assert "warning: no TFLite interpreter package found" in result.stderr
@@ -124,8 +145,9 @@ def test_tflite_runtime_with_numpy_2_is_one_error_with_the_fix(monkeypatch):
     assert "numpy<2" in info.value.hint
     monkeypatch.setattr(B, "module_available", lambda name: name == "tflite_runtime")  # the only package here
     monkeypatch.delenv(B.BACKEND_ENV, raising=False)
-    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")),
-                                      "-m", str(shared_file("mobilenet_v1_0.25_128_quant.tflite"))])
+    result = CliRunner().invoke(
+        cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file("mobilenet_v1_0.25_128_quant.tflite"))]
+    )
     assert result.exit_code == MissingDependencyError.exit_code
     assert result.stderr.startswith("error: tflite-runtime 2.14.0 cannot run with numpy") and "numpy<2" in result.stderr
     assert result.stderr.count("\n") == 1
@@ -172,27 +194,48 @@ def test_real_load_delegate_error_becomes_an_actionable_device_error(name):
 
 def test_failed_delegate_leaves_no_noise_on_stderr():
     """The packages' Delegate.__del__ prints 'Exception ignored ... _library' after a failed load; we hide it."""
-    code = ("import gc\nfrom edgekit.board import backends as B\n"
-            f"B.edgetpu_library = lambda system=None: {ABSENT_EDGETPU_LIBRARY!r}\n"
-            "try:\n    B.load_edgetpu_delegate(B.select_backend(), B.parse_device('usb'))\n"
-            "except Exception as e:\n    print(type(e).__name__)\ngc.collect()\n")
+    code = (
+        "import gc\nfrom edgekit.board import backends as B\n"
+        f"B.edgetpu_library = lambda system=None: {ABSENT_EDGETPU_LIBRARY!r}\n"
+        "try:\n    B.load_edgetpu_delegate(B.select_backend(), B.parse_device('usb'))\n"
+        "except Exception as e:\n    print(type(e).__name__)\ngc.collect()\n"
+    )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert proc.stdout.strip() == "DeviceError"
     assert "Exception ignored" not in proc.stderr and "_library" not in proc.stderr, proc.stderr
 
 
-@pytest.mark.parametrize("exc, system, says, fix", [
-    # pycoral#108 / edgetpu#694: the library loads but finds no usable device.
-    (ValueError("Failed to load delegate from libedgetpu.so.1\n"), "Linux", "installed but found no usable Edge TPU",
-     "plugdev"),
-    (ValueError("Failed to load delegate from edgetpu.dll"), "Windows", "installed but found no usable Edge TPU",
-     "edgekit devices"),
-    (OSError("libedgetpu.so.1: cannot open shared object file: No such file or directory"), "Linux",
-     "not installed", "libedgetpu1-std"),
-    (OSError("Could not find module 'edgetpu.dll' (or one of its dependencies)."), "Windows", "not installed",
-     "install.bat"),
-    (OSError("dlopen(libedgetpu.1.dylib, 6): image not found"), "Darwin", "not installed", "libedgetpu.1.dylib"),
-])
+@pytest.mark.parametrize(
+    "exc, system, says, fix",
+    [
+        # pycoral#108 / edgetpu#694: the library loads but finds no usable device.
+        (
+            ValueError("Failed to load delegate from libedgetpu.so.1\n"),
+            "Linux",
+            "installed but found no usable Edge TPU",
+            "plugdev",
+        ),
+        (
+            ValueError("Failed to load delegate from edgetpu.dll"),
+            "Windows",
+            "installed but found no usable Edge TPU",
+            "edgekit devices",
+        ),
+        (
+            OSError("libedgetpu.so.1: cannot open shared object file: No such file or directory"),
+            "Linux",
+            "not installed",
+            "libedgetpu1-std",
+        ),
+        (
+            OSError("Could not find module 'edgetpu.dll' (or one of its dependencies)."),
+            "Windows",
+            "not installed",
+            "install.bat",
+        ),
+        (OSError("dlopen(libedgetpu.1.dylib, 6): image not found"), "Darwin", "not installed", "libedgetpu.1.dylib"),
+    ],
+)
 def test_delegate_errors_name_the_cause_and_the_fix(exc, system, says, fix):
     err = B.explain_delegate_error(exc, B.edgetpu_library(system), B.parse_device("usb"), system)
     assert says in err.message and fix in err.hint
@@ -214,8 +257,9 @@ def test_cpu_on_a_compiled_model_runs_its_twin():
 
 def test_auto_with_a_device_but_no_runtime_falls_back_naming_the_runtime(no_edgetpu):
     """A device is listed (a stand-in list: there is none here) but libedgetpu is missing: say that, not 'no device'."""
-    opened = B.open_model(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "auto",
-                          find_devices=lambda: ["stand-in usb:0"])
+    opened = B.open_model(
+        shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "auto", find_devices=lambda: ["stand-in usb:0"]
+    )
     assert opened.device == "cpu" and opened.model_path.endswith("mobilenet_v1_0.25_128_quant.tflite")
     assert f"{B.edgetpu_library()} is not installed" in opened.notes[-1] and "edgekit doctor" in opened.notes[-1]
 
@@ -253,25 +297,36 @@ def _stand_in_backend(calls: list) -> B.Backend:
     def load_delegate(library, options=None):
         calls.append((library, options))
         return "delegate"
+
     _StandInInterpreter.made = []
     return B.Backend("stand-in", "0", _StandInInterpreter, load_delegate)
 
 
-@pytest.mark.parametrize("device, option, label", [("usb:1", {"device": "usb:1"}, "usb:1"), ("auto", {}, "edgetpu"),
-                                                   (":0", {"device": ":0"}, ":0"), ("pci", {"device": "pci"}, "pci")])
+@pytest.mark.parametrize(
+    "device, option, label",
+    [
+        ("usb:1", {"device": "usb:1"}, "usb:1"),
+        ("auto", {}, "edgetpu"),
+        (":0", {"device": ":0"}, ":0"),
+        ("pci", {"device": "pci"}, "pci"),
+    ],
+)
 def test_edgetpu_path_passes_pycorals_device_option_to_the_delegate(device, option, label):
     """Plumbing only: which library and options reach load_delegate, and what the run reports."""
     calls: list = []
-    opened = B.open_model(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), device,
-                          backend=_stand_in_backend(calls))
+    opened = B.open_model(
+        shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), device, backend=_stand_in_backend(calls)
+    )
     assert calls == [(B.edgetpu_library(), option)]
     assert _StandInInterpreter.made[0]["experimental_delegates"] == ["delegate"]
     assert opened.device == label and opened.model_path.endswith("_edgetpu.tflite") and opened.notes == []
 
 
-RUNTIME_MISMATCH = ("Failed to prepare for TPU. Failed precondition: Package requires runtime version (14), which "
-                    "is newer than this runtime version (13).Node number 2 (EdgeTpuDelegateForCustomOp) failed to "
-                    "prepare.")
+RUNTIME_MISMATCH = (
+    "Failed to prepare for TPU. Failed precondition: Package requires runtime version (14), which "
+    "is newer than this runtime version (13).Node number 2 (EdgeTpuDelegateForCustomOp) failed to "
+    "prepare."
+)
 
 
 class _StandInOldRuntime(_StandInInterpreter):
@@ -289,10 +344,17 @@ class _StandInOldRuntime(_StandInInterpreter):
 @pytest.mark.parametrize("pycoral", [False, True], ids=["load_delegate", "pycoral"])
 def test_a_model_compiled_for_a_newer_runtime_says_which_and_how_to_recompile(pycoral):
     compiled = shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")
+
     def make_interpreter(path, device=None):  # pycoral's: the delegate is already in
         return _StandInOldRuntime(experimental_delegates=["edgetpu"])
-    backend = B.Backend("stand-in", "0", _StandInOldRuntime, lambda library, options=None: "delegate",
-                        make_edgetpu_interpreter=make_interpreter if pycoral else None)
+
+    backend = B.Backend(
+        "stand-in",
+        "0",
+        _StandInOldRuntime,
+        lambda library, options=None: "delegate",
+        make_edgetpu_interpreter=make_interpreter if pycoral else None,
+    )
     with pytest.raises(DeviceError) as info:
         B.open_model(compiled, "usb", backend=backend)
     assert info.value.message == f"{compiled.name} needs Edge TPU runtime 14 but the libedgetpu here is runtime 13"
@@ -307,8 +369,10 @@ def test_pycoral_backend_goes_through_its_make_interpreter():
     def make_interpreter(path, device=None):
         seen.append((path, device))
         return _StandInInterpreter()
-    backend = B.Backend("pycoral", "2.0.0", _StandInInterpreter, lambda *a: None,
-                        make_edgetpu_interpreter=make_interpreter)
+
+    backend = B.Backend(
+        "pycoral", "2.0.0", _StandInInterpreter, lambda *a: None, make_edgetpu_interpreter=make_interpreter
+    )
     opened = B.open_model(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"), "usb:0", backend=backend)
     assert seen == [(str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")), "usb:0")]
     assert opened.device == "usb:0"
@@ -342,9 +406,29 @@ def test_cpu_interpreters_use_the_cores_unless_told(monkeypatch):
 
 #: Paths whose text pathlib rewrites (``./``, ``//``, a trailing ``/``, ``.`` parts) or whose name has no stem or
 #: suffix as os.path would split it: the plain-model route (no pathlib, for start-up) must answer as pathlib does.
-ODD_PATHS = ["m.tflite", "dir/m.tflite", "/abs/m.tflite", "./m.tflite", "dir//m.tflite", "dir/./m.tflite",
-             "dir/m.tflite/", "//m.tflite", "m", "m.", ".tflite", "..tflite", "a.b.tflite", "../m.tflite",
-             "m_edgetpu.tflite", "_edgetpu.tflite", "dir/x_edgetpu", "a b/é.tflite", ".", "", "/"]
+ODD_PATHS = [
+    "m.tflite",
+    "dir/m.tflite",
+    "/abs/m.tflite",
+    "./m.tflite",
+    "dir//m.tflite",
+    "dir/./m.tflite",
+    "dir/m.tflite/",
+    "//m.tflite",
+    "m",
+    "m.",
+    ".tflite",
+    "..tflite",
+    "a.b.tflite",
+    "../m.tflite",
+    "m_edgetpu.tflite",
+    "_edgetpu.tflite",
+    "dir/x_edgetpu",
+    "a b/é.tflite",
+    ".",
+    "",
+    "/",
+]
 
 
 @pytest.mark.parametrize("text", ODD_PATHS)

@@ -9,8 +9,8 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.cli.app import cli
 from edgekit.board import latency
+from edgekit.cli.app import cli
 from tests.conftest import shared_file
 
 
@@ -29,7 +29,7 @@ class FakeClock:
 
 
 def test_measure_times_the_first_call_apart_and_skips_the_warmup():
-    first, warm, timed = [0.5], [9.0, 9.0], [0.001 * (i + 1) for i in range(10)]   # 1..10 ms
+    first, warm, timed = [0.5], [9.0, 9.0], [0.001 * (i + 1) for i in range(10)]  # 1..10 ms
     clock = FakeClock(first + warm + timed)
     result = latency.measure(clock.run, n=10, warmup=2, clock=clock)
     assert result["first_ms"] == pytest.approx(500.0)
@@ -57,7 +57,7 @@ def test_compare_flags_only_a_slowdown_beyond_the_allowance():
     slower = latency.compare({"p50_ms": 12.5}, base)
     assert slower["regression"] and slower["change"] == pytest.approx(0.25)
     assert not latency.compare({"p50_ms": 12.5}, base, max_slowdown=0.3)["regression"]
-    assert not latency.compare({"p50_ms": 5.0}, base)["regression"]        # faster is never a regression
+    assert not latency.compare({"p50_ms": 5.0}, base)["regression"]  # faster is never a regression
 
 
 def test_governors_are_read_from_sysfs(tmp_path):
@@ -80,14 +80,29 @@ def test_the_statistics_module_runs_on_a_dev_board():
 @pytest.mark.parametrize("name", ["mobilenet_v1_0.25_128_quant.tflite", "mobilenet_v1_0.25_128_quant_edgetpu.tflite"])
 def test_benchmark_runs_on_the_real_coral_models(name, tmp_path):
     model = shared_file(name)
-    result = CliRunner().invoke(cli, ["benchmark", "-m", str(model), "-n", "20", "--warmup", "2", "--threads", "2",
-                                      "--json", "--save", str(tmp_path / "run.json")])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "benchmark",
+            "-m",
+            str(model),
+            "-n",
+            "20",
+            "--warmup",
+            "2",
+            "--threads",
+            "2",
+            "--json",
+            "--save",
+            str(tmp_path / "run.json"),
+        ],
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["iterations"] == 20 and len(doc["latencies_ms"]) == 20 and doc["load_ms"] > 0
     assert 0 < doc["min_ms"] <= doc["p50_ms"] <= doc["p90_ms"] <= doc["p99_ms"] <= doc["max_ms"]
     assert doc["first_inference_ms"] > 0 and doc["throughput_per_s"] == pytest.approx(1000 / doc["mean_ms"])
-    if name.endswith("_edgetpu.tflite") and doc["device"] == "cpu":     # no Edge TPU here: the CPU twin
+    if name.endswith("_edgetpu.tflite") and doc["device"] == "cpu":  # no Edge TPU here: the CPU twin
         assert doc["model"].endswith("mobilenet_v1_0.25_128_quant.tflite") and doc["threads"] == 2
     assert json.loads((tmp_path / "run.json").read_text())["p50_ms"] == doc["p50_ms"]
 
@@ -98,7 +113,9 @@ def test_compare_exits_10_on_a_regression_and_says_what_it_allows(tmp_path):
     saved.write_text(json.dumps({"model": str(model), "device": "cpu", "p50_ms": 1e-4}))  # an impossible baseline
     result = CliRunner().invoke(cli, ["benchmark", "-m", str(model), "-n", "5", "--compare", str(saved), "--quiet"])
     assert result.exit_code == 10, result.output
-    assert "more than +20% is a regression: p50 moves a few percent" in result.stdout and ": REGRESSION" in result.stdout
+    assert (
+        "more than +20% is a regression: p50 moves a few percent" in result.stdout and ": REGRESSION" in result.stdout
+    )
     assert "more than --max-slowdown 20%" in result.stderr
     saved.write_text(json.dumps({"model": str(model), "device": "cpu", "p50_ms": 1e6}))
     result = CliRunner().invoke(cli, ["benchmark", "-m", str(model), "-n", "5", "--compare", str(saved), "--quiet"])
@@ -138,7 +155,7 @@ def test_detector_postprocessing_is_timed_on_a_frame_with_objects(tmp_path):
     post = postprocess_timing(model, "cpu", 5, threads=1)
     assert post.objects > 0 and post.input.startswith("a synthetic scene of 12 shapes"), post
     assert post.iterations == 5 and 0 < post.p50_ms <= post.max_ms
-    scene = shapes_scene(_input_size(model), seed=0, count=12)   # at the input size: no resize between the two
+    scene = shapes_scene(_input_size(model), seed=0, count=12)  # at the input size: no resize between the two
     scene.save(tmp_path / "scene.png")
     found = detect([str(tmp_path / "scene.png")], model, device="cpu")
     assert len(found.results[0].objects) == post.objects
@@ -147,5 +164,5 @@ def test_detector_postprocessing_is_timed_on_a_frame_with_objects(tmp_path):
 def _input_size(model) -> tuple:
     from edgekit.tflite import model as tflite_model
 
-    shape = tflite_model.load(model).inputs[0].shape   # NHWC
+    shape = tflite_model.load(model).inputs[0].shape  # NHWC
     return int(shape[2]), int(shape[1])

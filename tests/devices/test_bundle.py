@@ -16,21 +16,18 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from edgekit.report import Collector
 from click.testing import CliRunner
 
-from edgekit.pipeline import build
-from edgekit.board import manifest
+from edgekit.board import backends, manifest
 from edgekit.cli.app import cli
-from edgekit.board import backends
 from edgekit.devices import classify as C
 from edgekit.errors import InputError, UsageError
-from edgekit.board.preprocess import spec_from_input_quantization
+from edgekit.pipeline import build
+from edgekit.report import Collector
 from tests.conftest import REPO, shared_file
 from tests.devices.test_classify import IMAGES
-from tests.helpers import default_stop_signals
-from tests.helpers import COMPILED, MODEL, SPEC, make_bundle
+from tests.helpers import COMPILED, MODEL, SPEC, default_stop_signals, make_bundle
+
 
 @pytest.fixture()
 def bundle(tmp_path) -> Path:
@@ -44,8 +41,9 @@ def test_written_bundle_lists_every_file_with_its_sha256(bundle):
     on_disk = {p.name for p in bundle.iterdir() if p.name != "manifest.json"}
     assert set(listed) == on_disk == {MODEL, COMPILED, "labels.txt"}
     for name, e in listed.items():
-        assert e["sha256"] == manifest.sha256_file(shared_file(MODEL if name == MODEL else
-                                                               COMPILED if name == COMPILED else "imagenet_labels.txt"))
+        assert e["sha256"] == manifest.sha256_file(
+            shared_file(MODEL if name == MODEL else COMPILED if name == COMPILED else "imagenet_labels.txt")
+        )
         assert e["size_bytes"] == (bundle / name).stat().st_size
     assert not [p for p in bundle.parent.iterdir() if p.name.startswith(".")], "temporary folders left behind"
     manifest.load(bundle).verify_all()
@@ -135,7 +133,7 @@ def test_a_symlink_inside_the_bundle_is_refused_everywhere(bundle, tmp_path, no_
     if os.name != "posix":
         pytest.skip("symbolic links need POSIX")
     real = bundle / f"real_{link}"
-    (bundle / link).rename(real)   # the same bytes, inside the bundle: only the link rule can refuse it
+    (bundle / link).rename(real)  # the same bytes, inside the bundle: only the link rule can refuse it
     (bundle / link).symlink_to(real.name)
     out = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(bundle)])
     assert out.exit_code == 3 and "is a symbolic link" in out.stderr and out.stderr.count("\n") == 1, out.output
@@ -144,12 +142,15 @@ def test_a_symlink_inside_the_bundle_is_refused_everywhere(bundle, tmp_path, no_
     assert no_open == []
 
 
-@pytest.mark.parametrize("change, message", [
-    (lambda d: d.update(format="other"), "'format' is not"),
-    (lambda d: d.update(format_version=99), "newer than this edgekit reads"),
-    (lambda d: d["models"].update(edgetpu="other_edgetpu.tflite"), "named after the CPU model"),
-    (lambda d: d.update(files=[e for e in d["files"] if e["path"] != "labels.txt"]), "not listed in 'files'"),
-])
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda d: d.update(format="other"), "'format' is not"),
+        (lambda d: d.update(format_version=99), "newer than this edgekit reads"),
+        (lambda d: d["models"].update(edgetpu="other_edgetpu.tflite"), "named after the CPU model"),
+        (lambda d: d.update(files=[e for e in d["files"] if e["path"] != "labels.txt"]), "not listed in 'files'"),
+    ],
+)
 def test_a_malformed_manifest_is_refused(bundle, change, message):
     _rewrite(bundle, change)
     with pytest.raises(InputError, match=message):
@@ -199,20 +200,27 @@ def test_the_board_refuses_the_same_manifests_under_python37(bundle, tmp_path):
         (runtime / rel).parent.mkdir(parents=True, exist_ok=True)
         (runtime / rel).write_bytes((REPO / rel).read_bytes())
     good = (bundle / "manifest.json").read_text()
-    script = ("import sys\nfrom edgekit.board import manifest\ntry:\n    manifest.load(sys.argv[1])\n"
-              "except manifest.BundleError as e:\n    print(e.exit_code, e.message)\nelse:\n    print(0)\n")
+    script = (
+        "import sys\nfrom edgekit.board import manifest\ntry:\n    manifest.load(sys.argv[1])\n"
+        "except manifest.BundleError as e:\n    print(e.exit_code, e.message)\nelse:\n    print(0)\n"
+    )
     for case in sorted(STRICT_CASES):
         change, message = STRICT_CASES[case]
         doc = json.loads(good)
         change(bundle, doc)
         (bundle / "manifest.json").write_text(json.dumps(doc))
-        proc = subprocess.run([str(TARGET_PYTHON), "-c", script, str(bundle)], cwd=runtime, capture_output=True,
-                              text=True, check=False)
+        proc = subprocess.run(
+            [str(TARGET_PYTHON), "-c", script, str(bundle)], cwd=runtime, capture_output=True, text=True, check=False
+        )
         assert proc.returncode == 0 and proc.stdout.startswith("3 ") and message in proc.stdout, (case, proc)
         shutil.rmtree(bundle / "sub", ignore_errors=True)
     (bundle / "manifest.json").write_text(good)
-    assert subprocess.run([str(TARGET_PYTHON), "-c", script, str(bundle)], cwd=runtime, capture_output=True,
-                          text=True, check=True).stdout == "0\n"
+    assert (
+        subprocess.run(
+            [str(TARGET_PYTHON), "-c", script, str(bundle)], cwd=runtime, capture_output=True, text=True, check=True
+        ).stdout
+        == "0\n"
+    )
 
 
 def test_a_folder_without_manifest_is_not_a_bundle(tmp_path):
@@ -237,9 +245,14 @@ def one_model_manifest(spec):
     """The manifest of a bundle of one CPU model ``m.tflite``, nothing else recorded."""
     from edgekit.results.build import BundleInput, BundleManifest, BundleModels, BundleReports, BundleVersions
 
-    return BundleManifest.new(models=BundleModels("m.tflite", None), labels=None, preprocess=spec,
-                              input=BundleInput((1, spec.height, spec.width, 3), "uint8", None, None),
-                              versions=BundleVersions("test", None, None), reports=BundleReports(None, None))
+    return BundleManifest.new(
+        models=BundleModels("m.tflite", None),
+        labels=None,
+        preprocess=spec,
+        input=BundleInput((1, spec.height, spec.width, 3), "uint8", None, None),
+        versions=BundleVersions("test", None, None),
+        reports=BundleReports(None, None),
+    )
 
 
 def test_a_failed_write_leaves_no_bundle(tmp_path):
@@ -333,9 +346,14 @@ print("not stopped", flush=True)
 def test_a_stop_signal_while_a_bundle_is_replaced_never_leaves_no_bundle(tmp_path, signame):
     """Was (audit item 3c): SIGINT right after the old bundle was moved aside deleted it: nothing left at -o."""
     target = small_bundle(tmp_path / "bundle", b"old")
-    p = subprocess.Popen([sys.executable, "-c", SWAP_WITH_THREADS, str(target)], stdout=subprocess.PIPE,
-                         stderr=subprocess.PIPE, text=True, env={**os.environ, "PYTHONPATH": str(REPO)},
-                         preexec_fn=default_stop_signals)
+    p = subprocess.Popen(
+        [sys.executable, "-c", SWAP_WITH_THREADS, str(target)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+        preexec_fn=default_stop_signals,
+    )
     assert p.stdout.readline().strip() == "aside"
     os.kill(p.pid, getattr(signal, signame))  # process-directed, as kill or a terminal's Ctrl-C
     out, err = p.communicate(timeout=30)

@@ -12,17 +12,16 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from edgekit.report import Collector
 from click.testing import CliRunner
 from PIL import Image
 
+from edgekit.board.backends import select_backend
+from edgekit.board.preprocess import PreprocessSpec
 from edgekit.cli.app import cli
 from edgekit.devices import classify as C
-from edgekit.board.backends import select_backend
 from edgekit.errors import DeviceError, InputError
+from edgekit.report import Collector
 from edgekit.tflite.model_record import ModelRecord, sidecar_path
-from edgekit.board.preprocess import PreprocessSpec
 from tests.conftest import shared_file
 
 MODEL = "mobilenet_v1_0.25_128_quant.tflite"
@@ -80,7 +79,7 @@ def test_same_top1_and_scores_as_pycoral_classify_image(image):
     ours, _ = clf.infer(clf.prepare(str(img)))
     assert np.max(np.abs(ours - theirs)) <= 1 / 256
     best = theirs.max()
-    (our_id, our_score), = C.top_k(ours, 1)
+    ((our_id, our_score),) = C.top_k(ours, 1)
     assert abs(our_score - best) <= 1 / 256
     tied = sorted(int(i) for i in np.flatnonzero(theirs == best))
     assert our_id == tied[0]  # pycoral's own pick among ties is arbitrary; ours is the lowest id
@@ -122,12 +121,15 @@ def test_top_k_agrees_with_pycoral_where_there_are_no_ties():
 
 
 # ------------------------------------------------------------------------------ labels
-@pytest.mark.parametrize("text, expected", [
-    ("0 cat\n1 dog\n", {0: "cat", 1: "dog"}),
-    ("0: cat\n1:dog\n2 :  sea lion\n", {0: "cat", 1: "dog", 2: "sea lion"}),
-    ("background\ntench, Tinca tinca\n", {0: "background", 1: "tench, Tinca tinca"}),
-    ("3 cat\n7  dog\n", {3: "cat", 7: "dog"}),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("0 cat\n1 dog\n", {0: "cat", 1: "dog"}),
+        ("0: cat\n1:dog\n2 :  sea lion\n", {0: "cat", 1: "dog", 2: "sea lion"}),
+        ("background\ntench, Tinca tinca\n", {0: "background", 1: "tench, Tinca tinca"}),
+        ("3 cat\n7  dog\n", {3: "cat", 7: "dog"}),
+    ],
+)
 def test_labels_in_pycorals_formats(text, expected):
     assert C.parse_labels(text) == expected
 
@@ -136,8 +138,9 @@ def test_blank_lines_at_the_end_of_a_labels_file_are_not_labels(tmp_path):
     labels = tmp_path / "labels.txt"
     labels.write_text("".join(f"class {i}\n" for i in range(1001)) + "\n\n")
     assert len(C.read_labels(labels)) == 1001
-    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)),
-                                      "-l", str(labels), "-k", "1"])
+    result = CliRunner().invoke(
+        cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)), "-l", str(labels), "-k", "1"]
+    )
     assert result.exit_code == 0 and "warning" not in result.stderr
 
 
@@ -154,8 +157,9 @@ def test_missing_labels_file_is_an_input_error(tmp_path):
 def test_label_count_mismatch_warns_with_both_numbers(tmp_path):
     short = tmp_path / "labels.txt"
     short.write_text("\n".join(f"class {i}" for i in range(1000)) + "\n")
-    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)),
-                                      "-l", str(short), "--quiet"])
+    result = CliRunner().invoke(
+        cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)), "-l", str(short), "--quiet"]
+    )
     assert result.exit_code == 0, result.output
     assert "warning: 1000 labels but the model has 1001 classes" in result.stderr
 
@@ -163,11 +167,14 @@ def test_label_count_mismatch_warns_with_both_numbers(tmp_path):
 # ------------------------------------------------------------------------------ images
 def _png_header_only(path: Path, width: int, height: int) -> None:
     """A valid PNG whose header claims width x height: tiny on disk, huge when decoded."""
+
     def chunk(kind: bytes, data: bytes) -> bytes:
         return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    path.write_bytes(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64))
-                     + chunk(b"IEND", b""))
+    path.write_bytes(
+        b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", ihdr) + chunk(b"IDAT", zlib.compress(b"\0" * 64)) + chunk(b"IEND", b"")
+    )
 
 
 @pytest.fixture()
@@ -207,8 +214,15 @@ def test_folders_globs_and_missing_files(tmp_path):
         Image.new("RGB", (8, 8), (10, 200, 30)).save(tmp_path / name)
     (tmp_path / "readme.txt").write_text("not an image")
     (tmp_path / "empty").mkdir()
-    images, errors = C.expand_images([str(tmp_path), str(tmp_path / "*.png"), str(tmp_path / "x*.jpg"),
-                                      str(tmp_path / "missing.jpg"), str(tmp_path / "empty")])
+    images, errors = C.expand_images(
+        [
+            str(tmp_path),
+            str(tmp_path / "*.png"),
+            str(tmp_path / "x*.jpg"),
+            str(tmp_path / "missing.jpg"),
+            str(tmp_path / "empty"),
+        ]
+    )
     assert images == [str(tmp_path / n) for n in ["a.jpg", "b.png", "c.bmp", "b.png"]]
     assert [Path(e["image"]).name for e in errors] == ["x*.jpg", "missing.jpg", "empty"]
     assert "no file matches" in errors[0]["error"] and "no such file" in errors[1]["error"]
@@ -221,7 +235,9 @@ def test_an_empty_image_argument_is_an_error_not_the_current_folder(tmp_path, mo
     Image.new("RGB", (8, 8)).save(tmp_path / "here.png")
     monkeypatch.chdir(tmp_path)
     images, errors = C.expand_images(["", " "])
-    assert images == [] and [e["error"] for e in errors] == ["an image argument is empty (is a shell variable unset?)"] * 2
+    assert (
+        images == [] and [e["error"] for e in errors] == ["an image argument is empty (is a shell variable unset?)"] * 2
+    )
 
 
 def test_a_folder_of_class_folders_is_searched_recursively(tmp_path):
@@ -276,6 +292,7 @@ def test_recorded_preprocessing_and_labels_are_used_without_flags(tmp_path):
     flagged = C.HostClassifier(shared_file(MODEL), mean=(127.5,), std=(127.5,))
     default = C.HostClassifier(shared_file(MODEL))
     from dataclasses import replace
+
     flagged.spec = replace(flagged.spec, resize="bilinear")
     r_scores, _ = recorded.infer(recorded.prepare(cat))
     f_scores, _ = flagged.infer(flagged.prepare(cat))
@@ -324,11 +341,17 @@ def test_mean_std_override_reproduces_classify_image_with_other_values():
     assert np.max(np.abs(ours - theirs)) <= 1 / 256 + 1e-9
 
 
-@pytest.mark.parametrize("dtype, scale, zero_point, channels", [
-    ("uint8", 1 / 128, 128, "RGB"), ("uint8", 0.003921568859368563, 0, "RGB"),
-    ("int8", 0.003921568859368563, -128, "BGR"),
-    ("int8", 1 / 128, 0, "L"), ("uint8", 1.0, 0, "RGB"), ("uint8", 1 / 128 * (1 + 9e-6), 128, "RGB"),
-])
+@pytest.mark.parametrize(
+    "dtype, scale, zero_point, channels",
+    [
+        ("uint8", 1 / 128, 128, "RGB"),
+        ("uint8", 0.003921568859368563, 0, "RGB"),
+        ("int8", 0.003921568859368563, -128, "BGR"),
+        ("int8", 1 / 128, 0, "L"),
+        ("uint8", 1.0, 0, "RGB"),
+        ("uint8", 1 / 128 * (1 + 9e-6), 128, "RGB"),
+    ],
+)
 def test_integer_shortcut_of_prepare_equals_the_float_path(dtype, scale, zero_point, channels):
     """prepare() skips the float round trip when it maps pixels to pixels (- 128): it must change nothing."""
     from PIL import Image
@@ -348,24 +371,47 @@ def test_integer_shortcut_of_prepare_equals_the_float_path(dtype, scale, zero_po
 def test_mean_std_flags_take_one_value_or_one_per_channel():
     model, cat = shared_file(MODEL), shared_file("cat.bmp")
     theirs = pycoral_classify_image(model, cat, mean=100.0, std=64.0)
-    result = CliRunner().invoke(cli, ["classify", str(cat), "-m", str(model), "--mean", "100, 100,100", "--std", "64",
-                                      "-k", "1", "--json", "--quiet"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "classify",
+            str(cat),
+            "-m",
+            str(model),
+            "--mean",
+            "100, 100,100",
+            "--std",
+            "64",
+            "-k",
+            "1",
+            "--json",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     top = json.loads(result.stdout)["results"][0]["top"][0]
     assert top["id"] == int(np.argmax(theirs)) and abs(top["score"] - theirs.max()) <= 1 / 256
 
 
-@pytest.mark.parametrize("flags, says", [(["--std", "wide"], "--std"), (["--mean", "1,2"], "1 or 3 values"),
-                                         (["--std", "nan"], "finite"), (["--mean", "inf"], "finite"),
-                                         (["--std", "0"], "not be zero"), (["--std", "1e-300"], "at least 1e-06"),
-                                         (["--std=-64"], "at least 1e-06"), (["--mean", "1e300"], "finite")])
+@pytest.mark.parametrize(
+    "flags, says",
+    [
+        (["--std", "wide"], "--std"),
+        (["--mean", "1,2"], "1 or 3 values"),
+        (["--std", "nan"], "finite"),
+        (["--mean", "inf"], "finite"),
+        (["--std", "0"], "not be zero"),
+        (["--std", "1e-300"], "at least 1e-06"),
+        (["--std=-64"], "at least 1e-06"),
+        (["--mean", "1e300"], "finite"),
+    ],
+)
 def test_bad_mean_std_values_are_usage_errors_not_garbage_scores(flags, says):
     result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)), *flags])
     assert result.exit_code == 2 and says in result.stderr and result.stdout == ""
     assert "Traceback" not in result.stderr and "RuntimeWarning" not in result.stderr
     line = result.stderr.strip()
     assert len(line.splitlines()) == 1 and line.endswith(")") and " (" in line  # what to do, too
-
 
 
 # ------------------------------------------------------------------------------ compiled models
@@ -382,9 +428,12 @@ def test_the_fallback_note_is_shown_before_the_images_are_worked_on(monkeypatch,
 
     events: list[str] = []
     echo, prepare = click.echo, C.HostClassifier.prepare
-    monkeypatch.setattr(click, "echo",
-                        lambda message=None, **kw: (events.append(f"echo {message}"), echo(message, **kw)))
-    monkeypatch.setattr(C.HostClassifier, "prepare", lambda self, path: (events.append("prepare"), prepare(self, path))[1])
+    monkeypatch.setattr(
+        click, "echo", lambda message=None, **kw: (events.append(f"echo {message}"), echo(message, **kw))
+    )
+    monkeypatch.setattr(
+        C.HostClassifier, "prepare", lambda self, path: (events.append("prepare"), prepare(self, path))[1]
+    )
     cat = str(shared_file("cat.bmp"))
     result = CliRunner().invoke(cli, ["classify", cat, cat, cat, "-m", str(shared_file(COMPILED)), "-k", "1"])
     assert result.exit_code == 0, result.output
@@ -406,8 +455,19 @@ def test_compiled_model_without_twin_fails_naming_the_file_to_pass(tmp_path, no_
 # ------------------------------------------------------------------------------ --json
 def test_json_schema_and_exit_codes(bad_images):
     cat, hopper = str(shared_file("cat.bmp")), str(shared_file("grace_hopper.bmp"))
-    args = ["classify", cat, hopper, "-m", str(shared_file(MODEL)), "-l", str(shared_file("imagenet_labels.txt")),
-            "-k", "3", "--json", "--quiet"]
+    args = [
+        "classify",
+        cat,
+        hopper,
+        "-m",
+        str(shared_file(MODEL)),
+        "-l",
+        str(shared_file("imagenet_labels.txt")),
+        "-k",
+        "3",
+        "--json",
+        "--quiet",
+    ]
     ok = CliRunner().invoke(cli, args)
     assert ok.exit_code == 0, ok.output
     doc = json.loads(ok.stdout)
@@ -424,8 +484,7 @@ def test_json_schema_and_exit_codes(bad_images):
     partial = CliRunner().invoke(cli, args + [str(bad_images["text"])])
     assert partial.exit_code == InputError.exit_code
     doc = json.loads(partial.stdout)
-    said = (f"{bad_images['text']}: not an image edgekit reads "
-            "(pass JPEG, PNG, BMP, GIF, WebP, TIFF or PPM images)")
+    said = f"{bad_images['text']}: not an image edgekit reads (pass JPEG, PNG, BMP, GIF, WebP, TIFF or PPM images)"
     assert len(doc["results"]) == 2 and doc["errors"] == [{"image": str(bad_images["text"]), "error": said}]
     assert partial.stderr.strip().splitlines() == [f"error: {said}"]  # one line for one bad image
     text = CliRunner().invoke(cli, [a for a in args if a != "--json"] + [str(bad_images["text"])])
@@ -434,8 +493,9 @@ def test_json_schema_and_exit_codes(bad_images):
 
 
 def test_text_output_without_labels_shows_ids():
-    result = CliRunner().invoke(cli, ["classify", str(shared_file("grace_hopper.bmp")), "-m",
-                                      str(shared_file(MODEL)), "-k", "1", "--quiet"])
+    result = CliRunner().invoke(
+        cli, ["classify", str(shared_file("grace_hopper.bmp")), "-m", str(shared_file(MODEL)), "-k", "1", "--quiet"]
+    )
     assert result.exit_code == 0, result.output
     lines = result.stdout.splitlines()
     assert lines[0].startswith(str(shared_file(MODEL))) and " on cpu " in lines[0]
@@ -445,8 +505,9 @@ def test_text_output_without_labels_shows_ids():
 
 
 def test_bad_device_string_is_a_usage_error():
-    result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)),
-                                      "--device", "tpu0"])
+    result = CliRunner().invoke(
+        cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(MODEL)), "--device", "tpu0"]
+    )
     assert result.exit_code == 2 and "usb:N" in result.stderr
 
 
@@ -457,8 +518,13 @@ def test_grayscale_input_without_channel_axis_reads_the_mnist_nine():
     assert report.errors == () and report.results[0].top[0].id == 9 and report.results[0].top[0].score > 0.9
 
 
-@pytest.mark.parametrize("model, says", [("deeplabv3_mnv2_dm05_pascal_quant.tflite", "not a classifier"),
-                                         ("model_invoking_error.tflite", "cannot load the model")])
+@pytest.mark.parametrize(
+    "model, says",
+    [
+        ("deeplabv3_mnv2_dm05_pascal_quant.tflite", "not a classifier"),
+        ("model_invoking_error.tflite", "cannot load the model"),
+    ],
+)
 def test_models_that_are_not_image_classifiers_are_refused_in_one_line(model, says):
     result = CliRunner().invoke(cli, ["classify", str(shared_file("cat.bmp")), "-m", str(shared_file(model))])
     assert result.exit_code == InputError.exit_code
@@ -514,7 +580,7 @@ def test_model_facts_skip_the_parse_only_where_it_cannot_matter(tmp_path):
     from edgekit.tflite import model as tflite_model
 
     assert C._TFLITE_IDENTIFIER == tflite_model.FILE_IDENTIFIER
-    assert C.EDGETPU_CUSTOM_OP_BYTES == tflite_model.EDGETPU_CUSTOM_OP.encode()
+    assert tflite_model.EDGETPU_CUSTOM_OP.encode() == C.EDGETPU_CUSTOM_OP_BYTES
     assert C.model_facts(shared_file(MODEL)) == (False, {})
     compiled, _ = C.model_facts(shared_file(COMPILED))
     assert compiled is True
@@ -571,8 +637,9 @@ def test_a_broken_record_is_ignored_when_nothing_it_says_is_used(tmp_path):
     image = str(shared_file("cat.bmp"))
     stopped = CliRunner().invoke(cli, ["classify", image, "-m", str(model)])
     assert stopped.exit_code == 3 and "m.edgekit.json" in stopped.stderr
-    overridden = CliRunner().invoke(cli, ["classify", image, "-m", str(model), "--mean", "128", "--std", "128",
-                                          "-k", "1", "--quiet"])
+    overridden = CliRunner().invoke(
+        cli, ["classify", image, "-m", str(model), "--mean", "128", "--std", "128", "-k", "1", "--quiet"]
+    )
     assert overridden.exit_code == 0, overridden.output
     assert "warning: ignoring a record that cannot be read" in overridden.stderr
     timed = CliRunner().invoke(cli, ["benchmark", "-m", str(model), "-n", "2", "--warmup", "0", "--quiet"])
@@ -594,8 +661,11 @@ def test_a_model_without_a_record_does_not_import_model_record(tmp_path):
     sidecar.write_text(model_record.ModelRecord(labels=["a", "b"]).to_json())
     found = C.find_record(model, {})
     assert found is not None and found[0].labels == ["a", "b"] and found[1] == str(sidecar)
-    code = ("import sys\nfrom edgekit.devices.classify import HostClassifier\nHostClassifier(sys.argv[1], device='cpu')\n"
-            "assert 'edgekit.tflite.model_record' not in sys.modules and 'json' not in sys.modules\n")
-    proc = subprocess.run([sys.executable, "-c", code, str(shared_file(MODEL))], capture_output=True, text=True,
-                          timeout=120, check=False)
+    code = (
+        "import sys\nfrom edgekit.devices.classify import HostClassifier\nHostClassifier(sys.argv[1], device='cpu')\n"
+        "assert 'edgekit.tflite.model_record' not in sys.modules and 'json' not in sys.modules\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code, str(shared_file(MODEL))], capture_output=True, text=True, timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr

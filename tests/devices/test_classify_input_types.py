@@ -7,7 +7,6 @@ reproduce the Keras model on image/255.
 
 from __future__ import annotations
 
-
 import numpy as np
 import pytest
 
@@ -26,8 +25,15 @@ def x255_models(tmp_path_factory) -> dict:
 
     keras = tf.keras
     keras.utils.set_random_seed(3)
-    model = keras.Sequential([keras.Input((SIZE, SIZE, 3), batch_size=1), keras.layers.Conv2D(4, 3, activation="relu"),
-                              keras.layers.Flatten(), keras.layers.Dense(5), keras.layers.Softmax()])
+    model = keras.Sequential(
+        [
+            keras.Input((SIZE, SIZE, 3), batch_size=1),
+            keras.layers.Conv2D(4, 3, activation="relu"),
+            keras.layers.Flatten(),
+            keras.layers.Dense(5),
+            keras.layers.Softmax(),
+        ]
+    )
     rng = np.random.default_rng(0)
     calib = rng.uniform(0, 1, (64, SIZE, SIZE, 3)).astype(np.float32)
     folder = tmp_path_factory.mktemp("x255")
@@ -36,13 +42,14 @@ def x255_models(tmp_path_factory) -> dict:
         conv = tf.lite.TFLiteConverter.from_keras_model(model)
         if kind != "float32":
             conv.optimizations = [tf.lite.Optimize.DEFAULT]
-            conv.representative_dataset = lambda: ([calib[i:i + 1]] for i in range(len(calib)))
+            conv.representative_dataset = lambda: ([calib[i : i + 1]] for i in range(len(calib)))
             conv.target_spec.supported_ops = [tf.lite.OpsSet.TFLITE_BUILTINS_INT8]
             conv.inference_input_type = conv.inference_output_type = getattr(tf, kind)
         paths[kind] = folder / f"x255_{kind}.tflite"
         paths[kind].write_bytes(conv.convert())
     images = []
     from PIL import Image
+
     for i in range(6):
         p = folder / f"img{i}.png"
         Image.fromarray(rng.integers(0, 256, (SIZE, SIZE, 3), dtype=np.uint8)).save(p)

@@ -65,8 +65,9 @@ def libraries(tmp_path_factory):
     built = {}
     for name, source in (("crashing", CRASHING), ("no_op", NO_OP), ("hanging", HANGING), ("versioned", VERSIONED)):
         (folder / f"{name}.c").write_text(source)
-        subprocess.run([cc, "-shared", "-fPIC", "-o", str(folder / f"lib{name}.so"), str(folder / f"{name}.c")],
-                       check=True)
+        subprocess.run(
+            [cc, "-shared", "-fPIC", "-o", str(folder / f"lib{name}.so"), str(folder / f"{name}.c")], check=True
+        )
         built[name] = str(folder / f"lib{name}.so")
     return built
 
@@ -87,9 +88,11 @@ def _use(monkeypatch, library):
 
 def test_without_the_probe_the_crashing_library_kills_the_process(libraries, pair):
     """What users of a mismatched pair see today: the process dies (no error line, no exit code of ours)."""
-    script = ("import sys\nfrom edgekit.board import backends as B\n"
-              f"B.edgetpu_library = lambda system=None: {libraries['crashing']!r}\n"
-              "B.open_model(sys.argv[1], 'auto')\n")
+    script = (
+        "import sys\nfrom edgekit.board import backends as B\n"
+        f"B.edgetpu_library = lambda system=None: {libraries['crashing']!r}\n"
+        "B.open_model(sys.argv[1], 'auto')\n"
+    )
     env = {"PYTHONPATH": str(REPO), delegate_probe.PROBE_ENV: "0", "PATH": "/usr/bin:/bin"}
     done = subprocess.run([sys.executable, "-c", script, str(pair)], capture_output=True, env=env, timeout=120)
     assert done.returncode == -signal.SIGSEGV
@@ -122,7 +125,7 @@ def test_an_explicit_edge_tpu_with_a_crashing_pair_is_a_device_error(libraries, 
 
 
 def test_an_ordinary_failure_is_not_remembered_and_gives_its_own_error(libraries, pair, monkeypatch):
-    _use(monkeypatch, libraries["no_op"])   # loads, but cannot run the Edge TPU custom op
+    _use(monkeypatch, libraries["no_op"])  # loads, but cannot run the Edge TPU custom op
     opened = B.open_model(pair, "auto")
     assert opened.device == "cpu" and "compiled for the Edge TPU and cannot run on the CPU" in opened.notes[-1]
     assert not (pair.parent / "cache" / delegate_probe.CACHE_FILE).exists()
@@ -133,11 +136,14 @@ def test_a_working_pair_is_proven_once_then_trusted(libraries, pair, monkeypatch
     backend = B.select_backend()
     first = delegate_probe.prove(backend.name, backend.version, libraries["no_op"], libraries["no_op"], cpu_model, None)
     assert (first.state, first.cached) == ("ok", False)
-    second = delegate_probe.prove(backend.name, backend.version, libraries["no_op"], libraries["no_op"], cpu_model, None)
+    second = delegate_probe.prove(
+        backend.name, backend.version, libraries["no_op"], libraries["no_op"], cpu_model, None
+    )
     assert (second.state, second.cached) == ("ok", True)
     # another version of the package (or a replaced library) is another pair: proven again
-    third = delegate_probe.prove(backend.name, backend.version + "+other", libraries["no_op"], libraries["no_op"],
-                                 cpu_model, None)
+    third = delegate_probe.prove(
+        backend.name, backend.version + "+other", libraries["no_op"], libraries["no_op"], cpu_model, None
+    )
     assert third.cached is False
 
 
@@ -149,9 +155,8 @@ def test_the_probe_is_off_with_its_variable(libraries, pair, monkeypatch):
         raise AssertionError("EDGEKIT_DELEGATE_PROBE=0 starts no test process")
 
     monkeypatch.setattr(delegate_probe.subprocess, "Popen", no_child)
-    opened = B.open_model(pair, "auto")   # loaded in-process straight away (and fails as it does here)
+    opened = B.open_model(pair, "auto")  # loaded in-process straight away (and fails as it does here)
     assert opened.device == "cpu" and "cannot run on the CPU" in opened.notes[-1]
-
 
 
 # ----------------------------------------------------------------- issue 23: children, files, cache, hangs
@@ -173,8 +178,9 @@ def test_the_probe_child_imports_nothing_from_the_current_folder(libraries, pair
     marker = tmp_path / "ran"
     monkeypatch.chdir(_plant(tmp_path / "downloaded", marker))
     backend = B.select_backend()
-    verdict = delegate_probe.prove(backend.name, backend.version, libraries["crashing"], libraries["crashing"],
-                                   str(pair), None)
+    verdict = delegate_probe.prove(
+        backend.name, backend.version, libraries["crashing"], libraries["crashing"], str(pair), None
+    )
     assert not marker.exists(), marker.read_text()
     assert verdict.state == "crashed", verdict.detail
 
@@ -189,8 +195,14 @@ def test_the_probe_child_still_finds_what_pythonpath_names(libraries, pair, tmp_
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("PYTHONPATH", "extra")
     backend = B.select_backend()
-    verdict = delegate_probe.prove(backend.name, backend.version, libraries["no_op"], libraries["no_op"],
-                                   str(pair.parent / "mobilenet_v1_0.25_128_quant.tflite"), None)
+    verdict = delegate_probe.prove(
+        backend.name,
+        backend.version,
+        libraries["no_op"],
+        libraries["no_op"],
+        str(pair.parent / "mobilenet_v1_0.25_128_quant.tflite"),
+        None,
+    )
     assert verdict.state == "ok" and seen.read_text() == "yes"
 
 
@@ -206,8 +218,10 @@ def test_doctor_reads_the_runtime_version_without_code_from_the_current_folder(l
 
 def _linker_choice(env):
     """The file the real dynamic linker loads for libedgetpu.so.1 under ``env`` (read from /proc/self/maps)."""
-    code = ("import ctypes\nctypes.CDLL('libedgetpu.so.1')\n"
-            "print(next(l.split()[-1] for l in open('/proc/self/maps') if 'libedgetpu' in l or 'no_op' in l))\n")
+    code = (
+        "import ctypes\nctypes.CDLL('libedgetpu.so.1')\n"
+        "print(next(l.split()[-1] for l in open('/proc/self/maps') if 'libedgetpu' in l or 'no_op' in l))\n"
+    )
     done = subprocess.run([sys.executable, "-I", "-c", code], env=env, capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     return done.stdout.strip()
@@ -289,8 +303,16 @@ def _forge_ok(cache_dir, library, backend):
     return cache_dir / delegate_probe.CACHE_FILE
 
 
-@pytest.mark.parametrize("how", ["file world-writable", "file group-writable", "folder world-writable",
-                                 "file of another user", "folder of another user"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "file world-writable",
+        "file group-writable",
+        "folder world-writable",
+        "file of another user",
+        "folder of another user",
+    ],
+)
 def test_a_cache_the_user_does_not_own_alone_is_not_trusted(libraries, pair, tmp_path, monkeypatch, how):
     """Issue 23, security 3: a planted verdict must not make edgekit load a crashing library."""
     if "another user" in how and os.geteuid() != 0:
@@ -316,8 +338,9 @@ def test_a_cache_the_user_does_not_own_alone_is_not_trusted(libraries, pair, tmp
         os.chown(folder, 65534, 65534)
     monkeypatch.setenv(delegate_probe.CACHE_ENV, str(folder))
     assert delegate_probe.read_cache() == {}
-    verdict = delegate_probe.prove(backend.name, backend.version, libraries["crashing"], libraries["crashing"],
-                                   str(pair), None)
+    verdict = delegate_probe.prove(
+        backend.name, backend.version, libraries["crashing"], libraries["crashing"], str(pair), None
+    )
     assert (verdict.state, verdict.cached) == ("crashed", False)
 
 
@@ -331,8 +354,9 @@ def test_a_symlinked_cache_folder_is_neither_read_nor_written_through(libraries,
     link.symlink_to(real)
     monkeypatch.setenv(delegate_probe.CACHE_ENV, str(link))
     assert delegate_probe.read_cache() == {}
-    verdict = delegate_probe.prove(backend.name, backend.version, libraries["crashing"], libraries["crashing"],
-                                   str(pair), None)
+    verdict = delegate_probe.prove(
+        backend.name, backend.version, libraries["crashing"], libraries["crashing"], str(pair), None
+    )
     assert (verdict.state, verdict.cached) == ("crashed", False)
     assert sorted(p.name for p in real.iterdir()) == before
     assert "forged" in (real / delegate_probe.CACHE_FILE).read_text()
@@ -340,15 +364,17 @@ def test_a_symlinked_cache_folder_is_neither_read_nor_written_through(libraries,
 
 def test_the_cache_is_written_privately_and_atomically(libraries, pair, tmp_path):
     backend = B.select_backend()
-    verdict = delegate_probe.prove(backend.name, backend.version, libraries["crashing"], libraries["crashing"],
-                                   str(pair), None)
+    verdict = delegate_probe.prove(
+        backend.name, backend.version, libraries["crashing"], libraries["crashing"], str(pair), None
+    )
     assert verdict.state == "crashed"
     folder = pair.parent / "cache"
     assert [p.name for p in folder.iterdir()] == [delegate_probe.CACHE_FILE]
     assert folder.stat().st_mode & 0o777 == 0o700
     assert (folder / delegate_probe.CACHE_FILE).stat().st_mode & 0o777 == 0o600
-    again = delegate_probe.prove(backend.name, backend.version, libraries["crashing"], libraries["crashing"],
-                                 str(pair), None)
+    again = delegate_probe.prove(
+        backend.name, backend.version, libraries["crashing"], libraries["crashing"], str(pair), None
+    )
     assert (again.state, again.cached) == ("crashed", True)
 
 
@@ -377,17 +403,20 @@ def test_a_hostile_cache_file_neither_hangs_nor_crashes_nor_leaves_files(tmp_pat
         target.write_text("[" * 200000 + "]" * 200000)
         target.chmod(0o600)
     before = sorted(p.name for p in folder.iterdir())
-    code = ("from edgekit.board import delegate_probe as d\n"
-            "d._write_cache('k', {'state': 'ok'})\nprint(sorted(d.read_cache()))\n")
+    code = (
+        "from edgekit.board import delegate_probe as d\n"
+        "d._write_cache('k', {'state': 'ok'})\nprint(sorted(d.read_cache()))\n"
+    )
     env = {**os.environ, delegate_probe.CACHE_ENV: str(folder), "PYTHONPATH": str(REPO)}
-    done = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60,
-                          preexec_fn=_limit_memory)
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60, preexec_fn=_limit_memory
+    )
     assert done.returncode == 0, done.stderr
     after = sorted(p.name for p in folder.iterdir())
-    assert after == before   # no temporary file left behind
-    if what == "folder":      # cannot be replaced: no cache, and nothing else
+    assert after == before  # no temporary file left behind
+    if what == "folder":  # cannot be replaced: no cache, and nothing else
         assert done.stdout.strip() == "[]" and target.is_dir()
-    else:                     # an entry in the user's own folder that is no cache: replaced by one, atomically
+    else:  # an entry in the user's own folder that is no cache: replaced by one, atomically
         assert done.stdout.strip() == "['k']" and target.is_file() and not target.is_symlink()
 
 
@@ -401,7 +430,7 @@ def test_a_probe_that_hangs_is_a_failed_pair_never_loaded_here(libraries, pair, 
     opened = B.open_model(pair, "auto")
     assert time.monotonic() - start < 30
     assert opened.device == "cpu" and "hangs with" in opened.notes[-1] and "no answer within 3 s" in opened.notes[-1]
-    with pytest.raises(DeviceError) as caught:   # remembered: refused at once, no second wait
+    with pytest.raises(DeviceError) as caught:  # remembered: refused at once, no second wait
         start = time.monotonic()
         B.open_model(pair, "usb")
     assert time.monotonic() - start < 10 and "remembered from an earlier run" in caught.value.message
@@ -414,7 +443,7 @@ def test_pycoral_gets_the_resolved_file_not_its_bare_name_lookup(libraries, pair
     link = tmp_path / "libedgetpu.so.1"
     link.symlink_to(libraries["no_op"])
     _use(monkeypatch, str(link))
-    monkeypatch.setenv(delegate_probe.PROBE_ENV, "0")   # a stand-in backend cannot be proven in a child
+    monkeypatch.setenv(delegate_probe.PROBE_ENV, "0")  # a stand-in backend cannot be proven in a child
     loaded = []
 
     class Interpreter:
@@ -427,18 +456,26 @@ def test_pycoral_gets_the_resolved_file_not_its_bare_name_lookup(libraries, pair
     def make_interpreter(*args, **kwargs):
         raise AssertionError("the bare-name factory is not used when the file is known")
 
-    backend = B.Backend("pycoral", "2.0.0", Interpreter, lambda library, options=None: loaded.append(library) or "d",
-                        make_edgetpu_interpreter=make_interpreter)
+    backend = B.Backend(
+        "pycoral",
+        "2.0.0",
+        Interpreter,
+        lambda library, options=None: loaded.append(library) or "d",
+        make_edgetpu_interpreter=make_interpreter,
+    )
     opened = B.open_model(pair, "usb", backend=backend)
     assert loaded == [libraries["no_op"]] and opened.interpreter.kwargs["experimental_delegates"] == ["d"]
 
 
 def test_a_child_looks_for_modules_as_its_parent_does(tmp_path):
     """A parent started with -I (or -E/-s) gives its children the same flags; the child never has '' first."""
-    code = ("import sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.board import delegate_probe as d\n"
-            "r = d.run_python('print(sys.flags.isolated, sys.flags.ignore_environment, \"\" in sys.path)', [], 30)\n"
-            "print(r.stdout.decode().strip())\n")
+    code = (
+        "import sys\nsys.path.insert(0, sys.argv[1])\nfrom edgekit.board import delegate_probe as d\n"
+        "r = d.run_python('print(sys.flags.isolated, sys.flags.ignore_environment, \"\" in sys.path)', [], 30)\n"
+        "print(r.stdout.decode().strip())\n"
+    )
     for flags, expected in (([], "0 0 False"), (["-I"], "1 1 False"), (["-E"], "0 1 False")):
-        done = subprocess.run([sys.executable, *flags, "-c", code, str(REPO)], capture_output=True, text=True,
-                              cwd=tmp_path, timeout=60)
+        done = subprocess.run(
+            [sys.executable, *flags, "-c", code, str(REPO)], capture_output=True, text=True, cwd=tmp_path, timeout=60
+        )
         assert done.stdout.strip() == expected, (flags, done.stdout, done.stderr)

@@ -35,14 +35,16 @@ def fake_apex(sys_root: Path, dev_root: Path, n: int, temp: str | None = None, n
 
 def test_usb_accelerators_before_and_after_firmware(tmp_path):
     sys_root = tmp_path / "sys"
-    fake_usb(sys_root, "usb1", "1d6b", "0002")          # root hub
-    fake_usb(sys_root, "2-1", "18d1", "9302")           # Edge TPU, firmware loaded
-    fake_usb(sys_root, "1-1.2", "046d", "c52b")         # a mouse
-    fake_usb(sys_root, "1-1", "1a6e", "089a")           # Edge TPU, fresh from the box
+    fake_usb(sys_root, "usb1", "1d6b", "0002")  # root hub
+    fake_usb(sys_root, "2-1", "18d1", "9302")  # Edge TPU, firmware loaded
+    fake_usb(sys_root, "1-1.2", "046d", "c52b")  # a mouse
+    fake_usb(sys_root, "1-1", "1a6e", "089a")  # Edge TPU, fresh from the box
     (sys_root / "bus" / "usb" / "devices" / "1-1:1.0").mkdir()  # an interface: no idVendor
     found = D.usb_devices(sys_root)
     assert [(d.device, Path(d.path).name, d.usb_id) for d in found] == [
-        ("usb:0", "1-1", "1a6e:089a"), ("usb:1", "2-1", "18d1:9302")]
+        ("usb:0", "1-1", "1a6e:089a"),
+        ("usb:1", "2-1", "18d1:9302"),
+    ]
     assert "firmware not loaded" in found[0].state and found[1].state == "ready"
 
 
@@ -50,11 +52,13 @@ def test_pcie_edge_tpus_with_temperature(tmp_path):
     sys_root, dev_root = tmp_path / "sys", tmp_path / "dev"
     fake_apex(sys_root, dev_root, 0, temp="41250")
     fake_apex(sys_root, dev_root, 1, temp="garbage")
-    fake_apex(sys_root, dev_root, 2, node=False)      # the driver sees it, udev made no node
+    fake_apex(sys_root, dev_root, 2, node=False)  # the driver sees it, udev made no node
     found = D.pci_devices(sys_root, dev_root)
     assert [(d.device, d.path, d.temperature_c) for d in found] == [
-        ("pci:0", str(dev_root / "apex_0"), 41.25), ("pci:1", str(dev_root / "apex_1"), None),
-        ("pci:2", str(dev_root / "apex_2"), None)]
+        ("pci:0", str(dev_root / "apex_0"), 41.25),
+        ("pci:1", str(dev_root / "apex_1"), None),
+        ("pci:2", str(dev_root / "apex_2"), None),
+    ]
     assert found[0].state == "ready" and "missing" in found[2].state
 
 
@@ -95,4 +99,6 @@ def test_devices_command_on_a_fake_machine_with_two_edge_tpus(tmp_path, monkeypa
     assert pci.split()[:3] == ["pci:0", str(dev_root / "apex_0"), "ready"] and "47.5 C" in pci
     doc = json.loads(CliRunner().invoke(cli, ["devices", "--json"]).stdout)
     assert [(d["device"], d["usb_id"], d["temperature_c"]) for d in doc["devices"]] == [
-        ("usb:0", "1a6e:089a", None), ("pci:0", None, 47.5)]
+        ("usb:0", "1a6e:089a", None),
+        ("pci:0", None, 47.5),
+    ]

@@ -14,8 +14,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from edgekit.doctor import diagnose as Doc
 from edgekit.cli.app import cli
+from edgekit.doctor import diagnose as Doc
 from tests.devices.test_discovery import fake_apex, fake_usb
 
 VERSIONS = {"numpy": "1.26.4", "ai-edge-litert": "2.3.0", "pillow": "11.0.0", "click": "8.1.7"}
@@ -29,12 +29,23 @@ def stand_in_compiler(folder: Path, body: str) -> Path:
 
 
 def probe(tmp_path: Path, versions: dict | None = None, **kw) -> Doc.Probe:
-    defaults = {"sys_root": str(tmp_path / "sys"), "dev_root": str(tmp_path / "dev"),
-                "udev_dirs": (str(tmp_path / "udev"),), "lib_dirs": [str(tmp_path / "lib")], "find_library": False,
-                "read_runtime_version": False, "groups": ["users"], "is_root": False,
-                "env": {"PATH": str(tmp_path / "bin")}, "system": "Linux", "use_pycoral": False,
-                "root": str(tmp_path), "arch": "x86_64", "python": (3, 11, 9),
-                "dist_version": lambda name, v=versions or VERSIONS: v.get(name)}
+    defaults = {
+        "sys_root": str(tmp_path / "sys"),
+        "dev_root": str(tmp_path / "dev"),
+        "udev_dirs": (str(tmp_path / "udev"),),
+        "lib_dirs": [str(tmp_path / "lib")],
+        "find_library": False,
+        "read_runtime_version": False,
+        "groups": ["users"],
+        "is_root": False,
+        "env": {"PATH": str(tmp_path / "bin")},
+        "system": "Linux",
+        "use_pycoral": False,
+        "root": str(tmp_path),
+        "arch": "x86_64",
+        "python": (3, 11, 9),
+        "dist_version": lambda name, v=versions or VERSIONS: v.get(name),
+    }
     defaults.update(kw)
     return Doc.Probe(**defaults)
 
@@ -100,8 +111,7 @@ def test_tflite_runtime_with_numpy_2_fails_with_the_fix(tmp_path):
     assert Doc.check_numpy(probe(tmp_path, {**versions, "numpy": "1.26.4"})).status == Doc.OK
 
 
-def test_the_interpreter_and_libedgetpu_pair_is_reported_from_the_probe_or_the_known_segfaults(tmp_path,
-                                                                                                 monkeypatch):
+def test_the_interpreter_and_libedgetpu_pair_is_reported_from_the_probe_or_the_known_segfaults(tmp_path, monkeypatch):
     from edgekit.board import delegate_probe
 
     monkeypatch.setenv(delegate_probe.CACHE_ENV, str(tmp_path / "cache"))
@@ -116,8 +126,9 @@ def test_the_interpreter_and_libedgetpu_pair_is_reported_from_the_probe_or_the_k
     old = probe(tmp_path, {**VERSIONS, "tflite-runtime": "2.5.0.post1"}, env=env)
     assert Doc.check_runtime_pairing(old, str(lib)).status == Doc.INFO
     # what the probe found, for this very pair, overrides what is reported elsewhere
-    delegate_probe._write_cache(delegate_probe.pair_key("tflite_runtime", "2.14.0", str(lib)),
-                                {"state": "crashed", "detail": "SIGSEGV"})
+    delegate_probe._write_cache(
+        delegate_probe.pair_key("tflite_runtime", "2.14.0", str(lib)), {"state": "crashed", "detail": "SIGSEGV"}
+    )
     check = Doc.check_runtime_pairing(new, str(lib))
     assert check.status == Doc.FAIL and "SIGSEGV" in check.detail and "TFlite-builds" in check.fix
     delegate_probe._write_cache(delegate_probe.pair_key("tflite_runtime", "2.5.0.post1", str(lib)), {"state": "ok"})
@@ -173,12 +184,14 @@ def test_a_hung_pair_and_a_cache_that_cannot_be_used_are_reported(tmp_path, monk
     lib.write_bytes(b"stand-in")
     env = {"PATH": str(tmp_path / "bin"), "EDGEKIT_BACKEND": "tflite_runtime"}
     new = probe(tmp_path, {**VERSIONS, "tflite-runtime": "2.14.0"}, env=env)
-    delegate_probe._write_cache(delegate_probe.pair_key("tflite_runtime", "2.14.0", str(lib)),
-                                {"state": "hung", "detail": "no answer within 60 s"})
+    delegate_probe._write_cache(
+        delegate_probe.pair_key("tflite_runtime", "2.14.0", str(lib)),
+        {"state": "hung", "detail": "no answer within 60 s"},
+    )
     check = Doc.check_runtime_pairing(new, str(lib))
     assert check.status == Doc.FAIL and "hung a test process (no answer within 60 s)" in check.detail
-    assert Doc.check_verdict_cache(new) is None          # the user's own cache: nothing to say
-    cache.chmod(0o777)                                    # writable by anyone: not used, and doctor says so
+    assert Doc.check_verdict_cache(new) is None  # the user's own cache: nothing to say
+    cache.chmod(0o777)  # writable by anyone: not used, and doctor says so
     check = Doc.check_verdict_cache(new)
     assert check.status == Doc.WARN and str(cache) in check.detail and "chmod 700" in check.fix
     assert delegate_probe.read_cache() == {}

@@ -15,17 +15,21 @@ from pathlib import Path
 
 import pytest
 
+from edgekit.board import delegate_probe
 from edgekit.doctor import diagnose as Doc
 from edgekit.doctor import rules as R
-from edgekit.board import delegate_probe
 
 LEDGER = Path(__file__).resolve().parents[1] / "fixtures" / "evidence" / "DOCTOR.tsv"
 MODULES = {"ai_edge_litert": "ai-edge-litert", "tflite_runtime": "tflite-runtime", "tensorflow": "tensorflow"}
 
-NO_LLSEEK = ("/var/lib/dkms/gasket/1.0/build/gasket_core.c:1376:19: error: 'no_llseek' undeclared here "
-             "(not in a function); did you mean 'noop_llseek'?")
-UDEV_RULE = ('SUBSYSTEM=="usb",ATTRS{idVendor}=="1a6e",GROUP="plugdev"\n'
-             'SUBSYSTEM=="usb",ATTRS{idVendor}=="18d1",GROUP="plugdev"\n')
+NO_LLSEEK = (
+    "/var/lib/dkms/gasket/1.0/build/gasket_core.c:1376:19: error: 'no_llseek' undeclared here "
+    "(not in a function); did you mean 'noop_llseek'?"
+)
+UDEV_RULE = (
+    'SUBSYSTEM=="usb",ATTRS{idVendor}=="1a6e",GROUP="plugdev"\n'
+    'SUBSYSTEM=="usb",ATTRS{idVendor}=="18d1",GROUP="plugdev"\n'
+)
 
 
 def put(root: Path, path: str, text: str = "") -> None:
@@ -35,13 +39,21 @@ def put(root: Path, path: str, text: str = "") -> None:
 
 
 def os_release(root: Path, pretty: str, codename: str, version: str, distro: str = "debian") -> None:
-    put(root, "/etc/os-release", f'PRETTY_NAME="{pretty}"\nNAME="{pretty}"\nVERSION_ID="{version}"\n'
-                                 f"VERSION_CODENAME={codename}\nID={distro}\n")
+    put(
+        root,
+        "/etc/os-release",
+        f'PRETTY_NAME="{pretty}"\nNAME="{pretty}"\nVERSION_ID="{version}"\nVERSION_CODENAME={codename}\nID={distro}\n',
+    )
 
 
 def dpkg(root: Path, packages: dict[str, str], files: dict[str, list[str]] | None = None) -> None:
-    put(root, "/var/lib/dpkg/status", "\n\n".join(
-        f"Package: {n}\nStatus: install ok installed\nVersion: {v}\nArchitecture: all" for n, v in packages.items()))
+    put(
+        root,
+        "/var/lib/dpkg/status",
+        "\n\n".join(
+            f"Package: {n}\nStatus: install ok installed\nVersion: {v}\nArchitecture: all" for n, v in packages.items()
+        ),
+    )
     for name, paths in (files or {}).items():
         put(root, f"/var/lib/dpkg/info/{name}.list", "\n".join(paths) + "\n")
 
@@ -54,8 +66,13 @@ def libedgetpu(root: Path, folder: str, version: str = "16.0", package: str = "l
 
 def usb(root: Path, name: str, vid: str, pid: str, bus: int, dev: int, speed: str, node: bool = True) -> None:
     base = f"/sys/bus/usb/devices/{name}"
-    for key, value in (("idVendor", vid), ("idProduct", pid), ("busnum", str(bus)), ("devnum", str(dev)),
-                       ("speed", speed)):
+    for key, value in (
+        ("idVendor", vid),
+        ("idProduct", pid),
+        ("busnum", str(bus)),
+        ("devnum", str(dev)),
+        ("speed", speed),
+    ):
         put(root, f"{base}/{key}", value + "\n")
     if node:
         put(root, f"/dev/bus/usb/{bus:03d}/{dev:03d}")
@@ -68,16 +85,28 @@ def pcie_card(root: Path, address: str) -> None:
 
 def failed_dkms(root: Path, kernel: str) -> None:
     put(root, "/var/lib/dkms/gasket/1.0/source/dkms.conf", 'PACKAGE_NAME="gasket"\n')
-    put(root, "/var/lib/dkms/gasket/1.0/build/make.log",
+    put(
+        root,
+        "/var/lib/dkms/gasket/1.0/build/make.log",
         f"DKMS make.log for gasket-1.0 for kernel {kernel}\n  CC [M]  /var/lib/dkms/gasket/1.0/build/gasket_core.o\n"
-        f"{NO_LLSEEK}\n make[2]: *** Error 1\n")
+        f"{NO_LLSEEK}\n make[2]: *** Error 1\n",
+    )
 
 
-def probe(root: Path, versions: dict, *, python: tuple, arch: str, system: str = "Linux", groups=None,
-          is_root: bool = False) -> Doc.Probe:
-    return Doc.Probe.for_root(str(root), system=system, arch=arch, python=python,
-                              dist_version=versions.get, module_available=lambda m: MODULES.get(m) in versions,
-                              groups=groups or ["users"], is_root=is_root, env={"PATH": str(root / "bin")})
+def probe(
+    root: Path, versions: dict, *, python: tuple, arch: str, system: str = "Linux", groups=None, is_root: bool = False
+) -> Doc.Probe:
+    return Doc.Probe.for_root(
+        str(root),
+        system=system,
+        arch=arch,
+        python=python,
+        dist_version=versions.get,
+        module_available=lambda m: MODULES.get(m) in versions,
+        groups=groups or ["users"],
+        is_root=is_root,
+        env={"PATH": str(root / "bin")},
+    )
 
 
 @pytest.fixture(autouse=True)
@@ -111,32 +140,49 @@ def pi5_trixie(root: Path) -> Doc.Probe:
     failed_dkms(root, "6.12.47+rpt-rpi-2712")
     packages, files = libedgetpu(root, "/usr/lib/aarch64-linux-gnu")
     dpkg(root, {**packages, "gasket-dkms": "1.0-18"}, files)
-    put(root, "/etc/apt/sources.list.d/coral-edgetpu.list",
-        "deb https://packages.cloud.google.com/apt coral-edgetpu-stable main\n")
-    return probe(root, {"ai-edge-litert": "2.1.4", "numpy": "2.3.4"}, python=(3, 13, 5), arch="aarch64",
-                 groups=["pi", "plugdev"])
+    put(
+        root,
+        "/etc/apt/sources.list.d/coral-edgetpu.list",
+        "deb https://packages.cloud.google.com/apt coral-edgetpu-stable main\n",
+    )
+    return probe(
+        root, {"ai-edge-litert": "2.1.4", "numpy": "2.3.4"}, python=(3, 13, 5), arch="aarch64", groups=["pi", "plugdev"]
+    )
 
 
 def test_pi5_trixie_python313_m2(tmp_path):
     checks = findings(pi5_trixie(tmp_path))
-    assert statuses(checks) == {**BASE, "interpreter": "ok", "interpreter wheel": "ok", "numpy": "ok",
-                                "libedgetpu": "ok", "libedgetpu build": "info", "runtime pairing": "warn",
-                                "devices": "warn", "kernel driver": "fail", "pi5 pcie": "fail", "udev rule": "ok",
-                                "groups": "warn", "apt source": "warn", "edgetpu_compiler": "warn"}
+    assert statuses(checks) == {
+        **BASE,
+        "interpreter": "ok",
+        "interpreter wheel": "ok",
+        "numpy": "ok",
+        "libedgetpu": "ok",
+        "libedgetpu build": "info",
+        "runtime pairing": "warn",
+        "devices": "warn",
+        "kernel driver": "fail",
+        "pi5 pcie": "fail",
+        "udev rule": "ok",
+        "groups": "warn",
+        "apt source": "warn",
+        "edgetpu_compiler": "warn",
+    }
     assert "Raspberry Pi OS, Debian GNU/Linux 13 (trixie)" in checks["platform"].detail
     assert "Raspberry Pi 5 Model B" in checks["platform"].detail and "6.12.47+rpt-rpi-2712" in checks["platform"].detail
-    assert checks["interpreter wheel"].detail == ("wheels for CPython 3.13 on Linux aarch64: ai-edge-litert "
-                                                  "(none from tflite-runtime, Google's pycoral)")
+    assert checks["interpreter wheel"].detail == (
+        "wheels for CPython 3.13 on Linux aarch64: ai-edge-litert (none from tflite-runtime, Google's pycoral)"
+    )
     assert "Google's build of 16.0" in checks["libedgetpu build"].detail
     assert "feranick/libedgetpu" in checks["runtime pairing"].fix
     driver = checks["kernel driver"]
     assert "0001:01:00.0" in driver.detail and "'no_llseek' undeclared" in driver.detail
     assert "gasket-dkms_1.0-18.4_all.deb" in driver.fix and R.FERANICK_GASKET in driver.fix
-    assert "6.18" not in driver.fix                      # 6.12: no failure of the patched package reported
+    assert "6.18" not in driver.fix  # 6.12: no failure of the patched package reported
     assert "kernel=kernel8.img" in checks["pi5 pcie"].fix and "16K-page" in checks["pi5 pcie"].detail
     assert "usermod -aG apex" in checks["groups"].fix
     assert "signed-by=/etc/apt/keyrings/coral-edgetpu.gpg" in checks["apt source"].fix
-    assert "x86-64" in checks["edgetpu_compiler"].fix    # the compiler does not run on ARM
+    assert "x86-64" in checks["edgetpu_compiler"].fix  # the compiler does not run on ARM
 
 
 def pi4_usb2(root: Path) -> Doc.Probe:
@@ -150,16 +196,31 @@ def pi4_usb2(root: Path) -> Doc.Probe:
     usb(root, "1-1.3", "18d1", "9302", 1, 4, "480")
     packages, files = libedgetpu(root, "/usr/lib/aarch64-linux-gnu", "16.0tf2.17.0-1")
     dpkg(root, packages, files)
-    return probe(root, {"tflite-runtime": "2.17.0", "numpy": "1.26.4"}, python=(3, 11, 2), arch="aarch64",
-                 groups=["pi", "plugdev"])
+    return probe(
+        root,
+        {"tflite-runtime": "2.17.0", "numpy": "1.26.4"},
+        python=(3, 11, 2),
+        arch="aarch64",
+        groups=["pi", "plugdev"],
+    )
 
 
 def test_pi4_usb_accelerator_on_usb2(tmp_path):
     checks = findings(pi4_usb2(tmp_path))
-    assert statuses(checks) == {**BASE, "interpreter": "ok", "interpreter wheel": "ok", "numpy": "ok",
-                                "libedgetpu": "ok", "libedgetpu build": "info", "runtime pairing": "info",
-                                "devices": "ok", "usb link": "warn", "udev rule": "ok", "groups": "ok",
-                                "edgetpu_compiler": "warn"}
+    assert statuses(checks) == {
+        **BASE,
+        "interpreter": "ok",
+        "interpreter wheel": "ok",
+        "numpy": "ok",
+        "libedgetpu": "ok",
+        "libedgetpu build": "info",
+        "runtime pairing": "info",
+        "devices": "ok",
+        "usb link": "warn",
+        "udev rule": "ok",
+        "groups": "ok",
+        "edgetpu_compiler": "warn",
+    }
     assert "community build against TensorFlow 2.17.0" in checks["libedgetpu build"].detail
     assert "tflite_runtime 2.11.1 to 2.17.0" in checks["runtime pairing"].detail
     assert "480 Mbit/s" in checks["usb link"].detail and "USB 3 port" in checks["usb link"].fix
@@ -177,20 +238,42 @@ def ubuntu_614_pcie(root: Path) -> Doc.Probe:
     packages, files = libedgetpu(root, "/usr/lib/x86_64-linux-gnu")
     dpkg(root, {**packages, "gasket-dkms": "1.0-18"}, files)
     put(root, "/etc/apt/keyrings/coral.gpg", "key")
-    put(root, "/etc/apt/sources.list.d/coral-edgetpu.list",
-        "deb [signed-by=/etc/apt/keyrings/coral.gpg] https://packages.cloud.google.com/apt coral-edgetpu-stable main\n")
-    put(root, "/etc/apt/sources.list.d/google-cloud-sdk.list",
-        "deb https://packages.cloud.google.com/apt cloud-sdk main\n")   # Google's, not Coral's: not judged
-    return probe(root, {"ai-edge-litert": "2.1.4", "numpy": "2.2.1"}, python=(3, 12, 3), arch="x86_64",
-                 groups=["me", "plugdev", "apex"])
+    put(
+        root,
+        "/etc/apt/sources.list.d/coral-edgetpu.list",
+        "deb [signed-by=/etc/apt/keyrings/coral.gpg] https://packages.cloud.google.com/apt coral-edgetpu-stable main\n",
+    )
+    put(
+        root,
+        "/etc/apt/sources.list.d/google-cloud-sdk.list",
+        "deb https://packages.cloud.google.com/apt cloud-sdk main\n",
+    )  # Google's, not Coral's: not judged
+    return probe(
+        root,
+        {"ai-edge-litert": "2.1.4", "numpy": "2.2.1"},
+        python=(3, 12, 3),
+        arch="x86_64",
+        groups=["me", "plugdev", "apex"],
+    )
 
 
 def test_ubuntu_2404_kernel_614_pcie(tmp_path):
     checks = findings(ubuntu_614_pcie(tmp_path))
-    assert statuses(checks) == {**BASE, "interpreter": "ok", "interpreter wheel": "ok", "numpy": "ok",
-                                "libedgetpu": "ok", "libedgetpu build": "info", "runtime pairing": "warn",
-                                "devices": "warn", "kernel driver": "fail", "udev rule": "ok", "groups": "ok",
-                                "apt source": "ok", "edgetpu_compiler": "warn"}
+    assert statuses(checks) == {
+        **BASE,
+        "interpreter": "ok",
+        "interpreter wheel": "ok",
+        "numpy": "ok",
+        "libedgetpu": "ok",
+        "libedgetpu build": "info",
+        "runtime pairing": "warn",
+        "devices": "warn",
+        "kernel driver": "fail",
+        "udev rule": "ok",
+        "groups": "ok",
+        "apt source": "ok",
+        "edgetpu_compiler": "warn",
+    }
     driver = checks["kernel driver"]
     assert "kernel 6.14.0-24-generic" in driver.detail and NO_LLSEEK in driver.detail
     assert "6.4 and newer" in driver.fix and "gasket-dkms_1.0-18.4_all.deb" in driver.fix
@@ -209,19 +292,28 @@ def docker_without_usb(root: Path) -> Doc.Probe:
     usb(root, "2-1", "18d1", "9302", 2, 3, "5000", node=False)
     packages, files = libedgetpu(root, "/usr/lib/x86_64-linux-gnu")
     dpkg(root, packages, files)
-    return probe(root, {"ai-edge-litert": "2.1.4", "numpy": "2.2.1"}, python=(3, 11, 9), arch="x86_64",
-                 is_root=True)
+    return probe(root, {"ai-edge-litert": "2.1.4", "numpy": "2.2.1"}, python=(3, 11, 9), arch="x86_64", is_root=True)
 
 
 def test_docker_container_without_the_usb_device(tmp_path):
     checks = findings(docker_without_usb(tmp_path))
-    assert statuses(checks) == {**BASE, "interpreter": "ok", "interpreter wheel": "ok", "numpy": "ok",
-                                "libedgetpu": "ok", "libedgetpu build": "info", "runtime pairing": "warn",
-                                "devices": "warn", "passthrough": "fail", "usb link": "ok", "groups": "ok",
-                                "edgetpu_compiler": "warn"}
+    assert statuses(checks) == {
+        **BASE,
+        "interpreter": "ok",
+        "interpreter wheel": "ok",
+        "numpy": "ok",
+        "libedgetpu": "ok",
+        "libedgetpu build": "info",
+        "runtime pairing": "warn",
+        "devices": "warn",
+        "passthrough": "fail",
+        "usb link": "ok",
+        "groups": "ok",
+        "edgetpu_compiler": "warn",
+    }
     assert "docker container" in checks["passthrough"].detail and "/dev/bus/usb" in checks["passthrough"].detail
     assert "--device /dev/bus/usb" in checks["passthrough"].fix
-    assert "udev rule" not in checks                     # the host's udev, not the container's
+    assert "udev rule" not in checks  # the host's udev, not the container's
 
 
 def proxmox_vm_bootloader(root: Path) -> Doc.Probe:
@@ -236,40 +328,70 @@ def proxmox_vm_bootloader(root: Path) -> Doc.Probe:
     packages, files = libedgetpu(root, "/usr/lib/x86_64-linux-gnu")
     dpkg(root, packages, files)
     put(root, "/etc/apt/keyrings/coral.gpg", "key")
-    put(root, "/etc/apt/sources.list.d/coral-edgetpu.sources",
+    put(
+        root,
+        "/etc/apt/sources.list.d/coral-edgetpu.sources",
         "Types: deb\nURIs: https://packages.cloud.google.com/apt\nSuites: coral-edgetpu-stable\nComponents: main\n"
-        "Signed-By: /etc/apt/keyrings/coral.gpg\n")
-    return probe(root, {"tflite-runtime": "2.14.0", "numpy": "1.26.4"}, python=(3, 11, 2), arch="x86_64",
-                 groups=["me", "plugdev"])
+        "Signed-By: /etc/apt/keyrings/coral.gpg\n",
+    )
+    return probe(
+        root,
+        {"tflite-runtime": "2.14.0", "numpy": "1.26.4"},
+        python=(3, 11, 2),
+        arch="x86_64",
+        groups=["me", "plugdev"],
+    )
 
 
 def test_proxmox_vm_with_the_accelerator_in_bootloader_mode(tmp_path):
     checks = findings(proxmox_vm_bootloader(tmp_path))
-    assert statuses(checks) == {**BASE, "interpreter": "ok", "interpreter wheel": "ok", "numpy": "ok",
-                                "libedgetpu": "ok", "libedgetpu build": "info", "runtime pairing": "warn",
-                                "devices": "ok", "passthrough": "ok", "usb firmware": "warn", "udev rule": "ok",
-                                "groups": "ok", "apt source": "ok", "edgetpu_compiler": "warn"}
+    assert statuses(checks) == {
+        **BASE,
+        "interpreter": "ok",
+        "interpreter wheel": "ok",
+        "numpy": "ok",
+        "libedgetpu": "ok",
+        "libedgetpu build": "info",
+        "runtime pairing": "warn",
+        "devices": "ok",
+        "passthrough": "ok",
+        "usb firmware": "warn",
+        "udev rule": "ok",
+        "groups": "ok",
+        "apt source": "ok",
+        "edgetpu_compiler": "warn",
+    }
     assert "QEMU" in checks["usb firmware"].detail and "18d1:9302" in checks["usb firmware"].detail
     assert "Use USB Port" in checks["usb firmware"].fix
     assert "firmware not loaded" in checks["devices"].detail
-    assert "libedgetpu#53" in checks["runtime pairing"].detail     # tflite-runtime 2.14 with Google's 16.0
+    assert "libedgetpu#53" in checks["runtime pairing"].detail  # tflite-runtime 2.14 with Google's 16.0
 
 
 def mac(root: Path) -> Doc.Probe:
     """An Apple Silicon Mac, macOS 15, Python 3.13, Coral's libedgetpu.1.dylib: no sysfs, no kernel driver."""
-    put(root, "/System/Library/CoreServices/SystemVersion.plist",
+    put(
+        root,
+        "/System/Library/CoreServices/SystemVersion.plist",
         "<plist><dict><key>ProductName</key><string>macOS</string>"
-        "<key>ProductVersion</key><string>15.1</string></dict></plist>")
+        "<key>ProductVersion</key><string>15.1</string></dict></plist>",
+    )
     put(root, "/usr/local/lib/libedgetpu.1.dylib", "stand-in")
-    return probe(root, {"ai-edge-litert": "2.1.6", "numpy": "2.2.1"}, python=(3, 13, 1), arch="arm64",
-                 system="Darwin")
+    return probe(root, {"ai-edge-litert": "2.1.6", "numpy": "2.2.1"}, python=(3, 13, 1), arch="arm64", system="Darwin")
 
 
 def test_mac(tmp_path):
     checks = findings(mac(tmp_path))
-    assert statuses(checks) == {**BASE, "interpreter": "ok", "interpreter wheel": "ok", "numpy": "ok",
-                                "libedgetpu": "ok", "libedgetpu build": "info", "runtime pairing": "warn",
-                                "devices": "info", "edgetpu_compiler": "warn"}
+    assert statuses(checks) == {
+        **BASE,
+        "interpreter": "ok",
+        "interpreter wheel": "ok",
+        "numpy": "ok",
+        "libedgetpu": "ok",
+        "libedgetpu build": "info",
+        "runtime pairing": "warn",
+        "devices": "info",
+        "edgetpu_compiler": "warn",
+    }
     assert checks["platform"].detail == "macOS 15.1 arm64"
     assert checks["interpreter wheel"].detail.startswith("wheels for CPython 3.13 on Darwin arm64: ai-edge-litert")
     assert "system_profiler SPUSBDataType" in checks["devices"].detail
@@ -284,7 +406,7 @@ def test_a_32bit_pi_os_with_python_313_has_no_wheel_and_is_told_to_go_64bit(tmp_
     assert check.status == Doc.WARN and "64-bit Raspberry Pi OS" in check.fix
     assert "64-bit Raspberry Pi OS" in Doc.check_interpreter(p).fix
     old = probe(tmp_path, {}, python=(3, 11, 2), arch="armv7l")
-    assert "pip install tflite-runtime 'numpy<2'" == Doc.check_interpreter(old).fix
+    assert Doc.check_interpreter(old).fix == "pip install tflite-runtime 'numpy<2'"
 
 
 def test_no_line_tells_to_pip_install_pypi_pycoral_or_edgekit(tmp_path):
@@ -316,10 +438,19 @@ def test_a_built_module_is_loaded_and_old_kernels_use_corals_package(tmp_path):
     assert "6.18 and 6.19" in R.gasket_route("6.18.2-1-pve")
 
 
-@pytest.mark.parametrize("kernel, corals", [("5.15.0-119-generic", True), ("6.1.0-25-amd64", True),
-                                            ("6.3.4-060304-generic", True), ("6.4.1-060401-generic", False),
-                                            ("6.5.0-10-generic", False), ("6.8.0-45-generic", False),
-                                            ("6.6.51+rpt-rpi-v8", False), ("6.12.41+deb13-amd64", False)])
+@pytest.mark.parametrize(
+    "kernel, corals",
+    [
+        ("5.15.0-119-generic", True),
+        ("6.1.0-25-amd64", True),
+        ("6.3.4-060304-generic", True),
+        ("6.4.1-060401-generic", False),
+        ("6.5.0-10-generic", False),
+        ("6.8.0-45-generic", False),
+        ("6.6.51+rpt-rpi-v8", False),
+        ("6.12.41+deb13-amd64", False),
+    ],
+)
 def test_corals_gasket_package_only_below_kernel_6_4(kernel, corals):
     """Coral's apt gasket-dkms 1.0-18 (2022) fails from 6.4 on (class_create: google/gasket-driver#12, Coral's
     package on 6.5: google-coral/edgetpu#808). (Fails on the old code: it sent Ubuntu 24.04's 6.8 and
@@ -340,8 +471,11 @@ def test_a_pi5_without_the_pcie_overlay_and_no_edge_tpu(tmp_path):
 
 
 def test_dead_coral_suites_and_home_assistant(tmp_path):
-    put(tmp_path, "/etc/apt/sources.list.d/coral-cloud.list",
-        "deb https://packages.cloud.google.com/apt coral-cloud-stable main\n")
+    put(
+        tmp_path,
+        "/etc/apt/sources.list.d/coral-cloud.list",
+        "deb https://packages.cloud.google.com/apt coral-cloud-stable main\n",
+    )
     p = probe(tmp_path, {}, python=(3, 12, 3), arch="x86_64")
     check = R.check_apt_source(p)
     assert check.status == Doc.WARN and "remove /etc/apt/sources.list.d/coral-cloud.list" in check.fix
@@ -363,14 +497,28 @@ def test_every_rule_cites_sources_in_the_ledger_and_the_ledger_holds_nothing_unc
         assert keys, f"{rule} cites no source"
         assert all(k in rows for k in keys), (rule, [k for k in keys if k not in rows])
     assert set(rows) == cited, set(rows) ^ cited
-    for row in rows.values():   # a page, or a file of a public repository at a commit
+    for row in rows.values():  # a page, or a file of a public repository at a commit
         assert re.fullmatch(r"https://\S+|[\w.-]+/[\w.-]+ \S+ @[0-9a-f]{40}", row["url"]), row
         assert row["shows"].strip(), row
 
 
 def test_every_check_a_recorded_machine_shows_is_a_rule_or_one_of_the_old_checks(tmp_path):
-    old = {"python", "platform", "packages", "pycoral", "interpreter", "numpy", "libedgetpu", "pair cache",
-           "devices", "udev rule", "groups", "edgetpu_compiler", "tensorflow", "onnx"}
+    old = {
+        "python",
+        "platform",
+        "packages",
+        "pycoral",
+        "interpreter",
+        "numpy",
+        "libedgetpu",
+        "pair cache",
+        "devices",
+        "udev rule",
+        "groups",
+        "edgetpu_compiler",
+        "tensorflow",
+        "onnx",
+    }
     for build in (pi5_trixie, pi4_usb2, ubuntu_614_pcie, docker_without_usb, proxmox_vm_bootloader, mac):
         names = {c.name for c in Doc.run_checks(build(tmp_path / build.__name__))}
         assert names <= old | set(R.RULES), names - old - set(R.RULES)
@@ -388,8 +536,17 @@ def test_a_make_log_of_another_kernel_says_so_and_a_surface_laptop_is_no_vm(tmp_
     assert R.vm_kind(p) == "Hyper-V"
 
 
-@pytest.mark.parametrize("version, tf", [("16.0", (2, 5)), ("16.0tf2.18.1-1", (2, 18, 1)), ("16.0pp3", (2, 10, 1)),
-                                         ("16.0-0ppa1", (2, 8, 4)), ("16.0tf2.13.1", (2, 13, 1)), ("15.0", None)])
+@pytest.mark.parametrize(
+    "version, tf",
+    [
+        ("16.0", (2, 5)),
+        ("16.0tf2.18.1-1", (2, 18, 1)),
+        ("16.0pp3", (2, 10, 1)),
+        ("16.0-0ppa1", (2, 8, 4)),
+        ("16.0tf2.13.1", (2, 13, 1)),
+        ("15.0", None),
+    ],
+)
 def test_the_tensorflow_of_each_libedgetpu_package_version(tmp_path, version, tf):
     packages, files = libedgetpu(tmp_path, "/usr/lib/x86_64-linux-gnu", version)
     dpkg(tmp_path, packages, files)
@@ -398,11 +555,15 @@ def test_the_tensorflow_of_each_libedgetpu_package_version(tmp_path, version, tf
     assert R.libedgetpu_build(p, lib) == ("libedgetpu1-std", version, tf)
 
 
-@pytest.mark.parametrize("version, tflite, status, words", [
-    ("16.0tf2.17.0-1", "2.17.0", Doc.INFO, "tflite_runtime 2.11.1 to 2.17.0"),
-    ("16.0tf2.16.1-1", "2.17.0", Doc.WARN, "2.17.0 is outside that"),
-    ("16.0pp3", "2.10.1", Doc.INFO, "no range for this interpreter"),
-    ("16.0", "2.14.0", Doc.WARN, "libedgetpu#53")])
+@pytest.mark.parametrize(
+    "version, tflite, status, words",
+    [
+        ("16.0tf2.17.0-1", "2.17.0", Doc.INFO, "tflite_runtime 2.11.1 to 2.17.0"),
+        ("16.0tf2.16.1-1", "2.17.0", Doc.WARN, "2.17.0 is outside that"),
+        ("16.0pp3", "2.10.1", Doc.INFO, "no range for this interpreter"),
+        ("16.0", "2.14.0", Doc.WARN, "libedgetpu#53"),
+    ],
+)
 def test_the_pairing_of_a_build_and_tflite_runtime(tmp_path, version, tflite, status, words):
     packages, files = libedgetpu(tmp_path, "/usr/lib/x86_64-linux-gnu", version)
     dpkg(tmp_path, packages, files)
@@ -436,8 +597,11 @@ def test_a_python_newer_than_the_known_wheels_is_not_called_wheel_less(tmp_path)
 
 
 def test_make_logs_a_finished_build_leaves_and_modpost_errors(tmp_path):
-    put(tmp_path, "/var/lib/dkms/gasket/1.0/build/make.log", "DKMS make.log for gasket-1.0 for kernel 6.8.0-45-generic\n"
-        "  LD [M]  /var/lib/dkms/gasket/1.0/build/apex.ko\n")
+    put(
+        tmp_path,
+        "/var/lib/dkms/gasket/1.0/build/make.log",
+        "DKMS make.log for gasket-1.0 for kernel 6.8.0-45-generic\n  LD [M]  /var/lib/dkms/gasket/1.0/build/apex.ko\n",
+    )
     p = probe(tmp_path, {}, python=(3, 12, 3), arch="x86_64")
     assert R.dkms_gasket(p, "6.8.0-45-generic") == ("added", "1.0")
     modpost = "ERROR: modpost: module gasket uses symbol dma_buf_put from namespace DMA_BUF, but does not import it."
@@ -449,8 +613,15 @@ def test_a_ready_accelerator_on_usb2_inside_a_proxmox_vm(tmp_path):
     proxmox_vm_bootloader(tmp_path)
     for key, value in (("idVendor", "18d1"), ("idProduct", "9302")):
         put(tmp_path, f"/sys/bus/usb/devices/2-1/{key}", value + "\n")
-    checks = findings(probe(tmp_path, {"tflite-runtime": "2.14.0", "numpy": "1.26.4"}, python=(3, 11, 2),
-                            arch="x86_64", groups=["me", "plugdev"]))
+    checks = findings(
+        probe(
+            tmp_path,
+            {"tflite-runtime": "2.14.0", "numpy": "1.26.4"},
+            python=(3, 11, 2),
+            arch="x86_64",
+            groups=["me", "plugdev"],
+        )
+    )
     assert "usb firmware" not in checks and checks["usb link"].status == Doc.WARN
     assert "usb3=1" in checks["usb link"].fix
 
@@ -458,16 +629,22 @@ def test_a_ready_accelerator_on_usb2_inside_a_proxmox_vm(tmp_path):
 def test_a_missing_keyring_in_another_file_is_removed_before_corals_list_is_written(tmp_path):
     """apt refuses one source listed twice with different Signed-By: the fix removes the other file first.
     (Fails on the old code: its fix wrote coral-edgetpu.list beside the .sources file still naming the lost key.)"""
-    put(tmp_path, "/etc/apt/sources.list.d/coral.sources",
+    put(
+        tmp_path,
+        "/etc/apt/sources.list.d/coral.sources",
         "Types: deb\nURIs: https://packages.cloud.google.com/apt\nSuites: coral-edgetpu-stable\nComponents: main\n"
-        "Signed-By: /usr/share/keyrings/coral.gpg\n")
+        "Signed-By: /usr/share/keyrings/coral.gpg\n",
+    )
     p = probe(tmp_path, {}, python=(3, 12, 3), arch="x86_64")
     check = R.check_apt_source(p)
     assert check.status == Doc.WARN and "/usr/share/keyrings/coral.gpg, which does not exist" in check.detail
     assert check.fix.startswith("sudo rm /etc/apt/sources.list.d/coral.sources ; sudo install -d")
     put(tmp_path, "/etc/apt/sources.list.d/coral.sources", "")
-    put(tmp_path, "/etc/apt/sources.list.d/coral-edgetpu.list",
-        "deb https://packages.cloud.google.com/apt coral-edgetpu-stable main\n")
+    put(
+        tmp_path,
+        "/etc/apt/sources.list.d/coral-edgetpu.list",
+        "deb https://packages.cloud.google.com/apt coral-edgetpu-stable main\n",
+    )
     assert R.check_apt_source(p).fix == R.APT_FIX  # the file the fix rewrites: nothing to remove first
 
 
@@ -479,8 +656,9 @@ def wsl2(root: Path, usb_id: tuple[str, str] | None) -> Doc.Probe:
     put(root, "/proc/cpuinfo", "processor\t: 0\nflags\t\t: fpu vme de pse tsc hypervisor lahf_lm\n")
     if usb_id:
         usb(root, "1-1", *usb_id, 1, 2, "480")
-    return probe(root, {"ai-edge-litert": "2.1.4", "numpy": "2.2.6"}, python=(3, 12, 3), arch="x86_64",
-                 groups=["me", "plugdev"])
+    return probe(
+        root, {"ai-edge-litert": "2.1.4", "numpy": "2.2.6"}, python=(3, 12, 3), arch="x86_64", groups=["me", "plugdev"]
+    )
 
 
 @pytest.mark.parametrize("usb_id", [None, ("1a6e", "089a")], ids=["nothing-attached", "bootloader"])

@@ -21,8 +21,24 @@ def test_class_folders_named_as_the_labels_are_matched_by_name(tmp_path):
     for folder, image in (("Egyptian cat", "cat.bmp"), ("military uniform", "grace_hopper.bmp")):
         (tmp_path / "data" / folder).mkdir(parents=True)
         shutil.copy(shared_file(image), tmp_path / "data" / folder / image)
-    result = CliRunner().invoke(cli, ["evaluate", "-m", str(model), "--data", str(tmp_path / "data"), "-l",
-                                      str(labels), "--device", "cpu", "--threads", "1", "--json", "--quiet"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "evaluate",
+            "-m",
+            str(model),
+            "--data",
+            str(tmp_path / "data"),
+            "-l",
+            str(labels),
+            "--device",
+            "cpu",
+            "--threads",
+            "1",
+            "--json",
+            "--quiet",
+        ],
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["labels_from"] == "class folder names matched to the model's labels"
@@ -54,26 +70,36 @@ def test_a_compiled_model_without_an_edge_tpu_is_evaluated_on_its_cpu_twin(tmp_p
 
     x = np.stack([np.asarray(Image.open(shared_file("cat.bmp")).convert("RGB").resize((128, 128)))])
     np.savez(tmp_path / "cat.npz", x=x, y=np.array([286]))
-    result = CliRunner().invoke(cli, ["evaluate", "-m", str(model), "--data", str(tmp_path / "cat.npz"), "--json",
-                                      "--device", "cpu"])
+    result = CliRunner().invoke(
+        cli, ["evaluate", "-m", str(model), "--data", str(tmp_path / "cat.npz"), "--json", "--device", "cpu"]
+    )
     assert result.exit_code == 0, result.output
     doc = json.loads(result.stdout)
     assert doc["device"] == "cpu" and doc["model"].endswith("mobilenet_v1_0.25_128_quant.tflite")
-    assert "mobilenet_v1_0.25_128_quant.tflite" in result.stderr     # the note names the CPU model that ran
+    assert "mobilenet_v1_0.25_128_quant.tflite" in result.stderr  # the note names the CPU model that ran
 
 
 def test_evaluate_text_has_a_per_class_table_worst_first_and_bounded(tmp_path):
     """Was: the text gave top-1 and top-5 only; per class was in --json alone."""
-    from edgekit.devices.evaluate import PER_CLASS_ROWS, Evaluation
     from edgekit.board.preprocess import PreprocessSpec
+    from edgekit.devices.evaluate import PER_CLASS_ROWS, Evaluation
 
     classes, per = 14, 5
     labels = np.repeat(np.arange(classes), per)
     scores = np.eye(classes, dtype=np.float32)[labels]
-    scores[labels == 3] = np.eye(classes, dtype=np.float32)[5]     # class 3: all read as 5 (recall 0)
+    scores[labels == 3] = np.eye(classes, dtype=np.float32)[5]  # class 3: all read as 5 (recall 0)
     scores[np.flatnonzero(labels == 7)[:2]] = np.eye(classes, dtype=np.float32)[0]  # class 7: 3 of 5 right
-    ev = Evaluation("m.tflite", "cpu", "litert", "recorded", PreprocessSpec(8, 8), "arrays", scores, labels,
-                    {i: f"c{i}" for i in range(classes)})
+    ev = Evaluation(
+        "m.tflite",
+        "cpu",
+        "litert",
+        "recorded",
+        PreprocessSpec(8, 8),
+        "arrays",
+        scores,
+        labels,
+        {i: f"c{i}" for i in range(classes)},
+    )
     doc = ev.result().to_dict()
     five = next(c for c in doc["per_class"] if c["id"] == 5)
     assert five["predicted"] == 10 and five["precision"] == 0.5 and five["top1"] == 1.0
@@ -82,7 +108,7 @@ def test_evaluate_text_has_a_per_class_table_worst_first_and_bounded(tmp_path):
     text = EvaluateResult.from_dict(doc).render_text().splitlines()
     start = next(i for i, ln in enumerate(text) if ln.startswith("Per class, worst first"))
     assert f"({PER_CLASS_ROWS} of {classes}; all in --json)" in text[start]
-    rows = text[start + 2:start + 2 + PER_CLASS_ROWS]
+    rows = text[start + 2 : start + 2 + PER_CLASS_ROWS]
     assert rows[0].split()[:3] == ["3", "c3", "0.0%"] and rows[1].split()[:3] == ["7", "c7", "60.0%"]
     assert "(" in rows[0] and " to " in rows[0]  # the interval a class's few samples allow
     assert len(text) == start + 2 + PER_CLASS_ROWS  # bounded: the rest is in --json
@@ -115,14 +141,32 @@ def test_against_compares_a_float_classifier_tflite_with_its_int8_one(tmp_path):
 
     (tmp_path / "f.tflite").write_bytes(_mean_classifier("float32"))
     (tmp_path / "q.tflite").write_bytes(_mean_classifier("uint8"))
-    colours = {"a_red": [(230, 40, 30)] * 20, "b_green": [(40, 230, 30)] * 12 + [(190, 200, 20)] * 8,
-               "c_blue": [(30, 40, 230)] * 20}   # the 8 greens barely above red: int8 reads them as red
+    colours = {
+        "a_red": [(230, 40, 30)] * 20,
+        "b_green": [(40, 230, 30)] * 12 + [(190, 200, 20)] * 8,
+        "c_blue": [(30, 40, 230)] * 20,
+    }  # the 8 greens barely above red: int8 reads them as red
     for folder, cs in colours.items():
         (tmp_path / "d" / folder).mkdir(parents=True)
         for i, c in enumerate(cs):
             Image.fromarray(np.full((8, 8, 3), c, np.uint8)).save(tmp_path / "d" / folder / f"{i}.png")
-    args = ["evaluate", "-m", str(tmp_path / "q.tflite"), "--data", str(tmp_path / "d"), "--against",
-            str(tmp_path / "f.tflite"), "--mean", "0", "--std", "255", "--device", "cpu", "--json", "-q"]
+    args = [
+        "evaluate",
+        "-m",
+        str(tmp_path / "q.tflite"),
+        "--data",
+        str(tmp_path / "d"),
+        "--against",
+        str(tmp_path / "f.tflite"),
+        "--mean",
+        "0",
+        "--std",
+        "255",
+        "--device",
+        "cpu",
+        "--json",
+        "-q",
+    ]
     res = CliRunner().invoke(cli, args)
     assert res.exit_code == 0, res.output
     doc = json.loads(res.stdout)
@@ -130,7 +174,7 @@ def test_against_compares_a_float_classifier_tflite_with_its_int8_one(tmp_path):
     assert (d["samples"], d["only_model"], d["only_against"]) == (60, 0, 8)
     assert d["top1"] == 52 / 60 and d["against_top1"] == 1.0 and abs(d["top1_change"] + 8 / 60) < 1e-12
     assert d["top1_interval"][0] < -8 / 60 < d["top1_interval"][1] < 0
-    assert abs(d["mcnemar_p"] - 2 * 0.5 ** 8) < 1e-12 and d["verdict"] is None
+    assert abs(d["mcnemar_p"] - 2 * 0.5**8) < 1e-12 and d["verdict"] is None
     assert EvaluateResult.from_dict(doc).to_dict() == doc
     res = CliRunner().invoke(cli, args + ["--max-drop", "2"])
     assert res.exit_code == 6 and "top-1 drops 13.3 points" in res.stderr and "--max-drop 2" in res.stderr
@@ -139,13 +183,16 @@ def test_against_compares_a_float_classifier_tflite_with_its_int8_one(tmp_path):
     assert res.exit_code == 0 and json.loads(res.stdout)["against"][0]["verdict"]["verdict"] == "passed"
     text = CliRunner().invoke(cli, args[:-2] + ["--max-drop", "10"])
     assert text.exit_code == 0 and "top-1 86.7% against 100.0%, -13.3 points" in text.stdout
-    assert "uncertain at --max-drop 10: about" in text.stdout and "0 sample(s) only -m gets right, 8 only" in text.stdout
-    if importlib.util.find_spec("matplotlib"):      # --plots: the int8 model's confusion beside the float one's
+    assert (
+        "uncertain at --max-drop 10: about" in text.stdout and "0 sample(s) only -m gets right, 8 only" in text.stdout
+    )
+    if importlib.util.find_spec("matplotlib"):  # --plots: the int8 model's confusion beside the float one's
         from edgekit.devices.plots import require
 
         res = CliRunner().invoke(cli, args + ["--plots", str(tmp_path / "plots")])
-        assert res.exit_code == 0 and json.loads(res.stdout)["plots"] == [str(tmp_path / "plots" /
-                                                                           "confusion_matrix.png")]
+        assert res.exit_code == 0 and json.loads(res.stdout)["plots"] == [
+            str(tmp_path / "plots" / "confusion_matrix.png")
+        ]
         assert require() and Image.open(tmp_path / "plots" / "confusion_matrix.png").format == "PNG"
-    own = CliRunner().invoke(cli, args[:7] + ["--device", "cpu"])   # each model's own preprocessing: they differ
+    own = CliRunner().invoke(cli, args[:7] + ["--device", "cpu"])  # each model's own preprocessing: they differ
     assert own.exit_code == 0 and "is preprocessed unlike" in own.stderr and "--mean/--std apply to both" in own.stderr

@@ -18,11 +18,11 @@ def test_median_interval_covers_the_median_at_its_confidence():
     rng = np.random.default_rng(0)
     misses = 0
     for _ in range(400):
-        sample = rng.exponential(10.0, 50)   # skewed, like latencies with stalls; true median 10 ln 2
+        sample = rng.exponential(10.0, 50)  # skewed, like latencies with stalls; true median 10 ln 2
         lo, hi = latency.median_interval(sample.tolist(), 0.95)
         misses += not lo <= 10 * np.log(2) <= hi
     assert misses / 400 <= 0.08
-    assert latency.median_interval([1.0, 2.0, 3.0]) is None      # too few values to say anything at 97.5%
+    assert latency.median_interval([1.0, 2.0, 3.0]) is None  # too few values to say anything at 97.5%
 
 
 def test_a_real_slowdown_is_a_regression_and_noise_is_not():
@@ -56,12 +56,19 @@ def test_an_uncertain_change_is_a_warning_only_past_the_limit(median, warned):
     base, now = _run(10.0, 10, 0.3, 3), _run(median, 10, 0.3, 4)
     probe = latency.compare(now, base, 0.2)
     assert probe["verdict"] == "uncertain" and (probe["change"] > 0.2) == warned  # the case this test is about
-    fields = {f: None for f in BenchmarkResult.__dataclass_fields__}
-    fields.update(model="m.tflite", device="cpu", p50_ms=now["p50_ms"], latencies_ms=tuple(now["latencies_ms"]),
-                  warnings=(), notes=())
+    fields = dict.fromkeys(BenchmarkResult.__dataclass_fields__)
+    fields.update(
+        model="m.tflite",
+        device="cpu",
+        p50_ms=now["p50_ms"],
+        latencies_ms=tuple(now["latencies_ms"]),
+        warnings=(),
+        notes=(),
+    )
     result = BenchmarkResult(**fields)
-    judged, warnings, notes = compare_to_saved(result, SavedRun("m.tflite", "cpu", base["p50_ms"],
-                                                                tuple(base["latencies_ms"])), "base.json", 20.0)
+    judged, warnings, notes = compare_to_saved(
+        result, SavedRun("m.tflite", "cpu", base["p50_ms"], tuple(base["latencies_ms"])), "base.json", 20.0
+    )
     said = warnings if warned else notes
     assert len(said) == 1 and said[0].startswith("cannot tell whether p50 grew by more than --max-slowdown 20%")
     assert (warnings if not warned else notes) == []
@@ -72,11 +79,21 @@ def _judged(now: dict, base: dict):
     from edgekit.devices.benchmark import SavedRun, compare_to_saved
     from edgekit.results.benchmark import BenchmarkResult
 
-    fields = {f: None for f in BenchmarkResult.__dataclass_fields__}
-    fields.update(model="m.tflite", device="cpu", p50_ms=now["p50_ms"], latencies_ms=tuple(now["latencies_ms"]),
-                  warnings=(), notes=())
-    return compare_to_saved(BenchmarkResult(**fields), SavedRun("m.tflite", "cpu", base["p50_ms"],
-                                                                tuple(base["latencies_ms"])), "base.json", 20.0)
+    fields = dict.fromkeys(BenchmarkResult.__dataclass_fields__)
+    fields.update(
+        model="m.tflite",
+        device="cpu",
+        p50_ms=now["p50_ms"],
+        latencies_ms=tuple(now["latencies_ms"]),
+        warnings=(),
+        notes=(),
+    )
+    return compare_to_saved(
+        BenchmarkResult(**fields),
+        SavedRun("m.tflite", "cpu", base["p50_ms"], tuple(base["latencies_ms"])),
+        "base.json",
+        20.0,
+    )
 
 
 def test_a_short_run_against_a_saved_one_is_uncertain_and_names_the_n_that_settles_it():

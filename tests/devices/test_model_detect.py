@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import edgekit
-from edgekit.board import decode as detection
 from edgekit.api import Model
+from edgekit.board import decode as detection
 from edgekit.errors import InputError, UsageError
 from tests.conftest import shared_file
 
@@ -23,8 +23,11 @@ def test_detect_defaults_are_the_commands():
     params = inspect.signature(Model.detect).parameters
     options = {p.name: p.default for p in cli.commands["detect"].params}
     api = inspect.signature(edgekit.detect).parameters
-    for name, default in (("conf", detection.DEFAULT_CONF), ("iou", detection.DEFAULT_IOU),
-                          ("max_det", detection.DEFAULT_MAX_DET)):
+    for name, default in (
+        ("conf", detection.DEFAULT_CONF),
+        ("iou", detection.DEFAULT_IOU),
+        ("max_det", detection.DEFAULT_MAX_DET),
+    ):
         assert params[name].default == default == options[name] == api[name].default
     assert params["layout"].default is None
 
@@ -43,7 +46,7 @@ def test_detect_returns_the_objects_edgekit_detect_finds(detector):
     doc = edgekit.detect([str(image)], model=shared_file(DETECTOR)).to_dict()
     assert [o.to_dict(512, 600)["bbox"] for o in objects] == [o["bbox"] for o in doc["results"][0]["objects"]]
     assert [(o.id, o.label) for o in objects] == [(o["id"], o["label"]) for o in doc["results"][0]["objects"]]
-    assert objects[0].label == "pessoa" and objects[0].bbox.height > 400   # Grace Hopper herself
+    assert objects[0].label == "pessoa" and objects[0].bbox.height > 400  # Grace Hopper herself
 
 
 def test_detect_takes_a_pil_image_or_an_array(detector):
@@ -73,8 +76,10 @@ def test_a_detector_opens_but_does_not_classify(detector):
 
 
 def test_a_classifier_has_no_detection_layout():
-    with edgekit.open(shared_file("mobilenet_v1_0.25_128_quant.tflite"), device="cpu") as model, \
-            pytest.raises(InputError):
+    with (
+        edgekit.open(shared_file("mobilenet_v1_0.25_128_quant.tflite"), device="cpu") as model,
+        pytest.raises(InputError),
+    ):
         model.detect(shared_file("cat.bmp"))
 
 
@@ -132,8 +137,12 @@ def test_time_given_an_image_times_the_whole_detect_call_with_its_decode_and_nms
     assert timing.preprocess.count == timing.invoke.count == timing.postprocess.count == timing.total.count == 3
     assert timing.postprocess.min_ms > 0 and timing.preprocess.min_ms > 0
     assert timing.total.p50_ms > timing.invoke.p50_ms
-    for pre, inv, post, total in zip(timing.preprocess.latencies_ms, timing.invoke.latencies_ms,
-                                     timing.postprocess.latencies_ms, timing.total.latencies_ms):
+    for pre, inv, post, total in zip(
+        timing.preprocess.latencies_ms,
+        timing.invoke.latencies_ms,
+        timing.postprocess.latencies_ms,
+        timing.total.latencies_ms,
+    ):
         assert pre + inv + post == pytest.approx(total)
     with pytest.raises(UsageError, match="top_k: not a keyword of detect .*detect takes conf, iou, max_det, layout"):
         detector.time(2, image=_grace_rgb(), top_k=1)
@@ -149,7 +158,7 @@ def test_frames_on_a_small_built_detector_with_no_shared_data(tmp_path):
 
     hw = (32, 32)
     values = np.zeros((10, 6))
-    values[0] = [0.1, 0.2, 0.5, 0.6, 0.8, 1]   # end-to-end rows: x1, y1, x2, y2, score, class
+    values[0] = [0.1, 0.2, 0.5, 0.6, 0.8, 1]  # end-to-end rows: x1, y1, x2, y2, score, class
     values[1] = [0.3, 0.1, 0.9, 0.7, 0.6, 0]
     path = tmp_path / "e2e.tflite"
     path.write_bytes(slice_model(hw, [{"shape": [1, 10, 6]}]))
@@ -159,7 +168,7 @@ def test_frames_on_a_small_built_detector_with_no_shared_data(tmp_path):
         expected = model.detect(rgb, layout="end2end")
         assert [(o.id, round(o.score, 2)) for o in expected] == [(1, 0.8), (0, 0.6)]
         assert model.detect(bgr, layout="end2end", channels="BGR") == expected
-        assert model.detect(bgr, layout="end2end") != expected            # RGB is the default, never guessed
+        assert model.detect(bgr, layout="end2end") != expected  # RGB is the default, never guessed
         assert model.detect(rgb / 255.0, layout="end2end", scale=255) == expected
         assert model.detect_batch([bgr, bgr], layout="end2end", channels="BGR") == [expected, expected]
         with pytest.raises(InputError, match="^frame 1: .*a float frame does not say its range"):

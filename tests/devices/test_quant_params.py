@@ -11,16 +11,22 @@ from pathlib import Path
 
 import pytest
 
-from edgekit.errors import InputError
 from edgekit.board.quant_params import bad_quantization
+from edgekit.errors import InputError
 from tests.conftest import REPO
 from tests.helpers import with_quantization
 
-pytest.importorskip("flatbuffers")   # the models are built here (tests/tflite_builder.py)
+pytest.importorskip("flatbuffers")  # the models are built here (tests/tflite_builder.py)
 
 HW = (32, 32)
-BAD = {"nan": (float("nan"), None), "inf": (float("inf"), None), "zero": (0.0, None), "negative": (-0.1, None),
-       "subnormal": (1e-40, None), "zero point": (None, 300)}
+BAD = {
+    "nan": (float("nan"), None),
+    "inf": (float("inf"), None),
+    "zero": (0.0, None),
+    "negative": (-0.1, None),
+    "subnormal": (1e-40, None),
+    "zero point": (None, 300),
+}
 RAW_RUN = """
 import sys
 import numpy as np
@@ -59,9 +65,13 @@ def _env() -> dict:
 def test_the_raw_interpreter_crashes_on_it_and_edgekit_refuses_it(tmp_path, case):
     path = _model(tmp_path, case)
     raw = subprocess.run([sys.executable, "-c", RAW_RUN, str(path)], capture_output=True, timeout=120, env=_env())
-    assert raw.returncode < 0, (raw.returncode, raw.stdout, raw.stderr[-300:])   # killed by a signal (SIGSEGV)
-    cli = subprocess.run([sys.executable, "-m", "edgekit", "benchmark", "-m", str(path), "-n", "2"],
-                         capture_output=True, timeout=120, env=_env())
+    assert raw.returncode < 0, (raw.returncode, raw.stdout, raw.stderr[-300:])  # killed by a signal (SIGSEGV)
+    cli = subprocess.run(
+        [sys.executable, "-m", "edgekit", "benchmark", "-m", str(path), "-n", "2"],
+        capture_output=True,
+        timeout=120,
+        env=_env(),
+    )
     err = cli.stderr.decode()
     assert cli.returncode == 3, (cli.returncode, err)
     assert err.count("error: ") == 1 and "Traceback" not in err and "'out0'" in err, err
@@ -79,9 +89,9 @@ def test_sound_models_and_tiny_normal_scales_pass(tmp_path):
     from tests.detection_models import slice_model
 
     assert bad_quantization(_model(tmp_path, "sound").read_bytes()) is None
-    tiny = slice_model(HW, [{"shape": [1, 6, 21], "requant": (1e-30, 0)}])   # normal float32: runs
+    tiny = slice_model(HW, [{"shape": [1, 6, 21], "requant": (1e-30, 0)}])  # normal float32: runs
     assert bad_quantization(tiny) is None
-    assert bad_quantization(b"not a model") is None   # the interpreter explains that one
+    assert bad_quantization(b"not a model") is None  # the interpreter explains that one
     from tests.conftest import shared_models
 
     for model in shared_models() + shared_models("*/*.tflite"):

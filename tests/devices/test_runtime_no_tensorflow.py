@@ -17,7 +17,7 @@ import pytest
 
 from tests.conftest import shared_file
 
-BLOCKER = '''
+BLOCKER = """
 import importlib.abc, sys
 
 class _NoTensorFlow(importlib.abc.MetaPathFinder):
@@ -27,9 +27,9 @@ class _NoTensorFlow(importlib.abc.MetaPathFinder):
         return None
 
 sys.meta_path.insert(0, _NoTensorFlow())
-'''
+"""
 
-CHECK = '''
+CHECK = """
 import json, sys
 try:
     import tensorflow  # noqa: F401
@@ -47,7 +47,7 @@ report = {"blocked": blocked, "codes": codes,
           "tensorflow": sorted(m for m in sys.modules if m.split(".")[0] == "tensorflow"),
           "converters": sorted(m for m in sys.modules if m.startswith("edgekit.converters"))}
 print("MODULES " + json.dumps(report), file=sys.stderr)
-'''
+"""
 
 
 @pytest.fixture()
@@ -62,8 +62,13 @@ def no_tf_env(tmp_path) -> dict:
 def test_classify_devices_doctor_import_no_tensorflow_nor_converters(no_tf_env):
     images = [str(shared_file("cat.bmp")), str(shared_file("grace_hopper.bmp"))]
     model = str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"))  # discovery + delegate + fallback
-    proc = subprocess.run([sys.executable, "-c", CHECK, "classify", *images, "-m", model, "-k", "1", "--json"],
-                          capture_output=True, text=True, timeout=180, env=no_tf_env)
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECK, "classify", *images, "-m", model, "-k", "1", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=no_tf_env,
+    )
     line = next(ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES "))
     report = json.loads(line.removeprefix("MODULES "))
     assert report["blocked"], "the test's import hook did not block tensorflow"
@@ -77,9 +82,23 @@ def test_classify_devices_doctor_import_no_tensorflow_nor_converters(no_tf_env):
 
 
 def test_edgekit_classify_entry_point_without_tensorflow(no_tf_env):
-    proc = subprocess.run([sys.executable, "-m", "edgekit", "classify", str(shared_file("cat.bmp")),
-                           "-m", str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")), "-k", "1"],
-                          capture_output=True, text=True, timeout=180, env=no_tf_env)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edgekit",
+            "classify",
+            str(shared_file("cat.bmp")),
+            "-m",
+            str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite")),
+            "-k",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=no_tf_env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "tiger cat" not in proc.stdout and " 283" in proc.stdout  # no labels given: ids only
     assert "Exception ignored" not in proc.stderr and "Traceback" not in proc.stderr
@@ -92,8 +111,13 @@ def test_classify_from_a_bundle_without_tensorflow(no_tf_env, tmp_path):
     from tests.helpers import make_bundle
 
     bundle = make_bundle(tmp_path / "bundle")
-    proc = subprocess.run([sys.executable, "-m", "edgekit", "classify", str(shared_file("cat.bmp")),
-                           "-m", str(bundle), "-k", "1"], capture_output=True, text=True, timeout=180, env=no_tf_env)
+    proc = subprocess.run(
+        [sys.executable, "-m", "edgekit", "classify", str(shared_file("cat.bmp")), "-m", str(bundle), "-k", "1"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=no_tf_env,
+    )
     assert proc.returncode == 0, proc.stderr
     assert "tiger cat" in proc.stdout  # the labels came from the bundle
 
@@ -105,13 +129,28 @@ def test_evaluate_and_benchmark_without_tensorflow(no_tf_env, tmp_path):
     (tmp_path / "data" / "Egyptian cat").mkdir(parents=True)
     shutil.copy(shared_file("cat.bmp"), tmp_path / "data" / "Egyptian cat")
     model = str(shared_file("mobilenet_v1_0.25_128_quant_edgetpu.tflite"))
-    for argv, key in ((["evaluate", "-m", model, "--data", str(tmp_path / "data"), "-l",
-                        str(shared_file("imagenet_labels.txt")), "--json"], "top5"),
-                      (["benchmark", "-m", model, "-n", "3", "--json"], "p50_ms")):
-        proc = subprocess.run([sys.executable, "-c", CHECK, *argv], capture_output=True, text=True, timeout=180,
-                              env=no_tf_env)
-        report = json.loads(next(ln for ln in proc.stderr.splitlines()
-                                 if ln.startswith("MODULES ")).removeprefix("MODULES "))
+    for argv, key in (
+        (
+            [
+                "evaluate",
+                "-m",
+                model,
+                "--data",
+                str(tmp_path / "data"),
+                "-l",
+                str(shared_file("imagenet_labels.txt")),
+                "--json",
+            ],
+            "top5",
+        ),
+        (["benchmark", "-m", model, "-n", "3", "--json"], "p50_ms"),
+    ):
+        proc = subprocess.run(
+            [sys.executable, "-c", CHECK, *argv], capture_output=True, text=True, timeout=180, env=no_tf_env
+        )
+        report = json.loads(
+            next(ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES ")).removeprefix("MODULES ")
+        )
         assert report["blocked"] and report["tensorflow"] == [] and report["converters"] == [], report
         assert report["codes"][0] in (0, None), proc.stderr
         assert key in json.JSONDecoder().raw_decode(proc.stdout.lstrip())[0]
@@ -120,10 +159,16 @@ def test_evaluate_and_benchmark_without_tensorflow(no_tf_env, tmp_path):
 def test_detect_without_tensorflow(no_tf_env):
     """detect (layout reader, decode, NMS, letterbox) is runtime half: no TensorFlow, nothing from converters."""
     model = str(shared_file("detection/ppe_yolov8n_full_integer_quant_edgetpu.tflite"))
-    proc = subprocess.run([sys.executable, "-c", CHECK, "detect", str(shared_file("grace_hopper.bmp")), "-m", model,
-                           "--json"], capture_output=True, text=True, timeout=180, env=no_tf_env)
-    report = json.loads(next(ln for ln in proc.stderr.splitlines()
-                             if ln.startswith("MODULES ")).removeprefix("MODULES "))
+    proc = subprocess.run(
+        [sys.executable, "-c", CHECK, "detect", str(shared_file("grace_hopper.bmp")), "-m", model, "--json"],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env=no_tf_env,
+    )
+    report = json.loads(
+        next(ln for ln in proc.stderr.splitlines() if ln.startswith("MODULES ")).removeprefix("MODULES ")
+    )
     assert report["blocked"] and report["tensorflow"] == [] and report["converters"] == [], report
     assert report["codes"][0] in (0, None), proc.stderr
     doc = json.JSONDecoder().raw_decode(proc.stdout.lstrip())[0]

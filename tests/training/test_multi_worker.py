@@ -32,21 +32,29 @@ def _free_ports(n: int) -> list[int]:
 
 
 def _tf_config(ports: list[int], index: int) -> str:
-    return json.dumps({"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]},
-                       "task": {"type": "worker", "index": index}})
+    return json.dumps(
+        {"cluster": {"worker": [f"127.0.0.1:{p}" for p in ports]}, "task": {"type": "worker", "index": index}}
+    )
 
 
 def _train(data, output, tf_config: str, *extra: str) -> subprocess.Popen:
     env = {**os.environ, "PYTHONPATH": str(REPO), "TF_CONFIG": tf_config}
-    return subprocess.Popen([sys.executable, "-m", "edgekit", "train", str(data), "-o", str(output), *extra],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "-m", "edgekit", "train", str(data), "-o", str(output), *extra],
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def test_two_workers_train_one_model_that_the_chief_writes(digits_folders, tmp_path):
     ports = _free_ports(2)
     chief_out, worker_out = tmp_path / "chief", tmp_path / "worker"
-    runs = [_train(digits_folders.train, folder / "m.keras", _tf_config(ports, i), "--epochs", "3", "--json", "-q")
-            for i, folder in enumerate((chief_out, worker_out))]
+    runs = [
+        _train(digits_folders.train, folder / "m.keras", _tf_config(ports, i), "--epochs", "3", "--json", "-q")
+        for i, folder in enumerate((chief_out, worker_out))
+    ]
     results = [p.communicate(timeout=600) for p in runs]
     for p, (_, err) in zip(runs, results):
         assert p.returncode == 0, err
@@ -58,17 +66,38 @@ def test_two_workers_train_one_model_that_the_chief_writes(digits_folders, tmp_p
     assert [e["accuracy"] for e in chief["epochs"]] == [e["accuracy"] for e in worker["epochs"]]
     assert chief["validation_accuracy"] > 0.8
     assert sorted(p.name for p in chief_out.iterdir()) == ["m.edgekit.json", "m.keras"]
-    assert worker["output"] is None and not worker_out.exists()   # nothing the user sees, not even the folder
+    assert worker["output"] is None and not worker_out.exists()  # nothing the user sees, not even the folder
     # the chief's model goes on as any trained model: quantize with no flags, then classify
     env = {**os.environ, "PYTHONPATH": str(REPO)}
     env.pop("TF_CONFIG", None)
-    q = subprocess.run([sys.executable, "-m", "edgekit", "quantize", str(chief_out / "m.keras"), "--json", "-q"],
-                       env=env, capture_output=True, text=True, timeout=600)
+    q = subprocess.run(
+        [sys.executable, "-m", "edgekit", "quantize", str(chief_out / "m.keras"), "--json", "-q"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert q.returncode == 0, q.stderr
     assert json.loads(q.stdout)["verification"]["passed"]
     image = sorted((digits_folders.test / "4").glob("*.png"))[0]
-    c = subprocess.run([sys.executable, "-m", "edgekit", "classify", str(image), "-m", str(chief_out / "m_int8.tflite"),
-                        "-k", "1", "--json"], env=env, capture_output=True, text=True, timeout=120)
+    c = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edgekit",
+            "classify",
+            str(image),
+            "-m",
+            str(chief_out / "m_int8.tflite"),
+            "-k",
+            "1",
+            "--json",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert c.returncode == 0, c.stderr
     assert json.loads(c.stdout)["results"][0]["top"][0]["label"] == "4"
 
@@ -76,8 +105,9 @@ def test_two_workers_train_one_model_that_the_chief_writes(digits_folders, tmp_p
 def test_a_worker_that_never_comes_up_ends_the_run_in_bounded_time(digits_folders, tmp_path):
     ports = _free_ports(2)
     start = time.monotonic()
-    run = _train(digits_folders.train, tmp_path / "m.keras", _tf_config(ports, 0), "--epochs", "1",
-                 "--worker-timeout", "5")
+    run = _train(
+        digits_folders.train, tmp_path / "m.keras", _tf_config(ports, 0), "--epochs", "1", "--worker-timeout", "5"
+    )
     _, err = run.communicate(timeout=120)
     assert run.returncode == 9, err
     assert time.monotonic() - start < 60
@@ -86,12 +116,18 @@ def test_a_worker_that_never_comes_up_ends_the_run_in_bounded_time(digits_folder
     assert "Traceback" not in err and not (tmp_path / "m.keras").exists()
 
 
-@pytest.mark.parametrize("tf_config, says", [
-    ('{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 3}}', "task index 3 is out of range"),
-    ("{not json", "is not JSON"),
-    ('{"task": {"type": "worker", "index": 0}}', "has no 'cluster' object"),
-    ('{"cluster": {"worker": ["nohostport"]}, "task": {"type": "worker", "index": 0}}', "not a list of host:port"),
-])
+@pytest.mark.parametrize(
+    "tf_config, says",
+    [
+        (
+            '{"cluster": {"worker": ["127.0.0.1:1"]}, "task": {"type": "worker", "index": 3}}',
+            "task index 3 is out of range",
+        ),
+        ("{not json", "is not JSON"),
+        ('{"task": {"type": "worker", "index": 0}}', "has no 'cluster' object"),
+        ('{"cluster": {"worker": ["nohostport"]}, "task": {"type": "worker", "index": 0}}', "not a list of host:port"),
+    ],
+)
 def test_a_tf_config_that_cannot_be_right_is_a_usage_error(digits_folders, tmp_path, tf_config, says):
     _, err = (run := _train(digits_folders.train, tmp_path / "m.keras", tf_config)).communicate(timeout=120)
     assert run.returncode == 2 and says in err and err.count("\n") == 1, err

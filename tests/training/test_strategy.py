@@ -69,7 +69,7 @@ def test_probe_says_nothing_answers_at_a_closed_port_and_passes_a_listening_one(
 # eager context makes to connect to the cluster raises what it raised for COLAB_TPU_ADDR=10.255.255.1:8470
 # in the audit (context.py ensure_initialized -> TFE_ContextSetServerDefWithTimeoutAndRetries). Before the
 # fix, the context stayed pointed at the "TPU" and `edgekit train` died with exit 70 on listing the devices.
-REPOINTED = r'''
+REPOINTED = r"""
 import os, socket, sys
 from tensorflow.python import pywrap_tfe
 from tensorflow.python.framework import errors
@@ -91,15 +91,34 @@ try:
     main(sys.argv[1:])
 finally:
     print("CONNECT CALLS %d" % len(calls), file=sys.stderr)
-'''
+"""
 
 
 @pytest.mark.tf
 def test_train_falls_through_when_the_tpu_connect_fails_after_repointing_tensorflow(tmp_path):
     data = _tiny_classes(tmp_path / "data")
-    proc = subprocess.run([sys.executable, "-c", REPOINTED, "train", str(data), "-o", str(tmp_path / "m.keras"),
-                           "--epochs", "1", "--batch-size", "4", "--json", "-q"],
-                          check=False, capture_output=True, text=True, timeout=300, env=_env())
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            REPOINTED,
+            "train",
+            str(data),
+            "-o",
+            str(tmp_path / "m.keras"),
+            "--epochs",
+            "1",
+            "--batch-size",
+            "4",
+            "--json",
+            "-q",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=_env(),
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "CONNECT CALLS 1" in proc.stderr  # the failing connect was really attempted, once
     doc = json.loads(proc.stdout)
@@ -117,14 +136,34 @@ def test_train_with_colab_tpu_addr_at_a_closed_port_trains_on_the_default_strate
     data = _tiny_classes(tmp_path / "data")
     port = _closed_port()
     try:
-        proc = subprocess.run([sys.executable, "-m", "edgekit", "train", str(data), "-o", str(tmp_path / "m.keras"),
-                               "--epochs", "1", "--batch-size", "4", "--json", "-q"],
-                              check=False, capture_output=True, text=True, timeout=240,
-                              env=_env(COLAB_TPU_ADDR=f"127.0.0.1:{port}"))
+        proc = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "edgekit",
+                "train",
+                str(data),
+                "-o",
+                str(tmp_path / "m.keras"),
+                "--epochs",
+                "1",
+                "--batch-size",
+                "4",
+                "--json",
+                "-q",
+            ],
+            check=False,
+            capture_output=True,
+            text=True,
+            timeout=240,
+            env=_env(COLAB_TPU_ADDR=f"127.0.0.1:{port}"),
+        )
     except subprocess.TimeoutExpired:
         pytest.fail("edgekit train hung on a TPU address where nothing listens")
     assert proc.returncode == 0, proc.stderr[-3000:]
     strategy = json.loads(proc.stdout)["strategy"]
     assert strategy["kind"] == "default"
-    assert strategy["tried"][0] == (f"no TPU at grpc://127.0.0.1:{port} (from COLAB_TPU_ADDR): "
-                                    f"nothing answers at 127.0.0.1:{port} (Connection refused)")
+    assert strategy["tried"][0] == (
+        f"no TPU at grpc://127.0.0.1:{port} (from COLAB_TPU_ADDR): "
+        f"nothing answers at 127.0.0.1:{port} (Connection refused)"
+    )

@@ -14,11 +14,11 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from edgekit.tflite import model as tflite_model
+from edgekit.board.preprocess import PreprocessSpec, open_image, to_float
 from edgekit.cli.app import cli
 from edgekit.edgetpu import compatibility
+from edgekit.tflite import model as tflite_model
 from edgekit.tflite.model_record import ModelRecord, sidecar_path
-from edgekit.board.preprocess import PreprocessSpec, open_image, to_float
 
 pytestmark = pytest.mark.tf
 REPO = Path(__file__).resolve().parents[2]
@@ -39,22 +39,38 @@ def trained_cnn(digits_folders, tmp_path_factory):
 @pytest.fixture(scope="session")
 def trained_mobilenet(digits_folders, tmp_path_factory):
     path = tmp_path_factory.mktemp("train_mnv2") / "mnv2.keras"
-    return path, _train_cli([str(digits_folders.train), "-o", str(path), "--arch", "mobilenetv2", "--width", "0.35",
-                             "--epochs", "4", "--validation-split", "0.1"])
+    return path, _train_cli(
+        [
+            str(digits_folders.train),
+            "-o",
+            str(path),
+            "--arch",
+            "mobilenetv2",
+            "--width",
+            "0.35",
+            "--epochs",
+            "4",
+            "--validation-split",
+            "0.1",
+        ]
+    )
 
 
-@pytest.mark.parametrize("spec", [
-    PreprocessSpec.with_scaling(32, 32, "0..1"),
-    PreprocessSpec.with_scaling(24, 20, "-1..1", resize="bicubic"),  # resized: Pillow's filter, not TensorFlow's
-    PreprocessSpec(16, 16, "BGR", mean=(10.0, 20.0, 30.0), std=(50.0, 60.0, 70.0)),
-    PreprocessSpec(28, 28, "L", mean=(127.5,), std=(127.5,)),
-])
+@pytest.mark.parametrize(
+    "spec",
+    [
+        PreprocessSpec.with_scaling(32, 32, "0..1"),
+        PreprocessSpec.with_scaling(24, 20, "-1..1", resize="bicubic"),  # resized: Pillow's filter, not TensorFlow's
+        PreprocessSpec(16, 16, "BGR", mean=(10.0, 20.0, 30.0), std=(50.0, 60.0, 70.0)),
+        PreprocessSpec(28, 28, "L", mean=(127.5,), std=(127.5,)),
+    ],
+)
 def test_tf_data_pipeline_computes_what_preprocess_computes(digits_folders, spec):
     from edgekit.training.train import dataset, read_data
 
     data = read_data(str(digits_folders.train))
     picked = np.arange(0, len(data.items), 97)
-    (x, y), = dataset(data, picked, spec, batch=len(picked), shuffle=False).take(1).as_numpy_iterator()
+    ((x, y),) = dataset(data, picked, spec, batch=len(picked), shuffle=False).take(1).as_numpy_iterator()
     expected = np.stack([to_float(open_image(data.items[i]), spec) for i in picked])
     assert x.dtype == np.float32 and x.shape == expected.shape
     np.testing.assert_array_equal(x, expected)  # exactly: the same pixels, the same float32 arithmetic
@@ -114,13 +130,24 @@ def test_mobilenet_v2_trains_well_above_chance(trained_mobilenet):
 def test_an_arch_function_that_fails_is_one_error_line_with_its_fix(digits_folders, tmp_path):
     """Was: the exception's text pasted in, several lines for a multi-line message, and no hint."""
     (tmp_path / "arch.py").write_text("def boom(shape, n):\n    raise ValueError('first line\\nsecond line')\n")
-    out = CliRunner().invoke(cli, ["train", str(digits_folders.train), "-o", str(tmp_path / "m.keras"),
-                                   "--arch", f"{tmp_path / 'arch.py'}:boom", "-q"])
+    out = CliRunner().invoke(
+        cli,
+        [
+            "train",
+            str(digits_folders.train),
+            "-o",
+            str(tmp_path / "m.keras"),
+            "--arch",
+            f"{tmp_path / 'arch.py'}:boom",
+            "-q",
+        ],
+    )
     assert out.exit_code == 3
     assert out.stderr.strip().splitlines() == [
         f"error: --arch: {tmp_path / 'arch.py'}:boom(input_shape, num_classes) failed: ValueError: first line "
         f"(fix the error in {tmp_path / 'arch.py'}; calling boom(input_shape, num_classes) in Python shows its "
-        "traceback)"]
+        "traceback)"
+    ]
 
 
 def test_mobilenet_v2_width_and_input_size():
@@ -146,25 +173,30 @@ def test_training_from_tfrecords(digits_folders, tmp_path):
     record = tmp_path / "digits.tfrecord"
     with tf.io.TFRecordWriter(str(record)) as w:
         for f in files:
-            feature = {"image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[f.read_bytes()])),
-                       "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(f.parent.name)]))}
+            feature = {
+                "image/encoded": tf.train.Feature(bytes_list=tf.train.BytesList(value=[f.read_bytes()])),
+                "image/class/label": tf.train.Feature(int64_list=tf.train.Int64List(value=[int(f.parent.name)])),
+            }
             w.write(tf.train.Example(features=tf.train.Features(feature=feature)).SerializeToString())
     data = read_data(str(record))
     assert data.kind == "tfrecord" and data.class_names == [str(i) for i in range(10)] and len(data.items) == len(files)
     spec = PreprocessSpec.with_scaling(32, 32, "0..1")
-    (x, _), = dataset(data, np.arange(5), spec, batch=5, shuffle=False).take(1).as_numpy_iterator()
-    np.testing.assert_array_equal(x, np.stack([to_float(open_image(io.BytesIO(data.items[i])), spec)
-                                               for i in range(5)]))
+    ((x, _),) = dataset(data, np.arange(5), spec, batch=5, shuffle=False).take(1).as_numpy_iterator()
+    np.testing.assert_array_equal(
+        x, np.stack([to_float(open_image(io.BytesIO(data.items[i])), spec) for i in range(5)])
+    )
     arch = tmp_path / "my_arch.py"  # and an architecture of the user's own: module.py:function
-    arch.write_text("import keras\n\ndef tiny(input_shape, num_classes):\n"
-                    "    return keras.Sequential([keras.Input(input_shape), keras.layers.Flatten(),\n"
-                    "                             keras.layers.Dense(num_classes, activation='softmax')])\n")
+    arch.write_text(
+        "import keras\n\ndef tiny(input_shape, num_classes):\n"
+        "    return keras.Sequential([keras.Input(input_shape), keras.layers.Flatten(),\n"
+        "                             keras.layers.Dense(num_classes, activation='softmax')])\n"
+    )
     doc = _train_cli([str(record), "-o", str(tmp_path / "t.keras"), "--epochs", "1", "--arch", f"{arch}:tiny"])
     assert doc["data"]["kind"] == "tfrecord" and doc["labels"] == [str(i) for i in range(10)]
     assert doc["arch"] == f"{arch}:tiny" and (tmp_path / "t.keras").is_file()
 
 
-MIRRORED = r'''
+MIRRORED = r"""
 import json, sys
 import tensorflow as tf
 tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU")[0],
@@ -172,17 +204,22 @@ tf.config.set_logical_device_configuration(tf.config.list_physical_devices("CPU"
 from edgekit.training.train import TrainOptions, train
 doc = train(TrainOptions(data=sys.argv[1], output=sys.argv[2], epochs=2, batch_size=16, show_progress=False))
 print("RESULT " + json.dumps(doc.to_dict()))
-'''
+"""
 
 
 def test_training_under_mirrored_strategy_over_two_logical_cpus(digits_folders, tmp_path):
     env = {k: v for k, v in os.environ.items() if k not in ("TPU_NAME", "COLAB_TPU_ADDR", "TF_CONFIG")}
     env["PYTHONPATH"] = str(REPO)
-    proc = subprocess.run([sys.executable, "-c", MIRRORED, str(digits_folders.train), str(tmp_path / "m.keras")],
-                          capture_output=True, text=True, timeout=600, env=env)
+    proc = subprocess.run(
+        [sys.executable, "-c", MIRRORED, str(digits_folders.train), str(tmp_path / "m.keras")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        env=env,
+    )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line, proc.stderr[-3000:]
-    doc = json.loads(line[len("RESULT "):])
+    doc = json.loads(line[len("RESULT ") :])
     assert doc["strategy"]["kind"] == "mirrored" and doc["strategy"]["replicas"] == 2
     assert doc["strategy"]["reason"] == "2 logical CPU devices"
     assert doc["global_batch"] == 32 and doc["batch_per_replica"] == 16
@@ -190,11 +227,11 @@ def test_training_under_mirrored_strategy_over_two_logical_cpus(digits_folders, 
     assert (tmp_path / "m.keras").is_file()
 
 
-RESOLVE = r'''
+RESOLVE = r"""
 import json
 from edgekit.training.strategy import resolve
 print("RESULT " + json.dumps(resolve().summary().to_dict()))
-'''
+"""
 
 
 def test_tpu_resolver_falls_through_where_there_is_no_tpu_and_says_why():
@@ -204,7 +241,7 @@ def test_tpu_resolver_falls_through_where_there_is_no_tpu_and_says_why():
     proc = subprocess.run([sys.executable, "-c", RESOLVE], capture_output=True, text=True, timeout=300, env=env)
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
     assert line, proc.stderr[-3000:]
-    doc = json.loads(line[len("RESULT "):])
+    doc = json.loads(line[len("RESULT ") :])
     assert doc["kind"] == "default" and doc["replicas"] == 1
     assert doc["tried"][0].startswith("no TPU at local (from TPU_NAME): "), doc["tried"]
     assert doc["tried"][1] == "no multi-worker cluster: TF_CONFIG is not set"
@@ -231,13 +268,16 @@ def test_strategy_decisions_without_tensorflow():
     assert global_batch(32, StrategyChoice("default", "one device", 1)) == (32, [])
 
 
-@pytest.mark.parametrize("args, code, message", [
-    (["{train}", "-o", "{tmp}/m.tflite"], 2, "saved as .keras"),
-    (["{tmp}/nothing", "-o", "{tmp}/m.keras"], 3, "does not exist"),
-    (["{tmp}", "-o", "{tmp}/m.keras"], 3, "no images found"),
-    (["{train}", "-o", "{tmp}/m.keras", "--arch", "resnet"], 2, "unknown --arch 'resnet'"),
-    (["{train}", "-o", "{tmp}/m.keras", "--batch-size", "5000"], 2, "larger than the"),
-])
+@pytest.mark.parametrize(
+    "args, code, message",
+    [
+        (["{train}", "-o", "{tmp}/m.tflite"], 2, "saved as .keras"),
+        (["{tmp}/nothing", "-o", "{tmp}/m.keras"], 3, "does not exist"),
+        (["{tmp}", "-o", "{tmp}/m.keras"], 3, "no images found"),
+        (["{train}", "-o", "{tmp}/m.keras", "--arch", "resnet"], 2, "unknown --arch 'resnet'"),
+        (["{train}", "-o", "{tmp}/m.keras", "--batch-size", "5000"], 2, "larger than the"),
+    ],
+)
 def test_bad_train_input_is_one_line_and_an_exit_code(digits_folders, tmp_path, args, code, message):
     args = [a.format(train=digits_folders.train, tmp=tmp_path) for a in args]
     out = CliRunner().invoke(cli, ["train", *args, "--epochs", "1"])
@@ -283,8 +323,9 @@ def test_a_failing_record_write_leaves_neither_model_nor_record(digits_folders, 
     monkeypatch.setattr(os, "replace", record_fails)
     out_dir = tmp_path / "out"
     out_dir.mkdir()
-    out = CliRunner().invoke(cli, ["train", str(data), "-o", str(out_dir / "m.keras"), "--epochs", "1",
-                                   "--batch-size", "8", "-q"])
+    out = CliRunner().invoke(
+        cli, ["train", str(data), "-o", str(out_dir / "m.keras"), "--epochs", "1", "--batch-size", "8", "-q"]
+    )
     assert out.exit_code == 3, out.output
     assert "No space left on device" in out.stderr and out.stderr.count("\n") == 1
     assert list(out_dir.iterdir()) == []  # no model, no record, no temporary folder
@@ -296,8 +337,9 @@ def test_a_file_name_that_is_not_utf8_trains(digits_folders, tmp_path):
     data = _small_set(digits_folders, tmp_path / "data")
     first = sorted((data / "1").iterdir())[0]
     os.rename(first, os.path.join(os.fsencode(data / "1"), b"caf\xe9.png"))
-    doc = _train_cli([str(data), "-o", str(tmp_path / "m.keras"), "--epochs", "1", "--batch-size", "8",
-                      "--validation-split", "0"])
+    doc = _train_cli(
+        [str(data), "-o", str(tmp_path / "m.keras"), "--epochs", "1", "--batch-size", "8", "--validation-split", "0"]
+    )
     assert doc["data"]["train_samples"] == 24 and (tmp_path / "m.keras").is_file()
 
 
@@ -335,9 +377,23 @@ def test_an_unreadable_image_ends_train_at_once_with_exit_3(digits_folders, tmp_
     else:
         Image.new("RGB", (256, 256), (200, 10, 10)).save(target, quality=95)
         target.write_bytes(target.read_bytes()[:400])
-    proc = subprocess.run([sys.executable, "-m", "edgekit", "train", str(tmp_path / "data"), "-o",
-                           str(tmp_path / "m.keras"), "--epochs", "1"], capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "edgekit",
+            "train",
+            str(tmp_path / "data"),
+            "-o",
+            str(tmp_path / "m.keras"),
+            "--epochs",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=180,
+        env={**os.environ, "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 3, proc.stderr
     errors = [ln for ln in proc.stderr.splitlines() if ln.startswith("error: ")]
     assert len(errors) == 1 and "bad.jpg" in errors[0] and "Traceback" not in proc.stderr

@@ -6,11 +6,21 @@ from collections.abc import Callable, Iterable
 
 from edgekit.edgetpu.compatibility.evidence import DOCS, EV_FLOAT_IO, EV_SRGAN, EV_YOLOV8N
 from edgekit.edgetpu.compatibility.values import Constraint, OpContext, SizeLimit, Test
-from edgekit.edgetpu.compatibility.words import (CONST_OK_TYPES, QUANT_TYPES, CONFIRMED, DATA_TYPE,
-                                                    FIX_MOVE_TO_END, FIX_QUANTIZE, NOT_CONSTANT, NOT_SUPPORTED, RANK,
-                                                    UNCERTAIN, UNSPECIFIED, Kind)
+from edgekit.edgetpu.compatibility.words import (
+    CONFIRMED,
+    CONST_OK_TYPES,
+    DATA_TYPE,
+    FIX_MOVE_TO_END,
+    FIX_QUANTIZE,
+    NOT_CONSTANT,
+    NOT_SUPPORTED,
+    QUANT_TYPES,
+    RANK,
+    UNCERTAIN,
+    UNSPECIFIED,
+    Kind,
+)
 from edgekit.tflite.model import FLOAT_DTYPES, TensorInfo
-
 
 # Row-size limit (yolov8n pair + log, yolov5s and yolov8 logs): a tensor whose two innermost
 # dimensions hold more than this many values is refused ("unspecified limitation"), whatever the
@@ -21,19 +31,33 @@ from edgekit.tflite.model import FLOAT_DTYPES, TensorInfo
 # LOGISTIC on 1x19206x9 (172,854) "unspecified" is no counter-example: that model's plain compile
 # failed ("large activation tensors") and the table came from a `-d` (search_delegate) compile,
 # which cuts the graph at tensors of its choosing.
-ROWS = SizeLimit("row_size", 134_400, 230_400, 196_608, (
-    "log:v16_full_yolov5s_160.log", "log:v16_partial_yolov5s_224_stdout.txt"), EV_YOLOV8N)
+ROWS = SizeLimit(
+    "row_size",
+    134_400,
+    230_400,
+    196_608,
+    ("log:v16_full_yolov5s_160.log", "log:v16_partial_yolov5s_224_stdout.txt"),
+    EV_YOLOV8N,
+)
 ROW_LIMIT = ROWS.limit
 ROW_REFUSED = ROWS.smallest_refused  # the smallest row a real compile shows refused
-FIX_ROWS = ("keep detection post-processing (decode, concat over all anchors) on the CPU: cut the model before it, "
-            "or export without it")
+FIX_ROWS = (
+    "keep detection post-processing (decode, concat over all anchors) on the CPU: cut the model before it, "
+    "or export without it"
+)
 # TRANSPOSE moves data across the whole tensor. Mapped at most 82,944 values (1x24x24x144 in the
 # all-mapped yolov8n/yolov8s 192 logs of jveitchmichaelis/edgetpu-yolo @283644dc, compiler 16);
 # refused from 104,000 (the 1x40x40x65 head transpose of the yolov8 ledger pair
 # G-aad-a/ddu-eksamen, whose 1x20x20x65 one (26,000) mapped) and at 230,400 (the yolov8n pair's
 # 1x40x40x144). The limit is placed inside that gap (it was 131,072 until that pair).
-TRANSPOSES = SizeLimit("transpose_size", 82_944, 104_000, 98_304, ("report:jveitchmichaelis/edgetpu-yolo",),
-                       ("pair:G-aad-a+ddu-eksamen__best_full_integer_quant",) + EV_YOLOV8N)
+TRANSPOSES = SizeLimit(
+    "transpose_size",
+    82_944,
+    104_000,
+    98_304,
+    ("report:jveitchmichaelis/edgetpu-yolo",),
+    ("pair:G-aad-a+ddu-eksamen__best_full_integer_quant",) + EV_YOLOV8N,
+)
 TRANSPOSE_LIMIT = TRANSPOSES.limit
 TRANSPOSE_REFUSED = TRANSPOSES.smallest_refused  # the smallest transpose a real compile shows refused
 # RESHAPE ("Certain reshapes might not be mapped for large tensor sizes", Coral's table): yolov5's
@@ -42,8 +66,13 @@ TRANSPOSE_REFUSED = TRANSPOSES.smallest_refused  # the smallest transpose a real
 # (ultralytics/yolov5#10527; Team-Protom/road-signs-recognition-model yolov5s-int8_edgetpu.log
 # @78581433) leave no other reading (one level's head chain cut off, 3 of 6 RESHAPEs refused). Its
 # rows are small, so the row limit does not cover it. The limit is placed inside that gap.
-RESHAPES = SizeLimit("reshape_size", 408_000, 1_632_000, 1_048_576, DOCS + (
-    "report:ultralytics/yolov5#10527", "report:Team-Protom/road-signs-recognition-model"))
+RESHAPES = SizeLimit(
+    "reshape_size",
+    408_000,
+    1_632_000,
+    1_048_576,
+    DOCS + ("report:ultralytics/yolov5#10527", "report:Team-Protom/road-signs-recognition-model"),
+)
 RESHAPE_LIMIT = RESHAPES.limit
 
 
@@ -71,23 +100,28 @@ def _data_types(c: OpContext) -> tuple[str, str] | None:
     if not bad:
         return None
     types = sorted({t.dtype for t in bad})
-    fix = FIX_QUANTIZE if set(types) & FLOAT_DTYPES else (
-        "use 8-bit activations (no 16x8 quantization)" if "int16" in types else FIX_MOVE_TO_END)
+    fix = (
+        FIX_QUANTIZE
+        if set(types) & FLOAT_DTYPES
+        else ("use 8-bit activations (no 16x8 quantization)" if "int16" in types else FIX_MOVE_TO_END)
+    )
     return f"works on {', '.join(types)} tensors; the Edge TPU computes on int8/uint8 only", fix
 
 
 def _runtime(c: OpContext) -> tuple[str, str] | None:
-    if c.rule is None:   # COMMON runs only for an op in the table (OP_CASES judged the others)
+    if c.rule is None:  # COMMON runs only for an op in the table (OP_CASES judged the others)
         return None
     need = c.rule.min_runtime
     if need <= c.min_runtime:
         return None
-    return (f"{c.op.name} needs Edge TPU runtime {need}; compiling for runtime {c.min_runtime}",
-            f"compile with --min-runtime {need} (the device then needs libedgetpu runtime {need} or newer)")
+    return (
+        f"{c.op.name} needs Edge TPU runtime {need}; compiling for runtime {c.min_runtime}",
+        f"compile with --min-runtime {need} (the device then needs libedgetpu runtime {need} or newer)",
+    )
 
 
 def _constant_params(c: OpContext) -> str | None:
-    for pos, what in (c.rule.params if c.rule is not None else ()):
+    for pos, what in c.rule.params if c.rule is not None else ():
         t = c.ins[pos] if pos < len(c.ins) else None
         if t is not None and not t.is_constant:
             return f"the {what} (input {pos}) is computed at run time"
@@ -103,14 +137,16 @@ def _rank(c: OpContext) -> str | None:
 
 def _row_size(limit: int, seen: bool) -> Test:
     """Rows (the two innermost dimensions) over ``limit``; ``seen``: a real compile refused rows this large."""
+
     def row_size(c: OpContext) -> str | None:
         for t in c.activations:
             row = t.shape[-1] * (t.shape[-2] if len(t.shape) > 1 else 1) if t.shape else 1
             if row > limit:
-                why = (f"real compiles refuse rows from {ROW_REFUSED:,}" if seen
-                       else f"~{ROW_LIMIT:,}; heuristic")
-                return (f"tensor {t.name!r} is {shape_text(t)}: its two innermost dimensions hold {row:,} values, more "
-                        f"than the Edge TPU maps ({why})")
+                why = f"real compiles refuse rows from {ROW_REFUSED:,}" if seen else f"~{ROW_LIMIT:,}; heuristic"
+                return (
+                    f"tensor {t.name!r} is {shape_text(t)}: its two innermost dimensions hold {row:,} values, more "
+                    f"than the Edge TPU maps ({why})"
+                )
         return None
 
     return row_size
@@ -121,43 +157,95 @@ def transpose_test(limit: int, seen: bool) -> Test:
         t = c.ins[0]
         if t is not None and elements(t) > limit:
             why = f"real compiles refuse it from {TRANSPOSE_REFUSED:,}" if seen else f"~{TRANSPOSE_LIMIT:,}; heuristic"
-            return (f"transposes {elements(t):,} values ({shape_text(t)}); the Edge TPU maps TRANSPOSE only on small "
-                    f"tensors ({why})")
+            return (
+                f"transposes {elements(t):,} values ({shape_text(t)}); the Edge TPU maps TRANSPOSE only on small "
+                f"tensors ({why})"
+            )
         return None
 
     return transpose_size
 
 
 COMMON: tuple[Constraint, ...] = (
-    Constraint(_data_types, DATA_TYPE, None, EV_FLOAT_IO + ("log:v14_not_quantized.txt",), CONFIRMED,
-               id="data_types", kind=Kind.TYPE),
+    Constraint(
+        _data_types,
+        DATA_TYPE,
+        None,
+        EV_FLOAT_IO + ("log:v14_not_quantized.txt",),
+        CONFIRMED,
+        id="data_types",
+        kind=Kind.TYPE,
+    ),
     # Compiler 15 (default runtime 13) calls TRANSPOSE (runtime 14) "Operation not supported"; the
     # other runtime numbers are Coral's table.
-    Constraint(_runtime, NOT_SUPPORTED, None, DOCS + ("log:v15_partial_yolov5s_stdout.txt",), CONFIRMED,
-               code="runtime", id="runtime", kind=Kind.TYPE),
-    Constraint(_constant_params, NOT_CONSTANT, "make weights and shape/axis params constants of the model "
-               "(freeze the graph)", DOCS, looked_for="a compiled pair or log with a weight or shape computed at "
-               "run time (Keras and the TFLite converter fold them: none seen)", id="constant_params",
-               kind=Kind.OPTION),
-    Constraint(_rank, RANK, "keep tensors at most 4-D with a batch of 1",
-               EV_SRGAN + ("report:google-coral/edgetpu#708",), CONFIRMED, id="rank", kind=Kind.LAYOUT),
+    Constraint(
+        _runtime,
+        NOT_SUPPORTED,
+        None,
+        DOCS + ("log:v15_partial_yolov5s_stdout.txt",),
+        CONFIRMED,
+        code="runtime",
+        id="runtime",
+        kind=Kind.TYPE,
+    ),
+    Constraint(
+        _constant_params,
+        NOT_CONSTANT,
+        "make weights and shape/axis params constants of the model (freeze the graph)",
+        DOCS,
+        looked_for="a compiled pair or log with a weight or shape computed at "
+        "run time (Keras and the TFLite converter fold them: none seen)",
+        id="constant_params",
+        kind=Kind.OPTION,
+    ),
+    Constraint(
+        _rank,
+        RANK,
+        "keep tensors at most 4-D with a batch of 1",
+        EV_SRGAN + ("report:google-coral/edgetpu#708",),
+        CONFIRMED,
+        id="rank",
+        kind=Kind.LAYOUT,
+    ),
 )
 # A size limit is confirmed where a real compile refused as large a tensor, uncertain in the gap
 # between the largest mapped and the smallest refused (where the limit is placed).
 
 
-def size_constraints(limit: SizeLimit, make: Callable[[int, bool], Test], fix: str, status: str = UNSPECIFIED,
-                     measured: str = "values") -> tuple[Constraint, ...]:
+def size_constraints(
+    limit: SizeLimit, make: Callable[[int, bool], Test], fix: str, status: str = UNSPECIFIED, measured: str = "values"
+) -> tuple[Constraint, ...]:
     """The constraints of one size limit: refused for sure from the smallest size a compile printed refused,
     uncertain above the line drawn in the gap (or at every size above it, when no compile printed a refusal)."""
-    gap = (f"a compile with {measured} between the largest mapped ({limit.largest_mapped:,}) and the smallest "
-           f"refused ({limit.smallest_refused:,}): the limit sits in that gap")
+    gap = (
+        f"a compile with {measured} between the largest mapped ({limit.largest_mapped:,}) and the smallest "
+        f"refused ({limit.smallest_refused:,}): the limit sits in that gap"
+    )
     out = []
     if limit.refused_confirmed:
-        out.append(Constraint(make(limit.smallest_refused - 1, True), status, fix, limit.refused_evidence, CONFIRMED,
-                              id=f"{limit.id}_refused", kind=Kind.SIZE))
-    out.append(Constraint(make(limit.limit, False), status, fix, limit.evidence, UNCERTAIN, looked_for=gap,
-                          id=limit.id, kind=Kind.SIZE))
+        out.append(
+            Constraint(
+                make(limit.smallest_refused - 1, True),
+                status,
+                fix,
+                limit.refused_evidence,
+                CONFIRMED,
+                id=f"{limit.id}_refused",
+                kind=Kind.SIZE,
+            )
+        )
+    out.append(
+        Constraint(
+            make(limit.limit, False),
+            status,
+            fix,
+            limit.evidence,
+            UNCERTAIN,
+            looked_for=gap,
+            id=limit.id,
+            kind=Kind.SIZE,
+        )
+    )
     return tuple(out)
 
 

@@ -2,9 +2,20 @@
 
 from __future__ import annotations
 
-from edgekit.edgetpu.compatibility.words import (CUSTOM_UNRESOLVED, DATA_TYPE, DYNAMIC, MAPPED,
-                                                    MORE_THAN_ONE_SUBGRAPH, NOT_CONSTANT, NOT_SUPPORTED, PARSE_FAILED,
-                                                    RANK, STRIDES, UNSPECIFIED, VERSION)
+from edgekit.edgetpu.compatibility.words import (
+    CUSTOM_UNRESOLVED,
+    DATA_TYPE,
+    DYNAMIC,
+    MAPPED,
+    MORE_THAN_ONE_SUBGRAPH,
+    NOT_CONSTANT,
+    NOT_SUPPORTED,
+    PARSE_FAILED,
+    RANK,
+    STRIDES,
+    UNSPECIFIED,
+    VERSION,
+)
 
 # Evidence references, each checked by tests/converters/test_evidence.py: ``pair:<id>`` a public pair
 # of the evidence ledger (tests/fixtures/evidence/SOURCES.tsv), ``testdata:<stem>`` a compiled pair in
@@ -17,8 +28,10 @@ EV_SRGAN: Refs = ("testdata:srgan__srgan_quant_2",)  # compiled with -a: three e
 EV_FLOAT_IO: Refs = ("log:v16_float_io_yolov8s_160_CPU.log", "testdata:coralmicro__yamnet_spectra_in")
 EV_DEEPLAB: Refs = ("testdata:deeplabv3_mnv2_dm05_pascal_quant", "testdata:coral-edgetpu__deeplabv3_mnv2_pascal_quant")
 # Coral's own decoder models, built by compiling the part before the custom op and joining it back.
-EV_DECODERS: Refs = ("testdata:posenet__posenet_mobilenet_v1_075_353_481_quant_decoder",
-                     "testdata:bodypix__bodypix_mobilenet_v1_075_640_480_16_quant_decoder")
+EV_DECODERS: Refs = (
+    "testdata:posenet__posenet_mobilenet_v1_075_353_481_quant_decoder",
+    "testdata:bodypix__bodypix_mobilenet_v1_075_640_480_16_quant_decoder",
+)
 EV_UNRESOLVED: Refs = ("report:coral-unresolved-custom-op",)
 # A Keras EfficientNet converted with a -1 batch, whose Reshape layers get a shape computed at run
 # time, fails; srgan compiled despite -1 batches, its shapes being constant.
@@ -164,5 +177,8 @@ SEEN_MAPPED: dict[str, Refs] = {
 #: cannot score a placement) and Coral's word that ``-a`` leaves a run on the CPU when one of its activations
 #: does not fit in memory (docs/edgetpu-compatibility.md, "Compiled with -a").
 EV_MULTIPLE_SUBGRAPHS: Refs = (
-    "testdata:srgan__srgan_quant_2", "pair:prbodmann+Coral-TPU__transformer__models__efficient_l3",
-    "log:v16_partial_yolov5s_224_stdout.txt", "report:google-coral/edgetpu#356")
+    "testdata:srgan__srgan_quant_2",
+    "pair:prbodmann+Coral-TPU__transformer__models__efficient_l3",
+    "log:v16_partial_yolov5s_224_stdout.txt",
+    "report:google-coral/edgetpu#356",
+)

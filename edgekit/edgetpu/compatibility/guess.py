@@ -19,7 +19,7 @@ between the largest size seen mapped and the smallest seen refused, and refusals
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 
 from edgekit.edgetpu.compatibility.evidence import EV_FLOAT_IO, EV_SRGAN, EV_YOLOV8N, Refs
 from edgekit.edgetpu.compatibility.op_constraints import EV_FC_2D
@@ -42,19 +42,31 @@ class Tested:
 TESTED: tuple[Tested, ...] = (
     Tested("8-bit data only (model requirements)", Kind.TYPE, True, EV_FLOAT_IO + ("log:v14_not_quantized.txt",)),
     Tested("runtime column: TRANSPOSE needs runtime 14", Kind.TYPE, True, ("log:v15_partial_yolov5s_stdout.txt",)),
-    Tested("at most 3 innermost dimensions larger than 1 (model requirements)", Kind.LAYOUT, True,
-           EV_SRGAN + ("report:google-coral/edgetpu#708",)),
+    Tested(
+        "at most 3 innermost dimensions larger than 1 (model requirements)",
+        Kind.LAYOUT,
+        True,
+        EV_SRGAN + ("report:google-coral/edgetpu#708",),
+    ),
     Tested("FULLY_CONNECTED: output tensor is one-dimensional", Kind.LAYOUT, False, EV_FC_2D),
     Tested("SOFTMAX: 1-D input tensor only", Kind.LAYOUT, False, EV_YOLOV8N),
     Tested("STRIDED_SLICE: all strides equal to 1", Kind.OPTION, True, ("log:v15_partial_yolov5s_stdout.txt",)),
-    Tested("weights constant at compile time (FULLY_CONNECTED with run-time weights)", Kind.OPTION, False,
-           EV_FC_2D),
-    Tested("RESHAPE: might not be mapped for large tensor sizes", Kind.SIZE, True,
-           ("report:ultralytics/yolov5#10527",)),
-    Tested("resizes: might not be mapped depending on size", Kind.SIZE, True,
-           ("pair:mistake0316+Google-Coral-Style-Transfer__model__dark_Decoder",)),
-    Tested("RESIZE_NEAREST_NEIGHBOR by integer factors only (edgekit's reading)", Kind.HEURISTIC, False,
-           ("report:jiri-kula/EfficientDet",)),
+    Tested("weights constant at compile time (FULLY_CONNECTED with run-time weights)", Kind.OPTION, False, EV_FC_2D),
+    Tested(
+        "RESHAPE: might not be mapped for large tensor sizes", Kind.SIZE, True, ("report:ultralytics/yolov5#10527",)
+    ),
+    Tested(
+        "resizes: might not be mapped depending on size",
+        Kind.SIZE,
+        True,
+        ("pair:mistake0316+Google-Coral-Style-Transfer__model__dark_Decoder",),
+    ),
+    Tested(
+        "RESIZE_NEAREST_NEIGHBOR by integer factors only (edgekit's reading)",
+        Kind.HEURISTIC,
+        False,
+        ("report:jiri-kula/EfficientDet",),
+    ),
 )
 
 #: Kinds whose record decides their untested rules (the others guess what their own evidence shows).
@@ -76,8 +88,10 @@ class KindRecord:
 
     def text(self) -> str:
         lo, hi = self.interval
-        return (f"{self.kind or 'all documented'}: held {self.held} of {self.tested} once tested "
-                f"(95% interval {lo:.0%}-{hi:.0%}); best guess {self.guess}")
+        return (
+            f"{self.kind or 'all documented'}: held {self.held} of {self.tested} once tested "
+            f"(95% interval {lo:.0%}-{hi:.0%}); best guess {self.guess}"
+        )
 
 
 def _record(kind: Kind | None) -> tuple[int, int]:
@@ -85,7 +99,7 @@ def _record(kind: Kind | None) -> tuple[int, int]:
     return sum(t.held for t in tested), len(tested)
 
 
-@lru_cache(maxsize=None)
+@cache
 def record(kind: Kind | None) -> KindRecord:
     """The record of ``kind`` (None: all documented kinds) and the guess it gives an untested rule."""
     held, tested = _record(kind)

@@ -2,11 +2,19 @@
 
 from __future__ import annotations
 
-from edgekit.edgetpu.compatibility.common import (RESHAPES, ROWS, TRANSPOSES, elements, normalize_axes, shape_text,
-                                                     transpose_test, size_constraints)
+from edgekit.edgetpu.compatibility.common import (
+    RESHAPES,
+    ROWS,
+    TRANSPOSES,
+    elements,
+    normalize_axes,
+    shape_text,
+    size_constraints,
+    transpose_test,
+)
 from edgekit.edgetpu.compatibility.evidence import DOCS, EV_DEEPLAB, Refs
 from edgekit.edgetpu.compatibility.values import Constraint, OpContext, SizeLimit
-from edgekit.edgetpu.compatibility.words import Kind, CONFIRMED, STRIDES, UNCERTAIN, UNSPECIFIED
+from edgekit.edgetpu.compatibility.words import CONFIRMED, STRIDES, UNCERTAIN, UNSPECIFIED, Kind
 
 
 # ---------------------------------------------------------------------------- per-op constraints
@@ -16,10 +24,16 @@ def _no_fused_activation(c: OpContext) -> str | None:
     return None
 
 
-NO_FUSED_ACTIVATION = Constraint(_no_fused_activation, UNSPECIFIED,
-                                 "apply the activation as a separate layer (ReLU after the pooling/concatenation)",
-                                 DOCS, looked_for="a pooling or concatenation with a fused activation in a compiled "
-                                 "pair (converters rarely fuse one there)", id="no_fused_activation", kind=Kind.OPTION)
+NO_FUSED_ACTIVATION = Constraint(
+    _no_fused_activation,
+    UNSPECIFIED,
+    "apply the activation as a separate layer (ReLU after the pooling/concatenation)",
+    DOCS,
+    looked_for="a pooling or concatenation with a fused activation in a compiled "
+    "pair (converters rarely fuse one there)",
+    id="no_fused_activation",
+    kind=Kind.OPTION,
+)
 
 
 def _equal_dilation(c: OpContext) -> str | None:
@@ -29,14 +43,25 @@ def _equal_dilation(c: OpContext) -> str | None:
     return None
 
 
-CONV = (Constraint(_equal_dilation, UNSPECIFIED, "use the same dilation rate in both spatial dimensions", DOCS,
-                   looked_for="a compiled convolution with unequal x/y dilation",
-                       id="equal_dilation", kind=Kind.OPTION),)
+CONV = (
+    Constraint(
+        _equal_dilation,
+        UNSPECIFIED,
+        "use the same dilation rate in both spatial dimensions",
+        DOCS,
+        looked_for="a compiled convolution with unequal x/y dilation",
+        id="equal_dilation",
+        kind=Kind.OPTION,
+    ),
+)
 
 
 def _fc_keep_num_dims(c: OpContext) -> str | None:
-    return "keep_num_dims=True (a Dense layer applied to a 3-D or 4-D input)" if c.op.options.get("keep_num_dims") \
+    return (
+        "keep_num_dims=True (a Dense layer applied to a 3-D or 4-D input)"
+        if c.op.options.get("keep_num_dims")
         else None
+    )
 
 
 def _fc_weights_format(c: OpContext) -> str | None:
@@ -47,8 +72,10 @@ def _fc_weights_format(c: OpContext) -> str | None:
 # the TFLM convention expect per-tensor weights, but compiler 16 mapped the per-channel Dense layers
 # (256 and 1024 scales) of ricardodeazambuja/LibrEdgeTPU's templates (ledger pairs dense_256, dense_1024).
 # The rule that refused them is gone; `edgekit quantize` still writes per-tensor Dense weights.
-EV_PER_CHANNEL_FC: Refs = ("pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__templates__dense_256",
-                           "pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__templates__dense_1024")
+EV_PER_CHANNEL_FC: Refs = (
+    "pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__templates__dense_256",
+    "pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__templates__dense_1024",
+)
 
 
 # A Dense layer on a 3-D or 4-D input keeps its dimensions (keep_num_dims, FULLY_CONNECTED v5 and up). Notes
@@ -59,15 +86,36 @@ EV_PER_CHANNEL_FC: Refs = ("pair:ricardodeazambuja+LibrEdgeTPU__libredgetpu__tem
 # version not supported", and its 11 plain Dense layers too, which mapped once that layer was gone; its CPU
 # model is not published, so the op versions behind those words (and why the plain ones were refused) are
 # unknown: the words for versions other than 5 stay unsettled.
-EV_FC_KEEP_NUM_DIMS: Refs = tuple(f"pair:KeondoPark+votenet_tf__tflite__tflite_models__{m}" for m in (
-    "1way__voting_quant_double", "2way__voting_quant_double", "2way_2__voting_quant_group",
-    "scannet_2way__voting_quant", "scannet_2way__voting_quant_test")) + ("report:dacarson/WeatherML",)
+EV_FC_KEEP_NUM_DIMS: Refs = tuple(
+    f"pair:KeondoPark+votenet_tf__tflite__tflite_models__{m}"
+    for m in (
+        "1way__voting_quant_double",
+        "2way__voting_quant_double",
+        "2way_2__voting_quant_group",
+        "scannet_2way__voting_quant",
+        "scannet_2way__voting_quant_test",
+    )
+) + ("report:dacarson/WeatherML",)
 
 FULLY_CONNECTED = (
-    Constraint(_fc_keep_num_dims, UNSPECIFIED, "Flatten (or Reshape to 2-D) before the Dense layer",
-               EV_FC_KEEP_NUM_DIMS, CONFIRMED, id="fc_keep_num_dims", kind=Kind.OPTION),
-    Constraint(_fc_weights_format, UNSPECIFIED, "convert with the default fully-connected weights format", DOCS,
-               looked_for="a compiled FULLY_CONNECTED with shuffled weights", id="fc_weights_format", kind=Kind.OPTION),
+    Constraint(
+        _fc_keep_num_dims,
+        UNSPECIFIED,
+        "Flatten (or Reshape to 2-D) before the Dense layer",
+        EV_FC_KEEP_NUM_DIMS,
+        CONFIRMED,
+        id="fc_keep_num_dims",
+        kind=Kind.OPTION,
+    ),
+    Constraint(
+        _fc_weights_format,
+        UNSPECIFIED,
+        "convert with the default fully-connected weights format",
+        DOCS,
+        looked_for="a compiled FULLY_CONNECTED with shuffled weights",
+        id="fc_weights_format",
+        kind=Kind.OPTION,
+    ),
 )
 # Coral documents a 1-D FULLY_CONNECTED output and constant weights; compiler 16 mapped all 18 of the
 # vision transformer in ledger pair prbodmann/Coral-TPU efficient_l3: 49x128 and 49x512 outputs, and
@@ -85,9 +133,17 @@ def _softmax_axis(c: OpContext) -> str | None:
 # Coral documents "1-D input only"; the yolov8n log shows SOFTMAX on 1x4x8400x16 as otherwise
 # mappable ("More than one subgraph is not supported"), and the yolov8s 160 log maps it: only the
 # documented 16,000-value limit is kept, on the softmax axis.
-SOFTMAX = (Constraint(_softmax_axis, UNSPECIFIED, "drop the final softmax (take argmax of the logits) or apply "
-                      "it on the CPU", DOCS, looked_for="a compiled softmax over more than 16,000 values",
-                          id="softmax_axis", kind=Kind.SIZE),)
+SOFTMAX = (
+    Constraint(
+        _softmax_axis,
+        UNSPECIFIED,
+        "drop the final softmax (take argmax of the logits) or apply it on the CPU",
+        DOCS,
+        looked_for="a compiled softmax over more than 16,000 values",
+        id="softmax_axis",
+        kind=Kind.SIZE,
+    ),
+)
 
 
 def _strided_slice_strides(c: OpContext) -> str | None:
@@ -103,12 +159,24 @@ def _strided_slice_masks(c: OpContext) -> str | None:
 
 
 STRIDED_SLICE = (
-    Constraint(_strided_slice_strides, STRIDES, "slice with stride 1 (use a pooling or a strided convolution "
-               "to subsample)", DOCS + ("log:v15_partial_yolov5s_stdout.txt",), CONFIRMED,
-                   id="strided_slice_strides", kind=Kind.OPTION),
-    Constraint(_strided_slice_masks, UNSPECIFIED, "index with plain begin/end ranges", DOCS,
-               looked_for="a compiled STRIDED_SLICE with ellipsis_mask or new_axis_mask",
-                   id="strided_slice_masks", kind=Kind.OPTION),
+    Constraint(
+        _strided_slice_strides,
+        STRIDES,
+        "slice with stride 1 (use a pooling or a strided convolution to subsample)",
+        DOCS + ("log:v15_partial_yolov5s_stdout.txt",),
+        CONFIRMED,
+        id="strided_slice_strides",
+        kind=Kind.OPTION,
+    ),
+    Constraint(
+        _strided_slice_masks,
+        UNSPECIFIED,
+        "index with plain begin/end ranges",
+        DOCS,
+        looked_for="a compiled STRIDED_SLICE with ellipsis_mask or new_axis_mask",
+        id="strided_slice_masks",
+        kind=Kind.OPTION,
+    ),
 )
 
 
@@ -133,23 +201,41 @@ def _mean_positions(c: OpContext) -> str | None:
     for d in t.shape[:-1]:
         positions *= d
     if positions > MEAN_POSITIONS_LIMIT:
-        return (f"mean over a {shape_text(t)} input ({positions:,} positions); the Edge TPU maps MEAN only on smaller "
-                f"inputs (~{MEAN_POSITIONS_LIMIT:,} positions; heuristic)")
+        return (
+            f"mean over a {shape_text(t)} input ({positions:,} positions); the Edge TPU maps MEAN only on smaller "
+            f"inputs (~{MEAN_POSITIONS_LIMIT:,} positions; heuristic)"
+        )
     return None
 
 
-REDUCE = (Constraint(_reduce_axes, UNSPECIFIED, "reduce over x/y only, never over the batch dimension", DOCS,
-                     looked_for="a compiled MEAN/SUM over the batch, or over a channel depth not a multiple of 4",
-                         id="reduce_axes", kind=Kind.LAYOUT),)
+REDUCE = (
+    Constraint(
+        _reduce_axes,
+        UNSPECIFIED,
+        "reduce over x/y only, never over the batch dimension",
+        DOCS,
+        looked_for="a compiled MEAN/SUM over the batch, or over a channel depth not a multiple of 4",
+        id="reduce_axes",
+        kind=Kind.LAYOUT,
+    ),
+)
 # google-coral/edgetpu#461: Coral's engineer found MEAN on 1x256x128x3 (32,768 positions) not mapped;
 # split into 1x64x128x3 pieces (8,192) it mapped. The limit is placed inside that gap.
 MEANS = SizeLimit("mean_positions", 8_192, 32_768, 16_384, ("report:google-coral/edgetpu#461",))
 MEAN_POSITIONS_LIMIT = MEANS.limit
-MEAN = REDUCE + (Constraint(_mean_positions, UNSPECIFIED, "split the input (e.g. into horizontal bands) and "
-                            "average the parts, or pool first (AVERAGE_POOL_2D) to fewer positions",
-                            ("report:google-coral/edgetpu#461",), UNCERTAIN,
-                            looked_for="a compile with a MEAN between 8,192 and 32,768 positions",
-                                id="mean_positions", kind=Kind.SIZE),)
+MEAN = REDUCE + (
+    Constraint(
+        _mean_positions,
+        UNSPECIFIED,
+        "split the input (e.g. into horizontal bands) and "
+        "average the parts, or pool first (AVERAGE_POOL_2D) to fewer positions",
+        ("report:google-coral/edgetpu#461",),
+        UNCERTAIN,
+        looked_for="a compile with a MEAN between 8,192 and 32,768 positions",
+        id="mean_positions",
+        kind=Kind.SIZE,
+    ),
+)
 
 
 def pad_batch(c: OpContext) -> str | None:
@@ -175,10 +261,19 @@ def _split_outer(c: OpContext) -> str | None:
 # along the first dimension of 4x49xN tensors: compiler 16 left all 4 of those SPLITs on the CPU and
 # mapped everything around them; yamnet's split along a first dimension of 1 and split_concat's
 # along channels mapped.
-SPLIT = (Constraint(_split_outer, UNSPECIFIED, "split along an inner dimension (keep the leading dimension 1)",
-                    EV_FC_2D, UNCERTAIN, looked_for="more compiles splitting along a first dimension larger than "
-                    "1 (one model shows it, without a log to give the compiler's words)",
-                        id="split_outer", kind=Kind.INFERRED),)
+SPLIT = (
+    Constraint(
+        _split_outer,
+        UNSPECIFIED,
+        "split along an inner dimension (keep the leading dimension 1)",
+        EV_FC_2D,
+        UNCERTAIN,
+        looked_for="more compiles splitting along a first dimension larger than "
+        "1 (one model shows it, without a log to give the compiler's words)",
+        id="split_outer",
+        kind=Kind.INFERRED,
+    ),
+)
 
 
 def _expand_dims(c: OpContext) -> str | None:
@@ -189,11 +284,19 @@ def _expand_dims(c: OpContext) -> str | None:
 # antaramol/ref-signs (a 1-D CNN: EXPAND_DIMS on 1x28x6 with axis -3 before each CONV_2D; packages
 # needing runtime 14, so compiler 16) the first EXPAND_DIMS was refused and cut the model after it.
 # No compile shows one mapped; the compiler's words for it are unknown.
-EXPAND_DIMS = (Constraint(_expand_dims, UNSPECIFIED, "insert the unit dimension with RESHAPE instead (a Keras "
-                          "Reshape layer), which maps", ("pair:antaramol+ref-signs__modelos__quantized_model",
-                                                          "pair:antaramol+ref-signs__quantized2_model"), UNCERTAIN,
-                          looked_for="a compile that maps an EXPAND_DIMS, or a log giving the compiler's words for it "
-                          "(one repository's models show it refused)", id="expand_dims", kind=Kind.INFERRED),)
+EXPAND_DIMS = (
+    Constraint(
+        _expand_dims,
+        UNSPECIFIED,
+        "insert the unit dimension with RESHAPE instead (a Keras Reshape layer), which maps",
+        ("pair:antaramol+ref-signs__modelos__quantized_model", "pair:antaramol+ref-signs__quantized2_model"),
+        UNCERTAIN,
+        looked_for="a compile that maps an EXPAND_DIMS, or a log giving the compiler's words for it "
+        "(one repository's models show it refused)",
+        id="expand_dims",
+        kind=Kind.INFERRED,
+    ),
+)
 
 
 def pack_batch(c: OpContext) -> str | None:
@@ -213,8 +316,9 @@ def concat_constant(c: OpContext) -> str | None:
     if not consts:
         return None
     if len(c.ins) != 2:
-        return (f"{len(c.ins)} inputs, {len(consts)} of them constant; with a constant input there must be "
-                "exactly 2 inputs")
+        return (
+            f"{len(c.ins)} inputs, {len(consts)} of them constant; with a constant input there must be exactly 2 inputs"
+        )
     v = c.info.constant_value(consts[0])
     q = consts[0].quantization
     zero = q.zero_point if q else 0
@@ -241,8 +345,10 @@ def _bilinear_from_one(c: OpContext) -> str | None:
     for axis, label in ((1, "height"), (2, "width")):
         i, o = t.shape[axis], out.shape[axis]
         if i != o and min(i, o) == 1:  # a size 0 is _bilinear_factor's
-            return (f"{label} {i} -> {o} with align_corners=True: no integer scale factor (the corner-aligned "
-                    "scale is undefined for a size of 1)")
+            return (
+                f"{label} {i} -> {o} with align_corners=True: no integer scale factor (the corner-aligned "
+                "scale is undefined for a size of 1)"
+            )
     return None
 
 
@@ -270,13 +376,22 @@ def _bilinear_factor(c: OpContext) -> str | None:
         if min(a, b) <= 0:  # a size 0 is _resize_zero's, a size 1 with align_corners _bilinear_from_one's
             continue
         if max(a, b) % min(a, b):
-            return (f"{label} {i} -> {o}{' (align_corners)' if align else ''}: not an integer scale factor; the "
-                    "Edge TPU resizes bilinearly by integer factors only (heuristic)")
+            return (
+                f"{label} {i} -> {o}{' (align_corners)' if align else ''}: not an integer scale factor; the "
+                "Edge TPU resizes bilinearly by integer factors only (heuristic)"
+            )
     return None
 
 
-RESIZE_RANK = Constraint(_resize_rank, UNSPECIFIED, "resize images (1, H, W, C) in NHWC layout", DOCS,
-                         looked_for="a compiled resize of a tensor that is not 4-D", id="resize_rank", kind=Kind.LAYOUT)
+RESIZE_RANK = Constraint(
+    _resize_rank,
+    UNSPECIFIED,
+    "resize images (1, H, W, C) in NHWC layout",
+    DOCS,
+    looked_for="a compiled resize of a tensor that is not 4-D",
+    id="resize_rank",
+    kind=Kind.LAYOUT,
+)
 
 
 # Large resizes are refused ("unspecified limitation"), nearest-neighbour or bilinear. The compiler
@@ -284,44 +399,77 @@ RESIZE_RANK = Constraint(_resize_rank, UNSPECIFIED, "resize images (1, H, W, C) 
 # to 1x64x64x256 and 1x128x128x128 (2,097,152 values) and refuses the one to 1x256x256x64
 # (4,194,304); google-coral/edgetpu#31's bilinear x2 to 512x512x32 (8.4M) was refused where 128x128x32
 # mapped. The limit is placed inside that gap, on the output's size.
-RESIZES = SizeLimit("resize_size", 2_097_152, 4_194_304, 3_145_728, (
-    "pair:mistake0316+Google-Coral-Style-Transfer__model__dark_Decoder", "report:google-coral/edgetpu#31"))
+RESIZES = SizeLimit(
+    "resize_size",
+    2_097_152,
+    4_194_304,
+    3_145_728,
+    ("pair:mistake0316+Google-Coral-Style-Transfer__model__dark_Decoder", "report:google-coral/edgetpu#31"),
+)
 RESIZE_LIMIT = RESIZES.limit
 
 
 def _resize_size(c: OpContext) -> str | None:
     out = c.outs[0]
     if out is not None and elements(out) > RESIZE_LIMIT:
-        return (f"resizes to {shape_text(out)} ({elements(out):,} values); the Edge TPU maps resizes only to smaller "
-                f"outputs (~{RESIZE_LIMIT:,}; heuristic)")
+        return (
+            f"resizes to {shape_text(out)} ({elements(out):,} values); the Edge TPU maps resizes only to smaller "
+            f"outputs (~{RESIZE_LIMIT:,}; heuristic)"
+        )
     return None
 
 
 RESIZE_SIZE = Constraint(
-    _resize_size, UNSPECIFIED, "resize to a smaller output (fewer channels or a lower resolution), or move the "
+    _resize_size,
+    UNSPECIFIED,
+    "resize to a smaller output (fewer channels or a lower resolution), or move the "
     "last resize to the CPU after the Edge TPU part",
     ("pair:mistake0316+Google-Coral-Style-Transfer__model__dark_Decoder", "report:google-coral/edgetpu#31"),
-    UNCERTAIN, looked_for="a compile resizing to between 2,097,152 (mapped) and 4,194,304 (refused) values",
-        id="resize_size", kind=Kind.SIZE)
+    UNCERTAIN,
+    looked_for="a compile resizing to between 2,097,152 (mapped) and 4,194,304 (refused) values",
+    id="resize_size",
+    kind=Kind.SIZE,
+)
 # Coral's table says of both resizes that "depending on input/output size, this operation might not be
 # mapped to the Edge TPU to avoid loss in precision", with no numbers. For nearest-neighbour resizing
 # the factor does not matter: a Model Maker EfficientDet-Lite0 (320: its BiFPN upsamples 3x3 -> 5x5)
 # compiled by compiler 16 maps all 12 of its RESIZE_NEAREST_NEIGHBOR (a published log:
 # "RESIZE_NEAREST_NEIGHBOR 12 Mapped to Edge TPU", 2 classes), so the integer-factor heuristic applies
 # to RESIZE_BILINEAR only. Large resizes of either kind are refused: RESIZE_SIZE.
-FIX_BILINEAR = ("resize by an integer factor (e.g. x2) without align_corners from a size of 1, or move the resize "
-                "after the last Edge TPU op")
-RESIZE_ZERO = Constraint(_resize_zero, UNSPECIFIED, "resize to and from sizes of at least 1", DOCS, UNCERTAIN,
-                         looked_for="a compile of a resize to or from a size 0 (TensorFlow Lite cannot run one)",
-                         id="resize_zero_size", kind=Kind.INFERRED)
+FIX_BILINEAR = (
+    "resize by an integer factor (e.g. x2) without align_corners from a size of 1, or move the resize "
+    "after the last Edge TPU op"
+)
+RESIZE_ZERO = Constraint(
+    _resize_zero,
+    UNSPECIFIED,
+    "resize to and from sizes of at least 1",
+    DOCS,
+    UNCERTAIN,
+    looked_for="a compile of a resize to or from a size 0 (TensorFlow Lite cannot run one)",
+    id="resize_zero_size",
+    kind=Kind.INFERRED,
+)
 RESIZE_BILINEAR = (
-    RESIZE_RANK, RESIZE_SIZE, RESIZE_ZERO,
+    RESIZE_RANK,
+    RESIZE_SIZE,
+    RESIZE_ZERO,
     # deeplab's 1 -> 33 with align_corners (its image pooling branch) stays on the CPU in both pairs.
-    Constraint(_bilinear_from_one, UNSPECIFIED, FIX_BILINEAR, EV_DEEPLAB, CONFIRMED,
-        id="bilinear_from_one", kind=Kind.OPTION),
-    Constraint(_bilinear_factor, UNSPECIFIED, FIX_BILINEAR, DOCS, UNCERTAIN,
-               looked_for="compiled RESIZE_BILINEAR with non-integer factors (only deeplab's 1 -> 33 with "
-               "align_corners is seen refused; x2 maps)", id="bilinear_factor", kind=Kind.HEURISTIC))
+    Constraint(
+        _bilinear_from_one, UNSPECIFIED, FIX_BILINEAR, EV_DEEPLAB, CONFIRMED, id="bilinear_from_one", kind=Kind.OPTION
+    ),
+    Constraint(
+        _bilinear_factor,
+        UNSPECIFIED,
+        FIX_BILINEAR,
+        DOCS,
+        UNCERTAIN,
+        looked_for="compiled RESIZE_BILINEAR with non-integer factors (only deeplab's 1 -> 33 with "
+        "align_corners is seen refused; x2 maps)",
+        id="bilinear_factor",
+        kind=Kind.HEURISTIC,
+    ),
+)
 
 
 def squeeze(c: OpContext) -> str | None:

@@ -24,22 +24,23 @@ from edgekit.tflite.model import ModelInfo, OpInfo, SubgraphInfo
 __all__ = ["dynamic_ops", "fatal_problems", "judge", "model_problems"]
 
 
-def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME
-          ) -> Judgement:
+def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPILER_DEFAULT_MIN_RUNTIME) -> Judgement:
     """Whether ``op`` could run on the Edge TPU on its own (before partitioning), and if not why."""
     ins = [g.tensor(i) for i in op.inputs]
     outs = [g.tensor(i) for i in op.outputs]
     rule = RULES.get(op.name)
     if rule is not None and (not ins or ins[0] is None or not outs or outs[0] is None):
-        raise InvalidModelError(f"op #{op.index} {op.name} has no input or no output tensor",
-                                "re-export the model; TensorFlow Lite would not run it either")
+        raise InvalidModelError(
+            f"op #{op.index} {op.name} has no input or no output tensor",
+            "re-export the model; TensorFlow Lite would not run it either",
+        )
     c = OpContext(info, g, op, ins, outs, min_runtime, rule)
     for case in OP_CASES:
         if case.applies(c):
             fix = case.fix(c) if callable(case.fix) else case.fix
             return Judgement(case.status, case.detail(c), fix, case.evidence, case.confidence, rule=case.id)
     doubt = None
-    for k in COMMON + (rule.constraints if rule is not None else ()):   # OP_CASES judged an op not in RULES
+    for k in COMMON + (rule.constraints if rule is not None else ()):  # OP_CASES judged an op not in RULES
         why = k.test(c)
         if why is None:
             continue

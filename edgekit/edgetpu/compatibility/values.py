@@ -119,8 +119,8 @@ class Constraint:
     evidence: Refs
     confidence: Confidence = UNCERTAIN
     code: str | None = None  # the problem code, when not the one of its status words
-    looked_for: str = ""     # for an uncertain constraint: the evidence searched for and not found
-    id: str = ""             # the rule's name (unique; the audit, the docs and the tests know it by it)
+    looked_for: str = ""  # for an uncertain constraint: the evidence searched for and not found
+    id: str = ""  # the rule's name (unique; the audit, the docs and the tests know it by it)
     kind: Kind = Kind.OPTION  # what it restricts: an uncertain rule's best guess follows its kind's record
 
 

@@ -9,13 +9,14 @@ from edgekit.results.words import Confidence, Target, Verdict, Word, mib  # noqa
 class Kind(Word):
     """What a rule restricts, or rests on: rules of one kind share a best guess when no compile tests them."""
 
-    TYPE = "type"            # data types and runtime versions (Coral's model requirements, runtime column)
-    LAYOUT = "layout"        # documented shape forms: 1-D outputs, batch dimensions, ranks, leading 1s
-    OPTION = "option"        # documented op options and parameters: activations, dilation, strides, constants
-    SIZE = "size"            # documented "might not be mapped for large sizes", and limits measured on compiles
+    TYPE = "type"  # data types and runtime versions (Coral's model requirements, runtime column)
+    LAYOUT = "layout"  # documented shape forms: 1-D outputs, batch dimensions, ranks, leading 1s
+    OPTION = "option"  # documented op options and parameters: activations, dilation, strides, constants
+    SIZE = "size"  # documented "might not be mapped for large sizes", and limits measured on compiles
     HEURISTIC = "heuristic"  # edgekit's own reading of vague documentation (e.g. integer resize factors)
-    INFERRED = "inferred"    # read from compiles that show a refusal without the compiler's words
-    MODEL = "model"          # about the whole model (parsing, dynamic shapes, custom ops, control flow)
+    INFERRED = "inferred"  # read from compiles that show a refusal without the compiler's words
+    MODEL = "model"  # about the whole model (parsing, dynamic shapes, custom ops, control flow)
+
 
 # ---------------------------------------------------------------------------------- status words
 MAPPED = "Mapped to Edge TPU"
@@ -57,7 +58,7 @@ CUT_OFF = "mappable, but outside the one Edge TPU subgraph"
 CUT_OFF_FED_BY_CPU = {"QUANTIZE": UNSPECIFIED}
 
 # What to change, by rule.
-FIX_QUANTIZE = ("quantize the whole model to int8 (full-integer post-training quantization with integer I/O): "
-                "`edgekit quantize`")
+FIX_QUANTIZE = (
+    "quantize the whole model to int8 (full-integer post-training quantization with integer I/O): `edgekit quantize`"
+)
 FIX_MOVE_TO_END = "replace it with a supported op, or move it after the last op that should run on the Edge TPU"
-
