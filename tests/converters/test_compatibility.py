@@ -718,7 +718,11 @@ def test_judge_has_no_op_name_branch_and_no_rule_takes_its_identity_from_a_funct
     assert not re.search(r"name\s*==", source), "judge decides by the tables, not by op name"
     package = Path(C.__file__).parent
     assert not [p.name for p in package.glob("*.py") if "__name__" in p.read_text()]
-    assert all(len(p.read_text().splitlines()) <= 500 for p in package.glob("*.py"))
+    # each module small: at most 300 statements (the line budget's measure, which ruff format's wrapping does not
+    # move; 300 is what the old limit of 500 physical lines held before the tree was formatted)
+    from tests.line_budget import code_lines
+
+    assert {p.name: code_lines(p.read_text()) for p in package.glob("*.py") if code_lines(p.read_text()) > 300} == {}
 
 
 def test_verdicts_targets_and_confidence_are_str_enums_equal_to_the_json_words():
