@@ -58,7 +58,8 @@ def load_bundle(
     bundle = manifest.load(path)
     spec = bundle.preprocess
     compiled = bundle.edgetpu_model is not None and parse_device(device).kind != "cpu"
-    chosen = bundle.edgetpu_model if compiled else bundle.cpu_model
+    # compiled already means edgetpu_model is not None; said again so a type checker sees it
+    chosen = bundle.edgetpu_model if compiled and bundle.edgetpu_model is not None else bundle.cpu_model
     for rel in dict.fromkeys([chosen, bundle.cpu_model] + ([bundle.labels] if bundle.labels else [])):
         bundle.verified(rel)  # before anything is opened: a changed file is refused, not loaded
     labels = read_labels(bundle.path(bundle.labels)) if bundle.labels else None
@@ -86,8 +87,10 @@ def _ends_in(interpreter: Any, tensor: int) -> Optional[str]:
         return None
     for _ in range(8):
         producer = next((o for o in ops if tensor in [int(t) for t in o["outputs"]]), None)
-        name = None if producer is None else str(producer["op_name"])
-        if name is None or name == "CUSTOM" or "edgetpu" in name.lower():  # compiled: what it computes is hidden
+        if producer is None:
+            return None
+        name = str(producer["op_name"])
+        if name == "CUSTOM" or "edgetpu" in name.lower():  # compiled: what it computes is hidden
             return None
         if name not in PASS_THROUGH or not len(producer["inputs"]):
             return name
@@ -274,6 +277,7 @@ class Classifier:
             if error is not None:
                 errors.append(ImageError(path, str(error)))
             else:
+                assert tensor is not None  # prepared yields a tensor whenever it yields no error
                 top, ms = self.classify_tensor(tensor, k, threshold)
                 results.append(ImageClasses(path, round(ms, 3), top))
             if on_image:
