@@ -21,13 +21,24 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 import numpy as np
 
 from edgekit.board.classes import read_labels, top_k
 from edgekit.errors import Caution, InputError
 from edgekit.results.classify import Class, ClassifyResult, ImageClasses, ImageError
+
+if TYPE_CHECKING:  # for type checkers only: typing.Protocol is Python 3.8, a board runs 3.7
+    from typing import Protocol, TypeVar  # novermin
+
+    Prepared = TypeVar("Prepared")
+    Prepared_co = TypeVar("Prepared_co", covariant=True)
+
+    class Prepares(Protocol[Prepared_co]):
+        """What :meth:`Classifier.prepared` needs of ``self`` (a Classifier's or a Detector's ``prepare``)."""
+
+        def prepare(self, image_path: str) -> Prepared_co: ...
 
 
 @dataclass
@@ -230,8 +241,8 @@ class Classifier:
         return tuple(Class(i, s, self.label(i)) for i, s in top_k(scores, k, threshold)), ms
 
     def prepared(
-        self, images: List[str], workers: Optional[int] = None
-    ) -> Iterator[Tuple[str, Optional[np.ndarray], Optional[InputError]]]:
+        self: Prepares[Prepared], images: List[str], workers: Optional[int] = None
+    ) -> Iterator[Tuple[str, Optional[Prepared], Optional[InputError]]]:
         """Preprocessed inputs in order, decoded ``workers`` at a time ahead of the consumer."""
         workers = default_workers() if workers is None else workers
         if workers <= 1 or len(images) <= 1:
