@@ -21,7 +21,7 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
@@ -120,7 +120,7 @@ class Classifier:
     def __init__(
         self,
         loaded: LoadedModel,
-        labels: Optional[str] = None,
+        labels: Optional[Union[str, os.PathLike]] = None,
         mean: Optional[Tuple[float, ...]] = None,
         std: Optional[Tuple[float, ...]] = None,
         name: Optional[str] = None,
