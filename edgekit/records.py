@@ -231,7 +231,7 @@ def _load_choice(tp: Any, value: Any, where: str) -> Any:
     """A value of a ``str`` :class:`~enum.Enum` or a ``Literal``."""
     if isinstance(tp, type) and isinstance(value, tp):
         return value
-    choices = [m.value for m in tp] if isinstance(tp, type) else list(_get_args(tp))
+    choices = [m.value for m in typing.cast("type[enum.Enum]", tp)] if isinstance(tp, type) else list(_get_args(tp))
     for choice in choices:
         if type(value) is type(choice) and value == choice:
             return tp(value) if isinstance(tp, type) else value
@@ -291,7 +291,7 @@ class Record:
         where = where or cls.__name__
         if not isinstance(document, Mapping):
             raise ValueError(f"{where}: expected an object, got {type(document).__name__}")
-        hints, fields = _fields(cls)
+        hints, fields = _fields(typing.cast(type, cls))  # a class, hashable (R's instances are not)
         unknown = [k for k in document if k not in fields]
         if unknown:
             raise ValueError(f"{where}: unknown field(s) {unknown} (this edgekit's {cls.__name__} has {list(fields)})")

@@ -257,7 +257,9 @@ def test_documents_are_typed_not_string_keyed_dicts():
         for i, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
         if re.search(r"\b[dD]ict\[str, Any\]", line)
     ]
-    assert len(found) <= 11, "\n".join(found)
+    # 12: detection/layout.py's _recorded_layout takes the layout recorded in a model file, raw JSON until
+    # _record_misfit checks it (it was mis-annotated LayoutDoc before)
+    assert len(found) <= 12, "\n".join(found)
 
 
 # The floors of the house, bottom first (docs/development.md draws them). A module may import its own floor and

@@ -589,7 +589,8 @@ class OpenedModel:
         from edgekit.board import latency
 
         inp = self.input
-        dtype, shape = np.dtype(inp["dtype"]), [int(d) for d in inp["shape"]]
+        dtype: np.dtype[Any] = np.dtype(inp["dtype"])
+        shape = [int(d) for d in inp["shape"]]
         rng = np.random.RandomState(0)  # numpy 1.16 (a Dev Board's) has no default_rng
         if dtype.kind in "iu":
             data = rng.randint(np.iinfo(dtype).min, int(np.iinfo(dtype).max) + 1, shape).astype(dtype)
@@ -702,15 +703,18 @@ def open_model(
     spec = device if isinstance(device, DeviceSpec) else parse_device(device)
     if is_compiled is None:
         is_compiled = is_compiled_file(model_path)
-    path = None if is_compiled else _plain_path(model_path)
-    if path is None:
+    plain = None if is_compiled else _plain_path(model_path)
+    path: Path | str
+    if plain is None:
         from pathlib import Path
 
         path = Path(model_path)
+    else:
+        path = plain
     backend = backend or select_backend()
     notes: List[str] = [backend.warning] if backend.warning else []  # Caution is a str: a warning among notes
 
-    def on_cpu(run_path: Path) -> OpenedModel:
+    def on_cpu(run_path: Path | str) -> OpenedModel:
         # LiteRT's own default is one thread: mobilenet_v2_1.0_224_quant took 8.0 ms per invoke that way
         # and 3.8 ms with num_threads=2 on a 2-core machine (issue 11). One per core, at most 4:
         threads = num_threads or default_threads()
@@ -732,6 +736,7 @@ def open_model(
             notes.append(f"running on the CPU: {name} is not compiled for the Edge TPU{hint}")
         return on_cpu(path)
 
+    assert isinstance(path, Path)  # compiled: plain is None, so path is the Path made above
     if spec.kind == "cpu":
         twin = cpu_model or _cpu_twin_or_fail(path, "--device cpu was requested")
         notes.append(f"running the CPU model {twin.name} beside {path.name} (--device cpu)")

@@ -21,13 +21,24 @@ from __future__ import annotations
 import os
 from collections import deque
 from dataclasses import dataclass, field
-from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 import numpy as np
 
 from edgekit.board.classes import read_labels, top_k
 from edgekit.errors import Caution, InputError
 from edgekit.results.classify import Class, ClassifyResult, ImageClasses, ImageError
+
+if TYPE_CHECKING:  # for type checkers only: typing.Protocol is Python 3.8, a board runs 3.7
+    from typing import Protocol, TypeVar  # novermin
+
+    Prepared = TypeVar("Prepared")
+    Prepared_co = TypeVar("Prepared_co", covariant=True)
+
+    class Prepares(Protocol[Prepared_co]):
+        """What :meth:`Classifier.prepared` needs of ``self`` (a Classifier's or a Detector's ``prepare``)."""
+
+        def prepare(self, image_path: str) -> Prepared_co: ...
 
 
 @dataclass
@@ -58,7 +69,8 @@ def load_bundle(
     bundle = manifest.load(path)
     spec = bundle.preprocess
     compiled = bundle.edgetpu_model is not None and parse_device(device).kind != "cpu"
-    chosen = bundle.edgetpu_model if compiled else bundle.cpu_model
+    # compiled already means edgetpu_model is not None; said again so a type checker sees it
+    chosen = bundle.edgetpu_model if compiled and bundle.edgetpu_model is not None else bundle.cpu_model
     for rel in dict.fromkeys([chosen, bundle.cpu_model] + ([bundle.labels] if bundle.labels else [])):
         bundle.verified(rel)  # before anything is opened: a changed file is refused, not loaded
     labels = read_labels(bundle.path(bundle.labels)) if bundle.labels else None
@@ -86,8 +98,10 @@ def _ends_in(interpreter: Any, tensor: int) -> Optional[str]:
         return None
     for _ in range(8):
         producer = next((o for o in ops if tensor in [int(t) for t in o["outputs"]]), None)
-        name = None if producer is None else str(producer["op_name"])
-        if name is None or name == "CUSTOM" or "edgetpu" in name.lower():  # compiled: what it computes is hidden
+        if producer is None:
+            return None
+        name = str(producer["op_name"])
+        if name == "CUSTOM" or "edgetpu" in name.lower():  # compiled: what it computes is hidden
             return None
         if name not in PASS_THROUGH or not len(producer["inputs"]):
             return name
@@ -106,7 +120,7 @@ class Classifier:
     def __init__(
         self,
         loaded: LoadedModel,
-        labels: Optional[str] = None,
+        labels: Optional[Union[str, os.PathLike]] = None,
         mean: Optional[Tuple[float, ...]] = None,
         std: Optional[Tuple[float, ...]] = None,
         name: Optional[str] = None,
@@ -227,8 +241,8 @@ class Classifier:
         return tuple(Class(i, s, self.label(i)) for i, s in top_k(scores, k, threshold)), ms
 
     def prepared(
-        self, images: List[str], workers: Optional[int] = None
-    ) -> Iterator[Tuple[str, Optional[np.ndarray], Optional[InputError]]]:
+        self: Prepares[Prepared], images: List[str], workers: Optional[int] = None
+    ) -> Iterator[Tuple[str, Optional[Prepared], Optional[InputError]]]:
         """Preprocessed inputs in order, decoded ``workers`` at a time ahead of the consumer."""
         workers = default_workers() if workers is None else workers
         if workers <= 1 or len(images) <= 1:
@@ -274,6 +288,7 @@ class Classifier:
             if error is not None:
                 errors.append(ImageError(path, str(error)))
             else:
+                assert tensor is not None  # prepared yields a tensor whenever it yields no error
                 top, ms = self.classify_tensor(tensor, k, threshold)
                 results.append(ImageClasses(path, round(ms, 3), top))
             if on_image:

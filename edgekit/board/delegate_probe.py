@@ -51,6 +51,11 @@ FAILED = (CRASHED, HUNG)
 if TYPE_CHECKING:  # the cache's entries, for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
     from typing import TypedDict  # novermin
 
+    class _PopenSession(TypedDict, total=False):
+        """Popen's start_new_session where the platform has sessions (POSIX)."""
+
+        start_new_session: bool
+
     class _VerdictRequired(TypedDict):
         state: str  # OK, CRASHED or HUNG: the verdicts worth remembering
         detail: str
@@ -530,7 +535,7 @@ def run_python(
         prelude += f"sys.path.insert(0, {root!r})\n"
     workdir = tempfile.mkdtemp(prefix="edgekit-child-")
     try:
-        popen_extra = {"start_new_session": True} if os.name == "posix" else {}
+        popen_extra: _PopenSession = {"start_new_session": True} if os.name == "posix" else {}
         try:
             argv = [sys.executable] + _same_flags() + ["-c", prelude + code] + list(args)
             proc = subprocess.Popen(
@@ -567,6 +572,7 @@ def run_python(
         for t in readers:
             t.join(timeout=5)
         for stream in (proc.stdout, proc.stderr):
+            assert stream is not None  # both are PIPEs
             try:
                 stream.close()
             except OSError:

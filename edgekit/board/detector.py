@@ -332,6 +332,7 @@ class Detector:
             if error is not None:
                 errors.append(ImageError(path, str(error)))
             else:
+                assert prepared is not None  # prepared yields the input whenever it yields no error
                 tensor, geometry = prepared
                 objects, ms, post_ms, decided = self.detect_tensor(tensor, geometry, conf, iou, max_det, multi_label)
                 for n in decided:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import time
-from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple
+from typing import Callable, Dict, List, Mapping, Optional, Sequence, Tuple, Union
 
 PERCENTILES = (50, 90, 99)
 # --compare flags a regression when p50 latency grows by more than this share. p50 rather than the
@@ -45,7 +45,7 @@ def summarize(latencies_ms: Sequence[float]) -> Dict[str, float]:
 
 def measure(
     run: Callable[[], object], n: int, warmup: int = 0, clock: Callable[[], float] = time.perf_counter
-) -> Dict[str, object]:
+) -> Dict[str, Union[float, List[float]]]:
     """Time ``run``: the first call apart, then ``warmup`` untimed calls, then ``n`` timed ones.
 
     Returns ``{"first_ms", "latencies_ms": [...], **summarize(latencies_ms)}``; ``clock`` returns seconds.
@@ -62,7 +62,7 @@ def measure(
         start = clock()
         run()
         latencies.append((clock() - start) * 1000.0)
-    result = {"first_ms": first_ms, "latencies_ms": latencies}  # type: Dict[str, object]
+    result = {"first_ms": first_ms, "latencies_ms": latencies}  # type: Dict[str, Union[float, List[float]]]
     result.update(summarize(latencies))
     return result
 

@@ -98,7 +98,8 @@ def _text_safe(x: Any) -> Any:
         return [_text_safe(v) for v in x]
     if isinstance(x, tuple):
         items = [_text_safe(v) for v in x]
-        return type(x)._make(items) if hasattr(type(x), "_make") else tuple(items)
+        make = getattr(type(x), "_make", None)  # a NamedTuple's
+        return make(items) if make is not None else tuple(items)
     if dataclasses.is_dataclass(x) and not isinstance(x, type):  # a typed result and the records inside it
         return dataclasses.replace(
             x, **{f.name: _text_safe(getattr(x, f.name)) for f in dataclasses.fields(x) if f.init}

@@ -390,6 +390,7 @@ def check_decode(loaded: OnnxModel, x: np.ndarray, predicted: Any = None, outs: 
         outs = loaded.reference.run(x, [loaded.reference.output] + list(head.boxes))
     decoded, maps = outs[0], outs[1:]
     h, w, _ = loaded.input_shape
+    assert h is not None and w is not None  # an ONNX model's input is static: load gives it image.hwc
     strides = tuple(int(round(h / m.shape[2])) for m in maps)
     boxes, scores = loaded.predict(x) if predicted is None else predicted
     worst, scale = 0.0, float(max(h, w))

@@ -71,6 +71,7 @@ def plain(t: T) -> Any:
     """The value in ONNX's own layout (a TRANSPOSE where it was stored NHWC)."""
     tf = import_tensorflow()
     if t.perm is not None:
+        assert t.hwc is not None  # set with perm: the 4-D shape the Flatten came from
         n = int(t.x.shape[0])
         return tf.reshape(tf.transpose(tf.reshape(t.x, (n, *t.hwc)), (0, 3, 1, 2)), (n, -1))
     return tf.transpose(t.x, (0, 3, 1, 2)) if t.nhwc else t.x

@@ -14,7 +14,7 @@ one line naming the op and its node. The result is checked against ONNX Runtime 
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -95,7 +95,8 @@ class Translation:
                     f"{self.shown}: the YOLO head's maps are not 4-D image tensors",
                     "export the model with Ultralytics' format=onnx at a fixed imgsz",
                 )
-            boxes, scores = (join_levels_nhwc(tf, [m.x for m in level]) for level in maps)
+            # each a T: checked just above
+            boxes, scores = (join_levels_nhwc(tf, [cast(T, m).x for m in level]) for level in maps)
             return boxes, tf.sigmoid(scores)
         out = values[self.output]
         return plain(out) if isinstance(out, T) else import_tensorflow().constant(out)
@@ -137,7 +138,7 @@ class Translation:
         [boxes, scores] batches."""
         tf = import_tensorflow()
         run = self.concrete(int(x.shape[1]), int(x.shape[2])) if len(x) else None
-        outs = [run(tf.constant(s[None], tf.float32)) for s in x]
+        outs = [run(tf.constant(s[None], tf.float32)) for s in x] if run is not None else []  # None: no sample
         if self.head is not None:
             return [np.concatenate([np.asarray(o[i]) for o in outs]) for i in (0, 1)]
         outs = [np.asarray(o).reshape(-1) for o in outs]

@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from edgekit.board.decode import LAYOUT_HELP, DetectionLayout, Layout, anchor_count
 from edgekit.errors import InputError
@@ -193,7 +193,7 @@ def _image_input(name: str, inputs: list) -> tuple[int, int]:
     return image.height, image.width
 
 
-def _read_record(record: dict[str, Any] | None) -> tuple[bool | None, LayoutDoc | None]:
+def _read_record(record: dict[str, Any] | None) -> tuple[bool | None, dict[str, Any] | None]:
     """(letterboxed input or not, the layout document) of the ``detection`` entry edgekit recorded with the model
     (raw JSON from the model file); None for what it does not hold."""
     entry = record.get("detection") if isinstance(record, dict) else None
@@ -327,7 +327,7 @@ def _settle(
 
 
 def _recorded_layout(
-    doc: LayoutDoc | None,
+    doc: dict[str, Any] | None,
     outputs: list,
     input_hw: tuple[int, int],
     labels: tuple[str, ...] | None,
@@ -343,7 +343,7 @@ def _recorded_layout(
     if why is not None:
         source.append(f"the layout recorded with the model ignored: {why}")
         return None
-    layout = DetectionLayout.from_dict(doc)
+    layout = DetectionLayout.from_dict(cast("LayoutDoc", doc))  # _record_misfit found it a layout
     if forced is not None and forced != layout.kind.value:
         return None
     import dataclasses
@@ -401,7 +401,7 @@ def _record_misfit(doc: Any, outputs: list, input_hw: tuple[int, int]) -> str | 
         return "its strides or labels are malformed"
     if doc.get("pixel_scaling") is not None and doc["pixel_scaling"] not in SCALINGS:
         return "unknown pixel scaling {!r}".format(doc["pixel_scaling"])
-    return _roles_misfit(doc, roles, outputs)
+    return _roles_misfit(cast("LayoutDoc", doc), roles, outputs)  # its fields checked above
 
 
 def _roles_misfit(doc: LayoutDoc, roles: dict[str, int], outputs: list) -> str | None:
@@ -463,7 +463,7 @@ def _forced(
                     (("output", 0),),
                     max(nc, 0),
                     transposed=transposed,
-                    boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, src and list(src)),
+                    boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, list(src)),
                     source=src,
                 ),
                 forced,

@@ -21,7 +21,7 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict
+from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
 from edgekit.errors import DeviceError
 
@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # pragma: no cover
 
 #: A board's answer as read: raw JSON, each field checked by this module (classify's is then read into its record).
 Answer = dict[str, Any]
+
+#: Each field of a document and the function that checks it (``(value, where) -> value``).
+Fields = dict[str, Callable[[Any, str], Any]]
 
 
 class ProbeDocument(TypedDict):
@@ -203,7 +206,7 @@ def _package_version(v: Any, where: str) -> str | None:
     return v
 
 
-PROBE = {
+PROBE: Fields = {
     "python": _python_version,
     "executable": _text,
     "packages": lambda v, w: _object(
@@ -220,8 +223,8 @@ PROBE = {
     "files": _files,
 }
 
-_TOP = {"id": _int, "label": _opt_text, "score": lambda v, w: _number(v, w, None)}
-CLASSIFY = {
+_TOP: Fields = {"id": _int, "label": _opt_text, "score": lambda v, w: _number(v, w, None)}
+CLASSIFY: Fields = {
     "model": _text,
     "device": _text,
     "backend": _text,
@@ -239,12 +242,12 @@ CLASSIFY = {
 }
 
 
-_BOX = {k: (lambda v, w: _number(v, w, None)) for k in ("xmin", "ymin", "xmax", "ymax")}
+_BOX: Fields = {k: (lambda v, w: _number(v, w, None)) for k in ("xmin", "ymin", "xmax", "ymax")}
 
 
 def _detection(v: Any, where: str) -> ObjectDoc:
     """One object: id, label, score, bbox in pixels, and bbox_normalized when the runner knew the image's size."""
-    fields = {
+    fields: Fields = {
         "id": _int,
         "label": _opt_text,
         "score": lambda s, ws: _number(s, ws, None),
@@ -262,12 +265,13 @@ def _layout(v: Any, where: str) -> LayoutDoc:
     if not isinstance(v, dict):
         raise _Bad(f"{where} is not an object")
     try:
-        return DetectionLayout.from_dict(v).to_dict()  # type: ignore[return-value]
+        # from_dict checks the shape; what it cannot read raises, turned into _Bad below
+        return DetectionLayout.from_dict(cast("LayoutDoc", v)).to_dict()
     except (KeyError, TypeError, ValueError, IndexError, AttributeError):
         raise _Bad(f"{where} is not a detection layout") from None
 
 
-DETECT = {
+DETECT: Fields = {
     "model": _text,
     "device": _text,
     "backend": _text,
@@ -354,7 +358,8 @@ def read(data: bytes, fields: dict[str, Callable[[Any, str], Any]], destination:
 
 
 def read_probe(data: bytes, destination: str, hint: str) -> ProbeDocument:
-    return read(data, PROBE, destination, "listing the target folder", hint)
+    # read checked every field of PROBE, ProbeDocument's fields
+    return cast(ProbeDocument, read(data, PROBE, destination, "listing the target folder", hint))
 
 
 def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: int) -> Answer:
@@ -381,7 +386,8 @@ def read_detect(data: bytes, destination: str, hint: str, sent: set[str], asked:
     """A detect document naming only images that were sent, each once, that ran what was ``asked`` (its ``conf``,
     ``iou``, ``max_det`` and ``layout``, the document sent): at most ``max_det`` objects an image, each scoring at
     least ``conf``, of one of the layout's classes, its box inside its image."""
-    doc = read(data, DETECT, destination, "detecting", hint)
+    # read checked every field of DETECT, DetectDocument's fields
+    doc = cast("DetectDocument", read(data, DETECT, destination, "detecting", hint))
     _sent_once(doc, sent, destination, "detecting", hint)
     why = _not_asked(doc, asked)
     if why:

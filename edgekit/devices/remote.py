@@ -152,6 +152,7 @@ def _check_packages(target: SshTarget, facts: ProbeDocument) -> str:
             f"{target.python} -m pip install --user --upgrade pip, then "
             f"{target.python} -m pip install --user 'Pillow>=7,<10'",
         )
+    assert interpreter is not None  # else missing named it and the DeviceError above was raised
     return interpreter
 
 
@@ -376,9 +377,9 @@ def _send_images(
     std: tuple[float, ...] | None,
     label: str,
     report: Reporter,
-    read: Callable[[bytes, str, str, set], board_protocol.Answer | DetectDocument],
+    read: Callable[[bytes, str, str, set], RunnerDocument],
     stdout_bound: Callable[[int], int],
-) -> board_protocol.Answer | DetectDocument:
+) -> RunnerDocument:
     """classify's and detect's shared protocol: expand, deploy, send the images as a tar, rename the results.
 
     ``read(stdout, destination, hint, sent)`` checks the runner's document; ``stdout_bound(images)`` bounds it."""
@@ -415,12 +416,13 @@ def _send_images(
             stdout_bound(len(names)),
         )
     local_name = dict(zip(names, paths))
-    for entry in doc["results"] + doc["errors"]:
-        sent = entry["image"]
-        entry["image"] = local_name.get(sent, sent)
+    rows: Any = doc  # an Answer or a DetectDocument: either's rows are renamed by key alone here
+    for entry in rows["results"] + rows["errors"]:
+        sent_name = entry["image"]
+        entry["image"] = local_name.get(sent_name, sent_name)
         if "error" in entry:
-            entry["error"] = entry["error"].replace(sent, entry["image"])
-    doc["errors"] = errors + doc["errors"]
+            entry["error"] = entry["error"].replace(sent_name, entry["image"])
+    rows["errors"] = errors + rows["errors"]
     return doc
 
 

@@ -34,12 +34,20 @@ import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
+from typing import TypedDict
 
 from edgekit.edgetpu.compiler import TIMEOUT_HINT, CompilerTimeout, Runner, RunResult, run_subprocess
 from edgekit.edgetpu.compiler_locator import parse_version
 from edgekit.errors import DeviceError, EdgekitError, MissingDependencyError, UsageError
 from edgekit.report import SILENT, Reporter
 from edgekit.ssh import RemoteTimeout, SshTarget
+
+
+class _TimeoutOption(TypedDict, total=False):
+    """SshTarget's connect_timeout when one was given (else SshTarget's own default)."""
+
+    connect_timeout: float
+
 
 COMPILER = "edgetpu_compiler"  # its name on the host or in the image (on PATH there)
 VIA_HINT = "use --via ssh://USER@HOST[:PORT] (an x86-64 Linux machine with edgetpu_compiler), docker or podman"
@@ -89,7 +97,7 @@ def parse_via(
         port = int(m.group("port")) if m.group("port") else None
         if port is not None and not 1 <= port <= 65535:
             raise UsageError(f"--via {via}: port {port} is not a TCP port", "use a port from 1 to 65535")
-        extra = {} if connect_timeout is None else {"connect_timeout": connect_timeout}
+        extra: _TimeoutOption = {} if connect_timeout is None else {"connect_timeout": connect_timeout}
         target = SshTarget(
             m.group("destination"),
             port=port,

@@ -29,6 +29,8 @@ def floats(value: Floats, name: str = "mean/std") -> tuple[float, ...] | None:
         return None
     if isinstance(value, (str, bytes)):
         return floats_text(os.fsdecode(value), name)
+    if isinstance(value, float):  # a Real too, said apart so a type checker sees a float is no sequence
+        return (float(value),)
     if isinstance(value, numbers.Real) and not isinstance(value, bool):
         return (float(value),)
     try:

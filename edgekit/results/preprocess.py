@@ -10,7 +10,7 @@ it with its own, so the documents stay as they are and every block gives back it
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from edgekit.records import Record
 
@@ -37,7 +37,7 @@ class SpecRecord(Record):
     def of_spec(cls: type[S], spec: PreprocessSpec, *more: Any) -> S:
         """The block of ``spec``, ``more`` being the subclass's own fields in order."""
         return cls(
-            int(spec.to_dict()["version"]),
+            int(cast(int, spec.to_dict()["version"])),  # SPEC_VERSION, an int
             spec.width,
             spec.height,
             spec.channels,

@@ -15,7 +15,10 @@ class Word(str, Enum):
     """A word of check's JSON: equal to (and hashed, printed and formatted as) its string value."""
 
     __str__ = str.__str__
-    __format__ = str.__format__
+
+    def __format__(self, format_spec: str) -> str:  # str's, as a method: Enum's is typed apart
+        return str.__format__(self, format_spec)
+
     __hash__ = str.__hash__
 
 

@@ -43,7 +43,9 @@ def requantize(model: Any) -> list[int]:
         scales = _scales(weights).astype(np.float64)
         s = float(scales.max())
         ratio = scales / s
-        w = _data(model, weights).astype(np.int8).astype(np.float64).reshape(len(scales), -1)
+        data = _data(model, weights)
+        assert data is not None  # per_channel_fc_ops keeps only ops whose weights hold data
+        w = data.astype(np.int8).astype(np.float64).reshape(len(scales), -1)
         _set_data(model, weights, np.clip(np.round(w * ratio[:, None]), -127, 127).astype(np.int8))
         _per_tensor(weights, s)
         bias = graph.tensors[op.inputs[2]] if len(op.inputs) > 2 and op.inputs[2] >= 0 else None
