@@ -38,7 +38,7 @@ from edgekit.flags import QUANTIZE
 from edgekit.records import freeze
 from edgekit.report import SILENT, Reporter
 from edgekit.results import metrics
-from edgekit.results.check import CheckDigest
+from edgekit.results.check import CheckDigest, CheckProblem, CheckResult
 from edgekit.results.quantize import (
     Decision,
     DetectionVerification,
@@ -274,7 +274,7 @@ def convert_checked(
 ) -> tuple[bytes, str, list[str]]:
     """Convert, check, and retry with each remedy until the checks pass: (model, remedy used, tried)."""
     tried: list[str] = []
-    first_problems: list[compatibility.Problem] | None = None
+    first_problems: list[CheckProblem] | None = None
     outputs: list[bytes] = []
     for name, settings in REMEDIES:
         try:
@@ -1204,7 +1204,7 @@ def _refusal_hint(verification: Verification | DetectionVerification, detector: 
     )
 
 
-def _gate_checks(check: compatibility.CheckReport) -> GateChecks:
+def _gate_checks(check: CheckResult) -> GateChecks:
     """What quantize required of the written model (:func:`compatibility.gate_checks`), typed."""
     gate = compatibility.gate_checks(check)
     verdict = gate["edgetpu_verdict"]
