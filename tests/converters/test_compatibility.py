@@ -23,6 +23,7 @@ from edgekit.edgetpu.compatibility import check_model
 from edgekit.edgetpu.compiler import parse_operation_log
 from edgekit.edgetpu.fidelity import find_pairs, format_rows, score_pair, summarize
 from edgekit.results.check import CheckProblem, CheckResult
+from edgekit.results.quantize import GateChecks
 from edgekit.results.words import format_table
 from edgekit.tflite import model as tflite_model
 from tests.conftest import TESTDATA, shared_file
@@ -602,7 +603,7 @@ def test_quantize_gate_and_its_checks_come_from_the_same_report():
     report = check_model(info)
     # Per-channel Dense weights are no reason to refuse: compiler 16 maps them (C.EV_PER_CHANNEL_FC).
     assert C.quantize_gate(report, "uint8", info) == [] and report.verdict == "full"
-    assert C.gate_checks(report) == {
+    assert GateChecks.from_check(report).to_dict() == {
         "full_int8": True,
         "static_shapes": True,
         "op_versions_within_compiler": True,
@@ -610,7 +611,7 @@ def test_quantize_gate_and_its_checks_come_from_the_same_report():
     }
     assert [p.code for p in C.quantize_gate(report, "int8", info)] == ["io_type", "io_type"]
     ok = check_model(_info(conv_chain(2)))
-    assert C.gate_checks(ok)["edgetpu_verdict"] == "full" and all(C.gate_checks(ok).values())
+    assert GateChecks.from_check(ok) == GateChecks(True, True, True, "full")
 
 
 def test_transpose_limit_sits_between_the_yolov8_192_log_and_a_yolov8_pair():

@@ -42,7 +42,7 @@ every mappable run becomes an Edge TPU subgraph. Evidence:
 
 from edgekit.edgetpu.compatibility.cases import OP_CASES
 from edgekit.edgetpu.compatibility.catalogue import all_rules
-from edgekit.edgetpu.compatibility.check import check_model, gate_checks, quantize_gate
+from edgekit.edgetpu.compatibility.check import check_model, quantize_gate
 from edgekit.edgetpu.compatibility.common import (
     COMMON,
     RESHAPE_LIMIT,
@@ -203,7 +203,6 @@ __all__ = [
     "dynamic_ops",
     "evidence",
     "fatal_problems",
-    "gate_checks",
     "guess",
     "judge",
     "model_problems",

@@ -1,11 +1,10 @@
 """One check, :func:`check_model`: its document (:class:`~edgekit.results.check.CheckResult`), built here; and the
-quantize gate built on it."""
+quantize gate built on it (quantize's ``checks`` are :meth:`edgekit.results.quantize.GateChecks.from_check`)."""
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import replace
-from typing import Any
 
 from edgekit.edgetpu.compatibility.model_rules import MODEL_RULES
 from edgekit.edgetpu.compatibility.op_judge import judge, model_problems
@@ -292,17 +291,6 @@ def quantize_gate(report: CheckResult, io_type: str, info: ModelInfo) -> list[Ch
                 )
             )
     return out
-
-
-def gate_checks(report: CheckResult) -> dict[str, Any]:
-    """quantize's ``checks`` JSON, computed from the output's check."""
-    codes = {p.code for p in report.problems}
-    return {
-        "full_int8": not codes & {"data_type", "not_quantized"},
-        "static_shapes": "dynamic_shapes" not in codes,
-        "op_versions_within_compiler": not codes & {"op_version", "op_version_unsure"},
-        "edgetpu_verdict": report.verdict,
-    }
 
 
 _PROBLEM_CODES = {
