@@ -735,6 +735,25 @@ def test_judge_has_no_op_name_branch_and_no_rule_takes_its_identity_from_a_funct
     assert {p.name: code_lines(p.read_text()) for p in package.glob("*.py") if code_lines(p.read_text()) > 300} == {}
 
 
+def test_check_has_one_type_from_the_engine_to_its_json():
+    """The engine returns the document itself (no report type of its own and no adapters beside it), and
+    results/check.py imports nothing of the engine, not even for a type checker (the type-only circle it had)."""
+    import ast
+    import inspect
+
+    from edgekit.results import check as document
+
+    report = check_model(_info(conv_chain(2)))
+    assert type(report) is CheckResult and {type(o).__name__ for o in report.ops} == {"OpPlacement"}
+    tree = ast.parse(inspect.getsource(document))
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    modules |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    below = ("edgekit.results", "edgekit.records", "edgekit.errors")
+    assert [m for m in modules if m and m.startswith("edgekit") and not m.startswith(below)] == []
+    records = [v for v in vars(document).values() if isinstance(v, type) and v.__module__ == document.__name__]
+    assert [f"{c.__name__}.{n}" for c in records for n in vars(c) if n.startswith("of_")] == []
+
+
 def test_verdicts_targets_and_confidence_are_str_enums_equal_to_the_json_words():
     assert [v.value for v in C.Verdict] == ["full", "partial", "none"]
     assert [t.value for t in C.Target] == ["edgetpu", "cpu"] and [c.value for c in C.Confidence] == [
