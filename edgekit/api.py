@@ -767,13 +767,9 @@ def check(
     """
 
     from edgekit.edgetpu import compatibility
-    from edgekit.results import CheckResult
-    from edgekit.tflite import edgetpu_package
     from edgekit.tflite import model as tflite_model
 
-    info = tflite_model.load(model)
-    report = compatibility.check_model(info, min_runtime, allow_multiple_subgraphs)
-    result = CheckResult.of_report(report, edgetpu_package.summary(info.edgetpu_packages))
+    result = compatibility.check_model(tflite_model.load(model), min_runtime, allow_multiple_subgraphs)
     failure = result.strict_error() if strict else None
     if failure:
         raise failure
@@ -813,7 +809,7 @@ def compile(
     from edgekit.edgetpu import compatibility, compile_via
     from edgekit.edgetpu import compiler as etc
     from edgekit.errors import MissingDependencyError
-    from edgekit.results import CheckResult, CompileResult
+    from edgekit.results import CompileResult
     from edgekit.tflite import model as tflite_model
 
     info = tflite_model.load(model)
@@ -835,7 +831,7 @@ def compile(
             runner=there.runner if there else etc.run_subprocess,
         )
     except MissingDependencyError as err:  # no compiler here: the error carries the offline prediction
-        raise MissingDependencyError(err.message, err.hint, check=CheckResult.of_report(prediction)) from err
+        raise MissingDependencyError(err.message, err.hint, check=prediction) from err
     return CompileResult.of_report(compiled, etc.check_disagreements(info, prediction, compiled, segments))
 
 

@@ -38,7 +38,7 @@ from edgekit.flags import QUANTIZE
 from edgekit.records import freeze
 from edgekit.report import SILENT, Reporter
 from edgekit.results import metrics
-from edgekit.results.check import CheckDigest
+from edgekit.results.check import CheckDigest, CheckProblem
 from edgekit.results.quantize import (
     Decision,
     DetectionVerification,
@@ -274,7 +274,7 @@ def convert_checked(
 ) -> tuple[bytes, str, list[str]]:
     """Convert, check, and retry with each remedy until the checks pass: (model, remedy used, tried)."""
     tried: list[str] = []
-    first_problems: list[compatibility.Problem] | None = None
+    first_problems: list[CheckProblem] | None = None
     outputs: list[bytes] = []
     for name, settings in REMEDIES:
         try:
@@ -1141,7 +1141,7 @@ def _result_stage(
         calibration=p.data.described(),
         io=ModelIO(_io_summary(out_info.inputs[0]), _io_summary(out_info.outputs[0])),
         op_histogram=tuple(out_info.op_histogram_rows()),
-        checks=_gate_checks(check),
+        checks=GateChecks.from_check(check),
         edgetpu=CheckDigest.from_check(check),  # check's real verdict, not a fixed "passed"
         advice=tuple(advice.placement_advice(facts, check.verdict)),
         remedy=c.remedy,
@@ -1201,18 +1201,6 @@ def _refusal_hint(verification: Verification | DetectionVerification, detector: 
             if any(a.key == "worst_layers" for a in result.summary.advice)
             else ""
         )
-    )
-
-
-def _gate_checks(check: compatibility.CheckReport) -> GateChecks:
-    """What quantize required of the written model (:func:`compatibility.gate_checks`), typed."""
-    gate = compatibility.gate_checks(check)
-    verdict = gate["edgetpu_verdict"]
-    return GateChecks(
-        gate["full_int8"],
-        gate["static_shapes"],
-        gate["op_versions_within_compiler"],
-        getattr(verdict, "value", verdict),
     )
 
 

@@ -102,7 +102,9 @@ def cut(model: str | Path, output: str | Path | None = None, report: Reporter = 
     report.status(f"cutting {model} before its decode")
     data, result = cut_decode(Path(model).read_bytes(), record)  # load() vouched it is a regular file
     checked = check_model(tflite_model.ModelInfo.from_bytes(data, str(out)))
-    result = replace(result, model=str(model), output=str(out), verdict=checked.verdict, cpu_ops=checked.cpu_ops)
+    result = replace(
+        result, model=str(model), output=str(out), verdict=checked.verdict, cpu_ops=checked.summary.cpu_ops
+    )
     CutResult.of_cut(result).render_text()  # the document and its text stand before anything is written
     write_bytes_atomic(out, data)
     return result

@@ -51,7 +51,7 @@ from edgekit.tflite import model as tflite_model
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, ModelInfo
 
 if TYPE_CHECKING:
-    from edgekit.edgetpu.compatibility.check import CheckReport
+    from edgekit.results.check import CheckResult
 
 DEFAULT_TIMEOUT_S = 180
 _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
@@ -662,7 +662,7 @@ def disagreements(predicted: dict[str, Counter], actual: dict[str, Counter]) -> 
 
 
 def check_disagreements(
-    cpu_model: ModelInfo, prediction: CheckReport, report: CompileReport, segments: int | None = None
+    cpu_model: ModelInfo, prediction: CheckResult, report: CompileReport, segments: int | None = None
 ) -> list[str]:
     """Where ``edgekit check``'s prediction differed from what the compiler did with ``cpu_model``.
 

@@ -170,7 +170,7 @@ def score(name: str, cpu: ModelInfo, actual: CompilerPlacement, infer_flags: boo
         report = check_model(cpu, runtime, multiple_subgraphs=multiple)
         predicted, verdict = report.split_by_type()["cpu"], report.verdict
         predicted_ops: list[int] | None = [o.index for o in report.ops if o.target == "cpu"]
-        uncertain = report.uncertain_ops
+        uncertain = report.summary.uncertain_ops
     except EdgekitError as exc:  # a model check refuses: every op counts as wrong
         predicted, verdict = Counter({"<error>": len(cpu.ops)}), f"error: {exc.message}"
         predicted_ops = None

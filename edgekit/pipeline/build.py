@@ -179,7 +179,7 @@ def _bundle_contents(
             _tensorflow_version(plan.given is None),
             compile_report.compiler_version if compile_report else None,
         ),
-        reports=BundleReports(BundleCheck.of_report(check), compile_report),
+        reports=BundleReports(BundleCheck.from_dict(check.to_dict()), compile_report),
         accuracy=_accuracy(opts, plan, shown),
         source=made.source,
         detection=detector.entry if detector is not None else None,

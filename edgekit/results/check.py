@@ -1,30 +1,19 @@
 """``edgekit check``: where each op runs, the command's document, its text and ``--strict``'s error.
 
-The check engine (:mod:`edgekit.edgetpu.compatibility`) works in its own values (a
-:class:`~edgekit.edgetpu.compatibility.CheckReport` of
-:class:`~edgekit.edgetpu.compatibility.OpVerdict` and
-:class:`~edgekit.edgetpu.compatibility.Problem`); the records here are their documents
-(:meth:`CheckResult.of_report` makes one from a report). The words both share (Verdict, Target, Confidence)
-live below both, in :mod:`edgekit.results.words`; the text and ``--strict`` are the document's own, and the
-engine's report renders through its document.
+The check engine (:func:`edgekit.edgetpu.compatibility.check_model`) builds and returns these records itself:
+one type per document, from the engine to ``--json``. The words both share (Verdict, Target, Confidence) live
+below both, in :mod:`edgekit.results.words`; the text and ``--strict`` are the document's own.
 """
 
 from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
 
 from edgekit.errors import CompatibilityError
 from edgekit.records import Record
 from edgekit.results.inspect import EdgeTpuSummary
 from edgekit.results.words import CUT_COMMAND, Confidence, Target, Verdict, format_table, mib
-
-if TYPE_CHECKING:
-    from edgekit.edgetpu.compatibility.check import CheckReport
-    from edgekit.edgetpu.compatibility.values import OpVerdict, Problem
-
-C = TypeVar("C", bound="CheckResult")
 
 
 @dataclass(frozen=True)
@@ -38,11 +27,7 @@ class OpPlacement(Record):
     reason: str
     detail: str | None
     confidence: Confidence
-    subgraph: int | None
-
-    @classmethod
-    def of_verdict(cls, v: OpVerdict) -> OpPlacement:
-        return cls(v.index, v.name, v.version, v.target, v.reason, v.detail, v.confidence, v.subgraph)
+    subgraph: int | None  # which Edge TPU subgraph (0-based), for target "edgetpu"
 
 
 @dataclass(frozen=True)
@@ -55,31 +40,18 @@ class CheckSummary(Record):
     on_chip_bytes_estimate: int | None
     off_chip_bytes_estimate: int | None
 
-    @classmethod
-    def of_report(cls, r: CheckReport) -> CheckSummary:
-        return cls(
-            r.edgetpu_ops,
-            r.cpu_ops,
-            r.subgraphs,
-            r.uncertain_ops,
-            r.param_bytes,
-            r.on_chip_bytes_estimate,
-            r.off_chip_bytes_estimate,
-        )
-
 
 @dataclass(frozen=True)
 class CheckProblem(Record):
+    """Something that keeps ops (or, ``fatal``, the whole model: the compiler refuses it) off the Edge TPU, with
+    what to do about it (``hint``)."""
+
     code: str
     message: str
     hint: str | None
     ops: tuple[int, ...]
     fatal: bool
     confidence: Confidence
-
-    @classmethod
-    def of_problem(cls, p: Problem) -> CheckProblem:
-        return cls(p.code, p.message, p.hint, tuple(p.ops), p.fatal, p.confidence)
 
 
 @dataclass(frozen=True)
@@ -99,22 +71,6 @@ class CheckResult(Record):
     problems: tuple[CheckProblem, ...]
     advice: tuple[str, ...]
     edgetpu: EdgeTpuSummary | None = None
-
-    @classmethod
-    def of_report(cls: type[C], report: CheckReport, edgetpu: EdgeTpuSummary | None = None) -> C:
-        """The document of the engine's ``report``, with ``edgetpu`` (what the compiler wrote, when compiled)."""
-        return cls(
-            report.model,
-            report.verdict,
-            report.compiled,
-            report.min_runtime,
-            report.multiple_subgraphs,
-            tuple(OpPlacement.of_verdict(o) for o in report.ops),
-            CheckSummary.of_report(report),
-            tuple(CheckProblem.of_problem(p) for p in report.problems),
-            tuple(report.advice),
-            edgetpu,
-        )
 
     @property
     def fully_mappable(self) -> bool:
@@ -144,6 +100,13 @@ class CheckResult(Record):
             "see the advice above (or --json) for what to change",
             result=self,
         )
+
+    def split_by_type(self) -> dict[str, Counter[str]]:
+        """{"edgetpu": Counter(op name -> n), "cpu": Counter(...)}, the way a compiled pair is scored."""
+        out: dict[str, Counter[str]] = {Target.EDGETPU.value: Counter(), Target.CPU.value: Counter()}
+        for o in self.ops:
+            out[o.target][o.name] += 1
+        return out
 
     def table(self) -> list[tuple[str, int, str]]:
         """Rows of the compiler's operation log: (operator, count, status), in first-seen order."""
@@ -244,10 +207,8 @@ class CheckDigest(Record):
     cut: str | None = None  # check's offer of `edgekit cut` (a YOLO detector it can cut)
 
     @classmethod
-    def from_check(cls, check: CheckReport | CheckResult) -> CheckDigest:
-        """From check's report, or its result (build's manifest holds one: a
-        :class:`~edgekit.results.build.BundleCheck`)."""
-        r = check if isinstance(check, CheckResult) else CheckResult.of_report(check)
+    def from_check(cls, r: CheckResult) -> CheckDigest:
+        """From check's result (or the one build's manifest holds: a :class:`~edgekit.results.build.BundleCheck`)."""
         s = r.summary
         cpu = Counter(o.name for o in r.ops if o.target == Target.CPU)
         on, off = s.on_chip_bytes_estimate, s.off_chip_bytes_estimate

@@ -10,7 +10,7 @@ from typing import Any
 
 from edgekit.records import Record
 from edgekit.results.advice import Advice
-from edgekit.results.check import CheckDigest
+from edgekit.results.check import CheckDigest, CheckResult
 from edgekit.results.detect import DetectLayout
 from edgekit.results.inspect import OpCount
 from edgekit.results.metrics import Chance
@@ -332,6 +332,17 @@ class GateChecks(Record):
     static_shapes: bool
     op_versions_within_compiler: bool
     edgetpu_verdict: str
+
+    @classmethod
+    def from_check(cls, check: CheckResult) -> GateChecks:
+        """From check's result on the written model."""
+        codes = {p.code for p in check.problems}
+        return cls(
+            not codes & {"data_type", "not_quantized"},
+            "dynamic_shapes" not in codes,
+            not codes & {"op_version", "op_version_unsure"},
+            check.verdict.value,
+        )
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ from hypothesis import strategies as st
 
 from edgekit.edgetpu import compatibility as C
 from edgekit.errors import EdgekitError
-from edgekit.results.check import CheckResult
 from edgekit.tflite import model as tflite_model
 from tests.test_tflite_fuzz import SEED_BYTES, mutated_model, time_limit
 
@@ -34,8 +33,8 @@ def check_everything(data: bytes, multiple: bool = False) -> None:
             info = tflite_model.ModelInfo.from_bytes(data, "fuzz.tflite")
             for runtime in (10, 14):
                 report = C.check_model(info, runtime, multiple)
-                C.render(report)
-                json.dumps(CheckResult.of_report(report).to_dict())
+                report.render_text()
+                json.dumps(report.to_dict())
         except EdgekitError as exc:
             assert "\n" not in str(exc), str(exc)
             assert "Traceback" not in str(exc)

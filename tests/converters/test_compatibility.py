@@ -22,7 +22,9 @@ from edgekit.edgetpu import compatibility as C
 from edgekit.edgetpu.compatibility import check_model
 from edgekit.edgetpu.compiler import parse_operation_log
 from edgekit.edgetpu.fidelity import find_pairs, format_rows, score_pair, summarize
-from edgekit.results.check import CheckProblem, CheckResult, OpPlacement
+from edgekit.results.check import CheckProblem, CheckResult
+from edgekit.results.quantize import GateChecks
+from edgekit.results.words import format_table
 from edgekit.tflite import model as tflite_model
 from tests.conftest import TESTDATA, shared_file
 from tests.tflite_builder import GraphBuilder, S, conv_chain
@@ -102,19 +104,19 @@ def test_srgan_with_a_dynamic_batch_compiles_into_three_subgraphs_with_a():
     info = tflite_model.load(shared_file("pairs/srgan__srgan_quant_2.tflite"))
     assert info.has_dynamic_shapes  # -1 in every shape_signature
     multi = check_model(info, multiple_subgraphs=True)
-    assert multi.verdict == "partial" and multi.subgraphs == 3 and not multi.fatal
+    assert multi.verdict == "partial" and multi.summary.subgraphs == 3 and not any(p.fatal for p in multi.problems)
     assert {o.subgraph for o in multi.ops if o.target == "edgetpu"} == {0, 1, 2}
     assert Counter(o.name for o in multi.ops if o.target == "cpu") == Counter({"RESHAPE": 4, "TRANSPOSE": 2})
     assert {o.reason for o in multi.ops if o.target == "cpu"} == {C.RANK}
     single = check_model(info)
-    assert single.subgraphs == 1 and single.ops[73].reason == C.MORE_THAN_ONE_SUBGRAPH
+    assert single.summary.subgraphs == 1 and single.ops[73].reason == C.MORE_THAN_ONE_SUBGRAPH
 
 
 def test_a_decoder_custom_op_stays_on_the_cpu_and_warns_the_compile_may_fail():
     report = check_model(
         tflite_model.load(shared_file("pairs/posenet__posenet_mobilenet_v1_075_353_481_quant_decoder.tflite"))
     )
-    assert report.verdict == "partial" and report.cpu_ops == 1
+    assert report.verdict == "partial" and report.summary.cpu_ops == 1
     last = report.ops[-1]
     assert (last.name, last.target, last.confidence) == ("CUSTOM", "cpu", C.CONFIRMED)  # where it runs is sure
     p = next(p for p in report.problems if p.code == "custom_op")
@@ -134,7 +136,7 @@ def test_deeplab_eight_cpu_ops_and_the_op_that_breaks_the_graph():
     assert (first.name, first.confidence) == ("RESIZE_BILINEAR", C.CONFIRMED)
     # ops 62/63 feed the CPU part but do not depend on #64: mapped, as in the compiled file
     assert report.ops[62].target == report.ops[63].target == "edgetpu"
-    assert report.verdict == "partial" and report.subgraphs == 1
+    assert report.verdict == "partial" and report.summary.subgraphs == 1
     assert any("#64 RESIZE_BILINEAR breaks the graph" in a for a in report.advice)
 
 
@@ -297,7 +299,7 @@ def test_a_minus_one_batch_alone_is_not_fatal():
     y = gb.tensor([1, 4, 4, 8], "int8", signature=[-1, 4, 4, 8])
     gb.op("ADD", [x, x], [y])
     report = check_model(_info(gb.build([x], [y])))
-    assert report.verdict == "full" and not report.fatal
+    assert report.verdict == "full" and not any(p.fatal for p in report.problems)
 
 
 def test_a_shape_computed_at_run_time_is_fatal():
@@ -345,20 +347,25 @@ def test_custom_ops_stay_on_the_cpu_and_only_unknown_ones_warn():
         y = gb.tensor([1, 8], "int8")
         gb.op("CUSTOM", [x], [y], custom_code=code)
         report = check_model(_info(gb.build([x], [y])))
-        assert not report.fatal, code
+        assert not any(p.fatal for p in report.problems), code
         assert any(p.code == "custom_op" for p in report.problems) == warned, code
         assert report.ops[0].target == "cpu" and report.ops[0].confidence == C.CONFIRMED  # where is sure
         assert [p.confidence for p in report.problems if p.code == "custom_op"] == ([C.UNCERTAIN] if warned else [])
 
 
 # ------------------------------------------------------------------------------------ op rules
-def _single(name, in_shape, out_shape, extra_inputs=(), dtype="int8", **options):
+def _checked(name, in_shape, out_shape, extra_inputs=(), dtype="int8", **options):
+    """check's result on a model of one op ``name``."""
     gb = GraphBuilder()
     x = gb.tensor(in_shape, dtype)
     y = gb.tensor(out_shape, dtype)
     ins = [x] + [f(gb) for f in extra_inputs]
     gb.op(name, ins, [y], **options)
-    return check_model(_info(gb.build([x], [y]))).ops[0]
+    return check_model(_info(gb.build([x], [y])))
+
+
+def _single(name, in_shape, out_shape, extra_inputs=(), dtype="int8", **options):
+    return _checked(name, in_shape, out_shape, extra_inputs, dtype, **options).ops[0]
 
 
 def test_softmax_limits():
@@ -394,8 +401,9 @@ def test_fully_connected_rules():
     # Per-channel weights map (compiler 16 on LibrEdgeTPU's dense templates: C.EV_PER_CHANNEL_FC).
     assert _single("FULLY_CONNECTED", [1, 8], [1, 3], [w(True), bias], version=4).target == "edgetpu"
     # keep_num_dims: the compiler-16 logs of KeondoPark/votenet_tf's voting layers say "unspecified limitation".
-    keep = _single("FULLY_CONNECTED", [1, 8], [1, 3], [w(False), bias], version=5, keepNumDims=True)
-    assert keep.target == "cpu" and keep.reason == C.UNSPECIFIED and "Flatten" in keep.fix
+    checked = _checked("FULLY_CONNECTED", [1, 8], [1, 3], [w(False), bias], version=5, keepNumDims=True)
+    [keep], [problem] = checked.ops, checked.problems
+    assert keep.target == "cpu" and keep.reason == C.UNSPECIFIED and "Flatten" in problem.hint and problem.ops == (0,)
     assert keep.confidence == C.CONFIRMED
 
 
@@ -430,8 +438,10 @@ def test_pool_with_fused_activation_and_runtime_too_old():
     gb.op("TRANSPOSE", [x, gb.const([0, 2, 1])], [y])
     info = _info(gb.build([x], [y]))
     assert check_model(info).ops[0].target == "edgetpu"
-    old = check_model(info, min_runtime=13).ops[0]
-    assert old.reason == C.NOT_SUPPORTED and "needs Edge TPU runtime 14" in old.detail and "--min-runtime 14" in old.fix
+    old_runtime = check_model(info, min_runtime=13)
+    [old], [problem] = old_runtime.ops, old_runtime.problems
+    assert old.reason == C.NOT_SUPPORTED and "needs Edge TPU runtime 14" in old.detail
+    assert "--min-runtime 14" in problem.hint and problem.ops == (0,)
 
 
 def test_min_runtime_out_of_range_is_a_usage_error():
@@ -448,15 +458,15 @@ def test_parameters_beyond_the_cache_are_estimated_off_chip():
     y = gb.tensor([1, 2500], "int8")
     gb.op("FULLY_CONNECTED", [x, w, -1], [y], version=4)
     report = check_model(_info(gb.build([x], [y])))
-    assert report.on_chip_bytes_estimate == C.PARAMETER_CACHE_BYTES
-    assert report.off_chip_bytes_estimate == 2500 * 4096 - C.PARAMETER_CACHE_BYTES
+    assert report.summary.on_chip_bytes_estimate == C.PARAMETER_CACHE_BYTES
+    assert report.summary.off_chip_bytes_estimate == 2500 * 4096 - C.PARAMETER_CACHE_BYTES
     assert any(p.code == "off_chip" for p in report.problems)
 
 
 # ----------------------------------------------------------------------------------- the report
 def test_json_schema():
     report = check_model(tflite_model.load(shared_file("deeplabv3_mnv2_dm05_pascal_quant.tflite")))
-    d = CheckResult.of_report(report).to_dict()
+    d = report.to_dict()
     assert {"model", "verdict", "ops", "summary", "problems"} <= set(d)
     assert set(d["ops"][0]) == {"index", "name", "version", "target", "reason", "detail", "confidence", "subgraph"}
     assert set(d["summary"]) == {
@@ -475,7 +485,7 @@ def test_json_schema():
 
 
 def test_table_looks_like_the_compilers_operation_log():
-    text = C.format_table([("CONV_2D", 36, C.MAPPED)])
+    text = format_table([("CONV_2D", 36, C.MAPPED)])
     real = (FIXTURES / "v16_full_yolov5s_160.log").read_text().splitlines()
     assert text.splitlines()[0] == real[4]  # "Operator                       Count      Status"
     assert text.splitlines()[2] == "CONV_2D                        36         Mapped to Edge TPU"
@@ -593,7 +603,7 @@ def test_quantize_gate_and_its_checks_come_from_the_same_report():
     report = check_model(info)
     # Per-channel Dense weights are no reason to refuse: compiler 16 maps them (C.EV_PER_CHANNEL_FC).
     assert C.quantize_gate(report, "uint8", info) == [] and report.verdict == "full"
-    assert C.gate_checks(report) == {
+    assert GateChecks.from_check(report).to_dict() == {
         "full_int8": True,
         "static_shapes": True,
         "op_versions_within_compiler": True,
@@ -601,7 +611,7 @@ def test_quantize_gate_and_its_checks_come_from_the_same_report():
     }
     assert [p.code for p in C.quantize_gate(report, "int8", info)] == ["io_type", "io_type"]
     ok = check_model(_info(conv_chain(2)))
-    assert C.gate_checks(ok)["edgetpu_verdict"] == "full" and all(C.gate_checks(ok).values())
+    assert GateChecks.from_check(ok) == GateChecks(True, True, True, "full")
 
 
 def test_transpose_limit_sits_between_the_yolov8_192_log_and_a_yolov8_pair():
@@ -677,7 +687,7 @@ def test_strict_fails_a_model_the_compiler_refuses_and_one_with_a_custom_op():
     gb.op("SHAPE", [x], [shape])
     gb.op("RESHAPE", [x, shape], [y])
     report = check_model(_info(gb.build([x], [y])))
-    assert report.fatal and report.strict_error() is not None
+    assert any(p.fatal for p in report.problems) and report.strict_error() is not None
     assert "refuse" in report.strict_error().message
     gb = GraphBuilder()
     x, y, z = gb.tensor([1, 8], "int8"), gb.tensor([1, 8], "int8"), gb.tensor([1, 8], "int8")
@@ -692,10 +702,10 @@ def test_an_op_mapped_as_a_best_guess_is_an_uncertain_problem_and_never_fails_st
     x, y = gb.tensor([1, 5, 1, 10], "int8"), gb.tensor([1, 5, 10], "int8")
     gb.op("SQUEEZE", [x], [y])
     report = check_model(_info(gb.build([x], [y])))
-    assert report.verdict == "full" and report.uncertain_ops == 1 and report.strict_error() is None
+    assert report.verdict == "full" and report.summary.uncertain_ops == 1 and report.strict_error() is None
     [p] = report.problems
     assert (p.code, p.confidence, p.ops) == ("uncertain_rule", C.UNCERTAIN, (0,)) and "squeeze" in p.message
-    assert json.loads(json.dumps(CheckResult.of_report(report).to_dict()))["ops"][0]["target"] == "edgetpu"
+    assert json.loads(json.dumps(report.to_dict()))["ops"][0]["target"] == "edgetpu"
 
 
 def test_every_rule_has_an_explicit_unique_id_and_the_page_lists_it():
@@ -725,6 +735,25 @@ def test_judge_has_no_op_name_branch_and_no_rule_takes_its_identity_from_a_funct
     assert {p.name: code_lines(p.read_text()) for p in package.glob("*.py") if code_lines(p.read_text()) > 300} == {}
 
 
+def test_check_has_one_type_from_the_engine_to_its_json():
+    """The engine returns the document itself (no report type of its own and no adapters beside it), and
+    results/check.py imports nothing of the engine, not even for a type checker (the type-only circle it had)."""
+    import ast
+    import inspect
+
+    from edgekit.results import check as document
+
+    report = check_model(_info(conv_chain(2)))
+    assert type(report) is CheckResult and {type(o).__name__ for o in report.ops} == {"OpPlacement"}
+    tree = ast.parse(inspect.getsource(document))
+    modules = {n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)}
+    modules |= {a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names}
+    below = ("edgekit.results", "edgekit.records", "edgekit.errors")
+    assert [m for m in modules if m and m.startswith("edgekit") and not m.startswith(below)] == []
+    records = [v for v in vars(document).values() if isinstance(v, type) and v.__module__ == document.__name__]
+    assert [f"{c.__name__}.{n}" for c in records for n in vars(c) if n.startswith("of_")] == []
+
+
 def test_verdicts_targets_and_confidence_are_str_enums_equal_to_the_json_words():
     assert [v.value for v in C.Verdict] == ["full", "partial", "none"]
     assert [t.value for t in C.Target] == ["edgetpu", "cpu"] and [c.value for c in C.Confidence] == [
@@ -732,11 +761,10 @@ def test_verdicts_targets_and_confidence_are_str_enums_equal_to_the_json_words()
         "uncertain",
     ]
     report = check_model(_info(conv_chain(2)))
-    d = CheckResult.of_report(report).to_dict()
+    d = report.to_dict()
     assert json.loads(json.dumps(d)) == d and d["verdict"] == "full" and isinstance(report.verdict, C.Verdict)
-    assert OpPlacement.from_dict(OpPlacement.of_verdict(report.ops[0]).to_dict()).target is C.Target.EDGETPU
     back = CheckResult.from_dict(json.loads(json.dumps(d)))  # the document read back renders and judges alike
-    assert back == CheckResult.of_report(report) and back.strict_error() is None
-    assert back.render_text() == C.render(report) and back.table() == report.table()
-    problem = C.Problem("x", "y", confidence="uncertain")
-    assert CheckProblem.from_dict(CheckProblem.of_problem(problem).to_dict()).confidence is C.UNCERTAIN
+    assert back == report and back.ops[0].target is C.Target.EDGETPU and back.strict_error() is None
+    assert back.render_text() == report.render_text() and back.table() == report.table()
+    problem = CheckProblem("x", "y", None, (), False, C.UNCERTAIN)
+    assert CheckProblem.from_dict(json.loads(json.dumps(problem.to_dict()))).confidence is C.UNCERTAIN

@@ -117,7 +117,7 @@ def test_check_names_the_decode_and_the_cut(yolo):
     data, _, _ = yolo
     report = check_model(tflite_model.ModelInfo.from_bytes(data))
     advice = " ".join(report.advice)
-    assert report.cpu_ops == 24
+    assert report.summary.cpu_ops == 24
     assert "24 of the 24 ops on the CPU" in advice and "edgekit cut" in advice
     assert "all of them predicted on the Edge TPU" in advice
 
@@ -126,7 +126,7 @@ def test_the_cut_model_maps_whole(yolo):
     _, cut, result = yolo
     info = tflite_model.ModelInfo.from_bytes(cut)
     report = check_model(info)
-    assert (report.verdict, report.cpu_ops, report.edgetpu_ops) == ("full", 0, result.ops_after)
+    assert (report.verdict, report.summary.cpu_ops, report.summary.edgetpu_ops) == ("full", 0, result.ops_after)
     assert [o.shape for o in info.outputs] == [
         (1, 80, 80, 64),
         (1, 80, 80, 4),
@@ -270,7 +270,7 @@ def test_a_yolo_style_detector_built_here_is_found_and_cut(small_yolo):
     assert head is not None and (head.num_classes, head.reg_max, head.strides) == (nc, reg_max, (8, 16, 32))
     cut, result = cut_decode(data)
     assert result.ops_after < result.ops_before
-    assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops == 0
+    assert check_model(tflite_model.ModelInfo.from_bytes(cut)).summary.cpu_ops == 0
     full = _run(data, images[0])[0][0]  # [N, 4 + nc]: distances then probabilities
     outs = _run(cut, images[0])
     _, probs = _oracle_decode(outs, head.strides)
@@ -402,7 +402,7 @@ def test_every_shipped_head_is_found_by_structure_and_cut_to_a_full_model(kind):
     ]
     # the cut maps whole, but for a float input's own TRANSPOSE and QUANTIZE (LiteRT's export), before the head
     uncut_cpu = {v.index for v in check_model(info).ops if v.target == "cpu"} - set(head.decode_ops)
-    assert check_model(cut_info).cpu_ops == len(uncut_cpu) == (2 if spec.get("litert") else 0)
+    assert check_model(cut_info).summary.cpu_ops == len(uncut_cpu) == (2 if spec.get("litert") else 0)
     assert result.ops_after < result.ops_before
     assert [o["role"] for o in result.outputs] == [f"{k}@{s}" for s in strides for k in ("boxes", "scores")]
     layout = json.loads(cut_info.metadata["edgekit"])["detection"]["layout"]
@@ -763,7 +763,7 @@ def test_the_cut_of_each_real_ultralytics_export_agrees_with_its_uncut_decode(pa
     assert head is not None and not head.foreign, path
     cut, _ = cut_decode(data)
     before = {v.index for v in check_model(info).ops if v.target == "cpu"} - set(head.decode_ops)
-    assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops <= len(before)
+    assert check_model(tflite_model.ModelInfo.from_bytes(cut)).summary.cpu_ops <= len(before)
     h, w = head.input_hw
     photo = TESTDATA_PHOTO if TESTDATA_PHOTO.is_file() else None
     image = (
@@ -823,5 +823,5 @@ def test_the_real_exports_among_the_evidence_pairs_are_found_and_nothing_else():
         found.append((head.reg_max, head.input_hw, head.num_classes))
         assert set(pair["cpu_op_indices"]) <= set(head.decode_ops), name
         cut, _ = cut_decode(data)
-        assert check_model(tflite_model.ModelInfo.from_bytes(cut)).cpu_ops == 0, name
+        assert check_model(tflite_model.ModelInfo.from_bytes(cut)).summary.cpu_ops == 0, name
     assert len(found) >= 4 and {hw for _, hw, _ in found} >= {(640, 640), (320, 320)}, found

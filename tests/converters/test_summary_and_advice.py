@@ -30,16 +30,16 @@ DEEPLAB = TESTDATA / "deeplabv3_mnv2_dm05_pascal_quant.tflite"
 def test_the_summary_is_checks_own_verdict_with_the_cpu_ops_by_type():
     report = compatibility.check_model(tflite_model.load(DEEPLAB))
     summary = CheckDigest.from_check(report)
-    manifests = BundleCheck.from_dict(json.loads(json.dumps(BundleCheck.of_report(report).to_dict())))
+    manifests = BundleCheck.from_dict(json.loads(json.dumps(report.to_dict())))
     assert summary == CheckDigest.from_check(manifests)  # build's manifest, read back
     assert summary == CheckDigest.from_dict(json.loads(json.dumps(summary.to_dict())))
     assert summary.verdict == Verdict(report.verdict) == Verdict.PARTIAL
-    assert (summary.edgetpu_ops, summary.total_ops) == (report.edgetpu_ops, len(report.ops))
+    assert (summary.edgetpu_ops, summary.total_ops) == (report.summary.edgetpu_ops, len(report.ops))
     by_type = {c.op: c.count for c in summary.cpu_ops_by_type}
-    assert sum(by_type.values()) == report.cpu_ops and by_type.get("RESIZE_BILINEAR")
-    assert summary.uncertain_ops == report.uncertain_ops
+    assert sum(by_type.values()) == report.summary.cpu_ops and by_type.get("RESIZE_BILINEAR")
+    assert summary.uncertain_ops == report.summary.uncertain_ops
     first = summary.lines()[0]
-    assert f"PARTIAL: {report.edgetpu_ops} of {len(report.ops)} ops on the Edge TPU" in first
+    assert f"PARTIAL: {report.summary.edgetpu_ops} of {len(report.ops)} ops on the Edge TPU" in first
     assert "RESIZE_BILINEAR" in first and "passed" not in first
 
 
@@ -123,7 +123,7 @@ def test_check_gives_the_table_advice_from_the_tflite_alone():
     table = [a for a in report.advice if "minimalistic=True" in a]
     assert len(table) == 1 and table[0].startswith("a MobileNetV3 (hard-swish in expanded_conv blocks)")
     assert "google-coral/edgetpu#353" in table[0]
-    assert "minimalistic=True" in compatibility.render(report)
+    assert "minimalistic=True" in report.render_text()
 
 
 # ------------------------------------------------------------------------------------------ real models

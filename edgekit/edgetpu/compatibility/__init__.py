@@ -14,8 +14,9 @@ Everything edgekit knows about the compiler lives here, as data:
 * :func:`judge` gives one op's :class:`Judgement` (a value, never raised).
 * :func:`fatal_problems` lists what makes the compiler refuse the whole model.
 * :func:`place` is the partitioning: which mappable ops land in which Edge TPU subgraph.
-* :func:`check_model` puts them together into a :class:`CheckReport`; ``quantize`` gates its
-  output with :func:`quantize_gate`, built from the same report.
+* :func:`check_model` puts them together into ``edgekit check``'s document, a
+  :class:`~edgekit.results.check.CheckResult`; ``quantize`` gates its output with :func:`quantize_gate`, built
+  from the same result.
 
 **Partitioning.** The compiler runs as a TensorFlow Lite delegate ("Restored original execution
 plan after delegate application failure" is TFLite's message), and TFLite groups a delegate's
@@ -41,7 +42,7 @@ every mappable run becomes an Edge TPU subgraph. Evidence:
 
 from edgekit.edgetpu.compatibility.cases import OP_CASES
 from edgekit.edgetpu.compatibility.catalogue import all_rules
-from edgekit.edgetpu.compatibility.check import CheckReport, check_model, gate_checks, quantize_gate
+from edgekit.edgetpu.compatibility.check import check_model, quantize_gate
 from edgekit.edgetpu.compatibility.common import (
     COMMON,
     RESHAPE_LIMIT,
@@ -86,7 +87,6 @@ from edgekit.edgetpu.compatibility.op_constraints import (
 from edgekit.edgetpu.compatibility.op_judge import judge
 from edgekit.edgetpu.compatibility.open_rules import SETTLE, documentation_only, rule_refs
 from edgekit.edgetpu.compatibility.partition import partition, place
-from edgekit.edgetpu.compatibility.render import format_table, mib, render
 from edgekit.edgetpu.compatibility.rules import RULES
 from edgekit.edgetpu.compatibility.values import (
     Constraint,
@@ -95,8 +95,6 @@ from edgekit.edgetpu.compatibility.values import (
     OpCase,
     OpContext,
     OpRule,
-    OpVerdict,
-    Problem,
     SizeLimit,
 )
 from edgekit.edgetpu.compatibility.words import (
@@ -136,7 +134,6 @@ __all__ = [
     "CUSTOM_UNRESOLVED",
     "CUT_OFF",
     "CUT_OFF_FED_BY_CPU",
-    "CheckReport",
     "Confidence",
     "Constraint",
     "DATA_TYPE",
@@ -168,10 +165,8 @@ __all__ = [
     "OpCase",
     "OpContext",
     "OpRule",
-    "OpVerdict",
     "PARAMETER_CACHE_BYTES",
     "PARSE_FAILED",
-    "Problem",
     "RANK",
     "RESHAPES",
     "RESHAPE_LIMIT",
@@ -208,11 +203,8 @@ __all__ = [
     "dynamic_ops",
     "evidence",
     "fatal_problems",
-    "format_table",
-    "gate_checks",
     "guess",
     "judge",
-    "mib",
     "model_problems",
     "model_rules",
     "op_constraints",
@@ -221,7 +213,6 @@ __all__ = [
     "place",
     "quantize_gate",
     "record",
-    "render",
     "rule_refs",
     "rules",
     "values",

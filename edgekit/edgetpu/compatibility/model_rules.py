@@ -7,7 +7,7 @@ reports beside the op-by-op placement. :func:`model_problems` runs them all, in 
 from __future__ import annotations
 
 from edgekit.edgetpu.compatibility.evidence import DOCS, EV_DECODERS, EV_DYNAMIC, EV_UNRESOLVED
-from edgekit.edgetpu.compatibility.values import ModelRule, Problem
+from edgekit.edgetpu.compatibility.values import ModelRule
 from edgekit.edgetpu.compatibility.words import (
     CONFIRMED,
     CUSTOM_UNRESOLVED,
@@ -18,6 +18,7 @@ from edgekit.edgetpu.compatibility.words import (
     UNCERTAIN,
 )
 from edgekit.edgetpu.op_versions import refusal_is_sure, version_problem
+from edgekit.results.check import CheckProblem
 from edgekit.tflite.model import ModelInfo, OpInfo, SubgraphInfo
 
 #: Inputs that set an op's output shape. When one is computed at run time, TensorFlow Lite makes
@@ -214,7 +215,7 @@ MODEL_RULES: dict[str, ModelRule] = {
 }
 
 
-def model_problems(info: ModelInfo) -> list[Problem]:
+def model_problems(info: ModelInfo) -> list[CheckProblem]:
     """Every whole-model rule that fires on ``info``, as problems, in table order."""
     out = []
     for rule in MODEL_RULES.values():
@@ -222,20 +223,11 @@ def model_problems(info: ModelInfo) -> list[Problem]:
         if found is None:
             continue
         ops, details = found
-        out.append(
-            Problem(
-                rule.code,
-                rule.message(details) if rule.message else rule.code,
-                rule.hint,
-                ops,
-                rule.fatal,
-                rule.status,
-                rule.confidence,
-            )
-        )
+        message = rule.message(details) if rule.message else rule.code
+        out.append(CheckProblem(rule.code, message, rule.hint, tuple(ops), rule.fatal, rule.confidence))
     return out
 
 
-def fatal_problems(info: ModelInfo) -> list[Problem]:
+def fatal_problems(info: ModelInfo) -> list[CheckProblem]:
     """What makes edgetpu_compiler refuse the whole model (each problem says so, and how to fix it)."""
     return [p for p in model_problems(info) if p.fatal]

@@ -1,12 +1,13 @@
-"""The engine's values: a judgement, a verdict, a problem, the context a constraint reads, a rule."""
+"""The engine's working values: a judgement, the context a constraint reads, a rule (the document it makes is
+:class:`edgekit.results.check.CheckResult`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 from edgekit.edgetpu.compatibility.evidence import Refs
-from edgekit.edgetpu.compatibility.words import CONFIRMED, MAPPED, UNCERTAIN, Confidence, Kind, Target
+from edgekit.edgetpu.compatibility.words import CONFIRMED, MAPPED, UNCERTAIN, Confidence, Kind
 from edgekit.errors import InvalidModelError
 from edgekit.tflite.model import ModelInfo, OpInfo, SubgraphInfo, TensorInfo
 
@@ -28,44 +29,6 @@ class Judgement:
     @property
     def mappable(self) -> bool:
         return self.status == MAPPED
-
-
-@dataclass(frozen=True)
-class OpVerdict:
-    """Where one op runs and why."""
-
-    index: int
-    name: str
-    version: int
-    target: Target
-    reason: str  # the compiler's status words where known
-    detail: str | None = None
-    fix: str | None = None
-    confidence: Confidence = CONFIRMED
-    subgraph: int | None = None  # which Edge TPU subgraph (0-based), for target "edgetpu"
-    code: str | None = field(default=None, compare=False)  # the problem code of the rule that fired
-    cut_off: bool = field(default=False, compare=False)  # mappable, but outside the Edge TPU subgraph(s)
-    rule: str | None = field(default=None, compare=False)  # the id of the rule that placed it
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "target", Target(self.target))
-        object.__setattr__(self, "confidence", Confidence(self.confidence))
-
-
-@dataclass(frozen=True)
-class Problem:
-    """Something that keeps ops (or the whole model) off the Edge TPU, with what to do about it."""
-
-    code: str
-    message: str
-    hint: str | None = None
-    ops: tuple[int, ...] = ()
-    fatal: bool = False  # the compiler would refuse the whole model
-    status: str | None = None  # for fatal problems: the words every op gets
-    confidence: Confidence = CONFIRMED
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "confidence", Confidence(self.confidence))
 
 
 @dataclass(frozen=True)
@@ -172,7 +135,7 @@ class SizeLimit:
 
 @dataclass(frozen=True)
 class ModelRule:
-    """A rule about the whole model (a :class:`Problem` code): how it is detected, what it says, what to do,
+    """A rule about the whole model (a :class:`~edgekit.results.check.CheckProblem` code): how it is detected, what it says, what to do,
     how sure it is and what it rests on. ``detect`` returns (the ops it concerns, the details to quote) or None;
     ``message`` and ``hint`` make the problem's text from the details."""
 
