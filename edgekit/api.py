@@ -17,6 +17,7 @@ and progress go to ``report`` (an :class:`edgekit.report.Reporter`; default: sil
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -836,7 +837,9 @@ def compile(
         )
     except MissingDependencyError as err:  # no compiler here: the error carries the offline prediction
         raise MissingDependencyError(err.message, err.hint, check=CheckResult.of_report(prediction)) from err
-    return CompileResult.of_report(compiled, etc.check_disagreements(info, prediction, compiled, segments))
+    return dataclasses.replace(
+        compiled, check_disagreements=tuple(etc.check_disagreements(info, prediction, compiled, segments))
+    )
 
 
 # ------------------------------------------------------------------------------------ evaluate / benchmark

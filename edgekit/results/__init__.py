@@ -71,7 +71,6 @@ _WHERE = {
     # compile
     "CompileOp": "compile",
     "CompileSegment": "compile",
-    "CompilerOutput": "compile",
     "CompileResult": "compile",
     # quantize
     "Decision": "quantize",
@@ -102,7 +101,6 @@ _WHERE = {
     "BundleVersions": "build",
     "BundleSource": "build",
     "BundleCheck": "build",
-    "BundleCompile": "build",
     "BundleReports": "build",
     "ClassifierAccuracy": "build",
     "DetectorAccuracy": "build",

@@ -14,7 +14,7 @@ from typing import Any
 
 from edgekit.records import Record
 from edgekit.results.check import CheckDigest, CheckResult
-from edgekit.results.compile import CompilerOutput
+from edgekit.results.compile import CompileResult
 from edgekit.results.evaluate import DetectionEvaluateResult, EvaluateResult
 from edgekit.results.preprocess import SpecRecord
 from edgekit.results.quantize import DetectionVerification, ModelOutput, QuantizeResult, edgetpu_lines
@@ -93,15 +93,9 @@ class BundleCheck(CheckResult):
 
 
 @dataclass(frozen=True)
-class BundleCompile(CompilerOutput):
-    """The compiler's report, as the manifest records it: what it said (no comparison with check's prediction,
-    which only ``edgekit compile`` adds)."""
-
-
-@dataclass(frozen=True)
 class BundleReports(Record):
     check: BundleCheck | None
-    compile: BundleCompile | None  # None: not compiled here
+    compile: CompileResult | None  # None: not compiled here (what the compiler said: no comparison with check)
 
 
 @dataclass(frozen=True)
