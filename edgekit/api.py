@@ -814,7 +814,7 @@ def compile(
     from edgekit.edgetpu import compatibility, compile_via
     from edgekit.edgetpu import compiler as etc
     from edgekit.errors import MissingDependencyError
-    from edgekit.results import CheckResult, CompileResult
+    from edgekit.results import CheckResult
     from edgekit.tflite import model as tflite_model
 
     info = tflite_model.load(model)
@@ -1324,8 +1324,5 @@ def cut(model: PathLike, *, output: Optional[PathLike] = None, report: Reporter 
     """``edgekit cut``: a YOLO detector (.tflite) cut before its decode, so that all of it maps to the Edge TPU
     (default output ``<model>_cut.tflite``); a :class:`edgekit.results.CutResult`."""
     from edgekit.detection.cut import cut as cut_model
-    from edgekit.results import CutResult
 
-    return CutResult.of_cut(
-        cut_model(os.fsdecode(model), None if output is None else os.fsdecode(output), report=report)
-    )
+    return cut_model(os.fsdecode(model), None if output is None else os.fsdecode(output), report=report)
