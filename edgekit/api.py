@@ -17,6 +17,7 @@ and progress go to ``report`` (an :class:`edgekit.report.Reporter`; default: sil
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
 from collections.abc import Iterable, Iterator
 from typing import TYPE_CHECKING, Any, Optional, Union
@@ -809,7 +810,6 @@ def compile(
     from edgekit.edgetpu import compatibility, compile_via
     from edgekit.edgetpu import compiler as etc
     from edgekit.errors import MissingDependencyError
-    from edgekit.results import CompileResult
     from edgekit.tflite import model as tflite_model
 
     info = tflite_model.load(model)
@@ -832,7 +832,9 @@ def compile(
         )
     except MissingDependencyError as err:  # no compiler here: the error carries the offline prediction
         raise MissingDependencyError(err.message, err.hint, check=prediction) from err
-    return CompileResult.of_report(compiled, etc.check_disagreements(info, prediction, compiled, segments))
+    return dataclasses.replace(
+        compiled, check_disagreements=tuple(etc.check_disagreements(info, prediction, compiled, segments))
+    )
 
 
 # ------------------------------------------------------------------------------------ evaluate / benchmark
@@ -1317,8 +1319,5 @@ def cut(model: PathLike, *, output: Optional[PathLike] = None, report: Reporter 
     """``edgekit cut``: a YOLO detector (.tflite) cut before its decode, so that all of it maps to the Edge TPU
     (default output ``<model>_cut.tflite``); a :class:`edgekit.results.CutResult`."""
     from edgekit.detection.cut import cut as cut_model
-    from edgekit.results import CutResult
 
-    return CutResult.of_cut(
-        cut_model(os.fsdecode(model), None if output is None else os.fsdecode(output), report=report)
-    )
+    return cut_model(os.fsdecode(model), None if output is None else os.fsdecode(output), report=report)

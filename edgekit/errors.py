@@ -224,7 +224,7 @@ class CompilerError(EdgekitError):
 
     def __init__(self, message: str, hint: str | None = None, *, report=None):
         super().__init__(message, hint)
-        self.report = report  # what the compiler said (a CompilerOutput), when it ran to the end (compile --json)
+        self.report = report  # what the compiler said (a CompileResult), when it ran to the end (compile --json)
 
 
 class DeviceError(EdgekitError):

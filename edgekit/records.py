@@ -8,9 +8,8 @@ A result type declares its fields in the order of its document; :class:`Record` 
 - a ``str`` :class:`~enum.Enum` (a verdict, a target, a confidence) or a ``Literal`` is one of its values;
 - a nested :class:`Record` is its own document; ``Tuple[X, ...]`` is a list (``Tuple[X, Y]`` one of that
   length); a ``Union`` is the first of its types that takes the value;
-- a frozen dataclass of edgekit's that is no Record but has ``to_dict()``/``from_dict()`` (a
-  :class:`~edgekit.board.preprocess.PreprocessSpec`, a manifest's :class:`~edgekit.board.manifest.FileEntry`) is its
-  own document too, its keys named after its fields checked against their types before its own ``from_dict`` reads it;
+- a frozen dataclass of edgekit's that is no Record but has ``to_dict()``/``from_dict()`` (a manifest's
+  :class:`~edgekit.board.manifest.FileEntry`) is its own document too, its keys named after its fields checked against their types before its own ``from_dict`` reads it;
 - ``Mapping[K, V]`` is an object; ``Any`` holds a sub-document as it is, at most :data:`MAX_DEPTH` deep; both
   are made read-only (:func:`freeze`: mappings become :class:`types.MappingProxyType`, lists become tuples) so
   a result cannot change.

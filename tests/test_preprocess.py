@@ -60,7 +60,8 @@ def test_recorded_scaling_then_quantization_matches_the_float_model_input():
 
 def test_spec_round_trips_and_refuses_nonsense():
     spec = PreprocessSpec(32, 24, "BGR", "bilinear", (1.0, 2.0, 3.0), (4.0, 5.0, 6.0))
-    assert PreprocessSpec.from_dict(spec.to_dict()) == spec
+    assert PreprocessSpec.read(spec.to_dict()) == spec == PreprocessSpec.from_dict(spec.to_dict())
+    assert PreprocessSpec(8, 8, mean=(127,), std=(1,)).to_dict()["mean"] == [127.0]  # numbers with a point
     with pytest.raises(UsageError, match="--std must not be zero"):
         PreprocessSpec(8, 8, std=(0.0,))
     with pytest.raises(UsageError, match="1 or 3 values"):
@@ -68,8 +69,13 @@ def test_spec_round_trips_and_refuses_nonsense():
     with pytest.raises(UsageError, match="--std needs 1 value for L input, got 3"):
         PreprocessSpec(8, 8, "L", std=(1.0, 2.0, 3.0))
     with pytest.raises(InputError, match="malformed"):
-        PreprocessSpec.from_dict({"height": 3})
+        PreprocessSpec.read({"height": 3})
     with pytest.raises(InputError, match="recorded preprocessing is malformed: std must not be zero"):
+        PreprocessSpec.read({**spec.to_dict(), "std": [0.0]})
+    # a result's document is read as any record's: its version, and a refused value, are ValueErrors
+    with pytest.raises(ValueError, match=r"PreprocessSpec.version: expected 1, got 2"):
+        PreprocessSpec.from_dict({**spec.to_dict(), "version": 2})
+    with pytest.raises(ValueError, match="PreprocessSpec: --std must not be zero"):
         PreprocessSpec.from_dict({**spec.to_dict(), "std": [0.0]})
 
 
@@ -125,7 +131,7 @@ def test_keras_resize_is_bilinear_with_half_pixel_centres_and_no_antialias():
     assert out.tolist() == np.round(expected).astype(int).tolist()
     spec = PreprocessSpec(2, 2, "L", "keras")
     assert pixels(x, spec)[..., 0].tolist() == out.tolist()  # the one preprocessing uses it
-    assert PreprocessSpec.from_dict(spec.to_dict()).resize == "keras"  # and records it
+    assert PreprocessSpec.read(spec.to_dict()).resize == "keras"  # and records it
 
 
 @pytest.mark.tf

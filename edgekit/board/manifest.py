@@ -152,7 +152,7 @@ class Bundle:
         from edgekit.board.preprocess import PreprocessSpec
 
         recorded = self.manifest["preprocess"]
-        return PreprocessSpec.from_dict(recorded) if recorded else None
+        return PreprocessSpec.read(recorded) if recorded else None
 
     def path(self, rel: str) -> Path:
         return inside(self.root, rel, "path")

@@ -16,29 +16,25 @@ from __future__ import annotations
 import math
 import os
 import warnings
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, BinaryIO
 
 import numpy as np
 
-from edgekit.errors import Caution, EdgekitError, InputError, UsageError, first_line, printable, regular_file
+from edgekit.errors import Caution, EdgekitError, InputError, first_line, printable, regular_file
+from edgekit.results.preprocess import (  # noqa: F401  (the spec and its words: used here and by importers of this module)
+    CHANNEL_ORDERS,
+    MAX_MEAN_STD,
+    MIN_STD,
+    RESIZE_FILTERS,
+    SCALINGS,
+    SPEC_VERSION,
+    PreprocessSpec,
+)
 
 if TYPE_CHECKING:  # pragma: no cover - an annotation only: pathlib costs a one-image classify 16M instructions
     from pathlib import Path
 
-SPEC_VERSION = 1
-# Pillow's filters, and "keras": the resize Keras pipelines train with (image_dataset_from_directory,
-# keras.ops.image.resize, tf.image.resize): bilinear, half-pixel centres, no antialias (see resize_like_keras).
-RESIZE_FILTERS = ("nearest", "bilinear", "bicubic", "lanczos", "box", "hamming", "keras")
-CHANNEL_ORDERS = ("RGB", "BGR", "L")
-# Named scalings: (mean, std) applied to 0..255 pixels.
-SCALINGS: dict[str, tuple[float, float]] = {
-    "raw": (0.0, 1.0),  # 0..255
-    "0..1": (0.0, 255.0),
-    "-1..1": (127.5, 127.5),
-}
-MIN_STD = 1e-6  # smaller (or negative) divisors make pixel values overflow float32 or flip them
-MAX_MEAN_STD = 1e30  # float32 stays finite
 IMAGE_EXTENSIONS = frozenset({".jpg", ".jpeg", ".png", ".bmp", ".gif", ".webp", ".tif", ".tiff", ".ppm", ".pgm"})
 
 
@@ -50,99 +46,6 @@ def is_hidden(relative) -> bool:
 
 MAX_IMAGE_PIXELS = 64 * 1024 * 1024  # larger images are refused as decompression bombs
 EXIF_ORIENTATION = 0x0112  # the EXIF tag saying how the camera was held
-
-
-@dataclass(frozen=True)
-class PreprocessSpec:
-    """How an image becomes a model input. ``mean``/``std`` have one value or one per channel."""
-
-    width: int
-    height: int
-    channels: str = "RGB"
-    resize: str = "lanczos"
-    mean: tuple[float, ...] = (0.0,)
-    std: tuple[float, ...] = (1.0,)
-
-    def __post_init__(self) -> None:
-        if self.width < 1 or self.height < 1:
-            raise UsageError(
-                f"input size must be positive, got {self.width}x{self.height}", "e.g. --input-size 224x224"
-            )
-        if self.channels not in CHANNEL_ORDERS:
-            raise UsageError(f"unknown channel order {self.channels!r}", f"use one of {', '.join(CHANNEL_ORDERS)}")
-        if self.resize not in RESIZE_FILTERS:
-            raise UsageError(f"unknown resize filter {self.resize!r}", f"use one of {', '.join(RESIZE_FILTERS)}")
-        n = 1 if self.channels == "L" else 3
-        for name, values in (("mean", self.mean), ("std", self.std)):
-            if len(values) not in (1, n):
-                expected = "1 value" if n == 1 else f"1 or {n} values"
-                raise UsageError(
-                    f"--{name} needs {expected} for {self.channels} input, got {len(values)}",
-                    "one value for all channels" + ("" if n == 1 else ", or R,G,B"),
-                )
-        if not all(math.isfinite(v) and abs(v) <= MAX_MEAN_STD for v in self.mean + self.std):
-            raise UsageError(
-                f"--mean and --std must be finite numbers, got mean={list(self.mean)} std={list(self.std)}",
-                "pass values on 0..255 pixels, e.g. --mean 127.5 --std 127.5",
-            )
-        if any(s == 0 for s in self.std):
-            raise UsageError("--std must not be zero", "pass the divisor on 0..255 pixels, e.g. --std 255 for 0..1")
-        if any(s < MIN_STD for s in self.std):
-            raise UsageError(
-                f"--std must be at least {MIN_STD:g}, got {list(self.std)}",
-                "pass the divisor on 0..255 pixels, e.g. --std 255 for 0..1",
-            )
-
-    @property
-    def num_channels(self) -> int:
-        return 1 if self.channels == "L" else 3
-
-    @classmethod
-    def with_scaling(cls, width: int, height: int, scaling: str, **kw: Any) -> PreprocessSpec:
-        if scaling not in SCALINGS:
-            raise UsageError(f"unknown scaling {scaling!r}", f"use one of {', '.join(SCALINGS)} or --mean/--std")
-        mean, std = SCALINGS[scaling]
-        return cls(width, height, mean=(mean,), std=(std,), **kw)
-
-    @property
-    def scaling_name(self) -> str | None:
-        """The named scaling this spec's mean/std equal, if any."""
-        for name, (m, s) in SCALINGS.items():
-            if set(self.mean) == {m} and set(self.std) == {s}:
-                return name
-        return None
-
-    def describe(self) -> str:
-        scale = self.scaling_name or f"mean={list(self.mean)} std={list(self.std)}"
-        return f"{self.width}x{self.height} {self.channels}, {self.resize} resize, scaling {scale}"
-
-    def to_dict(self) -> dict[str, int | str | list[float]]:
-        d = asdict(self)
-        d["mean"], d["std"] = list(self.mean), list(self.std)
-        return {"version": SPEC_VERSION, **d}
-
-    @classmethod
-    def from_dict(cls, d: dict[str, Any]) -> PreprocessSpec:
-        """The spec of a recorded document (raw JSON from a record or a manifest, checked here)."""
-        try:
-            return cls(
-                int(d["width"]),
-                int(d["height"]),
-                str(d.get("channels", "RGB")),
-                str(d.get("resize", "lanczos")),
-                tuple(float(v) for v in d.get("mean", (0.0,))),
-                tuple(float(v) for v in d.get("std", (1.0,))),
-            )
-        except (KeyError, TypeError, ValueError) as exc:
-            raise InputError(
-                f"recorded preprocessing is malformed: {exc}",
-                "quantize the model again, or delete the broken record and pass --mean/--std",
-            ) from None
-        except UsageError as exc:  # a value __post_init__ refuses: the record is at fault, not a flag
-            raise InputError(
-                f"recorded preprocessing is malformed: {exc.message.replace('--', '')}",
-                "re-create the model with edgekit quantize, or pass --mean/--std",
-            ) from None
 
 
 def with_mean_std(

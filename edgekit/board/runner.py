@@ -49,6 +49,7 @@ SHIPPED_MODULES = (
     "edgekit/results/__init__.py",
     "edgekit/results/classify.py",
     "edgekit/results/benchmark.py",
+    "edgekit/results/preprocess.py",
     "edgekit/board/flatbuffer.py",
     "edgekit/board/quant_params.py",
     "edgekit/board/preprocess.py",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -1136,7 +1136,9 @@ def _result_stage(
             opts.model_shown or str(src), p.loaded.format, src_size, p.loaded.output, tuple(p.loaded.notes)
         ),
         size_bytes=out_info.size_bytes,
-        preprocess=Preprocess.of_spec(spec, p.origin, spec.describe(), p.search.record() if p.search else None),
+        preprocess=Preprocess(
+            **asdict(spec), origin=p.origin, description=spec.describe(), search=p.search.record() if p.search else None
+        ),
         labels=len(run.labels) if run.labels else None,
         calibration=p.data.described(),
         io=ModelIO(_io_summary(out_info.inputs[0]), _io_summary(out_info.outputs[0])),

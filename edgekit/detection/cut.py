@@ -23,13 +23,14 @@ import io
 import json
 import struct
 import zipfile
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from edgekit.detection.layout import appended_zip, ultralytics_metadata, ultralytics_names
 from edgekit.errors import InputError, InvalidModelError
 from edgekit.report import SILENT, Reporter
+from edgekit.results.cut import CutCheck, CutOutput, CutResult
 from edgekit.tflite.model import ModelInfo
 from edgekit.tflite.schema_names import TENSOR_TYPES
 from edgekit.tflite.yolo_head import YoloHead, ancestors, find_yolo_head, graph_problem
@@ -38,49 +39,12 @@ from edgekit.tflite.yolo_head import YoloHead, ancestors, find_yolo_head, graph_
 LAYOUT = "split-dfl"
 
 
-@dataclass(frozen=True)
-class Cut:
-    """What :func:`cut_decode` did (``model``/``output``: the files, when :func:`cut` wrote one): the converter's
-    working value, with the head found; its document and text are :class:`edgekit.results.CutResult`'s."""
-
-    head: YoloHead
-    ops_before: int
-    ops_after: int
-    outputs: tuple[dict, ...]  # the cut model's output tensors: role, name, shape, dtype, quantization
-    model: str | None = None
-    output: str | None = None
-    verdict: str | None = None  # check's verdict on the cut model
-    cpu_ops: int | None = None  # ops check still puts on the CPU
-
-    def to_dict(self) -> dict:
-        return {
-            "model": self.model,
-            "output": self.output,
-            "layout": LAYOUT,
-            "head": self.head.describe(),
-            "ops_before": self.ops_before,
-            "ops_after": self.ops_after,
-            "decode_ops_removed": self.ops_before - self.ops_after,
-            "outputs": list(self.outputs),
-            "strides": list(self.head.strides),
-            "reg_max": self.head.reg_max,
-            "num_classes": self.head.num_classes,
-            "check": {"verdict": self.verdict, "cpu_ops": self.cpu_ops},
-        }
-
-    def render_text(self) -> str:
-        """``edgekit cut``'s text: the typed :class:`edgekit.results.CutResult` renders it (one rendering)."""
-        from edgekit.results.cut import CutResult as Typed
-
-        return Typed.of_cut(self).render_text()
-
-
 def default_output(model: str | Path) -> Path:
     p = Path(model)
     return p.with_name(p.stem + "_cut.tflite")
 
 
-def cut(model: str | Path, output: str | Path | None = None, report: Reporter = SILENT) -> Cut:
+def cut(model: str | Path, output: str | Path | None = None, report: Reporter = SILENT) -> CutResult:
     """Cut the YOLO detector ``model`` (.tflite) before its decode and write it to ``output``.
 
     The default output is ``<stem>_cut.tflite`` beside the model; it never replaces the input.
@@ -89,7 +53,6 @@ def cut(model: str | Path, output: str | Path | None = None, report: Reporter = 
     from edgekit.board.quant_params import refuse_bad_quantization
     from edgekit.edgetpu.compatibility import check_model
     from edgekit.fileio import refuse_overwriting_input, write_bytes_atomic
-    from edgekit.results.cut import CutResult
     from edgekit.tflite import model as tflite_model
     from edgekit.tflite import model_record
 
@@ -103,9 +66,9 @@ def cut(model: str | Path, output: str | Path | None = None, report: Reporter = 
     data, result = cut_decode(Path(model).read_bytes(), record)  # load() vouched it is a regular file
     checked = check_model(tflite_model.ModelInfo.from_bytes(data, str(out)))
     result = replace(
-        result, model=str(model), output=str(out), verdict=checked.verdict, cpu_ops=checked.summary.cpu_ops
+        result, model=str(model), output=str(out), check=CutCheck(checked.verdict, checked.summary.cpu_ops)
     )
-    CutResult.of_cut(result).render_text()  # the document and its text stand before anything is written
+    result.render_text()  # the text stands before anything is written
     write_bytes_atomic(out, data)
     return result
 
@@ -148,8 +111,8 @@ def detection_record(
     return {**(before or {}), "letterbox": letterbox, "layout": layout.to_dict(), "cut_before_decode": True}
 
 
-def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
-    """``data`` (a .tflite) cut before its YOLO decode, and what was cut.
+def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, CutResult]:
+    """``data`` (a .tflite) cut before its YOLO decode, and what was cut (no files named, not checked yet).
 
     ``record``: the source's edgekit record (a dict), to carry over with the ``detection`` entry added.
     Raises InputError for a model with no YOLO head (:func:`find_yolo_head`), one whose head is not a detector's,
@@ -182,7 +145,21 @@ def cut_decode(data: bytes, record: dict | None = None) -> tuple[bytes, Cut]:
     rec["detection"] = detection_record(head, letterbox, labels, before, scaling)
     rec.setdefault("record_version", 1)
     _set_metadata(model, schema, "edgekit", json.dumps(rec, indent=2).encode())
-    return packed_model(model, len(data), appended), Cut(head, len(info.ops), len(keep), outputs)
+    result = CutResult(
+        None,
+        None,
+        LAYOUT,
+        head.describe(),
+        len(info.ops),
+        len(keep),
+        len(info.ops) - len(keep),
+        outputs,
+        head.strides,
+        head.reg_max,
+        head.num_classes,
+        CutCheck(None, None),
+    )
+    return packed_model(model, len(data), appended), result
 
 
 def _head_to_cut(info: ModelInfo, ultralytics: Any, record: dict | None) -> YoloHead:
@@ -252,19 +229,19 @@ def _roles(head: YoloHead) -> tuple[str, ...]:
     return tuple(f"{kind}@{lv.stride}" for lv in head.levels for kind in ("boxes", "scores"))
 
 
-def _output(role: str, tensor: Any) -> dict:
+def _output(role: str, tensor: Any) -> CutOutput:
     """An output tensor of the cut model as ``edgekit cut --json`` lists it."""
     q = tensor.quantization
     scale = [float(x) for x in q.scale] if q is not None and q.scale is not None and len(q.scale) else None
     zero = [int(x) for x in q.zeroPoint] if scale and q.zeroPoint is not None and len(q.zeroPoint) else None
-    return {
-        "role": role,
-        "name": _name(tensor.name),
-        "shape": [int(d) for d in tensor.shape],
-        "dtype": TENSOR_TYPES.get(int(tensor.type), f"type_{int(tensor.type)}"),
-        "scale": scale[0] if scale and len(scale) == 1 else None,
-        "zero_point": zero[0] if zero and len(zero) == 1 else (0 if scale and len(scale) == 1 else None),
-    }
+    return CutOutput(
+        role,
+        _name(tensor.name),
+        tuple(int(d) for d in tensor.shape),
+        TENSOR_TYPES.get(int(tensor.type), f"type_{int(tensor.type)}"),
+        scale[0] if scale and len(scale) == 1 else None,
+        zero[0] if zero and len(zero) == 1 else (0 if scale and len(scale) == 1 else None),
+    )
 
 
 def packed_model(model: Any, size: int, appended: dict[str, bytes]) -> bytes:

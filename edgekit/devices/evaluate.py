@@ -10,7 +10,7 @@ by the same function. The scores and labels are kept so a float reference can be
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -153,7 +153,7 @@ class Evaluation:
             self.model,
             self.device,
             self.backend,
-            Preprocessing.of_spec(self.spec, self.spec_source),
+            Preprocessing(**asdict(self.spec), source=self.spec_source),
             self.labels_from,
             int(n),
             int(classes),

@@ -26,8 +26,8 @@ import signal
 import subprocess
 import tempfile
 from collections import Counter
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,8 +45,9 @@ from edgekit.edgetpu.compiler_locator import (  # noqa: F401  (part of this modu
 )
 from edgekit.errors import RUNTIME_MISMATCH, CompilerError, InputError, MissingDependencyError, UsageError
 from edgekit.fileio import publish, refuse_folders, require_output_folder
+from edgekit.records import freeze
 from edgekit.report import SILENT, Reporter
-from edgekit.results.compile import CompileOp  # one row of the operation table: the document's own record
+from edgekit.results.compile import NO_SEGMENT, CompileOp, CompileResult, CompileSegment
 from edgekit.tflite import model as tflite_model
 from edgekit.tflite.model import EDGETPU_CUSTOM_OP, ModelInfo
 
@@ -58,63 +59,6 @@ _UNITS = {"B": 1, "KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*(B|KiB|MiB|GiB)\s*$")
 _ROW = re.compile(r"^(\S+)\s+(\d+)\s+(\S.*?)\s*$")
 _HEADER = re.compile(r"^Operator\s+Count\s+Status\s*$")
-
-
-# ------------------------------------------------------------------------------------ reports
-@dataclass
-class ModelSection:
-    """What the compiler printed about one output model (one per segment with ``-n``)."""
-
-    input_model: str | None = None
-    input_size_bytes: int | None = None
-    output_model: str | None = None
-    output_size_bytes: int | None = None
-    on_chip_used_bytes: int | None = None
-    on_chip_remaining_bytes: int | None = None
-    off_chip_used_bytes: int | None = None
-    subgraphs: int | None = None
-    total_ops: int | None = None
-    edgetpu_ops: int | None = None
-    cpu_ops: int | None = None
-    operation_log: str | None = None
-    ops: list[CompileOp] = field(default_factory=list)
-
-
-@dataclass
-class CompileReport:
-    """Everything one run of edgetpu_compiler said, parsed; its document (``compile --json``) is
-    :class:`edgekit.results.compile.CompilerOutput` (``CompilerOutput.of_report(report)``)."""
-
-    compiler_version: str | None
-    succeeded: bool
-    compile_ms: int | None = None
-    sections: list[ModelSection] = field(default_factory=list)
-    errors: list[str] = field(default_factory=list)
-    attempts: int = 0  # "Try to compile segment with N ops" lines (--search-delegate)
-    outputs: list[str] = field(default_factory=list)  # files put into the output folder
-    command: list[str] = field(default_factory=list)
-    returncode: int | None = None
-
-    @property
-    def main(self) -> ModelSection:
-        return self.sections[-1] if self.sections else ModelSection()
-
-    @property
-    def ops(self) -> list[CompileOp]:
-        return [r for s in self.sections for r in s.ops]
-
-    def ops_per_status(self) -> dict[str, int]:
-        out: dict[str, int] = {}
-        for r in self.ops:
-            out[r.status] = out.get(r.status, 0) + r.count
-        return out
-
-    def split_by_type(self) -> dict[str, Counter]:
-        """{"edgetpu": Counter(op -> n), "cpu": Counter(...)} from the operation table."""
-        out: dict[str, Counter[str]] = {"edgetpu": Counter(), "cpu": Counter()}
-        for r in self.ops:
-            out["edgetpu" if r.mapped else "cpu"][r.operator] += r.count
-        return out
 
 
 # ------------------------------------------------------------------------------------ parsers
@@ -175,28 +119,27 @@ _FIELDS: dict[str, tuple[str, Callable[[str], Any]]] = {
 _COMPILED_IN = re.compile(r"^Models? compiled successfully in (\d+) ms\.")
 
 
-def parse_compiler_output(text: str, returncode: int | None = None) -> CompileReport:
+def parse_compiler_output(text: str, returncode: int | None = None, logs: Mapping[str, str] = {}) -> CompileResult:
     """Parse the console output of one ``edgetpu_compiler`` run (versions 2.x, 14, 15, 16).
 
     ``succeeded`` needs both a zero exit code (when given) and the compiler's own word: v16 ends
     with "Compilation succeeded!"; older versions print "Model compiled successfully" and no
-    failure line.
+    failure line. ``logs``: the ``.log`` files the compiler wrote (name -> text), whose op tables stand in
+    for the one stdout did not print.
     """
     lines = text.splitlines()
-    report = CompileReport(parse_version(text), False, returncode=returncode)
-    section: ModelSection | None = None
+    sections: list[CompileSegment] = []  # one per model the compiler printed figures about
+    errors: list[str] = []
+    compile_ms: int | None = None
     saw_success_line = saw_failure_line = False
     final_word: str | None = None
     i = 0
     while i < len(lines):
-        line = lines[i].rstrip()
-        stripped = line.strip()
+        stripped = lines[i].strip()
         m = _COMPILED_IN.match(stripped)
         if m:
-            report.compile_ms = int(m.group(1))
+            compile_ms = int(m.group(1))
             saw_success_line = True
-        elif stripped.startswith("Try to compile segment with"):
-            report.attempts += 1
         elif stripped.startswith("Compilation succeeded!"):
             final_word = "succeeded"
         elif stripped.startswith("Compilation failed!"):
@@ -206,35 +149,85 @@ def parse_compiler_output(text: str, returncode: int | None = None) -> CompileRe
             or stripped in ("Model could not be parsed", "Model not quantized")
             or "Internal compiler error" in stripped
         ):
-            report.errors.append(stripped)
+            errors.append(stripped)
             saw_failure_line = True
         elif _HEADER.match(stripped):
             rows, i = _parse_table(lines, i)
-            (section or _new_section(report)).ops.extend(rows)
+            _add_ops(sections, -1, rows)
             continue
-        elif ":" in stripped:
+        elif ":" in stripped and stripped.partition(":")[0] in _FIELDS:
             key, _, value = stripped.partition(":")
-            if key in _FIELDS:
-                attr, conv = _FIELDS[key]
-                if key == "Input model" or section is None:
-                    section = _new_section(report)
-                try:
-                    setattr(section, attr, conv(value.strip()))
-                except ValueError:
-                    report.errors.append(f"unparsed compiler line: {stripped}")
+            attr, conv = _FIELDS[key]
+            if key == "Input model" or not sections:
+                sections.append(NO_SEGMENT)
+            try:
+                sections[-1] = replace(sections[-1], **{attr: conv(value.strip())})
+            except ValueError:
+                errors.append(f"unparsed compiler line: {stripped}")
         i += 1
+    if not any(s.ops for s in sections):
+        _log_tables(sections, logs)
     ok_exit = returncode in (None, 0)
     if final_word is not None:  # v16 always ends with its verdict
-        report.succeeded = ok_exit and final_word == "succeeded"
+        succeeded = ok_exit and final_word == "succeeded"
     else:
-        report.succeeded = ok_exit and saw_success_line and not saw_failure_line
-    return report
+        succeeded = ok_exit and saw_success_line and not saw_failure_line
+    return _result(parse_version(text), succeeded, compile_ms, returncode, sections, errors)
 
 
-def _new_section(report: CompileReport) -> ModelSection:
-    s = ModelSection()
-    report.sections.append(s)
-    return s
+def _add_ops(sections: list[CompileSegment], at: int, rows: list[CompileOp]) -> None:
+    """``rows`` added to the op table of ``sections[at]`` (a first section made where there is none)."""
+    if not sections:
+        sections.append(NO_SEGMENT)
+    sections[at] = replace(sections[at], ops=sections[at].ops + tuple(rows))
+
+
+def _log_tables(sections: list[CompileSegment], logs: Mapping[str, str]) -> None:
+    """The op tables of the ``.log`` files, each into the section naming it as its operation log (else the first)."""
+    for name, text in logs.items():
+        _, _, _, rows = parse_operation_log(text)
+        logged = [k for k, s in enumerate(sections) if s.operation_log and Path(s.operation_log).name == name]
+        _add_ops(sections, logged[0] if logged else 0, rows)
+
+
+def _result(
+    version: str | None,
+    succeeded: bool,
+    compile_ms: int | None,
+    returncode: int | None,
+    sections: list[CompileSegment],
+    errors: list[str],
+) -> CompileResult:
+    """The document of what the compiler said: the last (or only) model's figures, every op row, the segments
+    when there are several (its command and outputs are filled in by :func:`compile_model`)."""
+    m = sections[-1] if sections else NO_SEGMENT
+    ops = tuple(r for s in sections for r in s.ops)
+    per_status: dict[str, int] = {}
+    for r in ops:
+        per_status[r.status] = per_status.get(r.status, 0) + r.count
+    return CompileResult(
+        version,
+        succeeded,
+        compile_ms,
+        returncode,
+        (),
+        m.input_model,
+        m.input_size_bytes,
+        m.output_model,
+        m.output_size_bytes,
+        m.on_chip_used_bytes,
+        m.on_chip_remaining_bytes,
+        m.off_chip_used_bytes,
+        m.subgraphs,
+        m.total_ops,
+        m.edgetpu_ops,
+        m.cpu_ops,
+        freeze(per_status),
+        ops,
+        tuple(sections) if len(sections) > 1 else (),
+        (),
+        tuple(errors),
+    )
 
 
 # ------------------------------------------------------------------------------- known failures
@@ -468,7 +461,7 @@ def compile_model(
     runner: Runner = run_subprocess,
     report: Reporter = SILENT,
     multiple_subgraphs: bool = False,
-) -> CompileReport:
+) -> CompileResult:
     """Compile ``model`` with the real edgetpu_compiler; outputs land in ``out_dir`` only on success.
 
     ``min_runtime`` None leaves the Edge TPU runtime to target at the compiler's default.
@@ -495,10 +488,8 @@ def compile_model(
     try:
         argv = job.argv(work, model, min_runtime, segments, search_delegate, timeout, multiple_subgraphs)
         result, produced = _run(job, argv, model, work, segments, timeout, report)
-        _fill_op_tables(result, work, produced)
         publish([work / n for n in produced], [out / n for n in produced])  # all or none
-        result.outputs.extend(str(out / n) for n in produced)
-        return result
+        return replace(result, outputs=tuple(str(out / n) for n in produced))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -580,9 +571,9 @@ def _find_compiler(
 
 def _run(
     job: _Compiler, argv: list[str], model: Path, work: Path, segments: int | None, timeout: float, report: Reporter
-) -> tuple[CompileReport, list[str]]:
-    """Run the compiler and read what it said: (the report, the files it wrote into ``work``); a CompilerError
-    (with the report) when it failed or wrote no model."""
+) -> tuple[CompileResult, list[str]]:
+    """Run the compiler and read what it said (and the op tables of its .log files, when stdout had none): (the
+    result, the files it wrote into ``work``); a CompilerError (with what it said) when it failed or wrote no model."""
     report.status(f"running edgetpu_compiler {job.version} on {model.name} (stopped after {timeout:g} s)...")
     # The compiler enforces its own timeout (v16); ours is the backstop, a little later.
     try:
@@ -592,39 +583,31 @@ def _run(
             f"edgetpu_compiler did not finish within --timeout {timeout:g} s and was stopped", TIMEOUT_HINT
         ) from None
     text = res.stdout + ("\n" + res.stderr if res.stderr else "")
-    result = parse_compiler_output(text, res.returncode)
-    result.command = res.command or argv
-    result.compiler_version = result.compiler_version or job.version
+    said = parse_compiler_output(text, res.returncode)
+    said = replace(said, command=tuple(res.command or argv), compiler_version=said.compiler_version or job.version)
     produced = [n for n in output_names(model, segments) if (work / n).is_file()]
-    if not result.succeeded or not any(n.endswith(".tflite") for n in produced):
-        raise _failure(result, text, res.returncode, job.path, model)
-    return result, produced
+    if not said.succeeded or not any(n.endswith(".tflite") for n in produced):
+        raise _failure(said, text, res.returncode, job.path, model)
+    if not said.ops:
+        logs = {n: (work / n).read_text(errors="replace") for n in produced if n.endswith(".log")}
+        said = replace(
+            parse_compiler_output(text, res.returncode, logs),
+            command=said.command,
+            compiler_version=said.compiler_version,
+        )
+    return said, produced
 
 
-def _fill_op_tables(result: CompileReport, work: Path, produced: list[str]) -> None:
-    """Fill in the op table from the .log files the compiler wrote, when stdout had none."""
-    if result.ops:
-        return
-    for n in produced:
-        if n.endswith(".log"):
-            _, _, _, rows = parse_operation_log((work / n).read_text(errors="replace"))
-            target = next((s for s in result.sections if s.operation_log and Path(s.operation_log).name == n), None)
-            (target or (result.sections[0] if result.sections else _new_section(result))).ops.extend(rows)
-
-
-def _failure(report: CompileReport, text: str, returncode: int, compiler: str, model: Path) -> CompilerError:
+def _failure(said: CompileResult, text: str, returncode: int, compiler: str, model: Path) -> CompilerError:
     """Why a compile failed or wrote no model: a known failure and its fix, else the compiler's own words; the
-    error carries what the compiler said (its ``report``, a CompilerOutput: ``compile --json`` shows it)."""
-    from edgekit.results import CompilerOutput
-
-    said = CompilerOutput.of_report(report)
+    error carries what the compiler ``said`` as its ``report`` (``compile --json`` shows it)."""
     known = diagnose(text)
     if known:
         return CompilerError(*known, report=said)
     if "timeout period" in text and "completed within timeout period" not in text:
         return CompilerTimeout("edgetpu_compiler stopped at its own timeout", TIMEOUT_HINT, report=said)
     if returncode != 0:
-        last = report.errors[-3:] or text.strip().splitlines()[-1:] or ["no output"]
+        last = list(said.errors[-3:]) or text.strip().splitlines()[-1:] or ["no output"]
         return CompilerError(
             f"edgetpu_compiler failed (exit {returncode}): {' | '.join(last)}",
             "run `edgekit check` on the model to see what the compiler cannot take",
@@ -632,8 +615,8 @@ def _failure(report: CompileReport, text: str, returncode: int, compiler: str, m
         )
     return CompilerError(
         "edgetpu_compiler reported success but wrote no model"
-        if report.succeeded
-        else "edgetpu_compiler did not succeed: " + (" | ".join(report.errors[-3:]) or "no reason given"),
+        if said.succeeded
+        else "edgetpu_compiler did not succeed: " + (" | ".join(said.errors[-3:]) or "no reason given"),
         f"run `edgekit check` on the model; `{shlex.quote(compiler)} -s {shlex.quote(str(model))}` shows the "
         "compiler's full output",
         report=said,
@@ -662,7 +645,7 @@ def disagreements(predicted: dict[str, Counter], actual: dict[str, Counter]) -> 
 
 
 def check_disagreements(
-    cpu_model: ModelInfo, prediction: CheckResult, report: CompileReport, segments: int | None = None
+    cpu_model: ModelInfo, prediction: CheckResult, report: CompileResult, segments: int | None = None
 ) -> list[str]:
     """Where ``edgekit check``'s prediction differed from what the compiler did with ``cpu_model``.
 

@@ -82,12 +82,6 @@ class CompilerPlacement(Record):
     log_memory: Mapping[str, int | None]  # on_chip_used_bytes, off_chip_used_bytes (the log may not say)
     edgetpu: tuple[PackageSummary, ...]  # each Edge TPU package's summary
 
-    @classmethod
-    def of_ledger(cls, document: Mapping[str, Any]) -> CompilerPlacement:
-        """From a ledger pair's JSON, which also holds the ledger row's columns and the model's sha256."""
-        names = {f.name for f in fields(cls)}
-        return cls.from_dict({k: v for k, v in document.items() if k in names})
-
 
 def placement(cpu: ModelInfo, compiled: ModelInfo, log_text: str | None = None) -> CompilerPlacement:
     """What the compiler did with ``cpu``: read from the compiled model (and its log, when given)."""
@@ -102,9 +96,7 @@ def placement(cpu: ModelInfo, compiled: ModelInfo, log_text: str | None = None) 
         edgetpu_ops=freeze(dict(sorted((+split["edgetpu"]).items()))),
         compiler_version=(log.compiler_version if log else None) or (versions[0] if versions else None),
         log_ops=tuple((r.operator, r.count, r.status) for r in log.ops) if log else (),
-        log_memory=freeze(
-            {k: getattr(log.main, k) for k in ("on_chip_used_bytes", "off_chip_used_bytes")} if log else {}
-        ),
+        log_memory=freeze({k: getattr(log, k) for k in ("on_chip_used_bytes", "off_chip_used_bytes")} if log else {}),
         edgetpu=tuple(p.summary() for p in compiled.edgetpu_packages),
     )
 
@@ -275,12 +267,15 @@ def read_ledger(folder: Path) -> list[dict[str, str]]:
 
 
 def ledger_pairs(folder: Path) -> list[tuple[dict[str, str], ModelInfo, CompilerPlacement]]:
-    """(ledger row, weightless CPU model, placement) for every row of ``folder/SOURCES.tsv``."""
+    """(ledger row, weightless CPU model, placement) for every row of ``folder/SOURCES.tsv``; a pair's JSON file is
+    the ledger row's columns, the model's sha256 and the placement's document, of which the placement is read."""
     out = []
+    names = {f.name for f in fields(CompilerPlacement)}
     for row in read_ledger(folder):
         gz, placement_json = pair_files(folder, row)
         cpu = tflite_model.ModelInfo.from_bytes(gzip.decompress(gz.read_bytes()), f"{row['repo']}/{row['model_path']}")
-        out.append((row, cpu, CompilerPlacement.of_ledger(json.loads(placement_json.read_text()))))
+        pair = json.loads(placement_json.read_text())
+        out.append((row, cpu, CompilerPlacement.from_dict({k: v for k, v in pair.items() if k in names})))
     return out
 
 

@@ -6,7 +6,7 @@ prints without ``--json``. Verdicts, targets and confidences are ``str`` Enums, 
 == "full"`` holds as well as ``result.verdict is Verdict.FULL``. Every block of a document is a record
 of its own (a quantize run's calibration is a :class:`Calibration`, its preprocessing a
 :class:`Preprocess`), and a block that several commands write is one type: the preprocessing
-(:class:`SpecRecord` plus where it came from), a detector's layout (:class:`DetectLayout`, in detect's
+(:class:`PreprocessSpec` plus where it came from), a detector's layout (:class:`DetectLayout`, in detect's
 result and in quantize's detector verification). Only plain name-to-number maps (a layout's roles, the
 counts of a verification's sources) stay mappings, read-only.
 
@@ -35,7 +35,7 @@ _WHERE = {
     "DetectLayout": "detect",
     "DetectResult": "detect",
     # the preprocessing block quantize, train and evaluate share (each adds where it came from)
-    "SpecRecord": "preprocess",
+    "PreprocessSpec": "preprocess",
     # check
     "Verdict": "check",
     "Target": "check",
@@ -71,7 +71,6 @@ _WHERE = {
     # compile
     "CompileOp": "compile",
     "CompileSegment": "compile",
-    "CompilerOutput": "compile",
     "CompileResult": "compile",
     # quantize
     "Decision": "quantize",
@@ -102,7 +101,6 @@ _WHERE = {
     "BundleVersions": "build",
     "BundleSource": "build",
     "BundleCheck": "build",
-    "BundleCompile": "build",
     "BundleReports": "build",
     "ClassifierAccuracy": "build",
     "DetectorAccuracy": "build",

@@ -14,9 +14,9 @@ from typing import Any
 
 from edgekit.records import Record
 from edgekit.results.check import CheckDigest, CheckResult
-from edgekit.results.compile import CompilerOutput
+from edgekit.results.compile import CompileResult
 from edgekit.results.evaluate import DetectionEvaluateResult, EvaluateResult
-from edgekit.results.preprocess import SpecRecord
+from edgekit.results.preprocess import PreprocessSpec
 from edgekit.results.quantize import DetectionVerification, ModelOutput, QuantizeResult, edgetpu_lines
 
 #: manifest.json's format and its version: the values :mod:`edgekit.board.manifest` (which cannot import this module
@@ -37,16 +37,6 @@ class BundleFile(Record):
     path: str
     sha256: str
     size_bytes: int
-
-
-@dataclass(frozen=True)
-class BundlePreprocess(SpecRecord):
-    """The preprocessing a bundle's model takes: :meth:`edgekit.board.preprocess.PreprocessSpec.to_dict`, which the
-    board reads back with ``PreprocessSpec.from_dict`` (mean and std as numbers with a point, as that writes them)."""
-
-    def __post_init__(self) -> None:
-        object.__setattr__(self, "mean", tuple(float(v) for v in self.mean))
-        object.__setattr__(self, "std", tuple(float(v) for v in self.std))
 
 
 @dataclass(frozen=True)
@@ -93,15 +83,9 @@ class BundleCheck(CheckResult):
 
 
 @dataclass(frozen=True)
-class BundleCompile(CompilerOutput):
-    """The compiler's report, as the manifest records it: what it said (no comparison with check's prediction,
-    which only ``edgekit compile`` adds)."""
-
-
-@dataclass(frozen=True)
 class BundleReports(Record):
     check: BundleCheck | None
-    compile: BundleCompile | None  # None: not compiled here
+    compile: CompileResult | None  # None: not compiled here (what the compiler said: no comparison with check)
 
 
 @dataclass(frozen=True)
@@ -143,7 +127,7 @@ class BundleManifest(Record):
     models: BundleModels
     labels: str | None
     files: tuple[BundleFile, ...]
-    preprocess: BundlePreprocess
+    preprocess: PreprocessSpec  # what the board reads back (PreprocessSpec.read)
     input: BundleInput
     versions: BundleVersions
     reports: BundleReports
@@ -156,7 +140,7 @@ class BundleManifest(Record):
         *,
         models: BundleModels,
         labels: str | None,
-        preprocess: Any,
+        preprocess: PreprocessSpec,
         input: BundleInput,
         versions: BundleVersions,
         reports: BundleReports,
@@ -166,10 +150,7 @@ class BundleManifest(Record):
     ) -> BundleManifest:
         """A manifest made now, its ``files`` left to :func:`edgekit.pipeline.build.write_bundle` (which fills them in
         from what it writes, and refuses what :func:`edgekit.board.manifest.check_manifest` would: a compiled model
-        not named after the CPU model, a file not listed). ``preprocess``: a
-        :class:`~edgekit.board.preprocess.PreprocessSpec`, or its record."""
-        if not isinstance(preprocess, BundlePreprocess):
-            preprocess = BundlePreprocess.of_spec(preprocess)
+        not named after the CPU model, a file not listed)."""
         return cls(
             FORMAT,
             FORMAT_VERSION,

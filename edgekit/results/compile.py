@@ -1,24 +1,17 @@
 """``edgekit compile``: what edgetpu_compiler said, parsed.
 
-:func:`edgekit.edgetpu.compiler.compile_model` fills a
-:class:`~edgekit.edgetpu.compiler.CompileReport` as it reads the compiler's output; the
-records here are its document (:meth:`CompilerOutput.of_report`).
+:func:`edgekit.edgetpu.compiler.compile_model` returns a :class:`CompileResult` as it reads the compiler's output:
+the same record is ``compile --json``, a bundle manifest's ``compile`` and a failed compile's ``report``.
 """
 
 from __future__ import annotations
 
-import dataclasses
-from collections.abc import Mapping, Sequence
+from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeVar
 
-from edgekit.records import Record, freeze
+from edgekit.records import Record
 from edgekit.results.words import format_table, mib
-
-if TYPE_CHECKING:
-    from edgekit.edgetpu.compiler import CompileReport, ModelSection
-
-C = TypeVar("C", bound="CompilerOutput")
 
 
 @dataclass(frozen=True)
@@ -52,29 +45,17 @@ class CompileSegment(Record):
     operation_log: str | None
     ops: tuple[CompileOp, ...]
 
-    @classmethod
-    def of_section(cls, s: ModelSection) -> CompileSegment:
-        return cls(
-            s.input_model,
-            s.input_size_bytes,
-            s.output_model,
-            s.output_size_bytes,
-            s.on_chip_used_bytes,
-            s.on_chip_remaining_bytes,
-            s.off_chip_used_bytes,
-            s.subgraphs,
-            s.total_ops,
-            s.edgetpu_ops,
-            s.cpu_ops,
-            s.operation_log,
-            tuple(s.ops),
-        )
+
+#: A model the compiler printed nothing about (yet): what the parser starts each one from.
+NO_SEGMENT = CompileSegment(*(None,) * 12, ())
 
 
 @dataclass(frozen=True)
-class CompilerOutput(Record):
+class CompileResult(Record):
     """What one run of edgetpu_compiler said, parsed: the last (or only) model's figures, every op table row, and
-    each segment's figures when it wrote more than one model (what build's manifest records as ``compile``)."""
+    each segment's figures when it wrote more than one model. ``check_disagreements``: where the offline check
+    predicted otherwise (``edgekit compile --json``); None where not compared, and then left out of the document
+    (what a bundle's manifest records as ``compile``, and a failed compile's ``report``)."""
 
     compiler_version: str | None
     succeeded: bool
@@ -97,50 +78,20 @@ class CompilerOutput(Record):
     segments: tuple[CompileSegment, ...]
     outputs: tuple[str, ...]
     errors: tuple[str, ...]
-
-    @classmethod
-    def of_report(cls: type[C], report: CompileReport) -> C:
-        m = report.main
-        segments: Sequence[ModelSection] = report.sections if len(report.sections) > 1 else ()
-        return cls(
-            report.compiler_version,
-            report.succeeded,
-            report.compile_ms,
-            report.returncode,
-            tuple(report.command),
-            m.input_model,
-            m.input_size_bytes,
-            m.output_model,
-            m.output_size_bytes,
-            m.on_chip_used_bytes,
-            m.on_chip_remaining_bytes,
-            m.off_chip_used_bytes,
-            m.subgraphs,
-            m.total_ops,
-            m.edgetpu_ops,
-            m.cpu_ops,
-            freeze(report.ops_per_status()),
-            tuple(report.ops),
-            tuple(CompileSegment.of_section(s) for s in segments),
-            tuple(report.outputs),
-            tuple(report.errors),
-        )
-
-
-@dataclass(frozen=True)
-class CompileResult(CompilerOutput):
-    """``edgekit compile --json``: what edgetpu_compiler said, parsed; ``check_disagreements``: where the
-    offline check predicted otherwise (None when not compared)."""
-
     check_disagreements: tuple[str, ...] | None = None
 
-    @classmethod
-    def of_report(cls, report: CompileReport, check_disagreements: Sequence[str] | None = None) -> CompileResult:
-        """The document of ``report``, with where check's prediction disagreed (None: not compared)."""
-        return dataclasses.replace(
-            super().of_report(report),
-            check_disagreements=None if check_disagreements is None else tuple(check_disagreements),
-        )
+    def to_dict(self) -> dict:
+        doc = super().to_dict()
+        if self.check_disagreements is None:
+            del doc["check_disagreements"]
+        return doc
+
+    def split_by_type(self) -> dict[str, Counter[str]]:
+        """{"edgetpu": Counter(op -> n), "cpu": Counter(...)} from the operation table."""
+        out: dict[str, Counter[str]] = {"edgetpu": Counter(), "cpu": Counter()}
+        for r in self.ops:
+            out["edgetpu" if r.mapped else "cpu"][r.operator] += r.count
+        return out
 
     def render_text(self) -> str:
         def size(n: int | None) -> str:

@@ -1,5 +1,4 @@
-"""``edgekit cut``: a YOLO detector cut before its decode (the document of
-:class:`edgekit.detection.cut.Cut`)."""
+"""``edgekit cut``: a YOLO detector cut before its decode (what :func:`edgekit.detection.cut.cut` returns)."""
 
 from __future__ import annotations
 
@@ -45,11 +44,6 @@ class CutResult(Record):
     reg_max: int
     num_classes: int
     check: CutCheck
-
-    @classmethod
-    def of_cut(cls, cut: object) -> CutResult:
-        """From :class:`edgekit.detection.cut.Cut` (what the converter did)."""
-        return cls.from_dict(cut.to_dict())  # type: ignore[attr-defined]
 
     def render_text(self) -> str:
         lines = [

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from edgekit.records import Record
 from edgekit.results.classify import ImageError
 from edgekit.results.metrics import LimitTest
-from edgekit.results.preprocess import SpecRecord
+from edgekit.results.preprocess import PreprocessSpec
 
 
 @dataclass(frozen=True)
@@ -24,9 +24,9 @@ class ClassAccuracy(Record):
     precision: float | None = None
 
 
-@dataclass(frozen=True)
-class Preprocessing(SpecRecord):
-    """The preprocessing images went through (:class:`edgekit.board.preprocess.PreprocessSpec`'s document) and where it
+@dataclass(frozen=True, kw_only=True)
+class Preprocessing(PreprocessSpec):
+    """The preprocessing images went through and where it
     came from (``source``: recorded with the model, derived from its input, or the flags)."""
 
     source: str

@@ -14,7 +14,7 @@ from edgekit.results.check import CheckDigest, CheckResult
 from edgekit.results.detect import DetectLayout
 from edgekit.results.inspect import OpCount
 from edgekit.results.metrics import Chance
-from edgekit.results.preprocess import SpecRecord
+from edgekit.results.preprocess import PreprocessSpec
 
 
 class Decision(str, enum.Enum):
@@ -267,10 +267,10 @@ def render_search(search: PreprocessSearch) -> str:
     return search.render_text()
 
 
-@dataclass(frozen=True)
-class Preprocess(SpecRecord):
-    """The preprocessing spec recorded (:meth:`edgekit.board.preprocess.PreprocessSpec.to_dict`), where it came from,
-    and the search that settled it (None when the flags, the record or the model did)."""
+@dataclass(frozen=True, kw_only=True)
+class Preprocess(PreprocessSpec):
+    """The preprocessing spec recorded, where it came from, and the search that settled it (None when the flags, the
+    record or the model did)."""
 
     origin: str
     description: str

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from edgekit.records import Record
-from edgekit.results.preprocess import SpecRecord
+from edgekit.results.preprocess import PreprocessSpec
 
 
 @dataclass(frozen=True)
@@ -19,10 +19,9 @@ class TrainData(Record):
     validation_samples: int
 
 
-@dataclass(frozen=True)
-class TrainPreprocess(SpecRecord):
-    """The preprocessing recorded with the model (:meth:`edgekit.board.preprocess.PreprocessSpec.to_dict`) and its
-    description."""
+@dataclass(frozen=True, kw_only=True)
+class TrainPreprocess(PreprocessSpec):
+    """The preprocessing recorded with the model and its description."""
 
     description: str
 

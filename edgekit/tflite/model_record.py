@@ -56,7 +56,7 @@ class ModelRecord:
         if labels is not None and not (isinstance(labels, list) and all(isinstance(x, str) for x in labels)):
             raise InputError(f"{source}: edgekit record has malformed labels", RECORD_HINT)
         try:
-            return cls(PreprocessSpec.from_dict(spec) if spec else None, labels, d)
+            return cls(PreprocessSpec.read(spec) if spec else None, labels, d)
         except InputError as exc:
             raise InputError(f"{source}: {exc.message}", exc.hint or RECORD_HINT) from None
 

@@ -23,7 +23,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import IO, Any
 
@@ -687,7 +687,7 @@ def _result(
         arch=opts.arch,
         labels=tuple(data.class_names),
         data=TrainData(opts.data, data.kind, len(data.class_names), int(len(plan.train_idx)), int(len(plan.val_idx))),
-        preprocess=TrainPreprocess.of_spec(spec, spec.describe()),
+        preprocess=TrainPreprocess(**asdict(spec), description=spec.describe()),
         strategy=dist.choice.summary(),
         batch_per_replica=opts.batch_size,
         global_batch=dist.global_batch,

@@ -25,7 +25,7 @@ from edgekit.detection.cut import cut_decode
 from edgekit.edgetpu.compatibility import check_model
 from edgekit.errors import EdgekitError
 from edgekit.tflite import model as tflite_model
-from edgekit.tflite.yolo_head import find_yolo_head
+from edgekit.tflite.yolo_head import find_yolo_head, image_size
 from tests.conftest import TESTDATA, shared_file
 
 YOLO = "detection/ppe_yolov8n_full_integer_quant.tflite"
@@ -159,7 +159,7 @@ def test_the_cut_model_detects_what_the_uncut_one_does(yolo, image):
         np.stack([full[0] - full[2] / 2, full[1] - full[3] / 2, full[0] + full[2] / 2, full[1] + full[3] / 2], 1) * 640
     )
     ref_scores = full[4:].T
-    boxes, scores = _oracle_decode(_run(cut, x), result.head.strides)
+    boxes, scores = _oracle_decode(_run(cut, x), result.strides)
     step = tflite_model.ModelInfo.from_bytes(data).outputs[0].quantization.scale
     assert np.abs(scores - ref_scores).max() <= 2 * step
     hit = ref_scores.max(1) > 0.25
@@ -404,7 +404,7 @@ def test_every_shipped_head_is_found_by_structure_and_cut_to_a_full_model(kind):
     uncut_cpu = {v.index for v in check_model(info).ops if v.target == "cpu"} - set(head.decode_ops)
     assert check_model(cut_info).summary.cpu_ops == len(uncut_cpu) == (2 if spec.get("litert") else 0)
     assert result.ops_after < result.ops_before
-    assert [o["role"] for o in result.outputs] == [f"{k}@{s}" for s in strides for k in ("boxes", "scores")]
+    assert [o.role for o in result.outputs] == [f"{k}@{s}" for s in strides for k in ("boxes", "scores")]
     layout = json.loads(cut_info.metadata["edgekit"])["detection"]["layout"]
     assert (layout["reg_max"], layout["input_hw"], layout["num_classes"]) == (head.reg_max, [h, w], head.num_classes)
 
@@ -480,10 +480,10 @@ def test_nothing_is_written_before_the_result_stands(tmp_path, monkeypatch):
     src = tmp_path / "y.tflite"
     src.write_bytes(tiny_yolo())
 
-    def broken(cls, cut):
+    def broken(self):
         raise RuntimeError("rendering failed")
 
-    monkeypatch.setattr(results_cut.CutResult, "of_cut", classmethod(broken))
+    monkeypatch.setattr(results_cut.CutResult, "render_text", broken)
     with pytest.raises(RuntimeError):
         api.cut(src, output=tmp_path / "c.tflite")
     assert not (tmp_path / "c.tflite").exists()
@@ -716,14 +716,13 @@ def _cut_agrees_with_the_uncut_decode(data: bytes, image: np.ndarray, boxes: boo
     from edgekit.board.decode import decode_split_dfl
 
     cut, result = cut_decode(data)
-    head = result.head
-    h, w = head.input_hw
+    h, w = image_size(tflite_model.ModelInfo.from_bytes(data).inputs[0].shape)  # what the head was found at
     full = _invoke(data, image)[0][0]
-    full = full if full.shape[0] == 4 + head.num_classes else full.T  # [4 + nc, N]
+    full = full if full.shape[0] == 4 + result.num_classes else full.T  # [4 + nc, N]
     xy, wh = full[:2].T * (w, h), full[2:4].T * (w, h)
     ref_boxes, ref_scores = np.concatenate([xy - wh / 2, xy + wh / 2], 1), full[4:].T
     outs = _invoke(cut, image)
-    got = decode_split_dfl(outs[0::2], outs[1::2], head.input_hw, head.strides, head.reg_max, True)
+    got = decode_split_dfl(outs[0::2], outs[1::2], (h, w), result.strides, result.reg_max, True)
     q = tflite_model.ModelInfo.from_bytes(data).outputs[0].quantization
     step = max(q.scale if q is not None else 0.0, 1 / 256)  # the uncut int8 sigmoid's own step at least
     assert np.abs(got.scores - ref_scores.max(1)).max() <= 4 * step

@@ -16,6 +16,7 @@ import shutil
 import stat
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,7 +27,6 @@ from edgekit.edgetpu import compiler as etc
 from edgekit.edgetpu.compatibility import check_model
 from edgekit.errors import CompilerError, InputError, MissingDependencyError
 from edgekit.report import Collector
-from edgekit.results.compile import CompilerOutput
 from edgekit.tflite import model as tflite_model
 from tests.conftest import shared_file
 from tests.helpers import default_stop_signals
@@ -63,8 +63,7 @@ def test_parse_size_refuses_other_text(text):
 
 
 def test_v16_partial_mapping_stdout():
-    r = etc.parse_compiler_output(fixture("v16_partial_yolov5s_224_stdout.txt"), returncode=0)
-    m = r.main
+    r = m = etc.parse_compiler_output(fixture("v16_partial_yolov5s_224_stdout.txt"), returncode=0)
     assert r.compiler_version == "16.0.384591198" and r.succeeded and r.compile_ms == 3173
     assert (m.input_model, m.output_model) == ("yolov5s-int8-224.tflite", "yolov5s-int8-224_edgetpu.tflite")
     assert m.input_size_bytes == etc.parse_size("7.37MiB") and m.output_size_bytes == etc.parse_size("8.34MiB")
@@ -74,9 +73,8 @@ def test_v16_partial_mapping_stdout():
         etc.parse_size("1.70MiB"),
     )
     assert (m.subgraphs, m.total_ops, m.edgetpu_ops, m.cpu_ops) == (2, 294, 289, 5)
-    assert m.operation_log == "yolov5s-int8-224_edgetpu.log"
-    assert len(r.ops) == 17
-    per = r.ops_per_status()
+    assert len(r.ops) == 17 and r.segments == ()  # one model: its figures are the document's own
+    per = r.ops_per_status
     # the table agrees with the summary lines the compiler printed above it
     assert per["Mapped to Edge TPU"] == 289 and sum(per.values()) - 289 == 5
     split = r.split_by_type()
@@ -88,8 +86,8 @@ def test_v16_full_mapping_log_and_v15_logs():
     assert (version, inp, out) == ("16.0.384591198", "yolov5s-int8.tflite", "yolov5s-int8_edgetpu.tflite")
     assert len(rows) == 11 and all(r.mapped for r in rows) and sum(r.count for r in rows) == 262
     v15 = etc.parse_compiler_output(fixture("v15_partial_yolov5s_stdout.txt"))
-    assert v15.compiler_version == "15.0.340273435" and v15.succeeded and v15.main.total_ops == 294
-    assert sum(r.count for r in v15.ops) == 294 and v15.ops_per_status()["Mapped to Edge TPU"] == 1
+    assert v15.compiler_version == "15.0.340273435" and v15.succeeded and v15.total_ops == 294
+    assert sum(r.count for r in v15.ops) == 294 and v15.ops_per_status["Mapped to Edge TPU"] == 1
     assert ("STRIDED_SLICE", 4, "Only Strided-Slice with unitary strides supported") in [
         (r.operator, r.count, r.status) for r in v15.ops
     ]
@@ -98,19 +96,19 @@ def test_v16_full_mapping_log_and_v15_logs():
 def test_older_console_formats():
     v15 = etc.parse_compiler_output(fixture("v15_partial_stdout.txt"))
     assert v15.compiler_version == "15.0.340273435" and v15.succeeded
-    assert (v15.main.edgetpu_ops, v15.main.cpu_ops, v15.main.off_chip_used_bytes) == (117, 48, 0)
-    assert v15.main.output_model == "./EdgeTPU/model_edgetpu.tflite" and v15.ops == []
+    assert (v15.edgetpu_ops, v15.cpu_ops, v15.off_chip_used_bytes) == (117, 48, 0)
+    assert v15.output_model == "./EdgeTPU/model_edgetpu.tflite" and v15.ops == ()
     v14 = etc.parse_compiler_output(fixture("v14_no_subgraph_stdout_excerpt.txt"))
-    assert v14.compiler_version == "14.1.317412892" and v14.succeeded and v14.main.subgraphs == 0
-    assert v14.main.total_ops == 42 and v14.compile_ms == 70
+    assert v14.compiler_version == "14.1.317412892" and v14.succeeded and v14.subgraphs == 0
+    assert v14.total_ops == 42 and v14.compile_ms == 70
     v2 = etc.parse_compiler_output(fixture("v2_1_partial_stdout_excerpt.txt"))
-    assert v2.compiler_version == "2.1.302470888" and v2.main.on_chip_remaining_bytes == etc.parse_size("7.75KiB")
+    assert v2.compiler_version == "2.1.302470888" and v2.on_chip_remaining_bytes == etc.parse_size("7.75KiB")
     assert [r.status for r in v2.ops].count("More than one subgraph is not supported") == 2
 
 
 def test_search_delegate_output():
     r = etc.parse_compiler_output(fixture("v16_full_search_delegate_stdout_excerpt.txt"))
-    assert r.succeeded and r.attempts == 1 and r.main.off_chip_used_bytes == etc.parse_size("41.75KiB")
+    assert r.succeeded and r.off_chip_used_bytes == etc.parse_size("41.75KiB")
     assert all(row.mapped for row in r.ops)
 
 
@@ -334,8 +332,8 @@ def test_op_table_from_the_log_when_stdout_has_none(standin, tmp_path):
     report = etc.compile_model(model, tmp_path / "out")
     _, _, _, rows = etc.parse_operation_log(log.read_text())
     assert [(r.operator, r.count, r.status) for r in report.ops] == [(r.operator, r.count, r.status) for r in rows]
-    doc = CompilerOutput.of_report(report).to_dict()
-    assert (doc["edgetpu_ops"], doc["cpu_ops"]) == (230, 25)
+    doc = report.to_dict()
+    assert (doc["edgetpu_ops"], doc["cpu_ops"]) == (230, 25) and "check_disagreements" not in doc
 
 
 def test_segments_are_all_moved_into_place(standin, model_copy, tmp_path):
@@ -541,10 +539,12 @@ def test_the_op_table_of_a_real_log_is_rendered():
     from edgekit.results import CompileResult
 
     report = etc.parse_compiler_output(fixture("v16_partial_yolov5s_224_stdout.txt"), 0)
-    doc = CompilerOutput.of_report(report).to_dict()
-    assert set(doc["ops"][0]) == {"operator", "count", "status"}
-    assert CompileResult.from_dict({**doc, "check_disagreements": None}) == CompileResult.of_report(report)
-    text = CompileResult.of_report(report).render_text()
+    doc = report.to_dict()
+    assert set(doc["ops"][0]) == {"operator", "count", "status"} and "check_disagreements" not in doc
+    assert CompileResult.from_dict({**doc, "check_disagreements": None}) == report == CompileResult.from_dict(doc)
+    compared = replace(report, check_disagreements=("CONV_2D: ...",))
+    assert CompileResult.from_dict(compared.to_dict()) == compared
+    text = report.render_text()
     assert "Operator                       Count      Status" in text and "yolov5s-int8-224.tflite" in text
 
 

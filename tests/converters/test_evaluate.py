@@ -158,7 +158,7 @@ def test_the_text_lists_only_classes_whose_accuracy_changed():
                 "version": 1,
                 "width": 8,
                 "height": 8,
-                "channels": "rgb",
+                "channels": "RGB",
                 "resize": "lanczos",
                 "mean": [0.0],
                 "std": [1.0],
