@@ -42,9 +42,6 @@ class BBox(Record):
     def scale(self, sx: float, sy: float) -> BBox:
         return BBox(self.xmin * sx, self.ymin * sy, self.xmax * sx, self.ymax * sy)
 
-    def rounded(self, digits: int) -> BBox:
-        return BBox(*(round(v, digits) for v in (self.xmin, self.ymin, self.xmax, self.ymax)))
-
 
 @dataclass(frozen=True)
 class Object(Record):
@@ -59,14 +56,26 @@ class Object(Record):
 
     def to_dict(self, width: Optional[int] = None, height: Optional[int] = None) -> Dict[str, Any]:
         """The document's key order (id, label, score, bbox); ``bbox`` to 2 decimals, and ``bbox_normalized`` (to 6,
-        from that box) when the object holds it or its image's size is given."""
-        shown = self.bbox.rounded(2)
-        d = {"id": self.id, "label": self.label, "score": round(self.score, 6), "bbox": shown.to_dict()}
-        normalized = self.bbox_normalized
-        if normalized is None and width and height:
-            normalized = shown.scale(1.0 / width, 1.0 / height).rounded(6)
-        if normalized is not None:
-            d["bbox_normalized"] = normalized.to_dict()
+        from that box) when the object holds it or its image's size is given. Written out, no record made on the
+        way: the board writes this for every object of every image."""
+        b = self.bbox
+        x0, y0, x1, y1 = round(b.xmin, 2), round(b.ymin, 2), round(b.xmax, 2), round(b.ymax, 2)
+        d = {
+            "id": self.id,
+            "label": self.label,
+            "score": round(self.score, 6),
+            "bbox": {"xmin": x0, "ymin": y0, "xmax": x1, "ymax": y1},
+        }
+        if self.bbox_normalized is not None:
+            d["bbox_normalized"] = self.bbox_normalized.to_dict()
+        elif width and height:
+            sx, sy = 1.0 / width, 1.0 / height
+            d["bbox_normalized"] = {
+                "xmin": round(x0 * sx, 6),
+                "ymin": round(y0 * sy, 6),
+                "xmax": round(x1 * sx, 6),
+                "ymax": round(y1 * sy, 6),
+            }
         return d
 
     def line(self) -> str:
