@@ -26,8 +26,8 @@ _LAZY = {
     "Model": "edgekit.api",
     # the small records a user handles: a class score (classify) and a detected object with its box (detect)
     "Class": "edgekit.results",
-    "Object": "edgekit.board.decode",
-    "BBox": "edgekit.board.decode",
+    "Object": "edgekit.results",
+    "BBox": "edgekit.results",
     "Verdict": "edgekit.results",
     "Target": "edgekit.results",
     "Confidence": "edgekit.results",

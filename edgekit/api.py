@@ -35,7 +35,6 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
     import numpy as np
     import onnx
 
-    from edgekit.board.decode import Object
     from edgekit.results import (
         BenchmarkResult,
         CallTiming,
@@ -50,6 +49,7 @@ if TYPE_CHECKING:  # pragma: no cover - each function imports its own result typ
         DoctorResult,
         EvaluateResult,
         InspectResult,
+        Object,
         QuantizeResult,
         Timing,
         TrainResult,
@@ -403,7 +403,7 @@ class Model:
         channels: str = "RGB",
         scale: Optional[float] = None,
     ) -> list[Object]:
-        """The objects in one image, best first, as :class:`~edgekit.board.decode.Object` records (``id``, ``score``,
+        """The objects in one image, best first, as :class:`~edgekit.results.detect.Object` records (``id``, ``score``,
         ``label``, ``bbox`` in the image's own pixels), like pycoral's ``detect.get_objects``.
 
         ``image``: a file path, a PIL image or an HxWx3 uint8 array (HxW for a 1-channel model; any other value is an
@@ -714,10 +714,9 @@ def detect(
     with their boxes drawn. ``on``: an :class:`edgekit.devices.remote.SshTarget` (``model`` a bundle).
     """
     from edgekit.devices import detect as detect_mod
-    from edgekit.results import DetectResult
 
     with _for_board(model, on, report, labels, layout) as (model, labels):
-        report_ = detect_mod.detect(
+        return detect_mod.detect(
             [os.fsdecode(i) for i in images],
             model,
             device=device,
@@ -734,7 +733,6 @@ def detect(
             on=on,
             remote_path=remote_path,
         )
-    return DetectResult.of_report(report_)
 
 
 @contextlib.contextmanager

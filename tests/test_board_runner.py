@@ -96,6 +96,19 @@ from edgekit.results.classify import ClassifyResult
 doc = {"model": "m", "device": "cpu", "backend": "litert", "first_inference_ms": None, "errors": [{"image": "b",
        "error": "b: no such file"}], "results": [{"image": "a", "ms": 1.5, "top": [{"id": 3, "label": None, "score": 1}]}]}
 print("round-trip", ClassifyResult.from_dict(doc).to_dict() == doc)
+from edgekit.results.detect import DetectResult
+layout = {"kind": "yolo", "roles": {"output": 0}, "num_classes": 2, "input_hw": [32, 32], "boxes_normalized": True,
+          "scores_are_logits": None, "transposed": True, "reg_max": 16, "strides": [8, 16, 32], "letterbox": False,
+          "labels": None, "source": [], "options": {"b": 1, "a": 0.5}, "pixel_scaling": None,
+          "description": "yolo, 2 classes, normalized boxes, resized input"}
+box = {"xmin": 1.0, "ymin": 2.0, "xmax": 3.0, "ymax": 4.0}
+doc = {"model": "m", "device": "cpu", "backend": "litert", "layout": layout, "conf": 0.25, "iou": 0.45, "max_det": 9,
+       "first_inference_ms": 1.5, "errors": [], "notes": [], "results": [{"image": "a", "width": 10, "height": 20,
+       "invoke_ms": 1.0, "postprocess_ms": 0.5, "objects": [{"id": 1, "label": "dog", "score": 0.5, "bbox": box}]}]}
+again = DetectResult.from_dict(doc).to_dict()
+print("detect-round-trip", again["layout"]["options"] == {"a": 0.5, "b": 1} and again["results"][0]["objects"][0]
+      ["bbox_normalized"] == {"xmin": 0.1, "ymin": 0.1, "xmax": 0.3, "ymax": 0.2} and DetectResult.from_dict(again)
+      .to_dict() == again)
 """
 
 
@@ -115,9 +128,15 @@ def test_the_shipped_records_resolve_their_fields_on_the_boards_python():
     )
     assert proc.returncode == 0, proc.stderr
     said = dict(line.split() for line in proc.stdout.splitlines())
-    assert {"ClassifyResult", "BenchmarkResult", "round-trip"} <= set(said) and set(said.values()) == {"True"}, (
-        proc.stdout
-    )
+    expected = {
+        "ClassifyResult",
+        "BenchmarkResult",
+        "DetectResult",
+        "DetectionLayout",
+        "round-trip",
+        "detect-round-trip",
+    }
+    assert expected <= set(said) and set(said.values()) == {"True"}, proc.stdout
 
 
 def test_vermin_would_catch_newer_syntax(tmp_path):

@@ -3,6 +3,7 @@ real Ultralytics YOLOv8n export in ../shared/testdata/detection."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import subprocess
 from pathlib import Path
@@ -13,11 +14,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from edgekit.board import decode as detection
-from edgekit.board.decode import BBox, DetectionLayout, Geometry, Layout, Object
-from edgekit.board.detector import DetectReport
+from edgekit.board.decode import Geometry
 from edgekit.detection.layout import AmbiguousLayoutError, find_layout
 from edgekit.devices.detect import detect
 from edgekit.errors import InputError
+from edgekit.results.detect import BBox, DetectionLayout, DetectResult, Layout, Object
 from tests.conftest import shared_file
 from tests.detection_models import image_for, postprocess_model, save_png, slice_model, with_ultralytics_metadata
 
@@ -33,7 +34,7 @@ def run(tmp_path: Path, model: bytes, values, name: str = "m", input_scale=None,
     return detect([str(image)], path, **kw)
 
 
-def boxes_of(report: DetectReport):
+def boxes_of(report: DetectResult):
     return [
         (o.id, round(o.score, 2), tuple(round(v, 1) for v in o.bbox.to_dict().values()))
         for o in report.results[0].objects
@@ -293,6 +294,28 @@ def test_ambiguous_model_is_refused_with_candidates(tmp_path):
     assert info.value.exit_code == 3 and "--layout" in info.value.hint and "yolo" in str(info.value)
 
 
+def test_a_forced_layout_says_how_it_read_the_box_scale(tmp_path):
+    """--layout yolo on outputs the shapes do not single out (30 anchors, not a 32x32 input's 21) builds the layout by
+    convention, and says how its box scale was read as a found layout does: that note went into a copy of the
+    source list and was lost, so the layout note and the document's layout.source did not say why boxes were taken
+    as normalized."""
+    path = tmp_path / "odd.tflite"
+    path.write_bytes(slice_model(HW, [{"shape": [1, 6, 30]}]))
+    with pytest.raises(InputError, match="no detection layout"):
+        find_layout(path)
+    layout = find_layout(path, "yolo")
+    assert layout.kind == Layout.YOLO and layout.transposed and layout.boxes_normalized is True
+    assert layout.source[-2] == "--layout yolo" and "output quantization range" in layout.source[-1]
+
+
+def test_detects_old_record_names_still_import_with_a_warning():
+    import edgekit.results as results
+
+    for old, new in (("DetectedBox", BBox), ("DetectedObject", Object), ("DetectLayout", DetectionLayout)):
+        with pytest.warns(DeprecationWarning, match=f"edgekit.results.{old} is now edgekit.results.{new.__name__}"):
+            assert getattr(results, old) is new
+
+
 def test_classifier_is_not_a_detector(tmp_path):
     path = tmp_path / "cls.tflite"
     path.write_bytes(slice_model(HW, [{"shape": [1, 10]}]))
@@ -462,7 +485,8 @@ def test_a_very_tall_or_wide_image_keeps_a_pixel_when_letterboxed(tmp_path, size
 
 def test_records_round_trip():
     o = Object(3, 0.5, BBox(1, 2, 3, 4), "person")
-    assert Object.from_dict(o.to_dict(10, 20)) == o
+    assert Object.from_dict(o.to_dict()) == o
+    assert Object.from_dict(o.to_dict(10, 20)) == dataclasses.replace(o, bbox_normalized=BBox(0.1, 0.1, 0.3, 0.2))
     assert o.to_dict(10, 20)["bbox_normalized"] == {"xmin": 0.1, "ymin": 0.1, "xmax": 0.3, "ymax": 0.2}
 
 
@@ -481,41 +505,43 @@ def test_ultralytics_metadata_is_read_into_its_record():
     assert ultralytics_metadata({"metadata.json": b"\xff{"}) is None
 
 
-def test_detect_result_is_typed_down_to_each_box():
-    from edgekit.board.detector import ImageDetections
-    from edgekit.results import DetectResult
-    from edgekit.results.detect import DetectedBox, DetectLayout, ImageObjects
+def test_detect_result_reads_back_its_own_document():
+    """One type from the runtime to the document and back (issue 33): the DetectResult the runtime returns writes each
+    object's box rounded and normalized to its image size, the layout's options sorted and its description; the
+    document reads back into the same type, which writes it again byte for byte."""
+    from edgekit.results import DetectResult, ImageObjects
 
     layout = DetectionLayout(
-        Layout.YOLO,
-        (("output", 0),),
-        2,
-        HW,
-        boxes_normalized=True,
-        transposed=True,
-        labels=("cat", "dog"),
-        options=(("num_classes", 2),),
+        Layout.YOLO, {"output": 0}, 2, HW, boxes_normalized=True, transposed=True, options={"num_classes": 2, "a": 1}
     )
-    found = ImageDetections("a.png", 10, 20, 1.5, 0.25, (Object(1, 0.5, BBox(1, 2, 3, 4), "dog"),))
-    report = DetectReport("m.tflite", "cpu", "litert", layout, 0.25, 0.45, 100, 3.0, (found,))
-    result = DetectResult.of_report(report)
-    assert isinstance(result.layout, DetectLayout) and result.layout.roles == {"output": 0}
-    assert result.layout.options == {"num_classes": 2} and result.layout.description == layout.describe()
-    image = result.results[0]
-    assert isinstance(image, ImageObjects) and image.objects[0].label == "dog"
-    assert image.objects[0].bbox == DetectedBox(1.0, 2.0, 3.0, 4.0)
-    assert image.objects[0].bbox_normalized == DetectedBox(0.1, 0.1, 0.3, 0.2)
-    assert result.to_dict() == report.to_dict() and result.render_text() == report.render_text()
+    found = ImageObjects("a.png", 10, 20, 1.5, 0.25, (Object(1, 0.50000049, BBox(1.004, 2, 3, 4), "dog"),))
+    result = DetectResult("m.tflite", "cpu", "litert", layout, 0.25, 0.45, 100, 3.0, (found,))
+    text = json.dumps(result.to_dict())
+    doc = json.loads(text)
+    assert list(doc["layout"]["options"]) == ["a", "num_classes"] and doc["layout"]["roles"] == {"output": 0}
+    assert doc["layout"]["description"] == "yolo, 2 classes, normalized boxes, resized input"
+    assert doc["results"][0]["objects"] == [
+        {
+            "id": 1,
+            "label": "dog",
+            "score": 0.5,
+            "bbox": {"xmin": 1.0, "ymin": 2, "xmax": 3, "ymax": 4},
+            "bbox_normalized": {"xmin": 0.1, "ymin": 0.1, "xmax": 0.3, "ymax": 0.2},
+        }
+    ]
+    again = DetectResult.from_dict(doc)
+    assert again.layout == layout and json.dumps(again.to_dict()) == text
+    assert again.results[0].objects[0].bbox_normalized == BBox(0.1, 0.1, 0.3, 0.2)
+    assert again.render_text() == result.render_text()
 
 
-def test_detect_results_text_is_the_runtimes_text():
-    """The document renders the lines the runtime's DetectReport prints (on a board, the runner prints those): two
-    images (an even count: the median of two), an object without a label, an image that failed."""
-    from edgekit.board.detector import ImageDetections
-    from edgekit.results import DetectResult, ImageError
+def test_detect_results_text():
+    """Two images (an even count: the median of two), an object without a label, an image that failed (the text the
+    runtime's own report printed before it and the document became one type)."""
+    from edgekit.results import DetectResult, ImageError, ImageObjects
 
-    layout = DetectionLayout(Layout.YOLO, (("output", 0),), 2, HW, boxes_normalized=None, letterbox=True)
-    one = ImageDetections(
+    layout = DetectionLayout(Layout.YOLO, {"output": 0}, 2, HW, boxes_normalized=None, letterbox=True)
+    one = ImageObjects(
         "a.png",
         10,
         20,
@@ -523,13 +549,20 @@ def test_detect_results_text_is_the_runtimes_text():
         0.25,
         (Object(1, 0.5, BBox(1, 2, 3, 4), "dog"), Object(0, 0.123456, BBox(0.4, 0.6, 9.5, 19.5))),
     )
-    two = ImageDetections("b.png", 640, 480, 2.75, 1.0, ())
-    report = DetectReport(
+    two = ImageObjects("b.png", 640, 480, 2.75, 1.0, ())
+    result = DetectResult(
         "m.tflite", "usb:0", "pycoral", layout, 0.3, 0.5, 7, 3.0, (one, two), (ImageError("c.png", "unreadable"),)
     )
-    text = DetectResult.of_report(report).render_text()
-    assert text == report.render_text() and "class 0" in text and "c.png: error: unreadable" in text
-    assert DetectResult.of_report(DetectReport("m.tflite", "cpu", "litert", layout, 0.3, 0.5, 7)).render_text() == ""
+    assert result.render_text().splitlines() == [
+        "a.png: 2 objects (10x20; invoke 1.5 ms, post-processing 0.2 ms)",
+        "  dog              0.500  [1, 2, 3, 4]",
+        "  class 0          0.123  [0, 1, 10, 20]",
+        "b.png: 0 objects (640x480; invoke 2.8 ms, post-processing 1.0 ms)",
+        "c.png: error: unreadable",
+        "2 images on usb:0 (pycoral): invoke 2.1 ms, post-processing 0.6 ms per image (median); layout yolo, 2 classes, "
+        "box scale read per image, letterboxed input; conf 0.3, IoU 0.5, max 7",
+    ]
+    assert DetectResult("m.tflite", "cpu", "litert", layout, 0.3, 0.5, 7).render_text() == ""
 
 
 # ------------------------------------------------------------------------------------ the real YOLOv8n export
@@ -550,7 +583,7 @@ def test_real_yolov8n_finds_the_person_in_grace_hopper(ppe_model, tmp_path):
     assert r.layout.letterbox and r.layout.labels == ("bota", "capacete", "oculos", "pessoa")
     assert (tmp_path / "out" / "grace_hopper.bmp").is_file()
     doc = r.to_dict()
-    assert DetectReport.from_dict(json.loads(json.dumps(doc))).to_dict() == doc
+    assert DetectResult.from_dict(json.loads(json.dumps(doc))).to_dict() == doc
 
 
 def test_real_compiled_yolov8n_falls_back_to_its_cpu_twin(ppe_model):

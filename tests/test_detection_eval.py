@@ -315,7 +315,7 @@ def test_quantizes_detector_gate_says_a_map50_95_drop_beyond_its_limit():
     import dataclasses
 
     from edgekit.converters.detector_verify import apply_map50_gate
-    from edgekit.results.detect import DetectLayout
+    from edgekit.results.detect import DetectionLayout, Layout
     from edgekit.results.quantize import Decision, DetectionVerification, Map50Gate
 
     gate = Map50Gate(
@@ -338,8 +338,8 @@ def test_quantizes_detector_gate_says_a_map50_95_drop_beyond_its_limit():
         (0.07, 0.11),
         Decision.FAILED,
     )
-    layout = DetectLayout(
-        "yolo", {"boxes": 0}, 3, (64, 64), True, False, False, 0, (8, 16, 32), False, None, (), {}, None, "yolo"
+    layout = DetectionLayout(
+        Layout.YOLO, {"boxes": 0}, 3, (64, 64), True, False, False, 0, (8, 16, 32), False, None, (), {}, None
     )
     v = DetectionVerification(
         "detection",

@@ -219,10 +219,12 @@ def test_right_types_are_kept_as_written():
 
 
 def test_the_layout_kinds_are_the_runtimes():
+    """The document's layout is the runtime's own (issue 33): its kind is read as the Layout the decoder switches on."""
     from edgekit.board.decode import Layout
 
-    kinds = typing.get_args(typing.get_type_hints(results.DetectLayout)["kind"])
-    assert set(kinds) == {k.value for k in Layout}
+    assert typing.get_type_hints(results.DetectionLayout)["kind"] is Layout
+    document = json.loads(examples("detect")[0])
+    assert results.DetectResult.from_dict(document).layout.kind is Layout(document["layout"]["kind"])
 
 
 def test_a_document_type_inside_a_record_is_checked_by_its_field_types():

@@ -1412,7 +1412,7 @@ def _board_detect_answer(**change) -> bytes:
     """A detect document as a board's runner prints it for one image 000000.png (64x48), ``change`` applied."""
     from edgekit.board.decode import DetectionLayout, Layout
 
-    layout = DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict()
+    layout = DetectionLayout(Layout.YOLO, {"output": 0}, 2, (32, 32), boxes_normalized=True).to_dict()
     obj = {"id": 1, "label": None, "score": 0.9, "bbox": {"xmin": 1.0, "ymin": 2.0, "xmax": 64.0, "ymax": 48.0}}
     obj.update(change.pop("object", {}))
     doc = {
@@ -1475,7 +1475,7 @@ def test_a_board_detect_answer_is_checked_against_what_was_sent(change, says):
         0.45,
         100,
         json.loads(
-            json.dumps(DetectionLayout(Layout.YOLO, (("output", 0),), 2, (32, 32), boxes_normalized=True).to_dict())
+            json.dumps(DetectionLayout(Layout.YOLO, {"output": 0}, 2, (32, 32), boxes_normalized=True).to_dict())
         ),
     )
     sound = board_protocol.read_detect(_board_detect_answer(), "u@board", "hint", {"000000.png"}, asked)

@@ -258,8 +258,9 @@ def test_documents_are_typed_not_string_keyed_dicts():
         if re.search(r"\b[dD]ict\[str, Any\]", line)
     ]
     # 12: detection/layout.py's _recorded_layout takes the layout recorded in a model file, raw JSON until
-    # _record_misfit checks it (it was mis-annotated LayoutDoc before)
-    assert len(found) <= 12, "\n".join(found)
+    # _record_misfit checks it (it was mis-annotated LayoutDoc before); 14: detect's Object and ImageObjects write
+    # their own to_dict (the document's key order, each box normalized to its image), as classify's ImageClasses
+    assert len(found) <= 14, "\n".join(found)
 
 
 # The floors of the house, bottom first (docs/development.md draws them). A module may import its own floor and

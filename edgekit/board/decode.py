@@ -1,6 +1,7 @@
 """Object detection, the pure part: output layouts, decoding, class-wise NMS and the image geometry.
 
-Everything here works on plain numpy arrays and small records, so the same code runs on the host
+Everything here works on plain numpy arrays and small records (:mod:`edgekit.results.detect`'s
+:class:`Object`, :class:`BBox`, :class:`DetectionLayout`, shipped too), so the same code runs on the host
 and on a Coral Dev Board (``board_runner.SHIPPED_MODULES``: Python 3.7, numpy only; no TensorFlow,
 no Pillow at import). Which layout a model has is decided on the host from the model file itself
 (:mod:`edgekit.detection.layout`) and handed here as a :class:`DetectionLayout`.
@@ -29,68 +30,18 @@ Layouts (the names ``--layout`` takes):
 from __future__ import annotations
 
 import math
-import numbers
 from dataclasses import dataclass, field
-from enum import Enum
-from typing import TYPE_CHECKING, Any, Dict, List, Mapping, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple
 
 import numpy as np
 
-if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.TypedDict is Python 3.8, the board's is 3.7
-    from typing import TypedDict  # novm
-
-    class BoxDoc(TypedDict):
-        """:meth:`BBox.to_dict`."""
-
-        xmin: float
-        ymin: float
-        xmax: float
-        ymax: float
-
-    class _ObjectRequired(TypedDict):
-        id: int
-        label: Optional[str]
-        score: float
-        bbox: BoxDoc  # in the image's pixels
-
-    class ObjectDoc(_ObjectRequired, total=False):
-        """:meth:`Object.to_dict` (``bbox_normalized``, the box as shares of the image's size, when it is given)."""
-
-        bbox_normalized: BoxDoc
-
-    class LayoutDoc(TypedDict, total=False):
-        """:meth:`DetectionLayout.to_dict` (what ``from_dict`` reads; the keys after ``input_hw`` may be left out)."""
-
-        kind: str
-        roles: Dict[str, int]
-        num_classes: int
-        input_hw: List[int]
-        boxes_normalized: Optional[bool]
-        scores_are_logits: Optional[bool]
-        transposed: bool
-        reg_max: int
-        strides: List[int]
-        letterbox: bool
-        labels: Optional[List[str]]
-        source: List[str]
-        options: Dict[str, Union[bool, int, float, str]]
-        pixel_scaling: Optional[str]
-        description: str
-
+from edgekit.results.detect import BBox, DetectionLayout, Layout, Object
 
 DEFAULT_CONF = 0.25
 DEFAULT_IOU = 0.45
 DEFAULT_MAX_DET = 100
 MAX_NMS_BOXES = 30000  # boxes kept (best first) before NMS, as Ultralytics' non_max_suppression
 LETTERBOX_FILL = 114  # the grey Ultralytics pads with
-
-
-class Layout(str, Enum):
-    POSTPROCESS = "postprocess"
-    YOLO = "yolo"
-    YOLOV5 = "yolov5"
-    SPLIT_DFL = "split-dfl"
-    END2END = "end2end"
 
 
 LAYOUT_HELP = {
@@ -100,202 +51,6 @@ LAYOUT_HELP = {
     Layout.SPLIT_DFL: "class scores + DFL box distributions (split YOLO head)",
     Layout.END2END: "[1, K, 6]: x1, y1, x2, y2, score, class (NMS in the model)",
 }
-
-
-# ----------------------------------------------------------------------------------- records
-def _document(d: Any, where: str) -> None:
-    if not isinstance(d, Mapping):
-        raise ValueError(f"{where}: expected an object, got {type(d).__name__}")
-
-
-def _field(d: Mapping[str, Any], key: str, where: str, kind: type) -> Any:
-    """``d[key]`` as ``kind`` (int: an integer, no bool; float: any real number, no bool; dict: an object)."""
-    if key not in d:
-        raise ValueError(f"{where}: the field {key!r} is missing")
-    v = d[key]
-    if kind is dict:
-        ok = isinstance(v, Mapping)
-    else:
-        ok = isinstance(v, numbers.Integral if kind is int else numbers.Real) and not isinstance(v, (bool, np.bool_))
-    if ok and kind is int:
-        ok = -(1 << 63) <= v < (1 << 63)
-    elif ok and kind is float:
-        ok = not isinstance(v, numbers.Integral) or abs(v) <= 1 << 1023
-    if not ok:
-        raise ValueError(
-            "{}.{}: expected {}, got {}".format(
-                where,
-                key,
-                {int: "an integer of at most 64 bits", float: "a number", dict: "an object"}[kind],
-                type(v).__name__,
-            )
-        )
-    return v if kind is dict else kind(v)
-
-
-@dataclass(frozen=True)
-class BBox:
-    """A box in pixels of the original image: ``xmin, ymin`` inclusive corner, ``xmax, ymax`` the far one."""
-
-    xmin: float
-    ymin: float
-    xmax: float
-    ymax: float
-
-    @property
-    def width(self) -> float:
-        return self.xmax - self.xmin
-
-    @property
-    def height(self) -> float:
-        return self.ymax - self.ymin
-
-    @property
-    def area(self) -> float:
-        return max(0.0, self.width) * max(0.0, self.height)
-
-    def scale(self, sx: float, sy: float) -> BBox:
-        return BBox(self.xmin * sx, self.ymin * sy, self.xmax * sx, self.ymax * sy)
-
-    def to_dict(self) -> BoxDoc:
-        return {"xmin": self.xmin, "ymin": self.ymin, "xmax": self.xmax, "ymax": self.ymax}
-
-    @classmethod
-    def from_dict(cls, d: Mapping[str, float], where: str = "BBox") -> BBox:
-        """ValueError naming the field for what is not a box document (a key missing, a value no number)."""
-        _document(d, where)
-        return cls(*(_field(d, k, where, float) for k in ("xmin", "ymin", "xmax", "ymax")))
-
-
-@dataclass(frozen=True)
-class Object:
-    """One detection, like pycoral's ``Object(id, score, bbox)``, with its label when known."""
-
-    id: int
-    score: float
-    bbox: BBox
-    label: Optional[str] = None
-
-    def to_dict(self, width: Optional[int] = None, height: Optional[int] = None) -> ObjectDoc:
-        """``bbox`` in pixels; ``bbox_normalized`` (0..1 of the image) when its size is given."""
-        shown = BBox(*(round(v, 2) for v in (self.bbox.xmin, self.bbox.ymin, self.bbox.xmax, self.bbox.ymax)))
-        d = {"id": self.id, "label": self.label, "score": round(self.score, 6), "bbox": shown.to_dict()}  # type: ObjectDoc
-        if width and height:
-            normalized = shown.scale(1.0 / width, 1.0 / height)
-            d["bbox_normalized"] = {
-                "xmin": round(normalized.xmin, 6),
-                "ymin": round(normalized.ymin, 6),
-                "xmax": round(normalized.xmax, 6),
-                "ymax": round(normalized.ymax, 6),
-            }
-        return d
-
-    @classmethod
-    def from_dict(cls, d: ObjectDoc, where: str = "Object") -> Object:
-        """ValueError naming the field for what is not an object document (as the records' ``from_dict``)."""
-        _document(d, where)
-        label = d.get("label")
-        if label is not None and not isinstance(label, str):
-            raise ValueError(f"{where}.label: expected a string or null, got {type(label).__name__}")
-        return cls(
-            _field(d, "id", where, int),
-            _field(d, "score", where, float),
-            BBox.from_dict(_field(d, "bbox", where, dict), where + ".bbox"),
-            label,
-        )
-
-    def line(self) -> str:
-        b = self.bbox
-        name = self.label if self.label is not None else f"class {self.id}"
-        return f"{name:<16} {self.score:.3f}  [{b.xmin:.0f}, {b.ymin:.0f}, {b.xmax:.0f}, {b.ymax:.0f}]"
-
-
-@dataclass(frozen=True)
-class DetectionLayout:
-    """What a detector's outputs mean, decided from the model itself (see :mod:`edgekit.detection.layout`).
-
-    ``roles`` maps a role (``boxes``, ``classes``, ``scores``, ``count`` for ``postprocess``; ``output``
-    for the single-tensor layouts; ``boxes``/``scores`` or ``boxes@8``/``scores@8``... for split-dfl)
-    to the position of that output in the interpreter's output list. ``boxes_normalized``: True when
-    boxes are fractions of the input size, False for input pixels, None to decide per image from the
-    values. ``scores_are_logits``: the same for sigmoid. ``transposed``: the anchors run along the
-    last axis (``[1, C, N]``). ``letterbox``: the model was fed letterboxed images (Ultralytics)
-    rather than plainly resized ones. ``source``: how each choice was made, for the user.
-    """
-
-    kind: Layout
-    roles: Tuple[Tuple[str, int], ...]
-    num_classes: int
-    input_hw: Tuple[int, int]
-    boxes_normalized: Optional[bool] = None
-    scores_are_logits: Optional[bool] = None
-    transposed: bool = False
-    reg_max: int = 16
-    strides: Tuple[int, ...] = (8, 16, 32)
-    letterbox: bool = False
-    labels: Optional[Tuple[str, ...]] = None
-    source: Tuple[str, ...] = ()
-    options: Tuple[Tuple[str, Any], ...] = ()  # e.g. the postprocess op's custom options
-    pixel_scaling: Optional[str] = None  # "0..1" when the model's maker says so (Ultralytics divides by 255)
-
-    def role(self, name: str) -> int:
-        return dict(self.roles)[name]
-
-    def describe(self) -> str:
-        parts = [self.kind.value, f"{self.num_classes} classes"]
-        if self.kind in (Layout.YOLO, Layout.YOLOV5, Layout.END2END):
-            parts.append(
-                {True: "normalized boxes", False: "pixel boxes", None: "box scale read per image"}[
-                    self.boxes_normalized
-                ]
-            )
-        if self.kind == Layout.SPLIT_DFL:
-            parts.append(
-                {True: "score logits (sigmoid applied)", False: "score probabilities", None: "scores read per image"}[
-                    self.scores_are_logits
-                ]
-            )
-        parts.append("letterboxed input" if self.letterbox else "resized input")
-        return ", ".join(parts)
-
-    def to_dict(self) -> LayoutDoc:
-        return {
-            "kind": self.kind.value,
-            "roles": dict(self.roles),
-            "num_classes": self.num_classes,
-            "input_hw": list(self.input_hw),
-            "boxes_normalized": self.boxes_normalized,
-            "scores_are_logits": self.scores_are_logits,
-            "transposed": self.transposed,
-            "reg_max": self.reg_max,
-            "strides": list(self.strides),
-            "letterbox": self.letterbox,
-            "labels": list(self.labels) if self.labels is not None else None,
-            "source": list(self.source),
-            "options": dict(self.options),
-            "pixel_scaling": self.pixel_scaling,
-            "description": self.describe(),
-        }
-
-    @classmethod
-    def from_dict(cls, d: LayoutDoc) -> DetectionLayout:
-        labels = d.get("labels")
-        return cls(
-            Layout(d["kind"]),
-            tuple((str(k), int(v)) for k, v in d["roles"].items()),
-            int(d["num_classes"]),
-            (int(d["input_hw"][0]), int(d["input_hw"][1])),
-            d.get("boxes_normalized"),
-            d.get("scores_are_logits"),
-            bool(d.get("transposed", False)),
-            int(d.get("reg_max", 16)),
-            tuple(int(s) for s in d.get("strides", (8, 16, 32))),
-            bool(d.get("letterbox", False)),
-            tuple(labels) if labels is not None else None,
-            tuple(d.get("source", ())),
-            tuple(sorted((d.get("options") or {}).items())),
-            d.get("pixel_scaling"),
-        )
 
 
 # ----------------------------------------------------------------------------------- geometry

@@ -1,10 +1,12 @@
 """Object detection through an opened model: the one detector for the host and the Dev Board.
 
-The layout (what the outputs mean) comes in decided (:class:`edgekit.board.decode.DetectionLayout`,
+The layout (what the outputs mean) comes in decided (:class:`edgekit.results.detect.DetectionLayout`,
 found on the host from the model file by :mod:`edgekit.detection.layout`); this module feeds each
 image through the same geometry the model was fed (letterbox or plain resize) and edgekit's one
 preprocessing, invokes, and hands every raw output to :func:`edgekit.board.decode.postprocess`. Invoke
-time and host post-processing time are measured apart.
+time and host post-processing time are measured apart. It returns the command's record
+(:class:`edgekit.results.detect.DetectResult`, shipped too): the board runner prints its document, and the
+host reads that back into the same type.
 
 Shipped to boards (``board_runner.SHIPPED_MODULES``): Python 3.7, numpy, Pillow and the shipped
 edgekit modules only.
@@ -13,164 +15,17 @@ edgekit modules only.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 import numpy as np
 
 from edgekit.board import decode as detection
 from edgekit.board.classes import read_labels
 from edgekit.board.classifier import Classifier, LoadedModel
-from edgekit.board.decode import DetectionLayout, Geometry, Object
+from edgekit.board.decode import Geometry
 from edgekit.errors import Caution, InputError
 from edgekit.results.classify import ImageError
-
-if TYPE_CHECKING:  # the documents' shapes, for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
-    from typing import TypedDict  # novermin
-
-    from edgekit.board.decode import LayoutDoc, ObjectDoc
-
-    class ImageDetectionsDocument(TypedDict):
-        image: str
-        width: int
-        height: int
-        invoke_ms: float
-        postprocess_ms: float
-        objects: List[ObjectDoc]
-
-    class DetectDocument(TypedDict):
-        """``edgekit detect --json`` (and what a board's runner prints for ``detect``)."""
-
-        model: str
-        device: str
-        backend: str
-        layout: LayoutDoc
-        conf: float
-        iou: float
-        max_det: int
-        first_inference_ms: Optional[float]
-        results: List[ImageDetectionsDocument]
-        errors: List[Dict[str, str]]  # ImageError's documents
-        notes: List[str]
-
-
-@dataclass(frozen=True)
-class ImageDetections:
-    """The objects found in one image (pixels of that image), with its size and the two times."""
-
-    image: str
-    width: int
-    height: int
-    invoke_ms: float
-    postprocess_ms: float
-    objects: Tuple[Object, ...] = ()
-
-    def to_dict(self) -> ImageDetectionsDocument:
-        return {
-            "image": self.image,
-            "width": self.width,
-            "height": self.height,
-            "invoke_ms": self.invoke_ms,
-            "postprocess_ms": self.postprocess_ms,
-            "objects": [o.to_dict(self.width, self.height) for o in self.objects],
-        }
-
-    @classmethod
-    def from_dict(cls, d: ImageDetectionsDocument) -> ImageDetections:
-        return cls(
-            d["image"],
-            int(d["width"]),
-            int(d["height"]),
-            float(d["invoke_ms"]),
-            float(d["postprocess_ms"]),
-            tuple(Object.from_dict(o) for o in d["objects"]),
-        )
-
-    def lines(self) -> List[str]:
-        head = "{}: {} object{} ({}x{}; invoke {:.1f} ms, post-processing {:.1f} ms)".format(
-            self.image,
-            len(self.objects),
-            "" if len(self.objects) == 1 else "s",
-            self.width,
-            self.height,
-            self.invoke_ms,
-            self.postprocess_ms,
-        )
-        return [head] + ["  " + o.line() for o in self.objects]
-
-
-@dataclass(frozen=True)
-class DetectReport:
-    """The document ``edgekit detect --json`` prints (schema in docs/commands/detect.md)."""
-
-    model: str
-    device: str
-    backend: str
-    layout: DetectionLayout
-    conf: float
-    iou: float
-    max_det: int
-    first_inference_ms: Optional[float] = None
-    results: Tuple[ImageDetections, ...] = ()
-    errors: Tuple[ImageError, ...] = ()
-    notes: Tuple[str, ...] = ()
-
-    def to_dict(self) -> DetectDocument:
-        return {
-            "model": self.model,
-            "device": self.device,
-            "backend": self.backend,
-            "layout": self.layout.to_dict(),
-            "conf": self.conf,
-            "iou": self.iou,
-            "max_det": self.max_det,
-            "first_inference_ms": self.first_inference_ms,
-            "results": [r.to_dict() for r in self.results],
-            "errors": [e.to_dict() for e in self.errors],
-            "notes": list(self.notes),
-        }
-
-    @classmethod
-    def from_dict(cls, d: DetectDocument) -> DetectReport:
-        return cls(
-            d["model"],
-            d["device"],
-            d["backend"],
-            DetectionLayout.from_dict(d["layout"]),
-            float(d["conf"]),
-            float(d["iou"]),
-            int(d["max_det"]),
-            d.get("first_inference_ms"),
-            tuple(ImageDetections.from_dict(r) for r in d["results"]),
-            tuple(ImageError.from_dict(e) for e in d["errors"]),
-            tuple(d.get("notes", ())),
-        )
-
-    def render_text(self) -> str:
-        lines = []
-        for r in self.results:
-            lines += r.lines()
-        for e in self.errors:
-            lines.append(f"{e.image}: error: {e.error}")
-        if self.results:
-            inv = [r.invoke_ms for r in self.results]
-            post = [r.postprocess_ms for r in self.results]
-            lines.append(
-                "{} image{} on {} ({}): invoke {:.1f} ms, post-processing {:.1f} ms per image (median); "
-                "layout {}; conf {:g}, IoU {:g}, max {}".format(
-                    len(self.results),
-                    "" if len(self.results) == 1 else "s",
-                    self.device,
-                    self.backend,
-                    float(np.median(inv)),
-                    float(np.median(post)),
-                    self.layout.describe(),
-                    self.conf,
-                    self.iou,
-                    self.max_det,
-                )
-            )
-        return "\n".join(lines)
+from edgekit.results.detect import DetectionLayout, DetectResult, ImageObjects, Layout, Object
 
 
 class Detector:
@@ -230,10 +85,7 @@ class Detector:
         self.notes += warnings
         self.outputs = opened.interpreter.get_output_details()
         self.quant = [(float(o["quantization"][0]), int(o["quantization"][1])) for o in self.outputs]
-        if (
-            layout.kind in (detection.Layout.YOLO, detection.Layout.YOLOV5, detection.Layout.END2END)
-            and layout.boxes_normalized is False
-        ):
+        if layout.kind in (Layout.YOLO, Layout.YOLOV5, Layout.END2END) and layout.boxes_normalized is False:
             scale = self.quant[layout.role("output")][0]
             if scale and scale > 1.0 / 32:
                 self.notes.append(
@@ -323,10 +175,10 @@ class Detector:
         workers: Optional[int] = None,
         on_image: Optional[Callable[[str], None]] = None,
         multi_label: bool = False,
-    ) -> DetectReport:
+    ) -> DetectResult:
         """Detect in every image; one that cannot be read is reported in ``errors`` and the rest go on
         (``multi_label``: every class of a box above ``conf`` is a candidate, as Ultralytics' val scores)."""
-        results, errors, notes = [], [], []  # type: List[ImageDetections], List[ImageError], List[str]
+        results, errors, notes = [], [], []  # type: List[ImageObjects], List[ImageError], List[str]
         dropped = []  # type: List[detection.Dropped]
         for path, prepared, error in self.prepared(images, workers):
             if error is not None:
@@ -341,7 +193,7 @@ class Detector:
                     elif n not in notes:
                         notes.append(n)
                 results.append(
-                    ImageDetections(
+                    ImageObjects(
                         path,
                         geometry.image_wh[0],
                         geometry.image_wh[1],
@@ -355,7 +207,7 @@ class Detector:
         if dropped:
             notes.append(str(detection.Dropped.total(dropped)))
         first = self.first_inference_ms
-        return DetectReport(
+        return DetectResult(
             self.opened.model_path,
             self.opened.device,
             self.opened.backend.name,
@@ -368,9 +220,3 @@ class Detector:
             tuple(errors),
             tuple(notes),
         )
-
-
-def iter_objects(report: DetectReport) -> Iterator[Tuple[str, Object]]:
-    for r in report.results:
-        for o in r.objects:
-            yield r.image, o

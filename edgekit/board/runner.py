@@ -49,6 +49,7 @@ SHIPPED_MODULES = (
     "edgekit/results/__init__.py",
     "edgekit/results/classify.py",
     "edgekit/results/benchmark.py",
+    "edgekit/results/detect.py",
     "edgekit/results/preprocess.py",
     "edgekit/board/flatbuffer.py",
     "edgekit/board/quant_params.py",
@@ -437,8 +438,8 @@ def _detector(args):
 
     from edgekit.board import backends
     from edgekit.board.classifier import load_bundle
-    from edgekit.board.decode import DetectionLayout
     from edgekit.board.detector import Detector
+    from edgekit.results.detect import DetectionLayout
 
     backends.ON_BOARD = True
     layout = DetectionLayout.from_dict(json.loads(args.layout_json))

@@ -25,11 +25,11 @@ from typing import Any
 import numpy as np
 
 from edgekit.board import decode as detection
-from edgekit.board.decode import DetectionLayout, Geometry, Layout
+from edgekit.board.decode import Geometry
 from edgekit.errors import ConversionError, VerificationError
 from edgekit.records import freeze
 from edgekit.results import metrics
-from edgekit.results.detect import DetectLayout
+from edgekit.results.detect import DetectionLayout, Layout, Object
 from edgekit.results.quantize import Decision, DetectionVerification, Map50Gate
 from edgekit.tflite import model as tflite_model
 
@@ -113,7 +113,7 @@ def difference_said(layout: DetectionLayout, mean_abs_diff: float | None) -> str
     """The mean |difference| :func:`verify_detector` measures, said for what it is: the int8 model's output 0 against
     the float model's, named by its role (a split head's box output, boxes and scores in one output...), not a score
     difference (quantize's refusal said "score difference" for a box output)."""
-    role = next((name for name, index in layout.roles if index == 0), "output").split("@")[0]
+    role = next((name for name, index in layout.roles.items() if index == 0), "output").split("@")[0]
     what = {"output": "boxes and scores"}.get(role, role)
     return f"mean |difference| on output 0 ({what}) {mean_abs_diff or 0.0:.4f}"
 
@@ -141,7 +141,7 @@ def _float_outputs(predicted: Any, int8_shapes: list[tuple[int, ...]]) -> list[n
     return [arrays[i] for i in order]
 
 
-def match(a: list[detection.Object], b: list[detection.Object], iou: float = MATCH_IOU) -> int:
+def match(a: list[Object], b: list[Object], iou: float = MATCH_IOU) -> int:
     """Greedy one-to-one matches of ``a`` (best first) to ``b``: same class and IoU >= ``iou``."""
     used: set[int] = set()
     matched = 0
@@ -164,7 +164,7 @@ def match(a: list[detection.Object], b: list[detection.Object], iou: float = MAT
     return matched
 
 
-def image_counts(float_objs: list[detection.Object], int8_near: list[detection.Object]) -> tuple[int, int, int]:
+def image_counts(float_objs: list[Object], int8_near: list[Object]) -> tuple[int, int, int]:
     """(float detections, int8 detections at conf, float ones int8 keeps) for one image: ``float_objs`` at
     ``VERIFY_CONF``, ``int8_near`` down to ``VERIFY_CONF - SCORE_SLACK`` (matched, but not counted as int8's)."""
     near = [o for o in int8_near if o.score >= VERIFY_CONF - SCORE_SLACK]
@@ -214,7 +214,7 @@ def verify_detector(
         min_agreement=min_agreement,
         mean_abs_diff=float(np.mean(diffs)) if diffs else 0.0,
         class_order=None,
-        layout=DetectLayout.from_dict(layout.to_dict()),
+        layout=layout,
         failures=(),
         warnings=(),
         kept=None,

@@ -87,12 +87,11 @@ def detection_record(
     pixel_scaling: str | None = None,
 ) -> dict:
     """The ``detection`` entry of the record a cut model carries: its layout as ``edgekit detect`` reads it
-    (:class:`edgekit.board.decode.DetectionLayout`), never guessed again (``before``: the source's entry, kept)."""
-    from edgekit.board.decode import DetectionLayout, Layout
+    (:class:`edgekit.results.detect.DetectionLayout`), never guessed again (``before``: the source's entry, kept)."""
+    from edgekit.results.detect import DetectionLayout, Layout
 
-    roles = tuple((f"boxes@{lv.stride}", 2 * k) for k, lv in enumerate(head.levels)) + tuple(
-        (f"scores@{lv.stride}", 2 * k + 1) for k, lv in enumerate(head.levels)
-    )
+    roles = {f"boxes@{lv.stride}": 2 * k for k, lv in enumerate(head.levels)}
+    roles.update((f"scores@{lv.stride}", 2 * k + 1) for k, lv in enumerate(head.levels))
     layout = DetectionLayout(
         Layout.SPLIT_DFL,
         roles,

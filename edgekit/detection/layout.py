@@ -26,10 +26,11 @@ from __future__ import annotations
 import os
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any
 
-from edgekit.board.decode import LAYOUT_HELP, DetectionLayout, Layout, anchor_count
+from edgekit.board.decode import LAYOUT_HELP, anchor_count
 from edgekit.errors import InputError
+from edgekit.results.detect import DetectionLayout, Layout
 from edgekit.tflite.packed_zip import (  # noqa: F401 (read here, and
     UltralyticsMetadata,
     appended_zip,
@@ -37,9 +38,6 @@ from edgekit.tflite.packed_zip import (  # noqa: F401 (read here, and
     ultralytics_metadata,  # callers import them from here)
     ultralytics_names,
 )
-
-if TYPE_CHECKING:
-    from edgekit.board.decode import LayoutDoc
 
 POSTPROCESS_OP = "TFLite_Detection_PostProcess"
 POSTPROCESS_ROLES = ("boxes", "classes", "scores", "count")  # the op's output order
@@ -212,9 +210,7 @@ class _Shared:
     labels: tuple[str, ...] | None
     pixel_scaling: str | None
 
-    def layout(
-        self, kind: Layout, roles: tuple[tuple[str, int], ...], num_classes: int, **choices: Any
-    ) -> DetectionLayout:
+    def layout(self, kind: Layout, roles: dict[str, int], num_classes: int, **choices: Any) -> DetectionLayout:
         """A :class:`DetectionLayout` of this model (``choices``: its other fields: boxes_normalized, source...)."""
         return DetectionLayout(
             kind,
@@ -289,11 +285,11 @@ def _by_postprocess_op(
         (
             base.layout(
                 Layout.POSTPROCESS,
-                tuple(roles),
+                dict(roles),
                 nc,
                 boxes_normalized=True,
                 source=tuple(source) + (f"the {POSTPROCESS_OP} op's outputs, by tensor",),
-                options=tuple(sorted(options.items())),
+                options=options,
             ),
             f"the {POSTPROCESS_OP} op",
         )
@@ -339,11 +335,16 @@ def _recorded_layout(
     in ``source`` (shown as a note), and the layout read from the outputs as for a model without a record."""
     if doc is None:
         return None
-    why = _record_misfit(doc, outputs, input_hw)
-    if why is not None:
+    why, layout = _record_misfit(doc, outputs, input_hw), None
+    if why is None:
+        try:
+            layout = DetectionLayout.from_dict(doc)
+            why = _roles_misfit(layout, outputs)
+        except ValueError as exc:  # what _record_misfit does not look into (options, description, a field unknown)
+            why = str(exc)
+    if why is not None or layout is None:
         source.append(f"the layout recorded with the model ignored: {why}")
         return None
-    layout = DetectionLayout.from_dict(cast("LayoutDoc", doc))  # _record_misfit found it a layout
     if forced is not None and forced != layout.kind.value:
         return None
     import dataclasses
@@ -373,8 +374,8 @@ _RECORD_TYPES = (
 
 
 def _record_misfit(doc: Any, outputs: list, input_hw: tuple[int, int]) -> str | None:
-    """Why a recorded layout document cannot be used for these outputs (its types, its roles, the shape of the
-    tensor it reads), or None when it can."""
+    """Why a recorded layout document cannot be used for these outputs (its types, its roles' positions, its input
+    size), or None when it can be read (:func:`_roles_misfit` then checks what its roles read)."""
     from edgekit.board.preprocess import SCALINGS
 
     kinds = {k.value for k in Layout}
@@ -401,18 +402,17 @@ def _record_misfit(doc: Any, outputs: list, input_hw: tuple[int, int]) -> str | 
         return "its strides or labels are malformed"
     if doc.get("pixel_scaling") is not None and doc["pixel_scaling"] not in SCALINGS:
         return "unknown pixel scaling {!r}".format(doc["pixel_scaling"])
-    return _roles_misfit(cast("LayoutDoc", doc), roles, outputs)  # its fields checked above
+    return None
 
 
-def _roles_misfit(doc: LayoutDoc, roles: dict[str, int], outputs: list) -> str | None:
+def _roles_misfit(layout: DetectionLayout, outputs: list) -> str | None:
     """Why the recorded roles do not fit the layout's kind or the shape of the tensor they name, or None."""
-    kind = Layout(doc["kind"])
-    nc, transposed = doc["num_classes"], doc.get("transposed", False)
+    kind, roles, nc, transposed = layout.kind, layout.roles, layout.num_classes, layout.transposed
     if kind == Layout.POSTPROCESS:
         fits = set(roles) <= set(POSTPROCESS_ROLES) and {"boxes", "classes", "scores"} <= set(roles)
         return None if fits else "its roles are not the postprocess op's"
     if kind == Layout.SPLIT_DFL:
-        strides = doc.get("strides", [8, 16, 32])
+        strides = list(layout.strides)
         per_level = [{f"{r}@{s}" for r in parts for s in strides} for parts in (("combined",), ("boxes", "scores"))]
         fits = bool(strides) and set(roles) in [{"combined"}, {"boxes", "scores"}] + per_level
         return None if fits else f"its roles are not a split head's at strides {strides}"
@@ -444,7 +444,7 @@ def _forced(
         return [
             (
                 base.layout(
-                    Layout.POSTPROCESS, tuple((r, i) for i, r in enumerate(order)), 0, boxes_normalized=True, source=src
+                    Layout.POSTPROCESS, {r: i for i, r in enumerate(order)}, 0, boxes_normalized=True, source=src
                 ),
                 forced,
             )
@@ -456,15 +456,17 @@ def _forced(
         nc = channels - {Layout.YOLO: 4, Layout.YOLOV5: 5, Layout.END2END: 4}[kind]
         if kind == Layout.END2END:
             nc = 0
+        said = list(src)  # and how the box scale was read
+        normalized = _boxes_normalized(outputs[0], input_hw, None, said)
         return [
             (
                 base.layout(
                     kind,
-                    (("output", 0),),
+                    {"output": 0},
                     max(nc, 0),
                     transposed=transposed,
-                    boxes_normalized=_boxes_normalized(outputs[0], input_hw, None, list(src)),
-                    source=src,
+                    boxes_normalized=normalized,
+                    source=tuple(said),
                 ),
                 forced,
             )
@@ -477,7 +479,7 @@ def _forced(
             (
                 base.layout(
                     Layout.SPLIT_DFL,
-                    (("combined", 0),),
+                    {"combined": 0},
                     (a if transposed else b) - 64,
                     scores_are_logits=_scores_logits(outputs[0], src2),
                     transposed=transposed,
@@ -554,17 +556,15 @@ def _split_layout(
 ) -> DetectionLayout:
     src = list(source)
     logits = _scores_logits(outputs[score_idx[0]], src)
-    roles: tuple[tuple[str, int], ...]
     if len(box_idx) == 1:
-        roles = (("boxes", box_idx[0]), ("scores", score_idx[0]))
+        roles = {"boxes": box_idx[0], "scores": score_idx[0]}
         s = outputs[score_idx[0]].shape
         nc = int(min(s[1], s[2]))
         if anchor_count(input_hw, strides) in (s[1], s[2]):
             nc = int(s[2] if s[1] == anchor_count(input_hw, strides) else s[1])
     else:
-        roles = tuple((f"boxes@{st}", b) for st, b in zip(strides, box_idx)) + tuple(
-            (f"scores@{st}", c) for st, c in zip(strides, score_idx)
-        )
+        roles = {f"boxes@{st}": b for st, b in zip(strides, box_idx)}
+        roles.update((f"scores@{st}", c) for st, c in zip(strides, score_idx))
         nc = int(outputs[score_idx[0]].shape[-1])
     return base.layout(
         Layout.SPLIT_DFL,
@@ -619,7 +619,7 @@ def _postprocess_by_names(
     meta_names = [n.lower() for n in (metadata_names or [])]
     named = sorted(METADATA_ROLES.get(n, "") for n in meta_names)
     if len(meta_names) == 4 and named == sorted(METADATA_ROLES.values()):
-        roles = tuple((METADATA_ROLES[n], i) for i, n in enumerate(meta_names))
+        roles = {METADATA_ROLES[n]: i for i, n in enumerate(meta_names)}
         return [
             (
                 base.layout(
@@ -634,7 +634,7 @@ def _postprocess_by_names(
         ]
     signature_roles = [SIGNATURE_ROLES.get(n) if n is not None else None for n in names]
     if all(r is not None for r in signature_roles):
-        roles = tuple((r, i) for i, r in enumerate(signature_roles) if r is not None)
+        roles = {r: i for i, r in enumerate(signature_roles) if r is not None}
         return [
             (
                 base.layout(
@@ -679,7 +679,7 @@ def _combined_head(
                 (
                     base.layout(
                         Layout.SPLIT_DFL,
-                        (("combined", 0),),
+                        {"combined": 0},
                         channels - 64,
                         scores_are_logits=logits,
                         transposed=transposed,
@@ -723,7 +723,7 @@ def _decoded_head(
                 (
                     base.layout(
                         Layout.YOLO,
-                        (("output", 0),),
+                        {"output": 0},
                         channels - 4,
                         transposed=transposed,
                         boxes_normalized=normalized,
@@ -740,7 +740,7 @@ def _decoded_head(
         normalized = _boxes_normalized(t, input_hw, meta, src)
         found.append(
             (
-                base.layout(Layout.YOLOV5, (("output", 0),), b - 5, boxes_normalized=normalized, source=tuple(src)),
+                base.layout(Layout.YOLOV5, {"output": 0}, b - 5, boxes_normalized=normalized, source=tuple(src)),
                 f"{b} = 5 + {b - 5} classes over {a} anchors",
             )
         )
@@ -750,7 +750,7 @@ def _decoded_head(
         nc = len(base.labels) if base.labels else 0
         found.append(
             (
-                base.layout(Layout.END2END, (("output", 0),), nc, boxes_normalized=normalized, source=tuple(src)),
+                base.layout(Layout.END2END, {"output": 0}, nc, boxes_normalized=normalized, source=tuple(src)),
                 f"{a} detections of 6 values",
             )
         )
@@ -849,7 +849,7 @@ def _combined_levels(
         f"per-level maps [1, h, w, {min(chans)}] for strides 8/16/32: 64 DFL bins + {min(chans) - 64} class scores"
     ]
     logits = _scores_logits(outputs[order[0]], src)
-    roles = tuple((f"combined@{st}", i) for st, i in zip((8, 16, 32), order))
+    roles = {f"combined@{st}": i for st, i in zip((8, 16, 32), order)}
     return [
         (
             base.layout(Layout.SPLIT_DFL, roles, min(chans) - 64, scores_are_logits=logits, source=tuple(src)),

@@ -49,7 +49,7 @@ def pycocotools_api() -> tuple[Any, Any]:
 def coco_detections(
     dataset: DetectionSet, per_image: Mapping[int, Sequence[Any]], category_of: dict[int, int]
 ) -> list[CocoDetection]:
-    """Objects (edgekit.board.decode.Object, image pixels xyxy) by image id → COCO results (x, y, w, h).
+    """Objects (edgekit.results.detect.Object, image pixels xyxy) by image id → COCO results (x, y, w, h).
     Classes the dataset has no category for are dropped (``category_of`` maps model class → category id)."""
     out: list[CocoDetection] = []
     for iid, objects in per_image.items():

@@ -21,14 +21,9 @@ import json
 import math
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
+from typing import Any, NamedTuple, TypedDict, cast
 
 from edgekit.errors import DeviceError
-
-if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.board.decode import LayoutDoc, ObjectDoc
-    from edgekit.board.detector import DetectDocument
-
 
 #: A board's answer as read: raw JSON, each field checked by this module (classify's is then read into its record).
 Answer = dict[str, Any]
@@ -245,7 +240,7 @@ CLASSIFY: Fields = {
 _BOX: Fields = {k: (lambda v, w: _number(v, w, None)) for k in ("xmin", "ymin", "xmax", "ymax")}
 
 
-def _detection(v: Any, where: str) -> ObjectDoc:
+def _detection(v: Any, where: str) -> Answer:
     """One object: id, label, score, bbox in pixels, and bbox_normalized when the runner knew the image's size."""
     fields: Fields = {
         "id": _int,
@@ -255,19 +250,18 @@ def _detection(v: Any, where: str) -> ObjectDoc:
     }
     if isinstance(v, dict) and "bbox_normalized" in v:
         fields["bbox_normalized"] = lambda b, wb: _object(b, wb, _BOX)
-    return _object(v, where, fields)  # type: ignore[return-value]
+    return _object(v, where, fields)
 
 
-def _layout(v: Any, where: str) -> LayoutDoc:
+def _layout(v: Any, where: str) -> Answer:
     """The layout the host sent, as the runner read it back: it must still be a layout (the host reads it)."""
-    from edgekit.board.decode import DetectionLayout
+    from edgekit.results.detect import DetectionLayout
 
     if not isinstance(v, dict):
         raise _Bad(f"{where} is not an object")
     try:
-        # from_dict checks the shape; what it cannot read raises, turned into _Bad below
-        return DetectionLayout.from_dict(cast("LayoutDoc", v)).to_dict()
-    except (KeyError, TypeError, ValueError, IndexError, AttributeError):
+        return DetectionLayout.from_dict(v).to_dict()  # a ValueError naming the field for what is no layout
+    except ValueError:
         raise _Bad(f"{where} is not a detection layout") from None
 
 
@@ -379,15 +373,15 @@ class DetectAsked(NamedTuple):
     conf: float
     iou: float
     max_det: int
-    layout: LayoutDoc
+    layout: Answer  # as the runner echoes it
 
 
-def read_detect(data: bytes, destination: str, hint: str, sent: set[str], asked: DetectAsked) -> DetectDocument:
+def read_detect(data: bytes, destination: str, hint: str, sent: set[str], asked: DetectAsked) -> Answer:
     """A detect document naming only images that were sent, each once, that ran what was ``asked`` (its ``conf``,
     ``iou``, ``max_det`` and ``layout``, the document sent): at most ``max_det`` objects an image, each scoring at
-    least ``conf``, of one of the layout's classes, its box inside its image."""
-    # read checked every field of DETECT, DetectDocument's fields
-    doc = cast("DetectDocument", read(data, DETECT, destination, "detecting", hint))
+    least ``conf``, of one of the layout's classes, its box inside its image (the document of
+    :class:`edgekit.results.detect.DetectResult`; :func:`edgekit.devices.remote.detect` reads it into that record)."""
+    doc = read(data, DETECT, destination, "detecting", hint)
     _sent_once(doc, sent, destination, "detecting", hint)
     why = _not_asked(doc, asked)
     if why:
@@ -398,7 +392,7 @@ def read_detect(data: bytes, destination: str, hint: str, sent: set[str], asked:
 _SLACK = 0.01  # pixels: boxes are clipped to the image, then rounded to 2 decimals; scores to 6
 
 
-def _not_asked(doc: DetectDocument, asked: DetectAsked) -> str | None:
+def _not_asked(doc: Answer, asked: DetectAsked) -> str | None:
     """What in the board's detect document differs from what was asked (None when nothing does)."""
     for key, said, sent in (
         ("conf", doc["conf"], asked.conf),
@@ -428,7 +422,7 @@ def _not_asked(doc: DetectDocument, asked: DetectAsked) -> str | None:
     return None
 
 
-def _sent_once(doc: Answer | DetectDocument, sent: set[str], destination: str, what: str, hint: str) -> None:
+def _sent_once(doc: Answer, sent: set[str], destination: str, what: str, hint: str) -> None:
     seen: set[str] = set()
     for entry in doc["results"] + doc["errors"]:
         if entry["image"] not in sent or entry["image"] in seen:

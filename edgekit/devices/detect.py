@@ -13,11 +13,12 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from edgekit.board.decode import DEFAULT_CONF, DEFAULT_IOU, DEFAULT_MAX_DET, DetectionLayout
-from edgekit.board.detector import Detector, DetectReport, ImageDetections
+from edgekit.board.decode import DEFAULT_CONF, DEFAULT_IOU, DEFAULT_MAX_DET
+from edgekit.board.detector import Detector
 from edgekit.devices.classify import LoadedModel, ModelLoader, expand_images
 from edgekit.errors import UsageError
 from edgekit.report import SILENT, Reporter
+from edgekit.results.detect import DetectionLayout, DetectResult, ImageObjects
 
 # Distinct colours for the classes' boxes (Ultralytics' palette's first entries).
 PALETTE = (
@@ -135,7 +136,7 @@ def detect(
     report: Reporter = SILENT,
     on: Any = None,
     remote_path: str | None = None,
-) -> DetectReport:
+) -> DetectResult:
     """Expand ``images`` (files, folders, globs), detect objects in each, and return the report.
 
     ``report`` is told where the model runs, which layout was found and why, and draws the progress.
@@ -213,7 +214,7 @@ def refuse_saving_among_inputs(folder: Path, paths: list[str]) -> None:
         )
 
 
-def save_annotated(results: Iterable[ImageDetections], folder: Path) -> list[Path]:
+def save_annotated(results: Iterable[ImageObjects], folder: Path) -> list[Path]:
     """Each image again, with its boxes and labels drawn, into ``folder`` (same name; ``name-2.ext``, ``name-3.ext``...
     when the name is taken, by this run or a file already there). Written atomically; no file is ever replaced,
     so neither is an input."""

@@ -25,7 +25,7 @@ import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any
 
 from edgekit.board import runner as board_runner
 from edgekit.devices import board_protocol
@@ -36,6 +36,7 @@ from edgekit.report import SILENT, Reporter
 from edgekit.results.benchmark import BenchmarkResult
 from edgekit.results.classify import ClassifyResult
 from edgekit.results.deploy import DeployResult
+from edgekit.results.detect import DetectResult
 from edgekit.ssh import (  # noqa: F401 (and
     ANSWER_TOO_LONG_HINT,
     HOST_TOO_LONG_HINT,
@@ -47,13 +48,6 @@ from edgekit.ssh import (  # noqa: F401 (and
     forget_host_key_command,
     ssh_path,  # them from here)
 )
-
-if TYPE_CHECKING:  # pragma: no cover
-    from edgekit.board.detector import DetectDocument, DetectReport
-
-#: a runner's document, as its reader checked it
-RunnerDocument = TypeVar("RunnerDocument", "board_protocol.Answer", "DetectDocument")
-
 
 DEFAULT_PATH = _cli("deploy", "remote_path")  # on the board, relative to the login user's home (--path)
 RUNNER_MODULE = "edgekit.board.runner"
@@ -306,9 +300,9 @@ def _run_runner(
     stdin: Any,
     what: str,
     report: Reporter,
-    read: Callable[[bytes, str, str], RunnerDocument],
+    read: Callable[[bytes, str, str], board_protocol.Answer],
     max_stdout: int,
-) -> RunnerDocument:
+) -> board_protocol.Answer:
     """Run the deployed runner's ``command`` on the bundle; its JSON document (checked by ``read(stdout, destination,
     hint)``), named as seen from here."""
     remote = (
@@ -377,9 +371,9 @@ def _send_images(
     std: tuple[float, ...] | None,
     label: str,
     report: Reporter,
-    read: Callable[[bytes, str, str, set], RunnerDocument],
+    read: Callable[[bytes, str, str, set], board_protocol.Answer],
     stdout_bound: Callable[[int], int],
-) -> RunnerDocument:
+) -> board_protocol.Answer:
     """classify's and detect's shared protocol: expand, deploy, send the images as a tar, rename the results.
 
     ``read(stdout, destination, hint, sent)`` checks the runner's document; ``stdout_bound(images)`` bounds it."""
@@ -416,13 +410,12 @@ def _send_images(
             stdout_bound(len(names)),
         )
     local_name = dict(zip(names, paths))
-    rows: Any = doc  # an Answer or a DetectDocument: either's rows are renamed by key alone here
-    for entry in rows["results"] + rows["errors"]:
+    for entry in doc["results"] + doc["errors"]:
         sent_name = entry["image"]
         entry["image"] = local_name.get(sent_name, sent_name)
         if "error" in entry:
             entry["error"] = entry["error"].replace(sent_name, entry["image"])
-    rows["errors"] = errors + rows["errors"]
+    doc["errors"] = errors + doc["errors"]
     return doc
 
 
@@ -440,7 +433,7 @@ def detect(
     mean: tuple[float, ...] | None = None,
     std: tuple[float, ...] | None = None,
     report: Reporter = SILENT,
-) -> DetectReport:
+) -> DetectResult:
     """Deploy when needed, send the images, detect on the target: what ``edgekit detect --json`` prints.
 
     The layout is read here, from the bundle's own model file (``layout``: the ``--layout`` name), and sent
@@ -467,9 +460,7 @@ def detect(
         sent_layout,
     ]
     asked = board_protocol.DetectAsked(conf, iou, max_det, json.loads(sent_layout))
-    from edgekit.board.detector import DetectReport
-
-    return DetectReport.from_dict(
+    return DetectResult.from_dict(
         _send_images(
             images,
             bundle,

@@ -6,7 +6,7 @@ prints without ``--json``. Verdicts, targets and confidences are ``str`` Enums, 
 == "full"`` holds as well as ``result.verdict is Verdict.FULL``. Every block of a document is a record
 of its own (a quantize run's calibration is a :class:`Calibration`, its preprocessing a
 :class:`Preprocess`), and a block that several commands write is one type: the preprocessing
-(:class:`PreprocessSpec` plus where it came from), a detector's layout (:class:`DetectLayout`, in detect's
+(:class:`PreprocessSpec` plus where it came from), a detector's layout (:class:`DetectionLayout`, in detect's
 result and in quantize's detector verification). Only plain name-to-number maps (a layout's roles, the
 counts of a verification's sources) stay mappings, read-only.
 
@@ -29,10 +29,11 @@ _WHERE = {
     "ImageError": "classify",
     "ClassifyResult": "classify",
     # detect
-    "DetectedBox": "detect",
-    "DetectedObject": "detect",
+    "BBox": "detect",
+    "Object": "detect",
     "ImageObjects": "detect",
-    "DetectLayout": "detect",
+    "Layout": "detect",
+    "DetectionLayout": "detect",
     "DetectResult": "detect",
     # the preprocessing block quantize, train and evaluate share (each adds where it came from)
     "PreprocessSpec": "preprocess",
@@ -138,8 +139,22 @@ _WHERE = {
 
 __all__ = sorted(_WHERE)
 
+# names of records before the runtime returned them (issue 33): they still import, with a warning, for a release
+_RENAMED = {
+    "DetectedBox": "BBox",
+    "DetectedObject": "Object",
+    "DetectLayout": "DetectionLayout",
+    "SpecRecord": "PreprocessSpec",
+}
+
 
 def __getattr__(name: str) -> Any:
+    if name in _RENAMED:
+        import warnings
+
+        new = _RENAMED[name]
+        warnings.warn(f"edgekit.results.{name} is now edgekit.results.{new}", DeprecationWarning, stacklevel=2)
+        return __getattr__(new)
     if name not in _WHERE:
         raise AttributeError(f"module 'edgekit.results' has no attribute {name!r}")
     value = getattr(importlib.import_module(f"edgekit.results.{_WHERE[name]}"), name)

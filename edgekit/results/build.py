@@ -109,7 +109,7 @@ class DetectorAccuracy(DetectionEvaluateResult):
 @dataclass(frozen=True)
 class BundleDetection(Record):
     """A detector's bundle: its outputs as edgekit read them from the model (the layout document of
-    :class:`edgekit.board.decode.DetectionLayout`) and the exporter's metadata packed in the model (Ultralytics'
+    :class:`edgekit.results.detect.DetectionLayout`) and the exporter's metadata packed in the model (Ultralytics'
     metadata.json), or None."""
 
     layout: Mapping[str, Any]

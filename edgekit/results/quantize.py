@@ -11,7 +11,7 @@ from typing import Any
 from edgekit.records import Record
 from edgekit.results.advice import Advice
 from edgekit.results.check import CheckDigest, CheckResult
-from edgekit.results.detect import DetectLayout
+from edgekit.results.detect import DetectionLayout
 from edgekit.results.inspect import OpCount
 from edgekit.results.metrics import Chance
 from edgekit.results.preprocess import PreprocessSpec
@@ -131,7 +131,7 @@ class DetectionVerification(Record):
     min_agreement: float
     mean_abs_diff: float | None
     class_order: None
-    layout: DetectLayout  # the layout verification read both models with (detect's block)
+    layout: DetectionLayout  # the layout verification read both models with (detect's block)
     failures: tuple[str, ...]
     warnings: tuple[str, ...]
     kept: float | None

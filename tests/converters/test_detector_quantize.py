@@ -204,7 +204,7 @@ def pseudo_labels(model: Path, shapes: Path) -> Path:
     x = np.stack([np.asarray(Image.open(ds.paths[i]).convert("RGB"), np.float32) for i in ids])
     y = keras.models.load_model(model).predict(x, verbose=0)
     layout = detection.DetectionLayout(
-        detection.Layout.YOLO, (("output", 0),), NC, (64, 64), boxes_normalized=True, transposed=True
+        detection.Layout.YOLO, {"output": 0}, NC, (64, 64), boxes_normalized=True, transposed=True
     )
     g = detection.Geometry.resize((64, 64), (64, 64))
     anns = []
@@ -293,9 +293,9 @@ def test_the_refusal_names_the_output_its_mean_difference_is_of():
     from edgekit.board.decode import DetectionLayout
     from edgekit.converters.detector_verify import difference_said
 
-    split = DetectionLayout(Layout.SPLIT_DFL, (("boxes", 0), ("scores", 1)), 3, (64, 64))
-    levels = DetectionLayout(Layout.SPLIT_DFL, (("scores@8", 1), ("boxes@8", 0)), 3, (64, 64))
-    joined = DetectionLayout(Layout.YOLO, (("output", 0),), 3, (64, 64))
+    split = DetectionLayout(Layout.SPLIT_DFL, {"boxes": 0, "scores": 1}, 3, (64, 64))
+    levels = DetectionLayout(Layout.SPLIT_DFL, {"scores@8": 1, "boxes@8": 0}, 3, (64, 64))
+    joined = DetectionLayout(Layout.YOLO, {"output": 0}, 3, (64, 64))
     assert difference_said(split, 0.01234) == "mean |difference| on output 0 (boxes) 0.0123"
     assert difference_said(levels, 0.5) == "mean |difference| on output 0 (boxes) 0.5000"
     assert difference_said(joined, None) == "mean |difference| on output 0 (boxes and scores) 0.0000"
