@@ -120,7 +120,7 @@ def _field(d: Mapping[str, Any], key: str, where: str, kind: type) -> Any:
     if ok and kind is int:
         ok = -(1 << 63) <= v < (1 << 63)
     elif ok and kind is float:
-        ok = not isinstance(v, numbers.Integral) or abs(v) <= 1 << 1023
+        ok = not isinstance(v, numbers.Integral) or abs(int(v)) <= 1 << 1023
     if not ok:
         raise ValueError(
             "{}.{}: expected {}, got {}".format(

@@ -362,13 +362,13 @@ def read_probe(data: bytes, destination: str, hint: str) -> ProbeDocument:
     return cast(ProbeDocument, read(data, PROBE, destination, "listing the target folder", hint))
 
 
-def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: int) -> Answer:
+def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: int | None) -> Answer:
     """A classify document naming only images that were sent, each once, with at most ``k`` classes each (the
     document of :class:`edgekit.results.classify.ClassifyResult`, checked stricter than its ``from_dict``: finite
     numbers, no negative time; :func:`edgekit.devices.remote.classify` reads it into that record)."""
     doc = read(data, CLASSIFY, destination, "classifying", hint)
     _sent_once(doc, sent, destination, "classifying", hint)
-    if any(len(r["top"]) > k for r in doc["results"]):
+    if k is not None and any(len(r["top"]) > k for r in doc["results"]):
         raise malformed(destination, "classifying", f"more than --top-k {k} classes for an image", hint)
     return doc
 

@@ -59,10 +59,10 @@ DEFAULT_PATH = _cli("deploy", "remote_path")  # on the board, relative to the lo
 RUNNER_MODULE = "edgekit.board.runner"
 
 
-def classify_stdout_bound(images: int, k: int) -> int:
-    """The most a classify document of ``images`` images with ``k`` classes each may take: far over what the
-    runner writes (about 100 bytes an image and 60 a class), far under what fills a memory."""
-    return MAX_STDOUT + images * (4096 + 256 * min(k, 100_000))
+def classify_stdout_bound(images: int, k: int | None) -> int:
+    """The most a classify document of ``images`` images with ``k`` classes each (None: all) may take: far over
+    what the runner writes (about 100 bytes an image and 60 a class), far under what fills a memory."""
+    return MAX_STDOUT + images * (4096 + 256 * min(100_000 if k is None else k, 100_000))
 
 
 def benchmark_stdout_bound(n: int) -> int:
@@ -333,7 +333,7 @@ def classify(
     *,
     path: str = DEFAULT_PATH,
     device: str = _cli("classify", "device"),
-    k: int = _cli("classify", "top_k"),
+    k: int | None = _cli("classify", "top_k"),
     threshold: float = _cli("classify", "threshold"),
     mean: tuple[float, ...] | None = None,
     std: tuple[float, ...] | None = None,
@@ -347,7 +347,7 @@ def classify(
     ``images`` are expanded here as ``edgekit classify`` does (files, folders, globs); results name
     them as given; ``model`` and ``device`` name the target (``user@host:...``, ``... on user@host``).
     """
-    args = ["--device", _device_arg(device), "--top-k", str(k), f"--threshold={threshold}"]
+    args = ["--device", _device_arg(device), "--top-k", "all" if k is None else str(k), f"--threshold={threshold}"]
     return ClassifyResult.from_dict(
         _send_images(
             images,
