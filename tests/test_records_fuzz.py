@@ -245,6 +245,7 @@ def test_a_free_form_value_is_capped_in_depth():
         freeze(deep(3000, "dict"), "doc")
 
 
+@pytest.mark.filterwarnings("error")  # numpy's abs(int8(-128)) overflows with a RuntimeWarning
 @pytest.mark.parametrize("value", [np.uint64(2**64 - 1), np.uint64(2**63), np.int64(-(2**63)), np.int8(-128), 2**1023])
 def test_the_runtimes_field_check_reads_numpy_integers_at_their_limits_exactly(value):
     """The runtime's objects take numpy numbers: a number field keeps an integer at any width (no overflow in the
