@@ -1189,12 +1189,43 @@ def quantize(
     :class:`QuantizeResult`). ``strict``: an uncertain verdict whose estimate is past its limit fails too
     (``--strict``; by default it passes with a warning).
     """
-    options = dict(locals())  # the keywords above by name: QuantizeOptions' fields (tests/test_flags.py)
     from edgekit.converters.quantize import quantize as run_quantize
     from edgekit.pipeline.options import model_file
 
-    with model_file(options.pop("model")) as (path, shown):  # an onnx.ModelProto: a temporary .onnx, so named
-        return run_quantize(_quantize_options(path, shown, **options)).summary
+    with model_file(model) as (path, shown):  # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
+        return run_quantize(
+            _quantize_options(
+                path,
+                shown,
+                output,
+                mean,
+                std,
+                input_size,
+                calib=calib,
+                samples=samples,
+                holdout=holdout,
+                seed=seed,
+                tfrecord_key=tfrecord_key,
+                arch=arch,
+                custom_objects=custom_objects,
+                trust_model=trust_model,
+                output_name=output_name,
+                scaling=scaling,
+                resize=resize,
+                channels=channels,
+                io=io,
+                labels=labels,
+                eval=eval,
+                min_agreement=min_agreement,
+                max_accuracy_drop=max_accuracy_drop,
+                strict=strict,
+                no_verify=no_verify,
+                layout=layout,
+                verbose=verbose,
+                show_progress=show_progress,
+                report=report,
+            )
+        ).summary
 
 
 # ------------------------------------------------------------------------------------ tools
