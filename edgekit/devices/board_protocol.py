@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, NamedTuple, TypedDict, cast
 
-from edgekit.errors import DeviceError
+from edgekit.errors import DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
 
 if TYPE_CHECKING:  # pragma: no cover
     from edgekit.board.decode import LayoutDoc, ObjectDoc
@@ -38,7 +38,11 @@ Fields = dict[str, Callable[[Any, str], Any]]
 
 
 class ProbeDocument(TypedDict):
-    """What ``probe`` found on the board: its Python, the packages the runner needs, the files already there."""
+    """What ``probe`` found on the board: its Python, the packages the runner needs, the files already there.
+
+    The one type of this document: ``probe`` runs from the runner's source sent over stdin before anything is
+    installed there (standard library only, no records.py), so it writes a plain dict, which only
+    :func:`edgekit.devices.remote.deploy` reads, after :func:`read_probe` checked every field."""
 
     python: str
     executable: str
@@ -46,12 +50,10 @@ class ProbeDocument(TypedDict):
     files: dict[str, str]  # path under --path -> sha256
 
 
-class RunnerError(TypedDict):
-    """The runner's error document's ``error``."""
-
-    message: str
-    hint: str | None
-    exit_code: int
+#: The runner's errors by exit code (another code is a DeviceError's).
+RUNNER_ERRORS: dict[int, type[EdgekitError]] = {
+    cls.exit_code: cls for cls in (UsageError, InputError, MissingDependencyError, DeviceError)
+}
 
 
 MAX_DEPTH = 16  # the runner's documents nest 4 deep (a classify document's results, their top, its entries)
@@ -451,9 +453,11 @@ def read_benchmark(data: bytes, destination: str, hint: str, n: int, warmup: int
     return doc
 
 
-def read_error(data: bytes) -> RunnerError | None:
-    """The runner's error document (``{"error": {message, hint, exit_code}}``) in ``data``, or None."""
+def read_error(data: bytes) -> EdgekitError | None:
+    """The error the runner's error document (``{"error": {message, hint, exit_code}}``) in ``data`` says, as the
+    runner had it (the class of its exit code: :data:`RUNNER_ERRORS`), or None."""
     try:
-        return _object(parse(data), "the document", ERROR)["error"]
+        said = _object(parse(data), "the document", ERROR)["error"]
     except _Bad:
         return None
+    return RUNNER_ERRORS.get(said["exit_code"], DeviceError)(said["message"], said["hint"])
