@@ -33,7 +33,6 @@ from edgekit.report import SILENT, Reporter
 from edgekit.results.build import (
     BuildResult,
     BundleCheck,
-    BundleCompile,
     BundleDetection,
     BundleFile,
     BundleInput,
@@ -45,6 +44,7 @@ from edgekit.results.build import (
     ClassifierAccuracy,
     DetectorAccuracy,
 )
+from edgekit.results.compile import CompilerOutput
 from edgekit.results.quantize import QuantizeResult
 from edgekit.tflite import model as tflite_model
 
@@ -187,7 +187,7 @@ def _bundle_contents(
     return BundleManifest.from_dict(in_bundle(doc.to_dict(), work, "")), sources  # never the work folder's names
 
 
-def _compile(opts: BuildOptions, made: _Made, work: Path) -> BundleCompile | None:
+def _compile(opts: BuildOptions, made: _Made, work: Path) -> CompilerOutput | None:
     """Compile the CPU model where the compiler is here and asked for (``made.compiled`` then names the result);
     why it was not, in ``made.notes``."""
     from edgekit.edgetpu.compiler import compile_model, run_subprocess
@@ -222,7 +222,7 @@ def _compile(opts: BuildOptions, made: _Made, work: Path) -> BundleCompile | Non
             made.notes.append(f"not compiled: {exc.message}; the bundle holds the CPU model only")
         else:
             made.compiled = work / f"{made.cpu.stem}_edgetpu.tflite"
-            return BundleCompile.of_report(report)
+            return CompilerOutput.of_report(report)
     return None
 
 

@@ -102,7 +102,6 @@ _WHERE = {
     "BundleVersions": "build",
     "BundleSource": "build",
     "BundleCheck": "build",
-    "BundleCompile": "build",
     "BundleReports": "build",
     "ClassifierAccuracy": "build",
     "DetectorAccuracy": "build",

@@ -93,15 +93,10 @@ class BundleCheck(CheckResult):
 
 
 @dataclass(frozen=True)
-class BundleCompile(CompilerOutput):
-    """The compiler's report, as the manifest records it: what it said (no comparison with check's prediction,
-    which only ``edgekit compile`` adds)."""
-
-
-@dataclass(frozen=True)
 class BundleReports(Record):
     check: BundleCheck | None
-    compile: BundleCompile | None  # None: not compiled here
+    compile: CompilerOutput | None  # what the compiler said (None: not compiled here); edgekit compile's document
+    # adds its comparison with check's prediction (CompileResult)
 
 
 @dataclass(frozen=True)
