@@ -651,7 +651,7 @@ def classify(
     *,
     model: PathLike,
     labels: Optional[PathLike] = None,
-    top_k: int = _cli("classify", "top_k"),
+    top_k: Optional[int] = _cli("classify", "top_k"),
     threshold: float = _cli("classify", "threshold"),
     device: str = _cli("classify", "device"),
     mean: Floats = None,
@@ -661,7 +661,8 @@ def classify(
     remote_path: Optional[str] = None,
     report: Reporter = SILENT,
 ) -> ClassifyResult:
-    """``edgekit classify``: image files, folders and globs through a model; unreadable images in ``errors``.
+    """``edgekit classify``: image files, folders and globs through a model; unreadable images in ``errors``;
+    ``top_k=None``: every class.
 
     ``on``: an :class:`edgekit.devices.remote.SshTarget` (a board over SSH; ``model`` a bundle).
     """

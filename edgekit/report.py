@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable, Iterator
-from typing import IO, Any, TypeVar
+from typing import Any, TextIO, TypeVar
 
 from edgekit.errors import Caution
 
@@ -51,11 +51,11 @@ class Reporter:
     def status(self, text: str) -> None:
         """What is running now, for a watching user only (a terminal): e.g. just before a long compile."""
 
-    def progress(self, total: int, label: str, stream: IO[str] | None = None) -> Progress:
+    def progress(self, total: int, label: str, stream: TextIO | None = None) -> Progress:
         """A bar over ``total`` items (``stream``: where to draw it, when not the reporter's own)."""
         return Progress()
 
-    def iterate(self, items: Iterable[T], total: int, label: str, stream: IO[str] | None = None) -> Iterator[T]:
+    def iterate(self, items: Iterable[T], total: int, label: str, stream: TextIO | None = None) -> Iterator[T]:
         """``items`` with a progress bar over them."""
         with self.progress(total, label, stream) as bar:
             for item in items:
@@ -67,25 +67,26 @@ SILENT = Reporter()
 
 
 class _ClickBar(Progress):
-    def __init__(self, total: int, label: str, stream: IO[str]):
+    def __init__(self, total: int, label: str, stream: TextIO):
         import click
 
         self.bar = click.progressbar(length=total, label=label, file=stream)
         self.bar.render_progress()
+        self.open = True
 
     def update(self, n: int = 1) -> None:
         self.bar.update(n)
 
     def close(self) -> None:
-        if self.bar is not None:
+        if self.open:
             self.bar.render_finish()
-            self.bar = None
+            self.open = False
 
 
 class ConsoleReporter(Reporter):
     """Notes (``note: ...``) unless quiet, warnings (``warning: ...``) always, bars on a terminal unless quiet."""
 
-    def __init__(self, quiet: bool = False, echo: Callable[[str], None] | None = None, stream: IO[str] | None = None):
+    def __init__(self, quiet: bool = False, echo: Callable[[str], None] | None = None, stream: TextIO | None = None):
         self.quiet = quiet
         self.stream = stream or sys.stderr
         self.echo = echo or (lambda line: print(line, file=self.stream))
@@ -101,7 +102,7 @@ class ConsoleReporter(Reporter):
         if not self.quiet and getattr(self.stream, "isatty", lambda: False)():
             self.echo(text)
 
-    def progress(self, total: int, label: str, stream: IO[str] | None = None) -> Progress:
+    def progress(self, total: int, label: str, stream: TextIO | None = None) -> Progress:
         stream = stream or self.stream
         if self.quiet or total <= 1 or not getattr(stream, "isatty", lambda: False)():
             return Progress()

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from edgekit import flags
 from edgekit.cli.app import cli
 
@@ -56,8 +58,14 @@ def test_quantize_s_options_are_one_dataclass_that_the_api_build_and_the_cli_agr
     assert clicked("quantize") == fields
     assert {n: d for n, d in _keywords(api.quantize).items() if n not in _RUN_FIELDS} == fields
     shared = {n: d for n, d in fields.items() if n != "output"}
-    for keywords in (table("build"), clicked("build", "-o", "bundle"), _keywords(build_bundle)):
+    for keywords in (table("build"), clicked("build", "-o", "bundle")):
         assert {n: d for n, d in keywords.items() if n in shared} == shared
+    # edgekit.build passes quantize's keywords on by name (its **quantize_keywords: QuantizeOptions' fields, their
+    # defaults where left out; QuantizeOptions refuses another name), as build's flags are quantize's
+    assert {o.name for o in flags.QUANTIZE} == set(shared)
+    assert not set(_keywords(build_bundle)) & set(shared) - {"layout"}  # build's own layout goes to quantize too
+    with pytest.raises(TypeError, match="unexpected keyword argument 'sample'"):
+        build_bundle("model.keras", output="bundle", sample=100)
     # the docs' tables are click's (edgekit.cli.docs), so they show these defaults too
     from edgekit.cli.docs import options_table
 

@@ -17,6 +17,7 @@ import typing
 from collections.abc import Callable, Iterator
 from typing import Any
 
+import numpy as np
 import pytest
 
 from edgekit import results
@@ -244,3 +245,19 @@ def test_a_free_form_value_is_capped_in_depth():
     assert freeze(deep(MAX_DEPTH - 1, "list")) == deep(MAX_DEPTH - 1, "tuple")
     with pytest.raises(ValueError, match="nested deeper than"):
         freeze(deep(3000, "dict"), "doc")
+
+
+@pytest.mark.filterwarnings("error")  # numpy's abs(int8(-128)) overflows with a RuntimeWarning
+@pytest.mark.parametrize("value", [np.uint64(2**64 - 1), np.uint64(2**63), np.int64(-(2**63)), np.int8(-128), 2**1023])
+def test_the_runtimes_field_check_reads_numpy_integers_at_their_limits_exactly(value):
+    """The runtime's objects take numpy numbers: a number field keeps an integer at any width (no overflow in the
+    check), an integer field refuses what does not fit 64 bits, numpy's uint64 included."""
+    from edgekit.board import decode
+
+    assert decode._field({"x": value}, "x", "Object", float) == float(value)
+    fits = -(2**63) <= int(value) < 2**63
+    if fits:
+        assert decode._field({"x": value}, "x", "Object", int) == int(value)
+    else:
+        with pytest.raises(ValueError, match="at most 64 bits"):
+            decode._field({"x": value}, "x", "Object", int)

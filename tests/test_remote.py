@@ -226,6 +226,25 @@ def test_classify_on_the_board_equals_the_local_run(sshd, deployed):
     assert any(line.startswith("note: running the CPU model") for line in notes), notes
 
 
+def test_every_class_is_the_same_answer_here_and_on_the_board(sshd, deployed):
+    """top_k=None keeps every class on the host, and on the board alike (the host sends the runner --top-k all)."""
+    import edgekit
+    from edgekit.devices.remote import SshTarget
+
+    images = [str(shared_file("cat.bmp"))]
+    on = SshTarget(
+        sshd.destination,
+        port=sshd.port,
+        identity=str(sshd.key),
+        known_hosts=str(sshd.known_hosts),
+        python=sys.executable,
+    )
+    here = edgekit.classify(images, model=deployed.bundle, top_k=None)
+    there = edgekit.classify(images, model=deployed.bundle, top_k=None, on=on, remote_path=str(deployed.remote_path))
+    assert len(here.results[0].top) == 1001  # every class of the MobileNet
+    assert [r.top for r in there.results] == [r.top for r in here.results]
+
+
 def test_classify_on_prints_each_note_once_as_a_local_run_does(sshd, deployed):
     """The runner's `note: ...` lines reach the terminal with one `note: `, as the same local run's notes do."""
     image = str(shared_file("cat.bmp"))

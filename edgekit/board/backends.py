@@ -47,7 +47,9 @@ if TYPE_CHECKING:  # shapes for type checkers only: typing.TypedDict is Python 3
     from edgekit.results.benchmark import BenchmarkResult
 
     class TensorDetails(TypedDict):
-        """One entry of the interpreter's ``get_input_details()`` / ``get_output_details()`` (all three packages)."""
+        """One entry of the interpreter's ``get_input_details()`` / ``get_output_details()`` (all three packages).
+
+        LiteRT's format, not edgekit's (no document of edgekit's, so no record): this types what the package returns."""
 
         name: str
         index: int

@@ -48,22 +48,13 @@ PROBE_TIMEOUT = 60.0  # seconds: a first Edge TPU invoke loads the model's param
 OK, CRASHED, HUNG, UNPROVEN, UNPROVABLE = "ok", "crashed", "hung", "unproven", "unprovable"
 FAILED = (CRASHED, HUNG)
 
-if TYPE_CHECKING:  # the cache's entries, for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
+if TYPE_CHECKING:  # for type checkers only: typing.TypedDict is Python 3.8, a board runs 3.7
     from typing import TypedDict  # novermin
 
     class _PopenSession(TypedDict, total=False):
-        """Popen's start_new_session where the platform has sessions (POSIX)."""
+        """Popen's start_new_session where the platform has sessions (POSIX): subprocess's keyword, not a document."""
 
         start_new_session: bool
-
-    class _VerdictRequired(TypedDict):
-        state: str  # OK, CRASHED or HUNG: the verdicts worth remembering
-        detail: str
-
-    class CachedVerdict(_VerdictRequired, total=False):
-        """One pair's verdict in the cache file (``python``: the interpreter that ran the test)."""
-
-        python: str
 
 
 # The child's exit code for an ordinary failure of the test itself (the delegate or the model refused);
@@ -357,7 +348,7 @@ def _read_cache_in(dir_fd: int) -> Dict[str, Any]:
         os.close(fd)
 
 
-def read_cache() -> "Dict[str, CachedVerdict]":
+def read_cache() -> "Dict[str, PairVerdict]":
     """The cached verdicts (pair key -> its verdict: ``ok``, ``crashed`` or ``hung``), or {} when there are none or
     the cache is not one this user alone controls; an entry that is not such a verdict is left out."""
     dir_fd = _open_cache_dir(create=False)
@@ -369,17 +360,10 @@ def read_cache() -> "Dict[str, CachedVerdict]":
         if dir_fd >= 0:
             os.close(dir_fd)
     return {
-        key: _verdict(entry)
+        key: PairVerdict(str(entry["state"]), str(entry.get("detail", "")), True)
         for key, entry in raw.items()
         if isinstance(entry, dict) and entry.get("state") in (OK,) + FAILED
     }
-
-
-def _verdict(entry: Mapping[str, object]) -> "CachedVerdict":
-    verdict = {"state": str(entry["state"]), "detail": str(entry.get("detail", ""))}  # type: CachedVerdict
-    if isinstance(entry.get("python"), str):
-        verdict["python"] = str(entry["python"])
-    return verdict
 
 
 def cache_problem() -> Optional[str]:
@@ -408,9 +392,9 @@ def cache_problem() -> Optional[str]:
     return None
 
 
-def _write_cache(key: str, verdict: "CachedVerdict") -> None:
-    """Record one verdict atomically in the user's own cache folder; a cache that cannot be trusted or written
-    only costs a probe next time (and leaves nothing behind)."""
+def _write_cache(key: str, verdict: "PairVerdict") -> None:
+    """Record one verdict atomically in the user's own cache folder (its state, detail and this Python, which ran
+    the test); a cache that cannot be trusted or written only costs a probe next time (and leaves nothing behind)."""
     dir_fd = _open_cache_dir(create=True)
     if dir_fd is None:
         return
@@ -421,7 +405,7 @@ def _write_cache(key: str, verdict: "CachedVerdict") -> None:
     made = False
     try:
         data = _read_cache_in(dir_fd)
-        data[key] = verdict
+        data[key] = {"state": verdict.state, "detail": verdict.detail, "python": sys.executable}
         fd = os.open(
             tmp,
             os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | getattr(os, "O_BINARY", 0),
@@ -610,7 +594,8 @@ CHILD_SETUP_FAILURE = 4
 
 class PairVerdict:
     """What the probe found: ``ok`` (proven), ``crashed`` (with the signal), ``hung`` (no answer in time),
-    ``unproven`` (an ordinary failure of the test) or ``unprovable`` (the test could not run)."""
+    ``unproven`` (an ordinary failure of the test) or ``unprovable`` (the test could not run); ``cached``: read
+    from the cache file, where the first three are kept (:func:`read_cache`, :func:`_write_cache`)."""
 
     def __init__(self, state: str, detail: str, cached: bool):
         self.state, self.detail, self.cached = state, detail, cached
@@ -640,7 +625,7 @@ def prove(
     key = pair_key(backend_name, backend_version, library_file)
     known = read_cache().get(key)
     if known is not None:
-        return PairVerdict(known["state"], known["detail"], True)
+        return known
     env = dict(os.environ)
     env[PROBE_ENV] = "0"  # the child loads in-process: it is the test
     args = [backend_name, os.path.abspath(library_file), os.path.abspath(model_path), device_option or ""]
@@ -648,16 +633,15 @@ def prove(
     if not done.started:
         return PairVerdict(UNPROVABLE, done.stderr.decode("utf-8", "replace"), False)
     if done.returncode is None:
-        verdict = {"state": HUNG, "detail": f"no answer within {timeout:g} s"}  # type: CachedVerdict
+        verdict = PairVerdict(HUNG, f"no answer within {timeout:g} s", False)
     elif done.returncode < 0:
-        verdict = {"state": CRASHED, "detail": _signal_name(-done.returncode)}
+        verdict = PairVerdict(CRASHED, _signal_name(-done.returncode), False)
     elif done.returncode == 0:
-        verdict = {"state": OK, "detail": "ran a model on the Edge TPU"}
+        verdict = PairVerdict(OK, "ran a model on the Edge TPU", False)
     else:
         lines = done.stderr.decode("utf-8", "replace").strip().splitlines()
         last = lines[-1] if lines else f"exit code {done.returncode}"
         state = UNPROVEN if done.returncode == CHILD_ORDINARY_FAILURE else UNPROVABLE
         return PairVerdict(state, last[:300], False)
-    verdict["python"] = sys.executable
     _write_cache(key, verdict)
-    return PairVerdict(verdict["state"], verdict["detail"], False)
+    return verdict

@@ -18,7 +18,7 @@ exit codes, and ``{"error": {"message": ..., "hint": ... or null, "exit_code": N
 
     probe DIR SUBDIR...           Python version, usable packages, sha256 of the files under DIR/SUBDIR
     unpack DIR [--delete P]...    a tar on stdin -> files under DIR, each written beside and renamed
-    classify --bundle B [--device D] [--top-k K] [--threshold=T] [--mean M] [--std S] IMAGES... | --images-tar -
+    classify --bundle B [--device D] [--top-k K|all] [--threshold=T] [--mean M] [--std S] IMAGES... | --images-tar -
                                   the document of ``edgekit classify --json``
     detect --bundle B --layout-json J [--device D] [--conf C] [--iou I] [--max-det N] IMAGES... | --images-tar -
                                   the document of ``edgekit detect --json`` (the layout read by the host)
@@ -393,6 +393,11 @@ def _numbers(text):
     return None if text is None else tuple(float(v) for v in text.split(","))
 
 
+def _top_k(text):
+    """``--top-k``: a count, or ``all`` (every class: what ``k=None`` keeps on the host)."""
+    return None if text == "all" else int(text)
+
+
 def _parser():
     import argparse
 
@@ -407,7 +412,7 @@ def _parser():
     p = sub.add_parser("classify")
     p.add_argument("--bundle", required=True)
     p.add_argument("--device", default="auto")
-    p.add_argument("--top-k", type=int, default=5)
+    p.add_argument("--top-k", type=_top_k, default=5)
     p.add_argument("--threshold", type=float, default=float("-inf"))
     p.add_argument("--mean", type=_numbers)
     p.add_argument("--std", type=_numbers)

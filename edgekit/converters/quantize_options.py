@@ -6,8 +6,9 @@ command line calls. Each default is the option's in :data:`edgekit.flags.QUANTIZ
 (``--help`` and the docs tables read it there). The dataclass is its own module, made only where quantize's
 options are: making a frozen dataclass of 29 fields costs about 15M instructions, which a one-image ``edgekit
 classify`` (whose command line is read from edgekit.flags) must not pay (benchmarks/startup.md).
-tests/test_flags.py checks that the fields, the flags of quantize and build and the API's keywords agree, name
-and default.
+edgekit.quantize's keywords are its fields (its signature lists them for help()), and edgekit.build passes its
+quantize keywords (``**quantize_keywords``) on to it by name. tests/test_flags.py checks that the fields, the
+flags of quantize and build and the API's keywords agree, name and default.
 """
 
 from __future__ import annotations

@@ -17,7 +17,7 @@ import sys
 import tempfile
 import warnings
 from collections.abc import Iterator
-from typing import IO, Any
+from typing import Any, TextIO
 
 from edgekit.errors import MissingDependencyError
 
@@ -36,7 +36,7 @@ class CapturedLog:
 
 
 @contextlib.contextmanager
-def silenced(verbose: bool = False) -> Iterator[tuple[IO[str], CapturedLog]]:
+def silenced(verbose: bool = False) -> Iterator[tuple[TextIO, CapturedLog]]:
     """Run a block with stdout/stderr (fds and Python streams) captured; yield (real stderr, log)."""
     log = CapturedLog()
     if verbose:  # show everything, but on stderr: stdout carries the command's own output (--json)
@@ -49,7 +49,7 @@ def silenced(verbose: bool = False) -> Iterator[tuple[IO[str], CapturedLog]]:
     real_err_fd = None
     saved: list[tuple[int, int]] = []
     tmp = tempfile.TemporaryFile(mode="w+b")
-    real_err: IO[str] = sys.stderr
+    real_err: TextIO = sys.stderr
     sink = None
     try:
         for fd in (1, 2):

@@ -23,7 +23,7 @@ import re
 from collections.abc import Callable
 from typing import Any, NamedTuple, TypedDict, cast
 
-from edgekit.errors import DeviceError
+from edgekit.errors import DeviceError, EdgekitError, InputError, MissingDependencyError, UsageError
 
 #: A board's answer as read: raw JSON, each field checked by this module (classify's is then read into its record).
 Answer = dict[str, Any]
@@ -33,7 +33,11 @@ Fields = dict[str, Callable[[Any, str], Any]]
 
 
 class ProbeDocument(TypedDict):
-    """What ``probe`` found on the board: its Python, the packages the runner needs, the files already there."""
+    """What ``probe`` found on the board: its Python, the packages the runner needs, the files already there.
+
+    The one type of this document: ``probe`` runs from the runner's source sent over stdin before anything is
+    installed there (standard library only, no records.py), so it writes a plain dict, which only
+    :func:`edgekit.devices.remote.deploy` reads, after :func:`read_probe` checked every field."""
 
     python: str
     executable: str
@@ -41,12 +45,10 @@ class ProbeDocument(TypedDict):
     files: dict[str, str]  # path under --path -> sha256
 
 
-class RunnerError(TypedDict):
-    """The runner's error document's ``error``."""
-
-    message: str
-    hint: str | None
-    exit_code: int
+#: The runner's errors by exit code (another code is a DeviceError's).
+RUNNER_ERRORS: dict[int, type[EdgekitError]] = {
+    cls.exit_code: cls for cls in (UsageError, InputError, MissingDependencyError, DeviceError)
+}
 
 
 MAX_DEPTH = 16  # the runner's documents nest 4 deep (a classify document's results, their top, its entries)
@@ -356,13 +358,13 @@ def read_probe(data: bytes, destination: str, hint: str) -> ProbeDocument:
     return cast(ProbeDocument, read(data, PROBE, destination, "listing the target folder", hint))
 
 
-def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: int) -> Answer:
+def read_classify(data: bytes, destination: str, hint: str, sent: set[str], k: int | None) -> Answer:
     """A classify document naming only images that were sent, each once, with at most ``k`` classes each (the
     document of :class:`edgekit.results.classify.ClassifyResult`, checked stricter than its ``from_dict``: finite
     numbers, no negative time; :func:`edgekit.devices.remote.classify` reads it into that record)."""
     doc = read(data, CLASSIFY, destination, "classifying", hint)
     _sent_once(doc, sent, destination, "classifying", hint)
-    if any(len(r["top"]) > k for r in doc["results"]):
+    if k is not None and any(len(r["top"]) > k for r in doc["results"]):
         raise malformed(destination, "classifying", f"more than --top-k {k} classes for an image", hint)
     return doc
 
@@ -445,9 +447,11 @@ def read_benchmark(data: bytes, destination: str, hint: str, n: int, warmup: int
     return doc
 
 
-def read_error(data: bytes) -> RunnerError | None:
-    """The runner's error document (``{"error": {message, hint, exit_code}}``) in ``data``, or None."""
+def read_error(data: bytes) -> EdgekitError | None:
+    """The error the runner's error document (``{"error": {message, hint, exit_code}}``) in ``data`` says, as the
+    runner had it (the class of its exit code: :data:`RUNNER_ERRORS`), or None."""
     try:
-        return _object(parse(data), "the document", ERROR)["error"]
+        said = _object(parse(data), "the document", ERROR)["error"]
     except _Bad:
         return None
+    return RUNNER_ERRORS.get(said["exit_code"], DeviceError)(said["message"], said["hint"])

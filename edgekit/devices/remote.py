@@ -53,10 +53,10 @@ DEFAULT_PATH = _cli("deploy", "remote_path")  # on the board, relative to the lo
 RUNNER_MODULE = "edgekit.board.runner"
 
 
-def classify_stdout_bound(images: int, k: int) -> int:
-    """The most a classify document of ``images`` images with ``k`` classes each may take: far over what the
-    runner writes (about 100 bytes an image and 60 a class), far under what fills a memory."""
-    return MAX_STDOUT + images * (4096 + 256 * min(k, 100_000))
+def classify_stdout_bound(images: int, k: int | None) -> int:
+    """The most a classify document of ``images`` images with ``k`` classes each (None: all) may take: far over
+    what the runner writes (about 100 bytes an image and 60 a class), far under what fills a memory."""
+    return MAX_STDOUT + images * (4096 + 256 * min(100_000 if k is None else k, 100_000))
 
 
 def benchmark_stdout_bound(n: int) -> int:
@@ -192,7 +192,7 @@ def deploy(
         if proc.returncode != 0:
             said = board_protocol.read_error(proc.stdout)
             err = proc.stderr.decode(errors="replace").strip().splitlines()
-            why = said["message"] if said else board_protocol.shown(err[-1])[:300] if err else proc.returncode
+            why = said.message if said else board_protocol.shown(err[-1])[:300] if err else proc.returncode
             raise DeviceError(
                 f"copying to {target.destination}:{path} failed ({why})",
                 "check the free space and permissions of --path there",
@@ -242,29 +242,22 @@ def _clip(text: str, limit: int = 2000) -> str:
 def _runner_failure(target: SshTarget, proc: subprocess.CompletedProcess) -> EdgekitError:
     """The runner's own error (its error document, else its ``error: ...`` line) with its exit code and a hint
     (its own, else one for its exit code), or a DeviceError with the last line it wrote."""
-    from edgekit import errors
-
-    by_code = {
-        cls.exit_code: cls
-        for cls in (errors.UsageError, errors.InputError, errors.MissingDependencyError, errors.DeviceError)
-    }
-    doc = board_protocol.read_error(proc.stdout)
-    if doc is not None:
-        code = doc["exit_code"] if doc["exit_code"] in by_code else DeviceError.exit_code
-        return by_code[code](
-            f"on {target.destination}: {_clip(doc['message'])}",
-            _clip(doc["hint"]) if doc["hint"] else _BOARD_HINTS[code],
+    said = board_protocol.read_error(proc.stdout)
+    if said is not None:
+        return type(said)(
+            f"on {target.destination}: {_clip(said.message)}",
+            _clip(said.hint) if said.hint else _BOARD_HINTS[said.exit_code],
         )
     lines = [board_protocol.shown(line) for line in proc.stderr.decode(errors="replace").strip().splitlines()]
-    said = next((line[len("error: ") :] for line in reversed(lines) if line.startswith("error: ")), None)
-    if said is None:
+    line = next((line[len("error: ") :] for line in reversed(lines) if line.startswith("error: ")), None)
+    if line is None:
         last = _clip(lines[-1]) if lines else f"exit {proc.returncode}"
         return DeviceError(
             f"the runner failed on {target.destination}: {last}",
             "deploy the bundle again (edgekit deploy); rerun with --debug",
         )
-    code = proc.returncode if proc.returncode in by_code else DeviceError.exit_code
-    return by_code[code](f"on {target.destination}: {_clip(said)}", _BOARD_HINTS[code])
+    kind = board_protocol.RUNNER_ERRORS.get(proc.returncode, DeviceError)
+    return kind(f"on {target.destination}: {_clip(line)}", _BOARD_HINTS[kind.exit_code])
 
 
 def _notes_from(stderr: bytes) -> list[str]:
@@ -327,7 +320,7 @@ def classify(
     *,
     path: str = DEFAULT_PATH,
     device: str = _cli("classify", "device"),
-    k: int = _cli("classify", "top_k"),
+    k: int | None = _cli("classify", "top_k"),
     threshold: float = _cli("classify", "threshold"),
     mean: tuple[float, ...] | None = None,
     std: tuple[float, ...] | None = None,
@@ -341,7 +334,7 @@ def classify(
     ``images`` are expanded here as ``edgekit classify`` does (files, folders, globs); results name
     them as given; ``model`` and ``device`` name the target (``user@host:...``, ``... on user@host``).
     """
-    args = ["--device", _device_arg(device), "--top-k", str(k), f"--threshold={threshold}"]
+    args = ["--device", _device_arg(device), "--top-k", "all" if k is None else str(k), f"--threshold={threshold}"]
     return ClassifyResult.from_dict(
         _send_images(
             images,

@@ -385,15 +385,15 @@ def check_runtime_pairing(p: Probe, library: str | None) -> Check | None:
     name, version = chosen
     verdict = delegate_probe.read_cache().get(delegate_probe.pair_key(name, version, library))
     pair = f"{name} {version} with {R.on_machine(p, library)}"
-    if isinstance(verdict, dict) and verdict.get("state") in delegate_probe.FAILED:
-        what = "hung" if verdict.get("state") == delegate_probe.HUNG else "crashed"
+    if verdict is not None and verdict.failed:
+        what = "hung" if verdict.state == delegate_probe.HUNG else "crashed"
         return Check(
             "runtime pairing",
             FAIL,
-            f"{pair} {what} a test process ({verdict.get('detail')}): classify runs compiled models on the CPU",
+            f"{pair} {what} a test process ({verdict.detail}): classify runs compiled models on the CPU",
             delegate_probe.COMMUNITY_BUILDS,
         )
-    if isinstance(verdict, dict) and verdict.get("state") == "ok":
+    if verdict is not None and verdict.state == delegate_probe.OK:
         return Check("runtime pairing", OK, f"{pair}: proven (a test process ran a model on the Edge TPU)")
     built_for = R.libedgetpu_build(p, library)[2]
     if built_for and built_for[:2] > (2, 5):

@@ -28,7 +28,7 @@ from edgekit.errors import EdgekitError, InputError, MissingDependencyError, Usa
 from edgekit.fileio import folder_mode, renames_together, require_output_folder
 from edgekit.flags import QUANTIZE
 from edgekit.flags import default as _cli
-from edgekit.pipeline.options import Floats, PathLike
+from edgekit.pipeline.options import PathLike
 from edgekit.report import SILENT, Reporter
 from edgekit.results.build import (
     BuildResult,
@@ -815,29 +815,6 @@ def build_bundle(
     model: PathLike,
     *,
     output: PathLike,
-    calib: str | None = None,
-    samples: int = _cli("build", "samples"),
-    holdout: int = _cli("build", "holdout"),
-    seed: int = _cli("build", "seed"),
-    tfrecord_key: str = _cli("build", "tfrecord_key"),
-    arch: str | None = None,
-    custom_objects: PathLike | None = None,
-    trust_model: bool = False,
-    output_name: str | None = None,
-    scaling: str | None = None,
-    mean: Floats = None,
-    std: Floats = None,
-    resize: str | None = None,
-    channels: str | None = None,
-    input_size: str | tuple[int, int] | None = None,
-    io: str = _cli("build", "io"),
-    labels: PathLike | None = None,
-    eval: PathLike | None = None,
-    min_agreement: float = _cli("build", "min_agreement"),
-    max_accuracy_drop: float = _cli("build", "max_accuracy_drop"),
-    strict: bool = False,
-    no_verify: bool = False,
-    verbose: bool = False,
     min_runtime: int | None = None,
     timeout: float = _cli("build", "timeout"),
     no_compile: bool = False,
@@ -849,11 +826,13 @@ def build_bundle(
     layout: str | None = None,
     show_progress: bool = False,
     report: Reporter = SILENT,
+    **quantize_keywords: Any,
 ) -> BuildResult:
-    """``edgekit.build(model, output=...)``: quantize (every keyword of :func:`edgekit.quantize`), check, compile
-    where edgetpu_compiler exists (or ``via`` another machine's, as :func:`edgekit.compile` takes it), and write
-    the bundle folder ``output`` with its manifest.json (needs TensorFlow); a :class:`~edgekit.results.BuildResult`.
-    No bundle on failure."""
+    """``edgekit.build(model, output=...)``: quantize (``quantize_keywords``: every keyword of
+    :func:`edgekit.quantize` but ``output``, by name, with its default; QuantizeOptions refuses another), check,
+    compile where edgetpu_compiler exists (or ``via`` another machine's, as :func:`edgekit.compile` takes it), and
+    write the bundle folder ``output`` with its manifest.json (needs TensorFlow); a
+    :class:`~edgekit.results.BuildResult`. No bundle on failure."""
     from edgekit.edgetpu import compile_via
     from edgekit.pipeline.options import model_file, quantize_options
 
@@ -862,35 +841,7 @@ def build_bundle(
     there = compile_via.elsewhere(via, identity, known_hosts, accept_new_host_key, connect_timeout, report)
     with model_file(model) as (path, shown):  # an onnx.ModelProto: a temporary .onnx, named as the ModelProto
         quantize = quantize_options(
-            path,
-            shown,
-            None,
-            mean,
-            std,
-            input_size,
-            calib=calib,
-            samples=samples,
-            holdout=holdout,
-            seed=seed,
-            tfrecord_key=tfrecord_key,
-            arch=arch,
-            custom_objects=custom_objects,
-            trust_model=trust_model,
-            output_name=output_name,
-            scaling=scaling,
-            resize=resize,
-            channels=channels,
-            io=io,
-            labels=labels,
-            eval=eval,
-            min_agreement=min_agreement,
-            max_accuracy_drop=max_accuracy_drop,
-            strict=strict,
-            no_verify=no_verify,
-            layout=layout,
-            verbose=verbose,
-            show_progress=show_progress,
-            report=report,
+            path, shown, layout=layout, show_progress=show_progress, report=report, **quantize_keywords
         )
         return build(
             BuildOptions(

@@ -100,16 +100,16 @@ def model_file(model: Any) -> Iterator[tuple[PathLike, str | None]]:
 def quantize_options(
     model: PathLike,
     model_shown: str | None,
-    output: PathLike | None,
-    mean: Floats,
-    std: Floats,
-    input_size: str | tuple[int, int] | None,
+    output: PathLike | None = None,
+    mean: Floats = None,
+    std: Floats = None,
+    input_size: str | tuple[int, int] | None = None,
     **options: Any,
 ) -> QuantizeOptions:
     """The :class:`~edgekit.converters.quantize_options.QuantizeOptions` of a call of edgekit.quantize or
     edgekit.pipeline.build: the model and output as paths, ``mean``, ``std`` and ``input_size`` read as the API
     takes them (a number, a sequence, or the flag's text), every other option as given (``options``: the call's
-    keywords by name)."""
+    keywords by name; one left out keeps QuantizeOptions' default, the flag's)."""
     from edgekit.converters.quantize_options import QuantizeOptions
 
     return QuantizeOptions(

@@ -25,7 +25,7 @@ import time
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import Any, TextIO
 
 import numpy as np
 
@@ -247,7 +247,7 @@ class _Progress:
     ``callback`` feeds it from Keras's ``fit``; the multi-worker loop calls the methods itself.
     """
 
-    def __init__(self, steps: int, epochs: int, show: bool, stream: IO[str] | None = None, report: Reporter = SILENT):
+    def __init__(self, steps: int, epochs: int, show: bool, stream: TextIO | None = None, report: Reporter = SILENT):
         import keras
 
         self.steps, self.n_epochs, self.show = steps, epochs, show

@@ -405,7 +405,7 @@ def test_a_hostile_cache_file_neither_hangs_nor_crashes_nor_leaves_files(tmp_pat
     before = sorted(p.name for p in folder.iterdir())
     code = (
         "from edgekit.board import delegate_probe as d\n"
-        "d._write_cache('k', {'state': 'ok'})\nprint(sorted(d.read_cache()))\n"
+        "d._write_cache('k', d.PairVerdict('ok', '', False))\nprint(sorted(d.read_cache()))\n"
     )
     env = {**os.environ, delegate_probe.CACHE_ENV: str(folder), "PYTHONPATH": str(REPO)}
     done = subprocess.run(

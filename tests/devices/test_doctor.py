@@ -127,11 +127,14 @@ def test_the_interpreter_and_libedgetpu_pair_is_reported_from_the_probe_or_the_k
     assert Doc.check_runtime_pairing(old, str(lib)).status == Doc.INFO
     # what the probe found, for this very pair, overrides what is reported elsewhere
     delegate_probe._write_cache(
-        delegate_probe.pair_key("tflite_runtime", "2.14.0", str(lib)), {"state": "crashed", "detail": "SIGSEGV"}
+        delegate_probe.pair_key("tflite_runtime", "2.14.0", str(lib)),
+        delegate_probe.PairVerdict("crashed", "SIGSEGV", False),
     )
     check = Doc.check_runtime_pairing(new, str(lib))
     assert check.status == Doc.FAIL and "SIGSEGV" in check.detail and "TFlite-builds" in check.fix
-    delegate_probe._write_cache(delegate_probe.pair_key("tflite_runtime", "2.5.0.post1", str(lib)), {"state": "ok"})
+    delegate_probe._write_cache(
+        delegate_probe.pair_key("tflite_runtime", "2.5.0.post1", str(lib)), delegate_probe.PairVerdict("ok", "", False)
+    )
     assert Doc.check_runtime_pairing(old, str(lib)).status == Doc.OK
 
 
@@ -186,7 +189,7 @@ def test_a_hung_pair_and_a_cache_that_cannot_be_used_are_reported(tmp_path, monk
     new = probe(tmp_path, {**VERSIONS, "tflite-runtime": "2.14.0"}, env=env)
     delegate_probe._write_cache(
         delegate_probe.pair_key("tflite_runtime", "2.14.0", str(lib)),
-        {"state": "hung", "detail": "no answer within 60 s"},
+        delegate_probe.PairVerdict("hung", "no answer within 60 s", False),
     )
     check = Doc.check_runtime_pairing(new, str(lib))
     assert check.status == Doc.FAIL and "hung a test process (no answer within 60 s)" in check.detail
