@@ -249,15 +249,13 @@ def test_a_free_form_value_is_capped_in_depth():
 
 @pytest.mark.filterwarnings("error")  # numpy's abs(int8(-128)) overflows with a RuntimeWarning
 @pytest.mark.parametrize("value", [np.uint64(2**64 - 1), np.uint64(2**63), np.int64(-(2**63)), np.int8(-128), 2**1023])
-def test_the_runtimes_field_check_reads_numpy_integers_at_their_limits_exactly(value):
-    """The runtime's objects take numpy numbers: a number field keeps an integer at any width (no overflow in the
-    check), an integer field refuses what does not fit 64 bits, numpy's uint64 included."""
-    from edgekit.board import decode
-
-    assert decode._field({"x": value}, "x", "Object", float) == float(value)
-    fits = -(2**63) <= int(value) < 2**63
-    if fits:
-        assert decode._field({"x": value}, "x", "Object", int) == int(value)
+def test_the_runtimes_records_read_numpy_integers_at_their_limits_exactly(value):
+    """The runtime's records take numpy numbers: a number field keeps an integer at any width, exactly (no overflow
+    in the check), an integer field refuses what does not fit 64 bits, numpy's uint64 included."""
+    box = {"xmin": value, "ymin": 0, "xmax": 1, "ymax": 1}
+    assert results.Object.from_dict({"id": 1, "score": value, "bbox": box}).bbox.xmin == int(value)
+    if -(2**63) <= int(value) < 2**63:
+        assert results.Object.from_dict({"id": value, "score": 0.5, "bbox": box}).id == int(value)
     else:
-        with pytest.raises(ValueError, match="at most 64 bits"):
-            decode._field({"x": value}, "x", "Object", int)
+        with pytest.raises(ValueError, match=r"Object\.id: expected an integer of at most 64 bits"):
+            results.Object.from_dict({"id": value, "score": 0.5, "bbox": box})
