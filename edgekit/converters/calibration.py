@@ -30,7 +30,7 @@ from edgekit.data import labelled as datasets
 from edgekit.data.labelled import list_images
 from edgekit.errors import InputError, UsageError, first_line, regular_file
 from edgekit.report import SILENT, Reporter
-from edgekit.results.quantize import Calibration, CalibrationSummary
+from edgekit.results.quantize import Calibration
 
 IMAGE_SUFFIXES = IMAGE_EXTENSIONS  # the images classify reads are the images calibration reads
 TFRECORD_SUFFIXES = (".tfrecord", ".tfrecords", ".tfrec", ".record")
@@ -101,20 +101,17 @@ class CalibrationData:
             self.holdout = normalize_rgb(self.holdout_pixels, spec)
             self.normalized_as = key
 
-    def summary(self) -> CalibrationSummary:
-        """What was read, as the record inside the model keeps it."""
-        return CalibrationSummary(
+    def summary(self) -> Calibration:
+        """What was read and the notes reading it gave (quantize's ``calibration``)."""
+        return Calibration(
             self.source,
             self.kind,
             len(self.calib),
             len(self.holdout),
             self.folders or (len(self.classes) if self.classes else None),
             self.kind == "random",
+            tuple(self.notes),
         )
-
-    def described(self) -> Calibration:
-        """:meth:`summary` and the notes reading the data gave (quantize's ``calibration``)."""
-        return Calibration(**vars(self.summary()), notes=tuple(self.notes))
 
 
 # ------------------------------------------------------------------------------------------ sampling

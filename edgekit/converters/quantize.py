@@ -1085,7 +1085,8 @@ def _write_stage(run: _Run, p: _Prepared, c: _Converted, v: _Verified) -> bytes:
                 **onnx_io.versions(p.loaded),
             },
             "io": opts.io,
-            "calibration": p.data.summary().to_dict(),
+            # what was read, without the notes reading it gave (the record was written so before issue 33)
+            "calibration": {k: v for k, v in p.data.summary().to_dict().items() if k != "notes"},
             "preprocess_origin": p.origin,
             "preprocess_search": p.search.record().to_dict() if p.search else None,
             "verification": v.verification.to_dict() if v.verification else None,
@@ -1140,7 +1141,7 @@ def _result_stage(
             **asdict(spec), origin=p.origin, description=spec.describe(), search=p.search.record() if p.search else None
         ),
         labels=len(run.labels) if run.labels else None,
-        calibration=p.data.described(),
+        calibration=p.data.summary(),
         io=ModelIO(_io_summary(out_info.inputs[0]), _io_summary(out_info.outputs[0])),
         op_histogram=tuple(out_info.op_histogram_rows()),
         checks=GateChecks.from_check(check),

@@ -32,7 +32,6 @@ from edgekit.pipeline.options import PathLike
 from edgekit.report import SILENT, Reporter
 from edgekit.results.build import (
     BuildResult,
-    BundleCheck,
     BundleDetection,
     BundleFile,
     BundleInput,
@@ -179,7 +178,7 @@ def _bundle_contents(
             _tensorflow_version(plan.given is None),
             compile_report.compiler_version if compile_report else None,
         ),
-        reports=BundleReports(BundleCheck.from_dict(check.to_dict()), compile_report),
+        reports=BundleReports(check, compile_report),
         accuracy=_accuracy(opts, plan, shown),
         source=made.source,
         detection=detector.entry if detector is not None else None,

@@ -208,7 +208,7 @@ class CheckDigest(Record):
 
     @classmethod
     def from_check(cls, r: CheckResult) -> CheckDigest:
-        """From check's result (or the one build's manifest holds: a :class:`~edgekit.results.build.BundleCheck`)."""
+        """From check's result (or the one build's manifest holds, read back without its ``edgetpu`` block)."""
         s = r.summary
         cpu = Counter(o.name for o in r.ops if o.target == Target.CPU)
         on, off = s.on_chip_bytes_estimate, s.off_chip_bytes_estimate

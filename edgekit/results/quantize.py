@@ -286,8 +286,8 @@ class RefusedPreprocess(Record):
 
 
 @dataclass(frozen=True)
-class CalibrationSummary(Record):
-    """The calibration data read (the record inside the model keeps this; quantize's result adds the notes)."""
+class Calibration(Record):
+    """The calibration data read and what reading it noted (the record inside the model keeps all but the notes)."""
 
     source: str
     kind: str
@@ -295,12 +295,6 @@ class CalibrationSummary(Record):
     holdout_samples: int
     classes: int | None
     random: bool
-
-
-@dataclass(frozen=True)
-class Calibration(CalibrationSummary):
-    """:class:`CalibrationSummary` and what reading the data noted."""
-
     notes: tuple[str, ...] = ()
 
 

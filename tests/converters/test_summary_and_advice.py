@@ -17,7 +17,7 @@ from click.testing import CliRunner
 from edgekit.edgetpu import advice, compatibility
 from edgekit.edgetpu.advice import AdviceKind, ModelFacts
 from edgekit.edgetpu.compatibility.words import Verdict
-from edgekit.results.build import BundleCheck
+from edgekit.results.build import BundleReports
 from edgekit.results.check import CheckDigest
 from edgekit.tflite import model as tflite_model
 from tests.conftest import TESTDATA
@@ -30,7 +30,9 @@ DEEPLAB = TESTDATA / "deeplabv3_mnv2_dm05_pascal_quant.tflite"
 def test_the_summary_is_checks_own_verdict_with_the_cpu_ops_by_type():
     report = compatibility.check_model(tflite_model.load(DEEPLAB))
     summary = CheckDigest.from_check(report)
-    manifests = BundleCheck.from_dict(json.loads(json.dumps(report.to_dict())))
+    in_manifest = json.loads(json.dumps(BundleReports(report, None).to_dict()))
+    assert "edgetpu" not in in_manifest["check"]  # a CPU model has no Edge TPU block: the manifest leaves it out
+    manifests = BundleReports.from_dict(in_manifest).check
     assert summary == CheckDigest.from_check(manifests)  # build's manifest, read back
     assert summary == CheckDigest.from_dict(json.loads(json.dumps(summary.to_dict())))
     assert summary.verdict == Verdict(report.verdict) == Verdict.PARTIAL
