@@ -12,9 +12,9 @@ import tokenize
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[1] / "edgekit"
-# The budget: the total when it was set (17,779 lines, after issue 33 moved the folders) and ~2% of room. Raise it
-# here, in the commit that needs it, saying why; lower it when a change shrinks the package.
-BUDGET = 18_200
+# The budget: the total when it was last set (17,559 lines, after issue 33 gave each document one type) and ~2% of
+# room. Raise it here, in the commit that needs it, saying why; lower it when a change shrinks the package.
+BUDGET = 17_900
 
 
 def code_lines(source: str) -> int:
