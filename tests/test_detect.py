@@ -827,6 +827,25 @@ def test_a_recorded_layout_that_fits_is_used_and_cli_notes_an_ignored_one(tmp_pa
     assert [o["id"] for o in json.loads(p.stdout)["results"][0]["objects"]] == [0, 1]
 
 
+def test_detect_here_returns_the_documents_values_as_a_boards_answer_reads_back(tmp_path):
+    """Boxes to 2 decimals, scores to 6 and each box normalized to its image, as with on= (and before issue 33)."""
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N]}]), [yolo_values()])
+    image = r.results[0]
+    assert image.objects and r == DetectResult.from_dict(json.loads(json.dumps(r.to_dict())))
+    for o in image.objects:
+        assert o.bbox_normalized is not None
+        assert o.bbox_normalized.xmax == pytest.approx(o.bbox.xmax / image.width, abs=1e-6)
+
+
+def test_a_recorded_layout_with_a_field_this_edgekit_does_not_know_is_used(tmp_path):
+    """A newer edgekit's record (a field more) or an edited description: the fields read here still hold."""
+    record = dict(GOOD_RECORD, description=7, some_later_field={"x": 1})
+    (tmp_path / "m.edgekit.json").write_text(json.dumps({"detection": {"layout": record}}))
+    r = run(tmp_path, slice_model(HW, [{"shape": [1, 6, N]}]), [yolo_values()])
+    assert r.layout.source[0] == "recorded by edgekit quantize with the model"
+    assert r.layout.description == r.layout.describe()
+
+
 OBJECT_DOC = {"id": 3, "label": "person", "score": 0.5, "bbox": {"xmin": 1, "ymin": 2, "xmax": 3, "ymax": 4}}
 
 

@@ -145,10 +145,3 @@ def test_keras_resize_matches_keras_ops_image_resize():
         x = rng.integers(0, 256, shape, dtype=np.uint8)
         ref = np.asarray(keras.ops.image.resize(x.astype(np.float32), size, interpolation="bilinear", antialias=False))
         assert np.abs(resize_like_keras(x, *size).astype(np.float32) - ref).max() <= 0.501  # uint8 rounding only
-
-
-def test_the_spec_records_old_name_still_imports_with_a_warning():
-    import edgekit.results as results
-
-    with pytest.warns(DeprecationWarning, match="edgekit.results.SpecRecord is now edgekit.results.PreprocessSpec"):
-        assert results.SpecRecord is PreprocessSpec

@@ -585,3 +585,25 @@ def test_time_given_an_image_times_the_whole_classify_call_by_part(classifier):
         classifier.time(2, top_k=1)
     with pytest.raises(UsageError, match="scale=255 is for float arrays"):
         classifier.time(2, image=bgr, scale=255)
+
+
+@pytest.mark.parametrize(
+    "old, new",
+    [
+        ("DetectedBox", "BBox"),
+        ("DetectedObject", "Object"),
+        ("DetectLayout", "DetectionLayout"),
+        ("SpecRecord", "PreprocessSpec"),
+        ("CalibrationSummary", "Calibration"),
+        ("BundleCheck", "CheckResult"),
+        ("CompilerOutput", "CompileResult"),
+        ("BundleCompile", "CompileResult"),
+    ],
+)
+def test_a_record_name_that_went_in_issue_33_still_imports_for_a_release_with_a_warning(old, new):
+    """A document's second types went; their names still import, warning which type they are now."""
+    import edgekit.results as results
+
+    with pytest.warns(DeprecationWarning, match=f"edgekit.results.{old} is now edgekit.results.{new} "):
+        assert getattr(results, old) is getattr(results, new)
+    assert results.PreprocessSpec(8, 8, "RGB", "bilinear", (0.0,), (1.0,)).version == 1  # SpecRecord's first field

@@ -22,15 +22,7 @@ from typing import TYPE_CHECKING, Any, BinaryIO
 import numpy as np
 
 from edgekit.errors import Caution, EdgekitError, InputError, first_line, printable, regular_file
-from edgekit.results.preprocess import (  # noqa: F401  (the spec and its words: used here and by importers of this module)
-    CHANNEL_ORDERS,
-    MAX_MEAN_STD,
-    MIN_STD,
-    RESIZE_FILTERS,
-    SCALINGS,
-    SPEC_VERSION,
-    PreprocessSpec,
-)
+from edgekit.results.preprocess import PreprocessSpec
 
 if TYPE_CHECKING:  # pragma: no cover - an annotation only: pathlib costs a one-image classify 16M instructions
     from pathlib import Path

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, fields, replace
 from typing import Any
 
 from edgekit.board.decode import LAYOUT_HELP, anchor_count
@@ -337,19 +337,19 @@ def _recorded_layout(
         return None
     why, layout = _record_misfit(doc, outputs, input_hw), None
     if why is None:
+        # the fields this edgekit reads (a newer one's are left, as the description, which is derived)
+        known = {k: v for k, v in doc.items() if k in _RECORD_FIELDS}
         try:
-            layout = DetectionLayout.from_dict(doc)
+            layout = DetectionLayout.from_dict(known)
             why = _roles_misfit(layout, outputs)
-        except ValueError as exc:  # what _record_misfit does not look into (options, description, a field unknown)
+        except ValueError as exc:  # what _record_misfit does not look into (the options' values)
             why = str(exc)
     if why is not None or layout is None:
         source.append(f"the layout recorded with the model ignored: {why}")
         return None
     if forced is not None and forced != layout.kind.value:
         return None
-    import dataclasses
-
-    return dataclasses.replace(
+    return replace(
         layout,
         labels=labels or layout.labels,
         source=("recorded by edgekit quantize with the model",) + tuple(layout.source),
@@ -360,6 +360,7 @@ def _is_int(v: Any, low: int = 0, high: int = 1 << 20) -> bool:
     return isinstance(v, int) and not isinstance(v, bool) and low <= v <= high
 
 
+_RECORD_FIELDS = frozenset(f.name for f in fields(DetectionLayout)) - {"description"}
 _RECORD_TYPES = (
     ("boxes_normalized", (bool, type(None))),
     ("scores_are_logits", (bool, type(None))),
@@ -376,7 +377,7 @@ _RECORD_TYPES = (
 def _record_misfit(doc: Any, outputs: list, input_hw: tuple[int, int]) -> str | None:
     """Why a recorded layout document cannot be used for these outputs (its types, its roles' positions, its input
     size), or None when it can be read (:func:`_roles_misfit` then checks what its roles read)."""
-    from edgekit.board.preprocess import SCALINGS
+    from edgekit.results.preprocess import SCALINGS
 
     kinds = {k.value for k in Layout}
     if not isinstance(doc, dict) or not isinstance(doc.get("kind"), str) or doc["kind"] not in kinds:

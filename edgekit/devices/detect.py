@@ -137,7 +137,7 @@ def detect(
     on: Any = None,
     remote_path: str | None = None,
 ) -> DetectResult:
-    """Expand ``images`` (files, folders, globs), detect objects in each, and return the report.
+    """Expand ``images`` (files, folders, globs), detect objects in each, and return the result.
 
     ``report`` is told where the model runs, which layout was found and why, and draws the progress.
     ``save``: a folder where each image is written again with its boxes drawn (never over an input).
@@ -197,7 +197,10 @@ def detect(
 
     from edgekit.results.classify import ImageError
 
-    return replace(result, errors=tuple(ImageError(e["image"], e["error"]) for e in errors) + result.errors)
+    result = replace(result, errors=tuple(ImageError(e["image"], e["error"]) for e in errors) + result.errors)
+    # the document's values, as a board's answer reads back (boxes to 2 decimals, scores to 6, each box normalized
+    # to its image): the same result here and with on=, its text and --json alike
+    return DetectResult.from_dict(result.to_dict())
 
 
 def refuse_saving_among_inputs(folder: Path, paths: list[str]) -> None:

@@ -146,6 +146,8 @@ _RENAMED = {
     "SpecRecord": "PreprocessSpec",
     "CalibrationSummary": "Calibration",
     "BundleCheck": "CheckResult",
+    "CompilerOutput": "CompileResult",
+    "BundleCompile": "CompileResult",
 }
 
 
@@ -154,7 +156,11 @@ def __getattr__(name: str) -> Any:
         import warnings
 
         new = _RENAMED[name]
-        warnings.warn(f"edgekit.results.{name} is now edgekit.results.{new}", DeprecationWarning, stacklevel=2)
+        warnings.warn(
+            f"edgekit.results.{name} is now edgekit.results.{new} (its fields may differ: make it with keywords)",
+            DeprecationWarning,
+            stacklevel=2,
+        )
         return __getattr__(new)
     if name not in _WHERE:
         raise AttributeError(f"module 'edgekit.results' has no attribute {name!r}")

@@ -77,10 +77,11 @@ class BundleSource(Record):
 
 @dataclass(frozen=True)
 class BundleReports(Record):
-    check: (
-        CheckResult | None
-    )  # check's result on the CPU model: its document without ``edgetpu`` (a CPU model has none)
-    compile: CompileResult | None  # None: not compiled here (what the compiler said: no comparison with check)
+    """check's result on the CPU model (its document without ``edgetpu``: a CPU model has none) and what the
+    compiler said (None: not compiled here; no comparison with check)."""
+
+    check: CheckResult | None
+    compile: CompileResult | None
 
     def to_dict(self) -> dict[str, Any]:
         d = super().to_dict()

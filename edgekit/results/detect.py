@@ -150,6 +150,7 @@ class DetectionLayout(Record):
     description: str = ""
 
     def __post_init__(self) -> None:
+        object.__setattr__(self, "roles", types.MappingProxyType(dict(self.roles)))
         object.__setattr__(self, "options", types.MappingProxyType(dict(sorted(self.options.items()))))
         object.__setattr__(self, "description", self.describe())
 

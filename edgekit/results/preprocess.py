@@ -98,6 +98,11 @@ class PreprocessSpec(Record):
         scale = self.scaling_name or f"mean={list(self.mean)} std={list(self.std)}"
         return f"{self.width}x{self.height} {self.channels}, {self.resize} resize, scaling {scale}"
 
+    @property
+    def version(self) -> int:
+        """The document's format version (its first key)."""
+        return SPEC_VERSION
+
     def to_dict(self) -> Dict[str, Any]:
         return {"version": SPEC_VERSION, **super().to_dict()}
 
@@ -106,7 +111,9 @@ class PreprocessSpec(Record):
         """A record's reading of the document (this edgekit's ``version`` first; a value the spec refuses is a
         ValueError, as any record's). A spec recorded with a model or a bundle is read by :meth:`read`."""
         where = where or cls.__name__
-        version = document.get("version") if isinstance(document, Mapping) else None
+        if not isinstance(document, Mapping):
+            raise ValueError(f"{where}: expected an object, got {type(document).__name__}")
+        version = document.get("version")
         if type(version) is not int or version != SPEC_VERSION:
             raise ValueError(f"{where}.version: expected {SPEC_VERSION}, got {shown(version)}")
         try:

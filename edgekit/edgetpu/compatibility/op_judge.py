@@ -38,7 +38,7 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
     for case in OP_CASES:
         if case.applies(c):
             fix = case.fix(c) if callable(case.fix) else case.fix
-            return Judgement(case.status, case.detail(c), fix, case.evidence, case.confidence, rule=case.id)
+            return Judgement(case.status, case.detail(c), fix, case.evidence, case.confidence)
     doubt = None
     for k in COMMON + (rule.constraints if rule is not None else ()):  # OP_CASES judged an op not in RULES
         why = k.test(c)
@@ -46,7 +46,7 @@ def judge(info: ModelInfo, g: SubgraphInfo, op: OpInfo, min_runtime: int = COMPI
             continue
         detail, fix = why if isinstance(why, tuple) else (why, k.fix)
         if k.confidence == CONFIRMED or best_guess(k.kind) == Target.CPU:
-            return Judgement(k.status, detail, fix, k.evidence, k.confidence, k.code, rule=k.id)
+            return Judgement(k.status, detail, fix, k.evidence, k.confidence, k.code)
         doubt = doubt or (k.id, k.status, detail, fix)  # best guess: mapped; a later sure rule may still refuse
     seen = SEEN_MAPPED.get(op.name)
     sure = bool(seen) and doubt is None

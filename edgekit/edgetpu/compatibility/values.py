@@ -22,7 +22,6 @@ class Judgement:
     evidence: Refs = ()
     confidence: Confidence = CONFIRMED
     code: str | None = None  # the problem code, when not the one of its status words
-    rule: str | None = None  # the id of the rule that decided it (None: mapped by no rule's objection)
     #: For an op mapped as a best guess: the uncertain rule that would refuse it (its id, words, detail, fix).
     doubt: tuple[str, str, str, str | None] | None = None
 
