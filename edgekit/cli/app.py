@@ -15,8 +15,8 @@ from typing import Any
 
 import click
 
+import edgekit.cli.commands  # noqa: F401 (registers each command's run in RUNS: the group holds them all)
 from edgekit import __version__, flags
-from edgekit.cli import commands  # noqa: F401 (registers each command's run in RUNS: the group holds them all)
 from edgekit.cli.base import RUNS, debug_env, echo, guarded
 from edgekit.errors import InputError, shown
 

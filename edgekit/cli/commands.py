@@ -16,8 +16,8 @@ import sys
 import types
 from typing import Any, NamedTuple
 
+import edgekit.cli.base as cli_base
 from edgekit import flags
-from edgekit.cli import base as cli_base
 from edgekit.cli.base import command
 from edgekit.cli.base import echo as _echo
 from edgekit.errors import InputError, UsageError, shown
